@@ -1,0 +1,34 @@
+# netrig — every target sets itself up (apt packages, .venv, native build) and is idempotent.
+SHELL := /bin/bash
+PY := .venv/bin/python
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+
+.PHONY: setup build demo test test-rust test-python bench lint clean
+
+setup:
+	@scripts/setup.sh apt venv
+
+build: setup
+	@scripts/setup.sh build
+
+demo: build
+	@$(PY) -m netrig.cli.main demo --out demo-out
+
+test: build test-rust test-python
+
+test-rust:
+	cargo test --workspace --exclude netrig-py --release -q
+
+test-python: build
+	$(PY) -m pytest -q tests
+
+bench: build
+	$(PY) bench/run.py
+
+lint: setup
+	cargo clippy --workspace --release -q -- -D warnings
+	cargo fmt --all --check
+	$(PY) -m compileall -q python tests bench
+
+clean:
+	rm -rf target .venv .stamps

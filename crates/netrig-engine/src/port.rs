@@ -1,0 +1,181 @@
+//! Ports: where frames leave and enter the tester.
+//!
+//! A [`Port`] is one network interface (or an in-process loopback end) opened with one I/O
+//! backend. It hands out per-queue halves: a [`TxQueue`] for a TX worker and an [`RxQueue`] for an
+//! RX worker; each half is `Send` and is driven by exactly one pinned worker thread, so the hot
+//! path needs no locks.
+//!
+//! The traits are batch-oriented and zero-copy friendly: [`TxQueue::send`] lends the caller the
+//! backend's own frame buffers (a TPACKET ring slot, an AF_XDP UMEM chunk, a scratch buffer for
+//! sockets) and the caller writes the frame in place; [`RxQueue::recv`] lends each received frame
+//! to a callback. Backends: `loopback` (in-process, for engine tests), `af_packet` (TPACKET_V3),
+//! `af_xdp` (XSK), `socket` (plain `AF_PACKET/SOCK_RAW` with `sendmmsg`/`recvmmsg`).
+use std::fmt;
+use std::time::Duration;
+
+use crate::error::PortError;
+
+/// The I/O method behind a port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Backend {
+    Loopback,
+    AfPacket,
+    AfXdp,
+    Socket,
+}
+
+impl Backend {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backend::Loopback => "loopback",
+            Backend::AfPacket => "af_packet",
+            Backend::AfXdp => "af_xdp",
+            Backend::Socket => "socket",
+        }
+    }
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a receive timestamp comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimestampSource {
+    /// Read by the RX worker in user space when the batch was received.
+    User,
+    /// Taken by the kernel when the frame entered the stack (`skb->tstamp`, software).
+    KernelSoftware,
+    /// Taken by the NIC.
+    Hardware,
+}
+
+impl TimestampSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TimestampSource::User => "user",
+            TimestampSource::KernelSoftware => "kernel_software",
+            TimestampSource::Hardware => "hardware",
+        }
+    }
+}
+
+/// What a port can do, probed when it is opened. Reported with every result.
+#[derive(Debug, Clone)]
+pub struct PortCaps {
+    /// Interface name (or loopback end name).
+    pub name: String,
+    pub backend: Backend,
+    pub tx_queues: usize,
+    pub rx_queues: usize,
+    /// Largest frame the port accepts, without FCS (MTU + Ethernet header).
+    pub max_frame_len: usize,
+    /// Link speed in bit/s if the interface reports one (veth and loopback do not).
+    pub speed_bps: Option<u64>,
+    pub rx_timestamp: TimestampSource,
+    /// Frames are DMA'd to/from the tester's buffers (AF_XDP zero-copy).
+    pub zero_copy: bool,
+    /// Free text: what was probed and chosen ("native XDP, copy mode, need_wakeup").
+    pub notes: String,
+}
+
+/// Metadata of one received frame.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RxMeta {
+    /// Receive time in nanoseconds of the engine clock ([`crate::clock::now_ns`]).
+    pub ts_ns: u64,
+    /// The receive queue.
+    pub queue: u16,
+}
+
+/// Tester-side transmit counters of one queue (not DUT behaviour).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TxQueueStats {
+    /// Frames the backend handed to the kernel / peer.
+    pub frames: u64,
+    pub bytes: u64,
+    /// Times a send found the ring full or got `EAGAIN`/`ENOBUFS` (back-pressure).
+    pub backpressure: u64,
+    /// Frames the kernel reported as dropped on transmit (e.g. `tp_status` wrong format).
+    pub errors: u64,
+}
+
+/// Tester-side receive counters of one queue: drops here are the tester's, never the DUT's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RxQueueStats {
+    /// Frames lost because the tester's ring was full (`tp_drops`, XSK `rx_dropped`,
+    /// `rx_ring_full`, fill-ring empty).
+    pub ring_drops: u64,
+    /// Ring freezes (TPACKET_V3 `tp_freeze_q_cnt`) or similar overrun events.
+    pub overruns: u64,
+}
+
+/// Transmit half of one queue. Driven by one TX worker.
+pub trait TxQueue: Send {
+    /// Send up to `count` frames. For every frame the queue calls `fill(buf)` with a buffer of at
+    /// least `max_frame_len` bytes; `fill` writes one complete frame (without FCS) at the start
+    /// of `buf` and returns its length. Returns how many frames were accepted; fewer than `count`
+    /// (possibly 0) under back-pressure, and then `fill` was called exactly that many times.
+    fn send(&mut self, count: usize, fill: &mut dyn FnMut(&mut [u8]) -> usize) -> Result<usize, PortError>;
+
+    /// Kick the kernel for anything still queued and reclaim completed buffers. Called by the
+    /// worker at the end of a trial and whenever it idles.
+    fn flush(&mut self) -> Result<(), PortError>;
+
+    /// True when every accepted frame has left the tester (ring drained, completions reaped).
+    fn idle(&mut self) -> bool {
+        true
+    }
+
+    fn stats(&self) -> TxQueueStats;
+}
+
+/// Receive half of one queue. Driven by one RX worker.
+pub trait RxQueue: Send {
+    /// Wait at most `timeout` for frames and call `on_frame` for each received frame (at most
+    /// `max` frames). Returns the number of frames delivered; 0 on timeout.
+    fn recv(
+        &mut self,
+        max: usize,
+        timeout: Duration,
+        on_frame: &mut dyn FnMut(&[u8], RxMeta),
+    ) -> Result<usize, PortError>;
+
+    /// Tester-side drop counters (cumulative since the queue was opened).
+    fn stats(&mut self) -> RxQueueStats;
+}
+
+/// One opened port.
+pub trait Port: Send {
+    fn caps(&self) -> &PortCaps;
+
+    /// Open the transmit half of `queue` (0-based, `< caps().tx_queues`).
+    fn open_tx(&mut self, queue: usize) -> Result<Box<dyn TxQueue>, PortError>;
+
+    /// Open the receive half of `queue` (0-based, `< caps().rx_queues`).
+    fn open_rx(&mut self, queue: usize) -> Result<Box<dyn RxQueue>, PortError>;
+}
+
+/// How to open a port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortSpec {
+    /// Interface name (`veth0`, `eth2`).
+    pub ifname: String,
+    /// Network namespace the interface lives in, as a name under `/run/netns` or a path; `None`
+    /// is the namespace of the calling process.
+    pub netns: Option<String>,
+    /// Which backend; `None` means auto: probe and pick the fastest that works.
+    pub backend: Option<Backend>,
+    /// Number of queues to use (each gets its own TX and RX worker).
+    pub queues: usize,
+    /// Backend tuning: ring/UMEM frames (0 = backend default).
+    pub ring_frames: usize,
+}
+
+impl PortSpec {
+    pub fn new(ifname: impl Into<String>) -> Self {
+        PortSpec { ifname: ifname.into(), netns: None, backend: None, queues: 1, ring_frames: 0 }
+    }
+}

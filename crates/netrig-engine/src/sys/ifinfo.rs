@@ -1,0 +1,276 @@
+//! Interface facts: index, MTU, MAC, link speed, driver, queue counts, XDP support hints.
+//! Read from sysfs and ethtool ioctls in the current thread's network namespace (wrap calls in
+//! [`super::netns::in_netns`] for another namespace).
+use std::ffi::CString;
+use std::fs;
+use std::io;
+use std::mem;
+
+use crate::error::PortError;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IfInfo {
+    pub name: String,
+    pub ifindex: u32,
+    pub mtu: usize,
+    pub mac: [u8; 6],
+    /// Link speed in bit/s, when the driver reports one.
+    pub speed_bps: Option<u64>,
+    pub driver: String,
+    pub rx_queues: usize,
+    pub tx_queues: usize,
+    pub oper_up: bool,
+}
+
+fn read_trim(path: &str) -> Option<String> {
+    fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+}
+
+/// Interface index of `name`, or `NoSuchInterface`.
+pub fn ifindex(name: &str, netns: Option<&str>) -> Result<u32, PortError> {
+    let c = CString::new(name).map_err(|_| PortError::NoSuchInterface {
+        ifname: name.to_string(),
+        netns: netns.map(str::to_string),
+    })?;
+    // SAFETY: c is a valid NUL-terminated string.
+    let idx = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    if idx == 0 {
+        return Err(PortError::NoSuchInterface { ifname: name.to_string(), netns: netns.map(str::to_string) });
+    }
+    Ok(idx)
+}
+
+fn count_dir(path: &str, prefix: &str) -> usize {
+    fs::read_dir(path)
+        .map(|d| d.filter_map(Result::ok).filter(|e| e.file_name().to_string_lossy().starts_with(prefix)).count())
+        .unwrap_or(0)
+}
+
+/// Everything about `name` in the calling thread's namespace.
+///
+/// Note: `/sys/class/net` shows the namespace sysfs was mounted in, so for interfaces in another
+/// namespace the values come from ioctls where possible (index, MTU, MAC, speed, driver).
+pub fn ifinfo(name: &str, netns: Option<&str>) -> Result<IfInfo, PortError> {
+    let ifindex = ifindex(name, netns)?;
+    let sock = Sock::new().map_err(|e| io_err(name, "socket", e))?;
+    let mtu = sock.ifreq_int(name, libc::SIOCGIFMTU).map_err(|e| io_err(name, "SIOCGIFMTU", e))? as usize;
+    let mac = sock.hwaddr(name).unwrap_or([0; 6]);
+    let flags = sock.ifreq_int(name, libc::SIOCGIFFLAGS).unwrap_or(0);
+    let (driver, speed_bps) = sock.ethtool_info(name);
+    let base = format!("/sys/class/net/{name}");
+    let sys_ok = read_trim(&format!("{base}/ifindex")).and_then(|s| s.parse::<u32>().ok()) == Some(ifindex);
+    let (rx_queues, tx_queues) = if sys_ok {
+        (count_dir(&format!("{base}/queues"), "rx-").max(1), count_dir(&format!("{base}/queues"), "tx-").max(1))
+    } else {
+        sock.channels(name).unwrap_or((1, 1))
+    };
+    Ok(IfInfo {
+        name: name.to_string(),
+        ifindex,
+        mtu,
+        mac,
+        speed_bps,
+        driver,
+        rx_queues,
+        tx_queues,
+        oper_up: flags & libc::IFF_RUNNING != 0,
+    })
+}
+
+fn io_err(ifname: &str, op: &str, source: io::Error) -> PortError {
+    PortError::Io { ifname: ifname.to_string(), queue: 0, op: op.to_string(), source }
+}
+
+struct Sock(i32);
+
+impl Drop for Sock {
+    fn drop(&mut self) {
+        // SAFETY: we own the fd.
+        unsafe { libc::close(self.0) };
+    }
+}
+
+#[repr(C)]
+struct IfReq {
+    name: [u8; libc::IFNAMSIZ],
+    data: [u8; 24],
+}
+
+impl IfReq {
+    fn new(name: &str) -> Self {
+        let mut r = IfReq { name: [0; libc::IFNAMSIZ], data: [0; 24] };
+        let n = name.len().min(libc::IFNAMSIZ - 1);
+        r.name[..n].copy_from_slice(&name.as_bytes()[..n]);
+        r
+    }
+}
+
+const SIOCETHTOOL: libc::c_ulong = 0x8946;
+const ETHTOOL_GSET: u32 = 0x1;
+const ETHTOOL_GDRVINFO: u32 = 0x3;
+const ETHTOOL_GCHANNELS: u32 = 0x3c;
+
+impl Sock {
+    fn new() -> io::Result<Self> {
+        // SAFETY: plain socket syscall.
+        let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Sock(fd))
+    }
+
+    fn ifreq_int(&self, name: &str, req: libc::c_ulong) -> io::Result<i32> {
+        let mut r = IfReq::new(name);
+        // SAFETY: r is a properly sized ifreq for these requests.
+        if unsafe { libc::ioctl(self.0, req, &mut r) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(i32::from_ne_bytes([r.data[0], r.data[1], r.data[2], r.data[3]]))
+    }
+
+    fn hwaddr(&self, name: &str) -> Option<[u8; 6]> {
+        let mut r = IfReq::new(name);
+        // SAFETY: ifreq sized for SIOCGIFHWADDR (sockaddr in data).
+        if unsafe { libc::ioctl(self.0, libc::SIOCGIFHWADDR, &mut r) } != 0 {
+            return None;
+        }
+        let mut mac = [0u8; 6];
+        mac.copy_from_slice(&r.data[2..8]);
+        Some(mac)
+    }
+
+    fn ethtool<T>(&self, name: &str, cmd: &mut T) -> io::Result<()> {
+        let mut r = IfReq::new(name);
+        let ptr = cmd as *mut T as usize;
+        r.data[..mem::size_of::<usize>()].copy_from_slice(&ptr.to_ne_bytes());
+        // SAFETY: ifr_data points at a live, correctly sized ethtool command struct.
+        if unsafe { libc::ioctl(self.0, SIOCETHTOOL, &mut r) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    fn ethtool_info(&self, name: &str) -> (String, Option<u64>) {
+        #[repr(C)]
+        struct DrvInfo {
+            cmd: u32,
+            driver: [u8; 32],
+            version: [u8; 32],
+            fw_version: [u8; 32],
+            bus_info: [u8; 32],
+            erom_version: [u8; 32],
+            reserved2: [u8; 12],
+            n_priv_flags: u32,
+            n_stats: u32,
+            testinfo_len: u32,
+            eedump_len: u32,
+            regdump_len: u32,
+        }
+        // SAFETY: all-zero is a valid DrvInfo.
+        let mut d: DrvInfo = unsafe { mem::zeroed() };
+        d.cmd = ETHTOOL_GDRVINFO;
+        let driver = match self.ethtool(name, &mut d) {
+            Ok(()) => {
+                let end = d.driver.iter().position(|&b| b == 0).unwrap_or(32);
+                String::from_utf8_lossy(&d.driver[..end]).into_owned()
+            }
+            Err(_) => String::new(),
+        };
+        #[repr(C)]
+        struct Cmd {
+            cmd: u32,
+            supported: u32,
+            advertising: u32,
+            speed: u16,
+            duplex: u8,
+            port: u8,
+            phy_address: u8,
+            transceiver: u8,
+            autoneg: u8,
+            mdio_support: u8,
+            maxtxpkt: u32,
+            maxrxpkt: u32,
+            speed_hi: u16,
+            eth_tp_mdix: u8,
+            eth_tp_mdix_ctrl: u8,
+            lp_advertising: u32,
+            reserved: [u32; 2],
+        }
+        // SAFETY: all-zero is a valid Cmd.
+        let mut c: Cmd = unsafe { mem::zeroed() };
+        c.cmd = ETHTOOL_GSET;
+        let speed = match self.ethtool(name, &mut c) {
+            Ok(()) => {
+                let mbps = ((c.speed_hi as u32) << 16) | c.speed as u32;
+                if mbps == 0 || mbps == u32::MAX || mbps == 0xffff {
+                    None
+                } else {
+                    Some(mbps as u64 * 1_000_000)
+                }
+            }
+            Err(_) => None,
+        };
+        (driver, speed)
+    }
+
+    fn channels(&self, name: &str) -> Option<(usize, usize)> {
+        #[repr(C)]
+        #[derive(Default)]
+        struct Channels {
+            cmd: u32,
+            max_rx: u32,
+            max_tx: u32,
+            max_other: u32,
+            max_combined: u32,
+            rx_count: u32,
+            tx_count: u32,
+            other_count: u32,
+            combined_count: u32,
+        }
+        let mut c = Channels { cmd: ETHTOOL_GCHANNELS, ..Default::default() };
+        self.ethtool(name, &mut c).ok()?;
+        let rx = (c.rx_count + c.combined_count).max(1) as usize;
+        let tx = (c.tx_count + c.combined_count).max(1) as usize;
+        Some((rx, tx))
+    }
+}
+
+/// Names of all interfaces in the calling thread's namespace (from `if_nameindex`).
+pub fn list_interfaces() -> Vec<String> {
+    let mut out = Vec::new();
+    // SAFETY: if_nameindex returns a heap array terminated by a zero entry, freed below.
+    unsafe {
+        let base = libc::if_nameindex();
+        if base.is_null() {
+            return out;
+        }
+        let mut p = base;
+        while (*p).if_index != 0 {
+            out.push(std::ffi::CStr::from_ptr((*p).if_name).to_string_lossy().into_owned());
+            p = p.add(1);
+        }
+        libc::if_freenameindex(base);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_interface_is_found() {
+        let i = ifinfo("lo", None).expect("lo exists in every namespace");
+        assert_eq!(i.name, "lo");
+        assert!(i.ifindex >= 1);
+        assert!(i.mtu >= 1500);
+        assert!(list_interfaces().iter().any(|n| n == "lo"));
+    }
+
+    #[test]
+    fn unknown_interface_names_itself() {
+        let e = ifinfo("nr-nonexistent0", None).unwrap_err();
+        assert!(e.to_string().contains("nr-nonexistent0"));
+    }
+}

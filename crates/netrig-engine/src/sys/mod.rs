@@ -1,0 +1,8 @@
+//! Everything that talks to the kernel with `unsafe`: sockets, rings, BPF, namespaces, CPU
+//! affinity. Nothing outside this module uses `unsafe`; every block here carries a `// SAFETY:`.
+pub mod af_packet;
+pub mod af_xdp;
+pub mod cpu;
+pub mod ifinfo;
+pub mod netns;
+pub mod socket;

@@ -1,0 +1,8 @@
+//! socket backend (being written).
+use crate::error::PortError;
+use crate::port::{Port, PortSpec};
+
+/// Open `spec` with this backend.
+pub fn open(spec: &PortSpec) -> Result<Box<dyn Port>, PortError> {
+    Err(PortError::Unsupported { ifname: spec.ifname.clone(), backend: "socket".into(), reason: "not built yet".into() })
+}

@@ -1,0 +1,2 @@
+//! netrig-wire: packet views and representations (being written).
+#![forbid(unsafe_code)]

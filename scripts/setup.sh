@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# netrig set-up: Debian packages, the .venv virtualenv, the native build.
+# Idempotent and quick when already done: each step leaves a stamp under .stamps/ keyed by the
+# inputs it depends on, and the native build is left to cargo/maturin's own change tracking.
+#
+#   scripts/setup.sh [apt] [venv] [build]     (no argument: all three)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p .stamps
+steps=("$@"); [ ${#steps[@]} -gt 0 ] || steps=(apt venv build)
+
+APT_PACKAGES="iproute2 nftables ethtool procps util-linux python3-venv"
+PY=${PYTHON:-python3}
+
+say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
+
+do_apt() {
+  local key; key=$(echo "$APT_PACKAGES" | sha1sum | cut -c1-12)
+  [ -f ".stamps/apt-$key" ] && return 0
+  local missing=()
+  for p in $APT_PACKAGES; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  if [ ${#missing[@]} -gt 0 ]; then
+    if [ "$(id -u)" != 0 ]; then
+      say "missing Debian packages: ${missing[*]} (run as root, or install them yourself)"; return 0
+    fi
+    say "installing Debian packages: ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+  touch ".stamps/apt-$key"
+}
+
+do_venv() {
+  local key; key=$(sha1sum pyproject.toml | cut -c1-12)
+  [ -f ".stamps/venv-$key" ] && [ -x .venv/bin/python ] && return 0
+  if ! command -v cargo >/dev/null; then
+    say "cargo not found: install Rust (rustup) first"; exit 1
+  fi
+  [ -x .venv/bin/python ] || { say "creating .venv"; "$PY" -m venv .venv; }
+  say "installing Python dependencies into .venv"
+  .venv/bin/pip install -q --disable-pip-version-check --upgrade pip >/dev/null
+  .venv/bin/pip install -q --disable-pip-version-check "maturin>=1.5,<2" \
+    $(.venv/bin/python - <<'PYEOF'
+import tomllib
+p = tomllib.load(open("pyproject.toml", "rb"))["project"]
+print(" ".join(repr(d) for d in p["dependencies"] + p["optional-dependencies"]["test"]).replace("'", ""))
+PYEOF
+)
+  touch ".stamps/venv-$key"
+}
+
+do_build() {
+  # maturin develop rebuilds only what changed (cargo), and installs netrig editable into .venv.
+  local sum; sum=$(find crates Cargo.toml pyproject.toml -type f \( -name '*.rs' -o -name '*.toml' \) -print0 \
+                   | sort -z | xargs -0 sha1sum | sha1sum | cut -c1-12)
+  if [ -f ".stamps/build-$sum" ] && .venv/bin/python -c 'import netrig._native' 2>/dev/null; then return 0; fi
+  say "building the native engine (release)"
+  VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH" .venv/bin/maturin develop --release -q 2>&1 \
+    | grep -v -E '^(📦|🔗|🐍|💻|📖|🛠|✏️|⚠️  Warning: .*pip)' || true
+  .venv/bin/python -c 'import netrig._native' || { say "native build failed"; exit 1; }
+  rm -f .stamps/build-*; touch ".stamps/build-$sum"
+}
+
+for s in "${steps[@]}"; do "do_$s"; done
