@@ -1,0 +1,70 @@
+"""The ``netrig`` command line.
+
+One module per subcommand under ``netrig.cli``; each defines ``register(subparsers)`` which adds
+its parser and sets ``func=run`` (``run(args) -> int``). This module only dispatches, and turns
+every ``NetrigError`` into one line on stderr and exit status 2 — never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from netrig.errors import NetrigError
+
+#: Subcommand modules, in the order ``netrig --help`` lists them.
+COMMANDS = (
+    "ports",
+    "trial",
+    "testbed",
+    "run",
+    "rfc2544",
+    "ndr_pdr",
+    "selftest",
+    "report",
+    "compare",
+    "demo",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="netrig",
+        description="netrig: a software network test rig (traffic generator, analyzer, methodology).",
+    )
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            mod = importlib.import_module(f"netrig.cli.{name}")
+        except ModuleNotFoundError as e:
+            if e.name == f"netrig.cli.{name}":
+                continue  # subcommand not built yet
+            raise
+        mod.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.version:
+        from netrig import __version__
+
+        print(f"netrig {__version__}")
+        return 0
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except NetrigError as e:
+        print(f"netrig: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("netrig: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
