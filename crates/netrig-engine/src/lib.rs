@@ -9,12 +9,22 @@
 //! All `unsafe` lives in [`sys`].
 #![deny(unsafe_code)]
 
+pub mod analyze;
 pub mod clock;
 pub mod error;
+pub mod fault;
+pub mod flows;
+pub mod loopback;
 pub mod open;
 pub mod port;
+pub mod rng;
+pub mod stream;
+pub mod trial;
+pub mod tx;
 #[allow(unsafe_code)]
 pub mod sys;
 
 pub use error::{ConfigError, EngineError, PortError};
 pub use port::{Backend, Port, PortCaps, PortSpec, RxMeta, RxQueue, RxQueueStats, TimestampSource, TxQueue, TxQueueStats};
+pub use stream::{FlowOrder, FlowSpec, FrameSize, Rate, Stop, StreamConfig};
+pub use trial::{run_trial, TrialConfig, TrialControl, TrialResult};

@@ -1,0 +1,701 @@
+//! A trial: learning frames, warm-up, run, stop, drain, collect (methodology §2).
+//!
+//! ```text
+//!  validate + compile streams ── open queues ── start RX workers (pinned)
+//!      ── learning frames ── warm-up (not counted) ── epoch
+//!      ── TX workers (pinned, paced) until duration / count / bursts ── stop
+//!      ── drain (2 s default) ── stop RX ── merge per-flow counters ── TrialResult
+//! ```
+//! Every option is validated before any queue is opened. Live counters can be read through
+//! [`TrialControl`] while the trial runs, and setting its stop flag ends the trial early (the
+//! result is then marked `interrupted`, with everything counted so far).
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+
+use crate::analyze::{empty_flow, Analyzer, FlowRx, LatencySummary, RxTotals};
+use crate::clock;
+use crate::error::{ConfigError, EngineError};
+use crate::port::{Port, RxQueue, RxQueueStats, TxQueue, TxQueueStats};
+use crate::stream::{compile, CompiledStream, Rate, Stop, StreamConfig};
+use crate::sys::cpu;
+use crate::tx::{end_for, run_tx_worker, split_stream, TxLive, TxPlan, TxWorkerResult};
+
+/// A trial in which the tester sent less than this share of the intended frames is invalid.
+pub const MIN_ACHIEVED_RATIO: f64 = 0.999;
+
+#[derive(Debug, Clone)]
+pub struct TrialConfig {
+    pub streams: Vec<StreamConfig>,
+    /// Wait after the last frame for frames in flight.
+    pub drain_ns: u64,
+    /// Traffic at the trial's rates before the measurement, not counted (0 = none).
+    pub warmup_ns: u64,
+    /// Send learning frames from every receiving port first (primes bridges' MAC tables).
+    pub learning: bool,
+    /// Frames whose latency exceeds this are "late" (default: the drain time).
+    pub late_ns: Option<u64>,
+    /// CPUs for TX workers, used in order (empty: the last CPUs, counting down).
+    pub tx_cpus: Vec<usize>,
+    /// CPUs for RX workers, used in order (empty: the first CPUs, counting up).
+    pub rx_cpus: Vec<usize>,
+    /// Per-flow results are reported for at most this many flows per stream.
+    pub max_flow_results: usize,
+}
+
+impl Default for TrialConfig {
+    fn default() -> Self {
+        TrialConfig {
+            streams: Vec::new(),
+            drain_ns: 2_000_000_000,
+            warmup_ns: 0,
+            learning: true,
+            late_ns: None,
+            tx_cpus: Vec::new(),
+            rx_cpus: Vec::new(),
+            max_flow_results: 1024,
+        }
+    }
+}
+
+/// Phases a trial goes through (readable live).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Phase {
+    Setup = 0,
+    Learning = 1,
+    Warmup = 2,
+    Running = 3,
+    Draining = 4,
+    Done = 5,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Setup => "setup",
+            Phase::Learning => "learning",
+            Phase::Warmup => "warmup",
+            Phase::Running => "running",
+            Phase::Draining => "draining",
+            Phase::Done => "done",
+        }
+    }
+}
+
+/// Shared between the trial and whoever watches it.
+#[derive(Debug, Default)]
+pub struct TrialControl {
+    stop: AtomicBool,
+    phase: AtomicU8,
+    run_start_ns: AtomicU64,
+    tx_live: std::sync::Mutex<Vec<Arc<TxLive>>>,
+    rx_live: std::sync::Mutex<Vec<Arc<RxLive>>>,
+}
+
+/// Live counters of one RX worker.
+#[derive(Debug, Default)]
+pub struct RxLive {
+    pub frames: AtomicU64,
+}
+
+/// A snapshot of a running trial.
+#[derive(Debug, Clone, Copy)]
+pub struct LiveSnapshot {
+    pub phase: Phase,
+    pub elapsed_s: f64,
+    pub tx_frames: u64,
+    pub rx_frames: u64,
+}
+
+impl TrialControl {
+    pub fn new() -> Arc<Self> {
+        Arc::new(TrialControl::default())
+    }
+
+    /// Ask the trial to stop as soon as possible (Ctrl-C).
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    fn set_phase(&self, p: Phase) {
+        self.phase.store(p as u8, Ordering::SeqCst);
+    }
+
+    pub fn snapshot(&self) -> LiveSnapshot {
+        let phase = match self.phase.load(Ordering::SeqCst) {
+            1 => Phase::Learning,
+            2 => Phase::Warmup,
+            3 => Phase::Running,
+            4 => Phase::Draining,
+            5 => Phase::Done,
+            _ => Phase::Setup,
+        };
+        let start = self.run_start_ns.load(Ordering::Relaxed);
+        let elapsed_s = if start == 0 { 0.0 } else { clock::now_ns().saturating_sub(start) as f64 / 1e9 };
+        let tx_frames = self.tx_live.lock().map(|v| v.iter().map(|l| l.frames.load(Ordering::Relaxed)).sum()).unwrap_or(0);
+        let rx_frames = self.rx_live.lock().map(|v| v.iter().map(|l| l.frames.load(Ordering::Relaxed)).sum()).unwrap_or(0);
+        LiveSnapshot { phase, elapsed_s, tx_frames, rx_frames }
+    }
+}
+
+/// Result of one flow.
+#[derive(Debug, Clone)]
+pub struct FlowResult {
+    pub flow_id: u32,
+    pub tx_frames: u64,
+    pub rx_frames: u64,
+    pub rx_bytes: u64,
+    pub lost: u64,
+    pub reordered: u64,
+    pub duplicated: u64,
+    pub late: u64,
+    pub latency: LatencySummary,
+}
+
+/// Result of one stream.
+#[derive(Debug, Clone)]
+pub struct StreamResult {
+    pub index: usize,
+    pub name: String,
+    pub tx_port: usize,
+    pub rx_port: usize,
+    pub frame_size_mean: f64,
+    pub flows: u64,
+    /// Intended rate in frames/s (infinite for `Rate::Max`).
+    pub intended_rate_pps: f64,
+    pub intended_frames: u64,
+    pub tx_frames: u64,
+    pub tx_bytes: u64,
+    /// Achieved transmit rate: frames / send window.
+    pub tx_rate_pps: f64,
+    pub rx_frames: u64,
+    pub rx_bytes: u64,
+    pub lost: u64,
+    pub reordered: u64,
+    pub duplicated: u64,
+    pub late: u64,
+    pub latency: LatencySummary,
+    pub flow_results: Vec<FlowResult>,
+}
+
+impl StreamResult {
+    pub fn loss_ratio(&self) -> f64 {
+        if self.tx_frames == 0 {
+            0.0
+        } else {
+            self.lost as f64 / self.tx_frames as f64
+        }
+    }
+}
+
+/// Tester-side counters of one port.
+#[derive(Debug, Clone, Default)]
+pub struct PortResult {
+    pub name: String,
+    pub backend: String,
+    pub notes: String,
+    pub timestamp_source: String,
+    pub tx_frames: u64,
+    pub tx_bytes: u64,
+    pub tx_backpressure: u64,
+    pub tx_errors: u64,
+    /// Every frame the port's RX workers saw, signed or not.
+    pub rx_frames: u64,
+    pub rx_bytes: u64,
+    pub rx_foreign: u64,
+    pub rx_unknown_flow: u64,
+    pub rx_warmup: u64,
+    /// Frames the tester itself dropped (ring full): never DUT loss.
+    pub rx_ring_drops: u64,
+    pub rx_overruns: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct TrialResult {
+    pub streams: Vec<StreamResult>,
+    pub ports: Vec<PortResult>,
+    /// Intended duration of sending (duration stops) in seconds; for count/burst stops the
+    /// actual send window.
+    pub duration_s: f64,
+    /// First to last frame sent, seconds.
+    pub tx_window_s: f64,
+    pub drain_s: f64,
+    pub valid: bool,
+    pub invalid_reason: Option<String>,
+    pub interrupted: bool,
+    /// Latency over all streams.
+    pub latency: LatencySummary,
+    pub tx_cpus: Vec<usize>,
+    pub rx_cpus: Vec<usize>,
+    pub started_realtime_ns: u64,
+}
+
+impl TrialResult {
+    pub fn tx_frames(&self) -> u64 {
+        self.streams.iter().map(|s| s.tx_frames).sum()
+    }
+    pub fn rx_frames(&self) -> u64 {
+        self.streams.iter().map(|s| s.rx_frames).sum()
+    }
+    pub fn lost(&self) -> u64 {
+        self.streams.iter().map(|s| s.lost).sum()
+    }
+}
+
+struct RxWorkerOut {
+    port: usize,
+    analyzer: Analyzer,
+    stats: RxQueueStats,
+    error: Option<String>,
+}
+
+fn pick_cpu(list: &[usize], i: usize, from_top: bool) -> usize {
+    let n = cpu::online_cpus();
+    if list.is_empty() {
+        if from_top {
+            n - 1 - (i % n)
+        } else {
+            i % n
+        }
+    } else {
+        list[i % list.len()]
+    }
+}
+
+/// Validate `cfg` against the ports and compile its streams. No resource is touched.
+pub fn prepare(ports: &[Box<dyn Port>], cfg: &TrialConfig) -> Result<Vec<Arc<CompiledStream>>, ConfigError> {
+    if cfg.streams.is_empty() {
+        return Err(ConfigError::new("streams", "a trial needs at least one stream"));
+    }
+    if ports.is_empty() {
+        return Err(ConfigError::new("ports", "a trial needs at least one port"));
+    }
+    let ncpu = cpu::online_cpus();
+    for (name, list) in [("tx_cpus", &cfg.tx_cpus), ("rx_cpus", &cfg.rx_cpus)] {
+        if let Some(&c) = list.iter().find(|&&c| c >= ncpu) {
+            return Err(ConfigError::new(name, format!("CPU {c} does not exist (this machine has CPUs 0-{})", ncpu - 1)));
+        }
+    }
+    let mut base: u64 = 0;
+    let mut out = Vec::new();
+    for (i, s) in cfg.streams.iter().enumerate() {
+        let max = ports.get(s.tx_port).map(|p| p.caps().max_frame_len).unwrap_or(1514);
+        let c = compile(i, s, base as u32, max, ports.len())?;
+        base += c.flows.count();
+        if base >= crate::analyze::WARMUP_FLOW_BIT as u64 {
+            return Err(ConfigError::new("streams", "more than 2^31 flows in one trial"));
+        }
+        out.push(Arc::new(c));
+    }
+    if base > 1 << 24 {
+        return Err(ConfigError::new("streams", format!("{base} flows in one trial: the limit is 16777216")));
+    }
+    Ok(out)
+}
+
+/// Run one trial on `ports`. Blocks until done; watch and stop it through `ctl`.
+pub fn run_trial(ports: &mut [Box<dyn Port>], cfg: &TrialConfig, ctl: &Arc<TrialControl>) -> Result<TrialResult, EngineError> {
+    let streams = prepare(ports, cfg)?;
+    let nflows: u64 = streams.iter().map(|s| s.flows.count()).sum();
+    let late_ns = cfg.late_ns.unwrap_or(cfg.drain_ns).max(1);
+    let started_realtime_ns = clock::realtime_ns();
+    ctl.set_phase(Phase::Setup);
+
+    // Open every queue first: a failure here leaves nothing running.
+    let tx_ports: Vec<usize> = dedup(streams.iter().map(|s| s.config.tx_port));
+    let rx_ports: Vec<usize> = dedup(streams.iter().map(|s| s.config.rx_port));
+    let mut txq: Vec<(usize, Box<dyn TxQueue>)> = Vec::new();
+    for &p in &tx_ports {
+        for q in 0..ports[p].caps().tx_queues {
+            txq.push((p, ports[p].open_tx(q)?));
+        }
+    }
+    let mut rxq: Vec<(usize, Box<dyn RxQueue>)> = Vec::new();
+    for &p in &rx_ports {
+        for q in 0..ports[p].caps().rx_queues {
+            rxq.push((p, ports[p].open_rx(q)?));
+        }
+    }
+    let epoch_ns = clock::now_ns();
+    let rx_stop = AtomicBool::new(false);
+    let rx_cpus: Vec<usize> = (0..rxq.len()).map(|i| pick_cpu(&cfg.rx_cpus, i, false)).collect();
+    let tx_cpus: Vec<usize> = (0..txq.len()).map(|i| pick_cpu(&cfg.tx_cpus, i, true)).collect();
+    let rx_lives: Vec<Arc<RxLive>> = rxq.iter().map(|_| Arc::new(RxLive::default())).collect();
+    *ctl.rx_live.lock().unwrap_or_else(|e| e.into_inner()) = rx_lives.clone();
+
+    let (rx_outs, tx_outs) = std::thread::scope(|scope| {
+        // RX workers.
+        let mut rx_handles = Vec::new();
+        for (i, (port, mut q)) in rxq.into_iter().enumerate() {
+            let cpu_id = rx_cpus[i];
+            let rx_stop = &rx_stop;
+            let live = rx_lives[i].clone();
+            let h = std::thread::Builder::new()
+                .name(format!("netrig-rx{i}"))
+                .spawn_scoped(scope, move || {
+                    let _ = cpu::pin_current_thread(cpu_id);
+                    let mut an = Analyzer::new(nflows as usize, epoch_ns, late_ns);
+                    let mut error = None;
+                    while !rx_stop.load(Ordering::Relaxed) {
+                        match q.recv(256, std::time::Duration::from_millis(5), &mut |f, m| an.frame(f, m)) {
+                            Ok(_) => live.frames.store(an.totals.frames, Ordering::Relaxed),
+                            Err(e) => {
+                                error = Some(e.to_string());
+                                break;
+                            }
+                        }
+                    }
+                    RxWorkerOut { port, analyzer: an, stats: q.stats(), error }
+                })
+                .expect("spawning an RX thread");
+            rx_handles.push(h);
+        }
+
+        // Learning frames: a broadcast from each stream's destination MAC out of its RX port.
+        if cfg.learning {
+            ctl.set_phase(Phase::Learning);
+            send_learning(ports, &streams);
+        }
+
+        // Warm-up: the trial's streams at their rates, signed as warm-up (not counted).
+        let mut txq = txq;
+        if cfg.warmup_ns > 0 && !ctl.stopped() {
+            ctl.set_phase(Phase::Warmup);
+            let start = clock::now_ns() + 1_000_000;
+            let _ = run_tx_all(&mut txq, &streams, &tx_cpus, epoch_ns, start, Some(start + cfg.warmup_ns), true, ctl);
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+
+        ctl.set_phase(Phase::Running);
+        let start = clock::now_ns() + 2_000_000;
+        ctl.run_start_ns.store(start, Ordering::Relaxed);
+        let end = streams.iter().find_map(|s| end_for(&s.config.stop, start));
+        let tx_outs = run_tx_all(&mut txq, &streams, &tx_cpus, epoch_ns, start, end, false, ctl);
+
+        // Drain: frames in flight get `drain_ns` to arrive.
+        ctl.set_phase(Phase::Draining);
+        let drain_end = clock::now_ns() + cfg.drain_ns;
+        while clock::now_ns() < drain_end && !ctl.stopped() {
+            std::thread::sleep(std::time::Duration::from_millis(5).min(std::time::Duration::from_nanos(drain_end.saturating_sub(clock::now_ns()))));
+        }
+        rx_stop.store(true, Ordering::SeqCst);
+        let rx_outs: Vec<RxWorkerOut> = rx_handles.into_iter().map(|h| h.join().expect("RX worker panicked")).collect();
+        (rx_outs, tx_outs)
+    });
+    ctl.set_phase(Phase::Done);
+    Ok(collect(ports, cfg, &streams, rx_outs, tx_outs, tx_cpus, rx_cpus, started_realtime_ns, ctl.stopped()))
+}
+
+fn dedup(it: impl Iterator<Item = usize>) -> Vec<usize> {
+    let mut v: Vec<usize> = it.collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// Run one TX worker per TX queue (each with the shares of the streams of its port) to the end.
+#[allow(clippy::too_many_arguments)]
+fn run_tx_all(
+    txq: &mut [(usize, Box<dyn TxQueue>)],
+    streams: &[Arc<CompiledStream>],
+    tx_cpus: &[usize],
+    epoch_ns: u64,
+    start_ns: u64,
+    end_ns: Option<u64>,
+    warmup: bool,
+    ctl: &Arc<TrialControl>,
+) -> Vec<(usize, TxWorkerResult)> {
+    // Distribute every stream of port p over p's queues.
+    let mut plans: Vec<Vec<crate::tx::TxShare>> = txq.iter().map(|_| Vec::new()).collect();
+    for s in streams {
+        let qs: Vec<usize> = txq.iter().enumerate().filter(|(_, (p, _))| *p == s.config.tx_port).map(|(i, _)| i).collect();
+        for (k, share) in split_stream(s, qs.len() as u64).into_iter().enumerate() {
+            plans[qs[k]].push(share);
+        }
+    }
+    let lives: Vec<Arc<TxLive>> = txq.iter().map(|_| Arc::new(TxLive::default())).collect();
+    *ctl.tx_live.lock().unwrap_or_else(|e| e.into_inner()) = lives.clone();
+    // Worker queues are lent to scoped threads and returned with the results.
+    std::thread::scope(|inner| {
+        let mut handles = Vec::new();
+        for (i, ((port, q), shares)) in txq.iter_mut().zip(plans).enumerate() {
+            if shares.is_empty() {
+                continue;
+            }
+            let bursts = shares.iter().find_map(|s| match s.stream.config.stop {
+                Stop::Bursts { frames, bursts, gap_ns } => Some((frames, bursts, gap_ns)),
+                _ => None,
+            });
+            let duration_end = if shares.iter().any(|s| matches!(s.stream.config.stop, Stop::Duration { .. })) { end_ns } else { None };
+            let plan = TxPlan { shares, epoch_ns, start_ns, end_ns: duration_end, bursts, warmup };
+            let cpu_id = tx_cpus[i];
+            let live = lives[i].clone();
+            let port = *port;
+            let stop = &ctl.stop;
+            let h = std::thread::Builder::new()
+                .name(format!("netrig-tx{i}"))
+                .spawn_scoped(inner, move || {
+                    let _ = cpu::pin_current_thread(cpu_id);
+                    (port, run_tx_worker(&mut **q, plan, stop, &live))
+                })
+                .expect("spawning a TX thread");
+            handles.push(h);
+        }
+        handles.into_iter().map(|h| h.join().expect("TX worker panicked")).collect()
+    })
+}
+
+/// Learning frames: for each stream one broadcast frame sourced from its destination MAC, sent
+/// out of its RX port, so that a bridge learns where the receiver lives. Best effort.
+fn send_learning(ports: &mut [Box<dyn Port>], streams: &[Arc<CompiledStream>]) {
+    for s in streams {
+        let p = s.config.rx_port;
+        let Ok(mut q) = ports[p].open_tx(0) else { continue };
+        let mut frame = [0u8; 60];
+        frame[..6].copy_from_slice(&[0xff; 6]);
+        frame[6..12].copy_from_slice(&s.config.dst_mac.0);
+        // IEEE local experimental ethertype: nobody acts on it.
+        frame[12..14].copy_from_slice(&0x88B5u16.to_be_bytes());
+        let _ = q.send(1, &mut |buf: &mut [u8]| {
+            buf[..60].copy_from_slice(&frame);
+            60
+        });
+        let _ = q.flush();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(20));
+}
+
+#[allow(clippy::too_many_arguments)]
+fn collect(
+    ports: &[Box<dyn Port>],
+    cfg: &TrialConfig,
+    streams: &[Arc<CompiledStream>],
+    rx: Vec<RxWorkerOut>,
+    tx: Vec<(usize, TxWorkerResult)>,
+    tx_cpus: Vec<usize>,
+    rx_cpus: Vec<usize>,
+    started_realtime_ns: u64,
+    interrupted: bool,
+) -> TrialResult {
+    // Per-flow receive state merged over RX workers.
+    let nflows: usize = streams.iter().map(|s| s.flows.count() as usize).sum();
+    let mut merged: Vec<FlowRx> = Vec::new();
+    let mut shared = None;
+    for (k, w) in rx.iter().enumerate() {
+        if k == 0 {
+            merged = w.analyzer.flows.clone();
+            shared = Some(w.analyzer.shared_hist.clone());
+        } else {
+            for (m, f) in merged.iter_mut().zip(&w.analyzer.flows) {
+                m.merge(f);
+            }
+            if let Some(s) = shared.as_mut() {
+                let _ = s.add(&w.analyzer.shared_hist);
+            }
+        }
+    }
+    if merged.len() < nflows {
+        merged.resize_with(nflows, empty_flow);
+    }
+    // TX per-flow counts.
+    let mut tx_per_flow: Vec<u64> = vec![0; nflows];
+    let mut tx_frames = vec![0u64; streams.len()];
+    let mut tx_bytes = vec![0u64; streams.len()];
+    let (mut first, mut last) = (u64::MAX, 0u64);
+    let mut errors = Vec::new();
+    for (_, w) in &tx {
+        if let Some(e) = &w.error {
+            errors.push(e.clone());
+        }
+        if w.first_ns > 0 {
+            first = first.min(w.first_ns);
+            last = last.max(w.last_ns);
+        }
+        for sh in &w.shares {
+            let s = &streams[sh.stream];
+            tx_frames[sh.stream] += sh.frames;
+            tx_bytes[sh.stream] += sh.bytes;
+            // Shares own flows k*shares+share; recover the stream-local index.
+            let total_shares = split_count(&tx, sh.stream);
+            let share_idx = share_index(&tx, sh, w);
+            for (k, &n) in sh.per_flow.iter().enumerate() {
+                let local = if total_shares == 1 { k } else { k * total_shares + share_idx };
+                tx_per_flow[s.flow_base as usize + local] += n;
+            }
+        }
+    }
+    for w in &rx {
+        if let Some(e) = &w.error {
+            errors.push(e.clone());
+        }
+    }
+    let tx_window_s = if last > first { (last - first) as f64 / 1e9 } else { 0.0 };
+    let mut all = empty_flow();
+    let mut results = Vec::new();
+    let mut invalid = Vec::new();
+    for (i, s) in streams.iter().enumerate() {
+        let base = s.flow_base as usize;
+        let n = s.flows.count() as usize;
+        let mut agg = empty_flow();
+        let mut flow_results = Vec::new();
+        let mut lost = 0u64;
+        for k in 0..n {
+            let f = &merged[base + k];
+            let sent = tx_per_flow[base + k];
+            let flost = sent.saturating_sub(f.received);
+            lost += flost;
+            agg.merge(f);
+            if k < cfg.max_flow_results {
+                flow_results.push(FlowResult {
+                    flow_id: (base + k) as u32,
+                    tx_frames: sent,
+                    rx_frames: f.received,
+                    rx_bytes: f.bytes,
+                    lost: flost,
+                    reordered: f.reordered,
+                    duplicated: f.duplicated,
+                    late: f.late,
+                    latency: LatencySummary::from_flow(f),
+                });
+            }
+        }
+        if n > crate::analyze::PER_FLOW_HIST_LIMIT && base + n > crate::analyze::PER_FLOW_HIST_LIMIT {
+            // Flows past the per-flow histogram limit recorded into the shared histogram.
+            if let (Some(sh), 1) = (&shared, streams.len()) {
+                let _ = agg.hist.get_or_insert_with(|| sh.clone()).add(sh);
+            }
+        }
+        all.merge(&agg);
+        let duration_s = match s.config.stop {
+            Stop::Duration { ns } => ns as f64 / 1e9,
+            _ => tx_window_s,
+        };
+        let intended = if s.rate_pps.is_finite() {
+            match s.frame_limit {
+                Some(l) => l,
+                None => (s.rate_pps * duration_s).round() as u64,
+            }
+        } else {
+            s.frame_limit.unwrap_or(tx_frames[i])
+        };
+        let tx_rate_pps = if duration_s > 0.0 { tx_frames[i] as f64 / duration_s } else { 0.0 };
+        if !interrupted && intended > 0 && (tx_frames[i] as f64) < intended as f64 * MIN_ACHIEVED_RATIO && !matches!(s.config.rate, Rate::Max) {
+            invalid.push(format!(
+                "stream {} ({}): the tester sent {} of {} intended frames ({:.2} %): the tester could not keep the offered rate of {:.0} fps",
+                i,
+                s.config.name,
+                tx_frames[i],
+                intended,
+                100.0 * tx_frames[i] as f64 / intended as f64,
+                s.rate_pps
+            ));
+        }
+        results.push(StreamResult {
+            index: i,
+            name: s.config.name.clone(),
+            tx_port: s.config.tx_port,
+            rx_port: s.config.rx_port,
+            frame_size_mean: s.mean_size(),
+            flows: n as u64,
+            intended_rate_pps: s.rate_pps,
+            intended_frames: intended,
+            tx_frames: tx_frames[i],
+            tx_bytes: tx_bytes[i],
+            tx_rate_pps,
+            rx_frames: agg.received,
+            rx_bytes: agg.bytes,
+            lost,
+            reordered: agg.reordered,
+            duplicated: agg.duplicated,
+            late: agg.late,
+            latency: LatencySummary::from_flow(&agg),
+            flow_results,
+        });
+    }
+    if let Some(sh) = &shared {
+        if streams.len() > 1 && !sh.is_empty() {
+            let _ = all.hist.get_or_insert_with(|| sh.clone());
+        }
+    }
+    // Per-port tester counters.
+    let mut port_results: Vec<PortResult> = ports
+        .iter()
+        .map(|p| {
+            let c = p.caps();
+            PortResult {
+                name: c.name.clone(),
+                backend: c.backend.as_str().to_string(),
+                notes: c.notes.clone(),
+                timestamp_source: c.rx_timestamp.as_str().to_string(),
+                ..Default::default()
+            }
+        })
+        .collect();
+    for (p, w) in &tx {
+        let q: TxQueueStats = w.queue;
+        let r = &mut port_results[*p];
+        r.tx_frames += q.frames;
+        r.tx_bytes += q.bytes;
+        r.tx_backpressure += q.backpressure;
+        r.tx_errors += q.errors;
+    }
+    for w in &rx {
+        let t: RxTotals = w.analyzer.totals;
+        let r = &mut port_results[w.port];
+        r.rx_frames += t.frames;
+        r.rx_bytes += t.bytes;
+        r.rx_foreign += t.foreign;
+        r.rx_unknown_flow += t.unknown_flow;
+        r.rx_warmup += t.warmup;
+        r.rx_ring_drops += w.stats.ring_drops;
+        r.rx_overruns += w.stats.overruns;
+    }
+    if !errors.is_empty() {
+        invalid.push(format!("I/O error: {}", errors.join("; ")));
+    }
+    let duration_s = streams
+        .iter()
+        .find_map(|s| match s.config.stop {
+            Stop::Duration { ns } => Some(ns as f64 / 1e9),
+            _ => None,
+        })
+        .unwrap_or(tx_window_s);
+    TrialResult {
+        latency: LatencySummary::from_flow(&all),
+        streams: results,
+        ports: port_results,
+        duration_s,
+        tx_window_s,
+        drain_s: cfg.drain_ns as f64 / 1e9,
+        valid: invalid.is_empty() && !interrupted,
+        invalid_reason: if interrupted { Some("interrupted by the user".into()) } else if invalid.is_empty() { None } else { Some(invalid.join("; ")) },
+        interrupted,
+        tx_cpus,
+        rx_cpus,
+        started_realtime_ns,
+    }
+}
+
+fn split_count(tx: &[(usize, TxWorkerResult)], stream: usize) -> usize {
+    tx.iter().map(|(_, w)| w.shares.iter().filter(|s| s.stream == stream).count()).sum()
+}
+
+fn share_index(tx: &[(usize, TxWorkerResult)], sh: &crate::tx::TxShareResult, w: &TxWorkerResult) -> usize {
+    // Shares were handed out in worker order; find this one's position among the stream's shares.
+    let mut idx = 0;
+    for (_, ww) in tx {
+        for s in &ww.shares {
+            if s.stream == sh.stream {
+                if std::ptr::eq(ww, w) {
+                    return idx;
+                }
+                idx += 1;
+            }
+        }
+    }
+    idx
+}

@@ -1,0 +1,142 @@
+//! Engine tests on in-process loopback ports: no root needed. Loss, duplication and reordering
+//! are counted exactly against the fault injector's own log.
+use std::sync::Arc;
+
+use netrig_engine::fault::FaultConfig;
+use netrig_engine::loopback;
+use netrig_engine::{run_trial, FlowOrder, FlowSpec, FrameSize, Port, Rate, Stop, StreamConfig, TrialConfig, TrialControl};
+
+fn ports(faults: Option<FaultConfig>) -> (Vec<Box<dyn Port>>, Arc<std::sync::Mutex<netrig_engine::fault::FaultLog>>) {
+    let (mut a, b) = loopback::pair("lo-a", "lo-b");
+    a.faults = faults;
+    let log = a.fault_log.clone();
+    (vec![Box::new(a), Box::new(b)], log)
+}
+
+fn cfg(stream: StreamConfig) -> TrialConfig {
+    TrialConfig { streams: vec![stream], drain_ns: 100_000_000, tx_cpus: vec![0], rx_cpus: vec![0], ..Default::default() }
+}
+
+#[test]
+fn clean_loopback_counts_every_frame() {
+    let (mut p, _) = ports(None);
+    let mut s = StreamConfig::new("clean");
+    s.rate = Rate::Pps(200_000.0);
+    s.stop = Stop::Frames { count: 100_000 };
+    s.flows = FlowSpec { src_ips: 2, dst_ips: 2, src_ports: 4, dst_ports: 1, order: FlowOrder::Sequential };
+    let r = run_trial(&mut p, &cfg(s), &TrialControl::new()).unwrap();
+    let st = &r.streams[0];
+    assert_eq!(st.tx_frames, 100_000);
+    assert_eq!(st.rx_frames, 100_000);
+    assert_eq!((st.lost, st.reordered, st.duplicated, st.late), (0, 0, 0, 0));
+    assert_eq!(st.flow_results.len(), 16);
+    assert!(st.flow_results.iter().all(|f| f.tx_frames == 100_000 / 16 && f.rx_frames == f.tx_frames));
+    assert!(r.valid, "{:?}", r.invalid_reason);
+    assert_eq!(r.ports[1].rx_frames, 100_000 + r.ports[1].rx_foreign);
+    assert!(st.latency.samples == 100_000 && st.latency.max_ns >= st.latency.p50_ns && st.latency.p50_ns >= st.latency.min_ns);
+}
+
+#[test]
+fn faults_are_counted_exactly() {
+    let fc = FaultConfig { seed: 42, drop: 0.01, duplicate: 0.005, reorder: 0.005, reorder_distance: 20 };
+    let (mut p, log) = ports(Some(fc));
+    let mut s = StreamConfig::new("faulty");
+    s.rate = Rate::Pps(300_000.0);
+    s.stop = Stop::Frames { count: 200_000 };
+    s.flows = FlowSpec { src_ips: 1, dst_ips: 1, src_ports: 8, dst_ports: 1, order: FlowOrder::Pseudorandom { seed: 3 } };
+    s.frame_size = FrameSize::imix();
+    let r = run_trial(&mut p, &cfg(s), &TrialControl::new()).unwrap();
+    let log = log.lock().unwrap();
+    let st = &r.streams[0];
+    eprintln!("log: passed {} dropped {} dup {} held {} reordered {}", log.passed, log.dropped.len(), log.duplicated.len(), log.held.len(), log.reordered.len());
+    assert!(!log.dropped.is_empty() && !log.duplicated.is_empty() && !log.reordered.is_empty());
+    assert_eq!(st.tx_frames, 200_000);
+    assert_eq!(st.lost, log.dropped.len() as u64, "loss");
+    assert_eq!(st.duplicated, log.duplicated.len() as u64, "duplicates");
+    assert_eq!(st.reordered, log.reordered.len() as u64, "reordering");
+    assert_eq!(st.rx_frames, 200_000 - log.dropped.len() as u64);
+    // Per flow too.
+    for f in &st.flow_results {
+        let dropped = log.dropped.iter().filter(|k| k.0 == f.flow_id).count() as u64;
+        assert_eq!(f.lost, dropped, "flow {}", f.flow_id);
+    }
+}
+
+#[test]
+fn pacing_hits_the_rate() {
+    let (mut p, _) = ports(None);
+    let mut s = StreamConfig::new("paced");
+    s.rate = Rate::Pps(20_000.0);
+    s.stop = Stop::Duration { ns: 1_000_000_000 };
+    let r = run_trial(&mut p, &cfg(s), &TrialControl::new()).unwrap();
+    let st = &r.streams[0];
+    let err = (st.tx_frames as f64 - 20_000.0).abs() / 20_000.0;
+    assert!(err <= 0.001, "sent {} frames, want 20000 ±0.1 %", st.tx_frames);
+    assert!(r.valid, "{:?}", r.invalid_reason);
+    assert_eq!(st.lost, 0);
+}
+
+#[test]
+fn bursts_send_exact_counts() {
+    let (mut p, _) = ports(None);
+    let mut s = StreamConfig::new("b2b");
+    s.rate = Rate::Max;
+    s.stop = Stop::Bursts { frames: 1000, bursts: 5, gap_ns: 20_000_000 };
+    let r = run_trial(&mut p, &cfg(s), &TrialControl::new()).unwrap();
+    assert_eq!(r.streams[0].tx_frames, 5000);
+    assert_eq!(r.streams[0].rx_frames, 5000);
+}
+
+#[test]
+fn tester_that_cannot_keep_up_marks_the_trial_invalid() {
+    let (mut p, _) = ports(None);
+    let mut s = StreamConfig::new("too-fast");
+    s.rate = Rate::Pps(500_000_000.0);
+    s.stop = Stop::Duration { ns: 200_000_000 };
+    let r = run_trial(&mut p, &cfg(s), &TrialControl::new()).unwrap();
+    assert!(!r.valid);
+    assert!(r.invalid_reason.as_deref().unwrap_or("").contains("could not keep the offered rate"), "{:?}", r.invalid_reason);
+}
+
+#[test]
+fn stop_flag_interrupts_and_keeps_counts() {
+    let (mut p, _) = ports(None);
+    let mut s = StreamConfig::new("long");
+    s.rate = Rate::Pps(10_000.0);
+    s.stop = Stop::Duration { ns: 60_000_000_000 };
+    let ctl = TrialControl::new();
+    let c2 = ctl.clone();
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        c2.stop();
+    });
+    let t0 = std::time::Instant::now();
+    let r = run_trial(&mut p, &cfg(s), &ctl).unwrap();
+    t.join().unwrap();
+    assert!(t0.elapsed().as_secs_f64() < 5.0);
+    assert!(r.interrupted && !r.valid);
+    assert!(r.streams[0].tx_frames > 1000);
+    assert_eq!(r.streams[0].rx_frames, r.streams[0].tx_frames);
+}
+
+#[test]
+fn bad_config_is_rejected_before_running() {
+    let (mut p, _) = ports(None);
+    let mut s = StreamConfig::new("bad");
+    s.rx_port = 7;
+    let e = run_trial(&mut p, &cfg(s), &TrialControl::new()).unwrap_err();
+    assert!(e.to_string().starts_with("streams[0].rx_port"), "{e}");
+}
+
+#[test]
+fn warmup_frames_are_not_counted() {
+    let (mut p, _) = ports(None);
+    let mut s = StreamConfig::new("w");
+    s.rate = Rate::Pps(50_000.0);
+    s.stop = Stop::Frames { count: 5_000 };
+    let mut c = cfg(s);
+    c.warmup_ns = 100_000_000;
+    let r = run_trial(&mut p, &c, &TrialControl::new()).unwrap();
+    assert_eq!(r.streams[0].rx_frames, 5_000);
+    assert!(r.ports[1].rx_warmup > 1_000);
+}

@@ -1,0 +1,34 @@
+"""``netrig run FILE [--resume DIR] [--out DIR]``: run a test described by a config file."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from netrig.errors import ConfigError
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("run", help="run a test described by a TOML/YAML/JSON config file",
+                              description="Run a test described by a config file (see docs/methodology.md).")
+    p.add_argument("file", nargs="?", help="config file (.toml, .yaml, .yml, .json); with --resume, "
+                                           "defaults to DIR/config.json")
+    p.add_argument("--resume", metavar="DIR", help="continue the interrupted run in DIR without redoing finished trials")
+    p.add_argument("--out", metavar="DIR", help="output directory (default: output.dir from the config)")
+    p.add_argument("--quiet", action="store_true", help="no live progress display")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from netrig.config import load_config
+    from netrig.results.console import run_with_console
+
+    if args.resume and args.out and Path(args.out) != Path(args.resume):
+        raise ConfigError("--out", "cannot differ from --resume: a resumed run continues in its own directory")
+    file = args.file or (str(Path(args.resume) / "config.json") if args.resume else None)
+    if file is None:
+        raise ConfigError("FILE", "is required: the config file to run (or --resume DIR)")
+    config = load_config(file)
+    out = args.resume or args.out or config.output.dir
+    return run_with_console(config, out, resume=bool(args.resume), command=" ".join(["netrig"] + sys.argv[1:]),
+                            quiet=args.quiet)

@@ -1,0 +1,71 @@
+"""``make demo``: the router test bed, the RFC 8219 self-test, RFC 2544 throughput + latency +
+frame loss over the RFC frame sizes with short trials, and NDR/PDR (MLRsearch) at 64 B; writes the
+JSON result and prints the summary table. Sized to finish in about 3–4 minutes on 2 vCPUs."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from netrig.config import TestConfig, config_from_dict
+
+
+def demo_config(out_dir: str | Path = "demo-out", testbed: str = "router", mlr_size: int = 64,
+                simulated_capacity_pps: float | None = None) -> tuple[TestConfig, TestConfig]:
+    """The two demo configs: RFC 2544 over the RFC sizes, and NDR/PDR at ``mlr_size``."""
+    tb: dict = {"name": testbed}
+    if testbed == "simulated":
+        tb["simulator"] = {"capacity_pps": simulated_capacity_pps or 500_000.0}
+    common = {
+        "testbed": tb,
+        "trial": {"duration_s": 0.5, "drain_s": 0.3},
+        "selftest": {"enabled": True, "duration_s": 0.5, "resolution_pct": 3.0},
+        "repetitions": 1,
+    }
+    rfc = config_from_dict({
+        **common,
+        "frames": {"sizes": "rfc"},
+        "methods": [
+            {"rfc2544_throughput": {"resolution_pct": 0.5}},
+            {"rfc2544_latency": {"trials": 3}},
+            {"rfc2544_frame_loss": {"step_pct": 10}},
+        ],
+        "output": {"dir": str(Path(out_dir) / "rfc2544")},
+    })
+    goal = {"initial_trial_duration_s": 0.5, "final_trial_duration_s": 0.5, "duration_sum_s": 1.0,
+            "relative_width": 0.01}
+    mlr = config_from_dict({
+        **common,
+        "selftest": {"enabled": False},
+        "frames": {"sizes": [mlr_size]},
+        "methods": [{"mlrsearch": {"goals": [{"name": "NDR", "loss_ratio": 0.0, **goal},
+                                             {"name": "PDR", "loss_ratio": 0.005, **goal}],
+                                   "min_rate_pct": 0.1}}],
+        "output": {"dir": str(Path(out_dir) / "ndr-pdr")},
+    })
+    return rfc, mlr
+
+
+def run_demo(out_dir: str | Path = "demo-out", testbed: str = "router", quiet: bool = False) -> int:
+    """Run the demo; results in ``<out_dir>/rfc2544/result.json`` and ``<out_dir>/ndr-pdr/result.json``.
+
+    Returns an exit status (0 ok, 130 interrupted). An existing ``out_dir`` run is replaced only if
+    it is complete; an interrupted one is resumed.
+    """
+    from netrig.results.console import run_with_console
+    from netrig.results.reader import load_result
+
+    rc = 0
+    for cfg in demo_config(out_dir, testbed):
+        out = Path(cfg.output.dir)
+        resume = False
+        if (out / "trials.ndjson").exists():
+            try:
+                resume = not load_result(out).get("complete", False)
+            except Exception:
+                resume = False
+            if not resume:
+                for f in ("trials.ndjson", "result.json", "config.json"):
+                    (out / f).unlink(missing_ok=True)
+        rc = run_with_console(cfg, out, resume=resume, command=f"netrig demo --out {out_dir}", quiet=quiet)
+        if rc == 130:
+            return rc
+    return rc

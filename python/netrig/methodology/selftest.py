@@ -1,0 +1,93 @@
+"""RFC 8219 §9.2 tester self-test: before a DUT run, the tester, looped back with no DUT, must send
+and receive ``factor × r`` (1.1 × by default) loss-free for the whole trial duration, for every
+rate ``r`` the run will use. The highest rate proven is the tester's *ceiling* for that frame
+size; DUT results above ``ceiling / factor`` are flagged."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from netrig.methodology.frames import FrameSize, LineRate, rate_object
+from netrig.methodology.measurer import Load, Measurer
+from netrig.methodology.stats import check
+
+
+@dataclass(frozen=True)
+class SelftestParams:
+    factor: float = 1.1
+    duration_s: float = 10.0
+    resolution_pct: float = 1.0  # of the required rate, for the ceiling search when it fails
+
+    def __post_init__(self) -> None:
+        check("factor", self.factor, lo=1.0, hi=10)
+        check("duration_s", self.duration_s, lo=0, lo_open=True)
+        check("resolution_pct", self.resolution_pct, lo=0, lo_open=True, hi=50)
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    frame: FrameSize
+    line_rate: LineRate
+    required_rate_pps: float  # factor × the highest rate the run will use
+    proven_rate_pps: float  # highest loss-free rate proven (0 if none)
+    trial_keys: tuple[str, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        return self.proven_rate_pps >= self.required_rate_pps * (1 - 1e-9)
+
+    def to_dict(self) -> dict:
+        return {"frame_size": self.frame.label, "required_rate_pps": self.required_rate_pps,
+                "proven_rate_pps": self.proven_rate_pps,
+                "proven": rate_object(self.proven_rate_pps, self.frame, self.line_rate),
+                "passed": self.passed, "trial_keys": list(self.trial_keys)}
+
+
+@dataclass(frozen=True)
+class SelftestResult:
+    params: SelftestParams
+    testbed: str
+    ceilings: tuple[Ceiling, ...]
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.ceilings)
+
+    def ceiling_for(self, frame: FrameSize) -> Ceiling | None:
+        return next((c for c in self.ceilings if c.frame.label == frame.label), None)
+
+    def limit_pps(self, frame: FrameSize) -> float | None:
+        """The highest DUT rate this self-test vouches for: proven ceiling / factor."""
+        c = self.ceiling_for(frame)
+        return None if c is None else c.proven_rate_pps / self.params.factor
+
+    def is_above(self, frame: FrameSize, rate_pps: float | None) -> bool:
+        if rate_pps is None:
+            return False
+        lim = self.limit_pps(frame)
+        return lim is None or rate_pps > lim * (1 + 1e-9)
+
+    def to_dict(self) -> dict:
+        return {"testbed": self.testbed, "factor": self.params.factor, "duration_s": self.params.duration_s,
+                "passed": self.passed, "ceilings": [c.to_dict() for c in self.ceilings]}
+
+
+def prove_rate(measurer: Measurer, frame: FrameSize, line_rate: LineRate, required_rate_pps: float,
+               params: SelftestParams, keys: list[str] | None = None) -> Ceiling:
+    """Prove ``required_rate_pps`` × factor; if that fails, search the highest loss-free rate."""
+    target = required_rate_pps * params.factor
+
+    def ok(rate: float) -> bool:
+        c = measurer.measure(Load(rate, frame), params.duration_s)
+        return c.valid and c.frames_lost == 0
+
+    if ok(target):
+        return Ceiling(frame, line_rate, target, target, tuple(keys or ()))
+    lo, hi = 0.0, target
+    res = target * params.resolution_pct / 100
+    while hi - lo > res:
+        mid = (lo + hi) / 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid
+    return Ceiling(frame, line_rate, target, lo, tuple(keys or ()))

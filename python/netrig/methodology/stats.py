@@ -1,0 +1,36 @@
+"""Small statistics helpers: min / median / max over repetitions, quantiles."""
+from __future__ import annotations
+
+import statistics
+from typing import Iterable
+
+
+def summarize(values: Iterable[float | None]) -> dict:
+    """``{"min", "median", "max", "n"}`` of the non-null values (all ``None`` when there are none)."""
+    vals = [float(v) for v in values if v is not None]
+    if not vals:
+        return {"min": None, "median": None, "max": None, "n": 0}
+    return {"min": min(vals), "median": statistics.median(vals), "max": max(vals), "n": len(vals)}
+
+
+def median(values: Iterable[float | None]) -> float | None:
+    vals = [float(v) for v in values if v is not None]
+    return statistics.median(vals) if vals else None
+
+
+def _check(name: str, value, *, lo=None, hi=None, lo_open=False, hi_open=False, integer=False):
+    """Validate a parameter; raise ``ConfigError(name, ...)`` naming the field."""
+    from netrig.errors import ConfigError
+
+    if integer:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(name, f"must be an integer (got {value!r})")
+    elif isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(name, f"must be a number (got {value!r})")
+    if lo is not None and (value <= lo if lo_open else value < lo):
+        raise ConfigError(name, f"must be {'>' if lo_open else '>='} {lo} (got {value})")
+    if hi is not None and (value >= hi if hi_open else value > hi):
+        raise ConfigError(name, f"must be {'<' if hi_open else '<='} {hi} (got {value})")
+
+
+check = _check

@@ -1,0 +1,218 @@
+"""Terminal output for runs: a live progress display and the final summary table (rich)."""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from netrig.methodology.frames import format_bps, format_pps
+
+
+def _dur(s: float | None) -> str:
+    if s is None:
+        return "?"
+    s = int(round(s))
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+
+class LiveProgress:
+    """``progress(event, info)`` callback that shows: method, frame size, load, trial n, elapsed and
+    an estimate of the time remaining. Use as a context manager."""
+
+    def __init__(self, console: Console | None = None):
+        self.console = console or Console(stderr=True)
+        self.live = Live(Text("starting…"), console=self.console, refresh_per_second=4, transient=True)
+        self.t0 = time.monotonic()
+        self.total = 0
+        self.done = 0
+        self.replayed = 0
+        self.measured_s = 0.0
+        self.measured_n = 0
+        self.line = ""
+        self._trial_t0 = None
+        self.out_dir = None
+
+    def __enter__(self):
+        self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.live.__exit__(*exc)
+
+    def _remaining(self) -> float | None:
+        if not self.measured_n or not self.total:
+            return None
+        left = max(0, self.total - self.done)
+        return left * self.measured_s / self.measured_n
+
+    def _render(self, status: str) -> None:
+        rem = self._remaining()
+        txt = Text.assemble(
+            (f"{status} ", "bold cyan"), self.line,
+            f"  trial {self.done + 1}/~{max(self.total, self.done + 1)}",
+            f"  elapsed {_dur(time.monotonic() - self.t0)}",
+            f"  remaining ~{_dur(rem)}" if rem is not None else "",
+            f"  ({self.replayed} replayed)" if self.replayed else "",
+        )
+        self.live.update(txt)
+
+    def __call__(self, event: str, info: dict[str, Any]) -> None:
+        if event == "run_start":
+            self.total = info.get("total_trials") or 0
+            self.out_dir = info.get("out_dir")
+            lr = info.get("line_rate")
+            if lr is not None:
+                self.console.print(f"line rate: {lr.label}")
+        elif event == "method_start":
+            self.console.print(f"[bold]{info['label']}[/bold]")
+        elif event == "trial_start":
+            ld = info["load"]
+            burst = f" burst {ld['burst_frames']}" if ld.get("burst_frames") else ""
+            self.line = (f"{info['label']} | {info['frame_size']}{' B' if isinstance(info['frame_size'], int) else ''}"
+                         f" | {format_pps(ld['rate_pps'])} ({ld['pct_line_rate']:.2f} %){burst}"
+                         f" | rep {info['repetition'] + 1}")
+            self._trial_t0 = time.monotonic()
+            self._render("running")
+        elif event == "trial_end":
+            self.done += 1
+            if info.get("replayed"):
+                self.replayed += 1
+            elif self._trial_t0 is not None:
+                self.measured_s += time.monotonic() - self._trial_t0
+                self.measured_n += 1
+            self.total = max(self.total, self.done)
+            self._render("done")
+
+
+def _fmt_ns(v) -> str:
+    return "-" if v is None else (f"{v / 1000:.1f} µs" if v >= 1000 else f"{v:.0f} ns")
+
+
+def summary_tables(doc: dict) -> list[Table]:
+    """One table per method, from a result document."""
+    tables = []
+    lr = doc.get("line_rate") or {}
+    for s in doc.get("summary", []):
+        t = Table(title=f"{s['label']}  (line rate {lr.get('label', '?')})", title_justify="left")
+        m = s["method"]
+        t.add_column("frame")
+        if m in ("rfc2544_throughput", "iperf", "rfc2544_latency"):
+            cols = ["fps (median)", "% line rate", "L1 bit/s", "L2 bit/s", "min–max fps"]
+        elif m == "mlrsearch":
+            cols = ["goal", "fps", "% line rate", "L1 bit/s", "L2 bit/s"]
+        elif m == "rfc2544_frame_loss":
+            cols = ["max loss-free fps", "% line rate", "points", "livelock"]
+        elif m == "rfc2544_back_to_back":
+            cols = ["mean burst (frames)", "implied buffer", "corrected buffer"]
+        elif m == "rfc2544_system_recovery":
+            cols = ["recovery time (median)", "min–max"]
+        else:
+            cols = ["reset time (median)", "min–max"]
+        if m == "rfc2544_latency":
+            cols = ["at fps", "% line rate", "typical", "worst case (p99.9)", "min–max typical"]
+        for c in cols + ["flags"]:
+            t.add_column(c, overflow="fold")
+        for r in s["results"]:
+            flags = ", ".join(f["code"] for f in r["flags"] if f["code"] not in ("nominal_line_rate", "short_trials"))
+            fs = f"{r['frame_size']} B" if isinstance(r["frame_size"], int) else str(r["frame_size"])
+            h = r.get("headline") or {}
+            st = r.get("stats", {})
+            if m in ("rfc2544_throughput", "iperf"):
+                key = "rate_pps" if m == "rfc2544_throughput" else "received_pps"
+                mm = st.get(key, {})
+                t.add_row(fs, format_pps(h.get("fps", 0)), f"{h.get('pct_line_rate', 0):.2f}",
+                          format_bps(h.get("l1_bps", 0)), format_bps(h.get("l2_bps", 0)),
+                          f"{format_pps(mm.get('min') or 0)}–{format_pps(mm.get('max') or 0)}", flags)
+            elif m == "rfc2544_latency":
+                ty, wc = st.get("typical_ns", {}), st.get("worst_case_ns", {})
+                t.add_row(fs, format_pps(h.get("fps", 0)), f"{h.get('pct_line_rate', 0):.2f}", _fmt_ns(ty.get("median")),
+                          _fmt_ns(wc.get("median")), f"{_fmt_ns(ty.get('min'))}–{_fmt_ns(ty.get('max'))}", flags)
+            elif m == "mlrsearch":
+                reps = r["repetitions"]
+                for gi, g in enumerate(reps[0]["goals"] if reps else []):
+                    vals = st.get(f"{g['name']}_pps", {})
+                    med = vals.get("median")
+                    rate = None
+                    if med is not None and g.get("rate") and g["rate"]["fps"]:
+                        k = med / g["rate"]["fps"]
+                        rate = {x: v * k for x, v in g["rate"].items()}
+                    t.add_row(fs if gi == 0 else "", f"{g['name']} ({100 * g['goal']['loss_ratio']:g} %)",
+                              format_pps(med) if med is not None else "none",
+                              f"{rate['pct_line_rate']:.2f}" if rate else "-",
+                              format_bps(rate["l1_bps"]) if rate else "-", format_bps(rate["l2_bps"]) if rate else "-",
+                              flags if gi == 0 else "")
+            elif m == "rfc2544_frame_loss":
+                v = st.get("max_lossfree_pps", {}).get("median")
+                rep = r["repetitions"][0] if r["repetitions"] else {}
+                t.add_row(fs, format_pps(v) if v is not None else "none",
+                          f"{h.get('pct_line_rate', 0):.2f}" if h else "-", str(len(rep.get("curve", []))),
+                          "yes" if any(x.get("livelock") for x in r["repetitions"]) else "no", flags)
+            elif m == "rfc2544_back_to_back":
+                rep = r["repetitions"]
+                mb = st.get("mean_burst_frames", {}).get("median")
+                ib = rep[0]["implied_buffer_time_s"] if rep else None
+                cb = st.get("corrected_buffer_time_s", {}).get("median")
+                t.add_row(fs, f"{mb:.0f}" if mb is not None else "-", f"{ib * 1e3:.3f} ms" if ib is not None else "-",
+                          f"{cb * 1e3:.3f} ms" if cb is not None else "-", flags)
+            else:
+                key = "recovery_time_s" if m == "rfc2544_system_recovery" else "reset_time_s"
+                v = st.get(key, {})
+                f = lambda x: "-" if x is None else f"{x:.3f} s"  # noqa: E731
+                t.add_row(fs, f(v.get("median")), f"{f(v.get('min'))}–{f(v.get('max'))}", flags)
+        tables.append(t)
+    return tables
+
+
+def print_summary(doc: dict, console: Console | None = None) -> None:
+    console = console or Console()
+    st = doc.get("selftest")
+    if st:
+        t = Table(title=f"RFC 8219 self-test on {st['testbed']} ({st['factor']}× reserve): "
+                        f"{'passed' if st['passed'] else 'NOT passed'}", title_justify="left")
+        for c in ("frame", "required fps", "proven fps", "proven L1 bit/s", "passed"):
+            t.add_column(c)
+        for c in st["ceilings"]:
+            fs = f"{c['frame_size']} B" if isinstance(c["frame_size"], int) else str(c["frame_size"])
+            t.add_row(fs, format_pps(c["required_rate_pps"]), format_pps(c["proven_rate_pps"]),
+                      format_bps(c["proven"]["l1_bps"]) if c.get("proven") else "-", "yes" if c["passed"] else "no")
+        console.print(t)
+    for t in summary_tables(doc):
+        console.print(t)
+    for v in doc.get("verdicts", []):
+        console.print(f"{'PASS' if v['passed'] else 'FAIL'} {v['check']} {v['frame_size']}: {v['value']} "
+                      f"(threshold {v['threshold']})")
+
+
+def run_with_console(config, out_dir, *, resume: bool = False, command: str = "", quiet: bool = False) -> int:
+    """Run a config with the live display and summary table; Ctrl-C keeps what finished.
+
+    Returns the exit status: 0 done, 1 a pass/fail threshold failed, 130 interrupted.
+    """
+    from pathlib import Path
+
+    from netrig.errors import InterruptedTrial
+    from netrig.methodology.runner import Runner
+
+    out = Path(out_dir or config.output.dir)
+    err = Console(stderr=True)
+    progress = LiveProgress(err) if not quiet else None
+    runner = Runner(config, out, resume=resume, progress=progress, command=command)
+    try:
+        if progress is not None:
+            with progress:
+                doc = runner.run()
+        else:
+            doc = runner.run()
+    except (KeyboardInterrupt, InterruptedTrial):
+        n = sum(1 for r in runner.document.get("trials", []))
+        err.print(f"[yellow]interrupted[/yellow]: {n} finished trial(s) kept in {out}/trials.ndjson; "
+                  f"partial result in {out}/result.json (\"complete\": false)")
+        err.print(f"continue with: netrig run {out}/config.json --resume {out}")
+        return 130
+    print_summary(doc, Console())
+    Console().print(f"result: {out}/result.json")
+    return 1 if any(not v["passed"] for v in doc.get("verdicts", [])) else 0
