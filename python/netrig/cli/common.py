@@ -1,0 +1,32 @@
+"""Helpers shared by subcommands: root check, option-name mapping for errors, rich console."""
+from __future__ import annotations
+
+import os
+import sys
+
+from netrig.errors import CapabilityError, ConfigError
+
+
+def require_root(what: str) -> None:
+    """Raise a one-line error when not root (raw sockets, XDP and namespaces need it)."""
+    if os.geteuid() != 0:
+        raise CapabilityError(f"{what} needs root (CAP_NET_RAW and CAP_NET_ADMIN): run it with sudo or as root")
+
+
+def console(stderr: bool = False):
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+
+
+def rename_field(err: ConfigError, mapping: dict[str, str]) -> ConfigError:
+    """Re-issue a ConfigError with the engine's field path replaced by the CLI option name."""
+    field = err.field
+    for engine_name, option in mapping.items():
+        if field == engine_name or field.endswith("." + engine_name) or field.endswith(engine_name):
+            return ConfigError(option, err.message)
+    return err
+
+
+def isatty() -> bool:
+    return sys.stdout.isatty()

@@ -1,0 +1,184 @@
+"""``netrig trial``: one trial from a TX interface to an RX interface, with a live progress line
+and a final table (or ``--json``). Ctrl-C stops traffic and prints the partial result."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from netrig.cli.common import console, rename_field, require_root
+from netrig.errors import ConfigError, InterruptedTrial
+from netrig.trial import IO_MODES, Port, Stream, TrialResult, run_trial
+from netrig.units import format_bps, format_rate, line_rate_fps, parse_duration, parse_rate
+
+#: Engine / API field → the option that sets it, for error messages.
+FIELDS = {
+    "frame_size": "--size",
+    "rate": "--rate",
+    "rate_pps": "--rate",
+    "duration_s": "--duration",
+    "frames": "--frames",
+    "src_ip": "--src-ip",
+    "dst_ip": "--dst-ip",
+    "src_mac": "--src-mac",
+    "dst_mac": "--dst-mac",
+    "vlan": "--vlan",
+    "flows": "--flows",
+    "tx_cpus": "--tx-cpu",
+    "rx_cpus": "--rx-cpu",
+    "line_rate_bps": "--line-rate",
+}
+
+
+def register(sub) -> None:
+    p = sub.add_parser("trial", help="run one trial: send a paced stream, count every frame", description=__doc__)
+    p.add_argument("--tx", required=True, metavar="IF", help="transmit interface")
+    p.add_argument("--rx", required=True, metavar="IF", help="receive interface")
+    p.add_argument("--tx-netns", metavar="NS", help="network namespace of --tx")
+    p.add_argument("--rx-netns", metavar="NS", help="network namespace of --rx")
+    p.add_argument("--size", default="64", help="frame size in bytes incl. FCS, or imix, simple-imix, "
+                   "random:64-1518, inc:64-1518:64 (default 64)")
+    p.add_argument("--rate", default="10kpps", help="offered rate: 100kpps, 1.5Mpps, 1Gbps (L1), 1Gbps-l2, "
+                   "50%% (needs --line-rate), or max (default 10kpps)")
+    p.add_argument("--duration", default="10s", help="how long to send: 10s, 500ms, 2m (default 10s)")
+    p.add_argument("--frames", help="send this many frames instead of a duration (e.g. 1M)")
+    p.add_argument("--drain", default="2s", help="wait for frames in flight after the last one (default 2s)")
+    p.add_argument("--warmup", default="0", help="traffic before the measurement, not counted (default 0)")
+    p.add_argument("--io", default="auto", choices=IO_MODES, help="I/O backend (default auto: the fastest that works)")
+    p.add_argument("--queues", type=int, default=1, help="queues (and TX/RX workers) per port (default 1)")
+    p.add_argument("--flows", type=int, default=1, help="number of flows (varies the UDP source port)")
+    p.add_argument("--src-mac", help="source MAC (default: the TX interface's)")
+    p.add_argument("--dst-mac", help="destination MAC (default: the RX interface's; give the DUT's for a router)")
+    p.add_argument("--src-ip", default="198.18.0.1", help="source address (default 198.18.0.1)")
+    p.add_argument("--dst-ip", default="198.19.0.1", help="destination address (default 198.19.0.1)")
+    p.add_argument("--vlan", type=int, help="802.1Q VLAN id")
+    p.add_argument("--line-rate", help="nominal link speed for %% rates and reporting, e.g. 10Gbps "
+                   "(default: the interface's speed; veth has none)")
+    p.add_argument("--tx-cpu", type=int, action="append", help="pin TX workers to this CPU (repeatable)")
+    p.add_argument("--rx-cpu", type=int, action="append", help="pin RX workers to this CPU (repeatable)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=run)
+
+
+def _line_rate(args, tx: Port) -> float | None:
+    if args.line_rate:
+        spec = parse_rate(args.line_rate, "--line-rate")
+        bps = spec.get("l1_bps") or spec.get("l2_bps")
+        if bps is None:
+            raise ConfigError("--line-rate", f"{args.line_rate!r}: give a link speed in bit/s, e.g. 10Gbps")
+        return float(bps)
+    speed = tx.info().get("speed_bps")
+    return float(speed) if speed else None
+
+
+def build(args) -> tuple[Port, Port, Stream, dict]:
+    try:
+        tx = Port(args.tx, netns=args.tx_netns, io=args.io, queues=args.queues)
+        rx = Port(args.rx, netns=args.rx_netns, io=args.io, queues=args.queues)
+        txi, rxi = tx.info(), rx.info()
+        line = _line_rate(args, tx)
+        rate_kw: dict = {"rate": "max"}
+        if args.rate != "max":
+            spec = parse_rate(args.rate, "--rate")
+            rate_kw = {"rate_pps": spec["pps"]} if "pps" in spec else {"rate": args.rate}
+        stream = Stream(
+            frame_size=args.size, src_mac=args.src_mac or txi["mac"], dst_mac=args.dst_mac or rxi["mac"],
+            src_ip=args.src_ip, dst_ip=args.dst_ip, vlan=args.vlan, flows=args.flows, line_rate_bps=line,
+            name="cli", **rate_kw)
+        stop = {"frames": args.frames} if args.frames else {"duration_s": parse_duration(args.duration, "--duration")}
+        kw = dict(drain_s=parse_duration(args.drain, "--drain") if args.drain not in ("0", "0s") else 0.0,
+                  warmup_s=parse_duration(args.warmup, "--warmup") if args.warmup not in ("0", "0s") else 0.0,
+                  tx_cpus=args.tx_cpu, rx_cpus=args.rx_cpu, **stop)
+        # Frames larger than the MTU allows are refused by the engine too; say it in CLI terms here.
+        max_size = min(txi["mtu"], rxi["mtu"]) + 18
+        if stream.mean_frame_size > max_size and isinstance(stream.frame_size, str) and stream.frame_size.isdigit():
+            raise ConfigError("--size", f"{stream.frame_size} B is above the MTU of {tx.ifname}/{rx.ifname} "
+                                        f"(largest frame {max_size} B); raise the MTU or use smaller frames")
+        return tx, rx, stream, kw
+    except ConfigError as e:
+        raise rename_field(e, FIELDS) from None
+
+
+def result_table(res: TrialResult, stream: Stream, title: str):
+    from rich.table import Table
+
+    t = Table(title=title, show_header=True)
+    t.add_column("metric")
+    t.add_column("value", justify="right")
+    size = stream.mean_frame_size
+    line = stream.line_rate_bps
+    t.add_row("frames sent / received", f"{res.frames_sent:,} / {res.frames_received:,}")
+    t.add_row("lost (ratio)", f"{res.frames_lost:,} ({100 * res.loss_ratio:.4f} %)")
+    t.add_row("reordered / duplicated / late", f"{res.reordered:,} / {res.duplicated:,} / {res.late:,}")
+    intended = res.intended_rate_pps
+    t.add_row("offered rate (intended)", format_rate(intended) if intended else "max")
+    t.add_row("achieved TX rate", f"{format_rate(res.tx_rate_pps)}  {format_bps(res.tx_rate_pps * (size + 20) * 8)} L1")
+    t.add_row("received rate", f"{format_rate(res.rx_rate_pps)}  {format_bps(res.rx_rate_pps * size * 8)} L2")
+    if line:
+        t.add_row("% of line rate", f"{100 * res.tx_rate_pps / line_rate_fps(line, size):.2f} % of {format_bps(line)}")
+    lat = res.latency
+    if lat.samples:
+        us = lambda ns: f"{ns / 1000:.1f}"  # noqa: E731
+        t.add_row("latency µs min/mean/p50", f"{us(lat.min_ns)} / {us(lat.mean_ns)} / {us(lat.p50_ns)}")
+        t.add_row("latency µs p90/p99/p99.9/max", f"{us(lat.p90_ns)} / {us(lat.p99_ns)} / {us(lat.p999_ns)} / {us(lat.max_ns)}")
+        t.add_row("PDV p99 / IPDV mean µs", f"{us(lat.pdv_ns)} / {us(lat.ipdv_mean_ns)}")
+    t.add_row("tester RX drops", f"{res.tester_rx_drops:,}")
+    t.add_row("I/O", " → ".join(f"{p.name} ({p.backend})" for p in res.ports))
+    t.add_row("timestamps", res.ports[-1].timestamp_source)
+    t.add_row("CPUs tx / rx", f"{','.join(map(str, res.tx_cpus))} / {','.join(map(str, res.rx_cpus))}")
+    t.add_row("valid", "yes" if res.valid else f"[red]no[/]: {res.invalid_reason}")
+    return t
+
+
+def run(args) -> int:
+    require_root("sending and receiving raw frames")
+    tx, rx, stream, kw = build(args)
+    con = console(stderr=args.json)
+    total_s = kw.get("duration_s")
+    state = {"last": (time.monotonic(), 0, 0), "rates": (0.0, 0.0)}
+
+    def line(snap: dict) -> str:
+        now = time.monotonic()
+        t0, tx0, rx0 = state["last"]
+        dt = now - t0
+        if dt > 0.15:
+            state["rates"] = ((snap["tx_frames"] - tx0) / dt, (snap["rx_frames"] - rx0) / dt)
+            state["last"] = (now, snap["tx_frames"], snap["rx_frames"])
+        txr, rxr = state["rates"]
+        el = snap["elapsed_s"]
+        tot = f"/{total_s:.0f}s" if total_s else ""
+        return (f"[bold]{snap['phase']:>8}[/] {el:6.1f}s{tot}  tx {snap['tx_frames']:>12,} ({format_rate(max(txr, 0))})"
+                f"  rx {snap['rx_frames']:>12,} ({format_rate(max(rxr, 0))})")
+
+    from rich.live import Live
+
+    live = Live("", console=con, refresh_per_second=8, transient=True) if con.is_terminal else None
+
+    def progress(snap: dict) -> None:
+        if live is not None:
+            live.update(line(snap))
+
+    try:
+        if live is not None:
+            live.start()
+        try:
+            res = run_trial(tx, rx, [stream], progress=progress, **kw)
+        finally:
+            if live is not None:
+                live.stop()
+    except InterruptedTrial as e:
+        partial = getattr(e, "partial", None)
+        if partial is not None:
+            if args.json:
+                print(json.dumps({"interrupted": True, "result": partial.to_dict()}, indent=2))
+            else:
+                con.print(result_table(partial, stream, "partial result (interrupted)"))
+        print("netrig: interrupted: traffic stopped, nothing left running", file=sys.stderr)
+        return 130
+    except ConfigError as e:
+        raise rename_field(e, FIELDS) from None
+    if args.json:
+        print(json.dumps({"config": {**stream.__dict__, **kw}, "result": res.to_dict()}, indent=2, default=str))
+    else:
+        con.print(result_table(res, stream, f"trial {tx.ifname} → {rx.ifname}"))
+    return 0 if res.valid else 1
