@@ -23,6 +23,7 @@ test-python: build
 	$(PY) -m pytest -q tests
 
 bench: build
+	@command -v llc >/dev/null || bash ../shared/peers/peer-bench.sh install >/dev/null
 	$(PY) bench/run.py
 
 lint: setup

@@ -11,6 +11,7 @@ result counted so far.
 """
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import re
 from dataclasses import asdict, dataclass, field
@@ -372,15 +373,20 @@ def run_trial(
     """Run one trial and return its :class:`TrialResult`.
 
     Two-port form: ``run_trial(tx, rx, [stream, ...], duration_s=10)`` — streams go from ``tx`` to
-    ``rx``. Multi-port form: ``run_trial(ports=[p0, p1, p2, p3], streams=[...])`` with each stream's
+    ``rx``; with ``rx=None`` the trial only transmits (counts are the sender's). Multi-port form: ``run_trial(ports=[p0, p1, p2, p3], streams=[...])`` with each stream's
     ``tx_port``/``rx_port`` indexing ``ports``. ``progress`` is called with live counters
     (``phase``, ``elapsed_s``, ``tx_frames``, ``rx_frames``) about every ``progress_interval_s``.
     """
+    receive = True
     if ports is None:
-        if tx is None or rx is None:
+        if tx is None:
             raise ConfigError("ports", "give tx and rx ports, or ports=[...]")
-        ports = [tx, rx]
-        streams = [s if (s.tx_port, s.rx_port) == (0, 1) else s for s in streams]
+        if rx is None:
+            # Transmit only: no RX workers (the receiver is someone else's, e.g. an XDP drop).
+            ports, receive = [tx], False
+            streams = [dataclasses.replace(s, tx_port=0, rx_port=0) for s in streams]
+        else:
+            ports = [tx, rx]
     if not streams:
         raise ConfigError("streams", "a trial needs at least one stream")
     for i, p in enumerate(ports):
@@ -391,7 +397,8 @@ def run_trial(
         raise ConfigError("drain_s", f"must be >= 0 (got {drain_s})")
     native_streams = [s._native(stop, i) for i, s in enumerate(streams)]
     cfg: dict = {"drain_s": float(drain_s), "warmup_s": float(warmup_s), "learning": bool(learning),
-                 "late_s": late_s, "tx_cpus": list(tx_cpus or []), "rx_cpus": list(rx_cpus or [])}
+                 "late_s": late_s, "tx_cpus": list(tx_cpus or []), "rx_cpus": list(rx_cpus or []),
+                 "receive": receive}
     handle = _native.Trial([p._native() for p in ports], native_streams, cfg)
     try:
         while not handle.wait(progress_interval_s):

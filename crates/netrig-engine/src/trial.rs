@@ -40,6 +40,8 @@ pub struct TrialConfig {
     pub rx_cpus: Vec<usize>,
     /// Per-flow results are reported for at most this many flows per stream.
     pub max_flow_results: usize,
+    /// Run RX workers (false: transmit only, e.g. against a receiver that just drops).
+    pub receive: bool,
 }
 
 impl Default for TrialConfig {
@@ -53,6 +55,7 @@ impl Default for TrialConfig {
             tx_cpus: Vec::new(),
             rx_cpus: Vec::new(),
             max_flow_results: 1024,
+            receive: true,
         }
     }
 }
@@ -307,7 +310,7 @@ pub fn run_trial(ports: &mut [Box<dyn Port>], cfg: &TrialConfig, ctl: &Arc<Trial
 
     // Open every queue first: a failure here leaves nothing running.
     let tx_ports: Vec<usize> = dedup(streams.iter().map(|s| s.config.tx_port));
-    let rx_ports: Vec<usize> = dedup(streams.iter().map(|s| s.config.rx_port));
+    let rx_ports: Vec<usize> = if cfg.receive { dedup(streams.iter().map(|s| s.config.rx_port)) } else { Vec::new() };
     let mut txq: Vec<(usize, Box<dyn TxQueue>)> = Vec::new();
     for &p in &tx_ports {
         for q in 0..ports[p].caps().tx_queues {
@@ -356,7 +359,7 @@ pub fn run_trial(ports: &mut [Box<dyn Port>], cfg: &TrialConfig, ctl: &Arc<Trial
         }
 
         // Learning frames: a broadcast from each stream's destination MAC out of its RX port.
-        if cfg.learning {
+        if cfg.learning && cfg.receive {
             ctl.set_phase(Phase::Learning);
             send_learning(ports, &streams);
         }

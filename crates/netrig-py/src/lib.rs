@@ -304,6 +304,7 @@ impl Trial {
             tx_cpus: get(&config, "tx_cpus", ctx)?.unwrap_or_default(),
             rx_cpus: get(&config, "rx_cpus", ctx)?.unwrap_or_default(),
             max_flow_results: get(&config, "max_flow_results", ctx)?.unwrap_or(1024),
+            receive: get(&config, "receive", ctx)?.unwrap_or(true),
         };
         // Open ports (and validate everything) with the GIL released.
         let opened: Result<Vec<Box<dyn Port>>, EngineError> = py.allow_threads(|| {

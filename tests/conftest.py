@@ -1,0 +1,43 @@
+"""Shared pytest fixtures: root detection, and small veth pairs for engine integration tests."""
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+from contextlib import contextmanager
+
+import pytest
+
+IS_ROOT = os.geteuid() == 0
+needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root: creates network namespaces and raw sockets")
+
+
+def sh(*cmd: str, ns: str | None = None, check: bool = True) -> str:
+    full = (["ip", "netns", "exec", ns] if ns else []) + list(cmd)
+    return subprocess.run(full, check=check, capture_output=True, text=True).stdout
+
+
+@contextmanager
+def veth_pair(tag: str = "t"):
+    """Two namespaces joined by a veth pair; yields (ns_a, if_a, ns_b, if_b). Always torn down.
+
+    IPv6 is disabled on both ends so the kernel sends nothing of its own on them.
+    """
+    uid = uuid.uuid4().hex[:5]
+    ns_a, ns_b = f"nrt{uid}{tag}a", f"nrt{uid}{tag}b"
+    if_a, if_b = f"nrt{uid}a", f"nrt{uid}b"
+    try:
+        sh("ip", "netns", "add", ns_a)
+        sh("ip", "netns", "add", ns_b)
+        sh("ip", "link", "add", if_a, "netns", ns_a, "type", "veth", "peer", "name", if_b, "netns", ns_b)
+        for ns, ifn in ((ns_a, if_a), (ns_b, if_b)):
+            sh("sysctl", "-qw", f"net.ipv6.conf.{ifn}.disable_ipv6=1", ns=ns)
+            sh("ip", "link", "set", ifn, "up", ns=ns)
+        yield ns_a, if_a, ns_b, if_b
+    finally:
+        sh("ip", "netns", "del", ns_a, check=False)
+        sh("ip", "netns", "del", ns_b, check=False)
+
+
+def if_counter(ns: str, ifname: str, name: str) -> int:
+    return int(sh("cat", f"/sys/class/net/{ifname}/statistics/{name}", ns=ns))
