@@ -24,14 +24,11 @@ def run(args) -> int:
     rc = run_demo(args.out, args.testbed)
     if rc != 0:
         return rc
-    try:
-        from netrig.report import write_report
-    except ImportError:
-        return 0
+    from netrig.report import write_report
+
     out = Path(args.out)
-    for sub in ("rfc2544", "ndr-pdr"):
-        res = out / sub / "result.json"
-        if res.exists():
-            html = write_report(res, out / sub / "report.html")
-            print(f"report: {Path(html).resolve()}", file=sys.stdout)
+    results = [out / sub / "result.json" for sub in ("rfc2544", "ndr-pdr") if (out / sub / "result.json").exists()]
+    if results:
+        html = write_report(results, out / "report.html")
+        print(f"report: {Path(html).resolve()}")
     return 0

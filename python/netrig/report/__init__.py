@@ -1,0 +1,111 @@
+"""Reports drawn from result files alone: a self-contained HTML page with plots, and a Markdown
+summary beside it; comparisons of several results overlaid with ratios to a baseline.
+
+    from netrig.report import write_report, write_compare
+    html = write_report("out/result.json")                   # out/report.html + out/report.md
+    html = write_compare(["router.json", "nat.json"], "compare.html")
+
+Every problem with an input file is a one-line ``ResultError`` naming the file.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+from netrig.errors import ResultError
+from netrig.report.run_view import RunView, unique_names
+
+__all__ = ["RunView", "load_run", "render_report", "render_compare", "write_report", "write_compare",
+           "default_report_path"]
+
+
+def _version() -> str:
+    try:
+        from netrig import __version__  # type: ignore[attr-defined]
+
+        return str(__version__)
+    except ImportError:
+        try:
+            from importlib.metadata import version
+
+            return version("netrig")
+        except Exception:  # noqa: BLE001 - not installed: no version to print
+            return "(unknown version)"
+
+
+def load_run(path: str | os.PathLike) -> RunView:
+    """Read one result file (``result.json``, its directory, or a ``trials.ndjson``)."""
+    return RunView.load(path)
+
+
+def default_report_path(result_path: str | os.PathLike) -> Path:
+    """``out/result.json`` → ``out/report.html``; ``x.json`` → ``x.html`` (beside the result)."""
+    p = Path(result_path)
+    if p.is_dir():
+        return p / "report.html"
+    if p.name in ("result.json", "trials.ndjson"):
+        return p.with_name("report.html")
+    return p.with_suffix(".html")
+
+
+def render_report(run: RunView) -> tuple[str, str]:
+    """``(html, markdown)`` of one result."""
+    from netrig.report.html import report_html
+    from netrig.report.markdown import report_markdown
+
+    return report_html(run, _version()), report_markdown(run)
+
+
+def render_compare(runs: Sequence[RunView]) -> tuple[str, str]:
+    """``(html, markdown)`` comparing ``runs``; the first is the baseline."""
+    from netrig.report.html import compare_html
+    from netrig.report.markdown import compare_markdown
+
+    unique_names(runs)
+    return compare_html(runs, _version()), compare_markdown(runs)
+
+
+def _write(path: Path, text: str) -> None:
+    """Write atomically (temp file + rename) so a viewer never sees half a report."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except OSError as e:
+        raise ResultError(f"{path}: cannot write the report: {e.strerror or e}") from None
+
+
+def write_report(result_path: str | os.PathLike | Sequence[str | os.PathLike],
+                 out_html: str | os.PathLike | None = None) -> Path:
+    """Draw the report of ``result_path``: HTML at ``out_html`` (default: ``report.html`` beside the
+    result) and Markdown beside it (same name, ``.md``). Returns the HTML path.
+
+    ``result_path`` may also be a list of results of one configuration (e.g. the demo's
+    ``rfc2544/result.json`` and ``ndr-pdr/result.json``): they are drawn as one report."""
+    paths = [result_path] if isinstance(result_path, (str, os.PathLike)) else list(result_path)
+    if not paths:
+        raise ResultError("report: no result file given")
+    run = RunView.merge([load_run(p) for p in paths])
+    out = Path(out_html) if out_html is not None else default_report_path(paths[0])
+    html_text, md = render_report(run)
+    md = md.replace("\n\n", f"\n\nHTML report with plots: `{out.name}`\n\n", 1)
+    _write(out, html_text)
+    _write(out.with_suffix(".md"), md)
+    return out
+
+
+def write_compare(result_paths: Sequence[str | os.PathLike], out_html: str | os.PathLike = "compare.html") -> Path:
+    """Overlay several results (the first is the baseline): HTML at ``out_html``, Markdown beside it."""
+    if len(result_paths) < 2:
+        raise ResultError("compare: give at least two result files (the first is the baseline)")
+    runs = [load_run(p) for p in result_paths]
+    out = Path(out_html)
+    html_text, md = render_compare(runs)
+    _write(out, html_text)
+    _write(out.with_suffix(".md"), md)
+    return out

@@ -1,0 +1,27 @@
+"""``netrig compare A B [...] [-o compare.html]``: overlay several results, ratios to the first."""
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "compare",
+        help="overlay several results in one HTML report, with ratios to the first (the baseline)",
+        description="Overlay the plots of several results and tabulate each against the first (the baseline) "
+        "per frame size, e.g. NAT or firewall throughput as a percentage of plain routing. Writes HTML and a "
+        "Markdown summary beside it (same name, .md).",
+    )
+    p.add_argument("results", metavar="RESULT", nargs="+", help="result files; the first is the baseline")
+    p.add_argument("-o", "--output", metavar="HTML", default="compare.html",
+                   help="where to write the HTML comparison (default: compare.html)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from netrig.report import write_compare
+
+    out = write_compare(args.results, args.output)
+    print(out)
+    print(out.with_suffix(".md"))
+    return 0

@@ -1,0 +1,29 @@
+"""``netrig report RESULT [-o report.html]``: draw the HTML report and Markdown summary of a result."""
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "report",
+        help="draw the HTML report (and a Markdown summary) of a result file",
+        description="Draw a self-contained HTML report with plots, and a Markdown summary beside it "
+        "(same name, .md), from a result file alone. Nothing is re-run.",
+    )
+    p.add_argument("result", metavar="RESULT", nargs="+",
+                   help="result.json, its run directory, or an unfinished run's trials.ndjson; several results of "
+                   "one configuration (e.g. the demo's rfc2544 and ndr-pdr parts) are drawn as one report")
+    p.add_argument("-o", "--output", metavar="HTML", default=None,
+                   help="where to write the HTML report (default: report.html beside the first result.json, "
+                   "else RESULT with .html)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from netrig.report import write_report
+
+    out = write_report(args.result, args.output)
+    print(out)
+    print(out.with_suffix(".md"))
+    return 0

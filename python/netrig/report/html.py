@@ -1,0 +1,324 @@
+"""The self-contained HTML report: inline CSS, inline SVG plots, no external URL of any kind.
+
+``report_html(run)`` for one result, ``compare_html(runs)`` for several overlaid. Collapsibles are
+``<details>`` elements, so the page needs no script. A Content-Security-Policy forbids the page
+from loading anything at all.
+"""
+from __future__ import annotations
+
+import html
+from typing import Any, Sequence
+
+from netrig.report import fmt, plots, tables
+from netrig.report.run_view import METHOD_LABELS, RunView, frame_size_label, monitor_samples, obj
+from netrig.report.tables import Table
+
+#: At most this many per-trial monitoring timelines are drawn (the heaviest trial per method and
+#: frame size first); the run-wide timeline always covers every trial.
+MAX_TRIAL_TIMELINES = 8
+
+CSS = """
+:root{--fg:#1d1d1f;--muted:#666;--line:#d8d8d8;--accent:#0072B2;--bad:#b00020;--warn:#8a5a00;--bg2:#f6f7f9}
+*{box-sizing:border-box}
+body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:var(--fg);background:#fff}
+header{padding:22px 32px 12px;border-bottom:1px solid var(--line);background:var(--bg2)}
+header h1{margin:0 0 4px;font-size:22px}
+header p{margin:2px 0;color:var(--muted)}
+nav{position:sticky;top:0;z-index:2;background:#fff;border-bottom:1px solid var(--line);padding:6px 32px;font-size:13px}
+nav a{color:var(--accent);text-decoration:none;margin-right:14px;white-space:nowrap}
+main{max-width:1180px;padding:8px 32px 40px}
+section{margin-top:26px}
+h2{font-size:18px;border-bottom:2px solid var(--accent);padding-bottom:3px;margin:0 0 10px}
+h3{font-size:15px;margin:18px 0 6px}
+p.note,p.empty{color:var(--muted)}
+p.empty{font-style:italic}
+figure{margin:10px 0 16px}
+figure svg{max-width:100%;height:auto;display:block}
+figcaption{color:var(--muted);font-size:12.5px;max-width:880px}
+table{border-collapse:collapse;margin:6px 0 14px;font-size:12.5px;font-variant-numeric:tabular-nums}
+caption{caption-side:bottom;text-align:left;color:var(--muted);font-size:12px;padding-top:3px}
+th,td{border-bottom:1px solid var(--line);padding:3px 9px;text-align:right;vertical-align:top}
+th{background:var(--bg2);font-weight:600;position:sticky;top:34px}
+td:first-child,th:first-child{text-align:left}
+td.l,th.l{text-align:left}
+tr.flagged td{background:#fff1f1}
+tr.lossy td{color:#7a4b00}
+tr.invalid td{color:var(--bad);text-decoration:line-through}
+tr.replayed td:first-child::after{content:" ↺";color:var(--muted)}
+.kv td{text-align:left}.kv td:first-child{color:var(--muted);white-space:nowrap}
+.warn{border-left:4px solid var(--bad);background:#fff4f4;padding:8px 12px;margin:10px 0}
+.warn ul{margin:4px 0;padding-left:18px}
+.badge{display:inline-block;font-size:11px;padding:0 6px;border-radius:9px;background:#eee;color:#333;margin-right:6px;font-family:ui-monospace,monospace}
+.badge.bad{background:var(--bad);color:#fff}
+.ok{color:#0a7d32;font-weight:600}.notok{color:var(--bad);font-weight:600}
+details{margin:8px 0}
+summary{cursor:pointer;color:var(--accent);font-weight:600}
+pre{background:var(--bg2);padding:10px;overflow:auto;font-size:12px;max-height:480px}
+.scroll{overflow:auto;max-height:640px}
+footer{color:var(--muted);font-size:12px;padding:12px 32px;border-top:1px solid var(--line)}
+@media print{nav{display:none}th{position:static}}
+"""
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'unsafe-inline'"
+
+#: Section ids of a single-run report, in page order.
+REPORT_SECTIONS = ("summary", "throughput", "frame-loss", "latency", "ndr-pdr", "other-methods", "monitoring",
+                   "selftest", "environment", "trials")
+#: Section ids of a comparison, in page order.
+COMPARE_SECTIONS = ("runs", "summary", "ratios", "throughput", "frame-loss", "latency", "ndr-pdr", "other-methods",
+                    "selftest", "environment")
+
+BAD_FLAGS = {"above_selftest_ceiling", "tester_limited", "invalid_trials", "incomplete"}
+
+
+def esc(s: Any) -> str:
+    return html.escape(str(s), quote=True)
+
+
+def table_html(t: Table, cls: str = "", left: int = 1) -> str:
+    """``t`` as an HTML table; the first ``left`` columns are left-aligned."""
+    if not t:
+        return ""
+    head = "".join(f'<th{" class=l" if i < left else ""} scope="col">{esc(h)}</th>' for i, h in enumerate(t.header))
+    rows = []
+    for row, rc in zip(t.rows, t.row_class):
+        cells = "".join(f'<td{" class=l" if i < left else ""}>{esc(c)}</td>' for i, c in enumerate(row))
+        rows.append(f'<tr class="{esc(rc)}">{cells}</tr>' if rc else f"<tr>{cells}</tr>")
+    cap = f"<caption>{esc(t.caption)}</caption>" if t.caption else ""
+    return f'<table class="{esc(cls)}">{cap}<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def kv_html(t: Table) -> str:
+    if not t:
+        return ""
+    rows = "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in t.rows)
+    return f'<table class="kv"><tbody>{rows}</tbody></table>'
+
+
+def empty(what: str) -> str:
+    return f'<p class="empty">{esc(what)}</p>'
+
+
+def figure(name: str, runs: Sequence[RunView], prefix: str | None = None, **opts: Any) -> str:
+    """A plot as ``<figure>`` with inline SVG and its description as caption; ``""`` if no data."""
+    svg = plots.render_svg(name, runs, prefix=prefix, **opts)
+    if svg is None:
+        return ""
+    doc = (plots.PLOTS[name].__doc__ or "").strip().split("\n\n")[0]
+    doc = " ".join(doc.split())
+    return f'<figure class="plot" data-plot="{esc(name)}">{svg}<figcaption>{esc(doc)}</figcaption></figure>'
+
+
+def section(sid: str, title: str, body: str) -> str:
+    return f'<section id="{esc(sid)}"><h2>{esc(title)}</h2>{body}</section>'
+
+
+def page(title: str, subtitle: list[str], sections: list[tuple[str, str, str]], footer: str) -> str:
+    nav = "".join(f'<a href="#{esc(sid)}">{esc(t)}</a>' for sid, t, _ in sections)
+    body = "".join(section(sid, t, b) for sid, t, b in sections)
+    sub = "".join(f"<p>{s}</p>" for s in subtitle)
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(title)}</title><style>{CSS}</style></head>\n"
+        f"<body><header><h1>{esc(title)}</h1>{sub}</header>\n<nav>{nav}</nav>\n<main>\n{body}\n</main>\n"
+        f"<footer>{footer}</footer></body></html>\n"
+    )
+
+
+# -- warnings -------------------------------------------------------------------------------------
+def warnings_html(r: RunView, prefix: str = "") -> str:
+    items = []
+    if r.complete is False:
+        items.append(f'<span class="badge bad">incomplete</span>{esc(prefix)}the run did not finish: '
+                     f"{esc(r.doc.get('interrupted_reason') or 'unfinished')}; results cover the trials finished so far.")
+    st = r.selftest()
+    if not st:
+        items.append(f'<span class="badge bad">no self-test</span>{esc(prefix)}no tester self-test in this result: '
+                     "nothing proves the tester was not the bottleneck.")
+    elif st.get("passed") is False:
+        items.append(f'<span class="badge bad">self-test failed</span>{esc(prefix)}the tester could not prove every '
+                     "rate it used; results above its proven ceiling are flagged.")
+    invalid = sum(1 for t in r.trials() if obj(t, "counts").get("valid") is False)
+    if invalid:
+        items.append(f'<span class="badge bad">invalid trials</span>{esc(prefix)}{invalid} trial(s) were invalid '
+                     "(tester-side problem) and are not DUT results.")
+    for f in r.flags():
+        bad = " bad" if f["code"] in BAD_FLAGS else ""
+        where = f" ({esc(f['where'])})" if f["where"] != "run" else ""
+        items.append(f'<span class="badge{bad}">{esc(f["code"])}</span>{esc(prefix)}{esc(f["message"])}{where}')
+    if not items:
+        return ""
+    return '<div class="warn"><strong>Read these before the numbers</strong><ul>' + "".join(
+        f"<li>{i}</li>" for i in items) + "</ul></div>"
+
+
+# -- single report --------------------------------------------------------------------------------
+def report_html(r: RunView, version: str = "") -> str:
+    """The full HTML report of one result."""
+    runs = [r]
+    S: list[tuple[str, str, str]] = []
+
+    body = warnings_html(r)
+    body += table_html(tables.summary_per_configuration(runs), left=4)
+    tt = tables.throughput_table(r)
+    body += "<h3>Throughput per frame size</h3>" + (table_html(tt) or empty("No RFC 2544 throughput in this result."))
+    vt = tables.verdicts_table(r)
+    if vt:
+        body += "<h3>Pass / fail checks</h3>" + table_html(vt, left=3)
+    S.append(("summary", "Summary", body))
+
+    S.append(("throughput", "Throughput vs frame size",
+              figure("throughput", runs) or empty("No RFC 2544 throughput in this result.")))
+
+    fl = figure("forwarded_vs_offered", runs)
+    if fl:
+        fl += figure("frame_loss", runs) + table_html(tables.frame_loss_table(r))
+        fl += _details("Every load point", table_html(tables.frame_loss_points(r)))
+    S.append(("frame-loss", "Forwarded vs offered load (frame loss rate)",
+              fl or empty("No RFC 2544 frame loss sweep in this result.")))
+
+    lat = figure("latency_vs_frame_size", runs)
+    if lat:
+        lat += table_html(tables.latency_table(r))
+    else:
+        lat = empty("No RFC 2544 latency measurement in this result.")
+    lvl = figure("latency_vs_load", runs)
+    lat += "<h3>Latency vs offered load</h3>" + (lvl or empty("Fewer than two loads with latency data per frame size."))
+    S.append(("latency", "Latency", lat))
+
+    nd = figure("ndr_pdr", runs)
+    S.append(("ndr-pdr", "NDR / PDR (MLRsearch)",
+              nd + table_html(tables.ndr_pdr_table(r), left=2) if nd else empty("No MLRsearch (NDR/PDR) in this result.")))
+
+    S.append(("other-methods", "Back-to-back, system recovery, reset, fixed rate", _other_methods(r, runs)))
+    S.append(("monitoring", "DUT monitoring timeline", _monitoring(r)))
+    S.append(("selftest", "Tester self-test and ceiling", _selftest(r, runs)))
+    S.append(("environment", "Environment and configuration", _environment(r)))
+
+    tt = tables.trials_table(r)
+    S.append(("trials", "Every trial",
+              _details(f"All {len(tt.rows)} trials (struck through: invalid; brown: lost frames)",
+                       f'<div class="scroll">{table_html(tt, left=3)}</div>') if tt else empty("No trials in this result.")))
+
+    doc = r.doc
+    sub = [f"{esc(r.line_rate_label)} · {len(r.trials())} trials · started {esc(fmt.when(doc.get('started_at')))}"
+           f" · netrig {esc(doc.get('tool_version', '?'))}"]
+    if r.complete is False:
+        sub.append('<span class="notok">incomplete run</span>')
+    return page(f"netrig report — {r.name}", sub, S, _footer([r], version))
+
+
+def _details(summary: str, body: str, open_: bool = False) -> str:
+    return f'<details{" open" if open_ else ""}><summary>{esc(summary)}</summary>{body}</details>'
+
+
+def _other_methods(r: RunView, runs: Sequence[RunView]) -> str:
+    parts = []
+    for title, t, method in (
+        ("Back-to-back frames (RFC 2544 §26.4, RFC 9004 buffer time)", tables.back_to_back_table(r), "rfc2544_back_to_back"),
+        ("System recovery (RFC 2544 §26.5)", tables.recovery_table(r), "rfc2544_system_recovery"),
+        ("Reset (RFC 2544 §26.6)", tables.reset_table(r), "rfc2544_reset"),
+    ):
+        parts.append(f"<h3>{esc(title)}</h3>" + (table_html(t) or empty(f"No {METHOD_LABELS[method]} in this result.")))
+    ip = figure("iperf", runs)
+    parts.append("<h3>Fixed-rate (iperf-like) runs</h3>" + (ip + table_html(tables.iperf_table(r))
+                                                           if ip or tables.iperf_table(r) else empty("No fixed-rate run in this result.")))
+    return "".join(parts)
+
+
+def _pick_trials(r: RunView) -> list[int]:
+    """The monitored trials to draw one by one: per (method, frame size) the highest load."""
+    best: dict[tuple[str, str], tuple[float, int]] = {}
+    for i, t in r.monitored_trials():
+        k = (str(t.get("method")), frame_size_label(t.get("frame_size")))
+        rate = obj(t, "load").get("rate_pps") or 0.0
+        if k not in best or rate > best[k][0]:
+            best[k] = (float(rate), i)
+    return sorted(i for _, i in best.values())[:MAX_TRIAL_TIMELINES]
+
+
+def _monitoring(r: RunView) -> str:
+    mon = r.monitored_trials()
+    if not mon:
+        return empty("No DUT monitoring samples in this result (monitoring off, or a simulated DUT).")
+    out = figure("timeline", [r])
+    picks = _pick_trials(r)
+    figs = "".join(figure("trial_timeline", [r], prefix=f"tt{i}-", trial=i) for i in picks)
+    note = f"{len(picks)} of {len(mon)} monitored trials: the highest load of each method and frame size."
+    out += _details(f"Per-trial timelines ({len(picks)})", f'<p class="note">{esc(note)}</p>{figs}')
+    n_samples = sum(len(monitor_samples(t)) for _, t in mon)
+    out += f'<p class="note">{len(mon)} monitored trials, {n_samples} samples.</p>'
+    return out
+
+
+def _selftest(r: RunView, runs: Sequence[RunView]) -> str:
+    st = r.selftest()
+    if not st:
+        return empty("No tester self-test in this result: nothing proves the tester was not the bottleneck.")
+    ok = st.get("passed")
+    head = (f'<p>Self-test on the <b>{esc(st.get("testbed", "loopback"))}</b> test bed, '
+            f'{esc(st.get("factor", 1.1))} × the highest rate used, {esc(st.get("duration_s", "?"))} s per trial: '
+            + ('<span class="ok">passed</span>' if ok else '<span class="notok">not passed</span>') + ". "
+            "DUT results above the proven ceiling ÷ factor are flagged as tester-limited, not DUT results.</p>")
+    return head + figure("selftest", runs) + (table_html(tables.selftest_table(r)) or empty("No per-size ceilings recorded."))
+
+
+def _environment(r: RunView) -> str:
+    out = kv_html(tables.run_facts(r))
+    out += "<h3>Environment</h3>" + (kv_html(tables.key_value_table(r.environment)) or empty("No environment recorded."))
+    out += "<h3>Test bed</h3>" + (kv_html(tables.key_value_table(r.testbed)) or empty("No test bed description recorded."))
+    import json
+
+    out += "<h3>Configuration</h3>" + (
+        _details("Normalised configuration (JSON)", f"<pre>{esc(json.dumps(r.config, indent=2, ensure_ascii=False))}</pre>",
+                 open_=False) if r.config else empty("No configuration recorded."))
+    return out
+
+
+def _footer(runs: Sequence[RunView], version: str) -> str:
+    files = ", ".join(esc(p) for r in runs for p in r.parts)
+    return (f"Drawn by netrig {esc(version)} from {files} alone (nothing re-run). Self-contained: "
+            "this page loads nothing from the network.")
+
+
+# -- comparison -----------------------------------------------------------------------------------
+def compare_html(runs: Sequence[RunView], version: str = "") -> str:
+    """Several results overlaid; the first is the baseline of every ratio."""
+    S: list[tuple[str, str, str]] = []
+    t = Table(["configuration", "file", "tool", "started", "line rate", "trials", "complete"])
+    for i, r in enumerate(runs):
+        t.add([r.name + (" (baseline)" if i == 0 else ""), str(r.path), f"netrig {r.doc.get('tool_version', '?')}",
+               fmt.when(r.doc.get("started_at")), r.line_rate_label, str(len(r.trials())),
+               "yes" if r.complete else "NO"])
+    warn = "".join(warnings_html(r, prefix=f"{r.name}: ") for r in runs)
+    S.append(("runs", "Results compared", table_html(t, left=2) + warn))
+    S.append(("summary", "Summary per configuration", table_html(tables.summary_per_configuration(runs), left=4)))
+    ratios = tables.ratio_tables(runs)
+    body = (f'<p class="note">Each configuration as a percentage of the baseline, <b>{esc(runs[0].name)}</b>, '
+            "per frame size (e.g. the cost of NAT or a firewall against plain routing).</p>")
+    body += "".join(f"<h3>{esc(title)}</h3>{table_html(tb, left=2 if tb.header[1] in ('goal', 'statistic') else 1)}"
+                    for title, tb in ratios) if ratios else empty("No result shared with the baseline to compare.")
+    S.append(("ratios", "Ratios to the baseline", body))
+    S.append(("throughput", "Throughput vs frame size",
+              figure("throughput", runs) or empty("No RFC 2544 throughput in these results.")))
+    fl = figure("forwarded_vs_offered", runs)
+    S.append(("frame-loss", "Forwarded vs offered load (frame loss rate)",
+              fl + figure("frame_loss", runs) if fl else empty("No RFC 2544 frame loss sweep in these results.")))
+    lat = figure("latency_vs_frame_size", runs) or empty("No RFC 2544 latency measurement in these results.")
+    lat += "<h3>Latency vs offered load</h3>" + (figure("latency_vs_load", runs)
+                                                 or empty("Fewer than two loads with latency data per frame size."))
+    S.append(("latency", "Latency", lat))
+    S.append(("ndr-pdr", "NDR / PDR (MLRsearch)", figure("ndr_pdr", runs) or empty("No MLRsearch (NDR/PDR) in these results.")))
+    S.append(("other-methods", "Fixed rate (iperf-like)", figure("iperf", runs) or empty("No fixed-rate run in these results.")
+              + '<p class="note">Back-to-back, recovery, reset and per-trial DUT monitoring timelines are in each '
+                "result's own report (<code>netrig report FILE</code>).</p>"))
+    S.append(("selftest", "Tester self-tests", figure("selftest", runs) or empty("No tester self-test in these results.")))
+    diff = tables.environment_differences(runs)
+    S.append(("environment", "What differs between the runs",
+              table_html(diff) if diff else empty("Environment, test bed and configuration are identical.")))
+    names = " vs ".join(r.name for r in runs)
+    sub = [f"Baseline: <b>{esc(runs[0].name)}</b> ({esc(runs[0].path)}) · {len(runs)} results"]
+    return page(f"netrig comparison — {names}", sub, S, _footer(runs, version))

@@ -1,0 +1,112 @@
+"""Reading result files: one-line errors for bad files, tolerant accessors for good ones."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from netrig.errors import ResultError
+from netrig.report.run_view import RunView, unique_names
+
+from report_golden import NAT, ROUTER
+
+
+def _err(tmp_path, text: str, name: str = "r.json") -> str:
+    p = tmp_path / name
+    p.write_text(text)
+    with pytest.raises(ResultError) as e:
+        RunView.load(p)
+    msg = str(e.value)
+    assert "\n" not in msg and str(p) in msg
+    return msg
+
+
+def test_missing_file_names_it(tmp_path):
+    with pytest.raises(ResultError, match="no such result file"):
+        RunView.load(tmp_path / "nope.json")
+
+
+def test_bad_json_says_where(tmp_path):
+    assert "not valid JSON" in _err(tmp_path, '{"schema_version": 1,')
+
+
+def test_newer_schema_refused(tmp_path):
+    msg = _err(tmp_path, json.dumps({"schema_version": 99, "summary": []}))
+    assert "newer netrig" in msg and "99" in msg and "upgrade" in msg
+
+
+@pytest.mark.parametrize(
+    "doc, words",
+    [
+        ([1, 2], "not a JSON object"),
+        ({"trials": []}, "no schema_version"),
+        ({"schema_version": "1"}, "positive integer"),
+        ({"schema_version": 1, "summary": {"a": 1}}, "'summary' must be a list"),
+        ({"schema_version": 1, "config": [1]}, "'config' must be an object"),
+    ],
+)
+def test_not_a_result(tmp_path, doc, words):
+    assert words in _err(tmp_path, json.dumps(doc))
+
+
+def test_empty_and_binary_files(tmp_path):
+    assert "empty file" in _err(tmp_path, "")
+    p = tmp_path / "bin.json"
+    p.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(ResultError, match="cannot read"):
+        RunView.load(p)
+
+
+def test_directory_without_result(tmp_path):
+    with pytest.raises(ResultError, match="no result.json"):
+        RunView.load(tmp_path)
+
+
+def test_run_directory_and_name(tmp_path):
+    out = tmp_path / "nat-run"
+    out.mkdir()
+    doc = json.loads(ROUTER.read_text())
+    doc["config"].pop("name")
+    doc["testbed"].pop("name")
+    (out / "result.json").write_text(json.dumps(doc))
+    r = RunView.load(out)
+    assert r.name == "nat-run"  # the run directory names the configuration
+
+
+def test_unfinished_trial_log(tmp_path):
+    doc = json.loads(ROUTER.read_text())
+    lines = [json.dumps({"type": "header", "schema_version": 1, "run_id": "x", "config": doc["config"]})]
+    lines += [json.dumps({"type": "trial", **t}) for t in doc["trials"][:5]]
+    p = tmp_path / "trials.ndjson"
+    p.write_text("\n".join(lines) + "\n")
+    r = RunView.load(p)
+    assert r.complete is False and len(r.trials()) == 5 and r.throughput() == []
+
+
+def test_router_numbers():
+    r = RunView.load(ROUTER)
+    assert r.name == "router" and r.speed_bps == 1e9
+    tp = {t["frame_size"]: t for t in r.throughput()}
+    # 1518 B is limited by the nominal 1 Gbit/s line rate: 81,274 fps = 100 %
+    assert tp[1518]["rate"].value == pytest.approx(81274.4, rel=1e-4)
+    assert tp[1518]["pct"].value == pytest.approx(100, abs=0.01)
+    assert tp[64]["rate"].lo < tp[64]["rate"].value < tp[64]["rate"].hi
+    assert tp["imix"]["above_ceiling"] and not tp[64]["above_ceiling"]
+    fl = {f["frame_size"]: f for f in r.frame_loss()}
+    assert fl[64]["max_lossfree"].value == pytest.approx(446428.6, rel=1e-4)
+    assert fl[64]["collapse"] is not None and fl[1518]["collapse"] is None
+    assert [p["offered_pps"] for p in fl[64]["points"]] == sorted(p["offered_pps"] for p in fl[64]["points"])
+    lat = {e["frame_size"]: e for e in r.latency()}
+    assert set(lat[64]["pcts"]) >= {"min", "p50", "p90", "p99", "p99.9", "max"}
+    assert lat[64]["pcts"]["min"].value < lat[64]["pcts"]["p50"].value < lat[64]["pcts"]["p99.9"].value
+    nd = r.ndr_pdr()[0]
+    assert [g["name"] for g in nd["goals"]] == ["NDR", "PDR"]
+    assert nd["goals"][0]["conditional"].value < nd["goals"][1]["conditional"].value
+    assert r.monitored_trials() and r.iperf()[0]["series"]
+
+
+def test_unique_names():
+    a, b = RunView.load(ROUTER), RunView.load(ROUTER)
+    c = RunView.load(NAT)
+    unique_names([a, b, c])
+    assert len({a.name, b.name, c.name}) == 3 and c.name == "router+nat"
