@@ -1,0 +1,31 @@
+"""Test beds: network namespaces and veth pairs with a real Linux DUT in the middle.
+
+>>> with Testbed.create("router") as tb:            # doctest: +SKIP
+...     s = Stream(**tb.stream_defaults(), frame_size=64, rate_pps=10_000)
+
+See ``docs/testbed.md``.
+"""
+from netrig.testbed.clean import clean
+from netrig.testbed.options import TestbedOptions, parse_cap, parse_cpus
+from netrig.testbed.state import CleanReport
+from netrig.testbed.testbed import Testbed, TesterPort
+from netrig.testbed.topologies import TOPOLOGIES, list_topologies
+
+
+def status(tb_id: str | None = None) -> list[dict]:
+    """Status of one test bed (by id) or of all that have a state file."""
+    from netrig.testbed import state as st
+
+    if tb_id is not None:
+        return [Testbed.attach(tb_id).status()]
+    return [Testbed.attach(s["id"]).status() for s in st.all_states()]
+
+
+def down(tb_id: str) -> None:
+    """Tear down the test bed ``tb_id`` (e.g. one made by ``netrig testbed up``)."""
+    tb = Testbed.attach(tb_id)
+    tb.down()
+
+
+__all__ = ["Testbed", "TesterPort", "TestbedOptions", "TOPOLOGIES", "list_topologies", "clean", "status",
+           "down", "CleanReport", "parse_cap", "parse_cpus"]

@@ -2,6 +2,7 @@
 //! affinity. Nothing outside this module uses `unsafe`; every block here carries a `// SAFETY:`.
 pub mod af_packet;
 pub mod af_xdp;
+pub mod bpf;
 pub mod cpu;
 pub mod ifinfo;
 pub mod netns;
