@@ -1,0 +1,702 @@
+//! The `bpf(2)` calls netrig needs, without libbpf: an XSKMAP, the hand-assembled XDP program
+//! that steers netrig test frames to AF_XDP sockets, and a BPF link that attaches it.
+//!
+//! The program is a dozen instructions written with the tiny [`Asm`] encoder below. It redirects
+//! a frame to the XSK of its receive queue only when the frame carries the netrig signature:
+//! Ethernet (optionally one 802.1Q tag), IPv4 without options and not a non-first fragment, or
+//! IPv6 with UDP as the next header, then UDP, then the 2-byte magic [`SIGNATURE_MAGIC`] at the
+//! start of the UDP payload. Everything else (ARP, the host's own traffic, and signature frames
+//! on a queue without a socket) gets `XDP_PASS`.
+//!
+//! The program is attached through `BPF_LINK_CREATE`: the link is an fd owned by the process and
+//! never pinned, so the kernel detaches the program when netrig exits or crashes.
+use std::ffi::CString;
+use std::io;
+use std::mem;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// The two bytes at the start of the UDP payload of every netrig test frame ("NR").
+pub const SIGNATURE_MAGIC: u16 = 0x4E52;
+
+// bpf(2) commands.
+const BPF_MAP_CREATE: u32 = 0;
+const BPF_MAP_UPDATE_ELEM: u32 = 2;
+const BPF_MAP_DELETE_ELEM: u32 = 3;
+const BPF_PROG_LOAD: u32 = 5;
+const BPF_PROG_TEST_RUN: u32 = 10;
+const BPF_LINK_CREATE: u32 = 28;
+
+const BPF_MAP_TYPE_XSKMAP: u32 = 17;
+const BPF_PROG_TYPE_XDP: u32 = 6;
+const BPF_XDP: u32 = 37;
+const BPF_FUNC_REDIRECT_MAP: i32 = 51;
+
+/// XDP return codes.
+pub const XDP_DROP: i32 = 1;
+pub const XDP_PASS: i32 = 2;
+
+/// `XDP_FLAGS_SKB_MODE` / `XDP_FLAGS_DRV_MODE` for the link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum XdpMode {
+    /// Native (driver) XDP.
+    Drv,
+    /// Generic XDP in the stack (`xdpgeneric`), slower but works everywhere.
+    Skb,
+}
+
+impl XdpMode {
+    fn flags(self) -> u32 {
+        match self {
+            XdpMode::Skb => 1 << 1,
+            XdpMode::Drv => 1 << 2,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            XdpMode::Drv => "native (drv)",
+            XdpMode::Skb => "generic (skb)",
+        }
+    }
+}
+
+/// The 144-byte `union bpf_attr`, filled field by field at the offsets of `linux/bpf.h`.
+#[repr(C, align(8))]
+struct Attr([u8; 144]);
+
+impl Attr {
+    fn new() -> Self {
+        Attr([0; 144])
+    }
+    fn u32(&mut self, off: usize, v: u32) -> &mut Self {
+        self.0[off..off + 4].copy_from_slice(&v.to_ne_bytes());
+        self
+    }
+    fn u64(&mut self, off: usize, v: u64) -> &mut Self {
+        self.0[off..off + 8].copy_from_slice(&v.to_ne_bytes());
+        self
+    }
+    fn name(&mut self, off: usize, name: &str) -> &mut Self {
+        let n = name.len().min(15);
+        self.0[off..off + n].copy_from_slice(&name.as_bytes()[..n]);
+        self
+    }
+    fn get_u32(&self, off: usize) -> u32 {
+        u32::from_ne_bytes([self.0[off], self.0[off + 1], self.0[off + 2], self.0[off + 3]])
+    }
+}
+
+fn sys_bpf(cmd: u32, attr: &mut Attr) -> io::Result<libc::c_long> {
+    // SAFETY: attr is a live, zero-padded 144-byte bpf_attr laid out per linux/bpf.h; the kernel
+    // reads at most `size` bytes from it and writes only output fields inside it. Pointers stored
+    // in it (insns, license, log, keys) point at buffers that outlive this call.
+    let rc = unsafe { libc::syscall(libc::SYS_bpf, cmd as libc::c_long, attr as *mut Attr, mem::size_of::<Attr>()) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(rc)
+}
+
+fn sys_bpf_fd(cmd: u32, attr: &mut Attr) -> io::Result<OwnedFd> {
+    let fd = sys_bpf(cmd, attr)? as RawFd;
+    // SAFETY: the kernel returned a fresh fd that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Create an XSKMAP with `entries` slots (one per receive queue).
+pub fn xskmap_create(entries: u32) -> io::Result<OwnedFd> {
+    let mut a = Attr::new();
+    a.u32(0, BPF_MAP_TYPE_XSKMAP).u32(4, 4).u32(8, 4).u32(12, entries.max(1)).name(28, "netrig_xsks");
+    sys_bpf_fd(BPF_MAP_CREATE, &mut a)
+}
+
+/// Put the AF_XDP socket `xsk_fd` into slot `queue` of an XSKMAP.
+pub fn xskmap_set(map: &OwnedFd, queue: u32, xsk_fd: RawFd) -> io::Result<()> {
+    let key = queue;
+    let value = xsk_fd as u32;
+    let mut a = Attr::new();
+    a.u32(0, map.as_raw_fd() as u32).u64(8, &key as *const u32 as u64).u64(16, &value as *const u32 as u64).u64(24, 0);
+    sys_bpf(BPF_MAP_UPDATE_ELEM, &mut a).map(|_| ())
+}
+
+/// Clear slot `queue` of an XSKMAP.
+pub fn xskmap_clear(map: &OwnedFd, queue: u32) -> io::Result<()> {
+    let key = queue;
+    let mut a = Attr::new();
+    a.u32(0, map.as_raw_fd() as u32).u64(8, &key as *const u32 as u64);
+    sys_bpf(BPF_MAP_DELETE_ELEM, &mut a).map(|_| ())
+}
+
+/// Load an XDP program. On a verifier rejection the error text carries the verifier log.
+pub fn prog_load_xdp(insns: &[Insn], name: &str) -> io::Result<OwnedFd> {
+    let license = CString::new("GPL").expect("static string has no NUL");
+    let load = |log: Option<&mut Vec<u8>>| {
+        let mut a = Attr::new();
+        a.u32(0, BPF_PROG_TYPE_XDP)
+            .u32(4, insns.len() as u32)
+            .u64(8, insns.as_ptr() as u64)
+            .u64(16, license.as_ptr() as u64)
+            .name(48, name)
+            .u32(68, BPF_XDP);
+        if let Some(buf) = log {
+            a.u32(24, 1).u32(28, buf.len() as u32).u64(32, buf.as_mut_ptr() as u64);
+        }
+        sys_bpf_fd(BPF_PROG_LOAD, &mut a)
+    };
+    match load(None) {
+        Ok(fd) => Ok(fd),
+        Err(e) if e.raw_os_error() == Some(libc::EACCES) || e.raw_os_error() == Some(libc::EINVAL) => {
+            let mut log = vec![0u8; 64 * 1024];
+            let again = load(Some(&mut log));
+            let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+            let text = String::from_utf8_lossy(&log[..end]).trim().to_string();
+            match again {
+                Ok(fd) => Ok(fd),
+                Err(e2) => Err(io::Error::new(e2.kind(), format!("{e2}; verifier log: {text}"))),
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Attach an XDP program to `ifindex` through a BPF link (detached when the fd is closed).
+pub fn link_create_xdp(prog: &OwnedFd, ifindex: u32, mode: XdpMode) -> io::Result<OwnedFd> {
+    let mut a = Attr::new();
+    a.u32(0, prog.as_raw_fd() as u32).u32(4, ifindex).u32(8, BPF_XDP).u32(12, mode.flags());
+    sys_bpf_fd(BPF_LINK_CREATE, &mut a)
+}
+
+/// Run an XDP program once on `frame` (BPF_PROG_TEST_RUN) and return its verdict.
+pub fn prog_test_run(prog: &OwnedFd, frame: &[u8]) -> io::Result<u32> {
+    let mut out = vec![0u8; frame.len() + 512];
+    let mut a = Attr::new();
+    a.u32(0, prog.as_raw_fd() as u32)
+        .u32(8, frame.len() as u32)
+        .u32(12, out.len() as u32)
+        .u64(16, frame.as_ptr() as u64)
+        .u64(24, out.as_mut_ptr() as u64)
+        .u32(32, 1);
+    sys_bpf(BPF_PROG_TEST_RUN, &mut a)?;
+    Ok(a.get_u32(4))
+}
+
+/// One eBPF instruction (`struct bpf_insn`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Insn {
+    code: u8,
+    regs: u8,
+    off: i16,
+    imm: i32,
+}
+
+/// eBPF registers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reg {
+    R0 = 0,
+    R1,
+    R2,
+    R3,
+    R4,
+    R5,
+    R6,
+}
+
+// Opcode parts (linux/bpf_common.h, linux/bpf.h).
+const LD: u8 = 0x00;
+const LDX: u8 = 0x01;
+const ALU64: u8 = 0x07;
+const JMP: u8 = 0x05;
+const W: u8 = 0x00;
+const H: u8 = 0x08;
+const B: u8 = 0x10;
+const DW: u8 = 0x18;
+const MEM: u8 = 0x60;
+const IMM: u8 = 0x00;
+const K: u8 = 0x00;
+const X: u8 = 0x08;
+const MOV: u8 = 0xb0;
+const ADD: u8 = 0x00;
+const AND: u8 = 0x50;
+const JA: u8 = 0x00;
+const JEQ: u8 = 0x10;
+const JGT: u8 = 0x20;
+const JNE: u8 = 0x50;
+const CALL: u8 = 0x80;
+const EXIT: u8 = 0x90;
+const PSEUDO_MAP_FD: u8 = 1;
+
+/// Load width.
+#[derive(Debug, Clone, Copy)]
+pub enum Size {
+    B,
+    H,
+    W,
+}
+
+fn insn(code: u8, dst: Reg, src: Reg, off: i16, imm: i32) -> Insn {
+    Insn { code, regs: (dst as u8) | ((src as u8) << 4), off, imm }
+}
+
+/// A minimal assembler: instructions plus forward jumps to named labels, resolved by `finish`.
+#[derive(Default)]
+pub struct Asm {
+    insns: Vec<Insn>,
+    labels: Vec<(&'static str, usize)>,
+    fixups: Vec<(usize, &'static str)>,
+}
+
+impl Asm {
+    pub fn new() -> Self {
+        Asm::default()
+    }
+    fn push(&mut self, i: Insn) -> &mut Self {
+        self.insns.push(i);
+        self
+    }
+    pub fn label(&mut self, name: &'static str) -> &mut Self {
+        self.labels.push((name, self.insns.len()));
+        self
+    }
+    pub fn mov_reg(&mut self, dst: Reg, src: Reg) -> &mut Self {
+        self.push(insn(ALU64 | MOV | X, dst, src, 0, 0))
+    }
+    pub fn mov_imm(&mut self, dst: Reg, imm: i32) -> &mut Self {
+        self.push(insn(ALU64 | MOV | K, dst, Reg::R0, 0, imm))
+    }
+    pub fn add_imm(&mut self, dst: Reg, imm: i32) -> &mut Self {
+        self.push(insn(ALU64 | ADD | K, dst, Reg::R0, 0, imm))
+    }
+    pub fn and_imm(&mut self, dst: Reg, imm: i32) -> &mut Self {
+        self.push(insn(ALU64 | AND | K, dst, Reg::R0, 0, imm))
+    }
+    /// `dst = *(size *)(src + off)`.
+    pub fn load(&mut self, size: Size, dst: Reg, src: Reg, off: i16) -> &mut Self {
+        let sz = match size {
+            Size::B => B,
+            Size::H => H,
+            Size::W => W,
+        };
+        self.push(insn(LDX | MEM | sz, dst, src, off, 0))
+    }
+    /// `dst = map fd` (64-bit immediate load, two instruction slots).
+    pub fn load_map_fd(&mut self, dst: Reg, fd: RawFd) -> &mut Self {
+        self.push(Insn { code: LD | DW | IMM, regs: (dst as u8) | (PSEUDO_MAP_FD << 4), off: 0, imm: fd });
+        self.push(Insn { code: 0, regs: 0, off: 0, imm: 0 })
+    }
+    fn jump(&mut self, code: u8, dst: Reg, src: Reg, imm: i32, target: &'static str) -> &mut Self {
+        self.fixups.push((self.insns.len(), target));
+        self.push(insn(code, dst, src, 0, imm))
+    }
+    pub fn ja(&mut self, target: &'static str) -> &mut Self {
+        self.jump(JMP | JA, Reg::R0, Reg::R0, 0, target)
+    }
+    pub fn jeq_imm(&mut self, dst: Reg, imm: i32, target: &'static str) -> &mut Self {
+        self.jump(JMP | JEQ | K, dst, Reg::R0, imm, target)
+    }
+    pub fn jne_imm(&mut self, dst: Reg, imm: i32, target: &'static str) -> &mut Self {
+        self.jump(JMP | JNE | K, dst, Reg::R0, imm, target)
+    }
+    pub fn jgt_reg(&mut self, dst: Reg, src: Reg, target: &'static str) -> &mut Self {
+        self.jump(JMP | JGT | X, dst, src, 0, target)
+    }
+    pub fn call(&mut self, helper: i32) -> &mut Self {
+        self.push(insn(JMP | CALL, Reg::R0, Reg::R0, 0, helper))
+    }
+    pub fn exit(&mut self) -> &mut Self {
+        self.push(insn(JMP | EXIT, Reg::R0, Reg::R0, 0, 0))
+    }
+    /// Resolve jumps. Panics only on a programming error in a fixed program (unknown label).
+    pub fn finish(mut self) -> Vec<Insn> {
+        for &(at, name) in &self.fixups {
+            let target = self
+                .labels
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|&(_, i)| i)
+                .unwrap_or_else(|| panic!("bpf asm: unknown label {name}"));
+            self.insns[at].off = (target as isize - at as isize - 1) as i16;
+        }
+        self.insns
+    }
+}
+
+/// What the program does with a netrig signature frame.
+#[derive(Debug, Clone, Copy)]
+pub enum OnMatch {
+    /// `bpf_redirect_map(xskmap, rx_queue_index, XDP_PASS)`.
+    Redirect(RawFd),
+    /// Return this verdict (for tests of the classifier with BPF_PROG_TEST_RUN).
+    Verdict(i32),
+}
+
+/// Byte pair as the little-endian u16 an `ldxh` of those bytes produces (x86/arm64 are LE).
+const fn wire16(v: u16) -> i32 {
+    u16::from_be(v) as i32
+}
+
+/// The steering program. Offsets are relative to the (possibly VLAN-shifted) start of frame in R2.
+pub fn steer_program(on_match: OnMatch) -> Vec<Insn> {
+    use Reg::*;
+    const ETH: i32 = 14;
+    const IP4_PROTO: i16 = 14 + 9;
+    const IP4_FRAG: i16 = 14 + 6;
+    const IP4_MAGIC: i16 = 14 + 20 + 8;
+    const IP6_NEXT: i16 = 14 + 6;
+    const IP6_MAGIC: i16 = 14 + 40 + 8;
+    let mut a = Asm::new();
+    a.mov_reg(R6, R1)
+        .load(Size::W, R2, R1, 0) // data
+        .load(Size::W, R3, R1, 4) // data_end
+        .mov_reg(R4, R2)
+        .add_imm(R4, ETH)
+        .jgt_reg(R4, R3, "pass")
+        .load(Size::H, R5, R2, 12)
+        .jne_imm(R5, wire16(0x8100), "l3")
+        .add_imm(R2, 4) // one 802.1Q tag: shift the frame start, re-read the ethertype
+        .mov_reg(R4, R2)
+        .add_imm(R4, ETH)
+        .jgt_reg(R4, R3, "pass")
+        .load(Size::H, R5, R2, 12)
+        .label("l3")
+        .jeq_imm(R5, wire16(0x0800), "ipv4")
+        .jeq_imm(R5, wire16(0x86DD), "ipv6")
+        .ja("pass")
+        .label("ipv4")
+        .mov_reg(R4, R2)
+        .add_imm(R4, IP4_MAGIC as i32 + 2)
+        .jgt_reg(R4, R3, "pass")
+        .load(Size::B, R5, R2, 14)
+        .jne_imm(R5, 0x45, "pass") // IPv4, IHL 5
+        .load(Size::B, R5, R2, IP4_PROTO)
+        .jne_imm(R5, libc::IPPROTO_UDP, "pass")
+        .load(Size::H, R5, R2, IP4_FRAG)
+        .and_imm(R5, wire16(0x1fff)) // fragment offset != 0: no UDP header here
+        .jne_imm(R5, 0, "pass")
+        .load(Size::H, R5, R2, IP4_MAGIC)
+        .jne_imm(R5, wire16(SIGNATURE_MAGIC), "pass")
+        .ja("match")
+        .label("ipv6")
+        .mov_reg(R4, R2)
+        .add_imm(R4, IP6_MAGIC as i32 + 2)
+        .jgt_reg(R4, R3, "pass")
+        .load(Size::B, R5, R2, IP6_NEXT)
+        .jne_imm(R5, libc::IPPROTO_UDP, "pass")
+        .load(Size::H, R5, R2, IP6_MAGIC)
+        .jne_imm(R5, wire16(SIGNATURE_MAGIC), "pass")
+        .label("match");
+    match on_match {
+        OnMatch::Redirect(map_fd) => {
+            a.load(Size::W, R2, R6, 16) // rx_queue_index
+                .load_map_fd(R1, map_fd)
+                .mov_imm(R3, XDP_PASS) // fallback verdict when the slot is empty
+                .call(BPF_FUNC_REDIRECT_MAP)
+                .exit();
+        }
+        OnMatch::Verdict(v) => {
+            a.mov_imm(R0, v).exit();
+        }
+    }
+    a.label("pass").mov_imm(R0, XDP_PASS).exit();
+    a.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encoding_matches_the_kernel_abi() {
+        assert_eq!(mem::size_of::<Insn>(), 8);
+        let mut a = Asm::new();
+        a.mov_imm(Reg::R0, 2).exit();
+        let p = a.finish();
+        assert_eq!(p[0], Insn { code: 0xb7, regs: 0, off: 0, imm: 2 });
+        assert_eq!(p[1], Insn { code: 0x95, regs: 0, off: 0, imm: 0 });
+        let mut a = Asm::new();
+        a.load(Size::H, Reg::R5, Reg::R2, 12).jgt_reg(Reg::R4, Reg::R3, "x").load_map_fd(Reg::R1, 7).label("x").exit();
+        let p = a.finish();
+        assert_eq!(p[0], Insn { code: 0x69, regs: 0x25, off: 12, imm: 0 });
+        assert_eq!(p[1], Insn { code: 0x2d, regs: 0x34, off: 2, imm: 0 });
+        assert_eq!(p[2], Insn { code: 0x18, regs: 0x11, off: 0, imm: 7 });
+        assert_eq!(p[3], Insn { code: 0, regs: 0, off: 0, imm: 0 });
+    }
+
+    #[test]
+    fn all_jumps_resolve_forward_inside_the_program() {
+        for p in [steer_program(OnMatch::Redirect(3)), steer_program(OnMatch::Verdict(XDP_DROP))] {
+            for (i, insn) in p.iter().enumerate() {
+                if insn.code & 0x07 == JMP && insn.code & 0xf0 != CALL && insn.code & 0xf0 != EXIT {
+                    let t = i as isize + 1 + insn.off as isize;
+                    assert!(insn.off > 0 && (t as usize) < p.len(), "jump at {i} to {t}");
+                }
+            }
+            assert_eq!(p.last().map(|i| i.code), Some(JMP | EXIT));
+        }
+    }
+}
+
+/// Test frames and test plumbing shared by the BPF and AF_XDP tests.
+#[cfg(test)]
+pub(crate) mod testkit {
+    use std::process::Command;
+
+    pub const MAC_A: [u8; 6] = [0x02, 0, 0, 0, 0x4e, 0x01];
+    pub const MAC_B: [u8; 6] = [0x02, 0, 0, 0, 0x4e, 0x02];
+    pub const IP_A: [u8; 4] = [198, 18, 0, 1];
+    pub const IP_B: [u8; 4] = [198, 18, 0, 2];
+
+    /// A hand-built test frame: Ethernet [+ 802.1Q] + IPv4/IPv6 + UDP (or another protocol),
+    /// payload starting with the netrig magic (or not) followed by a sequence number.
+    #[derive(Debug, Clone, Copy)]
+    pub struct TestFrame {
+        pub vlan: bool,
+        pub ipv6: bool,
+        pub proto: u8,
+        pub magic: bool,
+        pub ihl: u8,
+        pub frag_off: u16,
+        pub len: usize,
+        pub seq: u64,
+    }
+
+    impl Default for TestFrame {
+        fn default() -> Self {
+            TestFrame { vlan: false, ipv6: false, proto: 17, magic: true, ihl: 5, frag_off: 0, len: 60, seq: 0 }
+        }
+    }
+
+    fn csum(b: &[u8]) -> u16 {
+        let mut s = 0u32;
+        for c in b.chunks(2) {
+            s += u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]) as u32;
+        }
+        while s >> 16 != 0 {
+            s = (s & 0xffff) + (s >> 16);
+        }
+        !(s as u16)
+    }
+
+    impl TestFrame {
+        /// Write the frame at the start of `f`; returns its length (without FCS).
+        pub fn build(&self, f: &mut [u8]) -> usize {
+            let len = self.len;
+            f[..len].fill(0);
+            f[0..6].copy_from_slice(&MAC_B);
+            f[6..12].copy_from_slice(&MAC_A);
+            let mut o = 12;
+            if self.vlan {
+                f[12..16].copy_from_slice(&[0x81, 0x00, 0x00, 0x0a]);
+                o = 16;
+            }
+            let (l3, l4) = if self.ipv6 {
+                f[o..o + 2].copy_from_slice(&[0x86, 0xdd]);
+                let ip = o + 2;
+                let plen = (len - ip - 40) as u16;
+                f[ip] = 0x60;
+                f[ip + 4..ip + 6].copy_from_slice(&plen.to_be_bytes());
+                f[ip + 6] = self.proto;
+                f[ip + 7] = 64;
+                f[ip + 8..ip + 10].copy_from_slice(&[0x20, 0x01]);
+                f[ip + 10..ip + 12].copy_from_slice(&[0x00, 0x02]);
+                f[ip + 23] = 1;
+                f[ip + 24..ip + 26].copy_from_slice(&[0x20, 0x01]);
+                f[ip + 26..ip + 28].copy_from_slice(&[0x00, 0x02]);
+                f[ip + 39] = 2;
+                (ip, ip + 40)
+            } else {
+                f[o..o + 2].copy_from_slice(&[0x08, 0x00]);
+                let ip = o + 2;
+                let hl = self.ihl as usize * 4;
+                f[ip] = 0x40 | self.ihl;
+                f[ip + 2..ip + 4].copy_from_slice(&((len - ip) as u16).to_be_bytes());
+                f[ip + 6..ip + 8].copy_from_slice(&self.frag_off.to_be_bytes());
+                f[ip + 8] = 64;
+                f[ip + 9] = self.proto;
+                f[ip + 12..ip + 16].copy_from_slice(&IP_A);
+                f[ip + 16..ip + 20].copy_from_slice(&IP_B);
+                let c = csum(&f[ip..ip + hl]);
+                f[ip + 10..ip + 12].copy_from_slice(&c.to_be_bytes());
+                (ip, ip + hl)
+            };
+            let _ = l3;
+            f[l4..l4 + 2].copy_from_slice(&9u16.to_be_bytes());
+            f[l4 + 2..l4 + 4].copy_from_slice(&9u16.to_be_bytes());
+            f[l4 + 4..l4 + 6].copy_from_slice(&((len - l4) as u16).to_be_bytes());
+            let p = l4 + 8;
+            if self.magic {
+                f[p..p + 2].copy_from_slice(&super::SIGNATURE_MAGIC.to_be_bytes());
+            }
+            f[p + 2..p + 10].copy_from_slice(&self.seq.to_le_bytes());
+            len
+        }
+    }
+
+    /// Sequence number of a 60-byte IPv4 test frame built by [`TestFrame`], if it has the magic.
+    pub fn seq_of(f: &[u8]) -> Option<u64> {
+        if f.len() < 52 || f[42..44] != super::SIGNATURE_MAGIC.to_be_bytes() {
+            return None;
+        }
+        Some(u64::from_le_bytes(f[44..52].try_into().ok()?))
+    }
+
+    /// An ARP request from A for B's address.
+    pub fn arp_request(f: &mut [u8]) -> usize {
+        f[..60].fill(0);
+        f[0..6].copy_from_slice(&[0xff; 6]);
+        f[6..12].copy_from_slice(&MAC_A);
+        f[12..14].copy_from_slice(&[0x08, 0x06]);
+        f[14..22].copy_from_slice(&[0, 1, 8, 0, 6, 4, 0, 1]);
+        f[22..28].copy_from_slice(&MAC_A);
+        f[28..32].copy_from_slice(&IP_A);
+        f[38..42].copy_from_slice(&IP_B);
+        60
+    }
+
+    pub fn is_root() -> bool {
+        // SAFETY: geteuid has no preconditions.
+        unsafe { libc::geteuid() == 0 }
+    }
+
+    pub fn sh(args: &[&str]) -> Result<String, String> {
+        let out = Command::new(args[0]).args(&args[1..]).output().map_err(|e| format!("{}: {e}", args[0]))?;
+        if !out.status.success() {
+            return Err(format!("{}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr)));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// Two namespaces with a veth pair between them (A: MAC_A/IP_A, B: MAC_B/IP_B); all torn
+    /// down on drop (deleting a namespace deletes its veth end).
+    pub struct VethPair {
+        pub ns_a: String,
+        pub ns_b: String,
+        pub if_a: String,
+        pub if_b: String,
+    }
+
+    impl VethPair {
+        pub fn new(tag: &str) -> VethPair {
+            VethPair::with_queues(tag, 1)
+        }
+
+        /// A pair whose ends have `queues` TX and RX queues each.
+        pub fn with_queues(tag: &str, queues: usize) -> VethPair {
+            let id = std::process::id();
+            let v = VethPair {
+                ns_a: format!("nrxdp-{tag}-{id}-a"),
+                ns_b: format!("nrxdp-{tag}-{id}-b"),
+                if_a: format!("nx{tag}{id}a"),
+                if_b: format!("nx{tag}{id}b"),
+            };
+            let mac = |m: [u8; 6]| m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":");
+            let ip = |a: [u8; 4]| format!("{}.{}.{}.{}/30", a[0], a[1], a[2], a[3]);
+            let steps: Vec<Vec<String>> = vec![
+                vec!["ip".into(), "netns".into(), "add".into(), v.ns_a.clone()],
+                vec!["ip".into(), "netns".into(), "add".into(), v.ns_b.clone()],
+                format!("ip netns exec {} sysctl -qw net.ipv6.conf.all.disable_ipv6=1", v.ns_a)
+                    .split(' ')
+                    .map(String::from)
+                    .collect(),
+                format!("ip netns exec {} sysctl -qw net.ipv6.conf.all.disable_ipv6=1", v.ns_b)
+                    .split(' ')
+                    .map(String::from)
+                    .collect(),
+                format!(
+                    "ip link add {} netns {} numtxqueues {queues} numrxqueues {queues} type veth peer name {} netns {} \
+                     numtxqueues {queues} numrxqueues {queues}",
+                    v.if_a, v.ns_a, v.if_b, v.ns_b
+                )
+                .split(' ')
+                .map(String::from)
+                .collect(),
+                format!("ip -n {} link set {} address {} up", v.ns_a, v.if_a, mac(MAC_A))
+                    .split(' ')
+                    .map(String::from)
+                    .collect(),
+                format!("ip -n {} link set {} address {} up", v.ns_b, v.if_b, mac(MAC_B))
+                    .split(' ')
+                    .map(String::from)
+                    .collect(),
+                format!("ip -n {} addr add {} dev {}", v.ns_a, ip(IP_A), v.if_a).split(' ').map(String::from).collect(),
+                format!("ip -n {} addr add {} dev {}", v.ns_b, ip(IP_B), v.if_b).split(' ').map(String::from).collect(),
+            ];
+            for s in steps {
+                let a: Vec<&str> = s.iter().map(String::as_str).collect();
+                if let Err(e) = sh(&a) {
+                    drop(v);
+                    panic!("test bed set-up failed: {e}");
+                }
+            }
+            v
+        }
+
+        /// A counter of `ifname` in `ns` from sysfs (as seen inside the namespace).
+        pub fn counter(&self, ns: &str, ifname: &str, name: &str) -> u64 {
+            let path = format!("/sys/class/net/{ifname}/statistics/{name}");
+            sh(&["ip", "netns", "exec", ns, "cat", &path]).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0)
+        }
+
+        pub fn link_show(&self, ns: &str, ifname: &str) -> String {
+            sh(&["ip", "-n", ns, "link", "show", "dev", ifname]).unwrap_or_default()
+        }
+    }
+
+    impl Drop for VethPair {
+        fn drop(&mut self) {
+            let _ = sh(&["ip", "netns", "del", &self.ns_a]);
+            let _ = sh(&["ip", "netns", "del", &self.ns_b]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod kernel_tests {
+    use super::testkit::*;
+    use super::*;
+
+    #[test]
+    fn steering_program_passes_the_verifier_and_classifies() {
+        if !is_root() {
+            eprintln!("skipped: loading BPF programs needs root");
+            return;
+        }
+        let prog_fd =
+            prog_load_xdp(&steer_program(OnMatch::Verdict(XDP_DROP)), "netrig_test").expect("verifier accepts");
+        let map = xskmap_create(4).expect("XSKMAP");
+        let _redirect = prog_load_xdp(&steer_program(OnMatch::Redirect(map.as_raw_fd())), "netrig_test2")
+            .expect("verifier accepts the redirect variant");
+        let base = TestFrame::default();
+        let cases: Vec<(&str, TestFrame, u32)> = vec![
+            ("ipv4 udp magic", base, XDP_DROP as u32),
+            ("ipv4 udp magic 1514 B", TestFrame { len: 1514, ..base }, XDP_DROP as u32),
+            ("ipv4 udp no magic", TestFrame { magic: false, ..base }, XDP_PASS as u32),
+            ("ipv4 tcp", TestFrame { proto: 6, ..base }, XDP_PASS as u32),
+            ("ipv4 with options", TestFrame { ihl: 6, ..base }, XDP_PASS as u32),
+            ("ipv4 later fragment", TestFrame { frag_off: 0x0010, ..base }, XDP_PASS as u32),
+            ("ipv4 first fragment (MF)", TestFrame { frag_off: 0x2000, ..base }, XDP_DROP as u32),
+            ("vlan ipv4 magic", TestFrame { vlan: true, ..base }, XDP_DROP as u32),
+            ("vlan ipv4 no magic", TestFrame { vlan: true, magic: false, ..base }, XDP_PASS as u32),
+            ("ipv6 udp magic", TestFrame { ipv6: true, len: 78, ..base }, XDP_DROP as u32),
+            ("vlan ipv6 udp magic", TestFrame { ipv6: true, vlan: true, len: 78, ..base }, XDP_DROP as u32),
+            ("ipv6 udp no magic", TestFrame { ipv6: true, len: 78, magic: false, ..base }, XDP_PASS as u32),
+            ("ipv6 tcp", TestFrame { ipv6: true, len: 78, proto: 6, ..base }, XDP_PASS as u32),
+        ];
+        for (name, tf, want) in cases {
+            let mut buf = vec![0u8; 2048];
+            let n = tf.build(&mut buf);
+            let got = prog_test_run(&prog_fd, &buf[..n]).expect("test run");
+            assert_eq!(got, want, "{name}");
+        }
+        let mut arp = [0u8; 60];
+        let n = arp_request(&mut arp);
+        assert_eq!(prog_test_run(&prog_fd, &arp[..n]).unwrap(), XDP_PASS as u32, "arp");
+        // Truncated frames: every length of a matching frame below the magic's end passes.
+        let mut buf = [0u8; 60];
+        base.build(&mut buf);
+        for cut in 14..44 {
+            assert_eq!(prog_test_run(&prog_fd, &buf[..cut]).unwrap(), XDP_PASS as u32, "cut at {cut}");
+        }
+        assert_eq!(prog_test_run(&prog_fd, &buf[..44]).unwrap(), XDP_DROP as u32, "44 bytes is enough");
+    }
+}

@@ -1,0 +1,148 @@
+"""``netrig testbed up|down|status|list|clean``: build, inspect and remove test beds."""
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "testbed",
+        help="build, inspect and remove test beds (namespaces + veth + a real Linux DUT)",
+        description="Test beds are network namespaces and veth pairs with a Linux DUT in the middle. "
+        "`up` builds one and keeps it after the command exits (remove it with `down ID`); `clean` removes "
+        "what crashed runs left behind. See docs/testbed.md.",
+    )
+    sub = p.add_subparsers(dest="testbed_command", metavar="ACTION")
+
+    up = sub.add_parser("up", help="build a test bed and keep it (prints its id and ports)")
+    up.add_argument("topology", metavar="TOPOLOGY", help="one of the topologies `netrig testbed list` shows")
+    up.add_argument("--rules", type=int, default=10,
+                    help="firewall/acl: rules in the forward chain (default: 10)")
+    up.add_argument("--cap", default=None,
+                    help="policer: rate cap, e.g. 100kpps or 10Mbps (bit/s)")
+    up.add_argument("--cap-burst", type=int, default=None,
+                    help="policer: burst in packets (pps cap) or bytes (bit/s cap); default about 10 ms of the cap")
+    up.add_argument("--nat", default="masquerade", choices=("masquerade", "static"),
+                    help="nat: masquerade (to the DUT address) or static SNAT (default: masquerade)")
+    up.add_argument("--conntrack-max", type=int, default=None,
+                    help="nat/firewall: net.netfilter.nf_conntrack_max (global; restored on down)")
+    up.add_argument("--dut-cpus", default=None,
+                    help="CPUs for the DUT's packet processing, e.g. 1 or 0-1 (default: the sender's CPU)")
+    up.add_argument("--dut-placement", default="threaded-napi", choices=("threaded-napi", "rps"),
+                    help="how --dut-cpus is applied (default: threaded-napi)")
+    up.add_argument("--log", action="store_true", help="firewall/acl: log accepted test traffic")
+    up.add_argument("--ifaces", default="", help="external: comma-separated interface names, e.g. eth1,eth2")
+    up.add_argument("--tester-stack", action="store_true",
+                    help="also configure tester-port addresses in their kernel stacks (socket tools)")
+    up.add_argument("--json", action="store_true", help="print the full description as JSON")
+    up.set_defaults(func=run_up)
+
+    down = sub.add_parser("down", help="tear down a test bed by id")
+    down.add_argument("id", metavar="ID")
+    down.set_defaults(func=run_down)
+
+    status = sub.add_parser("status", help="show one or all test beds")
+    status.add_argument("id", metavar="ID", nargs="?")
+    status.add_argument("--json", action="store_true", help="print the full description as JSON")
+    status.set_defaults(func=run_status)
+
+    lst = sub.add_parser("list", help="list the available topologies")
+    lst.set_defaults(func=run_list)
+
+    clean = sub.add_parser("clean", help="remove what crashed netrig runs left behind")
+    clean.add_argument("--force", action="store_true",
+                       help="also remove test beds whose owner is alive and ones made by `testbed up`")
+    clean.set_defaults(func=run_clean)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def _ports_table(tb) -> str:  # noqa: ANN001
+    rows = [("port", "netns", "ifname", "mac", "ipv4", "ipv6", "send to (dst mac)")]
+    for pt in tb.ports:
+        rows.append((pt.name, pt.netns or "(host)", pt.ifname, pt.mac, pt.ipv4 or "-", pt.ipv6 or "-",
+                     pt.peer_mac or "?"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+
+
+def run_up(args: argparse.Namespace) -> int:
+    from netrig.testbed import Testbed
+
+    opts = dict(rules=args.rules, cap=args.cap, cap_burst=args.cap_burst, nat=args.nat,
+                conntrack_max=args.conntrack_max, dut_cpus=args.dut_cpus, dut_placement=args.dut_placement,
+                log=args.log, ifaces=tuple(i for i in args.ifaces.split(",") if i),
+                tester_stack=args.tester_stack)
+    tb = Testbed.create(args.topology, **opts)
+    tb.up()
+    tb.detach()
+    if args.json:
+        print(json.dumps(tb.describe(), indent=1))
+        return 0
+    print(f"testbed {tb.id} ({tb.topology}) is up; remove it with: netrig testbed down {tb.id}")
+    print(_ports_table(tb))
+    if tb.placement and tb.placement.get("cpus"):
+        print(f"DUT placement: {tb.placement['mode']} on CPU(s) {tb.placement['cpus']}")
+    if tb.topology == "nat":
+        print(f"receiver sees source address {tb.expected_rx_src_ip} / {tb.expected_rx_src_ipv6}")
+    return 0
+
+
+def run_down(args: argparse.Namespace) -> int:
+    from netrig.testbed import down
+
+    down(args.id)
+    print(f"testbed {args.id} removed")
+    return 0
+
+
+def run_status(args: argparse.Namespace) -> int:
+    from netrig.testbed import Testbed, status
+
+    if args.json:
+        if args.id is None:
+            from netrig.testbed import state as st
+
+            print(json.dumps([Testbed.attach(s["id"]).describe() for s in st.all_states()], indent=1))
+        else:
+            print(json.dumps(Testbed.attach(args.id).describe(), indent=1))
+        return 0
+    rows = status(args.id)
+    if not rows:
+        print("no test beds")
+        return 0
+    for s in rows:
+        owner = "detached" if s["detached"] else f"pid {s['owner_pid']} ({'alive' if s['owner_alive'] else 'dead'})"
+        missing = sorted(set(s["namespaces"]) - set(s["namespaces_present"]))
+        print(f"{s['id']}  {s['topology']:<9} {s['status']:<8} {owner}"
+              + (f"  MISSING: {', '.join(missing)}" if missing else ""))
+        if args.id is not None:
+            print(_ports_table(Testbed.attach(s["id"])))
+    return 0
+
+
+def run_list(args: argparse.Namespace) -> int:
+    from netrig.testbed import list_topologies
+
+    for name, desc in list_topologies():
+        print(f"{name:<9} {desc}")
+    return 0
+
+
+def run_clean(args: argparse.Namespace) -> int:
+    from netrig.testbed import clean
+
+    rep = clean(force=args.force)
+    for t in rep.removed_testbeds:
+        print(f"removed testbed {t}")
+    for n in rep.removed_namespaces:
+        print(f"removed netns {n}")
+    for n in rep.removed_links:
+        print(f"removed link {n}")
+    for k in rep.kept:
+        print(f"kept {k} (use --force to remove)")
+    for e in rep.errors:
+        print(f"error: {e}")
+    if not (rep.removed_testbeds or rep.removed_namespaces or rep.removed_links or rep.kept or rep.errors):
+        print("nothing to clean")
+    return 1 if rep.errors else 0

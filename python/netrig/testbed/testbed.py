@@ -1,0 +1,508 @@
+"""The ``Testbed`` context manager: builds a topology, exposes its tester ports, always tears down."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import threading
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Iterator
+
+from pyroute2 import IPRoute
+
+from netrig.errors import ConfigError, TestbedError
+from netrig.testbed import state as st
+from netrig.testbed.nsthread import (create_netns, netlink_route, netns_path, read_sysctl, remove_netns,
+                                     run_in_netns, write_sysctl)
+from netrig.testbed.options import TestbedOptions
+
+
+@dataclass(frozen=True)
+class TesterPort:
+    """One tester port: an interface (one end of a veth pair) in its own namespace.
+
+    ``peer_mac`` is the MAC that frames sent from this port must be addressed to (the DUT's interface
+    for routed topologies, the other tester port for loopback/bridge). ``ipv4``/``ipv6`` are the
+    addresses the port stands for (not configured in its kernel stack unless ``tester_stack=True``).
+    """
+
+    __test__ = False
+
+    name: str
+    ifname: str
+    netns: str | None
+    mac: str
+    ipv4: str | None = None
+    ipv6: str | None = None
+    peer_mac: str | None = None
+    gateway_ipv4: str | None = None
+    gateway_ipv6: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _ns_exists(name: str) -> bool:
+    return os.path.exists(netns_path(name))
+
+
+class Testbed:
+    """A test bed built from a named topology. Use as a context manager::
+
+        with Testbed.create("router", dut_cpus="1") as tb:
+            defaults = tb.stream_defaults()          # src/dst MAC and IP that cross the DUT
+            tx, rx = tb.port("tx"), tb.port("rx")
+
+    Building is done in ``__enter__`` (or :meth:`up`); ``__exit__`` (or :meth:`down`) always tears down,
+    also on SIGINT/SIGTERM (handlers raising ``KeyboardInterrupt``/``SystemExit`` are installed while
+    the test bed is up, when used from the main thread).
+    """
+
+    __test__ = False
+
+    def __init__(self, topology: str, options: TestbedOptions, state: dict[str, Any] | None = None):
+        from netrig.testbed.topologies import TOPOLOGIES
+
+        if topology not in TOPOLOGIES:
+            raise ConfigError("topology", f"{topology!r}: unknown; choose one of {', '.join(TOPOLOGIES)}")
+        self.topology = topology
+        self.options = options
+        self._topo = TOPOLOGIES[topology]
+        self.state: dict[str, Any] = state or {}
+        self._built = bool(state)
+        self._old_handlers: dict[int, Any] = {}
+        self._pending_signal: int | None = None
+        self._iprs: dict[str | None, IPRoute] = {}
+
+    # ---------------------------------------------------------------- construction
+    @classmethod
+    def create(cls, topology: str, **opts: Any) -> "Testbed":
+        """Validate ``opts`` (see :class:`TestbedOptions`) and return an unbuilt test bed."""
+        from netrig.testbed.topologies import TOPOLOGIES
+
+        if topology not in TOPOLOGIES:
+            raise ConfigError("topology", f"{topology!r}: unknown; choose one of {', '.join(TOPOLOGIES)}")
+        known = set(TestbedOptions.__dataclass_fields__)
+        for k in opts:
+            if k not in known:
+                raise ConfigError(k, f"unknown test-bed option; known: {', '.join(sorted(known))}")
+        tb = cls(topology, TestbedOptions(**opts))
+        TOPOLOGIES[topology].validate(tb.options)
+        return tb
+
+    @classmethod
+    def attach(cls, tb_id: str) -> "Testbed":
+        """A handle on an existing test bed (from its state file), e.g. to ``down()`` it."""
+        s = st.read_state(tb_id)
+        opts = dict(s.get("options") or {})
+        opts["ifaces"] = tuple(opts.get("ifaces") or ())
+        if opts.get("dut_cpus"):
+            opts["dut_cpus"] = tuple(opts["dut_cpus"])
+        return cls(s["topology"], TestbedOptions(**opts), state=s)
+
+    @property
+    def id(self) -> str:
+        return self.state.get("id", "")
+
+    def name(self, suffix: str) -> str:
+        """Interface / namespace name ``nr<id>-<suffix>``."""
+        n = f"nr{self.id}-{suffix}"
+        assert len(n) <= 15, n
+        return n
+
+    def __enter__(self) -> "Testbed":
+        self._install_signal_handlers()
+        try:
+            self.up()
+        except BaseException:
+            self._restore_signal_handlers()
+            raise
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._defer_signals()
+        try:
+            self.down()
+        finally:
+            self._restore_signal_handlers()
+
+    def up(self) -> "Testbed":
+        """Build the test bed. On any failure, everything created so far is removed again."""
+        if self._built:
+            raise TestbedError(f"testbed {self.id}: already built")
+        t0 = time.monotonic()
+        self.state = {
+            "id": st.new_id(),
+            "topology": self.topology,
+            "options": self.options.to_dict(),
+            "owner_pid": os.getpid(),
+            "owner_start_time": _proc_start_time(),
+            "detached": False,
+            "created_at": st.now(),
+            "status": "building",
+            "namespaces": [],
+            "global_sysctls": {},
+            "ports": [],
+            "interfaces": [],
+            "nft": {},
+            "placement": None,
+            "notes": [],
+        }
+        st.write_state(self.state)
+        self._built = True
+        try:
+            self._topo.build(self)
+            self.state["status"] = "up"
+            self.state["build_s"] = round(time.monotonic() - t0, 4)
+            st.write_state(self.state)
+        except BaseException as e:
+            try:
+                self._close_iprs()
+                self.down()
+            except TestbedError as e2:
+                raise TestbedError(f"testbed {self.id}: build failed ({e}); teardown also failed: {e2}") from e
+            raise
+        finally:
+            self._close_iprs()
+        return self
+
+    def detach(self) -> None:
+        """Keep the test bed after this process exits (``netrig testbed up``); ``down`` removes it."""
+        self.state["detached"] = True
+        self.state["owner_pid"] = None
+        st.write_state(self.state)
+
+    def down(self) -> None:
+        """Remove everything this test bed created. Raises ``TestbedError`` listing what was left."""
+        if not self._built:
+            return
+        self._close_iprs()
+        t0 = time.monotonic()
+        leftovers = teardown_state(self.state)
+        self.state["teardown_s"] = round(time.monotonic() - t0, 4)
+        self._built = False
+        if leftovers:
+            raise TestbedError(f"testbed {self.id}: teardown left {'; '.join(leftovers)} "
+                               "(run `netrig testbed clean --force`)")
+
+    # ---------------------------------------------------------------- building blocks (topologies)
+    def ipr(self, ns: str | None) -> IPRoute:
+        if ns not in self._iprs:
+            self._iprs[ns] = netlink_route(ns)
+        return self._iprs[ns]
+
+    def _close_iprs(self) -> None:
+        for ipr in self._iprs.values():
+            try:
+                ipr.close()
+            except Exception:  # noqa: BLE001 - closing a handle on a deleted namespace
+                pass
+        self._iprs.clear()
+
+    def add_netns(self, role: str, sysctls: dict[str, Any]) -> str:
+        name = self.name(role)
+        if _ns_exists(name):
+            raise TestbedError(f"netns {name}: already exists (run `netrig testbed clean`)")
+        self.state["namespaces"].append(name)
+        st.write_state(self.state)  # recorded before it exists: a crash now still gets cleaned
+        create_netns(name)
+
+        def body() -> None:
+            for k, v in sysctls.items():
+                write_sysctl(k, v)
+
+        try:
+            run_in_netns(name, body)
+        except OSError as e:
+            raise TestbedError(f"netns {name}: sysctl failed: {e}") from None
+        self.state.setdefault("sysctls", {})[name] = {k: str(v) for k, v in sysctls.items()}
+        return name
+
+    def set_global_sysctl(self, name: str, value: Any) -> None:
+        """Set a host-wide sysctl, remembering the old value so teardown restores it."""
+        try:
+            old = read_sysctl(name)
+            write_sysctl(name, value)
+        except OSError as e:
+            raise TestbedError(f"sysctl {name}: cannot set to {value}: {e.strerror or e}") from None
+        self.state["global_sysctls"][name] = {"old": old, "new": read_sysctl(name)}
+        st.write_state(self.state)
+
+    def add_veth(self, ns_a: str, if_a: str, ns_b: str, if_b: str, role_a: str, role_b: str) -> None:
+        try:
+            self.ipr(None).link("add", ifname=if_a, kind="veth", net_ns_fd=ns_a,
+                                peer={"ifname": if_b, "net_ns_fd": ns_b})
+        except Exception as e:  # noqa: BLE001 - netlink error → TestbedError
+            raise TestbedError(f"veth {if_a}/{if_b}: cannot create: {e}") from None
+        self.state["interfaces"] += [{"netns": ns_a, "ifname": if_a, "role": role_a, "peer": if_b},
+                                     {"netns": ns_b, "ifname": if_b, "role": role_b, "peer": if_a}]
+
+    def index(self, ns: str | None, ifname: str) -> int:
+        idx = self.ipr(ns).link_lookup(ifname=ifname)
+        if not idx:
+            raise TestbedError(f"interface {ifname}: not found in netns {ns or '(host)'}")
+        return idx[0]
+
+    def link_up(self, ns: str | None, ifname: str, **kw: Any) -> None:
+        self.ipr(ns).link("set", index=self.index(ns, ifname), state="up", **kw)
+
+    def mac(self, ns: str | None, ifname: str) -> str:
+        """The interface's MAC, read back from the kernel (never assumed)."""
+        link = self.ipr(ns).get_links(self.index(ns, ifname))[0]
+        return link.get_attr("IFLA_ADDRESS")
+
+    def add_addr(self, ns: str, ifname: str, cidr: str) -> None:
+        addr, plen = cidr.split("/")
+        kw: dict[str, Any] = {}
+        if ":" in addr:
+            kw["flags"] = 0x02  # IFA_F_NODAD
+        self.ipr(ns).addr("add", index=self.index(ns, ifname), address=addr, prefixlen=int(plen), **kw)
+
+    def add_neigh(self, ns: str, ifname: str, ip: str, mac: str) -> None:
+        self.ipr(ns).neigh("add", dst=ip, lladdr=mac, ifindex=self.index(ns, ifname), state=0x80)  # PERMANENT
+
+    def add_route(self, ns: str, dst: str, gateway: str) -> None:
+        self.ipr(ns).route("add", dst=dst, gateway=gateway)
+
+    def send_learning_frames(self) -> None:
+        """Send one frame from every tester port (source = its MAC) so an L2 DUT learns where it is."""
+        for p in self.ports:
+            if p.netns is None:
+                continue
+            frame = (bytes.fromhex((p.peer_mac or "ff:ff:ff:ff:ff:ff").replace(":", ""))
+                     + bytes.fromhex(p.mac.replace(":", "")) + b"\x88\xb5" + b"netrig-learn".ljust(46, b"\0"))
+
+            def body(ifname: str = p.ifname, frame: bytes = frame) -> None:
+                with socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0) as s:
+                    s.bind((ifname, 0))
+                    s.send(frame)
+
+            run_in_netns(p.netns, body)
+
+    # ---------------------------------------------------------------- inspection
+    @property
+    def ports(self) -> list[TesterPort]:
+        return [TesterPort(**p) for p in self.state.get("ports", [])]
+
+    def port(self, name: str) -> TesterPort:
+        """The tester port called ``name``; ``"tx"``/``"rx"`` also mean the first/second port where no
+        port has that name (fourport: p0/p1), so a two-port config works on every topology."""
+        ports = self.ports
+        for p in ports:
+            if p.name == name:
+                return p
+        alias = {"tx": 0, "rx": 1}.get(name)
+        if alias is not None and len(ports) > alias and not any(p.name in ("tx", "rx") for p in ports):
+            return ports[alias]
+        raise ConfigError("port", f"{name!r}: no such tester port in {self.topology}; "
+                                  f"ports are {', '.join(p.name for p in self.ports)}")
+
+    @property
+    def namespaces(self) -> list[str]:
+        return list(self.state.get("namespaces", []))
+
+    @property
+    def dut_netns(self) -> str | None:
+        return self.state.get("dut_netns")
+
+    @property
+    def placement(self) -> dict[str, Any] | None:
+        return self.state.get("placement")
+
+    @property
+    def expected_rx_src_ip(self) -> str | None:
+        """IPv4 source address the receiving tester port sees (translated for ``nat``)."""
+        return self.state.get("expected_rx_src", {}).get("4") or self._first_port_ip(4)
+
+    @property
+    def expected_rx_src_ipv6(self) -> str | None:
+        return self.state.get("expected_rx_src", {}).get("6") or self._first_port_ip(6)
+
+    def _first_port_ip(self, family: int) -> str | None:
+        ps = self.ports
+        return (ps[0].ipv4 if family == 4 else ps[0].ipv6) if ps else None
+
+    def stream_defaults(self, tx: str = "tx", rx: str = "rx", family: int = 4) -> dict[str, Any]:
+        """``src_mac, dst_mac, src_ip, dst_ip`` for a stream from port ``tx`` to port ``rx``.
+
+        Pass to ``netrig.Stream(**defaults, frame_size=..., rate_pps=...)``.
+        """
+        if family not in (4, 6):
+            raise ConfigError("family", f"{family!r}: must be 4 or 6")
+        t, r = self.port(tx), self.port(rx)
+        if t.peer_mac is None:
+            raise TestbedError(f"port {tx}: the MAC to send to is unknown for an external DUT; set dst_mac")
+        src_ip = t.ipv4 if family == 4 else t.ipv6
+        dst_ip = r.ipv4 if family == 4 else r.ipv6
+        return {"src_mac": t.mac, "dst_mac": t.peer_mac, "src_ip": src_ip, "dst_ip": dst_ip}
+
+    def monitor_targets(self) -> dict[str | None, list[str]]:
+        """``{netns: [ifname, ...]}`` of every test-bed interface, for ``netrig.monitor.Monitor``."""
+        out: dict[str | None, list[str]] = {}
+        for i in self.state.get("interfaces", []):
+            out.setdefault(i["netns"], []).append(i["ifname"])
+        return out
+
+    def status(self) -> dict[str, Any]:
+        s = self.state
+        return {"id": self.id, "topology": self.topology, "status": s.get("status"),
+                "owner_pid": s.get("owner_pid"), "owner_alive": st.owner_alive(s),
+                "detached": s.get("detached"), "namespaces": self.namespaces,
+                "namespaces_present": [n for n in self.namespaces if _ns_exists(n)],
+                "ports": [p.to_dict() for p in self.ports]}
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-able description of the whole test bed, read live from the kernel where possible."""
+        s = self.state
+        d: dict[str, Any] = {
+            "id": self.id, "topology": self.topology, "description": self._topo.description,
+            "options": self.options.to_dict(), "ports": [p.to_dict() for p in self.ports],
+            "dut_netns": self.dut_netns, "placement": self.placement,
+            "global_sysctls": s.get("global_sysctls", {}), "expected_rx_src": s.get("expected_rx_src"),
+            "build_s": s.get("build_s"), "notes": s.get("notes", []), "namespaces": {},
+        }
+        for ns in self.namespaces or [None]:
+            if ns is not None and not _ns_exists(ns):
+                d["namespaces"][ns] = {"present": False}
+                continue
+            d["namespaces"][ns or "(host)"] = _describe_ns(ns, s.get("sysctls", {}).get(ns, {}),
+                                                           s.get("nft", {}).get(ns))
+        return d
+
+    # ---------------------------------------------------------------- signals
+    def _install_signal_handlers(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+
+        def on_term(signum: int, frame: Any) -> None:
+            raise SystemExit(128 + signum)
+
+        self._old_handlers = {signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
+                              signal.SIGTERM: signal.signal(signal.SIGTERM, on_term)}
+
+    def _defer_signals(self) -> None:
+        if not self._old_handlers or threading.current_thread() is not threading.main_thread():
+            return
+
+        def remember(signum: int, frame: Any) -> None:
+            self._pending_signal = signum
+
+        signal.signal(signal.SIGINT, remember)
+        signal.signal(signal.SIGTERM, remember)
+
+    def _restore_signal_handlers(self) -> None:
+        if not self._old_handlers:
+            return
+        for sig, h in self._old_handlers.items():
+            signal.signal(sig, h if h is not None else signal.SIG_DFL)
+        self._old_handlers = {}
+        pending, self._pending_signal = self._pending_signal, None
+        if pending is not None:  # a signal that arrived during teardown: deliver it now
+            os.kill(os.getpid(), pending)
+
+    def __repr__(self) -> str:
+        return f"Testbed({self.topology!r}, id={self.id!r}, built={self._built})"
+
+
+def _proc_start_time() -> float | None:
+    try:
+        import psutil
+
+        return psutil.Process().create_time()
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _describe_ns(ns: str | None, sysctls: dict[str, str], nft_text: str | None) -> dict[str, Any]:
+    # pyroute2 is used from this (main) thread only: it keeps helper threads, and one started from a
+    # setns'ed thread would live in that namespace for good
+    def body() -> dict[str, Any]:
+        with netlink_route(ns) as ipr:
+            links = []
+            names = {}
+            for link in ipr.get_links():
+                names[link["index"]] = link.get_attr("IFLA_IFNAME")
+            for link in ipr.get_links():
+                info = link.get_attr("IFLA_LINKINFO")
+                kind = info.get_attr("IFLA_INFO_KIND") if info else None
+                master = link.get_attr("IFLA_MASTER")
+                links.append({"ifname": link.get_attr("IFLA_IFNAME"), "index": link["index"], "kind": kind,
+                              "mac": link.get_attr("IFLA_ADDRESS"), "mtu": link.get_attr("IFLA_MTU"),
+                              "operstate": link.get_attr("IFLA_OPERSTATE"),
+                              "master": names.get(master) if master else None,
+                              "addresses": []})
+            by_index = {lk["index"]: lk for lk in links}
+            for a in ipr.get_addr():
+                lk = by_index.get(a["index"])
+                if lk is not None:
+                    lk["addresses"].append(f"{a.get_attr('IFA_ADDRESS')}/{a['prefixlen']}")
+            routes = []
+            for fam in (socket.AF_INET, socket.AF_INET6):
+                for r in ipr.get_routes(family=fam, table=254):
+                    dst = r.get_attr("RTA_DST")
+                    routes.append({"family": 4 if fam == socket.AF_INET else 6,
+                                   "dst": f"{dst}/{r['dst_len']}" if dst else "default",
+                                   "gateway": r.get_attr("RTA_GATEWAY"),
+                                   "dev": names.get(r.get_attr("RTA_OIF"))})
+            neigh = []
+            for n in ipr.get_neighbours():
+                if n["state"] & 0x80:  # permanent entries: the ones netrig set
+                    neigh.append({"ip": n.get_attr("NDA_DST"), "mac": n.get_attr("NDA_LLADDR"),
+                                  "dev": names.get(n["ifindex"])})
+            return {"present": True, "interfaces": links, "routes": routes, "neighbours": neigh}
+
+    def read_sysctls() -> dict[str, str]:
+        live = {}
+        for k in sysctls:
+            try:
+                live[k] = read_sysctl(k)
+            except OSError as e:
+                live[k] = f"unavailable: {e.strerror}"
+        return live
+
+    d = body()
+    d["sysctls"] = run_in_netns(ns, read_sysctls)
+    if nft_text is not None:
+        lines = nft_text.splitlines()
+        if len(lines) > 400:
+            import hashlib
+
+            d["nft_ruleset"] = "\n".join(lines[:200] + [f"... {len(lines) - 400} lines omitted ..."]
+                                         + lines[-200:])
+            d["nft_ruleset_lines"] = len(lines)
+            d["nft_ruleset_sha256"] = hashlib.sha256(nft_text.encode()).hexdigest()
+        else:
+            d["nft_ruleset"] = nft_text
+    return d
+
+
+def teardown_state(state: dict[str, Any]) -> list[str]:
+    """Remove what ``state`` records; return a list of what could not be removed (empty = clean)."""
+    leftovers: list[str] = []
+    for ns in reversed(state.get("namespaces", [])):
+        if not _ns_exists(ns):
+            continue
+        try:
+            remove_netns(ns)
+        except Exception as e:  # noqa: BLE001 - keep going, report at the end
+            leftovers.append(f"netns {ns} ({e})")
+    for name, rec in state.get("global_sysctls", {}).items():
+        try:
+            if read_sysctl(name) == rec["new"]:  # only if nobody changed it since
+                write_sysctl(name, rec["old"])
+        except OSError as e:
+            leftovers.append(f"sysctl {name} not restored to {rec['old']} ({e.strerror})")
+    if not leftovers:
+        st.remove_state(state["id"])
+    else:
+        state["status"] = "teardown-failed"
+        try:
+            st.write_state(state)
+        except OSError:
+            pass
+    return leftovers
+
+
+def iter_states() -> Iterator[dict[str, Any]]:
+    yield from st.all_states()

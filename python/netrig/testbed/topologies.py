@@ -1,0 +1,355 @@
+"""The topology registry: one class per topology, each with a one-line description and ``build(tb)``.
+
+Addressing plan (RFC 2544 / RFC 5180 benchmarking ranges only):
+
+=================  ===================  =========================  ==========================
+link               DUT side             tester side                 routed behind the tester
+=================  ===================  =========================  ==========================
+tx ↔ DUT (left)    198.18.0.1/24        198.18.0.2 (tx)             198.18.0.0/16
+                   2001:2::1/64         2001:2::2                   2001:2:0:200::/56
+DUT ↔ rx (right)   198.19.0.1/24        198.19.0.2 (rx)             198.19.0.0/16
+                   2001:2:0:1::1/64     2001:2:0:1::2               2001:2:0:100::/56
+=================  ===================  =========================  ==========================
+
+L2 topologies (loopback, bridge) put both tester ports in 198.18.0.0/24 (.2 and .3) and
+2001:2::/64 (::2 and ::3); fourport's second pair uses 198.18.1.0/24 and 2001:2:0:1::/64.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, ClassVar
+
+from netrig.errors import ConfigError, InterfaceError, TestbedError
+from netrig.testbed import nft, placement
+from netrig.testbed import state as st
+from netrig.testbed.options import TestbedOptions
+
+TESTER_SYSCTLS = {
+    # tester ports carry no stack traffic: no IPv6 (no RS/MLD/DAD noise), no forwarding, no addresses
+    "net.ipv6.conf.all.disable_ipv6": 1,
+    "net.ipv6.conf.default.disable_ipv6": 1,
+    "net.ipv4.ip_forward": 0,
+}
+TESTER_STACK_SYSCTLS = {
+    "net.ipv6.conf.all.accept_dad": 0,
+    "net.ipv6.conf.default.accept_dad": 0,
+    "net.ipv6.conf.default.accept_ra": 0,
+    "net.ipv6.conf.default.router_solicitations": 0,
+    "net.ipv4.ip_forward": 0,
+}
+ROUTER_SYSCTLS = {
+    "net.ipv4.ip_forward": 1,
+    "net.ipv6.conf.all.forwarding": 1,
+    "net.ipv6.conf.default.forwarding": 1,
+    "net.ipv6.conf.all.accept_dad": 0,
+    "net.ipv6.conf.default.accept_dad": 0,
+    "net.ipv6.conf.default.accept_ra": 0,
+    "net.ipv4.conf.all.rp_filter": 0,
+    "net.ipv4.conf.default.rp_filter": 0,
+    "net.ipv4.conf.all.send_redirects": 0,
+    "net.ipv4.conf.default.send_redirects": 0,
+}
+BRIDGE_SYSCTLS = {
+    "net.ipv6.conf.all.disable_ipv6": 1,
+    "net.ipv6.conf.default.disable_ipv6": 1,
+}
+
+LEFT4, LEFT6 = ("198.18.0.1", "198.18.0.2"), ("2001:2::1", "2001:2::2")
+RIGHT4, RIGHT6 = ("198.19.0.1", "198.19.0.2"), ("2001:2:0:1::1", "2001:2:0:1::2")
+STATIC_NAT4, STATIC_NAT6 = "198.19.0.100", "2001:2:0:1::100"
+
+
+class Topology:
+    name: ClassVar[str]
+    description: ClassVar[str]
+    uses: ClassVar[tuple[str, ...]] = ()  # options this topology reads
+
+    def validate(self, o: TestbedOptions) -> None:
+        if o.dut_cpus is not None and "dut_cpus" not in self.uses:
+            raise ConfigError("dut_cpus", f"topology {self.name} has no DUT to place")
+        if o.ifaces and "ifaces" not in self.uses:
+            raise ConfigError("ifaces", f"only the external topology takes interfaces, not {self.name}")
+
+    def build(self, tb: Any) -> None:
+        raise NotImplementedError
+
+    @staticmethod
+    def tester_ns(tb: Any, role: str) -> str:
+        return tb.add_netns(role, TESTER_STACK_SYSCTLS if tb.options.tester_stack else TESTER_SYSCTLS)
+
+
+def _port(tb: Any, name: str, ifname: str, ns: str, ipv4: str, ipv6: str, peer_mac: str,
+          gw4: str | None = None, gw6: str | None = None) -> None:
+    tb.state["ports"].append({"name": name, "ifname": ifname, "netns": ns, "mac": tb.mac(ns, ifname),
+                              "ipv4": ipv4, "ipv6": ipv6, "peer_mac": peer_mac,
+                              "gateway_ipv4": gw4, "gateway_ipv6": gw6})
+
+
+def _tester_stack(tb: Any, ns: str, ifname: str, v4: str, v6: str, plen4: int, plen6: int,
+                  gw4: str | None, gw6: str | None) -> None:
+    """Optionally give a tester port its addresses (and a default route) in its own kernel stack."""
+    if not tb.options.tester_stack:
+        return
+    tb.add_addr(ns, ifname, f"{v4}/{plen4}")
+    tb.add_addr(ns, ifname, f"{v6}/{plen6}")
+    if gw4:
+        tb.add_route(ns, "0.0.0.0/0", gw4)
+    if gw6:
+        tb.add_route(ns, "::/0", gw6)
+
+
+class Loopback(Topology):
+    name = "loopback"
+    description = "tester port tx wired straight to tester port rx (the tester's self-test, no DUT)"
+
+    def build(self, tb: Any) -> None:
+        tx_ns, rx_ns = self.tester_ns(tb, "tx"), self.tester_ns(tb, "rx")
+        tx_if, rx_if = tb.name("tx"), tb.name("rx")
+        tb.add_veth(tx_ns, tx_if, rx_ns, rx_if, "tester", "tester")
+        tb.link_up(tx_ns, tx_if)
+        tb.link_up(rx_ns, rx_if)
+        tx_mac, rx_mac = tb.mac(tx_ns, tx_if), tb.mac(rx_ns, rx_if)
+        _pair_ports(tb, ("tx", tx_if, tx_ns, tx_mac), ("rx", rx_if, rx_ns, rx_mac), 0)
+
+
+def _pair_ports(tb: Any, a: tuple, b: tuple, net: int) -> None:
+    """Two tester ports on one L2 segment: 198.18.<net>.2/.3, 2001:2:0:<net>::2/::3."""
+    ips = [(f"198.18.{net}.2", f"2001:2:0:{net:x}::2"), (f"198.18.{net}.3", f"2001:2:0:{net:x}::3")]
+    for (name, ifname, ns, mac), other, (v4, v6) in ((a, b, ips[0]), (b, a, ips[1])):
+        _tester_stack(tb, ns, ifname, v4, v6, 24, 64, None, None)
+        ov4 = ips[1][0] if v4 == ips[0][0] else ips[0][0]
+        tb.add_neigh(ns, ifname, ov4, other[3])
+        _port(tb, name, ifname, ns, v4, v6, other[3])
+
+
+class Fourport(Topology):
+    name = "fourport"
+    description = "two independent loopback pairs on four tester ports (p0↔p1, p2↔p3)"
+
+    def build(self, tb: Any) -> None:
+        spaces = [self.tester_ns(tb, f"p{i}") for i in range(4)]
+        ifs = [tb.name(f"p{i}") for i in range(4)]
+        for a, b in ((0, 1), (2, 3)):
+            tb.add_veth(spaces[a], ifs[a], spaces[b], ifs[b], "tester", "tester")
+        for i in range(4):
+            tb.link_up(spaces[i], ifs[i])
+        macs = [tb.mac(spaces[i], ifs[i]) for i in range(4)]
+        for a, b, net in ((0, 1, 0), (2, 3, 1)):
+            _pair_ports(tb, (f"p{a}", ifs[a], spaces[a], macs[a]), (f"p{b}", ifs[b], spaces[b], macs[b]), net)
+
+
+class Bridge(Topology):
+    name = "bridge"
+    description = "a Linux bridge DUT (L2 switching, MAC learning primed by learning frames)"
+    uses = ("dut_cpus",)
+
+    def build(self, tb: Any) -> None:
+        tx_ns = self.tester_ns(tb, "tx")
+        dut = tb.add_netns("dut", BRIDGE_SYSCTLS)
+        rx_ns = self.tester_ns(tb, "rx")
+        tb.state["dut_netns"] = dut
+        tx_if, dtx, drx, rx_if, br = (tb.name(s) for s in ("tx", "dtx", "drx", "rx", "br"))
+        tb.add_veth(tx_ns, tx_if, dut, dtx, "tester", "dut")
+        tb.add_veth(dut, drx, rx_ns, rx_if, "dut", "tester")
+        ipr = tb.ipr(dut)
+        ipr.link("add", ifname=br, kind="bridge", br_stp_state=0, br_forward_delay=0, br_ageing_time=30000)
+        tb.state["interfaces"].append({"netns": dut, "ifname": br, "role": "dut", "peer": None})
+        brx = tb.index(dut, br)
+        for i in (dtx, drx):
+            ipr.link("set", index=tb.index(dut, i), master=brx)
+        for ns, i in ((dut, br), (dut, dtx), (dut, drx), (tx_ns, tx_if), (rx_ns, rx_if)):
+            tb.link_up(ns, i)
+        tx_mac, rx_mac = tb.mac(tx_ns, tx_if), tb.mac(rx_ns, rx_if)
+        _pair_ports(tb, ("tx", tx_if, tx_ns, tx_mac), ("rx", rx_if, rx_ns, rx_mac), 0)
+        _place(tb, dut, [dtx, drx])
+        tb.send_learning_frames()
+        tb.state["notes"].append("bridge learned the tester MACs from one learning frame per port; "
+                                 "ageing time 300 s")
+
+
+class Router(Topology):
+    name = "router"
+    description = "an IPv4+IPv6 forwarding Linux DUT with static routes and neighbours"
+    uses = ("dut_cpus",)
+
+    def build(self, tb: Any) -> None:
+        self.build_router(tb)
+
+    def build_router(self, tb: Any) -> dict[str, str]:
+        tx_ns = self.tester_ns(tb, "tx")
+        dut = tb.add_netns("dut", ROUTER_SYSCTLS)
+        rx_ns = self.tester_ns(tb, "rx")
+        tb.state["dut_netns"] = dut
+        tx_if, dtx, drx, rx_if = (tb.name(s) for s in ("tx", "dtx", "drx", "rx"))
+        tb.add_veth(tx_ns, tx_if, dut, dtx, "tester", "dut")
+        tb.add_veth(dut, drx, rx_ns, rx_if, "dut", "tester")
+        for ns, i in ((dut, dtx), (dut, drx), (tx_ns, tx_if), (rx_ns, rx_if)):
+            tb.link_up(ns, i)
+        # discovered, not assumed: read every MAC back from the kernel
+        tx_mac, dtx_mac = tb.mac(tx_ns, tx_if), tb.mac(dut, dtx)
+        drx_mac, rx_mac = tb.mac(dut, drx), tb.mac(rx_ns, rx_if)
+        tb.add_addr(dut, dtx, f"{LEFT4[0]}/24")
+        tb.add_addr(dut, dtx, f"{LEFT6[0]}/64")
+        tb.add_addr(dut, drx, f"{RIGHT4[0]}/24")
+        tb.add_addr(dut, drx, f"{RIGHT6[0]}/64")
+        tb.add_neigh(dut, dtx, LEFT4[1], tx_mac)
+        tb.add_neigh(dut, dtx, LEFT6[1], tx_mac)
+        tb.add_neigh(dut, drx, RIGHT4[1], rx_mac)
+        tb.add_neigh(dut, drx, RIGHT6[1], rx_mac)
+        tb.add_route(dut, "198.19.0.0/16", RIGHT4[1])
+        tb.add_route(dut, "2001:2:0:100::/56", RIGHT6[1])
+        tb.add_route(dut, "198.18.0.0/16", LEFT4[1])
+        tb.add_route(dut, "2001:2:0:200::/56", LEFT6[1])
+        tb.add_neigh(tx_ns, tx_if, LEFT4[0], dtx_mac)
+        tb.add_neigh(rx_ns, rx_if, RIGHT4[0], drx_mac)
+        _tester_stack(tb, tx_ns, tx_if, LEFT4[1], LEFT6[1], 24, 64, LEFT4[0], LEFT6[0])
+        _tester_stack(tb, rx_ns, rx_if, RIGHT4[1], RIGHT6[1], 24, 64, RIGHT4[0], RIGHT6[0])
+        _port(tb, "tx", tx_if, tx_ns, LEFT4[1], LEFT6[1], dtx_mac, LEFT4[0], LEFT6[0])
+        _port(tb, "rx", rx_if, rx_ns, RIGHT4[1], RIGHT6[1], drx_mac, RIGHT4[0], RIGHT6[0])
+        _place(tb, dut, [dtx, drx])
+        return {"dut": dut, "dtx": dtx, "drx": drx}
+
+
+def _place(tb: Any, dut: str, ifaces: list[str]) -> None:
+    o = tb.options
+    if o.dut_cpus is None:
+        tb.state["placement"] = {"mode": "default", "cpus": None,
+                                 "note": "DUT processing runs in softirq on the CPU that sends into it"}
+        return
+    tb.state["placement"] = placement.apply(dut, ifaces, o.dut_cpus, o.dut_placement)
+
+
+class Nat(Router):
+    name = "nat"
+    description = "the router plus nftables source NAT (masquerade or static) and conntrack"
+    uses = ("dut_cpus", "nat", "conntrack_max")
+
+    def build(self, tb: Any) -> None:
+        r = self.build_router(tb)
+        o = tb.options
+        if o.nat == "static":
+            tb.add_addr(r["dut"], r["drx"], f"{STATIC_NAT4}/32")
+            tb.add_addr(r["dut"], r["drx"], f"{STATIC_NAT6}/128")
+            tb.state["expected_rx_src"] = {"4": STATIC_NAT4, "6": STATIC_NAT6}
+        else:
+            tb.state["expected_rx_src"] = {"4": RIGHT4[0], "6": RIGHT6[0]}
+        text = nft.nat_ruleset(tb.id, r["drx"], o.nat, STATIC_NAT4, STATIC_NAT6)
+        _nft(tb, r["dut"], text)
+        _conntrack(tb)
+
+
+class Firewall(Router):
+    name = "firewall"
+    description = "the router plus a stateful nftables ruleset of N rules ending in an accept"
+    uses = ("dut_cpus", "rules", "log", "conntrack_max")
+
+    def validate(self, o: TestbedOptions) -> None:
+        super().validate(o)
+        if o.rules < 2:
+            raise ConfigError("rules", f"{o.rules}: a firewall needs at least 2 rules")
+
+    def build(self, tb: Any) -> None:
+        r = self.build_router(tb)
+        _log(tb)
+        _nft(tb, r["dut"], nft.firewall_ruleset(tb.id, tb.options.rules, tb.options.log))
+        _conntrack(tb)
+
+
+class Acl(Router):
+    name = "acl"
+    description = "the router plus N stateless nftables rules (no conntrack) ending in an accept"
+    uses = ("dut_cpus", "rules", "log")
+
+    def build(self, tb: Any) -> None:
+        r = self.build_router(tb)
+        _log(tb)
+        _nft(tb, r["dut"], nft.acl_ruleset(tb.id, tb.options.rules, tb.options.log))
+
+
+class Policer(Router):
+    name = "policer"
+    description = "the router with an nftables rate cap of X pps or bit/s (a DUT of known capacity)"
+    uses = ("dut_cpus", "cap", "cap_burst")
+
+    def validate(self, o: TestbedOptions) -> None:
+        super().validate(o)
+        if o.cap is None:
+            raise ConfigError("cap", "the policer needs a rate cap, e.g. cap='100kpps' or --cap 10Mbps")
+
+    def build(self, tb: Any) -> None:
+        r = self.build_router(tb)
+        o = tb.options
+        # burst ≈ 10 ms of the cap: a smaller bucket under-delivers for a jittery sender (measured: a
+        # 5-packet burst passed only ~65 % of a 4 kpps cap from a Python sender), a bigger one lets
+        # more than the cap through in short trials
+        if o.cap_pps is not None:
+            burst = o.cap_burst or max(10, int(o.cap_pps / 100))
+        else:
+            burst = o.cap_burst or max(3028, int(o.cap_bps / 8 / 100))
+        tb.state["policer"] = {"cap_pps": o.cap_pps, "cap_bps": o.cap_bps, "burst": burst,
+                               "burst_unit": "packets" if o.cap_pps is not None else "bytes"}
+        _nft(tb, r["dut"], nft.policer_ruleset(tb.id, o.cap_pps, o.cap_bps, burst))
+
+
+class External(Topology):
+    name = "external"
+    description = "interfaces you name (real NICs cabled to a real DUT); netrig only checks and records them"
+    uses = ("ifaces",)
+
+    def validate(self, o: TestbedOptions) -> None:
+        super().validate(o)
+        if len(o.ifaces) < 1:
+            raise ConfigError("ifaces", "the external topology needs interface names, e.g. --ifaces eth1,eth2")
+
+    def build(self, tb: Any) -> None:
+        ifaces = tb.options.ifaces
+        names = ["tx", "rx"] if len(ifaces) == 2 else [f"p{i}" for i in range(len(ifaces))]
+        macs = []
+        for ifname in ifaces:
+            idx = tb.ipr(None).link_lookup(ifname=ifname)
+            if not idx:
+                raise InterfaceError(f"ifaces: interface {ifname} does not exist (see `ip link`)")
+            link = tb.ipr(None).get_links(idx[0])[0]
+            oper = link.get_attr("IFLA_OPERSTATE")
+            if oper not in ("UP", "UNKNOWN"):
+                raise TestbedError(f"ifaces: interface {ifname} is {oper}, not up "
+                                   f"(bring it up: ip link set {ifname} up; check the cable)")
+            macs.append(link.get_attr("IFLA_ADDRESS"))
+            tb.state["interfaces"].append({"netns": None, "ifname": ifname, "role": "tester", "peer": None})
+        for i, (name, ifname, mac) in enumerate(zip(names, ifaces, macs)):
+            other = macs[i ^ 1] if len(macs) > (i ^ 1) else None
+            v4 = LEFT4[1] if i % 2 == 0 else RIGHT4[1]
+            v6 = LEFT6[1] if i % 2 == 0 else RIGHT6[1]
+            tb.state["ports"].append({"name": name, "ifname": ifname, "netns": None, "mac": mac, "ipv4": v4,
+                                      "ipv6": v6, "peer_mac": other, "gateway_ipv4": None,
+                                      "gateway_ipv6": None})
+        tb.state["notes"].append("external: peer_mac assumes the two ports see each other at L2 "
+                                 "(cable or switch); for a routed DUT pass its MAC as dst_mac")
+
+
+def _nft(tb: Any, ns: str, text: str) -> None:
+    nft.apply(ns, text)
+    tb.state["nft"][ns] = text
+    st.write_state(tb.state)
+
+
+def _conntrack(tb: Any) -> None:
+    if tb.options.conntrack_max is not None:
+        tb.set_global_sysctl("net.netfilter.nf_conntrack_max", tb.options.conntrack_max)
+
+
+def _log(tb: Any) -> None:
+    if tb.options.log:
+        # nftables `log` from a non-initial namespace only reaches the kernel log with this set
+        if os.path.exists("/proc/sys/net/netfilter/nf_log_all_netns"):
+            tb.set_global_sysctl("net.netfilter.nf_log_all_netns", 1)
+
+
+TOPOLOGIES: dict[str, Topology] = {
+    t.name: t() for t in (Loopback, Bridge, Router, Nat, Firewall, Acl, Policer, Fourport, External)
+}
+
+
+def list_topologies() -> list[tuple[str, str]]:
+    """``[(name, one-line description), ...]``."""
+    return [(n, t.description) for n, t in TOPOLOGIES.items()]
