@@ -11,9 +11,19 @@ pub enum PortError {
     #[error("{ifname}: backend {backend} is not supported here: {reason}")]
     Unsupported { ifname: String, backend: String, reason: String },
     #[error("{ifname} queue {queue}: {op} failed: {source}")]
-    Io { ifname: String, queue: usize, op: String, #[source] source: std::io::Error },
+    Io {
+        ifname: String,
+        queue: usize,
+        op: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("network namespace {netns}: {source}")]
-    Netns { netns: String, #[source] source: std::io::Error },
+    Netns {
+        netns: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("{ifname}: queue {queue} out of range (the port has {queues} queues)")]
     NoSuchQueue { ifname: String, queue: usize, queues: usize },
     #[error("{ifname}: {message}")]

@@ -69,7 +69,16 @@ pub struct FaultyTx {
 
 impl FaultyTx {
     pub fn new(inner: Box<dyn TxQueue>, cfg: FaultConfig, log: Arc<Mutex<FaultLog>>) -> Self {
-        FaultyTx { inner, rng: XorShift::new(cfg.seed), cfg, log, scratch: vec![0; 9018], pending: VecDeque::new(), held: Vec::new(), stats: TxQueueStats::default() }
+        FaultyTx {
+            inner,
+            rng: XorShift::new(cfg.seed),
+            cfg,
+            log,
+            scratch: vec![0; 9018],
+            pending: VecDeque::new(),
+            held: Vec::new(),
+            stats: TxQueueStats::default(),
+        }
     }
 
     fn emit(&mut self, f: Vec<u8>) {

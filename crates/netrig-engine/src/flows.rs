@@ -67,7 +67,18 @@ impl FlowTable {
                 (stride.max(1), rng.next_u64() % count.max(1), m, (rng.next_u64() % 65535) as u32)
             }
         };
-        let mut t = FlowTable { spec: *spec, base, src_port, dst_port, count, table: Vec::new(), stride, offset, port_mult, port_seed };
+        let mut t = FlowTable {
+            spec: *spec,
+            base,
+            src_port,
+            dst_port,
+            count,
+            table: Vec::new(),
+            stride,
+            offset,
+            port_mult,
+            port_seed,
+        };
         if count <= PRECOMPUTE_MAX && count > 1 {
             t.table = (0..count).map(|i| t.compute(i)).collect();
         }
@@ -156,7 +167,13 @@ mod tests {
 
     #[test]
     fn pseudorandom_order_is_a_reproducible_permutation() {
-        let spec = FlowSpec { src_ips: 1, dst_ips: 10, src_ports: 100, dst_ports: 1, order: FlowOrder::Pseudorandom { seed: 7 } };
+        let spec = FlowSpec {
+            src_ips: 1,
+            dst_ips: 10,
+            src_ports: 100,
+            dst_ports: 1,
+            order: FlowOrder::Pseudorandom { seed: 7 },
+        };
         let t = FlowTable::new(&spec, base(), 1024, 1024).unwrap();
         let order: Vec<u64> = (0..1000).map(|j| t.flow_for_frame(j)).collect();
         let set: HashSet<_> = order.iter().collect();

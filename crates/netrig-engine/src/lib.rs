@@ -19,12 +19,14 @@ pub mod open;
 pub mod port;
 pub mod rng;
 pub mod stream;
-pub mod trial;
-pub mod tx;
 #[allow(unsafe_code)]
 pub mod sys;
+pub mod trial;
+pub mod tx;
 
 pub use error::{ConfigError, EngineError, PortError};
-pub use port::{Backend, Port, PortCaps, PortSpec, RxMeta, RxQueue, RxQueueStats, TimestampSource, TxQueue, TxQueueStats};
+pub use port::{
+    Backend, Port, PortCaps, PortSpec, RxMeta, RxQueue, RxQueueStats, TimestampSource, TxQueue, TxQueueStats,
+};
 pub use stream::{FlowOrder, FlowSpec, FrameSize, Rate, Stop, StreamConfig};
 pub use trial::{run_trial, TrialConfig, TrialControl, TrialResult};

@@ -8,9 +8,12 @@ use crate::clock;
 use crate::error::PortError;
 use crate::port::{Backend, Port, PortCaps, RxMeta, RxQueue, RxQueueStats, TimestampSource, TxQueue, TxQueueStats};
 
+/// Frames in flight (with their send time) and the count dropped because the queue was full.
+type InFlight = (VecDeque<(Vec<u8>, u64)>, u64);
+
 #[derive(Default)]
 struct Wire {
-    q: Mutex<(VecDeque<(Vec<u8>, u64)>, u64)>, // frames with tx time; ring drops
+    q: Mutex<InFlight>,
     cv: Condvar,
 }
 
@@ -93,14 +96,16 @@ struct LoopRx {
 }
 
 impl RxQueue for LoopRx {
-    fn recv(&mut self, max: usize, timeout: Duration, on_frame: &mut dyn FnMut(&[u8], RxMeta)) -> Result<usize, PortError> {
+    fn recv(
+        &mut self,
+        max: usize,
+        timeout: Duration,
+        on_frame: &mut dyn FnMut(&[u8], RxMeta),
+    ) -> Result<usize, PortError> {
         if self.batch.is_empty() {
             let g = self.wire.q.lock().unwrap_or_else(|e| e.into_inner());
-            let (mut g, _) = self
-                .wire
-                .cv
-                .wait_timeout_while(g, timeout, |q| q.0.is_empty())
-                .unwrap_or_else(|e| e.into_inner());
+            let (mut g, _) =
+                self.wire.cv.wait_timeout_while(g, timeout, |q| q.0.is_empty()).unwrap_or_else(|e| e.into_inner());
             let n = g.0.len().min(4096);
             self.batch.extend(g.0.drain(..n));
         }

@@ -27,11 +27,18 @@ pub fn open_port(spec: &PortSpec) -> Result<Box<dyn Port>, PortError> {
                         }
                         return Ok(p);
                     }
-                    Err(e @ (PortError::NoSuchInterface { .. } | PortError::PermissionDenied { .. } | PortError::Netns { .. })) => return Err(e),
+                    Err(
+                        e @ (PortError::NoSuchInterface { .. }
+                        | PortError::PermissionDenied { .. }
+                        | PortError::Netns { .. }),
+                    ) => return Err(e),
                     Err(e) => tried.push(format!("{b}: {e}")),
                 }
             }
-            Err(PortError::Other { ifname: spec.ifname.clone(), message: format!("no backend works: {}", tried.join("; ")) })
+            Err(PortError::Other {
+                ifname: spec.ifname.clone(),
+                message: format!("no backend works: {}", tried.join("; ")),
+            })
         }
     }
 }

@@ -24,9 +24,16 @@ pub enum FrameSize {
     /// Weighted mix, e.g. IMIX `[(64, 57), (570, 7), (594, 16), (1518, 20)]`.
     Weighted(Vec<(usize, u32)>),
     /// Uniform random in `[min, max]`.
-    Random { min: usize, max: usize },
+    Random {
+        min: usize,
+        max: usize,
+    },
     /// `min, min+step, …, max`, then again.
-    Increment { min: usize, max: usize, step: usize },
+    Increment {
+        min: usize,
+        max: usize,
+        step: usize,
+    },
 }
 
 impl FrameSize {
@@ -59,10 +66,9 @@ impl FrameSize {
     fn bounds(&self) -> (usize, usize) {
         match self {
             FrameSize::Fixed(s) => (*s, *s),
-            FrameSize::Weighted(w) => (
-                w.iter().map(|x| x.0).min().unwrap_or(0),
-                w.iter().map(|x| x.0).max().unwrap_or(0),
-            ),
+            FrameSize::Weighted(w) => {
+                (w.iter().map(|x| x.0).min().unwrap_or(0), w.iter().map(|x| x.0).max().unwrap_or(0))
+            }
             FrameSize::Random { min, max } | FrameSize::Increment { min, max, .. } => (*min, *max),
         }
     }
@@ -219,10 +225,16 @@ pub fn compile(
 ) -> Result<CompiledStream, ConfigError> {
     let f = |name: &str| format!("streams[{index}].{name}");
     if cfg.tx_port >= n_ports {
-        return Err(ConfigError::new(f("tx_port"), format!("port index {} out of range (the trial has {n_ports} ports)", cfg.tx_port)));
+        return Err(ConfigError::new(
+            f("tx_port"),
+            format!("port index {} out of range (the trial has {n_ports} ports)", cfg.tx_port),
+        ));
     }
     if cfg.rx_port >= n_ports {
-        return Err(ConfigError::new(f("rx_port"), format!("port index {} out of range (the trial has {n_ports} ports)", cfg.rx_port)));
+        return Err(ConfigError::new(
+            f("rx_port"),
+            format!("port index {} out of range (the trial has {n_ports} ports)", cfg.rx_port),
+        ));
     }
     let l3 = match (cfg.src_ip, cfg.dst_ip) {
         (IpAddr::V4(src), IpAddr::V4(dst)) => L3Spec::V4 { src, dst, ttl: cfg.ttl, dscp: 0 },
@@ -261,13 +273,17 @@ pub fn compile(
     if lo < min_size {
         return Err(ConfigError::new(
             f("frame_size"),
-            format!("{lo} B is below the minimum of {min_size} B for this header template (headers + 18 B signature + FCS)"),
+            format!(
+                "{lo} B is below the minimum of {min_size} B for this header template (headers + 18 B signature + FCS)"
+            ),
         ));
     }
     if hi > max_size {
         return Err(ConfigError::new(
             f("frame_size"),
-            format!("{hi} B is above the port's maximum of {max_size} B (MTU + 18); raise the MTU or use smaller frames"),
+            format!(
+                "{hi} B is above the port's maximum of {max_size} B (MTU + 18); raise the MTU or use smaller frames"
+            ),
         ));
     }
     let sizes: Vec<usize> = match &cfg.frame_size {
@@ -299,7 +315,10 @@ pub fn compile(
     let mean = cfg.frame_size.mean();
     let need_line = |what: &str| {
         cfg.line_rate_bps.filter(|&l| l > 0).ok_or_else(|| {
-            ConfigError::new(f("rate"), format!("{what} needs a link speed: the interface reports none (veth); configure a nominal line rate"))
+            ConfigError::new(
+                f("rate"),
+                format!("{what} needs a link speed: the interface reports none (veth); configure a nominal line rate"),
+            )
         })
     };
     let rate_pps = match cfg.rate {
@@ -312,7 +331,7 @@ pub fn compile(
         }
         Rate::Max => f64::INFINITY,
     };
-    if !(rate_pps > 0.0) || rate_pps.is_nan() {
+    if rate_pps.is_nan() || rate_pps <= 0.0 {
         return Err(ConfigError::new(f("rate"), "the rate must be positive"));
     }
     if let Some(l) = cfg.line_rate_bps.filter(|&l| l > 0) {
@@ -334,16 +353,7 @@ pub fn compile(
         }
         Stop::Bursts { frames, bursts, .. } => Some(frames * bursts),
     };
-    Ok(CompiledStream {
-        index,
-        config: cfg.clone(),
-        templates,
-        size_schedule,
-        flows,
-        flow_base,
-        rate_pps,
-        frame_limit,
-    })
+    Ok(CompiledStream { index, config: cfg.clone(), templates, size_schedule, flows, flow_base, rate_pps, frame_limit })
 }
 
 /// Length of the per-frame size schedule: long enough that weighted mixes are exact per cycle
@@ -363,11 +373,8 @@ fn size_schedule(fs: &FrameSize, sizes: &[usize], seed: u64) -> Vec<u16> {
             let w: Vec<u32> = w.iter().filter(|x| x.1 > 0).map(|x| x.1).collect();
             let tot: u32 = w.iter().sum();
             let reps = (SCHEDULE_LEN as u32 / tot).max(1);
-            let mut v: Vec<u16> = w
-                .iter()
-                .enumerate()
-                .flat_map(|(i, &k)| std::iter::repeat_n(i as u16, (k * reps) as usize))
-                .collect();
+            let mut v: Vec<u16> =
+                w.iter().enumerate().flat_map(|(i, &k)| std::iter::repeat_n(i as u16, (k * reps) as usize)).collect();
             let mut rng = crate::rng::XorShift::new(0x1A1A ^ seed);
             for i in (1..v.len()).rev() {
                 let j = (rng.next_u64() % (i as u64 + 1)) as usize;

@@ -139,8 +139,10 @@ impl TrialControl {
         };
         let start = self.run_start_ns.load(Ordering::Relaxed);
         let elapsed_s = if start == 0 { 0.0 } else { clock::now_ns().saturating_sub(start) as f64 / 1e9 };
-        let tx_frames = self.tx_live.lock().map(|v| v.iter().map(|l| l.frames.load(Ordering::Relaxed)).sum()).unwrap_or(0);
-        let rx_frames = self.rx_live.lock().map(|v| v.iter().map(|l| l.frames.load(Ordering::Relaxed)).sum()).unwrap_or(0);
+        let tx_frames =
+            self.tx_live.lock().map(|v| v.iter().map(|l| l.frames.load(Ordering::Relaxed)).sum()).unwrap_or(0);
+        let rx_frames =
+            self.rx_live.lock().map(|v| v.iter().map(|l| l.frames.load(Ordering::Relaxed)).sum()).unwrap_or(0);
         LiveSnapshot { phase, elapsed_s, tx_frames, rx_frames }
     }
 }
@@ -280,7 +282,10 @@ pub fn prepare(ports: &[Box<dyn Port>], cfg: &TrialConfig) -> Result<Vec<Arc<Com
     let ncpu = cpu::online_cpus();
     for (name, list) in [("tx_cpus", &cfg.tx_cpus), ("rx_cpus", &cfg.rx_cpus)] {
         if let Some(&c) = list.iter().find(|&&c| c >= ncpu) {
-            return Err(ConfigError::new(name, format!("CPU {c} does not exist (this machine has CPUs 0-{})", ncpu - 1)));
+            return Err(ConfigError::new(
+                name,
+                format!("CPU {c} does not exist (this machine has CPUs 0-{})", ncpu - 1),
+            ));
         }
     }
     let mut base: u64 = 0;
@@ -301,7 +306,11 @@ pub fn prepare(ports: &[Box<dyn Port>], cfg: &TrialConfig) -> Result<Vec<Arc<Com
 }
 
 /// Run one trial on `ports`. Blocks until done; watch and stop it through `ctl`.
-pub fn run_trial(ports: &mut [Box<dyn Port>], cfg: &TrialConfig, ctl: &Arc<TrialControl>) -> Result<TrialResult, EngineError> {
+pub fn run_trial(
+    ports: &mut [Box<dyn Port>],
+    cfg: &TrialConfig,
+    ctl: &Arc<TrialControl>,
+) -> Result<TrialResult, EngineError> {
     let streams = prepare(ports, cfg)?;
     let nflows: u64 = streams.iter().map(|s| s.flows.count()).sum();
     let late_ns = cfg.late_ns.unwrap_or(cfg.drain_ns).max(1);
@@ -383,7 +392,10 @@ pub fn run_trial(ports: &mut [Box<dyn Port>], cfg: &TrialConfig, ctl: &Arc<Trial
         ctl.set_phase(Phase::Draining);
         let drain_end = clock::now_ns() + cfg.drain_ns;
         while clock::now_ns() < drain_end && !ctl.stopped() {
-            std::thread::sleep(std::time::Duration::from_millis(5).min(std::time::Duration::from_nanos(drain_end.saturating_sub(clock::now_ns()))));
+            std::thread::sleep(
+                std::time::Duration::from_millis(5)
+                    .min(std::time::Duration::from_nanos(drain_end.saturating_sub(clock::now_ns()))),
+            );
         }
         rx_stop.store(true, Ordering::SeqCst);
         let rx_outs: Vec<RxWorkerOut> = rx_handles.into_iter().map(|h| h.join().expect("RX worker panicked")).collect();
@@ -415,7 +427,8 @@ fn run_tx_all(
     // Distribute every stream of port p over p's queues.
     let mut plans: Vec<Vec<crate::tx::TxShare>> = txq.iter().map(|_| Vec::new()).collect();
     for s in streams {
-        let qs: Vec<usize> = txq.iter().enumerate().filter(|(_, (p, _))| *p == s.config.tx_port).map(|(i, _)| i).collect();
+        let qs: Vec<usize> =
+            txq.iter().enumerate().filter(|(_, (p, _))| *p == s.config.tx_port).map(|(i, _)| i).collect();
         for (k, share) in split_stream(s, qs.len() as u64).into_iter().enumerate() {
             plans[qs[k]].push(share);
         }
@@ -433,7 +446,11 @@ fn run_tx_all(
                 Stop::Bursts { frames, bursts, gap_ns } => Some((frames, bursts, gap_ns)),
                 _ => None,
             });
-            let duration_end = if shares.iter().any(|s| matches!(s.stream.config.stop, Stop::Duration { .. })) { end_ns } else { None };
+            let duration_end = if shares.iter().any(|s| matches!(s.stream.config.stop, Stop::Duration { .. })) {
+                end_ns
+            } else {
+                None
+            };
             let plan = TxPlan { shares, epoch_ns, start_ns, end_ns: duration_end, bursts, warmup };
             let cpu_id = tx_cpus[i];
             let live = lives[i].clone();
@@ -586,7 +603,11 @@ fn collect(
             s.frame_limit.unwrap_or(tx_frames[i])
         };
         let tx_rate_pps = if duration_s > 0.0 { tx_frames[i] as f64 / duration_s } else { 0.0 };
-        if !interrupted && intended > 0 && (tx_frames[i] as f64) < intended as f64 * MIN_ACHIEVED_RATIO && !matches!(s.config.rate, Rate::Max) {
+        if !interrupted
+            && intended > 0
+            && (tx_frames[i] as f64) < intended as f64 * MIN_ACHIEVED_RATIO
+            && !matches!(s.config.rate, Rate::Max)
+        {
             invalid.push(format!(
                 "stream {} ({}): the tester sent {} of {} intended frames ({:.2} %): the tester could not keep the offered rate of {:.0} fps",
                 i,
@@ -675,7 +696,13 @@ fn collect(
         tx_window_s,
         drain_s: cfg.drain_ns as f64 / 1e9,
         valid: invalid.is_empty() && !interrupted,
-        invalid_reason: if interrupted { Some("interrupted by the user".into()) } else if invalid.is_empty() { None } else { Some(invalid.join("; ")) },
+        invalid_reason: if interrupted {
+            Some("interrupted by the user".into())
+        } else if invalid.is_empty() {
+            None
+        } else {
+            Some(invalid.join("; "))
+        },
         interrupted,
         tx_cpus,
         rx_cpus,

@@ -22,11 +22,7 @@ fn serial() -> MutexGuard<'static, ()> {
 fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .map(|l| l.split_whitespace().nth(2) == Some("0"))
-        })
+        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(2) == Some("0")))
         .unwrap_or(false)
 }
 
@@ -41,12 +37,7 @@ macro_rules! need_root {
 
 fn ip(args: &[&str]) {
     let out = Command::new("ip").args(args).output().expect("run ip");
-    assert!(
-        out.status.success(),
-        "ip {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
 }
 
 /// Two namespaces joined by a veth pair (`a` in `ns_a`, `b` in `ns_b`), IPv6 off so the kernel
@@ -72,14 +63,7 @@ impl VethPair {
         for ns in [&p.ns_a, &p.ns_b] {
             for conf in ["all", "default"] {
                 let _ = Command::new("ip")
-                    .args([
-                        "netns",
-                        "exec",
-                        ns,
-                        "sysctl",
-                        "-qw",
-                        &format!("net.ipv6.conf.{conf}.disable_ipv6=1"),
-                    ])
+                    .args(["netns", "exec", ns, "sysctl", "-qw", &format!("net.ipv6.conf.{conf}.disable_ipv6=1")])
                     .status();
             }
         }
@@ -108,19 +92,10 @@ impl VethPair {
 
     fn counter(&self, ns: &str, ifname: &str, name: &str) -> u64 {
         let out = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                ns,
-                "cat",
-                &format!("/sys/class/net/{ifname}/statistics/{name}"),
-            ])
+            .args(["netns", "exec", ns, "cat", &format!("/sys/class/net/{ifname}/statistics/{name}")])
             .output()
             .expect("read counter");
-        String::from_utf8_lossy(&out.stdout)
-            .trim()
-            .parse()
-            .expect("counter value")
+        String::from_utf8_lossy(&out.stdout).trim().parse().expect("counter value")
     }
 }
 
@@ -133,13 +108,7 @@ impl Drop for VethPair {
 }
 
 fn spec(ifname: &str, ns: &str, backend: Backend, ring_frames: usize) -> PortSpec {
-    PortSpec {
-        ifname: ifname.into(),
-        netns: Some(ns.into()),
-        backend: Some(backend),
-        queues: 1,
-        ring_frames,
-    }
+    PortSpec { ifname: ifname.into(), netns: Some(ns.into()), backend: Some(backend), queues: 1, ring_frames }
 }
 
 /// Write a test frame of `len` bytes: our MACs, a private ethertype, magic, sequence, tx time.
@@ -160,10 +129,7 @@ fn parse(f: &[u8]) -> Option<(u64, u64)> {
     if f.len() < 34 || f[12..14] != ETHERTYPE || f[14..18] != MAGIC {
         return None;
     }
-    Some((
-        u64::from_be_bytes(f[18..26].try_into().ok()?),
-        u64::from_be_bytes(f[26..34].try_into().ok()?),
-    ))
+    Some((u64::from_be_bytes(f[18..26].try_into().ok()?), u64::from_be_bytes(f[26..34].try_into().ok()?)))
 }
 
 #[derive(Debug, Default)]
@@ -177,13 +143,7 @@ struct RxReport {
 }
 
 /// Receive until `expect` of our frames arrived or `deadline` passes.
-fn receive(
-    rxq: &mut dyn RxQueue,
-    expect: u64,
-    len: usize,
-    got: &AtomicU64,
-    deadline: Instant,
-) -> RxReport {
+fn receive(rxq: &mut dyn RxQueue, expect: u64, len: usize, got: &AtomicU64, deadline: Instant) -> RxReport {
     let mut r = RxReport::default();
     let mut next_seq = 0u64;
     let mut last_ts = 0u64;
@@ -204,10 +164,7 @@ fn receive(
             let now = clock::now_ns();
             // Engine clock: after the TX stamp (allow conversion error), not in the future,
             // and in arrival order within a millisecond.
-            if meta.ts_ns + 1_000_000 < tx_ts
-                || meta.ts_ns > now + 1_000_000
-                || meta.ts_ns + 1_000_000 < last_ts
-            {
+            if meta.ts_ns + 1_000_000 < tx_ts || meta.ts_ns > now + 1_000_000 || meta.ts_ns + 1_000_000 < last_ts {
                 r.ts_problems += 1;
             }
             r.max_latency_ns = r.max_latency_ns.max(meta.ts_ns.saturating_sub(tx_ts));
@@ -224,11 +181,7 @@ fn transmit(txq: &mut dyn TxQueue, n: u64, len: usize, got: &AtomicU64, window: 
     let mut sent = 0u64;
     let deadline = Instant::now() + Duration::from_secs(30);
     while sent < n {
-        assert!(
-            Instant::now() < deadline,
-            "TX stuck at {sent}/{n}: {:?}",
-            txq.stats()
-        );
+        assert!(Instant::now() < deadline, "TX stuck at {sent}/{n}: {:?}", txq.stats());
         let ahead = sent - got.load(Ordering::Relaxed);
         if ahead >= window {
             std::thread::yield_now();
@@ -243,11 +196,7 @@ fn transmit(txq: &mut dyn TxQueue, n: u64, len: usize, got: &AtomicU64, window: 
                 l
             })
             .expect("send");
-        assert_eq!(
-            seq - sent,
-            k as u64,
-            "fill must be called exactly once per accepted frame"
-        );
+        assert_eq!(seq - sent, k as u64, "fill must be called exactly once per accepted frame");
         sent += k as u64;
         if k == 0 {
             std::thread::yield_now();
@@ -256,11 +205,7 @@ fn transmit(txq: &mut dyn TxQueue, n: u64, len: usize, got: &AtomicU64, window: 
     txq.flush().expect("flush");
     let t = Instant::now();
     while !txq.idle() {
-        assert!(
-            t.elapsed() < Duration::from_secs(5),
-            "TX never drained: {:?}",
-            txq.stats()
-        );
+        assert!(t.elapsed() < Duration::from_secs(5), "TX never drained: {:?}", txq.stats());
         std::thread::sleep(Duration::from_millis(1));
     }
 }
@@ -273,23 +218,14 @@ fn send_receive(backend: Backend, tag: &str, n: u64, len: usize) {
     assert_eq!(tx.caps().max_frame_len, 1500 + 18);
     let mut txq = tx.open_tx(0).expect("open tx queue");
     let mut rxq = rx.open_rx(0).expect("open rx queue");
-    let (tx0, rx0) = (
-        net.counter(&net.ns_a, &net.a, "tx_packets"),
-        net.counter(&net.ns_b, &net.b, "rx_packets"),
-    );
+    let (tx0, rx0) = (net.counter(&net.ns_a, &net.a, "tx_packets"), net.counter(&net.ns_b, &net.b, "rx_packets"));
 
     let got = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicBool::new(false));
     let rx_thread = {
         let got = got.clone();
         std::thread::spawn(move || {
-            let r = receive(
-                rxq.as_mut(),
-                n,
-                len,
-                &got,
-                Instant::now() + Duration::from_secs(40),
-            );
+            let r = receive(rxq.as_mut(), n, len, &got, Instant::now() + Duration::from_secs(40));
             (r, rxq.stats())
         })
     };
@@ -310,16 +246,8 @@ fn send_receive(backend: Backend, tag: &str, n: u64, len: usize) {
     assert_eq!(r.bad_len, 0);
     assert_eq!(r.ts_problems, 0, "timestamps off: {r:?}");
     assert_eq!(rx_stats.ring_drops, 0);
-    assert_eq!(
-        net.counter(&net.ns_a, &net.a, "tx_packets") - tx0,
-        n,
-        "veth tx_packets"
-    );
-    assert_eq!(
-        net.counter(&net.ns_b, &net.b, "rx_packets") - rx0,
-        n,
-        "veth rx_packets"
-    );
+    assert_eq!(net.counter(&net.ns_a, &net.a, "tx_packets") - tx0, n, "veth tx_packets");
+    assert_eq!(net.counter(&net.ns_b, &net.b, "rx_packets") - rx0, n, "veth rx_packets");
 }
 
 #[test]
@@ -364,27 +292,16 @@ fn drops_reported(backend: Backend, tag: &str) {
     std::thread::sleep(Duration::from_millis(50)); // let blocks retire
     let mut received = 0u64;
     loop {
-        let k = rxq
-            .recv(4096, Duration::from_millis(30), &mut |f, _| {
-                received += parse(f).is_some() as u64
-            })
-            .expect("recv");
+        let k =
+            rxq.recv(4096, Duration::from_millis(30), &mut |f, _| received += parse(f).is_some() as u64).expect("recv");
         if k == 0 {
             break;
         }
     }
     let st = rxq.stats();
     eprintln!("{backend} tiny ring: sent {n}, received {received}, {st:?}");
-    assert!(
-        st.ring_drops > 0,
-        "a 64-frame ring cannot hold {n} frames: {st:?}"
-    );
-    assert_eq!(
-        received + st.ring_drops,
-        n,
-        "received {received} + drops {} != sent {n}",
-        st.ring_drops
-    );
+    assert!(st.ring_drops > 0, "a 64-frame ring cannot hold {n} frames: {st:?}");
+    assert_eq!(received + st.ring_drops, n, "received {received} + drops {} != sent {n}", st.ring_drops);
 }
 
 #[test]
@@ -410,10 +327,7 @@ fn missing_interface_in_a_namespace_names_both() {
         match open_port(&spec("nr-missing0", &net.ns_a, backend, 0)) {
             Err(e @ PortError::NoSuchInterface { .. }) => {
                 let msg = e.to_string();
-                assert!(
-                    msg.contains("nr-missing0") && msg.contains(&net.ns_a),
-                    "{msg}"
-                );
+                assert!(msg.contains("nr-missing0") && msg.contains(&net.ns_a), "{msg}");
             }
             Err(e) => panic!("{backend}: wrong error {e}"),
             Ok(_) => panic!("{backend}: opened a missing interface"),
@@ -423,9 +337,7 @@ fn missing_interface_in_a_namespace_names_both() {
     let mut p = open_port(&spec(&net.a, &net.ns_a, Backend::AfPacket, 0)).expect("open");
     assert!(matches!(p.open_tx(1), Err(PortError::NoSuchQueue { .. })));
     ip(&["-n", &net.ns_a, "link", "set", &net.a, "down"]);
-    let e = open_port(&spec(&net.a, &net.ns_a, Backend::AfPacket, 0))
-        .err()
-        .expect("down interface");
+    let e = open_port(&spec(&net.a, &net.ns_a, Backend::AfPacket, 0)).err().expect("down interface");
     assert!(e.to_string().contains("down"), "{e}");
 }
 
@@ -472,8 +384,7 @@ fn fanout_spreads_flows_over_queues() {
         while rq
             .recv(4096, Duration::from_millis(20), &mut |f, m| {
                 assert_eq!(m.queue as usize, i);
-                counts[i] +=
-                    (f.len() == 60 && f[12..14] == [0x08, 0x00] && f[42..46] == MAGIC) as u64;
+                counts[i] += (f.len() == 60 && f[12..14] == [0x08, 0x00] && f[42..46] == MAGIC) as u64;
             })
             .expect("recv")
             > 0
@@ -481,10 +392,7 @@ fn fanout_spreads_flows_over_queues() {
     }
     eprintln!("fanout: {counts:?}");
     assert_eq!(counts[0] + counts[1], n);
-    assert!(
-        counts[0] > 0 && counts[1] > 0,
-        "both queues get flows: {counts:?}"
-    );
+    assert!(counts[0] > 0 && counts[1] > 0, "both queues get flows: {counts:?}");
 }
 
 /// Sanity figure, not a benchmark: 2 s of 60-byte frames as fast as one thread can send them to
@@ -497,9 +405,7 @@ fn quick_tx_rate() {
     let _g = serial();
     let net = VethPair::new("r");
     if let Ok(obj) = std::env::var("NRT_XDP_DROP_OBJ") {
-        ip(&[
-            "-n", &net.ns_b, "link", "set", "dev", &net.b, "xdpdrv", "obj", &obj, "sec", "xdp",
-        ]);
+        ip(&["-n", &net.ns_b, "link", "set", "dev", &net.b, "xdpdrv", "obj", &obj, "sec", "xdp"]);
     }
     for backend in [Backend::AfPacket, Backend::Socket] {
         let mut tx = open_port(&spec(&net.a, &net.ns_a, backend, 0)).expect("tx");
@@ -579,11 +485,7 @@ fn vlan_frames_arrive_intact(backend: Backend, tag: &str) {
         })
         .expect("recv");
     }
-    assert_eq!(
-        (good, bad),
-        (n, 0),
-        "{backend}: tagged frames must arrive byte for byte"
-    );
+    assert_eq!((good, bad), (n, 0), "{backend}: tagged frames must arrive byte for byte");
 }
 
 #[test]

@@ -131,4 +131,14 @@ fn af_xdp_max_rate_trial() {
         r.ports[1].rx_ring_drops,
         r.ports[0].tx_backpressure
     );
+    let stat = |i: usize, name: &str| {
+        let path = format!("/sys/class/net/{}/statistics/{name}", bed.ifs[i]);
+        let out = Command::new("ip").args(["netns", "exec", &bed.ns[i], "cat", &path]).output();
+        out.map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default()
+    };
+    eprintln!(
+        "veth counters: sender tx_dropped {}, receiver rx_dropped {}",
+        stat(0, "tx_dropped"),
+        stat(1, "rx_dropped")
+    );
 }

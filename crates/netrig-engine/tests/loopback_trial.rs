@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use netrig_engine::fault::FaultConfig;
 use netrig_engine::loopback;
-use netrig_engine::{run_trial, FlowOrder, FlowSpec, FrameSize, Port, Rate, Stop, StreamConfig, TrialConfig, TrialControl};
+use netrig_engine::{
+    run_trial, FlowOrder, FlowSpec, FrameSize, Port, Rate, Stop, StreamConfig, TrialConfig, TrialControl,
+};
 
 fn ports(faults: Option<FaultConfig>) -> (Vec<Box<dyn Port>>, Arc<std::sync::Mutex<netrig_engine::fault::FaultLog>>) {
     let (mut a, b) = loopback::pair("lo-a", "lo-b");
@@ -14,7 +16,13 @@ fn ports(faults: Option<FaultConfig>) -> (Vec<Box<dyn Port>>, Arc<std::sync::Mut
 }
 
 fn cfg(stream: StreamConfig) -> TrialConfig {
-    TrialConfig { streams: vec![stream], drain_ns: 100_000_000, tx_cpus: vec![0], rx_cpus: vec![0], ..Default::default() }
+    TrialConfig {
+        streams: vec![stream],
+        drain_ns: 100_000_000,
+        tx_cpus: vec![0],
+        rx_cpus: vec![0],
+        ..Default::default()
+    }
 }
 
 #[test]
@@ -33,7 +41,11 @@ fn clean_loopback_counts_every_frame() {
     assert!(st.flow_results.iter().all(|f| f.tx_frames == 100_000 / 16 && f.rx_frames == f.tx_frames));
     assert!(r.valid, "{:?}", r.invalid_reason);
     assert_eq!(r.ports[1].rx_frames, 100_000 + r.ports[1].rx_foreign);
-    assert!(st.latency.samples == 100_000 && st.latency.max_ns >= st.latency.p50_ns && st.latency.p50_ns >= st.latency.min_ns);
+    assert!(
+        st.latency.samples == 100_000
+            && st.latency.max_ns >= st.latency.p50_ns
+            && st.latency.p50_ns >= st.latency.min_ns
+    );
 }
 
 #[test]
@@ -43,12 +55,20 @@ fn faults_are_counted_exactly() {
     let mut s = StreamConfig::new("faulty");
     s.rate = Rate::Pps(300_000.0);
     s.stop = Stop::Frames { count: 200_000 };
-    s.flows = FlowSpec { src_ips: 1, dst_ips: 1, src_ports: 8, dst_ports: 1, order: FlowOrder::Pseudorandom { seed: 3 } };
+    s.flows =
+        FlowSpec { src_ips: 1, dst_ips: 1, src_ports: 8, dst_ports: 1, order: FlowOrder::Pseudorandom { seed: 3 } };
     s.frame_size = FrameSize::imix();
     let r = run_trial(&mut p, &cfg(s), &TrialControl::new()).unwrap();
     let log = log.lock().unwrap();
     let st = &r.streams[0];
-    eprintln!("log: passed {} dropped {} dup {} held {} reordered {}", log.passed, log.dropped.len(), log.duplicated.len(), log.held.len(), log.reordered.len());
+    eprintln!(
+        "log: passed {} dropped {} dup {} held {} reordered {}",
+        log.passed,
+        log.dropped.len(),
+        log.duplicated.len(),
+        log.held.len(),
+        log.reordered.len()
+    );
     assert!(!log.dropped.is_empty() && !log.duplicated.is_empty() && !log.reordered.is_empty());
     assert_eq!(st.tx_frames, 200_000);
     assert_eq!(st.lost, log.dropped.len() as u64, "loss");
@@ -95,7 +115,11 @@ fn tester_that_cannot_keep_up_marks_the_trial_invalid() {
     s.stop = Stop::Duration { ns: 200_000_000 };
     let r = run_trial(&mut p, &cfg(s), &TrialControl::new()).unwrap();
     assert!(!r.valid);
-    assert!(r.invalid_reason.as_deref().unwrap_or("").contains("could not keep the offered rate"), "{:?}", r.invalid_reason);
+    assert!(
+        r.invalid_reason.as_deref().unwrap_or("").contains("could not keep the offered rate"),
+        "{:?}",
+        r.invalid_reason
+    );
 }
 
 #[test]

@@ -58,7 +58,13 @@ fn get<'py, T: FromPyObject<'py>>(d: &Bound<'py, PyDict>, key: &str, ctx: &str) 
         None => Ok(None),
         Some(v) if v.is_none() => Ok(None),
         Some(v) => v.extract::<T>().map(Some).map_err(|_| {
-            config_err(d.py(), ConfigError::new(format!("{ctx}.{key}"), format!("has the wrong type ({})", v.get_type().name().map(|n| n.to_string()).unwrap_or_default())))
+            config_err(
+                d.py(),
+                ConfigError::new(
+                    format!("{ctx}.{key}"),
+                    format!("has the wrong type ({})", v.get_type().name().map(|n| n.to_string()).unwrap_or_default()),
+                ),
+            )
         }),
     }
 }
@@ -76,7 +82,10 @@ fn parse_stream(py: Python<'_>, d: &Bound<'_, PyDict>, i: usize) -> PyResult<Str
     let mac = |key: &str| -> PyResult<Option<netrig_wire::ethernet::EthernetAddress>> {
         match get::<String>(d, key, &ctx)? {
             None => Ok(None),
-            Some(m) => m.parse().map(Some).map_err(|_| cerr(key, format!("{m:?} is not a MAC address (want 02:00:00:00:00:01)"))),
+            Some(m) => m
+                .parse()
+                .map(Some)
+                .map_err(|_| cerr(key, format!("{m:?} is not a MAC address (want 02:00:00:00:00:01)"))),
         }
     };
     if let Some(m) = mac("src_mac")? {
@@ -173,7 +182,15 @@ fn parse_port(py: Python<'_>, d: &Bound<'_, PyDict>, i: usize) -> PyResult<PortS
         Some("af_xdp") => Some(Backend::AfXdp),
         Some("af_packet") => Some(Backend::AfPacket),
         Some("socket") => Some(Backend::Socket),
-        Some(o) => return Err(config_err(py, ConfigError::new(format!("{ctx}.io"), format!("{o:?}: allowed values are auto, af_xdp, af_packet, socket")))),
+        Some(o) => {
+            return Err(config_err(
+                py,
+                ConfigError::new(
+                    format!("{ctx}.io"),
+                    format!("{o:?}: allowed values are auto, af_xdp, af_packet, socket"),
+                ),
+            ))
+        }
     };
     p.queues = get(d, "queues", &ctx)?.unwrap_or(1);
     p.ring_frames = get(d, "ring_frames", &ctx)?.unwrap_or(0);
@@ -209,7 +226,10 @@ fn result_dict<'py>(py: Python<'py>, r: &TrialResult) -> PyResult<Bound<'py, PyD
         sd.set_item("rx_port", s.rx_port)?;
         sd.set_item("frame_size_mean", s.frame_size_mean)?;
         sd.set_item("flows", s.flows)?;
-        sd.set_item("intended_rate_pps", if s.intended_rate_pps.is_finite() { Some(s.intended_rate_pps) } else { None })?;
+        sd.set_item(
+            "intended_rate_pps",
+            if s.intended_rate_pps.is_finite() { Some(s.intended_rate_pps) } else { None },
+        )?;
         sd.set_item("intended_frames", s.intended_frames)?;
         sd.set_item("frames_sent", s.tx_frames)?;
         sd.set_item("bytes_sent", s.tx_bytes)?;
@@ -290,11 +310,17 @@ struct Trial {
 impl Trial {
     /// Open the ports and start the trial. Raises before any traffic on bad input.
     #[new]
-    fn new(py: Python<'_>, ports: Vec<Bound<'_, PyDict>>, streams: Vec<Bound<'_, PyDict>>, config: Bound<'_, PyDict>) -> PyResult<Self> {
+    fn new(
+        py: Python<'_>,
+        ports: Vec<Bound<'_, PyDict>>,
+        streams: Vec<Bound<'_, PyDict>>,
+        config: Bound<'_, PyDict>,
+    ) -> PyResult<Self> {
         let specs = ports.iter().enumerate().map(|(i, d)| parse_port(py, d, i)).collect::<PyResult<Vec<_>>>()?;
         let streams = streams.iter().enumerate().map(|(i, d)| parse_stream(py, d, i)).collect::<PyResult<Vec<_>>>()?;
         let ctx = "trial";
-        let secs = |k: &str| -> PyResult<Option<u64>> { Ok(get::<f64>(&config, k, ctx)?.map(|v| (v.max(0.0) * 1e9) as u64)) };
+        let secs =
+            |k: &str| -> PyResult<Option<u64>> { Ok(get::<f64>(&config, k, ctx)?.map(|v| (v.max(0.0) * 1e9) as u64)) };
         let cfg = TrialConfig {
             streams,
             drain_ns: secs("drain_s")?.unwrap_or(2_000_000_000),
@@ -316,7 +342,10 @@ impl Trial {
             Ok(v)
         });
         let mut opened = opened.map_err(|e| engine_err(py, e))?;
-        let caps = opened.iter().map(|p| (p.caps().name.clone(), p.caps().backend.as_str().to_string(), p.caps().notes.clone())).collect();
+        let caps = opened
+            .iter()
+            .map(|p| (p.caps().name.clone(), p.caps().backend.as_str().to_string(), p.caps().notes.clone()))
+            .collect();
         let ctl = TrialControl::new();
         let ctl2 = ctl.clone();
         let thread = std::thread::Builder::new()
@@ -337,7 +366,10 @@ impl Trial {
                     Some(h) if h.is_finished() => {
                         let h = t.take().expect("checked above");
                         let outcome = h.join().unwrap_or_else(|_| {
-                            Err(EngineError::Worker { name: "trial".into(), message: "the engine thread panicked".into() })
+                            Err(EngineError::Worker {
+                                name: "trial".into(),
+                                message: "the engine thread panicked".into(),
+                            })
                         });
                         *self.outcome.lock().unwrap_or_else(|e| e.into_inner()) = Some(outcome);
                         return true;
@@ -415,7 +447,8 @@ fn interface_info<'py>(py: Python<'py>, ifname: String, netns: Option<String>) -
 #[pyfunction]
 #[pyo3(signature = (netns=None))]
 fn list_interfaces(py: Python<'_>, netns: Option<String>) -> PyResult<Vec<String>> {
-    py.allow_threads(|| netns::in_netns(netns.as_deref(), || Ok(ifinfo::list_interfaces()))).map_err(|e| port_err(py, e))
+    py.allow_threads(|| netns::in_netns(netns.as_deref(), || Ok(ifinfo::list_interfaces())))
+        .map_err(|e| port_err(py, e))
 }
 
 /// Probe which I/O backends open on an interface: list of (backend, ok, notes or error).

@@ -148,9 +148,7 @@ impl Repr {
     pub fn parse<T: AsRef<[u8]>>(p: &Packet<T>) -> Result<Repr> {
         p.check_len()?;
         if p.hardware_type() != HTYPE_ETHERNET || p.hardware_len() != 6 {
-            return Err(WireError::Unsupported(
-                "ARP hardware type other than Ethernet",
-            ));
+            return Err(WireError::Unsupported("ARP hardware type other than Ethernet"));
         }
         if p.protocol_type() != EtherType::IPV4 || p.protocol_len() != 4 {
             return Err(WireError::Unsupported("ARP protocol type other than IPv4"));
@@ -250,38 +248,23 @@ mod tests {
         reply.emit(&mut buf).unwrap();
         assert_eq!(&buf[6..8], &[0, 2]);
         assert_eq!(&buf[18..24], &REQUEST[8..14]);
-        assert_eq!(
-            Repr::parse(&Packet::new_checked(&buf[..]).unwrap()).unwrap(),
-            reply
-        );
+        assert_eq!(Repr::parse(&Packet::new_checked(&buf[..]).unwrap()).unwrap(), reply);
     }
 
     #[test]
     fn round_trip_and_errors() {
-        let g = Repr::gratuitous(
-            "02:00:00:00:00:01".parse().unwrap(),
-            Ipv4Addr::new(198, 18, 0, 1),
-        );
+        let g = Repr::gratuitous("02:00:00:00:00:01".parse().unwrap(), Ipv4Addr::new(198, 18, 0, 1));
         let mut buf = [0u8; 28];
         g.emit(&mut buf).unwrap();
-        assert_eq!(
-            Repr::parse(&Packet::new_checked(&buf[..]).unwrap()).unwrap(),
-            g
-        );
-        assert_eq!(
-            Packet::new_checked(&buf[..27]).unwrap_err(),
-            WireError::Truncated
-        );
+        assert_eq!(Repr::parse(&Packet::new_checked(&buf[..]).unwrap()).unwrap(), g);
+        assert_eq!(Packet::new_checked(&buf[..27]).unwrap_err(), WireError::Truncated);
         buf[7] = 9;
         assert_eq!(
             Repr::parse(&Packet::new_checked(&buf[..]).unwrap()).unwrap_err(),
             WireError::Malformed("ARP operation")
         );
         buf[1] = 6;
-        assert!(matches!(
-            Repr::parse(&Packet::new_checked(&buf[..]).unwrap()),
-            Err(WireError::Unsupported(_))
-        ));
+        assert!(matches!(Repr::parse(&Packet::new_checked(&buf[..]).unwrap()), Err(WireError::Unsupported(_))));
         assert!(g.emit(&mut [0u8; 27]).is_err());
     }
 }

@@ -17,9 +17,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use crate::dissect::L3;
 use crate::ethernet::{self, EthernetAddress};
 use crate::signature::{self, Signature};
-use crate::{
-    arp, check_out, checksum, ip_proto, ipv4, ipv6, udp, vlan, EtherType, IpPair, Result, WireError,
-};
+use crate::{arp, check_out, checksum, ip_proto, ipv4, ipv6, udp, vlan, EtherType, IpPair, Result, WireError};
 
 /// Minimum Ethernet frame length without FCS (64 B on the wire).
 pub const MIN_FRAME_LEN: usize = 60;
@@ -27,18 +25,8 @@ pub const MIN_FRAME_LEN: usize = 60;
 /// Network-layer part of a template.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum L3Spec {
-    V4 {
-        src: Ipv4Addr,
-        dst: Ipv4Addr,
-        ttl: u8,
-        dscp: u8,
-    },
-    V6 {
-        src: Ipv6Addr,
-        dst: Ipv6Addr,
-        hop_limit: u8,
-        tc: u8,
-    },
+    V4 { src: Ipv4Addr, dst: Ipv4Addr, ttl: u8, dscp: u8 },
+    V6 { src: Ipv6Addr, dst: Ipv6Addr, hop_limit: u8, tc: u8 },
 }
 
 impl L3Spec {
@@ -100,12 +88,7 @@ impl TemplateInfo {
 }
 
 fn l3_offset(spec: &TemplateSpec) -> usize {
-    ethernet::HEADER_LEN
-        + if spec.vlan.is_some() {
-            vlan::HEADER_LEN
-        } else {
-            0
-        }
+    ethernet::HEADER_LEN + if spec.vlan.is_some() { vlan::HEADER_LEN } else { 0 }
 }
 
 /// Smallest frame (without FCS) that holds the headers plus the signature, never below
@@ -127,22 +110,13 @@ pub fn max_frame_len(spec: &TemplateSpec) -> usize {
 /// Writes a complete frame of `frame_len` bytes (without FCS) into `buf`: Ethernet,
 /// optional 802.1Q tag, IPv4 or IPv6, UDP with correct lengths and checksums, then a
 /// zeroed signature and zero padding.
-pub fn build_udp_frame(
-    spec: &TemplateSpec,
-    frame_len: usize,
-    buf: &mut [u8],
-) -> Result<TemplateInfo> {
+pub fn build_udp_frame(spec: &TemplateSpec, frame_len: usize, buf: &mut [u8]) -> Result<TemplateInfo> {
     let min = min_frame_len(spec);
     if frame_len < min {
-        return Err(WireError::FrameTooShort {
-            min,
-            requested: frame_len,
-        });
+        return Err(WireError::FrameTooShort { min, requested: frame_len });
     }
     if frame_len > max_frame_len(spec) {
-        return Err(WireError::Invalid(
-            "frame length exceeds what the IP/UDP length fields can carry",
-        ));
+        return Err(WireError::Invalid("frame length exceeds what the IP/UDP length fields can carry"));
     }
     check_out(buf, frame_len)?;
     let buf = &mut buf[..frame_len];
@@ -153,31 +127,13 @@ pub fn build_udp_frame(
     let sig_off = l4_off + udp::HEADER_LEN;
     let udp_len = frame_len - l4_off;
 
-    let outer = if spec.vlan.is_some() {
-        EtherType::VLAN
-    } else {
-        spec.l3.ethertype()
-    };
-    ethernet::Repr {
-        src_addr: spec.src_mac,
-        dst_addr: spec.dst_mac,
-        ethertype: outer,
-    }
-    .emit(buf)?;
+    let outer = if spec.vlan.is_some() { EtherType::VLAN } else { spec.l3.ethertype() };
+    ethernet::Repr { src_addr: spec.src_mac, dst_addr: spec.dst_mac, ethertype: outer }.emit(buf)?;
     if let Some(tag) = spec.vlan {
-        vlan::Repr {
-            inner_ethertype: spec.l3.ethertype(),
-            ..tag
-        }
-        .emit(&mut buf[ethernet::HEADER_LEN..])?;
+        vlan::Repr { inner_ethertype: spec.l3.ethertype(), ..tag }.emit(&mut buf[ethernet::HEADER_LEN..])?;
     }
     let (ipv4_csum_offset, udp_csum) = match spec.l3 {
-        L3Spec::V4 {
-            src,
-            dst,
-            ttl,
-            dscp,
-        } => {
+        L3Spec::V4 { src, dst, ttl, dscp } => {
             ipv4::Repr {
                 src_addr: src,
                 dst_addr: dst,
@@ -190,12 +146,7 @@ pub fn build_udp_frame(
             .emit(&mut buf[l3_off..])?;
             (Some(l3_off + ipv4::CHECKSUM_OFFSET), spec.udp_checksum)
         }
-        L3Spec::V6 {
-            src,
-            dst,
-            hop_limit,
-            tc,
-        } => {
+        L3Spec::V6 { src, dst, hop_limit, tc } => {
             ipv6::Repr {
                 src_addr: src,
                 dst_addr: dst,
@@ -209,11 +160,7 @@ pub fn build_udp_frame(
             (None, true)
         }
     };
-    udp::Repr {
-        src_port: spec.src_port,
-        dst_port: spec.dst_port,
-    }
-    .emit(
+    udp::Repr { src_port: spec.src_port, dst_port: spec.dst_port }.emit(
         &mut buf[l4_off..],
         udp_len - udp::HEADER_LEN,
         &spec.l3.ip_pair(),
@@ -236,10 +183,7 @@ pub fn build_udp_frame(
 #[inline(always)]
 fn check_frame(buf: &[u8], info: &TemplateInfo) -> Result<()> {
     if buf.len() < info.frame_len {
-        Err(WireError::BufferTooSmall {
-            needed: info.frame_len,
-            available: buf.len(),
-        })
+        Err(WireError::BufferTooSmall { needed: info.frame_len, available: buf.len() })
     } else {
         Ok(())
     }
@@ -260,9 +204,7 @@ fn read16(buf: &[u8], at: usize) -> Result<u16> {
 
 #[inline(always)]
 fn write16(buf: &mut [u8], at: usize, v: u16) -> Result<()> {
-    buf.get_mut(range(at, 2)?)
-        .ok_or(WireError::Truncated)?
-        .copy_from_slice(&v.to_be_bytes());
+    buf.get_mut(range(at, 2)?).ok_or(WireError::Truncated)?.copy_from_slice(&v.to_be_bytes());
     Ok(())
 }
 
@@ -295,13 +237,7 @@ fn replace<const N: usize>(
 #[inline]
 pub fn patch_signature(buf: &mut [u8], info: &TemplateInfo, sig: &Signature) -> Result<()> {
     check_frame(buf, info)?;
-    replace(
-        buf,
-        info.sig_offset,
-        &sig.to_bytes(),
-        None,
-        info.udp_csum_offset,
-    )
+    replace(buf, info.sig_offset, &sig.to_bytes(), None, info.udp_csum_offset)
 }
 
 /// Writes only the sequence number and timestamp of a signature already patched in
@@ -311,13 +247,7 @@ pub fn patch_seq_ts(buf: &mut [u8], info: &TemplateInfo, seq: u64, ts: u64) -> R
     check_frame(buf, info)?;
     let mut new = [0u8; 12];
     signature::write_seq_ts_array(&mut new, seq, ts);
-    replace(
-        buf,
-        info.sig_offset + signature::SEQ_OFFSET,
-        &new,
-        None,
-        info.udp_csum_offset,
-    )
+    replace(buf, info.sig_offset + signature::SEQ_OFFSET, &new, None, info.udp_csum_offset)
 }
 
 /// Replaces the IP source and destination addresses; the family must match the template.
@@ -339,9 +269,7 @@ pub fn set_l3_addrs(buf: &mut [u8], info: &TemplateInfo, addrs: &IpPair) -> Resu
             let at = info.l3_offset + ipv6::SRC_ADDR_OFFSET;
             replace(buf, at, &new, None, info.udp_csum_offset)
         }
-        _ => Err(WireError::Invalid(
-            "address family differs from the template's",
-        )),
+        _ => Err(WireError::Invalid("address family differs from the template's")),
     }
 }
 
@@ -362,10 +290,7 @@ pub fn set_frame_len(buf: &mut [u8], info: &TemplateInfo, new_len: usize) -> Res
     check_frame(buf, info)?;
     let min = (info.sig_offset + signature::LEN).max(MIN_FRAME_LEN);
     if new_len < min {
-        return Err(WireError::FrameTooShort {
-            min,
-            requested: new_len,
-        });
+        return Err(WireError::FrameTooShort { min, requested: new_len });
     }
     let l3_len = new_len - info.l3_offset;
     let udp_len = new_len - info.l4_offset;
@@ -374,9 +299,7 @@ pub fn set_frame_len(buf: &mut [u8], info: &TemplateInfo, new_len: usize) -> Res
         L3::V6 => (info.l3_offset + ipv6::LENGTH_OFFSET, udp_len),
     };
     if ip_len > usize::from(u16::MAX) || udp_len > usize::from(u16::MAX) {
-        return Err(WireError::Invalid(
-            "frame length exceeds what the IP/UDP length fields can carry",
-        ));
+        return Err(WireError::Invalid("frame length exceeds what the IP/UDP length fields can carry"));
     }
     check_out(buf, new_len)?;
     if new_len > info.frame_len {
@@ -397,10 +320,7 @@ pub fn set_frame_len(buf: &mut [u8], info: &TemplateInfo, new_len: usize) -> Res
         let c = checksum::update16(c, old_udp_len, udp_len as u16);
         write16(buf, o, if c == 0 { 0xFFFF } else { c })?;
     }
-    Ok(TemplateInfo {
-        frame_len: new_len,
-        ..*info
-    })
+    Ok(TemplateInfo { frame_len: new_len, ..*info })
 }
 
 /// Writes an Ethernet (optionally VLAN-tagged) ARP frame, zero-padded to 60 bytes.
@@ -416,23 +336,10 @@ pub fn build_arp_frame(
     let len = (l3 + arp::PACKET_LEN).max(MIN_FRAME_LEN);
     check_out(buf, len)?;
     buf[..len].fill(0);
-    let outer = if vlan.is_some() {
-        EtherType::VLAN
-    } else {
-        EtherType::ARP
-    };
-    ethernet::Repr {
-        src_addr: src_mac,
-        dst_addr: dst_mac,
-        ethertype: outer,
-    }
-    .emit(buf)?;
+    let outer = if vlan.is_some() { EtherType::VLAN } else { EtherType::ARP };
+    ethernet::Repr { src_addr: src_mac, dst_addr: dst_mac, ethertype: outer }.emit(buf)?;
     if let Some(tag) = vlan {
-        vlan::Repr {
-            inner_ethertype: EtherType::ARP,
-            ..tag
-        }
-        .emit(&mut buf[ethernet::HEADER_LEN..])?;
+        vlan::Repr { inner_ethertype: EtherType::ARP, ..tag }.emit(&mut buf[ethernet::HEADER_LEN..])?;
     }
     arp.emit(&mut buf[l3..])?;
     Ok(len)
@@ -448,12 +355,7 @@ mod tests {
             src_mac: "02:00:00:00:00:01".parse().unwrap(),
             dst_mac: "02:00:00:00:00:02".parse().unwrap(),
             vlan: None,
-            l3: L3Spec::V4 {
-                src: Ipv4Addr::new(198, 18, 0, 1),
-                dst: Ipv4Addr::new(198, 19, 0, 1),
-                ttl: 64,
-                dscp: 0,
-            },
+            l3: L3Spec::V4 { src: Ipv4Addr::new(198, 18, 0, 1), dst: Ipv4Addr::new(198, 19, 0, 1), ttl: 64, dscp: 0 },
             src_port: 1024,
             dst_port: 1024,
             udp_checksum: false,
@@ -481,18 +383,12 @@ mod tests {
                 let p = ipv4::Packet::new_checked(ip).unwrap();
                 assert!(p.verify_checksum(), "IPv4 header checksum");
                 assert_eq!(p.total_len() as usize, info.frame_len - info.l3_offset);
-                IpPair::V4 {
-                    src: p.src_addr(),
-                    dst: p.dst_addr(),
-                }
+                IpPair::V4 { src: p.src_addr(), dst: p.dst_addr() }
             }
             L3::V6 => {
                 let p = ipv6::Packet::new_checked(ip).unwrap();
                 assert_eq!(p.payload_len() as usize, info.frame_len - info.l4_offset);
-                IpPair::V6 {
-                    src: p.src_addr(),
-                    dst: p.dst_addr(),
-                }
+                IpPair::V6 { src: p.src_addr(), dst: p.dst_addr() }
             }
         };
         let u = udp::Packet::new_checked(&f[info.l4_offset..]).unwrap();
@@ -530,16 +426,8 @@ mod tests {
             }
         );
         verify(&buf, &info);
-        assert_eq!(
-            find_signature(&buf[..60]),
-            None,
-            "template carries a zeroed signature"
-        );
-        let sig = Signature {
-            flow_id: 3,
-            seq: 41,
-            tx_ts_ns: 123_456_789,
-        };
+        assert_eq!(find_signature(&buf[..60]), None, "template carries a zeroed signature");
+        let sig = Signature { flow_id: 3, seq: 41, tx_ts_ns: 123_456_789 };
         patch_signature(&mut buf, &info, &sig).unwrap();
         assert_eq!(find_signature(&buf[..60]), Some(sig));
     }
@@ -548,53 +436,24 @@ mod tests {
     fn minimum_lengths() {
         let mut s = spec_v4();
         assert_eq!(min_frame_len(&s), 60);
-        s.vlan = Some(vlan::Repr {
-            pcp: 0,
-            dei: false,
-            vid: 10,
-            inner_ethertype: 0,
-        });
+        s.vlan = Some(vlan::Repr { pcp: 0, dei: false, vid: 10, inner_ethertype: 0 });
         assert_eq!(min_frame_len(&s), 64);
         let mut s6 = spec_v6();
         assert_eq!(min_frame_len(&s6), 80);
         s6.vlan = s.vlan;
         assert_eq!(min_frame_len(&s6), 84);
         let mut buf = [0u8; 100];
-        assert_eq!(
-            build_udp_frame(&s, 60, &mut buf).unwrap_err(),
-            WireError::FrameTooShort {
-                min: 64,
-                requested: 60
-            }
-        );
-        assert!(matches!(
-            build_udp_frame(&s, 101, &mut buf),
-            Err(WireError::BufferTooSmall { needed: 101, .. })
-        ));
-        assert!(matches!(
-            build_udp_frame(&spec_v4(), 70_000, &mut buf),
-            Err(WireError::Invalid(_))
-        ));
+        assert_eq!(build_udp_frame(&s, 60, &mut buf).unwrap_err(), WireError::FrameTooShort { min: 64, requested: 60 });
+        assert!(matches!(build_udp_frame(&s, 101, &mut buf), Err(WireError::BufferTooSmall { needed: 101, .. })));
+        assert!(matches!(build_udp_frame(&spec_v4(), 70_000, &mut buf), Err(WireError::Invalid(_))));
     }
 
     #[test]
     fn all_variants_verify_after_every_patch() {
         for base in [spec_v4(), spec_v6()] {
-            for vlan in [
-                None,
-                Some(vlan::Repr {
-                    pcp: 3,
-                    dei: false,
-                    vid: 100,
-                    inner_ethertype: 0,
-                }),
-            ] {
+            for vlan in [None, Some(vlan::Repr { pcp: 3, dei: false, vid: 100, inner_ethertype: 0 })] {
                 for udp_checksum in [false, true] {
-                    let spec = TemplateSpec {
-                        vlan,
-                        udp_checksum,
-                        ..base
-                    };
+                    let spec = TemplateSpec { vlan, udp_checksum, ..base };
                     for len in [min_frame_len(&spec), 128, 1514] {
                         let mut buf = vec![0u8; 1514];
                         let info = build_udp_frame(&spec, len, &mut buf).unwrap();
@@ -602,34 +461,21 @@ mod tests {
                         let loc = locate_udp_payload(&buf[..len]).unwrap();
                         assert_eq!(loc.payload_offset, info.sig_offset);
                         assert_eq!(loc.payload_len, info.payload_len());
-                        let sig = Signature {
-                            flow_id: 0xFFFF_FFFF,
-                            seq: 0xFFFF_FFFF_FFFF,
-                            tx_ts_ns: 1,
-                        };
+                        let sig = Signature { flow_id: 0xFFFF_FFFF, seq: 0xFFFF_FFFF_FFFF, tx_ts_ns: 1 };
                         patch_signature(&mut buf, &info, &sig).unwrap();
                         verify(&buf, &info);
                         patch_seq_ts(&mut buf, &info, 7, 8).unwrap();
                         verify(&buf, &info);
-                        assert_eq!(
-                            find_signature(&buf[..len]),
-                            Some(Signature {
-                                seq: 7,
-                                tx_ts_ns: 8,
-                                ..sig
-                            })
-                        );
+                        assert_eq!(find_signature(&buf[..len]), Some(Signature { seq: 7, tx_ts_ns: 8, ..sig }));
                         set_ports(&mut buf, &info, 0xFFFF, 0).unwrap();
                         verify(&buf, &info);
                         let addrs = match spec.l3 {
-                            L3Spec::V4 { .. } => IpPair::V4 {
-                                src: Ipv4Addr::new(198, 18, 255, 255),
-                                dst: Ipv4Addr::new(198, 19, 0, 0),
-                            },
-                            L3Spec::V6 { .. } => IpPair::V6 {
-                                src: "2001:2::ffff".parse().unwrap(),
-                                dst: "2001:2::".parse().unwrap(),
-                            },
+                            L3Spec::V4 { .. } => {
+                                IpPair::V4 { src: Ipv4Addr::new(198, 18, 255, 255), dst: Ipv4Addr::new(198, 19, 0, 0) }
+                            }
+                            L3Spec::V6 { .. } => {
+                                IpPair::V6 { src: "2001:2::ffff".parse().unwrap(), dst: "2001:2::".parse().unwrap() }
+                            }
                         };
                         set_l3_addrs(&mut buf, &info, &addrs).unwrap();
                         verify(&buf, &info);
@@ -637,10 +483,7 @@ mod tests {
                         verify(&buf, &grown);
                         let shrunk = set_frame_len(&mut buf, &grown, min_frame_len(&spec)).unwrap();
                         verify(&buf, &shrunk);
-                        assert_eq!(
-                            find_signature(&buf[..shrunk.frame_len]).unwrap().flow_id,
-                            0xFFFF_FFFF
-                        );
+                        assert_eq!(find_signature(&buf[..shrunk.frame_len]).unwrap().flow_id, 0xFFFF_FFFF);
                     }
                 }
             }
@@ -652,30 +495,12 @@ mod tests {
         let mut buf = [0u8; 60];
         let info = build_udp_frame(&spec_v4(), 60, &mut buf).unwrap();
         let sig = Signature::default();
-        assert!(matches!(
-            patch_signature(&mut buf[..59], &info, &sig),
-            Err(WireError::BufferTooSmall { .. })
-        ));
-        let v6 = IpPair::V6 {
-            src: Ipv6Addr::LOCALHOST,
-            dst: Ipv6Addr::LOCALHOST,
-        };
-        assert!(matches!(
-            set_l3_addrs(&mut buf, &info, &v6),
-            Err(WireError::Invalid(_))
-        ));
-        assert!(matches!(
-            set_frame_len(&mut buf, &info, 59),
-            Err(WireError::FrameTooShort { min: 60, .. })
-        ));
-        assert!(matches!(
-            set_frame_len(&mut buf, &info, 61),
-            Err(WireError::BufferTooSmall { .. })
-        ));
-        let bogus = TemplateInfo {
-            sig_offset: usize::MAX - 3,
-            ..info
-        };
+        assert!(matches!(patch_signature(&mut buf[..59], &info, &sig), Err(WireError::BufferTooSmall { .. })));
+        let v6 = IpPair::V6 { src: Ipv6Addr::LOCALHOST, dst: Ipv6Addr::LOCALHOST };
+        assert!(matches!(set_l3_addrs(&mut buf, &info, &v6), Err(WireError::Invalid(_))));
+        assert!(matches!(set_frame_len(&mut buf, &info, 59), Err(WireError::FrameTooShort { min: 60, .. })));
+        assert!(matches!(set_frame_len(&mut buf, &info, 61), Err(WireError::BufferTooSmall { .. })));
+        let bogus = TemplateInfo { sig_offset: usize::MAX - 3, ..info };
         assert!(patch_signature(&mut buf, &bogus, &sig).is_err());
     }
 
@@ -689,12 +514,7 @@ mod tests {
         assert_eq!(&buf[12..14], &[0x08, 0x06]);
         let p = arp::Packet::new_checked(&buf[14..n]).unwrap();
         assert_eq!(arp::Repr::parse(&p).unwrap(), g);
-        let tag = vlan::Repr {
-            pcp: 0,
-            dei: false,
-            vid: 5,
-            inner_ethertype: 0,
-        };
+        let tag = vlan::Repr { pcp: 0, dei: false, vid: 5, inner_ethertype: 0 };
         let n = build_arp_frame(mac, EthernetAddress::BROADCAST, Some(tag), &g, &mut buf).unwrap();
         assert_eq!(n, 60);
         assert_eq!(&buf[12..18], &[0x81, 0x00, 0x00, 0x05, 0x08, 0x06]);

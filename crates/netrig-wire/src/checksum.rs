@@ -94,11 +94,7 @@ mod tests {
     fn naive(data: &[u8]) -> u32 {
         let mut acc: u32 = 0;
         for w in data.chunks(2) {
-            let v = if w.len() == 2 {
-                u16::from_be_bytes([w[0], w[1]])
-            } else {
-                u16::from(w[0]) << 8
-            };
+            let v = if w.len() == 2 { u16::from_be_bytes([w[0], w[1]]) } else { u16::from(w[0]) << 8 };
             acc += u32::from(v);
             acc = (acc & 0xFFFF) + (acc >> 16);
         }
@@ -115,9 +111,7 @@ mod tests {
 
     #[test]
     fn matches_naive_for_all_lengths() {
-        let data: Vec<u8> = (0..300u32)
-            .map(|i| (i.wrapping_mul(151) ^ (i >> 3)) as u8)
-            .collect();
+        let data: Vec<u8> = (0..300u32).map(|i| (i.wrapping_mul(151) ^ (i >> 3)) as u8).collect();
         for n in 0..data.len() {
             let s = sum(&data[..n]);
             assert!(s <= 0xFFFF);
@@ -133,8 +127,8 @@ mod tests {
     fn known_ipv4_header() {
         // Wikipedia's worked example: checksum 0xb861.
         let mut h = [
-            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 0xc0, 0xa8,
-            0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7,
+            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 0xc0, 0xa8, 0x00, 0x01, 0xc0, 0xa8,
+            0x00, 0xc7,
         ];
         assert_eq!(fold(sum(&h)), 0xb861);
         h[10] = 0xb8;

@@ -84,13 +84,7 @@ fn locate_v4(ip: &[u8], l3_offset: usize) -> Option<UdpLocation> {
         return None; // non-first fragment: no UDP header here
     }
     let first_fragment = flags_off & 0x2000 != 0;
-    locate_udp(
-        &ip[ihl..total],
-        L3::V4,
-        l3_offset,
-        l3_offset + ihl,
-        first_fragment,
-    )
+    locate_udp(&ip[ihl..total], L3::V4, l3_offset, l3_offset + ihl, first_fragment)
 }
 
 #[inline(always)]
@@ -132,24 +126,12 @@ fn locate_v6(ip: &[u8], l3_offset: usize) -> Option<UdpLocation> {
     if off > end {
         return None;
     }
-    locate_udp(
-        &ip[off..end],
-        L3::V6,
-        l3_offset,
-        l3_offset + off,
-        first_fragment,
-    )
+    locate_udp(&ip[off..end], L3::V6, l3_offset, l3_offset + off, first_fragment)
 }
 
 /// `dgram` is the IP payload (bounded by the IP length fields).
 #[inline(always)]
-fn locate_udp(
-    dgram: &[u8],
-    l3: L3,
-    l3_offset: usize,
-    l4_offset: usize,
-    first_fragment: bool,
-) -> Option<UdpLocation> {
+fn locate_udp(dgram: &[u8], l3: L3, l3_offset: usize, l4_offset: usize, first_fragment: bool) -> Option<UdpLocation> {
     let hdr = dgram.get(..udp::HEADER_LEN)?;
     let ulen = usize::from(u16::from_be_bytes([hdr[4], hdr[5]]));
     if ulen < udp::HEADER_LEN {
@@ -162,13 +144,7 @@ fn locate_udp(
     } else {
         return None;
     };
-    Some(UdpLocation {
-        l3,
-        l3_offset,
-        l4_offset,
-        payload_offset: l4_offset + udp::HEADER_LEN,
-        payload_len,
-    })
+    Some(UdpLocation { l3, l3_offset, l4_offset, payload_offset: l4_offset + udp::HEADER_LEN, payload_len })
 }
 
 /// [`locate_udp_payload`] followed by [`Signature::parse`] of the payload: `None` for a
@@ -191,18 +167,11 @@ mod tests {
     fn frame_v4() -> Vec<u8> {
         let mut f = vec![
             2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00, // Ethernet
-            0x45, 0x00, 0x00, 0x2e, 0x00, 0x00, 0x00, 0x00, 0x40, 0x11, 0x00, 0x00, 198, 18, 0, 1,
-            198, 19, 0, 1, // IPv4 (checksum not needed by the dissector)
+            0x45, 0x00, 0x00, 0x2e, 0x00, 0x00, 0x00, 0x00, 0x40, 0x11, 0x00, 0x00, 198, 18, 0, 1, 198, 19, 0,
+            1, // IPv4 (checksum not needed by the dissector)
             0x04, 0x00, 0x04, 0x00, 0x00, 0x1a, 0x00, 0x00, // UDP, length 26
         ];
-        f.extend_from_slice(
-            &Signature {
-                flow_id: 5,
-                seq: 6,
-                tx_ts_ns: 7,
-            }
-            .to_bytes(),
-        );
+        f.extend_from_slice(&Signature { flow_id: 5, seq: 6, tx_ts_ns: 7 }.to_bytes());
         assert_eq!(f.len(), 60);
         f
     }
@@ -211,24 +180,8 @@ mod tests {
     fn finds_signature_in_minimal_ipv4_frame() {
         let f = frame_v4();
         let loc = locate_udp_payload(&f).unwrap();
-        assert_eq!(
-            loc,
-            UdpLocation {
-                l3: L3::V4,
-                l3_offset: 14,
-                l4_offset: 34,
-                payload_offset: 42,
-                payload_len: 18
-            }
-        );
-        assert_eq!(
-            find_signature(&f),
-            Some(Signature {
-                flow_id: 5,
-                seq: 6,
-                tx_ts_ns: 7
-            })
-        );
+        assert_eq!(loc, UdpLocation { l3: L3::V4, l3_offset: 14, l4_offset: 34, payload_offset: 42, payload_len: 18 });
+        assert_eq!(find_signature(&f), Some(Signature { flow_id: 5, seq: 6, tx_ts_ns: 7 }));
         // Ethernet padding after the datagram is fine.
         let mut padded = f.clone();
         padded.extend_from_slice(&[0; 10]);
@@ -316,14 +269,7 @@ mod tests {
         f.extend_from_slice(&[0x20, 0x01, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
         f.extend_from_slice(ext);
         f.extend_from_slice(&[0x04, 0x00, 0x04, 0x00, 0x00, 26, 0x12, 0x34]);
-        f.extend_from_slice(
-            &Signature {
-                flow_id: 1,
-                seq: 2,
-                tx_ts_ns: 3,
-            }
-            .to_bytes(),
-        );
+        f.extend_from_slice(&Signature { flow_id: 1, seq: 2, tx_ts_ns: 3 }.to_bytes());
         f
     }
 
@@ -331,16 +277,7 @@ mod tests {
     fn ipv6_direct_and_with_extension_headers() {
         let f = frame_v6(&[], ip_proto::UDP);
         let loc = locate_udp_payload(&f).unwrap();
-        assert_eq!(
-            loc,
-            UdpLocation {
-                l3: L3::V6,
-                l3_offset: 14,
-                l4_offset: 54,
-                payload_offset: 62,
-                payload_len: 18
-            }
-        );
+        assert_eq!(loc, UdpLocation { l3: L3::V6, l3_offset: 14, l4_offset: 54, payload_offset: 62, payload_len: 18 });
         assert_eq!(find_signature(&f).unwrap().tx_ts_ns, 3);
         // Hop-by-hop (8 bytes) then destination options (16 bytes) then UDP.
         let mut ext = vec![ip_proto::IPV6_DEST_OPTS, 0, 1, 4, 0, 0, 0, 0];
@@ -349,27 +286,15 @@ mod tests {
         assert_eq!(locate_udp_payload(&f).unwrap().l4_offset, 54 + 24);
         assert!(find_signature(&f).is_some());
         // Fragment header: first fragment accepted, later fragments not.
-        let f = frame_v6(
-            &[ip_proto::UDP, 0, 0, 1, 0, 0, 0, 9],
-            ip_proto::IPV6_FRAGMENT,
-        );
+        let f = frame_v6(&[ip_proto::UDP, 0, 0, 1, 0, 0, 0, 9], ip_proto::IPV6_FRAGMENT);
         assert!(find_signature(&f).is_some());
-        let f = frame_v6(
-            &[ip_proto::UDP, 0, 0, 8, 0, 0, 0, 9],
-            ip_proto::IPV6_FRAGMENT,
-        );
+        let f = frame_v6(&[ip_proto::UDP, 0, 0, 8, 0, 0, 0, 9], ip_proto::IPV6_FRAGMENT);
         assert_eq!(locate_udp_payload(&f), None);
         // ICMPv6 / no next header: not netrig's.
         assert_eq!(locate_udp_payload(&frame_v6(&[], ip_proto::ICMPV6)), None);
-        assert_eq!(
-            locate_udp_payload(&frame_v6(&[0; 8], ip_proto::IPV6_NO_NEXT)),
-            None
-        );
+        assert_eq!(locate_udp_payload(&frame_v6(&[0; 8], ip_proto::IPV6_NO_NEXT)), None);
         // Extension header running past the payload length.
-        let f = frame_v6(
-            &[ip_proto::UDP, 200, 0, 0, 0, 0, 0, 0],
-            ip_proto::HOP_BY_HOP,
-        );
+        let f = frame_v6(&[ip_proto::UDP, 200, 0, 0, 0, 0, 0, 0], ip_proto::HOP_BY_HOP);
         assert_eq!(locate_udp_payload(&f), None);
         let f = frame_v6(&[], ip_proto::UDP);
         for cut in 0..f.len() {

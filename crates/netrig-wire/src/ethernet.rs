@@ -14,9 +14,7 @@ impl EthernetAddress {
 
     /// Builds an address from a slice of exactly six bytes.
     pub fn from_bytes(b: &[u8]) -> Result<Self> {
-        let a: [u8; 6] = b
-            .try_into()
-            .map_err(|_| WireError::Invalid("MAC address must be 6 bytes"))?;
+        let a: [u8; 6] = b.try_into().map_err(|_| WireError::Invalid("MAC address must be 6 bytes"))?;
         Ok(EthernetAddress(a))
     }
     pub fn as_bytes(&self) -> &[u8; 6] {
@@ -41,11 +39,7 @@ impl EthernetAddress {
 impl fmt::Display for EthernetAddress {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let b = &self.0;
-        write!(
-            f,
-            "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
-            b[0], b[1], b[2], b[3], b[4], b[5]
-        )
+        write!(f, "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", b[0], b[1], b[2], b[3], b[4], b[5])
     }
 }
 
@@ -54,8 +48,7 @@ impl FromStr for EthernetAddress {
 
     /// Parses `02:00:00:00:00:01` (also `-` as separator, either case).
     fn from_str(s: &str) -> Result<Self> {
-        const BAD: WireError =
-            WireError::Invalid("MAC address must look like 02:00:00:00:00:01 (six hex pairs)");
+        const BAD: WireError = WireError::Invalid("MAC address must look like 02:00:00:00:00:01 (six hex pairs)");
         let mut out = [0u8; 6];
         let mut parts = s.split([':', '-']);
         for byte in out.iter_mut() {
@@ -167,11 +160,7 @@ pub struct Repr {
 impl Repr {
     pub fn parse<T: AsRef<[u8]>>(frame: &Frame<T>) -> Result<Repr> {
         frame.check_len()?;
-        Ok(Repr {
-            src_addr: frame.src_addr(),
-            dst_addr: frame.dst_addr(),
-            ethertype: frame.ethertype(),
-        })
+        Ok(Repr { src_addr: frame.src_addr(), dst_addr: frame.dst_addr(), ethertype: frame.ethertype() })
     }
     pub const fn buffer_len(&self) -> usize {
         HEADER_LEN
@@ -214,33 +203,18 @@ mod tests {
         let mut buf = [0u8; 18];
         r.emit(&mut buf).unwrap();
         assert_eq!(buf[..14], FRAME[..14]);
-        assert!(matches!(
-            r.emit(&mut [0u8; 13]),
-            Err(WireError::BufferTooSmall { needed: 14, .. })
-        ));
+        assert!(matches!(r.emit(&mut [0u8; 13]), Err(WireError::BufferTooSmall { needed: 14, .. })));
     }
 
     #[test]
     fn truncated() {
-        assert_eq!(
-            Frame::new_checked(&FRAME[..13]).unwrap_err(),
-            WireError::Truncated
-        );
+        assert_eq!(Frame::new_checked(&FRAME[..13]).unwrap_err(), WireError::Truncated);
     }
 
     #[test]
     fn mac_parsing() {
-        assert_eq!(
-            "FF-ff-FF-ff-ff-ff".parse::<EthernetAddress>().unwrap(),
-            EthernetAddress::BROADCAST
-        );
-        for bad in [
-            "",
-            "02:00:00:00:00",
-            "02:00:00:00:00:01:03",
-            "2:00:00:00:00:01",
-            "zz:00:00:00:00:01",
-        ] {
+        assert_eq!("FF-ff-FF-ff-ff-ff".parse::<EthernetAddress>().unwrap(), EthernetAddress::BROADCAST);
+        for bad in ["", "02:00:00:00:00", "02:00:00:00:00:01:03", "2:00:00:00:00:01", "zz:00:00:00:00:01"] {
             assert!(bad.parse::<EthernetAddress>().is_err(), "{bad}");
         }
         let m: EthernetAddress = "02:00:00:00:00:01".parse().unwrap();

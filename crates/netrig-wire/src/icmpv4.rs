@@ -128,12 +128,7 @@ impl<'a> Repr<'a> {
             return Err(WireError::Checksum);
         }
         let data = &p.buffer.as_ref()[HEADER_LEN..];
-        Ok(Repr {
-            message,
-            ident: p.echo_ident(),
-            seq_no: p.echo_seq_no(),
-            data,
-        })
+        Ok(Repr { message, ident: p.echo_ident(), seq_no: p.echo_seq_no(), data })
     }
 
     pub fn buffer_len(&self) -> usize {
@@ -142,10 +137,7 @@ impl<'a> Repr<'a> {
 
     /// The reply to this request (same identifier, sequence number and data).
     pub fn reply(&self) -> Repr<'a> {
-        Repr {
-            message: Message::EchoReply,
-            ..*self
-        }
+        Repr { message: Message::EchoReply, ..*self }
     }
 
     /// Writes header and data into `buf[..buffer_len()]` with the checksum.
@@ -168,23 +160,13 @@ mod tests {
     use super::*;
 
     // Echo request id 0x1234 seq 1 data "abcd": sum 0800+1234+0001+6162+6364 = 0xdefb → 0x2104.
-    const PING: [u8; 12] = [
-        0x08, 0x00, 0x21, 0x04, 0x12, 0x34, 0x00, 0x01, b'a', b'b', b'c', b'd',
-    ];
+    const PING: [u8; 12] = [0x08, 0x00, 0x21, 0x04, 0x12, 0x34, 0x00, 0x01, b'a', b'b', b'c', b'd'];
 
     #[test]
     fn fixture_and_reply() {
         let p = Packet::new_checked(&PING[..]).unwrap();
         let r = Repr::parse(&p).unwrap();
-        assert_eq!(
-            r,
-            Repr {
-                message: Message::EchoRequest,
-                ident: 0x1234,
-                seq_no: 1,
-                data: b"abcd"
-            }
-        );
+        assert_eq!(r, Repr { message: Message::EchoRequest, ident: 0x1234, seq_no: 1, data: b"abcd" });
         let mut out = [0u8; 12];
         r.emit(&mut out).unwrap();
         assert_eq!(out, PING);
@@ -195,27 +177,13 @@ mod tests {
 
     #[test]
     fn errors() {
-        assert_eq!(
-            Packet::new_checked(&PING[..7]).unwrap_err(),
-            WireError::Truncated
-        );
+        assert_eq!(Packet::new_checked(&PING[..7]).unwrap_err(), WireError::Truncated);
         let mut b = PING;
         b[11] = b'x';
-        assert_eq!(
-            Repr::parse(&Packet::new_checked(&b[..]).unwrap()).unwrap_err(),
-            WireError::Checksum
-        );
+        assert_eq!(Repr::parse(&Packet::new_checked(&b[..]).unwrap()).unwrap_err(), WireError::Checksum);
         b[0] = 3;
-        assert!(matches!(
-            Repr::parse(&Packet::new_checked(&b[..]).unwrap()),
-            Err(WireError::Unsupported(_))
-        ));
-        let r = Repr {
-            message: Message::EchoRequest,
-            ident: 0,
-            seq_no: 0,
-            data: b"xyz",
-        };
+        assert!(matches!(Repr::parse(&Packet::new_checked(&b[..]).unwrap()), Err(WireError::Unsupported(_))));
+        let r = Repr { message: Message::EchoRequest, ident: 0, seq_no: 0, data: b"xyz" };
         assert!(r.emit(&mut [0u8; 10]).is_err());
     }
 }

@@ -124,11 +124,7 @@ pub struct Repr<'a> {
 
 impl<'a> Repr<'a> {
     /// Parses an echo request/reply, verifying the checksum against the IPv6 addresses.
-    pub fn parse<T: AsRef<[u8]> + ?Sized>(
-        p: &'a Packet<&'a T>,
-        src: &Ipv6Addr,
-        dst: &Ipv6Addr,
-    ) -> Result<Repr<'a>> {
+    pub fn parse<T: AsRef<[u8]> + ?Sized>(p: &'a Packet<&'a T>, src: &Ipv6Addr, dst: &Ipv6Addr) -> Result<Repr<'a>> {
         p.check_len()?;
         let message = match (p.msg_type(), p.msg_code()) {
             (TYPE_ECHO_REQUEST, 0) => Message::EchoRequest,
@@ -139,12 +135,7 @@ impl<'a> Repr<'a> {
             return Err(WireError::Checksum);
         }
         let data = &p.buffer.as_ref()[HEADER_LEN..];
-        Ok(Repr {
-            message,
-            ident: p.echo_ident(),
-            seq_no: p.echo_seq_no(),
-            data,
-        })
+        Ok(Repr { message, ident: p.echo_ident(), seq_no: p.echo_seq_no(), data })
     }
 
     pub fn buffer_len(&self) -> usize {
@@ -152,10 +143,7 @@ impl<'a> Repr<'a> {
     }
 
     pub fn reply(&self) -> Repr<'a> {
-        Repr {
-            message: Message::EchoReply,
-            ..*self
-        }
+        Repr { message: Message::EchoReply, ..*self }
     }
 
     /// Writes header and data into `buf[..buffer_len()]` with the checksum for an IPv6
@@ -182,12 +170,7 @@ mod tests {
     fn round_trip_and_checksum_binds_addresses() {
         let src: Ipv6Addr = "2001:2::1".parse().unwrap();
         let dst: Ipv6Addr = "2001:2::2".parse().unwrap();
-        let r = Repr {
-            message: Message::EchoRequest,
-            ident: 7,
-            seq_no: 9,
-            data: b"netrig",
-        };
+        let r = Repr { message: Message::EchoRequest, ident: 7, seq_no: 9, data: b"netrig" };
         let mut buf = [0u8; 14];
         r.emit(&mut buf, &src, &dst).unwrap();
         assert_eq!(buf[0], 128);
@@ -195,10 +178,7 @@ mod tests {
         assert_eq!(Repr::parse(&p, &src, &dst).unwrap(), r);
         // Swapping addresses keeps the sum; a different address breaks it.
         let other: Ipv6Addr = "2001:2::3".parse().unwrap();
-        assert_eq!(
-            Repr::parse(&p, &src, &other).unwrap_err(),
-            WireError::Checksum
-        );
+        assert_eq!(Repr::parse(&p, &src, &other).unwrap_err(), WireError::Checksum);
         r.reply().emit(&mut buf, &dst, &src).unwrap();
         assert_eq!(buf[0], 129);
     }
@@ -208,12 +188,7 @@ mod tests {
         // Reference value: ping6 ::1 → ::1, id 0, seq 0, no data. Pseudo-header sum:
         // 0001 + 0001 + 0008 + 003a = 0x44, message 8000 → 0x8044 → checksum 0x7fbb.
         let lo = Ipv6Addr::LOCALHOST;
-        let r = Repr {
-            message: Message::EchoRequest,
-            ident: 0,
-            seq_no: 0,
-            data: b"",
-        };
+        let r = Repr { message: Message::EchoRequest, ident: 0, seq_no: 0, data: b"" };
         let mut buf = [0u8; 8];
         r.emit(&mut buf, &lo, &lo).unwrap();
         assert_eq!(&buf[2..4], &[0x7f, 0xbb]);
@@ -222,14 +197,8 @@ mod tests {
     #[test]
     fn errors() {
         let lo = Ipv6Addr::LOCALHOST;
-        assert_eq!(
-            Packet::new_checked(&[0u8; 7][..]).unwrap_err(),
-            WireError::Truncated
-        );
+        assert_eq!(Packet::new_checked(&[0u8; 7][..]).unwrap_err(), WireError::Truncated);
         let b = [1u8, 0, 0, 0, 0, 0, 0, 0];
-        assert!(matches!(
-            Repr::parse(&Packet::new_checked(&b[..]).unwrap(), &lo, &lo),
-            Err(WireError::Unsupported(_))
-        ));
+        assert!(matches!(Repr::parse(&Packet::new_checked(&b[..]).unwrap(), &lo, &lo), Err(WireError::Unsupported(_))));
     }
 }

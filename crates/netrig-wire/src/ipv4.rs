@@ -58,9 +58,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
         }
         let total = self.total_len() as usize;
         if total < hl {
-            return Err(WireError::Malformed(
-                "IPv4 total length below header length",
-            ));
+            return Err(WireError::Malformed("IPv4 total length below header length"));
         }
         if len < hl || len < total {
             return Err(WireError::Truncated);
@@ -123,9 +121,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
     }
     /// True if the header checksum verifies.
     pub fn verify_checksum(&self) -> bool {
-        checksum::fold(checksum::sum(
-            &self.buffer.as_ref()[..self.header_len() as usize],
-        )) == 0
+        checksum::fold(checksum::sum(&self.buffer.as_ref()[..self.header_len() as usize])) == 0
     }
     /// The payload: bytes between the header and the total length.
     pub fn payload(&self) -> &[u8] {
@@ -150,8 +146,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     }
     /// Sets flags and fragment offset (offset in bytes, multiple of 8).
     pub fn set_frag(&mut self, dont_frag: bool, more_frags: bool, offset: u16) {
-        let v =
-            (u16::from(dont_frag) << 14) | (u16::from(more_frags) << 13) | ((offset >> 3) & 0x1FFF);
+        let v = (u16::from(dont_frag) << 14) | (u16::from(more_frags) << 13) | ((offset >> 3) & 0x1FFF);
         set_u16(self.buffer.as_mut(), field::FLG_OFF, v);
     }
     pub fn set_ttl(&mut self, v: u8) {
@@ -231,9 +226,7 @@ impl Repr {
             return Err(WireError::Invalid("IPv4 dscp must be 0..=63"));
         }
         if usize::from(self.payload_len) > usize::from(u16::MAX) - HEADER_LEN {
-            return Err(WireError::Invalid(
-                "IPv4 payload length must be at most 65515 bytes",
-            ));
+            return Err(WireError::Invalid("IPv4 payload length must be at most 65515 bytes"));
         }
         check_out(buf, HEADER_LEN)?;
         let mut p = Packet::new_unchecked(&mut buf[..HEADER_LEN]);
@@ -258,8 +251,8 @@ mod tests {
 
     /// 192.168.0.1 → 192.168.0.199, UDP, total length 0x73, DF, TTL 64, checksum 0xb861.
     const HEADER: [u8; 20] = [
-        0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0xb8, 0x61, 0xc0, 0xa8, 0x00,
-        0x01, 0xc0, 0xa8, 0x00, 0xc7,
+        0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0xb8, 0x61, 0xc0, 0xa8, 0x00, 0x01, 0xc0, 0xa8,
+        0x00, 0xc7,
     ];
 
     fn packet() -> Vec<u8> {
@@ -326,27 +319,15 @@ mod tests {
     #[test]
     fn errors() {
         let buf = packet();
-        assert_eq!(
-            Packet::new_checked(&buf[..19]).unwrap_err(),
-            WireError::Truncated
-        );
-        assert_eq!(
-            Packet::new_checked(&buf[..0x72]).unwrap_err(),
-            WireError::Truncated
-        );
+        assert_eq!(Packet::new_checked(&buf[..19]).unwrap_err(), WireError::Truncated);
+        assert_eq!(Packet::new_checked(&buf[..0x72]).unwrap_err(), WireError::Truncated);
         let mut b = buf.clone();
         b[0] = 0x44;
-        assert!(matches!(
-            Packet::new_checked(&b[..]),
-            Err(WireError::Malformed(_))
-        ));
+        assert!(matches!(Packet::new_checked(&b[..]), Err(WireError::Malformed(_))));
         let mut b = buf.clone();
         b[2] = 0;
         b[3] = 10;
-        assert!(matches!(
-            Packet::new_checked(&b[..]),
-            Err(WireError::Malformed(_))
-        ));
+        assert!(matches!(Packet::new_checked(&b[..]), Err(WireError::Malformed(_))));
         let mut b = buf.clone();
         b[0] = 0x65;
         assert_eq!(
@@ -355,10 +336,7 @@ mod tests {
         );
         let mut b = buf.clone();
         b[11] ^= 1;
-        assert_eq!(
-            Repr::parse(&Packet::new_checked(&b[..]).unwrap()).unwrap_err(),
-            WireError::Checksum
-        );
+        assert_eq!(Repr::parse(&Packet::new_checked(&b[..]).unwrap()).unwrap_err(), WireError::Checksum);
         let mut b = buf;
         let mut p = Packet::new_unchecked(&mut b[..]);
         p.set_frag(false, true, 0);

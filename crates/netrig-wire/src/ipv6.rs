@@ -71,15 +71,11 @@ impl<T: AsRef<[u8]>> Packet<T> {
         self.buffer.as_ref()[field::HOP_LIMIT]
     }
     pub fn src_addr(&self) -> Address {
-        let b: [u8; 16] = self.buffer.as_ref()[field::SRC_ADDR]
-            .try_into()
-            .unwrap_or([0; 16]);
+        let b: [u8; 16] = self.buffer.as_ref()[field::SRC_ADDR].try_into().unwrap_or([0; 16]);
         Address::from(b)
     }
     pub fn dst_addr(&self) -> Address {
-        let b: [u8; 16] = self.buffer.as_ref()[field::DST_ADDR]
-            .try_into()
-            .unwrap_or([0; 16]);
+        let b: [u8; 16] = self.buffer.as_ref()[field::DST_ADDR].try_into().unwrap_or([0; 16]);
         Address::from(b)
     }
     pub fn payload(&self) -> &[u8] {
@@ -200,27 +196,15 @@ mod tests {
 
     #[test]
     fn errors() {
-        assert_eq!(
-            Packet::new_checked(&PACKET[..39]).unwrap_err(),
-            WireError::Truncated
-        );
-        assert_eq!(
-            Packet::new_checked(&PACKET[..43]).unwrap_err(),
-            WireError::Truncated
-        );
+        assert_eq!(Packet::new_checked(&PACKET[..39]).unwrap_err(), WireError::Truncated);
+        assert_eq!(Packet::new_checked(&PACKET[..43]).unwrap_err(), WireError::Truncated);
         let mut b = PACKET;
         b[0] = 0x4B;
-        assert!(matches!(
-            Repr::parse(&Packet::new_checked(&b[..]).unwrap()),
-            Err(WireError::Malformed(_))
-        ));
+        assert!(matches!(Repr::parse(&Packet::new_checked(&b[..]).unwrap()), Err(WireError::Malformed(_))));
         let mut r = Repr::parse(&Packet::new_checked(&PACKET[..]).unwrap()).unwrap();
         r.flow_label = 1 << 20;
         assert!(matches!(r.emit(&mut [0; 40]), Err(WireError::Invalid(_))));
         r.flow_label = 0;
-        assert!(matches!(
-            r.emit(&mut [0; 39]),
-            Err(WireError::BufferTooSmall { .. })
-        ));
+        assert!(matches!(r.emit(&mut [0; 39]), Err(WireError::BufferTooSmall { .. })));
     }
 }

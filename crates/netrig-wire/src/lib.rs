@@ -80,17 +80,14 @@ pub enum WireError {
 impl fmt::Display for WireError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            WireError::Truncated => {
-                f.write_str("packet truncated: buffer shorter than its headers")
-            }
+            WireError::Truncated => f.write_str("packet truncated: buffer shorter than its headers"),
             WireError::Malformed(what) => write!(f, "malformed packet: {what}"),
             WireError::Checksum => f.write_str("checksum mismatch"),
             WireError::UnknownEtherType(t) => write!(f, "unknown EtherType 0x{t:04x}"),
             WireError::Unsupported(what) => write!(f, "unsupported: {what}"),
-            WireError::BufferTooSmall { needed, available } => write!(
-                f,
-                "buffer too small: {needed} bytes needed, {available} available"
-            ),
+            WireError::BufferTooSmall { needed, available } => {
+                write!(f, "buffer too small: {needed} bytes needed, {available} available")
+            }
             WireError::FrameTooShort { min, requested } => write!(
                 f,
                 "frame length {requested} B (without FCS) is below the minimum of {min} B for \
@@ -122,12 +119,8 @@ impl IpPair {
     #[inline]
     pub fn pseudo_header(&self, proto: u8, len: u32) -> u32 {
         match self {
-            IpPair::V4 { src, dst } => {
-                checksum::pseudo_header_v4(&src.octets(), &dst.octets(), proto, len as u16)
-            }
-            IpPair::V6 { src, dst } => {
-                checksum::pseudo_header_v6(&src.octets(), &dst.octets(), proto, len)
-            }
+            IpPair::V4 { src, dst } => checksum::pseudo_header_v4(&src.octets(), &dst.octets(), proto, len as u16),
+            IpPair::V6 { src, dst } => checksum::pseudo_header_v6(&src.octets(), &dst.octets(), proto, len),
         }
     }
 
@@ -162,10 +155,7 @@ pub(crate) fn set_u32(b: &mut [u8], at: usize, v: u32) {
 #[inline]
 pub(crate) fn check_out(buf: &[u8], needed: usize) -> Result<()> {
     if buf.len() < needed {
-        Err(WireError::BufferTooSmall {
-            needed,
-            available: buf.len(),
-        })
+        Err(WireError::BufferTooSmall { needed, available: buf.len() })
     } else {
         Ok(())
     }
@@ -177,14 +167,8 @@ mod tests {
 
     #[test]
     fn error_display_names_the_problem() {
-        assert_eq!(
-            WireError::UnknownEtherType(0x1234).to_string(),
-            "unknown EtherType 0x1234"
-        );
-        let e = WireError::FrameTooShort {
-            min: 60,
-            requested: 50,
-        };
+        assert_eq!(WireError::UnknownEtherType(0x1234).to_string(), "unknown EtherType 0x1234");
+        let e = WireError::FrameTooShort { min: 60, requested: 50 };
         assert!(e.to_string().contains("at least 64 B"));
         let e: Box<dyn std::error::Error> = Box::new(WireError::Checksum);
         assert_eq!(e.to_string(), "checksum mismatch");
@@ -192,14 +176,8 @@ mod tests {
 
     #[test]
     fn ip_pair_pseudo_header_matches_checksum_module() {
-        let p = IpPair::V4 {
-            src: Ipv4Addr::new(198, 18, 0, 1),
-            dst: Ipv4Addr::new(198, 19, 0, 1),
-        };
-        assert_eq!(
-            p.pseudo_header(17, 26),
-            checksum::pseudo_header_v4(&[198, 18, 0, 1], &[198, 19, 0, 1], 17, 26)
-        );
+        let p = IpPair::V4 { src: Ipv4Addr::new(198, 18, 0, 1), dst: Ipv4Addr::new(198, 19, 0, 1) };
+        assert_eq!(p.pseudo_header(17, 26), checksum::pseudo_header_v4(&[198, 18, 0, 1], &[198, 19, 0, 1], 17, 26));
         assert!(!p.is_v6());
     }
 }

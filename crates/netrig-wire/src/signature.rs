@@ -118,30 +118,16 @@ mod tests {
 
     #[test]
     fn layout_fixture() {
-        let s = Signature {
-            flow_id: 0x0102_0304,
-            seq: 0x0A0B_0C0D_0E0F,
-            tx_ts_ns: 0x1112_1314_1516,
-        };
+        let s = Signature { flow_id: 0x0102_0304, seq: 0x0A0B_0C0D_0E0F, tx_ts_ns: 0x1112_1314_1516 };
         let b = s.to_bytes();
-        assert_eq!(
-            b,
-            [
-                0x4E, 0x52, 1, 2, 3, 4, 0x0A, 0x0B, 0x0C, 0x0D, 0x0E, 0x0F, 0x11, 0x12, 0x13, 0x14,
-                0x15, 0x16
-            ]
-        );
+        assert_eq!(b, [0x4E, 0x52, 1, 2, 3, 4, 0x0A, 0x0B, 0x0C, 0x0D, 0x0E, 0x0F, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16]);
         assert_eq!(Signature::parse(&b), Some(s));
         assert_eq!(LEN, 60 - 14 - 20 - 8);
     }
 
     #[test]
     fn truncation_and_errors() {
-        let s = Signature {
-            flow_id: 1,
-            seq: u64::MAX,
-            tx_ts_ns: (1 << 48) + 5,
-        };
+        let s = Signature { flow_id: 1, seq: u64::MAX, tx_ts_ns: (1 << 48) + 5 };
         let mut b = [0u8; 20];
         s.emit(&mut b);
         let p = Signature::parse(&b).unwrap();
@@ -157,21 +143,9 @@ mod tests {
 
     #[test]
     fn write_seq_ts_patches_only_variable_fields() {
-        let mut b = Signature {
-            flow_id: 77,
-            seq: 1,
-            tx_ts_ns: 2,
-        }
-        .to_bytes();
+        let mut b = Signature { flow_id: 77, seq: 1, tx_ts_ns: 2 }.to_bytes();
         write_seq_ts(&mut b, 0xFFFF_1234_5678_9ABC, 0x0000_0000_0000_0042);
-        assert_eq!(
-            Signature::parse(&b),
-            Some(Signature {
-                flow_id: 77,
-                seq: 0x1234_5678_9ABC,
-                tx_ts_ns: 0x42
-            })
-        );
+        assert_eq!(Signature::parse(&b), Some(Signature { flow_id: 77, seq: 0x1234_5678_9ABC, tx_ts_ns: 0x42 }));
         write_seq_ts(&mut b[..17], 9, 9); // too short: untouched
         assert_eq!(Signature::parse(&b).unwrap().seq, 0x1234_5678_9ABC);
     }

@@ -1,9 +1,7 @@
 //! TCP headers (RFC 9293), header only: netrig uses TCP for frame templates, it does not
 //! implement TCP.
 
-use crate::{
-    check_out, checksum, get_u16, get_u32, ip_proto, set_u16, set_u32, IpPair, Result, WireError,
-};
+use crate::{check_out, checksum, get_u16, get_u32, ip_proto, set_u16, set_u32, IpPair, Result, WireError};
 
 mod field {
     pub const SRC_PORT: usize = 0;
@@ -216,16 +214,13 @@ mod tests {
 
     // SYN 10.0.0.1:40000 → 10.0.0.2:80, seq 1, window 64240.
     const SYN: [u8; 20] = [
-        0x9c, 0x40, 0x00, 0x50, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x50, 0x02, 0xfa,
-        0xf0, 0x00, 0x00, 0x00, 0x00,
+        0x9c, 0x40, 0x00, 0x50, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x50, 0x02, 0xfa, 0xf0, 0x00, 0x00,
+        0x00, 0x00,
     ];
 
     #[test]
     fn fixture_round_trip() {
-        let ips = IpPair::V4 {
-            src: Ipv4Addr::new(10, 0, 0, 1),
-            dst: Ipv4Addr::new(10, 0, 0, 2),
-        };
+        let ips = IpPair::V4 { src: Ipv4Addr::new(10, 0, 0, 1), dst: Ipv4Addr::new(10, 0, 0, 2) };
         let r = Repr::parse(&Packet::new_checked(&SYN[..]).unwrap(), None).unwrap();
         assert_eq!(r.src_port, 40000);
         assert_eq!(r.dst_port, 80);
@@ -240,39 +235,18 @@ mod tests {
         assert!(p.verify_checksum(&ips));
         assert_eq!(p.payload(), b"data");
         let back = Repr::parse(&p, Some(&ips)).unwrap();
-        assert_eq!(
-            Repr {
-                checksum: 0,
-                ..back
-            },
-            r
-        );
+        assert_eq!(Repr { checksum: 0, ..back }, r);
     }
 
     #[test]
     fn errors() {
-        assert_eq!(
-            Packet::new_checked(&SYN[..19]).unwrap_err(),
-            WireError::Truncated
-        );
+        assert_eq!(Packet::new_checked(&SYN[..19]).unwrap_err(), WireError::Truncated);
         let mut b = SYN;
         b[12] = 0x40;
-        assert!(matches!(
-            Packet::new_checked(&b[..]),
-            Err(WireError::Malformed(_))
-        ));
+        assert!(matches!(Packet::new_checked(&b[..]), Err(WireError::Malformed(_))));
         b[12] = 0x60;
-        assert_eq!(
-            Packet::new_checked(&b[..]).unwrap_err(),
-            WireError::Truncated
-        );
-        let ips = IpPair::V4 {
-            src: Ipv4Addr::new(10, 0, 0, 1),
-            dst: Ipv4Addr::new(10, 0, 0, 2),
-        };
-        assert_eq!(
-            Repr::parse(&Packet::new_checked(&SYN[..]).unwrap(), Some(&ips)).unwrap_err(),
-            WireError::Checksum
-        );
+        assert_eq!(Packet::new_checked(&b[..]).unwrap_err(), WireError::Truncated);
+        let ips = IpPair::V4 { src: Ipv4Addr::new(10, 0, 0, 1), dst: Ipv4Addr::new(10, 0, 0, 2) };
+        assert_eq!(Repr::parse(&Packet::new_checked(&SYN[..]).unwrap(), Some(&ips)).unwrap_err(), WireError::Checksum);
     }
 }

@@ -123,10 +123,7 @@ impl Repr {
         if !p.verify_checksum(ips) {
             return Err(WireError::Checksum);
         }
-        Ok(Repr {
-            src_port: p.src_port(),
-            dst_port: p.dst_port(),
-        })
+        Ok(Repr { src_port: p.src_port(), dst_port: p.dst_port() })
     }
 
     pub const fn header_len(&self) -> usize {
@@ -137,18 +134,10 @@ impl Repr {
     /// is already in `buf[8..8 + payload_len]`: fills the length and, if `checksum`
     /// (always for IPv6, where it is mandatory), the checksum; otherwise the checksum is 0
     /// ("none", IPv4 only).
-    pub fn emit(
-        &self,
-        buf: &mut [u8],
-        payload_len: usize,
-        ips: &IpPair,
-        checksum: bool,
-    ) -> Result<()> {
+    pub fn emit(&self, buf: &mut [u8], payload_len: usize, ips: &IpPair, checksum: bool) -> Result<()> {
         let total = HEADER_LEN + payload_len;
         if total > usize::from(u16::MAX) {
-            return Err(WireError::Invalid(
-                "UDP payload length must be at most 65527 bytes",
-            ));
+            return Err(WireError::Invalid("UDP payload length must be at most 65527 bytes"));
         }
         check_out(buf, total)?;
         let mut p = Packet::new_unchecked(&mut buf[..total]);
@@ -170,57 +159,35 @@ mod tests {
     use std::net::Ipv4Addr;
 
     fn ips() -> IpPair {
-        IpPair::V4 {
-            src: Ipv4Addr::new(192, 168, 1, 1),
-            dst: Ipv4Addr::new(192, 168, 1, 2),
-        }
+        IpPair::V4 { src: Ipv4Addr::new(192, 168, 1, 1), dst: Ipv4Addr::new(192, 168, 1, 2) }
     }
 
     /// 1234 → 5678, payload "hi!", checksum computed by hand:
     /// pseudo c0a8+0101+c0a8+0102+0011+000b, header 04d2+162e+000b, data 6869+2100
     /// = 0x2_27e3 → 0x27e5 → checksum 0xd81a.
-    const DGRAM: [u8; 11] = [
-        0x04, 0xd2, 0x16, 0x2e, 0x00, 0x0b, 0xd8, 0x1a, b'h', b'i', b'!',
-    ];
+    const DGRAM: [u8; 11] = [0x04, 0xd2, 0x16, 0x2e, 0x00, 0x0b, 0xd8, 0x1a, b'h', b'i', b'!'];
 
     #[test]
     fn fixture_checksum() {
         let p = Packet::new_checked(&DGRAM[..]).unwrap();
         assert!(p.verify_checksum(&ips()));
-        assert_eq!(
-            Repr::parse(&p, &ips()).unwrap(),
-            Repr {
-                src_port: 1234,
-                dst_port: 5678
-            }
-        );
+        assert_eq!(Repr::parse(&p, &ips()).unwrap(), Repr { src_port: 1234, dst_port: 5678 });
         assert_eq!(p.payload(), b"hi!");
         let mut out = [0u8; 11];
         out[8..].copy_from_slice(b"hi!");
-        Repr {
-            src_port: 1234,
-            dst_port: 5678,
-        }
-        .emit(&mut out, 3, &ips(), true)
-        .unwrap();
+        Repr { src_port: 1234, dst_port: 5678 }.emit(&mut out, 3, &ips(), true).unwrap();
         assert_eq!(out, DGRAM);
     }
 
     #[test]
     fn zero_checksum_rules() {
         let mut out = [0u8; 11];
-        let r = Repr {
-            src_port: 1,
-            dst_port: 2,
-        };
+        let r = Repr { src_port: 1, dst_port: 2 };
         r.emit(&mut out, 3, &ips(), false).unwrap();
         let p = Packet::new_checked(&out[..]).unwrap();
         assert_eq!(p.checksum(), 0);
         assert!(p.verify_checksum(&ips()));
-        let v6 = IpPair::V6 {
-            src: "2001:2::1".parse().unwrap(),
-            dst: "2001:2::2".parse().unwrap(),
-        };
+        let v6 = IpPair::V6 { src: "2001:2::1".parse().unwrap(), dst: "2001:2::2".parse().unwrap() };
         assert!(!p.verify_checksum(&v6));
         r.emit(&mut out, 3, &v6, false).unwrap(); // mandatory over IPv6
         let p = Packet::new_checked(&out[..]).unwrap();
@@ -230,37 +197,16 @@ mod tests {
 
     #[test]
     fn errors() {
-        assert_eq!(
-            Packet::new_checked(&DGRAM[..7]).unwrap_err(),
-            WireError::Truncated
-        );
-        assert_eq!(
-            Packet::new_checked(&DGRAM[..10]).unwrap_err(),
-            WireError::Truncated
-        );
+        assert_eq!(Packet::new_checked(&DGRAM[..7]).unwrap_err(), WireError::Truncated);
+        assert_eq!(Packet::new_checked(&DGRAM[..10]).unwrap_err(), WireError::Truncated);
         let mut b = DGRAM;
         b[5] = 7;
-        assert!(matches!(
-            Packet::new_checked(&b[..]),
-            Err(WireError::Malformed(_))
-        ));
+        assert!(matches!(Packet::new_checked(&b[..]), Err(WireError::Malformed(_))));
         let mut b = DGRAM;
         b[9] = b'o';
-        assert_eq!(
-            Repr::parse(&Packet::new_checked(&b[..]).unwrap(), &ips()).unwrap_err(),
-            WireError::Checksum
-        );
-        let r = Repr {
-            src_port: 1,
-            dst_port: 2,
-        };
-        assert!(matches!(
-            r.emit(&mut [0u8; 10], 3, &ips(), true),
-            Err(WireError::BufferTooSmall { .. })
-        ));
-        assert!(matches!(
-            r.emit(&mut [0u8; 10], 70_000, &ips(), true),
-            Err(WireError::Invalid(_))
-        ));
+        assert_eq!(Repr::parse(&Packet::new_checked(&b[..]).unwrap(), &ips()).unwrap_err(), WireError::Checksum);
+        let r = Repr { src_port: 1, dst_port: 2 };
+        assert!(matches!(r.emit(&mut [0u8; 10], 3, &ips(), true), Err(WireError::BufferTooSmall { .. })));
+        assert!(matches!(r.emit(&mut [0u8; 10], 70_000, &ips(), true), Err(WireError::Invalid(_))));
     }
 }

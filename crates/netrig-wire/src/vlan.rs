@@ -88,12 +88,7 @@ pub struct Repr {
 impl Repr {
     pub fn parse<T: AsRef<[u8]>>(tag: &Tag<T>) -> Result<Repr> {
         tag.check_len()?;
-        Ok(Repr {
-            pcp: tag.pcp(),
-            dei: tag.dei(),
-            vid: tag.vid(),
-            inner_ethertype: tag.inner_ethertype(),
-        })
+        Ok(Repr { pcp: tag.pcp(), dei: tag.dei(), vid: tag.vid(), inner_ethertype: tag.inner_ethertype() })
     }
     pub const fn buffer_len(&self) -> usize {
         HEADER_LEN
@@ -129,15 +124,7 @@ mod tests {
         let b = [0xB0, 0x64, 0x86, 0xDD, 0x60];
         let t = Tag::new_checked(&b[..]).unwrap();
         let r = Repr::parse(&t).unwrap();
-        assert_eq!(
-            r,
-            Repr {
-                pcp: 5,
-                dei: true,
-                vid: 100,
-                inner_ethertype: EtherType::IPV6
-            }
-        );
+        assert_eq!(r, Repr { pcp: 5, dei: true, vid: 100, inner_ethertype: EtherType::IPV6 });
         assert_eq!(t.payload(), &[0x60]);
         let mut out = [0u8; 4];
         r.emit(&mut out).unwrap();
@@ -146,23 +133,10 @@ mod tests {
 
     #[test]
     fn errors() {
-        assert_eq!(
-            Tag::new_checked(&[0u8; 3][..]).unwrap_err(),
-            WireError::Truncated
-        );
-        let r = Repr {
-            pcp: 8,
-            dei: false,
-            vid: 1,
-            inner_ethertype: 0x0800,
-        };
+        assert_eq!(Tag::new_checked(&[0u8; 3][..]).unwrap_err(), WireError::Truncated);
+        let r = Repr { pcp: 8, dei: false, vid: 1, inner_ethertype: 0x0800 };
         assert!(matches!(r.emit(&mut [0; 4]), Err(WireError::Invalid(_))));
-        let r = Repr {
-            pcp: 0,
-            dei: false,
-            vid: 4096,
-            inner_ethertype: 0x0800,
-        };
+        let r = Repr { pcp: 0, dei: false, vid: 4096, inner_ethertype: 0x0800 };
         assert!(matches!(r.emit(&mut [0; 4]), Err(WireError::Invalid(_))));
     }
 }

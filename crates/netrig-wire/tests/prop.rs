@@ -6,9 +6,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use netrig_wire::builder::{self, L3Spec, TemplateInfo, TemplateSpec};
 use netrig_wire::dissect::{self, L3};
 use netrig_wire::signature::{self, Signature};
-use netrig_wire::{
-    arp, ethernet, icmpv4, icmpv6, ipv4, ipv6, tcp, udp, vlan, EthernetAddress, IpPair,
-};
+use netrig_wire::{arp, ethernet, icmpv4, icmpv6, ipv4, ipv6, tcp, udp, vlan, EthernetAddress, IpPair};
 use proptest::prelude::*;
 
 fn mac() -> impl Strategy<Value = EthernetAddress> {
@@ -27,23 +25,16 @@ fn ip_pair() -> impl Strategy<Value = IpPair> {
     ]
 }
 fn vlan_repr() -> impl Strategy<Value = vlan::Repr> {
-    (0u8..8, any::<bool>(), 0u16..4096, any::<u16>()).prop_map(
-        |(pcp, dei, vid, inner_ethertype)| vlan::Repr {
-            pcp,
-            dei,
-            vid,
-            inner_ethertype,
-        },
-    )
+    (0u8..8, any::<bool>(), 0u16..4096, any::<u16>()).prop_map(|(pcp, dei, vid, inner_ethertype)| vlan::Repr {
+        pcp,
+        dei,
+        vid,
+        inner_ethertype,
+    })
 }
 fn l3_spec() -> impl Strategy<Value = L3Spec> {
     prop_oneof![
-        (v4(), v4(), any::<u8>(), 0u8..64).prop_map(|(src, dst, ttl, dscp)| L3Spec::V4 {
-            src,
-            dst,
-            ttl,
-            dscp
-        }),
+        (v4(), v4(), any::<u8>(), 0u8..64).prop_map(|(src, dst, ttl, dscp)| L3Spec::V4 { src, dst, ttl, dscp }),
         (v6(), v6(), any::<u8>(), any::<u8>()).prop_map(|(src, dst, hop_limit, tc)| L3Spec::V6 {
             src,
             dst,
@@ -53,35 +44,24 @@ fn l3_spec() -> impl Strategy<Value = L3Spec> {
     ]
 }
 fn template_spec() -> impl Strategy<Value = TemplateSpec> {
-    (
-        mac(),
-        mac(),
-        proptest::option::of(vlan_repr()),
-        l3_spec(),
-        any::<u16>(),
-        any::<u16>(),
-        any::<bool>(),
-    )
-        .prop_map(
-            |(src_mac, dst_mac, vlan, l3, src_port, dst_port, udp_checksum)| TemplateSpec {
-                src_mac,
-                dst_mac,
-                vlan,
-                l3,
-                src_port,
-                dst_port,
-                udp_checksum,
-            },
-        )
-}
-fn sig() -> impl Strategy<Value = Signature> {
-    (any::<u32>(), 0..=signature::MASK_48, 0..=signature::MASK_48).prop_map(
-        |(flow_id, seq, tx_ts_ns)| Signature {
-            flow_id,
-            seq,
-            tx_ts_ns,
+    (mac(), mac(), proptest::option::of(vlan_repr()), l3_spec(), any::<u16>(), any::<u16>(), any::<bool>()).prop_map(
+        |(src_mac, dst_mac, vlan, l3, src_port, dst_port, udp_checksum)| TemplateSpec {
+            src_mac,
+            dst_mac,
+            vlan,
+            l3,
+            src_port,
+            dst_port,
+            udp_checksum,
         },
     )
+}
+fn sig() -> impl Strategy<Value = Signature> {
+    (any::<u32>(), 0..=signature::MASK_48, 0..=signature::MASK_48).prop_map(|(flow_id, seq, tx_ts_ns)| Signature {
+        flow_id,
+        seq,
+        tx_ts_ns,
+    })
 }
 
 /// Checks the IPv4 header checksum and the UDP checksum of a built frame via the views.
@@ -92,18 +72,12 @@ fn verify_frame(f: &[u8], info: &TemplateInfo) -> Result<(), TestCaseError> {
             let p = ipv4::Packet::new_checked(ip).unwrap();
             prop_assert!(p.verify_checksum(), "IPv4 header checksum");
             prop_assert!(ipv4::Repr::parse(&p).is_ok());
-            IpPair::V4 {
-                src: p.src_addr(),
-                dst: p.dst_addr(),
-            }
+            IpPair::V4 { src: p.src_addr(), dst: p.dst_addr() }
         }
         L3::V6 => {
             let p = ipv6::Packet::new_checked(ip).unwrap();
             prop_assert!(ipv6::Repr::parse(&p).is_ok());
-            IpPair::V6 {
-                src: p.src_addr(),
-                dst: p.dst_addr(),
-            }
+            IpPair::V6 { src: p.src_addr(), dst: p.dst_addr() }
         }
     };
     let u = udp::Packet::new_checked(&f[info.l4_offset..]).unwrap();

@@ -27,8 +27,7 @@ use std::time::Duration;
 use crate::clock::{self, RealtimeOffset};
 use crate::error::PortError;
 use crate::port::{
-    Backend, Port, PortCaps, PortSpec, RxMeta, RxQueue, RxQueueStats, TimestampSource, TxQueue,
-    TxQueueStats,
+    Backend, Port, PortCaps, PortSpec, RxMeta, RxQueue, RxQueueStats, TimestampSource, TxQueue, TxQueueStats,
 };
 use crate::sys::{ifinfo, netns};
 
@@ -170,40 +169,22 @@ pub(crate) struct IfCtx {
 
 impl IfCtx {
     pub fn io_err(&self, queue: usize, op: &str, source: io::Error) -> PortError {
-        if matches!(
-            source.raw_os_error(),
-            Some(libc::EPERM) | Some(libc::EACCES)
-        ) {
-            return PortError::PermissionDenied {
-                ifname: self.ifname.clone(),
-                what: op.to_string(),
-            };
+        if matches!(source.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES)) {
+            return PortError::PermissionDenied { ifname: self.ifname.clone(), what: op.to_string() };
         }
-        PortError::Io {
-            ifname: self.ifname.clone(),
-            queue,
-            op: op.to_string(),
-            source,
-        }
+        PortError::Io { ifname: self.ifname.clone(), queue, op: op.to_string(), source }
     }
 
     fn check_queue(&self, queue: usize) -> Result<(), PortError> {
         if queue >= self.queues {
-            return Err(PortError::NoSuchQueue {
-                ifname: self.ifname.clone(),
-                queue,
-                queues: self.queues,
-            });
+            return Err(PortError::NoSuchQueue { ifname: self.ifname.clone(), queue, queues: self.queues });
         }
         Ok(())
     }
 }
 
 fn other(ifname: &str, message: String) -> PortError {
-    PortError::Other {
-        ifname: ifname.to_string(),
-        message,
-    }
+    PortError::Other { ifname: ifname.to_string(), message }
 }
 
 /// Validate a spec (no resources touched), then look the interface up inside its namespace,
@@ -220,21 +201,12 @@ pub(crate) fn probe(spec: &PortSpec, backend: &str) -> Result<(IfCtx, ifinfo::If
         ));
     }
     if spec.queues == 0 || spec.queues > MAX_QUEUES {
-        return Err(other(
-            name,
-            format!(
-                "queues = {}: {backend} supports 1 to {MAX_QUEUES} queues",
-                spec.queues
-            ),
-        ));
+        return Err(other(name, format!("queues = {}: {backend} supports 1 to {MAX_QUEUES} queues", spec.queues)));
     }
     if spec.ring_frames != 0 && !(16..=MAX_RING_FRAMES).contains(&spec.ring_frames) {
         return Err(other(
             name,
-            format!(
-                "ring_frames = {}: use 0 (default) or 16 to {MAX_RING_FRAMES}",
-                spec.ring_frames
-            ),
+            format!("ring_frames = {}: use 0 (default) or 16 to {MAX_RING_FRAMES}", spec.ring_frames),
         ));
     }
     netns::in_netns(spec.netns.as_deref(), || {
@@ -290,13 +262,7 @@ pub(crate) fn setsockopt<T>(
 ) -> Result<(), PortError> {
     // SAFETY: val points at a live T of the size we pass.
     let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            name,
-            val as *const T as *const c_void,
-            mem::size_of::<T>() as libc::socklen_t,
-        )
+        libc::setsockopt(fd, level, name, val as *const T as *const c_void, mem::size_of::<T>() as libc::socklen_t)
     };
     if rc != 0 {
         return Err(ctx.io_err(queue, what, io::Error::last_os_error()));
@@ -317,12 +283,7 @@ pub(crate) fn set_int(
 }
 
 /// Bind `fd` to the interface with `protocol` (host order; 0 = send only).
-pub(crate) fn bind_ll(
-    ctx: &IfCtx,
-    queue: usize,
-    fd: RawFd,
-    protocol: u16,
-) -> Result<(), PortError> {
+pub(crate) fn bind_ll(ctx: &IfCtx, queue: usize, fd: RawFd, protocol: u16) -> Result<(), PortError> {
     // SAFETY: all-zero is a valid sockaddr_ll.
     let mut sll: libc::sockaddr_ll = unsafe { mem::zeroed() };
     sll.sll_family = libc::AF_PACKET as u16;
@@ -339,10 +300,7 @@ pub(crate) fn bind_ll(
     if rc != 0 {
         let e = io::Error::last_os_error();
         if e.raw_os_error() == Some(libc::ENODEV) {
-            return Err(PortError::NoSuchInterface {
-                ifname: ctx.ifname.clone(),
-                netns: ctx.netns.clone(),
-            });
+            return Err(PortError::NoSuchInterface { ifname: ctx.ifname.clone(), netns: ctx.netns.clone() });
         }
         return Err(ctx.io_err(queue, "bind", e));
     }
@@ -351,13 +309,7 @@ pub(crate) fn bind_ll(
 
 /// Large kernel socket buffers (`SO_SNDBUFFORCE`/`SO_RCVBUFFORCE` ignore the sysctl limits;
 /// we are root). Falls back to the capped option when forcing is not allowed.
-pub(crate) fn force_buf(
-    ctx: &IfCtx,
-    queue: usize,
-    fd: RawFd,
-    send: bool,
-    bytes: usize,
-) -> Result<(), PortError> {
+pub(crate) fn force_buf(ctx: &IfCtx, queue: usize, fd: RawFd, send: bool, bytes: usize) -> Result<(), PortError> {
     let bytes = bytes.min(i32::MAX as usize / 2) as i32;
     let (force, plain, what) = if send {
         (abi::SO_SNDBUFFORCE, libc::SO_SNDBUF, "SO_SNDBUFFORCE")
@@ -372,11 +324,7 @@ pub(crate) fn force_buf(
 
 /// Wait until `fd` is readable or `timeout` passes. Returns false on timeout or `EINTR`.
 pub(crate) fn poll_in(fd: RawFd, timeout: Duration) -> io::Result<bool> {
-    let mut p = libc::pollfd {
-        fd,
-        events: libc::POLLIN | libc::POLLERR,
-        revents: 0,
-    };
+    let mut p = libc::pollfd { fd, events: libc::POLLIN | libc::POLLERR, revents: 0 };
     let ms = timeout.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
     // SAFETY: p is a valid pollfd array of length 1.
     let rc = unsafe { libc::poll(&mut p, 1, ms) };
@@ -397,13 +345,7 @@ pub(crate) fn packet_stats(fd: RawFd) -> Option<abi::TpacketStatsV3> {
     let mut len = mem::size_of::<abi::TpacketStatsV3>() as libc::socklen_t;
     // SAFETY: st is a writable buffer of `len` bytes.
     let rc = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_PACKET,
-            abi::PACKET_STATISTICS,
-            &mut st as *mut _ as *mut c_void,
-            &mut len,
-        )
+        libc::getsockopt(fd, libc::SOL_PACKET, abi::PACKET_STATISTICS, &mut st as *mut _ as *mut c_void, &mut len)
     };
     (rc == 0).then_some(st)
 }
@@ -414,8 +356,7 @@ pub(crate) fn packet_stats(fd: RawFd) -> Option<abi::TpacketStatsV3> {
 pub(crate) fn tx_len_ok(frame: &[u8], len: usize, mtu: usize) -> bool {
     len >= ETH_HLEN
         && len <= frame.len()
-        && (len <= mtu + ETH_HLEN
-            || (len <= mtu + ETH_HLEN + VLAN_HLEN && frame[12] == 0x81 && frame[13] == 0x00))
+        && (len <= mtu + ETH_HLEN || (len <= mtu + ETH_HLEN + VLAN_HLEN && frame[12] == 0x81 && frame[13] == 0x00))
 }
 
 #[cold]
@@ -469,10 +410,7 @@ impl Mmap {
         if p == libc::MAP_FAILED {
             return Err(ctx.io_err(queue, "mmap of the packet ring", io::Error::last_os_error()));
         }
-        Ok(Mmap {
-            ptr: p as *mut u8,
-            len,
-        })
+        Ok(Mmap { ptr: p as *mut u8, len })
     }
 }
 
@@ -547,24 +485,13 @@ const TX_DEFAULT_FRAMES: usize = 2048;
 const TX_MAX_RING_BYTES: usize = 64 << 20;
 
 fn tx_geom(max_frame_len: usize, ring_frames: usize, page: usize) -> TxGeom {
-    let frame_size = (abi::v2::TX_DATA + max_frame_len)
-        .next_power_of_two()
-        .max(2048);
+    let frame_size = (abi::v2::TX_DATA + max_frame_len).next_power_of_two().max(2048);
     let block_size = frame_size.max(page).max(64 << 10);
     let fpb = block_size / frame_size;
-    let want = if ring_frames == 0 {
-        TX_DEFAULT_FRAMES
-    } else {
-        ring_frames
-    };
+    let want = if ring_frames == 0 { TX_DEFAULT_FRAMES } else { ring_frames };
     let want = want.min(TX_MAX_RING_BYTES / frame_size).max(16);
     let block_nr = want.div_ceil(fpb);
-    TxGeom {
-        frame_size,
-        block_size,
-        block_nr,
-        frame_nr: block_nr * fpb,
-    }
+    TxGeom { frame_size, block_size, block_nr, frame_nr: block_nr * fpb }
 }
 
 /// RX ring geometry for `TPACKET_V3`.
@@ -581,16 +508,11 @@ const RX_BLOCK_TOV_MS: u32 = 4;
 
 /// Ring bytes one frame of `len` bytes takes in a V3 block (header, sockaddr_ll, MAC padding).
 fn rx_slot(len: usize) -> usize {
-    align_up(
-        align_up(abi::v3::HDR + 20 + 16, abi::TPACKET_ALIGNMENT) - ETH_HLEN + len,
-        abi::TPACKET_ALIGNMENT,
-    )
+    align_up(align_up(abi::v3::HDR + 20 + 16, abi::TPACKET_ALIGNMENT) - ETH_HLEN + len, abi::TPACKET_ALIGNMENT)
 }
 
 fn rx_geom(max_frame_len: usize, ring_frames: usize, page: usize) -> RxGeom {
-    let min_block = (abi::block::HDR + rx_slot(max_frame_len))
-        .next_power_of_two()
-        .max(page);
+    let min_block = (abi::block::HDR + rx_slot(max_frame_len)).next_power_of_two().max(page);
     let (block_size, block_nr) = if ring_frames == 0 {
         (RX_DEFAULT_BLOCK.max(min_block), RX_DEFAULT_BLOCKS)
     } else {
@@ -605,11 +527,7 @@ fn rx_geom(max_frame_len: usize, ring_frames: usize, page: usize) -> RxGeom {
     };
     // V3 ignores the frame size for packing but the kernel still validates it.
     let frame_size = 2048.min(block_size);
-    RxGeom {
-        block_size,
-        block_nr,
-        frame_size,
-    }
+    RxGeom { block_size, block_nr, frame_size }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -623,22 +541,13 @@ static INSTANCE: AtomicUsize = AtomicUsize::new(0);
 pub(crate) fn new_fanout_id(ifindex: u32) -> u16 {
     let pid = std::process::id() as usize;
     let n = INSTANCE.fetch_add(1, Ordering::Relaxed);
-    ((pid.wrapping_mul(31) ^ (ifindex as usize).wrapping_mul(7919) ^ n.wrapping_mul(104_729))
-        & 0xffff) as u16
+    ((pid.wrapping_mul(31) ^ (ifindex as usize).wrapping_mul(7919) ^ n.wrapping_mul(104_729)) & 0xffff) as u16
 }
 
 /// Join fanout group `id` (hash mode: one flow stays on one queue, so per-flow order holds).
 pub(crate) fn join_fanout(ctx: &IfCtx, queue: usize, fd: RawFd, id: u16) -> Result<(), PortError> {
     let arg = id as u32 | (abi::PACKET_FANOUT_HASH << 16);
-    set_int(
-        ctx,
-        queue,
-        fd,
-        libc::SOL_PACKET,
-        abi::PACKET_FANOUT,
-        arg as i32,
-        "PACKET_FANOUT",
-    )
+    set_int(ctx, queue, fd, libc::SOL_PACKET, abi::PACKET_FANOUT, arg as i32, "PACKET_FANOUT")
 }
 
 struct AfPacketPort {
@@ -673,12 +582,7 @@ pub fn open(spec: &PortSpec) -> Result<Box<dyn Port>, PortError> {
         ),
     };
     let fanout_id = new_fanout_id(ctx.ifindex);
-    Ok(Box::new(AfPacketPort {
-        ctx,
-        caps,
-        fanout_id,
-        page,
-    }))
+    Ok(Box::new(AfPacketPort { ctx, caps, fanout_id, page }))
 }
 
 impl Port for AfPacketPort {
@@ -738,47 +642,17 @@ impl TxRing {
         let g = tx_geom(ctx.max_frame_len, ctx.ring_frames, page);
         let sock = packet_socket(&ctx, queue, "AF_PACKET TX socket")?;
         let fd = sock.as_raw_fd();
-        set_int(
-            &ctx,
-            queue,
-            fd,
-            libc::SOL_PACKET,
-            abi::PACKET_VERSION,
-            abi::TPACKET_V2,
-            "PACKET_VERSION",
-        )?;
-        set_int(
-            &ctx,
-            queue,
-            fd,
-            libc::SOL_PACKET,
-            abi::PACKET_QDISC_BYPASS,
-            1,
-            "PACKET_QDISC_BYPASS",
-        )?;
+        set_int(&ctx, queue, fd, libc::SOL_PACKET, abi::PACKET_VERSION, abi::TPACKET_V2, "PACKET_VERSION")?;
+        set_int(&ctx, queue, fd, libc::SOL_PACKET, abi::PACKET_QDISC_BYPASS, 1, "PACKET_QDISC_BYPASS")?;
         // Enough socket memory for the whole ring in flight (skb truesize ~ frame + overhead).
-        force_buf(
-            &ctx,
-            queue,
-            fd,
-            true,
-            (g.frame_nr * (g.frame_size + 1024)).max(4 << 20),
-        )?;
+        force_buf(&ctx, queue, fd, true, (g.frame_nr * (g.frame_size + 1024)).max(4 << 20))?;
         let req = abi::TpacketReq {
             tp_block_size: g.block_size as u32,
             tp_block_nr: g.block_nr as u32,
             tp_frame_size: g.frame_size as u32,
             tp_frame_nr: g.frame_nr as u32,
         };
-        setsockopt(
-            &ctx,
-            queue,
-            fd,
-            libc::SOL_PACKET,
-            abi::PACKET_TX_RING,
-            &req,
-            "PACKET_TX_RING",
-        )?;
+        setsockopt(&ctx, queue, fd, libc::SOL_PACKET, abi::PACKET_TX_RING, &req, "PACKET_TX_RING")?;
         let map = Mmap::map(&ctx, queue, fd, g.block_size * g.block_nr)?;
         bind_ll(&ctx, queue, fd, 0)?;
         Ok(TxRing {
@@ -843,16 +717,7 @@ impl TxRing {
     fn kick(&mut self) -> Result<bool, PortError> {
         self.unkicked = false;
         // SAFETY: a zero-length sendto on a TX-ring socket just walks the ring.
-        let rc = unsafe {
-            libc::sendto(
-                self.fd.as_raw_fd(),
-                ptr::null(),
-                0,
-                libc::MSG_DONTWAIT,
-                ptr::null(),
-                0,
-            )
-        };
+        let rc = unsafe { libc::sendto(self.fd.as_raw_fd(), ptr::null(), 0, libc::MSG_DONTWAIT, ptr::null(), 0) };
         if rc >= 0 {
             return Ok(true);
         }
@@ -874,11 +739,7 @@ impl TxRing {
 }
 
 impl TxQueue for TxRing {
-    fn send(
-        &mut self,
-        count: usize,
-        fill: &mut dyn FnMut(&mut [u8]) -> usize,
-    ) -> Result<usize, PortError> {
+    fn send(&mut self, count: usize, fill: &mut dyn FnMut(&mut [u8]) -> usize) -> Result<usize, PortError> {
         self.reclaim()?;
         let room = self.frame_nr - self.pending;
         let n = count.min(room);
@@ -994,15 +855,7 @@ impl RxRing {
         let g = rx_geom(ctx.max_frame_len, ctx.ring_frames, page);
         let sock = packet_socket(&ctx, queue, "AF_PACKET RX socket")?;
         let fd = sock.as_raw_fd();
-        set_int(
-            &ctx,
-            queue,
-            fd,
-            libc::SOL_PACKET,
-            abi::PACKET_VERSION,
-            abi::TPACKET_V3,
-            "PACKET_VERSION",
-        )?;
+        set_int(&ctx, queue, fd, libc::SOL_PACKET, abi::PACKET_VERSION, abi::TPACKET_V3, "PACKET_VERSION")?;
         let req = abi::TpacketReq3 {
             tp_block_size: g.block_size as u32,
             tp_block_nr: g.block_nr as u32,
@@ -1012,35 +865,11 @@ impl RxRing {
             tp_sizeof_priv: 0,
             tp_feature_req_word: 0,
         };
-        setsockopt(
-            &ctx,
-            queue,
-            fd,
-            libc::SOL_PACKET,
-            abi::PACKET_RX_RING,
-            &req,
-            "PACKET_RX_RING",
-        )?;
+        setsockopt(&ctx, queue, fd, libc::SOL_PACKET, abi::PACKET_RX_RING, &req, "PACKET_RX_RING")?;
         let map = Mmap::map(&ctx, queue, fd, g.block_size * g.block_nr)?;
         // Kernel software stamps taken when the frame enters the stack (not when it is copied).
-        set_int(
-            &ctx,
-            queue,
-            fd,
-            libc::SOL_SOCKET,
-            abi::SO_TIMESTAMPNS,
-            1,
-            "SO_TIMESTAMPNS",
-        )?;
-        set_int(
-            &ctx,
-            queue,
-            fd,
-            libc::SOL_PACKET,
-            abi::PACKET_IGNORE_OUTGOING,
-            1,
-            "PACKET_IGNORE_OUTGOING",
-        )?;
+        set_int(&ctx, queue, fd, libc::SOL_SOCKET, abi::SO_TIMESTAMPNS, 1, "SO_TIMESTAMPNS")?;
+        set_int(&ctx, queue, fd, libc::SOL_PACKET, abi::PACKET_IGNORE_OUTGOING, 1, "PACKET_IGNORE_OUTGOING")?;
         bind_ll(&ctx, queue, fd, ETH_P_ALL)?;
         if let Some(id) = fanout {
             join_fanout(&ctx, queue, fd, id)?;
@@ -1123,16 +952,9 @@ impl RxQueue for RxRing {
                         continue;
                     }
                     // SAFETY: block header fields in the mapping, owned by us now.
-                    let (num, first) = unsafe {
-                        (
-                            read_u32(b.add(abi::block::NUM_PKTS)),
-                            read_u32(b.add(abi::block::FIRST_PKT)),
-                        )
-                    };
-                    BlockPos {
-                        left: num,
-                        off: first as usize,
-                    }
+                    let (num, first) =
+                        unsafe { (read_u32(b.add(abi::block::NUM_PKTS)), read_u32(b.add(abi::block::FIRST_PKT))) };
+                    BlockPos { left: num, off: first as usize }
                 }
             };
             while pos.left > 0 && delivered < max {
@@ -1160,9 +982,7 @@ impl RxQueue for RxRing {
                     pos.left = 0;
                     break;
                 }
-                let ts = self
-                    .offset
-                    .to_mono(sec as u64 * 1_000_000_000 + nsec as u64);
+                let ts = self.offset.to_mono(sec as u64 * 1_000_000_000 + nsec as u64);
                 let meta = RxMeta { ts_ns: ts, queue };
                 // SAFETY: h + mac .. + snap is inside the block (checked above), and the 4 bytes
                 // before it (>= the frame header end) are ours to rewrite while we own the block.
@@ -1225,14 +1045,7 @@ mod tests {
 
     #[test]
     fn rx_geometry_holds_frames() {
-        for (mfl, frames) in [
-            (1518, 0),
-            (1518, 64),
-            (1518, 100_000),
-            (65553, 0),
-            (65553, 16),
-            (9018, 5000),
-        ] {
+        for (mfl, frames) in [(1518, 0), (1518, 64), (1518, 100_000), (65553, 0), (65553, 16), (9018, 5000)] {
             let g = rx_geom(mfl, frames, 4096);
             assert!(g.block_size.is_power_of_two(), "{g:?}");
             assert!(g.block_size >= abi::block::HDR + rx_slot(mfl), "{g:?}");
@@ -1279,21 +1092,11 @@ mod tests {
         let e = open(&s).err().expect("queues 0 must fail");
         assert!(e.to_string().contains("queues"), "{e}");
         s.queues = 65;
-        assert!(open(&s)
-            .err()
-            .expect("65 queues")
-            .to_string()
-            .contains("queues"));
+        assert!(open(&s).err().expect("65 queues").to_string().contains("queues"));
         s.queues = 1;
         s.ring_frames = 3;
-        assert!(open(&s)
-            .err()
-            .expect("ring_frames 3")
-            .to_string()
-            .contains("ring_frames"));
-        let e = open(&PortSpec::new("x".repeat(20)))
-            .err()
-            .expect("long name");
+        assert!(open(&s).err().expect("ring_frames 3").to_string().contains("ring_frames"));
+        let e = open(&PortSpec::new("x".repeat(20))).err().expect("long name");
         assert!(e.to_string().contains("invalid interface name"), "{e}");
     }
 

@@ -28,10 +28,8 @@ fn read_trim(path: &str) -> Option<String> {
 
 /// Interface index of `name`, or `NoSuchInterface`.
 pub fn ifindex(name: &str, netns: Option<&str>) -> Result<u32, PortError> {
-    let c = CString::new(name).map_err(|_| PortError::NoSuchInterface {
-        ifname: name.to_string(),
-        netns: netns.map(str::to_string),
-    })?;
+    let c = CString::new(name)
+        .map_err(|_| PortError::NoSuchInterface { ifname: name.to_string(), netns: netns.map(str::to_string) })?;
     // SAFETY: c is a valid NUL-terminated string.
     let idx = unsafe { libc::if_nametoindex(c.as_ptr()) };
     if idx == 0 {

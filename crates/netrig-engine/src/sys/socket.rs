@@ -18,12 +18,11 @@ use std::time::Duration;
 use crate::clock::{self, RealtimeOffset};
 use crate::error::PortError;
 use crate::port::{
-    Backend, Port, PortCaps, PortSpec, RxMeta, RxQueue, RxQueueStats, TimestampSource, TxQueue,
-    TxQueueStats,
+    Backend, Port, PortCaps, PortSpec, RxMeta, RxQueue, RxQueueStats, TimestampSource, TxQueue, TxQueueStats,
 };
 use crate::sys::af_packet::{
-    abi, bad_len, bind_ll, force_buf, join_fanout, new_fanout_id, packet_socket, packet_stats,
-    poll_in, probe, reinsert_vlan, set_int, tx_len_ok, IfCtx, VLAN_HLEN,
+    abi, bad_len, bind_ll, force_buf, join_fanout, new_fanout_id, packet_socket, packet_stats, poll_in, probe,
+    reinsert_vlan, set_int, tx_len_ok, IfCtx, VLAN_HLEN,
 };
 use crate::sys::netns;
 
@@ -57,11 +56,7 @@ pub fn open(spec: &PortSpec) -> Result<Box<dyn Port>, PortError> {
         ),
     };
     let fanout_id = new_fanout_id(ctx.ifindex);
-    Ok(Box::new(SocketPort {
-        ctx,
-        caps,
-        fanout_id,
-    }))
+    Ok(Box::new(SocketPort { ctx, caps, fanout_id }))
 }
 
 impl Port for SocketPort {
@@ -71,11 +66,7 @@ impl Port for SocketPort {
 
     fn open_tx(&mut self, queue: usize) -> Result<Box<dyn TxQueue>, PortError> {
         if queue >= self.ctx.queues {
-            return Err(PortError::NoSuchQueue {
-                ifname: self.ctx.ifname.clone(),
-                queue,
-                queues: self.ctx.queues,
-            });
+            return Err(PortError::NoSuchQueue { ifname: self.ctx.ifname.clone(), queue, queues: self.ctx.queues });
         }
         let ctx = self.ctx.clone();
         netns::in_netns(ctx.netns.clone().as_deref(), move || {
@@ -85,11 +76,7 @@ impl Port for SocketPort {
 
     fn open_rx(&mut self, queue: usize) -> Result<Box<dyn RxQueue>, PortError> {
         if queue >= self.ctx.queues {
-            return Err(PortError::NoSuchQueue {
-                ifname: self.ctx.ifname.clone(),
-                queue,
-                queues: self.ctx.queues,
-            });
+            return Err(PortError::NoSuchQueue { ifname: self.ctx.ifname.clone(), queue, queues: self.ctx.queues });
         }
         let ctx = self.ctx.clone();
         let fanout = (ctx.queues > 1).then_some(self.fanout_id);
@@ -121,12 +108,7 @@ impl Scratch {
                 iov_len: stride - headroom,
             })
             .collect();
-        let mut s = Scratch {
-            _buf: buf,
-            iovs,
-            msgs: Vec::with_capacity(BATCH),
-            stride,
-        };
+        let mut s = Scratch { _buf: buf, iovs, msgs: Vec::with_capacity(BATCH), stride };
         let ctrl_ptr = ctrl.map(|c| c.as_mut_ptr() as *mut u8);
         for i in 0..BATCH {
             // SAFETY: all-zero is a valid mmsghdr (null pointers, zero lengths).
@@ -170,26 +152,11 @@ impl SockTx {
     fn open(ctx: IfCtx, queue: usize) -> Result<Self, PortError> {
         let sock = packet_socket(&ctx, queue, "AF_PACKET TX socket")?;
         let fd = sock.as_raw_fd();
-        set_int(
-            &ctx,
-            queue,
-            fd,
-            libc::SOL_PACKET,
-            abi::PACKET_QDISC_BYPASS,
-            1,
-            "PACKET_QDISC_BYPASS",
-        )?;
+        set_int(&ctx, queue, fd, libc::SOL_PACKET, abi::PACKET_QDISC_BYPASS, 1, "PACKET_QDISC_BYPASS")?;
         force_buf(&ctx, queue, fd, true, 8 << 20)?;
         bind_ll(&ctx, queue, fd, 0)?;
         let s = Scratch::new(stride_for(ctx.max_frame_len), 0, None);
-        Ok(SockTx {
-            fd: sock,
-            ctx,
-            queue,
-            s,
-            pending: 0,
-            stats: TxQueueStats::default(),
-        })
+        Ok(SockTx { fd: sock, ctx, queue, s, pending: 0, stats: TxQueueStats::default() })
     }
 
     /// One `sendmmsg` over the pending frames; returns how many the kernel took.
@@ -199,12 +166,7 @@ impl SockTx {
         }
         // SAFETY: msgs[..pending] are valid mmsghdrs whose iovecs point at filled buffers.
         let rc = unsafe {
-            libc::sendmmsg(
-                self.fd.as_raw_fd(),
-                self.s.msgs.as_mut_ptr(),
-                self.pending as u32,
-                libc::MSG_DONTWAIT,
-            )
+            libc::sendmmsg(self.fd.as_raw_fd(), self.s.msgs.as_mut_ptr(), self.pending as u32, libc::MSG_DONTWAIT)
         };
         let k = if rc < 0 {
             let e = io::Error::last_os_error();
@@ -234,11 +196,7 @@ impl SockTx {
 }
 
 impl TxQueue for SockTx {
-    fn send(
-        &mut self,
-        count: usize,
-        fill: &mut dyn FnMut(&mut [u8]) -> usize,
-    ) -> Result<usize, PortError> {
+    fn send(&mut self, count: usize, fill: &mut dyn FnMut(&mut [u8]) -> usize) -> Result<usize, PortError> {
         let free = BATCH - self.pending;
         let n = count.min(free);
         if count > 0 && free == 0 {
@@ -248,8 +206,7 @@ impl TxQueue for SockTx {
         for i in self.pending..self.pending + n {
             // SAFETY: iovs[i] (i >= pending) is a free buffer of `stride` bytes inside the
             // scratch block; no other reference to it exists.
-            let buf =
-                unsafe { std::slice::from_raw_parts_mut(self.s.iovs[i].iov_base as *mut u8, cap) };
+            let buf = unsafe { std::slice::from_raw_parts_mut(self.s.iovs[i].iov_base as *mut u8, cap) };
             let len = fill(buf);
             if !tx_len_ok(buf, len, self.ctx.mtu) {
                 self.stats.errors += 1;
@@ -308,39 +265,11 @@ impl SockRx {
     fn open(ctx: IfCtx, queue: usize, fanout: Option<u16>) -> Result<Self, PortError> {
         let sock = packet_socket(&ctx, queue, "AF_PACKET RX socket")?;
         let fd = sock.as_raw_fd();
-        let rcvbuf = if ctx.ring_frames == 0 {
-            DEFAULT_RCVBUF
-        } else {
-            ctx.ring_frames * (ctx.max_frame_len + 768)
-        };
+        let rcvbuf = if ctx.ring_frames == 0 { DEFAULT_RCVBUF } else { ctx.ring_frames * (ctx.max_frame_len + 768) };
         force_buf(&ctx, queue, fd, false, rcvbuf)?;
-        set_int(
-            &ctx,
-            queue,
-            fd,
-            libc::SOL_SOCKET,
-            abi::SO_TIMESTAMPNS,
-            1,
-            "SO_TIMESTAMPNS",
-        )?;
-        set_int(
-            &ctx,
-            queue,
-            fd,
-            libc::SOL_PACKET,
-            abi::PACKET_AUXDATA,
-            1,
-            "PACKET_AUXDATA",
-        )?;
-        set_int(
-            &ctx,
-            queue,
-            fd,
-            libc::SOL_PACKET,
-            abi::PACKET_IGNORE_OUTGOING,
-            1,
-            "PACKET_IGNORE_OUTGOING",
-        )?;
+        set_int(&ctx, queue, fd, libc::SOL_SOCKET, abi::SO_TIMESTAMPNS, 1, "SO_TIMESTAMPNS")?;
+        set_int(&ctx, queue, fd, libc::SOL_PACKET, abi::PACKET_AUXDATA, 1, "PACKET_AUXDATA")?;
+        set_int(&ctx, queue, fd, libc::SOL_PACKET, abi::PACKET_IGNORE_OUTGOING, 1, "PACKET_IGNORE_OUTGOING")?;
         bind_ll(&ctx, queue, fd, libc::ETH_P_ALL as u16)?;
         if let Some(id) = fanout {
             join_fanout(&ctx, queue, fd, id)?;
@@ -385,13 +314,7 @@ impl RxQueue for SockRx {
             }
             // SAFETY: msgs[..want] are valid mmsghdrs pointing at our buffers and control areas.
             let rc = unsafe {
-                libc::recvmmsg(
-                    fd,
-                    self.s.msgs.as_mut_ptr(),
-                    want as u32,
-                    libc::MSG_DONTWAIT,
-                    ptr::null_mut(),
-                )
+                libc::recvmmsg(fd, self.s.msgs.as_mut_ptr(), want as u32, libc::MSG_DONTWAIT, ptr::null_mut())
             };
             if rc < 0 {
                 let e = io::Error::last_os_error();
@@ -434,15 +357,11 @@ impl RxQueue for SockRx {
                     while !c.is_null() {
                         let (lvl, ty) = ((*c).cmsg_level, (*c).cmsg_type);
                         if lvl == libc::SOL_SOCKET && ty == abi::SCM_TIMESTAMPNS {
-                            let t: libc::timespec =
-                                ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
-                            ts = self
-                                .offset
-                                .to_mono(t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64);
+                            let t: libc::timespec = ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
+                            ts = self.offset.to_mono(t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64);
                         } else if lvl == libc::SOL_PACKET && ty == abi::PACKET_AUXDATA {
-                            let a: abi::TpacketAuxdata = ptr::read_unaligned(
-                                libc::CMSG_DATA(c) as *const abi::TpacketAuxdata
-                            );
+                            let a: abi::TpacketAuxdata =
+                                ptr::read_unaligned(libc::CMSG_DATA(c) as *const abi::TpacketAuxdata);
                             if a.tp_status & abi::TP_STATUS_VLAN_VALID != 0 {
                                 let tpid = if a.tp_status & abi::TP_STATUS_VLAN_TPID_VALID != 0 {
                                     a.tp_vlan_tpid
@@ -460,20 +379,13 @@ impl RxQueue for SockRx {
                 // in front of base belong to the same scratch buffer.
                 let frame = unsafe {
                     match vlan {
-                        Some((tpid, tci)) => std::slice::from_raw_parts(
-                            reinsert_vlan(base, len, tpid, tci),
-                            len + VLAN_HLEN,
-                        ),
+                        Some((tpid, tci)) => {
+                            std::slice::from_raw_parts(reinsert_vlan(base, len, tpid, tci), len + VLAN_HLEN)
+                        }
                         None => std::slice::from_raw_parts(base, len),
                     }
                 };
-                on_frame(
-                    frame,
-                    RxMeta {
-                        ts_ns: ts,
-                        queue: self.queue as u16,
-                    },
-                );
+                on_frame(frame, RxMeta { ts_ns: ts, queue: self.queue as u16 });
             }
             delivered += k;
             if k < want {
