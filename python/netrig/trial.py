@@ -252,6 +252,10 @@ class TrialResult:
     tx_cpus: tuple[int, ...]
     rx_cpus: tuple[int, ...]
     started_realtime_ns: int
+    #: Longest the tester fell behind its schedule, ns (the backlog is then sent at ≤ 2× the rate).
+    tx_max_lag_ns: int = 0
+    #: Largest catch-up burst (frames at once beyond one batch).
+    tx_max_catchup: int = 0
 
     @property
     def frames_sent(self) -> int:
@@ -333,7 +337,8 @@ class TrialResult:
                    duration_s=d["duration_s"], tx_window_s=d["tx_window_s"], drain_s=d["drain_s"], valid=d["valid"],
                    invalid_reason=d["invalid_reason"], interrupted=d["interrupted"], latency=lat(d["latency"]),
                    tx_cpus=tuple(d["tx_cpus"]), rx_cpus=tuple(d["rx_cpus"]),
-                   started_realtime_ns=d["started_realtime_ns"])
+                   started_realtime_ns=d["started_realtime_ns"], tx_max_lag_ns=d.get("tx_max_lag_ns", 0),
+                   tx_max_catchup=d.get("tx_max_catchup", 0))
 
 
 def _stop_spec(duration_s, frames, bursts) -> dict:

@@ -27,6 +27,8 @@ pub enum PortError {
     #[error("{ifname}: queue {queue} out of range (the port has {queues} queues)")]
     NoSuchQueue { ifname: String, queue: usize, queues: usize },
     #[error("{ifname}: {message}")]
+    Busy { ifname: String, message: String },
+    #[error("{ifname}: {message}")]
     Other { ifname: String, message: String },
 }
 

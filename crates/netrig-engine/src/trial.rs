@@ -237,6 +237,10 @@ pub struct TrialResult {
     pub tx_cpus: Vec<usize>,
     pub rx_cpus: Vec<usize>,
     pub started_realtime_ns: u64,
+    /// Longest a TX worker fell behind its schedule, ns (see `tx::catchup_burst`).
+    pub tx_max_lag_ns: u64,
+    /// Largest catch-up burst a TX worker sent (frames at once beyond one batch).
+    pub tx_max_catchup: u64,
 }
 
 impl TrialResult {
@@ -681,6 +685,13 @@ fn collect(
     if !errors.is_empty() {
         invalid.push(format!("I/O error: {}", errors.join("; ")));
     }
+    let max_lag_ns = tx.iter().map(|(_, w)| w.max_lag_ns).max().unwrap_or(0);
+    if max_lag_ns > 0 && !invalid.is_empty() {
+        invalid.push(format!(
+            "the TX workers fell up to {:.2} ms behind their schedule (CPU busy or descheduled: pin the tester to a quiet CPU)",
+            max_lag_ns as f64 / 1e6
+        ));
+    }
     let duration_s = streams
         .iter()
         .find_map(|s| match s.config.stop {
@@ -707,6 +718,8 @@ fn collect(
         tx_cpus,
         rx_cpus,
         started_realtime_ns,
+        tx_max_lag_ns: max_lag_ns,
+        tx_max_catchup: tx.iter().map(|(_, w)| w.max_catchup).max().unwrap_or(0),
     }
 }
 

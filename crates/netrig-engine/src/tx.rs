@@ -64,8 +64,25 @@ pub struct TxWorkerResult {
     /// Intended frames for the whole run of this worker.
     pub intended: u64,
     pub queue: TxQueueStats,
+    /// Longest the worker fell behind its schedule, in ns (it was descheduled, or the queue
+    /// pushed back). The backlog is then sent at no more than [`CATCHUP_FACTOR`] × the rate.
+    pub max_lag_ns: u64,
+    /// Largest number of frames sent at once to catch up (beyond one batch).
+    pub max_catchup: u64,
     /// The queue failed: the message (the trial reports it).
     pub error: Option<String>,
+}
+
+/// A paced worker that fell behind catches up at most this many times faster than its rate.
+pub const CATCHUP_FACTOR: f64 = 2.0;
+
+/// Most frames a paced worker sends at once after falling behind: the larger of one batch and
+/// 200 µs worth of frames. The rest of a backlog is spread at [`CATCHUP_FACTOR`] × the rate, so
+/// a tester that was descheduled for a few milliseconds (common on VMs) does not hit the DUT with
+/// its whole backlog in one burst — that would overrun policers and shallow buffers that a steady
+/// stream never touches.
+pub fn catchup_burst(rate_pps: f64) -> u64 {
+    ((rate_pps * 200e-6) as u64).max(BATCH as u64)
 }
 
 struct ShareState {
@@ -117,6 +134,11 @@ pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, l
     // The schedule is anchored at the planned start, so a late wake-up is caught up.
     let start = plan.start_ns;
     let ns_per_frame = if unpaced { 0.0 } else { 1e9 / total_rate };
+    // Catch-up token bucket: depth `burst`, refilled at CATCHUP_FACTOR × rate.
+    let burst = catchup_burst(total_rate) as f64;
+    let mut tokens = burst;
+    let mut tokens_at = start;
+    let refill_per_ns = total_rate * CATCHUP_FACTOR / 1e9;
     let mut total_sent: u64 = 0;
     let mut first = true;
     // Burst state: frames per burst, number of bursts, gap between burst starts.
@@ -157,6 +179,23 @@ pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, l
         };
         if plan.bursts.is_some() {
             due = due.min(burst_len - in_burst);
+        } else if !unpaced {
+            tokens = (tokens + now.saturating_sub(tokens_at) as f64 * refill_per_ns).min(burst);
+            tokens_at = now;
+            if due > 1 {
+                let lag = (due as f64 * ns_per_frame) as u64;
+                res.max_lag_ns = res.max_lag_ns.max(lag);
+            }
+            if due > BATCH as u64 {
+                res.max_catchup = res.max_catchup.max((tokens as u64).min(due));
+            }
+            if due as f64 > tokens {
+                due = tokens as u64;
+                if due == 0 {
+                    std::hint::spin_loop();
+                    continue;
+                }
+            }
         }
         if due == 0 {
             if plan.end_ns.is_some_and(|end| now >= end) {

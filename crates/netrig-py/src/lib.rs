@@ -290,6 +290,8 @@ fn result_dict<'py>(py: Python<'py>, r: &TrialResult) -> PyResult<Bound<'py, PyD
     d.set_item("tx_cpus", r.tx_cpus.clone())?;
     d.set_item("rx_cpus", r.rx_cpus.clone())?;
     d.set_item("started_realtime_ns", r.started_realtime_ns)?;
+    d.set_item("tx_max_lag_ns", r.tx_max_lag_ns)?;
+    d.set_item("tx_max_catchup", r.tx_max_catchup)?;
     Ok(d)
 }
 

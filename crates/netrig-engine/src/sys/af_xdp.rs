@@ -129,12 +129,22 @@ pub fn open(spec: &PortSpec) -> Result<Box<dyn Port>, PortError> {
     if spec.ring_frames != 0 {
         cfg.umem_frames = u32::try_from(spec.ring_frames).unwrap_or(u32::MAX);
     }
-    Ok(Box::new(XskPort::open(spec, cfg)?))
+    open_with(spec, cfg)
 }
+
+/// How long opening waits for a queue that a just-closed XSK still holds (the kernel releases it
+/// asynchronously, ~1-2 s after close).
+const BUSY_RETRY: Duration = Duration::from_secs(4);
 
 /// Open `spec` with explicit AF_XDP tuning.
 pub fn open_with(spec: &PortSpec, cfg: XskConfig) -> Result<Box<dyn Port>, PortError> {
-    Ok(Box::new(XskPort::open(spec, cfg)?))
+    let t0 = std::time::Instant::now();
+    loop {
+        match XskPort::open(spec, cfg.clone()) {
+            Err(PortError::Busy { .. }) if t0.elapsed() < BUSY_RETRY => std::thread::sleep(Duration::from_millis(50)),
+            r => return Ok(Box::new(r?)),
+        }
+    }
 }
 
 fn io_err(ifname: &str, queue: usize, op: &str, source: io::Error) -> PortError {
@@ -717,7 +727,7 @@ impl XskPort {
                 return unsupported(ifname, "the kernel has no AF_XDP sockets (CONFIG_XDP_SOCKETS)".into());
             }
             if e.op == "bind" && errno == Some(libc::EBUSY) {
-                return PortError::Other {
+                return PortError::Busy {
                     ifname: ifname.to_string(),
                     message: format!(
                         "queue {q}: AF_XDP bind failed: the queue is still bound by another AF_XDP socket \
