@@ -17,7 +17,7 @@ Each sample (every ``interval_s``, default 1 s) holds, for the interval since th
 """
 from __future__ import annotations
 
-import os
+import bisect
 import subprocess
 import threading
 import time
@@ -216,7 +216,9 @@ class Monitor:
 
     def mark(self, label: str) -> None:
         with self._lock:
-            self.result.samples.append({"t_s": round(time.monotonic() - self._t0, 4), "mark": str(label)})
+            # kept in time order even when a sample taken just before is appended just after
+            bisect.insort(self.result.samples, {"t_s": round(time.monotonic() - self._t0, 4), "mark": str(label)},
+                          key=lambda x: x["t_s"])
 
     # --------------------------------------------------------------- sampling
     def _run(self, ready: threading.Event) -> None:
@@ -325,7 +327,7 @@ class Monitor:
         sample["ifaces"] = ifs
         self._prev_t = now
         with self._lock:
-            self.result.samples.append(sample)
+            bisect.insort(self.result.samples, sample, key=lambda x: x["t_s"])
 
     def _conntrack(self) -> dict[str, int | None]:
         from netrig.testbed.nsthread import run_in_netns

@@ -1,0 +1,89 @@
+"""Option validation, rule-set generation and the CLI's error lines: no root needed."""
+from __future__ import annotations
+
+import pytest
+
+from netrig.cli.main import main
+from netrig.errors import ConfigError
+from netrig.testbed import TOPOLOGIES, Testbed, TestbedOptions, list_topologies, nft, parse_cap, parse_cpus
+
+
+def test_parse_cap_units():
+    assert parse_cap("100kpps") == (100_000.0, None)
+    assert parse_cap("5000pps") == (5000.0, None)
+    assert parse_cap("10Mbps") == (None, 10e6)
+    assert parse_cap("1Gbit/s") == (None, 1e9)
+    assert parse_cap(2500) == (2500.0, None)
+    with pytest.raises(ConfigError, match="^cap: '10zpps'"):
+        parse_cap("10zpps")
+    with pytest.raises(ConfigError, match="^cap:"):
+        parse_cap(0)
+
+
+def test_parse_cpus():
+    assert parse_cpus("0") == (0,)
+    with pytest.raises(ConfigError, match="^dut_cpus: '999'"):
+        parse_cpus("999")
+    with pytest.raises(ConfigError, match="^dut_cpus: 'x'"):
+        parse_cpus("x")
+
+
+@pytest.mark.parametrize("kw, field", [
+    (dict(rules=0), "rules"), (dict(rules=True), "rules"), (dict(nat="full"), "nat"),
+    (dict(conntrack_max=-1), "conntrack_max"), (dict(dut_placement="magic"), "dut_placement"),
+    (dict(ifaces=("bad name!",)), "ifaces"), (dict(cap_burst=0), "cap_burst"),
+])
+def test_options_name_the_field(kw, field):
+    with pytest.raises(ConfigError) as e:
+        TestbedOptions(**kw)
+    assert e.value.field == field
+
+
+def test_create_validates_without_building():
+    with pytest.raises(ConfigError, match="^topology: 'mesh': unknown; choose one of loopback"):
+        Testbed.create("mesh")
+    with pytest.raises(ConfigError, match="^colour: unknown test-bed option"):
+        Testbed.create("router", colour="red")
+    with pytest.raises(ConfigError, match="^cap:"):
+        Testbed.create("policer")
+    with pytest.raises(ConfigError, match="^rules:"):
+        Testbed.create("firewall", rules=1)
+    with pytest.raises(ConfigError, match="^dut_cpus: topology loopback has no DUT"):
+        Testbed.create("loopback", dut_cpus="0")
+    with pytest.raises(ConfigError, match="^ifaces:"):
+        Testbed.create("external")
+    tb = Testbed.create("router", dut_cpus="0")
+    assert tb.options.dut_cpus == (0,) and tb.ports == []
+
+
+def test_topology_registry_has_every_topology():
+    names = [n for n, _ in list_topologies()]
+    assert names == ["loopback", "bridge", "router", "nat", "firewall", "acl", "policer", "fourport", "external"]
+    assert all(TOPOLOGIES[n].description for n in names)
+
+
+def test_firewall_ruleset_has_n_rules_and_ends_in_accept():
+    text = nft.firewall_ruleset("abcd", 100, log=True)
+    body = text.split("policy drop;")[1]
+    rules = [line for line in body.splitlines() if line.strip() and line.strip() != "}"]
+    # ct rule + 98 fillers + accept (IPv4 and IPv6 lines count as one rule)
+    assert len(rules) == 101
+    assert "ct state established,related" in rules[0]
+    assert rules[-1].strip().endswith("accept") and 'log prefix "netrig_abcd accept: "' in rules[-1]
+    assert "table inet netrig_abcd" in text
+
+
+def test_acl_ruleset_is_stateless():
+    text = nft.acl_ruleset("abcd", 10, log=False)
+    assert "notrack" in text and "ct state" not in text and "log" not in text
+
+
+def test_cli_list_and_errors(capsys):
+    assert main(["testbed", "list"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("loopback")
+    assert main(["testbed", "up", "mesh"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "topology: 'mesh': unknown; choose one of" in err
+    assert main(["testbed", "down", "zz"]) == 2
+    assert "id 'zz': not a test-bed id" in capsys.readouterr().err

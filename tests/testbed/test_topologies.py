@@ -1,0 +1,170 @@
+"""Every topology really carries frames across its DUT (raw-socket probe, counted at the receiver)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+
+import pytest
+from testbed_helpers import N, cross, needs_root
+
+from netrig.errors import InterfaceError
+from netrig.testbed import Testbed, nft
+from netrig.testbed.nsthread import sysctl_in
+from netrig.testbed.probe import Receiver, link_stats, send_frames, udp_frame
+
+pytestmark = [pytest.mark.root, needs_root]
+def test_loopback_both_directions(tb_ids):
+    with Testbed.create("loopback") as tb:
+        tb_ids.append(tb.id)
+        assert [p.name for p in tb.ports] == ["tx", "rx"]
+        assert tb.port("tx").peer_mac == tb.port("rx").mac
+        assert cross(tb).count == N
+        assert cross(tb, tx="rx", rx="tx").count == N
+
+
+def test_bridge_switches_and_learned_macs(tb_ids):
+    with Testbed.create("bridge") as tb:
+        tb_ids.append(tb.id)
+        rcv = cross(tb)
+        assert rcv.count == N
+        assert rcv.frames[0]["ttl"] == 64  # L2: not routed
+        fdb = subprocess.run(["bridge", "-n", tb.dut_netns, "fdb", "show", "br", tb.name("br")],
+                             capture_output=True, text=True).stdout
+        for p in tb.ports:
+            assert p.mac in fdb, f"bridge did not learn {p.name} {p.mac}:\n{fdb}"
+        # the other tester port must not see frames flooded back to the sender
+        assert cross(tb, tx="rx", rx="tx").count == N
+
+
+@pytest.mark.parametrize("family", [4, 6])
+def test_router_forwards(tb_ids, family):
+    with Testbed.create("router") as tb:
+        tb_ids.append(tb.id)
+        tx, rx = tb.port("tx"), tb.port("rx")
+        desc = tb.describe()
+        dut_ifs = {i["ifname"]: i for i in desc["namespaces"][tb.dut_netns]["interfaces"]}
+        # the MAC the tester sends to is the DUT's, read from the kernel
+        assert tx.peer_mac == dut_ifs[tb.name("dtx")]["mac"]
+        assert rx.peer_mac == dut_ifs[tb.name("drx")]["mac"]
+        rcv = cross(tb, family=family)
+        assert rcv.count == N
+        f = rcv.frames[0]
+        assert f["ttl"] == 63, "not routed (TTL/hop limit not decremented)"
+        assert f["src_mac"] == rx.peer_mac and f["dst_mac"] == rx.mac
+        assert f["src_ip"] == (tx.ipv4 if family == 4 else tx.ipv6)
+        before = link_stats(tb.dut_netns, tb.name("drx"))["tx_packets"]
+        assert before >= N
+        # routed destination behind the receiver (multi-flow destinations)
+        dst = "198.19.7.9" if family == 4 else "2001:2:0:100::9"
+        assert cross(tb, family=family, dst_ip=dst).count == N
+
+
+def test_router_description_is_json_and_complete(tb_ids):
+    t0 = time.monotonic()
+    with Testbed.create("router") as tb:
+        build_s = time.monotonic() - t0
+        tb_ids.append(tb.id)
+        d = json.loads(json.dumps(tb.describe()))
+        dut = d["namespaces"][tb.dut_netns]
+        assert {r["dst"] for r in dut["routes"]} >= {"198.19.0.0/16", "198.18.0.0/16", "2001:2:0:100::/56"}
+        assert {n["ip"] for n in dut["neighbours"]} >= {"198.18.0.2", "198.19.0.2", "2001:2::2", "2001:2:0:1::2"}
+        assert dut["sysctls"]["net.ipv4.ip_forward"] == "1"
+        assert d["placement"]["mode"] == "default"
+        t1 = time.monotonic()
+    assert build_s < 2.0 and time.monotonic() - t1 < 2.0
+
+
+@pytest.mark.parametrize("mode, expect4, expect6", [("masquerade", "198.19.0.1", "2001:2:0:1::1"),
+                                                    ("static", "198.19.0.100", "2001:2:0:1::100")])
+def test_nat_rewrites_source(tb_ids, mode, expect4, expect6):
+    with Testbed.create("nat", nat=mode) as tb:
+        tb_ids.append(tb.id)
+        assert (tb.expected_rx_src_ip, tb.expected_rx_src_ipv6) == (expect4, expect6)
+        r4 = cross(tb, family=4)
+        assert r4.count == N and {f["src_ip"] for f in r4.frames} == {expect4}
+        r6 = cross(tb, family=6)
+        assert r6.count == N and {f["src_ip"] for f in r6.frames} == {expect6}
+        assert int(sysctl_in(tb.dut_netns, "net.netfilter.nf_conntrack_count")) >= 1
+
+
+def test_nat_conntrack_max_is_set_and_restored(tb_ids):
+    old = sysctl_in(None, "net.netfilter.nf_conntrack_max")
+    with Testbed.create("nat", conntrack_max=12345) as tb:
+        tb_ids.append(tb.id)
+        assert sysctl_in(None, "net.netfilter.nf_conntrack_max") == "12345"
+        assert tb.describe()["global_sysctls"]["net.netfilter.nf_conntrack_max"]["old"] == old
+    assert sysctl_in(None, "net.netfilter.nf_conntrack_max") == old
+
+
+def _rule_packets(tb, needle):
+    return sum(r["packets"] or 0 for r in nft.counters(tb.dut_netns, tb.id) if needle in json.dumps(r["expr"]))
+
+
+def test_firewall_drops_what_it_drops_and_logs(tb_ids):
+    with Testbed.create("firewall", rules=50, log=True) as tb:
+        tb_ids.append(tb.id)
+        assert cross(tb).count == N
+        # filler rule 3 drops UDP to 198.19.254.1 port 3
+        assert cross(tb, dst_ip=nft.FILLER_DST_IP, dst_port=3, n=200).count == 0
+        rules = nft.counters(tb.dut_netns, tb.id)
+        dropped = [r for r in rules if '"drop"' in json.dumps(r["expr"]) and r["packets"]]
+        assert len(dropped) == 1 and dropped[0]["packets"] == 200
+        accepted = [r for r in rules if '"log"' in json.dumps(r["expr"]) and r["packets"]]
+        assert accepted and accepted[0]["packets"] == N
+        assert len([r for r in rules if r["chain"] == "forward"]) == 51  # 50 rules, accept = v4 + v6 lines
+        log = subprocess.run(["dmesg"], capture_output=True, text=True).stdout
+        assert f"netrig_{tb.id} accept: " in log, "nft log line not in the kernel log"
+
+
+def test_acl_is_stateless_and_filters(tb_ids):
+    with Testbed.create("acl", rules=20) as tb:
+        tb_ids.append(tb.id)
+        assert cross(tb).count == N
+        assert cross(tb, dst_ip=nft.FILLER_DST_IP, dst_port=5, n=100).count == 0
+        assert int(sysctl_in(tb.dut_netns, "net.netfilter.nf_conntrack_count")) == 0
+
+
+@pytest.mark.slow
+def test_policer_caps_rate_within_5_percent(tb_ids):
+    cap = 4000
+    with Testbed.create("policer", cap=f"{cap}pps") as tb:
+        tb_ids.append(tb.id)
+        tx, rx = tb.port("tx"), tb.port("rx")
+        frame = udp_frame(**tb.stream_defaults())
+        import threading
+
+        th = threading.Thread(target=send_frames, args=(tx.netns, tx.ifname, frame, 48_000, 16_000))
+        th.start()  # 3 s at 4x the cap
+        time.sleep(0.5)
+        a, ta = link_stats(rx.netns, rx.ifname)["rx_packets"], time.monotonic()
+        time.sleep(2.0)
+        b, tb_ = link_stats(rx.netns, rx.ifname)["rx_packets"], time.monotonic()
+        th.join()
+        rate = (b - a) / (tb_ - ta)
+        sent = link_stats(tx.netns, tx.ifname)["tx_packets"]
+        assert sent >= 40_000, f"the probe sender fell short ({sent}); the machine is overloaded"
+        assert abs(rate - cap) <= 0.05 * cap, f"policed rate {rate:.0f} pps, cap {cap} pps"
+
+
+def test_fourport_pairs_are_independent(tb_ids):
+    with Testbed.create("fourport") as tb:
+        tb_ids.append(tb.id)
+        assert [p.name for p in tb.ports] == ["p0", "p1", "p2", "p3"]
+        assert tb.stream_defaults()["dst_mac"] == tb.port("p1").mac
+        p3 = tb.port("p3")
+        with Receiver(p3.netns, p3.ifname) as other:
+            assert cross(tb, tx="p0", rx="p1").count == N
+        assert other.count == 0
+        assert cross(tb, tx="p2", rx="p3").count == N
+
+
+def test_external_checks_interfaces(tb_ids):
+    with pytest.raises(InterfaceError, match="^ifaces: interface nrnosuch0 does not exist"):
+        with Testbed.create("external", ifaces=("nrnosuch0",)) as tb:
+            pass
+    with Testbed.create("external", ifaces=("lo",)) as tb:
+        tb_ids.append(tb.id)
+        assert tb.port("p0").ifname == "lo" and tb.port("p0").netns is None
+        assert tb.describe()["namespaces"]["(host)"]["interfaces"]
+    assert subprocess.run(["ip", "link", "show", "lo"], capture_output=True).returncode == 0
