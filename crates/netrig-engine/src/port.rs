@@ -70,7 +70,8 @@ pub struct PortCaps {
     pub backend: Backend,
     pub tx_queues: usize,
     pub rx_queues: usize,
-    /// Largest frame the port accepts, without FCS (MTU + Ethernet header).
+    /// Largest untagged frame the port accepts, without FCS (MTU + 14); a frame with an 802.1Q
+    /// tag may be 4 bytes longer.
     pub max_frame_len: usize,
     /// Link speed in bit/s if the interface reports one (veth and loopback do not).
     pub speed_bps: Option<u64>,

@@ -256,7 +256,8 @@ pub fn compile(
         udp_checksum: cfg.udp_checksum,
     };
     let min_size = builder::min_frame_len(&spec) + FCS_LEN;
-    let max_size = max_frame_len + FCS_LEN;
+    // The port's maximum is for untagged frames; an 802.1Q tag adds 4 bytes on top of the MTU.
+    let max_size = max_frame_len + FCS_LEN + if vlan.is_some() { 4 } else { 0 };
     let (lo, hi) = cfg.frame_size.bounds();
     match &cfg.frame_size {
         FrameSize::Weighted(w) if w.is_empty() || w.iter().all(|x| x.1 == 0) => {

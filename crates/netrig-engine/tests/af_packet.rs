@@ -215,7 +215,7 @@ fn send_receive(backend: Backend, tag: &str, n: u64, len: usize) {
     let mut tx = open_port(&spec(&net.a, &net.ns_a, backend, 0)).expect("open tx port");
     let mut rx = open_port(&spec(&net.b, &net.ns_b, backend, 0)).expect("open rx port");
     assert_eq!(tx.caps().backend, backend);
-    assert_eq!(tx.caps().max_frame_len, 1500 + 18);
+    assert_eq!(tx.caps().max_frame_len, 1500 + 14);
     let mut txq = tx.open_tx(0).expect("open tx queue");
     let mut rxq = rx.open_rx(0).expect("open rx queue");
     let (tx0, rx0) = (net.counter(&net.ns_a, &net.a, "tx_packets"), net.counter(&net.ns_b, &net.b, "rx_packets"));

@@ -46,7 +46,7 @@ pub fn open(spec: &PortSpec) -> Result<Box<dyn Port>, PortError> {
         backend: Backend::Socket,
         tx_queues: ctx.queues,
         rx_queues: ctx.queues,
-        max_frame_len: ctx.max_frame_len,
+        max_frame_len: ctx.mtu + 14,
         speed_bps: info.speed_bps,
         rx_timestamp: TimestampSource::KernelSoftware,
         zero_copy: false,
