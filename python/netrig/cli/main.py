@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from netrig.errors import NetrigError
@@ -64,6 +65,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("netrig: interrupted", file=sys.stderr)
         return 130
+    except Exception as e:  # a bug in netrig: one line, the traceback only on request
+        if os.environ.get("NETRIG_DEBUG"):
+            raise
+        print(f"netrig: internal error: {type(e).__name__}: {e} (set NETRIG_DEBUG=1 for the traceback, "
+              "and please report it)", file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":

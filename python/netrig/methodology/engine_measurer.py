@@ -108,7 +108,11 @@ class EngineMeasurer:
         if monitor is not None:
             monitor.start()
         try:
+            if monitor is not None and hasattr(monitor, "mark"):
+                monitor.mark("trial-start")
             res = self._run(load.frame_size, load.rate_pps, duration_s, self.drain_s)
+            if monitor is not None and hasattr(monitor, "mark"):
+                monitor.mark("trial-stop")
         finally:
             if monitor is not None:
                 stop = getattr(monitor, "stop", None)
@@ -221,7 +225,8 @@ def engine_session(config, role: str) -> Iterator[Any]:
             try:
                 from netrig.monitor import Monitor  # type: ignore[attr-defined]
 
-                monitor_factory = lambda: Monitor(tb)  # noqa: E731
+                interval = min(1.0, max(0.1, config.trial.duration_s / 5))
+                monitor_factory = lambda: Monitor(testbed=tb, interval_s=interval)  # noqa: E731
             except ImportError:
                 monitor_factory = None
         t = config.trial
@@ -233,7 +238,7 @@ def engine_session(config, role: str) -> Iterator[Any]:
             try:
                 from netrig.environment import capture  # type: ignore[attr-defined]
 
-                env = capture()
+                env = capture(testbed=tb)
             except ImportError:
                 env = {}
             except Exception as e:  # environment capture must never stop a run
