@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build demo test test-rust test-python bench lint clean
+.PHONY: setup build demo test test-rust test-python bench bench-soak lint clean
 
 setup:
 	@scripts/setup.sh apt venv
@@ -25,6 +25,9 @@ test-python: build
 bench: build
 	@command -v llc >/dev/null || bash ../shared/peers/peer-bench.sh install >/dev/null
 	$(PY) bench/run.py
+
+bench-soak: build
+	$(PY) bench/soak.py
 
 lint: setup
 	cargo clippy --workspace --release -q -- -D warnings

@@ -159,6 +159,7 @@ def run_netrig(case: str, rep: int) -> dict:
         "netrig_tx_pps": res.tx_rate_pps,
         "netrig_frames_sent": res.frames_sent,
         "port_notes": [p.notes for p in res.ports],
+        "rss_kib_after": _rss_kib(),
     }
     del rx_a
     if mode == "txrx":
@@ -178,7 +179,7 @@ def run_peers(cases: list[str], out: Path) -> list[dict]:
     if not PEER_SCRIPT.exists():
         print(f"bench: peer script {PEER_SCRIPT} not found; peers skipped", file=sys.stderr)
         return []
-    if subprocess.run(["which", "trafgen"], capture_output=True).returncode != 0:
+    if any(subprocess.run(["which", t], capture_output=True).returncode != 0 for t in ("trafgen", "dpdk-testpmd", "llc")):
         subprocess.run(["bash", str(PEER_SCRIPT), "install"], check=False, capture_output=True)
     env = {**os.environ, "DUR": str(int(DUR)), "REPS": str(REPS), "WARM": str(int(WARM)), "OUT": str(out)}
     (out / "results.tsv").unlink(missing_ok=True)
@@ -227,6 +228,10 @@ def main() -> int:
     peer_rows = run_peers(peers, work)
     for r in peer_rows:
         print(json.dumps(r), flush=True)
+    # A peer whose window counted nothing did not run (e.g. xsk_ceiling's completion-count bug on some
+    # kernels, "completed=4294967360"): leave it out of medians and ratios rather than report 0.
+    failed = sorted({r["case"] for r in peer_rows if r["tx_pps"] == 0})
+    peer_rows = [r for r in peer_rows if r["tx_pps"] > 0]
     summary = []
     for c in cases:
         summary.append({"case": c, "tx_pps": med(rows, c, "tx_pps"), "rx_pps": med(rows, c, "rx_pps"),
@@ -238,7 +243,7 @@ def main() -> int:
     pairs = [(n, p) for p, n in PEERS.items() if p in peers and n in cases] + [x for x in ALSO if x[0] in cases and x[1] in peers]
     for n, p in pairs:
         key = "rx_pps" if CASES[n][2] == "txrx" else "tx_pps"
-        a, b = med(rows, n, key), med(peer_rows, p, key if "txrx" in p or "pair" in p else "tx_pps")
+        a, b = med(rows, n, key), med(peer_rows, p, "rx_pps" if "txrx" in p or "pair" in p else "tx_pps")
         ratios.append({"netrig": n, "peer": p, "metric": key, "netrig_pps": a, "peer_pps": b,
                        "ratio": (a / b) if a and b else None})
     doc = {
@@ -247,7 +252,8 @@ def main() -> int:
         "method": {"dur_s": DUR, "warm_s": WARM, "reps": REPS, "tx_cpu": TXCPU, "rx_cpu": RXCPU,
                    "topology": f"{NTX}/{ITX} -> {NRX}/{IRX} veth", "counting": "interface counter deltas"},
         "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-        "netrig_runs": rows, "peer_runs": peer_rows, "summary": summary, "ratios": ratios,
+        "netrig_runs": rows, "peer_runs": peer_rows, "peer_cases_failed": failed, "summary": summary,
+        "ratios": ratios,
     }
     outdir = HERE / "results"
     outdir.mkdir(exist_ok=True)
@@ -263,8 +269,17 @@ def main() -> int:
         f = lambda v: f"{v / 1e6:.3f} M" if v else "—"  # noqa: E731
         md.append(f"| {r['netrig']} | {r['peer']} | {r['metric']} | {f(r['netrig_pps'])} | {f(r['peer_pps'])} | "
                   f"{r['ratio']:.2f} |" if r["ratio"] else f"| {r['netrig']} | {r['peer']} | {r['metric']} | — | — | — |")
+    if failed:
+        md += ["", f"Peer cases that did not run (no frames counted): {', '.join(failed)}; see their logs in {work}."]
     (outdir / f"{stamp}.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
+    return 0
+
+
+def _rss_kib() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
     return 0
 
 

@@ -1055,6 +1055,9 @@ fn prefetch(p: *const u8) {
     let _ = p;
 }
 
+/// How long an empty RX queue is polled in user space before the worker sleeps in `ppoll`.
+const RX_SPIN: Duration = Duration::from_micros(500);
+
 impl RxQueue for XskRx {
     fn recv(
         &mut self,
@@ -1071,6 +1074,17 @@ impl RxQueue for XskRx {
             if self.busy_poll || self.st.fill.r.needs_wakeup() {
                 self.wake();
                 n = self.st.rx.available(max);
+            }
+            // Spin briefly before sleeping: a receiver asleep in poll() makes the sender's CPU
+            // (which runs veth's receive softirq) pay a wake-up for every batch it redirects
+            // (~20 % of its cycles in sock_def_readable, measured with perf). The RX worker is
+            // pinned to its own CPU, so spinning while traffic flows costs nothing else.
+            if n == 0 && !timeout.is_zero() {
+                let spin_until = clock::now_ns() + RX_SPIN.min(timeout).as_nanos() as u64;
+                while n == 0 && clock::now_ns() < spin_until {
+                    std::hint::spin_loop();
+                    n = self.st.rx.available(max);
+                }
             }
             if n == 0 && !timeout.is_zero() {
                 self.wait(timeout);
