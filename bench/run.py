@@ -270,7 +270,7 @@ def main() -> int:
         md.append(f"| {r['netrig']} | {r['peer']} | {r['metric']} | {f(r['netrig_pps'])} | {f(r['peer_pps'])} | "
                   f"{r['ratio']:.2f} |" if r["ratio"] else f"| {r['netrig']} | {r['peer']} | {r['metric']} | — | — | — |")
     if failed:
-        md += ["", f"Peer cases that did not run (no frames counted): {', '.join(failed)}; see their logs in {work}."]
+        md += ["", f"Peer repetitions that counted no frames (left out of medians): {', '.join(failed)}; see their logs in {work}."]
     (outdir / f"{stamp}.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
     return 0
