@@ -181,4 +181,6 @@ def run(args) -> int:
         print(json.dumps({"config": {**stream.__dict__, **kw}, "result": res.to_dict()}, indent=2, default=str))
     else:
         con.print(result_table(res, stream, f"trial {tx.ifname} → {rx.ifname}"))
+        for p in res.ports:  # what --io picked and why (driver, XDP mode, zero-copy or not)
+            con.print(f"  {p.name}: {p.backend}: {p.notes}", soft_wrap=True)
     return 0 if res.valid else 1
