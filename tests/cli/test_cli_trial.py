@@ -35,7 +35,7 @@ def test_trial_json_counts_every_frame():
     (["--rate", "lots"], "--rate: 'lots' is not a rate"),
     (["--rate", "2Mpps", "--line-rate", "1Gbps"], "--rate: 2000000 fps is above the line rate"),
     (["--duration", "1x"], "--duration: '1x' is not a duration"),
-    (["--rate", "50%"], "--rate: a rate in % needs line_rate_bps"),
+    (["--rate", "50%", "--line-rate", "fast"], "--line-rate: 'fast' is not a rate"),
 ])
 def test_bad_input_is_one_clear_line(args, needle):
     with veth_pair("e") as (ns_a, if_a, ns_b, if_b):

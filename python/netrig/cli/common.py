@@ -22,8 +22,10 @@ def console(stderr: bool = False):
 def rename_field(err: ConfigError, mapping: dict[str, str]) -> ConfigError:
     """Re-issue a ConfigError with the engine's field path replaced by the CLI option name."""
     field = err.field
+    if field.startswith("--"):
+        return err  # already named after the option
     for engine_name, option in mapping.items():
-        if field == engine_name or field.endswith("." + engine_name) or field.endswith(engine_name):
+        if field == engine_name or field.endswith("." + engine_name):
             return ConfigError(option, err.message)
     return err
 
