@@ -22,8 +22,10 @@ from netrig.methodology.runner import Runner  # noqa: E402
 @pytest.mark.parametrize("cap_pps", [50_000, 120_000])
 def test_throughput_matches_policer_cap(tmp_path, cap_pps):
     cfg = config_from_dict({
-        "testbed": {"name": "policer", "options": {"cap": f"{cap_pps}pps"}},
-        "trial": {"duration_s": 1.0, "drain_s": 0.3},
+        # A 25 ms bucket absorbs the tester's catch-up after VM stalls of up to ~25 ms (seen here: up
+        # to 17 ms); over 2 s trials it lets at most 1.25 % more than the cap through.
+        "testbed": {"name": "policer", "options": {"cap": f"{cap_pps}pps", "cap_burst": cap_pps // 40}},
+        "trial": {"duration_s": 2.0, "drain_s": 0.3},
         "selftest": {"enabled": False},
         "frames": {"sizes": [64]},
         # search 0..1 Mpps (a 64 B 10 G nominal line rate is 14.88 Mpps): 1 % of line, resolution 0.01 % ≈ 1.5 kpps
