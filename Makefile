@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build demo test test-rust test-python bench bench-soak lint clean
+.PHONY: setup build demo test test-rust test-python bench bench-soak bench-tsfloor lint clean
 
 setup:
 	@scripts/setup.sh apt venv
@@ -28,6 +28,9 @@ bench: build
 
 bench-soak: build
 	$(PY) bench/soak.py
+
+bench-tsfloor: build
+	$(PY) bench/tsfloor.py
 
 lint: setup
 	cargo clippy --workspace --release -q -- -D warnings

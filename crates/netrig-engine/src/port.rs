@@ -48,6 +48,9 @@ pub enum TimestampSource {
     User,
     /// Taken by the kernel when the frame entered the stack (`skb->tstamp`, software).
     KernelSoftware,
+    /// Taken by netrig's XDP program in the driver's receive path (`bpf_ktime_get_ns`, software),
+    /// before the frame is queued to the AF_XDP socket; passed up as XDP metadata.
+    KernelXdp,
     /// Taken by the NIC.
     Hardware,
 }
@@ -57,6 +60,7 @@ impl TimestampSource {
         match self {
             TimestampSource::User => "user",
             TimestampSource::KernelSoftware => "kernel_software",
+            TimestampSource::KernelXdp => "kernel_xdp",
             TimestampSource::Hardware => "hardware",
         }
     }

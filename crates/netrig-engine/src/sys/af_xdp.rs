@@ -14,8 +14,11 @@
 //! For workers: `send` lends UMEM frames from a free stack, so a frame's old contents are those
 //! of whatever frame used it last: `fill` must write the whole frame. Call `send` in a loop with
 //! batches of about 64; fewer accepted frames mean the TX ring or the frame pool is full (the
-//! call has already kicked the kernel and reaped completions). `recv` reads the clock once per
-//! batch (`TimestampSource::User`). Halves may be dropped and opened again (each trial does);
+//! call has already kicked the kernel and reaped completions). Receive timestamps come from the
+//! XDP program (`TimestampSource::KernelXdp`): it writes `bpf_ktime_get_ns()` into XDP metadata
+//! in front of every netrig frame, so the stamp is taken in the driver's receive path and not
+//! after the RX worker wakes up; a frame without valid metadata gets the time the worker read
+//! its batch (`TimestampSource::User`, also the source when `rx_stamps` is off). Halves may be dropped and opened again (each trial does);
 //! their counters restart with them.
 //!
 //! Kernel semantics this relies on:
@@ -92,6 +95,9 @@ pub struct XskConfig {
     pub busy_poll_us: u32,
     /// `SO_BUSY_POLL_BUDGET` when busy polling.
     pub busy_poll_budget: u32,
+    /// Receive timestamps taken by the XDP program (XDP metadata); off: user-space stamps per
+    /// batch. Costs one `bpf_ktime_get_ns` per received frame in the kernel.
+    pub rx_stamps: bool,
 }
 
 impl Default for XskConfig {
@@ -103,6 +109,7 @@ impl Default for XskConfig {
             xdp_mode: None,
             busy_poll_us: 0,
             busy_poll_budget: 64,
+            rx_stamps: true,
         }
     }
 }
@@ -549,6 +556,7 @@ fn attach_xdp(
     ifindex: u32,
     entries: u32,
     want: Option<XdpMode>,
+    stamp: bool,
 ) -> Result<(XdpAttach, String), PortError> {
     let bpf_err = |what: &str, e: io::Error| match e.raw_os_error() {
         Some(libc::EPERM) | Some(libc::EACCES) if what != "load" => {
@@ -558,7 +566,7 @@ fn attach_xdp(
         _ => unsupported(ifname, format!("cannot {what} the netrig XDP program: {e}")),
     };
     let map = bpf::xskmap_create(entries).map_err(|e| bpf_err("create the XSKMAP for", e))?;
-    let insns = bpf::steer_program(OnMatch::Redirect(map.as_raw_fd()));
+    let insns = bpf::steer_program(OnMatch::Redirect(map.as_raw_fd()), stamp);
     let prog = bpf::prog_load_xdp(&insns, "netrig_steer").map_err(|e| bpf_err("load", e))?;
     let modes: &[XdpMode] = match want {
         Some(XdpMode::Drv) => &[XdpMode::Drv],
@@ -776,9 +784,13 @@ impl XskPort {
             return Ok(x.clone());
         }
         let ifname = self.caps.name.clone();
-        let (ifindex, entries, mode) = (self.ifindex, self.map_entries, self.cfg.xdp_mode);
-        let (att, note) = in_netns(self.netns.as_deref(), || attach_xdp(&ifname, ifindex, entries, mode))?;
-        self.caps.notes = format!("{}, {note}", self.base_notes);
+        let (ifindex, entries, mode, stamp) = (self.ifindex, self.map_entries, self.cfg.xdp_mode, self.cfg.rx_stamps);
+        let (att, note) = in_netns(self.netns.as_deref(), || attach_xdp(&ifname, ifindex, entries, mode, stamp))?;
+        let stamps = if stamp { "RX timestamps from XDP metadata" } else { "RX timestamps in user space" };
+        self.caps.notes = format!("{}, {note}, {stamps}", self.base_notes);
+        if stamp {
+            self.caps.rx_timestamp = TimestampSource::KernelXdp;
+        }
         let att = Arc::new(att);
         self.xdp = Some(att.clone());
         Ok(att)
@@ -884,6 +896,7 @@ impl Port for XskPort {
             home: slot.rx.clone(),
             frame_mask,
             queue: queue as u16,
+            stamps: cfg.rx_stamps,
         }))
     }
 }
@@ -1015,6 +1028,8 @@ pub struct XskRx {
     frame_mask: u64,
     queue: u16,
     busy_poll: bool,
+    /// The XDP program writes receive timestamps into metadata.
+    stamps: bool,
 }
 
 // SAFETY: the raw pointers point into mappings owned by `xsk` (an Arc kept here); this half is
@@ -1101,7 +1116,8 @@ impl RxQueue for XskRx {
         // All RX frames fit in the fill ring, so there is always room to return these n.
         let room = self.st.fill.free(n);
         let n = n.min(room);
-        let meta = RxMeta { ts_ns: clock::now_ns(), queue: self.queue };
+        let mut meta = RxMeta { ts_ns: clock::now_ns(), queue: self.queue };
+        let batch_ts = meta.ts_ns;
         let mut next = self.st.rx.read(0);
         for i in 0..n {
             let d = next;
@@ -1111,10 +1127,27 @@ impl RxQueue for XskRx {
                 next = self.st.rx.read(i + 1);
                 prefetch(self.umem.wrapping_add(next.addr as usize));
                 prefetch(self.umem.wrapping_add(next.addr as usize + 64));
+                if self.stamps {
+                    prefetch(self.umem.wrapping_add(next.addr as usize - bpf::RX_STAMP_LEN));
+                }
             }
             // SAFETY: the kernel wrote d.len bytes at UMEM offset d.addr of a frame of the RX
             // partition; the frame stays ours until it is put back in the fill ring below.
             let data = unsafe { std::slice::from_raw_parts(self.umem.add(d.addr as usize), d.len as usize) };
+            if self.stamps {
+                meta.ts_ns = batch_ts;
+                // SAFETY: every RX descriptor starts at least XDP_PACKET_HEADROOM (256) bytes into
+                // its frame, so the RX_STAMP_LEN bytes in front of it are inside that frame,
+                // which is ours until it goes back to the fill ring. Unaligned reads: the
+                // kernel aligns data only to 2 bytes in some drivers.
+                unsafe {
+                    let m = self.umem.add(d.addr as usize - bpf::RX_STAMP_LEN);
+                    if ptr::read_unaligned(m.add(8).cast::<u32>()) == bpf::RX_STAMP_MAGIC {
+                        meta.ts_ns = ptr::read_unaligned(m.cast::<u64>());
+                        ptr::write_unaligned(m.add(8).cast::<u32>(), 0);
+                    }
+                }
+            }
             on_frame(data, meta);
             self.st.fill.write(i, d.addr & self.frame_mask);
         }
@@ -1250,6 +1283,7 @@ mod tests {
         assert!(shown.contains("prog/xdp"), "program attached natively: {shown}");
         let notes = rxp.caps().notes.clone();
         assert!(notes.contains("native (drv)") && notes.contains("copy mode"), "{notes}");
+        assert_eq!(rxp.caps().rx_timestamp, TimestampSource::KernelXdp);
         let mut txp = open_retry(&spec(&v.if_a, &v.ns_a));
         assert!(!v.link_show(&v.ns_a, &v.if_a).contains("prog/xdp"), "TX-only port attaches no program");
         let mut txq = txp.open_tx(0).expect("open_tx");
@@ -1261,10 +1295,15 @@ mod tests {
             std::thread::spawn(move || {
                 let mut seen = vec![0u8; N as usize];
                 let (mut count, mut bad) = (0u64, 0u64);
+                // Kernel (XDP metadata) stamps: per frame, in arrival order, never in the future.
+                let (mut last_ts, mut distinct, mut backwards) = (0u64, 0u64, 0u64);
                 let t0 = Instant::now();
                 while count < N && t0.elapsed() < Duration::from_secs(60) && !done.load(Ordering::Relaxed) {
                     rxq.recv(64, Duration::from_millis(20), &mut |f, meta| {
-                        assert!(meta.ts_ns > 0);
+                        assert!(meta.ts_ns > 0 && meta.ts_ns <= crate::clock::now_ns());
+                        distinct += (meta.ts_ns != last_ts) as u64;
+                        backwards += (meta.ts_ns < last_ts) as u64;
+                        last_ts = meta.ts_ns;
                         match seq_of(f) {
                             Some(s) if s < N && f.len() == 60 => seen[s as usize] += 1,
                             _ => bad += 1,
@@ -1275,6 +1314,8 @@ mod tests {
                     acked.store(count, Ordering::Relaxed);
                 }
                 let stats = rxq.stats();
+                assert_eq!(backwards, 0, "XDP stamps of one queue never go backwards");
+                assert!(distinct > count * 9 / 10, "a stamp per frame, not per batch: {distinct} of {count}");
                 (count, bad, seen.iter().filter(|&&c| c != 1).count(), stats)
             })
         };

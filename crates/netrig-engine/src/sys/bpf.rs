@@ -7,6 +7,8 @@
 //! IPv6 with UDP as the next header, then UDP, then the 2-byte magic [`SIGNATURE_MAGIC`] at the
 //! start of the UDP payload. Everything else (ARP, the host's own traffic, and signature frames
 //! on a queue without a socket) gets `XDP_PASS`.
+//! With stamping on, a matching frame also gets 16 bytes of XDP metadata holding the kernel's
+//! receive time ([`RX_STAMP_LEN`]), which the AF_XDP receiver reads from in front of the frame.
 //!
 //! The program is attached through `BPF_LINK_CREATE`: the link is an fd owned by the process and
 //! never pinned, so the kernel detaches the program when netrig exits or crashes.
@@ -29,7 +31,18 @@ const BPF_LINK_CREATE: u32 = 28;
 const BPF_MAP_TYPE_XSKMAP: u32 = 17;
 const BPF_PROG_TYPE_XDP: u32 = 6;
 const BPF_XDP: u32 = 37;
+const BPF_FUNC_KTIME_GET_NS: i32 = 5;
 const BPF_FUNC_REDIRECT_MAP: i32 = 51;
+const BPF_FUNC_XDP_ADJUST_META: i32 = 54;
+
+/// Bytes of XDP metadata the steering program writes in front of a stamped frame: the receive
+/// time (`bpf_ktime_get_ns`, CLOCK_MONOTONIC, u64 native-endian) then [`RX_STAMP_MAGIC`]
+/// (u32 native-endian) and 4 unused bytes. AF_XDP copies metadata into the UMEM frame (copy and
+/// zero-copy mode alike), so it sits just before the frame data.
+pub const RX_STAMP_LEN: usize = 16;
+/// Marks valid metadata ("NRts"): user space clears it after reading, so a stale stamp in a
+/// reused UMEM frame is never taken for a fresh one.
+pub const RX_STAMP_MAGIC: u32 = 0x4E52_7473;
 
 /// XDP return codes.
 pub const XDP_DROP: i32 = 1;
@@ -168,6 +181,12 @@ pub fn link_create_xdp(prog: &OwnedFd, ifindex: u32, mode: XdpMode) -> io::Resul
 
 /// Run an XDP program once on `frame` (BPF_PROG_TEST_RUN) and return its verdict.
 pub fn prog_test_run(prog: &OwnedFd, frame: &[u8]) -> io::Result<u32> {
+    prog_test_run_out(prog, frame).map(|(v, _)| v)
+}
+
+/// Like [`prog_test_run`], also returning the output: metadata (if the program added any)
+/// followed by the frame.
+pub fn prog_test_run_out(prog: &OwnedFd, frame: &[u8]) -> io::Result<(u32, Vec<u8>)> {
     let mut out = vec![0u8; frame.len() + 512];
     let mut a = Attr::new();
     a.u32(0, prog.as_raw_fd() as u32)
@@ -177,7 +196,8 @@ pub fn prog_test_run(prog: &OwnedFd, frame: &[u8]) -> io::Result<u32> {
         .u64(24, out.as_mut_ptr() as u64)
         .u32(32, 1);
     sys_bpf(BPF_PROG_TEST_RUN, &mut a)?;
-    Ok(a.get_u32(4))
+    out.truncate((a.get_u32(12) as usize).min(out.len()));
+    Ok((a.get_u32(4), out))
 }
 
 /// One eBPF instruction (`struct bpf_insn`).
@@ -200,11 +220,13 @@ pub enum Reg {
     R4,
     R5,
     R6,
+    R7,
 }
 
 // Opcode parts (linux/bpf_common.h, linux/bpf.h).
 const LD: u8 = 0x00;
 const LDX: u8 = 0x01;
+const STX: u8 = 0x03;
 const ALU64: u8 = 0x07;
 const JMP: u8 = 0x05;
 const W: u8 = 0x00;
@@ -232,6 +254,18 @@ pub enum Size {
     B,
     H,
     W,
+    DW,
+}
+
+impl Size {
+    fn code(self) -> u8 {
+        match self {
+            Size::B => B,
+            Size::H => H,
+            Size::W => W,
+            Size::DW => DW,
+        }
+    }
 }
 
 fn insn(code: u8, dst: Reg, src: Reg, off: i16, imm: i32) -> Insn {
@@ -272,12 +306,11 @@ impl Asm {
     }
     /// `dst = *(size *)(src + off)`.
     pub fn load(&mut self, size: Size, dst: Reg, src: Reg, off: i16) -> &mut Self {
-        let sz = match size {
-            Size::B => B,
-            Size::H => H,
-            Size::W => W,
-        };
-        self.push(insn(LDX | MEM | sz, dst, src, off, 0))
+        self.push(insn(LDX | MEM | size.code(), dst, src, off, 0))
+    }
+    /// `*(size *)(dst + off) = src`.
+    pub fn store(&mut self, size: Size, dst: Reg, off: i16, src: Reg) -> &mut Self {
+        self.push(insn(STX | MEM | size.code(), dst, src, off, 0))
     }
     /// `dst = map fd` (64-bit immediate load, two instruction slots).
     pub fn load_map_fd(&mut self, dst: Reg, fd: RawFd) -> &mut Self {
@@ -336,7 +369,11 @@ const fn wire16(v: u16) -> i32 {
 }
 
 /// The steering program. Offsets are relative to the (possibly VLAN-shifted) start of frame in R2.
-pub fn steer_program(on_match: OnMatch) -> Vec<Insn> {
+///
+/// With `stamp`, a matching frame first gets [`RX_STAMP_LEN`] bytes of XDP metadata holding the
+/// kernel's receive time (see [`RX_STAMP_LEN`]); if the driver has no room for metadata the
+/// frame goes on unstamped and user space stamps it instead.
+pub fn steer_program(on_match: OnMatch, stamp: bool) -> Vec<Insn> {
     use Reg::*;
     const ETH: i32 = 14;
     const IP4_PROTO: i16 = 14 + 9;
@@ -385,6 +422,25 @@ pub fn steer_program(on_match: OnMatch) -> Vec<Insn> {
         .load(Size::H, R5, R2, IP6_MAGIC)
         .jne_imm(R5, wire16(SIGNATURE_MAGIC), "pass")
         .label("match");
+    if stamp {
+        // Calls clobber R1-R5; R6 keeps the context, R7 the time. adjust_meta invalidates every
+        // packet pointer, so data_meta and data are read again and bounds-checked.
+        a.call(BPF_FUNC_KTIME_GET_NS)
+            .mov_reg(R7, R0)
+            .mov_reg(R1, R6)
+            .mov_imm(R2, -(RX_STAMP_LEN as i32))
+            .call(BPF_FUNC_XDP_ADJUST_META)
+            .jne_imm(R0, 0, "stamped")
+            .load(Size::W, R2, R6, 8) // data_meta
+            .load(Size::W, R3, R6, 0) // data
+            .mov_reg(R4, R2)
+            .add_imm(R4, RX_STAMP_LEN as i32)
+            .jgt_reg(R4, R3, "stamped")
+            .store(Size::DW, R2, 0, R7)
+            .mov_imm(R5, RX_STAMP_MAGIC as i32)
+            .store(Size::W, R2, 8, R5)
+            .label("stamped");
+    }
     match on_match {
         OnMatch::Redirect(map_fd) => {
             a.load(Size::W, R2, R6, 16) // rx_queue_index
@@ -415,16 +471,25 @@ mod tests {
         assert_eq!(p[1], Insn { code: 0x95, regs: 0, off: 0, imm: 0 });
         let mut a = Asm::new();
         a.load(Size::H, Reg::R5, Reg::R2, 12).jgt_reg(Reg::R4, Reg::R3, "x").load_map_fd(Reg::R1, 7).label("x").exit();
+        a.store(Size::DW, Reg::R2, 8, Reg::R7).store(Size::W, Reg::R2, 0, Reg::R5);
         let p = a.finish();
         assert_eq!(p[0], Insn { code: 0x69, regs: 0x25, off: 12, imm: 0 });
         assert_eq!(p[1], Insn { code: 0x2d, regs: 0x34, off: 2, imm: 0 });
         assert_eq!(p[2], Insn { code: 0x18, regs: 0x11, off: 0, imm: 7 });
         assert_eq!(p[3], Insn { code: 0, regs: 0, off: 0, imm: 0 });
+        // stxdw [r2+8], r7 and stxw [r2+0], r5 (BPF_STX | BPF_MEM | size)
+        assert_eq!(p[5], Insn { code: 0x7b, regs: 0x72, off: 8, imm: 0 });
+        assert_eq!(p[6], Insn { code: 0x63, regs: 0x52, off: 0, imm: 0 });
     }
 
     #[test]
     fn all_jumps_resolve_forward_inside_the_program() {
-        for p in [steer_program(OnMatch::Redirect(3)), steer_program(OnMatch::Verdict(XDP_DROP))] {
+        for p in [
+            steer_program(OnMatch::Redirect(3), false),
+            steer_program(OnMatch::Redirect(3), true),
+            steer_program(OnMatch::Verdict(XDP_DROP), false),
+            steer_program(OnMatch::Verdict(XDP_DROP), true),
+        ] {
             for (i, insn) in p.iter().enumerate() {
                 if insn.code & 0x07 == JMP && insn.code & 0xf0 != CALL && insn.code & 0xf0 != EXIT {
                     let t = i as isize + 1 + insn.off as isize;
@@ -662,10 +727,12 @@ mod kernel_tests {
             return;
         }
         let prog_fd =
-            prog_load_xdp(&steer_program(OnMatch::Verdict(XDP_DROP)), "netrig_test").expect("verifier accepts");
+            prog_load_xdp(&steer_program(OnMatch::Verdict(XDP_DROP), false), "netrig_test").expect("verifier accepts");
         let map = xskmap_create(4).expect("XSKMAP");
-        let _redirect = prog_load_xdp(&steer_program(OnMatch::Redirect(map.as_raw_fd())), "netrig_test2")
+        let _redirect = prog_load_xdp(&steer_program(OnMatch::Redirect(map.as_raw_fd()), false), "netrig_test2")
             .expect("verifier accepts the redirect variant");
+        let _stamped = prog_load_xdp(&steer_program(OnMatch::Redirect(map.as_raw_fd()), true), "netrig_test3")
+            .expect("verifier accepts the stamping redirect variant");
         let base = TestFrame::default();
         let cases: Vec<(&str, TestFrame, u32)> = vec![
             ("ipv4 udp magic", base, XDP_DROP as u32),
@@ -698,5 +765,31 @@ mod kernel_tests {
             assert_eq!(prog_test_run(&prog_fd, &buf[..cut]).unwrap(), XDP_PASS as u32, "cut at {cut}");
         }
         assert_eq!(prog_test_run(&prog_fd, &buf[..44]).unwrap(), XDP_DROP as u32, "44 bytes is enough");
+    }
+
+    #[test]
+    fn stamping_program_puts_the_kernel_receive_time_in_front_of_matching_frames_only() {
+        if !is_root() {
+            eprintln!("skipped: loading BPF programs needs root");
+            return;
+        }
+        let prog = prog_load_xdp(&steer_program(OnMatch::Verdict(XDP_DROP), true), "netrig_test4").expect("verifier");
+        let mut buf = vec![0u8; 2048];
+        let n = TestFrame::default().build(&mut buf);
+        let before = crate::clock::now_ns();
+        let (verdict, out) = prog_test_run_out(&prog, &buf[..n]).expect("test run");
+        let after = crate::clock::now_ns();
+        assert_eq!(verdict, XDP_DROP as u32);
+        assert_eq!(out.len(), RX_STAMP_LEN + n, "metadata in front of the frame");
+        let ts = u64::from_ne_bytes(out[..8].try_into().unwrap());
+        let magic = u32::from_ne_bytes(out[8..12].try_into().unwrap());
+        assert_eq!(magic, RX_STAMP_MAGIC);
+        assert!(before <= ts && ts <= after, "stamp {ts} is CLOCK_MONOTONIC, between {before} and {after}");
+        assert_eq!(&out[RX_STAMP_LEN..], &buf[..n], "the frame itself is untouched");
+        // A frame that is not netrig's gets no metadata.
+        let n = TestFrame { magic: false, ..TestFrame::default() }.build(&mut buf);
+        let (verdict, out) = prog_test_run_out(&prog, &buf[..n]).expect("test run");
+        assert_eq!(verdict, XDP_PASS as u32);
+        assert_eq!(out.len(), n);
     }
 }
