@@ -74,3 +74,19 @@ def test_ports_lists_the_probe():
         row = next(x for x in rows if x["name"] == if_a)
         assert row["driver"] == "veth" and row["mtu"] == 1500
         assert row["io"]["af_packet"]["ok"] and row["io_auto"] in ("af_xdp", "af_packet")
+        x = row["io"]["af_xdp"]
+        if x["ok"]:
+            assert x["rx_ok"] and "loads" in x["rx_detail"], x
+            assert row["io_auto"] == "af_xdp"
+        # The probe attached nothing.
+        assert "xdp" not in sh("ip", "link", "show", if_a, ns=ns_a)
+
+
+def test_ports_probe_names_a_foreign_xdp_program(monkeypatch):
+    from netrig.cli import ports
+
+    monkeypatch.setattr(ports._native, "probe_xdp_program", lambda ifname: (True, "XDP program loads"))
+    monkeypatch.setattr(ports, "attached_xdp", lambda ifname, netns: {"mode": 1, "prog": {"id": 42, "name": "fw"}})
+    ok, detail = ports.xdp_rx_probe("eth9", None)
+    assert not ok
+    assert "another XDP program is attached (id 42, fw)" in detail and "ip link set dev eth9 xdp off" in detail

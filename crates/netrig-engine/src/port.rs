@@ -161,6 +161,13 @@ pub trait Port: Send {
 
     /// Open the receive half of `queue` (0-based, `< caps().rx_queues`).
     fn open_rx(&mut self, queue: usize) -> Result<Box<dyn RxQueue>, PortError>;
+
+    /// Set up now what receiving needs (AF_XDP: load and attach the XDP program), so that a
+    /// backend that cannot receive on this interface says so before any queue is opened. Auto
+    /// selection calls it for ports that will receive, to fall back to the next backend.
+    fn prepare_rx(&mut self) -> Result<(), PortError> {
+        Ok(())
+    }
 }
 
 /// How to open a port.
@@ -177,10 +184,13 @@ pub struct PortSpec {
     pub queues: usize,
     /// Backend tuning: ring/UMEM frames (0 = backend default).
     pub ring_frames: usize,
+    /// The port will receive: with auto selection a backend must also set up its receive path
+    /// ([`Port::prepare_rx`]) to be chosen. `false` for transmit-only ports.
+    pub receive: bool,
 }
 
 impl PortSpec {
     pub fn new(ifname: impl Into<String>) -> Self {
-        PortSpec { ifname: ifname.into(), netns: None, backend: None, queues: 1, ring_frames: 0 }
+        PortSpec { ifname: ifname.into(), netns: None, backend: None, queues: 1, ring_frames: 0, receive: true }
     }
 }

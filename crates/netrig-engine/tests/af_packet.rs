@@ -108,7 +108,7 @@ impl Drop for VethPair {
 }
 
 fn spec(ifname: &str, ns: &str, backend: Backend, ring_frames: usize) -> PortSpec {
-    PortSpec { ifname: ifname.into(), netns: Some(ns.into()), backend: Some(backend), queues: 1, ring_frames }
+    PortSpec { netns: Some(ns.into()), backend: Some(backend), ring_frames, ..PortSpec::new(ifname) }
 }
 
 /// Write a test frame of `len` bytes: our MACs, a private ethertype, magic, sequence, tx time.

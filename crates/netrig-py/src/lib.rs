@@ -334,6 +334,11 @@ impl Trial {
             max_flow_results: get(&config, "max_flow_results", ctx)?.unwrap_or(1024),
             receive: get(&config, "receive", ctx)?.unwrap_or(true),
         };
+        // Auto selection probes the receive path only on ports that will receive.
+        let mut specs = specs;
+        for (i, s) in specs.iter_mut().enumerate() {
+            s.receive = cfg.receive && cfg.streams.iter().any(|st| st.rx_port == i);
+        }
         // Open ports (and validate everything) with the GIL released.
         let opened: Result<Vec<Box<dyn Port>>, EngineError> = py.allow_threads(|| {
             let mut v: Vec<Box<dyn Port>> = Vec::new();
@@ -473,6 +478,15 @@ fn probe_io(py: Python<'_>, ifname: String, netns: Option<String>) -> Vec<(Strin
     })
 }
 
+/// Whether the AF_XDP steering program loads (no attach): (ok, detail).
+#[pyfunction]
+fn probe_xdp_program(py: Python<'_>, ifname: String) -> (bool, String) {
+    py.allow_threads(|| match netrig_engine::sys::af_xdp::probe_program(&ifname) {
+        Ok(s) => (true, s),
+        Err(e) => (false, e.to_string()),
+    })
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -481,5 +495,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(interface_info, m)?)?;
     m.add_function(wrap_pyfunction!(list_interfaces, m)?)?;
     m.add_function(wrap_pyfunction!(probe_io, m)?)?;
+    m.add_function(wrap_pyfunction!(probe_xdp_program, m)?)?;
     Ok(())
 }

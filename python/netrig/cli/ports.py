@@ -1,11 +1,14 @@
 """``netrig ports``: the interfaces netrig can use, with driver, speed, MTU, queues and I/O probe.
 
-The probe opens each I/O backend for transmit on the interface (no traffic is sent, no XDP
-program is attached: that happens only for receive) and reports what works and why not.
+The probe opens each I/O backend for transmit on the interface (no traffic is sent) and reports
+what works and why not. For receiving over AF_XDP it also loads netrig's XDP program and looks for
+another XDP program already on the interface, but attaches nothing (on some NICs attaching XDP
+resets the link); ``io auto`` is what ``--io auto`` picks for a port that receives.
 """
 from __future__ import annotations
 
 import json
+import subprocess
 
 from netrig import _native
 from netrig.cli.common import console, require_root
@@ -22,13 +25,43 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def attached_xdp(ifname: str, netns: str | None) -> dict | None:
+    """The XDP program already attached to ``ifname`` (``ip -d -j link``), or None."""
+    cmd = ["ip", *(["-n", netns] if netns else []), "-d", "-j", "link", "show", "dev", ifname]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=10, check=True).stdout
+        link = json.loads(out)[0]
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
+    return link.get("xdp")
+
+
+def xdp_rx_probe(ifname: str, netns: str | None) -> tuple[bool, str]:
+    """Can an AF_XDP port receive here? Loads the program, checks for a foreign one; attaches nothing."""
+    ok, detail = _native.probe_xdp_program(ifname)
+    if not ok:
+        return False, detail
+    other = attached_xdp(ifname, netns)
+    if other:
+        prog = other.get("prog") or {}
+        return False, (f"another XDP program is attached (id {prog.get('id', '?')}, {prog.get('name') or 'unnamed'}); "
+                       f"detach it (`ip link set dev {ifname} xdp off`) to receive over AF_XDP")
+    return True, detail
+
+
 def describe(ifname: str, netns: str | None, probe: bool) -> dict:
     info = dict(_native.interface_info(ifname, netns))
     if probe:
         results = _native.probe_io(ifname, netns)
         info["io"] = {name: {"ok": ok, "detail": detail} for name, ok, detail in results}
+        x = info["io"].get("af_xdp")
+        if x is not None and x["ok"]:
+            rx_ok, rx_detail = xdp_rx_probe(ifname, netns)
+            x["rx_ok"], x["rx_detail"] = rx_ok, rx_detail
         works = [name for name, ok, _ in results if ok]
-        info["io_auto"] = works[0] if works else None
+        info["io_auto_tx"] = works[0] if works else None
+        rx_works = [n for n in works if info["io"][n].get("rx_ok", True)]
+        info["io_auto"] = rx_works[0] if rx_works else None
     return info
 
 
@@ -54,7 +87,8 @@ def run(args) -> int:
                  str(r["mtu"]), f"{r['rx_queues']}/{r['tx_queues']}", "yes" if r["oper_up"] else "no", r["mac"]]
         if probe:
             x = r["io"]["af_xdp"]
-            cells += [r["io_auto"] or "none", "yes" if x["ok"] else "no"]
+            xdp = "no" if not x["ok"] else ("TX + RX" if x.get("rx_ok") else "TX only")
+            cells += [r["io_auto"] or "none", xdp]
         t.add_row(*cells)
     con = console()
     con.print(t)
@@ -62,4 +96,6 @@ def run(args) -> int:
         for r in rows:
             for name, x in r["io"].items():
                 con.print(f"  {r['name']} {name}: {'ok — ' if x['ok'] else 'no — '}{x['detail']}")
+                if "rx_ok" in x:
+                    con.print(f"  {r['name']} {name} receive: {'ok — ' if x['rx_ok'] else 'no — '}{x['rx_detail']}")
     return 0

@@ -602,6 +602,22 @@ fn attach_xdp(
     Err(unsupported(ifname, format!("cannot attach the XDP program: {}", why.join("; "))))
 }
 
+/// Check, without attaching anything, that the steering program loads here (BPF permitted, the
+/// verifier accepts it): half of what receiving over AF_XDP needs; the other half is attaching it
+/// to the interface, which [`Port::prepare_rx`] does.
+pub fn probe_program(ifname: &str) -> Result<String, PortError> {
+    let err = |what: &str, e: io::Error| match e.raw_os_error() {
+        Some(libc::EPERM) | Some(libc::EACCES) => {
+            PortError::PermissionDenied { ifname: ifname.to_string(), what: format!("BPF ({what})") }
+        }
+        _ => unsupported(ifname, format!("cannot {what} the netrig XDP program: {e}")),
+    };
+    let map = bpf::xskmap_create(1).map_err(|e| err("create the XSKMAP for", e))?;
+    let insns = bpf::steer_program(OnMatch::Redirect(map.as_raw_fd()), true);
+    bpf::prog_load_xdp(&insns, "netrig_probe").map_err(|e| err("load", e))?;
+    Ok(format!("XDP program ({} instructions) loads; attached when the port receives", insns.len()))
+}
+
 /// TX-side state of a queue: in the port between TX halves, moved into the half while it is open
 /// and moved back when it is dropped (so every trial can open the queue again).
 struct TxState {
@@ -835,6 +851,10 @@ impl Port for XskPort {
             ifname,
             queue,
         }))
+    }
+
+    fn prepare_rx(&mut self) -> Result<(), PortError> {
+        self.ensure_xdp().map(|_| ())
     }
 
     fn open_rx(&mut self, queue: usize) -> Result<Box<dyn RxQueue>, PortError> {
