@@ -11,8 +11,9 @@ Method (the same as ../shared/peers/peer-bench.sh, so the numbers compare):
   on ``nrbr0`` (``ethtool -S`` rx_queue_0_xdp_packets) and, for TX+RX, the frames netrig analysed.
 - REPS repetitions; the table reports medians and the ratio netrig / peer measured in the same run.
 
-The peers run through ``../shared/peers/peer-bench.sh`` (installs Debian packages once) right after
-netrig, in the same invocation. Results: ``bench/results/<date>.json`` and ``<date>.md``.
+The peers run through ``../shared/peers/peer-bench.sh`` (installs Debian packages once) in the same
+invocation, interleaved with netrig: repetition 1 of every netrig case, then repetition 1 of every
+peer case, then repetition 2, and so on, so the VM's slow and fast phases fall on both sides. Results: ``bench/results/<date>.json`` and ``<date>.md``.
 
 Environment: DUR (default 10), WARM (2), REPS (3), CASES (comma list of netrig cases), PEERS (comma
 list of peer cases, or "none").
@@ -173,7 +174,7 @@ def run_netrig(case: str, rep: int) -> dict:
     return row
 
 
-def run_peers(cases: list[str], out: Path) -> list[dict]:
+def run_peers(cases: list[str], out: Path, reps: int = REPS) -> list[dict]:
     if not cases:
         return []
     if not PEER_SCRIPT.exists():
@@ -181,7 +182,7 @@ def run_peers(cases: list[str], out: Path) -> list[dict]:
         return []
     if any(subprocess.run(["which", t], capture_output=True).returncode != 0 for t in ("trafgen", "dpdk-testpmd", "llc")):
         subprocess.run(["bash", str(PEER_SCRIPT), "install"], check=False, capture_output=True)
-    env = {**os.environ, "DUR": str(int(DUR)), "REPS": str(REPS), "WARM": str(int(WARM)), "OUT": str(out)}
+    env = {**os.environ, "DUR": str(int(DUR)), "REPS": str(reps), "WARM": str(int(WARM)), "OUT": str(out)}
     (out / "results.tsv").unlink(missing_ok=True)
     subprocess.run(["bash", str(PEER_SCRIPT), "run", *cases], env=env, check=False,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=3600)
@@ -215,19 +216,25 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     global DROP_OBJ
     rows: list[dict] = []
-    try:
-        DROP_OBJ = setup(work)
-        for case in cases:
-            for rep in range(1, REPS + 1):
+    peer_rows: list[dict] = []
+    # Repetitions are interleaved (netrig cases, then peer cases, per repetition) so that a slow
+    # phase of the VM weighs on netrig and on its peers alike instead of on whichever ran then.
+    for rep in range(1, REPS + 1):
+        try:
+            DROP_OBJ = setup(work)
+            for case in cases:
                 r = run_netrig(case, rep)
                 print(json.dumps(r), flush=True)
                 rows.append(r)
                 time.sleep(2.5)  # an XSK queue can be re-bound ~2 s after the previous socket closed
-    finally:
-        cleanup()
-    peer_rows = run_peers(peers, work)
-    for r in peer_rows:
-        print(json.dumps(r), flush=True)
+        finally:
+            cleanup()
+        rep_dir = work / f"peers-rep{rep}"
+        rep_dir.mkdir(exist_ok=True)
+        for r in run_peers(peers, rep_dir, reps=1):
+            r["rep"] = rep
+            print(json.dumps(r), flush=True)
+            peer_rows.append(r)
     # A peer whose window counted nothing did not run (e.g. xsk_ceiling's completion-count bug on some
     # kernels, "completed=4294967360"): leave it out of medians and ratios rather than report 0.
     failed = sorted({r["case"] for r in peer_rows if r["tx_pps"] == 0})
@@ -250,7 +257,8 @@ def main() -> int:
         "schema_version": 1, "date": stamp, "tool_version": netrig.__version__,
         "machine": {"kernel": platform.release(), "cpus": os.cpu_count(), "cpu_model": _cpu_model()},
         "method": {"dur_s": DUR, "warm_s": WARM, "reps": REPS, "tx_cpu": TXCPU, "rx_cpu": RXCPU,
-                   "topology": f"{NTX}/{ITX} -> {NRX}/{IRX} veth", "counting": "interface counter deltas"},
+                   "topology": f"{NTX}/{ITX} -> {NRX}/{IRX} veth", "counting": "interface counter deltas",
+                   "order": "interleaved: per repetition, every netrig case then every peer case"},
         "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
         "netrig_runs": rows, "peer_runs": peer_rows, "peer_cases_failed": failed, "summary": summary,
         "ratios": ratios,
@@ -259,7 +267,8 @@ def main() -> int:
     outdir.mkdir(exist_ok=True)
     (outdir / f"{stamp}.json").write_text(json.dumps(doc, indent=2))
     md = [f"# netrig bench {stamp}", "", f"veth pair, sender CPU {TXCPU}, netrig receiver CPU {RXCPU}; "
-          f"median of {REPS} × {DUR:.0f} s (after {WARM:.0f} s warm-up); peak RSS {doc['peak_rss_kib']} KiB", "",
+          f"median of {REPS} × {DUR:.0f} s (after {WARM:.0f} s warm-up), repetitions of netrig and peers "
+          f"interleaved; peak RSS {doc['peak_rss_kib']} KiB", "",
           "| case | tx pps | rx pps | txdrop pps |", "|---|---|---|---|"]
     for s in summary:
         f = lambda v: f"{v / 1e6:.3f} M" if v is not None else "—"  # noqa: E731
