@@ -235,9 +235,25 @@ def main() -> int:
             r["rep"] = rep
             print(json.dumps(r), flush=True)
             peer_rows.append(r)
+    doc = {
+        "schema_version": 1, "date": stamp, "tool_version": netrig.__version__,
+        "machine": {"kernel": platform.release(), "cpus": os.cpu_count(), "cpu_model": _cpu_model()},
+        "method": {"dur_s": DUR, "warm_s": WARM, "reps": REPS, "tx_cpu": TXCPU, "rx_cpu": RXCPU,
+                   "topology": f"{NTX}/{ITX} -> {NRX}/{IRX} veth", "counting": "interface counter deltas",
+                   "order": "interleaved: per repetition, every netrig case then every peer case"},
+        "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        "netrig_runs": rows, "peer_runs": peer_rows,
+    }
+    return report(doc, cases, peers, work)
+
+
+def report(doc: dict, cases: list[str], peers: list[str], work: Path) -> int:
+    """Medians, ratios and the markdown table, from the raw runs in ``doc``; writes both files."""
+    stamp, rows, peer_rows = doc["date"], doc["netrig_runs"], doc["peer_runs"]
+    m = doc["method"]
     # A peer whose window counted nothing did not run (e.g. xsk_ceiling's completion-count bug on some
     # kernels, "completed=4294967360"): leave it out of medians and ratios rather than report 0.
-    failed = sorted({r["case"] for r in peer_rows if r["tx_pps"] == 0})
+    failed = sorted({r["case"] for r in peer_rows if r["tx_pps"] == 0} | set(doc.get("peer_cases_failed", [])))
     peer_rows = [r for r in peer_rows if r["tx_pps"] > 0]
     summary = []
     for c in cases:
@@ -251,33 +267,37 @@ def main() -> int:
     for n, p in pairs:
         key = "rx_pps" if CASES[n][2] == "txrx" else "tx_pps"
         a, b = med(rows, n, key), med(peer_rows, p, "rx_pps" if "txrx" in p or "pair" in p else "tx_pps")
+        pkey = "rx_pps" if "txrx" in p or "pair" in p else "tx_pps"
+        # Paired: repetition k of netrig against repetition k of the peer, which ran right after it.
+        per_rep = [ra[key] / rb[pkey] for ra in rows if ra.get("case") == n and key in ra
+                   for rb in peer_rows if rb["case"] == p and rb["rep"] == ra["rep"] and rb[pkey] > 0]
+        cpu = [r["cpu_busy_pct"][f"cpu{m['tx_cpu']}"] for r in peer_rows if r["case"] == p]
         ratios.append({"netrig": n, "peer": p, "metric": key, "netrig_pps": a, "peer_pps": b,
-                       "ratio": (a / b) if a and b else None})
-    doc = {
-        "schema_version": 1, "date": stamp, "tool_version": netrig.__version__,
-        "machine": {"kernel": platform.release(), "cpus": os.cpu_count(), "cpu_model": _cpu_model()},
-        "method": {"dur_s": DUR, "warm_s": WARM, "reps": REPS, "tx_cpu": TXCPU, "rx_cpu": RXCPU,
-                   "topology": f"{NTX}/{ITX} -> {NRX}/{IRX} veth", "counting": "interface counter deltas",
-                   "order": "interleaved: per repetition, every netrig case then every peer case"},
-        "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-        "netrig_runs": rows, "peer_runs": peer_rows, "peer_cases_failed": failed, "summary": summary,
-        "ratios": ratios,
-    }
+                       "ratio": (a / b) if a and b else None,
+                       "paired_ratio": statistics.median(per_rep) if per_rep else None,
+                       "peer_sender_cpu_busy_pct": statistics.median(cpu) if cpu else None})
+    doc.update({"peer_runs": peer_rows, "peer_cases_failed": failed, "summary": summary, "ratios": ratios})
     outdir = HERE / "results"
     outdir.mkdir(exist_ok=True)
     (outdir / f"{stamp}.json").write_text(json.dumps(doc, indent=2))
-    md = [f"# netrig bench {stamp}", "", f"veth pair, sender CPU {TXCPU}, netrig receiver CPU {RXCPU}; "
-          f"median of {REPS} × {DUR:.0f} s (after {WARM:.0f} s warm-up), repetitions of netrig and peers "
-          f"interleaved; peak RSS {doc['peak_rss_kib']} KiB", "",
+    md = [f"# netrig bench {stamp}", "", f"veth pair, sender CPU {m['tx_cpu']}, netrig receiver CPU {m['rx_cpu']}; "
+          f"median of {m['reps']} × {m['dur_s']:.0f} s (after {m['warm_s']:.0f} s warm-up), repetitions of netrig "
+          f"and peers {'interleaved' if 'order' in m else 'in two blocks'}; peak RSS {doc['peak_rss_kib']} KiB", "",
           "| case | tx pps | rx pps | txdrop pps |", "|---|---|---|---|"]
     for s in summary:
         f = lambda v: f"{v / 1e6:.3f} M" if v is not None else "—"  # noqa: E731
         md.append(f"| {s['case']} | {f(s['tx_pps'])} | {f(s['rx_pps'])} | {f(s['txdrop_pps'])} |")
-    md += ["", "| netrig | peer | metric | netrig | peer | ratio |", "|---|---|---|---|---|---|"]
+    md += ["", "ratio = median netrig / median peer; paired = median over repetitions of netrig / the peer run "
+           "right after it; peer CPU = the peer's sender core busy % (below 90 % the peer did not drive its "
+           "core, and the ratio says little).", "",
+           "| netrig | peer | metric | netrig | peer | ratio | paired | peer CPU |", "|---|---|---|---|---|---|---|---|"]
     for r in ratios:
         f = lambda v: f"{v / 1e6:.3f} M" if v else "—"  # noqa: E731
+        g = lambda v: f"{v:.2f}" if v else "—"  # noqa: E731
+        cpu = r["peer_sender_cpu_busy_pct"]
+        flag = "" if cpu is None or cpu >= 90 else " ⚠"
         md.append(f"| {r['netrig']} | {r['peer']} | {r['metric']} | {f(r['netrig_pps'])} | {f(r['peer_pps'])} | "
-                  f"{r['ratio']:.2f} |" if r["ratio"] else f"| {r['netrig']} | {r['peer']} | {r['metric']} | — | — | — |")
+                  f"{g(r['ratio'])} | {g(r['paired_ratio'])} | {'—' if cpu is None else f'{cpu:.0f} %'}{flag} |")
     if failed:
         md += ["", f"Peer repetitions that counted no frames (left out of medians): {', '.join(failed)}; see their logs in {work}."]
     (outdir / f"{stamp}.md").write_text("\n".join(md) + "\n")
@@ -301,5 +321,15 @@ def _cpu_model() -> str:
 
 DROP_OBJ: Path | None = None
 
+def rerender(path: Path) -> int:
+    """Recompute the summary, ratios and markdown of a saved run (``bench/run.py --render FILE``)."""
+    doc = json.loads(path.read_text())
+    cases = list(dict.fromkeys(r["case"] for r in doc["netrig_runs"]))
+    peers = [s["case"] for s in doc["summary"] if s["case"] not in cases]
+    return report(doc, cases, peers, Path("/tmp/netrig-bench") / doc["date"])
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--render":
+        sys.exit(rerender(Path(sys.argv[2])))
     sys.exit(main())

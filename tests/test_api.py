@@ -38,6 +38,12 @@ def test_port_validation():
         netrig.Port("eth0", queues=0)
     with pytest.raises(ConfigError, match="ifname"):
         netrig.Port("x" * 16)
+    with pytest.raises(ConfigError, match="af_xdp option") as e:
+        netrig.Port("eth0", io="af_packet", busy_poll_us=50)
+    assert e.value.field == "busy_poll_us"
+    with pytest.raises(ConfigError, match="busy_poll_us"):
+        netrig.Port("eth0", io="af_xdp", busy_poll_us=-1)
+    assert netrig.Port("eth0", busy_poll_us=50)._native()["busy_poll_us"] == 50
 
 
 def test_run_trial_needs_one_stop_condition():

@@ -82,11 +82,16 @@ class PortsConfig:
     family: Literal[4, 6] = 4
     queues: int = 1
     flows: int = 1
+    busy_poll_us: int = 0  # af_xdp: SO_BUSY_POLL microseconds (0 = off)
 
     def __post_init__(self) -> None:
         for name in ("queues", "flows"):
             if getattr(self, name) < 1:
                 raise ConfigError(name, f"must be >= 1 (got {getattr(self, name)})")
+        if not 0 <= self.busy_poll_us <= 1_000_000:
+            raise ConfigError("busy_poll_us", f"must be 0..1000000 microseconds (got {self.busy_poll_us})")
+        if self.busy_poll_us and self.io not in ("auto", "af_xdp"):
+            raise ConfigError("busy_poll_us", f"busy polling is an af_xdp option (io is {self.io!r})")
 
 
 @dataclass(frozen=True)
@@ -117,6 +122,10 @@ class TrialConfig:
     learning_frames: bool = True
     tx_tolerance_pct: float = 2.0  # achieved tx rate more than this below intended -> invalid trial
     monitor: bool = False
+    # A trial that lost frames while the tester's pacing stalled longer than this is repeated (the
+    # catch-up burst after the stall, not the DUT, may have caused the loss), up to stall_retries times.
+    stall_threshold_ms: float = 5.0
+    stall_retries: int = 2
 
     def __post_init__(self) -> None:
         if not self.duration_s > 0:
@@ -126,6 +135,11 @@ class TrialConfig:
                 raise ConfigError(name, f"must be >= 0 (got {getattr(self, name)})")
         if not 0 <= self.tx_tolerance_pct < 100:
             raise ConfigError("tx_tolerance_pct", f"must be 0..100 (got {self.tx_tolerance_pct})")
+        if not self.stall_threshold_ms > 0:
+            raise ConfigError("stall_threshold_ms", f"must be > 0 (got {self.stall_threshold_ms})")
+        if isinstance(self.stall_retries, bool) or not isinstance(self.stall_retries, int) \
+                or not 0 <= self.stall_retries <= 10:
+            raise ConfigError("stall_retries", f"must be an integer 0..10 (got {self.stall_retries!r})")
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,8 @@ class Port:
     io: str = "auto"
     queues: int = 1
     ring_frames: int = 0
+    #: AF_XDP busy polling: ``SO_BUSY_POLL`` microseconds with ``SO_PREFER_BUSY_POLL`` (0 = off).
+    busy_poll_us: int = 0
 
     def __post_init__(self) -> None:
         if not self.ifname or not isinstance(self.ifname, str) or len(self.ifname) > 15:
@@ -42,6 +44,12 @@ class Port:
             raise ConfigError("io", f"{self.io!r}: allowed values are {', '.join(IO_MODES)}")
         if not isinstance(self.queues, int) or not 1 <= self.queues <= 64:
             raise ConfigError("queues", f"must be 1..64 (got {self.queues!r})")
+        if isinstance(self.busy_poll_us, bool) or not isinstance(self.busy_poll_us, int) \
+                or not 0 <= self.busy_poll_us <= 1_000_000:
+            raise ConfigError("busy_poll_us", f"must be an integer 0..1000000 microseconds (got {self.busy_poll_us!r})")
+        if self.busy_poll_us and self.io not in ("auto", "af_xdp"):
+            raise ConfigError("busy_poll_us", f"busy polling is an af_xdp option (io is {self.io!r}): "
+                                              "use the af_xdp backend or turn busy polling off")
 
     def info(self) -> dict:
         """Interface facts: ifindex, MTU, MAC, speed, driver, queues."""
@@ -49,7 +57,7 @@ class Port:
 
     def _native(self) -> dict:
         return {"ifname": self.ifname, "netns": self.netns, "io": self.io, "queues": self.queues,
-                "ring_frames": self.ring_frames}
+                "ring_frames": self.ring_frames, "busy_poll_us": self.busy_poll_us}
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,16 @@
-"""RFC 2544 throughput on the ``policer`` test bed lands within 2 % of the configured cap."""
+"""RFC 2544 throughput on the ``policer`` test bed lands within 2 % of the configured cap.
+
+On a VM the sender is sometimes descheduled for tens of ms; its catch-up burst then overflows the
+policer's bucket and a trial below the cap loses frames. The measurer repeats such trials (lossy
+while the tester stalled, ``trial.stall_threshold_ms``), which is what keeps this test honest on a
+shared 2-core CI machine.
+"""
 import os
 
 import pytest
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
-if os.environ.get("CI") == "true":
-    pytest.skip("policer accuracy within 2 % needs a quiet machine: on the shared CI VM, stalls of tens of ms "
-                "make it flaky (73.8 k vs a 120 k cap once); run it with `make test` outside CI", allow_module_level=True)
 if os.geteuid() != 0:
     pytest.skip("needs root: builds network namespaces and veth pairs", allow_module_level=True)
 

@@ -187,10 +187,21 @@ pub struct PortSpec {
     /// The port will receive: with auto selection a backend must also set up its receive path
     /// ([`Port::prepare_rx`]) to be chosen. `false` for transmit-only ports.
     pub receive: bool,
+    /// AF_XDP: `SO_BUSY_POLL` microseconds (with `SO_PREFER_BUSY_POLL`); 0 = off. Other backends
+    /// ignore it.
+    pub busy_poll_us: u32,
 }
 
 impl PortSpec {
     pub fn new(ifname: impl Into<String>) -> Self {
-        PortSpec { ifname: ifname.into(), netns: None, backend: None, queues: 1, ring_frames: 0, receive: true }
+        PortSpec {
+            ifname: ifname.into(),
+            netns: None,
+            backend: None,
+            queues: 1,
+            ring_frames: 0,
+            receive: true,
+            busy_poll_us: 0,
+        }
     }
 }

@@ -194,6 +194,7 @@ fn parse_port(py: Python<'_>, d: &Bound<'_, PyDict>, i: usize) -> PyResult<PortS
     };
     p.queues = get(d, "queues", &ctx)?.unwrap_or(1);
     p.ring_frames = get(d, "ring_frames", &ctx)?.unwrap_or(0);
+    p.busy_poll_us = get(d, "busy_poll_us", &ctx)?.unwrap_or(0);
     Ok(p)
 }
 

@@ -13,6 +13,7 @@ from netrig.units import format_bps, format_rate, line_rate_fps, parse_duration,
 
 #: Engine / API field → the option that sets it, for error messages.
 FIELDS = {
+    "busy_poll_us": "--busy-poll",
     "frame_size": "--size",
     "rate": "--rate",
     "rate_pps": "--rate",
@@ -46,6 +47,8 @@ def register(sub) -> None:
     p.add_argument("--warmup", default="0", help="traffic before the measurement, not counted (default 0)")
     p.add_argument("--io", default="auto", choices=IO_MODES, help="I/O backend (default auto: the fastest that works)")
     p.add_argument("--queues", type=int, default=1, help="queues (and TX/RX workers) per port (default 1)")
+    p.add_argument("--busy-poll", type=int, default=0, metavar="US",
+                   help="af_xdp: busy-poll the driver for US microseconds (SO_BUSY_POLL, prefer busy poll); 0 = off")
     p.add_argument("--flows", type=int, default=1, help="number of flows (varies the UDP source port)")
     p.add_argument("--src-mac", help="source MAC (default: the TX interface's)")
     p.add_argument("--dst-mac", help="destination MAC (default: the RX interface's; give the DUT's for a router)")
@@ -73,8 +76,8 @@ def _line_rate(args, tx: Port) -> float | None:
 
 def build(args) -> tuple[Port, Port, Stream, dict]:
     try:
-        tx = Port(args.tx, netns=args.tx_netns, io=args.io, queues=args.queues)
-        rx = Port(args.rx, netns=args.rx_netns, io=args.io, queues=args.queues)
+        tx = Port(args.tx, netns=args.tx_netns, io=args.io, queues=args.queues, busy_poll_us=args.busy_poll)
+        rx = Port(args.rx, netns=args.rx_netns, io=args.io, queues=args.queues, busy_poll_us=args.busy_poll)
         txi, rxi = tx.info(), rx.info()
         line = _line_rate(args, tx)
         rate_kw: dict = {"rate": "max"}

@@ -155,12 +155,14 @@ impl XskConfig {
     }
 }
 
-/// Open `spec` with this backend (default tuning; `spec.ring_frames` sets the UMEM frames).
+/// Open `spec` with this backend (default tuning; `spec.ring_frames` sets the UMEM frames,
+/// `spec.busy_poll_us` busy polling).
 pub fn open(spec: &PortSpec) -> Result<Box<dyn Port>, PortError> {
     let mut cfg = XskConfig::default();
     if spec.ring_frames != 0 {
         cfg.umem_frames = u32::try_from(spec.ring_frames).unwrap_or(u32::MAX);
     }
+    cfg.busy_poll_us = spec.busy_poll_us;
     open_with(spec, cfg)
 }
 
