@@ -1,13 +1,17 @@
 """RFC 8219 §9.2 tester self-test: before a DUT run, the tester, looped back with no DUT, must send
 and receive ``factor × r`` (1.1 × by default) loss-free for the whole trial duration, for every
 rate ``r`` the run will use. The highest rate proven is the tester's *ceiling* for that frame
-size; DUT results above ``ceiling / factor`` are flagged."""
+size; DUT results above ``ceiling / factor`` are flagged.
+
+The loss-free trial at the ceiling also measures the tester's own latency with nothing in between
+(its *latency floor*: timestamp source, stamping and I/O path): each ceiling records it with the
+receive timestamp source, so every DUT latency in the same result can be read against it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from netrig.methodology.frames import FrameSize, LineRate, rate_object
-from netrig.methodology.measurer import Load, Measurer
+from netrig.methodology.measurer import LatencySummary, Load, Measurer, TrialCounts
 from netrig.methodology.stats import check
 
 
@@ -30,6 +34,8 @@ class Ceiling:
     required_rate_pps: float  # factor × the highest rate the run will use
     proven_rate_pps: float  # highest loss-free rate proven (0 if none)
     trial_keys: tuple[str, ...] = ()
+    latency_floor: LatencySummary | None = None  # latency of the loss-free trial at proven_rate_pps
+    timestamp_source: str | None = None  # receive timestamp source of that trial's receiving port
 
     @property
     def passed(self) -> bool:
@@ -39,7 +45,9 @@ class Ceiling:
         return {"frame_size": self.frame.label, "required_rate_pps": self.required_rate_pps,
                 "proven_rate_pps": self.proven_rate_pps,
                 "proven": rate_object(self.proven_rate_pps, self.frame, self.line_rate),
-                "passed": self.passed, "trial_keys": list(self.trial_keys)}
+                "passed": self.passed, "trial_keys": list(self.trial_keys),
+                "latency_floor": self.latency_floor.to_dict() if self.latency_floor else None,
+                "timestamp_source": self.timestamp_source}
 
 
 @dataclass(frozen=True)
@@ -75,13 +83,22 @@ def prove_rate(measurer: Measurer, frame: FrameSize, line_rate: LineRate, requir
                params: SelftestParams, keys: list[str] | None = None) -> Ceiling:
     """Prove ``required_rate_pps`` × factor; if that fails, search the highest loss-free rate."""
     target = required_rate_pps * params.factor
+    best: list[TrialCounts] = []  # the loss-free trial at the highest rate so far
 
     def ok(rate: float) -> bool:
         c = measurer.measure(Load(rate, frame), params.duration_s)
-        return c.valid and c.frames_lost == 0
+        good = c.valid and c.frames_lost == 0
+        if good:
+            best[:] = [c]
+        return good
+
+    def ceiling(proven: float) -> Ceiling:
+        c = best[0] if best else None
+        return Ceiling(frame, line_rate, target, proven, tuple(keys or ()),
+                       latency_floor=c.latency if c else None, timestamp_source=_timestamp_source(c))
 
     if ok(target):
-        return Ceiling(frame, line_rate, target, target, tuple(keys or ()))
+        return ceiling(target)
     lo, hi = 0.0, target
     res = target * params.resolution_pct / 100
     while hi - lo > res:
@@ -90,4 +107,12 @@ def prove_rate(measurer: Measurer, frame: FrameSize, line_rate: LineRate, requir
             lo = mid
         else:
             hi = mid
-    return Ceiling(frame, line_rate, target, lo, tuple(keys or ()))
+    return ceiling(lo)
+
+
+def _timestamp_source(c: TrialCounts | None) -> str | None:
+    """The receiving port's timestamp source, from the engine result kept in the trial's raw data."""
+    ports = ((c.raw or {}).get("engine") or {}).get("ports") if c is not None else None
+    if not ports:
+        return None
+    return ports[-1].get("timestamp_source")

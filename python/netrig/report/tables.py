@@ -176,12 +176,16 @@ def iperf_table(r: RunView) -> Table:
 
 
 def selftest_table(r: RunView) -> Table:
-    t = Table(["frame size", "required (1.1 × highest rate used)", "proven loss-free", "% line rate", "passed"])
+    t = Table(["frame size", "required (1.1 × highest rate used)", "proven loss-free", "% line rate", "passed",
+               "tester latency floor p50 / p99", "RX timestamps"])
     for c in r.selftest_ceilings():
         size = c.get("frame_size")
         proven = num(c, "proven_rate_pps")
+        floor = obj(c, "latency_floor")
         t.add([fmt.size(size), fmt.fps(num(c, "required_rate_pps")), fmt.fps(proven),
-               fmt.pct(r.pct_of_line_rate(size, proven)), "yes" if c.get("passed") else "NO"],
+               fmt.pct(r.pct_of_line_rate(size, proven)), "yes" if c.get("passed") else "NO",
+               f"{fmt.ns(num(floor, 'p50_ns'))} / {fmt.ns(num(floor, 'p99_ns'))}" if floor else fmt.DASH,
+               str(c.get("timestamp_source") or fmt.DASH)],
               "" if c.get("passed") else "flagged")
     return t
 
