@@ -1193,12 +1193,13 @@ impl RxQueue for XskRx {
             // SAFETY: the kernel wrote d.len bytes at UMEM offset d.addr of a frame of the RX
             // partition; the frame stays ours until it is put back in the fill ring below.
             let data = unsafe { std::slice::from_raw_parts(self.umem.add(d.addr as usize), d.len as usize) };
-            if self.stamps {
-                meta.ts_ns = batch_ts;
-                // SAFETY: every RX descriptor starts at least XDP_PACKET_HEADROOM (256) bytes into
-                // its frame, so the RX_STAMP_LEN bytes in front of it are inside that frame,
-                // which is ours until it goes back to the fill ring. Unaligned reads: the
-                // kernel aligns data only to 2 bytes in some drivers.
+            meta.ts_ns = batch_ts;
+            // The kernel puts RX data XDP_PACKET_HEADROOM (256) bytes into its frame; checked
+            // anyway, so that a driver doing otherwise costs the stamp, never memory safety.
+            if self.stamps && (d.addr & !self.frame_mask) as usize >= bpf::RX_STAMP_LEN {
+                // SAFETY: the RX_STAMP_LEN bytes in front of the data are inside the same frame
+                // (checked above), which is ours until it goes back to the fill ring. Unaligned
+                // reads: the kernel aligns data only to 2 bytes in some drivers.
                 unsafe {
                     let m = self.umem.add(d.addr as usize - bpf::RX_STAMP_LEN);
                     if ptr::read_unaligned(m.add(8).cast::<u32>()) == bpf::RX_STAMP_MAGIC {
