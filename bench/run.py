@@ -160,7 +160,7 @@ def run_netrig(case: str, rep: int) -> dict:
         "netrig_tx_pps": res.tx_rate_pps,
         "netrig_frames_sent": res.frames_sent,
         "port_notes": [p.notes for p in res.ports],
-        "rss_kib_after": _rss_kib(),
+        "rss_kib_after": rss_kib(),
     }
     del rx_a
     if mode == "txrx":
@@ -305,7 +305,8 @@ def report(doc: dict, cases: list[str], peers: list[str], work: Path) -> int:
     return 0
 
 
-def _rss_kib() -> int:
+def rss_kib() -> int:
+    """This process's resident set size in KiB (``VmRSS``)."""
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1])

@@ -20,17 +20,11 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE.parent / "python"))
 
 import netrig  # noqa: E402
+from run import rss_kib  # noqa: E402  (bench/run.py, same folder)
 from tests.conftest import veth_pair  # noqa: E402
 
 SOAK_S = float(os.environ.get("SOAK_S", 600))
 IO = os.environ.get("IO", "af_xdp")
-
-
-def rss_kib() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
 
 
 def main() -> int:

@@ -103,25 +103,12 @@ impl Port for AutoPort {
 mod tests {
     use super::*;
     use crate::port::TimestampSource;
-    use crate::sys::bpf::testkit::{is_root, VethPair};
+    use crate::sys::bpf::testkit::{is_root, open_retry, VethPair};
     use crate::sys::bpf::{self, OnMatch, XdpMode, XDP_PASS};
     use crate::sys::netns::in_netns;
 
     fn auto(ifname: &str, ns: &str, receive: bool) -> PortSpec {
         PortSpec { netns: Some(ns.to_string()), receive, ..PortSpec::new(ifname) }
-    }
-
-    /// Open, retrying while a just-closed XSK still holds the queue.
-    fn open_retry(s: &PortSpec) -> Box<dyn Port> {
-        let t0 = std::time::Instant::now();
-        loop {
-            match open_port(s) {
-                Err(PortError::Busy { .. }) if t0.elapsed().as_secs() < 10 => {
-                    std::thread::sleep(std::time::Duration::from_millis(200))
-                }
-                r => return r.expect("open"),
-            }
-        }
     }
 
     #[test]

@@ -1255,20 +1255,6 @@ mod tests {
         PortSpec { netns: Some(ns.to_string()), backend: Some(Backend::AfXdp), ..PortSpec::new(ifname) }
     }
 
-    /// Bind with retries: a queue released by an earlier test is freed asynchronously.
-    fn open_retry(s: &PortSpec) -> Box<dyn Port> {
-        let t0 = Instant::now();
-        loop {
-            match open(s) {
-                Ok(p) => return p,
-                Err(e) if t0.elapsed() < Duration::from_secs(5) && e.to_string().contains("EBUSY") => {
-                    std::thread::sleep(Duration::from_millis(200))
-                }
-                Err(e) => panic!("open {}: {e}", s.ifname),
-            }
-        }
-    }
-
     /// Send `n` frames built by `make(seq, buf)`, keeping at most `window` ahead of `acked`.
     fn send_all(
         tx: &mut dyn TxQueue,

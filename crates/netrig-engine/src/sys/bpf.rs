@@ -505,6 +505,25 @@ mod tests {
 #[cfg(test)]
 pub(crate) mod testkit {
     use std::process::Command;
+    use std::time::{Duration, Instant};
+
+    use crate::error::PortError;
+    use crate::open::open_port;
+    use crate::port::{Port, PortSpec};
+
+    /// Open a port, waiting up to 10 s while a just-closed XSK still holds the queue (the kernel
+    /// releases it asynchronously); any other error fails the test.
+    pub fn open_retry(s: &PortSpec) -> Box<dyn Port> {
+        let t0 = Instant::now();
+        loop {
+            match open_port(s) {
+                Err(PortError::Busy { .. }) if t0.elapsed() < Duration::from_secs(10) => {
+                    std::thread::sleep(Duration::from_millis(200))
+                }
+                r => return r.unwrap_or_else(|e| panic!("open {}: {e}", s.ifname)),
+            }
+        }
+    }
 
     pub const MAC_A: [u8; 6] = [0x02, 0, 0, 0, 0x4e, 0x01];
     pub const MAC_B: [u8; 6] = [0x02, 0, 0, 0, 0x4e, 0x02];
