@@ -16,6 +16,16 @@ use crate::flows::FlowTable;
 pub const WIRE_OVERHEAD: u64 = 20;
 /// Ethernet FCS, counted in the frame size but not written by software.
 pub const FCS_LEN: usize = 4;
+/// Smallest Ethernet frame (bytes, including FCS).
+pub const MIN_FRAME_SIZE: usize = 64;
+/// Largest frame netrig builds (bytes, including FCS): jumbo frames and then some.
+pub const MAX_FRAME_SIZE: usize = 16384;
+/// RFC 2544 §9 standard Ethernet frame sizes (bytes, including FCS).
+pub const RFC2544_FRAME_SIZES: &[usize] = &[64, 128, 256, 512, 1024, 1280, 1518];
+/// Named frame-size mixes (methodology §1): name → `(frame size incl. FCS, weight)` pairs.
+/// `imix` is the mix of capture benchmarks (percent), `simple-imix` the 7:4:1 "simple IMIX".
+pub const FRAME_SIZE_MIXES: &[(&str, &[(usize, u32)])] =
+    &[("imix", &[(64, 57), (570, 7), (594, 16), (1518, 20)]), ("simple-imix", &[(64, 7), (570, 4), (1518, 1)])];
 
 /// Frame sizes (bytes, including FCS).
 #[derive(Debug, Clone, PartialEq)]
@@ -37,14 +47,19 @@ pub enum FrameSize {
 }
 
 impl FrameSize {
+    /// A named mix from [`FRAME_SIZE_MIXES`] (`"imix"`, `"simple-imix"`).
+    pub fn mix(name: &str) -> Option<Self> {
+        FRAME_SIZE_MIXES.iter().find(|(n, _)| *n == name).map(|(_, w)| FrameSize::Weighted(w.to_vec()))
+    }
+
     /// IMIX as used in capture benchmarks: 57 % 64 B, 7 % 570 B, 16 % 594 B, 20 % 1518 B.
     pub fn imix() -> Self {
-        FrameSize::Weighted(vec![(64, 57), (570, 7), (594, 16), (1518, 20)])
+        Self::mix("imix").unwrap_or(FrameSize::Fixed(MIN_FRAME_SIZE))
     }
 
     /// "Simple IMIX": 7:4:1 of 64 / 570 / 1518 B.
     pub fn simple_imix() -> Self {
-        FrameSize::Weighted(vec![(64, 7), (570, 4), (1518, 1)])
+        Self::mix("simple-imix").unwrap_or(FrameSize::Fixed(MIN_FRAME_SIZE))
     }
 
     /// Mean frame size in bytes (including FCS).

@@ -22,6 +22,8 @@ use crate::tx::{end_for, run_tx_worker, split_stream, TxLive, TxPlan, TxWorkerRe
 
 /// A trial in which the tester sent less than this share of the intended frames is invalid.
 pub const MIN_ACHIEVED_RATIO: f64 = 0.999;
+/// Wait after the last frame for frames in flight, unless configured (methodology §2: 2 s).
+pub const DEFAULT_DRAIN_NS: u64 = 2_000_000_000;
 
 #[derive(Debug, Clone)]
 pub struct TrialConfig {
@@ -48,7 +50,7 @@ impl Default for TrialConfig {
     fn default() -> Self {
         TrialConfig {
             streams: Vec::new(),
-            drain_ns: 2_000_000_000,
+            drain_ns: DEFAULT_DRAIN_NS,
             warmup_ns: 0,
             learning: true,
             late_ns: None,

@@ -326,7 +326,7 @@ impl Trial {
             |k: &str| -> PyResult<Option<u64>> { Ok(get::<f64>(&config, k, ctx)?.map(|v| (v.max(0.0) * 1e9) as u64)) };
         let cfg = TrialConfig {
             streams,
-            drain_ns: secs("drain_s")?.unwrap_or(2_000_000_000),
+            drain_ns: secs("drain_s")?.unwrap_or(netrig_engine::trial::DEFAULT_DRAIN_NS),
             warmup_ns: secs("warmup_s")?.unwrap_or(0),
             learning: get(&config, "learning", ctx)?.unwrap_or(true),
             late_ns: secs("late_s")?,
@@ -492,6 +492,18 @@ fn probe_xdp_program(py: Python<'_>, ifname: String) -> (bool, String) {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("BUILD_PROFILE", if cfg!(debug_assertions) { "debug" } else { "release" })?;
+    // The vocabulary the engine defines, exported so Python never restates it.
+    m.add("WIRE_OVERHEAD_BYTES", netrig_engine::stream::WIRE_OVERHEAD)?;
+    m.add("FCS_BYTES", netrig_engine::stream::FCS_LEN)?;
+    m.add("MIN_FRAME_SIZE", netrig_engine::stream::MIN_FRAME_SIZE)?;
+    m.add("MAX_FRAME_SIZE", netrig_engine::stream::MAX_FRAME_SIZE)?;
+    m.add("RFC2544_FRAME_SIZES", pyo3::types::PyTuple::new(m.py(), netrig_engine::stream::RFC2544_FRAME_SIZES)?)?;
+    let mixes = PyDict::new(m.py());
+    for (name, pairs) in netrig_engine::stream::FRAME_SIZE_MIXES {
+        mixes.set_item(*name, pyo3::types::PyTuple::new(m.py(), pairs.iter().copied())?)?;
+    }
+    m.add("FRAME_SIZE_MIXES", mixes)?;
+    m.add("DEFAULT_DRAIN_S", netrig_engine::trial::DEFAULT_DRAIN_NS as f64 / 1e9)?;
     m.add_class::<Trial>()?;
     m.add_function(wrap_pyfunction!(interface_info, m)?)?;
     m.add_function(wrap_pyfunction!(list_interfaces, m)?)?;

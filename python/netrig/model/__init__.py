@@ -1,0 +1,37 @@
+"""netrig's vocabulary, defined once: units (durations, rates, speeds, counts and their
+formatting), frame sizes (fixed, mixes, random, increment), the line rate and the wire overhead,
+the RFC 2544 size list, and shared defaults. Every other layer imports it; the engine's own tables
+(mixes, sizes, overhead, drain) come from ``netrig._native``."""
+from netrig.model import defaults
+from netrig.model.frames import (
+    MAX_FRAME_SIZE,
+    MIN_FRAME_SIZE,
+    MIXES,
+    RFC2544_FRAME_SIZES,
+    FrameSize,
+    LineRate,
+    parse_frame_sizes,
+    rate_object,
+    size_label,
+    size_sort_key,
+)
+from netrig.model.units import (
+    WIRE_OVERHEAD_BYTES,
+    Rate,
+    format_bps,
+    format_ns,
+    format_pps,
+    format_seconds,
+    format_si,
+    parse_count,
+    parse_duration,
+    parse_rate,
+    parse_speed,
+)
+
+__all__ = [
+    "defaults", "FrameSize", "LineRate", "MIXES", "RFC2544_FRAME_SIZES", "MIN_FRAME_SIZE", "MAX_FRAME_SIZE",
+    "WIRE_OVERHEAD_BYTES", "parse_frame_sizes", "rate_object", "size_label", "size_sort_key", "Rate",
+    "parse_rate", "parse_duration", "parse_speed", "parse_count", "format_bps", "format_pps", "format_ns",
+    "format_seconds", "format_si",
+]

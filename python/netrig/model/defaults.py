@@ -1,0 +1,18 @@
+"""Defaults every layer shares, defined once (methodology §2–§4).
+
+The drain time is the engine's own default; the others are methodology choices.
+"""
+from __future__ import annotations
+
+from netrig import _native
+
+#: Wait after the last frame of a trial for frames in flight (methodology §2).
+DRAIN_S: float = _native.DEFAULT_DRAIN_S
+#: RFC 2544 trial duration (§26.1 throughput, §26.3 frame loss).
+TRIAL_DURATION_S: float = 60.0
+#: Link speed assumed when an interface reports none (veth); every report says it is nominal.
+NOMINAL_LINE_RATE_BPS: float = 10e9
+#: RFC 8219 §9.2: the tester must prove this multiple of every rate it uses.
+SELFTEST_FACTOR: float = 1.1
+#: An achieved TX rate more than this far below the intended one makes a trial invalid (tester-limited).
+TX_TOLERANCE_PCT: float = 2.0

@@ -1,0 +1,196 @@
+"""Values with units, as typed on the command line and in config files, and as printed.
+
+Parsing (every parser raises ``ConfigError(field, message)`` naming the field it was given, with an
+example of a valid value; NaN and infinities are refused everywhere):
+
+* durations: ``10s``, ``500ms``, ``250us``, ``2m``/``2min``, ``1h``; a plain number is seconds;
+* rates: ``100kpps``, ``1.5Mpps``, ``20 kfps``, ``1e6`` (frames/s), ``10Gbps`` / ``10Gbit/s``
+  (layer-1 bit/s, the RFC 2544 convention: the 20 bytes of preamble and inter-frame gap count),
+  ``10Gbps-l2`` (layer-2 bit/s, frame bytes only), ``50%`` (of the line rate), ``max``;
+* link speeds: ``10G``, ``10Gbit/s``, ``100M``, ``1e10`` (bit/s);
+* counts: ``1000``, ``10k``, ``1M``.
+
+Formatting: three significant digits in the largest unit the value reaches *after* rounding
+(``999.6e6`` bit/s is ``1 Gbit/s``, not ``1e+03 Mbit/s``).
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from netrig import _native
+from netrig.errors import ConfigError
+
+#: Preamble (7) + start-of-frame delimiter (1) + inter-frame gap (12): bytes on the wire per frame
+#: beyond the frame itself (methodology §1). Defined by the engine.
+WIRE_OVERHEAD_BYTES: int = _native.WIRE_OVERHEAD_BYTES
+
+_SI = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
+_NUM = r"([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)"
+_RATE_RE = re.compile(rf"^\s*{_NUM}\s*([kmgt]?)\s*(pps|fps|bps|bit/s|b/s|%)?\s*(-l[12])?\s*$", re.I)
+_DUR_RE = re.compile(rf"^\s*{_NUM}\s*(ns|us|µs|ms|s|sec|m|min|h)?\s*$", re.I)
+_DUR_UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "": 1.0, "m": 60.0,
+             "min": 60.0, "h": 3600.0}
+_SPEED_RE = re.compile(rf"^\s*{_NUM}\s*([kmgt]?)\s*(?:bit/s|bps|b/s|b)?\s*$", re.I)
+_COUNT_RE = re.compile(rf"^\s*{_NUM}\s*([kmg]?)\s*$", re.I)
+
+
+def _number(value: object, field: str, what: str, example: str) -> float | None:
+    """A finite number from an int/float (``None`` for a string, which the caller parses)."""
+    if isinstance(value, bool):
+        raise ConfigError(field, f"{value!r} is not {what} (e.g. {example})")
+    if isinstance(value, (int, float)):
+        v = float(value)
+        if not math.isfinite(v):
+            raise ConfigError(field, f"must be a finite number (got {value!r})")
+        return v
+    if not isinstance(value, str):
+        raise ConfigError(field, f"{value!r} is not {what} (e.g. {example})")
+    return None
+
+
+def parse_duration(value: object, field: str = "duration", *, allow_zero: bool = False) -> float:
+    """Seconds from ``10s``, ``500ms``, ``2m``, ``1h`` or a number of seconds; must be > 0 (or
+    >= 0 with ``allow_zero``)."""
+    s = _number(value, field, "a duration", "10s, 500ms, 2m")
+    if s is None:
+        m = _DUR_RE.match(str(value))
+        if not m:
+            raise ConfigError(field, f"must be a duration like 2s or 500ms (got {value!r})")
+        s = float(m.group(1)) * _DUR_UNIT[(m.group(2) or "").lower()]
+    if not math.isfinite(s):
+        raise ConfigError(field, f"must be a finite duration (got {value!r})")
+    if s < 0 or (s == 0 and not allow_zero):
+        raise ConfigError(field, f"must be {'>=' if allow_zero else '>'} 0 (got {value!r})")
+    return s
+
+
+RateKind = Literal["pps", "l1_bps", "l2_bps", "percent_line", "max"]
+
+
+@dataclass(frozen=True)
+class Rate:
+    """An offered rate as given: frames/s, layer-1 or layer-2 bit/s, % of the line rate, or ``max``
+    (as fast as the tester can). ``value`` is ``None`` only for ``max``."""
+
+    kind: RateKind
+    value: float | None = None
+
+    def pps(self, mean_frame_size: float, line_rate_bps: float | None = None) -> float | None:
+        """Frames/s at this mean frame size (``None`` for ``max``, or % without a line rate)."""
+        v = self.value
+        if v is None:
+            return None
+        if self.kind == "pps":
+            return v
+        if self.kind == "l1_bps":
+            return v / ((mean_frame_size + WIRE_OVERHEAD_BYTES) * 8)
+        if self.kind == "l2_bps":
+            return v / (mean_frame_size * 8)
+        if line_rate_bps is None:
+            return None
+        return v / 100 * line_rate_bps / ((mean_frame_size + WIRE_OVERHEAD_BYTES) * 8)
+
+
+def parse_rate(value: object, field: str = "rate") -> Rate:
+    """A :class:`Rate` from ``100kpps``, ``1Gbps``, ``1Gbps-l2``, ``50%``, ``max`` or a number (fps)."""
+    if isinstance(value, str) and value.strip().lower() == "max":
+        return Rate("max")
+    v = _number(value, field, "a rate", "100kpps, 1Gbps, 50%")
+    kind: RateKind = "pps"
+    if v is None:
+        m = _RATE_RE.match(str(value))
+        if not m:
+            raise ConfigError(field, f"{value!r} is not a rate: use e.g. 100kpps, 1.5Mpps, 10Gbps, 10Gbps-l2 or 50%")
+        num, prefix, unit, layer = m.groups()
+        unit = (unit or "pps").lower()
+        if unit == "%" and prefix:
+            raise ConfigError(field, f"{value!r}: a percentage takes no prefix (e.g. 50%)")
+        v = float(num) * _SI[prefix.lower()]
+        if unit in ("pps", "fps"):
+            kind = "pps"
+        elif unit == "%":
+            kind = "percent_line"
+        else:
+            kind = "l2_bps" if (layer or "").lower() == "-l2" else "l1_bps"
+        if layer and kind in ("pps", "percent_line"):
+            raise ConfigError(field, f"{value!r}: -l1/-l2 only applies to bit rates (e.g. 10Gbps-l2)")
+    if not math.isfinite(v):
+        raise ConfigError(field, f"must be a finite rate (got {value!r})")
+    if not v > 0:
+        raise ConfigError(field, f"must be > 0 (got {value!r})")
+    if kind == "percent_line" and v > 100:
+        raise ConfigError(field, f"{value!r} is above 100 % of the line rate")
+    return Rate(kind, v)
+
+
+def parse_speed(value: object, field: str = "speed") -> float:
+    """A link speed in bit/s from ``10G``, ``10Gbit/s``, ``100M`` or a number; must be > 0."""
+    v = _number(value, field, "a speed", "10G, 1e10")
+    if v is None:
+        m = _SPEED_RE.match(str(value))
+        if not m:
+            raise ConfigError(field, f"must be a speed like 10G or 1e10 (got {value!r})")
+        v = float(m.group(1)) * _SI[m.group(2).lower()]
+    if not (math.isfinite(v) and v > 0):
+        raise ConfigError(field, f"must be > 0 (got {value!r})")
+    return v
+
+
+def parse_count(value: object, field: str) -> int:
+    """A count with optional k/M/G suffix: ``1M`` = 1,000,000; must be > 0."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        n = value
+    else:
+        m = _COUNT_RE.match(str(value)) if isinstance(value, str) else None
+        if not m:
+            raise ConfigError(field, f"{value!r} is not a count (e.g. 1000, 10k, 1M)")
+        n = int(round(float(m.group(1)) * _SI[m.group(2).lower()]))
+    if n <= 0:
+        raise ConfigError(field, f"must be > 0 (got {value!r})")
+    return n
+
+
+# --------------------------------------------------------------------------------------------- #
+# Formatting
+
+SI_PREFIXES = ((1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
+BPS_UNITS = ((1e12, " Tbit/s"), (1e9, " Gbit/s"), (1e6, " Mbit/s"), (1e3, " kbit/s"), (1.0, " bit/s"))
+FPS_UNITS = ((1e9, " Gfps"), (1e6, " Mfps"), (1e3, " kfps"), (1.0, " fps"))
+NS_UNITS = ((1e9, " s"), (1e6, " ms"), (1e3, " µs"), (1.0, " ns"))
+
+
+def scaled(v: float, units: tuple[tuple[float, str], ...]) -> str:
+    """``v`` with three significant digits in the largest unit it reaches after rounding."""
+    for f, u in units:
+        if abs(float(f"{v:.3g}")) >= f:
+            return f"{float(f'{v / f:.3g}'):g}{u}"
+    f, u = units[-1]
+    return f"{float(f'{v / f:.3g}'):g}{u}"
+
+
+def format_si(v: float, unit: str = "") -> str:
+    """``1234567`` → ``1.23M`` (+ ``unit``)."""
+    return scaled(v, SI_PREFIXES) + unit
+
+
+def format_bps(bps: float) -> str:
+    """``1.23 Gbit/s``."""
+    return scaled(bps, BPS_UNITS)
+
+
+def format_pps(pps: float) -> str:
+    """``1.23 Mfps``."""
+    return scaled(pps, FPS_UNITS)
+
+
+def format_ns(ns: float) -> str:
+    """A latency in its readable unit: ``850 ns``, ``68.2 µs``, ``4.23 ms``."""
+    return scaled(ns, NS_UNITS)
+
+
+def format_seconds(s: float) -> str:
+    """A time in its readable unit: ``1.5 s``, ``12 ms``."""
+    return scaled(s * 1e9, NS_UNITS)
