@@ -7,7 +7,8 @@
 //!   a per-flow sliding window bitmap (a frame whose sequence is below the highest seen is
 //!   *reordered*; a sequence already seen inside the window is a *duplicate*);
 //! - latency = receive time − transmit timestamp, into the flow's HDR histogram, plus IPDV
-//!   (difference of consecutive frames' latencies, RFC 5481);
+//!   (difference of consecutive frames' latencies, RFC 5481): its mean and maximum, and its
+//!   magnitude into a second, coarser HDR histogram (for the 99th percentile);
 //! - *late*: latency above the late threshold (the drain time by default). Late frames are
 //!   counted separately and are not "received": RFC 2544 loss counts them as lost.
 //!
@@ -46,6 +47,8 @@ pub struct FlowRx {
     /// Per-flow histogram for the first [`PER_FLOW_HIST_LIMIT`] flows; the others share the
     /// analyser's histogram (memory: ~110 KiB per histogram).
     pub hist: Option<Histogram<u32>>,
+    /// |IPDV| histogram, for the same flows as `hist` (others share the analyser's; ~15 KiB).
+    pub ipdv_hist: Option<Histogram<u32>>,
 }
 
 /// Flows with their own latency histogram.
@@ -54,6 +57,12 @@ pub const PER_FLOW_HIST_LIMIT: usize = 256;
 /// Latency histogram precision: 3 significant digits (0.1 %).
 fn new_hist() -> Histogram<u32> {
     Histogram::new_with_bounds(1, MAX_LATENCY_NS, 3).expect("static histogram bounds are valid")
+}
+
+/// |IPDV| histogram precision: 2 significant digits (1 %) are enough for a percentile of a
+/// variation; 0 (equal consecutive latencies) is recorded as 0.
+fn new_ipdv_hist() -> Histogram<u32> {
+    Histogram::new_with_bounds(1, MAX_LATENCY_NS, 2).expect("static histogram bounds are valid")
 }
 
 impl FlowRx {
@@ -74,6 +83,7 @@ impl FlowRx {
             latency_min_ns: u64::MAX,
             latency_max_ns: 0,
             hist: with_hist.then(new_hist),
+            ipdv_hist: with_hist.then(new_ipdv_hist),
         }
     }
 
@@ -145,9 +155,12 @@ impl FlowRx {
         self.latency_sum_ns += other.latency_sum_ns;
         self.latency_min_ns = self.latency_min_ns.min(other.latency_min_ns);
         self.latency_max_ns = self.latency_max_ns.max(other.latency_max_ns);
+        // Same bounds by construction, so add() cannot fail.
         if let Some(o) = &other.hist {
-            // Same bounds by construction, so add() cannot fail.
             let _ = self.hist.get_or_insert_with(new_hist).add(o);
+        }
+        if let Some(o) = &other.ipdv_hist {
+            let _ = self.ipdv_hist.get_or_insert_with(new_ipdv_hist).add(o);
         }
     }
 }
@@ -172,6 +185,8 @@ pub struct Analyzer {
     pub totals: RxTotals,
     /// Latency of flows without a histogram of their own.
     pub shared_hist: Histogram<u32>,
+    /// |IPDV| of flows without a histogram of their own.
+    pub shared_ipdv_hist: Histogram<u32>,
     /// Engine-clock time of the trial epoch; signature timestamps are relative to it.
     epoch_ns: u64,
     late_ns: u64,
@@ -190,6 +205,7 @@ impl Analyzer {
             flows: (0..nflows).map(|i| FlowRx::new(w, i < PER_FLOW_HIST_LIMIT)).collect(),
             totals: RxTotals::default(),
             shared_hist: new_hist(),
+            shared_ipdv_hist: new_ipdv_hist(),
             epoch_ns,
             late_ns,
         }
@@ -241,6 +257,7 @@ impl Analyzer {
             if d > f.ipdv_max_ns {
                 f.ipdv_max_ns = d;
             }
+            f.ipdv_hist.as_mut().unwrap_or(&mut self.shared_ipdv_hist).saturating_record(d.min(MAX_LATENCY_NS));
         }
         f.last_latency = Some(latency);
     }
@@ -261,6 +278,8 @@ pub struct LatencySummary {
     pub pdv_ns: u64,
     /// Mean |IPDV| between consecutive frames of a flow.
     pub ipdv_mean_ns: f64,
+    /// 99th percentile of |IPDV| (0 without an IPDV histogram), at most `ipdv_max_ns`.
+    pub ipdv_p99_ns: u64,
     pub ipdv_max_ns: u64,
 }
 
@@ -273,6 +292,9 @@ impl LatencySummary {
         }
         let mean_ns = f.latency_sum_ns as f64 / f.received as f64;
         let ipdv_mean_ns = if f.ipdv_count > 0 { f.ipdv_sum_ns as f64 / f.ipdv_count as f64 } else { 0.0 };
+        // A bucket's highest value can lie above the largest sample: never report more than it.
+        let ipdv_p99_ns =
+            f.ipdv_hist.as_ref().filter(|h| !h.is_empty()).map_or(0, |h| h.value_at_quantile(0.99).min(f.ipdv_max_ns));
         let Some(h) = f.hist.as_ref().filter(|h| !h.is_empty()) else {
             return LatencySummary {
                 samples: f.received,
@@ -280,6 +302,7 @@ impl LatencySummary {
                 mean_ns,
                 max_ns: f.latency_max_ns,
                 ipdv_mean_ns,
+                ipdv_p99_ns,
                 ipdv_max_ns: f.ipdv_max_ns,
                 ..Default::default()
             };
@@ -296,6 +319,7 @@ impl LatencySummary {
             max_ns: f.latency_max_ns,
             pdv_ns: p99.saturating_sub(f.latency_min_ns.min(h.min())),
             ipdv_mean_ns,
+            ipdv_p99_ns,
             ipdv_max_ns: f.ipdv_max_ns,
         }
     }
@@ -334,6 +358,75 @@ mod tests {
         assert!(f.record_seq(20_000));
         assert!(f.record_seq(19_999));
         assert_eq!(f.reordered, 1);
+    }
+
+    /// A signed 64-byte frame of flow 0 with sequence `seq`, sent at `tx_ns` since the epoch.
+    fn frame(seq: u64, tx_ns: u64) -> Vec<u8> {
+        use netrig_wire::builder::{build_udp_frame, patch_signature, L3Spec, TemplateSpec};
+        let spec = TemplateSpec {
+            src_mac: netrig_wire::ethernet::EthernetAddress([2, 0, 0, 0, 0, 1]),
+            dst_mac: netrig_wire::ethernet::EthernetAddress([2, 0, 0, 0, 0, 2]),
+            vlan: None,
+            l3: L3Spec::V4 { src: [198, 18, 0, 1].into(), dst: [198, 19, 0, 1].into(), ttl: 64, dscp: 0 },
+            src_port: 1024,
+            dst_port: 1024,
+            udp_checksum: false,
+        };
+        let mut buf = vec![0u8; 60];
+        let info = build_udp_frame(&spec, 60, &mut buf).unwrap();
+        let sig = netrig_wire::signature::Signature { flow_id: 0, seq, tx_ts_ns: tx_ns };
+        patch_signature(&mut buf, &info, &sig).unwrap();
+        buf
+    }
+
+    /// Feeds frames of the given latencies (ns), 1 µs apart, to `an` starting at sequence `seq0`.
+    fn feed(an: &mut Analyzer, seq0: u64, latencies: &[u64]) {
+        for (k, &lat) in latencies.iter().enumerate() {
+            let seq = seq0 + k as u64;
+            let tx = 1_000_000 + seq * 1_000;
+            an.frame(&frame(seq, tx), RxMeta { ts_ns: tx + lat, queue: 0 });
+        }
+    }
+
+    #[test]
+    fn ipdv_mean_p99_and_max_from_known_latencies() {
+        // 100 consecutive differences of 100 ns, then one of 50 µs.
+        let mut lat: Vec<u64> = (0..=100).map(|i| 10_000 + 100 * (i % 2)).collect();
+        lat.push(60_000);
+        let mut an = Analyzer::new(1, 0, u64::MAX / 4);
+        feed(&mut an, 0, &lat);
+        let s = LatencySummary::from_flow(&an.flows[0]);
+        assert_eq!(s.samples, 102);
+        assert_eq!(s.ipdv_max_ns, 50_000);
+        assert_eq!(s.ipdv_p99_ns, 100, "99 % of the differences are 100 ns");
+        assert!((s.ipdv_mean_ns - 60_000.0 / 101.0).abs() < 1e-9, "{}", s.ipdv_mean_ns);
+
+        // The same frames seen by two RX workers (the first and second half) merge to the same
+        // percentile; each worker only knows the differences inside its half.
+        let (mut a, mut b) = (Analyzer::new(1, 0, u64::MAX / 4), Analyzer::new(1, 0, u64::MAX / 4));
+        feed(&mut a, 0, &lat[..51]);
+        feed(&mut b, 51, &lat[51..]);
+        let mut m = a.flows[0].clone();
+        m.merge(&b.flows[0]);
+        let s = LatencySummary::from_flow(&m);
+        assert_eq!((s.samples, s.ipdv_p99_ns, s.ipdv_max_ns), (102, 100, 50_000));
+    }
+
+    #[test]
+    fn ipdv_p99_never_exceeds_the_maximum() {
+        // 2 significant digits: 12_345 lies in a bucket whose highest value is above it.
+        let mut an = Analyzer::new(1, 0, u64::MAX / 4);
+        feed(&mut an, 0, &[1_000, 13_345, 1_000]);
+        let s = LatencySummary::from_flow(&an.flows[0]);
+        assert_eq!((s.ipdv_p99_ns, s.ipdv_max_ns), (12_345, 12_345));
+    }
+
+    #[test]
+    fn flows_without_their_own_histogram_share_one() {
+        let n = PER_FLOW_HIST_LIMIT + 1;
+        let an = Analyzer::new(n, 0, u64::MAX / 4);
+        assert!(an.flows[PER_FLOW_HIST_LIMIT - 1].ipdv_hist.is_some());
+        assert!(an.flows[PER_FLOW_HIST_LIMIT].ipdv_hist.is_none() && an.flows[PER_FLOW_HIST_LIMIT].hist.is_none());
     }
 
     #[test]

@@ -53,6 +53,11 @@ impl ConfigError {
     pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
         ConfigError { field: field.into(), message: message.into() }
     }
+
+    /// The same error inside `prefix`: `frame_size` within `streams[2]` is `streams[2].frame_size`.
+    pub fn within(self, prefix: &str) -> Self {
+        ConfigError { field: format!("{prefix}.{}", self.field), message: self.message }
+    }
 }
 
 /// Anything that can go wrong in the engine.

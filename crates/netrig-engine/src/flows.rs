@@ -8,7 +8,107 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use netrig_wire::IpPair;
 
-use crate::stream::{FlowOrder, FlowSpec};
+use crate::error::ConfigError;
+
+/// How flows are enumerated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowOrder {
+    /// Round-robin over flows; addresses and ports increment.
+    Sequential,
+    /// RFC 4814 §4.5: pseudorandom ports and pseudorandom flow order from a seed.
+    Pseudorandom { seed: u64 },
+}
+
+/// Flow ranges: the stream's flows are every combination of these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlowSpec {
+    pub src_ips: u32,
+    pub dst_ips: u32,
+    pub src_ports: u32,
+    pub dst_ports: u32,
+    pub order: FlowOrder,
+}
+
+impl Default for FlowSpec {
+    fn default() -> Self {
+        FlowSpec { src_ips: 1, dst_ips: 1, src_ports: 1, dst_ports: 1, order: FlowOrder::Sequential }
+    }
+}
+
+/// Most flows one stream may have: every flow has receive state (and a trial at most 2^24).
+pub const MAX_FLOWS: u64 = 1 << 24;
+
+/// Names of the flow orders, as [`FlowOrder::parse`] takes them.
+pub const FLOW_ORDERS: &[&str] = &["sequential", "pseudorandom"];
+
+impl FlowOrder {
+    /// `"sequential"` or `"pseudorandom"` (with `seed`); errors name the field `flows.order`.
+    pub fn parse(name: &str, seed: u64) -> Result<Self, ConfigError> {
+        match name {
+            "sequential" => Ok(FlowOrder::Sequential),
+            "pseudorandom" => Ok(FlowOrder::Pseudorandom { seed }),
+            _ => Err(ConfigError::new(
+                "flows.order",
+                format!("{name:?} is not a flow order: use one of {}", FLOW_ORDERS.join(", ")),
+            )),
+        }
+    }
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            FlowOrder::Sequential => "sequential",
+            FlowOrder::Pseudorandom { .. } => "pseudorandom",
+        }
+    }
+
+    /// The seed of a pseudorandom order (1, the default, for sequential).
+    pub fn seed(&self) -> u64 {
+        match self {
+            FlowOrder::Sequential => 1,
+            FlowOrder::Pseudorandom { seed } => *seed,
+        }
+    }
+}
+
+impl FlowSpec {
+    pub fn count(&self) -> u64 {
+        self.src_ips as u64 * self.dst_ips as u64 * self.src_ports as u64 * self.dst_ports as u64
+    }
+
+    /// Every range has at least one value, port ranges fit the port space, and the flows fit
+    /// the per-stream limit. Fields are named as in a stream: `flows.src_ports`, `flows`.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        for (name, n) in [
+            ("src_ips", self.src_ips),
+            ("dst_ips", self.dst_ips),
+            ("src_ports", self.src_ports),
+            ("dst_ports", self.dst_ports),
+        ] {
+            if n == 0 {
+                return Err(ConfigError::new(
+                    format!("flows.{name}"),
+                    "must be at least 1 (got 0): every range needs one value; use 1 for a single address or port",
+                ));
+            }
+        }
+        for (name, n) in [("src_ports", self.src_ports), ("dst_ports", self.dst_ports)] {
+            if n > 65535 {
+                return Err(ConfigError::new(
+                    format!("flows.{name}"),
+                    format!("{n} ports do not fit the port space: a port range holds at most 65535 ports"),
+                ));
+            }
+        }
+        let n = self.count();
+        if n > MAX_FLOWS {
+            return Err(ConfigError::new(
+                "flows",
+                format!("{n} flows is above the limit of {MAX_FLOWS} per stream: use fewer addresses or ports"),
+            ));
+        }
+        Ok(())
+    }
+}
 
 /// Flows precomputed up to this count; beyond it tuples are computed per frame.
 const PRECOMPUTE_MAX: u64 = 1 << 16;
@@ -192,5 +292,19 @@ mod tests {
         let t = FlowTable::new(&spec, base(), 9, 9).unwrap();
         let (ips, _, _) = t.tuple(999_999);
         assert_eq!(ips, IpPair::V4 { src: Ipv4Addr::new(198, 18, 3, 232), dst: Ipv4Addr::new(198, 19, 3, 232) });
+    }
+
+    #[test]
+    fn flow_spec_and_order_validation() {
+        FlowSpec::default().validate().unwrap();
+        let e = FlowSpec { dst_ips: 0, ..FlowSpec::default() }.validate().unwrap_err();
+        assert_eq!(e.field, "flows.dst_ips");
+        let e = FlowSpec { src_ports: 65536, ..FlowSpec::default() }.validate().unwrap_err();
+        assert_eq!(e.field, "flows.src_ports");
+        let e = FlowSpec { src_ips: 4096, dst_ips: 4097, ..FlowSpec::default() }.validate().unwrap_err();
+        assert_eq!(e.field, "flows");
+        assert!(e.message.contains("16777216"), "{e}");
+        assert_eq!(FlowOrder::parse("pseudorandom", 9).unwrap(), FlowOrder::Pseudorandom { seed: 9 });
+        assert_eq!(FlowOrder::parse("random", 1).unwrap_err().field, "flows.order");
     }
 }

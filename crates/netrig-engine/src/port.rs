@@ -13,7 +13,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::error::PortError;
+use crate::error::{ConfigError, PortError};
 
 /// The I/O method behind a port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -31,6 +31,30 @@ impl Backend {
             Backend::AfPacket => "af_packet",
             Backend::AfXdp => "af_xdp",
             Backend::Socket => "socket",
+        }
+    }
+}
+
+/// Port I/O modes as users name them: `auto` (probe and pick the fastest that works), then every
+/// backend that opens an interface by name.
+pub const IO_MODES: &[&str] = &["auto", "af_xdp", "af_packet", "socket"];
+
+/// Most queues a port may use.
+pub const MAX_QUEUES: usize = 64;
+/// Longest AF_XDP busy-poll time, microseconds.
+pub const MAX_BUSY_POLL_US: u32 = 1_000_000;
+
+impl Backend {
+    /// The backend of an I/O mode from [`IO_MODES`] (`None` for `auto`). Field: `io`.
+    pub fn from_io_mode(mode: &str) -> Result<Option<Backend>, ConfigError> {
+        match mode {
+            "auto" => Ok(None),
+            "af_xdp" => Ok(Some(Backend::AfXdp)),
+            "af_packet" => Ok(Some(Backend::AfPacket)),
+            "socket" => Ok(Some(Backend::Socket)),
+            _ => {
+                Err(ConfigError::new("io", format!("{mode:?} is not an I/O mode: use one of {}", IO_MODES.join(", "))))
+            }
         }
     }
 }
@@ -171,7 +195,7 @@ pub trait Port: Send {
 }
 
 /// How to open a port.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct PortSpec {
     /// Interface name (`veth0`, `eth2`).
     pub ifname: String,
@@ -203,5 +227,73 @@ impl PortSpec {
             receive: true,
             busy_poll_us: 0,
         }
+    }
+
+    /// The I/O mode as users name it: `auto` or the backend.
+    pub fn io_mode(&self) -> &'static str {
+        self.backend.map_or("auto", Backend::as_str)
+    }
+
+    /// Everything that can be checked without opening the port: the interface name (1..15
+    /// bytes, no `/`, whitespace or NUL), 1..64 queues, busy polling at most 1 s and only where
+    /// AF_XDP may be used. Fields: `ifname`, `queues`, `busy_poll_us`.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let n = &self.ifname;
+        if n.is_empty() || n.len() > 15 || n.chars().any(|c| c == '/' || c == '\0' || c.is_whitespace()) {
+            return Err(ConfigError::new(
+                "ifname",
+                format!("{n:?} is not an interface name: 1-15 characters without '/' or spaces (see `netrig ports`)"),
+            ));
+        }
+        if !(1..=MAX_QUEUES).contains(&self.queues) {
+            return Err(ConfigError::new("queues", format!("must be 1..{MAX_QUEUES} (got {})", self.queues)));
+        }
+        if self.busy_poll_us > MAX_BUSY_POLL_US {
+            return Err(ConfigError::new(
+                "busy_poll_us",
+                format!("must be 0..{MAX_BUSY_POLL_US} microseconds (got {})", self.busy_poll_us),
+            ));
+        }
+        if self.busy_poll_us > 0 && !matches!(self.backend, None | Some(Backend::AfXdp)) {
+            return Err(ConfigError::new(
+                "busy_poll_us",
+                format!(
+                    "busy polling is an af_xdp option (io is {:?}): use the af_xdp backend or turn busy polling off",
+                    self.io_mode()
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_modes_parse_and_name_the_field() {
+        for m in IO_MODES {
+            let b = Backend::from_io_mode(m).unwrap();
+            assert_eq!(b.map_or("auto", Backend::as_str), *m);
+        }
+        let e = Backend::from_io_mode("dpdk").unwrap_err();
+        assert_eq!(e.field, "io");
+        assert!(e.message.contains("auto, af_xdp, af_packet, socket"), "{e}");
+    }
+
+    #[test]
+    fn port_spec_validation() {
+        PortSpec::new("eth0").validate().unwrap();
+        let field = |s: PortSpec| s.validate().unwrap_err().field;
+        assert_eq!(field(PortSpec::new("")), "ifname");
+        assert_eq!(field(PortSpec::new("x".repeat(16))), "ifname");
+        assert_eq!(field(PortSpec::new("a/b")), "ifname");
+        assert_eq!(field(PortSpec { queues: 0, ..PortSpec::new("eth0") }), "queues");
+        assert_eq!(field(PortSpec { queues: 65, ..PortSpec::new("eth0") }), "queues");
+        assert_eq!(field(PortSpec { busy_poll_us: 1_000_001, ..PortSpec::new("eth0") }), "busy_poll_us");
+        let s = PortSpec { busy_poll_us: 50, backend: Some(Backend::AfPacket), ..PortSpec::new("eth0") };
+        assert!(s.validate().unwrap_err().message.contains("af_xdp option"));
+        PortSpec { busy_poll_us: 50, backend: Some(Backend::AfXdp), ..PortSpec::new("eth0") }.validate().unwrap();
     }
 }

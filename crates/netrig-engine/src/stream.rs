@@ -11,6 +11,7 @@ use netrig_wire::{vlan, IpPair};
 
 use crate::error::ConfigError;
 use crate::flows::FlowTable;
+pub use crate::flows::{FlowOrder, FlowSpec};
 
 /// Ethernet wire overhead per frame: preamble 7 + SFD 1 + inter-frame gap 12 (methodology §1).
 pub const WIRE_OVERHEAD: u64 = 20;
@@ -26,6 +27,9 @@ pub const RFC2544_FRAME_SIZES: &[usize] = &[64, 128, 256, 512, 1024, 1280, 1518]
 /// `imix` is the mix of capture benchmarks (percent), `simple-imix` the 7:4:1 "simple IMIX".
 pub const FRAME_SIZE_MIXES: &[(&str, &[(usize, u32)])] =
     &[("imix", &[(64, 57), (570, 7), (594, 16), (1518, 20)]), ("simple-imix", &[(64, 7), (570, 4), (1518, 1)])];
+
+/// Largest sum of the weights of a mix (the per-frame size schedule holds whole cycles).
+pub const MAX_MIX_WEIGHT: u64 = 65536;
 
 /// Frame sizes (bytes, including FCS).
 #[derive(Debug, Clone, PartialEq)]
@@ -78,7 +82,57 @@ impl FrameSize {
         }
     }
 
-    fn bounds(&self) -> (usize, usize) {
+    /// Sizes within [`MIN_FRAME_SIZE`]`..=`[`MAX_FRAME_SIZE`], a mix with a weight > 0 (weights
+    /// summing to at most [`MAX_MIX_WEIGHT`]), min ≤ max, step > 0. Field: `frame_size`.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let err = |m: String| Err(ConfigError::new("frame_size", m));
+        let in_range = |s: usize| (MIN_FRAME_SIZE..=MAX_FRAME_SIZE).contains(&s);
+        let range = format!("frame sizes are {MIN_FRAME_SIZE}..{MAX_FRAME_SIZE} bytes including the 4-byte FCS");
+        match self {
+            FrameSize::Fixed(s) if !in_range(*s) => err(format!("{s} B is out of range: {range}")),
+            FrameSize::Weighted(w) => {
+                if let Some((s, _)) = w.iter().find(|(s, _)| !in_range(*s)) {
+                    return err(format!("{s} B in the mix is out of range: {range}"));
+                }
+                let total: u64 = w.iter().map(|&(_, k)| k as u64).sum();
+                if total == 0 {
+                    return err("a weighted mix needs at least one size with a weight > 0".into());
+                }
+                if total > MAX_MIX_WEIGHT {
+                    return err(format!(
+                        "the mix's weights sum to {total}: weights are relative, keep their sum at most {MAX_MIX_WEIGHT}"
+                    ));
+                }
+                Ok(())
+            }
+            FrameSize::Random { min, max } | FrameSize::Increment { min, max, .. } => {
+                if let Some(s) = [*min, *max].into_iter().find(|&s| !in_range(s)) {
+                    return err(format!("{s} B is out of range: {range}"));
+                }
+                if min > max {
+                    return err(format!("min {min} is above max {max}: give the smaller size first"));
+                }
+                if let FrameSize::Increment { step: 0, .. } = self {
+                    return err("the increment step must be > 0 bytes".into());
+                }
+                Ok(())
+            }
+            FrameSize::Fixed(_) => Ok(()),
+        }
+    }
+
+    /// `"fixed"`, `"weighted"`, `"random"` or `"increment"`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            FrameSize::Fixed(_) => "fixed",
+            FrameSize::Weighted(_) => "weighted",
+            FrameSize::Random { .. } => "random",
+            FrameSize::Increment { .. } => "increment",
+        }
+    }
+
+    /// Smallest and largest size.
+    pub fn bounds(&self) -> (usize, usize) {
         match self {
             FrameSize::Fixed(s) => (*s, *s),
             FrameSize::Weighted(w) => {
@@ -104,6 +158,42 @@ pub enum Rate {
     Max,
 }
 
+impl Rate {
+    /// A finite value > 0, and at most 100 for a percentage. Field: `rate`.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let v = match *self {
+            Rate::Pps(v) | Rate::L1Bps(v) | Rate::L2Bps(v) | Rate::PercentLine(v) => v,
+            Rate::Max => return Ok(()),
+        };
+        if !v.is_finite() || v <= 0.0 {
+            return Err(ConfigError::new("rate", format!("must be a finite number > 0 (got {v})")));
+        }
+        if matches!(self, Rate::PercentLine(_)) && v > 100.0 {
+            return Err(ConfigError::new("rate", format!("{v} % is above the line rate: give at most 100 %")));
+        }
+        Ok(())
+    }
+
+    /// `"pps"`, `"l1_bps"`, `"l2_bps"`, `"percent_line"` or `"max"`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Rate::Pps(_) => "pps",
+            Rate::L1Bps(_) => "l1_bps",
+            Rate::L2Bps(_) => "l2_bps",
+            Rate::PercentLine(_) => "percent_line",
+            Rate::Max => "max",
+        }
+    }
+
+    /// The number given (`None` for `Max`).
+    pub fn value(&self) -> Option<f64> {
+        match *self {
+            Rate::Pps(v) | Rate::L1Bps(v) | Rate::L2Bps(v) | Rate::PercentLine(v) => Some(v),
+            Rate::Max => None,
+        }
+    }
+}
+
 /// When a stream stops.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Stop {
@@ -116,35 +206,50 @@ pub enum Stop {
     Bursts { frames: u64, bursts: u64, gap_ns: u64 },
 }
 
-/// How flows are enumerated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FlowOrder {
-    /// Round-robin over flows; addresses and ports increment.
-    Sequential,
-    /// RFC 4814 §4.5: pseudorandom ports and pseudorandom flow order from a seed.
-    Pseudorandom { seed: u64 },
-}
+impl Stop {
+    /// Stop after `duration_s` seconds (finite, > 0). Field: `duration_s`.
+    pub fn duration_s(duration_s: f64) -> Result<Stop, ConfigError> {
+        Ok(Stop::Duration { ns: seconds_to_ns("duration_s", duration_s, false)? })
+    }
 
-/// Flow ranges: the stream's flows are every combination of these.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FlowSpec {
-    pub src_ips: u32,
-    pub dst_ips: u32,
-    pub src_ports: u32,
-    pub dst_ports: u32,
-    pub order: FlowOrder,
-}
+    /// `bursts` bursts of `frames` frames, `gap_s` (finite, ≥ 0) between burst starts.
+    pub fn bursts(frames: u64, bursts: u64, gap_s: f64) -> Result<Stop, ConfigError> {
+        let s = Stop::Bursts { frames, bursts, gap_ns: seconds_to_ns("bursts", gap_s, true)? };
+        s.validate()?;
+        Ok(s)
+    }
 
-impl Default for FlowSpec {
-    fn default() -> Self {
-        FlowSpec { src_ips: 1, dst_ips: 1, src_ports: 1, dst_ports: 1, order: FlowOrder::Sequential }
+    /// Something to send: duration, frame count, burst size and count all > 0.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        match *self {
+            Stop::Duration { ns: 0 } => Err(ConfigError::new("duration_s", "must be > 0: give how long to send")),
+            Stop::Frames { count: 0 } => Err(ConfigError::new("frames", "must be > 0: give how many frames to send")),
+            Stop::Bursts { frames, bursts, .. } if frames == 0 || bursts == 0 => Err(ConfigError::new(
+                "bursts",
+                format!("burst size and burst count must be > 0 (got {frames} frames x {bursts} bursts)"),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// `"duration"`, `"frames"` or `"bursts"`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Stop::Duration { .. } => "duration",
+            Stop::Frames { .. } => "frames",
+            Stop::Bursts { .. } => "bursts",
+        }
     }
 }
 
-impl FlowSpec {
-    pub fn count(&self) -> u64 {
-        self.src_ips as u64 * self.dst_ips as u64 * self.src_ports as u64 * self.dst_ports as u64
+/// Nanoseconds of `seconds` (finite, > 0 or with `allow_zero` ≥ 0, at most ~1e9 s); errors
+/// name `field`.
+pub fn seconds_to_ns(field: &str, seconds: f64, allow_zero: bool) -> Result<u64, ConfigError> {
+    let bound = if allow_zero { ">= 0" } else { "> 0" };
+    if !seconds.is_finite() || seconds < 0.0 || (seconds == 0.0 && !allow_zero) || seconds > 1e9 {
+        return Err(ConfigError::new(field, format!("must be a finite number of seconds {bound} (got {seconds})")));
     }
+    Ok((seconds * 1e9).round() as u64)
 }
 
 /// One stream of test frames.
@@ -195,6 +300,114 @@ impl StreamConfig {
             line_rate_bps: None,
         }
     }
+
+    /// Everything that can be checked without a port: the frame sizes (and that they hold this
+    /// stream's headers and signature), the rate (within the line rate when one is given), the
+    /// flows, the stop, the IP family and the VLAN id. Fields are the stream's own (`frame_size`,
+    /// `dst_ip`, `flows.src_ports`); a trial prefixes them with `streams[i].`.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.frame_size.validate()?;
+        self.rate.validate()?;
+        self.flows.validate()?;
+        self.stop.validate()?;
+        if self.line_rate_bps == Some(0) {
+            return Err(ConfigError::new(
+                "line_rate_bps",
+                "must be > 0 bit/s: leave it unset when the link has no speed",
+            ));
+        }
+        let spec = self.template_spec()?;
+        let min_size = builder::min_frame_len(&spec) + FCS_LEN;
+        let (lo, _) = self.frame_size.bounds();
+        if lo < min_size {
+            return Err(ConfigError::new(
+                "frame_size",
+                format!(
+                    "{lo} B is below the minimum of {min_size} B for this header template (headers + 18 B signature + FCS): use larger frames"
+                ),
+            ));
+        }
+        if let L3Spec::V4 { src, dst, .. } = spec.l3 {
+            for (name, base, n) in [("src_ips", src, self.flows.src_ips), ("dst_ips", dst, self.flows.dst_ips)] {
+                if u32::from(base) as u64 + n as u64 - 1 > u32::MAX as u64 {
+                    return Err(ConfigError::new(
+                        format!("flows.{name}"),
+                        format!(
+                            "{n} addresses from {base} run past 255.255.255.255: use fewer or a lower base address"
+                        ),
+                    ));
+                }
+            }
+        }
+        let rate_pps = self.intended_rate_pps()?;
+        if let Some(l) = self.line_rate_bps {
+            let mean = self.frame_size.mean();
+            let line_pps = line_rate_fps(l as f64, mean);
+            if rate_pps.is_finite() && rate_pps > line_pps * 1.000_001 {
+                return Err(ConfigError::new(
+                    "rate",
+                    format!(
+                        "{rate_pps:.0} fps is above the line rate of {line_pps:.0} fps at {mean:.0} B ({l} bit/s): lower the rate"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The frames/s this stream asks for (`f64::INFINITY` for [`Rate::Max`]); a rate in % needs
+    /// a line rate.
+    pub fn intended_rate_pps(&self) -> Result<f64, ConfigError> {
+        let mean = self.frame_size.mean();
+        Ok(match self.rate {
+            Rate::Pps(p) => p,
+            Rate::L1Bps(b) => b / ((mean + WIRE_OVERHEAD as f64) * 8.0),
+            Rate::L2Bps(b) => b / (mean * 8.0),
+            Rate::PercentLine(pct) => {
+                let l = self.line_rate_bps.filter(|&l| l > 0).ok_or_else(|| {
+                    ConfigError::new(
+                        "rate",
+                        "a rate in % of line rate needs a link speed: the interface reports none (veth); configure a nominal line rate (line_rate_bps)",
+                    )
+                })?;
+                pct / 100.0 * line_rate_fps(l as f64, mean)
+            }
+            Rate::Max => f64::INFINITY,
+        })
+    }
+
+    /// The header template of this stream's frames: IP families must match, VLAN id 1..4094.
+    fn template_spec(&self) -> Result<TemplateSpec, ConfigError> {
+        let l3 = match (self.src_ip, self.dst_ip) {
+            (IpAddr::V4(src), IpAddr::V4(dst)) => L3Spec::V4 { src, dst, ttl: self.ttl, dscp: 0 },
+            (IpAddr::V6(src), IpAddr::V6(dst)) => L3Spec::V6 { src, dst, hop_limit: self.ttl, tc: 0 },
+            (s, d) => {
+                return Err(ConfigError::new(
+                    "dst_ip",
+                    format!("{d} and the source {s} are of different IP families: use two IPv4 or two IPv6 addresses"),
+                ))
+            }
+        };
+        let vlan = match self.vlan {
+            None => None,
+            Some(vid) if (1..4095).contains(&vid) => Some(vlan::Repr { pcp: 0, dei: false, vid, inner_ethertype: 0 }),
+            Some(vid) => {
+                return Err(ConfigError::new(
+                    "vlan",
+                    format!("VLAN id must be 1..4094 (got {vid}); leave it unset for untagged frames"),
+                ))
+            }
+        };
+        Ok(TemplateSpec {
+            src_mac: self.src_mac,
+            dst_mac: self.dst_mac,
+            vlan,
+            l3,
+            src_port: self.src_port,
+            dst_port: self.dst_port,
+            udp_checksum: self.udp_checksum,
+        })
+    }
 }
 
 /// A frame length (without FCS) with its header template.
@@ -230,7 +443,8 @@ impl CompiledStream {
     }
 }
 
-/// Validate and compile `cfg`. `max_frame_len` is the TX port's largest frame without FCS.
+/// Validate and compile `cfg`: [`StreamConfig::validate`] first, then what needs the ports:
+/// the port indices and `max_frame_len`, the TX port's largest frame without FCS.
 pub fn compile(
     index: usize,
     cfg: &StreamConfig,
@@ -238,62 +452,21 @@ pub fn compile(
     max_frame_len: usize,
     n_ports: usize,
 ) -> Result<CompiledStream, ConfigError> {
-    let f = |name: &str| format!("streams[{index}].{name}");
-    if cfg.tx_port >= n_ports {
-        return Err(ConfigError::new(
-            f("tx_port"),
-            format!("port index {} out of range (the trial has {n_ports} ports)", cfg.tx_port),
-        ));
+    let prefix = format!("streams[{index}]");
+    cfg.validate().map_err(|e| e.within(&prefix))?;
+    let f = |name: &str| format!("{prefix}.{name}");
+    for (name, p) in [("tx_port", cfg.tx_port), ("rx_port", cfg.rx_port)] {
+        if p >= n_ports {
+            return Err(ConfigError::new(
+                f(name),
+                format!("port index {p} out of range (the trial has {n_ports} ports): use 0..{}", n_ports.max(1) - 1),
+            ));
+        }
     }
-    if cfg.rx_port >= n_ports {
-        return Err(ConfigError::new(
-            f("rx_port"),
-            format!("port index {} out of range (the trial has {n_ports} ports)", cfg.rx_port),
-        ));
-    }
-    let l3 = match (cfg.src_ip, cfg.dst_ip) {
-        (IpAddr::V4(src), IpAddr::V4(dst)) => L3Spec::V4 { src, dst, ttl: cfg.ttl, dscp: 0 },
-        (IpAddr::V6(src), IpAddr::V6(dst)) => L3Spec::V6 { src, dst, hop_limit: cfg.ttl, tc: 0 },
-        _ => return Err(ConfigError::new(f("dst_ip"), "source and destination must be of the same IP family")),
-    };
-    let vlan = match cfg.vlan {
-        None => None,
-        Some(vid) if (1..4095).contains(&vid) => Some(vlan::Repr { pcp: 0, dei: false, vid, inner_ethertype: 0 }),
-        Some(vid) => return Err(ConfigError::new(f("vlan"), format!("VLAN id must be 1..4094 (got {vid})"))),
-    };
-    let spec = TemplateSpec {
-        src_mac: cfg.src_mac,
-        dst_mac: cfg.dst_mac,
-        vlan,
-        l3,
-        src_port: cfg.src_port,
-        dst_port: cfg.dst_port,
-        udp_checksum: cfg.udp_checksum,
-    };
-    let min_size = builder::min_frame_len(&spec) + FCS_LEN;
+    let spec = cfg.template_spec().map_err(|e| e.within(&prefix))?;
     // The port's maximum is for untagged frames; an 802.1Q tag adds 4 bytes on top of the MTU.
-    let max_size = max_frame_len + FCS_LEN + if vlan.is_some() { 4 } else { 0 };
-    let (lo, hi) = cfg.frame_size.bounds();
-    match &cfg.frame_size {
-        FrameSize::Weighted(w) if w.is_empty() || w.iter().all(|x| x.1 == 0) => {
-            return Err(ConfigError::new(f("frame_size"), "a weighted mix needs at least one size with a weight > 0"));
-        }
-        FrameSize::Random { min, max } | FrameSize::Increment { min, max, .. } if min > max => {
-            return Err(ConfigError::new(f("frame_size"), format!("min {min} is above max {max}")));
-        }
-        FrameSize::Increment { step: 0, .. } => {
-            return Err(ConfigError::new(f("frame_size"), "increment step must be > 0"));
-        }
-        _ => {}
-    }
-    if lo < min_size {
-        return Err(ConfigError::new(
-            f("frame_size"),
-            format!(
-                "{lo} B is below the minimum of {min_size} B for this header template (headers + 18 B signature + FCS)"
-            ),
-        ));
-    }
+    let max_size = max_frame_len + FCS_LEN + if spec.vlan.is_some() { 4 } else { 0 };
+    let (_, hi) = cfg.frame_size.bounds();
     if hi > max_size {
         return Err(ConfigError::new(
             f("frame_size"),
@@ -316,58 +489,13 @@ pub fn compile(
         templates.push(SizedTemplate { size, info, bytes });
     }
     let size_schedule = size_schedule(&cfg.frame_size, &sizes, index as u64);
-    let nflows = cfg.flows.count();
-    if nflows == 0 {
-        return Err(ConfigError::new(f("flows"), "every flow count must be at least 1"));
-    }
-    if nflows > (1 << 24) {
-        return Err(ConfigError::new(f("flows"), format!("{nflows} flows is above the limit of 16777216 per stream")));
-    }
-    if cfg.flows.src_ports > 65535 || cfg.flows.dst_ports > 65535 {
-        return Err(ConfigError::new(f("flows"), "port ranges can hold at most 65535 ports"));
-    }
-    let flows = FlowTable::new(&cfg.flows, l3.ip_pair(), cfg.src_port, cfg.dst_port)
+    let flows = FlowTable::new(&cfg.flows, spec.l3.ip_pair(), cfg.src_port, cfg.dst_port)
         .map_err(|m| ConfigError::new(f("flows"), m))?;
-    let mean = cfg.frame_size.mean();
-    let need_line = |what: &str| {
-        cfg.line_rate_bps.filter(|&l| l > 0).ok_or_else(|| {
-            ConfigError::new(
-                f("rate"),
-                format!("{what} needs a link speed: the interface reports none (veth); configure a nominal line rate"),
-            )
-        })
-    };
-    let rate_pps = match cfg.rate {
-        Rate::Pps(p) => p,
-        Rate::L1Bps(b) => b / ((mean + WIRE_OVERHEAD as f64) * 8.0),
-        Rate::L2Bps(b) => b / (mean * 8.0),
-        Rate::PercentLine(pct) => {
-            let l = need_line("a rate in % of line rate")? as f64;
-            pct / 100.0 * l / ((mean + WIRE_OVERHEAD as f64) * 8.0)
-        }
-        Rate::Max => f64::INFINITY,
-    };
-    if rate_pps.is_nan() || rate_pps <= 0.0 {
-        return Err(ConfigError::new(f("rate"), "the rate must be positive"));
-    }
-    if let Some(l) = cfg.line_rate_bps.filter(|&l| l > 0) {
-        let line_pps = l as f64 / ((mean + WIRE_OVERHEAD as f64) * 8.0);
-        if rate_pps.is_finite() && rate_pps > line_pps * 1.000_001 {
-            return Err(ConfigError::new(
-                f("rate"),
-                format!("{rate_pps:.0} fps is above the line rate of {line_pps:.0} fps at {mean:.0} B ({} bit/s)", l),
-            ));
-        }
-    }
+    let rate_pps = cfg.intended_rate_pps().map_err(|e| e.within(&prefix))?;
     let frame_limit = match cfg.stop {
-        Stop::Duration { ns: 0 } => return Err(ConfigError::new(f("duration"), "must be > 0")),
         Stop::Duration { .. } => None,
-        Stop::Frames { count: 0 } => return Err(ConfigError::new(f("frames"), "must be > 0")),
         Stop::Frames { count } => Some(count),
-        Stop::Bursts { frames, bursts, .. } if frames == 0 || bursts == 0 => {
-            return Err(ConfigError::new(f("bursts"), "burst size and burst count must be > 0"));
-        }
-        Stop::Bursts { frames, bursts, .. } => Some(frames * bursts),
+        Stop::Bursts { frames, bursts, .. } => Some(frames.saturating_mul(bursts)),
     };
     Ok(CompiledStream { index, config: cfg.clone(), templates, size_schedule, flows, flow_base, rate_pps, frame_limit })
 }
@@ -402,8 +530,19 @@ fn size_schedule(fs: &FrameSize, sizes: &[usize], seed: u64) -> Vec<u16> {
 }
 
 /// Line rate in frames/s for link speed `bps` at `size` bytes (methodology §1).
-pub fn line_rate_fps(bps: u64, size: f64) -> f64 {
-    bps as f64 / ((size + WIRE_OVERHEAD as f64) * 8.0)
+pub fn line_rate_fps(bps: f64, size: f64) -> f64 {
+    bps / ((size + WIRE_OVERHEAD as f64) * 8.0)
+}
+
+/// A link speed in whole bit/s from `bps` (finite, > 0). Field: `line_rate_bps`.
+pub fn line_rate_bps(bps: f64) -> Result<u64, ConfigError> {
+    if !(1.0..=1e15).contains(&bps) {
+        return Err(ConfigError::new(
+            "line_rate_bps",
+            format!("must be a link speed in bit/s, 1..1e15 (got {bps}); leave it unset when the link has none"),
+        ));
+    }
+    Ok(bps.round() as u64)
 }
 
 /// Patch flow `flow` (its addresses and ports) into a frame built from `t`.
@@ -420,9 +559,9 @@ mod tests {
 
     #[test]
     fn line_rate_matches_methodology() {
-        assert_eq!(line_rate_fps(1_000_000_000, 64.0).round(), 1_488_095.0);
-        assert_eq!(line_rate_fps(1_000_000_000, 1518.0).round(), 81_274.0);
-        assert_eq!(line_rate_fps(10_000_000_000, 64.0).round(), 14_880_952.0);
+        assert_eq!(line_rate_fps(1e9, 64.0).round(), 1_488_095.0);
+        assert_eq!(line_rate_fps(1e9, 1518.0).round(), 81_274.0);
+        assert_eq!(line_rate_fps(1e10, 64.0).round(), 14_880_952.0);
     }
 
     #[test]
@@ -442,7 +581,7 @@ mod tests {
         c.frame_size = FrameSize::Fixed(63);
         let e = compile(2, &c, 0, 1514, 2).unwrap_err();
         assert_eq!(e.field, "streams[2].frame_size");
-        assert!(e.message.contains("minimum of 64"), "{e}");
+        assert!(e.message.contains("64..16384"), "{e}");
         c.frame_size = FrameSize::Fixed(9000);
         assert!(compile(0, &c, 0, 1514, 2).unwrap_err().message.contains("maximum of 1518"));
         c.frame_size = FrameSize::Fixed(64);
@@ -453,5 +592,76 @@ mod tests {
         assert!((s.rate_pps - 744_047.6).abs() < 1.0);
         c.rate = Rate::Pps(2e6);
         assert!(compile(0, &c, 0, 1514, 2).unwrap_err().message.contains("above the line rate"));
+    }
+
+    fn field_of(c: &StreamConfig) -> String {
+        c.validate().unwrap_err().field
+    }
+
+    #[test]
+    fn validate_names_the_field_and_the_remedy() {
+        let ok = StreamConfig::new("s");
+        ok.validate().unwrap();
+        let cases: Vec<(Box<dyn Fn(&mut StreamConfig)>, &str)> = vec![
+            (Box::new(|c| c.frame_size = FrameSize::Fixed(20_000)), "frame_size"),
+            (Box::new(|c| c.frame_size = FrameSize::Weighted(vec![(64, 0)])), "frame_size"),
+            (Box::new(|c| c.frame_size = FrameSize::Weighted(vec![(64, u32::MAX)])), "frame_size"),
+            (Box::new(|c| c.frame_size = FrameSize::Random { min: 200, max: 100 }), "frame_size"),
+            (Box::new(|c| c.frame_size = FrameSize::Increment { min: 64, max: 128, step: 0 }), "frame_size"),
+            (Box::new(|c| c.rate = Rate::Pps(f64::NAN)), "rate"),
+            (Box::new(|c| c.rate = Rate::L1Bps(-1.0)), "rate"),
+            (Box::new(|c| c.rate = Rate::PercentLine(101.0)), "rate"),
+            (Box::new(|c| c.rate = Rate::PercentLine(50.0)), "rate"),
+            (Box::new(|c| c.flows.src_ports = 0), "flows.src_ports"),
+            (Box::new(|c| c.flows.dst_ports = 70_000), "flows.dst_ports"),
+            (Box::new(|c| c.flows.src_ips = 1 << 13), ""),
+            (Box::new(|c| c.stop = Stop::Duration { ns: 0 }), "duration_s"),
+            (Box::new(|c| c.stop = Stop::Frames { count: 0 }), "frames"),
+            (Box::new(|c| c.stop = Stop::Bursts { frames: 0, bursts: 1, gap_ns: 0 }), "bursts"),
+            (Box::new(|c| c.dst_ip = "2001:db8::1".parse().unwrap()), "dst_ip"),
+            (Box::new(|c| c.vlan = Some(4095)), "vlan"),
+            (Box::new(|c| c.line_rate_bps = Some(0)), "line_rate_bps"),
+            (
+                Box::new(|c| {
+                    c.src_ip = "255.255.255.250".parse().unwrap();
+                    c.flows.src_ips = 10;
+                }),
+                "flows.src_ips",
+            ),
+            (
+                Box::new(|c| {
+                    c.line_rate_bps = Some(1_000_000_000);
+                    c.rate = Rate::Pps(2e6);
+                }),
+                "rate",
+            ),
+        ];
+        for (k, (change, field)) in cases.into_iter().enumerate() {
+            let mut c = ok.clone();
+            change(&mut c);
+            c.flows.dst_ips = if field.is_empty() { 1 << 12 } else { c.flows.dst_ips };
+            let e = c.validate().unwrap_err();
+            assert_eq!(e.field, if field.is_empty() { "flows" } else { field }, "case {k}: {e}");
+        }
+        // VLAN-tagged IPv6 needs a larger minimum frame.
+        let mut c = ok.clone();
+        c.src_ip = "2001:db8::1".parse().unwrap();
+        c.dst_ip = "2001:db8::2".parse().unwrap();
+        c.vlan = Some(10);
+        assert_eq!(field_of(&c), "frame_size");
+        assert!(c.validate().unwrap_err().message.contains("minimum of 88"), "{}", c.validate().unwrap_err());
+    }
+
+    #[test]
+    fn seconds_and_stops() {
+        assert_eq!(seconds_to_ns("drain_s", 0.0, true).unwrap(), 0);
+        assert_eq!(seconds_to_ns("drain_s", 1.5, false).unwrap(), 1_500_000_000);
+        for bad in [f64::NAN, f64::INFINITY, -1.0, 0.0] {
+            assert_eq!(seconds_to_ns("drain_s", bad, false).unwrap_err().field, "drain_s");
+        }
+        assert_eq!(Stop::duration_s(0.0).unwrap_err().field, "duration_s");
+        assert_eq!(Stop::bursts(10, 2, -1.0).unwrap_err().field, "bursts");
+        assert_eq!(Stop::bursts(10, 0, 0.1).unwrap_err().field, "bursts");
+        assert_eq!(Stop::bursts(10, 2, 0.5).unwrap(), Stop::Bursts { frames: 10, bursts: 2, gap_ns: 500_000_000 });
     }
 }

@@ -12,6 +12,8 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
+use hdrhistogram::Histogram;
+
 use crate::analyze::{empty_flow, Analyzer, FlowRx, LatencySummary, RxTotals};
 use crate::clock;
 use crate::error::{ConfigError, EngineError};
@@ -59,6 +61,41 @@ impl Default for TrialConfig {
             max_flow_results: 1024,
             receive: true,
         }
+    }
+}
+
+impl TrialConfig {
+    /// Everything that can be checked without opening the ports, for a trial on `n_ports` ports:
+    /// at least one stream and one port, every stream valid ([`StreamConfig::validate`], fields
+    /// prefixed `streams[i].`), its port indices in range, at most 2^24 flows in all.
+    pub fn validate(&self, n_ports: usize) -> Result<(), ConfigError> {
+        if self.streams.is_empty() {
+            return Err(ConfigError::new("streams", "a trial needs at least one stream"));
+        }
+        if n_ports == 0 {
+            return Err(ConfigError::new("ports", "a trial needs at least one port"));
+        }
+        let mut flows: u64 = 0;
+        for (i, s) in self.streams.iter().enumerate() {
+            let prefix = format!("streams[{i}]");
+            s.validate().map_err(|e| e.within(&prefix))?;
+            for (name, p) in [("tx_port", s.tx_port), ("rx_port", s.rx_port)] {
+                if p >= n_ports {
+                    return Err(ConfigError::new(
+                        format!("{prefix}.{name}"),
+                        format!("port index {p} out of range (the trial has {n_ports} ports): use 0..{}", n_ports - 1),
+                    ));
+                }
+            }
+            flows += s.flows.count();
+        }
+        if flows > crate::flows::MAX_FLOWS {
+            return Err(ConfigError::new(
+                "streams",
+                format!("{flows} flows in one trial: the limit is {}; use fewer flows", crate::flows::MAX_FLOWS),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -255,6 +292,44 @@ impl TrialResult {
     pub fn lost(&self) -> u64 {
         self.streams.iter().map(|s| s.lost).sum()
     }
+    /// Lost / sent over all streams (0 when nothing was sent).
+    pub fn loss_ratio(&self) -> f64 {
+        let sent = self.tx_frames();
+        if sent == 0 {
+            0.0
+        } else {
+            self.lost() as f64 / sent as f64
+        }
+    }
+    pub fn reordered(&self) -> u64 {
+        self.streams.iter().map(|s| s.reordered).sum()
+    }
+    pub fn duplicated(&self) -> u64 {
+        self.streams.iter().map(|s| s.duplicated).sum()
+    }
+    pub fn late(&self) -> u64 {
+        self.streams.iter().map(|s| s.late).sum()
+    }
+    /// Intended frames/s of all streams; `None` when any stream is unbounded (`Rate::Max`).
+    pub fn intended_rate_pps(&self) -> Option<f64> {
+        self.streams.iter().map(|s| s.intended_rate_pps.is_finite().then_some(s.intended_rate_pps)).sum()
+    }
+    /// Achieved transmit rate of all streams, frames/s.
+    pub fn tx_rate_pps(&self) -> f64 {
+        self.streams.iter().map(|s| s.tx_rate_pps).sum()
+    }
+    /// Received frames / duration, frames/s.
+    pub fn rx_rate_pps(&self) -> f64 {
+        if self.duration_s > 0.0 {
+            self.rx_frames() as f64 / self.duration_s
+        } else {
+            0.0
+        }
+    }
+    /// Frames the tester's own receive rings dropped (not DUT loss).
+    pub fn tester_rx_drops(&self) -> u64 {
+        self.ports.iter().map(|p| p.rx_ring_drops).sum()
+    }
 }
 
 struct RxWorkerOut {
@@ -277,14 +352,10 @@ fn pick_cpu(list: &[usize], i: usize, from_top: bool) -> usize {
     }
 }
 
-/// Validate `cfg` against the ports and compile its streams. No resource is touched.
+/// Validate `cfg` ([`TrialConfig::validate`], then against the ports: CPUs, MTU) and compile its
+/// streams. No resource is touched.
 pub fn prepare(ports: &[Box<dyn Port>], cfg: &TrialConfig) -> Result<Vec<Arc<CompiledStream>>, ConfigError> {
-    if cfg.streams.is_empty() {
-        return Err(ConfigError::new("streams", "a trial needs at least one stream"));
-    }
-    if ports.is_empty() {
-        return Err(ConfigError::new("ports", "a trial needs at least one port"));
-    }
+    cfg.validate(ports.len())?;
     let ncpu = cpu::online_cpus();
     for (name, list) in [("tx_cpus", &cfg.tx_cpus), ("rx_cpus", &cfg.rx_cpus)] {
         if let Some(&c) = list.iter().find(|&&c| c >= ncpu) {
@@ -300,13 +371,7 @@ pub fn prepare(ports: &[Box<dyn Port>], cfg: &TrialConfig) -> Result<Vec<Arc<Com
         let max = ports.get(s.tx_port).map(|p| p.caps().max_frame_len).unwrap_or(1514);
         let c = compile(i, s, base as u32, max, ports.len())?;
         base += c.flows.count();
-        if base >= crate::analyze::WARMUP_FLOW_BIT as u64 {
-            return Err(ConfigError::new("streams", "more than 2^31 flows in one trial"));
-        }
         out.push(Arc::new(c));
-    }
-    if base > 1 << 24 {
-        return Err(ConfigError::new("streams", format!("{base} flows in one trial: the limit is 16777216")));
     }
     Ok(out)
 }
@@ -510,17 +575,19 @@ fn collect(
     // Per-flow receive state merged over RX workers.
     let nflows: usize = streams.iter().map(|s| s.flows.count() as usize).sum();
     let mut merged: Vec<FlowRx> = Vec::new();
-    let mut shared = None;
+    // The shared latency and |IPDV| histograms of flows without their own.
+    let mut shared: Option<(Histogram<u32>, Histogram<u32>)> = None;
     for (k, w) in rx.iter().enumerate() {
         if k == 0 {
             merged = w.analyzer.flows.clone();
-            shared = Some(w.analyzer.shared_hist.clone());
+            shared = Some((w.analyzer.shared_hist.clone(), w.analyzer.shared_ipdv_hist.clone()));
         } else {
             for (m, f) in merged.iter_mut().zip(&w.analyzer.flows) {
                 m.merge(f);
             }
-            if let Some(s) = shared.as_mut() {
-                let _ = s.add(&w.analyzer.shared_hist);
+            if let Some((lat, ipdv)) = shared.as_mut() {
+                let _ = lat.add(&w.analyzer.shared_hist);
+                let _ = ipdv.add(&w.analyzer.shared_ipdv_hist);
             }
         }
     }
@@ -591,8 +658,9 @@ fn collect(
         }
         if n > crate::analyze::PER_FLOW_HIST_LIMIT && base + n > crate::analyze::PER_FLOW_HIST_LIMIT {
             // Flows past the per-flow histogram limit recorded into the shared histogram.
-            if let (Some(sh), 1) = (&shared, streams.len()) {
-                let _ = agg.hist.get_or_insert_with(|| sh.clone()).add(sh);
+            if let (Some((lat, ipdv)), 1) = (&shared, streams.len()) {
+                add_hist(&mut agg.hist, lat);
+                add_hist(&mut agg.ipdv_hist, ipdv);
             }
         }
         all.merge(&agg);
@@ -646,9 +714,10 @@ fn collect(
             flow_results,
         });
     }
-    if let Some(sh) = &shared {
-        if streams.len() > 1 && !sh.is_empty() {
-            let _ = all.hist.get_or_insert_with(|| sh.clone());
+    if let Some((lat, ipdv)) = &shared {
+        if streams.len() > 1 && !lat.is_empty() {
+            add_hist(&mut all.hist, lat);
+            add_hist(&mut all.ipdv_hist, ipdv);
         }
     }
     // Per-port tester counters.
@@ -725,6 +794,17 @@ fn collect(
     }
 }
 
+/// Add `src` into `dst` (or make `dst` a copy of it). Histograms of one kind share their bounds,
+/// so adding cannot fail.
+fn add_hist(dst: &mut Option<Histogram<u32>>, src: &Histogram<u32>) {
+    match dst {
+        Some(d) => {
+            let _ = d.add(src);
+        }
+        None => *dst = Some(src.clone()),
+    }
+}
+
 fn split_count(tx: &[(usize, TxWorkerResult)], stream: usize) -> usize {
     tx.iter().map(|(_, w)| w.shares.iter().filter(|s| s.stream == stream).count()).sum()
 }
@@ -743,4 +823,76 @@ fn share_index(tx: &[(usize, TxWorkerResult)], sh: &crate::tx::TxShareResult, w:
         }
     }
     idx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trial_validation_prefixes_stream_fields() {
+        let mut cfg = TrialConfig { streams: vec![StreamConfig::new("a")], ..Default::default() };
+        cfg.validate(2).unwrap();
+        assert_eq!(cfg.validate(0).unwrap_err().field, "ports");
+        assert_eq!(cfg.validate(1).unwrap_err().field, "streams[0].rx_port");
+        cfg.streams.push(StreamConfig { vlan: Some(0), ..StreamConfig::new("b") });
+        assert_eq!(cfg.validate(2).unwrap_err().field, "streams[1].vlan");
+        cfg.streams.clear();
+        assert_eq!(cfg.validate(2).unwrap_err().field, "streams");
+        let big = crate::flows::FlowSpec { src_ips: 4096, dst_ips: 4096, ..Default::default() };
+        cfg.streams = vec![StreamConfig { flows: big, ..StreamConfig::new("a") }; 2];
+        let e = cfg.validate(2).unwrap_err();
+        assert_eq!(e.field, "streams", "{e}");
+    }
+
+    fn stream(tx: u64, lost: u64, rate: f64) -> StreamResult {
+        StreamResult {
+            index: 0,
+            name: "s".into(),
+            tx_port: 0,
+            rx_port: 1,
+            frame_size_mean: 64.0,
+            flows: 1,
+            intended_rate_pps: rate,
+            intended_frames: tx,
+            tx_frames: tx,
+            tx_bytes: tx * 64,
+            tx_rate_pps: tx as f64,
+            rx_frames: tx - lost,
+            rx_bytes: (tx - lost) * 64,
+            lost,
+            reordered: 1,
+            duplicated: 2,
+            late: 3,
+            latency: LatencySummary::default(),
+            flow_results: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn result_derives_totals() {
+        let mut r = TrialResult {
+            streams: vec![stream(100, 3, 100.0), stream(100, 3, 100.0)],
+            ports: vec![PortResult { rx_ring_drops: 5, ..Default::default() }, PortResult::default()],
+            duration_s: 2.0,
+            tx_window_s: 2.0,
+            drain_s: 0.5,
+            valid: true,
+            invalid_reason: None,
+            interrupted: false,
+            latency: LatencySummary::default(),
+            tx_cpus: vec![1],
+            rx_cpus: vec![0],
+            started_realtime_ns: 0,
+            tx_max_lag_ns: 0,
+            tx_max_catchup: 0,
+        };
+        assert_eq!((r.tx_frames(), r.rx_frames(), r.lost()), (200, 194, 6));
+        assert!((r.loss_ratio() - 0.03).abs() < 1e-12);
+        assert_eq!((r.reordered(), r.duplicated(), r.late(), r.tester_rx_drops()), (2, 4, 6, 5));
+        assert_eq!(r.intended_rate_pps(), Some(200.0));
+        assert_eq!((r.tx_rate_pps(), r.rx_rate_pps()), (200.0, 97.0));
+        r.streams[1].intended_rate_pps = f64::INFINITY;
+        assert_eq!(r.intended_rate_pps(), None, "one unbounded stream makes the total unbounded");
+    }
 }
