@@ -26,15 +26,17 @@ from report_golden import DATA, GOLDEN, NAT, ROUTER
 RENDERED = DATA / "rendered"
 _SVG = re.compile(r"<svg\b.*?</svg>", re.S)
 _TEXT = re.compile(r"<text\b[^>]*>(.*?)</text>", re.S)
+#: A line break before these tags keeps a snapshot's diff readable (one table row per line).
+_BREAK = re.compile(r"(?<!\n)(<(?:section|h2|h3|figure|figcaption|table|tr|p|li|details|div)\b)")
 
 
 def normalise(text: str, tmp: Path) -> str:
-    """Paths out, each SVG reduced to the texts it draws (one per line)."""
+    """Paths out, each SVG reduced to the texts it draws (one per line), a line per table row."""
     def svg(m: re.Match) -> str:
         texts = [" ".join(html.unescape(re.sub(r"<[^>]+>", "", t)).split()) for t in _TEXT.findall(m.group(0))]
         return "<svg>\n  " + "\n  ".join(t for t in texts if t) + "\n</svg>"
 
-    text = _SVG.sub(svg, text)
+    text = _BREAK.sub(r"\n\1", _SVG.sub(svg, text))
     return text.replace(str(DATA), "<data>").replace(str(tmp), "<out>")
 
 
