@@ -32,7 +32,7 @@ def main() -> int:
     box: dict = {}
     with veth_pair("soak") as (ns_a, if_a, ns_b, if_b):
         tx, rx = netrig.Port(if_a, netns=ns_a, io=IO), netrig.Port(if_b, netns=ns_b, io=IO)
-        s = netrig.Stream(frame_size=64, rate="max", src_mac=tx.info()["mac"], dst_mac=rx.info()["mac"], flows=16)
+        s = netrig.Stream(frame_size=64, rate="max", src_mac=tx.info().mac, dst_mac=rx.info().mac, flows=16)
         th = threading.Thread(target=lambda: box.update(res=netrig.run_trial(
             tx, rx, [s], duration_s=SOAK_S, drain_s=0.5, tx_cpus=[1], rx_cpus=[0])))
         t0 = time.monotonic()

@@ -38,10 +38,10 @@ def one(tb: Testbed, io: str) -> dict:
     s = netrig.Stream(**tb.stream_defaults(), frame_size=64, rate_pps=RATE)
     r = netrig.run_trial(ptx, prx, [s], duration_s=DUR, drain_s=0.5, tx_cpus=[1], rx_cpus=[0])
     st = r.streams[0]
-    lat = st.latency
+    lat = st.latency.to_dict()
     return {"frames_sent": st.frames_sent, "frames_lost": st.frames_lost,
             "timestamp_source": r.ports[1].timestamp_source,
-            **{k: getattr(lat, k) for k in KEYS}}
+            **{k: lat[k] for k in KEYS}}
 
 
 def main() -> int:

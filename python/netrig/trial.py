@@ -1,74 +1,87 @@
 """The engine from Python: ports, streams, and one trial.
 
-Data flow: :class:`Stream` and :class:`Port` (frozen, validated on construction) → the native
-``Trial`` (opens ports, validates against them, runs TX/RX workers in engine threads with the GIL
-released) → live ``snapshot()`` every ~0.2 s for ``progress`` → a result dict → the frozen
-:class:`TrialResult` with derived values as properties.
+Data flow: :class:`Stream` (a frozen dataclass of user-friendly values, parsed with
+:mod:`netrig.model`) → ``_native.StreamSpec`` (validated by the engine on construction) and
+:class:`Port` (``_native.Port``, validated likewise) → ``_native.TrialSpec`` → ``_native.Trial``
+(opens the ports, checks the streams against them, runs TX/RX workers in engine threads with the
+GIL released) → a live ``_native.Snapshot`` every ~0.2 s for ``progress`` → the typed, read-only
+``_native.TrialResult`` with the totals the engine derives.
 
-Ctrl-C during :func:`run_trial` stops traffic, waits for the engine to wind down (nothing is left
-running), and raises :class:`~netrig.errors.InterruptedTrial` whose ``partial`` attribute holds the
-result counted so far.
+Every error surfaces as a :class:`~netrig.errors.ConfigError` naming the field when the
+:class:`Stream` or :class:`Port` is constructed; what needs an open port (the MTU) is checked when
+the trial opens its ports. Ctrl-C during :func:`run_trial` stops traffic, waits for the engine to
+wind down (nothing is left running), and raises :class:`~netrig.errors.InterruptedTrial` whose
+``partial`` attribute holds the result counted so far.
 """
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
-import re
-from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from netrig import _native
 from netrig.errors import ConfigError, InterruptedTrial
-from netrig.units import mean_frame_size, parse_count, parse_duration, parse_frame_size, parse_rate
+from netrig.model import (
+    FrameSize,
+    Rate,
+    defaults,
+    parse_count,
+    parse_duration,
+    parse_rate,
+)
 
-IO_MODES = ("auto", "af_xdp", "af_packet", "socket")
-_MAC_RE = re.compile(r"^[0-9a-fA-F]{2}([:-][0-9a-fA-F]{2}){5}$")
+Port = _native.Port
+TrialResult = _native.TrialResult
+StreamResult = _native.StreamResult
+FlowResult = _native.FlowResult
+PortResult = _native.PortResult
+Latency = _native.LatencySummary
+Snapshot = _native.Snapshot
+IO_MODES: tuple[str, ...] = _native.IO_MODES
+
+#: The keys a ``flows`` mapping may have (counts of each range).
+FLOW_KEYS = ("src_ips", "dst_ips", "src_ports", "dst_ports")
 
 
-@dataclass(frozen=True)
-class Port:
-    """A tester port: an interface (in a network namespace, optionally) and how to drive it."""
+def frame_size_spec(frame: FrameSize) -> _native.FrameSizeSpec:
+    """The engine's form of a :class:`~netrig.model.FrameSize`."""
+    if frame.size is not None:
+        return _native.FrameSizeSpec.fixed(frame.size)
+    if frame.mix is not None:
+        return _native.FrameSizeSpec.weighted(frame.mix)
+    if frame.random is not None:
+        return _native.FrameSizeSpec.random(*frame.random)
+    assert frame.increment is not None
+    return _native.FrameSizeSpec.increment(*frame.increment)
 
-    ifname: str
-    netns: str | None = None
-    io: str = "auto"
-    queues: int = 1
-    ring_frames: int = 0
-    #: AF_XDP busy polling: ``SO_BUSY_POLL`` microseconds with ``SO_PREFER_BUSY_POLL`` (0 = off).
-    busy_poll_us: int = 0
 
-    def __post_init__(self) -> None:
-        if not self.ifname or not isinstance(self.ifname, str) or len(self.ifname) > 15:
-            raise ConfigError("ifname", f"{self.ifname!r} is not an interface name (1-15 characters)")
-        if self.io not in IO_MODES:
-            raise ConfigError("io", f"{self.io!r}: allowed values are {', '.join(IO_MODES)}")
-        if not isinstance(self.queues, int) or not 1 <= self.queues <= 64:
-            raise ConfigError("queues", f"must be 1..64 (got {self.queues!r})")
-        if isinstance(self.busy_poll_us, bool) or not isinstance(self.busy_poll_us, int) \
-                or not 0 <= self.busy_poll_us <= 1_000_000:
-            raise ConfigError("busy_poll_us", f"must be an integer 0..1000000 microseconds (got {self.busy_poll_us!r})")
-        if self.busy_poll_us and self.io not in ("auto", "af_xdp"):
-            raise ConfigError("busy_poll_us", f"busy polling is an af_xdp option (io is {self.io!r}): "
-                                              "use the af_xdp backend or turn busy polling off")
+_RATE_SPECS: dict[str, Callable[[float], _native.RateSpec]] = {
+    "pps": _native.RateSpec.pps,
+    "l1_bps": _native.RateSpec.l1_bps,
+    "l2_bps": _native.RateSpec.l2_bps,
+    "percent_line": _native.RateSpec.percent_line,
+}
 
-    def info(self) -> dict:
-        """Interface facts: ifindex, MTU, MAC, speed, driver, queues."""
-        return _native.interface_info(self.ifname, self.netns)
 
-    def _native(self) -> dict:
-        return {"ifname": self.ifname, "netns": self.netns, "io": self.io, "queues": self.queues,
-                "ring_frames": self.ring_frames, "busy_poll_us": self.busy_poll_us}
+def rate_spec(rate: Rate) -> _native.RateSpec:
+    """The engine's form of a :class:`~netrig.model.units.Rate`."""
+    if rate.value is None:
+        return _native.RateSpec.max()
+    return _RATE_SPECS[rate.kind](rate.value)
 
 
 @dataclass(frozen=True)
 class Stream:
-    """One stream of signed test frames.
+    """One stream of signed test frames, validated on construction (errors name the field).
 
-    ``frame_size``: bytes including FCS (64), a mix name (``"imix"``), weighted pairs, or
-    ``("random", 64, 1518)`` / ``("increment", 64, 1518, 64)``. Rate: ``rate_pps`` or ``rate``
-    (``"100kpps"``, ``"1Gbps"``, ``"50%"``; % needs ``line_rate_bps``) or ``"max"``.
-    ``flows``: number of flows (varies the UDP source port), or a dict with ``src_ips``,
-    ``dst_ips``, ``src_ports``, ``dst_ports``; ``flow_order`` sequential or pseudorandom (RFC 4814).
+    ``frame_size``: bytes including FCS (64), a mix name (``"imix"``), ``"random:64-1518"``,
+    ``"inc:64-1518:64"``, weighted pairs, ``("random", 64, 1518)`` / ``("increment", 64, 1518, 64)``
+    or a :class:`netrig.model.FrameSize`. Rate: ``rate_pps`` (frames/s) or ``rate`` (``"100kpps"``,
+    ``"1Gbps"``, ``"1Gbps-l2"``, ``"50%"`` — % needs ``line_rate_bps`` — or ``"max"``).
+    ``flows``: number of flows (varies the UDP source port), or a mapping with ``src_ips``,
+    ``dst_ips``, ``src_ports``, ``dst_ports``; ``flow_order`` sequential or pseudorandom (RFC 4814,
+    from ``seed``). ``tx_port``/``rx_port`` index the trial's ports.
     """
 
     frame_size: Any = 64
@@ -82,7 +95,7 @@ class Stream:
     dst_port: int = 1024
     vlan: int | None = None
     ttl: int = 64
-    flows: int | dict = 1
+    flows: int | Mapping[str, int] = 1
     flow_order: str = "sequential"
     seed: int = 1
     udp_checksum: bool = False
@@ -92,277 +105,86 @@ class Stream:
     rx_port: int = 1
 
     def __post_init__(self) -> None:
-        parse_frame_size(self.frame_size, "frame_size")
-        if (self.rate_pps is None) == (self.rate is None):
-            raise ConfigError("rate", "give exactly one of rate_pps (frames/s) or rate (e.g. '100kpps', '1Gbps', '50%', 'max')")
-        if self.rate_pps is not None and not (isinstance(self.rate_pps, (int, float)) and self.rate_pps > 0):
-            raise ConfigError("rate_pps", f"must be a number > 0 (got {self.rate_pps!r})")
-        if self.rate is not None and self.rate != "max":
-            spec = parse_rate(self.rate, "rate")
-            if "percent_line" in spec and not self.line_rate_bps:
-                raise ConfigError("rate", "a rate in % needs line_rate_bps (the link speed; veth has none)")
-        for f in ("src_mac", "dst_mac"):
-            v = getattr(self, f)
-            if not isinstance(v, str) or not _MAC_RE.match(v):
-                raise ConfigError(f, f"{v!r} is not a MAC address (e.g. 02:00:00:00:00:01)")
-        try:
-            a = ipaddress.ip_address(self.src_ip)
-        except ValueError:
-            raise ConfigError("src_ip", f"{self.src_ip!r} is not an IPv4 or IPv6 address") from None
-        try:
-            b = ipaddress.ip_address(self.dst_ip)
-        except ValueError:
-            raise ConfigError("dst_ip", f"{self.dst_ip!r} is not an IPv4 or IPv6 address") from None
-        if a.version != b.version:
-            raise ConfigError("dst_ip", "source and destination must be of the same IP family")
-        for f in ("src_port", "dst_port"):
-            v = getattr(self, f)
-            if not isinstance(v, int) or not 0 <= v <= 65535:
-                raise ConfigError(f, f"must be 0..65535 (got {v!r})")
-        if self.vlan is not None and not (isinstance(self.vlan, int) and 1 <= self.vlan <= 4094):
-            raise ConfigError("vlan", f"must be 1..4094 (got {self.vlan!r})")
-        if self.flow_order not in ("sequential", "pseudorandom"):
-            raise ConfigError("flow_order", f"{self.flow_order!r}: allowed values are sequential, pseudorandom")
-        self._flows_native()
+        self.spec(0)  # every check, now: errors name the field
+
+    def spec(self, index: int) -> _native.StreamSpec:
+        """The engine's stream spec, named ``stream{index}`` unless the stream has a name."""
+        return self._build(self.name or f"stream{index}")
 
     @property
     def mean_frame_size(self) -> float:
-        return mean_frame_size(parse_frame_size(self.frame_size))
+        """Mean frame size in bytes incl. FCS (what bit rates and the line rate use)."""
+        return FrameSize.parse(self.frame_size).mean_size
 
-    def _flows_native(self) -> dict:
-        keys = ("src_ips", "dst_ips", "src_ports", "dst_ports")
-        if isinstance(self.flows, bool):
-            raise ConfigError("flows", f"{self.flows!r} is not a flow count")
-        if isinstance(self.flows, int):
-            if self.flows < 1:
-                raise ConfigError("flows", f"must be >= 1 (got {self.flows})")
-            d = {"src_ips": 1, "dst_ips": 1, "src_ports": self.flows, "dst_ports": 1}
-        elif isinstance(self.flows, dict):
-            unknown = set(self.flows) - set(keys)
+    # ---------------------------------------------------------------- building the spec
+    def _build(self, name: str) -> _native.StreamSpec:
+        if (self.rate_pps is None) == (self.rate is None):
+            raise ConfigError("rate", "give exactly one of rate_pps (frames/s) or rate "
+                                      "(e.g. '100kpps', '1Gbps', '50%', 'max')")
+        try:
+            return _native.StreamSpec(
+                frame_size=frame_size_spec(FrameSize.parse(self.frame_size, "frame_size")),
+                rate=self._rate(), name=name, tx_port=self.tx_port, rx_port=self.rx_port,
+                src_mac=self.src_mac, dst_mac=self.dst_mac, src_ip=self.src_ip, dst_ip=self.dst_ip,
+                src_port=self.src_port, dst_port=self.dst_port, vlan=self.vlan, ttl=self.ttl,
+                udp_checksum=self.udp_checksum, flows=self._flows(), line_rate_bps=self.line_rate_bps)
+        except ConfigError as e:
+            raise ConfigError(self._field(e.field), e.message) from None
+
+    def _rate(self) -> _native.RateSpec:
+        if self.rate_pps is not None:
+            return _native.RateSpec.pps(self.rate_pps)
+        return rate_spec(parse_rate(self.rate, "rate"))
+
+    def _flows(self) -> _native.FlowSpec:
+        if isinstance(self.flows, Mapping):
+            unknown = sorted(set(self.flows) - set(FLOW_KEYS))
             if unknown:
-                raise ConfigError("flows", f"unknown key(s) {sorted(unknown)}: allowed are {', '.join(keys)}")
-            d = {k: int(self.flows.get(k, 1)) for k in keys}
-            bad = [k for k, v in d.items() if v < 1]
-            if bad:
-                raise ConfigError(f"flows.{bad[0]}", "must be >= 1")
+                raise ConfigError("flows", f"unknown key(s) {unknown}: allowed are {', '.join(FLOW_KEYS)}")
+            counts = dict(self.flows)
+        elif isinstance(self.flows, int) and not isinstance(self.flows, bool):
+            counts = {"src_ports": self.flows}
         else:
-            raise ConfigError("flows", f"{self.flows!r}: give a count or a dict of {', '.join(keys)}")
-        d["order"] = self.flow_order
-        d["seed"] = self.seed
-        return d
+            raise ConfigError("flows", f"{self.flows!r}: give a count or a mapping of {', '.join(FLOW_KEYS)}")
+        return _native.FlowSpec(src_ips=counts.get("src_ips", 1), dst_ips=counts.get("dst_ips", 1),
+                                src_ports=counts.get("src_ports", 1), dst_ports=counts.get("dst_ports", 1),
+                                order=self.flow_order, seed=self.seed)
 
-    def _native(self, stop: dict, index: int) -> dict:
-        rate = {"max": True} if self.rate == "max" else (
-            {"pps": float(self.rate_pps)} if self.rate_pps is not None else parse_rate(self.rate, "rate"))
-        return {
-            "name": self.name or f"stream{index}",
-            "tx_port": self.tx_port, "rx_port": self.rx_port,
-            "src_mac": self.src_mac, "dst_mac": self.dst_mac, "src_ip": self.src_ip, "dst_ip": self.dst_ip,
-            "src_port": self.src_port, "dst_port": self.dst_port, "vlan": self.vlan, "ttl": self.ttl,
-            "udp_checksum": self.udp_checksum,
-            "line_rate_bps": int(self.line_rate_bps) if self.line_rate_bps else None,
-            "frame_size": parse_frame_size(self.frame_size), "flows": self._flows_native(),
-            "rate": rate, "stop": stop,
-        }
+    def _field(self, field: str) -> str:
+        """The Stream field an engine error is about."""
+        if field == "rate" and self.rate_pps is not None:
+            return "rate_pps"
+        if field == "flows.order":
+            return "flow_order"
+        if field == "flows.seed":
+            return "seed"
+        if field.startswith("flows") and not isinstance(self.flows, Mapping):
+            return "flows"
+        return field
 
 
-@dataclass(frozen=True)
-class Latency:
-    """Latency distribution in nanoseconds (every received frame, software timestamps)."""
-
-    samples: int = 0
-    min_ns: int = 0
-    mean_ns: float = 0.0
-    p50_ns: int = 0
-    p90_ns: int = 0
-    p99_ns: int = 0
-    p999_ns: int = 0
-    max_ns: int = 0
-    pdv_ns: int = 0
-    ipdv_mean_ns: float = 0.0
-    ipdv_max_ns: int = 0
+def _seconds(value: float | str, field: str) -> float:
+    """Seconds from a number (checked by the engine) or a duration like ``500ms``."""
+    return parse_duration(value, field, allow_zero=True) if isinstance(value, str) else value
 
 
-@dataclass(frozen=True)
-class FlowResult:
-    flow_id: int
-    frames_sent: int
-    frames_received: int
-    bytes_received: int
-    frames_lost: int
-    reordered: int
-    duplicated: int
-    late: int
-    latency: Latency
-
-
-@dataclass(frozen=True)
-class StreamResult:
-    index: int
-    name: str
-    tx_port: int
-    rx_port: int
-    frame_size_mean: float
-    flows: int
-    intended_rate_pps: float | None
-    intended_frames: int
-    frames_sent: int
-    bytes_sent: int
-    tx_rate_pps: float
-    frames_received: int
-    bytes_received: int
-    frames_lost: int
-    reordered: int
-    duplicated: int
-    late: int
-    latency: Latency
-    flow_results: tuple[FlowResult, ...]
-
-    @property
-    def loss_ratio(self) -> float:
-        return self.frames_lost / self.frames_sent if self.frames_sent else 0.0
-
-
-@dataclass(frozen=True)
-class PortResult:
-    """Tester-side counters of one port (drops here are the tester's, never the DUT's)."""
-
-    name: str
-    backend: str
-    notes: str
-    timestamp_source: str
-    tx_frames: int
-    tx_bytes: int
-    tx_backpressure: int
-    tx_errors: int
-    rx_frames: int
-    rx_bytes: int
-    rx_foreign: int
-    rx_unknown_flow: int
-    rx_warmup: int
-    rx_ring_drops: int
-    rx_overruns: int
-
-
-@dataclass(frozen=True)
-class TrialResult:
-    """One trial's counts (methodology §2). Totals are over all streams."""
-
-    streams: tuple[StreamResult, ...]
-    ports: tuple[PortResult, ...]
-    duration_s: float
-    tx_window_s: float
-    drain_s: float
-    valid: bool
-    invalid_reason: str | None
-    interrupted: bool
-    latency: Latency
-    tx_cpus: tuple[int, ...]
-    rx_cpus: tuple[int, ...]
-    started_realtime_ns: int
-    #: Longest the tester fell behind its schedule, ns (the backlog is then sent at ≤ 2× the rate).
-    tx_max_lag_ns: int = 0
-    #: Largest catch-up burst (frames at once beyond one batch).
-    tx_max_catchup: int = 0
-
-    @property
-    def frames_sent(self) -> int:
-        return sum(s.frames_sent for s in self.streams)
-
-    @property
-    def frames_received(self) -> int:
-        return sum(s.frames_received for s in self.streams)
-
-    @property
-    def frames_lost(self) -> int:
-        return sum(s.frames_lost for s in self.streams)
-
-    @property
-    def loss_ratio(self) -> float:
-        return self.frames_lost / self.frames_sent if self.frames_sent else 0.0
-
-    @property
-    def reordered(self) -> int:
-        return sum(s.reordered for s in self.streams)
-
-    @property
-    def duplicated(self) -> int:
-        return sum(s.duplicated for s in self.streams)
-
-    @property
-    def late(self) -> int:
-        return sum(s.late for s in self.streams)
-
-    @property
-    def intended_rate_pps(self) -> float | None:
-        r = [s.intended_rate_pps for s in self.streams]
-        return None if any(x is None for x in r) else sum(r)  # type: ignore[misc]
-
-    @property
-    def tx_rate_pps(self) -> float:
-        """Achieved transmit rate, frames/s, all streams."""
-        return sum(s.tx_rate_pps for s in self.streams)
-
-    @property
-    def rx_rate_pps(self) -> float:
-        return self.frames_received / self.duration_s if self.duration_s else 0.0
-
-    @property
-    def tester_rx_drops(self) -> int:
-        """Frames the tester's own receive rings dropped (not DUT loss)."""
-        return sum(p.rx_ring_drops for p in self.ports)
-
-    @property
-    def flows(self) -> tuple[FlowResult, ...]:
-        return tuple(f for s in self.streams for f in s.flow_results)
-
-    @property
-    def io(self) -> tuple[str, ...]:
-        return tuple(p.backend for p in self.ports)
-
-    def to_dict(self, flows: bool = True) -> dict:
-        d = asdict(self)
-        if not flows:
-            for s in d["streams"]:
-                s.pop("flow_results", None)
-        d.update(frames_sent=self.frames_sent, frames_received=self.frames_received, frames_lost=self.frames_lost,
-                 loss_ratio=self.loss_ratio, reordered=self.reordered, duplicated=self.duplicated, late=self.late,
-                 tx_rate_pps=self.tx_rate_pps, rx_rate_pps=self.rx_rate_pps,
-                 intended_rate_pps=self.intended_rate_pps, tester_rx_drops=self.tester_rx_drops)
-        return d
-
-    @classmethod
-    def from_native(cls, d: dict) -> "TrialResult":
-        def lat(x: dict) -> Latency:
-            return Latency(**x)
-
-        streams = tuple(
-            StreamResult(**{**s, "latency": lat(s["latency"]),
-                            "flow_results": tuple(FlowResult(**{**f, "latency": lat(f["latency"])})
-                                                  for f in s["flow_results"])})
-            for s in d["streams"])
-        return cls(streams=streams, ports=tuple(PortResult(**p) for p in d["ports"]),
-                   duration_s=d["duration_s"], tx_window_s=d["tx_window_s"], drain_s=d["drain_s"], valid=d["valid"],
-                   invalid_reason=d["invalid_reason"], interrupted=d["interrupted"], latency=lat(d["latency"]),
-                   tx_cpus=tuple(d["tx_cpus"]), rx_cpus=tuple(d["rx_cpus"]),
-                   started_realtime_ns=d["started_realtime_ns"], tx_max_lag_ns=d.get("tx_max_lag_ns", 0),
-                   tx_max_catchup=d.get("tx_max_catchup", 0))
-
-
-def _stop_spec(duration_s, frames, bursts) -> dict:
+def _stop_spec(duration_s: float | str | None, frames: int | str | None,
+               bursts: tuple[int | str, int | str, float] | None) -> _native.StopSpec:
     given = [x is not None for x in (duration_s, frames, bursts)]
     if sum(given) != 1:
         raise ConfigError("duration_s", "give exactly one of duration_s, frames or bursts")
     if duration_s is not None:
-        return {"duration_s": parse_duration(duration_s, "duration_s")}
+        return _native.StopSpec.duration(parse_duration(duration_s, "duration_s")
+                                         if isinstance(duration_s, str) else duration_s)
     if frames is not None:
-        return {"frames": parse_count(frames, "frames")}
+        return _native.StopSpec.frames(parse_count(frames, "frames") if isinstance(frames, str) else frames)
     try:
-        n, count, gap = bursts
+        n, count, gap = bursts  # type: ignore[misc]
     except (TypeError, ValueError):
-        raise ConfigError("bursts", "give (frames per burst, number of bursts, gap between burst starts in s)") from None
-    return {"bursts": {"frames": parse_count(n, "bursts[0]"), "count": parse_count(count, "bursts[1]"),
-                       "gap_s": float(gap)}}
+        raise ConfigError("bursts", "give (frames per burst, number of bursts, gap between burst starts in s)") \
+            from None
+    return _native.StopSpec.bursts(parse_count(n, "bursts") if isinstance(n, str) else n,
+                                   parse_count(count, "bursts") if isinstance(count, str) else count, gap)
 
 
 def run_trial(
@@ -373,21 +195,23 @@ def run_trial(
     ports: Sequence[Port] | None = None,
     duration_s: float | str | None = None,
     frames: int | str | None = None,
-    bursts: tuple | None = None,
-    drain_s: float = 2.0,
-    warmup_s: float = 0.0,
+    bursts: tuple[int | str, int | str, float] | None = None,
+    drain_s: float | str = defaults.DRAIN_S,
+    warmup_s: float | str = 0.0,
     learning: bool = True,
-    late_s: float | None = None,
+    late_s: float | str | None = None,
     tx_cpus: Sequence[int] | None = None,
     rx_cpus: Sequence[int] | None = None,
-    progress: Callable[[dict], None] | None = None,
+    progress: Callable[[Snapshot], None] | None = None,
     progress_interval_s: float = 0.2,
 ) -> TrialResult:
     """Run one trial and return its :class:`TrialResult`.
 
     Two-port form: ``run_trial(tx, rx, [stream, ...], duration_s=10)`` — streams go from ``tx`` to
-    ``rx``; with ``rx=None`` the trial only transmits (counts are the sender's). Multi-port form: ``run_trial(ports=[p0, p1, p2, p3], streams=[...])`` with each stream's
-    ``tx_port``/``rx_port`` indexing ``ports``. ``progress`` is called with live counters
+    ``rx``; with ``rx=None`` the trial only transmits (counts are the sender's). Multi-port form:
+    ``run_trial(ports=[p0, p1, p2, p3], streams=[...])`` with each stream's ``tx_port``/``rx_port``
+    indexing ``ports``. Stop after ``duration_s``, ``frames`` or ``bursts`` = (frames per burst,
+    bursts, gap between burst starts in s). ``progress`` is called with a live :class:`Snapshot`
     (``phase``, ``elapsed_s``, ``tx_frames``, ``rx_frames``) about every ``progress_interval_s``.
     """
     receive = True
@@ -397,37 +221,46 @@ def run_trial(
         if rx is None:
             # Transmit only: no RX workers (the receiver is someone else's, e.g. an XDP drop).
             ports, receive = [tx], False
-            streams = [dataclasses.replace(s, tx_port=0, rx_port=0) for s in streams]
+            streams = [dataclasses.replace(s, tx_port=0, rx_port=0) if isinstance(s, Stream) else s
+                       for s in streams]
         else:
             ports = [tx, rx]
-    if not streams:
-        raise ConfigError("streams", "a trial needs at least one stream")
-    for i, p in enumerate(ports):
-        if not isinstance(p, Port):
-            raise ConfigError(f"ports[{i}]", f"{p!r} is not a netrig.Port")
-    stop = _stop_spec(duration_s, frames, bursts)
-    if drain_s < 0:
-        raise ConfigError("drain_s", f"must be >= 0 (got {drain_s})")
-    native_streams = [s._native(stop, i) for i, s in enumerate(streams)]
-    cfg: dict = {"drain_s": float(drain_s), "warmup_s": float(warmup_s), "learning": bool(learning),
-                 "late_s": late_s, "tx_cpus": list(tx_cpus or []), "rx_cpus": list(rx_cpus or []),
-                 "receive": receive}
-    handle = _native.Trial([p._native() for p in ports], native_streams, cfg)
+    for i, s in enumerate(streams):
+        if not isinstance(s, Stream):
+            raise ConfigError(f"streams[{i}]", f"{s!r} is not a netrig.Stream")
+    spec = _native.TrialSpec(
+        list(ports), [s.spec(i) for i, s in enumerate(streams)], _stop_spec(duration_s, frames, bursts),
+        drain_s=_seconds(drain_s, "drain_s"), warmup_s=_seconds(warmup_s, "warmup_s"), learning=learning,
+        late_s=None if late_s is None else _seconds(late_s, "late_s"), tx_cpus=tuple(tx_cpus or ()),
+        rx_cpus=tuple(rx_cpus or ()), receive=receive)
+    handle = _native.Trial(spec)
     try:
         while not handle.wait(progress_interval_s):
             if progress is not None:
-                progress(dict(handle.snapshot()))
+                progress(handle.snapshot())
     except KeyboardInterrupt:
         handle.stop()
         while not handle.wait(0.5):
             pass
         err = InterruptedTrial("trial interrupted by the user (Ctrl-C); traffic stopped")
-        err.partial = TrialResult.from_native(handle.result())  # type: ignore[attr-defined]
+        err.partial = handle.result()  # type: ignore[attr-defined]
         raise err from None
     if progress is not None:
-        progress(dict(handle.snapshot()))
-    return TrialResult.from_native(handle.result())
+        progress(handle.snapshot())
+    return handle.result()
 
 
-__all__ = ["Port", "Stream", "run_trial", "TrialResult", "StreamResult", "FlowResult", "PortResult", "Latency",
-           "IO_MODES"]
+__all__ = [
+    "IO_MODES",
+    "FlowResult",
+    "Latency",
+    "Port",
+    "PortResult",
+    "Snapshot",
+    "Stream",
+    "StreamResult",
+    "TrialResult",
+    "frame_size_spec",
+    "rate_spec",
+    "run_trial",
+]

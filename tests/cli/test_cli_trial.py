@@ -24,18 +24,24 @@ def test_trial_json_counts_every_frame():
         r = netrig("trial", "--tx", if_a, "--tx-netns", ns_a, "--rx", if_b, "--rx-netns", ns_b, "--size", "128",
                    "--rate", "20kpps", "--frames", "20k", "--drain", "0.3s", "--json")
         assert r.returncode == 0, r.stderr
-        res = json.loads(r.stdout)["result"]
+        doc = json.loads(r.stdout)
+        res = doc["result"]
         assert res["frames_sent"] == res["frames_received"] == 20_000
         assert res["valid"] and res["frames_lost"] == 0
+        assert 0 <= res["latency"]["ipdv_p99_ns"] <= res["latency"]["ipdv_max_ns"]
+        assert doc["config"]["frame_size"] == "128" and doc["config"]["frames"] == "20k"
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["--size", "63"], "--size: 63 B is below the Ethernet minimum"),
+    (["--size", "63"], "--size: must be 64..16384 bytes incl. FCS (got 63)"),
     (["--size", "9000"], "--size: 9000 B is above the MTU"),
     (["--rate", "lots"], "--rate: 'lots' is not a rate"),
     (["--rate", "2Mpps", "--line-rate", "1Gbps"], "--rate: 2000000 fps is above the line rate"),
-    (["--duration", "1x"], "--duration: '1x' is not a duration"),
-    (["--rate", "50%", "--line-rate", "fast"], "--line-rate: 'fast' is not a rate"),
+    (["--duration", "1x"], "--duration: must be a duration like 2s or 500ms (got '1x')"),
+    (["--rate", "50%", "--line-rate", "fast"], "--line-rate: must be a speed like 10G or 1e10 (got 'fast')"),
+    (["--vlan", "5000"], "--vlan: VLAN id must be 1..4094"),
+    (["--dst-ip", "2001:db8::1"], "--dst-ip: 2001:db8::1 and the source 198.18.0.1 are of different IP families"),
+    (["--io", "af_packet", "--busy-poll", "50"], "--busy-poll: busy polling is an af_xdp option"),
 ])
 def test_bad_input_is_one_clear_line(args, needle):
     with veth_pair("e") as (ns_a, if_a, ns_b, if_b):

@@ -2,9 +2,9 @@
 and netrig's counts agree with the kernel's interface counters."""
 from __future__ import annotations
 
+import netrig
 import pytest
 
-import netrig
 from tests.conftest import if_counter, needs_root, sh, veth_pair
 
 pytestmark = [needs_root, pytest.mark.root]
@@ -12,7 +12,7 @@ pytestmark = [needs_root, pytest.mark.root]
 
 def _ports(ns_a, if_a, ns_b, if_b, io):
     tx, rx = netrig.Port(if_a, netns=ns_a, io=io), netrig.Port(if_b, netns=ns_b, io=io)
-    return tx, rx, tx.info()["mac"], rx.info()["mac"]
+    return tx, rx, tx.info().mac, rx.info().mac
 
 
 @pytest.mark.slow
@@ -54,7 +54,7 @@ def test_one_in_a_thousand_dropped_is_counted_exactly():
         subprocess.run(["ip", "netns", "exec", ns_b, "nft", "-f", "-"], input=table, text=True, check=True)
         tx = netrig.Port(if_a, netns=ns_a, io="af_packet")
         rx = netrig.Port(listen, netns=ns_b, io="af_packet")
-        s = netrig.Stream(frame_size=64, rate_pps=100_000, src_mac=tx.info()["mac"], dst_mac=rx.info()["mac"])
+        s = netrig.Stream(frame_size=64, rate_pps=100_000, src_mac=tx.info().mac, dst_mac=rx.info().mac)
         r = netrig.run_trial(tx, rx, [s], frames=200_000, drain_s=0.5, learning=False)
         assert r.frames_sent == 200_000
         assert r.frames_lost == 200, r.to_dict(flows=False)
@@ -88,3 +88,49 @@ def test_frame_above_mtu_names_the_field():
         with pytest.raises(netrig.ConfigError, match=r"frame_size.*1522 B is above"):
             netrig.run_trial(netrig.Port(if_a, netns=ns_a, io="af_packet"), netrig.Port(if_b, netns=ns_b, io="af_packet"),
                              [netrig.Stream(frame_size=1522, rate_pps=1000)], duration_s=1)
+
+
+LATENCY_KEYS = {"samples", "min_ns", "mean_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns", "pdv_ns",
+                "ipdv_mean_ns", "ipdv_p99_ns", "ipdv_max_ns"}
+FLOW_KEYS = {"flow_id", "frames_sent", "frames_received", "bytes_received", "frames_lost", "reordered",
+             "duplicated", "late", "latency"}
+STREAM_KEYS = {"index", "name", "tx_port", "rx_port", "frame_size_mean", "flows", "intended_rate_pps",
+               "intended_frames", "frames_sent", "bytes_sent", "tx_rate_pps", "frames_received", "bytes_received",
+               "frames_lost", "reordered", "duplicated", "late", "latency", "flow_results"}
+PORT_KEYS = {"name", "backend", "notes", "timestamp_source", "tx_frames", "tx_bytes", "tx_backpressure", "tx_errors",
+             "rx_frames", "rx_bytes", "rx_foreign", "rx_unknown_flow", "rx_warmup", "rx_ring_drops", "rx_overruns"}
+TRIAL_KEYS = {"streams", "ports", "duration_s", "tx_window_s", "drain_s", "valid", "invalid_reason", "interrupted",
+              "latency", "tx_cpus", "rx_cpus", "started_realtime_ns", "tx_max_lag_ns", "tx_max_catchup",
+              # derived totals
+              "frames_sent", "frames_received", "frames_lost", "loss_ratio", "reordered", "duplicated", "late",
+              "tx_rate_pps", "rx_rate_pps", "intended_rate_pps", "tester_rx_drops"}
+
+
+def test_result_is_typed_and_to_dict_keeps_the_result_format():
+    """IPDV is measured (mean and p99 between 0 and the maximum), and ``to_dict()`` has the keys
+    result files store (docs/result-format.md), nested results as dicts."""
+    with veth_pair("r") as (ns_a, if_a, ns_b, if_b):
+        tx, rx, mac_a, mac_b = _ports(ns_a, if_a, ns_b, if_b, "af_packet")
+        s = netrig.Stream(frame_size=64, rate_pps=20_000, src_mac=mac_a, dst_mac=mac_b, flows=2)
+        snaps = []
+        r = netrig.run_trial(tx, rx, [s], frames=10_000, drain_s=0.3, progress=snaps.append,
+                             progress_interval_s=0.05)
+        assert isinstance(r, netrig.TrialResult) and isinstance(r.latency, netrig.Latency)
+        assert snaps and snaps[-1].phase == "done" and snaps[-1].tx_frames == 10_000
+        assert r.frames_received == 10_000 and r.io == ("af_packet", "af_packet")
+        assert len(r.flows) == 2 and r.streams[0].loss_ratio == 0.0 and r.intended_rate_pps == 20_000
+        for lat in (r.latency, r.streams[0].latency, r.flows[0].latency):
+            assert 0 < lat.ipdv_mean_ns <= lat.ipdv_max_ns, lat
+            assert 0 < lat.ipdv_p99_ns <= lat.ipdv_max_ns, lat
+        d = r.to_dict()
+        assert set(d) == TRIAL_KEYS
+        assert set(d["latency"]) == LATENCY_KEYS
+        assert set(d["streams"][0]) == STREAM_KEYS
+        assert set(d["streams"][0]["flow_results"][0]) == FLOW_KEYS
+        assert set(d["ports"][0]) == PORT_KEYS
+        assert d["frames_received"] == 10_000 and d["latency"]["ipdv_p99_ns"] == r.latency.ipdv_p99_ns
+        assert set(r.to_dict(flows=False)["streams"][0]) == STREAM_KEYS - {"flow_results"}
+        assert set(r.streams[0].to_dict(flows=False)) == STREAM_KEYS - {"flow_results"}
+        import json
+
+        assert json.loads(json.dumps(d)) == d

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import subprocess
+from typing import Any
 
 from netrig import _native
 from netrig.cli.common import console, require_root
-from netrig.units import format_bps
+from netrig.model import format_bps
 
 
 def register(sub) -> None:
@@ -50,15 +51,15 @@ def xdp_rx_probe(ifname: str, netns: str | None) -> tuple[bool, str]:
 
 
 def describe(ifname: str, netns: str | None, probe: bool) -> dict:
-    info = dict(_native.interface_info(ifname, netns))
+    info: dict[str, Any] = _native.interface_info(ifname, netns).to_dict()
     if probe:
         results = _native.probe_io(ifname, netns)
-        info["io"] = {name: {"ok": ok, "detail": detail} for name, ok, detail in results}
+        info["io"] = {p.backend: {"ok": p.ok, "detail": p.detail} for p in results}
         x = info["io"].get("af_xdp")
         if x is not None and x["ok"]:
             rx_ok, rx_detail = xdp_rx_probe(ifname, netns)
             x["rx_ok"], x["rx_detail"] = rx_ok, rx_detail
-        works = [name for name, ok, _ in results if ok]
+        works = [p.backend for p in results if p.ok]
         info["io_auto_tx"] = works[0] if works else None
         rx_works = [n for n in works if info["io"][n].get("rx_ok", True)]
         info["io_auto"] = rx_works[0] if rx_works else None

@@ -2,14 +2,24 @@
 and a final table (or ``--json``). Ctrl-C stops traffic and prints the partial result."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
 
+from netrig import _native
 from netrig.cli.common import console, rename_field, require_root
 from netrig.errors import ConfigError, InterruptedTrial
-from netrig.trial import IO_MODES, Port, Stream, TrialResult, run_trial
-from netrig.units import format_bps, format_rate, line_rate_fps, parse_duration, parse_rate
+from netrig.model import (
+    FrameSize,
+    defaults,
+    format_bps,
+    format_pps,
+    parse_duration,
+    parse_rate,
+    parse_speed,
+)
+from netrig.trial import IO_MODES, Port, Snapshot, Stream, TrialResult, run_trial
 
 #: Engine / API field → the option that sets it, for error messages.
 FIELDS = {
@@ -43,7 +53,8 @@ def register(sub) -> None:
                    "50%% (needs --line-rate), or max (default 10kpps)")
     p.add_argument("--duration", default="10s", help="how long to send: 10s, 500ms, 2m (default 10s)")
     p.add_argument("--frames", help="send this many frames instead of a duration (e.g. 1M)")
-    p.add_argument("--drain", default="2s", help="wait for frames in flight after the last one (default 2s)")
+    p.add_argument("--drain", default=f"{defaults.DRAIN_S:g}s",
+                   help=f"wait for frames in flight after the last one (default {defaults.DRAIN_S:g}s)")
     p.add_argument("--warmup", default="0", help="traffic before the measurement, not counted (default 0)")
     p.add_argument("--io", default="auto", choices=IO_MODES, help="I/O backend (default auto: the fastest that works)")
     p.add_argument("--queues", type=int, default=1, help="queues (and TX/RX workers) per port (default 1)")
@@ -63,15 +74,10 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _line_rate(args, tx: Port) -> float | None:
+def _line_rate(args, txi: _native.InterfaceInfo) -> float | None:
     if args.line_rate:
-        spec = parse_rate(args.line_rate, "--line-rate")
-        bps = spec.get("l1_bps") or spec.get("l2_bps")
-        if bps is None:
-            raise ConfigError("--line-rate", f"{args.line_rate!r}: give a link speed in bit/s, e.g. 10Gbps")
-        return float(bps)
-    speed = tx.info().get("speed_bps")
-    return float(speed) if speed else None
+        return parse_speed(args.line_rate, "--line-rate")
+    return float(txi.speed_bps) if txi.speed_bps else None
 
 
 def build(args) -> tuple[Port, Port, Stream, dict]:
@@ -79,24 +85,21 @@ def build(args) -> tuple[Port, Port, Stream, dict]:
         tx = Port(args.tx, netns=args.tx_netns, io=args.io, queues=args.queues, busy_poll_us=args.busy_poll)
         rx = Port(args.rx, netns=args.rx_netns, io=args.io, queues=args.queues, busy_poll_us=args.busy_poll)
         txi, rxi = tx.info(), rx.info()
-        line = _line_rate(args, tx)
-        rate_kw: dict = {"rate": "max"}
-        if args.rate != "max":
-            spec = parse_rate(args.rate, "--rate")
-            rate_kw = {"rate_pps": spec["pps"]} if "pps" in spec else {"rate": args.rate}
-        stream = Stream(
-            frame_size=args.size, src_mac=args.src_mac or txi["mac"], dst_mac=args.dst_mac or rxi["mac"],
-            src_ip=args.src_ip, dst_ip=args.dst_ip, vlan=args.vlan, flows=args.flows, line_rate_bps=line,
-            name="cli", **rate_kw)
-        stop = {"frames": args.frames} if args.frames else {"duration_s": parse_duration(args.duration, "--duration")}
-        kw = dict(drain_s=parse_duration(args.drain, "--drain") if args.drain not in ("0", "0s") else 0.0,
-                  warmup_s=parse_duration(args.warmup, "--warmup") if args.warmup not in ("0", "0s") else 0.0,
-                  tx_cpus=args.tx_cpu, rx_cpus=args.rx_cpu, **stop)
+        line = _line_rate(args, txi)
+        rate = parse_rate(args.rate, "--rate")
+        frame = FrameSize.parse(args.size, "--size")
         # Frames larger than the MTU allows are refused by the engine too; say it in CLI terms here.
-        max_size = min(txi["mtu"], rxi["mtu"]) + 18
-        if stream.mean_frame_size > max_size and isinstance(stream.frame_size, str) and stream.frame_size.isdigit():
-            raise ConfigError("--size", f"{stream.frame_size} B is above the MTU of {tx.ifname}/{rx.ifname} "
+        max_size = min(txi.mtu, rxi.mtu) + 18
+        if frame.size is not None and frame.size > max_size:
+            raise ConfigError("--size", f"{frame.size} B is above the MTU of {tx.ifname}/{rx.ifname} "
                                         f"(largest frame {max_size} B); raise the MTU or use smaller frames")
+        stream = Stream(
+            frame_size=args.size, src_mac=args.src_mac or txi.mac, dst_mac=args.dst_mac or rxi.mac,
+            src_ip=args.src_ip, dst_ip=args.dst_ip, vlan=args.vlan, flows=args.flows, line_rate_bps=line,
+            name="cli", **({"rate_pps": rate.value} if rate.kind == "pps" else {"rate": args.rate}))
+        stop = {"frames": args.frames} if args.frames else {"duration_s": parse_duration(args.duration, "--duration")}
+        kw = dict(drain_s=parse_duration(args.drain, "--drain", allow_zero=True),
+                  warmup_s=parse_duration(args.warmup, "--warmup", allow_zero=True), tx_cpus=args.tx_cpu, rx_cpus=args.rx_cpu, **stop)
         return tx, rx, stream, kw
     except ConfigError as e:
         raise rename_field(e, FIELDS) from None
@@ -114,17 +117,20 @@ def result_table(res: TrialResult, stream: Stream, title: str):
     t.add_row("lost (ratio)", f"{res.frames_lost:,} ({100 * res.loss_ratio:.4f} %)")
     t.add_row("reordered / duplicated / late", f"{res.reordered:,} / {res.duplicated:,} / {res.late:,}")
     intended = res.intended_rate_pps
-    t.add_row("offered rate (intended)", format_rate(intended) if intended else "max")
-    t.add_row("achieved TX rate", f"{format_rate(res.tx_rate_pps)}  {format_bps(res.tx_rate_pps * (size + 20) * 8)} L1")
-    t.add_row("received rate", f"{format_rate(res.rx_rate_pps)}  {format_bps(res.rx_rate_pps * size * 8)} L2")
+    t.add_row("offered rate (intended)", format_pps(intended) if intended else "max")
+    l1_bps = res.tx_rate_pps * (size + _native.WIRE_OVERHEAD_BYTES) * 8
+    t.add_row("achieved TX rate", f"{format_pps(res.tx_rate_pps)}  {format_bps(l1_bps)} L1")
+    t.add_row("received rate", f"{format_pps(res.rx_rate_pps)}  {format_bps(res.rx_rate_pps * size * 8)} L2")
     if line:
-        t.add_row("% of line rate", f"{100 * res.tx_rate_pps / line_rate_fps(line, size):.2f} % of {format_bps(line)}")
+        pct = 100 * res.tx_rate_pps / _native.line_rate_fps(line, size)
+        t.add_row("% of line rate", f"{pct:.2f} % of {format_bps(line)}")
     lat = res.latency
     if lat.samples:
-        us = lambda ns: f"{ns / 1000:.1f}"  # noqa: E731
+        us = lambda ns: f"{ns / 1000:.1f}"
         t.add_row("latency µs min/mean/p50", f"{us(lat.min_ns)} / {us(lat.mean_ns)} / {us(lat.p50_ns)}")
         t.add_row("latency µs p90/p99/p99.9/max", f"{us(lat.p90_ns)} / {us(lat.p99_ns)} / {us(lat.p999_ns)} / {us(lat.max_ns)}")
-        t.add_row("PDV p99 / IPDV mean µs", f"{us(lat.pdv_ns)} / {us(lat.ipdv_mean_ns)}")
+        t.add_row("PDV p99 / IPDV mean/p99/max µs",
+                  f"{us(lat.pdv_ns)} / {us(lat.ipdv_mean_ns)} / {us(lat.ipdv_p99_ns)} / {us(lat.ipdv_max_ns)}")
     t.add_row("tester RX drops", f"{res.tester_rx_drops:,}")
     t.add_row("I/O", " → ".join(f"{p.name} ({p.backend})" for p in res.ports))
     t.add_row("timestamps", res.ports[-1].timestamp_source)
@@ -140,24 +146,23 @@ def run(args) -> int:
     total_s = kw.get("duration_s")
     state = {"last": (time.monotonic(), 0, 0), "rates": (0.0, 0.0)}
 
-    def line(snap: dict) -> str:
+    def line(snap: Snapshot) -> str:
         now = time.monotonic()
         t0, tx0, rx0 = state["last"]
         dt = now - t0
         if dt > 0.15:
-            state["rates"] = ((snap["tx_frames"] - tx0) / dt, (snap["rx_frames"] - rx0) / dt)
-            state["last"] = (now, snap["tx_frames"], snap["rx_frames"])
+            state["rates"] = ((snap.tx_frames - tx0) / dt, (snap.rx_frames - rx0) / dt)
+            state["last"] = (now, snap.tx_frames, snap.rx_frames)
         txr, rxr = state["rates"]
-        el = snap["elapsed_s"]
         tot = f"/{total_s:.0f}s" if total_s else ""
-        return (f"[bold]{snap['phase']:>8}[/] {el:6.1f}s{tot}  tx {snap['tx_frames']:>12,} ({format_rate(max(txr, 0))})"
-                f"  rx {snap['rx_frames']:>12,} ({format_rate(max(rxr, 0))})")
+        return (f"[bold]{snap.phase:>8}[/] {snap.elapsed_s:6.1f}s{tot}  tx {snap.tx_frames:>12,} "
+                f"({format_pps(max(txr, 0))})  rx {snap.rx_frames:>12,} ({format_pps(max(rxr, 0))})")
 
     from rich.live import Live
 
     live = Live("", console=con, refresh_per_second=8, transient=True) if con.is_terminal else None
 
-    def progress(snap: dict) -> None:
+    def progress(snap: Snapshot) -> None:
         if live is not None:
             live.update(line(snap))
 
@@ -181,7 +186,8 @@ def run(args) -> int:
     except ConfigError as e:
         raise rename_field(e, FIELDS) from None
     if args.json:
-        print(json.dumps({"config": {**stream.__dict__, **kw}, "result": res.to_dict()}, indent=2, default=str))
+        config = {**dataclasses.asdict(stream), **kw}
+        print(json.dumps({"config": config, "result": res.to_dict()}, indent=2, default=str))
     else:
         con.print(result_table(res, stream, f"trial {tx.ifname} → {rx.ifname}"))
         for p in res.ports:  # what --io picked and why (driver, XDP mode, zero-copy or not)

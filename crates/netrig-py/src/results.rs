@@ -1,0 +1,336 @@
+//! Results: read-only views of the engine's result structs.
+//!
+//! Each class is declared once, by [`result_class!`], as one list of fields, each with the
+//! expression that converts it from the engine's struct. The macro generates the frozen pyclass,
+//! its getters, `From<&engine struct>`, `__repr__` and the `dict()` behind `to_dict()`; derived
+//! values are methods of the engine's structs, exposed as extra getters.
+use std::sync::Arc;
+
+use netrig_engine::analyze;
+use netrig_engine::sys::ifinfo::IfInfo;
+use netrig_engine::trial::{self, LiveSnapshot};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::IntoPyObjectExt;
+
+/// A field's value, as a getter returns it and as `to_dict()` stores it.
+pub trait Field {
+    fn get<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>>;
+    fn dict_value<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.get(py)
+    }
+}
+
+macro_rules! scalar_field {
+    ($($t:ty),*) => {$(
+        impl Field for $t {
+            fn get<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+                self.clone().into_bound_py_any(py)
+            }
+        }
+    )*};
+}
+scalar_field!(u32, u64, usize, f64, bool, String, Option<u64>, Option<f64>, Option<String>);
+
+/// Sequences: a tuple from the getter, a list in dicts.
+impl<T: Field> Field for Arc<[T]> {
+    fn get<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let items = self.iter().map(|x| x.get(py)).collect::<PyResult<Vec<_>>>()?;
+        Ok(PyTuple::new(py, items)?.into_any())
+    }
+    fn dict_value<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let items = self.iter().map(|x| x.dict_value(py)).collect::<PyResult<Vec<_>>>()?;
+        Ok(PyList::new(py, items)?.into_any())
+    }
+}
+
+/// A frozen result class from one field list: `name: Type = conversion from the engine value`.
+/// `derived` fields have getters but stay out of `dict()`; `methods` go into the class as is.
+macro_rules! result_class {
+    (
+        $(#[$doc:meta])*
+        class $name:ident($e:ident: &$src:ty) {
+            $( $(#[$fdoc:meta])* $field:ident: $ty:ty = $conv:expr, )*
+        }
+        $(derived {
+            $( $(#[$ddoc:meta])* $dfield:ident: $dty:ty = $dconv:expr, )*
+        })?
+        $(methods { $($methods:tt)* })?
+    ) => {
+        $(#[$doc])*
+        #[pyclass(frozen, module = "netrig._native")]
+        #[derive(Debug, Clone)]
+        pub struct $name {
+            $( $field: $ty, )*
+            $($( $dfield: $dty, )*)?
+        }
+
+        impl From<&$src> for $name {
+            fn from($e: &$src) -> Self {
+                $name { $( $field: $conv, )* $($( $dfield: $dconv, )*)? }
+            }
+        }
+
+        impl $name {
+            /// Every (not derived) field by name, nested results as dicts.
+            pub fn dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+                let d = PyDict::new(py);
+                $( d.set_item(stringify!($field), Field::dict_value(&self.$field, py)?)?; )*
+                Ok(d)
+            }
+        }
+
+        impl Field for $name {
+            fn get<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+                Ok(Bound::new(py, self.clone())?.into_any())
+            }
+            fn dict_value<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+                Ok(self.dict(py)?.into_any())
+            }
+        }
+
+        #[pymethods]
+        impl $name {
+            $(
+                $(#[$fdoc])*
+                #[getter]
+                fn $field<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+                    Field::get(&self.$field, py)
+                }
+            )*
+            $($(
+                $(#[$ddoc])*
+                #[getter]
+                fn $dfield<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+                    Field::get(&self.$dfield, py)
+                }
+            )*)?
+
+            fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+                let fields: Vec<String> = vec![$(
+                    format!("{}={}", stringify!($field), Field::get(&self.$field, py)?.repr()?),
+                )*];
+                Ok(format!("{}({})", stringify!($name), fields.join(", ")))
+            }
+
+            $($($methods)*)?
+        }
+    };
+}
+
+fn seq<S, T: for<'a> From<&'a S>>(items: &[S]) -> Arc<[T]> {
+    items.iter().map(T::from).collect()
+}
+
+result_class! {
+    /// One-way latency of every received frame, and IPDV between consecutive frames of a flow (ns).
+    class LatencySummary(l: &analyze::LatencySummary) {
+        samples: u64 = l.samples,
+        min_ns: u64 = l.min_ns,
+        mean_ns: f64 = l.mean_ns,
+        p50_ns: u64 = l.p50_ns,
+        p90_ns: u64 = l.p90_ns,
+        p99_ns: u64 = l.p99_ns,
+        p999_ns: u64 = l.p999_ns,
+        max_ns: u64 = l.max_ns,
+        /// RFC 5481 PDV at the 99th percentile: p99 − min.
+        pdv_ns: u64 = l.pdv_ns,
+        /// Mean |IPDV| (RFC 5481) between consecutive frames of a flow.
+        ipdv_mean_ns: f64 = l.ipdv_mean_ns,
+        /// 99th percentile of |IPDV| (0 for flows without a histogram of their own).
+        ipdv_p99_ns: u64 = l.ipdv_p99_ns,
+        ipdv_max_ns: u64 = l.ipdv_max_ns,
+    }
+    methods {
+        fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+            self.dict(py)
+        }
+    }
+}
+
+result_class! {
+    /// Counts of one flow.
+    class FlowResult(f: &trial::FlowResult) {
+        flow_id: u32 = f.flow_id,
+        frames_sent: u64 = f.tx_frames,
+        frames_received: u64 = f.rx_frames,
+        bytes_received: u64 = f.rx_bytes,
+        frames_lost: u64 = f.lost,
+        reordered: u64 = f.reordered,
+        duplicated: u64 = f.duplicated,
+        late: u64 = f.late,
+        latency: LatencySummary = (&f.latency).into(),
+    }
+    methods {
+        fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+            self.dict(py)
+        }
+    }
+}
+
+result_class! {
+    /// Counts of one stream.
+    class StreamResult(s: &trial::StreamResult) {
+        index: usize = s.index,
+        name: String = s.name.clone(),
+        tx_port: usize = s.tx_port,
+        rx_port: usize = s.rx_port,
+        frame_size_mean: f64 = s.frame_size_mean,
+        flows: u64 = s.flows,
+        /// Frames/s the stream asked for (`None` for `max`).
+        intended_rate_pps: Option<f64> = s.intended_rate_pps.is_finite().then_some(s.intended_rate_pps),
+        intended_frames: u64 = s.intended_frames,
+        frames_sent: u64 = s.tx_frames,
+        bytes_sent: u64 = s.tx_bytes,
+        /// Achieved transmit rate, frames/s.
+        tx_rate_pps: f64 = s.tx_rate_pps,
+        frames_received: u64 = s.rx_frames,
+        bytes_received: u64 = s.rx_bytes,
+        frames_lost: u64 = s.lost,
+        reordered: u64 = s.reordered,
+        duplicated: u64 = s.duplicated,
+        late: u64 = s.late,
+        latency: LatencySummary = (&s.latency).into(),
+        flow_results: Arc<[FlowResult]> = seq(&s.flow_results),
+    }
+    derived {
+        /// Lost / sent (0 when nothing was sent).
+        loss_ratio: f64 = s.loss_ratio(),
+    }
+    methods {
+        #[pyo3(signature = (flows=true))]
+        fn to_dict<'py>(&self, py: Python<'py>, flows: bool) -> PyResult<Bound<'py, PyDict>> {
+            let d = self.dict(py)?;
+            if !flows {
+                d.del_item("flow_results")?;
+            }
+            Ok(d)
+        }
+    }
+}
+
+result_class! {
+    /// Tester-side counters of one port (drops here are the tester's, never the DUT's).
+    class PortResult(p: &trial::PortResult) {
+        name: String = p.name.clone(),
+        backend: String = p.backend.clone(),
+        notes: String = p.notes.clone(),
+        timestamp_source: String = p.timestamp_source.clone(),
+        tx_frames: u64 = p.tx_frames,
+        tx_bytes: u64 = p.tx_bytes,
+        tx_backpressure: u64 = p.tx_backpressure,
+        tx_errors: u64 = p.tx_errors,
+        rx_frames: u64 = p.rx_frames,
+        rx_bytes: u64 = p.rx_bytes,
+        rx_foreign: u64 = p.rx_foreign,
+        rx_unknown_flow: u64 = p.rx_unknown_flow,
+        rx_warmup: u64 = p.rx_warmup,
+        rx_ring_drops: u64 = p.rx_ring_drops,
+        rx_overruns: u64 = p.rx_overruns,
+    }
+    methods {
+        fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+            self.dict(py)
+        }
+    }
+}
+
+result_class! {
+    /// One trial's counts (methodology §2); totals are over all streams.
+    class TrialResult(r: &trial::TrialResult) {
+        streams: Arc<[StreamResult]> = seq(&r.streams),
+        ports: Arc<[PortResult]> = seq(&r.ports),
+        duration_s: f64 = r.duration_s,
+        tx_window_s: f64 = r.tx_window_s,
+        drain_s: f64 = r.drain_s,
+        valid: bool = r.valid,
+        invalid_reason: Option<String> = r.invalid_reason.clone(),
+        interrupted: bool = r.interrupted,
+        latency: LatencySummary = (&r.latency).into(),
+        tx_cpus: Arc<[usize]> = r.tx_cpus.iter().copied().collect(),
+        rx_cpus: Arc<[usize]> = r.rx_cpus.iter().copied().collect(),
+        started_realtime_ns: u64 = r.started_realtime_ns,
+        /// Longest the tester fell behind its schedule, ns.
+        tx_max_lag_ns: u64 = r.tx_max_lag_ns,
+        /// Largest catch-up burst (frames at once beyond one batch).
+        tx_max_catchup: u64 = r.tx_max_catchup,
+        // Totals over all streams (derived by the engine, stored with the result).
+        frames_sent: u64 = r.tx_frames(),
+        frames_received: u64 = r.rx_frames(),
+        frames_lost: u64 = r.lost(),
+        /// Lost / sent over all streams (0 when nothing was sent).
+        loss_ratio: f64 = r.loss_ratio(),
+        reordered: u64 = r.reordered(),
+        duplicated: u64 = r.duplicated(),
+        late: u64 = r.late(),
+        /// Achieved transmit rate, frames/s, all streams.
+        tx_rate_pps: f64 = r.tx_rate_pps(),
+        /// Frames received / duration, frames/s.
+        rx_rate_pps: f64 = r.rx_rate_pps(),
+        /// Frames/s all streams asked for (`None` when any stream is unbounded).
+        intended_rate_pps: Option<f64> = r.intended_rate_pps(),
+        /// Frames the tester's own receive rings dropped (not DUT loss).
+        tester_rx_drops: u64 = r.tester_rx_drops(),
+    }
+    derived {
+        /// Every flow result of every stream.
+        flows: Arc<[FlowResult]> = r.streams.iter().flat_map(|s| s.flow_results.iter().map(FlowResult::from)).collect(),
+        /// The I/O backend of every port.
+        io: Arc<[String]> = r.ports.iter().map(|p| p.backend.clone()).collect(),
+    }
+    methods {
+        /// Every field and every derived total, as plain JSON-able values.
+        #[pyo3(signature = (flows=true))]
+        fn to_dict<'py>(&self, py: Python<'py>, flows: bool) -> PyResult<Bound<'py, PyDict>> {
+            let d = self.dict(py)?;
+            if !flows {
+                if let Some(streams) = d.get_item("streams")? {
+                    for s in streams.try_iter()? {
+                        s?.downcast::<PyDict>()?.del_item("flow_results")?;
+                    }
+                }
+            }
+            Ok(d)
+        }
+    }
+}
+
+result_class! {
+    /// Live counters of a running trial.
+    class Snapshot(s: &LiveSnapshot) {
+        phase: String = s.phase.as_str().to_string(),
+        elapsed_s: f64 = s.elapsed_s,
+        tx_frames: u64 = s.tx_frames,
+        rx_frames: u64 = s.rx_frames,
+    }
+}
+
+result_class! {
+    /// Facts about one interface.
+    class InterfaceInfo(i: &IfInfo) {
+        name: String = i.name.clone(),
+        ifindex: u32 = i.ifindex,
+        mtu: usize = i.mtu,
+        mac: String = i.mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":"),
+        /// Link speed in bit/s (`None` when the interface reports none, e.g. veth).
+        speed_bps: Option<u64> = i.speed_bps,
+        driver: String = i.driver.clone(),
+        rx_queues: usize = i.rx_queues,
+        tx_queues: usize = i.tx_queues,
+        oper_up: bool = i.oper_up,
+    }
+    methods {
+        fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+            self.dict(py)
+        }
+    }
+}
+
+result_class! {
+    /// Whether an I/O backend opens on an interface (for transmit), and its notes or error.
+    class IoProbe(p: &(&'static str, std::result::Result<String, String>)) {
+        backend: String = p.0.to_string(),
+        ok: bool = p.1.is_ok(),
+        detail: String = p.1.clone().unwrap_or_else(|e| e),
+    }
+}

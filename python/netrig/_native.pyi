@@ -1,0 +1,488 @@
+"""The engine, from Python: typed specs in, typed results out (``crates/netrig-py``).
+
+Every class here is a frozen PyO3 class. Specs validate their values once, on construction, in
+the engine (``netrig-engine``), and raise ``netrig.errors.ConfigError`` naming the field; what can
+only be checked against an open port (the MTU, queue counts) is checked when a :class:`Trial`
+opens its ports. Results are read-only views of the engine's result structs with the derived
+values the engine computes. This stub is checked against the built module by ``make lint``
+(``mypy.stubtest``).
+"""
+from collections.abc import Sequence
+from typing import final
+
+__all__ = [
+    "__version__", "BUILD_PROFILE", "WIRE_OVERHEAD_BYTES", "FCS_BYTES", "MIN_FRAME_SIZE", "MAX_FRAME_SIZE",
+    "RFC2544_FRAME_SIZES", "FRAME_SIZE_MIXES", "DEFAULT_DRAIN_S", "IO_MODES", "FrameSizeSpec", "RateSpec",
+    "FlowSpec", "StopSpec", "StreamSpec", "Port", "TrialSpec", "Snapshot", "Trial", "LatencySummary", "FlowResult",
+    "StreamResult", "PortResult", "TrialResult", "InterfaceInfo", "IoProbe", "interface_info", "list_interfaces",
+    "probe_io", "probe_xdp_program", "line_rate_fps",
+]
+
+__version__: str
+BUILD_PROFILE: str
+
+# -- the vocabulary the engine defines ----------------------------------------------------------
+#: Preamble + SFD + inter-frame gap, bytes per frame on the wire.
+WIRE_OVERHEAD_BYTES: int
+#: Ethernet FCS: counted in every frame size, not written by software.
+FCS_BYTES: int
+MIN_FRAME_SIZE: int
+MAX_FRAME_SIZE: int
+#: RFC 2544 §9 standard frame sizes.
+RFC2544_FRAME_SIZES: tuple[int, ...]
+#: Named mixes: name -> ((frame size, weight), ...).
+FRAME_SIZE_MIXES: dict[str, tuple[tuple[int, int], ...]]
+DEFAULT_DRAIN_S: float
+#: Port I/O backends: "auto" and every backend the engine has.
+IO_MODES: tuple[str, ...]
+
+def line_rate_fps(bps: float, mean_frame_size: float) -> float:
+    """Frames/s at line rate: bps / ((mean_frame_size + WIRE_OVERHEAD_BYTES) * 8)."""
+
+# -- specs --------------------------------------------------------------------------------------
+@final
+class FrameSizeSpec:
+    """Frame sizes in bytes incl. FCS: fixed, weighted mix, uniform random, or incrementing."""
+
+    @staticmethod
+    def fixed(size: int) -> FrameSizeSpec: ...
+    @staticmethod
+    def weighted(mix: Sequence[tuple[int, int]]) -> FrameSizeSpec: ...
+    @staticmethod
+    def random(min: int, max: int) -> FrameSizeSpec: ...
+    @staticmethod
+    def increment(min: int, max: int, step: int) -> FrameSizeSpec: ...
+    @property
+    def kind(self) -> str:
+        """``"fixed"``, ``"weighted"``, ``"random"`` or ``"increment"``."""
+    @property
+    def mean_size(self) -> float: ...
+    @property
+    def min_size(self) -> int: ...
+    @property
+    def max_size(self) -> int: ...
+    def __eq__(self, other: object, /) -> bool: ...
+
+@final
+class RateSpec:
+    """An offered rate: frames/s, L1 or L2 bit/s, % of the line rate, or as fast as possible."""
+
+    @staticmethod
+    def pps(value: float) -> RateSpec: ...
+    @staticmethod
+    def l1_bps(value: float) -> RateSpec: ...
+    @staticmethod
+    def l2_bps(value: float) -> RateSpec: ...
+    @staticmethod
+    def percent_line(value: float) -> RateSpec: ...
+    @staticmethod
+    def max() -> RateSpec: ...
+    @property
+    def kind(self) -> str:
+        """``"pps"``, ``"l1_bps"``, ``"l2_bps"``, ``"percent_line"`` or ``"max"``."""
+    @property
+    def value(self) -> float | None: ...
+    def __eq__(self, other: object, /) -> bool: ...
+
+@final
+class FlowSpec:
+    """A stream's flows: every combination of the address and port ranges."""
+
+    def __new__(
+        cls,
+        src_ips: int = 1,
+        dst_ips: int = 1,
+        src_ports: int = 1,
+        dst_ports: int = 1,
+        order: str = "sequential",
+        seed: int = 1,
+    ) -> FlowSpec: ...
+    @property
+    def src_ips(self) -> int: ...
+    @property
+    def dst_ips(self) -> int: ...
+    @property
+    def src_ports(self) -> int: ...
+    @property
+    def dst_ports(self) -> int: ...
+    @property
+    def order(self) -> str: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def count(self) -> int: ...
+
+@final
+class StopSpec:
+    """When the streams of a trial stop."""
+
+    @staticmethod
+    def duration(duration_s: float) -> StopSpec: ...
+    @staticmethod
+    def frames(count: int) -> StopSpec: ...
+    @staticmethod
+    def bursts(frames: int, count: int, gap_s: float) -> StopSpec: ...
+    @property
+    def kind(self) -> str:
+        """``"duration"``, ``"frames"`` or ``"bursts"``."""
+
+@final
+class StreamSpec:
+    """One stream of signed test frames, validated against everything but the port."""
+
+    def __new__(
+        cls,
+        *,
+        frame_size: FrameSizeSpec,
+        rate: RateSpec,
+        name: str = "",
+        tx_port: int = 0,
+        rx_port: int = 1,
+        src_mac: str = "02:00:00:00:00:01",
+        dst_mac: str = "02:00:00:00:00:02",
+        src_ip: str = "198.18.0.1",
+        dst_ip: str = "198.19.0.1",
+        src_port: int = 1024,
+        dst_port: int = 1024,
+        vlan: int | None = None,
+        ttl: int = 64,
+        udp_checksum: bool = False,
+        flows: FlowSpec | None = None,
+        line_rate_bps: float | None = None,
+    ) -> StreamSpec: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def tx_port(self) -> int: ...
+    @property
+    def rx_port(self) -> int: ...
+    @property
+    def frame_size(self) -> FrameSizeSpec: ...
+    @property
+    def rate(self) -> RateSpec: ...
+    @property
+    def flows(self) -> FlowSpec: ...
+    @property
+    def line_rate_bps(self) -> float | None: ...
+    @property
+    def intended_rate_pps(self) -> float | None:
+        """Frames/s this stream asks for (``None`` for ``max``)."""
+
+@final
+class Port:
+    """A tester port: an interface (in a network namespace, optionally) and how to drive it."""
+
+    def __new__(
+        cls,
+        ifname: str,
+        netns: str | None = None,
+        io: str = "auto",
+        queues: int = 1,
+        ring_frames: int = 0,
+        busy_poll_us: int = 0,
+    ) -> Port: ...
+    @property
+    def ifname(self) -> str: ...
+    @property
+    def netns(self) -> str | None: ...
+    @property
+    def io(self) -> str: ...
+    @property
+    def queues(self) -> int: ...
+    @property
+    def ring_frames(self) -> int: ...
+    @property
+    def busy_poll_us(self) -> int:
+        """AF_XDP busy polling: SO_BUSY_POLL microseconds with SO_PREFER_BUSY_POLL (0 = off)."""
+    def info(self) -> InterfaceInfo:
+        """Interface facts: ifindex, MTU, MAC, speed, driver, queues."""
+    def __eq__(self, other: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class TrialSpec:
+    """Ports, streams and how the trial runs; stream port indices are checked against ``ports``."""
+
+    def __new__(
+        cls,
+        ports: Sequence[Port],
+        streams: Sequence[StreamSpec],
+        stop: StopSpec,
+        *,
+        drain_s: float = ...,
+        warmup_s: float = 0.0,
+        learning: bool = True,
+        late_s: float | None = None,
+        tx_cpus: Sequence[int] = (),
+        rx_cpus: Sequence[int] = (),
+        receive: bool = True,
+        max_flow_results: int = 1024,
+    ) -> TrialSpec: ...
+
+# -- running ------------------------------------------------------------------------------------
+@final
+class Snapshot:
+    """Live counters of a running trial."""
+
+    @property
+    def phase(self) -> str: ...
+    @property
+    def elapsed_s(self) -> float: ...
+    @property
+    def tx_frames(self) -> int: ...
+    @property
+    def rx_frames(self) -> int: ...
+
+@final
+class Trial:
+    """A trial running in an engine thread; opening the ports raises before any traffic."""
+
+    def __new__(cls, spec: TrialSpec) -> Trial: ...
+    def wait(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for the end (GIL released); true when it has ended."""
+    def stop(self) -> None:
+        """Stop traffic now; the result keeps what was counted."""
+    def snapshot(self) -> Snapshot: ...
+    def result(self) -> TrialResult:
+        """The result (waits for the end); raises the engine's error if the trial failed."""
+
+# -- results ------------------------------------------------------------------------------------
+@final
+class LatencySummary:
+    """One-way latency of every received frame, and IPDV between consecutive frames of a flow (ns)."""
+
+    @property
+    def samples(self) -> int: ...
+    @property
+    def min_ns(self) -> int: ...
+    @property
+    def mean_ns(self) -> float: ...
+    @property
+    def p50_ns(self) -> int: ...
+    @property
+    def p90_ns(self) -> int: ...
+    @property
+    def p99_ns(self) -> int: ...
+    @property
+    def p999_ns(self) -> int: ...
+    @property
+    def max_ns(self) -> int: ...
+    @property
+    def pdv_ns(self) -> int:
+        """RFC 5481 PDV at the 99th percentile: p99 − min."""
+    @property
+    def ipdv_mean_ns(self) -> float:
+        """Mean |IPDV| (RFC 5481) between consecutive frames of a flow."""
+    @property
+    def ipdv_p99_ns(self) -> int: ...
+    @property
+    def ipdv_max_ns(self) -> int: ...
+    def to_dict(self) -> dict[str, int | float]: ...
+
+@final
+class FlowResult:
+    @property
+    def flow_id(self) -> int: ...
+    @property
+    def frames_sent(self) -> int: ...
+    @property
+    def frames_received(self) -> int: ...
+    @property
+    def bytes_received(self) -> int: ...
+    @property
+    def frames_lost(self) -> int: ...
+    @property
+    def reordered(self) -> int: ...
+    @property
+    def duplicated(self) -> int: ...
+    @property
+    def late(self) -> int: ...
+    @property
+    def latency(self) -> LatencySummary: ...
+    def to_dict(self) -> dict[str, object]: ...
+
+@final
+class StreamResult:
+    @property
+    def index(self) -> int: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def tx_port(self) -> int: ...
+    @property
+    def rx_port(self) -> int: ...
+    @property
+    def frame_size_mean(self) -> float: ...
+    @property
+    def flows(self) -> int: ...
+    @property
+    def intended_rate_pps(self) -> float | None: ...
+    @property
+    def intended_frames(self) -> int: ...
+    @property
+    def frames_sent(self) -> int: ...
+    @property
+    def bytes_sent(self) -> int: ...
+    @property
+    def tx_rate_pps(self) -> float: ...
+    @property
+    def frames_received(self) -> int: ...
+    @property
+    def bytes_received(self) -> int: ...
+    @property
+    def frames_lost(self) -> int: ...
+    @property
+    def reordered(self) -> int: ...
+    @property
+    def duplicated(self) -> int: ...
+    @property
+    def late(self) -> int: ...
+    @property
+    def latency(self) -> LatencySummary: ...
+    @property
+    def flow_results(self) -> tuple[FlowResult, ...]: ...
+    @property
+    def loss_ratio(self) -> float: ...
+    def to_dict(self, flows: bool = True) -> dict[str, object]: ...
+
+@final
+class PortResult:
+    """Tester-side counters of one port (drops here are the tester's, never the DUT's)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def backend(self) -> str: ...
+    @property
+    def notes(self) -> str: ...
+    @property
+    def timestamp_source(self) -> str: ...
+    @property
+    def tx_frames(self) -> int: ...
+    @property
+    def tx_bytes(self) -> int: ...
+    @property
+    def tx_backpressure(self) -> int: ...
+    @property
+    def tx_errors(self) -> int: ...
+    @property
+    def rx_frames(self) -> int: ...
+    @property
+    def rx_bytes(self) -> int: ...
+    @property
+    def rx_foreign(self) -> int: ...
+    @property
+    def rx_unknown_flow(self) -> int: ...
+    @property
+    def rx_warmup(self) -> int: ...
+    @property
+    def rx_ring_drops(self) -> int: ...
+    @property
+    def rx_overruns(self) -> int: ...
+    def to_dict(self) -> dict[str, object]: ...
+
+@final
+class TrialResult:
+    """One trial's counts (methodology §2); totals are over all streams."""
+
+    @property
+    def streams(self) -> tuple[StreamResult, ...]: ...
+    @property
+    def ports(self) -> tuple[PortResult, ...]: ...
+    @property
+    def duration_s(self) -> float: ...
+    @property
+    def tx_window_s(self) -> float: ...
+    @property
+    def drain_s(self) -> float: ...
+    @property
+    def valid(self) -> bool: ...
+    @property
+    def invalid_reason(self) -> str | None: ...
+    @property
+    def interrupted(self) -> bool: ...
+    @property
+    def latency(self) -> LatencySummary: ...
+    @property
+    def tx_cpus(self) -> tuple[int, ...]: ...
+    @property
+    def rx_cpus(self) -> tuple[int, ...]: ...
+    @property
+    def started_realtime_ns(self) -> int: ...
+    @property
+    def tx_max_lag_ns(self) -> int:
+        """Longest the tester fell behind its schedule, ns."""
+    @property
+    def tx_max_catchup(self) -> int:
+        """Largest catch-up burst (frames at once beyond one batch)."""
+    # derived
+    @property
+    def frames_sent(self) -> int: ...
+    @property
+    def frames_received(self) -> int: ...
+    @property
+    def frames_lost(self) -> int: ...
+    @property
+    def loss_ratio(self) -> float: ...
+    @property
+    def reordered(self) -> int: ...
+    @property
+    def duplicated(self) -> int: ...
+    @property
+    def late(self) -> int: ...
+    @property
+    def intended_rate_pps(self) -> float | None: ...
+    @property
+    def tx_rate_pps(self) -> float:
+        """Achieved transmit rate, frames/s, all streams."""
+    @property
+    def rx_rate_pps(self) -> float: ...
+    @property
+    def tester_rx_drops(self) -> int:
+        """Frames the tester's own receive rings dropped (not DUT loss)."""
+    @property
+    def flows(self) -> tuple[FlowResult, ...]: ...
+    @property
+    def io(self) -> tuple[str, ...]: ...
+    def to_dict(self, flows: bool = True) -> dict[str, object]:
+        """Every field and every derived total, as plain JSON-able values."""
+
+# -- interfaces ---------------------------------------------------------------------------------
+@final
+class InterfaceInfo:
+    @property
+    def name(self) -> str: ...
+    @property
+    def ifindex(self) -> int: ...
+    @property
+    def mtu(self) -> int: ...
+    @property
+    def mac(self) -> str: ...
+    @property
+    def speed_bps(self) -> int | None: ...
+    @property
+    def driver(self) -> str: ...
+    @property
+    def rx_queues(self) -> int: ...
+    @property
+    def tx_queues(self) -> int: ...
+    @property
+    def oper_up(self) -> bool: ...
+    def to_dict(self) -> dict[str, object]: ...
+
+@final
+class IoProbe:
+    """Whether an I/O backend opens on an interface (for transmit), and its notes or error."""
+
+    @property
+    def backend(self) -> str: ...
+    @property
+    def ok(self) -> bool: ...
+    @property
+    def detail(self) -> str: ...
+
+def interface_info(ifname: str, netns: str | None = None) -> InterfaceInfo: ...
+def list_interfaces(netns: str | None = None) -> list[str]: ...
+def probe_io(ifname: str, netns: str | None = None) -> list[IoProbe]: ...
+def probe_xdp_program(ifname: str) -> tuple[bool, str]:
+    """Whether the AF_XDP steering program loads on ``ifname`` (nothing attached): (ok, detail)."""
