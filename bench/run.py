@@ -13,7 +13,8 @@ Method (the same as ../shared/peers/peer-bench.sh, so the numbers compare):
 
 The peers run through ``../shared/peers/peer-bench.sh`` (installs Debian packages once) in the same
 invocation, interleaved with netrig: repetition 1 of every netrig case, then repetition 1 of every
-peer case, then repetition 2, and so on, so the VM's slow and fast phases fall on both sides. Results: ``bench/results/<date>.json`` and ``<date>.md``.
+peer case, then repetition 2, and so on, so the VM's slow and fast phases fall on both sides.
+Results: ``bench/results/<date>.json`` and ``<date>.md``.
 
 Environment: DUR (default 10), WARM (2), REPS (3), CASES (comma list of netrig cases), PEERS (comma
 list of peer cases, or "none").
@@ -180,7 +181,8 @@ def run_peers(cases: list[str], out: Path, reps: int = REPS) -> list[dict]:
     if not PEER_SCRIPT.exists():
         print(f"bench: peer script {PEER_SCRIPT} not found; peers skipped", file=sys.stderr)
         return []
-    if any(subprocess.run(["which", t], capture_output=True).returncode != 0 for t in ("trafgen", "dpdk-testpmd", "llc")):
+    tools = ("trafgen", "dpdk-testpmd", "llc")
+    if any(subprocess.run(["which", t], capture_output=True).returncode != 0 for t in tools):
         subprocess.run(["bash", str(PEER_SCRIPT), "install"], check=False, capture_output=True)
     env = {**os.environ, "DUR": str(int(DUR)), "REPS": str(reps), "WARM": str(int(WARM)), "OUT": str(out)}
     (out / "results.tsv").unlink(missing_ok=True)
@@ -263,7 +265,8 @@ def report(doc: dict, cases: list[str], peers: list[str], work: Path) -> int:
         summary.append({"case": p, "tx_pps": med(peer_rows, p, "tx_pps"), "rx_pps": med(peer_rows, p, "rx_pps"),
                         "txdrop_pps": med(peer_rows, p, "txdrop_pps")})
     ratios = []
-    pairs = [(n, p) for p, n in PEERS.items() if p in peers and n in cases] + [x for x in ALSO if x[0] in cases and x[1] in peers]
+    pairs = [(n, p) for p, n in PEERS.items() if p in peers and n in cases]
+    pairs += [x for x in ALSO if x[0] in cases and x[1] in peers]
     for n, p in pairs:
         key = "rx_pps" if CASES[n][2] == "txrx" else "tx_pps"
         a, b = med(rows, n, key), med(peer_rows, p, "rx_pps" if "txrx" in p or "pair" in p else "tx_pps")
@@ -285,21 +288,23 @@ def report(doc: dict, cases: list[str], peers: list[str], work: Path) -> int:
           f"and peers {'interleaved' if 'order' in m else 'in two blocks'}; peak RSS {doc['peak_rss_kib']} KiB", "",
           "| case | tx pps | rx pps | txdrop pps |", "|---|---|---|---|"]
     for s in summary:
-        f = lambda v: f"{v / 1e6:.3f} M" if v is not None else "—"  # noqa: E731
+        f = lambda v: f"{v / 1e6:.3f} M" if v is not None else "—"
         md.append(f"| {s['case']} | {f(s['tx_pps'])} | {f(s['rx_pps'])} | {f(s['txdrop_pps'])} |")
     md += ["", "ratio = median netrig / median peer; paired = median over repetitions of netrig / the peer run "
            "right after it; peer CPU = the peer's sender core busy % (below 90 % the peer did not drive its "
            "core, and the ratio says little).", "",
-           "| netrig | peer | metric | netrig | peer | ratio | paired | peer CPU |", "|---|---|---|---|---|---|---|---|"]
+           "| netrig | peer | metric | netrig | peer | ratio | paired | peer CPU |",
+           "|---|---|---|---|---|---|---|---|"]
     for r in ratios:
-        f = lambda v: f"{v / 1e6:.3f} M" if v else "—"  # noqa: E731
-        g = lambda v: f"{v:.2f}" if v else "—"  # noqa: E731
+        f = lambda v: f"{v / 1e6:.3f} M" if v else "—"
+        g = lambda v: f"{v:.2f}" if v else "—"
         cpu = r["peer_sender_cpu_busy_pct"]
         flag = "" if cpu is None or cpu >= 90 else " ⚠"
         md.append(f"| {r['netrig']} | {r['peer']} | {r['metric']} | {f(r['netrig_pps'])} | {f(r['peer_pps'])} | "
                   f"{g(r['ratio'])} | {g(r['paired_ratio'])} | {'—' if cpu is None else f'{cpu:.0f} %'}{flag} |")
     if failed:
-        md += ["", f"Peer repetitions that counted no frames (left out of medians): {', '.join(failed)}; see their logs in {work}."]
+        md += ["", f"Peer repetitions that counted no frames (left out of medians): {', '.join(failed)}; "
+                   f"see their logs in {work}."]
     (outdir / f"{stamp}.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
     return 0

@@ -19,9 +19,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE.parent / "python"))
 
+from tests.conftest import veth_pair  # noqa: E402
+
 import netrig  # noqa: E402
 from run import rss_kib  # noqa: E402  (bench/run.py, same folder)
-from tests.conftest import veth_pair  # noqa: E402
 
 SOAK_S = float(os.environ.get("SOAK_S", 600))
 IO = os.environ.get("IO", "af_xdp")

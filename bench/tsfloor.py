@@ -61,7 +61,8 @@ def main() -> int:
     out.parent.mkdir(exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(doc, indent=2))
     lines = [f"Timestamp floor, loopback test bed, 64 B at {RATE:g} pps, median of {REPS} x {DUR:g} s "
-             "(sender CPU 1, receiver CPU 0)", "", "| io | RX timestamp | min | p50 | p99 | p99.9 |", "|---|---|---|---|---|---|"]
+             "(sender CPU 1, receiver CPU 0)", "", "| io | RX timestamp | min | p50 | p99 | p99.9 |",
+             "|---|---|---|---|---|---|"]
     for io, c in cases.items():
         lines.append(f"| {io} | {c['timestamp_source']} | " + " | ".join(f"{c[k] / 1e3:.1f} µs" for k in KEYS) + " |")
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")

@@ -1,10 +1,11 @@
 """The Python API validates its inputs with errors that name the field (no root needed)."""
-import netrig
 import pytest
+
+import netrig
 from netrig import _native
 from netrig.errors import ConfigError
 from netrig.model import FrameSize, parse_rate
-from netrig.trial import frame_size_spec, rate_spec
+from netrig.trial import rate_spec
 
 
 def test_stream_defaults_are_valid_and_in_benchmark_ranges():
@@ -28,8 +29,8 @@ def test_stream_parses_user_friendly_values():
 
 
 def test_model_values_convert_to_specs():
-    assert frame_size_spec(FrameSize.parse("inc:64-128:32")) == _native.FrameSizeSpec.increment(64, 128, 32)
-    assert frame_size_spec(FrameSize.parse("random:64-1518")).max_size == 1518
+    assert FrameSize.parse("inc:64-128:32").spec() == _native.FrameSizeSpec.increment(64, 128, 32)
+    assert FrameSize.parse("random:64-1518").spec().max_size == 1518
     assert rate_spec(parse_rate("10Gbps-l2")) == _native.RateSpec.l2_bps(10e9)
     assert rate_spec(parse_rate("max")).kind == "max" and rate_spec(parse_rate("max")).value is None
 

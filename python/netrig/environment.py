@@ -11,7 +11,11 @@ import os
 import platform
 import re
 import subprocess
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
+
+from netrig import _native
+from netrig.testbed.nsthread import run_in_netns
 
 SYSCTLS = (
     "net.core.rmem_default", "net.core.rmem_max", "net.core.wmem_default", "net.core.wmem_max",
@@ -49,25 +53,7 @@ def _run(cmd: list[str], timeout: float = 5.0) -> tuple[int, str]:
 
 
 def _netrig() -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    try:
-        import netrig
-
-        out["version"] = getattr(netrig, "__version__", None)
-    except Exception as e:  # noqa: BLE001
-        out["version"] = _unavailable(e)
-    try:
-        from netrig import _native
-
-        out["version"] = out.get("version") or getattr(_native, "__version__", None)
-        out["build_profile"] = getattr(_native, "BUILD_PROFILE", None) or getattr(_native, "build_profile", None)
-        if callable(out["build_profile"]):
-            out["build_profile"] = out["build_profile"]()
-        out["build_profile"] = out["build_profile"] or "unknown"
-    except Exception as e:  # noqa: BLE001
-        out["build_profile"] = _unavailable(e)
-    if not out.get("version"):
-        out["version"] = "unknown"
+    out: dict[str, Any] = {"version": _native.__version__, "build_profile": _native.BUILD_PROFILE}
     here = os.path.dirname(os.path.abspath(__file__))
     code, head = _run(["git", "-C", here, "rev-parse", "HEAD"])
     out["git_commit"] = head.strip() if code == 0 else "unavailable: not a git checkout"
@@ -131,7 +117,7 @@ def parse_ethtool(flag: str, text: str) -> dict[str, Any] | str:
                 v = v.strip()
                 out2[k.strip()] = int(v) if v.isdigit() else v
         return out2
-    except Exception:  # noqa: BLE001 - keep the raw text rather than fail
+    except Exception:
         return text
 
 
@@ -182,10 +168,8 @@ def _interface(ns: str | None, ifname: str) -> dict[str, Any]:
         return d
 
     try:
-        from netrig.testbed.nsthread import run_in_netns
-
         return run_in_netns(ns, body, sysfs=ns is not None)
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         return {"netns": ns, "ifname": ifname, "error": _unavailable(e)}
 
 
@@ -196,10 +180,8 @@ def _sysctls(names: Iterable[str], ns: str | None = None) -> dict[str, str]:
     if ns is None:
         return body()
     try:
-        from netrig.testbed.nsthread import run_in_netns
-
         return run_in_netns(ns, body)
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         return {"error": _unavailable(e)}
 
 
@@ -221,14 +203,14 @@ def capture(testbed: Any = None, interfaces: Iterable[str | tuple[str | None, st
         try:
             for ns, names in testbed.monitor_targets().items():
                 ifs += [(ns, n) for n in names]
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             env["testbed_error"] = _unavailable(e)
     env["interfaces"] = [_interface(ns, n) for ns, n in dict.fromkeys(ifs)]
     if testbed is not None:
         env["testbed"] = _safe(testbed.describe)
         try:
             env["testbed_sysctls"] = {ns: _sysctls(NS_SYSCTLS, ns) for ns in testbed.namespaces}
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             env["testbed_sysctls"] = _unavailable(e)
     return env
 
@@ -236,7 +218,7 @@ def capture(testbed: Any = None, interfaces: Iterable[str | tuple[str | None, st
 def _safe(fn: Any) -> Any:
     try:
         return fn()
-    except Exception as e:  # noqa: BLE001 - capture never raises
+    except Exception as e:
         return _unavailable(e)
 
 

@@ -44,18 +44,6 @@ IO_MODES: tuple[str, ...] = _native.IO_MODES
 FLOW_KEYS = ("src_ips", "dst_ips", "src_ports", "dst_ports")
 
 
-def frame_size_spec(frame: FrameSize) -> _native.FrameSizeSpec:
-    """The engine's form of a :class:`~netrig.model.FrameSize`."""
-    if frame.size is not None:
-        return _native.FrameSizeSpec.fixed(frame.size)
-    if frame.mix is not None:
-        return _native.FrameSizeSpec.weighted(frame.mix)
-    if frame.random is not None:
-        return _native.FrameSizeSpec.random(*frame.random)
-    assert frame.increment is not None
-    return _native.FrameSizeSpec.increment(*frame.increment)
-
-
 _RATE_SPECS: dict[str, Callable[[float], _native.RateSpec]] = {
     "pps": _native.RateSpec.pps,
     "l1_bps": _native.RateSpec.l1_bps,
@@ -123,7 +111,7 @@ class Stream:
                                       "(e.g. '100kpps', '1Gbps', '50%', 'max')")
         try:
             return _native.StreamSpec(
-                frame_size=frame_size_spec(FrameSize.parse(self.frame_size, "frame_size")),
+                frame_size=FrameSize.parse(self.frame_size, "frame_size").spec(),
                 rate=self._rate(), name=name, tx_port=self.tx_port, rx_port=self.rx_port,
                 src_mac=self.src_mac, dst_mac=self.dst_mac, src_ip=self.src_ip, dst_ip=self.dst_ip,
                 src_port=self.src_port, dst_port=self.dst_port, vlan=self.vlan, ttl=self.ttl,
@@ -260,7 +248,6 @@ __all__ = [
     "Stream",
     "StreamResult",
     "TrialResult",
-    "frame_size_spec",
     "rate_spec",
     "run_trial",
 ]

@@ -8,7 +8,6 @@ import sys
 import time
 
 import pytest
-
 from tests.conftest import needs_root, sh, veth_pair
 
 pytestmark = [needs_root, pytest.mark.root]
@@ -33,7 +32,7 @@ def test_trial_json_counts_every_frame():
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["--size", "63"], "--size: must be 64..16384 bytes incl. FCS (got 63)"),
+    (["--size", "63"], "--size: 63 B is out of range: frame sizes are 64..16384 bytes"),
     (["--size", "9000"], "--size: 9000 B is above the MTU"),
     (["--rate", "lots"], "--rate: 'lots' is not a rate"),
     (["--rate", "2Mpps", "--line-rate", "1Gbps"], "--rate: 2000000 fps is above the line rate"),

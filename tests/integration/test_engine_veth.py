@@ -2,10 +2,10 @@
 and netrig's counts agree with the kernel's interface counters."""
 from __future__ import annotations
 
-import netrig
 import pytest
-
 from tests.conftest import if_counter, needs_root, sh, veth_pair
+
+import netrig
 
 pytestmark = [needs_root, pytest.mark.root]
 
@@ -77,17 +77,16 @@ def test_counts_match_kernel_interface_counters(io):
 
 
 def test_unknown_interface_is_a_clear_error():
-    with veth_pair("u") as (ns_a, if_a, ns_b, if_b):
-        with pytest.raises(netrig.InterfaceError, match="nope0"):
-            netrig.run_trial(netrig.Port("nope0", netns=ns_a), netrig.Port(if_b, netns=ns_b),
-                             [netrig.Stream(rate_pps=1000)], duration_s=1)
+    with veth_pair("u") as (ns_a, if_a, ns_b, if_b), pytest.raises(netrig.InterfaceError, match="nope0"):
+        netrig.run_trial(netrig.Port("nope0", netns=ns_a), netrig.Port(if_b, netns=ns_b),
+                         [netrig.Stream(rate_pps=1000)], duration_s=1)
 
 
 def test_frame_above_mtu_names_the_field():
-    with veth_pair("s") as (ns_a, if_a, ns_b, if_b):
-        with pytest.raises(netrig.ConfigError, match=r"frame_size.*1522 B is above"):
-            netrig.run_trial(netrig.Port(if_a, netns=ns_a, io="af_packet"), netrig.Port(if_b, netns=ns_b, io="af_packet"),
-                             [netrig.Stream(frame_size=1522, rate_pps=1000)], duration_s=1)
+    with veth_pair("s") as (ns_a, if_a, ns_b, if_b), \
+            pytest.raises(netrig.ConfigError, match=r"frame_size.*1522 B is above"):
+        netrig.run_trial(netrig.Port(if_a, netns=ns_a, io="af_packet"), netrig.Port(if_b, netns=ns_b, io="af_packet"),
+                         [netrig.Stream(frame_size=1522, rate_pps=1000)], duration_s=1)
 
 
 LATENCY_KEYS = {"samples", "min_ns", "mean_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns", "pdv_ns",

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import pytest
+from tests.conftest import needs_root
 
 import netrig
-from tests.conftest import needs_root
 
 pytestmark = [needs_root, pytest.mark.root]
 

@@ -20,8 +20,8 @@ try:
 except ImportError as e:  # engine or test beds not in this build yet
     pytest.skip(f"engine/test bed API not available: {e}", allow_module_level=True)
 
-from netrig.config import config_from_dict  # noqa: E402
-from netrig.methodology.runner import Runner  # noqa: E402
+from netrig.run.config import config_from_dict
+from netrig.run.runner import Runner
 
 
 @pytest.mark.timeout(300)

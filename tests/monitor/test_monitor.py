@@ -70,7 +70,7 @@ def test_dut_softirq_rises_under_traffic():
         tx = tb.port("tx")
         frame = udp_frame(**tb.stream_defaults())
         seen = []
-        for attempt in range(3):
+        for _attempt in range(3):
             with Monitor(interval_s=0.2, testbed=tb, pids=[os.getpid()]) as mon:
                 time.sleep(0.6)
                 mon.mark("trial-start")

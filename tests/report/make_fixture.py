@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import random
 import statistics
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 SPEED_BPS = 1_000_000_000
@@ -159,7 +159,7 @@ def make(name: str, dut_pps: float, cost: float, seed: int, started: datetime) -
                 tr = trial("rfc2544_latency", 1, s, rep, ti, tput[s], 5.0, capacity[s] * 1.05, mon=True)
                 lat = tr["counts"]["latency"]
                 per.append({k: lat[k] for k in ("p50_ns", "p999_ns", "min_ns", "mean_ns", "max_ns", "pdv_ns", "ipdv_ns")})
-            med = lambda k: statistics.median(p[k] for p in per)  # noqa: E731
+            med = lambda k, per=per: statistics.median(p[k] for p in per)
             reps.append({"rate_pps": tput[s], "rate": rate_obj(s, tput[s]), "per_trial": per,
                          "typical_ns": med("p50_ns"), "worst_case_ns": med("p999_ns"), "min_ns": min(p["min_ns"] for p in per),
                          "mean_ns": med("mean_ns"), "max_ns": max(p["max_ns"] for p in per), "pdv_ns": med("pdv_ns"),
@@ -293,8 +293,8 @@ def make(name: str, dut_pps: float, cost: float, seed: int, started: datetime) -
 def main() -> None:
     DATA.mkdir(exist_ok=True)
     for name, pps, cost, seed, when in (
-        ("router", 580_000, 0.10, 1, datetime(2026, 11, 21, 21, 2, 11, tzinfo=timezone.utc)),
-        ("router+nat", 455_000, 0.12, 2, datetime(2026, 11, 21, 21, 25, 43, tzinfo=timezone.utc)),
+        ("router", 580_000, 0.10, 1, datetime(2026, 11, 21, 21, 2, 11, tzinfo=UTC)),
+        ("router+nat", 455_000, 0.12, 2, datetime(2026, 11, 21, 21, 25, 43, tzinfo=UTC)),
     ):
         out = DATA / f"report-{name.replace('+', '-')}-handmade.json"
         out.write_text(json.dumps(make(name, pps, cost, seed, when), indent=1) + "\n")

@@ -15,7 +15,7 @@ def golden_files() -> list[Path]:
             doc = json.loads(p.read_text())
         except (OSError, ValueError):
             continue
-        if isinstance(doc, dict) and doc.get("schema_version") == 1 and isinstance(doc.get("summary"), list):
+        if isinstance(doc, dict) and isinstance(doc.get("schema_version"), int) and isinstance(doc.get("summary"), list):
             out.append(p)
     return out
 

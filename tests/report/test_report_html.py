@@ -5,12 +5,12 @@ import json
 import re
 
 import pytest
+from report_golden import DATA, GOLDEN, NAT, ROUTER
 
 from netrig.cli.main import main
 from netrig.report import write_compare, write_report
 from netrig.report.html import COMPARE_SECTIONS, REPORT_SECTIONS
-
-from report_golden import DATA, GOLDEN, NAT, ROUTER
+from netrig.results import SCHEMA_VERSION
 
 EXTERNAL = re.compile(r"""(?:href|src|action)\s*=\s*["']?\s*(?:https?:|//|ftp:)|url\(\s*["']?(?:https?:|//)|@import""", re.I)
 
@@ -131,10 +131,10 @@ def test_cli_report_and_errors(tmp_path, capsys):
     assert (tmp_path / "a.html").is_file() and (tmp_path / "a.md").is_file()
     assert str(tmp_path / "a.html") in capsys.readouterr().out
     newer = tmp_path / "newer.json"
-    newer.write_text(json.dumps({"schema_version": 2}))
+    newer.write_text(json.dumps({"schema_version": SCHEMA_VERSION + 1}))
     assert main(["report", str(newer)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "newer.json" in err and "schema_version 2" in err
+    assert err.count("\n") == 0 and "newer.json" in err and f"schema_version {SCHEMA_VERSION + 1}" in err
     assert main(["compare", str(a), str(tmp_path / "missing.json"), "-o", str(tmp_path / "c.html")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "missing.json" in err

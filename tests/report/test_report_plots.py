@@ -4,27 +4,31 @@ from __future__ import annotations
 import re
 
 import pytest
-
-from netrig.report import plots
-from netrig.report.run_view import RunView
-
 from report_golden import GOLDEN, NAT, ROUTER
+
+from netrig.report.plots import all_plots
+from netrig.view.plotkit import render_svg
+from netrig.view.run_view import RunView
 
 EXTERNAL = re.compile(r"""(?:href|src)\s*=\s*["']?\s*(?:https?:|//)""", re.I)
 
 
+PLOTS = all_plots()
+OVERLAY = sorted(n for n, p in PLOTS.items() if p.overlay)
+
+
 def test_registry_has_every_plot_type():
-    assert set(plots.PLOTS) >= {
+    assert set(PLOTS) >= {
         "throughput", "forwarded_vs_offered", "frame_loss", "latency_vs_frame_size", "latency_vs_load",
         "ndr_pdr", "selftest", "iperf", "timeline", "trial_timeline",
     }
 
 
 @pytest.mark.parametrize("path", GOLDEN, ids=lambda p: p.name)
-@pytest.mark.parametrize("name", sorted(plots.PLOTS))
+@pytest.mark.parametrize("name", sorted(PLOTS))
 def test_plot_renders_from_golden_file(path, name):
     run = RunView.load(path)
-    svg = plots.render_svg(name, [run])
+    svg = render_svg(PLOTS[name], [run])
     if path in (ROUTER, NAT):  # the hand-made files hold data for every plot type
         assert svg is not None, f"{name} drew nothing from {path.name}"
     if svg is None:
@@ -36,10 +40,10 @@ def test_plot_renders_from_golden_file(path, name):
         assert "frames/s" in svg or "µs" in svg or "%" in svg  # an axis with a unit
 
 
-@pytest.mark.parametrize("name", sorted(plots.OVERLAY))
+@pytest.mark.parametrize("name", OVERLAY)
 def test_overlay_names_every_configuration(name):
     runs = [RunView.load(ROUTER), RunView.load(NAT)]
-    svg = plots.render_svg(name, runs)
+    svg = render_svg(PLOTS[name], runs)
     assert svg is not None
     if name not in ("frame_loss",):
         assert "router+nat" in svg
@@ -47,13 +51,13 @@ def test_overlay_names_every_configuration(name):
 
 def test_reproducible_svg():
     run = RunView.load(ROUTER)
-    assert plots.render_svg("throughput", [run]) == plots.render_svg("throughput", [run])
+    assert render_svg(PLOTS["throughput"], [run]) == render_svg(PLOTS["throughput"], [run])
 
 
 def test_ids_prefixed_per_plot():
     run = RunView.load(ROUTER)
-    a = plots.render_svg("throughput", [run], prefix="a-")
-    b = plots.render_svg("ndr_pdr", [run], prefix="b-")
+    a = render_svg(PLOTS["throughput"], [run], prefix="a-")
+    b = render_svg(PLOTS["ndr_pdr"], [run], prefix="b-")
     ids_a = set(re.findall(r'id="([^"]+)"', a))
     ids_b = set(re.findall(r'id="([^"]+)"', b))
     assert ids_a and ids_b and not ids_a & ids_b
@@ -62,16 +66,19 @@ def test_ids_prefixed_per_plot():
 
 
 def test_error_bars_and_log_scale(router_doc):
-    svg = plots.render_svg("latency_vs_frame_size", [RunView.from_doc(router_doc)])
+    svg = render_svg(PLOTS["latency_vs_frame_size"], [RunView.from_doc(router_doc)])
     assert "log scale" in svg and "µs" in svg
 
 
 def test_no_data_draws_nothing(minimal_doc):
     run = RunView.from_doc(minimal_doc)
-    for name in plots.PLOTS:
-        assert plots.render_svg(name, [run]) is None, name
+    for name, p in PLOTS.items():
+        assert render_svg(p, [run]) is None, name
 
 
-def test_unknown_plot_type():
-    with pytest.raises(KeyError, match="unknown plot type"):
-        plots.draw("pie", [])
+def test_plot_names_are_unique():
+    from netrig.methods import REGISTRY
+    from netrig.report.plots import REPORT_PLOTS
+
+    names = [p.name for p in (*REGISTRY.plots(), *REPORT_PLOTS)]
+    assert len(names) == len(set(names))

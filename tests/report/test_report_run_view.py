@@ -4,11 +4,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from report_golden import NAT, ROUTER
 
 from netrig.errors import ResultError
-from netrig.report.run_view import RunView, unique_names
-
-from report_golden import NAT, ROUTER
+from netrig.methods import frame_loss, iperf, latency, mlrsearch, throughput
+from netrig.view.run_view import RunView, unique_names
 
 
 def _err(tmp_path, text: str, name: str = "r.json") -> str:
@@ -80,29 +80,29 @@ def test_unfinished_trial_log(tmp_path):
     p = tmp_path / "trials.ndjson"
     p.write_text("\n".join(lines) + "\n")
     r = RunView.load(p)
-    assert r.complete is False and len(r.trials()) == 5 and r.throughput() == []
+    assert r.complete is False and len(r.trials()) == 5 and throughput.entries(r) == []
 
 
 def test_router_numbers():
     r = RunView.load(ROUTER)
     assert r.name == "router" and r.speed_bps == 1e9
-    tp = {t["frame_size"]: t for t in r.throughput()}
+    tp = {t["frame_size"]: t for t in throughput.entries(r)}
     # 1518 B is limited by the nominal 1 Gbit/s line rate: 81,274 fps = 100 %
     assert tp[1518]["rate"].value == pytest.approx(81274.4, rel=1e-4)
     assert tp[1518]["pct"].value == pytest.approx(100, abs=0.01)
     assert tp[64]["rate"].lo < tp[64]["rate"].value < tp[64]["rate"].hi
     assert tp["imix"]["above_ceiling"] and not tp[64]["above_ceiling"]
-    fl = {f["frame_size"]: f for f in r.frame_loss()}
+    fl = {f["frame_size"]: f for f in frame_loss.entries(r)}
     assert fl[64]["max_lossfree"].value == pytest.approx(446428.6, rel=1e-4)
     assert fl[64]["collapse"] is not None and fl[1518]["collapse"] is None
     assert [p["offered_pps"] for p in fl[64]["points"]] == sorted(p["offered_pps"] for p in fl[64]["points"])
-    lat = {e["frame_size"]: e for e in r.latency()}
+    lat = {e["frame_size"]: e for e in latency.entries(r)}
     assert set(lat[64]["pcts"]) >= {"min", "p50", "p90", "p99", "p99.9", "max"}
     assert lat[64]["pcts"]["min"].value < lat[64]["pcts"]["p50"].value < lat[64]["pcts"]["p99.9"].value
-    nd = r.ndr_pdr()[0]
+    nd = mlrsearch.entries(r)[0]
     assert [g["name"] for g in nd["goals"]] == ["NDR", "PDR"]
     assert nd["goals"][0]["conditional"].value < nd["goals"][1]["conditional"].value
-    assert r.monitored_trials() and r.iperf()[0]["series"]
+    assert r.monitored_trials() and iperf.entries(r)[0]["series"]
 
 
 def test_unique_names():

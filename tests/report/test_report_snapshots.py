@@ -18,10 +18,9 @@ import re
 from pathlib import Path
 
 import pytest
+from report_golden import DATA, GOLDEN, NAT, ROUTER
 
 from netrig.report import write_compare, write_report
-
-from report_golden import DATA, GOLDEN, NAT, ROUTER
 
 RENDERED = DATA / "rendered"
 _SVG = re.compile(r"<svg\b.*?</svg>", re.S)

@@ -8,9 +8,9 @@ netrig = pytest.importorskip("netrig")
 if not hasattr(netrig, "run_trial"):
     pytest.skip("netrig.run_trial is not in this build yet", allow_module_level=True)
 
-from netrig import Port, Stream, run_trial  # noqa: E402
-from netrig.monitor import Monitor  # noqa: E402
-from netrig.testbed import Testbed  # noqa: E402
+from netrig import Port, Stream, run_trial
+from netrig.monitor import Monitor
+from netrig.testbed import Testbed
 
 pytestmark = [pytest.mark.root, needs_root]
 

@@ -41,10 +41,9 @@ def _child(topology: str, mode: str, conntrack_max: int = 54321):
 
 def test_exception_inside_with_tears_down(tb_ids):
     links, rules = host_links(), host_nft()
-    with pytest.raises(ZeroDivisionError):
-        with Testbed.create("firewall", rules=10) as tb:
-            tb_ids.append(tb.id)
-            1 / 0
+    with pytest.raises(ZeroDivisionError), Testbed.create("firewall", rules=10) as tb:
+        tb_ids.append(tb.id)
+        raise ZeroDivisionError("a failure inside the block")
     assert_gone(tb.id)
     assert host_links() == links and host_nft() == rules
 
@@ -55,9 +54,8 @@ def test_failed_build_removes_what_was_created(tb_ids, monkeypatch):
 
     monkeypatch.setattr(nft, "apply", broken)
     tb = Testbed.create("nat")
-    with pytest.raises(TestbedError, match="injected failure"):
-        with tb:
-            pass
+    with pytest.raises(TestbedError, match="injected failure"), tb:
+        pass
     tb_ids.append(tb.id)
     assert tb.id
 

@@ -160,9 +160,9 @@ def test_fourport_pairs_are_independent(tb_ids):
 
 
 def test_external_checks_interfaces(tb_ids):
-    with pytest.raises(InterfaceError, match="^ifaces: interface nrnosuch0 does not exist"):
-        with Testbed.create("external", ifaces=("nrnosuch0",)) as tb:
-            pass
+    with pytest.raises(InterfaceError, match="^ifaces: interface nrnosuch0 does not exist"), \
+            Testbed.create("external", ifaces=("nrnosuch0",)):
+        pass
     with Testbed.create("external", ifaces=("lo",)) as tb:
         tb_ids.append(tb.id)
         assert tb.port("p0").ifname == "lo" and tb.port("p0").netns is None

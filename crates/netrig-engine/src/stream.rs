@@ -602,7 +602,8 @@ mod tests {
     fn validate_names_the_field_and_the_remedy() {
         let ok = StreamConfig::new("s");
         ok.validate().unwrap();
-        let cases: Vec<(Box<dyn Fn(&mut StreamConfig)>, &str)> = vec![
+        type Change = Box<dyn Fn(&mut StreamConfig)>;
+        let cases: Vec<(Change, &str)> = vec![
             (Box::new(|c| c.frame_size = FrameSize::Fixed(20_000)), "frame_size"),
             (Box::new(|c| c.frame_size = FrameSize::Weighted(vec![(64, 0)])), "frame_size"),
             (Box::new(|c| c.frame_size = FrameSize::Weighted(vec![(64, u32::MAX)])), "frame_size"),

@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
+
+from rich.console import Console
 
 from netrig.errors import CapabilityError, ConfigError
 
@@ -13,9 +16,7 @@ def require_root(what: str) -> None:
         raise CapabilityError(f"{what} needs root (CAP_NET_RAW and CAP_NET_ADMIN): run it with sudo or as root")
 
 
-def console(stderr: bool = False):
-    from rich.console import Console
-
+def console(stderr: bool = False) -> Console:
     return Console(stderr=stderr, highlight=False, soft_wrap=False)
 
 
@@ -24,10 +25,9 @@ def rename_field(err: ConfigError, mapping: dict[str, str]) -> ConfigError:
     field = err.field
     if field.startswith("--"):
         return err  # already named after the option
-    for engine_name, option in mapping.items():
-        if field == engine_name or field.endswith("." + engine_name):
-            return ConfigError(option, err.message)
-    return err
+    last = re.sub(r"\[\d+\]$", "", field.rsplit(".", 1)[-1])
+    option = mapping.get(field) or mapping.get(last)
+    return ConfigError(option, err.message) if option else err
 
 
 def isatty() -> bool:

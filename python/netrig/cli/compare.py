@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import argparse
 
+from netrig.report import write_compare
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -19,8 +21,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from netrig.report import write_compare
-
     out = write_compare(args.results, args.output)
     print(out)
     print(out.with_suffix(".md"))

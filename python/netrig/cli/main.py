@@ -7,25 +7,26 @@ every ``NetrigError`` into one line on stderr and exit status 2 — never a trac
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 
+from netrig._native import __version__
+from netrig.cli import (
+    compare,
+    demo,
+    ndr_pdr,
+    ports,
+    report,
+    rfc2544,
+    run,
+    selftest,
+    testbed,
+    trial,
+)
 from netrig.errors import NetrigError
 
 #: Subcommand modules, in the order ``netrig --help`` lists them.
-COMMANDS = (
-    "ports",
-    "trial",
-    "testbed",
-    "run",
-    "rfc2544",
-    "ndr_pdr",
-    "selftest",
-    "report",
-    "compare",
-    "demo",
-)
+COMMANDS = (ports, trial, testbed, run, rfc2544, ndr_pdr, selftest, report, compare, demo)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,13 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
-        try:
-            mod = importlib.import_module(f"netrig.cli.{name}")
-        except ModuleNotFoundError as e:
-            if e.name == f"netrig.cli.{name}":
-                continue  # subcommand not built yet
-            raise
+    for mod in COMMANDS:
         mod.register(sub)
     return parser
 
@@ -50,8 +45,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.version:
-        from netrig import __version__
-
         print(f"netrig {__version__}")
         return 0
     if not getattr(args, "func", None):

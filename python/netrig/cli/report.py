@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import argparse
 
+from netrig.report import write_report
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -21,8 +23,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from netrig.report import write_report
-
     out = write_report(args.result, args.output)
     print(out)
     print(out.with_suffix(".md"))

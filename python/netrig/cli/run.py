@@ -4,25 +4,26 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
+from netrig.cli.console import run_with_console
 from netrig.errors import ConfigError
+from netrig.run.config import load_config
 
 
-def register(subparsers) -> None:
+def register(subparsers: Any) -> None:
     p = subparsers.add_parser("run", help="run a test described by a TOML/YAML/JSON config file",
                               description="Run a test described by a config file (see docs/methodology.md).")
     p.add_argument("file", nargs="?", help="config file (.toml, .yaml, .yml, .json); with --resume, "
                                            "defaults to DIR/config.json")
-    p.add_argument("--resume", metavar="DIR", help="continue the interrupted run in DIR without redoing finished trials")
+    p.add_argument("--resume", metavar="DIR",
+                   help="continue the interrupted run in DIR without redoing finished trials")
     p.add_argument("--out", metavar="DIR", help="output directory (default: output.dir from the config)")
     p.add_argument("--quiet", action="store_true", help="no live progress display")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from netrig.config import load_config
-    from netrig.results.console import run_with_console
-
     if args.resume and args.out and Path(args.out) != Path(args.resume):
         raise ConfigError("--out", "cannot differ from --resume: a resumed run continues in its own directory")
     file = args.file or (str(Path(args.resume) / "config.json") if args.resume else None)

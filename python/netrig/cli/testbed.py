@@ -4,6 +4,9 @@ from __future__ import annotations
 import argparse
 import json
 
+from netrig.testbed import Testbed, clean, down, list_topologies, status
+from netrig.testbed import state as st
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -57,7 +60,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
-def _ports_table(tb) -> str:  # noqa: ANN001
+def _ports_table(tb) -> str:
     rows = [("port", "netns", "ifname", "mac", "ipv4", "ipv6", "send to (dst mac)")]
     for pt in tb.ports:
         rows.append((pt.name, pt.netns or "(host)", pt.ifname, pt.mac, pt.ipv4 or "-", pt.ipv6 or "-",
@@ -67,8 +70,6 @@ def _ports_table(tb) -> str:  # noqa: ANN001
 
 
 def run_up(args: argparse.Namespace) -> int:
-    from netrig.testbed import Testbed
-
     opts = dict(rules=args.rules, cap=args.cap, cap_burst=args.cap_burst, nat=args.nat,
                 conntrack_max=args.conntrack_max, dut_cpus=args.dut_cpus, dut_placement=args.dut_placement,
                 log=args.log, ifaces=tuple(i for i in args.ifaces.split(",") if i),
@@ -89,20 +90,14 @@ def run_up(args: argparse.Namespace) -> int:
 
 
 def run_down(args: argparse.Namespace) -> int:
-    from netrig.testbed import down
-
     down(args.id)
     print(f"testbed {args.id} removed")
     return 0
 
 
 def run_status(args: argparse.Namespace) -> int:
-    from netrig.testbed import Testbed, status
-
     if args.json:
         if args.id is None:
-            from netrig.testbed import state as st
-
             print(json.dumps([Testbed.attach(s["id"]).describe() for s in st.all_states()], indent=1))
         else:
             print(json.dumps(Testbed.attach(args.id).describe(), indent=1))
@@ -122,16 +117,12 @@ def run_status(args: argparse.Namespace) -> int:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from netrig.testbed import list_topologies
-
     for name, desc in list_topologies():
         print(f"{name:<9} {desc}")
     return 0
 
 
 def run_clean(args: argparse.Namespace) -> int:
-    from netrig.testbed import clean
-
     rep = clean(force=args.force)
     for t in rep.removed_testbeds:
         print(f"removed testbed {t}")

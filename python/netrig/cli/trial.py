@@ -99,7 +99,8 @@ def build(args) -> tuple[Port, Port, Stream, dict]:
             name="cli", **({"rate_pps": rate.value} if rate.kind == "pps" else {"rate": args.rate}))
         stop = {"frames": args.frames} if args.frames else {"duration_s": parse_duration(args.duration, "--duration")}
         kw = dict(drain_s=parse_duration(args.drain, "--drain", allow_zero=True),
-                  warmup_s=parse_duration(args.warmup, "--warmup", allow_zero=True), tx_cpus=args.tx_cpu, rx_cpus=args.rx_cpu, **stop)
+                  warmup_s=parse_duration(args.warmup, "--warmup", allow_zero=True), tx_cpus=args.tx_cpu,
+                  rx_cpus=args.rx_cpu, **stop)
         return tx, rx, stream, kw
     except ConfigError as e:
         raise rename_field(e, FIELDS) from None
@@ -128,7 +129,8 @@ def result_table(res: TrialResult, stream: Stream, title: str):
     if lat.samples:
         us = lambda ns: f"{ns / 1000:.1f}"
         t.add_row("latency µs min/mean/p50", f"{us(lat.min_ns)} / {us(lat.mean_ns)} / {us(lat.p50_ns)}")
-        t.add_row("latency µs p90/p99/p99.9/max", f"{us(lat.p90_ns)} / {us(lat.p99_ns)} / {us(lat.p999_ns)} / {us(lat.max_ns)}")
+        t.add_row("latency µs p90/p99/p99.9/max",
+                  f"{us(lat.p90_ns)} / {us(lat.p99_ns)} / {us(lat.p999_ns)} / {us(lat.max_ns)}")
         t.add_row("PDV p99 / IPDV mean/p99/max µs",
                   f"{us(lat.pdv_ns)} / {us(lat.ipdv_mean_ns)} / {us(lat.ipdv_p99_ns)} / {us(lat.ipdv_max_ns)}")
     t.add_row("tester RX drops", f"{res.tester_rx_drops:,}")

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from netrig.methodology.frames import FrameSize, LineRate, rate_object
-from netrig.methodology.measurer import LatencySummary, Load, Measurer, TrialCounts
+from netrig.measure import LatencySummary, Load, Measurer, TrialCounts
 from netrig.methodology.stats import check
+from netrig.model import FrameSize, LineRate, rate_object
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import statistics
-from typing import Iterable
+from collections.abc import Iterable
+
+from netrig.errors import ConfigError
 
 
 def summarize(values: Iterable[float | None]) -> dict:
@@ -18,10 +20,9 @@ def median(values: Iterable[float | None]) -> float | None:
     return statistics.median(vals) if vals else None
 
 
-def _check(name: str, value, *, lo=None, hi=None, lo_open=False, hi_open=False, integer=False):
+def check(name: str, value: object, *, lo: float | None = None, hi: float | None = None, lo_open: bool = False,
+          hi_open: bool = False, integer: bool = False) -> None:
     """Validate a parameter; raise ``ConfigError(name, ...)`` naming the field."""
-    from netrig.errors import ConfigError
-
     if integer:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ConfigError(name, f"must be an integer (got {value!r})")
@@ -32,5 +33,3 @@ def _check(name: str, value, *, lo=None, hi=None, lo_open=False, hi_open=False, 
     if hi is not None and (value >= hi if hi_open else value > hi):
         raise ConfigError(name, f"must be {'<' if hi_open else '<='} {hi} (got {value})")
 
-
-check = _check

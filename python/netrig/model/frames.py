@@ -5,7 +5,8 @@ A frame size is the Ethernet frame *including* its 4-byte FCS (methodology §1).
 any ``(size, weight)`` pairs), uniformly random sizes in a range (``random:64-1518``) or sizes
 counting up in steps (``inc:64-1518:64``). Rates of a distribution count frames of every size;
 bit rates and line rate use its mean size. The engine defines the mixes, the RFC 2544 sizes and
-the bounds; this module takes them from it.
+the bounds, and validates every distribution (``_native.FrameSizeSpec``); this module parses the
+ways users write them, names them, and takes the rest from the engine.
 """
 from __future__ import annotations
 
@@ -53,20 +54,18 @@ class FrameSize:
         given = [x is not None for x in (self.size, self.mix, self.random, self.increment)]
         if sum(given) != 1:
             raise ConfigError("frame_size", "give exactly one of a size, a mix, random or increment")
-        for s in self.sizes:
-            if isinstance(s, bool) or not isinstance(s, int) or not MIN_FRAME_SIZE <= s <= MAX_FRAME_SIZE:
-                raise ConfigError("frame_size",
-                                  f"must be {MIN_FRAME_SIZE}..{MAX_FRAME_SIZE} bytes incl. FCS (got {s!r})")
+        self.spec()  # the engine validates: bounds, weights, min <= max, step > 0
+
+    def spec(self) -> _native.FrameSizeSpec:
+        """The engine's form (validated there; errors name ``frame_size``)."""
+        if self.size is not None:
+            return _native.FrameSizeSpec.fixed(self.size)
         if self.mix is not None:
-            if any(isinstance(w, bool) or not isinstance(w, int) or w < 0 for _, w in self.mix):
-                raise ConfigError("frame_size", "mix weights must be integers >= 0")
-            if not any(w for _, w in self.mix):
-                raise ConfigError("frame_size", "a weighted mix needs at least one size with a weight > 0")
-        lo_hi = self.random or (self.increment[:2] if self.increment else None)
-        if lo_hi is not None and lo_hi[0] > lo_hi[1]:
-            raise ConfigError("frame_size", f"min {lo_hi[0]} is above max {lo_hi[1]}")
-        if self.increment is not None and not (isinstance(self.increment[2], int) and self.increment[2] > 0):
-            raise ConfigError("frame_size", f"the increment step must be > 0 (got {self.increment[2]!r})")
+            return _native.FrameSizeSpec.weighted(self.mix)
+        if self.random is not None:
+            return _native.FrameSizeSpec.random(*self.random)
+        assert self.increment is not None
+        return _native.FrameSizeSpec.increment(*self.increment)
 
     # ---------------------------------------------------------------- construction
     @classmethod
@@ -112,8 +111,6 @@ class FrameSize:
                 if not (isinstance(item, (list, tuple)) and len(item) == 2):
                     raise ConfigError("frame_size", f"{item!r} in a weighted mix must be a (size, weight) pair")
                 pairs.append((item[0], item[1]))
-            if not pairs:
-                raise ConfigError("frame_size", "a weighted mix needs at least one (size, weight) pair")
             return cls(mix=tuple(pairs))
         raise ConfigError("frame_size", f"{value!r} is not a frame size: use {_ALLOWED}")
 
@@ -146,17 +143,7 @@ class FrameSize:
     @property
     def mean_size(self) -> float:
         """Mean frame size in bytes (incl. FCS): what bit rates and the line rate use."""
-        if self.size is not None:
-            return float(self.size)
-        if self.mix is not None:
-            total = sum(w for _, w in self.mix)
-            return sum(s * w for s, w in self.mix) / total
-        if self.random is not None:
-            return (self.random[0] + self.random[1]) / 2
-        assert self.increment is not None
-        lo, hi, step = self.increment
-        n = (hi - lo) // step + 1
-        return lo + step * (n - 1) / 2
+        return self.spec().mean_size
 
     @property
     def max_size(self) -> int:
@@ -213,8 +200,8 @@ class LineRate:
             raise ConfigError("line_rate.source", f"must be one of interface, config, nominal (got {self.source!r})")
 
     def fps(self, frame: FrameSize) -> float:
-        """Maximum frames/s at this speed: ``bps / ((mean_size + 20) * 8)``."""
-        return self.bps / ((frame.mean_size + WIRE_OVERHEAD_BYTES) * 8)
+        """Maximum frames/s at this speed: ``bps / ((mean_size + 20) * 8)`` (the engine's formula)."""
+        return _native.line_rate_fps(self.bps, frame.mean_size)
 
     @property
     def label(self) -> str:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netrig.errors import ConfigError
+from netrig.testbed.nsthread import netlink_route, run_in_netns
 
 CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 
@@ -178,7 +179,7 @@ class Monitor:
         self._procs: dict[int, Any] = {}
 
     # --------------------------------------------------------------- lifecycle
-    def start(self) -> "Monitor":
+    def start(self) -> Monitor:
         if self._thread is not None:
             raise ConfigError("monitor", "already started")
         try:
@@ -208,7 +209,7 @@ class Monitor:
             self._thread = None
         return self.result
 
-    def __enter__(self) -> "Monitor":
+    def __enter__(self) -> Monitor:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
@@ -238,26 +239,24 @@ class Monitor:
                 if next_t < time.monotonic():  # fell behind: skip, don't burst
                     next_t = time.monotonic() + self.interval_s
             self._sample()
-        except Exception as e:  # noqa: BLE001 - never kill the trial; record why sampling ended
+        except Exception as e:
             self._err(f"monitor stopped early: {e}")
         finally:
             for nl in self._nl.values():
                 try:
                     nl.close()
-                except Exception:  # noqa: BLE001
+                except Exception:
                     pass
             self._nl.clear()
 
     def _open_netlink(self) -> None:
-        from netrig.testbed.nsthread import netlink_route
-
         for ns in self.netns_ifaces:
             try:
                 self._nl[ns] = netlink_route(ns)
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 self.result.errors.append(f"netns {ns}: cannot open netlink: {e}")
 
-    def _read_ifaces(self) -> dict[str, dict[str, int]]:
+    def _read_ifaces(self) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, int]] = {}
         for ns, ifaces in self.netns_ifaces.items():
             nl = self._nl.get(ns)
@@ -265,7 +264,7 @@ class Monitor:
                 continue
             try:
                 links = {lk.get_attr("IFLA_IFNAME"): lk for lk in nl.get_links()}
-            except Exception as e:  # noqa: BLE001 - namespace gone mid-run
+            except Exception as e:
                 self._err(f"netns {ns}: {e}")
                 continue
             for ifname in ifaces:
@@ -304,7 +303,7 @@ class Monitor:
                     with p.oneshot():
                         procs[str(pid)] = {"name": p.name(), "cpu_percent": p.cpu_percent(None),
                                            "rss_bytes": p.memory_info().rss}
-                except Exception as e:  # noqa: BLE001 - process exited
+                except Exception as e:
                     self._err(f"pid {pid}: {e}")
             sample["procs"] = procs
         if self.conntrack_netns:
@@ -330,8 +329,6 @@ class Monitor:
             bisect.insort(self.result.samples, sample, key=lambda x: x["t_s"])
 
     def _conntrack(self) -> dict[str, int | None]:
-        from netrig.testbed.nsthread import run_in_netns
-
         def body() -> int | None:
             try:
                 with open("/proc/sys/net/netfilter/nf_conntrack_count") as f:
@@ -343,15 +340,13 @@ class Monitor:
         for ns in self.conntrack_netns:
             try:
                 out[ns or "host"] = run_in_netns(ns, body)
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 self._err(f"conntrack in {ns}: {e}")
         return out
 
 
 def ethtool_stats(ns: str | None, ifname: str) -> dict[str, int]:
     """``ethtool -S`` of ``ifname`` inside ``ns`` as ``{name: value}`` (empty when unavailable)."""
-    from netrig.testbed.nsthread import run_in_netns
-
     def body() -> str:
         try:
             r = subprocess.run(["ethtool", "-S", ifname], capture_output=True, text=True, timeout=5)
@@ -361,7 +356,7 @@ def ethtool_stats(ns: str | None, ifname: str) -> dict[str, int]:
 
     try:
         text = run_in_netns(ns, body)
-    except Exception:  # noqa: BLE001
+    except Exception:
         return {}
     out = {}
     for line in text.splitlines()[1:]:

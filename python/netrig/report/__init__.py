@@ -5,34 +5,24 @@ summary beside it; comparisons of several results overlaid with ratios to a base
     html = write_report("out/result.json")                   # out/report.html + out/report.md
     html = write_compare(["router.json", "nat.json"], "compare.html")
 
-Every problem with an input file is a one-line ``ResultError`` naming the file.
+Every problem with an input file is a one-line ``ResultError`` naming the file. Results are read
+only through ``netrig.results`` (by ``RunView.load``).
 """
 from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
+from netrig._native import __version__
 from netrig.errors import ResultError
-from netrig.report.run_view import RunView, unique_names
+from netrig.report.html import compare_html, report_html
+from netrig.report.markdown import compare_markdown, report_markdown
+from netrig.view.run_view import RunView, unique_names
 
 __all__ = ["RunView", "load_run", "render_report", "render_compare", "write_report", "write_compare",
            "default_report_path"]
-
-
-def _version() -> str:
-    try:
-        from netrig import __version__  # type: ignore[attr-defined]
-
-        return str(__version__)
-    except ImportError:
-        try:
-            from importlib.metadata import version
-
-            return version("netrig")
-        except Exception:  # noqa: BLE001 - not installed: no version to print
-            return "(unknown version)"
 
 
 def load_run(path: str | os.PathLike) -> RunView:
@@ -52,19 +42,13 @@ def default_report_path(result_path: str | os.PathLike) -> Path:
 
 def render_report(run: RunView) -> tuple[str, str]:
     """``(html, markdown)`` of one result."""
-    from netrig.report.html import report_html
-    from netrig.report.markdown import report_markdown
-
-    return report_html(run, _version()), report_markdown(run)
+    return report_html(run, __version__), report_markdown(run)
 
 
 def render_compare(runs: Sequence[RunView]) -> tuple[str, str]:
     """``(html, markdown)`` comparing ``runs``; the first is the baseline."""
-    from netrig.report.html import compare_html
-    from netrig.report.markdown import compare_markdown
-
     unique_names(runs)
-    return compare_html(runs, _version()), compare_markdown(runs)
+    return compare_html(runs, __version__), compare_markdown(runs)
 
 
 def _write(path: Path, text: str) -> None:

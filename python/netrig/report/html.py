@@ -1,17 +1,22 @@
 """The self-contained HTML report: inline CSS, inline SVG plots, no external URL of any kind.
 
-``report_html(run)`` for one result, ``compare_html(runs)`` for several overlaid. Collapsibles are
-``<details>`` elements, so the page needs no script. A Content-Security-Policy forbids the page
-from loading anything at all.
+``report_html(run)`` for one result, ``compare_html(runs)`` for several overlaid. The page is the
+report's own sections (summary, monitoring, self-test, environment, trials) around every method's
+sections, in registry order; each method draws its own (``Method.html`` / ``compare_html``).
+Collapsibles are ``<details>`` elements, so the page needs no script. A Content-Security-Policy
+forbids the page from loading anything at all.
 """
 from __future__ import annotations
 
-import html
-from typing import Any, Sequence
+import json
+from collections.abc import Sequence
 
-from netrig.report import fmt, plots, tables
-from netrig.report.run_view import METHOD_LABELS, RunView, frame_size_label, monitor_samples, obj
-from netrig.report.tables import Table
+from netrig.methods import REGISTRY
+from netrig.report import plots, tables
+from netrig.view import fmt
+from netrig.view.html import details, empty, esc, figure, kv_html, table_html
+from netrig.view.run_view import RunView, frame_size_label, monitor_samples, obj
+from netrig.view.table import Table
 
 #: At most this many per-trial monitoring timelines are drawn (the heaviest trial per method and
 #: frame size first); the run-wide timeline always covers every trial.
@@ -20,7 +25,8 @@ MAX_TRIAL_TIMELINES = 8
 CSS = """
 :root{--fg:#1d1d1f;--muted:#666;--line:#d8d8d8;--accent:#0072B2;--bad:#b00020;--warn:#8a5a00;--bg2:#f6f7f9}
 *{box-sizing:border-box}
-body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:var(--fg);background:#fff}
+body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:var(--fg);\
+background:#fff}
 header{padding:22px 32px 12px;border-bottom:1px solid var(--line);background:var(--bg2)}
 header h1{margin:0 0 4px;font-size:22px}
 header p{margin:2px 0;color:var(--muted)}
@@ -48,7 +54,8 @@ tr.replayed td:first-child::after{content:" ↺";color:var(--muted)}
 .kv td{text-align:left}.kv td:first-child{color:var(--muted);white-space:nowrap}
 .warn{border-left:4px solid var(--bad);background:#fff4f4;padding:8px 12px;margin:10px 0}
 .warn ul{margin:4px 0;padding-left:18px}
-.badge{display:inline-block;font-size:11px;padding:0 6px;border-radius:9px;background:#eee;color:#333;margin-right:6px;font-family:ui-monospace,monospace}
+.badge{display:inline-block;font-size:11px;padding:0 6px;border-radius:9px;background:#eee;color:#333;margin-right:6px;\
+font-family:ui-monospace,monospace}
 .badge.bad{background:var(--bad);color:#fff}
 .ok{color:#0a7d32;font-weight:600}.notok{color:var(--bad);font-weight:600}
 details{margin:8px 0}
@@ -61,52 +68,14 @@ footer{color:var(--muted);font-size:12px;padding:12px 32px;border-top:1px solid 
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'unsafe-inline'"
 
-#: Section ids of a single-run report, in page order.
-REPORT_SECTIONS = ("summary", "throughput", "frame-loss", "latency", "ndr-pdr", "other-methods", "monitoring",
-                   "selftest", "environment", "trials")
+#: Section ids of a single-run report, in page order: the summary, every method's, then the run's.
+REPORT_SECTIONS = ("summary", *(sec.id for sec in REGISTRY.sections()), "monitoring", "selftest", "environment",
+                   "trials")
 #: Section ids of a comparison, in page order.
-COMPARE_SECTIONS = ("runs", "summary", "ratios", "throughput", "frame-loss", "latency", "ndr-pdr", "other-methods",
-                    "selftest", "environment")
+COMPARE_SECTIONS = ("runs", "summary", "ratios", *(sec.id for sec in REGISTRY.sections()), "selftest",
+                    "environment")
 
 BAD_FLAGS = {"above_selftest_ceiling", "tester_limited", "invalid_trials", "incomplete"}
-
-
-def esc(s: Any) -> str:
-    return html.escape(str(s), quote=True)
-
-
-def table_html(t: Table, cls: str = "", left: int = 1) -> str:
-    """``t`` as an HTML table; the first ``left`` columns are left-aligned."""
-    if not t:
-        return ""
-    head = "".join(f'<th{" class=l" if i < left else ""} scope="col">{esc(h)}</th>' for i, h in enumerate(t.header))
-    rows = []
-    for row, rc in zip(t.rows, t.row_class):
-        cells = "".join(f'<td{" class=l" if i < left else ""}>{esc(c)}</td>' for i, c in enumerate(row))
-        rows.append(f'<tr class="{esc(rc)}">{cells}</tr>' if rc else f"<tr>{cells}</tr>")
-    cap = f"<caption>{esc(t.caption)}</caption>" if t.caption else ""
-    return f'<table class="{esc(cls)}">{cap}<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
-
-
-def kv_html(t: Table) -> str:
-    if not t:
-        return ""
-    rows = "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in t.rows)
-    return f'<table class="kv"><tbody>{rows}</tbody></table>'
-
-
-def empty(what: str) -> str:
-    return f'<p class="empty">{esc(what)}</p>'
-
-
-def figure(name: str, runs: Sequence[RunView], prefix: str | None = None, **opts: Any) -> str:
-    """A plot as ``<figure>`` with inline SVG and its description as caption; ``""`` if no data."""
-    svg = plots.render_svg(name, runs, prefix=prefix, **opts)
-    if svg is None:
-        return ""
-    doc = (plots.PLOTS[name].__doc__ or "").strip().split("\n\n")[0]
-    doc = " ".join(doc.split())
-    return f'<figure class="plot" data-plot="{esc(name)}">{svg}<figcaption>{esc(doc)}</figcaption></figure>'
 
 
 def section(sid: str, title: str, body: str) -> str:
@@ -133,7 +102,8 @@ def warnings_html(r: RunView, prefix: str = "") -> str:
     items = []
     if r.complete is False:
         items.append(f'<span class="badge bad">incomplete</span>{esc(prefix)}the run did not finish: '
-                     f"{esc(r.doc.get('interrupted_reason') or 'unfinished')}; results cover the trials finished so far.")
+                     f"{esc(r.doc.get('interrupted_reason') or 'unfinished')}; "
+                     "results cover the trials finished so far.")
     st = r.selftest()
     if not st:
         items.append(f'<span class="badge bad">no self-test</span>{esc(prefix)}no tester self-test in this result: '
@@ -159,49 +129,27 @@ def warnings_html(r: RunView, prefix: str = "") -> str:
 def report_html(r: RunView, version: str = "") -> str:
     """The full HTML report of one result."""
     runs = [r]
+    parts = [m.html(r) for m in REGISTRY]
     S: list[tuple[str, str, str]] = []
 
     body = warnings_html(r)
     body += table_html(tables.summary_per_configuration(runs), left=4)
-    tt = tables.throughput_table(r)
-    body += "<h3>Throughput per frame size</h3>" + (table_html(tt) or empty("No RFC 2544 throughput in this result."))
+    body += "".join(p.get("summary", "") for p in parts)
     vt = tables.verdicts_table(r)
     if vt:
         body += "<h3>Pass / fail checks</h3>" + table_html(vt, left=3)
     S.append(("summary", "Summary", body))
-
-    S.append(("throughput", "Throughput vs frame size",
-              figure("throughput", runs) or empty("No RFC 2544 throughput in this result.")))
-
-    fl = figure("forwarded_vs_offered", runs)
-    if fl:
-        fl += figure("frame_loss", runs) + table_html(tables.frame_loss_table(r))
-        fl += _details("Every load point", table_html(tables.frame_loss_points(r)))
-    S.append(("frame-loss", "Forwarded vs offered load (frame loss rate)",
-              fl or empty("No RFC 2544 frame loss sweep in this result.")))
-
-    lat = figure("latency_vs_frame_size", runs)
-    if lat:
-        lat += table_html(tables.latency_table(r))
-    else:
-        lat = empty("No RFC 2544 latency measurement in this result.")
-    lvl = figure("latency_vs_load", runs)
-    lat += "<h3>Latency vs offered load</h3>" + (lvl or empty("Fewer than two loads with latency data per frame size."))
-    S.append(("latency", "Latency", lat))
-
-    nd = figure("ndr_pdr", runs)
-    S.append(("ndr-pdr", "NDR / PDR (MLRsearch)",
-              nd + table_html(tables.ndr_pdr_table(r), left=2) if nd else empty("No MLRsearch (NDR/PDR) in this result.")))
-
-    S.append(("other-methods", "Back-to-back, system recovery, reset, fixed rate", _other_methods(r, runs)))
+    for sec in REGISTRY.sections():
+        S.append((sec.id, sec.title, "".join(p.get(sec.id, "") for p in parts)))
     S.append(("monitoring", "DUT monitoring timeline", _monitoring(r)))
     S.append(("selftest", "Tester self-test and ceiling", _selftest(r, runs)))
     S.append(("environment", "Environment and configuration", _environment(r)))
 
     tt = tables.trials_table(r)
     S.append(("trials", "Every trial",
-              _details(f"All {len(tt.rows)} trials (struck through: invalid; brown: lost frames)",
-                       f'<div class="scroll">{table_html(tt, left=3)}</div>') if tt else empty("No trials in this result.")))
+              details(f"All {len(tt.rows)} trials (struck through: invalid; brown: lost frames)",
+                      f'<div class="scroll">{table_html(tt, left=3)}</div>')
+              if tt else empty("No trials in this result.")))
 
     doc = r.doc
     sub = [f"{esc(r.line_rate_label)} · {len(r.trials())} trials · started {esc(fmt.when(doc.get('started_at')))}"
@@ -209,24 +157,6 @@ def report_html(r: RunView, version: str = "") -> str:
     if r.complete is False:
         sub.append('<span class="notok">incomplete run</span>')
     return page(f"netrig report — {r.name}", sub, S, _footer([r], version))
-
-
-def _details(summary: str, body: str, open_: bool = False) -> str:
-    return f'<details{" open" if open_ else ""}><summary>{esc(summary)}</summary>{body}</details>'
-
-
-def _other_methods(r: RunView, runs: Sequence[RunView]) -> str:
-    parts = []
-    for title, t, method in (
-        ("Back-to-back frames (RFC 2544 §26.4, RFC 9004 buffer time)", tables.back_to_back_table(r), "rfc2544_back_to_back"),
-        ("System recovery (RFC 2544 §26.5)", tables.recovery_table(r), "rfc2544_system_recovery"),
-        ("Reset (RFC 2544 §26.6)", tables.reset_table(r), "rfc2544_reset"),
-    ):
-        parts.append(f"<h3>{esc(title)}</h3>" + (table_html(t) or empty(f"No {METHOD_LABELS[method]} in this result.")))
-    ip = figure("iperf", runs)
-    parts.append("<h3>Fixed-rate (iperf-like) runs</h3>" + (ip + table_html(tables.iperf_table(r))
-                                                           if ip or tables.iperf_table(r) else empty("No fixed-rate run in this result.")))
-    return "".join(parts)
 
 
 def _pick_trials(r: RunView) -> list[int]:
@@ -244,11 +174,11 @@ def _monitoring(r: RunView) -> str:
     mon = r.monitored_trials()
     if not mon:
         return empty("No DUT monitoring samples in this result (monitoring off, or a simulated DUT).")
-    out = figure("timeline", [r])
+    out = figure(plots.timeline_plot, [r])
     picks = _pick_trials(r)
-    figs = "".join(figure("trial_timeline", [r], prefix=f"tt{i}-", trial=i) for i in picks)
+    figs = "".join(figure(plots.trial_timeline_plot, [r], prefix=f"tt{i}-", trial=i) for i in picks)
     note = f"{len(picks)} of {len(mon)} monitored trials: the highest load of each method and frame size."
-    out += _details(f"Per-trial timelines ({len(picks)})", f'<p class="note">{esc(note)}</p>{figs}')
+    out += details(f"Per-trial timelines ({len(picks)})", f'<p class="note">{esc(note)}</p>{figs}')
     n_samples = sum(len(monitor_samples(t)) for _, t in mon)
     out += f'<p class="note">{len(mon)} monitored trials, {n_samples} samples.</p>'
     return out
@@ -263,17 +193,19 @@ def _selftest(r: RunView, runs: Sequence[RunView]) -> str:
             f'{esc(st.get("factor", 1.1))} × the highest rate used, {esc(st.get("duration_s", "?"))} s per trial: '
             + ('<span class="ok">passed</span>' if ok else '<span class="notok">not passed</span>') + ". "
             "DUT results above the proven ceiling ÷ factor are flagged as tester-limited, not DUT results.</p>")
-    return head + figure("selftest", runs) + (table_html(tables.selftest_table(r)) or empty("No per-size ceilings recorded."))
+    return head + figure(plots.selftest_plot, runs) + (table_html(tables.selftest_table(r))
+                                                       or empty("No per-size ceilings recorded."))
 
 
 def _environment(r: RunView) -> str:
     out = kv_html(tables.run_facts(r))
-    out += "<h3>Environment</h3>" + (kv_html(tables.key_value_table(r.environment)) or empty("No environment recorded."))
-    out += "<h3>Test bed</h3>" + (kv_html(tables.key_value_table(r.testbed)) or empty("No test bed description recorded."))
-    import json
-
+    out += "<h3>Environment</h3>" + (kv_html(tables.key_value_table(r.environment))
+                                     or empty("No environment recorded."))
+    out += "<h3>Test bed</h3>" + (kv_html(tables.key_value_table(r.testbed))
+                                  or empty("No test bed description recorded."))
     out += "<h3>Configuration</h3>" + (
-        _details("Normalised configuration (JSON)", f"<pre>{esc(json.dumps(r.config, indent=2, ensure_ascii=False))}</pre>",
+        details("Normalised configuration (JSON)",
+                f"<pre>{esc(json.dumps(r.config, indent=2, ensure_ascii=False))}</pre>",
                  open_=False) if r.config else empty("No configuration recorded."))
     return out
 
@@ -296,26 +228,17 @@ def compare_html(runs: Sequence[RunView], version: str = "") -> str:
     warn = "".join(warnings_html(r, prefix=f"{r.name}: ") for r in runs)
     S.append(("runs", "Results compared", table_html(t, left=2) + warn))
     S.append(("summary", "Summary per configuration", table_html(tables.summary_per_configuration(runs), left=4)))
-    ratios = tables.ratio_tables(runs)
+    ratios = [rt for m in REGISTRY if (rt := m.ratio_table(runs)) is not None]
     body = (f'<p class="note">Each configuration as a percentage of the baseline, <b>{esc(runs[0].name)}</b>, '
             "per frame size (e.g. the cost of NAT or a firewall against plain routing).</p>")
     body += "".join(f"<h3>{esc(title)}</h3>{table_html(tb, left=2 if tb.header[1] in ('goal', 'statistic') else 1)}"
                     for title, tb in ratios) if ratios else empty("No result shared with the baseline to compare.")
     S.append(("ratios", "Ratios to the baseline", body))
-    S.append(("throughput", "Throughput vs frame size",
-              figure("throughput", runs) or empty("No RFC 2544 throughput in these results.")))
-    fl = figure("forwarded_vs_offered", runs)
-    S.append(("frame-loss", "Forwarded vs offered load (frame loss rate)",
-              fl + figure("frame_loss", runs) if fl else empty("No RFC 2544 frame loss sweep in these results.")))
-    lat = figure("latency_vs_frame_size", runs) or empty("No RFC 2544 latency measurement in these results.")
-    lat += "<h3>Latency vs offered load</h3>" + (figure("latency_vs_load", runs)
-                                                 or empty("Fewer than two loads with latency data per frame size."))
-    S.append(("latency", "Latency", lat))
-    S.append(("ndr-pdr", "NDR / PDR (MLRsearch)", figure("ndr_pdr", runs) or empty("No MLRsearch (NDR/PDR) in these results.")))
-    S.append(("other-methods", "Fixed rate (iperf-like)", figure("iperf", runs) or empty("No fixed-rate run in these results.")
-              + '<p class="note">Back-to-back, recovery, reset and per-trial DUT monitoring timelines are in each '
-                "result's own report (<code>netrig report FILE</code>).</p>"))
-    S.append(("selftest", "Tester self-tests", figure("selftest", runs) or empty("No tester self-test in these results.")))
+    parts = [m.compare_html(runs) for m in REGISTRY]
+    for sec in REGISTRY.sections():
+        S.append((sec.id, sec.compare_title or sec.title, "".join(p.get(sec.id, "") for p in parts)))
+    S.append(("selftest", "Tester self-tests", figure(plots.selftest_plot, runs)
+              or empty("No tester self-test in these results.")))
     diff = tables.environment_differences(runs)
     S.append(("environment", "What differs between the runs",
               table_html(diff) if diff else empty("Environment, test bed and configuration are identical.")))

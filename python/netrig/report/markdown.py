@@ -1,30 +1,16 @@
-"""The Markdown summary written beside the HTML report (tables only, no plots)."""
+"""The Markdown summary written beside the HTML report (tables only, no plots): the run's own
+parts around every method's (``Method.markdown``), in registry order."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
-from netrig.report import fmt, tables
-from netrig.report.run_view import RunView
-from netrig.report.tables import Table
-
-
-def md_escape(s: str) -> str:
-    return s.replace("|", "\\|").replace("\n", " ")
-
-
-def table_md(t: Table) -> str:
-    if not t:
-        return ""
-    lines = ["| " + " | ".join(md_escape(h) for h in t.header) + " |",
-             "|" + "|".join("---" if i == 0 else "---:" for i in range(len(t.header))) + "|"]
-    lines += ["| " + " | ".join(md_escape(c) for c in row) + " |" for row in t.rows]
-    if t.caption:
-        lines.append(f"\n*{t.caption}*")
-    return "\n".join(lines) + "\n"
-
-
-def _sec(title: str, body: str, none: str) -> str:
-    return f"## {title}\n\n{body or none}\n"
+from netrig.methods import REGISTRY
+from netrig.report import tables
+from netrig.view import fmt
+from netrig.view.markdown import section_md as _sec
+from netrig.view.markdown import table_md
+from netrig.view.run_view import RunView
+from netrig.view.table import Table
 
 
 def _warnings(r: RunView, prefix: str = "") -> list[str]:
@@ -51,16 +37,7 @@ def report_markdown(r: RunView, html_name: str = "") -> str:
     if w:
         parts.append("**Read these before the numbers:**\n\n" + "\n".join(w) + "\n")
     parts.append(_sec("Summary", table_md(tables.summary_per_configuration([r])), ""))
-    parts.append(_sec("Throughput per frame size", table_md(tables.throughput_table(r)), "No RFC 2544 throughput in this result."))
-    parts.append(_sec("Frame loss rate (forwarded vs offered)", table_md(tables.frame_loss_table(r)),
-                      "No RFC 2544 frame loss sweep in this result."))
-    parts.append(_sec("Latency at the throughput rate", table_md(tables.latency_table(r)),
-                      "No RFC 2544 latency measurement in this result."))
-    parts.append(_sec("NDR / PDR (MLRsearch)", table_md(tables.ndr_pdr_table(r)), "No MLRsearch in this result."))
-    for title, t in (("Back-to-back", tables.back_to_back_table(r)), ("System recovery", tables.recovery_table(r)),
-                     ("Reset", tables.reset_table(r)), ("Fixed rate (iperf-like)", tables.iperf_table(r))):
-        if t:
-            parts.append(_sec(title, table_md(t), ""))
+    parts += [md for m in REGISTRY if (md := m.markdown(r))]
     st = r.selftest()
     parts.append(_sec("Tester self-test",
                       (f"{'Passed' if st.get('passed') else 'NOT passed'} on `{st.get('testbed', 'loopback')}`, "
@@ -78,13 +55,15 @@ def report_markdown(r: RunView, html_name: str = "") -> str:
 
 def compare_markdown(runs: Sequence[RunView], html_name: str = "") -> str:
     parts = [f"# netrig comparison — {' vs '.join(r.name for r in runs)}\n",
-             f"Baseline: **{runs[0].name}** (`{runs[0].path}`)" + (f" · plots: `{html_name}`" if html_name else "") + "\n"]
+             f"Baseline: **{runs[0].name}** (`{runs[0].path}`)" + (f" · plots: `{html_name}`" if html_name else "")
+             + "\n"]
     w = [x for r in runs for x in _warnings(r, prefix=f"{r.name}: ")]
     if w:
         parts.append("**Read these before the numbers:**\n\n" + "\n".join(w) + "\n")
     parts.append(_sec("Summary per configuration", table_md(tables.summary_per_configuration(runs)), ""))
-    for title, t in tables.ratio_tables(runs):
-        parts.append(_sec(f"{title}: % of baseline", table_md(t), ""))
+    for title, table in (rt for m in REGISTRY if (rt := m.ratio_table(runs)) is not None):
+        parts.append(_sec(f"{title}: % of baseline", table_md(table), ""))
     diff = tables.environment_differences(runs)
-    parts.append(_sec("What differs between the runs", table_md(diff), "Nothing: environment and configuration are identical."))
+    parts.append(_sec("What differs between the runs", table_md(diff),
+                      "Nothing: environment and configuration are identical."))
     return "\n".join(parts)

@@ -1,53 +1,170 @@
-"""Reading result documents: refuse newer schema versions, migrate older ones."""
+"""Reading result documents — the only place that does: refuse newer schema versions, migrate older
+ones, and turn every problem with a file into one ``ResultError`` line naming the file.
+
+``load_result(path)`` accepts ``result.json``, a run directory, or an unfinished run's
+``trials.ndjson`` (its header and trial lines become a document with ``"complete": false``).
+"""
 from __future__ import annotations
 
 import json
+import math
+import os
+import statistics
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from netrig.errors import ResultError
 from netrig.results.store import RESULT_FILE, SCHEMA_VERSION, TRIAL_LOG
 
-#: ``MIGRATIONS[n]`` upgrades a version-n document to version n+1 (none yet: 1 is the first).
-MIGRATIONS: dict[int, Callable[[dict], dict]] = {}
+#: Top-level keys that must be objects, and ones that must be lists, when present.
+_OBJECTS = ("environment", "config", "selftest", "line_rate", "testbed")
+_LISTS = ("trials", "summary", "frame_sizes", "flags", "verdicts")
 
 
-def migrate(doc: dict, source: str = "result") -> dict:
+def _v1_to_v2(doc: dict) -> dict:
+    """Version 1 wrote ``latency.ipdv_ns`` as null in every trial (the engine's mean |IPDV| was
+    read under another name) although the raw engine result beside it holds it. Recover the mean
+    and the maximum from ``counts.raw.engine.latency``, then the latency method's per-trial and
+    median IPDV and the self-test's latency floors from the recovered trials. The 99th percentile
+    was not recorded by version 1 and stays null."""
+    for t in doc.get("trials") or []:
+        counts = t.get("counts") if isinstance(t, dict) else None
+        lat = counts.get("latency") if isinstance(counts, dict) else None
+        eng = (((counts or {}).get("raw") or {}).get("engine") or {}).get("latency") if counts else None
+        if isinstance(lat, dict) and isinstance(eng, dict):
+            if lat.get("ipdv_ns") is None and _finite(eng.get("ipdv_mean_ns")):
+                lat["ipdv_ns"] = eng["ipdv_mean_ns"]
+            if lat.get("ipdv_max_ns") is None and _finite(eng.get("ipdv_max_ns")):
+                lat["ipdv_max_ns"] = eng["ipdv_max_ns"]
+    trials = [t for t in doc.get("trials") or [] if isinstance(t, dict)]
+    for entry in doc.get("summary") or []:
+        if not isinstance(entry, dict) or entry.get("method") != "rfc2544_latency":
+            continue
+        for r in entry.get("results") or []:
+            for rep_i, rep in enumerate(r.get("repetitions") or []):
+                per = rep.get("per_trial") if isinstance(rep, dict) else None
+                if not isinstance(per, list):
+                    continue
+                lats = [t["counts"]["latency"] for t in trials
+                        if t.get("method_index") == entry.get("method_index")
+                        and t.get("frame_size") == r.get("frame_size")
+                        and t.get("repetition") == rep_i and isinstance(t.get("counts"), dict)
+                        and t["counts"].get("valid", True) and isinstance(t["counts"].get("latency"), dict)]
+                # per_trial holds the valid trials with latency in the order they ran: fill only on an exact match
+                if len(lats) != len(per) or any(_key(a) != _key(b) for a, b in zip(lats, per) if isinstance(b, dict)):
+                    continue
+                for a, b in zip(lats, per):
+                    if isinstance(b, dict) and b.get("ipdv_ns") is None:
+                        b["ipdv_ns"] = a.get("ipdv_ns")
+                vals = [b["ipdv_ns"] for b in per if isinstance(b, dict) and _finite(b.get("ipdv_ns"))]
+                if rep.get("ipdv_ns") is None and vals:
+                    rep["ipdv_ns"] = statistics.median(vals)
+    st = doc.get("selftest")
+    by_key = {t.get("key"): t for t in trials}
+    for c in (st.get("ceilings") or []) if isinstance(st, dict) else []:
+        floor = c.get("latency_floor") if isinstance(c, dict) else None
+        if not isinstance(floor, dict) or floor.get("ipdv_ns") is not None:
+            continue
+        for k in c.get("trial_keys") or []:
+            lat = ((by_key.get(k) or {}).get("counts") or {}).get("latency")
+            if isinstance(lat, dict) and _key(lat) == _key(floor):
+                floor["ipdv_ns"] = lat.get("ipdv_ns")
+                floor["ipdv_max_ns"] = lat.get("ipdv_max_ns")
+    doc["schema_version"] = 2
+    return doc
+
+
+def _finite(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _key(lat: dict) -> tuple:
+    return tuple(lat.get(k) for k in ("min_ns", "p50_ns", "p99_ns", "p999_ns", "max_ns"))
+
+
+#: ``MIGRATIONS[n]`` upgrades a version-n document to version n+1, in place.
+MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _v1_to_v2}
+
+
+def migrate(doc: object, source: str = "result") -> dict:
+    """Check a parsed document's shape and schema version, and bring it to :data:`SCHEMA_VERSION`."""
     if not isinstance(doc, dict):
-        raise ResultError(f"{source}: not a netrig result document (top level is not an object)")
-    v = doc.get("schema_version")
-    if not isinstance(v, int) or isinstance(v, bool):
-        raise ResultError(f"{source}: not a netrig result document (no integer schema_version)")
+        raise ResultError(f"{source}: not a netrig result (the top level is not a JSON object)")
+    if "schema_version" not in doc:
+        raise ResultError(f"{source}: not a netrig result (no schema_version field)")
+    v = doc["schema_version"]
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise ResultError(f"{source}: schema_version must be a positive integer, got {v!r}")
     if v > SCHEMA_VERSION:
-        raise ResultError(
-            f"{source}: written by a newer netrig (schema_version {v}); this netrig reads <= {SCHEMA_VERSION}. "
-            "Upgrade netrig to read it."
-        )
+        raise ResultError(f"{source}: written by a newer netrig (schema_version {v}); this netrig reads "
+                          f"≤ {SCHEMA_VERSION}: upgrade netrig to read it")
+    for key in _OBJECTS:
+        if doc.get(key) is not None and not isinstance(doc[key], dict):
+            raise ResultError(f"{source}: field {key!r} must be an object, got {type(doc[key]).__name__}")
+    for key in _LISTS:
+        if doc.get(key) is not None and not isinstance(doc[key], list):
+            raise ResultError(f"{source}: field {key!r} must be a list, got {type(doc[key]).__name__}")
     while v < SCHEMA_VERSION:
-        if v not in MIGRATIONS:
-            raise ResultError(f"{source}: schema_version {v} is too old and cannot be migrated")
         doc = MIGRATIONS[v](doc)
         v = doc["schema_version"]
     return doc
 
 
-def load_result(path: str | Path) -> dict:
-    """Load ``result.json`` (or a run directory containing it) as a migrated dict."""
+def result_path(path: str | os.PathLike) -> Path:
+    """The file to read for ``path``: itself, or a run directory's ``result.json`` (else its
+    ``trials.ndjson``)."""
     p = Path(path)
     if p.is_dir():
-        p = p / RESULT_FILE
+        if (p / RESULT_FILE).is_file():
+            return p / RESULT_FILE
+        if (p / TRIAL_LOG).is_file():
+            return p / TRIAL_LOG
+        raise ResultError(f"{p}: directory holds no {RESULT_FILE} (nor {TRIAL_LOG})")
+    return p
+
+
+def load_result(path: str | os.PathLike) -> dict:
+    """The document at ``path`` (``result.json``, a run directory or a ``trials.ndjson``), checked
+    and migrated to the current schema version."""
+    return load_document(path)[0]
+
+
+def load_document(path: str | os.PathLike) -> tuple[dict, Path]:
+    """``(document, file read)``: :func:`load_result` and which file it read."""
+    p = result_path(path)
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise ResultError(f"{p}: cannot read: {e.strerror}") from None
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ResultError(f"{p}: no such result file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ResultError(f"{p}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+    if not text.strip():
+        raise ResultError(f"{p}: empty file, not a netrig result")
+    return migrate(_parse(p, text), str(p)), p
+
+
+def _parse(p: Path, text: str) -> object:
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as e:
-        raise ResultError(f"{p}: not valid JSON: {e}") from None
-    return migrate(doc, str(p))
+        lines = [ln for ln in text.splitlines() if ln.strip()]
+        if len(lines) > 1:  # an unfinished run's trials.ndjson: a header line, then trial lines
+            try:
+                recs = [json.loads(ln) for ln in lines]
+            except json.JSONDecodeError:
+                recs = None
+            if recs and all(isinstance(r, dict) for r in recs) and recs[0].get("type") == "header":
+                doc = {k: v for k, v in recs[0].items() if k != "type"}
+                doc["trials"] = [{k: v for k, v in r.items() if k != "type"} for r in recs[1:]
+                                 if r.get("type") == "trial"]
+                doc["complete"] = False
+                return doc
+        raise ResultError(f"{p}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
 
 
 def read_trial_log(out_dir: str | Path) -> tuple[dict | None, list[dict]]:
-    """``(header, trial records)`` from ``<out_dir>/trials.ndjson``. A torn last line (crash while
-    writing) is ignored; any other bad line is an error."""
+    """``(header, trial records)`` from ``<out_dir>/trials.ndjson``, migrated to the current schema
+    version. A torn last line (crash while writing) is ignored; any other bad line is an error."""
     p = Path(out_dir) / TRIAL_LOG
     try:
         lines = p.read_text(encoding="utf-8").splitlines()
@@ -67,7 +184,11 @@ def read_trial_log(out_dir: str | Path) -> tuple[dict | None, list[dict]]:
             raise ResultError(f"{p}:{n + 1}: corrupt line") from None
         kind = obj.pop("type", None)
         if kind == "header":
-            header = migrate(obj, str(p))
+            header = obj
         elif kind == "trial":
             trials.append(obj)
+    if header is not None:
+        doc = migrate({**header, "trials": trials}, str(p))
+        trials = doc.pop("trials")
+        header = doc
     return header, trials

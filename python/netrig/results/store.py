@@ -6,18 +6,20 @@ from __future__ import annotations
 import json
 import math
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import TextIO
 
 from netrig.errors import ResultError
 
-SCHEMA_VERSION = 1
+#: The result schema this netrig writes (``docs/result-format.md``); readers migrate older ones.
+SCHEMA_VERSION = 2
 TRIAL_LOG = "trials.ndjson"
 RESULT_FILE = "result.json"
 
 
 def utc_now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _clean(obj):
@@ -41,14 +43,14 @@ class TrialLog:
     def __init__(self, out_dir: str | Path):
         self.dir = Path(out_dir)
         self.path = self.dir / TRIAL_LOG
-        self._f = None
+        self._f: TextIO | None = None
 
     def open(self, header: dict | None) -> None:
         """Open for appending; write ``header`` first when the log is new."""
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
             new = not self.path.exists() or self.path.stat().st_size == 0
-            self._f = open(self.path, "a", encoding="utf-8")
+            self._f = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - held open across trials
         except OSError as e:
             raise ResultError(f"{self.path}: cannot open the trial log: {e.strerror}") from None
         if new and header is not None:

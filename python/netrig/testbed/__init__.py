@@ -5,6 +5,7 @@
 
 See ``docs/testbed.md``.
 """
+from netrig.testbed import state as st
 from netrig.testbed.clean import clean
 from netrig.testbed.options import TestbedOptions, parse_cap, parse_cpus
 from netrig.testbed.state import CleanReport
@@ -14,8 +15,6 @@ from netrig.testbed.topologies import TOPOLOGIES, list_topologies
 
 def status(tb_id: str | None = None) -> list[dict]:
     """Status of one test bed (by id) or of all that have a state file."""
-    from netrig.testbed import state as st
-
     if tb_id is not None:
         return [Testbed.attach(tb_id).status()]
     return [Testbed.attach(s["id"]).status() for s in st.all_states()]

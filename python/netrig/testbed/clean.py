@@ -31,7 +31,7 @@ def clean(force: bool = False) -> st.CleanReport:
     for s in st.all_states():
         alive = st.owner_alive(s)
         if (alive or s.get("detached")) and not force:
-            why = "owner pid %s alive" % s.get("owner_pid") if alive else "detached (netrig testbed up)"
+            why = f"owner pid {s.get('owner_pid')} alive" if alive else "detached (netrig testbed up)"
             rep.kept.append(f"testbed {s['id']} ({why})")
             claimed.update(s.get("namespaces", []))
             claimed.update(i["ifname"] for i in s.get("interfaces", []))
@@ -41,7 +41,7 @@ def clean(force: bool = False) -> st.CleanReport:
             rep.errors += left
         else:
             rep.removed_testbeds.append(s["id"])
-            rep.removed_namespaces += [n for n in s.get("namespaces", [])]
+            rep.removed_namespaces += list(s.get("namespaces", []))
     try:
         names = os.listdir("/run/netns")
     except FileNotFoundError:
@@ -51,7 +51,7 @@ def clean(force: bool = False) -> st.CleanReport:
             try:
                 remove_netns(n)
                 rep.removed_namespaces.append(n)
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 rep.errors.append(f"netns {n}: {e}")
     with IPRoute() as ipr:
         for link in ipr.get_links():
@@ -60,6 +60,6 @@ def clean(force: bool = False) -> st.CleanReport:
                 try:
                     ipr.link("del", index=link["index"])
                     rep.removed_links.append(name)
-                except Exception as e:  # noqa: BLE001
+                except Exception as e:
                     rep.errors.append(f"link {name}: {e}")
     return rep

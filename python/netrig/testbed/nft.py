@@ -8,6 +8,7 @@ filler rule *k* — that is how tests check that the firewall really drops.
 """
 from __future__ import annotations
 
+import json
 import subprocess
 
 from netrig.errors import CapabilityError, TestbedError
@@ -75,6 +76,7 @@ def policer_ruleset(tb_id: str, cap_pps: float | None, cap_bps: float | None, bu
     if cap_pps is not None:
         rule = f"limit rate over {int(round(cap_pps))}/second burst {burst} packets counter drop"
     else:
+        assert cap_bps is not None, "a policer needs a packet or a bit rate cap"
         rule = (f"limit rate over {int(round(cap_bps / 8))} bytes/second burst {burst} bytes "
                 "counter drop")
     return _table(tb_id, forward=[rule, "counter accept"], policy="accept", notrack=True)
@@ -124,8 +126,6 @@ def list_ruleset(netns: str | None) -> str:
 
 def counters(netns: str, tb_id: str) -> list[dict]:
     """Per-rule packet/byte counters of table ``netrig_<id>`` (via ``nft -j``)."""
-    import json
-
     def body() -> subprocess.CompletedProcess:
         return subprocess.run(["nft", "-j", "list", "table", "inet", table_name(tb_id)],
                               capture_output=True, text=True, timeout=30)

@@ -17,8 +17,12 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import socket
 import threading
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pyroute2 import IPRoute
 
 from netrig.errors import TestbedError
 
@@ -79,7 +83,7 @@ def run_in_netns(name: str | None, fn: Callable[..., T], *args: Any, sysfs: bool
         try:
             enter_netns(name, sysfs=sysfs)
             box["value"] = fn(*args, **kwargs)
-        except BaseException as e:  # noqa: BLE001 - re-raised in the caller
+        except BaseException as e:
             box["error"] = e
 
     t = threading.Thread(target=body, name=f"netrig-ns-{name}", daemon=True)
@@ -169,10 +173,6 @@ def remove_netns(name: str) -> None:
 
 def netlink_route(name: str | None):
     """A pyroute2 ``IPRoute`` whose netlink socket lives in netns ``name`` (created in a thread)."""
-    import socket
-
-    from pyroute2 import IPRoute
-
     if name is None:
         return IPRoute()
 

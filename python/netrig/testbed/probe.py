@@ -131,7 +131,7 @@ class Receiver:
         self._sock.settimeout(0.05)
         self._thread = threading.Thread(target=self._run, name=f"netrig-probe-rx-{ifname}", daemon=True)
 
-    def __enter__(self) -> "Receiver":
+    def __enter__(self) -> Receiver:
         self._thread.start()
         return self
 
@@ -158,7 +158,7 @@ class Receiver:
         while not self._stop.is_set():
             try:
                 data = self._sock.recv(2048)
-            except (socket.timeout, TimeoutError):
+            except TimeoutError:
                 continue
             except OSError:
                 return

@@ -91,7 +91,7 @@ def pid_alive(pid: int | None, start_time: float | None = None) -> bool:
 
             if abs(psutil.Process(pid).create_time() - start_time) > 1.0:
                 return False  # pid reused by another process
-        except Exception:  # noqa: BLE001 - psutil missing or process just exited
+        except Exception:
             pass
     return True
 

@@ -6,16 +6,25 @@ import signal
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from pyroute2 import IPRoute
 
 from netrig.errors import ConfigError, TestbedError
 from netrig.testbed import state as st
-from netrig.testbed.nsthread import (create_netns, netlink_route, netns_path, read_sysctl, remove_netns,
-                                     run_in_netns, write_sysctl)
+from netrig.testbed.nsthread import (
+    create_netns,
+    netlink_route,
+    netns_path,
+    read_sysctl,
+    remove_netns,
+    run_in_netns,
+    write_sysctl,
+)
 from netrig.testbed.options import TestbedOptions
+from netrig.testbed.topologies import TOPOLOGIES
 
 
 @dataclass(frozen=True)
@@ -62,8 +71,6 @@ class Testbed:
     __test__ = False
 
     def __init__(self, topology: str, options: TestbedOptions, state: dict[str, Any] | None = None):
-        from netrig.testbed.topologies import TOPOLOGIES
-
         if topology not in TOPOLOGIES:
             raise ConfigError("topology", f"{topology!r}: unknown; choose one of {', '.join(TOPOLOGIES)}")
         self.topology = topology
@@ -77,10 +84,8 @@ class Testbed:
 
     # ---------------------------------------------------------------- construction
     @classmethod
-    def create(cls, topology: str, **opts: Any) -> "Testbed":
+    def create(cls, topology: str, **opts: Any) -> Testbed:
         """Validate ``opts`` (see :class:`TestbedOptions`) and return an unbuilt test bed."""
-        from netrig.testbed.topologies import TOPOLOGIES
-
         if topology not in TOPOLOGIES:
             raise ConfigError("topology", f"{topology!r}: unknown; choose one of {', '.join(TOPOLOGIES)}")
         known = set(TestbedOptions.__dataclass_fields__)
@@ -92,7 +97,7 @@ class Testbed:
         return tb
 
     @classmethod
-    def attach(cls, tb_id: str) -> "Testbed":
+    def attach(cls, tb_id: str) -> Testbed:
         """A handle on an existing test bed (from its state file), e.g. to ``down()`` it."""
         s = st.read_state(tb_id)
         opts = dict(s.get("options") or {})
@@ -111,7 +116,7 @@ class Testbed:
         assert len(n) <= 15, n
         return n
 
-    def __enter__(self) -> "Testbed":
+    def __enter__(self) -> Testbed:
         self._install_signal_handlers()
         try:
             self.up()
@@ -127,7 +132,7 @@ class Testbed:
         finally:
             self._restore_signal_handlers()
 
-    def up(self) -> "Testbed":
+    def up(self) -> Testbed:
         """Build the test bed. On any failure, everything created so far is removed again."""
         if self._built:
             raise TestbedError(f"testbed {self.id}: already built")
@@ -196,7 +201,7 @@ class Testbed:
         for ipr in self._iprs.values():
             try:
                 ipr.close()
-            except Exception:  # noqa: BLE001 - closing a handle on a deleted namespace
+            except Exception:
                 pass
         self._iprs.clear()
 
@@ -233,7 +238,7 @@ class Testbed:
         try:
             self.ipr(None).link("add", ifname=if_a, kind="veth", net_ns_fd=ns_a,
                                 peer={"ifname": if_b, "net_ns_fd": ns_b})
-        except Exception as e:  # noqa: BLE001 - netlink error → TestbedError
+        except Exception as e:
             raise TestbedError(f"veth {if_a}/{if_b}: cannot create: {e}") from None
         self.state["interfaces"] += [{"netns": ns_a, "ifname": if_a, "role": role_a, "peer": if_b},
                                      {"netns": ns_b, "ifname": if_b, "role": role_b, "peer": if_a}]
@@ -362,7 +367,8 @@ class Testbed:
             "global_sysctls": s.get("global_sysctls", {}), "expected_rx_src": s.get("expected_rx_src"),
             "build_s": s.get("build_s"), "notes": s.get("notes", []), "namespaces": {},
         }
-        for ns in self.namespaces or [None]:
+        spaces: list[str | None] = [*self.namespaces] or [None]
+        for ns in spaces:
             if ns is not None and not _ns_exists(ns):
                 d["namespaces"][ns] = {"present": False}
                 continue
@@ -410,7 +416,7 @@ def _proc_start_time() -> float | None:
         import psutil
 
         return psutil.Process().create_time()
-    except Exception:  # noqa: BLE001
+    except Exception:
         return None
 
 
@@ -485,7 +491,7 @@ def teardown_state(state: dict[str, Any]) -> list[str]:
             continue
         try:
             remove_netns(ns)
-        except Exception as e:  # noqa: BLE001 - keep going, report at the end
+        except Exception as e:
             leftovers.append(f"netns {ns} ({e})")
     for name, rec in state.get("global_sysctls", {}).items():
         try:

@@ -115,7 +115,7 @@ class Loopback(Topology):
 def _pair_ports(tb: Any, a: tuple, b: tuple, net: int) -> None:
     """Two tester ports on one L2 segment: 198.18.<net>.2/.3, 2001:2:0:<net>::2/::3."""
     ips = [(f"198.18.{net}.2", f"2001:2:0:{net:x}::2"), (f"198.18.{net}.3", f"2001:2:0:{net:x}::3")]
-    for (name, ifname, ns, mac), other, (v4, v6) in ((a, b, ips[0]), (b, a, ips[1])):
+    for (name, ifname, ns, _mac), other, (v4, v6) in ((a, b, ips[0]), (b, a, ips[1])):
         _tester_stack(tb, ns, ifname, v4, v6, 24, 64, None, None)
         ov4 = ips[1][0] if v4 == ips[0][0] else ips[0][0]
         tb.add_neigh(ns, ifname, ov4, other[3])
@@ -170,7 +170,7 @@ class Bridge(Topology):
 class Router(Topology):
     name = "router"
     description = "an IPv4+IPv6 forwarding Linux DUT with static routes and neighbours"
-    uses = ("dut_cpus",)
+    uses: ClassVar[tuple[str, ...]] = ("dut_cpus",)
 
     def build(self, tb: Any) -> None:
         self.build_router(tb)
@@ -339,10 +339,9 @@ def _conntrack(tb: Any) -> None:
 
 
 def _log(tb: Any) -> None:
-    if tb.options.log:
-        # nftables `log` from a non-initial namespace only reaches the kernel log with this set
-        if os.path.exists("/proc/sys/net/netfilter/nf_log_all_netns"):
-            tb.set_global_sysctl("net.netfilter.nf_log_all_netns", 1)
+    # nftables `log` from a non-initial namespace only reaches the kernel log with this set
+    if tb.options.log and os.path.exists("/proc/sys/net/netfilter/nf_log_all_netns"):
+        tb.set_global_sysctl("net.netfilter.nf_log_all_netns", 1)
 
 
 TOPOLOGIES: dict[str, Topology] = {

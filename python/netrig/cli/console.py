@@ -1,0 +1,168 @@
+"""Terminal output for runs: a live progress display and the final summary tables (rich), one per
+method as the method lays its rows out (``Method.console_rows``)."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from netrig.errors import InterruptedTrial
+from netrig.methods import REGISTRY
+from netrig.model import format_bps, format_ns, format_pps
+from netrig.run.config import TestConfig
+from netrig.run.runner import QUIET_FLAGS, Runner
+
+
+def _dur(s: float | None) -> str:
+    if s is None:
+        return "?"
+    s = int(round(s))
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+
+class LiveProgress:
+    """``progress(event, info)`` callback that shows: method, frame size, load, trial n, elapsed and
+    an estimate of the time remaining. Use as a context manager."""
+
+    def __init__(self, console: Console | None = None):
+        self.console = console or Console(stderr=True)
+        self.live = Live(Text("starting…"), console=self.console, refresh_per_second=4, transient=True)
+        self.t0 = time.monotonic()
+        self.total = 0
+        self.done = 0
+        self.replayed = 0
+        self.measured_s = 0.0
+        self.measured_n = 0
+        self.line = ""
+        self._trial_t0: float | None = None
+        self.out_dir = None
+
+    def __enter__(self):
+        self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.live.__exit__(*exc)
+
+    def _remaining(self) -> float | None:
+        if not self.measured_n or not self.total:
+            return None
+        left = max(0, self.total - self.done)
+        return left * self.measured_s / self.measured_n
+
+    def _render(self, status: str) -> None:
+        rem = self._remaining()
+        txt = Text.assemble(
+            (f"{status} ", "bold cyan"), self.line,
+            f"  trial {self.done + 1}/~{max(self.total, self.done + 1)}",
+            f"  elapsed {_dur(time.monotonic() - self.t0)}",
+            f"  remaining ~{_dur(rem)}" if rem is not None else "",
+            f"  ({self.replayed} replayed)" if self.replayed else "",
+        )
+        self.live.update(txt)
+
+    def __call__(self, event: str, info: dict[str, Any]) -> None:
+        if event == "run_start":
+            self.total = info.get("total_trials") or 0
+            self.out_dir = info.get("out_dir")
+            lr = info.get("line_rate")
+            if lr is not None:
+                self.console.print(f"line rate: {lr.label}")
+        elif event == "method_start":
+            self.console.print(f"[bold]{info['label']}[/bold]")
+        elif event == "trial_start":
+            ld = info["load"]
+            burst = f" burst {ld['burst_frames']}" if ld.get("burst_frames") else ""
+            self.line = (f"{info['label']} | {info['frame_size']}{' B' if isinstance(info['frame_size'], int) else ''}"
+                         f" | {format_pps(ld['rate_pps'])} ({ld['pct_line_rate']:.2f} %){burst}"
+                         f" | rep {info['repetition'] + 1}")
+            self._trial_t0 = time.monotonic()
+            self._render("running")
+        elif event == "trial_end":
+            self.done += 1
+            if info.get("replayed"):
+                self.replayed += 1
+            elif self._trial_t0 is not None:
+                self.measured_s += time.monotonic() - self._trial_t0
+                self.measured_n += 1
+            self.total = max(self.total, self.done)
+            self._render("done")
+
+
+def _fmt_ns(v: float | None) -> str:
+    return "-" if v is None else format_ns(v)
+
+
+def summary_tables(doc: dict) -> list[Table]:
+    """One table per method of a result document (methods this netrig does not know are left out)."""
+    tables = []
+    lr = doc.get("line_rate") or {}
+    for s in doc.get("summary", []):
+        if s.get("method") not in REGISTRY:
+            continue
+        method = REGISTRY.get(s["method"])
+        t = Table(title=f"{s['label']}  (line rate {lr.get('label', '?')})", title_justify="left")
+        for c in ("frame", *method.console_columns, "flags"):
+            t.add_column(c, overflow="fold")
+        for r in s["results"]:
+            flags = ", ".join(f["code"] for f in r["flags"] if f["code"] not in QUIET_FLAGS)
+            for row in method.console_rows(r, flags):
+                t.add_row(*row)
+        tables.append(t)
+    return tables
+
+
+def print_summary(doc: dict, console: Console | None = None) -> None:
+    console = console or Console()
+    st = doc.get("selftest")
+    if st:
+        t = Table(title=f"RFC 8219 self-test on {st['testbed']} ({st['factor']}× reserve): "
+                        f"{'passed' if st['passed'] else 'NOT passed'}", title_justify="left")
+        for c in ("frame", "required fps", "proven fps", "proven L1 bit/s", "passed", "latency floor p50 / p99",
+                  "RX stamps"):
+            t.add_column(c)
+        for c in st["ceilings"]:
+            fs = f"{c['frame_size']} B" if isinstance(c["frame_size"], int) else str(c["frame_size"])
+            floor = c.get("latency_floor") or {}
+            t.add_row(fs, format_pps(c["required_rate_pps"]), format_pps(c["proven_rate_pps"]),
+                      format_bps(c["proven"]["l1_bps"]) if c.get("proven") else "-", "yes" if c["passed"] else "no",
+                      f"{_fmt_ns(floor.get('p50_ns'))} / {_fmt_ns(floor.get('p99_ns'))}" if floor else "-",
+                      c.get("timestamp_source") or "-")
+        console.print(t)
+    for t in summary_tables(doc):
+        console.print(t)
+    for v in doc.get("verdicts", []):
+        console.print(f"{'PASS' if v['passed'] else 'FAIL'} {v['check']} {v['frame_size']}: {v['value']} "
+                      f"(threshold {v['threshold']})")
+
+
+def run_with_console(config: TestConfig, out_dir: str | Path | None, *, resume: bool = False, command: str = "",
+                     quiet: bool = False) -> int:
+    """Run a config with the live display and summary table; Ctrl-C keeps what finished.
+
+    Returns the exit status: 0 done, 1 a pass/fail threshold failed, 130 interrupted.
+    """
+    out = Path(out_dir or config.output.dir)
+    err = Console(stderr=True)
+    progress = LiveProgress(err) if not quiet else None
+    runner = Runner(config, out, resume=resume, progress=progress, command=command)
+    try:
+        if progress is not None:
+            with progress:
+                doc = runner.run()
+        else:
+            doc = runner.run()
+    except (KeyboardInterrupt, InterruptedTrial):
+        n = len(runner.document.get("trials", []))
+        err.print(f"[yellow]interrupted[/yellow]: {n} finished trial(s) kept in {out}/trials.ndjson; "
+                  f"partial result in {out}/result.json (\"complete\": false)")
+        err.print(f"continue with: netrig run {out}/config.json --resume {out}")
+        return 130
+    print_summary(doc, Console())
+    Console().print(f"result: {out}/result.json")
+    return 1 if any(not v["passed"] for v in doc.get("verdicts", [])) else 0

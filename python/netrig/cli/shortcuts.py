@@ -1,0 +1,110 @@
+"""Shortcut commands: a test on a test bed without writing a config file (``netrig rfc2544``,
+``netrig ndr-pdr``, ``netrig selftest``).
+
+A shortcut command is a group of registered methods (``Method.shortcut.command``): each adds its
+own options (``Method.add_cli_options``) and turns them into its parameters (``Method.cli_params``).
+A command with several methods takes ``--tests`` (default: the methods marked default). The shared
+options below are the config file's keys in kebab-case; errors name the option, not the config path.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from netrig.cli.common import rename_field
+from netrig.cli.console import run_with_console
+from netrig.errors import ConfigError
+from netrig.methods import REGISTRY
+from netrig.run.config import config_from_dict
+
+#: Config fields set by the shared options, for error messages.
+COMMON_FIELDS = {"duration_s": "--duration", "drain_s": "--drain", "sizes": "--sizes", "repetitions": "--repetitions",
+                 "io": "--io", "nominal_bps": "--nominal-speed", "speed_bps": "--speed", "options": "--testbed-option",
+                 "capacity_pps": "--sim-capacity-pps"}
+
+
+def add_common(p: argparse.ArgumentParser, sizes_default: str = "rfc") -> None:
+    """Options shared by the shortcut commands (same words as the config file keys)."""
+    p.add_argument("--testbed", default="router", help="test bed (router, policer, …, or simulated) [router]")
+    p.add_argument("--testbed-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="test bed option, repeatable (e.g. cap=1Mpps for policer)")
+    p.add_argument("--sizes", default=sizes_default,
+                   help=f"frame sizes incl. FCS: 'rfc', a list like 64,512,1518, imix, simple-imix [{sizes_default}]")
+    p.add_argument("--duration", default=None, help="trial duration, e.g. 2s, 60s [60s]")
+    p.add_argument("--drain", default=None, help="drain time after each trial [2s]")
+    p.add_argument("--repetitions", type=int, default=1, help="repeat every method N times [1]")
+    p.add_argument("--io", default="auto", help="port I/O: auto, af_xdp, af_packet, socket [auto]")
+    p.add_argument("--nominal-speed", default=None, help="line rate to assume when the interface has none [10G]")
+    p.add_argument("--speed", default=None, help="line rate to use, overriding the interface [from interface]")
+    p.add_argument("--no-selftest", action="store_true", help="skip the RFC 8219 self-test on the loopback test bed")
+    p.add_argument("--sim-capacity-pps", type=float, default=None,
+                   help="with --testbed simulated: the simulated DUT's capacity [1e6]")
+    p.add_argument("--out", default="netrig-results", help="output directory [netrig-results]")
+    p.add_argument("--quiet", action="store_true", help="no live progress display")
+
+
+def base_config(args: argparse.Namespace) -> dict:
+    """The config (as a file would give it) of the shared options."""
+    opts = {}
+    for kv in args.testbed_option:
+        if "=" not in kv:
+            raise ConfigError("--testbed-option", f"must be KEY=VALUE (got {kv!r})")
+        k, v = kv.split("=", 1)
+        opts[k.strip().replace("-", "_")] = v.strip()
+    tb: dict = {"name": args.testbed, "options": opts}
+    if args.testbed == "simulated" and args.sim_capacity_pps:
+        tb["simulator"] = {"capacity_pps": args.sim_capacity_pps}
+    cfg: dict[str, Any] = {"testbed": tb, "ports": {"io": args.io}, "frames": {"sizes": args.sizes}, "trial": {},
+                           "repetitions": args.repetitions, "selftest": {"enabled": not args.no_selftest},
+                           "output": {"dir": args.out}, "line_rate": {}}
+    if args.duration:
+        cfg["trial"]["duration_s"] = args.duration
+    if args.drain:
+        cfg["trial"]["drain_s"] = args.drain
+    if args.nominal_speed:
+        cfg["line_rate"]["nominal_bps"] = args.nominal_speed
+    if args.speed:
+        cfg["line_rate"]["speed_bps"] = args.speed
+    return cfg
+
+
+def execute(cfg: dict, args: argparse.Namespace, fields: dict[str, str] | None = None) -> int:
+    """Validate ``cfg`` (errors name the option that set the field) and run it with the console."""
+    try:
+        config = config_from_dict(cfg)
+    except ConfigError as e:
+        raise rename_field(e, {**COMMON_FIELDS, **(fields or {})}) from None
+    return run_with_console(config, args.out, command=" ".join(["netrig"] + sys.argv[1:]), quiet=args.quiet)
+
+
+def register(subparsers: Any, command: str, *, summary: str, description: str, sizes_default: str = "rfc") -> None:
+    """Add the shortcut command ``command``: its registered methods, their options, ``--tests`` if several."""
+    methods = REGISTRY.shortcuts(command)
+    p = subparsers.add_parser(command, help=summary, description=description)
+    add_common(p, sizes_default=sizes_default)
+    if len(methods) > 1:
+        tests = [m.shortcut.test for m in methods if m.shortcut is not None]
+        default = ",".join(m.shortcut.test for m in methods if m.shortcut is not None and m.shortcut.default)
+        p.add_argument("--tests", default=default, help=f"comma list of: {', '.join(tests)} [{default}]")
+    for m in methods:
+        m.add_cli_options(p)
+    p.set_defaults(func=lambda args: run(args, command))
+
+
+def run(args: argparse.Namespace, command: str) -> int:
+    methods = REGISTRY.shortcuts(command)
+    by_test = {m.shortcut.test: m for m in methods if m.shortcut is not None}
+    if len(methods) > 1:
+        names = [t.strip() for t in args.tests.split(",") if t.strip()]
+        for t in names:
+            if t not in by_test:
+                raise ConfigError("--tests", f"unknown test {t!r}; allowed: {', '.join(by_test)}")
+        if not names:
+            raise ConfigError("--tests", f"needs at least one of {', '.join(by_test)}")
+        chosen = [by_test[t] for t in names]
+    else:
+        chosen = methods
+    cfg = base_config(args)
+    cfg["methods"] = [{m.name: m.cli_params(args)} for m in chosen]
+    return execute(cfg, args, {k: v for m in chosen for k, v in m.cli_fields.items()})

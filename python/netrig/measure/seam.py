@@ -1,0 +1,211 @@
+"""The measurer seam: every method talks to this interface and nothing else.
+
+A *measurer* runs one trial at a load for a duration and returns counts. The real one
+(:class:`netrig.measure.engine.EngineMeasurer`) drives the engine on a test bed; the simulated one
+(:class:`netrig.measure.simulator.SimulatedMeasurer`) is a loss model with a seeded RNG, so every
+search is testable in milliseconds; the run loop wraps either in a recording measurer that writes
+every trial to disk.
+
+Rates are **aggregate, one direction** (tx port(s) → rx port(s)), in frames/s.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from netrig.errors import ConfigError
+from netrig.model import FrameSize
+
+
+@dataclass(frozen=True)
+class Load:
+    """What one trial offers: ``rate_pps`` (aggregate, one direction) of ``frame_size`` frames.
+
+    ``burst_frames`` set means a single burst of that many frames at ``rate_pps`` (back-to-back).
+    ``tag`` identifies the trial in the run (its replay key); simulators mix it into their seed so a
+    trial's outcome depends only on what was asked, never on what ran before.
+    """
+
+    rate_pps: float
+    frame_size: FrameSize
+    burst_frames: int | None = None
+    tag: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.rate_pps > 0:
+            raise ConfigError("load.rate_pps", f"must be > 0 (got {self.rate_pps})")
+        if self.burst_frames is not None and self.burst_frames < 1:
+            raise ConfigError("load.burst_frames", f"must be >= 1 (got {self.burst_frames})")
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One phase of a multi-phase trial (system recovery): a load held for ``duration_s``."""
+
+    rate_pps: float
+    duration_s: float
+
+    def __post_init__(self) -> None:
+        if not self.rate_pps > 0:
+            raise ConfigError("phase.rate_pps", f"must be > 0 (got {self.rate_pps})")
+        if not self.duration_s > 0:
+            raise ConfigError("phase.duration_s", f"must be > 0 (got {self.duration_s})")
+
+
+@dataclass(frozen=True)
+class LatencySummary:
+    """Every-frame one-way latency distribution of a trial, in nanoseconds.
+
+    ``pdv_ns`` is RFC 5481 PDV at the 99th percentile (p99 − min); ``ipdv_ns`` the mean |IPDV|
+    between consecutive frames of a flow, ``ipdv_p99_ns`` / ``ipdv_max_ns`` its 99th percentile and
+    maximum. Any may be ``None`` (not measured, or a result written before it was)."""
+
+    min_ns: float | None = None
+    mean_ns: float | None = None
+    p50_ns: float | None = None
+    p90_ns: float | None = None
+    p99_ns: float | None = None
+    p999_ns: float | None = None
+    max_ns: float | None = None
+    pdv_ns: float | None = None
+    ipdv_ns: float | None = None
+    ipdv_p99_ns: float | None = None
+    ipdv_max_ns: float | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict | None) -> LatencySummary | None:
+        if not d:
+            return None
+        return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class Interval:
+    """Counts of one sampling interval of a multi-phase or iperf trial."""
+
+    t_s: float
+    duration_s: float
+    phase: int
+    frames_sent: int
+    frames_received: int
+
+    @property
+    def frames_lost(self) -> int:
+        return max(0, self.frames_sent - self.frames_received)
+
+    @property
+    def rx_pps(self) -> float:
+        return self.frames_received / self.duration_s if self.duration_s > 0 else 0.0
+
+    def to_dict(self) -> dict:
+        return {
+            "t_s": self.t_s,
+            "duration_s": self.duration_s,
+            "phase": self.phase,
+            "frames_sent": self.frames_sent,
+            "frames_received": self.frames_received,
+            "frames_lost": self.frames_lost,
+            "rx_pps": self.rx_pps,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Interval:
+        return cls(d["t_s"], d["duration_s"], d.get("phase", 0), d["frames_sent"], d["frames_received"])
+
+
+@dataclass(frozen=True)
+class TrialCounts:
+    """The outcome of one trial (methodology §2). ``valid=False`` means the *tester* failed
+    (could not send at the rate, dropped frames itself): it is not a DUT result."""
+
+    offered_pps: float
+    frames_sent: int
+    frames_received: int
+    duplicated: int = 0
+    reordered: int = 0
+    late: int = 0
+    latency: LatencySummary | None = None
+    valid: bool = True
+    invalid_reason: str | None = None
+    intervals: tuple[Interval, ...] | None = None
+    reset_time_s: float | None = None
+    raw: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def frames_lost(self) -> int:
+        return max(0, self.frames_sent - self.frames_received)
+
+    @property
+    def loss_ratio(self) -> float:
+        return self.frames_lost / self.frames_sent if self.frames_sent else 0.0
+
+    def to_dict(self) -> dict:
+        return {
+            "offered_pps": self.offered_pps,
+            "frames_sent": self.frames_sent,
+            "frames_received": self.frames_received,
+            "frames_lost": self.frames_lost,
+            "loss_ratio": self.loss_ratio,
+            "duplicated": self.duplicated,
+            "reordered": self.reordered,
+            "late": self.late,
+            "valid": self.valid,
+            "invalid_reason": self.invalid_reason,
+            "latency": self.latency.to_dict() if self.latency else None,
+            "intervals": [i.to_dict() for i in self.intervals] if self.intervals is not None else None,
+            "reset_time_s": self.reset_time_s,
+            "raw": self.raw,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> TrialCounts:
+        iv = d.get("intervals")
+        return cls(
+            offered_pps=float(d["offered_pps"]),
+            frames_sent=int(d["frames_sent"]),
+            frames_received=int(d["frames_received"]),
+            duplicated=int(d.get("duplicated") or 0),
+            reordered=int(d.get("reordered") or 0),
+            late=int(d.get("late") or 0),
+            latency=LatencySummary.from_dict(d.get("latency")),
+            valid=bool(d.get("valid", True)),
+            invalid_reason=d.get("invalid_reason"),
+            intervals=tuple(Interval.from_dict(x) for x in iv) if iv is not None else None,
+            reset_time_s=d.get("reset_time_s"),
+            raw=d.get("raw") or {},
+        )
+
+
+class TrialMonitor(Protocol):
+    """Samples the DUT around one trial (``netrig.monitor.Monitor`` is one)."""
+
+    def start(self) -> Any: ...
+
+    def mark(self, label: str) -> None: ...
+
+    def stop(self) -> Any:
+        """Stop sampling; returns something with ``to_dict()``."""
+        ...
+
+
+@runtime_checkable
+class Measurer(Protocol):
+    """Runs trials. Implementations: ``SimulatedMeasurer``, ``EngineMeasurer``, ``RecordingMeasurer``."""
+
+    def measure(self, load: Load, duration_s: float) -> TrialCounts:
+        """One trial: offer ``load`` for ``duration_s`` (for a burst: the burst), drain, count."""
+        ...
+
+    def measure_phases(self, frame_size: FrameSize, phases: Sequence[Phase], interval_s: float,
+                       tag: str = "") -> TrialCounts:
+        """One continuous trial through several loads; ``intervals`` holds per-interval counts."""
+        ...
+
+    def measure_reset(self, load: Load, duration_s: float, reset: Callable[[], None],
+                      reset_after_s: float) -> TrialCounts:
+        """A trial during which ``reset()`` is called after ``reset_after_s``; sets ``reset_time_s``."""
+        ...

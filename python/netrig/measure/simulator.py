@@ -1,0 +1,243 @@
+"""A simulated device under test with known capacity and loss behaviour.
+
+Every model is deterministic: a trial's random draws come from a RNG seeded by the model's
+``seed``, the trial's tag and the load, so the same trial always gives the same counts, and a
+resumed run sees exactly what an uninterrupted one saw.
+
+Models (combine freely):
+
+(a) hard cap: no loss at ``rate <= C``; above, ``loss = 1 - C/rate``;
+(b) background loss: every frame is lost with probability ``background_loss_ratio``;
+(c) receive livelock: above ``C`` the forwarded rate *falls*:
+    ``fwd = C * max(livelock_floor, 1 - livelock_slope * (rate - C) / C)``;
+(d) a buffer of ``buffer_frames`` frames drained at ``C``: a burst of ``L`` frames at rate ``r``
+    loses ``L * (1 - C/r) - B`` frames when that is positive;
+(e) recovery: after an overload phase, loss (ratio ``recovery_loss_ratio``) persists for
+    ``recovery_s`` seconds into the next phase;
+(f) tester ceiling: the tester cannot offer more than ``tester_ceiling_pps``; a trial asking for
+    more is invalid (a tester limit, not DUT loss).
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+
+from netrig.errors import ConfigError
+from netrig.measure.seam import Interval, LatencySummary, Load, Phase, TrialCounts
+from netrig.model import FrameSize
+
+
+@dataclass(frozen=True)
+class DutModel:
+    """Parameters of a simulated DUT (and of the simulated tester in front of it)."""
+
+    capacity_pps: float = 1_000_000.0
+    capacity_bps: float | None = None  # L2 bit/s cap, e.g. a policer; min() with capacity_pps
+    background_loss_ratio: float = 0.0
+    livelock_slope: float = 0.0
+    livelock_floor: float = 0.0
+    buffer_frames: int = 0
+    recovery_s: float = 0.0
+    recovery_loss_ratio: float = 0.5
+    tester_ceiling_pps: float | None = None
+    tester_tolerance_ratio: float = 0.02
+    reset_time_s: float = 0.0
+    latency_base_ns: float = 10_000.0
+    latency_jitter_ns: float = 2_000.0
+    trial_delay_s: float = 0.0  # wall-clock time each simulated trial takes (demos, Ctrl-C tests)
+    seed: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("capacity_pps", "latency_base_ns"):
+            if not getattr(self, name) > 0:
+                raise ConfigError(name, f"must be > 0 (got {getattr(self, name)})")
+        if self.capacity_bps is not None and not self.capacity_bps > 0:
+            raise ConfigError("capacity_bps", f"must be > 0 (got {self.capacity_bps})")
+        for name in ("background_loss_ratio", "recovery_loss_ratio", "livelock_floor", "tester_tolerance_ratio"):
+            v = getattr(self, name)
+            if not 0.0 <= v <= 1.0:
+                raise ConfigError(name, f"must be between 0 and 1 (got {v})")
+        for name in ("livelock_slope", "recovery_s", "reset_time_s", "latency_jitter_ns", "trial_delay_s"):
+            if getattr(self, name) < 0:
+                raise ConfigError(name, f"must be >= 0 (got {getattr(self, name)})")
+        if self.buffer_frames < 0:
+            raise ConfigError("buffer_frames", f"must be >= 0 (got {self.buffer_frames})")
+        if self.tester_ceiling_pps is not None and not self.tester_ceiling_pps > 0:
+            raise ConfigError("tester_ceiling_pps", f"must be > 0 (got {self.tester_ceiling_pps})")
+
+    def capacity(self, frame: FrameSize) -> float:
+        """The DUT's true loss-free rate for this frame size (frames/s)."""
+        c = self.capacity_pps
+        if self.capacity_bps is not None:
+            c = min(c, self.capacity_bps / (frame.mean_size * 8))
+        return c
+
+    def forwarding_rate(self, rate_pps: float, frame: FrameSize) -> float:
+        """Steady-state forwarded rate at an offered rate (before background loss)."""
+        c = self.capacity(frame)
+        if rate_pps <= c:
+            return rate_pps
+        if self.livelock_slope > 0:
+            return c * max(self.livelock_floor, 1.0 - self.livelock_slope * (rate_pps - c) / c)
+        return c
+
+    def max_burst(self, rate_pps: float, frame: FrameSize) -> int:
+        """True longest loss-free burst at ``rate_pps`` (model d)."""
+        c = self.capacity(frame)
+        if rate_pps <= c:
+            return 2**62
+        return int(math.floor(self.buffer_frames / (1.0 - c / rate_pps) + 1e-9))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _binomial(rng: random.Random, n: int, p: float) -> int:
+    """A binomial draw, exact for small means and normal-approximated for large ones."""
+    if n <= 0 or p <= 0.0:
+        return 0
+    if p >= 1.0:
+        return n
+    mean = n * p
+    if mean < 30:  # Poisson approximation by inversion
+        limit, k, prod = math.exp(-mean), 0, rng.random()
+        while prod > limit:
+            k += 1
+            prod *= rng.random()
+        return min(n, k)
+    sd = math.sqrt(mean * (1.0 - p))
+    return max(0, min(n, int(round(rng.gauss(mean, sd)))))
+
+
+class SimulatedMeasurer:
+    """A :class:`~netrig.methodology.measurer.Measurer` backed by a :class:`DutModel`."""
+
+    def __init__(self, model: DutModel | None = None, sleep: Callable[[float], None] = time.sleep, **kw):
+        self.model = model if model is not None else DutModel(**kw)
+        self.trials = 0
+        self._sleep = sleep
+
+    def _rng(self, *parts) -> random.Random:
+        h = hashlib.sha256(repr((self.model.seed,) + parts).encode()).digest()
+        return random.Random(int.from_bytes(h[:8], "big"))
+
+    def _tester(self, rate_pps: float) -> tuple[float, bool, str | None]:
+        m = self.model
+        if m.tester_ceiling_pps is not None and rate_pps > m.tester_ceiling_pps * (1 + m.tester_tolerance_ratio):
+            return (m.tester_ceiling_pps, False,
+                    f"tester sent {m.tester_ceiling_pps:.0f} fps, {100 * m.tester_ceiling_pps / rate_pps:.1f}% "
+                    f"of the intended {rate_pps:.0f} fps")
+        return rate_pps, True, None
+
+    def _latency(self, rng: random.Random, rate_pps: float, frame: FrameSize) -> LatencySummary:
+        m = self.model
+        util = min(rate_pps / m.capacity(frame), 1.0)
+        base = m.latency_base_ns * (1.0 + 2.0 * util**4)
+        j = m.latency_jitter_ns * (1.0 + util)
+        p50 = base + rng.uniform(-0.05, 0.05) * j
+        return LatencySummary(
+            min_ns=base - j, mean_ns=p50 + 0.1 * j, p50_ns=p50, p90_ns=p50 + j, p99_ns=p50 + 2 * j,
+            p999_ns=p50 + 4 * j + rng.uniform(0, j), max_ns=p50 + 10 * j, pdv_ns=(p50 + 4 * j) - (base - j),
+            ipdv_ns=0.3 * j, ipdv_p99_ns=1.2 * j, ipdv_max_ns=3.0 * j,
+        )
+
+    def measure(self, load: Load, duration_s: float) -> TrialCounts:
+        m = self.model
+        self.trials += 1
+        if m.trial_delay_s:
+            self._sleep(m.trial_delay_s)
+        frame = load.frame_size
+        rng = self._rng(load.tag, round(load.rate_pps, 6), load.burst_frames, round(duration_s, 9), frame.label)
+        offered, valid, reason = self._tester(load.rate_pps)
+        if load.burst_frames is not None:
+            sent = load.burst_frames if valid else int(round(offered * load.burst_frames / load.rate_pps))
+            c = m.capacity(frame)
+            excess = sent * (1.0 - c / offered) - m.buffer_frames if offered > c else 0.0
+            lost = int(math.ceil(excess - 1e-9)) if excess > 0 else 0
+        else:
+            sent = int(round(offered * duration_s))
+            fwd = m.forwarding_rate(offered, frame)
+            if fwd >= offered:
+                lost = 0
+            else:
+                lost = sent - int(math.floor(sent * fwd / offered))
+                lost = max(lost, 1)
+        lost = min(sent, lost)
+        lost += _binomial(rng, sent - lost, m.background_loss_ratio)
+        received = sent - lost
+        return TrialCounts(
+            offered_pps=offered,
+            frames_sent=sent,
+            frames_received=received,
+            latency=self._latency(rng, offered, frame) if received else None,
+            valid=valid,
+            invalid_reason=reason,
+            raw={"simulator": {"capacity_pps": m.capacity(frame), "seed": m.seed}},
+        )
+
+    def measure_phases(self, frame_size: FrameSize, phases: Sequence[Phase], interval_s: float,
+                       tag: str = "") -> TrialCounts:
+        """Continuous trial through ``phases``; per-interval counts. Model (e) adds loss for
+        ``recovery_s`` after every overloaded phase."""
+        m = self.model
+        self.trials += 1
+        if m.trial_delay_s:
+            self._sleep(m.trial_delay_s)
+        rng = self._rng(tag, tuple((p.rate_pps, p.duration_s) for p in phases), interval_s, frame_size.label)
+        c = m.capacity(frame_size)
+        intervals: list[Interval] = []
+        t0 = 0.0
+        overload_end: float | None = None
+        all_valid, reason = True, None
+        for pi, ph in enumerate(phases):
+            offered, valid, why = self._tester(ph.rate_pps)
+            if not valid:
+                all_valid, reason = False, why
+            n = max(1, int(math.ceil(ph.duration_s / interval_s - 1e-9)))
+            for k in range(n):
+                start = k * interval_s
+                dur = min(interval_s, ph.duration_s - start)
+                sent = int(round(offered * dur))
+                fwd = m.forwarding_rate(offered, frame_size)
+                lost = 0 if fwd >= offered else max(1, sent - int(math.floor(sent * fwd / offered)))
+                if overload_end is not None and offered <= c:
+                    a, b = t0 + start, t0 + start + dur
+                    overlap = max(0.0, min(b, overload_end + m.recovery_s) - max(a, overload_end))
+                    if overlap > 0:
+                        lost = max(lost, int(math.ceil(sent * (overlap / dur) * m.recovery_loss_ratio)))
+                lost = min(sent, lost)
+                lost += _binomial(rng, sent - lost, m.background_loss_ratio)
+                intervals.append(Interval(t0 + start, dur, pi, sent, sent - lost))
+            if offered > c:
+                overload_end = t0 + ph.duration_s
+            t0 += ph.duration_s
+        sent = sum(i.frames_sent for i in intervals)
+        received = sum(i.frames_received for i in intervals)
+        total_s = sum(p.duration_s for p in phases)
+        return TrialCounts(
+            offered_pps=sent / total_s, frames_sent=sent, frames_received=received, valid=all_valid,
+            invalid_reason=reason, intervals=tuple(intervals),
+            raw={"simulator": {"capacity_pps": c, "recovery_s": m.recovery_s}},
+        )
+
+    def measure_reset(self, load: Load, duration_s: float, reset: Callable[[], None],
+                      reset_after_s: float) -> TrialCounts:
+        """Trial with a DUT reset: nothing is forwarded for ``reset_time_s`` after the reset."""
+        m = self.model
+        self.trials += 1
+        reset()
+        offered, valid, reason = self._tester(load.rate_pps)
+        sent = int(round(offered * duration_s))
+        lost = min(sent, int(round(offered * m.reset_time_s)))
+        fwd = m.forwarding_rate(offered, load.frame_size)
+        if fwd < offered:
+            lost = min(sent, lost + sent - int(math.floor(sent * fwd / offered)))
+        return TrialCounts(
+            offered_pps=offered, frames_sent=sent, frames_received=sent - lost, valid=valid,
+            invalid_reason=reason, reset_time_s=lost / offered if offered else None,
+            raw={"simulator": {"reset_time_s": m.reset_time_s}},
+        )

@@ -1,0 +1,263 @@
+"""What a method is: one module per method (``netrig.methods``) declares everything about itself,
+and everything else — config parsing, the run loop, the console summary, the HTML/Markdown report,
+comparisons and the CLI shortcuts — iterates the :class:`Registry` and never names a method.
+
+A method module defines
+
+* its **parameters**: a frozen dataclass (units in the field names, validation in
+  ``__post_init__`` naming the field), parsed from the config file by field type;
+* its **result**: a frozen dataclass with ``to_dict()`` (the repetition result of
+  ``docs/result-format.md``), ``headline_pps`` and ``stats_values()``;
+* how it **runs**: :meth:`Method.run` against the measurer seam, given a :class:`Context`;
+* its **trial estimate**, the top rate it offers (the self-test proves it), its threshold metrics;
+* its **presentation**: console summary rows, report sections (HTML and Markdown), comparison
+  ratios and its plot types — read from result documents only (``netrig.view.RunView``);
+* optionally its **CLI shortcut** (a test of ``netrig rfc2544``, or ``netrig ndr-pdr``).
+
+and ends with ``METHOD = TheMethod()``; ``netrig.methods`` lists every ``METHOD`` once.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import difflib
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
+
+from netrig.errors import ConfigError
+from netrig.measure import Measurer
+from netrig.model import FrameSize, LineRate
+from netrig.view.plotkit import Plot
+from netrig.view.run_view import RunView, Stat
+from netrig.view.table import Table
+
+
+class MethodResult(Protocol):
+    """What every method's result offers the run loop and the result document."""
+
+    @property
+    def headline_pps(self) -> float | None:
+        """The method's headline rate (throughput, NDR, received rate…), ``None`` if it has none."""
+        ...
+
+    def stats_values(self) -> dict[str, float | None]:
+        """The numbers summarised as min / median / max over repetitions (``stats`` in the result)."""
+        ...
+
+    def to_dict(self) -> dict:
+        """The repetition result as stored in ``summary[].results[].repetitions``."""
+        ...
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the run loop hands a method for one frame size and repetition."""
+
+    measurer: Measurer
+    frame: FrameSize
+    line_rate: LineRate
+    #: The configured trial duration (``trial.duration_s``), for searches a method runs for itself.
+    trial_duration_s: float
+    #: The DUT's throughput at this frame size (from an earlier method, or measured for this one),
+    #: for methods with ``needs_throughput``; ``None`` when none was found.
+    throughput_pps: float | None = None
+    #: The DUT is a model that resets itself (the simulated test bed): no reset command is needed.
+    simulated_dut: bool = False
+
+    def throughput_or(self, floor_pct: float) -> float:
+        """The throughput, or ``floor_pct`` % of the line rate when none is known."""
+        tp = self.throughput_pps
+        return tp if tp is not None and tp > 0 else self.line_rate.fps(self.frame) * floor_pct / 100
+
+
+@dataclass(frozen=True)
+class Section:
+    """A section of the report (and of a comparison), in page order of its first method."""
+
+    id: str
+    title: str
+    #: The section's title in a comparison (default: ``title``).
+    compare_title: str = ""
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """A method's rate headline per frame size, as tables and plots across methods use it."""
+
+    frame_size: Any
+    rate: Stat
+    pct: Stat | None
+    l1_bps: float | None
+    l2_bps: float | None
+
+
+@dataclass(frozen=True)
+class Shortcut:
+    """A CLI shortcut: this method as test ``test`` of the command ``command``
+    (``netrig rfc2544 --tests throughput``; a command with one method has no ``--tests``)."""
+
+    command: str
+    test: str
+    #: Run by default when ``--tests`` is not given.
+    default: bool = True
+
+
+class Method:
+    """Base of every method; subclasses set the class attributes and override what they have."""
+
+    #: The config key and the ``method`` of results, e.g. ``"rfc2544_throughput"``.
+    name: ClassVar[str]
+    #: How the console, reports and flags call it, e.g. ``"RFC 2544 §26.1 throughput"``.
+    label: ClassVar[str]
+    #: The parameters' frozen dataclass.
+    params_type: ClassVar[type]
+    #: It runs at a rate relative to the DUT's throughput (taken from an earlier method that
+    #: ``provides_throughput``, its ``throughput_from``, or measured by the primary method).
+    needs_throughput: ClassVar[bool] = False
+    #: Its headline is a throughput other methods can run relative to.
+    provides_throughput: ClassVar[bool] = False
+    #: Its headline is *the* throughput of a run: the summary per configuration, the self-test
+    #: comparison and a throughput measured for methods that need one use it (one method).
+    primary: ClassVar[bool] = False
+    #: Trials shorter than this are flagged ``short_trials`` (the RFC's duration), if it has one.
+    rfc_duration_s: ClassVar[float | None] = None
+    #: The report sections it draws into, in page order.
+    sections: ClassVar[tuple[Section, ...]] = ()
+    #: Its plot types.
+    plots: ClassVar[tuple[Plot, ...]] = ()
+    #: Console summary columns (after the frame size, before the flags).
+    console_columns: ClassVar[tuple[str, ...]] = ()
+    #: Its CLI shortcut, if it has one.
+    shortcut: ClassVar[Shortcut | None] = None
+
+    # ---------------------------------------------------------------- configuration
+    def config_defaults(self, params: dict, trial_duration_s: float) -> dict:
+        """Fill defaults that come from the rest of the config (``params`` as given in the file).
+        Default: ``duration_s`` is the trial duration."""
+        fields = {f.name for f in dataclasses.fields(self.params_type)}
+        if "duration_s" in fields and "duration_s" not in params:
+            params = {**params, "duration_s": trial_duration_s}
+        return params
+
+    # ---------------------------------------------------------------- running
+    def run(self, params: Any, ctx: Context) -> MethodResult:
+        raise NotImplementedError
+
+    def estimate_trials(self, params: Any, frame: FrameSize, line_fps: float) -> int:
+        """About how many trials one repetition at one frame size takes (for progress)."""
+        return 1
+
+    def top_rate_pct(self, params: Any) -> float:
+        """The highest load it offers, in % of line rate (the self-test proves 1.1 × this)."""
+        return 100.0
+
+    def default_throughput(self, ctx: Context) -> float | None:
+        """Primary method only: measure the throughput with default parameters."""
+        raise NotImplementedError(f"{self.name} is not the primary method")
+
+    # ---------------------------------------------------------------- results
+    def verdict_values(self, result: dict) -> dict[str, float | None]:
+        """Values of threshold metrics (``throughput_pct``, ``latency_ns``, ``loss_ratio``) for one
+        frame-size result of the summary; a metric absent here is not checked."""
+        return {}
+
+    def console_rows(self, result: dict, flags: str) -> list[list[str]]:
+        """Console summary rows of one frame-size result: the frame size, ``console_columns``, flags."""
+        return []
+
+    def capacity(self, run: RunView) -> list[Capacity]:
+        """Its rate headline per frame size, sorted by frame size (primary method)."""
+        return []
+
+    # ---------------------------------------------------------------- report
+    def html(self, run: RunView) -> dict[str, str]:
+        """HTML per section id (its own sections, or ``"summary"``), whatever the run holds:
+        a section without its data says so."""
+        return {}
+
+    def compare_html(self, runs: Sequence[RunView]) -> dict[str, str]:
+        """HTML per section id of a comparison (``runs[0]`` is the baseline)."""
+        return {}
+
+    def markdown(self, run: RunView) -> str:
+        """Its sections of the Markdown summary."""
+        return ""
+
+    def ratio_table(self, runs: Sequence[RunView]) -> tuple[str, Table] | None:
+        """Each run's numbers as a percentage of ``runs[0]`` (a comparison), if it has any."""
+        return None
+
+    # ---------------------------------------------------------------- CLI
+    def add_cli_options(self, parser: argparse.ArgumentParser) -> None:
+        """Options of its shortcut (each declared once, kebab-case, with help and default)."""
+
+    def cli_params(self, args: argparse.Namespace) -> dict:
+        """Its parameters from the shortcut's options, in config-file form."""
+        return {}
+
+    #: Shortcut options → the parameter they set, for error messages (``{"resolution_pct": "--resolution"}``).
+    cli_fields: ClassVar[dict[str, str]] = {}
+
+
+class Registry:
+    """Every method, in the order reports show them."""
+
+    def __init__(self, methods: Iterable[Method]):
+        self._methods = tuple(methods)
+        self._by_name = {m.name: m for m in self._methods}
+        if len(self._by_name) != len(self._methods):
+            raise ValueError("two methods share a name")
+        primary = [m for m in self._methods if m.primary]
+        if len(primary) != 1:
+            raise ValueError("exactly one method must be primary")
+        self.primary: Method = primary[0]
+
+    def __iter__(self) -> Iterator[Method]:
+        return iter(self._methods)
+
+    def __len__(self) -> int:
+        return len(self._methods)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._by_name)
+
+    def get(self, name: str, field: str = "method") -> Method:
+        """The method called ``name``; a ``ConfigError`` naming ``field`` and the allowed names if none."""
+        try:
+            return self._by_name[name]
+        except KeyError:
+            close = difflib.get_close_matches(name, list(self._by_name), n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ConfigError(field, f"unknown method; {hint}allowed: {', '.join(self._by_name)}") from None
+
+    def label(self, name: str) -> str:
+        """How reports call method ``name`` (the name itself for a method this netrig lacks)."""
+        m = self._by_name.get(name)
+        return m.label if m is not None else name
+
+    def sections(self) -> list[Section]:
+        """Every method section in page order (first appearance), without duplicates."""
+        out: dict[str, Section] = {}
+        for m in self._methods:
+            for s in m.sections:
+                out.setdefault(s.id, s)
+        return list(out.values())
+
+    def plots(self) -> list[Plot]:
+        return [p for m in self._methods for p in m.plots]
+
+    def shortcuts(self, command: str) -> list[Method]:
+        return [m for m in self._methods if m.shortcut is not None and m.shortcut.command == command]
+
+
+#: Threshold checks of ``config.thresholds``: check name → (metric, "min" or "max").
+THRESHOLDS: dict[str, tuple[str, str]] = {
+    "min_throughput_pct": ("throughput_pct", "min"),
+    "max_latency_ns": ("latency_ns", "max"),
+    "max_loss_ratio": ("loss_ratio", "max"),
+}

@@ -1,0 +1,390 @@
+"""RFC 2544 §26.3 frame loss rate: from 100 % of line rate downwards in steps until two
+successive trials show no loss. The curve (forwarded vs offered) shows receive livelock."""
+from __future__ import annotations
+
+import argparse
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from netrig.measure import Load, Measurer
+from netrig.methodology.method import Context, Method, Section, Shortcut
+from netrig.methodology.stats import check
+from netrig.model import FrameSize, LineRate, defaults, format_pps, rate_object
+from netrig.view import fmt
+from netrig.view.html import details, empty, figure, table_html
+from netrig.view.markdown import section_md, table_md
+from netrig.view.plotkit import (
+    REF_GREY,
+    facets,
+    fig_legend,
+    fps_fmt,
+    legend,
+    plot,
+    run_colour,
+    si,
+    size_from_label,
+    size_title,
+    subplots,
+    ticker,
+    yerr,
+)
+from netrig.view.run_view import (
+    RunView,
+    Stat,
+    frame_size_label,
+    frame_size_sort_key,
+    num,
+    obj,
+    objs,
+)
+from netrig.view.table import Table, by_size, ratio_header, size_of_label, sizes_of
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+@dataclass(frozen=True)
+class FrameLossParams:
+    duration_s: float = defaults.TRIAL_DURATION_S
+    step_pct: float = 10.0
+    start_pct: float = 100.0
+    min_pct: float = 0.0  # stop here even if loss never stopped
+    stop_after_lossfree: int = 2
+    repetitions: int | None = None
+
+    def __post_init__(self) -> None:
+        check("duration_s", self.duration_s, lo=0, lo_open=True)
+        check("step_pct", self.step_pct, lo=0, lo_open=True, hi=100)
+        check("start_pct", self.start_pct, lo=0, lo_open=True, hi=1000)
+        check("min_pct", self.min_pct, lo=0, hi=self.start_pct)
+        check("stop_after_lossfree", self.stop_after_lossfree, lo=1, integer=True)
+        if self.repetitions is not None:
+            check("repetitions", self.repetitions, lo=1, integer=True)
+
+
+@dataclass(frozen=True)
+class LossPoint:
+    offered_pct: float
+    offered_pps: float
+    achieved_pps: float
+    forwarded_pps: float
+    loss_ratio: float
+    valid: bool
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class FrameLossResult:
+    frame: FrameSize
+    line_rate: LineRate
+    curve: tuple[LossPoint, ...]
+
+    @property
+    def max_lossfree_pps(self) -> float | None:
+        ok = [p.offered_pps for p in self.curve if p.valid and p.loss_ratio == 0.0]
+        return max(ok) if ok else None
+
+    @property
+    def livelock(self) -> bool:
+        """Forwarded rate at the highest load more than 10 % below the best forwarded rate."""
+        valid = [p for p in self.curve if p.valid]
+        if len(valid) < 2:
+            return False
+        top = max(valid, key=lambda p: p.offered_pps)
+        return top.forwarded_pps < 0.9 * max(p.forwarded_pps for p in valid)
+
+    @property
+    def headline_pps(self) -> float | None:
+        return self.max_lossfree_pps
+
+    def stats_values(self) -> dict:
+        return {"max_lossfree_pps": self.max_lossfree_pps}
+
+    def to_dict(self) -> dict:
+        return {"curve": [p.to_dict() for p in self.curve], "max_lossfree_pps": self.max_lossfree_pps,
+                "max_lossfree": rate_object(self.max_lossfree_pps, self.frame, self.line_rate),
+                "livelock": self.livelock}
+
+
+def measure_frame_loss(measurer: Measurer, frame: FrameSize, line_rate: LineRate,
+                       params: FrameLossParams = FrameLossParams()) -> FrameLossResult:
+    line_fps = line_rate.fps(frame)
+    points: list[LossPoint] = []
+    lossfree = 0
+    k = 0
+    while True:
+        pct = round(params.start_pct - k * params.step_pct, 9)
+        if pct <= 0 or pct < params.min_pct - 1e-9:
+            break
+        rate = pct / 100 * line_fps
+        c = measurer.measure(Load(rate, frame), params.duration_s)
+        fwd = c.frames_received / params.duration_s
+        points.append(LossPoint(pct, rate, c.offered_pps, fwd, c.loss_ratio, c.valid))
+        if c.valid and c.frames_lost == 0:
+            lossfree += 1
+            if lossfree >= params.stop_after_lossfree:
+                break
+        else:
+            lossfree = 0
+        k += 1
+    return FrameLossResult(frame, line_rate, tuple(points))
+
+
+# --------------------------------------------------------------------------------------------- #
+# Reading it back from results
+
+NONE = "No RFC 2544 frame loss sweep in this result."
+
+
+def entries(run: RunView) -> list[dict]:
+    """Per frame size: ``{frame_size, points: [{offered_pps, offered_pct, forwarded: Stat,
+    loss_pct: Stat}], max_lossfree: Stat|None, livelock: bool}``; points by increasing load."""
+    out = []
+    for r in run.method_results(METHOD_NAME):
+        size = r.get("frame_size")
+        by_load: dict[float, list[dict]] = {}
+        reps = objs(r, "repetitions")
+        for rep in reps:
+            for p in objs(rep, "curve"):
+                if p.get("valid") is False:
+                    continue
+                pct = num(p, "offered_pct")
+                offered = num(p, "offered_pps")
+                if pct is None and offered is not None:
+                    pct = run.pct_of_line_rate(size, offered)
+                key = round(pct, 3) if pct is not None else round(offered or 0.0, 1)
+                by_load.setdefault(key, []).append(p)
+        pts: list[dict[str, Any]] = []
+        for _, ps in sorted(by_load.items()):
+            off = Stat.over(num(p, "offered_pps") for p in ps)
+            fwd = Stat.over(num(p, "forwarded_pps") for p in ps)
+            if off is None or fwd is None:
+                continue
+            loss = Stat.over(
+                100 * v if (v := num(p, "loss_ratio")) is not None else None for p in ps
+            ) or Stat.of(max(0.0, 100 * (1 - fwd.value / off.value)) if off.value else 0.0)
+            pts.append(
+                {"offered_pps": off.value, "offered_pct": run.pct_of_line_rate(size, off.value)
+                 if num(ps[0], "offered_pct") is None else statistics.median(num(p, "offered_pct") or 0 for p in ps),
+                 "forwarded": fwd, "loss_pct": loss}
+            )
+        if not pts:
+            continue
+        mlf = Stat.from_stats(obj(r, "stats").get("max_lossfree_pps")) or Stat.over(
+            num(x, "max_lossfree_pps") for x in reps
+        )
+        if mlf is None:
+            free = [p["offered_pps"] for p in pts if p["loss_pct"].value == 0]
+            mlf = Stat.of(max(free)) if free else None
+        livelock = any(x.get("livelock") is True for x in reps)
+        out.append({"frame_size": size, "points": pts, "max_lossfree": mlf, "livelock": livelock,
+                    "collapse": collapse_point(pts)})
+    return out
+
+
+def collapse_point(pts: list[dict]) -> dict | None:
+    """The point of highest forwarded rate when forwarding falls by more than 10 % at a higher
+    offered load (receive livelock), else ``None``."""
+    if len(pts) < 2:
+        return None
+    best = max(pts, key=lambda p: p["forwarded"].value)
+    after = [p for p in pts if p["offered_pps"] > best["offered_pps"]]
+    if after and min(p["forwarded"].value for p in after) < 0.9 * best["forwarded"].value:
+        return best
+    return None
+
+
+def table(run: RunView) -> Table:
+    t = Table(["frame size", "max loss-free rate", "% line rate", "peak forwarded", "forwarding collapses",
+               "at 100 % offered: forwarded", "loss"])
+    for f in entries(run):
+        size = f["frame_size"]
+        mlf = f["max_lossfree"]
+        peak = max(f["points"], key=lambda p: p["forwarded"].value)
+        topp = f["points"][-1]
+        col = f["collapse"]
+        t.add([fmt.size(size), fmt.fps_stat(mlf), fmt.pct(run.pct_of_line_rate(size, mlf.value) if mlf else None),
+               fmt.fps(peak["forwarded"].value),
+               f"above {fmt.fps(col['offered_pps'])} offered" if col else ("livelock" if f["livelock"] else "no"),
+               fmt.fps(topp["forwarded"].value), fmt.pct(topp["loss_pct"].value, 2)])
+    return t
+
+
+def points_table(run: RunView) -> Table:
+    t = Table(["frame size", "offered", "% line rate", "forwarded (median, min–max)", "loss"])
+    for f in entries(run):
+        for p in reversed(f["points"]):
+            t.add([fmt.size(f["frame_size"]), fmt.fps(p["offered_pps"]), fmt.pct(p["offered_pct"]),
+                   fmt.fps_stat(p["forwarded"]), fmt.pct(p["loss_pct"].value, 3)],
+                  "lossy" if p["loss_pct"].value > 0 else "")
+    return t
+
+
+@plot("forwarded_vs_offered")
+def forwarded_vs_offered_plot(runs: Sequence[RunView]) -> Figure | None:
+    """RFC 2544 frame loss sweep as forwarded rate against offered load, one panel per frame size;
+    marks the maximum loss-free rate and where forwarding collapses (receive livelock)."""
+    sizes: dict[str, Any] = {}
+    for r in runs:
+        for entry in entries(r):
+            sizes.setdefault(frame_size_label(entry["frame_size"]), entry["frame_size"])
+    if not sizes:
+        return None
+    ordered = sorted(sizes.values(), key=frame_size_sort_key)
+    fig, axes = facets(len(ordered))
+    for ax, size in zip(axes, ordered):
+        top = 0.0
+        for i, r in enumerate(runs):
+            f: dict | None = next((x for x in entries(r)
+                                   if frame_size_label(x["frame_size"]) == frame_size_label(size)), None)
+            if f is None:
+                continue
+            c = run_colour(i)
+            pts = f["points"]
+            xs = [p["offered_pps"] for p in pts]
+            fw = [p["forwarded"] for p in pts]
+            ax.errorbar(xs, [s.value for s in fw], yerr=yerr(fw), color=c, marker="o", label=r.name)
+            top = max(top, max(xs), max(s.hi for s in fw))
+            mlf = f["max_lossfree"]
+            if mlf is not None:
+                who = f"{r.name}: " if len(runs) > 1 else ""
+                ax.plot([mlf.value], [mlf.value], marker="*", ms=13, color=c, mec="black", mew=0.6, ls="none",
+                        zorder=6, label=f"{who}max loss-free rate")
+                ax.annotate(f"{si(mlf.value)}fps", (mlf.value, mlf.value), xytext=(-6, 8 + 10 * i),
+                            textcoords="offset points",
+                            ha="right", fontsize=7.5, color=c)
+            col = f["collapse"]
+            if col is not None:
+                who = f"{r.name}: " if len(runs) > 1 else ""
+                ax.axvline(col["offered_pps"], color=c, ls=":", lw=1.2,
+                           label=f"{who}forwarding collapses above {si(col['offered_pps'])}fps offered")
+        ax.plot([0, top * 1.02], [0, top * 1.02], ls="--", color=REF_GREY, lw=1.0,
+                label="no loss (forwarded = offered)")
+        ax.set_xlim(0, top * 1.05)
+        ax.set_ylim(0, top * 1.05)
+        ax.xaxis.set_major_formatter(fps_fmt())
+        ax.yaxis.set_major_formatter(fps_fmt())
+        ax.set_xlabel("offered load (frames/s)")
+        ax.set_ylabel("forwarded (frames/s)")
+        ax.set_title(f"Forwarded vs offered — {size_title(size)}")
+        _pct_top_axis(ax, runs, size)
+    fig_legend(fig, axes)
+    return fig
+
+
+def _pct_top_axis(ax: Any, runs: Sequence[RunView], size: Any) -> None:
+    """A secondary top x axis in % of line rate when every run has the same line rate."""
+    lrs = {round(v, 3) for r in runs if (v := r.line_rate_pps(size))}
+    if len(lrs) != 1:
+        return
+    lr = lrs.pop()
+    sec = ax.secondary_xaxis("top", functions=(lambda x: x * 100 / lr, lambda p: p * lr / 100))
+    sec.set_xlabel("offered load (% of line rate)", fontsize=8)
+    sec.xaxis.set_major_formatter(ticker().FuncFormatter(lambda v, _: f"{v:g}"))
+
+
+@plot("frame_loss")
+def frame_loss_plot(runs: Sequence[RunView]) -> Figure | None:
+    """RFC 2544 §26.3 frame loss rate: loss (% of offered frames) against offered load (% of line
+    rate), one line per configuration and frame size."""
+    series = [(i, r, f) for i, r in enumerate(runs) for f in entries(r)]
+    if not series:
+        return None
+    fig, axes = subplots(h=3.4)
+    ax = axes[0][0]
+    styles = ("-", "--", "-.", ":")
+    markers = ("o", "s", "^", "D", "v", "P")
+    sizes = sorted({frame_size_label(f["frame_size"]) for _, _, f in series},
+                   key=lambda s: frame_size_sort_key(size_from_label(s)))
+    use_pct = all(p["offered_pct"] is not None for _, _, f in series for p in f["points"])
+    for i, r, f in series:
+        k = sizes.index(frame_size_label(f["frame_size"]))
+        xs = [p["offered_pct"] if use_pct else p["offered_pps"] for p in f["points"]]
+        ls = [p["loss_pct"] for p in f["points"]]
+        label = size_title(f["frame_size"]) if len(runs) == 1 else f"{r.name}, {size_title(f['frame_size'])}"
+        ax.errorbar(xs, [s.value for s in ls], yerr=yerr(ls), color=run_colour(i if len(runs) > 1 else k),
+                    ls=styles[k % len(styles)] if len(runs) > 1 else "-", marker=markers[k % len(markers)], label=label)
+    ax.set_xlabel("offered load (% of line rate)" if use_pct else "offered load (frames/s)")
+    if not use_pct:
+        ax.xaxis.set_major_formatter(fps_fmt())
+    ax.set_ylabel("frame loss (% of offered frames)")
+    ax.set_ylim(bottom=-2, top=max(5.0, ax.get_ylim()[1]))
+    ax.set_xlim(left=0)
+    ax.set_title("Frame loss rate vs offered load")
+    legend(ax, loc="upper left")
+    return fig
+
+
+# --------------------------------------------------------------------------------------------- #
+# The method
+
+METHOD_NAME = "rfc2544_frame_loss"
+SECTION = Section("frame-loss", "Forwarded vs offered load (frame loss rate)")
+
+
+class FrameLoss(Method):
+    name = METHOD_NAME
+    label = "RFC 2544 §26.3 frame loss rate"
+    params_type = FrameLossParams
+    rfc_duration_s = 60.0
+    sections = (SECTION,)
+    plots = (forwarded_vs_offered_plot, frame_loss_plot)
+    console_columns = ("max loss-free fps", "% line rate", "points", "livelock")
+    shortcut = Shortcut("rfc2544", "frame-loss")
+    cli_fields = {"step_pct": "--step"}
+
+    def run(self, params: FrameLossParams, ctx: Context) -> FrameLossResult:
+        return measure_frame_loss(ctx.measurer, ctx.frame, ctx.line_rate, params)
+
+    def estimate_trials(self, params: FrameLossParams, frame: FrameSize, line_fps: float) -> int:
+        return max(2, int((params.start_pct - params.min_pct) / params.step_pct / 2) + 2)
+
+    def top_rate_pct(self, params: FrameLossParams) -> float:
+        return params.start_pct
+
+    def console_rows(self, result: dict, flags: str) -> list[list[str]]:
+        h = result.get("headline") or {}
+        v = result.get("stats", {}).get("max_lossfree_pps", {}).get("median")
+        rep = result["repetitions"][0] if result["repetitions"] else {}
+        return [[fmt.size(result["frame_size"]), format_pps(v) if v is not None else "none",
+                 f"{h.get('pct_line_rate', 0):.2f}" if h else "-", str(len(rep.get("curve", []))),
+                 "yes" if any(x.get("livelock") for x in result["repetitions"]) else "no", flags]]
+
+    def html(self, run: RunView) -> dict[str, str]:
+        fl = figure(forwarded_vs_offered_plot, [run])
+        if fl:
+            fl += figure(frame_loss_plot, [run]) + table_html(table(run))
+            fl += details("Every load point", table_html(points_table(run)))
+        return {SECTION.id: fl or empty(NONE)}
+
+    def compare_html(self, runs: Sequence[RunView]) -> dict[str, str]:
+        fl = figure(forwarded_vs_offered_plot, runs)
+        return {SECTION.id: fl + figure(frame_loss_plot, runs) if fl
+                else empty("No RFC 2544 frame loss sweep in these results.")}
+
+    def markdown(self, run: RunView) -> str:
+        return section_md("Frame loss rate (forwarded vs offered)", table_md(table(run)), NONE)
+
+    def ratio_table(self, runs: Sequence[RunView]) -> tuple[str, Table] | None:
+        t = Table(ratio_header([r.name for r in runs]))
+        data = [by_size(entries(r)) for r in runs]
+        for lab in sizes_of(data):
+            vals = [(d[lab]["max_lossfree"].value if lab in d and d[lab]["max_lossfree"] else None) for d in data]
+            row = [fmt.size(size_of_label(lab)), fmt.fps(vals[0])]
+            for v in vals[1:]:
+                row += [fmt.fps(v), fmt.ratio_pct(v, vals[0])]
+            t.add(row)
+        return ("Maximum loss-free rate (frame loss sweep)", t) if t else None
+
+    def add_cli_options(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--step", type=float, default=10.0, help="frame loss rate step, %% of line rate [10]")
+
+    def cli_params(self, args: argparse.Namespace) -> dict:
+        return {"step_pct": args.step}
+
+
+METHOD = FrameLoss()

@@ -1,0 +1,197 @@
+"""iperf-like "best effort" mode (RFC 1242 frame loss rate): a fixed rate for a duration, the
+received rate every interval and in total."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from netrig.measure import Interval, Measurer, Phase
+from netrig.methodology.method import Context, Method
+from netrig.methodology.stats import check, median
+from netrig.methods.sections import OTHER_METHODS
+from netrig.model import FrameSize, LineRate, format_bps, format_pps, rate_object
+from netrig.view import fmt
+from netrig.view.html import empty, figure, table_html
+from netrig.view.markdown import section_md, table_md
+from netrig.view.plotkit import (
+    fps_fmt,
+    legend,
+    plot,
+    run_colour,
+    si,
+    size_title,
+    subplots,
+)
+from netrig.view.run_view import RunView, Stat, num, obj, objs
+from netrig.view.table import Table
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+@dataclass(frozen=True)
+class IperfParams:
+    rate_pct: float = 100.0  # of line rate
+    duration_s: float = 10.0
+    interval_s: float = 1.0
+    repetitions: int | None = None
+
+    def __post_init__(self) -> None:
+        check("rate_pct", self.rate_pct, lo=0, lo_open=True, hi=1000)
+        check("duration_s", self.duration_s, lo=0, lo_open=True)
+        check("interval_s", self.interval_s, lo=0, lo_open=True, hi=self.duration_s)
+        if self.repetitions is not None:
+            check("repetitions", self.repetitions, lo=1, integer=True)
+
+
+@dataclass(frozen=True)
+class IperfResult:
+    frame: FrameSize
+    line_rate: LineRate
+    offered_pps: float
+    duration_s: float
+    intervals: tuple[Interval, ...]
+    valid: bool
+
+    @property
+    def received_pps(self) -> float:
+        return sum(i.frames_received for i in self.intervals) / self.duration_s
+
+    @property
+    def loss_ratio(self) -> float:
+        sent = sum(i.frames_sent for i in self.intervals)
+        return 1 - sum(i.frames_received for i in self.intervals) / sent if sent else 0.0
+
+    @property
+    def headline_pps(self) -> float | None:
+        return self.received_pps
+
+    def stats_values(self) -> dict:
+        return {"received_pps": self.received_pps}
+
+    def to_dict(self) -> dict:
+        return {"offered_pps": self.offered_pps, "received_pps": self.received_pps,
+                "received": rate_object(self.received_pps, self.frame, self.line_rate),
+                "loss_ratio": self.loss_ratio, "valid": self.valid,
+                "per_interval": [{"t_s": i.t_s, "rx_pps": i.rx_pps, "frames_received": i.frames_received}
+                                 for i in self.intervals]}
+
+
+def measure_iperf(measurer: Measurer, frame: FrameSize, line_rate: LineRate,
+                  params: IperfParams = IperfParams(), tag: str = "") -> IperfResult:
+    rate = line_rate.fps(frame) * params.rate_pct / 100
+    c = measurer.measure_phases(frame, [Phase(rate, params.duration_s)], params.interval_s, tag=tag)
+    return IperfResult(frame, line_rate, rate, params.duration_s, tuple(c.intervals or ()), c.valid)
+
+
+# --------------------------------------------------------------------------------------------- #
+# Reading it back from results
+
+def entries(run: RunView) -> list[dict]:
+    """Per frame size: ``{frame_size, offered_pps, received: Stat, series: [[(t_s, rx_pps)]]}``."""
+    out = []
+    for r in run.method_results(METHOD_NAME):
+        reps = objs(r, "repetitions")
+        series = []
+        for rep in reps:
+            pts = [(num(p, "t_s"), num(p, "rx_pps")) for p in objs(rep, "per_interval")]
+            pts = [(t, v) for t, v in pts if t is not None and v is not None]
+            if pts:
+                series.append(pts)
+        received = (Stat.from_stats(obj(r, "stats").get("received_pps"))
+                    or Stat.over(num(x, "received_pps") for x in reps))
+        if received is None and not series:
+            continue
+        out.append({"frame_size": r.get("frame_size"), "offered_pps": Stat.over(num(x, "offered_pps") for x in reps),
+                    "received": received, "loss_ratio": Stat.over(num(x, "loss_ratio") for x in reps),
+                    "series": series})
+    return out
+
+
+def table(r: RunView) -> Table:
+    t = Table(["frame size", "offered", "received (median, min–max)", "% line rate", "bit/s (L1)", "loss"])
+    for e in entries(r):
+        rec = e["received"]
+        t.add([fmt.size(e["frame_size"]), fmt.fps(e["offered_pps"].value if e["offered_pps"] else None),
+               fmt.fps_stat(rec),
+               fmt.pct(r.pct_of_line_rate(e["frame_size"], rec.value) if rec else None),
+               fmt.bps(r.bps(e["frame_size"], rec.value) if rec else None),
+               fmt.pct(100 * e["loss_ratio"].value, 3) if e["loss_ratio"] else fmt.DASH])
+    return t
+
+
+@plot("iperf")
+def iperf_plot(runs: Sequence[RunView]) -> Figure | None:
+    """iperf-like fixed-rate runs: received frames/s per interval, with the offered rate."""
+    series = [(i, r, e) for i, r in enumerate(runs) for e in entries(r) if e["series"]]
+    if not series:
+        return None
+    fig, axes = subplots(h=3.2)
+    ax = axes[0][0]
+    for i, r, e in series:
+        c = run_colour(i)
+        for k, s in enumerate(e["series"]):
+            xs, ys = zip(*s)
+            label = f"{r.name + ', ' if len(runs) > 1 else ''}{size_title(e['frame_size'])}" if k == 0 else None
+            ax.plot(xs, ys, color=c, marker=".", alpha=1.0 if k == 0 else 0.5, label=label)
+        if e["offered_pps"] is not None:
+            ax.axhline(e["offered_pps"].value, color=c, ls="--", lw=1.0,
+                       label=f"offered ({si(e['offered_pps'].value)}fps)")
+    ax.set_ylim(bottom=0)
+    ax.yaxis.set_major_formatter(fps_fmt())
+    ax.set_ylabel("received (frames/s)")
+    ax.set_xlabel("time since start (s)")
+    ax.set_title("Fixed-rate (iperf-like) run: received rate per interval")
+    legend(ax, loc="lower right")
+    return fig
+
+
+# --------------------------------------------------------------------------------------------- #
+# The method
+
+METHOD_NAME = "iperf"
+#: In a comparison, the other methods of the section have no overlay.
+COMPARE_NOTE = ('<p class="note">Back-to-back, recovery, reset and per-trial DUT monitoring timelines are in each '
+                "result's own report (<code>netrig report FILE</code>).</p>")
+
+
+class Iperf(Method):
+    name = METHOD_NAME
+    label = "iperf-like fixed rate"
+    params_type = IperfParams
+    sections = (OTHER_METHODS,)
+    plots = (iperf_plot,)
+    console_columns = ("fps (median)", "% line rate", "L1 bit/s", "L2 bit/s", "min–max fps")
+
+    def run(self, params: IperfParams, ctx: Context) -> IperfResult:
+        return measure_iperf(ctx.measurer, ctx.frame, ctx.line_rate, params)
+
+    def top_rate_pct(self, params: IperfParams) -> float:
+        return params.rate_pct
+
+    def verdict_values(self, result: dict) -> dict[str, float | None]:
+        return {"loss_ratio": median(x["loss_ratio"] for x in result["repetitions"])}
+
+    def console_rows(self, result: dict, flags: str) -> list[list[str]]:
+        h = result.get("headline") or {}
+        mm = result.get("stats", {}).get("received_pps", {})
+        return [[fmt.size(result["frame_size"]), format_pps(h.get("fps", 0)), f"{h.get('pct_line_rate', 0):.2f}",
+                 format_bps(h.get("l1_bps", 0)), format_bps(h.get("l2_bps", 0)),
+                 f"{format_pps(mm.get('min') or 0)}–{format_pps(mm.get('max') or 0)}", flags]]
+
+    def html(self, run: RunView) -> dict[str, str]:
+        ip, t = figure(iperf_plot, [run]), table(run)
+        return {OTHER_METHODS.id: "<h3>Fixed-rate (iperf-like) runs</h3>"
+                + (ip + table_html(t) if ip or t else empty("No fixed-rate run in this result."))}
+
+    def compare_html(self, runs: Sequence[RunView]) -> dict[str, str]:
+        return {OTHER_METHODS.id: figure(iperf_plot, runs)
+                or empty("No fixed-rate run in these results.") + COMPARE_NOTE}
+
+    def markdown(self, run: RunView) -> str:
+        t = table(run)
+        return section_md("Fixed rate (iperf-like)", table_md(t), "") if t else ""
+
+
+METHOD = Iperf()

@@ -1,0 +1,424 @@
+"""RFC 2544 §26.2 latency at the throughput rate, reported the RFC 8219 way.
+
+RFC 2544 tags one frame per 120 s trial and repeats 20 times. netrig timestamps every frame, so
+each trial gives a whole distribution; over the ``trials`` repetitions of the RFC procedure we
+report *typical* latency = median of the per-trial medians and *worst case* = median of the
+per-trial 99.9th percentiles (RFC 8219 §7.3), plus PDV and IPDV — mean and 99th percentile of
+|IPDV| between consecutive frames of a flow (RFC 5481) — as medians of the per-trial values.
+
+The report's latency section is this module's: it also draws latency against offered load from
+every trial of the run that measured latency, whatever method ran it.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from netrig.measure import LatencySummary, Load, Measurer
+from netrig.methodology.method import Context, Method, Section, Shortcut
+from netrig.methodology.stats import check, median
+from netrig.model import FrameSize, LineRate, format_ns, format_pps, rate_object
+from netrig.view import fmt
+from netrig.view.html import empty, figure, table_html
+from netrig.view.markdown import section_md, table_md
+from netrig.view.plotkit import (
+    PCT_COLOURS,
+    errorbar_sizes,
+    facets,
+    fig_legend,
+    fps_fmt,
+    legend,
+    ns_to_us,
+    plot,
+    run_colour,
+    size_axis,
+    size_positions,
+    size_title,
+    subplots,
+    ticker,
+    yerr,
+)
+from netrig.view.run_view import (
+    RunView,
+    Stat,
+    frame_size_label,
+    frame_size_sort_key,
+    num,
+    obj,
+    objs,
+    trial_latency,
+    trial_valid,
+)
+from netrig.view.table import Table, by_size, ratio_header, size_of_label, sizes_of
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+@dataclass(frozen=True)
+class LatencyParams:
+    duration_s: float = 120.0
+    trials: int = 20
+    rate_pct: float = 100.0  # percent of the throughput rate
+    throughput_from: int | None = None
+    repetitions: int | None = None
+
+    def __post_init__(self) -> None:
+        check("duration_s", self.duration_s, lo=0, lo_open=True)
+        check("trials", self.trials, lo=1, integer=True)
+        check("rate_pct", self.rate_pct, lo=0, lo_open=True, hi=1000)
+        if self.throughput_from is not None:
+            check("throughput_from", self.throughput_from, lo=0, integer=True)
+        if self.repetitions is not None:
+            check("repetitions", self.repetitions, lo=1, integer=True)
+
+
+@dataclass(frozen=True)
+class LatencyResult:
+    frame: FrameSize
+    line_rate: LineRate
+    rate_pps: float
+    per_trial: tuple[LatencySummary, ...]
+    invalid_trials: int = 0
+
+    def _med(self, attr: str) -> float | None:
+        return median(getattr(t, attr) for t in self.per_trial)
+
+    @property
+    def typical_ns(self) -> float | None:
+        return self._med("p50_ns")
+
+    @property
+    def worst_case_ns(self) -> float | None:
+        return self._med("p999_ns")
+
+    @property
+    def rate(self) -> dict | None:
+        return rate_object(self.rate_pps, self.frame, self.line_rate)
+
+    @property
+    def headline_pps(self) -> float | None:
+        return self.rate_pps
+
+    def stats_values(self) -> dict:
+        return {"typical_ns": self.typical_ns, "worst_case_ns": self.worst_case_ns}
+
+    def to_dict(self) -> dict:
+        return {
+            "rate_pps": self.rate_pps, "rate": self.rate,
+            "per_trial": [t.to_dict() for t in self.per_trial],
+            "typical_ns": self.typical_ns, "worst_case_ns": self.worst_case_ns,
+            "min_ns": min((t.min_ns for t in self.per_trial if t.min_ns is not None), default=None),
+            "mean_ns": self._med("mean_ns"),
+            "max_ns": max((t.max_ns for t in self.per_trial if t.max_ns is not None), default=None),
+            "pdv_ns": self._med("pdv_ns"), "ipdv_ns": self._med("ipdv_ns"), "ipdv_p99_ns": self._med("ipdv_p99_ns"),
+            "invalid_trials": self.invalid_trials,
+        }
+
+
+def measure_latency(measurer: Measurer, frame: FrameSize, line_rate: LineRate, throughput_pps: float,
+                    params: LatencyParams = LatencyParams()) -> LatencyResult:
+    rate = max(throughput_pps * params.rate_pct / 100.0, 1.0)
+    per_trial: list[LatencySummary] = []
+    invalid = 0
+    for _ in range(params.trials):
+        counts = measurer.measure(Load(rate, frame), params.duration_s)
+        if not counts.valid:
+            invalid += 1
+            continue
+        if counts.latency is not None:
+            per_trial.append(counts.latency)
+    return LatencyResult(frame, line_rate, rate, tuple(per_trial), invalid)
+
+
+# --------------------------------------------------------------------------------------------- #
+# Reading it back from results
+
+NONE = "No RFC 2544 latency measurement in this result."
+#: Latency statistics in display order.
+LATENCY_NAMES = ("min", "mean", "p50", "p90", "p99", "p99.9", "max", "PDV", "IPDV", "IPDV p99")
+
+
+def entries(run: RunView) -> list[dict]:
+    """Per frame size: ``{frame_size, rate_pps, pcts: {name: Stat (ns)}}`` with names from
+    ``LATENCY_NAMES``: min, p50 (typical), p90, p99, p99.9 (worst case), max, PDV, IPDV."""
+    out = []
+    for r in run.method_results(METHOD_NAME):
+        size = r.get("frame_size")
+        reps = objs(r, "repetitions")
+        stats = obj(r, "stats")
+        pcts: dict[str, Stat] = {}
+        for name, stat_key, rep_key in (("p50", "typical_ns", "typical_ns"),
+                                        ("p99.9", "worst_case_ns", "worst_case_ns")):
+            s = Stat.from_stats(stats.get(stat_key)) or Stat.over(num(x, rep_key) for x in reps)
+            if s:
+                pcts[name] = s
+        for name, key in (("min", "min_ns"), ("mean", "mean_ns"), ("max", "max_ns"), ("PDV", "pdv_ns"),
+                          ("IPDV", "ipdv_ns"),
+                          ("IPDV p99", "ipdv_p99_ns")):
+            s = Stat.over(num(x, key) for x in reps)
+            if s:
+                pcts[name] = s
+        # p90 / p99 are only in the trial records
+        mi = r.get("method_index") if isinstance(r.get("method_index"), int) else None
+        trials = [t for t in run.trials() if t.get("method") == METHOD_NAME
+                  and frame_size_label(t.get("frame_size")) == frame_size_label(size)
+                  and (mi is None or t.get("method_index") == mi) and trial_valid(t)]
+        for name, key in (("p90", "p90_ns"), ("p99", "p99_ns"), ("min", "min_ns"), ("max", "max_ns"),
+                          ("p50", "p50_ns"), ("p99.9", "p999_ns")):
+            if name not in pcts:
+                s = Stat.over(num(trial_latency(t), key) for t in trials)
+                if s:
+                    pcts[name] = s
+        if not pcts:
+            continue
+        rate = Stat.over(num(x, "rate_pps") for x in reps)
+        if rate is None:
+            rate = Stat.over(num(obj(t, "load"), "rate_pps") for t in trials)
+        out.append({"frame_size": size, "rate_pps": rate.value if rate else None,
+                    "pcts": {k: pcts[k] for k in LATENCY_NAMES if k in pcts}})
+    return out
+
+
+def load_entries(run: RunView) -> list[dict]:
+    """Latency against offered load from every valid DUT trial with latency data, per frame
+    size: ``{frame_size, points: [{offered_pps, offered_pct, loss_pct, pcts}]}`` (≥ 2 loads)."""
+    groups: dict[str, dict] = {}
+    for t in run.trials():
+        if t.get("method") == "selftest" or not trial_valid(t) or t.get("kind", "rate") != "rate":
+            continue
+        lat = trial_latency(t)
+        off = num(obj(t, "load"), "rate_pps")
+        if off is None or num(lat, "p50_ns") is None:
+            continue
+        g = groups.setdefault(frame_size_label(t.get("frame_size")), {"frame_size": t.get("frame_size"), "loads": {}})
+        g["loads"].setdefault(round(off, 1), []).append(t)
+    out = []
+    for g in groups.values():
+        pts = []
+        for off, ts in sorted(g["loads"].items()):
+            pcts = {}
+            for name, key in (("min", "min_ns"), ("p50", "p50_ns"), ("p90", "p90_ns"), ("p99", "p99_ns"),
+                              ("p99.9", "p999_ns"), ("max", "max_ns")):
+                s = Stat.over(num(trial_latency(t), key) for t in ts)
+                if s:
+                    pcts[name] = s
+            loss = statistics.median(100 * (num(obj(t, "counts"), "loss_ratio") or 0.0) for t in ts)
+            pts.append({"offered_pps": off, "offered_pct": run.pct_of_line_rate(g["frame_size"], off),
+                        "loss_pct": loss, "pcts": pcts})
+        if len(pts) >= 2:
+            out.append({"frame_size": g["frame_size"], "points": pts})
+    out.sort(key=lambda r: frame_size_sort_key(r["frame_size"]))
+    return out
+
+
+LAT_COLS = (("min", "min"), ("p50", "median (typical)"), ("p90", "p90"), ("p99", "p99"),
+            ("p99.9", "p99.9 (worst case)"), ("max", "max"), ("PDV", "PDV"), ("IPDV", "IPDV"),
+            ("IPDV p99", "IPDV p99"))
+
+
+def table(run: RunView) -> Table:
+    t = Table(["frame size", "at rate"] + [c for _, c in LAT_COLS],
+              caption="median of repetitions (min–max of repetitions)")
+    for e in entries(run):
+        t.add([fmt.size(e["frame_size"]), fmt.fps(e["rate_pps"])]
+              + [fmt.ns_stat(e["pcts"].get(k)) for k, _ in LAT_COLS])
+    return t
+
+
+@plot("latency_vs_frame_size")
+def latency_vs_frame_size_plot(runs: Sequence[RunView]) -> Figure | None:
+    """RFC 2544 §26.2 latency at the throughput rate against frame size: min, median (typical),
+    p90, p99, p99.9 (worst case) and max; log scale when they span decades; error bars = min/max of
+    repetitions."""
+    data = [(r, entries(r)) for r in runs]
+    if not any(d for _, d in data):
+        return None
+    pos, labels = size_positions(runs, [e["frame_size"] for _, d in data for e in d])
+    fig, axes = subplots(h=3.8)
+    ax = axes[0][0]
+    names = ("min", "p50", "p90", "p99", "p99.9", "max") if len(runs) == 1 else ("p50", "p99.9")
+    vals: list[float] = []
+    for i, (r, d) in enumerate(data):
+        off = (i - (len(runs) - 1) / 2) * 0.08 if len(runs) > 1 else 0.0
+        for name in names:
+            pts = [(pos[frame_size_label(e["frame_size"])] + off, e["pcts"][name]) for e in d if name in e["pcts"]]
+            if not pts:
+                continue
+            xs, ss = zip(*pts)
+            if len(runs) == 1:
+                colour, ls, label = PCT_COLOURS[name], "-", _pct_label(name)
+            else:
+                colour, ls, label = run_colour(i), "-" if name == "p50" else "--", f"{r.name} {_pct_label(name)}"
+            szs = [d[j]["frame_size"] for j, e in enumerate(d) if name in e["pcts"]]
+            errorbar_sizes(ax, xs, szs, ss, ns_to_us, color=colour, ls=ls,
+                            marker="o" if name in ("p50", "p99.9") else ".", label=label)
+            vals += [s.lo * ns_to_us for s in ss] + [s.hi * ns_to_us for s in ss]
+    _latency_axis(ax, vals)
+    size_axis(ax, labels)
+    ax.set_title("Latency at the throughput rate vs frame size")
+    legend(ax, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return fig
+
+
+def _pct_label(name: str) -> str:
+    return {"p50": "median (typical)", "p99.9": "p99.9 (worst case)"}.get(name, name)
+
+
+def _latency_axis(ax: Any, values: list[float]) -> None:
+    """Log scale when latencies span more than a decade (labelled 1-2-5 within decades when
+    the span is small); linear from zero otherwise. Values in µs."""
+    vals = [v for v in values if v and v > 0]
+    if vals and max(vals) / min(vals) > 10:
+        ax.set_yscale("log")
+        span = max(vals) / min(vals)
+        ax.yaxis.set_major_locator(ticker().LogLocator(base=10, subs=(1.0,) if span > 1e3 else (1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(ticker().FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(ticker().NullFormatter())
+        ax.set_ylabel("latency (µs, log scale)")
+    else:
+        ax.set_ylim(bottom=0, top=max(vals) * 1.08 if vals else None)
+        ax.set_ylabel("latency (µs)")
+
+
+@plot("latency_vs_load")
+def latency_vs_load_plot(runs: Sequence[RunView]) -> Figure | None:
+    """Latency percentiles against offered load from every valid trial with latency data, one
+    panel per frame size; log scale when they span decades. Hollow markers: trials that lost frames."""
+    sizes: dict[str, Any] = {}
+    for r in runs:
+        for entry in load_entries(r):
+            sizes.setdefault(frame_size_label(entry["frame_size"]), entry["frame_size"])
+    if not sizes:
+        return None
+    ordered = sorted(sizes.values(), key=frame_size_sort_key)[:8]
+    fig, axes = facets(len(ordered))
+    names = ("p50", "p99", "p99.9") if len(runs) == 1 else ("p50", "p99.9")
+    for ax, size in zip(axes, ordered):
+        use_pct = True
+        vals: list[float] = []
+        for r in runs:
+            e: dict | None = next((x for x in load_entries(r)
+                                   if frame_size_label(x["frame_size"]) == frame_size_label(size)), None)
+            if e is None:
+                continue
+            use_pct = use_pct and all(p["offered_pct"] is not None for p in e["points"])
+        for i, r in enumerate(runs):
+            g = next((x for x in load_entries(r) if frame_size_label(x["frame_size"]) == frame_size_label(size)), None)
+            if g is None:
+                continue
+            for name in names:
+                pts = [p for p in g["points"] if name in p["pcts"]]
+                if not pts:
+                    continue
+                xs = [p["offered_pct"] if use_pct else p["offered_pps"] for p in pts]
+                ss = [p["pcts"][name] for p in pts]
+                if len(runs) == 1:
+                    colour, ls, label = PCT_COLOURS[name], "-", _pct_label(name)
+                else:
+                    colour, ls, label = run_colour(i), "-" if name == "p50" else "--", f"{r.name} {_pct_label(name)}"
+                ax.errorbar(xs, [s.value * ns_to_us for s in ss], yerr=yerr(ss, ns_to_us), color=colour, ls=ls,
+                            marker=None, label=label)
+                vals += [s.lo * ns_to_us for s in ss] + [s.hi * ns_to_us for s in ss]
+                lossy = [(x, s) for x, s, p in zip(xs, ss, pts) if p["loss_pct"] > 0]
+                clean = [(x, s) for x, s, p in zip(xs, ss, pts) if p["loss_pct"] <= 0]
+                if clean:
+                    ax.plot([x for x, _ in clean], [s.value * ns_to_us for _, s in clean], ls="none", marker="o",
+                            color=colour, ms=4)
+                if lossy:
+                    ax.plot([x for x, _ in lossy], [s.value * ns_to_us for _, s in lossy], ls="none", marker="o",
+                            mfc="white", color=colour, ms=4)
+        _latency_axis(ax, vals)
+        ax.set_xlabel("offered load (% of line rate)" if use_pct else "offered load (frames/s)")
+        if not use_pct:
+            ax.xaxis.set_major_formatter(fps_fmt())
+        ax.set_title(f"Latency vs offered load — {size_title(size)}")
+    fig_legend(fig, axes)
+    return fig
+
+
+# --------------------------------------------------------------------------------------------- #
+# The method
+
+METHOD_NAME = "rfc2544_latency"
+SECTION = Section("latency", "Latency")
+
+
+class Latency(Method):
+    name = METHOD_NAME
+    label = "RFC 2544 §26.2 latency"
+    params_type = LatencyParams
+    needs_throughput = True
+    rfc_duration_s = 120.0
+    sections = (SECTION,)
+    plots = (latency_vs_frame_size_plot, latency_vs_load_plot)
+    console_columns = ("at fps", "% line rate", "typical", "worst case (p99.9)", "min–max typical", "IPDV mean / p99")
+    shortcut = Shortcut("rfc2544", "latency")
+    cli_fields = {"trials": "--latency-trials"}
+
+    def run(self, params: LatencyParams, ctx: Context) -> LatencyResult:
+        return measure_latency(ctx.measurer, ctx.frame, ctx.line_rate, ctx.throughput_or(1.0), params)
+
+    def estimate_trials(self, params: LatencyParams, frame: FrameSize, line_fps: float) -> int:
+        return params.trials
+
+    def verdict_values(self, result: dict) -> dict[str, float | None]:
+        return {"latency_ns": result["stats"].get("worst_case_ns", {}).get("median")}
+
+    def console_rows(self, result: dict, flags: str) -> list[list[str]]:
+        h = result.get("headline") or {}
+        st = result.get("stats", {})
+        ty, wc = st.get("typical_ns", {}), st.get("worst_case_ns", {})
+        ipdv = median(x.get("ipdv_ns") for x in result["repetitions"])
+        ipdv99 = median(x.get("ipdv_p99_ns") for x in result["repetitions"])
+        return [[fmt.size(result["frame_size"]), format_pps(h.get("fps", 0)), f"{h.get('pct_line_rate', 0):.2f}",
+                 _ns(ty.get("median")), _ns(wc.get("median")), f"{_ns(ty.get('min'))}–{_ns(ty.get('max'))}",
+                 f"{_ns(ipdv)} / {_ns(ipdv99)}", flags]]
+
+    def html(self, run: RunView) -> dict[str, str]:
+        lat = figure(latency_vs_frame_size_plot, [run])
+        lat = lat + table_html(table(run)) if lat else empty(NONE)
+        lvl = figure(latency_vs_load_plot, [run])
+        return {SECTION.id: lat + "<h3>Latency vs offered load</h3>" + (lvl or empty(LOAD_NONE))}
+
+    def compare_html(self, runs: Sequence[RunView]) -> dict[str, str]:
+        lat = figure(latency_vs_frame_size_plot, runs) or empty("No RFC 2544 latency measurement in these results.")
+        lvl = figure(latency_vs_load_plot, runs)
+        return {SECTION.id: lat + "<h3>Latency vs offered load</h3>" + (lvl or empty(LOAD_NONE))}
+
+    def markdown(self, run: RunView) -> str:
+        return section_md("Latency at the throughput rate", table_md(table(run)), NONE)
+
+    def ratio_table(self, runs: Sequence[RunView]) -> tuple[str, Table] | None:
+        t = Table(ratio_header([r.name for r in runs], "statistic"))
+        data = [by_size(entries(r)) for r in runs]
+        for lab in sizes_of(data):
+            for stat in ("p50", "p99.9"):
+                vals = [(d[lab]["pcts"][stat].value if lab in d and stat in d[lab]["pcts"] else None) for d in data]
+                if vals[0] is None and all(v is None for v in vals):
+                    continue
+                row = [fmt.size(size_of_label(lab)), "median (typical)" if stat == "p50" else "p99.9 (worst case)",
+                       fmt.ns(vals[0])]
+                for v in vals[1:]:
+                    row += [fmt.ns(v), fmt.ratio_pct(v, vals[0])]
+                t.add(row)
+        return ("Latency at the throughput rate", t) if t else None
+
+    def add_cli_options(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--latency-trials", type=int, default=20, help="latency trials per frame size [20]")
+
+    def cli_params(self, args: argparse.Namespace) -> dict:
+        return {"trials": args.latency_trials}
+
+
+LOAD_NONE = "Fewer than two loads with latency data per frame size."
+
+
+def _ns(v: float | None) -> str:
+    return "-" if v is None else format_ns(v)
+
+
+METHOD = Latency()

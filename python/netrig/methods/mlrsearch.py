@@ -1,0 +1,296 @@
+"""MLRsearch (draft-ietf-bmwg-mlrsearch): NDR, PDR and any other loss-ratio goals at once.
+
+The search itself is :mod:`netrig.methodology.mlr` (netrig's own) or the reference package through
+:mod:`netrig.methodology.mlr_reference` (``implementation = "reference"``); both answer the same
+goals with the same result. Its CLI shortcut is ``netrig ndr-pdr``.
+"""
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from netrig.errors import ConfigError
+from netrig.measure import Measurer
+from netrig.methodology.method import Context, Method, Section, Shortcut
+from netrig.methodology.mlr import MlrResult, SearchGoal, search
+from netrig.methodology.mlr_reference import search_reference
+from netrig.methodology.stats import check
+from netrig.model import FrameSize, LineRate, format_bps, format_pps, parse_duration
+from netrig.view import fmt
+from netrig.view.html import empty, figure, table_html
+from netrig.view.markdown import section_md, table_md
+from netrig.view.plotkit import (
+    fps_fmt,
+    legend,
+    plot,
+    run_colour,
+    si,
+    size_title,
+    subplots,
+)
+from netrig.view.run_view import (
+    RunView,
+    Stat,
+    frame_size_label,
+    frame_size_sort_key,
+    num,
+    obj,
+    objs,
+)
+from netrig.view.table import Table, by_size, ratio_header, size_of_label, sizes_of
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+DEFAULT_GOALS = (SearchGoal("NDR", 0.0), SearchGoal("PDR", 0.005))
+
+
+@dataclass(frozen=True)
+class MlrParams:
+    """``goals``: the loss-ratio goals (default NDR 0 % and PDR 0.5 %); loads between
+    ``min_rate_pct`` and ``max_rate_pct`` of line rate; the search stops after
+    ``search_duration_max_s`` of trials; ``implementation``: ``netrig`` or ``reference``."""
+
+    goals: tuple[SearchGoal, ...] = DEFAULT_GOALS
+    min_rate_pct: float = 1.0
+    max_rate_pct: float = 100.0
+    search_duration_max_s: float = 1200.0
+    implementation: str = "netrig"
+    repetitions: int | None = None
+
+    def __post_init__(self) -> None:
+        if not self.goals:
+            raise ConfigError("goals", "needs at least one goal")
+        names = [g.name for g in self.goals]
+        if len(set(names)) != len(names):
+            raise ConfigError("goals", f"goal names must be unique (got {names})")
+        check("max_rate_pct", self.max_rate_pct, lo=0, lo_open=True, hi=1000)
+        check("min_rate_pct", self.min_rate_pct, lo=0, lo_open=True, hi=self.max_rate_pct, hi_open=True)
+        check("search_duration_max_s", self.search_duration_max_s, lo=0, lo_open=True)
+        if self.implementation not in ("netrig", "reference"):
+            raise ConfigError("implementation", f"must be one of netrig, reference (got {self.implementation!r})")
+        if self.repetitions is not None:
+            check("repetitions", self.repetitions, lo=1, integer=True)
+
+
+def measure_mlrsearch(measurer: Measurer, frame: FrameSize, line_rate: LineRate,
+                      params: MlrParams = MlrParams()) -> MlrResult:
+    """Search every goal of ``params`` with the implementation it names."""
+    fn = search_reference if params.implementation == "reference" else search
+    return fn(measurer, frame, line_rate, params.goals, params.min_rate_pct, params.max_rate_pct,
+              params.search_duration_max_s)
+
+
+# --------------------------------------------------------------------------------------------- #
+# Reading it back from results
+
+NONE = "No MLRsearch (NDR/PDR) in this result."
+
+
+def entries(run: RunView) -> list[dict]:
+    """Per frame size: ``{frame_size, goals: [{name, loss_ratio, conditional: Stat|None,
+    lower_pps, upper_pps}]}`` (bounds are medians over repetitions)."""
+    out = []
+    for r in run.method_results(METHOD_NAME):
+        by_name: dict[str, list[dict]] = {}
+        order: list[str] = []
+        for rep in objs(r, "repetitions"):
+            for g in objs(rep, "goals"):
+                name = str(g.get("name") or f"loss ≤ {num(obj(g, 'goal'), 'loss_ratio')}")
+                if name not in by_name:
+                    order.append(name)
+                by_name.setdefault(name, []).append(g)
+        goals = []
+        for name in order:
+            gs = by_name[name]
+            lo = Stat.over(num(g, "lower_bound_pps") for g in gs)
+            hi = Stat.over(num(g, "upper_bound_pps") for g in gs)
+            ct = Stat.over(num(g, "conditional_throughput_pps") for g in gs)
+            if lo is None and hi is None and ct is None:
+                continue
+            goal = obj(gs[0], "goal")
+            goals.append({"name": name, "loss_ratio": num(goal, "loss_ratio", "target_loss_ratio"),
+                          "relative_width": num(goal, "relative_width"),
+                          "conditional": ct, "lower_pps": lo.value if lo else None,
+                          "upper_pps": hi.value if hi else None})
+        if goals:
+            out.append({"frame_size": r.get("frame_size"), "goals": goals})
+    return out
+
+
+def table(run: RunView) -> Table:
+    t = Table(["frame size", "goal", "loss ratio", "conditional throughput", "% line rate", "bit/s (L1)",
+               "lower bound", "upper bound", "relative width"])
+    for e in entries(run):
+        for g in e["goals"]:
+            ct: Stat | None = g["conditional"]
+            v = ct.value if ct else g["lower_pps"]
+            t.add([fmt.size(e["frame_size"]), g["name"],
+                   fmt.DASH if g["loss_ratio"] is None else f"{g['loss_ratio']:g}",
+                   fmt.fps_stat(ct) if ct else fmt.fps(v), fmt.pct(run.pct_of_line_rate(e["frame_size"], v)),
+                   fmt.bps(run.bps(e["frame_size"], v)), fmt.fps(g["lower_pps"]),
+                   fmt.fps(g["upper_pps"]) if g["upper_pps"] is not None else "none (max rate loss-free)",
+                   fmt.pct(100 * g["relative_width"], 2) if g["relative_width"] is not None else fmt.DASH])
+    return t
+
+
+@plot("ndr_pdr")
+def ndr_pdr_plot(runs: Sequence[RunView]) -> Figure | None:
+    """MLRsearch conditional throughput per goal (NDR, PDR…) and frame size: the bar is the
+    median conditional throughput, the whisker the [lower, upper] bound interval."""
+    rows = []  # (label, run index, goal)
+    for i, r in enumerate(runs):
+        for e in entries(r):
+            for g in e["goals"]:
+                rows.append((e["frame_size"], g["name"], i, g))
+    if not rows:
+        return None
+    rows.sort(key=lambda x: (frame_size_sort_key(x[0]), x[1], x[2]))
+    groups: list[tuple[Any, str]] = []
+    for size, name, _, _ in rows:
+        if (frame_size_label(size), name) not in [(frame_size_label(s), n) for s, n in groups]:
+            groups.append((size, name))
+    fig, axes = subplots(h=max(2.4, 0.42 * len(rows) + 1.2))
+    ax = axes[0][0]
+    n = len(runs)
+    h = 0.8 / n
+    vals = []
+    for size, name, i, g in rows:
+        k = [(frame_size_label(s), nm) for s, nm in groups].index((frame_size_label(size), name))
+        y = k + (i - (n - 1) / 2) * h
+        ct = g["conditional"]
+        lo = g["lower_pps"] if g["lower_pps"] is not None else (ct.value if ct else None)
+        hi = g["upper_pps"]
+        v = ct.value if ct else lo
+        if v is None:
+            continue
+        ax.barh(y, v, height=h * 0.85, color=run_colour(i), alpha=0.85, label=runs[i].name if k == 0 else None)
+        if lo is not None and hi is not None:
+            ax.errorbar([(lo + hi) / 2], [y], xerr=[[(hi - lo) / 2], [(hi - lo) / 2]], color="black", lw=1.2, capsize=4)
+        txt = f"{si(v)}fps"
+        pct = runs[i].pct_of_line_rate(size, v)
+        if pct is not None:
+            txt += f" ({pct:.1f} %)"
+        if hi is None:
+            txt += ", no upper bound (max rate loss-free)"
+        ax.annotate(txt, (v, y), xytext=(4, 0), textcoords="offset points", va="center", fontsize=7.5)
+        vals.append(hi or v)
+    ax.set_yticks(range(len(groups)), [f"{size_title(s)}\n{nm}" for s, nm in groups])
+    ax.invert_yaxis()
+    ax.set_xlim(0, max(vals) * 1.45)
+    ax.xaxis.set_major_formatter(fps_fmt())
+    ax.set_xlabel("conditional throughput (frames/s); whisker = [lower, upper] bound")
+    ax.grid(axis="y", visible=False)
+    ax.set_title("NDR / PDR (MLRsearch)")
+    if n > 1:
+        legend(ax, loc="lower right")
+    return fig
+
+
+# --------------------------------------------------------------------------------------------- #
+# The method
+
+METHOD_NAME = "mlrsearch"
+SECTION = Section("ndr-pdr", "NDR / PDR (MLRsearch)")
+
+
+class MlrSearch(Method):
+    name = METHOD_NAME
+    label = "MLRsearch (NDR/PDR)"
+    params_type = MlrParams
+    provides_throughput = True
+    sections = (SECTION,)
+    plots = (ndr_pdr_plot,)
+    console_columns = ("goal", "fps", "% line rate", "L1 bit/s", "L2 bit/s")
+    shortcut = Shortcut("ndr-pdr", "ndr-pdr")
+    cli_fields = {"loss_ratio": "--pdr-loss", "relative_width": "--width", "exceed_ratio": "--exceed-ratio",
+                  "initial_trial_duration_s": "--initial-duration", "final_trial_duration_s": "--final-duration",
+                  "duration_sum_s": "--duration-sum", "implementation": "--implementation"}
+
+    def config_defaults(self, params: dict, trial_duration_s: float) -> dict:
+        return params
+
+    def run(self, params: MlrParams, ctx: Context) -> MlrResult:
+        return measure_mlrsearch(ctx.measurer, ctx.frame, ctx.line_rate, params)
+
+    def estimate_trials(self, params: MlrParams, frame: FrameSize, line_fps: float) -> int:
+        return sum(8 + int(g.duration_sum_s / g.final_trial_duration_s) * 3 for g in params.goals)
+
+    def top_rate_pct(self, params: MlrParams) -> float:
+        return params.max_rate_pct
+
+    def verdict_values(self, result: dict) -> dict[str, float | None]:
+        head = result.get("headline")
+        return {"throughput_pct": head["pct_line_rate"]} if head else {}
+
+    def console_rows(self, result: dict, flags: str) -> list[list[str]]:
+        rows = []
+        reps = result["repetitions"]
+        for gi, g in enumerate(reps[0]["goals"] if reps else []):
+            med = result.get("stats", {}).get(f"{g['name']}_pps", {}).get("median")
+            rate = None
+            if med is not None and g.get("rate") and g["rate"]["fps"]:
+                k = med / g["rate"]["fps"]
+                rate = {x: v * k for x, v in g["rate"].items()}
+            rows.append([fmt.size(result["frame_size"]) if gi == 0 else "",
+                         f"{g['name']} ({100 * g['goal']['loss_ratio']:g} %)",
+                         format_pps(med) if med is not None else "none",
+                         f"{rate['pct_line_rate']:.2f}" if rate else "-",
+                         format_bps(rate["l1_bps"]) if rate else "-", format_bps(rate["l2_bps"]) if rate else "-",
+                         flags if gi == 0 else ""])
+        return rows
+
+    def html(self, run: RunView) -> dict[str, str]:
+        nd = figure(ndr_pdr_plot, [run])
+        return {SECTION.id: nd + table_html(table(run), left=2) if nd else empty(NONE)}
+
+    def compare_html(self, runs: Sequence[RunView]) -> dict[str, str]:
+        return {SECTION.id: figure(ndr_pdr_plot, runs) or empty("No MLRsearch (NDR/PDR) in these results.")}
+
+    def markdown(self, run: RunView) -> str:
+        return section_md("NDR / PDR (MLRsearch)", table_md(table(run)), "No MLRsearch in this result.")
+
+    def ratio_table(self, runs: Sequence[RunView]) -> tuple[str, Table] | None:
+        t = Table(ratio_header([r.name for r in runs], "goal"))
+        data = [by_size(entries(r)) for r in runs]
+        for lab in sizes_of(data):
+            goals: list[str] = []
+            for d in data:
+                for g in d.get(lab, {}).get("goals", []):
+                    if g["name"] not in goals:
+                        goals.append(g["name"])
+            for gname in goals:
+                vals = []
+                for d in data:
+                    g = next((g for g in d.get(lab, {}).get("goals", []) if g["name"] == gname), None)
+                    vals.append((g["conditional"].value if g["conditional"] else g["lower_pps"]) if g else None)
+                row = [fmt.size(size_of_label(lab)), gname, fmt.fps(vals[0])]
+                for v in vals[1:]:
+                    row += [fmt.fps(v), fmt.ratio_pct(v, vals[0])]
+                t.add(row)
+        return ("NDR / PDR (MLRsearch conditional throughput)", t) if t else None
+
+    def add_cli_options(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--pdr-loss", type=float, default=0.005, help="PDR goal loss ratio [0.005]")
+        parser.add_argument("--width", type=float, default=0.005, help="goal relative width [0.005]")
+        parser.add_argument("--exceed-ratio", type=float, default=0.5, help="goal exceed ratio [0.5]")
+        parser.add_argument("--initial-duration", default="1s", help="initial trial duration [1s]")
+        parser.add_argument("--final-duration", default=None, help="final trial duration [--duration or 1s]")
+        parser.add_argument("--duration-sum", default=None, help="goal duration sum [3 × final duration]")
+        parser.add_argument("--implementation", default="netrig",
+                            help="netrig or reference (the MLRsearch package) [netrig]")
+
+    def cli_params(self, args: argparse.Namespace) -> dict:
+        final = parse_duration(args.final_duration or args.duration or "1s", "--final-duration")
+        initial = min(parse_duration(args.initial_duration, "--initial-duration"), final)
+        dsum = parse_duration(args.duration_sum, "--duration-sum") if args.duration_sum else 3 * final
+        common = {"exceed_ratio": args.exceed_ratio, "relative_width": args.width, "initial_trial_duration_s": initial,
+                  "final_trial_duration_s": final, "duration_sum_s": dsum}
+        return {"goals": [{"name": "NDR", "loss_ratio": 0.0, **common},
+                          {"name": "PDR", "loss_ratio": args.pdr_loss, **common}],
+                "implementation": args.implementation}
+
+
+METHOD = MlrSearch()

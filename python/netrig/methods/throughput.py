@@ -1,0 +1,362 @@
+"""RFC 2544 §26.1 throughput: the highest offered rate with zero loss, by binary search.
+
+The primary method: its headline is the run's throughput (the summary per configuration, the
+self-test comparison), and methods that run relative to a throughput measure it with this search
+when no earlier method gave one.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from netrig.measure import Load, Measurer, TrialCounts
+from netrig.methodology.method import Capacity, Context, Method, Section, Shortcut
+from netrig.methodology.stats import check
+from netrig.model import (
+    FrameSize,
+    LineRate,
+    defaults,
+    format_bps,
+    format_pps,
+    rate_object,
+)
+from netrig.view import fmt
+from netrig.view.html import empty, figure, table_html
+from netrig.view.markdown import section_md, table_md
+from netrig.view.plotkit import (
+    REF_GREY,
+    errorbar_sizes,
+    fps_fmt,
+    legend,
+    log_if_wide,
+    plot,
+    run_colour,
+    size_axis,
+    size_from_label,
+    size_positions,
+    subplots,
+    ticker,
+)
+from netrig.view.run_view import (
+    RunView,
+    Stat,
+    flag_codes,
+    frame_size_label,
+    num,
+    obj,
+    objs,
+)
+from netrig.view.table import Table, by_size, ratio_header, size_of_label, sizes_of
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+@dataclass(frozen=True)
+class ThroughputParams:
+    """``resolution_pct``: the search stops when the bracket is at most this % of line rate wide."""
+
+    duration_s: float = defaults.TRIAL_DURATION_S
+    resolution_pct: float = 0.1
+    initial_rate_pct: float = 100.0
+    min_rate_pct: float = 0.0
+    max_rate_pct: float = 100.0
+    acceptable_loss_ratio: float = 0.0
+    repetitions: int | None = None
+
+    def __post_init__(self) -> None:
+        check("duration_s", self.duration_s, lo=0, lo_open=True)
+        check("resolution_pct", self.resolution_pct, lo=0, lo_open=True, hi=100)
+        check("max_rate_pct", self.max_rate_pct, lo=0, lo_open=True, hi=1000)
+        check("min_rate_pct", self.min_rate_pct, lo=0, hi=self.max_rate_pct, hi_open=True)
+        check("initial_rate_pct", self.initial_rate_pct, lo=0, lo_open=True, hi=self.max_rate_pct)
+        check("acceptable_loss_ratio", self.acceptable_loss_ratio, lo=0, hi=1, hi_open=True)
+        if self.repetitions is not None:
+            check("repetitions", self.repetitions, lo=1, integer=True)
+
+
+@dataclass(frozen=True)
+class ThroughputResult:
+    frame: FrameSize
+    line_rate: LineRate
+    rate_pps: float
+    lower_pps: float
+    upper_pps: float | None
+    trials: int
+    tester_limited: bool
+    tester_limit_pps: float | None
+    resolution_pps: float
+    found: bool
+
+    @property
+    def rate(self) -> dict | None:
+        return rate_object(self.rate_pps, self.frame, self.line_rate)
+
+    @property
+    def headline_pps(self) -> float | None:
+        return self.rate_pps
+
+    def stats_values(self) -> dict:
+        return {"rate_pps": self.rate_pps}
+
+    def to_dict(self) -> dict:
+        return {
+            "rate_pps": self.rate_pps, "rate": self.rate, "lower_pps": self.lower_pps,
+            "upper_pps": self.upper_pps, "trials": self.trials, "tester_limited": self.tester_limited,
+            "tester_limit_pps": self.tester_limit_pps, "resolution_pps": self.resolution_pps,
+            "found": self.found,
+        }
+
+
+def passes(counts: TrialCounts, acceptable_loss_ratio: float) -> bool:
+    """A valid trial passes when its loss is acceptable (zero loss by default)."""
+    if acceptable_loss_ratio == 0.0:
+        return counts.frames_lost == 0
+    return counts.loss_ratio <= acceptable_loss_ratio
+
+
+def measure_throughput(measurer: Measurer, frame: FrameSize, line_rate: LineRate,
+                       params: ThroughputParams = ThroughputParams()) -> ThroughputResult:
+    """Binary search in ``[min_rate, max_rate]`` (percent of line rate) to ``resolution_pct``.
+
+    A trial the tester could not send (``valid=False``) is not DUT loss: it lowers the search's
+    upper end (nothing at or above it can be tested) and marks the result ``tester_limited``.
+    """
+    line_fps = line_rate.fps(frame)
+    lo = params.min_rate_pct / 100 * line_fps
+    hi = params.max_rate_pct / 100 * line_fps
+    res = params.resolution_pct / 100 * line_fps
+    rate = params.initial_rate_pct / 100 * line_fps
+    best: float | None = None
+    upper: float | None = None
+    tester_limit: float | None = None
+    trials = 0
+    while True:
+        counts = measurer.measure(Load(rate, frame), params.duration_s)
+        trials += 1
+        if not counts.valid:
+            tester_limit = counts.offered_pps if tester_limit is None else min(tester_limit, counts.offered_pps)
+            hi = rate
+            upper = rate
+        elif passes(counts, params.acceptable_loss_ratio):
+            best = rate
+            lo = rate
+        else:
+            hi = rate
+            upper = rate
+        if hi - lo <= res * (1 + 1e-9) or (best is not None and best >= hi):
+            break
+        rate = (lo + hi) / 2
+        if rate <= 0:
+            break
+    return ThroughputResult(
+        frame=frame, line_rate=line_rate, rate_pps=best if best is not None else 0.0,
+        lower_pps=best if best is not None else 0.0, upper_pps=upper, trials=trials,
+        tester_limited=tester_limit is not None, tester_limit_pps=tester_limit, resolution_pps=res,
+        found=best is not None,
+    )
+
+
+# --------------------------------------------------------------------------------------------- #
+# Reading it back from results
+
+NONE = "No RFC 2544 throughput in this result."
+
+
+def entries(run: RunView) -> list[dict]:
+    """Per frame size: ``{frame_size, rate: Stat (fps), pct: Stat|None, l1_bps, l2_bps,
+    ceiling_pps, above_ceiling, tester_limited, repetitions, flags}``."""
+    out = []
+    for r in run.method_results(METHOD_NAME):
+        size = r.get("frame_size")
+        reps = objs(r, "repetitions")
+        rate = Stat.from_stats(obj(r, "stats").get("rate_pps")) or Stat.over(num(x, "rate_pps") for x in reps)
+        head = obj(r, "headline")
+        if rate is None and (hv := num(head, "fps")) is not None:
+            rate = Stat.of(hv)
+        if rate is None:
+            continue
+        lr = run.line_rate_pps(size)
+        pct = rate.scaled(100 / lr) if lr else None
+        if pct is None and (hp := num(head, "pct_line_rate")) is not None and rate.value > 0:
+            pct = rate.scaled(hp / rate.value)
+        flags = flag_codes(r)
+        out.append({
+            "frame_size": size, "rate": rate, "pct": pct,
+            "l1_bps": num(head, "l1_bps") or run.bps(size, rate.value, 1),
+            "l2_bps": num(head, "l2_bps") or run.bps(size, rate.value, 2),
+            "ceiling_pps": run.proven_ceiling_pps(size),
+            "above_ceiling": "above_selftest_ceiling" in flags,
+            "tester_limited": "tester_limited" in flags or any(x.get("tester_limited") for x in reps),
+            "repetitions": len(reps), "flags": objs(r, "flags"),
+        })
+    return out
+
+
+def table(run: RunView) -> Table:
+    t = Table(["frame size", "throughput (median, min–max)", "% line rate", "bit/s (L1)", "bit/s (L2)",
+               "line rate", "tester proven", "repetitions", "flags"])
+    for e in entries(run):
+        flags = ", ".join(sorted({str(f.get("code", "")) for f in e["flags"]} - {"nominal_line_rate", "short_trials"}))
+        t.add([fmt.size(e["frame_size"]), fmt.fps_stat(e["rate"]), fmt.pct(e["pct"].value if e["pct"] else None),
+               fmt.bps(e["l1_bps"]), fmt.bps(e["l2_bps"]), fmt.fps(run.line_rate_pps(e["frame_size"])),
+               fmt.fps(e["ceiling_pps"]), str(e["repetitions"] or fmt.DASH), flags or ""],
+              "flagged" if e["above_ceiling"] else "")
+    return t
+
+
+@plot("throughput")
+def throughput_plot(runs: Sequence[RunView]) -> Figure | None:
+    """RFC 2544 throughput against frame size: frames/s (with the line-rate curve and the tester's
+    proven ceiling) and % of line rate; error bars are min/max of repetitions."""
+    data = [(r, entries(r)) for r in runs]
+    if not any(d for _, d in data):
+        return None
+    pos, labels = size_positions(runs, [t["frame_size"] for _, d in data for t in d])
+    fig, axes = subplots(2, 1, h=5.4, sharex=True)
+    ax_fps, ax_pct = axes[0][0], axes[1][0]
+    all_vals: list[float] = []
+    # reference curves: line rate of each distinct speed, tester ceiling of the first run with one
+    seen_speeds: set[float] = set()
+    for r in runs:
+        if r.speed_bps and r.speed_bps not in seen_speeds:
+            seen_speeds.add(r.speed_bps)
+            pts = [(pos[lab], v) for lab in labels
+                   if lab.isdigit() and (v := r.line_rate_pps(size_from_label(lab))) is not None]
+            if pts:
+                lx, ly = zip(*pts)
+                ax_fps.plot(lx, ly, ls="--", color=REF_GREY, lw=1.2, label=f"line rate ({r.line_rate_label})")
+                all_vals += ly
+    for r in runs:
+        pts = [(pos[frame_size_label(c.get("frame_size"))], v) for c in r.selftest_ceilings()
+               if frame_size_label(c.get("frame_size")) in pos and frame_size_label(c.get("frame_size")).isdigit()
+               and (v := num(c, "proven_rate_pps")) is not None]
+        if pts:
+            cx, cy = zip(*sorted(pts))
+            suffix = f" — {r.name}" if len(runs) > 1 else ""
+            ax_fps.plot(cx, cy, ls=":", color="#555555", lw=1.2, marker="_",
+                        label=f"tester proven ceiling (self-test){suffix}")
+            all_vals += cy
+            break
+    flagged_label = True
+    for i, (r, d) in enumerate(data):
+        if not d:
+            continue
+        c = run_colour(i)
+        off = (i - (len(runs) - 1) / 2) * 0.08 if len(runs) > 1 else 0.0
+        xs = [pos[frame_size_label(t["frame_size"])] + off for t in d]
+        rates = [t["rate"] for t in d]
+        sizes_ = [t["frame_size"] for t in d]
+        errorbar_sizes(ax_fps, xs, sizes_, rates, color=c, marker="o", label=r.name)
+        all_vals += [s.value for s in rates]
+        pcts = [(x, t["frame_size"], t["pct"]) for x, t in zip(xs, d) if t["pct"] is not None]
+        if pcts:
+            px, psz, ps = zip(*pcts)
+            errorbar_sizes(ax_pct, px, psz, ps, color=c, marker="o", label=r.name)
+        bad = [(x, t) for x, t in zip(xs, d) if t["above_ceiling"]]
+        if bad:
+            ax_fps.scatter([x for x, _ in bad], [t["rate"].value for _, t in bad], s=140, facecolors="none",
+                           edgecolors="#C00000", linewidths=1.6, zorder=5,
+                           label="above tester ceiling (not a proven DUT result)" if flagged_label else None)
+            flagged_label = False
+    log_if_wide(ax_fps, all_vals, decades=0.9)
+    ax_fps.yaxis.set_major_formatter(fps_fmt())
+    if ax_fps.get_yscale() == "log":
+        ax_fps.yaxis.set_minor_formatter(ticker().NullFormatter())
+    ax_fps.set_ylabel("throughput (frames/s)")
+    ax_fps.set_title("Throughput (zero loss) vs frame size")
+    legend(ax_fps, loc="best")
+    ax_pct.axhline(100, color=REF_GREY, ls="--", lw=1.2, label="line rate")
+    ax_pct.set_ylim(0, max(105, ax_pct.get_ylim()[1]))
+    ax_pct.set_ylabel("throughput (% of line rate)")
+    ax_pct.yaxis.set_major_formatter(ticker().FuncFormatter(lambda v, _: f"{v:g} %"))
+    size_axis(ax_pct, labels)
+    if len(runs) > 1:
+        legend(ax_pct, loc="lower right")
+    return fig
+
+
+# --------------------------------------------------------------------------------------------- #
+# The method
+
+METHOD_NAME = "rfc2544_throughput"
+SECTION = Section("throughput", "Throughput vs frame size")
+
+
+class Throughput(Method):
+    name = METHOD_NAME
+    label = "RFC 2544 §26.1 throughput"
+    params_type = ThroughputParams
+    provides_throughput = True
+    primary = True
+    rfc_duration_s = 60.0
+    sections = (SECTION,)
+    plots = (throughput_plot,)
+    console_columns = ("fps (median)", "% line rate", "L1 bit/s", "L2 bit/s", "min–max fps")
+    shortcut = Shortcut("rfc2544", "throughput")
+    cli_fields = {"resolution_pct": "--resolution"}
+
+    def run(self, params: ThroughputParams, ctx: Context) -> ThroughputResult:
+        return measure_throughput(ctx.measurer, ctx.frame, ctx.line_rate, params)
+
+    def estimate_trials(self, params: ThroughputParams, frame: FrameSize, line_fps: float) -> int:
+        span = (params.max_rate_pct - params.min_rate_pct) / params.resolution_pct
+        return int(math.ceil(math.log2(max(2.0, span)))) + 1
+
+    def top_rate_pct(self, params: ThroughputParams) -> float:
+        return params.max_rate_pct
+
+    def default_throughput(self, ctx: Context) -> float | None:
+        return measure_throughput(ctx.measurer, ctx.frame, ctx.line_rate,
+                                  ThroughputParams(duration_s=ctx.trial_duration_s)).rate_pps
+
+    def verdict_values(self, result: dict) -> dict[str, float | None]:
+        head = result.get("headline")
+        return {"throughput_pct": head["pct_line_rate"]} if head else {}
+
+    def console_rows(self, result: dict, flags: str) -> list[list[str]]:
+        h = result.get("headline") or {}
+        mm = result.get("stats", {}).get("rate_pps", {})
+        return [[fmt.size(result["frame_size"]), format_pps(h.get("fps", 0)), f"{h.get('pct_line_rate', 0):.2f}",
+                 format_bps(h.get("l1_bps", 0)), format_bps(h.get("l2_bps", 0)),
+                 f"{format_pps(mm.get('min') or 0)}–{format_pps(mm.get('max') or 0)}", flags]]
+
+    def capacity(self, run: RunView) -> list[Capacity]:
+        return [Capacity(e["frame_size"], e["rate"], e["pct"], e["l1_bps"], e["l2_bps"]) for e in entries(run)]
+
+    def html(self, run: RunView) -> dict[str, str]:
+        return {"summary": "<h3>Throughput per frame size</h3>" + (table_html(table(run)) or empty(NONE)),
+                SECTION.id: figure(throughput_plot, [run]) or empty(NONE)}
+
+    def compare_html(self, runs: Sequence[RunView]) -> dict[str, str]:
+        return {SECTION.id: figure(throughput_plot, runs) or empty("No RFC 2544 throughput in these results.")}
+
+    def markdown(self, run: RunView) -> str:
+        return section_md("Throughput per frame size", table_md(table(run)), NONE)
+
+    def ratio_table(self, runs: Sequence[RunView]) -> tuple[str, Table] | None:
+        t = Table(ratio_header([r.name for r in runs]))
+        data = [by_size(entries(r)) for r in runs]
+        for lab in sizes_of(data):
+            b = data[0].get(lab)
+            bv = b["rate"].value if b else None
+            row = [fmt.size(size_of_label(lab)), fmt.fps(bv)]
+            for d in data[1:]:
+                e = d.get(lab)
+                v = e["rate"].value if e else None
+                row += [fmt.fps(v), fmt.ratio_pct(v, bv)]
+            t.add(row)
+        return ("RFC 2544 throughput", t) if t else None
+
+    def add_cli_options(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--resolution", type=float, default=0.1,
+                            help="throughput search resolution, %% of line rate [0.1]")
+
+    def cli_params(self, args: argparse.Namespace) -> dict:
+        return {"resolution_pct": args.resolution}
+
+
+METHOD = Throughput()

@@ -1,0 +1,370 @@
+"""Test configuration: a TOML / YAML / JSON file validated into frozen dataclasses.
+
+Every error names the field path and, for enumerations, the allowed values, e.g.
+``methods[1].rfc2544_throughput.resolution_pct: must be > 0 (got -1)``. Unknown keys are errors
+with a "did you mean" suggestion. Config is data: nothing in it is executed (the reset command is
+run without a shell, only by the ``rfc2544_reset`` method).
+
+Fields are parsed by their type and name: ``*_s`` fields take durations (``2s``, ``500ms``),
+``*_bps`` fields speeds (``10G``), ``sizes`` frame sizes. The methods and their parameter classes
+come from the method registry (``netrig.methods``); each method fills its own defaults from the
+rest of the config (e.g. ``duration_s`` = ``trial.duration_s``). See ``docs/methodology.md``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from netrig._native import IO_MODES
+from netrig.errors import ConfigError
+from netrig.measure import DutModel
+from netrig.methodology.method import Method
+from netrig.methods import REGISTRY
+from netrig.model import (
+    RFC2544_FRAME_SIZES,
+    FrameSize,
+    defaults,
+    parse_duration,
+    parse_frame_sizes,
+    parse_speed,
+)
+
+
+@dataclass(frozen=True)
+class TestbedConfig:
+    """``name``: a test bed from ``netrig.testbed`` (e.g. ``router``, ``policer``) or ``simulated``."""
+
+    __test__ = False
+    name: str = "router"
+    options: dict = field(default_factory=dict)
+    simulator: DutModel | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ConfigError("name", f"must be a test bed name (got {self.name!r})")
+        if self.name == "simulated" and self.simulator is None:
+            object.__setattr__(self, "simulator", DutModel())
+
+
+@dataclass(frozen=True)
+class PortsConfig:
+    tx: str = "tx"
+    rx: str = "rx"
+    io: str = "auto"  # one of the engine's IO_MODES
+    family: Literal[4, 6] = 4
+    queues: int = 1
+    flows: int = 1
+    busy_poll_us: int = 0  # af_xdp: SO_BUSY_POLL microseconds (0 = off)
+
+    def __post_init__(self) -> None:
+        if self.io not in IO_MODES:
+            raise ConfigError("io", f"must be one of {', '.join(IO_MODES)} (got {self.io!r})")
+        for name in ("queues", "flows"):
+            if getattr(self, name) < 1:
+                raise ConfigError(name, f"must be >= 1 (got {getattr(self, name)})")
+        if not 0 <= self.busy_poll_us <= 1_000_000:
+            raise ConfigError("busy_poll_us", f"must be 0..1000000 microseconds (got {self.busy_poll_us})")
+        if self.busy_poll_us and self.io not in ("auto", "af_xdp"):
+            raise ConfigError("busy_poll_us", f"busy polling is an af_xdp option (io is {self.io!r})")
+
+
+@dataclass(frozen=True)
+class LineRateConfig:
+    """``speed_bps`` overrides the interface speed; ``nominal_bps`` is used when the interface has none."""
+
+    speed_bps: float | None = None
+    nominal_bps: float = defaults.NOMINAL_LINE_RATE_BPS
+
+    def __post_init__(self) -> None:
+        if self.speed_bps is not None and not self.speed_bps > 0:
+            raise ConfigError("speed_bps", f"must be > 0 (got {self.speed_bps})")
+        if not self.nominal_bps > 0:
+            raise ConfigError("nominal_bps", f"must be > 0 (got {self.nominal_bps})")
+
+
+@dataclass(frozen=True)
+class FramesConfig:
+    sizes: tuple[FrameSize, ...] = tuple(FrameSize(size=s) for s in RFC2544_FRAME_SIZES)
+
+
+@dataclass(frozen=True)
+class TrialConfig:
+    __test__ = False
+    duration_s: float = defaults.TRIAL_DURATION_S
+    drain_s: float = defaults.DRAIN_S
+    warmup_s: float = 0.0
+    learning_frames: bool = True
+    tx_tolerance_pct: float = defaults.TX_TOLERANCE_PCT  # achieved tx rate more than this below intended -> invalid
+    monitor: bool = False
+    # A trial that lost frames while the tester's pacing stalled longer than this is repeated (the
+    # catch-up burst after the stall, not the DUT, may have caused the loss), up to stall_retries times.
+    stall_threshold_ms: float = 5.0
+    stall_retries: int = 2
+
+    def __post_init__(self) -> None:
+        if not self.duration_s > 0:
+            raise ConfigError("duration_s", f"must be > 0 (got {self.duration_s})")
+        for name in ("drain_s", "warmup_s"):
+            if getattr(self, name) < 0:
+                raise ConfigError(name, f"must be >= 0 (got {getattr(self, name)})")
+        if not 0 <= self.tx_tolerance_pct < 100:
+            raise ConfigError("tx_tolerance_pct", f"must be 0..100 (got {self.tx_tolerance_pct})")
+        if not self.stall_threshold_ms > 0:
+            raise ConfigError("stall_threshold_ms", f"must be > 0 (got {self.stall_threshold_ms})")
+        if isinstance(self.stall_retries, bool) or not isinstance(self.stall_retries, int) \
+                or not 0 <= self.stall_retries <= 10:
+            raise ConfigError("stall_retries", f"must be an integer 0..10 (got {self.stall_retries!r})")
+
+
+@dataclass(frozen=True)
+class SelftestConfig:
+    enabled: bool = True
+    factor: float = defaults.SELFTEST_FACTOR
+    duration_s: float | None = None  # default: trial.duration_s
+    testbed: str = "loopback"
+    resolution_pct: float = 1.0
+    rates_pps: tuple[float, ...] = ()  # explicit rates to prove (netrig selftest --rate)
+
+    def __post_init__(self) -> None:
+        if not 1.0 <= self.factor <= 10:
+            raise ConfigError("factor", f"must be between 1 and 10 (got {self.factor})")
+        if self.duration_s is not None and not self.duration_s > 0:
+            raise ConfigError("duration_s", f"must be > 0 (got {self.duration_s})")
+        if not 0 < self.resolution_pct <= 50:
+            raise ConfigError("resolution_pct", f"must be in (0, 50] (got {self.resolution_pct})")
+        for i, r in enumerate(self.rates_pps):
+            if not r > 0:
+                raise ConfigError(f"rates_pps[{i}]", f"must be > 0 (got {r})")
+
+
+@dataclass(frozen=True)
+class ThresholdsConfig:
+    """Pass/fail checks (all off by default)."""
+
+    min_throughput_pct: float | None = None  # of line rate, for throughput / MLRsearch headline
+    max_latency_ns: float | None = None  # worst case (p99.9) latency
+    max_loss_ratio: float | None = None  # iperf
+
+
+@dataclass(frozen=True)
+class OutputConfig:
+    dir: str = "netrig-results"
+
+
+@dataclass(frozen=True)
+class MethodConfig:
+    """One entry of ``methods``: a registered method's name and its validated parameters."""
+
+    name: str
+    params: Any
+
+    @property
+    def method(self) -> Method:
+        return REGISTRY.get(self.name)
+
+    @property
+    def label(self) -> str:
+        return self.method.label
+
+    @property
+    def repetitions(self) -> int | None:
+        return getattr(self.params, "repetitions", None)
+
+
+@dataclass(frozen=True)
+class TestConfig:
+    __test__ = False
+    testbed: TestbedConfig = TestbedConfig()
+    ports: PortsConfig = PortsConfig()
+    line_rate: LineRateConfig = LineRateConfig()
+    frames: FramesConfig = FramesConfig()
+    trial: TrialConfig = TrialConfig()
+    selftest: SelftestConfig = SelftestConfig()
+    repetitions: int = 1
+    methods: tuple[MethodConfig, ...] = ()
+    thresholds: ThresholdsConfig = ThresholdsConfig()
+    output: OutputConfig = OutputConfig()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.repetitions, bool) or not isinstance(self.repetitions, int) or self.repetitions < 1:
+            raise ConfigError("repetitions", f"must be an integer >= 1 (got {self.repetitions!r})")
+
+    def to_dict(self) -> dict:
+        return _plain(self)
+
+    def repetitions_for(self, m: MethodConfig) -> int:
+        return m.repetitions or self.repetitions
+
+
+# --------------------------------------------------------------------------------------------- #
+# Parsing
+
+def _suggest(key: str, allowed) -> str:
+    close = difflib.get_close_matches(key, list(allowed), n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return f"unknown key; {hint}allowed: {', '.join(allowed)}"
+
+
+def _convert(tp, value, path: str, name: str):
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return _convert(inner[0], value, path, name)
+    if origin is Literal:
+        if value in args and type(value) is type(args[args.index(value)]):
+            return value
+        if isinstance(value, str) and value.isdigit() and int(value) in args:
+            return int(value)
+        raise ConfigError(path, f"must be one of {', '.join(str(a) for a in args)} (got {value!r})")
+    if name == "sizes":
+        return parse_frame_sizes(value, path)
+    if origin is tuple:
+        item = args[0]
+        if not isinstance(value, (list, tuple)):
+            value = [value]
+        return tuple(_convert(item, v, f"{path}[{i}]", name) for i, v in enumerate(value))
+    if dataclasses.is_dataclass(tp):
+        return build(tp, value, path)
+    if tp is float:
+        if name.endswith("_s"):
+            return parse_duration(value, path, allow_zero=True)
+        if name.endswith("_bps"):
+            return parse_speed(value, path)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(path, f"must be a number (got {value!r})")
+        return float(value)
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(path, f"must be an integer (got {value!r})")
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(path, f"must be true or false (got {value!r})")
+        return value
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(path, f"must be a string (got {value!r})")
+        return value
+    if tp is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(path, f"must be a table/mapping (got {value!r})")
+        return dict(value)
+    return value
+
+
+def build(cls, data, path: str = ""):
+    """Build dataclass ``cls`` from a mapping; errors name ``path.field``."""
+    if isinstance(data, cls):
+        return data
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(path or "config", f"must be a table/mapping (got {data!r})")
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls) if f.init]
+    kwargs = {}
+    for key, value in data.items():
+        fpath = f"{path}.{key}" if path else str(key)
+        if key not in names:
+            raise ConfigError(fpath, _suggest(str(key), names))
+        kwargs[key] = _convert(hints[key], value, fpath, key)
+    try:
+        return cls(**kwargs)
+    except ConfigError as e:
+        full = f"{path}.{e.field}" if path and not e.field.startswith(path) else e.field
+        raise ConfigError(full, e.message) from None
+
+
+def _build_method(item: Any, i: int, trial: TrialConfig) -> MethodConfig:
+    path = f"methods[{i}]"
+    if isinstance(item, str):
+        item = {item: {}}
+    if not isinstance(item, dict) or len(item) != 1:
+        raise ConfigError(path, "must be a table with exactly one method name as key; "
+                                f"allowed: {', '.join(REGISTRY.names)}")
+    (name, params), = item.items()
+    method = REGISTRY.get(str(name), f"{path}.{name}")
+    if params is not None and not isinstance(params, dict):
+        raise ConfigError(f"{path}.{name}", f"must be a table of the method's parameters (got {params!r})")
+    params = method.config_defaults(dict(params or {}), trial.duration_s)
+    return MethodConfig(method.name, build(method.params_type, params, f"{path}.{name}"))
+
+
+def config_from_dict(data: dict) -> TestConfig:
+    """Validate a plain mapping (a parsed file) into a :class:`TestConfig`."""
+    if not isinstance(data, dict):
+        raise ConfigError("config", "must be a table/mapping at the top level")
+    data = dict(data)
+    names = [f.name for f in dataclasses.fields(TestConfig)]
+    for key in data:
+        if key not in names:
+            raise ConfigError(str(key), _suggest(str(key), names))
+    trial = build(TrialConfig, data.get("trial"), "trial")
+    methods_raw = data.pop("methods", None)
+    if methods_raw is None:
+        raise ConfigError("methods", f"is required: a list of methods; allowed: {', '.join(REGISTRY.names)}")
+    if not isinstance(methods_raw, list):
+        raise ConfigError("methods", "must be a list ([[methods]] tables in TOML)")
+    sel = data.get("selftest") or {}
+    if not methods_raw and not (isinstance(sel, dict) and sel.get("enabled", True)):
+        raise ConfigError("methods", f"needs at least one method; allowed: {', '.join(REGISTRY.names)}")
+    methods = tuple(_build_method(m, i, trial) for i, m in enumerate(methods_raw))
+    providers = " or ".join(m.name for m in REGISTRY if m.provides_throughput)
+    for i, m in enumerate(methods):
+        src = getattr(m.params, "throughput_from", None)
+        if src is not None and (src >= i or not methods[src].method.provides_throughput):
+            raise ConfigError(f"methods[{i}].{m.name}.throughput_from",
+                              f"must be the index of an earlier {providers} method (got {src})")
+    data["methods"] = methods
+    return build(TestConfig, data)
+
+
+def load_config(path: str | Path) -> TestConfig:
+    """Read and validate a TOML (.toml), YAML (.yaml/.yml) or JSON (.json) file."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise ConfigError(str(p), f"cannot read the config file: {e.strerror}") from None
+    suffix = p.suffix.lower()
+    try:
+        if suffix == ".toml":
+            data = tomllib.loads(text)
+        elif suffix in (".yaml", ".yml"):
+            data = yaml.safe_load(text)
+        elif suffix == ".json":
+            data = json.loads(text)
+        else:
+            raise ConfigError(str(p), "unknown file type; use .toml, .yaml, .yml or .json")
+    except ConfigError:
+        raise
+    except Exception as e:  # parser errors carry line numbers
+        raise ConfigError(str(p), f"cannot parse: {e}") from None
+    return config_from_dict(data or {})
+
+
+def _plain(obj):
+    if isinstance(obj, FrameSize):
+        return obj.label
+    if isinstance(obj, MethodConfig):
+        return {obj.name: _plain(obj.params)}
+    if dataclasses.is_dataclass(obj):
+        return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)
+                if not f.name.startswith("_")}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(x) for x in obj]
+    if isinstance(obj, dict):
+        return {k: _plain(v) for k, v in obj.items()}
+    return obj

@@ -1,0 +1,132 @@
+"""Recording and replaying trials: the measurer the run loop hands to methods.
+
+:class:`RecordingMeasurer` wraps the session's measurer. Every trial request gets a replay key
+(``method_index/frame_size/repetition/trial_index``); a request whose key and load match a trial
+recorded by an interrupted run is answered from the record (methods are deterministic given their
+trials' results, so a resumed run asks for the same trials in the same order); every other one is
+measured, and its record appended to ``trials.ndjson`` and fsync'd before the method sees it.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from netrig.errors import ResultError
+from netrig.measure import Load, Measurer, Phase, TrialCounts
+from netrig.model import FrameSize, LineRate
+from netrig.results import TrialLog, utc_now
+
+#: ``progress(event, info)``; events: run_start, trial_start, trial_end, method_start.
+ProgressFn = Callable[[str, dict], None]
+
+
+class RecordingMeasurer:
+    """Wraps a measurer: assigns replay keys, replays recorded trials, records new ones."""
+
+    def __init__(self, log: TrialLog, replay: dict[str, dict], line_rate: LineRate,
+                 progress: ProgressFn | None = None):
+        self.inner: Measurer | None = None
+        self.log, self.replay, self.line_rate = log, replay, line_rate
+        self.progress = progress or (lambda e, i: None)
+        self.records: list[dict] = []
+        self.ctx: dict = {}
+        self.trial_index = 0
+        self.measured = 0
+        self.trial_wall_s: list[float] = []
+
+    def _target(self) -> Measurer:
+        if self.inner is None:
+            raise RuntimeError("RecordingMeasurer.inner is not set: the run loop sets it to the session's measurer")
+        return self.inner
+
+    def begin(self, method: str, method_index: int, frame: FrameSize, repetition: int, label: str) -> None:
+        self.ctx = {"method": method, "method_index": method_index, "frame": frame, "repetition": repetition,
+                    "label": label}
+        self.trial_index = 0
+
+    def _key(self) -> str:
+        c = self.ctx
+        return f"{c['method_index']}/{c['frame'].label}/{c['repetition']}/{self.trial_index}"
+
+    def _do(self, kind: str, frame: FrameSize, load_d: dict, phases: list | None,
+            fn: Callable[[str], TrialCounts]) -> TrialCounts:
+        key = self._key()
+        self.trial_index += 1
+        info = {"key": key, "kind": kind, "method": self.ctx["method"], "label": self.ctx["label"],
+                "frame_size": frame.label, "repetition": self.ctx["repetition"], "trial_index": self.trial_index - 1,
+                "load": load_d}
+        rec = self.replay.get(key)
+        if rec is not None:
+            if not _same_load(rec, kind, load_d, phases):
+                raise ResultError(
+                    f"resume: trial {key} asks for {load_d} but the recorded one was {rec.get('load')}; "
+                    "the configuration or netrig version changed. Start a new run (--out) instead."
+                )
+            counts = TrialCounts.from_dict(rec["counts"])
+            self.records.append({**rec, "seq": len(self.records), "replayed": True})
+            self.progress("trial_end", {**info, "replayed": True, "counts": counts})
+            return counts
+        self.progress("trial_start", {**info, "replayed": False})
+        started = utc_now()
+        t0 = time.monotonic()
+        counts = fn(key)
+        self.trial_wall_s.append(time.monotonic() - t0)
+        rec = {"seq": len(self.records), "key": key, "method": self.ctx["method"],
+               "method_index": self.ctx["method_index"], "frame_size": frame.label,
+               "repetition": self.ctx["repetition"], "trial_index": self.trial_index - 1, "kind": kind,
+               "load": load_d, "phases": phases, "started_at": started, "finished_at": utc_now(),
+               "counts": counts.to_dict()}
+        self.log.append(rec)
+        self.records.append({**rec, "replayed": False})
+        self.measured += 1
+        self.progress("trial_end", {**info, "replayed": False, "counts": counts})
+        return counts
+
+    def _load_d(self, load: Load, duration_s: float) -> dict:
+        return {"rate_pps": load.rate_pps, "frame_size": load.frame_size.label, "burst_frames": load.burst_frames,
+                "duration_s": duration_s, "pct_line_rate": 100 * load.rate_pps / self.line_rate.fps(load.frame_size)}
+
+    def measure(self, load: Load, duration_s: float) -> TrialCounts:
+        kind = "burst" if load.burst_frames is not None else "rate"
+        return self._do(kind, load.frame_size, self._load_d(load, duration_s), None,
+                        lambda key: self._target().measure(replace(load, tag=key), duration_s))
+
+    def measure_phases(self, frame_size: FrameSize, phases: Sequence[Phase], interval_s: float,
+                       tag: str = "") -> TrialCounts:
+        first = phases[0]
+        load_d = self._load_d(Load(first.rate_pps, frame_size), sum(p.duration_s for p in phases))
+        load_d["interval_s"] = interval_s
+        ph = [{"rate_pps": p.rate_pps, "duration_s": p.duration_s} for p in phases]
+        return self._do("phases", frame_size, load_d, ph,
+                        lambda key: self._target().measure_phases(frame_size, phases, interval_s, tag=key))
+
+    def measure_reset(self, load: Load, duration_s: float, reset: Callable[[], None],
+                      reset_after_s: float) -> TrialCounts:
+        load_d = self._load_d(load, duration_s)
+        load_d["reset_after_s"] = reset_after_s
+        return self._do("reset", load.frame_size, load_d, None,
+                        lambda key: self._target().measure_reset(replace(load, tag=key), duration_s, reset,
+                                                                 reset_after_s))
+
+
+def _close(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return abs(float(a) - float(b)) <= 1e-9 * max(abs(float(a)), abs(float(b)), 1e-12)
+
+
+def _same_load(rec: dict, kind: str, load_d: dict, phases: list | None) -> bool:
+    ld = rec.get("load") or {}
+    if rec.get("kind") != kind or str(ld.get("frame_size")) != str(load_d["frame_size"]):
+        return False
+    if ld.get("burst_frames") != load_d["burst_frames"]:
+        return False
+    if not (_close(ld.get("rate_pps"), load_d["rate_pps"]) and _close(ld.get("duration_s"), load_d["duration_s"])):
+        return False
+    if phases is not None:
+        rp = rec.get("phases") or []
+        return len(rp) == len(phases) and all(
+            _close(a["rate_pps"], b["rate_pps"]) and _close(a["duration_s"], b["duration_s"])
+            for a, b in zip(rp, phases))
+    return True

@@ -1,0 +1,111 @@
+"""The composition root: the one place that turns a configuration into what a run measures with.
+
+``open_session(config, role)`` is a context manager yielding a :class:`Session` for the DUT
+(``role="dut"``) or for the tester's self-test on its loopback test bed (``role="selftest"``):
+
+* a **simulated** test bed (``testbed.name = "simulated"``): a :class:`SimulatedMeasurer` on the
+  configured DUT model (for the self-test, the same model without a DUT: only the tester ceiling);
+* a **real** one: the test bed is built (``netrig.testbed``; torn down when the block exits, also
+  on errors and Ctrl-C), its tester ports opened as engine ports, an :class:`EngineMeasurer` made
+  with the addressing that crosses the DUT, DUT monitoring around every trial when
+  ``trial.monitor`` is on, the environment captured, and the line rate decided.
+
+Nothing else wires these together: methods see only the measurer and the line rate; the run loop
+(``netrig.run.runner``) only sessions and the result store.
+"""
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+
+from netrig.environment import capture
+from netrig.errors import NetrigError
+from netrig.measure import DutModel, Measurer, SimulatedMeasurer
+from netrig.measure.engine import EngineMeasurer
+from netrig.model import LineRate
+from netrig.monitor import Monitor
+from netrig.run.config import TestConfig
+from netrig.testbed import Testbed
+from netrig.trial import Port
+
+#: Monitoring samples per trial: about five, between every 0.1 s and every 1 s.
+MONITOR_SAMPLES_PER_TRIAL = 5
+
+
+@dataclass
+class Session:
+    """What a run measures with: the measurer, the line rate, and what to record about them."""
+
+    measurer: Measurer
+    line_rate: LineRate
+    testbed: dict = field(default_factory=dict)
+    environment: dict = field(default_factory=dict)
+    #: The DUT is a model (resets itself; no command needed).
+    simulated: bool = False
+
+
+#: ``provider(config, role)`` -> context manager of a Session (tests pass their own).
+Provider = Callable[[TestConfig, str], AbstractContextManager[Session]]
+
+
+def line_rate(config: TestConfig, interface: str | None, speed_bps: float | None) -> LineRate:
+    """The configured speed, else the interface's, else the nominal speed (said so in reports)."""
+    if config.line_rate.speed_bps is not None:
+        return LineRate(config.line_rate.speed_bps, "config", interface)
+    if speed_bps:
+        return LineRate(speed_bps, "interface", interface)
+    return LineRate(config.line_rate.nominal_bps, "nominal", interface)
+
+
+@contextlib.contextmanager
+def simulated_session(config: TestConfig, role: str) -> Iterator[Session]:
+    model = config.testbed.simulator or DutModel()
+    if role == "selftest":  # a looped-back tester: no DUT, only the tester's own ceiling
+        model = DutModel(capacity_pps=1e15, tester_ceiling_pps=model.tester_ceiling_pps,
+                         trial_delay_s=model.trial_delay_s, seed=model.seed + 1)
+    yield Session(SimulatedMeasurer(model), line_rate(config, "simulated", None),
+                  {"name": "simulated", "role": role, "model": model.to_dict()}, {}, simulated=True)
+
+
+@contextlib.contextmanager
+def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
+    """Build the test bed (the DUT's, or ``selftest.testbed`` for the self-test) and yield a Session."""
+    name = config.selftest.testbed if role == "selftest" else config.testbed.name
+    opts = dict(config.testbed.options) if role == "dut" else {}
+    with Testbed.create(name, **opts) as tb:
+        p, t = config.ports, config.trial
+        tp, rp = tb.port(p.tx), tb.port(p.rx)
+        tx = Port(tp.ifname, netns=tp.netns, io=p.io, queues=p.queues, busy_poll_us=p.busy_poll_us)
+        rx = Port(rp.ifname, netns=rp.netns, io=p.io, queues=p.queues, busy_poll_us=p.busy_poll_us)
+        monitor_factory = None
+        if t.monitor and role == "dut":
+            interval = min(1.0, max(0.1, t.duration_s / MONITOR_SAMPLES_PER_TRIAL))
+
+            def monitor_factory() -> Monitor:
+                return Monitor(testbed=tb, interval_s=interval)
+
+        measurer = EngineMeasurer(tx, rx, tb.stream_defaults(tx=p.tx, rx=p.rx, family=p.family), drain_s=t.drain_s,
+                                  warmup_s=t.warmup_s, learning_frames=t.learning_frames,
+                                  tx_tolerance_pct=t.tx_tolerance_pct, flows=p.flows, monitor_factory=monitor_factory,
+                                  stall_threshold_ms=t.stall_threshold_ms, stall_retries=t.stall_retries)
+        env: dict = {}
+        if role == "dut":
+            try:
+                env = capture(testbed=tb)
+            except (NetrigError, OSError) as e:  # the environment is recorded, never required
+                env = {"error": str(e)}
+        try:
+            desc = tb.describe()
+        except (NetrigError, OSError) as e:
+            desc = {"name": name, "error": str(e)}
+        desc.setdefault("name", name)
+        yield Session(measurer, line_rate(config, tp.ifname, tx.info().speed_bps), desc, env)
+
+
+def open_session(config: TestConfig, role: str) -> AbstractContextManager[Session]:
+    """The session for ``role`` (``"dut"`` or ``"selftest"``) of ``config``."""
+    if config.testbed.name == "simulated":
+        return simulated_session(config, role)
+    return engine_session(config, role)

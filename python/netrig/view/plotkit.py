@@ -1,0 +1,261 @@
+"""The plot kit: what every plot of a netrig result shares (style, palette, axes helpers, SVG).
+
+A plot type is a :class:`Plot`: a name and a function that takes a list of runs (one for a
+report, several overlaid for a comparison) and returns a matplotlib ``Figure``, or ``None`` when
+the runs hold no data for it. Methods declare their plot types in their own modules
+(``netrig.methods``); the report's own (self-test, monitoring timelines) are in
+``netrig.report.plots``. ``render_svg(plot, runs)`` draws one as inline SVG text.
+
+Style rules: units on every axis; log scale where the range spans decades (latency, frames/s
+across sizes); error bars are the min / max of repetitions around the median; legends name the
+configuration. Output is reproducible: fixed ``svg.hashsalt``, no dates in the SVG, text kept as
+text (``svg.fonttype: none``).
+"""
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from netrig.view.run_view import RunView, frame_size_label, frame_size_sort_key
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+def _matplotlib() -> ModuleType:
+    """matplotlib, imported on the first plot drawn: it takes ~0.4 s, which every command would
+    otherwise pay at start-up (the CLI builds its parser from the method registry)."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.figure
+    import matplotlib.ticker
+
+    return matplotlib
+
+
+def ticker() -> ModuleType:
+    """``matplotlib.ticker`` (formatters and locators for axes)."""
+    return _matplotlib().ticker
+
+
+def new_figure(w: float, h: float) -> Figure:
+    """An empty figure ``w`` × ``h`` inches with constrained layout."""
+    return _matplotlib().figure.Figure(figsize=(w, h), layout="constrained")
+
+#: Okabe–Ito colour-blind-safe palette: one colour per configuration.
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
+#: Colours of latency statistics in single-run plots.
+PCT_COLOURS = {"min": "#56B4E9", "p50": "#0072B2", "p90": "#009E73", "p99": "#E69F00", "p99.9": "#D55E00",
+               "max": "#CC79A7"}
+#: CPU time categories (stacked in this order) and their colours.
+CPU_PARTS = (("softirq", "#D55E00"), ("irq", "#E69F00"), ("system", "#0072B2"), ("user", "#009E73"))
+REF_GREY = "#7f7f7f"
+
+STYLE: dict[Any, Any] = {
+    "svg.fonttype": "none",
+    "svg.hashsalt": "netrig-report",
+    "svg.image_inline": True,
+    "font.family": "sans-serif",
+    "font.sans-serif": ["DejaVu Sans", "Helvetica", "Arial"],
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.titleweight": "bold",
+    "axes.labelsize": 9,
+    "axes.grid": True,
+    "axes.grid.which": "major",
+    "grid.color": "#d0d0d0",
+    "grid.linewidth": 0.6,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.edgecolor": "#444444",
+    "legend.frameon": False,
+    "legend.fontsize": 8,
+    "lines.linewidth": 1.6,
+    "lines.markersize": 5,
+    "errorbar.capsize": 3,
+    "figure.dpi": 100,
+    "figure.facecolor": "white",
+    "axes.facecolor": "white",
+    "path.simplify": True,
+}
+
+PlotFn = Callable[..., "Figure | None"]
+
+
+@dataclass(frozen=True)
+class Plot:
+    """A plot type: ``name`` (stable: reports mark figures with it), the drawing function, and
+    whether it makes sense overlaid for several runs (``netrig compare``). The function's first
+    docstring paragraph is the figure's caption."""
+
+    name: str
+    fn: PlotFn
+    overlay: bool = True
+
+    @property
+    def caption(self) -> str:
+        doc = (self.fn.__doc__ or "").strip().split("\n\n")[0]
+        return " ".join(doc.split())
+
+    def __call__(self, runs: Sequence[RunView], **opts: Any) -> Figure | None:
+        return self.fn(runs, **opts)
+
+
+def plot(name: str, overlay: bool = True) -> Callable[[PlotFn], Plot]:
+    """Declare a plot type: ``@plot("throughput")`` over its drawing function."""
+
+    def deco(fn: PlotFn) -> Plot:
+        return Plot(name, fn, overlay)
+
+    return deco
+
+
+# -- helpers --------------------------------------------------------------------------------------
+ns_to_us = 1e-3
+
+
+def fps_fmt() -> Any:
+    """Axis formatter for frame rates: ``1.5M``, ``300k``."""
+    return ticker().EngFormatter(unit="", places=None, sep="")
+
+
+def subplots(rows: int = 1, cols: int = 1, w: float = 7.6, h: float = 3.6, **kw: Any) -> tuple[Figure, Any]:
+    fig = new_figure(w, h)
+    axes = fig.subplots(rows, cols, squeeze=False, **kw)
+    return fig, axes
+
+
+def run_colour(i: int) -> str:
+    return PALETTE[i % len(PALETTE)]
+
+
+def yerr(stats: Sequence[Any], k: float = 1.0) -> list[list[float]]:
+    return [[max(0.0, s.value - s.lo) * k for s in stats], [max(0.0, s.hi - s.value) * k for s in stats]]
+
+
+def errorbar_sizes(ax: Any, xs: Sequence[float], sizes: Sequence[Any], stats: Sequence[Any], k: float = 1.0,
+                    **kw: Any) -> None:
+    """Error-bar line over numeric frame sizes; named mixes (IMIX) as unconnected points."""
+    num_i = [j for j, sz in enumerate(sizes) if frame_size_sort_key(sz)[0] == 0]
+    mix_i = [j for j in range(len(sizes)) if j not in num_i]
+    label = kw.pop("label", None)
+    for idx, lab in ((num_i, label), (mix_i, None if num_i else label)):
+        if not idx:
+            continue
+        ss = [stats[j] for j in idx]
+        extra = {"ls": "none"} if idx is mix_i else {}
+        ax.errorbar([xs[j] for j in idx], [st.value * k for st in ss], yerr=yerr(ss, k), label=lab, **{**kw, **extra})
+
+
+def size_positions(runs: Sequence[RunView], sizes: list[Any]) -> tuple[dict[str, int], list[str]]:
+    """Categorical x positions for frame sizes (numeric sizes ascending, then mixes)."""
+    uniq: dict[str, Any] = {}
+    for s in sizes:
+        uniq.setdefault(frame_size_label(s), s)
+    ordered = sorted(uniq.values(), key=frame_size_sort_key)
+    labels = [frame_size_label(s) for s in ordered]
+    return {lab: i for i, lab in enumerate(labels)}, labels
+
+
+def size_axis(ax: Any, labels: list[str]) -> None:
+    ax.set_xticks(range(len(labels)), labels)
+    ax.set_xlim(-0.5, len(labels) - 0.5)
+    ax.set_xlabel("frame size (bytes, incl. FCS)")
+    ax.grid(axis="x", visible=False)
+
+
+def log_if_wide(ax: Any, values: list[float], axis: str = "y", decades: float = 1.3) -> None:
+    vals = [v for v in values if v and v > 0]
+    if vals and max(vals) / min(vals) > 10**decades:
+        (ax.set_yscale if axis == "y" else ax.set_xscale)("log")
+
+
+def legend(ax: Any, **kw: Any) -> None:
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        ax.legend(**kw)
+
+
+def fig_legend(fig: Figure, axes: Sequence[Any]) -> None:
+    """One legend for all panels, below them (labels deduplicated)."""
+    seen: dict[str, Any] = {}
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(lab, h)
+    if seen:
+        fig.legend(list(seen.values()), list(seen.keys()), loc="outside lower center",
+                   ncols=2 if len(seen) > 3 else len(seen),
+                   fontsize=7.5)
+
+
+def facets(n: int, w: float = 7.6, h_row: float = 2.8, max_cols: int = 2) -> tuple[Figure, list[Any]]:
+    cols = 1 if n == 1 else max_cols
+    rows = (n + cols - 1) // cols
+    fig, axes = subplots(rows, cols, w=w, h=max(3.2, h_row * rows))
+    flat = list(axes.flat)
+    for ax in flat[n:]:
+        ax.set_visible(False)
+    return fig, flat[:n]
+
+
+def size_title(size: Any) -> str:
+    lab = frame_size_label(size)
+    return f"{lab} B frames" if lab.isdigit() else f"{lab} frames"
+
+
+# -- rendering ------------------------------------------------------------------------------------
+_ID_RE = re.compile(r'\bid="([^"]+)"')
+
+
+def figure_svg(fig: Figure, prefix: str = "") -> str:
+    """``fig`` as inline SVG text: no XML prolog, no metadata, no namespace URLs, ids prefixed with
+    ``prefix`` so several plots can share one HTML page, sized to scale with the page."""
+    buf = io.StringIO()
+    with _matplotlib().rc_context(STYLE):
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None},
+                    )
+    svg = buf.getvalue()
+    svg = svg[svg.index("<svg"):]
+    svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, flags=re.S)
+    svg = re.sub(r'\s+xmlns(:\w+)?="[^"]*"', "", svg)
+    svg = re.sub(r'(<svg[^>]*?)\s+version="1\.1"', r"\1", svg, count=1)
+    svg = re.sub(r'(<svg[^>]*?)\s+width="([\d.]+)pt"\s+height="([\d.]+)pt"',
+                 lambda m: (f'{m.group(1)} width="{float(m.group(2)) * 4 / 3:.0f}" '
+                            f'height="{float(m.group(3)) * 4 / 3:.0f}"'),
+                 svg, count=1)
+    if prefix:
+        svg = _ID_RE.sub(lambda m: f'id="{prefix}{m.group(1)}"', svg)
+        svg = re.sub(r'href="#([^"]+)"', lambda m: f'href="#{prefix}{m.group(1)}"', svg)
+        svg = re.sub(r"url\(#([^)]+)\)", lambda m: f"url(#{prefix}{m.group(1)})", svg)
+    return svg.strip()
+
+
+def draw(p: Plot, runs: Sequence[RunView], **opts: Any) -> Figure | None:
+    """Draw plot type ``p`` for ``runs`` (in the report style)."""
+    with _matplotlib().rc_context(STYLE):
+        return p.fn(list(runs), **opts)
+
+
+def render_svg(p: Plot, runs: Sequence[RunView], prefix: str | None = None, **opts: Any) -> str | None:
+    """Plot type ``p`` as inline SVG text, or ``None`` when the runs have no data for it."""
+    fig = draw(p, runs, **opts)
+    if fig is None:
+        return None
+    return figure_svg(fig, prefix if prefix is not None else f"{p.name}-")
+
+
+def size_from_label(lab: str) -> Any:
+    return int(lab) if lab.isdigit() else lab
+
+
+def si(v: float) -> str:
+    """``446428.6`` → ``"446 k"`` (three significant digits, SI prefix, trailing space)."""
+    for f, p in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= f:
+            return f"{v / f:.3g} {p}"
+    return f"{v:.3g} "

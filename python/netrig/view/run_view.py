@@ -1,0 +1,425 @@
+"""A read-only view of one result document (``docs/result-format.md``), shaped for plots and tables.
+
+``RunView.load(path)`` reads a result file through ``netrig.results`` (``result.json``, its
+directory, or an unfinished run's ``trials.ndjson``; one-line ``ResultError`` naming the file for
+every problem, newer schema versions refused, older ones migrated), and then offers what every
+report needs whatever the methods: identity, line rate, self-test, flags, trials, monitoring.
+What a method measured is read by that method's own module (``netrig.methods``), from
+:meth:`RunView.method_results`. Every optional section may be missing: accessors return empty
+lists or ``None`` instead of raising.
+"""
+from __future__ import annotations
+
+import math
+import os
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from netrig.model import MIXES, WIRE_OVERHEAD_BYTES, size_label, size_sort_key
+from netrig.results import load_document, migrate
+
+
+def num(d: Any, *keys: str) -> float | None:
+    """The first of ``keys`` in mapping ``d`` whose value is a finite number, else ``None``."""
+    if not isinstance(d, dict):
+        return None
+    for k in keys:
+        v = d.get(k)
+        if isinstance(v, bool):
+            continue
+        if isinstance(v, (int, float)) and math.isfinite(v):
+            return float(v)
+    return None
+
+
+def obj(d: Any, key: str) -> dict:
+    v = d.get(key) if isinstance(d, dict) else None
+    return v if isinstance(v, dict) else {}
+
+
+def objs(d: Any, key: str) -> list[dict]:
+    v = d.get(key) if isinstance(d, dict) else None
+    return [x for x in v if isinstance(x, dict)] if isinstance(v, list) else []
+
+
+#: A result's ``frame_size`` as text, and the order sizes are shown in (the model's definitions).
+frame_size_label = size_label
+frame_size_sort_key = size_sort_key
+
+
+def _size_text(size: Any) -> str:
+    lab = frame_size_label(size)
+    return f"{lab} B" if lab.isdigit() else lab
+
+
+@dataclass(frozen=True)
+class Stat:
+    """A value (median of repetitions) with the min / max of the repetitions."""
+
+    value: float
+    lo: float
+    hi: float
+
+    @classmethod
+    def of(cls, value: float, lo: float | None = None, hi: float | None = None) -> Stat:
+        return cls(value, value if lo is None else lo, value if hi is None else hi)
+
+    @classmethod
+    def over(cls, values: Iterable[float | None]) -> Stat | None:
+        vals = [v for v in values if v is not None]
+        if not vals:
+            return None
+        return cls(statistics.median(vals), min(vals), max(vals))
+
+    @classmethod
+    def from_stats(cls, s: Any) -> Stat | None:
+        """From a ``{"min", "median", "max"}`` stats entry."""
+        med = num(s, "median", "value")
+        return None if med is None else cls.of(med, num(s, "min"), num(s, "max"))
+
+    def scaled(self, k: float) -> Stat:
+        return Stat(self.value * k, self.lo * k, self.hi * k)
+
+    @property
+    def spread(self) -> bool:
+        return self.hi > self.lo
+
+
+def parse_time(s: Any) -> datetime | None:
+    if not isinstance(s, str):
+        return None
+    try:
+        return datetime.fromisoformat(s.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+class RunView:
+    """One result document, with tolerant accessors for the report."""
+
+    def __init__(self, doc: dict, path: str | Path = "<result>"):
+        self.path = Path(path)
+        self.doc = doc
+        self.name = self.config_name()
+        #: the files this view was drawn from (several after ``merge``)
+        self.parts: list[Path] = [self.path]
+
+    # -- loading ------------------------------------------------------------------------------
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> RunView:
+        """Read, check and migrate a result file; every problem is one ``ResultError`` naming it."""
+        doc, p = load_document(path)
+        return cls(doc, p)
+
+    @classmethod
+    def from_doc(cls, doc: Any, path: str | Path = "<result>") -> RunView:
+        """A view of a parsed document (checked and migrated like a file)."""
+        return cls(migrate(doc, str(path)), path)
+
+    @classmethod
+    def merge(cls, views: Sequence[RunView]) -> RunView:
+        """Several results of one configuration (e.g. the demo's RFC 2544 part and its NDR/PDR
+        part) as one: summaries, trials, flags and verdicts concatenated; the first result's
+        identity, environment and configuration; the first self-test found."""
+        views = list(views)
+        if len(views) == 1:
+            return views[0]
+        first = views[0]
+        doc = dict(first.doc)
+        for key in ("summary", "trials", "flags", "verdicts"):
+            doc[key] = [x for v in views for x in (v.doc.get(key) or [])]
+        sizes: dict[str, Any] = {}
+        for v in views:
+            for e in objs(v.doc, "frame_sizes"):
+                sizes.setdefault(frame_size_label(e.get("frame_size")), e)
+        doc["frame_sizes"] = sorted(sizes.values(), key=lambda e: frame_size_sort_key(e.get("frame_size")))
+        doc["selftest"] = next((v.doc["selftest"] for v in views if isinstance(v.doc.get("selftest"), dict)), None)
+        for key in ("environment", "testbed", "line_rate"):
+            doc[key] = next((v.doc[key] for v in views if v.doc.get(key)), doc.get(key))
+        completes = [v.complete for v in views]
+        doc["complete"] = all(c is not False for c in completes)
+        doc["finished_at"] = views[-1].doc.get("finished_at", doc.get("finished_at"))
+        out = cls(doc, first.path)
+        out.parts = [v.path for v in views]
+        out.name = first.name
+        return out
+
+    # -- identity -----------------------------------------------------------------------------
+    @property
+    def config(self) -> dict:
+        return obj(self.doc, "config")
+
+    @property
+    def environment(self) -> dict:
+        return obj(self.doc, "environment")
+
+    @property
+    def testbed(self) -> dict:
+        tb = obj(self.doc, "testbed")
+        return tb or obj(self.config, "testbed")
+
+    @property
+    def complete(self) -> bool | None:
+        v = self.doc.get("complete")
+        return v if isinstance(v, bool) else None
+
+    def config_name(self) -> str:
+        """A short configuration name for legends: ``config.name``, the test bed's name, or the
+        file (its directory's name for ``result.json``)."""
+        for v in (self.config.get("name"), self.config.get("label"), self.testbed.get("name")):
+            if isinstance(v, str) and v.strip():
+                return v.strip()
+        if self.path.name in ("result.json", "trials.ndjson") and self.path.parent.name:
+            return self.path.parent.name
+        return self.path.stem
+
+    # -- line rate ----------------------------------------------------------------------------
+    @property
+    def speed_bps(self) -> float | None:
+        v = num(obj(self.doc, "line_rate"), "bps", "speed_bps")
+        return v if v and v > 0 else None
+
+    @property
+    def line_rate_label(self) -> str:
+        lr = obj(self.doc, "line_rate")
+        if isinstance(lr.get("label"), str):
+            return lr["label"]
+        if self.speed_bps is None:
+            return "unknown (no line rate in the result)"
+        return f"{self.speed_bps / 1e9:g} Gbit/s ({lr.get('source', 'unknown source')})"
+
+    def _frame_size_entry(self, size: Any) -> dict:
+        label = frame_size_label(size)
+        for e in objs(self.doc, "frame_sizes"):
+            if frame_size_label(e.get("frame_size")) == label:
+                return e
+        return {}
+
+    def mean_frame_size(self, size: Any) -> float | None:
+        m = num(self._frame_size_entry(size), "mean_frame_size")
+        if m is not None:
+            return m
+        if isinstance(size, (int, float)) and not isinstance(size, bool):
+            return float(size)
+        mix = MIXES.get(str(size).lower())
+        if mix:
+            return sum(s * w for s, w in mix) / sum(w for _, w in mix)
+        return None
+
+    def line_rate_pps(self, size: Any) -> float | None:
+        """Frames/s at line rate for ``size``: ``L / ((size + 20) * 8)``."""
+        v = num(self._frame_size_entry(size), "line_rate_fps")
+        if v:
+            return v
+        m = self.mean_frame_size(size)
+        if m is None or not self.speed_bps:
+            return None
+        return self.speed_bps / ((m + WIRE_OVERHEAD_BYTES) * 8)
+
+    def pct_of_line_rate(self, size: Any, rate_pps: float | None) -> float | None:
+        lr = self.line_rate_pps(size)
+        return None if lr is None or rate_pps is None else 100.0 * rate_pps / lr
+
+    def bps(self, size: Any, rate_pps: float | None, layer: int = 1) -> float | None:
+        m = self.mean_frame_size(size)
+        if m is None or rate_pps is None:
+            return None
+        return rate_pps * (m + (WIRE_OVERHEAD_BYTES if layer == 1 else 0)) * 8
+
+    # -- cores / queues -----------------------------------------------------------------------
+    def _find(self, keys: tuple[str, ...]) -> Any:
+        srcs = [self.testbed, obj(self.testbed, "options"), obj(self.testbed, "dut"), self.config,
+                obj(self.config, "ports"), obj(obj(self.config, "testbed"), "options"), obj(self.config, "engine")]
+        for src in srcs:
+            for k in keys:
+                v = src.get(k)
+                if isinstance(v, (int, str)) and not isinstance(v, bool):
+                    return v
+                if isinstance(v, list) and v and all(isinstance(x, (int, str)) for x in v):
+                    return ",".join(str(x) for x in v)
+        return None
+
+    def cores(self) -> str:
+        v = self._find(("dut_cores", "cores", "dut_cpus"))
+        if v is not None:
+            return str(v)
+        env = self.environment
+        n = num(env, "cpus", "cpu_count") or num(obj(env, "cpu"), "count", "logical")
+        return f"{int(n)} (host)" if n else "—"
+
+    def queues(self) -> str:
+        v = self._find(("queues", "dut_queues", "rx_queues"))
+        return "—" if v is None else str(v)
+
+    # -- summaries ----------------------------------------------------------------------------
+    def method_results(self, method: str) -> list[dict]:
+        """Every frame-size result of every summary entry of ``method``, sorted by frame size."""
+        out = []
+        for entry in objs(self.doc, "summary"):
+            if entry.get("method") == method:
+                out.extend(objs(entry, "results"))
+        out.sort(key=lambda r: frame_size_sort_key(r.get("frame_size")))
+        return out
+
+    def methods(self) -> list[str]:
+        return [m for e in objs(self.doc, "summary") if isinstance(m := e.get("method"), str)]
+
+    def method_params(self, method: str) -> dict:
+        for entry in objs(self.doc, "summary"):
+            if entry.get("method") == method:
+                return obj(entry, "params")
+        return {}
+
+    # -- self-test, flags ---------------------------------------------------------------------
+    def selftest(self) -> dict:
+        return obj(self.doc, "selftest")
+
+    def selftest_ceilings(self) -> list[dict]:
+        out = objs(self.selftest(), "ceilings")
+        return sorted(out, key=lambda c: frame_size_sort_key(c.get("frame_size")))
+
+    @property
+    def selftest_factor(self) -> float:
+        return num(self.selftest(), "factor") or 1.1
+
+    def proven_ceiling_pps(self, size: Any) -> float | None:
+        """The tester's proven rate at ``size`` (self-test), or ``None`` when not proven."""
+        for c in self.selftest_ceilings():
+            if frame_size_label(c.get("frame_size")) == frame_size_label(size):
+                return num(c, "proven_rate_pps") or num(obj(c, "proven"), "fps")
+        return None
+
+    def flags(self) -> list[dict]:
+        """Run-wide flags, then every per-result flag (deduplicated), as ``{code, message, where}``."""
+        out, seen = [], set()
+        for f in objs(self.doc, "flags"):
+            key = (str(f.get("code")), str(f.get("message")))
+            if key not in seen:
+                seen.add(key)
+                out.append({"code": str(f.get("code", "")), "message": str(f.get("message", "")), "where": "run"})
+        for entry in objs(self.doc, "summary"):
+            label = entry.get("label") or entry.get("method")
+            for r in objs(entry, "results"):
+                for f in objs(r, "flags"):
+                    key = (str(f.get("code")), str(f.get("message")))
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    out.append({"code": str(f.get("code", "")), "message": str(f.get("message", "")),
+                                "where": f"{label}, {_size_text(r.get('frame_size'))}"})
+        return out
+
+    def verdicts(self) -> list[dict]:
+        return objs(self.doc, "verdicts")
+
+    # -- trials and monitoring ----------------------------------------------------------------
+    def trials(self) -> list[dict]:
+        return objs(self.doc, "trials")
+
+    def trial_start_s(self) -> dict[int, float]:
+        """Each trial's start (index in ``trials``) in seconds since the run's first trial."""
+        times = [parse_time(t.get("started_at")) for t in self.trials()]
+        base = next((t for t in times if t is not None), None)
+        out, clock = {}, 0.0
+        for i, t in enumerate(self.trials()):
+            at = times[i]
+            if base is not None and at is not None:
+                clock = (at - base).total_seconds()
+            out[i] = clock
+            clock += (num(obj(t, "load"), "duration_s") or 0.0) + 1.0
+        return out
+
+    def monitored_trials(self) -> list[tuple[int, dict]]:
+        """``(index, trial)`` for every trial with DUT monitoring samples."""
+        return [(i, t) for i, t in enumerate(self.trials()) if monitor_samples(t)]
+
+
+def trial_valid(t: dict) -> bool:
+    c = obj(t, "counts")
+    v = c.get("valid", t.get("valid", True))
+    return v is not False
+
+
+def trial_latency(t: dict) -> dict:
+    return obj(obj(t, "counts"), "latency") or obj(t, "latency")
+
+
+def flag_codes(r: dict) -> set[str]:
+    return {str(f.get("code")) for f in objs(r, "flags")}
+
+
+def monitor_samples(t: dict) -> list[dict]:
+    """DUT monitoring samples of a trial: wherever the measurer put them (``counts.raw.monitor``,
+    ``raw.monitor`` or ``monitor``), as a list or as ``{"samples": [...]}``."""
+    raw = obj(obj(t, "counts"), "raw")
+    for holder in (raw, obj(t, "raw"), t):
+        m = holder.get("monitor") if isinstance(holder, dict) else None
+        if isinstance(m, list):
+            return [s for s in m if isinstance(s, dict)]
+        if isinstance(m, dict):
+            s = objs(m, "samples")
+            if s:
+                return s
+    return []
+
+
+def sample_time_s(s: dict) -> float | None:
+    return num(s, "t_s", "elapsed_s", "time_s", "t")
+
+
+def sample_cpus(s: dict) -> dict[str, dict]:
+    """``{"cpu0": {"user": %, "system": %, "irq": %, "softirq": %, "idle": %}, …}`` in percent."""
+    c = s.get("cpu") if isinstance(s.get("cpu"), (dict, list)) else s.get("cpus", s.get("per_cpu"))
+    items: list[tuple[str, dict]] = []
+    if isinstance(c, dict):
+        items = [(str(k), v) for k, v in c.items() if isinstance(v, dict)]
+    elif isinstance(c, list):
+        items = [(str(v.get("cpu", v.get("name", f"cpu{i}"))), v) for i, v in enumerate(c) if isinstance(v, dict)]
+    out = {}
+    for name, v in items:
+        vals = {k: num(v, k, f"{k}_pct") for k in ("user", "system", "irq", "softirq", "idle")}
+        total = sum(x for x in vals.values() if x is not None)
+        if 0 < total <= 1.5:  # fractions, not percent
+            vals = {k: (x * 100 if x is not None else None) for k, x in vals.items()}
+        if not name.startswith("cpu") and name.isdigit():
+            name = f"cpu{name}"
+        out[name] = vals
+    return out
+
+
+def sample_mem_used_bytes(s: dict) -> float | None:
+    m = s.get("mem") if isinstance(s.get("mem"), dict) else obj(s, "memory")
+    v = num(m, "used_bytes", "used")
+    if v is None:
+        total, avail = num(m, "total_bytes", "total"), num(m, "available_bytes", "available")
+        if total is not None and avail is not None:
+            v = total - avail
+    return v if v is not None else num(s, "mem_used_bytes")
+
+
+def unique_names(runs: Iterable[RunView]) -> None:
+    """Make legend names unique: append the file name (then a number) where names repeat."""
+    runs = list(runs)
+    counts: dict[str, int] = {}
+    for r in runs:
+        counts[r.name] = counts.get(r.name, 0) + 1
+    for r in runs:
+        if counts[r.name] > 1:
+            r.name = f"{r.name} ({r.path.parent.name + '/' if r.path.name == 'result.json' else ''}{r.path.name})"
+    seen: dict[str, int] = {}
+    for r in runs:
+        if r.name in seen:
+            seen[r.name] += 1
+            r.name = f"{r.name} #{seen[r.name]}"
+        else:
+            seen[r.name] = 1
+
+
+def med(entries: Iterable[dict], key: str) -> float | None:
+    """The median of ``key`` over ``entries`` (e.g. a result's repetitions), ``None`` if none has it."""
+    s = Stat.over(num(x, key) for x in entries)
+    return s.value if s else None

@@ -1,0 +1,75 @@
+"""EngineMeasurer's trial validity and stall handling, on scripted engine results (no traffic)."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from netrig.errors import ConfigError
+from netrig.measure import Load
+from netrig.measure.engine import EngineMeasurer
+from netrig.model import FrameSize
+from netrig.run.config import TrialConfig
+
+
+def result(sent: int, received: int, lag_ms: float, rate: float = 100_000.0):
+    """What the engine's typed TrialResult offers the measurer (attributes only)."""
+    return SimpleNamespace(tx_rate_pps=rate, frames_sent=sent, frames_received=received, duplicated=0, reordered=0,
+                           late=0, latency=SimpleNamespace(samples=0), valid=True, invalid_reason=None,
+                           tester_rx_drops=0, tx_max_lag_ns=int(lag_ms * 1e6), to_dict=lambda: {"frames_sent": sent})
+
+
+def scripted(results, **kw) -> tuple[EngineMeasurer, list]:
+    m = EngineMeasurer(None, None, {}, learning_frames=False, **kw)
+    calls: list = []
+
+    def run(frame, rate_pps, duration_s, drain_s, progress=None):
+        calls.append(rate_pps)
+        return results[len(calls) - 1]
+
+    m._run = run  # the engine seam: everything else is the real measurer
+    return m, calls
+
+
+LOAD = Load(frame_size=FrameSize(size=64), rate_pps=100_000.0)
+
+
+def test_a_lossy_trial_during_a_tester_stall_is_repeated_and_the_attempts_are_kept():
+    m, calls = scripted([result(100_000, 97_000, lag_ms=30), result(100_000, 100_000, lag_ms=1)])
+    c = m.measure(LOAD, 1.0)
+    assert len(calls) == 2
+    assert c.frames_lost == 0 and c.valid
+    assert c.raw["stalled_attempts"] == [{"tx_max_lag_ns": 30_000_000, "frames_sent": 100_000,
+                                          "frames_received": 97_000, "offered_pps": 100_000.0}]
+
+
+def test_loss_without_a_stall_and_a_stall_without_loss_are_taken_as_measured():
+    m, calls = scripted([result(100_000, 97_000, lag_ms=1)])
+    assert m.measure(LOAD, 1.0).frames_lost == 3_000 and len(calls) == 1
+    m, calls = scripted([result(100_000, 100_000, lag_ms=50)])
+    c = m.measure(LOAD, 1.0)
+    assert c.frames_lost == 0 and len(calls) == 1 and "stalled_attempts" not in c.raw
+
+
+def test_retries_are_bounded_and_the_last_attempt_counts():
+    m, calls = scripted([result(100_000, 90_000 + i, lag_ms=20) for i in range(5)], stall_retries=2)
+    c = m.measure(LOAD, 1.0)
+    assert len(calls) == 3
+    assert c.frames_received == 90_002 and len(c.raw["stalled_attempts"]) == 2
+    m, calls = scripted([result(100_000, 90_000, lag_ms=20)], stall_retries=0)
+    assert m.measure(LOAD, 1.0).frames_lost == 10_000 and len(calls) == 1
+
+
+def test_the_threshold_is_configurable():
+    m, calls = scripted([result(100_000, 97_000, lag_ms=8), result(100_000, 100_000, lag_ms=0)],
+                        stall_threshold_ms=10.0)
+    assert m.measure(LOAD, 1.0).frames_lost == 3_000 and len(calls) == 1
+
+
+@pytest.mark.parametrize("kw, field", [({"stall_threshold_ms": 0}, "stall_threshold_ms"),
+                                       ({"stall_retries": -1}, "stall_retries"),
+                                       ({"stall_retries": 1.5}, "stall_retries")])
+def test_bad_stall_settings_name_the_field(kw, field):
+    with pytest.raises(ConfigError) as e:
+        TrialConfig(**kw)
+    assert field in str(e.value)

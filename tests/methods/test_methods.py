@@ -1,0 +1,183 @@
+"""Every method's answer on simulated DUTs with known truth is within its stated resolution."""
+
+import pytest
+
+from netrig.errors import ConfigError, MethodologyError
+from netrig.measure import DutModel, Load, SimulatedMeasurer
+from netrig.methodology.selftest import SelftestParams, prove_rate
+from netrig.methods.back_to_back import BackToBackParams, measure_back_to_back
+from netrig.methods.frame_loss import FrameLossParams, measure_frame_loss
+from netrig.methods.iperf import IperfParams, measure_iperf
+from netrig.methods.latency import LatencyParams, measure_latency
+from netrig.methods.recovery import RecoveryParams, measure_recovery
+from netrig.methods.reset import ResetParams, measure_reset
+from netrig.methods.throughput import ThroughputParams, measure_throughput
+from netrig.model import FrameSize, LineRate, parse_frame_sizes, rate_object
+
+LR = LineRate(10e9, "nominal", "veth0")
+F64 = FrameSize(64)
+
+
+def test_line_rate_and_rate_object():
+    assert LR.fps(F64) == pytest.approx(14_880_952.38, rel=1e-9)
+    assert LineRate(1e9).fps(FrameSize(1518)) == pytest.approx(81_274, rel=1e-4)
+    r = rate_object(LR.fps(F64) / 2, F64, LR)
+    assert r["pct_line_rate"] == pytest.approx(50.0)
+    assert r["l1_bps"] == pytest.approx(5e9)
+    assert r["l2_bps"] == pytest.approx(5e9 * 64 / 84)
+    imix = FrameSize.parse("imix")
+    assert imix.mean_size == pytest.approx((64 * 57 + 570 * 7 + 594 * 16 + 1518 * 20) / 100)
+    assert FrameSize.parse("simple-imix").mean_size == pytest.approx((64 * 7 + 570 * 4 + 1518) / 12)
+    assert [f.label for f in parse_frame_sizes("rfc")] == [64, 128, 256, 512, 1024, 1280, 1518]
+
+
+@pytest.mark.parametrize("cap", [123_456.0, 1_000_000.0, 7_000_000.0, 14_000_000.0])
+@pytest.mark.parametrize("resolution_pct", [1.0, 0.1])
+def test_throughput_within_resolution(cap, resolution_pct):
+    m = SimulatedMeasurer(DutModel(capacity_pps=cap))
+    r = measure_throughput(m, F64, LR, ThroughputParams(duration_s=1, resolution_pct=resolution_pct))
+    res = resolution_pct / 100 * LR.fps(F64)
+    assert r.rate_pps <= cap and cap - r.rate_pps <= res
+    assert r.upper_pps is not None and r.upper_pps > cap
+    assert not r.tester_limited
+
+
+def test_throughput_at_line_rate_needs_one_trial():
+    m = SimulatedMeasurer(DutModel(capacity_pps=1e9))
+    r = measure_throughput(m, F64, LR, ThroughputParams(duration_s=1))
+    assert r.trials == 1 and r.rate_pps == pytest.approx(LR.fps(F64)) and r.upper_pps is None
+
+
+def test_throughput_policer_in_bits_per_second():
+    m = SimulatedMeasurer(DutModel(capacity_pps=1e9, capacity_bps=1e9))
+    for size in (64, 512, 1518):
+        f = FrameSize(size)
+        r = measure_throughput(m, f, LR, ThroughputParams(duration_s=1, resolution_pct=0.1))
+        truth = 1e9 / (size * 8)
+        assert truth - 0.001 * LR.fps(f) <= r.rate_pps <= truth
+
+
+def test_tester_limit_is_not_dut_loss():
+    # the DUT could forward 5 Mpps but the tester only sends 2 Mpps: never report DUT loss above 2 M
+    m = SimulatedMeasurer(DutModel(capacity_pps=5e6, tester_ceiling_pps=2e6))
+    r = measure_throughput(m, F64, LR, ThroughputParams(duration_s=1, resolution_pct=0.1))
+    assert r.tester_limited and r.tester_limit_pps == 2e6
+    assert r.rate_pps <= 2e6 * 1.02 and r.rate_pps >= 2e6 - 0.001 * LR.fps(F64)
+
+
+def test_frame_loss_curve_and_livelock():
+    cap = 5e6
+    m = SimulatedMeasurer(DutModel(capacity_pps=cap, livelock_slope=0.8, livelock_floor=0.05))
+    r = measure_frame_loss(m, F64, LR, FrameLossParams(duration_s=1, step_pct=10))
+    pcts = [p.offered_pct for p in r.curve]
+    assert pcts[0] == 100 and all(a - b == pytest.approx(10) for a, b in zip(pcts, pcts[1:]))
+    # stops after two successive loss-free trials
+    assert [p.loss_ratio == 0 for p in r.curve][-2:] == [True, True]
+    assert all(p.loss_ratio > 0 for p in r.curve[:-2])
+    for p in r.curve:  # each point matches the model
+        truth = DutModel(capacity_pps=cap, livelock_slope=0.8, livelock_floor=0.05).forwarding_rate(p.offered_pps, F64)
+        assert p.forwarded_pps == pytest.approx(truth, rel=1e-5, abs=2)
+    assert r.livelock
+    assert r.max_lossfree_pps <= cap and cap - r.max_lossfree_pps <= 0.1 * LR.fps(F64)
+
+
+def test_frame_loss_no_livelock_with_hard_cap():
+    r = measure_frame_loss(SimulatedMeasurer(DutModel(capacity_pps=5e6)), F64, LR, FrameLossParams(duration_s=1))
+    assert not r.livelock
+
+
+@pytest.mark.parametrize("buffer_frames", [100, 2000, 50_000])
+@pytest.mark.parametrize("cap", [1e6, 9e6])
+def test_back_to_back_and_rfc9004_buffer_time(buffer_frames, cap):
+    model = DutModel(capacity_pps=cap, buffer_frames=buffer_frames)
+    r = measure_back_to_back(SimulatedMeasurer(model), F64, LR, BackToBackParams(trials=5), throughput_pps=cap)
+    truth = model.max_burst(LR.fps(F64), F64)
+    assert len(r.bursts_frames) == 5
+    for b in r.bursts_frames:
+        assert b <= truth and truth - b <= max(1, truth // 1000) + 1
+    n, R = r.mean_burst_frames, LR.fps(F64)
+    assert r.implied_buffer_time_s == pytest.approx(n / R)
+    assert r.corrected_buffer_time_s == pytest.approx((n - (n / R) * cap) / R)
+    # the corrected buffer time is the time to fill B frames at the excess rate: ~ B / R
+    assert r.corrected_buffer_time_s == pytest.approx(buffer_frames / R, rel=0.01, abs=2 / R)
+
+
+def test_back_to_back_whole_burst_fits():
+    r = measure_back_to_back(SimulatedMeasurer(DutModel(capacity_pps=1e9)), F64, LR,
+                             BackToBackParams(trials=2, max_burst_frames=10_000))
+    assert r.bursts_frames == (10_000, 10_000) and r.max_burst_reached
+
+
+@pytest.mark.parametrize("rec_s", [0.0, 0.5, 3.4, 7.0])
+@pytest.mark.parametrize("interval_s", [1.0, 0.25])
+def test_system_recovery_time(rec_s, interval_s):
+    cap = 1e6
+    m = SimulatedMeasurer(DutModel(capacity_pps=cap, recovery_s=rec_s))
+    r = measure_recovery(m, F64, LR, cap, RecoveryParams(overload_duration_s=5, recovery_duration_s=12,
+                                                         interval_s=interval_s))
+    assert r.overload_pps == pytest.approx(1.1 * cap) and r.recovery_pps == pytest.approx(0.5 * cap)
+    assert r.recovered
+    assert rec_s <= r.recovery_time_s + 1e-9 < rec_s + interval_s + 1e-9
+
+
+def test_system_recovery_never_recovers():
+    m = SimulatedMeasurer(DutModel(capacity_pps=1e6, recovery_s=100))
+    r = measure_recovery(m, F64, LR, 1e6, RecoveryParams(overload_duration_s=2, recovery_duration_s=5))
+    assert r.recovery_time_s is None and not r.recovered
+
+
+def test_reset_time():
+    m = SimulatedMeasurer(DutModel(capacity_pps=1e6, reset_time_s=1.25))
+    calls = []
+    r = measure_reset(m, F64, LR, 1e6, ResetParams(duration_s=10), reset=lambda: calls.append(1))
+    assert calls == [1] and r.reset_time_s == pytest.approx(1.25, abs=1e-5)
+
+
+def test_reset_command_failure_is_a_clear_error():
+    m = SimulatedMeasurer(DutModel())
+    with pytest.raises(MethodologyError, match="reset command"):
+        measure_reset(m, F64, LR, 1e6, ResetParams(command="false", duration_s=10))
+
+
+def test_latency_typical_and_worst_case():
+    m = SimulatedMeasurer(DutModel(capacity_pps=1e6))
+    r = measure_latency(m, F64, LR, 1e6, LatencyParams(duration_s=1, trials=20))
+    assert len(r.per_trial) == 20
+    p50s = sorted(t.p50_ns for t in r.per_trial)
+    assert r.typical_ns == pytest.approx((p50s[9] + p50s[10]) / 2)
+    assert r.worst_case_ns >= r.typical_ns
+    assert r.to_dict()["pdv_ns"] is not None and r.to_dict()["ipdv_ns"] is not None
+
+
+def test_iperf_per_interval():
+    m = SimulatedMeasurer(DutModel(capacity_pps=1e6))
+    r = measure_iperf(m, F64, LR, IperfParams(rate_pct=10, duration_s=5, interval_s=1))
+    assert len(r.intervals) == 5
+    assert r.received_pps == pytest.approx(1e6, rel=1e-6)
+    assert r.loss_ratio == pytest.approx(1 - 1e6 / (0.1 * LR.fps(F64)), rel=1e-4)
+
+
+def test_selftest_proves_or_finds_ceiling():
+    tester = SimulatedMeasurer(DutModel(capacity_pps=1e15, tester_ceiling_pps=3e6, tester_tolerance_ratio=0))
+    ok = prove_rate(tester, F64, LR, 2e6, SelftestParams(duration_s=1))
+    assert ok.passed and ok.proven_rate_pps == pytest.approx(2.2e6)
+    bad = prove_rate(tester, F64, LR, 3e6, SelftestParams(duration_s=1))
+    assert not bad.passed and 0.99 * 3e6 <= bad.proven_rate_pps <= 3e6
+
+
+def test_simulator_is_deterministic_per_trial():
+    m = SimulatedMeasurer(DutModel(background_loss_ratio=0.01))
+    a = m.measure(Load(5e5, F64, tag="k1"), 1.0)
+    b = m.measure(Load(5e5, F64, tag="k1"), 1.0)
+    c = m.measure(Load(5e5, F64, tag="k2"), 1.0)
+    assert a == b and a.frames_lost > 0
+    assert c.frames_lost != a.frames_lost or c == a
+
+
+def test_params_validation_names_field():
+    with pytest.raises(ConfigError, match="resolution_pct: must be > 0"):
+        ThroughputParams(resolution_pct=0)
+    with pytest.raises(ConfigError, match="trials: must be >= 1"):
+        LatencyParams(trials=0)
+    with pytest.raises(ConfigError, match="overload_pct"):
+        RecoveryParams(overload_pct=90)

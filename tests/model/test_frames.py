@@ -1,0 +1,59 @@
+"""Frame sizes, mixes from the engine's table, the line rate and rates reported four ways."""
+import pytest
+
+from netrig import _native
+from netrig.errors import ConfigError
+from netrig.model import MIXES, RFC2544_FRAME_SIZES, FrameSize, LineRate, parse_frame_sizes, rate_object
+
+
+def test_tables_come_from_the_engine():
+    assert RFC2544_FRAME_SIZES == (64, 128, 256, 512, 1024, 1280, 1518)
+    assert MIXES["imix"] == ((64, 57), (570, 7), (594, 16), (1518, 20)) == tuple(_native.FRAME_SIZE_MIXES["imix"])
+    assert _native.WIRE_OVERHEAD_BYTES == 20
+
+
+@pytest.mark.parametrize("value,label,mean", [
+    (64, 64, 64.0), ("1518", 1518, 1518.0),
+    ("imix", "imix", (64 * 57 + 570 * 7 + 594 * 16 + 1518 * 20) / 100),
+    ("simple-imix", "simple-imix", (64 * 7 + 570 * 4 + 1518) / 12),
+    ("random:64-1518", "random:64-1518", 791.0), ("inc:64-1518:64", "inc:64-1518:64", 768.0),
+    ([(64, 7), (570, 4), (1518, 1)], "mix:64x7+570x4+1518x1", (64 * 7 + 570 * 4 + 1518) / 12),
+    (("random", 64, 128), "random:64-128", 96.0), (("increment", 64, 72, 4), "inc:64-72:4", 68.0),
+])
+def test_frame_sizes(value, label, mean):
+    f = FrameSize.parse(value)
+    assert f.label == label and f.mean_size == pytest.approx(mean)
+    assert FrameSize.parse(f.label) == f  # labels parse back
+
+
+@pytest.mark.parametrize("value,words", [
+    (63, "frame sizes are 64..16384 bytes"), (20000, "frame sizes are 64..16384 bytes"), ("jumbo", "not a frame size"),
+    ("inc:1518-64", "is above max"), ("inc:64-1518:0", "step must be > 0"), ([(64, 0)], "weight > 0"),
+    ([], "at least one (size, weight) pair"),
+    ([(64, 1, 2)], "(size, weight) pair"), (True, "not a frame size"),
+])
+def test_bad_frame_sizes_name_the_field(value, words):
+    with pytest.raises(ConfigError) as e:
+        FrameSize.parse(value, "--size")
+    assert e.value.field == "--size" and words in e.value.message
+
+
+def test_size_lists():
+    assert [f.label for f in parse_frame_sizes("rfc")] == list(RFC2544_FRAME_SIZES)
+    assert [f.label for f in parse_frame_sizes("64, 1518,imix")] == [64, 1518, "imix"]
+    with pytest.raises(ConfigError, match="more than once"):
+        parse_frame_sizes([64, "64"])
+
+
+def test_line_rate_and_rate_object():
+    lr = LineRate(10e9, "nominal", "veth0")
+    f64 = FrameSize(64)
+    assert lr.fps(f64) == pytest.approx(14_880_952.38, rel=1e-9)
+    assert LineRate(1e9).fps(FrameSize(1518)) == pytest.approx(81_274, rel=1e-4)
+    r = rate_object(lr.fps(f64) / 2, f64, lr)
+    assert r["pct_line_rate"] == pytest.approx(50.0)
+    assert r["l1_bps"] == pytest.approx(5e9) and r["l2_bps"] == pytest.approx(5e9 * 64 / 84)
+    assert lr.label == "10 Gbit/s (nominal: veth0 has no link speed)"
+    assert LineRate(1e9, "config").label == "1 Gbit/s (configured)"
+    with pytest.raises(ConfigError, match="line_rate.bps"):
+        LineRate(0)

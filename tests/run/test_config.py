@@ -1,0 +1,72 @@
+"""Config files validate into dataclasses; every error names the field path."""
+import pytest
+
+from netrig.errors import ConfigError
+from netrig.run.config import config_from_dict, load_config
+
+
+def _cfg(**kw):
+    base = {"testbed": {"name": "simulated"}, "methods": [{"rfc2544_throughput": {}}]}
+    base.update(kw)
+    return base
+
+
+def test_toml_and_yaml(tmp_path):
+    (tmp_path / "a.toml").write_text('''
+[testbed]
+name = "router"
+[trial]
+duration_s = "2s"
+[frames]
+sizes = [64, 1518, "imix"]
+[[methods]]
+rfc2544_throughput = { resolution_pct = 0.5 }
+[[methods]]
+[methods.mlrsearch]
+goals = [{ name = "NDR" }, { name = "PDR", loss_ratio = 0.005 }]
+''')
+    c = load_config(tmp_path / "a.toml")
+    assert c.trial.duration_s == 2.0
+    assert [f.label for f in c.frames.sizes] == [64, 1518, "imix"]
+    assert c.methods[0].params.resolution_pct == 0.5 and c.methods[0].params.duration_s == 2.0
+    assert [g.name for g in c.methods[1].params.goals] == ["NDR", "PDR"]
+    (tmp_path / "b.yaml").write_text("testbed: {name: simulated}\nmethods:\n  - iperf: {rate_pct: 50}\n")
+    assert load_config(tmp_path / "b.yaml").methods[0].params.rate_pct == 50
+    # the normalised dict round-trips
+    assert config_from_dict(c.to_dict()).to_dict() == c.to_dict()
+
+
+@pytest.mark.parametrize("data, message", [
+    (_cfg(methods=[{"rfc2544_throughput": {}}, {"rfc2544_throughput": {"resolution_pct": -1}}]),
+     "methods[1].rfc2544_throughput.resolution_pct: must be > 0 (got -1"),
+    (_cfg(methods=[{"rfc2544_throughput": {"resolutoin_pct": 1}}]),
+     "methods[0].rfc2544_throughput.resolutoin_pct: unknown key; did you mean 'resolution_pct'?"),
+    (_cfg(ports={"io": "xdp"}), "ports.io: must be one of auto, af_xdp, af_packet, socket (got 'xdp')"),
+    (_cfg(ports={"family": 5}), "ports.family: must be one of 4, 6"),
+    (_cfg(trail={}), "trail: unknown key; did you mean 'trial'?"),
+    (_cfg(methods=[{"rfc2544_thruput": {}}]), "methods[0].rfc2544_thruput: unknown method; did you mean 'rfc2544_throughput'?"),
+    (_cfg(methods=[{"mlrsearch": {"goals": [{"loss_ratio": 2}]}}]), "methods[0].mlrsearch.goals[0].loss_ratio: must be < 1"),
+    (_cfg(frames={"sizes": [64, 12]}), "frames.sizes[1]: 12 B is out of range: frame sizes are 64..16384 bytes"),
+    (_cfg(frames={"sizes": ["jumbo"]}), "frames.sizes[0]: 'jumbo' is not a frame size"),
+    (_cfg(trial={"duration_s": "fast"}), "trial.duration_s: must be a duration like 2s"),
+    (_cfg(repetitions=0), "repetitions: must be an integer >= 1"),
+    (_cfg(methods=[{"rfc2544_latency": {"throughput_from": 0}}]), "methods[0].rfc2544_latency.throughput_from"),
+    (_cfg(methods=[{"mlrsearch": {"implementation": "csit"}}]), "methods[0].mlrsearch.implementation: must be one of netrig, reference"),
+    (_cfg(testbed={"name": "simulated", "simulator": {"capacity_pps": -5}}), "testbed.simulator.capacity_pps: must be > 0"),
+    (_cfg(selftest={"factor": 0.5}), "selftest.factor: must be between 1 and 10"),
+])
+def test_errors_name_the_field(data, message):
+    with pytest.raises(ConfigError) as e:
+        config_from_dict(data)
+    assert str(e.value).startswith(message), str(e.value)
+
+
+def test_bad_file(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "missing.toml")
+    (tmp_path / "x.toml").write_text("[testbed\n")
+    with pytest.raises(ConfigError, match="cannot parse"):
+        load_config(tmp_path / "x.toml")
+    (tmp_path / "x.ini").write_text("")
+    with pytest.raises(ConfigError, match="unknown file type"):
+        load_config(tmp_path / "x.ini")
