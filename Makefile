@@ -14,7 +14,7 @@ build: setup
 demo: build
 	@$(PY) -m netrig.cli.main demo --out demo-out
 
-test: build test-rust test-python
+test: build lint test-rust test-python
 
 test-rust:
 	cargo test --workspace --exclude netrig-py --release -q
@@ -32,10 +32,14 @@ bench-soak: build
 bench-tsfloor: build
 	$(PY) bench/tsfloor.py
 
-lint: setup
-	cargo clippy --workspace --release -q -- -D warnings
+# clippy and rustfmt on the crates; ruff and mypy on the Python package; stubtest holds
+# python/netrig/_native.pyi against the built module (from python/, where the stub sits).
+lint: build
+	cargo clippy --workspace --release -q --all-targets -- -D warnings
 	cargo fmt --all --check
-	$(PY) -m compileall -q python tests bench
+	$(PY) -m ruff check python tests bench scripts
+	$(PY) -m mypy
+	cd python && ../$(PY) -m mypy.stubtest netrig._native
 
 clean:
 	rm -rf target .venv .stamps

@@ -10,7 +10,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 os.environ["COLUMNS"] = "100"
 
-from netrig.cli.main import build_parser  # noqa: E402
+from netrig.cli.main import build_parser
 
 INTRO = """# netrig command-line reference
 
