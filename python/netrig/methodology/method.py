@@ -110,6 +110,8 @@ class Method:
     name: ClassVar[str]
     #: How the console, reports and flags call it, e.g. ``"RFC 2544 §26.1 throughput"``.
     label: ClassVar[str]
+    #: A short name for narrow columns (trial tables, timelines); default: ``name``.
+    short_name: ClassVar[str] = ""
     #: The parameters' frozen dataclass.
     params_type: ClassVar[type]
     #: It runs at a rate relative to the DUT's throughput (taken from an earlier method that
@@ -239,6 +241,11 @@ class Registry:
         """How reports call method ``name`` (the name itself for a method this netrig lacks)."""
         m = self._by_name.get(name)
         return m.label if m is not None else name
+
+    def short_name(self, name: str) -> str:
+        """Method ``name``'s short name (the name itself for the self-test or an unknown method)."""
+        m = self._by_name.get(name)
+        return (m.short_name or m.name) if m is not None else name
 
     def sections(self) -> list[Section]:
         """Every method section in page order (first appearance), without duplicates."""

@@ -156,6 +156,7 @@ METHOD_NAME = "rfc2544_back_to_back"
 class BackToBack(Method):
     name = METHOD_NAME
     label = "RFC 2544 §26.4 back-to-back"
+    short_name = "back_to_back"
     params_type = BackToBackParams
     needs_throughput = True
     sections = (OTHER_METHODS,)

@@ -329,6 +329,7 @@ SECTION = Section("frame-loss", "Forwarded vs offered load (frame loss rate)")
 class FrameLoss(Method):
     name = METHOD_NAME
     label = "RFC 2544 §26.3 frame loss rate"
+    short_name = "frame_loss"
     params_type = FrameLossParams
     rfc_duration_s = 60.0
     sections = (SECTION,)

@@ -350,6 +350,7 @@ SECTION = Section("latency", "Latency")
 class Latency(Method):
     name = METHOD_NAME
     label = "RFC 2544 §26.2 latency"
+    short_name = "latency"
     params_type = LatencyParams
     needs_throughput = True
     rfc_duration_s = 120.0

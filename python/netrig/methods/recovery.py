@@ -114,6 +114,7 @@ METHOD_NAME = "rfc2544_system_recovery"
 class SystemRecovery(Method):
     name = METHOD_NAME
     label = "RFC 2544 §26.5 system recovery"
+    short_name = "system_recovery"
     params_type = RecoveryParams
     needs_throughput = True
     sections = (OTHER_METHODS,)

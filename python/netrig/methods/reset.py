@@ -111,6 +111,7 @@ METHOD_NAME = "rfc2544_reset"
 class Reset(Method):
     name = METHOD_NAME
     label = "RFC 2544 §26.6 reset"
+    short_name = "reset"
     params_type = ResetParams
     needs_throughput = True
     sections = (OTHER_METHODS,)

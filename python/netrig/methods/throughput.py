@@ -289,6 +289,7 @@ SECTION = Section("throughput", "Throughput vs frame size")
 class Throughput(Method):
     name = METHOD_NAME
     label = "RFC 2544 §26.1 throughput"
+    short_name = "throughput"
     params_type = ThroughputParams
     provides_throughput = True
     primary = True

@@ -174,7 +174,7 @@ def _shade(ax: Any, spans: list[tuple[float, float, str]], label: bool) -> None:
         prev = None
         for a, _, m in spans:
             if m != prev:
-                ax.annotate(m.replace("rfc2544_", ""), (a, 100), xytext=(1, 2), textcoords="offset points",
+                ax.annotate(REGISTRY.short_name(m), (a, 100), xytext=(1, 2), textcoords="offset points",
                             fontsize=6.5, color="#333333", annotation_clip=False)
                 prev = m
 

@@ -87,7 +87,7 @@ def trials_table(r: RunView) -> Table:
         cls = "invalid" if not valid else ("lossy" if (lost or 0) > 0 else "")
         if tr.get("replayed"):
             cls += " replayed"
-        t.add([str(tr.get("seq", i)), str(tr.get("method", "")).replace("rfc2544_", ""), fmt.size(tr.get("frame_size")),
+        t.add([str(tr.get("seq", i)), REGISTRY.short_name(str(tr.get("method", ""))), fmt.size(tr.get("frame_size")),
                plain(tr.get("repetition")), plain(tr.get("trial_index")), str(tr.get("kind", "")),
                fmt.fps(num(load, "rate_pps")), fmt.pct(num(load, "pct_line_rate"), 2), fmt.fps(num(c, "offered_pps")),
                fmt.seconds(num(load, "duration_s")), fmt.count(num(c, "frames_sent")),
