@@ -1,7 +1,8 @@
 """The ``netrig`` command line.
 
-One module per subcommand under ``netrig.cli``; each defines ``register(subparsers)`` which adds
-its parser and sets ``func=run`` (``run(args) -> int``). This module only dispatches, and turns
+One module per subcommand under ``netrig.cli`` (the shortcut commands of the methods come from the
+registry through ``netrig.cli.shortcuts``); each defines ``register(subparsers)`` which adds its
+parser(s) and sets ``func`` (``func(args) -> int``). This module only dispatches, and turns
 every ``NetrigError`` into one line on stderr and exit status 2 — never a traceback.
 """
 from __future__ import annotations
@@ -11,22 +12,12 @@ import os
 import sys
 
 from netrig._native import __version__
-from netrig.cli import (
-    compare,
-    demo,
-    ndr_pdr,
-    ports,
-    report,
-    rfc2544,
-    run,
-    selftest,
-    testbed,
-    trial,
-)
+from netrig.cli import compare, demo, ports, report, run, selftest, shortcuts, testbed, trial
 from netrig.errors import NetrigError
 
-#: Subcommand modules, in the order ``netrig --help`` lists them.
-COMMANDS = (ports, trial, testbed, run, rfc2544, ndr_pdr, selftest, report, compare, demo)
+#: Subcommand modules, in the order ``netrig --help`` lists them (``shortcuts``: one command per
+#: shortcut command of the method registry, e.g. ``rfc2544``, ``ndr-pdr``).
+COMMANDS = (ports, trial, testbed, run, shortcuts, selftest, report, compare, demo)
 
 
 def build_parser() -> argparse.ArgumentParser:

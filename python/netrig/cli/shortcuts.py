@@ -1,5 +1,5 @@
 """Shortcut commands: a test on a test bed without writing a config file (``netrig rfc2544``,
-``netrig ndr-pdr``, ``netrig selftest``).
+``netrig ndr-pdr`` … every command the registry's methods declare, and ``netrig selftest``).
 
 A shortcut command is a group of registered methods (``Method.shortcut.command``): each adds its
 own options (``Method.add_cli_options``) and turns them into its parameters (``Method.cli_params``).
@@ -15,6 +15,7 @@ from typing import Any
 from netrig.cli.common import rename_field
 from netrig.cli.console import run_with_console
 from netrig.errors import ConfigError
+from netrig.methodology.method import Command
 from netrig.methods import REGISTRY
 from netrig.run.config import config_from_dict
 
@@ -78,18 +79,23 @@ def execute(cfg: dict, args: argparse.Namespace, fields: dict[str, str] | None =
     return run_with_console(config, args.out, command=" ".join(["netrig"] + sys.argv[1:]), quiet=args.quiet)
 
 
-def register(subparsers: Any, command: str, *, summary: str, description: str, sizes_default: str = "rfc") -> None:
-    """Add the shortcut command ``command``: its registered methods, their options, ``--tests`` if several."""
-    methods = REGISTRY.shortcuts(command)
-    p = subparsers.add_parser(command, help=summary, description=description)
-    add_common(p, sizes_default=sizes_default)
+def register(subparsers: Any) -> None:
+    """Add every shortcut command of the registry: its methods, their options, ``--tests`` if several."""
+    for command in REGISTRY.commands():
+        register_command(subparsers, command)
+
+
+def register_command(subparsers: Any, command: Command) -> None:
+    methods = REGISTRY.shortcuts(command.name)
+    p = subparsers.add_parser(command.name, help=command.summary, description=command.description)
+    add_common(p, sizes_default=command.sizes_default)
     if len(methods) > 1:
         tests = [m.shortcut.test for m in methods if m.shortcut is not None]
         default = ",".join(m.shortcut.test for m in methods if m.shortcut is not None and m.shortcut.default)
         p.add_argument("--tests", default=default, help=f"comma list of: {', '.join(tests)} [{default}]")
     for m in methods:
         m.add_cli_options(p)
-    p.set_defaults(func=lambda args: run(args, command))
+    p.set_defaults(func=lambda args: run(args, command.name))
 
 
 def run(args: argparse.Namespace, command: str) -> int:

@@ -79,6 +79,9 @@ class Section:
     title: str
     #: The section's title in a comparison (default: ``title``).
     compare_title: str = ""
+    #: Shown (saying it has no data) in reports of runs without its methods; otherwise only when
+    #: one of its methods has something to show.
+    shown_when_empty: bool = False
 
 
 @dataclass(frozen=True)
@@ -93,11 +96,23 @@ class Capacity:
 
 
 @dataclass(frozen=True)
-class Shortcut:
-    """A CLI shortcut: this method as test ``test`` of the command ``command``
-    (``netrig rfc2544 --tests throughput``; a command with one method has no ``--tests``)."""
+class Command:
+    """A CLI shortcut command: ``netrig <name>`` runs its methods on a test bed without a config file
+    (the CLI registers one per command its methods name)."""
 
-    command: str
+    name: str
+    summary: str
+    description: str
+    #: The default of ``--sizes``.
+    sizes_default: str = "rfc"
+
+
+@dataclass(frozen=True)
+class Shortcut:
+    """This method as test ``test`` of a shortcut command (``netrig rfc2544 --tests throughput``; a
+    command with one method has no ``--tests``)."""
+
+    command: Command
     test: str
     #: Run by default when ``--tests`` is not given.
     default: bool = True
@@ -258,8 +273,17 @@ class Registry:
     def plots(self) -> list[Plot]:
         return [p for m in self._methods for p in m.plots]
 
+    def commands(self) -> list[Command]:
+        """Every shortcut command, in registry order of its first method."""
+        out: dict[str, Command] = {}
+        for m in self._methods:
+            if m.shortcut is not None:
+                out.setdefault(m.shortcut.command.name, m.shortcut.command)
+        return list(out.values())
+
     def shortcuts(self, command: str) -> list[Method]:
-        return [m for m in self._methods if m.shortcut is not None and m.shortcut.command == command]
+        """The methods of shortcut command ``command``."""
+        return [m for m in self._methods if m.shortcut is not None and m.shortcut.command.name == command]
 
 
 #: Threshold checks of ``config.thresholds``: check name → (metric, "min" or "max").

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from netrig.measure import Load, Measurer
 from netrig.methodology.method import Context, Method, Shortcut
 from netrig.methodology.stats import check
-from netrig.methods.sections import OTHER_METHODS
+from netrig.methods.sections import OTHER_METHODS, RFC2544
 from netrig.model import FrameSize, LineRate
 from netrig.view import fmt
 from netrig.view.html import empty, esc, table_html
@@ -161,7 +161,7 @@ class BackToBack(Method):
     needs_throughput = True
     sections = (OTHER_METHODS,)
     console_columns = ("mean burst (frames)", "implied buffer", "corrected buffer")
-    shortcut = Shortcut("rfc2544", "back-to-back", default=False)
+    shortcut = Shortcut(RFC2544, "back-to-back", default=False)
     cli_fields = {"trials": "--b2b-trials"}
 
     def run(self, params: BackToBackParams, ctx: Context) -> BackToBackResult:

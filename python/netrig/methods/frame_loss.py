@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from netrig.measure import Load, Measurer
 from netrig.methodology.method import Context, Method, Section, Shortcut
 from netrig.methodology.stats import check
+from netrig.methods.sections import RFC2544
 from netrig.model import FrameSize, LineRate, defaults, format_pps, rate_object
 from netrig.view import fmt
 from netrig.view.html import details, empty, figure, table_html
@@ -323,7 +324,7 @@ def frame_loss_plot(runs: Sequence[RunView]) -> Figure | None:
 # The method
 
 METHOD_NAME = "rfc2544_frame_loss"
-SECTION = Section("frame-loss", "Forwarded vs offered load (frame loss rate)")
+SECTION = Section("frame-loss", "Forwarded vs offered load (frame loss rate)", shown_when_empty=True)
 
 
 class FrameLoss(Method):
@@ -335,7 +336,7 @@ class FrameLoss(Method):
     sections = (SECTION,)
     plots = (forwarded_vs_offered_plot, frame_loss_plot)
     console_columns = ("max loss-free fps", "% line rate", "points", "livelock")
-    shortcut = Shortcut("rfc2544", "frame-loss")
+    shortcut = Shortcut(RFC2544, "frame-loss")
     cli_fields = {"step_pct": "--step"}
 
     def run(self, params: FrameLossParams, ctx: Context) -> FrameLossResult:

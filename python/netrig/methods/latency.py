@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from netrig.measure import LatencySummary, Load, Measurer
 from netrig.methodology.method import Context, Method, Section, Shortcut
 from netrig.methodology.stats import check, median
+from netrig.methods.sections import RFC2544
 from netrig.model import FrameSize, LineRate, format_ns, format_pps, rate_object
 from netrig.view import fmt
 from netrig.view.html import empty, figure, table_html
@@ -344,7 +345,7 @@ def latency_vs_load_plot(runs: Sequence[RunView]) -> Figure | None:
 # The method
 
 METHOD_NAME = "rfc2544_latency"
-SECTION = Section("latency", "Latency")
+SECTION = Section("latency", "Latency", shown_when_empty=True)
 
 
 class Latency(Method):
@@ -357,7 +358,7 @@ class Latency(Method):
     sections = (SECTION,)
     plots = (latency_vs_frame_size_plot, latency_vs_load_plot)
     console_columns = ("at fps", "% line rate", "typical", "worst case (p99.9)", "min–max typical", "IPDV mean / p99")
-    shortcut = Shortcut("rfc2544", "latency")
+    shortcut = Shortcut(RFC2544, "latency")
     cli_fields = {"trials": "--latency-trials"}
 
     def run(self, params: LatencyParams, ctx: Context) -> LatencyResult:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from netrig.errors import ConfigError
 from netrig.measure import Measurer
-from netrig.methodology.method import Context, Method, Section, Shortcut
+from netrig.methodology.method import Command, Context, Method, Section, Shortcut
 from netrig.methodology.mlr import MlrResult, SearchGoal, search
 from netrig.methodology.mlr_reference import search_reference
 from netrig.methodology.stats import check
@@ -193,7 +193,7 @@ def ndr_pdr_plot(runs: Sequence[RunView]) -> Figure | None:
 # The method
 
 METHOD_NAME = "mlrsearch"
-SECTION = Section("ndr-pdr", "NDR / PDR (MLRsearch)")
+SECTION = Section("ndr-pdr", "NDR / PDR (MLRsearch)", shown_when_empty=True)
 
 
 class MlrSearch(Method):
@@ -204,7 +204,9 @@ class MlrSearch(Method):
     sections = (SECTION,)
     plots = (ndr_pdr_plot,)
     console_columns = ("goal", "fps", "% line rate", "L1 bit/s", "L2 bit/s")
-    shortcut = Shortcut("ndr-pdr", "ndr-pdr")
+    shortcut = Shortcut(Command("ndr-pdr", "MLRsearch: NDR and PDR (conditional throughput) on a test bed",
+                                "Find NDR and PDR at once with MLRsearch (draft-ietf-bmwg-mlrsearch).",
+                                sizes_default="64"), "ndr-pdr")
     cli_fields = {"loss_ratio": "--pdr-loss", "relative_width": "--width", "exceed_ratio": "--exceed-ratio",
                   "initial_trial_duration_s": "--initial-duration", "final_trial_duration_s": "--final-duration",
                   "duration_sum_s": "--duration-sum", "implementation": "--implementation"}
@@ -281,6 +283,7 @@ class MlrSearch(Method):
         parser.add_argument("--duration-sum", default=None, help="goal duration sum [3 × final duration]")
         parser.add_argument("--implementation", default="netrig",
                             help="netrig or reference (the MLRsearch package) [netrig]")
+        parser.add_argument("--size", dest="sizes", help="alias of --sizes")
 
     def cli_params(self, args: argparse.Namespace) -> dict:
         final = parse_duration(args.final_duration or args.duration or "1s", "--final-duration")

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from netrig.measure import Interval, Measurer, Phase
 from netrig.methodology.method import Context, Method, Shortcut
 from netrig.methodology.stats import check
-from netrig.methods.sections import OTHER_METHODS
+from netrig.methods.sections import OTHER_METHODS, RFC2544
 from netrig.model import FrameSize, LineRate
 from netrig.view import fmt
 from netrig.view.html import empty, esc, table_html
@@ -119,7 +119,7 @@ class SystemRecovery(Method):
     needs_throughput = True
     sections = (OTHER_METHODS,)
     console_columns = ("recovery time (median)", "min–max")
-    shortcut = Shortcut("rfc2544", "system-recovery", default=False)
+    shortcut = Shortcut(RFC2544, "system-recovery", default=False)
 
     def config_defaults(self, params: dict, trial_duration_s: float) -> dict:
         return {"overload_duration_s": trial_duration_s, "recovery_duration_s": trial_duration_s, **params}

@@ -12,7 +12,7 @@ from netrig.errors import ConfigError, MethodologyError
 from netrig.measure import Load, Measurer
 from netrig.methodology.method import Context, Method, Shortcut
 from netrig.methodology.stats import check
-from netrig.methods.sections import OTHER_METHODS
+from netrig.methods.sections import OTHER_METHODS, RFC2544
 from netrig.model import FrameSize, LineRate
 from netrig.view import fmt
 from netrig.view.html import empty, esc, table_html
@@ -116,7 +116,7 @@ class Reset(Method):
     needs_throughput = True
     sections = (OTHER_METHODS,)
     console_columns = ("reset time (median)", "min–max")
-    shortcut = Shortcut("rfc2544", "reset", default=False)
+    shortcut = Shortcut(RFC2544, "reset", default=False)
     cli_fields = {"command": "--reset-command"}
 
     def run(self, params: ResetParams, ctx: Context) -> ResetResult:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from netrig.measure import Load, Measurer, TrialCounts
 from netrig.methodology.method import Capacity, Context, Method, Section, Shortcut
 from netrig.methodology.stats import check
+from netrig.methods.sections import RFC2544
 from netrig.model import (
     FrameSize,
     LineRate,
@@ -283,7 +284,7 @@ def throughput_plot(runs: Sequence[RunView]) -> Figure | None:
 # The method
 
 METHOD_NAME = "rfc2544_throughput"
-SECTION = Section("throughput", "Throughput vs frame size")
+SECTION = Section("throughput", "Throughput vs frame size", shown_when_empty=True)
 
 
 class Throughput(Method):
@@ -297,7 +298,7 @@ class Throughput(Method):
     sections = (SECTION,)
     plots = (throughput_plot,)
     console_columns = ("fps (median)", "% line rate", "L1 bit/s", "L2 bit/s", "min–max fps")
-    shortcut = Shortcut("rfc2544", "throughput")
+    shortcut = Shortcut(RFC2544, "throughput")
     cli_fields = {"resolution_pct": "--resolution"}
 
     def run(self, params: ThroughputParams, ctx: Context) -> ThroughputResult:
