@@ -68,12 +68,14 @@ footer{color:var(--muted);font-size:12px;padding:12px 32px;border-top:1px solid 
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'unsafe-inline'"
 
-#: Section ids of a single-run report, in page order: the summary, every method's, then the run's.
-REPORT_SECTIONS = ("summary", *(sec.id for sec in REGISTRY.sections()), "monitoring", "selftest", "environment",
-                   "trials")
-#: Section ids of a comparison, in page order.
-COMPARE_SECTIONS = ("runs", "summary", "ratios", *(sec.id for sec in REGISTRY.sections()), "selftest",
-                    "environment")
+#: Section ids every single-run report has, in page order: the summary, the methods' sections that
+#: are shown even without data, then the run's. A method section not shown when empty appears
+#: (in registry order) only when the run holds its data.
+REPORT_SECTIONS = ("summary", *(s.id for s in REGISTRY.sections() if s.shown_when_empty), "monitoring", "selftest",
+                   "environment", "trials")
+#: Section ids every comparison has, in page order.
+COMPARE_SECTIONS = ("runs", "summary", "ratios", *(s.id for s in REGISTRY.sections() if s.shown_when_empty),
+                    "selftest", "environment")
 
 BAD_FLAGS = {"above_selftest_ceiling", "tester_limited", "invalid_trials", "incomplete"}
 
@@ -140,7 +142,9 @@ def report_html(r: RunView, version: str = "") -> str:
         body += "<h3>Pass / fail checks</h3>" + table_html(vt, left=3)
     S.append(("summary", "Summary", body))
     for sec in REGISTRY.sections():
-        S.append((sec.id, sec.title, "".join(p.get(sec.id, "") for p in parts)))
+        body = "".join(p.get(sec.id, "") for p in parts)
+        if body or sec.shown_when_empty:
+            S.append((sec.id, sec.title, body))
     S.append(("monitoring", "DUT monitoring timeline", _monitoring(r)))
     S.append(("selftest", "Tester self-test and ceiling", _selftest(r, runs)))
     S.append(("environment", "Environment and configuration", _environment(r)))
@@ -236,7 +240,9 @@ def compare_html(runs: Sequence[RunView], version: str = "") -> str:
     S.append(("ratios", "Ratios to the baseline", body))
     parts = [m.compare_html(runs) for m in REGISTRY]
     for sec in REGISTRY.sections():
-        S.append((sec.id, sec.compare_title or sec.title, "".join(p.get(sec.id, "") for p in parts)))
+        body = "".join(p.get(sec.id, "") for p in parts)
+        if body or sec.shown_when_empty:
+            S.append((sec.id, sec.compare_title or sec.title, body))
     S.append(("selftest", "Tester self-tests", figure(plots.selftest_plot, runs)
               or empty("No tester self-test in these results.")))
     diff = tables.environment_differences(runs)
