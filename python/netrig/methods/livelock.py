@@ -1,0 +1,384 @@
+"""Receive livelock (Mogul & Ramakrishnan): the maximum loss-free forwarding rate (MLFRR), the
+collapse above it, and what a forwarded frame costs in CPU.
+
+A frame-loss sweep measures the forwarded rate at ``points`` offered loads evenly spaced from
+``min_pct`` to ``max_pct`` of line rate; the loads around the first lossy one are then bisected to
+``resolution_pct``, so the measured maximum loss-free load is known to that resolution. The
+livelock model is fitted to the lossy loads:
+
+    fwd(r) = r                   for r ≤ C    (C: the MLFRR)
+    fwd(r) = C − s · (r − C)     for r > C    (s: the collapse slope, forwarded frames lost per
+                                               extra frame offered; 0 for a DUT that just caps)
+
+by least squares of the line ``fwd = a + b·r`` over the lossy loads before the forwarded rate
+levels off at a floor (the longest run of them the line fits within ``fit_tolerance``); its
+intersection with ``fwd = r`` is the fitted MLFRR ``C = a / (1 − b)`` and ``s = −b``. Invalid trials
+(the tester could not offer the load) are left out of the fit and flagged, never read as collapse.
+
+CPU: where the DUT was monitored (``trial.monitor``), the host's softirq CPU-seconds during each
+trial divided by the frames forwarded, at loads below the knee, is the per-packet cost (ns of
+softirq per forwarded frame). On a single host (veth) that time includes the tester's own kernel
+receive path: compare it between configurations rather than reading it as the DUT's alone.
+
+Two configurations (coalescing or GRO on and off, say) overlay in ``netrig compare``.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from netrig.measure import Load, Measurer, TrialCounts
+from netrig.methodology.method import Command, Context, Method, Section, Shortcut
+from netrig.methodology.stats import check
+from netrig.model import FrameSize, LineRate, defaults, format_ns, format_pps, rate_object
+from netrig.view import fmt
+from netrig.view.html import figure, table_html
+from netrig.view.markdown import section_md, table_md
+from netrig.view.plotkit import (
+    REF_GREY,
+    facets,
+    fig_legend,
+    fps_fmt,
+    plot,
+    run_colour,
+    si,
+    size_title,
+)
+from netrig.view.run_view import RunView, Stat, frame_size_label, frame_size_sort_key, num, obj, objs
+from netrig.view.table import Table, by_size, ratio_header, size_of_label, sizes_of
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+@dataclass(frozen=True)
+class LivelockParams:
+    """``points`` loads from ``min_pct`` to ``max_pct`` (% of line rate), each held ``duration_s``;
+    the knee bisected to ``resolution_pct`` (% of line rate); the model fitted where it stays within
+    ``fit_tolerance`` (relative) of every fitted load."""
+
+    duration_s: float = defaults.TRIAL_DURATION_S
+    points: int = 12
+    min_pct: float = 5.0
+    max_pct: float = 100.0
+    resolution_pct: float = 0.5
+    fit_tolerance: float = 0.02
+    repetitions: int | None = None
+
+    def __post_init__(self) -> None:
+        check("duration_s", self.duration_s, lo=0, lo_open=True)
+        check("points", self.points, lo=3, hi=200, integer=True)
+        check("max_pct", self.max_pct, lo=0, lo_open=True, hi=1000)
+        check("min_pct", self.min_pct, lo=0, lo_open=True, hi=self.max_pct, hi_open=True)
+        check("resolution_pct", self.resolution_pct, lo=0, lo_open=True, hi=100)
+        check("fit_tolerance", self.fit_tolerance, lo=0, lo_open=True, hi=0.5)
+        if self.repetitions is not None:
+            check("repetitions", self.repetitions, lo=1, integer=True)
+
+
+@dataclass(frozen=True)
+class LoadPoint:
+    """One trial of the sweep: the load asked for, what the tester offered and the DUT forwarded."""
+
+    offered_pps: float
+    achieved_pps: float
+    forwarded_pps: float
+    loss_ratio: float
+    valid: bool
+    #: Host softirq CPU-seconds during the trial (``None`` without monitoring).
+    softirq_s: float | None = None
+
+    @property
+    def lossy(self) -> bool:
+        return self.loss_ratio > 0
+
+    def to_dict(self) -> dict:
+        return {"offered_pps": self.offered_pps, "achieved_pps": self.achieved_pps,
+                "forwarded_pps": self.forwarded_pps, "loss_ratio": self.loss_ratio, "valid": self.valid,
+                "softirq_s": self.softirq_s}
+
+
+@dataclass(frozen=True)
+class LivelockResult:
+    frame: FrameSize
+    line_rate: LineRate
+    points: tuple[LoadPoint, ...]
+    #: The highest load forwarded without loss (measured, to ``resolution_pps``).
+    max_lossfree_pps: float | None
+    resolution_pps: float
+    #: The fitted knee (MLFRR) and collapse slope; ``None`` when no load was lossy.
+    mlfrr_pps: float | None
+    collapse_slope: float | None
+    #: Loads the model was fitted to.
+    fit_points: int
+    #: Softirq CPU per forwarded frame below the knee, ns (``None`` without monitoring).
+    cpu_ns_per_frame: float | None
+
+    @property
+    def floor_pps(self) -> float | None:
+        """The lowest forwarded rate above the knee (where the collapse levels off)."""
+        lossy = [p.forwarded_pps for p in self.points if p.valid and p.lossy]
+        return min(lossy) if lossy else None
+
+    @property
+    def headline_pps(self) -> float | None:
+        return self.mlfrr_pps if self.mlfrr_pps is not None else self.max_lossfree_pps
+
+    def stats_values(self) -> dict[str, float | None]:
+        return {"mlfrr_pps": self.mlfrr_pps, "max_lossfree_pps": self.max_lossfree_pps,
+                "collapse_slope": self.collapse_slope, "cpu_ns_per_frame": self.cpu_ns_per_frame}
+
+    def to_dict(self) -> dict:
+        return {"points": [p.to_dict() for p in sorted(self.points, key=lambda p: p.offered_pps)],
+                "mlfrr_pps": self.mlfrr_pps, "mlfrr": rate_object(self.mlfrr_pps, self.frame, self.line_rate),
+                "max_lossfree_pps": self.max_lossfree_pps, "resolution_pps": self.resolution_pps,
+                "collapse_slope": self.collapse_slope, "floor_pps": self.floor_pps, "fit_points": self.fit_points,
+                "cpu_ns_per_frame": self.cpu_ns_per_frame}
+
+
+def softirq_seconds(monitor: Any) -> float | None:
+    """Softirq CPU-seconds, all CPUs, between a monitor's ``trial-start`` and ``trial-stop`` marks."""
+    samples = monitor.get("samples") if isinstance(monitor, dict) else None
+    if not samples:
+        return None
+    marks = {s["mark"]: s["t_s"] for s in samples if "mark" in s}
+    t0, t1 = marks.get("trial-start", float("-inf")), marks.get("trial-stop", float("inf"))
+    total, seen = 0.0, False
+    for s in samples:
+        if "mark" in s or "cpu" not in s:
+            continue
+        dt = s.get("dt_s", monitor.get("interval_s", 0.0))
+        if not t0 <= s["t_s"] - dt / 2 <= t1:
+            continue
+        seen = True
+        total += sum(c.get("softirq", 0.0) for name, c in s["cpu"].items() if name != "all") / 100 * dt
+    return total if seen else None
+
+
+def fit(points: Sequence[LoadPoint], tolerance: float) -> tuple[float, float, int] | None:
+    """``(knee C, slope s, loads used)`` of the livelock model over the lossy loads, or ``None``."""
+    lossy = sorted((p for p in points if p.valid and p.lossy), key=lambda p: p.offered_pps)
+    for k in range(len(lossy), 0, -1):  # the longest run of lossy loads from the knee the line fits
+        pts = lossy[:k]
+        if k == 1:  # one lossy load: the line through it and the knee on the diagonal
+            clean = [p.offered_pps for p in points if p.valid and not p.lossy and p.offered_pps < pts[0].offered_pps]
+            if not clean:
+                return None
+            r, f = pts[0].offered_pps, pts[0].forwarded_pps
+            if f >= max(clean):  # it forwarded more than the last loss-free load: a cap at f, as far as one load tells
+                return f, 0.0, 1
+            knee = max(clean)
+            return knee, (knee - f) / (r - knee), 1
+        xs, ys = [p.offered_pps for p in pts], [p.forwarded_pps for p in pts]
+        mx, my = statistics.fmean(xs), statistics.fmean(ys)
+        sxx = sum((x - mx) ** 2 for x in xs)
+        b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else 0.0
+        a = my - b * mx
+        if b >= 1 or any(abs(a + b * x - y) > tolerance * y for x, y in zip(xs, ys)):
+            continue
+        return a / (1 - b), -b, k
+    return None
+
+
+def measure_livelock(measurer: Measurer, frame: FrameSize, line_rate: LineRate,
+                     params: LivelockParams = LivelockParams()) -> LivelockResult:
+    """Sweep, bisect the knee, fit the model."""
+    line_fps = line_rate.fps(frame)
+    res = params.resolution_pct / 100 * line_fps
+    step = (params.max_pct - params.min_pct) / (params.points - 1)
+    points: list[LoadPoint] = []
+
+    def trial(rate: float) -> LoadPoint:
+        c: TrialCounts = measurer.measure(Load(rate, frame), params.duration_s)
+        p = LoadPoint(rate, c.offered_pps, c.frames_received / params.duration_s, c.loss_ratio, c.valid,
+                      softirq_seconds(c.raw.get("monitor")))
+        points.append(p)
+        return p
+
+    for i in range(params.points):
+        trial((params.min_pct + i * step) / 100 * line_fps)
+    ok = [p.offered_pps for p in points if p.valid and not p.lossy]
+    bad = [p.offered_pps for p in points if p.valid and p.lossy]
+    lo = max((r for r in ok if not bad or r < min(bad)), default=None)
+    hi = min(bad) if bad else None
+    if lo is not None and hi is not None:
+        while hi - lo > res * (1 + 1e-9):
+            mid = (lo + hi) / 2
+            p = trial(mid)
+            if not p.valid:
+                break
+            lo, hi = (mid, hi) if not p.lossy else (lo, mid)
+    fitted = fit(points, params.fit_tolerance) if hi is not None else None
+    cpu = [p.softirq_s / (p.forwarded_pps * params.duration_s) for p in points
+           if p.valid and not p.lossy and p.softirq_s is not None and p.forwarded_pps > 0]
+    return LivelockResult(
+        frame, line_rate, tuple(points), lo, res,
+        fitted[0] if fitted else None, fitted[1] if fitted else None, fitted[2] if fitted else 0,
+        statistics.median(cpu) * 1e9 if cpu else None)
+
+
+# --------------------------------------------------------------------------------------------- #
+# Reading it back from results
+
+METHOD_NAME = "livelock"
+
+
+def entries(run: RunView) -> list[dict]:
+    """Per frame size: ``{frame_size, points: [{offered_pps, forwarded: Stat}], mlfrr: Stat|None,
+    max_lossfree: Stat|None, slope: Stat|None, cpu_ns: Stat|None, fit_points}``."""
+    out = []
+    for r in run.method_results(METHOD_NAME):
+        reps = objs(r, "repetitions")
+        by_load: dict[float, list[float]] = {}
+        for rep in reps:
+            for p in objs(rep, "points"):
+                off, fwd = num(p, "offered_pps"), num(p, "forwarded_pps")
+                if off is not None and fwd is not None and p.get("valid") is not False:
+                    by_load.setdefault(round(off, 1), []).append(fwd)
+        pts = [{"offered_pps": off, "forwarded": Stat.over(v)} for off, v in sorted(by_load.items())]
+        if not pts:
+            continue
+        st = obj(r, "stats")
+        out.append({"frame_size": r.get("frame_size"), "points": pts,
+                    "mlfrr": Stat.from_stats(st.get("mlfrr_pps")),
+                    "max_lossfree": Stat.from_stats(st.get("max_lossfree_pps")),
+                    "slope": Stat.from_stats(st.get("collapse_slope")),
+                    "cpu_ns": Stat.from_stats(st.get("cpu_ns_per_frame")),
+                    "fit_points": max((int(num(x, "fit_points") or 0) for x in reps), default=0)})
+    out.sort(key=lambda e: frame_size_sort_key(e["frame_size"]))
+    return out
+
+
+def table(run: RunView) -> Table:
+    t = Table(["frame size", "MLFRR (fitted knee)", "% line rate", "max loss-free (measured)", "collapse slope",
+               "forwarded at the top load", "softirq CPU per frame", "loads fitted"],
+              caption="median of repetitions (min–max of repetitions)")
+    for e in entries(run):
+        size, mlfrr = e["frame_size"], e["mlfrr"]
+        slope = e["slope"]
+        t.add([fmt.size(size), fmt.fps_stat(mlfrr), fmt.pct(run.pct_of_line_rate(size, mlfrr.value) if mlfrr else None),
+               fmt.fps_stat(e["max_lossfree"]), f"{slope.value:.3f}" if slope else fmt.DASH,
+               fmt.fps(e["points"][-1]["forwarded"].value), fmt.ns(e["cpu_ns"].value if e["cpu_ns"] else None),
+               str(e["fit_points"] or fmt.DASH)])
+    return t
+
+
+@plot("livelock")
+def livelock_plot(runs: Sequence[RunView]) -> Figure | None:
+    """Receive livelock: forwarded rate against offered load per frame size, with the fitted model
+    (dashed: forwarded = offered up to the MLFRR, then the collapse line) and its knee (star)."""
+    sizes: dict[str, Any] = {}
+    for r in runs:
+        for entry in entries(r):
+            sizes.setdefault(frame_size_label(entry["frame_size"]), entry["frame_size"])
+    if not sizes:
+        return None
+    ordered = sorted(sizes.values(), key=frame_size_sort_key)
+    fig, axes = facets(len(ordered))
+    for ax, size in zip(axes, ordered):
+        top = 0.0
+        for i, r in enumerate(runs):
+            e: dict | None = next((x for x in entries(r)
+                                   if frame_size_label(x["frame_size"]) == frame_size_label(size)), None)
+            if e is None:
+                continue
+            c = run_colour(i)
+            xs = [p["offered_pps"] for p in e["points"]]
+            ax.plot(xs, [p["forwarded"].value for p in e["points"]], color=c, marker="o", ls="none",
+                    label=f"{r.name}: measured" if len(runs) > 1 else "measured")
+            top = max(top, max(xs))
+            if e["mlfrr"] is not None and e["slope"] is not None:
+                k, s = e["mlfrr"].value, e["slope"].value
+                mx = max(xs)
+                ax.plot([0, k, mx], [0, k, k - s * (mx - k)], color=c, ls="--", lw=1.3,
+                        label=f"{r.name}: model" if len(runs) > 1 else "model")
+                ax.plot([k], [k], marker="*", ms=13, color=c, mec="black", mew=0.6, ls="none", zorder=6)
+                ax.annotate(f"MLFRR {si(k)}fps, slope {s:.2f}", (k, k), xytext=(6, -14 - 10 * i),
+                            textcoords="offset points", fontsize=7.5, color=c)
+        ax.plot([0, top], [0, top], ls=":", color=REF_GREY, lw=1.0, label="no loss (forwarded = offered)")
+        ax.set_xlim(0, top * 1.05)
+        ax.set_ylim(bottom=0)
+        ax.xaxis.set_major_formatter(fps_fmt())
+        ax.yaxis.set_major_formatter(fps_fmt())
+        ax.set_xlabel("offered load (frames/s)")
+        ax.set_ylabel("forwarded (frames/s)")
+        ax.set_title(f"Receive livelock — {size_title(size)}")
+    fig_legend(fig, axes)
+    return fig
+
+
+# --------------------------------------------------------------------------------------------- #
+# The method
+
+SECTION = Section("livelock", "Receive livelock (MLFRR model)")
+
+
+class Livelock(Method):
+    name = METHOD_NAME
+    label = "Receive livelock (MLFRR)"
+    params_type = LivelockParams
+    sections = (SECTION,)
+    plots = (livelock_plot,)
+    console_columns = ("MLFRR", "% line rate", "max loss-free", "collapse slope", "softirq CPU / frame")
+    shortcut = Shortcut(Command("livelock", "receive livelock: forwarded vs offered load, the MLFRR model fitted",
+                                "Sweep the offered load, bisect the knee and fit the receive-livelock model: "
+                                "the maximum loss-free forwarding rate (MLFRR), the collapse slope above it, and "
+                                "the softirq CPU per forwarded frame when the DUT is monitored.", sizes_default="64"),
+                        "livelock")
+    cli_fields = {"points": "--points", "resolution_pct": "--resolution"}
+
+    def run(self, params: LivelockParams, ctx: Context) -> LivelockResult:
+        return measure_livelock(ctx.measurer, ctx.frame, ctx.line_rate, params)
+
+    def estimate_trials(self, params: LivelockParams, frame: FrameSize, line_fps: float) -> int:
+        step_pct = (params.max_pct - params.min_pct) / (params.points - 1)
+        return params.points + max(0, int(step_pct / params.resolution_pct).bit_length())
+
+    def top_rate_pct(self, params: LivelockParams) -> float:
+        return params.max_pct
+
+    def console_rows(self, result: dict, flags: str) -> list[list[str]]:
+        st = result.get("stats", {})
+        m, ml = st.get("mlfrr_pps", {}).get("median"), st.get("max_lossfree_pps", {}).get("median")
+        s, cpu = st.get("collapse_slope", {}).get("median"), st.get("cpu_ns_per_frame", {}).get("median")
+        h = result.get("headline") or {}
+        return [[fmt.size(result["frame_size"]), format_pps(m) if m is not None else "none",
+                 f"{h.get('pct_line_rate', 0):.2f}" if h else "-", format_pps(ml) if ml is not None else "none",
+                 f"{s:.3f}" if s is not None else "-", format_ns(cpu) if cpu is not None else "-", flags]]
+
+    def html(self, run: RunView) -> dict[str, str]:
+        t = table(run)
+        return {SECTION.id: figure(livelock_plot, [run]) + table_html(t)} if t else {}
+
+    def compare_html(self, runs: Sequence[RunView]) -> dict[str, str]:
+        f = figure(livelock_plot, runs)
+        return {SECTION.id: f} if f else {}
+
+    def markdown(self, run: RunView) -> str:
+        t = table(run)
+        return section_md("Receive livelock (MLFRR model)", table_md(t), "") if t else ""
+
+    def ratio_table(self, runs: Sequence[RunView]) -> tuple[str, Table] | None:
+        t = Table(ratio_header([r.name for r in runs]))
+        data = [by_size(entries(r)) for r in runs]
+        for lab in sizes_of(data):
+            vals = [(d[lab]["mlfrr"].value if lab in d and d[lab]["mlfrr"] else None) for d in data]
+            row = [fmt.size(size_of_label(lab)), fmt.fps(vals[0])]
+            for v in vals[1:]:
+                row += [fmt.fps(v), fmt.ratio_pct(v, vals[0])]
+            t.add(row)
+        return ("Maximum loss-free forwarding rate (MLFRR, fitted)", t) if t else None
+
+    def add_cli_options(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--points", type=int, default=12, help="offered loads in the sweep [12]")
+        parser.add_argument("--resolution", type=float, default=0.5,
+                            help="knee bisection resolution, %% of line rate [0.5]")
+
+    def cli_params(self, args: argparse.Namespace) -> dict:
+        return {"points": args.points, "resolution_pct": args.resolution}
+
+
+METHOD = Livelock()
