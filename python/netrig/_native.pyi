@@ -12,7 +12,8 @@ from typing import final
 
 __all__ = [
     "__version__", "BUILD_PROFILE", "WIRE_OVERHEAD_BYTES", "FCS_BYTES", "MIN_FRAME_SIZE", "MAX_FRAME_SIZE",
-    "RFC2544_FRAME_SIZES", "FRAME_SIZE_MIXES", "DEFAULT_DRAIN_S", "IO_MODES", "FrameSizeSpec", "RateSpec",
+    "RFC2544_FRAME_SIZES", "FRAME_SIZE_MIXES", "DEFAULT_DRAIN_S", "MAX_DURATION_S", "MAX_DRAIN_S",
+    "MAX_RATE_PPS", "MAX_RATE_BPS", "MAX_FRAMES", "MAX_QUEUES", "MAX_FLOWS", "IO_MODES", "FrameSizeSpec", "RateSpec",
     "FlowSpec", "StopSpec", "StreamSpec", "Port", "TrialSpec", "Snapshot", "Trial", "LatencySummary", "FlowResult",
     "StreamResult", "PortResult", "TrialResult", "InterfaceInfo", "IoProbe", "interface_info", "list_interfaces",
     "probe_io", "probe_xdp_program", "line_rate_fps",
@@ -33,6 +34,16 @@ RFC2544_FRAME_SIZES: tuple[int, ...]
 #: Named mixes: name -> ((frame size, weight), ...).
 FRAME_SIZE_MIXES: dict[str, tuple[tuple[int, int], ...]]
 DEFAULT_DRAIN_S: float
+#: Limits: longest trial duration, warm-up or burst gap (s); longest drain / late threshold (s);
+#: highest rate of a stream (frames/s, bit/s; also the highest link speed); most frames per stream.
+MAX_DURATION_S: float
+MAX_DRAIN_S: float
+MAX_RATE_PPS: float
+MAX_RATE_BPS: float
+MAX_FRAMES: int
+#: Most queues of a port; most flows of a trial.
+MAX_QUEUES: int
+MAX_FLOWS: int
 #: Port I/O backends: "auto" and every backend the engine has.
 IO_MODES: tuple[str, ...]
 
@@ -180,6 +191,8 @@ class Port:
         queues: int = 1,
         ring_frames: int = 0,
         busy_poll_us: int = 0,
+        *,
+        i_know_this_is_live: bool = False,
     ) -> Port: ...
     @property
     def ifname(self) -> str: ...
@@ -194,6 +207,9 @@ class Port:
     @property
     def busy_poll_us(self) -> int:
         """AF_XDP busy polling: SO_BUSY_POLL microseconds with SO_PREFER_BUSY_POLL (0 = off)."""
+    @property
+    def i_know_this_is_live(self) -> bool:
+        """The transmit guard is overridden for this port (the user said it may be a live network)."""
     def info(self) -> InterfaceInfo:
         """Interface facts: ifindex, MTU, MAC, speed, driver, queues."""
     def __eq__(self, other: object, /) -> bool: ...

@@ -13,12 +13,15 @@ Rust                        Python
 ``PortError::NoSuchInterface``  ``InterfaceError``
 ``PortError::PermissionDenied`` ``PermissionError_``
 ``PortError::Unsupported``  ``CapabilityError``
+``PortError::Live``         ``LiveInterfaceError``
 ``PortError::*`` (I/O etc.) ``PortError``
 ``EngineError::Worker``     ``EngineError``
 ``EngineError::Interrupted``  ``InterruptedTrial``
 ==========================  =====================
 """
 from __future__ import annotations
+
+import signal
 
 
 class NetrigError(Exception):
@@ -50,12 +53,49 @@ class PermissionError_(PortError):
     """The operation needs root (CAP_NET_RAW / CAP_NET_ADMIN)."""
 
 
+class LiveInterfaceError(PortError):
+    """The transmit guard refused an interface that looks like a live network (``lo``, a default
+    route, an address outside the benchmarking ranges); the message names the rule and the override."""
+
+
 class EngineError(NetrigError):
     """The traffic engine failed while running."""
 
 
 class InterruptedTrial(EngineError):
-    """A trial was stopped by the user (Ctrl-C); partial results are attached where possible."""
+    """A trial was stopped by the user (Ctrl-C) or a signal (SIGTERM); partial results are
+    attached where possible. ``reason`` says which (``"interrupted by user (Ctrl-C)"``)."""
+
+    def __init__(self, message: str, reason: str = "interrupted by user (Ctrl-C)"):
+        super().__init__(message)
+        self.reason = reason
+
+
+class Terminated(SystemExit):
+    """A termination signal (SIGTERM, SIGHUP) arrived: handled like Ctrl-C (traffic stopped,
+    finished trials kept, the run resumable), with the signal recorded as the reason. Uncaught,
+    it exits with status 128 + the signal number, as a process killed by it would report."""
+
+    def __init__(self, signum: int):
+        super().__init__(128 + signum)
+        self.signum = signum
+        self.message = f"stopped by {signal.Signals(signum).name}"
+
+    def __str__(self) -> str:
+        return self.message
+
+
+#: What stops a run early from outside: Ctrl-C, or a termination signal.
+INTERRUPTS = (KeyboardInterrupt, Terminated)
+
+
+def interrupt_reason(exc: BaseException) -> str:
+    """Why a run stopped early, for ``interrupted_reason``: the signal, or Ctrl-C."""
+    if isinstance(exc, Terminated):
+        return exc.message
+    if isinstance(exc, InterruptedTrial):
+        return exc.reason
+    return "interrupted by user (Ctrl-C)"
 
 
 class TestbedError(NetrigError):
@@ -79,8 +119,12 @@ __all__ = [
     "PortError",
     "InterfaceError",
     "PermissionError_",
+    "LiveInterfaceError",
     "EngineError",
     "InterruptedTrial",
+    "Terminated",
+    "INTERRUPTS",
+    "interrupt_reason",
     "TestbedError",
     "ResultError",
     "MethodologyError",

@@ -30,6 +30,21 @@ pub enum PortError {
     Busy { ifname: String, message: String },
     #[error("{ifname}: {message}")]
     Other { ifname: String, message: String },
+    /// The transmit guard refused the interface ([`crate::guard`]).
+    #[error(
+        "{ifname}{}: refusing to send test traffic: {rule}. Use a test bed (netrig testbed up) or an interface \
+         cabled only to the DUT; if this really is a test network, override with {}",
+        netns_in(.netns), LIVE_OVERRIDE
+    )]
+    Live { ifname: String, netns: Option<String>, rule: String },
+}
+
+/// How to override the transmit guard, as every refusal says it.
+pub const LIVE_OVERRIDE: &str = "--i-know-this-is-live (config: ports.i_know_this_is_live = true; \
+                                 API: Port(..., i_know_this_is_live=True))";
+
+fn netns_in(netns: &Option<String>) -> String {
+    netns.as_ref().map(|ns| format!(" (network namespace {ns})")).unwrap_or_default()
 }
 
 fn netns_hint(netns: &Option<String>) -> String {

@@ -11,8 +11,15 @@ use crate::port::{Backend, Port, PortCaps, PortSpec, RxQueue, TxQueue};
 use crate::sys;
 
 /// Open a port. With `spec.backend == None` tries AF_XDP, then AF_PACKET, then plain sockets,
-/// and records in `caps().notes` what was tried and why the choice fell where it did.
+/// and records in `caps().notes` what was tried and why the choice fell where it did. A port that
+/// will transmit passes the transmit guard first ([`crate::guard::check`]): every path to the
+/// wire opens its ports here.
 pub fn open_port(spec: &PortSpec) -> Result<Box<dyn Port>, PortError> {
+    crate::guard::check(spec)?;
+    open_backend(spec)
+}
+
+fn open_backend(spec: &PortSpec) -> Result<Box<dyn Port>, PortError> {
     match spec.backend {
         Some(Backend::AfXdp) => sys::af_xdp::open(spec),
         Some(Backend::AfPacket) => sys::af_packet::open(spec),
@@ -26,7 +33,7 @@ pub fn open_port(spec: &PortSpec) -> Result<Box<dyn Port>, PortError> {
             let mut tried = Vec::new();
             for b in [Backend::AfXdp, Backend::AfPacket, Backend::Socket] {
                 let s = PortSpec { backend: Some(b), ..spec.clone() };
-                let opened = open_port(&s).and_then(|mut p| {
+                let opened = open_backend(&s).and_then(|mut p| {
                     if spec.receive {
                         p.prepare_rx()?;
                     }
@@ -37,6 +44,7 @@ pub fn open_port(spec: &PortSpec) -> Result<Box<dyn Port>, PortError> {
                     Err(
                         e @ (PortError::NoSuchInterface { .. }
                         | PortError::PermissionDenied { .. }
+                        | PortError::Live { .. }
                         | PortError::Netns { .. }),
                     ) => return Err(e),
                     Err(e) => tried.push(format!("{b} passed over: {e}")),

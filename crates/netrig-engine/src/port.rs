@@ -214,6 +214,15 @@ pub struct PortSpec {
     /// AF_XDP: `SO_BUSY_POLL` microseconds (with `SO_PREFER_BUSY_POLL`); 0 = off. Other backends
     /// ignore it.
     pub busy_poll_us: u32,
+    /// The port will transmit (test frames or learning frames): the transmit guard checks it
+    /// ([`crate::guard`]). `false` only for probes that send nothing.
+    pub transmit: bool,
+    /// Override the transmit guard: the user said the interface may be live
+    /// (`--i-know-this-is-live`).
+    pub live_ok: bool,
+    /// The largest frame (without FCS) the port will carry, when known (0 = not known). A backend
+    /// that cannot carry it refuses to open, so auto selection passes it over and says why.
+    pub max_frame_len: usize,
 }
 
 impl PortSpec {
@@ -226,6 +235,9 @@ impl PortSpec {
             ring_frames: 0,
             receive: true,
             busy_poll_us: 0,
+            transmit: true,
+            live_ok: false,
+            max_frame_len: 0,
         }
     }
 

@@ -31,6 +31,20 @@ pub const FRAME_SIZE_MIXES: &[(&str, &[(usize, u32)])] =
 /// Largest sum of the weights of a mix (the per-frame size schedule holds whole cycles).
 pub const MAX_MIX_WEIGHT: u64 = 65536;
 
+// Limits on what a trial may ask for. Beyond them a value is a typo or an overflow, never a test
+// (`1e99s` would overflow the nanosecond clock; `1e300pps` would run unpaced): each is refused
+// naming the field and the limit.
+/// Longest trial duration, warm-up or gap between bursts: one week, in seconds.
+pub const MAX_DURATION_S: f64 = 604_800.0;
+/// Longest drain (and late threshold), seconds: frames still in flight after a minute are lost.
+pub const MAX_DRAIN_S: f64 = 60.0;
+/// Highest rate of one stream, frames/s (above 400 GbE at 64 B, 595 Mfps).
+pub const MAX_RATE_PPS: f64 = 1e9;
+/// Highest rate of one stream in bit/s (layer 1 or 2), and highest link speed: 10 Tbit/s.
+pub const MAX_RATE_BPS: f64 = 1e13;
+/// Most frames one stream may be asked to send (a burst size times the burst count): 10^15.
+pub const MAX_FRAMES: u64 = 1_000_000_000_000_000;
+
 /// Frame sizes (bytes, including FCS).
 #[derive(Debug, Clone, PartialEq)]
 pub enum FrameSize {
@@ -159,7 +173,8 @@ pub enum Rate {
 }
 
 impl Rate {
-    /// A finite value > 0, and at most 100 for a percentage. Field: `rate`.
+    /// A finite value > 0, at most 100 for a percentage, [`MAX_RATE_PPS`] frames/s or
+    /// [`MAX_RATE_BPS`] bit/s. Field: `rate`.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let v = match *self {
             Rate::Pps(v) | Rate::L1Bps(v) | Rate::L2Bps(v) | Rate::PercentLine(v) => v,
@@ -168,10 +183,20 @@ impl Rate {
         if !v.is_finite() || v <= 0.0 {
             return Err(ConfigError::new("rate", format!("must be a finite number > 0 (got {v})")));
         }
-        if matches!(self, Rate::PercentLine(_)) && v > 100.0 {
-            return Err(ConfigError::new("rate", format!("{v} % is above the line rate: give at most 100 %")));
+        match self {
+            Rate::PercentLine(_) if v > 100.0 => {
+                Err(ConfigError::new("rate", format!("{v} % is above the line rate: give at most 100 %")))
+            }
+            Rate::Pps(_) if v > MAX_RATE_PPS => Err(ConfigError::new(
+                "rate",
+                format!("{v:e} frames/s is above the limit of {MAX_RATE_PPS:e} frames/s per stream"),
+            )),
+            Rate::L1Bps(_) | Rate::L2Bps(_) if v > MAX_RATE_BPS => Err(ConfigError::new(
+                "rate",
+                format!("{v:e} bit/s is above the limit of {MAX_RATE_BPS:e} bit/s (10 Tbit/s) per stream"),
+            )),
+            _ => Ok(()),
         }
-        Ok(())
     }
 
     /// `"pps"`, `"l1_bps"`, `"l2_bps"`, `"percent_line"` or `"max"`.
@@ -207,26 +232,48 @@ pub enum Stop {
 }
 
 impl Stop {
-    /// Stop after `duration_s` seconds (finite, > 0). Field: `duration_s`.
+    /// Stop after `duration_s` seconds (finite, > 0, at most [`MAX_DURATION_S`]). Field: `duration_s`.
     pub fn duration_s(duration_s: f64) -> Result<Stop, ConfigError> {
-        Ok(Stop::Duration { ns: seconds_to_ns("duration_s", duration_s, false)? })
+        Ok(Stop::Duration { ns: seconds_to_ns("duration_s", duration_s, false, MAX_DURATION_S)? })
     }
 
     /// `bursts` bursts of `frames` frames, `gap_s` (finite, ≥ 0) between burst starts.
     pub fn bursts(frames: u64, bursts: u64, gap_s: f64) -> Result<Stop, ConfigError> {
-        let s = Stop::Bursts { frames, bursts, gap_ns: seconds_to_ns("bursts", gap_s, true)? };
+        let s = Stop::Bursts { frames, bursts, gap_ns: seconds_to_ns("bursts", gap_s, true, MAX_DURATION_S)? };
         s.validate()?;
         Ok(s)
     }
 
-    /// Something to send: duration, frame count, burst size and count all > 0.
+    /// Something to send, within the limits: duration, frame count, burst size and count all > 0;
+    /// at most [`MAX_DURATION_S`] and [`MAX_FRAMES`].
     pub fn validate(&self) -> Result<(), ConfigError> {
+        let max_ns = (MAX_DURATION_S * 1e9) as u64;
         match *self {
             Stop::Duration { ns: 0 } => Err(ConfigError::new("duration_s", "must be > 0: give how long to send")),
+            Stop::Duration { ns } if ns > max_ns => Err(ConfigError::new(
+                "duration_s",
+                format!("{} s is above the limit of {MAX_DURATION_S} s (one week)", ns as f64 / 1e9),
+            )),
             Stop::Frames { count: 0 } => Err(ConfigError::new("frames", "must be > 0: give how many frames to send")),
+            Stop::Frames { count } if count > MAX_FRAMES => Err(ConfigError::new(
+                "frames",
+                format!("{count} frames is above the limit of {MAX_FRAMES} (10^15) frames per stream"),
+            )),
             Stop::Bursts { frames, bursts, .. } if frames == 0 || bursts == 0 => Err(ConfigError::new(
                 "bursts",
                 format!("burst size and burst count must be > 0 (got {frames} frames x {bursts} bursts)"),
+            )),
+            Stop::Bursts { frames, bursts, .. } if frames.checked_mul(bursts).is_none_or(|n| n > MAX_FRAMES) => {
+                Err(ConfigError::new(
+                    "bursts",
+                    format!(
+                        "{frames} frames x {bursts} bursts is above the limit of {MAX_FRAMES} (10^15) frames per stream"
+                    ),
+                ))
+            }
+            Stop::Bursts { gap_ns, .. } if gap_ns > max_ns => Err(ConfigError::new(
+                "bursts",
+                format!("a gap of {} s is above the limit of {MAX_DURATION_S} s (one week)", gap_ns as f64 / 1e9),
             )),
             _ => Ok(()),
         }
@@ -242,12 +289,15 @@ impl Stop {
     }
 }
 
-/// Nanoseconds of `seconds` (finite, > 0 or with `allow_zero` ≥ 0, at most ~1e9 s); errors
-/// name `field`.
-pub fn seconds_to_ns(field: &str, seconds: f64, allow_zero: bool) -> Result<u64, ConfigError> {
+/// Nanoseconds of `seconds` (finite, > 0 or with `allow_zero` ≥ 0, at most `max_s`, e.g.
+/// [`MAX_DURATION_S`] or [`MAX_DRAIN_S`]); errors name `field` and the limit.
+pub fn seconds_to_ns(field: &str, seconds: f64, allow_zero: bool, max_s: f64) -> Result<u64, ConfigError> {
     let bound = if allow_zero { ">= 0" } else { "> 0" };
-    if !seconds.is_finite() || seconds < 0.0 || (seconds == 0.0 && !allow_zero) || seconds > 1e9 {
+    if !seconds.is_finite() || seconds < 0.0 || (seconds == 0.0 && !allow_zero) {
         return Err(ConfigError::new(field, format!("must be a finite number of seconds {bound} (got {seconds})")));
+    }
+    if seconds > max_s {
+        return Err(ConfigError::new(field, format!("{seconds:e} s is above the limit of {max_s} s")));
     }
     Ok((seconds * 1e9).round() as u64)
 }
@@ -316,6 +366,12 @@ impl StreamConfig {
                 "must be > 0 bit/s: leave it unset when the link has no speed",
             ));
         }
+        if let Some(l) = self.line_rate_bps.filter(|&l| l as f64 > MAX_RATE_BPS) {
+            return Err(ConfigError::new(
+                "line_rate_bps",
+                format!("{l} bit/s is above the limit of {MAX_RATE_BPS:e} bit/s (10 Tbit/s)"),
+            ));
+        }
         let spec = self.template_spec()?;
         let min_size = builder::min_frame_len(&spec) + FCS_LEN;
         let (lo, _) = self.frame_size.bounds();
@@ -340,6 +396,12 @@ impl StreamConfig {
             }
         }
         let rate_pps = self.intended_rate_pps()?;
+        if rate_pps.is_finite() && rate_pps > MAX_RATE_PPS {
+            return Err(ConfigError::new(
+                "rate",
+                format!("{rate_pps:e} frames/s is above the limit of {MAX_RATE_PPS:e} frames/s per stream"),
+            ));
+        }
         if let Some(l) = self.line_rate_bps {
             let mean = self.frame_size.mean();
             let line_pps = line_rate_fps(l as f64, mean);
@@ -655,12 +717,22 @@ mod tests {
 
     #[test]
     fn seconds_and_stops() {
-        assert_eq!(seconds_to_ns("drain_s", 0.0, true).unwrap(), 0);
-        assert_eq!(seconds_to_ns("drain_s", 1.5, false).unwrap(), 1_500_000_000);
-        for bad in [f64::NAN, f64::INFINITY, -1.0, 0.0] {
-            assert_eq!(seconds_to_ns("drain_s", bad, false).unwrap_err().field, "drain_s");
+        assert_eq!(seconds_to_ns("drain_s", 0.0, true, MAX_DRAIN_S).unwrap(), 0);
+        assert_eq!(seconds_to_ns("drain_s", 1.5, false, MAX_DRAIN_S).unwrap(), 1_500_000_000);
+        for bad in [f64::NAN, f64::INFINITY, -1.0, 0.0, 61.0, 1e99] {
+            assert_eq!(seconds_to_ns("drain_s", bad, false, MAX_DRAIN_S).unwrap_err().field, "drain_s");
         }
+        assert!(seconds_to_ns("drain_s", 61.0, true, MAX_DRAIN_S).unwrap_err().message.contains("limit of 60 s"));
         assert_eq!(Stop::duration_s(0.0).unwrap_err().field, "duration_s");
+        let e = Stop::duration_s(1e99).unwrap_err();
+        assert!(e.field == "duration_s" && e.message.contains("limit of 604800 s"), "{e}");
+        assert_eq!(Stop::Frames { count: MAX_FRAMES + 1 }.validate().unwrap_err().field, "frames");
+        assert_eq!(Stop::bursts(u64::MAX, 2, 0.1).unwrap_err().field, "bursts");
+        assert_eq!(Stop::bursts(10, 2, 1e7).unwrap_err().field, "bursts");
+        for r in [Rate::Pps(1e300), Rate::L1Bps(1e14), Rate::L2Bps(2e13)] {
+            assert!(r.validate().unwrap_err().message.contains("limit"), "{r:?}");
+        }
+        Rate::Pps(MAX_RATE_PPS).validate().unwrap();
         assert_eq!(Stop::bursts(10, 2, -1.0).unwrap_err().field, "bursts");
         assert_eq!(Stop::bursts(10, 0, 0.1).unwrap_err().field, "bursts");
         assert_eq!(Stop::bursts(10, 2, 0.5).unwrap(), Stop::Bursts { frames: 10, bursts: 2, gap_ns: 500_000_000 });

@@ -67,7 +67,8 @@ impl Default for TrialConfig {
 impl TrialConfig {
     /// Everything that can be checked without opening the ports, for a trial on `n_ports` ports:
     /// at least one stream and one port, every stream valid ([`StreamConfig::validate`], fields
-    /// prefixed `streams[i].`), its port indices in range, at most 2^24 flows in all.
+    /// prefixed `streams[i].`), its port indices in range, at most 2^24 flows in all, CPUs that
+    /// exist.
     pub fn validate(&self, n_ports: usize) -> Result<(), ConfigError> {
         if self.streams.is_empty() {
             return Err(ConfigError::new("streams", "a trial needs at least one stream"));
@@ -94,6 +95,15 @@ impl TrialConfig {
                 "streams",
                 format!("{flows} flows in one trial: the limit is {}; use fewer flows", crate::flows::MAX_FLOWS),
             ));
+        }
+        let ncpu = cpu::online_cpus();
+        for (name, list) in [("tx_cpus", &self.tx_cpus), ("rx_cpus", &self.rx_cpus)] {
+            if let Some(&c) = list.iter().find(|&&c| c >= ncpu) {
+                return Err(ConfigError::new(
+                    name,
+                    format!("CPU {c} does not exist (this machine has CPUs 0-{})", ncpu - 1),
+                ));
+            }
         }
         Ok(())
     }
@@ -356,13 +366,22 @@ fn pick_cpu(list: &[usize], i: usize, from_top: bool) -> usize {
 /// streams. No resource is touched.
 pub fn prepare(ports: &[Box<dyn Port>], cfg: &TrialConfig) -> Result<Vec<Arc<CompiledStream>>, ConfigError> {
     cfg.validate(ports.len())?;
-    let ncpu = cpu::online_cpus();
-    for (name, list) in [("tx_cpus", &cfg.tx_cpus), ("rx_cpus", &cfg.rx_cpus)] {
-        if let Some(&c) = list.iter().find(|&&c| c >= ncpu) {
-            return Err(ConfigError::new(
-                name,
-                format!("CPU {c} does not exist (this machine has CPUs 0-{})", ncpu - 1),
-            ));
+    for (i, s) in cfg.streams.iter().enumerate() {
+        let (_, hi) = s.frame_size.bounds();
+        let rx = if cfg.receive { Some(s.rx_port) } else { None };
+        for c in [Some(s.tx_port), rx].into_iter().flatten().filter_map(|p| ports.get(p)).map(|p| p.caps()) {
+            let max = c.max_frame_len + crate::stream::FCS_LEN + if s.vlan.is_some() { 4 } else { 0 };
+            if hi > max {
+                let why = if c.backend == crate::port::Backend::AfXdp {
+                    "AF_XDP carries one UMEM chunk at most: use --io af_packet (or auto) for larger frames"
+                } else {
+                    "the MTU + 18: raise the MTU (test beds: the mtu option) or use smaller frames"
+                };
+                return Err(ConfigError::new(
+                    format!("streams[{i}].frame_size"),
+                    format!("{hi} B is above the largest frame {} carries over {} ({max} B, {why})", c.name, c.backend),
+                ));
+            }
         }
     }
     let mut base: u64 = 0;

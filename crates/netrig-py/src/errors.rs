@@ -7,6 +7,7 @@ pyo3::import_exception!(netrig.errors, CapabilityError);
 pyo3::import_exception!(netrig.errors, PortError);
 pyo3::import_exception!(netrig.errors, InterfaceError);
 pyo3::import_exception!(netrig.errors, PermissionError_);
+pyo3::import_exception!(netrig.errors, LiveInterfaceError);
 pyo3::import_exception!(netrig.errors, EngineError);
 pyo3::import_exception!(netrig.errors, InterruptedTrial);
 
@@ -46,6 +47,7 @@ impl From<Error> for PyErr {
                 netrig_engine::PortError::Netns { .. } => InterfaceError::new_err(text),
                 netrig_engine::PortError::PermissionDenied { .. } => PermissionError_::new_err(text),
                 netrig_engine::PortError::Unsupported { .. } => CapabilityError::new_err(text),
+                netrig_engine::PortError::Live { .. } => LiveInterfaceError::new_err(text),
                 netrig_engine::PortError::Io { .. }
                 | netrig_engine::PortError::NoSuchQueue { .. }
                 | netrig_engine::PortError::Busy { .. }

@@ -40,12 +40,28 @@ impl Trial {
     fn new(py: Python<'_>, spec: &Bound<'_, PyAny>) -> Result<Self> {
         let spec: TrialSpec = args::instance(spec, "spec")?;
         let cfg = spec.config;
-        // Auto selection probes the receive path only on ports that will receive.
+        // Auto selection probes the receive path only on ports that will receive, and passes over
+        // a backend that cannot carry the trial's largest frame on the port. The transmit guard
+        // checks every port that sends: streams, and learning frames out of receiving ports.
         let ports: Vec<PortSpec> = spec
             .ports
             .into_iter()
             .enumerate()
-            .map(|(i, p)| PortSpec { receive: cfg.receive && cfg.streams.iter().any(|s| s.rx_port == i), ..p })
+            .map(|(i, p)| {
+                let on_port = |s: &&netrig_engine::StreamConfig| s.tx_port == i || (cfg.receive && s.rx_port == i);
+                let receive = cfg.receive && cfg.streams.iter().any(|s| s.rx_port == i);
+                let transmit = cfg.streams.iter().any(|s| s.tx_port == i) || (receive && cfg.learning);
+                let max_frame_len = cfg
+                    .streams
+                    .iter()
+                    .filter(on_port)
+                    .map(|s| {
+                        s.frame_size.bounds().1 - netrig_engine::stream::FCS_LEN + if s.vlan.is_some() { 4 } else { 0 }
+                    })
+                    .max()
+                    .unwrap_or(0);
+                PortSpec { receive, transmit, max_frame_len, ..p }
+            })
             .collect();
         // Open the ports and check the streams against them with the GIL released.
         let mut opened = py.allow_threads(|| -> std::result::Result<Vec<Box<dyn EnginePort>>, EngineError> {
@@ -150,6 +166,9 @@ fn clone_error(e: &EngineError) -> EngineError {
             }
             P::Busy { ifname, message } => P::Busy { ifname: ifname.clone(), message: message.clone() },
             P::Other { ifname, message } => P::Other { ifname: ifname.clone(), message: message.clone() },
+            P::Live { ifname, netns, rule } => {
+                P::Live { ifname: ifname.clone(), netns: netns.clone(), rule: rule.clone() }
+            }
         }),
         EngineError::Worker { name, message } => EngineError::Worker { name: name.clone(), message: message.clone() },
         EngineError::Interrupted => EngineError::Interrupted,
@@ -190,7 +209,13 @@ fn probe_io(py: Python<'_>, ifname: &Bound<'_, PyAny>, netns: Option<&Bound<'_, 
         [Backend::AfXdp, Backend::AfPacket, Backend::Socket]
             .into_iter()
             .map(|b| {
-                let spec = PortSpec { netns: netns.clone(), backend: Some(b), ..PortSpec::new(ifname.clone()) };
+                // A probe sends nothing: the transmit guard is for trials.
+                let spec = PortSpec {
+                    netns: netns.clone(),
+                    backend: Some(b),
+                    transmit: false,
+                    ..PortSpec::new(ifname.clone())
+                };
                 let outcome = open_port(&spec).map(|p| p.caps().notes.clone()).map_err(|e| e.to_string());
                 IoProbe::from(&(b.as_str(), outcome))
             })
@@ -231,6 +256,13 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     m.add("FRAME_SIZE_MIXES", mixes)?;
     m.add("DEFAULT_DRAIN_S", netrig_engine::trial::DEFAULT_DRAIN_NS as f64 / 1e9)?;
+    m.add("MAX_DURATION_S", netrig_engine::stream::MAX_DURATION_S)?;
+    m.add("MAX_DRAIN_S", netrig_engine::stream::MAX_DRAIN_S)?;
+    m.add("MAX_RATE_PPS", netrig_engine::stream::MAX_RATE_PPS)?;
+    m.add("MAX_RATE_BPS", netrig_engine::stream::MAX_RATE_BPS)?;
+    m.add("MAX_FRAMES", netrig_engine::stream::MAX_FRAMES)?;
+    m.add("MAX_QUEUES", netrig_engine::port::MAX_QUEUES)?;
+    m.add("MAX_FLOWS", netrig_engine::flows::MAX_FLOWS)?;
     m.add("IO_MODES", PyTuple::new(py, IO_MODES)?)?;
     m.add_class::<specs::FrameSizeSpec>()?;
     m.add_class::<specs::RateSpec>()?;

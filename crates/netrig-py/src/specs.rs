@@ -388,9 +388,12 @@ pub struct Port(pub PortSpec);
 impl Port {
     #[new]
     #[pyo3(
-        signature = (ifname, netns=None, io=None, queues=None, ring_frames=None, busy_poll_us=None),
-        text_signature = "(ifname, netns=None, io='auto', queues=1, ring_frames=0, busy_poll_us=0)"
+        signature = (ifname, netns=None, io=None, queues=None, ring_frames=None, busy_poll_us=None, *,
+                     i_know_this_is_live=None),
+        text_signature = "(ifname, netns=None, io='auto', queues=1, ring_frames=0, busy_poll_us=0, *, \
+                          i_know_this_is_live=False)"
     )]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         ifname: &Bound<'_, PyAny>,
         netns: Option<&Bound<'_, PyAny>>,
@@ -398,6 +401,7 @@ impl Port {
         queues: Option<&Bound<'_, PyAny>>,
         ring_frames: Option<&Bound<'_, PyAny>>,
         busy_poll_us: Option<&Bound<'_, PyAny>>,
+        i_know_this_is_live: Option<&Bound<'_, PyAny>>,
     ) -> Result<Self> {
         let d = PortSpec::new("");
         let io: String = opt(io, "io", "auto".into())?;
@@ -409,6 +413,9 @@ impl Port {
             ring_frames: opt(ring_frames, "ring_frames", d.ring_frames)?,
             receive: d.receive,
             busy_poll_us: opt(busy_poll_us, "busy_poll_us", d.busy_poll_us)?,
+            transmit: d.transmit,
+            live_ok: opt(i_know_this_is_live, "i_know_this_is_live", d.live_ok)?,
+            max_frame_len: d.max_frame_len,
         };
         p.validate()?;
         Ok(Port(p))
@@ -445,6 +452,12 @@ impl Port {
         self.0.busy_poll_us
     }
 
+    /// The transmit guard is overridden for this port (the user said it may be a live network).
+    #[getter]
+    fn i_know_this_is_live(&self) -> bool {
+        self.0.live_ok
+    }
+
     /// Interface facts: ifindex, MTU, MAC, speed, driver, queues.
     fn info(&self, py: Python<'_>) -> Result<InterfaceInfo> {
         crate::interface_facts(py, &self.0.ifname, self.0.netns.as_deref())
@@ -453,13 +466,14 @@ impl Port {
     fn __repr__(&self) -> String {
         let p = &self.0;
         format!(
-            "Port(ifname={:?}, netns={:?}, io={:?}, queues={}, ring_frames={}, busy_poll_us={})",
+            "Port(ifname={:?}, netns={:?}, io={:?}, queues={}, ring_frames={}, busy_poll_us={}{})",
             p.ifname,
             p.netns,
             p.io_mode(),
             p.queues,
             p.ring_frames,
-            p.busy_poll_us
+            p.busy_poll_us,
+            if p.live_ok { ", i_know_this_is_live=True" } else { "" }
         )
     }
 }
@@ -511,18 +525,18 @@ impl TrialSpec {
             })
             .collect::<Result<_>>()?;
         let d = TrialConfig::default();
-        let seconds = |v: Option<&Bound<'_, PyAny>>, field: &str| -> Result<Option<u64>> {
+        let seconds = |v: Option<&Bound<'_, PyAny>>, field: &str, max_s: f64| -> Result<Option<u64>> {
             match opt::<Option<f64>>(v, field, None)? {
                 None => Ok(None),
-                Some(s) => Ok(Some(stream::seconds_to_ns(field, s, true)?)),
+                Some(s) => Ok(Some(stream::seconds_to_ns(field, s, true, max_s)?)),
             }
         };
         let config = TrialConfig {
             streams,
-            drain_ns: seconds(drain_s, "drain_s")?.unwrap_or(DEFAULT_DRAIN_NS),
-            warmup_ns: seconds(warmup_s, "warmup_s")?.unwrap_or(d.warmup_ns),
+            drain_ns: seconds(drain_s, "drain_s", stream::MAX_DRAIN_S)?.unwrap_or(DEFAULT_DRAIN_NS),
+            warmup_ns: seconds(warmup_s, "warmup_s", stream::MAX_DURATION_S)?.unwrap_or(d.warmup_ns),
             learning: opt(learning, "learning", d.learning)?,
-            late_ns: seconds(late_s, "late_s")?,
+            late_ns: seconds(late_s, "late_s", stream::MAX_DRAIN_S)?,
             tx_cpus: opt(tx_cpus, "tx_cpus", d.tx_cpus)?,
             rx_cpus: opt(rx_cpus, "rx_cpus", d.rx_cpus)?,
             max_flow_results: opt(max_flow_results, "max_flow_results", d.max_flow_results)?,

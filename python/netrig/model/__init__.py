@@ -16,8 +16,14 @@ from netrig.model.frames import (
     size_sort_key,
 )
 from netrig.model.units import (
+    MAX_DRAIN_S,
+    MAX_DURATION_S,
+    MAX_FRAMES,
+    MAX_RATE_BPS,
+    MAX_RATE_PPS,
     WIRE_OVERHEAD_BYTES,
     Rate,
+    duration_limit,
     format_bps,
     format_ns,
     format_pps,
@@ -33,5 +39,6 @@ __all__ = [
     "defaults", "FrameSize", "LineRate", "MIXES", "RFC2544_FRAME_SIZES", "MIN_FRAME_SIZE", "MAX_FRAME_SIZE",
     "WIRE_OVERHEAD_BYTES", "parse_frame_sizes", "rate_object", "size_label", "size_sort_key", "Rate",
     "parse_rate", "parse_duration", "parse_speed", "parse_count", "format_bps", "format_pps", "format_ns",
-    "format_seconds", "format_si",
+    "format_seconds", "format_si", "MAX_DURATION_S", "MAX_DRAIN_S", "MAX_RATE_PPS", "MAX_RATE_BPS", "MAX_FRAMES",
+    "duration_limit",
 ]

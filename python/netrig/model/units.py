@@ -10,6 +10,12 @@ example of a valid value; NaN and infinities are refused everywhere):
 * link speeds: ``10G``, ``10Gbit/s``, ``100M``, ``1e10`` (bit/s);
 * counts: ``1000``, ``10k``, ``1M``.
 
+Limits (the engine's, defined once there): a duration, warm-up or gap at most
+:data:`MAX_DURATION_S` (one week), a drain or late threshold at most :data:`MAX_DRAIN_S` (a
+minute), a rate at most :data:`MAX_RATE_PPS` frames/s or :data:`MAX_RATE_BPS` bit/s (also the
+highest link speed), a count at most :data:`MAX_FRAMES`. Beyond them a value is a typo or an
+overflow, never a test; the error names the field and the limit.
+
 Formatting: three significant digits in the largest unit the value reaches *after* rounding
 (``999.6e6`` bit/s is ``1 Gbit/s``, not ``1e+03 Mbit/s``).
 """
@@ -26,6 +32,29 @@ from netrig.errors import ConfigError
 #: Preamble (7) + start-of-frame delimiter (1) + inter-frame gap (12): bytes on the wire per frame
 #: beyond the frame itself (methodology §1). Defined by the engine.
 WIRE_OVERHEAD_BYTES: int = _native.WIRE_OVERHEAD_BYTES
+
+#: Longest trial duration, warm-up or gap between bursts, seconds (one week).
+MAX_DURATION_S: float = _native.MAX_DURATION_S
+#: Longest drain after a trial (and late threshold), seconds.
+MAX_DRAIN_S: float = _native.MAX_DRAIN_S
+#: Highest rate of one stream, frames/s.
+MAX_RATE_PPS: float = _native.MAX_RATE_PPS
+#: Highest rate of one stream in bit/s, and the highest link speed.
+MAX_RATE_BPS: float = _native.MAX_RATE_BPS
+#: Most frames one stream may be asked for.
+MAX_FRAMES: int = _native.MAX_FRAMES
+#: Durations with a tighter limit than :data:`MAX_DURATION_S`, by field name.
+_DURATION_LIMITS = {"drain_s": MAX_DRAIN_S, "late_s": MAX_DRAIN_S, "--drain": MAX_DRAIN_S}
+
+
+def duration_limit(field: str) -> float:
+    """The longest value the duration ``field`` (``drain_s``, ``trial.duration_s`` …) may take."""
+    return _DURATION_LIMITS.get(field.rsplit(".", 1)[-1], MAX_DURATION_S)
+
+
+def _seconds_text(s: float) -> str:
+    return f"{s:g} s" + (" (one week)" if s == 604_800 else "")
+
 
 _SI = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
 _NUM = r"([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)"
@@ -51,9 +80,10 @@ def _number(value: object, field: str, what: str, example: str) -> float | None:
     return None
 
 
-def parse_duration(value: object, field: str = "duration", *, allow_zero: bool = False) -> float:
+def parse_duration(value: object, field: str = "duration", *, allow_zero: bool = False,
+                   max_s: float | None = None) -> float:
     """Seconds from ``10s``, ``500ms``, ``2m``, ``1h`` or a number of seconds; must be > 0 (or
-    >= 0 with ``allow_zero``)."""
+    >= 0 with ``allow_zero``) and at most ``max_s`` (default: :func:`duration_limit` of ``field``)."""
     s = _number(value, field, "a duration", "10s, 500ms, 2m")
     if s is None:
         m = _DUR_RE.match(str(value))
@@ -64,6 +94,9 @@ def parse_duration(value: object, field: str = "duration", *, allow_zero: bool =
         raise ConfigError(field, f"must be a finite duration (got {value!r})")
     if s < 0 or (s == 0 and not allow_zero):
         raise ConfigError(field, f"must be {'>=' if allow_zero else '>'} 0 (got {value!r})")
+    limit = duration_limit(field) if max_s is None else max_s
+    if s > limit:
+        raise ConfigError(field, f"{value!r} is above the limit of {_seconds_text(limit)}")
     return s
 
 
@@ -123,6 +156,10 @@ def parse_rate(value: object, field: str = "rate") -> Rate:
         raise ConfigError(field, f"must be > 0 (got {value!r})")
     if kind == "percent_line" and v > 100:
         raise ConfigError(field, f"{value!r} is above 100 % of the line rate")
+    if kind == "pps" and v > MAX_RATE_PPS:
+        raise ConfigError(field, f"{value!r} is above the limit of {MAX_RATE_PPS:g} frames/s per stream")
+    if kind in ("l1_bps", "l2_bps") and v > MAX_RATE_BPS:
+        raise ConfigError(field, f"{value!r} is above the limit of {MAX_RATE_BPS:g} bit/s (10 Tbit/s) per stream")
     return Rate(kind, v)
 
 
@@ -136,6 +173,8 @@ def parse_speed(value: object, field: str = "speed") -> float:
         v = float(m.group(1)) * _SI[m.group(2).lower()]
     if not (math.isfinite(v) and v > 0):
         raise ConfigError(field, f"must be > 0 (got {value!r})")
+    if v > MAX_RATE_BPS:
+        raise ConfigError(field, f"{value!r} is above the limit of {MAX_RATE_BPS:g} bit/s (10 Tbit/s)")
     return v
 
 
@@ -147,9 +186,14 @@ def parse_count(value: object, field: str) -> int:
         m = _COUNT_RE.match(str(value)) if isinstance(value, str) else None
         if not m:
             raise ConfigError(field, f"{value!r} is not a count (e.g. 1000, 10k, 1M)")
-        n = int(round(float(m.group(1)) * _SI[m.group(2).lower()]))
+        x = float(m.group(1)) * _SI[m.group(2).lower()]
+        if not math.isfinite(x) or x > MAX_FRAMES:
+            raise ConfigError(field, f"{value!r} is above the limit of {MAX_FRAMES:g}")
+        n = int(round(x))
     if n <= 0:
         raise ConfigError(field, f"must be > 0 (got {value!r})")
+    if n > MAX_FRAMES:
+        raise ConfigError(field, f"{value!r} is above the limit of {MAX_FRAMES:g}")
     return n
 
 

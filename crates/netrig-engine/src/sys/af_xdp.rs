@@ -710,6 +710,21 @@ impl XskPort {
                 message: "queues=0: use at least 1 queue".into(),
             });
         }
+        // A frame must fit one UMEM chunk (no multi-buffer): refuse larger ones before anything
+        // is set up, so auto selection passes AF_XDP over for jumbo frames and says why.
+        let room = (cfg.frame_size - XDP_PACKET_HEADROOM) as usize;
+        if spec.max_frame_len > room {
+            return Err(unsupported(
+                ifname,
+                format!(
+                    "frames of up to {} B (with FCS) do not fit one {} B UMEM chunk (AF_XDP carries at most {} B \
+                     with FCS); af_packet carries them",
+                    spec.max_frame_len + 4,
+                    cfg.frame_size,
+                    room + 4
+                ),
+            ));
+        }
         in_netns(spec.netns.as_deref(), || {
             let info = ifinfo::ifinfo(ifname, spec.netns.as_deref())?;
             let dev_queues = info.rx_queues.max(info.tx_queues);

@@ -1,10 +1,11 @@
 //! Interface facts: index, MTU, MAC, link speed, driver, queue counts, XDP support hints.
 //! Read from sysfs and ethtool ioctls in the current thread's network namespace (wrap calls in
 //! [`super::netns::in_netns`] for another namespace).
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::fs;
 use std::io;
 use std::mem;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use crate::error::PortError;
 
@@ -54,7 +55,10 @@ pub fn ifinfo(name: &str, netns: Option<&str>) -> Result<IfInfo, PortError> {
     let mtu = sock.ifreq_int(name, libc::SIOCGIFMTU).map_err(|e| io_err(name, "SIOCGIFMTU", e))? as usize;
     let mac = sock.hwaddr(name).unwrap_or([0; 6]);
     let flags = sock.ifreq_int(name, libc::SIOCGIFFLAGS).unwrap_or(0);
-    let (driver, speed_bps) = sock.ethtool_info(name);
+    let (driver, mut speed_bps) = sock.ethtool_info(name);
+    if VIRTUAL_DRIVERS.contains(&driver.as_str()) {
+        speed_bps = None; // a made-up number (veth says 10 Gbit/s), not a line rate
+    }
     let base = format!("/sys/class/net/{name}");
     let sys_ok = read_trim(&format!("{base}/ifindex")).and_then(|s| s.parse::<u32>().ok()) == Some(ifindex);
     let (rx_queues, tx_queues) = if sys_ok {
@@ -73,6 +77,107 @@ pub fn ifinfo(name: &str, netns: Option<&str>) -> Result<IfInfo, PortError> {
         tx_queues,
         oper_up: flags & libc::IFF_RUNNING != 0,
     })
+}
+
+/// Drivers whose ethtool speed is not a line rate (veth reports 10 Gbit/s whatever it carries):
+/// their interfaces have no speed, so a nominal one is used and said to be nominal.
+pub const VIRTUAL_DRIVERS: &[&str] = &["veth", "tun", "dummy", "vxlan", "geneve", "bridge", "macvlan", "ipvlan"];
+
+/// What the transmit guard looks at, read in the calling thread's namespace.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LiveFacts {
+    /// The interface is a loopback device (`IFF_LOOPBACK`).
+    pub loopback: bool,
+    /// Every address configured on it.
+    pub addresses: Vec<IpAddr>,
+    /// The gateways of the default routes (IPv4 and IPv6) that leave through it; `None` for a
+    /// default route without a gateway (straight out of the device).
+    pub default_routes: Vec<Option<IpAddr>>,
+}
+
+/// The facts about `name` the transmit guard needs (addresses, default routes, loopback).
+pub fn live_facts(name: &str, netns: Option<&str>) -> Result<LiveFacts, PortError> {
+    ifindex(name, netns)?;
+    let sock = Sock::new().map_err(|e| io_err(name, "socket", e))?;
+    let flags = sock.ifreq_int(name, libc::SIOCGIFFLAGS).map_err(|e| io_err(name, "SIOCGIFFLAGS", e))?;
+    let addresses = addresses_of(name).map_err(|e| io_err(name, "getifaddrs", e))?;
+    // /proc/thread-self/net shows the namespace of this thread (the caller may have entered one).
+    let read = |f: &str| fs::read_to_string(format!("/proc/thread-self/net/{f}")).unwrap_or_default();
+    let mut default_routes = default_routes_v4(&read("route"), name);
+    default_routes.extend(default_routes_v6(&read("ipv6_route"), name));
+    Ok(LiveFacts { loopback: flags & libc::IFF_LOOPBACK != 0, addresses, default_routes })
+}
+
+fn addresses_of(name: &str) -> io::Result<Vec<IpAddr>> {
+    let mut out = Vec::new();
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `head` with a list we free with freeifaddrs below; every node and
+    // its sockaddr are valid until then, and each sockaddr is read as the type its family says.
+    unsafe {
+        if libc::getifaddrs(&mut head) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut p = head;
+        while !p.is_null() {
+            let a = &*p;
+            p = a.ifa_next;
+            if a.ifa_addr.is_null() || a.ifa_name.is_null() || CStr::from_ptr(a.ifa_name).to_bytes() != name.as_bytes()
+            {
+                continue;
+            }
+            match (*a.ifa_addr).sa_family as i32 {
+                libc::AF_INET => {
+                    let sin = &*(a.ifa_addr as *const libc::sockaddr_in);
+                    out.push(IpAddr::V4(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr))));
+                }
+                libc::AF_INET6 => {
+                    let sin6 = &*(a.ifa_addr as *const libc::sockaddr_in6);
+                    out.push(IpAddr::V6(Ipv6Addr::from(sin6.sin6_addr.s6_addr)));
+                }
+                _ => {}
+            }
+        }
+        libc::freeifaddrs(head);
+    }
+    Ok(out)
+}
+
+const RTF_UP: u32 = 0x1;
+const RTF_GATEWAY: u32 = 0x2;
+const RTF_REJECT: u32 = 0x200;
+
+/// Default routes out of `ifname` in `/proc/net/route` text: their gateways.
+fn default_routes_v4(text: &str, ifname: &str) -> Vec<Option<IpAddr>> {
+    let hex = |s: &str| u32::from_str_radix(s, 16).ok();
+    text.lines()
+        .skip(1)
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let (dev, dst, gw, flags, mask) =
+                (f.first()?, hex(f.get(1)?)?, hex(f.get(2)?)?, hex(f.get(3)?)?, hex(f.get(7)?)?);
+            if *dev != ifname || dst != 0 || mask != 0 || flags & RTF_UP == 0 || flags & RTF_REJECT != 0 {
+                return None;
+            }
+            // The kernel prints the big-endian address as a native-endian number.
+            Some((flags & RTF_GATEWAY != 0).then(|| IpAddr::V4(Ipv4Addr::from(gw.to_ne_bytes()))))
+        })
+        .collect()
+}
+
+/// Default routes out of `ifname` in `/proc/net/ipv6_route` text: their gateways.
+fn default_routes_v6(text: &str, ifname: &str) -> Vec<Option<IpAddr>> {
+    let addr = |s: &str| u128::from_str_radix(s, 16).ok().map(Ipv6Addr::from);
+    text.lines()
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let (dst, plen, gw) = (addr(f.first()?)?, f.get(1)?, addr(f.get(4)?)?);
+            let flags = u32::from_str_radix(f.get(8)?, 16).ok()?;
+            if *f.get(9)? != ifname || !dst.is_unspecified() || *plen != "00" || flags & RTF_REJECT != 0 {
+                return None;
+            }
+            Some((!gw.is_unspecified()).then_some(IpAddr::V6(gw)))
+        })
+        .collect()
 }
 
 fn io_err(ifname: &str, op: &str, source: io::Error) -> PortError {
@@ -264,6 +369,32 @@ mod tests {
         assert!(i.ifindex >= 1);
         assert!(i.mtu >= 1500);
         assert!(list_interfaces().iter().any(|n| n == "lo"));
+    }
+
+    #[test]
+    fn loopback_facts() {
+        let f = live_facts("lo", None).expect("lo exists in every namespace");
+        assert!(f.loopback);
+    }
+
+    #[test]
+    fn default_routes_are_parsed_from_proc() {
+        let v4 = "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n\
+                  eth0\t00000000\t0100A8C0\t0003\t0\t0\t100\t00000000\t0\t0\t0\n\
+                  eth0\t0000A8C0\t00000000\t0001\t0\t0\t100\t00FFFFFF\t0\t0\t0\n\
+                  eth1\t00000000\t00000000\t0001\t0\t0\t100\t00000000\t0\t0\t0\n";
+        let gw = Ipv4Addr::from(0x0100A8C0u32.to_ne_bytes());
+        assert_eq!(default_routes_v4(v4, "eth0"), vec![Some(IpAddr::V4(gw))]);
+        assert_eq!(default_routes_v4(v4, "eth1"), vec![None]);
+        assert!(default_routes_v4(v4, "eth2").is_empty());
+        let v6 = "00000000000000000000000000000000 00 00000000000000000000000000000000 00 \
+                  fe800000000000000000000000000001 00000400 00000001 00000000 00000003     eth0\n\
+                  20010db8000000000000000000000000 40 00000000000000000000000000000000 00 \
+                  00000000000000000000000000000000 00000100 00000001 00000000 00000001     eth0\n\
+                  00000000000000000000000000000000 00 00000000000000000000000000000000 00 \
+                  00000000000000000000000000000000 ffffffff 00000001 00000000 00200200       lo\n";
+        assert_eq!(default_routes_v6(v6, "eth0"), vec![Some("fe80::1".parse().unwrap())]);
+        assert!(default_routes_v6(v6, "lo").is_empty(), "an unreachable default is no route out");
     }
 
     #[test]

@@ -38,7 +38,13 @@ pub fn in_netns<T>(netns: Option<&str>, f: impl FnOnce() -> Result<T, PortError>
     let Some(ns) = netns else { return f() };
     let err = |source: io::Error| PortError::Netns { netns: ns.to_string(), source };
     let here = File::open("/proc/thread-self/ns/net").map_err(err)?;
-    let target = File::open(netns_path(ns)).map_err(err)?;
+    let target = File::open(netns_path(ns)).map_err(|e| {
+        if e.kind() == io::ErrorKind::NotFound {
+            err(io::Error::new(io::ErrorKind::NotFound, "no such network namespace (see `ip netns list`)"))
+        } else {
+            err(e)
+        }
+    })?;
     // SAFETY: plain syscall on a valid fd we own.
     if unsafe { libc::setns(target.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
         return Err(err(io::Error::last_os_error()));
