@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from netrig import _native
-from netrig.errors import ConfigError, InterruptedTrial
+from netrig.errors import INTERRUPTS, ConfigError, InterruptedTrial, interrupt_reason
 from netrig.model import (
     FrameSize,
     Rate,
@@ -39,6 +39,10 @@ PortResult = _native.PortResult
 Latency = _native.LatencySummary
 Snapshot = _native.Snapshot
 IO_MODES: tuple[str, ...] = _native.IO_MODES
+
+#: Stream fields that take a value (``None`` would silently mean the engine's default).
+_REQUIRED = ("frame_size", "src_mac", "dst_mac", "src_ip", "dst_ip", "src_port", "dst_port", "ttl", "flows",
+             "flow_order", "seed", "udp_checksum", "name", "tx_port", "rx_port")
 
 #: The keys a ``flows`` mapping may have (counts of each range).
 FLOW_KEYS = ("src_ips", "dst_ips", "src_ports", "dst_ports")
@@ -106,6 +110,9 @@ class Stream:
 
     # ---------------------------------------------------------------- building the spec
     def _build(self, name: str) -> _native.StreamSpec:
+        for f in _REQUIRED:
+            if getattr(self, f) is None:
+                raise ConfigError(f, "must be given (None is not a value here; leave the argument out for the default)")
         if (self.rate_pps is None) == (self.rate is None):
             raise ConfigError("rate", "give exactly one of rate_pps (frames/s) or rate "
                                       "(e.g. '100kpps', '1Gbps', '50%', 'max')")
@@ -203,6 +210,8 @@ def run_trial(
     (``phase``, ``elapsed_s``, ``tx_frames``, ``rx_frames``) about every ``progress_interval_s``.
     """
     receive = True
+    if isinstance(streams, (str, bytes)) or not isinstance(streams, Sequence):
+        raise ConfigError("streams", f"must be a list of netrig.Stream (got {streams!r})")
     if ports is None:
         if tx is None:
             raise ConfigError("ports", "give tx and rx ports, or ports=[...]")
@@ -226,11 +235,12 @@ def run_trial(
         while not handle.wait(progress_interval_s):
             if progress is not None:
                 progress(handle.snapshot())
-    except KeyboardInterrupt:
+    except INTERRUPTS as e:  # Ctrl-C, or SIGTERM (netrig.errors.Terminated)
         handle.stop()
         while not handle.wait(0.5):
             pass
-        err = InterruptedTrial("trial interrupted by the user (Ctrl-C); traffic stopped")
+        reason = interrupt_reason(e)
+        err = InterruptedTrial(f"trial {reason}; traffic stopped", reason)
         err.partial = handle.result()  # type: ignore[attr-defined]
         raise err from None
     if progress is not None:

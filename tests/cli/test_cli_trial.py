@@ -39,7 +39,7 @@ def test_trial_json_counts_every_frame():
     (["--duration", "1x"], "--duration: must be a duration like 2s or 500ms (got '1x')"),
     (["--rate", "50%", "--line-rate", "fast"], "--line-rate: must be a speed like 10G or 1e10 (got 'fast')"),
     (["--vlan", "5000"], "--vlan: VLAN id must be 1..4094"),
-    (["--dst-ip", "2001:db8::1"], "--dst-ip: 2001:db8::1 and the source 198.18.0.1 are of different IP families"),
+    (["--dst-ip", "2001:db8::1"], "--dst-ip: 2001:db8::1 and the source 198.18.0.2 are of different IP families"),
     (["--io", "af_packet", "--busy-poll", "50"], "--busy-poll: busy polling is an af_xdp option"),
 ])
 def test_bad_input_is_one_clear_line(args, needle):

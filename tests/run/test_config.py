@@ -49,7 +49,7 @@ goals = [{ name = "NDR" }, { name = "PDR", loss_ratio = 0.005 }]
     (_cfg(frames={"sizes": [64, 12]}), "frames.sizes[1]: 12 B is out of range: frame sizes are 64..16384 bytes"),
     (_cfg(frames={"sizes": ["jumbo"]}), "frames.sizes[0]: 'jumbo' is not a frame size"),
     (_cfg(trial={"duration_s": "fast"}), "trial.duration_s: must be a duration like 2s"),
-    (_cfg(repetitions=0), "repetitions: must be an integer >= 1"),
+    (_cfg(repetitions=0), "repetitions: must be an integer 1..10000"),
     (_cfg(methods=[{"rfc2544_latency": {"throughput_from": 0}}]), "methods[0].rfc2544_latency.throughput_from"),
     (_cfg(methods=[{"mlrsearch": {"implementation": "csit"}}]), "methods[0].mlrsearch.implementation: must be one of netrig, reference"),
     (_cfg(testbed={"name": "simulated", "simulator": {"capacity_pps": -5}}), "testbed.simulator.capacity_pps: must be > 0"),

@@ -8,12 +8,43 @@ import sys
 from rich.console import Console
 
 from netrig.errors import CapabilityError, ConfigError
+from netrig.run.config import TestConfig
+
+#: Capability bits (linux/capability.h) netrig's network work needs.
+CAP_NET_ADMIN, CAP_NET_RAW, CAP_SYS_ADMIN = 12, 13, 21
+NEEDS = "root or CAP_NET_ADMIN/CAP_NET_RAW/CAP_BPF"
+
+
+def effective_caps() -> int:
+    """The process's effective capability set (``CapEff`` of ``/proc/self/status``)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("CapEff:"):
+                    return int(line.split()[1], 16)
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def privileged() -> bool:
+    """Root, or the capabilities to open raw sockets and configure interfaces."""
+    caps = effective_caps()
+    need = (1 << CAP_NET_ADMIN) | (1 << CAP_NET_RAW) | (1 << CAP_SYS_ADMIN)
+    return os.geteuid() == 0 or caps & need == need
 
 
 def require_root(what: str) -> None:
-    """Raise a one-line error when not root (raw sockets, XDP and namespaces need it)."""
-    if os.geteuid() != 0:
-        raise CapabilityError(f"{what} needs root (CAP_NET_RAW and CAP_NET_ADMIN): run it with sudo or as root")
+    """Raise a one-line error when netrig may not do ``what`` (raw sockets, XDP, namespaces)."""
+    if not privileged():
+        raise CapabilityError(f"{what} needs {NEEDS}: run it with sudo or as root")
+
+
+def require_privileges(config: TestConfig) -> None:
+    """A run on a real test bed (its own, or the self-test's loopback) needs the privileges; a
+    simulated one does not. Checked before anything starts."""
+    if config.testbed.name != "simulated":
+        require_root(f"a run on the {config.testbed.name} test bed")
 
 
 def console(stderr: bool = False) -> Console:

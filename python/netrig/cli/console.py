@@ -2,16 +2,17 @@
 method as the method lays its rows out (``Method.console_rows``)."""
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from netrig.errors import InterruptedTrial
+from netrig.errors import INTERRUPTS, InterruptedTrial, NetrigError, Terminated, interrupt_reason
 from netrig.methods import REGISTRY
 from netrig.model import format_bps, format_ns, format_pps
 from netrig.run.config import TestConfig
@@ -92,6 +93,58 @@ class LiveProgress:
                 self.measured_n += 1
             self.total = max(self.total, self.done)
             self._render("done")
+        elif event == "notice":
+            self.console.print(f"[yellow]note[/yellow]: {info['message']}", soft_wrap=True)
+
+
+def _stamp() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+class PlainProgress:
+    """``progress(event, info)`` for logs (no terminal, e.g. CI): one timestamped line per
+    finished trial and per method, notices and the run's start, on ``stream``."""
+
+    def __init__(self, stream: IO[str] | None = None):
+        self.stream = stream or sys.stderr
+        self.total = 0
+        self.done = 0
+        self.t0 = time.monotonic()
+
+    def __enter__(self) -> PlainProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def _line(self, text: str) -> None:
+        print(f"{_stamp()} {text}", file=self.stream, flush=True)
+
+    def __call__(self, event: str, info: dict[str, Any]) -> None:
+        if event == "run_start":
+            self.total = info.get("total_trials") or 0
+            lr = info.get("line_rate")
+            self._line(f"run: ~{self.total} trials, output {info.get('out_dir')}"
+                       + (f", line rate {lr.label}" if lr is not None else ""))
+        elif event == "method_start":
+            self._line(f"method: {info['label']}")
+        elif event == "notice":
+            self._line(f"note: {info['message']}")
+        elif event == "trial_end":
+            self.done += 1
+            self.total = max(self.total, self.done)
+            ld, c = info["load"], info["counts"]
+            size = f"{info['frame_size']}{' B' if isinstance(info['frame_size'], int) else ''}"
+            state = "replayed" if info.get("replayed") else ("valid" if c.valid else f"INVALID: {c.invalid_reason}")
+            self._line(f"trial {self.done}/~{self.total} {info['label']} {size} rep {info['repetition'] + 1}: "
+                       f"offered {format_pps(ld['rate_pps'])} ({ld['pct_line_rate']:.2f} %), "
+                       f"sent {c.frames_sent:,}, received {c.frames_received:,}, loss {100 * c.loss_ratio:.4f} % "
+                       f"[{state}], elapsed {_dur(time.monotonic() - self.t0)}")
+
+
+def progress_display(console: Console) -> LiveProgress | PlainProgress:
+    """A live display on a terminal, timestamped lines otherwise (CI logs)."""
+    return LiveProgress(console) if console.is_terminal else PlainProgress(console.file)
 
 
 def _fmt_ns(v: float | None) -> str:
@@ -141,15 +194,33 @@ def print_summary(doc: dict, console: Console | None = None) -> None:
                       f"(threshold {v['threshold']})")
 
 
+def _kept(err: Console, runner: Runner, out: Path, what: str) -> None:
+    """Say what an early end kept, and the one command that continues the run."""
+    if not runner.document:
+        if runner.resume:
+            err.print(f"{what} before the first trial; the run in {out} is as it was", soft_wrap=True)
+            err.print(f"continue with: netrig run --resume {out}", soft_wrap=True)
+        else:
+            err.print(f"{what} before the first trial; nothing to keep", soft_wrap=True)
+        return
+    n = len(runner.document.get("trials", []))
+    where = (f'partial result in {out}/result.json ("complete": false)' if runner.write_error is None
+             else f"result.json not written ({runner.write_error})")
+    err.print(f"{what}: {n} finished trial(s) kept in {out}/trials.ndjson; {where}", soft_wrap=True)
+    err.print(f"continue with: netrig run --resume {out}", soft_wrap=True)
+
+
 def run_with_console(config: TestConfig, out_dir: str | Path | None, *, resume: bool = False, command: str = "",
                      quiet: bool = False) -> int:
-    """Run a config with the live display and summary table; Ctrl-C keeps what finished.
+    """Run a config with the live display (timestamped lines without a terminal) and the summary
+    tables; Ctrl-C, SIGTERM and errors keep what finished and say how to continue.
 
-    Returns the exit status: 0 done, 1 a pass/fail threshold failed, 130 interrupted.
+    Returns the exit status: 0 done, 1 a pass/fail threshold failed, 2 an error after which the run
+    resumes, 130 interrupted (Ctrl-C), 128 + n stopped by signal n (143: SIGTERM).
     """
     out = Path(out_dir or config.output.dir)
-    err = Console(stderr=True)
-    progress = LiveProgress(err) if not quiet else None
+    err = Console(stderr=True, highlight=False)
+    progress = progress_display(err) if not quiet else None
     runner = Runner(config, out, resume=resume, progress=progress, command=command)
     try:
         if progress is not None:
@@ -157,12 +228,15 @@ def run_with_console(config: TestConfig, out_dir: str | Path | None, *, resume: 
                 doc = runner.run()
         else:
             doc = runner.run()
-    except (KeyboardInterrupt, InterruptedTrial):
-        n = len(runner.document.get("trials", []))
-        err.print(f"[yellow]interrupted[/yellow]: {n} finished trial(s) kept in {out}/trials.ndjson; "
-                  f"partial result in {out}/result.json (\"complete\": false)")
-        err.print(f"continue with: netrig run {out}/config.json --resume {out}")
-        return 130
+    except (*INTERRUPTS, InterruptedTrial) as e:
+        _kept(err, runner, out, f"[yellow]{interrupt_reason(e)}[/yellow]")
+        return 128 + e.signum if isinstance(e, Terminated) else 130
+    except NetrigError as e:
+        if not runner.resumable:
+            raise
+        err.print(f"netrig: error: {' '.join(str(e).split())}", markup=False, soft_wrap=True)
+        _kept(err, runner, out, "stopped")
+        return 2
     print_summary(doc, Console())
     Console().print(f"result: {out}/result.json")
     return 1 if any(not v["passed"] for v in doc.get("verdicts", [])) else 0

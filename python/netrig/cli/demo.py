@@ -12,7 +12,7 @@ from netrig.cli.common import require_root
 from netrig.cli.console import run_with_console
 from netrig.errors import ResultError
 from netrig.report import write_report
-from netrig.results import load_result
+from netrig.results import CONFIG_FILE, RESULT_FILE, TRIAL_LOG, load_result
 from netrig.run.config import TestConfig, config_from_dict
 
 
@@ -65,25 +65,31 @@ def demo_config(out_dir: str | Path = "demo-out", testbed: str = "router", mlr_s
 def run_demo(out_dir: str | Path = "demo-out", testbed: str = "router", quiet: bool = False) -> int:
     """Run the demo; results in ``<out_dir>/rfc2544/result.json`` and ``<out_dir>/ndr-pdr/result.json``.
 
-    Returns an exit status (0 ok, 130 interrupted). An existing ``out_dir`` run is replaced only if
-    it is complete; an interrupted one is resumed.
+    Returns an exit status (0 ok, 130 interrupted, 143 stopped by SIGTERM). An existing ``out_dir``
+    run is replaced only if it is complete; any other (interrupted, killed, failed) is resumed, so
+    no finished trial of a crashed demo is lost.
     """
     rc = 0
     for cfg in demo_config(out_dir, testbed):
         out = Path(cfg.output.dir)
         resume = False
-        if (out / "trials.ndjson").exists():
-            try:
-                resume = not load_result(out).get("complete", False)
-            except ResultError:
-                resume = False
+        if (out / TRIAL_LOG).exists():
+            resume = not _complete(out)
             if not resume:
-                for f in ("trials.ndjson", "result.json", "config.json"):
+                for f in (TRIAL_LOG, RESULT_FILE, CONFIG_FILE):
                     (out / f).unlink(missing_ok=True)
         rc = run_with_console(cfg, out, resume=resume, command=f"netrig demo --out {out_dir}", quiet=quiet)
-        if rc == 130:
+        if rc >= 128:
             return rc
     return rc
+
+
+def _complete(out: Path) -> bool:
+    """The run in ``out`` finished (its result.json says so); anything else is kept and resumed."""
+    try:
+        return bool((out / RESULT_FILE).is_file() and load_result(out / RESULT_FILE).get("complete") is True)
+    except ResultError:
+        return False
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,4 +1,7 @@
-"""``netrig run FILE [--resume DIR] [--out DIR]``: run a test described by a config file."""
+"""``netrig run FILE [--out DIR]``: run a test described by a config file;
+``netrig run --resume DIR``: continue any interrupted run in DIR (Ctrl-C, SIGTERM, ``kill -9``,
+power loss, a full disk, an error), including the shortcut commands' and the demo's: its
+configuration is DIR/config.json, or the header of DIR/trials.ndjson."""
 from __future__ import annotations
 
 import argparse
@@ -6,18 +9,23 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from netrig.cli.common import require_privileges
 from netrig.cli.console import run_with_console
 from netrig.errors import ConfigError
 from netrig.run.config import load_config
+from netrig.run.runner import resume_config
 
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser("run", help="run a test described by a TOML/YAML/JSON config file",
                               description="Run a test described by a config file (see docs/methodology.md).")
     p.add_argument("file", nargs="?", help="config file (.toml, .yaml, .yml, .json); with --resume, "
-                                           "defaults to DIR/config.json")
+                                           "defaults to the run's own configuration (DIR/config.json, else "
+                                           "the header of DIR/trials.ndjson)")
     p.add_argument("--resume", metavar="DIR",
-                   help="continue the interrupted run in DIR without redoing finished trials")
+                   help="continue the interrupted run in DIR (however it ended: Ctrl-C, SIGTERM, kill -9, a full "
+                        "disk, an error; also runs of rfc2544, ndr-pdr, selftest and demo) without redoing "
+                        "finished trials")
     p.add_argument("--out", metavar="DIR", help="output directory (default: output.dir from the config)")
     p.add_argument("--quiet", action="store_true", help="no live progress display")
     p.set_defaults(func=run)
@@ -26,10 +34,10 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.resume and args.out and Path(args.out) != Path(args.resume):
         raise ConfigError("--out", "cannot differ from --resume: a resumed run continues in its own directory")
-    file = args.file or (str(Path(args.resume) / "config.json") if args.resume else None)
-    if file is None:
+    if args.file is None and not args.resume:
         raise ConfigError("FILE", "is required: the config file to run (or --resume DIR)")
-    config = load_config(file)
+    config = load_config(args.file) if args.file else resume_config(args.resume)
+    require_privileges(config)
     out = args.resume or args.out or config.output.dir
     return run_with_console(config, out, resume=bool(args.resume), command=" ".join(["netrig"] + sys.argv[1:]),
                             quiet=args.quiet)

@@ -12,24 +12,31 @@ import argparse
 import sys
 from typing import Any
 
-from netrig.cli.common import rename_field
+from netrig.cli.common import rename_field, require_privileges
 from netrig.cli.console import run_with_console
-from netrig.errors import ConfigError
+from netrig.errors import ConfigError, TestbedError
 from netrig.methodology.method import Command
 from netrig.methods import REGISTRY
 from netrig.run.config import config_from_dict
+from netrig.testbed.options import parse_option
+from netrig.testbed.state import ID_RE as TESTBED_ID_RE
+from netrig.testbed.state import read_state
 
 #: Config fields set by the shared options, for error messages.
 COMMON_FIELDS = {"duration_s": "--duration", "drain_s": "--drain", "sizes": "--sizes", "repetitions": "--repetitions",
                  "io": "--io", "nominal_bps": "--nominal-speed", "speed_bps": "--speed", "options": "--testbed-option",
-                 "capacity_pps": "--sim-capacity-pps"}
+                 "capacity_pps": "--sim-capacity-pps", "i_know_this_is_live": "--i-know-this-is-live"}
 
 
 def add_common(p: argparse.ArgumentParser, sizes_default: str = "rfc") -> None:
     """Options shared by the shortcut commands (same words as the config file keys)."""
-    p.add_argument("--testbed", default="router", help="test bed (router, policer, …, or simulated) [router]")
+    p.add_argument("--testbed", default="router",
+                   help="test bed: a topology built for the run and removed after it (router, policer, …; "
+                        "`netrig testbed list`), simulated, or the id of one built by `netrig testbed up` "
+                        "(left standing) [router]")
     p.add_argument("--testbed-option", action="append", default=[], metavar="KEY=VALUE",
-                   help="test bed option, repeatable (e.g. cap=1Mpps for policer)")
+                   help="test bed option, repeatable, typed as in a config file (e.g. cap=1Mpps, rules=100, "
+                        "log=false, mtu=9000); a topology refuses options it does not use")
     p.add_argument("--sizes", default=sizes_default,
                    help=f"frame sizes incl. FCS: 'rfc', a list like 64,512,1518, imix, simple-imix [{sizes_default}]")
     p.add_argument("--duration", default=None, help="trial duration, e.g. 2s, 60s [60s]")
@@ -41,22 +48,49 @@ def add_common(p: argparse.ArgumentParser, sizes_default: str = "rfc") -> None:
     p.add_argument("--no-selftest", action="store_true", help="skip the RFC 8219 self-test on the loopback test bed")
     p.add_argument("--sim-capacity-pps", type=float, default=None,
                    help="with --testbed simulated: the simulated DUT's capacity [1e6]")
+    p.add_argument("--i-know-this-is-live", action="store_true",
+                   help="transmit even on an interface that looks live (lo, a default route, addresses outside "
+                        "198.18.0.0/15 and 2001:2::/48); test beds never need it")
     p.add_argument("--out", default="netrig-results", help="output directory [netrig-results]")
     p.add_argument("--quiet", action="store_true", help="no live progress display")
 
 
-def base_config(args: argparse.Namespace) -> dict:
-    """The config (as a file would give it) of the shared options."""
-    opts = {}
-    for kv in args.testbed_option:
+def testbed_options(pairs: list[str]) -> dict[str, Any]:
+    """``--testbed-option KEY=VALUE`` items, typed as a config file types them."""
+    opts: dict[str, Any] = {}
+    for kv in pairs:
         if "=" not in kv:
             raise ConfigError("--testbed-option", f"must be KEY=VALUE (got {kv!r})")
         k, v = kv.split("=", 1)
-        opts[k.strip().replace("-", "_")] = v.strip()
-    tb: dict = {"name": args.testbed, "options": opts}
-    if args.testbed == "simulated" and args.sim_capacity_pps:
+        name = k.strip().replace("-", "_")
+        try:
+            opts[name] = parse_option(name, v)
+        except ConfigError as e:
+            raise ConfigError(f"--testbed-option {e.field}", e.message) from None
+    return opts
+
+
+def testbed_config(name_or_id: str, options: dict[str, Any]) -> dict[str, Any]:
+    """``testbed`` of a config for ``--testbed``: a topology or ``simulated``, or the id of a test
+    bed that is up (``netrig testbed up``)."""
+    if TESTBED_ID_RE.match(name_or_id):
+        try:
+            topology = read_state(name_or_id).get("topology", "router")
+        except TestbedError as e:
+            raise ConfigError("--testbed", str(e)) from None
+        return {"name": topology, "id": name_or_id, "options": options}
+    return {"name": name_or_id, "options": options}
+
+
+def base_config(args: argparse.Namespace) -> dict:
+    """The config (as a file would give it) of the shared options."""
+    tb = testbed_config(args.testbed, testbed_options(args.testbed_option))
+    if args.sim_capacity_pps is not None:
+        if args.testbed != "simulated":
+            raise ConfigError("--sim-capacity-pps", "applies to --testbed simulated only")
         tb["simulator"] = {"capacity_pps": args.sim_capacity_pps}
-    cfg: dict[str, Any] = {"testbed": tb, "ports": {"io": args.io}, "frames": {"sizes": args.sizes}, "trial": {},
+    cfg: dict[str, Any] = {"testbed": tb, "ports": {"io": args.io, "i_know_this_is_live": args.i_know_this_is_live},
+                           "frames": {"sizes": args.sizes}, "trial": {},
                            "repetitions": args.repetitions, "selftest": {"enabled": not args.no_selftest},
                            "output": {"dir": args.out}, "line_rate": {}}
     if args.duration:
@@ -74,7 +108,12 @@ def execute(cfg: dict, args: argparse.Namespace, fields: dict[str, str] | None =
     """Validate ``cfg`` (errors name the option that set the field) and run it with the console."""
     try:
         config = config_from_dict(cfg)
+        require_privileges(config)
     except ConfigError as e:
+        if e.field.startswith("testbed.options."):
+            raise ConfigError(f"--testbed-option {e.field.removeprefix('testbed.options.')}", e.message) from None
+        if e.field == "testbed.name":
+            raise ConfigError("--testbed", e.message) from None
         raise rename_field(e, {**COMMON_FIELDS, **(fields or {})}) from None
     return run_with_console(config, args.out, command=" ".join(["netrig"] + sys.argv[1:]), quiet=args.quiet)
 

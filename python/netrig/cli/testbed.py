@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from netrig.cli.common import require_root
+from netrig.errors import ConfigError
 from netrig.testbed import Testbed, clean, down, list_topologies, status
 from netrig.testbed import state as st
 
@@ -20,24 +22,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     up = sub.add_parser("up", help="build a test bed and keep it (prints its id and ports)")
     up.add_argument("topology", metavar="TOPOLOGY", help="one of the topologies `netrig testbed list` shows")
-    up.add_argument("--rules", type=int, default=10,
+    up.add_argument("--rules", type=int, default=None,
                     help="firewall/acl: rules in the forward chain (default: 10)")
     up.add_argument("--cap", default=None,
                     help="policer: rate cap, e.g. 100kpps or 10Mbps (bit/s)")
     up.add_argument("--cap-burst", type=int, default=None,
                     help="policer: burst in packets (pps cap) or bytes (bit/s cap); default about 10 ms of the cap")
-    up.add_argument("--nat", default="masquerade", choices=("masquerade", "static"),
+    up.add_argument("--nat", default=None, choices=("masquerade", "static"),
                     help="nat: masquerade (to the DUT address) or static SNAT (default: masquerade)")
     up.add_argument("--conntrack-max", type=int, default=None,
                     help="nat/firewall: net.netfilter.nf_conntrack_max (global; restored on down)")
     up.add_argument("--dut-cpus", default=None,
                     help="CPUs for the DUT's packet processing, e.g. 1 or 0-1 (default: the sender's CPU)")
-    up.add_argument("--dut-placement", default="threaded-napi", choices=("threaded-napi", "rps"),
+    up.add_argument("--dut-placement", default=None, choices=("threaded-napi", "rps"),
                     help="how --dut-cpus is applied (default: threaded-napi)")
-    up.add_argument("--log", action="store_true", help="firewall/acl: log accepted test traffic")
-    up.add_argument("--ifaces", default="", help="external: comma-separated interface names, e.g. eth1,eth2")
-    up.add_argument("--tester-stack", action="store_true",
+    up.add_argument("--log", action="store_true", default=None,
+                    help="firewall/acl: log accepted test traffic (sets the host-wide nf_log_all_netns)")
+    up.add_argument("--ifaces", default=None, help="external: comma-separated interface names, e.g. eth1,eth2")
+    up.add_argument("--tester-stack", action="store_true", default=None,
                     help="also configure tester-port addresses in their kernel stacks (socket tools)")
+    up.add_argument("--mtu", type=int, default=None,
+                    help="MTU of every test-bed link, 1280..65535, e.g. 9000 for jumbo frames (default: 1500)")
     up.add_argument("--json", action="store_true", help="print the full description as JSON")
     up.set_defaults(func=run_up)
 
@@ -49,6 +54,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     status.add_argument("id", metavar="ID", nargs="?")
     status.add_argument("--json", action="store_true", help="print the full description as JSON")
     status.set_defaults(func=run_status)
+
+    repair = sub.add_parser("repair", help="restore what a link flap removed (addresses, neighbours, routes)",
+                            description="A link that goes down and up loses its routes, neighbours and IPv6 "
+                            "addresses; this restores them (runs on a test bed do it before every trial). Fails "
+                            "naming what cannot be restored (a link still down, a namespace gone).")
+    repair.add_argument("id", metavar="ID")
+    repair.set_defaults(func=run_repair)
 
     lst = sub.add_parser("list", help="list the available topologies")
     lst.set_defaults(func=run_list)
@@ -69,12 +81,23 @@ def _ports_table(tb) -> str:
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
 
+#: The options of ``testbed up``, by test-bed option name.
+UP_OPTIONS = ("rules", "cap", "cap_burst", "nat", "conntrack_max", "dut_cpus", "dut_placement", "log", "ifaces",
+              "tester_stack", "mtu")
+
+
 def run_up(args: argparse.Namespace) -> int:
-    opts = dict(rules=args.rules, cap=args.cap, cap_burst=args.cap_burst, nat=args.nat,
-                conntrack_max=args.conntrack_max, dut_cpus=args.dut_cpus, dut_placement=args.dut_placement,
-                log=args.log, ifaces=tuple(i for i in args.ifaces.split(",") if i),
-                tester_stack=args.tester_stack)
-    tb = Testbed.create(args.topology, **opts)
+    require_root("building a test bed")
+    # only what the user gave: a topology refuses options it does not use
+    opts = {k: getattr(args, k) for k in UP_OPTIONS if getattr(args, k) is not None}
+    if "ifaces" in opts:
+        opts["ifaces"] = tuple(i for i in opts["ifaces"].split(",") if i)
+    try:
+        tb = Testbed.create(args.topology, **opts)
+    except ConfigError as e:
+        if e.field == "topology":
+            raise
+        raise ConfigError(f"--{e.field.replace('_', '-')}", e.message) from None
     tb.up()
     tb.detach()
     if args.json:
@@ -90,6 +113,7 @@ def run_up(args: argparse.Namespace) -> int:
 
 
 def run_down(args: argparse.Namespace) -> int:
+    require_root("removing a test bed")
     down(args.id)
     print(f"testbed {args.id} removed")
     return 0
@@ -110,9 +134,24 @@ def run_status(args: argparse.Namespace) -> int:
         owner = "detached" if s["detached"] else f"pid {s['owner_pid']} ({'alive' if s['owner_alive'] else 'dead'})"
         missing = sorted(set(s["namespaces"]) - set(s["namespaces_present"]))
         print(f"{s['id']}  {s['topology']:<9} {s['status']:<8} {owner}"
-              + (f"  MISSING: {', '.join(missing)}" if missing else ""))
+              + (f"  MISSING: {', '.join(missing)}" if missing else "")
+              + ("  (health not checked: needs root)" if s["problems"] is None else ""))
+        for problem in s["problems"] or []:
+            print(f"  broken: {problem}")
+        if s["problems"]:
+            print(f"  trials would lose everything: `netrig testbed repair {s['id']}` restores what it can (runs "
+                  f"on it do before every trial), or `netrig testbed down {s['id']}`")
         if args.id is not None:
             print(_ports_table(Testbed.attach(s["id"])))
+    return 0
+
+
+def run_repair(args: argparse.Namespace) -> int:
+    require_root("repairing a test bed")
+    restored = Testbed.attach(args.id).repair()
+    for r in restored:
+        print(f"restored {r}")
+    print(f"testbed {args.id} is up" + ("" if restored else " (nothing was missing)"))
     return 0
 
 
@@ -123,6 +162,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_clean(args: argparse.Namespace) -> int:
+    require_root("cleaning up test beds")
     rep = clean(force=args.force)
     for t in rep.removed_testbeds:
         print(f"removed testbed {t}")

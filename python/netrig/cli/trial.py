@@ -1,15 +1,22 @@
 """``netrig trial``: one trial from a TX interface to an RX interface, with a live progress line
-and a final table (or ``--json``). Ctrl-C stops traffic and prints the partial result."""
+(timestamped lines without a terminal) and a final table (or ``--json``). Ctrl-C or SIGTERM stops
+traffic and prints the partial result.
+
+With ``--testbed ID`` (a test bed from ``netrig testbed up``) the ports, their namespaces, the
+MACs and the addresses come from the test bed: ``netrig trial --testbed 1a2b --rate 100kpps``."""
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import sys
 import time
 
+from rich.text import Text
+
 from netrig import _native
 from netrig.cli.common import console, rename_field, require_root
-from netrig.errors import ConfigError, InterruptedTrial
+from netrig.errors import ConfigError, InterruptedTrial, TestbedError
 from netrig.model import (
     FrameSize,
     defaults,
@@ -19,11 +26,18 @@ from netrig.model import (
     parse_rate,
     parse_speed,
 )
+from netrig.testbed import Testbed
 from netrig.trial import IO_MODES, Port, Snapshot, Stream, TrialResult, run_trial
+
+#: Addresses without a test bed: the tester addresses of the test beds' plan (RFC 2544 range).
+DEFAULT_SRC_IP, DEFAULT_DST_IP = "198.18.0.2", "198.19.0.2"
+#: Without a terminal, a progress line this often (seconds).
+PLAIN_PROGRESS_S = 1.0
 
 #: Engine / API field → the option that sets it, for error messages.
 FIELDS = {
     "busy_poll_us": "--busy-poll",
+    "queues": "--queues",
     "frame_size": "--size",
     "rate": "--rate",
     "rate_pps": "--rate",
@@ -38,15 +52,23 @@ FIELDS = {
     "tx_cpus": "--tx-cpu",
     "rx_cpus": "--rx-cpu",
     "line_rate_bps": "--line-rate",
+    "i_know_this_is_live": "--i-know-this-is-live",
+    "ifname": "--tx",
 }
 
 
 def register(sub) -> None:
-    p = sub.add_parser("trial", help="run one trial: send a paced stream, count every frame", description=__doc__)
-    p.add_argument("--tx", required=True, metavar="IF", help="transmit interface")
-    p.add_argument("--rx", required=True, metavar="IF", help="receive interface")
+    p = sub.add_parser("trial", help="run one trial: send a paced stream, count every frame", description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--testbed", metavar="ID",
+                   help="run on this test bed (`netrig testbed up`): ports, namespaces, MACs and addresses "
+                        "come from it; --tx/--rx then name its ports [tx, rx]")
+    p.add_argument("--tx", metavar="IF", help="transmit interface (with --testbed: its port name) [required]")
+    p.add_argument("--rx", metavar="IF", help="receive interface (with --testbed: its port name) [required]")
     p.add_argument("--tx-netns", metavar="NS", help="network namespace of --tx")
     p.add_argument("--rx-netns", metavar="NS", help="network namespace of --rx")
+    p.add_argument("--family", type=int, default=4, choices=(4, 6),
+                   help="with --testbed: IPv4 or IPv6 addresses of the test bed [4]")
     p.add_argument("--size", default="64", help="frame size in bytes incl. FCS, or imix, simple-imix, "
                    "random:64-1518, inc:64-1518:64 (default 64)")
     p.add_argument("--rate", default="10kpps", help="offered rate: 100kpps, 1.5Mpps, 1Gbps (L1), 1Gbps-l2, "
@@ -61,15 +83,19 @@ def register(sub) -> None:
     p.add_argument("--busy-poll", type=int, default=0, metavar="US",
                    help="af_xdp: busy-poll the driver for US microseconds (SO_BUSY_POLL, prefer busy poll); 0 = off")
     p.add_argument("--flows", type=int, default=1, help="number of flows (varies the UDP source port)")
-    p.add_argument("--src-mac", help="source MAC (default: the TX interface's)")
-    p.add_argument("--dst-mac", help="destination MAC (default: the RX interface's; give the DUT's for a router)")
-    p.add_argument("--src-ip", default="198.18.0.1", help="source address (default 198.18.0.1)")
-    p.add_argument("--dst-ip", default="198.19.0.1", help="destination address (default 198.19.0.1)")
+    p.add_argument("--src-mac", help="source MAC (default: the test bed's, else the TX interface's)")
+    p.add_argument("--dst-mac", help="destination MAC (default: the test bed's DUT, else the RX interface's; "
+                   "give the DUT's for a router)")
+    p.add_argument("--src-ip", help=f"source address (default: the test bed's, else {DEFAULT_SRC_IP})")
+    p.add_argument("--dst-ip", help=f"destination address (default: the test bed's, else {DEFAULT_DST_IP})")
     p.add_argument("--vlan", type=int, help="802.1Q VLAN id")
     p.add_argument("--line-rate", help="nominal link speed for %% rates and reporting, e.g. 10Gbps "
                    "(default: the interface's speed; veth has none)")
     p.add_argument("--tx-cpu", type=int, action="append", help="pin TX workers to this CPU (repeatable)")
     p.add_argument("--rx-cpu", type=int, action="append", help="pin RX workers to this CPU (repeatable)")
+    p.add_argument("--i-know-this-is-live", action="store_true",
+                   help="transmit even on an interface that looks live (lo, a default route, addresses outside "
+                        "198.18.0.0/15 and 2001:2::/48); test beds never need it")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=run)
 
@@ -80,10 +106,42 @@ def _line_rate(args, txi: _native.InterfaceInfo) -> float | None:
     return float(txi.speed_bps) if txi.speed_bps else None
 
 
+def _addressing(args) -> tuple[str, str | None, str, str | None, dict]:
+    """``(tx ifname, tx netns, rx ifname, rx netns, stream addressing)`` from the test bed or the options."""
+    if args.testbed is None:
+        for opt in ("tx", "rx"):
+            if getattr(args, opt) is None:
+                raise ConfigError(f"--{opt}", "is required: the interface to use (or --testbed ID for a test "
+                                              "bed's ports)")
+        return args.tx, args.tx_netns, args.rx, args.rx_netns, {"src_ip": DEFAULT_SRC_IP, "dst_ip": DEFAULT_DST_IP}
+    for opt in ("tx_netns", "rx_netns"):
+        if getattr(args, opt):
+            raise ConfigError(f"--{opt.replace('_', '-')}", "comes from the test bed with --testbed: leave it out")
+    try:
+        tb = Testbed.attach(args.testbed)
+    except TestbedError as e:
+        raise ConfigError("--testbed", str(e)) from None
+    if tb.state.get("status") != "up":
+        raise ConfigError("--testbed", f"test bed {args.testbed} is {tb.state.get('status')}, not up")
+    repaired = tb.repair()
+    if repaired:
+        print(f"netrig: test bed {tb.id} repaired: restored {'; '.join(repaired)}", file=sys.stderr)
+    try:
+        t, r = tb.port(args.tx or "tx"), tb.port(args.rx or "rx")
+        addr = tb.stream_defaults(tx=t.name, rx=r.name, family=args.family)
+    except ConfigError as e:
+        raise ConfigError("--tx" if args.tx else "--rx", e.message) from None
+    return t.ifname, t.netns, r.ifname, r.netns, addr
+
+
 def build(args) -> tuple[Port, Port, Stream, dict]:
     try:
-        tx = Port(args.tx, netns=args.tx_netns, io=args.io, queues=args.queues, busy_poll_us=args.busy_poll)
-        rx = Port(args.rx, netns=args.rx_netns, io=args.io, queues=args.queues, busy_poll_us=args.busy_poll)
+        tx_if, tx_ns, rx_if, rx_ns, addr = _addressing(args)
+        live = args.i_know_this_is_live
+        tx = Port(tx_if, netns=tx_ns, io=args.io, queues=args.queues, busy_poll_us=args.busy_poll,
+                  i_know_this_is_live=live)
+        rx = Port(rx_if, netns=rx_ns, io=args.io, queues=args.queues, busy_poll_us=args.busy_poll,
+                  i_know_this_is_live=live)
         txi, rxi = tx.info(), rx.info()
         line = _line_rate(args, txi)
         rate = parse_rate(args.rate, "--rate")
@@ -93,9 +151,13 @@ def build(args) -> tuple[Port, Port, Stream, dict]:
         if frame.size is not None and frame.size > max_size:
             raise ConfigError("--size", f"{frame.size} B is above the MTU of {tx.ifname}/{rx.ifname} "
                                         f"(largest frame {max_size} B); raise the MTU or use smaller frames")
+        def given(value: str | None, default: str) -> str:
+            return default if value is None else value
+
         stream = Stream(
-            frame_size=args.size, src_mac=args.src_mac or txi.mac, dst_mac=args.dst_mac or rxi.mac,
-            src_ip=args.src_ip, dst_ip=args.dst_ip, vlan=args.vlan, flows=args.flows, line_rate_bps=line,
+            frame_size=args.size, src_mac=given(args.src_mac, addr.get("src_mac") or txi.mac),
+            dst_mac=given(args.dst_mac, addr.get("dst_mac") or rxi.mac), src_ip=given(args.src_ip, addr["src_ip"]),
+            dst_ip=given(args.dst_ip, addr["dst_ip"]), vlan=args.vlan, flows=args.flows, line_rate_bps=line,
             name="cli", **({"rate_pps": rate.value} if rate.kind == "pps" else {"rate": args.rate}))
         stop = {"frames": args.frames} if args.frames else {"duration_s": parse_duration(args.duration, "--duration")}
         kw = dict(drain_s=parse_duration(args.drain, "--drain", allow_zero=True),
@@ -163,10 +225,15 @@ def run(args) -> int:
     from rich.live import Live
 
     live = Live("", console=con, refresh_per_second=8, transient=True) if con.is_terminal else None
+    plain = {"next": time.monotonic() + PLAIN_PROGRESS_S}
 
     def progress(snap: Snapshot) -> None:
         if live is not None:
             live.update(line(snap))
+        elif time.monotonic() >= plain["next"]:  # no terminal (CI logs): a timestamped line now and then
+            plain["next"] += PLAIN_PROGRESS_S
+            text = " ".join(Text.from_markup(line(snap)).plain.split())
+            print(f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} {text}", file=sys.stderr, flush=True)
 
     try:
         if live is not None:
@@ -183,8 +250,8 @@ def run(args) -> int:
                 print(json.dumps({"interrupted": True, "result": partial.to_dict()}, indent=2))
             else:
                 con.print(result_table(partial, stream, "partial result (interrupted)"))
-        print("netrig: interrupted: traffic stopped, nothing left running", file=sys.stderr)
-        return 130
+        print(f"netrig: {e.reason}: traffic stopped, nothing left running", file=sys.stderr)
+        return 130 if e.reason.endswith("(Ctrl-C)") else 143
     except ConfigError as e:
         raise rename_field(e, FIELDS) from None
     if args.json:

@@ -21,8 +21,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from netrig.errors import ConfigError
@@ -64,6 +64,9 @@ class Context:
     throughput_pps: float | None = None
     #: The DUT is a model that resets itself (the simulated test bed): no reset command is needed.
     simulated_dut: bool = False
+    #: Environment variables for user commands (the reset command): the test bed's namespaces and
+    #: interfaces (``NETRIG_DUT_NETNS``, ``NETRIG_TX_IFNAME`` …; see ``Testbed.command_env``).
+    command_env: Mapping[str, str] = field(default_factory=dict)
 
     def throughput_or(self, floor_pct: float) -> float:
         """The throughput, or ``floor_pct`` % of the line rate when none is known."""

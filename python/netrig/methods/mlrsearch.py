@@ -286,7 +286,8 @@ class MlrSearch(Method):
         parser.add_argument("--size", dest="sizes", help="alias of --sizes")
 
     def cli_params(self, args: argparse.Namespace) -> dict:
-        final = parse_duration(args.final_duration or args.duration or "1s", "--final-duration")
+        given = "--final-duration" if args.final_duration else "--duration"  # errors name the option given
+        final = parse_duration(args.final_duration or args.duration or "1s", given)
         initial = min(parse_duration(args.initial_duration, "--initial-duration"), final)
         dsum = parse_duration(args.duration_sum, "--duration-sum") if args.duration_sum else 3 * final
         common = {"exceed_ratio": args.exceed_ratio, "relative_width": args.width, "initial_trial_duration_s": initial,

@@ -3,9 +3,10 @@ the first one after, at a constant rate (estimated as frames lost / offered rate
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from netrig.errors import ConfigError, MethodologyError
@@ -34,6 +35,11 @@ class ResetParams:
     def __post_init__(self) -> None:
         if not isinstance(self.command, str):
             raise ConfigError("command", f"must be a string (got {self.command!r})")
+        try:
+            shlex.split(self.command)
+        except ValueError as e:
+            raise ConfigError("command", f"{self.command!r}: {e} (it is split like a shell command line, "
+                                         "without running a shell)") from None
         check("rate_pct", self.rate_pct, lo=0, lo_open=True, hi=100)
         check("duration_s", self.duration_s, lo=0, lo_open=True)
         if self.reset_after_s is None:
@@ -63,15 +69,18 @@ class ResetResult:
         return {"rate_pps": self.rate_pps, "reset_time_s": self.reset_time_s, "frames_lost": self.frames_lost}
 
 
-def command_runner(command: str, timeout_s: float) -> Callable[[], None]:
-    """A callable that runs the user's reset command (no shell) and raises on failure."""
+def command_runner(command: str, timeout_s: float, env: Mapping[str, str] | None = None) -> Callable[[], None]:
+    """A callable that runs the user's reset command (no shell) and raises on failure. ``env`` is
+    added to its environment: the test bed's parts (``NETRIG_DUT_NETNS``, ``NETRIG_DUT_IFACES`` …),
+    so the command can address the DUT, e.g. ``ip netns exec $NETRIG_DUT_NETNS …`` in a script."""
     argv = shlex.split(command)
     if not argv:
         raise ConfigError("rfc2544_reset.command", "is required: the command that resets the DUT")
+    full_env = {**os.environ, **(env or {})}
 
     def run() -> None:
         try:
-            p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
+            p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, env=full_env)
         except (OSError, subprocess.TimeoutExpired) as e:
             raise MethodologyError(f"reset command {command!r} failed: {e}") from None
         if p.returncode != 0:
@@ -81,9 +90,10 @@ def command_runner(command: str, timeout_s: float) -> Callable[[], None]:
 
 
 def measure_reset(measurer: Measurer, frame: FrameSize, line_rate: LineRate, throughput_pps: float,
-                  params: ResetParams, reset: Callable[[], None] | None = None) -> ResetResult:
+                  params: ResetParams, reset: Callable[[], None] | None = None,
+                  env: Mapping[str, str] | None = None) -> ResetResult:
     rate = max(throughput_pps * params.rate_pct / 100, 1.0)
-    fn = reset or command_runner(params.command, params.command_timeout_s)
+    fn = reset or command_runner(params.command, params.command_timeout_s, env)
     after_s = params.reset_after_s if params.reset_after_s is not None else min(10.0, params.duration_s / 2)
     c = measurer.measure_reset(Load(rate, frame), params.duration_s, fn, after_s)
     return ResetResult(rate, c.reset_time_s, c.frames_lost)
@@ -121,7 +131,8 @@ class Reset(Method):
 
     def run(self, params: ResetParams, ctx: Context) -> ResetResult:
         reset = (lambda: None) if ctx.simulated_dut and not params.command else None  # a model resets itself
-        return measure_reset(ctx.measurer, ctx.frame, ctx.line_rate, ctx.throughput_or(1.0), params, reset=reset)
+        return measure_reset(ctx.measurer, ctx.frame, ctx.line_rate, ctx.throughput_or(1.0), params, reset=reset,
+                             env=ctx.command_env)
 
     def console_rows(self, result: dict, flags: str) -> list[list[str]]:
         return [fmt.stat_seconds_row(result, "reset_time_s", flags)]
@@ -135,7 +146,10 @@ class Reset(Method):
         return section_md("Reset", table_md(t), "") if t else ""
 
     def add_cli_options(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--reset-command", default="", help="command that resets the DUT (for --tests reset)")
+        parser.add_argument("--reset-command", default="",
+                            help="command that resets the DUT (for --tests reset); it runs without a shell, with "
+                            "the test bed's parts in its environment: NETRIG_DUT_NETNS, NETRIG_DUT_IFACES, "
+                            "NETRIG_TX_NETNS, NETRIG_TX_IFNAME, NETRIG_RX_NETNS, NETRIG_RX_IFNAME, NETRIG_TESTBED_ID")
 
     def cli_params(self, args: argparse.Namespace) -> dict:
         if not args.reset_command and args.testbed != "simulated":

@@ -163,10 +163,14 @@ class FrameSize:
 
 def parse_frame_sizes(value: Any, field: str = "frames.sizes") -> tuple[FrameSize, ...]:
     """Parse ``"64,512,1518"``, ``"rfc"``, ``"imix"`` or a list into frame sizes (no duplicates)."""
-    if value is None or (isinstance(value, str) and value.strip().lower() in ("rfc", "rfc2544", "")):
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("rfc", "rfc2544")):
         return tuple(FrameSize(size=s) for s in RFC2544_FRAME_SIZES)
     if isinstance(value, str):
-        items: list = [v for v in value.replace(" ", "").split(",") if v]
+        items: list = value.replace(" ", "").split(",")
+        if not value.strip():
+            raise ConfigError(field, "needs at least one frame size (e.g. 64,512,1518, rfc or imix)")
+        if "" in items:
+            raise ConfigError(field, f"{value!r} has an empty item: give sizes separated by single commas")
     elif isinstance(value, (list, tuple)):
         items = list(value)
     else:

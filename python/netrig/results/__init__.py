@@ -4,7 +4,17 @@ reader every consumer (resume, reports, comparisons) goes through.
 The format is specified in ``docs/result-format.md``.
 """
 from netrig.results.reader import MIGRATIONS, load_document, load_result, migrate, read_trial_log
-from netrig.results.store import SCHEMA_VERSION, TrialLog, dumps, utc_now, write_result
+from netrig.results.store import (
+    CONFIG_FILE,
+    RESULT_FILE,
+    SCHEMA_VERSION,
+    TRIAL_LOG,
+    TrialLog,
+    dumps,
+    utc_now,
+    write_result,
+    write_text_atomic,
+)
 
-__all__ = ["SCHEMA_VERSION", "MIGRATIONS", "TrialLog", "dumps", "load_document", "load_result", "migrate",
-           "read_trial_log", "utc_now", "write_result"]
+__all__ = ["CONFIG_FILE", "RESULT_FILE", "TRIAL_LOG", "write_text_atomic", "SCHEMA_VERSION", "MIGRATIONS",
+           "TrialLog", "dumps", "load_document", "load_result", "migrate", "read_trial_log", "utc_now", "write_result"]

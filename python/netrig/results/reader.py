@@ -162,6 +162,27 @@ def _parse(p: Path, text: str) -> object:
         raise ResultError(f"{p}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
 
 
+def _record_problem(obj: object) -> str | None:
+    """What is wrong with the shape of one trial-log line (None: nothing)."""
+    if not isinstance(obj, dict):
+        return f"a line must be a JSON object, got {type(obj).__name__}"
+    kind = obj.get("type")
+    if kind == "header":
+        if not isinstance(obj.get("config"), dict):
+            return "the header's config must be an object"
+        return None
+    if kind != "trial":
+        return f"unknown record type {kind!r} (header or trial)"
+    if not isinstance(obj.get("key"), str):
+        return "a trial record's key must be a string"
+    for name in ("load", "counts"):
+        if not isinstance(obj.get(name), dict):
+            return f"trial {obj['key']}: {name} must be an object, got {type(obj.get(name)).__name__}"
+    if obj.get("phases") is not None and not isinstance(obj["phases"], list):
+        return f"trial {obj['key']}: phases must be a list"
+    return None
+
+
 def read_trial_log(out_dir: str | Path) -> tuple[dict | None, list[dict]]:
     """``(header, trial records)`` from ``<out_dir>/trials.ndjson``, migrated to the current schema
     version. A torn last line (crash while writing) is ignored; any other bad line is an error."""
@@ -172,6 +193,8 @@ def read_trial_log(out_dir: str | Path) -> tuple[dict | None, list[dict]]:
         raise ResultError(f"{p}: no trial log here; is {out_dir} a netrig output directory?") from None
     except OSError as e:
         raise ResultError(f"{p}: cannot read: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise ResultError(f"{p}: not a trial log (not UTF-8 text)") from None
     header, trials = None, []
     for n, line in enumerate(lines):
         if not line.strip():
@@ -181,7 +204,12 @@ def read_trial_log(out_dir: str | Path) -> tuple[dict | None, list[dict]]:
         except json.JSONDecodeError:
             if n == len(lines) - 1:
                 break
-            raise ResultError(f"{p}:{n + 1}: corrupt line") from None
+            raise ResultError(f"{p}:{n + 1}: corrupt line (not JSON); the log is damaged: "
+                              "remove that line to resume, or start a new run") from None
+        problem = _record_problem(obj)
+        if problem:
+            raise ResultError(f"{p}:{n + 1}: {problem}; the log is damaged: remove that line to resume, "
+                              "or start a new run")
         kind = obj.pop("type", None)
         if kind == "header":
             header = obj

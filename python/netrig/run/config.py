@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import math
 import tomllib
 import types
 import typing
@@ -24,12 +25,13 @@ from typing import Any, Literal
 
 import yaml
 
-from netrig._native import IO_MODES
+from netrig._native import IO_MODES, MAX_FLOWS, MAX_QUEUES
 from netrig.errors import ConfigError
 from netrig.measure import DutModel
 from netrig.methodology.method import Method
 from netrig.methods import REGISTRY
 from netrig.model import (
+    MAX_RATE_PPS,
     RFC2544_FRAME_SIZES,
     FrameSize,
     defaults,
@@ -37,22 +39,50 @@ from netrig.model import (
     parse_frame_sizes,
     parse_speed,
 )
+from netrig.testbed import TOPOLOGIES, Testbed
+from netrig.testbed.state import ID_RE as TESTBED_ID_RE
+
+#: Most repetitions of a method.
+MAX_REPETITIONS = 10_000
 
 
 @dataclass(frozen=True)
 class TestbedConfig:
-    """``name``: a test bed from ``netrig.testbed`` (e.g. ``router``, ``policer``) or ``simulated``."""
+    """``name``: a topology from ``netrig.testbed`` (e.g. ``router``, ``policer``) built for the run
+    and torn down after it, or ``simulated``. ``id``: instead, run on the existing test bed with
+    this id (``netrig testbed up``; it is left standing). ``options`` are checked against the
+    topology now, before anything starts."""
 
     __test__ = False
     name: str = "router"
     options: dict = field(default_factory=dict)
     simulator: DutModel | None = None
+    id: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ConfigError("name", f"must be a test bed name (got {self.name!r})")
-        if self.name == "simulated" and self.simulator is None:
-            object.__setattr__(self, "simulator", DutModel())
+        if self.id is not None:
+            if not isinstance(self.id, str) or not TESTBED_ID_RE.match(self.id):
+                raise ConfigError("id", f"{self.id!r}: not a test-bed id (4 hex digits, see `netrig testbed status`)")
+            if self.options:
+                raise ConfigError("options", f"test bed {self.id} is already built: its options cannot change "
+                                             "(build another with `netrig testbed up`)")
+            return
+        if self.name == "simulated":
+            if self.options:
+                raise ConfigError("options", "the simulated test bed takes no options (its DUT model is "
+                                             "testbed.simulator)")
+            if self.simulator is None:
+                object.__setattr__(self, "simulator", DutModel())
+            return
+        if self.name not in TOPOLOGIES:
+            raise ConfigError("name", f"{self.name!r}: unknown test bed; choose one of "
+                                      f"{', '.join(TOPOLOGIES)} or simulated (or give the id of a built one)")
+        try:
+            Testbed.create(self.name, **self.options)
+        except ConfigError as e:
+            raise ConfigError(f"options.{e.field}", e.message) from None
 
 
 @dataclass(frozen=True)
@@ -64,13 +94,15 @@ class PortsConfig:
     queues: int = 1
     flows: int = 1
     busy_poll_us: int = 0  # af_xdp: SO_BUSY_POLL microseconds (0 = off)
+    # Override the transmit guard (lo, a default route, addresses outside the benchmarking ranges).
+    i_know_this_is_live: bool = False
 
     def __post_init__(self) -> None:
         if self.io not in IO_MODES:
             raise ConfigError("io", f"must be one of {', '.join(IO_MODES)} (got {self.io!r})")
-        for name in ("queues", "flows"):
-            if getattr(self, name) < 1:
-                raise ConfigError(name, f"must be >= 1 (got {getattr(self, name)})")
+        for name, hi in (("queues", MAX_QUEUES), ("flows", MAX_FLOWS)):
+            if not 1 <= getattr(self, name) <= hi:
+                raise ConfigError(name, f"must be 1..{hi} (got {getattr(self, name)})")
         if not 0 <= self.busy_poll_us <= 1_000_000:
             raise ConfigError("busy_poll_us", f"must be 0..1000000 microseconds (got {self.busy_poll_us})")
         if self.busy_poll_us and self.io not in ("auto", "af_xdp"):
@@ -142,8 +174,8 @@ class SelftestConfig:
         if not 0 < self.resolution_pct <= 50:
             raise ConfigError("resolution_pct", f"must be in (0, 50] (got {self.resolution_pct})")
         for i, r in enumerate(self.rates_pps):
-            if not r > 0:
-                raise ConfigError(f"rates_pps[{i}]", f"must be > 0 (got {r})")
+            if not 0 < r <= MAX_RATE_PPS:
+                raise ConfigError(f"rates_pps[{i}]", f"must be > 0 and at most {MAX_RATE_PPS:g} (got {r})")
 
 
 @dataclass(frozen=True)
@@ -195,8 +227,9 @@ class TestConfig:
     output: OutputConfig = OutputConfig()
 
     def __post_init__(self) -> None:
-        if isinstance(self.repetitions, bool) or not isinstance(self.repetitions, int) or self.repetitions < 1:
-            raise ConfigError("repetitions", f"must be an integer >= 1 (got {self.repetitions!r})")
+        if isinstance(self.repetitions, bool) or not isinstance(self.repetitions, int) \
+                or not 1 <= self.repetitions <= MAX_REPETITIONS:
+            raise ConfigError("repetitions", f"must be an integer 1..{MAX_REPETITIONS} (got {self.repetitions!r})")
 
     def to_dict(self) -> dict:
         return _plain(self)
@@ -244,7 +277,15 @@ def _convert(tp, value, path: str, name: str):
             return parse_speed(value, path)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(path, f"must be a number (got {value!r})")
-        return float(value)
+        try:
+            v = float(value)
+        except OverflowError:
+            v = math.inf
+        if not math.isfinite(v):
+            raise ConfigError(path, f"must be a finite number (got {value!r})")
+        if name.endswith("_pps") and v > MAX_RATE_PPS:
+            raise ConfigError(path, f"{value!r} is above the limit of {MAX_RATE_PPS:g} frames/s")
+        return v
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ConfigError(path, f"must be an integer (got {value!r})")
@@ -335,9 +376,13 @@ def load_config(path: str | Path) -> TestConfig:
     """Read and validate a TOML (.toml), YAML (.yaml/.yml) or JSON (.json) file."""
     p = Path(path)
     try:
-        text = p.read_text()
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(str(p), "not a text file (a config is TOML, YAML or JSON text)") from None
     except OSError as e:
         raise ConfigError(str(p), f"cannot read the config file: {e.strerror}") from None
+    if "\0" in text:
+        raise ConfigError(str(p), "not a text file (it holds NUL bytes; a config is TOML, YAML or JSON text)")
     suffix = p.suffix.lower()
     try:
         if suffix == ".toml":
@@ -351,8 +396,14 @@ def load_config(path: str | Path) -> TestConfig:
     except ConfigError:
         raise
     except Exception as e:  # parser errors carry line numbers
-        raise ConfigError(str(p), f"cannot parse: {e}") from None
+        raise ConfigError(str(p), f"cannot parse: {_one_line(str(e))}") from None
+    if data is not None and not isinstance(data, dict):
+        raise ConfigError(str(p), f"must hold a table/mapping at the top level (got {type(data).__name__})")
     return config_from_dict(data or {})
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 def _plain(obj):

@@ -17,7 +17,8 @@ from netrig.measure import Load, Measurer, Phase, TrialCounts
 from netrig.model import FrameSize, LineRate
 from netrig.results import TrialLog, utc_now
 
-#: ``progress(event, info)``; events: run_start, trial_start, trial_end, method_start.
+#: ``progress(event, info)``; events: run_start, trial_start, trial_end, method_start, notice
+#: (``info["message"]``: something the user should know, e.g. a repaired test bed).
 ProgressFn = Callable[[str, dict], None]
 
 
@@ -27,6 +28,8 @@ class RecordingMeasurer:
     def __init__(self, log: TrialLog, replay: dict[str, dict], line_rate: LineRate,
                  progress: ProgressFn | None = None):
         self.inner: Measurer | None = None
+        #: Called before every measured trial (the session's test-bed check); returns what it restored.
+        self.before: Callable[[], list[str]] | None = None
         self.log, self.replay, self.line_rate = log, replay, line_rate
         self.progress = progress or (lambda e, i: None)
         self.records: list[dict] = []
@@ -58,15 +61,25 @@ class RecordingMeasurer:
                 "load": load_d}
         rec = self.replay.get(key)
         if rec is not None:
-            if not _same_load(rec, kind, load_d, phases):
+            try:
+                same = _same_load(rec, kind, load_d, phases)
+                counts = TrialCounts.from_dict(rec["counts"])
+            except (TypeError, ValueError, KeyError, AttributeError) as e:
+                raise ResultError(f"resume: the recorded trial {key} is damaged ({type(e).__name__}: {e}); "
+                                  "remove its line from trials.ndjson to measure it again, or start a new run") \
+                    from None
+            if not same:
                 raise ResultError(
                     f"resume: trial {key} asks for {load_d} but the recorded one was {rec.get('load')}; "
                     "the configuration or netrig version changed. Start a new run (--out) instead."
                 )
-            counts = TrialCounts.from_dict(rec["counts"])
-            self.records.append({**rec, "seq": len(self.records), "replayed": True})
+            self.records.append({**rec, "counts": counts.to_dict(), "seq": len(self.records), "replayed": True})
             self.progress("trial_end", {**info, "replayed": True, "counts": counts})
             return counts
+        repaired = self.before() if self.before is not None else []
+        if repaired:
+            self.progress("notice", {"message": f"test bed repaired before trial {key}: restored "
+                                                f"{'; '.join(repaired)}"})
         self.progress("trial_start", {**info, "replayed": False})
         started = utc_now()
         t0 = time.monotonic()
@@ -77,6 +90,8 @@ class RecordingMeasurer:
                "repetition": self.ctx["repetition"], "trial_index": self.trial_index - 1, "kind": kind,
                "load": load_d, "phases": phases, "started_at": started, "finished_at": utc_now(),
                "counts": counts.to_dict()}
+        if repaired:
+            rec["testbed_repaired"] = repaired
         self.log.append(rec)
         self.records.append({**rec, "replayed": False})
         self.measured += 1
@@ -110,9 +125,28 @@ class RecordingMeasurer:
                                                                  reset_after_s))
 
 
+def check_record(rec: dict) -> None:
+    """Raise ``ResultError`` naming the trial when a recorded trial cannot be replayed (a value of the
+    wrong type: a damaged or hand-edited log), before anything runs."""
+    key = rec.get("key")
+    try:
+        TrialCounts.from_dict(rec["counts"])
+        ld = rec["load"]
+        for name in ("rate_pps", "duration_s"):
+            _close(ld.get(name), ld.get(name))
+        for ph in rec.get("phases") or []:
+            _close(ph["rate_pps"], ph["rate_pps"])
+            _close(ph["duration_s"], ph["duration_s"])
+    except (TypeError, ValueError, KeyError, AttributeError) as e:
+        raise ResultError(f"resume: the recorded trial {key} is damaged ({type(e).__name__}: {e}); remove its line "
+                          "from trials.ndjson to measure it again, or start a new run") from None
+
+
 def _close(a: float | None, b: float | None) -> bool:
     if a is None or b is None:
         return a is b
+    if isinstance(a, bool) or isinstance(b, bool) or not isinstance(a, (int, float)):
+        raise TypeError(f"{a!r} is not a number")
     return abs(float(a) - float(b)) <= 1e-9 * max(abs(float(a)), abs(float(b)), 1e-12)
 
 

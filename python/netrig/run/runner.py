@@ -13,28 +13,33 @@ match a recorded trial from the record, and measures everything else.
 from __future__ import annotations
 
 import contextlib
+import json
 import uuid
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from netrig._native import __version__
-from netrig.errors import InterruptedTrial, NetrigError, ResultError
+from netrig.errors import INTERRUPTS, ConfigError, InterruptedTrial, NetrigError, ResultError, interrupt_reason
 from netrig.methodology.method import THRESHOLDS, Context, MethodResult
 from netrig.methodology.selftest import SelftestParams, SelftestResult, prove_rate
 from netrig.methodology.stats import median, summarize
 from netrig.methods import REGISTRY
 from netrig.model import FrameSize, LineRate, rate_object
 from netrig.results import (
+    CONFIG_FILE,
+    RESULT_FILE,
     SCHEMA_VERSION,
+    TRIAL_LOG,
     TrialLog,
     dumps,
     read_trial_log,
     utc_now,
     write_result,
+    write_text_atomic,
 )
 from netrig.run.config import MethodConfig, TestConfig, config_from_dict
-from netrig.run.recording import ProgressFn, RecordingMeasurer
+from netrig.run.recording import ProgressFn, RecordingMeasurer, check_record
 from netrig.run.session import Provider, Session, open_session
 
 #: How the self-test's trials are labelled.
@@ -66,12 +71,29 @@ class Runner:
         self.started_at = utc_now()
         self.resumed: list[str] = []
         self.rec: RecordingMeasurer | None = None
+        #: Run-wide flags found while running (a repaired trial log).
+        self.notices: list[dict] = []
+        #: Environment for user commands (the reset command): the DUT session's test bed parts.
+        self.command_env: dict[str, str] = {}
+        #: The result document could not be written (disk full): why.
+        self.write_error: ResultError | None = None
+        #: Trials measured (not replayed) by this run.
+        self.measured = 0
 
     # ---------------------------------------------------------------- main entry
     def run(self) -> dict:
+        """Run (or resume) the test; returns the result document.
+
+        Nothing finished is lost however the run ends: ``config.json`` and the trial log's header
+        are written before the first trial, every trial is fsync'd as it finishes, a torn last
+        line (``kill -9``) is removed on resume, and Ctrl-C, SIGTERM, errors and a full disk all
+        leave a partial ``result.json`` (when it can be written) and a run that ``netrig run
+        --resume DIR`` continues. A run that fails before its first trial leaves nothing behind
+        (the next run may use the directory)."""
         cfg = self.config
         cfg_dict = cfg.to_dict()
         replay: dict[str, dict] = {}
+        fresh = False
         if self.resume:
             header, recs = read_trial_log(self.out_dir)
             if header is None:
@@ -82,37 +104,98 @@ class Runner:
             self.run_id = header.get("run_id", self.run_id)
             self.started_at = header.get("started_at", self.started_at)
             self.resumed = list(header.get("resumed", [])) + [utc_now()]
+            for r in recs:
+                check_record(r)
             replay = {r["key"]: r for r in recs}
-        elif (self.out_dir / "trials.ndjson").exists():
-            raise ResultError(f"{self.out_dir}: already holds a run; use --resume {self.out_dir} to continue it "
-                              "or choose another --out directory")
+        elif (self.out_dir / TRIAL_LOG).exists():
+            if _holds_trials(self.out_dir):
+                raise ResultError(f"{self.out_dir}: already holds a run; continue it with "
+                                  f"`netrig run --resume {self.out_dir}` or choose another --out directory")
+            fresh = True  # a run that stopped before its first trial: nothing to keep
+        created = not self.out_dir.exists()
         log = TrialLog(self.out_dir)
-        log.open({"schema_version": SCHEMA_VERSION, "run_id": self.run_id, "config": cfg_dict,
-                  "started_at": self.started_at, "tool_version": __version__})
         self.rec = RecordingMeasurer(log, replay, LineRate(1.0), self.progress)
-        complete, reason = False, None
         try:
+            log.open({"schema_version": SCHEMA_VERSION, "run_id": self.run_id, "config": cfg_dict,
+                      "started_at": self.started_at, "tool_version": __version__}, fresh=fresh)
+        except ResultError as e:  # e.g. a full disk: nothing of this run may stay behind
+            self._finish(False, str(e), e, created)
+            raise
+        complete, reason = False, None
+        failure: BaseException | None = None
+        try:
+            if not self.resume or not (self.out_dir / CONFIG_FILE).exists():
+                write_text_atomic(self.out_dir / CONFIG_FILE, dumps(cfg_dict, indent=1) + "\n")
+            if log.repaired:
+                self.notices.append({"code": "trial_log_repaired", "message": log.repaired})
+                self.progress("notice", {"message": log.repaired})
             if not cfg.methods:  # self-test only
                 with self.provider(cfg, "selftest") as st:
                     self._setup(st)
-                    self.rec.inner = st.measurer
+                    self._use(st)
                     self._run_selftest()
             else:
                 self._run_dut(cfg)
             complete = True
-        except (KeyboardInterrupt, InterruptedTrial):
-            reason = "interrupted by user (Ctrl-C)"
+        except (*INTERRUPTS, InterruptedTrial) as e:
+            reason, failure = interrupt_reason(e), e
             raise
         except NetrigError as e:
-            reason = str(e)
+            reason, failure = str(e), e
+            raise
+        except OSError as e:  # outside the engine and the stores: still one line, still resumable
+            reason = f"{e.strerror or e}" + (f": {e.filename}" if e.filename else "")
+            failure = ResultError(reason)
+            raise failure from None
+        except BaseException as e:
+            reason, failure = f"internal error: {type(e).__name__}: {e}", e
             raise
         finally:
             log.close()
-            self.document = self._document(complete, reason)
-            write_result(self.out_dir, self.document)
-            with contextlib.suppress(OSError):
-                (self.out_dir / "config.json").write_text(dumps(self.config.to_dict()))
+            self._finish(complete, reason, failure, created)
         return self.document
+
+    def _finish(self, complete: bool, reason: str | None, failure: BaseException | None, created: bool) -> None:
+        """Write the result document, or, for a new run that ended before its first trial, remove
+        what it created (an interrupted one keeps its header: it resumes). Never raises over
+        ``failure`` (the reason the run ended): a result that cannot be written (disk full) is said
+        in ``self.write_error``; with no failure, it raises."""
+        rec = self._recorder()
+        self.measured = rec.measured
+        interrupted = isinstance(failure, (*INTERRUPTS, InterruptedTrial))
+        if failure is not None and self.resume and not rec.records:
+            self.document = {}  # nothing replayed yet: the earlier result.json stays as it was
+            return
+        if failure is not None and not interrupted and not self.resume and not rec.records:
+            for name in (TRIAL_LOG, CONFIG_FILE, RESULT_FILE):
+                with contextlib.suppress(OSError):
+                    (self.out_dir / name).unlink()
+            if created:
+                with contextlib.suppress(OSError):
+                    self.out_dir.rmdir()
+            self.document = {}
+            return
+        self.document = self._document(complete, reason)
+        try:
+            write_result(self.out_dir, self.document)
+        except ResultError as e:
+            self.write_error = e
+            if failure is None:
+                raise
+
+    @property
+    def resumable(self) -> bool:
+        """The run stopped early and left a trial log that ``--resume`` continues."""
+        if self.rec is None:  # refused before it started (its input was checked first)
+            return False
+        return self.resume or (bool(self.document) and not self.document.get("complete"))
+
+    def _use(self, session: Session) -> None:
+        """Measure with ``session`` from now on (its measurer, test-bed check and command environment)."""
+        rec = self._recorder()
+        rec.inner = session.measurer
+        rec.before = session.before_trial
+        self.command_env = dict(session.command_env)
 
     def _recorder(self) -> RecordingMeasurer:
         assert self.rec is not None, "run() creates the recorder first"
@@ -131,14 +214,13 @@ class Runner:
                                     "out_dir": str(self.out_dir)})
 
     def _run_dut(self, cfg: TestConfig) -> None:
-        rec = self._recorder()
         with self.provider(cfg, "dut") as dut:
             self._setup(dut)
             if cfg.selftest.enabled:
                 with self.provider(cfg, "selftest") as st:
-                    rec.inner = st.measurer
+                    self._use(st)
                     self._run_selftest()
-            rec.inner = dut.measurer
+            self._use(dut)
             for mi, m in enumerate(cfg.methods):
                 self._run_method(mi, m)
 
@@ -194,7 +276,7 @@ class Runner:
 
     def _one(self, mi: int, m: MethodConfig, frame: FrameSize) -> MethodResult:
         ctx = Context(self._recorder(), frame, self._line_rate(), self.config.trial.duration_s,
-                      simulated_dut=self.simulated)
+                      simulated_dut=self.simulated, command_env=self.command_env)
         if m.method.needs_throughput:
             tp = self._throughput_for(mi, frame, getattr(m.params, "throughput_from", None))
             if tp is None or tp <= 0:
@@ -287,7 +369,7 @@ class Runner:
     def _document(self, complete: bool, reason: str | None) -> dict:
         lr = self.line_rate
         summary = self._summary() if lr is not None else []
-        flags = []
+        flags = list(self.notices)
         if lr is not None and lr.source == "nominal":
             flags.append({"code": "nominal_line_rate", "message": f"line rate is {lr.label}"})
         if self.selftest is not None and not self.selftest.passed:
@@ -317,6 +399,43 @@ def _comparable(cfg: dict | None) -> dict | None:
         return config_from_dict({**c}).to_dict() | {"output": None}
     except NetrigError:
         return c
+
+
+def _holds_trials(out_dir: Path) -> bool:
+    """The trial log in ``out_dir`` holds at least one finished trial (or cannot be read)."""
+    try:
+        return bool(read_trial_log(out_dir)[1])
+    except ResultError:
+        return True
+
+
+def resume_config(out_dir: str | Path) -> TestConfig:
+    """The configuration of the run in ``out_dir``: its ``config.json``, else the header of its
+    trial log (a run killed before ``config.json`` existed, or one whose ``config.json`` is gone)."""
+    d = Path(out_dir)
+    if not d.is_dir():
+        raise ResultError(f"{d}: no such run directory (give the --out directory of the run to resume)")
+    cfg_file = d / CONFIG_FILE
+    if cfg_file.is_file():
+        try:
+            data = json.loads(cfg_file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise ResultError(f"{cfg_file}: cannot read: {getattr(e, 'strerror', None) or e}; remove it to "
+                              "resume from the trial log's header") from None
+        return _config_of(data, str(cfg_file))
+    header, _ = read_trial_log(d)
+    if header is None or not isinstance(header.get("config"), dict):
+        raise ResultError(f"{d}: the trial log has no header with the run's configuration; cannot resume")
+    return _config_of(header["config"], f"{d / TRIAL_LOG} (header)")
+
+
+def _config_of(data: object, source: str) -> TestConfig:
+    if not isinstance(data, dict):
+        raise ResultError(f"{source}: not a netrig configuration (not an object)")
+    try:
+        return config_from_dict(data)
+    except ConfigError as e:
+        raise ConfigError(f"{source}: {e.field}", e.message) from None
 
 
 def run_config(config: TestConfig, out_dir: str | Path | None = None, **kw: Any) -> dict:

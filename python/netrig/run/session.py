@@ -21,7 +21,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 from netrig.environment import capture
-from netrig.errors import NetrigError
+from netrig.errors import NetrigError, TestbedError
 from netrig.measure import DutModel, Measurer, SimulatedMeasurer
 from netrig.measure.engine import EngineMeasurer
 from netrig.model import LineRate
@@ -44,6 +44,11 @@ class Session:
     environment: dict = field(default_factory=dict)
     #: The DUT is a model (resets itself; no command needed).
     simulated: bool = False
+    #: Environment variables naming the test bed's parts for user commands (``NETRIG_DUT_NETNS`` …).
+    command_env: dict[str, str] = field(default_factory=dict)
+    #: Called before every measured trial: checks the test bed and restores what a link flap
+    #: removed (returns what it restored; raises ``TestbedError`` when the test bed is broken).
+    before_trial: Callable[[], list[str]] | None = None
 
 
 #: ``provider(config, role)`` -> context manager of a Session (tests pass their own).
@@ -70,15 +75,33 @@ def simulated_session(config: TestConfig, role: str) -> Iterator[Session]:
 
 
 @contextlib.contextmanager
+def existing_testbed(tb_id: str) -> Iterator[Testbed]:
+    """A test bed built earlier (``netrig testbed up``); left standing. (Every measured trial checks
+    and repairs it first: ``Session.before_trial``.)"""
+    tb = Testbed.attach(tb_id)
+    if tb.state.get("status") != "up":
+        raise TestbedError(f"testbed {tb_id} is {tb.state.get('status')}, not up: `netrig testbed status {tb_id}`")
+    yield tb
+
+
+@contextlib.contextmanager
 def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
-    """Build the test bed (the DUT's, or ``selftest.testbed`` for the self-test) and yield a Session."""
+    """Build the test bed (the DUT's, or ``selftest.testbed`` for the self-test) and yield a
+    Session; with ``testbed.id`` the DUT's test bed is the existing one of that id."""
     name = config.selftest.testbed if role == "selftest" else config.testbed.name
     opts = dict(config.testbed.options) if role == "dut" else {}
-    with Testbed.create(name, **opts) as tb:
+    bed: AbstractContextManager[Testbed] = (
+        existing_testbed(config.testbed.id) if role == "dut" and config.testbed.id
+        else Testbed.create(name, **opts))
+    with bed as tb:
+        name = tb.topology
         p, t = config.ports, config.trial
         tp, rp = tb.port(p.tx), tb.port(p.rx)
-        tx = Port(tp.ifname, netns=tp.netns, io=p.io, queues=p.queues, busy_poll_us=p.busy_poll_us)
-        rx = Port(rp.ifname, netns=rp.netns, io=p.io, queues=p.queues, busy_poll_us=p.busy_poll_us)
+        live = p.i_know_this_is_live
+        tx = Port(tp.ifname, netns=tp.netns, io=p.io, queues=p.queues, busy_poll_us=p.busy_poll_us,
+                  i_know_this_is_live=live)
+        rx = Port(rp.ifname, netns=rp.netns, io=p.io, queues=p.queues, busy_poll_us=p.busy_poll_us,
+                  i_know_this_is_live=live)
         monitor_factory = None
         if t.monitor and role == "dut":
             interval = min(1.0, max(0.1, t.duration_s / MONITOR_SAMPLES_PER_TRIAL))
@@ -101,7 +124,8 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
         except (NetrigError, OSError) as e:
             desc = {"name": name, "error": str(e)}
         desc.setdefault("name", name)
-        yield Session(measurer, line_rate(config, tp.ifname, tx.info().speed_bps), desc, env)
+        yield Session(measurer, line_rate(config, tp.ifname, tx.info().speed_bps), desc, env,
+                      command_env=tb.command_env(), before_trial=tb.repair)
 
 
 def open_session(config: TestConfig, role: str) -> AbstractContextManager[Session]:

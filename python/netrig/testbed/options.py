@@ -55,6 +55,44 @@ def parse_cpus(text: str | int | list[int] | tuple[int, ...]) -> tuple[int, ...]
     return tuple(sorted(cpus))
 
 
+#: Smallest and largest MTU a test bed sets (IPv6 needs 1280; veth allows 65535).
+MIN_MTU, MAX_MTU = 1280, 65535
+_TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
+
+
+def parse_option(name: str, text: str) -> Any:
+    """The typed value of test-bed option ``name`` given as text (``--testbed-option rules=100``,
+    ``log=false``), typed as a config file would give it; unknown names and bad values raise a
+    ``ConfigError`` naming the option."""
+    fields = TestbedOptions.__dataclass_fields__
+    if name not in fields:
+        raise ConfigError(name, f"unknown test-bed option; known: {', '.join(sorted(fields))}")
+    kind = _KINDS[name]
+    t = text.strip()
+    if kind is bool:
+        if t.lower() in _TRUE:
+            return True
+        if t.lower() in _FALSE:
+            return False
+        raise ConfigError(name, f"{text!r}: must be true or false")
+    if kind is int:
+        if not re.fullmatch(r"[+-]?\d+", t):
+            raise ConfigError(name, f"{text!r}: must be an integer")
+        return int(t)
+    return t
+
+
+#: How each option is typed when given as text (others stay strings).
+_KINDS: dict[str, type] = {"rules": int, "cap": str, "cap_burst": int, "nat": str, "conntrack_max": int,
+                           "log": bool, "dut_cpus": str, "dut_placement": str, "ifaces": str,
+                           "tester_stack": bool, "mtu": int}
+
+
+def _int(name: str, value: Any, lo: int, hi: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise ConfigError(name, f"{value!r}: must be an integer from {lo} to {hi}")
+
+
 @dataclass(frozen=True)
 class TestbedOptions:
     """Options of every topology; a topology ignores what it does not use (``describe()`` shows which).
@@ -71,6 +109,11 @@ class TestbedOptions:
     ifaces:         external: the interfaces the user cabled (e.g. ``("eth1", "eth2")``).
     tester_stack:   configure the tester ports' addresses and routes in their kernel stacks too (for
                     socket-based tools); off by default so tester ports never answer test traffic.
+    mtu:            MTU of every test-bed link (1280..65535; None = the kernel's 1500), e.g. 9000 for
+                    jumbo frames (the largest frame is MTU + 18 bytes).
+
+    A topology refuses options it does not use (``Topology.uses``), so a typo'd or misplaced
+    option never builds a different test bed than the one asked for.
     """
 
     __test__ = False
@@ -85,31 +128,43 @@ class TestbedOptions:
     dut_placement: str = "threaded-napi"
     ifaces: tuple[str, ...] = field(default_factory=tuple)
     tester_stack: bool = False
+    mtu: int | None = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.rules, bool) or not isinstance(self.rules, int) or not 1 <= self.rules <= 1_000_000:
-            raise ConfigError("rules", f"{self.rules!r}: must be an integer from 1 to 1000000")
+        _int("rules", self.rules, 1, 1_000_000)
         if self.cap is not None:
+            if isinstance(self.cap, bool) or not isinstance(self.cap, (str, int, float)):
+                raise ConfigError("cap", f"{self.cap!r}: must be a rate like 100kpps or 10Mbps")
             parse_cap(self.cap)
-        if self.cap_burst is not None and (not isinstance(self.cap_burst, int) or self.cap_burst < 1):
-            raise ConfigError("cap_burst", f"{self.cap_burst!r}: must be a positive integer")
-        if self.nat not in NAT_MODES:
+        if self.cap_burst is not None:
+            _int("cap_burst", self.cap_burst, 1, 1_000_000_000)
+        if not isinstance(self.nat, str) or self.nat not in NAT_MODES:
             raise ConfigError("nat", f"{self.nat!r}: must be one of {', '.join(NAT_MODES)}")
-        if self.conntrack_max is not None and (isinstance(self.conntrack_max, bool)
-                                               or not isinstance(self.conntrack_max, int)
-                                               or self.conntrack_max < 1):
-            raise ConfigError("conntrack_max", f"{self.conntrack_max!r}: must be a positive integer")
+        if self.conntrack_max is not None:
+            _int("conntrack_max", self.conntrack_max, 1, 2**31 - 1)
+        for name in ("log", "tester_stack"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(name, f"{getattr(self, name)!r}: must be true or false")
         if self.dut_cpus is not None:
             object.__setattr__(self, "dut_cpus", parse_cpus(self.dut_cpus))
-        if self.dut_placement not in PLACEMENTS:
+        if not isinstance(self.dut_placement, str) or self.dut_placement not in PLACEMENTS:
             raise ConfigError("dut_placement", f"{self.dut_placement!r}: must be one of {', '.join(PLACEMENTS)}")
         ifaces = self.ifaces
         if isinstance(ifaces, str):
             ifaces = tuple(i for i in ifaces.split(",") if i)
+        if not isinstance(ifaces, (list, tuple)):
+            raise ConfigError("ifaces", f"{ifaces!r}: must be a list of interface names")
         object.__setattr__(self, "ifaces", tuple(ifaces))
         for i in self.ifaces:
-            if not re.match(r"^[A-Za-z0-9_.:@-]{1,15}$", i):
+            if not isinstance(i, str) or not re.match(r"^[A-Za-z0-9_.:@-]{1,15}$", i):
                 raise ConfigError("ifaces", f"{i!r}: not an interface name")
+        if self.mtu is not None:
+            _int("mtu", self.mtu, MIN_MTU, MAX_MTU)
+
+    def changed(self) -> list[str]:
+        """The options that differ from their defaults (what the user asked for)."""
+        default = TestbedOptions()
+        return [n for n in self.__dataclass_fields__ if getattr(self, n) != getattr(default, n)]
 
     @property
     def cap_pps(self) -> float | None:

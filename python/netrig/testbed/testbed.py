@@ -12,7 +12,7 @@ from typing import Any
 
 from pyroute2 import IPRoute
 
-from netrig.errors import ConfigError, TestbedError
+from netrig.errors import CapabilityError, ConfigError, Terminated, TestbedError
 from netrig.testbed import state as st
 from netrig.testbed.nsthread import (
     create_netns,
@@ -64,7 +64,7 @@ class Testbed:
             tx, rx = tb.port("tx"), tb.port("rx")
 
     Building is done in ``__enter__`` (or :meth:`up`); ``__exit__`` (or :meth:`down`) always tears down,
-    also on SIGINT/SIGTERM (handlers raising ``KeyboardInterrupt``/``SystemExit`` are installed while
+    also on SIGINT/SIGTERM (handlers raising ``KeyboardInterrupt``/``netrig.errors.Terminated`` are installed while
     the test bed is up, when used from the main thread).
     """
 
@@ -242,6 +242,12 @@ class Testbed:
             raise TestbedError(f"veth {if_a}/{if_b}: cannot create: {e}") from None
         self.state["interfaces"] += [{"netns": ns_a, "ifname": if_a, "role": role_a, "peer": if_b},
                                      {"netns": ns_b, "ifname": if_b, "role": role_b, "peer": if_a}]
+        if self.options.mtu is not None:
+            for ns, ifname in ((ns_a, if_a), (ns_b, if_b)):
+                try:
+                    self.ipr(ns).link("set", index=self.index(ns, ifname), mtu=self.options.mtu)
+                except Exception as e:
+                    raise TestbedError(f"{ifname}: cannot set MTU {self.options.mtu}: {e}") from None
 
     def index(self, ns: str | None, ifname: str) -> int:
         idx = self.ipr(ns).link_lookup(ifname=ifname)
@@ -251,6 +257,12 @@ class Testbed:
 
     def link_up(self, ns: str | None, ifname: str, **kw: Any) -> None:
         self.ipr(ns).link("set", index=self.index(ns, ifname), state="up", **kw)
+        self._expect({"kind": "up", "netns": ns, "ifname": ifname})
+
+    def _expect(self, item: dict[str, Any]) -> None:
+        """Record what the build configured, so :meth:`health` can check it and :meth:`repair`
+        restore it (a link that went down and up loses its routes, neighbours and IPv6 addresses)."""
+        self.state.setdefault("expected", []).append(item)
 
     def mac(self, ns: str | None, ifname: str) -> str:
         """The interface's MAC, read back from the kernel (never assumed)."""
@@ -263,12 +275,15 @@ class Testbed:
         if ":" in addr:
             kw["flags"] = 0x02  # IFA_F_NODAD
         self.ipr(ns).addr("add", index=self.index(ns, ifname), address=addr, prefixlen=int(plen), **kw)
+        self._expect({"kind": "addr", "netns": ns, "ifname": ifname, "cidr": cidr})
 
     def add_neigh(self, ns: str, ifname: str, ip: str, mac: str) -> None:
         self.ipr(ns).neigh("add", dst=ip, lladdr=mac, ifindex=self.index(ns, ifname), state=0x80)  # PERMANENT
+        self._expect({"kind": "neigh", "netns": ns, "ifname": ifname, "ip": ip, "mac": mac})
 
     def add_route(self, ns: str, dst: str, gateway: str) -> None:
         self.ipr(ns).route("add", dst=dst, gateway=gateway)
+        self._expect({"kind": "route", "netns": ns, "dst": dst, "gateway": gateway})
 
     def send_learning_frames(self) -> None:
         """Send one frame from every tester port (source = its MAC) so an L2 DUT learns where it is."""
@@ -349,9 +364,82 @@ class Testbed:
             out.setdefault(i["netns"], []).append(i["ifname"])
         return out
 
+    def command_env(self) -> dict[str, str]:
+        """Environment variables naming this test bed's parts, for user commands (the reset
+        command): ``NETRIG_TESTBED_ID``, ``NETRIG_TESTBED_TOPOLOGY``, ``NETRIG_DUT_NETNS``,
+        ``NETRIG_DUT_IFACES`` (comma list), and per tester port ``NETRIG_<PORT>_NETNS`` /
+        ``NETRIG_<PORT>_IFNAME`` (``NETRIG_TX_NETNS`` …). Absent parts are left out."""
+        env = {"NETRIG_TESTBED_ID": self.id, "NETRIG_TESTBED_TOPOLOGY": self.topology}
+        if self.dut_netns:
+            env["NETRIG_DUT_NETNS"] = self.dut_netns
+            env["NETRIG_DUT_IFACES"] = ",".join(i["ifname"] for i in self.state.get("interfaces", [])
+                                                if i.get("netns") == self.dut_netns)
+        for p in self.ports:
+            key = p.name.upper()
+            if p.netns:
+                env[f"NETRIG_{key}_NETNS"] = p.netns
+            env[f"NETRIG_{key}_IFNAME"] = p.ifname
+        return env
+
+    def health(self) -> list[str]:
+        """What is wrong with the test bed as built, in words (empty: healthy): namespaces gone,
+        links down, addresses, permanent neighbours or routes missing (a DUT link that went down
+        and up loses its routes and neighbours)."""
+        return self._check(repair=False)[0]
+
+    def repair(self) -> list[str]:
+        """Restore what a link flap removed (addresses, neighbours, routes) on links that are up;
+        returns what was restored. Raises ``TestbedError`` when something cannot be restored (a
+        namespace gone, a link still down): the test bed is broken and trials would lose everything."""
+        deadline = time.monotonic() + REPAIR_SETTLE_S
+        restored: list[str] = []
+        while True:
+            problems, done, settling = self._check(repair=True)
+            restored += done
+            if not settling or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)  # a link just set up reports carrier through linkwatch, up to ~1 s later
+        if problems:
+            raise TestbedError(f"testbed {self.id} is broken: {'; '.join(problems)} "
+                               f"(restore it, or `netrig testbed down {self.id}` and build a new one)")
+        return restored
+
+    def _check(self, repair: bool) -> tuple[list[str], list[str], list[str]]:
+        problems: list[str] = []
+        restored: list[str] = []
+        settling: list[str] = []
+        expected = self.state.get("expected", [])
+        spaces = list(dict.fromkeys(i.get("netns") for i in expected))
+        missing = [n for n in self.namespaces if not _ns_exists(n)]
+        if missing:
+            return [f"network namespace {', '.join(missing)} is gone"], [], []
+        try:
+            for ns in spaces:
+                p, r, w = _check_ns(self.ipr(ns), ns, [i for i in expected if i.get("netns") == ns], repair)
+                problems += p
+                restored += r
+                settling += w
+        except PermissionError:
+            raise CapabilityError("checking a test bed needs root or CAP_NET_ADMIN/CAP_SYS_ADMIN "
+                                  "(it enters the test bed's namespaces)") from None
+        except (OSError, TestbedError) as e:
+            problems.append(f"cannot inspect: {getattr(e, 'strerror', None) or e}")
+        except Exception as e:  # pyroute2's netlink errors
+            problems.append(f"cannot inspect: {e}")
+        finally:
+            self._close_iprs()
+        return problems, restored, settling
+
     def status(self) -> dict[str, Any]:
         s = self.state
-        return {"id": self.id, "topology": self.topology, "status": s.get("status"),
+        health: list[str] | None = []
+        if s.get("status") == "up":
+            try:
+                health = self.health()
+            except CapabilityError:
+                health = None  # not checked: needs root
+        return {"id": self.id, "topology": self.topology,
+                "status": "broken" if health else s.get("status"), "problems": health,
                 "owner_pid": s.get("owner_pid"), "owner_alive": st.owner_alive(s),
                 "detached": s.get("detached"), "namespaces": self.namespaces,
                 "namespaces_present": [n for n in self.namespaces if _ns_exists(n)],
@@ -382,7 +470,7 @@ class Testbed:
             return
 
         def on_term(signum: int, frame: Any) -> None:
-            raise SystemExit(128 + signum)
+            raise Terminated(signum)  # like Ctrl-C: the run keeps what finished; teardown follows
 
         self._old_handlers = {signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
                               signal.SIGTERM: signal.signal(signal.SIGTERM, on_term)}
@@ -418,6 +506,83 @@ def _proc_start_time() -> float | None:
         return psutil.Process().create_time()
     except Exception:
         return None
+
+
+_IFF_UP = 0x1
+#: How long :meth:`Testbed.repair` waits for links that were just set up to report carrier.
+REPAIR_SETTLE_S = 3.0
+_OPER_OK = ("UP", "UNKNOWN")
+
+
+def _check_ns(ipr: IPRoute, ns: str | None, expected: list[dict[str, Any]],
+              repair: bool) -> tuple[list[str], list[str], list[str]]:
+    """Compare namespace ``ns`` with what the build configured there; with ``repair``, re-add what a
+    link flap removed on links that are up. Returns (problems left, things restored, links that are
+    set up but have no carrier yet)."""
+    where = f" (netns {ns})" if ns else ""
+    links = {lk.get_attr("IFLA_IFNAME"): lk for lk in ipr.get_links()}
+    problems: list[str] = []
+    restored: list[str] = []
+    settling: list[str] = []
+    down: set[str] = set()
+    for item in expected:
+        if item["kind"] != "up":
+            continue
+        lk = links.get(item["ifname"])
+        if lk is None:
+            problems.append(f"link {item['ifname']}{where} is gone")
+            down.add(item["ifname"])
+        elif not lk["flags"] & _IFF_UP:
+            problems.append(f"link {item['ifname']}{where} is down")
+            down.add(item["ifname"])
+        elif lk.get_attr("IFLA_OPERSTATE") not in _OPER_OK:
+            problems.append(f"link {item['ifname']}{where} has no carrier "
+                            f"({str(lk.get_attr('IFLA_OPERSTATE')).lower()}: is its peer down?)")
+            settling.append(item["ifname"])
+            down.add(item["ifname"])
+    index = {name: lk["index"] for name, lk in links.items()}
+    addrs = {(a["index"], a.get_attr("IFA_ADDRESS"), a["prefixlen"]) for a in ipr.get_addr()}
+    neighs = {(n["ifindex"], n.get_attr("NDA_DST"), (n.get_attr("NDA_LLADDR") or "").lower())
+              for n in ipr.get_neighbours() if n["state"] & 0x80}
+    routes = set()
+    for fam in (socket.AF_INET, socket.AF_INET6):
+        for r in ipr.get_routes(family=fam, table=254):
+            if r.get_attr("RTA_DST"):
+                routes.add((f"{r.get_attr('RTA_DST')}/{r['dst_len']}", r.get_attr("RTA_GATEWAY")))
+    # addresses first: a route's gateway needs its connected route back
+    for kind in ("addr", "neigh", "route"):
+        for item in expected:
+            if item["kind"] != kind or item.get("ifname") in down:
+                continue
+            if kind == "addr":
+                addr, plen = item["cidr"].split("/")
+                ok = (index.get(item["ifname"]), addr, int(plen)) in addrs
+                what = f"address {item['cidr']} on {item['ifname']}{where}"
+            elif kind == "neigh":
+                ok = (index.get(item["ifname"]), item["ip"], item["mac"].lower()) in neighs
+                what = f"neighbour {item['ip']} on {item['ifname']}{where}"
+            else:
+                ok = (item["dst"], item["gateway"]) in routes
+                what = f"route {item['dst']} via {item['gateway']}{where}"
+            if ok:
+                continue
+            if not repair or (kind == "route" and down):  # a route may lead over a link that is down
+                problems.append(f"{what} is missing")
+                continue
+            try:
+                if kind == "addr":
+                    addr, plen = item["cidr"].split("/")
+                    kw: dict[str, Any] = {"flags": 0x02} if ":" in addr else {}
+                    ipr.addr("replace", index=index[item["ifname"]], address=addr, prefixlen=int(plen), **kw)
+                elif kind == "neigh":
+                    ipr.neigh("replace", dst=item["ip"], lladdr=item["mac"], ifindex=index[item["ifname"]],
+                              state=0x80)
+                else:
+                    ipr.route("replace", dst=item["dst"], gateway=item["gateway"])
+                restored.append(what)
+            except Exception as e:
+                problems.append(f"{what} is missing and cannot be restored: {e}")
+    return problems, restored, settling
 
 
 def _describe_ns(ns: str | None, sysctls: dict[str, str], nft_text: str | None) -> dict[str, Any]:

@@ -59,16 +59,29 @@ RIGHT4, RIGHT6 = ("198.19.0.1", "198.19.0.2"), ("2001:2:0:1::1", "2001:2:0:1::2"
 STATIC_NAT4, STATIC_NAT6 = "198.19.0.100", "2001:2:0:1::100"
 
 
+#: Options every topology built of namespaces and veth pairs reads.
+LINK_OPTIONS = ("tester_stack", "mtu")
+#: Options of a topology with a Linux DUT to place on CPUs.
+DUT_OPTIONS = (*LINK_OPTIONS, "dut_cpus", "dut_placement")
+
+
 class Topology:
     name: ClassVar[str]
     description: ClassVar[str]
-    uses: ClassVar[tuple[str, ...]] = ()  # options this topology reads
+    uses: ClassVar[tuple[str, ...]] = LINK_OPTIONS  # options this topology reads
 
     def validate(self, o: TestbedOptions) -> None:
+        """Refuse every option this topology would ignore: it would build another test bed than
+        the one asked for (``router`` with ``cap`` is no policer)."""
         if o.dut_cpus is not None and "dut_cpus" not in self.uses:
             raise ConfigError("dut_cpus", f"topology {self.name} has no DUT to place")
         if o.ifaces and "ifaces" not in self.uses:
             raise ConfigError("ifaces", f"only the external topology takes interfaces, not {self.name}")
+        for name in o.changed():
+            if name not in self.uses:
+                users = [t.name for t in TOPOLOGIES.values() if name in t.uses]
+                raise ConfigError(name, f"topology {self.name} does not use this option (it is one of "
+                                        f"{', '.join(users)}); leave it out or pick that topology")
 
     def build(self, tb: Any) -> None:
         raise NotImplementedError
@@ -141,7 +154,7 @@ class Fourport(Topology):
 class Bridge(Topology):
     name = "bridge"
     description = "a Linux bridge DUT (L2 switching, MAC learning primed by learning frames)"
-    uses = ("dut_cpus",)
+    uses = DUT_OPTIONS
 
     def build(self, tb: Any) -> None:
         tx_ns = self.tester_ns(tb, "tx")
@@ -170,7 +183,7 @@ class Bridge(Topology):
 class Router(Topology):
     name = "router"
     description = "an IPv4+IPv6 forwarding Linux DUT with static routes and neighbours"
-    uses: ClassVar[tuple[str, ...]] = ("dut_cpus",)
+    uses: ClassVar[tuple[str, ...]] = DUT_OPTIONS
 
     def build(self, tb: Any) -> None:
         self.build_router(tb)
@@ -222,7 +235,7 @@ def _place(tb: Any, dut: str, ifaces: list[str]) -> None:
 class Nat(Router):
     name = "nat"
     description = "the router plus nftables source NAT (masquerade or static) and conntrack"
-    uses = ("dut_cpus", "nat", "conntrack_max")
+    uses = (*DUT_OPTIONS, "nat", "conntrack_max")
 
     def build(self, tb: Any) -> None:
         r = self.build_router(tb)
@@ -241,7 +254,7 @@ class Nat(Router):
 class Firewall(Router):
     name = "firewall"
     description = "the router plus a stateful nftables ruleset of N rules ending in an accept"
-    uses = ("dut_cpus", "rules", "log", "conntrack_max")
+    uses = (*DUT_OPTIONS, "rules", "log", "conntrack_max")
 
     def validate(self, o: TestbedOptions) -> None:
         super().validate(o)
@@ -258,7 +271,7 @@ class Firewall(Router):
 class Acl(Router):
     name = "acl"
     description = "the router plus N stateless nftables rules (no conntrack) ending in an accept"
-    uses = ("dut_cpus", "rules", "log")
+    uses = (*DUT_OPTIONS, "rules", "log")
 
     def build(self, tb: Any) -> None:
         r = self.build_router(tb)
@@ -269,7 +282,7 @@ class Acl(Router):
 class Policer(Router):
     name = "policer"
     description = "the router with an nftables rate cap of X pps or bit/s (a DUT of known capacity)"
-    uses = ("dut_cpus", "cap", "cap_burst")
+    uses = (*DUT_OPTIONS, "cap", "cap_burst")
 
     def validate(self, o: TestbedOptions) -> None:
         super().validate(o)
