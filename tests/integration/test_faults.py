@@ -1,0 +1,279 @@
+"""Faults on real interfaces and test beds, injected for real: the transmit guard (an interface with a
+default route in a private namespace, an address outside the benchmarking ranges, ``lo``), DUT links
+set down (and up again) under a test bed and under a run, SIGTERM during ``netrig trial``, an
+unprivileged user; and a CLI that knows its test beds (``--testbed ID``, the DUT's namespace in the
+reset command's environment, MTU and jumbo frames, ``--nominal-speed`` on veth)."""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from tests.conftest import needs_root, sh, veth_pair
+
+from netrig import Stream, run_trial
+from netrig.errors import LiveInterfaceError
+from netrig.results import load_result, read_trial_log
+from netrig.trial import Port
+
+pytestmark = [needs_root, pytest.mark.root]
+ENV = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2] / "python"))
+NETRIG = [sys.executable, "-m", "netrig.cli.main"]
+NEEDS = "needs root or CAP_NET_ADMIN/CAP_NET_RAW/CAP_BPF"
+
+
+def netrig(*args: str, timeout: float = 180, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([*NETRIG, *args], capture_output=True, text=True, timeout=timeout, env=ENV, **kw)
+
+
+def one_error_line(r: subprocess.CompletedProcess) -> str:
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 2 and len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
+    return lines[0]
+
+
+@contextlib.contextmanager
+def built_testbed(*args: str):
+    r = netrig("testbed", "up", *args)
+    assert r.returncode == 0, r.stderr
+    tb_id = r.stdout.split()[1]
+    try:
+        yield tb_id
+    finally:
+        netrig("testbed", "down", tb_id)
+
+
+def trial_args(ns_a: str, if_a: str, ns_b: str, if_b: str) -> list[str]:
+    return ["trial", "--tx", if_a, "--tx-netns", ns_a, "--rx", if_b, "--rx-netns", ns_b, "--rate", "10kpps",
+            "--frames", "2000", "--drain", "0.2s", "--json"]
+
+
+# ------------------------------------------------------------------------------ the transmit guard
+
+@pytest.mark.parametrize("route", [["default", "dev"], ["default", "via", "192.0.2.1", "onlink", "dev"]])
+def test_guard_refuses_an_interface_with_a_default_route(route):
+    with veth_pair("g") as (ns_a, if_a, ns_b, if_b):
+        sh("ip", "addr", "add", "198.18.0.2/24", "dev", if_a, ns=ns_a)
+        sh("ip", "route", "add", *route, if_a, ns=ns_a)
+        line = one_error_line(netrig(*trial_args(ns_a, if_a, ns_b, if_b)))
+        assert f"{if_a} (network namespace {ns_a}): refusing to send test traffic" in line
+        assert "carries a default route" in line and "--i-know-this-is-live" in line
+        r = netrig(*trial_args(ns_a, if_a, ns_b, if_b), "--i-know-this-is-live")
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["result"]["frames_received"] == 2000
+        # the API: the override is a typed argument of the port
+        s = Stream(rate_pps=10_000, src_mac="02:00:00:00:00:01", dst_mac="02:00:00:00:00:02")
+        with pytest.raises(LiveInterfaceError, match="default route"):
+            run_trial(Port(if_a, netns=ns_a), Port(if_b, netns=ns_b), [s], frames=100, drain_s=0.1)
+        res = run_trial(Port(if_a, netns=ns_a, i_know_this_is_live=True), Port(if_b, netns=ns_b), [s], frames=100,
+                        drain_s=0.1)
+        assert res.frames_sent == 100
+
+
+def test_guard_refuses_addresses_outside_the_benchmarking_ranges_on_either_port():
+    with veth_pair("h") as (ns_a, if_a, ns_b, if_b):
+        sh("ip", "addr", "add", "198.18.7.7/24", "dev", if_a, ns=ns_a)
+        assert netrig(*trial_args(ns_a, if_a, ns_b, if_b)).returncode == 0, "benchmarking addresses pass"
+        sh("ip", "addr", "add", "10.77.0.1/24", "dev", if_b, ns=ns_b)  # the receiver sends learning frames
+        line = one_error_line(netrig(*trial_args(ns_a, if_a, ns_b, if_b)))
+        assert if_b in line and "carries the address 10.77.0.1" in line
+
+
+def test_guard_refuses_lo_and_the_api_names_the_rule():
+    line = one_error_line(netrig("trial", "--tx", "lo", "--rx", "lo", "--frames", "10"))
+    assert "lo: refusing to send test traffic: it is the loopback interface" in line
+
+
+def test_guard_applies_to_configured_runs_and_the_config_overrides_it(tmp_path):
+    """A run on the external topology (interfaces you name, in this namespace)."""
+    tag = os.urandom(2).hex()
+    a, b = f"nrtx{tag}a", f"nrtx{tag}b"
+    sh("ip", "link", "add", a, "type", "veth", "peer", "name", b)
+    try:
+        for i in (a, b):
+            sh("sysctl", "-qw", f"net.ipv6.conf.{i}.disable_ipv6=1")
+            sh("ip", "link", "set", i, "up")
+        sh("ip", "addr", "add", "10.78.0.1/24", "dev", a)
+        cfg = {"testbed": {"name": "external", "options": {"ifaces": [a, b]}}, "selftest": {"enabled": False},
+               "trial": {"duration_s": "0.2s", "drain_s": "0.1s"}, "frames": {"sizes": [64]},
+               "methods": [{"iperf": {"rate_pct": 0.01, "duration_s": "0.4s", "interval_s": "0.2s"}}]}
+        (tmp_path / "c.json").write_text(json.dumps(cfg))
+        line = one_error_line(netrig("run", str(tmp_path / "c.json"), "--out", str(tmp_path / "o"), "--quiet"))
+        assert "carries the address 10.78.0.1" in line and not (tmp_path / "o").exists()
+        cfg["ports"] = {"i_know_this_is_live": True}
+        (tmp_path / "c.json").write_text(json.dumps(cfg))
+        r = netrig("run", str(tmp_path / "c.json"), "--out", str(tmp_path / "o"), "--quiet")
+        assert r.returncode == 0, r.stderr
+        assert load_result(tmp_path / "o")["trials"][0]["counts"]["frames_sent"] > 0
+    finally:
+        sh("ip", "link", "del", a, check=False)
+
+
+# ------------------------------------------------------------------------------ a CLI that knows its test beds
+
+def test_trial_on_a_testbed_by_id_takes_its_ports_macs_and_addresses():
+    with built_testbed("router") as tb_id:
+        r = netrig("trial", "--testbed", tb_id, "--rate", "20kpps", "--frames", "10k", "--drain", "0.3s", "--json")
+        assert r.returncode == 0, r.stderr
+        doc = json.loads(r.stdout)
+        assert doc["result"]["frames_sent"] == doc["result"]["frames_received"] == 10_000
+        assert doc["config"]["src_ip"] == "198.18.0.2" and doc["config"]["dst_ip"] == "198.19.0.2"
+        status = json.loads(netrig("testbed", "status", tb_id, "--json").stdout)
+        dut_mac = next(p["peer_mac"] for p in status["ports"] if p["name"] == "tx")
+        assert doc["config"]["dst_mac"] == dut_mac
+        r6 = netrig("trial", "--testbed", tb_id, "--family", "6", "--size", "128", "--rate", "20kpps", "--frames",
+                    "5k", "--drain", "0.3s", "--json")
+        assert r6.returncode == 0 and json.loads(r6.stdout)["result"]["frames_received"] == 5000, r6.stderr
+
+
+def test_dut_link_flap_is_repaired_and_status_says_broken_meanwhile():
+    with built_testbed("router") as tb_id:
+        dut, drx = f"nr{tb_id}-dut", f"nr{tb_id}-drx"
+        sh("ip", "link", "set", drx, "down", ns=dut)
+        st = netrig("testbed", "status", tb_id)
+        assert f"{tb_id}  router    broken" in st.stdout and f"link {drx} (netns {dut}) is down" in st.stdout
+        line = one_error_line(netrig("trial", "--testbed", tb_id, "--frames", "100"))
+        assert f"testbed {tb_id} is broken: " in line and f"link {drx} (netns {dut}) is down" in line
+        sh("ip", "link", "set", drx, "up", ns=dut)
+        time.sleep(0.3)
+        st = netrig("testbed", "status", tb_id)
+        assert "broken" in st.stdout and "route 198.19.0.0/16 via 198.19.0.2" in st.stdout, st.stdout
+        r = netrig("trial", "--testbed", tb_id, "--rate", "20kpps", "--frames", "10k", "--drain", "0.3s", "--json")
+        assert r.returncode == 0, r.stderr
+        assert "repaired: restored" in r.stderr and "route 198.19.0.0/16 via 198.19.0.2" in r.stderr
+        assert json.loads(r.stdout)["result"]["frames_received"] == 10_000
+        assert f"{tb_id}  router    up" in netrig("testbed", "status", tb_id).stdout
+        # the same by hand
+        sh("ip", "link", "set", f"nr{tb_id}-dtx", "down", ns=dut)
+        sh("ip", "link", "set", f"nr{tb_id}-dtx", "up", ns=dut)
+        r = netrig("testbed", "repair", tb_id)
+        assert r.returncode == 0 and "restored route 198.18.0.0/16 via 198.18.0.2" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.timeout(600)
+def test_dut_link_down_mid_run_stops_resumably_and_resumes_after(tmp_path):
+    with built_testbed("router") as tb_id:
+        dut, drx = f"nr{tb_id}-dut", f"nr{tb_id}-drx"
+        out = tmp_path / "o"
+        p = subprocess.Popen([*NETRIG, "rfc2544", "--testbed", tb_id, "--sizes", "64", "--duration", "0.2s",
+                              "--drain", "0.1s", "--tests", "throughput", "--resolution", "5", "--repetitions", "6",
+                              "--no-selftest", "--nominal-speed", "100M", "--out", str(out)], env=ENV,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        log = out / "trials.ndjson"
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and (not log.exists() or log.read_text().count("\n") < 4):
+            time.sleep(0.05)
+        sh("ip", "link", "set", drx, "down", ns=dut)
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 2, err
+        errors = [ln for ln in err.splitlines() if ln.startswith("netrig: error:")]
+        assert len(errors) == 1 and "is broken: " in errors[0] and f"link {drx} (netns {dut}) is down" in errors[0], err
+        assert f"continue with: netrig run --resume {out}" in err
+        kept = len(read_trial_log(out)[1])
+        sh("ip", "link", "set", drx, "up", ns=dut)
+        r = netrig("run", "--resume", str(out), timeout=300)
+        assert r.returncode == 0, r.stderr
+        assert "test bed repaired before trial" in r.stderr
+        doc = load_result(out)
+        assert doc["complete"] is True and sum(t["replayed"] for t in doc["trials"]) == kept
+        assert any(t.get("testbed_repaired") for t in doc["trials"])
+
+
+def test_reset_command_gets_the_testbed_in_its_environment(tmp_path):
+    with built_testbed("router") as tb_id:
+        env_file = tmp_path / "env.txt"
+        cfg = {"testbed": {"id": tb_id}, "selftest": {"enabled": False}, "frames": {"sizes": [64]},
+               "trial": {"duration_s": "0.3s", "drain_s": "0.2s"},
+               "methods": [{"rfc2544_throughput": {"initial_rate_pct": 0.1, "max_rate_pct": 0.1,
+                                                   "resolution_pct": 5}},
+                           {"rfc2544_reset": {"command": f"sh -c 'env > {env_file}'", "duration_s": "1s",
+                                              "reset_after_s": "0.3s", "throughput_from": 0}}]}
+        (tmp_path / "c.json").write_text(json.dumps(cfg))
+        r = netrig("run", str(tmp_path / "c.json"), "--out", str(tmp_path / "o"), "--quiet")
+        assert r.returncode == 0, r.stderr
+        env = dict(ln.split("=", 1) for ln in env_file.read_text().splitlines() if "=" in ln)
+        assert env["NETRIG_DUT_NETNS"] == f"nr{tb_id}-dut" and env["NETRIG_TESTBED_ID"] == tb_id
+        assert env["NETRIG_DUT_IFACES"] == f"nr{tb_id}-dtx,nr{tb_id}-drx"
+        assert env["NETRIG_TX_IFNAME"] == f"nr{tb_id}-tx" and env["NETRIG_RX_NETNS"] == f"nr{tb_id}-rx"
+        assert tb_id in netrig("testbed", "status").stdout, "a run on an existing test bed leaves it standing"
+
+
+def test_jumbo_frames_on_a_testbed_with_an_mtu_fall_back_to_af_packet_saying_why():
+    with built_testbed("loopback", "--mtu", "9000") as tb_id:
+        r = netrig("trial", "--testbed", tb_id, "--size", "9018", "--rate", "5kpps", "--frames", "2000", "--drain",
+                   "0.3s", "--json")
+        assert r.returncode == 0, r.stderr
+        res = json.loads(r.stdout)["result"]
+        assert res["frames_received"] == 2000
+        notes = " ".join(p["notes"] for p in res["ports"])
+        assert all(p["backend"] == "af_packet" for p in res["ports"])
+        assert "af_xdp passed over" in notes and "UMEM chunk" in notes
+        line = one_error_line(netrig("trial", "--testbed", tb_id, "--size", "9018", "--io", "af_xdp", "--frames", "10"))
+        assert "af_packet carries them" in line
+
+
+def test_nominal_speed_applies_on_veth(tmp_path):
+    with veth_pair("s") as (ns_a, if_a, _, _):
+        assert Port(if_a, netns=ns_a).info().speed_bps is None, "veth's 10 Gbit/s is not a line rate"
+    r = netrig("selftest", "--rate", "10k", "--sizes", "64", "--duration", "0.3s", "--drain", "0.2s",
+               "--nominal-speed", "1G", "--out", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    lr = load_result(tmp_path / "o")["line_rate"]
+    assert lr["bps"] == 1e9 and lr["source"] == "nominal"
+
+
+# ------------------------------------------------------------------------------ signals and privileges
+
+def test_sigterm_stops_netrig_trial_with_a_partial_result():
+    with veth_pair("t") as (ns_a, if_a, ns_b, if_b):
+        p = subprocess.Popen([*NETRIG, "trial", "--tx", if_a, "--tx-netns", ns_a, "--rx", if_b, "--rx-netns", ns_b,
+                              "--rate", "10kpps", "--duration", "60s", "--drain", "0.2s", "--json"], env=ENV,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(2.0)
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=30)
+        assert p.returncode == 143, err
+        assert "stopped by SIGTERM: traffic stopped" in err and "Traceback" not in err
+        ticks = [ln for ln in err.splitlines() if ln[:4].isdigit() and " tx " in ln]
+        assert ticks, f"no timestamped progress lines without a terminal: {err}"
+        doc = json.loads(out)
+        assert doc["interrupted"] is True and doc["result"]["frames_sent"] > 0
+
+
+UNPRIVILEGED = [["ports"], ["trial", "--tx", "eth0", "--rx", "eth1"], ["testbed", "up", "router"],
+                ["testbed", "down", "ffff"], ["testbed", "repair", "ffff"], ["testbed", "clean"],
+                ["rfc2544", "--sizes", "64"], ["ndr-pdr"], ["livelock"], ["selftest"], ["demo"],
+                ["run", "{dir}/c.json"], ["run", "--resume", "{dir}/old"]]
+
+
+@pytest.mark.parametrize("argv", UNPRIVILEGED, ids=[" ".join(a) for a in UNPRIVILEGED])
+def test_unprivileged_users_get_one_line(argv):
+    with tempfile.TemporaryDirectory(prefix="netrig-unpriv-", dir="/tmp") as d:
+        _unprivileged(Path(d), argv)
+
+
+def _unprivileged(tmp_path: Path, argv: list[str]) -> None:
+    tmp_path.chmod(0o777)
+    (tmp_path / "c.json").write_text(json.dumps({"testbed": {"name": "router"}, "methods": ["rfc2544_throughput"]}))
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "config.json").write_text(json.dumps({"testbed": {"name": "router"}, "methods": ["iperf"]}))
+    (old / "trials.ndjson").write_text("")
+    for f in (tmp_path / "c.json", old / "config.json", old / "trials.ndjson"):
+        f.chmod(0o644)
+    old.chmod(0o777)
+    cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *NETRIG,
+           *[a.replace("{dir}", str(tmp_path)) for a in argv]]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=ENV, cwd=tmp_path)
+    line = one_error_line(r)
+    assert NEEDS in line, line
+    status = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *NETRIG, "testbed",
+                             "status"], capture_output=True, text=True, timeout=60, env=ENV, cwd=tmp_path)
+    assert status.returncode == 0 and "Traceback" not in status.stderr, status.stderr
