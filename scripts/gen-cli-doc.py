@@ -19,8 +19,54 @@ Generated from the parsers by `scripts/gen-cli-doc.py`; do not edit by hand.
 Conventions: options are kebab-case on the command line and the same words in snake_case in config
 files and JSON. Rates take units (`100kpps`, `1.5Mpps`, `10Gbps` = layer-1 bit/s, `10Gbps-l2`,
 `50%` of the line rate); durations too (`10s`, `500ms`, `2m`). Frame sizes include the 4-byte FCS.
-Every error is one line on stderr naming the option or field and the remedy; exit status 2 for bad
-input, 1 for a trial that ran but is invalid, 130 after Ctrl-C (partial results are kept).
+Every error is one line on stderr naming the option or field and the remedy (no traceback, also
+for an unprivileged user: "needs root or CAP_NET_ADMIN/CAP_NET_RAW/CAP_BPF"); exit status 2 for bad
+input or an error, 1 for a trial that ran but is invalid (or a failed threshold), 130 after Ctrl-C,
+143 after SIGTERM (129 after SIGHUP); partial results are kept. Inputs have limits (a trial of at
+most one week, a drain of at most 60 s, at most 10^9 frames/s or 10 Tbit/s per stream, 10^15
+frames); NaN and infinities are refused everywhere. Without a terminal (CI logs) a run prints one
+timestamped line per trial instead of the live display.
+
+## Resuming an interrupted run
+
+Every run (`netrig run`, `rfc2544`, `ndr-pdr`, `livelock`, `selftest`, `demo`) writes
+`config.json` and the header of `trials.ndjson` into its output directory before the first
+trial, and every finished trial is fsync'd before the next starts. However a run ends — Ctrl-C,
+SIGTERM or SIGHUP, `kill -9`, power loss or the OOM killer, a full disk, a test bed that broke — it
+continues with one command, which the interruption message prints:
+
+```
+netrig run --resume DIR
+```
+
+It reads the run's configuration from `DIR/config.json` (else from the trial log's header),
+replays the finished trials and measures the rest; a torn last line (a record cut off by the
+crash) is removed first, and said so. A run that fails before its first trial (a bad test-bed
+option, no permission) leaves no output directory behind; `netrig demo` resumes a crashed demo
+instead of starting over.
+
+## The transmit guard
+
+netrig refuses to send test traffic on an interface that looks like a live network: `lo`, an
+interface that carries a default route (unless its gateway is in a benchmarking range, as on a test
+bed with `tester_stack`), or one with an address outside the benchmarking ranges 198.18.0.0/15 and
+2001:2::/48 (link-local addresses do not count). The check runs in the interface's namespace when
+the engine opens a port that will transmit (test frames, or a receiving port's learning frames), so
+the API, every command and every method are covered; test beds pass by construction. The error
+names the interface, the rule that fired and the override: `--i-know-this-is-live` (`netrig trial`
+and the shortcut commands), `ports.i_know_this_is_live = true` in a config file,
+`Port(..., i_know_this_is_live=True)` in the API.
+
+## Test beds by id
+
+`netrig testbed up TOPOLOGY` builds a test bed and prints its id; `netrig trial --testbed ID` and
+`--testbed ID` on every shortcut command (or `testbed.id` in a config file) run on it: ports,
+namespaces, MACs and addresses come from the test bed, and it is left standing. Before every
+trial a run checks it and restores what a DUT link flap removed (routes, neighbours, addresses);
+`netrig testbed status` says `broken` and what is missing, `netrig testbed repair ID` restores it.
+The reset command sees the test bed in its environment: `NETRIG_DUT_NETNS`, `NETRIG_DUT_IFACES`,
+`NETRIG_TX_NETNS`, `NETRIG_TX_IFNAME`, `NETRIG_RX_NETNS`, `NETRIG_RX_IFNAME`, `NETRIG_TESTBED_ID`,
+`NETRIG_TESTBED_TOPOLOGY`.
 """
 
 
