@@ -219,6 +219,14 @@ def test_jumbo_frames_on_a_testbed_with_an_mtu_fall_back_to_af_packet_saying_why
         assert "af_packet carries them" in line
 
 
+def test_a_run_with_jumbo_frames_self_tests_them_at_the_same_mtu(tmp_path):
+    r = netrig("selftest", "--testbed-option", "mtu=9000", "--sizes", "9018", "--rate", "2k", "--duration", "0.3s",
+               "--drain", "0.2s", "--out", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    doc = load_result(tmp_path / "o")
+    assert doc["selftest"]["passed"] is True and doc["trials"][0]["counts"]["frames_received"] > 0
+
+
 def test_nominal_speed_applies_on_veth(tmp_path):
     with veth_pair("s") as (ns_a, if_a, _, _):
         assert Port(if_a, netns=ns_a).info().speed_bps is None, "veth's 10 Gbit/s is not a line rate"

@@ -291,3 +291,18 @@ def test_disk_full_before_the_first_trial_is_one_line_and_leaves_nothing(tmp_pat
         assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
         assert "No space left on device" in r.stderr and "internal error" not in r.stderr
         assert not out.exists() or not any(out.iterdir())
+
+
+@needs_mount
+def test_read_only_output_directory_is_one_line(tmp_path):
+    with small_tmpfs(tmp_path / "mnt", 256) as mnt:
+        subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
+        r = subprocess.run([*NETRIG, "run", str(_cfg(tmp_path)), "--out", str(mnt / "out"), "--quiet"], env=ENV,
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert "Read-only file system" in r.stderr and "Traceback" not in r.stderr
+        golden = Path(__file__).resolve().parents[1] / "data" / "report-router-handmade.json"
+        r = subprocess.run([*NETRIG, "report", str(golden), "-o", str(mnt / "r.html")], env=ENV,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert "cannot write the report: Read-only file system" in r.stderr

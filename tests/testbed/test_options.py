@@ -87,3 +87,27 @@ def test_cli_list_and_errors(capsys):
     assert err.count("\n") == 0 and "topology: 'mesh': unknown; choose one of" in err
     assert main(["testbed", "down", "zz"]) == 2
     assert "id 'zz': not a test-bed id" in capsys.readouterr().err
+
+
+def test_testbed_option_text_is_typed_like_a_config_file():
+    from netrig.cli.shortcuts import testbed_options
+    from netrig.run.config import config_from_dict
+
+    opts = testbed_options(["rules=100", "log=false", "conntrack_max=5000", "mtu=9000", "tester-stack=yes"])
+    assert opts == {"rules": 100, "log": False, "conntrack_max": 5000, "mtu": 9000, "tester_stack": True}
+    cfg = config_from_dict({"testbed": {"name": "firewall", "options": opts}, "methods": ["rfc2544_throughput"]})
+    assert cfg.testbed.options["rules"] == 100 and cfg.testbed.options["log"] is False
+    pol = testbed_options(["cap=100kpps", "cap_burst=100"])
+    assert pol == {"cap": "100kpps", "cap_burst": 100}
+    Testbed.create("policer", **pol)
+    with pytest.raises(ConfigError, match=r"^--testbed-option log: 'maybe': must be true or false"):
+        testbed_options(["log=maybe"])
+
+
+def test_a_topology_refuses_options_it_does_not_use():
+    for topo, opts in [("router", {"cap": "100kpps"}), ("router", {"rules": 100}), ("loopback", {"nat": "static"}),
+                       ("policer", {"cap": "1kpps", "log": True}), ("external", {"ifaces": ("eth1",), "mtu": 9000})]:
+        name = next(k for k in opts if k != "ifaces" and (topo != "policer" or k != "cap"))
+        with pytest.raises(ConfigError, match=f"^{name}: topology {topo} does not use this option"):
+            Testbed.create(topo, **opts)
+    Testbed.create("router", mtu=9000, tester_stack=True, dut_cpus="0", dut_placement="rps")

@@ -10,6 +10,7 @@ from typing import Any
 
 from netrig.cli.common import require_root
 from netrig.cli.console import run_with_console
+from netrig.cli.shortcuts import testbed_config
 from netrig.errors import ResultError
 from netrig.report import write_report
 from netrig.results import CONFIG_FILE, RESULT_FILE, TRIAL_LOG, load_result
@@ -19,14 +20,16 @@ from netrig.run.config import TestConfig, config_from_dict
 def register(sub: Any) -> None:
     p = sub.add_parser("demo", help="router test bed: self-test, RFC 2544, NDR/PDR, HTML report", description=__doc__)
     p.add_argument("--out", default="demo-out", help="output directory (default demo-out)")
-    p.add_argument("--testbed", default="router", help="test bed topology (default router; 'simulated' needs no root)")
+    p.add_argument("--testbed", default="router",
+                   help="test bed topology, or the id of one built by `netrig testbed up` (default router; "
+                        "'simulated' needs no root)")
     p.set_defaults(func=run)
 
 
 def demo_config(out_dir: str | Path = "demo-out", testbed: str = "router", mlr_size: int = 64,
                 simulated_capacity_pps: float | None = None) -> tuple[TestConfig, TestConfig]:
     """The two demo configs: RFC 2544 over the RFC sizes, and NDR/PDR at ``mlr_size``."""
-    tb: dict = {"name": testbed}
+    tb: dict = testbed_config(testbed, {})  # a topology, simulated, or the id of a test bed that is up
     if testbed == "simulated":
         tb["simulator"] = {"capacity_pps": simulated_capacity_pps or 500_000.0}
     common = {

@@ -89,7 +89,7 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
     """Build the test bed (the DUT's, or ``selftest.testbed`` for the self-test) and yield a
     Session; with ``testbed.id`` the DUT's test bed is the existing one of that id."""
     name = config.selftest.testbed if role == "selftest" else config.testbed.name
-    opts = dict(config.testbed.options) if role == "dut" else {}
+    opts = dict(config.testbed.options) if role == "dut" else _selftest_options(config)
     bed: AbstractContextManager[Testbed] = (
         existing_testbed(config.testbed.id) if role == "dut" and config.testbed.id
         else Testbed.create(name, **opts))
@@ -126,6 +126,14 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
         desc.setdefault("name", name)
         yield Session(measurer, line_rate(config, tp.ifname, tx.info().speed_bps), desc, env,
                       command_env=tb.command_env(), before_trial=tb.repair)
+
+
+def _selftest_options(config: TestConfig) -> dict:
+    """The self-test's loopback carries the frames the DUT's test bed carries: the same MTU."""
+    mtu = config.testbed.options.get("mtu")
+    if config.testbed.id:
+        mtu = Testbed.attach(config.testbed.id).options.mtu
+    return {"mtu": mtu} if mtu is not None else {}
 
 
 def open_session(config: TestConfig, role: str) -> AbstractContextManager[Session]:
