@@ -212,3 +212,24 @@ def test_an_error_mid_search_keeps_the_partial_result(tmp_path):
     assert not res["complete"] and res["headline"] is None
     (rep,) = res["repetitions"]
     assert rep["complete"] is False and rep["trials"] == 2 and rep["goals"][0]["lower_bound_pps"] is not None
+
+
+def test_frame_loss_is_checked_too():
+    """The demo on a busy host: the throughput search saw the DUT slow the sender at 70 kfps, the
+    frame-loss sweep's first load (123 kfps, the tester's limit) went through loss-free."""
+    summary = _summary({"rate_pps": 70.3e3, "lower_pps": 70.3e3, "upper_pps": 70.4e3},
+                       {"ct": 69e3, "lo": 69e3, "hi": 70e3})
+    summary[1] = {"method": "rfc2544_frame_loss", "method_index": 1, "label": "RFC 2544 frame loss",
+                  "params": {"duration_s": 0.5}, "results": [{"frame_size": 64, "complete": True, "flags": [],
+                  "repetitions": [{"curve": [{"offered_pct": 8.3, "offered_pps": 123e3, "achieved_pps": 123e3,
+                                              "forwarded_pps": 123e3, "loss_ratio": 0.0, "valid": True,
+                                              "backpressure": False}]}]}]}
+    records = [{"method_index": 0, "frame_size": 64, "kind": "rate", "load": {"rate_pps": 123e3},
+                "verdict": "backpressure", "counts": {"valid": False, "frames_lost": 0, "loss_ratio": 0.0}},
+               {"method_index": 1, "frame_size": 64, "kind": "rate", "load": {"rate_pps": 123e3},
+                "counts": {"valid": True, "frames_lost": 0, "loss_ratio": 0.0}}]
+    consistency.annotate(summary, records)
+    (f,) = summary[0]["results"][0]["flags"]
+    assert "1 slowed the sender (DUT backpressure)" in f["message"] and "capacity in this range comes and goes" in f[
+        "message"]
+    assert "a load is loss-free when its one 0.5 s trial loses no frames" in f["message"]

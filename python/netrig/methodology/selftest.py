@@ -107,11 +107,14 @@ def prove_rate(measurer: Measurer, frame: FrameSize, line_rate: LineRate, requir
     if good:
         return ceiling(target)
 
-    fails = 0
+    losses = 0  # failed trials in a row that sent (nearly) everything but lost frames
 
     def below(reached: float, hi: float) -> float:
-        """Just under what the failed trial reached, and at least 1, 4, 16 … steps under its rate."""
-        return min(reached * (1 - step), hi * (1 - step) ** (4 ** fails))
+        """Just under what a trial that fell short reached; after one that sent its rate but lost
+        frames, 1, 4, 16 … steps under that rate."""
+        if reached < hi * (1 - step):
+            return reached * (1 - step)
+        return hi * (1 - step) ** (4 ** losses)
 
     lo, hi = 0.0, target
     rate = below(reached, hi)
@@ -123,7 +126,7 @@ def prove_rate(measurer: Measurer, frame: FrameSize, line_rate: LineRate, requir
         else:
             hi = rate
         if lo == 0:
-            fails += 1
+            losses = losses + 1 if reached >= hi * (1 - step) else 0
             rate = below(reached, hi)
             continue
         if hi <= lo * (1 + step) * (1 + 1e-9):

@@ -388,6 +388,21 @@ class FrameLoss(Method):
     def top_rate_pct(self, params: FrameLossParams) -> float:
         return params.start_pct
 
+    def zero_loss_bounds(self, repetition: dict, params: dict) -> tuple[float, float | None, str] | None:
+        """The highest loss-free load, and the lowest load above it the DUT failed (lost frames or
+        slowed the sender)."""
+        pts = objs(repetition, "curve")
+        lossfree = [x for p in pts if p.get("valid") is True and num(p, "loss_ratio") == 0.0
+                    and (x := num(p, "offered_pps")) is not None]
+        if not lossfree:
+            return None
+        lower = max(lossfree)
+        failed = [x for p in pts if (x := num(p, "offered_pps")) is not None and x > lower
+                  and (p.get("backpressure") is True or (p.get("valid") is True and (num(p, "loss_ratio") or 0) > 0))]
+        d = num(params, "duration_s")
+        basis = f"RFC 2544 frame loss: a load is loss-free when its one {d or 0:g} s trial loses no frames"
+        return lower, min(failed) if failed else None, basis
+
     def console_rows(self, result: dict, flags: str) -> list[list[str]]:
         h = result.get("headline") or {}
         v = result.get("stats", {}).get("max_lossfree_pps", {}).get("median")

@@ -1,11 +1,12 @@
 """Methods that measure the same thing must agree, or say why not.
 
 A method whose results bracket the DUT's zero-loss throughput (``Method.zero_loss_bounds``: RFC 2544
-throughput; MLRsearch's NDR) gives, per repetition, a load it saw pass, the lowest load above it it
-saw the DUT fail (``None``: none, or only the tester limited it) and how it decides. Two brackets at
-one frame size that do not overlap contradict each other: one method saw the DUT fail at a load the
-other saw it pass. Both results are then flagged ``throughput_disagreement`` with the evidence —
-each method's trials between the two brackets (loss-free, lossy, invalid) and how each decides.
+throughput; MLRsearch's NDR; the frame-loss sweep's highest loss-free load) gives, per repetition,
+a load it saw pass, the lowest load above it it saw the DUT fail (``None``: none, or only the tester
+limited it) and how it decides. Two brackets at one frame size that do not overlap contradict each
+other: one method saw the DUT fail at a load the other saw it pass. Both results are then flagged
+``throughput_disagreement`` with the evidence — each method's trials between the two brackets
+(loss-free, lossy, DUT backpressure, invalid) and how each decides.
 Repetitions are pooled (the union of their brackets), so only a contradiction that survives every
 repetition is flagged.
 
