@@ -3,10 +3,10 @@
 A method whose results bracket the DUT's zero-loss throughput (``Method.zero_loss_bounds``: RFC 2544
 throughput; MLRsearch's NDR; the frame-loss sweep's highest loss-free load) gives, per repetition,
 a load it saw pass, the lowest load above it it saw the DUT fail (``None``: none, or only the tester
-limited it) and how it decides. Two brackets at one frame size that do not overlap contradict each
-other: one method saw the DUT fail at a load the other saw it pass. Both results are then flagged
-``throughput_disagreement`` with the evidence — each method's trials between the two brackets
-(loss-free, lossy, DUT backpressure, invalid) and how each decides.
+limited it) and how it decides. Two brackets at one frame size that do not overlap (nor touch)
+contradict each other: one method saw the DUT fail at a load below one the other saw it pass. Both
+results are then flagged ``throughput_disagreement`` with the evidence — each method's trials
+between the two brackets (loss-free, lossy, DUT backpressure, invalid) and how each decides.
 Repetitions are pooled (the union of their brackets), so only a contradiction that survives every
 repetition is flagged.
 
@@ -101,8 +101,8 @@ def disagreements(bs: Sequence[Bracket]) -> dict[tuple[tuple[int, int], str], li
             if a.frame_label != b.frame_label:
                 continue
             low, high = (a, b) if a.lower_pps <= b.lower_pps else (b, a)
-            if low.upper_pps is None or low.upper_pps > high.lower_pps * (1 + 1e-9):
-                continue  # the brackets overlap: they agree within their resolutions
+            if low.upper_pps is None or high.lower_pps <= low.upper_pps * (1 + 1e-6):
+                continue  # the brackets overlap or touch: they agree within their resolutions
             lo, hi = low.upper_pps, high.lower_pps
             ev_low, ev_high = _evidence(low, lo, hi), _evidence(high, lo, hi)
             msg = (f"{low.label} ({format_pps(low.lower_pps)}, failed at {format_pps(lo)}) and {high.label} "
