@@ -14,6 +14,7 @@ def test_demo_on_simulator(tmp_path, capsys):
     assert all(abs(r["headline"]["fps"] - 500_000) <= 0.005 * doc["frame_sizes"][i]["line_rate_fps"]
                for i, r in enumerate(tp))
     nd = load_result(tmp_path / "ndr-pdr")
+    assert nd["selftest"]["ceilings"][0]["frame_size"] == 64  # the NDR/PDR search starts from what it proved
     goals = nd["summary"][0]["results"][0]["repetitions"][0]["goals"]
     assert [g["name"] for g in goals] == ["NDR", "PDR"]
     out = capsys.readouterr().out

@@ -5,6 +5,7 @@ import pytest
 from netrig.errors import ConfigError, MethodologyError
 from netrig.measure import DutModel, Load, SimulatedMeasurer
 from netrig.methodology.selftest import SelftestParams, prove_rate
+from netrig.methodology.tester import ProvenLimit
 from netrig.methods.back_to_back import BackToBackParams, measure_back_to_back
 from netrig.methods.frame_loss import FrameLossParams, measure_frame_loss
 from netrig.methods.iperf import IperfParams, measure_iperf
@@ -181,3 +182,72 @@ def test_params_validation_names_field():
         LatencyParams(trials=0)
     with pytest.raises(ConfigError, match="overload_pct"):
         RecoveryParams(overload_pct=90)
+
+
+# ------------------------------------------------------------------------------------------------ #
+# What the tester can prove, and a DUT that slows the tester
+
+def test_throughput_goes_below_the_resolution_rather_than_report_zero():
+    """The bracket [0, resolution) must not end the search: a DUT that forwards 4.5 kfps loss-free
+    has a throughput of 4.5 kfps, not 0 (the resolution is 14.9 kfps here)."""
+    m = SimulatedMeasurer(DutModel(capacity_pps=4500))
+    r = measure_throughput(m, F64, LR, ThroughputParams(duration_s=1, resolution_pct=0.1))
+    assert r.found and 4400 <= r.rate_pps <= 4500 and r.headline_pps == r.rate_pps
+
+
+def test_dut_backpressure_is_measured_not_reported_as_zero():
+    """veth: the DUT's forwarding runs on the sender's CPU, so a DUT with 3000 firewall rules slows
+    the tester to 4.5 kfps. The self-test proved 600 kfps: the shortfall is the DUT's, the search
+    goes on down and reports what the DUT forwarded without loss."""
+    m = SimulatedMeasurer(DutModel(capacity_pps=1e6, backpressure_pps=4500, tester_tolerance_ratio=0))
+    r = measure_throughput(m, F64, LR, ThroughputParams(duration_s=1, resolution_pct=0.1), ProvenLimit(600e3 / 1.1))
+    assert r.found and 4400 <= r.rate_pps <= 4500
+    assert r.backpressure_trials > 0 and r.backpressure_pps == pytest.approx(4500)
+    assert not r.tester_limited and r.upper_pps is not None
+
+
+def test_throughput_never_asks_more_than_the_tester_proved():
+    m = SimulatedMeasurer(DutModel(capacity_pps=5e6))
+    asked = []
+    inner = m.measure
+    m.measure = lambda load, d: (asked.append(load.rate_pps), inner(load, d))[1]
+    r = measure_throughput(m, F64, LR, ThroughputParams(duration_s=1), ProvenLimit(2e6))
+    assert max(asked) == pytest.approx(2e6) and r.trials == 1
+    assert r.tester_limited and r.tester_limit_pps == pytest.approx(2e6) and r.tester_cap_pps == pytest.approx(2e6)
+    assert r.upper_pps is None  # "≥ 2 Mfps": no upper bound
+
+
+def test_without_a_selftest_a_shortfall_is_the_testers():
+    m = SimulatedMeasurer(DutModel(capacity_pps=1e6, backpressure_pps=4500, tester_tolerance_ratio=0))
+    r = measure_throughput(m, F64, LR, ThroughputParams(duration_s=1, resolution_pct=0.1))
+    assert r.tester_limited and r.backpressure_trials == 0  # nothing proves the tester could do more
+
+
+def test_frame_loss_sweep_starts_at_what_the_tester_proved():
+    r = measure_frame_loss(SimulatedMeasurer(DutModel(capacity_pps=1e6)), F64, LR,
+                           FrameLossParams(duration_s=1), ProvenLimit(2e6))
+    assert r.curve[0].offered_pps == pytest.approx(2e6)
+    assert [round(p.offered_pct - r.curve[0].offered_pct, 6) for p in r.curve] == [0, -10]
+
+
+def test_frame_loss_sweep_under_backpressure_finds_a_loss_free_load():
+    m = SimulatedMeasurer(DutModel(capacity_pps=1e6, backpressure_pps=4500, tester_tolerance_ratio=0))
+    r = measure_frame_loss(m, F64, LR, FrameLossParams(duration_s=1), ProvenLimit(600e3 / 1.1))
+    assert r.curve[0].backpressure and not r.curve[0].valid
+    assert r.max_lossfree_pps is not None and r.max_lossfree_pps <= 4500
+
+
+def test_livelock_sweep_ends_at_what_the_tester_proved():
+    from netrig.methods.livelock import LivelockParams, measure_livelock
+
+    r = measure_livelock(SimulatedMeasurer(DutModel(capacity_pps=1e6)), F64, LR, LivelockParams(duration_s=1),
+                         ProvenLimit(2e6))
+    assert max(p.offered_pps for p in r.points) == pytest.approx(2e6)
+
+
+def test_selftest_starts_from_what_the_tester_reached():
+    """On veth the nominal 10 Gbit/s is far above a software tester: the ceiling search starts at
+    what the failed trial sent, not at half the required rate."""
+    tester = SimulatedMeasurer(DutModel(capacity_pps=1e15, tester_ceiling_pps=700e3, tester_tolerance_ratio=0))
+    c = prove_rate(tester, F64, LR, LR.fps(F64), SelftestParams(duration_s=1, resolution_pct=1))
+    assert 0.99 * 700e3 <= c.proven_rate_pps <= 700e3 and tester.trials <= 6

@@ -53,9 +53,8 @@ def demo_config(out_dir: str | Path = "demo-out", testbed: str = "router", mlr_s
     })
     goal = {"initial_trial_duration_s": 0.5, "final_trial_duration_s": 0.5, "duration_sum_s": 1.0,
             "relative_width": 0.01}
-    mlr = config_from_dict({
+    mlr = config_from_dict({  # with its own self-test at mlr_size: the search starts from what the tester proved
         **common,
-        "selftest": {"enabled": False},
         "frames": {"sizes": [mlr_size]},
         "methods": [{"mlrsearch": {"goals": [{"name": "NDR", "loss_ratio": 0.0, **goal},
                                              {"name": "PDR", "loss_ratio": 0.005, **goal}],

@@ -15,7 +15,16 @@ Models (combine freely):
 (e) recovery: after an overload phase, loss (ratio ``recovery_loss_ratio``) persists for
     ``recovery_s`` seconds into the next phase;
 (f) tester ceiling: the tester cannot offer more than ``tester_ceiling_pps``; a trial asking for
-    more is invalid (a tester limit, not DUT loss).
+    more is invalid (a tester limit, not DUT loss);
+(g) backpressure: the DUT slows the sender to ``backpressure_pps`` (on veth the DUT's forwarding runs
+    on the sender's CPU), so a trial asking for more is invalid although the tester alone (the
+    self-test's looped-back model, which has no DUT) could send it;
+(h) hiccups: with probability ``hiccup_probability`` per trial the DUT stops forwarding for
+    ``hiccup_s`` seconds (everything offered meanwhile is lost);
+(i) a noisy capacity: each trial's capacity is ``C × (1 + capacity_jitter_ratio × N(0, 1))``.
+
+A trial without a tag (a method driven directly, not through the run loop) is seeded by how many
+times the same trial was asked for before, so repeating a trial draws new noise.
 """
 from __future__ import annotations
 
@@ -45,6 +54,10 @@ class DutModel:
     recovery_loss_ratio: float = 0.5
     tester_ceiling_pps: float | None = None
     tester_tolerance_ratio: float = 0.02
+    backpressure_pps: float | None = None
+    hiccup_probability: float = 0.0
+    hiccup_s: float = 0.0
+    capacity_jitter_ratio: float = 0.0
     reset_time_s: float = 0.0
     latency_base_ns: float = 10_000.0
     latency_jitter_ns: float = 2_000.0
@@ -57,17 +70,20 @@ class DutModel:
                 raise ConfigError(name, f"must be > 0 (got {getattr(self, name)})")
         if self.capacity_bps is not None and not self.capacity_bps > 0:
             raise ConfigError("capacity_bps", f"must be > 0 (got {self.capacity_bps})")
-        for name in ("background_loss_ratio", "recovery_loss_ratio", "livelock_floor", "tester_tolerance_ratio"):
+        for name in ("background_loss_ratio", "recovery_loss_ratio", "livelock_floor", "tester_tolerance_ratio",
+                     "hiccup_probability", "capacity_jitter_ratio"):
             v = getattr(self, name)
             if not 0.0 <= v <= 1.0:
                 raise ConfigError(name, f"must be between 0 and 1 (got {v})")
-        for name in ("livelock_slope", "recovery_s", "reset_time_s", "latency_jitter_ns", "trial_delay_s"):
-            if getattr(self, name) < 0:
+        for name in ("livelock_slope", "recovery_s", "reset_time_s", "latency_jitter_ns", "trial_delay_s", "hiccup_s"):
+            if not getattr(self, name) >= 0:
                 raise ConfigError(name, f"must be >= 0 (got {getattr(self, name)})")
         if self.buffer_frames < 0:
             raise ConfigError("buffer_frames", f"must be >= 0 (got {self.buffer_frames})")
-        if self.tester_ceiling_pps is not None and not self.tester_ceiling_pps > 0:
-            raise ConfigError("tester_ceiling_pps", f"must be > 0 (got {self.tester_ceiling_pps})")
+        for name in ("tester_ceiling_pps", "backpressure_pps"):
+            v = getattr(self, name)
+            if v is not None and not v > 0:
+                raise ConfigError(name, f"must be > 0 (got {v})")
 
     def capacity(self, frame: FrameSize) -> float:
         """The DUT's true loss-free rate for this frame size (frames/s)."""
@@ -76,9 +92,10 @@ class DutModel:
             c = min(c, self.capacity_bps / (frame.mean_size * 8))
         return c
 
-    def forwarding_rate(self, rate_pps: float, frame: FrameSize) -> float:
-        """Steady-state forwarded rate at an offered rate (before background loss)."""
-        c = self.capacity(frame)
+    def forwarding_rate(self, rate_pps: float, frame: FrameSize, capacity_pps: float | None = None) -> float:
+        """Steady-state forwarded rate at an offered rate (before background loss); ``capacity_pps``
+        overrides the capacity (one trial's noisy capacity)."""
+        c = self.capacity(frame) if capacity_pps is None else capacity_pps
         if rate_pps <= c:
             return rate_pps
         if self.livelock_slope > 0:
@@ -120,18 +137,36 @@ class SimulatedMeasurer:
         self.model = model if model is not None else DutModel(**kw)
         self.trials = 0
         self._sleep = sleep
+        self._asked: dict[tuple, int] = {}
 
-    def _rng(self, *parts) -> random.Random:
-        h = hashlib.sha256(repr((self.model.seed,) + parts).encode()).digest()
+    def _rng(self, tag: str, *parts) -> random.Random:
+        if not tag:  # untagged: the n-th time the same trial is asked for
+            n = self._asked.get(parts, 0)
+            self._asked[parts] = n + 1
+            parts = (n, *parts)
+        h = hashlib.sha256(repr((self.model.seed, tag) + parts).encode()).digest()
         return random.Random(int.from_bytes(h[:8], "big"))
 
     def _tester(self, rate_pps: float) -> tuple[float, bool, str | None]:
         m = self.model
-        if m.tester_ceiling_pps is not None and rate_pps > m.tester_ceiling_pps * (1 + m.tester_tolerance_ratio):
-            return (m.tester_ceiling_pps, False,
-                    f"tester sent {m.tester_ceiling_pps:.0f} fps, {100 * m.tester_ceiling_pps / rate_pps:.1f}% "
-                    f"of the intended {rate_pps:.0f} fps")
+        top = min((x for x in (m.tester_ceiling_pps, m.backpressure_pps) if x is not None), default=None)
+        if top is not None and rate_pps > top * (1 + m.tester_tolerance_ratio):
+            return (top, False,
+                    f"tester sent {top:.0f} fps, {100 * top / rate_pps:.1f}% of the intended {rate_pps:.0f} fps")
         return rate_pps, True, None
+
+    def _trial_capacity(self, rng: random.Random, frame: FrameSize) -> float:
+        m = self.model
+        c = m.capacity(frame)
+        if m.capacity_jitter_ratio:
+            c = max(0.0, c * (1.0 + m.capacity_jitter_ratio * rng.gauss(0.0, 1.0)))
+        return c
+
+    def _hiccup_s(self, rng: random.Random, duration_s: float) -> float:
+        m = self.model
+        if m.hiccup_probability and m.hiccup_s and rng.random() < m.hiccup_probability:
+            return min(duration_s, m.hiccup_s)
+        return 0.0
 
     def _latency(self, rng: random.Random, rate_pps: float, frame: FrameSize) -> LatencySummary:
         m = self.model
@@ -153,19 +188,22 @@ class SimulatedMeasurer:
         frame = load.frame_size
         rng = self._rng(load.tag, round(load.rate_pps, 6), load.burst_frames, round(duration_s, 9), frame.label)
         offered, valid, reason = self._tester(load.rate_pps)
+        cap = self._trial_capacity(rng, frame)
         if load.burst_frames is not None:
             sent = load.burst_frames if valid else int(round(offered * load.burst_frames / load.rate_pps))
-            c = m.capacity(frame)
-            excess = sent * (1.0 - c / offered) - m.buffer_frames if offered > c else 0.0
+            excess = sent * (1.0 - cap / offered) - m.buffer_frames if offered > cap else 0.0
             lost = int(math.ceil(excess - 1e-9)) if excess > 0 else 0
         else:
             sent = int(round(offered * duration_s))
-            fwd = m.forwarding_rate(offered, frame)
+            fwd = m.forwarding_rate(offered, frame, cap)
             if fwd >= offered:
                 lost = 0
             else:
                 lost = sent - int(math.floor(sent * fwd / offered))
                 lost = max(lost, 1)
+            stall_s = self._hiccup_s(rng, duration_s)
+            if stall_s:
+                lost = max(lost, int(round(sent * stall_s / duration_s)))
         lost = min(sent, lost)
         lost += _binomial(rng, sent - lost, m.background_loss_ratio)
         received = sent - lost

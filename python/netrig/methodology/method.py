@@ -21,12 +21,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from netrig.errors import ConfigError
 from netrig.measure import Measurer
+from netrig.methodology.tester import ProvenLimit
 from netrig.model import FrameSize, LineRate
 from netrig.view.plotkit import Plot
 from netrig.view.run_view import RunView, Stat
@@ -50,6 +51,27 @@ class MethodResult(Protocol):
         ...
 
 
+#: The attribute of an exception that carries a method's partial result.
+PARTIAL_RESULT_ATTR = "netrig_partial_result"
+
+
+def with_partial(exc: BaseException, build: Callable[[], MethodResult]) -> BaseException:
+    """Attach the partial result ``build()`` makes to ``exc`` (an error or Ctrl-C that stopped a
+    method mid-way), unless an inner search already did; the run loop records it as incomplete.
+    A failure to build it never hides ``exc``."""
+    if getattr(exc, PARTIAL_RESULT_ATTR, None) is None:
+        try:
+            setattr(exc, PARTIAL_RESULT_ATTR, build())
+        except Exception:  # the original error matters more than a partial result
+            pass
+    return exc
+
+
+def partial_result(exc: BaseException) -> MethodResult | None:
+    """The partial result a method attached to ``exc`` (``None`` if none)."""
+    return getattr(exc, PARTIAL_RESULT_ATTR, None)
+
+
 @dataclass(frozen=True)
 class Context:
     """What the run loop hands a method for one frame size and repetition."""
@@ -67,6 +89,13 @@ class Context:
     #: Environment variables for user commands (the reset command): the test bed's namespaces and
     #: interfaces (``NETRIG_DUT_NETNS``, ``NETRIG_TX_IFNAME`` …; see ``Testbed.command_env``).
     command_env: Mapping[str, str] = field(default_factory=dict)
+    #: The highest rate the tester vouches for at this frame size: the self-test's proven ceiling
+    #: divided by its factor (``None`` without a self-test). Searches never ask for more.
+    tester_limit_pps: float | None = None
+
+    @property
+    def tester_limit(self) -> ProvenLimit:
+        return ProvenLimit(self.tester_limit_pps)
 
     def throughput_or(self, floor_pct: float) -> float:
         """The throughput, or ``floor_pct`` % of the line rate when none is known."""
@@ -185,6 +214,12 @@ class Method:
     def console_rows(self, result: dict, flags: str) -> list[list[str]]:
         """Console summary rows of one frame-size result: the frame size, ``console_columns``, flags."""
         return []
+
+    def zero_loss_bounds(self, repetition: dict, params: dict) -> tuple[float, float | None, str] | None:
+        """If this repetition result brackets the DUT's zero-loss throughput: ``(a load it saw pass,
+        the lowest load above that it saw the DUT fail or None, how it decides)``. Methods that
+        measure the same thing are checked against each other with it (``netrig.run.consistency``)."""
+        return None
 
     def capacity(self, run: RunView) -> list[Capacity]:
         """Its rate headline per frame size, sorted by frame size (primary method)."""

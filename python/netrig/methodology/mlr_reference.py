@@ -1,6 +1,11 @@
 """Adapter running the reference MLRsearch implementation (PyPI ``MLRsearch==1.2.1``, FD.io CSIT)
 on a netrig :class:`~netrig.measure.Measurer`, with the same goals and result as netrig's own
-(:func:`netrig.methodology.mlr.search`)."""
+(:func:`netrig.methodology.mlr.search`).
+
+The reference reads a trial's loss from the counts it is given: a valid trial is given its sent
+frames as the intended count (what the tester offered is what it was asked for, within the
+measurer's tolerance), an invalid one the frames it was asked to send, so the unsent ones count as
+lost. The maximum load is capped at the tester's limit, as netrig's own search does."""
 from __future__ import annotations
 
 import time
@@ -8,13 +13,15 @@ from collections.abc import Sequence
 
 from netrig.errors import CapabilityError
 from netrig.measure import Load, Measurer
-from netrig.methodology.mlr import GoalResult, MlrResult, SearchGoal
+from netrig.methodology.method import with_partial
+from netrig.methodology.mlr import GoalResult, MlrResult, SearchGoal, trial_loss_ratio
+from netrig.methodology.tester import NO_LIMIT, ProvenLimit, Verdict
 from netrig.model import FrameSize, LineRate
 
 
 def search_reference(measurer: Measurer, frame: FrameSize, line_rate: LineRate, goals: Sequence[SearchGoal],
                      min_rate_pct: float, max_rate_pct: float, search_duration_max_s: float,
-                     warmup_s: float = 0.0) -> MlrResult:
+                     warmup_s: float = 0.0, limit: ProvenLimit = NO_LIMIT) -> MlrResult:
     try:
         import MLRsearch as ref
     except ImportError:
@@ -23,16 +30,25 @@ def search_reference(measurer: Measurer, frame: FrameSize, line_rate: LineRate, 
         ) from None
 
     trials = 0
+    spent_s = 0.0
+    verdicts: dict[float, list[Verdict]] = {}
+    backpressure: list[float] = []
 
     class _Adapter(ref.AbstractMeasurer):
         def measure(self, intended_duration: float, intended_load: float):
-            nonlocal trials
-            trials += 1
+            nonlocal trials, spent_s
             c = measurer.measure(Load(intended_load, frame), intended_duration)
+            trials += 1
+            spent_s += intended_duration
+            v = limit.verdict(c, intended_load)
+            trial_loss_ratio(c, intended_load, intended_duration, v)  # raises when nothing was sent
+            verdicts.setdefault(intended_load, []).append(v)
+            if v is Verdict.BACKPRESSURE:
+                backpressure.append(c.offered_pps)
+            intended = c.frames_sent if v is Verdict.VALID else int(round(intended_load * intended_duration))
             return ref.MeasurementResult(
                 intended_duration=intended_duration, intended_load=intended_load,
-                offered_count=c.frames_sent, loss_count=c.frames_lost,
-                intended_count=int(round(intended_load * intended_duration)),
+                offered_count=c.frames_sent, loss_count=c.frames_lost, intended_count=intended,
             )
 
     rgoals = [ref.SearchGoal(loss_ratio=g.loss_ratio, exceed_ratio=g.exceed_ratio,
@@ -41,22 +57,38 @@ def search_reference(measurer: Measurer, frame: FrameSize, line_rate: LineRate, 
                             final_trial_duration=g.final_trial_duration_s,
                             duration_sum=g.duration_sum_s, fail_fast=False) for g in goals]
     fps = line_rate.fps(frame)
+    max_load = fps * max_rate_pct / 100
+    capped = limit.caps(max_load)
+    max_load = limit.cap(max_load)
     config = ref.Config()
     config.goals = rgoals
-    config.max_load = fps * max_rate_pct / 100
-    config.min_load = fps * min_rate_pct / 100
+    config.max_load = max_load
+    config.min_load = min(fps * min_rate_pct / 100, max_load / 2)
     config.search_duration_max = search_duration_max_s
     config.warmup_duration = warmup_s
     t0 = time.monotonic()
-    out = ref.MultipleLossRatioSearch(config=config).search(measurer=_Adapter(), debug=lambda _msg: None)
-    results = []
-    for goal, rgoal in zip(goals, rgoals):
-        gr = out[rgoal]
-        ct = gr.conditional_throughput
-        results.append(GoalResult(
-            goal,
-            float(ct) if ct is not None else None,
-            float(gr.relevant_lower_bound) if gr.relevant_lower_bound is not None else None,
-            float(gr.relevant_upper_bound) if gr.relevant_upper_bound is not None else None,
-        ))
-    return MlrResult(frame, line_rate, tuple(results), trials, time.monotonic() - t0, "reference")
+
+    def result(out: dict | None, complete: bool) -> MlrResult:
+        results = []
+        for goal, rgoal in zip(goals, rgoals):
+            gr = out[rgoal] if out is not None else None
+            ct = gr.conditional_throughput if gr is not None else None
+            lb = float(gr.relevant_lower_bound) if gr is not None and gr.relevant_lower_bound is not None else None
+            ub = float(gr.relevant_upper_bound) if gr is not None and gr.relevant_upper_bound is not None else None
+            limited = (capped and lb is not None and lb >= max_load * (1 - 1e-9)) or (
+                ub is not None and any(v is Verdict.TESTER for load, vs in verdicts.items()
+                                       if abs(load - ub) <= 1e-9 * ub for v in vs))
+            results.append(GoalResult(goal, float(ct) if ct is not None else None, lb, ub, limited))
+        tester = sum(1 for vs in verdicts.values() for v in vs if v is Verdict.TESTER)
+        return MlrResult(frame, line_rate, tuple(results), trials, time.monotonic() - t0, "reference",
+                         trial_duration_sum_s=spent_s, max_load_pps=max_load,
+                         tester_cap_pps=limit.limit_pps if capped else None, tester_trials=tester,
+                         backpressure_trials=len(backpressure), backpressure_pps=max(backpressure, default=None),
+                         complete=complete)
+
+    try:
+        out = ref.MultipleLossRatioSearch(config=config).search(measurer=_Adapter(), debug=lambda _msg: None)
+    except BaseException as e:
+        with_partial(e, lambda: result(None, complete=False))
+        raise
+    return result(out, complete=True)

@@ -1,6 +1,7 @@
 """Small statistics helpers: min / median / max over repetitions, quantiles."""
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Iterable
 
@@ -22,12 +23,15 @@ def median(values: Iterable[float | None]) -> float | None:
 
 def check(name: str, value: object, *, lo: float | None = None, hi: float | None = None, lo_open: bool = False,
           hi_open: bool = False, integer: bool = False) -> None:
-    """Validate a parameter; raise ``ConfigError(name, ...)`` naming the field."""
+    """Validate a parameter (a finite number, or an integer); raise ``ConfigError(name, ...)`` naming
+    the field."""
     if integer:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ConfigError(name, f"must be an integer (got {value!r})")
     elif isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(name, f"must be a number (got {value!r})")
+    elif not math.isfinite(value):
+        raise ConfigError(name, f"must be a finite number (got {value})")
     if lo is not None and (value <= lo if lo_open else value < lo):
         raise ConfigError(name, f"must be {'>' if lo_open else '>='} {lo} (got {value})")
     if hi is not None and (value >= hi if hi_open else value > hi):

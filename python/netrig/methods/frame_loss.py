@@ -1,5 +1,12 @@
 """RFC 2544 §26.3 frame loss rate: from 100 % of line rate downwards in steps until two
-successive trials show no loss. The curve (forwarded vs offered) shows receive livelock."""
+successive trials show no loss. The curve (forwarded vs offered) shows receive livelock.
+
+The sweep starts at the highest load the tester vouches for (the self-test's proven ceiling /
+factor) when that is below ``start_pct``, and steps down from there. A load at which the DUT slowed
+the sender (backpressure: the tester fell short though the self-test proved far more) is a DUT
+result — the DUT could not take it — kept in the curve as ``backpressure`` and never counted as
+loss-free. If the steps run out before any load was loss-free, the sweep halves the load until one
+is, so a DUT that forwards anything loss-free has a maximum loss-free rate."""
 from __future__ import annotations
 
 import argparse
@@ -11,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from netrig.measure import Load, Measurer
 from netrig.methodology.method import Context, Method, Section, Shortcut
 from netrig.methodology.stats import check
+from netrig.methodology.tester import NO_LIMIT, ProvenLimit, Verdict
 from netrig.methods.sections import RFC2544
 from netrig.model import FrameSize, LineRate, defaults, format_pps, rate_object
 from netrig.view import fmt
@@ -73,6 +81,8 @@ class LossPoint:
     forwarded_pps: float
     loss_ratio: float
     valid: bool
+    #: Invalid because the DUT slowed the sender below the load (a DUT result, not a tester limit).
+    backpressure: bool = False
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -99,6 +109,15 @@ class FrameLossResult:
         return top.forwarded_pps < 0.9 * max(p.forwarded_pps for p in valid)
 
     @property
+    def backpressure_trials(self) -> int:
+        """Loads at which the DUT slowed the sender (a DUT result, never loss-free)."""
+        return sum(1 for p in self.curve if p.backpressure)
+
+    @property
+    def backpressure_pps(self) -> float | None:
+        return max((p.achieved_pps for p in self.curve if p.backpressure), default=None)
+
+    @property
     def headline_pps(self) -> float | None:
         return self.max_lossfree_pps
 
@@ -111,27 +130,48 @@ class FrameLossResult:
                 "livelock": self.livelock}
 
 
+#: After the steps, how many times the sweep halves the load looking for a loss-free one.
+MAX_HALVINGS = 12
+
+
 def measure_frame_loss(measurer: Measurer, frame: FrameSize, line_rate: LineRate,
-                       params: FrameLossParams = FrameLossParams()) -> FrameLossResult:
+                       params: FrameLossParams = FrameLossParams(),
+                       limit: ProvenLimit = NO_LIMIT) -> FrameLossResult:
     line_fps = line_rate.fps(frame)
+    start = params.start_pct
+    if limit.caps(start / 100 * line_fps):
+        assert limit.limit_pps is not None
+        start = 100 * limit.limit_pps / line_fps
     points: list[LossPoint] = []
     lossfree = 0
-    k = 0
-    while True:
-        pct = round(params.start_pct - k * params.step_pct, 9)
-        if pct <= 0 or pct < params.min_pct - 1e-9:
-            break
+
+    def trial(pct: float) -> bool:
         rate = pct / 100 * line_fps
         c = measurer.measure(Load(rate, frame), params.duration_s)
+        verdict = limit.verdict(c, rate)
         fwd = c.frames_received / params.duration_s
-        points.append(LossPoint(pct, rate, c.offered_pps, fwd, c.loss_ratio, c.valid))
-        if c.valid and c.frames_lost == 0:
+        points.append(LossPoint(pct, rate, c.offered_pps, fwd, c.loss_ratio, c.valid,
+                                verdict is Verdict.BACKPRESSURE))
+        return c.valid and c.frames_lost == 0
+
+    k = 0
+    while True:
+        pct = round(start - k * params.step_pct, 9)
+        if pct <= 0 or pct < params.min_pct - 1e-9:
+            break
+        if trial(pct):
             lossfree += 1
             if lossfree >= params.stop_after_lossfree:
                 break
         else:
             lossfree = 0
         k += 1
+    if params.min_pct == 0 and points and not any(p.valid and p.loss_ratio == 0.0 for p in points):
+        pct = points[-1].offered_pct
+        for _ in range(MAX_HALVINGS):
+            pct /= 2
+            if trial(pct):
+                break
     return FrameLossResult(frame, line_rate, tuple(points))
 
 
@@ -340,13 +380,28 @@ class FrameLoss(Method):
     cli_fields = {"step_pct": "--step"}
 
     def run(self, params: FrameLossParams, ctx: Context) -> FrameLossResult:
-        return measure_frame_loss(ctx.measurer, ctx.frame, ctx.line_rate, params)
+        return measure_frame_loss(ctx.measurer, ctx.frame, ctx.line_rate, params, ctx.tester_limit)
 
     def estimate_trials(self, params: FrameLossParams, frame: FrameSize, line_fps: float) -> int:
         return max(2, int((params.start_pct - params.min_pct) / params.step_pct / 2) + 2)
 
     def top_rate_pct(self, params: FrameLossParams) -> float:
         return params.start_pct
+
+    def zero_loss_bounds(self, repetition: dict, params: dict) -> tuple[float, float | None, str] | None:
+        """The highest loss-free load, and the lowest load above it the DUT failed (lost frames or
+        slowed the sender)."""
+        pts = objs(repetition, "curve")
+        lossfree = [x for p in pts if p.get("valid") is True and num(p, "loss_ratio") == 0.0
+                    and (x := num(p, "offered_pps")) is not None]
+        if not lossfree:
+            return None
+        lower = max(lossfree)
+        failed = [x for p in pts if (x := num(p, "offered_pps")) is not None and x > lower
+                  and (p.get("backpressure") is True or (p.get("valid") is True and (num(p, "loss_ratio") or 0) > 0))]
+        d = num(params, "duration_s")
+        basis = f"RFC 2544 frame loss: a load is loss-free when its one {d or 0:g} s trial loses no frames"
+        return lower, min(failed) if failed else None, basis
 
     def console_rows(self, result: dict, flags: str) -> list[list[str]]:
         h = result.get("headline") or {}

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from netrig.measure import Load, Measurer, TrialCounts
 from netrig.methodology.method import Command, Context, Method, Section, Shortcut
 from netrig.methodology.stats import check
+from netrig.methodology.tester import NO_LIMIT, ProvenLimit
 from netrig.model import FrameSize, LineRate, defaults, format_ns, format_pps, rate_object
 from netrig.view import fmt
 from netrig.view.html import figure, table_html
@@ -184,11 +185,14 @@ def fit(points: Sequence[LoadPoint], tolerance: float) -> tuple[float, float, in
 
 
 def measure_livelock(measurer: Measurer, frame: FrameSize, line_rate: LineRate,
-                     params: LivelockParams = LivelockParams()) -> LivelockResult:
-    """Sweep, bisect the knee, fit the model."""
+                     params: LivelockParams = LivelockParams(), limit: ProvenLimit = NO_LIMIT) -> LivelockResult:
+    """Sweep, bisect the knee, fit the model; the sweep ends at the highest load the tester vouches
+    for (the self-test's proven ceiling / factor) when that is below ``max_pct``."""
     line_fps = line_rate.fps(frame)
     res = params.resolution_pct / 100 * line_fps
-    step = (params.max_pct - params.min_pct) / (params.points - 1)
+    top_pct = 100 * limit.cap(params.max_pct / 100 * line_fps) / line_fps
+    bottom_pct = min(params.min_pct, top_pct * params.min_pct / params.max_pct)
+    step = (top_pct - bottom_pct) / (params.points - 1)
     points: list[LoadPoint] = []
 
     def trial(rate: float) -> LoadPoint:
@@ -199,7 +203,7 @@ def measure_livelock(measurer: Measurer, frame: FrameSize, line_rate: LineRate,
         return p
 
     for i in range(params.points):
-        trial((params.min_pct + i * step) / 100 * line_fps)
+        trial((bottom_pct + i * step) / 100 * line_fps)
     ok = [p.offered_pps for p in points if p.valid and not p.lossy]
     bad = [p.offered_pps for p in points if p.valid and p.lossy]
     lo = max((r for r in ok if not bad or r < min(bad)), default=None)
@@ -331,7 +335,7 @@ class Livelock(Method):
     cli_fields = {"points": "--points", "resolution_pct": "--resolution"}
 
     def run(self, params: LivelockParams, ctx: Context) -> LivelockResult:
-        return measure_livelock(ctx.measurer, ctx.frame, ctx.line_rate, params)
+        return measure_livelock(ctx.measurer, ctx.frame, ctx.line_rate, params, ctx.tester_limit)
 
     def estimate_trials(self, params: LivelockParams, frame: FrameSize, line_fps: float) -> int:
         step_pct = (params.max_pct - params.min_pct) / (params.points - 1)

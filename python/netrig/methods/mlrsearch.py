@@ -17,6 +17,7 @@ from netrig.methodology.method import Command, Context, Method, Section, Shortcu
 from netrig.methodology.mlr import MlrResult, SearchGoal, search
 from netrig.methodology.mlr_reference import search_reference
 from netrig.methodology.stats import check
+from netrig.methodology.tester import NO_LIMIT, ProvenLimit
 from netrig.model import FrameSize, LineRate, format_bps, format_pps, parse_duration
 from netrig.view import fmt
 from netrig.view.html import empty, figure, table_html
@@ -76,11 +77,12 @@ class MlrParams:
 
 
 def measure_mlrsearch(measurer: Measurer, frame: FrameSize, line_rate: LineRate,
-                      params: MlrParams = MlrParams()) -> MlrResult:
-    """Search every goal of ``params`` with the implementation it names."""
+                      params: MlrParams = MlrParams(), limit: ProvenLimit = NO_LIMIT) -> MlrResult:
+    """Search every goal of ``params`` with the implementation it names, at loads up to the
+    tester's ``limit`` (the self-test's proven ceiling / factor)."""
     fn = search_reference if params.implementation == "reference" else search
     return fn(measurer, frame, line_rate, params.goals, params.min_rate_pct, params.max_rate_pct,
-              params.search_duration_max_s)
+              params.search_duration_max_s, limit=limit)
 
 
 # --------------------------------------------------------------------------------------------- #
@@ -114,7 +116,8 @@ def entries(run: RunView) -> list[dict]:
             goals.append({"name": name, "loss_ratio": num(goal, "loss_ratio", "target_loss_ratio"),
                           "relative_width": num(goal, "relative_width"),
                           "conditional": ct, "lower_pps": lo.value if lo else None,
-                          "upper_pps": hi.value if hi else None})
+                          "upper_pps": hi.value if hi else None,
+                          "tester_limited": any(g.get("tester_limited") is True for g in gs)})
         if goals:
             out.append({"frame_size": r.get("frame_size"), "goals": goals})
     return out
@@ -127,11 +130,13 @@ def table(run: RunView) -> Table:
         for g in e["goals"]:
             ct: Stat | None = g["conditional"]
             v = ct.value if ct else g["lower_pps"]
+            no_upper = "none (the tester's limit, loss-free)" if g["tester_limited"] else "none (max rate loss-free)"
             t.add([fmt.size(e["frame_size"]), g["name"],
                    fmt.DASH if g["loss_ratio"] is None else f"{g['loss_ratio']:g}",
-                   fmt.fps_stat(ct) if ct else fmt.fps(v), fmt.pct(run.pct_of_line_rate(e["frame_size"], v)),
+                   fmt.at_least(fmt.fps_stat(ct) if ct else fmt.fps(v), g["tester_limited"]),
+                   fmt.pct(run.pct_of_line_rate(e["frame_size"], v)),
                    fmt.bps(run.bps(e["frame_size"], v)), fmt.fps(g["lower_pps"]),
-                   fmt.fps(g["upper_pps"]) if g["upper_pps"] is not None else "none (max rate loss-free)",
+                   fmt.fps(g["upper_pps"]) if g["upper_pps"] is not None else no_upper,
                    fmt.pct(100 * g["relative_width"], 2) if g["relative_width"] is not None else fmt.DASH])
     return t
 
@@ -215,7 +220,7 @@ class MlrSearch(Method):
         return params
 
     def run(self, params: MlrParams, ctx: Context) -> MlrResult:
-        return measure_mlrsearch(ctx.measurer, ctx.frame, ctx.line_rate, params)
+        return measure_mlrsearch(ctx.measurer, ctx.frame, ctx.line_rate, params, ctx.tester_limit)
 
     def estimate_trials(self, params: MlrParams, frame: FrameSize, line_fps: float) -> int:
         return sum(8 + int(g.duration_sum_s / g.final_trial_duration_s) * 3 for g in params.goals)
@@ -236,13 +241,30 @@ class MlrSearch(Method):
             if med is not None and g.get("rate") and g["rate"]["fps"]:
                 k = med / g["rate"]["fps"]
                 rate = {x: v * k for x, v in g["rate"].items()}
+            bounded = any(x.get("tester_limited") is True for rep in reps for x in rep.get("goals", [])
+                          if x.get("name") == g["name"])
             rows.append([fmt.size(result["frame_size"]) if gi == 0 else "",
                          f"{g['name']} ({100 * g['goal']['loss_ratio']:g} %)",
-                         format_pps(med) if med is not None else "none",
+                         fmt.at_least(format_pps(med), bounded) if med is not None else "none",
                          f"{rate['pct_line_rate']:.2f}" if rate else "-",
                          format_bps(rate["l1_bps"]) if rate else "-", format_bps(rate["l2_bps"]) if rate else "-",
                          flags if gi == 0 else ""])
         return rows
+
+    def zero_loss_bounds(self, repetition: dict, params: dict) -> tuple[float, float | None, str] | None:
+        """The first goal with loss ratio 0 (NDR)."""
+        if repetition.get("complete") is False:
+            return None
+        for g in objs(repetition, "goals"):
+            goal = obj(g, "goal")
+            lower = num(g, "lower_bound_pps")
+            if num(goal, "loss_ratio") != 0.0 or lower is None:
+                continue
+            e, dsum, d = num(goal, "exceed_ratio"), num(goal, "duration_sum_s"), num(goal, "final_trial_duration_s")
+            basis = (f"MLRsearch {g.get('name', 'NDR')}: a load passes when at most {100 * (e or 0):g} % of "
+                     f"{dsum or 0:g} s of {d or 0:g} s trials lose frames")
+            return lower, None if g.get("tester_limited") is True else num(g, "upper_bound_pps"), basis
+        return None
 
     def html(self, run: RunView) -> dict[str, str]:
         nd = figure(ndr_pdr_plot, [run])

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from netrig.measure import Load, Measurer, TrialCounts
 from netrig.methodology.method import Capacity, Context, Method, Section, Shortcut
 from netrig.methodology.stats import check
+from netrig.methodology.tester import NO_LIMIT, ProvenLimit, Verdict
 from netrig.methods.sections import RFC2544
 from netrig.model import (
     FrameSize,
@@ -85,12 +86,23 @@ class ThroughputResult:
     line_rate: LineRate
     rate_pps: float
     lower_pps: float
+    #: The lowest load the DUT failed (lost frames, or slowed the sender): the truth is in
+    #: ``[lower_pps, upper_pps)``; ``None`` when the DUT failed no load.
     upper_pps: float | None
     trials: int
+    #: The answer is bounded by the tester, not the DUT: the DUT failed no load above it, and the
+    #: search stopped at the tester's limit (the self-test's ceiling / factor) or at loads the tester
+    #: could not send. ``rate_pps`` is then a lower bound: "≥ rate (tester-limited)".
     tester_limited: bool
     tester_limit_pps: float | None
     resolution_pps: float
     found: bool
+    #: The self-test's limit when it capped the search (``None``: the configured maximum was used).
+    tester_cap_pps: float | None = None
+    #: Trials in which the DUT slowed the sender below the load (a DUT failure), and the highest
+    #: rate the tester reached through the DUT in them.
+    backpressure_trials: int = 0
+    backpressure_pps: float | None = None
 
     @property
     def rate(self) -> dict | None:
@@ -98,17 +110,18 @@ class ThroughputResult:
 
     @property
     def headline_pps(self) -> float | None:
-        return self.rate_pps
+        return self.rate_pps if self.found else None
 
     def stats_values(self) -> dict:
-        return {"rate_pps": self.rate_pps}
+        return {"rate_pps": self.headline_pps}
 
     def to_dict(self) -> dict:
         return {
             "rate_pps": self.rate_pps, "rate": self.rate, "lower_pps": self.lower_pps,
             "upper_pps": self.upper_pps, "trials": self.trials, "tester_limited": self.tester_limited,
             "tester_limit_pps": self.tester_limit_pps, "resolution_pps": self.resolution_pps,
-            "found": self.found,
+            "found": self.found, "bounded_by_tester": self.tester_limited, "tester_cap_pps": self.tester_cap_pps,
+            "backpressure_trials": self.backpressure_trials, "backpressure_pps": self.backpressure_pps,
         }
 
 
@@ -119,45 +132,79 @@ def passes(counts: TrialCounts, acceptable_loss_ratio: float) -> bool:
     return counts.loss_ratio <= acceptable_loss_ratio
 
 
+#: Below the resolution, how far the search goes down (halving) looking for a passing load before
+#: it reports that none passed: the resolution divided by this.
+DESCENT_LIMIT = 1024
+
+
 def measure_throughput(measurer: Measurer, frame: FrameSize, line_rate: LineRate,
-                       params: ThroughputParams = ThroughputParams()) -> ThroughputResult:
+                       params: ThroughputParams = ThroughputParams(),
+                       limit: ProvenLimit = NO_LIMIT) -> ThroughputResult:
     """Binary search in ``[min_rate, max_rate]`` (percent of line rate) to ``resolution_pct``.
 
-    A trial the tester could not send (``valid=False``) is not DUT loss: it lowers the search's
-    upper end (nothing at or above it can be tested) and marks the result ``tester_limited``.
+    * The search never asks for more than the tester's ``limit`` (the self-test's proven ceiling /
+      factor); a DUT that passes there is reported "≥ limit (tester-limited)".
+    * A trial the tester could not send (verdict ``TESTER``) is not DUT loss: it lowers the
+      search's upper end (nothing at or above it can be tested) and, if the DUT failed nothing
+      above the answer, marks the result ``tester_limited``.
+    * A trial that fell short while the self-test proved far more (``BACKPRESSURE``: the DUT slowed
+      the sender) is the DUT failing the load, like loss.
+    * A failed trial's forwarded rate (what the DUT passed, or what the tester reached through it) is
+      tried next when it lies inside the bracket: usually just below the throughput.
+    * When the bracket is narrower than the resolution but nothing passed yet, the search keeps
+      going down (halving) until a load passes: a DUT that forwards anything loss-free never gets a
+      headline of 0.
     """
     line_fps = line_rate.fps(frame)
     lo = params.min_rate_pct / 100 * line_fps
-    hi = params.max_rate_pct / 100 * line_fps
+    top = params.max_rate_pct / 100 * line_fps
+    capped = limit.caps(top)
+    hi = limit.cap(top)
+    top = hi
     res = params.resolution_pct / 100 * line_fps
-    rate = params.initial_rate_pct / 100 * line_fps
+    floor = max(lo, res / DESCENT_LIMIT)
+    rate = min(params.initial_rate_pct / 100 * line_fps, hi)
     best: float | None = None
     upper: float | None = None
     tester_limit: float | None = None
+    backpressure: list[float] = []
+    hint: float | None = None  # what the last failing trial forwarded loss-free
     trials = 0
     while True:
         counts = measurer.measure(Load(rate, frame), params.duration_s)
         trials += 1
-        if not counts.valid:
+        verdict = limit.verdict(counts, rate)
+        if verdict is Verdict.TESTER:
             tester_limit = counts.offered_pps if tester_limit is None else min(tester_limit, counts.offered_pps)
             hi = rate
-            upper = rate
-        elif passes(counts, params.acceptable_loss_ratio):
+        elif verdict is Verdict.VALID and passes(counts, params.acceptable_loss_ratio):
             best = rate
             lo = rate
-        else:
+        else:  # the DUT failed the load: it lost frames, or it slowed the sender
+            if verdict is Verdict.BACKPRESSURE:
+                backpressure.append(counts.offered_pps)
             hi = rate
-            upper = rate
-        if hi - lo <= res * (1 + 1e-9) or (best is not None and best >= hi):
+            upper = rate if upper is None else min(upper, rate)
+            hint = min(counts.offered_pps, counts.frames_received / params.duration_s) * (1 - 1e-3)
+        if best is not None and best >= hi * (1 - 1e-12):
             break
-        rate = (lo + hi) / 2
-        if rate <= 0:
+        if hi - lo <= res * (1 + 1e-9) and (best is not None or hi <= floor):
             break
+        if hint is not None and max(lo, floor) < hint < hi:
+            rate = hint  # what the DUT just forwarded: usually right below its throughput
+        elif hi - lo <= res * (1 + 1e-9):
+            rate = hi / 2  # nothing passed yet: keep going down
+        else:
+            rate = (lo + hi) / 2
+        hint = None
+    limited = upper is None and best is not None and (capped or tester_limit is not None)
     return ThroughputResult(
         frame=frame, line_rate=line_rate, rate_pps=best if best is not None else 0.0,
         lower_pps=best if best is not None else 0.0, upper_pps=upper, trials=trials,
-        tester_limited=tester_limit is not None, tester_limit_pps=tester_limit, resolution_pps=res,
-        found=best is not None,
+        tester_limited=limited,
+        tester_limit_pps=tester_limit if tester_limit is not None else (top if limited else None),
+        resolution_pps=res, found=best is not None, tester_cap_pps=top if capped else None,
+        backpressure_trials=len(backpressure), backpressure_pps=max(backpressure, default=None),
     )
 
 
@@ -169,7 +216,7 @@ NONE = "No RFC 2544 throughput in this result."
 
 def entries(run: RunView) -> list[dict]:
     """Per frame size: ``{frame_size, rate: Stat (fps), pct: Stat|None, l1_bps, l2_bps,
-    ceiling_pps, above_ceiling, tester_limited, repetitions, flags}``."""
+    ceiling_pps, above_ceiling, tester_limited, at_least, repetitions, flags}``."""
     out = []
     for r in run.method_results(METHOD_NAME):
         size = r.get("frame_size")
@@ -192,6 +239,8 @@ def entries(run: RunView) -> list[dict]:
             "ceiling_pps": run.proven_ceiling_pps(size),
             "above_ceiling": "above_selftest_ceiling" in flags,
             "tester_limited": "tester_limited" in flags or any(x.get("tester_limited") for x in reps),
+            # "≥ rate": a lower bound (in older results tester_limited only meant "some trial was invalid")
+            "at_least": any(x.get("bounded_by_tester") is True for x in reps),
             "repetitions": len(reps), "flags": objs(r, "flags"),
         })
     return out
@@ -202,7 +251,8 @@ def table(run: RunView) -> Table:
                "line rate", "tester proven", "repetitions", "flags"])
     for e in entries(run):
         flags = ", ".join(sorted({str(f.get("code", "")) for f in e["flags"]} - {"nominal_line_rate", "short_trials"}))
-        t.add([fmt.size(e["frame_size"]), fmt.fps_stat(e["rate"]), fmt.pct(e["pct"].value if e["pct"] else None),
+        t.add([fmt.size(e["frame_size"]), fmt.at_least(fmt.fps_stat(e["rate"]), e["at_least"]),
+               fmt.pct(e["pct"].value if e["pct"] else None),
                fmt.bps(e["l1_bps"]), fmt.bps(e["l2_bps"]), fmt.fps(run.line_rate_pps(e["frame_size"])),
                fmt.fps(e["ceiling_pps"]), str(e["repetitions"] or fmt.DASH), flags or ""],
               "flagged" if e["above_ceiling"] else "")
@@ -302,7 +352,7 @@ class Throughput(Method):
     cli_fields = {"resolution_pct": "--resolution"}
 
     def run(self, params: ThroughputParams, ctx: Context) -> ThroughputResult:
-        return measure_throughput(ctx.measurer, ctx.frame, ctx.line_rate, params)
+        return measure_throughput(ctx.measurer, ctx.frame, ctx.line_rate, params, ctx.tester_limit)
 
     def estimate_trials(self, params: ThroughputParams, frame: FrameSize, line_fps: float) -> int:
         span = (params.max_rate_pct - params.min_rate_pct) / params.resolution_pct
@@ -313,7 +363,7 @@ class Throughput(Method):
 
     def default_throughput(self, ctx: Context) -> float | None:
         return measure_throughput(ctx.measurer, ctx.frame, ctx.line_rate,
-                                  ThroughputParams(duration_s=ctx.trial_duration_s)).rate_pps
+                                  ThroughputParams(duration_s=ctx.trial_duration_s), ctx.tester_limit).headline_pps
 
     def verdict_values(self, result: dict) -> dict[str, float | None]:
         head = result.get("headline")
@@ -322,9 +372,24 @@ class Throughput(Method):
     def console_rows(self, result: dict, flags: str) -> list[list[str]]:
         h = result.get("headline") or {}
         mm = result.get("stats", {}).get("rate_pps", {})
-        return [[fmt.size(result["frame_size"]), format_pps(h.get("fps", 0)), f"{h.get('pct_line_rate', 0):.2f}",
+        bounded = any(x.get("bounded_by_tester") is True for x in result.get("repetitions", []))
+        fps = fmt.at_least(format_pps(h["fps"]), bounded) if h else "none"
+        return [[fmt.size(result["frame_size"]), fps, f"{h.get('pct_line_rate', 0):.2f}",
                  format_bps(h.get("l1_bps", 0)), format_bps(h.get("l2_bps", 0)),
                  f"{format_pps(mm.get('min') or 0)}–{format_pps(mm.get('max') or 0)}", flags]]
+
+    def zero_loss_bounds(self, repetition: dict, params: dict) -> tuple[float, float | None, str] | None:
+        if repetition.get("found") is False or (params.get("acceptable_loss_ratio") or 0.0) > 0:
+            return None
+        lower = num(repetition, "lower_pps")
+        if lower is None or lower <= 0:
+            return None
+        # older results meant "some trial was invalid" by tester_limited: no upper bound claimed then
+        bounded = repetition.get("bounded_by_tester", repetition.get("tester_limited")) is True
+        d = num(params, "duration_s")
+        basis = (f"RFC 2544 throughput: a load passes when one {d:g} s trial loses no frames" if d
+                 else "RFC 2544 throughput: a load passes when its trial loses no frames")
+        return lower, None if bounded else num(repetition, "upper_pps"), basis
 
     def capacity(self, run: RunView) -> list[Capacity]:
         return [Capacity(e["frame_size"], e["rate"], e["pct"], e["l1_bps"], e["l2_bps"]) for e in entries(run)]

@@ -19,6 +19,7 @@ from netrig._native import __version__
 from netrig.errors import ResultError
 from netrig.report.html import compare_html, report_html
 from netrig.report.markdown import compare_markdown, report_markdown
+from netrig.run import consistency
 from netrig.view.run_view import RunView, unique_names
 
 __all__ = ["RunView", "load_run", "render_report", "render_compare", "write_report", "write_compare",
@@ -74,7 +75,10 @@ def write_report(result_path: str | os.PathLike | Sequence[str | os.PathLike],
     paths = [result_path] if isinstance(result_path, (str, os.PathLike)) else list(result_path)
     if not paths:
         raise ResultError("report: no result file given")
-    run = RunView.merge([load_run(p) for p in paths])
+    views = [load_run(p) for p in paths]
+    if len(views) > 1:  # results drawn as one: do their methods agree across them?
+        consistency.annotate_parts([v.doc for v in views])
+    run = RunView.merge(views)
     out = Path(out_html) if out_html is not None else default_report_path(paths[0])
     html_text, md = render_report(run)
     md = md.replace("\n\n", f"\n\nHTML report with plots: `{out.name}`\n\n", 1)

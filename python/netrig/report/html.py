@@ -77,7 +77,7 @@ REPORT_SECTIONS = ("summary", *(s.id for s in REGISTRY.sections() if s.shown_whe
 COMPARE_SECTIONS = ("runs", "summary", "ratios", *(s.id for s in REGISTRY.sections() if s.shown_when_empty),
                     "selftest", "environment")
 
-BAD_FLAGS = {"above_selftest_ceiling", "tester_limited", "invalid_trials", "incomplete"}
+BAD_FLAGS = {"above_selftest_ceiling", "tester_limited", "invalid_trials", "incomplete", "throughput_disagreement"}
 
 
 def section(sid: str, title: str, body: str) -> str:
@@ -113,7 +113,8 @@ def warnings_html(r: RunView, prefix: str = "") -> str:
     elif st.get("passed") is False:
         items.append(f'<span class="badge bad">self-test failed</span>{esc(prefix)}the tester could not prove every '
                      "rate it used; results above its proven ceiling are flagged.")
-    invalid = sum(1 for t in r.trials() if obj(t, "counts").get("valid") is False)
+    invalid = sum(1 for t in r.trials()  # the DUT's backpressure is a DUT result, flagged on its own
+                  if obj(t, "counts").get("valid") is False and t.get("verdict") != "backpressure")
     if invalid:
         items.append(f'<span class="badge bad">invalid trials</span>{esc(prefix)}{invalid} trial(s) were invalid '
                      "(tester-side problem) and are not DUT results.")

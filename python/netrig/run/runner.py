@@ -21,11 +21,13 @@ from typing import Any
 
 from netrig._native import __version__
 from netrig.errors import INTERRUPTS, ConfigError, InterruptedTrial, NetrigError, ResultError, interrupt_reason
-from netrig.methodology.method import THRESHOLDS, Context, MethodResult
+from netrig.measure import TrialCounts
+from netrig.methodology.method import THRESHOLDS, Context, MethodResult, partial_result
 from netrig.methodology.selftest import SelftestParams, SelftestResult, prove_rate
 from netrig.methodology.stats import median, summarize
+from netrig.methodology.tester import ProvenLimit, Verdict
 from netrig.methods import REGISTRY
-from netrig.model import FrameSize, LineRate, rate_object
+from netrig.model import FrameSize, LineRate, format_pps, rate_object
 from netrig.results import (
     CONFIG_FILE,
     RESULT_FILE,
@@ -38,6 +40,7 @@ from netrig.results import (
     write_result,
     write_text_atomic,
 )
+from netrig.run import consistency
 from netrig.run.config import MethodConfig, TestConfig, config_from_dict
 from netrig.run.recording import ProgressFn, RecordingMeasurer, check_record
 from netrig.run.session import Provider, Session, open_session
@@ -61,6 +64,8 @@ class Runner:
         self.command = command
         self.results: dict[int, dict[Any, list[MethodResult]]] = {}
         self.complete_keys: set[tuple[int, Any]] = set()
+        #: Results of repetitions an error or Ctrl-C stopped mid-way (kept, never summarised).
+        self.partials: dict[int, dict[Any, list[MethodResult]]] = {}
         self.selftest: SelftestResult | None = None
         self.line_rate: LineRate | None = None
         self.testbed: dict = {}
@@ -271,12 +276,19 @@ class Runner:
             self.results[mi].setdefault(frame.label, [])
             for rep in range(reps):
                 rec.begin(m.name, mi, frame, rep, m.label)
-                self.results[mi][frame.label].append(self._one(mi, m, frame))
+                try:
+                    self.results[mi][frame.label].append(self._one(mi, m, frame))
+                except BaseException as e:
+                    if (partial := partial_result(e)) is not None:
+                        self.partials.setdefault(mi, {}).setdefault(frame.label, []).append(partial)
+                    raise
             self.complete_keys.add((mi, frame.label))
 
     def _one(self, mi: int, m: MethodConfig, frame: FrameSize) -> MethodResult:
+        limit = self.selftest.limit_pps(frame) if self.selftest is not None else None
         ctx = Context(self._recorder(), frame, self._line_rate(), self.config.trial.duration_s,
-                      simulated_dut=self.simulated, command_env=self.command_env)
+                      simulated_dut=self.simulated, command_env=self.command_env,
+                      tester_limit_pps=limit)
         if m.method.needs_throughput:
             tp = self._throughput_for(mi, frame, getattr(m.params, "throughput_from", None))
             if tp is None or tp <= 0:
@@ -309,10 +321,23 @@ class Runner:
         if limited:
             lim = min(getattr(r, "tester_limit_pps", None) or 0.0 for r in limited)
             flags.append({"code": "tester_limited",
-                          "message": f"the tester could not offer some loads (reached {lim:.0f} fps); "
-                                     "those trials were invalid, not DUT loss: the DUT may be faster"})
+                          "message": f"≥ {format_pps(lim)}: the DUT failed no load up to what the tester can "
+                                     f"prove or send ({lim:.0f} fps, the self-test's ceiling / factor or the rate "
+                                     "it reached); the result is a lower bound, the DUT may be faster"})
+        pressed = [r for r in reps if getattr(r, "backpressure_trials", 0)]
+        if pressed:
+            bp = max(getattr(r, "backpressure_pps", None) or 0.0 for r in pressed)
+            n = sum(getattr(r, "backpressure_trials", 0) for r in pressed)
+            ceiling = self.selftest.ceiling_for(frame) if self.selftest is not None else None
+            proven = format_pps(ceiling.proven_rate_pps if ceiling else 0.0)
+            flags.append({"code": "dut_backpressure",
+                          "message": f"the DUT slowed the sender in {n} trial(s): the tester reached only "
+                                     f"{format_pps(bp)} through it although the self-test proved {proven} "
+                                     "(on veth the DUT's forwarding runs on the sender's CPU); those loads count "
+                                     "as the DUT's failure, and the result is what it forwarded without loss "
+                                     "below them"})
         bad = sum(1 for r in self._recorder().records if r["method_index"] == mi and r["frame_size"] == frame.label
-                  and not r["counts"]["valid"])
+                  and not r["counts"]["valid"] and r.get("verdict") != Verdict.BACKPRESSURE.value)
         if bad and not limited:
             flags.append({"code": "invalid_trials",
                           "message": f"{bad} trial(s) were invalid (tester-side) and not used"})
@@ -338,15 +363,17 @@ class Runner:
                 complete = (mi, frame.label) in self.complete_keys
                 keys = sorted({k for r in reps for k in r.stats_values()})
                 head = median(r.headline_pps for r in reps)
+                partial = [{**r.to_dict(), "complete": False} for r in self.partials.get(mi, {}).get(frame.label, [])]
                 results.append({
                     "frame_size": frame.label, "complete": complete,
-                    "repetitions": [r.to_dict() for r in reps],
+                    "repetitions": [r.to_dict() for r in reps] + partial,
                     "stats": {k: summarize(r.stats_values().get(k) for r in reps) for k in keys},
                     "headline": rate_object(head, frame, self._line_rate()) if head is not None else None,
                     "flags": self._flags(mi, m, frame, reps, complete),
                 })
             out.append({"method": m.name, "method_index": mi, "label": m.label, "params": params[mi][m.name],
                         "results": results})
+        consistency.annotate(out, self._recorder().records if self.rec is not None else [])
         return out
 
     def _verdicts(self, summary: list[dict]) -> list[dict]:
@@ -366,8 +393,22 @@ class Runner:
                                 "threshold": threshold, "value": v, "passed": passed})
         return out
 
+    def _mark_backpressure(self) -> None:
+        """Mark the invalid DUT trials that are the DUT's backpressure (``verdict``), by the same
+        rule the methods applied (``ProvenLimit.verdict`` with the self-test's limit)."""
+        if self.rec is None or self.selftest is None:
+            return
+        for r in self.rec.records:
+            counts = r.get("counts") or {}
+            if r.get("method_index", -1) < 0 or r.get("kind") != "rate" or counts.get("valid") is not False:
+                continue
+            limit = ProvenLimit(self.selftest.limit_pps(FrameSize.parse(r["frame_size"])))
+            if limit.verdict(TrialCounts.from_dict(counts), r["load"]["rate_pps"]) is Verdict.BACKPRESSURE:
+                r["verdict"] = Verdict.BACKPRESSURE.value
+
     def _document(self, complete: bool, reason: str | None) -> dict:
         lr = self.line_rate
+        self._mark_backpressure()
         summary = self._summary() if lr is not None else []
         flags = list(self.notices)
         if lr is not None and lr.source == "nominal":

@@ -32,6 +32,11 @@ def fps_stat(s: Stat | None) -> str:
     return out
 
 
+def at_least(text: str, bounded: bool) -> str:
+    """``≥ 545,454 fps (tester-limited)`` for a result the tester, not the DUT, bounded."""
+    return f"≥ {text} (tester-limited)" if bounded and text != DASH else text
+
+
 def si(v: float | None, unit: str = "") -> str:
     return DASH if v is None else format_si(v, unit)
 

@@ -1,0 +1,82 @@
+"""What the tester can vouch for, and what a trial that fell short means.
+
+The self-test (:mod:`netrig.methodology.selftest`) proves a ceiling per frame size: the tester,
+looped back with nothing in between, sent and received it loss-free. A DUT result is only the
+DUT's up to ``ceiling / factor`` (RFC 8219's 10 % reserve), so every search asks for at most that:
+:meth:`ProvenLimit.cap`. A search whose DUT passes at the cap reports "≥ cap (tester-limited)".
+
+A trial whose tester sent less than it was asked for is invalid. Why it fell short decides what
+it means (:meth:`ProvenLimit.verdict`):
+
+* the tester could not keep up (no self-test proved the rate, or the rate is above what it proved,
+  or the tester's own receiver dropped frames): a *tester limit*, never DUT loss — the DUT may be
+  faster;
+* the self-test proved 1.1 × the rate, yet through the DUT the tester fell short: the DUT slowed
+  the sender (*backpressure*: on veth the DUT's forwarding runs in softirq on the sender's CPU, so
+  an overloaded DUT shows up as a sender that cannot reach the rate, not as loss). That is the
+  DUT failing the load: a search counts it as a failed trial and keeps going down.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from netrig.measure import TrialCounts
+
+#: A trial sent "less than asked" when its achieved rate is below this share of the intended rate
+#: (the engine's own validity line: 99.9 % of the intended frames).
+SHORTFALL_RATIO = 0.999
+
+
+class Verdict(enum.Enum):
+    VALID = "valid"
+    #: Invalid because the DUT slowed the sender: a DUT result (the load failed).
+    BACKPRESSURE = "backpressure"
+    #: Invalid because of the tester: not a DUT result.
+    TESTER = "tester"
+
+
+def fell_short(counts: TrialCounts, intended_pps: float) -> bool:
+    """The tester sent less than asked (whatever the reason)."""
+    return counts.offered_pps < intended_pps * SHORTFALL_RATIO
+
+
+def tester_rx_drops(counts: TrialCounts) -> int:
+    """Frames the tester's own receiver dropped (from the engine's result, 0 when not known)."""
+    eng = (counts.raw or {}).get("engine") or {}
+    try:
+        return int(eng.get("tester_rx_drops") or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+@dataclass(frozen=True)
+class ProvenLimit:
+    """The highest rate the tester vouches for at one frame size: the self-test's proven ceiling
+    divided by its factor (``None``: no self-test, nothing is known)."""
+
+    limit_pps: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.limit_pps is not None and not self.limit_pps > 0:
+            object.__setattr__(self, "limit_pps", None)  # a self-test that proved nothing caps nothing
+
+    def cap(self, rate_pps: float) -> float:
+        """``rate_pps``, or the limit when that is lower."""
+        return rate_pps if self.limit_pps is None else min(rate_pps, self.limit_pps)
+
+    def caps(self, rate_pps: float) -> bool:
+        """The limit is below ``rate_pps``: a search up to ``rate_pps`` stops at the limit instead."""
+        return self.limit_pps is not None and self.limit_pps < rate_pps * (1 - 1e-9)
+
+    def verdict(self, counts: TrialCounts, intended_pps: float) -> Verdict:
+        if counts.valid:
+            return Verdict.VALID
+        if (self.limit_pps is not None and intended_pps <= self.limit_pps * (1 + 1e-9)
+                and fell_short(counts, intended_pps) and not tester_rx_drops(counts)):
+            return Verdict.BACKPRESSURE
+        return Verdict.TESTER
+
+
+#: No self-test: nothing capped, every shortfall the tester's.
+NO_LIMIT = ProvenLimit()

@@ -1,0 +1,145 @@
+"""Methods that measure the same thing must agree, or say why not.
+
+A method whose results bracket the DUT's zero-loss throughput (``Method.zero_loss_bounds``: RFC 2544
+throughput; MLRsearch's NDR; the frame-loss sweep's highest loss-free load) gives, per repetition,
+a load it saw pass, the lowest load above it it saw the DUT fail (``None``: none, or only the tester
+limited it) and how it decides. Two brackets at one frame size that do not overlap (nor touch)
+contradict each other: one method saw the DUT fail at a load below one the other saw it pass. Both
+results are then flagged ``throughput_disagreement`` with the evidence — each method's trials
+between the two brackets (loss-free, lossy, DUT backpressure, invalid) and how each decides.
+Repetitions are pooled (the union of their brackets), so only a contradiction that survives every
+repetition is flagged.
+
+The run loop checks one run (:func:`annotate`); the report checks results drawn as one (the demo's
+RFC 2544 and NDR/PDR parts, :func:`annotate_parts`).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from netrig.methods import REGISTRY
+from netrig.model import format_pps
+from netrig.view.run_view import frame_size_label
+
+CODE = "throughput_disagreement"
+
+
+@dataclass(frozen=True)
+class Bracket:
+    key: tuple[int, int]  # (part, method index)
+    frame_label: str
+    label: str
+    lower_pps: float
+    upper_pps: float | None
+    basis: str
+    trials: Sequence[Mapping[str, Any]] = field(default=(), compare=False)
+
+
+def brackets(summary: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str, Any]],
+             part: int = 0) -> list[Bracket]:
+    """The pooled bracket of every complete method result of one run's summary that has one."""
+    out = []
+    for s in summary:
+        if s.get("method") not in REGISTRY:
+            continue
+        method = REGISTRY.get(str(s["method"]))
+        for r in s.get("results") or []:
+            if r.get("complete") is False:
+                continue
+            got = [method.zero_loss_bounds(rep, s.get("params") or {}) for rep in r.get("repetitions") or []]
+            if not got or any(b is None for b in got):
+                continue
+            bs = [b for b in got if b is not None]
+            uppers = [b[1] for b in bs]
+            mi, size = s.get("method_index"), r.get("frame_size")
+            trials = [t for t in records if t.get("method_index") == mi and t.get("frame_size") == size]
+            out.append(Bracket((part, int(mi or 0)), frame_size_label(size), str(s.get("label") or s["method"]),
+                               min(b[0] for b in bs),
+                               None if any(u is None for u in uppers) else max(u for u in uppers if u is not None),
+                               bs[0][2], trials))
+    return out
+
+
+def _evidence(b: Bracket, lo: float, hi: float) -> str:
+    """What the bracket's trials at loads in ``[lo, hi]`` showed."""
+    n = free = lossy = invalid = pressed = 0
+    worst = 0.0
+    for t in b.trials:
+        rate = (t.get("load") or {}).get("rate_pps")
+        if t.get("kind", "rate") != "rate" or rate is None or not lo * (1 - 1e-9) <= rate <= hi * (1 + 1e-9):
+            continue
+        c = t.get("counts") or {}
+        n += 1
+        if t.get("verdict") == "backpressure":
+            pressed += 1
+        elif c.get("valid") is False:
+            invalid += 1
+        elif (c.get("frames_lost") or 0) > 0:
+            lossy += 1
+            worst = max(worst, float(c.get("loss_ratio") or 0.0))
+        else:
+            free += 1
+    if not n:
+        return "no trials"
+    parts = [f"{free} loss-free"] if free else []
+    if lossy:
+        parts.append(f"{lossy} lost frames (up to {100 * worst:.3g} %)")
+    if pressed:
+        parts.append(f"{pressed} slowed the sender (DUT backpressure)")
+    if invalid:
+        parts.append(f"{invalid} invalid (the tester fell short)")
+    return f"{n} trial(s): " + ", ".join(parts)
+
+
+def disagreements(bs: Sequence[Bracket]) -> dict[tuple[tuple[int, int], str], list[dict]]:
+    """Flags per (bracket key, frame size) for every pair of brackets at one frame size that contradict."""
+    out: dict[tuple[tuple[int, int], str], list[dict]] = {}
+    for i, a in enumerate(bs):
+        for b in bs[i + 1:]:
+            if a.frame_label != b.frame_label:
+                continue
+            low, high = (a, b) if a.lower_pps <= b.lower_pps else (b, a)
+            if low.upper_pps is None or high.lower_pps <= low.upper_pps * (1 + 1e-6):
+                continue  # the brackets overlap or touch: they agree within their resolutions
+            lo, hi = low.upper_pps, high.lower_pps
+            ev_low, ev_high = _evidence(low, lo, hi), _evidence(high, lo, hi)
+            msg = (f"{low.label} ({format_pps(low.lower_pps)}, failed at {format_pps(lo)}) and {high.label} "
+                   f"({format_pps(high.lower_pps)} passed) disagree beyond their resolutions. "
+                   f"Between {format_pps(lo)} and {format_pps(hi)}: {low.label} ran {ev_low}; {high.label} ran "
+                   f"{ev_high}. {low.basis}; {high.basis}.")
+            if "invalid" in ev_low or "invalid" in ev_high:
+                msg += (" Invalid trials in this range are the tester's, not the DUT's: check the self-test "
+                        "ceiling and the tester's CPU.")
+            else:
+                what = "capacity" if "backpressure" in ev_low + ev_high else "loss"
+                msg += (f" The DUT's {what} in this range comes and goes (on a shared host, with the CPU time "
+                        "it gets): the methods' different trial counts and durations decide it differently; "
+                        "longer or repeated trials settle it.")
+            flag = {"code": CODE, "message": msg}
+            for x in (a, b):
+                out.setdefault((x.key, x.frame_label), []).append(flag)
+    return out
+
+
+def _apply(summary: Sequence[Mapping[str, Any]], part: int, found: Mapping[tuple[tuple[int, int], str], list[dict]]):
+    for s in summary:
+        for r in s.get("results") or []:
+            for flag in found.get(((part, int(s.get("method_index") or 0)), frame_size_label(r.get("frame_size"))), []):
+                flags = r.setdefault("flags", [])
+                if flag not in flags:
+                    flags.append(flag)
+
+
+def annotate(summary: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str, Any]]) -> None:
+    """Add ``throughput_disagreement`` flags to the results of one run's summary (in place)."""
+    _apply(summary, 0, disagreements(brackets(summary, records)))
+
+
+def annotate_parts(docs: Sequence[Mapping[str, Any]]) -> None:
+    """The same across results drawn as one (each with its own summary and trials; in place)."""
+    bs = [b for i, d in enumerate(docs) for b in brackets(d.get("summary") or [], d.get("trials") or [], i)]
+    found = disagreements(bs)
+    for i, d in enumerate(docs):
+        _apply(d.get("summary") or [], i, found)

@@ -1,0 +1,236 @@
+"""A run's numbers are the DUT's: searches start from what the self-test proved, a DUT that slows the
+tester is measured (not reported as 0 fps), and methods that measure the same thing agree or say why."""
+import contextlib
+import json
+
+import pytest
+
+from netrig.errors import ResultError
+from netrig.methodology.mlr import GoalResult, MlrResult, SearchGoal
+from netrig.methods import REGISTRY
+from netrig.methods.throughput import ThroughputResult
+from netrig.model import FrameSize, LineRate
+from netrig.report import write_report
+from netrig.results import load_result
+from netrig.run import consistency
+from netrig.run.config import config_from_dict
+from netrig.run.runner import Runner
+from netrig.run.session import simulated_session
+
+GOAL = {"initial_trial_duration_s": 0.5, "final_trial_duration_s": 0.5, "duration_sum_s": 1.0, "relative_width": 0.01}
+
+
+def config(simulator: dict, methods: list | None = None, **kw) -> dict:
+    return {
+        "testbed": {"name": "simulated", "simulator": simulator},
+        "trial": {"duration_s": "0.5s"},
+        "line_rate": {"speed_bps": 1e9},
+        "frames": {"sizes": [64]},
+        "selftest": {"enabled": True, "duration_s": 0.5, "resolution_pct": 3.0},
+        "methods": methods or [
+            {"rfc2544_throughput": {"resolution_pct": 0.5}},
+            {"rfc2544_frame_loss": {}},
+            {"mlrsearch": {"goals": [{"name": "NDR", "loss_ratio": 0.0, **GOAL},
+                                     {"name": "PDR", "loss_ratio": 0.005, **GOAL}], "min_rate_pct": 0.1}},
+        ],
+        **kw,
+    }
+
+
+def run(tmp_path, cfg: dict, provider=None) -> dict:
+    Runner(config_from_dict(cfg), tmp_path, provider=provider).run()
+    return load_result(tmp_path)
+
+
+def results(doc: dict) -> dict:
+    return {s["method"]: s["results"][0] for s in doc["summary"]}
+
+
+def codes(result: dict) -> set:
+    return {f["code"] for f in result["flags"]}
+
+
+def test_a_dut_that_slows_the_tester_is_measured_not_reported_as_zero(tmp_path):
+    """The firewall with 3000 rules on veth: the tester reaches 4.5 kfps through it although the
+    self-test proved 600 kfps. Today's main: "0 fps", every trial invalid."""
+    doc = run(tmp_path, config({"capacity_pps": 1e6, "backpressure_pps": 4500, "tester_ceiling_pps": 600e3,
+                                "tester_tolerance_ratio": 0.0}))
+    ceiling = doc["selftest"]["ceilings"][0]["proven_rate_pps"]
+    assert 0.97 * 600e3 <= ceiling <= 600e3
+    r = results(doc)
+    tp, fl, mlr = r["rfc2544_throughput"], r["rfc2544_frame_loss"], r["mlrsearch"]
+    assert 4400 <= tp["headline"]["fps"] <= 4500
+    assert 4400 * 0.98 <= mlr["headline"]["fps"] <= 4500
+    assert fl["headline"] and 0 < fl["headline"]["fps"] <= 4500
+    for x in (tp, mlr):
+        assert "dut_backpressure" in codes(x) and "tester_limited" not in codes(x), x["flags"]
+        assert "throughput_disagreement" not in codes(x)
+    # nothing asked for more than the self-test vouches for
+    limit = ceiling / 1.1
+    assert max(t["load"]["rate_pps"] for t in doc["trials"] if t["method"] != "selftest") <= limit * (1 + 1e-9)
+
+
+def test_a_dut_faster_than_the_tester_is_a_lower_bound(tmp_path):
+    doc = run(tmp_path, config({"capacity_pps": 5e6, "tester_ceiling_pps": 600e3, "tester_tolerance_ratio": 0.0}))
+    limit = doc["selftest"]["ceilings"][0]["proven_rate_pps"] / 1.1
+    r = results(doc)
+    tp, mlr = r["rfc2544_throughput"], r["mlrsearch"]
+    assert tp["headline"]["fps"] == pytest.approx(limit) and "tester_limited" in codes(tp)
+    assert tp["repetitions"][0]["trials"] == 1  # one trial at the limit: the DUT passed it
+    assert all(g["tester_limited"] for g in mlr["repetitions"][0]["goals"]) and "tester_limited" in codes(mlr)
+    assert "above_selftest_ceiling" not in codes(tp)
+    assert "throughput_disagreement" not in codes(tp)
+    rows = [row for s in doc["summary"] for res in s["results"]
+            for row in REGISTRY.get(s["method"]).console_rows(res, "")]
+    assert rows[0][1].startswith("≥ ") and rows[0][1].endswith("(tester-limited)")
+    assert all(row[2].startswith("≥ ") for row in rows if row[1].startswith(("NDR", "PDR")))
+    html = (tmp_path / "r.html")
+    write_report([tmp_path / "result.json"], html)
+    assert "≥" in html.read_text()
+
+
+def test_throughput_and_ndr_agree_on_the_same_dut(tmp_path):
+    for sim in ({"capacity_pps": 400e3}, {"capacity_pps": 400e3, "livelock_slope": 0.5, "livelock_floor": 0.2}):
+        doc = run(tmp_path / str(len(sim)), config(sim))
+        r = results(doc)
+        tp, ndr = r["rfc2544_throughput"]["headline"]["fps"], r["mlrsearch"]["headline"]["fps"]
+        assert abs(tp - ndr) <= 0.01 * 400e3 + 0.005 * LineRate(1e9).fps(FrameSize(64)), (tp, ndr)
+        assert "throughput_disagreement" not in codes(r["rfc2544_throughput"])
+
+
+def test_methods_that_disagree_say_why(tmp_path):
+    """Loss that comes and goes: RFC 2544's single trial per load fails where MLRsearch's exceed
+    ratio passes. The run keeps both numbers and flags both with the trials in between."""
+    sim = {"capacity_pps": 400e3, "hiccup_probability": 0.3, "hiccup_s": 0.05, "seed": 5}
+    doc = run(tmp_path, config(sim, [{"rfc2544_throughput": {"resolution_pct": 0.5}},
+                                     {"mlrsearch": {"goals": [{"name": "NDR", "initial_trial_duration_s": 0.5,
+                                                               "final_trial_duration_s": 0.5, "duration_sum_s": 5.0,
+                                                               "relative_width": 0.01}], "min_rate_pct": 0.1}}]))
+    r = results(doc)
+    flags = [f for f in r["rfc2544_throughput"]["flags"] if f["code"] == "throughput_disagreement"]
+    assert flags and flags == [f for f in r["mlrsearch"]["flags"] if f["code"] == "throughput_disagreement"]
+    msg = flags[0]["message"]
+    assert "disagree beyond their resolutions" in msg and "lost frames" in msg and "comes and goes" in msg
+    assert "RFC 2544 throughput: a load passes when one 0.5 s trial loses no frames" in msg
+    assert "MLRsearch NDR: a load passes when at most 50 % of 5 s of 0.5 s trials lose frames" in msg
+
+
+def _summary(tp_rep: dict, ndr_goal: dict) -> list[dict]:
+    f, lr = FrameSize(64), LineRate(1e9)
+    goal = SearchGoal("NDR", duration_sum_s=3)
+    return [
+        {"method": "rfc2544_throughput", "method_index": 0, "label": "RFC 2544 throughput",
+         "params": {"duration_s": 1.0, "acceptable_loss_ratio": 0.0},
+         "results": [{"frame_size": 64, "complete": True, "flags": [], "repetitions": [
+             ThroughputResult(f, lr, 238e3, 238e3, 240e3, 10, False, None, 7e3, True).to_dict() | tp_rep]}]},
+        {"method": "mlrsearch", "method_index": 1, "label": "MLRsearch", "params": {},
+         "results": [{"frame_size": 64, "complete": True, "flags": [], "repetitions": [
+             MlrResult(f, lr, (GoalResult(goal, *ndr_goal.values()),), 20, 1.0).to_dict()]}]},
+    ]
+
+
+RECORDS = [{"method_index": 0, "frame_size": 64, "kind": "rate", "load": {"rate_pps": 250e3},
+            "counts": {"valid": True, "frames_lost": 3, "loss_ratio": 1e-5}},
+           {"method_index": 1, "frame_size": 64, "kind": "rate", "load": {"rate_pps": 300e3},
+            "counts": {"valid": True, "frames_lost": 0, "loss_ratio": 0.0}}]
+
+
+def test_brackets_that_do_not_overlap_are_flagged_with_the_evidence():
+    summary = _summary({}, {"ct": 321e3, "lo": 321e3, "hi": 324e3})
+    consistency.annotate(summary, RECORDS)
+    (f0,), (f1,) = (x["results"][0]["flags"] for x in summary)
+    assert f0 == f1 and f0["code"] == "throughput_disagreement"
+    msg = f0["message"]
+    assert "RFC 2544 throughput ran 1 trial(s): 1 lost frames (up to 0.001 %)" in msg
+    assert "MLRsearch ran 1 trial(s): 1 loss-free" in msg and "loss in this range comes and goes" in msg
+    assert "a load passes when one 1 s trial loses no frames" in msg
+    assert "a load passes when at most 50 % of 3 s of 1 s trials lose frames" in msg
+
+
+@pytest.mark.parametrize("tp_rep,ndr", [
+    ({}, {"ct": 239e3, "lo": 239e3, "hi": 241e3}),  # overlapping brackets agree
+    ({"upper_pps": None, "tester_limited": True, "bounded_by_tester": True},  # "≥ 238 k": no upper end
+     {"ct": 321e3, "lo": 321e3, "hi": 324e3}),
+    ({"tester_limited": True}, {"ct": 321e3, "lo": 321e3, "hi": 324e3}),  # an older result: no upper end claimed
+])
+def test_brackets_that_overlap_or_are_open_agree(tp_rep, ndr):
+    summary = _summary(tp_rep, ndr)
+    if "bounded_by_tester" not in tp_rep and tp_rep:
+        del summary[0]["results"][0]["repetitions"][0]["bounded_by_tester"]
+    consistency.annotate(summary, RECORDS)
+    assert all(not x["results"][0]["flags"] for x in summary)
+
+
+def test_results_drawn_as_one_are_checked_across_parts(tmp_path):
+    """The demo writes RFC 2544 and NDR/PDR as two results and draws them as one report."""
+    full = _summary({}, {"ct": 321e3, "lo": 321e3, "hi": 324e3})
+    parts = []
+    for i, s in enumerate(full):
+        d = tmp_path / str(i)
+        doc = run(d, config({"capacity_pps": 400e3}, [{"rfc2544_throughput": {}}], selftest={"enabled": False}))
+        doc["summary"] = [{**s, "method_index": 0}]
+        doc["trials"] = [{**t, "method_index": 0} for t in RECORDS if t["method_index"] == i]
+        (d / "result.json").write_text(json.dumps(doc))
+        parts.append(d / "result.json")
+    html = write_report(parts, tmp_path / "report.html").read_text()
+    assert "throughput_disagreement" in html and "disagree beyond their resolutions" in html
+
+
+class BreaksAfter:
+    """A provider whose DUT measurer raises after ``k`` trials."""
+
+    def __init__(self, k):
+        self.k = k
+
+    def __call__(self, cfg, role):
+        @contextlib.contextmanager
+        def cm():
+            with simulated_session(cfg, role) as s:
+                if role == "dut":
+                    inner, outer = s.measurer, self
+
+                    class M:
+                        def measure(self, *a, **kw):
+                            if outer.k <= 0:
+                                raise OSError("the tester's port vanished")
+                            outer.k -= 1
+                            return inner.measure(*a, **kw)
+
+                    s.measurer = M()
+                yield s
+
+        return cm()
+
+
+def test_an_error_mid_search_keeps_the_partial_result(tmp_path):
+    cfg = config({"capacity_pps": 400e3}, [{"mlrsearch": {"goals": [{"name": "NDR", **GOAL}]}}],
+                 selftest={"enabled": False})
+    with pytest.raises(ResultError, match="port vanished"):
+        Runner(config_from_dict(cfg), tmp_path, provider=BreaksAfter(2)).run()
+    doc = load_result(tmp_path)
+    assert doc["complete"] is False
+    res = doc["summary"][0]["results"][0]
+    assert not res["complete"] and res["headline"] is None
+    (rep,) = res["repetitions"]
+    assert rep["complete"] is False and rep["trials"] == 2 and rep["goals"][0]["lower_bound_pps"] is not None
+
+
+def test_frame_loss_is_checked_too():
+    """The demo on a busy host: the throughput search saw the DUT slow the sender at 70 kfps, the
+    frame-loss sweep's first load (123 kfps, the tester's limit) went through loss-free."""
+    summary = _summary({"rate_pps": 70.3e3, "lower_pps": 70.3e3, "upper_pps": 70.4e3},
+                       {"ct": 69e3, "lo": 69e3, "hi": 70e3})
+    summary[1] = {"method": "rfc2544_frame_loss", "method_index": 1, "label": "RFC 2544 frame loss",
+                  "params": {"duration_s": 0.5}, "results": [{"frame_size": 64, "complete": True, "flags": [],
+                  "repetitions": [{"curve": [{"offered_pct": 8.3, "offered_pps": 123e3, "achieved_pps": 123e3,
+                                              "forwarded_pps": 123e3, "loss_ratio": 0.0, "valid": True,
+                                              "backpressure": False}]}]}]}
+    records = [{"method_index": 0, "frame_size": 64, "kind": "rate", "load": {"rate_pps": 123e3},
+                "verdict": "backpressure", "counts": {"valid": False, "frames_lost": 0, "loss_ratio": 0.0}},
+               {"method_index": 1, "frame_size": 64, "kind": "rate", "load": {"rate_pps": 123e3},
+                "counts": {"valid": True, "frames_lost": 0, "loss_ratio": 0.0}}]
+    consistency.annotate(summary, records)
+    (f,) = summary[0]["results"][0]["flags"]
+    assert "1 slowed the sender (DUT backpressure)" in f["message"] and "capacity in this range comes and goes" in f[
+        "message"]
+    assert "a load is loss-free when its one 0.5 s trial loses no frames" in f["message"]
