@@ -12,11 +12,13 @@ from netrig.model import FrameSize
 from netrig.run.config import TrialConfig
 
 
-def result(sent: int, received: int, lag_ms: float, rate: float = 100_000.0):
+def result(sent: int, received: int, lag_ms: float, rate: float = 100_000.0, **kw):
     """What the engine's typed TrialResult offers the measurer (attributes only)."""
-    return SimpleNamespace(tx_rate_pps=rate, frames_sent=sent, frames_received=received, duplicated=0, reordered=0,
-                           late=0, latency=SimpleNamespace(samples=0), valid=True, invalid_reason=None,
-                           tester_rx_drops=0, tx_max_lag_ns=int(lag_ms * 1e6), to_dict=lambda: {"frames_sent": sent})
+    fields = dict(tx_rate_pps=rate, frames_sent=sent, frames_received=received, duplicated=0, reordered=0,
+                  late=0, latency=SimpleNamespace(samples=0), valid=True, invalid_reason=None,
+                  tester_rx_drops=0, tx_max_lag_ns=int(lag_ms * 1e6), frames_foreign=0, frames_stray=0,
+                  frames_forged=0, to_dict=lambda: {"frames_sent": sent})
+    return SimpleNamespace(**{**fields, **kw})
 
 
 def scripted(results, **kw) -> tuple[EngineMeasurer, list]:
@@ -73,3 +75,19 @@ def test_bad_stall_settings_name_the_field(kw, field):
     with pytest.raises(ConfigError) as e:
         TrialConfig(**kw)
     assert field in str(e.value)
+
+
+def test_frames_that_are_not_the_trials_own_are_carried_into_the_counts():
+    """foreign, stray and forged frames reach the trial record, and the engine's reason for an
+    invalid trial (here: another trial's frames) is kept as it is."""
+    why = "port b: 300 frames of another netrig trial arrived"
+    m, _ = scripted([result(100_000, 99_850, lag_ms=0, frames_foreign=4, frames_stray=300, frames_forged=2,
+                            valid=False, invalid_reason=why)])
+    c = m.measure(LOAD, 1.0)
+    assert (c.foreign, c.stray, c.forged, c.frames_lost) == (4, 300, 2, 150)
+    assert not c.valid and c.invalid_reason == why
+    d = c.to_dict()
+    assert (d["foreign"], d["stray"], d["forged"]) == (4, 300, 2)
+    assert type(c).from_dict(d) == c
+    old = {k: v for k, v in d.items() if k not in ("foreign", "stray", "forged")}
+    assert (type(c).from_dict(old).stray, type(c).from_dict(old).forged) == (0, 0), "older records read as 0"

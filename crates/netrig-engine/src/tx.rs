@@ -10,14 +10,14 @@
 //!
 //! Per frame the worker copies the size's template, patches the flow's addresses/ports (only
 //! when the stream has more than one flow) and writes the signature (flow id, sequence, transmit
-//! timestamp) with incremental checksum updates. The timestamp is read once per batch.
+//! timestamp, under the trial's tag) with incremental checksum updates. The timestamp is read
+//! once per batch.
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use netrig_wire::builder;
 use netrig_wire::signature::Signature;
 
-use crate::analyze::WARMUP_FLOW_BIT;
 use crate::clock;
 use crate::error::PortError;
 use crate::port::{TxQueue, TxQueueStats};
@@ -107,8 +107,10 @@ pub struct TxPlan {
     pub end_ns: Option<u64>,
     /// Burst shape (from the first share's stop), if any.
     pub bursts: Option<(u64, u64, u64)>,
-    /// Warm-up: frames carry the warm-up flow bit and are not counted as trial frames.
+    /// Warm-up: frames carry the warm-up flag and are not counted as trial frames.
     pub warmup: bool,
+    /// The trial's tag, written into every frame's signature.
+    pub trial: u32,
 }
 
 /// Run one TX worker to completion (or until `stop` is set). Never panics on I/O errors: they
@@ -221,7 +223,7 @@ pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, l
         let mut n_filled = 0usize;
         let mut fill = |buf: &mut [u8]| -> usize {
             n_filled += 1;
-            fill_one(&mut st, buf, ts, plan.warmup)
+            fill_one(&mut st, buf, ts, plan.warmup, plan.trial)
         };
         let sent = match queue.send(want, &mut fill) {
             Ok(n) => n,
@@ -282,7 +284,7 @@ fn drain_queue(queue: &mut dyn TxQueue, stop: &AtomicBool) -> Result<(), PortErr
 
 /// Pick the next share (smooth weighted round robin) and write one frame into `buf`.
 #[inline]
-fn fill_one(st: &mut [ShareState], buf: &mut [u8], ts: u64, warmup: bool) -> usize {
+fn fill_one(st: &mut [ShareState], buf: &mut [u8], ts: u64, warmup: bool, trial: u32) -> usize {
     let i = if st.len() == 1 {
         0
     } else {
@@ -318,11 +320,8 @@ fn fill_one(st: &mut [ShareState], buf: &mut [u8], ts: u64, warmup: bool) -> usi
         apply_flow(out, &t.info, &cs.flows.tuple(flow_index));
     }
     let slot = &mut s.seq[local_flow as usize];
-    let mut flow_id = cs.flow_base + flow_index as u32;
-    if warmup {
-        flow_id |= WARMUP_FLOW_BIT;
-    }
-    let sig = Signature { flow_id, seq: *slot, tx_ts_ns: ts };
+    let flow_id = cs.flow_base + flow_index as u32;
+    let sig = Signature { trial, warmup, flow_id, seq: *slot, tx_ts_ns: ts };
     let _ = builder::patch_signature(out, &t.info, &sig);
     *slot += 1;
     s.sent += 1;

@@ -514,7 +514,8 @@ impl TrialSpec {
         let seconds = |v: Option<&Bound<'_, PyAny>>, field: &str| -> Result<Option<u64>> {
             match opt::<Option<f64>>(v, field, None)? {
                 None => Ok(None),
-                Some(s) => Ok(Some(stream::seconds_to_ns(field, s, true)?)),
+                // A late threshold of 0 would make every frame late.
+                Some(s) => Ok(Some(stream::seconds_to_ns(field, s, field != "late_s")?)),
             }
         };
         let config = TrialConfig {

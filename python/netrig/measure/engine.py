@@ -3,8 +3,10 @@
 * Learning frames (RFC 2544 §23): before the first trial of each frame size (and after a DUT
   reset), a short low-rate trial primes ARP/neighbour and switch tables; its counts are discarded.
 * Validity: a trial whose achieved tx rate is more than ``tx_tolerance_pct`` below the intended
-  rate, that the engine marks invalid, or in which the tester's own receiver dropped frames, is
-  invalid — a tester limit, not DUT loss.
+  rate, or that the engine marks invalid (the tester's own receiver dropped frames, a tester link
+  went down, another trial's frames arrived, a flow received sequence numbers it never sent…), is
+  invalid — a tester limit, not DUT loss. Frames that are not the trial's own are counted apart
+  (``foreign``, ``stray``, ``forged``), never as received.
 * Tester stalls: a VM or host can deschedule the sender for milliseconds; the engine then sends its
   backlog at up to twice the rate and records the longest delay (``tx_max_lag_ns``). A trial that
   lost frames while the delay exceeded ``stall_threshold_ms`` is repeated, up to ``stall_retries``
@@ -92,7 +94,8 @@ class EngineMeasurer:
         return TrialCounts(
             offered_pps=offered, frames_sent=res.frames_sent, frames_received=res.frames_received,
             duplicated=res.duplicated, reordered=res.reordered, late=res.late, latency=latency_summary(res.latency),
-            valid=valid, invalid_reason=reason, raw={"engine": res.to_dict(), **(extra_raw or {})},
+            valid=valid, invalid_reason=reason, foreign=res.frames_foreign, stray=res.frames_stray,
+            forged=res.frames_forged, raw={"engine": res.to_dict(), **(extra_raw or {})},
         )
 
     # ---------------------------------------------------------------- the measurer seam
