@@ -8,6 +8,7 @@ import pytest
 from netrig.errors import ConfigError
 from netrig.measure import Load
 from netrig.measure.engine import EngineMeasurer
+from netrig.measure.seam import Phase
 from netrig.model import FrameSize
 from netrig.run.config import TrialConfig
 
@@ -17,7 +18,7 @@ def result(sent: int, received: int, lag_ms: float, rate: float = 100_000.0, **k
     fields = dict(tx_rate_pps=rate, frames_sent=sent, frames_received=received, duplicated=0, reordered=0,
                   late=0, latency=SimpleNamespace(samples=0), valid=True, invalid_reason=None,
                   tester_rx_drops=0, tx_max_lag_ns=int(lag_ms * 1e6), frames_foreign=0, frames_stray=0,
-                  frames_forged=0, to_dict=lambda: {"frames_sent": sent})
+                  frames_forged=0, ports=(), to_dict=lambda: {"frames_sent": sent})
     return SimpleNamespace(**{**fields, **kw})
 
 
@@ -91,3 +92,16 @@ def test_frames_that_are_not_the_trials_own_are_carried_into_the_counts():
     assert type(c).from_dict(d) == c
     old = {k: v for k, v in d.items() if k not in ("foreign", "stray", "forged")}
     assert (type(c).from_dict(old).stray, type(c).from_dict(old).forged) == (0, 0), "older records read as 0"
+
+
+def test_frames_of_the_previous_interval_are_credited_to_the_interval_they_arrive_in():
+    """measure_phases runs one trial per interval with no drain between them: frames still in
+    flight at an interval's end reach the next trial, which counts them as an earlier trial's
+    (never as its own). The measurer credits them to that interval, as late frames were."""
+    port = lambda earlier: SimpleNamespace(rx_earlier_trial=earlier)
+    m, calls = scripted([result(1000, 990, lag_ms=0, ports=(port(0), port(0))),
+                         result(1000, 995, lag_ms=0, ports=(port(0), port(10)))])
+    c = m.measure_phases(FrameSize(size=64), [Phase(rate_pps=1000.0, duration_s=2.0)], 1.0)
+    assert len(calls) == 2
+    assert [i.frames_received for i in c.intervals] == [990, 1005]
+    assert c.frames_received == 1995

@@ -376,7 +376,8 @@ pub struct PortResult {
     pub link_down_events: u64,
     /// The link was up at the start and at the end of the trial (true when not watched).
     pub link_up: bool,
-    /// The link was watched (the backend reads its state; loopback and unreadable links are not).
+    /// The link's state was read before and after the trial (false when the port has no link to
+    /// watch or its state could not be read).
     pub link_watched: bool,
 }
 

@@ -16,7 +16,10 @@
 * Bursts (back-to-back) are approximated by a trial of ``burst / rate`` seconds at the burst rate.
 * Multi-phase trials (system recovery, iperf) run consecutive trials of one sampling interval
   each (drain 0 between them, the configured drain after the last), so every interval has its own
-  counts; frames in flight across an interval border are counted in the later interval as late.
+  counts; frames still in flight when an interval's trial ends are counted by it if they reach the
+  tester within the engine's final 10 ms receive pass; later ones arrive during the next interval's
+  trial as an earlier trial's frames (the engine never counts them as its own) and are credited to
+  that interval, as late frames.
 
 The engine's result is typed (``netrig._native.TrialResult``); it is converted here, field by
 field, into the seam's :class:`~netrig.measure.seam.TrialCounts`, and kept whole in ``raw["engine"]``.
@@ -144,7 +147,9 @@ class EngineMeasurer:
                 c = self._counts(res, ph.rate_pps)
                 if not c.valid:
                     valid, reason = False, c.invalid_reason
-                intervals.append(Interval(t0 + k * interval_s, dur, pi, c.frames_sent, c.frames_received + c.late))
+                carried = sum(p.rx_earlier_trial for p in res.ports)  # the previous interval's, in flight
+                intervals.append(Interval(t0 + k * interval_s, dur, pi, c.frames_sent,
+                                          c.frames_received + c.late + carried))
                 raws.append({"frames_sent": c.frames_sent, "frames_received": c.frames_received, "late": c.late})
             t0 += ph.duration_s
         sent = sum(i.frames_sent for i in intervals)
