@@ -798,6 +798,8 @@ fn collect(
     let mut tx_per_flow: Vec<u64> = vec![0; nflows];
     let mut tx_frames = vec![0u64; streams.len()];
     let mut tx_bytes = vec![0u64; streams.len()];
+    // Each stream's send window (TX timestamps of its first and last frame, over its shares).
+    let mut stream_window = vec![(u64::MAX, 0u64); streams.len()];
     let (mut first, mut last) = (u64::MAX, 0u64);
     let mut errors = Vec::new();
     for (_, w) in &tx {
@@ -812,6 +814,10 @@ fn collect(
             let s = &streams[sh.stream];
             tx_frames[sh.stream] += sh.frames;
             tx_bytes[sh.stream] += sh.bytes;
+            if sh.frames > 0 {
+                let w = &mut stream_window[sh.stream];
+                *w = (w.0.min(sh.first_ts_ns), w.1.max(sh.last_ts_ns));
+            }
             // Shares own flows k*shares+share; recover the stream-local index.
             let total_shares = split_count(&tx, sh.stream);
             let share_idx = share_index(&tx, sh, w);
@@ -869,9 +875,11 @@ fn collect(
             }
         }
         all.merge(&agg);
+        let (w0, w1) = stream_window[i];
+        let window_s = if w1 > w0 { (w1 - w0) as f64 / 1e9 } else { 0.0 };
         let duration_s = match s.config.stop {
             Stop::Duration { ns } => ns as f64 / 1e9,
-            _ => tx_window_s,
+            _ => window_s,
         };
         let intended = if s.rate_pps.is_finite() {
             match s.frame_limit {
@@ -885,14 +893,14 @@ fn collect(
         if let (Stop::Frames { .. }, false, false) = (s.config.stop, interrupted, matches!(s.config.rate, Rate::Max)) {
             // Frames due within the send window (the first frame is due at its start), with the
             // grace a duration stop has: the rest were late, the tester could not keep the rate.
-            let due = s.rate_pps * (tx_window_s - COUNT_STOP_GRACE_NS as f64 / 1e9).max(0.0) + 1.0;
+            let due = s.rate_pps * (window_s - COUNT_STOP_GRACE_NS as f64 / 1e9).max(0.0) + 1.0;
             if tx_frames[i] > 1 && (tx_frames[i] as f64) < due * MIN_ACHIEVED_RATIO {
                 invalid.push(format!(
                     "stream {} ({}): the tester took {:.3} s to send {} frames, {:.2} % of the offered rate of {:.0} fps: \
                      the tester could not keep the rate",
                     i,
                     s.config.name,
-                    tx_window_s,
+                    window_s,
                     tx_frames[i],
                     100.0 * tx_frames[i] as f64 / due,
                     s.rate_pps

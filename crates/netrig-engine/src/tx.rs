@@ -53,6 +53,10 @@ pub struct TxShareResult {
     pub bytes: u64,
     /// Frames sent per flow (index = stream-local flow index), i.e. the next sequence number.
     pub per_flow: Vec<u64>,
+    /// TX timestamps (ns since the trial epoch) of this share's first and last frame: its send
+    /// window, for streams that stop after a count.
+    pub first_ts_ns: u64,
+    pub last_ts_ns: u64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -94,6 +98,9 @@ struct ShareState {
     /// Smooth weighted round robin credit.
     credit: f64,
     done: bool,
+    /// TX timestamps of the first and last frame.
+    first_ts: u64,
+    last_ts: u64,
 }
 
 /// Parameters of a worker run.
@@ -124,7 +131,16 @@ pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, l
         .map(|share| {
             let nflows = share.stream.flows.count();
             let mine = (nflows + share.shares - 1 - share.share) / share.shares;
-            ShareState { seq: vec![0; mine as usize], share, sent: 0, bytes: 0, credit: 0.0, done: false }
+            ShareState {
+                seq: vec![0; mine as usize],
+                share,
+                sent: 0,
+                bytes: 0,
+                credit: 0.0,
+                done: false,
+                first_ts: 0,
+                last_ts: 0,
+            }
         })
         .collect();
     let intended = match (plan.end_ns, unpaced) {
@@ -265,7 +281,14 @@ pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, l
     res.queue = queue.stats();
     res.shares = st
         .into_iter()
-        .map(|s| TxShareResult { stream: s.share.stream.index, frames: s.sent, bytes: s.bytes, per_flow: s.seq })
+        .map(|s| TxShareResult {
+            stream: s.share.stream.index,
+            frames: s.sent,
+            bytes: s.bytes,
+            per_flow: s.seq,
+            first_ts_ns: s.first_ts,
+            last_ts_ns: s.last_ts,
+        })
         .collect();
     res
 }
@@ -324,6 +347,10 @@ fn fill_one(st: &mut [ShareState], buf: &mut [u8], ts: u64, warmup: bool, trial:
     let sig = Signature { trial, warmup, flow_id, seq: *slot, tx_ts_ns: ts };
     let _ = builder::patch_signature(out, &t.info, &sig);
     *slot += 1;
+    if s.sent == 0 {
+        s.first_ts = ts;
+    }
+    s.last_ts = ts;
     s.sent += 1;
     s.bytes += t.size as u64;
     if let Some(limit) = s.share.limit {

@@ -254,3 +254,24 @@ fn every_trial_has_its_own_tag() {
     assert!(r1.valid && r2.valid && r2.rx_frames() == 1_000);
     assert!(r2.ports[1].rx_other_trial == 0 && r2.ports[1].rx_implausible == 0);
 }
+
+#[test]
+fn count_stopped_streams_are_judged_on_their_own_send_windows() {
+    // Two streams on one TX worker, the same count at different rates: the faster one is done
+    // first. Judged on the trial's whole send window it would look 2/3 as fast as asked; judged
+    // on its own window it kept its rate, and the trial is valid.
+    let (mut p, _) = ports(None);
+    let mut fast = StreamConfig::new("fast");
+    fast.rate = Rate::Pps(40_000.0);
+    fast.stop = Stop::Frames { count: 20_000 };
+    let mut slow = StreamConfig::new("slow");
+    slow.rate = Rate::Pps(20_000.0);
+    slow.stop = Stop::Frames { count: 20_000 };
+    let c = TrialConfig { streams: vec![fast, slow], ..cfg(StreamConfig::new("unused")) };
+    let r = run_trial(&mut p, &c, &TrialControl::new()).unwrap();
+    assert!(r.valid, "{:?}", r.invalid_reason);
+    let (a, b) = (&r.streams[0], &r.streams[1]);
+    assert_eq!((a.tx_frames, b.tx_frames, a.rx_frames, b.rx_frames), (20_000, 20_000, 20_000, 20_000));
+    assert!((a.tx_rate_pps / 40_000.0 - 1.0).abs() < 0.01, "{} fps", a.tx_rate_pps);
+    assert!(20_000.0 / a.tx_rate_pps < 0.8 * r.tx_window_s, "the fast stream ended well before the others");
+}
