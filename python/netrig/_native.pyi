@@ -248,6 +248,9 @@ class Snapshot:
     def tx_frames(self) -> int: ...
     @property
     def rx_frames(self) -> int: ...
+    @property
+    def trial_tag(self) -> int:
+        """The running trial's tag (0 before the trial claimed one)."""
 
 @final
 class Trial:
@@ -386,15 +389,36 @@ class PortResult:
     @property
     def rx_bytes(self) -> int: ...
     @property
-    def rx_foreign(self) -> int: ...
+    def rx_foreign(self) -> int:
+        """Frames without a netrig signature."""
     @property
-    def rx_unknown_flow(self) -> int: ...
+    def rx_unknown_flow(self) -> int:
+        """Frames of this trial's tag with a flow id the trial does not have."""
     @property
     def rx_warmup(self) -> int: ...
+    @property
+    def rx_earlier_trial(self) -> int:
+        """Signed frames of an earlier trial of this process (late arrivals)."""
+    @property
+    def rx_other_trial(self) -> int:
+        """Signed frames of a trial this process is not running (another tester, or forged)."""
+    @property
+    def rx_implausible(self) -> int:
+        """This trial's tag and flow with impossible contents (TX time in the future or before
+        the trial, a sequence number not sent yet)."""
     @property
     def rx_ring_drops(self) -> int: ...
     @property
     def rx_overruns(self) -> int: ...
+    @property
+    def link_down_events(self) -> int:
+        """Times the link's carrier went down during the trial."""
+    @property
+    def link_up(self) -> bool:
+        """The link was up at the start and at the end of the trial."""
+    @property
+    def link_watched(self) -> bool:
+        """The link's state was read before and after the trial."""
     def to_dict(self) -> dict[str, object]: ...
 
 @final
@@ -405,6 +429,9 @@ class TrialResult:
     def streams(self) -> tuple[StreamResult, ...]: ...
     @property
     def ports(self) -> tuple[PortResult, ...]: ...
+    @property
+    def trial_tag(self) -> int:
+        """The trial's tag: the nonce in every frame's signature."""
     @property
     def duration_s(self) -> float: ...
     @property
@@ -456,6 +483,15 @@ class TrialResult:
     @property
     def tester_rx_drops(self) -> int:
         """Frames the tester's own receive rings dropped (not DUT loss)."""
+    @property
+    def frames_foreign(self) -> int:
+        """Frames without a netrig signature, all ports."""
+    @property
+    def frames_stray(self) -> int:
+        """Signed frames of other trials (earlier trials' late frames, other testers'), all ports."""
+    @property
+    def frames_forged(self) -> int:
+        """Frames with this trial's tag that cannot be its own (unknown flow, implausible)."""
     @property
     def flows(self) -> tuple[FlowResult, ...]: ...
     @property

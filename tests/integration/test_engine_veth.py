@@ -97,12 +97,15 @@ STREAM_KEYS = {"index", "name", "tx_port", "rx_port", "frame_size_mean", "flows"
                "intended_frames", "frames_sent", "bytes_sent", "tx_rate_pps", "frames_received", "bytes_received",
                "frames_lost", "reordered", "duplicated", "late", "latency", "flow_results"}
 PORT_KEYS = {"name", "backend", "notes", "timestamp_source", "tx_frames", "tx_bytes", "tx_backpressure", "tx_errors",
-             "rx_frames", "rx_bytes", "rx_foreign", "rx_unknown_flow", "rx_warmup", "rx_ring_drops", "rx_overruns"}
-TRIAL_KEYS = {"streams", "ports", "duration_s", "tx_window_s", "drain_s", "valid", "invalid_reason", "interrupted",
-              "latency", "tx_cpus", "rx_cpus", "started_realtime_ns", "tx_max_lag_ns", "tx_max_catchup",
+             "rx_frames", "rx_bytes", "rx_foreign", "rx_unknown_flow", "rx_warmup", "rx_earlier_trial",
+             "rx_other_trial", "rx_implausible", "rx_ring_drops", "rx_overruns", "link_down_events", "link_up",
+             "link_watched"}
+TRIAL_KEYS = {"streams", "ports", "trial_tag", "duration_s", "tx_window_s", "drain_s", "valid", "invalid_reason",
+              "interrupted", "latency", "tx_cpus", "rx_cpus", "started_realtime_ns", "tx_max_lag_ns", "tx_max_catchup",
               # derived totals
               "frames_sent", "frames_received", "frames_lost", "loss_ratio", "reordered", "duplicated", "late",
-              "tx_rate_pps", "rx_rate_pps", "intended_rate_pps", "tester_rx_drops"}
+              "tx_rate_pps", "rx_rate_pps", "intended_rate_pps", "tester_rx_drops", "frames_foreign", "frames_stray",
+              "frames_forged"}
 
 
 def test_result_is_typed_and_to_dict_keeps_the_result_format():

@@ -261,7 +261,8 @@ needs_mount = pytest.mark.skipif(not IS_ROOT, reason="needs root: mounts a small
 @needs_mount
 @pytest.mark.timeout(300)
 def test_disk_full_mid_run_is_one_line_keeps_every_trial_and_resumes(tmp_path):
-    with small_tmpfs(tmp_path / "mnt", 1024) as mnt:
+    # 4 MiB: once the filler is gone, the resumed run's result.json (every trial again) must fit
+    with small_tmpfs(tmp_path / "mnt", 4096) as mnt:
         filler = _fill(mnt, 48)
         out = mnt / "out"
         r = subprocess.run([*NETRIG, "run", str(_cfg(tmp_path, delay=0.0)), "--out", str(out), "--quiet"], env=ENV,

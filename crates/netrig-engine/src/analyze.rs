@@ -1,11 +1,24 @@
 //! The receive analysis: every received frame is classified and counted per flow.
 //!
-//! For each frame the RX worker calls [`Analyzer::frame`]: the signature is located
-//! (`netrig_wire::dissect::find_signature`); frames without one are counted as foreign. For a
-//! signed frame of a known flow the analyser updates, without allocating:
-//! - unique frames/bytes received, duplicates and reordering, from the sequence number against
-//!   a per-flow sliding window bitmap (a frame whose sequence is below the highest seen is
-//!   *reordered*; a sequence already seen inside the window is a *duplicate*);
+//! For each frame the RX worker calls [`Analyzer::frame`]. The signature is located
+//! (`netrig_wire::dissect::find_signature`) and the frame classified, in this order:
+//! - no signature: *foreign* (ARP, the host's traffic, learning frames);
+//! - a signature with another trial's tag: *earlier trial* (a late frame of a trial this process
+//!   ran before, see [`TrialIdent`]) or *other trial* (another tester's, or forged with a wrong
+//!   tag); never a frame of this trial;
+//! - this trial's tag with the warm-up flag: *warm-up*;
+//! - this trial's tag and a flow id the trial does not have: *unknown flow*;
+//! - this trial's tag and flow but impossible contents: *implausible* — a TX timestamp in the
+//!   future (beyond [`FUTURE_TOLERANCE_NS`]) or before the trial's epoch, or a sequence number
+//!   at or beyond what the trial's TX workers had sent when the frame arrived. Such a frame never
+//!   touches its flow's state, so one forged sequence number cannot make the genuine frames that
+//!   follow look reordered.
+//!
+//! For the remaining frames (this trial's, plausible) the analyser updates, without allocating:
+//! - unique frames/bytes received, duplicates and reordering, from the sequence number (40 bits
+//!   on the wire, extended to 64 against the flow's highest) against a per-flow sliding window
+//!   bitmap (a frame whose sequence is below the highest seen is *reordered*; a sequence
+//!   already seen inside the window is a *duplicate*);
 //! - latency = receive time − transmit timestamp, into the flow's HDR histogram, plus IPDV
 //!   (difference of consecutive frames' latencies, RFC 5481): its mean and maximum, and its
 //!   magnitude into a second, coarser HDR histogram (for the 99th percentile);
@@ -16,11 +29,46 @@
 //! per-flow counts.
 use hdrhistogram::Histogram;
 use netrig_wire::dissect;
+use netrig_wire::signature::{MASK_40, TRIAL_MASK};
 
 use crate::port::RxMeta;
 
-/// Flow-id bit marking warm-up frames: counted, but not part of the measurement.
-pub const WARMUP_FLOW_BIT: u32 = 0x8000_0000;
+/// Half the 40-bit range of sequence numbers and timestamps: differences below it count forward.
+const HALF_40: u64 = 1 << 39;
+
+/// A TX timestamp up to this far after the receive time is taken for clock granularity (latency
+/// 0); further in the future the frame is implausible. Receive stamps of af_packet and sockets are
+/// converted from the realtime clock, re-measured every second.
+pub const FUTURE_TOLERANCE_NS: u64 = 10_000_000;
+
+/// Trials of this process, before this one, whose late frames count as *earlier trial* rather
+/// than *other trial* (tags are consecutive within a process).
+pub const EARLIER_TRIALS: u32 = 64;
+
+/// Which trial the analyser counts for: its tag, and how to tell the other tags apart.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TrialIdent {
+    /// This trial's nonce (the signature's tag).
+    pub tag: u32,
+    /// The `earlier` tags below `tag` (modulo 2^23) are trials this process ran before.
+    pub earlier: u32,
+    /// Tags of this process's trials that were still running when this one started: their
+    /// frames are another trial's, not late frames of an earlier one.
+    pub concurrent: Vec<u32>,
+}
+
+impl TrialIdent {
+    /// A frame tagged `tag` (not this trial's) belongs to an earlier trial of this process.
+    fn is_earlier(&self, tag: u32) -> bool {
+        let d = self.tag.wrapping_sub(tag) & TRIAL_MASK;
+        d >= 1 && d <= self.earlier && !self.concurrent.contains(&tag)
+    }
+}
+
+/// How many frames this trial's TX workers have sent so far (all flows together, plus the
+/// frames a worker may have on the wire before it publishes its count). Called only when a
+/// sequence number reaches the last value read.
+pub type SentSoFar = Box<dyn FnMut() -> u64 + Send>;
 
 /// Highest latency the histograms record (longer is clamped): 60 s.
 pub const MAX_LATENCY_NS: u64 = 60_000_000_000;
@@ -100,6 +148,19 @@ impl FlowRx {
         (&mut self.window[(idx / 64) as usize], mask)
     }
 
+    /// The 64-bit sequence number of a 40-bit one: the value with those low bits nearest to the
+    /// next expected sequence (forward when both are as near).
+    #[inline]
+    fn extend_seq(&self, s40: u64) -> u64 {
+        let base = self.next_seq;
+        let d = s40.wrapping_sub(base) & MASK_40;
+        if d <= HALF_40 || base < MASK_40 + 1 - d {
+            base + d
+        } else {
+            base - (MASK_40 + 1 - d)
+        }
+    }
+
     /// Record sequence `seq`; returns false if it is a duplicate.
     #[inline]
     fn record_seq(&mut self, seq: u64) -> bool {
@@ -173,10 +234,17 @@ pub struct RxTotals {
     pub bytes: u64,
     /// Frames without a netrig signature (ARP, the host's traffic, learning frames).
     pub foreign: u64,
-    /// Signed frames of a flow id this trial does not know.
+    /// Frames of this trial's tag with a flow id this trial does not know.
     pub unknown_flow: u64,
-    /// Signed warm-up frames.
+    /// This trial's warm-up frames.
     pub warmup: u64,
+    /// Signed frames of an earlier trial of this process (they arrived late).
+    pub earlier_trial: u64,
+    /// Signed frames of a trial this process is not running (another tester, a forged tag).
+    pub other_trial: u64,
+    /// Frames of this trial's tag and flow that cannot be genuine: TX time in the future or
+    /// before the trial, or a sequence number the flow had not sent yet.
+    pub implausible: u64,
 }
 
 /// One RX worker's analysis state.
@@ -190,6 +258,10 @@ pub struct Analyzer {
     /// Engine-clock time of the trial epoch; signature timestamps are relative to it.
     epoch_ns: u64,
     late_ns: u64,
+    ident: TrialIdent,
+    /// No genuine sequence number reaches it: the TX frames sent when last read.
+    seq_bound: u64,
+    sent_so_far: SentSoFar,
 }
 
 /// Window size per flow: large for few flows, smaller for many (bounded memory).
@@ -199,6 +271,7 @@ pub fn window_bits_for(flows: usize) -> usize {
 }
 
 impl Analyzer {
+    /// An analyser for trial tag 0 without a bound on sequence numbers (see [`Self::for_trial`]).
     pub fn new(nflows: usize, epoch_ns: u64, late_ns: u64) -> Self {
         let w = window_bits_for(nflows);
         Analyzer {
@@ -208,6 +281,27 @@ impl Analyzer {
             shared_ipdv_hist: new_ipdv_hist(),
             epoch_ns,
             late_ns,
+            ident: TrialIdent::default(),
+            seq_bound: u64::MAX,
+            sent_so_far: Box::new(|| u64::MAX),
+        }
+    }
+
+    /// Count for the trial `ident`; `sent_so_far` bounds sequence numbers (see [`SentSoFar`]).
+    pub fn for_trial(mut self, ident: TrialIdent, sent_so_far: SentSoFar) -> Self {
+        self.ident = ident;
+        self.sent_so_far = sent_so_far;
+        self.seq_bound = 0;
+        self
+    }
+
+    /// Counts a signed frame that is not this trial's.
+    #[cold]
+    fn stray(&mut self, tag: u32) {
+        if self.ident.is_earlier(tag) {
+            self.totals.earlier_trial += 1;
+        } else {
+            self.totals.other_trial += 1;
         }
     }
 
@@ -222,7 +316,11 @@ impl Analyzer {
             t.foreign += 1;
             return;
         };
-        if sig.flow_id & WARMUP_FLOW_BIT != 0 {
+        if sig.trial != self.ident.tag {
+            self.stray(sig.trial);
+            return;
+        }
+        if sig.warmup {
             t.warmup += 1;
             return;
         }
@@ -230,14 +328,33 @@ impl Analyzer {
             t.unknown_flow += 1;
             return;
         };
-        // Signature timestamps are 48-bit ns since the epoch (78 h); unwrap against rx time.
+        // Signature timestamps are 40-bit ns since the epoch (18.3 min); unwrap against rx time.
         let rx_rel = meta.ts_ns.saturating_sub(self.epoch_ns);
-        let mask = netrig_wire::signature::MASK_48;
-        let latency = (rx_rel.wrapping_sub(sig.tx_ts_ns)) & mask;
-        // A receive stamp a little before the transmit stamp (clock granularity) reads as a
-        // huge 48-bit value: treat it as zero.
-        let latency = if latency > mask / 2 { 0 } else { latency };
-        if !f.record_seq(sig.seq) {
+        let raw = rx_rel.wrapping_sub(sig.tx_ts_ns) & MASK_40;
+        let latency = if raw > HALF_40 {
+            // Stamped after it was received: clock granularity up to the tolerance, else forged.
+            if MASK_40 + 1 - raw > FUTURE_TOLERANCE_NS {
+                t.implausible += 1;
+                return;
+            }
+            0
+        } else if raw > rx_rel {
+            // Stamped before the trial's epoch (only decidable in the first 2^39 ns).
+            t.implausible += 1;
+            return;
+        } else {
+            raw
+        };
+        let seq = f.extend_seq(sig.seq);
+        if seq >= self.seq_bound {
+            // Ahead of what the TX had sent when last asked: ask again.
+            self.seq_bound = (self.sent_so_far)();
+            if seq >= self.seq_bound {
+                t.implausible += 1;
+                return;
+            }
+        }
+        if !f.record_seq(seq) {
             return;
         }
         if latency > self.late_ns {
@@ -362,6 +479,11 @@ mod tests {
 
     /// A signed 64-byte frame of flow 0 with sequence `seq`, sent at `tx_ns` since the epoch.
     fn frame(seq: u64, tx_ns: u64) -> Vec<u8> {
+        signed(0, false, 0, seq, tx_ns)
+    }
+
+    /// A signed 64-byte frame with every signature field chosen.
+    fn signed(trial: u32, warmup: bool, flow_id: u32, seq: u64, tx_ns: u64) -> Vec<u8> {
         use netrig_wire::builder::{build_udp_frame, patch_signature, L3Spec, TemplateSpec};
         let spec = TemplateSpec {
             src_mac: netrig_wire::ethernet::EthernetAddress([2, 0, 0, 0, 0, 1]),
@@ -374,7 +496,7 @@ mod tests {
         };
         let mut buf = vec![0u8; 60];
         let info = build_udp_frame(&spec, 60, &mut buf).unwrap();
-        let sig = netrig_wire::signature::Signature { flow_id: 0, seq, tx_ts_ns: tx_ns };
+        let sig = netrig_wire::signature::Signature { trial, warmup, flow_id, seq, tx_ts_ns: tx_ns };
         patch_signature(&mut buf, &info, &sig).unwrap();
         buf
     }
@@ -433,5 +555,133 @@ mod tests {
     fn window_sizes_are_bounded() {
         assert_eq!(window_bits_for(1), 1 << 17);
         assert_eq!(window_bits_for(1 << 20), 256);
+    }
+
+    const TAG: u32 = 1000;
+
+    /// An analyser of trial `TAG` (three earlier trials, of which 997 still runs, and 1001 running
+    /// alongside) whose TX has
+    /// sent `sent` frames; the second value counts how often the bound was asked for.
+    fn trial_analyzer(nflows: usize, sent: u64) -> (Analyzer, std::sync::Arc<std::sync::atomic::AtomicU64>) {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        let asked = std::sync::Arc::new(AtomicU64::new(0));
+        let a = asked.clone();
+        let ident = TrialIdent { tag: TAG, earlier: 3, concurrent: vec![1001, 997] };
+        let an = Analyzer::new(nflows, 0, 1_000_000_000).for_trial(
+            ident,
+            Box::new(move || {
+                a.fetch_add(1, Ordering::Relaxed);
+                sent
+            }),
+        );
+        (an, asked)
+    }
+
+    fn at(ts_ns: u64) -> RxMeta {
+        RxMeta { ts_ns, queue: 0 }
+    }
+
+    #[test]
+    fn frames_of_other_trials_are_counted_apart_by_kind() {
+        let (mut an, _) = trial_analyzer(1, 100);
+        an.frame(&signed(TAG, false, 0, 0, 1_000), at(2_000));
+        an.frame(&signed(TAG - 1, false, 0, 1, 1_000), at(2_000)); // the previous trial: late
+        an.frame(&signed(TAG - 2, true, 0, 1, 1_000), at(2_000)); // its warm-up too
+        an.frame(&signed(TAG - 4, false, 0, 1, 1_000), at(2_000)); // beyond the earlier trials
+        an.frame(&signed(997, false, 0, 1, 1_000), at(2_000)); // earlier tag, but still running
+        an.frame(&signed(1001, false, 0, 1, 1_000), at(2_000)); // a concurrent trial
+        an.frame(&signed(0x55_5555, false, 0, 1, 1_000), at(2_000)); // another process
+        an.frame(&signed(TAG, true, 0, 1, 1_000), at(2_000)); // this trial's warm-up
+        an.frame(&signed(TAG, false, 7, 1, 1_000), at(2_000)); // a flow the trial does not have
+        an.frame(&frame(0, 0)[..40], at(2_000)); // not netrig's
+        let t = an.totals;
+        assert_eq!((t.earlier_trial, t.other_trial, t.warmup, t.unknown_flow, t.foreign), (2, 4, 1, 1, 1));
+        assert_eq!(t.frames, 10);
+        let f = &an.flows[0];
+        assert_eq!((f.received, f.reordered, f.duplicated, f.next_seq()), (1, 0, 0, 1), "only this trial's frame");
+    }
+
+    #[test]
+    fn earlier_trials_wrap_around_the_tag_space() {
+        let ident = TrialIdent { tag: 1, earlier: 3, concurrent: Vec::new() };
+        assert!(ident.is_earlier(0) && ident.is_earlier(TRIAL_MASK) && ident.is_earlier(TRIAL_MASK - 1));
+        assert!(!ident.is_earlier(TRIAL_MASK - 2) && !ident.is_earlier(1) && !ident.is_earlier(2));
+    }
+
+    #[test]
+    fn a_forged_sequence_number_is_implausible_and_leaves_the_flow_alone() {
+        // 600 genuine frames; after the 100th, one frame claims sequence 2^39 + 5 (the TX has
+        // sent only 600): it is counted apart, and the 500 that follow are in order.
+        let (mut an, asked) = trial_analyzer(1, 600);
+        for seq in 0..600u64 {
+            an.frame(&signed(TAG, false, 0, seq, 1_000 + seq), at(5_000 + seq));
+            if seq == 99 {
+                an.frame(&signed(TAG, false, 0, (1 << 39) + 5, 1_100), at(5_100));
+                an.frame(&signed(TAG, false, 0, 600, 1_100), at(5_100)); // one past the last sent
+            }
+        }
+        let f = &an.flows[0];
+        assert_eq!((f.received, f.reordered, f.duplicated, f.late), (600, 0, 0, 0));
+        assert_eq!(an.totals.implausible, 2);
+        assert!(asked.load(std::sync::atomic::Ordering::Relaxed) <= 3, "the bound is asked for only when reached");
+    }
+
+    #[test]
+    fn the_sequence_bound_is_refreshed_as_the_sender_progresses() {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        let sent = std::sync::Arc::new(AtomicU64::new(10));
+        let s = sent.clone();
+        let mut an = Analyzer::new(1, 0, u64::MAX / 4)
+            .for_trial(TrialIdent { tag: TAG, ..Default::default() }, Box::new(move || s.load(Ordering::Relaxed)));
+        for seq in 0..10 {
+            an.frame(&signed(TAG, false, 0, seq, 1), at(2));
+        }
+        an.frame(&signed(TAG, false, 0, 10, 1), at(2));
+        assert_eq!((an.flows[0].received, an.totals.implausible), (10, 1), "frame 10 was not sent yet");
+        sent.store(20, Ordering::Relaxed);
+        an.frame(&signed(TAG, false, 0, 10, 1), at(2));
+        assert_eq!((an.flows[0].received, an.totals.implausible), (11, 1), "now it was");
+    }
+
+    #[test]
+    fn transmit_times_in_the_future_or_before_the_trial_are_implausible() {
+        let (mut an, _) = trial_analyzer(1, 100);
+        let epoch = 1_000_000_000;
+        an.epoch_ns = epoch;
+        // Received 5 ms after the epoch.
+        let rx = at(epoch + 5_000_000);
+        an.frame(&signed(TAG, false, 0, 0, 4_000_000), rx); // 1 ms latency
+        an.frame(&signed(TAG, false, 0, 1, 5_000_100), rx); // 100 ns "early": clock granularity
+        an.frame(&signed(TAG, false, 0, 2, 5_000_000 + FUTURE_TOLERANCE_NS + 1), rx); // the future
+        an.frame(&signed(TAG, false, 0, 3, MASK_40 - 1_000), rx); // before the epoch
+        an.frame(&signed(TAG, false, 0, 4, HALF_40 + 6_000_000), rx); // far in the future
+        let f = &an.flows[0];
+        assert_eq!((f.received, an.totals.implausible), (2, 3));
+        assert_eq!((f.latency_min_ns, f.latency_max_ns), (0, 1_000_000));
+        assert_eq!(f.next_seq(), 2, "implausible frames do not touch the sequence window");
+    }
+
+    #[test]
+    fn sequence_numbers_are_extended_across_the_40_bit_wrap() {
+        let mut f = FlowRx::new(256, false);
+        f.next_seq = MASK_40 - 2;
+        assert_eq!(f.extend_seq(MASK_40 - 1), MASK_40 - 1);
+        assert_eq!(f.extend_seq(1), MASK_40 + 2, "just past the wrap");
+        assert_eq!(f.extend_seq(MASK_40 - 100), MASK_40 - 100, "a little behind");
+        f.next_seq = (3 << 40) + 10;
+        assert_eq!(f.extend_seq(MASK_40), (3 << 40) - 1, "behind, across the wrap");
+        assert_eq!(f.extend_seq(12), (3 << 40) + 12);
+        f.next_seq = 10;
+        assert_eq!(f.extend_seq(MASK_40), MASK_40, "never below zero");
+        assert_eq!(f.extend_seq(3), 3);
+
+        // A flow crossing the wrap is counted in order, without a reordered frame.
+        let (mut an, _) = trial_analyzer(1, u64::MAX);
+        an.flows[0].next_seq = MASK_40 - 50;
+        for k in 0..100u64 {
+            an.frame(&signed(TAG, false, 0, (MASK_40 - 50 + k) & MASK_40, 1), at(2));
+        }
+        let f = &an.flows[0];
+        assert_eq!((f.received, f.reordered, f.duplicated, f.next_seq()), (100, 0, 0, MASK_40 + 50));
     }
 }

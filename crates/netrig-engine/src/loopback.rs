@@ -1,12 +1,16 @@
 //! In-process loopback ports: what one end sends, the other receives. Engine tests run on them
 //! without root, with [`crate::fault::FaultyTx`] in between to drop, duplicate and reorder.
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use crate::clock;
 use crate::error::PortError;
-use crate::port::{Backend, Port, PortCaps, RxMeta, RxQueue, RxQueueStats, TimestampSource, TxQueue, TxQueueStats};
+use crate::port::{
+    Backend, LinkSource, LinkState, Port, PortCaps, RxMeta, RxQueue, RxQueueStats, TimestampSource, TxQueue,
+    TxQueueStats,
+};
 
 /// Frames in flight (with their send time) and the count dropped because the queue was full.
 type InFlight = (VecDeque<(Vec<u8>, u64)>, u64);
@@ -21,11 +25,42 @@ struct Wire {
 /// receiver's ring drops (like a full RX ring).
 pub const CAPACITY: usize = 1 << 16;
 
+/// The link between the two ends of a pair: tests take it down; frames sent while it is down are
+/// lost on the wire (the sender still counts them, as a NIC does).
+#[derive(Debug, Default)]
+pub struct LoopLink {
+    down: AtomicBool,
+    changes: AtomicU32,
+}
+
+impl LoopLink {
+    /// Take the link down (`false`) or bring it back up (`true`).
+    pub fn set_up(&self, up: bool) {
+        if self.down.swap(!up, Ordering::SeqCst) == up {
+            self.changes.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl LinkSource for LoopLink {
+    fn state(&self) -> Option<LinkState> {
+        let changes = self.changes.load(Ordering::SeqCst);
+        Some(LinkState {
+            oper_up: !self.down.load(Ordering::SeqCst),
+            carrier_changes: changes,
+            carrier_down: Some(changes.div_ceil(2)),
+            xdp_prog_id: None,
+        })
+    }
+}
+
 /// One end of a loopback pair.
 pub struct LoopbackPort {
     caps: PortCaps,
     out: Arc<Wire>,
     inp: Arc<Wire>,
+    /// The pair's link (shared by both ends).
+    pub link: Arc<LoopLink>,
     /// Wrap the TX half in a fault injector (set by tests).
     pub faults: Option<crate::fault::FaultConfig>,
     pub fault_log: Arc<Mutex<crate::fault::FaultLog>>,
@@ -46,14 +81,23 @@ pub fn pair(a: &str, b: &str) -> (LoopbackPort, LoopbackPort) {
         zero_copy: false,
         notes: "in-process loopback".into(),
     };
+    let link = Arc::new(LoopLink::default());
     (
-        LoopbackPort { caps: caps(a), out: ab.clone(), inp: ba.clone(), faults: None, fault_log: Default::default() },
-        LoopbackPort { caps: caps(b), out: ba, inp: ab, faults: None, fault_log: Default::default() },
+        LoopbackPort {
+            caps: caps(a),
+            out: ab.clone(),
+            inp: ba.clone(),
+            link: link.clone(),
+            faults: None,
+            fault_log: Default::default(),
+        },
+        LoopbackPort { caps: caps(b), out: ba, inp: ab, link, faults: None, fault_log: Default::default() },
     )
 }
 
 struct LoopTx {
     wire: Arc<Wire>,
+    link: Arc<LoopLink>,
     scratch: Vec<u8>,
     stats: TxQueueStats,
 }
@@ -66,6 +110,9 @@ impl TxQueue for LoopTx {
             self.stats.frames += 1;
             self.stats.bytes += n as u64;
             frames.push(self.scratch[..n].to_vec());
+        }
+        if self.link.down.load(Ordering::Relaxed) {
+            return Ok(count);
         }
         let now = clock::now_ns();
         let mut g = self.wire.q.lock().unwrap_or_else(|e| e.into_inner());
@@ -134,7 +181,12 @@ impl Port for LoopbackPort {
         if queue != 0 {
             return Err(PortError::NoSuchQueue { ifname: self.caps.name.clone(), queue, queues: 1 });
         }
-        let tx = LoopTx { wire: self.out.clone(), scratch: vec![0; 9018], stats: TxQueueStats::default() };
+        let tx = LoopTx {
+            wire: self.out.clone(),
+            link: self.link.clone(),
+            scratch: vec![0; 9018],
+            stats: TxQueueStats::default(),
+        };
         Ok(match &self.faults {
             Some(cfg) => Box::new(crate::fault::FaultyTx::new(Box::new(tx), cfg.clone(), self.fault_log.clone())),
             None => Box::new(tx),
@@ -146,5 +198,9 @@ impl Port for LoopbackPort {
             return Err(PortError::NoSuchQueue { ifname: self.caps.name.clone(), queue, queues: 1 });
         }
         Ok(Box::new(LoopRx { wire: self.inp.clone(), batch: VecDeque::new() }))
+    }
+
+    fn link(&self) -> Option<Arc<dyn LinkSource>> {
+        Some(self.link.clone())
     }
 }

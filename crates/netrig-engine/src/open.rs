@@ -105,6 +105,10 @@ impl Port for AutoPort {
         self.refresh();
         r
     }
+
+    fn link(&self) -> Option<std::sync::Arc<dyn crate::port::LinkSource>> {
+        self.inner.link()
+    }
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@
 //! to a callback. Backends: `loopback` (in-process, for engine tests), `af_packet` (TPACKET_V3),
 //! `af_xdp` (XSK), `socket` (plain `AF_PACKET/SOCK_RAW` with `sendmmsg`/`recvmmsg`).
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{ConfigError, PortError};
@@ -141,6 +142,26 @@ pub struct RxQueueStats {
     pub overruns: u64,
 }
 
+/// A port's link as the kernel sees it, read before and after every trial: a tester port whose
+/// link went down loses frames that are the tester's, not the DUT's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LinkState {
+    /// Administratively and operationally up (`IFF_UP` and `IFF_RUNNING`).
+    pub oper_up: bool,
+    /// Carrier changes since the interface was created (`IFLA_CARRIER_CHANGES`).
+    pub carrier_changes: u32,
+    /// Times the carrier went down (`IFLA_CARRIER_DOWN_COUNT`; `None` where the kernel lacks it).
+    pub carrier_down: Option<u32>,
+    /// The XDP program attached to the interface, if any (`IFLA_XDP_PROG_ID`).
+    pub xdp_prog_id: Option<u32>,
+}
+
+/// Reads a port's link state; shared with the thread that watches the links during a trial.
+pub trait LinkSource: Send + Sync {
+    /// The state now; `None` when it cannot be read.
+    fn state(&self) -> Option<LinkState>;
+}
+
 /// Transmit half of one queue. Driven by one TX worker.
 pub trait TxQueue: Send {
     /// Send up to `count` frames. For every frame the queue calls `fill(buf)` with a buffer of at
@@ -191,6 +212,11 @@ pub trait Port: Send {
     /// selection calls it for ports that will receive, to fall back to the next backend.
     fn prepare_rx(&mut self) -> Result<(), PortError> {
         Ok(())
+    }
+
+    /// Where to read the port's link state from; `None` when the port has no link to watch.
+    fn link(&self) -> Option<Arc<dyn LinkSource>> {
+        None
     }
 }
 

@@ -9,23 +9,111 @@
 //! Every option is validated before any queue is opened. Live counters can be read through
 //! [`TrialControl`] while the trial runs, and setting its stop flag ends the trial early (the
 //! result is then marked `interrupted`, with everything counted so far).
+//!
+//! Every trial has a tag (the signature's nonce, [`claim_tag`]), so its receivers count only its
+//! own frames; the trial is invalid when the tester, not the DUT, may have lost or made frames:
+//! see [`collect`] for every rule.
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use hdrhistogram::Histogram;
+use netrig_wire::signature::TRIAL_MASK;
 
-use crate::analyze::{empty_flow, Analyzer, FlowRx, LatencySummary, RxTotals};
+use crate::analyze::{empty_flow, Analyzer, FlowRx, LatencySummary, RxTotals, SentSoFar, TrialIdent, EARLIER_TRIALS};
 use crate::clock;
 use crate::error::{ConfigError, EngineError};
-use crate::port::{Port, RxQueue, RxQueueStats, TxQueue, TxQueueStats};
+use crate::port::{Backend, LinkSource, LinkState, Port, RxQueue, RxQueueStats, TxQueue, TxQueueStats};
 use crate::stream::{compile, CompiledStream, Rate, Stop, StreamConfig};
-use crate::sys::cpu;
-use crate::tx::{end_for, run_tx_worker, split_stream, TxLive, TxPlan, TxWorkerResult};
+use crate::sys::{bpf, cpu};
+use crate::tx::{end_for, run_tx_worker, split_stream, TxLive, TxPlan, TxWorkerResult, BATCH};
 
 /// A trial in which the tester sent less than this share of the intended frames is invalid.
 pub const MIN_ACHIEVED_RATIO: f64 = 0.999;
 /// Wait after the last frame for frames in flight, unless configured (methodology §2: 2 s).
 pub const DEFAULT_DRAIN_NS: u64 = 2_000_000_000;
+/// After the drain every receiver empties its ring for this long: frames that reached the tester
+/// before the end are counted, not dropped with the socket (af_packet hands a partly filled block
+/// over after its 4 ms timeout). With `drain_ns = 0` this is all the waiting there is.
+pub const RX_FINAL_PASS_NS: u64 = 10_000_000;
+/// A count-stopped stream may take this much longer than its frames at the rate (the TX workers
+/// send frames due before a duration stop's end up to this late, too).
+pub const COUNT_STOP_GRACE_NS: u64 = 2_000_000;
+
+/// How often the ports' links are read while a trial runs.
+pub const LINK_POLL_NS: u64 = 50_000_000;
+
+/// What was seen of one port's link: its state before and after the trial, and in between.
+#[derive(Debug, Clone, Default)]
+struct LinkWatch {
+    before: Option<LinkState>,
+    after: Option<LinkState>,
+    /// A read during the trial found the link not up.
+    seen_down: bool,
+    /// XDP programs seen attached to the interface: id and name.
+    xdp: Vec<(u32, String)>,
+}
+
+impl LinkWatch {
+    fn observe(&mut self, st: Option<LinkState>) {
+        let Some(st) = st else { return };
+        self.seen_down |= !st.oper_up;
+        if let Some(id) = st.xdp_prog_id {
+            if !self.xdp.iter().any(|(i, _)| *i == id) {
+                // Read the name now: the program may be gone when the trial ends.
+                self.xdp.push((id, bpf::prog_name(id).unwrap_or_default()));
+            }
+        }
+    }
+}
+
+/// Read every port's link each [`LINK_POLL_NS`] until `stop`.
+fn watch_links(sources: &[Option<Arc<dyn LinkSource>>], watches: &mut [LinkWatch], stop: &AtomicBool) {
+    while !stop.load(Ordering::Relaxed) {
+        for (src, w) in sources.iter().zip(watches.iter_mut()) {
+            w.observe(src.as_ref().and_then(|s| s.state()));
+        }
+        let next = clock::now_ns() + LINK_POLL_NS;
+        while !stop.load(Ordering::Relaxed) && clock::now_ns() < next {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+}
+
+/// Trial tags: a random base per process, then one tag per trial, so consecutive trials of a
+/// process never share a tag and two processes share one with probability 2^-23.
+struct Tags {
+    next: u32,
+    claimed: u32,
+    running: Vec<u32>,
+}
+
+static TAGS: Mutex<Tags> = Mutex::new(Tags { next: 0, claimed: 0, running: Vec::new() });
+
+/// A claimed tag; no longer running once dropped.
+pub struct TagClaim(u32);
+
+impl Drop for TagClaim {
+    fn drop(&mut self) {
+        TAGS.lock().unwrap_or_else(|e| e.into_inner()).running.retain(|&t| t != self.0);
+    }
+}
+
+/// Claim the next trial tag of this process: what the trial's receivers need to tell its frames
+/// from an earlier trial's (late) and from a concurrent or foreign trial's.
+pub fn claim_tag() -> (TagClaim, TrialIdent) {
+    let mut g = TAGS.lock().unwrap_or_else(|e| e.into_inner());
+    if g.claimed == 0 {
+        use std::hash::{BuildHasher, Hasher};
+        // RandomState is keyed from the OS's randomness once per process.
+        g.next = std::collections::hash_map::RandomState::new().build_hasher().finish() as u32 & TRIAL_MASK;
+    }
+    let tag = g.next;
+    g.next = (tag + 1) & TRIAL_MASK;
+    let ident = TrialIdent { tag, earlier: g.claimed.min(EARLIER_TRIALS), concurrent: g.running.clone() };
+    g.claimed = g.claimed.saturating_add(1);
+    g.running.push(tag);
+    (TagClaim(tag), ident)
+}
 
 #[derive(Debug, Clone)]
 pub struct TrialConfig {
@@ -105,7 +193,19 @@ impl TrialConfig {
                 ));
             }
         }
+        if self.late_ns == Some(0) {
+            return Err(ConfigError::new(
+                "late_s",
+                "must be above 0: every frame would be late; leave it unset for the drain time",
+            ));
+        }
         Ok(())
+    }
+
+    /// Latency above which a frame is late: `late_ns`, else the drain time, else (drain 0: the
+    /// trial does not wait) [`DEFAULT_DRAIN_NS`].
+    pub fn late_threshold_ns(&self) -> u64 {
+        self.late_ns.unwrap_or(if self.drain_ns > 0 { self.drain_ns } else { DEFAULT_DRAIN_NS })
     }
 }
 
@@ -142,6 +242,7 @@ pub struct TrialControl {
     run_start_ns: AtomicU64,
     tx_live: std::sync::Mutex<Vec<Arc<TxLive>>>,
     rx_live: std::sync::Mutex<Vec<Arc<RxLive>>>,
+    tag: std::sync::atomic::AtomicU32,
 }
 
 /// Live counters of one RX worker.
@@ -157,6 +258,8 @@ pub struct LiveSnapshot {
     pub elapsed_s: f64,
     pub tx_frames: u64,
     pub rx_frames: u64,
+    /// The running trial's tag (the signature's nonce; 0 before the trial claimed one).
+    pub trial_tag: u32,
 }
 
 impl TrialControl {
@@ -188,11 +291,15 @@ impl TrialControl {
         };
         let start = self.run_start_ns.load(Ordering::Relaxed);
         let elapsed_s = if start == 0 { 0.0 } else { clock::now_ns().saturating_sub(start) as f64 / 1e9 };
-        let tx_frames =
-            self.tx_live.lock().map(|v| v.iter().map(|l| l.frames.load(Ordering::Relaxed)).sum()).unwrap_or(0);
         let rx_frames =
             self.rx_live.lock().map(|v| v.iter().map(|l| l.frames.load(Ordering::Relaxed)).sum()).unwrap_or(0);
-        LiveSnapshot { phase, elapsed_s, tx_frames, rx_frames }
+        let trial_tag = self.tag.load(Ordering::Relaxed);
+        LiveSnapshot { phase, elapsed_s, tx_frames: self.tx_frames_now(), rx_frames, trial_tag }
+    }
+
+    /// Frames the current phase's TX workers have sent so far.
+    pub fn tx_frames_now(&self) -> u64 {
+        self.tx_live.lock().map(|v| v.iter().map(|l| l.frames.load(Ordering::Acquire)).sum()).unwrap_or(0)
     }
 }
 
@@ -260,18 +367,36 @@ pub struct PortResult {
     /// Every frame the port's RX workers saw, signed or not.
     pub rx_frames: u64,
     pub rx_bytes: u64,
+    /// Frames without a netrig signature.
     pub rx_foreign: u64,
+    /// Frames of this trial's tag with a flow id the trial does not have.
     pub rx_unknown_flow: u64,
     pub rx_warmup: u64,
+    /// Signed frames of an earlier trial of this process (late arrivals).
+    pub rx_earlier_trial: u64,
+    /// Signed frames of a trial this process is not running (another tester, or forged).
+    pub rx_other_trial: u64,
+    /// This trial's tag and flow, impossible contents (TX time in the future or before the trial,
+    /// a sequence number not sent yet).
+    pub rx_implausible: u64,
     /// Frames the tester itself dropped (ring full): never DUT loss.
     pub rx_ring_drops: u64,
     pub rx_overruns: u64,
+    /// Times the link's carrier went down during the trial (0 when not watched).
+    pub link_down_events: u64,
+    /// The link was up at the start and at the end of the trial (true when not watched).
+    pub link_up: bool,
+    /// The link's state was read before and after the trial (false when the port has no link to
+    /// watch or its state could not be read).
+    pub link_watched: bool,
 }
 
 #[derive(Debug, Clone)]
 pub struct TrialResult {
     pub streams: Vec<StreamResult>,
     pub ports: Vec<PortResult>,
+    /// The trial's tag: the nonce in every frame's signature.
+    pub trial_tag: u32,
     /// Intended duration of sending (duration stops) in seconds; for count/burst stops the
     /// actual send window.
     pub duration_s: f64,
@@ -340,6 +465,18 @@ impl TrialResult {
     pub fn tester_rx_drops(&self) -> u64 {
         self.ports.iter().map(|p| p.rx_ring_drops).sum()
     }
+    /// Frames without a netrig signature, all ports.
+    pub fn foreign(&self) -> u64 {
+        self.ports.iter().map(|p| p.rx_foreign).sum()
+    }
+    /// Signed frames of other trials (earlier trials' late frames and other testers'), all ports.
+    pub fn stray(&self) -> u64 {
+        self.ports.iter().map(|p| p.rx_earlier_trial + p.rx_other_trial).sum()
+    }
+    /// Frames with this trial's tag that cannot be its own (unknown flow, implausible), all ports.
+    pub fn forged(&self) -> u64 {
+        self.ports.iter().map(|p| p.rx_unknown_flow + p.rx_implausible).sum()
+    }
 }
 
 struct RxWorkerOut {
@@ -403,9 +540,12 @@ pub fn run_trial(
 ) -> Result<TrialResult, EngineError> {
     let streams = prepare(ports, cfg)?;
     let nflows: u64 = streams.iter().map(|s| s.flows.count()).sum();
-    let late_ns = cfg.late_ns.unwrap_or(cfg.drain_ns).max(1);
+    let late_ns = cfg.late_threshold_ns();
     let started_realtime_ns = clock::realtime_ns();
     ctl.set_phase(Phase::Setup);
+    let (_claim, ident) = claim_tag();
+    let tag = ident.tag;
+    ctl.tag.store(tag, Ordering::Relaxed);
 
     // Open every queue first: a failure here leaves nothing running.
     let tx_ports: Vec<usize> = dedup(streams.iter().map(|s| s.config.tx_port));
@@ -422,6 +562,18 @@ pub fn run_trial(
             rxq.push((p, ports[p].open_rx(q)?));
         }
     }
+    // The links before any traffic, watched during the trial and compared with after the drain.
+    let links: Vec<Option<Arc<dyn LinkSource>>> = ports.iter().map(|p| p.link()).collect();
+    let mut watches: Vec<LinkWatch> = links
+        .iter()
+        .map(|l| {
+            let mut w = LinkWatch { before: l.as_ref().and_then(|l| l.state()), ..Default::default() };
+            w.observe(w.before);
+            w
+        })
+        .collect();
+    // A frame a TX worker is sending may arrive before the worker publishes its count.
+    let sent_slack = (txq.len() * BATCH) as u64;
     let epoch_ns = clock::now_ns();
     let rx_stop = AtomicBool::new(false);
     let rx_cpus: Vec<usize> = (0..rxq.len()).map(|i| pick_cpu(&cfg.rx_cpus, i, false)).collect();
@@ -429,18 +581,30 @@ pub fn run_trial(
     let rx_lives: Vec<Arc<RxLive>> = rxq.iter().map(|_| Arc::new(RxLive::default())).collect();
     *ctl.rx_live.lock().unwrap_or_else(|e| e.into_inner()) = rx_lives.clone();
 
-    let (rx_outs, tx_outs) = std::thread::scope(|scope| {
+    let (rx_outs, tx_outs, watches) = std::thread::scope(|scope| {
+        let links = &links;
+        let link_stop = &rx_stop;
+        let watcher = std::thread::Builder::new()
+            .name("netrig-link".into())
+            .spawn_scoped(scope, move || {
+                watch_links(links, &mut watches, link_stop);
+                watches
+            })
+            .expect("spawning the link watcher");
         // RX workers.
         let mut rx_handles = Vec::new();
         for (i, (port, mut q)) in rxq.into_iter().enumerate() {
             let cpu_id = rx_cpus[i];
             let rx_stop = &rx_stop;
             let live = rx_lives[i].clone();
+            let ident = ident.clone();
+            let sent_ctl = ctl.clone();
             let h = std::thread::Builder::new()
                 .name(format!("netrig-rx{i}"))
                 .spawn_scoped(scope, move || {
                     let _ = cpu::pin_current_thread(cpu_id);
-                    let mut an = Analyzer::new(nflows as usize, epoch_ns, late_ns);
+                    let sent: SentSoFar = Box::new(move || sent_ctl.tx_frames_now().saturating_add(sent_slack));
+                    let mut an = Analyzer::new(nflows as usize, epoch_ns, late_ns).for_trial(ident, sent);
                     let mut error = None;
                     while !rx_stop.load(Ordering::Relaxed) {
                         match q.recv(256, std::time::Duration::from_millis(5), &mut |f, m| an.frame(f, m)) {
@@ -451,6 +615,14 @@ pub fn run_trial(
                             }
                         }
                     }
+                    // Frames already in the tester's ring are counted, not dropped with it.
+                    let end = clock::now_ns() + RX_FINAL_PASS_NS;
+                    while error.is_none() && clock::now_ns() < end {
+                        if let Err(e) = q.recv(256, std::time::Duration::from_millis(1), &mut |f, m| an.frame(f, m)) {
+                            error = Some(e.to_string());
+                        }
+                    }
+                    live.frames.store(an.totals.frames, Ordering::Relaxed);
                     RxWorkerOut { port, analyzer: an, stats: q.stats(), error }
                 })
                 .expect("spawning an RX thread");
@@ -468,7 +640,8 @@ pub fn run_trial(
         if cfg.warmup_ns > 0 && !ctl.stopped() {
             ctl.set_phase(Phase::Warmup);
             let start = clock::now_ns() + 1_000_000;
-            let _ = run_tx_all(&mut txq, &streams, &tx_cpus, epoch_ns, start, Some(start + cfg.warmup_ns), true, ctl);
+            let warm_end = Some(start + cfg.warmup_ns);
+            let _ = run_tx_all(&mut txq, &streams, &tx_cpus, epoch_ns, start, warm_end, (tag, true), ctl);
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
 
@@ -476,7 +649,7 @@ pub fn run_trial(
         let start = clock::now_ns() + 2_000_000;
         ctl.run_start_ns.store(start, Ordering::Relaxed);
         let end = streams.iter().find_map(|s| end_for(&s.config.stop, start));
-        let tx_outs = run_tx_all(&mut txq, &streams, &tx_cpus, epoch_ns, start, end, false, ctl);
+        let tx_outs = run_tx_all(&mut txq, &streams, &tx_cpus, epoch_ns, start, end, (tag, false), ctl);
 
         // Drain: frames in flight get `drain_ns` to arrive.
         ctl.set_phase(Phase::Draining);
@@ -489,10 +662,27 @@ pub fn run_trial(
         }
         rx_stop.store(true, Ordering::SeqCst);
         let rx_outs: Vec<RxWorkerOut> = rx_handles.into_iter().map(|h| h.join().expect("RX worker panicked")).collect();
-        (rx_outs, tx_outs)
+        (rx_outs, tx_outs, watcher.join().expect("link watcher panicked"))
     });
+    let mut watches = watches;
+    for (l, w) in links.iter().zip(watches.iter_mut()) {
+        w.after = l.as_ref().and_then(|l| l.state());
+        w.observe(w.after);
+    }
     ctl.set_phase(Phase::Done);
-    Ok(collect(ports, cfg, &streams, rx_outs, tx_outs, tx_cpus, rx_cpus, started_realtime_ns, ctl.stopped()))
+    let run = RunFacts { tag, tx_cpus, rx_cpus, started_realtime_ns, interrupted: ctl.stopped(), links: watches };
+    Ok(collect(ports, cfg, &streams, rx_outs, tx_outs, run))
+}
+
+/// What [`collect`] needs to know about the run besides the workers' counts.
+struct RunFacts {
+    tag: u32,
+    tx_cpus: Vec<usize>,
+    rx_cpus: Vec<usize>,
+    started_realtime_ns: u64,
+    interrupted: bool,
+    /// What was seen of every port's link.
+    links: Vec<LinkWatch>,
 }
 
 fn dedup(it: impl Iterator<Item = usize>) -> Vec<usize> {
@@ -511,7 +701,7 @@ fn run_tx_all(
     epoch_ns: u64,
     start_ns: u64,
     end_ns: Option<u64>,
-    warmup: bool,
+    (trial, warmup): (u32, bool),
     ctl: &Arc<TrialControl>,
 ) -> Vec<(usize, TxWorkerResult)> {
     // Distribute every stream of port p over p's queues.
@@ -541,7 +731,7 @@ fn run_tx_all(
             } else {
                 None
             };
-            let plan = TxPlan { shares, epoch_ns, start_ns, end_ns: duration_end, bursts, warmup };
+            let plan = TxPlan { shares, epoch_ns, start_ns, end_ns: duration_end, bursts, warmup, trial };
             let cpu_id = tx_cpus[i];
             let live = lives[i].clone();
             let port = *port;
@@ -579,18 +769,28 @@ fn send_learning(ports: &mut [Box<dyn Port>], streams: &[Arc<CompiledStream>]) {
     std::thread::sleep(std::time::Duration::from_millis(20));
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Merge the workers' counts into the result and decide whether the trial is valid. It is not
+/// (each rule adds its reason) when:
+/// - a stream's tester sent less than [`MIN_ACHIEVED_RATIO`] of its intended frames (duration
+///   stops), or took longer than its frames at the rate allow (count stops);
+/// - a flow received sequence numbers it never sent (more frames than it sent, or any beyond
+///   its last): frames mutated on the way or forged with this trial's tag were counted;
+/// - a receiving port's ring dropped frames (the tester's loss, not the DUT's);
+/// - a port received frames of another netrig trial that is not an earlier one of this process
+///   (another tester loads the DUT too);
+/// - a port's link went down during the trial, or was down at its start or end;
+/// - another process's netrig XDP program steers the netrig frames of a non-AF_XDP receiving
+///   port away from it;
+/// - a worker had an I/O error; or the trial was interrupted.
 fn collect(
     ports: &[Box<dyn Port>],
     cfg: &TrialConfig,
     streams: &[Arc<CompiledStream>],
     rx: Vec<RxWorkerOut>,
     tx: Vec<(usize, TxWorkerResult)>,
-    tx_cpus: Vec<usize>,
-    rx_cpus: Vec<usize>,
-    started_realtime_ns: u64,
-    interrupted: bool,
+    run: RunFacts,
 ) -> TrialResult {
+    let interrupted = run.interrupted;
     // Per-flow receive state merged over RX workers.
     let nflows: usize = streams.iter().map(|s| s.flows.count() as usize).sum();
     let mut merged: Vec<FlowRx> = Vec::new();
@@ -617,6 +817,8 @@ fn collect(
     let mut tx_per_flow: Vec<u64> = vec![0; nflows];
     let mut tx_frames = vec![0u64; streams.len()];
     let mut tx_bytes = vec![0u64; streams.len()];
+    // Each stream's send window (TX timestamps of its first and last frame, over its shares).
+    let mut stream_window = vec![(u64::MAX, 0u64); streams.len()];
     let (mut first, mut last) = (u64::MAX, 0u64);
     let mut errors = Vec::new();
     for (_, w) in &tx {
@@ -631,6 +833,10 @@ fn collect(
             let s = &streams[sh.stream];
             tx_frames[sh.stream] += sh.frames;
             tx_bytes[sh.stream] += sh.bytes;
+            if sh.frames > 0 {
+                let w = &mut stream_window[sh.stream];
+                *w = (w.0.min(sh.first_ts_ns), w.1.max(sh.last_ts_ns));
+            }
             // Shares own flows k*shares+share; recover the stream-local index.
             let total_shares = split_count(&tx, sh.stream);
             let share_idx = share_index(&tx, sh, w);
@@ -649,6 +855,8 @@ fn collect(
     let mut all = empty_flow();
     let mut results = Vec::new();
     let mut invalid = Vec::new();
+    // Flows that saw sequence numbers they never sent: (flow id, received, sent, highest seq + 1).
+    let mut beyond: Vec<(usize, u64, u64, u64)> = Vec::new();
     for (i, s) in streams.iter().enumerate() {
         let base = s.flow_base as usize;
         let n = s.flows.count() as usize;
@@ -660,6 +868,9 @@ fn collect(
             let sent = tx_per_flow[base + k];
             let flost = sent.saturating_sub(f.received);
             lost += flost;
+            if f.received > sent || f.next_seq() > sent {
+                beyond.push((base + k, f.received, sent, f.next_seq()));
+            }
             agg.merge(f);
             if k < cfg.max_flow_results {
                 flow_results.push(FlowResult {
@@ -683,9 +894,11 @@ fn collect(
             }
         }
         all.merge(&agg);
+        let (w0, w1) = stream_window[i];
+        let window_s = if w1 > w0 { (w1 - w0) as f64 / 1e9 } else { 0.0 };
         let duration_s = match s.config.stop {
             Stop::Duration { ns } => ns as f64 / 1e9,
-            _ => tx_window_s,
+            _ => window_s,
         };
         let intended = if s.rate_pps.is_finite() {
             match s.frame_limit {
@@ -696,6 +909,23 @@ fn collect(
             s.frame_limit.unwrap_or(tx_frames[i])
         };
         let tx_rate_pps = if duration_s > 0.0 { tx_frames[i] as f64 / duration_s } else { 0.0 };
+        if let (Stop::Frames { .. }, false, false) = (s.config.stop, interrupted, matches!(s.config.rate, Rate::Max)) {
+            // Frames due within the send window (the first frame is due at its start), with the
+            // grace a duration stop has: the rest were late, the tester could not keep the rate.
+            let due = s.rate_pps * (window_s - COUNT_STOP_GRACE_NS as f64 / 1e9).max(0.0) + 1.0;
+            if tx_frames[i] > 1 && (tx_frames[i] as f64) < due * MIN_ACHIEVED_RATIO {
+                invalid.push(format!(
+                    "stream {} ({}): the tester took {:.3} s to send {} frames, {:.2} % of the offered rate of {:.0} fps: \
+                     the tester could not keep the rate",
+                    i,
+                    s.config.name,
+                    window_s,
+                    tx_frames[i],
+                    100.0 * tx_frames[i] as f64 / due,
+                    s.rate_pps
+                ));
+            }
+        }
         if !interrupted
             && intended > 0
             && (tx_frames[i] as f64) < intended as f64 * MIN_ACHIEVED_RATIO
@@ -769,8 +999,72 @@ fn collect(
         r.rx_foreign += t.foreign;
         r.rx_unknown_flow += t.unknown_flow;
         r.rx_warmup += t.warmup;
+        r.rx_earlier_trial += t.earlier_trial;
+        r.rx_other_trial += t.other_trial;
+        r.rx_implausible += t.implausible;
         r.rx_ring_drops += w.stats.ring_drops;
         r.rx_overruns += w.stats.overruns;
+    }
+    if let Some(&(flow, received, sent, next)) = beyond.first() {
+        invalid.push(format!(
+            "{} flow(s) received sequence numbers they never sent (flow {flow}: {received} frames received of {sent} \
+             sent, sequence numbers up to {}): frames mutated on the way or forged with this trial's tag were \
+             counted; the DUT's duplicates are counted apart and cannot cause this",
+            beyond.len(),
+            next.saturating_sub(1)
+        ));
+    }
+    let receiving: Vec<bool> = (0..ports.len()).map(|p| rx.iter().any(|w| w.port == p)).collect();
+    for (p, r) in port_results.iter_mut().enumerate() {
+        if r.rx_ring_drops > 0 {
+            invalid.push(format!(
+                "port {}: the tester's receive ring dropped {} frames (the receiver could not keep up): the tester's \
+                 loss, not the DUT's",
+                r.name, r.rx_ring_drops
+            ));
+        }
+        if r.rx_other_trial > 0 {
+            invalid.push(format!(
+                "port {}: {} frames of another netrig trial arrived (another tester on these ports, or forged): the \
+                 DUT carried traffic this trial did not send",
+                r.name, r.rx_other_trial
+            ));
+        }
+        let watch = run.links.get(p).cloned().unwrap_or_default();
+        r.link_up = true;
+        if let (Some(b), Some(a)) = (watch.before, watch.after) {
+            r.link_watched = true;
+            r.link_up = b.oper_up && a.oper_up;
+            r.link_down_events = match (b.carrier_down, a.carrier_down) {
+                (Some(x), Some(y)) => u64::from(y.wrapping_sub(x)),
+                _ => u64::from(a.carrier_changes.wrapping_sub(b.carrier_changes)).div_ceil(2),
+            };
+            if r.link_down_events > 0 || !r.link_up || watch.seen_down {
+                r.link_down_events = r.link_down_events.max(1);
+                let state = |up: bool| if up { "up" } else { "down" };
+                invalid.push(format!(
+                    "port {}: the link went down during the trial ({} carrier loss(es); {} at the start, {} at the \
+                     end): frames lost on it are the tester's, not the DUT's",
+                    r.name,
+                    r.link_down_events,
+                    state(b.oper_up),
+                    state(a.oper_up)
+                ));
+            }
+        }
+        let backend = ports[p].caps().backend;
+        if receiving[p] && backend != Backend::AfXdp {
+            for (id, name) in &watch.xdp {
+                r.notes.push_str(&format!("; XDP program {id} ({name:?}) was attached: it sees frames first"));
+                if name == crate::sys::af_xdp::STEER_PROG_NAME {
+                    invalid.push(format!(
+                        "port {}: another netrig trial's XDP program (id {id}) steered the netrig frames on this \
+                         interface to its own AF_XDP sockets: this {backend} port did not see them",
+                        r.name
+                    ));
+                }
+            }
+        }
     }
     if !errors.is_empty() {
         invalid.push(format!("I/O error: {}", errors.join("; ")));
@@ -793,6 +1087,7 @@ fn collect(
         latency: LatencySummary::from_flow(&all),
         streams: results,
         ports: port_results,
+        trial_tag: run.tag,
         duration_s,
         tx_window_s,
         drain_s: cfg.drain_ns as f64 / 1e9,
@@ -805,9 +1100,9 @@ fn collect(
             Some(invalid.join("; "))
         },
         interrupted,
-        tx_cpus,
-        rx_cpus,
-        started_realtime_ns,
+        tx_cpus: run.tx_cpus,
+        rx_cpus: run.rx_cpus,
+        started_realtime_ns: run.started_realtime_ns,
         tx_max_lag_ns: max_lag_ns,
         tx_max_catchup: tx.iter().map(|(_, w)| w.max_catchup).max().unwrap_or(0),
     }
@@ -892,7 +1187,11 @@ mod tests {
     fn result_derives_totals() {
         let mut r = TrialResult {
             streams: vec![stream(100, 3, 100.0), stream(100, 3, 100.0)],
-            ports: vec![PortResult { rx_ring_drops: 5, ..Default::default() }, PortResult::default()],
+            ports: vec![
+                PortResult { rx_ring_drops: 5, rx_other_trial: 2, rx_foreign: 9, ..Default::default() },
+                PortResult { rx_earlier_trial: 1, rx_unknown_flow: 3, rx_implausible: 4, ..Default::default() },
+            ],
+            trial_tag: 7,
             duration_s: 2.0,
             tx_window_s: 2.0,
             drain_s: 0.5,
@@ -909,6 +1208,7 @@ mod tests {
         assert_eq!((r.tx_frames(), r.rx_frames(), r.lost()), (200, 194, 6));
         assert!((r.loss_ratio() - 0.03).abs() < 1e-12);
         assert_eq!((r.reordered(), r.duplicated(), r.late(), r.tester_rx_drops()), (2, 4, 6, 5));
+        assert_eq!((r.foreign(), r.stray(), r.forged()), (9, 3, 7));
         assert_eq!(r.intended_rate_pps(), Some(200.0));
         assert_eq!((r.tx_rate_pps(), r.rx_rate_pps()), (200.0, 97.0));
         r.streams[1].intended_rate_pps = f64::INFINITY;

@@ -10,14 +10,14 @@
 //!
 //! Per frame the worker copies the size's template, patches the flow's addresses/ports (only
 //! when the stream has more than one flow) and writes the signature (flow id, sequence, transmit
-//! timestamp) with incremental checksum updates. The timestamp is read once per batch.
+//! timestamp, under the trial's tag) with incremental checksum updates. The timestamp is read
+//! once per batch.
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use netrig_wire::builder;
 use netrig_wire::signature::Signature;
 
-use crate::analyze::WARMUP_FLOW_BIT;
 use crate::clock;
 use crate::error::PortError;
 use crate::port::{TxQueue, TxQueueStats};
@@ -53,6 +53,10 @@ pub struct TxShareResult {
     pub bytes: u64,
     /// Frames sent per flow (index = stream-local flow index), i.e. the next sequence number.
     pub per_flow: Vec<u64>,
+    /// TX timestamps (ns since the trial epoch) of this share's first and last frame: its send
+    /// window, for streams that stop after a count.
+    pub first_ts_ns: u64,
+    pub last_ts_ns: u64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -94,6 +98,9 @@ struct ShareState {
     /// Smooth weighted round robin credit.
     credit: f64,
     done: bool,
+    /// TX timestamps of the first and last frame.
+    first_ts: u64,
+    last_ts: u64,
 }
 
 /// Parameters of a worker run.
@@ -107,8 +114,10 @@ pub struct TxPlan {
     pub end_ns: Option<u64>,
     /// Burst shape (from the first share's stop), if any.
     pub bursts: Option<(u64, u64, u64)>,
-    /// Warm-up: frames carry the warm-up flow bit and are not counted as trial frames.
+    /// Warm-up: frames carry the warm-up flag and are not counted as trial frames.
     pub warmup: bool,
+    /// The trial's tag, written into every frame's signature.
+    pub trial: u32,
 }
 
 /// Run one TX worker to completion (or until `stop` is set). Never panics on I/O errors: they
@@ -122,7 +131,16 @@ pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, l
         .map(|share| {
             let nflows = share.stream.flows.count();
             let mine = (nflows + share.shares - 1 - share.share) / share.shares;
-            ShareState { seq: vec![0; mine as usize], share, sent: 0, bytes: 0, credit: 0.0, done: false }
+            ShareState {
+                seq: vec![0; mine as usize],
+                share,
+                sent: 0,
+                bytes: 0,
+                credit: 0.0,
+                done: false,
+                first_ts: 0,
+                last_ts: 0,
+            }
         })
         .collect();
     let intended = match (plan.end_ns, unpaced) {
@@ -221,7 +239,7 @@ pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, l
         let mut n_filled = 0usize;
         let mut fill = |buf: &mut [u8]| -> usize {
             n_filled += 1;
-            fill_one(&mut st, buf, ts, plan.warmup)
+            fill_one(&mut st, buf, ts, plan.warmup, plan.trial)
         };
         let sent = match queue.send(want, &mut fill) {
             Ok(n) => n,
@@ -263,7 +281,14 @@ pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, l
     res.queue = queue.stats();
     res.shares = st
         .into_iter()
-        .map(|s| TxShareResult { stream: s.share.stream.index, frames: s.sent, bytes: s.bytes, per_flow: s.seq })
+        .map(|s| TxShareResult {
+            stream: s.share.stream.index,
+            frames: s.sent,
+            bytes: s.bytes,
+            per_flow: s.seq,
+            first_ts_ns: s.first_ts,
+            last_ts_ns: s.last_ts,
+        })
         .collect();
     res
 }
@@ -282,7 +307,7 @@ fn drain_queue(queue: &mut dyn TxQueue, stop: &AtomicBool) -> Result<(), PortErr
 
 /// Pick the next share (smooth weighted round robin) and write one frame into `buf`.
 #[inline]
-fn fill_one(st: &mut [ShareState], buf: &mut [u8], ts: u64, warmup: bool) -> usize {
+fn fill_one(st: &mut [ShareState], buf: &mut [u8], ts: u64, warmup: bool, trial: u32) -> usize {
     let i = if st.len() == 1 {
         0
     } else {
@@ -318,13 +343,14 @@ fn fill_one(st: &mut [ShareState], buf: &mut [u8], ts: u64, warmup: bool) -> usi
         apply_flow(out, &t.info, &cs.flows.tuple(flow_index));
     }
     let slot = &mut s.seq[local_flow as usize];
-    let mut flow_id = cs.flow_base + flow_index as u32;
-    if warmup {
-        flow_id |= WARMUP_FLOW_BIT;
-    }
-    let sig = Signature { flow_id, seq: *slot, tx_ts_ns: ts };
+    let flow_id = cs.flow_base + flow_index as u32;
+    let sig = Signature { trial, warmup, flow_id, seq: *slot, tx_ts_ns: ts };
     let _ = builder::patch_signature(out, &t.info, &sig);
     *slot += 1;
+    if s.sent == 0 {
+        s.first_ts = ts;
+    }
+    s.last_ts = ts;
     s.sent += 1;
     s.bytes += t.size as u64;
     if let Some(limit) = s.share.limit {

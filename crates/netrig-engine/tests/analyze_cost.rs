@@ -1,9 +1,14 @@
 //! Cost of the receive analysis per frame (`Analyzer::frame`), for before/after comparisons of
 //! hot-path changes. Ignored by default; run in release on a quiet machine:
 //! `cargo test -p netrig-engine --release --test analyze_cost -- --ignored --nocapture`.
+//! Two set-ups: `plain` (an analyser without a trial: tag 0, no bound on sequence numbers) and
+//! `trial` (a trial's analyser whose bound on sequence numbers follows a sender that publishes
+//! its count every 64 frames, as the TX workers do).
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
-use netrig_engine::analyze::Analyzer;
+use netrig_engine::analyze::{Analyzer, TrialIdent};
 use netrig_engine::port::RxMeta;
 use netrig_wire::builder::{build_udp_frame, patch_signature, L3Spec, TemplateSpec};
 use netrig_wire::signature::{write_seq_ts, Signature};
@@ -14,11 +19,13 @@ const FRAMES: u64 = 4_000_000;
 #[ignore = "timing measurement: run explicitly in release"]
 fn analyzer_frame_cost() {
     for flows in [1, 64] {
-        measure(flows);
+        for trial in [false, true] {
+            measure(flows, trial);
+        }
     }
 }
 
-fn measure(flows: usize) {
+fn measure(flows: usize, trial: bool) {
     let spec = TemplateSpec {
         src_mac: netrig_wire::ethernet::EthernetAddress([2, 0, 0, 0, 0, 1]),
         dst_mac: netrig_wire::ethernet::EthernetAddress([2, 0, 0, 0, 0, 2]),
@@ -28,33 +35,54 @@ fn measure(flows: usize) {
         dst_port: 1024,
         udp_checksum: false,
     };
-    let mut frames = Vec::new();
+    // A receive ring: frame i sits in slot i % RING, written RING frames ahead of the reader (as
+    // a kernel fills a ring), so the reader never loads bytes it has just stored itself.
+    const RING: usize = 4096;
+    let mut ring = vec![0u8; RING * 64];
     let mut sig_offset = 0;
-    for flow in 0..flows {
-        let mut buf = vec![0u8; 60];
-        let info = build_udp_frame(&spec, 60, &mut buf).unwrap();
-        patch_signature(&mut buf, &info, &Signature { flow_id: flow as u32, seq: 0, tx_ts_ns: 0 }).unwrap();
+    for slot in 0..RING {
+        let flow = slot % flows;
+        let buf = &mut ring[slot * 64..slot * 64 + 60];
+        let info = build_udp_frame(&spec, 60, buf).unwrap();
+        let sig =
+            Signature { trial: if trial { 77 } else { 0 }, warmup: false, flow_id: flow as u32, seq: 0, tx_ts_ns: 0 };
+        patch_signature(buf, &info, &sig).unwrap();
         sig_offset = info.sig_offset;
-        frames.push(buf);
     }
+    let write = |ring: &mut [u8], i: u64| {
+        let slot = (i % RING as u64) as usize;
+        write_seq_ts(&mut ring[slot * 64 + sig_offset..slot * 64 + 60], i / flows as u64, 1_000_000 + i * 100);
+    };
     let mut best = f64::INFINITY;
     for _ in 0..5 {
+        for i in 0..RING as u64 {
+            write(&mut ring, i);
+        }
+        let sent = Arc::new(AtomicU64::new(0));
         let mut an = Analyzer::new(flows, 0, u64::MAX / 4);
+        if trial {
+            let s = sent.clone();
+            let ident = TrialIdent { tag: 77, earlier: 3, concurrent: Vec::new() };
+            an = an.for_trial(ident, Box::new(move || s.load(Ordering::Acquire) + 64));
+        }
         let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
         let t0 = Instant::now();
         for i in 0..FRAMES {
-            let flow = (i % flows as u64) as usize;
+            if i % 64 == 0 {
+                sent.store(i + RING as u64, Ordering::Release);
+            }
             let tx_ts = 1_000_000 + i * 100;
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            let buf = &mut frames[flow];
-            write_seq_ts(&mut buf[sig_offset..], i / flows as u64, tx_ts);
-            an.frame(buf, RxMeta { ts_ns: tx_ts + 2_000 + x % 20_000, queue: 0 });
+            let slot = (i % RING as u64) as usize;
+            an.frame(&ring[slot * 64..slot * 64 + 60], RxMeta { ts_ns: tx_ts + 2_000 + x % 20_000, queue: 0 });
+            write(&mut ring, i + RING as u64);
         }
         let ns = t0.elapsed().as_nanos() as f64 / FRAMES as f64;
         assert_eq!(an.flows.iter().map(|f| f.received).sum::<u64>(), FRAMES);
         best = best.min(ns);
     }
-    println!("Analyzer::frame: {best:.2} ns/frame (best of 5 x {FRAMES} frames, {flows} flows)");
+    let kind = if trial { "trial" } else { "plain" };
+    println!("Analyzer::frame: {best:.2} ns/frame (best of 5 x {FRAMES} frames, {flows} flows, {kind})");
 }

@@ -164,3 +164,114 @@ fn warmup_frames_are_not_counted() {
     assert_eq!(r.streams[0].rx_frames, 5_000);
     assert!(r.ports[1].rx_warmup > 1_000);
 }
+
+#[test]
+fn count_stopped_tester_that_cannot_keep_up_marks_the_trial_invalid() {
+    // Like a duration stop, a count stop checks the rate: all frames go out in the end, but
+    // taking far longer than the rate allows is the tester's failure.
+    let (mut p, _) = ports(None);
+    let mut s = StreamConfig::new("too-fast-count");
+    s.rate = Rate::Pps(500_000_000.0);
+    s.stop = Stop::Frames { count: 200_000 };
+    let r = run_trial(&mut p, &cfg(s), &TrialControl::new()).unwrap();
+    assert_eq!(r.streams[0].tx_frames, 200_000);
+    assert!(!r.valid);
+    let reason = r.invalid_reason.as_deref().unwrap_or("");
+    assert!(reason.contains("could not keep the rate") && reason.contains("too-fast-count"), "{reason}");
+}
+
+#[test]
+fn count_stopped_trial_at_a_rate_the_tester_keeps_is_valid() {
+    let (mut p, _) = ports(None);
+    let mut s = StreamConfig::new("count");
+    s.rate = Rate::Pps(50_000.0);
+    s.stop = Stop::Frames { count: 20_000 };
+    let r = run_trial(&mut p, &cfg(s), &TrialControl::new()).unwrap();
+    assert!(r.valid, "{:?}", r.invalid_reason);
+    assert!((r.tx_window_s - 0.4).abs() < 0.01, "{}", r.tx_window_s);
+}
+
+#[test]
+fn a_link_that_goes_down_mid_trial_makes_it_invalid() {
+    let (a, b) = loopback::pair("lo-a", "lo-b");
+    let link = a.link.clone();
+    let mut p: Vec<Box<dyn Port>> = vec![Box::new(a), Box::new(b)];
+    let mut s = StreamConfig::new("flap");
+    s.rate = Rate::Pps(20_000.0);
+    s.stop = Stop::Duration { ns: 1_000_000_000 };
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        link.set_up(false);
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        link.set_up(true);
+    });
+    let r = run_trial(&mut p, &cfg(s), &TrialControl::new()).unwrap();
+    t.join().unwrap();
+    let st = &r.streams[0];
+    assert!(st.lost > 1_000, "the frames sent while the link was down are lost: {}", st.lost);
+    assert!(!r.valid);
+    let reason = r.invalid_reason.as_deref().unwrap_or("");
+    assert!(reason.contains("port lo-b: the link went down during the trial (1 carrier loss(es)"), "{reason}");
+    assert!(r.ports.iter().all(|p| p.link_watched && p.link_up && p.link_down_events == 1));
+}
+
+#[test]
+fn drain_zero_counts_every_frame_that_reached_the_tester() {
+    // No wait after the last frame: whatever is in the receiver's queue is still counted, and no
+    // frame is late (the late threshold falls back to the default drain time, not 0).
+    let (mut p, _) = ports(None);
+    let mut s = StreamConfig::new("nodrain");
+    s.rate = Rate::Pps(100_000.0);
+    s.stop = Stop::Frames { count: 20_000 };
+    let mut c = cfg(s);
+    c.drain_ns = 0;
+    assert_eq!(c.late_threshold_ns(), netrig_engine::trial::DEFAULT_DRAIN_NS);
+    let r = run_trial(&mut p, &c, &TrialControl::new()).unwrap();
+    let st = &r.streams[0];
+    assert_eq!((st.tx_frames, st.rx_frames, st.late, st.lost), (20_000, 20_000, 0, 0));
+    assert!(r.valid, "{:?}", r.invalid_reason);
+}
+
+#[test]
+fn a_late_threshold_of_zero_is_refused() {
+    let (mut p, _) = ports(None);
+    let mut c = cfg(StreamConfig::new("s"));
+    c.late_ns = Some(0);
+    let e = run_trial(&mut p, &c, &TrialControl::new()).unwrap_err();
+    assert!(e.to_string().starts_with("late_s: must be above 0"), "{e}");
+}
+
+#[test]
+fn every_trial_has_its_own_tag() {
+    let (mut p, _) = ports(None);
+    let mut s = StreamConfig::new("t");
+    s.rate = Rate::Pps(50_000.0);
+    s.stop = Stop::Frames { count: 1_000 };
+    let c = cfg(s);
+    let r1 = run_trial(&mut p, &c, &TrialControl::new()).unwrap();
+    let r2 = run_trial(&mut p, &c, &TrialControl::new()).unwrap();
+    assert_ne!(r1.trial_tag, r2.trial_tag);
+    assert!(r1.valid && r2.valid && r2.rx_frames() == 1_000);
+    assert!(r2.ports[1].rx_other_trial == 0 && r2.ports[1].rx_implausible == 0);
+}
+
+#[test]
+fn count_stopped_streams_are_judged_on_their_own_send_windows() {
+    // Two streams on one TX worker, the same count at different rates: the faster one is done
+    // first. Judged on the trial's whole send window it would look 2/3 as fast as asked; judged
+    // on its own window it kept its rate, and the trial is valid.
+    let (mut p, _) = ports(None);
+    let mut fast = StreamConfig::new("fast");
+    fast.rate = Rate::Pps(40_000.0);
+    fast.stop = Stop::Frames { count: 20_000 };
+    let mut slow = StreamConfig::new("slow");
+    slow.rate = Rate::Pps(20_000.0);
+    slow.stop = Stop::Frames { count: 20_000 };
+    let c = TrialConfig { streams: vec![fast, slow], ..cfg(StreamConfig::new("unused")) };
+    let r = run_trial(&mut p, &c, &TrialControl::new()).unwrap();
+    assert!(r.valid, "{:?}", r.invalid_reason);
+    let (a, b) = (&r.streams[0], &r.streams[1]);
+    assert_eq!((a.tx_frames, b.tx_frames, a.rx_frames, b.rx_frames), (20_000, 20_000, 20_000, 20_000));
+    assert!((a.tx_rate_pps / 40_000.0 - 1.0).abs() < 0.01, "{} fps", a.tx_rate_pps);
+    assert!(20_000.0 / a.tx_rate_pps < 0.8 * r.tx_window_s, "the fast stream ended well before the others");
+}

@@ -222,11 +222,26 @@ result_class! {
         tx_errors: u64 = p.tx_errors,
         rx_frames: u64 = p.rx_frames,
         rx_bytes: u64 = p.rx_bytes,
+        /// Frames without a netrig signature.
         rx_foreign: u64 = p.rx_foreign,
+        /// Frames of this trial's tag with a flow id the trial does not have.
         rx_unknown_flow: u64 = p.rx_unknown_flow,
         rx_warmup: u64 = p.rx_warmup,
+        /// Signed frames of an earlier trial of this process (late arrivals).
+        rx_earlier_trial: u64 = p.rx_earlier_trial,
+        /// Signed frames of a trial this process is not running (another tester, or forged).
+        rx_other_trial: u64 = p.rx_other_trial,
+        /// This trial's tag and flow with impossible contents (TX time in the future or before
+        /// the trial, a sequence number not sent yet).
+        rx_implausible: u64 = p.rx_implausible,
         rx_ring_drops: u64 = p.rx_ring_drops,
         rx_overruns: u64 = p.rx_overruns,
+        /// Times the link's carrier went down during the trial.
+        link_down_events: u64 = p.link_down_events,
+        /// The link was up at the start and at the end of the trial.
+        link_up: bool = p.link_up,
+        /// The link's state was read before and after the trial.
+        link_watched: bool = p.link_watched,
     }
     methods {
         fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
@@ -240,6 +255,8 @@ result_class! {
     class TrialResult(r: &trial::TrialResult) {
         streams: Arc<[StreamResult]> = seq(&r.streams),
         ports: Arc<[PortResult]> = seq(&r.ports),
+        /// The trial's tag: the nonce in every frame's signature.
+        trial_tag: u32 = r.trial_tag,
         duration_s: f64 = r.duration_s,
         tx_window_s: f64 = r.tx_window_s,
         drain_s: f64 = r.drain_s,
@@ -271,6 +288,12 @@ result_class! {
         intended_rate_pps: Option<f64> = r.intended_rate_pps(),
         /// Frames the tester's own receive rings dropped (not DUT loss).
         tester_rx_drops: u64 = r.tester_rx_drops(),
+        /// Frames without a netrig signature, all ports.
+        frames_foreign: u64 = r.foreign(),
+        /// Signed frames of other trials (earlier trials' late frames, other testers'), all ports.
+        frames_stray: u64 = r.stray(),
+        /// Frames with this trial's tag that cannot be its own (unknown flow, implausible).
+        frames_forged: u64 = r.forged(),
     }
     derived {
         /// Every flow result of every stream.
@@ -302,6 +325,8 @@ result_class! {
         elapsed_s: f64 = s.elapsed_s,
         tx_frames: u64 = s.tx_frames,
         rx_frames: u64 = s.rx_frames,
+        /// The running trial's tag (0 before the trial claimed one).
+        trial_tag: u32 = s.trial_tag,
     }
 }
 

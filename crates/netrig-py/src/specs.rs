@@ -528,7 +528,8 @@ impl TrialSpec {
         let seconds = |v: Option<&Bound<'_, PyAny>>, field: &str, max_s: f64| -> Result<Option<u64>> {
             match opt::<Option<f64>>(v, field, None)? {
                 None => Ok(None),
-                Some(s) => Ok(Some(stream::seconds_to_ns(field, s, true, max_s)?)),
+                // A late threshold of 0 would make every frame late.
+                Some(s) => Ok(Some(stream::seconds_to_ns(field, s, field != "late_s", max_s)?)),
             }
         };
         let config = TrialConfig {

@@ -241,11 +241,11 @@ pub fn patch_signature(buf: &mut [u8], info: &TemplateInfo, sig: &Signature) -> 
 }
 
 /// Writes only the sequence number and timestamp of a signature already patched in
-/// (magic and flow id unchanged) and keeps the UDP checksum valid.
+/// (magic, tag and flow id unchanged) and keeps the UDP checksum valid.
 #[inline]
 pub fn patch_seq_ts(buf: &mut [u8], info: &TemplateInfo, seq: u64, ts: u64) -> Result<()> {
     check_frame(buf, info)?;
-    let mut new = [0u8; 12];
+    let mut new = [0u8; 10];
     signature::write_seq_ts_array(&mut new, seq, ts);
     replace(buf, info.sig_offset + signature::SEQ_OFFSET, &new, None, info.udp_csum_offset)
 }
@@ -427,7 +427,7 @@ mod tests {
         );
         verify(&buf, &info);
         assert_eq!(find_signature(&buf[..60]), None, "template carries a zeroed signature");
-        let sig = Signature { flow_id: 3, seq: 41, tx_ts_ns: 123_456_789 };
+        let sig = Signature { trial: 5, warmup: false, flow_id: 3, seq: 41, tx_ts_ns: 123_456_789 };
         patch_signature(&mut buf, &info, &sig).unwrap();
         assert_eq!(find_signature(&buf[..60]), Some(sig));
     }
@@ -461,7 +461,13 @@ mod tests {
                         let loc = locate_udp_payload(&buf[..len]).unwrap();
                         assert_eq!(loc.payload_offset, info.sig_offset);
                         assert_eq!(loc.payload_len, info.payload_len());
-                        let sig = Signature { flow_id: 0xFFFF_FFFF, seq: 0xFFFF_FFFF_FFFF, tx_ts_ns: 1 };
+                        let sig = Signature {
+                            trial: 0x7F_FFFF,
+                            warmup: true,
+                            flow_id: 0xFF_FFFF,
+                            seq: 0xFF_FFFF_FFFF,
+                            tx_ts_ns: 1,
+                        };
                         patch_signature(&mut buf, &info, &sig).unwrap();
                         verify(&buf, &info);
                         patch_seq_ts(&mut buf, &info, 7, 8).unwrap();
@@ -483,7 +489,7 @@ mod tests {
                         verify(&buf, &grown);
                         let shrunk = set_frame_len(&mut buf, &grown, min_frame_len(&spec)).unwrap();
                         verify(&buf, &shrunk);
-                        assert_eq!(find_signature(&buf[..shrunk.frame_len]).unwrap().flow_id, 0xFFFF_FFFF);
+                        assert_eq!(find_signature(&buf[..shrunk.frame_len]).unwrap().flow_id, 0xFF_FFFF);
                     }
                 }
             }

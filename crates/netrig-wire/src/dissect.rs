@@ -171,7 +171,7 @@ mod tests {
             1, // IPv4 (checksum not needed by the dissector)
             0x04, 0x00, 0x04, 0x00, 0x00, 0x1a, 0x00, 0x00, // UDP, length 26
         ];
-        f.extend_from_slice(&Signature { flow_id: 5, seq: 6, tx_ts_ns: 7 }.to_bytes());
+        f.extend_from_slice(&Signature { trial: 4, warmup: false, flow_id: 5, seq: 6, tx_ts_ns: 7 }.to_bytes());
         assert_eq!(f.len(), 60);
         f
     }
@@ -181,7 +181,7 @@ mod tests {
         let f = frame_v4();
         let loc = locate_udp_payload(&f).unwrap();
         assert_eq!(loc, UdpLocation { l3: L3::V4, l3_offset: 14, l4_offset: 34, payload_offset: 42, payload_len: 18 });
-        assert_eq!(find_signature(&f), Some(Signature { flow_id: 5, seq: 6, tx_ts_ns: 7 }));
+        assert_eq!(find_signature(&f), Some(Signature { trial: 4, warmup: false, flow_id: 5, seq: 6, tx_ts_ns: 7 }));
         // Ethernet padding after the datagram is fine.
         let mut padded = f.clone();
         padded.extend_from_slice(&[0; 10]);
@@ -269,7 +269,7 @@ mod tests {
         f.extend_from_slice(&[0x20, 0x01, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
         f.extend_from_slice(ext);
         f.extend_from_slice(&[0x04, 0x00, 0x04, 0x00, 0x00, 26, 0x12, 0x34]);
-        f.extend_from_slice(&Signature { flow_id: 1, seq: 2, tx_ts_ns: 3 }.to_bytes());
+        f.extend_from_slice(&Signature { trial: 0, warmup: false, flow_id: 1, seq: 2, tx_ts_ns: 3 }.to_bytes());
         f
     }
 

@@ -1,79 +1,94 @@
 //! The netrig signature: 18 bytes at the start of the UDP payload of every test frame.
 //!
-//! | offset | size | field                                                    |
-//! |-------:|-----:|----------------------------------------------------------|
-//! |      0 |    2 | magic `0x4E52` ("NR")                                    |
-//! |      2 |    4 | flow id                                                  |
-//! |      6 |    6 | sequence number (per flow, 48 bits)                      |
-//! |     12 |    6 | TX timestamp, ns since the trial epoch (48 bits, ~78 h)  |
+//! | offset | size | field                                                                 |
+//! |-------:|-----:|-----------------------------------------------------------------------|
+//! |      0 |    2 | magic `0x4E52` ("NR")                                                 |
+//! |      2 |    3 | tag: bit 23 = warm-up, bits 0–22 = the trial's nonce                  |
+//! |      5 |    3 | flow id (24 bits: a trial has at most 2^24 flows)                     |
+//! |      8 |    5 | sequence number (per flow, 40 bits; the receiver extends it)          |
+//! |     13 |    5 | TX timestamp, ns since the trial epoch (40 bits, wraps every 18.3 min) |
 //!
 //! All fields are big-endian. Ethernet (14) + IPv4 (20) + UDP (8) + 18 = 60 bytes: a
-//! 64-byte frame with FCS.
+//! 64-byte frame with FCS. The magic stays at offset 0 (the XDP steering program matches it).
 
 mod field {
     use crate::Field;
     pub const MAGIC: Field = 0..2;
-    pub const FLOW_ID: Field = 2..6;
-    pub const SEQ: Field = 6..12;
-    pub const TX_TS: Field = 12..18;
+    pub const TAG: Field = 2..5;
+    pub const FLOW_ID: Field = 5..8;
+    pub const SEQ: Field = 8..13;
+    pub const TX_TS: Field = 13..18;
 }
+
+// The fields follow each other without gaps (parse and emit treat bytes 2..18 as one integer).
+const _: () = assert!(
+    field::MAGIC.end == field::TAG.start
+        && field::TAG.end == field::FLOW_ID.start
+        && field::FLOW_ID.end == field::SEQ.start
+        && field::SEQ.end == field::TX_TS.start
+);
 
 /// Length of the signature in bytes.
 pub const LEN: usize = field::TX_TS.end;
 /// The magic number, "NR".
 pub const MAGIC: u16 = 0x4E52;
-/// Offset of the sequence number inside the signature.
+/// Offset of the sequence number inside the signature (the timestamp follows it).
 pub const SEQ_OFFSET: usize = field::SEQ.start;
 /// Offset of the TX timestamp inside the signature.
 pub const TX_TS_OFFSET: usize = field::TX_TS.start;
-/// Mask of the 48-bit sequence number and timestamp fields.
-pub const MASK_48: u64 = (1 << 48) - 1;
+/// Bits of the trial nonce.
+pub const TRIAL_BITS: u32 = 23;
+/// Mask of the trial nonce.
+pub const TRIAL_MASK: u32 = (1 << TRIAL_BITS) - 1;
+/// Mask of the 24-bit flow id.
+pub const FLOW_MASK: u32 = (1 << 24) - 1;
+/// Bits of the sequence number and of the timestamp.
+pub const SEQ_TS_BITS: u32 = 40;
+/// Mask of the 40-bit sequence number and timestamp fields.
+pub const MASK_40: u64 = (1 << SEQ_TS_BITS) - 1;
 
 /// The decoded signature.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Signature {
+    /// The trial's nonce; only the low 23 bits are carried.
+    pub trial: u32,
+    /// A warm-up frame: sent before the measurement, counted apart.
+    pub warmup: bool,
+    /// Flow index within the trial; only the low 24 bits are carried.
     pub flow_id: u32,
-    /// Sequence number; only the low 48 bits are carried.
+    /// Sequence number; only the low 40 bits are carried.
     pub seq: u64,
-    /// Transmit timestamp in ns; only the low 48 bits are carried.
+    /// Transmit timestamp in ns; only the low 40 bits are carried.
     pub tx_ts_ns: u64,
 }
 
-#[inline(always)]
-fn put48(b: &mut [u8; 6], v: u64) {
-    let x = v.to_be_bytes();
-    b.copy_from_slice(&x[2..8]);
-}
-
-#[inline(always)]
-fn get48(b: &[u8]) -> u64 {
-    u64::from_be_bytes([0, 0, b[0], b[1], b[2], b[3], b[4], b[5]])
-}
-
 impl Signature {
-    /// Writes the signature into `buf[..LEN]`; seq and timestamp are truncated to 48 bits.
+    /// The 16 bytes after the magic as one big-endian integer.
+    #[inline(always)]
+    fn body(&self) -> u128 {
+        let tag = (self.trial & TRIAL_MASK) | (u32::from(self.warmup) << TRIAL_BITS);
+        (u128::from(tag) << 104)
+            | (u128::from(self.flow_id & FLOW_MASK) << 80)
+            | (u128::from(self.seq & MASK_40) << 40)
+            | u128::from(self.tx_ts_ns & MASK_40)
+    }
+
+    /// Writes the signature into `buf[..LEN]`; every field is truncated to its width.
     /// Does nothing if `buf` is shorter than [`LEN`] (callers size buffers once, up front).
     #[inline]
     pub fn emit(&self, buf: &mut [u8]) {
         let Some(out) = buf.get_mut(..LEN) else {
             return;
         };
-        let mut s = [0u8; LEN];
-        s[field::MAGIC].copy_from_slice(&MAGIC.to_be_bytes());
-        s[field::FLOW_ID].copy_from_slice(&self.flow_id.to_be_bytes());
-        let mut w = [0u8; 6];
-        put48(&mut w, self.seq);
-        s[field::SEQ].copy_from_slice(&w);
-        put48(&mut w, self.tx_ts_ns);
-        s[field::TX_TS].copy_from_slice(&w);
-        out.copy_from_slice(&s);
+        out.copy_from_slice(&self.to_bytes());
     }
 
     /// Encodes into a fresh array.
     #[inline]
     pub fn to_bytes(&self) -> [u8; LEN] {
         let mut s = [0u8; LEN];
-        self.emit(&mut s);
+        s[field::MAGIC].copy_from_slice(&MAGIC.to_be_bytes());
+        s[field::TAG.start..].copy_from_slice(&self.body().to_be_bytes());
         s
     }
 
@@ -84,30 +99,36 @@ impl Signature {
         if u16::from_be_bytes([s[0], s[1]]) != MAGIC {
             return None;
         }
+        let mut b = [0u8; 16];
+        b.copy_from_slice(&s[field::TAG.start..]);
+        let x = u128::from_be_bytes(b);
+        let tag = (x >> 104) as u32;
         Some(Signature {
-            flow_id: u32::from_be_bytes([s[2], s[3], s[4], s[5]]),
-            seq: get48(&s[field::SEQ]),
-            tx_ts_ns: get48(&s[field::TX_TS]),
+            trial: tag & TRIAL_MASK,
+            warmup: tag >> TRIAL_BITS & 1 == 1,
+            flow_id: (x >> 80) as u32 & FLOW_MASK,
+            seq: (x >> 40) as u64 & MASK_40,
+            tx_ts_ns: x as u64 & MASK_40,
         })
     }
 }
 
-/// Encodes seq and timestamp (48 bits each) as the 12 bytes that follow the flow id.
+/// Encodes seq and timestamp (40 bits each) as the 10 bytes that follow the flow id.
 #[inline(always)]
-pub(crate) fn write_seq_ts_array(w: &mut [u8; 12], seq: u64, ts: u64) {
-    w[..8].copy_from_slice(&(seq << 16).to_be_bytes());
-    w[6..].copy_from_slice(&ts.to_be_bytes()[2..]);
+pub(crate) fn write_seq_ts_array(w: &mut [u8; 10], seq: u64, ts: u64) {
+    let x = (u128::from(seq & MASK_40) << 40) | u128::from(ts & MASK_40);
+    w.copy_from_slice(&x.to_be_bytes()[6..]);
 }
 
 /// Overwrites only the sequence number and timestamp of a signature already in
-/// `buf[..LEN]` (both truncated to 48 bits). Does nothing if `buf` is shorter than [`LEN`].
+/// `buf[..LEN]` (both truncated to 40 bits). Does nothing if `buf` is shorter than [`LEN`].
 /// Does not maintain any checksum: see [`crate::builder::patch_seq_ts`] for that.
 #[inline]
 pub fn write_seq_ts(buf: &mut [u8], seq: u64, ts: u64) {
     let Some(out) = buf.get_mut(field::SEQ.start..field::TX_TS.end) else {
         return;
     };
-    let mut w = [0u8; 12];
+    let mut w = [0u8; 10];
     write_seq_ts_array(&mut w, seq, ts);
     out.copy_from_slice(&w);
 }
@@ -118,20 +139,43 @@ mod tests {
 
     #[test]
     fn layout_fixture() {
-        let s = Signature { flow_id: 0x0102_0304, seq: 0x0A0B_0C0D_0E0F, tx_ts_ns: 0x1112_1314_1516 };
+        let s = Signature {
+            trial: 0x0A_BCDE,
+            warmup: false,
+            flow_id: 0x01_0203,
+            seq: 0x0A_0B0C_0D0E,
+            tx_ts_ns: 0x11_1213_1415,
+        };
         let b = s.to_bytes();
-        assert_eq!(b, [0x4E, 0x52, 1, 2, 3, 4, 0x0A, 0x0B, 0x0C, 0x0D, 0x0E, 0x0F, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16]);
+        assert_eq!(
+            b,
+            [0x4E, 0x52, 0x0A, 0xBC, 0xDE, 1, 2, 3, 0x0A, 0x0B, 0x0C, 0x0D, 0x0E, 0x11, 0x12, 0x13, 0x14, 0x15]
+        );
         assert_eq!(Signature::parse(&b), Some(s));
+        let w = Signature { warmup: true, ..s };
+        assert_eq!(w.to_bytes()[2], 0x8A, "the warm-up flag is the tag's top bit");
+        assert_eq!(Signature::parse(&w.to_bytes()), Some(w));
         assert_eq!(LEN, 60 - 14 - 20 - 8);
+        // The sequence number and the timestamp start on an even offset, so the UDP checksum
+        // can be updated incrementally over them.
+        assert!(SEQ_OFFSET.is_multiple_of(2));
+    }
+
+    #[test]
+    fn the_example_of_docs_wire_format() {
+        let s = Signature { trial: 5, warmup: false, flow_id: 1, seq: 2, tx_ts_ns: 3 };
+        assert_eq!(s.to_bytes(), [0x4E, 0x52, 0, 0, 5, 0, 0, 1, 0, 0, 0, 0, 2, 0, 0, 0, 0, 3]);
+        assert_eq!(Signature { warmup: true, ..s }.to_bytes()[..8], [0x4E, 0x52, 0x80, 0, 5, 0, 0, 1]);
     }
 
     #[test]
     fn truncation_and_errors() {
-        let s = Signature { flow_id: 1, seq: u64::MAX, tx_ts_ns: (1 << 48) + 5 };
+        let s = Signature { trial: u32::MAX, warmup: false, flow_id: u32::MAX, seq: u64::MAX, tx_ts_ns: (1 << 40) + 5 };
         let mut b = [0u8; 20];
         s.emit(&mut b);
         let p = Signature::parse(&b).unwrap();
-        assert_eq!(p.seq, MASK_48);
+        assert_eq!((p.trial, p.warmup, p.flow_id), (TRIAL_MASK, false, FLOW_MASK), "a wide trial never sets warm-up");
+        assert_eq!(p.seq, MASK_40);
         assert_eq!(p.tx_ts_ns, 5);
         assert_eq!(Signature::parse(&b[..17]), None);
         b[0] = 0;
@@ -143,10 +187,11 @@ mod tests {
 
     #[test]
     fn write_seq_ts_patches_only_variable_fields() {
-        let mut b = Signature { flow_id: 77, seq: 1, tx_ts_ns: 2 }.to_bytes();
-        write_seq_ts(&mut b, 0xFFFF_1234_5678_9ABC, 0x0000_0000_0000_0042);
-        assert_eq!(Signature::parse(&b), Some(Signature { flow_id: 77, seq: 0x1234_5678_9ABC, tx_ts_ns: 0x42 }));
+        let base = Signature { trial: 9, warmup: true, flow_id: 77, seq: 1, tx_ts_ns: 2 };
+        let mut b = base.to_bytes();
+        write_seq_ts(&mut b, 0xFFFF_FF12_3456_789A, 0x0000_0000_0000_0042);
+        assert_eq!(Signature::parse(&b), Some(Signature { seq: 0x12_3456_789A, tx_ts_ns: 0x42, ..base }));
         write_seq_ts(&mut b[..17], 9, 9); // too short: untouched
-        assert_eq!(Signature::parse(&b).unwrap().seq, 0x1234_5678_9ABC);
+        assert_eq!(Signature::parse(&b).unwrap().seq, 0x12_3456_789A);
     }
 }

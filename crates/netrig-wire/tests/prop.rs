@@ -57,11 +57,8 @@ fn template_spec() -> impl Strategy<Value = TemplateSpec> {
     )
 }
 fn sig() -> impl Strategy<Value = Signature> {
-    (any::<u32>(), 0..=signature::MASK_48, 0..=signature::MASK_48).prop_map(|(flow_id, seq, tx_ts_ns)| Signature {
-        flow_id,
-        seq,
-        tx_ts_ns,
-    })
+    (0..=signature::TRIAL_MASK, any::<bool>(), 0..=signature::FLOW_MASK, 0..=signature::MASK_40, 0..=signature::MASK_40)
+        .prop_map(|(trial, warmup, flow_id, seq, tx_ts_ns)| Signature { trial, warmup, flow_id, seq, tx_ts_ns })
 }
 
 /// Checks the IPv4 header checksum and the UDP checksum of a built frame via the views.
@@ -187,15 +184,22 @@ proptest! {
     }
 
     #[test]
-    fn signature_round_trip(s in sig(), hi_seq in any::<u16>(), hi_ts in any::<u16>(), seq in any::<u64>(), ts in any::<u64>()) {
-        let wide = Signature { seq: s.seq | (u64::from(hi_seq) << 48), tx_ts_ns: s.tx_ts_ns | (u64::from(hi_ts) << 48), ..s };
+    fn signature_round_trip(s in sig(), hi_seq in any::<u32>(), hi_ts in any::<u32>(), hi_flow in any::<u8>(),
+                            seq in any::<u64>(), ts in any::<u64>()) {
+        // Bits beyond a field's width are dropped on emit, never spilled into the next field.
+        let wide = Signature {
+            flow_id: s.flow_id | (u32::from(hi_flow) << 24),
+            seq: s.seq | (u64::from(hi_seq >> 8) << 40),
+            tx_ts_ns: s.tx_ts_ns | (u64::from(hi_ts >> 8) << 40),
+            ..s
+        };
         let mut b = [0u8; signature::LEN];
         wide.emit(&mut b);
         prop_assert_eq!(Signature::parse(&b), Some(s));
         signature::write_seq_ts(&mut b, seq, ts);
         prop_assert_eq!(
             Signature::parse(&b),
-            Some(Signature { flow_id: s.flow_id, seq: seq & signature::MASK_48, tx_ts_ns: ts & signature::MASK_48 })
+            Some(Signature { seq: seq & signature::MASK_40, tx_ts_ns: ts & signature::MASK_40, ..s })
         );
     }
 
@@ -229,7 +233,7 @@ proptest! {
 
         builder::patch_seq_ts(&mut buf, &info, seq, ts).unwrap();
         verify_frame(&buf[..len], &info)?;
-        let expect = Signature { flow_id: s.flow_id, seq: seq & signature::MASK_48, tx_ts_ns: ts & signature::MASK_48 };
+        let expect = Signature { seq: seq & signature::MASK_40, tx_ts_ns: ts & signature::MASK_40, ..s };
         prop_assert_eq!(dissect::find_signature(&buf[..len]), Some(expect));
 
         let new_len = builder::min_frame_len(&spec) + new_extra;

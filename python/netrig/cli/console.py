@@ -1,5 +1,6 @@
 """Terminal output for runs: a live progress display and the final summary tables (rich), one per
-method as the method lays its rows out (``Method.console_rows``)."""
+method as the method lays its rows out (``Method.console_rows``). A trial that is invalid, or whose
+receiver saw frames that were not its own (stray, forged), gets a line of its own as it ends."""
 from __future__ import annotations
 
 import sys
@@ -13,10 +14,21 @@ from rich.table import Table
 from rich.text import Text
 
 from netrig.errors import INTERRUPTS, InterruptedTrial, NetrigError, Terminated, interrupt_reason
+from netrig.measure.seam import TrialCounts
 from netrig.methods import REGISTRY
 from netrig.model import format_bps, format_ns, format_pps
+from netrig.report.tables import not_counted
 from netrig.run.config import TestConfig
 from netrig.run.runner import QUIET_FLAGS, Runner
+
+
+def trial_note(c: TrialCounts) -> str:
+    """What the console says about a finished trial: why it is invalid, and the frames its receiver
+    did not count (foreign, stray, forged) when some were stray or forged; empty when nothing to say."""
+    parts = [] if c.valid else [f"invalid: {c.invalid_reason or 'tester problem'}"]
+    if c.stray or c.forged:
+        parts.append(f"not counted: {not_counted(c.to_dict())}")
+    return "; ".join(parts)
 
 
 def _dur(s: float | None) -> str:
@@ -85,6 +97,9 @@ class LiveProgress:
             self._trial_t0 = time.monotonic()
             self._render("running")
         elif event == "trial_end":
+            counts = info.get("counts")
+            if isinstance(counts, TrialCounts) and not info.get("replayed") and (note := trial_note(counts)):
+                self.console.print(f"  trial {self.done + 1} ({self.line}): {note}", markup=False, highlight=False)
             self.done += 1
             if info.get("replayed"):
                 self.replayed += 1

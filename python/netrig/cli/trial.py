@@ -179,6 +179,9 @@ def result_table(res: TrialResult, stream: Stream, title: str):
     t.add_row("frames sent / received", f"{res.frames_sent:,} / {res.frames_received:,}")
     t.add_row("lost (ratio)", f"{res.frames_lost:,} ({100 * res.loss_ratio:.4f} %)")
     t.add_row("reordered / duplicated / late", f"{res.reordered:,} / {res.duplicated:,} / {res.late:,}")
+    # Frames the receiver saw that are not this trial's: never counted as received.
+    t.add_row("not counted: foreign / stray / forged",
+              f"{res.frames_foreign:,} / {res.frames_stray:,} / {res.frames_forged:,}")
     intended = res.intended_rate_pps
     t.add_row("offered rate (intended)", format_pps(intended) if intended else "max")
     l1_bps = res.tx_rate_pps * (size + _native.WIRE_OVERHEAD_BYTES) * 8

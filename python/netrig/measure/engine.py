@@ -3,8 +3,10 @@
 * Learning frames (RFC 2544 §23): before the first trial of each frame size (and after a DUT
   reset), a short low-rate trial primes ARP/neighbour and switch tables; its counts are discarded.
 * Validity: a trial whose achieved tx rate is more than ``tx_tolerance_pct`` below the intended
-  rate, that the engine marks invalid, or in which the tester's own receiver dropped frames, is
-  invalid — a tester limit, not DUT loss.
+  rate, or that the engine marks invalid (the tester's own receiver dropped frames, a tester link
+  went down, another trial's frames arrived, a flow received sequence numbers it never sent…), is
+  invalid — a tester limit, not DUT loss. Frames that are not the trial's own are counted apart
+  (``foreign``, ``stray``, ``forged``), never as received.
 * Tester stalls: a VM or host can deschedule the sender for milliseconds; the engine then sends its
   backlog at up to twice the rate and records the longest delay (``tx_max_lag_ns``). A trial that
   lost frames while the delay exceeded ``stall_threshold_ms`` is repeated, up to ``stall_retries``
@@ -14,7 +16,10 @@
 * Bursts (back-to-back) are approximated by a trial of ``burst / rate`` seconds at the burst rate.
 * Multi-phase trials (system recovery, iperf) run consecutive trials of one sampling interval
   each (drain 0 between them, the configured drain after the last), so every interval has its own
-  counts; frames in flight across an interval border are counted in the later interval as late.
+  counts; frames still in flight when an interval's trial ends are counted by it if they reach the
+  tester within the engine's final 10 ms receive pass; later ones arrive during the next interval's
+  trial as an earlier trial's frames (the engine never counts them as its own) and are credited to
+  that interval, as late frames.
 
 The engine's result is typed (``netrig._native.TrialResult``); it is converted here, field by
 field, into the seam's :class:`~netrig.measure.seam.TrialCounts`, and kept whole in ``raw["engine"]``.
@@ -92,7 +97,8 @@ class EngineMeasurer:
         return TrialCounts(
             offered_pps=offered, frames_sent=res.frames_sent, frames_received=res.frames_received,
             duplicated=res.duplicated, reordered=res.reordered, late=res.late, latency=latency_summary(res.latency),
-            valid=valid, invalid_reason=reason, raw={"engine": res.to_dict(), **(extra_raw or {})},
+            valid=valid, invalid_reason=reason, foreign=res.frames_foreign, stray=res.frames_stray,
+            forged=res.frames_forged, raw={"engine": res.to_dict(), **(extra_raw or {})},
         )
 
     # ---------------------------------------------------------------- the measurer seam
@@ -141,7 +147,9 @@ class EngineMeasurer:
                 c = self._counts(res, ph.rate_pps)
                 if not c.valid:
                     valid, reason = False, c.invalid_reason
-                intervals.append(Interval(t0 + k * interval_s, dur, pi, c.frames_sent, c.frames_received + c.late))
+                carried = sum(p.rx_earlier_trial for p in res.ports)  # the previous interval's, in flight
+                intervals.append(Interval(t0 + k * interval_s, dur, pi, c.frames_sent,
+                                          c.frames_received + c.late + carried))
                 raws.append({"frames_sent": c.frames_sent, "frames_received": c.frames_received, "late": c.late})
             t0 += ph.duration_s
         sent = sum(i.frames_sent for i in intervals)

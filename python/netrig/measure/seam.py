@@ -120,7 +120,12 @@ class Interval:
 @dataclass(frozen=True)
 class TrialCounts:
     """The outcome of one trial (methodology §2). ``valid=False`` means the *tester* failed
-    (could not send at the rate, dropped frames itself): it is not a DUT result."""
+    (could not send at the rate, dropped frames itself): it is not a DUT result.
+
+    Frames the receiver saw that are not the trial's own are counted apart, never as received:
+    ``foreign`` (no netrig signature), ``stray`` (another trial's: late frames of an earlier
+    trial, another tester's) and ``forged`` (this trial's tag, but an unknown flow or impossible
+    contents: a sequence number not sent yet, a transmit time in the future or before the trial)."""
 
     offered_pps: float
     frames_sent: int
@@ -133,6 +138,9 @@ class TrialCounts:
     invalid_reason: str | None = None
     intervals: tuple[Interval, ...] | None = None
     reset_time_s: float | None = None
+    foreign: int = 0
+    stray: int = 0
+    forged: int = 0
     raw: dict = field(default_factory=dict, compare=False)
 
     @property
@@ -158,6 +166,9 @@ class TrialCounts:
             "latency": self.latency.to_dict() if self.latency else None,
             "intervals": [i.to_dict() for i in self.intervals] if self.intervals is not None else None,
             "reset_time_s": self.reset_time_s,
+            "foreign": self.foreign,
+            "stray": self.stray,
+            "forged": self.forged,
             "raw": self.raw,
         }
 
@@ -176,6 +187,9 @@ class TrialCounts:
             invalid_reason=d.get("invalid_reason"),
             intervals=tuple(Interval.from_dict(x) for x in iv) if iv is not None else None,
             reset_time_s=d.get("reset_time_s"),
+            foreign=int(d.get("foreign") or 0),
+            stray=int(d.get("stray") or 0),
+            forged=int(d.get("forged") or 0),
             raw=d.get("raw") or {},
         )
 

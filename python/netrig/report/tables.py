@@ -17,8 +17,8 @@ from netrig.view.run_view import (
 )
 from netrig.view.table import Table, flatten, key_value_table, plain
 
-__all__ = ["summary_per_configuration", "selftest_table", "verdicts_table", "trials_table", "run_facts",
-           "environment_differences", "key_value_table", "Table"]
+__all__ = ["summary_per_configuration", "selftest_table", "verdicts_table", "trials_table", "not_counted",
+           "run_facts", "environment_differences", "key_value_table", "Table"]
 
 
 def _ends(d: list[Capacity]) -> tuple[Capacity | None, Capacity | None]:
@@ -74,9 +74,21 @@ def verdicts_table(r: RunView) -> Table:
     return t
 
 
+def not_counted(counts: dict) -> str:
+    """The frames a trial's receiver saw but did not count as the trial's, where there were any:
+    ``"foreign 3 · stray 300 · forged 2"`` (empty when none)."""
+    parts = [f"{k} {fmt.count(n)}" for k in ("foreign", "stray", "forged") if (n := num(counts, k))]
+    return " · ".join(parts)
+
+
 def trials_table(r: RunView) -> Table:
-    t = Table(["#", "method", "frame size", "rep", "trial", "kind", "intended", "% line rate", "achieved",
-               "duration", "sent", "received", "lost", "loss", "p50", "p99.9", "max", "valid"])
+    """Every trial; a "not counted" column (foreign, stray, forged frames) when any trial had some."""
+    header = ["#", "method", "frame size", "rep", "trial", "kind", "intended", "% line rate", "achieved",
+              "duration", "sent", "received", "lost", "loss", "p50", "p99.9", "max", "valid"]
+    extra = [not_counted(obj(tr, "counts")) for tr in r.trials()]
+    if any(extra):
+        header.insert(-1, "not counted")
+    t = Table(header)
     for i, tr in enumerate(r.trials()):
         c = obj(tr, "counts")
         load = obj(tr, "load")
@@ -87,14 +99,17 @@ def trials_table(r: RunView) -> Table:
         cls = "invalid" if not valid else ("lossy" if (lost or 0) > 0 else "")
         if tr.get("replayed"):
             cls += " replayed"
-        t.add([str(tr.get("seq", i)), REGISTRY.short_name(str(tr.get("method", ""))), fmt.size(tr.get("frame_size")),
+        row = [str(tr.get("seq", i)), REGISTRY.short_name(str(tr.get("method", ""))), fmt.size(tr.get("frame_size")),
                plain(tr.get("repetition")), plain(tr.get("trial_index")), str(tr.get("kind", "")),
                fmt.fps(num(load, "rate_pps")), fmt.pct(num(load, "pct_line_rate"), 2), fmt.fps(num(c, "offered_pps")),
                fmt.seconds(num(load, "duration_s")), fmt.count(num(c, "frames_sent")),
                fmt.count(num(c, "frames_received")),
                fmt.count(lost), fmt.pct(100 * loss if loss is not None else None, 4),
                fmt.ns(num(lat, "p50_ns")), fmt.ns(num(lat, "p999_ns")), fmt.ns(num(lat, "max_ns")),
-               "yes" if valid else f"no: {c.get('invalid_reason') or 'tester problem'}"], cls.strip())
+               "yes" if valid else f"no: {c.get('invalid_reason') or 'tester problem'}"]
+        if any(extra):
+            row.insert(-1, extra[i] or fmt.DASH)
+        t.add(row, cls.strip())
     return t
 
 

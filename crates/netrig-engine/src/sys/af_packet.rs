@@ -608,6 +608,10 @@ impl Port for AfPacketPort {
             Ok(Box::new(RxRing::open(ctx, queue, page, fanout)?) as Box<dyn RxQueue>)
         })
     }
+
+    fn link(&self) -> Option<std::sync::Arc<dyn crate::port::LinkSource>> {
+        Some(crate::sys::link::source(self.ctx.netns.as_deref(), self.ctx.ifindex))
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

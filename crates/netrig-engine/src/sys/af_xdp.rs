@@ -47,6 +47,10 @@ use crate::port::{
     Backend, Port, PortCaps, PortSpec, RxMeta, RxQueue, RxQueueStats, TimestampSource, TxQueue, TxQueueStats,
 };
 
+/// Name of the XDP program that steers netrig frames to the AF_XDP sockets. A port of another
+/// backend on an interface that carries it never sees netrig frames (the trial says so).
+pub const STEER_PROG_NAME: &str = "netrig_steer";
+
 /// Default UMEM frames per queue (half for TX, half for RX): 32 MiB at 2 KiB frames. The RX
 /// half (8192 frames) absorbs receiver stalls of ~30 ms at 250 kpps — on a VM the receiver
 /// thread is descheduled for several ms at a time, and with 2048 RX frames a 10 s trial at
@@ -604,7 +608,7 @@ fn attach_xdp(
     };
     let map = bpf::xskmap_create(entries).map_err(|e| bpf_err("create the XSKMAP for", e))?;
     let insns = bpf::steer_program(OnMatch::Redirect(map.as_raw_fd()), stamp);
-    let prog = bpf::prog_load_xdp(&insns, "netrig_steer").map_err(|e| bpf_err("load", e))?;
+    let prog = bpf::prog_load_xdp(&insns, STEER_PROG_NAME).map_err(|e| bpf_err("load", e))?;
     let modes: &[XdpMode] = match want {
         Some(XdpMode::Drv) => &[XdpMode::Drv],
         Some(XdpMode::Skb) => &[XdpMode::Skb],
@@ -909,6 +913,10 @@ impl Port for XskPort {
 
     fn prepare_rx(&mut self) -> Result<(), PortError> {
         self.ensure_xdp().map(|_| ())
+    }
+
+    fn link(&self) -> Option<Arc<dyn crate::port::LinkSource>> {
+        Some(super::link::source(self.netns.as_deref(), self.ifindex))
     }
 
     fn open_rx(&mut self, queue: usize) -> Result<Box<dyn RxQueue>, PortError> {

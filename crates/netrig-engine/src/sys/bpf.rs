@@ -26,6 +26,8 @@ const BPF_MAP_UPDATE_ELEM: u32 = 2;
 const BPF_MAP_DELETE_ELEM: u32 = 3;
 const BPF_PROG_LOAD: u32 = 5;
 const BPF_PROG_TEST_RUN: u32 = 10;
+const BPF_PROG_GET_FD_BY_ID: u32 = 13;
+const BPF_OBJ_GET_INFO_BY_FD: u32 = 15;
 const BPF_LINK_CREATE: u32 = 28;
 
 const BPF_MAP_TYPE_XSKMAP: u32 = 17;
@@ -198,6 +200,30 @@ pub fn prog_test_run_out(prog: &OwnedFd, frame: &[u8]) -> io::Result<(u32, Vec<u
     sys_bpf(BPF_PROG_TEST_RUN, &mut a)?;
     out.truncate((a.get_u32(12) as usize).min(out.len()));
     Ok((a.get_u32(4), out))
+}
+
+/// The id of the loaded BPF program `prog`.
+pub fn prog_id(prog: &OwnedFd) -> io::Result<u32> {
+    let mut info = [0u8; 80];
+    let mut a = Attr::new();
+    a.u32(0, prog.as_raw_fd() as u32).u32(4, info.len() as u32).u64(8, info.as_mut_ptr() as u64);
+    sys_bpf(BPF_OBJ_GET_INFO_BY_FD, &mut a)?;
+    Ok(u32::from_ne_bytes([info[4], info[5], info[6], info[7]]))
+}
+
+/// The name of loaded BPF program `id` (`bpf_prog_info.name`, at most 15 bytes).
+pub fn prog_name(id: u32) -> io::Result<String> {
+    let mut a = Attr::new();
+    a.u32(0, id);
+    let fd = sys_bpf_fd(BPF_PROG_GET_FD_BY_ID, &mut a)?;
+    // struct bpf_prog_info up to and including `name` (offset 64, 16 bytes).
+    let mut info = [0u8; 80];
+    let mut a = Attr::new();
+    a.u32(0, fd.as_raw_fd() as u32).u32(4, info.len() as u32).u64(8, info.as_mut_ptr() as u64);
+    sys_bpf(BPF_OBJ_GET_INFO_BY_FD, &mut a)?;
+    let name = &info[64..80];
+    let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+    Ok(String::from_utf8_lossy(&name[..end]).into_owned())
 }
 
 /// One eBPF instruction (`struct bpf_insn`).
@@ -747,6 +773,8 @@ mod kernel_tests {
         }
         let prog_fd =
             prog_load_xdp(&steer_program(OnMatch::Verdict(XDP_DROP), false), "netrig_test").expect("verifier accepts");
+        let id = prog_id(&prog_fd).expect("program info");
+        assert_eq!(prog_name(id).expect("program by id"), "netrig_test", "a program is found by its id");
         let map = xskmap_create(4).expect("XSKMAP");
         let _redirect = prog_load_xdp(&steer_program(OnMatch::Redirect(map.as_raw_fd()), false), "netrig_test2")
             .expect("verifier accepts the redirect variant");

@@ -5,5 +5,6 @@ pub mod af_xdp;
 pub mod bpf;
 pub mod cpu;
 pub mod ifinfo;
+pub mod link;
 pub mod netns;
 pub mod socket;

@@ -84,6 +84,10 @@ impl Port for SocketPort {
             Ok(Box::new(SockRx::open(ctx, queue, fanout)?) as Box<dyn RxQueue>)
         })
     }
+
+    fn link(&self) -> Option<std::sync::Arc<dyn crate::port::LinkSource>> {
+        Some(crate::sys::link::source(self.ctx.netns.as_deref(), self.ctx.ifindex))
+    }
 }
 
 /// Scratch buffers plus the `iovec`/`mmsghdr` arrays that point into them. The heap blocks never

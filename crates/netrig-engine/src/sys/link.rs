@@ -1,0 +1,194 @@
+//! A link's state from the kernel (`RTM_GETLINK` over rtnetlink): operational state, how often
+//! the carrier changed, and whether an XDP program is attached. Read before and after every trial
+//! (`trial.rs`), so a tester port whose link went down, even for a moment, is never taken for DUT
+//! loss.
+//!
+//! The netlink socket is created in the calling thread's network namespace: wrap calls in
+//! [`super::netns::in_netns`] for a port in another namespace (sysfs would show the namespace it
+//! was mounted in, not the port's).
+use std::io;
+use std::mem;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+use crate::port::{LinkSource, LinkState};
+
+const RTM_NEWLINK: u16 = 16;
+const RTM_GETLINK: u16 = 18;
+const NLMSG_ERROR: u16 = 2;
+const NLM_F_REQUEST: u16 = 1;
+const NLMSG_HDRLEN: usize = 16;
+const IFINFOMSG_LEN: usize = 16;
+
+// Attributes of <linux/if_link.h> (enum IFLA_*).
+const IFLA_CARRIER_CHANGES: u16 = 35;
+const IFLA_XDP: u16 = 43;
+const IFLA_CARRIER_DOWN_COUNT: u16 = 48;
+const IFLA_XDP_PROG_ID: u16 = 4;
+const NLA_TYPE_MASK: u16 = 0x3FFF;
+
+const IFF_UP: u32 = 0x1;
+const IFF_RUNNING: u32 = 0x40;
+
+/// The state of interface `ifindex` in the calling thread's namespace.
+pub fn link_state(ifindex: u32) -> io::Result<LinkState> {
+    // SAFETY: plain socket syscall; the fd is owned right away.
+    let fd = unsafe { libc::socket(libc::AF_NETLINK, libc::SOCK_RAW | libc::SOCK_CLOEXEC, libc::NETLINK_ROUTE) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd is a fresh descriptor nobody else owns.
+    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut req = [0u8; NLMSG_HDRLEN + IFINFOMSG_LEN];
+    let len = req.len() as u32;
+    req[0..4].copy_from_slice(&len.to_ne_bytes());
+    req[4..6].copy_from_slice(&RTM_GETLINK.to_ne_bytes());
+    req[6..8].copy_from_slice(&NLM_F_REQUEST.to_ne_bytes());
+    req[8..12].copy_from_slice(&1u32.to_ne_bytes());
+    req[NLMSG_HDRLEN] = libc::AF_UNSPEC as u8;
+    req[NLMSG_HDRLEN + 4..NLMSG_HDRLEN + 8].copy_from_slice(&(ifindex as i32).to_ne_bytes());
+    // SAFETY: an all-zero sockaddr_nl addresses the kernel.
+    let mut kernel: libc::sockaddr_nl = unsafe { mem::zeroed() };
+    kernel.nl_family = libc::AF_NETLINK as u16;
+    // SAFETY: req and kernel are live for the call; lengths match their sizes.
+    let sent = unsafe {
+        libc::sendto(
+            sock.as_raw_fd(),
+            req.as_ptr().cast(),
+            req.len(),
+            0,
+            (&kernel as *const libc::sockaddr_nl).cast(),
+            mem::size_of::<libc::sockaddr_nl>() as u32,
+        )
+    };
+    if sent < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut buf = vec![0u8; 64 * 1024];
+    // SAFETY: buf is writable for its whole length.
+    let n = unsafe { libc::recv(sock.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    parse_reply(&buf[..n as usize])
+}
+
+/// An interface's link, read over netlink in its namespace.
+#[derive(Debug, Clone)]
+pub struct NetlinkLink {
+    pub netns: Option<String>,
+    pub ifindex: u32,
+}
+
+impl LinkSource for NetlinkLink {
+    fn state(&self) -> Option<LinkState> {
+        super::netns::in_netns(self.netns.as_deref(), || Ok(link_state(self.ifindex).ok())).ok().flatten()
+    }
+}
+
+/// The link source of interface `ifindex` in namespace `netns`.
+pub fn source(netns: Option<&str>, ifindex: u32) -> std::sync::Arc<dyn LinkSource> {
+    std::sync::Arc::new(NetlinkLink { netns: netns.map(str::to_string), ifindex })
+}
+
+fn u16_at(b: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_ne_bytes(b.get(at..at + 2)?.try_into().ok()?))
+}
+
+fn u32_at(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+/// Attributes `(type, payload)` of a netlink attribute stream (4-byte aligned).
+fn attrs(mut b: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
+    std::iter::from_fn(move || {
+        let len = u16_at(b, 0)? as usize;
+        let ty = u16_at(b, 2)? & NLA_TYPE_MASK;
+        if len < 4 || len > b.len() {
+            return None;
+        }
+        let payload = &b[4..len];
+        b = b.get(len.next_multiple_of(4)..).unwrap_or(&[]);
+        Some((ty, payload))
+    })
+}
+
+fn bad(what: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, format!("RTM_GETLINK reply: {what}"))
+}
+
+/// Parse the kernel's answer to one `RTM_GETLINK` request.
+fn parse_reply(b: &[u8]) -> io::Result<LinkState> {
+    let len = u32_at(b, 0).ok_or_else(|| bad("truncated"))? as usize;
+    let ty = u16_at(b, 4).ok_or_else(|| bad("truncated"))?;
+    let msg = b.get(..len).ok_or_else(|| bad("length beyond the datagram"))?;
+    if ty == NLMSG_ERROR {
+        let errno = u32_at(msg, NLMSG_HDRLEN).ok_or_else(|| bad("truncated error"))? as i32;
+        return Err(io::Error::from_raw_os_error(-errno));
+    }
+    if ty != RTM_NEWLINK || msg.len() < NLMSG_HDRLEN + IFINFOMSG_LEN {
+        return Err(bad("not a link message"));
+    }
+    let flags = u32_at(msg, NLMSG_HDRLEN + 8).ok_or_else(|| bad("truncated"))?;
+    let mut st = LinkState { oper_up: flags & (IFF_UP | IFF_RUNNING) == IFF_UP | IFF_RUNNING, ..Default::default() };
+    for (ty, p) in attrs(&msg[NLMSG_HDRLEN + IFINFOMSG_LEN..]) {
+        match ty {
+            IFLA_CARRIER_CHANGES => st.carrier_changes = u32_at(p, 0).unwrap_or(0),
+            IFLA_CARRIER_DOWN_COUNT => st.carrier_down = u32_at(p, 0),
+            IFLA_XDP => {
+                st.xdp_prog_id = attrs(p).find(|(t, _)| *t == IFLA_XDP_PROG_ID).and_then(|(_, v)| u32_at(v, 0));
+            }
+            _ => {}
+        }
+    }
+    Ok(st)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_is_up_without_xdp() {
+        let idx = super::super::ifinfo::ifindex("lo", None).unwrap();
+        let st = link_state(idx).unwrap();
+        assert!(st.oper_up, "{st:?}");
+        assert_eq!(st.xdp_prog_id, None);
+    }
+
+    #[test]
+    fn unknown_index_is_an_error() {
+        let e = link_state(0x7FFF_FFF0).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENODEV), "{e}");
+    }
+
+    #[test]
+    fn reply_parser_reads_the_attributes_and_survives_garbage() {
+        let mut m = vec![0u8; NLMSG_HDRLEN + IFINFOMSG_LEN];
+        m[4..6].copy_from_slice(&RTM_NEWLINK.to_ne_bytes());
+        m[NLMSG_HDRLEN + 8..NLMSG_HDRLEN + 12].copy_from_slice(&(IFF_UP | IFF_RUNNING).to_ne_bytes());
+        let mut attr = |ty: u16, payload: &[u8]| {
+            m.extend_from_slice(&((4 + payload.len()) as u16).to_ne_bytes());
+            m.extend_from_slice(&ty.to_ne_bytes());
+            m.extend_from_slice(payload);
+            while !m.len().is_multiple_of(4) {
+                m.push(0);
+            }
+        };
+        attr(IFLA_CARRIER_CHANGES, &7u32.to_ne_bytes());
+        attr(IFLA_CARRIER_DOWN_COUNT, &3u32.to_ne_bytes());
+        let mut xdp = Vec::new();
+        xdp.extend_from_slice(&8u16.to_ne_bytes());
+        xdp.extend_from_slice(&IFLA_XDP_PROG_ID.to_ne_bytes());
+        xdp.extend_from_slice(&42u32.to_ne_bytes());
+        attr(IFLA_XDP | 0x8000, &xdp);
+        let n = m.len() as u32;
+        m[0..4].copy_from_slice(&n.to_ne_bytes());
+        let st = parse_reply(&m).unwrap();
+        assert_eq!(st, LinkState { oper_up: true, carrier_changes: 7, carrier_down: Some(3), xdp_prog_id: Some(42) });
+        for cut in 0..m.len() {
+            let _ = parse_reply(&m[..cut]);
+        }
+        m[NLMSG_HDRLEN + IFINFOMSG_LEN] = 0xFF; // an attribute longer than the message
+        assert!(parse_reply(&m).is_ok());
+    }
+}
