@@ -18,6 +18,7 @@ use hdrhistogram::Histogram;
 use netrig_wire::dissect;
 
 use crate::port::RxMeta;
+use crate::schedule::IntervalCounter;
 
 /// Flow-id bit marking warm-up frames: counted, but not part of the measurement.
 pub const WARMUP_FLOW_BIT: u32 = 0x8000_0000;
@@ -190,6 +191,8 @@ pub struct Analyzer {
     /// Engine-clock time of the trial epoch; signature timestamps are relative to it.
     epoch_ns: u64,
     late_ns: u64,
+    /// Received frames per counting interval, by their transmit timestamp (`crate::schedule`).
+    pub intervals: Option<IntervalCounter>,
 }
 
 /// Window size per flow: large for few flows, smaller for many (bounded memory).
@@ -208,6 +211,7 @@ impl Analyzer {
             shared_ipdv_hist: new_ipdv_hist(),
             epoch_ns,
             late_ns,
+            intervals: None,
         }
     }
 
@@ -246,6 +250,9 @@ impl Analyzer {
         }
         f.received += 1;
         f.bytes += wire_len;
+        if let Some(iv) = self.intervals.as_mut() {
+            iv.add(sig.tx_ts_ns, 1);
+        }
         f.latency_sum_ns += latency as u128;
         f.latency_min_ns = f.latency_min_ns.min(latency);
         f.latency_max_ns = f.latency_max_ns.max(latency);

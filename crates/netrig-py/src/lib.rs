@@ -232,10 +232,13 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FRAME_SIZE_MIXES", mixes)?;
     m.add("DEFAULT_DRAIN_S", netrig_engine::trial::DEFAULT_DRAIN_NS as f64 / 1e9)?;
     m.add("IO_MODES", PyTuple::new(py, IO_MODES)?)?;
+    m.add("PACING_MODES", PyTuple::new(py, netrig_engine::pacing::PACING_MODES)?)?;
+    m.add("DEFAULT_MAX_STRETCH_PCT", netrig_engine::trial::DEFAULT_MAX_STRETCH_RATIO * 100.0)?;
     m.add_class::<specs::FrameSizeSpec>()?;
     m.add_class::<specs::RateSpec>()?;
     m.add_class::<specs::FlowSpec>()?;
     m.add_class::<specs::StopSpec>()?;
+    m.add_class::<specs::PhaseSpec>()?;
     m.add_class::<specs::StreamSpec>()?;
     m.add_class::<specs::Port>()?;
     m.add_class::<TrialSpec>()?;
@@ -245,6 +248,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<results::FlowResult>()?;
     m.add_class::<results::StreamResult>()?;
     m.add_class::<results::PortResult>()?;
+    m.add_class::<results::Smoothness>()?;
+    m.add_class::<results::IntervalResult>()?;
     m.add_class::<TrialResult>()?;
     m.add_class::<InterfaceInfo>()?;
     m.add_class::<IoProbe>()?;
