@@ -84,6 +84,50 @@ class LatencySummary:
 
 
 @dataclass(frozen=True)
+class Pacing:
+    """How the tester offered a trial's load, measured in its TX workers.
+
+    ``mode`` is ``"smooth"`` (time lost to a tester stall is not recovered: the sending is stretched,
+    never faster than the rate) or ``"catch-up"`` (a backlog goes out at up to twice the rate);
+    ``stretch_s`` how much later than planned the last frame left; ``max_lag_s`` the longest the
+    tester fell behind its schedule. ``peak_frames`` is the most frames handed to the port in any
+    1 ms window and ``intended_frames`` what the intended rate puts there (0: unpaced, no peak);
+    ``gap_*_ns`` the inter-departure gap per frame (median, 99th percentile, longest).
+    ``tolerance_pct`` is ``trial.smoothness_tolerance_pct`` when the trial ran: the load is
+    *bunched* when the peak exceeds the intended count by more than that (plus one frame of timing
+    quantisation)."""
+
+    mode: str
+    stretch_s: float = 0.0
+    max_lag_s: float = 0.0
+    peak_frames: int = 0
+    intended_frames: float = 0.0
+    gap_p50_ns: float | None = None
+    gap_p99_ns: float | None = None
+    gap_max_ns: float | None = None
+    tolerance_pct: float = 10.0
+
+    @property
+    def peak_ratio(self) -> float | None:
+        """Peak over intended frames in 1 ms (``None`` when unpaced)."""
+        return self.peak_frames / self.intended_frames if self.intended_frames > 0 else None
+
+    @property
+    def bunched(self) -> bool:
+        return self.intended_frames > 0 and \
+            self.peak_frames > self.intended_frames * (1 + self.tolerance_pct / 100) + 1
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "peak_ratio": self.peak_ratio, "bunched": self.bunched}
+
+    @classmethod
+    def from_dict(cls, d: dict | None) -> Pacing | None:
+        if not d:
+            return None
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+
+
+@dataclass(frozen=True)
 class Interval:
     """Counts of one sampling interval of a multi-phase or iperf trial."""
 
@@ -133,6 +177,7 @@ class TrialCounts:
     invalid_reason: str | None = None
     intervals: tuple[Interval, ...] | None = None
     reset_time_s: float | None = None
+    pacing: Pacing | None = None
     raw: dict = field(default_factory=dict, compare=False)
 
     @property
@@ -158,6 +203,7 @@ class TrialCounts:
             "latency": self.latency.to_dict() if self.latency else None,
             "intervals": [i.to_dict() for i in self.intervals] if self.intervals is not None else None,
             "reset_time_s": self.reset_time_s,
+            "pacing": self.pacing.to_dict() if self.pacing else None,
             "raw": self.raw,
         }
 
@@ -176,6 +222,7 @@ class TrialCounts:
             invalid_reason=d.get("invalid_reason"),
             intervals=tuple(Interval.from_dict(x) for x in iv) if iv is not None else None,
             reset_time_s=d.get("reset_time_s"),
+            pacing=Pacing.from_dict(d.get("pacing")),
             raw=d.get("raw") or {},
         )
 
