@@ -100,6 +100,7 @@ PORT_KEYS = {"name", "backend", "notes", "timestamp_source", "tx_frames", "tx_by
              "rx_frames", "rx_bytes", "rx_foreign", "rx_unknown_flow", "rx_warmup", "rx_ring_drops", "rx_overruns"}
 TRIAL_KEYS = {"streams", "ports", "duration_s", "tx_window_s", "drain_s", "valid", "invalid_reason", "interrupted",
               "latency", "tx_cpus", "rx_cpus", "started_realtime_ns", "tx_max_lag_ns", "tx_max_catchup",
+              "pacing", "tx_stretch_ns", "max_stretch_pct", "smoothness", "intervals",
               # derived totals
               "frames_sent", "frames_received", "frames_lost", "loss_ratio", "reordered", "duplicated", "late",
               "tx_rate_pps", "rx_rate_pps", "intended_rate_pps", "tester_rx_drops"}

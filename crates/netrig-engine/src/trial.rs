@@ -24,6 +24,8 @@ use crate::stream::{compile, CompiledStream, Rate, Stop, StreamConfig};
 use crate::sys::cpu;
 use crate::tx::{run_tx_worker, split_stream, RunShape, TxLive, TxPlan, TxShare, TxWorkerResult};
 
+/// Scheduler slice TX workers ask for (`sys::cpu::request_short_slices`; the kernel's minimum).
+const TX_SLICE_NS: u64 = 100_000;
 /// A trial in which the tester sent less than this share of the intended frames is invalid.
 pub const MIN_ACHIEVED_RATIO: f64 = 0.999;
 /// Wait after the last frame for frames in flight, unless configured (methodology §2: 2 s).
@@ -683,6 +685,10 @@ fn run_tx_all(
                 .name(format!("netrig-tx{i}"))
                 .spawn_scoped(inner, move || {
                     let _ = cpu::pin_current_thread(cpu_id);
+                    // Wake on time: no timer slack, and short slices so a CPU hog sharing the CPU
+                    // does not delay the wake-up (smooth pacing does not get late time back).
+                    let _ = cpu::set_timer_slack_ns(1);
+                    let _ = cpu::request_short_slices(TX_SLICE_NS);
                     (port, run_tx_worker(&mut **q, plan, stop, &live))
                 })
                 .expect("spawning a TX thread");

@@ -113,6 +113,8 @@ struct ShareState {
     sent: u64,
     bytes: u64,
     seq: Vec<u64>,
+    /// Position in the stream's size schedule (`sent % schedule length`, without the division).
+    size_at: usize,
     /// Smooth weighted round robin credit.
     credit: f64,
     done: bool,
@@ -195,7 +197,7 @@ pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, l
         .map(|share| {
             let nflows = share.stream.flows.count();
             let mine = (nflows + share.shares - 1 - share.share) / share.shares;
-            ShareState { seq: vec![0; mine as usize], share, sent: 0, bytes: 0, credit: 0.0, done: false }
+            ShareState { seq: vec![0; mine as usize], share, sent: 0, bytes: 0, size_at: 0, credit: 0.0, done: false }
         })
         .collect();
     let start = plan.start_ns;
@@ -244,6 +246,7 @@ pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, l
     let mut tokens_at = anchor;
     let mut last_stamp = 0u64;
     let mut published = false;
+    let mut waker = Waker::default();
     meter.segment(seg.rate, true);
     let mut now = clock::now_ns();
     loop {
@@ -301,11 +304,12 @@ pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, l
             total.saturating_sub(seg_sent)
         };
         if due == 0 {
-            // Next frame not yet due: sleep or spin until it is.
+            // Next frame not yet due: sleep until shortly before it (by how late wake-ups have been
+            // recently), then spin. A late wake-up is time smooth pacing does not get back.
             let next = anchor + (seg_sent as f64 * npf) as u64;
-            if next > now + 200_000 {
+            if next > now + waker.margin_ns + MIN_SLEEP_NS {
                 let _ = queue.flush();
-                clock::sleep_until(next.min(now + 1_000_000));
+                waker.sleep_until((next - waker.margin_ns).min(now + MAX_SLEEP_NS));
             } else {
                 std::hint::spin_loop();
             }
@@ -410,6 +414,43 @@ pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, l
     res
 }
 
+/// Sleep no shorter than this (below it, spin).
+const MIN_SLEEP_NS: u64 = 20_000;
+/// Sleep at most this long at once (the stop flag is checked in between).
+const MAX_SLEEP_NS: u64 = 5_000_000;
+
+/// Timed sleeps that end before a deadline by a margin learnt from how late recent wake-ups were.
+struct Waker {
+    /// Wake this long before the next frame is due, then spin.
+    margin_ns: u64,
+}
+
+impl Default for Waker {
+    fn default() -> Self {
+        Waker { margin_ns: 100_000 }
+    }
+}
+
+impl Waker {
+    const MIN_MARGIN_NS: u64 = 30_000;
+    const MAX_MARGIN_NS: u64 = 2_000_000;
+
+    fn sleep_until(&mut self, target: u64) {
+        let now = clock::now_ns();
+        if target <= now {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_nanos(target - now));
+        let late = clock::now_ns().saturating_sub(target);
+        // Up fast (twice the lateness just seen, within bounds), down slowly (1/16 per sleep).
+        self.margin_ns = if 2 * late > self.margin_ns {
+            (2 * late).min(Self::MAX_MARGIN_NS)
+        } else {
+            (self.margin_ns - self.margin_ns / 16).max(Self::MIN_MARGIN_NS)
+        };
+    }
+}
+
 /// Refill rate of the catch-up bucket, frames per ns.
 #[inline]
 fn total_rate_scale(seg: &Segment, factor: f64) -> f64 {
@@ -453,12 +494,19 @@ fn fill_one(st: &mut [ShareState], buf: &mut [u8], ts: u64, warmup: bool) -> usi
     let s = &mut st[i];
     let cs = &*s.share.stream;
     let j = s.sent;
-    // Frame j of this share: the share's local flow k, the stream flow index, the size.
-    let nmine = s.seq.len() as u64;
-    let k = cs.flows.flow_for_frame(j) % nmine.max(1);
-    let local_flow = if s.share.shares == 1 { cs.flows.flow_for_frame(j) } else { k };
-    let flow_index = if s.share.shares == 1 { local_flow } else { local_flow * s.share.shares + s.share.share };
-    let t = &cs.templates[cs.size_schedule[(j % cs.size_schedule.len() as u64) as usize] as usize];
+    // Frame j of this share: the share's local flow, the stream flow index, the size.
+    let (local_flow, flow_index) = if s.share.shares == 1 {
+        let f = cs.flows.flow_for_frame(j);
+        (f, f)
+    } else {
+        let k = cs.flows.flow_for_frame(j) % (s.seq.len() as u64).max(1);
+        (k, k * s.share.shares + s.share.share)
+    };
+    let t = &cs.templates[cs.size_schedule[s.size_at] as usize];
+    s.size_at += 1;
+    if s.size_at == cs.size_schedule.len() {
+        s.size_at = 0;
+    }
     let len = t.info.frame_len;
     let out = &mut buf[..len];
     out.copy_from_slice(&t.bytes);

@@ -94,8 +94,11 @@ class Pacing:
     1 ms window and ``intended_frames`` what the intended rate puts there (0: unpaced, no peak);
     ``gap_*_ns`` the inter-departure gap per frame (median, 99th percentile, longest).
     ``tolerance_pct`` is ``trial.smoothness_tolerance_pct`` when the trial ran: the load is
-    *bunched* when the peak exceeds the intended count by more than that (plus one frame of timing
-    quantisation)."""
+    *bunched* when the peak exceeds the intended count by more than that and two frames (timing
+    granularity: a frame late by less than a frame time is followed by its successor on time)."""
+
+    #: Frames a 1 ms window may hold beyond the intended count for timing granularity alone.
+    ALLOWANCE_FRAMES = 2
 
     mode: str
     stretch_s: float = 0.0
@@ -115,7 +118,7 @@ class Pacing:
     @property
     def bunched(self) -> bool:
         return self.intended_frames > 0 and \
-            self.peak_frames > self.intended_frames * (1 + self.tolerance_pct / 100) + 1
+            self.peak_frames > self.intended_frames * (1 + self.tolerance_pct / 100) + self.ALLOWANCE_FRAMES
 
     def to_dict(self) -> dict:
         return {**asdict(self), "peak_ratio": self.peak_ratio, "bunched": self.bunched}
