@@ -81,8 +81,9 @@ pub const PEAK_WINDOW_NS: u64 = 1_000_000;
 
 /// Frames a window may hold beyond the intended count for timing granularity alone: a frame sent
 /// late by less than a frame time is followed by its successor on time, so a window can hold up to
-/// two frames more than `rate × window` without any frame going out early (at 1 kfps, a 1 ms
-/// window holds 1, 2 or 3). Over 1 ms this matters below ~20 kfps only.
+/// two frames more than `rate × window` without any frame going out early (one for the late frame,
+/// one for a window that ends just after a frame; at 1 kfps a 1 ms window holds 1 or 2). Over 1 ms
+/// this matters below ~20 kfps only.
 pub const PEAK_ALLOWANCE_FRAMES: u64 = 2;
 
 /// Batches remembered for the peak window (a power of two). More batches than this inside one
@@ -319,15 +320,13 @@ mod tests {
     fn quantisation_at_low_rates_is_not_a_burst() {
         let mut m = LoadMeter::new();
         m.segment(1_000.0, true);
-        // Frame 1 late by 900 µs, frame 2 on time: three frames inside 1 ms.
+        // Frame 1 late by 900 µs, frame 2 on time: two frames inside 1 ms.
         for (k, late) in [(0u64, 0u64), (1, 900_000), (2, 0), (3, 0)] {
             m.batch(k * 1_000_000 + late, 1);
         }
         let s = m.summary();
         assert_eq!(s.peak_frames, 2);
-        m.batch(3_950_000, 1);
-        assert_eq!(m.summary().peak_frames, 3);
-        assert!(!m.summary().exceeds(0.1));
+        assert!(!s.exceeds(0.1));
     }
 
     #[test]
