@@ -4,7 +4,7 @@
 //! (it was descheduled, or its queue pushed back), [`Pacing`] says what happens to the lost time:
 //!
 //! - [`Pacing::Smooth`] (the default): the time is not recovered. The worker sends at most
-//!   [`smooth_depth`] frames at once, shifts its schedule so that the next frame is due one frame
+//!   [`smooth_depth`] frames (80 µs worth) at once, shifts its schedule so that the next frame is due one frame
 //!   time later, and so never offers more than the intended rate over any window longer than one
 //!   batch. Every intended frame is still sent, later: the run is *stretched* by the time lost.
 //! - [`Pacing::CatchUp`]: the schedule stays on the wall clock; the backlog is sent at up to
@@ -58,15 +58,28 @@ impl Pacing {
     }
 }
 
-/// Most frames a smooth worker sends at once when it is behind: the frames of
-/// [`SMOOTH_SLACK_NS`] at its rate, at least 1 and at most one [`BATCH`]. Over a
-/// [`PEAK_WINDOW_NS`] window this adds at most 5 % to the intended count.
+/// Most frames a smooth worker sends at once (when it is behind): the frames of
+/// [`SMOOTH_DEPTH_NS`] at its rate, at least 2 and at most one [`BATCH`]. Over a
+/// [`PEAK_WINDOW_NS`] window this adds at most 8 % (and a frame or two at low rates, see
+/// [`PEAK_ALLOWANCE_FRAMES`]) to the intended count.
 pub fn smooth_depth(rate_pps: f64) -> u64 {
-    ((rate_pps * SMOOTH_SLACK_NS as f64 / 1e9) as u64).clamp(1, BATCH as u64)
+    ((rate_pps * SMOOTH_DEPTH_NS as f64 / 1e9) as u64).clamp(2, BATCH as u64)
 }
 
 /// See [`smooth_depth`].
-pub const SMOOTH_SLACK_NS: u64 = 50_000;
+pub const SMOOTH_DEPTH_NS: u64 = 80_000;
+
+/// Frames a paced worker lets become due before it sends them: the frames of [`WAKE_BATCH_NS`]
+/// (at least 1, fewer than [`smooth_depth`], at most half a [`BATCH`]). Waiting for a few frames lets the worker sleep between
+/// batches at mid rates instead of spinning — a sleeping thread wakes on time next to a CPU hog,
+/// a spinning one shares the CPU with it — and the frames between this batch and the depth are the
+/// slack that absorbs a late wake-up without losing time.
+pub fn wake_batch(rate_pps: f64) -> u64 {
+    ((rate_pps * WAKE_BATCH_NS as f64 / 1e9) as u64).clamp(1, (smooth_depth(rate_pps) - 1).min(BATCH as u64 / 2))
+}
+
+/// See [`wake_batch`].
+pub const WAKE_BATCH_NS: u64 = 50_000;
 
 /// A catching-up worker sends its backlog at most this many times faster than its rate.
 pub const CATCHUP_FACTOR: f64 = 2.0;
@@ -79,12 +92,11 @@ pub fn catchup_burst(rate_pps: f64) -> u64 {
 /// Window of the peak offered-load measurement.
 pub const PEAK_WINDOW_NS: u64 = 1_000_000;
 
-/// Frames a window may hold beyond the intended count for timing granularity alone: a frame sent
-/// late by less than a frame time is followed by its successor on time, so a window can hold up to
-/// two frames more than `rate × window` without any frame going out early (one for the late frame,
-/// one for a window that ends just after a frame; at 1 kfps a 1 ms window holds 1 or 2). Over 1 ms
-/// this matters below ~20 kfps only.
-pub const PEAK_ALLOWANCE_FRAMES: u64 = 2;
+/// Frames a window may hold beyond the intended count for timing granularity alone: a worker that
+/// was late sends up to [`smooth_depth`] (at least 2) frames at once and its successors on time,
+/// so a window can hold `rate × window + depth + 1` frames without any frame going out early (at
+/// 1 kfps a 1 ms window can hold 3). Over 1 ms this matters below ~30 kfps only.
+pub const PEAK_ALLOWANCE_FRAMES: u64 = 3;
 
 /// Batches remembered for the peak window (a power of two). More batches than this inside one
 /// window (over 4 per µs) only happens unpaced, where the peak is not measured.
@@ -274,11 +286,20 @@ mod tests {
     }
 
     #[test]
-    fn smooth_depth_is_bounded_by_a_batch_and_5_percent_of_a_window() {
-        assert_eq!(smooth_depth(1_000.0), 1);
-        assert_eq!(smooth_depth(35_000.0), 1);
-        assert_eq!(smooth_depth(500_000.0), 25);
+    fn smooth_depth_is_bounded_by_a_batch_and_8_percent_of_a_window() {
+        assert_eq!(smooth_depth(1_000.0), 2);
+        assert_eq!(smooth_depth(35_000.0), 2);
+        assert_eq!(smooth_depth(500_000.0), 40);
         assert_eq!(smooth_depth(10e6), BATCH as u64);
+        assert_eq!((wake_batch(1_000.0), wake_batch(40_000.0), wake_batch(500_000.0)), (1, 2, 25));
+        assert_eq!(wake_batch(10e6), 32);
+        // The worst a smooth worker can do in 1 ms stays within a 10 % tolerance and the allowance.
+        for rate in [1e3, 5e3, 1e4, 2e4, 4e4, 1e5, 3e5, 6.4e5, 1e6, 1e7] {
+            let intended = rate / 1e3;
+            let worst = (intended + smooth_depth(rate) as f64 + 1.0).floor();
+            let s = Smoothness { peak_frames: worst as u64, intended_frames: intended, ..Default::default() };
+            assert!(!s.exceeds(0.1), "{rate}: {worst} frames in 1 ms");
+        }
     }
 
     #[test]

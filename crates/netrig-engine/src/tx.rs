@@ -28,7 +28,7 @@ use crate::analyze::WARMUP_FLOW_BIT;
 use crate::clock;
 use crate::error::PortError;
 pub use crate::pacing::BATCH;
-use crate::pacing::{catchup_burst, smooth_depth, LoadMeter, Pacing, Smoothness, CATCHUP_FACTOR};
+use crate::pacing::{catchup_burst, smooth_depth, wake_batch, LoadMeter, Pacing, Smoothness, CATCHUP_FACTOR};
 use crate::port::{TxQueue, TxQueueStats};
 use crate::schedule::{IntervalCounter, IntervalGrid, RatePhase};
 use crate::stream::{apply_flow, CompiledStream};
@@ -240,6 +240,7 @@ pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, l
     let mut anchor = seg.start_ns;
     let mut npf = 1e9 / seg.rate;
     let mut depth = smooth_depth(seg.rate);
+    let mut wake = wake_batch(seg.rate);
     // Catch-up token bucket: depth `burst`, refilled at CATCHUP_FACTOR × rate.
     let mut burst = catchup_burst(seg.rate) as f64;
     let mut tokens = burst;
@@ -281,6 +282,7 @@ pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, l
             published = false;
             npf = 1e9 / seg.rate;
             depth = smooth_depth(seg.rate);
+            wake = wake_batch(seg.rate);
             burst = catchup_burst(seg.rate) as f64;
             tokens = burst;
             tokens_at = anchor;
@@ -303,13 +305,17 @@ pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, l
             let total = (((now - anchor) as f64 / npf) as u64).saturating_add(1).min(seg.frames);
             total.saturating_sub(seg_sent)
         };
-        if due == 0 {
-            // Next frame not yet due: sleep until shortly before it (by how late wake-ups have been
-            // recently), then spin. A late wake-up is time smooth pacing does not get back.
-            let next = anchor + (seg_sent as f64 * npf) as u64;
-            if next > now + waker.margin_ns + MIN_SLEEP_NS {
+        let left = seg.frames - seg_sent;
+        if due < wake.min(left) && seg.rate.is_finite() {
+            // Wait until a wake batch is due: sleep until shortly before (by how late wake-ups have
+            // been recently, less the slack up to the depth: a wake-up late within it costs
+            // nothing), then spin. A wake-up later than that is time smooth pacing does not get back.
+            let next = anchor + ((seg_sent + wake.min(left) - 1) as f64 * npf) as u64;
+            let slack = if plan.pacing == Pacing::Smooth { ((depth - wake) as f64 * npf) as u64 } else { 0 };
+            let early = waker.margin_ns.saturating_sub(slack);
+            if next > now + early + MIN_SLEEP_NS {
                 let _ = queue.flush();
-                waker.sleep_until((next - waker.margin_ns).min(now + MAX_SLEEP_NS));
+                waker.sleep_until((next - early).min(now + MAX_SLEEP_NS));
             } else {
                 std::hint::spin_loop();
             }
@@ -386,7 +392,7 @@ pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, l
             if plan.pacing == Pacing::CatchUp {
                 tokens -= sent as f64;
             }
-            meter.batch(after, sent);
+            meter.batch(now, sent);
             if let Some(c) = counter.as_mut() {
                 c.add(ts, sent);
             }
@@ -435,6 +441,7 @@ impl Waker {
     const MIN_MARGIN_NS: u64 = 30_000;
     const MAX_MARGIN_NS: u64 = 2_000_000;
 
+    /// Sleep until `target`, and learn from how late the wake-up was.
     fn sleep_until(&mut self, target: u64) {
         let now = clock::now_ns();
         if target <= now {

@@ -94,11 +94,11 @@ class Pacing:
     1 ms window and ``intended_frames`` what the intended rate puts there (0: unpaced, no peak);
     ``gap_*_ns`` the inter-departure gap per frame (median, 99th percentile, longest).
     ``tolerance_pct`` is ``trial.smoothness_tolerance_pct`` when the trial ran: the load is
-    *bunched* when the peak exceeds the intended count by more than that and two frames (timing
-    granularity: a frame late by less than a frame time is followed by its successor on time)."""
+    *bunched* when the peak exceeds the intended count by more than that and three frames (timing
+    granularity: a sender that was late sends a few frames at once, then its successors on time)."""
 
     #: Frames a 1 ms window may hold beyond the intended count for timing granularity alone.
-    ALLOWANCE_FRAMES = 2
+    ALLOWANCE_FRAMES = 3
 
     mode: str
     stretch_s: float = 0.0
