@@ -135,6 +135,10 @@ pub struct TxPlan {
     pub warmup: bool,
 }
 
+/// Frames per `send` call when unpaced: the kernel's AF_XDP copy-mode budget per `sendto`
+/// (`XDP_MAX_TX_SKB_BUDGET`), so one kick sends them all. Stamps are refreshed every [`BATCH`].
+pub const UNPACED_BATCH: usize = 512;
+
 /// Frames due before the end may still go out in a short grace period after it (catch-up).
 const END_GRACE_NS: u64 = 2_000_000;
 
@@ -298,7 +302,7 @@ pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, l
             break;
         }
         let mut due = if !seg.rate.is_finite() {
-            BATCH as u64
+            UNPACED_BATCH as u64
         } else if now < anchor {
             0
         } else {
@@ -352,7 +356,7 @@ pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, l
                 }
             }
         }
-        let mut want = due.min(BATCH as u64).min(seg.frames - seg_sent);
+        let mut want = due.min(if seg.rate.is_finite() { BATCH } else { UNPACED_BATCH } as u64).min(seg.frames - seg_sent);
         if let Some(l) = limit {
             want = want.min(l - total_sent);
         }
@@ -366,9 +370,19 @@ pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, l
             published = true;
         }
         let mut n_filled = 0usize;
+        let mut stamp = ts;
+        let mut per_interval = counter.as_mut();
         let mut fill = |buf: &mut [u8]| -> usize {
+            // A large (unpaced) batch is stamped afresh every BATCH frames, so no stamp is older
+            // than a batch; intervals count every frame by the stamp it carries.
+            if n_filled > 0 && n_filled % BATCH == 0 {
+                stamp = clock::now_ns().saturating_sub(plan.epoch_ns);
+            }
             n_filled += 1;
-            fill_one(&mut st, buf, ts, plan.warmup)
+            if let Some(c) = per_interval.as_deref_mut() {
+                c.add(stamp, 1);
+            }
+            fill_one(&mut st, buf, stamp, plan.warmup)
         };
         let sent = match queue.send(want, &mut fill) {
             Ok(n) => n,
@@ -393,9 +407,6 @@ pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, l
                 tokens -= sent as f64;
             }
             meter.batch(now, sent);
-            if let Some(c) = counter.as_mut() {
-                c.add(ts, sent);
-            }
             live.frames.store(total_sent, Ordering::Relaxed);
             live.bytes.store(st.iter().map(|s| s.bytes).sum(), Ordering::Relaxed);
         }
