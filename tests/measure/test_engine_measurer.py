@@ -86,11 +86,19 @@ def test_the_threshold_is_configurable():
     assert m.measure(LOAD, 1.0).frames_lost == 3_000 and len(calls) == 1
 
 
-def test_a_stretched_trial_is_invalid_through_its_achieved_rate():
-    # 100 000 frames sent over 1.05 s: 95 % of the rate, beyond the 2 % tolerance.
-    m, _ = scripted([result(100_000, 100_000, lag_ms=5, rate=100_000 / 1.05, stretch_ms=50)])
+def test_a_stretched_trial_is_invalid_through_its_achieved_rate_and_repeated():
+    # 100 000 frames sent over 1.05 s: 95 % of the rate, beyond the 2 % tolerance. A stall is
+    # transient: the trial is repeated (invalid trials are never DUT results, so nothing is biased).
+    stretched = result(100_000, 100_000, lag_ms=5, rate=100_000 / 1.05, stretch_ms=50)
+    m, calls = scripted([stretched, result(100_000, 99_000, lag_ms=1, stretch_ms=3)])
     c = m.measure(LOAD, 1.0)
-    assert not c.valid and "95.2% of the intended" in (c.invalid_reason or "")
+    assert len(calls) == 2 and c.valid and c.frames_lost == 1_000
+    [a] = c.raw["stretched_attempts"]
+    assert a["stretch_s"] == pytest.approx(0.05) and "95.2% of the intended" in a["invalid_reason"]
+    # A tester that cannot reach the rate fails every attempt: bounded, and the trial stays invalid.
+    m, calls = scripted([stretched] * 5, stall_retries=2)
+    c = m.measure(LOAD, 1.0)
+    assert len(calls) == 3 and not c.valid and len(c.raw["stretched_attempts"]) == 2
 
 
 def test_a_bunched_load_is_marked_in_the_trial_and_survives_the_record():

@@ -11,7 +11,10 @@
   beyond which the trial is invalid). ``"catch-up"`` keeps the duration and sends the backlog at up
   to twice the rate; since that burst, not the DUT, may cause loss, a catch-up trial that lost
   frames while the tester lagged more than ``stall_threshold_ms`` is repeated, up to
-  ``stall_retries`` times (the attempts are kept in ``raw["stalled_attempts"]``).
+  ``stall_retries`` times (the attempts are kept in ``raw["stalled_attempts"]``). A smooth trial that
+  tester stalls stretched beyond the tolerance is invalid; since a stall is transient, it is repeated
+  up to ``stall_retries`` times too (``raw["stretched_attempts"]``) — an invalid trial is never a DUT
+  result, so repeating it biases nothing, while a tester that cannot reach the rate fails every time.
 * Smoothness: every trial records how it offered its load (``TrialCounts.pacing``: the stretch,
   the peak frame count in any 1 ms window against the intended count, inter-departure gaps); a
   peak more than ``smoothness_tolerance_pct`` above the intended count marks the load *bunched*.
@@ -130,17 +133,31 @@ class EngineMeasurer:
         if load.burst_frames is not None:
             return self._measure_burst(load)
         stalled: list[dict] = []
+        stretched: list[dict] = []
         while True:
             counts, lag_ns = self._measure_once(load, duration_s)
-            # Only a catch-up burst after a stall can cause loss the DUT would not show at the rate.
-            if self.pacing != "catch-up" or not (counts.valid and counts.frames_lost > 0 and lag_ns > self.stall_ns) \
-                    or len(stalled) >= self.stall_retries:
+            if len(stalled) + len(stretched) >= self.stall_retries:
                 break
-            stalled.append({"tx_max_lag_ns": lag_ns, "frames_sent": counts.frames_sent,
-                            "frames_received": counts.frames_received, "offered_pps": counts.offered_pps})
-        if not stalled:
+            attempt = {"tx_max_lag_ns": lag_ns, "frames_sent": counts.frames_sent,
+                       "frames_received": counts.frames_received, "offered_pps": counts.offered_pps}
+            # Only a catch-up burst after a stall can cause loss the DUT would not show at the rate.
+            if self.pacing == "catch-up" and counts.valid and counts.frames_lost > 0 and lag_ns > self.stall_ns:
+                stalled.append(attempt)
+            # A smooth trial stretched beyond the tolerance by a (transient) stall: try again.
+            elif self.pacing == "smooth" and not counts.valid and self._stretched(counts, duration_s):
+                stretched.append({**attempt, "stretch_s": counts.pacing.stretch_s if counts.pacing else None,
+                                  "invalid_reason": counts.invalid_reason})
+            else:
+                break
+        extra = {k: v for k, v in (("stalled_attempts", stalled), ("stretched_attempts", stretched)) if v}
+        if not extra:
             return counts
-        return TrialCounts(**{**counts.__dict__, "raw": {**counts.raw, "stalled_attempts": stalled}})
+        return TrialCounts(**{**counts.__dict__, "raw": {**counts.raw, **extra}})
+
+    def _stretched(self, counts: TrialCounts, duration_s: float) -> bool:
+        """Invalid because smooth pacing stretched it beyond the tolerance (not for another reason)."""
+        p = counts.pacing
+        return p is not None and p.stretch_s > self.tolerance * duration_s
 
     def _monitored(self, run: Callable[[], _native.TrialResult]) -> tuple[_native.TrialResult, dict]:
         monitor = self.monitor_factory() if self.monitor_factory else None

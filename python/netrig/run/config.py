@@ -111,8 +111,9 @@ class TrialConfig:
     pacing: str = "smooth"
     # A load whose peak in any 1 ms window is more than this above the intended count is flagged.
     smoothness_tolerance_pct: float = defaults.SMOOTHNESS_TOLERANCE_PCT
-    # Catch-up pacing only: a trial that lost frames while the tester's pacing stalled longer than this
-    # is repeated (the catch-up burst, not the DUT, may have caused the loss), up to stall_retries times.
+    # Catch-up pacing: a trial that lost frames while the tester's pacing stalled longer than this is
+    # repeated (the catch-up burst, not the DUT, may have caused the loss), up to stall_retries times.
+    # Smooth pacing: a trial invalid because stalls stretched it beyond tx_tolerance_pct is repeated.
     stall_threshold_ms: float = 5.0
     stall_retries: int = 2
 
