@@ -13,9 +13,10 @@ from typing import final
 __all__ = [
     "__version__", "BUILD_PROFILE", "WIRE_OVERHEAD_BYTES", "FCS_BYTES", "MIN_FRAME_SIZE", "MAX_FRAME_SIZE",
     "RFC2544_FRAME_SIZES", "FRAME_SIZE_MIXES", "DEFAULT_DRAIN_S", "MAX_DURATION_S", "MAX_DRAIN_S",
-    "MAX_RATE_PPS", "MAX_RATE_BPS", "MAX_FRAMES", "MAX_QUEUES", "MAX_FLOWS", "IO_MODES", "FrameSizeSpec", "RateSpec",
-    "FlowSpec", "StopSpec", "StreamSpec", "Port", "TrialSpec", "Snapshot", "Trial", "LatencySummary", "FlowResult",
-    "StreamResult", "PortResult", "TrialResult", "InterfaceInfo", "IoProbe", "interface_info", "list_interfaces",
+    "MAX_RATE_PPS", "MAX_RATE_BPS", "MAX_FRAMES", "MAX_QUEUES", "MAX_FLOWS", "IO_MODES", "PACING_MODES",
+    "DEFAULT_MAX_STRETCH_PCT", "FrameSizeSpec", "RateSpec", "FlowSpec", "StopSpec", "PhaseSpec", "StreamSpec", "Port",
+    "TrialSpec", "Snapshot", "Trial", "LatencySummary", "FlowResult", "StreamResult", "PortResult", "Smoothness",
+    "IntervalResult", "TrialResult", "InterfaceInfo", "IoProbe", "interface_info", "list_interfaces",
     "probe_io", "probe_xdp_program", "line_rate_fps",
 ]
 
@@ -46,6 +47,11 @@ MAX_QUEUES: int
 MAX_FLOWS: int
 #: Port I/O backends: "auto" and every backend the engine has.
 IO_MODES: tuple[str, ...]
+#: TX pacing modes, default first: "smooth" (never above the rate; a stall stretches the trial),
+#: "catch-up" (keeps the duration; a backlog goes out at up to 2x the rate).
+PACING_MODES: tuple[str, ...]
+#: How much longer than planned a paced trial may run (% of its length) before it is tester-limited.
+DEFAULT_MAX_STRETCH_PCT: float
 
 def line_rate_fps(bps: float, mean_frame_size: float) -> float:
     """Frames/s at line rate: bps / ((mean_frame_size + WIRE_OVERHEAD_BYTES) * 8)."""
@@ -136,6 +142,16 @@ class StopSpec:
     @property
     def kind(self) -> str:
         """``"duration"``, ``"frames"`` or ``"bursts"``."""
+
+@final
+class PhaseSpec:
+    """One rate phase of a duration trial: every stream at ``rate_scale`` x its rate for ``duration_s``."""
+
+    def __new__(cls, duration_s: float, rate_scale: float = 1.0) -> PhaseSpec: ...
+    @property
+    def duration_s(self) -> float: ...
+    @property
+    def rate_scale(self) -> float: ...
 
 @final
 class StreamSpec:
@@ -233,6 +249,10 @@ class TrialSpec:
         rx_cpus: Sequence[int] = (),
         receive: bool = True,
         max_flow_results: int = 1024,
+        pacing: str = "smooth",
+        max_stretch_pct: float = 2.0,
+        phases: Sequence[PhaseSpec] = (),
+        interval_s: float | None = None,
     ) -> TrialSpec: ...
 
 # -- running ------------------------------------------------------------------------------------
@@ -422,6 +442,46 @@ class PortResult:
     def to_dict(self) -> dict[str, object]: ...
 
 @final
+class Smoothness:
+    """How smoothly a trial's load was offered, measured in the TX workers per batch."""
+
+    @property
+    def peak_frames(self) -> int:
+        """Most frames handed to the queue in any 1 ms window (the most bunched TX worker)."""
+    @property
+    def intended_frames(self) -> float:
+        """Frames the intended rate puts in 1 ms (0 when unpaced)."""
+    @property
+    def peak_ratio(self) -> float:
+        """``peak_frames / intended_frames`` (0 when unpaced)."""
+    @property
+    def gap_p50_ns(self) -> int: ...
+    @property
+    def gap_p99_ns(self) -> int: ...
+    @property
+    def gap_max_ns(self) -> int: ...
+    def to_dict(self) -> dict[str, object]: ...
+
+@final
+class IntervalResult:
+    """Frames sent and received in one counting interval, both by the frame's transmit time."""
+
+    @property
+    def start_s(self) -> float:
+        """Start since the run start, seconds."""
+    @property
+    def duration_s(self) -> float: ...
+    @property
+    def phase(self) -> int:
+        """Index of the rate phase."""
+    @property
+    def frames_sent(self) -> int: ...
+    @property
+    def frames_received(self) -> int:
+        """Frames sent in this interval that were received (not late)."""
+    def to_dict(self) -> dict[str, object]: ...
+
+@final
 class TrialResult:
     """One trial's counts (methodology §2); totals are over all streams."""
 
@@ -457,7 +517,22 @@ class TrialResult:
         """Longest the tester fell behind its schedule, ns."""
     @property
     def tx_max_catchup(self) -> int:
-        """Largest catch-up burst (frames at once beyond one batch)."""
+        """Catch-up pacing: largest catch-up burst (frames at once beyond one batch)."""
+    @property
+    def pacing(self) -> str:
+        """What the TX workers did with time they lost: ``"smooth"`` or ``"catch-up"``."""
+    @property
+    def tx_stretch_ns(self) -> int:
+        """How much later than planned the last frame left (smooth pacing: the stretch), ns."""
+    @property
+    def max_stretch_pct(self) -> float:
+        """The stretch this trial was allowed, % of its planned length."""
+    @property
+    def smoothness(self) -> Smoothness:
+        """How smoothly the load was offered."""
+    @property
+    def intervals(self) -> tuple[IntervalResult, ...]:
+        """Per-interval counts (trials with an interval length)."""
     # derived
     @property
     def frames_sent(self) -> int: ...

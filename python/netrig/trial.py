@@ -38,7 +38,12 @@ FlowResult = _native.FlowResult
 PortResult = _native.PortResult
 Latency = _native.LatencySummary
 Snapshot = _native.Snapshot
+Smoothness = _native.Smoothness
+IntervalResult = _native.IntervalResult
 IO_MODES: tuple[str, ...] = _native.IO_MODES
+#: TX pacing modes, default first (see :func:`run_trial`).
+PACING_MODES: tuple[str, ...] = _native.PACING_MODES
+DEFAULT_MAX_STRETCH_PCT: float = _native.DEFAULT_MAX_STRETCH_PCT
 
 #: Stream fields that take a value (``None`` would silently mean the engine's default).
 _REQUIRED = ("frame_size", "src_mac", "dst_mac", "src_ip", "dst_ip", "src_port", "dst_port", "ttl", "flows",
@@ -182,6 +187,20 @@ def _stop_spec(duration_s: float | str | None, frames: int | str | None,
                                    parse_count(count, "bursts") if isinstance(count, str) else count, gap)
 
 
+def _phase_specs(phases: Sequence[tuple[float | str, float]] | None) -> list[_native.PhaseSpec]:
+    out = []
+    for i, p in enumerate(phases or ()):
+        try:
+            dur, scale = p
+        except (TypeError, ValueError):
+            raise ConfigError(f"phases[{i}]", f"{p!r}: give (duration_s, rate_scale)") from None
+        try:
+            out.append(_native.PhaseSpec(_seconds(dur, "duration_s"), scale))
+        except ConfigError as e:
+            raise ConfigError(f"phases[{i}].{e.field}", e.message) from None
+    return out
+
+
 def run_trial(
     tx: Port | None = None,
     rx: Port | None = None,
@@ -199,6 +218,10 @@ def run_trial(
     rx_cpus: Sequence[int] | None = None,
     progress: Callable[[Snapshot], None] | None = None,
     progress_interval_s: float = 0.2,
+    pacing: str = PACING_MODES[0],
+    max_stretch_pct: float = DEFAULT_MAX_STRETCH_PCT,
+    phases: Sequence[tuple[float | str, float]] | None = None,
+    interval_s: float | str | None = None,
 ) -> TrialResult:
     """Run one trial and return its :class:`TrialResult`.
 
@@ -208,6 +231,15 @@ def run_trial(
     indexing ``ports``. Stop after ``duration_s``, ``frames`` or ``bursts`` = (frames per burst,
     bursts, gap between burst starts in s). ``progress`` is called with a live :class:`Snapshot`
     (``phase``, ``elapsed_s``, ``tx_frames``, ``rx_frames``) about every ``progress_interval_s``.
+
+    Pacing: ``"smooth"`` (default) never offers more than the intended rate — time the sender loses
+    to a stall is not recovered, every frame is sent later, and the trial is stretched (by up to
+    ``max_stretch_pct`` of its length; beyond it the trial is invalid, tester-limited);
+    ``"catch-up"`` keeps the wall-clock duration and sends a backlog at up to twice the rate. The
+    result's ``smoothness`` and ``tx_stretch_ns`` say what happened. ``phases`` =
+    ``[(duration_s, rate_scale), ...]`` runs one continuous trial through loads of ``rate_scale`` ×
+    the streams' rates (``duration_s`` defaults to their sum); ``interval_s`` counts frames sent and
+    received per interval of each phase (``result.intervals``).
     """
     receive = True
     if isinstance(streams, (str, bytes)) or not isinstance(streams, Sequence):
@@ -225,11 +257,15 @@ def run_trial(
     for i, s in enumerate(streams):
         if not isinstance(s, Stream):
             raise ConfigError(f"streams[{i}]", f"{s!r} is not a netrig.Stream")
+    phase_specs = _phase_specs(phases)
+    if phase_specs and duration_s is None and frames is None and bursts is None:
+        duration_s = sum(p.duration_s for p in phase_specs)
     spec = _native.TrialSpec(
         list(ports), [s.spec(i) for i, s in enumerate(streams)], _stop_spec(duration_s, frames, bursts),
         drain_s=_seconds(drain_s, "drain_s"), warmup_s=_seconds(warmup_s, "warmup_s"), learning=learning,
         late_s=None if late_s is None else _seconds(late_s, "late_s"), tx_cpus=tuple(tx_cpus or ()),
-        rx_cpus=tuple(rx_cpus or ()), receive=receive)
+        rx_cpus=tuple(rx_cpus or ()), receive=receive, pacing=pacing, max_stretch_pct=max_stretch_pct,
+        phases=phase_specs, interval_s=None if interval_s is None else _seconds(interval_s, "interval_s"))
     handle = _native.Trial(spec)
     try:
         while not handle.wait(progress_interval_s):
@@ -249,11 +285,15 @@ def run_trial(
 
 
 __all__ = [
+    "DEFAULT_MAX_STRETCH_PCT",
     "IO_MODES",
+    "PACING_MODES",
     "FlowResult",
+    "IntervalResult",
     "Latency",
     "Port",
     "PortResult",
+    "Smoothness",
     "Snapshot",
     "Stream",
     "StreamResult",

@@ -86,7 +86,9 @@ def reason(r) -> str:
 
 #: Reasons about the sender's pacing: on this shared 2-CPU VM the sender is sometimes descheduled
 #: for milliseconds near a trial's end. The receiver tests below do not depend on it.
-SENDER_REASONS = ("the tester could not keep the", "the TX workers fell up to")
+#: What an invalid reason says when the sender fell behind (smooth pacing stretches a trial that
+#: loses CPU time; these tests are about what the receiver counts, not pacing).
+SENDER_REASONS = ("the tester could not keep the", "the TX workers fell up to", "the tester's sending was stretched")
 
 
 def receiver_rules_pass(invalid_reason: str | None) -> bool:
@@ -217,8 +219,8 @@ def test_a_frame_from_a_previous_trial_is_counted_as_such_and_changes_nothing():
     with veth_pair("pv") as (ns_a, if_a, ns_b, if_b):
         tx, rx, mac_a, mac_b = ports(ns_a, if_a, ns_b, if_b)
         s = netrig.Stream(frame_size=64, rate_pps=100_000, src_mac=mac_a, dst_mac=mac_b)
-        first = netrig.run_trial(tx, rx, [s], frames=10_000, drain_s=0.2, learning=False)
-        assert first.valid, first.invalid_reason
+        first = netrig.run_trial(tx, rx, [s], frames=10_000, drain_s=0.2, learning=False, max_stretch_pct=50)
+        assert first.valid, first.invalid_reason  # a 0.1 s trial: a vCPU stall alone stretches it 2 %
 
         def during(tag):
             assert tag != first.trial_tag

@@ -1,4 +1,5 @@
-"""EngineMeasurer's trial validity and stall handling, on scripted engine results (no traffic)."""
+"""EngineMeasurer's trial validity, pacing, stall handling, bursts and phased trials, on scripted
+engine results (no traffic)."""
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -6,19 +7,26 @@ from types import SimpleNamespace
 import pytest
 
 from netrig.errors import ConfigError
-from netrig.measure import Load
+from netrig.measure import Load, Pacing, Phase, TrialCounts
 from netrig.measure.engine import EngineMeasurer
-from netrig.measure.seam import Phase
 from netrig.model import FrameSize
 from netrig.run.config import TrialConfig
 
 
-def result(sent: int, received: int, lag_ms: float, rate: float = 100_000.0, **kw):
+def smoothness(peak: int = 100, intended: float = 100.0):
+    return SimpleNamespace(peak_frames=peak, intended_frames=intended, peak_ratio=peak / intended if intended else 0,
+                           gap_p50_ns=10_000, gap_p99_ns=12_000, gap_max_ns=900_000)
+
+
+def result(sent: int, received: int, lag_ms: float, rate: float = 100_000.0, *, peak: int = 100,
+           stretch_ms: float = 0.0, intervals=(), pacing: str = "smooth", **kw):
     """What the engine's typed TrialResult offers the measurer (attributes only)."""
     fields = dict(tx_rate_pps=rate, frames_sent=sent, frames_received=received, duplicated=0, reordered=0,
                   late=0, latency=SimpleNamespace(samples=0), valid=True, invalid_reason=None,
                   tester_rx_drops=0, tx_max_lag_ns=int(lag_ms * 1e6), frames_foreign=0, frames_stray=0,
-                  frames_forged=0, ports=(), to_dict=lambda: {"frames_sent": sent})
+                  frames_forged=0, ports=(), pacing=pacing, tx_stretch_ns=int(stretch_ms * 1e6),
+                  smoothness=smoothness(peak, 100.0), intervals=tuple(intervals),
+                  to_dict=lambda: {"frames_sent": sent})
     return SimpleNamespace(**{**fields, **kw})
 
 
@@ -26,8 +34,8 @@ def scripted(results, **kw) -> tuple[EngineMeasurer, list]:
     m = EngineMeasurer(None, None, {}, learning_frames=False, **kw)
     calls: list = []
 
-    def run(frame, rate_pps, duration_s, drain_s, progress=None):
-        calls.append(rate_pps)
+    def run(frame, rate_pps, duration_s, drain_s, progress=None, **engine_kw):
+        calls.append({"rate_pps": rate_pps, "duration_s": duration_s, **engine_kw})
         return results[len(calls) - 1]
 
     m._run = run  # the engine seam: everything else is the real measurer
@@ -37,8 +45,18 @@ def scripted(results, **kw) -> tuple[EngineMeasurer, list]:
 LOAD = Load(frame_size=FrameSize(size=64), rate_pps=100_000.0)
 
 
-def test_a_lossy_trial_during_a_tester_stall_is_repeated_and_the_attempts_are_kept():
-    m, calls = scripted([result(100_000, 97_000, lag_ms=30), result(100_000, 100_000, lag_ms=1)])
+def test_smooth_pacing_never_repeats_a_trial_a_stall_cannot_have_caused_the_loss():
+    # Smooth pacing sends no catch-up burst after a stall: a lossy trial is the DUT's, and repeating
+    # it until it passes would bias the result upwards.
+    m, calls = scripted([result(100_000, 97_000, lag_ms=30, stretch_ms=25), result(100_000, 100_000, lag_ms=1)])
+    c = m.measure(LOAD, 1.0)
+    assert len(calls) == 1 and c.frames_lost == 3_000 and "stalled_attempts" not in c.raw
+    assert c.pacing == Pacing(mode="smooth", stretch_s=0.025, max_lag_s=0.03, peak_frames=100, intended_frames=100.0,
+                              gap_p50_ns=10_000, gap_p99_ns=12_000, gap_max_ns=900_000, tolerance_pct=10.0)
+
+
+def test_catch_up_a_lossy_trial_during_a_tester_stall_is_repeated_and_the_attempts_are_kept():
+    m, calls = scripted([result(100_000, 97_000, lag_ms=30), result(100_000, 100_000, lag_ms=1)], pacing="catch-up")
     c = m.measure(LOAD, 1.0)
     assert len(calls) == 2
     assert c.frames_lost == 0 and c.valid
@@ -46,33 +64,82 @@ def test_a_lossy_trial_during_a_tester_stall_is_repeated_and_the_attempts_are_ke
                                           "frames_received": 97_000, "offered_pps": 100_000.0}]
 
 
-def test_loss_without_a_stall_and_a_stall_without_loss_are_taken_as_measured():
-    m, calls = scripted([result(100_000, 97_000, lag_ms=1)])
+def test_catch_up_loss_without_a_stall_and_a_stall_without_loss_are_taken_as_measured():
+    m, calls = scripted([result(100_000, 97_000, lag_ms=1)], pacing="catch-up")
     assert m.measure(LOAD, 1.0).frames_lost == 3_000 and len(calls) == 1
-    m, calls = scripted([result(100_000, 100_000, lag_ms=50)])
+    m, calls = scripted([result(100_000, 100_000, lag_ms=50)], pacing="catch-up")
     c = m.measure(LOAD, 1.0)
     assert c.frames_lost == 0 and len(calls) == 1 and "stalled_attempts" not in c.raw
 
 
-def test_retries_are_bounded_and_the_last_attempt_counts():
-    m, calls = scripted([result(100_000, 90_000 + i, lag_ms=20) for i in range(5)], stall_retries=2)
+def test_catch_up_retries_are_bounded_and_the_last_attempt_counts():
+    m, calls = scripted([result(100_000, 90_000 + i, lag_ms=20) for i in range(5)], stall_retries=2,
+                        pacing="catch-up")
     c = m.measure(LOAD, 1.0)
     assert len(calls) == 3
     assert c.frames_received == 90_002 and len(c.raw["stalled_attempts"]) == 2
-    m, calls = scripted([result(100_000, 90_000, lag_ms=20)], stall_retries=0)
+    m, calls = scripted([result(100_000, 90_000, lag_ms=20)], stall_retries=0, pacing="catch-up")
     assert m.measure(LOAD, 1.0).frames_lost == 10_000 and len(calls) == 1
 
 
 def test_the_threshold_is_configurable():
     m, calls = scripted([result(100_000, 97_000, lag_ms=8), result(100_000, 100_000, lag_ms=0)],
-                        stall_threshold_ms=10.0)
+                        stall_threshold_ms=10.0, pacing="catch-up")
     assert m.measure(LOAD, 1.0).frames_lost == 3_000 and len(calls) == 1
+
+
+def test_a_stretched_trial_is_invalid_through_its_achieved_rate_and_repeated():
+    # 100 000 frames sent over 1.05 s: 95 % of the rate, beyond the 2 % tolerance. A stall is
+    # transient: the trial is repeated (invalid trials are never DUT results, so nothing is biased).
+    stretched = result(100_000, 100_000, lag_ms=5, rate=100_000 / 1.05, stretch_ms=50)
+    m, calls = scripted([stretched, result(100_000, 99_000, lag_ms=1, stretch_ms=3)])
+    c = m.measure(LOAD, 1.0)
+    assert len(calls) == 2 and c.valid and c.frames_lost == 1_000
+    [a] = c.raw["stretched_attempts"]
+    assert a["stretch_s"] == pytest.approx(0.05) and "95.2% of the intended" in a["invalid_reason"]
+    # A tester that cannot reach the rate fails every attempt: bounded, and the trial stays invalid.
+    m, calls = scripted([stretched] * 5, stall_retries=2)
+    c = m.measure(LOAD, 1.0)
+    assert len(calls) == 3 and not c.valid and len(c.raw["stretched_attempts"]) == 2
+
+
+def test_a_bunched_load_is_marked_in_the_trial_and_survives_the_record():
+    m, _ = scripted([result(100_000, 100_000, lag_ms=5, peak=114)], smoothness_tolerance_pct=10.0)
+    c = m.measure(LOAD, 1.0)
+    assert c.pacing is not None and c.pacing.bunched and c.pacing.peak_ratio == pytest.approx(1.14)
+    back = TrialCounts.from_dict(c.to_dict())
+    assert back.pacing == c.pacing and back.to_dict()["pacing"]["bunched"] is True
+    m, _ = scripted([result(100_000, 100_000, lag_ms=5, peak=113)], smoothness_tolerance_pct=10.0)
+    assert not m.measure(LOAD, 1.0).pacing.bunched, "three frames of timing granularity are allowed"
+
+
+def test_a_burst_is_one_engine_trial_in_burst_mode_and_its_rate_is_not_held_against_it():
+    # The tester reached 0.6 Mpps of the 14.88 Mpps burst rate: a valid burst at the rate it achieved.
+    m, calls = scripted([result(1_000, 1_000, lag_ms=0, rate=600_000.0)])
+    c = m.measure(Load(14_880_952.0, FrameSize(size=64), burst_frames=1_000), 1_000 / 14_880_952.0)
+    assert calls == [{"rate_pps": 14_880_952.0, "duration_s": None, "burst_frames": 1_000}]
+    assert c.valid and c.frames_sent == 1_000 and c.offered_pps == 600_000.0
+
+
+def test_phases_are_one_continuous_engine_trial_with_the_engines_interval_counts():
+    iv = [SimpleNamespace(start_s=0.0, duration_s=1.0, phase=0, frames_sent=110, frames_received=100),
+          SimpleNamespace(start_s=1.0, duration_s=1.02, phase=1, frames_sent=50, frames_received=50)]
+    m, calls = scripted([result(160, 150, lag_ms=0, rate=160 / 2.02, intervals=iv)])
+    c = m.measure_phases(FrameSize(size=64), [Phase(110.0, 1.0), Phase(50.0, 1.0)], 1.0)
+    assert len(calls) == 1
+    assert calls[0]["phases"] == [(1.0, 1.0), (1.0, 50.0 / 110.0)] and calls[0]["interval_s"] == 1.0
+    assert calls[0]["rate_pps"] == 110.0 and calls[0]["duration_s"] == 2.0
+    assert [(i.phase, i.frames_sent, i.frames_received, i.duration_s) for i in c.intervals] == \
+        [(0, 110, 100, 1.0), (1, 50, 50, 1.02)]
+    assert c.frames_lost == 10 and c.valid
 
 
 @pytest.mark.parametrize("kw, field", [({"stall_threshold_ms": 0}, "stall_threshold_ms"),
                                        ({"stall_retries": -1}, "stall_retries"),
-                                       ({"stall_retries": 1.5}, "stall_retries")])
-def test_bad_stall_settings_name_the_field(kw, field):
+                                       ({"stall_retries": 1.5}, "stall_retries"),
+                                       ({"pacing": "fast"}, "pacing"),
+                                       ({"smoothness_tolerance_pct": -1}, "smoothness_tolerance_pct")])
+def test_bad_trial_settings_name_the_field(kw, field):
     with pytest.raises(ConfigError) as e:
         TrialConfig(**kw)
     assert field in str(e.value)
@@ -92,16 +159,3 @@ def test_frames_that_are_not_the_trials_own_are_carried_into_the_counts():
     assert type(c).from_dict(d) == c
     old = {k: v for k, v in d.items() if k not in ("foreign", "stray", "forged")}
     assert (type(c).from_dict(old).stray, type(c).from_dict(old).forged) == (0, 0), "older records read as 0"
-
-
-def test_frames_of_the_previous_interval_are_credited_to_the_interval_they_arrive_in():
-    """measure_phases runs one trial per interval with no drain between them: frames still in
-    flight at an interval's end reach the next trial, which counts them as an earlier trial's
-    (never as its own). The measurer credits them to that interval, as late frames were."""
-    port = lambda earlier: SimpleNamespace(rx_earlier_trial=earlier)
-    m, calls = scripted([result(1000, 990, lag_ms=0, ports=(port(0), port(0))),
-                         result(1000, 995, lag_ms=0, ports=(port(0), port(10)))])
-    c = m.measure_phases(FrameSize(size=64), [Phase(rate_pps=1000.0, duration_s=2.0)], 1.0)
-    assert len(calls) == 2
-    assert [i.frames_received for i in c.intervals] == [990, 1005]
-    assert c.frames_received == 1995

@@ -32,6 +32,7 @@ use netrig_wire::dissect;
 use netrig_wire::signature::{MASK_40, TRIAL_MASK};
 
 use crate::port::RxMeta;
+use crate::schedule::IntervalCounter;
 
 /// Half the 40-bit range of sequence numbers and timestamps: differences below it count forward.
 const HALF_40: u64 = 1 << 39;
@@ -262,6 +263,8 @@ pub struct Analyzer {
     /// No genuine sequence number reaches it: the TX frames sent when last read.
     seq_bound: u64,
     sent_so_far: SentSoFar,
+    /// Received frames per counting interval, by their transmit timestamp (`crate::schedule`).
+    pub intervals: Option<IntervalCounter>,
 }
 
 /// Window size per flow: large for few flows, smaller for many (bounded memory).
@@ -281,6 +284,7 @@ impl Analyzer {
             shared_ipdv_hist: new_ipdv_hist(),
             epoch_ns,
             late_ns,
+            intervals: None,
             ident: TrialIdent::default(),
             seq_bound: u64::MAX,
             sent_so_far: Box::new(|| u64::MAX),
@@ -363,6 +367,9 @@ impl Analyzer {
         }
         f.received += 1;
         f.bytes += wire_len;
+        if let Some(iv) = self.intervals.as_mut() {
+            iv.add(sig.tx_ts_ns, 1);
+        }
         f.latency_sum_ns += latency as u128;
         f.latency_min_ns = f.latency_min_ns.min(latency);
         f.latency_max_ns = f.latency_max_ns.max(latency);

@@ -1,6 +1,6 @@
 //! A seeded fault injector between a TX worker and its queue: drops, duplicates, reorders and
-//! delays frames, and logs exactly what it did so tests can compare the analyser's counts with
-//! the truth.
+//! delays frames, stalls the worker (as a descheduled sender would be), and logs exactly what it
+//! did — and when each frame left — so tests can compare the engine's counts with the truth.
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
@@ -19,11 +19,25 @@ pub struct FaultConfig {
     /// Hold a frame back and emit it after the next `reorder_distance` frames.
     pub reorder: f64,
     pub reorder_distance: usize,
+    /// Block the worker for `stall_ns` inside `send` every `stall_every` frames (0: never).
+    pub stall_every: u64,
+    pub stall_ns: u64,
+    /// Log when every frame went on to the inner queue (`FaultLog::departures`).
+    pub record_departures: bool,
 }
 
 impl Default for FaultConfig {
     fn default() -> Self {
-        FaultConfig { seed: 1, drop: 0.0, duplicate: 0.0, reorder: 0.0, reorder_distance: 3 }
+        FaultConfig {
+            seed: 1,
+            drop: 0.0,
+            duplicate: 0.0,
+            reorder: 0.0,
+            reorder_distance: 3,
+            stall_every: 0,
+            stall_ns: 0,
+            record_departures: false,
+        }
     }
 }
 
@@ -40,6 +54,10 @@ pub struct FaultLog {
     pub reordered: Vec<(u32, u64)>,
     /// Highest sequence put on the wire per flow.
     pub max_emitted: std::collections::HashMap<u32, u64>,
+    /// Engine-clock time each frame went on to the inner queue (with `record_departures`).
+    pub departures: Vec<u64>,
+    /// Stalls injected.
+    pub stalls: u64,
 }
 
 impl FaultLog {
@@ -65,6 +83,10 @@ pub struct FaultyTx {
     /// Frames held back: (frame, frames still to pass before it).
     held: Vec<(Vec<u8>, usize)>,
     stats: TxQueueStats,
+    /// Frame count at which the next stall happens.
+    next_stall: u64,
+    /// Time stamped on frames emitted by the current `send`.
+    now_ns: u64,
 }
 
 impl FaultyTx {
@@ -72,17 +94,24 @@ impl FaultyTx {
         FaultyTx {
             inner,
             rng: XorShift::new(cfg.seed),
-            cfg,
             log,
             scratch: vec![0; 9018],
             pending: VecDeque::new(),
             held: Vec::new(),
             stats: TxQueueStats::default(),
+            next_stall: cfg.stall_every,
+            now_ns: 0,
+            cfg,
         }
     }
 
     fn emit(&mut self, f: Vec<u8>) {
-        self.log.lock().unwrap_or_else(|e| e.into_inner()).emitted(key(&f));
+        let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+        log.emitted(key(&f));
+        if self.cfg.record_departures {
+            log.departures.push(self.now_ns);
+        }
+        drop(log);
         self.pending.push_back(f);
     }
 
@@ -128,6 +157,12 @@ fn key(frame: &[u8]) -> (u32, u64) {
 
 impl TxQueue for FaultyTx {
     fn send(&mut self, count: usize, fill: &mut dyn FnMut(&mut [u8]) -> usize) -> Result<usize, PortError> {
+        if self.cfg.stall_every > 0 && count > 0 && self.stats.frames >= self.next_stall {
+            std::thread::sleep(std::time::Duration::from_nanos(self.cfg.stall_ns));
+            self.next_stall += self.cfg.stall_every;
+            self.log.lock().unwrap_or_else(|e| e.into_inner()).stalls += 1;
+        }
+        self.now_ns = crate::clock::now_ns();
         for _ in 0..count {
             let n = fill(&mut self.scratch);
             self.stats.frames += 1;
@@ -158,6 +193,7 @@ impl TxQueue for FaultyTx {
     }
 
     fn flush(&mut self) -> Result<(), PortError> {
+        self.now_ns = crate::clock::now_ns();
         // Release held frames at the end (they are late but not lost).
         let held: Vec<_> = self.held.drain(..).map(|(f, _)| f).collect();
         for f in held {

@@ -17,8 +17,10 @@ pub mod flows;
 pub mod guard;
 pub mod loopback;
 pub mod open;
+pub mod pacing;
 pub mod port;
 pub mod rng;
+pub mod schedule;
 pub mod stream;
 #[allow(unsafe_code)]
 pub mod sys;
@@ -26,8 +28,10 @@ pub mod trial;
 pub mod tx;
 
 pub use error::{ConfigError, EngineError, PortError};
+pub use pacing::{Pacing, Smoothness};
 pub use port::{
     Backend, Port, PortCaps, PortSpec, RxMeta, RxQueue, RxQueueStats, TimestampSource, TxQueue, TxQueueStats,
 };
+pub use schedule::RatePhase;
 pub use stream::{FlowOrder, FlowSpec, FrameSize, Rate, Stop, StreamConfig};
 pub use trial::{run_trial, TrialConfig, TrialControl, TrialResult};

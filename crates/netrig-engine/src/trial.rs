@@ -22,11 +22,15 @@ use netrig_wire::signature::TRIAL_MASK;
 use crate::analyze::{empty_flow, Analyzer, FlowRx, LatencySummary, RxTotals, SentSoFar, TrialIdent, EARLIER_TRIALS};
 use crate::clock;
 use crate::error::{ConfigError, EngineError};
+use crate::pacing::{self, Pacing, Smoothness};
 use crate::port::{Backend, LinkSource, LinkState, Port, RxQueue, RxQueueStats, TxQueue, TxQueueStats};
+use crate::schedule::{IntervalCounter, IntervalGrid, RatePhase};
 use crate::stream::{compile, CompiledStream, Rate, Stop, StreamConfig};
 use crate::sys::{bpf, cpu};
-use crate::tx::{end_for, run_tx_worker, split_stream, TxLive, TxPlan, TxWorkerResult, BATCH};
+use crate::tx::{run_tx_worker, split_stream, RunShape, TxLive, TxPlan, TxShare, TxWorkerResult, UNPACED_BATCH};
 
+/// Scheduler slice TX workers ask for (`sys::cpu::request_short_slices`; the kernel's minimum).
+const TX_SLICE_NS: u64 = 100_000;
 /// A trial in which the tester sent less than this share of the intended frames is invalid.
 pub const MIN_ACHIEVED_RATIO: f64 = 0.999;
 /// Wait after the last frame for frames in flight, unless configured (methodology §2: 2 s).
@@ -115,6 +119,10 @@ pub fn claim_tag() -> (TagClaim, TrialIdent) {
     (TagClaim(tag), ident)
 }
 
+/// A paced trial may be stretched by this share of its planned length (smooth pacing sends every
+/// intended frame, later, after a stall); beyond it the trial is invalid: tester-limited.
+pub const DEFAULT_MAX_STRETCH_RATIO: f64 = 0.02;
+
 #[derive(Debug, Clone)]
 pub struct TrialConfig {
     pub streams: Vec<StreamConfig>,
@@ -134,6 +142,17 @@ pub struct TrialConfig {
     pub max_flow_results: usize,
     /// Run RX workers (false: transmit only, e.g. against a receiver that just drops).
     pub receive: bool,
+    /// What a paced TX worker does with time it lost (default: smooth, never above the rate).
+    pub pacing: Pacing,
+    /// How much longer than planned (a share of the planned length) a paced trial may run to send
+    /// every intended frame; a trial stretched further is invalid (tester-limited).
+    pub max_stretch_ratio: f64,
+    /// Rate phases of a duration trial, back to back (empty: one phase at the streams' rates for
+    /// the stop's duration). Their durations must add up to the stop's.
+    pub phases: Vec<RatePhase>,
+    /// Count frames sent and received per interval of this length, ns (0: not counted; duration
+    /// trials only). Every phase is cut into intervals, its last one possibly shorter.
+    pub interval_ns: u64,
 }
 
 impl Default for TrialConfig {
@@ -148,6 +167,10 @@ impl Default for TrialConfig {
             rx_cpus: Vec::new(),
             max_flow_results: 1024,
             receive: true,
+            pacing: Pacing::Smooth,
+            max_stretch_ratio: DEFAULT_MAX_STRETCH_RATIO,
+            phases: Vec::new(),
+            interval_ns: 0,
         }
     }
 }
@@ -199,7 +222,63 @@ impl TrialConfig {
                 "must be above 0: every frame would be late; leave it unset for the drain time",
             ));
         }
+        if !(0.0..=10.0).contains(&self.max_stretch_ratio) {
+            return Err(ConfigError::new(
+                "max_stretch_pct",
+                format!("must be 0..1000 % of the trial's length (got {} %)", self.max_stretch_ratio * 100.0),
+            ));
+        }
+        let duration = |s: &StreamConfig| match s.stop {
+            Stop::Duration { ns } => Some(ns),
+            _ => None,
+        };
+        if !self.phases.is_empty() {
+            let mut total: u64 = 0;
+            for (i, p) in self.phases.iter().enumerate() {
+                p.validate().map_err(|e| e.within(&format!("phases[{i}]")))?;
+                total = total.saturating_add(p.duration_ns);
+            }
+            for s in &self.streams {
+                if duration(s) != Some(total) {
+                    return Err(ConfigError::new(
+                        "phases",
+                        format!(
+                            "the phases last {} s, but the trial stops {}: give a duration stop equal to the phases' sum",
+                            total as f64 / 1e9,
+                            match s.stop {
+                                Stop::Duration { ns } => format!("after {} s", ns as f64 / 1e9),
+                                other => format!("by {}", other.kind()),
+                            }
+                        ),
+                    ));
+                }
+                if matches!(s.rate, Rate::Max) {
+                    return Err(ConfigError::new(
+                        "phases",
+                        "a stream at the maximum rate has no rate to scale per phase: give it a rate",
+                    ));
+                }
+            }
+        }
+        if self.interval_ns > 0 && self.streams.iter().any(|s| duration(s).is_none()) {
+            return Err(ConfigError::new("interval_s", "per-interval counts need a duration trial"));
+        }
         Ok(())
+    }
+
+    /// The phases of a duration trial (its own, or one phase of the stop's duration); empty for
+    /// frame-count and burst trials.
+    pub fn run_phases(&self) -> Vec<RatePhase> {
+        if !self.phases.is_empty() {
+            return self.phases.clone();
+        }
+        self.streams
+            .iter()
+            .find_map(|s| match s.stop {
+                Stop::Duration { ns } => Some(vec![RatePhase { duration_ns: ns, rate_scale: 1.0 }]),
+                _ => None,
+            })
+            .unwrap_or_default()
     }
 
     /// Latency above which a frame is late: `late_ns`, else the drain time, else (drain 0: the
@@ -411,10 +490,35 @@ pub struct TrialResult {
     pub tx_cpus: Vec<usize>,
     pub rx_cpus: Vec<usize>,
     pub started_realtime_ns: u64,
-    /// Longest a TX worker fell behind its schedule, ns (see `tx::catchup_burst`).
+    /// Longest a TX worker fell behind its schedule, ns.
     pub tx_max_lag_ns: u64,
-    /// Largest catch-up burst a TX worker sent (frames at once beyond one batch).
+    /// Catch-up pacing: largest catch-up burst a TX worker sent (frames at once beyond one batch).
     pub tx_max_catchup: u64,
+    /// What the TX workers did with time they lost (see `crate::pacing`).
+    pub pacing: Pacing,
+    /// How much later than planned the last frame left (the largest over TX workers), ns: with
+    /// smooth pacing, the time lost to stalls, by which the sending was stretched.
+    pub tx_stretch_ns: u64,
+    /// The stretch a paced trial was allowed (a share of its planned length).
+    pub max_stretch_ratio: f64,
+    /// How smoothly the load was offered: the most bunched TX worker's peak window, the
+    /// inter-departure gaps of all.
+    pub smoothness: Smoothness,
+    /// Per-interval counts (trials with an interval length).
+    pub intervals: Vec<IntervalResult>,
+}
+
+/// Frames sent and received in one counting interval, both by the frame's transmit time.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct IntervalResult {
+    /// Start since the run start, and length, seconds.
+    pub start_s: f64,
+    pub duration_s: f64,
+    /// Index of the rate phase.
+    pub phase: usize,
+    pub tx_frames: u64,
+    /// Frames sent in this interval that were received (not late).
+    pub rx_frames: u64,
 }
 
 impl TrialResult {
@@ -487,15 +591,19 @@ struct RxWorkerOut {
 }
 
 fn pick_cpu(list: &[usize], i: usize, from_top: bool) -> usize {
+    if !list.is_empty() {
+        return list[i % list.len()];
+    }
+    // Receivers on the lower half of the CPUs, senders on the upper half, never mixed: a
+    // receiver woken by every arriving frame would preempt a sender on its CPU, and smooth
+    // pacing does not get that time back. One CPU: everything on it.
     let n = cpu::online_cpus();
-    if list.is_empty() {
-        if from_top {
-            n - 1 - (i % n)
-        } else {
-            i % n
-        }
+    let rx_n = if n > 1 { n / 2 } else { 1 };
+    if from_top {
+        let tx_n = if n > 1 { n - rx_n } else { 1 };
+        n - 1 - (i % tx_n)
     } else {
-        list[i % list.len()]
+        i % rx_n
     }
 }
 
@@ -573,13 +681,17 @@ pub fn run_trial(
         })
         .collect();
     // A frame a TX worker is sending may arrive before the worker publishes its count.
-    let sent_slack = (txq.len() * BATCH) as u64;
+    let sent_slack = (txq.len() * UNPACED_BATCH) as u64;
     let epoch_ns = clock::now_ns();
     let rx_stop = AtomicBool::new(false);
     let rx_cpus: Vec<usize> = (0..rxq.len()).map(|i| pick_cpu(&cfg.rx_cpus, i, false)).collect();
     let tx_cpus: Vec<usize> = (0..txq.len()).map(|i| pick_cpu(&cfg.tx_cpus, i, true)).collect();
     let rx_lives: Vec<Arc<RxLive>> = rxq.iter().map(|_| Arc::new(RxLive::default())).collect();
     *ctl.rx_live.lock().unwrap_or_else(|e| e.into_inner()) = rx_lives.clone();
+    let phases = cfg.run_phases();
+    let grid =
+        (cfg.interval_ns > 0 && !phases.is_empty()).then(|| Arc::new(IntervalGrid::new(&phases, cfg.interval_ns)));
+    let planned_ns: u64 = phases.iter().map(|p| p.duration_ns).sum();
 
     let (rx_outs, tx_outs, watches) = std::thread::scope(|scope| {
         let links = &links;
@@ -599,12 +711,14 @@ pub fn run_trial(
             let live = rx_lives[i].clone();
             let ident = ident.clone();
             let sent_ctl = ctl.clone();
+            let grid = grid.clone();
             let h = std::thread::Builder::new()
                 .name(format!("netrig-rx{i}"))
                 .spawn_scoped(scope, move || {
                     let _ = cpu::pin_current_thread(cpu_id);
                     let sent: SentSoFar = Box::new(move || sent_ctl.tx_frames_now().saturating_add(sent_slack));
                     let mut an = Analyzer::new(nflows as usize, epoch_ns, late_ns).for_trial(ident, sent);
+                    an.intervals = grid.map(IntervalCounter::new);
                     let mut error = None;
                     while !rx_stop.load(Ordering::Relaxed) {
                         match q.recv(256, std::time::Duration::from_millis(5), &mut |f, m| an.frame(f, m)) {
@@ -640,16 +754,39 @@ pub fn run_trial(
         if cfg.warmup_ns > 0 && !ctl.stopped() {
             ctl.set_phase(Phase::Warmup);
             let start = clock::now_ns() + 1_000_000;
-            let warm_end = Some(start + cfg.warmup_ns);
-            let _ = run_tx_all(&mut txq, &streams, &tx_cpus, epoch_ns, start, warm_end, (tag, true), ctl);
+            let scale = phases.first().map_or(1.0, |p| p.rate_scale);
+            let run = Run {
+                epoch_ns,
+                start_ns: start,
+                phases: RunShape::Phases {
+                    phases: vec![RatePhase { duration_ns: cfg.warmup_ns, rate_scale: scale }],
+                    max_stretch_ns: 0,
+                },
+                all_phased: true,
+                pacing: cfg.pacing,
+                grid: None,
+                warmup: true,
+                trial: tag,
+            };
+            let _ = run_tx_all(&mut txq, &streams, &tx_cpus, &run, ctl);
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
 
         ctl.set_phase(Phase::Running);
         let start = clock::now_ns() + 2_000_000;
         ctl.run_start_ns.store(start, Ordering::Relaxed);
-        let end = streams.iter().find_map(|s| end_for(&s.config.stop, start));
-        let tx_outs = run_tx_all(&mut txq, &streams, &tx_cpus, epoch_ns, start, end, (tag, false), ctl);
+        let max_stretch_ns = (planned_ns as f64 * cfg.max_stretch_ratio) as u64;
+        let run = Run {
+            epoch_ns,
+            start_ns: start,
+            phases: RunShape::Phases { phases: phases.clone(), max_stretch_ns },
+            all_phased: false,
+            pacing: cfg.pacing,
+            grid: grid.clone(),
+            warmup: false,
+            trial: tag,
+        };
+        let tx_outs = run_tx_all(&mut txq, &streams, &tx_cpus, &run, ctl);
 
         // Drain: frames in flight get `drain_ns` to arrive.
         ctl.set_phase(Phase::Draining);
@@ -670,7 +807,16 @@ pub fn run_trial(
         w.observe(w.after);
     }
     ctl.set_phase(Phase::Done);
-    let run = RunFacts { tag, tx_cpus, rx_cpus, started_realtime_ns, interrupted: ctl.stopped(), links: watches };
+    let run = RunFacts {
+        tag,
+        tx_cpus,
+        rx_cpus,
+        started_realtime_ns,
+        interrupted: ctl.stopped(),
+        links: watches,
+        grid,
+        epoch_ns,
+    };
     Ok(collect(ports, cfg, &streams, rx_outs, tx_outs, run))
 }
 
@@ -683,6 +829,8 @@ struct RunFacts {
     interrupted: bool,
     /// What was seen of every port's link.
     links: Vec<LinkWatch>,
+    grid: Option<Arc<IntervalGrid>>,
+    epoch_ns: u64,
 }
 
 fn dedup(it: impl Iterator<Item = usize>) -> Vec<usize> {
@@ -692,16 +840,41 @@ fn dedup(it: impl Iterator<Item = usize>) -> Vec<usize> {
     v
 }
 
+/// How the TX workers of one run (warm-up or the measured run) send.
+struct Run {
+    epoch_ns: u64,
+    start_ns: u64,
+    /// The shape of duration-bounded workers.
+    phases: RunShape,
+    /// Every worker runs `phases`, whatever its streams' stops (warm-up).
+    all_phased: bool,
+    pacing: Pacing,
+    grid: Option<Arc<IntervalGrid>>,
+    warmup: bool,
+    /// The trial's tag.
+    trial: u32,
+}
+
+/// The shape of a worker's run: its streams' stop (a duration stop wins: the trial lasts that long).
+fn worker_shape(shares: &[TxShare], run: &Run) -> RunShape {
+    if run.all_phased || shares.iter().any(|s| matches!(s.stream.config.stop, Stop::Duration { .. })) {
+        return run.phases.clone();
+    }
+    match shares.iter().find_map(|s| match s.stream.config.stop {
+        Stop::Bursts { frames, bursts, gap_ns } => Some((frames, bursts, gap_ns)),
+        _ => None,
+    }) {
+        Some((frames, bursts, gap_ns)) => RunShape::Bursts { frames, bursts, gap_ns },
+        None => RunShape::Frames,
+    }
+}
+
 /// Run one TX worker per TX queue (each with the shares of the streams of its port) to the end.
-#[allow(clippy::too_many_arguments)]
 fn run_tx_all(
     txq: &mut [(usize, Box<dyn TxQueue>)],
     streams: &[Arc<CompiledStream>],
     tx_cpus: &[usize],
-    epoch_ns: u64,
-    start_ns: u64,
-    end_ns: Option<u64>,
-    (trial, warmup): (u32, bool),
+    run: &Run,
     ctl: &Arc<TrialControl>,
 ) -> Vec<(usize, TxWorkerResult)> {
     // Distribute every stream of port p over p's queues.
@@ -716,22 +889,24 @@ fn run_tx_all(
     let lives: Vec<Arc<TxLive>> = txq.iter().map(|_| Arc::new(TxLive::default())).collect();
     *ctl.tx_live.lock().unwrap_or_else(|e| e.into_inner()) = lives.clone();
     // Worker queues are lent to scoped threads and returned with the results.
+    let busy: Vec<bool> = plans.iter().map(|p| !p.is_empty()).collect();
     std::thread::scope(|inner| {
         let mut handles = Vec::new();
         for (i, ((port, q), shares)) in txq.iter_mut().zip(plans).enumerate() {
             if shares.is_empty() {
                 continue;
             }
-            let bursts = shares.iter().find_map(|s| match s.stream.config.stop {
-                Stop::Bursts { frames, bursts, gap_ns } => Some((frames, bursts, gap_ns)),
-                _ => None,
-            });
-            let duration_end = if shares.iter().any(|s| matches!(s.stream.config.stop, Stop::Duration { .. })) {
-                end_ns
-            } else {
-                None
+            let plan = TxPlan {
+                shape: worker_shape(&shares, run),
+                shares,
+                epoch_ns: run.epoch_ns,
+                start_ns: run.start_ns,
+                pacing: run.pacing,
+                intervals: run.grid.clone(),
+                warmup: run.warmup,
+                trial: run.trial,
+                cpu_shared: tx_cpus.iter().enumerate().any(|(j, &c)| j != i && c == tx_cpus[i] && busy[j]),
             };
-            let plan = TxPlan { shares, epoch_ns, start_ns, end_ns: duration_end, bursts, warmup, trial };
             let cpu_id = tx_cpus[i];
             let live = lives[i].clone();
             let port = *port;
@@ -740,6 +915,10 @@ fn run_tx_all(
                 .name(format!("netrig-tx{i}"))
                 .spawn_scoped(inner, move || {
                     let _ = cpu::pin_current_thread(cpu_id);
+                    // Wake on time: no timer slack, and short slices so a CPU hog sharing the CPU
+                    // does not delay the wake-up (smooth pacing does not get late time back).
+                    let _ = cpu::set_timer_slack_ns(1);
+                    let _ = cpu::request_short_slices(TX_SLICE_NS);
                     (port, run_tx_worker(&mut **q, plan, stop, &live))
                 })
                 .expect("spawning a TX thread");
@@ -772,7 +951,9 @@ fn send_learning(ports: &mut [Box<dyn Port>], streams: &[Arc<CompiledStream>]) {
 /// Merge the workers' counts into the result and decide whether the trial is valid. It is not
 /// (each rule adds its reason) when:
 /// - a stream's tester sent less than [`MIN_ACHIEVED_RATIO`] of its intended frames (duration
-///   stops), or took longer than its frames at the rate allow (count stops);
+///   stops), or took longer than its frames at the rate allow, beyond the stretch tolerance
+///   (count stops);
+/// - a paced worker's schedule was stretched beyond the tolerance (`max_stretch_ratio`);
 /// - a flow received sequence numbers it never sent (more frames than it sent, or any beyond
 ///   its last): frames mutated on the way or forged with this trial's tag were counted;
 /// - a receiving port's ring dropped frames (the tester's loss, not the DUT's);
@@ -791,6 +972,8 @@ fn collect(
     run: RunFacts,
 ) -> TrialResult {
     let interrupted = run.interrupted;
+    let (grid, epoch_ns) = (run.grid.clone(), run.epoch_ns);
+    let phases = cfg.run_phases();
     // Per-flow receive state merged over RX workers.
     let nflows: usize = streams.iter().map(|s| s.flows.count() as usize).sum();
     let mut merged: Vec<FlowRx> = Vec::new();
@@ -894,35 +1077,50 @@ fn collect(
             }
         }
         all.merge(&agg);
-        let (w0, w1) = stream_window[i];
-        let window_s = if w1 > w0 { (w1 - w0) as f64 / 1e9 } else { 0.0 };
-        let duration_s = match s.config.stop {
-            Stop::Duration { ns } => ns as f64 / 1e9,
-            _ => window_s,
-        };
-        let intended = if s.rate_pps.is_finite() {
+        let paced = s.rate_pps.is_finite();
+        let intended = if paced {
             match s.frame_limit {
                 Some(l) => l,
-                None => (s.rate_pps * duration_s).round() as u64,
+                None => {
+                    phases.iter().map(|p| (s.rate_pps * p.rate_scale * p.duration_ns as f64 / 1e9).round() as u64).sum()
+                }
             }
         } else {
             s.frame_limit.unwrap_or(tx_frames[i])
         };
-        let tx_rate_pps = if duration_s > 0.0 { tx_frames[i] as f64 / duration_s } else { 0.0 };
-        if let (Stop::Frames { .. }, false, false) = (s.config.stop, interrupted, matches!(s.config.rate, Rate::Max)) {
-            // Frames due within the send window (the first frame is due at its start), with the
-            // grace a duration stop has: the rest were late, the tester could not keep the rate.
-            let due = s.rate_pps * (window_s - COUNT_STOP_GRACE_NS as f64 / 1e9).max(0.0) + 1.0;
-            if tx_frames[i] > 1 && (tx_frames[i] as f64) < due * MIN_ACHIEVED_RATIO {
+        // The achieved rate over the actual sending window: a paced duration stream's planned
+        // length plus the stretch of its slowest worker; a count-stopped stream's own window (TX
+        // stamps of its first and last frame: streams of one worker end at different times);
+        // otherwise the duration, or first to last frame.
+        let (w0, w1) = stream_window[i];
+        let own_window_s = if w1 > w0 { (w1 - w0) as f64 / 1e9 } else { 0.0 };
+        let window_s = match s.config.stop {
+            Stop::Duration { .. } if paced => tx
+                .iter()
+                .filter(|(_, w)| w.shares.iter().any(|sh| sh.stream == i))
+                .map(|(_, w)| (w.planned_ns + w.stretch_ns) as f64 / 1e9)
+                .fold(0.0, f64::max),
+            Stop::Duration { ns } => ns as f64 / 1e9,
+            Stop::Frames { .. } => own_window_s,
+            Stop::Bursts { .. } => tx_window_s,
+        };
+        let tx_rate_pps = if window_s > 0.0 { tx_frames[i] as f64 / window_s } else { 0.0 };
+        if let (Stop::Frames { .. }, false, true) = (s.config.stop, interrupted, paced) {
+            // Its frames at the rate take (n - 1) / rate from the first to the last; beyond the
+            // stretch tolerance (at least the grace a duration stop has) the tester fell behind.
+            let planned_s = tx_frames[i].saturating_sub(1) as f64 / s.rate_pps;
+            let allowed_s = (planned_s * cfg.max_stretch_ratio).max(COUNT_STOP_GRACE_NS as f64 / 1e9);
+            if tx_frames[i] > 1 && own_window_s > planned_s + allowed_s {
                 invalid.push(format!(
-                    "stream {} ({}): the tester took {:.3} s to send {} frames, {:.2} % of the offered rate of {:.0} fps: \
-                     the tester could not keep the rate",
+                    "stream {} ({}): the tester took {:.3} s to send {} frames, {:.2} % of the offered rate of {:.0} fps \
+                     (tolerance {:.3} s): the tester could not keep the rate",
                     i,
                     s.config.name,
-                    window_s,
+                    own_window_s,
                     tx_frames[i],
-                    100.0 * tx_frames[i] as f64 / due,
-                    s.rate_pps
+                    100.0 * planned_s / own_window_s,
+                    s.rate_pps,
+                    allowed_s
                 ));
             }
         }
@@ -1070,6 +1268,24 @@ fn collect(
         invalid.push(format!("I/O error: {}", errors.join("; ")));
     }
     let max_lag_ns = tx.iter().map(|(_, w)| w.max_lag_ns).max().unwrap_or(0);
+    // A paced run stretched beyond its tolerance is tester-limited (bursts excluded: their
+    // schedule is per burst).
+    let over = tx
+        .iter()
+        .filter(|(_, w)| w.planned_ns > 0 && w.stretch_ns as f64 > w.planned_ns as f64 * cfg.max_stretch_ratio)
+        .max_by_key(|(_, w)| w.stretch_ns);
+    if let (Some((_, w)), false) = (over, interrupted) {
+        if !streams.iter().any(|s| matches!(s.config.stop, Stop::Bursts { .. })) {
+            invalid.push(format!(
+                "the tester's sending was stretched by {:.2} ms ({:.2} % of the planned {:.3} s, tolerance {:.2} %): it fell behind its schedule and, pacing {}, sent its frames later rather than faster",
+                w.stretch_ns as f64 / 1e6,
+                100.0 * w.stretch_ns as f64 / w.planned_ns as f64,
+                w.planned_ns as f64 / 1e9,
+                100.0 * cfg.max_stretch_ratio,
+                cfg.pacing.as_str()
+            ));
+        }
+    }
     if max_lag_ns > 0 && !invalid.is_empty() {
         invalid.push(format!(
             "the TX workers fell up to {:.2} ms behind their schedule (CPU busy or descheduled: pin the tester to a quiet CPU)",
@@ -1083,6 +1299,37 @@ fn collect(
             _ => None,
         })
         .unwrap_or(tx_window_s);
+    // Smoothness: the most bunched worker's peak; the gaps of all workers.
+    let mut peak = Smoothness::default();
+    let mut gaps = pacing::new_gap_hist();
+    let mut gap_max = 0;
+    for (_, w) in &tx {
+        peak = peak.worse(w.smoothness);
+        gap_max = gap_max.max(w.smoothness.gap_max_ns);
+        if let Some(h) = &w.gaps {
+            let _ = gaps.add(h);
+        }
+    }
+    let smoothness = pacing::merged(peak, &gaps, gap_max);
+    let end_rel = tx.iter().map(|(_, w)| w.end_ns).max().unwrap_or(0).saturating_sub(epoch_ns);
+    let intervals = match &grid {
+        Some(g) => (0..g.len())
+            .map(|k| {
+                let (phase, start, len) = g.interval(k, end_rel);
+                IntervalResult {
+                    start_s: start as f64 / 1e9,
+                    duration_s: len as f64 / 1e9,
+                    phase,
+                    tx_frames: tx.iter().map(|(_, w)| w.intervals.get(k).copied().unwrap_or(0)).sum(),
+                    rx_frames: rx
+                        .iter()
+                        .map(|w| w.analyzer.intervals.as_ref().and_then(|c| c.counts.get(k).copied()).unwrap_or(0))
+                        .sum(),
+                }
+            })
+            .collect(),
+        None => Vec::new(),
+    };
     TrialResult {
         latency: LatencySummary::from_flow(&all),
         streams: results,
@@ -1105,6 +1352,11 @@ fn collect(
         started_realtime_ns: run.started_realtime_ns,
         tx_max_lag_ns: max_lag_ns,
         tx_max_catchup: tx.iter().map(|(_, w)| w.max_catchup).max().unwrap_or(0),
+        pacing: cfg.pacing,
+        tx_stretch_ns: tx.iter().map(|(_, w)| w.stretch_ns).max().unwrap_or(0),
+        max_stretch_ratio: cfg.max_stretch_ratio,
+        smoothness,
+        intervals,
     }
 }
 
@@ -1204,6 +1456,11 @@ mod tests {
             started_realtime_ns: 0,
             tx_max_lag_ns: 0,
             tx_max_catchup: 0,
+            pacing: Pacing::Smooth,
+            tx_stretch_ns: 0,
+            max_stretch_ratio: DEFAULT_MAX_STRETCH_RATIO,
+            smoothness: Smoothness::default(),
+            intervals: Vec::new(),
         };
         assert_eq!((r.tx_frames(), r.rx_frames(), r.lost()), (200, 194, 6));
         assert!((r.loss_ratio() - 0.03).abs() < 1e-12);

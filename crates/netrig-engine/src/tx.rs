@@ -2,29 +2,35 @@
 //!
 //! A worker owns one [`TxQueue`] and a share of the trial's streams (for a stream spread over
 //! several queues, each worker owns a disjoint subset of its flows, so per-flow sequence
-//! numbers stay consistent). Pacing runs on the monotonic clock: the worker's `k`-th frame is
-//! due at `start + k / rate`; at every iteration it sends every frame that is due (up to a batch),
-//! so a worker that is briefly late catches up in batches, and a worker that cannot keep up at
-//! all ends the trial with fewer frames sent than intended — measured and reported, never hidden.
-//! Streams sharing a worker are interleaved by smooth weighted round robin on their rates.
+//! numbers stay consistent). A run is a list of *segments*: the rate phases of a duration trial
+//! (back to back), the bursts of a burst trial, or one segment of a frame-count trial. Within a
+//! segment, frame `k` is due at `anchor + k / rate` on the monotonic clock; every iteration sends
+//! what is due, in batches. What happens to time the worker lost (descheduled, pushed back by its
+//! queue) is the [`Pacing`] mode's: by default it is not recovered — the schedule shifts, the run
+//! is stretched, and the offered rate is never exceeded (see `crate::pacing`). A worker that
+//! cannot keep the rate at all ends the run with fewer frames sent than intended, or stretched
+//! beyond the trial's tolerance — measured and reported, never hidden. Streams sharing a worker
+//! are interleaved by smooth weighted round robin on their rates.
 //!
 //! Per frame the worker copies the size's template, patches the flow's addresses/ports (only
 //! when the stream has more than one flow) and writes the signature (flow id, sequence, transmit
-//! timestamp, under the trial's tag) with incremental checksum updates. The timestamp is read
-//! once per batch.
+//! timestamp, under the trial's tag) with incremental checksum updates. The clock is read once per batch: the stamp of
+//! a batch is the time its send was decided, and the time the send returned is the departure
+//! the offered-load meter records (and the next iteration's "now").
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
+use hdrhistogram::Histogram;
 use netrig_wire::builder;
 use netrig_wire::signature::Signature;
 
 use crate::clock;
 use crate::error::PortError;
+pub use crate::pacing::BATCH;
+use crate::pacing::{catchup_burst, smooth_depth, wake_batch, LoadMeter, Pacing, Smoothness, CATCHUP_FACTOR};
 use crate::port::{TxQueue, TxQueueStats};
-use crate::stream::{apply_flow, CompiledStream, Stop};
-
-/// Frames per `send` call at full speed.
-pub const BATCH: usize = 64;
+use crate::schedule::{IntervalCounter, IntervalGrid, RatePhase};
+use crate::stream::{apply_flow, CompiledStream};
 
 /// Live counters a worker publishes once per batch (read by progress displays).
 #[derive(Debug, Default)]
@@ -67,26 +73,41 @@ pub struct TxWorkerResult {
     pub last_ns: u64,
     /// Intended frames for the whole run of this worker.
     pub intended: u64,
+    /// Planned length of the run (phases: their sum; a paced frame count: frames / rate), ns.
+    pub planned_ns: u64,
+    /// When the run's last frame slot ended (engine clock): the planned end shifted by the time
+    /// smooth pacing did not recover, or the last departure if later.
+    pub end_ns: u64,
     pub queue: TxQueueStats,
     /// Longest the worker fell behind its schedule, in ns (it was descheduled, or the queue
-    /// pushed back). The backlog is then sent at no more than [`CATCHUP_FACTOR`] × the rate.
+    /// pushed back).
     pub max_lag_ns: u64,
-    /// Largest number of frames sent at once to catch up (beyond one batch).
+    /// How much later than planned the worker's last frame left (smooth pacing: the time lost
+    /// to stalls, which it did not recover), ns.
+    pub stretch_ns: u64,
+    /// Catch-up pacing: largest number of frames sent at once to catch up (beyond one batch).
     pub max_catchup: u64,
+    /// How smoothly the load was offered (peak window, gaps).
+    pub smoothness: Smoothness,
+    /// Per-frame inter-departure gaps (for merging workers).
+    pub gaps: Option<Histogram<u64>>,
+    /// Frames sent per counting interval (empty without intervals).
+    pub intervals: Vec<u64>,
     /// The queue failed: the message (the trial reports it).
     pub error: Option<String>,
 }
 
-/// A paced worker that fell behind catches up at most this many times faster than its rate.
-pub const CATCHUP_FACTOR: f64 = 2.0;
-
-/// Most frames a paced worker sends at once after falling behind: the larger of one batch and
-/// 200 µs worth of frames. The rest of a backlog is spread at [`CATCHUP_FACTOR`] × the rate, so
-/// a tester that was descheduled for a few milliseconds (common on VMs) does not hit the DUT with
-/// its whole backlog in one burst — that would overrun policers and shallow buffers that a steady
-/// stream never touches.
-pub fn catchup_burst(rate_pps: f64) -> u64 {
-    ((rate_pps * 200e-6) as u64).max(BATCH as u64)
+/// What bounds a worker's run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunShape {
+    /// A duration trial: the phases back to back from the start. A paced run may go on for up
+    /// to `max_stretch_ns` past its planned end to send its intended frames (catch-up pacing:
+    /// 2 ms).
+    Phases { phases: Vec<RatePhase>, max_stretch_ns: u64 },
+    /// Until every share has sent its frame limit.
+    Frames,
+    /// `bursts` bursts of `frames` frames, `gap_ns` between burst starts.
+    Bursts { frames: u64, bursts: u64, gap_ns: u64 },
 }
 
 struct ShareState {
@@ -95,6 +116,8 @@ struct ShareState {
     sent: u64,
     bytes: u64,
     seq: Vec<u64>,
+    /// Position in the stream's size schedule (`sent % schedule length`, without the division).
+    size_at: usize,
     /// Smooth weighted round robin credit.
     credit: f64,
     done: bool,
@@ -110,14 +133,69 @@ pub struct TxPlan {
     pub epoch_ns: u64,
     /// When to start sending (engine clock).
     pub start_ns: u64,
-    /// Stop condition for duration-bounded shares (engine clock), in addition to limits.
-    pub end_ns: Option<u64>,
-    /// Burst shape (from the first share's stop), if any.
-    pub bursts: Option<(u64, u64, u64)>,
+    pub shape: RunShape,
+    pub pacing: Pacing,
+    /// Count frames per interval of this grid.
+    pub intervals: Option<Arc<IntervalGrid>>,
     /// Warm-up: frames carry the warm-up flag and are not counted as trial frames.
     pub warmup: bool,
     /// The trial's tag, written into every frame's signature.
     pub trial: u32,
+    /// Another TX worker is pinned to the same CPU: wait by yielding, not by spinning.
+    pub cpu_shared: bool,
+}
+
+/// Frames per `send` call when unpaced: the kernel's AF_XDP copy-mode budget per `sendto`
+/// (`XDP_MAX_TX_SKB_BUDGET`), so one kick sends them all. Stamps are refreshed every [`BATCH`].
+pub const UNPACED_BATCH: usize = 512;
+
+/// Frames due before the end may still go out in a short grace period after it (catch-up).
+const END_GRACE_NS: u64 = 2_000_000;
+
+/// One stretch of a run at one rate.
+#[derive(Debug, Clone, Copy)]
+struct Segment {
+    /// Planned start (engine clock).
+    start_ns: u64,
+    /// Frames to send (`u64::MAX`: until `end_ns`, unpaced duration runs).
+    frames: u64,
+    /// Frames/s (infinite: as fast as possible).
+    rate: f64,
+    /// Planned end (duration runs).
+    end_ns: Option<u64>,
+    /// Follows the previous segment without a pause (phases), not after one (bursts).
+    continuous: bool,
+}
+
+fn segments(shape: &RunShape, start: u64, rate: f64, limit: Option<u64>) -> Vec<Segment> {
+    match shape {
+        RunShape::Phases { phases, .. } => {
+            let mut t = start;
+            phases
+                .iter()
+                .map(|p| {
+                    let r = rate * p.rate_scale;
+                    let frames = if r.is_finite() { (p.duration_ns as f64 * r / 1e9).round() as u64 } else { u64::MAX };
+                    let s = Segment { start_ns: t, frames, rate: r, end_ns: Some(t + p.duration_ns), continuous: true };
+                    t += p.duration_ns;
+                    s
+                })
+                .collect()
+        }
+        RunShape::Frames => {
+            vec![Segment { start_ns: start, frames: limit.unwrap_or(0), rate, end_ns: None, continuous: true }]
+        }
+        RunShape::Bursts { frames, bursts, gap_ns } => {
+            let mut left = limit.unwrap_or(0);
+            (0..*bursts)
+                .map(|i| {
+                    let n = (*frames).min(left);
+                    left -= n;
+                    Segment { start_ns: start + i * gap_ns, frames: n, rate, end_ns: None, continuous: false }
+                })
+                .collect()
+        }
+    }
 }
 
 /// Run one TX worker to completion (or until `stop` is set). Never panics on I/O errors: they
@@ -125,6 +203,8 @@ pub struct TxPlan {
 pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, live: &TxLive) -> TxWorkerResult {
     let total_rate: f64 = plan.shares.iter().map(|s| s.rate_pps).sum();
     let unpaced = !total_rate.is_finite();
+    let all_limited = plan.shares.iter().all(|s| s.limit.is_some());
+    let limit: Option<u64> = all_limited.then(|| plan.shares.iter().filter_map(|s| s.limit).sum());
     let mut st: Vec<ShareState> = plan
         .shares
         .into_iter()
@@ -136,6 +216,7 @@ pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, l
                 share,
                 sent: 0,
                 bytes: 0,
+                size_at: 0,
                 credit: 0.0,
                 done: false,
                 first_ts: 0,
@@ -143,103 +224,192 @@ pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, l
             }
         })
         .collect();
-    let intended = match (plan.end_ns, unpaced) {
-        (Some(end), false) => ((end - plan.start_ns) as f64 * total_rate / 1e9).round() as u64,
-        _ => st.iter().filter_map(|s| s.share.limit).sum(),
-    };
-    let mut res = TxWorkerResult { intended, ..Default::default() };
-    clock::sleep_until(plan.start_ns);
-    // The schedule is anchored at the planned start, so a late wake-up is caught up.
     let start = plan.start_ns;
-    let ns_per_frame = if unpaced { 0.0 } else { 1e9 / total_rate };
-    // Catch-up token bucket: depth `burst`, refilled at CATCHUP_FACTOR × rate.
-    let burst = catchup_burst(total_rate) as f64;
-    let mut tokens = burst;
-    let mut tokens_at = start;
-    let refill_per_ns = total_rate * CATCHUP_FACTOR / 1e9;
+    let segs = segments(&plan.shape, start, total_rate, limit);
+    let planned_end = segs.iter().map(|s| s.end_ns.unwrap_or(0)).max().unwrap_or(start);
+    let intended = match (&plan.shape, unpaced) {
+        (RunShape::Phases { .. }, false) => segs.iter().map(|s| s.frames).sum(),
+        _ => limit.unwrap_or(0),
+    };
+    let planned_ns = match &plan.shape {
+        RunShape::Phases { .. } => planned_end - start,
+        _ if unpaced => 0,
+        _ => (intended as f64 * 1e9 / total_rate) as u64,
+    };
+    // Past this, a duration run stops even with frames left (the trial is then tester-limited).
+    let hard_end = match (&plan.shape, unpaced, plan.pacing) {
+        (RunShape::Phases { .. }, true, _) => Some(planned_end),
+        (RunShape::Phases { max_stretch_ns, .. }, false, Pacing::Smooth) => {
+            Some(planned_end + (*max_stretch_ns).max(END_GRACE_NS))
+        }
+        (RunShape::Phases { .. }, false, Pacing::CatchUp) => Some(planned_end + END_GRACE_NS),
+        _ => None,
+    };
+    let mut res = TxWorkerResult { intended, planned_ns, ..Default::default() };
+    let mut meter = LoadMeter::new();
+    let grid = plan.intervals.clone();
+    let phased = matches!(plan.shape, RunShape::Phases { .. });
+    let mut counter = plan.intervals.map(IntervalCounter::new);
     let mut total_sent: u64 = 0;
     let mut first = true;
-    // Burst state: frames per burst, number of bursts, gap between burst starts.
-    let (burst_len, burst_count, burst_gap) = plan.bursts.unwrap_or((u64::MAX, 1, 0));
-    let mut burst_idx = 0u64;
-    let mut in_burst = 0u64;
-    let mut burst_start = start;
-    let mut burst_sent_base = 0u64;
-    // Frames due before the end may still go out in a short grace period after it.
-    const END_GRACE_NS: u64 = 2_000_000;
+    clock::sleep_until(start);
+
+    // State of the current segment: frame k is due at anchor + k * npf.
+    let mut seg_i = 0usize;
+    let mut seg = match segs.first() {
+        Some(s) => *s,
+        None => Segment { start_ns: start, frames: 0, rate: total_rate, end_ns: None, continuous: true },
+    };
+    let mut seg_sent = 0u64;
+    let mut anchor = seg.start_ns;
+    let mut npf = 1e9 / seg.rate;
+    let mut depth = smooth_depth(seg.rate);
+    let mut wake = wake_batch(seg.rate);
+    // Catch-up token bucket: depth `burst`, refilled at CATCHUP_FACTOR × rate.
+    let mut burst = catchup_burst(seg.rate) as f64;
+    let mut tokens = burst;
+    let mut tokens_at = anchor;
+    let mut last_stamp = 0u64;
+    let mut published = false;
+    let mut waker = Waker::default();
+    meter.segment(seg.rate, true);
+    let mut now = clock::now_ns();
     loop {
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        let now = clock::now_ns();
-        if let Some(end) = plan.end_ns {
-            if now >= end + END_GRACE_NS || (now >= end && (unpaced || total_sent >= intended)) {
+        let seg_done = seg_sent >= seg.frames || (!seg.rate.is_finite() && seg.end_ns.is_some_and(|e| now >= e));
+        if seg_done || st.iter().all(|s| s.done) {
+            if seg.rate.is_finite() && seg_sent > 0 {
+                let due = seg.start_ns + ((seg_sent - 1) as f64 * npf) as u64;
+                res.stretch_ns = res.stretch_ns.max(last_stamp.saturating_sub(due));
+            }
+            seg_i += 1;
+            if seg_i >= segs.len() || st.iter().all(|s| s.done) {
                 break;
             }
+            let next = segs[seg_i];
+            anchor = if next.continuous {
+                // The next phase starts where this one ends, shifted by the time lost so far.
+                let shift = if plan.pacing == Pacing::Smooth { anchor - seg.start_ns } else { 0 };
+                next.start_ns + shift
+            } else {
+                let _ = queue.flush();
+                clock::sleep_until(next.start_ns);
+                now = clock::now_ns();
+                now.max(next.start_ns)
+            };
+            // A burst starting late is measured from its actual start.
+            let planned = if next.continuous { next.start_ns } else { anchor };
+            seg = Segment { start_ns: planned, ..next };
+            seg_sent = 0;
+            published = false;
+            npf = 1e9 / seg.rate;
+            depth = smooth_depth(seg.rate);
+            wake = wake_batch(seg.rate);
+            burst = catchup_burst(seg.rate) as f64;
+            tokens = burst;
+            tokens_at = anchor;
+            meter.segment(seg.rate, seg.continuous);
+            continue;
         }
-        if st.iter().all(|s| s.done) {
+        if hard_end.is_some_and(|h| now >= h) {
+            if seg.rate.is_finite() {
+                // Frames are left: how late the next one is, against its planned time.
+                let due = seg.start_ns + (seg_sent as f64 * npf) as u64;
+                res.stretch_ns = res.stretch_ns.max(now.saturating_sub(due));
+            }
             break;
         }
-        // How many frames are due now.
-        let mut due = if unpaced {
-            BATCH as u64
+        let mut due = if !seg.rate.is_finite() {
+            UNPACED_BATCH as u64
+        } else if now < anchor {
+            0
         } else {
-            let t = match plan.end_ns {
-                Some(end) => now.min(end),
-                None => now,
-            };
-            let elapsed = t.saturating_sub(burst_start) as f64;
-            let mut target = (elapsed / ns_per_frame) as u64 + 1;
-            if plan.end_ns.is_some() {
-                target = target.min(intended);
-            }
-            target.saturating_sub(total_sent - burst_sent_base)
+            let total = (((now - anchor) as f64 / npf) as u64).saturating_add(1).min(seg.frames);
+            total.saturating_sub(seg_sent)
         };
-        if plan.bursts.is_some() {
-            due = due.min(burst_len - in_burst);
-        } else if !unpaced {
-            tokens = (tokens + now.saturating_sub(tokens_at) as f64 * refill_per_ns).min(burst);
-            tokens_at = now;
-            if due > 1 {
-                let lag = (due as f64 * ns_per_frame) as u64;
-                res.max_lag_ns = res.max_lag_ns.max(lag);
+        let left = seg.frames - seg_sent;
+        if due < wake.min(left) && seg.rate.is_finite() {
+            // Wait until a wake batch is due: sleep until shortly before (by how late wake-ups have
+            // been recently, less the slack up to the depth: a wake-up late within it costs
+            // nothing), then spin. A wake-up later than that is time smooth pacing does not get back.
+            let next = anchor + ((seg_sent + wake.min(left) - 1) as f64 * npf) as u64;
+            let slack = if plan.pacing == Pacing::Smooth { ((depth - wake) as f64 * npf) as u64 } else { 0 };
+            let early = waker.margin_ns.saturating_sub(slack);
+            if next > now + early + MIN_SLEEP_NS {
+                let _ = queue.flush();
+                waker.sleep_until((next - early).min(now + MAX_SLEEP_NS));
+            } else if plan.cpu_shared {
+                // Another TX worker is pinned to this CPU: spinning would starve it, its wake-ups
+                // would be late, its margin grow, and the two would take turns losing time.
+                std::thread::yield_now();
+            } else {
+                // Alone on the CPU: spin (a yield lets deferred softirq work — on veth the DUT's
+                // forwarding — run in bunches, and the DUT sees bursts).
+                std::hint::spin_loop();
             }
-            if due > BATCH as u64 {
-                res.max_catchup = res.max_catchup.max((tokens as u64).min(due));
-            }
-            if due as f64 > tokens {
-                due = tokens as u64;
-                if due == 0 {
-                    std::hint::spin_loop();
-                    continue;
+            now = clock::now_ns();
+            continue;
+        }
+        if seg.rate.is_finite() {
+            let due_at = anchor + (seg_sent as f64 * npf) as u64;
+            res.max_lag_ns = res.max_lag_ns.max(now.saturating_sub(due_at));
+            match plan.pacing {
+                Pacing::Smooth => {
+                    if due > depth {
+                        // Behind: the lost time is not recovered. Shift the schedule so that
+                        // `depth` frames are due now and the rest follow at the rate.
+                        anchor = now.saturating_sub(((seg_sent + depth - 1) as f64 * npf) as u64).max(anchor);
+                        due = depth;
+                    }
+                }
+                Pacing::CatchUp => {
+                    tokens = (tokens + now.saturating_sub(tokens_at) as f64 * total_rate_scale(&seg, CATCHUP_FACTOR))
+                        .min(burst);
+                    tokens_at = now;
+                    if due > BATCH as u64 {
+                        res.max_catchup = res.max_catchup.max((tokens as u64).min(due));
+                    }
+                    if due as f64 > tokens {
+                        due = tokens as u64;
+                        if due == 0 {
+                            std::hint::spin_loop();
+                            now = clock::now_ns();
+                            continue;
+                        }
+                    }
                 }
             }
         }
-        if due == 0 {
-            if plan.end_ns.is_some_and(|end| now >= end) {
-                break;
-            }
-            // Next frame not yet due: sleep or spin until it is.
-            let next = burst_start + ((total_sent - burst_sent_base) as f64 * ns_per_frame) as u64;
-            if next > now + 200_000 {
-                let _ = queue.flush();
-                clock::sleep_until(next.min(now + 1_000_000));
-            } else {
-                std::hint::spin_loop();
-            }
-            continue;
-        }
-        let mut want = due.min(BATCH as u64);
-        if st.iter().all(|s| s.share.limit.is_some()) {
-            let remaining: u64 = st.iter().map(|s| s.share.limit.unwrap_or(0).saturating_sub(s.sent)).sum();
-            want = want.min(remaining);
+        let mut want =
+            due.min(if seg.rate.is_finite() { BATCH } else { UNPACED_BATCH } as u64).min(seg.frames - seg_sent);
+        if let Some(l) = limit {
+            want = want.min(l - total_sent);
         }
         let want = want as usize;
-        let ts = clock::now_ns().saturating_sub(plan.epoch_ns);
+        let ts = now.saturating_sub(plan.epoch_ns);
+        if !published && phased {
+            // The counting intervals of this phase start with its first frame.
+            if let Some(g) = &grid {
+                g.start_phase(seg_i, ts);
+            }
+            published = true;
+        }
         let mut n_filled = 0usize;
+        let mut stamp = ts;
+        let mut per_interval = counter.as_mut();
         let mut fill = |buf: &mut [u8]| -> usize {
+            // A large (unpaced) batch is stamped afresh every BATCH frames, so no stamp is older
+            // than a batch; intervals count every frame by the stamp it carries.
+            if n_filled > 0 && n_filled.is_multiple_of(BATCH) {
+                stamp = clock::now_ns().saturating_sub(plan.epoch_ns);
+            }
             n_filled += 1;
-            fill_one(&mut st, buf, ts, plan.warmup, plan.trial)
+            if let Some(c) = per_interval.as_deref_mut() {
+                c.add(stamp, 1);
+            }
+            fill_one(&mut st, buf, stamp, plan.warmup, plan.trial)
         };
         let sent = match queue.send(want, &mut fill) {
             Ok(n) => n,
@@ -249,36 +419,38 @@ pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, l
             }
         };
         debug_assert_eq!(sent, n_filled);
+        let after = clock::now_ns();
         if sent > 0 {
+            let sent = sent as u64;
             if first {
                 res.first_ns = now;
                 first = false;
             }
-            res.last_ns = clock::now_ns();
-            total_sent += sent as u64;
-            let bytes: u64 = st.iter().map(|s| s.bytes).sum();
-            live.frames.store(total_sent, Ordering::Relaxed);
-            live.bytes.store(bytes, Ordering::Relaxed);
-        }
-        if plan.bursts.is_some() {
-            in_burst += sent as u64;
-            if in_burst >= burst_len {
-                burst_idx += 1;
-                if burst_idx >= burst_count {
-                    break;
-                }
-                in_burst = 0;
-                let _ = queue.flush();
-                clock::sleep_until(start + burst_idx * burst_gap);
-                burst_start = clock::now_ns();
-                burst_sent_base = total_sent;
+            res.last_ns = after;
+            last_stamp = now;
+            total_sent += sent;
+            seg_sent += sent;
+            if plan.pacing == Pacing::CatchUp {
+                tokens -= sent as f64;
             }
+            meter.batch(now, sent);
+            live.frames.store(total_sent, Ordering::Relaxed);
+            live.bytes.store(st.iter().map(|s| s.bytes).sum(), Ordering::Relaxed);
         }
+        now = after;
     }
+    res.end_ns = if seg.rate.is_finite() && seg.frames != u64::MAX {
+        (anchor + (seg.frames as f64 * npf) as u64).max(last_stamp)
+    } else {
+        res.last_ns
+    };
     if let Err(e) = drain_queue(queue, stop) {
         res.error.get_or_insert(e.to_string());
     }
     res.queue = queue.stats();
+    res.smoothness = meter.summary();
+    res.gaps = Some(meter.gaps);
+    res.intervals = counter.map(|c| c.counts).unwrap_or_default();
     res.shares = st
         .into_iter()
         .map(|s| TxShareResult {
@@ -291,6 +463,50 @@ pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, l
         })
         .collect();
     res
+}
+
+/// Sleep no shorter than this (below it, spin).
+const MIN_SLEEP_NS: u64 = 20_000;
+/// Sleep at most this long at once (the stop flag is checked in between).
+const MAX_SLEEP_NS: u64 = 5_000_000;
+
+/// Timed sleeps that end before a deadline by a margin learnt from how late recent wake-ups were.
+struct Waker {
+    /// Wake this long before the next frame is due, then spin.
+    margin_ns: u64,
+}
+
+impl Default for Waker {
+    fn default() -> Self {
+        Waker { margin_ns: 100_000 }
+    }
+}
+
+impl Waker {
+    const MIN_MARGIN_NS: u64 = 30_000;
+    const MAX_MARGIN_NS: u64 = 2_000_000;
+
+    /// Sleep until `target`, and learn from how late the wake-up was.
+    fn sleep_until(&mut self, target: u64) {
+        let now = clock::now_ns();
+        if target <= now {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_nanos(target - now));
+        let late = clock::now_ns().saturating_sub(target);
+        // Up fast (twice the lateness just seen, within bounds), down slowly (1/16 per sleep).
+        self.margin_ns = if 2 * late > self.margin_ns {
+            (2 * late).min(Self::MAX_MARGIN_NS)
+        } else {
+            (self.margin_ns - self.margin_ns / 16).max(Self::MIN_MARGIN_NS)
+        };
+    }
+}
+
+/// Refill rate of the catch-up bucket, frames per ns.
+#[inline]
+fn total_rate_scale(seg: &Segment, factor: f64) -> f64 {
+    seg.rate * factor / 1e9
 }
 
 /// Flush until the queue is idle (bounded: 1 s, or until stopped).
@@ -330,12 +546,19 @@ fn fill_one(st: &mut [ShareState], buf: &mut [u8], ts: u64, warmup: bool, trial:
     let s = &mut st[i];
     let cs = &*s.share.stream;
     let j = s.sent;
-    // Frame j of this share: the share's local flow k, the stream flow index, the size.
-    let nmine = s.seq.len() as u64;
-    let k = cs.flows.flow_for_frame(j) % nmine.max(1);
-    let local_flow = if s.share.shares == 1 { cs.flows.flow_for_frame(j) } else { k };
-    let flow_index = if s.share.shares == 1 { local_flow } else { local_flow * s.share.shares + s.share.share };
-    let t = &cs.templates[cs.size_schedule[(j % cs.size_schedule.len() as u64) as usize] as usize];
+    // Frame j of this share: the share's local flow, the stream flow index, the size.
+    let (local_flow, flow_index) = if s.share.shares == 1 {
+        let f = cs.flows.flow_for_frame(j);
+        (f, f)
+    } else {
+        let k = cs.flows.flow_for_frame(j) % (s.seq.len() as u64).max(1);
+        (k, k * s.share.shares + s.share.share)
+    };
+    let t = &cs.templates[cs.size_schedule[s.size_at] as usize];
+    s.size_at += 1;
+    if s.size_at == cs.size_schedule.len() {
+        s.size_at = 0;
+    }
     let len = t.info.frame_len;
     let out = &mut buf[..len];
     out.copy_from_slice(&t.bytes);
@@ -381,12 +604,4 @@ pub fn split_stream(stream: &Arc<CompiledStream>, shares: u64) -> Vec<TxShare> {
             }
         })
         .collect()
-}
-
-/// Stop condition helper: the end time for duration stops.
-pub fn end_for(stop: &Stop, start_ns: u64) -> Option<u64> {
-    match *stop {
-        Stop::Duration { ns } => Some(start_ns + ns),
-        _ => None,
-    }
 }

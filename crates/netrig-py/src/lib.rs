@@ -264,10 +264,13 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_QUEUES", netrig_engine::port::MAX_QUEUES)?;
     m.add("MAX_FLOWS", netrig_engine::flows::MAX_FLOWS)?;
     m.add("IO_MODES", PyTuple::new(py, IO_MODES)?)?;
+    m.add("PACING_MODES", PyTuple::new(py, netrig_engine::pacing::PACING_MODES)?)?;
+    m.add("DEFAULT_MAX_STRETCH_PCT", netrig_engine::trial::DEFAULT_MAX_STRETCH_RATIO * 100.0)?;
     m.add_class::<specs::FrameSizeSpec>()?;
     m.add_class::<specs::RateSpec>()?;
     m.add_class::<specs::FlowSpec>()?;
     m.add_class::<specs::StopSpec>()?;
+    m.add_class::<specs::PhaseSpec>()?;
     m.add_class::<specs::StreamSpec>()?;
     m.add_class::<specs::Port>()?;
     m.add_class::<TrialSpec>()?;
@@ -277,6 +280,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<results::FlowResult>()?;
     m.add_class::<results::StreamResult>()?;
     m.add_class::<results::PortResult>()?;
+    m.add_class::<results::Smoothness>()?;
+    m.add_class::<results::IntervalResult>()?;
     m.add_class::<TrialResult>()?;
     m.add_class::<InterfaceInfo>()?;
     m.add_class::<IoProbe>()?;

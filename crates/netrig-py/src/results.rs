@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use netrig_engine::analyze;
+use netrig_engine::pacing;
 use netrig_engine::sys::ifinfo::IfInfo;
 use netrig_engine::trial::{self, LiveSnapshot};
 use pyo3::prelude::*;
@@ -269,8 +270,18 @@ result_class! {
         started_realtime_ns: u64 = r.started_realtime_ns,
         /// Longest the tester fell behind its schedule, ns.
         tx_max_lag_ns: u64 = r.tx_max_lag_ns,
-        /// Largest catch-up burst (frames at once beyond one batch).
+        /// Catch-up pacing: largest catch-up burst (frames at once beyond one batch).
         tx_max_catchup: u64 = r.tx_max_catchup,
+        /// What the TX workers did with time they lost: `"smooth"` or `"catch-up"`.
+        pacing: String = r.pacing.as_str().to_string(),
+        /// How much later than planned the last frame left (smooth pacing: the stretch), ns.
+        tx_stretch_ns: u64 = r.tx_stretch_ns,
+        /// The stretch this trial was allowed, % of its planned length.
+        max_stretch_pct: f64 = r.max_stretch_ratio * 100.0,
+        /// How smoothly the load was offered.
+        smoothness: Smoothness = (&r.smoothness).into(),
+        /// Per-interval counts (trials with an interval length).
+        intervals: Arc<[IntervalResult]> = seq(&r.intervals),
         // Totals over all streams (derived by the engine, stored with the result).
         frames_sent: u64 = r.tx_frames(),
         frames_received: u64 = r.rx_frames(),
@@ -314,6 +325,46 @@ result_class! {
                 }
             }
             Ok(d)
+        }
+    }
+}
+
+result_class! {
+    /// How smoothly a trial's load was offered, measured in the TX workers per batch.
+    class Smoothness(s: &pacing::Smoothness) {
+        /// Most frames handed to the queue in any 1 ms window (the most bunched TX worker).
+        peak_frames: u64 = s.peak_frames,
+        /// Frames the intended rate puts in 1 ms (0 when unpaced).
+        intended_frames: f64 = s.intended_frames,
+        /// `peak_frames / intended_frames` (0 when unpaced).
+        peak_ratio: f64 = s.peak_ratio,
+        /// Inter-departure gap per frame: median, 99th percentile, and the longest, ns.
+        gap_p50_ns: u64 = s.gap_p50_ns,
+        gap_p99_ns: u64 = s.gap_p99_ns,
+        gap_max_ns: u64 = s.gap_max_ns,
+    }
+    methods {
+        fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+            self.dict(py)
+        }
+    }
+}
+
+result_class! {
+    /// Frames sent and received in one counting interval, both by the frame's transmit time.
+    class IntervalResult(i: &trial::IntervalResult) {
+        /// Start since the run start, seconds.
+        start_s: f64 = i.start_s,
+        duration_s: f64 = i.duration_s,
+        /// Index of the rate phase.
+        phase: usize = i.phase,
+        frames_sent: u64 = i.tx_frames,
+        /// Frames sent in this interval that were received (not late).
+        frames_received: u64 = i.rx_frames,
+    }
+    methods {
+        fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+            self.dict(py)
         }
     }
 }

@@ -4,7 +4,7 @@
 use netrig_engine::port::{Backend, PortSpec};
 use netrig_engine::stream;
 use netrig_engine::trial::{TrialConfig, DEFAULT_DRAIN_NS};
-use netrig_engine::{flows, FrameSize, Rate, Stop, StreamConfig};
+use netrig_engine::{flows, FrameSize, Pacing, Rate, RatePhase, Stop, StreamConfig};
 use netrig_wire::ethernet::EthernetAddress;
 use pyo3::prelude::*;
 use pyo3::types::PyAny;
@@ -268,6 +268,44 @@ fn ip(v: Option<&Bound<'_, PyAny>>, field: &str, default: std::net::IpAddr) -> R
     s.parse().map_err(|_| config(field, format!("{s:?} is not an IPv4 or IPv6 address (e.g. 198.19.0.1)")))
 }
 
+/// One rate phase of a duration trial: every stream at `rate_scale` × its rate for `duration_s`.
+#[pyclass(frozen, module = "netrig._native")]
+#[derive(Debug, Clone)]
+pub struct PhaseSpec(pub RatePhase);
+
+#[pymethods]
+impl PhaseSpec {
+    #[new]
+    #[pyo3(signature = (duration_s, rate_scale=None), text_signature = "(duration_s, rate_scale=1.0)")]
+    fn new(duration_s: &Bound<'_, PyAny>, rate_scale: Option<&Bound<'_, PyAny>>) -> Result<Self> {
+        let p = RatePhase {
+            duration_ns: stream::seconds_to_ns(
+                "duration_s",
+                req(duration_s, "duration_s")?,
+                false,
+                stream::MAX_DURATION_S,
+            )?,
+            rate_scale: opt(rate_scale, "rate_scale", 1.0)?,
+        };
+        p.validate()?;
+        Ok(PhaseSpec(p))
+    }
+
+    #[getter]
+    fn duration_s(&self) -> f64 {
+        self.0.duration_ns as f64 / 1e9
+    }
+
+    #[getter]
+    fn rate_scale(&self) -> f64 {
+        self.0.rate_scale
+    }
+
+    fn __repr__(&self) -> String {
+        format!("PhaseSpec(duration_s={}, rate_scale={})", self.0.duration_ns as f64 / 1e9, self.0.rate_scale)
+    }
+}
+
 /// One stream of signed test frames, validated against everything but the port.
 #[pyclass(frozen, module = "netrig._native")]
 #[derive(Debug, Clone)]
@@ -491,9 +529,11 @@ impl TrialSpec {
     #[new]
     #[pyo3(
         signature = (ports, streams, stop, *, drain_s=None, warmup_s=None, learning=None, late_s=None, tx_cpus=None,
-                     rx_cpus=None, receive=None, max_flow_results=None),
+                     rx_cpus=None, receive=None, max_flow_results=None, pacing=None, max_stretch_pct=None,
+                     phases=None, interval_s=None),
         text_signature = "(ports, streams, stop, *, drain_s=..., warmup_s=0.0, learning=True, late_s=None, \
-                          tx_cpus=(), rx_cpus=(), receive=True, max_flow_results=1024)"
+                          tx_cpus=(), rx_cpus=(), receive=True, max_flow_results=1024, pacing='smooth', \
+                          max_stretch_pct=2.0, phases=(), interval_s=None)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -508,6 +548,10 @@ impl TrialSpec {
         rx_cpus: Option<&Bound<'_, PyAny>>,
         receive: Option<&Bound<'_, PyAny>>,
         max_flow_results: Option<&Bound<'_, PyAny>>,
+        pacing: Option<&Bound<'_, PyAny>>,
+        max_stretch_pct: Option<&Bound<'_, PyAny>>,
+        phases: Option<&Bound<'_, PyAny>>,
+        interval_s: Option<&Bound<'_, PyAny>>,
     ) -> Result<Self> {
         let ports: Vec<PortSpec> = items(ports, "ports")?
             .iter()
@@ -542,6 +586,23 @@ impl TrialSpec {
             rx_cpus: opt(rx_cpus, "rx_cpus", d.rx_cpus)?,
             max_flow_results: opt(max_flow_results, "max_flow_results", d.max_flow_results)?,
             receive: opt(receive, "receive", d.receive)?,
+            pacing: match pacing {
+                None => d.pacing,
+                Some(v) => Pacing::parse(&req::<String>(v, "pacing")?)?,
+            },
+            max_stretch_ratio: opt(max_stretch_pct, "max_stretch_pct", d.max_stretch_ratio * 100.0)? / 100.0,
+            phases: match phases {
+                None => Vec::new(),
+                Some(v) => items(v, "phases")?
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| instance::<PhaseSpec>(p, &format!("phases[{i}]")).map(|p| p.0))
+                    .collect::<Result<_>>()?,
+            },
+            interval_ns: match opt::<Option<f64>>(interval_s, "interval_s", None)? {
+                None => 0,
+                Some(v) => stream::seconds_to_ns("interval_s", v, false, stream::MAX_DURATION_S)?,
+            },
         };
         config.validate(ports.len())?;
         Ok(TrialSpec { ports, config })

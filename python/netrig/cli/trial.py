@@ -27,7 +27,7 @@ from netrig.model import (
     parse_speed,
 )
 from netrig.testbed import Testbed
-from netrig.trial import IO_MODES, Port, Snapshot, Stream, TrialResult, run_trial
+from netrig.trial import DEFAULT_MAX_STRETCH_PCT, IO_MODES, PACING_MODES, Port, Snapshot, Stream, TrialResult, run_trial
 
 #: Addresses without a test bed: the tester addresses of the test beds' plan (RFC 2544 range).
 DEFAULT_SRC_IP, DEFAULT_DST_IP = "198.18.0.2", "198.19.0.2"
@@ -54,6 +54,8 @@ FIELDS = {
     "line_rate_bps": "--line-rate",
     "i_know_this_is_live": "--i-know-this-is-live",
     "ifname": "--tx",
+    "pacing": "--pacing",
+    "max_stretch_pct": "--max-stretch",
 }
 
 
@@ -78,6 +80,13 @@ def register(sub) -> None:
     p.add_argument("--drain", default=f"{defaults.DRAIN_S:g}s",
                    help=f"wait for frames in flight after the last one (default {defaults.DRAIN_S:g}s)")
     p.add_argument("--warmup", default="0", help="traffic before the measurement, not counted (default 0)")
+    p.add_argument("--pacing", default=PACING_MODES[0], choices=PACING_MODES,
+                   help="what the sender does with time it lost to a stall: smooth (default: never above the rate; "
+                        "every frame is sent, later, and the trial is stretched) or catch-up (keeps the duration; "
+                        "the backlog goes out at up to 2x the rate)")
+    p.add_argument("--max-stretch", type=float, default=DEFAULT_MAX_STRETCH_PCT, metavar="PCT",
+                   help="smooth pacing: the trial may run this much longer (%% of its length) to send every frame; "
+                        f"beyond it the trial is invalid, tester-limited (default {DEFAULT_MAX_STRETCH_PCT:g})")
     p.add_argument("--io", default="auto", choices=IO_MODES, help="I/O backend (default auto: the fastest that works)")
     p.add_argument("--queues", type=int, default=1, help="queues (and TX/RX workers) per port (default 1)")
     p.add_argument("--busy-poll", type=int, default=0, metavar="US",
@@ -162,7 +171,7 @@ def build(args) -> tuple[Port, Port, Stream, dict]:
         stop = {"frames": args.frames} if args.frames else {"duration_s": parse_duration(args.duration, "--duration")}
         kw = dict(drain_s=parse_duration(args.drain, "--drain", allow_zero=True),
                   warmup_s=parse_duration(args.warmup, "--warmup", allow_zero=True), tx_cpus=args.tx_cpu,
-                  rx_cpus=args.rx_cpu, **stop)
+                  rx_cpus=args.rx_cpu, pacing=args.pacing, max_stretch_pct=args.max_stretch, **stop)
         return tx, rx, stream, kw
     except ConfigError as e:
         raise rename_field(e, FIELDS) from None
@@ -198,6 +207,14 @@ def result_table(res: TrialResult, stream: Stream, title: str):
                   f"{us(lat.p90_ns)} / {us(lat.p99_ns)} / {us(lat.p999_ns)} / {us(lat.max_ns)}")
         t.add_row("PDV p99 / IPDV mean/p99/max µs",
                   f"{us(lat.pdv_ns)} / {us(lat.ipdv_mean_ns)} / {us(lat.ipdv_p99_ns)} / {us(lat.ipdv_max_ns)}")
+    sm = res.smoothness
+    stretch = f"stretched {res.tx_stretch_ns / 1e6:.2f} ms" if res.pacing == "smooth" else \
+        f"last frame {res.tx_stretch_ns / 1e6:.2f} ms late"
+    t.add_row("pacing", f"{res.pacing}: {stretch}, max lag {res.tx_max_lag_ns / 1e6:.2f} ms")
+    if sm.intended_frames > 0:
+        t.add_row("peak in 1 ms (intended)", f"{sm.peak_frames:,} ({sm.intended_frames:,.1f}): {sm.peak_ratio:.3f}x")
+    t.add_row("departure gap µs p50/p99/max",
+              f"{sm.gap_p50_ns / 1000:.1f} / {sm.gap_p99_ns / 1000:.1f} / {sm.gap_max_ns / 1000:.1f}")
     t.add_row("tester RX drops", f"{res.tester_rx_drops:,}")
     t.add_row("I/O", " → ".join(f"{p.name} ({p.backend})" for p in res.ports))
     t.add_row("timestamps", res.ports[-1].timestamp_source)

@@ -2,24 +2,31 @@
 
 * Learning frames (RFC 2544 §23): before the first trial of each frame size (and after a DUT
   reset), a short low-rate trial primes ARP/neighbour and switch tables; its counts are discarded.
-* Validity: a trial whose achieved tx rate is more than ``tx_tolerance_pct`` below the intended
-  rate, or that the engine marks invalid (the tester's own receiver dropped frames, a tester link
-  went down, another trial's frames arrived, a flow received sequence numbers it never sent…), is
-  invalid — a tester limit, not DUT loss. Frames that are not the trial's own are counted apart
-  (``foreign``, ``stray``, ``forged``), never as received.
-* Tester stalls: a VM or host can deschedule the sender for milliseconds; the engine then sends its
-  backlog at up to twice the rate and records the longest delay (``tx_max_lag_ns``). A trial that
-  lost frames while the delay exceeded ``stall_threshold_ms`` is repeated, up to ``stall_retries``
-  times, because the catch-up burst may have caused the loss (a policer or a short buffer drops it);
-  the repeated attempts are kept in the final trial's ``raw["stalled_attempts"]``. Loss-free trials
-  are never repeated: a stall that lost nothing changed nothing.
-* Bursts (back-to-back) are approximated by a trial of ``burst / rate`` seconds at the burst rate.
-* Multi-phase trials (system recovery, iperf) run consecutive trials of one sampling interval
-  each (drain 0 between them, the configured drain after the last), so every interval has its own
-  counts; frames still in flight when an interval's trial ends are counted by it if they reach the
-  tester within the engine's final 10 ms receive pass; later ones arrive during the next interval's
-  trial as an earlier trial's frames (the engine never counts them as its own) and are credited to
-  that interval, as late frames.
+* Validity: a trial whose achieved tx rate (over its actual sending window) is more than
+  ``tx_tolerance_pct`` below the intended rate, or that the engine marks invalid (the tester's own
+  receiver dropped frames, a tester link went down, another trial's frames arrived, a flow received
+  sequence numbers it never sent…), is invalid — a tester limit, not DUT loss. Frames that are not
+  the trial's own are counted apart (``foreign``, ``stray``, ``forged``), never as received.
+* Pacing (``pacing``): ``"smooth"`` (default) never offers more than the intended rate. A VM or host
+  can deschedule the sender for milliseconds; the engine then does not catch up, it sends every
+  intended frame later and stretches the trial (by at most ``tx_tolerance_pct`` of its duration,
+  beyond which the trial is invalid). ``"catch-up"`` keeps the duration and sends the backlog at up
+  to twice the rate; since that burst, not the DUT, may cause loss, a catch-up trial that lost
+  frames while the tester lagged more than ``stall_threshold_ms`` is repeated, up to
+  ``stall_retries`` times (the attempts are kept in ``raw["stalled_attempts"]``). A smooth trial that
+  tester stalls stretched beyond the tolerance is invalid; since a stall is transient, it is repeated
+  up to ``stall_retries`` times too (``raw["stretched_attempts"]``) — an invalid trial is never a DUT
+  result, so repeating it biases nothing, while a tester that cannot reach the rate fails every time.
+* Smoothness: every trial records how it offered its load (``TrialCounts.pacing``: the stretch,
+  the peak frame count in any 1 ms window against the intended count, inter-departure gaps); a
+  peak more than ``smoothness_tolerance_pct`` above the intended count marks the load *bunched*.
+* Bursts (back-to-back): one engine trial in burst mode (a single burst of ``burst_frames`` at the
+  burst rate: frames evenly spaced at that rate, or as fast as the tester can when it cannot reach
+  it). The achieved burst rate is the trial's ``offered_pps``; a burst is invalid only when the
+  tester failed to send it or dropped frames itself.
+* Multi-phase trials (system recovery, iperf): one continuous engine trial through the phases,
+  with per-interval counts from the engine: a frame is counted in the interval it was sent in,
+  whenever it arrives, so per-interval loss is exact.
 
 The engine's result is typed (``netrig._native.TrialResult``); it is converted here, field by
 field, into the seam's :class:`~netrig.measure.seam.TrialCounts`, and kept whole in ``raw["engine"]``.
@@ -31,9 +38,10 @@ import time
 from collections.abc import Callable, Sequence
 
 from netrig import _native
-from netrig.measure.seam import Interval, LatencySummary, Load, Phase, TrialCounts, TrialMonitor
+from netrig.errors import ConfigError
+from netrig.measure.seam import Interval, LatencySummary, Load, Pacing, Phase, TrialCounts, TrialMonitor
 from netrig.model import FrameSize, defaults
-from netrig.trial import Port, Stream, run_trial
+from netrig.trial import PACING_MODES, Port, Stream, run_trial
 
 #: Learning trial: frames/s and seconds, then this much drain (RFC 2544 §23).
 LEARNING_RATE_PPS = 1000.0
@@ -50,6 +58,14 @@ def latency_summary(lat: _native.LatencySummary) -> LatencySummary | None:
                           ipdv_ns=lat.ipdv_mean_ns, ipdv_p99_ns=lat.ipdv_p99_ns, ipdv_max_ns=lat.ipdv_max_ns)
 
 
+def pacing_summary(res: _native.TrialResult, tolerance_pct: float) -> Pacing:
+    """The seam's pacing summary of an engine result."""
+    sm = res.smoothness
+    return Pacing(mode=res.pacing, stretch_s=res.tx_stretch_ns / 1e9, max_lag_s=res.tx_max_lag_ns / 1e9,
+                  peak_frames=sm.peak_frames, intended_frames=sm.intended_frames, gap_p50_ns=sm.gap_p50_ns,
+                  gap_p99_ns=sm.gap_p99_ns, gap_max_ns=sm.gap_max_ns, tolerance_pct=tolerance_pct)
+
+
 class EngineMeasurer:
     """A :class:`~netrig.measure.seam.Measurer` on real ports.
 
@@ -60,7 +76,10 @@ class EngineMeasurer:
                  warmup_s: float = 0.0, learning_frames: bool = True,
                  tx_tolerance_pct: float = defaults.TX_TOLERANCE_PCT, flows: int = 1,
                  monitor_factory: Callable[[], TrialMonitor] | None = None,
-                 stall_threshold_ms: float = 5.0, stall_retries: int = 2):
+                 stall_threshold_ms: float = 5.0, stall_retries: int = 2, pacing: str = PACING_MODES[0],
+                 smoothness_tolerance_pct: float = defaults.SMOOTHNESS_TOLERANCE_PCT):
+        if pacing not in PACING_MODES:
+            raise ConfigError("pacing", f"{pacing!r}: use one of {', '.join(PACING_MODES)}")
         self.tx, self.rx = tx_port, rx_port
         self.template = dict(stream_template)
         self.drain_s, self.warmup_s = drain_s, warmup_s
@@ -70,14 +89,20 @@ class EngineMeasurer:
         self.monitor_factory = monitor_factory
         self.stall_ns = int(stall_threshold_ms * 1e6)
         self.stall_retries = stall_retries
+        self.pacing = pacing
+        self.smoothness_tolerance_pct = smoothness_tolerance_pct
         self._learned: set = set()
 
     # ---------------------------------------------------------------- the engine seam
-    def _run(self, frame: FrameSize, rate_pps: float, duration_s: float, drain_s: float,
-             progress: Callable[[_native.Snapshot], None] | None = None) -> _native.TrialResult:
+    def _run(self, frame: FrameSize, rate_pps: float, duration_s: float | None, drain_s: float,
+             progress: Callable[[_native.Snapshot], None] | None = None, *,
+             phases: Sequence[tuple[float, float]] | None = None, interval_s: float | None = None,
+             burst_frames: int | None = None) -> _native.TrialResult:
         stream = Stream(frame_size=frame, rate_pps=rate_pps, flows=self.flows, **self.template)
-        return run_trial(self.tx, self.rx, [stream], duration_s=duration_s, drain_s=drain_s, warmup_s=self.warmup_s,
-                         progress=progress)
+        stop: dict = {"bursts": (burst_frames, 1, 0.0)} if burst_frames is not None else {"duration_s": duration_s}
+        return run_trial(self.tx, self.rx, [stream], drain_s=drain_s, warmup_s=self.warmup_s, progress=progress,
+                         pacing=self.pacing, max_stretch_pct=100 * self.tolerance, phases=phases,
+                         interval_s=interval_s, **stop)
 
     def _learn(self, frame: FrameSize) -> None:
         if not self.learning_frames or frame.label in self._learned:
@@ -85,10 +110,12 @@ class EngineMeasurer:
         self._run(frame, LEARNING_RATE_PPS, LEARNING_DURATION_S, LEARNING_DRAIN_S)
         self._learned.add(frame.label)
 
-    def _counts(self, res: _native.TrialResult, intended_pps: float, extra_raw: dict | None = None) -> TrialCounts:
+    def _counts(self, res: _native.TrialResult, intended_pps: float | None, extra_raw: dict | None = None,
+                intervals: tuple[Interval, ...] | None = None) -> TrialCounts:
+        """``intended_pps`` ``None``: no achieved-rate check (a burst's rate is what the tester could)."""
         offered = res.tx_rate_pps
         valid, reason = res.valid, res.invalid_reason
-        if valid and offered < intended_pps * (1 - self.tolerance):
+        if valid and intended_pps is not None and offered < intended_pps * (1 - self.tolerance):
             valid = False
             reason = (f"tester sent {offered:.0f} fps, {100 * offered / intended_pps:.1f}% of the intended "
                       f"{intended_pps:.0f} fps")
@@ -98,25 +125,43 @@ class EngineMeasurer:
             offered_pps=offered, frames_sent=res.frames_sent, frames_received=res.frames_received,
             duplicated=res.duplicated, reordered=res.reordered, late=res.late, latency=latency_summary(res.latency),
             valid=valid, invalid_reason=reason, foreign=res.frames_foreign, stray=res.frames_stray,
-            forged=res.frames_forged, raw={"engine": res.to_dict(), **(extra_raw or {})},
+            forged=res.frames_forged, intervals=intervals, pacing=pacing_summary(res, self.smoothness_tolerance_pct),
+            raw={"engine": res.to_dict(), **(extra_raw or {})},
         )
 
     # ---------------------------------------------------------------- the measurer seam
     def measure(self, load: Load, duration_s: float) -> TrialCounts:
         self._learn(load.frame_size)
+        if load.burst_frames is not None:
+            return self._measure_burst(load)
         stalled: list[dict] = []
+        stretched: list[dict] = []
         while True:
             counts, lag_ns = self._measure_once(load, duration_s)
-            if not (counts.valid and counts.frames_lost > 0 and lag_ns > self.stall_ns) \
-                    or len(stalled) >= self.stall_retries:
+            if len(stalled) + len(stretched) >= self.stall_retries:
                 break
-            stalled.append({"tx_max_lag_ns": lag_ns, "frames_sent": counts.frames_sent,
-                            "frames_received": counts.frames_received, "offered_pps": counts.offered_pps})
-        if not stalled:
+            attempt = {"tx_max_lag_ns": lag_ns, "frames_sent": counts.frames_sent,
+                       "frames_received": counts.frames_received, "offered_pps": counts.offered_pps}
+            # Only a catch-up burst after a stall can cause loss the DUT would not show at the rate.
+            if self.pacing == "catch-up" and counts.valid and counts.frames_lost > 0 and lag_ns > self.stall_ns:
+                stalled.append(attempt)
+            # A smooth trial stretched beyond the tolerance by a (transient) stall: try again.
+            elif self.pacing == "smooth" and not counts.valid and self._stretched(counts, duration_s):
+                stretched.append({**attempt, "stretch_s": counts.pacing.stretch_s if counts.pacing else None,
+                                  "invalid_reason": counts.invalid_reason})
+            else:
+                break
+        extra = {k: v for k, v in (("stalled_attempts", stalled), ("stretched_attempts", stretched)) if v}
+        if not extra:
             return counts
-        return TrialCounts(**{**counts.__dict__, "raw": {**counts.raw, "stalled_attempts": stalled}})
+        return TrialCounts(**{**counts.__dict__, "raw": {**counts.raw, **extra}})
 
-    def _measure_once(self, load: Load, duration_s: float) -> tuple[TrialCounts, int]:
+    def _stretched(self, counts: TrialCounts, duration_s: float) -> bool:
+        """Invalid because smooth pacing stretched it beyond the tolerance (not for another reason)."""
+        p = counts.pacing
+        return p is not None and p.stretch_s > self.tolerance * duration_s
+
+    def _monitored(self, run: Callable[[], _native.TrialResult]) -> tuple[_native.TrialResult, dict]:
         monitor = self.monitor_factory() if self.monitor_factory else None
         extra: dict = {}
         if monitor is not None:
@@ -124,39 +169,39 @@ class EngineMeasurer:
         try:
             if monitor is not None:
                 monitor.mark("trial-start")
-            res = self._run(load.frame_size, load.rate_pps, duration_s, self.drain_s)
+            res = run()
             if monitor is not None:
                 monitor.mark("trial-stop")
         finally:
             if monitor is not None:
                 extra["monitor"] = monitor.stop().to_dict()
+        return res, extra
+
+    def _measure_once(self, load: Load, duration_s: float) -> tuple[TrialCounts, int]:
+        res, extra = self._monitored(lambda: self._run(load.frame_size, load.rate_pps, duration_s, self.drain_s))
         return self._counts(res, load.rate_pps, extra), res.tx_max_lag_ns
+
+    def _measure_burst(self, load: Load) -> TrialCounts:
+        res, extra = self._monitored(lambda: self._run(load.frame_size, load.rate_pps, None, self.drain_s,
+                                                       burst_frames=load.burst_frames))
+        return self._counts(res, None, extra)
 
     def measure_phases(self, frame_size: FrameSize, phases: Sequence[Phase], interval_s: float,
                        tag: str = "") -> TrialCounts:
+        """One continuous engine trial through ``phases`` (each a rate scale of the first phase's
+        rate), counted per interval of ``interval_s`` (every phase cut into intervals, its last one
+        possibly shorter)."""
         self._learn(frame_size)
-        intervals: list[Interval] = []
-        valid, reason, t0 = True, None, 0.0
-        raws = []
-        for pi, ph in enumerate(phases):
-            n = max(1, int(round(ph.duration_s / interval_s)))
-            for k in range(n):
-                dur = min(interval_s, ph.duration_s - k * interval_s)
-                last = pi == len(phases) - 1 and k == n - 1
-                res = self._run(frame_size, ph.rate_pps, dur, self.drain_s if last else 0.0)
-                c = self._counts(res, ph.rate_pps)
-                if not c.valid:
-                    valid, reason = False, c.invalid_reason
-                carried = sum(p.rx_earlier_trial for p in res.ports)  # the previous interval's, in flight
-                intervals.append(Interval(t0 + k * interval_s, dur, pi, c.frames_sent,
-                                          c.frames_received + c.late + carried))
-                raws.append({"frames_sent": c.frames_sent, "frames_received": c.frames_received, "late": c.late})
-            t0 += ph.duration_s
-        sent = sum(i.frames_sent for i in intervals)
-        recv = sum(i.frames_received for i in intervals)
-        return TrialCounts(offered_pps=sent / max(t0, 1e-9), frames_sent=sent, frames_received=min(sent, recv),
-                           valid=valid, invalid_reason=reason, intervals=tuple(intervals),
-                           raw={"intervals": raws, "method": "consecutive per-interval trials"})
+        base = phases[0].rate_pps
+        total_s = sum(ph.duration_s for ph in phases)
+        spec = [(ph.duration_s, ph.rate_pps / base) for ph in phases]
+        res, extra = self._monitored(lambda: self._run(frame_size, base, total_s, self.drain_s, phases=spec,
+                                                       interval_s=interval_s))
+        intervals = tuple(Interval(iv.start_s, iv.duration_s, iv.phase, iv.frames_sent, iv.frames_received)
+                          for iv in res.intervals)
+        intended = sum(ph.rate_pps * ph.duration_s for ph in phases) / total_s
+        return self._counts(res, intended, {**extra, "method": "one continuous trial, per-interval counts"},
+                            intervals=intervals)
 
     def measure_reset(self, load: Load, duration_s: float, reset: Callable[[], None],
                       reset_after_s: float) -> TrialCounts:

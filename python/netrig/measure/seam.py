@@ -84,6 +84,53 @@ class LatencySummary:
 
 
 @dataclass(frozen=True)
+class Pacing:
+    """How the tester offered a trial's load, measured in its TX workers.
+
+    ``mode`` is ``"smooth"`` (time lost to a tester stall is not recovered: the sending is stretched,
+    never faster than the rate) or ``"catch-up"`` (a backlog goes out at up to twice the rate);
+    ``stretch_s`` how much later than planned the last frame left; ``max_lag_s`` the longest the
+    tester fell behind its schedule. ``peak_frames`` is the most frames handed to the port in any
+    1 ms window and ``intended_frames`` what the intended rate puts there (0: unpaced, no peak);
+    ``gap_*_ns`` the inter-departure gap per frame (median, 99th percentile, longest).
+    ``tolerance_pct`` is ``trial.smoothness_tolerance_pct`` when the trial ran: the load is
+    *bunched* when the peak exceeds the intended count by more than that and three frames (timing
+    granularity: a sender that was late sends a few frames at once, then its successors on time)."""
+
+    #: Frames a 1 ms window may hold beyond the intended count for timing granularity alone.
+    ALLOWANCE_FRAMES = 3
+
+    mode: str
+    stretch_s: float = 0.0
+    max_lag_s: float = 0.0
+    peak_frames: int = 0
+    intended_frames: float = 0.0
+    gap_p50_ns: float | None = None
+    gap_p99_ns: float | None = None
+    gap_max_ns: float | None = None
+    tolerance_pct: float = 10.0
+
+    @property
+    def peak_ratio(self) -> float | None:
+        """Peak over intended frames in 1 ms (``None`` when unpaced)."""
+        return self.peak_frames / self.intended_frames if self.intended_frames > 0 else None
+
+    @property
+    def bunched(self) -> bool:
+        return self.intended_frames > 0 and \
+            self.peak_frames > self.intended_frames * (1 + self.tolerance_pct / 100) + self.ALLOWANCE_FRAMES
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "peak_ratio": self.peak_ratio, "bunched": self.bunched}
+
+    @classmethod
+    def from_dict(cls, d: dict | None) -> Pacing | None:
+        if not d:
+            return None
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+
+
+@dataclass(frozen=True)
 class Interval:
     """Counts of one sampling interval of a multi-phase or iperf trial."""
 
@@ -141,6 +188,7 @@ class TrialCounts:
     foreign: int = 0
     stray: int = 0
     forged: int = 0
+    pacing: Pacing | None = None
     raw: dict = field(default_factory=dict, compare=False)
 
     @property
@@ -169,6 +217,7 @@ class TrialCounts:
             "foreign": self.foreign,
             "stray": self.stray,
             "forged": self.forged,
+            "pacing": self.pacing.to_dict() if self.pacing else None,
             "raw": self.raw,
         }
 
@@ -190,6 +239,7 @@ class TrialCounts:
             foreign=int(d.get("foreign") or 0),
             stray=int(d.get("stray") or 0),
             forged=int(d.get("forged") or 0),
+            pacing=Pacing.from_dict(d.get("pacing")),
             raw=d.get("raw") or {},
         )
 

@@ -15,7 +15,8 @@ Models (combine freely):
 (e) recovery: after an overload phase, loss (ratio ``recovery_loss_ratio``) persists for
     ``recovery_s`` seconds into the next phase;
 (f) tester ceiling: the tester cannot offer more than ``tester_ceiling_pps``; a trial asking for
-    more is invalid (a tester limit, not DUT loss);
+    more is invalid (a tester limit, not DUT loss) — except a burst, which the engine's burst mode
+    sends whole at the tester's ceiling: valid, at the rate it achieved;
 (g) backpressure: the DUT slows the sender to ``backpressure_pps`` (on veth the DUT's forwarding runs
     on the sender's CPU), so a trial asking for more is invalid although the tester alone (the
     self-test's looped-back model, which has no DUT) could send it;
@@ -190,7 +191,9 @@ class SimulatedMeasurer:
         offered, valid, reason = self._tester(load.rate_pps)
         cap = self._trial_capacity(rng, frame)
         if load.burst_frames is not None:
-            sent = load.burst_frames if valid else int(round(offered * load.burst_frames / load.rate_pps))
+            # Burst mode, as the engine does it: every frame of the burst is sent, as fast as the
+            # tester can when the burst rate is beyond it; the burst is valid, its rate what it was.
+            sent, valid, reason = load.burst_frames, True, None
             excess = sent * (1.0 - cap / offered) - m.buffer_frames if offered > cap else 0.0
             lost = int(math.ceil(excess - 1e-9)) if excess > 0 else 0
         else:

@@ -1,7 +1,15 @@
 """RFC 2544 §26.4 back-to-back frames, with the RFC 9004 buffer-time estimates.
 
 One *trial* is a search over burst length (bursts at line rate) for the longest burst forwarded
-with no loss; it is repeated ``trials`` times (50 by default) and the mean burst reported.
+with no loss; it is repeated ``trials`` times (50 by default) and the mean burst reported. Each
+probe is one engine trial in burst mode: exactly the burst's frames, at the burst rate or as fast
+as the tester can. The search gallops from a starting burst (1 ms of frames, then the previous
+trial's answer), doubling or halving until it brackets the answer, then bisects. An *invalid*
+probe (the tester failed to send the burst, or dropped frames itself) is not a failed burst: it is
+repeated up to ``INVALID_RETRIES`` times, and a search that still cannot probe is abandoned and
+counted (``abandoned_trials``), never averaged in. When the tester's achieved burst rate is more
+than ``TX_TOLERANCE_PCT`` below the burst rate, the result is ``tester_limited``: the DUT saw
+bursts at the achieved rate (``achieved_burst_rate_fps``), not at line rate.
 
 RFC 9004 §5.4 calculations (R = max theoretical frame rate, X = measured throughput, N = mean burst):
   Implied DUT Buffer Time   = N / R
@@ -20,7 +28,7 @@ from netrig.measure import Load, Measurer
 from netrig.methodology.method import Context, Method, Shortcut
 from netrig.methodology.stats import check
 from netrig.methods.sections import OTHER_METHODS, RFC2544
-from netrig.model import FrameSize, LineRate
+from netrig.model import FrameSize, LineRate, defaults
 from netrig.view import fmt
 from netrig.view.html import empty, esc, table_html
 from netrig.view.markdown import section_md, table_md
@@ -61,6 +69,20 @@ class BackToBackResult:
     throughput_fps: float | None
     max_burst_reached: bool
     resolution_frames: int
+    #: Median burst rate the tester achieved in probes of at least ``RATE_PROBE_MIN_FRAMES``.
+    achieved_burst_rate_fps: float | None = None
+    #: Searches abandoned because a probe stayed invalid (tester-side).
+    abandoned_trials: int = 0
+
+    @property
+    def tester_limited(self) -> bool:
+        """The tester could not offer the bursts at the burst rate (within ``TX_TOLERANCE_PCT``)."""
+        a = self.achieved_burst_rate_fps
+        return a is not None and a < self.burst_rate_fps * (1 - defaults.TX_TOLERANCE_PCT / 100)
+
+    @property
+    def tester_limit_pps(self) -> float | None:
+        return self.achieved_burst_rate_fps if self.tester_limited else None
 
     @property
     def mean_burst_frames(self) -> float:
@@ -96,36 +118,81 @@ class BackToBackResult:
             "throughput_fps": self.throughput_fps, "implied_buffer_time_s": self.implied_buffer_time_s,
             "corrected_buffer_time_s": self.corrected_buffer_time_s,
             "max_burst_reached": self.max_burst_reached, "resolution_frames": self.resolution_frames,
+            "achieved_burst_rate_fps": self.achieved_burst_rate_fps, "tester_limited": self.tester_limited,
+            "abandoned_trials": self.abandoned_trials,
         }
+
+
+#: An invalid probe is repeated this many times before its search is abandoned.
+INVALID_RETRIES = 2
+#: The achieved burst rate is taken from probes at least this long (shorter bursts leave in one or
+#: two batches, and their rate says nothing).
+RATE_PROBE_MIN_FRAMES = 1000
 
 
 def measure_back_to_back(measurer: Measurer, frame: FrameSize, line_rate: LineRate,
                          params: BackToBackParams = BackToBackParams(),
                          throughput_pps: float | None = None) -> BackToBackResult:
     rate = line_rate.fps(frame) * params.rate_pct / 100
-    max_burst = params.max_burst_frames or max(params.min_burst_frames, int(round(2.0 * rate)))
+    lo_burst = params.min_burst_frames
+    max_burst = params.max_burst_frames or max(lo_burst, int(round(2.0 * rate)))
     bursts: list[int] = []
+    rates: list[float] = []
     reached = False
+    abandoned = 0
 
-    def ok(n: int) -> bool:
-        c = measurer.measure(Load(rate, frame, burst_frames=n), n / rate)
-        return c.valid and c.frames_lost == 0
+    def probe(n: int) -> bool | None:
+        """Whether a burst of ``n`` passed; ``None`` when the tester could not run it."""
+        for _ in range(1 + INVALID_RETRIES):
+            c = measurer.measure(Load(rate, frame, burst_frames=n), n / rate)
+            if c.valid:
+                if n >= RATE_PROBE_MIN_FRAMES and c.offered_pps > 0:
+                    rates.append(c.offered_pps)
+                return c.frames_lost == 0
+        return None
 
-    for _ in range(params.trials):
-        if ok(max_burst):
-            bursts.append(max_burst)
-            reached = True
-            continue
-        lo, hi = params.min_burst_frames - 1, max_burst  # lo passes (or is below min), hi fails
+    def search(start: int) -> int | None:
+        """The longest passing burst (``lo_burst - 1`` if none), or ``None`` if abandoned."""
+        n = min(max(start, lo_burst), max_burst)
+        r = probe(n)
+        if r is None:
+            return None
+        lo, hi = (n, None) if r else (lo_burst - 1, n)  # lo passes (or is below min), hi fails
+        while hi is None:  # gallop up
+            if lo >= max_burst:
+                return max_burst
+            n = min(2 * lo, max_burst)
+            r = probe(n)
+            if r is None:
+                return None
+            lo, hi = (n, None) if r else (lo, n)
+        while lo < lo_burst and hi > lo_burst:  # gallop down
+            n = max(hi // 2, lo_burst)
+            r = probe(n)
+            if r is None:
+                return None
+            lo, hi = (n, hi) if r else (lo, n)
         while hi - lo > (params.resolution_frames or max(1, hi // 1000)):
             mid = (lo + hi) // 2
-            if ok(mid):
-                lo = mid
-            else:
-                hi = mid
-        bursts.append(max(lo, 0))
+            r = probe(mid)
+            if r is None:
+                return None
+            lo, hi = (mid, hi) if r else (lo, mid)
+        return lo
+
+    start = max(lo_burst, int(round(rate * 1e-3)))
+    for _ in range(params.trials):
+        found = search(start)
+        if found is None:
+            abandoned += 1
+            continue
+        reached = reached or found >= max_burst
+        bursts.append(max(found, 0))
+        start = max(found, lo_burst)
     res = params.resolution_frames or max(1, int(max(bursts, default=0)) // 1000)
-    return BackToBackResult(frame, line_rate, rate, tuple(bursts), throughput_pps, reached, res)
+    return BackToBackResult(frame, line_rate, rate, tuple(bursts), throughput_pps, reached, res,
+                            achieved_burst_rate_fps=statistics.median(rates) if rates else None,
+                            abandoned_trials=abandoned)
 
 
 # --------------------------------------------------------------------------------------------- #

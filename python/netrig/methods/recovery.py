@@ -84,8 +84,11 @@ def measure_recovery(measurer: Measurer, frame: FrameSize, line_rate: LineRate, 
     recovery = max(throughput_pps * params.recovery_pct / 100, 1.0)
     phases = [Phase(overload, params.overload_duration_s), Phase(recovery, params.recovery_duration_s)]
     c = measurer.measure_phases(frame, phases, params.interval_s, tag=tag)
-    return RecoveryResult(frame, line_rate, throughput_pps, overload, recovery, tuple(c.intervals or ()),
-                          params.overload_duration_s, c.valid)
+    intervals = tuple(c.intervals or ())
+    # The switch is where the recovery phase really began (later than planned when the tester's
+    # smooth pacing stretched the overload phase after a stall).
+    switch = next((i.t_s for i in intervals if i.phase == 1), params.overload_duration_s)
+    return RecoveryResult(frame, line_rate, throughput_pps, overload, recovery, intervals, switch, c.valid)
 
 
 # --------------------------------------------------------------------------------------------- #

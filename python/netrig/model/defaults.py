@@ -16,3 +16,6 @@ NOMINAL_LINE_RATE_BPS: float = 10e9
 SELFTEST_FACTOR: float = 1.1
 #: An achieved TX rate more than this far below the intended one makes a trial invalid (tester-limited).
 TX_TOLERANCE_PCT: float = 2.0
+#: An offered load whose peak in any 1 ms window is more than this above the intended count is
+#: *bunched* (flagged: the DUT saw bursts from the tester).
+SMOOTHNESS_TOLERANCE_PCT: float = 10.0

@@ -77,7 +77,8 @@ REPORT_SECTIONS = ("summary", *(s.id for s in REGISTRY.sections() if s.shown_whe
 COMPARE_SECTIONS = ("runs", "summary", "ratios", *(s.id for s in REGISTRY.sections() if s.shown_when_empty),
                     "selftest", "environment")
 
-BAD_FLAGS = {"above_selftest_ceiling", "tester_limited", "invalid_trials", "incomplete", "throughput_disagreement"}
+BAD_FLAGS = {"above_selftest_ceiling", "tester_limited", "invalid_trials", "incomplete", "throughput_disagreement",
+             "bursty_offered_load"}
 
 
 def section(sid: str, title: str, body: str) -> str:
@@ -150,10 +151,15 @@ def report_html(r: RunView, version: str = "") -> str:
     S.append(("selftest", "Tester self-test and ceiling", _selftest(r, runs)))
     S.append(("environment", "Environment and configuration", _environment(r)))
 
-    tt = tables.trials_table(r)
+    tt, sm = tables.trials_table(r), tables.smoothness_table(r)
+    smooth = ("<h3>Offered-load smoothness per method</h3>" + table_html(sm, left=3)
+              + '<p class="note">Measured in the tester\'s TX workers: the stretch is how much later than planned '
+              "the last frame left (smooth pacing sends every frame, later, after a tester stall); the peak is "
+              "the most frames in any 1 ms over the intended count; bunched trials (red) exceeded "
+              "<code>trial.smoothness_tolerance_pct</code>.</p>") if sm else ""
     S.append(("trials", "Every trial",
-              details(f"All {len(tt.rows)} trials (struck through: invalid; brown: lost frames)",
-                      f'<div class="scroll">{table_html(tt, left=3)}</div>')
+              smooth + details(f"All {len(tt.rows)} trials (struck through: invalid; brown: lost frames; "
+                               "red: bunched offered load)", f'<div class="scroll">{table_html(tt, left=3)}</div>')
               if tt else empty("No trials in this result.")))
 
     doc = r.doc

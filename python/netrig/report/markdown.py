@@ -46,6 +46,9 @@ def report_markdown(r: RunView, html_name: str = "") -> str:
     vt = tables.verdicts_table(r)
     if vt:
         parts.append(_sec("Pass / fail checks", table_md(vt), ""))
+    sm = tables.smoothness_table(r)
+    if sm:
+        parts.append(_sec("Offered-load smoothness", table_md(sm), ""))
     facts = tables.run_facts(r)
     parts.append(_sec("Run", table_md(Table(["", ""], facts.rows, facts.row_class)), ""))
     env = tables.key_value_table(r.environment)

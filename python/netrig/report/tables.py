@@ -17,8 +17,8 @@ from netrig.view.run_view import (
 )
 from netrig.view.table import Table, flatten, key_value_table, plain
 
-__all__ = ["summary_per_configuration", "selftest_table", "verdicts_table", "trials_table", "not_counted",
-           "run_facts", "environment_differences", "key_value_table", "Table"]
+__all__ = ["summary_per_configuration", "selftest_table", "verdicts_table", "trials_table", "smoothness_table",
+           "not_counted", "run_facts", "environment_differences", "key_value_table", "Table"]
 
 
 def _ends(d: list[Capacity]) -> tuple[Capacity | None, Capacity | None]:
@@ -81,10 +81,18 @@ def not_counted(counts: dict) -> str:
     return " · ".join(parts)
 
 
+def _ratio(v: float | None) -> str:
+    return fmt.DASH if v is None else f"{v:.2f}×"
+
+
 def trials_table(r: RunView) -> Table:
-    """Every trial; a "not counted" column (foreign, stray, forged frames) when any trial had some."""
+    """Every trial; the pacing columns: how much later than planned its last frame left (the
+    stretch), its peak frame count in any 1 ms over the intended count, and the inter-departure
+    gaps (p99 / longest). A bunched trial (peak above ``trial.smoothness_tolerance_pct``) is flagged.
+    A "not counted" column (foreign, stray, forged frames) when any trial had some."""
     header = ["#", "method", "frame size", "rep", "trial", "kind", "intended", "% line rate", "achieved",
-              "duration", "sent", "received", "lost", "loss", "p50", "p99.9", "max", "valid"]
+              "duration", "sent", "received", "lost", "loss", "p50", "p99.9", "max", "stretch", "peak 1 ms",
+              "gap p99 / max", "valid"]
     extra = [not_counted(obj(tr, "counts")) for tr in r.trials()]
     if any(extra):
         header.insert(-1, "not counted")
@@ -93,12 +101,17 @@ def trials_table(r: RunView) -> Table:
         c = obj(tr, "counts")
         load = obj(tr, "load")
         lat = trial_latency(tr)
+        pc = obj(c, "pacing")
         valid = c.get("valid", True) is not False
         lost = num(c, "frames_lost")
         loss = num(c, "loss_ratio")
         cls = "invalid" if not valid else ("lossy" if (lost or 0) > 0 else "")
+        if pc.get("bunched"):
+            cls += " flagged"
         if tr.get("replayed"):
             cls += " replayed"
+        gaps = fmt.DASH if num(pc, "gap_max_ns") is None else \
+            f"{fmt.ns(num(pc, 'gap_p99_ns'))} / {fmt.ns(num(pc, 'gap_max_ns'))}"
         row = [str(tr.get("seq", i)), REGISTRY.short_name(str(tr.get("method", ""))), fmt.size(tr.get("frame_size")),
                plain(tr.get("repetition")), plain(tr.get("trial_index")), str(tr.get("kind", "")),
                fmt.fps(num(load, "rate_pps")), fmt.pct(num(load, "pct_line_rate"), 2), fmt.fps(num(c, "offered_pps")),
@@ -106,10 +119,41 @@ def trials_table(r: RunView) -> Table:
                fmt.count(num(c, "frames_received")),
                fmt.count(lost), fmt.pct(100 * loss if loss is not None else None, 4),
                fmt.ns(num(lat, "p50_ns")), fmt.ns(num(lat, "p999_ns")), fmt.ns(num(lat, "max_ns")),
+               fmt.ns(1e9 * s) if (s := num(pc, "stretch_s")) is not None else fmt.DASH,
+               _ratio(num(pc, "peak_ratio")), gaps,
                "yes" if valid else f"no: {c.get('invalid_reason') or 'tester problem'}"]
         if any(extra):
             row.insert(-1, extra[i] or fmt.DASH)
         t.add(row, cls.strip())
+    return t
+
+
+def smoothness_table(r: RunView) -> Table:
+    """Per method, how the tester offered its load: pacing mode, the largest stretch (and as a
+    share of its trial), the worst 1 ms peak over the intended count, the worst gaps, and how many
+    trials were bunched (empty when no trial recorded pacing, e.g. a simulated DUT)."""
+    t = Table(["method", "trials", "pacing", "largest stretch", "worst peak 1 ms", "gap p99 (worst)",
+               "longest gap", "bunched trials"])
+    per: dict[str, list[tuple[dict, dict]]] = {}
+    for tr in r.trials():
+        pc = obj(obj(tr, "counts"), "pacing")
+        if pc:
+            per.setdefault(str(tr.get("method", "")), []).append((tr, pc))
+    for method, rows in per.items():
+        pcs = [pc for _, pc in rows]
+
+        def worst(key: str, items: list[dict] = pcs) -> float | None:
+            vals = [v for p in items if (v := num(p, key)) is not None]
+            return max(vals) if vals else None
+
+        shares = [100 * s / d for tr, pc in rows if (s := num(pc, "stretch_s")) is not None
+                  and (d := num(obj(tr, "load"), "duration_s"))]
+        stretch = worst("stretch_s")
+        bunched = sum(1 for p in pcs if p.get("bunched"))
+        t.add([REGISTRY.label(method), fmt.count(len(rows)), ", ".join(sorted({str(p.get("mode", "?")) for p in pcs})),
+               fmt.DASH if stretch is None else f"{fmt.ns(1e9 * stretch)} ({max(shares, default=0.0):.2f} %)",
+               _ratio(worst("peak_ratio")), fmt.ns(worst("gap_p99_ns")), fmt.ns(worst("gap_max_ns")),
+               fmt.count(bunched)], "flagged" if bunched else "")
     return t
 
 

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 import yaml
 
-from netrig._native import IO_MODES, MAX_FLOWS, MAX_QUEUES
+from netrig._native import IO_MODES, MAX_FLOWS, MAX_QUEUES, PACING_MODES
 from netrig.errors import ConfigError
 from netrig.measure import DutModel
 from netrig.methodology.method import Method
@@ -137,8 +137,15 @@ class TrialConfig:
     learning_frames: bool = True
     tx_tolerance_pct: float = defaults.TX_TOLERANCE_PCT  # achieved tx rate more than this below intended -> invalid
     monitor: bool = False
-    # A trial that lost frames while the tester's pacing stalled longer than this is repeated (the
-    # catch-up burst after the stall, not the DUT, may have caused the loss), up to stall_retries times.
+    # What the tester does with time it lost to a stall: "smooth" (never above the rate; the trial is
+    # stretched, by at most tx_tolerance_pct) or "catch-up" (keeps the duration; the backlog goes out
+    # at up to 2x the rate).
+    pacing: str = "smooth"
+    # A load whose peak in any 1 ms window is more than this above the intended count is flagged.
+    smoothness_tolerance_pct: float = defaults.SMOOTHNESS_TOLERANCE_PCT
+    # Catch-up pacing: a trial that lost frames while the tester's pacing stalled longer than this is
+    # repeated (the catch-up burst, not the DUT, may have caused the loss), up to stall_retries times.
+    # Smooth pacing: a trial invalid because stalls stretched it beyond tx_tolerance_pct is repeated.
     stall_threshold_ms: float = 5.0
     stall_retries: int = 2
 
@@ -150,6 +157,12 @@ class TrialConfig:
                 raise ConfigError(name, f"must be >= 0 (got {getattr(self, name)})")
         if not 0 <= self.tx_tolerance_pct < 100:
             raise ConfigError("tx_tolerance_pct", f"must be 0..100 (got {self.tx_tolerance_pct})")
+        if self.pacing not in PACING_MODES:
+            raise ConfigError("pacing", f"{self.pacing!r}: use one of {', '.join(map(repr, PACING_MODES))} "
+                                        "(smooth: never above the rate, a stall stretches the trial; catch-up: "
+                                        "keeps the duration, a backlog goes out at up to 2x the rate)")
+        if not 0 <= self.smoothness_tolerance_pct <= 1000:
+            raise ConfigError("smoothness_tolerance_pct", f"must be 0..1000 (got {self.smoothness_tolerance_pct})")
         if not self.stall_threshold_ms > 0:
             raise ConfigError("stall_threshold_ms", f"must be > 0 (got {self.stall_threshold_ms})")
         if isinstance(self.stall_retries, bool) or not isinstance(self.stall_retries, int) \

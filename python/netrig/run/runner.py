@@ -341,6 +341,15 @@ class Runner:
         if bad and not limited:
             flags.append({"code": "invalid_trials",
                           "message": f"{bad} trial(s) were invalid (tester-side) and not used"})
+        bunched = [p for r in self._recorder().records if r["method_index"] == mi and r["frame_size"] == frame.label
+                   and (p := r["counts"].get("pacing") or {}).get("bunched")]
+        if bunched:
+            worst = max(p.get("peak_ratio") or 0.0 for p in bunched)
+            tol = max(p.get("tolerance_pct") or 0.0 for p in bunched)
+            flags.append({"code": "bursty_offered_load",
+                          "message": f"{len(bunched)} trial(s) offered up to {worst:.2f}x the intended frames in "
+                                     f"1 ms (tolerance {tol:g} %): the DUT saw bursts from the tester, and its loss "
+                                     "in them may be the tester's doing (see the trials' pacing)"})
         if lr.source == "nominal":
             flags.append({"code": "nominal_line_rate", "message": f"line rate is {lr.label}"})
         rfc_s = m.method.rfc_duration_s

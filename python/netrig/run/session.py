@@ -112,7 +112,8 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
         measurer = EngineMeasurer(tx, rx, tb.stream_defaults(tx=p.tx, rx=p.rx, family=p.family), drain_s=t.drain_s,
                                   warmup_s=t.warmup_s, learning_frames=t.learning_frames,
                                   tx_tolerance_pct=t.tx_tolerance_pct, flows=p.flows, monitor_factory=monitor_factory,
-                                  stall_threshold_ms=t.stall_threshold_ms, stall_retries=t.stall_retries)
+                                  stall_threshold_ms=t.stall_threshold_ms, stall_retries=t.stall_retries,
+                                  pacing=t.pacing, smoothness_tolerance_pct=t.smoothness_tolerance_pct)
         env: dict = {}
         if role == "dut":
             try:

@@ -211,10 +211,11 @@ pub(crate) fn probe(spec: &PortSpec, backend: &str) -> Result<(IfCtx, ifinfo::If
     }
     netns::in_netns(spec.netns.as_deref(), || {
         let mut info = ifinfo::ifinfo(name, spec.netns.as_deref())?;
-        // A link brought up a moment ago gets its carrier asynchronously (linkwatch): give it
-        // up to a second before calling it down.
+        // A link brought up a moment ago gets its carrier asynchronously: linkwatch defers a
+        // non-urgent event by up to a second after the previous one (more on a busy host), so
+        // give it up to three before calling it down.
         let t0 = clock::now_ns();
-        while !info.oper_up && clock::now_ns() - t0 < 1_000_000_000 {
+        while !info.oper_up && clock::now_ns() - t0 < 3_000_000_000 {
             std::thread::sleep(Duration::from_millis(10));
             info = ifinfo::ifinfo(name, spec.netns.as_deref())?;
         }

@@ -14,6 +14,47 @@ pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
     Ok(())
 }
 
+/// Let the calling thread's timed sleeps end within `ns` of their deadline (Linux's default
+/// "timer slack" lets them run up to 50 µs late, which a paced sender would lose at every frame).
+pub fn set_timer_slack_ns(ns: u64) -> io::Result<()> {
+    // SAFETY: PR_SET_TIMERSLACK takes an integer and applies to the calling thread only.
+    if unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// `struct sched_attr` of `sched_setattr(2)` (the fields this module sets; the kernel accepts
+/// this size, `SCHED_ATTR_SIZE_VER1`).
+#[repr(C)]
+#[derive(Default)]
+struct SchedAttr {
+    size: u32,
+    policy: u32,
+    flags: u64,
+    nice: i32,
+    priority: u32,
+    runtime: u64,
+    deadline: u64,
+    period: u64,
+    util_min: u32,
+    util_max: u32,
+}
+
+/// Ask the scheduler for short time slices for the calling thread (`SCHED_OTHER`, same nice, same
+/// share of the CPU): with EEVDF (Linux 6.12+) a thread with a short slice preempts a CPU hog as
+/// soon as it wakes instead of waiting for the hog's slice to end. A paced sender that sleeps
+/// between frames then wakes on time next to a compiler. Older kernels ignore or refuse it.
+pub fn request_short_slices(slice_ns: u64) -> io::Result<()> {
+    let mut attr = SchedAttr { size: std::mem::size_of::<SchedAttr>() as u32, runtime: slice_ns, ..Default::default() };
+    // SAFETY: attr is a valid, initialised sched_attr of the size given in it; pid 0 = this thread.
+    let rc = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &mut attr as *mut SchedAttr, 0) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// CPU the calling thread runs on right now.
 pub fn current_cpu() -> Option<usize> {
     // SAFETY: plain syscall wrapper.

@@ -1,0 +1,227 @@
+//! The run of a trial in time: rate phases, and the intervals it is counted in.
+//!
+//! A duration trial may run through several [`RatePhase`]s (system recovery: overload, then a
+//! lower load), each scaling every stream's rate, without a pause between them. With an interval
+//! length, every phase is cut into intervals, and the trial counts per interval the frames sent and
+//! the frames received. Both are attributed by the frame's transmit timestamp (the one in its
+//! signature), so a frame is counted in the interval it was sent in, wherever and whenever it is
+//! received: per-interval loss is exact, even for frames in flight across a border.
+//!
+//! Intervals follow what the sender really did. A phase begins when its first frame leaves (the TX
+//! workers publish it, [`IntervalGrid::start_phase`]), and its intervals are cut from there; the
+//! last interval of a phase ends where the next phase begins. So when smooth pacing stretches a
+//! phase after a tester stall, the frames of a phase are still counted in that phase, and the
+//! phase's last interval is longer by the stretch (its duration says so).
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::ConfigError;
+
+/// One phase of a duration trial: every stream at `rate_scale` × its rate for `duration_ns`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RatePhase {
+    pub duration_ns: u64,
+    pub rate_scale: f64,
+}
+
+impl RatePhase {
+    /// Duration > 0, scale finite and > 0. Fields `duration_s`, `rate_scale` (a trial prefixes
+    /// them with `phases[i].`).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.duration_ns == 0 {
+            return Err(ConfigError::new("duration_s", "must be > 0: give how long the phase lasts"));
+        }
+        if !self.rate_scale.is_finite() || self.rate_scale <= 0.0 {
+            return Err(ConfigError::new(
+                "rate_scale",
+                format!(
+                    "must be a finite number > 0 (got {}): the phase's rate relative to the streams'",
+                    self.rate_scale
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+const NOT_STARTED: u64 = u64::MAX;
+
+/// Counting intervals of a run; shared by the TX and RX workers.
+#[derive(Debug)]
+pub struct IntervalGrid {
+    interval_ns: u64,
+    /// Per phase: index of its first interval, and its number of intervals.
+    first: Vec<usize>,
+    count: Vec<usize>,
+    /// Phase of each interval.
+    phase: Vec<usize>,
+    /// When each phase's first frame left, ns after the trial epoch (`NOT_STARTED` before).
+    starts: Vec<AtomicU64>,
+}
+
+impl IntervalGrid {
+    /// Every phase cut into intervals of `interval_ns` (> 0), the last one of a phase shorter.
+    pub fn new(phases: &[RatePhase], interval_ns: u64) -> Self {
+        let interval_ns = interval_ns.max(1);
+        let (mut first, mut count, mut phase) = (Vec::new(), Vec::new(), Vec::new());
+        for (p, ph) in phases.iter().enumerate() {
+            let n = ph.duration_ns.div_ceil(interval_ns) as usize;
+            first.push(phase.len());
+            count.push(n);
+            phase.extend(std::iter::repeat_n(p, n));
+        }
+        let starts = phases.iter().map(|_| AtomicU64::new(NOT_STARTED)).collect();
+        IntervalGrid { interval_ns, first, count, phase, starts }
+    }
+
+    pub fn len(&self) -> usize {
+        self.phase.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.phase.is_empty()
+    }
+
+    /// Phase `p`'s first frame left at `ts_rel` ns after the epoch (the earliest of the workers).
+    pub fn start_phase(&self, p: usize, ts_rel: u64) {
+        if let Some(s) = self.starts.get(p) {
+            s.fetch_min(ts_rel, Ordering::AcqRel);
+        }
+    }
+
+    fn start(&self, p: usize) -> u64 {
+        self.starts.get(p).map_or(NOT_STARTED, |s| s.load(Ordering::Acquire))
+    }
+
+    /// Interval `i`'s phase and its bounds, ns after the epoch (the end `NOT_STARTED` while the
+    /// next phase has not begun; the run's last interval never ends).
+    fn bounds(&self, i: usize) -> (usize, u64, u64) {
+        let p = self.phase[i];
+        let k = (i - self.first[p]) as u64;
+        let s = self.start(p);
+        if s == NOT_STARTED {
+            return (p, NOT_STARTED, NOT_STARTED);
+        }
+        let lo = s + k * self.interval_ns;
+        let hi = if k + 1 < self.count[p] as u64 { lo + self.interval_ns } else { self.start(p + 1) };
+        (p, lo, hi)
+    }
+
+    /// The interval of a frame stamped `ts_rel` ns after the epoch. `cursor` is the caller's
+    /// guess, kept for the next frame (frames come mostly in order).
+    #[inline]
+    pub fn index(&self, ts_rel: u64, cursor: &mut usize) -> usize {
+        let c = *cursor;
+        if c < self.phase.len() {
+            let (_, lo, hi) = self.bounds(c);
+            if lo <= ts_rel && ts_rel < hi {
+                return c;
+            }
+        }
+        self.locate(ts_rel, cursor)
+    }
+
+    #[cold]
+    fn locate(&self, ts_rel: u64, cursor: &mut usize) -> usize {
+        // The last phase that began at or before the stamp (phases begin in order).
+        let mut p = 0;
+        for q in 0..self.starts.len() {
+            let s = self.start(q);
+            if s == NOT_STARTED || s > ts_rel {
+                break;
+            }
+            p = q;
+        }
+        if self.count.get(p).copied().unwrap_or(0) == 0 {
+            return 0;
+        }
+        let s = self.start(p);
+        let k = if s == NOT_STARTED { 0 } else { ((ts_rel.saturating_sub(s)) / self.interval_ns) as usize };
+        let i = self.first[p] + k.min(self.count[p] - 1);
+        *cursor = i;
+        i
+    }
+
+    /// Interval `i` as (phase, start since the run's first frame, duration) in ns; the run's last
+    /// interval ends at `end_rel` (ns after the epoch).
+    pub fn interval(&self, i: usize, end_rel: u64) -> (usize, u64, u64) {
+        let (p, lo, hi) = self.bounds(i);
+        let origin = self.start(0);
+        if lo == NOT_STARTED || origin == NOT_STARTED {
+            return (p, 0, 0);
+        }
+        let hi = if hi == NOT_STARTED { end_rel.max(lo) } else { hi };
+        (p, lo - origin, hi - lo)
+    }
+}
+
+/// Frames per interval, counted by one worker.
+#[derive(Debug, Clone)]
+pub struct IntervalCounter {
+    grid: std::sync::Arc<IntervalGrid>,
+    pub counts: Vec<u64>,
+    cursor: usize,
+}
+
+impl IntervalCounter {
+    pub fn new(grid: std::sync::Arc<IntervalGrid>) -> Self {
+        IntervalCounter { counts: vec![0; grid.len()], grid, cursor: 0 }
+    }
+
+    /// `n` frames stamped `ts_rel` ns after the epoch.
+    #[inline]
+    pub fn add(&mut self, ts_rel: u64, n: u64) {
+        if self.counts.is_empty() {
+            return;
+        }
+        let i = self.grid.index(ts_rel, &mut self.cursor);
+        self.counts[i] += n;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phases_are_cut_into_intervals_from_their_actual_start() {
+        let phases =
+            [RatePhase { duration_ns: 2_500, rate_scale: 1.1 }, RatePhase { duration_ns: 2_000, rate_scale: 0.5 }];
+        let g = IntervalGrid::new(&phases, 1_000);
+        assert_eq!(g.len(), 5);
+        g.start_phase(0, 10_000);
+        let mut c = 0;
+        assert_eq!(g.index(10_000, &mut c), 0);
+        assert_eq!(g.index(12_400, &mut c), 2);
+        // Phase 0 was stretched: phase 1 began at 12_900, not 12_500.
+        assert_eq!(g.index(12_700, &mut c), 2, "phase 1 has not begun: still phase 0's last interval");
+        g.start_phase(1, 12_900);
+        assert_eq!(g.index(12_899, &mut c), 2);
+        assert_eq!(g.index(12_900, &mut c), 3);
+        assert_eq!(g.index(14_000, &mut c), 4);
+        assert_eq!(g.index(99_000, &mut c), 4, "stretched past the end: the last interval");
+        assert_eq!(g.index(5, &mut c), 0, "before the start: the first");
+        assert_eq!(g.interval(2, 20_000), (0, 2_000, 900), "phase 0's last interval, stretched");
+        assert_eq!(g.interval(3, 20_000), (1, 2_900, 1_000));
+        assert_eq!(g.interval(4, 15_100), (1, 3_900, 1_200), "the run's last interval ends at its end");
+        let mut k = IntervalCounter::new(std::sync::Arc::new(g));
+        k.add(13_000, 3);
+        k.add(13_100, 2);
+        assert_eq!(k.counts, vec![0, 0, 0, 5, 0]);
+    }
+
+    #[test]
+    fn the_earliest_worker_starts_a_phase() {
+        let g = IntervalGrid::new(&[RatePhase { duration_ns: 10, rate_scale: 1.0 }], 5);
+        g.start_phase(0, 100);
+        g.start_phase(0, 90);
+        g.start_phase(0, 95);
+        assert_eq!(g.interval(0, 200), (0, 0, 5));
+    }
+
+    #[test]
+    fn phase_validation_names_the_field() {
+        assert_eq!(RatePhase { duration_ns: 0, rate_scale: 1.0 }.validate().unwrap_err().field, "duration_s");
+        assert_eq!(RatePhase { duration_ns: 1, rate_scale: f64::NAN }.validate().unwrap_err().field, "rate_scale");
+        RatePhase { duration_ns: 1, rate_scale: 0.5 }.validate().unwrap();
+    }
+}

@@ -1,0 +1,69 @@
+"""Back-to-back bursts: an invalid probe is the tester's failure, never a failed burst; a tester that
+cannot reach the burst rate marks the result tester-limited instead of biasing it."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from netrig.measure import DutModel, Load, SimulatedMeasurer, TrialCounts
+from netrig.methods.back_to_back import INVALID_RETRIES, BackToBackParams, measure_back_to_back
+from netrig.model import FrameSize, LineRate
+
+LR = LineRate(10e9, "nominal", "veth0")
+F64 = FrameSize(64)
+
+
+class Flaky:
+    """A measurer whose every ``every``-th burst probe is invalid (the tester's receiver dropped
+    frames, say), with the counts of a lossy burst: what a method must not take as DUT loss."""
+
+    def __init__(self, inner: SimulatedMeasurer, every: int):
+        self.inner, self.every, self.calls = inner, every, 0
+
+    def measure(self, load: Load, duration_s: float) -> TrialCounts:
+        self.calls += 1
+        c = self.inner.measure(load, duration_s)
+        if self.calls % self.every == 0:
+            return replace(c, frames_received=c.frames_sent // 2, valid=False,
+                           invalid_reason="the tester's receiver dropped 500 frames")
+        return c
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+@pytest.mark.parametrize("every", [2, 3, 7])
+def test_an_invalid_probe_is_not_a_failed_burst(every):
+    model = DutModel(capacity_pps=1e6, buffer_frames=1_000)
+    truth = model.max_burst(LR.fps(F64), F64)
+    r = measure_back_to_back(Flaky(SimulatedMeasurer(model), every), F64, LR, BackToBackParams(trials=5),
+                             throughput_pps=1e6)
+    assert len(r.bursts_frames) == 5 and r.abandoned_trials == 0
+    for b in r.bursts_frames:
+        assert b <= truth and truth - b <= max(1, truth // 1000) + 1, (b, truth)
+    assert not r.tester_limited
+
+
+def test_a_search_that_cannot_probe_is_abandoned_and_not_averaged():
+    model = DutModel(capacity_pps=1e6, buffer_frames=1_000)
+    m = Flaky(SimulatedMeasurer(model), 1)
+    r = measure_back_to_back(m, F64, LR, BackToBackParams(trials=3))
+    assert r.bursts_frames == () and r.abandoned_trials == 3
+    assert m.calls == 3 * (1 + INVALID_RETRIES), "each search tried its first probe, then gave up"
+    assert r.to_dict()["abandoned_trials"] == 3
+
+
+def test_a_tester_below_the_burst_rate_sends_whole_bursts_and_limits_the_result():
+    # The tester reaches 1 Mpps of the 14.88 Mpps line rate; the DUT forwards 0.5 Mpps with a
+    # 1000-frame buffer: bursts at 1 Mpps pass up to 1000 / (1 - 0.5) = 2000 frames.
+    model = DutModel(capacity_pps=0.5e6, buffer_frames=1_000, tester_ceiling_pps=1e6)
+    r = measure_back_to_back(SimulatedMeasurer(model), F64, LR, BackToBackParams(trials=3), throughput_pps=0.5e6)
+    truth = model.max_burst(1e6, F64)
+    assert truth == pytest.approx(2_000, abs=2)
+    for b in r.bursts_frames:
+        assert b <= truth and truth - b <= max(1, truth // 1000) + 1, (b, truth)
+    assert r.tester_limited and r.achieved_burst_rate_fps == pytest.approx(1e6)
+    assert r.tester_limit_pps == pytest.approx(1e6)
+    d = r.to_dict()
+    assert d["tester_limited"] is True and d["achieved_burst_rate_fps"] == pytest.approx(1e6)
