@@ -108,12 +108,17 @@ class ResultError(NetrigError):
     """A result file is unreadable, of an unknown schema version, or inconsistent."""
 
 
+class ToolError(NetrigError):
+    """An external tool (iperf3, sockperf …) is missing, failed, or could not reach its peer."""
+
+
 class MethodologyError(NetrigError):
     """A methodology cannot produce an answer (e.g. the search did not converge)."""
 
 
 __all__ = [
     "NetrigError",
+    "ToolError",
     "ConfigError",
     "CapabilityError",
     "PortError",
