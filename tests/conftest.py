@@ -39,5 +39,25 @@ def veth_pair(tag: str = "t"):
         sh("ip", "netns", "del", ns_b, check=False)
 
 
+def forwarding_namespace(ns_b: str, if_b: str, rule: str) -> str:
+    """In ns_b, frames arriving on if_b pass the nftables `rule` (netdev ingress) and are forwarded
+    to a second veth pair in ns_b; returns the interface netrig listens on. Torn down with ns_b."""
+    inner, listen = if_b[:-1] + "i", if_b[:-1] + "r"
+    sh("ip", "link", "add", inner, "type", "veth", "peer", "name", listen, ns=ns_b)
+    for ifn in (inner, listen):
+        sh("sysctl", "-qw", f"net.ipv6.conf.{ifn}.disable_ipv6=1", ns=ns_b)
+        sh("ip", "link", "set", ifn, "up", ns=ns_b)
+    table = f"""
+    table netdev netrig_test {{
+      chain in {{
+        type filter hook ingress device "{if_b}" priority 0;
+        {rule}
+        fwd to "{inner}"
+      }}
+    }}"""
+    subprocess.run(["ip", "netns", "exec", ns_b, "nft", "-f", "-"], input=table, text=True, check=True)
+    return listen
+
+
 def if_counter(ns: str, ifname: str, name: str) -> int:
     return int(sh("cat", f"/sys/class/net/{ifname}/statistics/{name}", ns=ns))

@@ -3,7 +3,7 @@ and netrig's counts agree with the kernel's interface counters."""
 from __future__ import annotations
 
 import pytest
-from tests.conftest import if_counter, needs_root, sh, veth_pair
+from tests.conftest import forwarding_namespace, if_counter, needs_root, sh, veth_pair
 
 import netrig
 
@@ -39,22 +39,7 @@ def test_one_in_a_thousand_dropped_is_counted_exactly():
     must count exactly that loss. The receive namespace forwards from its ingress veth to the
     veth netrig listens on (netdev ingress `fwd`), so the drop happens before netrig's socket."""
     with veth_pair("d") as (ns_a, if_a, ns_b, if_b):
-        inner, listen = if_b[:-1] + "i", if_b[:-1] + "r"
-        sh("ip", "link", "add", inner, "type", "veth", "peer", "name", listen, ns=ns_b)
-        for ifn in (inner, listen):
-            sh("sysctl", "-qw", f"net.ipv6.conf.{ifn}.disable_ipv6=1", ns=ns_b)
-            sh("ip", "link", "set", ifn, "up", ns=ns_b)
-        table = f"""
-        table netdev netrig_test {{
-          chain in {{
-            type filter hook ingress device "{if_b}" priority 0;
-            udp dport 1024 numgen inc mod 1000 == 0 counter drop
-            fwd to "{inner}"
-          }}
-        }}"""
-        import subprocess
-
-        subprocess.run(["ip", "netns", "exec", ns_b, "nft", "-f", "-"], input=table, text=True, check=True)
+        listen = forwarding_namespace(ns_b, if_b, "udp dport 1024 numgen inc mod 1000 == 0 counter drop")
         tx = netrig.Port(if_a, netns=ns_a, io="af_packet")
         rx = netrig.Port(listen, netns=ns_b, io="af_packet")
         s = netrig.Stream(frame_size=64, rate_pps=100_000, src_mac=tx.info().mac, dst_mac=rx.info().mac)

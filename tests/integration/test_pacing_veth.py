@@ -9,10 +9,8 @@
 """
 from __future__ import annotations
 
-import subprocess
-
 import pytest
-from tests.conftest import needs_root, sh, veth_pair
+from tests.conftest import forwarding_namespace, needs_root, veth_pair
 
 import netrig
 from netrig.model import FrameSize, LineRate
@@ -54,20 +52,7 @@ def test_a_phased_trial_is_one_trial_with_exact_per_interval_counts():
     """Every 1000th test frame is dropped by nftables before netrig's receiver: the loss of each
     interval is that of the frames sent in it, and the phases keep their own rates."""
     with veth_pair("p") as (ns_a, if_a, ns_b, if_b):
-        inner, listen = if_b[:-1] + "i", if_b[:-1] + "r"
-        sh("ip", "link", "add", inner, "type", "veth", "peer", "name", listen, ns=ns_b)
-        for ifn in (inner, listen):
-            sh("sysctl", "-qw", f"net.ipv6.conf.{ifn}.disable_ipv6=1", ns=ns_b)
-            sh("ip", "link", "set", ifn, "up", ns=ns_b)
-        table = f"""
-        table netdev netrig_test {{
-          chain in {{
-            type filter hook ingress device "{if_b}" priority 0;
-            udp dport 1024 numgen inc mod 1000 == 0 counter drop
-            fwd to "{inner}"
-          }}
-        }}"""
-        subprocess.run(["ip", "netns", "exec", ns_b, "nft", "-f", "-"], input=table, text=True, check=True)
+        listen = forwarding_namespace(ns_b, if_b, "udp dport 1024 numgen inc mod 1000 == 0 counter drop")
         tx = netrig.Port(if_a, netns=ns_a, io="af_packet")
         rx = netrig.Port(listen, netns=ns_b, io="af_packet")
         s = netrig.Stream(frame_size=64, rate_pps=20_000, src_mac=tx.info().mac, dst_mac=rx.info().mac)

@@ -13,7 +13,7 @@ import threading
 import time
 
 import pytest
-from tests.conftest import needs_root, sh, veth_pair
+from tests.conftest import forwarding_namespace, needs_root, sh, veth_pair
 
 import netrig
 
@@ -98,26 +98,6 @@ def receiver_rules_pass(invalid_reason: str | None) -> bool:
     return all(any(k in p for k in SENDER_REASONS) for p in parts)
 
 
-def _forwarding_namespace(ns_b: str, if_b: str, rule: str) -> str:
-    """In ns_b, frames arriving on if_b pass the nftables `rule` and are forwarded to a second
-    veth pair; returns the interface netrig listens on."""
-    inner, listen = if_b[:-1] + "i", if_b[:-1] + "r"
-    sh("ip", "link", "add", inner, "type", "veth", "peer", "name", listen, ns=ns_b)
-    for ifn in (inner, listen):
-        sh("sysctl", "-qw", f"net.ipv6.conf.{ifn}.disable_ipv6=1", ns=ns_b)
-        sh("ip", "link", "set", ifn, "up", ns=ns_b)
-    table = f"""
-    table netdev netrig_test {{
-      chain in {{
-        type filter hook ingress device "{if_b}" priority 0;
-        {rule}
-        fwd to "{inner}"
-      }}
-    }}"""
-    subprocess.run(["ip", "netns", "exec", ns_b, "nft", "-f", "-"], input=table, text=True, check=True)
-    return listen
-
-
 # ----------------------------------------------------------------------------------- other trials
 def test_two_concurrent_trials_on_the_same_ports_count_only_their_own_frames():
     """Two trials at once on one veth pair (af_packet: each receiver sees both streams): each
@@ -198,7 +178,7 @@ def test_injected_stray_frames_never_hide_real_loss():
     frames as stray, and the trial says another trial's frames arrived."""
     with veth_pair("sd") as (ns_a, if_a, ns_b, if_b):
         # The injected frames come from port 1025, so the drop rule sees only the trial's frames.
-        listen = _forwarding_namespace(ns_b, if_b, "udp sport 1024 numgen inc mod 1000 == 0 counter drop")
+        listen = forwarding_namespace(ns_b, if_b, "udp sport 1024 numgen inc mod 1000 == 0 counter drop")
         tx, rx, mac_a, mac_b = ports(ns_a, if_a, ns_b, listen)
         s = netrig.Stream(frame_size=64, rate_pps=100_000, src_mac=mac_a, dst_mac=mac_b)
         n = 150_000
@@ -271,7 +251,7 @@ def test_frames_mutated_on_the_way_are_lost_and_counted_apart(io):
     never as received; nothing after them is reordered."""
     with veth_pair("mu") as (ns_a, if_a, ns_b, if_b):
         # @th,128,8: UDP header (8 bytes) + signature offset 8 = the sequence number's first byte.
-        listen = _forwarding_namespace(ns_b, if_b, "udp dport 1024 numgen inc mod 1000 == 0 @th,128,8 set 0x80")
+        listen = forwarding_namespace(ns_b, if_b, "udp dport 1024 numgen inc mod 1000 == 0 @th,128,8 set 0x80")
         tx, rx, mac_a, mac_b = ports(ns_a, if_a, ns_b, listen, io=io)
         s = netrig.Stream(frame_size=64, rate_pps=100_000, src_mac=mac_a, dst_mac=mac_b)
         r = netrig.run_trial(tx, rx, [s], frames=200_000, drain_s=0.3, learning=False)
@@ -290,7 +270,7 @@ def test_frames_mutated_into_sequence_numbers_the_flow_never_sent_make_the_trial
     with veth_pair("mf") as (ns_a, if_a, ns_b, if_b):
         # Every 500th frame: the sequence number's third byte (@th,144,8) becomes 1, so it reads
         # 65 536 + (the low 16 bits): beyond each flow's 3125 frames, below the trial's 200 000.
-        listen = _forwarding_namespace(ns_b, if_b, "udp dport 1024 numgen inc mod 500 == 0 @th,144,8 set 0x01")
+        listen = forwarding_namespace(ns_b, if_b, "udp dport 1024 numgen inc mod 500 == 0 @th,144,8 set 0x01")
         tx, rx, mac_a, mac_b = ports(ns_a, if_a, ns_b, listen)
         s = netrig.Stream(frame_size=64, rate_pps=100_000, src_mac=mac_a, dst_mac=mac_b, flows=64)
         r = netrig.run_trial(tx, rx, [s], frames=200_000, drain_s=0.3, learning=False)
