@@ -1,0 +1,129 @@
+"""``netrig tcp``: TCP goodput through a DUT with iperf3, and the CPU each process used.
+
+The test bed's tester ports get kernel stacks (``tester_stack``): their namespaces carry the
+ports' addresses and routes through the DUT, and iperf3 runs there — the client on port ``tx``,
+the server on port ``rx``. ``--testbed NAME`` builds a test bed of that topology for the run and
+tears it down afterwards (on success, error and Ctrl-C); ``--testbed ID`` uses one that
+``netrig testbed up --tester-stack`` built.
+
+Examples::
+
+    netrig tcp --testbed router                       # 5 streams, 10 s, through a Linux router
+    netrig tcp --testbed firewall --testbed-option rules=1000 --direction bidir --json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from netrig.cli.common import require_root
+from netrig.cli.shortcuts import testbed_options
+from netrig.errors import ConfigError, TestbedError
+from netrig.measure.tcp import DEFAULT_PORT, DIRECTIONS, TcpParams, TcpResult, run_iperf3
+from netrig.model import format_bps, parse_duration
+from netrig.testbed import TOPOLOGIES, Testbed
+
+
+def register(sub) -> None:
+    p = sub.add_parser("tcp", help="TCP goodput through the DUT with iperf3, with each process's CPU",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--testbed", required=True, metavar="NAME|ID",
+                   help=f"a topology to build for the run ({', '.join(t for t in TOPOLOGIES if t != 'external')}), "
+                        "or the id of a test bed built with `netrig testbed up --tester-stack`")
+    p.add_argument("--testbed-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="a test-bed option for a topology built for the run (repeatable), e.g. rules=100")
+    p.add_argument("--streams", type=int, default=5, help="parallel TCP connections (default 5)")
+    p.add_argument("--duration", default="10s", help="how long: 10s, 500ms, 2m (default 10s)")
+    p.add_argument("--direction", default="forward", choices=DIRECTIONS,
+                   help="forward: port tx sends to port rx; reverse: rx sends to tx; bidir: both (default forward)")
+    p.add_argument("--family", type=int, default=4, choices=(4, 6), help="IPv4 or IPv6 (default 4)")
+    p.add_argument("--window", type=int, metavar="BYTES", help="socket buffer size (iperf3 -w)")
+    p.add_argument("--mss", type=int, help="TCP maximum segment size (iperf3 -M)")
+    p.add_argument("--length", type=int, metavar="BYTES", help="bytes per write (iperf3 -l)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"server TCP port (default {DEFAULT_PORT})")
+    p.add_argument("--interval", default="1s", help="per-interval goodput every (default 1s)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=run)
+
+
+def _params(args: argparse.Namespace) -> TcpParams:
+    names = {"streams": "--streams", "duration_s": "--duration", "direction": "--direction",
+             "window_bytes": "--window", "mss": "--mss", "length_bytes": "--length", "port": "--port",
+             "interval_s": "--interval"}
+    duration = parse_duration(args.duration, "--duration")
+    interval = parse_duration(args.interval, "--interval")
+    try:
+        return TcpParams(streams=args.streams, duration_s=duration, direction=args.direction,
+                         window_bytes=args.window, mss=args.mss, length_bytes=args.length, port=args.port,
+                         interval_s=interval)
+    except ConfigError as e:
+        raise ConfigError(names.get(e.field, e.field), e.message) from None
+
+
+def _testbed(args: argparse.Namespace) -> tuple[Testbed, bool]:
+    """The test bed and whether this command built it (and must tear it down)."""
+    opts: dict[str, Any] = testbed_options(args.testbed_option)
+    if args.testbed in TOPOLOGIES:
+        if opts.get("tester_stack") is False:
+            raise ConfigError("--testbed-option tester_stack", "must be true: iperf3 runs in the testers' stacks")
+        opts["tester_stack"] = True
+        try:
+            return Testbed.create(args.testbed, **opts), True
+        except ConfigError as e:
+            raise ConfigError(f"--testbed-option {e.field}", e.message) from None
+    if opts:
+        raise ConfigError("--testbed-option", f"applies to a topology built for the run, not to test bed "
+                                              f"{args.testbed} (it is built already)")
+    try:
+        tb = Testbed.attach(args.testbed)
+    except TestbedError as e:
+        raise ConfigError("--testbed", f"{args.testbed!r} is neither a topology ({', '.join(TOPOLOGIES)}) nor a "
+                                       f"test bed that is up: {e}") from None
+    if not tb.options.tester_stack:
+        raise ConfigError("--testbed", f"test bed {tb.id} was built without --tester-stack: its tester ports have "
+                                       "no kernel stack for iperf3; build one with it")
+    return tb, False
+
+
+def measure(tb: Testbed, params: TcpParams, family: int = 4) -> TcpResult:
+    """iperf3 from the test bed's port ``tx`` (client) to port ``rx`` (server)."""
+    tx, rx = tb.port("tx"), tb.port("rx")
+    addr = rx.ipv4 if family == 4 else rx.ipv6
+    if not addr:
+        raise ConfigError("--family", f"port {rx.name} of test bed {tb.id} has no IPv{family} address")
+    return run_iperf3(tx.netns, rx.netns, addr, params)
+
+
+def table(r: TcpResult) -> str:
+    lines = [f"iperf3 {r.params.direction}, {r.params.streams} stream(s), {r.params.duration_s:g} s to {r.server}: "
+             f"goodput {format_bps(r.goodput_bps)}"
+             + (f" (forward {format_bps(r.goodput_by_direction['forward'])}, reverse "
+                f"{format_bps(r.goodput_by_direction['reverse'])})" if len(r.goodput_by_direction) > 1 else "")
+             + (f", {r.retransmits} retransmits" if r.retransmits is not None else "")]
+    for s in r.streams:
+        rtt = f", RTT mean {s.mean_rtt_us:g} µs max {s.max_rtt_us:g} µs" if s.mean_rtt_us is not None else ""
+        cwnd = f", cwnd max {s.max_cwnd_bytes} B" if s.max_cwnd_bytes is not None else ""
+        lines.append(f"  stream {s.id} ({s.direction}): {format_bps(s.goodput_bps)}"
+                     + (f", {s.retransmits} retransmits" if s.retransmits is not None else "") + rtt + cwnd)
+    for p in r.processes:
+        lines.append(f"  CPU {p.name} ({p.netns}): user {p.user_s:.2f} s, sys {p.sys_s:.2f} s")
+    if (c := r.cpu_s_per_gbit()) is not None:
+        lines.append(f"  CPU-seconds per Gbit of goodput (client + server): {c:.3f}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    params = _params(args)
+    require_root("building a test bed and running iperf3 in its namespaces")
+    tb, built = _testbed(args)
+    if built:
+        with tb:
+            result = measure(tb, params, args.family)
+    else:
+        result = measure(tb, params, args.family)
+    if args.json:
+        print(json.dumps({"testbed": tb.topology, **result.to_dict()}, indent=1))
+    else:
+        print(table(result))
+    return 0
