@@ -1,33 +1,13 @@
 //! Engine tests on in-process loopback ports: no root needed. Loss, duplication and reordering
 //! are counted exactly against the fault injector's own log.
-use std::sync::Arc;
-
 use netrig_engine::fault::FaultConfig;
 use netrig_engine::loopback;
 use netrig_engine::{
     run_trial, FlowOrder, FlowSpec, FrameSize, Port, Rate, Stop, StreamConfig, TrialConfig, TrialControl,
 };
 
-fn ports(faults: Option<FaultConfig>) -> (Vec<Box<dyn Port>>, Arc<std::sync::Mutex<netrig_engine::fault::FaultLog>>) {
-    let (mut a, b) = loopback::pair("lo-a", "lo-b");
-    a.faults = faults;
-    let log = a.fault_log.clone();
-    (vec![Box::new(a), Box::new(b)], log)
-}
-
-/// The sender on its own CPU (the last) when there are two: sharing one with the receiver costs it
-/// time at every wake-up, which smooth pacing does not recover (the trial would be stretched).
-fn tx_cpu() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get()) - 1
-}
-
-/// Trials of this file run one at a time: the test harness runs tests in parallel, and paced
-/// senders spinning on one CPU would stall each other.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
+mod common;
+use common::{ports, serial, tx_cpu};
 
 /// These tests count frames. On a shared machine a paced run may be stretched (smooth pacing sends
 /// every frame, later, when the sender loses CPU time): a generous stretch tolerance keeps them about

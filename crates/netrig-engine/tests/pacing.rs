@@ -4,28 +4,13 @@
 use std::sync::{Arc, Mutex};
 
 use netrig_engine::fault::{FaultConfig, FaultLog};
-use netrig_engine::loopback;
 use netrig_engine::{run_trial, Pacing, Port, Rate, RatePhase, Stop, StreamConfig, TrialConfig, TrialControl};
 
+mod common;
+use common::{serial, tx_cpu};
+
 fn ports(faults: FaultConfig) -> (Vec<Box<dyn Port>>, Arc<Mutex<FaultLog>>) {
-    let (mut a, b) = loopback::pair("lo-a", "lo-b");
-    a.faults = Some(faults);
-    let log = a.fault_log.clone();
-    (vec![Box::new(a), Box::new(b)], log)
-}
-
-/// The sender on its own CPU (the last) when there are two: sharing one with the receiver costs it
-/// time at every wake-up, which smooth pacing does not recover (the trial would be stretched).
-fn tx_cpu() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get()) - 1
-}
-
-/// Trials of this file run one at a time: the test harness runs tests in parallel, and paced
-/// senders spinning on one CPU would stall each other.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+    common::ports(Some(faults))
 }
 
 fn cfg(stream: StreamConfig) -> TrialConfig {
