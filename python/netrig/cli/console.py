@@ -88,6 +88,10 @@ class LiveProgress:
                 self.console.print(f"line rate: {lr.label}")
         elif event == "method_start":
             self.console.print(f"[bold]{info['label']}[/bold]")
+        elif event == "trial_start" and "request" in info["load"]:
+            self.line = f"{info['label']} | {stack_load(info['load'])} | rep {info['repetition'] + 1}"
+            self._trial_t0 = time.monotonic()
+            self._render("running")
         elif event == "trial_start":
             ld = info["load"]
             burst = f" burst {ld['burst_frames']}" if ld.get("burst_frames") else ""
@@ -148,6 +152,12 @@ class PlainProgress:
         elif event == "trial_end":
             self.done += 1
             self.total = max(self.total, self.done)
+            if "request" in info["load"]:
+                state = " [replayed]" if info.get("replayed") else ""
+                self._line(f"trial {self.done}/~{self.total} {info['label']} rep {info['repetition'] + 1}: "
+                           f"{stack_load(info['load'])}: {stack_outcome(info.get('result') or {})}{state}, "
+                           f"elapsed {_dur(time.monotonic() - self.t0)}")
+                return
             ld, c = info["load"], info["counts"]
             size = f"{info['frame_size']}{' B' if isinstance(info['frame_size'], int) else ''}"
             state = "replayed" if info.get("replayed") else ("valid" if c.valid else f"INVALID: {c.invalid_reason}")
@@ -155,6 +165,28 @@ class PlainProgress:
                        f"offered {format_pps(ld['rate_pps'])} ({ld['pct_line_rate']:.2f} %), "
                        f"sent {c.frames_sent:,}, received {c.frames_received:,}, loss {100 * c.loss_ratio:.4f} % "
                        f"[{state}], elapsed {_dur(time.monotonic() - self.t0)}")
+
+
+def stack_load(load: dict) -> str:
+    """``tcp 5 streams forward, 5 s`` for a stack trial's load."""
+    req = load.get("request") or {}
+    p = req.get("params") or {}
+    what = f"{p.get('streams')} streams {p.get('direction')}" if req.get("kind") == "tcp" else \
+        f"{p.get('protocol', '')} {p.get('size_bytes', '')} B".strip()
+    return f"{req.get('kind')} IPv{req.get('family')} {what}, {load.get('duration_s', 0):g} s"
+
+
+def stack_outcome(doc: dict) -> str:
+    """A stack trial's result in a few words: goodput or transactions per second, and CPU."""
+    parts = []
+    if doc.get("goodput_bps") is not None:
+        parts.append(f"goodput {doc['goodput_bps'] / 1e9:.3g} Gbit/s")
+    if doc.get("tps") is not None:
+        parts.append(f"{doc['tps']:,.0f} transactions/s")
+    per = doc.get("cpu_per") or {}
+    if per.get("busy_s_per_gbit") is not None:
+        parts.append(f"{per['busy_s_per_gbit']:.3g} CPU-s/Gbit")
+    return ", ".join(parts) or "no result"
 
 
 def progress_display(console: Console) -> LiveProgress | PlainProgress:

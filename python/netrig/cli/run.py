@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,8 @@ def register(subparsers: Any) -> None:
                         "disk, an error; also runs of rfc2544, ndr-pdr, selftest and demo) without redoing "
                         "finished trials")
     p.add_argument("--out", metavar="DIR", help="output directory (default: output.dir from the config)")
+    p.add_argument("--monitor", action="store_true",
+                   help="sample the DUT and the host during every trial (trial.monitor = true, whatever the file says)")
     p.add_argument("--quiet", action="store_true", help="no live progress display")
     p.set_defaults(func=run)
 
@@ -37,6 +40,11 @@ def run(args: argparse.Namespace) -> int:
     if args.file is None and not args.resume:
         raise ConfigError("FILE", "is required: the config file to run (or --resume DIR)")
     config = load_config(args.file) if args.file else resume_config(args.resume)
+    if args.monitor and not config.trial.monitor:
+        if args.resume:
+            raise ConfigError("--monitor", "a resumed run keeps its configuration (monitoring was off); start a new "
+                                           "run with --monitor")
+        config = replace(config, trial=replace(config.trial, monitor=True))
     require_privileges(config)
     out = args.resume or args.out or config.output.dir
     return run_with_console(config, out, resume=bool(args.resume), command=" ".join(["netrig"] + sys.argv[1:]),

@@ -45,6 +45,10 @@ def add_common(p: argparse.ArgumentParser, sizes_default: str = "rfc") -> None:
     p.add_argument("--io", default="auto", help="port I/O: auto, af_xdp, af_packet, socket [auto]")
     p.add_argument("--nominal-speed", default=None, help="line rate to assume when the interface has none [10G]")
     p.add_argument("--speed", default=None, help="line rate to use, overriding the interface [from interface]")
+    p.add_argument("--monitor", action="store_true",
+                   help="sample the DUT and the host during every trial (per-CPU load, memory, conntrack, interface "
+                        "counters) into the trial records and the report's timelines [off; every trial's CPU-seconds "
+                        "per core and per packet kernel thread are recorded either way]")
     p.add_argument("--no-selftest", action="store_true", help="skip the RFC 8219 self-test on the loopback test bed")
     p.add_argument("--sim-capacity-pps", type=float, default=None,
                    help="with --testbed simulated: the simulated DUT's capacity [1e6]")
@@ -93,6 +97,8 @@ def base_config(args: argparse.Namespace) -> dict:
                            "frames": {"sizes": args.sizes}, "trial": {},
                            "repetitions": args.repetitions, "selftest": {"enabled": not args.no_selftest},
                            "output": {"dir": args.out}, "line_rate": {}}
+    if args.monitor:
+        cfg["trial"]["monitor"] = True
     if args.duration:
         cfg["trial"]["duration_s"] = args.duration
     if args.drain:

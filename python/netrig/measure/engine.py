@@ -39,8 +39,10 @@ from collections.abc import Callable, Sequence
 
 from netrig import _native
 from netrig.errors import ConfigError
-from netrig.measure.seam import Interval, LatencySummary, Load, Pacing, Phase, TrialCounts, TrialMonitor
+from netrig.measure.seam import Interval, LatencySummary, Load, Pacing, Phase, StackRequest, TrialCounts, TrialMonitor
+from netrig.measure.stack import StackEndpoints, run_stack
 from netrig.model import FrameSize, defaults
+from netrig.monitor.cpu import CpuAccount
 from netrig.trial import PACING_MODES, Port, Stream, run_trial
 
 #: Learning trial: frames/s and seconds, then this much drain (RFC 2544 §23).
@@ -77,7 +79,8 @@ class EngineMeasurer:
                  tx_tolerance_pct: float = defaults.TX_TOLERANCE_PCT, flows: int = 1,
                  monitor_factory: Callable[[], TrialMonitor] | None = None,
                  stall_threshold_ms: float = 5.0, stall_retries: int = 2, pacing: str = PACING_MODES[0],
-                 smoothness_tolerance_pct: float = defaults.SMOOTHNESS_TOLERANCE_PCT):
+                 smoothness_tolerance_pct: float = defaults.SMOOTHNESS_TOLERANCE_PCT,
+                 stack: StackEndpoints | None = None, cpu_procs: Sequence[str] = ()):
         if pacing not in PACING_MODES:
             raise ConfigError("pacing", f"{pacing!r}: use one of {', '.join(PACING_MODES)}")
         self.tx, self.rx = tx_port, rx_port
@@ -91,6 +94,10 @@ class EngineMeasurer:
         self.stall_retries = stall_retries
         self.pacing = pacing
         self.smoothness_tolerance_pct = smoothness_tolerance_pct
+        #: Where stack trials run (a test bed whose tester ports have kernel stacks), else None.
+        self.stack = stack
+        #: Process-name patterns whose CPU every trial accounts (besides the packet kernel threads).
+        self.cpu_procs = tuple(cpu_procs)
         self._learned: set = set()
 
     # ---------------------------------------------------------------- the engine seam
@@ -169,7 +176,9 @@ class EngineMeasurer:
         try:
             if monitor is not None:
                 monitor.mark("trial-start")
+            account = CpuAccount(self.cpu_procs).start()
             res = run()
+            extra["cpu"] = account.stop().to_dict()
             if monitor is not None:
                 monitor.mark("trial-stop")
         finally:
@@ -202,6 +211,30 @@ class EngineMeasurer:
         intended = sum(ph.rate_pps * ph.duration_s for ph in phases) / total_s
         return self._counts(res, intended, {**extra, "method": "one continuous trial, per-interval counts"},
                             intervals=intervals)
+
+    def measure_stack(self, request: StackRequest) -> dict:
+        """A stack trial between the tester ports' kernel stacks (the test bed needs ``tester_stack``),
+        DUT monitoring around it when monitoring is on."""
+        if self.stack is None:
+            raise ConfigError("testbed.options.tester_stack",
+                              f"a {request.kind} trial runs between the tester ports' kernel stacks: this test bed "
+                              "has none (build it with tester_stack = true)")
+        stack = self.stack
+        monitor = self.monitor_factory() if self.monitor_factory else None
+        if monitor is not None:
+            monitor.start()
+        try:
+            if monitor is not None:
+                monitor.mark("trial-start")
+            doc = run_stack(stack, request, self.cpu_procs)
+            if monitor is not None:
+                monitor.mark("trial-stop")
+        finally:
+            if monitor is not None:
+                mon = monitor.stop().to_dict()
+        if monitor is not None:
+            doc["monitor"] = mon
+        return doc
 
     def measure_reset(self, load: Load, duration_s: float, reset: Callable[[], None],
                       reset_after_s: float) -> TrialCounts:

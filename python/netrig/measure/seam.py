@@ -7,6 +7,11 @@ search is testable in milliseconds; the run loop wraps either in a recording mea
 every trial to disk.
 
 Rates are **aggregate, one direction** (tx port(s) → rx port(s)), in frames/s.
+
+Besides frame trials, a measurer runs **stack trials** (:class:`StackRequest`): a real tool (iperf3
+for TCP, sockperf for request/response) between the tester ports' kernel stacks through the DUT,
+with the CPU of every party over the trial. Their result is the tool's result document (a dict,
+recorded and replayed as it is); frame size plays no part in them.
 """
 from __future__ import annotations
 
@@ -244,6 +249,34 @@ class TrialCounts:
         )
 
 
+#: Stack trials: ``kind`` → the tool that runs it.
+STACK_KINDS = {"tcp": "iperf3", "rr": "sockperf"}
+
+
+@dataclass(frozen=True)
+class StackRequest:
+    """One stack trial: ``kind`` (a key of :data:`STACK_KINDS`), the IP ``family`` (4 or 6) and the
+    tool's parameters (a frozen dataclass: ``netrig.measure.tcp.TcpParams`` …; its ``duration_s``
+    is the trial's)."""
+
+    kind: str
+    family: int
+    params: Any
+
+    def __post_init__(self) -> None:
+        if self.kind not in STACK_KINDS:
+            raise ConfigError("kind", f"{self.kind!r}: a stack trial is one of {', '.join(STACK_KINDS)}")
+        if self.family not in (4, 6):
+            raise ConfigError("family", f"{self.family!r}: must be 4 or 6")
+
+    @property
+    def duration_s(self) -> float:
+        return float(self.params.duration_s)
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "family": self.family, "params": asdict(self.params)}
+
+
 class TrialMonitor(Protocol):
     """Samples the DUT around one trial (``netrig.monitor.Monitor`` is one)."""
 
@@ -272,4 +305,9 @@ class Measurer(Protocol):
     def measure_reset(self, load: Load, duration_s: float, reset: Callable[[], None],
                       reset_after_s: float) -> TrialCounts:
         """A trial during which ``reset()`` is called after ``reset_after_s``; sets ``reset_time_s``."""
+        ...
+
+    def measure_stack(self, request: StackRequest) -> dict:
+        """One stack trial: the tool's result document, with ``cpu`` (every party's CPU-seconds
+        over the trial, ``netrig.monitor.cpu.CpuUsage.to_dict``)."""
         ...

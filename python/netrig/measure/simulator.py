@@ -37,7 +37,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 from netrig.errors import ConfigError
-from netrig.measure.seam import Interval, LatencySummary, Load, Phase, TrialCounts
+from netrig.measure.seam import Interval, LatencySummary, Load, Phase, StackRequest, TrialCounts
+from netrig.measure.stack import cpu_per
 from netrig.model import FrameSize
 
 
@@ -265,6 +266,13 @@ class SimulatedMeasurer:
             raw={"simulator": {"capacity_pps": c, "recovery_s": m.recovery_s}},
         )
 
+    def measure_stack(self, request: StackRequest) -> dict:
+        """A stack trial on the model (:func:`simulated_stack`)."""
+        self.trials += 1
+        if self.model.trial_delay_s:
+            self._sleep(self.model.trial_delay_s)
+        return simulated_stack(self.model, request)
+
     def measure_reset(self, load: Load, duration_s: float, reset: Callable[[], None],
                       reset_after_s: float) -> TrialCounts:
         """Trial with a DUT reset: nothing is forwarded for ``reset_time_s`` after the reset."""
@@ -282,3 +290,57 @@ class SimulatedMeasurer:
             invalid_reason=reason, reset_time_s=lost / offered if offered else None,
             raw={"simulator": {"reset_time_s": m.reset_time_s}},
         )
+
+
+#: The simulated stack trials' cost: busy CPU-seconds per Gbit of TCP goodput, per million
+#: transactions (a model, not a measurement: it makes the CPU columns and ratios testable).
+SIM_CPU_S_PER_GBIT = 0.08
+SIM_CPU_S_PER_MTRANS = 4.0
+#: TCP payload per full-size frame (1518 B frame, 1448 B of payload with timestamps).
+SIM_TCP_PAYLOAD = 1448
+
+
+def simulated_stack(model: DutModel, request: StackRequest) -> dict:
+    """A stack trial's result document on a simulated DUT: TCP goodput at the DUT's capacity for
+    full-size frames, request/response at one transaction per round trip of twice the latency."""
+    d = request.duration_s
+    p = request.params
+    sim = {"simulated": True}
+    if request.kind == "tcp":
+        full = model.capacity(FrameSize(size=1518))
+        dirs = ("forward", "reverse") if p.direction == "bidir" else (p.direction,)
+        per_dir = full * SIM_TCP_PAYLOAD * 8 * (1.0 - model.background_loss_ratio)
+        gbit = per_dir * len(dirs) * d / 1e9
+        busy = gbit * SIM_CPU_S_PER_GBIT
+        streams = [{"id": i + 1, "direction": dirs[i % len(dirs)], "goodput_bps": per_dir * len(dirs) / p.streams,
+                    "retransmits": 0, "mean_rtt_us": 2 * model.latency_base_ns / 1e3,
+                    "max_rtt_us": 2 * (model.latency_base_ns + model.latency_jitter_ns) / 1e3,
+                    "max_cwnd_bytes": None} for i in range(p.streams)]
+        procs = [{"name": "iperf3 client", "netns": None, "user_s": busy / 8, "sys_s": busy / 4,
+                  "total_s": 3 * busy / 8},
+                 {"name": "iperf3 server", "netns": None, "user_s": busy / 8, "sys_s": busy / 4,
+                  "total_s": 3 * busy / 8}]
+        doc = {"tool": "iperf3", "tool_version": "simulated", "server": "simulated",
+               "streams_requested": p.streams, "duration_s": d, "direction": p.direction,
+               "goodput_bps": per_dir * len(dirs), "goodput_by_direction": dict.fromkeys(dirs, per_dir),
+               "retransmits": 0, "streams": streams,
+               "intervals": [{"start_s": float(i), "duration_s": 1.0, "goodput_bps": per_dir * len(dirs),
+                              "retransmits": 0} for i in range(int(d))],
+               "processes": procs, "cpu_s_per_gbit": 3 * busy / 4 / gbit if gbit else None, **sim}
+    else:
+        rtt_us = 2 * model.latency_base_ns / 1e3
+        n = int(d * 1e6 / rtt_us)
+        busy = n / 1e6 * SIM_CPU_S_PER_MTRANS
+        j = model.latency_jitter_ns / 1e3
+        doc = {"tool": "sockperf", "tool_version": "simulated", "server": "simulated", "duration_s": d,
+               "protocol": getattr(p, "protocol", "tcp"), "transactions": n, "tps": n / d,
+               "rtt_us": {"p50": rtt_us, "p90": rtt_us + j, "p99": rtt_us + 2 * j, "p99.9": rtt_us + 3 * j,
+                          "max": rtt_us + 4 * j, "mean": rtt_us},
+               "processes": [{"name": "sockperf client", "netns": None, "user_s": busy / 4, "sys_s": busy / 4,
+                              "total_s": busy / 2},
+                             {"name": "sockperf server", "netns": None, "user_s": busy / 4, "sys_s": busy / 4,
+                              "total_s": busy / 2}], **sim}
+    doc["cpu"] = {"wall_s": d, "cores": {"cpu0": {"user": busy / 4, "system": busy / 4, "softirq": busy / 2,
+                                                 "busy": busy}}, "busy_s": busy, "procs": []}
+    doc["cpu_per"] = cpu_per(doc, busy)
+    return doc

@@ -150,6 +150,10 @@ class Shortcut:
     default: bool = True
 
 
+#: The frame size of a stack method's results and trials: the kernel stack chooses its frames.
+STACK_FRAME = FrameSize(name="stack", mix=((1518, 1),))
+
+
 class Method:
     """Base of every method; subclasses set the class attributes and override what they have."""
 
@@ -179,6 +183,10 @@ class Method:
     console_columns: ClassVar[tuple[str, ...]] = ()
     #: Its CLI shortcut, if it has one.
     shortcut: ClassVar[Shortcut | None] = None
+    #: It runs stack trials (``Measurer.measure_stack``) of this kind: the test bed's tester ports
+    #: get kernel stacks, and the method runs once per repetition, not per frame size (its results
+    #: carry the frame size ``STACK_FRAME.label``: the kernel stack chooses the frames).
+    stack_kind: ClassVar[str | None] = None
 
     # ---------------------------------------------------------------- configuration
     def config_defaults(self, params: dict, trial_duration_s: float) -> dict:
@@ -242,6 +250,11 @@ class Method:
     def ratio_table(self, runs: Sequence[RunView]) -> tuple[str, Table] | None:
         """Each run's numbers as a percentage of ``runs[0]`` (a comparison), if it has any."""
         return None
+
+    def compare_values(self, run: RunView) -> dict[str, tuple[float | None, bool]]:
+        """Its headline numbers for a study's chart of variants against the baseline: metric label →
+        ``(value, higher is better)``; labels are the same in every run it appears in."""
+        return {}
 
     # ---------------------------------------------------------------- CLI
     def add_cli_options(self, parser: argparse.ArgumentParser) -> None:
@@ -318,6 +331,10 @@ class Registry:
             if m.shortcut is not None:
                 out.setdefault(m.shortcut.command.name, m.shortcut.command)
         return list(out.values())
+
+    def stack_methods(self) -> list[Method]:
+        """The methods that run stack trials."""
+        return [m for m in self._methods if m.stack_kind is not None]
 
     def shortcuts(self, command: str) -> list[Method]:
         """The methods of shortcut command ``command``."""

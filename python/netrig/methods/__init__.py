@@ -5,9 +5,20 @@ config file's list of allowed methods. Adding a method: write its module (see
 ``netrig.methodology.method`` for what it declares) and add it to the line below.
 """
 from netrig.methodology.method import Registry
-from netrig.methods import back_to_back, frame_loss, iperf, latency, livelock, mlrsearch, recovery, reset, throughput
+from netrig.methods import (
+                                        back_to_back,
+                                        frame_loss,
+                                        iperf,
+                                        latency,
+                                        livelock,
+                                        mlrsearch,
+                                        recovery,
+                                        reset,
+                                        tcp,
+                                        throughput,
+)
 
 REGISTRY = Registry(m.METHOD for m in (throughput, frame_loss, latency, mlrsearch, back_to_back, recovery, reset,
-                                        iperf, livelock))
+                                        iperf, livelock, tcp))
 
 __all__ = ["REGISTRY"]

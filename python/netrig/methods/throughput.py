@@ -418,6 +418,10 @@ class Throughput(Method):
             t.add(row)
         return ("RFC 2544 throughput", t) if t else None
 
+    def compare_values(self, run: RunView) -> dict[str, tuple[float | None, bool]]:
+        return {f"RFC 2544 throughput {fmt.size(e['frame_size'])}": (e["rate"].value if e["rate"] else None, True)
+                for e in entries(run)}
+
     def add_cli_options(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--resolution", type=float, default=0.1,
                             help="throughput search resolution, %% of line rate [0.1]")

@@ -4,12 +4,14 @@ summary beside it; comparisons of several results overlaid with ratios to a base
     from netrig.report import write_report, write_compare
     html = write_report("out/result.json")                   # out/report.html + out/report.md
     html = write_compare(["router.json", "nat.json"], "compare.html")
+    html = write_study("results/service-cost")                # its compare.html + each variant's report
 
 Every problem with an input file is a one-line ``ResultError`` naming the file. Results are read
 only through ``netrig.results`` (by ``RunView.load``).
 """
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections.abc import Sequence
@@ -17,13 +19,15 @@ from pathlib import Path
 
 from netrig._native import __version__
 from netrig.errors import ResultError
+from netrig.report import tables
 from netrig.report.html import compare_html, report_html
 from netrig.report.markdown import compare_markdown, report_markdown
 from netrig.run import consistency
+from netrig.view.markdown import table_md
 from netrig.view.run_view import RunView, unique_names
 
 __all__ = ["RunView", "load_run", "render_report", "render_compare", "write_report", "write_compare",
-           "default_report_path"]
+           "write_study", "default_report_path"]
 
 
 def load_run(path: str | os.PathLike) -> RunView:
@@ -94,6 +98,39 @@ def write_compare(result_paths: Sequence[str | os.PathLike], out_html: str | os.
     runs = [load_run(p) for p in result_paths]
     out = Path(out_html)
     html_text, md = render_compare(runs)
+    _write(out, html_text)
+    _write(out.with_suffix(".md"), md)
+    return out
+
+
+def write_study(study_dir: str | os.PathLike) -> Path:
+    """A study's reports (``netrig.run.study``): each finished variant's own report, and
+    ``compare.html`` (+ ``.md``) in ``study_dir``: every variant against the baseline. Returns the
+    comparison's path."""
+    d = Path(study_dir)
+    f = d / "study.json"
+    try:
+        study = json.loads(f.read_text(encoding="utf-8"))
+        variants = list(study["variants"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ResultError(f"{f}: not a study's record ({getattr(e, 'strerror', None) or e})") from None
+    paths = [d / str(v.get("dir")) / "result.json" for v in variants]
+    paths = [p for p in paths if p.exists()]
+    base = d / str(variants[0].get("dir")) / "result.json" if variants else None
+    if base is None or not paths or paths[0] != base:
+        raise ResultError(f"{d}: the baseline variant {variants[0].get('name') if variants else '?'} has no result; "
+                          "nothing to compare against (run the study again to continue it)")
+    for p in paths:
+        write_report(p)
+    runs = [load_run(p) for p in paths]
+    unique_names(runs)
+    out = d / "compare.html"
+    html_text = compare_html(runs, __version__, study=study)
+    md = compare_markdown(runs, out.name)
+    if len(runs) > 1:
+        study_md = "## Study: every variant against the baseline\n\n" + table_md(tables.study_table(runs)) + "\n\n"
+        at = md.find("## Summary per configuration")
+        md = md[:at] + study_md + md[at:] if at >= 0 else md + "\n" + study_md
     _write(out, html_text)
     _write(out.with_suffix(".md"), md)
     return out

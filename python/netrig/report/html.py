@@ -228,9 +228,23 @@ def _footer(runs: Sequence[RunView], version: str) -> str:
 
 
 # -- comparison -----------------------------------------------------------------------------------
-def compare_html(runs: Sequence[RunView], version: str = "") -> str:
-    """Several results overlaid; the first is the baseline of every ratio."""
+def _study(runs: Sequence[RunView], study: dict) -> str:
+    t = Table(["variant", "description", "state", "result"])
+    descs = {v.get("name"): v.get("description", "") for v in (study.get("source") or {}).get("variants", [])}
+    for v in study.get("variants", []):
+        t.add([str(v.get("name")), str(descs.get(v.get("name")) or ""), str(v.get("state")),
+               f"{v.get('dir')}/result.json" if v.get("complete") else (v.get("error") or "not finished")])
+    body = table_html(t, left=4)
+    body += figure(plots.study_plot, runs) + table_html(tables.study_table(runs), left=1)
+    return body
+
+
+def compare_html(runs: Sequence[RunView], version: str = "", study: dict | None = None) -> str:
+    """Several results overlaid; the first is the baseline of every ratio. ``study`` (a study's
+    ``study.json``) adds its section first: every variant against the baseline, table and chart."""
     S: list[tuple[str, str, str]] = []
+    if study is not None:
+        S.append(("study", f"Study: {study.get('title') or study.get('study')}", _study(runs, study)))
     t = Table(["configuration", "file", "tool", "started", "line rate", "trials", "complete"])
     for i, r in enumerate(runs):
         t.add([r.name + (" (baseline)" if i == 0 else ""), str(r.path), f"netrig {r.doc.get('tool_version', '?')}",

@@ -222,8 +222,43 @@ def trial_timeline_plot(runs: Sequence[RunView], trial: int | None = None) -> Fi
     return fig
 
 
+@plot("study")
+def study_plot(runs: Sequence[RunView]) -> Figure | None:
+    """Every variant against the baseline: each headline number (RFC 2544 throughput, TCP goodput,
+    transactions per second, CPU-seconds per unit of work) as % of the baseline's; 100 % is the
+    baseline. Higher is better for rates, lower for CPU (marked ↓)."""
+    from netrig.report.tables import study_values
+
+    order, better, values = study_values(runs)
+    metrics = [m for m in order if values[0].get(m)]
+    if len(runs) < 2 or not metrics:
+        return None
+    others = runs[1:]
+    n = len(others)
+    fig, axes = subplots(1, 1, w=7.6, h=max(2.6, 0.32 * len(metrics) * n + 1.4))
+    ax = axes[0][0]
+    height = 0.8 / n
+    for j, r in enumerate(others):
+        ys, xs = [], []
+        for i, m in enumerate(metrics):
+            v = values[j + 1].get(m)
+            base = values[0][m]
+            if v is None or not base:
+                continue
+            ys.append(i + (j - (n - 1) / 2) * height)
+            xs.append(100 * v / base)
+        ax.barh(ys, xs, height=height * 0.92, color=run_colour(j + 1), label=r.name)
+    ax.axvline(100, color=REF_GREY, lw=1.2, ls="--", label=f"{runs[0].name} (baseline) = 100 %")
+    ax.set_yticks(range(len(metrics)))
+    ax.set_yticklabels([f"{m} {'↑' if better[m] else '↓'}" for m in metrics])
+    ax.invert_yaxis()
+    ax.set_xlabel("% of the baseline")
+    legend(ax, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return fig
+
+
 #: The report's own plot types.
-REPORT_PLOTS: tuple[Plot, ...] = (selftest_plot, timeline_plot, trial_timeline_plot)
+REPORT_PLOTS: tuple[Plot, ...] = (selftest_plot, timeline_plot, trial_timeline_plot, study_plot)
 
 
 def all_plots() -> dict[str, Plot]:

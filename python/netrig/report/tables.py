@@ -202,3 +202,49 @@ def environment_differences(runs: Sequence[RunView]) -> Table:
         if len(set(vals)) > 1:
             t.add([k] + vals)
     return t
+
+
+def study_values(runs: Sequence[RunView]) -> tuple[list[str], dict[str, bool], list[dict[str, float | None]]]:
+    """``(metrics in order, metric → higher is better, per run metric → value)`` from every method's
+    ``compare_values``."""
+    order: list[str] = []
+    better: dict[str, bool] = {}
+    values: list[dict[str, float | None]] = []
+    for r in runs:
+        vals: dict[str, float | None] = {}
+        for m in REGISTRY:
+            for label, (v, hib) in m.compare_values(r).items():
+                if label not in better:
+                    order.append(label)
+                    better[label] = hib
+                vals[label] = v
+        values.append(vals)
+    return order, better, values
+
+
+def study_table(runs: Sequence[RunView]) -> Table:
+    """Each variant's headline numbers as % of the baseline's (``runs[0]``); CPU rows: lower is better."""
+    order, better, values = study_values(runs)
+    t = Table(["metric", f"{runs[0].name} (baseline)", *(r.name for r in runs[1:])],
+              caption="each variant as % of the baseline (the baseline's own value in its column); "
+                      "↑ higher is better, ↓ lower is better")
+    for label in order:
+        base = values[0].get(label)
+        row = [f"{label} {'↑' if better[label] else '↓'}", _plain_value(label, base)]
+        for vals in values[1:]:
+            v = vals.get(label)
+            row.append(fmt.ratio_pct(v, base) if base else _plain_value(label, v))
+        t.add(row)
+    return t
+
+
+def _plain_value(label: str, v: float | None) -> str:
+    if v is None:
+        return fmt.DASH
+    if "goodput" in label:
+        return f"{v / 1e9:.2f} Gbit/s"
+    if "throughput" in label:
+        return fmt.fps(v)
+    if "transactions" in label:
+        return f"{v:,.0f}/s"
+    return f"{v:.3g}"

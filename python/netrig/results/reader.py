@@ -175,7 +175,8 @@ def _record_problem(obj: object) -> str | None:
         return f"unknown record type {kind!r} (header or trial)"
     if not isinstance(obj.get("key"), str):
         return "a trial record's key must be a string"
-    for name in ("load", "counts"):
+    # a frame trial has counts; a stack trial (iperf3, sockperf) has the tool's result instead
+    for name in ("load", "result" if "counts" not in obj and "result" in obj else "counts"):
         if not isinstance(obj.get(name), dict):
             return f"trial {obj['key']}: {name} must be an object, got {type(obj.get(name)).__name__}"
     if obj.get("phases") is not None and not isinstance(obj["phases"], list):

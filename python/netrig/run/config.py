@@ -148,8 +148,16 @@ class TrialConfig:
     # Smooth pacing: a trial invalid because stalls stretched it beyond tx_tolerance_pct is repeated.
     stall_threshold_ms: float = 5.0
     stall_retries: int = 2
+    # Process-name patterns (shell globs: "bird", "conntrackd*") whose CPU-seconds every trial
+    # accounts, besides the packet kernel threads (ksoftirqd, napi) that are always accounted.
+    cpu_procs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        procs = self.cpu_procs
+        if isinstance(procs, str) or not isinstance(procs, (list, tuple)) \
+                or not all(isinstance(p, str) and p.strip() for p in procs):
+            raise ConfigError("cpu_procs", f"must be a list of process-name patterns, e.g. [\"bird\"] (got {procs!r})")
+        object.__setattr__(self, "cpu_procs", tuple(procs))
         if not self.duration_s > 0:
             raise ConfigError("duration_s", f"must be > 0 (got {self.duration_s})")
         for name in ("drain_s", "warmup_s"):
@@ -228,6 +236,8 @@ class MethodConfig:
 @dataclass(frozen=True)
 class TestConfig:
     __test__ = False
+    #: What reports call this configuration (a study's variant name); default: the test bed's name.
+    name: str = ""
     testbed: TestbedConfig = TestbedConfig()
     ports: PortsConfig = PortsConfig()
     line_rate: LineRateConfig = LineRateConfig()
@@ -240,6 +250,8 @@ class TestConfig:
     output: OutputConfig = OutputConfig()
 
     def __post_init__(self) -> None:
+        if not isinstance(self.name, str):
+            raise ConfigError("name", f"must be a string (got {self.name!r})")
         if isinstance(self.repetitions, bool) or not isinstance(self.repetitions, int) \
                 or not 1 <= self.repetitions <= MAX_REPETITIONS:
             raise ConfigError("repetitions", f"must be an integer 1..{MAX_REPETITIONS} (got {self.repetitions!r})")
@@ -387,6 +399,12 @@ def config_from_dict(data: dict) -> TestConfig:
 
 def load_config(path: str | Path) -> TestConfig:
     """Read and validate a TOML (.toml), YAML (.yaml/.yml) or JSON (.json) file."""
+    return config_from_dict(read_document(path))
+
+
+def read_document(path: str | Path) -> dict:
+    """The mapping a TOML (.toml), YAML (.yaml/.yml) or JSON (.json) file holds; every problem is
+    one ``ConfigError`` naming the file."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -412,7 +430,7 @@ def load_config(path: str | Path) -> TestConfig:
         raise ConfigError(str(p), f"cannot parse: {_one_line(str(e))}") from None
     if data is not None and not isinstance(data, dict):
         raise ConfigError(str(p), f"must hold a table/mapping at the top level (got {type(data).__name__})")
-    return config_from_dict(data or {})
+    return data or {}
 
 
 def _one_line(text: str) -> str:

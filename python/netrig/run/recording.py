@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from netrig.errors import ResultError
-from netrig.measure import Load, Measurer, Phase, TrialCounts
+from netrig.measure import Load, Measurer, Phase, StackRequest, TrialCounts
 from netrig.model import FrameSize, LineRate
 from netrig.results import TrialLog, utc_now
 
@@ -116,6 +116,47 @@ class RecordingMeasurer:
         return self._do("phases", frame_size, load_d, ph,
                         lambda key: self._target().measure_phases(frame_size, phases, interval_s, tag=key))
 
+    def measure_stack(self, request: StackRequest) -> dict:
+        """A stack trial: recorded with its request (``load.request``) and the tool's document
+        (``result``; no ``counts``), replayed from the record on resume."""
+        key = self._key()
+        self.trial_index += 1
+        frame = self.ctx["frame"]
+        load_d = {"frame_size": frame.label, "duration_s": request.duration_s, "request": request.to_dict()}
+        info = {"key": key, "kind": request.kind, "method": self.ctx["method"], "label": self.ctx["label"],
+                "frame_size": frame.label, "repetition": self.ctx["repetition"], "trial_index": self.trial_index - 1,
+                "load": load_d}
+        rec = self.replay.get(key)
+        if rec is not None:
+            if rec.get("kind") != request.kind or (rec.get("load") or {}).get("request") != load_d["request"] \
+                    or not isinstance(rec.get("result"), dict):
+                raise ResultError(f"resume: trial {key} asks for {load_d['request']} but the recorded one was "
+                                  f"{(rec.get('load') or {}).get('request')}; the configuration or netrig version "
+                                  "changed. Start a new run (--out) instead.")
+            self.records.append({**rec, "seq": len(self.records), "replayed": True})
+            self.progress("trial_end", {**info, "replayed": True, "result": rec["result"]})
+            return dict(rec["result"])
+        repaired = self.before() if self.before is not None else []
+        if repaired:
+            self.progress("notice", {"message": f"test bed repaired before trial {key}: restored "
+                                                f"{'; '.join(repaired)}"})
+        self.progress("trial_start", {**info, "replayed": False})
+        started = utc_now()
+        t0 = time.monotonic()
+        doc = self._target().measure_stack(request)
+        self.trial_wall_s.append(time.monotonic() - t0)
+        new = {"seq": len(self.records), "key": key, "method": self.ctx["method"],
+               "method_index": self.ctx["method_index"], "frame_size": frame.label,
+               "repetition": self.ctx["repetition"], "trial_index": self.trial_index - 1, "kind": request.kind,
+               "load": load_d, "phases": None, "started_at": started, "finished_at": utc_now(), "result": doc}
+        if repaired:
+            new["testbed_repaired"] = repaired
+        self.log.append(new)
+        self.records.append({**new, "replayed": False})
+        self.measured += 1
+        self.progress("trial_end", {**info, "replayed": False, "result": doc})
+        return doc
+
     def measure_reset(self, load: Load, duration_s: float, reset: Callable[[], None],
                       reset_after_s: float) -> TrialCounts:
         load_d = self._load_d(load, duration_s)
@@ -129,6 +170,11 @@ def check_record(rec: dict) -> None:
     """Raise ``ResultError`` naming the trial when a recorded trial cannot be replayed (a value of the
     wrong type: a damaged or hand-edited log), before anything runs."""
     key = rec.get("key")
+    if "result" in rec and "counts" not in rec:  # a stack trial: its document is replayed as it is
+        if not isinstance(rec["result"], dict) or not isinstance((rec.get("load") or {}).get("request"), dict):
+            raise ResultError(f"resume: the recorded trial {key} is damaged (no result or request); remove its "
+                              "line from trials.ndjson to measure it again, or start a new run")
+        return
     try:
         TrialCounts.from_dict(rec["counts"])
         ld = rec["load"]

@@ -22,7 +22,7 @@ from typing import Any
 from netrig._native import __version__
 from netrig.errors import INTERRUPTS, ConfigError, InterruptedTrial, NetrigError, ResultError, interrupt_reason
 from netrig.measure import TrialCounts
-from netrig.methodology.method import THRESHOLDS, Context, MethodResult, partial_result
+from netrig.methodology.method import STACK_FRAME, THRESHOLDS, Context, MethodResult, partial_result
 from netrig.methodology.selftest import SelftestParams, SelftestResult, prove_rate
 from netrig.methodology.stats import median, summarize
 from netrig.methodology.tester import ProvenLimit, Verdict
@@ -221,7 +221,7 @@ class Runner:
     def _run_dut(self, cfg: TestConfig) -> None:
         with self.provider(cfg, "dut") as dut:
             self._setup(dut)
-            if cfg.selftest.enabled:
+            if cfg.selftest.enabled and any(m.method.stack_kind is None for m in cfg.methods):
                 with self.provider(cfg, "selftest") as st:
                     self._use(st)
                     self._run_selftest()
@@ -238,7 +238,8 @@ class Runner:
             if cfg.selftest.rates_pps:
                 out[f.label] = max(cfg.selftest.rates_pps)
                 continue
-            top = max((m.method.top_rate_pct(m.params) for m in cfg.methods), default=0.0)
+            top = max((m.method.top_rate_pct(m.params) for m in cfg.methods if m.method.stack_kind is None),
+                      default=0.0)
             out[f.label] = lr.fps(f) * top / 100
         return out
 
@@ -272,7 +273,7 @@ class Runner:
         reps = cfg.repetitions_for(m)
         self.progress("method_start", {"method": m.name, "label": m.label, "method_index": mi})
         self.results.setdefault(mi, {})
-        for frame in cfg.frames.sizes:
+        for frame in frames_of(cfg, m):
             self.results[mi].setdefault(frame.label, [])
             for rep in range(reps):
                 rec.begin(m.name, mi, frame, rep, m.label)
@@ -285,7 +286,7 @@ class Runner:
             self.complete_keys.add((mi, frame.label))
 
     def _one(self, mi: int, m: MethodConfig, frame: FrameSize) -> MethodResult:
-        limit = self.selftest.limit_pps(frame) if self.selftest is not None else None
+        limit = self.selftest.limit_pps(frame) if self.selftest is not None and m.method.stack_kind is None else None
         ctx = Context(self._recorder(), frame, self._line_rate(), self.config.trial.duration_s,
                       simulated_dut=self.simulated, command_env=self.command_env,
                       tester_limit_pps=limit)
@@ -301,9 +302,9 @@ class Runner:
         n = 0
         lr = self._line_rate()
         for m in self.config.methods:
-            for f in self.config.frames.sizes:
+            for f in frames_of(self.config, m):
                 n += m.method.estimate_trials(m.params, f, lr.fps(f)) * self.config.repetitions_for(m)
-        if self.config.selftest.enabled:
+        if self.config.selftest.enabled and any(m.method.stack_kind is None for m in self.config.methods):
             n += len(self.config.frames.sizes)
         return n
 
@@ -337,12 +338,12 @@ class Runner:
                                      "as the DUT's failure, and the result is what it forwarded without loss "
                                      "below them"})
         bad = sum(1 for r in self._recorder().records if r["method_index"] == mi and r["frame_size"] == frame.label
-                  and not r["counts"]["valid"] and r.get("verdict") != Verdict.BACKPRESSURE.value)
+                  and "counts" in r and not r["counts"]["valid"] and r.get("verdict") != Verdict.BACKPRESSURE.value)
         if bad and not limited:
             flags.append({"code": "invalid_trials",
                           "message": f"{bad} trial(s) were invalid (tester-side) and not used"})
         bunched = [p for r in self._recorder().records if r["method_index"] == mi and r["frame_size"] == frame.label
-                   and (p := r["counts"].get("pacing") or {}).get("bunched")]
+                   and (p := (r.get("counts") or {}).get("pacing") or {}).get("bunched")]
         if bunched:
             worst = max(p.get("peak_ratio") or 0.0 for p in bunched)
             tol = max(p.get("tolerance_pct") or 0.0 for p in bunched)
@@ -350,7 +351,7 @@ class Runner:
                           "message": f"{len(bunched)} trial(s) offered up to {worst:.2f}x the intended frames in "
                                      f"1 ms (tolerance {tol:g} %): the DUT saw bursts from the tester, and its loss "
                                      "in them may be the tester's doing (see the trials' pacing)"})
-        if lr.source == "nominal":
+        if lr.source == "nominal" and m.method.stack_kind is None:
             flags.append({"code": "nominal_line_rate", "message": f"line rate is {lr.label}"})
         rfc_s = m.method.rfc_duration_s
         d = getattr(m.params, "duration_s", None)
@@ -365,7 +366,7 @@ class Runner:
         params = self.config.to_dict()["methods"]
         for mi, m in enumerate(self.config.methods):
             results = []
-            for frame in self.config.frames.sizes:
+            for frame in frames_of(self.config, m):
                 reps = self.results.get(mi, {}).get(frame.label)
                 if reps is None:
                     continue
@@ -438,6 +439,11 @@ class Runner:
             "trials": list(self.rec.records) if self.rec is not None else [],
             "summary": summary, "verdicts": self._verdicts(summary), "flags": flags,
         }
+
+
+def frames_of(cfg: TestConfig, m: MethodConfig) -> list[FrameSize]:
+    """The frame sizes method ``m`` runs at: the configured ones, or the stack's for a stack method."""
+    return [STACK_FRAME] if m.method.stack_kind is not None else list(cfg.frames.sizes)
 
 
 def _comparable(cfg: dict | None) -> dict | None:

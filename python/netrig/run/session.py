@@ -21,9 +21,10 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 from netrig.environment import capture
-from netrig.errors import NetrigError, TestbedError
+from netrig.errors import ConfigError, NetrigError, TestbedError
 from netrig.measure import DutModel, Measurer, SimulatedMeasurer
 from netrig.measure.engine import EngineMeasurer
+from netrig.measure.stack import StackEndpoints
 from netrig.model import LineRate
 from netrig.monitor import Monitor
 from netrig.run.config import TestConfig
@@ -90,11 +91,24 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
     Session; with ``testbed.id`` the DUT's test bed is the existing one of that id."""
     name = config.selftest.testbed if role == "selftest" else config.testbed.name
     opts = dict(config.testbed.options) if role == "dut" else _selftest_options(config)
+    stack_methods = sorted({m.name for m in config.methods if m.method.stack_kind is not None})
+    if role == "dut" and stack_methods:
+        if name == "external" or opts.get("tester_stack") is False:
+            raise ConfigError("testbed.options.tester_stack",
+                              f"method(s) {', '.join(stack_methods)} run between the tester ports' kernel stacks: "
+                              f"use a test bed built of namespaces with tester_stack = true, not {name}"
+                              + (" with tester_stack = false" if name != "external" else ""))
+        if not config.testbed.id:
+            opts["tester_stack"] = True
     bed: AbstractContextManager[Testbed] = (
         existing_testbed(config.testbed.id) if role == "dut" and config.testbed.id
         else Testbed.create(name, **opts))
     with bed as tb:
         name = tb.topology
+        if role == "dut" and stack_methods and not tb.options.tester_stack:
+            raise ConfigError("testbed.id", f"method(s) {', '.join(stack_methods)} run between the tester ports' "
+                                            f"kernel stacks: test bed {tb.id} has none (rebuild it with "
+                                            "--tester-stack)")
         p, t = config.ports, config.trial
         tp, rp = tb.port(p.tx), tb.port(p.rx)
         live = p.i_know_this_is_live
@@ -113,7 +127,9 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
                                   warmup_s=t.warmup_s, learning_frames=t.learning_frames,
                                   tx_tolerance_pct=t.tx_tolerance_pct, flows=p.flows, monitor_factory=monitor_factory,
                                   stall_threshold_ms=t.stall_threshold_ms, stall_retries=t.stall_retries,
-                                  pacing=t.pacing, smoothness_tolerance_pct=t.smoothness_tolerance_pct)
+                                  pacing=t.pacing, smoothness_tolerance_pct=t.smoothness_tolerance_pct,
+                                  stack=StackEndpoints(tp.netns, rp.netns, rp.ipv4, rp.ipv6) if stack_methods else None,
+                                  cpu_procs=t.cpu_procs)
         env: dict = {}
         if role == "dut":
             try:

@@ -97,6 +97,21 @@ def _table(tb_id: str, forward: list[str], policy: str, notrack: bool = False) -
     return "\n".join(lines) + "\n"
 
 
+def tester_quiet_ruleset(tb_id: str) -> str:
+    """For a tester port with a kernel stack: its stack never answers the engine's test frames.
+    Those are UDP to the port's own address with no socket behind it, so the kernel would send
+    ICMP port-unreachable back through the DUT (up to its rate limit): traffic the DUT would carry
+    and count as its own. Dropped on output; TCP, and ICMP for the stack's own sockets, pass."""
+    return "\n".join([
+        f"table inet {table_name(tb_id)}_tester {{",
+        "  chain output {",
+        "    type filter hook output priority filter; policy accept;",
+        "    icmp type destination-unreachable icmp code port-unreachable counter drop",
+        "    icmpv6 type destination-unreachable icmpv6 code port-unreachable counter drop",
+        "  }",
+        "}"]) + "\n"
+
+
 def apply(netns: str, ruleset: str) -> None:
     """Load ``ruleset`` with ``nft -f -`` inside ``netns``."""
 

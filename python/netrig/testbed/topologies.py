@@ -109,6 +109,7 @@ def _tester_stack(tb: Any, ns: str, ifname: str, v4: str, v6: str, plen4: int, p
         tb.add_route(ns, "0.0.0.0/0", gw4)
     if gw6:
         tb.add_route(ns, "::/0", gw6)
+    _nft(tb, ns, nft.tester_quiet_ruleset(tb.id))
 
 
 class Loopback(Topology):

@@ -1,0 +1,65 @@
+"""``netrig study FILE [--out DIR]``: a matrix of DUT variants × methods run as one resumable run and
+reported as one comparison against the baseline (``netrig.run.study``). Running it again into the
+same directory continues it."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from netrig.cli.common import require_privileges
+from netrig.cli.console import run_with_console
+from netrig.errors import INTERRUPTS, InterruptedTrial, ResultError, Terminated
+from netrig.report import write_study
+from netrig.run.config import TestConfig
+from netrig.run.study import StudyRunner, load_study
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "study", help="run a matrix of DUT variants x methods and compare every variant with the baseline",
+        description="Run every variant of a study file (a [base] netrig config and [[variant]] tables that change "
+                    "it: test bed, options, knobs, methods) into DIR/<variant>, then write DIR/compare.html: each "
+                    "variant's throughput, goodput and CPU as a percentage of the baseline's, table and chart. "
+                    "Running the same study into the same DIR continues it (finished variants are kept, an "
+                    "interrupted one resumes). Examples: examples/service-cost.toml, examples/host-tuning.toml.")
+    p.add_argument("file", help="the study file (.toml, .yaml, .yml, .json)")
+    p.add_argument("--out", metavar="DIR", help="output directory [results/<study name>]")
+    p.add_argument("--quiet", action="store_true", help="no live progress display")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    study = load_study(args.file)
+    for v in study.variants:
+        require_privileges(v.config)
+    err = Console(stderr=True, highlight=False)
+    command = " ".join(["netrig"] + sys.argv[1:])
+    statuses: dict[str, int] = {}
+
+    def run_variant(config: TestConfig, out: Path, resume: bool) -> None:
+        statuses[config.name] = run_with_console(config, out, resume=resume, command=command, quiet=args.quiet)
+        if statuses[config.name] >= 128:
+            raise Terminated(statuses[config.name] - 128) if statuses[config.name] != 130 else KeyboardInterrupt()
+
+    runner = StudyRunner(study, args.out, run_variant=run_variant,
+                         notify=lambda msg: err.print(f"[bold]study {study.name}[/bold]: {msg}", soft_wrap=True))
+    try:
+        outcomes = runner.run()
+    except (*INTERRUPTS, InterruptedTrial):
+        err.print(f"study {study.name}: stopped; what finished is kept in {runner.out}. Continue with: "
+                  f"netrig study {args.file} --out {runner.out}", markup=False, soft_wrap=True)
+        return 130
+    try:
+        out = write_study(runner.out)
+    except ResultError as e:
+        err.print(f"netrig: error: {e}", markup=False, soft_wrap=True)
+        return 2
+    Console().print(f"comparison: {out}")
+    failed = [o for o in outcomes if not o.complete]
+    for o in failed:
+        err.print(f"variant {o.name}: {o.state}: {o.error}", markup=False, soft_wrap=True)
+    return 2 if failed else (1 if any(s == 1 for s in statuses.values()) else 0)

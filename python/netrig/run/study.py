@@ -1,0 +1,263 @@
+"""Studies: one file, a matrix of DUT variants × methods, run as one resumable run and reported as
+one comparison against a baseline (the service-cost and host-tuning lab reports).
+
+A study file (TOML, YAML or JSON)::
+
+    [study]
+    name = "service-cost"            # the default output directory: results/<name>
+    title = "What each router service costs"
+    baseline = "routing"             # a variant's name; default: the first variant
+
+    [base]                           # a netrig config (docs/methodology.md) every variant starts from
+    frames = { sizes = [64, 1518] }
+    methods = [ { tcp = { streams = 5 } }, { rfc2544_throughput = {} } ]
+
+    [[variant]]
+    name = "routing"
+    testbed = { name = "router" }
+
+    [[variant]]
+    name = "acl-100"
+    description = "100 stateless rules"
+    testbed = { name = "acl", options = { rules = 100 } }
+
+Each variant's config is ``base`` with the variant's keys merged in (tables merged key by key, anything
+else replaced), and ``name`` set to the variant's name; every one is validated before anything runs.
+
+Data flow::
+
+    study file ── Study (variants validated) ── OUT/study.json (the study as run)
+        ── per variant, baseline first: OUT/<variant>/ — a netrig run (Runner): skipped when its
+           result.json is complete, resumed when it holds trials, else started
+        ── OUT/<variant>/report.html ── OUT/compare.html: every finished variant against the baseline
+
+Running the same study into the same directory continues it; a different study there is refused.
+A variant that fails (its test bed cannot be built, say) is recorded with its error and the study
+goes on; Ctrl-C stops the study, keeps what finished, and the next run continues it.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from netrig.errors import INTERRUPTS, ConfigError, InterruptedTrial, NetrigError, ResultError
+from netrig.results import RESULT_FILE, dumps, utc_now, write_text_atomic
+from netrig.run.config import TestConfig, config_from_dict, read_document
+
+STUDY_FILE = "study.json"
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_STUDY_KEYS = ("name", "title", "description", "baseline")
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    description: str
+    config: TestConfig
+
+
+@dataclass(frozen=True)
+class Study:
+    name: str
+    title: str
+    description: str
+    #: Baseline first.
+    variants: tuple[Variant, ...]
+    #: The study as given (normalised): what a continued run must match.
+    source: dict = field(repr=False, default_factory=dict)
+
+    @property
+    def baseline(self) -> Variant:
+        return self.variants[0]
+
+
+def merge(base: Any, over: Any) -> Any:
+    """``over`` merged into ``base``: mappings key by key (recursively), anything else replaced."""
+    if isinstance(base, dict) and isinstance(over, dict):
+        out = dict(base)
+        for k, v in over.items():
+            out[k] = merge(base.get(k), v) if k in base else copy.deepcopy(v)
+        return out
+    return copy.deepcopy(over)
+
+
+def study_from_dict(data: Any) -> Study:
+    """Validate a parsed study file; every problem is a ``ConfigError`` naming the key."""
+    if not isinstance(data, dict):
+        raise ConfigError("study", "a study file holds a table at the top level")
+    for key in data:
+        if key not in ("study", "base", "variant"):
+            raise ConfigError(str(key), "unknown key; a study file has [study], [base] and [[variant]] tables")
+    head = data.get("study") or {}
+    if not isinstance(head, dict):
+        raise ConfigError("study", "must be a table (name, title, description, baseline)")
+    for key in head:
+        if key not in _STUDY_KEYS:
+            raise ConfigError(f"study.{key}", f"unknown key; allowed: {', '.join(_STUDY_KEYS)}")
+    name = head.get("name", "study")
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise ConfigError("study.name", f"{name!r}: letters, digits, '_', '-' and '.', at most 64 (it names the "
+                                        "output directory)")
+    base = data.get("base") or {}
+    if not isinstance(base, dict):
+        raise ConfigError("base", "must be a table: the netrig config every variant starts from")
+    raw = data.get("variant")
+    if not isinstance(raw, list) or not raw:
+        raise ConfigError("variant", "needs at least one [[variant]] table (name plus the config keys it changes)")
+    variants: list[Variant] = []
+    for i, v in enumerate(raw):
+        path = f"variant[{i}]"
+        if not isinstance(v, dict):
+            raise ConfigError(path, "must be a table: name, description and the config keys it changes")
+        vname = v.get("name")
+        if not isinstance(vname, str) or not _NAME_RE.match(vname):
+            raise ConfigError(f"{path}.name", f"{vname!r}: every variant needs a name of letters, digits, '_', '-' "
+                                              "and '.' (it names its output directory)")
+        if any(x.name == vname for x in variants):
+            raise ConfigError(f"{path}.name", f"{vname!r} is used twice; variant names must differ")
+        desc = v.get("description", "")
+        if not isinstance(desc, str):
+            raise ConfigError(f"{path}.description", "must be a string")
+        over = {k: x for k, x in v.items() if k not in ("name", "description")}
+        merged = merge(base, over)
+        merged["name"] = vname
+        try:
+            cfg = config_from_dict(merged)
+        except ConfigError as e:
+            raise ConfigError(f"{path} ({vname}).{e.field}", e.message) from None
+        variants.append(Variant(vname, desc, cfg))
+    baseline = head.get("baseline", variants[0].name)
+    idx = next((i for i, v in enumerate(variants) if v.name == baseline), None)
+    if idx is None:
+        raise ConfigError("study.baseline", f"{baseline!r} is no variant; variants: "
+                                            f"{', '.join(v.name for v in variants)}")
+    variants.insert(0, variants.pop(idx))
+    title = head.get("title", name)
+    if not isinstance(title, str):
+        raise ConfigError("study.title", "must be a string")
+    source = {"study": {"name": name, "title": title, "baseline": variants[0].name},
+              "variants": [{"name": v.name, "description": v.description, "config": v.config.to_dict()}
+                           for v in variants]}
+    return Study(name, title, str(head.get("description", "")), tuple(variants), source)
+
+
+def load_study(path: str | Path) -> Study:
+    try:
+        return study_from_dict(read_document(path))
+    except ConfigError as e:
+        if e.field.startswith(str(path)):
+            raise
+        raise ConfigError(f"{path}: {e.field}", e.message) from None
+
+
+@dataclass
+class VariantOutcome:
+    name: str
+    dir: Path
+    #: done (finished now), kept (finished earlier), failed, interrupted, pending
+    state: str = "pending"
+    error: str | None = None
+    complete: bool = False
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "dir": self.dir.name, "state": self.state, "error": self.error,
+                "complete": self.complete}
+
+
+#: ``run_variant(config, out_dir, resume) -> None``: runs one variant (the CLI passes one with a
+#: console); raises like ``Runner.run``.
+RunVariant = Callable[[TestConfig, Path, bool], Any]
+
+
+def _default_run(config: TestConfig, out: Path, resume: bool) -> Any:
+    from netrig.run.runner import Runner
+    return Runner(config, out, resume=resume).run()
+
+
+def _finished(d: Path) -> bool:
+    try:
+        return bool(json.loads((d / RESULT_FILE).read_text(encoding="utf-8")).get("complete"))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _has_trials(d: Path) -> bool:
+    from netrig.results import TRIAL_LOG, read_trial_log
+    if not (d / TRIAL_LOG).exists():
+        return False
+    try:
+        return bool(read_trial_log(d)[1]) or (d / TRIAL_LOG).stat().st_size > 0
+    except ResultError:
+        return True
+
+
+class StudyRunner:
+    """Runs ``study`` into ``out_dir`` (continuing what an earlier run of the same study left)."""
+
+    def __init__(self, study: Study, out_dir: str | Path | None = None, *, run_variant: RunVariant | None = None,
+                 notify: Callable[[str], None] | None = None):
+        self.study = study
+        self.out = Path(out_dir or Path("results") / study.name)
+        self.run_variant = run_variant or _default_run
+        self.notify = notify or (lambda msg: None)
+        self.outcomes = [VariantOutcome(v.name, self.out / v.name) for v in study.variants]
+        self.started_at = utc_now()
+
+    def _check_dir(self) -> None:
+        f = self.out / STUDY_FILE
+        if not f.exists():
+            if self.out.exists() and any(self.out.iterdir()):
+                raise ResultError(f"{self.out}: not empty and no study was run there; choose another --out")
+            return
+        try:
+            old = json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise ResultError(f"{f}: cannot read ({e}); remove it, or choose another --out") from None
+        if old.get("source") != json.loads(dumps(self.study.source)):
+            raise ResultError(f"{self.out}: holds a different study (or this one changed); choose another --out, "
+                              "or run the study file it was started with")
+        self.started_at = old.get("started_at", self.started_at)
+
+    def _save(self, complete: bool) -> None:
+        doc = {"study": self.study.name, "title": self.study.title, "started_at": self.started_at,
+               "updated_at": utc_now(), "complete": complete, "baseline": self.study.baseline.name,
+               "variants": [o.to_dict() for o in self.outcomes], "source": self.study.source}
+        write_text_atomic(self.out / STUDY_FILE, dumps(doc, indent=1) + "\n")
+
+    def run(self) -> list[VariantOutcome]:
+        self._check_dir()
+        self.out.mkdir(parents=True, exist_ok=True)
+        self._save(False)
+        for v, o in zip(self.study.variants, self.outcomes):
+            if _finished(o.dir):
+                o.state, o.complete = "kept", True
+                self.notify(f"variant {v.name}: finished earlier, kept ({o.dir}/{RESULT_FILE})")
+                continue
+            resume = _has_trials(o.dir)
+            self.notify(f"variant {v.name}: {'continuing' if resume else 'running'}"
+                        + (f" — {v.description}" if v.description else ""))
+            try:
+                self.run_variant(v.config, o.dir, resume)
+                o.complete = _finished(o.dir)
+                o.state = "done" if o.complete else "failed"
+                if not o.complete:
+                    o.error = "the run did not finish (see its result.json)"
+            except (*INTERRUPTS, InterruptedTrial):
+                o.state = "interrupted"
+                self._save(False)
+                raise
+            except (NetrigError, OSError) as e:
+                o.state, o.error = "failed", " ".join(str(e).split())
+                self.notify(f"variant {v.name}: failed: {o.error}")
+            self._save(False)
+        self._save(all(o.complete for o in self.outcomes))
+        return self.outcomes
+
+    def results(self) -> list[Path]:
+        """The result files to compare: the baseline first, then every other variant that has one."""
+        return [o.dir / RESULT_FILE for o in self.outcomes if (o.dir / RESULT_FILE).exists()]
