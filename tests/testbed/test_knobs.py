@@ -418,3 +418,77 @@ rfc2544_throughput = {}
     assert config_from_dict(_cfg({}))
     assert not config_from_dict(_cfg({})).testbed.knobs
     assert k.for_selftest().to_dict() == {"tester": d["testbed"]["knobs"]["tester"], "host": d["testbed"]["knobs"]["host"]}
+
+
+# --------------------------------------------------------------------------------------------- #
+# From the command line
+
+RUN_TOML = """
+[testbed]
+name = "router"
+[testbed.knobs.dut]
+features = { gro = "on" }
+coalesce = { rx-usecs = 0 }
+sysfs = { napi_defer_hard_irqs = 2 }
+[line_rate]
+speed_bps = "100M"
+[trial]
+duration_s = "0.5s"
+drain_s = "0.2s"
+[selftest]
+enabled = false
+[frames]
+sizes = [64]
+[[methods]]
+iperf = { rate_pct = 5, duration_s = "0.5s", interval_s = "0.5s" }
+"""
+
+
+@pytest.mark.root
+@root
+def test_netrig_run_records_the_knobs_in_the_result(tmp_path):
+    from netrig.results import load_result
+
+    spaces = netns_names()
+    (tmp_path / "k.toml").write_text(RUN_TOML)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    r = subprocess.run([sys.executable, "-m", "netrig.cli.main", "run", str(tmp_path / "k.toml"), "--out",
+                        str(tmp_path / "out"), "--quiet"], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode in (0, 1), r.stderr  # 1: a trial that ran but is invalid (a busy host)
+    doc = load_result(tmp_path / "out")
+    knobs = doc["testbed"]["knobs"]
+    assert knobs["restored"] is True and knobs["requested"]["dut"]["features"] == {"gro": "on"}
+    assert {(s["knob"], s["reason"].split(" (")[0]) for s in knobs["skipped"]} == {
+        ("coalesce.rx-usecs", "veth has no interrupt coalescing")}
+    dtx = next(w for w in knobs["applied"]["dut"] if w.endswith("-dtx"))
+    assert knobs["applied"]["dut"][dtx] == {"features.gro": "on", "sysfs.napi_defer_hard_irqs": "2"}
+    assert doc["config"]["testbed"]["knobs"]["dut"]["sysfs"] == {"napi_defer_hard_irqs": 2}
+    assert netns_names() == spaces
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--knob", "dut.features.grooo=off"], "--knob dut.features.grooo: unknown feature; did you mean 'gro'?"),
+    (["--knob", "dut.features=off"], "--knob: must be TARGET.KIND.NAME=VALUE"),
+    (["--knob", "dut.coalesce.rx-usecs=fast"], "--knob dut.coalesce.rx-usecs: 'fast': must be an integer"),
+    (["--knob", "dut.sysctl.net.core.busy_poll=50"], "--knob dut.sysctl.net.core.busy_poll: host-wide"),
+    (["--testbed", "simulated", "--knob", "tester.features.gro=off"], "--knob: the simulated test bed has no"),
+])
+def test_knob_option_errors_name_the_option(args, message, capsys, tmp_path):
+    from netrig.cli.main import main
+
+    assert main(["rfc2544", *args, "--out", str(tmp_path / "out")]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_knob_options_type_values_like_a_config():
+    from netrig.cli.shortcuts import knob_options
+
+    assert knob_options(["dut.features.gro=off", "dut.coalesce.rx-usecs=0", "dut.sysfs.queues/rx-*/rps_cpus=2",
+                         "dut.sysfs.threaded=1", "host.sysctl.net.core.busy_poll=50",
+                         "tester.sysctl.net.ipv4.tcp_rmem=4096 65536 8388608",
+                         "interfaces.dtx.features.rx-gro-list=on"]) == {
+        "dut": {"features": {"gro": "off"}, "coalesce": {"rx-usecs": 0},
+                "sysfs": {"queues/rx-*/rps_cpus": "2", "threaded": 1}},
+        "host": {"sysctl": {"net.core.busy_poll": 50}},
+        "tester": {"sysctl": {"net.ipv4.tcp_rmem": "4096 65536 8388608"}},
+        "interfaces": {"dtx": {"features": {"rx-gro-list": "on"}}}}

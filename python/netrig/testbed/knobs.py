@@ -207,12 +207,20 @@ def _coalesce_value(name: str, value: Any, path: str) -> int:
     return value
 
 
-def _sysfs_kind(name: str, path: str) -> str:
+def sysfs_kind(name: str) -> str | None:
+    """How a sysfs knob's value reads: ``"int"``, ``"mask"`` (hex CPU mask), None: not a knob."""
     if name in SYSFS_ATTRS:
         return SYSFS_ATTRS[name]
     m = _QUEUE_RE.match(name)
     if m and m.group(3) in SYSFS_QUEUE_ATTRS[m.group(1)]:
         return SYSFS_QUEUE_ATTRS[m.group(1)][m.group(3)]
+    return None
+
+
+def _sysfs_kind(name: str, path: str) -> str:
+    kind = sysfs_kind(name)
+    if kind is not None:
+        return kind
     allowed = [*SYSFS_ATTRS] + [f"queues/{d}-N/{a}" for d, attrs in SYSFS_QUEUE_ATTRS.items() for a in attrs]
     raise ConfigError(path, _suggest(name, allowed, "sysfs attribute")
                       + f"allowed: {', '.join(allowed)} (N: a queue number or * for every queue)")
@@ -1022,5 +1030,5 @@ def applied_knobs(knobs: Knobs, layout: KnobLayout, state: dict[str, Any] | None
 
 
 __all__ = ["Knobs", "KnobSet", "KnobLayout", "KnobInterface", "KnobApplier", "applied_knobs", "restore_entries",
-           "placement_conflict", "known_features", "feature_pattern", "FEATURE_GROUPS", "COALESCE", "SYSFS_ATTRS",
-           "SYSFS_QUEUE_ATTRS", "HOST_WIDE_SYSCTLS"]
+           "placement_conflict", "known_features", "sysfs_kind", "feature_pattern", "FEATURE_GROUPS", "COALESCE",
+           "SYSFS_ATTRS", "SYSFS_QUEUE_ATTRS", "HOST_WIDE_SYSCTLS"]
