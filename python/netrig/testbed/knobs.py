@@ -837,7 +837,8 @@ class KnobApplier:
                 live = self._in_ns(k, _features_here, k.ifname)
                 members = {n: s for n, s in live.items() if fnmatch.fnmatchcase(n, pattern)}
                 if not members:
-                    raise _Skip(f"this kernel has no feature {k.name!r}")
+                    also = f" ({pattern})" if pattern != k.name else ""
+                    raise _Skip(f"this kernel has no feature {k.name!r}{also}")
                 return members
             if k.kind == "coalesce":
                 self._snapshot_once("coalesce", k)
