@@ -324,6 +324,23 @@ def test_knobs_a_killed_run_left_are_restored_by_the_next_one(tb_ids):
 
 @pytest.mark.root
 @root
+def test_teardown_restores_host_knobs_a_killed_run_left(tb_ids):
+    name = "net.core.busy_read"
+    old = sh("sysctl", "-n", name).strip()
+    new = "9" if old != "9" else "10"
+    with Testbed.create("loopback") as tb:
+        tb_ids.append(tb.id)
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+        r = subprocess.run([sys.executable, "-c", KILLED, tb.id, json.dumps({"host": {"sysctl": {name: int(new)}}})],
+                           capture_output=True, text=True, env=env, timeout=30)
+        assert r.returncode == 9, r.stderr
+        assert sh("sysctl", "-n", name).strip() == new  # a host-wide value outlives the run
+        tb.state = st.read_state(tb.id)  # as `netrig testbed down`/`clean` read it
+    assert sh("sysctl", "-n", name).strip() == old
+
+
+@pytest.mark.root
+@root
 def test_another_live_owner_is_refused(tb_ids):
     with Testbed.create("loopback") as tb:
         tb_ids.append(tb.id)
