@@ -9,6 +9,7 @@ options below are the config file's keys in kebab-case; errors name the option, 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import Any
 
@@ -18,6 +19,7 @@ from netrig.errors import ConfigError, TestbedError
 from netrig.methodology.method import Command
 from netrig.methods import REGISTRY
 from netrig.run.config import config_from_dict
+from netrig.testbed.knobs import sysfs_kind
 from netrig.testbed.options import parse_option
 from netrig.testbed.state import ID_RE as TESTBED_ID_RE
 from netrig.testbed.state import read_state
@@ -37,6 +39,10 @@ def add_common(p: argparse.ArgumentParser, sizes_default: str = "rfc") -> None:
     p.add_argument("--testbed-option", action="append", default=[], metavar="KEY=VALUE",
                    help="test bed option, repeatable, typed as in a config file (e.g. cap=1Mpps, rules=100, "
                         "log=false, mtu=9000); a topology refuses options it does not use")
+    p.add_argument("--knob", action="append", default=[], metavar="TARGET.KIND.NAME=VALUE",
+                   help="host tuning knob set for the run and restored after it, repeatable, as in a config's "
+                        "testbed.knobs (docs/methodology.md): e.g. dut.features.gro=off, dut.sysfs.threaded=1, "
+                        "tester.coalesce.rx-usecs=0, host.sysctl.net.core.busy_poll=50")
     p.add_argument("--sizes", default=sizes_default,
                    help=f"frame sizes incl. FCS: 'rfc', a list like 64,512,1518, imix, simple-imix [{sizes_default}]")
     p.add_argument("--duration", default=None, help="trial duration, e.g. 2s, 60s [60s]")
@@ -74,6 +80,30 @@ def testbed_options(pairs: list[str]) -> dict[str, Any]:
     return opts
 
 
+def knob_options(items: list[str]) -> dict[str, Any]:
+    """``--knob TARGET.KIND.NAME=VALUE`` items as a config's ``testbed.knobs`` table (integers where
+    the knob takes one)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        parts = key.strip().split(".")
+        n = 3 if parts[0] == "interfaces" else 2
+        if not sep or len(parts) <= n or not all(parts[:n]):
+            raise ConfigError("--knob", f"must be TARGET.KIND.NAME=VALUE, e.g. dut.features.gro=off or "
+                                        f"interfaces.dtx.sysfs.threaded=1 (got {item!r})")
+        node = out
+        for part in parts[:n]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ConfigError("--knob", f"{key}: conflicts with another --knob")
+        kind, name, value = parts[n - 1], ".".join(parts[n:]), text.strip()
+        integer = re.fullmatch(r"\d+", value) is not None
+        if kind == "sysfs" and sysfs_kind(name) == "mask":
+            integer = False
+        node[name] = int(value) if integer and kind != "features" else value
+    return out
+
+
 def testbed_config(name_or_id: str, options: dict[str, Any]) -> dict[str, Any]:
     """``testbed`` of a config for ``--testbed``: a topology or ``simulated``, or the id of a test
     bed that is up (``netrig testbed up``)."""
@@ -89,6 +119,8 @@ def testbed_config(name_or_id: str, options: dict[str, Any]) -> dict[str, Any]:
 def base_config(args: argparse.Namespace) -> dict:
     """The config (as a file would give it) of the shared options."""
     tb = testbed_config(args.testbed, testbed_options(args.testbed_option))
+    if args.knob:
+        tb["knobs"] = knob_options(args.knob)
     if args.sim_capacity_pps is not None:
         if args.testbed != "simulated":
             raise ConfigError("--sim-capacity-pps", "applies to --testbed simulated only")
@@ -118,6 +150,9 @@ def execute(cfg: dict, args: argparse.Namespace, fields: dict[str, str] | None =
     except ConfigError as e:
         if e.field.startswith("testbed.options."):
             raise ConfigError(f"--testbed-option {e.field.removeprefix('testbed.options.')}", e.message) from None
+        if e.field == "testbed.knobs" or e.field.startswith("testbed.knobs."):
+            rest = e.field.removeprefix("testbed.knobs").lstrip(".")
+            raise ConfigError(f"--knob {rest}" if rest else "--knob", e.message) from None
         if e.field == "testbed.name":
             raise ConfigError("--testbed", e.message) from None
         raise rename_field(e, {**COMMON_FIELDS, **(fields or {})}) from None

@@ -40,6 +40,7 @@ from netrig.model import (
     parse_speed,
 )
 from netrig.testbed import TOPOLOGIES, Testbed
+from netrig.testbed.knobs import Knobs, placement_conflict
 from netrig.testbed.state import ID_RE as TESTBED_ID_RE
 
 #: Most repetitions of a method.
@@ -51,17 +52,24 @@ class TestbedConfig:
     """``name``: a topology from ``netrig.testbed`` (e.g. ``router``, ``policer``) built for the run
     and torn down after it, or ``simulated``. ``id``: instead, run on the existing test bed with
     this id (``netrig testbed up``; it is left standing). ``options`` are checked against the
-    topology now, before anything starts."""
+    topology now, before anything starts. ``knobs``: host tuning knobs set for the run and
+    restored after it (``netrig.testbed.knobs``; the tester's self-test gets the tester's and the
+    host's)."""
 
     __test__ = False
     name: str = "router"
     options: dict = field(default_factory=dict)
     simulator: DutModel | None = None
     id: str | None = None
+    knobs: Knobs = field(default_factory=Knobs)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ConfigError("name", f"must be a test bed name (got {self.name!r})")
+        if not isinstance(self.knobs, Knobs):
+            object.__setattr__(self, "knobs", Knobs.from_dict(self.knobs))
+        if self.name == "simulated" and self.knobs:
+            raise ConfigError("knobs", "the simulated test bed has no interfaces to tune; leave knobs out")
         if self.id is not None:
             if not isinstance(self.id, str) or not TESTBED_ID_RE.match(self.id):
                 raise ConfigError("id", f"{self.id!r}: not a test-bed id (4 hex digits, see `netrig testbed status`)")
@@ -80,9 +88,16 @@ class TestbedConfig:
             raise ConfigError("name", f"{self.name!r}: unknown test bed; choose one of "
                                       f"{', '.join(TOPOLOGIES)} or simulated (or give the id of a built one)")
         try:
-            Testbed.create(self.name, **self.options)
+            tb = Testbed.create(self.name, **self.options)
         except ConfigError as e:
             raise ConfigError(f"options.{e.field}", e.message) from None
+        if self.knobs.dut and not TOPOLOGIES[self.name].has_dut:
+            raise ConfigError("knobs.dut", f"topology {self.name} has no DUT interfaces; tune its tester ports "
+                                           "with knobs.tester, or interfaces by name with knobs.interfaces.<name>")
+        if tb.options.dut_cpus is not None:
+            clash = placement_conflict(self.knobs, tb.options.dut_placement)
+            if clash:
+                raise ConfigError(*clash)
 
 
 @dataclass(frozen=True)
@@ -293,6 +308,8 @@ def _convert(tp, value, path: str, name: str):
         if not isinstance(value, (list, tuple)):
             value = [value]
         return tuple(_convert(item, v, f"{path}[{i}]", name) for i, v in enumerate(value))
+    if tp is Knobs:
+        return Knobs.from_dict(value, path)
     if dataclasses.is_dataclass(tp):
         return build(tp, value, path)
     if tp is float:
@@ -438,6 +455,8 @@ def _one_line(text: str) -> str:
 
 
 def _plain(obj):
+    if isinstance(obj, Knobs):
+        return obj.to_dict()
     if isinstance(obj, FrameSize):
         return obj.label
     if isinstance(obj, MethodConfig):

@@ -8,7 +8,9 @@
 * a **real** one: the test bed is built (``netrig.testbed``; torn down when the block exits, also
   on errors and Ctrl-C), its tester ports opened as engine ports, an :class:`EngineMeasurer` made
   with the addressing that crosses the DUT, DUT monitoring around every trial when
-  ``trial.monitor`` is on, the environment captured, and the line rate decided.
+  ``trial.monitor`` is on, the test bed's tuning knobs applied (``testbed.knobs``; restored before
+  it is torn down, their record in ``Session.testbed["knobs"]``), the environment captured, and
+  the line rate decided.
 
 Nothing else wires these together: methods see only the measurer and the line rate; the run loop
 (``netrig.run.runner``) only sessions and the result store.
@@ -29,6 +31,7 @@ from netrig.model import LineRate
 from netrig.monitor import Monitor
 from netrig.run.config import TestConfig
 from netrig.testbed import Testbed
+from netrig.testbed.knobs import KnobLayout, Knobs, applied_knobs
 from netrig.trial import Port
 
 #: Monitoring samples per trial: about five, between every 0.1 s and every 1 s.
@@ -103,7 +106,8 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
     bed: AbstractContextManager[Testbed] = (
         existing_testbed(config.testbed.id) if role == "dut" and config.testbed.id
         else Testbed.create(name, **opts))
-    with bed as tb:
+    knobs = config.testbed.knobs if role == "dut" else config.testbed.knobs.for_selftest()
+    with bed as tb, _tuned(tb, knobs) as knob_record:
         name = tb.topology
         if role == "dut" and stack_methods and not tb.options.tester_stack:
             raise ConfigError("testbed.id", f"method(s) {', '.join(stack_methods)} run between the tester ports' "
@@ -133,7 +137,7 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
         env: dict = {}
         if role == "dut":
             try:
-                env = capture(testbed=tb)
+                env = capture(testbed=tb)  # after the knobs: the environment as measured
             except (NetrigError, OSError) as e:  # the environment is recorded, never required
                 env = {"error": str(e)}
         try:
@@ -141,8 +145,17 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
         except (NetrigError, OSError) as e:
             desc = {"name": name, "error": str(e)}
         desc.setdefault("name", name)
+        if knob_record is not None:
+            desc["knobs"] = knob_record  # the same dict: "restored" is filled in when the block ends
         yield Session(measurer, line_rate(config, tp.ifname, tx.info().speed_bps), desc, env,
                       command_env=tb.command_env(), before_trial=tb.repair)
+
+
+def _tuned(tb: Testbed, knobs: Knobs) -> AbstractContextManager[dict | None]:
+    """The test bed's tuning knobs, applied for the block and restored before it is torn down."""
+    if not knobs:
+        return contextlib.nullcontext(None)
+    return applied_knobs(knobs, KnobLayout.of_testbed(tb), state=tb.state, path="testbed.knobs")
 
 
 def _selftest_options(config: TestConfig) -> dict:

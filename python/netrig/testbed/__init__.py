@@ -3,10 +3,11 @@
 >>> with Testbed.create("router") as tb:            # doctest: +SKIP
 ...     s = Stream(**tb.stream_defaults(), frame_size=64, rate_pps=10_000)
 
-See ``docs/testbed.md``.
+See ``docs/testbed.md``; tuning knobs (``Knobs``, ``applied_knobs``): ``docs/methodology.md``.
 """
 from netrig.testbed import state as st
 from netrig.testbed.clean import clean
+from netrig.testbed.knobs import KnobLayout, Knobs, KnobSet, applied_knobs
 from netrig.testbed.options import TestbedOptions, parse_cap, parse_cpus
 from netrig.testbed.state import CleanReport
 from netrig.testbed.testbed import Testbed, TesterPort
@@ -27,4 +28,4 @@ def down(tb_id: str) -> None:
 
 
 __all__ = ["Testbed", "TesterPort", "TestbedOptions", "TOPOLOGIES", "list_topologies", "clean", "status",
-           "down", "CleanReport", "parse_cap", "parse_cpus"]
+           "down", "CleanReport", "parse_cap", "parse_cpus", "Knobs", "KnobSet", "KnobLayout", "applied_knobs"]

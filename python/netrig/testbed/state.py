@@ -96,6 +96,16 @@ def pid_alive(pid: int | None, start_time: float | None = None) -> bool:
     return True
 
 
+def proc_start_time() -> float | None:
+    """This process's start time (recorded with its pid, so a reused pid is not taken for it)."""
+    try:
+        import psutil
+
+        return psutil.Process().create_time()
+    except Exception:
+        return None
+
+
 def owner_alive(state: dict[str, Any]) -> bool:
     return pid_alive(state.get("owner_pid"), state.get("owner_start_time"))
 

@@ -14,6 +14,7 @@ from pyroute2 import IPRoute
 
 from netrig.errors import CapabilityError, ConfigError, Terminated, TestbedError
 from netrig.testbed import state as st
+from netrig.testbed.knobs import restore_entries
 from netrig.testbed.nsthread import (
     create_netns,
     netlink_route,
@@ -142,7 +143,7 @@ class Testbed:
             "topology": self.topology,
             "options": self.options.to_dict(),
             "owner_pid": os.getpid(),
-            "owner_start_time": _proc_start_time(),
+            "owner_start_time": st.proc_start_time(),
             "detached": False,
             "created_at": st.now(),
             "status": "building",
@@ -499,15 +500,6 @@ class Testbed:
         return f"Testbed({self.topology!r}, id={self.id!r}, built={self._built})"
 
 
-def _proc_start_time() -> float | None:
-    try:
-        import psutil
-
-        return psutil.Process().create_time()
-    except Exception:
-        return None
-
-
 _IFF_UP = 0x1
 #: How long :meth:`Testbed.repair` waits for links that were just set up to report carrier.
 REPAIR_SETTLE_S = 3.0
@@ -651,6 +643,12 @@ def _describe_ns(ns: str | None, sysctls: dict[str, str], nft_text: str | None) 
 def teardown_state(state: dict[str, Any]) -> list[str]:
     """Remove what ``state`` records; return a list of what could not be removed (empty = clean)."""
     leftovers: list[str] = []
+    undo = (state.get("knobs") or {}).get("undo")
+    if undo:  # tuning knobs a killed run left (on the host or real NICs they outlive the namespaces)
+        problems = restore_entries(undo)
+        leftovers += [f"knob {p}" for p in problems]
+        if not problems:
+            state.pop("knobs", None)
     for ns in reversed(state.get("namespaces", [])):
         if not _ns_exists(ns):
             continue

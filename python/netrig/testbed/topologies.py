@@ -69,6 +69,7 @@ class Topology:
     name: ClassVar[str]
     description: ClassVar[str]
     uses: ClassVar[tuple[str, ...]] = LINK_OPTIONS  # options this topology reads
+    has_dut: ClassVar[bool] = False  # a Linux DUT in a namespace (interfaces of role "dut")
 
     def validate(self, o: TestbedOptions) -> None:
         """Refuse every option this topology would ignore: it would build another test bed than
@@ -156,6 +157,7 @@ class Bridge(Topology):
     name = "bridge"
     description = "a Linux bridge DUT (L2 switching, MAC learning primed by learning frames)"
     uses = DUT_OPTIONS
+    has_dut = True
 
     def build(self, tb: Any) -> None:
         tx_ns = self.tester_ns(tb, "tx")
@@ -185,6 +187,7 @@ class Router(Topology):
     name = "router"
     description = "an IPv4+IPv6 forwarding Linux DUT with static routes and neighbours"
     uses: ClassVar[tuple[str, ...]] = DUT_OPTIONS
+    has_dut = True
 
     def build(self, tb: Any) -> None:
         self.build_router(tb)
