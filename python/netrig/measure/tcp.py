@@ -19,9 +19,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import math
-import os
 import shutil
-import signal
 import subprocess
 import threading
 import time
@@ -29,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netrig.errors import ConfigError, ToolError
+from netrig.measure.process import ProcessCpu, in_netns, listening, reap, stop
 
 __all__ = ["DIRECTIONS", "TcpParams", "TcpStream", "TcpInterval", "ProcessCpu", "TcpResult", "run_iperf3"]
 
@@ -97,19 +96,6 @@ class TcpInterval:
 
 
 @dataclass(frozen=True)
-class ProcessCpu:
-    """CPU-seconds one process used over its whole life (``wait4`` rusage)."""
-    name: str
-    netns: str | None
-    user_s: float
-    sys_s: float
-
-    @property
-    def total_s(self) -> float:
-        return self.user_s + self.sys_s
-
-
-@dataclass(frozen=True)
 class TcpResult:
     params: TcpParams
     server: str
@@ -152,50 +138,6 @@ def _version(tool: str) -> str:
     return out.split("\n", 1)[0].strip()
 
 
-def _in_netns(netns: str | None, argv: list[str]) -> list[str]:
-    return ["ip", "netns", "exec", netns, *argv] if netns else argv
-
-
-def _listening(netns: str | None, port: int) -> bool:
-    """Something listens on TCP ``port`` in ``netns`` (``ss``, in the namespace)."""
-    r = subprocess.run(_in_netns(netns, ["ss", "-Hltn", f"sport = :{port}"]), capture_output=True, text=True,
-                       timeout=10)
-    return bool(r.stdout.strip())
-
-
-def _reap(proc: subprocess.Popen, timeout_s: float) -> tuple[int | None, ProcessCpu | None]:
-    """Wait for ``proc`` up to ``timeout_s`` (then kill it) and return its exit status and the CPU
-    it used (from ``wait4``)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
-        if pid == proc.pid:
-            proc.returncode = os.waitstatus_to_exitcode(status)
-            return proc.returncode, ProcessCpu("", None, ru.ru_utime, ru.ru_stime)
-        if time.monotonic() >= deadline:
-            proc.send_signal(signal.SIGKILL)
-            pid, status, ru = os.wait4(proc.pid, 0)
-            proc.returncode = os.waitstatus_to_exitcode(status)
-            return None, ProcessCpu("", None, ru.ru_utime, ru.ru_stime)
-        time.sleep(0.02)
-
-
-def _stop(proc: subprocess.Popen | None) -> None:
-    """Kill and reap ``proc`` if it still runs, and close its pipes (every exit path)."""
-    if proc is None:
-        return
-    if proc.returncode is None:
-        try:
-            proc.send_signal(signal.SIGKILL)
-            os.waitpid(proc.pid, 0)
-            proc.returncode = -signal.SIGKILL
-        except (ProcessLookupError, ChildProcessError):
-            pass
-    for f in (proc.stdout, proc.stderr):
-        if f is not None:
-            f.close()
-
-
 def _error_line(doc: dict[str, Any] | None, stderr: str, server: str, port: int, timed_out: bool) -> str:
     msg = (doc or {}).get("error") or stderr.strip().splitlines()[-1:] and stderr.strip().splitlines()[-1] or ""
     where = f"{server} port {port}"
@@ -220,7 +162,7 @@ def run_iperf3(client_netns: str | None, server_netns: str | None, server_addr: 
         raise ConfigError("server_addr", f"{server_addr!r} is not an IPv4 or IPv6 address") from None
     tool = _tool()
     version = _version(tool)
-    if _listening(server_netns, params.port):
+    if listening(server_netns, params.port):
         raise ToolError(f"iperf3: TCP port {params.port} is already in use in namespace {server_netns or '(host)'}: "
                         "choose another port")
     server = client = None
@@ -228,10 +170,10 @@ def run_iperf3(client_netns: str | None, server_netns: str | None, server_addr: 
     err: list[str] = []
     try:
         server = subprocess.Popen(
-            _in_netns(server_netns, [tool, "-s", "-1", "-B", addr, "-p", str(params.port)]),
+            in_netns(server_netns, [tool, "-s", "-1", "-B", addr, "-p", str(params.port)]),
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
         deadline = time.monotonic() + 5.0
-        while not _listening(server_netns, params.port):
+        while not listening(server_netns, params.port):
             if server.poll() is not None or time.monotonic() > deadline:
                 why = (server.stderr.read() if server.stderr else "").strip() if server.poll() is not None else ""
                 raise ToolError(f"iperf3 server on {addr} port {params.port} did not start: "
@@ -246,7 +188,7 @@ def run_iperf3(client_netns: str | None, server_netns: str | None, server_addr: 
         for opt, v in (("-w", params.window_bytes), ("-M", params.mss), ("-l", params.length_bytes)):
             if v is not None:
                 argv += [opt, str(v)]
-        client = subprocess.Popen(_in_netns(client_netns, argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        client = subprocess.Popen(in_netns(client_netns, argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   stdin=subprocess.DEVNULL, text=True)
         # Read the client's output while it runs (its JSON can outgrow a pipe's buffer); reap it
         # with wait4 for its CPU, killing it if it outlives the run.
@@ -254,15 +196,15 @@ def run_iperf3(client_netns: str | None, server_netns: str | None, server_addr: 
                    for f, b in ((client.stdout, out), (client.stderr, err))]
         for t in readers:
             t.start()
-        c_status, c_cpu = _reap(client, params.duration_s + CONNECT_TIMEOUT_S + GRACE_S)
+        c_status, c_cpu = reap(client, params.duration_s + CONNECT_TIMEOUT_S + GRACE_S)
         for t in readers:
             t.join(5.0)
         if c_status is None:
             raise ToolError(_error_line(None, "", addr, params.port, timed_out=True))
-        s_status, s_cpu = _reap(server, 5.0)
+        s_status, s_cpu = reap(server, 5.0)
     finally:
-        _stop(client)
-        _stop(server)
+        stop(client)
+        stop(server)
     text = "".join(out)
     try:
         doc = json.loads(text) if text.strip() else None
