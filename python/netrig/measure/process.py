@@ -13,7 +13,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 
-__all__ = ["ProcessCpu", "in_netns", "listening", "reap", "stop"]
+__all__ = ["ProcessCpu", "in_netns", "listening", "reap", "running", "stop"]
 
 
 @dataclass(frozen=True)
@@ -87,3 +87,12 @@ def stop(proc: subprocess.Popen | None) -> None:
     for f in (proc.stdout, proc.stderr):
         if f is not None:
             f.close()
+
+
+def running(proc: subprocess.Popen) -> bool:
+    """``proc`` has not ended yet. Never reaps it (``WNOWAIT``), so :func:`reap` still gets its
+    rusage — unlike ``Popen.poll``."""
+    try:
+        return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+    except ChildProcessError:  # reaped already
+        return False
