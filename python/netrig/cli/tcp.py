@@ -61,12 +61,13 @@ def _params(args: argparse.Namespace) -> TcpParams:
         raise ConfigError(names.get(e.field, e.field), e.message) from None
 
 
-def _testbed(args: argparse.Namespace) -> tuple[Testbed, bool]:
-    """The test bed and whether this command built it (and must tear it down)."""
+def testbed_for(args: argparse.Namespace, tool: str) -> tuple[Testbed, bool]:
+    """The test bed of ``--testbed``/``--testbed-option`` with tester stacks for ``tool`` to run in,
+    and whether this command built it (and must tear it down). Shared with ``netrig rr``."""
     opts: dict[str, Any] = testbed_options(args.testbed_option)
     if args.testbed in TOPOLOGIES:
         if opts.get("tester_stack") is False:
-            raise ConfigError("--testbed-option tester_stack", "must be true: iperf3 runs in the testers' stacks")
+            raise ConfigError("--testbed-option tester_stack", f"must be true: {tool} runs in the testers' stacks")
         opts["tester_stack"] = True
         try:
             return Testbed.create(args.testbed, **opts), True
@@ -82,7 +83,7 @@ def _testbed(args: argparse.Namespace) -> tuple[Testbed, bool]:
                                        f"test bed that is up: {e}") from None
     if not tb.options.tester_stack:
         raise ConfigError("--testbed", f"test bed {tb.id} was built without --tester-stack: its tester ports have "
-                                       "no kernel stack for iperf3; build one with it")
+                                       f"no kernel stack for {tool}; build one with it")
     return tb, False
 
 
@@ -116,7 +117,7 @@ def table(r: TcpResult) -> str:
 def run(args: argparse.Namespace) -> int:
     params = _params(args)
     require_root("building a test bed and running iperf3 in its namespaces")
-    tb, built = _testbed(args)
+    tb, built = testbed_for(args, "iperf3")
     if built:
         with tb:
             result = measure(tb, params, args.family)

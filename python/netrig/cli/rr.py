@@ -1,0 +1,120 @@
+"""``netrig rr``: request/response through a DUT with sockperf ping-pong — round trips per second,
+round-trip-time percentiles, and the CPU each process used.
+
+One message is in flight on one connection (TCP) or socket pair (UDP): port ``tx`` sends
+``--size`` bytes, port ``rx`` sends them back, and the next request leaves when the reply is in
+(netperf's TCP_RR/UDP_RR). Latency is the full round trip (sockperf's default "latency" is half
+of it; netrig reports the round trip only). sockperf leaves the run's first 400 ms and last 50 ms
+out of its measured window. A lost UDP request or reply stops sockperf's ping-pong: that run is
+an error, not a low rate.
+
+``--testbed NAME`` builds a test bed of that topology (with tester stacks) for the run and tears it
+down afterwards (on success, error and Ctrl-C); ``--testbed ID`` uses one that
+``netrig testbed up --tester-stack`` built.
+
+Examples::
+
+    netrig rr --testbed router                          # TCP, 64-byte messages, 10 s, as fast as it goes
+    netrig rr --testbed firewall --protocol udp --size 512 --mps 10000 --json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+
+from netrig.cli.common import require_root
+from netrig.cli.tcp import testbed_for
+from netrig.errors import ConfigError
+from netrig.measure.rr import (
+    DEFAULT_PORT,
+    MAX_SIZE_BYTES,
+    MIN_SIZE_BYTES,
+    PROTOCOLS,
+    RrParams,
+    RrResult,
+    check_sockperf,
+    run_sockperf,
+)
+from netrig.model import parse_duration
+from netrig.testbed import TOPOLOGIES, Testbed
+
+
+def register(sub) -> None:
+    p = sub.add_parser("rr", help="request/response through the DUT with sockperf: round trips/s, RTT percentiles, CPU",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--testbed", required=True, metavar="NAME|ID",
+                   help=f"a topology to build for the run ({', '.join(t for t in TOPOLOGIES if t != 'external')}), "
+                        "or the id of a test bed built with `netrig testbed up --tester-stack`")
+    p.add_argument("--testbed-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="a test-bed option for a topology built for the run (repeatable), e.g. rules=100")
+    p.add_argument("--protocol", default="tcp", choices=PROTOCOLS, help="TCP (one connection) or UDP (default tcp)")
+    p.add_argument("--size", type=int, default=64, metavar="BYTES",
+                   help=f"request and reply size, {MIN_SIZE_BYTES} to {MAX_SIZE_BYTES} (default 64)")
+    p.add_argument("--duration", default="10s", help="how long, whole seconds: 10s, 2m (default 10s)")
+    p.add_argument("--mps", default="max", metavar="N|max",
+                   help="requests per second at most, or max: the next as soon as the reply is in (default max)")
+    p.add_argument("--family", type=int, default=4, choices=(4, 6),
+                   help="IPv4 or IPv6 (default 4; IPv6 needs sockperf 3.8 or later)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"server port (default {DEFAULT_PORT})")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=run)
+
+
+def _params(args: argparse.Namespace) -> RrParams:
+    names = {"protocol": "--protocol", "size_bytes": "--size", "duration_s": "--duration", "mps": "--mps",
+             "port": "--port"}
+    duration = parse_duration(args.duration, "--duration")
+    mps: int | None = None
+    if str(args.mps).strip().lower() != "max":
+        try:
+            mps = int(str(args.mps).strip())
+        except ValueError:
+            raise ConfigError("--mps", f"must be a whole number of requests per second or max (got {args.mps!r})") \
+                from None
+    try:
+        return RrParams(protocol=args.protocol, size_bytes=args.size, duration_s=duration, mps=mps, port=args.port)
+    except ConfigError as e:
+        raise ConfigError(names.get(e.field, e.field), e.message) from None
+
+
+def measure(tb: Testbed, params: RrParams, family: int = 4) -> RrResult:
+    """sockperf ping-pong from the test bed's port ``tx`` (client) to port ``rx`` (server)."""
+    tx, rx = tb.port("tx"), tb.port("rx")
+    addr = rx.ipv4 if family == 4 else rx.ipv6
+    if not addr:
+        raise ConfigError("--family", f"port {rx.name} of test bed {tb.id} has no IPv{family} address")
+    return run_sockperf(tx.netns, rx.netns, addr, params)
+
+
+def table(r: RrResult) -> str:
+    p, t = r.params, r.rtt
+    rate = f"at most {p.mps}/s" if p.mps else "as fast as it goes"
+    lines = [f"sockperf ping-pong {p.protocol.upper()}, {p.size_bytes}-byte messages, {p.duration_s:g} s ({rate}) "
+             f"to {r.server} port {p.port}",
+             f"  {r.tps:,.0f} transactions/s ({r.samples} round trips in the measured {r.measured_s:g} s)",
+             f"  round-trip time µs: p50 {t.p50_us:.1f}  p99 {t.p99_us:.1f}  p99.9 {t.p99_9_us:.1f}  "
+             f"max {t.max_us:.1f}  (mean {t.mean_us:.1f}, min {t.min_us:.1f})"]
+    if r.dropped or r.duplicated or r.out_of_order:
+        lines.append(f"  dropped {r.dropped}, duplicated {r.duplicated}, out of order {r.out_of_order}")
+    for c in r.processes:
+        lines.append(f"  CPU {c.name} ({c.netns}): user {c.user_s:.2f} s, sys {c.sys_s:.2f} s")
+    if (c_m := r.cpu_s_per_million_transactions()) is not None:
+        lines.append(f"  CPU-seconds per million transactions (client + server, whole run): {c_m:.2f}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    params = _params(args)
+    require_root("building a test bed and running sockperf in its namespaces")
+    check_sockperf(args.family)  # before a test bed is built for nothing
+    tb, built = testbed_for(args, "sockperf")
+    if built:
+        with tb:
+            result = measure(tb, params, args.family)
+    else:
+        result = measure(tb, params, args.family)
+    if args.json:
+        print(json.dumps({"testbed": tb.topology, "testbed_id": tb.id, **result.to_dict()}, indent=1))
+    else:
+        print(table(result))
+    return 0
