@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 mkdir -p .stamps
 steps=("$@"); [ ${#steps[@]} -gt 0 ] || steps=(apt venv build)
 
-APT_PACKAGES="iproute2 nftables ethtool procps util-linux python3-venv chromium iperf3"
+APT_PACKAGES="iproute2 nftables ethtool procps util-linux python3-venv chromium iperf3 iperf sockperf"
 PY=${PYTHON:-python3}
 
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
