@@ -53,7 +53,7 @@ def test_rr_udp_paced_prints_a_short_table():
     out = r.stdout
     assert "sockperf ping-pong UDP, 200-byte messages, 1 s (at most 3000/s)" in out and "port 12600" in out
     tps = float(out.split(" transactions/s")[0].split()[-1].replace(",", ""))
-    assert tps == pytest.approx(3000, rel=0.05)
+    assert tps == pytest.approx(3000, rel=0.1)  # paced, not the unpaced tens of thousands
     assert "p50" in out and "p99.9" in out and "max" in out
     assert "CPU sockperf client" in out and "CPU sockperf server" in out and "per million transactions" in out
     assert _no_sockperf()

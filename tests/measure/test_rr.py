@@ -85,8 +85,10 @@ def test_round_trips_through_a_router_with_exact_percentiles_and_cpu(router, pro
 def test_a_paced_run_holds_its_rate(router):
     tx, rx = router.port("tx"), router.port("rx")
     r = run_sockperf(tx.netns, rx.netns, rx.ipv4, RrParams(protocol="udp", duration_s=1, mps=2000, port=12100))
-    assert r.tps == pytest.approx(2000, rel=0.05), r.to_dict()
-    assert r.transactions_total == pytest.approx(2000 * r.run_s, rel=0.05)
+    # sockperf keeps a fixed schedule and catches up after a delay: a loaded machine shifts the
+    # window's rate by what it caught up (a few ms here or there), never to the unpaced ~40 000/s
+    assert r.tps == pytest.approx(2000, rel=0.1), r.to_dict()
+    assert r.transactions_total == pytest.approx(2000 * r.run_s, rel=0.1)
     _nothing_left(router)
 
 

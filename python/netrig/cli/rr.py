@@ -52,7 +52,8 @@ def register(sub) -> None:
                    help=f"request and reply size, {MIN_SIZE_BYTES} to {MAX_SIZE_BYTES} (default 64)")
     p.add_argument("--duration", default="10s", help="how long, whole seconds: 10s, 2m (default 10s)")
     p.add_argument("--mps", default="max", metavar="N|max",
-                   help="requests per second at most, or max: the next as soon as the reply is in (default max)")
+                   help="requests per second on a fixed schedule (late ones catch up), or max: the next as soon as "
+                        "the reply is in (default max)")
     p.add_argument("--family", type=int, default=4, choices=(4, 6),
                    help="IPv4 or IPv6 (default 4; IPv6 needs sockperf 3.8 or later)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"server port (default {DEFAULT_PORT})")

@@ -11,8 +11,11 @@ Data flow::
         ── parse the client's summary ── RrResult
 
 What is measured. One message is in flight: the client sends ``size_bytes``, the server sends the
-same bytes back, and the client sends the next one when the reply is in (at most ``mps`` per
-second; ``None`` is sockperf's ``max``). A *transaction* is one such round trip.
+same bytes back, and the client sends the next one when the reply is in (``mps`` None: at once,
+sockperf's ``max``). A *transaction* is one such round trip. ``mps`` is a fixed schedule from the
+start of the run, kept by spinning: requests that fell behind it (a delayed reply, a descheduled
+client) go out back to back until it is met again, so after a stall in the warm-up the measured
+window's rate can exceed ``mps``.
 
 * **Latency is the round-trip time** (``rtt``), from the client's send to its receipt of the reply
   (sockperf ``--full-rtt``). sockperf's default "latency" is half of that, an estimate of the
@@ -75,8 +78,10 @@ GRACE_S = 10.0
 #: sockperf leaves the run's last 50 ms out of the measured window (its warm-up, 400 ms, it prints).
 COOLDOWN_S = 0.05
 #: A measured window this much shorter than the run's (beyond a paced run's last gap) means the
-#: round trips stopped: sockperf's window ends at the last round trip it saw.
-STALL_S = 0.1
+#: round trips stopped: sockperf's window ends at the last round trip it saw. (A client descheduled
+#: that long just before the end would look the same; a stop closer to the end goes unnamed, and
+#: tps, over the window sockperf measured, is right either way.)
+STALL_S = 0.25
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
