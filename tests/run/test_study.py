@@ -66,7 +66,7 @@ def test_runs_every_variant_and_compares_them(tmp_path):
     assert 'data-plot="study"' in text and "Study: Simulated service cost" in text
     assert "50.0 %" in text  # nat's throughput and goodput against routing
     md = html.with_suffix(".md").read_text()
-    assert "| TCP goodput ↑ | " in md and "| RFC 2544 throughput 64 B ↑ | " in md
+    assert "| TCP goodput (5 × forward) ↑ | " in md and "| RFC 2544 throughput 64 B ↑ | " in md
     assert (out / "nat" / "report.html").exists() and (out / "routing" / "report.html").exists()
     state = json.loads((out / "study.json").read_text())
     assert state["complete"] and state["baseline"] == "routing"

@@ -331,16 +331,19 @@ def simulated_stack(model: DutModel, request: StackRequest) -> dict:
         rtt_us = 2 * model.latency_base_ns / 1e3
         n = int(d * 1e6 / rtt_us)
         busy = n / 1e6 * SIM_CPU_S_PER_MTRANS
-        j = model.latency_jitter_ns / 1e3
-        doc = {"tool": "sockperf", "tool_version": "simulated", "server": "simulated", "duration_s": d,
-               "protocol": getattr(p, "protocol", "tcp"), "transactions": n, "tps": n / d,
-               "rtt_us": {"p50": rtt_us, "p90": rtt_us + j, "p99": rtt_us + 2 * j, "p99.9": rtt_us + 3 * j,
-                          "max": rtt_us + 4 * j, "mean": rtt_us},
+        j = 2 * model.latency_jitter_ns / 1e3
+        doc = {"tool": "sockperf", "tool_version": "simulated", "server": "simulated", "port": p.port,
+               "protocol": p.protocol, "size_bytes": p.size_bytes, "duration_s": d, "mps": p.mps, "measured_s": d,
+               "samples": n, "tps": n / d, "transactions_total": n,
+               "rtt_us": {"samples": n, "mean": rtt_us, "min": rtt_us - j, "p50": rtt_us, "p90": rtt_us + j,
+                          "p99": rtt_us + 2 * j, "p99_9": rtt_us + 3 * j, "max": rtt_us + 4 * j},
+               "dropped": 0, "duplicated": 0, "out_of_order": 0,
                "processes": [{"name": "sockperf client", "netns": None, "user_s": busy / 4, "sys_s": busy / 4,
                               "total_s": busy / 2},
                              {"name": "sockperf server", "netns": None, "user_s": busy / 4, "sys_s": busy / 4,
-                              "total_s": busy / 2}], **sim}
+                              "total_s": busy / 2}],
+               "cpu_s_per_million_transactions": SIM_CPU_S_PER_MTRANS, **sim}
     doc["cpu"] = {"wall_s": d, "cores": {"cpu0": {"user": busy / 4, "system": busy / 4, "softirq": busy / 2,
                                                  "busy": busy}}, "busy_s": busy, "procs": []}
-    doc["cpu_per"] = cpu_per(doc, busy)
+    doc["cpu_per"] = cpu_per(doc)
     return doc

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from netrig.errors import ConfigError
+from netrig.measure.rr import run_sockperf
 from netrig.measure.seam import StackRequest
 from netrig.measure.tcp import run_iperf3
 from netrig.monitor.cpu import CpuAccount
@@ -41,21 +42,38 @@ def _tcp(ep: StackEndpoints, req: StackRequest) -> dict:
     return run_iperf3(ep.client_netns, ep.server_netns, ep.server(req.family), req.params).to_dict()
 
 
+def _rr(ep: StackEndpoints, req: StackRequest) -> dict:
+    return run_sockperf(ep.client_netns, ep.server_netns, ep.server(req.family), req.params).to_dict()
+
+
 #: kind → the tool run that returns its result document.
-RUNNERS: dict[str, Callable[[StackEndpoints, StackRequest], dict]] = {"tcp": _tcp}
+RUNNERS: dict[str, Callable[[StackEndpoints, StackRequest], dict]] = {"tcp": _tcp, "rr": _rr}
 
 
-def cpu_per(doc: dict, busy_s: float) -> dict:
-    """Busy CPU-seconds (all cores) per unit of what the trial moved: per Gbit of goodput
-    (``per_gbit``) and per million transactions (``per_mtrans``) where the document has them."""
-    out: dict[str, float | None] = {}
+def cpu_per(doc: dict) -> dict:
+    """CPU-seconds per unit of what the trial moved (per Gbit of goodput, per million transactions)
+    from the document's ``cpu`` and ``processes``, counted two ways:
+
+    * ``parties_s``: the tools' own CPU (``wait4``) plus every core's irq and softirq time — the
+      parties of the trial (the sending and receiving stacks, the DUT's forwarding in softirq,
+      ``ksoftirqd``), without unrelated processes' user and system time on a shared host;
+    * ``busy_s``: every core's busy time, whoever spent it.
+    """
+    cpu = doc.get("cpu") or {}
+    cores = [c for c in (cpu.get("cores") or {}).values() if isinstance(c, dict)]
+    busy = float(cpu.get("busy_s") or 0.0)
+    tools = sum(float(p.get("total_s") or 0.0) for p in doc.get("processes") or [])
+    parties = tools + sum(float(c.get("irq") or 0.0) + float(c.get("softirq") or 0.0) for c in cores)
+    out: dict[str, float | None] = {"parties_s": parties, "busy_s": busy}
     d = float(doc.get("duration_s") or 0.0)
     if doc.get("goodput_bps") is not None and d > 0:
         gbit = float(doc["goodput_bps"]) * d / 1e9
-        out["busy_s_per_gbit"] = busy_s / gbit if gbit > 0 else None
-    if doc.get("transactions") is not None:
-        m = float(doc["transactions"]) / 1e6
-        out["busy_s_per_mtrans"] = busy_s / m if m > 0 else None
+        out["parties_s_per_gbit"] = parties / gbit if gbit > 0 else None
+        out["busy_s_per_gbit"] = busy / gbit if gbit > 0 else None
+    if doc.get("transactions_total") is not None:
+        m = float(doc["transactions_total"]) / 1e6
+        out["parties_s_per_mtrans"] = parties / m if m > 0 else None
+        out["busy_s_per_mtrans"] = busy / m if m > 0 else None
     return out
 
 
@@ -68,5 +86,5 @@ def run_stack(ep: StackEndpoints, req: StackRequest, procs: Sequence[str] = ()) 
     doc = run(ep, req)
     usage = account.stop()
     doc["cpu"] = usage.to_dict()
-    doc["cpu_per"] = cpu_per(doc, usage.busy_s)
+    doc["cpu_per"] = cpu_per(doc)
     return doc

@@ -6,19 +6,20 @@ config file's list of allowed methods. Adding a method: write its module (see
 """
 from netrig.methodology.method import Registry
 from netrig.methods import (
-                                        back_to_back,
-                                        frame_loss,
-                                        iperf,
-                                        latency,
-                                        livelock,
-                                        mlrsearch,
-                                        recovery,
-                                        reset,
-                                        tcp,
-                                        throughput,
+                            back_to_back,
+                            frame_loss,
+                            iperf,
+                            latency,
+                            livelock,
+                            mlrsearch,
+                            recovery,
+                            reset,
+                            rr,
+                            tcp,
+                            throughput,
 )
 
 REGISTRY = Registry(m.METHOD for m in (throughput, frame_loss, latency, mlrsearch, back_to_back, recovery, reset,
-                                        iperf, livelock, tcp))
+                                        iperf, livelock, tcp, rr))
 
 __all__ = ["REGISTRY"]

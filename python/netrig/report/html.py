@@ -108,7 +108,7 @@ def warnings_html(r: RunView, prefix: str = "") -> str:
                      f"{esc(r.doc.get('interrupted_reason') or 'unfinished')}; "
                      "results cover the trials finished so far.")
     st = r.selftest()
-    if not st:
+    if not st and r.has_frame_results():
         items.append(f'<span class="badge bad">no self-test</span>{esc(prefix)}no tester self-test in this result: '
                      "nothing proves the tester was not the bottleneck.")
     elif st.get("passed") is False:

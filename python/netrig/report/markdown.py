@@ -18,7 +18,7 @@ def _warnings(r: RunView, prefix: str = "") -> list[str]:
     if r.complete is False:
         out.append(f"- **incomplete**: {prefix}{r.doc.get('interrupted_reason') or 'the run did not finish'}")
     st = r.selftest()
-    if not st:
+    if not st and r.has_frame_results():
         out.append(f"- **no self-test**: {prefix}nothing proves the tester was not the bottleneck")
     elif st.get("passed") is False:
         out.append(f"- **self-test failed**: {prefix}results above the tester's proven ceiling are flagged")

@@ -245,6 +245,8 @@ def _plain_value(label: str, v: float | None) -> str:
         return f"{v / 1e9:.2f} Gbit/s"
     if "throughput" in label:
         return fmt.fps(v)
-    if "transactions" in label:
+    if label.startswith("transactions"):
         return f"{v:,.0f}/s"
+    if label.startswith("RTT"):
+        return f"{v:.1f} µs"
     return f"{v:.3g}"

@@ -421,7 +421,7 @@ class Runner:
         self._mark_backpressure()
         summary = self._summary() if lr is not None else []
         flags = list(self.notices)
-        if lr is not None and lr.source == "nominal":
+        if lr is not None and lr.source == "nominal" and any(m.method.stack_kind is None for m in self.config.methods):
             flags.append({"code": "nominal_line_rate", "message": f"line rate is {lr.label}"})
         if self.selftest is not None and not self.selftest.passed:
             flags.append({"code": "above_selftest_ceiling",

@@ -265,6 +265,12 @@ class RunView:
         out.sort(key=lambda r: frame_size_sort_key(r.get("frame_size")))
         return out
 
+    def has_frame_results(self) -> bool:
+        """It holds results of frame methods (not only stack methods, whose frame size is ``stack``:
+        the self-test and the line rate say nothing about them)."""
+        return any(r.get("frame_size") != "stack" for s in objs(self.doc, "summary") for r in objs(s, "results")) \
+            or not objs(self.doc, "summary")
+
     def methods(self) -> list[str]:
         return [m for e in objs(self.doc, "summary") if isinstance(m := e.get("method"), str)]
 
