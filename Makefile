@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build demo test test-rust test-python bench bench-soak bench-tsfloor lint clean
+.PHONY: setup build demo study-service-cost study-host-tuning test test-rust test-python bench bench-soak bench-tsfloor lint clean
 
 setup:
 	@scripts/setup.sh apt venv
@@ -13,6 +13,13 @@ build: setup
 
 demo: build
 	@$(PY) -m netrig.cli.main demo --out demo-out
+
+# the two lab reports as studies (results/<name>/compare.html); run again to continue one
+study-service-cost: build
+	@$(PY) -m netrig.cli.main study examples/service-cost.toml
+
+study-host-tuning: build
+	@$(PY) -m netrig.cli.main study examples/host-tuning.toml
 
 test: build lint test-rust test-python
 

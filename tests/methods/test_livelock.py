@@ -70,8 +70,13 @@ def monitor(softirq_pct: float) -> dict:
 
 
 def test_softirq_seconds_in_the_trial_window():
-    assert softirq_seconds(monitor(25.0)) == pytest.approx(2 * 0.25 * 1.0)
+    assert softirq_seconds({"monitor": monitor(25.0)}) == pytest.approx(2 * 0.25 * 1.0)
     assert softirq_seconds({}) is None and softirq_seconds(None) is None
+
+
+def test_softirq_seconds_from_the_trials_exact_accounting_first():
+    raw = {"cpu": {"cores": {"cpu0": {"softirq": 0.3}, "cpu1": {"softirq": 0.2}}}, "monitor": monitor(25.0)}
+    assert softirq_seconds(raw) == pytest.approx(0.5)
 
 
 class Monitored(SimulatedMeasurer):

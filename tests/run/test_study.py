@@ -103,6 +103,20 @@ def test_a_failing_variant_is_recorded_and_the_study_goes_on(tmp_path):
     assert "cannot be built" in write_study(tmp_path / "s").read_text()
 
 
+def test_a_variant_the_machine_cannot_run_is_skipped_with_its_reason(tmp_path):
+    from netrig.errors import CapabilityError
+
+    def no_flowtable(config, d, resume):
+        if config.name == "nat":
+            raise CapabilityError("flowtable: this kernel cannot create an nftables flowtable")
+        return Runner(config, d, resume=resume).run()
+
+    out = tmp_path / "s"
+    outcomes = StudyRunner(study_from_dict(_study()), out, run_variant=no_flowtable).run()
+    assert outcomes[1].state == "skipped" and "flowtable" in (outcomes[1].error or "")
+    assert json.loads((out / "study.json").read_text())["complete"]  # nothing left to run here
+
+
 def test_a_different_study_in_the_same_directory_is_refused(tmp_path):
     out = tmp_path / "s"
     StudyRunner(study_from_dict(_study()), out).run()

@@ -59,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
         err.print(f"netrig: error: {e}", markup=False, soft_wrap=True)
         return 2
     Console().print(f"comparison: {out}")
-    failed = [o for o in outcomes if not o.complete]
-    for o in failed:
-        err.print(f"variant {o.name}: {o.state}: {o.error}", markup=False, soft_wrap=True)
+    failed = [o for o in outcomes if not o.complete and o.state != "skipped"]
+    for o in outcomes:
+        if not o.complete:
+            err.print(f"variant {o.name}: {o.state}: {o.error}", markup=False, soft_wrap=True)
     return 2 if failed else (1 if any(s == 1 for s in statuses.values()) else 0)

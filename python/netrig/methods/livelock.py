@@ -15,8 +15,8 @@ levels off at a floor (the longest run of them the line fits within ``fit_tolera
 intersection with ``fwd = r`` is the fitted MLFRR ``C = a / (1 − b)`` and ``s = −b``. Invalid trials
 (the tester could not offer the load) are left out of the fit and flagged, never read as collapse.
 
-CPU: where the DUT was monitored (``trial.monitor``), the host's softirq CPU-seconds during each
-trial divided by the frames forwarded, at loads below the knee, is the per-packet cost (ns of
+CPU: the host's softirq CPU-seconds during each trial (every engine trial accounts them exactly,
+``netrig.monitor.cpu``; older results: from ``trial.monitor`` samples) divided by the frames forwarded, at loads below the knee, is the per-packet cost (ns of
 softirq per forwarded frame). On a single host (veth) that time includes the tester's own kernel
 receive path: compare it between configurations rather than reading it as the DUT's alone.
 
@@ -140,8 +140,16 @@ class LivelockResult:
                 "cpu_ns_per_frame": self.cpu_ns_per_frame}
 
 
-def softirq_seconds(monitor: Any) -> float | None:
-    """Softirq CPU-seconds, all CPUs, between a monitor's ``trial-start`` and ``trial-stop`` marks."""
+def softirq_seconds(raw: Any) -> float | None:
+    """Softirq CPU-seconds of all CPUs during a trial: exact from the trial's CPU accounting
+    (``raw.cpu``, every engine trial), else from its monitor's samples between the marks."""
+    cpu = raw.get("cpu") if isinstance(raw, dict) else None
+    if isinstance(cpu, dict) and isinstance(cpu.get("cores"), dict) and cpu["cores"]:
+        return sum(float(c.get("softirq") or 0.0) for c in cpu["cores"].values() if isinstance(c, dict))
+    return _monitor_softirq_seconds(raw.get("monitor") if isinstance(raw, dict) else None)
+
+
+def _monitor_softirq_seconds(monitor: Any) -> float | None:
     samples = monitor.get("samples") if isinstance(monitor, dict) else None
     if not samples:
         return None
@@ -198,7 +206,7 @@ def measure_livelock(measurer: Measurer, frame: FrameSize, line_rate: LineRate,
     def trial(rate: float) -> LoadPoint:
         c: TrialCounts = measurer.measure(Load(rate, frame), params.duration_s)
         p = LoadPoint(rate, c.offered_pps, c.frames_received / params.duration_s, c.loss_ratio, c.valid,
-                      softirq_seconds(c.raw.get("monitor")))
+                      softirq_seconds(c.raw))
         points.append(p)
         return p
 

@@ -33,7 +33,8 @@ Data flow::
 
 Running the same study into the same directory continues it; a different study there is refused.
 A variant that fails (its test bed cannot be built, say) is recorded with its error and the study
-goes on; Ctrl-C stops the study, keeps what finished, and the next run continues it.
+goes on; one the machine cannot run (a kernel feature or a tool it lacks: ``CapabilityError``) is
+skipped with the reason; Ctrl-C stops the study, keeps what finished, and the next run continues it.
 """
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from netrig.errors import INTERRUPTS, ConfigError, InterruptedTrial, NetrigError, ResultError
+from netrig.errors import INTERRUPTS, CapabilityError, ConfigError, InterruptedTrial, NetrigError, ResultError
 from netrig.results import RESULT_FILE, dumps, utc_now, write_text_atomic
 from netrig.run.config import TestConfig, config_from_dict, read_document
 
@@ -159,7 +160,8 @@ def load_study(path: str | Path) -> Study:
 class VariantOutcome:
     name: str
     dir: Path
-    #: done (finished now), kept (finished earlier), failed, interrupted, pending
+    #: done (finished now), kept (finished earlier), skipped (the machine lacks what it needs: a
+    #: kernel feature, a tool), failed, interrupted, pending
     state: str = "pending"
     error: str | None = None
     complete: bool = False
@@ -251,11 +253,14 @@ class StudyRunner:
                 o.state = "interrupted"
                 self._save(False)
                 raise
+            except CapabilityError as e:
+                o.state, o.error = "skipped", " ".join(str(e).split())
+                self.notify(f"variant {v.name}: skipped: {o.error}")
             except (NetrigError, OSError) as e:
                 o.state, o.error = "failed", " ".join(str(e).split())
                 self.notify(f"variant {v.name}: failed: {o.error}")
             self._save(False)
-        self._save(all(o.complete for o in self.outcomes))
+        self._save(all(o.complete or o.state == "skipped" for o in self.outcomes))
         return self.outcomes
 
     def results(self) -> list[Path]:
