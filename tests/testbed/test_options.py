@@ -58,7 +58,8 @@ def test_create_validates_without_building():
 
 def test_topology_registry_has_every_topology():
     names = [n for n, _ in list_topologies()]
-    assert names == ["loopback", "bridge", "router", "nat", "firewall", "acl", "policer", "fourport", "external"]
+    assert names == ["loopback", "bridge", "router", "nat", "firewall", "fwnat", "acl", "policer", "fourport",
+                     "external"]
     assert all(TOPOLOGIES[n].description for n in names)
 
 
@@ -78,10 +79,51 @@ def test_acl_ruleset_is_stateless():
     assert "notrack" in text and "ct state" not in text and "log" not in text
 
 
+def test_flowtable_rulesets_put_the_offload_rule_first():
+    devs = ("nrabcd-dtx", "nrabcd-drx")
+    text = nft.router_ruleset("abcd", devs)
+    assert 'flowtable ft {' in text and 'devices = { "nrabcd-dtx", "nrabcd-drx" };' in text
+    assert "hook ingress priority filter;" in text and "offload" not in text  # software fast path only
+    fw = nft.firewall_ruleset("abcd", 10, log=False, flowtable=devs)
+    forward = fw.split("policy drop;")[1].splitlines()
+    assert forward[1].strip() == nft.FLOW_ADD == "meta l4proto { tcp, udp } counter flow add @ft"
+    assert "ct state established,related" in forward[2]
+    # a flowtable needs conntrack: the ACL keeps its stateless rules but loses notrack
+    assert "notrack" not in nft.acl_ruleset("abcd", 10, log=False, flowtable=devs)
+    assert "notrack" in nft.acl_ruleset("abcd", 10, log=False)
+    snat = nft.snat_rules("nrabcd-drx", "masquerade", None, None)
+    assert "chain forward" not in nft.nat_ruleset("abcd", snat)
+    assert nft.FLOW_ADD in nft.nat_ruleset("abcd", snat, devs)
+    fwnat = nft.firewall_ruleset("abcd", 10, log=True, snat=snat)
+    assert "type nat hook postrouting priority srcnat" in fwnat and "masquerade" in fwnat
+    assert "flowtable" not in fwnat and "policy drop;" in fwnat
+
+
+def test_flowtable_and_fwnat_options_are_validated():
+    assert TestbedOptions(flowtable=True).changed() == ["flowtable"]
+    with pytest.raises(ConfigError, match="^flowtable: 'yes': must be true or false"):
+        TestbedOptions(flowtable="yes")
+    for topo in ("router", "acl", "firewall", "nat", "fwnat"):
+        Testbed.create(topo, flowtable=True)
+    for topo in ("policer", "bridge", "loopback"):
+        with pytest.raises(ConfigError, match=f"^flowtable: topology {topo} does not use this option .*fwnat"):
+            Testbed.create(topo, flowtable=True, **({"cap": "1kpps"} if topo == "policer" else {}))
+    Testbed.create("fwnat", nat="static", rules=100, log=True, conntrack_max=5000)
+    with pytest.raises(ConfigError, match="^rules: 1: a firewall needs at least 2 rules"):
+        Testbed.create("fwnat", rules=1)
+    with pytest.raises(ConfigError, match="^nat:"):
+        Testbed.create("fwnat", nat="full")
+    with pytest.raises(ConfigError, match="^nat: topology firewall does not use this option"):
+        Testbed.create("firewall", nat="static")
+
+
 def test_cli_list_and_errors(capsys):
     assert main(["testbed", "list"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0].startswith("loopback")
+    fwnat = out.split("\nfwnat ")[1].splitlines()
+    assert fwnat[1].split() == ["options:", "rules,", "log,", "nat,", "conntrack-max,", "flowtable,", "tester-stack,",
+                                "mtu,", "dut-cpus,", "dut-placement"]
     assert main(["testbed", "up", "mesh"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "topology: 'mesh': unknown; choose one of" in err
@@ -93,8 +135,10 @@ def test_testbed_option_text_is_typed_like_a_config_file():
     from netrig.cli.shortcuts import testbed_options
     from netrig.run.config import config_from_dict
 
-    opts = testbed_options(["rules=100", "log=false", "conntrack_max=5000", "mtu=9000", "tester-stack=yes"])
-    assert opts == {"rules": 100, "log": False, "conntrack_max": 5000, "mtu": 9000, "tester_stack": True}
+    opts = testbed_options(["rules=100", "log=false", "conntrack_max=5000", "mtu=9000", "tester-stack=yes",
+                            "flowtable=on"])
+    assert opts == {"rules": 100, "log": False, "conntrack_max": 5000, "mtu": 9000, "tester_stack": True,
+                    "flowtable": True}
     cfg = config_from_dict({"testbed": {"name": "firewall", "options": opts}, "methods": ["rfc2544_throughput"]})
     assert cfg.testbed.options["rules"] == 100 and cfg.testbed.options["log"] is False
     pol = testbed_options(["cap=100kpps", "cap_burst=100"])

@@ -117,6 +117,39 @@ def test_firewall_drops_what_it_drops_and_logs(tb_ids):
         assert f"netrig_{tb.id} accept: " in log, "nft log line not in the kernel log"
 
 
+@pytest.mark.parametrize("mode", ["masquerade", "static"])
+def test_fwnat_filters_and_translates(tb_ids, mode):
+    with Testbed.create("fwnat", rules=20, nat=mode) as tb:
+        tb_ids.append(tb.id)
+        assert tb.expected_rx_src_ip == ("198.19.0.100" if mode == "static" else "198.19.0.1")
+        for family, src in ((4, tb.expected_rx_src_ip), (6, tb.expected_rx_src_ipv6)):
+            rcv = cross(tb, family=family)
+            assert rcv.count == N and {f["src_ip"] for f in rcv.frames} == {src}
+        # the filler rules still drop: UDP to 198.19.254.1 port 7 is filler rule 7's
+        assert cross(tb, dst_ip=nft.FILLER_DST_IP, dst_port=7, n=100).count == 0
+        rules = nft.counters(tb.dut_netns, tb.id)
+        dropped = [r for r in rules if '"drop"' in json.dumps(r["expr"]) and r["packets"]]
+        assert len(dropped) == 1 and dropped[0]["packets"] == 100
+        snat = [r for r in rules if r["chain"] == "postrouting" and r["packets"]]
+        assert snat and sum(r["packets"] for r in snat) == 2, "SNAT is decided once per flow (v4 + v6)"
+        assert len([r for r in rules if r["chain"] == "forward"]) == 21  # 20 rules, accept = v4 + v6 lines
+        assert int(sysctl_in(tb.dut_netns, "net.netfilter.nf_conntrack_count")) >= 2
+
+
+def _kmsg_lines(prefix: str) -> int:
+    return subprocess.run(["dmesg"], capture_output=True, text=True).stdout.count(prefix)
+
+
+def test_acl_log_logs_every_accepted_packet(tb_ids):
+    with Testbed.create("acl", rules=5, log=True) as tb:
+        tb_ids.append(tb.id)
+        prefix = f"netrig_{tb.id} accept: "
+        assert cross(tb, n=100).count == 100
+        assert _kmsg_lines(prefix) == 100, "one kernel log line per accepted packet (no rate limit)"
+        assert cross(tb, dst_ip=nft.FILLER_DST_IP, dst_port=2, n=50).count == 0
+        assert _kmsg_lines(prefix) == 100, "dropped packets are not logged"
+
+
 def test_acl_is_stateless_and_filters(tb_ids):
     with Testbed.create("acl", rules=20) as tb:
         tb_ids.append(tb.id)

@@ -6,7 +6,7 @@ import json
 
 from netrig.cli.common import require_root
 from netrig.errors import ConfigError
-from netrig.testbed import Testbed, clean, down, list_topologies, status
+from netrig.testbed import Testbed, clean, down, list_topologies, status, topology_options
 from netrig.testbed import state as st
 
 
@@ -23,21 +23,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     up = sub.add_parser("up", help="build a test bed and keep it (prints its id and ports)")
     up.add_argument("topology", metavar="TOPOLOGY", help="one of the topologies `netrig testbed list` shows")
     up.add_argument("--rules", type=int, default=None,
-                    help="firewall/acl: rules in the forward chain (default: 10)")
+                    help="firewall/acl/fwnat: rules in the forward chain (default: 10)")
     up.add_argument("--cap", default=None,
                     help="policer: rate cap, e.g. 100kpps or 10Mbps (bit/s)")
     up.add_argument("--cap-burst", type=int, default=None,
                     help="policer: burst in packets (pps cap) or bytes (bit/s cap); default about 10 ms of the cap")
     up.add_argument("--nat", default=None, choices=("masquerade", "static"),
-                    help="nat: masquerade (to the DUT address) or static SNAT (default: masquerade)")
+                    help="nat/fwnat: masquerade (to the DUT address) or static SNAT (default: masquerade)")
     up.add_argument("--conntrack-max", type=int, default=None,
-                    help="nat/firewall: net.netfilter.nf_conntrack_max (global; restored on down)")
+                    help="nat/firewall/fwnat: net.netfilter.nf_conntrack_max (global; restored on down)")
     up.add_argument("--dut-cpus", default=None,
                     help="CPUs for the DUT's packet processing, e.g. 1 or 0-1 (default: the sender's CPU)")
     up.add_argument("--dut-placement", default=None, choices=("threaded-napi", "rps"),
                     help="how --dut-cpus is applied (default: threaded-napi)")
     up.add_argument("--log", action="store_true", default=None,
-                    help="firewall/acl: log accepted test traffic (sets the host-wide nf_log_all_netns)")
+                    help="firewall/acl/fwnat: log every accepted test packet that reaches the accept rule "
+                         "(kernel log; sets the host-wide nf_log_all_netns)")
+    up.add_argument("--flowtable", action="store_true", default=None,
+                    help="router/acl/firewall/nat/fwnat: an nftables flowtable on the DUT's two interfaces "
+                         "(software fast path: a TCP/UDP flow skips the forward chain once offloaded)")
     up.add_argument("--ifaces", default=None, help="external: comma-separated interface names, e.g. eth1,eth2")
     up.add_argument("--tester-stack", action="store_true", default=None,
                     help="also configure tester-port addresses in their kernel stacks (socket tools)")
@@ -62,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     repair.add_argument("id", metavar="ID")
     repair.set_defaults(func=run_repair)
 
-    lst = sub.add_parser("list", help="list the available topologies")
+    lst = sub.add_parser("list", help="list the available topologies and the options each takes")
     lst.set_defaults(func=run_list)
 
     clean = sub.add_parser("clean", help="remove what crashed netrig runs left behind")
@@ -82,8 +86,8 @@ def _ports_table(tb) -> str:
 
 
 #: The options of ``testbed up``, by test-bed option name.
-UP_OPTIONS = ("rules", "cap", "cap_burst", "nat", "conntrack_max", "dut_cpus", "dut_placement", "log", "ifaces",
-              "tester_stack", "mtu")
+UP_OPTIONS = ("rules", "cap", "cap_burst", "nat", "conntrack_max", "dut_cpus", "dut_placement", "log", "flowtable",
+              "ifaces", "tester_stack", "mtu")
 
 
 def run_up(args: argparse.Namespace) -> int:
@@ -107,7 +111,7 @@ def run_up(args: argparse.Namespace) -> int:
     print(_ports_table(tb))
     if tb.placement and tb.placement.get("cpus"):
         print(f"DUT placement: {tb.placement['mode']} on CPU(s) {tb.placement['cpus']}")
-    if tb.topology == "nat":
+    if tb.state.get("expected_rx_src"):  # nat, fwnat
         print(f"receiver sees source address {tb.expected_rx_src_ip} / {tb.expected_rx_src_ipv6}")
     return 0
 
@@ -158,6 +162,8 @@ def run_repair(args: argparse.Namespace) -> int:
 def run_list(args: argparse.Namespace) -> int:
     for name, desc in list_topologies():
         print(f"{name:<9} {desc}")
+        if opts := topology_options(name):
+            print(f"{'':<9} options: {', '.join(o.replace('_', '-') for o in opts)}")
     return 0
 
 

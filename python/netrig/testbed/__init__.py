@@ -11,7 +11,7 @@ from netrig.testbed.knobs import KnobLayout, Knobs, KnobSet, applied_knobs
 from netrig.testbed.options import TestbedOptions, parse_cap, parse_cpus
 from netrig.testbed.state import CleanReport
 from netrig.testbed.testbed import Testbed, TesterPort
-from netrig.testbed.topologies import TOPOLOGIES, list_topologies
+from netrig.testbed.topologies import TOPOLOGIES, list_topologies, topology_options
 
 
 def status(tb_id: str | None = None) -> list[dict]:
@@ -27,5 +27,5 @@ def down(tb_id: str) -> None:
     tb.down()
 
 
-__all__ = ["Testbed", "TesterPort", "TestbedOptions", "TOPOLOGIES", "list_topologies", "clean", "status",
-           "down", "CleanReport", "parse_cap", "parse_cpus", "Knobs", "KnobSet", "KnobLayout", "applied_knobs"]
+__all__ = ["Testbed", "TesterPort", "TestbedOptions", "TOPOLOGIES", "list_topologies", "topology_options", "clean",
+           "status", "down", "CleanReport", "parse_cap", "parse_cpus", "Knobs", "KnobSet", "KnobLayout", "applied_knobs"]

@@ -5,10 +5,21 @@ deletes them.  Filler rules match only ``FILLER_DST`` (198.19.254.0/24) with UDP
 1, 2, 3 …: test traffic to any other address passes every filler rule (each is still evaluated, which is
 the cost being measured) and reaches the final accept.  Traffic to 198.19.254.1 port *k* is dropped by
 filler rule *k* — that is how tests check that the firewall really drops.
+
+With a flowtable (the ``flowtable`` option: nftables' software fast path, the Linux analogue of CEF
+vs process switching) the table also holds ``flowtable ft`` on the DUT's two interfaces, and the
+forward chain starts with ``meta l4proto { tcp, udp } counter flow add @ft``. Its counter counts the
+TCP/UDP packets that took the slow path (the forward chain); an offloaded flow's packets are
+forwarded from the flowtable's ingress hook and no longer reach any chain. The kernel offloads a
+flow only once its conntrack entry is confirmed, i.e. once a packet of it was accepted: a flow the
+rules drop is never offloaded; a UDP flow from its second packet on (no reply needed), a TCP
+connection once it is established (the handshake's last ACK), until a FIN or RST sends it back to
+the slow path.
 """
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 
 from netrig.errors import CapabilityError, TestbedError
@@ -18,6 +29,9 @@ FILLER_DST = "198.19.254.0/24"
 FILLER_DST_IP = "198.19.254.1"
 TEST_NET4 = "198.18.0.0/15"
 TEST_NET6 = "2001:2::/48"
+#: The flowtable's name in every table, and the forward-chain rule that offloads TCP/UDP flows into it.
+FLOWTABLE = "ft"
+FLOW_ADD = f"meta l4proto {{ tcp, udp }} counter flow add @{FLOWTABLE}"
 
 
 def table_name(tb_id: str) -> str:
@@ -37,39 +51,51 @@ def _accept(log: bool, tb_id: str, stateful: bool) -> list[str]:
     ]
 
 
-def firewall_ruleset(tb_id: str, rules: int, log: bool) -> str:
+def firewall_ruleset(tb_id: str, rules: int, log: bool, flowtable: tuple[str, ...] = (),
+                     snat: list[str] | None = None) -> str:
     """Stateful: ``ct state established,related accept``, filler drops, then the test accept.
 
-    ``rules`` counts every rule in the forward chain (the IPv4 and IPv6 accept count as one).
+    ``rules`` counts every rule in the forward chain (the IPv4 and IPv6 accept count as one; a
+    flowtable's ``flow add`` rule is not counted). ``snat``: source NAT rules for a postrouting
+    chain (:func:`snat_rules`; the ``fwnat`` topology).
     """
     if rules < 2:
         raise TestbedError("rules: a firewall needs at least 2 rules (conntrack accept + test accept)")
     body = ["ct state established,related counter accept", *_fillers(rules - 2), *_accept(log, tb_id, True)]
-    return _table(tb_id, forward=body, policy="drop")
+    return _table(tb_id, forward=body, policy="drop", flowtable=flowtable, postrouting=snat)
 
 
-def acl_ruleset(tb_id: str, rules: int, log: bool) -> str:
-    """Stateless: conntrack disabled (``notrack``), N-1 filler drops, then the test accept."""
+def acl_ruleset(tb_id: str, rules: int, log: bool, flowtable: tuple[str, ...] = ()) -> str:
+    """Stateless: conntrack disabled (``notrack``), N-1 filler drops, then the test accept.
+
+    With a flowtable conntrack stays on (a flow is offloaded through its conntrack entry); the rules
+    still match no conntrack state, but they see only a flow's packets before it is offloaded.
+    """
     if rules < 1:
         raise TestbedError("rules: an ACL needs at least 1 rule")
     body = [*_fillers(rules - 1), *_accept(log, tb_id, False)]
-    return _table(tb_id, forward=body, policy="drop", notrack=True)
+    return _table(tb_id, forward=body, policy="drop", notrack=not flowtable, flowtable=flowtable)
 
 
-def nat_ruleset(tb_id: str, oifname: str, mode: str, snat4: str | None, snat6: str | None) -> str:
+def snat_rules(oifname: str, mode: str, snat4: str | None, snat6: str | None) -> list[str]:
+    """Postrouting rules: source NAT of everything leaving ``oifname``, masquerade or static."""
     if mode == "masquerade":
-        post = [f'oifname "{oifname}" meta nfproto ipv4 counter masquerade',
+        return [f'oifname "{oifname}" meta nfproto ipv4 counter masquerade',
                 f'oifname "{oifname}" meta nfproto ipv6 counter masquerade']
-    else:
-        post = [f'oifname "{oifname}" meta nfproto ipv4 counter snat ip to {snat4}',
-                f'oifname "{oifname}" meta nfproto ipv6 counter snat ip6 to {snat6}']
-    lines = [f"table inet {table_name(tb_id)} {{",
-             "  chain postrouting {",
-             "    type nat hook postrouting priority srcnat; policy accept;",
-             *(f"    {r}" for r in post),
-             "  }",
-             "}"]
-    return "\n".join(lines) + "\n"
+    return [f'oifname "{oifname}" meta nfproto ipv4 counter snat ip to {snat4}',
+            f'oifname "{oifname}" meta nfproto ipv6 counter snat ip6 to {snat6}']
+
+
+def nat_ruleset(tb_id: str, snat: list[str], flowtable: tuple[str, ...] = ()) -> str:
+    """Source NAT only (:func:`snat_rules`); no forward chain unless a flowtable needs its ``flow add``
+    rule."""
+    return _table(tb_id, forward=[] if flowtable else None, policy="accept", flowtable=flowtable,
+                  postrouting=snat)
+
+
+def router_ruleset(tb_id: str, flowtable: tuple[str, ...]) -> str:
+    """The plain router's table: only the fast path (a router without a flowtable has no table)."""
+    return _table(tb_id, forward=[], policy="accept", flowtable=flowtable)
 
 
 def policer_ruleset(tb_id: str, cap_pps: float | None, cap_bps: float | None, burst: int) -> str:
@@ -82,18 +108,36 @@ def policer_ruleset(tb_id: str, cap_pps: float | None, cap_bps: float | None, bu
     return _table(tb_id, forward=[rule, "counter accept"], policy="accept", notrack=True)
 
 
-def _table(tb_id: str, forward: list[str], policy: str, notrack: bool = False) -> str:
+def _table(tb_id: str, forward: list[str] | None, policy: str, notrack: bool = False,
+           flowtable: tuple[str, ...] = (), postrouting: list[str] | None = None) -> str:
+    """One ``inet`` table: [flowtable], [raw prerouting notrack], [forward chain], [srcnat postrouting].
+
+    ``flowtable``: the devices of ``flowtable ft``; when given, the forward chain's first rule adds
+    TCP/UDP flows to it."""
     lines = [f"table inet {table_name(tb_id)} {{"]
+    if flowtable:
+        devices = ", ".join(f'"{d}"' for d in flowtable)
+        lines += [f"  flowtable {FLOWTABLE} {{",
+                  "    hook ingress priority filter;",
+                  f"    devices = {{ {devices} }};",
+                  "  }"]
     if notrack:
         lines += ["  chain prerouting {",
                   "    type filter hook prerouting priority raw; policy accept;",
                   "    notrack",
                   "  }"]
-    lines += ["  chain forward {",
-              f"    type filter hook forward priority filter; policy {policy};",
-              *(f"    {r}" for r in forward),
-              "  }",
-              "}"]
+    if forward is not None:
+        rules = [FLOW_ADD, *forward] if flowtable else forward
+        lines += ["  chain forward {",
+                  f"    type filter hook forward priority filter; policy {policy};",
+                  *(f"    {r}" for r in rules),
+                  "  }"]
+    if postrouting is not None:
+        lines += ["  chain postrouting {",
+                  "    type nat hook postrouting priority srcnat; policy accept;",
+                  *(f"    {r}" for r in postrouting),
+                  "  }"]
+    lines.append("}")
     return "\n".join(lines) + "\n"
 
 
@@ -112,20 +156,40 @@ def tester_quiet_ruleset(tb_id: str) -> str:
         "}"]) + "\n"
 
 
-def apply(netns: str, ruleset: str) -> None:
-    """Load ``ruleset`` with ``nft -f -`` inside ``netns``."""
+def _nft_f(netns: str, ruleset: str, check: bool = False) -> str | None:
+    """``nft [-c] -f -`` inside ``netns``: None, or nft's first error line."""
 
     def body() -> subprocess.CompletedProcess:
-        return subprocess.run(["nft", "-f", "-"], input=ruleset, capture_output=True, text=True,
-                              timeout=60)
+        return subprocess.run(["nft", *(["-c"] if check else []), "-f", "-"], input=ruleset,
+                              capture_output=True, text=True, timeout=60)
 
     try:
         r = run_in_netns(netns, body)
     except FileNotFoundError:
         raise CapabilityError("nft: the nftables command is not installed (apt install nftables)") from None
-    if r.returncode != 0:
-        msg = (r.stderr or r.stdout).strip().splitlines()
-        raise TestbedError(f"nftables in {netns}: nft -f failed: {msg[0] if msg else r.returncode}")
+    if r.returncode == 0:
+        return None
+    msg = (r.stderr or r.stdout).strip().splitlines()
+    # "/dev/stdin:2:13-14: Error: ..." → "Error: ..." (the line numbers are of text nobody sees)
+    return re.sub(r"^/dev/stdin:[0-9:-]+:\s*", "", msg[0]) if msg else f"exit status {r.returncode}"
+
+
+def apply(netns: str, ruleset: str) -> None:
+    """Load ``ruleset`` with ``nft -f -`` inside ``netns``."""
+    err = _nft_f(netns, ruleset)
+    if err is not None:
+        raise TestbedError(f"nftables in {netns}: nft -f failed: {err}")
+
+
+def check_flowtable(netns: str, tb_id: str, devices: tuple[str, ...]) -> None:
+    """Raise ``CapabilityError`` if this kernel cannot create a flowtable on ``devices`` with its
+    ``flow add`` rule (checked with ``nft -c``: nothing is loaded)."""
+    err = _nft_f(netns, router_ruleset(tb_id, devices), check=True)
+    if err is not None:
+        raise CapabilityError(f"flowtable: this kernel cannot create an nftables flowtable (nft: {err}); it "
+                              "needs CONFIG_NF_FLOW_TABLE, CONFIG_NF_FLOW_TABLE_INET and CONFIG_NFT_FLOW_OFFLOAD "
+                              "(modules nf_flow_table, nf_flow_table_inet, nft_flow_offload); leave flowtable out "
+                              "on this machine")
 
 
 def list_ruleset(netns: str | None) -> str:
@@ -160,3 +224,26 @@ def counters(netns: str, tb_id: str) -> list[dict]:
         out.append({"chain": rule.get("chain"), "handle": rule.get("handle"), "packets": pk, "bytes": by,
                     "expr": rule.get("expr")})
     return out
+
+
+def slow_path_packets(netns: str, tb_id: str) -> int | None:
+    """The counter of the flowtable's ``flow add`` rule: TCP/UDP packets that took the slow path (the
+    forward chain) since the build; None if the table has no flowtable."""
+    for r in counters(netns, tb_id):
+        if r["chain"] == "forward" and any(isinstance(e, dict) and "flow" in e for e in r["expr"] or []):
+            return r["packets"] or 0
+    return None
+
+
+def conntrack_entries(netns: str) -> list[str]:
+    """The lines of ``/proc/net/nf_conntrack`` in ``netns`` (an offloaded flow's line has ``[OFFLOAD]``);
+    raises ``CapabilityError`` where the kernel lacks ``CONFIG_NF_CONNTRACK_PROCFS``."""
+    def body() -> list[str]:
+        with open("/proc/thread-self/net/nf_conntrack") as f:  # thread-self: this thread's namespace
+            return f.read().splitlines()
+
+    try:
+        return run_in_netns(netns, body)
+    except FileNotFoundError:
+        raise CapabilityError("conntrack: /proc/net/nf_conntrack is missing (kernel without "
+                              "CONFIG_NF_CONNTRACK_PROCFS)") from None

@@ -84,7 +84,7 @@ def parse_option(name: str, text: str) -> Any:
 
 #: How each option is typed when given as text (others stay strings).
 _KINDS: dict[str, type] = {"rules": int, "cap": str, "cap_burst": int, "nat": str, "conntrack_max": int,
-                           "log": bool, "dut_cpus": str, "dut_placement": str, "ifaces": str,
+                           "log": bool, "flowtable": bool, "dut_cpus": str, "dut_placement": str, "ifaces": str,
                            "tester_stack": bool, "mtu": int}
 
 
@@ -97,13 +97,17 @@ def _int(name: str, value: Any, lo: int, hi: int) -> None:
 class TestbedOptions:
     """Options of every topology; a topology ignores what it does not use (``describe()`` shows which).
 
-    rules:          firewall/acl: number of rules in the forward chain (≥ 2 for firewall, ≥ 1 for acl).
+    rules:          firewall/acl/fwnat: number of rules in the forward chain (≥ 2 for firewall, ≥ 1 for acl).
     cap:            policer: rate cap, ``"100kpps"`` or ``"10Mbps"`` (bit/s, L2 bytes incl. headers).
     cap_burst:      policer: token-bucket burst (packets for a pps cap, bytes for a bit/s cap;
                     None = about 10 ms of the cap, at least 10 packets / 2 full frames).
-    nat:            nat: ``masquerade`` or ``static`` (SNAT to a fixed pool address).
-    conntrack_max:  nat/firewall: ``net.netfilter.nf_conntrack_max`` (global! restored on teardown).
-    log:            firewall/acl: ``log`` on the accept rule (sets the global ``nf_log_all_netns``).
+    nat:            nat/fwnat: ``masquerade`` or ``static`` (SNAT to a fixed pool address).
+    conntrack_max:  nat/firewall/fwnat: ``net.netfilter.nf_conntrack_max`` (global! restored on teardown).
+    log:            firewall/acl/fwnat: ``log`` on the accept rule, every accepted packet that reaches
+                    it (sets the global ``nf_log_all_netns``).
+    flowtable:      router/acl/firewall/nat/fwnat: an nftables flowtable on the DUT's two interfaces
+                    (software fast path): a TCP/UDP flow's packets skip the forward chain once its
+                    conntrack entry is offloaded.
     dut_cpus:       CPUs the DUT's packet processing runs on ("1", "0-1"); None = where the sender runs.
     dut_placement:  ``threaded-napi`` (GRO on, threaded NAPI kthreads pinned) or ``rps`` (RPS masks).
     ifaces:         external: the interfaces the user cabled (e.g. ``("eth1", "eth2")``).
@@ -124,6 +128,7 @@ class TestbedOptions:
     nat: str = "masquerade"
     conntrack_max: int | None = None
     log: bool = False
+    flowtable: bool = False
     dut_cpus: str | tuple[int, ...] | None = None
     dut_placement: str = "threaded-napi"
     ifaces: tuple[str, ...] = field(default_factory=tuple)
@@ -142,7 +147,7 @@ class TestbedOptions:
             raise ConfigError("nat", f"{self.nat!r}: must be one of {', '.join(NAT_MODES)}")
         if self.conntrack_max is not None:
             _int("conntrack_max", self.conntrack_max, 1, 2**31 - 1)
-        for name in ("log", "tester_stack"):
+        for name in ("log", "flowtable", "tester_stack"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(name, f"{getattr(self, name)!r}: must be true or false")
         if self.dut_cpus is not None:

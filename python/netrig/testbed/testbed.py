@@ -454,7 +454,8 @@ class Testbed:
             "options": self.options.to_dict(), "ports": [p.to_dict() for p in self.ports],
             "dut_netns": self.dut_netns, "placement": self.placement,
             "global_sysctls": s.get("global_sysctls", {}), "expected_rx_src": s.get("expected_rx_src"),
-            "build_s": s.get("build_s"), "notes": s.get("notes", []), "namespaces": {},
+            "flowtable": s.get("flowtable"), "build_s": s.get("build_s"), "notes": s.get("notes", []),
+            "namespaces": {},
         }
         spaces: list[str | None] = [*self.namespaces] or [None]
         for ns in spaces:

@@ -63,6 +63,8 @@ STATIC_NAT4, STATIC_NAT6 = "198.19.0.100", "2001:2:0:1::100"
 LINK_OPTIONS = ("tester_stack", "mtu")
 #: Options of a topology with a Linux DUT to place on CPUs.
 DUT_OPTIONS = (*LINK_OPTIONS, "dut_cpus", "dut_placement")
+#: Options of a routing DUT: its placement and nftables' software fast path.
+ROUTED_OPTIONS = (*DUT_OPTIONS, "flowtable")
 
 
 class Topology:
@@ -186,11 +188,13 @@ class Bridge(Topology):
 class Router(Topology):
     name = "router"
     description = "an IPv4+IPv6 forwarding Linux DUT with static routes and neighbours"
-    uses: ClassVar[tuple[str, ...]] = DUT_OPTIONS
+    uses: ClassVar[tuple[str, ...]] = ROUTED_OPTIONS
     has_dut = True
 
     def build(self, tb: Any) -> None:
-        self.build_router(tb)
+        r = self.build_router(tb)
+        if tb.options.flowtable:
+            _nft(tb, r["dut"], nft.router_ruleset(tb.id, _flowtable(tb, r)))
 
     def build_router(self, tb: Any) -> dict[str, str]:
         tx_ns = self.tester_ns(tb, "tx")
@@ -236,29 +240,34 @@ def _place(tb: Any, dut: str, ifaces: list[str]) -> None:
     tb.state["placement"] = placement.apply(dut, ifaces, o.dut_cpus, o.dut_placement)
 
 
+def _snat(tb: Any, r: dict[str, str]) -> list[str]:
+    """Source NAT on ``drx`` (the ``nat`` option): the pool addresses for ``static``, what the receiver
+    will see recorded, and the postrouting rules returned."""
+    o = tb.options
+    if o.nat == "static":
+        tb.add_addr(r["dut"], r["drx"], f"{STATIC_NAT4}/32")
+        tb.add_addr(r["dut"], r["drx"], f"{STATIC_NAT6}/128")
+        tb.state["expected_rx_src"] = {"4": STATIC_NAT4, "6": STATIC_NAT6}
+    else:
+        tb.state["expected_rx_src"] = {"4": RIGHT4[0], "6": RIGHT6[0]}
+    return nft.snat_rules(r["drx"], o.nat, STATIC_NAT4, STATIC_NAT6)
+
+
 class Nat(Router):
     name = "nat"
     description = "the router plus nftables source NAT (masquerade or static) and conntrack"
-    uses = (*DUT_OPTIONS, "nat", "conntrack_max")
+    uses = (*DUT_OPTIONS, "nat", "conntrack_max", "flowtable")
 
     def build(self, tb: Any) -> None:
         r = self.build_router(tb)
-        o = tb.options
-        if o.nat == "static":
-            tb.add_addr(r["dut"], r["drx"], f"{STATIC_NAT4}/32")
-            tb.add_addr(r["dut"], r["drx"], f"{STATIC_NAT6}/128")
-            tb.state["expected_rx_src"] = {"4": STATIC_NAT4, "6": STATIC_NAT6}
-        else:
-            tb.state["expected_rx_src"] = {"4": RIGHT4[0], "6": RIGHT6[0]}
-        text = nft.nat_ruleset(tb.id, r["drx"], o.nat, STATIC_NAT4, STATIC_NAT6)
-        _nft(tb, r["dut"], text)
+        _nft(tb, r["dut"], nft.nat_ruleset(tb.id, _snat(tb, r), _flowtable(tb, r)))
         _conntrack(tb)
 
 
 class Firewall(Router):
     name = "firewall"
     description = "the router plus a stateful nftables ruleset of N rules ending in an accept"
-    uses = (*DUT_OPTIONS, "rules", "log", "conntrack_max")
+    uses: ClassVar[tuple[str, ...]] = (*DUT_OPTIONS, "rules", "log", "conntrack_max", "flowtable")
 
     def validate(self, o: TestbedOptions) -> None:
         super().validate(o)
@@ -268,19 +277,38 @@ class Firewall(Router):
     def build(self, tb: Any) -> None:
         r = self.build_router(tb)
         _log(tb)
-        _nft(tb, r["dut"], nft.firewall_ruleset(tb.id, tb.options.rules, tb.options.log))
+        _nft(tb, r["dut"], nft.firewall_ruleset(tb.id, tb.options.rules, tb.options.log, _flowtable(tb, r)))
+        _conntrack(tb)
+
+
+class FirewallNat(Firewall):
+    name = "fwnat"
+    description = "the stateful firewall and source NAT (masquerade or static) on one DUT"
+    uses = (*DUT_OPTIONS, "rules", "log", "nat", "conntrack_max", "flowtable")
+
+    def build(self, tb: Any) -> None:
+        r = self.build_router(tb)
+        _log(tb)
+        ft = _flowtable(tb, r)
+        text = nft.firewall_ruleset(tb.id, tb.options.rules, tb.options.log, ft, snat=_snat(tb, r))
+        _nft(tb, r["dut"], text)
         _conntrack(tb)
 
 
 class Acl(Router):
     name = "acl"
     description = "the router plus N stateless nftables rules (no conntrack) ending in an accept"
-    uses = (*DUT_OPTIONS, "rules", "log")
+    uses = (*DUT_OPTIONS, "rules", "log", "flowtable")
 
     def build(self, tb: Any) -> None:
         r = self.build_router(tb)
         _log(tb)
-        _nft(tb, r["dut"], nft.acl_ruleset(tb.id, tb.options.rules, tb.options.log))
+        ft = _flowtable(tb, r)
+        if ft:
+            tb.state["notes"].append("acl with flowtable: conntrack is on (no notrack), since flows are "
+                                     "offloaded through their conntrack entries; the rules see a flow's "
+                                     "packets only until it is offloaded")
+        _nft(tb, r["dut"], nft.acl_ruleset(tb.id, tb.options.rules, tb.options.log, ft))
 
 
 class Policer(Router):
@@ -350,6 +378,21 @@ def _nft(tb: Any, ns: str, text: str) -> None:
     st.write_state(tb.state)
 
 
+def _flowtable(tb: Any, r: dict[str, str]) -> tuple[str, ...]:
+    """The DUT interfaces for the ``flowtable`` option (none without it), after checking that this
+    kernel has flowtables (``CapabilityError`` naming the option if not); recorded in the state."""
+    if not tb.options.flowtable:
+        return ()
+    devices = (r["dtx"], r["drx"])
+    nft.check_flowtable(r["dut"], tb.id, devices)
+    tb.state["flowtable"] = {"name": nft.FLOWTABLE, "devices": list(devices), "hook": "ingress",
+                             "hardware_offload": False, "slow_path_rule": nft.FLOW_ADD}
+    tb.state["notes"].append(f"flowtable {nft.FLOWTABLE} on {', '.join(devices)} (software fast path): "
+                             "offloaded TCP/UDP flows skip the forward chain; the counter of that chain's "
+                             "first rule (flow add) counts the TCP/UDP packets that took the slow path")
+    return devices
+
+
 def _conntrack(tb: Any) -> None:
     if tb.options.conntrack_max is not None:
         tb.set_global_sysctl("net.netfilter.nf_conntrack_max", tb.options.conntrack_max)
@@ -362,10 +405,17 @@ def _log(tb: Any) -> None:
 
 
 TOPOLOGIES: dict[str, Topology] = {
-    t.name: t() for t in (Loopback, Bridge, Router, Nat, Firewall, Acl, Policer, Fourport, External)
+    t.name: t() for t in (Loopback, Bridge, Router, Nat, Firewall, FirewallNat, Acl, Policer, Fourport, External)
 }
 
 
 def list_topologies() -> list[tuple[str, str]]:
     """``[(name, one-line description), ...]``."""
     return [(n, t.description) for n, t in TOPOLOGIES.items()]
+
+
+def topology_options(name: str) -> tuple[str, ...]:
+    """The options topology ``name`` takes (every other one it refuses), its own ones first."""
+    uses = TOPOLOGIES[name].uses
+    common = [o for o in DUT_OPTIONS if o in uses]
+    return (*(o for o in uses if o not in common), *common)
