@@ -53,4 +53,4 @@ def test_real_router_request_response(tmp_path):
     assert rep["tps"] > 1000, rep  # a veth router answers tens of thousands of round trips per second
     assert 0 < rep["rtt_us"]["p50"] <= rep["rtt_us"]["p99"]
     assert len(rep["processes"]) == 2 and all(p["total_s"] > 0 for p in rep["processes"])  # client and server
-    assert rep["cpu_per"]["parties_s_per_mtrans"] > 0
+    assert rep["cpu_per"]["busy_s_per_mtrans"] > 0

@@ -104,8 +104,10 @@ def test_real_router_tcp_with_every_partys_cpu(tmp_path):
     cores = rep["cpu"]["cores"]
     assert cores and sum(c["softirq"] for c in cores.values()) > 0  # forwarding and receive work is softirq
     per = rep["cpu_per"]
-    assert 0 < per["parties_s_per_gbit"] and 0 < per["busy_s_per_gbit"]
-    assert per["parties_s"] <= per["busy_s"] + 0.05  # the parties are part of all the busy time
+    assert per["busy_s_per_gbit"] > 0
+    tools = sum(p["total_s"] for p in rep["processes"])
+    # the tools are part of all the cores' busy time (rusage is exact, /proc/stat counts 4 ms ticks)
+    assert tools <= per["busy_s"] * 1.1 + 0.1, (tools, per)
     assert doc["testbed"]["options"]["tester_stack"] is True
     assert subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout == before
 

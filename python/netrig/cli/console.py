@@ -184,10 +184,10 @@ def stack_outcome(doc: dict) -> str:
     if doc.get("tps") is not None:
         parts.append(f"{doc['tps']:,.0f} transactions/s")
     per = doc.get("cpu_per") or {}
-    if per.get("parties_s_per_gbit") is not None:
-        parts.append(f"{per['parties_s_per_gbit']:.3g} CPU-s/Gbit")
-    if per.get("parties_s_per_mtrans") is not None:
-        parts.append(f"{per['parties_s_per_mtrans']:.3g} CPU-s per M transactions")
+    if per.get("busy_s_per_gbit") is not None:
+        parts.append(f"{per['busy_s_per_gbit']:.3g} CPU-s/Gbit")
+    if per.get("busy_s_per_mtrans") is not None:
+        parts.append(f"{per['busy_s_per_mtrans']:.3g} CPU-s per M transactions")
     return ", ".join(parts) or "no result"
 
 

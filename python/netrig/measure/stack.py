@@ -51,28 +51,18 @@ RUNNERS: dict[str, Callable[[StackEndpoints, StackRequest], dict]] = {"tcp": _tc
 
 
 def cpu_per(doc: dict) -> dict:
-    """CPU-seconds per unit of what the trial moved (per Gbit of goodput, per million transactions)
-    from the document's ``cpu`` and ``processes``, counted two ways:
-
-    * ``parties_s``: the tools' own CPU (``wait4``) plus every core's irq and softirq time — the
-      parties of the trial (the sending and receiving stacks, the DUT's forwarding in softirq,
-      ``ksoftirqd``), without unrelated processes' user and system time on a shared host;
-    * ``busy_s``: every core's busy time, whoever spent it.
-    """
-    cpu = doc.get("cpu") or {}
-    cores = [c for c in (cpu.get("cores") or {}).values() if isinstance(c, dict)]
-    busy = float(cpu.get("busy_s") or 0.0)
-    tools = sum(float(p.get("total_s") or 0.0) for p in doc.get("processes") or [])
-    parties = tools + sum(float(c.get("irq") or 0.0) + float(c.get("softirq") or 0.0) for c in cores)
-    out: dict[str, float | None] = {"parties_s": parties, "busy_s": busy}
+    """Busy CPU-seconds of every core (``busy_s``: whoever spent them — on a shared host that
+    includes unrelated processes) per unit of what the trial moved: per Gbit of goodput and per
+    million transactions. (The tools' own CPU is not added to the cores' irq and softirq time: the
+    kernel charges a softirq that interrupts a task to that task's system time as well.)"""
+    busy = float((doc.get("cpu") or {}).get("busy_s") or 0.0)
+    out: dict[str, float | None] = {"busy_s": busy}
     d = float(doc.get("duration_s") or 0.0)
     if doc.get("goodput_bps") is not None and d > 0:
         gbit = float(doc["goodput_bps"]) * d / 1e9
-        out["parties_s_per_gbit"] = parties / gbit if gbit > 0 else None
         out["busy_s_per_gbit"] = busy / gbit if gbit > 0 else None
     if doc.get("transactions_total") is not None:
         m = float(doc["transactions_total"]) / 1e6
-        out["parties_s_per_mtrans"] = parties / m if m > 0 else None
         out["busy_s_per_mtrans"] = busy / m if m > 0 else None
     return out
 

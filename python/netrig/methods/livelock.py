@@ -16,9 +16,10 @@ intersection with ``fwd = r`` is the fitted MLFRR ``C = a / (1 − b)`` and ``s 
 (the tester could not offer the load) are left out of the fit and flagged, never read as collapse.
 
 CPU: the host's softirq CPU-seconds during each trial (every engine trial accounts them exactly,
-``netrig.monitor.cpu``; older results: from ``trial.monitor`` samples) divided by the frames forwarded, at loads below the knee, is the per-packet cost (ns of
-softirq per forwarded frame). On a single host (veth) that time includes the tester's own kernel
-receive path: compare it between configurations rather than reading it as the DUT's alone.
+``netrig.monitor.cpu``; older results: from ``trial.monitor`` samples) divided by the frames
+forwarded, at loads below the knee, is the per-packet cost (ns of softirq per forwarded frame). On a
+single host (veth) that time includes the tester's own kernel receive path: compare it between
+configurations rather than reading it as the DUT's alone.
 
 Two configurations (coalescing or GRO on and off, say) overlay in ``netrig compare``.
 """

@@ -74,7 +74,7 @@ class RrMethodResult:
         per = obj(self.doc, "cpu_per")
         out: dict[str, float | None] = {"tps": num(self.doc, "tps"), "busy_cpu_s": num(obj(self.doc, "cpu"), "busy_s"),
                                         "busy_cpu_s_per_mtrans": num(per, "busy_s_per_mtrans"),
-                                        "cpu_s_per_mtrans": num(per, "parties_s_per_mtrans"),
+                                        "cpu_s_per_mtrans": num(per, "busy_s_per_mtrans"),
                                         "tool_cpu_s_per_mtrans": num(self.doc, "cpu_s_per_million_transactions"),
                                         "dropped": num(self.doc, "dropped")}
         for key, name in RTT_KEYS:
@@ -114,9 +114,9 @@ def _us(s: Stat | None) -> str:
 
 def table(run: RunView) -> Table:
     t = Table(["protocol, message", "transactions/s", "RTT p50", "RTT p99", "RTT p99.9", "RTT max",
-               "sockperf CPU-s per M transactions", "parties' CPU-s per M transactions"],
-              caption="median of repetitions; one connection, one message outstanding; round-trip times; parties: "
-                      "sockperf's own CPU plus every core's irq and softirq time")
+               "sockperf CPU-s per M transactions", "all-core busy CPU-s per M transactions"],
+              caption="median of repetitions; one connection, one message outstanding; round-trip times; all-core "
+                      "busy time includes whatever else ran on the host: measure on a quiet one")
     for e in entries(run):
         rep0 = e["reps"][0] if e["reps"] else {}
         tps = e["tps"]
@@ -211,7 +211,7 @@ class RequestResponse(Method):
         vals = [first(r) for r in runs]
         for key, label, show in (("tps", "transactions/s", lambda v: f"{v:,.0f}"),
                                  ("rtt_p99_us", "RTT p99", lambda v: f"{v:.1f} µs"),
-                                 ("per_mtrans", "CPU-s per M transactions (parties)", lambda v: f"{v:.3g}")):
+                                 ("per_mtrans", "busy CPU-s per M transactions", lambda v: f"{v:.3g}")):
             vs = [e[key].value if e is not None and e[key] is not None else None for e in vals]
             if all(v is None for v in vs):
                 continue

@@ -82,7 +82,7 @@ class TcpMethodResult:
         return {"goodput_bps": self.goodput_bps, "retransmits": num(self.doc, "retransmits"),
                 "busy_cpu_s": num(cpu, "busy_s"), "softirq_cpu_s": softirq,
                 "busy_cpu_s_per_gbit": num(per, "busy_s_per_gbit"),
-                "cpu_s_per_gbit": num(per, "parties_s_per_gbit"), "parties_cpu_s": num(per, "parties_s"),
+                "cpu_s_per_gbit": num(per, "busy_s_per_gbit"),
                 "tool_cpu_s_per_gbit": num(self.doc, "cpu_s_per_gbit"), "mean_rtt_us": mean_rtt_us(self.doc)}
 
     def to_dict(self) -> dict:
@@ -113,7 +113,6 @@ def entries(run: RunView) -> list[dict]:
         reps = [x for x in objs(r, "repetitions") if x.get("complete", True) is not False]
         out.append({"reps": reps, "goodput": Stat.from_stats(st.get("goodput_bps")),
                     "per_gbit": Stat.from_stats(st.get("cpu_s_per_gbit")),
-                    "busy_per_gbit": Stat.from_stats(st.get("busy_cpu_s_per_gbit")),
                     "tool_per_gbit": Stat.from_stats(st.get("tool_cpu_s_per_gbit")),
                     "retransmits": Stat.from_stats(st.get("retransmits")),
                     "rtt": Stat.from_stats(st.get("mean_rtt_us"))})
@@ -139,10 +138,9 @@ def _num(s: Stat | None, digits: int = 3) -> str:
 
 def table(run: RunView) -> Table:
     t = Table(["streams × direction", "goodput", "per direction", "retransmits", "mean RTT",
-               "iperf3 CPU-s per Gbit", "parties' CPU-s per Gbit", "all-core busy CPU-s per Gbit"],
+               "iperf3 CPU-s per Gbit", "all-core busy CPU-s per Gbit"],
               caption="median of repetitions (min–max); CPU-s per Gbit: CPU-seconds per Gbit of goodput moved; "
-                      "parties: iperf3's own CPU plus every core's irq and softirq time (the stacks and the DUT's "
-                      "forwarding), without unrelated processes")
+                      "all-core busy time includes whatever else ran on the host: measure on a quiet one")
     for e in entries(run):
         rep0 = e["reps"][0] if e["reps"] else {}
         per_dir = ", ".join(f"{k} {v / 1e9:.2f}" for k, v in (rep0.get("goodput_by_direction") or {}).items()
@@ -150,7 +148,7 @@ def table(run: RunView) -> Table:
         t.add([f"{rep0.get('streams', '?')} × {rep0.get('direction', '?')} (IPv{rep0.get('family', 4)})",
                _gbps(e["goodput"]), per_dir + " Gbit/s" if per_dir else fmt.DASH,
                _num(e["retransmits"], 6), fmt.DASH if e["rtt"] is None else f"{e['rtt'].value:.0f} µs",
-               _num(e["tool_per_gbit"]), _num(e["per_gbit"]), _num(e["busy_per_gbit"])])
+               _num(e["tool_per_gbit"]), _num(e["per_gbit"])])
     return t
 
 
@@ -184,16 +182,15 @@ def _s(v: float | None) -> str:
 
 @plot("tcp")
 def tcp_plot(runs: Sequence[RunView]) -> Figure | None:
-    """TCP through the DUT: goodput (left) and the parties' CPU-seconds per Gbit (right: iperf3's
-    own CPU plus every core's irq and softirq time) of each result, median of repetitions with the
-    min–max range."""
+    """TCP through the DUT: goodput (left) and the busy CPU-seconds of all cores per Gbit of goodput
+    (right) of each result, median of repetitions with the min–max range."""
     data = [(r, e) for r in runs for e in entries(r)[:1]]
     if not data:
         return None
     fig, axes = subplots(1, 2, w=7.6, h=max(2.2, 0.45 * len(data) + 1.2))
     names = [r.name for r, _ in data]
     for ax, key, scale, label in ((axes[0][0], "goodput", 1e-9, "goodput (Gbit/s)"),
-                                  (axes[0][1], "per_gbit", 1.0, "CPU-s per Gbit (parties)")):
+                                  (axes[0][1], "per_gbit", 1.0, "busy CPU-s per Gbit (all cores)")):
         for i, (_, e) in enumerate(data):
             s = e[key]
             if s is None:
@@ -256,7 +253,7 @@ class Tcp(Method):
         t = Table(["metric", f"{runs[0].name} (baseline)"] + [x for r in runs[1:] for x in (r.name, "% of baseline")])
         vals = [first(r) for r in runs]
         for key, label, show in (("goodput", "TCP goodput", lambda v: f"{v / 1e9:.2f} Gbit/s"),
-                                 ("per_gbit", "CPU-s per Gbit (parties)", lambda v: f"{v:.3g}")):
+                                 ("per_gbit", "busy CPU-s per Gbit", lambda v: f"{v:.3g}")):
             vs = [e[key].value if e is not None and e[key] is not None else None for e in vals]
             if vs[0] is None and all(v is None for v in vs):
                 continue

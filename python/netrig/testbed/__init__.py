@@ -28,4 +28,5 @@ def down(tb_id: str) -> None:
 
 
 __all__ = ["Testbed", "TesterPort", "TestbedOptions", "TOPOLOGIES", "list_topologies", "topology_options", "clean",
-           "status", "down", "CleanReport", "parse_cap", "parse_cpus", "Knobs", "KnobSet", "KnobLayout", "applied_knobs"]
+           "status", "down", "CleanReport", "parse_cap", "parse_cpus", "Knobs", "KnobSet", "KnobLayout",
+           "applied_knobs"]
