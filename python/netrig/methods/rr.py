@@ -17,11 +17,10 @@ from typing import TYPE_CHECKING
 from netrig.errors import ConfigError
 from netrig.measure import StackRequest
 from netrig.measure.rr import DEFAULT_PORT, PROTOCOLS, RrParams
-from netrig.methodology.method import Context, Method, Section
+from netrig.methodology.method import Context, Section
 from netrig.methodology.stats import check
+from netrig.methods.stack import StackMethod, stat_value
 from netrig.view import fmt
-from netrig.view.html import figure, table_html
-from netrig.view.markdown import section_md, table_md
 from netrig.view.plotkit import plot, run_colour, subplots
 from netrig.view.run_view import RunView, Stat, num, obj, objs
 from netrig.view.table import Table
@@ -103,11 +102,6 @@ def entries(run: RunView) -> list[dict]:
     return out
 
 
-def first(run: RunView) -> dict | None:
-    e = entries(run)
-    return e[0] if e else None
-
-
 def _us(s: Stat | None) -> str:
     return fmt.DASH if s is None else f"{s.value:.1f} µs"
 
@@ -161,7 +155,7 @@ def rr_plot(runs: Sequence[RunView]) -> Figure | None:
 SECTION = Section("rr", "Request/response through the DUT (sockperf ping-pong)")
 
 
-class RequestResponse(Method):
+class RequestResponse(StackMethod):
     name = METHOD_NAME
     label = "Request/response through the DUT (sockperf)"
     short_name = "rr"
@@ -170,6 +164,18 @@ class RequestResponse(Method):
     plots = (rr_plot,)
     console_columns = ("transactions/s", "RTT p50", "RTT p99", "CPU-s/M trans")
     stack_kind = "rr"
+    section = SECTION
+    plot_type = rr_plot
+    ratio_title = "Request/response through the DUT"
+    ratio_rows = (("tps", "transactions/s", lambda v: f"{v:,.0f}"),
+                  ("rtt_p99_us", "RTT p99", lambda v: f"{v:.1f} µs"),
+                  ("per_mtrans", "busy CPU-s per M transactions", lambda v: f"{v:.3g}"))
+
+    def entries(self, run: RunView) -> list[dict]:
+        return entries(run)
+
+    def table(self, run: RunView) -> Table:
+        return table(run)
 
     def config_defaults(self, params: dict, trial_duration_s: float) -> dict:
         """sockperf runs whole seconds: the trial duration rounded, at least 1 s."""
@@ -181,9 +187,6 @@ class RequestResponse(Method):
         doc = ctx.measurer.measure_stack(StackRequest("rr", params.family, params.tool_params()))
         return RrMethodResult(params.family, doc)
 
-    def top_rate_pct(self, params: RrMethodParams) -> float:
-        return 0.0
-
     def console_rows(self, result: dict, flags: str) -> list[list[str]]:
         st = result.get("stats", {})
 
@@ -194,41 +197,14 @@ class RequestResponse(Method):
         return [["stack", "-" if tps is None else f"{tps:,.0f}", "-" if p50 is None else f"{p50:.1f} µs",
                  "-" if p99 is None else f"{p99:.1f} µs", "-" if c is None else f"{c:.3g}", flags]]
 
-    def html(self, run: RunView) -> dict[str, str]:
-        t = table(run)
-        return {SECTION.id: figure(rr_plot, [run]) + table_html(t)} if t else {}
-
-    def compare_html(self, runs: Sequence[RunView]) -> dict[str, str]:
-        f = figure(rr_plot, runs)
-        return {SECTION.id: f} if f else {}
-
-    def markdown(self, run: RunView) -> str:
-        t = table(run)
-        return section_md(SECTION.title, table_md(t), "") if t else ""
-
-    def ratio_table(self, runs: Sequence[RunView]) -> tuple[str, Table] | None:
-        t = Table(["metric", f"{runs[0].name} (baseline)"] + [x for r in runs[1:] for x in (r.name, "% of baseline")])
-        vals = [first(r) for r in runs]
-        for key, label, show in (("tps", "transactions/s", lambda v: f"{v:,.0f}"),
-                                 ("rtt_p99_us", "RTT p99", lambda v: f"{v:.1f} µs"),
-                                 ("per_mtrans", "busy CPU-s per M transactions", lambda v: f"{v:.3g}")):
-            vs = [e[key].value if e is not None and e[key] is not None else None for e in vals]
-            if all(v is None for v in vs):
-                continue
-            row = [label, fmt.DASH if vs[0] is None else show(vs[0])]
-            for v in vs[1:]:
-                row += [fmt.DASH if v is None else show(v), fmt.ratio_pct(v, vs[0])]
-            t.add(row)
-        return ("Request/response through the DUT", t) if t else None
-
     def compare_values(self, run: RunView) -> dict[str, tuple[float | None, bool]]:
         out: dict[str, tuple[float | None, bool]] = {}
         for e in entries(run):
             rep0 = e["reps"][0] if e["reps"] else {}
             what = f"{rep0.get('protocol', '?')} {rep0.get('size_bytes', '?')} B"
-            out[f"transactions/s ({what})"] = (e["tps"].value if e["tps"] else None, True)
-            out[f"RTT p99 ({what})"] = (e["rtt_p99_us"].value if e["rtt_p99_us"] else None, False)
-            out[f"CPU-s per M transactions ({what})"] = (e["per_mtrans"].value if e["per_mtrans"] else None, False)
+            out[f"transactions/s ({what})"] = (stat_value(e, "tps"), True)
+            out[f"RTT p99 ({what})"] = (stat_value(e, "rtt_p99_us"), False)
+            out[f"CPU-s per M transactions ({what})"] = (stat_value(e, "per_mtrans"), False)
         return out
 
 

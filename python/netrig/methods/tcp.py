@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING
 
 from netrig.measure import StackRequest
 from netrig.measure.tcp import DEFAULT_PORT, DIRECTIONS, TcpParams
-from netrig.methodology.method import Context, Method, Section
+from netrig.methodology.method import Context, Section
 from netrig.methodology.stats import check
+from netrig.methods.stack import StackMethod, stat_value
 from netrig.view import fmt
-from netrig.view.html import figure, table_html
-from netrig.view.markdown import section_md, table_md
+from netrig.view.html import table_html
 from netrig.view.plotkit import plot, run_colour, subplots
 from netrig.view.run_view import RunView, Stat, num, obj, objs
 from netrig.view.table import Table
@@ -119,12 +119,6 @@ def entries(run: RunView) -> list[dict]:
     return out
 
 
-def first(run: RunView) -> dict | None:
-    """The run's first ``tcp`` method's entry (``None`` without one)."""
-    e = entries(run)
-    return e[0] if e else None
-
-
 def _gbps(s: Stat | None) -> str:
     if s is None:
         return fmt.DASH
@@ -209,7 +203,7 @@ def tcp_plot(runs: Sequence[RunView]) -> Figure | None:
 SECTION = Section("tcp", "TCP through the DUT (iperf3) with the CPU of every party")
 
 
-class Tcp(Method):
+class Tcp(StackMethod):
     name = METHOD_NAME
     label = "TCP through the DUT (iperf3)"
     short_name = "tcp"
@@ -218,13 +212,24 @@ class Tcp(Method):
     plots = (tcp_plot,)
     console_columns = ("goodput", "retransmits", "CPU-s/Gbit")
     stack_kind = "tcp"
+    section = SECTION
+    plot_type = tcp_plot
+    ratio_title = "TCP through the DUT"
+    ratio_rows = (("goodput", "TCP goodput", lambda v: f"{v / 1e9:.2f} Gbit/s"),
+                  ("per_gbit", "busy CPU-s per Gbit", lambda v: f"{v:.3g}"))
+
+    def entries(self, run: RunView) -> list[dict]:
+        return entries(run)
+
+    def table(self, run: RunView) -> Table:
+        return table(run)
+
+    def more_html(self, run: RunView) -> str:
+        return "<h3>CPU of every party</h3>" + table_html(cpu_table(run))
 
     def run(self, params: TcpMethodParams, ctx: Context) -> TcpMethodResult:
         doc = ctx.measurer.measure_stack(StackRequest("tcp", params.family, params.tool_params()))
         return TcpMethodResult(params.family, doc)
-
-    def top_rate_pct(self, params: TcpMethodParams) -> float:
-        return 0.0
 
     def console_rows(self, result: dict, flags: str) -> list[list[str]]:
         st = result.get("stats", {})
@@ -234,42 +239,13 @@ class Tcp(Method):
         return [["stack", "-" if g is None else f"{g / 1e9:.2f} Gbit/s", "-" if r is None else f"{r:,.0f}",
                  "-" if c is None else f"{c:.3g}", flags]]
 
-    def html(self, run: RunView) -> dict[str, str]:
-        t = table(run)
-        if not t:
-            return {}
-        return {SECTION.id: figure(tcp_plot, [run]) + table_html(t)
-                + "<h3>CPU of every party</h3>" + table_html(cpu_table(run))}
-
-    def compare_html(self, runs: Sequence[RunView]) -> dict[str, str]:
-        f = figure(tcp_plot, runs)
-        return {SECTION.id: f} if f else {}
-
-    def markdown(self, run: RunView) -> str:
-        t = table(run)
-        return section_md(SECTION.title, table_md(t), "") if t else ""
-
-    def ratio_table(self, runs: Sequence[RunView]) -> tuple[str, Table] | None:
-        t = Table(["metric", f"{runs[0].name} (baseline)"] + [x for r in runs[1:] for x in (r.name, "% of baseline")])
-        vals = [first(r) for r in runs]
-        for key, label, show in (("goodput", "TCP goodput", lambda v: f"{v / 1e9:.2f} Gbit/s"),
-                                 ("per_gbit", "busy CPU-s per Gbit", lambda v: f"{v:.3g}")):
-            vs = [e[key].value if e is not None and e[key] is not None else None for e in vals]
-            if vs[0] is None and all(v is None for v in vs):
-                continue
-            row = [label, fmt.DASH if vs[0] is None else show(vs[0])]
-            for v in vs[1:]:
-                row += [fmt.DASH if v is None else show(v), fmt.ratio_pct(v, vs[0])]
-            t.add(row)
-        return ("TCP through the DUT", t) if t else None
-
     def compare_values(self, run: RunView) -> dict[str, tuple[float | None, bool]]:
         out: dict[str, tuple[float | None, bool]] = {}
         for e in entries(run):
             rep0 = e["reps"][0] if e["reps"] else {}
             what = f"{rep0.get('streams', '?')} × {rep0.get('direction', '?')}"
-            out[f"TCP goodput ({what})"] = (e["goodput"].value if e["goodput"] else None, True)
-            out[f"CPU-s per Gbit (TCP {what})"] = (e["per_gbit"].value if e["per_gbit"] else None, False)
+            out[f"TCP goodput ({what})"] = (stat_value(e, "goodput"), True)
+            out[f"CPU-s per Gbit (TCP {what})"] = (stat_value(e, "per_gbit"), False)
         return out
 
 

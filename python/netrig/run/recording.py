@@ -52,6 +52,16 @@ class RecordingMeasurer:
         c = self.ctx
         return f"{c['method_index']}/{c['frame'].label}/{c['repetition']}/{self.trial_index}"
 
+    def _start(self, key: str, info: dict) -> list[str]:
+        """Before a measured trial: check (and repair) the test bed, say so, announce the trial;
+        returns what was repaired."""
+        repaired = self.before() if self.before is not None else []
+        if repaired:
+            self.progress("notice", {"message": f"test bed repaired before trial {key}: restored "
+                                                f"{'; '.join(repaired)}"})
+        self.progress("trial_start", {**info, "replayed": False})
+        return repaired
+
     def _do(self, kind: str, frame: FrameSize, load_d: dict, phases: list | None,
             fn: Callable[[str], TrialCounts]) -> TrialCounts:
         key = self._key()
@@ -76,11 +86,7 @@ class RecordingMeasurer:
             self.records.append({**rec, "counts": counts.to_dict(), "seq": len(self.records), "replayed": True})
             self.progress("trial_end", {**info, "replayed": True, "counts": counts})
             return counts
-        repaired = self.before() if self.before is not None else []
-        if repaired:
-            self.progress("notice", {"message": f"test bed repaired before trial {key}: restored "
-                                                f"{'; '.join(repaired)}"})
-        self.progress("trial_start", {**info, "replayed": False})
+        repaired = self._start(key, info)
         started = utc_now()
         t0 = time.monotonic()
         counts = fn(key)
@@ -136,11 +142,7 @@ class RecordingMeasurer:
             self.records.append({**rec, "seq": len(self.records), "replayed": True})
             self.progress("trial_end", {**info, "replayed": True, "result": rec["result"]})
             return dict(rec["result"])
-        repaired = self.before() if self.before is not None else []
-        if repaired:
-            self.progress("notice", {"message": f"test bed repaired before trial {key}: restored "
-                                                f"{'; '.join(repaired)}"})
-        self.progress("trial_start", {**info, "replayed": False})
+        repaired = self._start(key, info)
         started = utc_now()
         t0 = time.monotonic()
         doc = self._target().measure_stack(request)
