@@ -151,6 +151,9 @@ cli("--reset-command", "rfc2544", "--testbed", "router", "--tests", "reset", "--
 cli("--reset-command", *RFC, "--tests", "reset", "--reset-command", "'unclosed")
 cli("--reset-command", *RFC, "--tests", "reset", "--reset-command", "sh -c \"x")
 cli("--i-know-this-is-live", *RFC, "--i-know-this-is-live=yes")
+for v in ["noequals", "dut.features.grooo=on", "bogus.features.gro=on", "dut.coalesce.rx-usecs=fast"]:
+    cli("--knob", *RFC, "--knob", v)
+cli("--monitor", *RFC, "--monitor=yes")
 TB = ["rfc2544", "--testbed", "router", "--out", "{dir}/out", "--testbed-option"]
 cli("--testbed-option", *TB, "noequals")
 for kv, name in [("rules=abc", "rules"), ("rules=5", "rules"), ("cap=100kpps", "cap"), ("mtu=100", "mtu"),
@@ -183,8 +186,10 @@ for cmd in ("ndr-pdr", "livelock", "selftest"):  # the shared options of every s
     base = [cmd, "--testbed", "simulated", "--out", "{dir}/out"]
     for opt, v in [("--sizes", "63"), ("--duration", "1e99s"), ("--drain", "61s"), ("--repetitions", "0"),
                    ("--io", "dpdk"), ("--nominal-speed", "nan"), ("--speed", "-1"), ("--sim-capacity-pps", "inf"),
-                   ("--testbed-option", "mtu=9000"), ("--testbed", "nosuch"), ("--i-know-this-is-live", "")]:
-        argv = [*base, opt, v] if v or opt != "--i-know-this-is-live" else [*base, "--i-know-this-is-live=1"]
+                   ("--testbed-option", "mtu=9000"), ("--testbed", "nosuch"), ("--i-know-this-is-live", ""),
+                   ("--monitor", ""), ("--knob", "dut.sysfs.threaded")]:
+        flag = opt in ("--i-know-this-is-live", "--monitor")
+        argv = [*base, opt, v] if v or not flag else [*base, f"{opt}=1"]
         if opt == "--testbed":
             argv = [cmd, "--testbed", v, "--out", "{dir}/out"]
         cli(opt, *argv)

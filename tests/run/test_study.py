@@ -4,10 +4,12 @@ study, and reported as one comparison with every variant against the baseline.""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
 import pytest
+from tests.conftest import needs_root
 
 from netrig.errors import ConfigError, ResultError
 from netrig.report import write_study
@@ -160,3 +162,28 @@ def test_example_studies_are_valid():
     for name in ("service-cost.toml", "host-tuning.toml"):
         s = load_study(root / "examples" / name)
         assert len(s.variants) >= 4, name
+
+
+@needs_root
+@pytest.mark.skipif(shutil.which("iperf3") is None, reason="iperf3 is not installed (make setup)")
+def test_real_study_router_against_acl_with_knobs_restored(tmp_path):
+    """Two real test beds, iperf3 through each, a knob on one variant: the study finishes, the ACL's
+    goodput is compared with routing's, and the knob was applied and restored."""
+    before = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    study = study_from_dict({
+        "study": {"name": "real"},
+        "base": {"testbed": {"name": "router"}, "selftest": {"enabled": False}, "trial": {"duration_s": 1},
+                 "methods": [{"tcp": {"duration_s": 1, "streams": 2}}]},
+        "variant": [{"name": "routing"},
+                    {"name": "acl-gro", "testbed": {"name": "acl", "options": {"rules": 50},
+                                                    "knobs": {"dut": {"features": {"gro": "on"}}}}}],
+    })
+    outcomes = StudyRunner(study, tmp_path / "s").run()
+    assert [o.state for o in outcomes] == ["done", "done"], [(o.name, o.error) for o in outcomes]
+    acl = json.loads((tmp_path / "s" / "acl-gro" / "result.json").read_text())
+    assert acl["summary"][0]["results"][0]["repetitions"][0]["goodput_bps"] > 1e8
+    knobs = acl["testbed"]["knobs"]
+    assert knobs["restored"] is True and any("features.gro" in v for v in knobs["applied"]["dut"].values())
+    text = write_study(tmp_path / "s").read_text()
+    assert 'data-plot="study"' in text and "acl-gro" in text
+    assert subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout == before
