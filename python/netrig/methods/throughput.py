@@ -242,19 +242,43 @@ def entries(run: RunView) -> list[dict]:
             # "≥ rate": a lower bound (in older results tester_limited only meant "some trial was invalid")
             "at_least": any(x.get("bounded_by_tester") is True for x in reps),
             "repetitions": len(reps), "flags": objs(r, "flags"),
+            "cpu_s_per_mframe": cpu_s_per_mframe(run, size),
         })
     return out
 
 
+def cpu_s_per_mframe(run: RunView, size: object) -> float | None:
+    """Busy CPU-seconds of every core per million frames forwarded, in the loss-free trial at the
+    highest load of this method and frame size (every engine trial accounts its CPU: ``raw.cpu``);
+    ``None`` without such a trial."""
+    best: tuple[float, float] | None = None
+    for t in run.trials():
+        c = obj(t, "counts")
+        if t.get("method") != METHOD_NAME or frame_size_label(t.get("frame_size")) != frame_size_label(size) \
+                or c.get("valid") is False or (num(c, "frames_lost") or 0) > 0:
+            continue
+        busy, got, rate = num(obj(obj(c, "raw"), "cpu"), "busy_s"), num(c, "frames_received"), num(obj(t, "load"),
+                                                                                                   "rate_pps")
+        if busy is None or not got or rate is None:
+            continue
+        if best is None or rate > best[0]:
+            best = (rate, busy / got * 1e6)
+    return best[1] if best else None
+
+
 def table(run: RunView) -> Table:
     t = Table(["frame size", "throughput (median, min–max)", "% line rate", "bit/s (L1)", "bit/s (L2)",
-               "line rate", "tester proven", "repetitions", "flags"])
+               "line rate", "tester proven", "CPU-s per M frames", "repetitions", "flags"],
+              caption="CPU-s per M frames: busy CPU-seconds of every core per million frames forwarded in the "
+                      "loss-free trial at the highest load (on one host: the tester's and the DUT's together)")
     for e in entries(run):
         flags = ", ".join(sorted({str(f.get("code", "")) for f in e["flags"]} - {"nominal_line_rate", "short_trials"}))
         t.add([fmt.size(e["frame_size"]), fmt.at_least(fmt.fps_stat(e["rate"]), e["at_least"]),
                fmt.pct(e["pct"].value if e["pct"] else None),
                fmt.bps(e["l1_bps"]), fmt.bps(e["l2_bps"]), fmt.fps(run.line_rate_pps(e["frame_size"])),
-               fmt.fps(e["ceiling_pps"]), str(e["repetitions"] or fmt.DASH), flags or ""],
+               fmt.fps(e["ceiling_pps"]),
+               fmt.DASH if e["cpu_s_per_mframe"] is None else f"{e['cpu_s_per_mframe']:.3g}",
+               str(e["repetitions"] or fmt.DASH), flags or ""],
               "flagged" if e["above_ceiling"] else "")
     return t
 
@@ -419,8 +443,13 @@ class Throughput(Method):
         return ("RFC 2544 throughput", t) if t else None
 
     def compare_values(self, run: RunView) -> dict[str, tuple[float | None, bool]]:
-        return {f"RFC 2544 throughput {fmt.size(e['frame_size'])}": (e["rate"].value if e["rate"] else None, True)
-                for e in entries(run)}
+        out: dict[str, tuple[float | None, bool]] = {}
+        for e in entries(run):
+            out[f"RFC 2544 throughput {fmt.size(e['frame_size'])}"] = (e["rate"].value if e["rate"] else None, True)
+        for e in entries(run):  # the CPU rows after the rates
+            if e["cpu_s_per_mframe"] is not None:
+                out[f"CPU-s per M frames at throughput ({fmt.size(e['frame_size'])})"] = (e["cpu_s_per_mframe"], False)
+        return out
 
     def add_cli_options(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--resolution", type=float, default=0.1,
