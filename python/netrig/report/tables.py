@@ -241,6 +241,8 @@ def study_table(runs: Sequence[RunView]) -> Table:
 def _plain_value(label: str, v: float | None) -> str:
     if v is None:
         return fmt.DASH
+    if label.startswith("CPU"):
+        return f"{v:.3g}"
     if "goodput" in label:
         return f"{v / 1e9:.2f} Gbit/s"
     if "throughput" in label:
