@@ -23,7 +23,7 @@ import argparse
 import json
 
 from netrig.cli.common import require_root
-from netrig.cli.tcp import testbed_for
+from netrig.cli.tcp import endpoints, testbed_for
 from netrig.errors import ConfigError
 from netrig.measure.rr import (
     DEFAULT_PORT,
@@ -80,11 +80,7 @@ def _params(args: argparse.Namespace) -> RrParams:
 
 def measure(tb: Testbed, params: RrParams, family: int = 4) -> RrResult:
     """sockperf ping-pong from the test bed's port ``tx`` (client) to port ``rx`` (server)."""
-    tx, rx = tb.port("tx"), tb.port("rx")
-    addr = rx.ipv4 if family == 4 else rx.ipv6
-    if not addr:
-        raise ConfigError("--family", f"port {rx.name} of test bed {tb.id} has no IPv{family} address")
-    return run_sockperf(tx.netns, rx.netns, addr, params)
+    return run_sockperf(*endpoints(tb, family), params)
 
 
 def table(r: RrResult) -> str:

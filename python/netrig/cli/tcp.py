@@ -20,6 +20,7 @@ from typing import Any
 from netrig.cli.common import require_root
 from netrig.cli.shortcuts import testbed_options
 from netrig.errors import ConfigError, TestbedError
+from netrig.measure.stack import StackEndpoints
 from netrig.measure.tcp import DEFAULT_PORT, DIRECTIONS, TcpParams, TcpResult, run_iperf3
 from netrig.model import format_bps, parse_duration
 from netrig.testbed import TOPOLOGIES, Testbed
@@ -87,13 +88,19 @@ def testbed_for(args: argparse.Namespace, tool: str) -> tuple[Testbed, bool]:
     return tb, False
 
 
+def endpoints(tb: Testbed, family: int) -> tuple[str | None, str | None, str]:
+    """``(client namespace, server namespace, server address)``: from the test bed's port ``tx``
+    to its port ``rx``, in IP ``family``."""
+    ep = StackEndpoints.between(tb.port("tx"), tb.port("rx"))
+    try:
+        return ep.client_netns, ep.server_netns, ep.server(family)
+    except ConfigError as e:
+        raise ConfigError("--family", f"test bed {tb.id}: {e.message}") from None
+
+
 def measure(tb: Testbed, params: TcpParams, family: int = 4) -> TcpResult:
     """iperf3 from the test bed's port ``tx`` (client) to port ``rx`` (server)."""
-    tx, rx = tb.port("tx"), tb.port("rx")
-    addr = rx.ipv4 if family == 4 else rx.ipv6
-    if not addr:
-        raise ConfigError("--family", f"port {rx.name} of test bed {tb.id} has no IPv{family} address")
-    return run_iperf3(tx.netns, rx.netns, addr, params)
+    return run_iperf3(*endpoints(tb, family), params)
 
 
 def table(r: TcpResult) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from netrig.errors import ConfigError
 from netrig.measure.rr import run_sockperf
@@ -30,6 +31,12 @@ class StackEndpoints:
     server_netns: str | None
     server_ipv4: str | None
     server_ipv6: str | None
+
+    @classmethod
+    def between(cls, tx: Any, rx: Any) -> StackEndpoints:
+        """The client on tester port ``tx``, the server on port ``rx`` (each with ``netns``,
+        ``ipv4``, ``ipv6``: a test bed's ``TesterPort``)."""
+        return cls(tx.netns, rx.netns, rx.ipv4, rx.ipv6)
 
     def server(self, family: int) -> str:
         addr = self.server_ipv4 if family == 4 else self.server_ipv6

@@ -15,9 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from netrig.errors import ConfigError
-from netrig.measure import StackRequest
 from netrig.measure.rr import DEFAULT_PORT, PROTOCOLS, RrParams
-from netrig.methodology.method import Context, Section
+from netrig.methodology.method import Section
 from netrig.methodology.stats import check
 from netrig.methods.stack import StackMethod, stat_value
 from netrig.view import fmt
@@ -164,6 +163,7 @@ class RequestResponse(StackMethod):
     plots = (rr_plot,)
     console_columns = ("transactions/s", "RTT p50", "RTT p99", "CPU-s/M trans")
     stack_kind = "rr"
+    result_type = RrMethodResult
     section = SECTION
     plot_type = rr_plot
     ratio_title = "Request/response through the DUT"
@@ -182,10 +182,6 @@ class RequestResponse(StackMethod):
         if "duration_s" not in params:
             params = {**params, "duration_s": float(max(1, round(trial_duration_s)))}
         return params
-
-    def run(self, params: RrMethodParams, ctx: Context) -> RrMethodResult:
-        doc = ctx.measurer.measure_stack(StackRequest("rr", params.family, params.tool_params()))
-        return RrMethodResult(params.family, doc)
 
     def console_rows(self, result: dict, flags: str) -> list[list[str]]:
         st = result.get("stats", {})

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from netrig.methodology.method import Method, Section
+from netrig.measure import StackRequest
+from netrig.methodology.method import Context, Method, Section
 from netrig.view import fmt
 from netrig.view.html import figure, table_html
 from netrig.view.markdown import section_md, table_md
@@ -18,14 +19,22 @@ RatioRow = tuple[str, str, Callable[[float], str]]
 
 
 class StackMethod(Method):
-    """Base of the stack methods: subclasses set ``stack_kind``, ``section``, ``plot_type``,
+    """Base of the stack methods: subclasses set ``stack_kind``, ``result_type``, ``section``, ``plot_type``,
     ``ratio_title`` and ``ratio_rows`` and define :meth:`entries` (one dict of ``Stat`` per configured
     method of this kind, with ``reps``: its repetitions) and :meth:`table`."""
 
+    #: Its result class, built from ``(params.family, the trial's document)``.
+    result_type: ClassVar[type]
     section: ClassVar[Section]
     plot_type: ClassVar[Plot]
     ratio_title: ClassVar[str]
     ratio_rows: ClassVar[tuple[RatioRow, ...]]
+
+    def run(self, params: Any, ctx: Context) -> Any:
+        """One stack trial of ``stack_kind`` with the tool's parameters (``params.tool_params()``)."""
+        assert self.stack_kind is not None
+        doc = ctx.measurer.measure_stack(StackRequest(self.stack_kind, params.family, params.tool_params()))
+        return self.result_type(params.family, doc)
 
     def entries(self, run: RunView) -> list[dict]:
         raise NotImplementedError

@@ -15,9 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from netrig.measure import StackRequest
 from netrig.measure.tcp import DEFAULT_PORT, DIRECTIONS, TcpParams
-from netrig.methodology.method import Context, Section
+from netrig.methodology.method import Section
 from netrig.methodology.stats import check
 from netrig.methods.stack import StackMethod, stat_value
 from netrig.view import fmt
@@ -212,6 +211,7 @@ class Tcp(StackMethod):
     plots = (tcp_plot,)
     console_columns = ("goodput", "retransmits", "CPU-s/Gbit")
     stack_kind = "tcp"
+    result_type = TcpMethodResult
     section = SECTION
     plot_type = tcp_plot
     ratio_title = "TCP through the DUT"
@@ -226,10 +226,6 @@ class Tcp(StackMethod):
 
     def more_html(self, run: RunView) -> str:
         return "<h3>CPU of every party</h3>" + table_html(cpu_table(run))
-
-    def run(self, params: TcpMethodParams, ctx: Context) -> TcpMethodResult:
-        doc = ctx.measurer.measure_stack(StackRequest("tcp", params.family, params.tool_params()))
-        return TcpMethodResult(params.family, doc)
 
     def console_rows(self, result: dict, flags: str) -> list[list[str]]:
         st = result.get("stats", {})

@@ -132,7 +132,7 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
                                   tx_tolerance_pct=t.tx_tolerance_pct, flows=p.flows, monitor_factory=monitor_factory,
                                   stall_threshold_ms=t.stall_threshold_ms, stall_retries=t.stall_retries,
                                   pacing=t.pacing, smoothness_tolerance_pct=t.smoothness_tolerance_pct,
-                                  stack=StackEndpoints(tp.netns, rp.netns, rp.ipv4, rp.ipv6) if stack_methods else None,
+                                  stack=StackEndpoints.between(tp, rp) if stack_methods else None,
                                   cpu_procs=t.cpu_procs)
         env: dict = {}
         if role == "dut":
