@@ -7,6 +7,7 @@ import pytest
 
 from netrig.cli.main import main
 from netrig.measure import DutModel, Load, SimulatedMeasurer, TrialCounts
+from netrig.methodology.tester import ProvenLimit
 from netrig.methods.livelock import LivelockParams, LoadPoint, fit, measure_livelock, softirq_seconds
 from netrig.model import FrameSize, LineRate
 from netrig.report import write_compare, write_report
@@ -50,6 +51,44 @@ def test_tester_limited_loads_are_not_collapse():
     r = measure_livelock(SimulatedMeasurer(model), F64, LR, FAST)
     assert any(not p.valid for p in r.points)
     assert r.mlfrr_pps == pytest.approx(2e6, rel=0.02) and r.collapse_slope == pytest.approx(0.5, rel=0.02)
+
+
+def test_a_dut_that_holds_the_sender_back_fails_the_load_but_is_not_fitted_as_collapse():
+    """Backpressure (on veth the DUT's forwarding runs on the sender's CPU): above 1.5 Mfps the DUT
+    slows the sender, which the self-test proved could send 6 Mfps. Those loads failed — the knee is
+    bisected below them — and they are drawn, flagged, at what was forwarded per second of the real
+    sending; the model is not fitted to them."""
+    model = DutModel(capacity_pps=4e6, livelock_slope=0.5, backpressure_pps=1.5e6, tester_tolerance_ratio=0.0)
+    r = measure_livelock(SimulatedMeasurer(model), F64, LR, FAST, ProvenLimit(6e6))
+    held = [p for p in r.points if p.backpressure]
+    assert held and all(not p.valid and p.failed for p in held)
+    assert all(p.forwarded_pps == pytest.approx(1.5e6, rel=0.01) for p in held)
+    assert r.mlfrr_pps is None and r.collapse_slope is None and r.fit_points == 0
+    assert r.max_lossfree_pps <= 1.5e6 and 1.5e6 - r.max_lossfree_pps <= r.resolution_pps * 1.001
+    assert r.backpressure_from_pps == min(p.offered_pps for p in held) > 1.5e6
+    d = r.to_dict()
+    assert d["backpressure_trials"] == len(held) and all("backpressure" in p for p in d["points"])
+    # Without a self-test nothing is known: the same shortfall is the tester's, not a failed load.
+    blind = measure_livelock(SimulatedMeasurer(model), F64, LR, FAST)
+    assert not any(p.backpressure for p in blind.points) and blind.backpressure_from_pps is None
+
+
+def test_the_report_draws_held_back_loads_and_says_why_there_is_no_fit(tmp_path):
+    cfg = config_from_dict({  # the self-test (on, by default) proves the tester's rate
+        "testbed": {"name": "simulated", "simulator": {"capacity_pps": 4e6, "livelock_slope": 0.5,
+                                                       "backpressure_pps": 1.5e6}},
+        "trial": {"duration_s": 1}, "frames": {"sizes": [64]},
+        "methods": [{"livelock": {"points": 8, "resolution_pct": 0.5}}]})
+    out = tmp_path / "held"
+    Runner(cfg, out).run()
+    res = load_result(out / "result.json")["summary"][0]["results"][0]
+    points = [p for rep in res["repetitions"] for p in rep["points"]]
+    assert any(p["backpressure"] for p in points), "the self-test proved the rate: a DUT result"
+    page = write_report(out / "result.json")
+    html = page.read_text()
+    assert "DUT slowed the sender" in html and "no collapse to fit" in html and "cannot livelock" in html
+    md = page.with_suffix(".md").read_text()
+    assert "DUT slowed the sender from" in md and "no collapse to fit" in md
 
 
 def test_fit_from_a_single_lossy_load():

@@ -15,6 +15,15 @@ levels off at a floor (the longest run of them the line fits within ``fit_tolera
 intersection with ``fwd = r`` is the fitted MLFRR ``C = a / (1 − b)`` and ``s = −b``. Invalid trials
 (the tester could not offer the load) are left out of the fit and flagged, never read as collapse.
 
+Backpressure (:class:`netrig.methodology.tester.Verdict`): a trial in which the DUT slowed the
+sender below a load the self-test proved is the DUT failing that load, as in every search: the
+knee bisection counts it as a failed load, so the measured maximum loss-free load is below it. Its
+point is drawn in the curve, flagged, at what the DUT forwarded per second while it held the
+sender back (frames received over the trial's real sending time). It is not fitted: the model
+describes a receiver that drops what it cannot take, and a DUT that throttles its sender (on veth
+its forwarding runs in softirq on the sender's CPU) cannot collapse — the report says so instead of
+fitting a slope to the tester's slowed sending.
+
 CPU: the host's softirq CPU-seconds during each trial (every engine trial accounts them exactly,
 ``netrig.monitor.cpu``; older results: from ``trial.monitor`` samples) divided by the frames
 forwarded, at loads below the knee, is the per-packet cost (ns of softirq per forwarded frame). On a
@@ -34,10 +43,10 @@ from typing import TYPE_CHECKING, Any
 from netrig.measure import Load, Measurer, TrialCounts
 from netrig.methodology.method import Command, Context, Method, Section, Shortcut
 from netrig.methodology.stats import check
-from netrig.methodology.tester import NO_LIMIT, ProvenLimit
+from netrig.methodology.tester import NO_LIMIT, ProvenLimit, Verdict
 from netrig.model import FrameSize, LineRate, defaults, format_ns, format_pps, rate_object
 from netrig.view import fmt
-from netrig.view.html import figure, table_html
+from netrig.view.html import esc, figure, table_html
 from netrig.view.markdown import section_md, table_md
 from netrig.view.plotkit import (
     REF_GREY,
@@ -92,15 +101,23 @@ class LoadPoint:
     valid: bool
     #: Host softirq CPU-seconds during the trial (``None`` without monitoring).
     softirq_s: float | None = None
+    #: Invalid because the DUT slowed the sender below a load the self-test proved (a DUT result:
+    #: the load failed; ``forwarded_pps`` is per second of the real, slowed sending).
+    backpressure: bool = False
 
     @property
     def lossy(self) -> bool:
         return self.loss_ratio > 0
 
+    @property
+    def failed(self) -> bool:
+        """The DUT did not take this load: it lost frames, or it held the sender back."""
+        return self.backpressure or (self.valid and self.lossy)
+
     def to_dict(self) -> dict:
         return {"offered_pps": self.offered_pps, "achieved_pps": self.achieved_pps,
                 "forwarded_pps": self.forwarded_pps, "loss_ratio": self.loss_ratio, "valid": self.valid,
-                "softirq_s": self.softirq_s}
+                "softirq_s": self.softirq_s, "backpressure": self.backpressure}
 
 
 @dataclass(frozen=True)
@@ -118,6 +135,15 @@ class LivelockResult:
     fit_points: int
     #: Softirq CPU per forwarded frame below the knee, ns (``None`` without monitoring).
     cpu_ns_per_frame: float | None
+
+    @property
+    def backpressure_trials(self) -> int:
+        return sum(1 for p in self.points if p.backpressure)
+
+    @property
+    def backpressure_from_pps(self) -> float | None:
+        """The lowest load at which the DUT slowed the sender."""
+        return min((p.offered_pps for p in self.points if p.backpressure), default=None)
 
     @property
     def floor_pps(self) -> float | None:
@@ -138,7 +164,8 @@ class LivelockResult:
                 "mlfrr_pps": self.mlfrr_pps, "mlfrr": rate_object(self.mlfrr_pps, self.frame, self.line_rate),
                 "max_lossfree_pps": self.max_lossfree_pps, "resolution_pps": self.resolution_pps,
                 "collapse_slope": self.collapse_slope, "floor_pps": self.floor_pps, "fit_points": self.fit_points,
-                "cpu_ns_per_frame": self.cpu_ns_per_frame}
+                "cpu_ns_per_frame": self.cpu_ns_per_frame, "backpressure_trials": self.backpressure_trials,
+                "backpressure_from_pps": self.backpressure_from_pps}
 
 
 def softirq_seconds(raw: Any) -> float | None:
@@ -206,24 +233,27 @@ def measure_livelock(measurer: Measurer, frame: FrameSize, line_rate: LineRate,
 
     def trial(rate: float) -> LoadPoint:
         c: TrialCounts = measurer.measure(Load(rate, frame), params.duration_s)
-        p = LoadPoint(rate, c.offered_pps, c.frames_received / params.duration_s, c.loss_ratio, c.valid,
-                      softirq_seconds(c.raw))
+        held_back = limit.verdict(c, rate) is Verdict.BACKPRESSURE
+        # Held back: per second of the real (slowed) sending, not of the planned duration.
+        fwd = c.offered_pps * c.frames_received / c.frames_sent if held_back and c.frames_sent else \
+            c.frames_received / params.duration_s
+        p = LoadPoint(rate, c.offered_pps, fwd, c.loss_ratio, c.valid, softirq_seconds(c.raw), held_back)
         points.append(p)
         return p
 
     for i in range(params.points):
         trial((bottom_pct + i * step) / 100 * line_fps)
     ok = [p.offered_pps for p in points if p.valid and not p.lossy]
-    bad = [p.offered_pps for p in points if p.valid and p.lossy]
+    bad = [p.offered_pps for p in points if p.failed]
     lo = max((r for r in ok if not bad or r < min(bad)), default=None)
     hi = min(bad) if bad else None
     if lo is not None and hi is not None:
         while hi - lo > res * (1 + 1e-9):
             mid = (lo + hi) / 2
             p = trial(mid)
-            if not p.valid:
+            if not (p.valid or p.backpressure):
                 break
-            lo, hi = (mid, hi) if not p.lossy else (lo, mid)
+            lo, hi = (mid, hi) if not p.failed else (lo, mid)
     fitted = fit(points, params.fit_tolerance) if hi is not None else None
     cpu = [p.softirq_s / (p.forwarded_pps * params.duration_s) for p in points
            if p.valid and not p.lossy and p.softirq_s is not None and p.forwarded_pps > 0]
@@ -240,22 +270,30 @@ METHOD_NAME = "livelock"
 
 
 def entries(run: RunView) -> list[dict]:
-    """Per frame size: ``{frame_size, points: [{offered_pps, forwarded: Stat}], mlfrr: Stat|None,
-    max_lossfree: Stat|None, slope: Stat|None, cpu_ns: Stat|None, fit_points}``."""
+    """Per frame size: ``{frame_size, points: [{offered_pps, forwarded: Stat}], held_back: [the same,
+    for backpressure trials], mlfrr: Stat|None, max_lossfree: Stat|None, slope: Stat|None,
+    cpu_ns: Stat|None, fit_points, backpressure_from: float|None}``."""
     out = []
     for r in run.method_results(METHOD_NAME):
         reps = objs(r, "repetitions")
         by_load: dict[float, list[float]] = {}
+        held: dict[float, list[float]] = {}
         for rep in reps:
             for p in objs(rep, "points"):
                 off, fwd = num(p, "offered_pps"), num(p, "forwarded_pps")
-                if off is not None and fwd is not None and p.get("valid") is not False:
+                if off is None or fwd is None:
+                    continue
+                if p.get("backpressure") is True:
+                    held.setdefault(round(off, 1), []).append(fwd)
+                elif p.get("valid") is not False:
                     by_load.setdefault(round(off, 1), []).append(fwd)
         pts = [{"offered_pps": off, "forwarded": Stat.over(v)} for off, v in sorted(by_load.items())]
-        if not pts:
+        held_back = [{"offered_pps": off, "forwarded": Stat.over(v)} for off, v in sorted(held.items())]
+        if not pts and not held_back:
             continue
         st = obj(r, "stats")
-        out.append({"frame_size": r.get("frame_size"), "points": pts,
+        out.append({"frame_size": r.get("frame_size"), "points": pts, "held_back": held_back,
+                    "backpressure_from": min(held) if held else None,
                     "mlfrr": Stat.from_stats(st.get("mlfrr_pps")),
                     "max_lossfree": Stat.from_stats(st.get("max_lossfree_pps")),
                     "slope": Stat.from_stats(st.get("collapse_slope")),
@@ -267,22 +305,35 @@ def entries(run: RunView) -> list[dict]:
 
 def table(run: RunView) -> Table:
     t = Table(["frame size", "MLFRR (fitted knee)", "% line rate", "max loss-free (measured)", "collapse slope",
-               "forwarded at the top load", "softirq CPU per frame", "loads fitted"],
-              caption="median of repetitions (min–max of repetitions)")
+               "forwarded at the top load", "softirq CPU per frame", "loads fitted", "DUT slowed the sender from"],
+              caption="median of repetitions (min–max of repetitions); \"DUT slowed the sender\": loads at which "
+                      "the DUT held the tester back (backpressure) instead of dropping — failed loads, not fitted")
     for e in entries(run):
         size, mlfrr = e["frame_size"], e["mlfrr"]
         slope = e["slope"]
+        top = max(e["points"] + e["held_back"], key=lambda p: p["offered_pps"])
         t.add([fmt.size(size), fmt.fps_stat(mlfrr), fmt.pct(run.pct_of_line_rate(size, mlfrr.value) if mlfrr else None),
                fmt.fps_stat(e["max_lossfree"]), f"{slope.value:.3f}" if slope else fmt.DASH,
-               fmt.fps(e["points"][-1]["forwarded"].value), fmt.ns(e["cpu_ns"].value if e["cpu_ns"] else None),
-               str(e["fit_points"] or fmt.DASH)])
+               fmt.fps(top["forwarded"].value), fmt.ns(e["cpu_ns"].value if e["cpu_ns"] else None),
+               str(e["fit_points"] or fmt.DASH), fmt.fps(e["backpressure_from"])])
     return t
+
+
+def no_fit_notes(run: RunView) -> list[str]:
+    """Why a frame size has no fitted model when its loads failed by backpressure only."""
+    return [f"{fmt.size(e['frame_size'])}: no collapse to fit — from {fmt.fps(e['backpressure_from'])} offered the "
+            "DUT slowed the sender instead of dropping frames (backpressure; on veth its forwarding runs in softirq "
+            "on the sender's CPU), so it cannot livelock on this test bed. The knee is the measured maximum "
+            "loss-free load; the held-back loads are drawn as open triangles, not fitted."
+            for e in entries(run) if e["mlfrr"] is None and e["held_back"]]
 
 
 @plot("livelock")
 def livelock_plot(runs: Sequence[RunView]) -> Figure | None:
     """Receive livelock: forwarded rate against offered load per frame size, with the fitted model
-    (dashed: forwarded = offered up to the MLFRR, then the collapse line) and its knee (star)."""
+    (dashed: forwarded = offered up to the MLFRR, then the collapse line) and its knee (star); loads
+    at which the DUT held the sender back are open triangles (the star then marks the measured
+    maximum loss-free load)."""
     sizes: dict[str, Any] = {}
     for r in runs:
         for entry in entries(r):
@@ -302,6 +353,17 @@ def livelock_plot(runs: Sequence[RunView]) -> Figure | None:
             xs = [p["offered_pps"] for p in e["points"]]
             ax.plot(xs, [p["forwarded"].value for p in e["points"]], color=c, marker="o", ls="none",
                     label=f"{r.name}: measured" if len(runs) > 1 else "measured")
+            if e["held_back"]:
+                hx = [p["offered_pps"] for p in e["held_back"]]
+                ax.plot(hx, [p["forwarded"].value for p in e["held_back"]], color=c, marker="^", mfc="none",
+                        ls="none", label=(f"{r.name}: " if len(runs) > 1 else "") + "DUT slowed the sender "
+                        "(backpressure), per second of real sending")
+                xs = xs + hx
+            if e["max_lossfree"] is not None and e["mlfrr"] is None:
+                k = e["max_lossfree"].value
+                ax.plot([k], [k], marker="*", ms=13, color=c, mec="black", mew=0.6, ls="none", zorder=6)
+                ax.annotate(f"max loss-free {si(k)}fps (no collapse to fit)", (k, k), xytext=(6, -14 - 10 * i),
+                            textcoords="offset points", fontsize=7.5, color=c)
             top = max(top, max(xs))
             if e["mlfrr"] is not None and e["slope"] is not None:
                 k, s = e["mlfrr"].value, e["slope"].value
@@ -364,7 +426,8 @@ class Livelock(Method):
 
     def html(self, run: RunView) -> dict[str, str]:
         t = table(run)
-        return {SECTION.id: figure(livelock_plot, [run]) + table_html(t)} if t else {}
+        notes = "".join(f"<p class=\"note\">{esc(n)}</p>" for n in no_fit_notes(run))
+        return {SECTION.id: figure(livelock_plot, [run]) + table_html(t) + notes} if t else {}
 
     def compare_html(self, runs: Sequence[RunView]) -> dict[str, str]:
         f = figure(livelock_plot, runs)
@@ -372,7 +435,8 @@ class Livelock(Method):
 
     def markdown(self, run: RunView) -> str:
         t = table(run)
-        return section_md("Receive livelock (MLFRR model)", table_md(t), "") if t else ""
+        notes = "".join(f"\n{n}\n" for n in no_fit_notes(run))
+        return section_md("Receive livelock (MLFRR model)", table_md(t) + notes, "") if t else ""
 
     def ratio_table(self, runs: Sequence[RunView]) -> tuple[str, Table] | None:
         t = Table(ratio_header([r.name for r in runs]))
