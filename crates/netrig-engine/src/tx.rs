@@ -31,7 +31,6 @@ use crate::pacing::{catchup_burst, smooth_depth, wake_batch, LoadMeter, Pacing, 
 use crate::port::{TxQueue, TxQueueStats};
 use crate::schedule::{IntervalCounter, IntervalGrid, RatePhase};
 use crate::stream::{apply_flow, CompiledStream};
-use crate::sys::cpu;
 
 /// Live counters a worker publishes once per batch (read by progress displays).
 #[derive(Debug, Default)]
@@ -272,7 +271,7 @@ pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, l
     let mut tokens_at = anchor;
     let mut last_stamp = 0u64;
     let mut published = false;
-    let mut waker = Waker::new();
+    let mut waker = Waker::default();
     meter.segment(seg.rate, true);
     let mut now = clock::now_ns();
     loop {
@@ -338,20 +337,6 @@ pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, l
             let next = anchor + ((seg_sent + wake.min(left) - 1) as f64 * npf) as u64;
             let slack = if plan.pacing == Pacing::Smooth { ((depth - wake) as f64 * npf) as u64 } else { 0 };
             let early = waker.margin_ns.saturating_sub(slack);
-            if waker.contended(now) {
-                // Spinning lost the CPU recently (another task shares it): a spinning thread
-                // spends its fair share and then waits out the other task's slice, a sleeping one
-                // is woken first (short slices). Sleep to the deadline itself; spin only when it
-                // is closer than a sleep can be timed.
-                if next > now + MIN_SLEEP_NS {
-                    let _ = queue.flush();
-                    waker.sleep_until(next.min(now + MAX_SLEEP_NS));
-                } else {
-                    std::hint::spin_loop();
-                }
-                now = clock::now_ns();
-                continue;
-            }
             if next > now + early + MIN_SLEEP_NS {
                 let _ = queue.flush();
                 waker.sleep_until((next - early).min(now + MAX_SLEEP_NS));
@@ -363,10 +348,6 @@ pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, l
                 // Alone on the CPU: spin (a yield lets deferred softirq work — on veth the DUT's
                 // forwarding — run in bunches, and the DUT sees bursts).
                 std::hint::spin_loop();
-                let t = clock::now_ns();
-                waker.spun(now, t);
-                now = t;
-                continue;
             }
             now = clock::now_ns();
             continue;
@@ -489,62 +470,21 @@ const MIN_SLEEP_NS: u64 = 20_000;
 /// Sleep at most this long at once (the stop flag is checked in between).
 const MAX_SLEEP_NS: u64 = 5_000_000;
 
-/// Timed sleeps that end before a deadline by a margin learnt from how late recent wake-ups were,
-/// and whether spinning still pays.
-///
-/// Spinning keeps the wake-up precise only while the worker has the CPU to itself. Next to another
-/// runnable task (a compiler, a second tester, the DUT's user-space daemon) the scheduler charges
-/// the spin to the worker's fair share, and a worker that spent its share waits out the other
-/// task's slice: milliseconds, which smooth pacing never gets back. A spin iteration longer than
-/// [`Waker::PREEMPTED_NS`] during which the scheduler switched the worker out (an involuntary
-/// context switch; a hypervisor stealing the vCPU is not one, and spinning still pays after it)
-/// was such a preemption; for [`Waker::CONTENDED_NS`] after one the worker sleeps to each deadline
-/// instead (a sleeper with short slices is woken ahead of the other task, see
-/// `sys::cpu::request_short_slices`).
+/// Timed sleeps that end before a deadline by a margin learnt from how late recent wake-ups were.
 struct Waker {
     /// Wake this long before the next frame is due, then spin.
     margin_ns: u64,
-    /// When a spin last lost the CPU to another task (0: never).
-    preempted_at: u64,
-    /// The worker's involuntary context switches when last looked at.
-    switches: u64,
+}
+
+impl Default for Waker {
+    fn default() -> Self {
+        Waker { margin_ns: 100_000 }
+    }
 }
 
 impl Waker {
-    /// A spin iteration longer than this was a stall (a preemption if the scheduler says so);
-    /// shorter ones (an interrupt, a wake-up of the tester's own Python thread) leave spinning on.
-    const PREEMPTED_NS: u64 = 500_000;
-    /// Sleep instead of spinning for this long after a preemption.
-    const CONTENDED_NS: u64 = 200_000_000;
     const MIN_MARGIN_NS: u64 = 30_000;
     const MAX_MARGIN_NS: u64 = 2_000_000;
-
-    /// A waker for the calling thread.
-    fn new() -> Self {
-        Waker { margin_ns: 100_000, preempted_at: 0, switches: cpu::involuntary_switches() }
-    }
-
-    /// One spin iteration ran from `from` to `to`.
-    #[inline]
-    fn spun(&mut self, from: u64, to: u64) {
-        if to.saturating_sub(from) > Self::PREEMPTED_NS {
-            self.stalled(to, cpu::involuntary_switches());
-        }
-    }
-
-    /// A spin stalled until `at`; the thread has been switched out `switches` times so far.
-    fn stalled(&mut self, at: u64, switches: u64) {
-        if switches > self.switches {
-            self.preempted_at = at;
-        }
-        self.switches = switches;
-    }
-
-    /// Whether a spin lost the CPU to another task within the last [`Waker::CONTENDED_NS`].
-    #[inline]
-    fn contended(&self, now: u64) -> bool {
-        self.preempted_at != 0 && now.saturating_sub(self.preempted_at) < Self::CONTENDED_NS
-    }
 
     /// Sleep until `target`, and learn from how late the wake-up was.
     fn sleep_until(&mut self, target: u64) {
@@ -664,35 +604,4 @@ pub fn split_stream(stream: &Arc<CompiledStream>, shares: u64) -> Vec<TxShare> {
             }
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Waker;
-
-    #[test]
-    fn a_spin_that_lost_the_cpu_to_another_task_makes_the_worker_sleep_for_a_while() {
-        let mut w = Waker { margin_ns: 100_000, preempted_at: 0, switches: 7 };
-        assert!(!w.contended(1_000_000_000), "a fresh worker spins");
-        // A 3 ms hole without a context switch: the hypervisor took the vCPU; spinning still pays.
-        w.stalled(1_000_000_000, 7);
-        assert!(!w.contended(1_000_000_000));
-        // A hole during which the scheduler switched the worker out: another task ran.
-        let t = 2_000_000_000;
-        w.stalled(t, 8);
-        assert!(w.contended(t) && w.contended(t + Waker::CONTENDED_NS - 1));
-        assert!(!w.contended(t + Waker::CONTENDED_NS), "contention is forgotten when it stops");
-        // Only new switches count.
-        w.stalled(t + 2 * Waker::CONTENDED_NS, 8);
-        assert!(!w.contended(t + 2 * Waker::CONTENDED_NS));
-    }
-
-    #[test]
-    fn spinning_is_not_a_preemption() {
-        let mut w = Waker::new();
-        let t = crate::clock::now_ns();
-        w.spun(t, t + 1_000);
-        w.spun(t, t + Waker::PREEMPTED_NS);
-        assert_eq!(w.preempted_at, 0);
-    }
 }

@@ -55,19 +55,6 @@ pub fn request_short_slices(slice_ns: u64) -> io::Result<()> {
     Ok(())
 }
 
-/// How many times the calling thread was preempted (involuntary context switches) so far. A
-/// hypervisor stealing the vCPU does not count: the guest's scheduler never switched.
-pub fn involuntary_switches() -> u64 {
-    // SAFETY: rusage is plain data; RUSAGE_THREAD fills it for the calling thread.
-    unsafe {
-        let mut ru: libc::rusage = std::mem::zeroed();
-        if libc::getrusage(libc::RUSAGE_THREAD, &mut ru) != 0 {
-            return 0;
-        }
-        ru.ru_nivcsw as u64
-    }
-}
-
 /// CPU the calling thread runs on right now.
 pub fn current_cpu() -> Option<usize> {
     // SAFETY: plain syscall wrapper.
