@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 mkdir -p .stamps
 steps=("$@"); [ ${#steps[@]} -gt 0 ] || steps=(apt venv build)
 
-APT_PACKAGES="iproute2 nftables ethtool procps util-linux python3-venv chromium iperf3 iperf sockperf"
+APT_PACKAGES="iproute2 nftables ethtool procps util-linux python3-venv chromium iperf3 iperf sockperf openssh-client openssh-server"
 PY=${PYTHON:-python3}
 
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
@@ -25,7 +25,15 @@ do_apt() {
     fi
     say "installing Debian packages: ${missing[*]}"
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    # openssh-server is here for sshd run by the remote-monitoring tests inside a namespace; the
+    # package must not start (or leave running) a system-wide sshd: policy-rc.d refuses it.
+    local policy=""
+    if [[ " ${missing[*]} " == *" openssh-server "* ]] && [ ! -e /usr/sbin/policy-rc.d ]; then
+      policy=/usr/sbin/policy-rc.d; printf '#!/bin/sh\nexit 101\n' > "$policy"; chmod +x "$policy"
+      say "openssh-server: installed without starting the system's ssh service"
+    fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null || { [ -z "$policy" ] || rm -f "$policy"; exit 1; }
+    [ -z "$policy" ] || rm -f "$policy"
   fi
   touch ".stamps/apt-$key"
 }

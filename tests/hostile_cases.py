@@ -154,6 +154,8 @@ cli("--i-know-this-is-live", *RFC, "--i-know-this-is-live=yes")
 for v in ["noequals", "dut.features.grooo=on", "bogus.features.gro=on", "dut.coalesce.rx-usecs=fast"]:
     cli("--knob", *RFC, "--knob", v)
 cli("--monitor", *RFC, "--monitor=yes")
+for v in ["-oProxyCommand=x", "a host", "", "dut;reboot"]:
+    cli("--monitor-remote", *RFC, "--monitor-remote", v)
 TB = ["rfc2544", "--testbed", "router", "--out", "{dir}/out", "--testbed-option"]
 cli("--testbed-option", *TB, "noequals")
 for kv, name in [("rules=abc", "rules"), ("rules=5", "rules"), ("cap=100kpps", "cap"), ("mtu=100", "mtu"),
@@ -187,7 +189,7 @@ for cmd in ("ndr-pdr", "livelock", "selftest"):  # the shared options of every s
     for opt, v in [("--sizes", "63"), ("--duration", "1e99s"), ("--drain", "61s"), ("--repetitions", "0"),
                    ("--io", "dpdk"), ("--nominal-speed", "nan"), ("--speed", "-1"), ("--sim-capacity-pps", "inf"),
                    ("--testbed-option", "mtu=9000"), ("--testbed", "nosuch"), ("--i-know-this-is-live", ""),
-                   ("--monitor", ""), ("--knob", "dut.sysfs.threaded")]:
+                   ("--monitor", ""), ("--knob", "dut.sysfs.threaded"), ("--monitor-remote", "-oX=y")]:
         flag = opt in ("--i-know-this-is-live", "--monitor")
         argv = [*base, opt, v] if v or not flag else [*base, f"{opt}=1"]
         if opt == "--testbed":
@@ -225,6 +227,9 @@ for sect, key, val, want in [
         ("trial", "warmup_s", "-inf", "trial.warmup_s"), ("trial", "tx_tolerance_pct", "nan", "trial.tx_tolerance_pct"),
         ("trial", "stall_threshold_ms", "inf", "trial.stall_threshold_ms"),
         ("trial", "stall_retries", "1.5", "trial.stall_retries"), ("trial", "monitor", '"yes"', "trial.monitor"),
+        ("trial", "monitor_remote", '"-oProxyCommand=x"', "trial.monitor_remote"),
+        ("trial", "monitor_remote", "7", "trial.monitor_remote"),
+        ("trial", "monitor_ssh_config", '"/nonexistent/ssh_config"', "trial.monitor_ssh_config"),
         ("line_rate", "nominal_bps", "inf", "line_rate.nominal_bps"), ("line_rate", "speed_bps", "nan", "line_rate.speed_bps"),
         ("line_rate", "speed_bps", "1e99", "line_rate.speed_bps"), ("ports", "io", '"dpdk"', "ports.io"),
         ("ports", "queues", "0", "ports.queues"), ("ports", "queues", "1000", "ports.queues"),

@@ -27,7 +27,8 @@ from netrig.testbed.state import read_state
 #: Config fields set by the shared options, for error messages.
 COMMON_FIELDS = {"duration_s": "--duration", "drain_s": "--drain", "sizes": "--sizes", "repetitions": "--repetitions",
                  "io": "--io", "nominal_bps": "--nominal-speed", "speed_bps": "--speed", "options": "--testbed-option",
-                 "capacity_pps": "--sim-capacity-pps", "i_know_this_is_live": "--i-know-this-is-live"}
+                 "capacity_pps": "--sim-capacity-pps", "i_know_this_is_live": "--i-know-this-is-live",
+                 "monitor_remote": "--monitor-remote"}
 
 
 def add_common(p: argparse.ArgumentParser, sizes_default: str = "rfc") -> None:
@@ -55,6 +56,10 @@ def add_common(p: argparse.ArgumentParser, sizes_default: str = "rfc") -> None:
                    help="sample the DUT and the host during every trial (per-CPU load, memory, conntrack, interface "
                         "counters) into the trial records and the report's timelines [off; every trial's CPU-seconds "
                         "per core and per packet kernel thread are recorded either way]")
+    p.add_argument("--monitor-remote", default=None, metavar="HOST",
+                   help="sample a DUT on another host over SSH during every trial instead of this host (an alias "
+                        "of your ~/.ssh/config or user@host; keys from your config and agent, never a password; "
+                        "the DUT needs only /bin/sh and /proc) [off]")
     p.add_argument("--no-selftest", action="store_true", help="skip the RFC 8219 self-test on the loopback test bed")
     p.add_argument("--sim-capacity-pps", type=float, default=None,
                    help="with --testbed simulated: the simulated DUT's capacity [1e6]")
@@ -131,6 +136,8 @@ def base_config(args: argparse.Namespace) -> dict:
                            "output": {"dir": args.out}, "line_rate": {}}
     if args.monitor:
         cfg["trial"]["monitor"] = True
+    if args.monitor_remote is not None:
+        cfg["trial"]["monitor_remote"] = args.monitor_remote
     if args.duration:
         cfg["trial"]["duration_s"] = args.duration
     if args.drain:

@@ -39,6 +39,7 @@ from netrig.model import (
     parse_frame_sizes,
     parse_speed,
 )
+from netrig.monitor import RemoteMonitor
 from netrig.testbed import TOPOLOGIES, Testbed
 from netrig.testbed.knobs import Knobs, placement_conflict
 from netrig.testbed.state import ID_RE as TESTBED_ID_RE
@@ -166,8 +167,19 @@ class TrialConfig:
     # Process-name patterns (shell globs: "bird", "conntrackd*") whose CPU-seconds every trial
     # accounts, besides the packet kernel threads (ksoftirqd, napi) that are always accounted.
     cpu_procs: tuple[str, ...] = ()
+    # Monitor a DUT on another host over SSH instead of this host (netrig.monitor.remote): an alias of
+    # the user's SSH config or user@host; keys from the user's config and agent, never a password.
+    monitor_remote: str | None = None
+    # The OpenSSH client config to use for it (default: the user's ~/.ssh/config).
+    monitor_ssh_config: str | None = None
 
     def __post_init__(self) -> None:
+        if self.monitor_remote is not None:
+            RemoteMonitor.check_host(self.monitor_remote, "monitor_remote")
+        if self.monitor_ssh_config is not None and not (isinstance(self.monitor_ssh_config, str)
+                                                        and Path(self.monitor_ssh_config).is_file()):
+            raise ConfigError("monitor_ssh_config", f"{self.monitor_ssh_config!r}: no such file (an OpenSSH client "
+                                                    "config)")
         procs = self.cpu_procs
         if isinstance(procs, str) or not isinstance(procs, (list, tuple)) \
                 or not all(isinstance(p, str) and p.strip() for p in procs):

@@ -28,7 +28,7 @@ from netrig.measure import DutModel, Measurer, SimulatedMeasurer
 from netrig.measure.engine import EngineMeasurer
 from netrig.measure.stack import StackEndpoints
 from netrig.model import LineRate
-from netrig.monitor import Monitor
+from netrig.monitor import Monitor, RemoteMonitor
 from netrig.run.config import TestConfig
 from netrig.testbed import Testbed
 from netrig.testbed.knobs import KnobLayout, Knobs, applied_knobs
@@ -121,10 +121,13 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
         rx = Port(rp.ifname, netns=rp.netns, io=p.io, queues=p.queues, busy_poll_us=p.busy_poll_us,
                   i_know_this_is_live=live)
         monitor_factory = None
-        if t.monitor and role == "dut":
+        if (t.monitor or t.monitor_remote) and role == "dut":
             interval = min(1.0, max(0.1, t.duration_s / MONITOR_SAMPLES_PER_TRIAL))
 
-            def monitor_factory() -> Monitor:
+            def monitor_factory() -> Monitor | RemoteMonitor:
+                if t.monitor_remote:  # the DUT is another host: sample it over SSH, not this one
+                    return RemoteMonitor(t.monitor_remote, interval_s=interval, procs=t.cpu_procs,
+                                         ssh_config=t.monitor_ssh_config)
                 return Monitor(testbed=tb, interval_s=interval)
 
         measurer = EngineMeasurer(tx, rx, tb.stream_defaults(tx=p.tx, rx=p.rx, family=p.family), drain_s=t.drain_s,
