@@ -113,6 +113,9 @@ class FlowSpec:
         dst_ports: int = 1,
         order: str = "sequential",
         seed: int = 1,
+        src_macs: int = 1,
+        dst_macs: int = 1,
+        vlans: int = 1,
     ) -> FlowSpec: ...
     @property
     def src_ips(self) -> int: ...
@@ -122,6 +125,12 @@ class FlowSpec:
     def src_ports(self) -> int: ...
     @property
     def dst_ports(self) -> int: ...
+    @property
+    def src_macs(self) -> int: ...
+    @property
+    def dst_macs(self) -> int: ...
+    @property
+    def vlans(self) -> int: ...
     @property
     def order(self) -> str: ...
     @property
@@ -176,6 +185,11 @@ class StreamSpec:
         udp_checksum: bool = False,
         flows: FlowSpec | None = None,
         line_rate_bps: float | None = None,
+        protocol: str = "udp",
+        tcp_flags: str = "A",
+        tcp_seq: int = 0,
+        ethertype: int = 0x88B5,
+        outer_vlan: int | None = None,
     ) -> StreamSpec: ...
     @property
     def name(self) -> str: ...
@@ -191,6 +205,19 @@ class StreamSpec:
     def flows(self) -> FlowSpec: ...
     @property
     def line_rate_bps(self) -> float | None: ...
+    @property
+    def protocol(self) -> str:
+        """`udp`, `tcp`, `icmp` or `raw`."""
+    @property
+    def tcp_flags(self) -> str | None:
+        """TCP flags as letters (`None` unless TCP)."""
+    @property
+    def ethertype(self) -> int | None:
+        """The EtherType of a raw stream (`None` unless raw)."""
+    @property
+    def vlan(self) -> int | None: ...
+    @property
+    def outer_vlan(self) -> int | None: ...
     @property
     def intended_rate_pps(self) -> float | None:
         """Frames/s this stream asks for (``None`` for ``max``)."""

@@ -55,12 +55,14 @@ impl Trial {
                     .streams
                     .iter()
                     .filter(on_port)
-                    .map(|s| {
-                        s.frame_size.bounds().1 - netrig_engine::stream::FCS_LEN + if s.vlan.is_some() { 4 } else { 0 }
-                    })
+                    .map(|s| s.frame_size.bounds().1 - netrig_engine::stream::FCS_LEN + s.tag_len())
                     .max()
                     .unwrap_or(0);
-                PortSpec { receive, transmit, max_frame_len, ..p }
+                let rx_beyond_udp = receive
+                    && cfg.streams.iter().any(|s| {
+                        s.rx_port == i && (s.protocol != netrig_engine::stream::Proto::Udp || s.outer_vlan.is_some())
+                    });
+                PortSpec { receive, transmit, max_frame_len, rx_beyond_udp, ..p }
             })
             .collect();
         // Open the ports and check the streams against them with the GIL released.

@@ -27,7 +27,20 @@ from netrig.model import (
     parse_speed,
 )
 from netrig.testbed import Testbed
-from netrig.trial import DEFAULT_MAX_STRETCH_PCT, IO_MODES, PACING_MODES, Port, Snapshot, Stream, TrialResult, run_trial
+from netrig.trial import (
+    DEFAULT_MAX_STRETCH_PCT,
+    DEFAULT_RAW_ETHERTYPE,
+    FLOW_KEYS,
+    IO_MODES,
+    PACING_MODES,
+    PROTOCOLS,
+    Port,
+    Snapshot,
+    Stream,
+    TrialResult,
+    parse_ethertype,
+    run_trial,
+)
 
 #: Addresses without a test bed: the tester addresses of the test beds' plan (RFC 2544 range).
 DEFAULT_SRC_IP, DEFAULT_DST_IP = "198.18.0.2", "198.19.0.2"
@@ -48,7 +61,21 @@ FIELDS = {
     "src_mac": "--src-mac",
     "dst_mac": "--dst-mac",
     "vlan": "--vlan",
+    "outer_vlan": "--outer-vlan",
+    "protocol": "--protocol",
+    "tcp_flags": "--tcp-flags",
+    "tcp_seq": "--tcp-seq",
+    "ethertype": "--ethertype",
+    "flow_order": "--flow-order",
+    "seed": "--seed",
     "flows": "--flows",
+    "src_ips": "--vary",
+    "dst_ips": "--vary",
+    "src_ports": "--vary",
+    "dst_ports": "--vary",
+    "src_macs": "--vary",
+    "dst_macs": "--vary",
+    "vlans": "--vary",
     "tx_cpus": "--tx-cpu",
     "rx_cpus": "--rx-cpu",
     "line_rate_bps": "--line-rate",
@@ -91,13 +118,32 @@ def register(sub) -> None:
     p.add_argument("--queues", type=int, default=1, help="queues (and TX/RX workers) per port (default 1)")
     p.add_argument("--busy-poll", type=int, default=0, metavar="US",
                    help="af_xdp: busy-poll the driver for US microseconds (SO_BUSY_POLL, prefer busy poll); 0 = off")
-    p.add_argument("--flows", type=int, default=1, help="number of flows (varies the UDP source port)")
+    p.add_argument("--protocol", default=PROTOCOLS[0], choices=PROTOCOLS,
+                   help="what the frames carry: udp (default), tcp, icmp (echo request; ICMPv6 over IPv6), or raw "
+                        "(no IP: the signature right after the Ethernet header, see --ethertype); every protocol "
+                        "carries netrig's signature, so every frame is counted per flow")
+    p.add_argument("--tcp-flags", default="A", metavar="LETTERS",
+                   help="tcp: flags as letters of FSRPAUEC (FIN SYN RST PSH ACK URG ECE CWR), e.g. SA (default A)")
+    p.add_argument("--tcp-seq", type=int, default=0, metavar="N", help="tcp: the sequence number (default 0)")
+    p.add_argument("--ethertype", default=f"{DEFAULT_RAW_ETHERTYPE:#06x}", metavar="HEX",
+                   help=f"raw: the EtherType (default {DEFAULT_RAW_ETHERTYPE:#06x}, local experimental)")
+    p.add_argument("--flows", type=int, default=1,
+                   help="number of flows (varies the source port; the source MAC for --protocol raw)")
+    p.add_argument("--vary", action="append", metavar="RANGE=N",
+                   help=f"flows over a range of N values counting up from the stream's (repeatable; every "
+                        f"combination is a flow): {', '.join(FLOW_KEYS)}; e.g. --vary dst_ips=16 --vary vlans=4")
+    p.add_argument("--flow-order", default="sequential", choices=("sequential", "pseudorandom"),
+                   help="the order frames visit the flows: sequential (default) or pseudorandom (RFC 4814, "
+                        "also spreading port numbers; reproducible from --seed)")
+    p.add_argument("--seed", type=int, default=1, help="seed of the pseudorandom flow order (default 1)")
     p.add_argument("--src-mac", help="source MAC (default: the test bed's, else the TX interface's)")
     p.add_argument("--dst-mac", help="destination MAC (default: the test bed's DUT, else the RX interface's; "
                    "give the DUT's for a router)")
     p.add_argument("--src-ip", help=f"source address (default: the test bed's, else {DEFAULT_SRC_IP})")
     p.add_argument("--dst-ip", help=f"destination address (default: the test bed's, else {DEFAULT_DST_IP})")
-    p.add_argument("--vlan", type=int, help="802.1Q VLAN id")
+    p.add_argument("--vlan", type=int, help="802.1Q VLAN id (the first of --vary vlans=N)")
+    p.add_argument("--outer-vlan", type=int, metavar="ID",
+                   help="802.1ad service VLAN id in front of the --vlan tag (QinQ)")
     p.add_argument("--line-rate", help="nominal link speed for %% rates and reporting, e.g. 10Gbps "
                    "(default: the interface's speed; veth has none)")
     p.add_argument("--tx-cpu", type=int, action="append", help="pin TX workers to this CPU (repeatable)")
@@ -107,6 +153,27 @@ def register(sub) -> None:
                         "198.18.0.0/15 and 2001:2::/48); test beds never need it")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=run)
+
+
+def _flows(args) -> int | dict[str, int]:
+    """``--flows`` alone (a count), or the ranges of ``--vary`` (with ``--flows`` as the source port /
+    source MAC range when it is above 1)."""
+    if not args.vary:
+        return args.flows
+    counts: dict[str, int] = {}
+    if args.flows != 1:
+        counts["src_macs" if args.protocol == "raw" else "src_ports"] = args.flows
+    for item in args.vary:
+        key, sep, value = item.partition("=")
+        if not sep or key not in FLOW_KEYS:
+            raise ConfigError("--vary", f"{item!r}: give RANGE=N with RANGE one of {', '.join(FLOW_KEYS)}")
+        if key in counts:
+            raise ConfigError("--vary", f"{key} is given twice (--flows sets the source port/MAC range)")
+        try:
+            counts[key] = int(value)
+        except ValueError:
+            raise ConfigError("--vary", f"{item!r}: N must be a whole number of values") from None
+    return counts
 
 
 def _line_rate(args, txi: _native.InterfaceInfo) -> float | None:
@@ -166,8 +233,11 @@ def build(args) -> tuple[Port, Port, Stream, dict]:
         stream = Stream(
             frame_size=args.size, src_mac=given(args.src_mac, addr.get("src_mac") or txi.mac),
             dst_mac=given(args.dst_mac, addr.get("dst_mac") or rxi.mac), src_ip=given(args.src_ip, addr["src_ip"]),
-            dst_ip=given(args.dst_ip, addr["dst_ip"]), vlan=args.vlan, flows=args.flows, line_rate_bps=line,
-            name="cli", **({"rate_pps": rate.value} if rate.kind == "pps" else {"rate": args.rate}))
+            dst_ip=given(args.dst_ip, addr["dst_ip"]), vlan=args.vlan, flows=_flows(args), line_rate_bps=line,
+            protocol=args.protocol, tcp_flags=args.tcp_flags, tcp_seq=args.tcp_seq,
+            ethertype=parse_ethertype(args.ethertype, "--ethertype"), outer_vlan=args.outer_vlan,
+            flow_order=args.flow_order, seed=args.seed, name="cli",
+            **({"rate_pps": rate.value} if rate.kind == "pps" else {"rate": args.rate}))
         stop = {"frames": args.frames} if args.frames else {"duration_s": parse_duration(args.duration, "--duration")}
         kw = dict(drain_s=parse_duration(args.drain, "--drain", allow_zero=True),
                   warmup_s=parse_duration(args.warmup, "--warmup", allow_zero=True), tx_cpus=args.tx_cpu,
