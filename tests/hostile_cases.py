@@ -259,7 +259,15 @@ for sect, key, val, want in [
         ("thresholds", "max_latency_ns", "inf", "thresholds.max_latency_ns"),
         ("frames", "sizes", '["inc:64-1518:0"]', "frames.sizes"), ("frames", "sizes", '"inc:1518-64"', "frames.sizes"),
         ("frames", "sizes", "[nan]", "frames.sizes"), ("frames", "sizes", "[]", "frames.sizes"),
-        ("frames", "sizes", '""', "frames.sizes"), ("frames", "sizes", '"64,,128"', "frames.sizes")]:
+        ("frames", "sizes", '""', "frames.sizes"), ("frames", "sizes", '"64,,128"', "frames.sizes"),
+        ("stream", "protocol", '"sctp"', "stream.protocol"), ("stream", "protocol", "6", "stream.protocol"),
+        ("stream", "tcp_flags", '"Z"', "stream.tcp_flags"), ("stream", "tcp_seq", "-1", "stream.tcp_seq"),
+        ("stream", "protocol = \"raw\"\nethertype", "0x0800", "stream.ethertype"), ("stream", "ethertype", '"x"', "stream.ethertype"),
+        ("stream", "vlan", "4095", "stream.vlan"), ("stream", "outer_vlan", "7", "stream.outer_vlan"),
+        ("stream", "flows", "{ vlans = 2 }", "stream.flows.vlans"), ("stream", "flows", "{ colour = 2 }", "stream.flows"),
+        ("stream", "flows", "3", "stream.flows"), ("stream", "flow_order", '"chaos"', "stream.flow_order"),
+        ("stream", "seed", '"x"', "stream.seed"), ("stream", "colour", "1", "stream.colour"),
+        ("stream", "protocol", '"tcp"', "frames.sizes")]:
     conf(f"{sect}.{key} = {val}", want, toml(**{sect: f"{key} = {val}"}))
 for key, val in [("resolution_pct", "nan"), ("resolution_pct", "inf"), ("duration_s", '"1e99s"'),
                  ("initial_rate_pct", "nan"), ("acceptable_loss_ratio", "inf"), ("repetitions", "0"),

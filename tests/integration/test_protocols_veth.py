@@ -194,3 +194,26 @@ def test_template_rates_on_veth():
             print(f"{protocol}: {r.tx_rate_pps:,.0f} fps sent, {r.rx_rate_pps:,.0f} fps received "
                   f"({time.monotonic() - t0:.1f} s)")
             assert r.frames_sent > 0 and r.frames_received > 0
+
+
+def test_tcp_and_icmp_are_routed_and_counted_through_the_router_testbed():
+    """Through a Linux router DUT (`netrig testbed up router`), from the command line: TCP and ICMP /
+    ICMPv6 echo frames with flows over addresses and ports are forwarded by the kernel (their checksums
+    must hold for it to do so) and every one is counted."""
+    from tests.integration.test_faults import built_testbed
+    from tests.integration.test_faults import netrig as cli
+
+    with built_testbed("router") as tb_id:
+        for family, protocol, extra in [(4, "tcp", ["--tcp-flags", "PA", "--vary", "dst_ports=8"]),
+                                        (6, "tcp", ["--tcp-flags", "S", "--vary", "src_ips=4"]),
+                                        (4, "icmp", ["--flows", "16"]),
+                                        (6, "icmp", ["--vary", "src_ports=2", "--vary", "dst_ports=2"])]:
+            r = cli("trial", "--testbed", tb_id, "--family", str(family), "--protocol", protocol, *extra,
+                    "--flow-order", "pseudorandom", "--size", "128", "--rate", "10kpps", "--frames", "4000",
+                    "--drain", "0.3s", "--max-stretch", "1000", "--json")  # counting, not pacing
+            assert r.returncode == 0, r.stderr
+            doc = json.loads(r.stdout)
+            res = doc["result"]
+            what = f"{protocol} IPv{family}"
+            assert res["frames_sent"] == res["frames_received"] == 4000, (what, res)
+            assert doc["config"]["protocol"] == protocol
