@@ -119,6 +119,10 @@ cli("--vary", *TRIAL, "--protocol", "raw", "--vary", "dst_ips=2", name="trial --
 cli("--vary", *TRIAL, "--flows", "2", "--vary", "src_ports=3", name="trial --flows and --vary src_ports")
 cli("--vary", *TRIAL, "--dst-mac", "ff:ff:ff:ff:ff:fe", "--vary", "dst_macs=4", name="trial --vary dst_macs past ff")
 cli("--flow-order", *TRIAL, "--flow-order", "random")
+for v in ["10:100", "x:100:10", "10:100:1", "10:100:1001", "0:100:10", "10:-5:10", "10:100:2.5", "nan:100:3", "",
+          "10:100:10:1"]:
+    cli("--ramp", *TRIAL, "--ramp", v)
+cli("--ramp", *TRIAL, "--frames", "1000", "--ramp", "10:100:10", name="trial --ramp with --frames")
 for v in ["x", "1.5"]:
     cli("--seed", *TRIAL, "--seed", v)
 cli("--size", *TRIAL, "--protocol", "tcp", "--size", "64", name="trial --protocol tcp --size 64 (below 76)")

@@ -12,12 +12,12 @@ from typing import final
 
 __all__ = [
     "__version__", "BUILD_PROFILE", "WIRE_OVERHEAD_BYTES", "FCS_BYTES", "MIN_FRAME_SIZE", "MAX_FRAME_SIZE",
-    "RFC2544_FRAME_SIZES", "FRAME_SIZE_MIXES", "DEFAULT_DRAIN_S", "MAX_DURATION_S", "MAX_DRAIN_S",
-    "MAX_RATE_PPS", "MAX_RATE_BPS", "MAX_FRAMES", "MAX_QUEUES", "MAX_FLOWS", "IO_MODES", "PACING_MODES",
-    "DEFAULT_MAX_STRETCH_PCT", "FrameSizeSpec", "RateSpec", "FlowSpec", "StopSpec", "PhaseSpec", "StreamSpec", "Port",
+    "RFC2544_FRAME_SIZES", "FRAME_SIZE_MIXES", "DEFAULT_DRAIN_S", "MAX_DURATION_S", "MAX_DRAIN_S", "MAX_RATE_PPS",
+    "MAX_RATE_BPS", "MAX_FRAMES", "MAX_QUEUES", "MAX_FLOWS", "IO_MODES", "PACING_MODES", "DEFAULT_MAX_STRETCH_PCT",
+    "MAX_RAMP_STEPS", "FrameSizeSpec", "RateSpec", "FlowSpec", "StopSpec", "PhaseSpec", "StreamSpec", "Port",
     "TrialSpec", "Snapshot", "Trial", "LatencySummary", "FlowResult", "StreamResult", "PortResult", "Smoothness",
-    "IntervalResult", "TrialResult", "InterfaceInfo", "IoProbe", "interface_info", "list_interfaces",
-    "probe_io", "probe_xdp_program", "line_rate_fps",
+    "IntervalResult", "TrialResult", "InterfaceInfo", "IoProbe", "interface_info", "list_interfaces", "probe_io",
+    "probe_xdp_program", "line_rate_fps", "linear_ramp",
 ]
 
 __version__: str
@@ -52,9 +52,14 @@ IO_MODES: tuple[str, ...]
 PACING_MODES: tuple[str, ...]
 #: How much longer than planned a paced trial may run (% of its length) before it is tester-limited.
 DEFAULT_MAX_STRETCH_PCT: float
+MAX_RAMP_STEPS: int
 
 def line_rate_fps(bps: float, mean_frame_size: float) -> float:
     """Frames/s at line rate: bps / ((mean_frame_size + WIRE_OVERHEAD_BYTES) * 8)."""
+
+def linear_ramp(from_scale: float, to_scale: float, steps: int, step_s: float) -> list[PhaseSpec]:
+    """A rate ramp in linear steps: `steps` phases of `step_s` each, from `from_scale` to `to_scale` of
+    the streams' rates (both included). Errors name `ramp`."""
 
 # -- specs --------------------------------------------------------------------------------------
 @final

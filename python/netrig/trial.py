@@ -231,6 +231,15 @@ def _phase_specs(phases: Sequence[tuple[float | str, float]] | None) -> list[_na
     return out
 
 
+def linear_ramp(from_scale: float, to_scale: float, steps: int, step_s: float | str) -> list[tuple[float, float]]:
+    """A rate ramp in linear steps, as ``phases`` for :func:`run_trial`: ``steps`` phases of ``step_s``
+    each, the load going from ``from_scale`` to ``to_scale`` × the streams' rates in equal steps (both
+    included; up or down). With ``interval_s=step_s`` the result counts every step apart. Errors
+    name ``ramp``."""
+    phases = _native.linear_ramp(from_scale, to_scale, steps, _seconds(step_s, "ramp"))
+    return [(p.duration_s, p.rate_scale) for p in phases]
+
+
 def run_trial(
     tx: Port | None = None,
     rx: Port | None = None,
@@ -316,6 +325,7 @@ def run_trial(
 
 __all__ = [
     "DEFAULT_MAX_STRETCH_PCT",
+    "linear_ramp",
     "IO_MODES",
     "PACING_MODES",
     "FlowResult",

@@ -38,6 +38,7 @@ from netrig.trial import (
     Snapshot,
     Stream,
     TrialResult,
+    linear_ramp,
     parse_ethertype,
     run_trial,
 )
@@ -82,6 +83,8 @@ FIELDS = {
     "i_know_this_is_live": "--i-know-this-is-live",
     "ifname": "--tx",
     "pacing": "--pacing",
+    "ramp": "--ramp",
+    "phases": "--ramp",
     "max_stretch_pct": "--max-stretch",
 }
 
@@ -104,6 +107,9 @@ def register(sub) -> None:
                    "50%% (needs --line-rate), or max (default 10kpps)")
     p.add_argument("--duration", default="10s", help="how long to send: 10s, 500ms, 2m (default 10s)")
     p.add_argument("--frames", help="send this many frames instead of a duration (e.g. 1M)")
+    p.add_argument("--ramp", metavar="FROM:TO:STEPS",
+                   help="a rate ramp in linear steps over --duration: from FROM %% to TO %% of --rate in STEPS equal "
+                        "steps (both ends included; up or down), each step counted apart, e.g. 10:100:10")
     p.add_argument("--drain", default=f"{defaults.DRAIN_S:g}s",
                    help=f"wait for frames in flight after the last one (default {defaults.DRAIN_S:g}s)")
     p.add_argument("--warmup", default="0", help="traffic before the measurement, not counted (default 0)")
@@ -153,6 +159,39 @@ def register(sub) -> None:
                         "198.18.0.0/15 and 2001:2::/48); test beds never need it")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=run)
+
+
+def _ramp(text: str, frames: str | None, duration_s: float | None) -> dict:
+    """``--ramp FROM:TO:STEPS`` (percent of --rate) over the trial's duration: the rate phases and
+    one counting interval per step."""
+    if frames:
+        raise ConfigError("--ramp", "a ramp runs for --duration (its steps share it), not for --frames")
+    parts = text.split(":")
+    try:
+        lo, hi, steps = float(parts[0]), float(parts[1]), int(parts[2])
+        if len(parts) != 3:
+            raise ValueError
+    except (ValueError, IndexError):
+        raise ConfigError("--ramp", f"{text!r}: give FROM:TO:STEPS in %% of --rate, e.g. 10:100:10") from None
+    assert duration_s is not None
+    step_s = duration_s / steps if steps > 0 else 0.0
+    return {"phases": linear_ramp(lo / 100, hi / 100, steps, step_s), "interval_s": step_s}
+
+
+def ramp_table(res: TrialResult, stream: Stream, phases: list[tuple[float, float]]):
+    """One row per step of a ramp: offered load, frames sent (and their rate) and received, loss."""
+    from rich.table import Table
+
+    t = Table(title="ramp steps", show_header=True)
+    for col in ("step", "start", "offered", "sent", "sent rate", "received", "lost"):
+        t.add_column(col, justify="right")
+    base = stream.spec(0).intended_rate_pps or 0.0
+    for iv in res.intervals:
+        scale = phases[iv.phase][1] if iv.phase < len(phases) else 1.0
+        rate = iv.frames_sent / iv.duration_s if iv.duration_s else 0.0
+        t.add_row(str(iv.phase + 1), f"{iv.start_s:.2f}s", format_pps(base * scale), f"{iv.frames_sent:,}",
+                  format_pps(rate), f"{iv.frames_received:,}", f"{iv.frames_sent - iv.frames_received:,}")
+    return t
 
 
 def _flows(args) -> int | dict[str, int]:
@@ -239,6 +278,8 @@ def build(args) -> tuple[Port, Port, Stream, dict]:
             flow_order=args.flow_order, seed=args.seed, name="cli",
             **({"rate_pps": rate.value} if rate.kind == "pps" else {"rate": args.rate}))
         stop = {"frames": args.frames} if args.frames else {"duration_s": parse_duration(args.duration, "--duration")}
+        if args.ramp is not None:
+            stop.update(_ramp(args.ramp, args.frames, stop.get("duration_s")))
         kw = dict(drain_s=parse_duration(args.drain, "--drain", allow_zero=True),
                   warmup_s=parse_duration(args.warmup, "--warmup", allow_zero=True), tx_cpus=args.tx_cpu,
                   rx_cpus=args.rx_cpu, pacing=args.pacing, max_stretch_pct=args.max_stretch, **stop)
@@ -349,6 +390,8 @@ def run(args) -> int:
         print(json.dumps({"config": config, "result": res.to_dict()}, indent=2, default=str))
     else:
         con.print(result_table(res, stream, f"trial {tx.ifname} → {rx.ifname}"))
+        if args.ramp is not None:
+            con.print(ramp_table(res, stream, kw["phases"]))
         for p in res.ports:  # what --io picked and why (driver, XDP mode, zero-copy or not)
             con.print(f"  {p.name}: {p.backend}: {p.notes}", soft_wrap=True)
     return 0 if res.valid else 1
