@@ -100,6 +100,32 @@ for opt in ("--src-ip", "--dst-ip"):
 cli("--dst-ip", *TRIAL, "--dst-ip", "2001:db8::1")
 for v in ["0", "4095", "5000", "-1", "x"]:
     cli("--vlan", *TRIAL, "--vlan", v)
+for v in ["0", "4095", "-1", "x"]:
+    cli("--outer-vlan", *TRIAL, "--vlan", "10", "--outer-vlan", v)
+cli("--outer-vlan", *TRIAL, "--outer-vlan", "10", name="trial --outer-vlan without --vlan")
+for v in ["sctp", "", "UDP"]:
+    cli("--protocol", *TRIAL, "--protocol", v)
+for v in ["SX", "syn", "1"]:
+    cli("--tcp-flags", *TRIAL, "--protocol", "tcp", "--tcp-flags", v)
+for v in ["-1", "4294967296", "x"]:
+    cli("--tcp-seq", *TRIAL, "--protocol", "tcp", "--tcp-seq", v)
+for v in ["0x0800", "0x86dd", "0x8100", "0x88a8", "0x0806", "1500", "0x10000", "zz", "-1"]:
+    cli("--ethertype", *TRIAL, "--protocol", "raw", "--ethertype", v)
+for v in ["vlans", "vlans=x", "colours=3", "src_ports=0", "dst_macs=-1", "dst_ports=70000"]:
+    cli("--vary", *TRIAL, "--vary", v)
+cli("--vary", *TRIAL, "--vary", "vlans=2", name="trial --vary vlans without --vlan")
+cli("--vary", *TRIAL, "--vlan", "4000", "--vary", "vlans=200", name="trial --vary vlans past 4094")
+cli("--vary", *TRIAL, "--protocol", "raw", "--vary", "dst_ips=2", name="trial --vary dst_ips on a raw stream")
+cli("--vary", *TRIAL, "--flows", "2", "--vary", "src_ports=3", name="trial --flows and --vary src_ports")
+cli("--vary", *TRIAL, "--dst-mac", "ff:ff:ff:ff:ff:fe", "--vary", "dst_macs=4", name="trial --vary dst_macs past ff")
+cli("--flow-order", *TRIAL, "--flow-order", "random")
+for v in ["10:100", "x:100:10", "10:100:1", "10:100:1001", "0:100:10", "10:-5:10", "10:100:2.5", "nan:100:3", "",
+          "10:100:10:1"]:
+    cli("--ramp", *TRIAL, "--ramp", v)
+cli("--ramp", *TRIAL, "--frames", "1000", "--ramp", "10:100:10", name="trial --ramp with --frames")
+for v in ["x", "1.5"]:
+    cli("--seed", *TRIAL, "--seed", v)
+cli("--size", *TRIAL, "--protocol", "tcp", "--size", "64", name="trial --protocol tcp --size 64 (below 76)")
 for v in ["fast", "0", "-1", "1e99", "nan", "inf"]:
     cli("--line-rate", *TRIAL, "--line-rate", v)
 cli("--rate", *TRIAL, "--rate", "2Mpps", "--line-rate", "1Gbps")
@@ -242,7 +268,15 @@ for sect, key, val, want in [
         ("thresholds", "max_latency_ns", "inf", "thresholds.max_latency_ns"),
         ("frames", "sizes", '["inc:64-1518:0"]', "frames.sizes"), ("frames", "sizes", '"inc:1518-64"', "frames.sizes"),
         ("frames", "sizes", "[nan]", "frames.sizes"), ("frames", "sizes", "[]", "frames.sizes"),
-        ("frames", "sizes", '""', "frames.sizes"), ("frames", "sizes", '"64,,128"', "frames.sizes")]:
+        ("frames", "sizes", '""', "frames.sizes"), ("frames", "sizes", '"64,,128"', "frames.sizes"),
+        ("stream", "protocol", '"sctp"', "stream.protocol"), ("stream", "protocol", "6", "stream.protocol"),
+        ("stream", "tcp_flags", '"Z"', "stream.tcp_flags"), ("stream", "tcp_seq", "-1", "stream.tcp_seq"),
+        ("stream", "protocol = \"raw\"\nethertype", "0x0800", "stream.ethertype"), ("stream", "ethertype", '"x"', "stream.ethertype"),
+        ("stream", "vlan", "4095", "stream.vlan"), ("stream", "outer_vlan", "7", "stream.outer_vlan"),
+        ("stream", "flows", "{ vlans = 2 }", "stream.flows.vlans"), ("stream", "flows", "{ colour = 2 }", "stream.flows"),
+        ("stream", "flows", "3", "stream.flows"), ("stream", "flow_order", '"chaos"', "stream.flow_order"),
+        ("stream", "seed", '"x"', "stream.seed"), ("stream", "colour", "1", "stream.colour"),
+        ("stream", "protocol", '"tcp"', "frames.sizes")]:
     conf(f"{sect}.{key} = {val}", want, toml(**{sect: f"{key} = {val}"}))
 for key, val in [("resolution_pct", "nan"), ("resolution_pct", "inf"), ("duration_s", '"1e99s"'),
                  ("initial_rate_pct", "nan"), ("acceptable_loss_ratio", "inf"), ("repetitions", "0"),
@@ -387,7 +421,18 @@ def _api_cases() -> None:
                      ({"rate_pps": 1, "line_rate_bps": math.inf}, "line_rate_bps"),
                      ({"rate_pps": 1, "line_rate_bps": 1e30}, "line_rate_bps"),
                      ({"rate_pps": 1, "udp_checksum": "yes"}, "udp_checksum"), ({"rate_pps": 1, "name": 5}, "name"),
-                     ({"rate_pps": 1, "tx_port": -1}, "tx_port")]:
+                     ({"rate_pps": 1, "tx_port": -1}, "tx_port"),
+                     ({"rate_pps": 1, "protocol": "sctp"}, "protocol"), ({"rate_pps": 1, "protocol": None}, "protocol"),
+                     ({"rate_pps": 1, "protocol": "tcp", "tcp_flags": "Q"}, "tcp_flags"),
+                     ({"rate_pps": 1, "protocol": "tcp", "tcp_seq": -1}, "tcp_seq"),
+                     ({"rate_pps": 1, "protocol": "raw", "ethertype": 0x0800}, "ethertype"),
+                     ({"rate_pps": 1, "protocol": "raw", "ethertype": "0xzz"}, "ethertype"),
+                     ({"rate_pps": 1, "protocol": "raw", "ethertype": 1.5}, "ethertype"),
+                     ({"rate_pps": 1, "outer_vlan": 5}, "outer_vlan"),
+                     ({"rate_pps": 1, "frame_size": 128, "vlan": 5, "outer_vlan": 4095}, "outer_vlan"),
+                     ({"rate_pps": 1, "flows": {"vlans": 2}}, "flows.vlans"),
+                     ({"rate_pps": 1, "flows": {"dst_macs": 0}}, "flows.dst_macs"),
+                     ({"rate_pps": 1, "protocol": "raw", "flows": {"dst_ports": 2}}, "flows.dst_ports")]:
         api(f"Stream({kw})", want, lambda kw=kw: Stream(**kw))
     for args, kw, want in [((5,), {}, "ifname"), (("lo",), {"queues": True}, "queues"), (("lo",), {"queues": 0}, "queues"),
                            (("lo",), {"io": "dpdk"}, "io"), (("lo",), {"busy_poll_us": -1}, "busy_poll_us"),

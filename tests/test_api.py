@@ -188,3 +188,31 @@ def test_line_rate_fps_is_the_engines():
     with pytest.raises(ConfigError) as e:
         _native.line_rate_fps("10G", 64)
     assert e.value.field == "bps"
+
+
+def test_stream_protocols_tags_and_flow_ranges_reach_the_engine_spec():
+    s = netrig.Stream(rate_pps=1000, frame_size=128, protocol="tcp", tcp_flags="sa", tcp_seq=7, vlan=10,
+                      outer_vlan=20, flows={"vlans": 4, "dst_macs": 2, "src_ips": 3}, flow_order="pseudorandom")
+    spec = s.spec(0)
+    assert (spec.protocol, spec.tcp_flags, spec.ethertype, spec.vlan, spec.outer_vlan) == ("tcp", "SA", None, 10, 20)
+    f = spec.flows
+    assert (f.vlans, f.dst_macs, f.src_macs, f.src_ips, f.count, f.order) == (4, 2, 1, 3, 24, "pseudorandom")
+    raw = netrig.Stream(rate_pps=1000, protocol="raw", ethertype="0x88b6", flows=5).spec(0)
+    assert (raw.protocol, raw.ethertype, raw.flows.src_macs, raw.flows.src_ports) == ("raw", 0x88B6, 5, 1)
+    plain = netrig.Stream(rate_pps=1000).spec(0)
+    assert (plain.protocol, plain.tcp_flags, plain.vlan, plain.outer_vlan, plain.flows.count) == ("udp", None, None,
+                                                                                                 None, 1)
+
+
+@pytest.mark.parametrize("kw,field", [
+    ({"protocol": "tcp", "frame_size": 64}, "frame_size"),
+    ({"protocol": "icmp", "src_ip": "2001:2::1", "dst_ip": "2001:2::2", "frame_size": 80}, "frame_size"),
+    ({"protocol": "raw", "ethertype": 0x86DD}, "ethertype"),
+    ({"protocol": "raw", "flows": {"src_ips": 2}}, "flows.src_ips"),
+    ({"outer_vlan": 3, "frame_size": 128}, "outer_vlan"),
+    ({"vlan": 4094, "flows": {"vlans": 2}, "frame_size": 128}, "flows.vlans"),
+])
+def test_stream_protocol_errors_name_the_field(kw, field):
+    with pytest.raises(ConfigError) as e:
+        netrig.Stream(rate_pps=1000, **kw)
+    assert e.value.field == field, e.value

@@ -12,12 +12,12 @@ from typing import final
 
 __all__ = [
     "__version__", "BUILD_PROFILE", "WIRE_OVERHEAD_BYTES", "FCS_BYTES", "MIN_FRAME_SIZE", "MAX_FRAME_SIZE",
-    "RFC2544_FRAME_SIZES", "FRAME_SIZE_MIXES", "DEFAULT_DRAIN_S", "MAX_DURATION_S", "MAX_DRAIN_S",
-    "MAX_RATE_PPS", "MAX_RATE_BPS", "MAX_FRAMES", "MAX_QUEUES", "MAX_FLOWS", "IO_MODES", "PACING_MODES",
-    "DEFAULT_MAX_STRETCH_PCT", "FrameSizeSpec", "RateSpec", "FlowSpec", "StopSpec", "PhaseSpec", "StreamSpec", "Port",
+    "RFC2544_FRAME_SIZES", "FRAME_SIZE_MIXES", "DEFAULT_DRAIN_S", "MAX_DURATION_S", "MAX_DRAIN_S", "MAX_RATE_PPS",
+    "MAX_RATE_BPS", "MAX_FRAMES", "MAX_QUEUES", "MAX_FLOWS", "IO_MODES", "PACING_MODES", "DEFAULT_MAX_STRETCH_PCT",
+    "MAX_RAMP_STEPS", "FrameSizeSpec", "RateSpec", "FlowSpec", "StopSpec", "PhaseSpec", "StreamSpec", "Port",
     "TrialSpec", "Snapshot", "Trial", "LatencySummary", "FlowResult", "StreamResult", "PortResult", "Smoothness",
-    "IntervalResult", "TrialResult", "InterfaceInfo", "IoProbe", "interface_info", "list_interfaces",
-    "probe_io", "probe_xdp_program", "line_rate_fps",
+    "IntervalResult", "TrialResult", "InterfaceInfo", "IoProbe", "interface_info", "list_interfaces", "probe_io",
+    "probe_xdp_program", "line_rate_fps", "linear_ramp",
 ]
 
 __version__: str
@@ -52,9 +52,14 @@ IO_MODES: tuple[str, ...]
 PACING_MODES: tuple[str, ...]
 #: How much longer than planned a paced trial may run (% of its length) before it is tester-limited.
 DEFAULT_MAX_STRETCH_PCT: float
+MAX_RAMP_STEPS: int
 
 def line_rate_fps(bps: float, mean_frame_size: float) -> float:
     """Frames/s at line rate: bps / ((mean_frame_size + WIRE_OVERHEAD_BYTES) * 8)."""
+
+def linear_ramp(from_scale: float, to_scale: float, steps: int, step_s: float) -> list[PhaseSpec]:
+    """A rate ramp in linear steps: `steps` phases of `step_s` each, from `from_scale` to `to_scale` of
+    the streams' rates (both included). Errors name `ramp`."""
 
 # -- specs --------------------------------------------------------------------------------------
 @final
@@ -113,6 +118,9 @@ class FlowSpec:
         dst_ports: int = 1,
         order: str = "sequential",
         seed: int = 1,
+        src_macs: int = 1,
+        dst_macs: int = 1,
+        vlans: int = 1,
     ) -> FlowSpec: ...
     @property
     def src_ips(self) -> int: ...
@@ -122,6 +130,12 @@ class FlowSpec:
     def src_ports(self) -> int: ...
     @property
     def dst_ports(self) -> int: ...
+    @property
+    def src_macs(self) -> int: ...
+    @property
+    def dst_macs(self) -> int: ...
+    @property
+    def vlans(self) -> int: ...
     @property
     def order(self) -> str: ...
     @property
@@ -176,6 +190,11 @@ class StreamSpec:
         udp_checksum: bool = False,
         flows: FlowSpec | None = None,
         line_rate_bps: float | None = None,
+        protocol: str = "udp",
+        tcp_flags: str = "A",
+        tcp_seq: int = 0,
+        ethertype: int = 0x88B5,
+        outer_vlan: int | None = None,
     ) -> StreamSpec: ...
     @property
     def name(self) -> str: ...
@@ -191,6 +210,19 @@ class StreamSpec:
     def flows(self) -> FlowSpec: ...
     @property
     def line_rate_bps(self) -> float | None: ...
+    @property
+    def protocol(self) -> str:
+        """`udp`, `tcp`, `icmp` or `raw`."""
+    @property
+    def tcp_flags(self) -> str | None:
+        """TCP flags as letters (`None` unless TCP)."""
+    @property
+    def ethertype(self) -> int | None:
+        """The EtherType of a raw stream (`None` unless raw)."""
+    @property
+    def vlan(self) -> int | None: ...
+    @property
+    def outer_vlan(self) -> int | None: ...
     @property
     def intended_rate_pps(self) -> float | None:
         """Frames/s this stream asks for (``None`` for ``max``)."""

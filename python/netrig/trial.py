@@ -47,10 +47,29 @@ DEFAULT_MAX_STRETCH_PCT: float = _native.DEFAULT_MAX_STRETCH_PCT
 
 #: Stream fields that take a value (``None`` would silently mean the engine's default).
 _REQUIRED = ("frame_size", "src_mac", "dst_mac", "src_ip", "dst_ip", "src_port", "dst_port", "ttl", "flows",
-             "flow_order", "seed", "udp_checksum", "name", "tx_port", "rx_port")
+             "flow_order", "seed", "udp_checksum", "name", "tx_port", "rx_port", "protocol", "tcp_flags", "tcp_seq",
+             "ethertype")
 
 #: The keys a ``flows`` mapping may have (counts of each range).
-FLOW_KEYS = ("src_ips", "dst_ips", "src_ports", "dst_ports")
+FLOW_KEYS = ("src_ips", "dst_ips", "src_ports", "dst_ports", "src_macs", "dst_macs", "vlans")
+#: Stream protocols, default first.
+PROTOCOLS: tuple[str, ...] = ("udp", "tcp", "icmp", "raw")
+#: The EtherType of raw L2 streams unless given (IEEE 802 local experimental 1).
+DEFAULT_RAW_ETHERTYPE = 0x88B5
+
+
+def parse_ethertype(value: int | str, field: str = "ethertype") -> int:
+    """An EtherType from an int or a string (``"0x88b5"``, ``"34997"``); range checks are the engine's."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ConfigError(field, f"{value!r}: give an EtherType such as 0x88b5")
+    if isinstance(value, str):
+        try:
+            value = int(value, 0)
+        except ValueError:
+            raise ConfigError(field, f"{value!r} is not a number: give an EtherType such as 0x88b5") from None
+    if not 0 <= value <= 0xFFFF:
+        raise ConfigError(field, f"{value:#x} does not fit 16 bits: give an EtherType such as 0x88b5")
+    return value
 
 
 _RATE_SPECS: dict[str, Callable[[float], _native.RateSpec]] = {
@@ -76,9 +95,15 @@ class Stream:
     ``"inc:64-1518:64"``, weighted pairs, ``("random", 64, 1518)`` / ``("increment", 64, 1518, 64)``
     or a :class:`netrig.model.FrameSize`. Rate: ``rate_pps`` (frames/s) or ``rate`` (``"100kpps"``,
     ``"1Gbps"``, ``"1Gbps-l2"``, ``"50%"`` — % needs ``line_rate_bps`` — or ``"max"``).
-    ``flows``: number of flows (varies the UDP source port), or a mapping with ``src_ips``,
-    ``dst_ips``, ``src_ports``, ``dst_ports``; ``flow_order`` sequential or pseudorandom (RFC 4814,
-    from ``seed``). ``tx_port``/``rx_port`` index the trial's ports.
+    ``protocol``: ``udp`` (default), ``tcp`` (``tcp_flags`` as letters of FSRPAUEC, default ``"A"``;
+    ``tcp_seq``), ``icmp`` (echo request, ICMPv6 over IPv6: identifier = ``src_port``, sequence
+    number = ``dst_port``) or ``raw`` (no IP: the signature right after the Ethernet header, under
+    ``ethertype``, default 0x88b5). ``vlan``: 802.1Q tag; ``outer_vlan``: an 802.1ad tag in front
+    of it (QinQ). Every protocol carries the signature, so every frame is counted per flow.
+    ``flows``: number of flows (varies the source port; the source MAC for raw streams), or a
+    mapping with ``src_ips``, ``dst_ips``, ``src_ports``, ``dst_ports``, ``src_macs``,
+    ``dst_macs``, ``vlans`` (VLAN ids from ``vlan`` up); ``flow_order`` sequential or
+    pseudorandom (RFC 4814, from ``seed``). ``tx_port``/``rx_port`` index the trial's ports.
     """
 
     frame_size: Any = 64
@@ -100,6 +125,11 @@ class Stream:
     name: str = ""
     tx_port: int = 0
     rx_port: int = 1
+    protocol: str = "udp"
+    tcp_flags: str = "A"
+    tcp_seq: int = 0
+    ethertype: int | str = DEFAULT_RAW_ETHERTYPE
+    outer_vlan: int | None = None
 
     def __post_init__(self) -> None:
         self.spec(0)  # every check, now: errors name the field
@@ -127,7 +157,9 @@ class Stream:
                 rate=self._rate(), name=name, tx_port=self.tx_port, rx_port=self.rx_port,
                 src_mac=self.src_mac, dst_mac=self.dst_mac, src_ip=self.src_ip, dst_ip=self.dst_ip,
                 src_port=self.src_port, dst_port=self.dst_port, vlan=self.vlan, ttl=self.ttl,
-                udp_checksum=self.udp_checksum, flows=self._flows(), line_rate_bps=self.line_rate_bps)
+                udp_checksum=self.udp_checksum, flows=self._flows(), line_rate_bps=self.line_rate_bps,
+                protocol=self.protocol, tcp_flags=self.tcp_flags, tcp_seq=self.tcp_seq,
+                ethertype=parse_ethertype(self.ethertype), outer_vlan=self.outer_vlan)
         except ConfigError as e:
             raise ConfigError(self._field(e.field), e.message) from None
 
@@ -143,12 +175,10 @@ class Stream:
                 raise ConfigError("flows", f"unknown key(s) {unknown}: allowed are {', '.join(FLOW_KEYS)}")
             counts = dict(self.flows)
         elif isinstance(self.flows, int) and not isinstance(self.flows, bool):
-            counts = {"src_ports": self.flows}
+            counts = {"src_macs" if self.protocol == "raw" else "src_ports": self.flows}
         else:
             raise ConfigError("flows", f"{self.flows!r}: give a count or a mapping of {', '.join(FLOW_KEYS)}")
-        return _native.FlowSpec(src_ips=counts.get("src_ips", 1), dst_ips=counts.get("dst_ips", 1),
-                                src_ports=counts.get("src_ports", 1), dst_ports=counts.get("dst_ports", 1),
-                                order=self.flow_order, seed=self.seed)
+        return _native.FlowSpec(**{k: counts.get(k, 1) for k in FLOW_KEYS}, order=self.flow_order, seed=self.seed)
 
     def _field(self, field: str) -> str:
         """The Stream field an engine error is about."""
@@ -199,6 +229,15 @@ def _phase_specs(phases: Sequence[tuple[float | str, float]] | None) -> list[_na
         except ConfigError as e:
             raise ConfigError(f"phases[{i}].{e.field}", e.message) from None
     return out
+
+
+def linear_ramp(from_scale: float, to_scale: float, steps: int, step_s: float | str) -> list[tuple[float, float]]:
+    """A rate ramp in linear steps, as ``phases`` for :func:`run_trial`: ``steps`` phases of ``step_s``
+    each, the load going from ``from_scale`` to ``to_scale`` × the streams' rates in equal steps (both
+    included; up or down). With ``interval_s=step_s`` the result counts every step apart. Errors
+    name ``ramp``."""
+    phases = _native.linear_ramp(from_scale, to_scale, steps, _seconds(step_s, "ramp"))
+    return [(p.duration_s, p.rate_scale) for p in phases]
 
 
 def run_trial(
@@ -286,6 +325,7 @@ def run_trial(
 
 __all__ = [
     "DEFAULT_MAX_STRETCH_PCT",
+    "linear_ramp",
     "IO_MODES",
     "PACING_MODES",
     "FlowResult",

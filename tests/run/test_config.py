@@ -70,3 +70,16 @@ def test_bad_file(tmp_path):
     (tmp_path / "x.ini").write_text("")
     with pytest.raises(ConfigError, match="unknown file type"):
         load_config(tmp_path / "x.ini")
+
+
+def test_stream_table_reaches_every_stream_and_only_then_the_result():
+    c = config_from_dict(_cfg(stream={"protocol": "icmp", "vlan": 5, "flows": {"vlans": 2}}, ports={"flows": 4},
+                              frames={"sizes": [128]}))
+    assert c.stream.stream_fields()["protocol"] == "icmp"
+    assert c.stream.flows_with(c.ports.flows) == {"vlans": 2, "src_ports": 4}
+    assert c.to_dict()["stream"]["flows"] == {"vlans": 2}
+    assert "stream" not in config_from_dict(_cfg()).to_dict(), "UDP defaults: results as before"
+    with pytest.raises(ConfigError, match="stream.flows.src_ports"):
+        config_from_dict(_cfg(stream={"flows": {"src_ports": 2}}, ports={"flows": 4}))
+    with pytest.raises(ConfigError, match="frames.sizes"):
+        config_from_dict(_cfg(stream={"protocol": "tcp", "vlan": 5, "outer_vlan": 6}, frames={"sizes": [76]}))

@@ -495,7 +495,9 @@ mod tests {
         let spec = TemplateSpec {
             src_mac: netrig_wire::ethernet::EthernetAddress([2, 0, 0, 0, 0, 1]),
             dst_mac: netrig_wire::ethernet::EthernetAddress([2, 0, 0, 0, 0, 2]),
+            outer_vlan: None,
             vlan: None,
+            proto: Default::default(),
             l3: L3Spec::V4 { src: [198, 18, 0, 1].into(), dst: [198, 19, 0, 1].into(), ttl: 64, dscp: 0 },
             src_port: 1024,
             dst_port: 1024,

@@ -32,6 +32,6 @@ pub use pacing::{Pacing, Smoothness};
 pub use port::{
     Backend, Port, PortCaps, PortSpec, RxMeta, RxQueue, RxQueueStats, TimestampSource, TxQueue, TxQueueStats,
 };
-pub use schedule::RatePhase;
+pub use schedule::{linear_ramp, RatePhase};
 pub use stream::{FlowOrder, FlowSpec, FrameSize, Rate, Stop, StreamConfig};
 pub use trial::{run_trial, TrialConfig, TrialControl, TrialResult};

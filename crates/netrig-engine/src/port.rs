@@ -249,6 +249,10 @@ pub struct PortSpec {
     /// The largest frame (without FCS) the port will carry, when known (0 = not known). A backend
     /// that cannot carry it refuses to open, so auto selection passes it over and says why.
     pub max_frame_len: usize,
+    /// The port will receive netrig frames the XDP steering program does not match (TCP, ICMP,
+    /// raw L2, or two VLAN tags): AF_XDP refuses to open for receiving, so auto selection passes
+    /// it over and says why.
+    pub rx_beyond_udp: bool,
 }
 
 impl PortSpec {
@@ -264,6 +268,7 @@ impl PortSpec {
             transmit: true,
             live_ok: false,
             max_frame_len: 0,
+            rx_beyond_udp: false,
         }
     }
 

@@ -43,6 +43,41 @@ impl RatePhase {
     }
 }
 
+/// Most steps of a rate ramp.
+pub const MAX_RAMP_STEPS: u32 = 1000;
+
+/// A rate ramp in linear steps (for stress tests): `steps` phases of `step_ns` each, the rate scale
+/// going from `from_scale` to `to_scale` in equal steps (both included; either direction). Errors
+/// name the field `ramp`.
+pub fn linear_ramp(from_scale: f64, to_scale: f64, steps: u32, step_ns: u64) -> Result<Vec<RatePhase>, ConfigError> {
+    for (what, v) in [("start", from_scale), ("end", to_scale)] {
+        if !v.is_finite() || v <= 0.0 {
+            return Err(ConfigError::new(
+                "ramp",
+                format!("the {what} rate must be a finite share > 0 of the stream's rate (got {v})"),
+            ));
+        }
+    }
+    if !(2..=MAX_RAMP_STEPS).contains(&steps) {
+        return Err(ConfigError::new(
+            "ramp",
+            format!("{steps} steps: a ramp has 2..{MAX_RAMP_STEPS} steps (one phase per step)"),
+        ));
+    }
+    if step_ns == 0 {
+        return Err(ConfigError::new("ramp", "each step must last > 0 s: give a longer duration or fewer steps"));
+    }
+    let span = to_scale - from_scale;
+    (0..steps)
+        .map(|k| {
+            let p =
+                RatePhase { duration_ns: step_ns, rate_scale: from_scale + span * f64::from(k) / f64::from(steps - 1) };
+            p.validate().map_err(|e| ConfigError::new("ramp", e.message))?;
+            Ok(p)
+        })
+        .collect()
+}
+
 const NOT_STARTED: u64 = u64::MAX;
 
 /// Counting intervals of a run; shared by the TX and RX workers.
@@ -180,6 +215,25 @@ impl IntervalCounter {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn linear_ramps_step_evenly_both_ways_and_name_the_field() {
+        let up = linear_ramp(0.1, 1.0, 10, 1_000_000_000).unwrap();
+        assert_eq!(up.len(), 10);
+        assert!((up[0].rate_scale - 0.1).abs() < 1e-12 && (up[9].rate_scale - 1.0).abs() < 1e-12);
+        for w in up.windows(2) {
+            assert!((w[1].rate_scale - w[0].rate_scale - 0.1).abs() < 1e-9);
+            assert_eq!(w[0].duration_ns, 1_000_000_000);
+        }
+        let down = linear_ramp(2.0, 0.5, 4, 5).unwrap();
+        assert_eq!(down.iter().map(|p| p.rate_scale).collect::<Vec<_>>(), vec![2.0, 1.5, 1.0, 0.5]);
+        for (f, t, n, ns) in
+            [(0.0, 1.0, 3, 1), (1.0, f64::NAN, 3, 1), (0.1, 1.0, 1, 1), (0.1, 1.0, 1001, 1), (0.1, 1.0, 3, 0)]
+        {
+            assert_eq!(linear_ramp(f, t, n, ns).unwrap_err().field, "ramp", "{f} {t} {n} {ns}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -5,13 +5,81 @@
 //! frames per second. Compilation never touches the network.
 use std::net::IpAddr;
 
+pub use netrig_wire::builder::Proto;
 use netrig_wire::builder::{self, L3Spec, TemplateInfo, TemplateSpec};
 use netrig_wire::ethernet::EthernetAddress;
-use netrig_wire::{vlan, IpPair};
+use netrig_wire::vlan;
 
 use crate::error::ConfigError;
-use crate::flows::FlowTable;
+use crate::flows::{FlowBase, FlowTable};
 pub use crate::flows::{FlowOrder, FlowSpec};
+
+/// Names of the stream protocols, as [`parse_protocol`] takes them.
+pub const PROTOCOLS: &[&str] = &["udp", "tcp", "icmp", "raw"];
+/// Default EtherType of raw L2 streams: IEEE 802 "local experimental" 1.
+pub const DEFAULT_RAW_ETHERTYPE: u16 = 0x88B5;
+/// Default TCP flags of TCP streams: ACK (a segment of an established connection).
+pub const DEFAULT_TCP_FLAGS: u8 = netrig_wire::tcp::flags::ACK;
+
+/// TCP flag names, as [`parse_tcp_flags`] takes them (one letter each, RFC 9293 order).
+pub const TCP_FLAG_LETTERS: &[(char, u8)] = &[
+    ('F', netrig_wire::tcp::flags::FIN),
+    ('S', netrig_wire::tcp::flags::SYN),
+    ('R', netrig_wire::tcp::flags::RST),
+    ('P', netrig_wire::tcp::flags::PSH),
+    ('A', netrig_wire::tcp::flags::ACK),
+    ('U', netrig_wire::tcp::flags::URG),
+    ('E', netrig_wire::tcp::flags::ECE),
+    ('C', netrig_wire::tcp::flags::CWR),
+];
+
+/// TCP flags from letters (`"SA"` = SYN+ACK, `""` = none; see [`TCP_FLAG_LETTERS`]). Field:
+/// `tcp_flags`.
+pub fn parse_tcp_flags(text: &str) -> Result<u8, ConfigError> {
+    let mut v = 0u8;
+    for c in text.chars() {
+        let bit = TCP_FLAG_LETTERS.iter().find(|(l, _)| *l == c.to_ascii_uppercase()).map(|x| x.1).ok_or_else(|| {
+            ConfigError::new(
+                "tcp_flags",
+                format!(
+                    "{c:?} in {text:?} is not a TCP flag: use letters of FSRPAUEC (FIN SYN RST PSH ACK URG ECE CWR), e.g. \"SA\""
+                ),
+            )
+        })?;
+        v |= bit;
+    }
+    Ok(v)
+}
+
+/// The letters of TCP flags `v` (inverse of [`parse_tcp_flags`]).
+pub fn tcp_flags_str(v: u8) -> String {
+    TCP_FLAG_LETTERS.iter().filter(|(_, b)| v & b != 0).map(|(l, _)| *l).collect()
+}
+
+/// A protocol by name (see [`PROTOCOLS`]) with its parameters: TCP `flags` and `seq`, the raw
+/// `ethertype`. Fields: `protocol`, `ethertype`.
+pub fn parse_protocol(name: &str, tcp_flags: u8, tcp_seq: u32, ethertype: u16) -> Result<Proto, ConfigError> {
+    match name {
+        "udp" => Ok(Proto::Udp),
+        "tcp" => Ok(Proto::Tcp { flags: tcp_flags, seq: tcp_seq, ack: 0, window: 65535 }),
+        "icmp" => Ok(Proto::IcmpEcho),
+        "raw" => {
+            if !Proto::raw_ethertype_ok(ethertype) {
+                return Err(ConfigError::new(
+                    "ethertype",
+                    format!(
+                        "0x{ethertype:04x} cannot carry a raw stream: use an EtherType >= 0x0600 other than IPv4, IPv6, ARP, 0x8100 and 0x88a8 (e.g. 0x88b5); for IP use protocol udp, tcp or icmp"
+                    ),
+                ));
+            }
+            Ok(Proto::Raw { ethertype })
+        }
+        _ => Err(ConfigError::new(
+            "protocol",
+            format!("{name:?} is not a stream protocol: use one of {}", PROTOCOLS.join(", ")),
+        )),
+    }
+}
 
 /// Ethernet wire overhead per frame: preamble 7 + SFD 1 + inter-frame gap 12 (methodology §1).
 pub const WIRE_OVERHEAD: u64 = 20;
@@ -311,7 +379,12 @@ pub struct StreamConfig {
     pub rx_port: usize,
     pub src_mac: EthernetAddress,
     pub dst_mac: EthernetAddress,
+    /// 802.1Q VLAN id (the inner tag when `outer_vlan` is set).
     pub vlan: Option<u16>,
+    /// 802.1ad service VLAN id in front of `vlan` (QinQ).
+    pub outer_vlan: Option<u16>,
+    /// What follows the IP header (or the Ethernet header, for raw frames); UDP by default.
+    pub protocol: Proto,
     pub src_ip: IpAddr,
     pub dst_ip: IpAddr,
     pub src_port: u16,
@@ -337,6 +410,8 @@ impl StreamConfig {
             src_mac: EthernetAddress([0x02, 0, 0, 0, 0, 1]),
             dst_mac: EthernetAddress([0x02, 0, 0, 0, 0, 2]),
             vlan: None,
+            outer_vlan: None,
+            protocol: Proto::Udp,
             src_ip: "198.18.0.1".parse().unwrap_or(IpAddr::from([198, 18, 0, 1])),
             dst_ip: "198.19.0.1".parse().unwrap_or(IpAddr::from([198, 19, 0, 1])),
             src_port: 1024,
@@ -373,6 +448,48 @@ impl StreamConfig {
             ));
         }
         let spec = self.template_spec()?;
+        if let Proto::Raw { .. } = self.protocol {
+            for (name, n) in [
+                ("src_ips", self.flows.src_ips),
+                ("dst_ips", self.flows.dst_ips),
+                ("src_ports", self.flows.src_ports),
+                ("dst_ports", self.flows.dst_ports),
+            ] {
+                if n > 1 {
+                    return Err(ConfigError::new(
+                        format!("flows.{name}"),
+                        "a raw L2 stream has no IP addresses or ports: vary src_macs, dst_macs or vlans instead",
+                    ));
+                }
+            }
+        }
+        if self.flows.vlans > 1 {
+            let Some(vid) = self.vlan else {
+                return Err(ConfigError::new(
+                    "flows.vlans",
+                    "varying VLAN ids needs a VLAN tag: set vlan (the first id of the range)",
+                ));
+            };
+            if vid as u64 + self.flows.vlans as u64 - 1 > 4094 {
+                return Err(ConfigError::new(
+                    "flows.vlans",
+                    format!("{} VLAN ids from {vid} run past 4094: use fewer or a lower vlan", self.flows.vlans),
+                ));
+            }
+        }
+        for (name, mac, n) in
+            [("src_macs", self.src_mac, self.flows.src_macs), ("dst_macs", self.dst_mac, self.flows.dst_macs)]
+        {
+            let base = mac.0.iter().fold(0u64, |a, &b| a << 8 | u64::from(b));
+            if base + n as u64 - 1 > 0xFFFF_FFFF_FFFF {
+                return Err(ConfigError::new(
+                    format!("flows.{name}"),
+                    format!(
+                        "{n} MAC addresses from {mac} run past ff:ff:ff:ff:ff:ff: use fewer or a lower base address"
+                    ),
+                ));
+            }
+        }
         let min_size = builder::min_frame_len(&spec) + FCS_LEN;
         let (lo, _) = self.frame_size.bounds();
         if lo < min_size {
@@ -417,6 +534,11 @@ impl StreamConfig {
         Ok(())
     }
 
+    /// Bytes of VLAN tags in front of the payload: 0, 4 (802.1Q) or 8 (QinQ).
+    pub fn tag_len(&self) -> usize {
+        4 * (usize::from(self.vlan.is_some()) + usize::from(self.outer_vlan.is_some()))
+    }
+
     /// The frames/s this stream asks for (`f64::INFINITY` for [`Rate::Max`]); a rate in % needs
     /// a line rate.
     pub fn intended_rate_pps(&self) -> Result<f64, ConfigError> {
@@ -450,21 +572,34 @@ impl StreamConfig {
                 ))
             }
         };
-        let vlan = match self.vlan {
-            None => None,
-            Some(vid) if (1..4095).contains(&vid) => Some(vlan::Repr { pcp: 0, dei: false, vid, inner_ethertype: 0 }),
-            Some(vid) => {
-                return Err(ConfigError::new(
-                    "vlan",
-                    format!("VLAN id must be 1..4094 (got {vid}); leave it unset for untagged frames"),
-                ))
+        let tag = |field: &str, v: Option<u16>| match v {
+            None => Ok(None),
+            Some(vid) if (1..4095).contains(&vid) => {
+                Ok(Some(vlan::Repr { pcp: 0, dei: false, vid, inner_ethertype: 0 }))
             }
+            Some(vid) => Err(ConfigError::new(
+                field,
+                format!("VLAN id must be 1..4094 (got {vid}); leave it unset for untagged frames"),
+            )),
         };
+        let vlan = tag("vlan", self.vlan)?;
+        let outer_vlan = tag("outer_vlan", self.outer_vlan)?;
+        if outer_vlan.is_some() && vlan.is_none() {
+            return Err(ConfigError::new(
+                "outer_vlan",
+                "an 802.1ad outer tag (QinQ) needs the inner 802.1Q tag: set vlan as well",
+            ));
+        }
+        if let Proto::Raw { ethertype } = self.protocol {
+            parse_protocol("raw", 0, 0, ethertype)?;
+        }
         Ok(TemplateSpec {
             src_mac: self.src_mac,
             dst_mac: self.dst_mac,
+            outer_vlan,
             vlan,
             l3,
+            proto: self.protocol,
             src_port: self.src_port,
             dst_port: self.dst_port,
             udp_checksum: self.udp_checksum,
@@ -526,8 +661,8 @@ pub fn compile(
         }
     }
     let spec = cfg.template_spec().map_err(|e| e.within(&prefix))?;
-    // The port's maximum is for untagged frames; an 802.1Q tag adds 4 bytes on top of the MTU.
-    let max_size = max_frame_len + FCS_LEN + if spec.vlan.is_some() { 4 } else { 0 };
+    // The port's maximum is for untagged frames; each VLAN tag adds 4 bytes on top of the MTU.
+    let max_size = max_frame_len + FCS_LEN + cfg.tag_len();
     let (_, hi) = cfg.frame_size.bounds();
     if hi > max_size {
         return Err(ConfigError::new(
@@ -546,13 +681,20 @@ pub fn compile(
     let mut templates = Vec::with_capacity(sizes.len());
     for &size in &sizes {
         let mut bytes = vec![0u8; size - FCS_LEN];
-        let info = builder::build_udp_frame(&spec, size - FCS_LEN, &mut bytes)
+        let info = builder::build_frame(&spec, size - FCS_LEN, &mut bytes)
             .map_err(|e| ConfigError::new(f("frame_size"), format!("{size} B: {e}")))?;
         templates.push(SizedTemplate { size, info, bytes });
     }
     let size_schedule = size_schedule(&cfg.frame_size, &sizes, index as u64);
-    let flows = FlowTable::new(&cfg.flows, spec.l3.ip_pair(), cfg.src_port, cfg.dst_port)
-        .map_err(|m| ConfigError::new(f("flows"), m))?;
+    let base = FlowBase {
+        ips: spec.l3.ip_pair(),
+        src_port: cfg.src_port,
+        dst_port: cfg.dst_port,
+        src_mac: cfg.src_mac,
+        dst_mac: cfg.dst_mac,
+        vlan: cfg.vlan.unwrap_or(0),
+    };
+    let flows = FlowTable::new(&cfg.flows, base).map_err(|m| ConfigError::new(f("flows"), m))?;
     let rate_pps = cfg.intended_rate_pps().map_err(|e| e.within(&prefix))?;
     let frame_limit = match cfg.stop {
         Stop::Duration { .. } => None,
@@ -605,14 +747,6 @@ pub fn line_rate_bps(bps: f64) -> Result<u64, ConfigError> {
         ));
     }
     Ok(bps.round() as u64)
-}
-
-/// Patch flow `flow` (its addresses and ports) into a frame built from `t`.
-#[inline]
-pub fn apply_flow(buf: &mut [u8], t: &TemplateInfo, tuple: &(IpPair, u16, u16)) {
-    // Both calls only fail on a buffer shorter than the template, which the TX path rules out.
-    let _ = builder::set_l3_addrs(buf, t, &tuple.0);
-    let _ = builder::set_ports(buf, t, tuple.1, tuple.2);
 }
 
 #[cfg(test)]

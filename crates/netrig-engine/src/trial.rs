@@ -615,7 +615,7 @@ pub fn prepare(ports: &[Box<dyn Port>], cfg: &TrialConfig) -> Result<Vec<Arc<Com
         let (_, hi) = s.frame_size.bounds();
         let rx = if cfg.receive { Some(s.rx_port) } else { None };
         for c in [Some(s.tx_port), rx].into_iter().flatten().filter_map(|p| ports.get(p)).map(|p| p.caps()) {
-            let max = c.max_frame_len + crate::stream::FCS_LEN + if s.vlan.is_some() { 4 } else { 0 };
+            let max = c.max_frame_len + crate::stream::FCS_LEN + s.tag_len();
             if hi > max {
                 let why = if c.backend == crate::port::Backend::AfXdp {
                     "AF_XDP carries one UMEM chunk at most: use --io af_packet (or auto) for larger frames"
@@ -928,21 +928,28 @@ fn run_tx_all(
     })
 }
 
-/// Learning frames: for each stream one broadcast frame sourced from its destination MAC, sent
-/// out of its RX port, so that a bridge learns where the receiver lives. Best effort.
+/// Most learning frames per stream (one per destination MAC of its flows).
+const MAX_LEARNING_MACS: u64 = 4096;
+
+/// Learning frames: for each stream one broadcast frame sourced from each of its destination
+/// MACs (up to [`MAX_LEARNING_MACS`]), sent out of its RX port, so that a bridge learns where the
+/// receiver lives. Best effort.
 fn send_learning(ports: &mut [Box<dyn Port>], streams: &[Arc<CompiledStream>]) {
     for s in streams {
         let p = s.config.rx_port;
         let Ok(mut q) = ports[p].open_tx(0) else { continue };
-        let mut frame = [0u8; 60];
-        frame[..6].copy_from_slice(&[0xff; 6]);
-        frame[6..12].copy_from_slice(&s.config.dst_mac.0);
-        // IEEE local experimental ethertype: nobody acts on it.
-        frame[12..14].copy_from_slice(&0x88B5u16.to_be_bytes());
-        let _ = q.send(1, &mut |buf: &mut [u8]| {
-            buf[..60].copy_from_slice(&frame);
-            60
-        });
+        let base = s.config.dst_mac.0.iter().fold(0u64, |a, &b| a << 8 | u64::from(b));
+        for k in 0..u64::from(s.config.flows.dst_macs).min(MAX_LEARNING_MACS) {
+            let mut frame = [0u8; 60];
+            frame[..6].copy_from_slice(&[0xff; 6]);
+            frame[6..12].copy_from_slice(&(base + k).to_be_bytes()[2..]);
+            // IEEE local experimental ethertype: nobody acts on it (no signature: foreign).
+            frame[12..14].copy_from_slice(&0x88B5u16.to_be_bytes());
+            let _ = q.send(1, &mut |buf: &mut [u8]| {
+                buf[..60].copy_from_slice(&frame);
+                60
+            });
+        }
         let _ = q.flush();
     }
     std::thread::sleep(std::time::Duration::from_millis(20));

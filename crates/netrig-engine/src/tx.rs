@@ -30,7 +30,7 @@ pub use crate::pacing::BATCH;
 use crate::pacing::{catchup_burst, smooth_depth, wake_batch, LoadMeter, Pacing, Smoothness, CATCHUP_FACTOR};
 use crate::port::{TxQueue, TxQueueStats};
 use crate::schedule::{IntervalCounter, IntervalGrid, RatePhase};
-use crate::stream::{apply_flow, CompiledStream};
+use crate::stream::CompiledStream;
 
 /// Live counters a worker publishes once per batch (read by progress displays).
 #[derive(Debug, Default)]
@@ -563,7 +563,7 @@ fn fill_one(st: &mut [ShareState], buf: &mut [u8], ts: u64, warmup: bool, trial:
     let out = &mut buf[..len];
     out.copy_from_slice(&t.bytes);
     if cs.flows.count() > 1 {
-        apply_flow(out, &t.info, &cs.flows.tuple(flow_index));
+        cs.flows.apply(out, &t.info, flow_index);
     }
     let slot = &mut s.seq[local_flow as usize];
     let flow_id = cs.flow_base + flow_index as u32;

@@ -55,12 +55,14 @@ impl Trial {
                     .streams
                     .iter()
                     .filter(on_port)
-                    .map(|s| {
-                        s.frame_size.bounds().1 - netrig_engine::stream::FCS_LEN + if s.vlan.is_some() { 4 } else { 0 }
-                    })
+                    .map(|s| s.frame_size.bounds().1 - netrig_engine::stream::FCS_LEN + s.tag_len())
                     .max()
                     .unwrap_or(0);
-                PortSpec { receive, transmit, max_frame_len, ..p }
+                let rx_beyond_udp = receive
+                    && cfg.streams.iter().any(|s| {
+                        s.rx_port == i && (s.protocol != netrig_engine::stream::Proto::Udp || s.outer_vlan.is_some())
+                    });
+                PortSpec { receive, transmit, max_frame_len, rx_beyond_udp, ..p }
             })
             .collect();
         // Open the ports and check the streams against them with the GIL released.
@@ -233,6 +235,30 @@ fn probe_xdp_program(py: Python<'_>, ifname: &Bound<'_, PyAny>) -> Result<(bool,
     }))
 }
 
+/// A rate ramp in linear steps: `steps` phases of `step_s` each, from `from_scale` to `to_scale` of
+/// the streams' rates (both included). Errors name `ramp`.
+#[pyfunction]
+fn linear_ramp(
+    from_scale: &Bound<'_, PyAny>,
+    to_scale: &Bound<'_, PyAny>,
+    steps: &Bound<'_, PyAny>,
+    step_s: &Bound<'_, PyAny>,
+) -> Result<Vec<specs::PhaseSpec>> {
+    let step_ns = netrig_engine::stream::seconds_to_ns(
+        "ramp",
+        args::req(step_s, "ramp")?,
+        false,
+        netrig_engine::stream::MAX_DURATION_S,
+    )?;
+    let phases = netrig_engine::linear_ramp(
+        args::req(from_scale, "ramp")?,
+        args::req(to_scale, "ramp")?,
+        args::req(steps, "ramp")?,
+        step_ns,
+    )?;
+    Ok(phases.into_iter().map(specs::PhaseSpec).collect())
+}
+
 /// Frames/s at line rate: bps / ((mean_frame_size + WIRE_OVERHEAD_BYTES) * 8).
 #[pyfunction]
 fn line_rate_fps(bps: &Bound<'_, PyAny>, mean_frame_size: &Bound<'_, PyAny>) -> Result<f64> {
@@ -290,5 +316,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(probe_io, m)?)?;
     m.add_function(wrap_pyfunction!(probe_xdp_program, m)?)?;
     m.add_function(wrap_pyfunction!(line_rate_fps, m)?)?;
+    m.add_function(wrap_pyfunction!(linear_ramp, m)?)?;
+    m.add("MAX_RAMP_STEPS", netrig_engine::schedule::MAX_RAMP_STEPS)?;
     Ok(())
 }

@@ -149,9 +149,12 @@ pub struct FlowSpec(pub flows::FlowSpec);
 impl FlowSpec {
     #[new]
     #[pyo3(
-        signature = (src_ips=None, dst_ips=None, src_ports=None, dst_ports=None, order=None, seed=None),
-        text_signature = "(src_ips=1, dst_ips=1, src_ports=1, dst_ports=1, order='sequential', seed=1)"
+        signature = (src_ips=None, dst_ips=None, src_ports=None, dst_ports=None, order=None, seed=None,
+                     src_macs=None, dst_macs=None, vlans=None),
+        text_signature = "(src_ips=1, dst_ips=1, src_ports=1, dst_ports=1, order='sequential', seed=1, src_macs=1, \
+                          dst_macs=1, vlans=1)"
     )]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         src_ips: Option<&Bound<'_, PyAny>>,
         dst_ips: Option<&Bound<'_, PyAny>>,
@@ -159,6 +162,9 @@ impl FlowSpec {
         dst_ports: Option<&Bound<'_, PyAny>>,
         order: Option<&Bound<'_, PyAny>>,
         seed: Option<&Bound<'_, PyAny>>,
+        src_macs: Option<&Bound<'_, PyAny>>,
+        dst_macs: Option<&Bound<'_, PyAny>>,
+        vlans: Option<&Bound<'_, PyAny>>,
     ) -> Result<Self> {
         let order: String = opt(order, "flows.order", "sequential".into())?;
         let f = flows::FlowSpec {
@@ -166,6 +172,9 @@ impl FlowSpec {
             dst_ips: opt(dst_ips, "flows.dst_ips", 1)?,
             src_ports: opt(src_ports, "flows.src_ports", 1)?,
             dst_ports: opt(dst_ports, "flows.dst_ports", 1)?,
+            src_macs: opt(src_macs, "flows.src_macs", 1)?,
+            dst_macs: opt(dst_macs, "flows.dst_macs", 1)?,
+            vlans: opt(vlans, "flows.vlans", 1)?,
             order: flows::FlowOrder::parse(&order, opt(seed, "flows.seed", 1)?)?,
         };
         f.validate()?;
@@ -193,6 +202,21 @@ impl FlowSpec {
     }
 
     #[getter]
+    fn src_macs(&self) -> u32 {
+        self.0.src_macs
+    }
+
+    #[getter]
+    fn dst_macs(&self) -> u32 {
+        self.0.dst_macs
+    }
+
+    #[getter]
+    fn vlans(&self) -> u32 {
+        self.0.vlans
+    }
+
+    #[getter]
     fn order(&self) -> &'static str {
         self.0.order.as_str()
     }
@@ -210,13 +234,17 @@ impl FlowSpec {
     fn __repr__(&self) -> String {
         let f = &self.0;
         format!(
-            "FlowSpec(src_ips={}, dst_ips={}, src_ports={}, dst_ports={}, order={:?}, seed={})",
+            "FlowSpec(src_ips={}, dst_ips={}, src_ports={}, dst_ports={}, order={:?}, seed={}, src_macs={}, \
+             dst_macs={}, vlans={})",
             f.src_ips,
             f.dst_ips,
             f.src_ports,
             f.dst_ports,
             f.order.as_str(),
-            f.order.seed()
+            f.order.seed(),
+            f.src_macs,
+            f.dst_macs,
+            f.vlans
         )
     }
 }
@@ -317,10 +345,12 @@ impl StreamSpec {
     #[pyo3(
         signature = (*, frame_size, rate, name=None, tx_port=None, rx_port=None, src_mac=None, dst_mac=None,
                      src_ip=None, dst_ip=None, src_port=None, dst_port=None, vlan=None, ttl=None,
-                     udp_checksum=None, flows=None, line_rate_bps=None),
+                     udp_checksum=None, flows=None, line_rate_bps=None, protocol=None, tcp_flags=None,
+                     tcp_seq=None, ethertype=None, outer_vlan=None),
         text_signature = "(*, frame_size, rate, name='', tx_port=0, rx_port=1, src_mac='02:00:00:00:00:01', \
                           dst_mac='02:00:00:00:00:02', src_ip='198.18.0.1', dst_ip='198.19.0.1', src_port=1024, \
-                          dst_port=1024, vlan=None, ttl=64, udp_checksum=False, flows=None, line_rate_bps=None)"
+                          dst_port=1024, vlan=None, ttl=64, udp_checksum=False, flows=None, line_rate_bps=None, \
+                          protocol='udp', tcp_flags='A', tcp_seq=0, ethertype=0x88b5, outer_vlan=None)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -340,9 +370,23 @@ impl StreamSpec {
         udp_checksum: Option<&Bound<'_, PyAny>>,
         flows: Option<&Bound<'_, PyAny>>,
         line_rate_bps: Option<&Bound<'_, PyAny>>,
+        protocol: Option<&Bound<'_, PyAny>>,
+        tcp_flags: Option<&Bound<'_, PyAny>>,
+        tcp_seq: Option<&Bound<'_, PyAny>>,
+        ethertype: Option<&Bound<'_, PyAny>>,
+        outer_vlan: Option<&Bound<'_, PyAny>>,
     ) -> Result<Self> {
         let d = StreamConfig::new("");
+        let flags: String = opt(tcp_flags, "tcp_flags", stream::tcp_flags_str(stream::DEFAULT_TCP_FLAGS))?;
+        let protocol = stream::parse_protocol(
+            &opt::<String>(protocol, "protocol", "udp".into())?,
+            stream::parse_tcp_flags(&flags)?,
+            opt(tcp_seq, "tcp_seq", 0)?,
+            opt(ethertype, "ethertype", stream::DEFAULT_RAW_ETHERTYPE)?,
+        )?;
         let s = StreamConfig {
+            outer_vlan: opt(outer_vlan, "outer_vlan", None)?,
+            protocol,
             name: opt(name, "name", String::new())?,
             tx_port: opt(tx_port, "tx_port", d.tx_port)?,
             rx_port: opt(rx_port, "rx_port", d.rx_port)?,
@@ -405,6 +449,40 @@ impl StreamSpec {
         self.0.line_rate_bps.map(|b| b as f64)
     }
 
+    /// `udp`, `tcp`, `icmp` or `raw`.
+    #[getter]
+    fn protocol(&self) -> &'static str {
+        self.0.protocol.name()
+    }
+
+    /// TCP flags as letters (`None` unless TCP).
+    #[getter]
+    fn tcp_flags(&self) -> Option<String> {
+        match self.0.protocol {
+            stream::Proto::Tcp { flags, .. } => Some(stream::tcp_flags_str(flags)),
+            _ => None,
+        }
+    }
+
+    /// The EtherType of a raw stream (`None` unless raw).
+    #[getter]
+    fn ethertype(&self) -> Option<u16> {
+        match self.0.protocol {
+            stream::Proto::Raw { ethertype } => Some(ethertype),
+            _ => None,
+        }
+    }
+
+    #[getter]
+    fn vlan(&self) -> Option<u16> {
+        self.0.vlan
+    }
+
+    #[getter]
+    fn outer_vlan(&self) -> Option<u16> {
+        self.0.outer_vlan
+    }
+
     /// Frames/s this stream asks for (`None` for `max`).
     #[getter]
     fn intended_rate_pps(&self) -> Result<Option<f64>> {
@@ -454,6 +532,7 @@ impl Port {
             transmit: d.transmit,
             live_ok: opt(i_know_this_is_live, "i_know_this_is_live", d.live_ok)?,
             max_frame_len: d.max_frame_len,
+            rx_beyond_udp: d.rx_beyond_udp,
         };
         p.validate()?;
         Ok(Port(p))

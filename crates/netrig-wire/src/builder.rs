@@ -17,7 +17,10 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use crate::dissect::L3;
 use crate::ethernet::{self, EthernetAddress};
 use crate::signature::{self, Signature};
-use crate::{arp, check_out, checksum, ip_proto, ipv4, ipv6, udp, vlan, EtherType, IpPair, Result, WireError};
+use crate::{
+    arp, check_out, checksum, icmpv4, icmpv6, ip_proto, ipv4, ipv6, tcp, udp, vlan, EtherType, IpPair, Result,
+    WireError,
+};
 
 /// Minimum Ethernet frame length without FCS (64 B on the wire).
 pub const MIN_FRAME_LEN: usize = 60;
@@ -50,13 +53,65 @@ impl L3Spec {
     }
 }
 
-/// What a stream's frames look like. `vlan.inner_ethertype` is ignored (set from `l3`).
+/// What follows the IP header (or, for [`Proto::Raw`], the Ethernet header): the part of a
+/// template that carries the signature.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Proto {
+    /// UDP; the signature starts the UDP payload (the default, netrig's classic frame).
+    #[default]
+    Udp,
+    /// A TCP segment without options: `flags` (see [`tcp::flags`]), sequence and
+    /// acknowledgement numbers and window as given; the signature starts the TCP payload;
+    /// the checksum is always valid.
+    Tcp { flags: u8, seq: u32, ack: u32, window: u16 },
+    /// ICMP echo request (ICMPv6 echo request over IPv6): identifier = the source port,
+    /// sequence number = the destination port (so port ranges vary them); the signature
+    /// starts the echo data; the checksum is always valid.
+    IcmpEcho,
+    /// No IP: the signature follows the Ethernet header (and tags) directly, under this
+    /// EtherType (not IPv4, IPv6, ARP or a VLAN TPID).
+    Raw { ethertype: u16 },
+}
+
+impl Proto {
+    /// The transport header length (0 for raw frames).
+    pub fn header_len(&self) -> usize {
+        match self {
+            Proto::Udp => udp::HEADER_LEN,
+            Proto::Tcp { .. } => tcp::HEADER_LEN,
+            Proto::IcmpEcho => icmpv4::HEADER_LEN,
+            Proto::Raw { .. } => 0,
+        }
+    }
+    /// `"udp"`, `"tcp"`, `"icmp"` or `"raw"`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Proto::Udp => "udp",
+            Proto::Tcp { .. } => "tcp",
+            Proto::IcmpEcho => "icmp",
+            Proto::Raw { .. } => "raw",
+        }
+    }
+    /// EtherTypes a raw frame may not use: they would make it an IP, ARP or tagged frame.
+    pub fn raw_ethertype_ok(ethertype: u16) -> bool {
+        ethertype >= 0x0600
+            && ![EtherType::IPV4, EtherType::IPV6, EtherType::ARP, EtherType::VLAN, EtherType::QINQ]
+                .contains(&ethertype)
+    }
+}
+
+/// What a stream's frames look like. The tags' `inner_ethertype` is ignored (set from what
+/// follows). `outer_vlan` is an 802.1ad service tag (TPID 0x88A8) in front of `vlan` (802.1Q,
+/// TPID 0x8100): QinQ; it needs `vlan`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TemplateSpec {
     pub src_mac: EthernetAddress,
     pub dst_mac: EthernetAddress,
+    pub outer_vlan: Option<vlan::Repr>,
     pub vlan: Option<vlan::Repr>,
+    /// Ignored for [`Proto::Raw`].
     pub l3: L3Spec,
+    pub proto: Proto,
     pub src_port: u16,
     pub dst_port: u16,
     /// Compute the UDP checksum over IPv4 (over IPv6 it is always computed). Off by
@@ -64,53 +119,93 @@ pub struct TemplateSpec {
     pub udp_checksum: bool,
 }
 
+impl TemplateSpec {
+    /// A UDP template (no QinQ): the fields every template has.
+    pub fn udp(src_mac: EthernetAddress, dst_mac: EthernetAddress, l3: L3Spec, src_port: u16, dst_port: u16) -> Self {
+        TemplateSpec {
+            src_mac,
+            dst_mac,
+            outer_vlan: None,
+            vlan: None,
+            l3,
+            proto: Proto::Udp,
+            src_port,
+            dst_port,
+            udp_checksum: false,
+        }
+    }
+}
+
 /// Where the patchable fields of a built template are. Offsets are from the frame start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TemplateInfo {
     /// Frame length without FCS.
     pub frame_len: usize,
-    pub l3: L3,
+    /// The IP family (`None` for raw L2 frames).
+    pub l3: Option<L3>,
+    pub proto: Proto,
+    /// Start of the 802.1Q tag's TCI (the inner tag under QinQ), if tagged.
+    pub vlan_tci_offset: Option<usize>,
     pub l3_offset: usize,
     pub l4_offset: usize,
-    /// Start of the signature (= start of the UDP payload).
+    /// Start of the signature (= start of the UDP/TCP payload, the echo data, or the L2 payload).
     pub sig_offset: usize,
-    /// IPv4 header checksum (None for IPv6).
+    /// IPv4 header checksum (None for IPv6 and raw).
     pub ipv4_csum_offset: Option<usize>,
-    /// UDP checksum (None when it is 0 = disabled, IPv4 only).
-    pub udp_csum_offset: Option<usize>,
+    /// The transport checksum (UDP, TCP, ICMP, ICMPv6); None for raw frames and for UDP over
+    /// IPv4 without a checksum (0 = disabled).
+    pub l4_csum_offset: Option<usize>,
+    /// The transport checksum covers the IP addresses and length (a pseudo-header: UDP, TCP,
+    /// ICMPv6; not ICMPv4).
+    pub l4_pseudo: bool,
 }
 
 impl TemplateInfo {
-    /// UDP payload length.
+    /// Payload length after the transport header (UDP/TCP payload, echo data, L2 payload).
     pub fn payload_len(&self) -> usize {
         self.frame_len - self.sig_offset
     }
 }
 
 fn l3_offset(spec: &TemplateSpec) -> usize {
-    ethernet::HEADER_LEN + if spec.vlan.is_some() { vlan::HEADER_LEN } else { 0 }
+    ethernet::HEADER_LEN
+        + if spec.vlan.is_some() { vlan::HEADER_LEN } else { 0 }
+        + if spec.outer_vlan.is_some() { vlan::HEADER_LEN } else { 0 }
+}
+
+fn l3_header_len(spec: &TemplateSpec) -> usize {
+    match spec.proto {
+        Proto::Raw { .. } => 0,
+        _ => spec.l3.header_len(),
+    }
 }
 
 /// Smallest frame (without FCS) that holds the headers plus the signature, never below
-/// 60: IPv4 60, IPv4+VLAN 64, IPv6 80, IPv6+VLAN 84.
+/// 60: UDP over IPv4 60, +VLAN 64, IPv6 80, IPv6+VLAN 84; TCP adds 12.
 pub fn min_frame_len(spec: &TemplateSpec) -> usize {
-    let n = l3_offset(spec) + spec.l3.header_len() + udp::HEADER_LEN + signature::LEN;
+    let n = l3_offset(spec) + l3_header_len(spec) + spec.proto.header_len() + signature::LEN;
     n.max(MIN_FRAME_LEN)
 }
 
 /// Largest frame (without FCS) the IP and UDP length fields can describe.
 pub fn max_frame_len(spec: &TemplateSpec) -> usize {
     let l3 = l3_offset(spec);
-    match spec.l3 {
-        L3Spec::V4 { .. } => l3 + usize::from(u16::MAX),
-        L3Spec::V6 { .. } => l3 + ipv6::HEADER_LEN + usize::from(u16::MAX),
+    match (spec.proto, spec.l3) {
+        (Proto::Raw { .. }, _) => usize::MAX,
+        (_, L3Spec::V4 { .. }) => l3 + usize::from(u16::MAX),
+        (_, L3Spec::V6 { .. }) => l3 + ipv6::HEADER_LEN + usize::from(u16::MAX),
     }
 }
 
-/// Writes a complete frame of `frame_len` bytes (without FCS) into `buf`: Ethernet,
-/// optional 802.1Q tag, IPv4 or IPv6, UDP with correct lengths and checksums, then a
-/// zeroed signature and zero padding.
+/// Writes a complete UDP frame; see [`build_frame`] (kept for the callers that name it).
 pub fn build_udp_frame(spec: &TemplateSpec, frame_len: usize, buf: &mut [u8]) -> Result<TemplateInfo> {
+    build_frame(spec, frame_len, buf)
+}
+
+/// Writes a complete frame of `frame_len` bytes (without FCS) into `buf`: Ethernet, optional
+/// 802.1ad and 802.1Q tags, then (unless raw) IPv4 or IPv6 and the transport header of
+/// `spec.proto` with correct lengths and checksums, then a zeroed signature and zero padding.
+pub fn build_frame(spec: &TemplateSpec, frame_len: usize, buf: &mut [u8]) -> Result<TemplateInfo> {
     let min = min_frame_len(spec);
     if frame_len < min {
         return Err(WireError::FrameTooShort { min, requested: frame_len });
@@ -118,65 +213,150 @@ pub fn build_udp_frame(spec: &TemplateSpec, frame_len: usize, buf: &mut [u8]) ->
     if frame_len > max_frame_len(spec) {
         return Err(WireError::Invalid("frame length exceeds what the IP/UDP length fields can carry"));
     }
+    if spec.outer_vlan.is_some() && spec.vlan.is_none() {
+        return Err(WireError::Invalid("an outer (802.1ad) tag needs an inner 802.1Q tag"));
+    }
+    if let Proto::Raw { ethertype } = spec.proto {
+        if !Proto::raw_ethertype_ok(ethertype) {
+            return Err(WireError::Invalid("raw EtherType must be >= 0x0600 and not IPv4, IPv6, ARP or a VLAN TPID"));
+        }
+    }
     check_out(buf, frame_len)?;
     let buf = &mut buf[..frame_len];
     buf.fill(0);
 
     let l3_off = l3_offset(spec);
-    let l4_off = l3_off + spec.l3.header_len();
-    let sig_off = l4_off + udp::HEADER_LEN;
-    let udp_len = frame_len - l4_off;
-
-    let outer = if spec.vlan.is_some() { EtherType::VLAN } else { spec.l3.ethertype() };
-    ethernet::Repr { src_addr: spec.src_mac, dst_addr: spec.dst_mac, ethertype: outer }.emit(buf)?;
-    if let Some(tag) = spec.vlan {
-        vlan::Repr { inner_ethertype: spec.l3.ethertype(), ..tag }.emit(&mut buf[ethernet::HEADER_LEN..])?;
-    }
-    let (ipv4_csum_offset, udp_csum) = match spec.l3 {
-        L3Spec::V4 { src, dst, ttl, dscp } => {
-            ipv4::Repr {
-                src_addr: src,
-                dst_addr: dst,
-                protocol: ip_proto::UDP,
-                payload_len: udp_len as u16,
-                ttl,
-                dscp,
-                ident: 0,
-            }
-            .emit(&mut buf[l3_off..])?;
-            (Some(l3_off + ipv4::CHECKSUM_OFFSET), spec.udp_checksum)
-        }
-        L3Spec::V6 { src, dst, hop_limit, tc } => {
-            ipv6::Repr {
-                src_addr: src,
-                dst_addr: dst,
-                next_header: ip_proto::UDP,
-                payload_len: udp_len as u16,
-                hop_limit,
-                traffic_class: tc,
-                flow_label: 0,
-            }
-            .emit(&mut buf[l3_off..])?;
-            (None, true)
-        }
+    let l4_off = l3_off + l3_header_len(spec);
+    let sig_off = l4_off + spec.proto.header_len();
+    let l4_len = frame_len - l4_off;
+    let inner = match spec.proto {
+        Proto::Raw { ethertype } => ethertype,
+        _ => spec.l3.ethertype(),
     };
-    udp::Repr { src_port: spec.src_port, dst_port: spec.dst_port }.emit(
-        &mut buf[l4_off..],
-        udp_len - udp::HEADER_LEN,
-        &spec.l3.ip_pair(),
-        udp_csum,
-    )?;
-    Ok(TemplateInfo {
-        frame_len,
-        l3: match spec.l3 {
+
+    // Ethernet, then the tags from the outside in: each tag names what follows it.
+    let mut at = ethernet::HEADER_LEN;
+    let mut vlan_tci_offset = None;
+    let outer = match (spec.outer_vlan, spec.vlan) {
+        (Some(_), _) => EtherType::QINQ,
+        (None, Some(_)) => EtherType::VLAN,
+        (None, None) => inner,
+    };
+    ethernet::Repr { src_addr: spec.src_mac, dst_addr: spec.dst_mac, ethertype: outer }.emit(buf)?;
+    if let Some(tag) = spec.outer_vlan {
+        vlan::Repr { inner_ethertype: EtherType::VLAN, ..tag }.emit(&mut buf[at..])?;
+        at += vlan::HEADER_LEN;
+    }
+    if let Some(tag) = spec.vlan {
+        vlan::Repr { inner_ethertype: inner, ..tag }.emit(&mut buf[at..])?;
+        vlan_tci_offset = Some(at);
+    }
+    let l3 = match spec.proto {
+        Proto::Raw { .. } => None,
+        _ => Some(match spec.l3 {
             L3Spec::V4 { .. } => L3::V4,
             L3Spec::V6 { .. } => L3::V6,
-        },
+        }),
+    };
+    let ip_proto = match (spec.proto, spec.l3) {
+        (Proto::Udp, _) => ip_proto::UDP,
+        (Proto::Tcp { .. }, _) => ip_proto::TCP,
+        (Proto::IcmpEcho, L3Spec::V4 { .. }) => ip_proto::ICMP,
+        (Proto::IcmpEcho, L3Spec::V6 { .. }) => ip_proto::ICMPV6,
+        (Proto::Raw { .. }, _) => 0,
+    };
+    let mut ipv4_csum_offset = None;
+    if l3.is_some() {
+        match spec.l3 {
+            L3Spec::V4 { src, dst, ttl, dscp } => {
+                ipv4::Repr {
+                    src_addr: src,
+                    dst_addr: dst,
+                    protocol: ip_proto,
+                    payload_len: l4_len as u16,
+                    ttl,
+                    dscp,
+                    ident: 0,
+                }
+                .emit(&mut buf[l3_off..])?;
+                ipv4_csum_offset = Some(l3_off + ipv4::CHECKSUM_OFFSET);
+            }
+            L3Spec::V6 { src, dst, hop_limit, tc } => {
+                ipv6::Repr {
+                    src_addr: src,
+                    dst_addr: dst,
+                    next_header: ip_proto,
+                    payload_len: l4_len as u16,
+                    hop_limit,
+                    traffic_class: tc,
+                    flow_label: 0,
+                }
+                .emit(&mut buf[l3_off..])?;
+            }
+        }
+    }
+    let ips = spec.l3.ip_pair();
+    let (l4_csum_offset, l4_pseudo) = match spec.proto {
+        Proto::Udp => {
+            let csum = spec.udp_checksum || ips.is_v6();
+            udp::Repr { src_port: spec.src_port, dst_port: spec.dst_port }.emit(
+                &mut buf[l4_off..],
+                l4_len - udp::HEADER_LEN,
+                &ips,
+                csum,
+            )?;
+            (csum.then_some(l4_off + udp::CHECKSUM_OFFSET), true)
+        }
+        Proto::Tcp { flags, seq, ack, window } => {
+            tcp::Repr {
+                src_port: spec.src_port,
+                dst_port: spec.dst_port,
+                seq_number: seq,
+                ack_number: ack,
+                flags,
+                window_len: window,
+                checksum: 0,
+            }
+            .emit(&mut buf[l4_off..], Some(&ips))?;
+            (Some(l4_off + tcp::CHECKSUM_OFFSET), true)
+        }
+        Proto::IcmpEcho => {
+            // The echo data (signature and padding) is all zero here: it adds nothing to the sum.
+            let seg = &mut buf[l4_off..];
+            match spec.l3 {
+                L3Spec::V4 { .. } => {
+                    let mut p = icmpv4::Packet::new_unchecked(seg);
+                    p.set_msg_type(icmpv4::TYPE_ECHO_REQUEST);
+                    p.set_msg_code(0);
+                    p.set_echo_ident(spec.src_port);
+                    p.set_echo_seq_no(spec.dst_port);
+                    p.fill_checksum();
+                    (Some(l4_off + icmpv4::CHECKSUM_OFFSET), false)
+                }
+                L3Spec::V6 { src, dst, .. } => {
+                    let mut p = icmpv6::Packet::new_unchecked(seg);
+                    p.set_msg_type(icmpv6::TYPE_ECHO_REQUEST);
+                    p.set_msg_code(0);
+                    p.set_echo_ident(spec.src_port);
+                    p.set_echo_seq_no(spec.dst_port);
+                    p.fill_checksum(&src, &dst);
+                    (Some(l4_off + icmpv6::CHECKSUM_OFFSET), true)
+                }
+            }
+        }
+        Proto::Raw { .. } => (None, false),
+    };
+    Ok(TemplateInfo {
+        frame_len,
+        l3,
+        proto: spec.proto,
+        vlan_tci_offset,
         l3_offset: l3_off,
         l4_offset: l4_off,
         sig_offset: sig_off,
         ipv4_csum_offset,
-        udp_csum_offset: udp_csum.then_some(l4_off + udp::CHECKSUM_OFFSET),
+        l4_csum_offset,
+        l4_pseudo,
     })
 }
 
@@ -208,15 +388,16 @@ fn write16(buf: &mut [u8], at: usize, v: u16) -> Result<()> {
     Ok(())
 }
 
-/// Replaces `N` bytes at `at` with `new`, updating the checksums at `csums` (IPv4
-/// header and/or UDP; a UDP result of 0 is stored as 0xFFFF).
+/// Replaces `N` bytes at `at` with `new`, updating the checksums at `ip_csum` (IPv4 header)
+/// and `l4_csum` (transport; a result of 0 is stored as 0xFFFF, its ones'-complement twin,
+/// since 0 means "no checksum" for UDP).
 #[inline(always)]
 fn replace<const N: usize>(
     buf: &mut [u8],
     at: usize,
     new: &[u8; N],
     ip_csum: Option<usize>,
-    udp_csum: Option<usize>,
+    l4_csum: Option<usize>,
 ) -> Result<()> {
     let dst = buf.get_mut(range(at, N)?).ok_or(WireError::Truncated)?;
     let mut old = [0u8; N];
@@ -226,64 +407,102 @@ fn replace<const N: usize>(
         let c = checksum::update(read16(buf, o)?, &old, new);
         write16(buf, o, c)?;
     }
-    if let Some(o) = udp_csum {
+    if let Some(o) = l4_csum {
         let c = checksum::update(read16(buf, o)?, &old, new);
         write16(buf, o, if c == 0 { 0xFFFF } else { c })?;
     }
     Ok(())
 }
 
-/// Writes the whole signature and keeps the UDP checksum valid.
+/// Writes the whole signature and keeps the transport checksum valid.
 #[inline]
 pub fn patch_signature(buf: &mut [u8], info: &TemplateInfo, sig: &Signature) -> Result<()> {
     check_frame(buf, info)?;
-    replace(buf, info.sig_offset, &sig.to_bytes(), None, info.udp_csum_offset)
+    replace(buf, info.sig_offset, &sig.to_bytes(), None, info.l4_csum_offset)
 }
 
 /// Writes only the sequence number and timestamp of a signature already patched in
-/// (magic, tag and flow id unchanged) and keeps the UDP checksum valid.
+/// (magic, tag and flow id unchanged) and keeps the transport checksum valid.
 #[inline]
 pub fn patch_seq_ts(buf: &mut [u8], info: &TemplateInfo, seq: u64, ts: u64) -> Result<()> {
     check_frame(buf, info)?;
     let mut new = [0u8; 10];
     signature::write_seq_ts_array(&mut new, seq, ts);
-    replace(buf, info.sig_offset + signature::SEQ_OFFSET, &new, None, info.udp_csum_offset)
+    replace(buf, info.sig_offset + signature::SEQ_OFFSET, &new, None, info.l4_csum_offset)
+}
+
+/// The transport checksum when it covers the IP pseudo-header (UDP, TCP, ICMPv6).
+#[inline(always)]
+fn pseudo_csum(info: &TemplateInfo) -> Option<usize> {
+    if info.l4_pseudo {
+        info.l4_csum_offset
+    } else {
+        None
+    }
 }
 
 /// Replaces the IP source and destination addresses; the family must match the template.
-/// Updates the IPv4 header checksum and the UDP checksum (pseudo-header).
+/// Updates the IPv4 header checksum and the transport checksum when it covers the addresses.
 pub fn set_l3_addrs(buf: &mut [u8], info: &TemplateInfo, addrs: &IpPair) -> Result<()> {
     check_frame(buf, info)?;
     match (info.l3, addrs) {
-        (L3::V4, IpPair::V4 { src, dst }) => {
+        (Some(L3::V4), IpPair::V4 { src, dst }) => {
             let mut new = [0u8; 8];
             new[..4].copy_from_slice(&src.octets());
             new[4..].copy_from_slice(&dst.octets());
             let at = info.l3_offset + ipv4::SRC_ADDR_OFFSET;
-            replace(buf, at, &new, info.ipv4_csum_offset, info.udp_csum_offset)
+            replace(buf, at, &new, info.ipv4_csum_offset, pseudo_csum(info))
         }
-        (L3::V6, IpPair::V6 { src, dst }) => {
+        (Some(L3::V6), IpPair::V6 { src, dst }) => {
             let mut new = [0u8; 32];
             new[..16].copy_from_slice(&src.octets());
             new[16..].copy_from_slice(&dst.octets());
             let at = info.l3_offset + ipv6::SRC_ADDR_OFFSET;
-            replace(buf, at, &new, None, info.udp_csum_offset)
+            replace(buf, at, &new, None, pseudo_csum(info))
         }
+        (None, _) => Err(WireError::Invalid("a raw L2 frame has no IP addresses")),
         _ => Err(WireError::Invalid("address family differs from the template's")),
     }
 }
 
-/// Replaces the UDP source and destination ports, updating the UDP checksum.
+/// Replaces the source and destination ports (UDP, TCP) or the echo identifier and
+/// sequence number (ICMP: identifier = `src_port`, sequence number = `dst_port`), updating
+/// the transport checksum.
 pub fn set_ports(buf: &mut [u8], info: &TemplateInfo, src_port: u16, dst_port: u16) -> Result<()> {
     check_frame(buf, info)?;
     let mut new = [0u8; 4];
     new[..2].copy_from_slice(&src_port.to_be_bytes());
     new[2..].copy_from_slice(&dst_port.to_be_bytes());
-    replace(buf, info.l4_offset, &new, None, info.udp_csum_offset)
+    let at = match info.proto {
+        Proto::Udp | Proto::Tcp { .. } => info.l4_offset,
+        Proto::IcmpEcho => info.l4_offset + 4,
+        Proto::Raw { .. } => return Err(WireError::Invalid("a raw L2 frame has no ports")),
+    };
+    replace(buf, at, &new, None, info.l4_csum_offset)
+}
+
+/// Replaces the destination and source MAC addresses (no checksum covers them).
+pub fn set_macs(buf: &mut [u8], info: &TemplateInfo, src: EthernetAddress, dst: EthernetAddress) -> Result<()> {
+    check_frame(buf, info)?;
+    let out = buf.get_mut(..12).ok_or(WireError::Truncated)?;
+    out[..6].copy_from_slice(&dst.0);
+    out[6..].copy_from_slice(&src.0);
+    Ok(())
+}
+
+/// Replaces the VLAN id of the 802.1Q tag (the inner one under QinQ), keeping PCP and DEI.
+pub fn set_vlan_id(buf: &mut [u8], info: &TemplateInfo, vid: u16) -> Result<()> {
+    check_frame(buf, info)?;
+    let at = info.vlan_tci_offset.ok_or(WireError::Invalid("the template has no VLAN tag"))?;
+    if vid > 0x0FFF {
+        return Err(WireError::Invalid("VLAN id must be 0..=4095"));
+    }
+    let tci = read16(buf, at)?;
+    write16(buf, at, (tci & 0xF000) | vid)
 }
 
 /// Changes the frame length of a template-built frame whose payload after the signature
-/// is all zero (as [`build_udp_frame`] leaves it): rewrites the IP and UDP length fields,
+/// is all zero (as [`build_frame`] leaves it): rewrites the IP and UDP length fields,
 /// updates the checksums incrementally and zeroes any bytes added when growing. `buf`
 /// must hold at least `new_len` bytes. Returns the info for the new length.
 pub fn set_frame_len(buf: &mut [u8], info: &TemplateInfo, new_len: usize) -> Result<TemplateInfo> {
@@ -293,31 +512,43 @@ pub fn set_frame_len(buf: &mut [u8], info: &TemplateInfo, new_len: usize) -> Res
         return Err(WireError::FrameTooShort { min, requested: new_len });
     }
     let l3_len = new_len - info.l3_offset;
-    let udp_len = new_len - info.l4_offset;
-    let (ip_len_at, ip_len) = match info.l3 {
-        L3::V4 => (info.l3_offset + ipv4::LENGTH_OFFSET, l3_len),
-        L3::V6 => (info.l3_offset + ipv6::LENGTH_OFFSET, udp_len),
+    let l4_len = new_len - info.l4_offset;
+    let ip_len = match info.l3 {
+        Some(L3::V4) => Some((info.l3_offset + ipv4::LENGTH_OFFSET, l3_len)),
+        Some(L3::V6) => Some((info.l3_offset + ipv6::LENGTH_OFFSET, l4_len)),
+        None => None,
     };
-    if ip_len > usize::from(u16::MAX) || udp_len > usize::from(u16::MAX) {
+    if ip_len.is_some_and(|(_, n)| n > usize::from(u16::MAX)) || l4_len > usize::from(u16::MAX) && ip_len.is_some() {
         return Err(WireError::Invalid("frame length exceeds what the IP/UDP length fields can carry"));
     }
     check_out(buf, new_len)?;
     if new_len > info.frame_len {
         buf[info.frame_len..new_len].fill(0);
     }
+    let Some((ip_len_at, ip_len)) = ip_len else {
+        return Ok(TemplateInfo { frame_len: new_len, ..*info });
+    };
     let old_ip_len = read16(buf, ip_len_at)?;
     write16(buf, ip_len_at, ip_len as u16)?;
     if let Some(o) = info.ipv4_csum_offset {
         let c = checksum::update16(read16(buf, o)?, old_ip_len, ip_len as u16);
         write16(buf, o, c)?;
     }
-    let udp_len_at = info.l4_offset + udp::LENGTH_OFFSET;
-    let old_udp_len = read16(buf, udp_len_at)?;
-    write16(buf, udp_len_at, udp_len as u16)?;
-    if let Some(o) = info.udp_csum_offset {
-        // The UDP length is covered twice: in the header and in the pseudo-header.
-        let c = checksum::update16(read16(buf, o)?, old_udp_len, udp_len as u16);
-        let c = checksum::update16(c, old_udp_len, udp_len as u16);
+    let old_l4_len = (info.frame_len - info.l4_offset) as u16;
+    let new_l4_len = l4_len as u16;
+    if info.proto == Proto::Udp {
+        let udp_len_at = info.l4_offset + udp::LENGTH_OFFSET;
+        write16(buf, udp_len_at, new_l4_len)?;
+    }
+    if let Some(o) = info.l4_csum_offset {
+        let mut c = read16(buf, o)?;
+        // The transport length is in the pseudo-header, and for UDP in the header as well.
+        if info.l4_pseudo {
+            c = checksum::update16(c, old_l4_len, new_l4_len);
+        }
+        if info.proto == Proto::Udp {
+            c = checksum::update16(c, old_l4_len, new_l4_len);
+        }
         write16(buf, o, if c == 0 { 0xFFFF } else { c })?;
     }
     Ok(TemplateInfo { frame_len: new_len, ..*info })
@@ -354,8 +585,10 @@ mod tests {
         TemplateSpec {
             src_mac: "02:00:00:00:00:01".parse().unwrap(),
             dst_mac: "02:00:00:00:00:02".parse().unwrap(),
+            outer_vlan: None,
             vlan: None,
             l3: L3Spec::V4 { src: Ipv4Addr::new(198, 18, 0, 1), dst: Ipv4Addr::new(198, 19, 0, 1), ttl: 64, dscp: 0 },
+            proto: Proto::Udp,
             src_port: 1024,
             dst_port: 1024,
             udp_checksum: false,
@@ -378,7 +611,7 @@ mod tests {
     fn verify(buf: &[u8], info: &TemplateInfo) {
         let f = &buf[..info.frame_len];
         let ip = &f[info.l3_offset..];
-        let ips = match info.l3 {
+        let ips = match info.l3.unwrap() {
             L3::V4 => {
                 let p = ipv4::Packet::new_checked(ip).unwrap();
                 assert!(p.verify_checksum(), "IPv4 header checksum");
@@ -394,7 +627,7 @@ mod tests {
         let u = udp::Packet::new_checked(&f[info.l4_offset..]).unwrap();
         assert_eq!(u.len() as usize, info.frame_len - info.l4_offset);
         assert!(u.verify_checksum(&ips), "UDP checksum");
-        assert_eq!(u.checksum() != 0, info.udp_csum_offset.is_some());
+        assert_eq!(u.checksum() != 0, info.l4_csum_offset.is_some());
     }
 
     /// The 64-byte IPv4 frame, byte for byte. IPv4 checksum by hand: 4500+002e+4011+c612+0001
@@ -417,12 +650,15 @@ mod tests {
             info,
             TemplateInfo {
                 frame_len: 60,
-                l3: L3::V4,
+                l3: Some(L3::V4),
+                proto: Proto::Udp,
+                vlan_tci_offset: None,
                 l3_offset: 14,
                 l4_offset: 34,
                 sig_offset: 42,
                 ipv4_csum_offset: Some(24),
-                udp_csum_offset: None
+                l4_csum_offset: None,
+                l4_pseudo: true,
             }
         );
         verify(&buf, &info);
@@ -524,5 +760,211 @@ mod tests {
         let n = build_arp_frame(mac, EthernetAddress::BROADCAST, Some(tag), &g, &mut buf).unwrap();
         assert_eq!(n, 60);
         assert_eq!(&buf[12..18], &[0x81, 0x00, 0x00, 0x05, 0x08, 0x06]);
+    }
+
+    /// Ones'-complement sum of 16-bit big-endian words, written out here so the checks below do
+    /// not lean on the code under test.
+    fn ones_sum(parts: &[&[u8]]) -> u16 {
+        let mut acc: u64 = 0;
+        for p in parts {
+            for w in p.chunks(2) {
+                acc += u64::from(w[0]) << 8 | u64::from(*w.get(1).unwrap_or(&0));
+            }
+        }
+        while acc > 0xFFFF {
+            acc = (acc & 0xFFFF) + (acc >> 16);
+        }
+        acc as u16
+    }
+
+    /// Recomputes every checksum of a built frame from its bytes: IPv4 header, and the transport
+    /// checksum with the pseudo-header for UDP/TCP/ICMPv6 and without for ICMPv4.
+    fn recheck(f: &[u8], info: &TemplateInfo) {
+        let Some(l3) = info.l3 else { return };
+        let ip = &f[info.l3_offset..];
+        let seg = &f[info.l4_offset..info.frame_len];
+        let (proto, pseudo): (u8, Vec<u8>) = match l3 {
+            L3::V4 => {
+                assert_eq!(ones_sum(&[&ip[..20]]), 0xFFFF, "IPv4 header checksum");
+                assert_eq!(usize::from(u16::from_be_bytes([ip[2], ip[3]])), info.frame_len - info.l3_offset);
+                let mut ph = ip[12..20].to_vec();
+                ph.extend_from_slice(&[0, ip[9]]);
+                ph.extend_from_slice(&(seg.len() as u16).to_be_bytes());
+                (ip[9], ph)
+            }
+            L3::V6 => {
+                assert_eq!(usize::from(u16::from_be_bytes([ip[4], ip[5]])), seg.len());
+                let mut ph = ip[8..40].to_vec();
+                ph.extend_from_slice(&(seg.len() as u32).to_be_bytes());
+                ph.extend_from_slice(&[0, 0, 0, ip[6]]);
+                (ip[6], ph)
+            }
+        };
+        match proto {
+            ip_proto::ICMP => assert_eq!(ones_sum(&[seg]), 0xFFFF, "ICMPv4 checksum"),
+            ip_proto::UDP if seg[6..8] == [0, 0] => assert_eq!(l3, L3::V4, "UDP checksum 0 only over IPv4"),
+            _ => assert_eq!(ones_sum(&[&pseudo, seg]), 0xFFFF, "transport checksum, protocol {proto}"),
+        }
+    }
+
+    fn with(proto: Proto, base: TemplateSpec) -> TemplateSpec {
+        TemplateSpec { proto, ..base }
+    }
+
+    const SYN_ACK: Proto =
+        Proto::Tcp { flags: tcp::flags::SYN | tcp::flags::ACK, seq: 0x0102_0304, ack: 7, window: 512 };
+
+    /// A 64-byte TCP/IPv4 frame: the header bytes as configured, every checksum recomputed.
+    #[test]
+    fn tcp_v4_bytes_and_checksums() {
+        let mut buf = [0u8; 80];
+        let spec = with(SYN_ACK, spec_v4());
+        assert_eq!(min_frame_len(&spec), 72);
+        let info = build_frame(&spec, 72, &mut buf).unwrap();
+        assert_eq!((info.l4_offset, info.sig_offset, info.l4_csum_offset), (34, 54, Some(50)));
+        assert_eq!(&buf[12..14], &[0x08, 0x00]);
+        assert_eq!(buf[23], 6, "IP protocol TCP");
+        #[rustfmt::skip]
+        let tcp_hdr = [0x04, 0x00, 0x04, 0x00, 1, 2, 3, 4, 0, 0, 0, 7, 0x50, 0x12, 0x02, 0x00];
+        assert_eq!(&buf[34..50], &tcp_hdr);
+        assert_eq!(&buf[52..54], &[0, 0], "urgent pointer");
+        recheck(&buf, &info);
+        let sig = Signature { trial: 9, warmup: false, flow_id: 4, seq: 77, tx_ts_ns: 1_000 };
+        patch_signature(&mut buf, &info, &sig).unwrap();
+        recheck(&buf, &info);
+        assert_eq!(find_signature(&buf[..72]), Some(sig));
+        set_ports(&mut buf, &info, 40000, 80).unwrap();
+        assert_eq!(&buf[34..38], &[0x9c, 0x40, 0x00, 0x50]);
+        set_l3_addrs(
+            &mut buf,
+            &info,
+            &IpPair::V4 { src: Ipv4Addr::new(198, 18, 1, 2), dst: Ipv4Addr::new(198, 19, 3, 4) },
+        )
+        .unwrap();
+        recheck(&buf, &info);
+        patch_seq_ts(&mut buf, &info, 78, 2_000).unwrap();
+        recheck(&buf, &info);
+        let grown = set_frame_len(&mut buf, &info, 80).unwrap();
+        recheck(&buf, &grown);
+        assert_eq!(find_signature(&buf[..80]).unwrap().seq, 78);
+        // A frame with the same fields built afresh is the same frame.
+        let mut fresh = [0u8; 80];
+        let spec2 = TemplateSpec {
+            l3: L3Spec::V4 { src: Ipv4Addr::new(198, 18, 1, 2), dst: Ipv4Addr::new(198, 19, 3, 4), ttl: 64, dscp: 0 },
+            src_port: 40000,
+            dst_port: 80,
+            ..spec
+        };
+        let i2 = build_frame(&spec2, 80, &mut fresh).unwrap();
+        patch_signature(&mut fresh, &i2, &Signature { seq: 78, tx_ts_ns: 2_000, ..sig }).unwrap();
+        assert_eq!(buf, fresh);
+    }
+
+    #[test]
+    fn icmp_echo_v4_and_v6() {
+        let mut buf = [0u8; 128];
+        let info = build_frame(&with(Proto::IcmpEcho, spec_v4()), 60, &mut buf).unwrap();
+        assert_eq!((buf[23], buf[34], buf[35]), (1, 8, 0), "IP protocol 1, echo request, code 0");
+        assert_eq!(&buf[38..42], &[0x04, 0x00, 0x04, 0x00], "identifier and sequence number from the ports");
+        assert_eq!((info.sig_offset, info.l4_pseudo), (42, false));
+        recheck(&buf, &info);
+        let before = [buf[36], buf[37]];
+        set_l3_addrs(
+            &mut buf,
+            &info,
+            &IpPair::V4 { src: Ipv4Addr::new(198, 18, 0, 9), dst: Ipv4Addr::new(198, 19, 0, 9) },
+        )
+        .unwrap();
+        assert_eq!([buf[36], buf[37]], before, "ICMPv4 has no pseudo-header");
+        set_ports(&mut buf, &info, 0x1234, 0xFFFF).unwrap();
+        assert_eq!(&buf[38..42], &[0x12, 0x34, 0xFF, 0xFF]);
+        let sig = Signature { trial: 1, warmup: true, flow_id: 2, seq: 3, tx_ts_ns: 4 };
+        patch_signature(&mut buf, &info, &sig).unwrap();
+        recheck(&buf, &info);
+        assert_eq!(find_signature(&buf[..60]), Some(sig));
+        let g = set_frame_len(&mut buf, &info, 100).unwrap();
+        recheck(&buf, &g);
+
+        let mut buf = [0u8; 128];
+        let info = build_frame(&with(Proto::IcmpEcho, spec_v6()), 80, &mut buf).unwrap();
+        assert_eq!((buf[20], buf[54], info.l4_pseudo), (58, 128, true), "next header ICMPv6, echo request");
+        recheck(&buf, &info);
+        set_l3_addrs(
+            &mut buf,
+            &info,
+            &IpPair::V6 { src: "2001:2::7".parse().unwrap(), dst: "2001:2::8".parse().unwrap() },
+        )
+        .unwrap();
+        patch_signature(&mut buf, &info, &sig).unwrap();
+        recheck(&buf, &info);
+        assert_eq!(find_signature(&buf[..80]), Some(sig));
+        let g = set_frame_len(&mut buf, &info, 128).unwrap();
+        recheck(&buf, &g);
+        assert_eq!(find_signature(&buf[..128]), Some(sig));
+        // An echo reply carrying a signature is found too; another ICMP type is not.
+        buf[54] = 129;
+        assert!(find_signature(&buf[..128]).is_some());
+        buf[54] = 1;
+        assert_eq!(find_signature(&buf[..128]), None);
+    }
+
+    #[test]
+    fn raw_l2_frames() {
+        let mut buf = [0u8; 64];
+        let spec = with(Proto::Raw { ethertype: 0x88B5 }, spec_v4());
+        let info = build_frame(&spec, 60, &mut buf).unwrap();
+        assert_eq!((info.l3, info.sig_offset, info.l4_csum_offset), (None, 14, None));
+        assert_eq!(&buf[12..14], &[0x88, 0xB5]);
+        assert!(buf[14..60].iter().all(|&b| b == 0));
+        let sig = Signature { trial: 3, warmup: false, flow_id: 1, seq: 2, tx_ts_ns: 5 };
+        patch_signature(&mut buf, &info, &sig).unwrap();
+        assert_eq!(&buf[14..16], b"NR");
+        assert_eq!(find_signature(&buf[..60]), Some(sig));
+        assert!(set_ports(&mut buf, &info, 1, 2).is_err());
+        assert!(set_l3_addrs(&mut buf, &info, &spec.l3.ip_pair()).is_err());
+        set_macs(&mut buf, &info, EthernetAddress([2, 0, 0, 0, 1, 1]), EthernetAddress([2, 0, 0, 0, 2, 2])).unwrap();
+        assert_eq!(&buf[..12], &[2, 0, 0, 0, 2, 2, 2, 0, 0, 0, 1, 1]);
+        for bad in [0x0800, 0x86DD, 0x0806, 0x8100, 0x88A8, 0x05DC] {
+            let e = build_frame(&with(Proto::Raw { ethertype: bad }, spec_v4()), 60, &mut buf).unwrap_err();
+            assert!(matches!(e, WireError::Invalid(_)), "{bad:#x}");
+        }
+        // An ARP frame is never taken for a raw one.
+        let mut arp = buf;
+        arp[12..14].copy_from_slice(&[0x08, 0x06]);
+        assert_eq!(find_signature(&arp[..60]), None);
+    }
+
+    /// 802.1ad outer + 802.1Q inner in front of every protocol: the tag bytes, then the same
+    /// frame as untagged, 8 bytes later.
+    #[test]
+    fn qinq_in_front_of_every_protocol() {
+        let outer = vlan::Repr { pcp: 5, dei: false, vid: 100, inner_ethertype: 0 };
+        let inner = vlan::Repr { pcp: 0, dei: true, vid: 200, inner_ethertype: 0 };
+        for proto in [Proto::Udp, SYN_ACK, Proto::IcmpEcho, Proto::Raw { ethertype: 0x88B5 }] {
+            for base in [spec_v4(), spec_v6()] {
+                let plain = with(proto, base);
+                let tagged = TemplateSpec { outer_vlan: Some(outer), vlan: Some(inner), ..plain };
+                let len = min_frame_len(&tagged).max(96);
+                let mut a = vec![0u8; len];
+                let mut b = vec![0u8; len - 8];
+                let ia = build_frame(&tagged, len, &mut a).unwrap();
+                let ib = build_frame(&plain, len - 8, &mut b).unwrap();
+                assert_eq!(&a[12..22], &[0x88, 0xA8, 0xA0, 100, 0x81, 0x00, 0x10, 200, b[12], b[13]], "{proto:?}");
+                assert_eq!(a[22..], b[14..], "{proto:?}");
+                assert_eq!((ia.sig_offset, ia.vlan_tci_offset), (ib.sig_offset + 8, Some(18)));
+                recheck(&a, &ia);
+                let sig = Signature { trial: 11, warmup: false, flow_id: 12, seq: 13, tx_ts_ns: 14 };
+                patch_signature(&mut a, &ia, &sig).unwrap();
+                set_vlan_id(&mut a, &ia, 4094).unwrap();
+                assert_eq!(&a[18..20], &[0x1F, 0xFE], "DEI kept, VLAN id 4094");
+                assert_eq!(find_signature(&a), Some(sig), "{proto:?}");
+                recheck(&a, &ia);
+            }
+        }
+        let mut buf = [0u8; 96];
+        let e = build_frame(&TemplateSpec { outer_vlan: Some(outer), ..spec_v4() }, 64, &mut buf).unwrap_err();
+        assert!(matches!(e, WireError::Invalid(_)));
+        let info = build_frame(&spec_v4(), 60, &mut buf).unwrap();
+        assert!(set_vlan_id(&mut buf, &info, 5).is_err(), "untagged template");
     }
 }

@@ -5,7 +5,7 @@
 //! not needed to recognise netrig's frames and cost too much per frame).
 
 use crate::signature::{self, Signature};
-use crate::{ethernet, ip_proto, ipv4, ipv6, udp, vlan, EtherType};
+use crate::{ethernet, icmpv4, icmpv6, ip_proto, ipv4, ipv6, tcp, udp, vlan, EtherType};
 
 /// Network-layer family of a located datagram.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -147,15 +147,104 @@ fn locate_udp(dgram: &[u8], l3: L3, l3_offset: usize, l4_offset: usize, first_fr
     Some(UdpLocation { l3, l3_offset, l4_offset, payload_offset: l4_offset + udp::HEADER_LEN, payload_len })
 }
 
-/// [`locate_udp_payload`] followed by [`Signature::parse`] of the payload: `None` for a
-/// frame that is not netrig's (no UDP, payload shorter than the signature, wrong magic).
+/// Where the signature of a netrig frame of any protocol would start, and how many bytes the
+/// frame carries from there: the UDP or TCP payload, the data of an ICMP/ICMPv6 echo request
+/// or reply, or (for any EtherType other than IPv4, IPv6 and ARP) the payload right after the
+/// Ethernet header and up to two VLAN tags. `None` when there is no such place (ARP, IP
+/// fragments after the first, other IP protocols and ICMP types, malformed lengths).
+///
+/// UDP is looked at first, along the same straight path as [`locate_udp_payload`]; the other
+/// protocols cost one more comparison each.
+#[inline]
+pub fn locate_signature(frame: &[u8]) -> Option<(usize, usize)> {
+    let mut ethertype = rd16(frame, ethernet::HEADER_LEN - 2)?;
+    let mut off = ethernet::HEADER_LEN;
+    let mut tags = 0;
+    while ethertype == EtherType::VLAN || ethertype == EtherType::QINQ {
+        if tags == MAX_VLAN_TAGS {
+            return None;
+        }
+        ethertype = rd16(frame, off + 2)?;
+        off += vlan::HEADER_LEN;
+        tags += 1;
+    }
+    let ip = frame.get(off..)?;
+    match ethertype {
+        EtherType::IPV4 => {
+            let hdr = ip.get(..ipv4::HEADER_LEN)?;
+            let ver_ihl = hdr[0];
+            let ihl = usize::from(ver_ihl & 0x0F) * 4;
+            let total = usize::from(u16::from_be_bytes([hdr[2], hdr[3]]));
+            if ver_ihl >> 4 != 4 || ihl < ipv4::HEADER_LEN || total < ihl || total > ip.len() {
+                return None;
+            }
+            let flags_off = u16::from_be_bytes([hdr[6], hdr[7]]);
+            if flags_off & 0x1FFF != 0 {
+                return None;
+            }
+            let first_fragment = flags_off & 0x2000 != 0;
+            let seg = &ip[ihl..total];
+            match hdr[9] {
+                ip_proto::UDP => {
+                    locate_udp(seg, L3::V4, off, off + ihl, first_fragment).map(|l| (l.payload_offset, l.payload_len))
+                }
+                p => locate_other(seg, p, ip_proto::ICMP, off + ihl),
+            }
+        }
+        EtherType::IPV6 => {
+            let hdr = ip.get(..ipv6::HEADER_LEN)?;
+            let end = ipv6::HEADER_LEN + usize::from(u16::from_be_bytes([hdr[4], hdr[5]]));
+            if hdr[0] >> 4 != 6 || end > ip.len() {
+                return None;
+            }
+            match hdr[6] {
+                p @ (ip_proto::TCP | ip_proto::ICMPV6) => {
+                    locate_other(&ip[ipv6::HEADER_LEN..end], p, ip_proto::ICMPV6, off + ipv6::HEADER_LEN)
+                }
+                // UDP, directly or after extension headers.
+                _ => locate_v6(ip, off).map(|l| (l.payload_offset, l.payload_len)),
+            }
+        }
+        EtherType::ARP => None,
+        _ => Some((off, frame.len() - off)),
+    }
+}
+
+/// TCP (payload after the data offset) or an ICMP echo request/reply (`icmp` is ICMP or
+/// ICMPv6) in `seg`, the IP payload at `l4_offset`.
+#[inline(always)]
+fn locate_other(seg: &[u8], proto: u8, icmp: u8, l4_offset: usize) -> Option<(usize, usize)> {
+    if proto == ip_proto::TCP {
+        let hl = usize::from(seg.get(12)? >> 4) * 4;
+        if hl < tcp::HEADER_LEN || hl > seg.len() {
+            return None;
+        }
+        Some((l4_offset + hl, seg.len() - hl))
+    } else if proto == icmp {
+        let t = *seg.first()?;
+        let echo = if icmp == ip_proto::ICMP {
+            t == icmpv4::TYPE_ECHO_REQUEST || t == icmpv4::TYPE_ECHO_REPLY
+        } else {
+            t == icmpv6::TYPE_ECHO_REQUEST || t == icmpv6::TYPE_ECHO_REPLY
+        };
+        if !echo || seg.len() < icmpv4::HEADER_LEN {
+            return None;
+        }
+        Some((l4_offset + icmpv4::HEADER_LEN, seg.len() - icmpv4::HEADER_LEN))
+    } else {
+        None
+    }
+}
+
+/// [`locate_signature`] followed by [`Signature::parse`]: `None` for a frame that is not
+/// netrig's (no place for a signature, payload shorter than the signature, wrong magic).
 #[inline]
 pub fn find_signature(frame: &[u8]) -> Option<Signature> {
-    let loc = locate_udp_payload(frame)?;
-    if loc.payload_len < signature::LEN {
+    let (at, len) = locate_signature(frame)?;
+    if len < signature::LEN {
         return None;
     }
-    Signature::parse(frame.get(loc.payload_offset..)?)
+    Signature::parse(frame.get(at..)?)
 }
 
 #[cfg(test)]

@@ -13,6 +13,8 @@ mod field {
 
 /// Length of the echo header (type, code, checksum, identifier, sequence number).
 pub const HEADER_LEN: usize = 8;
+/// Offset of the checksum inside the header.
+pub const CHECKSUM_OFFSET: usize = field::CHECKSUM;
 pub const TYPE_ECHO_REPLY: u8 = 0;
 pub const TYPE_ECHO_REQUEST: u8 = 8;
 

@@ -14,6 +14,8 @@ mod field {
 
 /// Length of the echo header.
 pub const HEADER_LEN: usize = 8;
+/// Offset of the checksum inside the header.
+pub const CHECKSUM_OFFSET: usize = field::CHECKSUM;
 pub const TYPE_ECHO_REQUEST: u8 = 128;
 pub const TYPE_ECHO_REPLY: u8 = 129;
 

@@ -48,8 +48,10 @@ fn template_spec() -> impl Strategy<Value = TemplateSpec> {
         |(src_mac, dst_mac, vlan, l3, src_port, dst_port, udp_checksum)| TemplateSpec {
             src_mac,
             dst_mac,
+            outer_vlan: None,
             vlan,
             l3,
+            proto: builder::Proto::Udp,
             src_port,
             dst_port,
             udp_checksum,
@@ -65,13 +67,13 @@ fn sig() -> impl Strategy<Value = Signature> {
 fn verify_frame(f: &[u8], info: &TemplateInfo) -> Result<(), TestCaseError> {
     let ip = &f[info.l3_offset..];
     let ips = match info.l3 {
-        L3::V4 => {
+        Some(L3::V4) => {
             let p = ipv4::Packet::new_checked(ip).unwrap();
             prop_assert!(p.verify_checksum(), "IPv4 header checksum");
             prop_assert!(ipv4::Repr::parse(&p).is_ok());
             IpPair::V4 { src: p.src_addr(), dst: p.dst_addr() }
         }
-        L3::V6 => {
+        _ => {
             let p = ipv6::Packet::new_checked(ip).unwrap();
             prop_assert!(ipv6::Repr::parse(&p).is_ok());
             IpPair::V6 { src: p.src_addr(), dst: p.dst_addr() }
@@ -80,7 +82,7 @@ fn verify_frame(f: &[u8], info: &TemplateInfo) -> Result<(), TestCaseError> {
     let u = udp::Packet::new_checked(&f[info.l4_offset..]).unwrap();
     prop_assert_eq!(u.len() as usize, info.frame_len - info.l4_offset);
     prop_assert!(udp::Repr::parse(&u, &ips).is_ok(), "UDP checksum");
-    prop_assert_eq!(u.checksum() != 0, info.udp_csum_offset.is_some());
+    prop_assert_eq!(u.checksum() != 0, info.l4_csum_offset.is_some());
     Ok(())
 }
 
@@ -227,7 +229,7 @@ proptest! {
         verify_frame(&buf[..len], &info)?;
         prop_assert_eq!(dissect::find_signature(&buf[..len]), Some(s));
         let loc = dissect::locate_udp_payload(&buf[..len]).unwrap();
-        prop_assert_eq!(loc.l3, info.l3);
+        prop_assert_eq!(Some(loc.l3), info.l3);
         prop_assert_eq!((loc.l3_offset, loc.l4_offset, loc.payload_offset), (info.l3_offset, info.l4_offset, info.sig_offset));
         prop_assert_eq!(loc.payload_len, len - info.sig_offset);
 
@@ -251,7 +253,7 @@ proptest! {
         builder::patch_signature(&mut fresh, &info3, &expect).unwrap();
         // UDP checksum 0x0000 vs 0xFFFF are the same value; compare the rest byte for byte.
         let mut a = buf[..new_len].to_vec();
-        if let Some(o) = info2.udp_csum_offset {
+        if let Some(o) = info2.l4_csum_offset {
             for v in [&mut a, &mut fresh] {
                 if v[o] == 0 && v[o + 1] == 0 { v[o] = 0xFF; v[o + 1] = 0xFF; }
             }

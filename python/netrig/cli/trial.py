@@ -27,7 +27,21 @@ from netrig.model import (
     parse_speed,
 )
 from netrig.testbed import Testbed
-from netrig.trial import DEFAULT_MAX_STRETCH_PCT, IO_MODES, PACING_MODES, Port, Snapshot, Stream, TrialResult, run_trial
+from netrig.trial import (
+    DEFAULT_MAX_STRETCH_PCT,
+    DEFAULT_RAW_ETHERTYPE,
+    FLOW_KEYS,
+    IO_MODES,
+    PACING_MODES,
+    PROTOCOLS,
+    Port,
+    Snapshot,
+    Stream,
+    TrialResult,
+    linear_ramp,
+    parse_ethertype,
+    run_trial,
+)
 
 #: Addresses without a test bed: the tester addresses of the test beds' plan (RFC 2544 range).
 DEFAULT_SRC_IP, DEFAULT_DST_IP = "198.18.0.2", "198.19.0.2"
@@ -48,13 +62,29 @@ FIELDS = {
     "src_mac": "--src-mac",
     "dst_mac": "--dst-mac",
     "vlan": "--vlan",
+    "outer_vlan": "--outer-vlan",
+    "protocol": "--protocol",
+    "tcp_flags": "--tcp-flags",
+    "tcp_seq": "--tcp-seq",
+    "ethertype": "--ethertype",
+    "flow_order": "--flow-order",
+    "seed": "--seed",
     "flows": "--flows",
+    "src_ips": "--vary",
+    "dst_ips": "--vary",
+    "src_ports": "--vary",
+    "dst_ports": "--vary",
+    "src_macs": "--vary",
+    "dst_macs": "--vary",
+    "vlans": "--vary",
     "tx_cpus": "--tx-cpu",
     "rx_cpus": "--rx-cpu",
     "line_rate_bps": "--line-rate",
     "i_know_this_is_live": "--i-know-this-is-live",
     "ifname": "--tx",
     "pacing": "--pacing",
+    "ramp": "--ramp",
+    "phases": "--ramp",
     "max_stretch_pct": "--max-stretch",
 }
 
@@ -77,6 +107,9 @@ def register(sub) -> None:
                    "50%% (needs --line-rate), or max (default 10kpps)")
     p.add_argument("--duration", default="10s", help="how long to send: 10s, 500ms, 2m (default 10s)")
     p.add_argument("--frames", help="send this many frames instead of a duration (e.g. 1M)")
+    p.add_argument("--ramp", metavar="FROM:TO:STEPS",
+                   help="a rate ramp in linear steps over --duration: from FROM %% to TO %% of --rate in STEPS equal "
+                        "steps (both ends included; up or down), each step counted apart, e.g. 10:100:10")
     p.add_argument("--drain", default=f"{defaults.DRAIN_S:g}s",
                    help=f"wait for frames in flight after the last one (default {defaults.DRAIN_S:g}s)")
     p.add_argument("--warmup", default="0", help="traffic before the measurement, not counted (default 0)")
@@ -91,13 +124,32 @@ def register(sub) -> None:
     p.add_argument("--queues", type=int, default=1, help="queues (and TX/RX workers) per port (default 1)")
     p.add_argument("--busy-poll", type=int, default=0, metavar="US",
                    help="af_xdp: busy-poll the driver for US microseconds (SO_BUSY_POLL, prefer busy poll); 0 = off")
-    p.add_argument("--flows", type=int, default=1, help="number of flows (varies the UDP source port)")
+    p.add_argument("--protocol", default=PROTOCOLS[0], choices=PROTOCOLS,
+                   help="what the frames carry: udp (default), tcp, icmp (echo request; ICMPv6 over IPv6), or raw "
+                        "(no IP: the signature right after the Ethernet header, see --ethertype); every protocol "
+                        "carries netrig's signature, so every frame is counted per flow")
+    p.add_argument("--tcp-flags", default="A", metavar="LETTERS",
+                   help="tcp: flags as letters of FSRPAUEC (FIN SYN RST PSH ACK URG ECE CWR), e.g. SA (default A)")
+    p.add_argument("--tcp-seq", type=int, default=0, metavar="N", help="tcp: the sequence number (default 0)")
+    p.add_argument("--ethertype", default=f"{DEFAULT_RAW_ETHERTYPE:#06x}", metavar="HEX",
+                   help=f"raw: the EtherType (default {DEFAULT_RAW_ETHERTYPE:#06x}, local experimental)")
+    p.add_argument("--flows", type=int, default=1,
+                   help="number of flows (varies the source port; the source MAC for --protocol raw)")
+    p.add_argument("--vary", action="append", metavar="RANGE=N",
+                   help=f"flows over a range of N values counting up from the stream's (repeatable; every "
+                        f"combination is a flow): {', '.join(FLOW_KEYS)}; e.g. --vary dst_ips=16 --vary vlans=4")
+    p.add_argument("--flow-order", default="sequential", choices=("sequential", "pseudorandom"),
+                   help="the order frames visit the flows: sequential (default) or pseudorandom (RFC 4814, "
+                        "also spreading port numbers; reproducible from --seed)")
+    p.add_argument("--seed", type=int, default=1, help="seed of the pseudorandom flow order (default 1)")
     p.add_argument("--src-mac", help="source MAC (default: the test bed's, else the TX interface's)")
     p.add_argument("--dst-mac", help="destination MAC (default: the test bed's DUT, else the RX interface's; "
                    "give the DUT's for a router)")
     p.add_argument("--src-ip", help=f"source address (default: the test bed's, else {DEFAULT_SRC_IP})")
     p.add_argument("--dst-ip", help=f"destination address (default: the test bed's, else {DEFAULT_DST_IP})")
-    p.add_argument("--vlan", type=int, help="802.1Q VLAN id")
+    p.add_argument("--vlan", type=int, help="802.1Q VLAN id (the first of --vary vlans=N)")
+    p.add_argument("--outer-vlan", type=int, metavar="ID",
+                   help="802.1ad service VLAN id in front of the --vlan tag (QinQ)")
     p.add_argument("--line-rate", help="nominal link speed for %% rates and reporting, e.g. 10Gbps "
                    "(default: the interface's speed; veth has none)")
     p.add_argument("--tx-cpu", type=int, action="append", help="pin TX workers to this CPU (repeatable)")
@@ -107,6 +159,60 @@ def register(sub) -> None:
                         "198.18.0.0/15 and 2001:2::/48); test beds never need it")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=run)
+
+
+def _ramp(text: str, frames: str | None, duration_s: float | None) -> dict:
+    """``--ramp FROM:TO:STEPS`` (percent of --rate) over the trial's duration: the rate phases and
+    one counting interval per step."""
+    if frames:
+        raise ConfigError("--ramp", "a ramp runs for --duration (its steps share it), not for --frames")
+    parts = text.split(":")
+    try:
+        lo, hi, steps = float(parts[0]), float(parts[1]), int(parts[2])
+        if len(parts) != 3:
+            raise ValueError
+    except (ValueError, IndexError):
+        raise ConfigError("--ramp", f"{text!r}: give FROM:TO:STEPS in %% of --rate, e.g. 10:100:10") from None
+    assert duration_s is not None
+    step_s = duration_s / steps if steps > 0 else 0.0
+    return {"phases": linear_ramp(lo / 100, hi / 100, steps, step_s), "interval_s": step_s}
+
+
+def ramp_table(res: TrialResult, stream: Stream, phases: list[tuple[float, float]]):
+    """One row per step of a ramp: offered load, frames sent (and their rate) and received, loss."""
+    from rich.table import Table
+
+    t = Table(title="ramp steps", show_header=True)
+    for col in ("step", "start", "offered", "sent", "sent rate", "received", "lost"):
+        t.add_column(col, justify="right")
+    base = stream.spec(0).intended_rate_pps or 0.0
+    for iv in res.intervals:
+        scale = phases[iv.phase][1] if iv.phase < len(phases) else 1.0
+        rate = iv.frames_sent / iv.duration_s if iv.duration_s else 0.0
+        t.add_row(str(iv.phase + 1), f"{iv.start_s:.2f}s", format_pps(base * scale), f"{iv.frames_sent:,}",
+                  format_pps(rate), f"{iv.frames_received:,}", f"{iv.frames_sent - iv.frames_received:,}")
+    return t
+
+
+def _flows(args) -> int | dict[str, int]:
+    """``--flows`` alone (a count), or the ranges of ``--vary`` (with ``--flows`` as the source port /
+    source MAC range when it is above 1)."""
+    if not args.vary:
+        return args.flows
+    counts: dict[str, int] = {}
+    if args.flows != 1:
+        counts["src_macs" if args.protocol == "raw" else "src_ports"] = args.flows
+    for item in args.vary:
+        key, sep, value = item.partition("=")
+        if not sep or key not in FLOW_KEYS:
+            raise ConfigError("--vary", f"{item!r}: give RANGE=N with RANGE one of {', '.join(FLOW_KEYS)}")
+        if key in counts:
+            raise ConfigError("--vary", f"{key} is given twice (--flows sets the source port/MAC range)")
+        try:
+            counts[key] = int(value)
+        except ValueError:
+            raise ConfigError("--vary", f"{item!r}: N must be a whole number of values") from None
+    return counts
 
 
 def _line_rate(args, txi: _native.InterfaceInfo) -> float | None:
@@ -166,9 +272,14 @@ def build(args) -> tuple[Port, Port, Stream, dict]:
         stream = Stream(
             frame_size=args.size, src_mac=given(args.src_mac, addr.get("src_mac") or txi.mac),
             dst_mac=given(args.dst_mac, addr.get("dst_mac") or rxi.mac), src_ip=given(args.src_ip, addr["src_ip"]),
-            dst_ip=given(args.dst_ip, addr["dst_ip"]), vlan=args.vlan, flows=args.flows, line_rate_bps=line,
-            name="cli", **({"rate_pps": rate.value} if rate.kind == "pps" else {"rate": args.rate}))
+            dst_ip=given(args.dst_ip, addr["dst_ip"]), vlan=args.vlan, flows=_flows(args), line_rate_bps=line,
+            protocol=args.protocol, tcp_flags=args.tcp_flags, tcp_seq=args.tcp_seq,
+            ethertype=parse_ethertype(args.ethertype, "--ethertype"), outer_vlan=args.outer_vlan,
+            flow_order=args.flow_order, seed=args.seed, name="cli",
+            **({"rate_pps": rate.value} if rate.kind == "pps" else {"rate": args.rate}))
         stop = {"frames": args.frames} if args.frames else {"duration_s": parse_duration(args.duration, "--duration")}
+        if args.ramp is not None:
+            stop.update(_ramp(args.ramp, args.frames, stop.get("duration_s")))
         kw = dict(drain_s=parse_duration(args.drain, "--drain", allow_zero=True),
                   warmup_s=parse_duration(args.warmup, "--warmup", allow_zero=True), tx_cpus=args.tx_cpu,
                   rx_cpus=args.rx_cpu, pacing=args.pacing, max_stretch_pct=args.max_stretch, **stop)
@@ -279,6 +390,8 @@ def run(args) -> int:
         print(json.dumps({"config": config, "result": res.to_dict()}, indent=2, default=str))
     else:
         con.print(result_table(res, stream, f"trial {tx.ifname} → {rx.ifname}"))
+        if args.ramp is not None:
+            con.print(ramp_table(res, stream, kw["phases"]))
         for p in res.ports:  # what --io picked and why (driver, XDP mode, zero-copy or not)
             con.print(f"  {p.name}: {p.backend}: {p.notes}", soft_wrap=True)
     return 0 if res.valid else 1

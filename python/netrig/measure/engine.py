@@ -76,7 +76,7 @@ class EngineMeasurer:
 
     def __init__(self, tx_port: Port, rx_port: Port, stream_template: dict, *, drain_s: float = defaults.DRAIN_S,
                  warmup_s: float = 0.0, learning_frames: bool = True,
-                 tx_tolerance_pct: float = defaults.TX_TOLERANCE_PCT, flows: int = 1,
+                 tx_tolerance_pct: float = defaults.TX_TOLERANCE_PCT, flows: int | dict[str, int] = 1,
                  monitor_factory: Callable[[], TrialMonitor] | None = None,
                  stall_threshold_ms: float = 5.0, stall_retries: int = 2, pacing: str = PACING_MODES[0],
                  smoothness_tolerance_pct: float = defaults.SMOOTHNESS_TOLERANCE_PCT,

@@ -31,6 +31,7 @@ from netrig.measure import DutModel
 from netrig.methodology.method import Method
 from netrig.methods import REGISTRY
 from netrig.model import (
+    MAX_FRAME_SIZE,
     MAX_RATE_PPS,
     RFC2544_FRAME_SIZES,
     FrameSize,
@@ -43,6 +44,7 @@ from netrig.monitor import RemoteMonitor
 from netrig.testbed import TOPOLOGIES, Testbed
 from netrig.testbed.knobs import Knobs, placement_conflict
 from netrig.testbed.state import ID_RE as TESTBED_ID_RE
+from netrig.trial import DEFAULT_RAW_ETHERTYPE, Stream
 
 #: Most repetitions of a method.
 MAX_REPETITIONS = 10_000
@@ -123,6 +125,42 @@ class PortsConfig:
             raise ConfigError("busy_poll_us", f"must be 0..1000000 microseconds (got {self.busy_poll_us})")
         if self.busy_poll_us and self.io not in ("auto", "af_xdp"):
             raise ConfigError("busy_poll_us", f"busy polling is an af_xdp option (io is {self.io!r})")
+
+
+@dataclass(frozen=True)
+class StreamTemplateConfig:
+    """What every test frame of the run carries beyond its addressing: the :class:`netrig.Stream`
+    fields of the same names (protocol and its parameters, VLAN tags, flow ranges and order).
+    ``flows``: ranges by name (``src_ips``, ``dst_ips``, ``src_ports``, ``dst_ports``, ``src_macs``,
+    ``dst_macs``, ``vlans``); ``ports.flows`` stays the source-port (raw: source-MAC) count."""
+
+    protocol: str = "udp"
+    tcp_flags: str = "A"
+    tcp_seq: int = 0
+    ethertype: int = DEFAULT_RAW_ETHERTYPE
+    vlan: int | None = None
+    outer_vlan: int | None = None
+    flows: dict | None = None
+    flow_order: str = "sequential"
+    seed: int = 1
+
+    def __post_init__(self) -> None:
+        # Every check is the engine's, through a Stream (errors name the field); sizes are checked
+        # against frames.sizes by TestConfig.
+        Stream(rate_pps=1, frame_size=MAX_FRAME_SIZE, **self.stream_fields(), flows=self.flows or 1)
+
+    def stream_fields(self) -> dict:
+        """The fields to give every :class:`netrig.Stream` (without ``flows``)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "flows"}
+
+    def flows_with(self, count: int) -> int | dict[str, int]:
+        """The stream's ``flows``: ``ports.flows`` (``count``) and these ranges together."""
+        if not self.flows:
+            return count
+        key = "src_macs" if self.protocol == "raw" else "src_ports"
+        if count > 1 and key in self.flows:
+            raise ConfigError(f"stream.flows.{key}", f"is set twice: ports.flows ({count}) also sets the {key} range")
+        return {**self.flows, **({key: count} if count > 1 else {})}
 
 
 @dataclass(frozen=True)
@@ -267,6 +305,7 @@ class TestConfig:
     name: str = ""
     testbed: TestbedConfig = TestbedConfig()
     ports: PortsConfig = PortsConfig()
+    stream: StreamTemplateConfig = StreamTemplateConfig()
     line_rate: LineRateConfig = LineRateConfig()
     frames: FramesConfig = FramesConfig()
     trial: TrialConfig = TrialConfig()
@@ -282,9 +321,20 @@ class TestConfig:
         if isinstance(self.repetitions, bool) or not isinstance(self.repetitions, int) \
                 or not 1 <= self.repetitions <= MAX_REPETITIONS:
             raise ConfigError("repetitions", f"must be an integer 1..{MAX_REPETITIONS} (got {self.repetitions!r})")
+        flows = self.stream.flows_with(self.ports.flows)
+        if self.stream != StreamTemplateConfig():
+            for size in self.frames.sizes:
+                try:
+                    Stream(rate_pps=1, frame_size=size, **self.stream.stream_fields(), flows=flows)
+                except ConfigError as e:
+                    field_ = "frames.sizes" if e.field == "frame_size" else f"stream.{e.field}"
+                    raise ConfigError(field_, e.message) from None
 
     def to_dict(self) -> dict:
-        return _plain(self)
+        d = _plain(self)
+        if self.stream == StreamTemplateConfig():
+            del d["stream"]  # UDP with no tags or ranges: results as before the stream table existed
+        return d
 
     def repetitions_for(self, m: MethodConfig) -> int:
         return m.repetitions or self.repetitions

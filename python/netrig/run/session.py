@@ -130,9 +130,11 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
                                          ssh_config=t.monitor_ssh_config)
                 return Monitor(testbed=tb, interval_s=interval)
 
-        measurer = EngineMeasurer(tx, rx, tb.stream_defaults(tx=p.tx, rx=p.rx, family=p.family), drain_s=t.drain_s,
+        template = {**tb.stream_defaults(tx=p.tx, rx=p.rx, family=p.family), **config.stream.stream_fields()}
+        measurer = EngineMeasurer(tx, rx, template, drain_s=t.drain_s,
                                   warmup_s=t.warmup_s, learning_frames=t.learning_frames,
-                                  tx_tolerance_pct=t.tx_tolerance_pct, flows=p.flows, monitor_factory=monitor_factory,
+                                  tx_tolerance_pct=t.tx_tolerance_pct, flows=config.stream.flows_with(p.flows),
+                                  monitor_factory=monitor_factory,
                                   stall_threshold_ms=t.stall_threshold_ms, stall_retries=t.stall_retries,
                                   pacing=t.pacing, smoothness_tolerance_pct=t.smoothness_tolerance_pct,
                                   stack=StackEndpoints.between(tp, rp) if stack_methods else None,

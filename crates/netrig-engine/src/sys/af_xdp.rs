@@ -714,6 +714,16 @@ impl XskPort {
                 message: "queues=0: use at least 1 queue".into(),
             });
         }
+        // The steering program redirects UDP netrig frames with at most one VLAN tag; anything
+        // else would reach the kernel stack instead of this socket and be counted as lost.
+        if spec.receive && spec.rx_beyond_udp {
+            return Err(unsupported(
+                ifname,
+                "AF_XDP receives only UDP netrig frames with at most one VLAN tag (its XDP program \
+                 steers no others); af_packet receives TCP, ICMP, raw L2 and QinQ streams"
+                    .into(),
+            ));
+        }
         // A frame must fit one UMEM chunk (no multi-buffer): refuse larger ones before anything
         // is set up, so auto selection passes AF_XDP over for jumbo frames and says why.
         let room = (cfg.frame_size - XDP_PACKET_HEADROOM) as usize;
