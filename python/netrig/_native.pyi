@@ -15,8 +15,8 @@ __all__ = [
     "RFC2544_FRAME_SIZES", "FRAME_SIZE_MIXES", "DEFAULT_DRAIN_S", "MAX_DURATION_S", "MAX_DRAIN_S",
     "MAX_RATE_PPS", "MAX_RATE_BPS", "MAX_FRAMES", "MAX_QUEUES", "MAX_FLOWS", "IO_MODES", "PACING_MODES",
     "DEFAULT_MAX_STRETCH_PCT", "FrameSizeSpec", "RateSpec", "FlowSpec", "StopSpec", "PhaseSpec", "StreamSpec", "Port",
-    "TrialSpec", "Snapshot", "Trial", "LatencySummary", "SeqGap", "FlowResult", "StreamResult", "PortResult", "Smoothness",
-    "IntervalResult", "TrialResult", "InterfaceInfo", "IoProbe", "interface_info", "list_interfaces",
+    "TrialSpec", "Snapshot", "Trial", "LatencySummary", "SeqGap", "FlowResult", "StreamResult", "PortResult",
+    "Smoothness", "IntervalResult", "TrialResult", "InterfaceInfo", "IoProbe", "interface_info", "list_interfaces",
     "probe_io", "probe_xdp_program", "line_rate_fps",
 ]
 
