@@ -123,6 +123,7 @@ for v in ["10:100", "x:100:10", "10:100:1", "10:100:1001", "0:100:10", "10:-5:10
           "10:100:10:1"]:
     cli("--ramp", *TRIAL, "--ramp", v)
 cli("--ramp", *TRIAL, "--frames", "1000", "--ramp", "10:100:10", name="trial --ramp with --frames")
+cli("--event", *TRIAL, "--ramp", "10:100:2", "--event", "true", "--at", "0.05s", name="trial --event with --ramp")
 for v in ["x", "1.5"]:
     cli("--seed", *TRIAL, "--seed", v)
 cli("--size", *TRIAL, "--protocol", "tcp", "--size", "64", name="trial --protocol tcp --size 64 (below 76)")
@@ -132,6 +133,22 @@ cli("--rate", *TRIAL, "--rate", "2Mpps", "--line-rate", "1Gbps")
 for opt in ("--tx-cpu", "--rx-cpu"):
     for v in ["999", "-1", "x"]:
         cli(opt, *TRIAL, opt, v)
+# events under load
+cli("--at", *TRIAL, "--at", "0.05s", name="trial --at without --event")
+cli("--at", *TRIAL, "--event", "true", name="trial --event without --at")
+cli("--at", *TRIAL, "--event", "true", "--at", "1s", "--event", "true", name="trial two --event, one --at")
+for v in ["5s", "0.1s", "abc", "-1s", "nan", "inf", ""]:
+    cli("--at", *TRIAL, "--event", "true", "--at", v)
+for v in ["", "   ", "echo 'unclosed"]:
+    cli("--event", *TRIAL, "--event", v, "--at", "0.05s")
+cli("--event", "trial", "--tx", "lo", "--rx", "lo", "--frames", "100", "--event", "true", "--at", "0s",
+    name="trial --event with --frames")
+cli("--event", *TRIAL, *["--event", "true", "--at", "0.01s"] * 64, name="trial 64 events")
+cli("--event-netns", *TRIAL, "--event-netns", "nrnosuchns", name="trial --event-netns without --event")
+cli("--event-netns", *TRIAL, "--event", "true", "--at", "0s", "--event-netns", "nrnosuchns")
+cli("--event-netns", *TRIAL, "--event", "true", "--at", "0s", "--event-netns", "../etc")
+for v in ["0", "abc", "-1s", "nan"]:
+    cli("--event-timeout", *TRIAL, "--event", "true", "--at", "0s", "--event-timeout", v)
 cli("--testbed", "trial", "--testbed", "ffff", name="trial --testbed <missing id>")
 cli("--testbed", "trial", "--testbed", "router", name="trial --testbed <a topology, not an id>")
 cli("--testbed", "trial", "--testbed", "../../etc")

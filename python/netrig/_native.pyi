@@ -15,9 +15,9 @@ __all__ = [
     "RFC2544_FRAME_SIZES", "FRAME_SIZE_MIXES", "DEFAULT_DRAIN_S", "MAX_DURATION_S", "MAX_DRAIN_S", "MAX_RATE_PPS",
     "MAX_RATE_BPS", "MAX_FRAMES", "MAX_QUEUES", "MAX_FLOWS", "IO_MODES", "PACING_MODES", "DEFAULT_MAX_STRETCH_PCT",
     "MAX_RAMP_STEPS", "FrameSizeSpec", "RateSpec", "FlowSpec", "StopSpec", "PhaseSpec", "StreamSpec", "Port",
-    "TrialSpec", "Snapshot", "Trial", "LatencySummary", "FlowResult", "StreamResult", "PortResult", "Smoothness",
-    "IntervalResult", "TrialResult", "InterfaceInfo", "IoProbe", "interface_info", "list_interfaces", "probe_io",
-    "probe_xdp_program", "line_rate_fps", "linear_ramp",
+    "TrialSpec", "Snapshot", "Trial", "LatencySummary", "SeqGap", "FlowResult", "StreamResult", "PortResult",
+    "Smoothness", "IntervalResult", "TrialResult", "InterfaceInfo", "IoProbe", "interface_info", "list_interfaces",
+    "probe_io", "probe_xdp_program", "line_rate_fps", "linear_ramp",
 ]
 
 __version__: str
@@ -285,6 +285,7 @@ class TrialSpec:
         max_stretch_pct: float = 2.0,
         phases: Sequence[PhaseSpec] = (),
         interval_s: float | None = None,
+        gap_slots: int = 1,
     ) -> TrialSpec: ...
 
 # -- running ------------------------------------------------------------------------------------
@@ -351,6 +352,24 @@ class LatencySummary:
     def to_dict(self) -> dict[str, int | float]: ...
 
 @final
+class SeqGap:
+    """A run of sequence numbers a flow did not receive, between two frames it did."""
+
+    @property
+    def missing(self) -> int:
+        """Sequence numbers missing between the two frames."""
+    @property
+    def before_ns(self) -> int:
+        """Transmit time of the last frame received before the gap, ns since the trial epoch."""
+    @property
+    def after_ns(self) -> int:
+        """Transmit time of the first frame received after it, ns since the trial epoch."""
+    @property
+    def duration_ns(self) -> int:
+        """`after_ns - before_ns`: the outage the gap stands for."""
+    def to_dict(self) -> dict[str, object]: ...
+
+@final
 class FlowResult:
     @property
     def flow_id(self) -> int: ...
@@ -370,6 +389,15 @@ class FlowResult:
     def late(self) -> int: ...
     @property
     def latency(self) -> LatencySummary: ...
+    @property
+    def gaps(self) -> tuple[SeqGap, ...]:
+        """The longest gaps in the flow's received sequence (at most the trial's `gap_slots`), by start."""
+    @property
+    def last_rx_tx_ns(self) -> int:
+        """Transmit time of the highest sequence received, ns since the trial epoch (0: none)."""
+    @property
+    def tail_missing(self) -> int:
+        """Sequence numbers sent after the highest one received (a gap that never closed)."""
     def to_dict(self) -> dict[str, object]: ...
 
 @final
@@ -565,6 +593,13 @@ class TrialResult:
     @property
     def intervals(self) -> tuple[IntervalResult, ...]:
         """Per-interval counts (trials with an interval length)."""
+    @property
+    def epoch_ns(self) -> int:
+        """The trial epoch, `CLOCK_MONOTONIC` ns (what `time.monotonic_ns()` reads): sequence gaps'
+        transmit times are relative to it."""
+    @property
+    def run_start_ns(self) -> int:
+        """When the measured run began, `CLOCK_MONOTONIC` ns (0: it never did)."""
     # derived
     @property
     def frames_sent(self) -> int: ...

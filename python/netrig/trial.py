@@ -261,6 +261,7 @@ def run_trial(
     max_stretch_pct: float = DEFAULT_MAX_STRETCH_PCT,
     phases: Sequence[tuple[float | str, float]] | None = None,
     interval_s: float | str | None = None,
+    gap_slots: int = 1,
 ) -> TrialResult:
     """Run one trial and return its :class:`TrialResult`.
 
@@ -278,7 +279,9 @@ def run_trial(
     result's ``smoothness`` and ``tx_stretch_ns`` say what happened. ``phases`` =
     ``[(duration_s, rate_scale), ...]`` runs one continuous trial through loads of ``rate_scale`` ×
     the streams' rates (``duration_s`` defaults to their sum); ``interval_s`` counts frames sent and
-    received per interval of each phase (``result.intervals``).
+    received per interval of each phase (``result.intervals``). ``gap_slots`` is how many of its
+    longest sequence gaps every flow keeps (``FlowResult.gaps``: an outage's frames and the transmit
+    times around it; events under load keep one per event and one more).
     """
     receive = True
     if isinstance(streams, (str, bytes)) or not isinstance(streams, Sequence):
@@ -304,7 +307,8 @@ def run_trial(
         drain_s=_seconds(drain_s, "drain_s"), warmup_s=_seconds(warmup_s, "warmup_s"), learning=learning,
         late_s=None if late_s is None else _seconds(late_s, "late_s"), tx_cpus=tuple(tx_cpus or ()),
         rx_cpus=tuple(rx_cpus or ()), receive=receive, pacing=pacing, max_stretch_pct=max_stretch_pct,
-        phases=phase_specs, interval_s=None if interval_s is None else _seconds(interval_s, "interval_s"))
+        phases=phase_specs, interval_s=None if interval_s is None else _seconds(interval_s, "interval_s"),
+        gap_slots=gap_slots)
     handle = _native.Trial(spec)
     try:
         while not handle.wait(progress_interval_s):

@@ -80,7 +80,7 @@ def test_frame_above_mtu_names_the_field():
 LATENCY_KEYS = {"samples", "min_ns", "mean_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns", "pdv_ns",
                 "ipdv_mean_ns", "ipdv_p99_ns", "ipdv_max_ns"}
 FLOW_KEYS = {"flow_id", "frames_sent", "frames_received", "bytes_received", "frames_lost", "reordered",
-             "duplicated", "late", "latency"}
+             "duplicated", "late", "latency", "gaps", "last_rx_tx_ns", "tail_missing"}
 STREAM_KEYS = {"index", "name", "tx_port", "rx_port", "frame_size_mean", "flows", "intended_rate_pps",
                "intended_frames", "frames_sent", "bytes_sent", "tx_rate_pps", "frames_received", "bytes_received",
                "frames_lost", "reordered", "duplicated", "late", "latency", "flow_results"}
@@ -90,7 +90,7 @@ PORT_KEYS = {"name", "backend", "notes", "timestamp_source", "tx_frames", "tx_by
              "link_watched"}
 TRIAL_KEYS = {"streams", "ports", "trial_tag", "duration_s", "tx_window_s", "drain_s", "valid", "invalid_reason",
               "interrupted", "latency", "tx_cpus", "rx_cpus", "started_realtime_ns", "tx_max_lag_ns", "tx_max_catchup",
-              "pacing", "tx_stretch_ns", "max_stretch_pct", "smoothness", "intervals",
+              "pacing", "tx_stretch_ns", "max_stretch_pct", "smoothness", "intervals", "epoch_ns", "run_start_ns",
               # derived totals
               "frames_sent", "frames_received", "frames_lost", "loss_ratio", "reordered", "duplicated", "late",
               "tx_rate_pps", "rx_rate_pps", "intended_rate_pps", "tester_rx_drops", "frames_foreign", "frames_stray",

@@ -11,7 +11,7 @@ from netrig.methods.frame_loss import FrameLossParams, measure_frame_loss
 from netrig.methods.iperf import IperfParams, measure_iperf
 from netrig.methods.latency import LatencyParams, measure_latency
 from netrig.methods.recovery import RecoveryParams, measure_recovery
-from netrig.methods.reset import ResetParams, measure_reset
+from netrig.methods.reset import ResetParams, measure_reset, simulated_reset
 from netrig.methods.throughput import ThroughputParams, measure_throughput
 from netrig.model import FrameSize, LineRate, parse_frame_sizes, rate_object
 
@@ -130,14 +130,18 @@ def test_system_recovery_never_recovers():
 def test_reset_time():
     m = SimulatedMeasurer(DutModel(capacity_pps=1e6, reset_time_s=1.25))
     calls = []
-    r = measure_reset(m, F64, LR, 1e6, ResetParams(duration_s=10), reset=lambda: calls.append(1))
-    assert calls == [1] and r.reset_time_s == pytest.approx(1.25, abs=1e-5)
+    r = measure_reset(m, F64, LR, 1e6, ResetParams(duration_s=10),
+                      run_event=lambda e: calls.append(e) or simulated_reset(e))
+    assert [e.at_s for e in calls] == [5.0] and r.reset_time_s == pytest.approx(1.25, abs=1e-5)
+    assert r.event is not None and r.event["recovery_s"] == pytest.approx(1.25)
 
 
 def test_reset_command_failure_is_a_clear_error():
     m = SimulatedMeasurer(DutModel())
     with pytest.raises(MethodologyError, match="reset command"):
         measure_reset(m, F64, LR, 1e6, ResetParams(command="false", duration_s=10))
+    with pytest.raises(MethodologyError, match="timed out"):
+        measure_reset(m, F64, LR, 1e6, ResetParams(command="sleep 5", duration_s=10, command_timeout_s=0.2))
 
 
 def test_latency_typical_and_worst_case():

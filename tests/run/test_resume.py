@@ -69,9 +69,9 @@ class Boom:
                         self._tick()
                         return inner.measure_phases(*a, **kw)
 
-                    def measure_reset(self, *a, **kw):
+                    def measure_events(self, *a, **kw):
                         self._tick()
-                        return inner.measure_reset(*a, **kw)
+                        return inner.measure_events(*a, **kw)
 
                 s.measurer = M()
                 yield s

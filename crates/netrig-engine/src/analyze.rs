@@ -74,6 +74,28 @@ pub type SentSoFar = Box<dyn FnMut() -> u64 + Send>;
 /// Highest latency the histograms record (longer is clamped): 60 s.
 pub const MAX_LATENCY_NS: u64 = 60_000_000_000;
 
+/// A run of sequence numbers a flow did not receive: what was missing when the first frame after
+/// it arrived (a frame of the run that arrives later, reordered, does not shrink it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SeqGap {
+    /// Sequence numbers missing between the two frames.
+    pub missing: u64,
+    /// Transmit time of the last frame received before the gap, ns since the trial epoch.
+    pub before_ns: u64,
+    /// Transmit time of the first frame received after it, ns since the trial epoch.
+    pub after_ns: u64,
+}
+
+impl SeqGap {
+    /// The outage the gap stands for: first frame after − last frame before, ns.
+    pub fn duration_ns(&self) -> u64 {
+        self.after_ns.saturating_sub(self.before_ns)
+    }
+}
+
+/// Largest number of gaps a flow keeps (see [`Analyzer::with_gap_slots`]).
+pub const MAX_GAP_SLOTS: usize = 64;
+
 /// Per-flow receive state.
 #[derive(Debug, Clone)]
 pub struct FlowRx {
@@ -98,6 +120,10 @@ pub struct FlowRx {
     pub hist: Option<Histogram<u32>>,
     /// |IPDV| histogram, for the same flows as `hist` (others share the analyser's; ~15 KiB).
     pub ipdv_hist: Option<Histogram<u32>>,
+    /// Transmit time (ns since the epoch) of the frame with the highest sequence seen.
+    last_tx_ns: u64,
+    /// The longest gaps in the flow's sequence (unused slots have `missing == 0`), in no order.
+    gaps: Box<[SeqGap]>,
 }
 
 /// Flows with their own latency histogram.
@@ -133,7 +159,31 @@ impl FlowRx {
             latency_max_ns: 0,
             hist: with_hist.then(new_hist),
             ipdv_hist: with_hist.then(new_ipdv_hist),
+            last_tx_ns: 0,
+            gaps: Box::new([SeqGap::default()]),
         }
+    }
+
+    /// Keep `g` if it is longer than the shortest gap kept (or a slot is free).
+    #[inline]
+    fn note_gap(&mut self, g: SeqGap) {
+        // Free slots are all zero: they are the shortest.
+        let Some(slot) = self.gaps.iter_mut().min_by_key(|k| k.duration_ns()) else { return };
+        if slot.missing == 0 || g.duration_ns() > slot.duration_ns() {
+            *slot = g;
+        }
+    }
+
+    /// The longest gaps in the flow's sequence, at most as many as the analyser keeps, by start.
+    pub fn gaps(&self) -> Vec<SeqGap> {
+        let mut v: Vec<SeqGap> = self.gaps.iter().copied().filter(|g| g.missing > 0).collect();
+        v.sort_unstable_by_key(|g| g.before_ns);
+        v
+    }
+
+    /// Transmit time (ns since the epoch) of the highest sequence received (0: none received).
+    pub fn last_tx_ns(&self) -> u64 {
+        self.last_tx_ns
     }
 
     #[inline]
@@ -210,7 +260,18 @@ impl FlowRx {
         self.reordered += other.reordered;
         self.duplicated += other.duplicated;
         self.late += other.late;
+        if other.next_seq > self.next_seq {
+            self.last_tx_ns = other.last_tx_ns;
+        }
         self.next_seq = self.next_seq.max(other.next_seq);
+        if self.gaps.len() < other.gaps.len() {
+            let mut v = self.gaps.to_vec();
+            v.resize(other.gaps.len(), SeqGap::default());
+            self.gaps = v.into_boxed_slice();
+        }
+        for g in other.gaps.iter().filter(|g| g.missing > 0) {
+            self.note_gap(*g);
+        }
         self.ipdv_sum_ns += other.ipdv_sum_ns;
         self.ipdv_max_ns = self.ipdv_max_ns.max(other.ipdv_max_ns);
         self.ipdv_count += other.ipdv_count;
@@ -291,6 +352,17 @@ impl Analyzer {
         }
     }
 
+    /// Keep the `slots` longest sequence gaps of every flow (1 by default; at most
+    /// [`MAX_GAP_SLOTS`]): a trial with events keeps one per event and one more, so every event's
+    /// outage is among them. Allocates once, here; a gap costs a scan of the slots when it closes.
+    pub fn with_gap_slots(mut self, slots: usize) -> Self {
+        let k = slots.clamp(1, MAX_GAP_SLOTS);
+        for f in &mut self.flows {
+            f.gaps = vec![SeqGap::default(); k].into_boxed_slice();
+        }
+        self
+    }
+
     /// Count for the trial `ident`; `sent_so_far` bounds sequence numbers (see [`SentSoFar`]).
     pub fn for_trial(mut self, ident: TrialIdent, sent_so_far: SentSoFar) -> Self {
         self.ident = ident;
@@ -358,8 +430,17 @@ impl Analyzer {
                 return;
             }
         }
+        let expected = f.next_seq;
         if !f.record_seq(seq) {
             return;
+        }
+        if seq >= expected {
+            // In order or ahead: a jump ahead closes a gap (from the flow's second frame on).
+            let tx_ns = rx_rel.saturating_sub(latency);
+            if seq > expected && expected > 0 {
+                f.note_gap(SeqGap { missing: seq - expected, before_ns: f.last_tx_ns, after_ns: tx_ns });
+            }
+            f.last_tx_ns = tx_ns;
         }
         if latency > self.late_ns {
             f.late += 1;
@@ -517,6 +598,47 @@ mod tests {
             let tx = 1_000_000 + seq * 1_000;
             an.frame(&frame(seq, tx), RxMeta { ts_ns: tx + lat, queue: 0 });
         }
+    }
+
+    #[test]
+    fn the_longest_gaps_are_kept_with_their_transmit_times() {
+        let mut an = Analyzer::new(1, 0, u64::MAX / 4).with_gap_slots(2);
+        // Sequences 0..10, 12..20 (1 missing), 50..60 (30 missing), 61..70 (1 missing, shorter).
+        let seqs: Vec<u64> = (0..10).chain(11..20).chain(50..60).chain(61..70).collect();
+        for &seq in &seqs {
+            let tx = 1_000_000 + seq * 1_000;
+            an.frame(&frame(seq, tx), RxMeta { ts_ns: tx + 5_000, queue: 0 });
+        }
+        let g = an.flows[0].gaps();
+        assert_eq!(g.len(), 2);
+        // The longest: 20..49 missing, between seq 19 and seq 50.
+        assert_eq!(g[1], SeqGap { missing: 30, before_ns: 1_019_000, after_ns: 1_050_000 });
+        assert_eq!(g[1].duration_ns(), 31_000);
+        // Of the two 1-frame gaps (2 µs each), the first one kept its slot.
+        assert_eq!((g[0].missing, g[0].duration_ns()), (1, 2_000));
+        assert_eq!(an.flows[0].last_tx_ns(), 1_069_000);
+        // A reordered frame inside a gap neither opens nor changes one.
+        an.frame(&frame(30, 1_030_000), RxMeta { ts_ns: 1_100_000, queue: 0 });
+        assert_eq!(an.flows[0].gaps(), g);
+        // Merging another worker's view of the flow keeps the longest of both.
+        let mut m = an.flows[0].clone();
+        let mut other = Analyzer::new(1, 0, u64::MAX / 4);
+        for seq in [100u64, 200] {
+            other.frame(&frame(seq, seq * 10_000), RxMeta { ts_ns: seq * 10_000 + 1, queue: 0 });
+        }
+        m.merge(&other.flows[0]);
+        let mg = m.gaps();
+        assert_eq!(mg.len(), 2);
+        // By start: the other worker's 99-frame gap (1 ms), then the 30-frame one.
+        assert_eq!(mg[0], SeqGap { missing: 99, before_ns: 1_000_000, after_ns: 2_000_000 });
+        assert_eq!(mg[1].missing, 30);
+    }
+
+    #[test]
+    fn a_flow_without_loss_has_no_gap() {
+        let mut an = Analyzer::new(1, 0, u64::MAX / 4);
+        feed(&mut an, 0, &[10_000; 100]);
+        assert!(an.flows[0].gaps().is_empty());
     }
 
     #[test]

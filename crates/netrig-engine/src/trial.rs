@@ -19,7 +19,10 @@ use std::sync::{Arc, Mutex};
 use hdrhistogram::Histogram;
 use netrig_wire::signature::TRIAL_MASK;
 
-use crate::analyze::{empty_flow, Analyzer, FlowRx, LatencySummary, RxTotals, SentSoFar, TrialIdent, EARLIER_TRIALS};
+use crate::analyze::{
+    empty_flow, Analyzer, FlowRx, LatencySummary, RxTotals, SentSoFar, SeqGap, TrialIdent, EARLIER_TRIALS,
+    MAX_GAP_SLOTS,
+};
 use crate::clock;
 use crate::error::{ConfigError, EngineError};
 use crate::pacing::{self, Pacing, Smoothness};
@@ -153,6 +156,9 @@ pub struct TrialConfig {
     /// Count frames sent and received per interval of this length, ns (0: not counted; duration
     /// trials only). Every phase is cut into intervals, its last one possibly shorter.
     pub interval_ns: u64,
+    /// Longest sequence gaps kept per flow (1..=[`MAX_GAP_SLOTS`]): a trial with events under load
+    /// keeps one per event and one more.
+    pub gap_slots: usize,
 }
 
 impl Default for TrialConfig {
@@ -171,6 +177,7 @@ impl Default for TrialConfig {
             max_stretch_ratio: DEFAULT_MAX_STRETCH_RATIO,
             phases: Vec::new(),
             interval_ns: 0,
+            gap_slots: 1,
         }
     }
 }
@@ -259,6 +266,15 @@ impl TrialConfig {
                     ));
                 }
             }
+        }
+        if !(1..=MAX_GAP_SLOTS).contains(&self.gap_slots) {
+            return Err(ConfigError::new(
+                "gap_slots",
+                format!(
+                    "must be 1..={MAX_GAP_SLOTS} (got {}): the longest sequence gaps kept per flow",
+                    self.gap_slots
+                ),
+            ));
         }
         if self.interval_ns > 0 && self.streams.iter().any(|s| duration(s).is_none()) {
             return Err(ConfigError::new("interval_s", "per-interval counts need a duration trial"));
@@ -394,6 +410,12 @@ pub struct FlowResult {
     pub duplicated: u64,
     pub late: u64,
     pub latency: LatencySummary,
+    /// The longest gaps in the flow's received sequence (at most `gap_slots`), by start.
+    pub gaps: Vec<SeqGap>,
+    /// Transmit time of the highest sequence received, ns since the epoch (0: none received).
+    pub last_rx_tx_ns: u64,
+    /// Sequence numbers sent after the highest one received (a gap that never closed).
+    pub tail_missing: u64,
 }
 
 /// Result of one stream.
@@ -506,6 +528,11 @@ pub struct TrialResult {
     pub smoothness: Smoothness,
     /// Per-interval counts (trials with an interval length).
     pub intervals: Vec<IntervalResult>,
+    /// The trial epoch on the engine clock (`CLOCK_MONOTONIC` ns): signature timestamps, and so
+    /// sequence gaps, are relative to it.
+    pub epoch_ns: u64,
+    /// When the measured run began (its first frame was due), `CLOCK_MONOTONIC` ns (0: never).
+    pub run_start_ns: u64,
 }
 
 /// Frames sent and received in one counting interval, both by the frame's transmit time.
@@ -717,7 +744,9 @@ pub fn run_trial(
                 .spawn_scoped(scope, move || {
                     let _ = cpu::pin_current_thread(cpu_id);
                     let sent: SentSoFar = Box::new(move || sent_ctl.tx_frames_now().saturating_add(sent_slack));
-                    let mut an = Analyzer::new(nflows as usize, epoch_ns, late_ns).for_trial(ident, sent);
+                    let mut an = Analyzer::new(nflows as usize, epoch_ns, late_ns)
+                        .with_gap_slots(cfg.gap_slots)
+                        .for_trial(ident, sent);
                     an.intervals = grid.map(IntervalCounter::new);
                     let mut error = None;
                     while !rx_stop.load(Ordering::Relaxed) {
@@ -816,6 +845,7 @@ pub fn run_trial(
         links: watches,
         grid,
         epoch_ns,
+        run_start_ns: ctl.run_start_ns.load(Ordering::Relaxed),
     };
     Ok(collect(ports, cfg, &streams, rx_outs, tx_outs, run))
 }
@@ -831,6 +861,7 @@ struct RunFacts {
     links: Vec<LinkWatch>,
     grid: Option<Arc<IntervalGrid>>,
     epoch_ns: u64,
+    run_start_ns: u64,
 }
 
 fn dedup(it: impl Iterator<Item = usize>) -> Vec<usize> {
@@ -1073,6 +1104,9 @@ fn collect(
                     duplicated: f.duplicated,
                     late: f.late,
                     latency: LatencySummary::from_flow(f),
+                    gaps: f.gaps(),
+                    last_rx_tx_ns: f.last_tx_ns(),
+                    tail_missing: sent.saturating_sub(f.next_seq()),
                 });
             }
         }
@@ -1364,6 +1398,8 @@ fn collect(
         max_stretch_ratio: cfg.max_stretch_ratio,
         smoothness,
         intervals,
+        epoch_ns,
+        run_start_ns: run.run_start_ns,
     }
 }
 
@@ -1468,6 +1504,8 @@ mod tests {
             max_stretch_ratio: DEFAULT_MAX_STRETCH_RATIO,
             smoothness: Smoothness::default(),
             intervals: Vec::new(),
+            epoch_ns: 0,
+            run_start_ns: 0,
         };
         assert_eq!((r.tx_frames(), r.rx_frames(), r.lost()), (200, 194, 6));
         assert!((r.loss_ratio() - 0.03).abs() < 1e-12);

@@ -303,6 +303,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Snapshot>()?;
     m.add_class::<Trial>()?;
     m.add_class::<results::LatencySummary>()?;
+    m.add_class::<results::SeqGap>()?;
     m.add_class::<results::FlowResult>()?;
     m.add_class::<results::StreamResult>()?;
     m.add_class::<results::PortResult>()?;

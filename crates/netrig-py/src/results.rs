@@ -150,6 +150,25 @@ result_class! {
 }
 
 result_class! {
+    /// A run of sequence numbers a flow did not receive, between two frames it did.
+    class SeqGap(g: &analyze::SeqGap) {
+        /// Sequence numbers missing between the two frames.
+        missing: u64 = g.missing,
+        /// Transmit time of the last frame received before the gap, ns since the trial epoch.
+        before_ns: u64 = g.before_ns,
+        /// Transmit time of the first frame received after it, ns since the trial epoch.
+        after_ns: u64 = g.after_ns,
+        /// `after_ns - before_ns`: the outage the gap stands for.
+        duration_ns: u64 = g.duration_ns(),
+    }
+    methods {
+        fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+            self.dict(py)
+        }
+    }
+}
+
+result_class! {
     /// Counts of one flow.
     class FlowResult(f: &trial::FlowResult) {
         flow_id: u32 = f.flow_id,
@@ -161,6 +180,12 @@ result_class! {
         duplicated: u64 = f.duplicated,
         late: u64 = f.late,
         latency: LatencySummary = (&f.latency).into(),
+        /// The longest gaps in the flow's received sequence (at most the trial's `gap_slots`), by start.
+        gaps: Arc<[SeqGap]> = seq(&f.gaps),
+        /// Transmit time of the highest sequence received, ns since the trial epoch (0: none).
+        last_rx_tx_ns: u64 = f.last_rx_tx_ns,
+        /// Sequence numbers sent after the highest one received (a gap that never closed).
+        tail_missing: u64 = f.tail_missing,
     }
     methods {
         fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
@@ -282,6 +307,11 @@ result_class! {
         smoothness: Smoothness = (&r.smoothness).into(),
         /// Per-interval counts (trials with an interval length).
         intervals: Arc<[IntervalResult]> = seq(&r.intervals),
+        /// The trial epoch, `CLOCK_MONOTONIC` ns (what `time.monotonic_ns()` reads): sequence gaps'
+        /// transmit times are relative to it.
+        epoch_ns: u64 = r.epoch_ns,
+        /// When the measured run began, `CLOCK_MONOTONIC` ns (0: it never did).
+        run_start_ns: u64 = r.run_start_ns,
         // Totals over all streams (derived by the engine, stored with the result).
         frames_sent: u64 = r.tx_frames(),
         frames_received: u64 = r.rx_frames(),

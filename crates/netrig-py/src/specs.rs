@@ -609,10 +609,10 @@ impl TrialSpec {
     #[pyo3(
         signature = (ports, streams, stop, *, drain_s=None, warmup_s=None, learning=None, late_s=None, tx_cpus=None,
                      rx_cpus=None, receive=None, max_flow_results=None, pacing=None, max_stretch_pct=None,
-                     phases=None, interval_s=None),
+                     phases=None, interval_s=None, gap_slots=None),
         text_signature = "(ports, streams, stop, *, drain_s=..., warmup_s=0.0, learning=True, late_s=None, \
                           tx_cpus=(), rx_cpus=(), receive=True, max_flow_results=1024, pacing='smooth', \
-                          max_stretch_pct=2.0, phases=(), interval_s=None)"
+                          max_stretch_pct=2.0, phases=(), interval_s=None, gap_slots=1)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -631,6 +631,7 @@ impl TrialSpec {
         max_stretch_pct: Option<&Bound<'_, PyAny>>,
         phases: Option<&Bound<'_, PyAny>>,
         interval_s: Option<&Bound<'_, PyAny>>,
+        gap_slots: Option<&Bound<'_, PyAny>>,
     ) -> Result<Self> {
         let ports: Vec<PortSpec> = items(ports, "ports")?
             .iter()
@@ -682,6 +683,7 @@ impl TrialSpec {
                 None => 0,
                 Some(v) => stream::seconds_to_ns("interval_s", v, false, stream::MAX_DURATION_S)?,
             },
+            gap_slots: opt(gap_slots, "gap_slots", d.gap_slots)?,
         };
         config.validate(ports.len())?;
         Ok(TrialSpec { ports, config })

@@ -3,12 +3,20 @@
 traffic and prints the partial result.
 
 With ``--testbed ID`` (a test bed from ``netrig testbed up``) the ports, their namespaces, the
-MACs and the addresses come from the test bed: ``netrig trial --testbed 1a2b --rate 100kpps``."""
+MACs and the addresses come from the test bed: ``netrig trial --testbed 1a2b --rate 100kpps``.
+
+Events under load: ``--event CMD --at T`` (repeatable, paired in order) runs the shell command line
+CMD T after the measured run begins, in the test bed's DUT namespace (without a test bed: on the
+host, or in ``--event-netns``), and reports per flow the outage (last frame received before the
+event's gap to the first after, by their transmit timestamps), the frames lost in it and the time
+until forwarding was loss-free again: ``netrig trial --testbed 1a2b --duration 5s --event 'ip link
+set dev eth1 down; sleep 0.3; ip link set dev eth1 up' --at 2s``."""
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import json
+import os
 import sys
 import time
 
@@ -17,6 +25,18 @@ from rich.text import Text
 from netrig import _native
 from netrig.cli.common import console, rename_field, require_root
 from netrig.errors import ConfigError, InterruptedTrial, TestbedError
+from netrig.measure.events import (
+    DEFAULT_TIMEOUT_S,
+    INTERVAL_S,
+    MAX_EVENTS,
+    CommandRunner,
+    Event,
+    EventClock,
+    EventResult,
+    EventRun,
+    check_events,
+    event_results,
+)
 from netrig.model import (
     FrameSize,
     defaults,
@@ -45,8 +65,12 @@ from netrig.trial import (
 
 #: Addresses without a test bed: the tester addresses of the test beds' plan (RFC 2544 range).
 DEFAULT_SRC_IP, DEFAULT_DST_IP = "198.18.0.2", "198.19.0.2"
+#: Where named network namespaces live (``ip netns``).
+NETNS_DIR = "/run/netns"
 #: Without a terminal, a progress line this often (seconds).
 PLAIN_PROGRESS_S = 1.0
+#: Live snapshots of a trial with events (the first one in the run fixes the run start), seconds.
+EVENT_PROGRESS_S = 0.02
 
 #: Engine / API field → the option that sets it, for error messages.
 FIELDS = {
@@ -86,6 +110,8 @@ FIELDS = {
     "ramp": "--ramp",
     "phases": "--ramp",
     "max_stretch_pct": "--max-stretch",
+    "gap_slots": "--event",
+    "interval_s": "--event",
 }
 
 
@@ -157,6 +183,16 @@ def register(sub) -> None:
     p.add_argument("--i-know-this-is-live", action="store_true",
                    help="transmit even on an interface that looks live (lo, a default route, addresses outside "
                         "198.18.0.0/15 and 2001:2::/48); test beds never need it")
+    p.add_argument("--event", action="append", metavar="CMD",
+                   help="run this shell command line mid-trial (repeatable; each needs an --at), in the test bed's "
+                        "DUT namespace (else on the host, or in --event-netns); the outage per flow is measured")
+    p.add_argument("--at", action="append", metavar="T",
+                   help="when the matching --event runs, after the measured run begins: 2s, 500ms (repeatable, "
+                        "paired with --event in order)")
+    p.add_argument("--event-netns", metavar="NS",
+                   help="run --event commands in this network namespace (without --testbed; default: the host)")
+    p.add_argument("--event-timeout", default=f"{DEFAULT_TIMEOUT_S:g}s", metavar="T",
+                   help=f"kill an --event command still running after this long (default {DEFAULT_TIMEOUT_S:g}s)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=run)
 
@@ -249,8 +285,54 @@ def _addressing(args) -> tuple[str, str | None, str, str | None, dict]:
     return t.ifname, t.netns, r.ifname, r.netns, addr
 
 
+def events_of(args) -> list[Event]:
+    """The ``--event``/``--at`` pairs, checked against the trial's duration."""
+    cmds, ats = args.event or [], args.at or []
+    if ats and not cmds:
+        raise ConfigError("--at", "needs an --event: give the command to run at that time (--event CMD --at T)")
+    if not cmds:
+        if args.event_netns:
+            raise ConfigError("--event-netns", "needs an --event: it says where --event commands run")
+        return []
+    if len(ats) != len(cmds):
+        raise ConfigError("--at", f"{len(cmds)} --event but {len(ats)} --at: give every --event its own --at T "
+                                  "(paired in order)")
+    if args.frames:
+        raise ConfigError("--event", "needs a duration trial: use --duration instead of --frames")
+    if len(cmds) > MAX_EVENTS:
+        raise ConfigError("--event", f"{len(cmds)} events: at most {MAX_EVENTS} in one trial (run several trials)")
+    if args.testbed and args.event_netns:
+        raise ConfigError("--event-netns", "comes from the test bed with --testbed (its DUT namespace): leave it out")
+    duration = parse_duration(args.duration, "--duration")
+    events = []
+    for cmd, at in zip(cmds, ats):
+        try:
+            events.append(Event(cmd, parse_duration(at, "--at", allow_zero=True)))
+        except ConfigError as e:
+            raise ConfigError("--at" if e.field != "event.command" else "--event", e.message) from None
+    try:
+        check_events(events, duration, "--at")
+    except ConfigError as e:
+        raise ConfigError(e.field, e.message.replace("a longer duration", "a longer --duration")) from None
+    parse_duration(args.event_timeout, "--event-timeout")
+    if args.event_netns and not os.path.exists(os.path.join(NETNS_DIR, args.event_netns)):
+        raise ConfigError("--event-netns", f"{args.event_netns}: no such network namespace (ip netns list shows them)")
+    return events
+
+
+def event_runner(args) -> CommandRunner:
+    """Where ``--event`` commands run: the test bed's DUT namespace, else ``--event-netns`` or the host."""
+    timeout = parse_duration(args.event_timeout, "--event-timeout")
+    if args.testbed is None:
+        return CommandRunner(args.event_netns, {}, timeout)
+    tb = Testbed.attach(args.testbed)
+    env = tb.command_env()
+    return CommandRunner(env.get("NETRIG_DUT_NETNS"), env, timeout)
+
+
 def build(args) -> tuple[Port, Port, Stream, dict]:
     try:
+        events = events_of(args)
         tx_if, tx_ns, rx_if, rx_ns, addr = _addressing(args)
         live = args.i_know_this_is_live
         tx = Port(tx_if, netns=tx_ns, io=args.io, queues=args.queues, busy_poll_us=args.busy_poll,
@@ -278,8 +360,13 @@ def build(args) -> tuple[Port, Port, Stream, dict]:
             flow_order=args.flow_order, seed=args.seed, name="cli",
             **({"rate_pps": rate.value} if rate.kind == "pps" else {"rate": args.rate}))
         stop = {"frames": args.frames} if args.frames else {"duration_s": parse_duration(args.duration, "--duration")}
+        if args.ramp is not None and events:
+            raise ConfigError("--event", "not with --ramp: a ramp counts per step and an event per 10 ms; run the "
+                                         "event at a constant --rate")
         if args.ramp is not None:
             stop.update(_ramp(args.ramp, args.frames, stop.get("duration_s")))
+        if events:
+            stop.update(interval_s=INTERVAL_S, gap_slots=len(events) + 1)
         kw = dict(drain_s=parse_duration(args.drain, "--drain", allow_zero=True),
                   warmup_s=parse_duration(args.warmup, "--warmup", allow_zero=True), tx_cpus=args.tx_cpu,
                   rx_cpus=args.rx_cpu, pacing=args.pacing, max_stretch_pct=args.max_stretch, **stop)
@@ -334,9 +421,32 @@ def result_table(res: TrialResult, stream: Stream, title: str):
     return t
 
 
+def events_table(results: tuple[EventResult, ...]):
+    """Every event: what its command did, the outage (longest flow), frames lost, recovery; then
+    the flows with an outage."""
+    from rich.table import Table
+
+    t = Table(title="events", show_header=True)
+    for c in ("at", "command", "exit", "outage", "frames lost", "recovery", "flows out"):
+        if c == "command":
+            t.add_column(c, max_width=40, no_wrap=True, overflow="ellipsis")
+        else:
+            t.add_column(c, justify="right")
+    ms = lambda s: "—" if s is None else f"{s * 1000:.1f} ms"
+    for e in results:
+        r = e.run
+        status = "ok" if r.ok else f"[red]{r.problem()}[/]"
+        out = ms(e.outage_s) if e.recovered else "[red]never recovered[/]"
+        t.add_row(f"{r.at_s:g} s", r.command, status, out, f"{e.frames_lost:,}", ms(e.recovery_s),
+                  f"{len(e.flows)}/{e.flows_total}")
+    return t
+
+
 def run(args) -> int:
     require_root("sending and receiving raw frames")
     tx, rx, stream, kw = build(args)
+    events = events_of(args)
+    clock = EventClock(events, event_runner(args)) if events else None
     con = console(stderr=args.json)
     total_s = kw.get("duration_s")
     state = {"last": (time.monotonic(), 0, 0), "rates": (0.0, 0.0)}
@@ -359,6 +469,8 @@ def run(args) -> int:
     plain = {"next": time.monotonic() + PLAIN_PROGRESS_S}
 
     def progress(snap: Snapshot) -> None:
+        if clock is not None:
+            clock.progress(snap.phase, snap.elapsed_s)
         if live is not None:
             live.update(line(snap))
         elif time.monotonic() >= plain["next"]:  # no terminal (CI logs): a timestamped line now and then
@@ -370,10 +482,12 @@ def run(args) -> int:
         if live is not None:
             live.start()
         try:
-            res = run_trial(tx, rx, [stream], progress=progress, **kw)
+            every_s = EVENT_PROGRESS_S if clock else 0.2
+            res = run_trial(tx, rx, [stream], progress=progress, progress_interval_s=every_s, **kw)
         finally:
             if live is not None:
                 live.stop()
+            runs: list[EventRun] = clock.finish(timeout_s=60.0) if clock is not None else []
     except InterruptedTrial as e:
         partial = getattr(e, "partial", None)
         if partial is not None:
@@ -385,13 +499,23 @@ def run(args) -> int:
         return 130 if e.reason.endswith("(Ctrl-C)") else 143
     except ConfigError as e:
         raise rename_field(e, FIELDS) from None
+    results = event_results(res, runs) if runs else ()
     if args.json:
-        config = {**dataclasses.asdict(stream), **kw}
-        print(json.dumps({"config": config, "result": res.to_dict()}, indent=2, default=str))
+        config = {**dataclasses.asdict(stream), **kw, "events": [e.to_dict() for e in events]}
+        doc: dict = {"config": config, "result": res.to_dict()}
+        if runs:
+            doc["events"] = [e.to_dict() for e in results]
+        print(json.dumps(doc, indent=2, default=str))
     else:
         con.print(result_table(res, stream, f"trial {tx.ifname} → {rx.ifname}"))
         if args.ramp is not None:
             con.print(ramp_table(res, stream, kw["phases"]))
         for p in res.ports:  # what --io picked and why (driver, XDP mode, zero-copy or not)
             con.print(f"  {p.name}: {p.backend}: {p.notes}", soft_wrap=True)
-    return 0 if res.valid else 1
+        if results:
+            con.print(events_table(results))
+    failed = [r for r in runs if not r.ok]
+    for r in failed:  # reported, the trial's counts stand
+        print(f"netrig: --event {r.command!r} at {r.at_s:g}s {r.problem()}: fix the command (try it by hand in "
+              f"{'namespace ' + r.netns if r.netns else 'a shell'}) or raise --event-timeout", file=sys.stderr)
+    return 0 if res.valid and not failed else 1

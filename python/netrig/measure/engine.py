@@ -33,12 +33,11 @@ field, into the seam's :class:`~netrig.measure.seam.TrialCounts`, and kept whole
 """
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable, Sequence
 
 from netrig import _native
 from netrig.errors import ConfigError
+from netrig.measure.events import INTERVAL_S, Event, EventClock, EventRun, check_events, event_results
 from netrig.measure.seam import Interval, LatencySummary, Load, Pacing, Phase, StackRequest, TrialCounts, TrialMonitor
 from netrig.measure.stack import StackEndpoints, run_stack
 from netrig.model import FrameSize, defaults
@@ -49,6 +48,8 @@ from netrig.trial import PACING_MODES, Port, Stream, run_trial
 LEARNING_RATE_PPS = 1000.0
 LEARNING_DURATION_S = 0.1
 LEARNING_DRAIN_S = 0.2
+#: Live snapshots during a trial with events (the run start is taken from the first), seconds.
+EVENT_PROGRESS_S = 0.02
 
 
 def latency_summary(lat: _native.LatencySummary) -> LatencySummary | None:
@@ -236,35 +237,35 @@ class EngineMeasurer:
             doc["monitor"] = mon
         return doc
 
-    def measure_reset(self, load: Load, duration_s: float, reset: Callable[[], None],
-                      reset_after_s: float) -> TrialCounts:
+    def measure_events(self, load: Load, duration_s: float, events: Sequence[Event],
+                       run_event: Callable[[Event], EventRun]) -> TrialCounts:
+        """One trial at ``load`` during which the events' commands run; each event's cost per flow
+        from the sequence gaps the engine kept (one per event and one more, per flow) and the
+        trial's per-interval counts (``netrig.measure.events``). Learning frames are sent again
+        before the next trial (an event may have flushed the DUT's tables)."""
         self._learn(load.frame_size)
-        samples: list[tuple[float, int]] = []
-        t_start = time.monotonic()
-        error: list[BaseException] = []
+        check_events(events, duration_s)
+        clock = EventClock(events, run_event)
+        runs: list[EventRun] = []
 
         def progress(snap: _native.Snapshot) -> None:
-            samples.append((time.monotonic() - t_start, snap.rx_frames))
+            clock.progress(snap.phase, snap.elapsed_s)
 
-        def do_reset() -> None:
-            time.sleep(reset_after_s)
+        def run() -> _native.TrialResult:
             try:
-                reset()
-            except BaseException as e:  # reported after the trial
-                error.append(e)
+                return run_trial(self.tx, self.rx, [Stream(frame_size=load.frame_size, rate_pps=load.rate_pps,
+                                                           flows=self.flows, **self.template)],
+                                 duration_s=duration_s, drain_s=self.drain_s, warmup_s=self.warmup_s,
+                                 progress=progress, progress_interval_s=EVENT_PROGRESS_S, pacing=self.pacing,
+                                 max_stretch_pct=100 * self.tolerance, interval_s=INTERVAL_S,
+                                 gap_slots=len(events) + 1)
+            finally:
+                runs.extend(clock.finish(timeout_s=max(60.0, duration_s)))
 
-        th = threading.Thread(target=do_reset, name="netrig-reset", daemon=True)
-        th.start()
-        res = self._run(load.frame_size, load.rate_pps, duration_s, self.drain_s, progress=progress)
-        th.join(timeout=duration_s + 60)
-        if error:
-            raise error[0]
-        c = self._counts(res, load.rate_pps)
-        gap = None
-        for (ta, ra), (tb, rb) in zip(samples, samples[1:]):
-            if rb == ra and ta >= reset_after_s - 0.5:
-                gap = (gap or 0.0) + (tb - ta)
-        rt = c.frames_lost / c.offered_pps if c.offered_pps else None
+        res, extra = self._monitored(run)
         self._learned.discard(load.frame_size.label)
-        return TrialCounts(**{**c.__dict__, "reset_time_s": rt,
-                              "raw": {**c.raw, "rx_stall_s": gap, "progress_samples": len(samples)}})
+        intervals = tuple(Interval(iv.start_s, iv.duration_s, iv.phase, iv.frames_sent, iv.frames_received)
+                          for iv in res.intervals)
+        c = self._counts(res, load.rate_pps, {**extra, "method": "one trial with events, per-flow sequence gaps"},
+                         intervals=intervals)
+        return TrialCounts(**{**c.__dict__, "events": event_results(res, runs)})

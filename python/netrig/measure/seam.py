@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from netrig.errors import ConfigError
+from netrig.measure.events import Event, EventResult, EventRun
 from netrig.model import FrameSize
 
 
@@ -194,6 +195,8 @@ class TrialCounts:
     stray: int = 0
     forged: int = 0
     pacing: Pacing | None = None
+    #: A trial with events (:meth:`Measurer.measure_events`): what each did and cost, in order.
+    events: tuple[EventResult, ...] | None = None
     raw: dict = field(default_factory=dict, compare=False)
 
     @property
@@ -223,6 +226,7 @@ class TrialCounts:
             "stray": self.stray,
             "forged": self.forged,
             "pacing": self.pacing.to_dict() if self.pacing else None,
+            "events": [e.to_dict() for e in self.events] if self.events is not None else None,
             "raw": self.raw,
         }
 
@@ -245,6 +249,7 @@ class TrialCounts:
             stray=int(d.get("stray") or 0),
             forged=int(d.get("forged") or 0),
             pacing=Pacing.from_dict(d.get("pacing")),
+            events=tuple(EventResult.from_dict(e) for e in d["events"]) if d.get("events") is not None else None,
             raw=d.get("raw") or {},
         )
 
@@ -302,9 +307,11 @@ class Measurer(Protocol):
         """One continuous trial through several loads; ``intervals`` holds per-interval counts."""
         ...
 
-    def measure_reset(self, load: Load, duration_s: float, reset: Callable[[], None],
-                      reset_after_s: float) -> TrialCounts:
-        """A trial during which ``reset()`` is called after ``reset_after_s``; sets ``reset_time_s``."""
+    def measure_events(self, load: Load, duration_s: float, events: Sequence[Event],
+                       run_event: Callable[[Event], EventRun]) -> TrialCounts:
+        """A trial during which every event's command runs (``run_event(event)``) ``event.at_s``
+        after the measured run begins; ``events`` holds what each did and cost per flow
+        (``netrig.measure.events``)."""
         ...
 
     def measure_stack(self, request: StackRequest) -> dict:

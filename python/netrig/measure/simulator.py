@@ -37,6 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 from netrig.errors import ConfigError
+from netrig.measure.events import Event, EventResult, EventRun, FlowOutage, check_events
 from netrig.measure.seam import Interval, LatencySummary, Load, Phase, StackRequest, TrialCounts
 from netrig.measure.stack import cpu_per
 from netrig.model import FrameSize
@@ -273,24 +274,30 @@ class SimulatedMeasurer:
             self._sleep(self.model.trial_delay_s)
         return simulated_stack(self.model, request)
 
-    def measure_reset(self, load: Load, duration_s: float, reset: Callable[[], None],
-                      reset_after_s: float) -> TrialCounts:
-        """Trial with a DUT reset: nothing is forwarded for ``reset_time_s`` after the reset."""
+    def measure_events(self, load: Load, duration_s: float, events: Sequence[Event],
+                       run_event: Callable[[Event], EventRun]) -> TrialCounts:
+        """A trial with events: every event's command runs (``run_event``), then the model forwards
+        nothing for ``reset_time_s`` (one flow; no outage when it is 0)."""
         m = self.model
         self.trials += 1
-        reset()
+        check_events(events, duration_s)
         offered, valid, reason = self._tester(load.rate_pps)
         sent = int(round(offered * duration_s))
-        lost = min(sent, int(round(offered * m.reset_time_s)))
+        results = []
+        lost = 0
+        for e in sorted(events, key=lambda e: e.at_s):
+            run = run_event(e)
+            gap = min(sent - lost, int(round(offered * m.reset_time_s)))
+            lost += gap
+            flows = (FlowOutage(0, gap, 0.0, gap / offered),) if gap else ()
+            results.append(EventResult(run, flows, m.reset_time_s if gap else 0.0, 1))
         fwd = m.forwarding_rate(offered, load.frame_size)
         if fwd < offered:
             lost = min(sent, lost + sent - int(math.floor(sent * fwd / offered)))
         return TrialCounts(
             offered_pps=offered, frames_sent=sent, frames_received=sent - lost, valid=valid,
-            invalid_reason=reason, reset_time_s=lost / offered if offered else None,
-            raw={"simulator": {"reset_time_s": m.reset_time_s}},
+            invalid_reason=reason, events=tuple(results), raw={"simulator": {"reset_time_s": m.reset_time_s}},
         )
-
 
 #: The simulated stack trials' cost: busy CPU-seconds per Gbit of TCP goodput, per million
 #: transactions (a model, not a measurement: it makes the CPU columns and ratios testable).

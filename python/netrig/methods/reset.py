@@ -1,16 +1,18 @@
 """RFC 2544 §26.6 reset: time from the last frame forwarded before a DUT reset (a user command) to
-the first one after, at a constant rate (estimated as frames lost / offered rate)."""
+the first one after, at a constant rate — one use of events under load (``netrig.measure.events``):
+the reset command is the trial's one event, and the reset time is the longest outage of any flow,
+measured from the receiver's sequence numbers and transmit timestamps."""
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
-import subprocess
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from netrig.errors import ConfigError, MethodologyError
 from netrig.measure import Load, Measurer
+from netrig.measure.events import CommandRunner, Event, EventResult, EventRun
 from netrig.methodology.method import Context, Method, Shortcut
 from netrig.methodology.stats import check
 from netrig.methods.sections import OTHER_METHODS, RFC2544
@@ -38,8 +40,8 @@ class ResetParams:
         try:
             shlex.split(self.command)
         except ValueError as e:
-            raise ConfigError("command", f"{self.command!r}: {e} (it is split like a shell command line, "
-                                         "without running a shell)") from None
+            raise ConfigError("command", f"{self.command!r}: {e} (it is a shell command line: balance its "
+                                         "quotes)") from None
         check("rate_pct", self.rate_pct, lo=0, lo_open=True, hi=100)
         check("duration_s", self.duration_s, lo=0, lo_open=True)
         if self.reset_after_s is None:
@@ -54,9 +56,14 @@ class ResetParams:
 
 @dataclass(frozen=True)
 class ResetResult:
+    """``reset_time_s``: the longest outage of any flow (``None``: some flow never received again);
+    ``frames_lost``: all the trial lost; ``event``: the reset as an event (``EventResult.to_dict``:
+    the command's run, per-flow outages, recovery time)."""
+
     rate_pps: float
     reset_time_s: float | None
     frames_lost: int
+    event: dict | None = None
 
     @property
     def headline_pps(self) -> float | None:
@@ -66,49 +73,72 @@ class ResetResult:
         return {"reset_time_s": self.reset_time_s}
 
     def to_dict(self) -> dict:
-        return {"rate_pps": self.rate_pps, "reset_time_s": self.reset_time_s, "frames_lost": self.frames_lost}
+        return {"rate_pps": self.rate_pps, "reset_time_s": self.reset_time_s, "frames_lost": self.frames_lost,
+                "recovery_s": (self.event or {}).get("recovery_s"), "event": self.event}
 
 
-def command_runner(command: str, timeout_s: float, env: Mapping[str, str] | None = None) -> Callable[[], None]:
-    """A callable that runs the user's reset command (no shell) and raises on failure. ``env`` is
-    added to its environment: the test bed's parts (``NETRIG_DUT_NETNS``, ``NETRIG_DUT_IFACES`` …),
-    so the command can address the DUT, e.g. ``ip netns exec $NETRIG_DUT_NETNS …`` in a script."""
-    argv = shlex.split(command)
-    if not argv:
-        raise ConfigError("rfc2544_reset.command", "is required: the command that resets the DUT")
-    full_env = {**os.environ, **(env or {})}
-
-    def run() -> None:
-        try:
-            p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, env=full_env)
-        except (OSError, subprocess.TimeoutExpired) as e:
-            raise MethodologyError(f"reset command {command!r} failed: {e}") from None
-        if p.returncode != 0:
-            raise MethodologyError(f"reset command {command!r} exited {p.returncode}: {p.stderr.strip()[:200]}")
-
-    return run
+def simulated_reset(event: Event) -> EventRun:
+    """A simulated DUT resets itself: the event "runs" and succeeds at once."""
+    now = time.monotonic_ns()
+    return EventRun(event.command, event.at_s, started_ns=now, ended_ns=now, exit_status=0)
 
 
 def measure_reset(measurer: Measurer, frame: FrameSize, line_rate: LineRate, throughput_pps: float,
-                  params: ResetParams, reset: Callable[[], None] | None = None,
+                  params: ResetParams, run_event: Callable[[Event], EventRun] | None = None,
                   env: Mapping[str, str] | None = None) -> ResetResult:
+    """One trial at ``rate_pct`` of throughput with the reset command as its event, run in the DUT's
+    namespace (``env["NETRIG_DUT_NETNS"]``) with the test bed's parts in its environment. A command
+    that fails or times out raises ``MethodologyError`` (no reset happened: nothing to measure)."""
     rate = max(throughput_pps * params.rate_pct / 100, 1.0)
-    fn = reset or command_runner(params.command, params.command_timeout_s, env)
+    if run_event is None:
+        if not params.command.strip():
+            raise ConfigError("rfc2544_reset.command", "is required: the command that resets the DUT")
+        env = dict(env or {})
+        run_event = CommandRunner(env.get("NETRIG_DUT_NETNS"), env, params.command_timeout_s)
     after_s = params.reset_after_s if params.reset_after_s is not None else min(10.0, params.duration_s / 2)
-    c = measurer.measure_reset(Load(rate, frame), params.duration_s, fn, after_s)
-    return ResetResult(rate, c.reset_time_s, c.frames_lost)
+    c = measurer.measure_events(Load(rate, frame), params.duration_s, [Event(params.command or "reset", after_s)],
+                                run_event)
+    ev: EventResult | None = c.events[0] if c.events else None
+    if ev is not None and not ev.run.ok:
+        raise MethodologyError(f"reset command {params.command!r} {ev.run.problem()}")
+    if ev is None:  # a measurer without per-flow gaps: the loss at the offered rate
+        reset_s = c.frames_lost / c.offered_pps if c.offered_pps else None
+    else:
+        reset_s = ev.outage_s
+    return ResetResult(rate, reset_s, c.frames_lost, ev.to_dict() if ev is not None else None)
 
 
 # --------------------------------------------------------------------------------------------- #
 # Reading it back from results
 
 def table(r: RunView) -> Table:
-    t = Table(["frame size", "reset time", "frames lost", "rate"])
+    t = Table(["frame size", "reset time", "recovery", "frames lost", "rate"])
     for e in r.method_results(METHOD_NAME):
         reps = objs(e, "repetitions")
         t.add([fmt.size(e.get("frame_size")), fmt.seconds(med(reps, "reset_time_s")),
-               fmt.count(med(reps, "frames_lost")),
+               fmt.seconds(med(reps, "recovery_s")), fmt.count(med(reps, "frames_lost")),
                fmt.fps(med(reps, "rate_pps"))])
+    return t
+
+
+def outage_table(r: RunView) -> Table:
+    """Every reset (each repetition's event): the command's exit, and per flow the outage (last frame
+    received before to first after, by transmit time) and the frames lost in it."""
+    t = Table(["frame size", "rep", "command", "flow", "outage", "frames lost", "last before", "first after"])
+    ms = lambda v: "never" if v is None else f"{v * 1000:.1f} ms"
+    for e in r.method_results(METHOD_NAME):
+        for k, rep in enumerate(objs(e, "repetitions")):
+            ev = rep.get("event") or {}
+            run = ev.get("event") or {}
+            status = "ok" if run.get("ok") else f"exit {run.get('exit_status')}"
+            flows = ev.get("flows") or []
+            if not flows:
+                t.add([fmt.size(e.get("frame_size")), str(k + 1), status, "—", "no outage", "0", "—", "—"])
+            for f in flows:
+                t.add([fmt.size(e.get("frame_size")), str(k + 1), status, str(f.get("flow_id")),
+                       ms(f.get("outage_s")), fmt.count(f.get("frames_lost")), ms(f.get("before_s")),
+                       ms(f.get("after_s"))])
+    t.caption = "times from the reset command's start; per flow from its sequence numbers and transmit timestamps"
     return t
 
 
@@ -130,24 +160,29 @@ class Reset(Method):
     cli_fields = {"command": "--reset-command"}
 
     def run(self, params: ResetParams, ctx: Context) -> ResetResult:
-        reset = (lambda: None) if ctx.simulated_dut and not params.command else None  # a model resets itself
-        return measure_reset(ctx.measurer, ctx.frame, ctx.line_rate, ctx.throughput_or(1.0), params, reset=reset,
-                             env=ctx.command_env)
+        run_event = simulated_reset if ctx.simulated_dut and not params.command else None  # a model resets itself
+        return measure_reset(ctx.measurer, ctx.frame, ctx.line_rate, ctx.throughput_or(1.0), params,
+                             run_event=run_event, env=ctx.command_env)
 
     def console_rows(self, result: dict, flags: str) -> list[list[str]]:
         return [fmt.stat_seconds_row(result, "reset_time_s", flags)]
 
     def html(self, run: RunView) -> dict[str, str]:
+        outages = outage_table(run)
         return {OTHER_METHODS.id: "<h3>" + esc("Reset (RFC 2544 §26.6)") + "</h3>"
-                + (table_html(table(run)) or empty(f"No {self.label} in this result."))}
+                + (table_html(table(run)) or empty(f"No {self.label} in this result."))
+                + (("<h4>" + esc("Outage per flow") + "</h4>" + table_html(outages)) if outages else "")}
 
     def markdown(self, run: RunView) -> str:
         t = table(run)
-        return section_md("Reset", table_md(t), "") if t else ""
+        outages = outage_table(run)
+        body = table_md(t) + ("\n\n**Outage per flow**\n\n" + table_md(outages) if outages else "")
+        return section_md("Reset", body, "") if t else ""
 
     def add_cli_options(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--reset-command", default="",
-                            help="command that resets the DUT (for --tests reset); it runs without a shell, with "
+                            help="command that resets the DUT (for --tests reset): a shell command line run in the "
+                            "DUT's namespace (the event of one trial with events), with "
                             "the test bed's parts in its environment: NETRIG_DUT_NETNS, NETRIG_DUT_IFACES, "
                             "NETRIG_TX_NETNS, NETRIG_TX_IFNAME, NETRIG_RX_NETNS, NETRIG_RX_IFNAME, NETRIG_TESTBED_ID")
 

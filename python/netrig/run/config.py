@@ -2,8 +2,9 @@
 
 Every error names the field path and, for enumerations, the allowed values, e.g.
 ``methods[1].rfc2544_throughput.resolution_pct: must be > 0 (got -1)``. Unknown keys are errors
-with a "did you mean" suggestion. Config is data: nothing in it is executed (the reset command is
-run without a shell, only by the ``rfc2544_reset`` method).
+with a "did you mean" suggestion. Config is data: nothing in it is executed while it is read (the
+reset command, a shell command line, runs only as the ``rfc2544_reset`` method's event, in the DUT's
+namespace).
 
 Fields are parsed by their type and name: ``*_s`` fields take durations (``2s``, ``500ms``),
 ``*_bps`` fields speeds (``10G``), ``sizes`` frame sizes. The methods and their parameter classes

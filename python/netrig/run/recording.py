@@ -14,6 +14,7 @@ from dataclasses import replace
 
 from netrig.errors import ResultError
 from netrig.measure import Load, Measurer, Phase, StackRequest, TrialCounts
+from netrig.measure.events import Event, EventRun
 from netrig.model import FrameSize, LineRate
 from netrig.results import TrialLog, utc_now
 
@@ -159,14 +160,13 @@ class RecordingMeasurer:
         self.progress("trial_end", {**info, "replayed": False, "result": doc})
         return doc
 
-    def measure_reset(self, load: Load, duration_s: float, reset: Callable[[], None],
-                      reset_after_s: float) -> TrialCounts:
+    def measure_events(self, load: Load, duration_s: float, events: Sequence[Event],
+                       run_event: Callable[[Event], EventRun]) -> TrialCounts:
         load_d = self._load_d(load, duration_s)
-        load_d["reset_after_s"] = reset_after_s
-        return self._do("reset", load.frame_size, load_d, None,
-                        lambda key: self._target().measure_reset(replace(load, tag=key), duration_s, reset,
-                                                                 reset_after_s))
-
+        load_d["events"] = [e.to_dict() for e in events]
+        return self._do("events", load.frame_size, load_d, None,
+                        lambda key: self._target().measure_events(replace(load, tag=key), duration_s, events,
+                                                                  run_event))
 
 def check_record(rec: dict) -> None:
     """Raise ``ResultError`` naming the trial when a recorded trial cannot be replayed (a value of the

@@ -1,0 +1,342 @@
+"""Events under load: commands run in the DUT's namespace mid-trial, and what they cost each flow.
+
+An :class:`Event` is a shell command line and when it runs (``at_s`` after the measured run
+begins): an nftables reload, a link flap, a route change, a daemon restart. A :class:`CommandRunner`
+runs it (``sh -c`` inside ``ip netns exec <netns>`` when a namespace is given, with a timeout,
+the whole process group killed when it expires) and records an :class:`EventRun`: when it really
+started and ended (``CLOCK_MONOTONIC``), its exit status and the tail of its output. A command that
+fails is recorded, never raised.
+
+What an event cost is measured from the receiver's own data, per flow (:func:`event_results`): the
+engine keeps every flow's longest sequence gaps with the transmit times of the last frame received
+before each and the first after it (``FlowResult.gaps``, one slot per event and one more). For an
+event, a flow's outage is its longest gap that ends after the command started and begins before the
+next event started: outage = first frame after − last frame before, frames lost = the sequence
+numbers missing in it. A flow that never received again after the event has an unbounded outage
+(``recovered`` false). The recovery time comes from per-interval counts of the whole trial
+(:data:`INTERVAL_S` long, both sent and received attributed by transmit time): from the command's
+start to the beginning of the first run of loss-free intervals at least :data:`RECOVERY_HOLD_S`
+long that follows the first lossy interval of the event's window (0 when nothing was lost).
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from netrig.errors import ConfigError
+
+#: Per-interval counting of a trial with events, seconds (the recovery time's resolution).
+INTERVAL_S = 0.01
+#: Forwarding counts as loss-free again after this long without a lost frame, seconds.
+RECOVERY_HOLD_S = 0.1
+#: Default time a command may take before it is killed, seconds.
+DEFAULT_TIMEOUT_S = 30.0
+#: Most events in one trial (the engine keeps one sequence gap per event and one more, per flow).
+MAX_EVENTS = 63
+#: A flow whose last frame left this long before an event's command started (or later) and that
+#: never received again stopped in that event, ns.
+TAIL_SLACK_NS = 100_000_000
+#: Characters of a command's output kept in the result.
+OUTPUT_TAIL_CHARS = 400
+
+
+@dataclass(frozen=True)
+class Event:
+    """``command`` (a shell command line) runs ``at_s`` seconds after the measured run begins."""
+
+    command: str
+    at_s: float
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.command, str) or not self.command.strip():
+            raise ConfigError("event.command", "must be a non-empty command line (e.g. 'ip link set dev eth0 down')")
+        try:
+            shlex.split(self.command)
+        except ValueError as e:
+            raise ConfigError("event.command", f"{self.command!r}: {e} (a shell command line: balance its "
+                                               "quotes)") from None
+        if isinstance(self.at_s, bool) or not isinstance(self.at_s, (int, float)) or not self.at_s >= 0:
+            raise ConfigError("event.at_s", f"must be a number of seconds >= 0 (got {self.at_s!r})")
+
+    def to_dict(self) -> dict:
+        return {"command": self.command, "at_s": self.at_s}
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> Event:
+        return cls(d.get("command", ""), d.get("at_s", -1))
+
+
+def check_events(events: Sequence[Event], duration_s: float, field_name: str = "events") -> None:
+    """Every event falls inside a trial of ``duration_s``; at most :data:`MAX_EVENTS`."""
+    if len(events) > MAX_EVENTS:
+        raise ConfigError(field_name, f"{len(events)} events: at most {MAX_EVENTS} in one trial")
+    for e in events:
+        if e.at_s >= duration_s:
+            raise ConfigError(field_name, f"an event at {e.at_s:g} s is not inside the {duration_s:g} s trial: "
+                                          "give a time before its end (or a longer duration)")
+
+
+@dataclass(frozen=True)
+class EventRun:
+    """What running an event's command did. Times are ``CLOCK_MONOTONIC`` ns (``started_ns`` 0: it
+    never ran, e.g. the trial ended first). ``exit_status`` is ``None`` when it did not exit by itself
+    (timed out, or could not start: ``error``)."""
+
+    command: str
+    at_s: float
+    netns: str | None = None
+    started_ns: int = 0
+    ended_ns: int = 0
+    exit_status: int | None = None
+    timed_out: bool = False
+    output_tail: str = ""
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_status == 0 and not self.timed_out and self.error is None
+
+    @property
+    def took_s(self) -> float:
+        return max(0, self.ended_ns - self.started_ns) / 1e9
+
+    def problem(self) -> str | None:
+        """What went wrong, in words (``None``: it ran and exited 0)."""
+        if self.error:
+            return self.error
+        if self.timed_out:
+            return f"timed out after {self.took_s:.1f} s and was killed"
+        if self.exit_status is None:
+            return "did not run"
+        if self.exit_status != 0:
+            tail = " ".join(self.output_tail.split())[-160:]
+            return f"exited {self.exit_status}" + (f": {tail}" if tail else "")
+        return None
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "ok": self.ok, "took_s": self.took_s}
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> EventRun:
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+
+
+class EventRunnerFn(Protocol):
+    def __call__(self, event: Event) -> EventRun: ...
+
+
+class CommandRunner:
+    """Runs events' commands with ``sh -c``, in ``netns`` (``ip netns exec``) when given, with the
+    test bed's parts in the environment (``env``: ``NETRIG_DUT_NETNS`` …), killing the command's
+    whole process group after ``timeout_s``."""
+
+    def __init__(self, netns: str | None = None, env: Mapping[str, str] | None = None,
+                 timeout_s: float = DEFAULT_TIMEOUT_S):
+        if not timeout_s > 0:
+            raise ConfigError("event_timeout_s", f"must be > 0 seconds (got {timeout_s!r})")
+        self.netns, self.env, self.timeout_s = netns, dict(env or {}), timeout_s
+
+    def argv(self, command: str) -> list[str]:
+        sh = ["sh", "-c", command]
+        return ["ip", "netns", "exec", self.netns, *sh] if self.netns else sh
+
+    def __call__(self, event: Event) -> EventRun:
+        start = time.monotonic_ns()
+        try:
+            p = subprocess.Popen(self.argv(event.command), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL, env={**os.environ, **self.env}, start_new_session=True)
+        except OSError as e:
+            return EventRun(event.command, event.at_s, self.netns, started_ns=start, ended_ns=time.monotonic_ns(),
+                            error=f"could not start: {e}")
+        timed_out = False
+        try:
+            out, _ = p.communicate(timeout=self.timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            out, _ = p.communicate()
+        end = time.monotonic_ns()
+        text = out.decode(errors="replace") if out else ""
+        return EventRun(event.command, event.at_s, self.netns, started_ns=start, ended_ns=end,
+                        exit_status=None if timed_out else p.returncode, timed_out=timed_out,
+                        output_tail=text[-OUTPUT_TAIL_CHARS:])
+
+
+class EventClock:
+    """Fires events at their times after the measured run begins, on a thread of their own.
+
+    Feed it the engine's live snapshots (:meth:`progress`): the first one in the ``running`` phase
+    fixes the run start. :meth:`finish` (after the trial) waits for commands still running and
+    returns every :class:`EventRun`, in the events' order; an event whose time the trial never
+    reached did not run."""
+
+    def __init__(self, events: Sequence[Event], runner: Callable[[Event], EventRun]):
+        self.events = sorted(events, key=lambda e: e.at_s)
+        self.runner = runner
+        self.runs: dict[int, EventRun] = {}
+        self._start_ns: int | None = None
+        self._started = threading.Event()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._fire, name="netrig-events", daemon=True)
+        self._thread.start()
+
+    def progress(self, phase: str, elapsed_s: float) -> None:
+        if self._start_ns is None and phase == "running":
+            self._start_ns = time.monotonic_ns() - int(elapsed_s * 1e9)
+            self._started.set()
+
+    def _fire(self) -> None:
+        while not self._started.wait(0.05):
+            if self._done.is_set():
+                return
+        assert self._start_ns is not None
+        for i, e in enumerate(self.events):
+            while True:
+                wait = (self._start_ns + e.at_s * 1e9 - time.monotonic_ns()) / 1e9
+                if wait <= 0:
+                    break
+                if self._done.wait(min(wait, 0.05)):
+                    return
+            self.runs[i] = self.runner(e)
+
+    def finish(self, timeout_s: float) -> list[EventRun]:
+        self._done.set()
+        self._thread.join(timeout_s)
+        return [self.runs.get(i) or EventRun(e.command, e.at_s, error="did not run: the trial ended first")
+                for i, e in enumerate(self.events)]
+
+
+@dataclass(frozen=True)
+class FlowOutage:
+    """One flow's outage in an event: the gap between the last frame received before and the first
+    after (their transmit times, seconds from the command's start; ``after_s`` ``None`` when the flow
+    never received again), and the sequence numbers missing in it."""
+
+    flow_id: int
+    frames_lost: int
+    before_s: float
+    after_s: float | None
+
+    @property
+    def outage_s(self) -> float | None:
+        return None if self.after_s is None else self.after_s - self.before_s
+
+    @property
+    def recovered(self) -> bool:
+        return self.after_s is not None
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "outage_s": self.outage_s, "recovered": self.recovered}
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> FlowOutage:
+        return cls(int(d["flow_id"]), int(d["frames_lost"]), float(d["before_s"]),
+                   None if d.get("after_s") is None else float(d["after_s"]))
+
+
+@dataclass(frozen=True)
+class EventResult:
+    """An event, what running it did, and what it cost: per flow the outage (flows without a gap in
+    the event's window are left out: no outage), and the time from the command's start until
+    forwarding was loss-free again (``recovery_s``; ``None`` when it never was, or unknown)."""
+
+    run: EventRun
+    flows: tuple[FlowOutage, ...] = ()
+    recovery_s: float | None = 0.0
+    flows_total: int = 0
+    raw: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def outage_s(self) -> float | None:
+        """The longest outage over flows (0 with none; ``None`` when a flow never recovered)."""
+        if any(not f.recovered for f in self.flows):
+            return None
+        return max((f.outage_s or 0.0 for f in self.flows), default=0.0)
+
+    @property
+    def frames_lost(self) -> int:
+        return sum(f.frames_lost for f in self.flows)
+
+    @property
+    def recovered(self) -> bool:
+        return all(f.recovered for f in self.flows)
+
+    def to_dict(self) -> dict:
+        return {"event": self.run.to_dict(), "outage_s": self.outage_s, "frames_lost": self.frames_lost,
+                "recovery_s": self.recovery_s, "recovered": self.recovered, "flows_total": self.flows_total,
+                "flows": [f.to_dict() for f in self.flows], "raw": self.raw}
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> EventResult:
+        return cls(EventRun.from_dict(d["event"]), tuple(FlowOutage.from_dict(f) for f in d.get("flows") or ()),
+                   d.get("recovery_s"), int(d.get("flows_total") or 0), dict(d.get("raw") or {}))
+
+
+def _recovery_s(intervals: Sequence[Any], run_start_ns: int, start_ns: int, end_ns: int | None) -> float | None:
+    """Seconds from ``start_ns`` to the first run of loss-free intervals :data:`RECOVERY_HOLD_S`
+    long after the first lossy interval of [``start_ns``, ``end_ns``); 0 when none was lossy."""
+    ivs = [(run_start_ns + int(iv.start_s * 1e9), int(iv.duration_s * 1e9), iv.frames_sent > iv.frames_received)
+           for iv in intervals]
+    # From the interval the command started in, until the next event's.
+    ivs = [iv for iv in ivs if iv[0] + iv[1] > start_ns and (end_ns is None or iv[0] < end_ns)]
+    first = next((k for k, iv in enumerate(ivs) if iv[2]), None)
+    if first is None:
+        return 0.0
+    k = first
+    while k < len(ivs):
+        if ivs[k][2]:
+            k += 1
+            continue
+        j, held = k, 0
+        while j < len(ivs) and not ivs[j][2] and held < RECOVERY_HOLD_S * 1e9:
+            held += ivs[j][1]
+            j += 1
+        if held >= RECOVERY_HOLD_S * 1e9 or j == len(ivs):
+            return max(0, ivs[k][0] - start_ns) / 1e9
+        k = j
+    return None
+
+
+def event_results(result: Any, runs: Sequence[EventRun]) -> tuple[EventResult, ...]:
+    """Each event's cost from an engine ``TrialResult`` with gaps and intervals (see the module)."""
+    epoch, run_start = result.epoch_ns, result.run_start_ns
+    flows = list(result.flows)
+    out = []
+    starts = [r.started_ns for r in runs]
+    for i, r in enumerate(runs):
+        if not r.started_ns:
+            out.append(EventResult(r, recovery_s=None, flows_total=len(flows)))
+            continue
+        later = [s for s in starts[i + 1:] if s > r.started_ns]
+        end = min(later) if later else None
+        outages = []
+        for f in flows:
+            best = None
+            for g in f.gaps:
+                inside = epoch + g.after_ns > r.started_ns and (end is None or epoch + g.before_ns < end)
+                if inside and (best is None or g.duration_ns > best.duration_ns):
+                    best = g
+            last = epoch + f.last_rx_tx_ns
+            if f.tail_missing and f.frames_received and last >= r.started_ns - TAIL_SLACK_NS and \
+                    (end is None or last < end - TAIL_SLACK_NS):
+                # The flow's last frame came around this event: it never received again.
+                outages.append(FlowOutage(f.flow_id, f.tail_missing, (last - r.started_ns) / 1e9, None))
+                continue
+            if best is not None:
+                outages.append(FlowOutage(f.flow_id, best.missing, (epoch + best.before_ns - r.started_ns) / 1e9,
+                                          (epoch + best.after_ns - r.started_ns) / 1e9))
+        rec = _recovery_s(result.intervals, run_start, r.started_ns, end) if result.intervals else None
+        if any(not o.recovered for o in outages):
+            rec = None
+        out.append(EventResult(r, tuple(outages), rec, len(flows)))
+    return tuple(out)
