@@ -22,7 +22,7 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from netrig.errors import ConfigError
 from netrig.testbed.nsthread import netlink_route, run_in_netns
@@ -139,7 +139,35 @@ class MonitorResult:
                 "busiest_cpu": top}
 
 
-class Monitor:
+class Sampler:
+    """What every monitor shares: samples and marks in ``result`` on one clock (seconds since
+    ``_t0``), and ``with`` starting and stopping it. Subclasses set ``result``, ``_t0`` and
+    ``_lock`` and define ``start`` and ``stop``."""
+
+    result: MonitorResult
+    _t0: float
+    _lock: threading.Lock
+
+    def start(self) -> Self:
+        raise NotImplementedError
+
+    def stop(self) -> MonitorResult:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def mark(self, label: str) -> None:
+        with self._lock:
+            # kept in time order even when a sample taken just before is appended just after
+            bisect.insort(self.result.samples, {"t_s": round(time.monotonic() - self._t0, 4), "mark": str(label)},
+                          key=lambda x: x["t_s"])
+
+
+class Monitor(Sampler):
     """Sample CPU, memory, conntrack and interface counters in a background thread::
 
         with Monitor(interval_s=0.5, netns_ifaces=tb.monitor_targets(), pids=[os.getpid()],
@@ -208,18 +236,6 @@ class Monitor:
             self._thread.join()
             self._thread = None
         return self.result
-
-    def __enter__(self) -> Monitor:
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
-
-    def mark(self, label: str) -> None:
-        with self._lock:
-            # kept in time order even when a sample taken just before is appended just after
-            bisect.insort(self.result.samples, {"t_s": round(time.monotonic() - self._t0, 4), "mark": str(label)},
-                          key=lambda x: x["t_s"])
 
     # --------------------------------------------------------------- sampling
     def _run(self, ready: threading.Event) -> None:

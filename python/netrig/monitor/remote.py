@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from netrig.errors import ConfigError, NetrigError
-from netrig.monitor.monitor import CPU_FIELDS, MonitorResult, cpu_percent
+from netrig.monitor.monitor import CPU_FIELDS, MonitorResult, Sampler, cpu_percent
 
 #: Seconds to wait for the first record (ssh connect, login, first sample).
 CONNECT_TIMEOUT_S = 15.0
@@ -98,7 +98,7 @@ class RemoteMonitorError(NetrigError):
     """The remote DUT could not be monitored (SSH failed, or the host is not a Linux with /proc)."""
 
 
-class RemoteMonitor:
+class RemoteMonitor(Sampler):
     """Sample a Linux DUT over SSH in a background thread, like :class:`Monitor` does locally::
 
         with RemoteMonitor("dut1", interval_s=1.0, procs=["bird", "conntrackd"]) as mon:
@@ -193,17 +193,6 @@ class RemoteMonitor:
                 if f is not None:
                     f.close()
         return self.result
-
-    def __enter__(self) -> RemoteMonitor:
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
-
-    def mark(self, label: str) -> None:
-        with self._lock:
-            bisect.insort(self.result.samples, {"t_s": round(time.monotonic() - self._t0, 4), "mark": str(label)},
-                          key=lambda x: x["t_s"])
 
     # --------------------------------------------------------------- reading
     def _why(self) -> str:
