@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -252,13 +253,31 @@ def test_sigterm_stops_netrig_trial_with_a_partial_result():
         p = subprocess.Popen([*NETRIG, "trial", "--tx", if_a, "--tx-netns", ns_a, "--rx", if_b, "--rx-netns", ns_b,
                               "--rate", "10kpps", "--duration", "60s", "--drain", "0.2s", "--json"], env=ENV,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(2.0)
+        # SIGTERM once traffic runs: after the first progress line (timestamped without a terminal),
+        # however long the start took on a busy machine.
+        lines: list[str] = []
+        ticking = threading.Event()
+
+        def read_stderr() -> None:
+            assert p.stderr is not None
+            for ln in p.stderr:
+                lines.append(ln)
+                if ln[:4].isdigit() and " tx " in ln:
+                    ticking.set()
+
+        reader = threading.Thread(target=read_stderr, daemon=True)
+        reader.start()
+        assert ticking.wait(30), f"no timestamped progress line within 30 s: {''.join(lines)}"
         p.send_signal(signal.SIGTERM)
-        out, err = p.communicate(timeout=30)
+        out = p.stdout.read() if p.stdout else ""
+        p.wait(30)
+        reader.join(10)
+        for f in (p.stdout, p.stderr):
+            if f is not None:
+                f.close()
+        err = "".join(lines)
         assert p.returncode == 143, err
         assert "stopped by SIGTERM: traffic stopped" in err and "Traceback" not in err
-        ticks = [ln for ln in err.splitlines() if ln[:4].isdigit() and " tx " in ln]
-        assert ticks, f"no timestamped progress lines without a terminal: {err}"
         doc = json.loads(out)
         assert doc["interrupted"] is True and doc["result"]["frames_sent"] > 0
 
