@@ -22,7 +22,10 @@ def test_two_pairs_in_one_trial(io):
             netrig.Stream(**tb.stream_defaults(tx="p2", rx="p3"), frame_size=512, rate_pps=20_000, tx_port=2,
                           rx_port=3, flows=4, name="p2-p3"),
         ]
-        r = netrig.run_trial(ports=ports, streams=streams, frames=40_000, drain_s=0.3)
+        # Counting across four ports, not pacing: on two vCPUs both TX workers share one CPU and
+        # take turns (yield), which can stretch the 1-s run past the default 2 % by a few tens of ms
+        # (a known tester limit, docs/architecture.md); the stretch is still measured and reported.
+        r = netrig.run_trial(ports=ports, streams=streams, frames=40_000, drain_s=0.3, max_stretch_pct=50)
         a, b = r.streams
         assert (a.frames_sent, a.frames_received, a.flows) == (40_000, 40_000, 8)
         assert (b.frames_sent, b.frames_received, b.flows) == (40_000, 40_000, 4)
