@@ -21,14 +21,27 @@ from netrig.errors import (
     ResultError,
     TestbedError,
 )
-from netrig.trial import FlowResult, Latency, Port, PortResult, Stream, StreamResult, TrialResult, run_trial
+from netrig.trial import (
+    FlowResult,
+    Latency,
+    ListenResult,
+    Port,
+    PortResult,
+    Stream,
+    StreamResult,
+    TrialResult,
+    listen,
+    run_trial,
+)
 
 __all__ = [
     "__version__",
     "Port",
     "Stream",
     "run_trial",
+    "listen",
     "TrialResult",
+    "ListenResult",
     "StreamResult",
     "FlowResult",
     "PortResult",

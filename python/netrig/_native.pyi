@@ -15,9 +15,10 @@ __all__ = [
     "RFC2544_FRAME_SIZES", "FRAME_SIZE_MIXES", "DEFAULT_DRAIN_S", "MAX_DURATION_S", "MAX_DRAIN_S", "MAX_RATE_PPS",
     "MAX_RATE_BPS", "MAX_FRAMES", "MAX_QUEUES", "MAX_FLOWS", "IO_MODES", "PACING_MODES", "DEFAULT_MAX_STRETCH_PCT",
     "MAX_RAMP_STEPS", "FrameSizeSpec", "RateSpec", "FlowSpec", "StopSpec", "PhaseSpec", "StreamSpec", "Port",
-    "TrialSpec", "Snapshot", "Trial", "LatencySummary", "SeqGap", "FlowResult", "StreamResult", "PortResult",
-    "Smoothness", "IntervalResult", "TrialResult", "InterfaceInfo", "IoProbe", "interface_info", "list_interfaces",
-    "probe_io", "probe_xdp_program", "line_rate_fps", "linear_ramp",
+    "TrialSpec", "Snapshot", "Trial", "Listen", "LatencySummary", "SeqGap", "FlowResult", "StreamResult", "PortResult",
+    "Smoothness", "IntervalResult", "TrialResult", "HeardFlow", "ForeignKind", "ListenPort", "ListenResult",
+    "InterfaceInfo", "IoProbe", "interface_info", "list_interfaces", "probe_io", "probe_xdp_program", "line_rate_fps",
+    "linear_ramp",
 ]
 
 __version__: str
@@ -317,6 +318,20 @@ class Trial:
     def snapshot(self) -> Snapshot: ...
     def result(self) -> TrialResult:
         """The result (waits for the end); raises the engine's error if the trial failed."""
+
+@final
+class Listen:
+    """Receive only: count whatever arrives on ``ports`` for ``duration_s`` (signed frames per
+    sender's trial and flow, the rest by EtherType and IP protocol); opening the ports raises first."""
+
+    def __new__(cls, ports: Sequence[Port], duration_s: float, *, rx_cpus: Sequence[int] = ()) -> Listen: ...
+    def wait(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for the end (GIL released); true when it has ended."""
+    def stop(self) -> None:
+        """Stop listening now; the result keeps what was counted."""
+    def snapshot(self) -> Snapshot: ...
+    def result(self) -> ListenResult:
+        """The result (waits for the end); raises the engine's error if the listen failed."""
 
 # -- results ------------------------------------------------------------------------------------
 @final
@@ -680,3 +695,99 @@ def list_interfaces(netns: str | None = None) -> list[str]: ...
 def probe_io(ifname: str, netns: str | None = None) -> list[IoProbe]: ...
 def probe_xdp_program(ifname: str) -> tuple[bool, str]:
     """Whether the AF_XDP steering program loads on ``ifname`` (nothing attached): (ok, detail)."""
+
+@final
+class HeardFlow:
+    """One flow of signed frames a listen heard: a sender's trial tag and flow id."""
+
+    @property
+    def trial(self) -> int: ...
+    @property
+    def flow_id(self) -> int: ...
+    @property
+    def frames(self) -> int:
+        """Unique frames received."""
+    @property
+    def bytes(self) -> int: ...
+    @property
+    def duplicated(self) -> int: ...
+    @property
+    def reordered(self) -> int: ...
+    @property
+    def first_seq(self) -> int:
+        """Lowest and highest sequence number heard."""
+    @property
+    def last_seq(self) -> int: ...
+    @property
+    def missing(self) -> int:
+        """Sequence numbers between the first and the last heard that never arrived."""
+    @property
+    def warmup(self) -> int:
+        """Warm-up frames (counted apart)."""
+    def to_dict(self) -> dict[str, object]: ...
+
+@final
+class ForeignKind:
+    """Frames without a netrig signature of one kind."""
+
+    @property
+    def ethertype(self) -> int: ...
+    @property
+    def ip_proto(self) -> int | None:
+        """IP protocol (IPv4) or next header (IPv6); ``None`` when not IP."""
+    @property
+    def frames(self) -> int: ...
+    @property
+    def bytes(self) -> int: ...
+    def to_dict(self) -> dict[str, object]: ...
+
+@final
+class ListenPort:
+    """One port of a listen."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def backend(self) -> str: ...
+    @property
+    def frames(self) -> int: ...
+    @property
+    def bytes(self) -> int: ...
+    @property
+    def ring_drops(self) -> int:
+        """Frames lost in the tester's own ring (never the sender's or the network's loss)."""
+    def to_dict(self) -> dict[str, object]: ...
+
+@final
+class ListenResult:
+    """What a listen (receive only) heard."""
+
+    @property
+    def duration_s(self) -> float: ...
+    @property
+    def started_realtime_ns(self) -> int: ...
+    @property
+    def interrupted(self) -> bool: ...
+    @property
+    def ports(self) -> tuple[ListenPort, ...]: ...
+    @property
+    def flows(self) -> tuple[HeardFlow, ...]: ...
+    @property
+    def foreign(self) -> tuple[ForeignKind, ...]: ...
+    @property
+    def untracked(self) -> int:
+        """Signed frames of flows beyond the number a listen tracks."""
+    @property
+    def rx_cpus(self) -> tuple[int, ...]: ...
+    @property
+    def error(self) -> str | None:
+        """A receive error that stopped a worker early, if any."""
+    @property
+    def frames(self) -> int: ...
+    @property
+    def signed_frames(self) -> int: ...
+    @property
+    def foreign_frames(self) -> int: ...
+    @property
+    def missing(self) -> int: ...
+    def to_dict(self) -> dict[str, object]: ...

@@ -40,6 +40,9 @@ Latency = _native.LatencySummary
 Snapshot = _native.Snapshot
 Smoothness = _native.Smoothness
 IntervalResult = _native.IntervalResult
+ListenResult = _native.ListenResult
+HeardFlow = _native.HeardFlow
+ForeignKind = _native.ForeignKind
 IO_MODES: tuple[str, ...] = _native.IO_MODES
 #: TX pacing modes, default first (see :func:`run_trial`).
 PACING_MODES: tuple[str, ...] = _native.PACING_MODES
@@ -262,13 +265,15 @@ def run_trial(
     phases: Sequence[tuple[float | str, float]] | None = None,
     interval_s: float | str | None = None,
     gap_slots: int = 1,
+    receive: bool = True,
 ) -> TrialResult:
     """Run one trial and return its :class:`TrialResult`.
 
     Two-port form: ``run_trial(tx, rx, [stream, ...], duration_s=10)`` — streams go from ``tx`` to
     ``rx``; with ``rx=None`` the trial only transmits (counts are the sender's). Multi-port form:
     ``run_trial(ports=[p0, p1, p2, p3], streams=[...])`` with each stream's ``tx_port``/``rx_port``
-    indexing ``ports``. Stop after ``duration_s``, ``frames`` or ``bursts`` = (frames per burst,
+    indexing ``ports`` (``receive=False``: nothing receives, every stream's ``rx_port`` is ignored
+    and counts are the senders'). Stop after ``duration_s``, ``frames`` or ``bursts`` = (frames per burst,
     bursts, gap between burst starts in s). ``progress`` is called with a live :class:`Snapshot`
     (``phase``, ``elapsed_s``, ``tx_frames``, ``rx_frames``) about every ``progress_interval_s``.
 
@@ -283,7 +288,6 @@ def run_trial(
     longest sequence gaps every flow keeps (``FlowResult.gaps``: an outage's frames and the transmit
     times around it; events under load keep one per event and one more).
     """
-    receive = True
     if isinstance(streams, (str, bytes)) or not isinstance(streams, Sequence):
         raise ConfigError("streams", f"must be a list of netrig.Stream (got {streams!r})")
     if ports is None:
@@ -296,6 +300,8 @@ def run_trial(
                        for s in streams]
         else:
             ports = [tx, rx]
+    elif not receive:
+        streams = [dataclasses.replace(s, rx_port=s.tx_port) if isinstance(s, Stream) else s for s in streams]
     for i, s in enumerate(streams):
         if not isinstance(s, Stream):
             raise ConfigError(f"streams[{i}]", f"{s!r} is not a netrig.Stream")
@@ -309,9 +315,33 @@ def run_trial(
         rx_cpus=tuple(rx_cpus or ()), receive=receive, pacing=pacing, max_stretch_pct=max_stretch_pct,
         phases=phase_specs, interval_s=None if interval_s is None else _seconds(interval_s, "interval_s"),
         gap_slots=gap_slots)
-    handle = _native.Trial(spec)
+    return _watch(_native.Trial(spec), progress, progress_interval_s, "trial", "traffic stopped")
+
+
+def listen(
+    ports: Sequence[Port],
+    duration_s: float | str,
+    *,
+    rx_cpus: Sequence[int] | None = None,
+    progress: Callable[[Snapshot], None] | None = None,
+    progress_interval_s: float = 0.2,
+) -> ListenResult:
+    """Receive only: count whatever arrives on ``ports`` for ``duration_s`` and return a
+    :class:`ListenResult` — signed frames per sender's trial and flow (unique, duplicated,
+    reordered, and ``missing``: sequence numbers between the first and the last heard that never
+    arrived), every other frame by EtherType and IP protocol. Nothing is sent. Ctrl-C or SIGTERM
+    stops it; :class:`netrig.errors.InterruptedTrial` then carries the partial result."""
+    if isinstance(ports, (str, bytes)) or not isinstance(ports, Sequence):
+        raise ConfigError("ports", f"must be a list of netrig.Port (got {ports!r})")
+    handle = _native.Listen(list(ports), _seconds(duration_s, "duration_s"), rx_cpus=tuple(rx_cpus or ()))
+    return _watch(handle, progress, progress_interval_s, "listen", "receiving stopped")
+
+
+def _watch(handle: Any, progress: Callable[[Snapshot], None] | None, every_s: float, what: str, stopped: str) -> Any:
+    """Wait for an engine job (trial or listen), reporting progress; on Ctrl-C or SIGTERM stop it
+    and raise :class:`InterruptedTrial` with its partial result."""
     try:
-        while not handle.wait(progress_interval_s):
+        while not handle.wait(every_s):
             if progress is not None:
                 progress(handle.snapshot())
     except INTERRUPTS as e:  # Ctrl-C, or SIGTERM (netrig.errors.Terminated)
@@ -319,7 +349,7 @@ def run_trial(
         while not handle.wait(0.5):
             pass
         reason = interrupt_reason(e)
-        err = InterruptedTrial(f"trial {reason}; traffic stopped", reason)
+        err = InterruptedTrial(f"{what} {reason}; {stopped}", reason)
         err.partial = handle.result()  # type: ignore[attr-defined]
         raise err from None
     if progress is not None:
@@ -330,11 +360,15 @@ def run_trial(
 __all__ = [
     "DEFAULT_MAX_STRETCH_PCT",
     "linear_ramp",
+    "listen",
     "IO_MODES",
     "PACING_MODES",
     "FlowResult",
+    "ForeignKind",
+    "HeardFlow",
     "IntervalResult",
     "Latency",
+    "ListenResult",
     "Port",
     "PortResult",
     "Smoothness",

@@ -141,7 +141,7 @@ fn new_ipdv_hist() -> Histogram<u32> {
 }
 
 impl FlowRx {
-    fn new(window_bits: usize, with_hist: bool) -> Self {
+    pub(crate) fn new(window_bits: usize, with_hist: bool) -> Self {
         FlowRx {
             received: 0,
             bytes: 0,
@@ -202,7 +202,7 @@ impl FlowRx {
     /// The 64-bit sequence number of a 40-bit one: the value with those low bits nearest to the
     /// next expected sequence (forward when both are as near).
     #[inline]
-    fn extend_seq(&self, s40: u64) -> u64 {
+    pub(crate) fn extend_seq(&self, s40: u64) -> u64 {
         let base = self.next_seq;
         let d = s40.wrapping_sub(base) & MASK_40;
         if d <= HALF_40 || base < MASK_40 + 1 - d {
@@ -214,7 +214,7 @@ impl FlowRx {
 
     /// Record sequence `seq`; returns false if it is a duplicate.
     #[inline]
-    fn record_seq(&mut self, seq: u64) -> bool {
+    pub(crate) fn record_seq(&mut self, seq: u64) -> bool {
         let w = self.window_bits();
         if seq >= self.next_seq {
             // Advance the window: clear the bits of sequences that fall out of it.

@@ -15,6 +15,7 @@ pub mod error;
 pub mod fault;
 pub mod flows;
 pub mod guard;
+pub mod listen;
 pub mod loopback;
 pub mod open;
 pub mod pacing;

@@ -334,9 +334,9 @@ impl Phase {
 pub struct TrialControl {
     stop: AtomicBool,
     phase: AtomicU8,
-    run_start_ns: AtomicU64,
+    pub(crate) run_start_ns: AtomicU64,
     tx_live: std::sync::Mutex<Vec<Arc<TxLive>>>,
-    rx_live: std::sync::Mutex<Vec<Arc<RxLive>>>,
+    pub(crate) rx_live: std::sync::Mutex<Vec<Arc<RxLive>>>,
     tag: std::sync::atomic::AtomicU32,
 }
 
@@ -371,7 +371,7 @@ impl TrialControl {
         self.stop.load(Ordering::Relaxed)
     }
 
-    fn set_phase(&self, p: Phase) {
+    pub(crate) fn set_phase(&self, p: Phase) {
         self.phase.store(p as u8, Ordering::SeqCst);
     }
 

@@ -3,35 +3,29 @@
 //! constructors call the engine's validators ([`specs`]), runs trials with the GIL released, and
 //! returns typed, read-only results ([`results`]). Every engine error maps to exactly one class
 //! of `netrig.errors` ([`errors`]); wrong argument types are `ConfigError`s too ([`args`]).
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
-
 use netrig_engine::open::open_port;
 use netrig_engine::port::{Backend, Port as EnginePort, PortSpec, IO_MODES};
 use netrig_engine::sys::{ifinfo, netns};
 use netrig_engine::trial::{run_trial, TrialControl};
 use netrig_engine::EngineError;
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 mod args;
 mod errors;
+mod job;
 mod results;
 mod specs;
 
 use errors::Result;
+use job::Job;
 use results::{InterfaceInfo, IoProbe, Snapshot, TrialResult};
 use specs::TrialSpec;
-
-type Outcome = std::result::Result<netrig_engine::TrialResult, EngineError>;
 
 /// A trial running in an engine thread; opening the ports raises before any traffic.
 #[pyclass(frozen, module = "netrig._native")]
 struct Trial {
-    ctl: Arc<TrialControl>,
-    thread: Mutex<Option<JoinHandle<Outcome>>>,
-    outcome: Mutex<Option<Outcome>>,
+    job: Job<netrig_engine::TrialResult>,
 }
 
 #[pymethods]
@@ -76,75 +70,105 @@ impl Trial {
         })?;
         let ctl = TrialControl::new();
         let ctl2 = ctl.clone();
-        let thread = std::thread::Builder::new()
-            .name("netrig-trial".into())
-            .spawn(move || run_trial(&mut opened, &cfg, &ctl2))
-            .map_err(|e| EngineError::Worker { name: "trial".into(), message: format!("cannot start: {e}") })?;
-        Ok(Trial { ctl, thread: Mutex::new(Some(thread)), outcome: Mutex::new(None) })
+        Ok(Trial { job: Job::spawn("trial", ctl, move || run_trial(&mut opened, &cfg, &ctl2))? })
     }
 
     /// Wait up to `timeout_s` for the end (GIL released); true when it has ended.
     fn wait(&self, py: Python<'_>, timeout_s: &Bound<'_, PyAny>) -> Result<bool> {
-        let timeout_s: f64 = args::req(timeout_s, "timeout_s")?;
-        Ok(self.wait_for(py, if timeout_s.is_finite() { timeout_s.max(0.0) } else { 0.0 }))
+        Ok(self.job.wait_for(py, timeout(timeout_s)?))
     }
 
     /// Stop traffic now; the result keeps what was counted.
     fn stop(&self) {
-        self.ctl.stop();
+        self.job.ctl.stop();
     }
 
     fn snapshot(&self) -> Snapshot {
-        Snapshot::from(&self.ctl.snapshot())
+        Snapshot::from(&self.job.ctl.snapshot())
     }
 
     /// The result (waits for the end); raises the engine's error if the trial failed.
     fn result(&self, py: Python<'_>) -> PyResult<TrialResult> {
-        while !self.wait_for(py, 0.2) {
-            py.check_signals()?;
-        }
-        let o = self.outcome.lock().unwrap_or_else(|e| e.into_inner());
-        match o.as_ref() {
-            Some(Ok(r)) => Ok(TrialResult::from(r)),
-            Some(Err(e)) => Err(errors::Error(clone_error(e)).into()),
-            None => Err(PyRuntimeError::new_err("the trial has no outcome")),
-        }
+        self.job.result(py, |r| TrialResult::from(r))
     }
 }
 
-impl Trial {
-    /// Wait up to `timeout_s` for the engine thread to end and keep its outcome (GIL released).
-    fn wait_for(&self, py: Python<'_>, timeout_s: f64) -> bool {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs_f64(timeout_s);
-        py.allow_threads(|| loop {
-            {
-                let mut t = self.thread.lock().unwrap_or_else(|e| e.into_inner());
-                match t.take() {
-                    None => return true,
-                    Some(h) if h.is_finished() => {
-                        let outcome = h.join().unwrap_or_else(|_| {
-                            Err(EngineError::Worker {
-                                name: "trial".into(),
-                                message: "the engine thread panicked".into(),
-                            })
-                        });
-                        *self.outcome.lock().unwrap_or_else(|e| e.into_inner()) = Some(outcome);
-                        return true;
-                    }
-                    Some(h) => *t = Some(h),
-                }
-            }
-            if std::time::Instant::now() >= deadline {
-                return false;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        })
+/// Receive only: count whatever arrives on `ports` for `duration_s` (signed frames per sender's
+/// trial and flow, the rest by EtherType and IP protocol); opening the ports raises first.
+#[pyclass(frozen, module = "netrig._native")]
+struct Listen {
+    job: Job<netrig_engine::listen::ListenResult>,
+}
+
+#[pymethods]
+impl Listen {
+    #[new]
+    #[pyo3(signature = (ports, duration_s, *, rx_cpus=None), text_signature = "(ports, duration_s, *, rx_cpus=())")]
+    fn new(
+        py: Python<'_>,
+        ports: &Bound<'_, PyAny>,
+        duration_s: &Bound<'_, PyAny>,
+        rx_cpus: Option<&Bound<'_, PyAny>>,
+    ) -> Result<Self> {
+        let ports: Vec<PortSpec> = specs::items(ports, "ports")?
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                // Every frame is wanted, not only netrig's UDP: auto picks a backend that sees all.
+                args::instance::<specs::Port>(p, &format!("ports[{i}]")).map(|p| PortSpec {
+                    receive: true,
+                    transmit: false,
+                    rx_beyond_udp: true,
+                    ..p.0
+                })
+            })
+            .collect::<Result<_>>()?;
+        let duration_ns = netrig_engine::stream::seconds_to_ns(
+            "duration_s",
+            args::req(duration_s, "duration_s")?,
+            false,
+            netrig_engine::stream::MAX_DURATION_S,
+        )?;
+        let cfg = netrig_engine::listen::ListenConfig { duration_ns, cpus: args::opt(rx_cpus, "rx_cpus", Vec::new())? };
+        cfg.validate(ports.len())?;
+        let mut opened = py.allow_threads(|| -> std::result::Result<Vec<Box<dyn EnginePort>>, EngineError> {
+            ports.iter().map(|p| open_port(p).map_err(EngineError::from)).collect()
+        })?;
+        let ctl = TrialControl::new();
+        let ctl2 = ctl.clone();
+        let run = move || netrig_engine::listen::run_listen(&mut opened, &cfg, &ctl2);
+        Ok(Listen { job: Job::spawn("listen", ctl, run)? })
     }
+
+    /// Wait up to `timeout_s` for the end (GIL released); true when it has ended.
+    fn wait(&self, py: Python<'_>, timeout_s: &Bound<'_, PyAny>) -> Result<bool> {
+        Ok(self.job.wait_for(py, timeout(timeout_s)?))
+    }
+
+    /// Stop listening now; the result keeps what was counted.
+    fn stop(&self) {
+        self.job.ctl.stop();
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        Snapshot::from(&self.job.ctl.snapshot())
+    }
+
+    /// The result (waits for the end); raises the engine's error if the listen failed.
+    fn result(&self, py: Python<'_>) -> PyResult<results::ListenResult> {
+        self.job.result(py, |r| results::ListenResult::from(r))
+    }
+}
+
+/// A wait's timeout in seconds (not finite: 0).
+fn timeout(timeout_s: &Bound<'_, PyAny>) -> Result<f64> {
+    let t: f64 = args::req(timeout_s, "timeout_s")?;
+    Ok(if t.is_finite() { t.max(0.0) } else { 0.0 })
 }
 
 /// The engine's errors are not `Clone` (they may hold an `io::Error`): a failed trial's error
 /// is raised again from its text, as the same variant.
-fn clone_error(e: &EngineError) -> EngineError {
+pub(crate) fn clone_error(e: &EngineError) -> EngineError {
     use netrig_engine::PortError as P;
     match e {
         EngineError::Config(c) => netrig_engine::ConfigError::new(c.field.clone(), c.message.clone()).into(),
@@ -302,6 +326,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<TrialSpec>()?;
     m.add_class::<Snapshot>()?;
     m.add_class::<Trial>()?;
+    m.add_class::<Listen>()?;
+    m.add_class::<results::HeardFlow>()?;
+    m.add_class::<results::ForeignKind>()?;
+    m.add_class::<results::ListenPort>()?;
+    m.add_class::<results::ListenResult>()?;
     m.add_class::<results::LatencySummary>()?;
     m.add_class::<results::SeqGap>()?;
     m.add_class::<results::FlowResult>()?;

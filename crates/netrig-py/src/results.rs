@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use netrig_engine::analyze;
+use netrig_engine::listen;
 use netrig_engine::pacing;
 use netrig_engine::sys::ifinfo::IfInfo;
 use netrig_engine::trial::{self, LiveSnapshot};
@@ -438,5 +439,96 @@ result_class! {
         backend: String = p.0.to_string(),
         ok: bool = p.1.is_ok(),
         detail: String = p.1.clone().unwrap_or_else(|e| e),
+    }
+}
+
+result_class! {
+    /// One flow of signed frames a listen heard: a sender's trial tag and flow id.
+    class HeardFlow(f: &listen::HeardFlow) {
+        trial: u32 = f.trial,
+        flow_id: u32 = f.flow_id,
+        /// Unique frames received.
+        frames: u64 = f.frames,
+        bytes: u64 = f.bytes,
+        duplicated: u64 = f.duplicated,
+        reordered: u64 = f.reordered,
+        /// Lowest and highest sequence number heard.
+        first_seq: u64 = f.first_seq,
+        last_seq: u64 = f.last_seq,
+        /// Sequence numbers between the first and the last heard that never arrived.
+        missing: u64 = f.missing,
+        /// Warm-up frames (counted apart).
+        warmup: u64 = f.warmup,
+    }
+    methods {
+        fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+            self.dict(py)
+        }
+    }
+}
+
+result_class! {
+    /// Frames without a netrig signature of one kind.
+    class ForeignKind(k: &listen::ForeignKind) {
+        ethertype: u32 = u32::from(k.ethertype),
+        /// IP protocol (IPv4) or next header (IPv6); `None` when not IP.
+        ip_proto: Option<u64> = k.ip_proto.map(u64::from),
+        frames: u64 = k.frames,
+        bytes: u64 = k.bytes,
+    }
+    methods {
+        fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+            self.dict(py)
+        }
+    }
+}
+
+result_class! {
+    /// One port of a listen.
+    class ListenPort(p: &listen::ListenPort) {
+        name: String = p.name.clone(),
+        backend: String = p.backend.clone(),
+        frames: u64 = p.frames,
+        bytes: u64 = p.bytes,
+        /// Frames lost in the tester's own ring (never the sender's or the network's loss).
+        ring_drops: u64 = p.ring_drops,
+    }
+    methods {
+        fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+            self.dict(py)
+        }
+    }
+}
+
+result_class! {
+    /// What a listen (receive only) heard.
+    class ListenResult(r: &listen::ListenResult) {
+        duration_s: f64 = r.duration_ns as f64 / 1e9,
+        started_realtime_ns: u64 = r.started_realtime_ns,
+        interrupted: bool = r.interrupted,
+        ports: Arc<[ListenPort]> = seq(&r.ports),
+        flows: Arc<[HeardFlow]> = seq(&r.flows),
+        foreign: Arc<[ForeignKind]> = seq(&r.foreign),
+        /// Signed frames of flows beyond the number a listen tracks.
+        untracked: u64 = r.untracked,
+        rx_cpus: Arc<[usize]> = r.cpus.iter().copied().collect(),
+        /// A receive error that stopped a worker early, if any.
+        error: Option<String> = r.error.clone(),
+    }
+    derived {
+        frames: u64 = r.frames(),
+        signed_frames: u64 = r.signed_frames(),
+        foreign_frames: u64 = r.foreign_frames(),
+        missing: u64 = r.missing(),
+    }
+    methods {
+        fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+            let d = self.dict(py)?;
+            d.set_item("frames", self.frames)?;
+            d.set_item("signed_frames", self.signed_frames)?;
+            d.set_item("foreign_frames", self.foreign_frames)?;
+            d.set_item("missing", self.missing)?;
+            Ok(d)
+        }
     }
 }

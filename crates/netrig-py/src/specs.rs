@@ -695,7 +695,7 @@ impl TrialSpec {
 }
 
 /// The items of a list or tuple argument.
-fn items<'py>(v: &Bound<'py, PyAny>, field: &str) -> Result<Vec<Bound<'py, PyAny>>> {
+pub(crate) fn items<'py>(v: &Bound<'py, PyAny>, field: &str) -> Result<Vec<Bound<'py, PyAny>>> {
     if v.is_instance_of::<pyo3::types::PyString>() {
         return Err(config(field, "must be a list or tuple"));
     }

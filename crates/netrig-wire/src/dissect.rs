@@ -236,6 +236,28 @@ fn locate_other(seg: &[u8], proto: u8, icmp: u8, l4_offset: usize) -> Option<(us
     }
 }
 
+/// What a frame carries, for counting frames that are not netrig's: the EtherType after up to
+/// two VLAN tags, and the IP protocol (IPv4) or first next header (IPv6) when it is IP.
+/// `None` for a frame shorter than an Ethernet header.
+#[inline]
+pub fn classify(frame: &[u8]) -> Option<(u16, Option<u8>)> {
+    let mut ethertype = rd16(frame, ethernet::HEADER_LEN - 2)?;
+    let mut off = ethernet::HEADER_LEN;
+    let mut tags = 0;
+    while (ethertype == EtherType::VLAN || ethertype == EtherType::QINQ) && tags < MAX_VLAN_TAGS {
+        let Some(inner) = rd16(frame, off + 2) else { break };
+        ethertype = inner;
+        off += vlan::HEADER_LEN;
+        tags += 1;
+    }
+    let proto = match ethertype {
+        EtherType::IPV4 => frame.get(off + 9).copied(),
+        EtherType::IPV6 => frame.get(off + 6).copied(),
+        _ => None,
+    };
+    Some((ethertype, proto))
+}
+
 /// [`locate_signature`] followed by [`Signature::parse`]: `None` for a frame that is not
 /// netrig's (no place for a signature, payload shorter than the signature, wrong magic).
 #[inline]
@@ -250,6 +272,26 @@ pub fn find_signature(frame: &[u8]) -> Option<Signature> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn classify_names_ethertype_and_ip_protocol() {
+        let mut f = vec![0u8; 60];
+        f[12..14].copy_from_slice(&0x0806u16.to_be_bytes());
+        assert_eq!(classify(&f), Some((0x0806, None)));
+        f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+        f[14 + 9] = 6;
+        assert_eq!(classify(&f), Some((0x0800, Some(6))));
+        // Behind a QinQ pair of tags: IPv6 with next header 58 (ICMPv6).
+        let mut q = vec![0u8; 80];
+        q[12..14].copy_from_slice(&0x88a8u16.to_be_bytes());
+        q[16..18].copy_from_slice(&0x8100u16.to_be_bytes());
+        q[20..22].copy_from_slice(&0x86ddu16.to_be_bytes());
+        q[22 + 6] = 58;
+        assert_eq!(classify(&q), Some((0x86dd, Some(58))));
+        assert_eq!(classify(&q[..13]), None);
+        // A tag with nothing behind it is the tag's EtherType.
+        assert_eq!(classify(&q[..16]), Some((0x88a8, None)));
+    }
 
     /// 02:00:00:00:00:02 ← 02:00:00:00:00:01, 198.18.0.1:1024 → 198.19.0.1:1024, UDP
     /// checksum 0, signature flow 5 seq 6 ts 7: a complete 60-byte (64 B with FCS) frame.

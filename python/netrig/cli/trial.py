@@ -54,11 +54,13 @@ from netrig.trial import (
     IO_MODES,
     PACING_MODES,
     PROTOCOLS,
+    ListenResult,
     Port,
     Snapshot,
     Stream,
     TrialResult,
     linear_ramp,
+    listen,
     parse_ethertype,
     run_trial,
 )
@@ -121,10 +123,17 @@ def register(sub) -> None:
     p.add_argument("--testbed", metavar="ID",
                    help="run on this test bed (`netrig testbed up`): ports, namespaces, MACs and addresses "
                         "come from it; --tx/--rx then name its ports [tx, rx]")
-    p.add_argument("--tx", metavar="IF", help="transmit interface (with --testbed: its port name) [required]")
-    p.add_argument("--rx", metavar="IF", help="receive interface (with --testbed: its port name) [required]")
-    p.add_argument("--tx-netns", metavar="NS", help="network namespace of --tx")
-    p.add_argument("--rx-netns", metavar="NS", help="network namespace of --rx")
+    p.add_argument("--tx", metavar="IF[@NS]", action="append",
+                   help="transmit interface, optionally in network namespace NS (with --testbed: its port name); "
+                        "repeatable, paired in order with --rx: one stream per pair, several port pairs in one trial "
+                        "(--tx A --rx B --tx B --rx A is bidirectional); without --rx the trial only transmits")
+    p.add_argument("--rx", metavar="IF[@NS]", action="append",
+                   help="receive interface, optionally in network namespace NS (with --testbed: its port name); "
+                        "repeatable, paired in order with --tx; without --tx the trial only receives: for --duration "
+                        "it counts whatever arrives, netrig frames per sender's flow and the rest by EtherType and "
+                        "IP protocol")
+    p.add_argument("--tx-netns", metavar="NS", help="network namespace of every --tx without its own @NS")
+    p.add_argument("--rx-netns", metavar="NS", help="network namespace of every --rx without its own @NS")
     p.add_argument("--family", type=int, default=4, choices=(4, 6),
                    help="with --testbed: IPv4 or IPv6 addresses of the test bed [4]")
     p.add_argument("--size", default="64", help="frame size in bytes incl. FCS, or imix, simple-imix, "
@@ -169,8 +178,10 @@ def register(sub) -> None:
                         "also spreading port numbers; reproducible from --seed)")
     p.add_argument("--seed", type=int, default=1, help="seed of the pseudorandom flow order (default 1)")
     p.add_argument("--src-mac", help="source MAC (default: the test bed's, else the TX interface's)")
-    p.add_argument("--dst-mac", help="destination MAC (default: the test bed's DUT, else the RX interface's; "
-                   "give the DUT's for a router)")
+    p.add_argument("--dst-mac", action="append",
+                   help="destination MAC (default: the test bed's DUT, else the RX interface's; give the DUT's for a "
+                        "router; required for a transmit-only trial without a test bed); repeatable: one stream per "
+                        "MAC on every port pair, each at --rate and counted apart (a MAC demultiplexer's test)")
     p.add_argument("--src-ip", help=f"source address (default: the test bed's, else {DEFAULT_SRC_IP})")
     p.add_argument("--dst-ip", help=f"destination address (default: the test bed's, else {DEFAULT_DST_IP})")
     p.add_argument("--vlan", type=int, help="802.1Q VLAN id (the first of --vary vlans=N)")
@@ -195,6 +206,14 @@ def register(sub) -> None:
                    help=f"kill an --event command still running after this long (default {DEFAULT_TIMEOUT_S:g}s)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=run)
+    DEFAULTS.update({a.dest: a.default for a in p._actions if a.dest != "help"})
+
+
+#: Every option's default, to tell which were given (a receive-only trial refuses sending options).
+DEFAULTS: dict[str, object] = {}
+#: What a receive-only trial (``--rx`` without ``--tx``) reads; every other option sends.
+LISTEN_OPTIONS = ("testbed", "rx", "rx_netns", "duration", "io", "queues", "busy_poll", "rx_cpu",
+                  "i_know_this_is_live", "json", "func", "command")
 
 
 def _ramp(text: str, frames: str | None, duration_s: float | None) -> dict:
@@ -214,14 +233,14 @@ def _ramp(text: str, frames: str | None, duration_s: float | None) -> dict:
     return {"phases": linear_ramp(lo / 100, hi / 100, steps, step_s), "interval_s": step_s}
 
 
-def ramp_table(res: TrialResult, stream: Stream, phases: list[tuple[float, float]]):
+def ramp_table(res: TrialResult, streams: list[Stream], phases: list[tuple[float, float]]):
     """One row per step of a ramp: offered load, frames sent (and their rate) and received, loss."""
     from rich.table import Table
 
     t = Table(title="ramp steps", show_header=True)
     for col in ("step", "start", "offered", "sent", "sent rate", "received", "lost"):
         t.add_column(col, justify="right")
-    base = stream.spec(0).intended_rate_pps or 0.0
+    base = sum(s.spec(i).intended_rate_pps or 0.0 for i, s in enumerate(streams))
     for iv in res.intervals:
         scale = phases[iv.phase][1] if iv.phase < len(phases) else 1.0
         rate = iv.frames_sent / iv.duration_s if iv.duration_s else 0.0
@@ -257,17 +276,51 @@ def _line_rate(args, txi: _native.InterfaceInfo) -> float | None:
     return float(txi.speed_bps) if txi.speed_bps else None
 
 
-def _addressing(args) -> tuple[str, str | None, str, str | None, dict]:
-    """``(tx ifname, tx netns, rx ifname, rx netns, stream addressing)`` from the test bed or the options."""
+@dataclasses.dataclass(frozen=True)
+class Pair:
+    """One port pair of the trial: where its stream goes out and comes in (``rx`` ``None``: transmit
+    only), and the stream's addressing (test bed defaults; ``dst_mac`` ``None`` = the RX port's)."""
+
+    tx: tuple[str, str | None]
+    rx: tuple[str, str | None] | None
+    addr: dict
+
+
+def _port_ref(text: str, default_ns: str | None, option: str) -> tuple[str, str | None]:
+    """``IF`` or ``IF@NS`` → ``(ifname, netns)``; ``--tx-netns``/``--rx-netns`` fill in a missing NS."""
+    name, sep, ns = text.partition("@")
+    if not sep:
+        return text, default_ns
+    if not name or not ns:
+        raise ConfigError(option, f"{text!r}: give IF or IF@NS (an interface, optionally in a network namespace)")
+    if default_ns:
+        raise ConfigError(option, f"{text!r} names its namespace and {option}-netns gives another: use one of them")
+    return name, ns
+
+
+def _pairs(args) -> list[Pair]:
+    """The trial's port pairs from ``--tx``/``--rx`` (paired in order), or the test bed's ports."""
+    txs, rxs = args.tx or [], args.rx or []
+    if not txs and (args.testbed is None or rxs):
+        raise ConfigError("--tx", "is required: the interface to send from (or --testbed ID for a test bed's "
+                                  "ports)")
+    if rxs and len(rxs) != len(txs):
+        raise ConfigError("--rx", f"{len(txs)} --tx but {len(rxs)} --rx: pair every --tx with an --rx in order "
+                                  "(or give no --rx for a transmit-only trial)")
     if args.testbed is None:
-        for opt in ("tx", "rx"):
-            if getattr(args, opt) is None:
-                raise ConfigError(f"--{opt}", "is required: the interface to use (or --testbed ID for a test "
-                                              "bed's ports)")
-        return args.tx, args.tx_netns, args.rx, args.rx_netns, {"src_ip": DEFAULT_SRC_IP, "dst_ip": DEFAULT_DST_IP}
+        if not rxs and not args.dst_mac:
+            raise ConfigError("--dst-mac", "is required for a transmit-only trial (no --rx): the MAC to send to, "
+                                           "e.g. the receiving NIC's")
+        default = {"src_ip": DEFAULT_SRC_IP, "dst_ip": DEFAULT_DST_IP}
+        return [Pair(_port_ref(t, args.tx_netns, "--tx"), _port_ref(r, args.rx_netns, "--rx") if rxs else None,
+                     dict(default)) for t, r in zip(txs, rxs or [None] * len(txs))]
     for opt in ("tx_netns", "rx_netns"):
         if getattr(args, opt):
             raise ConfigError(f"--{opt.replace('_', '-')}", "comes from the test bed with --testbed: leave it out")
+    for opt, names in (("--tx", txs), ("--rx", rxs)):
+        if any("@" in n for n in names):
+            raise ConfigError(opt, "names a test bed port with --testbed (its namespace comes from the test bed): "
+                                   "leave out @NS")
     try:
         tb = Testbed.attach(args.testbed)
     except TestbedError as e:
@@ -277,12 +330,22 @@ def _addressing(args) -> tuple[str, str | None, str, str | None, dict]:
     repaired = tb.repair()
     if repaired:
         print(f"netrig: test bed {tb.id} repaired: restored {'; '.join(repaired)}", file=sys.stderr)
-    try:
-        t, r = tb.port(args.tx or "tx"), tb.port(args.rx or "rx")
-        addr = tb.stream_defaults(tx=t.name, rx=r.name, family=args.family)
-    except ConfigError as e:
-        raise ConfigError("--tx" if args.tx else "--rx", e.message) from None
-    return t.ifname, t.netns, r.ifname, r.netns, addr
+    if not txs:
+        txs, rxs = ["tx"], ["rx"]
+    pairs = []
+    for t_name, r_name in zip(txs, rxs or [None] * len(txs)):
+        option = "--tx"
+        try:
+            t = tb.port(t_name)
+            option = "--rx"
+            r = tb.port(r_name) if r_name is not None else None
+            # Transmit only: addressed as to the test bed's other port (through the DUT), nobody counts.
+            to = r if r is not None else next((p for p in tb.ports if p.name != t.name), t)
+            addr = tb.stream_defaults(tx=t.name, rx=to.name, family=args.family)
+        except ConfigError as e:
+            raise ConfigError(option, e.message) from None
+        pairs.append(Pair((t.ifname, t.netns), (r.ifname, r.netns) if r is not None else None, addr))
+    return pairs
 
 
 def events_of(args) -> list[Event]:
@@ -330,47 +393,92 @@ def event_runner(args) -> CommandRunner:
     return CommandRunner(env.get("NETRIG_DUT_NETNS"), env, timeout)
 
 
-def build(args) -> tuple[Port, Port, Stream, dict]:
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """What ``netrig trial`` runs: the ports (each interface once), one stream per port pair and
+    destination MAC, whether anything receives, and the run's keyword arguments."""
+
+    ports: list[Port]
+    streams: list[Stream]
+    receive: bool
+    kw: dict
+
+    @property
+    def title(self) -> str:
+        names = [p.ifname for p in self.ports]
+        if not self.receive:
+            return f"trial {', '.join(names)} (transmit only)"
+        legs = [f"{self.ports[s.tx_port].ifname} → {self.ports[s.rx_port].ifname}" for s in self.streams]
+        return "trial " + ", ".join(dict.fromkeys(legs))
+
+
+def build(args) -> Plan:
     try:
         events = events_of(args)
-        tx_if, tx_ns, rx_if, rx_ns, addr = _addressing(args)
+        pairs = _pairs(args)
         live = args.i_know_this_is_live
-        tx = Port(tx_if, netns=tx_ns, io=args.io, queues=args.queues, busy_poll_us=args.busy_poll,
-                  i_know_this_is_live=live)
-        rx = Port(rx_if, netns=rx_ns, io=args.io, queues=args.queues, busy_poll_us=args.busy_poll,
-                  i_know_this_is_live=live)
-        txi, rxi = tx.info(), rx.info()
-        line = _line_rate(args, txi)
+        ports: list[Port] = []
+        index: dict[tuple[str, str | None], int] = {}
+
+        def port(ref: tuple[str, str | None]) -> int:
+            if ref not in index:
+                index[ref] = len(ports)
+                ports.append(Port(ref[0], netns=ref[1], io=args.io, queues=args.queues, busy_poll_us=args.busy_poll,
+                                  i_know_this_is_live=live))
+            return index[ref]
+
+        legs = [(port(p.tx), port(p.rx) if p.rx is not None else None, p.addr) for p in pairs]
+        receive = all(rx is not None for _, rx, _ in legs)
+        infos = [p.info() for p in ports]
+        line = _line_rate(args, infos[0])
         rate = parse_rate(args.rate, "--rate")
         frame = FrameSize.parse(args.size, "--size")
         # Frames larger than the MTU allows are refused by the engine too; say it in CLI terms here.
-        max_size = min(txi.mtu, rxi.mtu) + 18
+        max_size = min(i.mtu for i in infos) + 18
         if frame.size is not None and frame.size > max_size:
-            raise ConfigError("--size", f"{frame.size} B is above the MTU of {tx.ifname}/{rx.ifname} "
+            raise ConfigError("--size", f"{frame.size} B is above the MTU of {'/'.join(p.ifname for p in ports)} "
                                         f"(largest frame {max_size} B); raise the MTU or use smaller frames")
         def given(value: str | None, default: str) -> str:
             return default if value is None else value
 
-        stream = Stream(
-            frame_size=args.size, src_mac=given(args.src_mac, addr.get("src_mac") or txi.mac),
-            dst_mac=given(args.dst_mac, addr.get("dst_mac") or rxi.mac), src_ip=given(args.src_ip, addr["src_ip"]),
-            dst_ip=given(args.dst_ip, addr["dst_ip"]), vlan=args.vlan, flows=_flows(args), line_rate_bps=line,
-            protocol=args.protocol, tcp_flags=args.tcp_flags, tcp_seq=args.tcp_seq,
-            ethertype=parse_ethertype(args.ethertype, "--ethertype"), outer_vlan=args.outer_vlan,
-            flow_order=args.flow_order, seed=args.seed, name="cli",
-            **({"rate_pps": rate.value} if rate.kind == "pps" else {"rate": args.rate}))
+        macs: list[str | None] = list(args.dst_mac or [None])
+        if len(set(macs)) != len(macs):
+            raise ConfigError("--dst-mac", "is given twice with the same MAC: give each destination once")
+        streams = []
+        for tx_i, rx_i, addr in legs:
+            for mac in macs:
+                rx_mac = infos[rx_i].mac if rx_i is not None else None
+                dst = given(mac, addr.get("dst_mac") or rx_mac or "")
+                name = "cli"
+                if len(legs) > 1 or len(macs) > 1:
+                    name = f"{ports[tx_i].ifname}>{ports[rx_i].ifname if rx_i is not None else '-'}"
+                    name += f"@{dst}" if len(macs) > 1 else ""
+                streams.append(Stream(
+                    frame_size=args.size, src_mac=given(args.src_mac, addr.get("src_mac") or infos[tx_i].mac),
+                    dst_mac=dst, src_ip=given(args.src_ip, addr["src_ip"]),
+                    dst_ip=given(args.dst_ip, addr["dst_ip"]), vlan=args.vlan, flows=_flows(args), line_rate_bps=line,
+                    protocol=args.protocol, tcp_flags=args.tcp_flags, tcp_seq=args.tcp_seq,
+                    ethertype=parse_ethertype(args.ethertype, "--ethertype"), outer_vlan=args.outer_vlan,
+                    flow_order=args.flow_order, seed=args.seed, name=name, tx_port=tx_i,
+                    rx_port=rx_i if rx_i is not None else tx_i,
+                    **({"rate_pps": rate.value} if rate.kind == "pps" else {"rate": args.rate})))
         stop = {"frames": args.frames} if args.frames else {"duration_s": parse_duration(args.duration, "--duration")}
         if args.ramp is not None and events:
             raise ConfigError("--event", "not with --ramp: a ramp counts per step and an event per 10 ms; run the "
                                          "event at a constant --rate")
+        if events and not receive:
+            raise ConfigError("--event", "needs a receiving port (--rx): an outage is measured from the frames "
+                                         "received")
         if args.ramp is not None:
             stop.update(_ramp(args.ramp, args.frames, stop.get("duration_s")))
         if events:
             stop.update(interval_s=INTERVAL_S, gap_slots=len(events) + 1)
-        kw = dict(drain_s=parse_duration(args.drain, "--drain", allow_zero=True),
+        # Nothing receives: no frames in flight to wait for (unless a drain is asked for).
+        drain = "0" if not receive and args.drain == DEFAULTS.get("drain") else args.drain
+        kw = dict(drain_s=parse_duration(drain, "--drain", allow_zero=True),
                   warmup_s=parse_duration(args.warmup, "--warmup", allow_zero=True), tx_cpus=args.tx_cpu,
                   rx_cpus=args.rx_cpu, pacing=args.pacing, max_stretch_pct=args.max_stretch, **stop)
-        return tx, rx, stream, kw
+        return Plan(ports, streams, receive, kw)
     except ConfigError as e:
         raise rename_field(e, FIELDS) from None
 
@@ -421,6 +529,140 @@ def result_table(res: TrialResult, stream: Stream, title: str):
     return t
 
 
+def listen_ports(args) -> list[Port]:
+    """The ports of a receive-only trial; every option it would ignore is refused."""
+    for dest, default in DEFAULTS.items():
+        if dest not in LISTEN_OPTIONS and getattr(args, dest, default) != default:
+            option = "--" + dest.replace("_", "-")
+            raise ConfigError(option, "a receive-only trial (--rx without --tx) sends nothing: leave it out, or add "
+                                      "--tx to send")
+    refs: list[tuple[str, str | None]] = []
+    if args.testbed is None:
+        refs = [_port_ref(r, args.rx_netns, "--rx") for r in args.rx]
+    else:
+        if args.rx_netns or any("@" in r for r in args.rx):
+            raise ConfigError("--rx", "names a test bed port with --testbed: leave out @NS and --rx-netns")
+        try:
+            tb = Testbed.attach(args.testbed)
+            refs = [(p.ifname, p.netns) for p in (tb.port(r) for r in args.rx)]
+        except TestbedError as e:
+            raise ConfigError("--testbed", str(e)) from None
+        except ConfigError as e:
+            raise ConfigError("--rx", e.message) from None
+    if len(set(refs)) != len(refs):
+        raise ConfigError("--rx", "names the same interface twice: give each once")
+    return [Port(i, netns=n, io=args.io, queues=args.queues, busy_poll_us=args.busy_poll,
+                 i_know_this_is_live=args.i_know_this_is_live) for i, n in refs]
+
+
+#: Names of EtherTypes and IP protocols in the receive-only table.
+ETHERTYPES = {0x0800: "IPv4", 0x0806: "ARP", 0x86DD: "IPv6", 0x8100: "802.1Q", 0x88A8: "802.1ad", 0x88CC: "LLDP",
+              0x88B5: "local experimental", 0x8809: "slow protocols (LACP)", 0x0000: "(runt)"}
+IP_PROTOCOLS = {0: "hop-by-hop options", 1: "ICMP", 2: "IGMP", 6: "TCP", 17: "UDP", 47: "GRE", 50: "ESP",
+                58: "ICMPv6", 132: "SCTP"}
+
+
+def foreign_name(ethertype: int, proto: int | None) -> str:
+    name = ETHERTYPES.get(ethertype, f"{ethertype:#06x}")
+    if proto is None:
+        return name if ethertype in ETHERTYPES else f"EtherType {name}"
+    return f"{name}/{IP_PROTOCOLS.get(proto, f'protocol {proto}')}"
+
+
+def listen_tables(res: ListenResult):
+    """Per port, per sender's trial (its flows summed) and per kind of foreign frame."""
+    from rich.table import Table
+
+    ports = Table(title=f"received in {res.duration_s:.2f} s (receive only)")
+    for col in ("port", "I/O", "frames", "rate", "tester ring drops"):
+        ports.add_column(col, justify="left" if col in ("port", "I/O") else "right")
+    for p in res.ports:
+        rate = p.frames / res.duration_s if res.duration_s else 0.0
+        ports.add_row(p.name, p.backend, f"{p.frames:,}", format_pps(rate), f"{p.ring_drops:,}")
+    tables = [ports]
+    senders: dict[int, list] = {}
+    for f in res.flows:
+        senders.setdefault(f.trial, []).append(f)
+    if senders:
+        t = Table(title="netrig frames, per sender's trial (its tag)")
+        for col in ("trial tag", "flows", "frames", "missing", "duplicated", "reordered", "warm-up"):
+            t.add_column(col, justify="right")
+        for tag, flows in senders.items():
+            t.add_row(f"{tag:#x}", f"{len(flows):,}", *(f"{sum(getattr(f, k) for f in flows):,}"
+                                                     for k in ("frames", "missing", "duplicated", "reordered",
+                                                               "warmup")))
+        tables.append(t)
+    if res.foreign:
+        t = Table(title="other frames")
+        for col in ("kind", "frames", "bytes"):
+            t.add_column(col, justify="left" if col == "kind" else "right")
+        for k in sorted(res.foreign, key=lambda k: -k.frames):
+            t.add_row(foreign_name(k.ethertype, k.ip_proto), f"{k.frames:,}", f"{k.bytes:,}")
+        tables.append(t)
+    return tables
+
+
+def run_listen(args) -> int:
+    """``--rx`` without ``--tx``: count whatever arrives for ``--duration``."""
+    try:
+        ports = listen_ports(args)
+        duration = parse_duration(args.duration, "--duration")
+    except ConfigError as e:
+        raise rename_field(e, FIELDS) from None
+    con = console(stderr=args.json)
+    plain = {"next": time.monotonic() + PLAIN_PROGRESS_S}
+
+    def progress(snap: Snapshot) -> None:
+        if time.monotonic() >= plain["next"]:
+            plain["next"] += PLAIN_PROGRESS_S
+            print(f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} listening {snap.elapsed_s:.1f}s/{duration:g}s "
+                  f"rx {snap.rx_frames:,}", file=sys.stderr, flush=True)
+
+    interrupted = None
+    try:
+        res: ListenResult = listen(ports, duration, rx_cpus=args.rx_cpu, progress=progress)
+    except InterruptedTrial as e:
+        partial = getattr(e, "partial", None)
+        if partial is None:
+            raise
+        res, interrupted = partial, e.reason
+    except ConfigError as e:
+        raise rename_field(e, {**FIELDS, "ifname": "--rx", "duration_s": "--duration"}) from None
+    if args.json:
+        print(json.dumps({"config": {"rx": [p.ifname for p in ports], "duration_s": duration},
+                          "listen": res.to_dict(), "interrupted": bool(interrupted)}, indent=2))
+    else:
+        for t in listen_tables(res):
+            con.print(t)
+    drops = sum(p.ring_drops for p in res.ports)
+    if res.error:
+        print(f"netrig: receiving stopped early: {res.error}", file=sys.stderr)
+    if drops:
+        print(f"netrig: the tester's own ring dropped {drops:,} frames: the counts above miss them (they are "
+              "the tester's loss, not the sender's); try --queues, --io af_xdp or a quieter CPU", file=sys.stderr)
+    if interrupted:
+        print(f"netrig: {interrupted}: receiving stopped, nothing left running", file=sys.stderr)
+        return 130 if interrupted.endswith("(Ctrl-C)") else 143
+    return 1 if drops or res.error else 0
+
+
+def streams_table(res: TrialResult, plan: Plan):
+    """One row per stream (port pair and destination MAC): what it sent and what came back."""
+    from rich.table import Table
+
+    t = Table(title="per stream", show_header=True)
+    for col in ("stream", "ports", "dst MAC", "sent", "received", "lost", "loss %", "sent rate"):
+        t.add_column(col, justify="left" if col in ("stream", "ports", "dst MAC") else "right")
+    for s, r in zip(plan.streams, res.streams):
+        legs = plan.ports[s.tx_port].ifname + (f" → {plan.ports[s.rx_port].ifname}" if plan.receive else "")
+        if not plan.receive:
+            t.add_row(r.name, legs, s.dst_mac, f"{r.frames_sent:,}", "—", "—", "—", format_pps(r.tx_rate_pps))
+            continue
+        t.add_row(r.name, legs, s.dst_mac, f"{r.frames_sent:,}", f"{r.frames_received:,}", f"{r.frames_lost:,}",
+                  f"{100 * r.loss_ratio:.4f}", format_pps(r.tx_rate_pps))
+    return t
+
+
 def events_table(results: tuple[EventResult, ...]):
     """Every event: what its command did, the outage (longest flow), frames lost, recovery; then
     the flows with an outage."""
@@ -444,7 +686,10 @@ def events_table(results: tuple[EventResult, ...]):
 
 def run(args) -> int:
     require_root("sending and receiving raw frames")
-    tx, rx, stream, kw = build(args)
+    if args.rx and not args.tx:
+        return run_listen(args)
+    plan = build(args)
+    kw, stream = plan.kw, plan.streams[0]
     events = events_of(args)
     clock = EventClock(events, event_runner(args)) if events else None
     con = console(stderr=args.json)
@@ -483,7 +728,8 @@ def run(args) -> int:
             live.start()
         try:
             every_s = EVENT_PROGRESS_S if clock else 0.2
-            res = run_trial(tx, rx, [stream], progress=progress, progress_interval_s=every_s, **kw)
+            res = run_trial(ports=plan.ports, streams=plan.streams, receive=plan.receive, progress=progress,
+                            progress_interval_s=every_s, **kw)
         finally:
             if live is not None:
                 live.stop()
@@ -495,6 +741,8 @@ def run(args) -> int:
                 print(json.dumps({"interrupted": True, "result": partial.to_dict()}, indent=2))
             else:
                 con.print(result_table(partial, stream, "partial result (interrupted)"))
+                if len(plan.streams) > 1:
+                    con.print(streams_table(partial, plan))
         print(f"netrig: {e.reason}: traffic stopped, nothing left running", file=sys.stderr)
         return 130 if e.reason.endswith("(Ctrl-C)") else 143
     except ConfigError as e:
@@ -502,14 +750,18 @@ def run(args) -> int:
     results = event_results(res, runs) if runs else ()
     if args.json:
         config = {**dataclasses.asdict(stream), **kw, "events": [e.to_dict() for e in events]}
+        if len(plan.streams) > 1:
+            config["streams"] = [dataclasses.asdict(s) for s in plan.streams]
         doc: dict = {"config": config, "result": res.to_dict()}
         if runs:
             doc["events"] = [e.to_dict() for e in results]
         print(json.dumps(doc, indent=2, default=str))
     else:
-        con.print(result_table(res, stream, f"trial {tx.ifname} → {rx.ifname}"))
+        con.print(result_table(res, stream, plan.title))
+        if len(plan.streams) > 1:
+            con.print(streams_table(res, plan))
         if args.ramp is not None:
-            con.print(ramp_table(res, stream, kw["phases"]))
+            con.print(ramp_table(res, plan.streams, kw["phases"]))
         for p in res.ports:  # what --io picked and why (driver, XDP mode, zero-copy or not)
             con.print(f"  {p.name}: {p.backend}: {p.notes}", soft_wrap=True)
         if results:

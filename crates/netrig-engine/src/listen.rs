@@ -1,0 +1,421 @@
+//! Receive only (the rx-only topology): count whatever arrives on some ports for a while, with
+//! no stream of this process to compare against.
+//!
+//! ```text
+//! RxQueue (every queue of every port) ──▶ listen worker, pinned ──▶ Heard::frame
+//!    signed frame:  (trial tag, flow id) → HeardFlow: unique frames, bytes, duplicates,
+//!                   reordered, lowest and highest sequence (loss = the span not received)
+//!    anything else: (EtherType, IP protocol) → frames, bytes
+//! stop (duration or `TrialControl::stop`) → each worker empties its ring for 10 ms → merge
+//! ```
+//!
+//! Without the sender's counts, loss is inferred from sequence numbers: a flow that was heard from
+//! sequence `a` to `b` sent `b − a + 1` frames in between, so `missing = b − a + 1 − unique`.
+//! Frames sent before the first or after the last one heard are unknowable here and not counted.
+//! Flows beyond [`MAX_HEARD_FLOWS`] are counted in `untracked` (frames only): memory stays
+//! bounded whatever arrives. Latency is not measured: the sender's clock epoch is unknown.
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use netrig_wire::dissect;
+
+use crate::analyze::FlowRx;
+use crate::clock;
+use crate::error::{ConfigError, EngineError};
+use crate::port::{Port, RxMeta, RxQueue, RxQueueStats};
+use crate::sys::cpu;
+use crate::trial::{Phase, RxLive, TrialControl, RX_FINAL_PASS_NS};
+
+/// Distinct (trial, flow) pairs a listen tracks; more are counted in `untracked`.
+pub const MAX_HEARD_FLOWS: usize = 65_536;
+/// Sequence window per heard flow, bits (duplicates further back count as reordered).
+const HEARD_WINDOW_BITS: usize = 4096;
+/// Longest listen: a day.
+pub const MAX_LISTEN_NS: u64 = 86_400_000_000_000;
+
+/// What to listen for.
+#[derive(Debug, Clone, Default)]
+pub struct ListenConfig {
+    /// How long, ns.
+    pub duration_ns: u64,
+    /// CPUs for the workers (in turn); empty: the engine's default placement.
+    pub cpus: Vec<usize>,
+}
+
+impl ListenConfig {
+    pub fn validate(&self, n_ports: usize) -> Result<(), ConfigError> {
+        if n_ports == 0 {
+            return Err(ConfigError::new("ports", "a listen needs at least one port"));
+        }
+        if self.duration_ns == 0 || self.duration_ns > MAX_LISTEN_NS {
+            return Err(ConfigError::new("duration_s", "must be above 0 and at most a day (86400 s)"));
+        }
+        let ncpu = cpu::online_cpus();
+        if let Some(&c) = self.cpus.iter().find(|&&c| c >= ncpu) {
+            return Err(ConfigError::new("rx_cpus", format!("CPU {c} does not exist (CPUs 0-{})", ncpu - 1)));
+        }
+        Ok(())
+    }
+}
+
+/// One flow of signed frames heard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeardFlow {
+    /// The sender's trial tag (23 bits).
+    pub trial: u32,
+    pub flow_id: u32,
+    /// Unique frames.
+    pub frames: u64,
+    pub bytes: u64,
+    pub duplicated: u64,
+    pub reordered: u64,
+    /// Lowest and highest sequence heard.
+    pub first_seq: u64,
+    pub last_seq: u64,
+    /// Sequence numbers between the two that never arrived.
+    pub missing: u64,
+    /// Warm-up frames of the flow (counted apart, not in `frames`).
+    pub warmup: u64,
+}
+
+/// Frames without a netrig signature of one kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ForeignKind {
+    pub ethertype: u16,
+    /// IP protocol (IPv4) or next header (IPv6).
+    pub ip_proto: Option<u8>,
+    pub frames: u64,
+    pub bytes: u64,
+}
+
+/// One port's part of a listen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListenPort {
+    pub name: String,
+    pub backend: String,
+    pub frames: u64,
+    pub bytes: u64,
+    /// Frames lost in the tester's own rings (never the sender's or the network's loss).
+    pub ring_drops: u64,
+}
+
+/// What a listen heard.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListenResult {
+    pub duration_ns: u64,
+    pub started_realtime_ns: u64,
+    pub interrupted: bool,
+    pub ports: Vec<ListenPort>,
+    /// By (trial, flow).
+    pub flows: Vec<HeardFlow>,
+    /// By (EtherType, IP protocol).
+    pub foreign: Vec<ForeignKind>,
+    /// Signed frames of flows beyond [`MAX_HEARD_FLOWS`].
+    pub untracked: u64,
+    pub cpus: Vec<usize>,
+    /// The first error of a worker, if one stopped early.
+    pub error: Option<String>,
+}
+
+impl ListenResult {
+    pub fn frames(&self) -> u64 {
+        self.ports.iter().map(|p| p.frames).sum()
+    }
+    pub fn signed_frames(&self) -> u64 {
+        self.flows.iter().map(|f| f.frames + f.duplicated + f.warmup).sum::<u64>() + self.untracked
+    }
+    pub fn foreign_frames(&self) -> u64 {
+        self.foreign.iter().map(|f| f.frames).sum()
+    }
+    pub fn missing(&self) -> u64 {
+        self.flows.iter().map(|f| f.missing).sum()
+    }
+}
+
+struct HeardState {
+    rx: FlowRx,
+    first_seq: u64,
+    warmup: u64,
+}
+
+/// One worker's counts.
+pub struct Heard {
+    flows: HashMap<(u32, u32), HeardState>,
+    foreign: BTreeMap<(u16, u16), (u64, u64)>,
+    untracked: u64,
+    frames: u64,
+    bytes: u64,
+}
+
+impl Default for Heard {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Heard {
+    pub fn new() -> Self {
+        Heard { flows: HashMap::new(), foreign: BTreeMap::new(), untracked: 0, frames: 0, bytes: 0 }
+    }
+
+    /// Count one received frame (`frame` without FCS).
+    #[inline]
+    pub fn frame(&mut self, frame: &[u8]) {
+        let wire_len = frame.len() as u64 + 4;
+        self.frames += 1;
+        self.bytes += wire_len;
+        let Some(sig) = dissect::find_signature(frame) else {
+            let (et, proto) = dissect::classify(frame).unwrap_or((0, None));
+            let k = self.foreign.entry((et, proto.map_or(u16::MAX, u16::from))).or_default();
+            k.0 += 1;
+            k.1 += wire_len;
+            return;
+        };
+        let full = self.flows.len() >= MAX_HEARD_FLOWS;
+        let key = (sig.trial, sig.flow_id);
+        let st = match self.flows.get_mut(&key) {
+            Some(st) => st,
+            None if full => {
+                self.untracked += 1;
+                return;
+            }
+            None => self.flows.entry(key).or_insert_with(|| HeardState {
+                rx: FlowRx::new(HEARD_WINDOW_BITS, false),
+                first_seq: u64::MAX,
+                warmup: 0,
+            }),
+        };
+        if sig.warmup {
+            st.warmup += 1;
+            return;
+        }
+        let seq = st.rx.extend_seq(sig.seq);
+        if st.rx.record_seq(seq) {
+            st.rx.received += 1;
+            st.rx.bytes += wire_len;
+            st.first_seq = st.first_seq.min(seq);
+        }
+    }
+
+    /// Add another worker's counts (the same flow on two queues merges by totals; its span is
+    /// the union of both).
+    fn merge_into(self, flows: &mut HashMap<(u32, u32), HeardFlow>, foreign: &mut BTreeMap<(u16, u16), (u64, u64)>) {
+        for (k, st) in self.flows {
+            let last = st.rx.next_seq().saturating_sub(1);
+            let f = flows.entry(k).or_insert(HeardFlow {
+                trial: k.0,
+                flow_id: k.1,
+                frames: 0,
+                bytes: 0,
+                duplicated: 0,
+                reordered: 0,
+                first_seq: u64::MAX,
+                last_seq: 0,
+                missing: 0,
+                warmup: 0,
+            });
+            f.frames += st.rx.received;
+            f.bytes += st.rx.bytes;
+            f.duplicated += st.rx.duplicated;
+            f.reordered += st.rx.reordered;
+            f.warmup += st.warmup;
+            if st.rx.received > 0 {
+                f.first_seq = f.first_seq.min(st.first_seq);
+                f.last_seq = f.last_seq.max(last);
+            }
+        }
+        for (k, (n, b)) in self.foreign {
+            let e = foreign.entry(k).or_default();
+            e.0 += n;
+            e.1 += b;
+        }
+    }
+}
+
+struct WorkerOut {
+    port: usize,
+    heard: Heard,
+    stats: RxQueueStats,
+    error: Option<String>,
+}
+
+/// Listen on every queue of `ports` until `cfg.duration_ns` has passed or `ctl` is stopped.
+pub fn run_listen(
+    ports: &mut [Box<dyn Port>],
+    cfg: &ListenConfig,
+    ctl: &Arc<TrialControl>,
+) -> Result<ListenResult, EngineError> {
+    cfg.validate(ports.len())?;
+    ctl.set_phase(Phase::Setup);
+    let mut rxq: Vec<(usize, Box<dyn RxQueue>)> = Vec::new();
+    for (p, port) in ports.iter_mut().enumerate() {
+        for q in 0..port.caps().rx_queues {
+            rxq.push((p, port.open_rx(q)?));
+        }
+    }
+    let ncpu = cpu::online_cpus();
+    let cpus: Vec<usize> = (0..rxq.len())
+        .map(|i| if cfg.cpus.is_empty() { i % ncpu.div_ceil(2).max(1) } else { cfg.cpus[i % cfg.cpus.len()] })
+        .collect();
+    let lives: Vec<Arc<RxLive>> = rxq.iter().map(|_| Arc::new(RxLive::default())).collect();
+    *ctl.rx_live.lock().unwrap_or_else(|e| e.into_inner()) = lives.clone();
+    let started_realtime_ns = clock::realtime_ns();
+    let start = clock::now_ns();
+    ctl.run_start_ns.store(start, Ordering::Relaxed);
+    ctl.set_phase(Phase::Running);
+    let stop = AtomicBool::new(false);
+    let outs: Vec<WorkerOut> = std::thread::scope(|scope| {
+        let mut handles = Vec::new();
+        for (i, (port, mut q)) in rxq.into_iter().enumerate() {
+            let (stop, live, cpu_id) = (&stop, lives[i].clone(), cpus[i]);
+            let h = std::thread::Builder::new()
+                .name(format!("netrig-listen{i}"))
+                .spawn_scoped(scope, move || {
+                    let _ = cpu::pin_current_thread(cpu_id);
+                    let mut heard = Heard::new();
+                    let mut error = None;
+                    while !stop.load(Ordering::Relaxed) {
+                        match q.recv(256, std::time::Duration::from_millis(5), &mut |f, _: RxMeta| heard.frame(f)) {
+                            Ok(_) => live.frames.store(heard.frames, Ordering::Relaxed),
+                            Err(e) => {
+                                error = Some(e.to_string());
+                                break;
+                            }
+                        }
+                    }
+                    // Frames already in the tester's ring are counted, not dropped with it.
+                    let end = clock::now_ns() + RX_FINAL_PASS_NS;
+                    while error.is_none() && clock::now_ns() < end {
+                        if let Err(e) =
+                            q.recv(256, std::time::Duration::from_millis(1), &mut |f, _: RxMeta| heard.frame(f))
+                        {
+                            error = Some(e.to_string());
+                        }
+                    }
+                    live.frames.store(heard.frames, Ordering::Relaxed);
+                    WorkerOut { port, heard, stats: q.stats(), error }
+                })
+                .expect("spawning a listen thread");
+            handles.push((h, i));
+        }
+        let end = start + cfg.duration_ns;
+        while clock::now_ns() < end && !ctl.stopped() && !handles.iter().any(|(h, _)| h.is_finished()) {
+            std::thread::sleep(std::time::Duration::from_nanos(end.saturating_sub(clock::now_ns()).min(5_000_000)));
+        }
+        stop.store(true, Ordering::SeqCst);
+        handles.into_iter().map(|(h, _)| h.join().expect("listen worker panicked")).collect()
+    });
+    let duration_ns = clock::now_ns().saturating_sub(start);
+    ctl.set_phase(Phase::Done);
+    let mut port_out: Vec<ListenPort> = ports
+        .iter()
+        .map(|p| ListenPort {
+            name: p.caps().name.clone(),
+            backend: p.caps().backend.to_string(),
+            frames: 0,
+            bytes: 0,
+            ring_drops: 0,
+        })
+        .collect();
+    let mut flows = HashMap::new();
+    let mut foreign = BTreeMap::new();
+    let mut untracked = 0;
+    let mut error = None;
+    for o in outs {
+        let p = &mut port_out[o.port];
+        p.frames += o.heard.frames;
+        p.bytes += o.heard.bytes;
+        p.ring_drops += o.stats.ring_drops;
+        untracked += o.heard.untracked;
+        error = error.or(o.error);
+        o.heard.merge_into(&mut flows, &mut foreign);
+    }
+    let mut flows: Vec<HeardFlow> = flows
+        .into_values()
+        .map(|mut f| {
+            if f.frames > 0 {
+                f.missing = (f.last_seq - f.first_seq + 1).saturating_sub(f.frames);
+            } else {
+                (f.first_seq, f.last_seq) = (0, 0);
+            }
+            f
+        })
+        .collect();
+    flows.sort_unstable_by_key(|f| (f.trial, f.flow_id));
+    let foreign = foreign
+        .into_iter()
+        .map(|((ethertype, p), (frames, bytes))| ForeignKind {
+            ethertype,
+            ip_proto: (p != u16::MAX).then_some(p as u8),
+            frames,
+            bytes,
+        })
+        .collect();
+    Ok(ListenResult {
+        duration_ns,
+        started_realtime_ns,
+        interrupted: ctl.stopped(),
+        ports: port_out,
+        flows,
+        foreign,
+        untracked,
+        cpus,
+        error,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netrig_wire::signature::Signature;
+
+    fn signed(trial: u32, flow: u32, seq: u64) -> Vec<u8> {
+        // A raw-L2 frame (EtherType 0x88b5): the signature right after the Ethernet header.
+        let mut f = vec![0u8; 60];
+        f[12..14].copy_from_slice(&0x88b5u16.to_be_bytes());
+        let sig = Signature { trial, warmup: false, flow_id: flow, seq, tx_ts_ns: 1 };
+        sig.emit(&mut f[14..]);
+        f
+    }
+
+    #[test]
+    fn counts_flows_by_sequence_and_foreign_frames_by_kind() {
+        let mut h = Heard::new();
+        for seq in [10u64, 11, 13, 12, 13, 16] {
+            h.frame(&signed(7, 1, seq));
+        }
+        h.frame(&signed(7, 2, 0));
+        let mut arp = vec![0u8; 60];
+        arp[12..14].copy_from_slice(&0x0806u16.to_be_bytes());
+        h.frame(&arp);
+        h.frame(&arp);
+        let mut flows = HashMap::new();
+        let mut foreign = BTreeMap::new();
+        h.merge_into(&mut flows, &mut foreign);
+        let f = flows[&(7, 1)];
+        // 10..=16 is 7 sequence numbers; 10, 11, 12, 13, 16 arrived (13 twice): 14, 15 missing.
+        assert_eq!((f.frames, f.duplicated, f.reordered, f.first_seq, f.last_seq), (5, 1, 1, 10, 16));
+        assert_eq!(flows[&(7, 2)].frames, 1);
+        assert_eq!(foreign[&(0x0806, u16::MAX)], (2, 128));
+    }
+
+    #[test]
+    fn flows_beyond_the_limit_are_counted_untracked() {
+        let mut h = Heard::new();
+        for flow in 0..(MAX_HEARD_FLOWS as u32 + 3) {
+            h.frame(&signed(1, flow, 0));
+        }
+        assert_eq!((h.flows.len(), h.untracked), (MAX_HEARD_FLOWS, 3));
+    }
+
+    #[test]
+    fn config_is_checked() {
+        let c = ListenConfig { duration_ns: 0, cpus: vec![] };
+        assert_eq!(c.validate(1).unwrap_err().field, "duration_s");
+        let c = ListenConfig { duration_ns: 1, cpus: vec![] };
+        assert_eq!(c.validate(0).unwrap_err().field, "ports");
+        let c = ListenConfig { duration_ns: 1, cpus: vec![100_000] };
+        assert_eq!(c.validate(1).unwrap_err().field, "rx_cpus");
+    }
+}
