@@ -32,6 +32,7 @@ test-python: build
 bench: build
 	@command -v llc >/dev/null || bash ../shared/peers/peer-bench.sh install >/dev/null
 	$(PY) bench/run.py
+	$(PY) bench/flows.py
 
 bench-soak: build
 	$(PY) bench/soak.py

@@ -67,6 +67,25 @@ def report(name: str, expect: str, files: dict[str, str | bytes], target: str = 
                       files=files))
 
 
+# ------------------------------------------------------------------------------ netrig sweep
+SWEEP = ["sweep", "--testbed", "simulated", "--no-selftest", "--duration", "0.1s"]
+cli("--over", "sweep", "--testbed", "simulated", name="sweep without --over")
+cli("--over", *SWEEP, "--over", "flows", name="sweep --over without values")
+cli("--over", *SWEEP, "--over", "=1,2", name="sweep --over without a dimension")
+cli("--over", *SWEEP, "--over", "flows=1,,2", name="sweep --over with an empty value")
+cli("--over", *SWEEP, "--over", "flows=1", name="sweep --over one value")
+cli("--over", *SWEEP, "--over", "flows=1,1k,1000", name="sweep --over a value twice")
+cli("--over", *SWEEP, "--over", "flows=" + ",".join(str(i) for i in range(1, 40)), name="sweep --over 39 values")
+cli("--over", *SWEEP, "--over", "flows=1,0", name="sweep --over flows=0")
+cli("--over", *SWEEP, "--over", "flows=1,99999999999", name="sweep --over flows past the limit")
+cli("--over", *SWEEP, "--over", "Flows!=1,2", name="sweep --over a malformed key")
+cli("--over", *SWEEP, "--over", "nosuch.key=1,2", name="sweep --over an unknown config key")
+cli("--over", *SWEEP, "--over", "name=a,b", name="sweep --over the run's name")
+cli("--over", *SWEEP, "--over", "methods=a,b", name="sweep --over the methods")
+cli("--over", *SWEEP, "--over", "rules=10,100", name="sweep --over rules on a test bed without an ACL")
+cli("--method", *SWEEP, "--over", "flows=1,2", "--method", "nope", name="sweep --method unknown")
+cli("--name", *SWEEP, "--over", "flows=1,2", "--name", "../x", name="sweep --name with a path")
+
 # ------------------------------------------------------------------------------ netrig trial
 for v in ["63", "16385", "0", "-1", "abc", "imix2", "random:64", "random:1518-64", "inc:64-1518:0",
           "inc:1518-64", "inc:64-1518:-5", "mix:64x0", "mix:", "nan", "inf", "1e99", "64.5", "mix:64x7+abcx4",

@@ -15,7 +15,7 @@ from netrig.cli.console import run_with_console
 from netrig.errors import INTERRUPTS, InterruptedTrial, ResultError, Terminated
 from netrig.report import write_study
 from netrig.run.config import TestConfig
-from netrig.run.study import StudyRunner, load_study
+from netrig.run.study import Study, StudyRunner, load_study
 
 
 def register(subparsers: Any) -> None:
@@ -33,7 +33,12 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    study = load_study(args.file)
+    return execute_study(load_study(args.file), args.out, args.quiet, f"netrig study {args.file}")
+
+
+def execute_study(study: Study, out_dir: str | None, quiet: bool, again: str) -> int:
+    """Run ``study`` into ``out_dir`` (default ``results/<name>``) with the console, then write its
+    comparison; ``again`` is the command that continues it (printed when it is stopped)."""
     for v in study.variants:
         require_privileges(v.config)
     err = Console(stderr=True, highlight=False)
@@ -41,17 +46,17 @@ def run(args: argparse.Namespace) -> int:
     statuses: dict[str, int] = {}
 
     def run_variant(config: TestConfig, out: Path, resume: bool) -> None:
-        statuses[config.name] = run_with_console(config, out, resume=resume, command=command, quiet=args.quiet)
+        statuses[config.name] = run_with_console(config, out, resume=resume, command=command, quiet=quiet)
         if statuses[config.name] >= 128:
             raise Terminated(statuses[config.name] - 128) if statuses[config.name] != 130 else KeyboardInterrupt()
 
-    runner = StudyRunner(study, args.out, run_variant=run_variant,
+    runner = StudyRunner(study, out_dir, run_variant=run_variant,
                          notify=lambda msg: err.print(f"[bold]study {study.name}[/bold]: {msg}", soft_wrap=True))
     try:
         outcomes = runner.run()
     except (*INTERRUPTS, InterruptedTrial):
         err.print(f"study {study.name}: stopped; what finished is kept in {runner.out}. Continue with: "
-                  f"netrig study {args.file} --out {runner.out}", markup=False, soft_wrap=True)
+                  f"{again} --out {runner.out}", markup=False, soft_wrap=True)
         return 130
     try:
         out = write_study(runner.out)

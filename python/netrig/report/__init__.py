@@ -129,6 +129,9 @@ def write_study(study_dir: str | os.PathLike) -> Path:
     md = compare_markdown(runs, out.name)
     if len(runs) > 1:
         study_md = "## Study: every variant against the baseline\n\n" + table_md(tables.study_table(runs)) + "\n\n"
+        if study.get("source", {}).get("sweep"):
+            study_md = ("## Sweep: every headline number against the swept value\n\n"
+                        + table_md(tables.sweep_table(runs, study)) + "\n\n" + study_md)
         at = md.find("## Summary per configuration")
         md = md[:at] + study_md + md[at:] if at >= 0 else md + "\n" + study_md
     _write(out, html_text)

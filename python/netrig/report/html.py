@@ -235,6 +235,9 @@ def _study(runs: Sequence[RunView], study: dict) -> str:
         t.add([str(v.get("name")), str(descs.get(v.get("name")) or ""), str(v.get("state")),
                f"{v.get('dir')}/result.json" if v.get("complete") else (v.get("error") or "not finished")])
     body = table_html(t, left=4)
+    if (study.get("source") or {}).get("sweep"):
+        body += (figure(plots.sweep_plot, runs, study=study)
+                 + table_html(tables.sweep_table(runs, study), left=1))
     body += figure(plots.study_plot, runs) + table_html(tables.study_table(runs), left=1)
     return body
 

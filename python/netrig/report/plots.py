@@ -11,6 +11,7 @@ from netrig.view.plotkit import (
     PALETTE,
     REF_GREY,
     Plot,
+    facets,
     fps_fmt,
     legend,
     log_if_wide,
@@ -260,8 +261,41 @@ def study_plot(runs: Sequence[RunView]) -> Figure | None:
     return fig
 
 
+@plot("sweep")
+def sweep_plot(runs: Sequence[RunView], study: dict | None = None) -> Figure | None:
+    """A scalability sweep: every headline number against the swept value, one panel each (a
+    logarithmic axis where the values span decades)."""
+    from netrig.report.tables import study_values, sweep_points
+
+    points = sweep_points(runs, study or {})
+    if len(points) < 2:
+        return None
+    sweep = ((study or {}).get("source") or {}).get("sweep") or {}
+    order, better, values = study_values([r for _, r in points])
+    metrics = [m for m in order if sum(1 for v in values if v.get(m) is not None) >= 2][:6]
+    if not metrics:
+        return None
+    numeric = all(isinstance(v, (int, float)) for v, _ in points)
+    fig, axes = facets(len(metrics))
+    for ax, m in zip(axes, metrics):
+        xs = [v if numeric else i for i, (v, _) in enumerate(points)]
+        pairs = [(x, vals.get(m)) for x, vals in zip(xs, values) if vals.get(m) is not None]
+        ax.plot([x for x, _ in pairs], [y for _, y in pairs], marker="o", color=run_colour(0))
+        if numeric:
+            log_if_wide(ax, [float(x) for x, _ in pairs if x > 0], axis="x")
+        else:
+            ax.set_xticks(xs)
+            ax.set_xticklabels([str(v) for v, _ in points], rotation=30, fontsize=7)
+        ax.set_title(f"{m} {'↑' if better[m] else '↓'}", fontsize=9)
+        ax.set_xlabel(str(sweep.get("label", "value")))
+        if "throughput" in m or "fps" in m:
+            ax.yaxis.set_major_formatter(fps_fmt())
+        ax.set_ylim(bottom=0)
+    return fig
+
+
 #: The report's own plot types.
-REPORT_PLOTS: tuple[Plot, ...] = (selftest_plot, timeline_plot, trial_timeline_plot, study_plot)
+REPORT_PLOTS: tuple[Plot, ...] = (selftest_plot, timeline_plot, trial_timeline_plot, study_plot, sweep_plot)
 
 
 def all_plots() -> dict[str, Plot]:

@@ -3,6 +3,7 @@ self-test, pass/fail checks, every trial, the run's facts and what differs betwe
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from netrig.methodology.method import Capacity
 from netrig.methods import REGISTRY
@@ -252,3 +253,32 @@ def _plain_value(label: str, v: float | None) -> str:
     if label.startswith("RTT"):
         return f"{v:.1f} µs"
     return f"{v:.3g}"
+
+
+def sweep_points(runs: Sequence[RunView], study: dict) -> list[tuple[Any, RunView]]:
+    """``(swept value, run)`` of every finished point of a sweep study, in sweep order."""
+    source = study.get("source") or {}
+    values = (source.get("sweep") or {}).get("values") or []
+    names = [v.get("name") for v in source.get("variants", [])]
+    by_name = {r.name: r for r in runs}
+    return [(v, by_name[n]) for n, v in zip(names, values) if n in by_name]
+
+
+def sweep_table(runs: Sequence[RunView], study: dict) -> Table:
+    """One row per swept value: every headline number, and its scale-up ratio against the step
+    before (methodology §6: the scale-up per step)."""
+    sweep = (study.get("source") or {}).get("sweep") or {}
+    points = sweep_points(runs, study)
+    order, better, values = study_values([r for _, r in points])
+    metrics = [m for m in order if any(v.get(m) for v in values)]
+    cols = [str(sweep.get("label", "value"))]
+    for m in metrics:
+        cols += [f"{m} {'↑' if better[m] else '↓'}", "× step"]
+    t = Table(cols, caption=f"{sweep.get('key')} swept; × step: each value over the one of the step before")
+    for i, ((v, _), vals) in enumerate(zip(points, values)):
+        row = [str(v)]
+        for m in metrics:
+            cur, prev = vals.get(m), values[i - 1].get(m) if i else None
+            row += [_plain_value(m, cur), f"{cur / prev:.2f}×" if cur is not None and prev else fmt.DASH]
+        t.add(row)
+    return t

@@ -24,6 +24,16 @@ A study file (TOML, YAML or JSON)::
 Each variant's config is ``base`` with the variant's keys merged in (tables merged key by key, anything
 else replaced), and ``name`` set to the variant's name; every one is validated before anything runs.
 
+A scalability sweep (methodology §6) is a study whose variants differ in one config key, made from a
+``[sweep]`` table instead of ``[[variant]]`` tables; the comparison then draws every headline number
+against the swept value, with the scale-up ratio of each step::
+
+    [sweep]
+    over = "flows"                   # a dimension (SWEEP_DIMENSIONS) or any config key path
+    values = [1, 16, 256, 4096, 65536, 1048576]
+
+Variants are named ``<label>-<value>`` (``flows-256``); the first value is the baseline.
+
 Data flow::
 
     study file ── Study (variants validated) ── OUT/study.json (the study as run)
@@ -53,6 +63,108 @@ from netrig.run.config import TestConfig, config_from_dict, read_document
 STUDY_FILE = "study.json"
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _STUDY_KEYS = ("name", "title", "description", "baseline")
+_KEY_RE = re.compile(r"^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)*$")
+_SWEEP_KEYS = ("over", "values", "label")
+#: Most points of one sweep.
+MAX_SWEEP_POINTS = 32
+
+#: Named sweep dimensions: (config key path, what it means). Any other dotted config key path
+#: (``testbed.options.cap``) can be swept too.
+SWEEP_DIMENSIONS: dict[str, tuple[str, str]] = {
+    "flows": ("ports.flows", "flows per stream, each counted apart (the source port varies; past 65535: 1024 "
+                             "source × N destination ports)"),
+    "queues": ("ports.queues", "queues and TX/RX workers per tester port"),
+    "rules": ("testbed.options.rules", "stateless ACL rules on the DUT (the acl test bed)"),
+    "dut-cpus": ("testbed.options.dut_cpus", "CPUs the DUT's forwarding may use (a count N: CPUs 0..N-1)"),
+    "frame-size": ("frames.sizes", "frame size, bytes (one size per point)"),
+}
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """One dimension of a scalability sweep: the config ``key`` set to each of ``values``."""
+
+    key: str
+    label: str
+    values: tuple[Any, ...]
+
+    def to_dict(self) -> dict:
+        return {"key": self.key, "label": self.label, "values": list(self.values)}
+
+
+def sweep_from_dict(d: Any) -> Sweep:
+    """The ``[sweep]`` table; errors name ``sweep.<key>``."""
+    if not isinstance(d, dict):
+        raise ConfigError("sweep", "must be a table: over = DIMENSION or KEY.PATH, values = [...]")
+    for k in d:
+        if k not in _SWEEP_KEYS:
+            raise ConfigError(f"sweep.{k}", f"unknown key; allowed: {', '.join(_SWEEP_KEYS)}")
+    over = d.get("over")
+    if not isinstance(over, str) or not (over in SWEEP_DIMENSIONS or _KEY_RE.match(over)):
+        raise ConfigError("sweep.over", f"{over!r}: give a dimension ({', '.join(SWEEP_DIMENSIONS)}) or a config "
+                                        "key path such as testbed.options.cap")
+    key = SWEEP_DIMENSIONS[over][0] if over in SWEEP_DIMENSIONS else over
+    if key.split(".")[0] in ("name", "methods"):
+        raise ConfigError("sweep.over", f"{over!r}: sweep a config value, not the run's {key.split('.')[0]}")
+    values = d.get("values")
+    if not isinstance(values, list) or len(values) < 2:
+        raise ConfigError("sweep.values", "give a list of at least two values to sweep over")
+    if len(values) > MAX_SWEEP_POINTS:
+        raise ConfigError("sweep.values", f"{len(values)} values: at most {MAX_SWEEP_POINTS} points in one sweep "
+                                          "(split it into several sweeps)")
+    for i, v in enumerate(values):
+        if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+            raise ConfigError(f"sweep.values[{i}]", f"{v!r}: each value must be a number or a string")
+    if len({str(v) for v in values}) != len(values):
+        raise ConfigError("sweep.values", "a value is given twice: give each point once")
+    label = d.get("label", over.rsplit(".", 1)[-1].replace("_", "-"))
+    if not isinstance(label, str) or not _NAME_RE.match(label):
+        raise ConfigError("sweep.label", f"{label!r}: letters, digits, '_', '-' and '.' (it names the variants)")
+    return Sweep(key, label, tuple(values))
+
+
+def sweep_value(key: str, value: Any) -> Any:
+    """What the config gets for one point: a frame size is a one-size list; a DUT CPU count N is
+    CPUs 0..N-1."""
+    if key == "frames.sizes":
+        return [value]
+    if key == "testbed.options.dut_cpus" and isinstance(value, int) and not isinstance(value, bool):
+        return list(range(value)) if value > 0 else value
+    return value
+
+
+def nest(key: str, value: Any) -> dict:
+    """``"a.b.c", v`` → ``{"a": {"b": {"c": v}}}``."""
+    out: Any = value
+    for part in reversed(key.split(".")):
+        out = {part: out}
+    return out
+
+
+#: Flows one port range holds; a flows sweep past it spreads them over source × destination ports.
+PORT_RANGE_FLOWS = 65_535
+
+
+def sweep_patch(sweep: Sweep, i: int) -> dict:
+    """The config keys point ``i`` of ``sweep`` sets. Past one port range of flows (65 535), the flows
+    are 1024 source ports × N destination ports (``stream.flows``): a multiple of 1024."""
+    v = sweep.values[i]
+    if sweep.key == "ports.flows" and isinstance(v, int) and v > PORT_RANGE_FLOWS:
+        if v % 1024:
+            raise ConfigError(f"sweep.values[{i}]", f"{v}: past {PORT_RANGE_FLOWS} flows the flows are 1024 source "
+                                                    "ports × N destination ports: give a multiple of 1024")
+        return {"stream": {"flows": {"src_ports": 1024, "dst_ports": v // 1024}}}
+    return nest(sweep.key, sweep_value(sweep.key, v))
+
+
+def sweep_variants(sweep: Sweep) -> list[dict]:
+    """The ``[[variant]]`` tables a sweep stands for."""
+    out = []
+    for i, v in enumerate(sweep.values):
+        text = re.sub(r"[^A-Za-z0-9_.-]", "_", str(v))
+        out.append({"name": f"{sweep.label}-{text}"[:64], "description": f"{sweep.key} = {v}",
+                    **sweep_patch(sweep, i)})
+    return out
 
 
 @dataclass(frozen=True)
@@ -92,8 +204,9 @@ def study_from_dict(data: Any) -> Study:
     if not isinstance(data, dict):
         raise ConfigError("study", "a study file holds a table at the top level")
     for key in data:
-        if key not in ("study", "base", "variant"):
-            raise ConfigError(str(key), "unknown key; a study file has [study], [base] and [[variant]] tables")
+        if key not in ("study", "base", "variant", "sweep"):
+            raise ConfigError(str(key), "unknown key; a study file has [study], [base] and [[variant]] (or [sweep]) "
+                                        "tables")
     head = data.get("study") or {}
     if not isinstance(head, dict):
         raise ConfigError("study", "must be a table (name, title, description, baseline)")
@@ -107,7 +220,14 @@ def study_from_dict(data: Any) -> Study:
     base = data.get("base") or {}
     if not isinstance(base, dict):
         raise ConfigError("base", "must be a table: the netrig config every variant starts from")
-    raw = data.get("variant")
+    sweep = None
+    if "sweep" in data:
+        if "variant" in data:
+            raise ConfigError("sweep", "a sweep makes the variants: leave out the [[variant]] tables (or the [sweep])")
+        sweep = sweep_from_dict(data["sweep"])
+        if "baseline" in head:
+            raise ConfigError("study.baseline", "a sweep's baseline is its first value: leave it out")
+    raw = sweep_variants(sweep) if sweep is not None else data.get("variant")
     if not isinstance(raw, list) or not raw:
         raise ConfigError("variant", "needs at least one [[variant]] table (name plus the config keys it changes)")
     variants: list[Variant] = []
@@ -130,6 +250,9 @@ def study_from_dict(data: Any) -> Study:
         try:
             cfg = config_from_dict(merged)
         except ConfigError as e:
+            if sweep is not None:
+                raise ConfigError(f"sweep.values[{i}] ({sweep.key} = {sweep.values[i]!r}): {e.field}",
+                                  e.message) from None
             raise ConfigError(f"{path} ({vname}).{e.field}", e.message) from None
         variants.append(Variant(vname, desc, cfg))
     baseline = head.get("baseline", variants[0].name)
@@ -144,6 +267,8 @@ def study_from_dict(data: Any) -> Study:
     source = {"study": {"name": name, "title": title, "baseline": variants[0].name},
               "variants": [{"name": v.name, "description": v.description, "config": v.config.to_dict()}
                            for v in variants]}
+    if sweep is not None:
+        source["sweep"] = sweep.to_dict()
     return Study(name, title, str(head.get("description", "")), tuple(variants), source)
 
 
