@@ -67,6 +67,16 @@ def report(name: str, expect: str, files: dict[str, str | bytes], target: str = 
                       files=files))
 
 
+# ------------------------------------------------------------------------------ netrig stress
+STRESS = ["stress", "--testbed", "simulated", "--no-selftest", "--duration", "0.1s"]
+cli("--profile", *STRESS, "--profile", "wave", name="stress --profile unknown")
+cli("--peak", *STRESS, "--peak", "90", name="stress --peak below throughput")
+cli("--peak", *STRESS, "--peak", "nan", name="stress --peak nan")
+cli("--base", *STRESS, "--base", "100", name="stress --base at throughput")
+cli("--base", *STRESS, "--base", "-5", name="stress --base negative")
+cli("--interval", *STRESS, "--interval", "60", name="stress --interval longer than a phase")
+cli("--interval", *STRESS, "--interval", "0.001", name="stress --interval below 10 ms")
+
 # ------------------------------------------------------------------------------ netrig sweep
 SWEEP = ["sweep", "--testbed", "simulated", "--no-selftest", "--duration", "0.1s"]
 cli("--over", "sweep", "--testbed", "simulated", name="sweep without --over")

@@ -554,6 +554,11 @@ class IntervalResult:
     @property
     def frames_received(self) -> int:
         """Frames sent in this interval that were received (not late)."""
+    @property
+    def latency_mean_ns(self) -> float:
+        """Mean and highest latency of those frames, ns (0 when none was received)."""
+    @property
+    def latency_max_ns(self) -> int: ...
     def to_dict(self) -> dict[str, object]: ...
 
 @final

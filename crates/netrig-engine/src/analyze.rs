@@ -449,7 +449,7 @@ impl Analyzer {
         f.received += 1;
         f.bytes += wire_len;
         if let Some(iv) = self.intervals.as_mut() {
-            iv.add(sig.tx_ts_ns, 1);
+            iv.add_received(sig.tx_ts_ns, latency);
         }
         f.latency_sum_ns += latency as u128;
         f.latency_min_ns = f.latency_min_ns.min(latency);

@@ -189,17 +189,32 @@ impl IntervalGrid {
     }
 }
 
-/// Frames per interval, counted by one worker.
+/// Frames per interval, counted by one worker (a receiver also sums their latency).
 #[derive(Debug, Clone)]
 pub struct IntervalCounter {
     grid: std::sync::Arc<IntervalGrid>,
     pub counts: Vec<u64>,
+    /// Received frames' latency per interval: sum and maximum, ns (receivers only).
+    pub latency_sum_ns: Vec<u64>,
+    pub latency_max_ns: Vec<u64>,
     cursor: usize,
 }
 
 impl IntervalCounter {
     pub fn new(grid: std::sync::Arc<IntervalGrid>) -> Self {
-        IntervalCounter { counts: vec![0; grid.len()], grid, cursor: 0 }
+        IntervalCounter {
+            counts: vec![0; grid.len()],
+            latency_sum_ns: Vec::new(),
+            latency_max_ns: Vec::new(),
+            grid,
+            cursor: 0,
+        }
+    }
+
+    /// A receiver's counter: frames and their latency.
+    pub fn with_latency(grid: std::sync::Arc<IntervalGrid>) -> Self {
+        let n = grid.len();
+        IntervalCounter { latency_sum_ns: vec![0; n], latency_max_ns: vec![0; n], ..Self::new(grid) }
     }
 
     /// `n` frames stamped `ts_rel` ns after the epoch.
@@ -210,6 +225,20 @@ impl IntervalCounter {
         }
         let i = self.grid.index(ts_rel, &mut self.cursor);
         self.counts[i] += n;
+    }
+
+    /// One received frame stamped `ts_rel` ns after the epoch, `latency_ns` after it was sent.
+    #[inline]
+    pub fn add_received(&mut self, ts_rel: u64, latency_ns: u64) {
+        if self.counts.is_empty() {
+            return;
+        }
+        let i = self.grid.index(ts_rel, &mut self.cursor);
+        self.counts[i] += 1;
+        if let (Some(sum), Some(max)) = (self.latency_sum_ns.get_mut(i), self.latency_max_ns.get_mut(i)) {
+            *sum += latency_ns;
+            *max = (*max).max(latency_ns);
+        }
     }
 }
 
@@ -261,6 +290,20 @@ mod tests {
         k.add(13_000, 3);
         k.add(13_100, 2);
         assert_eq!(k.counts, vec![0, 0, 0, 5, 0]);
+    }
+
+    #[test]
+    fn a_receivers_counter_keeps_latency_per_interval() {
+        let g = IntervalGrid::new(&[RatePhase { duration_ns: 2_000, rate_scale: 1.0 }], 1_000);
+        g.start_phase(0, 0);
+        let mut k = IntervalCounter::with_latency(std::sync::Arc::new(g));
+        for (ts, lat) in [(100, 50), (900, 150), (1_500, 7)] {
+            k.add_received(ts, lat);
+        }
+        assert_eq!(
+            (k.counts.clone(), k.latency_sum_ns.clone(), k.latency_max_ns.clone()),
+            (vec![2, 1], vec![200, 7], vec![150, 7])
+        );
     }
 
     #[test]

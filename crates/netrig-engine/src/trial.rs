@@ -546,6 +546,9 @@ pub struct IntervalResult {
     pub tx_frames: u64,
     /// Frames sent in this interval that were received (not late).
     pub rx_frames: u64,
+    /// Mean and highest latency of those frames, ns (0 when none was received).
+    pub latency_mean_ns: f64,
+    pub latency_max_ns: u64,
 }
 
 impl TrialResult {
@@ -747,7 +750,7 @@ pub fn run_trial(
                     let mut an = Analyzer::new(nflows as usize, epoch_ns, late_ns)
                         .with_gap_slots(cfg.gap_slots)
                         .for_trial(ident, sent);
-                    an.intervals = grid.map(IntervalCounter::new);
+                    an.intervals = grid.map(IntervalCounter::with_latency);
                     let mut error = None;
                     while !rx_stop.load(Ordering::Relaxed) {
                         match q.recv(256, std::time::Duration::from_millis(5), &mut |f, m| an.frame(f, m)) {
@@ -1357,15 +1360,20 @@ fn collect(
         Some(g) => (0..g.len())
             .map(|k| {
                 let (phase, start, len) = g.interval(k, end_rel);
+                let counters = || rx.iter().filter_map(|w| w.analyzer.intervals.as_ref());
+                let rx_frames: u64 = counters().map(|c| c.counts.get(k).copied().unwrap_or(0)).sum();
+                let lat_sum: u64 = counters().map(|c| c.latency_sum_ns.get(k).copied().unwrap_or(0)).sum();
                 IntervalResult {
                     start_s: start as f64 / 1e9,
                     duration_s: len as f64 / 1e9,
                     phase,
                     tx_frames: tx.iter().map(|(_, w)| w.intervals.get(k).copied().unwrap_or(0)).sum(),
-                    rx_frames: rx
-                        .iter()
-                        .map(|w| w.analyzer.intervals.as_ref().and_then(|c| c.counts.get(k).copied()).unwrap_or(0))
-                        .sum(),
+                    rx_frames,
+                    latency_mean_ns: if rx_frames > 0 { lat_sum as f64 / rx_frames as f64 } else { 0.0 },
+                    latency_max_ns: counters()
+                        .map(|c| c.latency_max_ns.get(k).copied().unwrap_or(0))
+                        .max()
+                        .unwrap_or(0),
                 }
             })
             .collect(),

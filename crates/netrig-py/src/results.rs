@@ -392,6 +392,9 @@ result_class! {
         frames_sent: u64 = i.tx_frames,
         /// Frames sent in this interval that were received (not late).
         frames_received: u64 = i.rx_frames,
+        /// Mean and highest latency of those frames, ns (0 when none was received).
+        latency_mean_ns: f64 = i.latency_mean_ns,
+        latency_max_ns: u64 = i.latency_max_ns,
     }
     methods {
         fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {

@@ -207,8 +207,7 @@ class EngineMeasurer:
         spec = [(ph.duration_s, ph.rate_pps / base) for ph in phases]
         res, extra = self._monitored(lambda: self._run(frame_size, base, total_s, self.drain_s, phases=spec,
                                                        interval_s=interval_s))
-        intervals = tuple(Interval(iv.start_s, iv.duration_s, iv.phase, iv.frames_sent, iv.frames_received)
-                          for iv in res.intervals)
+        intervals = engine_intervals(res)
         intended = sum(ph.rate_pps * ph.duration_s for ph in phases) / total_s
         return self._counts(res, intended, {**extra, "method": "one continuous trial, per-interval counts"},
                             intervals=intervals)
@@ -264,8 +263,15 @@ class EngineMeasurer:
 
         res, extra = self._monitored(run)
         self._learned.discard(load.frame_size.label)
-        intervals = tuple(Interval(iv.start_s, iv.duration_s, iv.phase, iv.frames_sent, iv.frames_received)
-                          for iv in res.intervals)
+        intervals = engine_intervals(res)
         c = self._counts(res, load.rate_pps, {**extra, "method": "one trial with events, per-flow sequence gaps"},
                          intervals=intervals)
         return TrialCounts(**{**c.__dict__, "events": event_results(res, runs)})
+
+
+def engine_intervals(res: _native.TrialResult) -> tuple[Interval, ...]:
+    """The engine's per-interval counts (and the received frames' latency) as the seam's intervals."""
+    return tuple(Interval(iv.start_s, iv.duration_s, iv.phase, iv.frames_sent, iv.frames_received,
+                          iv.latency_mean_ns if iv.frames_received else None,
+                          iv.latency_max_ns if iv.frames_received else None)
+                 for iv in res.intervals)

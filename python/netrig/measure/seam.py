@@ -145,6 +145,9 @@ class Interval:
     phase: int
     frames_sent: int
     frames_received: int
+    #: Mean and highest one-way latency of the frames received, ns (``None``: not measured).
+    latency_mean_ns: float | None = None
+    latency_max_ns: float | None = None
 
     @property
     def frames_lost(self) -> int:
@@ -163,11 +166,14 @@ class Interval:
             "frames_received": self.frames_received,
             "frames_lost": self.frames_lost,
             "rx_pps": self.rx_pps,
+            **({"latency_mean_ns": self.latency_mean_ns, "latency_max_ns": self.latency_max_ns}
+               if self.latency_mean_ns is not None else {}),
         }
 
     @classmethod
     def from_dict(cls, d: dict) -> Interval:
-        return cls(d["t_s"], d["duration_s"], d.get("phase", 0), d["frames_sent"], d["frames_received"])
+        return cls(d["t_s"], d["duration_s"], d.get("phase", 0), d["frames_sent"], d["frames_received"],
+                   d.get("latency_mean_ns"), d.get("latency_max_ns"))
 
 
 @dataclass(frozen=True)

@@ -254,7 +254,16 @@ class SimulatedMeasurer:
                         lost = max(lost, int(math.ceil(sent * (overlap / dur) * m.recovery_loss_ratio)))
                 lost = min(sent, lost)
                 lost += _binomial(rng, sent - lost, m.background_loss_ratio)
-                intervals.append(Interval(t0 + start, dur, pi, sent, sent - lost))
+                # Latency: the base, plus a full buffer's queueing delay while overloaded, draining
+                # over the recovery after it.
+                queue_ns = 1e9 * m.buffer_frames / c if c else 0.0
+                lat = m.latency_base_ns + (queue_ns if offered > c else 0.0)
+                if overload_end is not None and offered <= c and m.recovery_s > 0:
+                    left = max(0.0, 1.0 - (t0 + start - overload_end) / m.recovery_s)
+                    lat += queue_ns * left
+                received = sent - lost
+                intervals.append(Interval(t0 + start, dur, pi, sent, received, lat if received else None,
+                                          lat + m.latency_jitter_ns if received else None))
             if offered > c:
                 overload_end = t0 + ph.duration_s
             t0 += ph.duration_s

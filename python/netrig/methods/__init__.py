@@ -15,11 +15,12 @@ from netrig.methods import (
                             recovery,
                             reset,
                             rr,
+                            stress,
                             tcp,
                             throughput,
 )
 
 REGISTRY = Registry(m.METHOD for m in (throughput, frame_loss, latency, mlrsearch, back_to_back, recovery, reset,
-                                        iperf, livelock, tcp, rr))
+                                        stress, iperf, livelock, tcp, rr))
 
 __all__ = ["REGISTRY"]
