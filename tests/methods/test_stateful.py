@@ -210,3 +210,17 @@ def test_the_testers_own_ring_drops_are_not_lost_connections():
                                         capacity_connections=(500,)), ctx(RingDroppingDut()))
     assert r.preliminary["tester_rx_drops"] == 7 and r.preliminary["conntrack_after"] == 1000
     assert r.capacity[0]["ok"] and r.capacity[0]["tester_rx_drops"] == 14
+
+
+def test_report_sections_read_the_result_back():
+    from netrig.view.run_view import RunView
+    r = measure_stateful(StatefulParams(connections=2000, capacity_connections=(1000,), max_rate_pps=1e6),
+                         ctx(TableDut()))
+    doc = {"summary": [{"method": "stateful", "results": [{"frame_size": 64, "repetitions": [r.to_dict()]}]}]}
+    m = REGISTRY.get("stateful")
+    html = m.html(RunView(doc))["stateful"]
+    assert "2,000" in html and "conn/s" in html and "Connection tracking table capacity" in html
+    assert "Stateful NAT/firewall" in m.markdown(RunView(doc))
+    assert m.html(RunView({"summary": []})) == {} and m.markdown(RunView({"summary": []})) == ""
+    row = m.console_rows({"frame_size": 64, "repetitions": [r.to_dict()]}, "")[0]
+    assert row[1] == "2,000" and row[-2] == "1,000"

@@ -39,7 +39,7 @@ from netrig.methodology.method import Command, Context, Method, Section, Shortcu
 from netrig.methodology.stats import check
 from netrig.methodology.tester import ProvenLimit, Verdict, tester_rx_drops
 from netrig.view import fmt
-from netrig.view.html import empty, esc, table_html
+from netrig.view.html import esc, table_html
 from netrig.view.markdown import section_md, table_md
 from netrig.view.run_view import RunView, med, objs
 from netrig.view.table import Table
@@ -432,7 +432,9 @@ class StatefulMethod(Method):
 
     def html(self, run: RunView) -> dict[str, str]:
         t, cap = table(run), capacity_table(run)
-        body = table_html(t) if t else empty(f"No {self.label} in this result.")
+        if not t:
+            return {}  # the section shows only in runs of this method
+        body = table_html(t)
         if cap:
             body += "<h4>" + esc("Connection tracking table capacity") + "</h4>" + table_html(cap)
         return {STATEFUL.id: body}
