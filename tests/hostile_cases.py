@@ -223,7 +223,7 @@ for tb, kv, name in [("nat", "conntrack_buckets=0", "conntrack_buckets"), ("nat"
                      ("router", "conntrack_buckets=1024", "conntrack_buckets")]:
     cli(f"--testbed-option {name}", "stateful", "--testbed", tb, "--out", "{dir}/out", "--testbed-option", kv)
 STATEFUL = ["stateful", *SIM, "--out", "{dir}/out"]
-for opt, vals in [("--connections", ["0", "-1", "abc", "65537", "4294967297", "1e6"]),
+for opt, vals in [("--connections", ["0", "-1", "abc", "65537", "4294967297", "16777217", "1e6"]),
                   ("--establish-rate", ["0", "nan", "inf", "-1", "abc"]),
                   ("--capacity", ["10,abc", "0", "1,-5", "65537", "1e6"]), ("--skip", ["bogus", "throughput,x"]),
                   ("--max-rate", ["-5", "nan", "0"])]:

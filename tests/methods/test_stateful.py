@@ -29,7 +29,10 @@ def test_port_ranges_multiply_to_n_within_the_port_space():
     assert s * d == 4_000_000 and s <= 65535 and d <= 65535
     with pytest.raises(ConfigError, match="use e.g."):
         port_ranges(65537)  # prime, above one port range
-    for bad in (0, -1, 1.5, True, 65535 * 65535 + 1):
+    with pytest.raises(ConfigError, match="flows"):
+        port_ranges(65535 * 65535)
+    assert port_ranges(1 << 24) == (32768, 512)  # the most: one stream's flows
+    for bad in (0, -1, 1.5, True, (1 << 24) + 1):
         with pytest.raises(ConfigError) as e:
             port_ranges(bad)  # type: ignore[arg-type]
         assert e.value.field == "connections"

@@ -33,6 +33,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from netrig import _native
 from netrig.errors import ConfigError, MethodologyError
 from netrig.measure import FlowTrial, TrialCounts
 from netrig.methodology.method import Command, Context, Method, Section, Shortcut
@@ -47,6 +48,8 @@ from netrig.view.table import Table
 METHOD_NAME = "stateful"
 #: Test beds whose DUT tracks connections.
 STATEFUL_TOPOLOGIES = ("nat", "firewall", "fwnat")
+#: Most connections: one stream's flows (every flow has receive state in the tester).
+MAX_CONNECTIONS = int(_native.MAX_FLOWS)
 #: Most trials one search runs (a guard: the resolution ends it long before).
 MAX_SEARCH_TRIALS = 24
 FLOW_ORDERS = ("pseudorandom", "sequential")
@@ -60,8 +63,9 @@ def port_ranges(n: int, field_name: str = "connections") -> tuple[int, int]:
     range as large as it can be (the destination range the smallest divisor that fits)."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ConfigError(field_name, f"{n!r}: must be a whole number of connections ≥ 1")
-    if n > 65535 * 65535:
-        raise ConfigError(field_name, f"{n}: more 4-tuples than two port ranges hold (at most {65535 * 65535})")
+    if n > MAX_CONNECTIONS:
+        raise ConfigError(field_name, f"{n}: more connections than one stream of the tester has flows (at most "
+                                      f"{MAX_CONNECTIONS})")
     first = max(1, math.ceil(n / 65535))
     for d in range(first, 65536):
         if n % d == 0 and n // d <= 65535:
