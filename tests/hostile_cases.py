@@ -422,7 +422,12 @@ for argv, want in [(["mesh"], "topology"), (["router", "--cap", "100kpps"], "--c
                    (["router", "--nat", "static"], "--nat"), (["policer", "--cap", "fast"], "--cap"),
                    (["loopback", "--dut-placement", "rps"], "--dut-placement"),
                    (["external", "--ifaces", "bad name!"], "--ifaces"), (["bridge", "--rules", "3"], "--rules"),
-                   (["fourport", "--conntrack-max", "5"], "--conntrack-max"), (["router", "--rules", "x"], "--rules")]:
+                   (["fourport", "--conntrack-max", "5"], "--conntrack-max"), (["router", "--rules", "x"], "--rules"),
+                   (["nat", "--conntrack-buckets", "0"], "--conntrack-buckets"),
+                   (["router", "--conntrack-buckets", "1024"], "--conntrack-buckets"),
+                   (["nat", "--conntrack-timeout-s", "-1"], "--conntrack-timeout-s"),
+                   (["firewall", "--conntrack-timeout-s", "x"], "--conntrack-timeout-s"),
+                   (["loopback", "--conntrack-timeout-s", "60"], "--conntrack-timeout-s")]:
     cli(want, "testbed", "up", *argv)
 cli("id", "testbed", "down", "zz")
 cli("no such test bed", "testbed", "down", "ffff")
