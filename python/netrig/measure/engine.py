@@ -151,7 +151,7 @@ class EngineMeasurer:
             duplicated=res.duplicated, reordered=res.reordered, late=res.late, latency=latency_summary(res.latency),
             valid=valid, invalid_reason=reason, foreign=res.frames_foreign, stray=res.frames_stray,
             forged=res.frames_forged, intervals=intervals, pacing=pacing_summary(res, self.smoothness_tolerance_pct),
-            raw={"engine": res.to_dict(flows=flows), **(extra_raw or {})},
+            raw={"engine": res.to_dict() if flows else res.to_dict(flows=False), **(extra_raw or {})},
         )
 
     # ---------------------------------------------------------------- the measurer seam
