@@ -259,6 +259,22 @@ for tb, kv, name in [("policer", "cap=fast", "cap"), ("policer", "cap_burst=0", 
                      ("loopback", "dut_cpus=0", "dut_cpus"), ("external", "mtu=9000", "mtu")]:
     cli(f"--testbed-option {name}", "rfc2544", "--testbed", tb, "--out", "{dir}/out", "--testbed-option", kv)
 cli("cap", "rfc2544", "--testbed", "policer", "--out", "{dir}/out", name="rfc2544 policer without a cap")
+for tb, kv, name in [("nat", "conntrack_buckets=0", "conntrack_buckets"), ("nat", "conntrack_buckets=x", "conntrack_buckets"),
+                     ("firewall", "conntrack_buckets=99999999999", "conntrack_buckets"),
+                     ("nat", "conntrack_timeout_s=-5", "conntrack_timeout_s"),
+                     ("fwnat", "conntrack_timeout_s=1e9", "conntrack_timeout_s"),
+                     ("nat", "conntrack_timeout_s=99999999999", "conntrack_timeout_s"),
+                     ("router", "conntrack_timeout_s=60", "conntrack_timeout_s"),
+                     ("router", "conntrack_buckets=1024", "conntrack_buckets")]:
+    cli(f"--testbed-option {name}", "stateful", "--testbed", tb, "--out", "{dir}/out", "--testbed-option", kv)
+STATEFUL = ["stateful", *SIM, "--out", "{dir}/out"]
+for opt, vals in [("--connections", ["0", "-1", "abc", "65537", "4294967297", "16777217", "1e6"]),
+                  ("--establish-rate", ["0", "nan", "inf", "-1", "abc"]),
+                  ("--capacity", ["10,abc", "0", "1,-5", "65537", "1e6"]), ("--skip", ["bogus", "throughput,x"]),
+                  ("--max-rate", ["-5", "nan", "0"])]:
+    for v in vals:
+        cli(opt, *STATEFUL, opt, v)
+cli("testbed", *STATEFUL, name="stateful on the simulated test bed")
 NDR = ["ndr-pdr", *SIM, "--out", "{dir}/out"]
 for opt, vals in [("--pdr-loss", ["2", "-1", "nan", "inf"]), ("--width", ["0", "2", "nan", "-1"]),
                   ("--exceed-ratio", ["2", "-1", "nan"]), ("--initial-duration", ["abc", "0", "1e99s"]),
@@ -272,7 +288,7 @@ for opt, vals in [("--points", ["0", "1", "-1", "x"]), ("--resolution", ["0", "-
         cli(opt, *LL, opt, v)
 cli("--size", *NDR, "--size", "63")
 cli("--size", *NDR, "--size", "inc:1518-64")
-for cmd in ("ndr-pdr", "livelock", "selftest"):  # the shared options of every shortcut command
+for cmd in ("ndr-pdr", "livelock", "selftest", "stateful", "stress"):  # the shared options of every shortcut command
     base = [cmd, "--testbed", "simulated", "--out", "{dir}/out"]
     for opt, v in [("--sizes", "63"), ("--duration", "1e99s"), ("--drain", "61s"), ("--repetitions", "0"),
                    ("--io", "dpdk"), ("--nominal-speed", "nan"), ("--speed", "-1"), ("--sim-capacity-pps", "inf"),
@@ -340,6 +356,14 @@ for sect, key, val, want in [
         ("stream", "seed", '"x"', "stream.seed"), ("stream", "colour", "1", "stream.colour"),
         ("stream", "protocol", '"tcp"', "frames.sizes")]:
     conf(f"{sect}.{key} = {val}", want, toml(**{sect: f"{key} = {val}"}))
+SM = '[[methods]]\n[methods.stateful]\n'
+for key, val in [("connections", "0"), ("connections", '"1000"'), ("connections", "65537"), ("connections", "1.5"),
+                 ("establish_rate_pps", "nan"), ("establish_rate_pps", "-1"),
+                 ("capacity_connections", "[0]"), ("capacity_connections", '["x"]'), ("throughput", '"yes"'),
+                 ("teardown", "1"), ("establishment_rate", '"no"'), ("max_rate_pps", "inf"), ("resolution_pct", "0"),
+                 ("resolution_pct", "nan"), ("duration_s", "-1"), ("flow_order", '"chaos"'), ("seed", "-1"),
+                 ("seed", '"x"'), ("repetitions", "0"), ("colour", '"red"')]:
+    conf(f"stateful.{key} = {val}", f"methods[0].stateful.{key}", toml(methods=SM) + f"{key} = {val}\n")
 for key, val in [("resolution_pct", "nan"), ("resolution_pct", "inf"), ("duration_s", '"1e99s"'),
                  ("initial_rate_pct", "nan"), ("acceptable_loss_ratio", "inf"), ("repetitions", "0"),
                  ("max_rate_pct", "-inf"), ("colour", '"red"')]:
@@ -443,7 +467,12 @@ for argv, want in [(["mesh"], "topology"), (["router", "--cap", "100kpps"], "--c
                    (["router", "--nat", "static"], "--nat"), (["policer", "--cap", "fast"], "--cap"),
                    (["loopback", "--dut-placement", "rps"], "--dut-placement"),
                    (["external", "--ifaces", "bad name!"], "--ifaces"), (["bridge", "--rules", "3"], "--rules"),
-                   (["fourport", "--conntrack-max", "5"], "--conntrack-max"), (["router", "--rules", "x"], "--rules")]:
+                   (["fourport", "--conntrack-max", "5"], "--conntrack-max"), (["router", "--rules", "x"], "--rules"),
+                   (["nat", "--conntrack-buckets", "0"], "--conntrack-buckets"),
+                   (["router", "--conntrack-buckets", "1024"], "--conntrack-buckets"),
+                   (["nat", "--conntrack-timeout-s", "-1"], "--conntrack-timeout-s"),
+                   (["firewall", "--conntrack-timeout-s", "x"], "--conntrack-timeout-s"),
+                   (["loopback", "--conntrack-timeout-s", "60"], "--conntrack-timeout-s")]:
     cli(want, "testbed", "up", *argv)
 cli("id", "testbed", "down", "zz")
 cli("no such test bed", "testbed", "down", "ffff")

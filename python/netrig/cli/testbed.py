@@ -32,6 +32,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     help="nat/fwnat: masquerade (to the DUT address) or static SNAT (default: masquerade)")
     up.add_argument("--conntrack-max", type=int, default=None,
                     help="nat/firewall/fwnat: net.netfilter.nf_conntrack_max (global; restored on down)")
+    up.add_argument("--conntrack-buckets", type=int, default=None,
+                    help="nat/firewall/fwnat: net.netfilter.nf_conntrack_buckets, the conntrack hash size (global; "
+                         "restored on down)")
+    up.add_argument("--conntrack-timeout-s", type=int, default=None, metavar="SECONDS",
+                    help="nat/firewall/fwnat: the DUT's UDP and established-TCP conntrack timeouts, in its namespace")
     up.add_argument("--dut-cpus", default=None,
                     help="CPUs for the DUT's packet processing, e.g. 1 or 0-1 (default: the sender's CPU)")
     up.add_argument("--dut-placement", default=None, choices=("threaded-napi", "rps"),
@@ -86,8 +91,8 @@ def _ports_table(tb) -> str:
 
 
 #: The options of ``testbed up``, by test-bed option name.
-UP_OPTIONS = ("rules", "cap", "cap_burst", "nat", "conntrack_max", "dut_cpus", "dut_placement", "log", "flowtable",
-              "ifaces", "tester_stack", "mtu")
+UP_OPTIONS = ("rules", "cap", "cap_burst", "nat", "conntrack_max", "conntrack_buckets", "conntrack_timeout_s",
+              "dut_cpus", "dut_placement", "log", "flowtable", "ifaces", "tester_stack", "mtu")
 
 
 def run_up(args: argparse.Namespace) -> int:

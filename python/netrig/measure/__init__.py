@@ -2,6 +2,7 @@
 :class:`Measurer` (``seam``): the engine on real ports (``engine``), or a simulated DUT with known
 behaviour (``simulator``)."""
 from netrig.measure.seam import (
+                                FlowTrial,
                                 Interval,
                                 LatencySummary,
                                 Load,
@@ -14,5 +15,5 @@ from netrig.measure.seam import (
 )
 from netrig.measure.simulator import DutModel, SimulatedMeasurer
 
-__all__ = ["Interval", "LatencySummary", "Load", "Measurer", "Pacing", "Phase", "StackRequest", "TrialCounts",
-           "TrialMonitor", "DutModel", "SimulatedMeasurer"]
+__all__ = ["FlowTrial", "Interval", "LatencySummary", "Load", "Measurer", "Pacing", "Phase", "StackRequest",
+           "TrialCounts", "TrialMonitor", "DutModel", "SimulatedMeasurer"]

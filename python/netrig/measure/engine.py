@@ -38,10 +38,21 @@ from collections.abc import Callable, Sequence
 from netrig import _native
 from netrig.errors import ConfigError
 from netrig.measure.events import INTERVAL_S, Event, EventClock, EventRun, check_events, event_results
-from netrig.measure.seam import Interval, LatencySummary, Load, Pacing, Phase, StackRequest, TrialCounts, TrialMonitor
+from netrig.measure.seam import (
+                                FlowTrial,
+                                Interval,
+                                LatencySummary,
+                                Load,
+                                Pacing,
+                                Phase,
+                                StackRequest,
+                                TrialCounts,
+                                TrialMonitor,
+)
 from netrig.measure.stack import StackEndpoints, run_stack
 from netrig.model import FrameSize, defaults
 from netrig.monitor.cpu import CpuAccount
+from netrig.testbed import conntrack
 from netrig.trial import PACING_MODES, Port, Stream, run_trial
 
 #: Learning trial: frames/s and seconds, then this much drain (RFC 2544 §23).
@@ -81,7 +92,8 @@ class EngineMeasurer:
                  monitor_factory: Callable[[], TrialMonitor] | None = None,
                  stall_threshold_ms: float = 5.0, stall_retries: int = 2, pacing: str = PACING_MODES[0],
                  smoothness_tolerance_pct: float = defaults.SMOOTHNESS_TOLERANCE_PCT,
-                 stack: StackEndpoints | None = None, cpu_procs: Sequence[str] = ()):
+                 stack: StackEndpoints | None = None, cpu_procs: Sequence[str] = (),
+                 reverse_template: dict | None = None, dut_netns: str | None = None):
         if pacing not in PACING_MODES:
             raise ConfigError("pacing", f"{pacing!r}: use one of {', '.join(PACING_MODES)}")
         self.tx, self.rx = tx_port, rx_port
@@ -99,6 +111,10 @@ class EngineMeasurer:
         self.stack = stack
         #: Process-name patterns whose CPU every trial accounts (besides the packet kernel threads).
         self.cpu_procs = tuple(cpu_procs)
+        #: The responder's addressing (rx → tx, to the address the DUT translates the initiator to)
+        #: and the DUT's namespace: stateful trials (:meth:`measure_flows`) need both.
+        self.reverse_template = dict(reverse_template) if reverse_template is not None else None
+        self.dut_netns = dut_netns
         self._learned: set = set()
 
     # ---------------------------------------------------------------- the engine seam
@@ -119,8 +135,9 @@ class EngineMeasurer:
         self._learned.add(frame.label)
 
     def _counts(self, res: _native.TrialResult, intended_pps: float | None, extra_raw: dict | None = None,
-                intervals: tuple[Interval, ...] | None = None) -> TrialCounts:
-        """``intended_pps`` ``None``: no achieved-rate check (a burst's rate is what the tester could)."""
+                intervals: tuple[Interval, ...] | None = None, flows: bool = True) -> TrialCounts:
+        """``intended_pps`` ``None``: no achieved-rate check (a burst's rate is what the tester could);
+        ``flows`` keeps every flow's counts in ``raw["engine"]``."""
         offered = res.tx_rate_pps
         valid, reason = res.valid, res.invalid_reason
         if valid and intended_pps is not None and offered < intended_pps * (1 - self.tolerance):
@@ -134,7 +151,7 @@ class EngineMeasurer:
             duplicated=res.duplicated, reordered=res.reordered, late=res.late, latency=latency_summary(res.latency),
             valid=valid, invalid_reason=reason, foreign=res.frames_foreign, stray=res.frames_stray,
             forged=res.frames_forged, intervals=intervals, pacing=pacing_summary(res, self.smoothness_tolerance_pct),
-            raw={"engine": res.to_dict(), **(extra_raw or {})},
+            raw={"engine": res.to_dict() if flows else res.to_dict(flows=False), **(extra_raw or {})},
         )
 
     # ---------------------------------------------------------------- the measurer seam
@@ -235,6 +252,64 @@ class EngineMeasurer:
         if monitor is not None:
             doc["monitor"] = mon
         return doc
+
+    def measure_flows(self, request: FlowTrial) -> TrialCounts:
+        """A stateful trial (:class:`~netrig.measure.seam.FlowTrial`): the initiator's stream (tx → rx,
+        the connections' 4-tuples), the responder's mirror of it (rx → tx, to the translated
+        address) or both, one engine trial; the DUT's conntrack table read before and after in its
+        namespace. No learning trial: its frames would create connections of their own."""
+        if self.reverse_template is None or self.dut_netns is None:
+            raise ConfigError("testbed", "stateful trials need a test bed with a Linux DUT that tracks connections "
+                                         "(nat, firewall or fwnat)")
+        req = request
+        if self.template.get("protocol", "udp") not in ("udp", "tcp"):
+            raise ConfigError("stream.protocol", f"{self.template.get('protocol')!r}: stateful trials carry "
+                                                 "connections, use udp or tcp")
+        sp, dp = int(self.template.get("src_port", 1024)), int(self.template.get("dst_port", 1024))
+        common = {k: v for k, v in self.template.items() if k not in ("src_mac", "dst_mac", "src_ip", "dst_ip",
+                                                                         "src_port", "dst_port", "flow_order",
+                                                                         "seed", "tx_port", "rx_port")}
+        fwd = Stream(**{**common, **{k: self.template[k] for k in ("src_mac", "dst_mac", "src_ip", "dst_ip")}},
+                     frame_size=req.frame_size, rate_pps=req.rate_pps, src_port=sp, dst_port=dp,
+                     flows={"src_ports": req.src_ports, "dst_ports": req.dst_ports}, flow_order=req.flow_order,
+                     seed=req.seed, name="forward", tx_port=0, rx_port=1)
+        back = {k: self.reverse_template[k] for k in ("src_mac", "dst_mac", "src_ip", "dst_ip")}
+        rev = Stream(**{**common, **back},
+                     frame_size=req.frame_size, rate_pps=req.rate_pps, src_port=dp, dst_port=sp,
+                     flows={"src_ports": req.dst_ports, "dst_ports": req.src_ports}, flow_order=req.flow_order,
+                     seed=req.seed, name="reverse", tx_port=1, rx_port=0)
+        streams = {"forward": [fwd], "reverse": [rev], "both": [fwd, rev]}[req.direction]
+        netns = self.dut_netns
+        ctr: dict = {}
+        if req.flush_before:
+            ctr["flush_before_s"] = conntrack.flush(netns)
+        ctr["before"] = conntrack.count(netns)
+        ctr["slab_bytes_before"] = conntrack.slab_bytes()
+        ctr["mem_available_before"] = conntrack.mem_available_bytes()
+        stop: dict = {"duration_s": req.duration_s} if req.duration_s is not None else {"frames": req.connections}
+
+        def run() -> _native.TrialResult:
+            return run_trial(ports=[self.tx, self.rx], streams=streams, drain_s=self.drain_s, pacing=self.pacing,
+                             max_stretch_pct=100 * self.tolerance, **stop)
+
+        res, extra = self._monitored(run)
+        ctr["after"] = conntrack.count(netns)
+        ctr["slab_bytes_after"] = conntrack.slab_bytes()
+        ctr["mem_available_after"] = conntrack.mem_available_bytes()
+        if req.check_tuples:
+            ctr["tuples"] = conntrack.tuple_check(netns, self.template.get("protocol", "udp"),
+                                                  str(self.template["src_ip"])).to_dict()
+        if req.teardown:
+            ctr["teardown_entries"] = conntrack.count(netns)
+            ctr["teardown_s"] = conntrack.flush(netns)
+            ctr["after_teardown"] = conntrack.count(netns)
+            ctr["empty_flush_s"] = conntrack.flush(netns)
+        dirs = {s.name: {"frames_sent": s.frames_sent, "frames_received": s.frames_received,
+                         "duplicated": s.duplicated, "tx_rate_pps": s.tx_rate_pps} for s in res.streams}
+        c = self._counts(res, req.rate_pps * req.directions, {**extra, "conntrack": ctr, "directions": dirs,
+                                                              "request": req.to_dict()},
+                         flows=req.connections <= 1024)
+        return c
 
     def measure_events(self, load: Load, duration_s: float, events: Sequence[Event],
                        run_event: Callable[[Event], EventRun]) -> TrialCounts:

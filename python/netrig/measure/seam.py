@@ -260,6 +260,71 @@ class TrialCounts:
         )
 
 
+#: Directions of a :class:`FlowTrial`: the initiator's frames, the responder's, or both at once.
+FLOW_DIRECTIONS = ("forward", "reverse", "both")
+
+
+@dataclass(frozen=True)
+class FlowTrial:
+    """One trial over a fixed set of connections (RFC 9693 stateful benchmarking): the
+    ``src_ports × dst_ports`` 4-tuples between the initiator (tx port) and the responder (rx port).
+
+    ``direction``: ``forward`` (initiator → responder: through the DUT, creating state), ``reverse``
+    (the responder answers every connection, to the address the DUT translated it to: through the
+    DUT's state) or ``both`` at once. ``duration_s`` ``None``: each connection is used exactly once
+    (one frame per 4-tuple, ``forward`` or ``reverse`` only: the preliminary phase, or the validation
+    that every connection is in the table); otherwise ``rate_pps`` per direction for ``duration_s``.
+    The order is RFC 4814 pseudorandom from ``seed`` (ports and order) or sequential; the reverse
+    stream mirrors the forward one, 4-tuple by 4-tuple.
+
+    The DUT's conntrack table is part of the trial (read in its namespace, recorded with the counts
+    in ``raw["conntrack"]``): ``flush_before`` empties it first; ``check_tuples`` reads every entry
+    after the trial and counts those whose reply tuple does not mirror the original one's ports;
+    ``teardown`` then times deleting the whole table and deleting it again empty (RFC 9693's
+    tear-down measurement)."""
+
+    rate_pps: float
+    frame_size: FrameSize
+    src_ports: int
+    dst_ports: int = 1
+    direction: str = "forward"
+    duration_s: float | None = None
+    flow_order: str = "pseudorandom"
+    seed: int = 1
+    flush_before: bool = False
+    check_tuples: bool = False
+    teardown: bool = False
+    tag: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.rate_pps > 0:
+            raise ConfigError("rate_pps", f"must be > 0 (got {self.rate_pps})")
+        for name in ("src_ports", "dst_ports"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 65535:
+                raise ConfigError(name, f"{v!r}: must be an integer from 1 to 65535")
+        if self.direction not in FLOW_DIRECTIONS:
+            raise ConfigError("direction", f"{self.direction!r}: use one of {', '.join(FLOW_DIRECTIONS)}")
+        if self.duration_s is None and self.direction == "both":
+            raise ConfigError("duration_s", "a trial in both directions needs a duration")
+        if self.duration_s is not None and not self.duration_s > 0:
+            raise ConfigError("duration_s", f"must be > 0 (got {self.duration_s})")
+
+    @property
+    def connections(self) -> int:
+        return self.src_ports * self.dst_ports
+
+    @property
+    def directions(self) -> int:
+        return 2 if self.direction == "both" else 1
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["frame_size"] = self.frame_size.label
+        d.pop("tag")
+        return d
+
+
 #: Stack trials: ``kind`` → the tool that runs it.
 STACK_KINDS = {"tcp": "iperf3", "rr": "sockperf"}
 
@@ -323,4 +388,10 @@ class Measurer(Protocol):
     def measure_stack(self, request: StackRequest) -> dict:
         """One stack trial: the tool's result document, with ``cpu`` (every party's CPU-seconds
         over the trial, ``netrig.monitor.cpu.CpuUsage.to_dict``)."""
+        ...
+
+    def measure_flows(self, request: FlowTrial) -> TrialCounts:
+        """One trial over a set of connections through a stateful DUT (:class:`FlowTrial`), with the
+        DUT's conntrack table read around it (``raw["conntrack"]``) and per direction counts
+        (``raw["directions"]``)."""
         ...

@@ -36,9 +36,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
-from netrig.errors import ConfigError
+from netrig.errors import CapabilityError, ConfigError
 from netrig.measure.events import Event, EventResult, EventRun, FlowOutage, check_events
-from netrig.measure.seam import Interval, LatencySummary, Load, Phase, StackRequest, TrialCounts
+from netrig.measure.seam import FlowTrial, Interval, LatencySummary, Load, Phase, StackRequest, TrialCounts
 from netrig.measure.stack import cpu_per
 from netrig.model import FrameSize
 
@@ -282,6 +282,11 @@ class SimulatedMeasurer:
         if self.model.trial_delay_s:
             self._sleep(self.model.trial_delay_s)
         return simulated_stack(self.model, request)
+
+    def measure_flows(self, request: FlowTrial) -> TrialCounts:
+        """The simulated DUT keeps no connection state: stateful trials need a real one."""
+        raise CapabilityError("stateful trials need a real DUT with a conntrack table: use the nat, firewall or "
+                              "fwnat test bed, not the simulated one")
 
     def measure_events(self, load: Load, duration_s: float, events: Sequence[Event],
                        run_event: Callable[[Event], EventRun]) -> TrialCounts:

@@ -187,6 +187,9 @@ class Method:
     #: get kernel stacks, and the method runs once per repetition, not per frame size (its results
     #: carry the frame size ``STACK_FRAME.label``: the kernel stack chooses the frames).
     stack_kind: ClassVar[str | None] = None
+    #: The test beds (topologies) it runs on; ``None``: any, the simulated one included. A config
+    #: naming another is refused before anything runs.
+    testbeds: ClassVar[tuple[str, ...] | None] = None
 
     # ---------------------------------------------------------------- configuration
     def config_defaults(self, params: dict, trial_duration_s: float) -> dict:

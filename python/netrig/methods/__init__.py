@@ -15,12 +15,13 @@ from netrig.methods import (
                             recovery,
                             reset,
                             rr,
+                            stateful,
                             stress,
                             tcp,
                             throughput,
 )
 
 REGISTRY = Registry(m.METHOD for m in (throughput, frame_loss, latency, mlrsearch, back_to_back, recovery, reset,
-                                        stress, iperf, livelock, tcp, rr))
+                                        stress, iperf, livelock, tcp, rr, stateful))
 
 __all__ = ["REGISTRY"]

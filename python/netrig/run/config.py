@@ -474,7 +474,13 @@ def config_from_dict(data: dict) -> TestConfig:
             raise ConfigError(f"methods[{i}].{m.name}.throughput_from",
                               f"must be the index of an earlier {providers} method (got {src})")
     data["methods"] = methods
-    return build(TestConfig, data)
+    config = build(TestConfig, data)
+    for i, m in enumerate(methods):
+        beds = m.method.testbeds
+        if beds is not None and not config.testbed.id and config.testbed.name not in beds:
+            raise ConfigError("testbed.name", f"{config.testbed.name!r}: method {m.name} (methods[{i}]) runs on "
+                                              f"the {', '.join(beds)} test bed only")
+    return config
 
 
 def load_config(path: str | Path) -> TestConfig:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from netrig.errors import ResultError
-from netrig.measure import Load, Measurer, Phase, StackRequest, TrialCounts
+from netrig.measure import FlowTrial, Load, Measurer, Phase, StackRequest, TrialCounts
 from netrig.measure.events import Event, EventRun
 from netrig.model import FrameSize, LineRate
 from netrig.results import TrialLog, utc_now
@@ -160,6 +160,15 @@ class RecordingMeasurer:
         self.progress("trial_end", {**info, "replayed": False, "result": doc})
         return doc
 
+    def measure_flows(self, request: FlowTrial) -> TrialCounts:
+        """A stateful trial: recorded with its request (``load.request``); its rate is per direction,
+        its duration that of one frame per connection when it has none."""
+        duration = request.duration_s if request.duration_s is not None else request.connections / request.rate_pps
+        load_d = self._load_d(Load(request.rate_pps, request.frame_size), duration)
+        load_d["request"] = request.to_dict()
+        return self._do("flows", request.frame_size, load_d, None,
+                        lambda key: self._target().measure_flows(replace(request, tag=key)))
+
     def measure_events(self, load: Load, duration_s: float, events: Sequence[Event],
                        run_event: Callable[[Event], EventRun]) -> TrialCounts:
         load_d = self._load_d(load, duration_s)
@@ -202,7 +211,7 @@ def _same_load(rec: dict, kind: str, load_d: dict, phases: list | None) -> bool:
     ld = rec.get("load") or {}
     if rec.get("kind") != kind or str(ld.get("frame_size")) != str(load_d["frame_size"]):
         return False
-    if ld.get("burst_frames") != load_d["burst_frames"]:
+    if ld.get("burst_frames") != load_d["burst_frames"] or ld.get("request") != load_d.get("request"):
         return False
     if not (_close(ld.get("rate_pps"), load_d["rate_pps"]) and _close(ld.get("duration_s"), load_d["duration_s"])):
         return False

@@ -138,7 +138,8 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
                                   stall_threshold_ms=t.stall_threshold_ms, stall_retries=t.stall_retries,
                                   pacing=t.pacing, smoothness_tolerance_pct=t.smoothness_tolerance_pct,
                                   stack=StackEndpoints.between(tp, rp) if stack_methods else None,
-                                  cpu_procs=t.cpu_procs)
+                                  cpu_procs=t.cpu_procs, reverse_template=_responder(tb, p.tx, p.rx, p.family),
+                                  dut_netns=tb.dut_netns)
         env: dict = {}
         if role == "dut":
             try:
@@ -154,6 +155,17 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
             desc["knobs"] = knob_record  # the same dict: "restored" is filled in when the block ends
         yield Session(measurer, line_rate(config, tp.ifname, tx.info().speed_bps), desc, env,
                       command_env=tb.command_env(), before_trial=tb.repair)
+
+
+def _responder(tb: Testbed, tx: str, rx: str, family: int) -> dict | None:
+    """The addressing of the responder's frames in stateful trials (rx port → tx port): to the
+    address a source NAT translates the initiator to (``nat``, ``fwnat``), else to the initiator."""
+    try:
+        back = tb.stream_defaults(tx=rx, rx=tx, family=family)
+    except NetrigError:  # an external DUT without a MAC to send back to: no stateful trials
+        return None
+    nat = (tb.state.get("expected_rx_src") or {}).get(str(family))
+    return {**back, "dst_ip": nat} if nat else back
 
 
 def _tuned(tb: Testbed, knobs: Knobs) -> AbstractContextManager[dict | None]:

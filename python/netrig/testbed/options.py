@@ -84,6 +84,7 @@ def parse_option(name: str, text: str) -> Any:
 
 #: How each option is typed when given as text (others stay strings).
 _KINDS: dict[str, type] = {"rules": int, "cap": str, "cap_burst": int, "nat": str, "conntrack_max": int,
+                           "conntrack_buckets": int, "conntrack_timeout_s": int,
                            "log": bool, "flowtable": bool, "dut_cpus": str, "dut_placement": str, "ifaces": str,
                            "tester_stack": bool, "mtu": int}
 
@@ -103,6 +104,11 @@ class TestbedOptions:
                     None = about 10 ms of the cap, at least 10 packets / 2 full frames).
     nat:            nat/fwnat: ``masquerade`` or ``static`` (SNAT to a fixed pool address).
     conntrack_max:  nat/firewall/fwnat: ``net.netfilter.nf_conntrack_max`` (global! restored on teardown).
+    conntrack_buckets: nat/firewall/fwnat: ``net.netfilter.nf_conntrack_buckets``, the conntrack hash
+                    size (global! restored on teardown; the kernel may round it).
+    conntrack_timeout_s: nat/firewall/fwnat: the DUT's UDP and TCP conntrack timeouts (unreplied and
+                    stream UDP, established TCP), in its namespace (gone with it), so the connections a
+                    stateful test establishes outlive the test (RFC 9693).
     log:            firewall/acl/fwnat: ``log`` on the accept rule, every accepted packet that reaches
                     it (sets the global ``nf_log_all_netns``).
     flowtable:      router/acl/firewall/nat/fwnat: an nftables flowtable on the DUT's two interfaces
@@ -127,6 +133,8 @@ class TestbedOptions:
     cap_burst: int | None = None
     nat: str = "masquerade"
     conntrack_max: int | None = None
+    conntrack_buckets: int | None = None
+    conntrack_timeout_s: int | None = None
     log: bool = False
     flowtable: bool = False
     dut_cpus: str | tuple[int, ...] | None = None
@@ -147,6 +155,10 @@ class TestbedOptions:
             raise ConfigError("nat", f"{self.nat!r}: must be one of {', '.join(NAT_MODES)}")
         if self.conntrack_max is not None:
             _int("conntrack_max", self.conntrack_max, 1, 2**31 - 1)
+        if self.conntrack_buckets is not None:
+            _int("conntrack_buckets", self.conntrack_buckets, 1, 2**30)
+        if self.conntrack_timeout_s is not None:
+            _int("conntrack_timeout_s", self.conntrack_timeout_s, 1, 2**31 // 1000)
         for name in ("log", "flowtable", "tester_stack"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(name, f"{getattr(self, name)!r}: must be true or false")

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 from netrig.errors import ConfigError, InterfaceError, TestbedError
 from netrig.testbed import nft, placement
 from netrig.testbed import state as st
+from netrig.testbed.nsthread import sysctls_in
 from netrig.testbed.options import TestbedOptions
 
 TESTER_SYSCTLS = {
@@ -63,6 +64,8 @@ STATIC_NAT4, STATIC_NAT6 = "198.19.0.100", "2001:2:0:1::100"
 LINK_OPTIONS = ("tester_stack", "mtu")
 #: Options of a topology with a Linux DUT to place on CPUs.
 DUT_OPTIONS = (*LINK_OPTIONS, "dut_cpus", "dut_placement")
+#: Options of a DUT that tracks connections (the conntrack table's size, hash size and timeouts).
+CONNTRACK_OPTIONS = ("conntrack_max", "conntrack_buckets", "conntrack_timeout_s")
 #: Options of a routing DUT: its placement and nftables' software fast path.
 ROUTED_OPTIONS = (*DUT_OPTIONS, "flowtable")
 
@@ -256,18 +259,18 @@ def _snat(tb: Any, r: dict[str, str]) -> list[str]:
 class Nat(Router):
     name = "nat"
     description = "the router plus nftables source NAT (masquerade or static) and conntrack"
-    uses = (*DUT_OPTIONS, "nat", "conntrack_max", "flowtable")
+    uses = (*DUT_OPTIONS, "nat", *CONNTRACK_OPTIONS, "flowtable")
 
     def build(self, tb: Any) -> None:
         r = self.build_router(tb)
         _nft(tb, r["dut"], nft.nat_ruleset(tb.id, _snat(tb, r), _flowtable(tb, r)))
-        _conntrack(tb)
+        _conntrack(tb, r["dut"])
 
 
 class Firewall(Router):
     name = "firewall"
     description = "the router plus a stateful nftables ruleset of N rules ending in an accept"
-    uses: ClassVar[tuple[str, ...]] = (*DUT_OPTIONS, "rules", "log", "conntrack_max", "flowtable")
+    uses: ClassVar[tuple[str, ...]] = (*DUT_OPTIONS, "rules", "log", *CONNTRACK_OPTIONS, "flowtable")
 
     def validate(self, o: TestbedOptions) -> None:
         super().validate(o)
@@ -278,13 +281,13 @@ class Firewall(Router):
         r = self.build_router(tb)
         _log(tb)
         _nft(tb, r["dut"], nft.firewall_ruleset(tb.id, tb.options.rules, tb.options.log, _flowtable(tb, r)))
-        _conntrack(tb)
+        _conntrack(tb, r["dut"])
 
 
 class FirewallNat(Firewall):
     name = "fwnat"
     description = "the stateful firewall and source NAT (masquerade or static) on one DUT"
-    uses = (*DUT_OPTIONS, "rules", "log", "nat", "conntrack_max", "flowtable")
+    uses = (*DUT_OPTIONS, "rules", "log", "nat", *CONNTRACK_OPTIONS, "flowtable")
 
     def build(self, tb: Any) -> None:
         r = self.build_router(tb)
@@ -292,7 +295,7 @@ class FirewallNat(Firewall):
         ft = _flowtable(tb, r)
         text = nft.firewall_ruleset(tb.id, tb.options.rules, tb.options.log, ft, snat=_snat(tb, r))
         _nft(tb, r["dut"], text)
-        _conntrack(tb)
+        _conntrack(tb, r["dut"])
 
 
 class Acl(Router):
@@ -393,9 +396,25 @@ def _flowtable(tb: Any, r: dict[str, str]) -> tuple[str, ...]:
     return devices
 
 
-def _conntrack(tb: Any) -> None:
-    if tb.options.conntrack_max is not None:
-        tb.set_global_sysctl("net.netfilter.nf_conntrack_max", tb.options.conntrack_max)
+#: The DUT's conntrack timeouts ``conntrack_timeout_s`` sets (per namespace).
+CONNTRACK_TIMEOUTS = ("net.netfilter.nf_conntrack_udp_timeout", "net.netfilter.nf_conntrack_udp_timeout_stream",
+                      "net.netfilter.nf_conntrack_tcp_timeout_established")
+
+
+def _conntrack(tb: Any, dut: str) -> None:
+    o = tb.options
+    if o.conntrack_max is not None:
+        tb.set_global_sysctl("net.netfilter.nf_conntrack_max", o.conntrack_max)
+    if o.conntrack_buckets is not None:
+        tb.set_global_sysctl("net.netfilter.nf_conntrack_buckets", o.conntrack_buckets)
+    if o.conntrack_timeout_s is not None:
+        try:
+            sysctls_in(dut, dict.fromkeys(CONNTRACK_TIMEOUTS, o.conntrack_timeout_s))
+        except OSError as e:
+            raise TestbedError(f"conntrack_timeout_s: cannot set the DUT's conntrack timeouts: "
+                               f"{e.strerror or e}") from None
+        tb.state["notes"].append(f"conntrack timeouts (UDP, UDP stream, TCP established) {o.conntrack_timeout_s} s "
+                                 "in the DUT's namespace")
 
 
 def _log(tb: Any) -> None:

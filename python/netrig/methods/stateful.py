@@ -1,0 +1,488 @@
+"""RFC 9693 stateful NAT/firewall benchmarking: connections through a DUT that tracks them.
+
+The initiator (tx port) and the responder (rx port) share ``N = src_ports × dst_ports`` UDP (or TCP)
+4-tuples, RFC 4814 pseudorandom by default (:class:`netrig.measure.FlowTrial`). One repetition:
+
+1. **Preliminary phase** (RFC 9693 phase 1): the DUT's conntrack table is emptied, then the
+   initiator sends one frame per 4-tuple at ``establish_rate_pps``. It must deliver every frame and
+   leave exactly N entries in the table; on a NAT every reply tuple must keep the original source
+   port (the responder answers each connection at the translated address and the same port: a
+   remapped port is refused, not guessed). Then the responder sends one frame per connection back
+   through the DUT: all must arrive and the table must still hold N (a reply creates nothing new).
+2. **Throughput with state** (phase 2): a binary search for the highest rate, per direction, at which
+   both directions at once (initiator → responder and the responder's answers through the NAT) lose
+   nothing and the table still holds exactly N afterwards.
+3. **Connection tear-down rate**: the responder validates all N connections once more, then the
+   whole table is deleted (ctnetlink flush) and timed, and deleted again empty:
+   ``N / (T_N − T_0)``.
+4. **Maximum connection establishment rate**: a binary search for the highest rate of the
+   preliminary phase (table emptied before each step) at which every frame passes and every
+   connection is created (the table holds N).
+5. **Table capacity** (``capacity_connections``): the preliminary phase and the responder's
+   validation for each N given, with the memory the table took (nf_conntrack slab and MemAvailable
+   per entry); the capacity is the largest N whose connections were all there.
+
+Search steps are judged at the rate the tester really offered: a frame-count step the tester sent
+slower than asked (a stall) that the DUT passed proves the rate it reached, never the one asked for,
+and ends the search's upper end there (``tester_limited``).
+"""
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from netrig import _native
+from netrig.errors import ConfigError, MethodologyError
+from netrig.measure import FlowTrial, TrialCounts
+from netrig.methodology.method import Command, Context, Method, Section, Shortcut
+from netrig.methodology.stats import check
+from netrig.methodology.tester import ProvenLimit, Verdict, tester_rx_drops
+from netrig.view import fmt
+from netrig.view.html import esc, table_html
+from netrig.view.markdown import section_md, table_md
+from netrig.view.run_view import RunView, med, objs
+from netrig.view.table import Table
+
+METHOD_NAME = "stateful"
+#: Test beds whose DUT tracks connections.
+STATEFUL_TOPOLOGIES = ("nat", "firewall", "fwnat")
+#: Most connections: one stream's flows (every flow has receive state in the tester).
+MAX_CONNECTIONS = int(_native.MAX_FLOWS)
+#: Most trials one search runs (a guard: the resolution ends it long before).
+MAX_SEARCH_TRIALS = 24
+FLOW_ORDERS = ("pseudorandom", "sequential")
+#: Fewest new entries for which MemAvailable's drop per entry is reported (below, other activity on
+#: the host outweighs the table).
+MEMORY_MIN_ENTRIES = 100_000
+
+
+def port_ranges(n: int, field_name: str = "connections") -> tuple[int, int]:
+    """``(src_ports, dst_ports)`` with ``src_ports × dst_ports = n``, each at most 65535, the source
+    range as large as it can be (the destination range the smallest divisor that fits)."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ConfigError(field_name, f"{n!r}: must be a whole number of connections ≥ 1")
+    if n > MAX_CONNECTIONS:
+        raise ConfigError(field_name, f"{n}: more connections than one stream of the tester has flows (at most "
+                                      f"{MAX_CONNECTIONS})")
+    first = max(1, math.ceil(n / 65535))
+    for d in range(first, 65536):
+        if n % d == 0 and n // d <= 65535:
+            return n // d, d
+    near = (n // first) * first
+    raise ConfigError(field_name, f"{n}: not a product of two port ranges of at most 65535 ports each; "
+                                  f"use e.g. {near}")
+
+
+@dataclass(frozen=True)
+class StatefulParams:
+    connections: int = 10_000
+    establish_rate_pps: float = 10_000.0
+    throughput: bool = True
+    teardown: bool = True
+    establishment_rate: bool = True
+    capacity_connections: tuple[int, ...] = ()
+    max_rate_pps: float | None = None
+    resolution_pct: float = 2.0
+    duration_s: float = 10.0
+    flow_order: str = "pseudorandom"
+    seed: int = 1
+    repetitions: int | None = None
+
+    def __post_init__(self) -> None:
+        port_ranges(self.connections)
+        check("establish_rate_pps", self.establish_rate_pps, lo=0, lo_open=True)
+        for name in ("throughput", "teardown", "establishment_rate"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(name, f"{getattr(self, name)!r}: must be true or false")
+        caps = self.capacity_connections
+        if isinstance(caps, (str, bytes)) or not isinstance(caps, (list, tuple)):
+            raise ConfigError("capacity_connections", f"{caps!r}: give a list of connection counts, e.g. "
+                                                      "[100000, 1000000]")
+        for i, n in enumerate(caps):
+            port_ranges(n, f"capacity_connections[{i}]")
+        object.__setattr__(self, "capacity_connections", tuple(sorted(caps)))
+        if self.max_rate_pps is not None:
+            check("max_rate_pps", self.max_rate_pps, lo=0, lo_open=True)
+        check("resolution_pct", self.resolution_pct, lo=0, lo_open=True, hi=50)
+        check("duration_s", self.duration_s, lo=0, lo_open=True)
+        if self.flow_order not in FLOW_ORDERS:
+            raise ConfigError("flow_order", f"{self.flow_order!r}: use one of {', '.join(FLOW_ORDERS)}")
+        check("seed", self.seed, lo=0, integer=True)
+        if self.repetitions is not None:
+            check("repetitions", self.repetitions, lo=1, integer=True)
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """A binary search's answer: ``rate_pps`` the highest rate that passed (the rate the tester
+    really offered), ``upper_pps`` the lowest that failed (``None``: none failed), ``trials``, and
+    ``tester_limited`` when the tester could not offer a rate asked for."""
+
+    rate_pps: float | None
+    upper_pps: float | None
+    trials: int
+    tester_limited: bool
+
+    def to_dict(self) -> dict:
+        return {"rate_pps": self.rate_pps, "upper_pps": self.upper_pps, "trials": self.trials,
+                "tester_limited": self.tester_limited}
+
+
+#: A search step: ``(passed, the rate the tester really offered, the tester fell short of the rate)``.
+Step = tuple[bool, float, bool]
+
+
+def bisect(step: Callable[[float], Step], top_pps: float, resolution_pct: float,
+           max_trials: int = MAX_SEARCH_TRIALS, capped: bool = False) -> SearchResult:
+    """Binary search in ``(0, top_pps]``: the first step at the top, then halving the bracket until
+    it is narrower than ``resolution_pct`` % of its upper end. A step the tester fell short on ends
+    the upper end there; if the DUT passed it, the rate reached is a proven lower end. ``capped``:
+    ``top_pps`` is the tester's proven limit, so a DUT that passes there is tester-limited too."""
+    lo, hi = 0.0, top_pps
+    best: float | None = None
+    upper: float | None = None
+    limited = False
+    rate, trials = top_pps, 0
+    while trials < max_trials:
+        ok, achieved, short = step(rate)
+        trials += 1
+        if short:
+            limited = True
+            hi = rate
+            if ok and achieved > lo:
+                lo = best = achieved
+        elif ok:
+            lo = best = max(best or 0.0, rate)
+        else:
+            hi = upper = rate
+        if best is not None and best >= hi * (1 - 1e-9):
+            break
+        if hi - lo <= hi * resolution_pct / 100 and (best is not None or hi < 1.0):
+            break
+        rate = (lo + hi) / 2
+    limited = limited or (capped and best is not None and best >= top_pps * (1 - 1e-9))
+    return SearchResult(best, upper, trials, limited and upper is None)
+
+
+@dataclass(frozen=True)
+class StatefulResult:
+    connections: int
+    src_ports: int
+    dst_ports: int
+    preliminary: dict
+    validation: dict
+    throughput: dict | None = None
+    teardown: dict | None = None
+    establishment: dict | None = None
+    capacity: list[dict] = field(default_factory=list)
+
+    @property
+    def headline_pps(self) -> float | None:
+        return None
+
+    @property
+    def establishment_rate_cps(self) -> float | None:
+        return (self.establishment or {}).get("rate_pps")
+
+    @property
+    def throughput_pps(self) -> float | None:
+        return (self.throughput or {}).get("rate_pps")
+
+    @property
+    def teardown_rate_cps(self) -> float | None:
+        return (self.teardown or {}).get("rate_cps")
+
+    @property
+    def capacity_connections(self) -> int | None:
+        ok = [c["connections"] for c in self.capacity if c.get("ok")]
+        return max(ok) if ok else None
+
+    def stats_values(self) -> dict[str, float | None]:
+        return {"establishment_rate_cps": self.establishment_rate_cps, "teardown_rate_cps": self.teardown_rate_cps,
+                "throughput_pps": self.throughput_pps}
+
+    def to_dict(self) -> dict:
+        return {"connections": self.connections, "src_ports": self.src_ports, "dst_ports": self.dst_ports,
+                "preliminary": self.preliminary, "validation": self.validation,
+                "establishment_rate_cps": self.establishment_rate_cps, "establishment": self.establishment,
+                "teardown_rate_cps": self.teardown_rate_cps, "teardown": self.teardown,
+                "throughput_pps": self.throughput_pps, "throughput": self.throughput,
+                "capacity_connections": self.capacity_connections, "capacity": self.capacity}
+
+
+# --------------------------------------------------------------------------------------------- #
+# Measuring
+
+def _ct(c: TrialCounts) -> dict:
+    return dict(c.raw.get("conntrack") or {})
+
+
+def judge(c: TrialCounts, rate_pps: float, directions: int, passed: bool, limit: ProvenLimit) -> Step:
+    """A search step's outcome: a trial the tester sent short of the rate is the DUT's failure when the
+    self-test proved the (aggregate) rate (backpressure: on veth the DUT's work slows the sender),
+    else the tester's limit; otherwise it passed or failed as ``passed`` says."""
+    verdict = limit.verdict(c, rate_pps * directions)
+    if verdict is Verdict.BACKPRESSURE:
+        return False, c.offered_pps / directions, False
+    if verdict is Verdict.TESTER:
+        return passed, c.offered_pps / directions, True
+    return passed, c.offered_pps / directions, False
+
+
+def arrived(c: TrialCounts) -> int:
+    """Frames of a one-frame-per-connection trial the DUT delivered: those counted, once each, and those
+    the tester's own receive ring dropped (they passed the DUT; the trial is invalid, flagged, and the
+    table check decides about the connections)."""
+    return c.frames_received - c.duplicated + tester_rx_drops(c)
+
+
+def _phase(c: TrialCounts, n: int) -> dict:
+    ct = _ct(c)
+    return {"offered_pps": c.offered_pps, "frames_sent": c.frames_sent, "frames_received": c.frames_received,
+            "tester_rx_drops": tester_rx_drops(c), "valid": c.valid, "invalid_reason": c.invalid_reason,
+            "conntrack_before": ct.get("before"), "conntrack_after": ct.get("after"), "connections": n}
+
+
+def _created(c: TrialCounts, n: int) -> bool:
+    """Every frame of a one-frame-per-connection trial passed the DUT and its table holds exactly ``n``."""
+    return c.frames_sent == n and arrived(c) == n and _ct(c).get("after") == n
+
+
+def _memory(c: TrialCounts, n: int) -> dict:
+    ct = _ct(c)
+    out: dict = {}
+    sb, sa = ct.get("slab_bytes_before"), ct.get("slab_bytes_after")
+    mb, ma = ct.get("mem_available_before"), ct.get("mem_available_after")
+    entries = (ct.get("after") or 0) - (ct.get("before") or 0)
+    if sb is not None and sa is not None and entries > 0:
+        out["slab_bytes_per_entry"] = (sa - sb) / entries
+    if mb is not None and ma is not None and entries >= MEMORY_MIN_ENTRIES:
+        out["mem_bytes_per_entry"] = (mb - ma) / entries
+    out["entries_added"] = entries
+    return out
+
+
+class Stateful:
+    """One repetition of the method on the measurer seam."""
+
+    def __init__(self, params: StatefulParams, ctx: Context):
+        self.p, self.ctx = params, ctx
+        self.src_ports, self.dst_ports = port_ranges(params.connections)
+
+    def trial(self, rate_pps: float, n: int | None = None, **kw: object) -> TrialCounts:
+        s, d = (self.src_ports, self.dst_ports) if n is None else port_ranges(n)
+        req = FlowTrial(rate_pps=rate_pps, frame_size=self.ctx.frame, src_ports=s, dst_ports=d,
+                        flow_order=self.p.flow_order, seed=self.p.seed, **kw)  # type: ignore[arg-type]
+        return self.ctx.measurer.measure_flows(req)
+
+    def establish(self, n: int, rate_pps: float, check_tuples: bool = False) -> TrialCounts:
+        return self.trial(rate_pps, n, flush_before=True, check_tuples=check_tuples)
+
+    def preliminary(self) -> tuple[dict, dict]:
+        n, rate = self.p.connections, self.p.establish_rate_pps
+        c = self.establish(n, rate, check_tuples=True)
+        pre = {**_phase(c, n), "tuples": _ct(c).get("tuples"), **_memory(c, n)}
+        if not _created(c, n):
+            raise MethodologyError(
+                f"preliminary phase: {c.frames_received} of {n} frames passed and the DUT's table holds "
+                f"{_ct(c).get('after')} entries at {rate:.0f} connections/s; every connection must be established "
+                "first: lower establish_rate_pps, or raise the test bed's conntrack_max")
+        tuples = _ct(c).get("tuples") or {}
+        if tuples.get("entries") != n:
+            raise MethodologyError(f"preliminary phase: the DUT's table lists {tuples.get('entries')} of the {n} "
+                                   "connections from the initiator's address")
+        if tuples.get("port_changed"):
+            raise MethodologyError(
+                f"preliminary phase: the DUT remapped the source port of {tuples['port_changed']} of {n} connections "
+                f"(e.g. {', '.join(tuples.get('examples') or [])}); the responder answers each connection at its "
+                "original port, so its return traffic would miss them: netrig refuses to measure with it")
+        v = self.trial(rate, direction="reverse")
+        val = _phase(v, n)
+        if arrived(v) != n or _ct(v).get("after") != n:
+            raise MethodologyError(
+                f"validation: {v.frames_received} of the responder's {n} frames came back through the DUT and its "
+                f"table holds {_ct(v).get('after')} entries (expected {n}): the connections are not all in the table")
+        return pre, val
+
+    def throughput(self, top: float, capped: bool) -> dict:
+        n = self.p.connections
+
+        def step(rate: float) -> Step:
+            c = self.trial(rate, direction="both", duration_s=self.p.duration_s)
+            return judge(c, rate, 2, c.frames_lost == 0 and _ct(c).get("after") == n, self.ctx.tester_limit)
+
+        s = bisect(step, top, self.p.resolution_pct, capped=capped)
+        return {**s.to_dict(), "duration_s": self.p.duration_s, "bidirectional": True,
+                "rate_basis": "per direction"}
+
+    def teardown(self) -> dict:
+        n = self.p.connections
+        c = self.trial(self.p.establish_rate_pps, direction="reverse", teardown=True)
+        ct = _ct(c)
+        entries, t_n, t_0 = ct.get("teardown_entries"), ct.get("teardown_s"), ct.get("empty_flush_s")
+        rate = entries / (t_n - t_0) if entries and t_n is not None and t_0 is not None and t_n > t_0 else None
+        out = {"entries": entries, "teardown_s": t_n, "empty_flush_s": t_0, "rate_cps": rate,
+               "after": ct.get("after_teardown"), "validation_received": arrived(c),
+               "method": "ctnetlink flush of the whole table, timed; minus the flush of the empty table"}
+        if entries != n or arrived(c) != n:
+            out["note"] = (f"before the tear-down the table held {entries} entries and {c.frames_received} of {n} "
+                           "validation frames came back (connections expired or lost during the test)")
+        return out
+
+    def establishment(self, top: float, capped: bool) -> dict:
+        n = self.p.connections
+
+        def step(rate: float) -> Step:
+            c = self.establish(n, rate)
+            return judge(c, rate, 1, _created(c, n), self.ctx.tester_limit)
+
+        return {**bisect(step, top, self.p.resolution_pct, capped=capped).to_dict(), "rate_basis": "connections/s"}
+
+    def capacity(self) -> list[dict]:
+        out = []
+        for n in self.p.capacity_connections:
+            c = self.establish(n, self.p.establish_rate_pps)
+            v = self.trial(self.p.establish_rate_pps, n, direction="reverse")
+            back = arrived(v)
+            entry = {"connections": n, "forward_received": arrived(c),
+                     "tester_rx_drops": tester_rx_drops(c) + tester_rx_drops(v),
+                     "entries": _ct(c).get("after"), "reverse_received": back, "entries_after": _ct(v).get("after"),
+                     **_memory(c, n)}
+            entry["ok"] = _created(c, n) and back == n and _ct(v).get("after") == n
+            out.append(entry)
+        return out
+
+
+def measure_stateful(params: StatefulParams, ctx: Context) -> StatefulResult:
+    topo = ctx.command_env.get("NETRIG_TESTBED_TOPOLOGY")
+    if ctx.simulated_dut or (topo is not None and topo not in STATEFUL_TOPOLOGIES):
+        raise ConfigError("testbed", f"{topo or 'simulated'}: the stateful method needs a DUT with a conntrack table: "
+                                     f"use one of {', '.join(STATEFUL_TOPOLOGIES)}")
+    m = Stateful(params, ctx)
+    want = params.max_rate_pps or ctx.line_rate.fps(ctx.frame)
+    top, lim = ctx.tester_limit.cap(want), ctx.tester_limit
+    pre, val = m.preliminary()
+    # both directions together never ask for more than the tester proved in one
+    tp = m.throughput(lim.cap(2 * want) / 2, lim.caps(2 * want)) if params.throughput else None
+    td = m.teardown() if params.teardown else None
+    est = m.establishment(top, lim.caps(want)) if params.establishment_rate else None
+    cap = m.capacity()
+    return StatefulResult(params.connections, m.src_ports, m.dst_ports, pre, val, tp, td, est, cap)
+
+
+# --------------------------------------------------------------------------------------------- #
+# Reading it back from results
+
+STATEFUL = Section("stateful", "Stateful NAT/firewall (RFC 9693)", compare_title="Stateful (RFC 9693)")
+COMMAND = Command("stateful", "RFC 9693 stateful NAT/firewall: connection rates, throughput with state, capacity",
+                  "RFC 9693 stateful benchmarking on a nat, firewall or fwnat test bed: N connections "
+                  "established through the DUT (checked in its conntrack table), then the throughput with the "
+                  "state in place and return traffic, the tear-down rate, the maximum connection establishment "
+                  "rate and the table capacity.", sizes_default="64")
+
+
+def table(r: RunView) -> Table:
+    t = Table(["frame size", "connections", "establishment rate", "tear-down rate", "throughput with state",
+               "bytes/entry"])
+    for e in r.method_results(METHOD_NAME):
+        reps = objs(e, "repetitions")
+        per = med([x.get("preliminary") or {} for x in reps], "slab_bytes_per_entry")
+        t.add([fmt.size(e.get("frame_size")), fmt.count(med(reps, "connections")),
+               fmt.si(med(reps, "establishment_rate_cps"), "conn/s"), fmt.si(med(reps, "teardown_rate_cps"), "conn/s"),
+               fmt.fps(med(reps, "throughput_pps")) + " ×2", fmt.count(per)])
+    t.caption = ("median of repetitions; throughput per direction with return traffic through the DUT; "
+                 "bytes/entry: the nf_conntrack slab per connection established")
+    return t
+
+
+def capacity_table(r: RunView) -> Table:
+    t = Table(["frame size", "rep", "connections", "in table", "returned", "slab B/entry", "memory B/entry", "ok"])
+    for e in r.method_results(METHOD_NAME):
+        for k, rep in enumerate(objs(e, "repetitions")):
+            for c in objs(rep, "capacity"):
+                t.add([fmt.size(e.get("frame_size")), str(k + 1), fmt.count(c.get("connections")),
+                       fmt.count(c.get("entries")), fmt.count(c.get("reverse_received")),
+                       fmt.count(c.get("slab_bytes_per_entry")), fmt.count(c.get("mem_bytes_per_entry")),
+                       "yes" if c.get("ok") else "no"])
+    return t
+
+
+class StatefulMethod(Method):
+    name = METHOD_NAME
+    label = "RFC 9693 stateful NAT/firewall"
+    short_name = "stateful"
+    params_type = StatefulParams
+    sections = (STATEFUL,)
+    console_columns = ("connections", "establish (conn/s)", "tear-down (conn/s)", "throughput ×2", "capacity")
+    shortcut = Shortcut(COMMAND, "stateful")
+    testbeds = STATEFUL_TOPOLOGIES
+    cli_fields = {"connections": "--connections", "establish_rate_pps": "--establish-rate",
+                  "capacity_connections": "--capacity", "max_rate_pps": "--max-rate"}
+
+    def run(self, params: StatefulParams, ctx: Context) -> StatefulResult:
+        return measure_stateful(params, ctx)
+
+    def estimate_trials(self, params: StatefulParams, frame: object, line_fps: float) -> int:
+        return 2 + (12 if params.throughput else 0) + (1 if params.teardown else 0) \
+            + (12 if params.establishment_rate else 0) + 2 * len(params.capacity_connections)
+
+    def console_rows(self, result: dict, flags: str) -> list[list[str]]:
+        reps = objs(result, "repetitions")
+        return [[fmt.size(result["frame_size"]), fmt.count(med(reps, "connections")),
+                 fmt.count(med(reps, "establishment_rate_cps")), fmt.count(med(reps, "teardown_rate_cps")),
+                 fmt.fps(med(reps, "throughput_pps")), fmt.count(med(reps, "capacity_connections")), flags]]
+
+    def html(self, run: RunView) -> dict[str, str]:
+        t, cap = table(run), capacity_table(run)
+        if not t:
+            return {}  # the section shows only in runs of this method
+        body = table_html(t)
+        if cap:
+            body += "<h4>" + esc("Connection tracking table capacity") + "</h4>" + table_html(cap)
+        return {STATEFUL.id: body}
+
+    def markdown(self, run: RunView) -> str:
+        t, cap = table(run), capacity_table(run)
+        if not t:
+            return ""
+        body = table_md(t) + ("\n\n**Table capacity**\n\n" + table_md(cap) if cap else "")
+        return section_md("Stateful NAT/firewall (RFC 9693)", body, "")
+
+    def add_cli_options(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--connections", type=int, default=StatefulParams.connections,
+                            help="N, the connections established through the DUT (src ports × dst ports)")
+        parser.add_argument("--establish-rate", type=float, default=StatefulParams.establish_rate_pps,
+                            help="frames (= new connections) per second of the preliminary phase and validations")
+        parser.add_argument("--capacity", default="",
+                            help="table capacity: comma list of connection counts to establish and validate "
+                                 "(e.g. 100000,1000000)")
+        parser.add_argument("--max-rate", type=float, default=None,
+                            help="top of the rate searches, frames/s (default: the tester's proven limit or the "
+                                 "line rate)")
+        parser.add_argument("--skip", default="",
+                            help="comma list of parts to leave out: throughput, teardown, establishment")
+
+    def cli_params(self, args: argparse.Namespace) -> dict:
+        caps = []
+        for part in str(args.capacity).split(","):
+            if part.strip():
+                try:
+                    caps.append(int(part.strip().replace("_", "")))
+                except ValueError:
+                    raise ConfigError("--capacity", f"{part.strip()!r}: not a whole number of connections "
+                                                    "(e.g. --capacity 100000,1000000)") from None
+        skip = {s.strip() for s in str(args.skip).split(",") if s.strip()}
+        bad = skip - {"throughput", "teardown", "establishment"}
+        if bad:
+            raise ConfigError("--skip", f"{', '.join(sorted(bad))}: use throughput, teardown and/or establishment")
+        out: dict = {"connections": args.connections, "establish_rate_pps": args.establish_rate,
+                     "capacity_connections": caps, "throughput": "throughput" not in skip,
+                     "teardown": "teardown" not in skip, "establishment_rate": "establishment" not in skip}
+        if args.max_rate is not None:
+            out["max_rate_pps"] = args.max_rate
+        return out
+
+
+METHOD = StatefulMethod()
