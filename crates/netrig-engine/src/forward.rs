@@ -178,7 +178,7 @@ impl ForwardConfig {
                 ),
             ));
         }
-        if self.mode == ForwardMode::L2fwd && n % 2 != 0 {
+        if self.mode == ForwardMode::L2fwd && !n.is_multiple_of(2) {
             return Err(ConfigError::new(
                 "ports",
                 format!("l2fwd forwards between port pairs: give an even number of ports (got {n}), or use mode mac"),
@@ -316,8 +316,8 @@ impl Forwarder {
             }
             rxs.push(v);
         }
-        for p in 0..n {
-            for q in 0..queues {
+        for (p, rx_halves) in rxs.iter_mut().enumerate() {
+            for (q, rx) in rx_halves.iter_mut().enumerate() {
                 labels.push((p, cfg.ports[p].ifname.clone(), q));
                 let i = p * queues + q;
                 let e = egress(cfg.mode, n, p);
@@ -332,7 +332,7 @@ impl Forwarder {
                 };
                 let e = e.unwrap_or(p);
                 jobs.push(Job {
-                    rx: rxs[p][q].take().expect("each RX half is opened once"),
+                    rx: rx.take().expect("each RX half is opened once"),
                     tx,
                     rewrite,
                     tx_max: ports[e].caps().max_frame_len,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import signal
 import sys
 import time
@@ -98,6 +99,15 @@ def build(args) -> dict[str, Any]:
         raise ConfigError("--backend", f"{args.backend!r} is not a backend: use one of {', '.join(BACKENDS)}")
     queues = int(_number(args.queues, "--queues", integer=True, low=1, high=_native.MAX_QUEUES, allow_low=True))
     batch = int(_number(args.batch, "--batch", integer=True, low=1, high=_native.MAX_FORWARD_BATCH, allow_low=True))
+    if args.netns is not None and ("/" in args.netns or not args.netns.strip()
+                                   or not os.path.exists(os.path.join("/run/netns", args.netns))):
+        raise ConfigError("--netns", f"{args.netns!r}: no such network namespace (see `ip netns list`)")
+    if args.json:
+        try:  # find out now, not after the run, that the summary cannot be written
+            with open(args.json, "a"):
+                pass
+        except OSError as e:
+            raise ConfigError("--json", f"{args.json}: cannot write the summary there ({e.strerror})") from None
     if args.peer_mac and len(args.peer_mac) != len(args.port):
         raise ConfigError("--peer-mac", f"give one per --port ({len(args.peer_mac)} for {len(args.port)} ports)")
     try:
