@@ -474,6 +474,55 @@ for argv, want in [(["mesh"], "topology"), (["router", "--cap", "100kpps"], "--c
                    (["firewall", "--conntrack-timeout-s", "x"], "--conntrack-timeout-s"),
                    (["loopback", "--conntrack-timeout-s", "60"], "--conntrack-timeout-s")]:
     cli(want, "testbed", "up", *argv)
+for argv, want in [(["forwarder", "--forward-mode", "macswap"], "--forward-mode"),
+                   (["forwarder", "--forward-backend", "dpdk"], "--forward-backend"),
+                   (["router", "--forward-mode", "mac"], "--forward-mode"),
+                   (["forwarder", "--rules", "3"], "--rules")]:
+    cli(want, "testbed", "up", *argv)
+for tb, kv, name in [("forwarder", "forward_mode=rxonly", "forward_mode"),
+                     ("forwarder", "forward_backend=xdp", "forward_backend"),
+                     ("router", "forward_backend=socket", "forward_backend"),
+                     ("forwarder", "dut_cpus=999", "dut_cpus")]:
+    cli(f"--testbed-option {name}", "rfc2544", "--testbed", tb, "--out", "{dir}/out", "--testbed-option", kv)
+# netrig forward: lo would be refused by the transmit guard if a bad value slipped through; every
+# case also has a short --duration so nothing can run on.
+FWD = ["forward", "--port", "lo", "--duration", "0.1"]
+cli("--port", "forward", "--duration", "0.1", name="forward without --port")
+cli("--port", *FWD, "--port", "", name="forward --port empty")
+cli("--port", *FWD, "--port", "x" * 16, name="forward --port too long")
+cli("--port", *FWD, "--port", "a/b", name="forward --port with a slash")
+cli("--port", *FWD, "--port", "lo", name="forward --port twice")
+cli("--mode", *FWD, "--mode", "fwd")
+cli("--mode", *FWD, "--mode", "", name="forward --mode empty")
+cli("--backend", *FWD, "--backend", "dpdk")
+cli("--backend", *FWD, "--backend", "loopback", name="forward --backend loopback")
+cli("--queues", *FWD, "--queues", "0")
+cli("--queues", *FWD, "--queues", "65")
+cli("--queues", *FWD, "--queues", "two")
+cli("--queues", *FWD, "--queues", "1.5")
+cli("--peer-mac", *FWD, "--mode", "mac", "--peer-mac", "02:00:00:00:00", name="forward --peer-mac short")
+cli("--peer-mac", *FWD, "--mode", "mac", "--peer-mac", "zz:00:00:00:00:01", name="forward --peer-mac not hex")
+cli("--peer-mac", *FWD, "--mode", "io", "--peer-mac", "02:00:00:00:00:01", name="forward --peer-mac with io")
+cli("--peer-mac", *FWD, "--port", "lo2", "--mode", "mac", "--peer-mac", "02:00:00:00:00:01",
+    name="forward --peer-mac fewer than ports")
+cli("--port", *FWD, "--port", "lo2", "--port", "lo3", "--mode", "l2fwd", name="forward l2fwd odd ports")
+cli("--duration", "forward", "--port", "lo", "--duration", "0")
+cli("--duration", "forward", "--port", "lo", "--duration", "-1")
+cli("--duration", "forward", "--port", "lo", "--duration", "nan")
+cli("--duration", "forward", "--port", "lo", "--duration", "inf")
+cli("--duration", "forward", "--port", "lo", "--duration", "soon")
+cli("--interval", *FWD, "--interval", "-1")
+cli("--interval", *FWD, "--interval", "x")
+cli("--cpus", *FWD, "--cpus", "9999")
+cli("--cpus", *FWD, "--cpus", "0-1")
+cli("--cpus", *FWD, "--cpus", "-1")
+cli("--batch", *FWD, "--batch", "0")
+cli("--batch", *FWD, "--batch", "100000")
+cli("--batch", *FWD, "--batch", "lots")
+cli("--netns", *FWD, "--netns", "nrnosuchns")
+cli("--netns", *FWD, "--netns", "../etc")
+cli("--json", *FWD, "--mode", "rxonly", "--json", "/nonexistent-dir/x.json", name="forward --json unwritable")
+cli("refusing", *FWD, name="forward on lo (the transmit guard)")
 cli("id", "testbed", "down", "zz")
 cli("no such test bed", "testbed", "down", "ffff")
 cli("id", "testbed", "status", "../x")

@@ -14,7 +14,8 @@ __all__ = [
     "__version__", "BUILD_PROFILE", "WIRE_OVERHEAD_BYTES", "FCS_BYTES", "MIN_FRAME_SIZE", "MAX_FRAME_SIZE",
     "RFC2544_FRAME_SIZES", "FRAME_SIZE_MIXES", "DEFAULT_DRAIN_S", "MAX_DURATION_S", "MAX_DRAIN_S", "MAX_RATE_PPS",
     "MAX_RATE_BPS", "MAX_FRAMES", "MAX_QUEUES", "MAX_FLOWS", "IO_MODES", "PACING_MODES", "DEFAULT_MAX_STRETCH_PCT",
-    "MAX_RAMP_STEPS", "FrameSizeSpec", "RateSpec", "FlowSpec", "StopSpec", "PhaseSpec", "StreamSpec", "Port",
+    "MAX_RAMP_STEPS", "FORWARD_MODES", "MAX_FORWARD_PORTS", "MAX_FORWARD_BATCH", "Forwarder", "ForwardQueueStats",
+    "ForwardPortInfo", "FrameSizeSpec", "RateSpec", "FlowSpec", "StopSpec", "PhaseSpec", "StreamSpec", "Port",
     "TrialSpec", "Snapshot", "Trial", "Listen", "LatencySummary", "SeqGap", "FlowResult", "StreamResult", "PortResult",
     "Smoothness", "IntervalResult", "TrialResult", "HeardFlow", "ForeignKind", "ListenPort", "ListenResult",
     "InterfaceInfo", "IoProbe", "interface_info", "list_interfaces", "probe_io", "probe_xdp_program", "line_rate_fps",
@@ -54,6 +55,10 @@ PACING_MODES: tuple[str, ...]
 #: How much longer than planned a paced trial may run (% of its length) before it is tester-limited.
 DEFAULT_MAX_STRETCH_PCT: float
 MAX_RAMP_STEPS: int
+#: Forwarding modes of ``Forwarder`` (``netrig forward``).
+FORWARD_MODES: tuple[str, ...]
+MAX_FORWARD_PORTS: int
+MAX_FORWARD_BATCH: int
 
 def line_rate_fps(bps: float, mean_frame_size: float) -> float:
     """Frames/s at line rate: bps / ((mean_frame_size + WIRE_OVERHEAD_BYTES) * 8)."""
@@ -694,6 +699,88 @@ class IoProbe:
     def ok(self) -> bool: ...
     @property
     def detail(self) -> str: ...
+
+@final
+class ForwardQueueStats:
+    """Counters of one port and queue of a running forwarder (cumulative since it started)."""
+
+    @property
+    def port(self) -> int:
+        """Index of the port in the forwarder's port list."""
+    @property
+    def ifname(self) -> str: ...
+    @property
+    def queue(self) -> int: ...
+    @property
+    def cpu(self) -> int | None:
+        """CPU the worker receiving on this queue is pinned to (`None`: pinning failed)."""
+    @property
+    def rx_frames(self) -> int: ...
+    @property
+    def rx_bytes(self) -> int: ...
+    @property
+    def tx_frames(self) -> int: ...
+    @property
+    def tx_bytes(self) -> int: ...
+    @property
+    def tx_drops(self) -> int:
+        """Frames the forwarder dropped on the way out of this queue (egress queue full, or too large)."""
+    @property
+    def rx_ring_drops(self) -> int:
+        """Frames the backend lost on this queue before the worker saw them (ring full)."""
+    @property
+    def tx_errors(self) -> int:
+        """Frames the kernel rejected on transmit."""
+    def to_dict(self) -> dict[str, object]: ...
+
+@final
+class ForwardPortInfo:
+    """One port of a forwarder, as opened."""
+
+    @property
+    def ifname(self) -> str: ...
+    @property
+    def backend(self) -> str: ...
+    @property
+    def queues(self) -> int: ...
+    @property
+    def mac(self) -> str: ...
+    @property
+    def zero_copy(self) -> bool: ...
+    @property
+    def max_frame_len(self) -> int: ...
+    @property
+    def notes(self) -> str:
+        """What was probed and chosen (XDP mode, copy or zero-copy, rings)."""
+    def to_dict(self) -> dict[str, object]: ...
+
+@final
+class Forwarder:
+    """A forwarder (``netrig forward``) running in engine threads: the host as the DUT. Opens every
+    port (``rx_all``: with af_xdp an XDP program steers every frame to it) and starts one pinned
+    worker per (port, queue); errors name ``ports``, ``mode``, ``peer_mac``, ``cpus``, ``batch``."""
+
+    def __new__(
+        cls,
+        ports: Sequence[Port],
+        mode: str,
+        peer_macs: Sequence[str | None] | None = None,
+        cpus: Sequence[int] | None = None,
+        batch: int | None = None,
+    ) -> Forwarder: ...
+    @property
+    def ports(self) -> list[ForwardPortInfo]:
+        """The ports as opened (backend, MAC, notes)."""
+    @property
+    def mode(self) -> str: ...
+    @property
+    def running(self) -> bool:
+        """The workers still forward (not stopped, no worker failed)."""
+    def stats(self) -> list[ForwardQueueStats]:
+        """Counters now, per port and queue (after `stop`: the final ones are what `stop` returned)."""
+    def stop(self) -> list[ForwardQueueStats]:
+        """Stop the workers, close the ports (XDP programs detached) and return the final counters;
+        raises the error a worker ended with. A second call returns an empty list."""
 
 def interface_info(ifname: str, netns: str | None = None) -> InterfaceInfo: ...
 def list_interfaces(netns: str | None = None) -> list[str]: ...

@@ -14,6 +14,7 @@ pub mod clock;
 pub mod error;
 pub mod fault;
 pub mod flows;
+pub mod forward;
 pub mod guard;
 pub mod listen;
 pub mod loopback;

@@ -253,6 +253,9 @@ pub struct PortSpec {
     /// raw L2, or two VLAN tags): AF_XDP refuses to open for receiving, so auto selection passes
     /// it over and says why.
     pub rx_beyond_udp: bool,
+    /// The port receives every frame, netrig's or not (a forwarder): AF_XDP attaches a program
+    /// that steers every frame of a queue to its socket instead of only netrig frames.
+    pub rx_all: bool,
 }
 
 impl PortSpec {
@@ -269,6 +272,7 @@ impl PortSpec {
             live_ok: false,
             max_frame_len: 0,
             rx_beyond_udp: false,
+            rx_all: false,
         }
     }
 

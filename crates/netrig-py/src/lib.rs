@@ -3,6 +3,8 @@
 //! constructors call the engine's validators ([`specs`]), runs trials with the GIL released, and
 //! returns typed, read-only results ([`results`]). Every engine error maps to exactly one class
 //! of `netrig.errors` ([`errors`]); wrong argument types are `ConfigError`s too ([`args`]).
+use std::sync::Mutex;
+
 use netrig_engine::open::open_port;
 use netrig_engine::port::{Backend, Port as EnginePort, PortSpec, IO_MODES};
 use netrig_engine::sys::{ifinfo, netns};
@@ -164,6 +166,112 @@ impl Listen {
 fn timeout(timeout_s: &Bound<'_, PyAny>) -> Result<f64> {
     let t: f64 = args::req(timeout_s, "timeout_s")?;
     Ok(if t.is_finite() { t.max(0.0) } else { 0.0 })
+}
+
+/// A forwarder (`netrig forward`) running in engine threads: the host as the DUT.
+#[pyclass(frozen, module = "netrig._native")]
+struct Forwarder {
+    inner: Mutex<Option<netrig_engine::forward::Forwarder>>,
+    ports: Vec<results::ForwardPortInfo>,
+    mode: String,
+}
+
+/// A MAC address `aa:bb:cc:dd:ee:ff` (or with `-`); errors name `field`.
+fn parse_mac(s: &str, field: &str) -> Result<[u8; 6]> {
+    let parts: Vec<&str> = s.split([':', '-']).collect();
+    let mut m = [0u8; 6];
+    let ok = parts.len() == 6
+        && parts
+            .iter()
+            .zip(m.iter_mut())
+            .all(|(p, b)| p.len() == 2 && u8::from_str_radix(p, 16).map(|v| *b = v).is_ok());
+    if !ok {
+        return Err(errors::config(
+            field,
+            format!("{s:?} is not a MAC address: use six hex pairs, e.g. 02:00:00:00:00:01"),
+        ));
+    }
+    Ok(m)
+}
+
+#[pymethods]
+impl Forwarder {
+    #[new]
+    #[pyo3(signature = (ports, mode, peer_macs=None, cpus=None, batch=None))]
+    fn new(
+        py: Python<'_>,
+        ports: &Bound<'_, PyAny>,
+        mode: &Bound<'_, PyAny>,
+        peer_macs: Option<&Bound<'_, PyAny>>,
+        cpus: Option<&Bound<'_, PyAny>>,
+        batch: Option<&Bound<'_, PyAny>>,
+    ) -> Result<Self> {
+        use netrig_engine::forward::{ForwardConfig, ForwardMode, DEFAULT_BATCH};
+        let items: Vec<Bound<'_, PyAny>> = if ports.is_instance_of::<pyo3::types::PyString>() {
+            Vec::new()
+        } else {
+            ports.try_iter().map(|it| it.filter_map(|x| x.ok()).collect()).unwrap_or_default()
+        };
+        if items.is_empty() {
+            return Err(errors::config("ports", "must be a non-empty list of netrig._native.Port".to_string()));
+        }
+        let specs = items
+            .iter()
+            .enumerate()
+            .map(|(i, p)| args::instance::<specs::Port>(p, &format!("ports[{i}]")).map(|p| p.0))
+            .collect::<Result<Vec<_>>>()?;
+        let mode = ForwardMode::from_name(&args::req::<String>(mode, "mode")?)?;
+        let peer: Vec<Option<String>> = args::opt(peer_macs, "peer_mac", Vec::new())?;
+        let peer_macs = peer
+            .iter()
+            .enumerate()
+            .map(|(i, m)| m.as_deref().map(|m| parse_mac(m, &format!("peer_mac[{i}]"))).transpose())
+            .collect::<Result<Vec<_>>>()?;
+        let cfg = ForwardConfig {
+            ports: specs,
+            mode,
+            peer_macs,
+            cpus: args::opt(cpus, "cpus", Vec::new())?,
+            batch: args::opt(batch, "batch", DEFAULT_BATCH)?,
+        };
+        cfg.validate()?;
+        let fwd = py.allow_threads(|| netrig_engine::forward::Forwarder::start(&cfg))?;
+        let ports =
+            fwd.caps().iter().zip(fwd.macs()).map(|(c, m)| results::ForwardPortInfo::from(&(c.clone(), *m))).collect();
+        Ok(Forwarder { inner: Mutex::new(Some(fwd)), ports, mode: mode.as_str().to_string() })
+    }
+
+    /// The ports as opened (backend, MAC, notes).
+    #[getter]
+    fn ports(&self) -> Vec<results::ForwardPortInfo> {
+        self.ports.clone()
+    }
+
+    #[getter]
+    fn mode(&self) -> String {
+        self.mode.clone()
+    }
+
+    /// The workers still forward (not stopped, no worker failed).
+    #[getter]
+    fn running(&self) -> bool {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).as_ref().is_some_and(|f| !f.failed())
+    }
+
+    /// Counters now, per port and queue (after `stop`: the final ones are what `stop` returned).
+    fn stats(&self) -> Vec<results::ForwardQueueStats> {
+        let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        g.as_ref().map(|f| f.stats().iter().map(results::ForwardQueueStats::from).collect()).unwrap_or_default()
+    }
+
+    /// Stop the workers, close the ports (XDP programs detached) and return the final counters;
+    /// raises the error a worker ended with. A second call returns an empty list.
+    fn stop(&self, py: Python<'_>) -> Result<Vec<results::ForwardQueueStats>> {
+        let f = self.inner.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let Some(f) = f else { return Ok(Vec::new()) };
+        let stats = py.allow_threads(|| f.stop())?;
+        Ok(stats.iter().map(results::ForwardQueueStats::from).collect())
+    }
 }
 
 /// The engine's errors are not `Clone` (they may hold an `io::Error`): a failed trial's error
@@ -341,6 +449,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<TrialResult>()?;
     m.add_class::<InterfaceInfo>()?;
     m.add_class::<IoProbe>()?;
+    m.add_class::<Forwarder>()?;
+    m.add_class::<results::ForwardQueueStats>()?;
+    m.add_class::<results::ForwardPortInfo>()?;
+    m.add("FORWARD_MODES", PyTuple::new(py, netrig_engine::forward::FORWARD_MODES)?)?;
+    m.add("MAX_FORWARD_PORTS", netrig_engine::forward::MAX_FORWARD_PORTS)?;
+    m.add("MAX_FORWARD_BATCH", netrig_engine::forward::MAX_BATCH)?;
     m.add_function(wrap_pyfunction!(interface_info, m)?)?;
     m.add_function(wrap_pyfunction!(list_interfaces, m)?)?;
     m.add_function(wrap_pyfunction!(probe_io, m)?)?;

@@ -535,3 +535,53 @@ result_class! {
         }
     }
 }
+
+fn mac_text(m: &[u8; 6]) -> String {
+    m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
+}
+
+result_class! {
+    /// Counters of one port and queue of a running forwarder (cumulative since it started).
+    class ForwardQueueStats(s: &netrig_engine::forward::ForwardQueueStats) {
+        /// Index of the port in the forwarder's port list.
+        port: usize = s.port,
+        ifname: String = s.ifname.clone(),
+        queue: usize = s.queue,
+        /// CPU the worker receiving on this queue is pinned to (`None`: pinning failed).
+        cpu: Option<u64> = s.cpu.map(|c| c as u64),
+        rx_frames: u64 = s.rx_frames,
+        rx_bytes: u64 = s.rx_bytes,
+        tx_frames: u64 = s.tx_frames,
+        tx_bytes: u64 = s.tx_bytes,
+        /// Frames the forwarder dropped on the way out of this queue (egress queue full, or too large).
+        tx_drops: u64 = s.tx_drops,
+        /// Frames the backend lost on this queue before the worker saw them (ring full).
+        rx_ring_drops: u64 = s.rx_ring_drops,
+        /// Frames the kernel rejected on transmit.
+        tx_errors: u64 = s.tx_errors,
+    }
+    methods {
+        fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+            self.dict(py)
+        }
+    }
+}
+
+result_class! {
+    /// One port of a forwarder, as opened.
+    class ForwardPortInfo(p: &(netrig_engine::PortCaps, [u8; 6])) {
+        ifname: String = p.0.name.clone(),
+        backend: String = p.0.backend.as_str().to_string(),
+        queues: usize = p.0.rx_queues,
+        mac: String = mac_text(&p.1),
+        zero_copy: bool = p.0.zero_copy,
+        max_frame_len: usize = p.0.max_frame_len,
+        /// What was probed and chosen (XDP mode, copy or zero-copy, rings).
+        notes: String = p.0.notes.clone(),
+    }
+    methods {
+        fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+            self.dict(py)
+        }
+    }
+}

@@ -533,6 +533,7 @@ impl Port {
             live_ok: opt(i_know_this_is_live, "i_know_this_is_live", d.live_ok)?,
             max_frame_len: d.max_frame_len,
             rx_beyond_udp: d.rx_beyond_udp,
+            rx_all: d.rx_all,
         };
         p.validate()?;
         Ok(Port(p))

@@ -16,13 +16,28 @@ import threading
 from typing import NoReturn
 
 from netrig._native import __version__
-from netrig.cli import compare, demo, ports, report, rr, run, selftest, shortcuts, study, sweep, tcp, testbed, trial
+from netrig.cli import (
+    compare,
+    demo,
+    forward,
+    ports,
+    report,
+    rr,
+    run,
+    selftest,
+    shortcuts,
+    study,
+    sweep,
+    tcp,
+    testbed,
+    trial,
+)
 from netrig.cli.common import NEEDS
 from netrig.errors import NetrigError, Terminated
 
 #: Subcommand modules, in the order ``netrig --help`` lists them (``shortcuts``: one command per
 #: shortcut command of the method registry, e.g. ``rfc2544``, ``ndr-pdr``).
-COMMANDS = (ports, trial, testbed, run, shortcuts, tcp, rr, study, sweep, selftest, report, compare, demo)
+COMMANDS = (ports, trial, testbed, run, shortcuts, tcp, rr, study, sweep, selftest, report, compare, forward, demo)
 
 
 class NetrigParser(argparse.ArgumentParser):

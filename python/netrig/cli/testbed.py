@@ -52,6 +52,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     help="also configure tester-port addresses in their kernel stacks (socket tools)")
     up.add_argument("--mtu", type=int, default=None,
                     help="MTU of every test-bed link, 1280..65535, e.g. 9000 for jumbo frames (default: 1500)")
+    up.add_argument("--forward-mode", default=None, choices=("io", "mac", "l2fwd"),
+                    help="forwarder: the DUT's forwarding mode (default io)")
+    up.add_argument("--forward-backend", default=None, choices=("af_xdp", "af_packet", "socket"),
+                    help="forwarder: the DUT's port I/O (default af_xdp)")
     up.add_argument("--json", action="store_true", help="print the full description as JSON")
     up.set_defaults(func=run_up)
 
@@ -92,7 +96,8 @@ def _ports_table(tb) -> str:
 
 #: The options of ``testbed up``, by test-bed option name.
 UP_OPTIONS = ("rules", "cap", "cap_burst", "nat", "conntrack_max", "conntrack_buckets", "conntrack_timeout_s",
-              "dut_cpus", "dut_placement", "log", "flowtable", "ifaces", "tester_stack", "mtu")
+              "dut_cpus", "dut_placement", "log", "flowtable", "ifaces", "tester_stack", "mtu", "forward_mode",
+              "forward_backend")
 
 
 def run_up(args: argparse.Namespace) -> int:

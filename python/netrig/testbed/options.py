@@ -10,6 +10,9 @@ from netrig.errors import ConfigError
 
 NAT_MODES = ("masquerade", "static")
 PLACEMENTS = ("threaded-napi", "rps")
+#: Modes of the forwarder test bed's DUT (``netrig forward``) that deliver tx's frames to rx.
+FORWARDER_MODES = ("io", "mac", "l2fwd")
+FORWARDER_BACKENDS = ("af_xdp", "af_packet", "socket")
 
 _RATE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kKmMgG]?)\s*(pps|bps|bit/s|b/s)\s*$")
 _MULT = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9}
@@ -86,7 +89,7 @@ def parse_option(name: str, text: str) -> Any:
 _KINDS: dict[str, type] = {"rules": int, "cap": str, "cap_burst": int, "nat": str, "conntrack_max": int,
                            "conntrack_buckets": int, "conntrack_timeout_s": int,
                            "log": bool, "flowtable": bool, "dut_cpus": str, "dut_placement": str, "ifaces": str,
-                           "tester_stack": bool, "mtu": int}
+                           "tester_stack": bool, "mtu": int, "forward_mode": str, "forward_backend": str}
 
 
 def _int(name: str, value: Any, lo: int, hi: int) -> None:
@@ -121,6 +124,9 @@ class TestbedOptions:
                     socket-based tools); off by default so tester ports never answer test traffic.
     mtu:            MTU of every test-bed link (1280..65535; None = the kernel's 1500), e.g. 9000 for
                     jumbo frames (the largest frame is MTU + 18 bytes).
+    forward_mode:   forwarder: the DUT's mode (``io``, ``mac`` or ``l2fwd``; ``macswap`` and ``rxonly``
+                    deliver nothing to the rx port).
+    forward_backend: forwarder: the DUT's port I/O (``af_xdp``, ``af_packet`` or ``socket``).
 
     A topology refuses options it does not use (``Topology.uses``), so a typo'd or misplaced
     option never builds a different test bed than the one asked for.
@@ -142,6 +148,8 @@ class TestbedOptions:
     ifaces: tuple[str, ...] = field(default_factory=tuple)
     tester_stack: bool = False
     mtu: int | None = None
+    forward_mode: str = "io"
+    forward_backend: str = "af_xdp"
 
     def __post_init__(self) -> None:
         _int("rules", self.rules, 1, 1_000_000)
@@ -177,6 +185,12 @@ class TestbedOptions:
                 raise ConfigError("ifaces", f"{i!r}: not an interface name")
         if self.mtu is not None:
             _int("mtu", self.mtu, MIN_MTU, MAX_MTU)
+        if not isinstance(self.forward_mode, str) or self.forward_mode not in FORWARDER_MODES:
+            raise ConfigError("forward_mode", f"{self.forward_mode!r}: must be one of {', '.join(FORWARDER_MODES)} "
+                                              "(macswap and rxonly deliver nothing to the rx port)")
+        if not isinstance(self.forward_backend, str) or self.forward_backend not in FORWARDER_BACKENDS:
+            raise ConfigError("forward_backend", f"{self.forward_backend!r}: must be one of "
+                                                 f"{', '.join(FORWARDER_BACKENDS)}")
 
     def changed(self) -> list[str]:
         """The options that differ from their defaults (what the user asked for)."""

@@ -25,7 +25,7 @@ from netrig.testbed.nsthread import (
     write_sysctl,
 )
 from netrig.testbed.options import TestbedOptions
-from netrig.testbed.topologies import TOPOLOGIES
+from netrig.testbed.topologies import TOPOLOGIES, stop_processes
 
 
 @dataclass(frozen=True)
@@ -643,7 +643,13 @@ def _describe_ns(ns: str | None, sysctls: dict[str, str], nft_text: str | None) 
 
 def teardown_state(state: dict[str, Any]) -> list[str]:
     """Remove what ``state`` records; return a list of what could not be removed (empty = clean)."""
-    leftovers: list[str] = []
+    leftovers: list[str] = stop_processes(state)  # DUT processes first: they hold the namespaces' ports
+    for rec in state.get("processes", []):
+        if rec.get("log") and not leftovers:
+            try:
+                os.unlink(rec["log"])
+            except OSError:
+                pass
     undo = (state.get("knobs") or {}).get("undo")
     if undo:  # tuning knobs a killed run left (on the host or real NICs they outlive the namespaces)
         problems = restore_entries(undo)

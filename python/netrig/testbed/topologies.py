@@ -17,6 +17,10 @@ L2 topologies (loopback, bridge) put both tester ports in 198.18.0.0/24 (.2 and 
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import time
 from typing import Any, ClassVar
 
 from netrig.errors import ConfigError, InterfaceError, TestbedError
@@ -186,6 +190,122 @@ class Bridge(Topology):
         tb.send_learning_frames()
         tb.state["notes"].append("bridge learned the tester MACs from one learning frame per port; "
                                  "ageing time 300 s")
+
+
+class Forwarder(Topology):
+    name = "forwarder"
+    description = "netrig forward as the DUT (testpmd-like forwarding between two ports; mode, backend as options)"
+    uses = (*LINK_OPTIONS, "forward_mode", "forward_backend", "dut_cpus")
+    has_dut = True
+
+    def build(self, tb: Any) -> None:
+        o = tb.options
+        tx_ns = self.tester_ns(tb, "tx")
+        dut = tb.add_netns("dut", BRIDGE_SYSCTLS)
+        rx_ns = self.tester_ns(tb, "rx")
+        tb.state["dut_netns"] = dut
+        tx_if, dtx, drx, rx_if = (tb.name(s) for s in ("tx", "dtx", "drx", "rx"))
+        tb.add_veth(tx_ns, tx_if, dut, dtx, "tester", "dut")
+        tb.add_veth(dut, drx, rx_ns, rx_if, "dut", "tester")
+        for ns, i in ((dut, dtx), (dut, drx), (tx_ns, tx_if), (rx_ns, rx_if)):
+            tb.link_up(ns, i)
+        tx_mac, rx_mac = tb.mac(tx_ns, tx_if), tb.mac(rx_ns, rx_if)
+        _pair_ports(tb, ("tx", tx_if, tx_ns, tx_mac), ("rx", rx_if, rx_ns, rx_mac), 0)
+        argv = ["forward", "--port", dtx, "--port", drx, "--mode", o.forward_mode, "--backend", o.forward_backend,
+                "--interval", "0"]
+        if o.forward_mode != "io":  # frames leaving dtx go to tx, frames leaving drx to rx
+            argv += ["--peer-mac", tx_mac, "--peer-mac", rx_mac]
+        if o.dut_cpus:
+            argv += ["--cpus", ",".join(str(c) for c in o.dut_cpus)]
+        start_dut_process(tb, dut, "forwarder", [sys.executable, "-m", "netrig.cli.main", *argv],
+                          ready="Ctrl-C stops")
+        tb.state["placement"] = {"mode": "forwarder", "cpus": list(o.dut_cpus) if o.dut_cpus else None,
+                                 "note": "netrig forward workers pinned to these CPUs" if o.dut_cpus else
+                                 "netrig forward worker i pinned to CPU i"}
+        tb.state["notes"].append(f"DUT: netrig forward --mode {o.forward_mode} --backend {o.forward_backend} "
+                                 f"in {dut} (log {tb.state['processes'][-1]['log']})")
+
+
+#: How long a DUT process may take to say it is ready.
+PROCESS_READY_S = 20.0
+#: DUT processes this process started, by pid (kept to reap them; teardown by another process
+#: finds them by pid and start time in the state file).
+_CHILDREN: dict[int, subprocess.Popen] = {}
+
+
+def start_dut_process(tb: Any, ns: str, role: str, argv: list[str], ready: str) -> None:
+    """Run ``argv`` in namespace ``ns`` as part of the test bed (recorded before it starts, so
+    teardown stops it even after a crash) and wait until its log shows ``ready``."""
+    os.makedirs(st.STATE_DIR, exist_ok=True)
+    log = os.path.join(st.STATE_DIR, f"{tb.id}-{role}.log")
+    with open(log, "w") as out:
+        proc = subprocess.Popen(["ip", "netns", "exec", ns, *argv], stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    _CHILDREN[proc.pid] = proc
+    rec = {"role": role, "pid": proc.pid, "start_time": _start_time(proc.pid), "argv": argv, "log": log}
+    tb.state.setdefault("processes", []).append(rec)
+    st.write_state(tb.state)
+    deadline = time.monotonic() + PROCESS_READY_S
+    while True:
+        with open(log, errors="replace") as f:
+            text = f.read()
+        if ready in text:
+            return
+        if proc.poll() is not None or time.monotonic() > deadline:
+            last = [ln for ln in text.splitlines() if ln.strip()][-1:] or ["(no output)"]
+            what = f"exited with status {proc.returncode}" if proc.returncode is not None else \
+                f"not ready after {PROCESS_READY_S:g} s"
+            raise TestbedError(f"{role} in {ns}: {what}: {last[0]} (log {log})")
+        time.sleep(0.05)
+
+
+def _start_time(pid: int) -> float | None:
+    try:
+        import psutil
+
+        return psutil.Process(pid).create_time()
+    except Exception:
+        return None
+
+
+def stop_processes(state: dict[str, Any]) -> list[str]:
+    """Stop the test bed's DUT processes (SIGTERM, then SIGKILL after 5 s); what would not stop."""
+    left = []
+    for rec in reversed(state.get("processes", [])):
+        pid = rec.get("pid")
+        child = _CHILDREN.pop(pid, None) if pid else None
+        if child is not None:
+            child.terminate()
+            try:
+                child.wait(5.0)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+            continue
+        if not st.pid_alive(pid, rec.get("start_time")):
+            continue
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            continue
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline:
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                    break
+            except ChildProcessError:  # not our child (another process built the test bed)
+                if not st.pid_alive(pid):
+                    break
+            time.sleep(0.02)
+        else:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                time.sleep(0.1)
+            except ProcessLookupError:
+                pass
+            if st.pid_alive(pid, rec.get("start_time")):
+                left.append(f"{rec.get('role')} process {pid}")
+    return left
 
 
 class Router(Topology):
@@ -424,7 +544,8 @@ def _log(tb: Any) -> None:
 
 
 TOPOLOGIES: dict[str, Topology] = {
-    t.name: t() for t in (Loopback, Bridge, Router, Nat, Firewall, FirewallNat, Acl, Policer, Fourport, External)
+    t.name: t() for t in (Loopback, Bridge, Router, Nat, Firewall, FirewallNat, Acl, Policer, Fourport, Forwarder,
+                          External)
 }
 
 

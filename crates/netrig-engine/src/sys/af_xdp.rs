@@ -50,6 +50,8 @@ use crate::port::{
 /// Name of the XDP program that steers netrig frames to the AF_XDP sockets. A port of another
 /// backend on an interface that carries it never sees netrig frames (the trial says so).
 pub const STEER_PROG_NAME: &str = "netrig_steer";
+/// Name of the XDP program that steers every frame to the AF_XDP sockets (`netrig forward`).
+pub const FORWARD_PROG_NAME: &str = "netrig_fwd";
 
 /// Default UMEM frames per queue (half for TX, half for RX): 32 MiB at 2 KiB frames. The RX
 /// half (8192 frames) absorbs receiver stalls of ~30 ms at 250 kpps — on a VM the receiver
@@ -118,6 +120,9 @@ pub struct XskConfig {
     pub tx_budget: u32,
     /// Copy mode: most TX frames submitted and not yet completed.
     pub tx_inflight: u32,
+    /// Steer every frame of a queue to its socket ([`FORWARD_PROG_NAME`], for a forwarder)
+    /// instead of only netrig frames; no receive timestamps then.
+    pub steer_all: bool,
 }
 
 impl Default for XskConfig {
@@ -132,6 +137,7 @@ impl Default for XskConfig {
             rx_stamps: true,
             tx_budget: COPY_MODE_TX_BUDGET,
             tx_inflight: COPY_MODE_INFLIGHT,
+            steer_all: false,
         }
     }
 }
@@ -167,6 +173,10 @@ pub fn open(spec: &PortSpec) -> Result<Box<dyn Port>, PortError> {
         cfg.umem_frames = u32::try_from(spec.ring_frames).unwrap_or(u32::MAX);
     }
     cfg.busy_poll_us = spec.busy_poll_us;
+    if spec.rx_all {
+        cfg.steer_all = true;
+        cfg.rx_stamps = false;
+    }
     open_with(spec, cfg)
 }
 
@@ -598,6 +608,7 @@ fn attach_xdp(
     entries: u32,
     want: Option<XdpMode>,
     stamp: bool,
+    all: bool,
 ) -> Result<(XdpAttach, String), PortError> {
     let bpf_err = |what: &str, e: io::Error| match e.raw_os_error() {
         Some(libc::EPERM) | Some(libc::EACCES) if what != "load" => {
@@ -607,8 +618,12 @@ fn attach_xdp(
         _ => unsupported(ifname, format!("cannot {what} the netrig XDP program: {e}")),
     };
     let map = bpf::xskmap_create(entries).map_err(|e| bpf_err("create the XSKMAP for", e))?;
-    let insns = bpf::steer_program(OnMatch::Redirect(map.as_raw_fd()), stamp);
-    let prog = bpf::prog_load_xdp(&insns, STEER_PROG_NAME).map_err(|e| bpf_err("load", e))?;
+    let (insns, name) = if all {
+        (bpf::redirect_all_program(map.as_raw_fd()), FORWARD_PROG_NAME)
+    } else {
+        (bpf::steer_program(OnMatch::Redirect(map.as_raw_fd()), stamp), STEER_PROG_NAME)
+    };
+    let prog = bpf::prog_load_xdp(&insns, name).map_err(|e| bpf_err("load", e))?;
     let modes: &[XdpMode] = match want {
         Some(XdpMode::Drv) => &[XdpMode::Drv],
         Some(XdpMode::Skb) => &[XdpMode::Skb],
@@ -716,7 +731,7 @@ impl XskPort {
         }
         // The steering program redirects UDP netrig frames with at most one VLAN tag; anything
         // else would reach the kernel stack instead of this socket and be counted as lost.
-        if spec.receive && spec.rx_beyond_udp {
+        if spec.receive && spec.rx_beyond_udp && !cfg.steer_all {
             return Err(unsupported(
                 ifname,
                 "AF_XDP receives only UDP netrig frames with at most one VLAN tag (its XDP program \
@@ -868,9 +883,16 @@ impl XskPort {
             return Ok(x.clone());
         }
         let ifname = self.caps.name.clone();
-        let (ifindex, entries, mode, stamp) = (self.ifindex, self.map_entries, self.cfg.xdp_mode, self.cfg.rx_stamps);
-        let (att, note) = in_netns(self.netns.as_deref(), || attach_xdp(&ifname, ifindex, entries, mode, stamp))?;
-        let stamps = if stamp { "RX timestamps from XDP metadata" } else { "RX timestamps in user space" };
+        let (ifindex, entries, mode, all) = (self.ifindex, self.map_entries, self.cfg.xdp_mode, self.cfg.steer_all);
+        let stamp = self.cfg.rx_stamps && !all;
+        let (att, note) = in_netns(self.netns.as_deref(), || attach_xdp(&ifname, ifindex, entries, mode, stamp, all))?;
+        let stamps = if all {
+            "every frame steered to the sockets (forwarding)"
+        } else if stamp {
+            "RX timestamps from XDP metadata"
+        } else {
+            "RX timestamps in user space"
+        };
         self.caps.notes = format!("{}, {note}, {stamps}", self.base_notes);
         if stamp {
             self.caps.rx_timestamp = TimestampSource::KernelXdp;
@@ -988,7 +1010,7 @@ impl Port for XskPort {
             home: slot.rx.clone(),
             frame_mask,
             queue: queue as u16,
-            stamps: cfg.rx_stamps,
+            stamps: cfg.rx_stamps && !cfg.steer_all,
         }))
     }
 }

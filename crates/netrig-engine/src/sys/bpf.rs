@@ -483,6 +483,21 @@ pub fn steer_program(on_match: OnMatch, stamp: bool) -> Vec<Insn> {
     a.finish()
 }
 
+/// The forwarding program: every frame of a queue goes to that queue's AF_XDP socket
+/// (`bpf_redirect_map(xskmap, rx_queue_index, XDP_PASS)`), whatever it carries; a queue without a
+/// socket passes its frames to the kernel. A forwarder must take every frame, where the steering
+/// program ([`steer_program`]) takes only netrig's.
+pub fn redirect_all_program(map_fd: RawFd) -> Vec<Insn> {
+    use Reg::*;
+    let mut a = Asm::new();
+    a.load(Size::W, R2, R1, 16) // rx_queue_index
+        .load_map_fd(R1, map_fd)
+        .mov_imm(R3, XDP_PASS)
+        .call(BPF_FUNC_REDIRECT_MAP)
+        .exit();
+    a.finish()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -515,6 +530,7 @@ mod tests {
             steer_program(OnMatch::Redirect(3), true),
             steer_program(OnMatch::Verdict(XDP_DROP), false),
             steer_program(OnMatch::Verdict(XDP_DROP), true),
+            redirect_all_program(3),
         ] {
             for (i, insn) in p.iter().enumerate() {
                 if insn.code & 0x07 == JMP && insn.code & 0xf0 != CALL && insn.code & 0xf0 != EXIT {
@@ -780,6 +796,8 @@ mod kernel_tests {
             .expect("verifier accepts the redirect variant");
         let _stamped = prog_load_xdp(&steer_program(OnMatch::Redirect(map.as_raw_fd()), true), "netrig_test3")
             .expect("verifier accepts the stamping redirect variant");
+        let _all = prog_load_xdp(&redirect_all_program(map.as_raw_fd()), "netrig_test5")
+            .expect("verifier accepts the redirect-everything variant");
         let base = TestFrame::default();
         let cases: Vec<(&str, TestFrame, u32)> = vec![
             ("ipv4 udp magic", base, XDP_DROP as u32),

@@ -1,0 +1,218 @@
+"""``netrig forward``: the host as the device under test, a forwarder like DPDK testpmd/l2fwd.
+
+Frames received on a port are forwarded by one pinned worker per (port, queue), with the engine's
+own port backends (af_xdp, af_packet, socket). Modes: ``io`` (unchanged, ports paired 1↔2, 3↔4, an
+odd last port to itself), ``mac`` (source MAC := the egress port's, destination := its peer MAC),
+``macswap`` (MACs swapped, sent back out of the ingress port), ``rxonly`` (counted and dropped),
+``l2fwd`` (as ``mac``, ports strictly in pairs). With af_xdp every frame of a queue is steered to
+the forwarder by an XDP program (``netrig_fwd``) that is detached when it stops.
+
+Per-second counters (rx/tx frames per second, drops) per port and queue go to stderr; the JSON
+summary goes to stdout or ``--json FILE``. Ctrl-C or SIGTERM stop it cleanly, as ``--duration`` does.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+from netrig import _native
+from netrig.cli.common import rename_field, require_root
+from netrig.errors import ConfigError, Terminated
+
+BACKENDS = ("af_xdp", "af_packet", "socket", "auto")
+#: Engine field → CLI option, for one-line errors that name the option.
+OPTIONS = {"mode": "--mode", "peer_mac": "--peer-mac", "cpus": "--cpus", "batch": "--batch", "ports": "--port",
+           "ifname": "--port", "queues": "--queues", "io": "--backend", "netns": "--netns",
+           "busy_poll_us": "--busy-poll-us", "ring_frames": "--ring-frames"}
+
+
+def register(sub) -> None:
+    p = sub.add_parser("forward", help="forward frames between ports like testpmd (the host as the DUT)",
+                       description=__doc__)
+    p.add_argument("--port", action="append", metavar="IF", default=[],
+                   help="an interface to forward on (repeat: ports pair up 1↔2, 3↔4, ...)")
+    p.add_argument("--mode", default="io", metavar="M",
+                   help=f"forwarding mode: {', '.join(_native.FORWARD_MODES)} (default io)")
+    p.add_argument("--backend", default="af_xdp", metavar="B",
+                   help=f"port I/O: {', '.join(BACKENDS)} (default af_xdp)")
+    p.add_argument("--queues", default="1", metavar="N",
+                   help=f"queues per port, one pinned worker each (1..{_native.MAX_QUEUES}, default 1)")
+    p.add_argument("--peer-mac", action="append", metavar="MAC", default=[],
+                   help="destination MAC of frames leaving each port, one per --port in order (modes mac, "
+                        "l2fwd; default 02:00:00:00:00:<port index>)")
+    p.add_argument("--duration", metavar="S",
+                   help="stop after S seconds (default: run until Ctrl-C or SIGTERM)")
+    p.add_argument("--netns", help="network namespace the ports are in (a name under /run/netns)")
+    p.add_argument("--cpus", metavar="LIST",
+                   help="CPUs for the workers, comma-separated (worker i, port-major, on the i-th, cycling; "
+                        "default: worker i on CPU i mod the CPUs)")
+    p.add_argument("--batch", default=str(64), metavar="N",
+                   help=f"frames per receive batch (1..{_native.MAX_FORWARD_BATCH}, default 64)")
+    p.add_argument("--interval", default="1", metavar="S",
+                   help="seconds between statistics lines (default 1; 0 = none)")
+    p.add_argument("--json", metavar="FILE", help="write the JSON summary to FILE instead of stdout")
+    p.add_argument("--i-know-this-is-live", action="store_true",
+                   help="override the transmit guard: the interfaces may be a live network")
+    p.set_defaults(func=run)
+
+
+def _number(text: str | None, option: str, *, integer: bool = False, low: float = 0.0, high: float = math.inf,
+            allow_low: bool = False) -> float:
+    if text is None:
+        raise ConfigError(option, "needs a value")
+    try:
+        v = int(text, 10) if integer else float(str(text).rstrip("s") if str(text).endswith("s") else text)
+    except ValueError:
+        kind = "an integer" if integer else "a number of seconds"
+        raise ConfigError(option, f"{text!r} is not {kind}") from None
+    if not math.isfinite(v) or v > high or v < low or (v == low and not allow_low):
+        rng = f"{'' if allow_low else 'above '}{low:g}" + (f" and at most {high:g}" if high != math.inf else "")
+        raise ConfigError(option, f"must be {rng} (got {text})")
+    return v
+
+
+def parse_cpus(text: str | None) -> list[int]:
+    if text is None:
+        return []
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part.isdigit():
+            raise ConfigError("--cpus", f"{text!r} is not a list of CPU numbers: use e.g. 0,1")
+        out.append(int(part))
+    return out
+
+
+def build(args) -> dict[str, Any]:
+    """Every option checked, before anything is opened; the Forwarder's keyword arguments."""
+    if not args.port:
+        raise ConfigError("--port", "give at least one interface to forward on (e.g. --port veth0 --port veth1)")
+    if args.mode not in _native.FORWARD_MODES:
+        raise ConfigError("--mode", f"{args.mode!r} is not a forwarding mode: use one of "
+                                    f"{', '.join(_native.FORWARD_MODES)}")
+    if args.backend not in BACKENDS:
+        raise ConfigError("--backend", f"{args.backend!r} is not a backend: use one of {', '.join(BACKENDS)}")
+    queues = int(_number(args.queues, "--queues", integer=True, low=1, high=_native.MAX_QUEUES, allow_low=True))
+    batch = int(_number(args.batch, "--batch", integer=True, low=1, high=_native.MAX_FORWARD_BATCH, allow_low=True))
+    if args.netns is not None and ("/" in args.netns or not args.netns.strip()
+                                   or not os.path.exists(os.path.join("/run/netns", args.netns))):
+        raise ConfigError("--netns", f"{args.netns!r}: no such network namespace (see `ip netns list`)")
+    if args.json:
+        try:  # find out now, not after the run, that the summary cannot be written
+            with open(args.json, "a"):
+                pass
+        except OSError as e:
+            raise ConfigError("--json", f"{args.json}: cannot write the summary there ({e.strerror})") from None
+    if args.peer_mac and len(args.peer_mac) != len(args.port):
+        raise ConfigError("--peer-mac", f"give one per --port ({len(args.peer_mac)} for {len(args.port)} ports)")
+    try:
+        ports = [_native.Port(ifname, netns=args.netns, io=args.backend, queues=queues,
+                              i_know_this_is_live=args.i_know_this_is_live) for ifname in args.port]
+        return {"ports": ports, "mode": args.mode, "peer_macs": list(args.peer_mac) or None,
+                "cpus": parse_cpus(args.cpus) or None, "batch": batch}
+    except ConfigError as e:
+        raise rename_field(e, OPTIONS) from None
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _rate(now: list, before: list, dt: float, key: str) -> float:
+    return sum(getattr(a, key) - getattr(b, key) for a, b in zip(now, before, strict=True)) / dt if dt > 0 else 0.0
+
+
+def _fmt_pps(v: float) -> str:
+    return f"{v / 1e6:.3f} Mpps" if v >= 1e5 else f"{v / 1e3:.1f} kpps"
+
+
+def summary(fwd: _native.Forwarder, stats: list, elapsed: float, seconds: list[dict], stopped_by: str) -> dict:
+    ports = []
+    for i, info in enumerate(fwd.ports):
+        qs = [s.to_dict() for s in stats if s.port == i]
+        tot = {k: sum(q[k] for q in qs) for k in ("rx_frames", "rx_bytes", "tx_frames", "tx_bytes", "tx_drops",
+                                                   "rx_ring_drops", "tx_errors")}
+        ports.append({**info.to_dict(), **tot,
+                      "rx_pps": tot["rx_frames"] / elapsed if elapsed > 0 else 0.0,
+                      "tx_pps": tot["tx_frames"] / elapsed if elapsed > 0 else 0.0,
+                      "queue_stats": qs})
+    totals = {k: sum(p[k] for p in ports) for k in ("rx_frames", "tx_frames", "tx_drops", "rx_ring_drops",
+                                                     "tx_errors")}
+    rates = sorted(s["tx_pps"] for s in seconds)
+    totals["rx_pps"] = totals["rx_frames"] / elapsed if elapsed > 0 else 0.0
+    totals["tx_pps"] = totals["tx_frames"] / elapsed if elapsed > 0 else 0.0
+    totals["tx_pps_median_interval"] = rates[len(rates) // 2] if rates else None
+    return {"mode": fwd.mode, "duration_s": round(elapsed, 3), "stopped_by": stopped_by,
+            "workers": [{"port": s.port, "ifname": s.ifname, "queue": s.queue, "cpu": s.cpu} for s in stats],
+            "ports": ports, "totals": totals, "intervals": seconds}
+
+
+def run(args) -> int:
+    kwargs = build(args)
+    duration = _number(args.duration, "--duration", high=_native.MAX_DURATION_S) if args.duration is not None \
+        else None
+    interval = _number(args.interval, "--interval", high=3600, allow_low=True)
+    require_root("forwarding (raw sockets, XDP)")
+    try:
+        fwd = _native.Forwarder(**kwargs)
+    except ConfigError as e:
+        raise rename_field(e, OPTIONS) from None
+    stopped_by = "duration"
+    t0 = time.monotonic()
+    seconds: list[dict] = []
+    try:
+        for info in fwd.ports:
+            _say(f"forward: {info.ifname} ({info.mac}) {info.backend}: {info.notes}")
+        pins = ", ".join(f"{s.ifname} q{s.queue} on CPU {s.cpu}" for s in fwd.stats())
+        _say(f"forward: mode {fwd.mode}, workers {pins}; Ctrl-C stops")
+        prev, prev_t = fwd.stats(), t0
+        tick = interval if interval > 0 else 0.2
+        while fwd.running:
+            now = time.monotonic()
+            left = (t0 + duration - now) if duration is not None else tick
+            if left <= 0:
+                break
+            time.sleep(min(tick, left))
+            cur, t = fwd.stats(), time.monotonic()
+            if interval > 0 and t - prev_t >= interval * 0.5:
+                dt = t - prev_t
+                seconds.append({"t_s": round(t - t0, 3), "rx_pps": round(_rate(cur, prev, dt, "rx_frames"), 1),
+                                "tx_pps": round(_rate(cur, prev, dt, "tx_frames"), 1),
+                                "tx_drops": _rate(cur, prev, 1.0, "tx_drops"),
+                                "rx_ring_drops": _rate(cur, prev, 1.0, "rx_ring_drops")})
+                for a, b in zip(cur, prev, strict=True):
+                    _say(f"{t - t0:7.1f}s {a.ifname} q{a.queue}: rx {_fmt_pps((a.rx_frames - b.rx_frames) / dt)}"
+                              f"  tx {_fmt_pps((a.tx_frames - b.tx_frames) / dt)}"
+                              f"  drops {a.tx_drops - b.tx_drops}  ring drops {a.rx_ring_drops - b.rx_ring_drops}")
+                prev, prev_t = cur, t
+        if not fwd.running:
+            stopped_by = "worker error"
+    except KeyboardInterrupt:
+        stopped_by = "interrupt"
+    except Terminated:
+        stopped_by = "signal"
+    # Nothing interrupts the stop: the workers end, the ports close and the XDP programs detach.
+    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        elapsed = time.monotonic() - t0
+        last = fwd.stats()
+        final = fwd.stop() or last
+        doc = summary(fwd, final, elapsed, seconds, stopped_by)
+        text = json.dumps(doc, indent=2)
+        if args.json:
+            with open(args.json, "w") as f:
+                f.write(text + "\n")
+        else:
+            sys.stdout.write(text + "\n")
+        t = doc["totals"]
+        _say(f"forward: stopped ({stopped_by}) after {elapsed:.1f} s: rx {t['rx_frames']} tx {t['tx_frames']} "
+                  f"({_fmt_pps(t['tx_pps'])}), drops {t['tx_drops']}, ring drops {t['rx_ring_drops']}")
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    return 0

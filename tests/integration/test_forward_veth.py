@@ -1,0 +1,251 @@
+"""``netrig forward`` really forwards: netrig's engine sends signed frames from a tester namespace
+into a DUT namespace where the forwarder runs, netrig's receiver counts them per flow, and a raw
+capture on the tester side checks the MAC addresses each mode writes. Every backend is used; the
+CLI stops cleanly on SIGINT and SIGTERM with no XDP program left attached; the ``forwarder`` test
+bed runs it as its DUT and takes it down with it."""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from contextlib import contextmanager
+
+import pytest
+from tests.conftest import needs_root, sh
+
+import netrig
+from netrig import _native
+
+pytestmark = [needs_root, pytest.mark.root]
+
+NETRIG = [sys.executable, "-m", "netrig.cli.main"]
+FRAMES, RATE = 20_000, 50_000
+
+#: Prints "ready", then every IPv4 frame's (dst, src) MAC pair and count as JSON once no frame has
+#: come for 1 s (after the first) or after 15 s. It reads one frame per call and may miss some
+#: (netrig's receiver counts them exactly): it checks which addresses frames carry, not how many.
+CAPTURE = r"""
+import json, socket, sys, time
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+s.setsockopt(socket.SOL_SOCKET, 33, 64 << 20)  # SO_RCVBUFFORCE
+s.bind((sys.argv[1], 0)); s.settimeout(0.2)
+print("ready", flush=True)
+seen, last, t0 = {}, None, time.monotonic()
+while time.monotonic() - t0 < 15 and (last is None or time.monotonic() - last < 1.0):
+    try:
+        f, addr = s.recvfrom(2048)
+    except TimeoutError:
+        continue
+    if addr[2] == socket.PACKET_OUTGOING or f[12:14] != b"\x08\x00":
+        continue
+    k = f[:6].hex(":") + " " + f[6:12].hex(":")
+    seen[k] = seen.get(k, 0) + 1
+    last = time.monotonic()
+print(json.dumps(seen), flush=True)
+"""
+
+
+@contextmanager
+def dut_bed():
+    """Tester namespace T (ports ta, tb) wired to DUT namespace D (da, db): ta↔da, tb↔db."""
+    uid = uuid.uuid4().hex[:5]
+    t, d = f"nrfw{uid}t", f"nrfw{uid}d"
+    names = {"ta": f"nrfw{uid}ta", "tb": f"nrfw{uid}tb", "da": f"nrfw{uid}da", "db": f"nrfw{uid}db"}
+    try:
+        sh("ip", "netns", "add", t)
+        sh("ip", "netns", "add", d)
+        for a, b in (("ta", "da"), ("tb", "db")):
+            sh("ip", "link", "add", names[a], "netns", t, "type", "veth", "peer", "name", names[b], "netns", d)
+        for key, ifname in names.items():
+            ns = t if key.startswith("t") else d
+            sh("sysctl", "-qw", f"net.ipv6.conf.{ifname}.disable_ipv6=1", ns=ns)
+            sh("ip", "link", "set", ifname, "up", ns=ns)
+        yield t, d, names
+    finally:
+        sh("ip", "netns", "del", t, check=False)
+        sh("ip", "netns", "del", d, check=False)
+
+
+@contextmanager
+def capture(ns: str, ifname: str):
+    p = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c", CAPTURE, ifname],
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+        out: dict[str, dict[str, int]] = {}
+        yield out
+        line = p.stdout.readline()
+        out.update({"pairs": json.loads(line)})
+    finally:
+        p.kill()
+        p.communicate()
+
+
+def _xdp_attached(ns: str) -> str:
+    return "\n".join(ln for ln in sh("ip", "-d", "link", "show", ns=ns).splitlines() if "xdp" in ln)
+
+
+def _trial(t: str, names: dict, rx_name: str, backend: str):
+    tx = netrig.Port(names["ta"], netns=t, io="af_packet")
+    rx = tx if rx_name == "ta" else netrig.Port(names[rx_name], netns=t, io="af_packet")
+    tb_mac = netrig.Port(names["tb"], netns=t).info().mac
+    s = netrig.Stream(frame_size=64, rate_pps=RATE, src_mac=tx.info().mac, dst_mac=tb_mac, flows=4,
+                      rx_port=0 if rx is tx else 1)
+    ports = [tx] if rx is tx else [tx, rx]
+    r = netrig.run_trial(ports=ports, streams=[s], frames=FRAMES, drain_s=0.3, learning=False,
+                         max_stretch_pct=50)
+    return r, tx.info().mac, tb_mac
+
+
+def _forwarder(d: str, names: dict, backend: str, mode: str, **kw) -> _native.Forwarder:
+    ports = [_native.Port(names["da"], netns=d, io=backend), _native.Port(names["db"], netns=d, io=backend)]
+    return _native.Forwarder(ports, mode, **kw)
+
+
+@pytest.mark.parametrize("backend", ["af_xdp", "af_packet", "socket"])
+def test_io_forwards_every_frame_unchanged(backend):
+    with dut_bed() as (t, d, names):
+        fwd = _forwarder(d, names, backend, "io")
+        assert [p.backend for p in fwd.ports] == [backend, backend]
+        try:
+            with capture(t, names["tb"]) as cap:
+                r, ta_mac, tb_mac = _trial(t, names, "tb", backend)
+        finally:
+            stats = fwd.stop()
+        assert r.frames_sent == FRAMES and r.frames_received == FRAMES, r.to_dict(flows=False)
+        assert r.frames_lost == 0 and all(f.frames_received == FRAMES // 4 for f in r.flows)
+        assert set(cap["pairs"]) == {f"{tb_mac} {ta_mac}"} and sum(cap["pairs"].values()) > 0, "io leaves the frames as they were"
+        by_port = {s.port: s for s in stats}
+        assert by_port[0].rx_frames == FRAMES and by_port[1].tx_frames == FRAMES
+        assert by_port[1].tx_drops == 0 and by_port[0].rx_ring_drops == 0
+        if backend == "af_xdp":
+            assert "netrig_fwd" not in _xdp_attached(d), "the XDP programs go with the forwarder"
+
+
+@pytest.mark.parametrize("backend,mode,peer", [("af_xdp", "mac", "02:00:00:00:4e:99"), ("af_packet", "l2fwd", None)])
+def test_mac_modes_rewrite_both_addresses(backend, mode, peer):
+    with dut_bed() as (t, d, names):
+        fwd = _forwarder(d, names, backend, mode, peer_macs=[None, peer] if peer else None)
+        db_mac = fwd.ports[1].mac
+        try:
+            with capture(t, names["tb"]) as cap:
+                r, _, _ = _trial(t, names, "tb", backend)
+        finally:
+            fwd.stop()
+        assert r.frames_received == FRAMES and r.frames_lost == 0, r.to_dict(flows=False)
+        want_dst = peer or "02:00:00:00:00:01"  # the default peer of port 1
+        assert set(cap["pairs"]) == {f"{want_dst} {db_mac}"} and sum(cap["pairs"].values()) > 0
+
+
+def test_macswap_returns_frames_on_the_ingress_port():
+    with dut_bed() as (t, d, names):
+        fwd = _forwarder(d, names, "socket", "macswap")
+        try:
+            with capture(t, names["ta"]) as cap:
+                r, ta_mac, tb_mac = _trial(t, names, "ta", "socket")
+        finally:
+            stats = fwd.stop()
+        assert r.frames_received == FRAMES and r.frames_lost == 0, r.to_dict(flows=False)
+        assert set(cap["pairs"]) == {f"{ta_mac} {tb_mac}"} and sum(cap["pairs"].values()) > 0, "source and destination swapped"
+        assert stats[0].rx_frames == stats[0].tx_frames == FRAMES
+        assert stats[1].tx_frames == 0
+
+
+def test_rxonly_counts_and_sends_nothing():
+    with dut_bed() as (t, d, names):
+        fwd = _forwarder(d, names, "af_xdp", "rxonly")
+        try:
+            r, _, _ = _trial(t, names, "tb", "af_xdp")
+            time.sleep(0.2)
+            live = fwd.stats()
+        finally:
+            stats = fwd.stop()
+        assert r.frames_sent == FRAMES and r.frames_received == 0
+        assert live[0].rx_frames == FRAMES, "counters are readable while it runs"
+        assert sum(s.tx_frames for s in stats) == 0
+
+
+def _start_cli(d: str, names: dict, *extra: str) -> subprocess.Popen:
+    p = subprocess.Popen([*NETRIG, "forward", "--port", names["da"], "--port", names["db"], "--netns", d,
+                          "--backend", "af_xdp", "--interval", "0.2", *extra],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.stderr is not None
+    for line in p.stderr:
+        if "Ctrl-C stops" in line:
+            return p
+    raise AssertionError(f"netrig forward did not start: {p.communicate()}")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_cli_stops_cleanly_on_a_signal_and_detaches_xdp(sig):
+    with dut_bed() as (t, d, names):
+        p = _start_cli(d, names)
+        try:
+            assert _xdp_attached(d).count("netrig_fwd") == 2
+            r, _, _ = _trial(t, names, "tb", "af_xdp")
+            time.sleep(0.5)
+            p.send_signal(sig)
+            out, err = p.communicate(timeout=20)
+        finally:
+            p.kill()
+            p.communicate()
+        assert p.returncode == 0, err
+        doc = json.loads(out)
+        assert doc["stopped_by"] == ("interrupt" if sig == signal.SIGINT else "signal")
+        assert r.frames_received == FRAMES
+        assert doc["ports"][0]["rx_frames"] == doc["ports"][1]["tx_frames"] == FRAMES
+        assert doc["totals"]["tx_drops"] == 0 and doc["ports"][0]["backend"] == "af_xdp"
+        assert doc["intervals"], "per-interval rates are in the summary"
+        assert "rx " in err and " q0: " in err, "per-interval statistics on the console"
+        assert "netrig_fwd" not in _xdp_attached(d) and "xdp" not in _xdp_attached(d)
+
+
+def test_cli_duration_and_json_file(tmp_path):
+    with dut_bed() as (t, d, names):
+        out = tmp_path / "fwd.json"
+        r = subprocess.run([*NETRIG, "forward", "--port", names["da"], "--port", names["db"], "--netns", d,
+                            "--backend", "socket", "--mode", "macswap", "--queues", "1", "--duration", "0.5",
+                            "--json", str(out)], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        doc = json.loads(out.read_text())
+        assert doc["stopped_by"] == "duration" and doc["mode"] == "macswap"
+        assert 0.45 <= doc["duration_s"] < 3
+        assert [w["cpu"] for w in doc["workers"]] == [0, 1 % _cpus()], "pinned workers are stated"
+
+
+def _cpus() -> int:
+    import os
+
+    return os.cpu_count() or 1
+
+
+def test_cli_errors_are_one_line():
+    with dut_bed() as (_t, d, names):
+        r = subprocess.run([*NETRIG, "forward", "--port", names["da"], "--port", "nosuch0", "--netns", d,
+                            "--duration", "1"], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 2
+        assert r.stderr.count("\n") == 1 and "nosuch0" in r.stderr, r.stderr
+        assert "xdp" not in _xdp_attached(d), "a failed start leaves nothing attached"
+
+
+def test_forwarder_testbed_is_a_dut_and_goes_with_the_testbed():
+    from netrig.testbed import Testbed
+
+    tb = Testbed.create("forwarder", forward_backend="af_packet", forward_mode="mac")
+    with tb:
+        procs = tb.state["processes"]
+        assert procs and subprocess.run(["kill", "-0", str(procs[0]["pid"])]).returncode == 0
+        tx, rx = tb.port("tx"), tb.port("rx")
+        ptx = netrig.Port(tx.ifname, netns=tx.netns, io="af_packet")
+        prx = netrig.Port(rx.ifname, netns=rx.netns, io="af_packet")
+        s = netrig.Stream(frame_size=128, rate_pps=RATE, src_mac=tx.mac, dst_mac=tx.peer_mac, flows=2)
+        r = netrig.run_trial(ptx, prx, [s], frames=FRAMES, drain_s=0.3, learning=False, max_stretch_pct=50)
+        assert r.frames_received == FRAMES and r.frames_lost == 0, r.to_dict(flows=False)
+        namespaces = tb.namespaces
+    pid = procs[0]["pid"]
+    assert subprocess.run(["kill", "-0", str(pid)], capture_output=True).returncode != 0, "forwarder stopped"
+    listed = sh("ip", "netns", "list")
+    assert not any(ns in listed for ns in namespaces)
