@@ -262,6 +262,7 @@ def run_trial(
     phases: Sequence[tuple[float | str, float]] | None = None,
     interval_s: float | str | None = None,
     gap_slots: int = 1,
+    on_intervals: Callable[[list[IntervalResult]], None] | None = None,
 ) -> TrialResult:
     """Run one trial and return its :class:`TrialResult`.
 
@@ -281,7 +282,10 @@ def run_trial(
     the streams' rates (``duration_s`` defaults to their sum); ``interval_s`` counts frames sent and
     received per interval of each phase (``result.intervals``). ``gap_slots`` is how many of its
     longest sequence gaps every flow keeps (``FlowResult.gaps``: an outage's frames and the transmit
-    times around it; events under load keep one per event and one more).
+    times around it; events under load keep one per event and one more). ``on_intervals`` is called
+    while the trial runs (every ``progress_interval_s``) with the intervals whose counts became final
+    since the last call (an interval's end more than the late threshold in the past: the same counts
+    the result will have; the run's last interval is in the result only).
     """
     receive = True
     if isinstance(streams, (str, bytes)) or not isinstance(streams, Sequence):
@@ -310,10 +314,16 @@ def run_trial(
         phases=phase_specs, interval_s=None if interval_s is None else _seconds(interval_s, "interval_s"),
         gap_slots=gap_slots)
     handle = _native.Trial(spec)
+    settled = 0
     try:
         while not handle.wait(progress_interval_s):
             if progress is not None:
                 progress(handle.snapshot())
+            if on_intervals is not None:
+                new = handle.settled_intervals(settled)
+                if new:
+                    settled += len(new)
+                    on_intervals(new)
     except INTERRUPTS as e:  # Ctrl-C, or SIGTERM (netrig.errors.Terminated)
         handle.stop()
         while not handle.wait(0.5):
@@ -322,6 +332,11 @@ def run_trial(
         err = InterruptedTrial(f"trial {reason}; traffic stopped", reason)
         err.partial = handle.result()  # type: ignore[attr-defined]
         raise err from None
+    except BaseException:  # a callback failed (a full disk…): no traffic goes on without its caller
+        handle.stop()
+        while not handle.wait(0.5):
+            pass
+        raise
     if progress is not None:
         progress(handle.snapshot())
     return handle.result()

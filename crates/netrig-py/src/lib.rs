@@ -21,7 +21,7 @@ mod results;
 mod specs;
 
 use errors::Result;
-use results::{InterfaceInfo, IoProbe, Snapshot, TrialResult};
+use results::{InterfaceInfo, IntervalResult, IoProbe, Snapshot, TrialResult};
 use specs::TrialSpec;
 
 type Outcome = std::result::Result<netrig_engine::TrialResult, EngineError>;
@@ -96,6 +96,13 @@ impl Trial {
 
     fn snapshot(&self) -> Snapshot {
         Snapshot::from(&self.ctl.snapshot())
+    }
+
+    /// The counting intervals from index `first` on whose counts are final while the trial runs
+    /// (ended more than the late threshold ago; the run's last interval is in the result only).
+    fn settled_intervals(&self, first: &Bound<'_, PyAny>) -> Result<Vec<IntervalResult>> {
+        let first: usize = args::req(first, "first")?;
+        Ok(self.ctl.settled_intervals(first).iter().map(IntervalResult::from).collect())
     }
 
     /// The result (waits for the end); raises the engine's error if the trial failed.

@@ -199,5 +199,7 @@ def run(args: argparse.Namespace, command: str) -> int:
     else:
         chosen = methods
     cfg = base_config(args)
+    if all(m.owns_duration for m in chosen):
+        cfg["trial"].pop("duration_s", None)
     cfg["methods"] = [{m.name: m.cli_params(args)} for m in chosen]
     return execute(cfg, args, {k: v for m in chosen for k, v in m.cli_fields.items()})

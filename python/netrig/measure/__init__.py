@@ -3,6 +3,7 @@
 behaviour (``simulator``)."""
 from netrig.measure.seam import (
                                 Interval,
+                                IntervalSink,
                                 LatencySummary,
                                 Load,
                                 Measurer,
@@ -14,5 +15,6 @@ from netrig.measure.seam import (
 )
 from netrig.measure.simulator import DutModel, SimulatedMeasurer
 
-__all__ = ["Interval", "LatencySummary", "Load", "Measurer", "Pacing", "Phase", "StackRequest", "TrialCounts",
+__all__ = ["Interval", "IntervalSink", "LatencySummary",
+           "Load", "Measurer", "Pacing", "Phase", "StackRequest", "TrialCounts",
            "TrialMonitor", "DutModel", "SimulatedMeasurer"]

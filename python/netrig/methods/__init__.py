@@ -15,11 +15,12 @@ from netrig.methods import (
                             recovery,
                             reset,
                             rr,
+                            soak,
                             tcp,
                             throughput,
 )
 
 REGISTRY = Registry(m.METHOD for m in (throughput, frame_loss, latency, mlrsearch, back_to_back, recovery, reset,
-                                        iperf, livelock, tcp, rr))
+                                        iperf, livelock, tcp, rr, soak))
 
 __all__ = ["REGISTRY"]
