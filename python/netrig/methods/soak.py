@@ -684,20 +684,31 @@ def soak_plot(runs: Sequence[RunView]) -> Figure | None:
             ax_cpu.axhline(th, ls="--", color=REF_GREY, lw=0.8, label="spike threshold")
         series = memory_series(rows)
         leaks = {tr.get("series"): tr for tr in objs(e, "leaks")}
-        for k, (name, (unit, _, pts)) in enumerate(series.items()):
+        host_ax = None
+        for k, (name, (unit, own, pts)) in enumerate(series.items()):
             if unit != "B":
                 continue
+            tr = leaks.get(name)
+            judged = own or bool(tr and tr.get("judged"))
+            if not judged:  # host-wide, shared with the tester: on its own axis, not drowning the DUT's
+                host_ax = host_ax or ax_mem.twinx()
+            ax = ax_mem if judged else host_ax
             xs, ys = [p[0] for p in pts], [p[1] / 2 ** 20 for p in pts]
             base = ys[0] if ys else 0.0
-            tr = leaks.get(name)
-            tag = " LEAK" if tr and tr.get("leak") else ""
-            ax_mem.plot(xs, [y - base for y in ys], lw=1.1, color=run_colour(i + k), label=f"{pre}{name}{tag}")
+            tag = " LEAK" if tr and tr.get("leak") else "" if judged else " (host-wide, right axis)"
+            ax.plot(xs, [y - base for y in ys], lw=1.1 if judged else 0.8, ls="-" if judged else "--",
+                    color=run_colour(i + k), label=f"{pre}{name}{tag}")
             if tr and tr.get("leak"):
                 sl = (num(tr, "slope_per_h") or 0) / 3600 / 2 ** 20
                 mx = statistics.fmean(xs)
                 my = statistics.fmean(ys) - base
-                ax_mem.plot([xs[0], xs[-1]], [my + sl * (xs[0] - mx), my + sl * (xs[-1] - mx)], ls=":",
-                            color=run_colour(i + k), lw=1.6)
+                ax.plot([xs[0], xs[-1]], [my + sl * (xs[0] - mx), my + sl * (xs[-1] - mx)], ls=":",
+                        color=run_colour(i + k), lw=1.6)
+        if host_ax is not None:
+            host_ax.set_ylabel("host memory change (MiB)", fontsize=8)
+            h1, l1 = ax_mem.get_legend_handles_labels()
+            h2, l2 = host_ax.get_legend_handles_labels()
+            ax_mem.legend(h1 + h2, l1 + l2, fontsize=7, loc="upper left", ncols=2)
         starts = {num(r, "t_s") or 0 for r, p in zip(rows[1:], rows) if r.get("segment") != p.get("segment")}
         for seg_start in sorted(starts):
             for ax in (ax_rate, ax_loss, ax_cpu, ax_mem):
@@ -707,13 +718,13 @@ def soak_plot(runs: Sequence[RunView]) -> Figure | None:
     ax_loss.set_ylabel("frames lost / interval")
     ax_cpu.set_ylabel("CPU busy %")
     ax_cpu.set_ylim(0, 105)
-    ax_mem.set_ylabel("memory growth (MiB)")
+    ax_mem.set_ylabel("DUT memory change (MiB)")
     ax_mem.set_xlabel("soak time (s)")
     verdict = "; ".join(("LEAK" if e.get("leak") else "no leak") + f", {len(objs(e, 'cpu_spikes'))} CPU spike(s), "
                         f"{len(objs(e, 'loss_episodes'))} loss episode(s)" for _, _, e in es)
     ax_rate.set_title(f"Soak — {verdict}")
     for ax in (ax_rate, ax_loss, ax_cpu, ax_mem):
-        if ax.get_legend_handles_labels()[0]:
+        if ax.get_legend_handles_labels()[0] and ax.get_legend() is None:
             ax.legend(fontsize=7, loc="upper left", ncols=2)
     return fig
 
