@@ -690,9 +690,10 @@ def soak_plot(runs: Sequence[RunView]) -> Figure | None:
                 continue
             tr = leaks.get(name)
             judged = own or bool(tr and tr.get("judged"))
+            ax: Any = ax_mem
             if not judged:  # host-wide, shared with the tester: on its own axis, not drowning the DUT's
                 host_ax = host_ax or ax_mem.twinx()
-            ax = ax_mem if judged else host_ax
+                ax = host_ax
             xs, ys = [p[0] for p in pts], [p[1] / 2 ** 20 for p in pts]
             base = ys[0] if ys else 0.0
             tag = " LEAK" if tr and tr.get("leak") else "" if judged else " (host-wide, right axis)"
