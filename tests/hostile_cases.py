@@ -239,6 +239,8 @@ for opt, vals in [("--rate", ["max", "abc", "0%NDR", "150%NDR", "-1kpps", "nan",
     for v in vals:
         cli(opt, *SK, opt, v)
 cli("--host-memory-verdict", *SK, "--host-memory-verdict=1")
+cli("no such run directory", "soak", "--resume", "{dir}/nowhere", name="soak --resume a missing directory")
+cli("trials.ndjson", "soak", "--resume", "{dir}", name="soak --resume a directory without a run")
 cli("--ndr", *SK, "--rate", "80%NDR", "--ndr", "1e99", name="soak --ndr above the frame-rate limit")
 cli("--size", *NDR, "--size", "63")
 cli("--size", *NDR, "--size", "inc:1518-64")

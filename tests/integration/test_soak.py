@@ -1,7 +1,7 @@
 """The soak on real namespaces: the engine's live intervals are the result's; a DUT whose daemon
 leaks (``leaky_dut.py``: bytes kept per packet forwarded) is flagged with the slope it was built
 with, the same DUT with a clean daemon is not; a soak killed with SIGKILL mid-way keeps its
-intervals on disk and ``netrig run --resume`` finishes it as a second segment."""
+intervals on disk and ``netrig soak --resume DIR`` finishes it as a second segment."""
 from __future__ import annotations
 
 import contextlib
@@ -144,7 +144,7 @@ def test_the_leaky_dut_is_flagged_the_clean_one_is_not_and_a_killed_soak_resumes
             kept: list[dict] = []
             _, trials = read_trial_log(out, kept)
             assert len(kept) >= 6 and not any(t["kind"] == "soak" for t in trials), "killed mid-soak"
-            r = netrig("run", "--resume", str(out), "--quiet")
+            r = netrig("soak", "--resume", str(out), "--quiet")
         assert r.returncode == 0, r.stderr
         e = soak_of(out)
         assert e["segments"] == 2 and e["complete"] is True

@@ -17,7 +17,7 @@ intervals follow and then its trial record.
 
 Resume. A soak stopped by anything (Ctrl-C, SIGTERM, ``kill -9``, power loss) has its intervals on
 disk up to the last settled one: it loses at most the last interval and the late threshold after
-it. ``netrig run --resume DIR`` replays the finished trials (the
+it. ``netrig soak --resume DIR`` (the same as ``netrig run --resume DIR``) replays the finished trials (the
 NDR search, if one ran) and the soak's interval records, then continues with a new *segment* — a
 new continuous trial for the rest of the duration. Interval times are soak time: segments are
 back to back, without the gap between them; each interval says its segment, and the report marks
@@ -826,6 +826,9 @@ class Soak(Method):
                                  "--monitor-remote); on one host they are shared with the tester [off]")
         parser.add_argument("--cpu-spike", type=float, default=90.0, help="a CPU spike is a sample at or above this "
                                                                           "busy %% [90]")
+        parser.add_argument("--resume", metavar="DIR", default=None,
+                            help="continue the stopped soak in DIR as a new segment (the same as `netrig run "
+                                 "--resume DIR`; every other option is the run's own) [off]")
         parser.add_argument("--loss-min-frames", type=int, default=1,
                             help="an interval is in a loss episode when it lost at least this many frames [1]")
 
