@@ -444,7 +444,10 @@ pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, l
         }
         now = after;
     }
-    res.end_ns = if seg.rate.is_finite() && seg.frames != u64::MAX {
+    // The schedule's end when the run sent its last segment whole; when it stopped early (the hard
+    // end, a stop), the last send: not where the frames it never sent would have been due (that
+    // would make the last counting interval, and the stretch, longer than the sending was).
+    res.end_ns = if seg.rate.is_finite() && seg.frames != u64::MAX && seg_sent >= seg.frames {
         (anchor + (seg.frames as f64 * npf) as u64).max(last_stamp)
     } else {
         res.last_ns

@@ -256,7 +256,10 @@ class EngineMeasurer:
                             progress_interval_s=min(0.25, interval_s / 4), pacing=self.pacing,
                             max_stretch_pct=100 * self.tolerance, interval_s=interval_s, on_intervals=deliver)
             cpu = account.stop().to_dict()
-            deliver(res.intervals[delivered:])
+            # The last ones; not those planned after a run stopped early (tester-limited): no frame
+            # was sent in them, they are not soak time.
+            sent_in = [k for k, iv in enumerate(res.intervals) if iv.frames_sent > 0]
+            deliver(res.intervals[delivered:sent_in[-1] + 1] if sent_in else [])
         finally:
             if monitor is not None:
                 monitor.stop()
