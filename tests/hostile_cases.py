@@ -286,9 +286,27 @@ LL = ["livelock", *SIM, "--out", "{dir}/out"]
 for opt, vals in [("--points", ["0", "1", "-1", "x"]), ("--resolution", ["0", "-1", "nan"])]:
     for v in vals:
         cli(opt, *LL, opt, v)
+SK = ["soak", "--testbed", "simulated", "--sizes", "64", "--no-selftest", "--duration", "3s", "--interval", "1s",
+      "--rate", "10kpps", "--out", "{dir}/out"]
+for opt, vals in [("--rate", ["max", "abc", "0%NDR", "150%NDR", "-1kpps", "nan", "101%", "1e99pps"]),
+                  ("--ndr", ["abc", "-5", "0", "50%", "1Gbps", "inf"]),
+                  ("--ndr-trial", ["0", "-1s", "x", "2h"]),
+                  ("--interval", ["0", "0.01s", "2h", "x", "nan"]),
+                  ("--duration", ["2s", "1e99s", "-1s"]),
+                  ("--confidence", ["100", "10", "nan", "x"]),
+                  ("--leak-growth", ["-1", "nan", "1e9"]),
+                  ("--cpu-spike", ["0", "101", "nan"]),
+                  ("--loss-min-frames", ["0", "-1", "x", "1.5"])]:
+    for v in vals:
+        cli(opt, *SK, opt, v)
+cli("--host-memory-verdict", *SK, "--host-memory-verdict=1")
+cli("no such run directory", "soak", "--resume", "{dir}/nowhere", name="soak --resume a missing directory")
+cli("trials.ndjson", "soak", "--resume", "{dir}", name="soak --resume a directory without a run")
+cli("--ndr", *SK, "--rate", "80%NDR", "--ndr", "1e99", name="soak --ndr above the frame-rate limit")
 cli("--size", *NDR, "--size", "63")
 cli("--size", *NDR, "--size", "inc:1518-64")
-for cmd in ("ndr-pdr", "livelock", "selftest", "stateful", "stress"):  # the shared options of every shortcut command
+for cmd in ("ndr-pdr", "livelock", "soak", "selftest", "stateful", "stress"):  # the shared options of every
+    # shortcut command
     base = [cmd, "--testbed", "simulated", "--out", "{dir}/out"]
     for opt, v in [("--sizes", "63"), ("--duration", "1e99s"), ("--drain", "61s"), ("--repetitions", "0"),
                    ("--io", "dpdk"), ("--nominal-speed", "nan"), ("--speed", "-1"), ("--sim-capacity-pps", "inf"),
@@ -368,6 +386,11 @@ for key, val in [("resolution_pct", "nan"), ("resolution_pct", "inf"), ("duratio
                  ("initial_rate_pct", "nan"), ("acceptable_loss_ratio", "inf"), ("repetitions", "0"),
                  ("max_rate_pct", "-inf"), ("colour", '"red"')]:
     conf(f"rfc2544_throughput.{key} = {val}", f"methods[0].rfc2544_throughput.{key}", toml() + f"{key} = {val}\n")
+for key, val in [("rate", '"max"'), ("rate", "80"), ("rate", '"80%NDR%"'), ("host_memory_verdict", '"yes"'),
+                 ("interval_s", "0"), ("duration_s", '"1s"'), ("ndr_pps", "-1"), ("stage_pct", "60"),
+                 ("loss_min_frames", "0.5"), ("cpu_spike_pct", "inf")]:
+    conf(f"soak.{key} = {val}", f"methods[0].soak.{key}",
+         toml(methods=f"[[methods]]\n[methods.soak]\n{key} = {val}\n"))
 conf("rfc2544_throughput = 5", "methods[0].rfc2544_throughput", toml(methods="[[methods]]\nrfc2544_throughput = 5\n"))
 conf("top-level rfc2544_throughput = 5", "rfc2544_throughput", toml(top="rfc2544_throughput = 5\n"))
 conf("methods = 5", "methods", toml(top="methods = 5\n", methods=""))
@@ -440,6 +463,13 @@ resume("latency is a list", "0/64/0/0", {"trials.ndjson": _log({**TRIAL_REC, "co
 resume("header config is text", "trials.ndjson:1", {"trials.ndjson": json.dumps({**HEADER, "config": "x"}) + "\n"})
 resume("header config invalid", "trial.duration_s", {"trials.ndjson": json.dumps(
     {**HEADER, "config": {**HEADER["config"], "trial": {"duration_s": -1}}}) + "\n"})
+IV_REC = {"type": "interval", "key": "0/64/0/0", "segment": 0, "index": 0, "t_s": 0.0, "duration_s": 1.0,
+          "frames_sent": 10, "frames_received": 10, "monitor": None}
+resume("interval frames_sent is text", "trials.ndjson:2", {"trials.ndjson": _log({**IV_REC, "frames_sent": "x"})})
+resume("interval frames_received < 0", "trials.ndjson:2", {"trials.ndjson": _log({**IV_REC, "frames_received": -1})})
+resume("interval without segment", "trials.ndjson:2", {"trials.ndjson": _log({k: v for k, v in IV_REC.items()
+                                                                                if k != "segment"})})
+resume("interval t_s is nan text", "trials.ndjson:2", {"trials.ndjson": _log({**IV_REC, "t_s": "NaN"})})
 resume("newer schema", "newer netrig", {"trials.ndjson": json.dumps({**HEADER, "schema_version": 99}) + "\n"})
 resume("config.json binary", "config.json", {"config.json": b"\xff\x00", "trials.ndjson": _log()})
 resume("config.json a list", "config.json", {"config.json": "[1]", "trials.ndjson": _log()})

@@ -321,6 +321,9 @@ class Trial:
     def stop(self) -> None:
         """Stop traffic now; the result keeps what was counted."""
     def snapshot(self) -> Snapshot: ...
+    def settled_intervals(self, first: int) -> list[IntervalResult]:
+        """The counting intervals from index ``first`` on whose counts are final while the trial runs
+        (ended more than the late threshold ago; the run's last interval is in the result only)."""
     def result(self) -> TrialResult:
         """The result (waits for the end); raises the engine's error if the trial failed."""
 

@@ -266,6 +266,7 @@ def run_trial(
     interval_s: float | str | None = None,
     gap_slots: int = 1,
     receive: bool = True,
+    on_intervals: Callable[[list[IntervalResult]], None] | None = None,
 ) -> TrialResult:
     """Run one trial and return its :class:`TrialResult`.
 
@@ -286,7 +287,10 @@ def run_trial(
     the streams' rates (``duration_s`` defaults to their sum); ``interval_s`` counts frames sent and
     received per interval of each phase (``result.intervals``). ``gap_slots`` is how many of its
     longest sequence gaps every flow keeps (``FlowResult.gaps``: an outage's frames and the transmit
-    times around it; events under load keep one per event and one more).
+    times around it; events under load keep one per event and one more). ``on_intervals`` is called
+    while the trial runs (every ``progress_interval_s``) with the intervals whose counts became final
+    since the last call (an interval's end more than the late threshold in the past: the same counts
+    the result will have; the run's last interval is in the result only).
     """
     if isinstance(streams, (str, bytes)) or not isinstance(streams, Sequence):
         raise ConfigError("streams", f"must be a list of netrig.Stream (got {streams!r})")
@@ -315,7 +319,7 @@ def run_trial(
         rx_cpus=tuple(rx_cpus or ()), receive=receive, pacing=pacing, max_stretch_pct=max_stretch_pct,
         phases=phase_specs, interval_s=None if interval_s is None else _seconds(interval_s, "interval_s"),
         gap_slots=gap_slots)
-    return _watch(_native.Trial(spec), progress, progress_interval_s, "trial", "traffic stopped")
+    return _watch(_native.Trial(spec), progress, progress_interval_s, "trial", "traffic stopped", on_intervals)
 
 
 def listen(
@@ -337,13 +341,21 @@ def listen(
     return _watch(handle, progress, progress_interval_s, "listen", "receiving stopped")
 
 
-def _watch(handle: Any, progress: Callable[[Snapshot], None] | None, every_s: float, what: str, stopped: str) -> Any:
-    """Wait for an engine job (trial or listen), reporting progress; on Ctrl-C or SIGTERM stop it
-    and raise :class:`InterruptedTrial` with its partial result."""
+def _watch(handle: Any, progress: Callable[[Snapshot], None] | None, every_s: float, what: str, stopped: str,
+           on_intervals: Callable[[list[IntervalResult]], None] | None = None) -> Any:
+    """Wait for an engine job (trial or listen), reporting progress and (trials) the intervals whose
+    counts have settled; on Ctrl-C or SIGTERM stop it and raise :class:`InterruptedTrial` with its
+    partial result; if a callback fails, stop it and raise that error."""
+    settled = 0
     try:
         while not handle.wait(every_s):
             if progress is not None:
                 progress(handle.snapshot())
+            if on_intervals is not None:
+                new = handle.settled_intervals(settled)
+                if new:
+                    settled += len(new)
+                    on_intervals(new)
     except INTERRUPTS as e:  # Ctrl-C, or SIGTERM (netrig.errors.Terminated)
         handle.stop()
         while not handle.wait(0.5):
@@ -352,6 +364,11 @@ def _watch(handle: Any, progress: Callable[[Snapshot], None] | None, every_s: fl
         err = InterruptedTrial(f"{what} {reason}; {stopped}", reason)
         err.partial = handle.result()  # type: ignore[attr-defined]
         raise err from None
+    except BaseException:  # a callback failed (a full disk…): no traffic goes on without its caller
+        handle.stop()
+        while not handle.wait(0.5):
+            pass
+        raise
     if progress is not None:
         progress(handle.snapshot())
     return handle.result()

@@ -122,8 +122,10 @@ def test_a_burst_is_one_engine_trial_in_burst_mode_and_its_rate_is_not_held_agai
 
 
 def test_phases_are_one_continuous_engine_trial_with_the_engines_interval_counts():
-    iv = [SimpleNamespace(start_s=0.0, duration_s=1.0, phase=0, frames_sent=110, frames_received=100),
-          SimpleNamespace(start_s=1.0, duration_s=1.02, phase=1, frames_sent=50, frames_received=50)]
+    iv = [SimpleNamespace(start_s=0.0, duration_s=1.0, phase=0, frames_sent=110, frames_received=100,
+                          latency_mean_ns=20_000.0, latency_max_ns=90_000),
+          SimpleNamespace(start_s=1.0, duration_s=1.02, phase=1, frames_sent=50, frames_received=50,
+                          latency_mean_ns=12_000.0, latency_max_ns=30_000)]
     m, calls = scripted([result(160, 150, lag_ms=0, rate=160 / 2.02, intervals=iv)])
     c = m.measure_phases(FrameSize(size=64), [Phase(110.0, 1.0), Phase(50.0, 1.0)], 1.0)
     assert len(calls) == 1
@@ -131,6 +133,7 @@ def test_phases_are_one_continuous_engine_trial_with_the_engines_interval_counts
     assert calls[0]["rate_pps"] == 110.0 and calls[0]["duration_s"] == 2.0
     assert [(i.phase, i.frames_sent, i.frames_received, i.duration_s) for i in c.intervals] == \
         [(0, 110, 100, 1.0), (1, 50, 50, 1.02)]
+    assert [(i.latency_mean_ns, i.latency_max_ns) for i in c.intervals] == [(20_000.0, 90_000), (12_000.0, 30_000)]
     assert c.frames_lost == 10 and c.valid
 
 

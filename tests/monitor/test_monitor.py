@@ -10,7 +10,7 @@ import pytest
 
 from netrig.errors import ConfigError
 from netrig.monitor import Monitor, MonitorResult
-from netrig.monitor.monitor import cpu_percent, read_meminfo
+from netrig.monitor.monitor import compact_sample, cpu_percent, latest_sample, read_meminfo
 
 ROOT = os.geteuid() == 0
 
@@ -55,6 +55,31 @@ def test_monitor_samples_host_without_testbed():
     assert "cpu0" in s["cpu"] and str(os.getpid()) in s["procs"]
     assert [x["t_s"] for x in res.samples] == sorted(x["t_s"] for x in res.samples)
     assert not any(t.name == "netrig-monitor" for t in threading.enumerate())
+
+
+def test_a_long_run_takes_the_newest_sample_compact_and_the_monitor_keeps_no_history():
+    with Monitor(interval_s=0.05, pids=[os.getpid()]) as mon:
+        time.sleep(0.3)
+        mon.mark("m")
+        first = latest_sample(mon)
+        time.sleep(0.2)
+        second = latest_sample(mon)
+        assert first is not None and second is not None and second["t_s"] > first["t_s"]
+        assert len(mon.result.data) <= 5, "older samples are dropped as the newest is taken"
+    c = compact_sample(second)
+    assert c is not None and c["t_s"] == second["t_s"]
+    assert c["cpu"]["cpu0"] == second["cpu"]["cpu0"]["busy"] and "all" not in c["softirq"]
+    (name,) = c["procs"]
+    assert name.endswith(f"[{os.getpid()}]") and c["procs"][name]["rss_bytes"] > 1e6
+    assert c["mem"]["available_bytes"] > 0 and c["mem"]["slab_bytes"] > 0
+    assert len(json.dumps(c)) < 2000, "small enough for hours of intervals"
+    assert compact_sample(None) is None
+    remote = {"t_s": 1.0, "dt_s": 1.0, "conntrack": {"remote": 7}, "procs": {"42": {"name": "bird", "cpu_percent": 3.0,
+                                                                                   "rss_bytes": 5}},
+              "ifaces": {"remote/eth0": {"rx_packets": 9, "rx_dropped": 2, "tx_dropped": 0}}}
+    assert compact_sample(remote) == {"t_s": 1.0, "dt_s": 1.0, "procs": {"bird[42]": {"cpu_percent": 3.0,
+                                                                                   "rss_bytes": 5}},
+                                      "conntrack": {"remote": 7}, "drops": {"remote/eth0": {"rx_dropped": 2}}}
 
 
 @pytest.mark.root

@@ -91,6 +91,30 @@ pub struct IntervalGrid {
     phase: Vec<usize>,
     /// When each phase's first frame left, ns after the trial epoch (`NOT_STARTED` before).
     starts: Vec<AtomicU64>,
+    /// Frames sent and received per interval so far, as the workers publish them (once per batch,
+    /// [`IntervalCounter::flush`]): what a watcher reads while the trial runs.
+    live_tx: Vec<AtomicU64>,
+    live_rx: Vec<AtomicU64>,
+    /// Every counting worker's watermark, ns after the epoch ([`IntervalCounter::flush_upto`]).
+    marks: std::sync::Mutex<Vec<(Side, std::sync::Arc<AtomicU64>)>>,
+}
+
+/// Which side of the trial an [`IntervalCounter`] counts for (where it publishes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Tx,
+    Rx,
+}
+
+/// One settled interval as read live: phase, start since the run's first frame, length (ns), frames
+/// sent and received.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LiveInterval {
+    pub phase: usize,
+    pub start_ns: u64,
+    pub len_ns: u64,
+    pub tx_frames: u64,
+    pub rx_frames: u64,
 }
 
 impl IntervalGrid {
@@ -105,7 +129,18 @@ impl IntervalGrid {
             phase.extend(std::iter::repeat_n(p, n));
         }
         let starts = phases.iter().map(|_| AtomicU64::new(NOT_STARTED)).collect();
-        IntervalGrid { interval_ns, first, count, phase, starts }
+        let live = |n: usize| (0..n).map(|_| AtomicU64::new(0)).collect();
+        let n = phase.len();
+        IntervalGrid {
+            interval_ns,
+            first,
+            count,
+            phase,
+            starts,
+            live_tx: live(n),
+            live_rx: live(n),
+            marks: std::sync::Mutex::new(Vec::new()),
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -187,9 +222,48 @@ impl IntervalGrid {
         let hi = if hi == NOT_STARTED { end_rel.max(lo) } else { hi };
         (p, lo - origin, hi - lo)
     }
+
+    /// The lowest watermark of the workers of `side` (`u64::MAX` without any).
+    fn watermark(&self, side: Side) -> u64 {
+        let marks = self.marks.lock().unwrap_or_else(|e| e.into_inner());
+        marks.iter().filter(|(s, _)| *s == side).map(|(_, m)| m.load(Ordering::Acquire)).min().unwrap_or(u64::MAX)
+    }
+
+    /// The intervals from `first` on whose counts are final, in order, with the counts the workers
+    /// have published. An interval is final when it ended at least `settle_ns` before `now_rel`
+    /// (ns after the epoch; `settle_ns` ≥ the late threshold: a frame sent in it that arrives later
+    /// is late, not counted in intervals), every TX worker has published what it stamped up to its
+    /// end, and every RX worker has processed what arrived up to `settle_ns` after it (an RX worker
+    /// that fell behind holds it back). The run's last interval never settles: it ends with the run
+    /// (the result has it).
+    pub fn settled(&self, first: usize, now_rel: u64, settle_ns: u64) -> Vec<LiveInterval> {
+        let origin = self.start(0);
+        let mut out = Vec::new();
+        if origin == NOT_STARTED {
+            return out;
+        }
+        let (tx_mark, rx_mark) = (self.watermark(Side::Tx), self.watermark(Side::Rx).min(now_rel));
+        for i in first..self.len() {
+            let (p, lo, hi) = self.bounds(i);
+            if lo == NOT_STARTED || hi == NOT_STARTED || hi.saturating_add(settle_ns) > rx_mark || hi > tx_mark {
+                break;
+            }
+            out.push(LiveInterval {
+                phase: p,
+                start_ns: lo - origin,
+                len_ns: hi - lo,
+                tx_frames: self.live_tx[i].load(Ordering::Acquire),
+                rx_frames: self.live_rx[i].load(Ordering::Acquire),
+            });
+        }
+        out
+    }
 }
 
-/// Frames per interval, counted by one worker (a receiver also sums their latency).
+/// Frames per interval, counted by one worker (a receiver also sums their latency). Its counts are
+/// its own (merged after the trial); it also publishes the frame counts to the grid's live counts, a
+/// batch at a time ([`Self::flush`]: on moving to another interval, and when the worker calls it
+/// after each batch), so a frame costs no atomic operation.
 #[derive(Debug, Clone)]
 pub struct IntervalCounter {
     grid: std::sync::Arc<IntervalGrid>,
@@ -198,23 +272,45 @@ pub struct IntervalCounter {
     pub latency_sum_ns: Vec<u64>,
     pub latency_max_ns: Vec<u64>,
     cursor: usize,
+    side: Side,
+    /// Frames counted in interval `pending_i` and not yet published.
+    pending_i: usize,
+    pending_n: u64,
+    /// This worker's watermark in the grid.
+    mark: std::sync::Arc<AtomicU64>,
 }
 
 impl IntervalCounter {
-    pub fn new(grid: std::sync::Arc<IntervalGrid>) -> Self {
+    /// A worker's counter; it registers the worker's watermark (0: nothing published yet), so
+    /// nothing settles before the worker says how far it has counted.
+    pub fn new(grid: std::sync::Arc<IntervalGrid>, side: Side) -> Self {
+        let mark = std::sync::Arc::new(AtomicU64::new(0));
+        grid.marks.lock().unwrap_or_else(|e| e.into_inner()).push((side, mark.clone()));
         IntervalCounter {
             counts: vec![0; grid.len()],
             latency_sum_ns: Vec::new(),
             latency_max_ns: Vec::new(),
             grid,
             cursor: 0,
+            side,
+            pending_i: 0,
+            pending_n: 0,
+            mark,
         }
     }
 
     /// A receiver's counter: frames and their latency.
     pub fn with_latency(grid: std::sync::Arc<IntervalGrid>) -> Self {
         let n = grid.len();
-        IntervalCounter { latency_sum_ns: vec![0; n], latency_max_ns: vec![0; n], ..Self::new(grid) }
+        IntervalCounter { latency_sum_ns: vec![0; n], latency_max_ns: vec![0; n], ..Self::new(grid, Side::Rx) }
+    }
+
+    /// Publish, and say that everything up to `t_rel` (ns after the epoch) is counted: a TX worker,
+    /// every frame stamped before it; an RX worker, every frame that arrived before it. A worker
+    /// that ends says `u64::MAX`.
+    pub fn flush_upto(&mut self, t_rel: u64) {
+        self.flush();
+        self.mark.fetch_max(t_rel, Ordering::AcqRel);
     }
 
     /// `n` frames stamped `ts_rel` ns after the epoch.
@@ -224,6 +320,11 @@ impl IntervalCounter {
             return;
         }
         let i = self.grid.index(ts_rel, &mut self.cursor);
+        if i != self.pending_i {
+            self.flush();
+            self.pending_i = i;
+        }
+        self.pending_n += n;
         self.counts[i] += n;
     }
 
@@ -234,11 +335,31 @@ impl IntervalCounter {
             return;
         }
         let i = self.grid.index(ts_rel, &mut self.cursor);
+        if i != self.pending_i {
+            self.flush();
+            self.pending_i = i;
+        }
+        self.pending_n += 1;
         self.counts[i] += 1;
         if let (Some(sum), Some(max)) = (self.latency_sum_ns.get_mut(i), self.latency_max_ns.get_mut(i)) {
             *sum += latency_ns;
             *max = (*max).max(latency_ns);
         }
+    }
+
+    /// Publish what was counted since the last flush to the grid's live counts.
+    pub fn flush(&mut self) {
+        if self.pending_n == 0 {
+            return;
+        }
+        let live = match self.side {
+            Side::Tx => &self.grid.live_tx,
+            Side::Rx => &self.grid.live_rx,
+        };
+        if let Some(c) = live.get(self.pending_i) {
+            c.fetch_add(self.pending_n, Ordering::AcqRel);
+        }
+        self.pending_n = 0;
     }
 }
 
@@ -286,7 +407,7 @@ mod tests {
         assert_eq!(g.interval(2, 20_000), (0, 2_000, 900), "phase 0's last interval, stretched");
         assert_eq!(g.interval(3, 20_000), (1, 2_900, 1_000));
         assert_eq!(g.interval(4, 15_100), (1, 3_900, 1_200), "the run's last interval ends at its end");
-        let mut k = IntervalCounter::new(std::sync::Arc::new(g));
+        let mut k = IntervalCounter::new(std::sync::Arc::new(g), Side::Tx);
         k.add(13_000, 3);
         k.add(13_100, 2);
         assert_eq!(k.counts, vec![0, 0, 0, 5, 0]);
@@ -304,6 +425,36 @@ mod tests {
             (k.counts.clone(), k.latency_sum_ns.clone(), k.latency_max_ns.clone()),
             (vec![2, 1], vec![200, 7], vec![150, 7])
         );
+    }
+
+    #[test]
+    fn settled_intervals_are_read_live_with_what_the_workers_published() {
+        let g = std::sync::Arc::new(IntervalGrid::new(&[RatePhase { duration_ns: 5_000, rate_scale: 1.0 }], 1_000));
+        assert!(g.settled(0, u64::MAX, 0).is_empty(), "not started: nothing settled");
+        g.start_phase(0, 10_000);
+        let mut tx = IntervalCounter::new(g.clone(), Side::Tx);
+        let mut rx = IntervalCounter::new(g.clone(), Side::Rx);
+        tx.add(10_100, 4);
+        tx.add(10_900, 1);
+        rx.add(10_100, 3);
+        assert!(g.settled(0, 99_999, 0).is_empty(), "no worker has said how far it counted");
+        tx.add(11_000, 7); // moves to interval 1: interval 0's 5 frames are published
+        tx.flush_upto(11_000);
+        rx.flush_upto(11_000);
+        let s = g.settled(0, 11_000, 0);
+        assert_eq!(s, vec![LiveInterval { phase: 0, start_ns: 0, len_ns: 1_000, tx_frames: 5, rx_frames: 3 }]);
+        assert!(g.settled(0, 11_000, 1).is_empty(), "not settled yet: the interval ended 0 ns ago");
+        tx.flush_upto(13_000);
+        assert_eq!(g.settled(1, 13_500, 500).len(), 0, "the receiver has counted up to 11 000 only");
+        rx.flush_upto(13_400);
+        assert_eq!(g.settled(1, 13_500, 500).len(), 1, "interval 2 waits for the receiver (up to 13 500)");
+        rx.flush_upto(u64::MAX);
+        tx.flush_upto(u64::MAX);
+        let s = g.settled(1, 13_500, 500);
+        assert_eq!(s.len(), 2, "intervals 1 and 2 ended at least 500 ns before 13 500: {s:?}");
+        assert_eq!((s[0].start_ns, s[0].tx_frames, s[1].tx_frames), (1_000, 7, 0));
+        assert_eq!(g.settled(0, u64::MAX, 0).len(), 4, "the run's last interval never settles");
+        assert_eq!(tx.counts, vec![5, 7, 0, 0, 0], "the worker's own counts are unchanged");
     }
 
     #[test]

@@ -338,7 +338,17 @@ pub struct TrialControl {
     tx_live: std::sync::Mutex<Vec<Arc<TxLive>>>,
     pub(crate) rx_live: std::sync::Mutex<Vec<Arc<RxLive>>>,
     tag: std::sync::atomic::AtomicU32,
+    /// The measured run's counting intervals, the trial epoch and how long after an interval's end
+    /// its counts are final (set when the trial has intervals).
+    intervals: std::sync::Mutex<Option<(Arc<IntervalGrid>, u64, u64)>>,
 }
+
+/// How long after an interval's end, beyond the late threshold, its live counts are read: a worker
+/// publishes after every batch, an RX batch waits at most 5 ms.
+pub const SETTLE_MARGIN_NS: u64 = 50_000_000;
+
+/// Most frames an RX worker takes from its queue at once.
+const RX_BATCH: usize = 256;
 
 /// Live counters of one RX worker.
 #[derive(Debug, Default)]
@@ -390,6 +400,30 @@ impl TrialControl {
             self.rx_live.lock().map(|v| v.iter().map(|l| l.frames.load(Ordering::Relaxed)).sum()).unwrap_or(0);
         let trial_tag = self.tag.load(Ordering::Relaxed);
         LiveSnapshot { phase, elapsed_s, tx_frames: self.tx_frames_now(), rx_frames, trial_tag }
+    }
+
+    /// The counting intervals from index `first` on whose counts are final (in order, none while
+    /// the trial has no intervals): an interval is read once its end is more than the late
+    /// threshold plus [`SETTLE_MARGIN_NS`] in the past, so every frame sent in it has arrived or
+    /// is late (not counted in intervals), and its counts are those the result will have. The run's
+    /// last interval is in the result only.
+    pub fn settled_intervals(&self, first: usize) -> Vec<IntervalResult> {
+        let g = self.intervals.lock().unwrap_or_else(|e| e.into_inner());
+        let Some((grid, epoch_ns, settle_ns)) = g.as_ref() else { return Vec::new() };
+        let now_rel = clock::now_ns().saturating_sub(*epoch_ns);
+        grid.settled(first, now_rel, *settle_ns)
+            .into_iter()
+            .map(|i| IntervalResult {
+                start_s: i.start_ns as f64 / 1e9,
+                duration_s: i.len_ns as f64 / 1e9,
+                phase: i.phase,
+                tx_frames: i.tx_frames,
+                rx_frames: i.rx_frames,
+                // Live counts carry no latency: the result's intervals do.
+                latency_mean_ns: 0.0,
+                latency_max_ns: 0,
+            })
+            .collect()
     }
 
     /// Frames the current phase's TX workers have sent so far.
@@ -722,6 +756,8 @@ pub fn run_trial(
     let grid =
         (cfg.interval_ns > 0 && !phases.is_empty()).then(|| Arc::new(IntervalGrid::new(&phases, cfg.interval_ns)));
     let planned_ns: u64 = phases.iter().map(|p| p.duration_ns).sum();
+    *ctl.intervals.lock().unwrap_or_else(|e| e.into_inner()) =
+        grid.clone().map(|g| (g, epoch_ns, late_ns.saturating_add(SETTLE_MARGIN_NS)));
 
     let (rx_outs, tx_outs, watches) = std::thread::scope(|scope| {
         let links = &links;
@@ -753,8 +789,21 @@ pub fn run_trial(
                     an.intervals = grid.map(IntervalCounter::with_latency);
                     let mut error = None;
                     while !rx_stop.load(Ordering::Relaxed) {
-                        match q.recv(256, std::time::Duration::from_millis(5), &mut |f, m| an.frame(f, m)) {
-                            Ok(_) => live.frames.store(an.totals.frames, Ordering::Relaxed),
+                        let polled = clock::now_ns().saturating_sub(epoch_ns);
+                        match q.recv(RX_BATCH, std::time::Duration::from_millis(5), &mut |f, m| an.frame(f, m)) {
+                            Ok(n) => {
+                                live.frames.store(an.totals.frames, Ordering::Relaxed);
+                                if let Some(iv) = an.intervals.as_mut() {
+                                    // Fewer than a batch: what had arrived when it polled is counted
+                                    // (a TPACKET_V3 block may hold frames a few ms longer:
+                                    // `SETTLE_MARGIN_NS` covers it).
+                                    if n < RX_BATCH {
+                                        iv.flush_upto(polled);
+                                    } else {
+                                        iv.flush();
+                                    }
+                                }
+                            }
                             Err(e) => {
                                 error = Some(e.to_string());
                                 break;
@@ -769,6 +818,9 @@ pub fn run_trial(
                         }
                     }
                     live.frames.store(an.totals.frames, Ordering::Relaxed);
+                    if let Some(iv) = an.intervals.as_mut() {
+                        iv.flush_upto(u64::MAX);
+                    }
                     RxWorkerOut { port, analyzer: an, stats: q.stats(), error }
                 })
                 .expect("spawning an RX thread");

@@ -29,7 +29,7 @@ use crate::error::PortError;
 pub use crate::pacing::BATCH;
 use crate::pacing::{catchup_burst, smooth_depth, wake_batch, LoadMeter, Pacing, Smoothness, CATCHUP_FACTOR};
 use crate::port::{TxQueue, TxQueueStats};
-use crate::schedule::{IntervalCounter, IntervalGrid, RatePhase};
+use crate::schedule::{IntervalCounter, IntervalGrid, RatePhase, Side};
 use crate::stream::CompiledStream;
 
 /// Live counters a worker publishes once per batch (read by progress displays).
@@ -249,7 +249,7 @@ pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, l
     let mut meter = LoadMeter::new();
     let grid = plan.intervals.clone();
     let phased = matches!(plan.shape, RunShape::Phases { .. });
-    let mut counter = plan.intervals.map(IntervalCounter::new);
+    let mut counter = plan.intervals.map(|g| IntervalCounter::new(g, Side::Tx));
     let mut total_sent: u64 = 0;
     let mut first = true;
     clock::sleep_until(start);
@@ -437,9 +437,17 @@ pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, l
             live.frames.store(total_sent, Ordering::Relaxed);
             live.bytes.store(st.iter().map(|s| s.bytes).sum(), Ordering::Relaxed);
         }
+        if let Some(c) = counter.as_mut() {
+            // The batch's interval counts, for a watcher (`TrialControl::settled_intervals`): every
+            // later frame is stamped after `after`.
+            c.flush_upto(after.saturating_sub(plan.epoch_ns));
+        }
         now = after;
     }
-    res.end_ns = if seg.rate.is_finite() && seg.frames != u64::MAX {
+    // The schedule's end when the run sent its last segment whole; when it stopped early (the hard
+    // end, a stop), the last send: not where the frames it never sent would have been due (that
+    // would make the last counting interval, and the stretch, longer than the sending was).
+    res.end_ns = if seg.rate.is_finite() && seg.frames != u64::MAX && seg_sent >= seg.frames {
         (anchor + (seg.frames as f64 * npf) as u64).max(last_stamp)
     } else {
         res.last_ns
@@ -450,6 +458,9 @@ pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, l
     res.queue = queue.stats();
     res.smoothness = meter.summary();
     res.gaps = Some(meter.gaps);
+    if let Some(c) = counter.as_mut() {
+        c.flush_upto(u64::MAX);
+    }
     res.intervals = counter.map(|c| c.counts).unwrap_or_default();
     res.shares = st
         .into_iter()

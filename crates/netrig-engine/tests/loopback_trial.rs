@@ -419,3 +419,43 @@ fn bad_protocol_settings_name_the_field() {
     let e = s.validate().unwrap_err();
     assert!(e.field == "frame_size" && e.message.contains("minimum of 76"), "{e}");
 }
+
+#[test]
+fn intervals_of_a_stopped_run_end_where_its_sending_ended_and_settle_live() {
+    let _serial = serial();
+    let (mut p, _) = ports(None);
+    let mut s = StreamConfig::new("soak");
+    s.rate = Rate::Pps(10_000.0);
+    s.stop = Stop::Duration { ns: 60_000_000_000 };
+    let mut c = cfg(s);
+    c.interval_ns = 100_000_000;
+    c.drain_ns = 50_000_000;
+    let ctl = TrialControl::new();
+    let c2 = ctl.clone();
+    let t = std::thread::spawn(move || {
+        // Intervals settle while the trial runs: 100-ms intervals, 50-ms late threshold.
+        let mut live = Vec::new();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while live.len() < 5 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            live.extend(c2.settled_intervals(live.len()));
+        }
+        c2.stop();
+        live
+    });
+    let r = run_trial(&mut p, &c, &ctl).unwrap();
+    let live = t.join().unwrap();
+    assert!(live.len() >= 5, "{} intervals settled while the trial ran", live.len());
+    for (a, b) in live.iter().zip(&r.intervals) {
+        assert_eq!(a, b, "a settled interval's live counts are the result's");
+    }
+    let sent: u64 = r.intervals.iter().map(|i| i.tx_frames).sum();
+    assert_eq!(sent, r.streams[0].tx_frames);
+    // Stopped after ~0.5-1 s of a 60-s run: the intervals with frames end with the sending; the
+    // planned ones after it are empty, and the run's last interval ends where the sending did.
+    let last = r.intervals.iter().rposition(|i| i.tx_frames > 0).unwrap();
+    let end = r.intervals[last].start_s + r.intervals[last].duration_s;
+    assert!(end < 5.0, "frames counted up to {end} s");
+    assert!(r.intervals[last + 1..].iter().all(|i| i.tx_frames == 0 && i.rx_frames == 0));
+    assert_eq!(r.intervals.last().unwrap().duration_s, 0.0, "no sending in the schedule's last interval");
+}

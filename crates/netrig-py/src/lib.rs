@@ -21,7 +21,7 @@ mod specs;
 
 use errors::Result;
 use job::Job;
-use results::{InterfaceInfo, IoProbe, Snapshot, TrialResult};
+use results::{InterfaceInfo, IntervalResult, IoProbe, Snapshot, TrialResult};
 use specs::TrialSpec;
 
 /// A trial running in an engine thread; opening the ports raises before any traffic.
@@ -87,6 +87,13 @@ impl Trial {
 
     fn snapshot(&self) -> Snapshot {
         Snapshot::from(&self.job.ctl.snapshot())
+    }
+
+    /// The counting intervals from index `first` on whose counts are final while the trial runs
+    /// (ended more than the late threshold ago; the run's last interval is in the result only).
+    fn settled_intervals(&self, first: &Bound<'_, PyAny>) -> Result<Vec<IntervalResult>> {
+        let first: usize = args::req(first, "first")?;
+        Ok(self.job.ctl.settled_intervals(first).iter().map(IntervalResult::from).collect())
     }
 
     /// The result (waits for the end); raises the engine's error if the trial failed.

@@ -19,6 +19,7 @@ from netrig.errors import ConfigError, TestbedError
 from netrig.methodology.method import Command
 from netrig.methods import REGISTRY
 from netrig.run.config import config_from_dict
+from netrig.run.runner import resume_config
 from netrig.testbed.knobs import sysfs_kind
 from netrig.testbed.options import parse_option
 from netrig.testbed.state import ID_RE as TESTBED_ID_RE
@@ -186,6 +187,11 @@ def register_command(subparsers: Any, command: Command) -> None:
 
 
 def run(args: argparse.Namespace, command: str) -> int:
+    if getattr(args, "resume", None):  # a command whose method continues a stopped run (the soak)
+        config = resume_config(args.resume)
+        require_privileges(config)
+        return run_with_console(config, args.resume, resume=True, command=" ".join(["netrig"] + sys.argv[1:]),
+                                quiet=args.quiet)
     methods = REGISTRY.shortcuts(command)
     by_test = {m.shortcut.test: m for m in methods if m.shortcut is not None}
     if len(methods) > 1:
@@ -199,5 +205,7 @@ def run(args: argparse.Namespace, command: str) -> int:
     else:
         chosen = methods
     cfg = base_config(args)
+    if all(m.owns_duration for m in chosen):
+        cfg["trial"].pop("duration_s", None)
     cfg["methods"] = [{m.name: m.cli_params(args)} for m in chosen]
     return execute(cfg, args, {k: v for m in chosen for k, v in m.cli_fields.items()})

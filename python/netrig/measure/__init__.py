@@ -4,6 +4,7 @@ behaviour (``simulator``)."""
 from netrig.measure.seam import (
                                 FlowTrial,
                                 Interval,
+                                IntervalSink,
                                 LatencySummary,
                                 Load,
                                 Measurer,
@@ -15,5 +16,5 @@ from netrig.measure.seam import (
 )
 from netrig.measure.simulator import DutModel, SimulatedMeasurer
 
-__all__ = ["FlowTrial", "Interval", "LatencySummary", "Load", "Measurer", "Pacing", "Phase", "StackRequest",
-           "TrialCounts", "TrialMonitor", "DutModel", "SimulatedMeasurer"]
+__all__ = ["FlowTrial", "Interval", "IntervalSink", "LatencySummary", "Load", "Measurer", "Pacing", "Phase",
+           "StackRequest", "TrialCounts", "TrialMonitor", "DutModel", "SimulatedMeasurer"]

@@ -39,19 +39,21 @@ from netrig import _native
 from netrig.errors import ConfigError
 from netrig.measure.events import INTERVAL_S, Event, EventClock, EventRun, check_events, event_results
 from netrig.measure.seam import (
-                                FlowTrial,
-                                Interval,
-                                LatencySummary,
-                                Load,
-                                Pacing,
-                                Phase,
-                                StackRequest,
-                                TrialCounts,
-                                TrialMonitor,
+    FlowTrial,
+    Interval,
+    IntervalSink,
+    LatencySummary,
+    Load,
+    Pacing,
+    Phase,
+    StackRequest,
+    TrialCounts,
+    TrialMonitor,
 )
 from netrig.measure.stack import StackEndpoints, run_stack
 from netrig.model import FrameSize, defaults
 from netrig.monitor.cpu import CpuAccount
+from netrig.monitor.monitor import Sampler, compact_sample, latest_sample
 from netrig.testbed import conntrack
 from netrig.trial import PACING_MODES, Port, Stream, run_trial
 
@@ -93,7 +95,8 @@ class EngineMeasurer:
                  stall_threshold_ms: float = 5.0, stall_retries: int = 2, pacing: str = PACING_MODES[0],
                  smoothness_tolerance_pct: float = defaults.SMOOTHNESS_TOLERANCE_PCT,
                  stack: StackEndpoints | None = None, cpu_procs: Sequence[str] = (),
-                 reverse_template: dict | None = None, dut_netns: str | None = None):
+                 reverse_template: dict | None = None, dut_netns: str | None = None,
+                 interval_monitor: Callable[[float], Sampler] | None = None):
         if pacing not in PACING_MODES:
             raise ConfigError("pacing", f"{pacing!r}: use one of {', '.join(PACING_MODES)}")
         self.tx, self.rx = tx_port, rx_port
@@ -115,6 +118,8 @@ class EngineMeasurer:
         #: and the DUT's namespace: stateful trials (:meth:`measure_flows`) need both.
         self.reverse_template = dict(reverse_template) if reverse_template is not None else None
         self.dut_netns = dut_netns
+        #: A DUT monitor sampling every given number of seconds, for soak trials (always monitored).
+        self.interval_monitor = interval_monitor
         self._learned: set = set()
 
     # ---------------------------------------------------------------- the engine seam
@@ -228,6 +233,48 @@ class EngineMeasurer:
         intended = sum(ph.rate_pps * ph.duration_s for ph in phases) / total_s
         return self._counts(res, intended, {**extra, "method": "one continuous trial, per-interval counts"},
                             intervals=intervals)
+
+    def measure_soak(self, load: Load, duration_s: float, interval_s: float, on_interval: IntervalSink) -> TrialCounts:
+        """One continuous engine trial counted per interval; every interval goes to ``on_interval``
+        as soon as the engine says its counts are final (``_native.Trial.settled_intervals``: its end
+        is more than the late threshold in the past, so the counts are those of the result), with the
+        newest sample of a DUT monitor sampling every ``interval_s``; the run's last intervals when
+        the trial ends. The monitor's samples are not kept in memory or in the trial's record: they
+        are in the intervals. Ctrl-C stops the trial (``InterruptedTrial``) after the intervals so
+        far were handed on."""
+        self._learn(load.frame_size)
+        monitor = self.interval_monitor(interval_s) if self.interval_monitor is not None else None
+        delivered = 0
+
+        def deliver(ivs: Sequence[_native.IntervalResult]) -> None:
+            nonlocal delivered
+            sample = compact_sample(latest_sample(monitor)) if monitor is not None else None
+            for iv in ivs:
+                on_interval(Interval(iv.start_s, iv.duration_s, iv.phase, iv.frames_sent, iv.frames_received), sample)
+                delivered += 1
+
+        if monitor is not None:
+            monitor.start()
+        try:
+            account = CpuAccount(self.cpu_procs).start()
+            res = run_trial(self.tx, self.rx, [Stream(frame_size=load.frame_size, rate_pps=load.rate_pps,
+                                                      flows=self.flows, **self.template)],
+                            duration_s=duration_s, drain_s=self.drain_s, warmup_s=self.warmup_s,
+                            progress_interval_s=min(0.25, interval_s / 4), pacing=self.pacing,
+                            max_stretch_pct=100 * self.tolerance, interval_s=interval_s, on_intervals=deliver)
+            cpu = account.stop().to_dict()
+            # The last ones; not those planned after a run stopped early (tester-limited): no frame
+            # was sent in them, they are not soak time.
+            sent_in = [k for k, iv in enumerate(res.intervals) if iv.frames_sent > 0]
+            deliver(res.intervals[delivered:sent_in[-1] + 1] if sent_in else [])
+        finally:
+            if monitor is not None:
+                monitor.stop()
+        engine = res.to_dict()
+        engine.pop("intervals", None)  # handed to on_interval, one by one
+        c = self._counts(res, load.rate_pps, {"cpu": cpu, "method": "soak: one continuous trial, per-interval "
+                                                                     "counts and DUT samples as they settle"})
+        return TrialCounts(**{**c.__dict__, "raw": {**c.raw, "engine": engine}})
 
     def measure_stack(self, request: StackRequest) -> dict:
         """A stack trial between the tester ports' kernel stacks (the test bed needs ``tester_stack``),

@@ -353,6 +353,11 @@ class StackRequest:
         return {"kind": self.kind, "family": self.family, "params": asdict(self.params)}
 
 
+#: ``on_interval(interval, sample)`` of a soak trial: one interval's final counts and the DUT
+#: monitor's newest sample then (``netrig.monitor.monitor.compact_sample``; ``None`` unmonitored).
+IntervalSink = Callable[[Interval, dict | None], None]
+
+
 class TrialMonitor(Protocol):
     """Samples the DUT around one trial (``netrig.monitor.Monitor`` is one)."""
 
@@ -383,6 +388,13 @@ class Measurer(Protocol):
         """A trial during which every event's command runs (``run_event(event)``) ``event.at_s``
         after the measured run begins; ``events`` holds what each did and cost per flow
         (``netrig.measure.events``)."""
+        ...
+
+    def measure_soak(self, load: Load, duration_s: float, interval_s: float, on_interval: IntervalSink) -> TrialCounts:
+        """One continuous trial at ``load`` for ``duration_s``, counted per interval of ``interval_s``
+        by transmit time. ``on_interval`` gets every interval while the trial runs, as soon as its
+        counts are final (the last ones when it ends), with the newest DUT monitor sample; the
+        returned counts have no ``intervals`` (they went to ``on_interval``)."""
         ...
 
     def measure_stack(self, request: StackRequest) -> dict:

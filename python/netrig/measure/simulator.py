@@ -38,7 +38,16 @@ from dataclasses import asdict, dataclass
 
 from netrig.errors import CapabilityError, ConfigError
 from netrig.measure.events import Event, EventResult, EventRun, FlowOutage, check_events
-from netrig.measure.seam import FlowTrial, Interval, LatencySummary, Load, Phase, StackRequest, TrialCounts
+from netrig.measure.seam import (
+    FlowTrial,
+    Interval,
+    IntervalSink,
+    LatencySummary,
+    Load,
+    Phase,
+    StackRequest,
+    TrialCounts,
+)
 from netrig.measure.stack import cpu_per
 from netrig.model import FrameSize
 
@@ -275,6 +284,14 @@ class SimulatedMeasurer:
             invalid_reason=reason, intervals=tuple(intervals),
             raw={"simulator": {"capacity_pps": c, "recovery_s": m.recovery_s}},
         )
+
+    def measure_soak(self, load: Load, duration_s: float, interval_s: float, on_interval: IntervalSink) -> TrialCounts:
+        """One continuous trial at the load (``measure_phases`` with one phase), its intervals handed to
+        ``on_interval`` one by one; the simulated DUT has no monitor (samples are ``None``)."""
+        c = self.measure_phases(load.frame_size, [Phase(load.rate_pps, duration_s)], interval_s, tag=load.tag)
+        for iv in c.intervals or ():
+            on_interval(iv, None)
+        return TrialCounts(**{**c.__dict__, "intervals": None})
 
     def measure_stack(self, request: StackRequest) -> dict:
         """A stack trial on the model (:func:`simulated_stack`)."""

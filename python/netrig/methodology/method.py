@@ -72,6 +72,10 @@ def partial_result(exc: BaseException) -> MethodResult | None:
     return getattr(exc, PARTIAL_RESULT_ATTR, None)
 
 
+def _no_notice(message: str) -> None:
+    """Where a method's live lines go when nobody shows them."""
+
+
 @dataclass(frozen=True)
 class Context:
     """What the run loop hands a method for one frame size and repetition."""
@@ -92,6 +96,8 @@ class Context:
     #: The highest rate the tester vouches for at this frame size: the self-test's proven ceiling
     #: divided by its factor (``None`` without a self-test). Searches never ask for more.
     tester_limit_pps: float | None = None
+    #: Show a line to the user while the method runs (the console's notes; a soak's live verdicts).
+    notify: Callable[[str], None] = _no_notice
 
     @property
     def tester_limit(self) -> ProvenLimit:
@@ -183,6 +189,9 @@ class Method:
     console_columns: ClassVar[tuple[str, ...]] = ()
     #: Its CLI shortcut, if it has one.
     shortcut: ClassVar[Shortcut | None] = None
+    #: Its shortcut's ``--duration`` is its own parameter ``duration_s`` (a soak's hours), not the
+    #: trial duration (which stays at its default for the self-test and searches).
+    owns_duration: ClassVar[bool] = False
     #: It runs stack trials (``Measurer.measure_stack``) of this kind: the test bed's tester ports
     #: get kernel stacks, and the method runs once per repetition, not per frame size (its results
     #: carry the frame size ``STACK_FRAME.label``: the kernel stack chooses the frames).

@@ -15,6 +15,7 @@ from netrig.methods import (
                             recovery,
                             reset,
                             rr,
+                            soak,
                             stateful,
                             stress,
                             tcp,
@@ -22,6 +23,6 @@ from netrig.methods import (
 )
 
 REGISTRY = Registry(m.METHOD for m in (throughput, frame_loss, latency, mlrsearch, back_to_back, recovery, reset,
-                                        stress, iperf, livelock, tcp, rr, stateful))
+                                        stress, iperf, livelock, tcp, rr, stateful, soak))
 
 __all__ = ["REGISTRY"]

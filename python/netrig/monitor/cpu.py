@@ -48,7 +48,7 @@ def _thread_times(path: str) -> tuple[str, float, float] | None:
         return None
 
 
-def _matching(patterns: Sequence[str]) -> dict[int, str]:
+def matching_pids(patterns: Sequence[str]) -> dict[int, str]:
     """``{pid: name}`` of every process whose name matches one of ``patterns``."""
     out = {}
     for d in os.listdir("/proc"):
@@ -146,7 +146,7 @@ class CpuAccount:
         return out
 
     def start(self) -> CpuAccount:
-        pids = set(_matching(self.patterns)) | set(self.extra_pids)
+        pids = set(matching_pids(self.patterns)) | set(self.extra_pids)
         self._procs0 = self._procs(pids)
         self._stat0 = read_proc_stat()
         self._t0 = time.monotonic()

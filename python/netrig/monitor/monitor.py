@@ -361,6 +361,55 @@ class Monitor(Sampler):
         return out
 
 
+#: Interface counters a compact sample keeps (cumulative): drops and errors, never packets.
+DROP_COUNTERS = ("rx_dropped", "tx_dropped", "rx_missed_errors", "rx_over_errors", "rx_fifo_errors",
+                 "tx_fifo_errors", "rx_errors", "tx_errors")
+
+
+def compact_sample(sample: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The numbers of one monitor sample (local or remote) a long run keeps per interval, small
+    enough for hours of them: ``t_s``, ``dt_s``; ``cpu`` busy % per core (``all`` too);
+    ``softirq`` % per core; ``procs`` ``{"<name>[<pid>]": {"cpu_percent", "rss_bytes"}}``; ``mem``
+    ``{available_bytes, used_bytes, slab_bytes}``; ``conntrack`` ``{netns: entries}``; ``drops``
+    ``{iface: {counter: cumulative value}}`` of :data:`DROP_COUNTERS` (non-zero ones). ``None``
+    for no sample."""
+    if not sample:
+        return None
+    out: dict[str, Any] = {"t_s": sample.get("t_s"), "dt_s": sample.get("dt_s")}
+    cpu = sample.get("cpu")
+    if isinstance(cpu, dict):
+        out["cpu"] = {c: v.get("busy") for c, v in cpu.items() if isinstance(v, dict)}
+        out["softirq"] = {c: v.get("softirq") for c, v in cpu.items() if isinstance(v, dict) and c != "all"}
+    procs = sample.get("procs")
+    if isinstance(procs, dict):
+        out["procs"] = {f"{v.get('name', '?')}[{pid}]": {"cpu_percent": v.get("cpu_percent"),
+                                                         "rss_bytes": v.get("rss_bytes")}
+                        for pid, v in procs.items() if isinstance(v, dict)}
+    mem = sample.get("mem")
+    if isinstance(mem, dict):
+        out["mem"] = {k: mem[k] for k in ("available_bytes", "used_bytes", "slab_bytes") if k in mem}
+    if isinstance(sample.get("conntrack"), dict):
+        out["conntrack"] = dict(sample["conntrack"])
+    ifaces = sample.get("ifaces")
+    if isinstance(ifaces, dict):
+        out["drops"] = {name: {k: c[k] for k in DROP_COUNTERS if c.get(k)} for name, c in ifaces.items()
+                        if isinstance(c, dict)}
+    return out
+
+
+def latest_sample(sampler: Sampler) -> dict[str, Any] | None:
+    """The newest data sample of a running sampler; older samples are dropped (a long run keeps
+    them compacted elsewhere, not in memory)."""
+    with sampler._lock:
+        samples = sampler.result.samples
+        idx = next((i for i in range(len(samples) - 1, -1, -1) if "mark" not in samples[i]), None)
+        if idx is None:
+            return None
+        last = samples[idx]
+        del samples[:idx]
+        return last
+
+
 def ethtool_stats(ns: str | None, ifname: str) -> dict[str, int]:
     """``ethtool -S`` of ``ifname`` inside ``ns`` as ``{name: value}`` (empty when unavailable)."""
     def body() -> str:
@@ -383,4 +432,5 @@ def ethtool_stats(ns: str | None, ifname: str) -> dict[str, int]:
     return out
 
 
-__all__ = ["Monitor", "MonitorResult", "ethtool_stats", "read_proc_stat", "cpu_percent", "read_meminfo"]
+__all__ = ["Monitor", "MonitorResult", "compact_sample", "latest_sample", "DROP_COUNTERS",
+           "ethtool_stats", "read_proc_stat", "cpu_percent", "read_meminfo"]

@@ -171,8 +171,19 @@ def _record_problem(obj: object) -> str | None:
         if not isinstance(obj.get("config"), dict):
             return "the header's config must be an object"
         return None
+    if kind == "interval":
+        if not isinstance(obj.get("key"), str) or not isinstance(obj.get("segment"), int) \
+                or not isinstance(obj.get("index"), int):
+            return "an interval record needs a string key and integer segment and index"
+        for name in ("duration_s", "t_s"):
+            if isinstance(obj.get(name), bool) or not isinstance(obj.get(name), (int, float)):
+                return f"interval {obj['key']}#{obj['index']}: {name} must be a number"
+        for name in ("frames_sent", "frames_received"):
+            if isinstance(obj.get(name), bool) or not isinstance(obj.get(name), int) or obj[name] < 0:
+                return f"interval {obj['key']}#{obj['index']}: {name} must be an integer >= 0"
+        return None
     if kind != "trial":
-        return f"unknown record type {kind!r} (header or trial)"
+        return f"unknown record type {kind!r} (header, trial or interval)"
     if not isinstance(obj.get("key"), str):
         return "a trial record's key must be a string"
     # a frame trial has counts; a stack trial (iperf3, sockperf) has the tool's result instead
@@ -184,9 +195,10 @@ def _record_problem(obj: object) -> str | None:
     return None
 
 
-def read_trial_log(out_dir: str | Path) -> tuple[dict | None, list[dict]]:
+def read_trial_log(out_dir: str | Path, intervals: list[dict] | None = None) -> tuple[dict | None, list[dict]]:
     """``(header, trial records)`` from ``<out_dir>/trials.ndjson``, migrated to the current schema
-    version. A torn last line (crash while writing) is ignored; any other bad line is an error."""
+    version; the interval records of soak trials are appended to ``intervals`` when given. A torn last
+    line (crash while writing) is ignored; any other bad line is an error."""
     p = Path(out_dir) / TRIAL_LOG
     try:
         lines = p.read_text(encoding="utf-8").splitlines()
@@ -216,6 +228,8 @@ def read_trial_log(out_dir: str | Path) -> tuple[dict | None, list[dict]]:
             header = obj
         elif kind == "trial":
             trials.append(obj)
+        elif kind == "interval" and intervals is not None:
+            intervals.append(obj)
     if header is not None:
         doc = migrate({**header, "trials": trials}, str(p))
         trials = doc.pop("trials")

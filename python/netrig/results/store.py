@@ -108,6 +108,11 @@ class TrialLog:
     def append(self, record: dict) -> None:
         self._write({"type": "trial", **record})
 
+    def append_interval(self, record: dict) -> None:
+        """One interval of a running soak trial (``"type": "interval"``, its trial's ``key``): written
+        as the interval ends, so a crash loses at most the intervals not yet settled."""
+        self._write({"type": "interval", **record})
+
     def close(self) -> None:
         if self._fd is not None:
             fd, self._fd = self._fd, None

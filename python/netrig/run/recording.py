@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from netrig.errors import ResultError
-from netrig.measure import FlowTrial, Load, Measurer, Phase, StackRequest, TrialCounts
+from netrig.measure import FlowTrial, Interval, IntervalSink, Load, Measurer, Phase, StackRequest, TrialCounts
 from netrig.measure.events import Event, EventRun
 from netrig.model import FrameSize, LineRate
 from netrig.results import TrialLog, utc_now
@@ -27,7 +27,7 @@ class RecordingMeasurer:
     """Wraps a measurer: assigns replay keys, replays recorded trials, records new ones."""
 
     def __init__(self, log: TrialLog, replay: dict[str, dict], line_rate: LineRate,
-                 progress: ProgressFn | None = None):
+                 progress: ProgressFn | None = None, intervals: Sequence[dict] = ()):
         self.inner: Measurer | None = None
         #: Called before every measured trial (the session's test-bed check); returns what it restored.
         self.before: Callable[[], list[str]] | None = None
@@ -38,6 +38,10 @@ class RecordingMeasurer:
         self.trial_index = 0
         self.measured = 0
         self.trial_wall_s: list[float] = []
+        #: Interval records of soak trials on disk (an interrupted run's), by trial key, in order.
+        self.interval_replay: dict[str, list[dict]] = {}
+        for r in intervals:
+            self.interval_replay.setdefault(r["key"], []).append(r)
 
     def _target(self) -> Measurer:
         if self.inner is None:
@@ -169,6 +173,78 @@ class RecordingMeasurer:
         return self._do("flows", request.frame_size, load_d, None,
                         lambda key: self._target().measure_flows(replace(request, tag=key)))
 
+    def measure_soak(self, load: Load, duration_s: float, interval_s: float, on_interval: IntervalSink) -> TrialCounts:
+        """A soak trial, resumable mid-way. Every interval is appended to ``trials.ndjson`` (an
+        ``interval`` record with the trial's key) and fsync'd as it settles, before ``on_interval``
+        sees it; the trial record follows when the trial ends. On resume the intervals on disk are
+        handed to ``on_interval`` first; a soak that was cut short continues as a new *segment* for
+        the rest of its duration (another continuous trial: ``Interval.phase`` is the segment,
+        ``Interval.t_s`` the soak time, segments back to back without the gap between them). At most
+        the intervals that had not settled when the run stopped are lost (the last interval and the
+        late threshold after it)."""
+        key = self._key()
+        self.trial_index += 1
+        frame = load.frame_size
+        load_d = {**self._load_d(load, duration_s), "interval_s": interval_s}
+        info = {"key": key, "kind": "soak", "method": self.ctx["method"], "label": self.ctx["label"],
+                "frame_size": frame.label, "repetition": self.ctx["repetition"], "trial_index": self.trial_index - 1,
+                "load": load_d}
+        prior = self.interval_replay.get(key, [])
+        rec = self.replay.get(key)
+        for r in prior + ([rec] if rec is not None else []):
+            if not _same_soak(r, load_d):
+                raise ResultError(f"resume: soak trial {key} asks for {load_d} but the recorded one was "
+                                  f"{r.get('load')}; the configuration or netrig version changed. Start a new run "
+                                  "(--out) instead.")
+        covered = 0.0
+        for r in prior:
+            on_interval(Interval(float(r["t_s"]), float(r["duration_s"]), int(r["segment"]), int(r["frames_sent"]),
+                                 int(r["frames_received"])), r.get("monitor"))
+            covered = max(covered, float(r["t_s"]) + float(r["duration_s"]))
+        if rec is not None:
+            counts = TrialCounts.from_dict(rec["counts"])
+            self.records.append({**rec, "counts": counts.to_dict(), "seq": len(self.records), "replayed": True})
+            self.progress("trial_end", {**info, "replayed": True, "counts": counts})
+            return counts
+        segment = int(prior[-1]["segment"]) + 1 if prior else 0
+        index = int(prior[-1]["index"]) + 1 if prior else 0
+        remaining = duration_s - covered
+        started = utc_now()
+        if remaining < min(1.0, interval_s / 2):  # everything but the last instant is on disk
+            sent = sum(int(r["frames_sent"]) for r in prior)
+            got = sum(int(r["frames_received"]) for r in prior)
+            counts = TrialCounts(offered_pps=sent / covered if covered else 0.0, frames_sent=sent,
+                                 frames_received=got, raw={"method": "soak: counts of the interval records"})
+        else:
+            repaired = self._start(key, {**info, "segment": segment, "remaining_s": remaining})
+            base = covered
+            t0 = time.monotonic()
+
+            def record(iv: Interval, sample: dict | None) -> None:
+                nonlocal index
+                r = {"key": key, "segment": segment, "index": index, "t_s": base + iv.t_s,
+                     "duration_s": iv.duration_s, "frames_sent": iv.frames_sent,
+                     "frames_received": iv.frames_received, "at": utc_now(), "load": load_d, "monitor": sample}
+                self.log.append_interval(r)
+                index += 1
+                on_interval(Interval(base + iv.t_s, iv.duration_s, segment, iv.frames_sent, iv.frames_received),
+                            sample)
+
+            counts = self._target().measure_soak(replace(load, tag=key), remaining, interval_s, record)
+            self.trial_wall_s.append(time.monotonic() - t0)
+            self.measured += 1
+            if repaired:
+                info["testbed_repaired"] = repaired
+        new = {"seq": len(self.records), "key": key, "method": self.ctx["method"],
+               "method_index": self.ctx["method_index"], "frame_size": frame.label,
+               "repetition": self.ctx["repetition"], "trial_index": self.trial_index - 1, "kind": "soak",
+               "load": load_d, "phases": None, "started_at": started, "finished_at": utc_now(),
+               "segments": segment + 1, "counts": counts.to_dict()}
+        self.log.append(new)
+        self.records.append({**new, "replayed": False})
+        self.progress("trial_end", {**info, "replayed": False, "counts": counts})
+        return counts
+
     def measure_events(self, load: Load, duration_s: float, events: Sequence[Event],
                        run_event: Callable[[Event], EventRun]) -> TrialCounts:
         load_d = self._load_d(load, duration_s)
@@ -205,6 +281,17 @@ def _close(a: float | None, b: float | None) -> bool:
     if isinstance(a, bool) or isinstance(b, bool) or not isinstance(a, (int, float)):
         raise TypeError(f"{a!r} is not a number")
     return abs(float(a) - float(b)) <= 1e-9 * max(abs(float(a)), abs(float(b)), 1e-12)
+
+
+def _same_soak(rec: dict, load_d: dict) -> bool:
+    """A soak trial's record (or interval record) was made for the load ``load_d``."""
+    ld = rec.get("load") or {}
+    if rec.get("kind", "soak") != "soak" or str(ld.get("frame_size")) != str(load_d["frame_size"]):
+        return False
+    try:
+        return all(_close(ld.get(k), load_d[k]) for k in ("rate_pps", "duration_s", "interval_s"))
+    except TypeError:
+        return False
 
 
 def _same_load(rec: dict, kind: str, load_d: dict, phases: list | None) -> bool:

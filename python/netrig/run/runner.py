@@ -98,9 +98,10 @@ class Runner:
         cfg = self.config
         cfg_dict = cfg.to_dict()
         replay: dict[str, dict] = {}
+        intervals: list[dict] = []
         fresh = False
         if self.resume:
-            header, recs = read_trial_log(self.out_dir)
+            header, recs = read_trial_log(self.out_dir, intervals)
             if header is None:
                 raise ResultError(f"{self.out_dir}: the trial log has no header; cannot resume")
             if _comparable(header.get("config")) != _comparable(cfg_dict):
@@ -119,7 +120,7 @@ class Runner:
             fresh = True  # a run that stopped before its first trial: nothing to keep
         created = not self.out_dir.exists()
         log = TrialLog(self.out_dir)
-        self.rec = RecordingMeasurer(log, replay, LineRate(1.0), self.progress)
+        self.rec = RecordingMeasurer(log, replay, LineRate(1.0), self.progress, intervals)
         try:
             log.open({"schema_version": SCHEMA_VERSION, "run_id": self.run_id, "config": cfg_dict,
                       "started_at": self.started_at, "tool_version": __version__}, fresh=fresh)
@@ -289,7 +290,7 @@ class Runner:
         limit = self.selftest.limit_pps(frame) if self.selftest is not None and m.method.stack_kind is None else None
         ctx = Context(self._recorder(), frame, self._line_rate(), self.config.trial.duration_s,
                       simulated_dut=self.simulated, command_env=self.command_env,
-                      tester_limit_pps=limit)
+                      tester_limit_pps=limit, notify=lambda msg: self.progress("notice", {"message": msg}))
         if m.method.needs_throughput:
             tp = self._throughput_for(mi, frame, getattr(m.params, "throughput_from", None))
             if tp is None or tp <= 0:

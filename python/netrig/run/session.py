@@ -29,6 +29,7 @@ from netrig.measure.engine import EngineMeasurer
 from netrig.measure.stack import StackEndpoints
 from netrig.model import LineRate
 from netrig.monitor import Monitor, RemoteMonitor
+from netrig.monitor.cpu import matching_pids
 from netrig.run.config import TestConfig
 from netrig.testbed import Testbed
 from netrig.testbed.knobs import KnobLayout, Knobs, applied_knobs
@@ -130,6 +131,13 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
                                          ssh_config=t.monitor_ssh_config)
                 return Monitor(testbed=tb, interval_s=interval)
 
+        def interval_monitor(interval_s: float) -> Monitor | RemoteMonitor:
+            """A soak's monitor: every interval, the DUT processes (``trial.cpu_procs``) by pid."""
+            if t.monitor_remote:
+                return RemoteMonitor(t.monitor_remote, interval_s=interval_s, procs=t.cpu_procs,
+                                     ssh_config=t.monitor_ssh_config)
+            return Monitor(testbed=tb, interval_s=interval_s, pids=sorted(matching_pids(t.cpu_procs)))
+
         template = {**tb.stream_defaults(tx=p.tx, rx=p.rx, family=p.family), **config.stream.stream_fields()}
         measurer = EngineMeasurer(tx, rx, template, drain_s=t.drain_s,
                                   warmup_s=t.warmup_s, learning_frames=t.learning_frames,
@@ -139,7 +147,8 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
                                   pacing=t.pacing, smoothness_tolerance_pct=t.smoothness_tolerance_pct,
                                   stack=StackEndpoints.between(tp, rp) if stack_methods else None,
                                   cpu_procs=t.cpu_procs, reverse_template=_responder(tb, p.tx, p.rx, p.family),
-                                  dut_netns=tb.dut_netns)
+                                  dut_netns=tb.dut_netns,
+                                  interval_monitor=interval_monitor if role == "dut" else None)
         env: dict = {}
         if role == "dut":
             try:

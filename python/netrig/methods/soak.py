@@ -1,0 +1,850 @@
+"""Soak (stability) test with verdicts: one long continuous trial at a fixed load, counted per
+interval, with the DUT monitored, judged for memory leaks, CPU spikes and loss episodes
+(the spec's methodology §6 "Stability / soak"; netrig's notes: docs/methodology.md, *Soak*).
+
+Data flow. The soak asks the measurer for one soak trial (``Measurer.measure_soak``): a single
+engine trial for the whole duration, counted per interval of ``interval_s`` by transmit time
+(the engine's ``IntervalGrid``). While it runs, the engine says which intervals are final
+(``_native.Trial.settled_intervals``: an interval whose end is more than the late threshold — the
+drain time, 2 s by default — in the past has all its frames counted; the live counts are exactly
+the result's). Each settled interval comes with the newest sample of a DUT monitor sampling every
+interval (``netrig.monitor``: CPU per core, CPU and RSS per DUT process — ``trial.cpu_procs`` —
+``MemAvailable``, slab, conntrack entries, interface drop counters; or a DUT on another host over
+SSH with ``--monitor-remote``), compacted (``compact_sample``). The run's recording measurer appends
+every interval to ``trials.ndjson`` as an ``interval`` record (fsync'd) before the soak sees it;
+the soak prints its live verdicts (a console note per interval). When the trial ends, its last
+intervals follow and then its trial record.
+
+Resume. A soak stopped by anything (Ctrl-C, SIGTERM, ``kill -9``, power loss) has its intervals on
+disk up to the last settled one: it loses at most the last interval and the late threshold after
+it. ``netrig soak --resume DIR`` (the same as ``netrig run --resume DIR``) replays the finished trials (the
+NDR search, if one ran) and the soak's interval records, then continues with a new *segment* — a
+new continuous trial for the rest of the duration. Interval times are soak time: segments are
+back to back, without the gap between them; each interval says its segment, and the report marks
+where one began.
+
+Verdicts (each interval live, and at the end; thresholds are parameters, printed with the
+verdicts):
+
+* **memory leak**, per memory series (RSS of each DUT process; conntrack entries; with
+  ``host_memory_verdict`` also the host's used memory, total − ``MemAvailable``, and slab): the
+  least-squares slope over time with its confidence interval (``confidence_pct``; Student t, its
+  standard error widened for the residuals' lag-1 autocorrelation, since memory noise is not
+  independent from one sample to the next), and the mean ± sd of the first and the last
+  ``stage_pct`` % of the samples. A series leaks when the interval's lower bound is above zero
+  (growth, not no growth), the last stage's mean is more than ``leak_min_growth_pct`` % above the
+  first's (small growth is noise), and the stages' mean ± sd do not overlap. On a single-host test
+  bed the host's memory is shared with the tester and everything else on it, so it is shown but
+  not judged unless asked.
+* **CPU spikes**: episodes of consecutive samples at or above ``cpu_spike_pct`` busy, per core and
+  per DUT process: when, how long, the peak. A series whose median is at or above the threshold is
+  saturated (busy throughout), not spiking, and is said so instead.
+* **loss episodes**: runs of consecutive intervals that each lost at least ``loss_min_frames``
+  frames: when, how long, how many frames.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from netrig.errors import ConfigError
+from netrig.measure import Interval, Load, TrialCounts
+from netrig.methodology.method import Command, Context, Method, Section, Shortcut, with_partial
+from netrig.methodology.stats import check
+from netrig.methods.throughput import ThroughputParams, measure_throughput
+from netrig.model import FrameSize, LineRate, format_pps, parse_rate
+from netrig.view import fmt
+from netrig.view.html import esc, figure, table_html
+from netrig.view.markdown import section_md, table_md
+from netrig.view.plotkit import REF_GREY, fps_fmt, plot, run_colour, subplots
+from netrig.view.run_view import RunView, frame_size_sort_key, num, objs
+from netrig.view.table import Table
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+METHOD_NAME = "soak"
+_NDR_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*%\s*ndr\s*$", re.I)
+
+
+# --------------------------------------------------------------------------------------------- #
+# Parameters
+
+@dataclass(frozen=True)
+class SoakParams:
+    """``rate`` (frames/s, bit/s, % of line rate, or ``80%NDR``: a share of the DUT's NDR — of
+    ``ndr_pps`` when given, else measured first with the throughput search of ``ndr_trial_s``
+    trials) held for ``duration_s``, counted every ``interval_s``; the verdicts' thresholds."""
+
+    rate: str = "80%NDR"
+    duration_s: float = 7200.0
+    interval_s: float = 10.0
+    ndr_pps: float | None = None
+    ndr_trial_s: float = 10.0
+    confidence_pct: float = 95.0
+    stage_pct: float = 20.0
+    leak_min_growth_pct: float = 5.0
+    host_memory_verdict: bool = False
+    cpu_spike_pct: float = 90.0
+    loss_min_frames: int = 1
+    repetitions: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.rate, str):
+            raise ConfigError("rate", f"must be a rate like 80%NDR, 50%, 100kpps or 1Gbps (got {self.rate!r})")
+        m = _NDR_RE.match(self.rate)
+        if m:
+            pct = float(m.group(1))
+            if not 0 < pct <= 100:
+                raise ConfigError("rate", f"{self.rate!r}: a share of the NDR must be > 0 and <= 100 %")
+        else:
+            r = parse_rate(self.rate, "rate")
+            if r.kind == "max":
+                raise ConfigError("rate", "a soak holds a fixed rate: give frames/s, bit/s, % of line rate or "
+                                          "% of the NDR (e.g. 80%NDR), not max")
+        check("interval_s", self.interval_s, lo=0.1, hi=3600)
+        check("duration_s", self.duration_s, lo=0, lo_open=True)
+        if self.duration_s < 3 * self.interval_s:
+            raise ConfigError("duration_s", f"{self.duration_s:g} s holds fewer than 3 intervals of "
+                                            f"{self.interval_s:g} s: a soak needs a trend; lengthen it or shorten "
+                                            "the interval")
+        if self.ndr_pps is not None:
+            check("ndr_pps", self.ndr_pps, lo=0, lo_open=True)
+        check("ndr_trial_s", self.ndr_trial_s, lo=0, lo_open=True, hi=3600)
+        check("confidence_pct", self.confidence_pct, lo=50, hi=100, hi_open=True)
+        check("stage_pct", self.stage_pct, lo=0, lo_open=True, hi=50)
+        check("leak_min_growth_pct", self.leak_min_growth_pct, lo=0, hi=10_000)
+        if not isinstance(self.host_memory_verdict, bool):
+            raise ConfigError("host_memory_verdict", f"must be true or false (got {self.host_memory_verdict!r})")
+        check("cpu_spike_pct", self.cpu_spike_pct, lo=0, lo_open=True, hi=100)
+        check("loss_min_frames", self.loss_min_frames, lo=1, integer=True)
+        if self.repetitions is not None:
+            check("repetitions", self.repetitions, lo=1, integer=True)
+
+    @property
+    def ndr_share(self) -> float | None:
+        """The rate as a share of the NDR (0.8 for ``80%NDR``), ``None`` for an absolute rate."""
+        m = _NDR_RE.match(self.rate)
+        return float(m.group(1)) / 100 if m else None
+
+    def thresholds(self) -> dict[str, Any]:
+        return {"confidence_pct": self.confidence_pct, "stage_pct": self.stage_pct,
+                "leak_min_growth_pct": self.leak_min_growth_pct, "host_memory_verdict": self.host_memory_verdict,
+                "cpu_spike_pct": self.cpu_spike_pct, "loss_min_frames": self.loss_min_frames}
+
+
+# --------------------------------------------------------------------------------------------- #
+# Statistics of the verdicts (pure functions of series)
+
+def t_quantile(p: float, df: float) -> float:
+    """The ``p`` quantile (``p`` ≥ 0.5) of Student's t with ``df`` degrees of freedom: exact for 1 and
+    2; below 30 the root of its CDF (the density integrated by Simpson's rule); above, the
+    Cornish–Fisher expansion around the normal quantile (within 0.01 %)."""
+    if df <= 1:
+        return math.tan(math.pi * (p - 0.5))
+    if df <= 2:
+        return (2 * p - 1) / math.sqrt(2 * p * (1 - p))
+    z = statistics.NormalDist().inv_cdf(p)
+    if df >= 30:
+        return (z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2)
+                + (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / (384 * df ** 3))
+    c = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
+
+    def cdf(x: float, n: int = 200) -> float:
+        h = x / n
+        f = [c * (1 + (k * h) ** 2 / df) ** (-(df + 1) / 2) for k in range(n + 1)]
+        return 0.5 + h / 3 * (f[0] + f[-1] + 4 * sum(f[1:-1:2]) + 2 * sum(f[2:-1:2]))
+
+    lo, hi = z, 15.0 * z + 20
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if cdf(mid) < p else (lo, mid)
+    return (lo + hi) / 2
+
+
+@dataclass(frozen=True)
+class Slope:
+    """A least-squares slope (per unit of x) and its two-sided confidence interval."""
+
+    slope: float
+    low: float
+    high: float
+    n: int
+    #: Lag-1 autocorrelation of the residuals (the interval is widened for it when > 0).
+    r1: float
+
+
+def slope_ci(xs: Sequence[float], ys: Sequence[float], confidence: float = 0.95) -> Slope | None:
+    """The slope of ``ys`` over ``xs`` with its ``confidence`` interval (``None`` below 4 points or
+    without spread in ``xs``). With positively autocorrelated residuals (r1 > 0) the effective
+    sample size is ``n (1 − r1) / (1 + r1)``: the standard error grows by ``sqrt((1 + r1) / (1 −
+    r1))`` and the t quantile takes the effective degrees of freedom."""
+    n = len(xs)
+    if n < 4 or n != len(ys):
+        return None
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    if sxx <= 0:
+        return None
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    a = my - b * mx
+    res = [y - (a + b * x) for x, y in zip(xs, ys)]
+    sse = sum(r * r for r in res)
+    se = math.sqrt(sse / (n - 2) / sxx)
+    den = sum(r * r for r in res)
+    r1 = sum(res[i] * res[i - 1] for i in range(1, n)) / den if den > 0 else 0.0
+    r1 = min(max(r1, 0.0), 0.99)
+    n_eff = max(3.0, n * (1 - r1) / (1 + r1))
+    se *= math.sqrt((1 + r1) / (1 - r1))
+    t = t_quantile(0.5 + confidence / 2, n_eff - 2)
+    return Slope(b, b - t * se, b + t * se, n, r1)
+
+
+def mean_sd(v: Sequence[float]) -> tuple[float, float]:
+    return statistics.fmean(v), (statistics.stdev(v) if len(v) > 1 else 0.0)
+
+
+@dataclass(frozen=True)
+class Trend:
+    """The leak verdict of one memory series."""
+
+    series: str
+    unit: str
+    #: Counted in the verdict (host-wide memory on a shared host is shown only).
+    judged: bool
+    n: int
+    #: Slope and its confidence interval, units per hour.
+    slope_per_h: float
+    low_per_h: float
+    high_per_h: float
+    first_mean: float
+    first_sd: float
+    last_mean: float
+    last_sd: float
+    growth_pct: float | None
+    leak: bool
+    why: str
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def trend(series: str, unit: str, ts: Sequence[float], ys: Sequence[float], params: SoakParams,
+          judged: bool = True) -> Trend | None:
+    """The leak verdict of ``ys`` over soak time ``ts`` (seconds); ``None`` below 4 samples."""
+    s = slope_ci(ts, ys, params.confidence_pct / 100)
+    if s is None:
+        return None
+    k = max(2, int(math.ceil(len(ys) * params.stage_pct / 100)))
+    fm, fsd = mean_sd(ys[:k])
+    lm, lsd = mean_sd(ys[-k:])
+    growth = 100 * (lm - fm) / fm if fm > 0 else (math.inf if lm > fm else 0.0)
+    grows = s.low > 0
+    big = growth > params.leak_min_growth_pct
+    apart = lm - lsd > fm + fsd
+    leak = grows and big and apart
+    if leak:
+        why = (f"grows: {params.confidence_pct:g} % CI of the slope above 0, last stage {_pct(growth)} above the "
+               "first, stages apart")
+    elif not grows:
+        why = f"no growth: the {params.confidence_pct:g} % CI of the slope includes 0 or is below it"
+    elif not big:
+        why = f"growth {_pct(growth)} ≤ {params.leak_min_growth_pct:g} %: noise, not a leak"
+    else:
+        why = "the first and last stages' mean ± sd overlap"
+    return Trend(series, unit, judged, s.n, s.slope * 3600, s.low * 3600, s.high * 3600, fm, fsd, lm, lsd,
+                 None if math.isinf(growth) else growth, leak and judged, why if judged else why + " (not judged: "
+                 "host-wide, shared with the tester)")
+
+
+def _pct(v: float) -> str:
+    return "∞ %" if math.isinf(v) else f"{v:+.1f} %"
+
+
+@dataclass(frozen=True)
+class Episode:
+    """A run of consecutive intervals (or samples) of one series beyond its threshold."""
+
+    series: str
+    start_s: float
+    duration_s: float
+    #: CPU: the highest busy %; loss: the interval loss ratio at its worst.
+    peak: float
+    frames_lost: int = 0
+    frames_sent: int = 0
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def episodes(series: str, points: Sequence[tuple[float, float, float, int]], above: Callable[[float], bool],
+             lost: Sequence[tuple[int, int]] | None = None) -> list[Episode]:
+    """Runs of ``points`` (``(t_s, duration_s, value, segment)``) with ``above(value)``; a run ends at
+    a point that is not, and at a new segment. ``lost`` (per point: frames lost, sent) adds up."""
+    out: list[Episode] = []
+    cur: list[int] = []
+
+    def close() -> None:
+        if cur:
+            a, b = points[cur[0]], points[cur[-1]]
+            fl = sum(lost[i][0] for i in cur) if lost else 0
+            fs = sum(lost[i][1] for i in cur) if lost else 0
+            out.append(Episode(series, a[0], b[0] + b[1] - a[0], max(points[i][2] for i in cur), fl, fs))
+            cur.clear()
+
+    for i, (_, _, v, seg) in enumerate(points):
+        if cur and points[cur[-1]][3] != seg:
+            close()
+        if above(v):
+            cur.append(i)
+        else:
+            close()
+    close()
+    return out
+
+
+def loss_episodes(rows: Sequence[dict], min_frames: int) -> list[Episode]:
+    pts = [(r["t_s"], r["duration_s"], _ratio(r), r["segment"]) for r in rows]
+    lost = [(r["frames_lost"], r["frames_sent"]) for r in rows]
+    flags = [r["frames_lost"] >= min_frames for r in rows]
+    eps = episodes("frames", [(t, d, v if f else -1.0, s) for (t, d, v, s), f in zip(pts, flags)],
+                   lambda v: v >= 0, lost)
+    return eps
+
+
+def _ratio(r: dict) -> float:
+    return r["frames_lost"] / r["frames_sent"] if r["frames_sent"] else 0.0
+
+
+def cpu_episodes(rows: Sequence[dict], threshold: float) -> tuple[list[Episode], list[str]]:
+    """CPU spike episodes per core and per DUT process, and the series saturated throughout."""
+    series: dict[str, list[tuple[float, float, float, int]]] = {}
+    for r in rows:
+        mon = r.get("monitor") or {}
+        for core, busy in (mon.get("cpu") or {}).items():
+            if core != "all" and isinstance(busy, (int, float)):
+                series.setdefault(core, []).append((r["t_s"], r["duration_s"], float(busy), r["segment"]))
+        for name, p in (mon.get("procs") or {}).items():
+            v = p.get("cpu_percent") if isinstance(p, dict) else None
+            if isinstance(v, (int, float)):
+                series.setdefault(name, []).append((r["t_s"], r["duration_s"], float(v), r["segment"]))
+    eps: list[Episode] = []
+    saturated = []
+    for name, pts in series.items():
+        if statistics.median(p[2] for p in pts) >= threshold:
+            saturated.append(name)
+            continue
+        eps.extend(episodes(name, pts, lambda v: v >= threshold))
+    eps.sort(key=lambda e: (e.start_s, e.series))
+    return eps, sorted(saturated)
+
+
+def memory_series(rows: Sequence[dict]) -> dict[str, tuple[str, bool, list[tuple[float, float]]]]:
+    """``{series: (unit, DUT-own, [(t_s, value)])}`` of the memory the monitor sampled: RSS per DUT
+    process, conntrack entries per namespace (the DUT's own), the host's used memory (total −
+    MemAvailable) and slab (host-wide)."""
+    out: dict[str, tuple[str, bool, list[tuple[float, float]]]] = {}
+
+    def add(name: str, unit: str, own: bool, t: float, v: Any) -> None:
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            out.setdefault(name, (unit, own, []))[2].append((t, float(v)))
+
+    for r in rows:
+        mon = r.get("monitor") or {}
+        t = r["t_s"] + r["duration_s"]
+        for name, p in (mon.get("procs") or {}).items():
+            add(f"RSS {name}", "B", True, t, p.get("rss_bytes") if isinstance(p, dict) else None)
+        for ns, n in (mon.get("conntrack") or {}).items():
+            add(f"conntrack entries {ns}", "entries", True, t, n)
+        mem = mon.get("mem") or {}
+        add("host memory used (total − MemAvailable)", "B", False, t, mem.get("used_bytes"))
+        add("host slab", "B", False, t, mem.get("slab_bytes"))
+    return out
+
+
+def leak_verdicts(rows: Sequence[dict], params: SoakParams) -> list[Trend]:
+    out = []
+    for name, (unit, own, pts) in memory_series(rows).items():
+        tr = trend(name, unit, [p[0] for p in pts], [p[1] for p in pts], params,
+                   judged=own or params.host_memory_verdict)
+        if tr is not None:
+            out.append(tr)
+    return out
+
+
+def interface_drops(rows: Sequence[dict]) -> dict[str, int]:
+    """Per interface: drop and error counter increments over the soak (within segments)."""
+    out: dict[str, int] = {}
+    prev: dict[str, dict] = {}
+    seg = None
+    for r in rows:
+        drops = (r.get("monitor") or {}).get("drops")
+        if not isinstance(drops, dict):
+            continue
+        if r["segment"] != seg:
+            prev, seg = {}, r["segment"]
+        for name, c in drops.items():
+            p = prev.get(name)
+            if p is not None:
+                out[name] = out.get(name, 0) + sum(max(0, int(v) - int(p.get(k, 0))) for k, v in c.items())
+            else:
+                out.setdefault(name, 0)
+            prev[name] = dict(c)
+    return out
+
+
+# --------------------------------------------------------------------------------------------- #
+# Result
+
+@dataclass(frozen=True)
+class SoakResult:
+    frame: FrameSize
+    line_rate: LineRate
+    params: SoakParams
+    rate_pps: float
+    ndr_pps: float | None
+    #: Every interval: ``t_s`` (soak time), ``duration_s``, ``segment``, frames sent/received/lost,
+    #: ``monitor`` (the compact DUT sample, or None).
+    rows: tuple[dict, ...]
+    counts: TrialCounts | None = None
+    complete: bool = True
+    leaks: tuple[Trend, ...] = field(default=())
+    cpu: tuple[Episode, ...] = field(default=())
+    saturated: tuple[str, ...] = field(default=())
+    losses: tuple[Episode, ...] = field(default=())
+
+    @classmethod
+    def build(cls, frame: FrameSize, line_rate: LineRate, params: SoakParams, rate_pps: float,
+              ndr_pps: float | None, rows: Sequence[dict], counts: TrialCounts | None,
+              complete: bool = True) -> SoakResult:
+        cpu, sat = cpu_episodes(rows, params.cpu_spike_pct)
+        return cls(frame, line_rate, params, rate_pps, ndr_pps, tuple(rows), counts, complete,
+                   tuple(leak_verdicts(rows, params)), tuple(cpu), tuple(sat),
+                   tuple(loss_episodes(rows, params.loss_min_frames)))
+
+    @property
+    def covered_s(self) -> float:
+        return sum(r["duration_s"] for r in self.rows)
+
+    @property
+    def frames_sent(self) -> int:
+        return sum(r["frames_sent"] for r in self.rows)
+
+    @property
+    def frames_received(self) -> int:
+        return sum(r["frames_received"] for r in self.rows)
+
+    @property
+    def leak(self) -> bool:
+        return any(t.leak for t in self.leaks)
+
+    @property
+    def headline_pps(self) -> float | None:
+        return self.frames_received / self.covered_s if self.covered_s > 0 else None
+
+    def stats_values(self) -> dict[str, float | None]:
+        sent = self.frames_sent
+        return {"rx_pps": self.headline_pps, "loss_ratio": (sent - self.frames_received) / sent if sent else None,
+                "loss_episodes": float(len(self.losses)), "cpu_spikes": float(len(self.cpu)),
+                "leaks": float(sum(1 for t in self.leaks if t.leak))}
+
+    def to_dict(self) -> dict:
+        sent, got = self.frames_sent, self.frames_received
+        c = self.counts
+        return {"rate": self.params.rate, "rate_pps": self.rate_pps, "ndr_pps": self.ndr_pps,
+                "interval_s": self.params.interval_s, "duration_s": self.params.duration_s,
+                "covered_s": self.covered_s, "segments": len({r["segment"] for r in self.rows}),
+                "complete": self.complete, "frames_sent": sent, "frames_received": got,
+                "frames_lost": max(0, sent - got), "loss_ratio": (sent - got) / sent if sent else None,
+                "rx_pps": self.headline_pps, "valid": c.valid if c is not None else None,
+                "invalid_reason": c.invalid_reason if c is not None else None,
+                "thresholds": self.params.thresholds(), "leak": self.leak,
+                "leaks": [t.to_dict() for t in self.leaks], "cpu_spikes": [e.to_dict() for e in self.cpu],
+                "cpu_saturated": list(self.saturated), "loss_episodes": [e.to_dict() for e in self.losses],
+                "interface_drops": interface_drops(self.rows), "intervals": list(self.rows)}
+
+
+# --------------------------------------------------------------------------------------------- #
+# Running it
+
+def _size(v: float, unit: str) -> str:
+    if unit != "B":
+        return f"{v:+.1f}"
+    a = abs(v)
+    for div, u in ((2 ** 30, "GiB"), (2 ** 20, "MiB"), (2 ** 10, "KiB")):
+        if a >= div:
+            return f"{v / div:+.2f} {u}"
+    return f"{v:+.0f} B"
+
+
+def trend_text(t: Trend) -> str:
+    u = "" if t.unit == "B" else " entries"
+    return (f"{t.series} {_size(t.slope_per_h, t.unit)}{u}/h, {t.n} samples, CI [{_size(t.low_per_h, t.unit)}, "
+            f"{_size(t.high_per_h, t.unit)}]/h")
+
+
+def live_line(res: SoakResult, row: dict | None = None) -> str:
+    """The latest interval (``row``, default the last of ``res``) and the verdicts of ``res``."""
+    r = row if row is not None else res.rows[-1]
+    last = res.rows[-1]
+    as_of = "" if last is r else f" (verdicts as of {fmt_time(last['t_s'] + last['duration_s'])})"
+    leaks = [t for t in res.leaks if t.leak]
+    worst = max((t for t in res.leaks if t.judged), key=lambda t: t.low_per_h, default=None)
+    mem = ("LEAK " + "; ".join(trend_text(t) for t in leaks)) if leaks else \
+        ("no leak" + (f" ({trend_text(worst)})" if worst else "" if res.leaks else " (too few samples)"
+                      if any(r.get("monitor") for r in res.rows) else " (not monitored)"))
+    return (f"soak {fmt_time(r['t_s'] + r['duration_s'])}/{fmt_time(res.params.duration_s)}: "
+            f"rx {format_pps(r['frames_received'] / r['duration_s'] if r['duration_s'] else 0)}, "
+            f"lost {r['frames_lost']} | memory: {mem} | CPU spikes: {len(res.cpu)} | "
+            f"loss episodes: {len(res.losses)}{as_of}")
+
+
+def fmt_time(s: float) -> str:
+    s = int(round(s))
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+def resolve_rate(params: SoakParams, ctx: Context) -> tuple[float, float | None]:
+    """``(rate_pps, ndr_pps)``: the NDR only for a rate relative to it (given, known, or measured)."""
+    share = params.ndr_share
+    if share is None:
+        r = parse_rate(params.rate, "rate")
+        pps = r.pps(ctx.frame.mean_size, ctx.line_rate.bps)
+        assert pps is not None  # "max" was refused, and a line rate is known
+        return pps, None
+    ndr = params.ndr_pps or ctx.throughput_pps
+    if ndr is None or ndr <= 0:
+        ndr = measure_throughput(ctx.measurer, ctx.frame, ctx.line_rate,
+                                 ThroughputParams(duration_s=params.ndr_trial_s), ctx.tester_limit).headline_pps
+    if ndr is None or ndr <= 0:
+        raise ConfigError("rate", f"{params.rate}: the DUT forwarded no load without loss (no NDR); give an absolute "
+                                  "rate or ndr_pps (--ndr)")
+    return ndr * share, ndr
+
+
+#: Live verdicts are worked out again once this many times their last cost has passed.
+LIVE_COST_FACTOR = 50
+
+
+def run_soak(params: SoakParams, ctx: Context) -> SoakResult:
+    rate_pps, ndr = resolve_rate(params, ctx)
+    rows: list[dict] = []
+    # The live verdicts cost O(intervals so far) (~0.9 s at 72 h of 10-s intervals): they are worked
+    # out again when at least LIVE_COST_FACTOR times their last cost has passed, so they take at most
+    # ~2 % of a CPU; intervals replayed on resume come at once and make one line.
+    live: dict[str, Any] = {"res": None, "at": -math.inf, "cost": 0.0, "note": -math.inf}
+
+    def on_interval(iv: Interval, sample: dict | None) -> None:
+        rows.append({"t_s": iv.t_s, "duration_s": iv.duration_s, "segment": iv.phase, "frames_sent": iv.frames_sent,
+                     "frames_received": iv.frames_received, "frames_lost": iv.frames_lost, "monitor": sample})
+        now = time.monotonic()
+        if now - live["note"] < params.interval_s / 2:
+            return
+        live["note"] = now
+        if live["res"] is None or now - live["at"] >= LIVE_COST_FACTOR * live["cost"]:
+            live["res"] = SoakResult.build(ctx.frame, ctx.line_rate, params, rate_pps, ndr, rows, None, False)
+            live["at"], live["cost"] = now, time.monotonic() - now
+        ctx.notify(live_line(live["res"], rows[-1]))
+
+    try:
+        counts = ctx.measurer.measure_soak(Load(rate_pps, ctx.frame), params.duration_s, params.interval_s,
+                                           on_interval)
+    except BaseException as e:
+        raise with_partial(e, lambda: SoakResult.build(ctx.frame, ctx.line_rate, params, rate_pps, ndr, rows, None,
+                                                       False)) from None
+    res = SoakResult.build(ctx.frame, ctx.line_rate, params, rate_pps, ndr, rows, counts)
+    if res.rows:
+        ctx.notify("final " + live_line(res))
+    return res
+
+
+# --------------------------------------------------------------------------------------------- #
+# Reading it back
+
+def entries(run: RunView) -> list[dict]:
+    """Per frame size: the first repetition's soak document (``frame_size`` added)."""
+    out = []
+    for r in run.method_results(METHOD_NAME):
+        reps = objs(r, "repetitions")
+        if reps:
+            out.append({**reps[0], "frame_size": r.get("frame_size")})
+    out.sort(key=lambda e: frame_size_sort_key(e["frame_size"]))
+    return out
+
+
+def verdict_table(e: dict) -> Table:
+    th = e.get("thresholds") or {}
+    t = Table(["memory series", "slope / h", f"{th.get('confidence_pct', 95):g} % CI / h", "first stage mean ± sd",
+               "last stage mean ± sd", "growth", "verdict"],
+              caption=f"leak: the CI above 0, growth above {th.get('leak_min_growth_pct', 5):g} % and the stages' "
+                      f"mean ± sd apart (stages: first and last {th.get('stage_pct', 20):g} % of the samples)")
+    for tr in objs(e, "leaks"):
+        unit = tr.get("unit", "B")
+        t.add([str(tr.get("series")), _size(num(tr, "slope_per_h") or 0.0, unit),
+               f"[{_size(num(tr, 'low_per_h') or 0.0, unit)}, {_size(num(tr, 'high_per_h') or 0.0, unit)}]",
+               _stage(tr, "first", unit), _stage(tr, "last", unit),
+               fmt.DASH if tr.get("growth_pct") is None else f"{tr['growth_pct']:+.1f} %",
+               ("LEAK" if tr.get("leak") else "no leak") + f": {tr.get('why', '')}"])
+    return t
+
+
+def _stage(tr: dict, which: str, unit: str) -> str:
+    m, sd = num(tr, f"{which}_mean") or 0.0, num(tr, f"{which}_sd") or 0.0
+    return f"{_size(m, unit).lstrip('+')} ± {_size(sd, unit).lstrip('+')}"
+
+
+def episode_table(e: dict) -> Table:
+    th = e.get("thresholds") or {}
+    t = Table(["kind", "series", "from", "for", "peak", "frames lost"],
+              caption=f"CPU spikes: samples ≥ {th.get('cpu_spike_pct', 90):g} % busy; loss episodes: intervals "
+                      f"that lost ≥ {th.get('loss_min_frames', 1)} frame(s); times are soak time")
+    for x in objs(e, "cpu_spikes"):
+        t.add(["CPU spike", str(x.get("series")), fmt_time(num(x, "start_s") or 0),
+               f"{num(x, 'duration_s') or 0:.1f} s",
+               f"{num(x, 'peak') or 0:.0f} %", fmt.DASH])
+    for x in objs(e, "loss_episodes"):
+        t.add(["loss", "frames", fmt_time(num(x, "start_s") or 0), f"{num(x, 'duration_s') or 0:.1f} s",
+               f"{100 * (num(x, 'peak') or 0):.3g} % of an interval", str(int(num(x, "frames_lost") or 0))])
+    return t
+
+
+def summary_lines(e: dict) -> list[str]:
+    th = e.get("thresholds") or {}
+    ndr = f" ({e['rate']} of NDR {format_pps(e['ndr_pps'])})" if e.get("ndr_pps") else ""
+    lines = [f"{fmt.size(e['frame_size'])}: {format_pps(e.get('rate_pps') or 0)}{ndr} for "
+             f"{fmt_time(e.get('covered_s') or 0)} "
+             f"in {e.get('segments', 1)} segment(s), {e.get('interval_s', 0):g}-s intervals"
+             + ("" if e.get("complete", True) else " (stopped early)") + ".",
+             "Memory: " + ("LEAK" if e.get("leak") else "no leak")
+             + f" (thresholds: CI {th.get('confidence_pct', 95):g} %,"
+             f" growth > {th.get('leak_min_growth_pct', 5):g} %, host memory judged: "
+             f"{'yes' if th.get('host_memory_verdict') else 'no'}).",
+             f"CPU spikes (≥ {th.get('cpu_spike_pct', 90):g} %): {len(objs(e, 'cpu_spikes'))}"
+             + (f"; saturated throughout: {', '.join(e['cpu_saturated'])}" if e.get("cpu_saturated") else "") + ".",
+             f"Loss episodes: {len(objs(e, 'loss_episodes'))}, {int(e.get('frames_lost') or 0)} frames lost in all."]
+    if e.get("valid") is False:
+        lines.append(f"The tester did not hold the load throughout ({e.get('invalid_reason')}): the trial is invalid, "
+                     "and loss in its timeline may be the tester's, not the DUT's.")
+    drops = {k: v for k, v in (e.get("interface_drops") or {}).items() if v}
+    if drops:
+        lines.append("Interface drops/errors: " + ", ".join(f"{k} {v}" for k, v in drops.items()) + ".")
+    return lines
+
+
+@plot("soak")
+def soak_plot(runs: Sequence[RunView]) -> Figure | None:
+    """Soak timeline: offered and received rate, frames lost per interval (loss episodes shaded),
+    CPU busy per core and per DUT process (spike threshold dashed), and memory of the DUT's processes
+    and the host (a leaking series with its fitted slope); dotted vertical lines mark where a resumed
+    soak's next segment began."""
+    es = [(i, r, e) for i, r in enumerate(runs) for e in entries(r)]
+    if not es:
+        return None
+    fig, axes = subplots(4, 1, w=8.0, h=9.0, sharex=True)
+    ax_rate, ax_loss, ax_cpu, ax_mem = (a[0] for a in axes)
+    for i, run, e in es:
+        rows = list(objs(e, "intervals"))
+        if not rows:
+            continue
+        c = run_colour(i)
+        pre = f"{run.name}: " if len(runs) > 1 else ""
+        ts = [(num(r, "t_s") or 0) + (num(r, "duration_s") or 0) / 2 for r in rows]
+        dur = [num(r, "duration_s") or 1.0 for r in rows]
+        ax_rate.plot(ts, [(num(r, "frames_sent") or 0) / d for r, d in zip(rows, dur)], color=c, ls="--", lw=1,
+                     label=pre + "offered")
+        ax_rate.plot(ts, [(num(r, "frames_received") or 0) / d for r, d in zip(rows, dur)], color=c, lw=1.4,
+                     label=pre + "received")
+        ax_loss.step(ts, [num(r, "frames_lost") or 0 for r in rows], where="mid", color=c, label=pre + "lost")
+        for x in objs(e, "loss_episodes"):
+            ax_loss.axvspan(num(x, "start_s") or 0, (num(x, "start_s") or 0) + (num(x, "duration_s") or 0),
+                            color=c, alpha=0.15)
+        cores: dict[str, list[float]] = {}
+        procs: dict[str, list[tuple[float, float]]] = {}
+        for t, r in zip(ts, rows):
+            mon = r.get("monitor") or {}
+            for core, b in (mon.get("cpu") or {}).items():
+                if core != "all" and isinstance(b, (int, float)):
+                    cores.setdefault(core, []).append(b)
+            for name, p in (mon.get("procs") or {}).items():
+                if isinstance(p, dict) and isinstance(p.get("cpu_percent"), (int, float)):
+                    procs.setdefault(name, []).append((t, p["cpu_percent"]))
+        for k, (core, vals) in enumerate(sorted(cores.items())):
+            if len(vals) == len(ts):
+                ax_cpu.plot(ts, vals, lw=0.9, color=run_colour(i + k + 1), label=f"{pre}{core} busy")
+        for name, pts in procs.items():
+            ax_cpu.plot([p[0] for p in pts], [p[1] for p in pts], lw=1.2, ls="-.", label=f"{pre}{name}")
+        th = (e.get("thresholds") or {}).get("cpu_spike_pct")
+        if th:
+            ax_cpu.axhline(th, ls="--", color=REF_GREY, lw=0.8, label="spike threshold")
+        series = memory_series(rows)
+        leaks = {tr.get("series"): tr for tr in objs(e, "leaks")}
+        host_ax = None
+        for k, (name, (unit, own, pts)) in enumerate(series.items()):
+            if unit != "B":
+                continue
+            tr = leaks.get(name)
+            judged = own or bool(tr and tr.get("judged"))
+            ax: Any = ax_mem
+            if not judged:  # host-wide, shared with the tester: on its own axis, not drowning the DUT's
+                host_ax = host_ax or ax_mem.twinx()
+                ax = host_ax
+            xs, ys = [p[0] for p in pts], [p[1] / 2 ** 20 for p in pts]
+            base = ys[0] if ys else 0.0
+            tag = " LEAK" if tr and tr.get("leak") else "" if judged else " (host-wide, right axis)"
+            ax.plot(xs, [y - base for y in ys], lw=1.1 if judged else 0.8, ls="-" if judged else "--",
+                    color=run_colour(i + k), label=f"{pre}{name}{tag}")
+            if tr and tr.get("leak"):
+                sl = (num(tr, "slope_per_h") or 0) / 3600 / 2 ** 20
+                mx = statistics.fmean(xs)
+                my = statistics.fmean(ys) - base
+                ax.plot([xs[0], xs[-1]], [my + sl * (xs[0] - mx), my + sl * (xs[-1] - mx)], ls=":",
+                        color=run_colour(i + k), lw=1.6)
+        if host_ax is not None:
+            host_ax.set_ylabel("host memory change (MiB)", fontsize=8)
+            h1, l1 = ax_mem.get_legend_handles_labels()
+            h2, l2 = host_ax.get_legend_handles_labels()
+            ax_mem.legend(h1 + h2, l1 + l2, fontsize=7, loc="upper left", ncols=2)
+        starts = {num(r, "t_s") or 0 for r, p in zip(rows[1:], rows) if r.get("segment") != p.get("segment")}
+        for seg_start in sorted(starts):
+            for ax in (ax_rate, ax_loss, ax_cpu, ax_mem):
+                ax.axvline(seg_start, ls=":", color=REF_GREY, lw=1)
+    ax_rate.yaxis.set_major_formatter(fps_fmt())
+    ax_rate.set_ylabel("frames/s")
+    ax_loss.set_ylabel("frames lost / interval")
+    ax_cpu.set_ylabel("CPU busy %")
+    ax_cpu.set_ylim(0, 105)
+    ax_mem.set_ylabel("DUT memory change (MiB)")
+    ax_mem.set_xlabel("soak time (s)")
+    verdict = "; ".join(("LEAK" if e.get("leak") else "no leak") + f", {len(objs(e, 'cpu_spikes'))} CPU spike(s), "
+                        f"{len(objs(e, 'loss_episodes'))} loss episode(s)" for _, _, e in es)
+    ax_rate.set_title(f"Soak — {verdict}")
+    for ax in (ax_rate, ax_loss, ax_cpu, ax_mem):
+        if ax.get_legend_handles_labels()[0] and ax.get_legend() is None:
+            ax.legend(fontsize=7, loc="upper left", ncols=2)
+    return fig
+
+
+# --------------------------------------------------------------------------------------------- #
+# The method
+
+SECTION = Section("soak", "Soak: stability over time")
+
+
+class Soak(Method):
+    name = METHOD_NAME
+    label = "Soak (stability, leak verdicts)"
+    params_type = SoakParams
+    sections = (SECTION,)
+    plots = (soak_plot,)
+    console_columns = ("rate", "covered", "rx rate", "lost", "loss episodes", "CPU spikes", "memory")
+    shortcut = Shortcut(Command("soak", "one long trial at a fixed load with DUT monitoring: leak, CPU-spike and "
+                                        "loss-episode verdicts",
+                                "Hold a load (e.g. 80%NDR: the NDR measured first, or --ndr) for --duration as one "
+                                "continuous trial counted every --interval, with the DUT monitored (CPU per core "
+                                "and per DUT process, RSS, MemAvailable, slab, conntrack, interface drops); every "
+                                "interval is on disk as it ends (continue a stopped soak with `netrig run --resume "
+                                "DIR`); verdicts live and at the end: memory leak (slope with its confidence "
+                                "interval, first vs last stage), CPU spikes, loss episodes.",
+                                sizes_default="64"),
+                        "soak")
+    cli_fields = {"rate": "--rate", "ndr_pps": "--ndr", "interval_s": "--interval", "duration_s": "--duration",
+                  "leak_min_growth_pct": "--leak-growth", "cpu_spike_pct": "--cpu-spike",
+                  "loss_min_frames": "--loss-min-frames", "confidence_pct": "--confidence",
+                  "ndr_trial_s": "--ndr-trial"}
+
+    owns_duration = True
+
+    def config_defaults(self, params: dict, trial_duration_s: float) -> dict:
+        """The soak's duration is its own (``duration_s``, default 2 h), never the trial duration."""
+        return params
+
+    def run(self, params: SoakParams, ctx: Context) -> SoakResult:
+        return run_soak(params, ctx)
+
+    def estimate_trials(self, params: SoakParams, frame: FrameSize, line_fps: float) -> int:
+        return 1 if params.ndr_share is None or params.ndr_pps else 12
+
+    def top_rate_pct(self, params: SoakParams) -> float:
+        return 100.0
+
+    def verdict_values(self, result: dict) -> dict[str, float | None]:
+        st = result.get("stats", {}).get("loss_ratio", {})
+        return {"loss_ratio": st.get("max")} if st else {}
+
+    def console_rows(self, result: dict, flags: str) -> list[list[str]]:
+        rows = []
+        for e in objs(result, "repetitions"):
+            leaks = [t for t in objs(e, "leaks") if t.get("leak")]
+            mem = ("LEAK: " + ", ".join(f"{t['series']} {_size(num(t, 'slope_per_h') or 0, t.get('unit', 'B'))}/h"
+                                        for t in leaks)) if leaks else "no leak"
+            rows.append([fmt.size(result["frame_size"]), format_pps(e.get("rate_pps") or 0),
+                         fmt_time(e.get("covered_s") or 0), format_pps(e.get("rx_pps") or 0),
+                         str(e.get("frames_lost", 0)), str(len(objs(e, "loss_episodes"))),
+                         str(len(objs(e, "cpu_spikes"))), mem, flags])
+        return rows
+
+    def html(self, run: RunView) -> dict[str, str]:
+        es = entries(run)
+        if not es:
+            return {}
+        body = figure(soak_plot, [run])
+        for e in es:
+            body += "".join(f"<p>{esc(x)}</p>" for x in summary_lines(e))
+            body += table_html(verdict_table(e)) + table_html(episode_table(e))
+        return {SECTION.id: body}
+
+    def markdown(self, run: RunView) -> str:
+        es = entries(run)
+        if not es:
+            return ""
+        body = ""
+        for e in es:
+            body += "\n".join(summary_lines(e)) + "\n\n" + table_md(verdict_table(e)) + "\n" \
+                + table_md(episode_table(e))
+        return section_md(SECTION.title, body, "")
+
+    def add_cli_options(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--rate", default="80%NDR",
+                            help="the load: frames/s (100kpps), bit/s (1Gbps), %% of line rate (50%%) or %% of the "
+                                 "DUT's NDR (80%%NDR: measured first unless --ndr) [80%%NDR]")
+        parser.add_argument("--ndr", default=None, metavar="PPS", help="the DUT's NDR for a %%NDR rate, in frames/s "
+                                                                       "(skips measuring it) [measured]")
+        parser.add_argument("--ndr-trial", default="10s", help="trial duration of the NDR search [10s]")
+        parser.add_argument("--interval", default="10s", help="counting and monitoring interval [10s]")
+        parser.add_argument("--confidence", type=float, default=95.0,
+                            help="confidence of the leak slope's interval, %% [95]")
+        parser.add_argument("--leak-growth", type=float, default=5.0,
+                            help="a leak grows by more than this, %% (last stage's mean over the first's) [5]")
+        parser.add_argument("--host-memory-verdict", action="store_true",
+                            help="judge the host's used memory and slab too (a DUT on its own host, "
+                                 "--monitor-remote); on one host they are shared with the tester [off]")
+        parser.add_argument("--cpu-spike", type=float, default=90.0, help="a CPU spike is a sample at or above this "
+                                                                          "busy %% [90]")
+        parser.add_argument("--resume", metavar="DIR", default=None,
+                            help="continue the stopped soak in DIR as a new segment (the same as `netrig run "
+                                 "--resume DIR`; every other option is the run's own) [off]")
+        parser.add_argument("--loss-min-frames", type=int, default=1,
+                            help="an interval is in a loss episode when it lost at least this many frames [1]")
+
+    def cli_params(self, args: argparse.Namespace) -> dict:
+        out: dict[str, Any] = {"rate": args.rate, "interval_s": args.interval, "ndr_trial_s": args.ndr_trial,
+                               "confidence_pct": args.confidence, "leak_min_growth_pct": args.leak_growth,
+                               "host_memory_verdict": args.host_memory_verdict, "cpu_spike_pct": args.cpu_spike,
+                               "loss_min_frames": args.loss_min_frames}
+        if args.ndr is not None:
+            r = parse_rate(args.ndr, "--ndr")
+            if r.kind != "pps":
+                raise ConfigError("--ndr", f"{args.ndr!r}: give the NDR in frames/s (e.g. 250000 or 250kpps)")
+            out["ndr_pps"] = r.value
+        if args.duration:
+            out["duration_s"] = args.duration
+        return out
+
+
+METHOD = Soak()
