@@ -33,6 +33,7 @@ bench: build
 	@command -v llc >/dev/null || bash ../shared/peers/peer-bench.sh install >/dev/null
 	$(PY) bench/run.py
 	$(PY) bench/flows.py
+	DUR=3 REPS=3 $(PY) bench/forward.py  # the forwarder goal case, ~2 min: 4 DUTs x 3 reps x 3 s
 
 bench-soak: build
 	$(PY) bench/soak.py

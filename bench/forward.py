@@ -1,19 +1,29 @@
 #!/usr/bin/env python3
-"""``make bench-forward``: ``netrig forward --mode io --backend af_xdp`` against DPDK testpmd io forwarding
-with ``net_af_xdp``, side by side on one veth test bed, in one run.
+"""``make bench`` (forwarder case) and ``make bench-forward``: the host as the DUT, four forwarders side
+by side on one veth test bed, in one run, at the same offered load:
+
+- ``netrig`` — ``netrig forward --mode io --backend af_xdp`` (the performance goal: ≥ 1.0 × testpmd);
+- ``xdp`` — ``netrig forward --mode io --backend xdp`` (in-kernel XDP_REDIRECT through a DEVMAP);
+- ``bridge`` — the Linux bridge (da and db enslaved to a bridge in D);
+- ``testpmd`` — DPDK ``dpdk-testpmd --forward-mode=io`` with two ``net_af_xdp`` ports.
 
 Test bed: tester namespace T (ports ta, tb) and DUT namespace D (da, db), ta↔da and tb↔db. The DUT
 forwards da↔db. The tester (netrig's engine, AF_XDP ports) offers 64-B frames at the highest rate it
 can from ta and counts what arrives on tb. Pinning (2 vCPUs): the tester's TX and RX workers on CPU
-0; the DUT's forwarding on CPU 1 (netrig forward: both workers ``--cpus 1``; testpmd: ``-l 0,1
---main-lcore 0``, forwarding lcore 1). DUTs alternate within each repetition; the result is the
-median of REPS repetitions of DUR seconds per DUT and the ratio netrig/testpmd of the medians.
+0; the DUT's forwarding on CPU 1 where it has threads (netrig forward: both workers ``--cpus 1``;
+testpmd: ``-l 0,1 --main-lcore 0``, forwarding lcore 1). The XDP program and the bridge run in the
+kernel's receive path of da — on veth, in softirq on the CPU that sent the frame (CPU 0, the
+tester's) — so they cannot be pinned. The order of the DUTs rotates every repetition; the result is
+the median of REPS repetitions of DUR seconds per DUT and the ratios of the medians to testpmd's.
+The tester's AF_XDP ports keep an XDP program on ta and tb, which the veth XDP_REDIRECT rule needs.
 
-Environment: DUR (default 5), REPS (3), OUT (JSON file, default /tmp/netrig-bench-forward.json).
-Run it alone (it takes /tmp/netrig-timing.lock).
+Environment: DUR (default 5), REPS (3), DUTS (comma list, default all four), OUT (JSON file; default
+bench/results/<date>-forward.json with a .md beside it). Run it alone (it takes
+/tmp/netrig-timing.lock).
 """
 from __future__ import annotations
 
+import datetime as dt
 import fcntl
 import json
 import os
@@ -27,11 +37,16 @@ import netrig
 
 DUR = float(os.environ.get("DUR", "5"))
 REPS = int(os.environ.get("REPS", "3"))
-OUT = os.environ.get("OUT", "/tmp/netrig-bench-forward.json")
-TESTER_LIMITED = " TESTER-LIMITED: both DUTs forwarded all offered"
+STAMP = dt.datetime.now().strftime("%Y-%m-%dT%H%M%S")
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.environ.get("OUT", os.path.join(HERE, "results", f"{STAMP}-forward.json"))
+ALL_DUTS = ("netrig", "xdp", "bridge", "testpmd")
+DUTS = tuple(d for d in os.environ.get("DUTS", ",".join(ALL_DUTS)).split(",") if d)
+TESTER_LIMITED = " TESTER-LIMITED: every DUT forwarded all offered"
 UID = uuid.uuid4().hex[:4]
 T, D = f"nrbf{UID}t", f"nrbf{UID}d"
 IF = {k: f"nrbf{UID}{k}" for k in ("ta", "tb", "da", "db")}
+BRIDGE = f"nrbf{UID}br"
 
 
 def sh(*cmd: str, ns: str | None = None, check: bool = True) -> str:
@@ -55,10 +70,18 @@ def cleanup() -> None:
         sh("ip", "netns", "del", ns, check=False)
 
 
-def start_dut(which: str) -> subprocess.Popen:
-    if which == "netrig":
+def start_dut(which: str) -> subprocess.Popen | None:
+    if which == "bridge":
+        sh("ip", "link", "add", BRIDGE, "type", "bridge", "stp_state", "0", "forward_delay", "0", ns=D)
+        for i in (IF["da"], IF["db"]):
+            sh("ip", "link", "set", i, "master", BRIDGE, ns=D)
+        sh("ip", "link", "set", BRIDGE, "up", ns=D)
+        time.sleep(0.5)
+        return None
+    if which in ("netrig", "xdp"):
         argv = [sys.executable, "-m", "netrig.cli.main", "forward", "--port", IF["da"], "--port", IF["db"],
-                "--mode", "io", "--backend", "af_xdp", "--cpus", "1", "--interval", "0"]
+                "--mode", "io", "--interval", "0"]
+        argv += ["--backend", "af_xdp", "--cpus", "1"] if which == "netrig" else ["--backend", "xdp"]
         ready = "Ctrl-C stops"
     else:
         argv = ["stdbuf", "-oL", "dpdk-testpmd", "-l", "0,1", "--main-lcore", "0", "--no-pci", "--no-huge",
@@ -84,7 +107,11 @@ def start_dut(which: str) -> subprocess.Popen:
     raise SystemExit(f"{which} did not start: {log.read()[-2000:]}")
 
 
-def stop_dut(p: subprocess.Popen) -> None:
+def stop_dut(p: subprocess.Popen | None) -> None:
+    if p is None:  # the bridge
+        sh("ip", "link", "del", BRIDGE, ns=D)
+        time.sleep(0.5)
+        return
     p.terminate()
     try:
         p.communicate(timeout=10)
@@ -108,13 +135,16 @@ def main() -> int:
     if os.geteuid() != 0:
         print("bench/forward.py needs root (namespaces, AF_XDP)", file=sys.stderr)
         return 2
+    if not DUTS or any(d not in ALL_DUTS for d in DUTS):
+        print(f"DUTS: {','.join(DUTS)!r} is not a comma list of {', '.join(ALL_DUTS)}", file=sys.stderr)
+        return 2
     lock = open("/tmp/netrig-timing.lock", "w")  # noqa: SIM115 (held until the process exits)
     fcntl.flock(lock, fcntl.LOCK_EX)
     rows: list[dict] = []
     try:
         setup()
         for rep in range(REPS):
-            order = ("netrig", "testpmd") if rep % 2 == 0 else ("testpmd", "netrig")
+            order = DUTS[rep % len(DUTS):] + DUTS[:rep % len(DUTS)]  # rotate: each DUT early and late
             for dut in order:
                 p = start_dut(dut)
                 try:
@@ -126,18 +156,37 @@ def main() -> int:
                       f"(offered {m['sent_pps'] / 1e6:.3f} Mpps, loss {m['loss_pct']:.1f} %)", flush=True)
     finally:
         cleanup()
-    med = {d: statistics.median(r["forwarded_pps"] for r in rows if r["dut"] == d) for d in ("netrig", "testpmd")}
-    ratio = med["netrig"] / med["testpmd"] if med["testpmd"] else None
-    # Both DUTs forwarding everything offered means the tester, not a DUT, set the rate: the ratio
-    # then says only that neither DUT was slower than the tester.
+    med = {d: statistics.median(r["forwarded_pps"] for r in rows if r["dut"] == d) for d in DUTS}
+    offered = {d: statistics.median(r["sent_pps"] for r in rows if r["dut"] == d) for d in DUTS}
+    base = med.get("testpmd")
+    ratios = {d: (med[d] / base if base else None) for d in DUTS}
+    ratio = ratios.get("netrig")
+    # Every DUT forwarding everything offered means the tester, not a DUT, set the rate: the ratios
+    # then say only that no DUT was slower than the tester.
     tester_limited = all(r["loss_pct"] < 0.1 for r in rows)
-    doc = {"case": "forward io af_xdp vs testpmd io net_af_xdp, 64 B, veth", "duration_s": DUR, "reps": REPS,
-           "pinning": {"tester_tx": 0, "tester_rx": 0, "dut_forwarding": 1}, "rows": rows,
-           "median_forwarded_pps": med, "ratio": ratio, "tester_limited": tester_limited}
+    doc = {"case": "forward io, 64 B, veth: netrig forward af_xdp, netrig forward xdp (XDP_REDIRECT), Linux bridge, "
+                   "testpmd net_af_xdp", "duration_s": DUR, "reps": REPS, "duts": list(DUTS),
+           "pinning": {"tester_tx": 0, "tester_rx": 0, "dut_forwarding": 1,
+                       "xdp_and_bridge": "kernel receive path of da (softirq on the sending CPU, 0)"},
+           "rows": rows, "median_forwarded_pps": med, "median_offered_pps": offered,
+           "ratio_to_testpmd": ratios, "ratio": ratio, "goal": "netrig forward io af_xdp >= 1.0 x testpmd",
+           "goal_met": None if ratio is None else ratio >= 1.0, "tester_limited": tester_limited}
+    os.makedirs(os.path.dirname(OUT) or ".", exist_ok=True)
     with open(OUT, "w") as f:
         json.dump(doc, f, indent=1)
-    print(f"median forwarded: netrig {med['netrig'] / 1e6:.3f} Mpps, testpmd {med['testpmd'] / 1e6:.3f} Mpps; "
-          f"ratio {ratio:.2f}x (goal >= 1.0){TESTER_LIMITED if tester_limited else ''}; {OUT}")
+    md = [f"# netrig forward bench {STAMP}", "", f"64 B, veth, io forwarding, median of {REPS} × {DUR:g} s per DUT, "
+          "DUT order rotating; tester on CPU 0, DUT threads on CPU 1 (XDP and bridge: kernel path, CPU 0)", "",
+          "| DUT | forwarded | offered | × testpmd |", "|---|---|---|---|"]
+    for d in DUTS:
+        r = f"{ratios[d]:.2f}" if ratios[d] else "—"
+        md.append(f"| {d} | {med[d] / 1e6:.3f} Mpps | {offered[d] / 1e6:.3f} Mpps | {r} |")
+    if tester_limited:
+        md += ["", TESTER_LIMITED.strip()]
+    with open(os.path.splitext(OUT)[0] + ".md", "w") as f:
+        f.write("\n".join(md) + "\n")
+    print("\n".join(md[4:]))
+    print(f"goal: netrig forward io af_xdp / testpmd = {ratio:.2f}x (>= 1.0)" if ratio is not None else "",
+          f"{TESTER_LIMITED if tester_limited else ''}; {OUT}")
     return 0
 
 

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 mkdir -p .stamps
 steps=("$@"); [ ${#steps[@]} -gt 0 ] || steps=(apt venv build)
 
-APT_PACKAGES="iproute2 nftables ethtool procps util-linux python3-venv chromium iperf3 iperf sockperf openssh-client openssh-server"
+APT_PACKAGES="iproute2 nftables ethtool procps util-linux python3-venv chromium iperf3 iperf sockperf openssh-client openssh-server libpcap0.8"
 PY=${PYTHON:-python3}
 
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }

@@ -16,12 +16,15 @@ import json
 import math
 import os
 import re
+import struct
 import tempfile
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from netrig.methods import REGISTRY as _REGISTRY
 
 #: A simulated run that would finish quickly if a bad value slipped through.
 SIM = ["--testbed", "simulated", "--sizes", "64", "--duration", "0.05s", "--no-selftest"]
@@ -174,10 +177,63 @@ cli("--event", "trial", "--tx", "lo", "--rx", "lo", "--frames", "100", "--event"
     name="trial --event with --frames")
 cli("--event", *TRIAL, *["--event", "true", "--at", "0.01s"] * 64, name="trial 64 events")
 cli("--event-netns", *TRIAL, "--event-netns", "nrnosuchns", name="trial --event-netns without --event")
+# pcap replay
+def _pcap(frames: list[bytes], linktype: int = 1, snap: int = 0) -> bytes:
+    """A little-endian microsecond pcap; ``snap`` > 0 records each frame as captured short of its length."""
+    out = [struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, linktype)]
+    out += [struct.pack("<IIII", 0, 0, len(f), len(f) + snap) + f for f in frames]
+    return b"".join(out)
+
+
+_UDP = bytes(12) + b"\x08\x00" + bytes([0x45, 0, 0, 46]) + bytes(5) + b"\x11" + bytes(10) + b"\x04\x00\x04\x00\x00\x1a" \
+    + bytes(20)
+_ARP = b"\xff" * 6 + bytes(6) + b"\x08\x06" + bytes(28)
+
+
+def pcap_case(expect: str, content: bytes | None, *extra: str, name: str) -> None:
+    files = {} if content is None else {"c.pcap": content}
+    CASES.append(Case(f"trial --pcap {name}", expect, argv=(*TRIAL, "--pcap", "{dir}/c.pcap", *extra), files=files))
+
+
+pcap_case("--pcap", None, name="missing file")
+pcap_case("--pcap", b"", name="empty file")
+pcap_case("--pcap", b"this is not a capture at all", name="not a pcap")
+pcap_case("--pcap", _pcap([]), name="no frames")
+pcap_case("--pcap", _pcap([_UDP], linktype=113), name="Linux cooked link type")
+pcap_case("--pcap", _pcap([_UDP, _UDP])[:-7], name="truncated record")
+pcap_case("--pcap", _pcap([_UDP], snap=100), name="snapped frame")
+pcap_case("--pcap", _pcap([b"\x01\x02\x03"]), name="frame shorter than an Ethernet header")
+pcap_case("--pcap-stamp", _pcap([_ARP]), "--pcap-stamp", name="--pcap-stamp, no frame with room")
+for opt, value in (("--size", "128"), ("--flows", "4"), ("--vary", "dst_ips=2"), ("--protocol", "tcp"),
+                   ("--vlan", "10"), ("--dst-mac", "02:00:00:00:00:09"), ("--src-ip", "198.18.0.9")):
+    pcap_case(opt, _pcap([_UDP]), opt, value, name=f"with {opt}")
+cli("--pcap-stamp", *TRIAL, "--pcap-stamp", name="trial --pcap-stamp without --pcap")
 cli("--event-netns", *TRIAL, "--event", "true", "--at", "0s", "--event-netns", "nrnosuchns")
 cli("--event-netns", *TRIAL, "--event", "true", "--at", "0s", "--event-netns", "../etc")
 for v in ["0", "abc", "-1s", "nan"]:
     cli("--event-timeout", *TRIAL, "--event", "true", "--at", "0s", "--event-timeout", v)
+# events under load on the shortcut commands (every timed method): the same pairing, and times
+# that must fall inside each method's trials
+FL = ["rfc2544", *SIM, "--tests", "frame-loss"]
+cli("--at", *FL, "--at", "0.01s", name="rfc2544 frame-loss --at without --event")
+cli("--at", *FL, "--event", "true", "--at", "0.01s", "--event", "true", name="rfc2544 two --event, one --at")
+for v in ["0.05s", "1h", "abc", "-1s", "nan", ""]:
+    cli("--at", *FL, "--event", "true", "--at", v, name=f"rfc2544 --at {v!r}")
+for v in ["", "  ", "echo 'unclosed"]:
+    cli("--event", *FL, "--event", v, "--at", "0.01s", name=f"rfc2544 frame-loss --event {v!r}")
+cli("--event", *FL, *["--event", "true", "--at", "0.01s"] * 64, name="rfc2544 64 events")
+cli("--event-timeout", *FL, "--event-timeout", "1s", name="rfc2544 frame-loss --event-timeout without --event")
+for v in ["0", "abc", "-1s"]:
+    cli("--event-timeout", *FL, "--event", "true", "--at", "0.01s", "--event-timeout", v,
+        name=f"rfc2544 --event-timeout {v!r}")
+cli("--at", "soak", *SIM, "--rate", "1kpps", "--duration", "2s", "--interval", "0.5s", "--event", "true", "--at",
+    "3s", name="soak --at beyond the soak")
+cli("--at", "rfc2544", *SIM, "--tests", "back-to-back", "--event", "true", "--at", "0.01s",
+    name="rfc2544 --event on bursts only")
+for _cmd in [c.name for c in _REGISTRY.commands()]:  # the shared event options of every shortcut
+    cli("--at", _cmd, *SIM, "--at", "1s", name=f"{_cmd} --at without --event")
+    cli("--event", _cmd, *SIM, "--event", "", "--at", "0s", name=f"{_cmd} --event ''")
+    cli("--event-timeout", _cmd, *SIM, "--event-timeout", "1s", name=f"{_cmd} --event-timeout without --event")
 cli("--testbed", "trial", "--testbed", "ffff", name="trial --testbed <missing id>")
 cli("--testbed", "trial", "--testbed", "router", name="trial --testbed <a topology, not an id>")
 cli("--testbed", "trial", "--testbed", "../../etc")
@@ -342,6 +398,16 @@ def toml(top: str = "", methods: str = M, **extra: str) -> str:
 
 
 BASE = toml(methods="")
+conf("trial.events not a list of tables", "trial.events", toml(trial='events = 5'))
+conf("trial.events without command", "trial.events[0]", toml(trial='events = [{at_s = "0.01s"}]'))
+conf("trial.events unknown key", "trial.events[0].when", toml(trial='events = [{command = "true", when = 1}]'))
+conf("trial.events at_s beyond the trial", "trial.events",
+     toml(trial='events = [{command = "true", at_s = "1s"}]'))
+conf("trial.events at_s negative", "trial.events[0].at_s", toml(trial='events = [{command = "true", at_s = -1}]'))
+conf("trial.events empty command", "trial.events[0].command", toml(trial='events = [{command = "", at_s = 0}]'))
+conf("trial.events on burst methods only", "trial.events",
+     toml(trial='events = [{command = "true", at_s = 0}]', methods='[[methods]]\n[methods.rfc2544_back_to_back]\n'))
+conf("trial.event_timeout_s = 0", "trial.event_timeout_s", toml(trial="event_timeout_s = 0"))
 for sect, key, val, want in [
         ("trial", "duration_s", "inf", "trial.duration_s"), ("trial", "duration_s", "nan", "trial.duration_s"),
         ("trial", "duration_s", '"1e99s"', "trial.duration_s"), ("trial", "drain_s", "1e99", "trial.drain_s"),
@@ -507,13 +573,46 @@ for argv, want in [(["mesh"], "topology"), (["router", "--cap", "100kpps"], "--c
 for argv, want in [(["forwarder", "--forward-mode", "macswap"], "--forward-mode"),
                    (["forwarder", "--forward-backend", "dpdk"], "--forward-backend"),
                    (["router", "--forward-mode", "mac"], "--forward-mode"),
-                   (["forwarder", "--rules", "3"], "--rules")]:
+                   (["forwarder", "--rules", "3"], "--rules"),
+                   (["forwarder", "--forward-backend", "xdp", "--dut-cpus", "1"], "--dut-cpus"),
+                   (["oneport", "--forward-mode", "mac"], "--forward-mode"),
+                   (["oneport", "--forward-backend", "XDP"], "--forward-backend"),
+                   (["oneport", "--forward-backend", "xdp", "--dut-cpus", "0"], "--dut-cpus"),
+                   (["oneport", "--cap", "1kpps"], "--cap")]:
     cli(want, "testbed", "up", *argv)
 for tb, kv, name in [("forwarder", "forward_mode=rxonly", "forward_mode"),
-                     ("forwarder", "forward_backend=xdp", "forward_backend"),
+                     ("forwarder", "forward_backend=xdp_redirect", "forward_backend"),
+                     ("oneport", "forward_mode=rxonly", "forward_mode"),
+                     ("oneport", "forward_mode=io", "forward_mode"),
+                     ("oneport", "forward_backend=dpdk", "forward_backend"),
+                     ("oneport", "rules=3", "rules"),
                      ("router", "forward_backend=socket", "forward_backend"),
                      ("forwarder", "dut_cpus=999", "dut_cpus")]:
     cli(f"--testbed-option {name}", "rfc2544", "--testbed", tb, "--out", "{dir}/out", "--testbed-option", kv)
+# netrig capture-bench and netrig capture: every bad value is refused before a test bed is built.
+CB = ["capture-bench", "--out", "{dir}/cb"]
+cli("--methods", *CB, "--methods", "pf_ring", name="capture-bench unknown method")
+cli("--methods", *CB, "--methods", "", name="capture-bench no method")
+cli("--methods", *CB, "--methods", "recvfrom,recvfrom", name="capture-bench method twice")
+cli("--sizes", *CB, "--sizes", "12", name="capture-bench bad size")
+cli("--sizes", *CB, "--sizes", "jumbo", name="capture-bench unknown size")
+cli("--batch", *CB, "--batch", "0", name="capture-bench batch 0")
+cli("--batch", *CB, "--batch", "x", name="capture-bench batch not a number")
+cli("--loads", *CB, "--loads", "150", name="capture-bench load above 100")
+cli("--loads", *CB, "--loads", "a,b", name="capture-bench loads not numbers")
+cli("--duration", *CB, "--duration", "0", name="capture-bench duration 0")
+cli("--drain", *CB, "--drain", "-1", name="capture-bench negative drain")
+cli("--resolution", *CB, "--resolution", "0", name="capture-bench resolution 0")
+cli("--cpu", *CB, "--cpu", "999", name="capture-bench cpu beyond the machine")
+CAP = ["capture", "--port", "lo", "--duration", "0.1"]
+cli("--port", "capture", "--duration", "0.1", name="capture without --port")
+cli("--method", *CAP, "--method", "pf_ring", name="capture unknown method")
+cli("--batch", *CAP, "--batch", "0", name="capture batch 0")
+cli("--batch", *CAP, "--batch", "2000", name="capture batch too large")
+cli("--cpu", *CAP, "--cpu", "999", name="capture cpu beyond the machine")
+cli("--stats", *CAP, "--stats", "/nonexistent/dir/s.json", name="capture stats unwritable")
+cli("--capture-method", "testbed", "up", "capture", "--capture-method", "pf_ring", name="testbed capture-method")
+cli("--capture-batch", "testbed", "up", "router", "--capture-batch", "5", name="testbed capture-batch on router")
 # netrig forward: lo would be refused by the transmit guard if a bad value slipped through; every
 # case also has a short --duration so nothing can run on.
 FWD = ["forward", "--port", "lo", "--duration", "0.1"]
@@ -553,6 +652,16 @@ cli("--netns", *FWD, "--netns", "nrnosuchns")
 cli("--netns", *FWD, "--netns", "../etc")
 cli("--json", *FWD, "--mode", "rxonly", "--json", "/nonexistent-dir/x.json", name="forward --json unwritable")
 cli("refusing", *FWD, name="forward on lo (the transmit guard)")
+# --backend xdp: the kernel forwards on every queue, on the receiving CPU, without batches.
+cli("--queues", *FWD, "--backend", "xdp", "--queues", "2", name="forward xdp --queues")
+cli("--queues", *FWD, "--backend", "xdp", "--queues", "", name="forward xdp --queues empty")
+cli("--cpus", *FWD, "--backend", "xdp", "--cpus", "0", name="forward xdp --cpus")
+cli("--batch", *FWD, "--backend", "xdp", "--batch", "32", name="forward xdp --batch")
+cli("--backend", *FWD, "--backend", "XDP", name="forward --backend XDP")
+cli("--backend", *FWD, "--backend", "xdp_redirect", name="forward --backend xdp_redirect")
+cli("--peer-mac", *FWD, "--backend", "xdp", "--mode", "mac", "--peer-mac", "02:00:00:00:00:zz",
+    name="forward xdp --peer-mac not hex")
+cli("refusing", *FWD, "--backend", "xdp", name="forward xdp on lo (the transmit guard)")
 cli("id", "testbed", "down", "zz")
 cli("no such test bed", "testbed", "down", "ffff")
 cli("id", "testbed", "status", "../x")
@@ -602,7 +711,12 @@ def _api_cases() -> None:
                      ({"rate_pps": 1, "frame_size": 128, "vlan": 5, "outer_vlan": 4095}, "outer_vlan"),
                      ({"rate_pps": 1, "flows": {"vlans": 2}}, "flows.vlans"),
                      ({"rate_pps": 1, "flows": {"dst_macs": 0}}, "flows.dst_macs"),
-                     ({"rate_pps": 1, "protocol": "raw", "flows": {"dst_ports": 2}}, "flows.dst_ports")]:
+                     ({"rate_pps": 1, "protocol": "raw", "flows": {"dst_ports": 2}}, "flows.dst_ports"),
+                     ({"rate_pps": 1, "pcap": 5}, "pcap"), ({"rate_pps": 1, "pcap": ""}, "pcap"),
+                     ({"rate_pps": 1, "pcap": "/nonexistent/x.pcap"}, "pcap"),
+                     ({"rate_pps": 1, "pcap_stamp": True}, "pcap_stamp"),
+                     ({"rate_pps": 1, "pcap": "/dev/null"}, "pcap"),
+                     ({"rate_pps": 1, "pcap": "/dev/zero"}, "pcap"), ({"rate_pps": 1, "pcap": "/tmp"}, "pcap")]:
         api(f"Stream({kw})", want, lambda kw=kw: Stream(**kw))
     for args, kw, want in [((5,), {}, "ifname"), (("lo",), {"queues": True}, "queues"), (("lo",), {"queues": 0}, "queues"),
                            (("lo",), {"io": "dpdk"}, "io"), (("lo",), {"busy_poll_us": -1}, "busy_poll_us"),

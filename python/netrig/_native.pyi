@@ -15,8 +15,11 @@ __all__ = [
     "RFC2544_FRAME_SIZES", "FRAME_SIZE_MIXES", "DEFAULT_DRAIN_S", "MAX_DURATION_S", "MAX_DRAIN_S", "MAX_RATE_PPS",
     "MAX_RATE_BPS", "MAX_FRAMES", "MAX_QUEUES", "MAX_FLOWS", "IO_MODES", "PACING_MODES", "DEFAULT_MAX_STRETCH_PCT",
     "MAX_RAMP_STEPS", "FORWARD_MODES", "MAX_FORWARD_PORTS", "MAX_FORWARD_BATCH", "Forwarder", "ForwardQueueStats",
+    "CAPTURE_METHODS", "MAX_CAPTURE_BATCH", "DEFAULT_CAPTURE_BATCH", "Capture", "CaptureStats", "CaptureTag",
     "ForwardPortInfo", "FrameSizeSpec", "RateSpec", "FlowSpec", "StopSpec", "PhaseSpec", "StreamSpec", "Port",
-    "TrialSpec", "Snapshot", "Trial", "Listen", "LatencySummary", "SeqGap", "FlowResult", "StreamResult", "PortResult",
+    "TrialSpec", "Snapshot", "Trial", "Listen", "LatencySummary", "SeqGap", "FlowResult", "StreamResult",
+    "ReplayResult",
+    "PortResult",
     "Smoothness", "IntervalResult", "TrialResult", "HeardFlow", "ForeignKind", "ListenPort", "ListenResult",
     "InterfaceInfo", "IoProbe", "interface_info", "list_interfaces", "probe_io", "probe_xdp_program", "line_rate_fps",
     "linear_ramp",
@@ -59,6 +62,10 @@ MAX_RAMP_STEPS: int
 FORWARD_MODES: tuple[str, ...]
 MAX_FORWARD_PORTS: int
 MAX_FORWARD_BATCH: int
+#: Capture methods of ``Capture`` (``netrig capture``, ``netrig capture-bench``).
+CAPTURE_METHODS: tuple[str, ...]
+MAX_CAPTURE_BATCH: int
+DEFAULT_CAPTURE_BATCH: int
 
 def line_rate_fps(bps: float, mean_frame_size: float) -> float:
     """Frames/s at line rate: bps / ((mean_frame_size + WIRE_OVERHEAD_BYTES) * 8)."""
@@ -201,6 +208,8 @@ class StreamSpec:
         tcp_seq: int = 0,
         ethertype: int = 0x88B5,
         outer_vlan: int | None = None,
+        pcap: str | None = None,
+        pcap_stamp: bool = False,
     ) -> StreamSpec: ...
     @property
     def name(self) -> str: ...
@@ -229,6 +238,18 @@ class StreamSpec:
     def vlan(self) -> int | None: ...
     @property
     def outer_vlan(self) -> int | None: ...
+    @property
+    def pcap(self) -> str | None:
+        """The capture a replay stream sends (`None`: frames built from the template)."""
+    @property
+    def pcap_stamp(self) -> bool:
+        """A replay stamps the signature into the frames with room for it."""
+    @property
+    def pcap_frames(self) -> int | None:
+        """Frames of the capture (one pass), `None` unless a replay."""
+    @property
+    def mean_frame_size(self) -> float:
+        """Mean frame size in bytes incl. FCS (a replay: the capture's, short frames counted as 64)."""
     @property
     def intended_rate_pps(self) -> float | None:
         """Frames/s this stream asks for (``None`` for ``max``)."""
@@ -464,8 +485,47 @@ class StreamResult:
     @property
     def flow_results(self) -> tuple[FlowResult, ...]: ...
     @property
-    def loss_ratio(self) -> float: ...
+    def loss_measured(self) -> bool:
+        """The receiver counted this stream's frames (false: a replay without stamping; its
+        `frames_lost` is 0 by construction, not measured)."""
+    @property
+    def replay(self) -> ReplayResult | None:
+        """A pcap replay: what was sent of the capture (`None` for a template stream)."""
+    @property
+    def loss_ratio(self) -> float:
+        """Lost / counted (a replay's unstamped frames are not counted; 0 when none was)."""
     def to_dict(self, flows: bool = True) -> dict[str, object]: ...
+
+@final
+class ReplayResult:
+    """What a pcap replay sent: passes through the capture, frames with and without the signature."""
+
+    @property
+    def file(self) -> str:
+        """The capture file."""
+    @property
+    def stamped(self) -> bool:
+        """Frames were stamped with the signature where they had room."""
+    @property
+    def frames_per_pass(self) -> int: ...
+    @property
+    def bytes_per_pass(self) -> int:
+        """Bytes of one pass, frame sizes incl. FCS (short frames counted as 64)."""
+    @property
+    def passes(self) -> float:
+        """Frames sent / frames per pass."""
+    @property
+    def frames_stamped(self) -> int: ...
+    @property
+    def frames_unstamped(self) -> int:
+        """Frames sent as captured, without the signature (not counted by the receiver)."""
+    @property
+    def flows(self) -> int:
+        """Flows of a stamped replay (captured 5-tuples); 0 without stamping."""
+    @property
+    def signed_in_capture(self) -> int:
+        """Frames of the capture that already carried a netrig signature."""
+    def to_dict(self) -> dict[str, object]: ...
 
 @final
 class PortResult:
@@ -743,7 +803,8 @@ class ForwardPortInfo:
     @property
     def ifname(self) -> str: ...
     @property
-    def backend(self) -> str: ...
+    def backend(self) -> str:
+        """`af_xdp`, `af_packet`, `socket`, or `xdp` (forwarded in the kernel)."""
     @property
     def queues(self) -> int: ...
     @property
@@ -761,7 +822,10 @@ class ForwardPortInfo:
 class Forwarder:
     """A forwarder (``netrig forward``) running in engine threads: the host as the DUT. Opens every
     port (``rx_all``: with af_xdp an XDP program steers every frame to it) and starts one pinned
-    worker per (port, queue); errors name ``ports``, ``mode``, ``peer_mac``, ``cpus``, ``batch``."""
+    worker per (port, queue); errors name ``ports``, ``mode``, ``peer_mac``, ``cpus``, ``batch``. With
+    ``xdp_redirect=True`` nothing runs in user space: one XDP program per port forwards in the kernel
+    (DEVMAP + XDP_REDIRECT, every queue; ports opened with ``io="auto"``, one queue, no ``cpus`` or
+    ``batch``); ``stats()`` then has one entry per port (queue 0, ``cpu`` None) from per-CPU maps."""
 
     def __new__(
         cls,
@@ -770,6 +834,7 @@ class Forwarder:
         peer_macs: Sequence[str | None] | None = None,
         cpus: Sequence[int] | None = None,
         batch: int | None = None,
+        xdp_redirect: bool | None = None,
     ) -> Forwarder: ...
     @property
     def ports(self) -> list[ForwardPortInfo]:
@@ -784,6 +849,84 @@ class Forwarder:
     def stop(self) -> list[ForwardQueueStats]:
         """Stop the workers, close the ports (XDP programs detached) and return the final counters;
         raises the error a worker ended with. A second call returns an empty list."""
+
+@final
+class CaptureTag:
+    """Frames and bytes (with FCS) a capture saw of one sender's trial tag."""
+
+    @property
+    def tag(self) -> int:
+        """The trial tag (its low 23 bits, as carried in the signature)."""
+    @property
+    def frames(self) -> int: ...
+    @property
+    def bytes(self) -> int: ...
+    def to_dict(self) -> dict[str, object]: ...
+
+@final
+class CaptureStats:
+    """A capture's counters at one moment (cumulative since it started)."""
+
+    @property
+    def frames(self) -> int:
+        """Every frame captured, and its bytes (with FCS)."""
+    @property
+    def bytes(self) -> int: ...
+    @property
+    def tags(self) -> tuple[CaptureTag, ...]:
+        """Signed measurement frames per sender's trial tag."""
+    @property
+    def warmup(self) -> int:
+        """Signed warm-up frames."""
+    @property
+    def foreign(self) -> int:
+        """Frames without a netrig signature."""
+    @property
+    def drops(self) -> int:
+        """The method's own drop counter (`Capture.drops_source`)."""
+    @property
+    def queue_drops(self) -> int:
+        """`threads`: frames dropped because the hand-over queue was full."""
+    @property
+    def settled(self) -> bool:
+        """The capture confirmed the counters after finding its source empty."""
+    @property
+    def elapsed_s(self) -> float: ...
+    def to_dict(self) -> dict[str, object]: ...
+
+@final
+class Capture:
+    """A capture application (`netrig capture`): one capture method counting what it sees on an
+    interface, in engine threads pinned to one CPU."""
+
+    def __new__(
+        cls,
+        method: str,
+        ifname: str,
+        netns: str | None = None,
+        cpu: int | None = None,
+        batch: int | None = None,
+    ) -> Capture: ...
+    @property
+    def method(self) -> str: ...
+    @property
+    def notes(self) -> str:
+        """What was opened (library version, XDP mode, socket options)."""
+    @property
+    def drops_source(self) -> str:
+        """Where `CaptureStats.drops` comes from."""
+    @property
+    def running(self) -> bool:
+        """Capturing (not stopped, no worker failed)."""
+    @property
+    def error(self) -> str | None:
+        """The error a worker stopped with, if any."""
+    def stats(self, wait_s: float = 1.0) -> CaptureStats:
+        """The counters now: settled (`settled` true) once the capture found its source empty,
+        waiting at most `wait_s` for that."""
+    def stop(self) -> CaptureStats | None:
+        """Stop capturing, close the source (XDP program detached) and return the final counters;
+        raises the error a worker ended with. A second call returns ``None``."""
 
 def interface_info(ifname: str, netns: str | None = None) -> InterfaceInfo: ...
 def list_interfaces(netns: str | None = None) -> list[str]: ...

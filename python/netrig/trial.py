@@ -16,6 +16,7 @@ wind down (nothing is left running), and raises :class:`~netrig.errors.Interrupt
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -107,6 +108,14 @@ class Stream:
     mapping with ``src_ips``, ``dst_ips``, ``src_ports``, ``dst_ports``, ``src_macs``,
     ``dst_macs``, ``vlans`` (VLAN ids from ``vlan`` up); ``flow_order`` sequential or
     pseudorandom (RFC 4814, from ``seed``). ``tx_port``/``rx_port`` index the trial's ports.
+
+    ``pcap``: replay this capture (pcap or pcapng, Ethernet) instead of building frames: its frames
+    in order, looped, at the stream's rate (bit rates convert with the capture's mean size); the
+    addressing, protocol, VLAN, frame size and flow fields are then not used (leave them unset).
+    ``pcap_stamp``: write the signature into every frame with room for it (UDP/TCP payload, ICMP
+    echo data, raw L2 payload; checksums updated, lengths unchanged), one flow per captured
+    5-tuple, so the receiver counts loss, reordering, duplicates and latency; without it the
+    receiver cannot tell the frames apart and the stream's loss is not measured.
     """
 
     frame_size: Any = 64
@@ -133,6 +142,8 @@ class Stream:
     tcp_seq: int = 0
     ethertype: int | str = DEFAULT_RAW_ETHERTYPE
     outer_vlan: int | None = None
+    pcap: str | None = None
+    pcap_stamp: bool = False
 
     def __post_init__(self) -> None:
         self.spec(0)  # every check, now: errors name the field
@@ -144,6 +155,8 @@ class Stream:
     @property
     def mean_frame_size(self) -> float:
         """Mean frame size in bytes incl. FCS (what bit rates and the line rate use)."""
+        if self.pcap is not None:
+            return self.spec(0).mean_frame_size
         return FrameSize.parse(self.frame_size).mean_size
 
     # ---------------------------------------------------------------- building the spec
@@ -154,6 +167,8 @@ class Stream:
         if (self.rate_pps is None) == (self.rate is None):
             raise ConfigError("rate", "give exactly one of rate_pps (frames/s) or rate "
                                       "(e.g. '100kpps', '1Gbps', '50%', 'max')")
+        if self.pcap is not None:
+            self._check_replay()
         try:
             return _native.StreamSpec(
                 frame_size=FrameSize.parse(self.frame_size, "frame_size").spec(),
@@ -162,9 +177,19 @@ class Stream:
                 src_port=self.src_port, dst_port=self.dst_port, vlan=self.vlan, ttl=self.ttl,
                 udp_checksum=self.udp_checksum, flows=self._flows(), line_rate_bps=self.line_rate_bps,
                 protocol=self.protocol, tcp_flags=self.tcp_flags, tcp_seq=self.tcp_seq,
-                ethertype=parse_ethertype(self.ethertype), outer_vlan=self.outer_vlan)
+                ethertype=parse_ethertype(self.ethertype), outer_vlan=self.outer_vlan,
+                pcap=None if self.pcap is None else str(self.pcap), pcap_stamp=self.pcap_stamp)
         except ConfigError as e:
             raise ConfigError(self._field(e.field), e.message) from None
+
+    def _check_replay(self) -> None:
+        """A replay sends the capture's frames: the fields that build frames must keep their defaults."""
+        if not isinstance(self.pcap, (str, os.PathLike)) or not str(self.pcap):
+            raise ConfigError("pcap", f"{self.pcap!r}: give the path of a pcap or pcapng capture")
+        for f in ("frame_size", "protocol", "flows", "flow_order"):
+            if getattr(self, f) != getattr(_DEFAULT, f):
+                raise ConfigError(f, f"{getattr(self, f)!r}: a replay sends the capture's frames as they are "
+                                     f"(sizes, protocols, flows): leave {f} unset with pcap")
 
     def _rate(self) -> _native.RateSpec:
         if self.rate_pps is not None:
@@ -194,6 +219,12 @@ class Stream:
         if field.startswith("flows") and not isinstance(self.flows, Mapping):
             return "flows"
         return field
+
+
+#: The defaults, to tell which fields a replay stream was given.
+_DEFAULT = Stream.__new__(Stream)
+for _f in dataclasses.fields(Stream):
+    object.__setattr__(_DEFAULT, _f.name, _f.default)
 
 
 def _seconds(value: float | str, field: str) -> float:
@@ -309,6 +340,7 @@ def run_trial(
     for i, s in enumerate(streams):
         if not isinstance(s, Stream):
             raise ConfigError(f"streams[{i}]", f"{s!r} is not a netrig.Stream")
+    ports, streams = _one_port_each(list(ports), streams)
     phase_specs = _phase_specs(phases)
     if phase_specs and duration_s is None and frames is None and bursts is None:
         duration_s = sum(p.duration_s for p in phase_specs)
@@ -320,6 +352,25 @@ def run_trial(
         phases=phase_specs, interval_s=None if interval_s is None else _seconds(interval_s, "interval_s"),
         gap_slots=gap_slots)
     return _watch(_native.Trial(spec), progress, progress_interval_s, "trial", "traffic stopped", on_intervals)
+
+
+def _one_port_each(ports: list[Port], streams: Sequence[Stream]) -> tuple[list[Port], Sequence[Stream]]:
+    """The same Port object given twice (one-port loopback: tx is rx) is opened once, its streams
+    sending and receiving on it: one socket per queue receives only what arrives on the wire (AF_XDP
+    sees ingress only; AF_PACKET and sockets ignore outgoing frames), so nothing the tester sent is
+    counted as received."""
+    uniq: list[Port] = []
+    remap: dict[int, int] = {}
+    for i, p in enumerate(ports):
+        j = next((k for k, q in enumerate(uniq) if q is p), None)
+        if j is None:
+            j = len(uniq)
+            uniq.append(p)
+        remap[i] = j
+    if len(uniq) == len(ports):
+        return ports, streams
+    return uniq, [dataclasses.replace(s, tx_port=remap.get(s.tx_port, s.tx_port),
+                                      rx_port=remap.get(s.rx_port, s.rx_port)) for s in streams]
 
 
 def listen(

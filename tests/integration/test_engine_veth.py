@@ -83,7 +83,8 @@ FLOW_KEYS = {"flow_id", "frames_sent", "frames_received", "bytes_received", "fra
              "duplicated", "late", "latency", "gaps", "last_rx_tx_ns", "tail_missing"}
 STREAM_KEYS = {"index", "name", "tx_port", "rx_port", "frame_size_mean", "flows", "intended_rate_pps",
                "intended_frames", "frames_sent", "bytes_sent", "tx_rate_pps", "frames_received", "bytes_received",
-               "frames_lost", "reordered", "duplicated", "late", "latency", "flow_results"}
+               "frames_lost", "reordered", "duplicated", "late", "latency", "flow_results",
+               "loss_measured", "replay"}
 PORT_KEYS = {"name", "backend", "notes", "timestamp_source", "tx_frames", "tx_bytes", "tx_backpressure", "tx_errors",
              "rx_frames", "rx_bytes", "rx_foreign", "rx_unknown_flow", "rx_warmup", "rx_earlier_trial",
              "rx_other_trial", "rx_implausible", "rx_ring_drops", "rx_overruns", "link_down_events", "link_up",

@@ -169,3 +169,44 @@ def test_reset_method_measures_the_reset_as_an_event():
     assert r.reset_time_s is not None and lo * 0.9 <= r.reset_time_s <= hi * 1.1
     assert r.to_dict()["recovery_s"] is not None and r.frames_lost == ev["frames_lost"] > 0
     print(f"\nreset: injected {truth * 1000:.1f} ms [{lo * 1000:.1f}, {hi * 1000:.1f}], reset time {r.reset_time_s * 1000:.1f} ms")
+
+
+def test_events_in_any_timed_method_of_a_run(router, tmp_path):
+    """``trial.events`` in a config (``--event``/``--at`` on the shortcuts): the run loop runs the
+    blackout in every timed trial of the methods that take events, here a frame-loss trial (a rate
+    trial) and a soak (its one continuous trial); each trial's record has the event's per-flow
+    outage, which matches the injected blackout within 10 %, and the report has its table."""
+    cfg = tmp_path / "events.toml"
+    cfg.write_text(
+        f'[testbed]\nname = "router"\nid = "{router}"\n[frames]\nsizes = [64]\n[selftest]\nenabled = false\n'
+        '[trial]\nduration_s = "3s"\ndrain_s = "0.5s"\n'
+        f"events = [{{command = {json.dumps(blackout_command(BLACKOUT_SLEEP_S))}, at_s = \"1s\"}}]\n"
+        "[ports]\nflows = 2\n"
+        # One frame-loss trial at 0.05 % of the nominal 10G line rate (7.4 kfps).
+        "[[methods]]\n[methods.rfc2544_frame_loss]\nstart_pct = 0.05\nmin_pct = 0.05\n"
+        '[[methods]]\n[methods.soak]\nrate = "6kpps"\nduration_s = "3s"\ninterval_s = "0.5s"\n')
+    out = tmp_path / "run"
+    r = netrig("run", str(cfg), "--out", str(out), "--quiet")
+    assert "Traceback" not in r.stderr
+    doc = json.loads((out / "result.json").read_text())
+    timed = [t for t in doc["trials"] if t["method"] in ("rfc2544_frame_loss", "soak")]
+    assert [t["kind"] for t in timed] == ["events", "soak"], [t["kind"] for t in timed]
+    for t in timed:
+        (ev,) = t["counts"]["events"]
+        assert ev["event"]["ok"] and ev["event"]["netns"] == f"nr{router}-dut", ev["event"]
+        lo, hi = injected(ev["event"]["output_tail"])
+        truth = injected_s(ev["event"]["output_tail"])
+        assert len(ev["flows"]) == 2 and ev["recovered"], (t["method"], ev)
+        for f in ev["flows"]:
+            assert f["outage_s"] == pytest.approx(truth, rel=0.10), (t["method"], f, lo, hi)
+        # Everything the trial lost, it lost in the blackout.
+        assert ev["frames_lost"] == t["counts"]["frames_sent"] - t["counts"]["frames_received"] > 0
+        measured = ", ".join(f"{f['outage_s'] * 1000:.1f}" for f in ev["flows"])
+        print(f"\n{t['method']}: injected {truth * 1000:.1f} ms, measured {measured} ms")
+    codes = {f["code"] for s in doc["summary"] for res in s.get("results", []) for f in res.get("flags", [])}
+    assert "events_under_load" in codes, codes
+    r = netrig("report", str(out / "result.json"))
+    assert r.returncode == 0, r.stderr
+    html, md = (out / "report.html").read_text(), (out / "report.md").read_text()
+    assert "Events under load" in html and "Events under load" in md and "never recovered" not in html
+    assert md.count(BLACKOUT_SLEEP_S.__str__()) >= 2  # the command, once per trial with it

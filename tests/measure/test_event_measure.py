@@ -96,11 +96,11 @@ def test_command_runner_records_exit_output_and_timeout():
 
 
 @pytest.mark.parametrize("kw,field", [
-    ({"command": "", "at_s": 1.0}, "event.command"),
-    ({"command": "echo 'x", "at_s": 1.0}, "event.command"),
-    ({"command": "true", "at_s": -1.0}, "event.at_s"),
-    ({"command": "true", "at_s": float("nan")}, "event.at_s"),
-    ({"command": "true", "at_s": True}, "event.at_s"),
+    ({"command": "", "at_s": 1.0}, "command"),
+    ({"command": "echo 'x", "at_s": 1.0}, "command"),
+    ({"command": "true", "at_s": -1.0}, "at_s"),
+    ({"command": "true", "at_s": float("nan")}, "at_s"),
+    ({"command": "true", "at_s": True}, "at_s"),
 ])
 def test_bad_events_name_the_field(kw, field):
     with pytest.raises(ConfigError) as e:

@@ -59,7 +59,7 @@ def test_create_validates_without_building():
 def test_topology_registry_has_every_topology():
     names = [n for n, _ in list_topologies()]
     assert names == ["loopback", "bridge", "router", "nat", "firewall", "fwnat", "acl", "policer", "fourport", "forwarder",
-                     "external"]
+                     "oneport", "capture", "external"]
     assert all(TOPOLOGIES[n].description for n in names)
 
 

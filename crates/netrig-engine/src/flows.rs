@@ -235,6 +235,31 @@ impl FlowTable {
         self.count
     }
 
+    /// `count` flows whose frames are not built from a template (a replay's): only their number
+    /// and the order `flow_for_frame` visits them mean anything; `apply` must not be used.
+    pub fn opaque(count: u64) -> Self {
+        let a = std::net::Ipv4Addr::UNSPECIFIED;
+        let mac = EthernetAddress([0; 6]);
+        let base = FlowBase {
+            ips: IpPair::V4 { src: a, dst: a },
+            src_port: 0,
+            dst_port: 0,
+            src_mac: mac,
+            dst_mac: mac,
+            vlan: 0,
+        };
+        FlowTable {
+            spec: FlowSpec::default(),
+            base,
+            count: count.max(1),
+            table: Vec::new(),
+            stride: 1,
+            offset: 0,
+            port_mult: 1,
+            port_seed: 0,
+        }
+    }
+
     /// The flow used by the `j`-th frame of the stream.
     #[inline]
     pub fn flow_for_frame(&self, j: u64) -> u64 {

@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 use crate::error::{ConfigError, EngineError, PortError};
 use crate::open::open_port;
 use crate::port::{Port, PortCaps, PortSpec, RxQueue, TxQueue};
+use crate::sys::xdp_redirect::{self, Action, MacRewrite, XdpPort, XdpRedirect};
 use crate::sys::{cpu, ifinfo, netns};
 
 /// Forwarding modes as users name them.
@@ -147,11 +148,21 @@ pub struct ForwardConfig {
     pub cpus: Vec<usize>,
     /// Frames per receive batch, 1..=512.
     pub batch: usize,
+    /// Forward in the kernel (`--backend xdp`): an XDP program per port redirects frames through
+    /// a DEVMAP ([`crate::sys::xdp_redirect`]); no workers, queues, CPUs or batches.
+    pub xdp_redirect: bool,
 }
 
 impl ForwardConfig {
     pub fn new(ports: Vec<PortSpec>, mode: ForwardMode) -> ForwardConfig {
-        ForwardConfig { ports, mode, peer_macs: Vec::new(), cpus: Vec::new(), batch: DEFAULT_BATCH }
+        ForwardConfig {
+            ports,
+            mode,
+            peer_macs: Vec::new(),
+            cpus: Vec::new(),
+            batch: DEFAULT_BATCH,
+            xdp_redirect: false,
+        }
     }
 
     /// Everything checkable without opening a port. Fields: `ports`, `queues`, `peer_mac`,
@@ -211,6 +222,37 @@ impl ForwardConfig {
         if !(1..=MAX_BATCH).contains(&self.batch) {
             return Err(ConfigError::new("batch", format!("must be 1..{MAX_BATCH} frames (got {})", self.batch)));
         }
+        if self.xdp_redirect {
+            self.validate_xdp()?;
+        }
+        Ok(())
+    }
+
+    /// What the in-kernel backend cannot honour is refused, not ignored.
+    fn validate_xdp(&self) -> Result<(), ConfigError> {
+        const WHY: &str = "the xdp backend forwards in the kernel's receive path, on every queue, on the CPU \
+                           that receives";
+        if self.ports[0].queues != 1 {
+            return Err(ConfigError::new("queues", format!("{WHY}: leave the queue count out")));
+        }
+        if !self.cpus.is_empty() {
+            return Err(ConfigError::new("cpus", format!("{WHY}: there are no workers to pin")));
+        }
+        if self.batch != DEFAULT_BATCH {
+            return Err(ConfigError::new("batch", format!("{WHY}: there is no receive batch to size")));
+        }
+        if let Some(p) = self.ports.iter().find(|p| p.backend.is_some()) {
+            return Err(ConfigError::new(
+                "io",
+                format!("{}: with the xdp backend the ports have no I/O backend of their own (use auto)", p.ifname),
+            ));
+        }
+        if let Some(p) = self.ports.iter().find(|p| p.netns != self.ports[0].netns) {
+            return Err(ConfigError::new(
+                "netns",
+                format!("{}: a DEVMAP redirects only within one network namespace: put every port in one", p.ifname),
+            ));
+        }
         Ok(())
     }
 
@@ -267,6 +309,20 @@ struct Job {
     name: String,
 }
 
+/// One port of a forwarder, as opened.
+#[derive(Debug, Clone)]
+pub struct ForwardPort {
+    pub ifname: String,
+    /// `af_xdp`, `af_packet`, `socket`, or `xdp` (in the kernel).
+    pub backend: String,
+    pub queues: usize,
+    pub mac: [u8; 6],
+    pub zero_copy: bool,
+    pub max_frame_len: usize,
+    /// What was probed and chosen.
+    pub notes: String,
+}
+
 /// A running forwarder.
 pub struct Forwarder {
     stop: Arc<AtomicBool>,
@@ -280,6 +336,9 @@ pub struct Forwarder {
     macs: Vec<[u8; 6]>,
     failed: Arc<AtomicBool>,
     started: Instant,
+    info: Vec<ForwardPort>,
+    /// The in-kernel forwarder (`xdp_redirect`), with each port's egress.
+    kernel: Option<(XdpRedirect, Vec<Option<usize>>)>,
 }
 
 const NOT_PINNED: u64 = u64::MAX;
@@ -289,6 +348,9 @@ impl Forwarder {
     /// fails (every opened port is closed again).
     pub fn start(cfg: &ForwardConfig) -> Result<Forwarder, EngineError> {
         cfg.validate()?;
+        if cfg.xdp_redirect {
+            return Self::start_kernel(cfg);
+        }
         let n = cfg.ports.len();
         let queues = cfg.ports[0].queues;
         let transmit = cfg.mode != ForwardMode::RxOnly;
@@ -343,7 +405,20 @@ impl Forwarder {
                 });
             }
         }
-        let caps = ports.iter().map(|p| p.caps().clone()).collect();
+        let caps: Vec<PortCaps> = ports.iter().map(|p| p.caps().clone()).collect();
+        let info = caps
+            .iter()
+            .zip(&macs)
+            .map(|(c, m)| ForwardPort {
+                ifname: c.name.clone(),
+                backend: c.backend.as_str().to_string(),
+                queues: c.rx_queues,
+                mac: *m,
+                zero_copy: c.zero_copy,
+                max_frame_len: c.max_frame_len,
+                notes: c.notes.clone(),
+            })
+            .collect();
         let counters: Arc<Vec<Counters>> = Arc::new((0..n * queues).map(|_| Counters::default()).collect());
         let pinned: Arc<Vec<AtomicU64>> = Arc::new((0..n * queues).map(|_| AtomicU64::new(NOT_PINNED)).collect());
         let stop = Arc::new(AtomicBool::new(false));
@@ -359,6 +434,8 @@ impl Forwarder {
             macs,
             failed: failed.clone(),
             started: Instant::now(),
+            info,
+            kernel: None,
         };
         let batch = cfg.batch;
         for job in jobs {
@@ -383,8 +460,114 @@ impl Forwarder {
         Ok(fwd)
     }
 
+    /// The in-kernel forwarder: check the transmit guard, load and attach one program per port.
+    fn start_kernel(cfg: &ForwardConfig) -> Result<Forwarder, EngineError> {
+        let n = cfg.ports.len();
+        let transmit = cfg.mode != ForwardMode::RxOnly;
+        let netns_name = cfg.ports[0].netns.clone();
+        let mut infos = Vec::with_capacity(n);
+        for spec in &cfg.ports {
+            let spec = PortSpec { receive: true, transmit, rx_all: true, ..spec.clone() };
+            crate::guard::check(&spec)?;
+            infos.push(netns::in_netns(spec.netns.as_deref(), || ifinfo::ifinfo(&spec.ifname, spec.netns.as_deref()))?);
+        }
+        let egresses: Vec<Option<usize>> = (0..n).map(|p| egress(cfg.mode, n, p)).collect();
+        let xports: Vec<XdpPort> = (0..n)
+            .map(|p| {
+                let e = egresses[p];
+                let rewrite = match (cfg.mode, e) {
+                    (ForwardMode::MacSwap, _) => MacRewrite::Swap,
+                    (m, Some(e)) if m.uses_peer_macs() => MacRewrite::Set { dst: cfg.peer_mac(e), src: infos[e].mac },
+                    _ => MacRewrite::None,
+                };
+                let action = match (cfg.mode, e) {
+                    (ForwardMode::RxOnly, _) | (_, None) => Action::Drop,
+                    // veth flushes XDP_TX frames to its peer only when the peer runs an XDP program;
+                    // a redirect to the port itself is flushed either way (docs/forwarder.md).
+                    (ForwardMode::MacSwap, _) if infos[p].driver == "veth" => Action::Redirect(p as u32),
+                    (ForwardMode::MacSwap, _) => Action::Tx,
+                    (_, Some(e)) => Action::Redirect(e as u32),
+                };
+                XdpPort { ifname: infos[p].name.clone(), ifindex: infos[p].ifindex, rewrite, action }
+            })
+            .collect();
+        let kernel = netns::in_netns(netns_name.as_deref(), || XdpRedirect::attach(&xports, None))?;
+        let info = infos
+            .iter()
+            .zip(&kernel.notes)
+            .map(|(i, (_, note))| {
+                let mut notes = format!("{note}; serves every receive queue ({} here)", i.rx_queues);
+                if i.driver == "veth" && transmit {
+                    notes += "; veth: frames redirected here reach the veth peer only if the peer has an XDP \
+                              program or GRO on, else the kernel drops them silently";
+                    if cfg.mode == ForwardMode::MacSwap {
+                        notes += "; macswap redirects to the ingress port (veth flushes XDP_TX only to a peer \
+                                  with an XDP program)";
+                    }
+                }
+                ForwardPort {
+                    ifname: i.name.clone(),
+                    backend: "xdp".into(),
+                    queues: 1,
+                    mac: i.mac,
+                    zero_copy: false,
+                    max_frame_len: i.mtu + 14,
+                    notes,
+                }
+            })
+            .collect::<Vec<_>>();
+        Ok(Forwarder {
+            stop: Arc::new(AtomicBool::new(false)),
+            workers: Vec::new(),
+            counters: Arc::new(Vec::new()),
+            labels: (0..n).map(|p| (p, infos[p].name.clone(), 0)).collect(),
+            pinned: Arc::new(Vec::new()),
+            ports: Vec::new(),
+            caps: Vec::new(),
+            macs: infos.iter().map(|i| i.mac).collect(),
+            failed: Arc::new(AtomicBool::new(false)),
+            started: Instant::now(),
+            info,
+            kernel: Some((kernel, egresses)),
+        })
+    }
+
+    /// The in-kernel forwarder's counters, one entry per port (queue 0 stands for all queues):
+    /// what port p received, what was forwarded out of p (by the programs of the ports whose
+    /// egress p is) and what the programs could not redirect to p.
+    fn kernel_stats(&self, k: &XdpRedirect, egresses: &[Option<usize>]) -> Vec<ForwardQueueStats> {
+        let c: Vec<[u64; xdp_redirect::STAT_FIELDS]> = (0..egresses.len()).map(|p| k.counters(p)).collect();
+        self.labels
+            .iter()
+            .map(|(p, ifname, _)| {
+                let into = |f: usize| (0..egresses.len()).filter(|&q| egresses[q] == Some(*p)).map(|q| c[q][f]).sum();
+                ForwardQueueStats {
+                    port: *p,
+                    ifname: ifname.clone(),
+                    queue: 0,
+                    cpu: None,
+                    rx_frames: c[*p][xdp_redirect::RX_FRAMES],
+                    rx_bytes: c[*p][xdp_redirect::RX_BYTES],
+                    tx_frames: into(xdp_redirect::FWD_FRAMES),
+                    tx_bytes: into(xdp_redirect::FWD_BYTES),
+                    tx_drops: into(xdp_redirect::FWD_FAILED),
+                    rx_ring_drops: 0,
+                    tx_errors: 0,
+                }
+            })
+            .collect()
+    }
+
+    /// Every port as opened (backend, MAC, notes).
+    pub fn ports(&self) -> &[ForwardPort] {
+        &self.info
+    }
+
     /// Counters now, per port and queue (port-major).
     pub fn stats(&self) -> Vec<ForwardQueueStats> {
+        if let Some((k, e)) = &self.kernel {
+            return self.kernel_stats(k, e);
+        }
         self.labels
             .iter()
             .enumerate()
@@ -431,6 +614,9 @@ impl Forwarder {
     /// Stop the workers, close the ports (detaching XDP programs) and return the final counters;
     /// the first worker error, if any, is the error.
     pub fn stop(mut self) -> Result<Vec<ForwardQueueStats>, EngineError> {
+        if let Some(last) = self.stop_kernel() {
+            return Ok(last);
+        }
         let first_error = self.shutdown();
         let stats = self.stats();
         match first_error {
@@ -454,6 +640,14 @@ impl Forwarder {
         }
         self.ports.clear();
         first
+    }
+
+    /// Detach the in-kernel programs and free their maps, returning the last counters.
+    fn stop_kernel(&mut self) -> Option<Vec<ForwardQueueStats>> {
+        let (k, e) = self.kernel.take()?;
+        let last = self.kernel_stats(&k, &e);
+        drop(k);
+        Some(last)
     }
 }
 

@@ -10,6 +10,7 @@
 #![deny(unsafe_code)]
 
 pub mod analyze;
+pub mod capture;
 pub mod clock;
 pub mod error;
 pub mod fault;
@@ -21,6 +22,7 @@ pub mod loopback;
 pub mod open;
 pub mod pacing;
 pub mod port;
+pub mod replay;
 pub mod rng;
 pub mod schedule;
 pub mod stream;

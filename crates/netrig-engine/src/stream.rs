@@ -4,6 +4,7 @@
 //! is acquired: header templates for every frame size it uses, the flow table, and the rate in
 //! frames per second. Compilation never touches the network.
 use std::net::IpAddr;
+use std::sync::Arc;
 
 pub use netrig_wire::builder::Proto;
 use netrig_wire::builder::{self, L3Spec, TemplateInfo, TemplateSpec};
@@ -13,6 +14,7 @@ use netrig_wire::vlan;
 use crate::error::ConfigError;
 use crate::flows::{FlowBase, FlowTable};
 pub use crate::flows::{FlowOrder, FlowSpec};
+use crate::replay::Replay;
 
 /// Names of the stream protocols, as [`parse_protocol`] takes them.
 pub const PROTOCOLS: &[&str] = &["udp", "tcp", "icmp", "raw"];
@@ -398,6 +400,9 @@ pub struct StreamConfig {
     /// Nominal link speed in bit/s for `Rate::PercentLine` and % reporting (from the interface
     /// or configured; veth has none).
     pub line_rate_bps: Option<u64>,
+    /// Replay a capture instead of building frames (`crate::replay`): its frames, in order,
+    /// looped; the addressing, protocol and frame size fields above are not used.
+    pub replay: Option<Arc<Replay>>,
 }
 
 impl StreamConfig {
@@ -423,6 +428,29 @@ impl StreamConfig {
             rate: Rate::Pps(1000.0),
             stop: Stop::Duration { ns: 1_000_000_000 },
             line_rate_bps: None,
+            replay: None,
+        }
+    }
+
+    /// The largest frame this stream sends, without FCS, VLAN tags included.
+    pub fn largest_frame_len(&self) -> usize {
+        match &self.replay {
+            Some(r) => r.max_len,
+            None => self.frame_size.bounds().1 - FCS_LEN + self.tag_len(),
+        }
+    }
+
+    /// Its receiver must see frames beyond netrig's UDP ones (AF_XDP's steering passes only
+    /// those): another protocol, QinQ, or a replay (whatever the capture holds).
+    pub fn rx_beyond_udp(&self) -> bool {
+        self.protocol != Proto::Udp || self.outer_vlan.is_some() || self.replay.is_some()
+    }
+
+    /// Mean frame size in bytes incl. FCS: the frame size's, or the capture's for a replay.
+    pub fn mean_size(&self) -> f64 {
+        match &self.replay {
+            Some(r) => r.mean_size(),
+            None => self.frame_size.mean(),
         }
     }
 
@@ -448,6 +476,20 @@ impl StreamConfig {
             ));
         }
         let spec = self.template_spec()?;
+        if self.replay.is_some() {
+            if self.flows.count() > 1 {
+                return Err(ConfigError::new(
+                    "flows",
+                    "a replay's flows are the capture's (one per 5-tuple when stamped): leave flows at 1",
+                ));
+            }
+            if self.vlan.is_some() || self.outer_vlan.is_some() {
+                return Err(ConfigError::new(
+                    if self.vlan.is_some() { "vlan" } else { "outer_vlan" },
+                    "a replay sends the captured frames with their own tags: leave vlan and outer_vlan unset",
+                ));
+            }
+        }
         if let Proto::Raw { .. } = self.protocol {
             for (name, n) in [
                 ("src_ips", self.flows.src_ips),
@@ -520,7 +562,7 @@ impl StreamConfig {
             ));
         }
         if let Some(l) = self.line_rate_bps {
-            let mean = self.frame_size.mean();
+            let mean = self.mean_size();
             let line_pps = line_rate_fps(l as f64, mean);
             if rate_pps.is_finite() && rate_pps > line_pps * 1.000_001 {
                 return Err(ConfigError::new(
@@ -542,7 +584,7 @@ impl StreamConfig {
     /// The frames/s this stream asks for (`f64::INFINITY` for [`Rate::Max`]); a rate in % needs
     /// a line rate.
     pub fn intended_rate_pps(&self) -> Result<f64, ConfigError> {
-        let mean = self.frame_size.mean();
+        let mean = self.mean_size();
         Ok(match self.rate {
             Rate::Pps(p) => p,
             Rate::L1Bps(b) => b / ((mean + WIRE_OVERHEAD as f64) * 8.0),
@@ -636,7 +678,7 @@ pub struct CompiledStream {
 
 impl CompiledStream {
     pub fn mean_size(&self) -> f64 {
-        self.config.frame_size.mean()
+        self.config.mean_size()
     }
 }
 
@@ -661,6 +703,20 @@ pub fn compile(
         }
     }
     let spec = cfg.template_spec().map_err(|e| e.within(&prefix))?;
+    if let Some(r) = &cfg.replay {
+        r.check_port(max_frame_len, "the TX port", "the MTU + 14").map_err(|e| e.within(&prefix))?;
+        let rate_pps = cfg.intended_rate_pps().map_err(|e| e.within(&prefix))?;
+        return Ok(CompiledStream {
+            index,
+            config: cfg.clone(),
+            templates: Vec::new(),
+            size_schedule: Vec::new(),
+            flows: FlowTable::opaque(u64::from(r.flows)),
+            flow_base,
+            rate_pps,
+            frame_limit: frame_limit(cfg.stop),
+        });
+    }
     // The port's maximum is for untagged frames; each VLAN tag adds 4 bytes on top of the MTU.
     let max_size = max_frame_len + FCS_LEN + cfg.tag_len();
     let (_, hi) = cfg.frame_size.bounds();
@@ -696,12 +752,17 @@ pub fn compile(
     };
     let flows = FlowTable::new(&cfg.flows, base).map_err(|m| ConfigError::new(f("flows"), m))?;
     let rate_pps = cfg.intended_rate_pps().map_err(|e| e.within(&prefix))?;
-    let frame_limit = match cfg.stop {
+    let frame_limit = frame_limit(cfg.stop);
+    Ok(CompiledStream { index, config: cfg.clone(), templates, size_schedule, flows, flow_base, rate_pps, frame_limit })
+}
+
+/// Frames to send in total, if bounded by count or bursts.
+fn frame_limit(stop: Stop) -> Option<u64> {
+    match stop {
         Stop::Duration { .. } => None,
         Stop::Frames { count } => Some(count),
         Stop::Bursts { frames, bursts, .. } => Some(frames.saturating_mul(bursts)),
-    };
-    Ok(CompiledStream { index, config: cfg.clone(), templates, size_schedule, flows, flow_base, rate_pps, frame_limit })
+    }
 }
 
 /// Length of the per-frame size schedule: long enough that weighted mixes are exact per cycle

@@ -476,14 +476,26 @@ pub struct StreamResult {
     pub late: u64,
     pub latency: LatencySummary,
     pub flow_results: Vec<FlowResult>,
+    /// The receiver counted this stream's frames (false: a replay without stamping; its loss
+    /// is not measured and `lost` is 0 by construction, never a measurement).
+    pub loss_measured: bool,
+    /// A pcap replay: what was sent of the capture.
+    pub replay: Option<crate::replay::ReplayResult>,
 }
 
 impl StreamResult {
+    /// Frames the receiver could count: all sent, less a replay's unstamped ones.
+    pub fn counted_frames(&self) -> u64 {
+        self.tx_frames - self.replay.as_ref().map_or(0, |r| r.frames_unstamped)
+    }
+
+    /// Lost / counted frames (0 when none was counted).
     pub fn loss_ratio(&self) -> f64 {
-        if self.tx_frames == 0 {
+        let n = self.counted_frames();
+        if n == 0 {
             0.0
         } else {
-            self.lost as f64 / self.tx_frames as f64
+            self.lost as f64 / n as f64
         }
     }
 }
@@ -595,9 +607,10 @@ impl TrialResult {
     pub fn lost(&self) -> u64 {
         self.streams.iter().map(|s| s.lost).sum()
     }
-    /// Lost / sent over all streams (0 when nothing was sent).
+    /// Lost / counted over all streams (0 when nothing was counted; a replay's unstamped frames
+    /// are not counted).
     pub fn loss_ratio(&self) -> f64 {
-        let sent = self.tx_frames();
+        let sent: u64 = self.streams.iter().map(|s| s.counted_frames()).sum();
         if sent == 0 {
             0.0
         } else {
@@ -680,12 +693,17 @@ pub fn prepare(ports: &[Box<dyn Port>], cfg: &TrialConfig) -> Result<Vec<Arc<Com
         let rx = if cfg.receive { Some(s.rx_port) } else { None };
         for c in [Some(s.tx_port), rx].into_iter().flatten().filter_map(|p| ports.get(p)).map(|p| p.caps()) {
             let max = c.max_frame_len + crate::stream::FCS_LEN + s.tag_len();
+            let why = if c.backend == crate::port::Backend::AfXdp {
+                "AF_XDP carries one UMEM chunk at most: use --io af_packet (or auto) for larger frames"
+            } else {
+                "the MTU + 18: raise the MTU (test beds: the mtu option) or use smaller frames"
+            };
+            if let Some(r) = &s.replay {
+                let port = format!("{} over {}", c.name, c.backend);
+                r.check_port(c.max_frame_len, &port, why).map_err(|e| e.within(&format!("streams[{i}]")))?;
+                continue;
+            }
             if hi > max {
-                let why = if c.backend == crate::port::Backend::AfXdp {
-                    "AF_XDP carries one UMEM chunk at most: use --io af_packet (or auto) for larger frames"
-                } else {
-                    "the MTU + 18: raise the MTU (test beds: the mtu option) or use smaller frames"
-                };
                 return Err(ConfigError::new(
                     format!("streams[{i}].frame_size"),
                     format!("{hi} B is above the largest frame {} carries over {} ({max} B, {why})", c.name, c.backend),
@@ -1093,6 +1111,7 @@ fn collect(
     let mut tx_per_flow: Vec<u64> = vec![0; nflows];
     let mut tx_frames = vec![0u64; streams.len()];
     let mut tx_bytes = vec![0u64; streams.len()];
+    let mut tx_stamped = vec![0u64; streams.len()];
     // Each stream's send window (TX timestamps of its first and last frame, over its shares).
     let mut stream_window = vec![(u64::MAX, 0u64); streams.len()];
     let (mut first, mut last) = (u64::MAX, 0u64);
@@ -1109,6 +1128,7 @@ fn collect(
             let s = &streams[sh.stream];
             tx_frames[sh.stream] += sh.frames;
             tx_bytes[sh.stream] += sh.bytes;
+            tx_stamped[sh.stream] += sh.stamped;
             if sh.frames > 0 {
                 let w = &mut stream_window[sh.stream];
                 *w = (w.0.min(sh.first_ts_ns), w.1.max(sh.last_ts_ns));
@@ -1255,6 +1275,18 @@ fn collect(
             late: agg.late,
             latency: LatencySummary::from_flow(&agg),
             flow_results,
+            loss_measured: s.config.replay.as_ref().is_none_or(|r| r.stamp),
+            replay: s.config.replay.as_ref().map(|r| crate::replay::ReplayResult {
+                file: r.path.clone(),
+                stamped: r.stamp,
+                frames_per_pass: r.frames_per_pass(),
+                bytes_per_pass: r.bytes_per_pass,
+                passes: tx_frames[i] as f64 / r.frames_per_pass() as f64,
+                frames_stamped: tx_stamped[i],
+                frames_unstamped: tx_frames[i] - tx_stamped[i],
+                flows: if r.stamp { u64::from(r.flows) } else { 0 },
+                signed_in_capture: r.signed_in_capture,
+            }),
         });
     }
     if let Some((lat, ipdv)) = &shared {
@@ -1535,6 +1567,8 @@ mod tests {
             late: 3,
             latency: LatencySummary::default(),
             flow_results: Vec::new(),
+            loss_measured: true,
+            replay: None,
         }
     }
 

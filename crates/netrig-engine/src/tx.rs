@@ -23,6 +23,7 @@ use std::sync::Arc;
 use hdrhistogram::Histogram;
 use netrig_wire::builder;
 use netrig_wire::signature::Signature;
+use netrig_wire::stamp;
 
 use crate::clock;
 use crate::error::PortError;
@@ -63,6 +64,8 @@ pub struct TxShareResult {
     /// window, for streams that stop after a count.
     pub first_ts_ns: u64,
     pub last_ts_ns: u64,
+    /// Replays: frames sent with the signature (the rest went out as captured).
+    pub stamped: u64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -124,6 +127,8 @@ struct ShareState {
     /// TX timestamps of the first and last frame.
     first_ts: u64,
     last_ts: u64,
+    /// Replays: frames sent with the signature.
+    stamped: u64,
 }
 
 /// Parameters of a worker run.
@@ -221,6 +226,7 @@ pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, l
                 done: false,
                 first_ts: 0,
                 last_ts: 0,
+                stamped: 0,
             }
         })
         .collect();
@@ -471,6 +477,7 @@ pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, l
             per_flow: s.seq,
             first_ts_ns: s.first_ts,
             last_ts_ns: s.last_ts,
+            stamped: s.stamped,
         })
         .collect();
     res
@@ -556,37 +563,60 @@ fn fill_one(st: &mut [ShareState], buf: &mut [u8], ts: u64, warmup: bool, trial:
     };
     let s = &mut st[i];
     let cs = &*s.share.stream;
-    let j = s.sent;
-    // Frame j of this share: the share's local flow, the stream flow index, the size.
-    let (local_flow, flow_index) = if s.share.shares == 1 {
-        let f = cs.flows.flow_for_frame(j);
-        (f, f)
-    } else {
-        let k = cs.flows.flow_for_frame(j) % (s.seq.len() as u64).max(1);
-        (k, k * s.share.shares + s.share.share)
+    let (len, size) = match &cs.config.replay {
+        Some(r) => {
+            // The capture's next frame, as captured; stamped where it has room.
+            let f = &r.frames[s.size_at];
+            s.size_at += 1;
+            if s.size_at == r.frames.len() {
+                s.size_at = 0;
+            }
+            let out = &mut buf[..f.len];
+            out.copy_from_slice(r.bytes(f));
+            if let Some(site) = &f.site {
+                let slot = &mut s.seq[f.flow as usize];
+                let sig = Signature { trial, warmup, flow_id: cs.flow_base + f.flow, seq: *slot, tx_ts_ns: ts };
+                stamp::stamp(out, site, &sig);
+                *slot += 1;
+                s.stamped += 1;
+            }
+            (f.len, f.size)
+        }
+        None => {
+            let j = s.sent;
+            // Frame j of this share: the share's local flow, the stream flow index, the size.
+            let (local_flow, flow_index) = if s.share.shares == 1 {
+                let f = cs.flows.flow_for_frame(j);
+                (f, f)
+            } else {
+                let k = cs.flows.flow_for_frame(j) % (s.seq.len() as u64).max(1);
+                (k, k * s.share.shares + s.share.share)
+            };
+            let t = &cs.templates[cs.size_schedule[s.size_at] as usize];
+            s.size_at += 1;
+            if s.size_at == cs.size_schedule.len() {
+                s.size_at = 0;
+            }
+            let len = t.info.frame_len;
+            let out = &mut buf[..len];
+            out.copy_from_slice(&t.bytes);
+            if cs.flows.count() > 1 {
+                cs.flows.apply(out, &t.info, flow_index);
+            }
+            let slot = &mut s.seq[local_flow as usize];
+            let flow_id = cs.flow_base + flow_index as u32;
+            let sig = Signature { trial, warmup, flow_id, seq: *slot, tx_ts_ns: ts };
+            let _ = builder::patch_signature(out, &t.info, &sig);
+            *slot += 1;
+            (len, t.size as u64)
+        }
     };
-    let t = &cs.templates[cs.size_schedule[s.size_at] as usize];
-    s.size_at += 1;
-    if s.size_at == cs.size_schedule.len() {
-        s.size_at = 0;
-    }
-    let len = t.info.frame_len;
-    let out = &mut buf[..len];
-    out.copy_from_slice(&t.bytes);
-    if cs.flows.count() > 1 {
-        cs.flows.apply(out, &t.info, flow_index);
-    }
-    let slot = &mut s.seq[local_flow as usize];
-    let flow_id = cs.flow_base + flow_index as u32;
-    let sig = Signature { trial, warmup, flow_id, seq: *slot, tx_ts_ns: ts };
-    let _ = builder::patch_signature(out, &t.info, &sig);
-    *slot += 1;
     if s.sent == 0 {
         s.first_ts = ts;
     }
     s.last_ts = ts;
     s.sent += 1;
-    s.bytes += t.size as u64;
+    s.bytes += size;
     if let Some(limit) = s.share.limit {
         if s.sent >= limit {
             s.done = true;
@@ -598,7 +628,8 @@ fn fill_one(st: &mut [ShareState], buf: &mut [u8], ts: u64, warmup: bool, trial:
 /// Split a stream over `shares` workers: flow subsets and rates.
 pub fn split_stream(stream: &Arc<CompiledStream>, shares: u64) -> Vec<TxShare> {
     let nflows = stream.flows.count();
-    let shares = shares.min(nflows).max(1);
+    // A replay keeps the capture's order: one worker sends it all.
+    let shares = if stream.config.replay.is_some() { 1 } else { shares.min(nflows).max(1) };
     (0..shares)
         .map(|share| {
             let mine = (nflows + shares - 1 - share) / shares;

@@ -47,17 +47,9 @@ impl Trial {
                 let on_port = |s: &&netrig_engine::StreamConfig| s.tx_port == i || (cfg.receive && s.rx_port == i);
                 let receive = cfg.receive && cfg.streams.iter().any(|s| s.rx_port == i);
                 let transmit = cfg.streams.iter().any(|s| s.tx_port == i) || (receive && cfg.learning);
-                let max_frame_len = cfg
-                    .streams
-                    .iter()
-                    .filter(on_port)
-                    .map(|s| s.frame_size.bounds().1 - netrig_engine::stream::FCS_LEN + s.tag_len())
-                    .max()
-                    .unwrap_or(0);
-                let rx_beyond_udp = receive
-                    && cfg.streams.iter().any(|s| {
-                        s.rx_port == i && (s.protocol != netrig_engine::stream::Proto::Udp || s.outer_vlan.is_some())
-                    });
+                let max_frame_len =
+                    cfg.streams.iter().filter(on_port).map(|s| s.largest_frame_len()).max().unwrap_or(0);
+                let rx_beyond_udp = receive && cfg.streams.iter().any(|s| s.rx_port == i && s.rx_beyond_udp());
                 PortSpec { receive, transmit, max_frame_len, rx_beyond_udp, ..p }
             })
             .collect();
@@ -204,7 +196,7 @@ fn parse_mac(s: &str, field: &str) -> Result<[u8; 6]> {
 #[pymethods]
 impl Forwarder {
     #[new]
-    #[pyo3(signature = (ports, mode, peer_macs=None, cpus=None, batch=None))]
+    #[pyo3(signature = (ports, mode, peer_macs=None, cpus=None, batch=None, xdp_redirect=None))]
     fn new(
         py: Python<'_>,
         ports: &Bound<'_, PyAny>,
@@ -212,6 +204,7 @@ impl Forwarder {
         peer_macs: Option<&Bound<'_, PyAny>>,
         cpus: Option<&Bound<'_, PyAny>>,
         batch: Option<&Bound<'_, PyAny>>,
+        xdp_redirect: Option<&Bound<'_, PyAny>>,
     ) -> Result<Self> {
         use netrig_engine::forward::{ForwardConfig, ForwardMode, DEFAULT_BATCH};
         let items: Vec<Bound<'_, PyAny>> = if ports.is_instance_of::<pyo3::types::PyString>() {
@@ -240,11 +233,11 @@ impl Forwarder {
             peer_macs,
             cpus: args::opt(cpus, "cpus", Vec::new())?,
             batch: args::opt(batch, "batch", DEFAULT_BATCH)?,
+            xdp_redirect: args::opt(xdp_redirect, "xdp_redirect", false)?,
         };
         cfg.validate()?;
         let fwd = py.allow_threads(|| netrig_engine::forward::Forwarder::start(&cfg))?;
-        let ports =
-            fwd.caps().iter().zip(fwd.macs()).map(|(c, m)| results::ForwardPortInfo::from(&(c.clone(), *m))).collect();
+        let ports = fwd.ports().iter().map(results::ForwardPortInfo::from).collect();
         Ok(Forwarder { inner: Mutex::new(Some(fwd)), ports, mode: mode.as_str().to_string() })
     }
 
@@ -278,6 +271,98 @@ impl Forwarder {
         let Some(f) = f else { return Ok(Vec::new()) };
         let stats = py.allow_threads(|| f.stop())?;
         Ok(stats.iter().map(results::ForwardQueueStats::from).collect())
+    }
+}
+
+/// A capture application (`netrig capture`): one capture method counting what it sees on an
+/// interface, in engine threads pinned to one CPU.
+#[pyclass(frozen, module = "netrig._native")]
+struct Capture {
+    inner: Mutex<Option<netrig_engine::capture::Capture>>,
+    method: String,
+    notes: String,
+    drops_source: String,
+}
+
+#[pymethods]
+impl Capture {
+    #[new]
+    #[pyo3(signature = (method, ifname, netns=None, cpu=None, batch=None))]
+    fn new(
+        py: Python<'_>,
+        method: &Bound<'_, PyAny>,
+        ifname: &Bound<'_, PyAny>,
+        netns: Option<&Bound<'_, PyAny>>,
+        cpu: Option<&Bound<'_, PyAny>>,
+        batch: Option<&Bound<'_, PyAny>>,
+    ) -> Result<Self> {
+        use netrig_engine::capture::{CaptureConfig, CaptureMethod, DEFAULT_CAPTURE_BATCH};
+        let method = CaptureMethod::from_name(&args::req::<String>(method, "method")?)?;
+        let cfg = CaptureConfig {
+            method,
+            ifname: args::req::<String>(ifname, "ifname")?,
+            netns: args::opt(netns, "netns", None)?,
+            cpu: args::opt(cpu, "cpu", None)?,
+            batch: args::opt(batch, "batch", DEFAULT_CAPTURE_BATCH)?,
+        };
+        cfg.validate()?;
+        let cap = py.allow_threads(|| netrig_engine::capture::Capture::start(&cfg))?;
+        Ok(Capture {
+            notes: cap.notes().to_string(),
+            inner: Mutex::new(Some(cap)),
+            method: method.as_str().to_string(),
+            drops_source: method.drops_source().to_string(),
+        })
+    }
+
+    #[getter]
+    fn method(&self) -> String {
+        self.method.clone()
+    }
+
+    /// What was opened (library version, XDP mode, socket options).
+    #[getter]
+    fn notes(&self) -> String {
+        self.notes.clone()
+    }
+
+    /// Where `CaptureStats.drops` comes from.
+    #[getter]
+    fn drops_source(&self) -> String {
+        self.drops_source.clone()
+    }
+
+    /// Capturing (not stopped, no worker failed).
+    #[getter]
+    fn running(&self) -> bool {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).as_ref().is_some_and(|c| c.running())
+    }
+
+    /// The error a worker stopped with, if any.
+    #[getter]
+    fn error(&self) -> Option<String> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).as_ref().and_then(|c| c.error())
+    }
+
+    /// The counters now: settled (`settled` true) once the capture found its source empty,
+    /// waiting at most `wait_s` for that.
+    #[pyo3(signature = (wait_s=1.0))]
+    fn stats(&self, py: Python<'_>, wait_s: f64) -> Result<results::CaptureStats> {
+        let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(c) = g.as_ref() else {
+            return Err(errors::config("capture", "the capture was stopped".to_string()));
+        };
+        let wait = std::time::Duration::from_secs_f64(if wait_s.is_finite() { wait_s.clamp(0.0, 60.0) } else { 1.0 });
+        Ok(results::CaptureStats::from(&py.allow_threads(|| c.stats(wait))))
+    }
+
+    /// Stop capturing, close the source (XDP program detached) and return the final counters;
+    /// raises the error a worker ended with. A second call returns ``None``.
+    fn stop(&self, py: Python<'_>) -> Result<Option<results::CaptureStats>> {
+        let c = self.inner.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let Some(c) = c else { return Ok(None) };
+        let s = py.allow_threads(|| c.stop())?;
+        Ok(Some(results::CaptureStats::from(&s)))
     }
 }
 
@@ -450,6 +535,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<results::SeqGap>()?;
     m.add_class::<results::FlowResult>()?;
     m.add_class::<results::StreamResult>()?;
+    m.add_class::<results::ReplayResult>()?;
     m.add_class::<results::PortResult>()?;
     m.add_class::<results::Smoothness>()?;
     m.add_class::<results::IntervalResult>()?;
@@ -462,6 +548,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FORWARD_MODES", PyTuple::new(py, netrig_engine::forward::FORWARD_MODES)?)?;
     m.add("MAX_FORWARD_PORTS", netrig_engine::forward::MAX_FORWARD_PORTS)?;
     m.add("MAX_FORWARD_BATCH", netrig_engine::forward::MAX_BATCH)?;
+    m.add_class::<Capture>()?;
+    m.add_class::<results::CaptureStats>()?;
+    m.add_class::<results::CaptureTag>()?;
+    m.add("CAPTURE_METHODS", PyTuple::new(py, netrig_engine::capture::CAPTURE_METHODS)?)?;
+    m.add("MAX_CAPTURE_BATCH", netrig_engine::capture::MAX_CAPTURE_BATCH)?;
+    m.add("DEFAULT_CAPTURE_BATCH", netrig_engine::capture::DEFAULT_CAPTURE_BATCH)?;
     m.add_function(wrap_pyfunction!(interface_info, m)?)?;
     m.add_function(wrap_pyfunction!(list_interfaces, m)?)?;
     m.add_function(wrap_pyfunction!(probe_io, m)?)?;

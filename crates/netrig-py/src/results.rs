@@ -219,9 +219,14 @@ result_class! {
         late: u64 = s.late,
         latency: LatencySummary = (&s.latency).into(),
         flow_results: Arc<[FlowResult]> = seq(&s.flow_results),
+        /// The receiver counted this stream's frames (false: a replay without stamping; its
+        /// `frames_lost` is 0 by construction, not measured).
+        loss_measured: bool = s.loss_measured,
+        /// A pcap replay: what was sent of the capture (`None` for a template stream).
+        replay: Option<ReplayResult> = s.replay.as_ref().map(ReplayResult::from),
     }
     derived {
-        /// Lost / sent (0 when nothing was sent).
+        /// Lost / counted (a replay's unstamped frames are not counted; 0 when none was).
         loss_ratio: f64 = s.loss_ratio(),
     }
     methods {
@@ -232,6 +237,48 @@ result_class! {
                 d.del_item("flow_results")?;
             }
             Ok(d)
+        }
+    }
+}
+
+result_class! {
+    /// What a pcap replay sent: passes through the capture, frames with and without the signature.
+    class ReplayResult(r: &netrig_engine::replay::ReplayResult) {
+        /// The capture file.
+        file: String = r.file.clone(),
+        /// Frames were stamped with the signature where they had room.
+        stamped: bool = r.stamped,
+        frames_per_pass: u64 = r.frames_per_pass,
+        /// Bytes of one pass, frame sizes incl. FCS (short frames counted as 64).
+        bytes_per_pass: u64 = r.bytes_per_pass,
+        /// Frames sent / frames per pass.
+        passes: f64 = r.passes,
+        frames_stamped: u64 = r.frames_stamped,
+        /// Frames sent as captured, without the signature (not counted by the receiver).
+        frames_unstamped: u64 = r.frames_unstamped,
+        /// Flows of a stamped replay (captured 5-tuples); 0 without stamping.
+        flows: u64 = r.flows,
+        /// Frames of the capture that already carried a netrig signature.
+        signed_in_capture: u64 = r.signed_in_capture,
+    }
+    methods {
+        fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+            self.dict(py)
+        }
+    }
+}
+
+impl Field for Option<ReplayResult> {
+    fn get<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        match self {
+            Some(r) => r.get(py),
+            None => Ok(py.None().into_bound(py)),
+        }
+    }
+    fn dict_value<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        match self {
+            Some(r) => r.dict_value(py),
+            None => Ok(py.None().into_bound(py)),
         }
     }
 }
@@ -569,15 +616,58 @@ result_class! {
 
 result_class! {
     /// One port of a forwarder, as opened.
-    class ForwardPortInfo(p: &(netrig_engine::PortCaps, [u8; 6])) {
-        ifname: String = p.0.name.clone(),
-        backend: String = p.0.backend.as_str().to_string(),
-        queues: usize = p.0.rx_queues,
-        mac: String = mac_text(&p.1),
-        zero_copy: bool = p.0.zero_copy,
-        max_frame_len: usize = p.0.max_frame_len,
+    class ForwardPortInfo(p: &netrig_engine::forward::ForwardPort) {
+        ifname: String = p.ifname.clone(),
+        /// `af_xdp`, `af_packet`, `socket`, or `xdp` (forwarded in the kernel).
+        backend: String = p.backend.clone(),
+        queues: usize = p.queues,
+        mac: String = mac_text(&p.mac),
+        zero_copy: bool = p.zero_copy,
+        max_frame_len: usize = p.max_frame_len,
         /// What was probed and chosen (XDP mode, copy or zero-copy, rings).
-        notes: String = p.0.notes.clone(),
+        notes: String = p.notes.clone(),
+    }
+    methods {
+        fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+            self.dict(py)
+        }
+    }
+}
+
+result_class! {
+    /// Frames and bytes (with FCS) a capture saw of one sender's trial tag.
+    class CaptureTag(t: &netrig_engine::capture::TagCount) {
+        /// The trial tag (its low 23 bits, as carried in the signature).
+        tag: u32 = t.tag,
+        frames: u64 = t.frames,
+        bytes: u64 = t.bytes,
+    }
+    methods {
+        fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+            self.dict(py)
+        }
+    }
+}
+
+result_class! {
+    /// A capture's counters at one moment (cumulative since it started).
+    class CaptureStats(s: &netrig_engine::capture::CaptureStats) {
+        /// Every frame captured, and its bytes (with FCS).
+        frames: u64 = s.counts.frames,
+        bytes: u64 = s.counts.bytes,
+        /// Signed measurement frames per sender's trial tag.
+        tags: Arc<[CaptureTag]> = seq(&s.counts.tags),
+        /// Signed warm-up frames.
+        warmup: u64 = s.counts.warmup,
+        /// Frames without a netrig signature.
+        foreign: u64 = s.counts.foreign,
+        /// The method's own drop counter (`Capture.drops_source`).
+        drops: u64 = s.drops,
+        /// `threads`: frames dropped because the hand-over queue was full.
+        queue_drops: u64 = s.queue_drops,
+        /// The capture confirmed the counters after finding its source empty.
+        settled: bool = s.settled,
+        elapsed_s: f64 = s.elapsed_s,
     }
     methods {
         fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {

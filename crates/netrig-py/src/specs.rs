@@ -2,6 +2,7 @@
 //! arguments (wrong types are `ConfigError`s naming the argument) and call the engine's
 //! validators, so a spec that exists is valid as far as it can be without its ports.
 use netrig_engine::port::{Backend, PortSpec};
+use netrig_engine::replay::Replay;
 use netrig_engine::stream;
 use netrig_engine::trial::{TrialConfig, DEFAULT_DRAIN_NS};
 use netrig_engine::{flows, FrameSize, Pacing, Rate, RatePhase, Stop, StreamConfig};
@@ -346,11 +347,12 @@ impl StreamSpec {
         signature = (*, frame_size, rate, name=None, tx_port=None, rx_port=None, src_mac=None, dst_mac=None,
                      src_ip=None, dst_ip=None, src_port=None, dst_port=None, vlan=None, ttl=None,
                      udp_checksum=None, flows=None, line_rate_bps=None, protocol=None, tcp_flags=None,
-                     tcp_seq=None, ethertype=None, outer_vlan=None),
+                     tcp_seq=None, ethertype=None, outer_vlan=None, pcap=None, pcap_stamp=None),
         text_signature = "(*, frame_size, rate, name='', tx_port=0, rx_port=1, src_mac='02:00:00:00:00:01', \
                           dst_mac='02:00:00:00:00:02', src_ip='198.18.0.1', dst_ip='198.19.0.1', src_port=1024, \
                           dst_port=1024, vlan=None, ttl=64, udp_checksum=False, flows=None, line_rate_bps=None, \
-                          protocol='udp', tcp_flags='A', tcp_seq=0, ethertype=0x88b5, outer_vlan=None)"
+                          protocol='udp', tcp_flags='A', tcp_seq=0, ethertype=0x88b5, outer_vlan=None, pcap=None, \
+                          pcap_stamp=False)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -375,8 +377,19 @@ impl StreamSpec {
         tcp_seq: Option<&Bound<'_, PyAny>>,
         ethertype: Option<&Bound<'_, PyAny>>,
         outer_vlan: Option<&Bound<'_, PyAny>>,
+        pcap: Option<&Bound<'_, PyAny>>,
+        pcap_stamp: Option<&Bound<'_, PyAny>>,
     ) -> Result<Self> {
         let d = StreamConfig::new("");
+        let pcap: Option<String> = opt(pcap, "pcap", None)?;
+        let pcap_stamp: bool = opt(pcap_stamp, "pcap_stamp", false)?;
+        let replay = match pcap {
+            Some(path) => Some(std::sync::Arc::new(Replay::load(&path, pcap_stamp)?)),
+            None if pcap_stamp => {
+                return Err(config("pcap_stamp", "stamps a capture's frames: give the capture (pcap) too"))
+            }
+            None => None,
+        };
         let flags: String = opt(tcp_flags, "tcp_flags", stream::tcp_flags_str(stream::DEFAULT_TCP_FLAGS))?;
         let protocol = stream::parse_protocol(
             &opt::<String>(protocol, "protocol", "udp".into())?,
@@ -409,6 +422,7 @@ impl StreamSpec {
             line_rate_bps: opt::<Option<f64>>(line_rate_bps, "line_rate_bps", None)?
                 .map(stream::line_rate_bps)
                 .transpose()?,
+            replay,
         };
         s.validate()?;
         Ok(StreamSpec(s))
@@ -481,6 +495,30 @@ impl StreamSpec {
     #[getter]
     fn outer_vlan(&self) -> Option<u16> {
         self.0.outer_vlan
+    }
+
+    /// The capture a replay stream sends (`None`: frames built from the template).
+    #[getter]
+    fn pcap(&self) -> Option<String> {
+        self.0.replay.as_ref().map(|r| r.path.clone())
+    }
+
+    /// A replay stamps the signature into the frames with room for it.
+    #[getter]
+    fn pcap_stamp(&self) -> bool {
+        self.0.replay.as_ref().is_some_and(|r| r.stamp)
+    }
+
+    /// Frames of the capture (one pass), `None` unless a replay.
+    #[getter]
+    fn pcap_frames(&self) -> Option<u64> {
+        self.0.replay.as_ref().map(|r| r.frames_per_pass())
+    }
+
+    /// Mean frame size in bytes incl. FCS (a replay: the capture's, short frames counted as 64).
+    #[getter]
+    fn mean_frame_size(&self) -> f64 {
+        self.0.mean_size()
     }
 
     /// Frames/s this stream asks for (`None` for `max`).

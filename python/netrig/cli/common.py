@@ -8,6 +8,8 @@ import sys
 from rich.console import Console
 
 from netrig.errors import CapabilityError, ConfigError
+from netrig.measure.events import MAX_EVENTS, Event
+from netrig.model import parse_duration
 from netrig.run.config import TestConfig
 
 #: Capability bits (linux/capability.h) netrig's network work needs.
@@ -59,6 +61,25 @@ def rename_field(err: ConfigError, mapping: dict[str, str]) -> ConfigError:
     last = re.sub(r"\[\d+\]$", "", field.rsplit(".", 1)[-1])
     option = mapping.get(field) or mapping.get(last)
     return ConfigError(option, err.message) if option else err
+
+
+def event_pairs(cmds: list[str] | None, ats: list[str] | None) -> list[Event]:
+    """The ``--event CMD`` / ``--at T`` pairs (paired in order); errors name the option to fix."""
+    cmds, ats = cmds or [], ats or []
+    if ats and not cmds:
+        raise ConfigError("--at", "needs an --event: give the command to run at that time (--event CMD --at T)")
+    if len(ats) != len(cmds):
+        raise ConfigError("--at", f"{len(cmds)} --event but {len(ats)} --at: give every --event its own --at T "
+                                  "(paired in order)")
+    if len(cmds) > MAX_EVENTS:
+        raise ConfigError("--event", f"{len(cmds)} events: at most {MAX_EVENTS} in one trial (run several trials)")
+    events = []
+    for cmd, at in zip(cmds, ats):
+        try:
+            events.append(Event(cmd, parse_duration(at, "--at", allow_zero=True)))
+        except ConfigError as e:
+            raise ConfigError("--event" if e.field == "command" else "--at", e.message) from None
+    return events
 
 
 def isatty() -> bool:

@@ -5,7 +5,11 @@ own port backends (af_xdp, af_packet, socket). Modes: ``io`` (unchanged, ports p
 odd last port to itself), ``mac`` (source MAC := the egress port's, destination := its peer MAC),
 ``macswap`` (MACs swapped, sent back out of the ingress port), ``rxonly`` (counted and dropped),
 ``l2fwd`` (as ``mac``, ports strictly in pairs). With af_xdp every frame of a queue is steered to
-the forwarder by an XDP program (``netrig_fwd``) that is detached when it stops.
+the forwarder by an XDP program (``netrig_fwd``) that is detached when it stops. With ``--backend
+xdp`` nothing runs in user space: an XDP program per port (``netrig_xdpfwd``) rewrites and redirects
+frames in the kernel (XDP_REDIRECT through a DEVMAP; XDP_TX for macswap; XDP_DROP for rxonly) on
+every queue of the port; its counters come from a per-CPU map. On veth the egress veth's peer must
+have an XDP program or GRO on, or the kernel drops the redirected frames (docs/forwarder.md).
 
 Per-second counters (rx/tx frames per second, drops) per port and queue go to stderr; the JSON
 summary goes to stdout or ``--json FILE``. Ctrl-C or SIGTERM stop it cleanly, as ``--duration`` does.
@@ -24,7 +28,9 @@ from netrig import _native
 from netrig.cli.common import rename_field, require_root
 from netrig.errors import ConfigError, Terminated
 
-BACKENDS = ("af_xdp", "af_packet", "socket", "auto")
+BACKENDS = ("af_xdp", "af_packet", "socket", "auto", "xdp")
+#: The in-kernel backend (XDP_REDIRECT): no user-space worker, queue, CPU or batch.
+KERNEL_BACKEND = "xdp"
 #: Engine field → CLI option, for one-line errors that name the option.
 OPTIONS = {"mode": "--mode", "peer_mac": "--peer-mac", "cpus": "--cpus", "batch": "--batch", "ports": "--port",
            "ifname": "--port", "queues": "--queues", "io": "--backend", "netns": "--netns",
@@ -39,8 +45,9 @@ def register(sub) -> None:
     p.add_argument("--mode", default="io", metavar="M",
                    help=f"forwarding mode: {', '.join(_native.FORWARD_MODES)} (default io)")
     p.add_argument("--backend", default="af_xdp", metavar="B",
-                   help=f"port I/O: {', '.join(BACKENDS)} (default af_xdp)")
-    p.add_argument("--queues", default="1", metavar="N",
+                   help=f"port I/O: {', '.join(BACKENDS)} (default af_xdp; xdp: forward in the kernel with "
+                        "XDP_REDIRECT, every queue, no workers)")
+    p.add_argument("--queues", default=None, metavar="N",
                    help=f"queues per port, one pinned worker each (1..{_native.MAX_QUEUES}, default 1)")
     p.add_argument("--peer-mac", action="append", metavar="MAC", default=[],
                    help="destination MAC of frames leaving each port, one per --port in order (modes mac, "
@@ -51,7 +58,7 @@ def register(sub) -> None:
     p.add_argument("--cpus", metavar="LIST",
                    help="CPUs for the workers, comma-separated (worker i, port-major, on the i-th, cycling; "
                         "default: worker i on CPU i mod the CPUs)")
-    p.add_argument("--batch", default=str(64), metavar="N",
+    p.add_argument("--batch", default=None, metavar="N",
                    help=f"frames per receive batch (1..{_native.MAX_FORWARD_BATCH}, default 64)")
     p.add_argument("--interval", default="1", metavar="S",
                    help="seconds between statistics lines (default 1; 0 = none)")
@@ -97,8 +104,17 @@ def build(args) -> dict[str, Any]:
                                     f"{', '.join(_native.FORWARD_MODES)}")
     if args.backend not in BACKENDS:
         raise ConfigError("--backend", f"{args.backend!r} is not a backend: use one of {', '.join(BACKENDS)}")
-    queues = int(_number(args.queues, "--queues", integer=True, low=1, high=_native.MAX_QUEUES, allow_low=True))
-    batch = int(_number(args.batch, "--batch", integer=True, low=1, high=_native.MAX_FORWARD_BATCH, allow_low=True))
+    kernel = args.backend == KERNEL_BACKEND
+    if kernel:
+        why = "the xdp backend forwards in the kernel's receive path, on every queue, on the CPU that receives"
+        for opt, value, what in (("--queues", args.queues, "leave it out"), ("--cpus", args.cpus, "no workers to pin"),
+                                 ("--batch", args.batch, "no receive batch to size")):
+            if value is not None:
+                raise ConfigError(opt, f"{why}: {what}")
+    queues_text = "1" if args.queues is None else args.queues
+    batch_text = "64" if args.batch is None else args.batch
+    queues = int(_number(queues_text, "--queues", integer=True, low=1, high=_native.MAX_QUEUES, allow_low=True))
+    batch = int(_number(batch_text, "--batch", integer=True, low=1, high=_native.MAX_FORWARD_BATCH, allow_low=True))
     if args.netns is not None and ("/" in args.netns or not args.netns.strip()
                                    or not os.path.exists(os.path.join("/run/netns", args.netns))):
         raise ConfigError("--netns", f"{args.netns!r}: no such network namespace (see `ip netns list`)")
@@ -111,10 +127,13 @@ def build(args) -> dict[str, Any]:
     if args.peer_mac and len(args.peer_mac) != len(args.port):
         raise ConfigError("--peer-mac", f"give one per --port ({len(args.peer_mac)} for {len(args.port)} ports)")
     try:
-        ports = [_native.Port(ifname, netns=args.netns, io=args.backend, queues=queues,
+        ports = [_native.Port(ifname, netns=args.netns, io="auto" if kernel else args.backend, queues=queues,
                               i_know_this_is_live=args.i_know_this_is_live) for ifname in args.port]
-        return {"ports": ports, "mode": args.mode, "peer_macs": list(args.peer_mac) or None,
-                "cpus": parse_cpus(args.cpus) or None, "batch": batch}
+        out: dict[str, Any] = {"ports": ports, "mode": args.mode, "peer_macs": list(args.peer_mac) or None,
+                               "cpus": parse_cpus(args.cpus) or None, "batch": batch}
+        if kernel:
+            out["xdp_redirect"] = True
+        return out
     except ConfigError as e:
         raise rename_field(e, OPTIONS) from None
 
@@ -168,8 +187,11 @@ def run(args) -> int:
     try:
         for info in fwd.ports:
             _say(f"forward: {info.ifname} ({info.mac}) {info.backend}: {info.notes}")
-        pins = ", ".join(f"{s.ifname} q{s.queue} on CPU {s.cpu}" for s in fwd.stats())
-        _say(f"forward: mode {fwd.mode}, workers {pins}; Ctrl-C stops")
+        if kwargs.get("xdp_redirect"):
+            _say(f"forward: mode {fwd.mode}, in the kernel (XDP programs, every queue); Ctrl-C stops")
+        else:
+            pins = ", ".join(f"{s.ifname} q{s.queue} on CPU {s.cpu}" for s in fwd.stats())
+            _say(f"forward: mode {fwd.mode}, workers {pins}; Ctrl-C stops")
         prev, prev_t = fwd.stats(), t0
         tick = interval if interval > 0 else 0.2
         while fwd.running:

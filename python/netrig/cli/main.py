@@ -17,6 +17,8 @@ from typing import NoReturn
 
 from netrig._native import __version__
 from netrig.cli import (
+    capture,
+    capture_bench,
     compare,
     demo,
     forward,
@@ -37,7 +39,8 @@ from netrig.errors import NetrigError, Terminated
 
 #: Subcommand modules, in the order ``netrig --help`` lists them (``shortcuts``: one command per
 #: shortcut command of the method registry, e.g. ``rfc2544``, ``ndr-pdr``).
-COMMANDS = (ports, trial, testbed, run, shortcuts, tcp, rr, study, sweep, selftest, report, compare, forward, demo)
+COMMANDS = (ports, trial, testbed, run, shortcuts, tcp, rr, study, sweep, selftest, report, compare, forward,
+            capture_bench, capture, demo)
 
 
 class NetrigParser(argparse.ArgumentParser):

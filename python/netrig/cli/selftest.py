@@ -13,7 +13,7 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser("selftest", help="RFC 8219 self-test of the tester on the loopback test bed",
                               description="Prove factor × RATE loss-free for the whole trial on the loopback "
                                           "test bed; without --rate, find the highest proven rate per size.")
-    add_common(p, sizes_default="64,1518")
+    add_common(p, sizes_default="64,1518", events=False)
     p.set_defaults(testbed="loopback")
     p.add_argument("--rate", default=None, help="rate(s) to prove, comma list, e.g. 1M,500k [line rate]")
     p.add_argument("--factor", type=float, default=defaults.SELFTEST_FACTOR,

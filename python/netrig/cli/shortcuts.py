@@ -13,7 +13,7 @@ import re
 import sys
 from typing import Any
 
-from netrig.cli.common import rename_field, require_privileges
+from netrig.cli.common import event_pairs, rename_field, require_privileges
 from netrig.cli.console import run_with_console
 from netrig.errors import ConfigError, TestbedError
 from netrig.methodology.method import Command
@@ -29,11 +29,12 @@ from netrig.testbed.state import read_state
 COMMON_FIELDS = {"duration_s": "--duration", "drain_s": "--drain", "sizes": "--sizes", "repetitions": "--repetitions",
                  "io": "--io", "nominal_bps": "--nominal-speed", "speed_bps": "--speed", "options": "--testbed-option",
                  "capacity_pps": "--sim-capacity-pps", "i_know_this_is_live": "--i-know-this-is-live",
-                 "monitor_remote": "--monitor-remote"}
+                 "monitor_remote": "--monitor-remote", "events": "--at", "event_timeout_s": "--event-timeout"}
 
 
-def add_common(p: argparse.ArgumentParser, sizes_default: str = "rfc") -> None:
-    """Options shared by the shortcut commands (same words as the config file keys)."""
+def add_common(p: argparse.ArgumentParser, sizes_default: str = "rfc", events: bool = True) -> None:
+    """Options shared by the shortcut commands (same words as the config file keys); ``events``:
+    with the events-under-load options (the self-test runs none)."""
     p.add_argument("--testbed", default="router",
                    help="test bed: a topology built for the run and removed after it (router, policer, …; "
                         "`netrig testbed list`), simulated, or the id of one built by `netrig testbed up` "
@@ -61,6 +62,17 @@ def add_common(p: argparse.ArgumentParser, sizes_default: str = "rfc") -> None:
                    help="sample a DUT on another host over SSH during every trial instead of this host (an alias "
                         "of your ~/.ssh/config or user@host; keys from your config and agent, never a password; "
                         "the DUT needs only /bin/sh and /proc) [off]")
+    if events:
+        p.add_argument("--event", action="append", metavar="CMD",
+                       help="events under load: run this shell command line in the DUT's namespace (on the host when "
+                            "the test bed has none) at --at into every timed trial of the methods that take events "
+                            "(throughput, frame loss, latency, livelock, iperf, soak); each trial records per flow the "
+                            "outage, the frames lost and the time to loss-free forwarding (repeatable) [none]")
+        p.add_argument("--at", action="append", metavar="T",
+                       help="when the matching --event runs, after the trial's measured run begins: 2s, 500ms "
+                            "(repeatable, paired with --event in order)")
+        p.add_argument("--event-timeout", default=None, metavar="T",
+                       help="kill an --event command still running after this long [30s]")
     p.add_argument("--no-selftest", action="store_true", help="skip the RFC 8219 self-test on the loopback test bed")
     p.add_argument("--sim-capacity-pps", type=float, default=None,
                    help="with --testbed simulated: the simulated DUT's capacity [1e6]")
@@ -141,6 +153,13 @@ def base_config(args: argparse.Namespace) -> dict:
         cfg["trial"]["monitor_remote"] = args.monitor_remote
     if args.duration:
         cfg["trial"]["duration_s"] = args.duration
+    events = event_pairs(getattr(args, "event", None), getattr(args, "at", None))
+    if events:
+        cfg["trial"]["events"] = [e.to_dict() for e in events]
+    if getattr(args, "event_timeout", None) is not None:
+        if not events:
+            raise ConfigError("--event-timeout", "needs an --event: it limits how long --event commands may run")
+        cfg["trial"]["event_timeout_s"] = args.event_timeout
     if args.drain:
         cfg["trial"]["drain_s"] = args.drain
     if args.nominal_speed:

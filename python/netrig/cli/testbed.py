@@ -5,9 +5,10 @@ import argparse
 import json
 
 from netrig.cli.common import require_root
-from netrig.errors import ConfigError
+from netrig.errors import ConfigError, TestbedError
 from netrig.testbed import Testbed, clean, down, list_topologies, status, topology_options
 from netrig.testbed import state as st
+from netrig.testbed.options import CAPTURE_METHODS, FORWARD_MODES, FORWARDER_BACKENDS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -52,10 +53,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     help="also configure tester-port addresses in their kernel stacks (socket tools)")
     up.add_argument("--mtu", type=int, default=None,
                     help="MTU of every test-bed link, 1280..65535, e.g. 9000 for jumbo frames (default: 1500)")
-    up.add_argument("--forward-mode", default=None, choices=("io", "mac", "l2fwd"),
-                    help="forwarder: the DUT's forwarding mode (default io)")
-    up.add_argument("--forward-backend", default=None, choices=("af_xdp", "af_packet", "socket"),
-                    help="forwarder: the DUT's port I/O (default af_xdp)")
+    up.add_argument("--forward-mode", default=None, choices=FORWARD_MODES,
+                    help="forwarder: the DUT's forwarding mode (default io); oneport: macswap (its only mode)")
+    up.add_argument("--forward-backend", default=None, choices=FORWARDER_BACKENDS,
+                    help="forwarder, oneport: the DUT's port I/O (default af_xdp; xdp: in-kernel XDP_REDIRECT)")
+    up.add_argument("--capture-method", default=None, choices=CAPTURE_METHODS,
+                    help="capture: the capture application's method (default recvfrom)")
+    up.add_argument("--capture-batch", type=int, default=None,
+                    help="capture: frames per recvmmsg call, 1..1024 (default 10)")
     up.add_argument("--json", action="store_true", help="print the full description as JSON")
     up.set_defaults(func=run_up)
 
@@ -97,7 +102,7 @@ def _ports_table(tb) -> str:
 #: The options of ``testbed up``, by test-bed option name.
 UP_OPTIONS = ("rules", "cap", "cap_burst", "nat", "conntrack_max", "conntrack_buckets", "conntrack_timeout_s",
               "dut_cpus", "dut_placement", "log", "flowtable", "ifaces", "tester_stack", "mtu", "forward_mode",
-              "forward_backend")
+              "forward_backend", "capture_method", "capture_batch")
 
 
 def run_up(args: argparse.Namespace) -> int:
@@ -133,10 +138,18 @@ def run_down(args: argparse.Namespace) -> int:
     return 0
 
 
+def _describe(tb_id: str) -> dict:
+    """A test bed's full description, or why this netrig cannot read it."""
+    try:
+        return Testbed.attach(tb_id).describe()
+    except TestbedError as e:
+        return {"id": tb_id, "error": str(e)}
+
+
 def run_status(args: argparse.Namespace) -> int:
     if args.json:
         if args.id is None:
-            print(json.dumps([Testbed.attach(s["id"]).describe() for s in st.all_states()], indent=1))
+            print(json.dumps([_describe(s["id"]) for s in st.all_states()], indent=1))
         else:
             print(json.dumps(Testbed.attach(args.id).describe(), indent=1))
         return 0
@@ -152,7 +165,7 @@ def run_status(args: argparse.Namespace) -> int:
               + ("  (health not checked: needs root)" if s["problems"] is None else ""))
         for problem in s["problems"] or []:
             print(f"  broken: {problem}")
-        if s["problems"]:
+        if s["problems"] and not s.get("foreign"):
             print(f"  trials would lose everything: `netrig testbed repair {s['id']}` restores what it can (runs "
                   f"on it do before every trial), or `netrig testbed down {s['id']}`")
         if args.id is not None:

@@ -23,12 +23,11 @@ import time
 from rich.text import Text
 
 from netrig import _native
-from netrig.cli.common import console, rename_field, require_root
+from netrig.cli.common import console, event_pairs, rename_field, require_root
 from netrig.errors import ConfigError, InterruptedTrial, TestbedError
 from netrig.measure.events import (
     DEFAULT_TIMEOUT_S,
     INTERVAL_S,
-    MAX_EVENTS,
     CommandRunner,
     Event,
     EventClock,
@@ -114,7 +113,26 @@ FIELDS = {
     "max_stretch_pct": "--max-stretch",
     "gap_slots": "--event",
     "interval_s": "--event",
+    "pcap": "--pcap",
+    "pcap_stamp": "--pcap-stamp",
 }
+
+#: Options that build frames from the template: a replay sends the capture's as they are.
+TEMPLATE_OPTIONS = ("size", "flows", "vary", "protocol", "tcp_flags", "tcp_seq", "ethertype", "vlan", "outer_vlan",
+                    "flow_order", "seed", "src_mac", "dst_mac", "src_ip", "dst_ip")
+
+
+def _check_replay(args) -> None:
+    """``--pcap`` with an option that builds frames, or ``--pcap-stamp`` alone: refused."""
+    if args.pcap is None:
+        if args.pcap_stamp:
+            raise ConfigError("--pcap-stamp", "stamps a capture's frames: give the capture with --pcap FILE")
+        return
+    for dest in TEMPLATE_OPTIONS:
+        if getattr(args, dest, None) != DEFAULTS.get(dest):
+            option = "--" + dest.replace("_", "-")
+            raise ConfigError(option, "not with --pcap: a replay sends the captured frames as they are (addresses, "
+                                      "sizes, protocols, tags); leave it out, or drop --pcap to build frames")
 
 
 def register(sub) -> None:
@@ -177,6 +195,15 @@ def register(sub) -> None:
                    help="the order frames visit the flows: sequential (default) or pseudorandom (RFC 4814, "
                         "also spreading port numbers; reproducible from --seed)")
     p.add_argument("--seed", type=int, default=1, help="seed of the pseudorandom flow order (default 1)")
+    p.add_argument("--pcap", metavar="FILE",
+                   help="replay this capture (pcap or pcapng, Ethernet) instead of building frames: its frames in "
+                        "order, looped as often as --duration/--frames need, at --rate (bit rates use the capture's "
+                        "mean frame size); without --pcap-stamp the receiver cannot count them: loss is not measured")
+    p.add_argument("--pcap-stamp", action="store_true",
+                   help="with --pcap: write netrig's signature into every frame with room for it (the first 18 bytes "
+                        "of a UDP/TCP payload, ICMP echo data or a raw L2 payload; checksums updated, lengths "
+                        "unchanged), one flow per captured 5-tuple, so loss, reordering, duplicates and latency are "
+                        "counted per flow; frames without room go out as captured, counted apart")
     p.add_argument("--src-mac", help="source MAC (default: the test bed's, else the TX interface's)")
     p.add_argument("--dst-mac", action="append",
                    help="destination MAC (default: the test bed's DUT, else the RX interface's; give the DUT's for a "
@@ -350,29 +377,16 @@ def _pairs(args) -> list[Pair]:
 
 def events_of(args) -> list[Event]:
     """The ``--event``/``--at`` pairs, checked against the trial's duration."""
-    cmds, ats = args.event or [], args.at or []
-    if ats and not cmds:
-        raise ConfigError("--at", "needs an --event: give the command to run at that time (--event CMD --at T)")
-    if not cmds:
+    events = event_pairs(args.event, args.at)
+    if not events:
         if args.event_netns:
             raise ConfigError("--event-netns", "needs an --event: it says where --event commands run")
         return []
-    if len(ats) != len(cmds):
-        raise ConfigError("--at", f"{len(cmds)} --event but {len(ats)} --at: give every --event its own --at T "
-                                  "(paired in order)")
     if args.frames:
         raise ConfigError("--event", "needs a duration trial: use --duration instead of --frames")
-    if len(cmds) > MAX_EVENTS:
-        raise ConfigError("--event", f"{len(cmds)} events: at most {MAX_EVENTS} in one trial (run several trials)")
     if args.testbed and args.event_netns:
         raise ConfigError("--event-netns", "comes from the test bed with --testbed (its DUT namespace): leave it out")
     duration = parse_duration(args.duration, "--duration")
-    events = []
-    for cmd, at in zip(cmds, ats):
-        try:
-            events.append(Event(cmd, parse_duration(at, "--at", allow_zero=True)))
-        except ConfigError as e:
-            raise ConfigError("--at" if e.field != "event.command" else "--event", e.message) from None
     try:
         check_events(events, duration, "--at")
     except ConfigError as e:
@@ -427,6 +441,7 @@ def build(args) -> Plan:
                                   i_know_this_is_live=live))
             return index[ref]
 
+        _check_replay(args)
         legs = [(port(p.tx), port(p.rx) if p.rx is not None else None, p.addr) for p in pairs]
         receive = all(rx is not None for _, rx, _ in legs)
         infos = [p.info() for p in ports]
@@ -435,7 +450,7 @@ def build(args) -> Plan:
         frame = FrameSize.parse(args.size, "--size")
         # Frames larger than the MTU allows are refused by the engine too; say it in CLI terms here.
         max_size = min(i.mtu for i in infos) + 18
-        if frame.size is not None and frame.size > max_size:
+        if frame.size is not None and frame.size > max_size and args.pcap is None:
             raise ConfigError("--size", f"{frame.size} B is above the MTU of {'/'.join(p.ifname for p in ports)} "
                                         f"(largest frame {max_size} B); raise the MTU or use smaller frames")
         def given(value: str | None, default: str) -> str:
@@ -453,6 +468,11 @@ def build(args) -> Plan:
                 if len(legs) > 1 or len(macs) > 1:
                     name = f"{ports[tx_i].ifname}>{ports[rx_i].ifname if rx_i is not None else '-'}"
                     name += f"@{dst}" if len(macs) > 1 else ""
+                rate_kw = {"rate_pps": rate.value} if rate.kind == "pps" else {"rate": args.rate}
+                if args.pcap is not None:
+                    streams.append(Stream(pcap=args.pcap, pcap_stamp=args.pcap_stamp, line_rate_bps=line, name=name,
+                                          tx_port=tx_i, rx_port=rx_i if rx_i is not None else tx_i, **rate_kw))
+                    continue
                 streams.append(Stream(
                     frame_size=args.size, src_mac=given(args.src_mac, addr.get("src_mac") or infos[tx_i].mac),
                     dst_mac=dst, src_ip=given(args.src_ip, addr["src_ip"]),
@@ -460,8 +480,7 @@ def build(args) -> Plan:
                     protocol=args.protocol, tcp_flags=args.tcp_flags, tcp_seq=args.tcp_seq,
                     ethertype=parse_ethertype(args.ethertype, "--ethertype"), outer_vlan=args.outer_vlan,
                     flow_order=args.flow_order, seed=args.seed, name=name, tx_port=tx_i,
-                    rx_port=rx_i if rx_i is not None else tx_i,
-                    **({"rate_pps": rate.value} if rate.kind == "pps" else {"rate": args.rate})))
+                    rx_port=rx_i if rx_i is not None else tx_i, **rate_kw))
         stop = {"frames": args.frames} if args.frames else {"duration_s": parse_duration(args.duration, "--duration")}
         if args.ramp is not None and events:
             raise ConfigError("--event", "not with --ramp: a ramp counts per step and an event per 10 ms; run the "
@@ -491,8 +510,19 @@ def result_table(res: TrialResult, stream: Stream, title: str):
     t.add_column("value", justify="right")
     size = stream.mean_frame_size
     line = stream.line_rate_bps
+    replays = [s.replay for s in res.streams if s.replay is not None]
+    for r in replays:
+        t.add_row("capture", f"{r.file}: {r.frames_per_pass:,} frames, {r.bytes_per_pass:,} B per pass")
+        t.add_row("passes / stamped / unstamped", f"{r.passes:,.2f} / {r.frames_stamped:,} / {r.frames_unstamped:,}"
+                  + (f" ({r.flows:,} flows)" if r.stamped else ""))
     t.add_row("frames sent / received", f"{res.frames_sent:,} / {res.frames_received:,}")
-    t.add_row("lost (ratio)", f"{res.frames_lost:,} ({100 * res.loss_ratio:.4f} %)")
+    if all(s.loss_measured for s in res.streams):
+        t.add_row("lost (ratio)", f"{res.frames_lost:,} ({100 * res.loss_ratio:.4f} %)"
+                  + (" of the stamped frames" if replays else ""))
+    else:
+        rx_port = sum(p.rx_frames for i, p in enumerate(res.ports) if any(s.rx_port == i for s in res.streams))
+        t.add_row("lost", "not measured: the replayed frames carry no signature (--pcap-stamp stamps them)")
+        t.add_row("receiving port saw (all frames)", f"{rx_port:,}")
     t.add_row("reordered / duplicated / late", f"{res.reordered:,} / {res.duplicated:,} / {res.late:,}")
     # Frames the receiver saw that are not this trial's: never counted as received.
     t.add_row("not counted: foreign / stray / forged",

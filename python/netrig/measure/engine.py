@@ -126,12 +126,14 @@ class EngineMeasurer:
     def _run(self, frame: FrameSize, rate_pps: float, duration_s: float | None, drain_s: float,
              progress: Callable[[_native.Snapshot], None] | None = None, *,
              phases: Sequence[tuple[float, float]] | None = None, interval_s: float | None = None,
-             burst_frames: int | None = None) -> _native.TrialResult:
+             burst_frames: int | None = None, gap_slots: int = 1,
+             progress_interval_s: float = 0.2) -> _native.TrialResult:
         stream = Stream(frame_size=frame, rate_pps=rate_pps, flows=self.flows, **self.template)
         stop: dict = {"bursts": (burst_frames, 1, 0.0)} if burst_frames is not None else {"duration_s": duration_s}
         return run_trial(self.tx, self.rx, [stream], drain_s=drain_s, warmup_s=self.warmup_s, progress=progress,
-                         pacing=self.pacing, max_stretch_pct=100 * self.tolerance, phases=phases,
-                         interval_s=interval_s, **stop)
+                         progress_interval_s=progress_interval_s, pacing=self.pacing,
+                         max_stretch_pct=100 * self.tolerance, phases=phases, interval_s=interval_s,
+                         gap_slots=gap_slots, **stop)
 
     def _learn(self, frame: FrameSize) -> None:
         if not self.learning_frames or frame.label in self._learned:
@@ -219,32 +221,42 @@ class EngineMeasurer:
         return self._counts(res, None, extra)
 
     def measure_phases(self, frame_size: FrameSize, phases: Sequence[Phase], interval_s: float,
-                       tag: str = "") -> TrialCounts:
+                       tag: str = "", events: Sequence[Event] = (),
+                       run_event: Callable[[Event], EventRun] | None = None) -> TrialCounts:
         """One continuous engine trial through ``phases`` (each a rate scale of the first phase's
         rate), counted per interval of ``interval_s`` (every phase cut into intervals, its last one
-        possibly shorter)."""
+        possibly shorter). With ``events``, their commands run during it (see :meth:`measure_events`;
+        the recovery time's resolution is then ``interval_s``)."""
         self._learn(frame_size)
         base = phases[0].rate_pps
         total_s = sum(ph.duration_s for ph in phases)
         spec = [(ph.duration_s, ph.rate_pps / base) for ph in phases]
-        res, extra = self._monitored(lambda: self._run(frame_size, base, total_s, self.drain_s, phases=spec,
-                                                       interval_s=interval_s))
+        timer = _EventTimer(events, run_event, total_s)
+        res, extra = self._monitored(timer.wrap(lambda progress, gaps: self._run(
+            frame_size, base, total_s, self.drain_s, progress, phases=spec, interval_s=interval_s, gap_slots=gaps,
+            progress_interval_s=EVENT_PROGRESS_S if progress else 0.2)))
+        if events:
+            self._learned.discard(frame_size.label)
         intervals = engine_intervals(res)
         intended = sum(ph.rate_pps * ph.duration_s for ph in phases) / total_s
-        return self._counts(res, intended, {**extra, "method": "one continuous trial, per-interval counts"},
-                            intervals=intervals)
+        c = self._counts(res, intended, {**extra, "method": "one continuous trial, per-interval counts"},
+                         intervals=intervals)
+        return timer.counts(c, res)
 
-    def measure_soak(self, load: Load, duration_s: float, interval_s: float, on_interval: IntervalSink) -> TrialCounts:
+    def measure_soak(self, load: Load, duration_s: float, interval_s: float, on_interval: IntervalSink,
+                     events: Sequence[Event] = (), run_event: Callable[[Event], EventRun] | None = None) -> TrialCounts:
         """One continuous engine trial counted per interval; every interval goes to ``on_interval``
         as soon as the engine says its counts are final (``_native.Trial.settled_intervals``: its end
         is more than the late threshold in the past, so the counts are those of the result), with the
         newest sample of a DUT monitor sampling every ``interval_s``; the run's last intervals when
         the trial ends. The monitor's samples are not kept in memory or in the trial's record: they
         are in the intervals. Ctrl-C stops the trial (``InterruptedTrial``) after the intervals so
-        far were handed on."""
+        far were handed on. With ``events``, their commands run during it (see :meth:`measure_events`;
+        the recovery time's resolution is then ``interval_s``)."""
         self._learn(load.frame_size)
         monitor = self.interval_monitor(interval_s) if self.interval_monitor is not None else None
         delivered = 0
+        timer = _EventTimer(events, run_event, duration_s)
 
         def deliver(ivs: Sequence[_native.IntervalResult]) -> None:
             nonlocal delivered
@@ -257,11 +269,13 @@ class EngineMeasurer:
             monitor.start()
         try:
             account = CpuAccount(self.cpu_procs).start()
-            res = run_trial(self.tx, self.rx, [Stream(frame_size=load.frame_size, rate_pps=load.rate_pps,
-                                                      flows=self.flows, **self.template)],
-                            duration_s=duration_s, drain_s=self.drain_s, warmup_s=self.warmup_s,
-                            progress_interval_s=min(0.25, interval_s / 4), pacing=self.pacing,
-                            max_stretch_pct=100 * self.tolerance, interval_s=interval_s, on_intervals=deliver)
+            res = timer.wrap(lambda progress, gaps: run_trial(
+                self.tx, self.rx, [Stream(frame_size=load.frame_size, rate_pps=load.rate_pps, flows=self.flows,
+                                          **self.template)],
+                duration_s=duration_s, drain_s=self.drain_s, warmup_s=self.warmup_s, progress=progress,
+                progress_interval_s=EVENT_PROGRESS_S if progress else min(0.25, interval_s / 4), pacing=self.pacing,
+                max_stretch_pct=100 * self.tolerance, interval_s=interval_s, on_intervals=deliver,
+                gap_slots=gaps))()
             cpu = account.stop().to_dict()
             # The last ones; not those planned after a run stopped early (tester-limited): no frame
             # was sent in them, they are not soak time.
@@ -270,11 +284,13 @@ class EngineMeasurer:
         finally:
             if monitor is not None:
                 monitor.stop()
+        if events:
+            self._learned.discard(load.frame_size.label)
         engine = res.to_dict()
         engine.pop("intervals", None)  # handed to on_interval, one by one
         c = self._counts(res, load.rate_pps, {"cpu": cpu, "method": "soak: one continuous trial, per-interval "
                                                                      "counts and DUT samples as they settle"})
-        return TrialCounts(**{**c.__dict__, "raw": {**c.raw, "engine": engine}})
+        return timer.counts(TrialCounts(**{**c.__dict__, "raw": {**c.raw, "engine": engine}}), res)
 
     def measure_stack(self, request: StackRequest) -> dict:
         """A stack trial between the tester ports' kernel stacks (the test bed needs ``tester_stack``),
@@ -365,30 +381,51 @@ class EngineMeasurer:
         trial's per-interval counts (``netrig.measure.events``). Learning frames are sent again
         before the next trial (an event may have flushed the DUT's tables)."""
         self._learn(load.frame_size)
-        check_events(events, duration_s)
-        clock = EventClock(events, run_event)
-        runs: list[EventRun] = []
-
-        def progress(snap: _native.Snapshot) -> None:
-            clock.progress(snap.phase, snap.elapsed_s)
-
-        def run() -> _native.TrialResult:
-            try:
-                return run_trial(self.tx, self.rx, [Stream(frame_size=load.frame_size, rate_pps=load.rate_pps,
-                                                           flows=self.flows, **self.template)],
-                                 duration_s=duration_s, drain_s=self.drain_s, warmup_s=self.warmup_s,
-                                 progress=progress, progress_interval_s=EVENT_PROGRESS_S, pacing=self.pacing,
-                                 max_stretch_pct=100 * self.tolerance, interval_s=INTERVAL_S,
-                                 gap_slots=len(events) + 1)
-            finally:
-                runs.extend(clock.finish(timeout_s=max(60.0, duration_s)))
-
-        res, extra = self._monitored(run)
+        timer = _EventTimer(events, run_event, duration_s)
+        res, extra = self._monitored(timer.wrap(lambda progress, gaps: run_trial(
+            self.tx, self.rx, [Stream(frame_size=load.frame_size, rate_pps=load.rate_pps, flows=self.flows,
+                                      **self.template)],
+            duration_s=duration_s, drain_s=self.drain_s, warmup_s=self.warmup_s, progress=progress,
+            progress_interval_s=EVENT_PROGRESS_S, pacing=self.pacing, max_stretch_pct=100 * self.tolerance,
+            interval_s=INTERVAL_S, gap_slots=gaps)))
         self._learned.discard(load.frame_size.label)
         intervals = engine_intervals(res)
         c = self._counts(res, load.rate_pps, {**extra, "method": "one trial with events, per-flow sequence gaps"},
                          intervals=intervals)
-        return TrialCounts(**{**c.__dict__, "events": event_results(res, runs)})
+        return timer.counts(c, res)
+
+
+class _EventTimer:
+    """The events of one engine trial: :meth:`wrap` makes the trial function (called with the
+    live-progress callback that fires them and the number of per-flow gap slots to keep) run them
+    at their times; :meth:`counts` adds what each did and cost. Without events it changes nothing."""
+
+    def __init__(self, events: Sequence[Event], run_event: Callable[[Event], EventRun] | None, duration_s: float):
+        if events and run_event is None:
+            raise ValueError("events need run_event, the function that runs their commands")
+        if events:
+            check_events(events, duration_s)
+        self.events, self.run_event, self.duration_s = tuple(events), run_event, duration_s
+        self.runs: list[EventRun] = []
+
+    def wrap(self, fn: Callable[[Callable[[_native.Snapshot], None] | None, int], _native.TrialResult]
+             ) -> Callable[[], _native.TrialResult]:
+        if not self.events or self.run_event is None:
+            return lambda: fn(None, 1)
+        events, run_event = self.events, self.run_event
+
+        def run() -> _native.TrialResult:
+            clock = EventClock(events, run_event)
+            try:
+                return fn(lambda snap: clock.progress(snap.phase, snap.elapsed_s), len(events) + 1)
+            finally:
+                self.runs.extend(clock.finish(timeout_s=max(60.0, self.duration_s)))
+        return run
+
+    def counts(self, c: TrialCounts, res: _native.TrialResult) -> TrialCounts:
+        if not self.events:
+            return c
+        return TrialCounts(**{**c.__dict__, "events": event_results(res, self.runs)})
 
 
 def engine_intervals(res: _native.TrialResult) -> tuple[Interval, ...]:

@@ -56,14 +56,14 @@ class Event:
 
     def __post_init__(self) -> None:
         if not isinstance(self.command, str) or not self.command.strip():
-            raise ConfigError("event.command", "must be a non-empty command line (e.g. 'ip link set dev eth0 down')")
+            raise ConfigError("command", "must be a non-empty command line (e.g. 'ip link set dev eth0 down')")
         try:
             shlex.split(self.command)
         except ValueError as e:
-            raise ConfigError("event.command", f"{self.command!r}: {e} (a shell command line: balance its "
+            raise ConfigError("command", f"{self.command!r}: {e} (a shell command line: balance its "
                                                "quotes)") from None
         if isinstance(self.at_s, bool) or not isinstance(self.at_s, (int, float)) or not self.at_s >= 0:
-            raise ConfigError("event.at_s", f"must be a number of seconds >= 0 (got {self.at_s!r})")
+            raise ConfigError("at_s", f"must be a number of seconds >= 0 (got {self.at_s!r})")
 
     def to_dict(self) -> dict:
         return {"command": self.command, "at_s": self.at_s}

@@ -379,8 +379,10 @@ class Measurer(Protocol):
         ...
 
     def measure_phases(self, frame_size: FrameSize, phases: Sequence[Phase], interval_s: float,
-                       tag: str = "") -> TrialCounts:
-        """One continuous trial through several loads; ``intervals`` holds per-interval counts."""
+                       tag: str = "", events: Sequence[Event] = (),
+                       run_event: Callable[[Event], EventRun] | None = None) -> TrialCounts:
+        """One continuous trial through several loads; ``intervals`` holds per-interval counts. With
+        ``events`` their commands run during it, as in :meth:`measure_events`."""
         ...
 
     def measure_events(self, load: Load, duration_s: float, events: Sequence[Event],
@@ -390,11 +392,13 @@ class Measurer(Protocol):
         (``netrig.measure.events``)."""
         ...
 
-    def measure_soak(self, load: Load, duration_s: float, interval_s: float, on_interval: IntervalSink) -> TrialCounts:
+    def measure_soak(self, load: Load, duration_s: float, interval_s: float, on_interval: IntervalSink,
+                     events: Sequence[Event] = (), run_event: Callable[[Event], EventRun] | None = None) -> TrialCounts:
         """One continuous trial at ``load`` for ``duration_s``, counted per interval of ``interval_s``
         by transmit time. ``on_interval`` gets every interval while the trial runs, as soon as its
         counts are final (the last ones when it ends), with the newest DUT monitor sample; the
-        returned counts have no ``intervals`` (they went to ``on_interval``)."""
+        returned counts have no ``intervals`` (they went to ``on_interval``). With ``events`` their
+        commands run during it, as in :meth:`measure_events`."""
         ...
 
     def measure_stack(self, request: StackRequest) -> dict:

@@ -34,7 +34,7 @@ import math
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from netrig.errors import CapabilityError, ConfigError
 from netrig.measure.events import Event, EventResult, EventRun, FlowOutage, check_events
@@ -232,9 +232,11 @@ class SimulatedMeasurer:
         )
 
     def measure_phases(self, frame_size: FrameSize, phases: Sequence[Phase], interval_s: float,
-                       tag: str = "") -> TrialCounts:
+                       tag: str = "", events: Sequence[Event] = (),
+                       run_event: Callable[[Event], EventRun] | None = None) -> TrialCounts:
         """Continuous trial through ``phases``; per-interval counts. Model (e) adds loss for
-        ``recovery_s`` after every overloaded phase."""
+        ``recovery_s`` after every overloaded phase; every event's command runs, then the model
+        forwards nothing for ``reset_time_s`` (:func:`_event_outages`)."""
         m = self.model
         self.trials += 1
         if m.trial_delay_s:
@@ -276,19 +278,27 @@ class SimulatedMeasurer:
             if offered > c:
                 overload_end = t0 + ph.duration_s
             t0 += ph.duration_s
+        total_s = sum(p.duration_s for p in phases)
+        results: tuple[EventResult, ...] | None = None
+        if events:
+            if run_event is None:
+                raise ValueError("events need run_event, the function that runs their commands")
+            check_events(events, total_s)
+            intervals, results = _event_outages(intervals, events, run_event, m.reset_time_s)
         sent = sum(i.frames_sent for i in intervals)
         received = sum(i.frames_received for i in intervals)
-        total_s = sum(p.duration_s for p in phases)
         return TrialCounts(
             offered_pps=sent / total_s, frames_sent=sent, frames_received=received, valid=all_valid,
-            invalid_reason=reason, intervals=tuple(intervals),
+            invalid_reason=reason, intervals=tuple(intervals), events=results,
             raw={"simulator": {"capacity_pps": c, "recovery_s": m.recovery_s}},
         )
 
-    def measure_soak(self, load: Load, duration_s: float, interval_s: float, on_interval: IntervalSink) -> TrialCounts:
+    def measure_soak(self, load: Load, duration_s: float, interval_s: float, on_interval: IntervalSink,
+                     events: Sequence[Event] = (), run_event: Callable[[Event], EventRun] | None = None) -> TrialCounts:
         """One continuous trial at the load (``measure_phases`` with one phase), its intervals handed to
         ``on_interval`` one by one; the simulated DUT has no monitor (samples are ``None``)."""
-        c = self.measure_phases(load.frame_size, [Phase(load.rate_pps, duration_s)], interval_s, tag=load.tag)
+        c = self.measure_phases(load.frame_size, [Phase(load.rate_pps, duration_s)], interval_s, tag=load.tag,
+                                events=events, run_event=run_event)
         for iv in c.intervals or ():
             on_interval(iv, None)
         return TrialCounts(**{**c.__dict__, "intervals": None})
@@ -329,6 +339,29 @@ class SimulatedMeasurer:
             offered_pps=offered, frames_sent=sent, frames_received=sent - lost, valid=valid,
             invalid_reason=reason, events=tuple(results), raw={"simulator": {"reset_time_s": m.reset_time_s}},
         )
+
+def _event_outages(intervals: Sequence[Interval], events: Sequence[Event], run_event: Callable[[Event], EventRun],
+                   reset_time_s: float) -> tuple[list[Interval], tuple[EventResult, ...]]:
+    """Every event's command runs (``run_event``); the model then forwards nothing for
+    ``reset_time_s`` from the event's time: the intervals lose what was sent in that window (one
+    flow), and each event's result says so."""
+    out = list(intervals)
+    results = []
+    for e in sorted(events, key=lambda e: e.at_s):
+        run = run_event(e)
+        a, b = e.at_s, e.at_s + reset_time_s
+        gap = 0
+        for k, iv in enumerate(out):
+            overlap = max(0.0, min(b, iv.t_s + iv.duration_s) - max(a, iv.t_s))
+            if overlap <= 0 or iv.duration_s <= 0:
+                continue
+            lose = min(iv.frames_received, int(round(iv.frames_sent * overlap / iv.duration_s)))
+            gap += lose
+            out[k] = replace(iv, frames_received=iv.frames_received - lose)
+        flows = (FlowOutage(0, gap, 0.0, reset_time_s),) if gap else ()
+        results.append(EventResult(run, flows, reset_time_s if gap else 0.0, 1))
+    return out, tuple(results)
+
 
 #: The simulated stack trials' cost: busy CPU-seconds per Gbit of TCP goodput, per million
 #: transactions (a model, not a measurement: it makes the CPU columns and ratios testable).

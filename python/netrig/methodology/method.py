@@ -199,6 +199,11 @@ class Method:
     #: The test beds (topologies) it runs on; ``None``: any, the simulated one included. A config
     #: naming another is refused before anything runs.
     testbeds: ClassVar[tuple[str, ...] | None] = None
+    #: Events under load (``trial.events``, ``--event CMD --at T``) run in its trials of this kind:
+    #: ``"rate"`` (every timed trial at a rate), ``"phases"`` (its continuous multi-phase trial) or
+    #: ``"soak"``; ``None``: it takes none (bursts, stack and stateful trials, or trials whose own
+    #: analysis an outage would confound).
+    event_trials: ClassVar[str | None] = None
 
     # ---------------------------------------------------------------- configuration
     def config_defaults(self, params: dict, trial_duration_s: float) -> dict:
@@ -212,6 +217,11 @@ class Method:
     # ---------------------------------------------------------------- running
     def run(self, params: Any, ctx: Context) -> MethodResult:
         raise NotImplementedError
+
+    def event_window_s(self, params: Any) -> float:
+        """How long each of its trials that take events runs (every event's time must be inside it).
+        Default: its ``duration_s``."""
+        return float(params.duration_s)
 
     def estimate_trials(self, params: Any, frame: FrameSize, line_fps: float) -> int:
         """About how many trials one repetition at one frame size takes (for progress)."""

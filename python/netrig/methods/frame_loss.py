@@ -369,6 +369,7 @@ SECTION = Section("frame-loss", "Forwarded vs offered load (frame loss rate)", s
 
 class FrameLoss(Method):
     name = METHOD_NAME
+    event_trials = "rate"
     label = "RFC 2544 §26.3 frame loss rate"
     short_name = "frame_loss"
     params_type = FrameLossParams

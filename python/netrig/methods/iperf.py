@@ -158,6 +158,7 @@ COMPARE_NOTE = ('<p class="note">Back-to-back, recovery, reset and per-trial DUT
 
 class Iperf(Method):
     name = METHOD_NAME
+    event_trials = "phases"
     label = "iperf-like fixed rate"
     params_type = IperfParams
     sections = (OTHER_METHODS,)

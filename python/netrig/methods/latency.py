@@ -350,6 +350,7 @@ SECTION = Section("latency", "Latency", shown_when_empty=True)
 
 class Latency(Method):
     name = METHOD_NAME
+    event_trials = "rate"
     label = "RFC 2544 §26.2 latency"
     short_name = "latency"
     params_type = LatencyParams

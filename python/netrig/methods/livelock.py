@@ -393,6 +393,7 @@ SECTION = Section("livelock", "Receive livelock (MLFRR model)")
 
 class Livelock(Method):
     name = METHOD_NAME
+    event_trials = "rate"
     label = "Receive livelock (MLFRR)"
     params_type = LivelockParams
     sections = (SECTION,)

@@ -738,6 +738,7 @@ SECTION = Section("soak", "Soak: stability over time")
 
 class Soak(Method):
     name = METHOD_NAME
+    event_trials = "soak"
     label = "Soak (stability, leak verdicts)"
     params_type = SoakParams
     sections = (SECTION,)

@@ -363,6 +363,7 @@ SECTION = Section("throughput", "Throughput vs frame size", shown_when_empty=Tru
 
 class Throughput(Method):
     name = METHOD_NAME
+    event_trials = "rate"
     label = "RFC 2544 §26.1 throughput"
     short_name = "throughput"
     params_type = ThroughputParams

@@ -147,6 +147,8 @@ def report_html(r: RunView, version: str = "") -> str:
         body = "".join(p.get(sec.id, "") for p in parts)
         if body or sec.shown_when_empty:
             S.append((sec.id, sec.title, body))
+    if tables.user_event_trials(r):
+        S.append(("events", "Events under load", table_html(tables.events_table(r), left=8)))
     S.append(("monitoring", "DUT monitoring timeline", _monitoring(r)))
     S.append(("selftest", "Tester self-test and ceiling", _selftest(r, runs)))
     S.append(("environment", "Environment and configuration", _environment(r)))

@@ -38,6 +38,8 @@ def report_markdown(r: RunView, html_name: str = "") -> str:
         parts.append("**Read these before the numbers:**\n\n" + "\n".join(w) + "\n")
     parts.append(_sec("Summary", table_md(tables.summary_per_configuration([r])), ""))
     parts += [md for m in REGISTRY if (md := m.markdown(r))]
+    if tables.user_event_trials(r):
+        parts.append(_sec("Events under load", table_md(tables.events_table(r)), ""))
     st = r.selftest()
     parts.append(_sec("Tester self-test",
                       (f"{'Passed' if st.get('passed') else 'NOT passed'} on `{st.get('testbed', 'loopback')}`, "

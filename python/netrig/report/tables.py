@@ -129,6 +129,55 @@ def trials_table(r: RunView) -> Table:
     return t
 
 
+#: Rows of the events table at most (the first ones, in trial order; the trial log has them all).
+MAX_EVENT_ROWS = 500
+
+
+def user_event_trials(r: RunView) -> list[tuple[int, dict]]:
+    """The trials that ran user events (``trial.events``): those of methods that take events
+    (``Method.event_trials``), with events in their counts. The reset method shows its own."""
+    out = []
+    for i, tr in enumerate(r.trials()):
+        m = str(tr.get("method", ""))
+        if m in REGISTRY and REGISTRY.get(m).event_trials is not None and obj(tr, "counts").get("events"):
+            out.append((i, tr))
+    return out
+
+
+def events_table(r: RunView) -> Table:
+    """Every user event of every trial: the command's exit, the flows it cut (of all), the longest
+    outage of a flow (last frame received before to first after, by transmit time), the frames lost
+    and the time from the command's start until forwarding was loss-free again."""
+    t = Table(["#", "method", "frame size", "load", "% line rate", "command", "at", "ran", "flows cut", "outage",
+               "frames lost", "recovery"])
+    ms = lambda v: fmt.DASH if v is None else f"{v * 1000:.1f} ms"
+    n = 0
+    for i, tr in user_event_trials(r):
+        load = obj(tr, "load")
+        for ev in obj(tr, "counts").get("events") or []:
+            n += 1
+            if n > MAX_EVENT_ROWS:
+                continue
+            run = ev.get("event") or {}
+            ran = "ok" if run.get("ok") else (run.get("error") or ("timed out" if run.get("timed_out")
+                                                                   else f"exit {run.get('exit_status')}"))
+            flows = ev.get("flows") or []
+            cut = f"{len(flows)} / {ev.get('flows_total', '?')}"
+            outage = "never recovered" if ev.get("recovered") is False else ms(num(ev, "outage_s"))
+            cls = "lossy" if (num(ev, "frames_lost") or 0) > 0 else ""
+            t.add([str(tr.get("seq", i)), REGISTRY.short_name(str(tr.get("method", ""))),
+                   fmt.size(tr.get("frame_size")), fmt.fps(num(load, "rate_pps")),
+                   fmt.pct(num(load, "pct_line_rate"), 2), str(run.get("command", "")),
+                   fmt.seconds(num(run, "at_s")), str(ran), cut, outage, fmt.count(num(ev, "frames_lost")),
+                   "never" if ev.get("recovered") is False else ms(num(ev, "recovery_s"))], cls)
+    t.caption = ("times from the command's start; outage: the longest of any flow, from its sequence numbers and "
+                 "transmit timestamps; recovery: until forwarding was loss-free for 0.1 s (resolution: the trial's "
+                 "counting interval)")
+    if n > MAX_EVENT_ROWS:
+        t.caption += f"; the first {MAX_EVENT_ROWS} of {n} events (trials.ndjson has them all)"
+    return t
+
+
 def smoothness_table(r: RunView) -> Table:
     """Per method, how the tester offered its load: pacing mode, the largest stretch (and as a
     share of its trial), the worst 1 ms peak over the intended count, the worst gaps, and how many

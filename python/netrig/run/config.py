@@ -29,6 +29,7 @@ import yaml
 from netrig._native import IO_MODES, MAX_FLOWS, MAX_QUEUES, PACING_MODES
 from netrig.errors import ConfigError
 from netrig.measure import DutModel
+from netrig.measure.events import DEFAULT_TIMEOUT_S, MAX_EVENTS, Event, check_events
 from netrig.methodology.method import Method
 from netrig.methods import REGISTRY
 from netrig.model import (
@@ -211,8 +212,20 @@ class TrialConfig:
     monitor_remote: str | None = None
     # The OpenSSH client config to use for it (default: the user's ~/.ssh/config).
     monitor_ssh_config: str | None = None
+    # Events under load (netrig.measure.events): shell commands run in the DUT's namespace (on the
+    # host when the test bed has none) at ``at_s`` into every timed trial of the methods that take
+    # events (Method.event_trials); each trial records per flow what every event cost.
+    events: tuple[Event, ...] = ()
+    # An event's command still running after this long is killed (recorded as timed out).
+    event_timeout_s: float = DEFAULT_TIMEOUT_S
 
     def __post_init__(self) -> None:
+        if not isinstance(self.events, tuple) or not all(isinstance(e, Event) for e in self.events):
+            raise ConfigError("events", "must be a list of {command = \"...\", at_s = \"2s\"} tables")
+        if len(self.events) > MAX_EVENTS:
+            raise ConfigError("events", f"{len(self.events)} events: at most {MAX_EVENTS} in one trial")
+        if not self.event_timeout_s > 0:
+            raise ConfigError("event_timeout_s", f"must be > 0 (got {self.event_timeout_s})")
         if self.monitor_remote is not None:
             RemoteMonitor.check_host(self.monitor_remote, "monitor_remote")
         if self.monitor_ssh_config is not None and not (isinstance(self.monitor_ssh_config, str)
@@ -426,6 +439,10 @@ def build(cls, data, path: str = ""):
         if key not in names:
             raise ConfigError(fpath, _suggest(str(key), names))
         kwargs[key] = _convert(hints[key], value, fpath, key)
+    for f in dataclasses.fields(cls):
+        if f.init and f.name not in kwargs and f.default is dataclasses.MISSING \
+                and f.default_factory is dataclasses.MISSING:
+            raise ConfigError(f"{path}.{f.name}" if path else f.name, "is required")
     try:
         return cls(**kwargs)
     except ConfigError as e:
@@ -474,6 +491,7 @@ def config_from_dict(data: dict) -> TestConfig:
             raise ConfigError(f"methods[{i}].{m.name}.throughput_from",
                               f"must be the index of an earlier {providers} method (got {src})")
     data["methods"] = methods
+    _check_events(trial, methods)
     config = build(TestConfig, data)
     for i, m in enumerate(methods):
         beds = m.method.testbeds
@@ -481,6 +499,24 @@ def config_from_dict(data: dict) -> TestConfig:
             raise ConfigError("testbed.name", f"{config.testbed.name!r}: method {m.name} (methods[{i}]) runs on "
                                               f"the {', '.join(beds)} test bed only")
     return config
+
+
+def _check_events(trial: TrialConfig, methods: tuple[MethodConfig, ...]) -> None:
+    """``trial.events`` fall inside every trial of the methods that take them, and some method does."""
+    if not trial.events:
+        return
+    takers = [(i, m) for i, m in enumerate(methods) if m.method.event_trials is not None]
+    if not takers:
+        able = ", ".join(m.name for m in REGISTRY if m.event_trials is not None)
+        raise ConfigError("trial.events", f"none of the configured methods runs events (bursts, stack, stateful "
+                                          f"and reset trials take none); methods that do: {able}")
+    for i, m in takers:
+        window = m.method.event_window_s(m.params)
+        try:
+            check_events(trial.events, window, "trial.events")
+        except ConfigError as e:
+            raise ConfigError("trial.events", f"{e.message} (the trials of {m.name}, methods[{i}], are "
+                                              f"{window:g} s long)") from None
 
 
 def load_config(path: str | Path) -> TestConfig:

@@ -8,8 +8,9 @@ measured, and its record appended to ``trials.ndjson`` and fsync'd before the me
 """
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 
 from netrig.errors import ResultError
@@ -42,6 +43,26 @@ class RecordingMeasurer:
         self.interval_replay: dict[str, list[dict]] = {}
         for r in intervals:
             self.interval_replay.setdefault(r["key"], []).append(r)
+        #: User events (``trial.events``) and the kind of trial they run in (``Method.event_trials``)
+        #: while a method that takes them runs (:meth:`events_for`); the commands run by ``run_event``.
+        self.events: tuple[Event, ...] = ()
+        self.event_trials: str | None = None
+        self.run_event: Callable[[Event], EventRun] | None = None
+
+    @contextlib.contextmanager
+    def events_for(self, events: Sequence[Event], trials: str | None,
+                   run_event: Callable[[Event], EventRun]) -> Iterator[None]:
+        """While the block runs, every trial of kind ``trials`` (``"rate"``: every rate trial but
+        bursts, ``"phases"``, ``"soak"``) runs ``events`` (nothing when either is empty)."""
+        self.events, self.event_trials, self.run_event = (tuple(events), trials, run_event) if trials else ((), None,
+                                                                                                          None)
+        try:
+            yield
+        finally:
+            self.events, self.event_trials, self.run_event = (), None, None
+
+    def _events(self, kind: str) -> tuple[tuple[Event, ...], Callable[[Event], EventRun] | None]:
+        return (self.events, self.run_event) if self.events and self.event_trials == kind else ((), None)
 
     def _target(self) -> Measurer:
         if self.inner is None:
@@ -115,17 +136,27 @@ class RecordingMeasurer:
 
     def measure(self, load: Load, duration_s: float) -> TrialCounts:
         kind = "burst" if load.burst_frames is not None else "rate"
+        events, run_event = self._events(kind)
+        if events and run_event is not None:
+            return self.measure_events(load, duration_s, events, run_event)
         return self._do(kind, load.frame_size, self._load_d(load, duration_s), None,
                         lambda key: self._target().measure(replace(load, tag=key), duration_s))
 
     def measure_phases(self, frame_size: FrameSize, phases: Sequence[Phase], interval_s: float,
-                       tag: str = "") -> TrialCounts:
+                       tag: str = "", events: Sequence[Event] = (),
+                       run_event: Callable[[Event], EventRun] | None = None) -> TrialCounts:
+        """A multi-phase trial; ``events`` (else the user's, :meth:`events_for`) run during it."""
         first = phases[0]
         load_d = self._load_d(Load(first.rate_pps, frame_size), sum(p.duration_s for p in phases))
         load_d["interval_s"] = interval_s
         ph = [{"rate_pps": p.rate_pps, "duration_s": p.duration_s} for p in phases]
+        if not events:
+            events, run_event = self._events("phases")
+        if events:
+            load_d["events"] = [e.to_dict() for e in events]
         return self._do("phases", frame_size, load_d, ph,
-                        lambda key: self._target().measure_phases(frame_size, phases, interval_s, tag=key))
+                        lambda key: self._target().measure_phases(frame_size, phases, interval_s, tag=key,
+                                                                  events=events, run_event=run_event))
 
     def measure_stack(self, request: StackRequest) -> dict:
         """A stack trial: recorded with its request (``load.request``) and the tool's document
@@ -173,8 +204,10 @@ class RecordingMeasurer:
         return self._do("flows", request.frame_size, load_d, None,
                         lambda key: self._target().measure_flows(replace(request, tag=key)))
 
-    def measure_soak(self, load: Load, duration_s: float, interval_s: float, on_interval: IntervalSink) -> TrialCounts:
-        """A soak trial, resumable mid-way. Every interval is appended to ``trials.ndjson`` (an
+    def measure_soak(self, load: Load, duration_s: float, interval_s: float, on_interval: IntervalSink,
+                     events: Sequence[Event] = (), run_event: Callable[[Event], EventRun] | None = None) -> TrialCounts:
+        """A soak trial, resumable mid-way; ``events`` (else the user's, :meth:`events_for`) run at
+        their soak times (a resumed segment runs those still ahead). Every interval is appended to ``trials.ndjson`` (an
         ``interval`` record with the trial's key) and fsync'd as it settles, before ``on_interval``
         sees it; the trial record follows when the trial ends. On resume the intervals on disk are
         handed to ``on_interval`` first; a soak that was cut short continues as a new *segment* for
@@ -186,6 +219,10 @@ class RecordingMeasurer:
         self.trial_index += 1
         frame = load.frame_size
         load_d = {**self._load_d(load, duration_s), "interval_s": interval_s}
+        if not events:
+            events, run_event = self._events("soak")
+        if events:
+            load_d["events"] = [e.to_dict() for e in events]
         info = {"key": key, "kind": "soak", "method": self.ctx["method"], "label": self.ctx["label"],
                 "frame_size": frame.label, "repetition": self.ctx["repetition"], "trial_index": self.trial_index - 1,
                 "load": load_d}
@@ -230,7 +267,13 @@ class RecordingMeasurer:
                 on_interval(Interval(base + iv.t_s, iv.duration_s, segment, iv.frames_sent, iv.frames_received),
                             sample)
 
-            counts = self._target().measure_soak(replace(load, tag=key), remaining, interval_s, record)
+            # Events at soak time: those still ahead, at their time in this segment.
+            ahead = tuple(Event(e.command, e.at_s - covered) for e in events if e.at_s >= covered)
+            counts = self._target().measure_soak(replace(load, tag=key), remaining, interval_s, record,
+                                                 events=ahead, run_event=run_event if ahead else None)
+            if counts.events and covered:
+                counts = replace(counts, events=tuple(replace(r, run=replace(r.run, at_s=r.run.at_s + covered))
+                                                      for r in counts.events))
             self.trial_wall_s.append(time.monotonic() - t0)
             self.measured += 1
             if repaired:

@@ -22,6 +22,7 @@ from typing import Any
 from netrig._native import __version__
 from netrig.errors import INTERRUPTS, ConfigError, InterruptedTrial, NetrigError, ResultError, interrupt_reason
 from netrig.measure import TrialCounts
+from netrig.measure.events import CommandRunner
 from netrig.methodology.method import STACK_FRAME, THRESHOLDS, Context, MethodResult, partial_result
 from netrig.methodology.selftest import SelftestParams, SelftestResult, prove_rate
 from netrig.methodology.stats import median, summarize
@@ -296,7 +297,13 @@ class Runner:
             if tp is None or tp <= 0:
                 tp = REGISTRY.primary.default_throughput(ctx)
             ctx = replace(ctx, throughput_pps=tp)
-        return m.method.run(m.params, ctx)
+        events = self.config.trial.events
+        if not events or m.method.event_trials is None:
+            return m.method.run(m.params, ctx)
+        env = self.command_env
+        runner = CommandRunner(env.get("NETRIG_DUT_NETNS"), env, self.config.trial.event_timeout_s)
+        with self._recorder().events_for(events, m.method.event_trials, runner):
+            return m.method.run(m.params, ctx)
 
     # ---------------------------------------------------------------- document
     def _estimate_total(self) -> int:
@@ -352,6 +359,12 @@ class Runner:
                           "message": f"{len(bunched)} trial(s) offered up to {worst:.2f}x the intended frames in "
                                      f"1 ms (tolerance {tol:g} %): the DUT saw bursts from the tester, and its loss "
                                      "in them may be the tester's doing (see the trials' pacing)"})
+        events = self.config.trial.events
+        if events and m.method.event_trials is not None:
+            cmds = "; ".join(f"{e.command!r} at {e.at_s:g} s" for e in events)
+            flags.append({"code": "events_under_load",
+                          "message": f"every {m.method.event_trials} trial ran {len(events)} event(s) ({cmds}): "
+                                     "its counts include what they cost (see Events under load)"})
         if lr.source == "nominal" and m.method.stack_kind is None:
             flags.append({"code": "nominal_line_rate", "message": f"line rate is {lr.label}"})
         rfc_s = m.method.rfc_duration_s

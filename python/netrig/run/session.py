@@ -119,8 +119,10 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
         live = p.i_know_this_is_live
         tx = Port(tp.ifname, netns=tp.netns, io=p.io, queues=p.queues, busy_poll_us=p.busy_poll_us,
                   i_know_this_is_live=live)
-        rx = Port(rp.ifname, netns=rp.netns, io=p.io, queues=p.queues, busy_poll_us=p.busy_poll_us,
-                  i_know_this_is_live=live)
+        # One-port topologies (oneport): tx and rx are one port, opened once.
+        rx = tx if (rp.ifname, rp.netns) == (tp.ifname, tp.netns) else \
+            Port(rp.ifname, netns=rp.netns, io=p.io, queues=p.queues, busy_poll_us=p.busy_poll_us,
+                 i_know_this_is_live=live)
         monitor_factory = None
         if (t.monitor or t.monitor_remote) and role == "dut":
             interval = min(1.0, max(0.1, t.duration_s / MONITOR_SAMPLES_PER_TRIAL))

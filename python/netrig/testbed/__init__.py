@@ -5,6 +5,7 @@
 
 See ``docs/testbed.md``; tuning knobs (``Knobs``, ``applied_knobs``): ``docs/methodology.md``.
 """
+from netrig.errors import TestbedError
 from netrig.testbed import state as st
 from netrig.testbed.clean import clean
 from netrig.testbed.knobs import KnobLayout, Knobs, KnobSet, applied_knobs
@@ -18,7 +19,15 @@ def status(tb_id: str | None = None) -> list[dict]:
     """Status of one test bed (by id) or of all that have a state file."""
     if tb_id is not None:
         return [Testbed.attach(tb_id).status()]
-    return [Testbed.attach(s["id"]).status() for s in st.all_states()]
+    out = []
+    for s in st.all_states():
+        try:
+            out.append(Testbed.attach(s["id"]).status())
+        except TestbedError as e:  # another netrig's: listed, not fatal to the others
+            out.append({"id": s["id"], "topology": str(s.get("topology", "?")), "status": "foreign", "detached": True,
+                        "owner_pid": s.get("owner_pid"), "owner_alive": False, "namespaces": [],
+                        "namespaces_present": [], "problems": [str(e)], "foreign": True})
+    return out
 
 
 def down(tb_id: str) -> None:

@@ -504,6 +504,12 @@ def _features_set_here(ifname: str, requested: dict[str, bool]) -> str | None:
         eth.close()
 
 
+def features_set_in(netns: str | None, ifname: str, requested: dict[str, bool]) -> str | None:
+    """Set features (kernel names, e.g. ``rx-gro``) of ``ifname`` in ``netns``; a note if the kernel
+    did not make every one active."""
+    return run_in_netns(netns, _features_set_here, ifname, requested)
+
+
 def _coalesce_here(ifname: str) -> dict[str, int]:
     eth = _ethtool(ifname)
     try:

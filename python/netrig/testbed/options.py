@@ -6,13 +6,18 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from netrig import _native
 from netrig.errors import ConfigError
 
 NAT_MODES = ("masquerade", "static")
 PLACEMENTS = ("threaded-napi", "rps")
 #: Modes of the forwarder test bed's DUT (``netrig forward``) that deliver tx's frames to rx.
 FORWARDER_MODES = ("io", "mac", "l2fwd")
-FORWARDER_BACKENDS = ("af_xdp", "af_packet", "socket")
+#: Every mode a test bed's ``netrig forward`` DUT takes: macswap only in the one-port topology.
+FORWARD_MODES = (*FORWARDER_MODES, "macswap")
+FORWARDER_BACKENDS = ("af_xdp", "af_packet", "socket", "xdp")
+#: Capture methods of the capture test bed's DUT (``netrig capture``), the engine's list.
+CAPTURE_METHODS: tuple[str, ...] = tuple(_native.CAPTURE_METHODS)
 
 _RATE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kKmMgG]?)\s*(pps|bps|bit/s|b/s)\s*$")
 _MULT = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9}
@@ -89,7 +94,8 @@ def parse_option(name: str, text: str) -> Any:
 _KINDS: dict[str, type] = {"rules": int, "cap": str, "cap_burst": int, "nat": str, "conntrack_max": int,
                            "conntrack_buckets": int, "conntrack_timeout_s": int,
                            "log": bool, "flowtable": bool, "dut_cpus": str, "dut_placement": str, "ifaces": str,
-                           "tester_stack": bool, "mtu": int, "forward_mode": str, "forward_backend": str}
+                           "tester_stack": bool, "mtu": int, "forward_mode": str, "forward_backend": str,
+                           "capture_method": str, "capture_batch": int}
 
 
 def _int(name: str, value: Any, lo: int, hi: int) -> None:
@@ -124,9 +130,14 @@ class TestbedOptions:
                     socket-based tools); off by default so tester ports never answer test traffic.
     mtu:            MTU of every test-bed link (1280..65535; None = the kernel's 1500), e.g. 9000 for
                     jumbo frames (the largest frame is MTU + 18 bytes).
-    forward_mode:   forwarder: the DUT's mode (``io``, ``mac`` or ``l2fwd``; ``macswap`` and ``rxonly``
-                    deliver nothing to the rx port).
-    forward_backend: forwarder: the DUT's port I/O (``af_xdp``, ``af_packet`` or ``socket``).
+    forward_mode:   forwarder: the DUT's mode (``io``, ``mac`` or ``l2fwd``; default io; ``macswap`` returns
+                    frames on the port they came in on: topology ``oneport``, where it is the default and
+                    the only mode; ``rxonly`` delivers nothing).
+    forward_backend: forwarder, oneport: the DUT's port I/O (``af_xdp``, ``af_packet``, ``socket``, or
+                    ``xdp``: forwarded in the kernel by XDP_REDIRECT).
+    capture_method: capture: the capture application's method (``recvfrom``, ``recvmmsg``, ``threads``,
+                    ``tpacket_v3``, ``libpcap``, ``af_xdp``; ``netrig capture``).
+    capture_batch:  capture: frames per ``recvmmsg`` call (1..1024, default 10 as in lab report 002).
 
     A topology refuses options it does not use (``Topology.uses``), so a typo'd or misplaced
     option never builds a different test bed than the one asked for.
@@ -148,8 +159,10 @@ class TestbedOptions:
     ifaces: tuple[str, ...] = field(default_factory=tuple)
     tester_stack: bool = False
     mtu: int | None = None
-    forward_mode: str = "io"
+    forward_mode: str | None = None
     forward_backend: str = "af_xdp"
+    capture_method: str = "recvfrom"
+    capture_batch: int = _native.DEFAULT_CAPTURE_BATCH
 
     def __post_init__(self) -> None:
         _int("rules", self.rules, 1, 1_000_000)
@@ -185,12 +198,17 @@ class TestbedOptions:
                 raise ConfigError("ifaces", f"{i!r}: not an interface name")
         if self.mtu is not None:
             _int("mtu", self.mtu, MIN_MTU, MAX_MTU)
-        if not isinstance(self.forward_mode, str) or self.forward_mode not in FORWARDER_MODES:
-            raise ConfigError("forward_mode", f"{self.forward_mode!r}: must be one of {', '.join(FORWARDER_MODES)} "
-                                              "(macswap and rxonly deliver nothing to the rx port)")
+        if self.forward_mode is not None and (not isinstance(self.forward_mode, str)
+                                              or self.forward_mode not in FORWARD_MODES):
+            raise ConfigError("forward_mode", f"{self.forward_mode!r}: must be one of {', '.join(FORWARD_MODES)} "
+                                              "(rxonly delivers nothing back to the tester; macswap only with "
+                                              "topology oneport)")
         if not isinstance(self.forward_backend, str) or self.forward_backend not in FORWARDER_BACKENDS:
             raise ConfigError("forward_backend", f"{self.forward_backend!r}: must be one of "
                                                  f"{', '.join(FORWARDER_BACKENDS)}")
+        if not isinstance(self.capture_method, str) or self.capture_method not in CAPTURE_METHODS:
+            raise ConfigError("capture_method", f"{self.capture_method!r}: must be one of {', '.join(CAPTURE_METHODS)}")
+        _int("capture_batch", self.capture_batch, 1, _native.MAX_CAPTURE_BATCH)
 
     def changed(self) -> list[str]:
         """The options that differ from their defaults (what the user asked for)."""

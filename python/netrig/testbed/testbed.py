@@ -102,6 +102,13 @@ class Testbed:
         """A handle on an existing test bed (from its state file), e.g. to ``down()`` it."""
         s = st.read_state(tb_id)
         opts = dict(s.get("options") or {})
+        topology = s.get("topology")
+        unknown = sorted(set(opts) - set(TestbedOptions.__dataclass_fields__))
+        if topology not in TOPOLOGIES or unknown:
+            what = f"topology {topology!r}" if topology not in TOPOLOGIES else f"option {unknown[0]!r}"
+            raise TestbedError(f"test bed {tb_id} was built by another netrig version (its {what} is unknown to "
+                               f"this one): remove it with the netrig that built it, or with `netrig testbed clean` "
+                               "once its owner has exited")
         opts["ifaces"] = tuple(opts.get("ifaces") or ())
         if opts.get("dut_cpus"):
             opts["dut_cpus"] = tuple(opts["dut_cpus"])
@@ -314,6 +321,8 @@ class Testbed:
             if p.name == name:
                 return p
         alias = {"tx": 0, "rx": 1}.get(name)
+        if alias is not None and len(ports) == 1 and self.state.get("one_port"):
+            return ports[0]  # one-port loopback: frames come back on the port they left by
         if alias is not None and len(ports) > alias and not any(p.name in ("tx", "rx") for p in ports):
             return ports[alias]
         raise ConfigError("port", f"{name!r}: no such tester port in {self.topology}; "

@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 from netrig.errors import ConfigError, InterfaceError, TestbedError
 from netrig.testbed import nft, placement
 from netrig.testbed import state as st
+from netrig.testbed.knobs import features_set_in
 from netrig.testbed.nsthread import sysctls_in
 from netrig.testbed.options import TestbedOptions
 
@@ -192,14 +193,41 @@ class Bridge(Topology):
                                  "ageing time 300 s")
 
 
+def _forward_dut_options(o: TestbedOptions) -> None:
+    if o.forward_backend == "xdp" and o.dut_cpus is not None:
+        raise ConfigError("dut_cpus", "forward_backend xdp forwards in the kernel's receive path on the CPU that "
+                                      "receives: there are no workers to pin; leave dut_cpus out")
+
+
+def _xdp_peer_rule(tb: Any, ports: list[tuple[str, str]]) -> None:
+    """The kernel's veth XDP rule: a frame XDP_REDIRECTed into a veth reaches its peer only if the
+    peer has NAPI (an XDP program, or GRO on); otherwise the kernel drops it without a counter. A
+    tester port with AF_XDP has its XDP program; for every other backend GRO on the tester port
+    gives the NAPI. (UDP test frames are not merged: no UDP GRO socket, no GRO forwarding.)"""
+    for ns, ifname in ports:
+        note = features_set_in(ns, ifname, {"rx-gro": True})
+        if note:
+            tb.state["notes"].append(f"{ifname}: {note}")
+    tb.state["notes"].append("forward_backend xdp: GRO on on the tester ports (the veth XDP_REDIRECT rule: "
+                             "the egress veth's peer needs NAPI)")
+
+
 class Forwarder(Topology):
     name = "forwarder"
     description = "netrig forward as the DUT (testpmd-like forwarding between two ports; mode, backend as options)"
     uses = (*LINK_OPTIONS, "forward_mode", "forward_backend", "dut_cpus")
     has_dut = True
 
+    def validate(self, o: TestbedOptions) -> None:
+        super().validate(o)
+        if o.forward_mode == "macswap":
+            raise ConfigError("forward_mode", "macswap sends frames back out of the port they came in on, so nothing "
+                                              "reaches rx: use topology oneport for it")
+        _forward_dut_options(o)
+
     def build(self, tb: Any) -> None:
         o = tb.options
+        mode = o.forward_mode or "io"
         tx_ns = self.tester_ns(tb, "tx")
         dut = tb.add_netns("dut", BRIDGE_SYSCTLS)
         rx_ns = self.tester_ns(tb, "rx")
@@ -211,19 +239,99 @@ class Forwarder(Topology):
             tb.link_up(ns, i)
         tx_mac, rx_mac = tb.mac(tx_ns, tx_if), tb.mac(rx_ns, rx_if)
         _pair_ports(tb, ("tx", tx_if, tx_ns, tx_mac), ("rx", rx_if, rx_ns, rx_mac), 0)
-        argv = ["forward", "--port", dtx, "--port", drx, "--mode", o.forward_mode, "--backend", o.forward_backend,
+        if o.forward_backend == "xdp":
+            _xdp_peer_rule(tb, [(tx_ns, tx_if), (rx_ns, rx_if)])
+        argv = ["forward", "--port", dtx, "--port", drx, "--mode", mode, "--backend", o.forward_backend,
                 "--interval", "0"]
-        if o.forward_mode != "io":  # frames leaving dtx go to tx, frames leaving drx to rx
+        if mode != "io":  # frames leaving dtx go to tx, frames leaving drx to rx
             argv += ["--peer-mac", tx_mac, "--peer-mac", rx_mac]
-        if o.dut_cpus:
-            argv += ["--cpus", ",".join(str(c) for c in o.dut_cpus)]
-        start_dut_process(tb, dut, "forwarder", [sys.executable, "-m", "netrig.cli.main", *argv],
-                          ready="Ctrl-C stops")
-        tb.state["placement"] = {"mode": "forwarder", "cpus": list(o.dut_cpus) if o.dut_cpus else None,
-                                 "note": "netrig forward workers pinned to these CPUs" if o.dut_cpus else
-                                 "netrig forward worker i pinned to CPU i"}
-        tb.state["notes"].append(f"DUT: netrig forward --mode {o.forward_mode} --backend {o.forward_backend} "
+        _start_forwarder(tb, dut, argv)
+        tb.state["notes"].append(f"DUT: netrig forward --mode {mode} --backend {o.forward_backend} "
                                  f"in {dut} (log {tb.state['processes'][-1]['log']})")
+
+
+def _start_forwarder(tb: Any, dut: str, argv: list[str]) -> None:
+    """Run ``netrig forward ARGV`` (its CPUs from ``dut_cpus``) as the test bed's DUT process."""
+    o = tb.options
+    if o.dut_cpus:
+        argv = [*argv, "--cpus", ",".join(str(c) for c in o.dut_cpus)]
+    start_dut_process(tb, dut, "forwarder", [sys.executable, "-m", "netrig.cli.main", *argv], ready="Ctrl-C stops")
+    note = ("in-kernel XDP programs in the receive path (no workers to pin)" if o.forward_backend == "xdp" else
+            "netrig forward workers pinned to these CPUs" if o.dut_cpus else "netrig forward worker i pinned to CPU i")
+    tb.state["placement"] = {"mode": "forwarder", "cpus": list(o.dut_cpus) if o.dut_cpus else None, "note": note}
+
+
+class OnePort(Topology):
+    name = "oneport"
+    description = ("one-port loopback: one tester port, a netrig forward macswap DUT returns every frame on the "
+                   "port it came in on (tx and rx are that port)")
+    uses = (*LINK_OPTIONS, "forward_mode", "forward_backend", "dut_cpus")
+    has_dut = True
+
+    def validate(self, o: TestbedOptions) -> None:
+        super().validate(o)
+        if o.forward_mode not in (None, "macswap"):
+            raise ConfigError("forward_mode", f"{o.forward_mode!r}: the one-port loopback's DUT returns frames on "
+                                              "the port they came in on: macswap is its only mode")
+        _forward_dut_options(o)
+
+    def build(self, tb: Any) -> None:
+        o = tb.options
+        tx_ns = self.tester_ns(tb, "tx")
+        dut = tb.add_netns("dut", BRIDGE_SYSCTLS)
+        tb.state["dut_netns"] = dut
+        tx_if, d0 = tb.name("tx"), tb.name("d0")
+        tb.add_veth(tx_ns, tx_if, dut, d0, "tester", "dut")
+        tb.link_up(dut, d0)
+        tb.link_up(tx_ns, tx_if)
+        d_mac = tb.mac(dut, d0)
+        # The tester sends to the DUT's MAC; macswap returns the frame to the tester's. The port is
+        # its own peer at L3 (tx and rx: one address).
+        _tester_stack(tb, tx_ns, tx_if, LEFT4[1], LEFT6[1], 24, 64, None, None)
+        _port(tb, "tx", tx_if, tx_ns, LEFT4[1], LEFT6[1], d_mac)
+        tb.state["one_port"] = True
+        if o.forward_backend == "xdp":
+            _xdp_peer_rule(tb, [(tx_ns, tx_if)])
+        _start_forwarder(tb, dut, ["forward", "--port", d0, "--mode", "macswap", "--backend", o.forward_backend,
+                                   "--interval", "0"])
+        tb.state["notes"].append(f"DUT: netrig forward --mode macswap --backend {o.forward_backend} in {dut} "
+                                 f"(log {tb.state['processes'][-1]['log']}); tx and rx are port tx: the tester "
+                                 "counts only frames arriving on it (AF_XDP sees ingress only; AF_PACKET and "
+                                 "sockets set PACKET_IGNORE_OUTGOING)")
+class CaptureTopology(Topology):
+    name = "capture"
+    description = ("a packet-capture application as the DUT (netrig capture on the receiving end; method as an "
+                   "option): the capture-method benchmark")
+    uses = (*LINK_OPTIONS, "capture_method", "capture_batch", "dut_cpus")
+    has_dut = True
+
+    def build(self, tb: Any) -> None:
+        o = tb.options
+        tx_ns = self.tester_ns(tb, "tx")
+        dut = tb.add_netns("dut", TESTER_SYSCTLS)  # no IPv6, no addresses: the capture host hears only the tester
+        tb.state["dut_netns"] = dut
+        tx_if, cap_if = tb.name("tx"), tb.name("cap")
+        tb.add_veth(tx_ns, tx_if, dut, cap_if, "tester", "dut")
+        tb.link_up(tx_ns, tx_if)
+        tb.link_up(dut, cap_if)
+        cap_mac = tb.mac(dut, cap_if)
+        _port(tb, "tx", tx_if, tx_ns, LEFT4[1], LEFT6[1], cap_mac)
+        cpu = o.dut_cpus[0] if o.dut_cpus else 0
+        # The capture host's kernel receive path (softirq) runs on the capture's CPU too, not on the
+        # tester's sender CPU: the capture's whole cost is on one CPU, apart from the tester's.
+        tb.state["placement"] = {**placement.apply(dut, [cap_if], (cpu,), "rps"),
+                                 "note": f"capture process and its kernel receive path (RPS) on CPU {cpu}"}
+        stats = os.path.join(st.STATE_DIR, f"{tb.id}-capture.stats")
+        argv = ["capture", "--port", cap_if, "--method", o.capture_method, "--batch", str(o.capture_batch),
+                "--cpu", str(cpu), "--stats", stats]
+        start_dut_process(tb, dut, "capture", [sys.executable, "-m", "netrig.cli.main", *argv],
+                          ready="capture: ready")
+        tb.state["processes"][-1]["stats"] = stats
+        tb.state["capture"] = {"method": o.capture_method, "batch": o.capture_batch, "cpu": cpu, "ifname": cap_if,
+                               "netns": dut, "stats": stats, "pid": tb.state["processes"][-1]["pid"]}
+        st.write_state(tb.state)
+        tb.state["notes"].append(f"DUT: netrig capture --method {o.capture_method} on {cap_if} in {dut}, CPU {cpu} "
+                                 f"(log {tb.state['processes'][-1]['log']})")
 
 
 #: How long a DUT process may take to say it is ready.
@@ -545,7 +653,7 @@ def _log(tb: Any) -> None:
 
 TOPOLOGIES: dict[str, Topology] = {
     t.name: t() for t in (Loopback, Bridge, Router, Nat, Firewall, FirewallNat, Acl, Policer, Fourport, Forwarder,
-                          External)
+                          OnePort, CaptureTopology, External)
 }
 
 

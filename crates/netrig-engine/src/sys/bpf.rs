@@ -22,6 +22,7 @@ pub const SIGNATURE_MAGIC: u16 = 0x4E52;
 
 // bpf(2) commands.
 const BPF_MAP_CREATE: u32 = 0;
+const BPF_MAP_LOOKUP_ELEM: u32 = 1;
 const BPF_MAP_UPDATE_ELEM: u32 = 2;
 const BPF_MAP_DELETE_ELEM: u32 = 3;
 const BPF_PROG_LOAD: u32 = 5;
@@ -30,6 +31,8 @@ const BPF_PROG_GET_FD_BY_ID: u32 = 13;
 const BPF_OBJ_GET_INFO_BY_FD: u32 = 15;
 const BPF_LINK_CREATE: u32 = 28;
 
+const BPF_MAP_TYPE_PERCPU_ARRAY: u32 = 6;
+const BPF_MAP_TYPE_DEVMAP: u32 = 14;
 const BPF_MAP_TYPE_XSKMAP: u32 = 17;
 const BPF_PROG_TYPE_XDP: u32 = 6;
 const BPF_XDP: u32 = 37;
@@ -49,6 +52,8 @@ pub const RX_STAMP_MAGIC: u32 = 0x4E52_7473;
 /// XDP return codes.
 pub const XDP_DROP: i32 = 1;
 pub const XDP_PASS: i32 = 2;
+pub const XDP_TX: i32 = 3;
+pub const XDP_REDIRECT: i32 = 4;
 
 /// `XDP_FLAGS_SKB_MODE` / `XDP_FLAGS_DRV_MODE` for the link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,6 +145,60 @@ pub fn xskmap_clear(map: &OwnedFd, queue: u32) -> io::Result<()> {
     let mut a = Attr::new();
     a.u32(0, map.as_raw_fd() as u32).u64(8, &key as *const u32 as u64);
     sys_bpf(BPF_MAP_DELETE_ELEM, &mut a).map(|_| ())
+}
+
+/// Create a DEVMAP (`BPF_MAP_TYPE_DEVMAP`, key u32 → egress ifindex u32) with `entries` slots.
+pub fn devmap_create(entries: u32) -> io::Result<OwnedFd> {
+    let mut a = Attr::new();
+    a.u32(0, BPF_MAP_TYPE_DEVMAP).u32(4, 4).u32(8, 4).u32(12, entries.max(1)).name(28, "netrig_devmap");
+    sys_bpf_fd(BPF_MAP_CREATE, &mut a)
+}
+
+/// Put egress `ifindex` into slot `key` of a DEVMAP. The kernel resolves the ifindex in the
+/// caller's network namespace: call it in the namespace of the interface.
+pub fn devmap_set(map: &OwnedFd, key: u32, ifindex: u32) -> io::Result<()> {
+    let value = ifindex;
+    let mut a = Attr::new();
+    a.u32(0, map.as_raw_fd() as u32).u64(8, &key as *const u32 as u64).u64(16, &value as *const u32 as u64).u64(24, 0);
+    sys_bpf(BPF_MAP_UPDATE_ELEM, &mut a).map(|_| ())
+}
+
+/// Create a PERCPU_ARRAY of `entries` values of `value_size` bytes (a multiple of 8).
+pub fn percpu_array_create(entries: u32, value_size: u32, name: &str) -> io::Result<OwnedFd> {
+    let mut a = Attr::new();
+    a.u32(0, BPF_MAP_TYPE_PERCPU_ARRAY).u32(4, 4).u32(8, value_size).u32(12, entries.max(1)).name(28, name);
+    sys_bpf_fd(BPF_MAP_CREATE, &mut a)
+}
+
+/// The CPUs a per-CPU map holds a value for (`/sys/devices/system/cpu/possible`, e.g. `0-1`).
+pub fn possible_cpus() -> usize {
+    std::fs::read_to_string("/sys/devices/system/cpu/possible")
+        .ok()
+        .and_then(|s| {
+            s.trim()
+                .split(',')
+                .map(|r| r.rsplit('-').next().and_then(|x| x.parse::<usize>().ok()))
+                .try_fold(0usize, |m, v| v.map(|v| m.max(v + 1)))
+        })
+        .unwrap_or(1)
+        .max(1)
+}
+
+/// The value of slot `key` of a PERCPU_ARRAY of u64 fields (`fields` per value), summed over every
+/// possible CPU.
+pub fn percpu_u64_sum(map: &OwnedFd, key: u32, fields: usize) -> io::Result<Vec<u64>> {
+    let cpus = possible_cpus();
+    let mut buf = vec![0u64; cpus * fields];
+    let mut a = Attr::new();
+    a.u32(0, map.as_raw_fd() as u32).u64(8, &key as *const u32 as u64).u64(16, buf.as_mut_ptr() as u64);
+    sys_bpf(BPF_MAP_LOOKUP_ELEM, &mut a)?;
+    let mut out = vec![0u64; fields];
+    for c in buf.chunks(fields) {
+        for (o, v) in out.iter_mut().zip(c) {
+            *o += v;
+        }
+    }
+    Ok(out)
 }
 
 /// Load an XDP program. On a verifier rejection the error text carries the verifier log.
@@ -236,6 +295,17 @@ pub struct Insn {
     imm: i32,
 }
 
+impl Insn {
+    /// The opcode byte.
+    pub fn code(&self) -> u8 {
+        self.code
+    }
+    /// The offset field (jump distance for jumps).
+    pub fn off(&self) -> i16 {
+        self.off
+    }
+}
+
 /// eBPF registers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reg {
@@ -247,11 +317,15 @@ pub enum Reg {
     R5,
     R6,
     R7,
+    R8,
+    R9,
+    R10,
 }
 
 // Opcode parts (linux/bpf_common.h, linux/bpf.h).
 const LD: u8 = 0x00;
 const LDX: u8 = 0x01;
+const ST: u8 = 0x02;
 const STX: u8 = 0x03;
 const ALU64: u8 = 0x07;
 const JMP: u8 = 0x05;
@@ -265,6 +339,7 @@ const K: u8 = 0x00;
 const X: u8 = 0x08;
 const MOV: u8 = 0xb0;
 const ADD: u8 = 0x00;
+const SUB: u8 = 0x10;
 const AND: u8 = 0x50;
 const JA: u8 = 0x00;
 const JEQ: u8 = 0x10;
@@ -327,6 +402,12 @@ impl Asm {
     pub fn add_imm(&mut self, dst: Reg, imm: i32) -> &mut Self {
         self.push(insn(ALU64 | ADD | K, dst, Reg::R0, 0, imm))
     }
+    pub fn add_reg(&mut self, dst: Reg, src: Reg) -> &mut Self {
+        self.push(insn(ALU64 | ADD | X, dst, src, 0, 0))
+    }
+    pub fn sub_reg(&mut self, dst: Reg, src: Reg) -> &mut Self {
+        self.push(insn(ALU64 | SUB | X, dst, src, 0, 0))
+    }
     pub fn and_imm(&mut self, dst: Reg, imm: i32) -> &mut Self {
         self.push(insn(ALU64 | AND | K, dst, Reg::R0, 0, imm))
     }
@@ -337,6 +418,10 @@ impl Asm {
     /// `*(size *)(dst + off) = src`.
     pub fn store(&mut self, size: Size, dst: Reg, off: i16, src: Reg) -> &mut Self {
         self.push(insn(STX | MEM | size.code(), dst, src, off, 0))
+    }
+    /// `*(size *)(dst + off) = imm`.
+    pub fn store_imm(&mut self, size: Size, dst: Reg, off: i16, imm: i32) -> &mut Self {
+        self.push(insn(ST | MEM | size.code(), dst, Reg::R0, off, imm))
     }
     /// `dst = map fd` (64-bit immediate load, two instruction slots).
     pub fn load_map_fd(&mut self, dst: Reg, fd: RawFd) -> &mut Self {

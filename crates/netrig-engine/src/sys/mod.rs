@@ -3,8 +3,10 @@
 pub mod af_packet;
 pub mod af_xdp;
 pub mod bpf;
+pub mod capture;
 pub mod cpu;
 pub mod ifinfo;
 pub mod link;
 pub mod netns;
 pub mod socket;
+pub mod xdp_redirect;

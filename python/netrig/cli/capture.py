@@ -1,0 +1,128 @@
+"""``netrig capture``: a packet-capture application, the DUT of the capture-method benchmark.
+
+Captures on one interface with one method (``recvfrom``, ``recvmmsg``, ``threads``, ``tpacket_v3``,
+``libpcap``, ``af_xdp``), pinned to one CPU, and counts every frame it captured per sender's trial
+tag (the same minimal processing for every method). On SIGUSR1 it writes its counters and its own
+CPU time (``getrusage``) as JSON to ``--stats`` (atomically; ``seq`` counts the requests): this is
+how ``netrig capture-bench`` reads what it captured of each trial. SIGTERM, Ctrl-C or ``--duration``
+stop it; the final summary goes to stdout (and to ``--stats``).
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import sys
+import time
+from typing import Any
+
+from netrig import _native
+from netrig.cli.common import rename_field, require_root
+from netrig.cli.forward import _number
+from netrig.errors import ConfigError, Terminated
+
+#: Engine field → CLI option, for one-line errors that name the option.
+OPTIONS = {"method": "--method", "ifname": "--port", "batch": "--batch", "cpu": "--cpu", "netns": "--netns"}
+#: The line the test bed waits for before it starts trials.
+READY = "capture: ready"
+
+
+def register(sub) -> None:
+    p = sub.add_parser("capture", help="a packet-capture application (the DUT of netrig capture-bench)",
+                       description=__doc__)
+    p.add_argument("--port", metavar="IF", help="the interface to capture on")
+    p.add_argument("--method", default="recvfrom", metavar="M",
+                   help=f"capture method: {', '.join(_native.CAPTURE_METHODS)} (default recvfrom)")
+    p.add_argument("--batch", default=str(_native.DEFAULT_CAPTURE_BATCH), metavar="N",
+                   help=f"frames per recvmmsg call (1..{_native.MAX_CAPTURE_BATCH}, default "
+                        f"{_native.DEFAULT_CAPTURE_BATCH})")
+    p.add_argument("--cpu", metavar="N", help="CPU to pin the capture to (default: not pinned)")
+    p.add_argument("--netns", help="network namespace of the interface (a name under /run/netns)")
+    p.add_argument("--stats", metavar="FILE", help="write the counters here on SIGUSR1 and at the end")
+    p.add_argument("--duration", metavar="S", help="stop after S seconds (default: until SIGTERM or Ctrl-C)")
+    p.set_defaults(func=run)
+
+
+def build(args) -> dict[str, Any]:
+    """Every option checked before anything is opened; the ``_native.Capture`` keyword arguments."""
+    if not args.port:
+        raise ConfigError("--port", "give the interface to capture on (e.g. --port veth1)")
+    if args.method not in _native.CAPTURE_METHODS:
+        raise ConfigError("--method", f"{args.method!r} is not a capture method: use one of "
+                                      f"{', '.join(_native.CAPTURE_METHODS)}")
+    batch = int(_number(args.batch, "--batch", integer=True, low=1, high=_native.MAX_CAPTURE_BATCH, allow_low=True))
+    cpu = None
+    if args.cpu is not None:
+        cpu = int(_number(args.cpu, "--cpu", integer=True, low=0, high=(os.cpu_count() or 1) - 1, allow_low=True))
+    if args.netns is not None and ("/" in args.netns or not os.path.exists(os.path.join("/run/netns", args.netns))):
+        raise ConfigError("--netns", f"{args.netns!r}: no such network namespace (see `ip netns list`)")
+    if args.stats:
+        try:
+            with open(args.stats, "a"):
+                pass
+        except OSError as e:
+            raise ConfigError("--stats", f"{args.stats}: cannot write there ({e.strerror})") from None
+    return {"method": args.method, "ifname": args.port, "netns": args.netns, "cpu": cpu, "batch": batch}
+
+
+def document(cap: _native.Capture, stats: _native.CaptureStats, seq: int, final: bool) -> dict[str, Any]:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return {"seq": seq, "final": final, "method": cap.method, "notes": cap.notes, "drops_source": cap.drops_source,
+            "pid": os.getpid(), "cpu_user_s": ru.ru_utime, "cpu_sys_s": ru.ru_stime, **stats.to_dict(),
+            "tags": [t.to_dict() for t in stats.tags]}
+
+
+def _write(path: str, doc: dict[str, Any]) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f)
+    os.replace(tmp, path)
+
+
+def run(args) -> int:
+    kwargs = build(args)
+    duration = _number(args.duration, "--duration", high=_native.MAX_DURATION_S) if args.duration else None
+    require_root("capturing (raw sockets, XDP)")
+    asked = [0]
+    old_usr1 = signal.signal(signal.SIGUSR1, lambda s, f: asked.__setitem__(0, asked[0] + 1))
+    try:
+        cap = _native.Capture(**kwargs)
+    except ConfigError as e:
+        raise rename_field(e, OPTIONS) from None
+    seq = 0
+    stopped_by = "duration"
+    t0 = time.monotonic()
+    try:
+        print(f"capture: {cap.method} on {args.port}: {cap.notes}", file=sys.stderr, flush=True)
+        print(f"{READY} (SIGUSR1 writes the counters to --stats; SIGTERM stops)", file=sys.stderr, flush=True)
+        while cap.running:
+            if duration is not None and time.monotonic() - t0 >= duration:
+                break
+            if asked[0] != seq:
+                seq = asked[0]
+                if args.stats:
+                    _write(args.stats, document(cap, cap.stats(2.0), seq, False))
+                continue
+            time.sleep(0.01)
+        if not cap.running:
+            stopped_by = "worker error"
+    except KeyboardInterrupt:
+        stopped_by = "interrupt"
+    except Terminated:
+        stopped_by = "signal"
+    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        error = cap.error
+        final = cap.stop()
+        doc = {**document(cap, final, seq, True), "stopped_by": stopped_by, "error": error} if final else {}
+        if args.stats and doc:
+            _write(args.stats, doc)
+        sys.stdout.write(json.dumps(doc) + "\n")
+        print(f"capture: stopped ({stopped_by}): {doc.get('frames', 0)} frames, drops {doc.get('drops', 0)}",
+              file=sys.stderr, flush=True)
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        signal.signal(signal.SIGUSR1, old_usr1)
+    return 1 if stopped_by == "worker error" else 0

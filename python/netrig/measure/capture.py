@@ -1,0 +1,139 @@
+"""The measurer of the capture-method benchmark: netrig sends, a capture application counts.
+
+```
+ tester port tx ──TX-only engine trial (tag T)──▶ veth ──▶ capture namespace: netrig capture (pid, CPU c)
+                                                            counts per trial tag, own drop counter
+ CaptureMeasurer.measure(load):
+   SIGUSR1 → capture writes {seq, tags, drops, cpu} to its stats file   (before)
+   run_trial(tx, None, [stream])  → sent, achieved rate, validity (the tester's side)
+   SIGUSR1 → stats file again                                          (after the drain)
+   received = frames of tag T the capture counted (never another trial's, never ND/foreign)
+   cpu = the capture process's user+sys seconds between the two reads
+```
+
+The first rule of a tester holds: a trial whose sender fell short of the rate (beyond
+``tx_tolerance_pct``), that the engine marks invalid, or after which the capture could not confirm
+its counters (it never found its source empty) is invalid — a tester or measurement problem,
+never the capture's loss. ``tx_only=True`` measures the tester alone (received := sent): the
+tester's own ceiling, found with :func:`netrig.methodology.selftest.prove_rate`.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from netrig.errors import TestbedError
+from netrig.measure.seam import Load, TrialCounts
+from netrig.model import defaults
+from netrig.trial import Port, Stream, run_trial
+
+#: The signature carries a trial tag's low 23 bits.
+TAG_MASK = (1 << 23) - 1
+#: How long the capture may take to write its counters.
+STATS_TIMEOUT_S = 5.0
+
+
+@dataclass(frozen=True)
+class CaptureProcess:
+    """A running ``netrig capture`` (the capture test bed's DUT process)."""
+
+    pid: int
+    stats_path: str
+
+    def snapshot(self) -> dict[str, Any]:
+        """Ask for the counters (SIGUSR1) and return them once written."""
+        before = self._read()
+        want = (before or {}).get("seq", 0) + 1
+        try:
+            os.kill(self.pid, signal.SIGUSR1)
+        except ProcessLookupError:
+            raise TestbedError(f"the capture process {self.pid} is gone (see its log)") from None
+        deadline = time.monotonic() + STATS_TIMEOUT_S
+        while time.monotonic() < deadline:
+            doc = self._read()
+            if doc is not None and doc.get("seq", 0) >= want:
+                return doc
+            time.sleep(0.005)
+        raise TestbedError(f"the capture process {self.pid} did not write its counters to {self.stats_path} "
+                           f"within {STATS_TIMEOUT_S:g} s")
+
+    def _read(self) -> dict[str, Any] | None:
+        try:
+            with open(self.stats_path) as f:
+                text = f.read()
+        except OSError:
+            return None
+        try:
+            return json.loads(text) if text.strip() else None
+        except json.JSONDecodeError:
+            return None
+
+
+def _tag_frames(doc: dict[str, Any], tag: int) -> int:
+    return sum(int(t["frames"]) for t in doc.get("tags", ()) if int(t["tag"]) == tag & TAG_MASK)
+
+
+class CaptureMeasurer:
+    """A :class:`~netrig.measure.seam.Measurer` (``measure`` only) whose receiver is the capture."""
+
+    def __init__(self, tx: Port, template: dict, capture: CaptureProcess, *, drain_s: float = 0.3,
+                 tx_tolerance_pct: float = defaults.TX_TOLERANCE_PCT, tx_only: bool = False,
+                 stall_retries: int = 2):
+        self.tx, self.template, self.capture = tx, dict(template), capture
+        self.drain_s = drain_s
+        self.tolerance = tx_tolerance_pct / 100
+        self.tx_only = tx_only
+        self.stall_retries = stall_retries
+
+    def measure(self, load: Load, duration_s: float) -> TrialCounts:
+        """One trial; one the tester's stalls stretched beyond the tolerance (a transient, never the
+        capture's doing: the capture runs on another CPU) is repeated up to ``stall_retries`` times."""
+        attempts: list[dict[str, Any]] = []
+        while True:
+            c = self._measure_once(load, duration_s)
+            stretched = not c.valid and "stretched" in (c.invalid_reason or "")
+            if not stretched or len(attempts) >= self.stall_retries:
+                break
+            attempts.append({"frames_sent": c.frames_sent, "offered_pps": c.offered_pps,
+                             "invalid_reason": c.invalid_reason})
+        if attempts:
+            c = TrialCounts(**{**c.__dict__, "raw": {**c.raw, "stretched_attempts": attempts}})
+        return c
+
+    def _measure_once(self, load: Load, duration_s: float) -> TrialCounts:
+        stream = Stream(frame_size=load.frame_size, rate_pps=load.rate_pps, **self.template)
+        before = None if self.tx_only else self.capture.snapshot()
+        res = run_trial(self.tx, None, [stream], duration_s=duration_s, drain_s=self.drain_s,
+                        max_stretch_pct=100 * self.tolerance)
+        after = None if self.tx_only else self.capture.snapshot()
+        offered = res.tx_rate_pps
+        valid, reason = res.valid, res.invalid_reason
+        if valid and offered < load.rate_pps * (1 - self.tolerance):
+            valid, reason = False, (f"tester sent {offered:.0f} fps, {100 * offered / load.rate_pps:.1f}% of the "
+                                    f"intended {load.rate_pps:.0f} fps")
+        raw: dict[str, Any] = {"engine": res.to_dict(flows=False), "trial_tag": res.trial_tag}
+        if before is None or after is None:
+            return TrialCounts(offered_pps=offered, frames_sent=res.frames_sent, frames_received=res.frames_sent,
+                               valid=valid, invalid_reason=reason, raw=raw)
+        if valid and not after.get("settled", False):
+            valid, reason = False, "the capture could not confirm its counters (its source never ran empty)"
+        mine = _tag_frames(after, res.trial_tag) - _tag_frames(before, res.trial_tag)
+        signed = sum(int(t["frames"]) for t in after.get("tags", ())) - \
+            sum(int(t["frames"]) for t in before.get("tags", ()))
+        cpu_s = (after["cpu_user_s"] + after["cpu_sys_s"]) - (before["cpu_user_s"] + before["cpu_sys_s"])
+        raw["capture"] = {
+            "frames": mine, "stray": signed - mine,
+            "foreign": after["foreign"] - before["foreign"], "warmup": after["warmup"] - before["warmup"],
+            "drops": after["drops"] - before["drops"], "drops_source": after.get("drops_source"),
+            "queue_drops": after["queue_drops"] - before["queue_drops"],
+            "cpu_user_s": round(after["cpu_user_s"] - before["cpu_user_s"], 4),
+            "cpu_sys_s": round(after["cpu_sys_s"] - before["cpu_sys_s"], 4),
+            "cpu_s": round(cpu_s, 4), "wall_s": round(after["elapsed_s"] - before["elapsed_s"], 4),
+        }
+        return TrialCounts(offered_pps=offered, frames_sent=res.frames_sent, frames_received=mine, valid=valid,
+                           invalid_reason=reason, foreign=raw["capture"]["foreign"], stray=raw["capture"]["stray"],
+                           raw=raw)

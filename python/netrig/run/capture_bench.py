@@ -1,0 +1,363 @@
+"""The capture-method benchmark (``netrig capture-bench``; lab report 002): packet-capture methods
+compared by RFC 2544 throughput and by the "iperf-like" captured-% curve, over frame sizes.
+
+```
+ for each capture method m:
+   Testbed("capture", capture_method=m)            tx namespace ──veth──▶ capture namespace:
+     (built, torn down on success, failure, Ctrl-C)  netrig capture --method m, pinned to CPU c,
+                                                     its kernel receive path (RPS) on CPU c too
+   for each frame size s:
+     tester ceiling(s): prove_rate on TX-only trials (first method's test bed, once per size)
+     RFC 2544 throughput: measure_throughput(CaptureMeasurer) up to the ceiling, resolution r % of it
+     iperf-like: one trial per load (% of the ceiling): captured % = captured / sent, capture CPU
+   every trial appended to trials.ndjson (fsync'd) and capture-bench.json rewritten after each size
+ report.html / report.md: throughput vs frame size per method, captured % vs offered load per method
+```
+
+A trial the tester could not send at its rate, or whose capture counts could not be confirmed, is
+invalid: it is shown and never counted as the capture method's loss (the throughput search treats it
+as the tester's limit, the curve marks the point invalid).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, cast
+
+from netrig.errors import ConfigError, TestbedError
+from netrig.measure import Load, Measurer, TrialCounts
+from netrig.measure.capture import CaptureMeasurer, CaptureProcess
+from netrig.methodology.tester import ProvenLimit
+from netrig.methods.throughput import ThroughputParams, measure_throughput
+from netrig.model import FrameSize, LineRate, parse_frame_sizes
+from netrig.testbed import Testbed
+from netrig.testbed.options import CAPTURE_METHODS
+from netrig.trial import Port
+
+SCHEMA = "netrig.capture-bench/1"
+#: Nominal veth speed the percentages of the throughput search are expressed against.
+NOMINAL_BPS = 10e9
+#: The tester's ceiling is searched from here down (frames/s).
+CEILING_START_PPS = 3e6
+#: TX-only trials the ceiling search may take.
+CEILING_TRIES = 12
+
+
+@dataclass(frozen=True)
+class BenchParams:
+    """``loads_pct``: offered loads of the iperf-like curve, % of the tester's proven ceiling;
+    ``resolution_pct``: the throughput search's resolution, % of the ceiling."""
+
+    methods: tuple[str, ...] = CAPTURE_METHODS
+    sizes: str = "64,512,1518,imix"
+    batch: int = 10
+    duration_s: float = 1.0
+    drain_s: float = 0.3
+    resolution_pct: float = 3.0
+    loads_pct: tuple[float, ...] = (25.0, 50.0, 75.0, 100.0)
+    capture_cpu: int = 0
+    io: str = "af_packet"
+
+    def __post_init__(self) -> None:
+        if not self.methods:
+            raise ConfigError("--methods", "give at least one capture method")
+        for m in self.methods:
+            if m not in CAPTURE_METHODS:
+                raise ConfigError("--methods", f"{m!r} is not a capture method: use {', '.join(CAPTURE_METHODS)}")
+        if len(set(self.methods)) != len(self.methods):
+            raise ConfigError("--methods", "lists a method more than once")
+        self.frames()  # sizes parse
+        if isinstance(self.batch, bool) or not isinstance(self.batch, int) or not 1 <= self.batch <= 1024:
+            raise ConfigError("--batch", f"{self.batch!r}: must be an integer from 1 to 1024")
+        if not 0.05 <= self.duration_s <= 60:
+            raise ConfigError("--duration", f"{self.duration_s:g}: must be 0.05 to 60 seconds")
+        if not 0 <= self.drain_s <= 10:
+            raise ConfigError("--drain", f"{self.drain_s:g}: must be 0 to 10 seconds")
+        if not 0.1 <= self.resolution_pct <= 50:
+            raise ConfigError("--resolution", f"{self.resolution_pct:g}: must be 0.1 to 50 (% of the ceiling)")
+        if not self.loads_pct or any(not 0 < x <= 100 for x in self.loads_pct):
+            raise ConfigError("--loads", "give loads in % of the tester's ceiling, each above 0 and at most 100")
+
+    def frames(self) -> tuple[FrameSize, ...]:
+        try:
+            return parse_frame_sizes(self.sizes, "--sizes")
+        except ConfigError as e:
+            raise ConfigError("--sizes", e.message) from None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class _Log:
+    """Every trial on disk (fsync'd) before the next starts."""
+
+    def __init__(self, path: str):
+        self.f = open(path, "a")  # noqa: SIM115 (closed by close(), in run_bench's finally)
+
+    def record(self, **rec: Any) -> None:
+        self.f.write(json.dumps(rec) + "\n")
+        self.f.flush()
+        os.fsync(self.f.fileno())
+
+    def close(self) -> None:
+        self.f.close()
+
+
+class _Recording:
+    def __init__(self, inner: CaptureMeasurer, log: _Log, context: dict[str, Any]):
+        self.inner, self.log, self.context = inner, log, context
+
+    def measure(self, load: Load, duration_s: float) -> TrialCounts:
+        c = self.inner.measure(load, duration_s)
+        self.log.record(**self.context, rate_pps=load.rate_pps, duration_s=duration_s, counts=c.to_dict())
+        return c
+
+
+def tester_ceiling(m: Any, frame: FrameSize, duration_s: float) -> float:
+    """The highest rate the tester sends at (TX-only trials, valid: the rate kept, nothing stretched
+    beyond the tolerance): from ``CEILING_START_PPS`` down, each next try 95 % of what the failed one
+    reached (its achieved rate over its sending window), then 90 % of the last try."""
+    rate = CEILING_START_PPS
+    for _ in range(CEILING_TRIES):
+        c = m.measure(Load(rate, frame), duration_s)
+        if c.valid:
+            return rate
+        rate = min(rate * 0.9, max(c.offered_pps * 0.95, rate * 0.5))
+    raise TestbedError(f"frame size {frame.label}: the tester kept no rate down to {rate:,.0f} fps "
+                       f"({CEILING_TRIES} TX-only trials); is the machine overloaded?")
+
+
+def _point(load_pct: float, rate: float, c: TrialCounts) -> dict[str, Any]:
+    cap = c.raw.get("capture") or {}
+    wall = cap.get("wall_s") or 0.0
+    return {"load_pct": load_pct, "rate_pps": rate, "offered_pps": c.offered_pps, "frames_sent": c.frames_sent,
+            "frames_captured": c.frames_received,
+            "captured_pct": 100.0 * c.frames_received / c.frames_sent if c.frames_sent else None,
+            "valid": c.valid, "invalid_reason": c.invalid_reason, "drops": cap.get("drops"),
+            "queue_drops": cap.get("queue_drops"), "foreign": c.foreign, "stray": c.stray,
+            "cpu_s": cap.get("cpu_s"), "cpu_pct": 100.0 * cap["cpu_s"] / wall if wall else None}
+
+
+def run_bench(p: BenchParams, out_dir: str, notify: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+    """Run the benchmark into ``out_dir`` (created); return the result document (also on disk)."""
+    os.makedirs(out_dir, exist_ok=True)
+    frames = p.frames()
+    line = LineRate(NOMINAL_BPS, "nominal", "veth")
+    doc: dict[str, Any] = {"schema": SCHEMA, "kind": "capture-bench", "params": p.to_dict(),
+                           "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                           "ceilings": {}, "results": [], "complete": False}
+    log = _Log(os.path.join(out_dir, "trials.ndjson"))
+    t0 = time.monotonic()
+    try:
+        for method in p.methods:
+            with Testbed.create("capture", capture_method=method, capture_batch=p.batch,
+                                dut_cpus=str(p.capture_cpu)) as tb:
+                info = tb.state["capture"]
+                proc = CaptureProcess(info["pid"], info["stats"])
+                tx_port = tb.port("tx")
+                tx = Port(tx_port.ifname, netns=tx_port.netns, io=p.io)
+                template = tb.stream_defaults("tx", "tx")
+                template["dst_mac"] = tx_port.peer_mac
+                template["dst_ip"] = "198.18.0.3"
+                for frame in frames:
+                    label = str(frame.label)
+                    if label not in doc["ceilings"]:
+                        notify(f"tester ceiling, {label}: TX-only trials")
+                        alone = _Recording(CaptureMeasurer(tx, template, proc, drain_s=0.05, tx_only=True), log,
+                                           {"phase": "ceiling", "frame_size": label})
+                        try:
+                            doc["ceilings"][label] = tester_ceiling(alone, frame, p.duration_s)
+                        except TestbedError as e:  # the tester, not the capture: say so, go on
+                            doc["ceilings"][label] = None
+                            doc.setdefault("errors", []).append(str(e))
+                            notify(f"{label}: skipped: {e}")
+                    ceiling = doc["ceilings"][label]
+                    if ceiling is None:
+                        continue
+                    m = _Recording(CaptureMeasurer(tx, template, proc, drain_s=p.drain_s), log,
+                                   {"phase": "throughput", "method": method, "frame_size": label})
+                    line_fps = line.fps(frame)
+                    top_pct = 100 * ceiling / line_fps
+                    tp = measure_throughput(cast(Measurer, m), frame, line, ThroughputParams(
+                        duration_s=p.duration_s, resolution_pct=p.resolution_pct * top_pct / 100,
+                        initial_rate_pct=top_pct, max_rate_pct=top_pct), ProvenLimit(ceiling))
+                    m.context = {"phase": "iperf", "method": method, "frame_size": label}
+                    curve = []
+                    for load in p.loads_pct:
+                        rate = ceiling * load / 100
+                        curve.append(_point(load, rate, m.measure(Load(rate, frame), p.duration_s)))
+                    entry = {"method": method, "frame_size": frame.label, "mean_frame_size": frame.mean_size,
+                             "ceiling_pps": ceiling, "throughput": tp.to_dict(),
+                             "throughput_pct_of_ceiling": 100 * tp.rate_pps / ceiling if ceiling else None,
+                             "curve": curve, "notes": _notes(proc)}
+                    doc["results"].append(entry)
+                    cur = {pt["load_pct"]: pt["captured_pct"] for pt in curve}
+                    notify(f"{method:10s} {label:>5}: throughput {tp.rate_pps:,.0f} fps "
+                           f"({entry['throughput_pct_of_ceiling'] or 0:.0f}% of the tester's {ceiling:,.0f}); "
+                           f"captured % at 100%: {_fmt(cur.get(100.0))}")
+                    _save(doc, out_dir, t0)
+            with contextlib.suppress(OSError):  # the capture's counters file goes with its test bed
+                os.remove(info["stats"])
+        doc["complete"] = True
+    finally:
+        log.close()
+        _save(doc, out_dir, t0)
+    return doc
+
+
+def _notes(proc: CaptureProcess) -> str:
+    try:
+        return str((proc._read() or {}).get("notes", ""))
+    except Exception:
+        return ""
+
+
+def _fmt(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1f}"
+
+
+def _save(doc: dict[str, Any], out_dir: str, t0: float) -> None:
+    doc["wall_s"] = round(time.monotonic() - t0, 1)
+    tmp = os.path.join(out_dir, "capture-bench.json.tmp")
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=1)
+    os.replace(tmp, os.path.join(out_dir, "capture-bench.json"))
+    write_report(doc, out_dir)
+
+
+# --------------------------------------------------------------------------------------------- #
+# The report
+
+def table_rows(doc: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """Throughput (frames/s and % of the tester's ceiling) per method (rows) and size (columns)."""
+    sizes: list[Any] = []
+    for r in doc["results"]:
+        if r["frame_size"] not in sizes:
+            sizes.append(r["frame_size"])
+    head = ["method", *[str(s) for s in sizes]]
+    rows = []
+    for m in doc["params"]["methods"]:
+        row = [m]
+        for s in sizes:
+            e = next((r for r in doc["results"] if r["method"] == m and r["frame_size"] == s), None)
+            if e is None:
+                row.append("-")
+                continue
+            t = e["throughput"]
+            lim = " ≥" if t.get("tester_limited") else ""
+            row.append(f"{lim}{t['rate_pps'] / 1e3:,.0f} k ({e['throughput_pct_of_ceiling'] or 0:.0f}%)")
+        rows.append(row)
+    return head, rows
+
+
+def curve_rows(doc: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    loads = list(doc["params"]["loads_pct"])
+    head = ["method", "size", *[f"{x:g}%" for x in loads], "CPU at 100%"]
+    rows = []
+    for e in doc["results"]:
+        pts = {pt["load_pct"]: pt for pt in e["curve"]}
+        cells = []
+        for x in loads:
+            pt = pts.get(x)
+            cells.append("-" if pt is None else (_fmt(pt["captured_pct"]) + ("" if pt["valid"] else " (inv)")))
+        top = pts.get(max(loads)) or {}
+        rows.append([e["method"], str(e["frame_size"]), *cells, _fmt(top.get("cpu_pct")) + " %"])
+    return head, rows
+
+
+def _md_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def plots(doc: dict[str, Any]) -> dict[str, str]:
+    """``{"curve": svg, "throughput": svg}`` (empty when nothing was measured)."""
+    from netrig.view.plotkit import figure_svg, run_colour, subplots
+
+    if not doc["results"]:
+        return {}
+    methods = list(doc["params"]["methods"])
+    sizes: list[Any] = []
+    for r in doc["results"]:
+        if r["frame_size"] not in sizes:
+            sizes.append(r["frame_size"])
+    out = {}
+    fig, axes = subplots(1, len(sizes), w=3.4 * len(sizes) + 1, h=3.4, sharey=True)
+    for j, s in enumerate(sizes):
+        ax = axes[0][j]
+        for i, m in enumerate(methods):
+            e = next((r for r in doc["results"] if r["method"] == m and r["frame_size"] == s), None)
+            if e is None:
+                continue
+            pts = [pt for pt in e["curve"] if pt["captured_pct"] is not None]
+            ax.plot([pt["load_pct"] for pt in pts], [pt["captured_pct"] for pt in pts], marker="o", ms=3,
+                    color=run_colour(i), label=m)
+            bad = [pt for pt in pts if not pt["valid"]]
+            if bad:
+                ax.plot([pt["load_pct"] for pt in bad], [pt["captured_pct"] for pt in bad], "x", color="k")
+        ax.set_title(f"{s} B" if isinstance(s, int) else str(s))
+        ax.set_xlabel("offered load (% of tester ceiling)")
+        ax.set_ylim(0, 105)
+    axes[0][0].set_ylabel("captured (%)")
+    axes[0][-1].legend(fontsize=7, loc="lower left")
+    out["curve"] = figure_svg(fig, "cbc")
+    fig, axes = subplots(1, 1, w=7.0, h=3.6)
+    ax = axes[0][0]
+    xs = list(range(len(sizes)))
+    for i, m in enumerate(methods):
+        ys = []
+        for s in sizes:
+            e = next((r for r in doc["results"] if r["method"] == m and r["frame_size"] == s), None)
+            ys.append(e["throughput"]["rate_pps"] if e else float("nan"))
+        ax.plot(xs, ys, marker="o", color=run_colour(i), label=m)
+    ceil = [doc["ceilings"].get(str(s)) or float("nan") for s in sizes]
+    ax.plot(xs, ceil, ls="--", color="grey", label="tester ceiling")
+    ax.set_xticks(xs)
+    ax.set_xticklabels([str(s) for s in sizes])
+    ax.set_xlabel("frame size (bytes)")
+    ax.set_ylabel("RFC 2544 throughput (frames/s)")
+    ax.set_yscale("log")
+    ax.legend(fontsize=7)
+    out["throughput"] = figure_svg(fig, "cbt")
+    return out
+
+
+def write_report(doc: dict[str, Any], out_dir: str) -> None:
+    """``report.html`` (tables, inline SVG plots) and ``report.md`` next to the result."""
+    from netrig.view.html import esc
+
+    th, tr = table_rows(doc)
+    ch, cr = curve_rows(doc)
+    p = doc["params"]
+    intro = (f"Capture methods {', '.join(p['methods'])}; sizes {p['sizes']}; trials {p['duration_s']} s, drain "
+             f"{p['drain_s']} s; throughput resolution {p['resolution_pct']} % of the tester's ceiling; wall time "
+             f"{doc.get('wall_s', 0)} s{'' if doc.get('complete') else ' (incomplete)'}.")
+    md = ["# Capture-method benchmark", "", intro, "", "## RFC 2544 throughput (frames/s, % of the tester's ceiling)",
+          "", _md_table(th, tr), "", "## Iperf-like: captured % by offered load (% of the tester's ceiling)", "",
+          _md_table(ch, cr), ""]
+    with open(os.path.join(out_dir, "report.md"), "w") as f:
+        f.write("\n".join(md))
+
+    def html_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+        h = "".join(f"<th>{esc(x)}</th>" for x in head)
+        b = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in rows)
+        return f"<table><thead><tr>{h}</tr></thead><tbody>{b}</tbody></table>"
+
+    figs = plots(doc)
+    body = [f"<h1>Capture-method benchmark</h1><p>{esc(intro)}</p>",
+            "<h2>RFC 2544 throughput</h2>", html_table(th, tr),
+            f"<figure class='plot'>{figs.get('throughput', '')}<figcaption>Throughput vs frame size per method"
+            "</figcaption></figure>",
+            "<h2>Iperf-like: captured % vs offered load</h2>", html_table(ch, cr),
+            f"<figure class='plot'>{figs.get('curve', '')}<figcaption>Captured % vs offered load per method "
+            "(x: invalid trial, the tester's)</figcaption></figure>"]
+    with open(os.path.join(out_dir, "report.html"), "w") as f:
+        f.write("<!doctype html><html><head><meta charset='utf-8'><title>netrig capture-bench</title>"
+                "<style>body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse}"
+                "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}</style></head><body>"
+                + "".join(body) + "</body></html>\n")
