@@ -7,15 +7,16 @@ by side on one veth test bed, in one run, at the same offered load:
 - ``bridge`` — the Linux bridge (da and db enslaved to a bridge in D);
 - ``testpmd`` — DPDK ``dpdk-testpmd --forward-mode=io`` with two ``net_af_xdp`` ports.
 
-Test bed: tester namespace T (ports ta, tb) and DUT namespace D (da, db), ta↔da and tb↔db. The DUT
-forwards da↔db. The tester (netrig's engine, AF_XDP ports) offers 64-B frames at the highest rate it
-can from ta and counts what arrives on tb. Pinning (2 vCPUs): the tester's TX and RX workers on CPU
-0; the DUT's forwarding on CPU 1 where it has threads (netrig forward: both workers ``--cpus 1``;
-testpmd: ``-l 0,1 --main-lcore 0``, forwarding lcore 1). The XDP program and the bridge run in the
-kernel's receive path of da — on veth, in softirq on the CPU that sent the frame (CPU 0, the
-tester's) — so they cannot be pinned. The order of the DUTs rotates every repetition; the result is
-the median of REPS repetitions of DUR seconds per DUT and the ratios of the medians to testpmd's.
-The tester's AF_XDP ports keep an XDP program on ta and tb, which the veth XDP_REDIRECT rule needs.
+Test bed: the ``forwarder`` test bed (tester ports tx, rx; DUT namespace with dtx, drx), one per
+DUT and repetition, its ``forward_backend`` choosing the DUT (af_xdp, xdp, bridge, testpmd) — the
+same test bed ``netrig rfc2544 --testbed forwarder`` measures. The tester (netrig's engine, AF_XDP
+ports) offers 64-B frames at the highest rate it can from tx and counts what arrives on rx. Pinning
+(2 vCPUs): the tester's TX and RX workers on CPU 0 for every DUT; the DUT's own threads on CPU 1
+(the test bed's default: netrig forward's workers ``--cpus 1``; testpmd's forwarding lcore 1, main
+lcore 0). The XDP program and the bridge run in the kernel's receive path of dtx — on veth, in
+softirq on the CPU that sent the frame (CPU 0, the tester's) — so they cannot be pinned. The order of
+the DUTs rotates every repetition; the result is the median of REPS repetitions of DUR seconds per
+DUT and the ratios of the medians to testpmd's.
 
 Environment: DUR (default 5), REPS (3), DUTS (comma list, default all four), OUT (JSON file; default
 bench/results/<date>-forward.json with a .md beside it). Run it alone (it takes
@@ -28,12 +29,10 @@ import fcntl
 import json
 import os
 import statistics
-import subprocess
 import sys
-import time
-import uuid
 
 import netrig
+from netrig.testbed import Testbed
 
 DUR = float(os.environ.get("DUR", "5"))
 REPS = int(os.environ.get("REPS", "3"))
@@ -43,90 +42,18 @@ OUT = os.environ.get("OUT", os.path.join(HERE, "results", f"{STAMP}-forward.json
 ALL_DUTS = ("netrig", "xdp", "bridge", "testpmd")
 DUTS = tuple(d for d in os.environ.get("DUTS", ",".join(ALL_DUTS)).split(",") if d)
 TESTER_LIMITED = " TESTER-LIMITED: every DUT forwarded all offered"
-UID = uuid.uuid4().hex[:4]
-T, D = f"nrbf{UID}t", f"nrbf{UID}d"
-IF = {k: f"nrbf{UID}{k}" for k in ("ta", "tb", "da", "db")}
-BRIDGE = f"nrbf{UID}br"
+#: The DUTs by their forwarder test bed's forward_backend.
+BACKENDS = {"netrig": "af_xdp", "xdp": "xdp", "bridge": "bridge", "testpmd": "testpmd"}
 
 
-def sh(*cmd: str, ns: str | None = None, check: bool = True) -> str:
-    full = (["ip", "netns", "exec", ns] if ns else []) + list(cmd)
-    return subprocess.run(full, check=check, capture_output=True, text=True).stdout
-
-
-def setup() -> None:
-    sh("ip", "netns", "add", T)
-    sh("ip", "netns", "add", D)
-    for a, b in (("ta", "da"), ("tb", "db")):
-        sh("ip", "link", "add", IF[a], "netns", T, "type", "veth", "peer", "name", IF[b], "netns", D)
-    for k, ifname in IF.items():
-        ns = T if k.startswith("t") else D
-        sh("sysctl", "-qw", f"net.ipv6.conf.{ifname}.disable_ipv6=1", ns=ns)
-        sh("ip", "link", "set", ifname, "up", ns=ns)
-
-
-def cleanup() -> None:
-    for ns in (T, D):
-        sh("ip", "netns", "del", ns, check=False)
-
-
-def start_dut(which: str) -> subprocess.Popen | None:
-    if which == "bridge":
-        sh("ip", "link", "add", BRIDGE, "type", "bridge", "stp_state", "0", "forward_delay", "0", ns=D)
-        for i in (IF["da"], IF["db"]):
-            sh("ip", "link", "set", i, "master", BRIDGE, ns=D)
-        sh("ip", "link", "set", BRIDGE, "up", ns=D)
-        time.sleep(0.5)
-        return None
-    if which in ("netrig", "xdp"):
-        argv = [sys.executable, "-m", "netrig.cli.main", "forward", "--port", IF["da"], "--port", IF["db"],
-                "--mode", "io", "--interval", "0"]
-        argv += ["--backend", "af_xdp", "--cpus", "1"] if which == "netrig" else ["--backend", "xdp"]
-        ready = "Ctrl-C stops"
-    else:
-        argv = ["stdbuf", "-oL", "dpdk-testpmd", "-l", "0,1", "--main-lcore", "0", "--no-pci", "--no-huge",
-                "-m", "1024", "--file-prefix", f"nrbf{UID}",
-                "--vdev", f"net_af_xdp0,iface={IF['da']},start_queue=0,queue_count=1",
-                "--vdev", f"net_af_xdp1,iface={IF['db']},start_queue=0,queue_count=1",
-                "--", "--forward-mode=io", "--nb-cores=1", "--total-num-mbufs=32768", "--auto-start"]
-        ready = "Press enter to exit"
-    log = open(f"/tmp/nrbf{UID}-{which}.log", "w+")  # noqa: SIM115 (the DUT's output, read while it runs)
-    p = subprocess.Popen(["ip", "netns", "exec", D, *argv], stdout=log, stderr=subprocess.STDOUT,
-                         stdin=subprocess.PIPE)
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < 45:
-        log.seek(0)
-        if ready in log.read():
-            time.sleep(0.5)
-            return p
-        if p.poll() is not None:
-            break
-        time.sleep(0.1)
-    log.seek(0)
-    p.kill()
-    raise SystemExit(f"{which} did not start: {log.read()[-2000:]}")
-
-
-def stop_dut(p: subprocess.Popen | None) -> None:
-    if p is None:  # the bridge
-        sh("ip", "link", "del", BRIDGE, ns=D)
-        time.sleep(0.5)
-        return
-    p.terminate()
-    try:
-        p.communicate(timeout=10)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.communicate()
-    time.sleep(2.5)  # the kernel releases the XSK queue bindings asynchronously
-
-
-def measure() -> dict:
-    tx = netrig.Port(IF["ta"], netns=T, io="af_xdp")
-    rx = netrig.Port(IF["tb"], netns=T, io="af_xdp")
-    s = netrig.Stream(frame_size=64, rate="max", src_mac=tx.info().mac, dst_mac=rx.info().mac)
-    r = netrig.run_trial(tx, rx, [s], duration_s=DUR, drain_s=0.5, learning=False, tx_cpus=[0], rx_cpus=[0],
-                         max_stretch_pct=100)
+def measure(dut: str) -> dict:
+    with Testbed.create("forwarder", forward_backend=BACKENDS[dut]) as tb:
+        tp, rp = tb.port("tx"), tb.port("rx")
+        tx = netrig.Port(tp.ifname, netns=tp.netns, io="af_xdp")
+        rx = netrig.Port(rp.ifname, netns=rp.netns, io="af_xdp")
+        s = netrig.Stream(frame_size=64, rate="max", src_mac=tp.mac, dst_mac=tp.peer_mac)
+        r = netrig.run_trial(tx, rx, [s], duration_s=DUR, drain_s=0.5, learning=dut == "bridge", tx_cpus=[0],
+                             rx_cpus=[0], max_stretch_pct=100)
     return {"sent_pps": r.frames_sent / DUR, "forwarded_pps": r.frames_received / DUR,
             "loss_pct": 100.0 * r.frames_lost / max(r.frames_sent, 1)}
 
@@ -141,21 +68,13 @@ def main() -> int:
     lock = open("/tmp/netrig-timing.lock", "w")  # noqa: SIM115 (held until the process exits)
     fcntl.flock(lock, fcntl.LOCK_EX)
     rows: list[dict] = []
-    try:
-        setup()
-        for rep in range(REPS):
-            order = DUTS[rep % len(DUTS):] + DUTS[:rep % len(DUTS)]  # rotate: each DUT early and late
-            for dut in order:
-                p = start_dut(dut)
-                try:
-                    m = measure()
-                finally:
-                    stop_dut(p)
-                rows.append({"dut": dut, "rep": rep, **m})
-                print(f"rep {rep} {dut:8s} forwarded {m['forwarded_pps'] / 1e6:.3f} Mpps "
-                      f"(offered {m['sent_pps'] / 1e6:.3f} Mpps, loss {m['loss_pct']:.1f} %)", flush=True)
-    finally:
-        cleanup()
+    for rep in range(REPS):
+        order = DUTS[rep % len(DUTS):] + DUTS[:rep % len(DUTS)]  # rotate: each DUT early and late
+        for dut in order:
+            m = measure(dut)
+            rows.append({"dut": dut, "rep": rep, **m})
+            print(f"rep {rep} {dut:8s} forwarded {m['forwarded_pps'] / 1e6:.3f} Mpps "
+                  f"(offered {m['sent_pps'] / 1e6:.3f} Mpps, loss {m['loss_pct']:.1f} %)", flush=True)
     med = {d: statistics.median(r["forwarded_pps"] for r in rows if r["dut"] == d) for d in DUTS}
     offered = {d: statistics.median(r["sent_pps"] for r in rows if r["dut"] == d) for d in DUTS}
     base = med.get("testpmd")
@@ -167,7 +86,7 @@ def main() -> int:
     doc = {"case": "forward io, 64 B, veth: netrig forward af_xdp, netrig forward xdp (XDP_REDIRECT), Linux bridge, "
                    "testpmd net_af_xdp", "duration_s": DUR, "reps": REPS, "duts": list(DUTS),
            "pinning": {"tester_tx": 0, "tester_rx": 0, "dut_forwarding": 1,
-                       "xdp_and_bridge": "kernel receive path of da (softirq on the sending CPU, 0)"},
+                       "xdp_and_bridge": "kernel receive path of dtx (softirq on the sending CPU, 0)"},
            "rows": rows, "median_forwarded_pps": med, "median_offered_pps": offered,
            "ratio_to_testpmd": ratios, "ratio": ratio, "goal": "netrig forward io af_xdp >= 1.0 x testpmd",
            "goal_met": None if ratio is None else ratio >= 1.0, "tester_limited": tester_limited}

@@ -424,6 +424,7 @@ for sect, key, val, want in [
         ("ports", "flows", "0", "ports.flows"), ("ports", "flows", "100000000", "ports.flows"),
         ("ports", "family", "5", "ports.family"), ("ports", "busy_poll_us", "-1", "ports.busy_poll_us"),
         ("ports", "i_know_this_is_live", '"yes"', "ports.i_know_this_is_live"),
+        ("ports", "tx_cpus", "[4096]", "ports.tx_cpus"), ("ports", "rx_cpus", '["a"]', "ports.rx_cpus"),
         ("selftest", "factor", "nan", "selftest.factor"), ("selftest", "rates_pps", "[inf]", "selftest.rates_pps"),
         ("selftest", "rates_pps", "[1e300]", "selftest.rates_pps"), ("selftest", "duration_s", "-1", "selftest.duration_s"),
         ("thresholds", "min_throughput_pct", "nan", "thresholds.min_throughput_pct"),
@@ -578,7 +579,10 @@ for argv, want in [(["forwarder", "--forward-mode", "macswap"], "--forward-mode"
                    (["oneport", "--forward-mode", "mac"], "--forward-mode"),
                    (["oneport", "--forward-backend", "XDP"], "--forward-backend"),
                    (["oneport", "--forward-backend", "xdp", "--dut-cpus", "0"], "--dut-cpus"),
-                   (["oneport", "--cap", "1kpps"], "--cap")]:
+                   (["oneport", "--cap", "1kpps"], "--cap"),
+                   (["forwarder", "--forward-backend", "bridge", "--forward-mode", "l2fwd"], "--forward-mode"),
+                   (["oneport", "--forward-backend", "bridge"], "--forward-backend"),
+                   (["forwarder", "--forward-backend", "testpmd", "--dut-cpus", "0,1"], "--dut-cpus")]:
     cli(want, "testbed", "up", *argv)
 for tb, kv, name in [("forwarder", "forward_mode=rxonly", "forward_mode"),
                      ("forwarder", "forward_backend=xdp_redirect", "forward_backend"),
@@ -587,7 +591,8 @@ for tb, kv, name in [("forwarder", "forward_mode=rxonly", "forward_mode"),
                      ("oneport", "forward_backend=dpdk", "forward_backend"),
                      ("oneport", "rules=3", "rules"),
                      ("router", "forward_backend=socket", "forward_backend"),
-                     ("forwarder", "dut_cpus=999", "dut_cpus")]:
+                     ("forwarder", "dut_cpus=999", "dut_cpus"),
+                     ("forwarder", "forward_backend=testpmd_af_xdp", "forward_backend")]:
     cli(f"--testbed-option {name}", "rfc2544", "--testbed", tb, "--out", "{dir}/out", "--testbed-option", kv)
 # netrig capture-bench and netrig capture: every bad value is refused before a test bed is built.
 CB = ["capture-bench", "--out", "{dir}/cb"]

@@ -195,6 +195,11 @@ pub trait RxQueue: Send {
 
     /// Tester-side drop counters (cumulative since the queue was opened).
     fn stats(&mut self) -> RxQueueStats;
+
+    /// Whether an empty queue may be polled in user space for a moment before the worker sleeps
+    /// (backends that do so: AF_XDP). Off when the worker shares its CPU with a sender: spinning
+    /// there takes half the sender's CPU and stretches its pacing. Default: nothing to change.
+    fn set_spin(&mut self, _spin: bool) {}
 }
 
 /// One opened port.

@@ -791,6 +791,8 @@ pub fn run_trial(
         let mut rx_handles = Vec::new();
         for (i, (port, mut q)) in rxq.into_iter().enumerate() {
             let cpu_id = rx_cpus[i];
+            // A receiver on a sender's CPU sleeps when its queue is empty instead of polling it.
+            q.set_spin(!tx_cpus.contains(&cpu_id));
             let rx_stop = &rx_stop;
             let live = rx_lives[i].clone();
             let ident = ident.clone();

@@ -96,7 +96,8 @@ class EngineMeasurer:
                  smoothness_tolerance_pct: float = defaults.SMOOTHNESS_TOLERANCE_PCT,
                  stack: StackEndpoints | None = None, cpu_procs: Sequence[str] = (),
                  reverse_template: dict | None = None, dut_netns: str | None = None,
-                 interval_monitor: Callable[[float], Sampler] | None = None):
+                 interval_monitor: Callable[[float], Sampler] | None = None,
+                 tx_cpus: Sequence[int] = (), rx_cpus: Sequence[int] = ()):
         if pacing not in PACING_MODES:
             raise ConfigError("pacing", f"{pacing!r}: use one of {', '.join(PACING_MODES)}")
         self.tx, self.rx = tx_port, rx_port
@@ -120,6 +121,8 @@ class EngineMeasurer:
         self.dut_netns = dut_netns
         #: A DUT monitor sampling every given number of seconds, for soak trials (always monitored).
         self.interval_monitor = interval_monitor
+        #: The tester's worker CPUs (empty: the engine's default split), passed to every trial.
+        self.tx_cpus, self.rx_cpus = tuple(tx_cpus) or None, tuple(rx_cpus) or None
         self._learned: set = set()
 
     # ---------------------------------------------------------------- the engine seam
@@ -133,7 +136,7 @@ class EngineMeasurer:
         return run_trial(self.tx, self.rx, [stream], drain_s=drain_s, warmup_s=self.warmup_s, progress=progress,
                          progress_interval_s=progress_interval_s, pacing=self.pacing,
                          max_stretch_pct=100 * self.tolerance, phases=phases, interval_s=interval_s,
-                         gap_slots=gap_slots, **stop)
+                         gap_slots=gap_slots, tx_cpus=self.tx_cpus, rx_cpus=self.rx_cpus, **stop)
 
     def _learn(self, frame: FrameSize) -> None:
         if not self.learning_frames or frame.label in self._learned:
@@ -275,7 +278,7 @@ class EngineMeasurer:
                 duration_s=duration_s, drain_s=self.drain_s, warmup_s=self.warmup_s, progress=progress,
                 progress_interval_s=EVENT_PROGRESS_S if progress else min(0.25, interval_s / 4), pacing=self.pacing,
                 max_stretch_pct=100 * self.tolerance, interval_s=interval_s, on_intervals=deliver,
-                gap_slots=gaps))()
+                gap_slots=gaps, tx_cpus=self.tx_cpus, rx_cpus=self.rx_cpus))()
             cpu = account.stop().to_dict()
             # The last ones; not those planned after a run stopped early (tester-limited): no frame
             # was sent in them, they are not soak time.
@@ -353,7 +356,7 @@ class EngineMeasurer:
 
         def run() -> _native.TrialResult:
             return run_trial(ports=[self.tx, self.rx], streams=streams, drain_s=self.drain_s, pacing=self.pacing,
-                             max_stretch_pct=100 * self.tolerance, **stop)
+                             max_stretch_pct=100 * self.tolerance, tx_cpus=self.tx_cpus, rx_cpus=self.rx_cpus, **stop)
 
         res, extra = self._monitored(run)
         ctr["after"] = conntrack.count(netns)
@@ -387,7 +390,7 @@ class EngineMeasurer:
                                       **self.template)],
             duration_s=duration_s, drain_s=self.drain_s, warmup_s=self.warmup_s, progress=progress,
             progress_interval_s=EVENT_PROGRESS_S, pacing=self.pacing, max_stretch_pct=100 * self.tolerance,
-            interval_s=INTERVAL_S, gap_slots=gaps)))
+            interval_s=INTERVAL_S, gap_slots=gaps, tx_cpus=self.tx_cpus, rx_cpus=self.rx_cpus)))
         self._learned.discard(load.frame_size.label)
         intervals = engine_intervals(res)
         c = self._counts(res, load.rate_pps, {**extra, "method": "one trial with events, per-flow sequence gaps"},

@@ -17,6 +17,7 @@ import dataclasses
 import difflib
 import json
 import math
+import os
 import tomllib
 import types
 import typing
@@ -116,8 +117,18 @@ class PortsConfig:
     busy_poll_us: int = 0  # af_xdp: SO_BUSY_POLL microseconds (0 = off)
     # Override the transmit guard (lo, a default route, addresses outside the benchmarking ranges).
     i_know_this_is_live: bool = False
+    # CPUs of the tester's TX and RX workers (queue i on cpus[i mod len]). Empty: the engine's split
+    # (receivers on the lower half, senders on the upper), or, when the test bed's DUT runs its own
+    # pinned threads on this host (forwarder, oneport, capture), every CPU the DUT does not hold.
+    tx_cpus: tuple[int, ...] = ()
+    rx_cpus: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
+        ncpu = os.cpu_count() or 1
+        for name in ("tx_cpus", "rx_cpus"):
+            for c in getattr(self, name):
+                if not 0 <= c < ncpu:
+                    raise ConfigError(name, f"CPU {c}: this host has CPUs 0..{ncpu - 1}")
         if self.io not in IO_MODES:
             raise ConfigError("io", f"must be one of {', '.join(IO_MODES)} (got {self.io!r})")
         for name, hi in (("queues", MAX_QUEUES), ("flows", MAX_FLOWS)):
@@ -348,6 +359,9 @@ class TestConfig:
         d = _plain(self)
         if self.stream == StreamTemplateConfig():
             del d["stream"]  # UDP with no tags or ranges: results as before the stream table existed
+        for k in ("tx_cpus", "rx_cpus"):
+            if not d["ports"][k]:
+                del d["ports"][k]  # the default placement: results as before the keys existed
         return d
 
     def repetitions_for(self, m: MethodConfig) -> int:

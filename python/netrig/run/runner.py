@@ -224,7 +224,11 @@ class Runner:
         with self.provider(cfg, "dut") as dut:
             self._setup(dut)
             if cfg.selftest.enabled and any(m.method.stack_kind is None for m in cfg.methods):
-                with self.provider(cfg, "selftest") as st:
+                # The self-test proves the tester as it measures the DUT: on the same CPUs.
+                cpus = dut.tester_cpus
+                st_cfg = replace(cfg, ports=replace(cfg.ports, tx_cpus=cpus.get("tx_cpus", ()),
+                                                    rx_cpus=cpus.get("rx_cpus", ()))) if cpus else cfg
+                with self.provider(st_cfg, "selftest") as st:
                     self._use(st)
                     self._run_selftest()
             self._use(dut)

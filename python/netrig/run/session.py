@@ -54,6 +54,9 @@ class Session:
     #: Called before every measured trial: checks the test bed and restores what a link flap
     #: removed (returns what it restored; raises ``TestbedError`` when the test bed is broken).
     before_trial: Callable[[], list[str]] | None = None
+    #: The tester's worker CPUs this session measures with (``{"tx_cpus": …, "rx_cpus": …}``, empty
+    #: tuples: the engine's default); the self-test run beside the DUT uses the same.
+    tester_cpus: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
 
 #: ``provider(config, role)`` -> context manager of a Session (tests pass their own).
@@ -116,6 +119,10 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
                                             "--tester-stack)")
         p, t = config.ports, config.trial
         tp, rp = tb.port(p.tx), tb.port(p.rx)
+        # A DUT with its own pinned threads on this host (a forwarder, a capture) keeps its CPUs:
+        # the tester's workers go on the others, so neither slows the other.
+        auto = tb.tester_cpus() if role == "dut" else ()
+        cpus = {"tx_cpus": p.tx_cpus or auto, "rx_cpus": p.rx_cpus or auto}
         live = p.i_know_this_is_live
         tx = Port(tp.ifname, netns=tp.netns, io=p.io, queues=p.queues, busy_poll_us=p.busy_poll_us,
                   i_know_this_is_live=live)
@@ -150,7 +157,8 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
                                   stack=StackEndpoints.between(tp, rp) if stack_methods else None,
                                   cpu_procs=t.cpu_procs, reverse_template=_responder(tb, p.tx, p.rx, p.family),
                                   dut_netns=tb.dut_netns,
-                                  interval_monitor=interval_monitor if role == "dut" else None)
+                                  interval_monitor=interval_monitor if role == "dut" else None,
+                                  tx_cpus=cpus["tx_cpus"], rx_cpus=cpus["rx_cpus"])
         env: dict = {}
         if role == "dut":
             try:
@@ -164,8 +172,10 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
         desc.setdefault("name", name)
         if knob_record is not None:
             desc["knobs"] = knob_record  # the same dict: "restored" is filled in when the block ends
+        if any(cpus.values()):
+            desc["tester_cpus"] = {k: list(v) for k, v in cpus.items()}
         yield Session(measurer, line_rate(config, tp.ifname, tx.info().speed_bps), desc, env,
-                      command_env=tb.command_env(), before_trial=tb.repair)
+                      command_env=tb.command_env(), before_trial=tb.repair, tester_cpus=cpus)
 
 
 def _responder(tb: Testbed, tx: str, rx: str, family: int) -> dict | None:

@@ -15,7 +15,8 @@ PLACEMENTS = ("threaded-napi", "rps")
 FORWARDER_MODES = ("io", "mac", "l2fwd")
 #: Every mode a test bed's ``netrig forward`` DUT takes: macswap only in the one-port topology.
 FORWARD_MODES = (*FORWARDER_MODES, "macswap")
-FORWARDER_BACKENDS = ("af_xdp", "af_packet", "socket", "xdp")
+#: The forwarder test beds' DUTs: netrig forward's backends, then the Linux bridge and DPDK testpmd.
+FORWARDER_BACKENDS = ("af_xdp", "af_packet", "socket", "xdp", "bridge", "testpmd", "testpmd_af_packet")
 #: Capture methods of the capture test bed's DUT (``netrig capture``), the engine's list.
 CAPTURE_METHODS: tuple[str, ...] = tuple(_native.CAPTURE_METHODS)
 
@@ -133,8 +134,10 @@ class TestbedOptions:
     forward_mode:   forwarder: the DUT's mode (``io``, ``mac`` or ``l2fwd``; default io; ``macswap`` returns
                     frames on the port they came in on: topology ``oneport``, where it is the default and
                     the only mode; ``rxonly`` delivers nothing).
-    forward_backend: forwarder, oneport: the DUT's port I/O (``af_xdp``, ``af_packet``, ``socket``, or
-                    ``xdp``: forwarded in the kernel by XDP_REDIRECT).
+    forward_backend: forwarder, oneport: the DUT: netrig forward with port I/O ``af_xdp``, ``af_packet``
+                    or ``socket``; ``xdp``: netrig forward's in-kernel XDP_REDIRECT; ``bridge``: the
+                    Linux bridge (forwarder only, io); ``testpmd`` / ``testpmd_af_packet``: DPDK
+                    testpmd with ``net_af_xdp`` / ``net_af_packet`` ports (one CPU in dut_cpus).
     capture_method: capture: the capture application's method (``recvfrom``, ``recvmmsg``, ``threads``,
                     ``tpacket_v3``, ``libpcap``, ``af_xdp``; ``netrig capture``).
     capture_batch:  capture: frames per ``recvmmsg`` call (1..1024, default 10 as in lab report 002).

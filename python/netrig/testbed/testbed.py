@@ -340,6 +340,14 @@ class Testbed:
     def placement(self) -> dict[str, Any] | None:
         return self.state.get("placement")
 
+    def tester_cpus(self) -> tuple[int, ...]:
+        """The CPUs the tester's workers should use: every CPU but those the DUT's own pinned threads
+        hold on this host (``netrig forward``, testpmd, a capture process); empty when the DUT holds
+        none, or all of them (then the engine's default split applies, and the two share)."""
+        held = set(self.state.get("dut_threads_cpus") or ())
+        free = tuple(c for c in range(os.cpu_count() or 1) if c not in held)
+        return free if held and free else ()
+
     @property
     def expected_rx_src_ip(self) -> str | None:
         """IPv4 source address the receiving tester port sees (translated for ``nat``)."""

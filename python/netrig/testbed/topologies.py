@@ -24,7 +24,7 @@ import time
 from typing import Any, ClassVar
 
 from netrig.errors import ConfigError, InterfaceError, TestbedError
-from netrig.testbed import nft, placement
+from netrig.testbed import nft, placement, testpmd
 from netrig.testbed import state as st
 from netrig.testbed.knobs import features_set_in
 from netrig.testbed.nsthread import sysctls_in
@@ -174,29 +174,49 @@ class Bridge(Topology):
         dut = tb.add_netns("dut", BRIDGE_SYSCTLS)
         rx_ns = self.tester_ns(tb, "rx")
         tb.state["dut_netns"] = dut
-        tx_if, dtx, drx, rx_if, br = (tb.name(s) for s in ("tx", "dtx", "drx", "rx", "br"))
+        tx_if, dtx, drx, rx_if = (tb.name(s) for s in ("tx", "dtx", "drx", "rx"))
         tb.add_veth(tx_ns, tx_if, dut, dtx, "tester", "dut")
         tb.add_veth(dut, drx, rx_ns, rx_if, "dut", "tester")
-        ipr = tb.ipr(dut)
-        ipr.link("add", ifname=br, kind="bridge", br_stp_state=0, br_forward_delay=0, br_ageing_time=30000)
-        tb.state["interfaces"].append({"netns": dut, "ifname": br, "role": "dut", "peer": None})
-        brx = tb.index(dut, br)
-        for i in (dtx, drx):
-            ipr.link("set", index=tb.index(dut, i), master=brx)
-        for ns, i in ((dut, br), (dut, dtx), (dut, drx), (tx_ns, tx_if), (rx_ns, rx_if)):
+        _bridge_dut(tb, dut, [dtx, drx])
+        for ns, i in ((dut, dtx), (dut, drx), (tx_ns, tx_if), (rx_ns, rx_if)):
             tb.link_up(ns, i)
         tx_mac, rx_mac = tb.mac(tx_ns, tx_if), tb.mac(rx_ns, rx_if)
         _pair_ports(tb, ("tx", tx_if, tx_ns, tx_mac), ("rx", rx_if, rx_ns, rx_mac), 0)
         _place(tb, dut, [dtx, drx])
-        tb.send_learning_frames()
-        tb.state["notes"].append("bridge learned the tester MACs from one learning frame per port; "
-                                 "ageing time 300 s")
+        _learn(tb)
 
 
-def _forward_dut_options(o: TestbedOptions) -> None:
-    if o.forward_backend == "xdp" and o.dut_cpus is not None:
+def _bridge_dut(tb: Any, dut: str, ifaces: list[str]) -> None:
+    """A Linux bridge in ``dut`` over ``ifaces`` (no STP, no forwarding delay, ageing 300 s), up."""
+    br = tb.name("br")
+    ipr = tb.ipr(dut)
+    ipr.link("add", ifname=br, kind="bridge", br_stp_state=0, br_forward_delay=0, br_ageing_time=30000)
+    tb.state["interfaces"].append({"netns": dut, "ifname": br, "role": "dut", "peer": None})
+    brx = tb.index(dut, br)
+    for i in ifaces:
+        ipr.link("set", index=tb.index(dut, i), master=brx)
+    tb.link_up(dut, br)
+
+
+def _learn(tb: Any) -> None:
+    tb.send_learning_frames()
+    tb.state["notes"].append("bridge learned the tester MACs from one learning frame per port; ageing time 300 s")
+
+
+def _forward_dut_options(o: TestbedOptions, topology: str) -> None:
+    b = o.forward_backend
+    if b == "xdp" and o.dut_cpus is not None:
         raise ConfigError("dut_cpus", "forward_backend xdp forwards in the kernel's receive path on the CPU that "
                                       "receives: there are no workers to pin; leave dut_cpus out")
+    if b == "bridge" and topology == "oneport":
+        raise ConfigError("forward_backend", "bridge: a bridge never sends a frame back out of the port it came in "
+                                             "on; compare it on topology forwarder")
+    if b == "bridge" and o.forward_mode not in (None, "io"):
+        raise ConfigError("forward_mode", f"{o.forward_mode!r}: the bridge forwards frames unchanged: io is its only "
+                                          "mode (leave forward_mode out)")
+    if b in testpmd.PMDS and o.dut_cpus and len(o.dut_cpus) > 1:
+        raise ConfigError("dut_cpus", f"{','.join(map(str, o.dut_cpus))}: testpmd forwards on one lcore here (one "
+                                      "queue per port): give one CPU")
 
 
 def _xdp_peer_rule(tb: Any, ports: list[tuple[str, str]]) -> None:
@@ -214,7 +234,8 @@ def _xdp_peer_rule(tb: Any, ports: list[tuple[str, str]]) -> None:
 
 class Forwarder(Topology):
     name = "forwarder"
-    description = "netrig forward as the DUT (testpmd-like forwarding between two ports; mode, backend as options)"
+    description = ("the host's forwarding as the DUT between two ports: netrig forward (testpmd-like; mode and "
+                   "backend as options), in-kernel XDP_REDIRECT, the Linux bridge or DPDK testpmd")
     uses = (*LINK_OPTIONS, "forward_mode", "forward_backend", "dut_cpus")
     has_dut = True
 
@@ -223,7 +244,7 @@ class Forwarder(Topology):
         if o.forward_mode == "macswap":
             raise ConfigError("forward_mode", "macswap sends frames back out of the port they came in on, so nothing "
                                               "reaches rx: use topology oneport for it")
-        _forward_dut_options(o)
+        _forward_dut_options(o, self.name)
 
     def build(self, tb: Any) -> None:
         o = tb.options
@@ -235,36 +256,71 @@ class Forwarder(Topology):
         tx_if, dtx, drx, rx_if = (tb.name(s) for s in ("tx", "dtx", "drx", "rx"))
         tb.add_veth(tx_ns, tx_if, dut, dtx, "tester", "dut")
         tb.add_veth(dut, drx, rx_ns, rx_if, "dut", "tester")
+        if o.forward_backend == "bridge":
+            _bridge_dut(tb, dut, [dtx, drx])
         for ns, i in ((dut, dtx), (dut, drx), (tx_ns, tx_if), (rx_ns, rx_if)):
             tb.link_up(ns, i)
         tx_mac, rx_mac = tb.mac(tx_ns, tx_if), tb.mac(rx_ns, rx_if)
         _pair_ports(tb, ("tx", tx_if, tx_ns, tx_mac), ("rx", rx_if, rx_ns, rx_mac), 0)
-        if o.forward_backend == "xdp":
-            _xdp_peer_rule(tb, [(tx_ns, tx_if), (rx_ns, rx_if)])
-        argv = ["forward", "--port", dtx, "--port", drx, "--mode", mode, "--backend", o.forward_backend,
-                "--interval", "0"]
-        if mode != "io":  # frames leaving dtx go to tx, frames leaving drx to rx
-            argv += ["--peer-mac", tx_mac, "--peer-mac", rx_mac]
-        _start_forwarder(tb, dut, argv)
-        tb.state["notes"].append(f"DUT: netrig forward --mode {mode} --backend {o.forward_backend} "
-                                 f"in {dut} (log {tb.state['processes'][-1]['log']})")
+        if o.forward_backend == "bridge":
+            _place(tb, dut, [dtx, drx])
+            _learn(tb)
+            tb.state["notes"].append(f"DUT: the Linux bridge in {dut} (forward_backend bridge)")
+            return
+        # frames leaving dtx go to tx, frames leaving drx to rx (modes that write the destination MAC)
+        _start_forwarder(tb, dut, [dtx, drx], mode, [tx_mac, rx_mac], [(tx_ns, tx_if), (rx_ns, rx_if)])
 
 
-def _start_forwarder(tb: Any, dut: str, argv: list[str]) -> None:
-    """Run ``netrig forward ARGV`` (its CPUs from ``dut_cpus``) as the test bed's DUT process."""
+def _start_forwarder(tb: Any, dut: str, ifaces: list[str], mode: str, peer_macs: list[str],
+                     tester_ports: list[tuple[str, str]]) -> None:
+    """The DUT process forwarding between ``ifaces`` in ``dut``: ``netrig forward`` (its CPUs from
+    ``dut_cpus``; backend ``xdp``: in-kernel programs) or DPDK testpmd (``testpmd*`` backends)."""
     o = tb.options
-    if o.dut_cpus:
-        argv = [*argv, "--cpus", ",".join(str(c) for c in o.dut_cpus)]
-    start_dut_process(tb, dut, "forwarder", [sys.executable, "-m", "netrig.cli.main", *argv], ready="Ctrl-C stops")
-    note = ("in-kernel XDP programs in the receive path (no workers to pin)" if o.forward_backend == "xdp" else
-            "netrig forward workers pinned to these CPUs" if o.dut_cpus else "netrig forward worker i pinned to CPU i")
-    tb.state["placement"] = {"mode": "forwarder", "cpus": list(o.dut_cpus) if o.dut_cpus else None, "note": note}
+    backend = o.forward_backend
+    if backend in testpmd.PMDS:
+        main, fwd = testpmd.lcores(o.dut_cpus)
+        cmd = testpmd.argv(ifaces, backend, mode, peer_macs, main, fwd)
+        start_dut_process(tb, dut, "forwarder", cmd, ready=testpmd.READY)
+        _hold_cpus(tb, [fwd], f"testpmd forwarding lcore {fwd} (polling), main lcore {main}")
+        what = f"DPDK testpmd --forward-mode={testpmd.MODES[mode]} ({testpmd.PMDS[backend]} ports)"
+    else:
+        if backend == "xdp":
+            _xdp_peer_rule(tb, tester_ports)
+        argv = ["forward", *(a for i in ifaces for a in ("--port", i)), "--mode", mode, "--backend", backend,
+                "--interval", "0"]
+        if mode not in ("io", "rxonly", "macswap"):
+            argv += [a for m in peer_macs for a in ("--peer-mac", m)]
+        cpus = list(o.dut_cpus) if o.dut_cpus else [_last_cpu()]
+        if backend != "xdp":
+            argv += ["--cpus", ",".join(str(c) for c in cpus)]
+        start_dut_process(tb, dut, "forwarder", [sys.executable, "-m", "netrig.cli.main", *argv],
+                          ready="Ctrl-C stops")
+        if backend == "xdp":
+            tb.state["placement"] = {"mode": "forwarder", "cpus": None,
+                                     "note": "in-kernel XDP programs in the receive path (no workers to pin)"}
+        else:
+            _hold_cpus(tb, cpus, f"netrig forward workers on CPU {','.join(map(str, cpus))}")
+        what = f"netrig forward --mode {mode} --backend {backend}"
+    tb.state["notes"].append(f"DUT: {what} in {dut} (log {tb.state['processes'][-1]['log']})")
+
+
+def _last_cpu() -> int:
+    """Where a DUT's own threads go by default: the last CPU (the tester keeps the others)."""
+    return (os.cpu_count() or 1) - 1
+
+
+def _hold_cpus(tb: Any, cpus: list[int], note: str) -> None:
+    """The DUT runs its own threads pinned to ``cpus`` on this host (pollers: a CPU each). The
+    measuring session keeps the tester's workers off them (``Testbed.tester_cpus``), so the DUT
+    never competes with the tester for a CPU and its polling never shows as the tester's limit."""
+    tb.state["placement"] = {"mode": "forwarder", "cpus": list(cpus), "note": note}
+    tb.state["dut_threads_cpus"] = sorted(set(cpus))
 
 
 class OnePort(Topology):
     name = "oneport"
-    description = ("one-port loopback: one tester port, a netrig forward macswap DUT returns every frame on the "
-                   "port it came in on (tx and rx are that port)")
+    description = ("one-port loopback: one tester port, a macswap DUT (netrig forward, XDP or testpmd) returns "
+                   "every frame on the port it came in on (tx and rx are that port)")
     uses = (*LINK_OPTIONS, "forward_mode", "forward_backend", "dut_cpus")
     has_dut = True
 
@@ -273,10 +329,9 @@ class OnePort(Topology):
         if o.forward_mode not in (None, "macswap"):
             raise ConfigError("forward_mode", f"{o.forward_mode!r}: the one-port loopback's DUT returns frames on "
                                               "the port they came in on: macswap is its only mode")
-        _forward_dut_options(o)
+        _forward_dut_options(o, self.name)
 
     def build(self, tb: Any) -> None:
-        o = tb.options
         tx_ns = self.tester_ns(tb, "tx")
         dut = tb.add_netns("dut", BRIDGE_SYSCTLS)
         tb.state["dut_netns"] = dut
@@ -290,14 +345,11 @@ class OnePort(Topology):
         _tester_stack(tb, tx_ns, tx_if, LEFT4[1], LEFT6[1], 24, 64, None, None)
         _port(tb, "tx", tx_if, tx_ns, LEFT4[1], LEFT6[1], d_mac)
         tb.state["one_port"] = True
-        if o.forward_backend == "xdp":
-            _xdp_peer_rule(tb, [(tx_ns, tx_if)])
-        _start_forwarder(tb, dut, ["forward", "--port", d0, "--mode", "macswap", "--backend", o.forward_backend,
-                                   "--interval", "0"])
-        tb.state["notes"].append(f"DUT: netrig forward --mode macswap --backend {o.forward_backend} in {dut} "
-                                 f"(log {tb.state['processes'][-1]['log']}); tx and rx are port tx: the tester "
-                                 "counts only frames arriving on it (AF_XDP sees ingress only; AF_PACKET and "
-                                 "sockets set PACKET_IGNORE_OUTGOING)")
+        _start_forwarder(tb, dut, [d0], "macswap", [], [(tx_ns, tx_if)])
+        tb.state["notes"].append("tx and rx are port tx: the tester counts only frames arriving on it (AF_XDP sees "
+                                 "ingress only; AF_PACKET and sockets set PACKET_IGNORE_OUTGOING)")
+
+
 class CaptureTopology(Topology):
     name = "capture"
     description = ("a packet-capture application as the DUT (netrig capture on the receiving end; method as an "
@@ -321,6 +373,7 @@ class CaptureTopology(Topology):
         # tester's sender CPU: the capture's whole cost is on one CPU, apart from the tester's.
         tb.state["placement"] = {**placement.apply(dut, [cap_if], (cpu,), "rps"),
                                  "note": f"capture process and its kernel receive path (RPS) on CPU {cpu}"}
+        tb.state["dut_threads_cpus"] = [cpu]
         stats = os.path.join(st.STATE_DIR, f"{tb.id}-capture.stats")
         argv = ["capture", "--port", cap_if, "--method", o.capture_method, "--batch", str(o.capture_batch),
                 "--cpu", str(cpu), "--stats", stats]
