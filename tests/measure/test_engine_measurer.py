@@ -101,6 +101,12 @@ def test_a_stretched_trial_is_invalid_through_its_achieved_rate_and_repeated():
     m, calls = scripted([stretched] * 5, stall_retries=2)
     c = m.measure(LOAD, 1.0)
     assert len(calls) == 3 and not c.valid and len(c.raw["stretched_attempts"]) == 2
+    # Stretched by half the trial: no stall is that long; the tester cannot keep the rate, and the
+    # trial is not repeated (a search above the tester's ceiling would pay three trials per step).
+    slow = result(60_000, 60_000, lag_ms=500, rate=60_000 / 1.5, stretch_ms=500)
+    m, calls = scripted([slow] * 5, stall_retries=2)
+    c = m.measure(LOAD, 1.0)
+    assert len(calls) == 1 and not c.valid and "stretched_attempts" not in c.raw
 
 
 def test_a_bunched_load_is_marked_in_the_trial_and_survives_the_record():

@@ -3,7 +3,7 @@
 import pytest
 
 from netrig.errors import ConfigError, MethodologyError
-from netrig.measure import DutModel, Load, SimulatedMeasurer
+from netrig.measure import DutModel, Load, SimulatedMeasurer, TrialCounts
 from netrig.methodology.selftest import SelftestParams, prove_rate
 from netrig.methodology.tester import ProvenLimit
 from netrig.methods.back_to_back import BackToBackParams, measure_back_to_back
@@ -255,3 +255,40 @@ def test_selftest_starts_from_what_the_tester_reached():
     tester = SimulatedMeasurer(DutModel(capacity_pps=1e15, tester_ceiling_pps=700e3, tester_tolerance_ratio=0))
     c = prove_rate(tester, F64, LR, LR.fps(F64), SelftestParams(duration_s=1, resolution_pct=1))
     assert 0.99 * 700e3 <= c.proven_rate_pps <= 700e3 and tester.trials <= 6
+
+
+def test_a_dut_losing_a_small_share_at_every_load_is_bisected_not_stepped_down():
+    """A capture application loses 1 % at any load above 100 kfps (and nothing below): following
+    each failed trial's forwarded rate would step down 1 % per trial; bisection takes a few."""
+
+    class SmallLoss:
+        def __init__(self):
+            self.asked = []
+
+        def measure(self, load, duration_s):
+            self.asked.append(load.rate_pps)
+            sent = int(load.rate_pps * duration_s)
+            got = sent if load.rate_pps <= 100e3 else int(sent * 0.99)
+            return TrialCounts(offered_pps=load.rate_pps, frames_sent=sent, frames_received=got)
+
+    m = SmallLoss()
+    top = 550e3 / LR.fps(F64) * 100
+    r = measure_throughput(m, F64, LR, ThroughputParams(duration_s=1, resolution_pct=top * 0.03,
+                                                        initial_rate_pct=top, max_rate_pct=top))
+    assert r.found and 100e3 - 0.03 * 550e3 <= r.rate_pps <= 100e3
+    assert r.trials <= 8, m.asked
+
+
+def test_cap_only_caps_the_search_but_never_blames_a_shortfall_on_the_dut():
+    """The capture benchmark's limit: a sender that fell short below it was disturbed (nothing of the
+    capture runs on its CPU), so the search counts the trial as the tester's, not as a failed load."""
+    from netrig.methodology.tester import CapOnly, ProvenLimit, Verdict
+
+    short = TrialCounts(offered_pps=90e3, frames_sent=90_000, frames_received=90_000, valid=False,
+                        invalid_reason="the tester sent 90.0% of the intended 100000 fps")
+    assert ProvenLimit(200e3).verdict(short, 100e3) is Verdict.BACKPRESSURE
+    assert CapOnly(200e3).verdict(short, 100e3) is Verdict.TESTER
+    assert CapOnly(200e3).cap(300e3) == 200e3
+    m = SimulatedMeasurer(DutModel(capacity_pps=1e9))
+    r = measure_throughput(m, F64, LR, ThroughputParams(duration_s=1), CapOnly(2e6))
+    assert r.tester_limited and r.rate_pps == pytest.approx(2e6) and r.upper_pps is None

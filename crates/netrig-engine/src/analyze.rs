@@ -536,7 +536,7 @@ pub fn empty_flow() -> FlowRx {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -570,8 +570,8 @@ mod tests {
         signed(0, false, 0, seq, tx_ns)
     }
 
-    /// A signed 64-byte frame with every signature field chosen.
-    fn signed(trial: u32, warmup: bool, flow_id: u32, seq: u64, tx_ns: u64) -> Vec<u8> {
+    /// A signed 64-byte frame with every signature field chosen (also the capture's tests').
+    pub(crate) fn signed(trial: u32, warmup: bool, flow_id: u32, seq: u64, tx_ns: u64) -> Vec<u8> {
         use netrig_wire::builder::{build_udp_frame, patch_signature, L3Spec, TemplateSpec};
         let spec = TemplateSpec {
             src_mac: netrig_wire::ethernet::EthernetAddress([2, 0, 0, 0, 0, 1]),

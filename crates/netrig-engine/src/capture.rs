@@ -526,7 +526,6 @@ impl Drop for Capture {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use netrig_wire::signature::Signature;
 
     #[test]
     fn methods_parse_and_name_the_field() {
@@ -551,22 +550,7 @@ mod tests {
     }
 
     fn signed(tag: u32, warmup: bool) -> Vec<u8> {
-        use netrig_wire::builder::{build_udp_frame, patch_signature, L3Spec, TemplateSpec};
-        let spec = TemplateSpec {
-            src_mac: netrig_wire::ethernet::EthernetAddress([2, 0, 0, 0, 0, 1]),
-            dst_mac: netrig_wire::ethernet::EthernetAddress([2, 0, 0, 0, 0, 2]),
-            outer_vlan: None,
-            vlan: None,
-            proto: Default::default(),
-            l3: L3Spec::V4 { src: [198, 18, 0, 1].into(), dst: [198, 19, 0, 1].into(), ttl: 64, dscp: 0 },
-            src_port: 1024,
-            dst_port: 1024,
-            udp_checksum: false,
-        };
-        let mut buf = vec![0u8; 60];
-        let info = build_udp_frame(&spec, 60, &mut buf).unwrap();
-        patch_signature(&mut buf, &info, &Signature { trial: tag, warmup, flow_id: 0, seq: 1, tx_ts_ns: 2 }).unwrap();
-        buf
+        crate::analyze::tests::signed(tag, warmup, 0, 1, 2)
     }
 
     #[test]

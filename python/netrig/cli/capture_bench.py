@@ -1,10 +1,11 @@
 """``netrig capture-bench``: the capture-method benchmark of lab report 002.
 
 For each capture method (``netrig capture`` as the DUT on the receiving end of a veth test bed,
-pinned to one CPU) and frame size: the tester's own ceiling (TX-only trials), the RFC 2544
-throughput (the highest rate at which the capture captured every frame of the trial, binary
-search) and the iperf-like curve (captured % at loads given in % of the tester's ceiling, with the
-capture process's CPU). Writes ``capture-bench.json``, ``trials.ndjson``, ``report.html`` (plots)
+pinned to one CPU) and frame size: the tester's own ceiling into that capture host (TX-only trials,
+the capture application stopped; its limit is the ceiling / 1.1), the RFC 2544 throughput (the
+highest rate at which the capture captured every frame of the trial, binary search) and the
+iperf-like curve (captured % at loads given in % of the tester's limit, with the capture process's
+CPU). Writes ``capture-bench.json``, ``trials.ndjson``, ``report.html`` (plots)
 and ``report.md`` into ``--out``.
 """
 from __future__ import annotations
@@ -32,13 +33,14 @@ def register(sub) -> None:
     p.add_argument("--batch", default=str(DEFAULTS.batch), metavar="N",
                    help=f"recvmmsg frames per call (1..1024, default {DEFAULTS.batch})")
     p.add_argument("--loads", default=",".join(f"{x:g}" for x in DEFAULTS.loads_pct), metavar="LIST",
-                   help="iperf-like loads in %% of the tester's proven ceiling (default 25,50,75,100)")
+                   help="iperf-like loads in %% of the tester's limit: its ceiling into the method's capture host, "
+                        "proven with the capture stopped, / 1.1 (default 25,50,75,100)")
     p.add_argument("--duration", default=str(DEFAULTS.duration_s), metavar="S",
                    help=f"seconds per trial (default {DEFAULTS.duration_s})")
     p.add_argument("--drain", default=str(DEFAULTS.drain_s), metavar="S",
                    help=f"seconds after sending before the capture's counts are read (default {DEFAULTS.drain_s})")
     p.add_argument("--resolution", default=str(DEFAULTS.resolution_pct), metavar="PCT",
-                   help=f"throughput search resolution, %% of the tester's ceiling (default {DEFAULTS.resolution_pct})")
+                   help=f"throughput search resolution, %% of the tester's limit (default {DEFAULTS.resolution_pct})")
     p.add_argument("--cpu", default=str(DEFAULTS.capture_cpu), metavar="N",
                    help="CPU of the capture process and its kernel receive path (default 0)")
     p.add_argument("--out", metavar="DIR", help="result directory (default runs/capture-bench-<time>)")

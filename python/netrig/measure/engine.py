@@ -192,9 +192,12 @@ class EngineMeasurer:
         return TrialCounts(**{**counts.__dict__, "raw": {**counts.raw, **extra}})
 
     def _stretched(self, counts: TrialCounts, duration_s: float) -> bool:
-        """Invalid because smooth pacing stretched it beyond the tolerance (not for another reason)."""
+        """Invalid because smooth pacing stretched it beyond the tolerance (not for another reason),
+        by a transient stall: a trial stretched by more than ``TRANSIENT_STRETCH_MAX`` of its
+        duration is a tester that cannot keep the rate, and repeating it would fail again."""
         p = counts.pacing
-        return p is not None and p.stretch_s > self.tolerance * duration_s
+        most = defaults.TRANSIENT_STRETCH_MAX * duration_s
+        return p is not None and self.tolerance * duration_s < p.stretch_s <= most
 
     def _monitored(self, run: Callable[[], _native.TrialResult]) -> tuple[_native.TrialResult, dict]:
         monitor = self.monitor_factory() if self.monitor_factory else None

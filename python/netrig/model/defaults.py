@@ -16,6 +16,10 @@ NOMINAL_LINE_RATE_BPS: float = 10e9
 SELFTEST_FACTOR: float = 1.1
 #: An achieved TX rate more than this far below the intended one makes a trial invalid (tester-limited).
 TX_TOLERANCE_PCT: float = 2.0
+#: A trial stretched by more than this share of its duration was not slowed by a transient stall
+#: (this VM class stalls for several ms): the tester cannot keep the rate, and repeating the trial
+#: (``stall_retries``) would only fail again.
+TRANSIENT_STRETCH_MAX: float = 0.1
 #: An offered load whose peak in any 1 ms window is more than this above the intended count is
 #: *bunched* (flagged: the DUT saw bursts from the tester).
 SMOOTHNESS_TOLERANCE_PCT: float = 10.0
