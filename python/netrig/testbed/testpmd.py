@@ -9,8 +9,8 @@ How it is run (DPDK 22.11, Debian's ``dpdk-dev`` package; the same command as ``
 --vdev net_af_xdp0,iface=IF,start_queue=0,queue_count=1 … -- --forward-mode=M --nb-cores=1
 --auto-start --stats-period 60``:
 
-- no hugepages and no shared files (``--no-huge --no-shconf``): nothing to set up on the host and
-  nothing left in ``/var/run/dpdk`` but its empty directory;
+- no hugepages and no shared files (``--no-huge --no-shconf``): nothing to set up on the host; its
+  runtime directory (``/var/run/dpdk/<--file-prefix>``, empty) goes with the test bed;
 - ``--stats-period``: testpmd runs until SIGTERM (the test bed's teardown) instead of reading a line
   from its standard input, and writes its own port counters to the DUT log once a minute;
 - one forwarding lcore (``FWD``: ``dut_cpus``' first CPU, else the last online CPU), the main lcore
@@ -32,6 +32,8 @@ PMDS = {"testpmd": "net_af_xdp", "testpmd_af_packet": "net_af_packet"}
 MODES = {"io": "io", "mac": "mac", "l2fwd": "mac", "macswap": "macswap", "rxonly": "rxonly"}
 #: testpmd prints this once forwarding has started (its ports are open and polled).
 READY = "forwards packets on"
+#: Where DPDK makes its runtime directory (``--file-prefix`` names it).
+RUNTIME_ROOT = "/var/run/dpdk"
 STATS_PERIOD_S = 60
 
 
@@ -53,12 +55,14 @@ def lcores(dut_cpus: tuple[int, ...] | None, online: int | None = None) -> tuple
     return (others[0] if others else fwd), fwd
 
 
-def argv(ifaces: list[str], backend: str, mode: str, peer_macs: list[str], main: int, fwd: int) -> list[str]:
+def argv(ifaces: list[str], backend: str, mode: str, peer_macs: list[str], main: int, fwd: int,
+         prefix: str) -> list[str]:
     """The testpmd command forwarding between ``ifaces`` (pairs 0↔1, as netrig forward; one port:
-    back out of itself) in ``mode``; ``peer_macs``: one per port, the destination ``mac`` mode writes."""
+    back out of itself) in ``mode``; ``peer_macs``: one per port, the destination ``mac`` mode writes;
+    ``prefix``: its ``--file-prefix`` (runtime directory ``RUNTIME_ROOT/prefix``)."""
     pmd = PMDS[backend]
     cmd = [binary(), "-l", f"{main},{fwd}" if main != fwd else str(fwd), "--main-lcore", str(main), "--no-pci",
-           "--no-huge", "--no-shconf", "-m", "1024", "--log-level", "lib.eal:warning"]
+           "--no-huge", "--no-shconf", "--file-prefix", prefix, "-m", "1024", "--log-level", "lib.eal:warning"]
     for i, ifname in enumerate(ifaces):
         opts = "start_queue=0,queue_count=1" if pmd == "net_af_xdp" else "qpairs=1"
         cmd += ["--vdev", f"{pmd}{i},iface={ifname},{opts}"]

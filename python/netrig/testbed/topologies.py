@@ -16,7 +16,9 @@ L2 topologies (loopback, bridge) put both tester ports in 198.18.0.0/24 (.2 and 
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -279,8 +281,10 @@ def _start_forwarder(tb: Any, dut: str, ifaces: list[str], mode: str, peer_macs:
     backend = o.forward_backend
     if backend in testpmd.PMDS:
         main, fwd = testpmd.lcores(o.dut_cpus)
-        cmd = testpmd.argv(ifaces, backend, mode, peer_macs, main, fwd)
-        start_dut_process(tb, dut, "forwarder", cmd, ready=testpmd.READY)
+        prefix = f"nr{tb.id}"
+        cmd = testpmd.argv(ifaces, backend, mode, peer_macs, main, fwd, prefix)
+        start_dut_process(tb, dut, "forwarder", cmd, ready=testpmd.READY,
+                          runtime_dir=os.path.join(testpmd.RUNTIME_ROOT, prefix))
         _hold_cpus(tb, [fwd], f"testpmd forwarding lcore {fwd} (polling), main lcore {main}")
         what = f"DPDK testpmd --forward-mode={testpmd.MODES[mode]} ({testpmd.PMDS[backend]} ports)"
     else:
@@ -394,9 +398,10 @@ PROCESS_READY_S = 20.0
 _CHILDREN: dict[int, subprocess.Popen] = {}
 
 
-def start_dut_process(tb: Any, ns: str, role: str, argv: list[str], ready: str) -> None:
+def start_dut_process(tb: Any, ns: str, role: str, argv: list[str], ready: str, runtime_dir: str | None = None) -> None:
     """Run ``argv`` in namespace ``ns`` as part of the test bed (recorded before it starts, so
-    teardown stops it even after a crash) and wait until its log shows ``ready``."""
+    teardown stops it even after a crash) and wait until its log shows ``ready``; ``runtime_dir``:
+    a directory the process makes that teardown removes once it has stopped."""
     os.makedirs(st.STATE_DIR, exist_ok=True)
     log = os.path.join(st.STATE_DIR, f"{tb.id}-{role}.log")
     with open(log, "w") as out:
@@ -404,6 +409,8 @@ def start_dut_process(tb: Any, ns: str, role: str, argv: list[str], ready: str) 
                                 stdin=subprocess.DEVNULL, start_new_session=True)
     _CHILDREN[proc.pid] = proc
     rec = {"role": role, "pid": proc.pid, "start_time": _start_time(proc.pid), "argv": argv, "log": log}
+    if runtime_dir:
+        rec["runtime_dir"] = runtime_dir
     tb.state.setdefault("processes", []).append(rec)
     st.write_state(tb.state)
     deadline = time.monotonic() + PROCESS_READY_S
@@ -466,6 +473,12 @@ def stop_processes(state: dict[str, Any]) -> list[str]:
                 pass
             if st.pid_alive(pid, rec.get("start_time")):
                 left.append(f"{rec.get('role')} process {pid}")
+    for rec in state.get("processes", []):
+        d = rec.get("runtime_dir")
+        if d and not st.pid_alive(rec.get("pid"), rec.get("start_time")):
+            shutil.rmtree(d, ignore_errors=True)
+            with contextlib.suppress(OSError):  # the parent too, when nothing else uses it
+                os.rmdir(os.path.dirname(d))
     return left
 
 
