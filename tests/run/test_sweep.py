@@ -37,6 +37,26 @@ def test_a_sweep_makes_one_variant_per_value_with_the_first_as_baseline():
     assert cap.variants[1].config.testbed.simulator.capacity_pps == 2e5
 
 
+def test_a_connections_sweep_sets_every_stateful_method_and_keeps_the_others():
+    d = _sweep(over="connections", values=[10_000, 100_000])
+    d["base"]["testbed"] = {"name": "nat"}
+    d["base"]["methods"] = [{"rfc2544_throughput": {}}, {"stateful": {"establish_rate_pps": 5000}}]
+    s = study_from_dict(d)
+    assert [v.name for v in s.variants] == ["connections-10000", "connections-100000"]
+    for v, n in zip(s.variants, (10_000, 100_000)):
+        first, stateful = v.config.methods
+        assert first.name == "rfc2544_throughput"
+        assert stateful.params.connections == n and stateful.params.establish_rate_pps == 5000
+    d["base"]["methods"] = [{"rfc2544_throughput": {}}]  # nothing to sweep
+    with pytest.raises(ConfigError, match="stateful"):
+        study_from_dict(d)
+    d["base"]["methods"] = [{"stateful": {}}]
+    d["sweep"]["values"] = [10_000, 100_003]  # not src ports × dst ports
+    with pytest.raises(ConfigError) as e:
+        study_from_dict(d)
+    assert e.value.field.startswith("sweep.values[1]")
+
+
 @pytest.mark.parametrize("change, field", [
     (lambda d: d["sweep"].update(values=[1]), "sweep.values"),
     (lambda d: d["sweep"].update(values=[1, 1]), "sweep.values"),

@@ -68,6 +68,9 @@ _SWEEP_KEYS = ("over", "values", "label")
 #: Most points of one sweep.
 MAX_SWEEP_POINTS = 32
 
+#: The stateful method's connections: swept in every stateful method of the base config.
+CONNECTIONS_KEY = "methods.stateful.connections"
+
 #: Named sweep dimensions: (config key path, what it means). Any other dotted config key path
 #: (``testbed.options.cap``) can be swept too.
 SWEEP_DIMENSIONS: dict[str, tuple[str, str]] = {
@@ -77,6 +80,8 @@ SWEEP_DIMENSIONS: dict[str, tuple[str, str]] = {
     "rules": ("testbed.options.rules", "stateless ACL rules on the DUT (the acl test bed)"),
     "dut-cpus": ("testbed.options.dut_cpus", "CPUs the DUT's forwarding may use (a count N: CPUs 0..N-1)"),
     "frame-size": ("frames.sizes", "frame size, bytes (one size per point)"),
+    "connections": (CONNECTIONS_KEY, "connections established through the DUT (RFC 9693): the stateful "
+                                     "method's connections, its throughput measured with that state"),
 }
 
 
@@ -104,7 +109,7 @@ def sweep_from_dict(d: Any) -> Sweep:
         raise ConfigError("sweep.over", f"{over!r}: give a dimension ({', '.join(SWEEP_DIMENSIONS)}) or a config "
                                         "key path such as testbed.options.cap")
     key = SWEEP_DIMENSIONS[over][0] if over in SWEEP_DIMENSIONS else over
-    if key.split(".")[0] in ("name", "methods"):
+    if key.split(".")[0] in ("name", "methods") and key != CONNECTIONS_KEY:
         raise ConfigError("sweep.over", f"{over!r}: sweep a config value, not the run's {key.split('.')[0]}")
     values = d.get("values")
     if not isinstance(values, list) or len(values) < 2:
@@ -145,10 +150,20 @@ def nest(key: str, value: Any) -> dict:
 PORT_RANGE_FLOWS = 65_535
 
 
-def sweep_patch(sweep: Sweep, i: int) -> dict:
+def sweep_patch(sweep: Sweep, i: int, base: dict) -> dict:
     """The config keys point ``i`` of ``sweep`` sets. Past one port range of flows (65 535), the flows
-    are 1024 source ports × N destination ports (``stream.flows``): a multiple of 1024."""
+    are 1024 source ports × N destination ports (``stream.flows``): a multiple of 1024. Connections
+    are set in every stateful method of ``base`` (its methods list, copied)."""
     v = sweep.values[i]
+    if sweep.key == CONNECTIONS_KEY:
+        methods = copy.deepcopy(base.get("methods") or [])
+        stateful = [m for m in methods if isinstance(m, dict) and "stateful" in m]
+        if not stateful:
+            raise ConfigError("sweep.over", "connections are the stateful method's: add a stateful method to the "
+                                            "base config (netrig sweep --method stateful)")
+        for m in stateful:
+            m["stateful"] = {**(m["stateful"] or {}), "connections": v}
+        return {"methods": methods}
     if sweep.key == "ports.flows" and isinstance(v, int) and v > PORT_RANGE_FLOWS:
         if v % 1024:
             raise ConfigError(f"sweep.values[{i}]", f"{v}: past {PORT_RANGE_FLOWS} flows the flows are 1024 source "
@@ -157,13 +172,13 @@ def sweep_patch(sweep: Sweep, i: int) -> dict:
     return nest(sweep.key, sweep_value(sweep.key, v))
 
 
-def sweep_variants(sweep: Sweep) -> list[dict]:
-    """The ``[[variant]]`` tables a sweep stands for."""
+def sweep_variants(sweep: Sweep, base: dict) -> list[dict]:
+    """The ``[[variant]]`` tables a sweep stands for (``base``: the config every variant starts from)."""
     out = []
     for i, v in enumerate(sweep.values):
         text = re.sub(r"[^A-Za-z0-9_.-]", "_", str(v))
         out.append({"name": f"{sweep.label}-{text}"[:64], "description": f"{sweep.key} = {v}",
-                    **sweep_patch(sweep, i)})
+                    **sweep_patch(sweep, i, base)})
     return out
 
 
@@ -227,7 +242,7 @@ def study_from_dict(data: Any) -> Study:
         sweep = sweep_from_dict(data["sweep"])
         if "baseline" in head:
             raise ConfigError("study.baseline", "a sweep's baseline is its first value: leave it out")
-    raw = sweep_variants(sweep) if sweep is not None else data.get("variant")
+    raw = sweep_variants(sweep, base) if sweep is not None else data.get("variant")
     if not isinstance(raw, list) or not raw:
         raise ConfigError("variant", "needs at least one [[variant]] table (name plus the config keys it changes)")
     variants: list[Variant] = []
