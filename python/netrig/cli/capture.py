@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from netrig import _native
-from netrig.cli.common import rename_field, require_root
+from netrig.cli.common import check_netns, check_writable, rename_field, require_root
 from netrig.cli.forward import _number
 from netrig.errors import ConfigError, Terminated
 
@@ -55,14 +55,8 @@ def build(args) -> dict[str, Any]:
     cpu = None
     if args.cpu is not None:
         cpu = int(_number(args.cpu, "--cpu", integer=True, low=0, high=(os.cpu_count() or 1) - 1, allow_low=True))
-    if args.netns is not None and ("/" in args.netns or not os.path.exists(os.path.join("/run/netns", args.netns))):
-        raise ConfigError("--netns", f"{args.netns!r}: no such network namespace (see `ip netns list`)")
-    if args.stats:
-        try:
-            with open(args.stats, "a"):
-                pass
-        except OSError as e:
-            raise ConfigError("--stats", f"{args.stats}: cannot write there ({e.strerror})") from None
+    check_netns(args.netns, "--netns")
+    check_writable(args.stats, "--stats", "the counters")
     return {"method": args.method, "ifname": args.port, "netns": args.netns, "cpu": cpu, "batch": batch}
 
 

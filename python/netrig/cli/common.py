@@ -11,6 +11,7 @@ from netrig.errors import CapabilityError, ConfigError
 from netrig.measure.events import MAX_EVENTS, Event
 from netrig.model import parse_duration
 from netrig.run.config import TestConfig
+from netrig.testbed.nsthread import NETNS_DIR
 
 #: Capability bits (linux/capability.h) netrig's network work needs.
 CAP_NET_ADMIN, CAP_NET_RAW, CAP_SYS_ADMIN = 12, 13, 21
@@ -61,6 +62,23 @@ def rename_field(err: ConfigError, mapping: dict[str, str]) -> ConfigError:
     last = re.sub(r"\[\d+\]$", "", field.rsplit(".", 1)[-1])
     option = mapping.get(field) or mapping.get(last)
     return ConfigError(option, err.message) if option else err
+
+
+def check_netns(name: str | None, option: str) -> None:
+    """``name`` (when given) is a named network namespace (``ip netns``), else a ConfigError for ``option``."""
+    if name is not None and ("/" in name or not name.strip() or not os.path.exists(os.path.join(NETNS_DIR, name))):
+        raise ConfigError(option, f"{name!r}: no such network namespace (see `ip netns list`)")
+
+
+def check_writable(path: str | None, option: str, what: str) -> None:
+    """``path`` (when given) can be written: found out now, not after the run (``what`` it is for)."""
+    if not path:
+        return
+    try:
+        with open(path, "a"):
+            pass
+    except OSError as e:
+        raise ConfigError(option, f"{path}: cannot write {what} there ({e.strerror})") from None
 
 
 def event_pairs(cmds: list[str] | None, ats: list[str] | None) -> list[Event]:

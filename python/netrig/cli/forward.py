@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import signal
 import sys
 import time
 from typing import Any
 
 from netrig import _native
-from netrig.cli.common import rename_field, require_root
+from netrig.cli.common import check_netns, check_writable, rename_field, require_root
 from netrig.errors import ConfigError, Terminated
 
 BACKENDS = ("af_xdp", "af_packet", "socket", "auto", "xdp")
@@ -115,15 +114,8 @@ def build(args) -> dict[str, Any]:
     batch_text = "64" if args.batch is None else args.batch
     queues = int(_number(queues_text, "--queues", integer=True, low=1, high=_native.MAX_QUEUES, allow_low=True))
     batch = int(_number(batch_text, "--batch", integer=True, low=1, high=_native.MAX_FORWARD_BATCH, allow_low=True))
-    if args.netns is not None and ("/" in args.netns or not args.netns.strip()
-                                   or not os.path.exists(os.path.join("/run/netns", args.netns))):
-        raise ConfigError("--netns", f"{args.netns!r}: no such network namespace (see `ip netns list`)")
-    if args.json:
-        try:  # find out now, not after the run, that the summary cannot be written
-            with open(args.json, "a"):
-                pass
-        except OSError as e:
-            raise ConfigError("--json", f"{args.json}: cannot write the summary there ({e.strerror})") from None
+    check_netns(args.netns, "--netns")
+    check_writable(args.json, "--json", "the summary")
     if args.peer_mac and len(args.peer_mac) != len(args.port):
         raise ConfigError("--peer-mac", f"give one per --port ({len(args.peer_mac)} for {len(args.port)} ports)")
     try:

@@ -16,14 +16,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import sys
 import time
 
 from rich.text import Text
 
 from netrig import _native
-from netrig.cli.common import console, event_pairs, rename_field, require_root
+from netrig.cli.common import check_netns, console, event_pairs, rename_field, require_root
 from netrig.errors import ConfigError, InterruptedTrial, TestbedError
 from netrig.measure.events import (
     DEFAULT_TIMEOUT_S,
@@ -66,8 +65,6 @@ from netrig.trial import (
 
 #: Addresses without a test bed: the tester addresses of the test beds' plan (RFC 2544 range).
 DEFAULT_SRC_IP, DEFAULT_DST_IP = "198.18.0.2", "198.19.0.2"
-#: Where named network namespaces live (``ip netns``).
-NETNS_DIR = "/run/netns"
 #: Without a terminal, a progress line this often (seconds).
 PLAIN_PROGRESS_S = 1.0
 #: Live snapshots of a trial with events (the first one in the run fixes the run start), seconds.
@@ -392,8 +389,7 @@ def events_of(args) -> list[Event]:
     except ConfigError as e:
         raise ConfigError(e.field, e.message.replace("a longer duration", "a longer --duration")) from None
     parse_duration(args.event_timeout, "--event-timeout")
-    if args.event_netns and not os.path.exists(os.path.join(NETNS_DIR, args.event_netns)):
-        raise ConfigError("--event-netns", f"{args.event_netns}: no such network namespace (ip netns list shows them)")
+    check_netns(args.event_netns or None, "--event-netns")
     return events
 
 
