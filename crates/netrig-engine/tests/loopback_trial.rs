@@ -7,21 +7,7 @@ use netrig_engine::{
 };
 
 mod common;
-use common::{ports, serial, tx_cpu};
-
-/// These tests count frames. On a shared machine a paced run may be stretched (smooth pacing sends
-/// every frame, later, when the sender loses CPU time): a generous stretch tolerance keeps them about
-/// counting. Pacing itself is tested in `tests/pacing.rs`.
-fn cfg(stream: StreamConfig) -> TrialConfig {
-    TrialConfig {
-        streams: vec![stream],
-        drain_ns: 100_000_000,
-        tx_cpus: vec![tx_cpu()],
-        rx_cpus: vec![0],
-        max_stretch_ratio: 10.0,
-        ..Default::default()
-    }
-}
+use common::{counting as cfg, ports, serial};
 
 #[test]
 fn clean_loopback_counts_every_frame() {

@@ -8,7 +8,7 @@ use netrig_engine::{run_trial, Rate, Stop, StreamConfig, TrialConfig, TrialContr
 use netrig_wire::pcap::{self, write};
 
 mod common;
-use common::{ports, serial, tx_cpu};
+use common::{counting, ports, serial};
 
 fn udp(sport: u8, payload: usize) -> Vec<u8> {
     let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 8, 0];
@@ -33,14 +33,7 @@ fn cfg(r: Arc<Replay>, frames: u64) -> TrialConfig {
     s.rate = Rate::Pps(100_000.0);
     s.stop = Stop::Frames { count: frames };
     s.replay = Some(r);
-    TrialConfig {
-        streams: vec![s],
-        drain_ns: 100_000_000,
-        tx_cpus: vec![tx_cpu()],
-        rx_cpus: vec![0],
-        max_stretch_ratio: 10.0,
-        ..Default::default()
-    }
+    counting(s)
 }
 
 #[test]

@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use netrig_engine::fault::{FaultConfig, FaultLog};
 use netrig_engine::loopback;
-use netrig_engine::Port;
+use netrig_engine::{Port, StreamConfig, TrialConfig};
 
 /// Two in-process loopback ports; `faults` on the sending one, whose log is returned.
 pub fn ports(faults: Option<FaultConfig>) -> (Vec<Box<dyn Port>>, Arc<Mutex<FaultLog>>) {
@@ -26,4 +26,18 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 pub fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A trial of `stream` for tests that count frames. On a shared machine a paced run may be
+/// stretched (smooth pacing sends every frame, later, when the sender loses CPU time): a generous
+/// stretch tolerance keeps them about counting. Pacing itself is tested in `tests/pacing.rs`.
+pub fn counting(stream: StreamConfig) -> TrialConfig {
+    TrialConfig {
+        streams: vec![stream],
+        drain_ns: 100_000_000,
+        tx_cpus: vec![tx_cpu()],
+        rx_cpus: vec![0],
+        max_stretch_ratio: 10.0,
+        ..Default::default()
+    }
 }
