@@ -216,3 +216,18 @@ def test_stream_protocol_errors_name_the_field(kw, field):
     with pytest.raises(ConfigError) as e:
         netrig.Stream(rate_pps=1000, **kw)
     assert e.value.field == field, e.value
+
+
+def test_interrupt_status_is_the_signal_also_through_an_interrupted_trial():
+    from netrig.errors import InterruptedTrial, Terminated, interrupt_status
+
+    assert interrupt_status(KeyboardInterrupt()) == 130
+    assert interrupt_status(Terminated(15)) == 143
+    try:
+        try:
+            raise Terminated(15)
+        except Terminated:
+            raise InterruptedTrial("trial stopped by SIGTERM", "stopped by SIGTERM") from None
+    except InterruptedTrial as e:
+        assert interrupt_status(e) == 143
+    assert interrupt_status(InterruptedTrial("trial interrupted")) == 130

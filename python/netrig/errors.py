@@ -89,6 +89,15 @@ class Terminated(SystemExit):
 INTERRUPTS = (KeyboardInterrupt, Terminated)
 
 
+def interrupt_status(exc: BaseException) -> int:
+    """The exit status of a run stopped by ``exc``: 128 + the signal for a termination signal (also
+    when a trial turned it into ``InterruptedTrial``), else 130 (Ctrl-C)."""
+    for e in (exc, exc.__context__):
+        if isinstance(e, Terminated):
+            return 128 + e.signum
+    return 130
+
+
 def interrupt_reason(exc: BaseException) -> str:
     """Why a run stopped early, for ``interrupted_reason``: the signal, or Ctrl-C."""
     if isinstance(exc, Terminated):

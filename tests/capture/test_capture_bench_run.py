@@ -4,7 +4,10 @@ what it captured, and no namespace, link or XDP program is left behind."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
+import sys
+import time
 
 import pytest
 from tests.conftest import needs_root
@@ -47,3 +50,33 @@ def test_short_capture_bench_writes_result_and_report(tmp_path, capsys):
     assert _netns() - before == set(), "namespaces left behind"
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
     assert "-cap" not in links
+
+
+@pytest.mark.parametrize("sig, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_stopped_capture_bench_keeps_its_document_and_leaves_nothing(tmp_path, sig, status):
+    """Stopped while the capture application is paused for the tester's ceiling: the exit status says
+    how, the document says why and is not complete, and no namespace or capture process remains."""
+    before, captures_before = _netns(), _captures()
+    out = tmp_path / "cb"
+    p = subprocess.Popen([sys.executable, "-m", "netrig.cli.main", "capture-bench", "--methods", "recvfrom",
+                          "--sizes", "64", "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    assert p.stderr is not None
+    for line in p.stderr:  # the ceiling's TX-only trials run with the capture stopped (SIGSTOP)
+        if "the tester's ceiling" in line:
+            break
+    time.sleep(1.0)
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == status, err
+    assert "the points that finished are in" in err and "Traceback" not in err
+    doc = json.loads((out / "capture-bench.json").read_text())
+    assert doc["complete"] is False and doc["interrupted_reason"]
+    assert _netns() - before == set(), "namespaces left behind"
+    assert _captures() <= captures_before, "a capture process was left running"
+
+
+def _captures() -> set[str]:
+    """Pids of running ``netrig capture`` processes (a test bed's capture DUT)."""
+    out = subprocess.run(["pgrep", "-f", "netrig.cli.main capture --port"], capture_output=True, text=True).stdout
+    return set(out.split())

@@ -16,7 +16,7 @@ import time
 
 from netrig.cli.common import require_root
 from netrig.cli.forward import _number
-from netrig.errors import ConfigError
+from netrig.errors import INTERRUPTS, ConfigError, InterruptedTrial, interrupt_reason, interrupt_status
 from netrig.run.capture_bench import BenchParams, run_bench, table_rows
 from netrig.testbed.options import CAPTURE_METHODS
 
@@ -70,7 +70,12 @@ def run(args) -> int:
     require_root("the capture benchmark (namespaces, raw sockets, XDP)")
     out = args.out or os.path.join("runs", time.strftime("capture-bench-%Y%m%d-%H%M%S"))
     t0 = time.monotonic()
-    doc = run_bench(p, out, notify=lambda s: print(s, file=sys.stderr, flush=True))
+    try:
+        doc = run_bench(p, out, notify=lambda s: print(s, file=sys.stderr, flush=True))
+    except (*INTERRUPTS, InterruptedTrial) as e:
+        print(f"capture-bench: {interrupt_reason(e)}; the points that finished are in {out}/capture-bench.json "
+              "and report.html", file=sys.stderr)
+        return interrupt_status(e)
     head, rows = table_rows(doc)
     print("  ".join(head))
     for r in rows:

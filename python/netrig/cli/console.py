@@ -13,7 +13,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from netrig.errors import INTERRUPTS, InterruptedTrial, NetrigError, Terminated, interrupt_reason
+from netrig.errors import INTERRUPTS, InterruptedTrial, NetrigError, interrupt_reason, interrupt_status
 from netrig.measure.seam import TrialCounts
 from netrig.methods import REGISTRY
 from netrig.model import format_bps, format_ns, format_pps
@@ -279,7 +279,7 @@ def run_with_console(config: TestConfig, out_dir: str | Path | None, *, resume: 
             doc = runner.run()
     except (*INTERRUPTS, InterruptedTrial) as e:
         _kept(err, runner, out, f"[yellow]{interrupt_reason(e)}[/yellow]")
-        return 128 + e.signum if isinstance(e, Terminated) else 130
+        return interrupt_status(e)
     except NetrigError as e:
         if not runner.resumable:
             raise

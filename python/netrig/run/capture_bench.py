@@ -40,7 +40,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, cast
 
-from netrig.errors import ConfigError, TestbedError
+from netrig.errors import INTERRUPTS, ConfigError, InterruptedTrial, TestbedError, interrupt_reason
 from netrig.measure import Load, Measurer, TrialCounts
 from netrig.measure.capture import CaptureMeasurer, CaptureProcess
 from netrig.methodology.tester import CapOnly
@@ -223,6 +223,9 @@ def run_bench(p: BenchParams, out_dir: str, notify: Callable[[str], None] = lamb
             with contextlib.suppress(OSError):  # the capture's counters file goes with its test bed
                 os.remove(info["stats"])
         doc["complete"] = True
+    except (*INTERRUPTS, InterruptedTrial) as e:  # what finished stays in the document
+        doc["interrupted_reason"] = interrupt_reason(e)
+        raise
     finally:
         log.close()
         _save(doc, out_dir, t0)
