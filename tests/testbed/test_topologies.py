@@ -158,26 +158,49 @@ def test_acl_is_stateless_and_filters(tb_ids):
         assert int(sysctl_in(tb.dut_netns, "net.netfilter.nf_conntrack_count")) == 0
 
 
+def _token_bucket_passes(times: list[float], rate: float, burst: int) -> int:
+    """How many of frames sent at ``times`` an nftables ``limit rate over R/second burst B packets``
+    passes: a bucket of B packets, full at the start, refilled at R per second, one token a frame
+    (net/netfilter/nft_limit.c)."""
+    tokens, last, passed = float(burst), times[0], 0
+    for t in times:
+        tokens = min(float(burst), tokens + (t - last) * rate)
+        last = t
+        if tokens >= 1.0:
+            tokens -= 1.0
+            passed += 1
+    return passed
+
+
 @pytest.mark.slow
-def test_policer_caps_rate_within_5_percent(tb_ids):
+def test_policer_passes_what_a_token_bucket_of_the_cap_passes(tb_ids):
+    """The policer passes what a token bucket of the cap passes of the frames as they were really
+    sent. A Python sender stalls now and then (the CI failure of 2026-11-25: 3772 of 4000 pps over a
+    2-s window); while it stalls it offers less than the cap, and that shortfall is the sender's, so
+    the test judges the policer against the send times it recorded, not against cap × time.
+    Measured: the model within 2 frames of 12,040 passed, also with both CPUs busy (8-ms sender
+    gaps); a cap 5 % off (3800 or 4200 pps) misses the 1 % tolerance by far."""
     cap = 4000
     with Testbed.create("policer", cap=f"{cap}pps") as tb:
         tb_ids.append(tb.id)
+        burst = tb.state["policer"]["burst"]
         tx, rx = tb.port("tx"), tb.port("rx")
         frame = udp_frame(**tb.stream_defaults())
-        import threading
-
-        th = threading.Thread(target=send_frames, args=(tx.netns, tx.ifname, frame, 48_000, 16_000))
-        th.start()  # 3 s at 4x the cap
-        time.sleep(0.5)
-        a, ta = link_stats(rx.netns, rx.ifname)["rx_packets"], time.monotonic()
-        time.sleep(2.0)
-        b, tb_ = link_stats(rx.netns, rx.ifname)["rx_packets"], time.monotonic()
-        th.join()
-        rate = (b - a) / (tb_ - ta)
-        sent = link_stats(tx.netns, tx.ifname)["tx_packets"]
+        before = link_stats(rx.netns, rx.ifname)["rx_packets"]
+        times: list[float] = []
+        sent = send_frames(tx.netns, tx.ifname, frame, 48_000, 16_000, times)  # 3 s at 4x the cap
+        time.sleep(0.2)
+        passed = link_stats(rx.netns, rx.ifname)["rx_packets"] - before
+        span = times[-1] - times[0]
+        expected = _token_bucket_passes(times, cap, burst)
         assert sent >= 40_000, f"the probe sender fell short ({sent}); the machine is overloaded"
-        assert abs(rate - cap) <= 0.05 * cap, f"policed rate {rate:.0f} pps, cap {cap} pps"
+        assert expected >= 0.5 * cap * span, \
+            f"the sender offered less than the cap most of the time ({expected} of {cap * span:.0f})"
+        # whatever the sender did, no more than the cap over the run plus one bucket
+        assert passed <= cap * span + burst + 2, f"passed {passed} in {span:.2f} s at cap {cap} pps"
+        assert abs(passed - expected) <= 0.01 * expected, \
+            f"policer passed {passed} frames, a {cap} pps bucket of {burst} passes {expected} " \
+            f"({passed / span:.0f} against {expected / span:.0f} pps)"
 
 
 def test_fourport_pairs_are_independent(tb_ids):

@@ -81,8 +81,11 @@ def _open(netns: str | None, ifname: str, rcvbuf: int = 0) -> socket.socket:
 
 
 def send_frames(netns: str | None, ifname: str, frames: list[bytes] | bytes, count: int,
-                rate_pps: float | None = None) -> int:
-    """Send ``count`` frames (cycling through ``frames``), paced at ``rate_pps`` if given; returns sent."""
+                rate_pps: float | None = None, times: list[float] | None = None) -> int:
+    """Send ``count`` frames (cycling through ``frames``), paced at ``rate_pps`` if given; returns sent.
+
+    ``times``, if given, gets the ``time.perf_counter()`` at which each frame that was sent left
+    (a Python sender stalls; a test that judges the DUT by what it passed judges it against this)."""
     if isinstance(frames, bytes):
         frames = [frames]
     s = _open(netns, ifname)
@@ -98,6 +101,8 @@ def send_frames(netns: str | None, ifname: str, frames: list[bytes] | bytes, cou
             try:
                 s.send(frames[i % n])
                 sent += 1
+                if times is not None:
+                    times.append(time.perf_counter())
             except BlockingIOError:
                 time.sleep(0.0001)
             except OSError as e:
