@@ -186,11 +186,13 @@ def test_policer_passes_what_a_token_bucket_of_the_cap_passes(tb_ids):
         burst = tb.state["policer"]["burst"]
         tx, rx = tb.port("tx"), tb.port("rx")
         frame = udp_frame(**tb.stream_defaults())
-        before = link_stats(rx.netns, rx.ifname)["rx_packets"]
         times: list[float] = []
         sent = send_frames(tx.netns, tx.ifname, frame, 48_000, 16_000, times)  # 3 s at 4x the cap
         time.sleep(0.2)
-        passed = link_stats(rx.netns, rx.ifname)["rx_packets"] - before
+        # the policer's own accept counter: the receiving link also counts the DUT's own IPv6
+        # chatter (a CI run had 2 such frames above the bound)
+        passed = _rule_packets(tb, '"accept"')
+        assert link_stats(rx.netns, rx.ifname)["rx_packets"] >= passed, "accepted frames got lost"
         span = times[-1] - times[0]
         expected = _token_bucket_passes(times, cap, burst)
         assert sent >= 40_000, f"the probe sender fell short ({sent}); the machine is overloaded"
