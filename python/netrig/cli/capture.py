@@ -18,8 +18,7 @@ import time
 from typing import Any
 
 from netrig import _native
-from netrig.cli.common import check_netns, check_writable, rename_field, require_root
-from netrig.cli.forward import _number
+from netrig.cli.common import check_choice, check_netns, check_number, check_writable, rename_field, require_root
 from netrig.errors import ConfigError, Terminated
 
 #: Engine field → CLI option, for one-line errors that name the option.
@@ -48,13 +47,12 @@ def build(args) -> dict[str, Any]:
     """Every option checked before anything is opened; the ``_native.Capture`` keyword arguments."""
     if not args.port:
         raise ConfigError("--port", "give the interface to capture on (e.g. --port veth1)")
-    if args.method not in _native.CAPTURE_METHODS:
-        raise ConfigError("--method", f"{args.method!r} is not a capture method: use one of "
-                                      f"{', '.join(_native.CAPTURE_METHODS)}")
-    batch = int(_number(args.batch, "--batch", integer=True, low=1, high=_native.MAX_CAPTURE_BATCH, allow_low=True))
+    check_choice(args.method, _native.CAPTURE_METHODS, "--method", "a capture method")
+    batch = int(check_number(args.batch, "--batch", integer=True, low=1, high=_native.MAX_CAPTURE_BATCH,
+                             allow_low=True))
     cpu = None
     if args.cpu is not None:
-        cpu = int(_number(args.cpu, "--cpu", integer=True, low=0, high=(os.cpu_count() or 1) - 1, allow_low=True))
+        cpu = int(check_number(args.cpu, "--cpu", integer=True, low=0, high=(os.cpu_count() or 1) - 1, allow_low=True))
     check_netns(args.netns, "--netns")
     check_writable(args.stats, "--stats", "the counters")
     return {"method": args.method, "ifname": args.port, "netns": args.netns, "cpu": cpu, "batch": batch}
@@ -76,7 +74,7 @@ def _write(path: str, doc: dict[str, Any]) -> None:
 
 def run(args) -> int:
     kwargs = build(args)
-    duration = _number(args.duration, "--duration", high=_native.MAX_DURATION_S) if args.duration else None
+    duration = check_number(args.duration, "--duration", high=_native.MAX_DURATION_S) if args.duration else None
     require_root("capturing (raw sockets, XDP)")
     asked = [0]
     old_usr1 = signal.signal(signal.SIGUSR1, lambda s, f: asked.__setitem__(0, asked[0] + 1))

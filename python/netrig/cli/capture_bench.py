@@ -14,8 +14,7 @@ import os
 import sys
 import time
 
-from netrig.cli.common import require_root
-from netrig.cli.forward import _number
+from netrig.cli.common import check_number, require_root
 from netrig.errors import INTERRUPTS, ConfigError, InterruptedTrial, interrupt_reason, interrupt_status
 from netrig.run.capture_bench import BenchParams, run_bench, table_rows
 from netrig.testbed.options import CAPTURE_METHODS
@@ -58,11 +57,11 @@ def params(args) -> BenchParams:
     cpus = os.cpu_count() or 1
     return BenchParams(
         methods=methods, sizes=args.sizes,
-        batch=int(_number(args.batch, "--batch", integer=True, low=1, high=1024, allow_low=True)),
-        duration_s=_number(args.duration, "--duration", high=60), drain_s=_number(args.drain, "--drain", high=10,
-                                                                                   allow_low=True),
-        resolution_pct=_number(args.resolution, "--resolution", high=50), loads_pct=tuple(loads),
-        capture_cpu=int(_number(args.cpu, "--cpu", integer=True, low=0, high=cpus - 1, allow_low=True)))
+        batch=int(check_number(args.batch, "--batch", integer=True, low=1, high=1024, allow_low=True)),
+        duration_s=check_number(args.duration, "--duration", high=60),
+        drain_s=check_number(args.drain, "--drain", high=10, allow_low=True),
+        resolution_pct=check_number(args.resolution, "--resolution", high=50), loads_pct=tuple(loads),
+        capture_cpu=int(check_number(args.cpu, "--cpu", integer=True, low=0, high=cpus - 1, allow_low=True)))
 
 
 def run(args) -> int:

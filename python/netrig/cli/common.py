@@ -1,9 +1,11 @@
 """Helpers shared by subcommands: root check, option-name mapping for errors, rich console."""
 from __future__ import annotations
 
+import math
 import os
 import re
 import sys
+from collections.abc import Sequence
 
 from rich.console import Console
 
@@ -62,6 +64,32 @@ def rename_field(err: ConfigError, mapping: dict[str, str]) -> ConfigError:
     last = re.sub(r"\[\d+\]$", "", field.rsplit(".", 1)[-1])
     option = mapping.get(field) or mapping.get(last)
     return ConfigError(option, err.message) if option else err
+
+
+def check_number(text: str | None, option: str, *, integer: bool = False, low: float = 0.0,
+                 high: float = math.inf, allow_low: bool = False) -> float:
+    """``text`` as an integer or a number of seconds (``"2"``, ``"2.5s"``) in (low, high] — [low, high]
+    with ``allow_low`` — else a ConfigError for ``option`` that says the range."""
+    if text is None:
+        raise ConfigError(option, "needs a value")
+    try:
+        v = int(text, 10) if integer else float(str(text).rstrip("s") if str(text).endswith("s") else text)
+    except ValueError:
+        kind = "an integer" if integer else "a number of seconds"
+        raise ConfigError(option, f"{text!r} is not {kind}") from None
+    if not math.isfinite(v) or v > high or v < low or (v == low and not allow_low):
+        rng = f"{'at least ' if allow_low else 'above '}{low:g}"
+        if high != math.inf:
+            rng += f" and at most {high:g}"
+        raise ConfigError(option, f"must be {rng} (got {text})")
+    return v
+
+
+def check_choice(value: str, choices: Sequence[str], option: str, what: str) -> None:
+    """``value`` is one of ``choices``, else a ConfigError for ``option`` that lists them (``what`` a
+    value is: "a capture method")."""
+    if value not in choices:
+        raise ConfigError(option, f"{value!r} is not {what}: use one of {', '.join(choices)}")
 
 
 def check_netns(name: str | None, option: str) -> None:

@@ -17,14 +17,13 @@ summary goes to stdout or ``--json FILE``. Ctrl-C or SIGTERM stop it cleanly, as
 from __future__ import annotations
 
 import json
-import math
 import signal
 import sys
 import time
 from typing import Any
 
 from netrig import _native
-from netrig.cli.common import check_netns, check_writable, rename_field, require_root
+from netrig.cli.common import check_choice, check_netns, check_number, check_writable, rename_field, require_root
 from netrig.errors import ConfigError, Terminated
 
 BACKENDS = ("af_xdp", "af_packet", "socket", "auto", "xdp")
@@ -67,21 +66,6 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _number(text: str | None, option: str, *, integer: bool = False, low: float = 0.0, high: float = math.inf,
-            allow_low: bool = False) -> float:
-    if text is None:
-        raise ConfigError(option, "needs a value")
-    try:
-        v = int(text, 10) if integer else float(str(text).rstrip("s") if str(text).endswith("s") else text)
-    except ValueError:
-        kind = "an integer" if integer else "a number of seconds"
-        raise ConfigError(option, f"{text!r} is not {kind}") from None
-    if not math.isfinite(v) or v > high or v < low or (v == low and not allow_low):
-        rng = f"{'' if allow_low else 'above '}{low:g}" + (f" and at most {high:g}" if high != math.inf else "")
-        raise ConfigError(option, f"must be {rng} (got {text})")
-    return v
-
-
 def parse_cpus(text: str | None) -> list[int]:
     if text is None:
         return []
@@ -98,11 +82,8 @@ def build(args) -> dict[str, Any]:
     """Every option checked, before anything is opened; the Forwarder's keyword arguments."""
     if not args.port:
         raise ConfigError("--port", "give at least one interface to forward on (e.g. --port veth0 --port veth1)")
-    if args.mode not in _native.FORWARD_MODES:
-        raise ConfigError("--mode", f"{args.mode!r} is not a forwarding mode: use one of "
-                                    f"{', '.join(_native.FORWARD_MODES)}")
-    if args.backend not in BACKENDS:
-        raise ConfigError("--backend", f"{args.backend!r} is not a backend: use one of {', '.join(BACKENDS)}")
+    check_choice(args.mode, _native.FORWARD_MODES, "--mode", "a forwarding mode")
+    check_choice(args.backend, BACKENDS, "--backend", "a backend")
     kernel = args.backend == KERNEL_BACKEND
     if kernel:
         why = "the xdp backend forwards in the kernel's receive path, on every queue, on the CPU that receives"
@@ -112,8 +93,9 @@ def build(args) -> dict[str, Any]:
                 raise ConfigError(opt, f"{why}: {what}")
     queues_text = "1" if args.queues is None else args.queues
     batch_text = "64" if args.batch is None else args.batch
-    queues = int(_number(queues_text, "--queues", integer=True, low=1, high=_native.MAX_QUEUES, allow_low=True))
-    batch = int(_number(batch_text, "--batch", integer=True, low=1, high=_native.MAX_FORWARD_BATCH, allow_low=True))
+    queues = int(check_number(queues_text, "--queues", integer=True, low=1, high=_native.MAX_QUEUES, allow_low=True))
+    batch = int(check_number(batch_text, "--batch", integer=True, low=1, high=_native.MAX_FORWARD_BATCH,
+                             allow_low=True))
     check_netns(args.netns, "--netns")
     check_writable(args.json, "--json", "the summary")
     if args.peer_mac and len(args.peer_mac) != len(args.port):
@@ -165,9 +147,9 @@ def summary(fwd: _native.Forwarder, stats: list, elapsed: float, seconds: list[d
 
 def run(args) -> int:
     kwargs = build(args)
-    duration = _number(args.duration, "--duration", high=_native.MAX_DURATION_S) if args.duration is not None \
+    duration = check_number(args.duration, "--duration", high=_native.MAX_DURATION_S) if args.duration is not None \
         else None
-    interval = _number(args.interval, "--interval", high=3600, allow_low=True)
+    interval = check_number(args.interval, "--interval", high=3600, allow_low=True)
     require_root("forwarding (raw sockets, XDP)")
     try:
         fwd = _native.Forwarder(**kwargs)
