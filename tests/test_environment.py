@@ -38,7 +38,7 @@ def test_parse_ethtool_rings_and_fallback():
 def test_capture_with_testbed():
     from netrig.testbed import Testbed
 
-    with Testbed.create("router", dut_cpus="1") as tb:
+    with Testbed.create("router", dut_cpus="1", dut_placement="threaded-napi") as tb:
         env = capture(testbed=tb)
         json.dumps(env)
         names = {(i["netns"], i["ifname"]) for i in env["interfaces"]}

@@ -22,7 +22,8 @@ __all__ = [
     "PortResult",
     "Smoothness", "IntervalResult", "TrialResult", "HeardFlow", "ForeignKind", "ListenPort", "ListenResult",
     "InterfaceInfo", "IoProbe", "interface_info", "list_interfaces", "probe_io", "probe_xdp_program", "line_rate_fps",
-    "linear_ramp",
+    "linear_ramp", "WIRE_DEFAULT_RING", "WIRE_MIN_RING", "WIRE_MAX_RING", "WireCounts", "wire_attach", "wire_counts",
+    "wire_detach",
 ]
 
 __version__: str
@@ -66,6 +67,10 @@ MAX_FORWARD_BATCH: int
 CAPTURE_METHODS: tuple[str, ...]
 MAX_CAPTURE_BATCH: int
 DEFAULT_CAPTURE_BATCH: int
+#: The test bed's wire into a DUT: its receive ring per DUT CPU, frames (default, bounds).
+WIRE_DEFAULT_RING: int
+WIRE_MIN_RING: int
+WIRE_MAX_RING: int
 
 def line_rate_fps(bps: float, mean_frame_size: float) -> float:
     """Frames/s at line rate: bps / ((mean_frame_size + WIRE_OVERHEAD_BYTES) * 8)."""
@@ -73,6 +78,35 @@ def line_rate_fps(bps: float, mean_frame_size: float) -> float:
 def linear_ramp(from_scale: float, to_scale: float, steps: int, step_s: float) -> list[PhaseSpec]:
     """A rate ramp in linear steps: `steps` phases of `step_s` each, from `from_scale` to `to_scale` of
     the streams' rates (both included). Errors name `ramp`."""
+
+def wire_attach(ifname: str, netns: str | None, cpus: list[int], ring: int) -> int:
+    """Attach the test bed's wire to DUT interface `ifname` (in `netns`): arriving frames go to a
+    receive ring of `ring` frames on one of `cpus`, where the DUT's stack takes them
+    (`netrig_engine::sys::wire`). Returns the attached program's id."""
+
+def wire_counts(ifname: str, netns: str | None = None) -> WireCounts | None:
+    """The wire's counters on DUT interface `ifname`, or None when it carries no wire."""
+
+def wire_detach(ifname: str, netns: str | None = None) -> None:
+    """Remove the wire from `ifname` (nothing happens when it carries none)."""
+
+@final
+class WireCounts:
+    """The wire into a DUT interface on a test bed: its counters since it was attached."""
+
+    @property
+    def arrived(self) -> int:
+        """Frames that arrived at the DUT's interface."""
+    @property
+    def taken(self) -> int:
+        """Frames the DUT's CPU took off its receive ring."""
+    @property
+    def unsteered(self) -> int:
+        """Frames the wire could not steer to a DUT CPU (processed where they arrived)."""
+    @property
+    def dropped(self) -> int:
+        """Frames the DUT's receive ring dropped (exact once the ring has drained)."""
+    def to_dict(self) -> dict[str, int]: ...
 
 # -- specs --------------------------------------------------------------------------------------
 @final

@@ -390,7 +390,7 @@ def _cfg(knobs, name="router", **testbed):
     (_cfg({"interfaces": {"eth1": {"sysctl": {"net.core.somaxconn": 1}}}}), "testbed.knobs.interfaces.eth1.sysctl: sysctls belong to a namespace"),
     (_cfg({"dut": {"features": {"gro": "on"}}}, name="loopback"), "testbed.knobs.dut: topology loopback has no DUT interfaces"),
     (_cfg({"tester": {"features": {"gro": "on"}}}, name="simulated"), "testbed.knobs: the simulated test bed has no interfaces"),
-    (_cfg({"dut": {"features": {"gro": "off"}}}, options={"dut_cpus": "0"}),
+    (_cfg({"dut": {"features": {"gro": "off"}}}, options={"dut_cpus": "0", "dut_placement": "threaded-napi"}),
      "testbed.knobs.dut.features.gro: off stops veth's NAPI, which dut_placement threaded-napi"),
     (_cfg(["gro"]), "testbed.knobs: must be a table of targets"),
 ])

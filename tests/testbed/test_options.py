@@ -124,7 +124,7 @@ def test_cli_list_and_errors(capsys):
     fwnat = out.split("\nfwnat ")[1].splitlines()
     assert fwnat[1].split() == ["options:", "rules,", "log,", "nat,", "conntrack-max,", "conntrack-buckets,",
                                 "conntrack-timeout-s,", "flowtable,", "tester-stack,", "mtu,", "dut-cpus,",
-                                "dut-placement"]
+                                "dut-placement,", "dut-ring"]
     assert main(["testbed", "up", "mesh"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "topology: 'mesh': unknown; choose one of" in err

@@ -70,7 +70,7 @@ def test_router_description_is_json_and_complete(tb_ids):
         assert {r["dst"] for r in dut["routes"]} >= {"198.19.0.0/16", "198.18.0.0/16", "2001:2:0:100::/56"}
         assert {n["ip"] for n in dut["neighbours"]} >= {"198.18.0.2", "198.19.0.2", "2001:2::2", "2001:2:0:1::2"}
         assert dut["sysctls"]["net.ipv4.ip_forward"] == "1"
-        assert d["placement"]["mode"] == "default"
+        assert d["placement"]["mode"] == "wire"
         t1 = time.monotonic()
     assert build_s < 2.0 and time.monotonic() - t1 < 2.0
 
@@ -131,7 +131,10 @@ def test_fwnat_filters_and_translates(tb_ids, mode):
         dropped = [r for r in rules if '"drop"' in json.dumps(r["expr"]) and r["packets"]]
         assert len(dropped) == 1 and dropped[0]["packets"] == 100
         snat = [r for r in rules if r["chain"] == "postrouting" and r["packets"]]
-        assert snat and sum(r["packets"] for r in snat) == 2, "SNAT is decided once per flow (v4 + v6)"
+        # SNAT is decided per new conntrack entry: a flow's packets reach the rule until its entry is
+        # confirmed, i.e. its first receive batch (the wire's ring thread takes 8 frames at a time,
+        # as a NIC's NAPI poll does), never the 500 frames that crossed
+        assert len(snat) == 2 and all(1 <= r["packets"] <= 8 for r in snat), snat
         assert len([r for r in rules if r["chain"] == "forward"]) == 21  # 20 rules, accept = v4 + v6 lines
         assert int(sysctl_in(tb.dut_netns, "net.netfilter.nf_conntrack_count")) >= 2
 

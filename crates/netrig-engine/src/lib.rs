@@ -34,7 +34,7 @@ pub mod tx;
 pub use error::{ConfigError, EngineError, PortError};
 pub use pacing::{Pacing, Smoothness};
 pub use port::{
-    Backend, Port, PortCaps, PortSpec, RxMeta, RxQueue, RxQueueStats, TimestampSource, TxQueue, TxQueueStats,
+    Backend, Port, PortCaps, PortSpec, RxMeta, RxQueue, RxQueueStats, RxWait, TimestampSource, TxQueue, TxQueueStats,
 };
 pub use schedule::{linear_ramp, RatePhase};
 pub use stream::{FlowOrder, FlowSpec, FrameSize, Rate, Stop, StreamConfig};

@@ -26,7 +26,7 @@ use crate::analyze::{
 use crate::clock;
 use crate::error::{ConfigError, EngineError};
 use crate::pacing::{self, Pacing, Smoothness};
-use crate::port::{Backend, LinkSource, LinkState, Port, RxQueue, RxQueueStats, TxQueue, TxQueueStats};
+use crate::port::{Backend, LinkSource, LinkState, Port, RxQueue, RxQueueStats, RxWait, TxQueue, TxQueueStats};
 use crate::schedule::{IntervalCounter, IntervalGrid, RatePhase};
 use crate::stream::{compile, CompiledStream, Rate, Stop, StreamConfig};
 use crate::sys::{bpf, cpu};
@@ -791,8 +791,9 @@ pub fn run_trial(
         let mut rx_handles = Vec::new();
         for (i, (port, mut q)) in rxq.into_iter().enumerate() {
             let cpu_id = rx_cpus[i];
-            // A receiver on a sender's CPU sleeps when its queue is empty instead of polling it.
-            q.set_spin(!tx_cpus.contains(&cpu_id));
+            // A receiver on a sender's CPU naps when its queue is empty; one on a CPU of its own
+            // polls the ring for a moment first.
+            q.set_wait(if tx_cpus.contains(&cpu_id) { RxWait::Nap } else { RxWait::Spin });
             let rx_stop = &rx_stop;
             let live = rx_lives[i].clone();
             let ident = ident.clone();

@@ -459,6 +459,48 @@ fn probe_xdp_program(py: Python<'_>, ifname: &Bound<'_, PyAny>) -> Result<(bool,
     }))
 }
 
+/// Attach the test bed's wire to DUT interface `ifname` (in `netns`): arriving frames go to a
+/// receive ring of `ring` frames on one of `cpus`, where the DUT's stack takes them
+/// (`netrig_engine::sys::wire`). Returns the attached program's id.
+#[pyfunction]
+#[pyo3(signature = (ifname, netns, cpus, ring))]
+fn wire_attach(
+    py: Python<'_>,
+    ifname: &Bound<'_, PyAny>,
+    netns: Option<&Bound<'_, PyAny>>,
+    cpus: &Bound<'_, PyAny>,
+    ring: &Bound<'_, PyAny>,
+) -> Result<u32> {
+    let ifname: String = args::req(ifname, "ifname")?;
+    let netns: Option<String> = args::opt(netns, "netns", None)?;
+    let cpus: Vec<u32> = args::req(cpus, "dut_cpus")?;
+    let ring: u32 = args::req(ring, "dut_ring")?;
+    Ok(py.allow_threads(|| netrig_engine::sys::wire::attach(&ifname, netns.as_deref(), &cpus, ring))?)
+}
+
+/// The wire's counters on DUT interface `ifname`, or None when it carries no wire.
+#[pyfunction]
+#[pyo3(signature = (ifname, netns=None))]
+fn wire_counts(
+    py: Python<'_>,
+    ifname: &Bound<'_, PyAny>,
+    netns: Option<&Bound<'_, PyAny>>,
+) -> Result<Option<results::WireCounts>> {
+    let ifname: String = args::req(ifname, "ifname")?;
+    let netns: Option<String> = args::opt(netns, "netns", None)?;
+    let c = py.allow_threads(|| netrig_engine::sys::wire::counts(&ifname, netns.as_deref()))?;
+    Ok(c.as_ref().map(results::WireCounts::from))
+}
+
+/// Remove the wire from `ifname` (nothing happens when it carries none).
+#[pyfunction]
+#[pyo3(signature = (ifname, netns=None))]
+fn wire_detach(py: Python<'_>, ifname: &Bound<'_, PyAny>, netns: Option<&Bound<'_, PyAny>>) -> Result<()> {
+    let ifname: String = args::req(ifname, "ifname")?;
+    let netns: Option<String> = args::opt(netns, "netns", None)?;
+    Ok(py.allow_threads(|| netrig_engine::sys::wire::detach(&ifname, netns.as_deref()))?)
+}
+
 /// A rate ramp in linear steps: `steps` phases of `step_s` each, from `from_scale` to `to_scale` of
 /// the streams' rates (both included). Errors name `ramp`.
 #[pyfunction]
@@ -560,6 +602,13 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(probe_xdp_program, m)?)?;
     m.add_function(wrap_pyfunction!(line_rate_fps, m)?)?;
     m.add_function(wrap_pyfunction!(linear_ramp, m)?)?;
+    m.add_function(wrap_pyfunction!(wire_attach, m)?)?;
+    m.add_function(wrap_pyfunction!(wire_counts, m)?)?;
+    m.add_function(wrap_pyfunction!(wire_detach, m)?)?;
+    m.add_class::<results::WireCounts>()?;
+    m.add("WIRE_DEFAULT_RING", netrig_engine::sys::wire::DEFAULT_RING)?;
+    m.add("WIRE_MIN_RING", netrig_engine::sys::wire::MIN_RING)?;
+    m.add("WIRE_MAX_RING", netrig_engine::sys::wire::MAX_RING)?;
     m.add("MAX_RAMP_STEPS", netrig_engine::schedule::MAX_RAMP_STEPS)?;
     Ok(())
 }

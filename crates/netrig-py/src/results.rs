@@ -675,3 +675,24 @@ result_class! {
         }
     }
 }
+
+result_class! {
+    /// The wire into a DUT interface on a test bed: its counters since it was attached.
+    class WireCounts(w: &netrig_engine::sys::wire::WireCounts) {
+        /// Frames that arrived at the DUT's interface.
+        arrived: u64 = w.arrived,
+        /// Frames the DUT's CPU took off its receive ring.
+        taken: u64 = w.taken,
+        /// Frames the wire could not steer to a DUT CPU (processed where they arrived).
+        unsteered: u64 = w.unsteered,
+    }
+    derived {
+        /// Frames the DUT's receive ring dropped (exact once the ring has drained).
+        dropped: u64 = w.dropped(),
+    }
+    methods {
+        fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+            self.dict(py)
+        }
+    }
+}

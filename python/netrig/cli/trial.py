@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 import time
 
@@ -354,6 +355,12 @@ def _pairs(args) -> list[Pair]:
     repaired = tb.repair()
     if repaired:
         print(f"netrig: test bed {tb.id} repaired: restored {'; '.join(repaired)}", file=sys.stderr)
+    # The tester keeps off the DUT's CPUs unless told otherwise: its workers, and this process
+    # with every thread it starts (for the rest of this command).
+    if tb.tester_cpus():
+        args.tx_cpu = args.tx_cpu or list(tb.tester_cpus())
+        args.rx_cpu = args.rx_cpu or list(tb.tester_cpus())
+        os.sched_setaffinity(0, set(args.tx_cpu) | set(args.rx_cpu))
     if not txs:
         txs, rxs = ["tx"], ["rx"]
     pairs = []

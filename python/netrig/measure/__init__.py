@@ -2,6 +2,7 @@
 :class:`Measurer` (``seam``): the engine on real ports (``engine``), or a simulated DUT with known
 behaviour (``simulator``)."""
 from netrig.measure.seam import (
+                                DutRing,
                                 FlowTrial,
                                 Interval,
                                 IntervalSink,
@@ -16,5 +17,5 @@ from netrig.measure.seam import (
 )
 from netrig.measure.simulator import DutModel, SimulatedMeasurer
 
-__all__ = ["FlowTrial", "Interval", "IntervalSink", "LatencySummary", "Load", "Measurer", "Pacing", "Phase",
+__all__ = ["DutRing", "FlowTrial", "Interval", "IntervalSink", "LatencySummary", "Load", "Measurer", "Pacing", "Phase",
            "StackRequest", "TrialCounts", "TrialMonitor", "DutModel", "SimulatedMeasurer"]

@@ -39,6 +39,7 @@ from netrig import _native
 from netrig.errors import ConfigError
 from netrig.measure.events import INTERVAL_S, Event, EventClock, EventRun, check_events, event_results
 from netrig.measure.seam import (
+    DutRing,
     FlowTrial,
     Interval,
     IntervalSink,
@@ -52,7 +53,7 @@ from netrig.measure.seam import (
 )
 from netrig.measure.stack import StackEndpoints, run_stack
 from netrig.model import FrameSize, defaults
-from netrig.monitor.cpu import CpuAccount
+from netrig.monitor.cpu import CpuAccount, CpuUsage
 from netrig.monitor.monitor import Sampler, compact_sample, latest_sample
 from netrig.testbed import conntrack
 from netrig.trial import PACING_MODES, Port, Stream, run_trial
@@ -97,7 +98,8 @@ class EngineMeasurer:
                  stack: StackEndpoints | None = None, cpu_procs: Sequence[str] = (),
                  reverse_template: dict | None = None, dut_netns: str | None = None,
                  interval_monitor: Callable[[float], Sampler] | None = None,
-                 tx_cpus: Sequence[int] = (), rx_cpus: Sequence[int] = ()):
+                 tx_cpus: Sequence[int] = (), rx_cpus: Sequence[int] = (),
+                 dut_ring: Callable[[], DutRing] | None = None, dut_cpus: Sequence[int] = ()):
         if pacing not in PACING_MODES:
             raise ConfigError("pacing", f"{pacing!r}: use one of {', '.join(PACING_MODES)}")
         self.tx, self.rx = tx_port, rx_port
@@ -123,6 +125,12 @@ class EngineMeasurer:
         self.interval_monitor = interval_monitor
         #: The tester's worker CPUs (empty: the engine's default split), passed to every trial.
         self.tx_cpus, self.rx_cpus = tuple(tx_cpus) or None, tuple(rx_cpus) or None
+        #: The DUT's receive-ring counters now (cumulative; a test bed with the wire), read around
+        #: every trial: the trial's counts carry the difference (``TrialCounts.dut_ring``).
+        self.dut_ring = dut_ring
+        #: The DUT's CPUs on this host (the wire's rings): where the tester's receive path costs
+        #: it CPU time, measured per trial (``DutRing.tester_share_ns``).
+        self.dut_cpus = tuple(dut_cpus)
         self._learned: set = set()
 
     # ---------------------------------------------------------------- the engine seam
@@ -156,12 +164,14 @@ class EngineMeasurer:
                       f"{intended_pps:.0f} fps")
         if valid and res.tester_rx_drops:
             valid, reason = False, f"the tester's receiver dropped {res.tester_rx_drops} frames"
+        extra = dict(extra_raw or {})
+        ring = DutRing.from_dict(extra.pop("dut_ring", None))
         return TrialCounts(
             offered_pps=offered, frames_sent=res.frames_sent, frames_received=res.frames_received,
             duplicated=res.duplicated, reordered=res.reordered, late=res.late, latency=latency_summary(res.latency),
             valid=valid, invalid_reason=reason, foreign=res.frames_foreign, stray=res.frames_stray,
             forged=res.frames_forged, intervals=intervals, pacing=pacing_summary(res, self.smoothness_tolerance_pct),
-            raw={"engine": res.to_dict() if flows else res.to_dict(flows=False), **(extra_raw or {})},
+            dut_ring=ring, raw={"engine": res.to_dict() if flows else res.to_dict(flows=False), **extra},
         )
 
     # ---------------------------------------------------------------- the measurer seam
@@ -208,14 +218,24 @@ class EngineMeasurer:
             if monitor is not None:
                 monitor.mark("trial-start")
             account = CpuAccount(self.cpu_procs).start()
+            ring0 = self.dut_ring() if self.dut_ring is not None else None
             res = run()
-            extra["cpu"] = account.stop().to_dict()
+            usage = account.stop()
+            if ring0 is not None and self.dut_ring is not None:
+                extra["dut_ring"] = self._ring_delta(ring0, self.dut_ring(), usage, res.frames_received).to_dict()
+            extra["cpu"] = usage.to_dict()
             if monitor is not None:
                 monitor.mark("trial-stop")
         finally:
             if monitor is not None:
                 extra["monitor"] = monitor.stop().to_dict()
         return res, extra
+
+    def _ring_delta(self, r0: DutRing, r1: DutRing, usage: CpuUsage, received: int) -> DutRing:
+        """The DUT's ring counters over one trial, with the tester's share of the DUT's CPUs."""
+        soft_s = sum(usage.cores.get(f"cpu{c}", {}).get("softirq", 0.0) for c in self.dut_cpus)
+        share = soft_s * 1e9 / received if received and self.dut_cpus else None
+        return DutRing(r1.arrived - r0.arrived, r1.taken - r0.taken, r1.dropped - r0.dropped, share)
 
     def _measure_once(self, load: Load, duration_s: float) -> tuple[TrialCounts, int]:
         res, extra = self._monitored(lambda: self._run(load.frame_size, load.rate_pps, duration_s, self.drain_s))

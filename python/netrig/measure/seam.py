@@ -137,6 +137,34 @@ class Pacing:
 
 
 @dataclass(frozen=True)
+class DutRing:
+    """The DUT's own receive-ring counters over one trial (a test bed's wire, ``dut_placement``
+    wire): frames that arrived at its interfaces, frames its CPUs took, and those the full ring
+    dropped. Read after the drain, so ``dropped`` is exact; on a DUT that does nothing else with
+    the trial's frames, it equals the tester's count of lost frames."""
+
+    arrived: int
+    taken: int
+    dropped: int
+    #: CPU time the tester's own receive path took on the DUT's CPUs, ns per frame received: their
+    #: softirq time over the trial. veth delivers a frame to the tester's port in softirq on the CPU
+    #: that transmits into it — the DUT's — while the DUT's own work runs in its ring thread's
+    #: process context. Reported, never subtracted (``None``: not measured).
+    tester_share_ns: float | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict | None) -> DutRing | None:
+        if not d:
+            return None
+        share = d.get("tester_share_ns")
+        return cls(int(d["arrived"]), int(d["taken"]), int(d["dropped"]),
+                   float(share) if share is not None else None)
+
+
+@dataclass(frozen=True)
 class Interval:
     """Counts of one sampling interval of a multi-phase or iperf trial."""
 
@@ -203,6 +231,8 @@ class TrialCounts:
     pacing: Pacing | None = None
     #: A trial with events (:meth:`Measurer.measure_events`): what each did and cost, in order.
     events: tuple[EventResult, ...] | None = None
+    #: The DUT's receive-ring counters over the trial (a test bed with the wire), else None.
+    dut_ring: DutRing | None = None
     raw: dict = field(default_factory=dict, compare=False)
 
     @property
@@ -233,6 +263,7 @@ class TrialCounts:
             "forged": self.forged,
             "pacing": self.pacing.to_dict() if self.pacing else None,
             "events": [e.to_dict() for e in self.events] if self.events is not None else None,
+            "dut_ring": self.dut_ring.to_dict() if self.dut_ring is not None else None,
             "raw": self.raw,
         }
 
@@ -256,6 +287,7 @@ class TrialCounts:
             forged=int(d.get("forged") or 0),
             pacing=Pacing.from_dict(d.get("pacing")),
             events=tuple(EventResult.from_dict(e) for e in d["events"]) if d.get("events") is not None else None,
+            dut_ring=DutRing.from_dict(d.get("dut_ring")),
             raw=d.get("raw") or {},
         )
 

@@ -27,7 +27,7 @@ from typing import Any, ClassVar, Protocol
 
 from netrig.errors import ConfigError
 from netrig.measure import Measurer
-from netrig.methodology.tester import ProvenLimit
+from netrig.methodology.tester import ProvenLimit, proven_limit
 from netrig.model import FrameSize, LineRate
 from netrig.view.plotkit import Plot
 from netrig.view.run_view import RunView, Stat
@@ -98,10 +98,13 @@ class Context:
     tester_limit_pps: float | None = None
     #: Show a line to the user while the method runs (the console's notes; a soak's live verdicts).
     notify: Callable[[str], None] = _no_notice
+    #: The DUT can slow the sender instead of dropping (``Session.dut_can_hold_sender``); behind
+    #: a test bed's wire it cannot, and a sender that fell short is the tester's.
+    dut_can_hold_sender: bool = True
 
     @property
     def tester_limit(self) -> ProvenLimit:
-        return ProvenLimit(self.tester_limit_pps)
+        return proven_limit(self.tester_limit_pps, self.dut_can_hold_sender)
 
     def throughput_or(self, floor_pct: float) -> float:
         """The throughput, or ``floor_pct`` % of the line rate when none is known."""

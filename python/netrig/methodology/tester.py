@@ -12,9 +12,12 @@ it means (:meth:`ProvenLimit.verdict`):
   or the tester's own receiver dropped frames): a *tester limit*, never DUT loss — the DUT may be
   faster;
 * the self-test proved 1.1 × the rate, yet through the DUT the tester fell short: the DUT slowed
-  the sender (*backpressure*: on veth the DUT's forwarding runs in softirq on the sender's CPU, so
-  an overloaded DUT shows up as a sender that cannot reach the rate, not as loss). That is the
-  DUT failing the load: a search counts it as a failed trial and keeps going down.
+  the sender (*backpressure*: a real DUT's Ethernet PAUSE; on a test bed without the wire, a Linux
+  DUT that works on the sender's CPU or holds its frames). That is the DUT failing the load: a
+  search counts it as a failed trial and keeps going down.
+
+Behind a test bed's wire (``dut_placement`` wire, the default) the DUT cannot slow the sender: it
+drops at its full receive ring. There every shortfall is the tester's (:class:`CapOnly`).
 """
 from __future__ import annotations
 
@@ -90,3 +93,9 @@ class CapOnly(ProvenLimit):
 
     def verdict(self, counts: TrialCounts, intended_pps: float) -> Verdict:
         return Verdict.VALID if counts.valid else Verdict.TESTER
+
+
+def proven_limit(limit_pps: float | None, dut_can_hold_sender: bool) -> ProvenLimit:
+    """The tester's proven limit, judging shortfalls as backpressure only where the DUT can
+    slow the sender."""
+    return ProvenLimit(limit_pps) if dut_can_hold_sender else CapOnly(limit_pps)

@@ -8,7 +8,8 @@ Data flow::
     … the trial …
     CpuAccount.stop()   ── the same reads again ── differences in CPU-seconds ── CpuUsage
 
-Watched threads are the kernel's packet workers (``ksoftirqd/N``, threaded NAPI ``napi/…``) and
+Watched threads are the kernel's packet workers (``ksoftirqd/N``, threaded NAPI ``napi/…``, the
+test bed's wire rings ``cpumap/…``, where a DUT's stack runs) and
 any process whose name matches a pattern the user gives (a DUT daemon: ``bird``, ``conntrackd``),
 plus pids the caller names (its own iperf3 or sockperf processes, which it can also account with
 ``wait4``). On one host (the veth test bed) every party shares the cores: the per-core split says
@@ -27,7 +28,7 @@ from typing import Any
 from netrig.monitor.monitor import CPU_FIELDS, read_proc_stat
 
 #: The kernel threads that do packet work, always watched.
-KERNEL_THREADS = ("ksoftirqd/*", "napi/*")
+KERNEL_THREADS = ("ksoftirqd/*", "napi/*", "cpumap/*")
 _TICK = os.sysconf("SC_CLK_TCK")
 
 

@@ -26,7 +26,7 @@ from netrig.measure.events import CommandRunner
 from netrig.methodology.method import STACK_FRAME, THRESHOLDS, Context, MethodResult, partial_result
 from netrig.methodology.selftest import SelftestParams, SelftestResult, prove_rate
 from netrig.methodology.stats import median, summarize
-from netrig.methodology.tester import ProvenLimit, Verdict
+from netrig.methodology.tester import Verdict, proven_limit
 from netrig.methods import REGISTRY
 from netrig.model import FrameSize, LineRate, format_pps, rate_object
 from netrig.results import (
@@ -72,6 +72,7 @@ class Runner:
         self.testbed: dict = {}
         self.environment: dict = {}
         self.simulated = False
+        self.dut_can_hold_sender = True
         self.document: dict = {}
         self.run_id = uuid.uuid4().hex
         self.started_at = utc_now()
@@ -217,6 +218,7 @@ class Runner:
         self._recorder().line_rate = session.line_rate
         self.testbed, self.environment = session.testbed, session.environment
         self.simulated = session.simulated
+        self.dut_can_hold_sender = session.dut_can_hold_sender
         self.progress("run_start", {"total_trials": self._estimate_total(), "line_rate": session.line_rate,
                                     "out_dir": str(self.out_dir)})
 
@@ -295,7 +297,8 @@ class Runner:
         limit = self.selftest.limit_pps(frame) if self.selftest is not None and m.method.stack_kind is None else None
         ctx = Context(self._recorder(), frame, self._line_rate(), self.config.trial.duration_s,
                       simulated_dut=self.simulated, command_env=self.command_env,
-                      tester_limit_pps=limit, notify=lambda msg: self.progress("notice", {"message": msg}))
+                      tester_limit_pps=limit, notify=lambda msg: self.progress("notice", {"message": msg}),
+                      dut_can_hold_sender=self.dut_can_hold_sender)
         if m.method.needs_throughput:
             tp = self._throughput_for(mi, frame, getattr(m.params, "throughput_from", None))
             if tp is None or tp <= 0:
@@ -430,7 +433,7 @@ class Runner:
             counts = r.get("counts") or {}
             if r.get("method_index", -1) < 0 or r.get("kind") != "rate" or counts.get("valid") is not False:
                 continue
-            limit = ProvenLimit(self.selftest.limit_pps(FrameSize.parse(r["frame_size"])))
+            limit = proven_limit(self.selftest.limit_pps(FrameSize.parse(r["frame_size"])), self.dut_can_hold_sender)
             if limit.verdict(TrialCounts.from_dict(counts), r["load"]["rate_pps"]) is Verdict.BACKPRESSURE:
                 r["verdict"] = Verdict.BACKPRESSURE.value
 

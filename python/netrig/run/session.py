@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from netrig.environment import capture
 from netrig.errors import ConfigError, NetrigError, TestbedError
-from netrig.measure import DutModel, Measurer, SimulatedMeasurer
+from netrig.measure import DutModel, DutRing, Measurer, SimulatedMeasurer
 from netrig.measure.engine import EngineMeasurer
 from netrig.measure.stack import StackEndpoints
 from netrig.model import LineRate
@@ -33,6 +33,7 @@ from netrig.monitor.cpu import matching_pids
 from netrig.run.config import TestConfig
 from netrig.testbed import Testbed
 from netrig.testbed.knobs import KnobLayout, Knobs, applied_knobs
+from netrig.testbed.placement import keep_off_dut
 from netrig.trial import Port
 
 #: Monitoring samples per trial: about five, between every 0.1 s and every 1 s.
@@ -57,6 +58,9 @@ class Session:
     #: The tester's worker CPUs this session measures with (``{"tx_cpus": …, "rx_cpus": …}``, empty
     #: tuples: the engine's default); the self-test run beside the DUT uses the same.
     tester_cpus: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    #: The DUT can slow the tester's sender instead of dropping (``Testbed.dut_can_hold_sender``):
+    #: only then is a sender that fell short below its proven rate the DUT's backpressure.
+    dut_can_hold_sender: bool = True
 
 
 #: ``provider(config, role)`` -> context manager of a Session (tests pass their own).
@@ -158,7 +162,9 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
                                   cpu_procs=t.cpu_procs, reverse_template=_responder(tb, p.tx, p.rx, p.family),
                                   dut_netns=tb.dut_netns,
                                   interval_monitor=interval_monitor if role == "dut" else None,
-                                  tx_cpus=cpus["tx_cpus"], rx_cpus=cpus["rx_cpus"])
+                                  tx_cpus=cpus["tx_cpus"], rx_cpus=cpus["rx_cpus"],
+                                  dut_ring=_ring_reader(tb) if role == "dut" and tb.wire_counts() else None,
+                                  dut_cpus=tb.dut_cpus() if role == "dut" else ())
         env: dict = {}
         if role == "dut":
             try:
@@ -174,8 +180,18 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
             desc["knobs"] = knob_record  # the same dict: "restored" is filled in when the block ends
         if any(cpus.values()):
             desc["tester_cpus"] = {k: list(v) for k, v in cpus.items()}
-        yield Session(measurer, line_rate(config, tp.ifname, tx.info().speed_bps), desc, env,
-                      command_env=tb.command_env(), before_trial=tb.repair, tester_cpus=cpus)
+        with keep_off_dut(cpus["tx_cpus"] if role == "dut" else ()):
+            yield Session(measurer, line_rate(config, tp.ifname, tx.info().speed_bps), desc, env,
+                          command_env=tb.command_env(), before_trial=tb.repair, tester_cpus=cpus,
+                          dut_can_hold_sender=tb.dut_can_hold_sender)
+
+
+def _ring_reader(tb: Testbed) -> Callable[[], DutRing]:
+    """The DUT's receive-ring counters summed over its interfaces (the wire's), for every trial."""
+    def read() -> DutRing:
+        cs = tb.wire_counts().values()
+        return DutRing(sum(c.arrived for c in cs), sum(c.taken for c in cs), sum(c.dropped for c in cs))
+    return read
 
 
 def _responder(tb: Testbed, tx: str, rx: str, family: int) -> dict | None:

@@ -10,7 +10,12 @@ from netrig import _native
 from netrig.errors import ConfigError
 
 NAT_MODES = ("masquerade", "static")
-PLACEMENTS = ("threaded-napi", "rps")
+#: Where the DUT's packet work runs. ``wire`` (the default): each DUT interface's frames go to a
+#: receive ring of ``dut_ring`` frames on the DUT's CPUs (a CPUMAP; ``testbed/placement.py``);
+#: ``rps`` and ``threaded-napi`` move the work with the kernel's own knobs but the DUT still holds
+#: the sender's frames (and slows it) while it works; ``inline``: nothing moved, the DUT runs in
+#: softirq on the CPU that sends into it.
+PLACEMENTS = ("wire", "rps", "threaded-napi", "inline")
 #: Modes of the forwarder test bed's DUT (``netrig forward``) that deliver tx's frames to rx.
 FORWARDER_MODES = ("io", "mac", "l2fwd")
 #: Every mode a test bed's ``netrig forward`` DUT takes: macswap only in the one-port topology.
@@ -94,7 +99,8 @@ def parse_option(name: str, text: str) -> Any:
 #: How each option is typed when given as text (others stay strings).
 _KINDS: dict[str, type] = {"rules": int, "cap": str, "cap_burst": int, "nat": str, "conntrack_max": int,
                            "conntrack_buckets": int, "conntrack_timeout_s": int,
-                           "log": bool, "flowtable": bool, "dut_cpus": str, "dut_placement": str, "ifaces": str,
+                           "log": bool, "flowtable": bool, "dut_cpus": str, "dut_placement": str, "dut_ring": int,
+                           "ifaces": str,
                            "tester_stack": bool, "mtu": int, "forward_mode": str, "forward_backend": str,
                            "capture_method": str, "capture_batch": int}
 
@@ -124,8 +130,12 @@ class TestbedOptions:
     flowtable:      router/acl/firewall/nat/fwnat: an nftables flowtable on the DUT's two interfaces
                     (software fast path): a TCP/UDP flow's packets skip the forward chain once its
                     conntrack entry is offloaded.
-    dut_cpus:       CPUs the DUT's packet processing runs on ("1", "0-1"); None = where the sender runs.
-    dut_placement:  ``threaded-napi`` (GRO on, threaded NAPI kthreads pinned) or ``rps`` (RPS masks).
+    dut_cpus:       CPUs the DUT's packet processing runs on ("1", "0-1"); None = the last CPU when the
+                    machine has two or more (the tester keeps the others), else CPU 0, shared.
+    dut_placement:  ``wire`` (default: a receive ring on the DUT's CPUs; a DUT that cannot keep up
+                    drops), ``rps`` (RPS masks), ``threaded-napi`` (GRO on, threaded NAPI kthreads
+                    pinned) or ``inline`` (no placement: the DUT works on the sender's CPU).
+    dut_ring:       wire: the DUT's receive ring per CPU, frames (8..16384; None = 1024).
     ifaces:         external: the interfaces the user cabled (e.g. ``("eth1", "eth2")``).
     tester_stack:   configure the tester ports' addresses and routes in their kernel stacks too (for
                     socket-based tools); off by default so tester ports never answer test traffic.
@@ -158,7 +168,8 @@ class TestbedOptions:
     log: bool = False
     flowtable: bool = False
     dut_cpus: str | tuple[int, ...] | None = None
-    dut_placement: str = "threaded-napi"
+    dut_placement: str = "wire"
+    dut_ring: int | None = None
     ifaces: tuple[str, ...] = field(default_factory=tuple)
     tester_stack: bool = False
     mtu: int | None = None
@@ -190,6 +201,14 @@ class TestbedOptions:
             object.__setattr__(self, "dut_cpus", parse_cpus(self.dut_cpus))
         if not isinstance(self.dut_placement, str) or self.dut_placement not in PLACEMENTS:
             raise ConfigError("dut_placement", f"{self.dut_placement!r}: must be one of {', '.join(PLACEMENTS)}")
+        if self.dut_ring is not None:
+            _int("dut_ring", self.dut_ring, _native.WIRE_MIN_RING, _native.WIRE_MAX_RING)
+            if self.dut_placement != "wire":
+                raise ConfigError("dut_ring", f"the ring is the wire's; dut_placement {self.dut_placement} has "
+                                              "none (leave dut_ring out, or use dut_placement wire)")
+        if self.dut_placement == "inline" and self.dut_cpus is not None:
+            raise ConfigError("dut_cpus", "dut_placement inline leaves the DUT on the sender's CPU: there are no "
+                                          "CPUs to give it (leave dut_cpus out, or pick another placement)")
         ifaces = self.ifaces
         if isinstance(ifaces, str):
             ifaces = tuple(i for i in ifaces.split(",") if i)

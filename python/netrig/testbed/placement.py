@@ -1,7 +1,16 @@
-"""DUT placement: on which CPU the DUT's packet processing runs.
+"""DUT placement: on which CPU the DUT's packet processing runs, and whether the DUT can hold
+the sender back.
 
 On veth, the receiving side's processing runs in softirq on the CPU that *transmitted* (the tester's
-sender CPU), unless one of these moves it:
+sender CPU), and a frame keeps the sender's socket (its TX completion, its send-buffer charge) until
+the receiving stack frees it (docs/testbed.md, "The physics of the embedded test bed"). The modes:
+
+* ``wire`` (the default): the wire program on each DUT interface copies every arriving frame into
+  a CPUMAP ring of ``dut_ring`` frames on the DUT's CPUs (``netrig_engine::sys::wire``). The tester's
+  frame is freed as it arrives, the DUT's stack runs in the ring's kernel thread on the DUT's CPU,
+  and a DUT that cannot keep up drops at its full ring, counted (``Testbed.wire_counts``): a DUT
+  on a wire, which never slows the sender.
+* ``inline``: nothing moved; the DUT works in softirq on the sender's CPU (the kernel's default).
 
 * ``rps``: an RPS mask on the DUT's ingress interfaces (``/sys/class/net/X/queues/rx-0/rps_cpus``).
   ``veth_xmit`` then queues the packet to the backlog of a CPU in the mask; the DUT's forwarding runs in
@@ -12,13 +21,49 @@ sender CPU), unless one of these moves it:
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import time
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-from netrig.errors import CapabilityError, TestbedError
+from netrig import _native
+from netrig.errors import CapabilityError, NetrigError, TestbedError
 from netrig.testbed.nsthread import run_in_netns
+
+#: Placements under which a slow DUT may still slow the sender (it holds the sender's frames, or
+#: works on its CPU): there a sender that fell short can be the DUT's backpressure.
+HOLDS_SENDER = ("rps", "threaded-napi", "inline")
+
+
+def default_dut_cpus() -> tuple[int, ...]:
+    """The DUT's CPUs when none are given: the last CPU this process may use when there are two
+    or more (the tester keeps the others), else the only one (shared with the tester)."""
+    allowed = sorted(os.sched_getaffinity(0))
+    return (allowed[-1],)
+
+
+def shares_cpu_with_tester(cpus: tuple[int, ...] | list[int] | None) -> bool:
+    """The DUT's CPUs leave the tester none of its own (a one-CPU machine)."""
+    allowed = set(os.sched_getaffinity(0))
+    return not cpus or not (allowed - set(cpus))
+
+
+@contextlib.contextmanager
+def keep_off_dut(tester_cpus: Sequence[int]) -> Iterator[None]:
+    """While the block runs, this thread — and every thread it starts (a monitor, the engine's
+    trial and link-watcher threads) — runs only on ``tester_cpus``, so nothing of the tester's own
+    lands on the DUT's CPUs; the old affinity is restored afterwards. Empty: nothing changes."""
+    if not tester_cpus:
+        yield
+        return
+    old = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, set(tester_cpus))
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, old)
 
 
 def cpu_mask(cpus: tuple[int, ...]) -> str:
@@ -45,9 +90,16 @@ def _napi_threads(ifname: str) -> list[dict[str, Any]]:
     return out
 
 
-def apply(netns: str, ifaces: list[str], cpus: tuple[int, ...], mode: str) -> dict[str, Any]:
+def apply(netns: str, ifaces: list[str], cpus: tuple[int, ...], mode: str, ring: int | None = None) -> dict[str, Any]:
     """Apply ``mode`` for ``ifaces`` (in ``netns``) to ``cpus``; return the record for ``describe()``."""
+    if mode == "inline":
+        return {"mode": mode, "cpus": None, "netns": netns, "interfaces": {},
+                "note": "the DUT's processing runs in softirq on the CPU that sends into it (the tester's)"}
     record: dict[str, Any] = {"mode": mode, "cpus": list(cpus), "netns": netns, "interfaces": {}}
+    if shares_cpu_with_tester(cpus):
+        record["shared"] = f"one CPU: the DUT and the tester share CPU {','.join(map(str, cpus))}"
+    if mode == "wire":
+        return _wire(record, netns, ifaces, cpus, ring or _native.WIRE_DEFAULT_RING)
     if mode == "rps":
         mask = cpu_mask(cpus)
 
@@ -111,4 +163,20 @@ def apply(netns: str, ifaces: list[str], cpus: tuple[int, ...], mode: str) -> di
             t["interface"] = ifname
         threads += found
     record["threads"] = threads
+    return record
+
+
+def _wire(record: dict[str, Any], netns: str, ifaces: list[str], cpus: tuple[int, ...], ring: int) -> dict[str, Any]:
+    """Attach the wire to every DUT interface (a ring of ``ring`` frames per DUT CPU)."""
+    record["ring"] = ring
+    for ifname in ifaces:
+        try:
+            prog = _native.wire_attach(ifname, netns, list(cpus), ring)
+        except NetrigError as e:
+            raise CapabilityError(f"dut_placement wire: {e}; this kernel needs native XDP on veth and "
+                                  "BPF CPUMAP (Linux 5.9+); or use --dut-placement rps") from None
+        record["interfaces"][ifname] = {"prog_id": prog}
+    where = ",".join(map(str, cpus))
+    record["note"] = (f"the wire: each DUT interface's frames go to a {ring}-frame receive ring on CPU {where}; "
+                      "the DUT's stack works there and drops what its full ring cannot take")
     return record

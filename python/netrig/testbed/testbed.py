@@ -12,6 +12,7 @@ from typing import Any
 
 from pyroute2 import IPRoute
 
+from netrig import _native
 from netrig.errors import CapabilityError, ConfigError, Terminated, TestbedError
 from netrig.testbed import state as st
 from netrig.testbed.knobs import restore_entries
@@ -25,6 +26,7 @@ from netrig.testbed.nsthread import (
     write_sysctl,
 )
 from netrig.testbed.options import TestbedOptions
+from netrig.testbed.placement import HOLDS_SENDER
 from netrig.testbed.topologies import TOPOLOGIES, stop_processes
 
 
@@ -340,13 +342,43 @@ class Testbed:
     def placement(self) -> dict[str, Any] | None:
         return self.state.get("placement")
 
+    def dut_cpus(self) -> tuple[int, ...]:
+        """The CPUs the DUT works on here: its placement's (the wire's rings, RPS, NAPI threads)
+        and those its own pinned threads hold (``netrig forward``, testpmd, a capture process)."""
+        pl = self.placement or {}
+        held = set(self.state.get("dut_threads_cpus") or ()) | set(pl.get("cpus") or ())
+        return tuple(sorted(held))
+
     def tester_cpus(self) -> tuple[int, ...]:
-        """The CPUs the tester's workers should use: every CPU but those the DUT's own pinned threads
-        hold on this host (``netrig forward``, testpmd, a capture process); empty when the DUT holds
-        none, or all of them (then the engine's default split applies, and the two share)."""
-        held = set(self.state.get("dut_threads_cpus") or ())
-        free = tuple(c for c in range(os.cpu_count() or 1) if c not in held)
+        """The CPUs the tester's workers should use: every CPU but the DUT's (:meth:`dut_cpus`);
+        empty when the DUT has none, or all of them (then the engine's default split applies, and
+        the two share — a one-CPU machine; the placement record says so)."""
+        held = set(self.dut_cpus())
+        free = tuple(c for c in sorted(os.sched_getaffinity(0)) if c not in held)
         return free if held and free else ()
+
+    @property
+    def dut_can_hold_sender(self) -> bool:
+        """Whether this DUT can slow the tester's sender instead of dropping: a Linux DUT placed
+        with the kernel's own knobs (``rps``, ``threaded-napi``) or not at all (``inline``), or a
+        real DUT on real NICs (Ethernet PAUSE). Behind the wire it cannot: a sender that fell short
+        is the tester's."""
+        if self.topology == "external":
+            return True
+        mode = (self.placement or {}).get("mode")
+        return mode in HOLDS_SENDER
+
+    def wire_counts(self) -> dict[str, _native.WireCounts]:
+        """The wire's counters per DUT interface (``dut_placement`` wire; empty otherwise)."""
+        pl = self.placement or {}
+        if pl.get("mode") != "wire":
+            return {}
+        out = {}
+        for ifname in pl.get("interfaces") or {}:
+            c = _native.wire_counts(ifname, pl.get("netns"))
+            if c is not None:
+                out[ifname] = c
+        return out
 
     @property
     def expected_rx_src_ip(self) -> str | None:

@@ -70,7 +70,7 @@ STATIC_NAT4, STATIC_NAT6 = "198.19.0.100", "2001:2:0:1::100"
 #: Options every topology built of namespaces and veth pairs reads.
 LINK_OPTIONS = ("tester_stack", "mtu")
 #: Options of a topology with a Linux DUT to place on CPUs.
-DUT_OPTIONS = (*LINK_OPTIONS, "dut_cpus", "dut_placement")
+DUT_OPTIONS = (*LINK_OPTIONS, "dut_cpus", "dut_placement", "dut_ring")
 #: Options of a DUT that tracks connections (the conntrack table's size, hash size and timeouts).
 CONNTRACK_OPTIONS = ("conntrack_max", "conntrack_buckets", "conntrack_timeout_s")
 #: Options of a routing DUT: its placement and nftables' software fast path.
@@ -529,12 +529,24 @@ class Router(Topology):
 
 
 def _place(tb: Any, dut: str, ifaces: list[str]) -> None:
+    """Give the DUT's packet work its CPUs (``dut_placement``, default the wire; docs/testbed.md)."""
     o = tb.options
-    if o.dut_cpus is None:
-        tb.state["placement"] = {"mode": "default", "cpus": None,
-                                 "note": "DUT processing runs in softirq on the CPU that sends into it"}
-        return
-    tb.state["placement"] = placement.apply(dut, ifaces, o.dut_cpus, o.dut_placement)
+    cpus = o.dut_cpus or placement.default_dut_cpus()
+    tb.state["placement"] = placement.apply(dut, ifaces, cpus, o.dut_placement, o.dut_ring)
+    st.write_state(tb.state)
+    if o.dut_placement == "wire":
+        _full_checksums(tb)
+
+
+def _full_checksums(tb: Any) -> None:
+    """Tester ports compute their checksums before a frame leaves, as a NIC does on a wire: a
+    kernel stack's TCP/UDP (iperf3, sockperf) otherwise hands veth a partial checksum that only
+    the receiving stack would complete, and the wire's copy into the DUT's ring keeps the bytes,
+    not that promise. Off too: TSO, which needs checksum offload (segments cross the wire)."""
+    for p in tb.state["ports"]:
+        note = features_set_in(p["netns"], p["ifname"], {"tx-checksum-ip-generic": False, "tx-checksum-sctp": False})
+        if note:
+            tb.state["notes"].append(f"{p['ifname']}: {note}")
 
 
 def _snat(tb: Any, r: dict[str, str]) -> list[str]:

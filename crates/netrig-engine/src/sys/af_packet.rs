@@ -27,7 +27,7 @@ use std::time::Duration;
 use crate::clock::{self, RealtimeOffset};
 use crate::error::PortError;
 use crate::port::{
-    Backend, Port, PortCaps, PortSpec, RxMeta, RxQueue, RxQueueStats, TimestampSource, TxQueue, TxQueueStats,
+    Backend, Port, PortCaps, PortSpec, RxMeta, RxQueue, RxQueueStats, RxWait, TimestampSource, TxQueue, TxQueueStats,
 };
 use crate::sys::{ifinfo, netns};
 
@@ -845,6 +845,8 @@ struct RxRing {
     pos: Option<BlockPos>,
     offset: RealtimeOffset,
     offset_at_ns: u64,
+    /// How an empty queue is waited on (`RxQueue::set_wait`).
+    wait: RxWait,
     stats: RxQueueStats,
     /// Frames with impossible ring offsets (never expected; counted instead of trusted).
     malformed: u64,
@@ -882,6 +884,7 @@ impl RxRing {
         // Reset the kernel counters so ours start at open.
         let _ = packet_stats(fd);
         Ok(RxRing {
+            wait: RxWait::Poll,
             map,
             fd: sock,
             ifname: ctx.ifname.clone(),
@@ -918,6 +921,10 @@ impl RxRing {
 }
 
 impl RxQueue for RxRing {
+    fn set_wait(&mut self, wait: RxWait) {
+        self.wait = wait;
+    }
+
     fn recv(
         &mut self,
         max: usize,
@@ -948,11 +955,14 @@ impl RxQueue for RxRing {
                         }
                         polled = true;
                         let fd = self.fd.as_raw_fd();
-                        poll_in(fd, timeout).map_err(|e| PortError::Io {
-                            ifname: self.ifname.clone(),
-                            queue: self.queue,
-                            op: "poll".into(),
-                            source: e,
+                        let (ifname, queue) = (&self.ifname, self.queue);
+                        self.wait.wait(timeout, |t| {
+                            poll_in(fd, t).map(|_| ()).map_err(|e| PortError::Io {
+                                ifname: ifname.clone(),
+                                queue,
+                                op: "poll".into(),
+                                source: e,
+                            })
                         })?;
                         continue;
                     }

@@ -44,7 +44,7 @@ use super::netns::in_netns;
 use crate::clock;
 use crate::error::PortError;
 use crate::port::{
-    Backend, Port, PortCaps, PortSpec, RxMeta, RxQueue, RxQueueStats, TimestampSource, TxQueue, TxQueueStats,
+    Backend, Port, PortCaps, PortSpec, RxMeta, RxQueue, RxQueueStats, RxWait, TimestampSource, TxQueue, TxQueueStats,
 };
 
 /// Name of the XDP program that steers netrig frames to the AF_XDP sockets. A port of another
@@ -1011,7 +1011,7 @@ impl Port for XskPort {
             frame_mask,
             queue: queue as u16,
             stamps: cfg.rx_stamps && !cfg.steer_all,
-            spin: true,
+            wait: RxWait::Spin,
         }))
     }
 }
@@ -1145,8 +1145,8 @@ pub struct XskRx {
     busy_poll: bool,
     /// The XDP program writes receive timestamps into metadata.
     stamps: bool,
-    /// Poll an empty ring for `RX_SPIN` before sleeping (`RxQueue::set_spin`).
-    spin: bool,
+    /// How an empty ring is waited on (`RxQueue::set_wait`).
+    wait: RxWait,
 }
 
 // SAFETY: the raw pointers point into mappings owned by `xsk` (an Arc kept here); this half is
@@ -1169,7 +1169,7 @@ impl XskRx {
         };
     }
 
-    fn wait(&self, timeout: Duration) {
+    fn sleep_in_poll(&self, timeout: Duration) {
         let mut pfd = libc::pollfd { fd: self.xsk.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
         let ts = libc::timespec {
             tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
@@ -1211,12 +1211,12 @@ impl RxQueue for XskRx {
                 self.wake();
                 n = self.st.rx.available(max);
             }
-            // Spin briefly before sleeping: a receiver asleep in poll() makes the sender's CPU
-            // (which runs veth's receive softirq) pay a wake-up for every batch it redirects
-            // (~20 % of its cycles in sock_def_readable, measured with perf). A worker pinned to
-            // its own CPU costs nothing else by spinning while traffic flows; one that shares a
-            // sender's CPU does not spin (`set_spin`): it would take half that CPU.
-            if n == 0 && self.spin && !timeout.is_zero() {
+            // Spin briefly before sleeping: a receiver asleep in poll() makes the CPU that
+            // delivers (on veth, the one that transmits into the port) pay a wake-up for every
+            // batch it redirects (~20 % of its cycles in sock_def_readable, measured with perf).
+            // A worker pinned to its own CPU costs nothing else by spinning while traffic flows;
+            // one that shares a sender's CPU naps instead (`RxWait::Nap`).
+            if n == 0 && self.wait == RxWait::Spin && !timeout.is_zero() {
                 let spin_until = clock::now_ns() + RX_SPIN.min(timeout).as_nanos() as u64;
                 while n == 0 && clock::now_ns() < spin_until {
                     std::hint::spin_loop();
@@ -1224,7 +1224,10 @@ impl RxQueue for XskRx {
                 }
             }
             if n == 0 && !timeout.is_zero() {
-                self.wait(timeout);
+                self.wait.wait(timeout, |t| {
+                    self.sleep_in_poll(t);
+                    Ok(())
+                })?;
                 n = self.st.rx.available(max);
             }
             if n == 0 {
@@ -1283,8 +1286,8 @@ impl RxQueue for XskRx {
         }
     }
 
-    fn set_spin(&mut self, spin: bool) {
-        self.spin = spin;
+    fn set_wait(&mut self, wait: RxWait) {
+        self.wait = wait;
     }
 }
 

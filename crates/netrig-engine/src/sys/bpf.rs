@@ -28,16 +28,27 @@ const BPF_MAP_DELETE_ELEM: u32 = 3;
 const BPF_PROG_LOAD: u32 = 5;
 const BPF_PROG_TEST_RUN: u32 = 10;
 const BPF_PROG_GET_FD_BY_ID: u32 = 13;
+const BPF_MAP_GET_FD_BY_ID: u32 = 14;
 const BPF_OBJ_GET_INFO_BY_FD: u32 = 15;
 const BPF_LINK_CREATE: u32 = 28;
 
+const BPF_MAP_TYPE_ARRAY: u32 = 2;
 const BPF_MAP_TYPE_PERCPU_ARRAY: u32 = 6;
 const BPF_MAP_TYPE_DEVMAP: u32 = 14;
+const BPF_MAP_TYPE_CPUMAP: u32 = 16;
 const BPF_MAP_TYPE_XSKMAP: u32 = 17;
 const BPF_PROG_TYPE_XDP: u32 = 6;
-const BPF_XDP: u32 = 37;
+/// `expected_attach_type` of a program attached to an interface's XDP hook.
+pub const BPF_XDP: u32 = 37;
+/// `expected_attach_type` of a program run by a CPUMAP entry (`enum bpf_attach_type`).
+pub const BPF_XDP_CPUMAP: u32 = 35;
+/// `BPF_F_XDP_HAS_FRAGS`: the program accepts multi-buffer frames (MTU above a page).
+pub const BPF_F_XDP_HAS_FRAGS: u32 = 1 << 5;
+/// `bpf_map_lookup_elem`.
+pub const BPF_FUNC_MAP_LOOKUP_ELEM: i32 = 1;
 const BPF_FUNC_KTIME_GET_NS: i32 = 5;
-const BPF_FUNC_REDIRECT_MAP: i32 = 51;
+/// `bpf_redirect_map`.
+pub const BPF_FUNC_REDIRECT_MAP: i32 = 51;
 const BPF_FUNC_XDP_ADJUST_META: i32 = 54;
 
 /// Bytes of XDP metadata the steering program writes in front of a stamped frame: the receive
@@ -163,6 +174,36 @@ pub fn devmap_set(map: &OwnedFd, key: u32, ifindex: u32) -> io::Result<()> {
     sys_bpf(BPF_MAP_UPDATE_ELEM, &mut a).map(|_| ())
 }
 
+/// Create a CPUMAP with `entries` slots (key: a CPU number; value: `struct bpf_cpumap_val`).
+pub fn cpumap_create(entries: u32, name: &str) -> io::Result<OwnedFd> {
+    let mut a = Attr::new();
+    a.u32(0, BPF_MAP_TYPE_CPUMAP).u32(4, 4).u32(8, 8).u32(12, entries.max(1)).name(28, name);
+    sys_bpf_fd(BPF_MAP_CREATE, &mut a)
+}
+
+/// Give CPU `cpu` a queue of `qsize` frames in a CPUMAP, drained by a kernel thread on that CPU
+/// that first runs `prog` (loaded with [`BPF_XDP_CPUMAP`]) on every frame.
+pub fn cpumap_set(map: &OwnedFd, cpu: u32, qsize: u32, prog: &OwnedFd) -> io::Result<()> {
+    let value: [u32; 2] = [qsize, prog.as_raw_fd() as u32];
+    let mut a = Attr::new();
+    a.u32(0, map.as_raw_fd() as u32).u64(8, &cpu as *const u32 as u64).u64(16, value.as_ptr() as u64).u64(24, 0);
+    sys_bpf(BPF_MAP_UPDATE_ELEM, &mut a).map(|_| ())
+}
+
+/// Create an ARRAY of `entries` u32 values.
+pub fn array_u32_create(entries: u32, name: &str) -> io::Result<OwnedFd> {
+    let mut a = Attr::new();
+    a.u32(0, BPF_MAP_TYPE_ARRAY).u32(4, 4).u32(8, 4).u32(12, entries.max(1)).name(28, name);
+    sys_bpf_fd(BPF_MAP_CREATE, &mut a)
+}
+
+/// Set slot `key` of a u32 ARRAY.
+pub fn array_u32_set(map: &OwnedFd, key: u32, value: u32) -> io::Result<()> {
+    let mut a = Attr::new();
+    a.u32(0, map.as_raw_fd() as u32).u64(8, &key as *const u32 as u64).u64(16, &value as *const u32 as u64).u64(24, 0);
+    sys_bpf(BPF_MAP_UPDATE_ELEM, &mut a).map(|_| ())
+}
+
 /// Create a PERCPU_ARRAY of `entries` values of `value_size` bytes (a multiple of 8).
 pub fn percpu_array_create(entries: u32, value_size: u32, name: &str) -> io::Result<OwnedFd> {
     let mut a = Attr::new();
@@ -203,6 +244,12 @@ pub fn percpu_u64_sum(map: &OwnedFd, key: u32, fields: usize) -> io::Result<Vec<
 
 /// Load an XDP program. On a verifier rejection the error text carries the verifier log.
 pub fn prog_load_xdp(insns: &[Insn], name: &str) -> io::Result<OwnedFd> {
+    prog_load_xdp_as(insns, name, BPF_XDP, 0)
+}
+
+/// Load an XDP program for attach type `attach` (`BPF_XDP`, [`BPF_XDP_CPUMAP`]) with `flags`
+/// (e.g. [`BPF_F_XDP_HAS_FRAGS`]).
+pub fn prog_load_xdp_as(insns: &[Insn], name: &str, attach: u32, flags: u32) -> io::Result<OwnedFd> {
     let license = CString::new("GPL").expect("static string has no NUL");
     let load = |log: Option<&mut Vec<u8>>| {
         let mut a = Attr::new();
@@ -210,8 +257,9 @@ pub fn prog_load_xdp(insns: &[Insn], name: &str) -> io::Result<OwnedFd> {
             .u32(4, insns.len() as u32)
             .u64(8, insns.as_ptr() as u64)
             .u64(16, license.as_ptr() as u64)
+            .u32(44, flags)
             .name(48, name)
-            .u32(68, BPF_XDP);
+            .u32(68, attach);
         if let Some(buf) = log {
             a.u32(24, 1).u32(28, buf.len() as u32).u64(32, buf.as_mut_ptr() as u64);
         }
@@ -285,6 +333,38 @@ pub fn prog_name(id: u32) -> io::Result<String> {
     Ok(String::from_utf8_lossy(&name[..end]).into_owned())
 }
 
+/// The ids of the maps loaded program `id` uses (at most 8) and an fd on the program.
+pub fn prog_map_ids(id: u32) -> io::Result<Vec<u32>> {
+    let mut a = Attr::new();
+    a.u32(0, id);
+    let fd = sys_bpf_fd(BPF_PROG_GET_FD_BY_ID, &mut a)?;
+    let mut ids = [0u32; 8];
+    // struct bpf_prog_info up to `map_ids`: nr_map_ids at 52, the map_ids pointer at 56.
+    let mut info = [0u8; 64];
+    info[52..56].copy_from_slice(&(ids.len() as u32).to_ne_bytes());
+    info[56..64].copy_from_slice(&(ids.as_mut_ptr() as u64).to_ne_bytes());
+    let mut a = Attr::new();
+    a.u32(0, fd.as_raw_fd() as u32).u32(4, info.len() as u32).u64(8, info.as_mut_ptr() as u64);
+    sys_bpf(BPF_OBJ_GET_INFO_BY_FD, &mut a)?;
+    let n = u32::from_ne_bytes([info[52], info[53], info[54], info[55]]) as usize;
+    Ok(ids[..n.min(ids.len())].to_vec())
+}
+
+/// An fd on map `id` and its name (`bpf_map_info.name`).
+pub fn map_by_id(id: u32) -> io::Result<(OwnedFd, String)> {
+    let mut a = Attr::new();
+    a.u32(0, id);
+    let fd = sys_bpf_fd(BPF_MAP_GET_FD_BY_ID, &mut a)?;
+    // struct bpf_map_info up to and including `name` (offset 24, 16 bytes).
+    let mut info = [0u8; 40];
+    let mut a = Attr::new();
+    a.u32(0, fd.as_raw_fd() as u32).u32(4, info.len() as u32).u64(8, info.as_mut_ptr() as u64);
+    sys_bpf(BPF_OBJ_GET_INFO_BY_FD, &mut a)?;
+    let name = &info[24..40];
+    let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+    Ok((fd, String::from_utf8_lossy(&name[..end]).into_owned()))
+}
+
 /// One eBPF instruction (`struct bpf_insn`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -341,6 +421,9 @@ const MOV: u8 = 0xb0;
 const ADD: u8 = 0x00;
 const SUB: u8 = 0x10;
 const AND: u8 = 0x50;
+const RSH: u8 = 0x70;
+const MOD: u8 = 0x90;
+const XOR: u8 = 0xa0;
 const JA: u8 = 0x00;
 const JEQ: u8 = 0x10;
 const JGT: u8 = 0x20;
@@ -411,6 +494,16 @@ impl Asm {
     pub fn and_imm(&mut self, dst: Reg, imm: i32) -> &mut Self {
         self.push(insn(ALU64 | AND | K, dst, Reg::R0, 0, imm))
     }
+    pub fn xor_reg(&mut self, dst: Reg, src: Reg) -> &mut Self {
+        self.push(insn(ALU64 | XOR | X, dst, src, 0, 0))
+    }
+    pub fn rsh_imm(&mut self, dst: Reg, imm: i32) -> &mut Self {
+        self.push(insn(ALU64 | RSH | K, dst, Reg::R0, 0, imm))
+    }
+    /// `dst %= imm` (unsigned; `imm` > 0).
+    pub fn mod_imm(&mut self, dst: Reg, imm: i32) -> &mut Self {
+        self.push(insn(ALU64 | MOD | K, dst, Reg::R0, 0, imm))
+    }
     /// `dst = *(size *)(src + off)`.
     pub fn load(&mut self, size: Size, dst: Reg, src: Reg, off: i16) -> &mut Self {
         self.push(insn(LDX | MEM | size.code(), dst, src, off, 0))
@@ -475,7 +568,7 @@ pub enum OnMatch {
 }
 
 /// Byte pair as the little-endian u16 an `ldxh` of those bytes produces (x86/arm64 are LE).
-const fn wire16(v: u16) -> i32 {
+pub(crate) const fn wire16(v: u16) -> i32 {
     u16::from_be(v) as i32
 }
 

@@ -14,6 +14,15 @@ use crate::port::{LinkSource, LinkState};
 
 const RTM_NEWLINK: u16 = 16;
 const RTM_GETLINK: u16 = 18;
+const RTM_SETLINK: u16 = 19;
+const NLM_F_ACK: u16 = 4;
+const NLA_F_NESTED: u16 = 1 << 15;
+const IFLA_XDP_FD: u16 = 1;
+const IFLA_XDP_FLAGS: u16 = 3;
+/// `XDP_FLAGS_UPDATE_IF_NOEXIST`: refuse to replace a program that is already attached.
+pub const XDP_FLAGS_UPDATE_IF_NOEXIST: u32 = 1;
+/// `XDP_FLAGS_DRV_MODE`: native (driver) XDP.
+pub const XDP_FLAGS_DRV_MODE: u32 = 4;
 const NLMSG_ERROR: u16 = 2;
 const NLM_F_REQUEST: u16 = 1;
 const NLMSG_HDRLEN: usize = 16;
@@ -31,6 +40,49 @@ const IFF_RUNNING: u32 = 0x40;
 
 /// The state of interface `ifindex` in the calling thread's namespace.
 pub fn link_state(ifindex: u32) -> io::Result<LinkState> {
+    parse_reply(&request(&link_msg(RTM_GETLINK, NLM_F_REQUEST, ifindex, &[]))?)
+}
+
+/// Attach XDP program `prog_fd` to `ifindex` through netlink (`IFLA_XDP`), or detach with -1:
+/// unlike a BPF link, the program stays attached after this process exits, until it is detached
+/// or the interface is deleted. `flags`: [`XDP_FLAGS_DRV_MODE`], [`XDP_FLAGS_UPDATE_IF_NOEXIST`].
+pub fn set_xdp(ifindex: u32, prog_fd: i32, flags: u32) -> io::Result<()> {
+    let mut xdp = Vec::with_capacity(16);
+    for (ty, v) in [(IFLA_XDP_FD, prog_fd as u32), (IFLA_XDP_FLAGS, flags)] {
+        xdp.extend_from_slice(&8u16.to_ne_bytes());
+        xdp.extend_from_slice(&ty.to_ne_bytes());
+        xdp.extend_from_slice(&v.to_ne_bytes());
+    }
+    let mut attr = Vec::with_capacity(4 + xdp.len());
+    attr.extend_from_slice(&((4 + xdp.len()) as u16).to_ne_bytes());
+    attr.extend_from_slice(&(IFLA_XDP | NLA_F_NESTED).to_ne_bytes());
+    attr.extend_from_slice(&xdp);
+    let reply = request(&link_msg(RTM_SETLINK, NLM_F_REQUEST | NLM_F_ACK, ifindex, &attr))?;
+    if u16_at(&reply, 4) == Some(NLMSG_ERROR) {
+        let errno = u32_at(&reply, NLMSG_HDRLEN).ok_or_else(|| bad("truncated error"))? as i32;
+        if errno != 0 {
+            return Err(io::Error::from_raw_os_error(-errno));
+        }
+    }
+    Ok(())
+}
+
+/// One link message: header, `ifinfomsg` for `ifindex`, then `attrs` (already encoded).
+fn link_msg(ty: u16, flags: u16, ifindex: u32, attrs: &[u8]) -> Vec<u8> {
+    let mut req = vec![0u8; NLMSG_HDRLEN + IFINFOMSG_LEN];
+    req.extend_from_slice(attrs);
+    let len = req.len() as u32;
+    req[0..4].copy_from_slice(&len.to_ne_bytes());
+    req[4..6].copy_from_slice(&ty.to_ne_bytes());
+    req[6..8].copy_from_slice(&flags.to_ne_bytes());
+    req[8..12].copy_from_slice(&1u32.to_ne_bytes());
+    req[NLMSG_HDRLEN] = libc::AF_UNSPEC as u8;
+    req[NLMSG_HDRLEN + 4..NLMSG_HDRLEN + 8].copy_from_slice(&(ifindex as i32).to_ne_bytes());
+    req
+}
+
+/// Send one request to the kernel over a fresh rtnetlink socket; the first reply datagram.
+fn request(req: &[u8]) -> io::Result<Vec<u8>> {
     // SAFETY: plain socket syscall; the fd is owned right away.
     let fd = unsafe { libc::socket(libc::AF_NETLINK, libc::SOCK_RAW | libc::SOCK_CLOEXEC, libc::NETLINK_ROUTE) };
     if fd < 0 {
@@ -38,14 +90,6 @@ pub fn link_state(ifindex: u32) -> io::Result<LinkState> {
     }
     // SAFETY: fd is a fresh descriptor nobody else owns.
     let sock = unsafe { OwnedFd::from_raw_fd(fd) };
-    let mut req = [0u8; NLMSG_HDRLEN + IFINFOMSG_LEN];
-    let len = req.len() as u32;
-    req[0..4].copy_from_slice(&len.to_ne_bytes());
-    req[4..6].copy_from_slice(&RTM_GETLINK.to_ne_bytes());
-    req[6..8].copy_from_slice(&NLM_F_REQUEST.to_ne_bytes());
-    req[8..12].copy_from_slice(&1u32.to_ne_bytes());
-    req[NLMSG_HDRLEN] = libc::AF_UNSPEC as u8;
-    req[NLMSG_HDRLEN + 4..NLMSG_HDRLEN + 8].copy_from_slice(&(ifindex as i32).to_ne_bytes());
     // SAFETY: an all-zero sockaddr_nl addresses the kernel.
     let mut kernel: libc::sockaddr_nl = unsafe { mem::zeroed() };
     kernel.nl_family = libc::AF_NETLINK as u16;
@@ -69,7 +113,8 @@ pub fn link_state(ifindex: u32) -> io::Result<LinkState> {
     if n < 0 {
         return Err(io::Error::last_os_error());
     }
-    parse_reply(&buf[..n as usize])
+    buf.truncate(n as usize);
+    Ok(buf)
 }
 
 /// An interface's link, read over netlink in its namespace.

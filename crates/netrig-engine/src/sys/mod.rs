@@ -9,4 +9,5 @@ pub mod ifinfo;
 pub mod link;
 pub mod netns;
 pub mod socket;
+pub mod wire;
 pub mod xdp_redirect;

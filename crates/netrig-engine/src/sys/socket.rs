@@ -18,7 +18,7 @@ use std::time::Duration;
 use crate::clock::{self, RealtimeOffset};
 use crate::error::PortError;
 use crate::port::{
-    Backend, Port, PortCaps, PortSpec, RxMeta, RxQueue, RxQueueStats, TimestampSource, TxQueue, TxQueueStats,
+    Backend, Port, PortCaps, PortSpec, RxMeta, RxQueue, RxQueueStats, RxWait, TimestampSource, TxQueue, TxQueueStats,
 };
 use crate::sys::af_packet::{
     abi, bad_len, bind_ll, force_buf, join_fanout, new_fanout_id, packet_socket, packet_stats, poll_in, probe,
@@ -258,6 +258,8 @@ struct SockRx {
     /// Control-message area (u64 for cmsg alignment), pointed into by `s.msgs`.
     _ctrl: Vec<u64>,
     offset: RealtimeOffset,
+    /// How an empty queue is waited on (`RxQueue::set_wait`).
+    wait: RxWait,
     offset_at_ns: u64,
     stats: RxQueueStats,
 }
@@ -282,6 +284,7 @@ impl SockRx {
         let mut ctrl = vec![0u64; BATCH * CTRL_LEN / 8];
         let s = Scratch::new(stride_for(ctx.max_frame_len), VLAN_HLEN, Some(&mut ctrl));
         Ok(SockRx {
+            wait: RxWait::Poll,
             fd: sock,
             ifname: ctx.ifname,
             queue,
@@ -295,6 +298,10 @@ impl SockRx {
 }
 
 impl RxQueue for SockRx {
+    fn set_wait(&mut self, wait: RxWait) {
+        self.wait = wait;
+    }
+
     fn recv(
         &mut self,
         max: usize,
@@ -328,11 +335,14 @@ impl RxQueue for SockRx {
                             break;
                         }
                         polled = true;
-                        poll_in(fd, timeout).map_err(|e| PortError::Io {
-                            ifname: self.ifname.clone(),
-                            queue: self.queue,
-                            op: "poll".into(),
-                            source: e,
+                        let (ifname, queue) = (&self.ifname, self.queue);
+                        self.wait.wait(timeout, |t| {
+                            poll_in(fd, t).map(|_| ()).map_err(|e| PortError::Io {
+                                ifname: ifname.clone(),
+                                queue,
+                                op: "poll".into(),
+                                source: e,
+                            })
                         })?;
                         continue;
                     }

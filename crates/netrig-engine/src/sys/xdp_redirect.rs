@@ -26,7 +26,7 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use crate::error::PortError;
-use crate::sys::bpf::{self, Asm, Insn, Reg, Size, XdpMode};
+use crate::sys::bpf::{self, Asm, Insn, Reg, Size, XdpMode, BPF_FUNC_MAP_LOOKUP_ELEM, BPF_FUNC_REDIRECT_MAP};
 
 /// Name of the in-kernel forwarding program (`bpftool prog` shows it).
 pub const XDP_FWD_PROG_NAME: &str = "netrig_xdpfwd";
@@ -149,9 +149,6 @@ pub fn forward_program(port: u32, stats_fd: RawFd, devmap_fd: RawFd, rewrite: Ma
     a.label("drop").mov_imm(R0, bpf::XDP_DROP).exit();
     a.finish()
 }
-
-const BPF_FUNC_MAP_LOOKUP_ELEM: i32 = 1;
-const BPF_FUNC_REDIRECT_MAP: i32 = 51;
 
 /// One port of the in-kernel forwarder.
 #[derive(Debug, Clone)]
