@@ -444,6 +444,10 @@ class Runner:
         flags = list(self.notices)
         if lr is not None and lr.source == "nominal" and any(m.method.stack_kind is None for m in self.config.methods):
             flags.append({"code": "nominal_line_rate", "message": f"line rate is {lr.label}"})
+        shared = (self.testbed.get("placement") or {}).get("shared")
+        if shared:  # a one-CPU machine: the DUT's numbers include the tester's share of the CPU
+            flags.append({"code": "dut_shares_cpu", "message": f"{shared}: the DUT's capacity is what the tester "
+                                                               "left it"})
         if self.selftest is not None and not self.selftest.passed:
             flags.append({"code": "above_selftest_ceiling",
                           "message": "the self-test could not prove every rate this run uses; results above "

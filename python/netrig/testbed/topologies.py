@@ -207,9 +207,6 @@ def _learn(tb: Any) -> None:
 
 def _forward_dut_options(o: TestbedOptions, topology: str) -> None:
     b = o.forward_backend
-    if b == "xdp" and o.dut_cpus is not None:
-        raise ConfigError("dut_cpus", "forward_backend xdp forwards in the kernel's receive path on the CPU that "
-                                      "receives: there are no workers to pin; leave dut_cpus out")
     if b == "bridge" and topology == "oneport":
         raise ConfigError("forward_backend", "bridge: a bridge never sends a frame back out of the port it came in "
                                              "on; compare it on topology forwarder")
@@ -294,23 +291,21 @@ def _start_forwarder(tb: Any, dut: str, ifaces: list[str], mode: str, peer_macs:
                 "--interval", "0"]
         if mode not in ("io", "rxonly", "macswap"):
             argv += [a for m in peer_macs for a in ("--peer-mac", m)]
-        cpus = list(o.dut_cpus) if o.dut_cpus else [_last_cpu()]
+        cpus = list(o.dut_cpus or placement.default_dut_cpus())
         if backend != "xdp":
             argv += ["--cpus", ",".join(str(c) for c in cpus)]
         start_dut_process(tb, dut, "forwarder", [sys.executable, "-m", "netrig.cli.main", *argv],
                           ready="Ctrl-C stops")
         if backend == "xdp":
-            tb.state["placement"] = {"mode": "forwarder", "cpus": None,
-                                     "note": "in-kernel XDP programs in the receive path (no workers to pin)"}
+            # The programs run in the receive path of the CPU that runs the port's NAPI: threaded
+            # NAPI pinned to the DUT's CPUs keeps them off the sender's.
+            tb.state["placement"] = {**placement.apply(dut, ifaces, tuple(cpus), "threaded-napi"),
+                                     "note": f"in-kernel XDP programs in threaded NAPI on CPU "
+                                             f"{','.join(map(str, cpus))}"}
         else:
             _hold_cpus(tb, cpus, f"netrig forward workers on CPU {','.join(map(str, cpus))}")
         what = f"netrig forward --mode {mode} --backend {backend}"
     tb.state["notes"].append(f"DUT: {what} in {dut} (log {tb.state['processes'][-1]['log']})")
-
-
-def _last_cpu() -> int:
-    """Where a DUT's own threads go by default: the last CPU (the tester keeps the others)."""
-    return (os.cpu_count() or 1) - 1
 
 
 def _hold_cpus(tb: Any, cpus: list[int], note: str) -> None:
@@ -372,12 +367,8 @@ class CaptureTopology(Topology):
         tb.link_up(dut, cap_if)
         cap_mac = tb.mac(dut, cap_if)
         _port(tb, "tx", tx_if, tx_ns, LEFT4[1], LEFT6[1], cap_mac)
-        cpu = o.dut_cpus[0] if o.dut_cpus else 0
-        # The capture host's kernel receive path (softirq) runs on the capture's CPU too, not on the
-        # tester's sender CPU: the capture's whole cost is on one CPU, apart from the tester's.
-        tb.state["placement"] = {**placement.apply(dut, [cap_if], (cpu,), "rps"),
-                                 "note": f"capture process and its kernel receive path (RPS) on CPU {cpu}"}
-        tb.state["dut_threads_cpus"] = [cpu]
+        cpu = o.dut_cpus[0] if o.dut_cpus else placement.default_dut_cpus()[0]
+        _place_capture(tb, dut, cap_if, cpu, o.capture_method)
         stats = os.path.join(st.STATE_DIR, f"{tb.id}-capture.stats")
         argv = ["capture", "--port", cap_if, "--method", o.capture_method, "--batch", str(o.capture_batch),
                 "--cpu", str(cpu), "--stats", stats]
@@ -389,6 +380,21 @@ class CaptureTopology(Topology):
         st.write_state(tb.state)
         tb.state["notes"].append(f"DUT: netrig capture --method {o.capture_method} on {cap_if} in {dut}, CPU {cpu} "
                                  f"(log {tb.state['processes'][-1]['log']})")
+
+
+def _place_capture(tb: Any, dut: str, cap_if: str, cpu: int, method: str) -> None:
+    """The capture host on one CPU, apart from the tester's: its process, and its kernel receive
+    path behind the wire (a ring on that CPU; a capture that falls behind drops there). The af_xdp
+    method's own XDP program takes the interface's XDP hook instead: it copies each frame into the
+    capture's socket as it arrives (in the sender's receive path, the frame freed at once) and the
+    capture's thread on its CPU reads that socket's ring, which drops when full."""
+    if method == "af_xdp":
+        tb.state["placement"] = {"mode": "capture-xdp", "cpus": [cpu], "netns": dut, "interfaces": {},
+                                 "note": f"capture process on CPU {cpu}; its XDP program fills its socket's ring"}
+    else:
+        tb.state["placement"] = {**placement.apply(dut, [cap_if], (cpu,), "wire"),
+                                 "note": f"capture process and its kernel receive path (the wire's ring) on CPU {cpu}"}
+    tb.state["dut_threads_cpus"] = [cpu]
 
 
 #: How long a DUT process may take to say it is ready.
