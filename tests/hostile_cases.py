@@ -490,6 +490,17 @@ conf("json Infinity rate", "selftest.rates_pps", '{"testbed": {"name": "simulate
 conf("yaml .nan", "trial.drain_s", "testbed: {name: simulated}\ntrial: {drain_s: .nan}\nmethods: [rfc2544_throughput]\n",
      suffix=".yaml")
 conf("yaml list at top", ".yaml", "- 1\n- 2\n", suffix=".yaml")
+conf("yaml testbed twice", "testbed is given twice",
+     "testbed: {name: simulated}\nmethods: [rfc2544_throughput]\ntestbed: {name: router}\n", suffix=".yaml")
+conf("yaml nested key twice", "trial.duration_s is given twice",
+     "testbed: {name: simulated}\ntrial: {duration_s: 0.05s, duration_s: 1s}\nmethods: [rfc2544_throughput]\n",
+     suffix=".yaml")
+conf("json testbed twice", "testbed is given twice",
+     '{"testbed": {"name": "simulated"}, "methods": ["rfc2544_throughput"], "testbed": {"name": "router"}}',
+     suffix=".json")
+conf("json nested key twice", "methods[0].rfc2544_throughput.resolution_pct is given twice",
+     '{"testbed": {"name": "simulated"}, "methods": [{"rfc2544_throughput": {"resolution_pct": 1, '
+     '"resolution_pct": 2}}]}', suffix=".json")
 conf("yaml scalar", ".yaml", "just text\n", suffix=".yaml")
 conf("unknown suffix", ".txt", "x = 1\n", suffix=".txt")
 conf("mlrsearch goal loss nan", "methods[0].mlrsearch.goals[0].loss_ratio",
