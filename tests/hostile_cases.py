@@ -28,7 +28,8 @@ from netrig.methods import REGISTRY as _REGISTRY
 
 #: A simulated run that would finish quickly if a bad value slipped through.
 SIM = ["--testbed", "simulated", "--sizes", "64", "--duration", "0.05s", "--no-selftest"]
-TRIAL = ["trial", "--tx", "lo", "--rx", "lo", "--duration", "0.1s"]
+TX = ["trial", "--tx", "lo", "--rx", "lo"]
+TRIAL = [*TX, "--duration", "0.1s"]
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,9 @@ for v in ["1e99s", "61s", "-1", "nan", "abc", "2m"]:
 for v in ["1e99s", "8d", "-1", "abc", "inf"]:
     cli("--warmup", *TRIAL, "--warmup", v)
 for v in ["0", "-5", "1e30", "abc", "1e999", "nan", "2e15"]:
-    cli("--frames", *TRIAL, "--frames", v)
+    cli("--frames", *TX, "--frames", v)
+cli("--frames", *TX, "--frames", "", name="trial --frames ''")
+cli("--frames", *TRIAL, "--frames", "100", name="trial --frames with --duration")
 cli("--io", *TRIAL, "--io", "dpdk")
 for v in ["0", "65", "x", "-1"]:
     cli("--queues", *TRIAL, "--queues", v)
@@ -154,7 +157,7 @@ cli("--flow-order", *TRIAL, "--flow-order", "random")
 for v in ["10:100", "x:100:10", "10:100:1", "10:100:1001", "0:100:10", "10:-5:10", "10:100:2.5", "nan:100:3", "",
           "10:100:10:1"]:
     cli("--ramp", *TRIAL, "--ramp", v)
-cli("--ramp", *TRIAL, "--frames", "1000", "--ramp", "10:100:10", name="trial --ramp with --frames")
+cli("--ramp", *TX, "--frames", "1000", "--ramp", "10:100:10", name="trial --ramp with --frames")
 cli("--event", *TRIAL, "--ramp", "10:100:2", "--event", "true", "--at", "0.05s", name="trial --event with --ramp")
 for v in ["x", "1.5"]:
     cli("--seed", *TRIAL, "--seed", v)

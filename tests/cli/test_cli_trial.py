@@ -10,6 +10,8 @@ import time
 import pytest
 from tests.conftest import needs_root, sh, veth_pair
 
+from netrig.cli.main import main
+
 pytestmark = [needs_root, pytest.mark.root]
 NETRIG = [sys.executable, "-m", "netrig.cli.main"]
 
@@ -48,6 +50,17 @@ def test_bad_input_is_one_clear_line(args, needle):
         assert r.returncode == 2
         assert needle in r.stderr, r.stderr
         assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--frames", "100", "--duration", "1s"], "--frames: not with --duration: a trial sends --frames 100 or for "
+                                              "--duration 1s, not both"),
+])
+def test_bad_option_is_one_clear_line_before_any_interface_is_opened(capsys, args, needle):
+    """On lo, which the transmit guard would refuse: the option is refused before that."""
+    assert main(["trial", "--tx", "lo", "--rx", "lo", *args]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and len(err.strip().splitlines()) == 1, err
 
 
 def test_unknown_interface_names_it():
