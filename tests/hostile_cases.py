@@ -341,6 +341,8 @@ for opt, vals in [("--pdr-loss", ["2", "-1", "nan", "inf"]), ("--width", ["0", "
                   ("--implementation", ["csit", ""])]:
     for v in vals:
         cli(opt, *NDR, opt, v)
+cli("--initial-duration", *NDR, "--initial-duration", "5s", "--final-duration", "1s",
+    name="ndr-pdr --initial-duration longer than --final-duration")
 LL = ["livelock", *SIM, "--out", "{dir}/out"]
 for opt, vals in [("--points", ["0", "1", "-1", "x"]), ("--resolution", ["0", "-1", "nan"])]:
     for v in vals:
