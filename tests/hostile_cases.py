@@ -434,6 +434,8 @@ for sect, key, val, want in [
         ("selftest", "rates_pps", "[1e300]", "selftest.rates_pps"), ("selftest", "duration_s", "-1", "selftest.duration_s"),
         ("thresholds", "min_throughput_pct", "nan", "thresholds.min_throughput_pct"),
         ("thresholds", "max_latency_ns", "inf", "thresholds.max_latency_ns"),
+        ("thresholds", "max_loss_ratio", "2", "thresholds.max_loss_ratio"),
+        ("thresholds", "max_loss_ratio", "-0.5", "thresholds.max_loss_ratio"),
         ("frames", "sizes", '["inc:64-1518:0"]', "frames.sizes"), ("frames", "sizes", '"inc:1518-64"', "frames.sizes"),
         ("frames", "sizes", "[nan]", "frames.sizes"), ("frames", "sizes", "[]", "frames.sizes"),
         ("frames", "sizes", '""', "frames.sizes"), ("frames", "sizes", '"64,,128"', "frames.sizes"),

@@ -54,6 +54,8 @@ goals = [{ name = "NDR" }, { name = "PDR", loss_ratio = 0.005 }]
     (_cfg(methods=[{"mlrsearch": {"implementation": "csit"}}]), "methods[0].mlrsearch.implementation: must be one of netrig, reference"),
     (_cfg(testbed={"name": "simulated", "simulator": {"capacity_pps": -5}}), "testbed.simulator.capacity_pps: must be > 0"),
     (_cfg(selftest={"factor": 0.5}), "selftest.factor: must be between 1 and 10"),
+    (_cfg(thresholds={"max_loss_ratio": 2}), "thresholds.max_loss_ratio: must be a ratio from 0 to 1"),
+    (_cfg(thresholds={"max_loss_ratio": -0.1}), "thresholds.max_loss_ratio: must be a ratio from 0 to 1"),
 ])
 def test_errors_name_the_field(data, message):
     with pytest.raises(ConfigError) as e:

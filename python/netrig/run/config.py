@@ -297,6 +297,13 @@ class ThresholdsConfig:
     max_latency_ns: float | None = None  # worst case (p99.9) latency
     max_loss_ratio: float | None = None  # iperf
 
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if f.name.endswith("_ratio") and v is not None and not 0 <= v <= 1:
+                raise ConfigError(f.name, f"must be a ratio from 0 to 1 (0.01 is 1 %), got {v:g}: give the ratio, "
+                                          "not a percentage")
+
 
 @dataclass(frozen=True)
 class OutputConfig:
