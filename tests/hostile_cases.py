@@ -157,6 +157,8 @@ cli("--flow-order", *TRIAL, "--flow-order", "random")
 for v in ["10:100", "x:100:10", "10:100:1", "10:100:1001", "0:100:10", "10:-5:10", "10:100:2.5", "nan:100:3", "",
           "10:100:10:1"]:
     cli("--ramp", *TRIAL, "--ramp", v)
+for steps in ["0", "-3"]:  # the error names the step count, not the length of a step
+    cli(f"--ramp: {steps} steps", *TRIAL, "--ramp", f"10:100:{steps}", name=f"trial --ramp 10:100:{steps} (steps)")
 cli("--ramp", *TX, "--frames", "1000", "--ramp", "10:100:10", name="trial --ramp with --frames")
 cli("--event", *TRIAL, "--ramp", "10:100:2", "--event", "true", "--at", "0.05s", name="trial --event with --ramp")
 for v in ["x", "1.5"]:

@@ -55,6 +55,7 @@ def test_bad_input_is_one_clear_line(args, needle):
 @pytest.mark.parametrize("args, needle", [
     (["--frames", "100", "--duration", "1s"], "--frames: not with --duration: a trial sends --frames 100 or for "
                                               "--duration 1s, not both"),
+    (["--duration", "1s", "--ramp", "10:100:0"], "--ramp: 0 steps: a ramp has 2.."),
 ])
 def test_bad_option_is_one_clear_line_before_any_interface_is_opened(capsys, args, needle):
     """On lo, which the transmit guard would refuse: the option is refused before that."""
