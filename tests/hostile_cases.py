@@ -91,6 +91,8 @@ cli("--over", *SWEEP, "--over", "flows=1", name="sweep --over one value")
 cli("--over", *SWEEP, "--over", "flows=1,1k,1000", name="sweep --over a value twice")
 cli("--over", *SWEEP, "--over", "flows=" + ",".join(str(i) for i in range(1, 40)), name="sweep --over 39 values")
 cli("--over", *SWEEP, "--over", "flows=1,0", name="sweep --over flows=0")
+cli("ports.flows = -2: ports.flows: must be a positive integer", *SWEEP, "--over", "flows=1,-2",
+    name="sweep --over flows=-2")
 cli("--over", *SWEEP, "--over", "flows=1,99999999999", name="sweep --over flows past the limit")
 cli("--over", *SWEEP, "--over", "Flows!=1,2", name="sweep --over a malformed key")
 cli("--over", *SWEEP, "--over", "nosuch.key=1,2", name="sweep --over an unknown config key")

@@ -133,7 +133,7 @@ class PortsConfig:
             raise ConfigError("io", f"must be one of {', '.join(IO_MODES)} (got {self.io!r})")
         for name, hi in (("queues", MAX_QUEUES), ("flows", MAX_FLOWS)):
             if not 1 <= getattr(self, name) <= hi:
-                raise ConfigError(name, f"must be 1..{hi} (got {getattr(self, name)})")
+                raise ConfigError(name, f"must be a positive integer, at most {hi} (got {getattr(self, name)})")
         if not 0 <= self.busy_poll_us <= 1_000_000:
             raise ConfigError("busy_poll_us", f"must be 0..1000000 microseconds (got {self.busy_poll_us})")
         if self.busy_poll_us and self.io not in ("auto", "af_xdp"):
