@@ -571,6 +571,10 @@ report("schema text", "schema_version", {"result.json": json.dumps({"schema_vers
 report("trials not a list", "trials", {"result.json": json.dumps({"schema_version": 2, "trials": 5})})
 report("empty", "empty file", {"result.json": ""})
 report("directory without results", "directory holds no", {"sub/x.txt": "x"}, target="sub")
+report("trial log with a corrupt middle line", "trials.ndjson:2: corrupt line",
+       {"trials.ndjson": _log()[:-1] + "\n{oops\n" + json.dumps(TRIAL_REC) + "\n"}, target="trials.ndjson")
+report("trial log with a bad record", "trials.ndjson:3: trial 0/64/0/0: counts must be an object",
+       {"trials.ndjson": _log(TRIAL_REC, {**TRIAL_REC, "counts": 5}) + '{"type": "tri'}, target="trials.ndjson")
 CASES.append(Case("compare missing", "no such result file", argv=("compare", "{dir}/a.json", "{dir}/b.json",
                                                                    "-o", "{dir}/c.html")))
 

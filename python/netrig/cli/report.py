@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from netrig.report import write_report
 
@@ -23,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    out = write_report(args.result, args.output)
+    out = write_report(args.result, args.output, notify=lambda line: print(f"netrig: {line}", file=sys.stderr))
     print(out)
     print(out.with_suffix(".md"))
     return 0
