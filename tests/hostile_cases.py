@@ -575,6 +575,11 @@ report("trial log with a corrupt middle line", "trials.ndjson:2: corrupt line",
        {"trials.ndjson": _log()[:-1] + "\n{oops\n" + json.dumps(TRIAL_REC) + "\n"}, target="trials.ndjson")
 report("trial log with a bad record", "trials.ndjson:3: trial 0/64/0/0: counts must be an object",
        {"trials.ndjson": _log(TRIAL_REC, {**TRIAL_REC, "counts": 5}) + '{"type": "tri'}, target="trials.ndjson")
+for out in ("", "{dir}"):  # nothing, or a directory, where the report's file name belongs
+    CASES.append(Case(f"report -o {out!r}", "-o: ", argv=("report", "{dir}/result.json", "-o", out),
+                      files={"result.json": json.dumps({"schema_version": 2})}))
+CASES.append(Case("compare -o ''", "-o: ", argv=("compare", "{dir}/a.json", "{dir}/a.json", "-o", ""),
+                  files={"a.json": json.dumps({"schema_version": 2})}))
 CASES.append(Case("compare missing", "no such result file", argv=("compare", "{dir}/a.json", "{dir}/b.json",
                                                                    "-o", "{dir}/c.html")))
 

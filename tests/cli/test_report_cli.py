@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from netrig.cli.main import main
 
 ROUTER = Path(__file__).resolve().parents[1] / "data" / "report-router-handmade.json"
@@ -22,3 +24,12 @@ def test_a_torn_trial_log_is_drawn_from_its_complete_records_and_said_in_one_lin
     assert err == f"netrig: {log}:6: the last record was torn (the run was killed while writing it); left out, " \
                   "the 4 complete trial records before it are read\n"
     assert "the last record was torn" in (log.parent / "report.md").read_text()
+
+
+@pytest.mark.parametrize("out, says", [("", "'' is empty"), ("{tmp}", "'{tmp}' is a directory")])
+def test_an_output_that_is_no_file_name_is_refused_naming_the_option(tmp_path, capsys, out, says):
+    out, says = out.format(tmp=tmp_path), says.format(tmp=tmp_path)
+    assert main(["report", str(ROUTER), "-o", out]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"netrig: error: -o: {says}, not a file name: give the file to write, e.g. -o ")
+    assert err.count("\n") == 1 and err.rstrip().endswith("report.html")
