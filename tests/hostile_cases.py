@@ -710,7 +710,15 @@ cli("nrnosuchns", "ports", "--netns", "nrnosuchns")
 
 def _api_cases() -> None:
     from netrig import Stream, run_trial
-    from netrig.model import FrameSize, parse_count, parse_duration, parse_rate, parse_speed
+    from netrig.model import (
+        MAX_FRAME_SIZE,
+        MIN_FRAME_SIZE,
+        FrameSize,
+        parse_count,
+        parse_duration,
+        parse_rate,
+        parse_speed,
+    )
     from netrig.run.config import config_from_dict
     from netrig.testbed import Testbed, TestbedOptions
     from netrig.trial import Port
@@ -754,6 +762,9 @@ def _api_cases() -> None:
                      ({"rate_pps": 1, "pcap": "/dev/null"}, "pcap"),
                      ({"rate_pps": 1, "pcap": "/dev/zero"}, "pcap"), ({"rate_pps": 1, "pcap": "/tmp"}, "pcap")]:
         api(f"Stream({kw})", want, lambda kw=kw: Stream(**kw))
+    for size in (-1, 1 << 70):  # the frame sizes' range, not the engine integer's
+        api(f"Stream(frame_size={size}) range", f"frame sizes are {MIN_FRAME_SIZE}..{MAX_FRAME_SIZE} bytes",
+            lambda size=size: Stream(rate_pps=1, frame_size=size))
     for args, kw, want in [((5,), {}, "ifname"), (("lo",), {"queues": True}, "queues"), (("lo",), {"queues": 0}, "queues"),
                            (("lo",), {"io": "dpdk"}, "io"), (("lo",), {"busy_poll_us": -1}, "busy_poll_us"),
                            (("lo",), {"netns": 5}, "netns"), (("lo",), {"i_know_this_is_live": "yes"},
