@@ -23,7 +23,7 @@ from rich.text import Text
 
 from netrig import _native
 from netrig.cli.common import check_netns, console, event_pairs, rename_field, require_root
-from netrig.errors import ConfigError, InterruptedTrial, TestbedError
+from netrig.errors import ConfigError, InterruptedTrial, TestbedError, interrupt_status
 from netrig.measure.events import (
     DEFAULT_TIMEOUT_S,
     INTERVAL_S,
@@ -662,19 +662,19 @@ def run_listen(args) -> int:
             print(f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} listening {snap.elapsed_s:.1f}s/{duration:g}s "
                   f"rx {snap.rx_frames:,}", file=sys.stderr, flush=True)
 
-    interrupted = None
+    interrupted: InterruptedTrial | None = None
     try:
         res: ListenResult = listen(ports, duration, rx_cpus=args.rx_cpu, progress=progress)
     except InterruptedTrial as e:
         partial = getattr(e, "partial", None)
         if partial is None:
             raise
-        res, interrupted = partial, e.reason
+        res, interrupted = partial, e
     except ConfigError as e:
         raise rename_field(e, {**FIELDS, "ifname": "--rx", "duration_s": "--duration"}) from None
     if args.json:
         print(json.dumps({"config": {"rx": [p.ifname for p in ports], "duration_s": duration},
-                          "listen": res.to_dict(), "interrupted": bool(interrupted)}, indent=2))
+                          "listen": res.to_dict(), "interrupted": interrupted is not None}, indent=2))
     else:
         for t in listen_tables(res):
             con.print(t)
@@ -684,9 +684,9 @@ def run_listen(args) -> int:
     if drops:
         print(f"netrig: the tester's own ring dropped {drops:,} frames: the counts above miss them (they are "
               "the tester's loss, not the sender's); try --queues, --io af_xdp or a quieter CPU", file=sys.stderr)
-    if interrupted:
-        print(f"netrig: {interrupted}: receiving stopped, nothing left running", file=sys.stderr)
-        return 130 if interrupted.endswith("(Ctrl-C)") else 143
+    if interrupted is not None:
+        print(f"netrig: {interrupted.reason}: receiving stopped, nothing left running", file=sys.stderr)
+        return interrupt_status(interrupted)
     return 1 if drops or res.error else 0
 
 
@@ -788,7 +788,7 @@ def run(args) -> int:
                 if len(plan.streams) > 1:
                     con.print(streams_table(partial, plan))
         print(f"netrig: {e.reason}: traffic stopped, nothing left running", file=sys.stderr)
-        return 130 if e.reason.endswith("(Ctrl-C)") else 143
+        return interrupt_status(e)
     except ConfigError as e:
         raise rename_field(e, FIELDS) from None
     results = event_results(res, runs) if runs else ()
