@@ -11,6 +11,7 @@ only through ``netrig.results`` (by ``RunView.load``).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -57,7 +58,9 @@ def render_compare(runs: Sequence[RunView]) -> tuple[str, str]:
 
 
 def _write(path: Path, text: str) -> None:
-    """Write atomically (temp file + rename) so a viewer never sees half a report."""
+    """Write atomically (temp file + rename) so a viewer never sees half a report; a write that
+    fails leaves no temp file behind."""
+    tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
@@ -66,6 +69,9 @@ def _write(path: Path, text: str) -> None:
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except OSError as e:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
         raise ResultError(f"{path}: cannot write the report: {e.strerror or e}") from None
 
 
