@@ -28,7 +28,8 @@ from netrig.methods import REGISTRY as _REGISTRY
 
 #: A simulated run that would finish quickly if a bad value slipped through.
 SIM = ["--testbed", "simulated", "--sizes", "64", "--duration", "0.05s", "--no-selftest"]
-TRIAL = ["trial", "--tx", "lo", "--rx", "lo", "--duration", "0.1s"]
+TX = ["trial", "--tx", "lo", "--rx", "lo"]
+TRIAL = [*TX, "--duration", "0.1s"]
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,8 @@ cli("--over", *SWEEP, "--over", "flows=1", name="sweep --over one value")
 cli("--over", *SWEEP, "--over", "flows=1,1k,1000", name="sweep --over a value twice")
 cli("--over", *SWEEP, "--over", "flows=" + ",".join(str(i) for i in range(1, 40)), name="sweep --over 39 values")
 cli("--over", *SWEEP, "--over", "flows=1,0", name="sweep --over flows=0")
+cli("ports.flows = -2: ports.flows: must be a positive integer", *SWEEP, "--over", "flows=1,-2",
+    name="sweep --over flows=-2")
 cli("--over", *SWEEP, "--over", "flows=1,99999999999", name="sweep --over flows past the limit")
 cli("--over", *SWEEP, "--over", "Flows!=1,2", name="sweep --over a malformed key")
 cli("--over", *SWEEP, "--over", "nosuch.key=1,2", name="sweep --over an unknown config key")
@@ -114,7 +117,9 @@ for v in ["1e99s", "61s", "-1", "nan", "abc", "2m"]:
 for v in ["1e99s", "8d", "-1", "abc", "inf"]:
     cli("--warmup", *TRIAL, "--warmup", v)
 for v in ["0", "-5", "1e30", "abc", "1e999", "nan", "2e15"]:
-    cli("--frames", *TRIAL, "--frames", v)
+    cli("--frames", *TX, "--frames", v)
+cli("--frames", *TX, "--frames", "", name="trial --frames ''")
+cli("--frames", *TRIAL, "--frames", "100", name="trial --frames with --duration")
 cli("--io", *TRIAL, "--io", "dpdk")
 for v in ["0", "65", "x", "-1"]:
     cli("--queues", *TRIAL, "--queues", v)
@@ -154,7 +159,9 @@ cli("--flow-order", *TRIAL, "--flow-order", "random")
 for v in ["10:100", "x:100:10", "10:100:1", "10:100:1001", "0:100:10", "10:-5:10", "10:100:2.5", "nan:100:3", "",
           "10:100:10:1"]:
     cli("--ramp", *TRIAL, "--ramp", v)
-cli("--ramp", *TRIAL, "--frames", "1000", "--ramp", "10:100:10", name="trial --ramp with --frames")
+for steps in ["0", "-3"]:  # the error names the step count, not the length of a step
+    cli(f"--ramp: {steps} steps", *TRIAL, "--ramp", f"10:100:{steps}", name=f"trial --ramp 10:100:{steps} (steps)")
+cli("--ramp", *TX, "--frames", "1000", "--ramp", "10:100:10", name="trial --ramp with --frames")
 cli("--event", *TRIAL, "--ramp", "10:100:2", "--event", "true", "--at", "0.05s", name="trial --event with --ramp")
 for v in ["x", "1.5"]:
     cli("--seed", *TRIAL, "--seed", v)
@@ -338,6 +345,8 @@ for opt, vals in [("--pdr-loss", ["2", "-1", "nan", "inf"]), ("--width", ["0", "
                   ("--implementation", ["csit", ""])]:
     for v in vals:
         cli(opt, *NDR, opt, v)
+cli("--initial-duration", *NDR, "--initial-duration", "5s", "--final-duration", "1s",
+    name="ndr-pdr --initial-duration longer than --final-duration")
 LL = ["livelock", *SIM, "--out", "{dir}/out"]
 for opt, vals in [("--points", ["0", "1", "-1", "x"]), ("--resolution", ["0", "-1", "nan"])]:
     for v in vals:
@@ -429,6 +438,8 @@ for sect, key, val, want in [
         ("selftest", "rates_pps", "[1e300]", "selftest.rates_pps"), ("selftest", "duration_s", "-1", "selftest.duration_s"),
         ("thresholds", "min_throughput_pct", "nan", "thresholds.min_throughput_pct"),
         ("thresholds", "max_latency_ns", "inf", "thresholds.max_latency_ns"),
+        ("thresholds", "max_loss_ratio", "2", "thresholds.max_loss_ratio"),
+        ("thresholds", "max_loss_ratio", "-0.5", "thresholds.max_loss_ratio"),
         ("frames", "sizes", '["inc:64-1518:0"]', "frames.sizes"), ("frames", "sizes", '"inc:1518-64"', "frames.sizes"),
         ("frames", "sizes", "[nan]", "frames.sizes"), ("frames", "sizes", "[]", "frames.sizes"),
         ("frames", "sizes", '""', "frames.sizes"), ("frames", "sizes", '"64,,128"', "frames.sizes"),
@@ -490,6 +501,17 @@ conf("json Infinity rate", "selftest.rates_pps", '{"testbed": {"name": "simulate
 conf("yaml .nan", "trial.drain_s", "testbed: {name: simulated}\ntrial: {drain_s: .nan}\nmethods: [rfc2544_throughput]\n",
      suffix=".yaml")
 conf("yaml list at top", ".yaml", "- 1\n- 2\n", suffix=".yaml")
+conf("yaml testbed twice", "testbed is given twice",
+     "testbed: {name: simulated}\nmethods: [rfc2544_throughput]\ntestbed: {name: router}\n", suffix=".yaml")
+conf("yaml nested key twice", "trial.duration_s is given twice",
+     "testbed: {name: simulated}\ntrial: {duration_s: 0.05s, duration_s: 1s}\nmethods: [rfc2544_throughput]\n",
+     suffix=".yaml")
+conf("json testbed twice", "testbed is given twice",
+     '{"testbed": {"name": "simulated"}, "methods": ["rfc2544_throughput"], "testbed": {"name": "router"}}',
+     suffix=".json")
+conf("json nested key twice", "methods[0].rfc2544_throughput.resolution_pct is given twice",
+     '{"testbed": {"name": "simulated"}, "methods": [{"rfc2544_throughput": {"resolution_pct": 1, '
+     '"resolution_pct": 2}}]}', suffix=".json")
 conf("yaml scalar", ".yaml", "just text\n", suffix=".yaml")
 conf("unknown suffix", ".txt", "x = 1\n", suffix=".txt")
 conf("mlrsearch goal loss nan", "methods[0].mlrsearch.goals[0].loss_ratio",
@@ -549,6 +571,15 @@ report("schema text", "schema_version", {"result.json": json.dumps({"schema_vers
 report("trials not a list", "trials", {"result.json": json.dumps({"schema_version": 2, "trials": 5})})
 report("empty", "empty file", {"result.json": ""})
 report("directory without results", "directory holds no", {"sub/x.txt": "x"}, target="sub")
+report("trial log with a corrupt middle line", "trials.ndjson:2: corrupt line",
+       {"trials.ndjson": _log()[:-1] + "\n{oops\n" + json.dumps(TRIAL_REC) + "\n"}, target="trials.ndjson")
+report("trial log with a bad record", "trials.ndjson:3: trial 0/64/0/0: counts must be an object",
+       {"trials.ndjson": _log(TRIAL_REC, {**TRIAL_REC, "counts": 5}) + '{"type": "tri'}, target="trials.ndjson")
+for out in ("", "{dir}"):  # nothing, or a directory, where the report's file name belongs
+    CASES.append(Case(f"report -o {out!r}", "-o: ", argv=("report", "{dir}/result.json", "-o", out),
+                      files={"result.json": json.dumps({"schema_version": 2})}))
+CASES.append(Case("compare -o ''", "-o: ", argv=("compare", "{dir}/a.json", "{dir}/a.json", "-o", ""),
+                  files={"a.json": json.dumps({"schema_version": 2})}))
 CASES.append(Case("compare missing", "no such result file", argv=("compare", "{dir}/a.json", "{dir}/b.json",
                                                                    "-o", "{dir}/c.html")))
 
@@ -679,7 +710,15 @@ cli("nrnosuchns", "ports", "--netns", "nrnosuchns")
 
 def _api_cases() -> None:
     from netrig import Stream, run_trial
-    from netrig.model import FrameSize, parse_count, parse_duration, parse_rate, parse_speed
+    from netrig.model import (
+        MAX_FRAME_SIZE,
+        MIN_FRAME_SIZE,
+        FrameSize,
+        parse_count,
+        parse_duration,
+        parse_rate,
+        parse_speed,
+    )
     from netrig.run.config import config_from_dict
     from netrig.testbed import Testbed, TestbedOptions
     from netrig.trial import Port
@@ -723,6 +762,9 @@ def _api_cases() -> None:
                      ({"rate_pps": 1, "pcap": "/dev/null"}, "pcap"),
                      ({"rate_pps": 1, "pcap": "/dev/zero"}, "pcap"), ({"rate_pps": 1, "pcap": "/tmp"}, "pcap")]:
         api(f"Stream({kw})", want, lambda kw=kw: Stream(**kw))
+    for size in (-1, 1 << 70):  # the frame sizes' range, not the engine integer's
+        api(f"Stream(frame_size={size}) range", f"frame sizes are {MIN_FRAME_SIZE}..{MAX_FRAME_SIZE} bytes",
+            lambda size=size: Stream(rate_pps=1, frame_size=size))
     for args, kw, want in [((5,), {}, "ifname"), (("lo",), {"queues": True}, "queues"), (("lo",), {"queues": 0}, "queues"),
                            (("lo",), {"io": "dpdk"}, "io"), (("lo",), {"busy_poll_us": -1}, "busy_poll_us"),
                            (("lo",), {"netns": 5}, "netns"), (("lo",), {"i_know_this_is_live": "yes"},

@@ -231,3 +231,12 @@ def test_interrupt_status_is_the_signal_also_through_an_interrupted_trial():
     except InterruptedTrial as e:
         assert interrupt_status(e) == 143
     assert interrupt_status(InterruptedTrial("trial interrupted")) == 130
+
+
+@pytest.mark.parametrize("steps, step_s", [(0, 0.0), (-3, 0.0), (1, 1.0), (_native.MAX_RAMP_STEPS + 1, 1.0)])
+def test_a_ramp_with_a_bad_step_count_says_so_not_that_its_steps_are_too_short(steps, step_s):
+    from netrig.trial import linear_ramp
+
+    with pytest.raises(ConfigError) as e:
+        linear_ramp(0.1, 1.0, steps, step_s)
+    assert str(e.value) == f"ramp: {steps} steps: a ramp has 2..{_native.MAX_RAMP_STEPS} steps (one phase per step)"

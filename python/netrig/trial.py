@@ -270,6 +270,9 @@ def linear_ramp(from_scale: float, to_scale: float, steps: int, step_s: float | 
     each, the load going from ``from_scale`` to ``to_scale`` × the streams' rates in equal steps (both
     included; up or down). With ``interval_s=step_s`` the result counts every step apart. Errors
     name ``ramp``."""
+    if isinstance(steps, int) and not isinstance(steps, bool) and not 2 <= steps <= _native.MAX_RAMP_STEPS:
+        # the engine refuses it too, but reads the step's length first: a bad count was blamed on that
+        raise ConfigError("ramp", f"{steps} steps: a ramp has 2..{_native.MAX_RAMP_STEPS} steps (one phase per step)")
     phases = _native.linear_ramp(from_scale, to_scale, steps, _seconds(step_s, "ramp"))
     return [(p.duration_s, p.rate_scale) for p in phases]
 

@@ -6,9 +6,14 @@ import signal
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import pytest
 from tests.conftest import needs_root, sh, veth_pair
+
+from netrig.cli import trial as cli_trial
+from netrig.cli.main import main
+from netrig.errors import InterruptedTrial, Terminated
 
 pytestmark = [needs_root, pytest.mark.root]
 NETRIG = [sys.executable, "-m", "netrig.cli.main"]
@@ -48,6 +53,43 @@ def test_bad_input_is_one_clear_line(args, needle):
         assert r.returncode == 2
         assert needle in r.stderr, r.stderr
         assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--frames", "100", "--duration", "1s"], "--frames: not with --duration: a trial sends --frames 100 or for "
+                                              "--duration 1s, not both"),
+    (["--duration", "1s", "--ramp", "10:100:0"], "--ramp: 0 steps: a ramp has 2.."),
+])
+def test_bad_option_is_one_clear_line_before_any_interface_is_opened(capsys, args, needle):
+    """On lo, which the transmit guard would refuse: the option is refused before that."""
+    assert main(["trial", "--tx", "lo", "--rx", "lo", *args]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and len(err.strip().splitlines()) == 1, err
+
+
+def _stopped_by(signum: int, partial: object = None):
+    """A stand-in for the engine's wait: the trial stopped by ``signum`` (as ``_watch`` raises it)."""
+    def stop(*args, **kw):
+        try:
+            raise Terminated(signum)
+        except Terminated:
+            err = InterruptedTrial(f"trial stopped by {signal.Signals(signum).name}",
+                                   f"stopped by {signal.Signals(signum).name}")
+            err.partial = partial
+            raise err from None
+    return stop
+
+
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGTERM], ids=["SIGHUP", "SIGTERM"])
+def test_a_trial_stopped_by_a_signal_exits_128_plus_it_as_run_does(monkeypatch, capsys, signum):
+    """docs/cli.md: 143 after SIGTERM, 129 after SIGHUP (trial said 143 for both); lo is never
+    opened: the engine's wait is stood in for."""
+    monkeypatch.setattr(cli_trial, "run_trial", _stopped_by(signum))
+    assert main(["trial", "--tx", "lo", "--rx", "lo", "--duration", "1s"]) == 128 + signum
+    assert f"stopped by {signal.Signals(signum).name}" in capsys.readouterr().err
+    partial = SimpleNamespace(to_dict=dict, ports=[], error=None)
+    monkeypatch.setattr(cli_trial, "listen", _stopped_by(signum, partial))
+    assert main(["trial", "--rx", "lo", "--duration", "1s", "--json"]) == 128 + signum
 
 
 def test_unknown_interface_names_it():

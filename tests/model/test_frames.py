@@ -38,6 +38,21 @@ def test_bad_frame_sizes_name_the_field(value, words):
     assert e.value.field == "--size" and words in e.value.message
 
 
+@pytest.mark.parametrize("value, size", [(-1, -1), (1 << 70, 1 << 70), (("random", -1, 1518), -1),
+                                         ([(-64, 1)], -64), (("increment", -5, 128, 1), -5)])
+def test_a_size_beyond_the_engines_integers_gets_the_frame_sizes_range(value, size):
+    """Not the range of the engine's integer type (it said 0..18446744073709551615 for -1)."""
+    with pytest.raises(ConfigError) as e:
+        FrameSize.parse(value)
+    assert e.value.message == (f"{size} B is out of range: frame sizes are {_native.MIN_FRAME_SIZE}.."
+                               f"{_native.MAX_FRAME_SIZE} bytes including the {_native.FCS_BYTES}-byte FCS")
+
+
+def test_a_negative_increment_step_says_the_step_must_be_positive():
+    with pytest.raises(ConfigError, match=r"the increment step must be > 0 bytes \(got -1\)"):
+        FrameSize.parse(("increment", 64, 128, -1))
+
+
 def test_size_lists():
     assert [f.label for f in parse_frame_sizes("rfc")] == list(RFC2544_FRAME_SIZES)
     assert [f.label for f in parse_frame_sizes("64, 1518,imix")] == [64, 1518, "imix"]

@@ -8,6 +8,7 @@ import pytest
 from report_golden import DATA, GOLDEN, NAT, ROUTER
 
 from netrig.cli.main import main
+from netrig.errors import ResultError
 from netrig.report import write_compare, write_report
 from netrig.report.html import COMPARE_SECTIONS, REPORT_SECTIONS
 from netrig.results import SCHEMA_VERSION
@@ -69,6 +70,14 @@ def test_default_output_beside_result(tmp_path, minimal_doc):
     (d / "result.json").write_text(json.dumps(minimal_doc))
     out = write_report(d / "result.json")
     assert out == d / "report.html" and (d / "report.md").is_file()
+
+
+def test_a_report_that_cannot_be_written_leaves_no_temp_file_behind(tmp_path, minimal_doc):
+    (tmp_path / "result.json").write_text(json.dumps(minimal_doc))
+    (tmp_path / "out").mkdir()  # where the report's file belongs: os.replace fails
+    with pytest.raises(ResultError, match="cannot write the report"):
+        write_report(tmp_path / "result.json", tmp_path / "out")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "result.json"]
 
 
 def test_missing_sections_render(tmp_path, minimal_doc):

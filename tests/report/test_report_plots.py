@@ -92,3 +92,30 @@ def test_no_data_draws_nothing(minimal_doc):
 def test_plot_names_are_unique():
     names = [p.name for p in (*REGISTRY.plots(), *REPORT_PLOTS)]
     assert len(names) == len(set(names))
+
+
+def test_a_very_long_name_is_shortened_in_the_plots_and_nothing_warns(tmp_path):
+    """A name hundreds of characters long (a config name, a run directory) squeezed the axes to nothing
+    and matplotlib warned on stderr; titles and legends now cut such a line in the middle."""
+    import json
+    import warnings
+
+    from netrig.report import write_compare, write_report
+    from netrig.view.plotkit import MAX_TEXT_CHARS
+
+    files = []
+    for tag, path in (("a", ROUTER), ("b", NAT)):  # between them, data for every plot type
+        doc = json.loads(path.read_text())
+        doc["config"]["name"] = f"{tag}-{'x' * 400}-end"
+        files.append(tmp_path / f"{tag}.json")
+        files[-1].write_text(json.dumps(doc))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        write_report(files[0], tmp_path / "a.html")
+        write_report(files[1], tmp_path / "b.html")
+        write_compare(files, tmp_path / "c.html")
+    assert [str(w.message) for w in caught] == []
+    for page in ("a.html", "b.html", "c.html"):
+        texts = re.findall(r"<text\b[^>]*>([^<]*)</text>", (tmp_path / page).read_text())
+        assert texts and max(len(t) for t in texts) <= MAX_TEXT_CHARS, page
+    assert any(t.startswith("b-xxx") and t.endswith("x-end") and "…" in t for t in texts)

@@ -83,6 +83,34 @@ def test_unfinished_trial_log(tmp_path):
     assert r.complete is False and len(r.trials()) == 5 and throughput.entries(r) == []
 
 
+def _log(tmp_path, trials: int, tail: str):
+    doc = json.loads(ROUTER.read_text())
+    lines = [json.dumps({"type": "header", "schema_version": 2, "run_id": "x", "config": doc["config"]})]
+    lines += [json.dumps({"type": "trial", **t}) for t in doc["trials"][:trials]]
+    p = tmp_path / "trials.ndjson"
+    p.write_text("\n".join(lines) + "\n" + tail)
+    return p, lines
+
+
+def test_a_torn_last_record_is_left_out_and_said_as_resume_does(tmp_path):
+    p, lines = _log(tmp_path, 5, "")
+    p.write_text(p.read_text() + lines[-1][:40])  # what a crash leaves: the last record cut off
+    r = RunView.load(p)
+    assert r.complete is False and len(r.trials()) == 5
+    assert r.torn == [f"{p}:7: the last record was torn (the run was killed while writing it); left out, the 5 "
+                      "complete trial records before it are read"]
+    assert [f["code"] for f in r.flags()] == ["trial_log_torn"]
+    assert RunView.load(_log(tmp_path, 5, "")[0]).torn == []
+
+
+def test_a_corrupt_record_before_the_last_names_its_line(tmp_path):
+    p, lines = _log(tmp_path, 3, "")
+    p.write_text("\n".join([*lines[:2], lines[2][:40], *lines[3:]]) + "\n")
+    with pytest.raises(ResultError) as e:
+        RunView.load(p)
+    assert str(e.value).startswith(f"{p}:3: corrupt line (not JSON)")
+
+
 def test_router_numbers():
     r = RunView.load(ROUTER)
     assert r.name == "router" and r.speed_bps == 1e9

@@ -54,6 +54,8 @@ goals = [{ name = "NDR" }, { name = "PDR", loss_ratio = 0.005 }]
     (_cfg(methods=[{"mlrsearch": {"implementation": "csit"}}]), "methods[0].mlrsearch.implementation: must be one of netrig, reference"),
     (_cfg(testbed={"name": "simulated", "simulator": {"capacity_pps": -5}}), "testbed.simulator.capacity_pps: must be > 0"),
     (_cfg(selftest={"factor": 0.5}), "selftest.factor: must be between 1 and 10"),
+    (_cfg(thresholds={"max_loss_ratio": 2}), "thresholds.max_loss_ratio: must be a ratio from 0 to 1"),
+    (_cfg(thresholds={"max_loss_ratio": -0.1}), "thresholds.max_loss_ratio: must be a ratio from 0 to 1"),
 ])
 def test_errors_name_the_field(data, message):
     with pytest.raises(ConfigError) as e:
@@ -70,6 +72,31 @@ def test_bad_file(tmp_path):
     (tmp_path / "x.ini").write_text("")
     with pytest.raises(ConfigError, match="unknown file type"):
         load_config(tmp_path / "x.ini")
+
+
+@pytest.mark.parametrize("name, text, message", [
+    ("c.yaml", "testbed: {name: simulated}\ntestbed: {name: router}\nmethods: [iperf]\n",
+     "c.yaml: testbed is given twice (lines 1 and 2): keep one"),
+    ("c.yaml", "methods: [iperf]\ntrial:\n  duration_s: 1s\n  drain_s: 0s\n  duration_s: 2s\n",
+     "c.yaml: trial.duration_s is given twice (lines 3 and 5): keep one"),
+    ("c.yml", "methods:\n  - mlrsearch: {goals: [{name: NDR, loss_ratio: 0, loss_ratio: 0.1}]}\n",
+     "c.yml: methods[0].mlrsearch.goals[0].loss_ratio is given twice (line 2): keep one"),
+    ("c.json", '{"testbed": {"name": "simulated"}, "testbed": {"name": "router"}, "methods": ["iperf"]}',
+     "c.json: testbed is given twice: keep one"),
+    ("c.json", '{"methods": [{"iperf": {"rate_pct": 5, "rate_pct": 50}}]}',
+     "c.json: methods[0].iperf.rate_pct is given twice: keep one"),
+])
+def test_a_key_given_twice_is_refused_naming_its_path(tmp_path, name, text, message):
+    (tmp_path / name).write_text(text)
+    with pytest.raises(ConfigError) as e:
+        load_config(tmp_path / name)
+    assert str(e.value).startswith(str(tmp_path / message)), str(e.value)
+
+
+def test_yaml_aliases_and_merge_keys_are_not_keys_given_twice(tmp_path):
+    (tmp_path / "c.yaml").write_text("testbed: &tb {name: simulated}\nselftest: {enabled: false}\n"
+                                     "methods: [{iperf: &p {rate_pct: 5}}, {iperf: {<<: *p, rate_pct: 50}}]\n")
+    assert [m.params.rate_pct for m in load_config(tmp_path / "c.yaml").methods] == [5, 50]
 
 
 def test_stream_table_reaches_every_stream_and_only_then_the_result():

@@ -109,6 +109,15 @@ def check_writable(path: str | None, option: str, what: str) -> None:
         raise ConfigError(option, f"{path}: cannot write {what} there ({e.strerror})") from None
 
 
+def check_file_name(path: str | None, option: str, example: str) -> None:
+    """``path`` (when given) names a file to write, not nothing or a directory; else a ConfigError for
+    ``option`` with an ``example`` file name."""
+    if path is not None and (not path.strip() or path.endswith("/") or os.path.isdir(path)):
+        what = "a directory" if path.strip() else "empty"
+        raise ConfigError(option, f"{path!r} is {what}, not a file name: give the file to write, e.g. "
+                                  f"{option} {os.path.join(path.strip(), example)}")
+
+
 def event_pairs(cmds: list[str] | None, ats: list[str] | None) -> list[Event]:
     """The ``--event CMD`` / ``--at T`` pairs (paired in order); errors name the option to fix."""
     cmds, ats = cmds or [], ats or []

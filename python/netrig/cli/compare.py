@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 
+from netrig.cli.common import check_file_name
 from netrig.report import write_compare
 
 
@@ -21,6 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_file_name(args.output, "-o", "compare.html")
     out = write_compare(args.results, args.output)
     print(out)
     print(out.with_suffix(".md"))

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
+from netrig.cli.common import check_file_name
 from netrig.report import write_report
 
 
@@ -23,7 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    out = write_report(args.result, args.output)
+    check_file_name(args.output, "-o", "report.html")
+    out = write_report(args.result, args.output, notify=lambda line: print(f"netrig: {line}", file=sys.stderr))
     print(out)
     print(out.with_suffix(".md"))
     return 0

@@ -37,8 +37,9 @@ def register(sub: Any) -> None:
 
 
 def parse_value(text: str) -> int | float | str:
-    """``16`` → 16, ``64k`` → 64000, ``0.5`` → 0.5, anything else stays a string (``100kpps``)."""
-    m = re.fullmatch(r"(\d+)([kMG]?)", text)
+    """``16`` → 16, ``64k`` → 64000, ``-2`` → -2, ``0.5`` → 0.5, anything else stays a string
+    (``100kpps``)."""
+    m = re.fullmatch(r"(-?\d+)([kMG]?)", text)
     if m:
         return int(m.group(1)) * _SI.get(m.group(2), 1)
     try:

@@ -24,7 +24,7 @@ from rich.text import Text
 
 from netrig import _native
 from netrig.cli.common import check_netns, console, event_pairs, rename_field, require_root
-from netrig.errors import ConfigError, InterruptedTrial, TestbedError
+from netrig.errors import ConfigError, InterruptedTrial, TestbedError, interrupt_status
 from netrig.measure.events import (
     DEFAULT_TIMEOUT_S,
     INTERVAL_S,
@@ -66,6 +66,8 @@ from netrig.trial import (
 
 #: Addresses without a test bed: the tester addresses of the test beds' plan (RFC 2544 range).
 DEFAULT_SRC_IP, DEFAULT_DST_IP = "198.18.0.2", "198.19.0.2"
+#: How long a trial sends without --duration or --frames.
+DEFAULT_DURATION = "10s"
 #: Without a terminal, a progress line this often (seconds).
 PLAIN_PROGRESS_S = 1.0
 #: Live snapshots of a trial with events (the first one in the run fixes the run start), seconds.
@@ -156,8 +158,8 @@ def register(sub) -> None:
                    "random:64-1518, inc:64-1518:64 (default 64)")
     p.add_argument("--rate", default="10kpps", help="offered rate: 100kpps, 1.5Mpps, 1Gbps (L1), 1Gbps-l2, "
                    "50%% (needs --line-rate), or max (default 10kpps)")
-    p.add_argument("--duration", default="10s", help="how long to send: 10s, 500ms, 2m (default 10s)")
-    p.add_argument("--frames", help="send this many frames instead of a duration (e.g. 1M)")
+    p.add_argument("--duration", help=f"how long to send: 10s, 500ms, 2m (default {DEFAULT_DURATION})")
+    p.add_argument("--frames", help="send this many frames instead of a duration (e.g. 1M; not with --duration)")
     p.add_argument("--ramp", metavar="FROM:TO:STEPS",
                    help="a rate ramp in linear steps over --duration: from FROM %% to TO %% of --rate in STEPS equal "
                         "steps (both ends included; up or down), each step counted apart, e.g. 10:100:10")
@@ -239,6 +241,22 @@ DEFAULTS: dict[str, object] = {}
 #: What a receive-only trial (``--rx`` without ``--tx``) reads; every other option sends.
 LISTEN_OPTIONS = ("testbed", "rx", "rx_netns", "duration", "io", "queues", "busy_poll", "rx_cpu",
                   "i_know_this_is_live", "json", "func", "command")
+
+
+def duration_of(args) -> float:
+    """``--duration`` in seconds (default :data:`DEFAULT_DURATION`)."""
+    return parse_duration(DEFAULT_DURATION if args.duration is None else args.duration, "--duration")
+
+
+def stop_of(args) -> dict:
+    """When the trial stops: after ``--frames``, else after ``--duration``; both given, one would be
+    ignored: refused."""
+    if args.frames is None:
+        return {"duration_s": duration_of(args)}
+    if args.duration is not None:
+        raise ConfigError("--frames", f"not with --duration: a trial sends --frames {args.frames} or for "
+                                      f"--duration {args.duration}, not both; leave one of them out")
+    return {"frames": args.frames}
 
 
 def _ramp(text: str, frames: str | None, duration_s: float | None) -> dict:
@@ -386,11 +404,11 @@ def events_of(args) -> list[Event]:
         if args.event_netns:
             raise ConfigError("--event-netns", "needs an --event: it says where --event commands run")
         return []
-    if args.frames:
+    if args.frames is not None:
         raise ConfigError("--event", "needs a duration trial: use --duration instead of --frames")
     if args.testbed and args.event_netns:
         raise ConfigError("--event-netns", "comes from the test bed with --testbed (its DUT namespace): leave it out")
-    duration = parse_duration(args.duration, "--duration")
+    duration = duration_of(args)
     try:
         check_events(events, duration, "--at")
     except ConfigError as e:
@@ -484,7 +502,7 @@ def build(args) -> Plan:
                     ethertype=parse_ethertype(args.ethertype, "--ethertype"), outer_vlan=args.outer_vlan,
                     flow_order=args.flow_order, seed=args.seed, name=name, tx_port=tx_i,
                     rx_port=rx_i if rx_i is not None else tx_i, **rate_kw))
-        stop = {"frames": args.frames} if args.frames else {"duration_s": parse_duration(args.duration, "--duration")}
+        stop = stop_of(args)
         if args.ramp is not None and events:
             raise ConfigError("--event", "not with --ramp: a ramp counts per step and an event per 10 ms; run the "
                                          "event at a constant --rate")
@@ -639,7 +657,7 @@ def run_listen(args) -> int:
     """``--rx`` without ``--tx``: count whatever arrives for ``--duration``."""
     try:
         ports = listen_ports(args)
-        duration = parse_duration(args.duration, "--duration")
+        duration = duration_of(args)
     except ConfigError as e:
         raise rename_field(e, FIELDS) from None
     con = console(stderr=args.json)
@@ -651,19 +669,19 @@ def run_listen(args) -> int:
             print(f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} listening {snap.elapsed_s:.1f}s/{duration:g}s "
                   f"rx {snap.rx_frames:,}", file=sys.stderr, flush=True)
 
-    interrupted = None
+    interrupted: InterruptedTrial | None = None
     try:
         res: ListenResult = listen(ports, duration, rx_cpus=args.rx_cpu, progress=progress)
     except InterruptedTrial as e:
         partial = getattr(e, "partial", None)
         if partial is None:
             raise
-        res, interrupted = partial, e.reason
+        res, interrupted = partial, e
     except ConfigError as e:
         raise rename_field(e, {**FIELDS, "ifname": "--rx", "duration_s": "--duration"}) from None
     if args.json:
         print(json.dumps({"config": {"rx": [p.ifname for p in ports], "duration_s": duration},
-                          "listen": res.to_dict(), "interrupted": bool(interrupted)}, indent=2))
+                          "listen": res.to_dict(), "interrupted": interrupted is not None}, indent=2))
     else:
         for t in listen_tables(res):
             con.print(t)
@@ -673,9 +691,9 @@ def run_listen(args) -> int:
     if drops:
         print(f"netrig: the tester's own ring dropped {drops:,} frames: the counts above miss them (they are "
               "the tester's loss, not the sender's); try --queues, --io af_xdp or a quieter CPU", file=sys.stderr)
-    if interrupted:
-        print(f"netrig: {interrupted}: receiving stopped, nothing left running", file=sys.stderr)
-        return 130 if interrupted.endswith("(Ctrl-C)") else 143
+    if interrupted is not None:
+        print(f"netrig: {interrupted.reason}: receiving stopped, nothing left running", file=sys.stderr)
+        return interrupt_status(interrupted)
     return 1 if drops or res.error else 0
 
 
@@ -777,7 +795,7 @@ def run(args) -> int:
                 if len(plan.streams) > 1:
                     con.print(streams_table(partial, plan))
         print(f"netrig: {e.reason}: traffic stopped, nothing left running", file=sys.stderr)
-        return 130 if e.reason.endswith("(Ctrl-C)") else 143
+        return interrupt_status(e)
     except ConfigError as e:
         raise rename_field(e, FIELDS) from None
     results = event_results(res, runs) if runs else ()

@@ -46,6 +46,8 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 DEFAULT_GOALS = (SearchGoal("NDR", 0.0), SearchGoal("PDR", 0.005))
+#: ``netrig ndr-pdr``'s initial trial duration (shortened to the final one when that is shorter).
+INITIAL_DURATION = "1s"
 
 
 @dataclass(frozen=True)
@@ -300,7 +302,9 @@ class MlrSearch(Method):
         parser.add_argument("--pdr-loss", type=float, default=0.005, help="PDR goal loss ratio [0.005]")
         parser.add_argument("--width", type=float, default=0.005, help="goal relative width [0.005]")
         parser.add_argument("--exceed-ratio", type=float, default=0.5, help="goal exceed ratio [0.5]")
-        parser.add_argument("--initial-duration", default="1s", help="initial trial duration [1s]")
+        parser.add_argument("--initial-duration", default=None,
+                            help=f"initial trial duration, at most the final one [{INITIAL_DURATION} or the final "
+                                 "duration when shorter]")
         parser.add_argument("--final-duration", default=None, help="final trial duration [--duration or 1s]")
         parser.add_argument("--duration-sum", default=None, help="goal duration sum [3 × final duration]")
         parser.add_argument("--implementation", default="netrig",
@@ -310,7 +314,14 @@ class MlrSearch(Method):
     def cli_params(self, args: argparse.Namespace) -> dict:
         given = "--final-duration" if args.final_duration else "--duration"  # errors name the option given
         final = parse_duration(args.final_duration or args.duration or "1s", given)
-        initial = min(parse_duration(args.initial_duration, "--initial-duration"), final)
+        asked = INITIAL_DURATION if args.initial_duration is None else args.initial_duration
+        initial = parse_duration(asked, "--initial-duration")
+        if args.initial_duration is None:
+            initial = min(initial, final)
+        elif initial > final:
+            raise ConfigError("--initial-duration", f"{asked} is longer than the final trial duration ({final:g} s, "
+                                                    f"{given}): MLRsearch lengthens its trials up to the final one; "
+                                                    f"give at most {final:g}s or raise {given}")
         dsum = parse_duration(args.duration_sum, "--duration-sum") if args.duration_sum else 3 * final
         common = {"exceed_ratio": args.exceed_ratio, "relative_width": args.width, "initial_trial_duration_s": initial,
                   "final_trial_duration_s": final, "duration_sum_s": dsum}

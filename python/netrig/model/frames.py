@@ -54,6 +54,14 @@ class FrameSize:
         given = [x is not None for x in (self.size, self.mix, self.random, self.increment)]
         if sum(given) != 1:
             raise ConfigError("frame_size", "give exactly one of a size, a mix, random or increment")
+        # The engine checks the bounds too, but a size below 0 or beyond its integer type fails to
+        # convert first, and the error gave that type's range instead of the frame sizes'.
+        for size in self.sizes:
+            if isinstance(size, int) and not isinstance(size, bool) and not MIN_FRAME_SIZE <= size <= MAX_FRAME_SIZE:
+                raise ConfigError("frame_size", f"{size} B is out of range: frame sizes are {MIN_FRAME_SIZE}.."
+                                                f"{MAX_FRAME_SIZE} bytes including the {_native.FCS_BYTES}-byte FCS")
+        if self.increment is not None and isinstance(self.increment[2], int) and self.increment[2] < 1:
+            raise ConfigError("frame_size", f"the increment step must be > 0 bytes (got {self.increment[2]})")
         self.spec()  # the engine validates: bounds, weights, min <= max, step > 0
 
     def spec(self) -> _native.FrameSizeSpec:

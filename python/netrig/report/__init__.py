@@ -11,10 +11,11 @@ only through ``netrig.results`` (by ``RunView.load``).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from netrig._native import __version__
@@ -57,7 +58,9 @@ def render_compare(runs: Sequence[RunView]) -> tuple[str, str]:
 
 
 def _write(path: Path, text: str) -> None:
-    """Write atomically (temp file + rename) so a viewer never sees half a report."""
+    """Write atomically (temp file + rename) so a viewer never sees half a report; a write that
+    fails leaves no temp file behind."""
+    tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
@@ -66,13 +69,17 @@ def _write(path: Path, text: str) -> None:
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except OSError as e:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
         raise ResultError(f"{path}: cannot write the report: {e.strerror or e}") from None
 
 
 def write_report(result_path: str | os.PathLike | Sequence[str | os.PathLike],
-                 out_html: str | os.PathLike | None = None) -> Path:
+                 out_html: str | os.PathLike | None = None, notify: Callable[[str], None] | None = None) -> Path:
     """Draw the report of ``result_path``: HTML at ``out_html`` (default: ``report.html`` beside the
-    result) and Markdown beside it (same name, ``.md``). Returns the HTML path.
+    result) and Markdown beside it (same name, ``.md``). Returns the HTML path. ``notify`` hears
+    what reading left out (a torn last record of a trial log), one line each.
 
     ``result_path`` may also be a list of results of one configuration (e.g. the demo's
     ``rfc2544/result.json`` and ``ndr-pdr/result.json``): they are drawn as one report."""
@@ -80,6 +87,9 @@ def write_report(result_path: str | os.PathLike | Sequence[str | os.PathLike],
     if not paths:
         raise ResultError("report: no result file given")
     views = [load_run(p) for p in paths]
+    if notify is not None:
+        for line in (x for v in views for x in v.torn):
+            notify(line)
     if len(views) > 1:  # results drawn as one: do their methods agree across them?
         consistency.annotate_parts([v.doc for v in views])
     run = RunView.merge(views)

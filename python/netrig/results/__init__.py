@@ -3,7 +3,7 @@ reader every consumer (resume, reports, comparisons) goes through.
 
 The format is specified in ``docs/result-format.md``.
 """
-from netrig.results.reader import MIGRATIONS, load_document, load_result, migrate, read_trial_log
+from netrig.results.reader import MIGRATIONS, TORN_FLAG, load_document, load_result, migrate, read_trial_log
 from netrig.results.store import (
     CONFIG_FILE,
     RESULT_FILE,
@@ -16,5 +16,5 @@ from netrig.results.store import (
     write_text_atomic,
 )
 
-__all__ = ["CONFIG_FILE", "RESULT_FILE", "TRIAL_LOG", "write_text_atomic", "SCHEMA_VERSION", "MIGRATIONS",
+__all__ = ["CONFIG_FILE", "RESULT_FILE", "TRIAL_LOG", "TORN_FLAG", "write_text_atomic", "SCHEMA_VERSION", "MIGRATIONS",
            "TrialLog", "dumps", "load_document", "load_result", "migrate", "read_trial_log", "utc_now", "write_result"]

@@ -147,19 +147,57 @@ def _parse(p: Path, text: str) -> object:
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        lines = [ln for ln in text.splitlines() if ln.strip()]
-        if len(lines) > 1:  # an unfinished run's trials.ndjson: a header line, then trial lines
-            try:
-                recs = [json.loads(ln) for ln in lines]
-            except json.JSONDecodeError:
-                recs = None
-            if recs and all(isinstance(r, dict) for r in recs) and recs[0].get("type") == "header":
-                doc = {k: v for k, v in recs[0].items() if k != "type"}
-                doc["trials"] = [{k: v for k, v in r.items() if k != "type"} for r in recs[1:]
-                                 if r.get("type") == "trial"]
-                doc["complete"] = False
-                return doc
+        if _is_header(text.lstrip().split("\n", 1)[0]):  # an unfinished run's trials.ndjson
+            return _unfinished(p, text)
         raise ResultError(f"{p}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
+
+
+def _is_header(line: str) -> bool:
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(obj, dict) and obj.get("type") == "header"
+
+
+#: The flag of a result read from a trial log whose last record a crash cut off.
+TORN_FLAG = "trial_log_torn"
+
+
+def _unfinished(p: Path, text: str) -> dict:
+    """The document of an unfinished run's trial log: its header, its trials, ``"complete": false``;
+    a torn last record is left out and flagged (:data:`TORN_FLAG`)."""
+    records, torn = _log_records(p, text)
+    doc = {k: v for k, v in records[0].items() if k != "type"}
+    doc["trials"] = [{k: v for k, v in r.items() if k != "type"} for r in records[1:] if r.get("type") == "trial"]
+    doc["complete"] = False
+    if torn:
+        doc["flags"] = [{"code": TORN_FLAG, "message": f"{torn}; left out, the {len(doc['trials'])} complete "
+                                                       "trial records before it are read"}]
+    return doc
+
+
+def _log_records(p: Path, text: str) -> tuple[list[dict], str | None]:
+    """The records of trial-log text, each checked, and what to say of a torn last line (a record a
+    crash cut off: not JSON; left out) or ``None``; any other bad line is an error naming it."""
+    lines = text.splitlines()
+    records: list[dict] = []
+    for n, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            if n == len(lines) - 1:
+                return records, f"{p}:{n + 1}: the last record was torn (the run was killed while writing it)"
+            raise ResultError(f"{p}:{n + 1}: corrupt line (not JSON); the log is damaged: "
+                              "remove that line to resume, or start a new run") from None
+        problem = _record_problem(obj)
+        if problem:
+            raise ResultError(f"{p}:{n + 1}: {problem}; the log is damaged: remove that line to resume, "
+                              "or start a new run")
+        records.append(obj)
+    return records, None
 
 
 def _record_problem(obj: object) -> str | None:
@@ -198,10 +236,11 @@ def _record_problem(obj: object) -> str | None:
 def read_trial_log(out_dir: str | Path, intervals: list[dict] | None = None) -> tuple[dict | None, list[dict]]:
     """``(header, trial records)`` from ``<out_dir>/trials.ndjson``, migrated to the current schema
     version; the interval records of soak trials are appended to ``intervals`` when given. A torn last
-    line (crash while writing) is ignored; any other bad line is an error."""
+    line (crash while writing) is ignored (``TrialLog.open`` cuts it and says so); any other bad line
+    is an error."""
     p = Path(out_dir) / TRIAL_LOG
     try:
-        lines = p.read_text(encoding="utf-8").splitlines()
+        text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ResultError(f"{p}: no trial log here; is {out_dir} a netrig output directory?") from None
     except OSError as e:
@@ -209,20 +248,7 @@ def read_trial_log(out_dir: str | Path, intervals: list[dict] | None = None) -> 
     except UnicodeDecodeError:
         raise ResultError(f"{p}: not a trial log (not UTF-8 text)") from None
     header, trials = None, []
-    for n, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            if n == len(lines) - 1:
-                break
-            raise ResultError(f"{p}:{n + 1}: corrupt line (not JSON); the log is damaged: "
-                              "remove that line to resume, or start a new run") from None
-        problem = _record_problem(obj)
-        if problem:
-            raise ResultError(f"{p}:{n + 1}: {problem}; the log is damaged: remove that line to resume, "
-                              "or start a new run")
+    for obj in _log_records(p, text)[0]:
         kind = obj.pop("type", None)
         if kind == "header":
             header = obj

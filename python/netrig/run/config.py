@@ -133,7 +133,7 @@ class PortsConfig:
             raise ConfigError("io", f"must be one of {', '.join(IO_MODES)} (got {self.io!r})")
         for name, hi in (("queues", MAX_QUEUES), ("flows", MAX_FLOWS)):
             if not 1 <= getattr(self, name) <= hi:
-                raise ConfigError(name, f"must be 1..{hi} (got {getattr(self, name)})")
+                raise ConfigError(name, f"must be a positive integer, at most {hi} (got {getattr(self, name)})")
         if not 0 <= self.busy_poll_us <= 1_000_000:
             raise ConfigError("busy_poll_us", f"must be 0..1000000 microseconds (got {self.busy_poll_us})")
         if self.busy_poll_us and self.io not in ("auto", "af_xdp"):
@@ -296,6 +296,13 @@ class ThresholdsConfig:
     min_throughput_pct: float | None = None  # of line rate, for throughput / MLRsearch headline
     max_latency_ns: float | None = None  # worst case (p99.9) latency
     max_loss_ratio: float | None = None  # iperf
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if f.name.endswith("_ratio") and v is not None and not 0 <= v <= 1:
+                raise ConfigError(f.name, f"must be a ratio from 0 to 1 (0.01 is 1 %), got {v:g}: give the ratio, "
+                                          "not a percentage")
 
 
 @dataclass(frozen=True)
@@ -555,9 +562,11 @@ def read_document(path: str | Path) -> dict:
         if suffix == ".toml":
             data = tomllib.loads(text)
         elif suffix in (".yaml", ".yml"):
+            _refuse_twice(_yaml_twice(yaml.compose(text, Loader=yaml.SafeLoader), "", set()), p)
             data = yaml.safe_load(text)
         elif suffix == ".json":
-            data = json.loads(text)
+            data = json.loads(text, object_pairs_hook=_JsonObject.of)
+            _refuse_twice(_JsonObject.twice_in(data, ""), p)
         else:
             raise ConfigError(str(p), "unknown file type; use .toml, .yaml, .yml or .json")
     except ConfigError:
@@ -567,6 +576,70 @@ def read_document(path: str | Path) -> dict:
     if data is not None and not isinstance(data, dict):
         raise ConfigError(str(p), f"must hold a table/mapping at the top level (got {type(data).__name__})")
     return data or {}
+
+
+def _refuse_twice(twice: str | None, p: Path) -> None:
+    """A key given twice in one table of a config file: refused (YAML and JSON parsers keep the last
+    one silently; TOML's refuses it)."""
+    if twice is not None:
+        raise ConfigError(str(p), f"{twice}: keep one of them (the last would silently replace the first)")
+
+
+def _key_path(path: str, key: object) -> str:
+    return f"{path}.{key}" if path else str(key)
+
+
+def _yaml_twice(node: yaml.Node | None, path: str, seen: set[int]) -> str | None:
+    """The first key given twice in one mapping of a composed YAML document (``trial.duration_s is
+    given twice (lines 3 and 7)``), or ``None``."""
+    if node is None or id(node) in seen:  # an alias repeats a node already walked
+        return None
+    seen.add(id(node))
+    items: list[tuple[str, yaml.Node]] = []
+    if isinstance(node, yaml.MappingNode):
+        first: dict[tuple[str, str], int] = {}
+        for k, v in node.value:
+            name = _key_path(path, k.value if isinstance(k, yaml.ScalarNode) else "?")
+            if isinstance(k, yaml.ScalarNode):
+                line = k.start_mark.line + 1
+                if (k.tag, k.value) in first:
+                    was = first[k.tag, k.value]
+                    return f"{name} is given twice ({f'lines {was} and {line}' if was != line else f'line {line}'})"
+                first[k.tag, k.value] = line
+            items.append((name, v))
+    elif isinstance(node, yaml.SequenceNode):
+        items = [(f"{path}[{i}]", v) for i, v in enumerate(node.value)]
+    return next((t for t in (_yaml_twice(v, name, seen) for name, v in items) if t), None)
+
+
+class _JsonObject(dict):
+    """A JSON object read by ``json.loads``; ``twice``: a key it holds twice (the last value kept)."""
+
+    twice: str | None = None
+
+    @classmethod
+    def of(cls, pairs: list[tuple[str, Any]]) -> dict:
+        """``object_pairs_hook``: a plain dict, or one of this class when a key is given twice."""
+        obj = dict(pairs)
+        if len(obj) == len(pairs):
+            return obj
+        keys = [k for k, _ in pairs]
+        out = cls(obj)
+        out.twice = next(k for i, k in enumerate(keys) if k in keys[:i])
+        return out
+
+    @classmethod
+    def twice_in(cls, data: Any, path: str) -> str | None:
+        """The path of the first key given twice in ``data`` (parsed with :meth:`of`), or ``None``."""
+        if isinstance(data, cls) and data.twice is not None:
+            return f"{_key_path(path, data.twice)} is given twice"
+        items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+        for k, v in items:
+            sub = f"{path}[{k}]" if isinstance(data, list) else _key_path(path, k)
+            found = cls.twice_in(v, sub)
+            if found:
+                return found
+        return None
 
 
 def _one_line(text: str) -> str:

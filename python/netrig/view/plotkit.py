@@ -33,6 +33,7 @@ def _matplotlib() -> ModuleType:
 
     matplotlib.use("Agg", force=False)
     import matplotlib.figure
+    import matplotlib.text
     import matplotlib.ticker
 
     return matplotlib
@@ -210,12 +211,33 @@ def size_title(size: Any) -> str:
 
 # -- rendering ------------------------------------------------------------------------------------
 _ID_RE = re.compile(r'\bid="([^"]+)"')
+#: The longest line a figure shows (a title, a legend entry): a longer one (a run named by a long
+#: config name or directory) is cut in the middle, or the axes would lose their room to it.
+MAX_TEXT_CHARS = 80
+
+
+def shorten(line: str, width: int = MAX_TEXT_CHARS) -> str:
+    """``line`` cut in the middle to at most ``width`` characters (``…``), its start and end kept."""
+    if len(line) <= width:
+        return line
+    tail = (width - 1) // 3
+    return line[:width - 1 - tail] + "…" + line[len(line) - tail:]
+
+
+def fit_texts(fig: Figure) -> None:
+    """Every line of every text of ``fig`` (titles, legends, annotations) at most
+    :data:`MAX_TEXT_CHARS` long; math text (``$…$``) is left as it is."""
+    for t in fig.findobj(_matplotlib().text.Text):
+        lines = t.get_text().split("\n")
+        if "$" not in t.get_text() and any(len(line) > MAX_TEXT_CHARS for line in lines):
+            t.set_text("\n".join(shorten(line) for line in lines))
 
 
 def figure_svg(fig: Figure, prefix: str = "") -> str:
     """``fig`` as inline SVG text: no XML prolog, no metadata, no namespace URLs, ids prefixed with
     ``prefix`` so several plots can share one HTML page, sized to scale with the page."""
     buf = io.StringIO()
+    fit_texts(fig)
     with _matplotlib().rc_context(STYLE):
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None},
                     )

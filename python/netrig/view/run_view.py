@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from netrig.model import MIXES, WIRE_OVERHEAD_BYTES, size_label, size_sort_key
-from netrig.results import load_document, migrate
+from netrig.results import TORN_FLAG, load_document, migrate
 
 
 def num(d: Any, *keys: str) -> float | None:
@@ -166,6 +166,12 @@ class RunView:
     def complete(self) -> bool | None:
         v = self.doc.get("complete")
         return v if isinstance(v, bool) else None
+
+    @property
+    def torn(self) -> list[str]:
+        """What reading it left out, one line each: the torn last record of an unfinished run's
+        trial log (a crash's)."""
+        return [str(f.get("message")) for f in objs(self.doc, "flags") if f.get("code") == TORN_FLAG]
 
     def config_name(self) -> str:
         """A short configuration name for legends: ``config.name``, the test bed's name, or the
