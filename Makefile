@@ -33,6 +33,7 @@ bench: build
 	@command -v llc >/dev/null || bash ../shared/peers/peer-bench.sh install >/dev/null
 	$(PY) bench/run.py
 	$(PY) bench/flows.py
+	$(PY) bench/wire.py   # the test bed as a DUT on a wire, ~4 min: per topology 2x-capacity accuracy and drops, firewall per backend
 	DUR=3 REPS=3 $(PY) bench/forward.py  # the forwarder goal case, ~2 min: 4 DUTs x 3 reps x 3 s
 
 bench-soak: build

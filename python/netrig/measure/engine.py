@@ -233,9 +233,11 @@ class EngineMeasurer:
 
     def _ring_delta(self, r0: DutRing, r1: DutRing, usage: CpuUsage, received: int) -> DutRing:
         """The DUT's ring counters over one trial, with the tester's share of the DUT's CPUs."""
-        soft_s = sum(usage.cores.get(f"cpu{c}", {}).get("softirq", 0.0) for c in self.dut_cpus)
+        cores = [usage.cores.get(f"cpu{c}", {}) for c in self.dut_cpus]
+        soft_s = sum(c.get("softirq", 0.0) for c in cores)
         share = soft_s * 1e9 / received if received and self.dut_cpus else None
-        return DutRing(r1.arrived - r0.arrived, r1.taken - r0.taken, r1.dropped - r0.dropped, share)
+        own = sum(c.get("busy", 0.0) for c in cores) - soft_s if self.dut_cpus else None
+        return DutRing(r1.arrived - r0.arrived, r1.taken - r0.taken, r1.dropped - r0.dropped, share, own)
 
     def _measure_once(self, load: Load, duration_s: float) -> tuple[TrialCounts, int]:
         res, extra = self._monitored(lambda: self._run(load.frame_size, load.rate_pps, duration_s, self.drain_s))

@@ -151,6 +151,8 @@ class DutRing:
     #: that transmits into it — the DUT's — while the DUT's own work runs in its ring thread's
     #: process context. Reported, never subtracted (``None``: not measured).
     tester_share_ns: float | None = None
+    #: The DUT's own CPU-seconds over the trial: its CPUs' busy time less that softirq share.
+    dut_cpu_s: float | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -159,9 +161,9 @@ class DutRing:
     def from_dict(cls, d: dict | None) -> DutRing | None:
         if not d:
             return None
-        share = d.get("tester_share_ns")
+        share, cpu = d.get("tester_share_ns"), d.get("dut_cpu_s")
         return cls(int(d["arrived"]), int(d["taken"]), int(d["dropped"]),
-                   float(share) if share is not None else None)
+                   float(share) if share is not None else None, float(cpu) if cpu is not None else None)
 
 
 @dataclass(frozen=True)

@@ -24,11 +24,12 @@ describes a receiver that drops what it cannot take, and a DUT that throttles it
 its forwarding runs in softirq on the sender's CPU) cannot collapse — the report says so instead of
 fitting a slope to the tester's slowed sending.
 
-CPU: the host's softirq CPU-seconds during each trial (every engine trial accounts them exactly,
-``netrig.monitor.cpu``; older results: from ``trial.monitor`` samples) divided by the frames
-forwarded, at loads below the knee, is the per-packet cost (ns of softirq per forwarded frame). On a
-single host (veth) that time includes the tester's own kernel receive path: compare it between
-configurations rather than reading it as the DUT's alone.
+CPU: the DUT's CPU-seconds during each trial divided by the frames forwarded, at loads below the
+knee, is the per-packet cost (ns per forwarded frame). Behind a test bed's wire that is the DUT's
+CPUs' busy time less the tester's receive path there (their softirq time, ``DutRing``), exact per
+trial (``netrig.monitor.cpu``); without the wire (older results, other placements) the host's
+softirq CPU-seconds, which on veth include the tester's own kernel receive path: compare those
+between configurations rather than reading them as the DUT's alone.
 
 Two configurations (coalescing or GRO on and off, say) overlay in ``netrig compare``.
 """
@@ -99,7 +100,8 @@ class LoadPoint:
     forwarded_pps: float
     loss_ratio: float
     valid: bool
-    #: Host softirq CPU-seconds during the trial (``None`` without monitoring).
+    #: The DUT's CPU-seconds during the trial (behind the wire: its CPUs' busy time less the tester's
+    #: share; otherwise the host's softirq time; ``None`` without accounting). Stored as ``softirq_s``.
     softirq_s: float | None = None
     #: Invalid because the DUT slowed the sender below a load the self-test proved (a DUT result:
     #: the load failed; ``forwarded_pps`` is per second of the real, slowed sending).
@@ -237,7 +239,9 @@ def measure_livelock(measurer: Measurer, frame: FrameSize, line_rate: LineRate,
         # Held back: per second of the real (slowed) sending, not of the planned duration.
         fwd = c.offered_pps * c.frames_received / c.frames_sent if held_back and c.frames_sent else \
             c.frames_received / params.duration_s
-        p = LoadPoint(rate, c.offered_pps, fwd, c.loss_ratio, c.valid, softirq_seconds(c.raw), held_back)
+        cpu_s = c.dut_ring.dut_cpu_s if c.dut_ring is not None and c.dut_ring.dut_cpu_s is not None else \
+            softirq_seconds(c.raw)
+        p = LoadPoint(rate, c.offered_pps, fwd, c.loss_ratio, c.valid, cpu_s, held_back)
         points.append(p)
         return p
 
@@ -305,7 +309,7 @@ def entries(run: RunView) -> list[dict]:
 
 def table(run: RunView) -> Table:
     t = Table(["frame size", "MLFRR (fitted knee)", "% line rate", "max loss-free (measured)", "collapse slope",
-               "forwarded at the top load", "softirq CPU per frame", "loads fitted", "DUT slowed the sender from"],
+               "forwarded at the top load", "DUT CPU per frame", "loads fitted", "DUT slowed the sender from"],
               caption="median of repetitions (min–max of repetitions); \"DUT slowed the sender\": loads at which "
                       "the DUT held the tester back (backpressure) instead of dropping — failed loads, not fitted")
     for e in entries(run):
@@ -398,11 +402,11 @@ class Livelock(Method):
     params_type = LivelockParams
     sections = (SECTION,)
     plots = (livelock_plot,)
-    console_columns = ("MLFRR", "% line rate", "max loss-free", "collapse slope", "softirq CPU / frame")
+    console_columns = ("MLFRR", "% line rate", "max loss-free", "collapse slope", "DUT CPU / frame")
     shortcut = Shortcut(Command("livelock", "receive livelock: forwarded vs offered load, the MLFRR model fitted",
                                 "Sweep the offered load, bisect the knee and fit the receive-livelock model: "
                                 "the maximum loss-free forwarding rate (MLFRR), the collapse slope above it, and "
-                                "the softirq CPU per forwarded frame when the DUT is monitored.", sizes_default="64"),
+                                "the DUT's CPU per forwarded frame.", sizes_default="64"),
                         "livelock")
     cli_fields = {"points": "--points", "resolution_pct": "--resolution"}
 

@@ -336,10 +336,13 @@ class Runner:
         limited = [r for r in reps if getattr(r, "tester_limited", False)]
         if limited:
             lim = min(getattr(r, "tester_limit_pps", None) or 0.0 for r in limited)
+            # The bound is what the DUT was seen to pass (the headline), the same number everywhere;
+            # where the tester stopped is said apart.
+            bound = format_pps(head) if head is not None else format_pps(0.0)
             flags.append({"code": "tester_limited",
-                          "message": f"≥ {format_pps(lim)}: the DUT failed no load up to what the tester can "
-                                     f"prove or send ({lim:.0f} fps, the self-test's ceiling / factor or the rate "
-                                     "it reached); the result is a lower bound, the DUT may be faster"})
+                          "message": f"≥ {bound}: the DUT lost nothing at any load the tester could offer, and the "
+                                     f"tester could not offer more than {format_pps(lim)} (the self-test's ceiling / "
+                                     "factor, or the rate it reached): a lower bound, the DUT may be faster"})
         pressed = [r for r in reps if getattr(r, "backpressure_trials", 0)]
         if pressed:
             bp = max(getattr(r, "backpressure_pps", None) or 0.0 for r in pressed)
