@@ -46,6 +46,7 @@ from netrig.model import (
     parse_speed,
 )
 from netrig.testbed import Testbed
+from netrig.testbed.placement import BOOKKEEPING_NICE
 from netrig.trial import (
     DEFAULT_MAX_STRETCH_PCT,
     DEFAULT_RAW_ETHERTYPE,
@@ -379,6 +380,7 @@ def _pairs(args) -> list[Pair]:
         args.tx_cpu = args.tx_cpu or list(tb.tester_cpus())
         args.rx_cpu = args.rx_cpu or list(tb.tester_cpus())
         os.sched_setaffinity(0, set(args.tx_cpu) | set(args.rx_cpu))
+        os.setpriority(os.PRIO_PROCESS, 0, max(os.getpriority(os.PRIO_PROCESS, 0), BOOKKEEPING_NICE))
     if not txs:
         txs, rxs = ["tx"], ["rx"]
     pairs = []

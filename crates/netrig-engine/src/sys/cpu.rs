@@ -55,6 +55,22 @@ pub fn request_short_slices(slice_ns: u64) -> io::Result<()> {
     Ok(())
 }
 
+/// Run the calling thread at nice 0 if it inherited a lower priority (a larger nice value): the
+/// tester's bookkeeping threads run at nice 19 on the tester's CPUs (netrig.testbed.placement
+/// keep_off_dut) so that they never keep a worker waiting, and workers are started by them.
+/// Raising the priority back needs CAP_SYS_NICE; without it the worker keeps the inherited one.
+pub fn at_least_normal_priority() -> io::Result<()> {
+    // SAFETY: getpriority/setpriority with PRIO_PROCESS and 0 apply to the calling thread on Linux.
+    unsafe {
+        *libc::__errno_location() = 0;
+        let nice = libc::getpriority(libc::PRIO_PROCESS, 0);
+        if nice > 0 && libc::setpriority(libc::PRIO_PROCESS, 0, 0) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 /// CPU the calling thread runs on right now.
 pub fn current_cpu() -> Option<usize> {
     // SAFETY: plain syscall wrapper.
