@@ -220,7 +220,7 @@ pub enum RxWait {
 }
 
 /// How long a napping RX worker sleeps between looks at its queue.
-pub const RX_NAP: Duration = Duration::from_micros(200);
+pub const RX_NAP: Duration = Duration::from_micros(1000);
 
 impl RxWait {
     /// Wait for frames as this policy says: `Nap` sleeps (at most `timeout`) and returns; the

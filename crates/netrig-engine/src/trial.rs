@@ -803,7 +803,7 @@ pub fn run_trial(
                 .name(format!("netrig-rx{i}"))
                 .spawn_scoped(scope, move || {
                     let _ = cpu::pin_current_thread(cpu_id);
-                    let _ = cpu::at_least_normal_priority();
+                    let _ = cpu::normal_priority();
                     let sent: SentSoFar = Box::new(move || sent_ctl.tx_frames_now().saturating_add(sent_slack));
                     let mut an = Analyzer::new(nflows as usize, epoch_ns, late_ns)
                         .with_gap_slots(cfg.gap_slots)
@@ -1026,7 +1026,7 @@ fn run_tx_all(
                     // Wake on time: no timer slack, and short slices so a CPU hog sharing the CPU
                     // does not delay the wake-up (smooth pacing does not get late time back).
                     let _ = cpu::set_timer_slack_ns(1);
-                    let _ = cpu::at_least_normal_priority();
+                    let _ = cpu::normal_priority();
                     let _ = cpu::request_short_slices(TX_SLICE_NS);
                     (port, run_tx_worker(&mut **q, plan, stop, &live))
                 })

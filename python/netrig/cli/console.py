@@ -225,8 +225,9 @@ def print_summary(doc: dict, console: Console | None = None) -> None:
     if st:
         t = Table(title=f"RFC 8219 self-test on {st['testbed']} ({st['factor']}× reserve): "
                         f"{'passed' if st['passed'] else 'NOT passed'}", title_justify="left")
+        share = any(c.get("tester_share_ns") is not None for c in st["ceilings"])
         for c in ("frame", "required fps", "proven fps", "proven L1 bit/s", "passed", "latency floor p50 / p99",
-                  "RX stamps"):
+                  "RX stamps", *(["tester on DUT CPU / frame"] if share else [])):
             t.add_column(c)
         for c in st["ceilings"]:
             fs = f"{c['frame_size']} B" if isinstance(c["frame_size"], int) else str(c["frame_size"])
@@ -234,7 +235,7 @@ def print_summary(doc: dict, console: Console | None = None) -> None:
             t.add_row(fs, format_pps(c["required_rate_pps"]), format_pps(c["proven_rate_pps"]),
                       format_bps(c["proven"]["l1_bps"]) if c.get("proven") else "-", "yes" if c["passed"] else "no",
                       f"{_fmt_ns(floor.get('p50_ns'))} / {_fmt_ns(floor.get('p99_ns'))}" if floor else "-",
-                      c.get("timestamp_source") or "-")
+                      c.get("timestamp_source") or "-", *([_fmt_ns(c.get("tester_share_ns"))] if share else []))
         console.print(t)
     for t in summary_tables(doc):
         console.print(t)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import sys
 import time
 
@@ -46,7 +45,7 @@ from netrig.model import (
     parse_speed,
 )
 from netrig.testbed import Testbed
-from netrig.testbed.placement import BOOKKEEPING_NICE
+from netrig.testbed.placement import bookkeeping_on
 from netrig.trial import (
     DEFAULT_MAX_STRETCH_PCT,
     DEFAULT_RAW_ETHERTYPE,
@@ -379,8 +378,7 @@ def _pairs(args) -> list[Pair]:
     if tb.tester_cpus():
         args.tx_cpu = args.tx_cpu or list(tb.tester_cpus())
         args.rx_cpu = args.rx_cpu or list(tb.tester_cpus())
-        os.sched_setaffinity(0, set(args.tx_cpu) | set(args.rx_cpu))
-        os.setpriority(os.PRIO_PROCESS, 0, max(os.getpriority(os.PRIO_PROCESS, 0), BOOKKEEPING_NICE))
+        bookkeeping_on(sorted(set(args.tx_cpu) | set(args.rx_cpu)))
     if not txs:
         txs, rxs = ["tx"], ["rx"]
     pairs = []

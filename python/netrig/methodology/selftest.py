@@ -37,6 +37,9 @@ class Ceiling:
     trial_keys: tuple[str, ...] = ()
     latency_floor: LatencySummary | None = None  # latency of the loss-free trial at proven_rate_pps
     timestamp_source: str | None = None  # receive timestamp source of that trial's receiving port
+    #: Self-tested behind the wire (through a bridge on the DUT's CPU): the tester's receive path's
+    #: CPU time on the DUT's CPU per frame in that trial (``DutRing.tester_share_ns``), else None.
+    tester_share_ns: float | None = None
 
     @property
     def passed(self) -> bool:
@@ -48,7 +51,7 @@ class Ceiling:
                 "proven": rate_object(self.proven_rate_pps, self.frame, self.line_rate),
                 "passed": self.passed, "trial_keys": list(self.trial_keys),
                 "latency_floor": self.latency_floor.to_dict() if self.latency_floor else None,
-                "timestamp_source": self.timestamp_source}
+                "timestamp_source": self.timestamp_source, "tester_share_ns": self.tester_share_ns}
 
 
 @dataclass(frozen=True)
@@ -100,8 +103,10 @@ def prove_rate(measurer: Measurer, frame: FrameSize, line_rate: LineRate, requir
 
     def ceiling(proven: float) -> Ceiling:
         c = best[0] if best else None
+        share = c.dut_ring.tester_share_ns if c is not None and c.dut_ring is not None else None
         return Ceiling(frame, line_rate, target, proven, tuple(keys or ()),
-                       latency_floor=c.latency if c else None, timestamp_source=_timestamp_source(c))
+                       latency_floor=c.latency if c else None, timestamp_source=_timestamp_source(c),
+                       tester_share_ns=share)
 
     good, reached = trial(target)
     if good:

@@ -18,6 +18,8 @@ Each sample (every ``interval_s``, default 1 s) holds, for the interval since th
 from __future__ import annotations
 
 import bisect
+import contextlib
+import os
 import subprocess
 import threading
 import time
@@ -239,6 +241,13 @@ class Monitor(Sampler):
 
     # --------------------------------------------------------------- sampling
     def _run(self, ready: threading.Event) -> None:
+        # Sample only when the CPU has nothing else to do (SCHED_IDLE): a sample is a few ms of
+        # Python and netlink, and the scheduler lets a normal thread finish its slice before a
+        # waking one runs — on the tester's CPU that was the TX worker, delayed ~4 ms per sample
+        # (0.5-s trials stretched by 20 ms at five samples each). An idle-policy thread gives way at
+        # once; the samples record their own times, so a late one is still right.
+        with contextlib.suppress(OSError, AttributeError):
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
         # netlink handles are opened, used and closed in this thread only (pyroute2 is per-thread)
         try:
             self._open_netlink()

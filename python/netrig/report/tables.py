@@ -49,16 +49,19 @@ def summary_per_configuration(runs: Sequence[RunView]) -> Table:
 
 
 def selftest_table(r: RunView) -> Table:
+    ceilings = r.selftest_ceilings()
+    share = any(num(c, "tester_share_ns") is not None for c in ceilings)
     t = Table(["frame size", "required (1.1 × highest rate used)", "proven loss-free", "% line rate", "passed",
-               "tester latency floor p50 / p99", "RX timestamps"])
-    for c in r.selftest_ceilings():
+               "tester latency floor p50 / p99", "RX timestamps",
+               *(["tester's receive path on the DUT's CPU, per frame"] if share else [])])
+    for c in ceilings:
         size = c.get("frame_size")
         proven = num(c, "proven_rate_pps")
         floor = obj(c, "latency_floor")
         t.add([fmt.size(size), fmt.fps(num(c, "required_rate_pps")), fmt.fps(proven),
                fmt.pct(r.pct_of_line_rate(size, proven)), "yes" if c.get("passed") else "NO",
                f"{fmt.ns(num(floor, 'p50_ns'))} / {fmt.ns(num(floor, 'p99_ns'))}" if floor else fmt.DASH,
-               str(c.get("timestamp_source") or fmt.DASH)],
+               str(c.get("timestamp_source") or fmt.DASH), *([fmt.ns(num(c, "tester_share_ns"))] if share else [])],
               "" if c.get("passed") else "flagged")
     return t
 

@@ -273,7 +273,10 @@ class SelftestConfig:
     enabled: bool = True
     factor: float = defaults.SELFTEST_FACTOR
     duration_s: float | None = None  # default: trial.duration_s
-    testbed: str = "loopback"
+    #: Where the tester proves itself: ``auto`` — looped back through a Linux bridge behind the
+    #: same wire on the same CPUs when the DUT's test bed has the wire (the tester's work on both
+    #: CPUs is then what it will be through the DUT), else the ``loopback`` test bed — or a topology.
+    testbed: str = "auto"
     resolution_pct: float = 1.0
     rates_pps: tuple[float, ...] = ()  # explicit rates to prove (netrig selftest --rate)
 

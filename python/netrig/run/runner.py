@@ -141,7 +141,7 @@ class Runner:
                 with self.provider(cfg, "selftest") as st:
                     self._setup(st)
                     self._use(st)
-                    self._run_selftest()
+                    self._run_selftest(str(st.testbed.get("name") or cfg.selftest.testbed))
             else:
                 self._run_dut(cfg)
             complete = True
@@ -232,7 +232,7 @@ class Runner:
                                                     rx_cpus=cpus.get("rx_cpus", ()))) if cpus else cfg
                 with self.provider(st_cfg, "selftest") as st:
                     self._use(st)
-                    self._run_selftest()
+                    self._run_selftest(str(st.testbed.get("name") or st_cfg.selftest.testbed))
             self._use(dut)
             for mi, m in enumerate(cfg.methods):
                 self._run_method(mi, m)
@@ -251,7 +251,7 @@ class Runner:
             out[f.label] = lr.fps(f) * top / 100
         return out
 
-    def _run_selftest(self) -> None:
+    def _run_selftest(self, testbed: str) -> None:
         rec, st = self._recorder(), self.config.selftest
         params = SelftestParams(st.factor, st.duration_s or self.config.trial.duration_s, st.resolution_pct)
         req = self._required_rates()
@@ -262,7 +262,7 @@ class Runner:
             c = prove_rate(rec, f, self._line_rate(), req[f.label], params)
             keys = tuple(r["key"] for r in rec.records[first:])
             ceilings.append(replace(c, trial_keys=keys))
-        self.selftest = SelftestResult(params, st.testbed, tuple(ceilings))
+        self.selftest = SelftestResult(params, testbed, tuple(ceilings))
 
     # ---------------------------------------------------------------- methods
     def _throughput_for(self, mi: int, frame: FrameSize, src: int | None) -> float | None:

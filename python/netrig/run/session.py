@@ -34,6 +34,7 @@ from netrig.run.config import TestConfig
 from netrig.testbed import Testbed
 from netrig.testbed.knobs import KnobLayout, Knobs, applied_knobs
 from netrig.testbed.placement import keep_off_dut
+from netrig.testbed.topologies import WIRED_TOPOLOGIES as DUT_TOPOLOGIES
 from netrig.trial import Port
 
 #: Monitoring samples per trial: about five, between every 0.1 s and every 1 s.
@@ -100,8 +101,7 @@ def existing_testbed(tb_id: str) -> Iterator[Testbed]:
 def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
     """Build the test bed (the DUT's, or ``selftest.testbed`` for the self-test) and yield a
     Session; with ``testbed.id`` the DUT's test bed is the existing one of that id."""
-    name = config.selftest.testbed if role == "selftest" else config.testbed.name
-    opts = dict(config.testbed.options) if role == "dut" else _selftest_options(config)
+    name, opts = (config.testbed.name, dict(config.testbed.options)) if role == "dut" else _selftest_bed(config)
     stack_methods = sorted({m.name for m in config.methods if m.method.stack_kind is not None})
     if role == "dut" and stack_methods:
         if name == "external" or opts.get("tester_stack") is False:
@@ -163,8 +163,8 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
                                   dut_netns=tb.dut_netns,
                                   interval_monitor=interval_monitor if role == "dut" else None,
                                   tx_cpus=cpus["tx_cpus"], rx_cpus=cpus["rx_cpus"],
-                                  dut_ring=_ring_reader(tb) if role == "dut" and tb.wire_counts() else None,
-                                  dut_cpus=tb.dut_cpus() if role == "dut" else ())
+                                  dut_ring=_ring_reader(tb) if tb.wire_counts() else None,
+                                  dut_cpus=tb.dut_cpus())
         env: dict = {}
         if role == "dut":
             try:
@@ -212,12 +212,27 @@ def _tuned(tb: Testbed, knobs: Knobs) -> AbstractContextManager[dict | None]:
     return applied_knobs(knobs, KnobLayout.of_testbed(tb), state=tb.state, path="testbed.knobs")
 
 
-def _selftest_options(config: TestConfig) -> dict:
-    """The self-test's loopback carries the frames the DUT's test bed carries: the same MTU."""
-    mtu = config.testbed.options.get("mtu")
+#: The placement options a self-test through a bridge takes from the DUT's test bed.
+PLACEMENT_OPTIONS = ("dut_cpus", "dut_placement", "dut_ring")
+
+
+def _selftest_bed(config: TestConfig) -> tuple[str, dict]:
+    """The self-test's test bed and options. It carries the frames the DUT's test bed carries (the
+    same MTU). ``auto``: when the DUT sits behind the wire, a Linux bridge behind the same wire on
+    the same CPUs — the tester's work on its own CPU (the wire's copy) and on the DUT's (its
+    receiving port's path) is then what it will be through the DUT, and the bridge costs the DUT's
+    CPU little — else the plain loopback."""
+    opts = dict(config.testbed.options)
     if config.testbed.id:
-        mtu = Testbed.attach(config.testbed.id).options.mtu
-    return {"mtu": mtu} if mtu is not None else {}
+        opts = Testbed.attach(config.testbed.id).options.to_dict()
+    mtu = opts.get("mtu")
+    base = {"mtu": mtu} if mtu is not None else {}
+    name = config.selftest.testbed
+    if name != "auto":
+        return name, base
+    if config.testbed.name in DUT_TOPOLOGIES and opts.get("dut_placement", "wire") == "wire":
+        return "bridge", {**base, **{k: opts[k] for k in PLACEMENT_OPTIONS if opts.get(k) is not None}}
+    return "loopback", base
 
 
 def open_session(config: TestConfig, role: str) -> AbstractContextManager[Session]:

@@ -44,6 +44,12 @@ def parse_cap(text: str | int | float) -> tuple[float | None, float | None]:
     return (value, None) if m.group(3) == "pps" else (None, value)
 
 
+#: The CPUs this process may use, as it started: read once, at import, because the tester's
+#: bookkeeping threads are narrowed to the tester's CPUs later (``placement.keep_off_dut``) and
+#: a thread's own affinity would then hide the DUT's CPUs from every later choice.
+MACHINE_CPUS: tuple[int, ...] = tuple(sorted(os.sched_getaffinity(0)))
+
+
 def parse_cpus(text: str | int | list[int] | tuple[int, ...]) -> tuple[int, ...]:
     """``"1"``, ``"0-1"``, ``"0,1"`` or a list → sorted CPU numbers, each one this process may use."""
     if isinstance(text, int) and not isinstance(text, bool):
@@ -61,7 +67,7 @@ def parse_cpus(text: str | int | list[int] | tuple[int, ...]) -> tuple[int, ...]
             if hi < lo:
                 raise ConfigError("dut_cpus", f"{text!r}: range {part} is backwards")
             cpus.update(range(lo, hi + 1))
-    allowed = os.sched_getaffinity(0)
+    allowed = set(MACHINE_CPUS)
     bad = sorted(c for c in cpus if not isinstance(c, int) or c not in allowed)
     if bad or not cpus:
         raise ConfigError("dut_cpus", f"{text!r}: CPU(s) {bad or 'none'} not available; "

@@ -31,6 +31,7 @@ from typing import Any
 from netrig import _native
 from netrig.errors import CapabilityError, NetrigError, TestbedError
 from netrig.testbed.nsthread import run_in_netns
+from netrig.testbed.options import MACHINE_CPUS
 
 #: Placements under which a slow DUT may still slow the sender (it holds the sender's frames, or
 #: works on its CPU): there a sender that fell short can be the DUT's backpressure.
@@ -40,42 +41,44 @@ HOLDS_SENDER = ("rps", "threaded-napi", "inline")
 def default_dut_cpus() -> tuple[int, ...]:
     """The DUT's CPUs when none are given: the last CPU this process may use when there are two
     or more (the tester keeps the others), else the only one (shared with the tester)."""
-    allowed = sorted(os.sched_getaffinity(0))
-    return (allowed[-1],)
+    return (MACHINE_CPUS[-1],)
 
 
 def shares_cpu_with_tester(cpus: tuple[int, ...] | list[int] | None) -> bool:
     """The DUT's CPUs leave the tester none of its own (a one-CPU machine)."""
-    allowed = set(os.sched_getaffinity(0))
-    return not cpus or not (allowed - set(cpus))
+    return not cpus or not (set(MACHINE_CPUS) - set(cpus))
 
 
-#: Nice value of the tester's bookkeeping threads while they share the tester's CPUs with its workers.
-BOOKKEEPING_NICE = 19
+def bookkeeping_on(tester_cpus: Sequence[int]) -> None:
+    """Run this thread, and every thread it starts from now on, on ``tester_cpus`` only and under
+    ``SCHED_IDLE``: the tester's bookkeeping (Python, a monitor, a result's JSON, the garbage
+    collector, the engine's trial and link-watcher threads) then runs only when the tester's
+    workers leave the CPU idle, and never on the DUT's. The workers make themselves ordinary
+    threads again (``sys::cpu::normal_priority``). Measured on the 2-vCPU VM, TX worker and run
+    loop on one CPU: at nice 0 the run loop's Python work delayed the worker ~5 ms at a time and
+    stretched 0.5-s trials by 10–80 %; at nice 19 still by ~3 ms at a time (a picked task runs a
+    whole 3-ms slice whatever its weight); under SCHED_IDLE an ordinary thread that wakes takes the
+    CPU at once."""
+    os.sched_setaffinity(0, set(tester_cpus))
+    os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
 
 
 @contextlib.contextmanager
 def keep_off_dut(tester_cpus: Sequence[int]) -> Iterator[None]:
-    """While the block runs, this thread — and every thread it starts (a monitor, the engine's
-    trial and link-watcher threads) — runs only on ``tester_cpus``, so nothing of the tester's own
-    lands on the DUT's CPUs, and at nice 19, so that this bookkeeping (Python, a result's JSON, the
-    garbage collector) never keeps the tester's workers waiting: they raise themselves back to nice
-    0. Measured: at nice 0 next to the TX worker on one CPU, the run loop's Python work delayed it
-    by ~5 ms at a time and stretched 0.5-s trials by 10–80 %. The old affinity and nice value are
-    restored afterwards. Empty: nothing changes."""
+    """While the block runs, this thread is tester bookkeeping (:func:`bookkeeping_on`); its old
+    affinity and scheduling policy are restored afterwards. Empty: nothing changes."""
     if not tester_cpus:
         yield
         return
     old = os.sched_getaffinity(0)
-    old_nice = os.getpriority(os.PRIO_PROCESS, 0)  # this thread's, on Linux
-    os.sched_setaffinity(0, set(tester_cpus))
-    os.setpriority(os.PRIO_PROCESS, 0, max(old_nice, BOOKKEEPING_NICE))
+    old_policy, old_param = os.sched_getscheduler(0), os.sched_getparam(0)
+    bookkeeping_on(tester_cpus)
     try:
         yield
     finally:
         os.sched_setaffinity(0, old)
-        with contextlib.suppress(OSError):  # raising the priority back needs root; the tester runs as root
-            os.setpriority(os.PRIO_PROCESS, 0, old_nice)
+        with contextlib.suppress(OSError):  # leaving SCHED_IDLE needs root; the tester runs as root
+            os.sched_setscheduler(0, old_policy, old_param)
 
 
 def cpu_mask(cpus: tuple[int, ...]) -> str:

@@ -25,7 +25,7 @@ from netrig.testbed.nsthread import (
     run_in_netns,
     write_sysctl,
 )
-from netrig.testbed.options import TestbedOptions
+from netrig.testbed.options import MACHINE_CPUS, TestbedOptions
 from netrig.testbed.placement import HOLDS_SENDER
 from netrig.testbed.topologies import TOPOLOGIES, stop_processes
 
@@ -354,7 +354,7 @@ class Testbed:
         empty when the DUT has none, or all of them (then the engine's default split applies, and
         the two share — a one-CPU machine; the placement record says so)."""
         held = set(self.dut_cpus())
-        free = tuple(c for c in sorted(os.sched_getaffinity(0)) if c not in held)
+        free = tuple(c for c in MACHINE_CPUS if c not in held)
         return free if held and free else ()
 
     @property

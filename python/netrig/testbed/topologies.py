@@ -741,6 +741,10 @@ TOPOLOGIES: dict[str, Topology] = {
 }
 
 
+#: Topologies whose Linux DUT sits behind the wire when ``dut_placement`` is ``wire`` (the default).
+WIRED_TOPOLOGIES = tuple(n for n, t in TOPOLOGIES.items() if "dut_placement" in t.uses)
+
+
 def list_topologies() -> list[tuple[str, str]]:
     """``[(name, one-line description), ...]``."""
     return [(n, t.description) for n, t in TOPOLOGIES.items()]

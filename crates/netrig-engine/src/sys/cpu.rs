@@ -55,18 +55,17 @@ pub fn request_short_slices(slice_ns: u64) -> io::Result<()> {
     Ok(())
 }
 
-/// Run the calling thread at nice 0 if it inherited a lower priority (a larger nice value): the
-/// tester's bookkeeping threads run at nice 19 on the tester's CPUs (netrig.testbed.placement
-/// keep_off_dut) so that they never keep a worker waiting, and workers are started by them.
-/// Raising the priority back needs CAP_SYS_NICE; without it the worker keeps the inherited one.
-pub fn at_least_normal_priority() -> io::Result<()> {
-    // SAFETY: getpriority/setpriority with PRIO_PROCESS and 0 apply to the calling thread on Linux.
-    unsafe {
-        *libc::__errno_location() = 0;
-        let nice = libc::getpriority(libc::PRIO_PROCESS, 0);
-        if nice > 0 && libc::setpriority(libc::PRIO_PROCESS, 0, 0) != 0 {
-            return Err(io::Error::last_os_error());
-        }
+/// Run the calling thread as an ordinary thread (`SCHED_OTHER`, nice 0): the tester's bookkeeping
+/// threads run at `SCHED_IDLE` on the tester's CPUs (netrig.testbed.placement keep_off_dut) so
+/// that they never keep a worker waiting, and workers inherit that from the thread that starts
+/// them. Leaving `SCHED_IDLE` needs CAP_SYS_NICE; without it the worker keeps what it inherited.
+pub fn normal_priority() -> io::Result<()> {
+    let mut attr = SchedAttr { size: std::mem::size_of::<SchedAttr>() as u32, ..Default::default() };
+    // SAFETY: attr is a valid, initialised sched_attr (SCHED_OTHER, nice 0) of the size given in
+    // it; pid 0 = this thread.
+    let rc = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &mut attr as *mut SchedAttr, 0) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
     }
     Ok(())
 }
