@@ -77,10 +77,6 @@ REPORT_SECTIONS = ("summary", *(s.id for s in REGISTRY.sections() if s.shown_whe
 COMPARE_SECTIONS = ("runs", "summary", "ratios", *(s.id for s in REGISTRY.sections() if s.shown_when_empty),
                     "selftest", "environment")
 
-BAD_FLAGS = {"above_selftest_ceiling", "tester_limited", "invalid_trials", "incomplete", "throughput_disagreement",
-             "bursty_offered_load"}
-
-
 def section(sid: str, title: str, body: str) -> str:
     return f'<section id="{esc(sid)}"><h2>{esc(title)}</h2>{body}</section>'
 
@@ -103,26 +99,10 @@ def page(title: str, subtitle: list[str], sections: list[tuple[str, str, str]], 
 # -- warnings -------------------------------------------------------------------------------------
 def warnings_html(r: RunView, prefix: str = "") -> str:
     items = []
-    if r.complete is False:
-        items.append(f'<span class="badge bad">incomplete</span>{esc(prefix)}the run did not finish: '
-                     f"{esc(r.doc.get('interrupted_reason') or 'unfinished')}; "
-                     "results cover the trials finished so far.")
-    st = r.selftest()
-    if not st and r.has_frame_results():
-        items.append(f'<span class="badge bad">no self-test</span>{esc(prefix)}no tester self-test in this result: '
-                     "nothing proves the tester was not the bottleneck.")
-    elif st.get("passed") is False:
-        items.append(f'<span class="badge bad">self-test failed</span>{esc(prefix)}the tester could not prove every '
-                     "rate it used; results above its proven ceiling are flagged.")
-    invalid = sum(1 for t in r.trials()  # the DUT's backpressure is a DUT result, flagged on its own
-                  if obj(t, "counts").get("valid") is False and t.get("verdict") != "backpressure")
-    if invalid:
-        items.append(f'<span class="badge bad">invalid trials</span>{esc(prefix)}{invalid} trial(s) were invalid '
-                     "(tester-side problem) and are not DUT results.")
-    for f in r.flags():
-        bad = " bad" if f["code"] in BAD_FLAGS else ""
-        where = f" ({esc(f['where'])})" if f["where"] != "run" else ""
-        items.append(f'<span class="badge{bad}">{esc(f["code"])}</span>{esc(prefix)}{esc(f["message"])}{where}')
+    for n in r.notes():
+        bad = " bad" if n["bad"] else ""
+        where = f" ({esc(n['where'])})" if n["where"] != "run" else ""
+        items.append(f'<span class="badge{bad}">{esc(n["code"])}</span>{esc(prefix)}{esc(n["message"])}{where}')
     if not items:
         return ""
     return '<div class="warn"><strong>Read these before the numbers</strong><ul>' + "".join(
@@ -136,7 +116,8 @@ def report_html(r: RunView, version: str = "") -> str:
     parts = [m.html(r) for m in REGISTRY]
     S: list[tuple[str, str, str]] = []
 
-    body = warnings_html(r)
+    dut = r.dut_line()
+    body = (f"<p><b>DUT:</b> {esc(dut)}</p>" if dut is not None else "") + warnings_html(r)
     body += table_html(tables.summary_per_configuration(runs), left=4)
     body += "".join(p.get("summary", "") for p in parts)
     vt = tables.verdicts_table(r)

@@ -15,16 +15,10 @@ from netrig.view.table import Table
 
 def _warnings(r: RunView, prefix: str = "") -> list[str]:
     out = []
-    if r.complete is False:
-        out.append(f"- **incomplete**: {prefix}{r.doc.get('interrupted_reason') or 'the run did not finish'}")
-    st = r.selftest()
-    if not st and r.has_frame_results():
-        out.append(f"- **no self-test**: {prefix}nothing proves the tester was not the bottleneck")
-    elif st.get("passed") is False:
-        out.append(f"- **self-test failed**: {prefix}results above the tester's proven ceiling are flagged")
-    for f in r.flags():
-        where = f" ({f['where']})" if f["where"] != "run" else ""
-        out.append(f"- `{f['code']}`: {prefix}{f['message']}{where}")
+    for n in r.notes():
+        where = f" ({n['where']})" if n["where"] != "run" else ""
+        code = f"**{n['code']}**" if n["bad"] else f"`{n['code']}`"
+        out.append(f"- {code}: {prefix}{n['message']}{where}")
     return out
 
 
@@ -33,6 +27,8 @@ def report_markdown(r: RunView, html_name: str = "") -> str:
     parts = [f"# netrig report — {r.name}\n",
              f"{r.line_rate_label} · {len(r.trials())} trials · started {fmt.when(doc.get('started_at'))} · "
              f"netrig {doc.get('tool_version', '?')}" + (f" · plots: `{html_name}`" if html_name else "") + "\n"]
+    if (dut := r.dut_line()) is not None:
+        parts.append(f"DUT: {dut}\n")
     w = _warnings(r)
     if w:
         parts.append("**Read these before the numbers:**\n\n" + "\n".join(w) + "\n")

@@ -340,9 +340,9 @@ class Runner:
             # where the tester stopped is said apart.
             bound = format_pps(head) if head is not None else format_pps(0.0)
             flags.append({"code": "tester_limited",
-                          "message": f"≥ {bound}: the DUT lost nothing at any load the tester could offer, and the "
-                                     f"tester could not offer more than {format_pps(lim)} (the self-test's ceiling / "
-                                     "factor, or the rate it reached): a lower bound, the DUT may be faster"})
+                          "message": f"≥ {bound}: the DUT lost nothing at any load the tester could offer; above it "
+                                     f"the tester fell short (its self-test's ceiling / factor, or a trial that "
+                                     f"reached only {format_pps(lim)}): a lower bound, the DUT may be faster"})
         pressed = [r for r in reps if getattr(r, "backpressure_trials", 0)]
         if pressed:
             bp = max(getattr(r, "backpressure_pps", None) or 0.0 for r in pressed)
@@ -451,7 +451,9 @@ class Runner:
         if shared:  # a one-CPU machine: the DUT's numbers include the tester's share of the CPU
             flags.append({"code": "dut_shares_cpu", "message": f"{shared}: the DUT's capacity is what the tester "
                                                                "left it"})
-        if self.selftest is not None and not self.selftest.passed:
+        above = any(f.get("code") == "above_selftest_ceiling" for e in summary for r in e.get("results", [])
+                    for f in r.get("flags", []))
+        if self.selftest is not None and not self.selftest.passed and above:
             flags.append({"code": "above_selftest_ceiling",
                           "message": "the self-test could not prove every rate this run uses; results above "
                                      "the proven ceilings are flagged"})

@@ -21,6 +21,18 @@ from typing import Any
 
 from netrig.model import MIXES, WIRE_OVERHEAD_BYTES, size_label, size_sort_key
 from netrig.results import TORN_FLAG, load_document, migrate
+from netrig.testbed.topologies import list_topologies, topology_options
+
+#: The options each topology takes.
+TOPOLOGY_OPTIONS = {name: topology_options(name) for name, _ in list_topologies()}
+#: Test-bed options that say what the DUT does (shown with its name).
+DUT_LINE_OPTIONS = ("rules", "cap", "nat", "log", "flowtable", "forward_backend", "forward_mode", "capture_method")
+#: Flags that concern a result's detail (its table says so), not the reader's trust in the run:
+#: trials the tester could not use were retried or left out, and the result stands.
+DETAIL_FLAGS = frozenset({"invalid_trials"})
+#: Notes that question a result (shown as bad).
+BAD_NOTES = frozenset({"above_selftest_ceiling", "tester_limited", "incomplete", "throughput_disagreement",
+                       "no_selftest", "dut_backpressure", "dut_shares_cpu", "trial_log_torn"})
 
 
 def num(d: Any, *keys: str) -> float | None:
@@ -253,6 +265,9 @@ class RunView:
         v = self._find(("dut_cores", "cores", "dut_cpus"))
         if v is not None:
             return str(v)
+        placed = obj(self.testbed, "placement").get("cpus")
+        if isinstance(placed, list) and placed and all(isinstance(c, int) for c in placed):
+            return f"{len(placed)} (CPU {','.join(map(str, placed))})"
         env = self.environment
         n = num(env, "cpus", "cpu_count") or num(obj(env, "cpu"), "count", "logical")
         return f"{int(n)} (host)" if n else "—"
@@ -323,6 +338,48 @@ class RunView:
                     seen.add(key)
                     out.append({"code": str(f.get("code", "")), "message": str(f.get("message", "")),
                                 "where": f"{label}, {_size_text(r.get('frame_size'))}"})
+        return out
+
+    def dut_line(self) -> str | None:
+        """One line saying what the DUT was: its test bed, the options it was built with, and where
+        it ran (``None`` for a result without a test bed, or the simulated one)."""
+        tb = self.testbed
+        name = tb.get("topology") or tb.get("name")
+        if not isinstance(name, str) or name == "simulated":
+            return None
+        uses = TOPOLOGY_OPTIONS.get(name, ())
+        opts = {k: v for k, v in obj(tb, "options").items() if v not in (None, False, [], "") and k in uses}
+        shown = ", ".join(f"{k} {v}" for k, v in opts.items() if k in DUT_LINE_OPTIONS)
+        where = obj(tb, "placement").get("note")
+        return f"{name}{f' ({shown})' if shown else ''}" + (f"; {where}" if isinstance(where, str) else "")
+
+    def notes(self) -> list[dict]:
+        """What a reader must know before the numbers, one note per kind: ``{code, message, where,
+        bad}``. Flags of one code are one note (the first message, every place it applies to);
+        ``DETAIL_FLAGS`` stay with their results (the tables' flags), never up here."""
+        out: list[dict] = []
+        if self.complete is False:
+            out.append({"code": "incomplete", "message": str(self.doc.get("interrupted_reason") or
+                                                             "the run did not finish"), "where": "run", "bad": True})
+        if not self.selftest() and self.has_frame_results():
+            out.append({"code": "no_selftest", "message": "nothing proves the tester was not the bottleneck",
+                        "where": "run", "bad": True})
+        by_code: dict[str, dict] = {}
+        for f in self.flags():
+            if f["code"] in DETAIL_FLAGS:
+                continue
+            note = by_code.get(f["code"])
+            if note is None:
+                by_code[f["code"]] = note = {**f, "same": [], "also": [], "bad": f["code"] in BAD_NOTES}
+                out.append(note)
+            if f["where"] != "run":
+                (note["same"] if f["message"] == note["message"] else note["also"]).append(f["where"])
+        for note in out:
+            same, also = note.pop("same", []), note.pop("also", [])
+            where = "; ".join(same)
+            if also:  # the same kind elsewhere, with its own numbers: named, not repeated
+                where += ("; " if where else "") + f"also {'; '.join(also)}: see each result's flags"
+            note["where"] = where or "run"
         return out
 
     def verdicts(self) -> list[dict]:
