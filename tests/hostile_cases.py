@@ -600,16 +600,20 @@ for argv, want in [(["mesh"], "topology"), (["router", "--cap", "100kpps"], "--c
                    (["router", "--conntrack-buckets", "1024"], "--conntrack-buckets"),
                    (["nat", "--conntrack-timeout-s", "-1"], "--conntrack-timeout-s"),
                    (["firewall", "--conntrack-timeout-s", "x"], "--conntrack-timeout-s"),
-                   (["loopback", "--conntrack-timeout-s", "60"], "--conntrack-timeout-s")]:
+                   (["loopback", "--conntrack-timeout-s", "60"], "--conntrack-timeout-s"),
+                   (["router", "--dut-ring", "4"], "--dut-ring"), (["router", "--dut-ring", "x"], "--dut-ring"),
+                   (["router", "--dut-ring", "256", "--dut-placement", "rps"], "--dut-ring"),
+                   (["loopback", "--dut-ring", "256"], "--dut-ring"),
+                   (["router", "--dut-placement", "inline", "--dut-cpus", "0"], "--dut-cpus")]:
     cli(want, "testbed", "up", *argv)
 for argv, want in [(["forwarder", "--forward-mode", "macswap"], "--forward-mode"),
                    (["forwarder", "--forward-backend", "dpdk"], "--forward-backend"),
                    (["router", "--forward-mode", "mac"], "--forward-mode"),
                    (["forwarder", "--rules", "3"], "--rules"),
-                   (["forwarder", "--forward-backend", "xdp", "--dut-cpus", "1"], "--dut-cpus"),
+                   (["forwarder", "--forward-backend", "xdp", "--dut-cpus", "99"], "--dut-cpus"),
                    (["oneport", "--forward-mode", "mac"], "--forward-mode"),
                    (["oneport", "--forward-backend", "XDP"], "--forward-backend"),
-                   (["oneport", "--forward-backend", "xdp", "--dut-cpus", "0"], "--dut-cpus"),
+                   (["oneport", "--forward-backend", "xdp", "--dut-cpus", "0-1-2"], "--dut-cpus"),
                    (["oneport", "--cap", "1kpps"], "--cap"),
                    (["forwarder", "--forward-backend", "bridge", "--forward-mode", "l2fwd"], "--forward-mode"),
                    (["oneport", "--forward-backend", "bridge"], "--forward-backend"),

@@ -4,11 +4,12 @@ from __future__ import annotations
 import argparse
 import json
 
+from netrig import _native
 from netrig.cli.common import require_root
 from netrig.errors import ConfigError, TestbedError
 from netrig.testbed import Testbed, clean, down, list_topologies, status, topology_options
 from netrig.testbed import state as st
-from netrig.testbed.options import CAPTURE_METHODS, FORWARD_MODES, FORWARDER_BACKENDS
+from netrig.testbed.options import CAPTURE_METHODS, FORWARD_MODES, FORWARDER_BACKENDS, PLACEMENTS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -39,9 +40,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     up.add_argument("--conntrack-timeout-s", type=int, default=None, metavar="SECONDS",
                     help="nat/firewall/fwnat: the DUT's UDP and established-TCP conntrack timeouts, in its namespace")
     up.add_argument("--dut-cpus", default=None,
-                    help="CPUs for the DUT's packet processing, e.g. 1 or 0-1 (default: the sender's CPU)")
-    up.add_argument("--dut-placement", default=None, choices=("threaded-napi", "rps"),
-                    help="how --dut-cpus is applied (default: threaded-napi)")
+                    help="CPUs for the DUT's packet processing, e.g. 1 or 0-1 (default: the last CPU; the tester "
+                         "keeps the others)")
+    up.add_argument("--dut-placement", default=None, choices=PLACEMENTS,
+                    help="how the DUT gets its CPUs: wire (default: a receive ring on them that drops when full; "
+                         "the DUT never slows the sender), rps, threaded-napi, or inline (none: the DUT works on "
+                         "the sender's CPU)")
+    up.add_argument("--dut-ring", type=int, default=None, metavar="FRAMES",
+                    help=f"wire: the DUT's receive ring per CPU, {_native.WIRE_MIN_RING}..{_native.WIRE_MAX_RING} "
+                         f"frames (default {_native.WIRE_DEFAULT_RING})")
     up.add_argument("--log", action="store_true", default=None,
                     help="firewall/acl/fwnat: log every accepted test packet that reaches the accept rule "
                          "(kernel log; sets the host-wide nf_log_all_netns)")
@@ -101,8 +108,8 @@ def _ports_table(tb) -> str:
 
 #: The options of ``testbed up``, by test-bed option name.
 UP_OPTIONS = ("rules", "cap", "cap_burst", "nat", "conntrack_max", "conntrack_buckets", "conntrack_timeout_s",
-              "dut_cpus", "dut_placement", "log", "flowtable", "ifaces", "tester_stack", "mtu", "forward_mode",
-              "forward_backend", "capture_method", "capture_batch")
+              "dut_cpus", "dut_placement", "dut_ring", "log", "flowtable", "ifaces", "tester_stack", "mtu",
+              "forward_mode", "forward_backend", "capture_method", "capture_batch")
 
 
 def run_up(args: argparse.Namespace) -> int:

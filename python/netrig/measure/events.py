@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from netrig.errors import ConfigError
+from netrig.testbed.placement import on_time
 
 #: Per-interval counting of a trial with events, seconds (the recovery time's resolution).
 INTERVAL_S = 0.01
@@ -196,6 +197,7 @@ class EventClock:
             self._started.set()
 
     def _fire(self) -> None:
+        on_time()  # events run at their times, even next to a busy tester worker
         while not self._started.wait(0.05):
             if self._done.is_set():
                 return

@@ -63,6 +63,14 @@ def bookkeeping_on(tester_cpus: Sequence[int]) -> None:
     os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
 
 
+def on_time() -> None:
+    """Make the calling thread an ordinary one again (``SCHED_OTHER``), though it was started by
+    tester bookkeeping (``SCHED_IDLE``): for threads whose timing is part of the measurement (the
+    events under load fire at their times). Needs root, as the tester does; silently kept otherwise."""
+    with contextlib.suppress(OSError):
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+
+
 @contextlib.contextmanager
 def keep_off_dut(tester_cpus: Sequence[int]) -> Iterator[None]:
     """While the block runs, this thread is tester bookkeeping (:func:`bookkeeping_on`); its old
