@@ -376,12 +376,16 @@ for cmd in ("ndr-pdr", "livelock", "soak", "selftest", "stateful", "stress"):  #
     for opt, v in [("--sizes", "63"), ("--duration", "1e99s"), ("--drain", "61s"), ("--repetitions", "0"),
                    ("--io", "dpdk"), ("--nominal-speed", "nan"), ("--speed", "-1"), ("--sim-capacity-pps", "inf"),
                    ("--testbed-option", "mtu=9000"), ("--testbed", "nosuch"), ("--i-know-this-is-live", ""),
-                   ("--monitor", ""), ("--knob", "dut.sysfs.threaded"), ("--monitor-remote", "-oX=y")]:
-        flag = opt in ("--i-know-this-is-live", "--monitor")
+                   ("--monitor", ""), ("--knob", "dut.sysfs.threaded"), ("--monitor-remote", "-oX=y"),
+                   ("--share-testbed", "")]:
+        flag = opt in ("--i-know-this-is-live", "--monitor", "--share-testbed")
         argv = [*base, opt, v] if v or not flag else [*base, f"{opt}=1"]
         if opt == "--testbed":
             argv = [cmd, "--testbed", v, "--out", "{dir}/out"]
         cli(opt, *argv)
+cli("--share-testbed", "rfc2544", "--testbed", "router", "--share-testbed", "--out", "{dir}/out",
+    name="rfc2544 --share-testbed on a test bed built for the run")
+cli("--share-testbed", "trial", "--tx", "lo", "--rx", "lo", "--share-testbed", name="trial --share-testbed without --testbed")
 ST = ["selftest", "--testbed", "simulated", "--sizes", "64", "--duration", "0.05s", "--out", "{dir}/out"]
 for v in ["abc", "0", "50%", "1e300", "-1", "1M,abc"]:
     cli("--rate", *ST, "--rate", v)

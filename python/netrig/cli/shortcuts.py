@@ -29,7 +29,8 @@ from netrig.testbed.state import read_state
 COMMON_FIELDS = {"duration_s": "--duration", "drain_s": "--drain", "sizes": "--sizes", "repetitions": "--repetitions",
                  "io": "--io", "nominal_bps": "--nominal-speed", "speed_bps": "--speed", "options": "--testbed-option",
                  "capacity_pps": "--sim-capacity-pps", "i_know_this_is_live": "--i-know-this-is-live",
-                 "monitor_remote": "--monitor-remote", "events": "--at", "event_timeout_s": "--event-timeout"}
+                 "monitor_remote": "--monitor-remote", "events": "--at", "event_timeout_s": "--event-timeout",
+                 "shared": "--share-testbed"}
 
 
 def add_common(p: argparse.ArgumentParser, sizes_default: str = "rfc", events: bool = True) -> None:
@@ -39,6 +40,9 @@ def add_common(p: argparse.ArgumentParser, sizes_default: str = "rfc", events: b
                    help="test bed: a topology built for the run and removed after it (router, policer, …; "
                         "`netrig testbed list`), simulated, or the id of one built by `netrig testbed up` "
                         "(left standing) [router]")
+    p.add_argument("--share-testbed", action="store_true",
+                   help="with the id of a test bed: run although another run holds it (a shared-DUT experiment: "
+                        "each counts the other's frames as stray; the result is flagged)")
     p.add_argument("--testbed-option", action="append", default=[], metavar="KEY=VALUE",
                    help="test bed option, repeatable, typed as in a config file (e.g. cap=1Mpps, rules=100, "
                         "log=false, mtu=9000); a topology refuses options it does not use")
@@ -137,6 +141,11 @@ def testbed_config(name_or_id: str, options: dict[str, Any]) -> dict[str, Any]:
 def base_config(args: argparse.Namespace) -> dict:
     """The config (as a file would give it) of the shared options."""
     tb = testbed_config(args.testbed, testbed_options(args.testbed_option))
+    if args.share_testbed:
+        if "id" not in tb:
+            raise ConfigError("--share-testbed", "needs --testbed ID (a test bed built by `netrig testbed up`): a "
+                                                 "test bed built for the run is its own")
+        tb["shared"] = True
     if args.knob:
         tb["knobs"] = knob_options(args.knob)
     if args.sim_capacity_pps is not None:

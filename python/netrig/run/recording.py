@@ -32,6 +32,8 @@ class RecordingMeasurer:
         self.inner: Measurer | None = None
         #: Called before every measured trial (the session's test-bed check); returns what it restored.
         self.before: Callable[[], list[str]] | None = None
+        #: Called after every measured trial (the session's DUT check); a problem invalidates it.
+        self.after: Callable[[], list[str]] | None = None
         self.log, self.replay, self.line_rate = log, replay, line_rate
         self.progress = progress or (lambda e, i: None)
         self.records: list[dict] = []
@@ -88,6 +90,15 @@ class RecordingMeasurer:
         self.progress("trial_start", {**info, "replayed": False})
         return repaired
 
+    def _checked(self, counts: TrialCounts) -> TrialCounts:
+        """``counts``, invalid if the DUT failed during the trial (``Session.after_trial``): a DUT
+        process that died drops everything, which is not the DUT's loss at this load."""
+        problems = self.after() if self.after is not None else []
+        if not problems:
+            return counts
+        reasons = [*problems, *filter(None, [counts.invalid_reason])]
+        return replace(counts, valid=False, invalid_reason="; ".join(reasons))
+
     def _do(self, kind: str, frame: FrameSize, load_d: dict, phases: list | None,
             fn: Callable[[str], TrialCounts]) -> TrialCounts:
         key = self._key()
@@ -115,7 +126,7 @@ class RecordingMeasurer:
         repaired = self._start(key, info)
         started = utc_now()
         t0 = time.monotonic()
-        counts = fn(key)
+        counts = self._checked(fn(key))
         self.trial_wall_s.append(time.monotonic() - t0)
         rec = {"seq": len(self.records), "key": key, "method": self.ctx["method"],
                "method_index": self.ctx["method_index"], "frame_size": frame.label,
@@ -269,8 +280,8 @@ class RecordingMeasurer:
 
             # Events at soak time: those still ahead, at their time in this segment.
             ahead = tuple(Event(e.command, e.at_s - covered) for e in events if e.at_s >= covered)
-            counts = self._target().measure_soak(replace(load, tag=key), remaining, interval_s, record,
-                                                 events=ahead, run_event=run_event if ahead else None)
+            counts = self._checked(self._target().measure_soak(replace(load, tag=key), remaining, interval_s, record,
+                                                               events=ahead, run_event=run_event if ahead else None))
             if counts.events and covered:
                 counts = replace(counts, events=tuple(replace(r, run=replace(r.run, at_s=r.run.at_s + covered))
                                                       for r in counts.events))

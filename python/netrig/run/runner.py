@@ -203,6 +203,7 @@ class Runner:
         rec = self._recorder()
         rec.inner = session.measurer
         rec.before = session.before_trial
+        rec.after = session.after_trial
         self.command_env = dict(session.command_env)
 
     def _recorder(self) -> RecordingMeasurer:
@@ -219,6 +220,12 @@ class Runner:
         self.testbed, self.environment = session.testbed, session.environment
         self.simulated = session.simulated
         self.dut_can_hold_sender = session.dut_can_hold_sender
+        if session.shared_testbed:
+            other = "another run held it" if session.shared_with else "no other run held it yet"
+            self.notices.append({"code": "shared_testbed",
+                                 "message": f"measured on a test bed shared on purpose (testbed.shared; {other} when "
+                                            "this one started): a trial that saw another run's frames counts them as "
+                                            "stray and is invalid"})
         self.progress("run_start", {"total_trials": self._estimate_total(), "line_rate": session.line_rate,
                                     "out_dir": str(self.out_dir)})
 
