@@ -35,7 +35,7 @@ from netrig.testbed import Testbed
 from netrig.testbed.knobs import KnobLayout, Knobs, applied_knobs
 from netrig.testbed.placement import keep_off_dut
 from netrig.testbed.topologies import WIRED_TOPOLOGIES as DUT_TOPOLOGIES
-from netrig.trial import Port
+from netrig.trial import Port, Snapshot
 
 #: Monitoring samples per trial: about five, between every 0.1 s and every 1 s.
 MONITOR_SAMPLES_PER_TRIAL = 5
@@ -62,6 +62,12 @@ class Session:
     #: The DUT can slow the tester's sender instead of dropping (``Testbed.dut_can_hold_sender``):
     #: only then is a sender that fell short below its proven rate the DUT's backpressure.
     dut_can_hold_sender: bool = True
+
+    def watch(self, on_snapshot: Callable[[Snapshot], None] | None) -> None:
+        """Hand the engine's live snapshots of every measured trial to ``on_snapshot`` (``None``:
+        stop); a simulated DUT has none."""
+        if isinstance(self.measurer, EngineMeasurer):
+            self.measurer.on_snapshot = on_snapshot
 
 
 #: ``provider(config, role)`` -> context manager of a Session (tests pass their own).
