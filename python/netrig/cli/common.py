@@ -156,7 +156,9 @@ def add_metrics_listen(p: argparse.ArgumentParser, what: str) -> None:
 @contextlib.contextmanager
 def metrics_endpoint(listen: str | None) -> Iterator[Telemetry | None]:
     """The ``--metrics-listen`` endpoint for the block (``None`` without the option); its URL is said
-    on stderr. Bound now: a bad value is one error naming the option, before anything else starts."""
+    on stderr. Bound now: a bad value is one error naming the option, before anything else starts.
+    When the block ends, a scraper that was watching gets one more scrape (``Telemetry.linger``),
+    then the socket is closed; nothing stays listening."""
     if listen is None:
         yield None
         return
@@ -164,3 +166,4 @@ def metrics_endpoint(listen: str | None) -> Iterator[Telemetry | None]:
         where = "" if tel.endpoint.loopback else " (beyond loopback: anyone who reaches this host can read it)"
         print(f"netrig: metrics at {tel.url}{where}", file=sys.stderr, flush=True)
         yield tel
+        tel.linger()  # a scraper that was watching reads the final values (not after an error)

@@ -19,11 +19,12 @@ from netrig.measure.events import Event, EventRun
 from netrig.model import FrameSize, LineRate
 from netrig.results import TrialLog, utc_now
 
-#: ``progress(event, info)``; events: run_start, trial_start, trial_end, method_start, notice
-#: (``info["message"]``: something the user should know, e.g. a repaired test bed); trial_progress
-#: (the engine's live snapshot of the trial in progress), interval (a soak interval as it settles,
-#: ``info["interval"]`` and ``info["sample"]``, the DUT monitor's), method_result (``info["result"]``:
-#: a method's result, live or at a repetition's end). A consumer ignores the events it does not know.
+#: ``progress(event, info)``; events: run_start, run_end (``info["complete"]``), trial_start,
+#: trial_end, method_start, notice (``info["message"]``: something the user should know, e.g. a
+#: repaired test bed); trial_progress (the engine's live snapshot of the trial in progress);
+#: interval (a soak interval as it settles: ``info["interval"]``, ``info["sample"]``, the DUT
+#: monitor's); method_result (``info["result"]``: a method's result, live or at a repetition's
+#: end). A consumer ignores the events it does not know.
 ProgressFn = Callable[[str, dict], None]
 
 

@@ -162,6 +162,7 @@ class Runner:
         finally:
             log.close()
             self._finish(complete, reason, failure, created)
+            self.progress("run_end", {"complete": complete, "reason": reason})
         return self.document
 
     def _finish(self, complete: bool, reason: str | None, failure: BaseException | None, created: bool) -> None:

@@ -138,6 +138,8 @@ DUT = {
 }
 
 RUN_INFO = Family("netrig_run", "info", ("run", "run_id", "out_dir"), "The runs this process ran or runs")
+RUN_COMPLETE = _g("netrig_run_complete", ("run",), "1 when the run finished every planned trial, 0 when it "
+                                                    "stopped early (Ctrl-C, SIGTERM, an error); absent while it runs")
 RESUMES = _g("netrig_run_resumes", ("run",), "How often the run was continued with --resume (its counters "
                                              "restarted then: replayed trials are labelled replayed=true)")
 
@@ -153,6 +155,9 @@ FORWARD = {
     "tx_errors": _c("netrig_forward_tx_errors", FORWARD_LABELS, "Send errors"),
 }
 
+#: Served flow groups (``netrig serve``: one per OTG flow, live; past this many, consecutive flows are
+#: folded into ranges so that a scrape's cost stays bounded).
+MAX_SERVED_GROUPS = 256
 #: Served flow groups (``netrig serve``: one per OTG flow, live).
 SERVED_LABELS = ("flow_group", "tx_port", "rx_port")
 SERVED = {
@@ -166,4 +171,4 @@ SERVED = {
 #: Every family, for the docs check.
 ALL: tuple[Family, ...] = (*TRIAL_COUNTS.values(), TRIALS, LATENCY, LATENCY_MAX, *BREAKDOWN.values(),
                            *LAST.values(), *LIVE.values(), *INTERVALS.values(), RESULT, *DUT.values(), RUN_INFO,
-                           RESUMES, *FORWARD.values(), *SERVED.values())
+                           RUN_COMPLETE, RESUMES, *FORWARD.values(), *SERVED.values())

@@ -5,6 +5,7 @@ Events and what they move::
 
     run_start       the run's info, estimated trials, resumes; the endpoint's thread is placed as the
                     run loop is (tester bookkeeping: SCHED_IDLE on the tester's CPUs)
+    run_end         complete or not; nothing in progress any more
     trial_start     the trial in progress (method, size, kind, intended rate, index)
     trial_progress  its live counts and rate (the engine's snapshot, ~every 0.2 s)
     trial_end       the counters, from the very TrialCounts the trial record is written from; the
@@ -56,7 +57,8 @@ class RunTelemetry:
         self.now: TrialNow | None = None
         self._handlers: dict[str, Callable[[Mapping[str, Any]], None]] = {
             "run_start": self._run_start, "trial_start": self._trial_start, "trial_progress": self._progress,
-            "trial_end": self._trial_end, "interval": self._interval, "method_result": self._result}
+            "trial_end": self._trial_end, "interval": self._interval, "method_result": self._result,
+            "run_end": self._run_end}
 
     def __call__(self, event: str, info: Mapping[str, Any]) -> None:
         handler = self._handlers.get(event)
@@ -76,6 +78,11 @@ class RunTelemetry:
         s.set(F.LIVE["trial_index"], (self.run,), 0)
         if self.on_run_start is not None:
             self.on_run_start()
+
+    def _run_end(self, info: Mapping[str, Any]) -> None:
+        self.now = None
+        self._clear_live()
+        self.store.set(F.RUN_COMPLETE, (self.run,), 1.0 if info.get("complete") else 0.0)
 
     def _clear_live(self, values: Mapping[F.Family, Mapping[Labels, float]] | None = None) -> None:
         run = self.run

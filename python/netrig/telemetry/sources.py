@@ -4,7 +4,7 @@ store; a counter that a source restarts (a new forwarder, a flow started again) 
 series with a new creation time, never a silent fall."""
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -58,12 +58,30 @@ class FlowGroupCounts:
     bytes_received: int
 
 
+def fold(groups: Sequence[FlowGroupCounts], most: int = F.MAX_SERVED_GROUPS) -> list[FlowGroupCounts]:
+    """At most ``most`` groups: past that, consecutive groups are summed into ranges named
+    ``"<first>..<last>"`` (ports joined when they differ), so a scrape's cost stays bounded."""
+    if len(groups) <= most:
+        return list(groups)
+    out = []
+    for k in range(most):
+        part = groups[k * len(groups) // most:(k + 1) * len(groups) // most]
+        out.append(FlowGroupCounts(f"{part[0].name}..{part[-1].name}",
+                                   ",".join(sorted({g.tx_port for g in part})),
+                                   ",".join(sorted({g.rx_port for g in part})),
+                                   *(sum(getattr(g, f) for g in part) for f in F.SERVED)))
+    return out
+
+
 def flow_group_source(read_groups: Callable[[], Iterable[FlowGroupCounts]]) -> Callable[[Store], None]:
     """A source of served flow groups (``read_groups`` is called at every scrape, on the endpoint's
     thread: it must be thread-safe, e.g. take the service's lock)."""
     def read(store: Store) -> None:
-        for g in read_groups():
+        seen = set()
+        for g in fold(list(read_groups())):
             labels = (g.name, g.tx_port, g.rx_port)
+            seen.add(labels)
             for name, fam in F.SERVED.items():
                 store.set_counter(fam, labels, getattr(g, name))
+        store.retain(F.SERVED.values(), seen)  # flows of an earlier config are gone
     return read

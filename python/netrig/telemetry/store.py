@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from netrig.telemetry.families import Family
@@ -43,6 +43,10 @@ class Store:
         self._summaries: dict[Family, dict[Labels, Quantiles]] = {}
         #: Called at every scrape before the copy (sources that read live counters: forward, serve).
         self.sources: list[Callable[[Store], None]] = []
+        #: Scrapes served (counted as their families are built), and when the last two were.
+        self.scrapes = 0
+        self.scraped_at: tuple[float, float] = (0.0, 0.0)
+        self._scraped = threading.Condition(self.lock)
 
     def add(self, fam: Family, labels: Labels, step: float) -> None:
         """Grow a counter by ``step`` (≥ 0)."""
@@ -79,6 +83,15 @@ class Store:
             for fam, vals in values.items():
                 self._values.setdefault(fam, {}).update(vals)
 
+    def retain(self, fams: Iterable[Family], labels: Collection[Labels]) -> None:
+        """Drop the series of ``fams`` not in ``labels`` (a source's flows that are gone)."""
+        with self.lock:
+            for fam in fams:
+                series = self._values.setdefault(fam, {})
+                for k in [k for k in series if k not in labels]:
+                    del series[k]
+                    self._created.pop((fam, k), None)
+
     def observe(self, fam: Family, labels: Labels, quantiles: Mapping[float, float], total: float,
                 count: int) -> None:
         """A summary series: the latest quantiles; ``total`` and ``count`` added."""
@@ -98,3 +111,15 @@ class Store:
             return Snapshot({f: dict(v) for f, v in self._values.items()}, dict(self._created),
                             {f: {k: Quantiles(dict(q.quantiles), q.sum, q.count) for k, q in v.items()}
                              for f, v in self._summaries.items()})
+
+    def served(self) -> None:
+        """A scrape's families were built (the collector says so)."""
+        with self.lock:
+            self.scrapes += 1
+            self.scraped_at = (self.scraped_at[1], time.monotonic())
+            self._scraped.notify_all()
+
+    def await_scrape(self, after: int, timeout_s: float) -> bool:
+        """Wait until more than ``after`` scrapes were served (at most ``timeout_s``)."""
+        with self.lock:
+            return self._scraped.wait_for(lambda: self.scrapes > after, timeout_s)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -15,6 +16,10 @@ from netrig.telemetry.store import Store
 
 #: A run's ``progress(event, info)`` (``netrig.run.recording.ProgressFn``).
 ProgressFn = Callable[[str, Any], None]
+#: Longest wait for a last scrape after the command's work ended, s.
+LINGER_MAX_S = 15.0
+#: Time given a scrape's response after its values were read, s.
+RESPONSE_GRACE_S = 0.2
 
 
 class Telemetry:
@@ -50,6 +55,21 @@ class Telemetry:
     def watch_flow_groups(self, read_groups: Callable[[], Iterable[FlowGroupCounts]]) -> None:
         """Export served flow groups (``netrig serve``), read at every scrape."""
         self.store.sources.append(flow_group_source(read_groups))
+
+    def linger(self) -> float:
+        """Let a scraper read the final values: when something scraped during the command, wait for
+        one more scrape — at most twice the last gap between scrapes and a second, and never more
+        than :data:`LINGER_MAX_S`. Returns the seconds waited (0: nobody scraped)."""
+        store = self.store
+        with store.lock:
+            n, (before, last) = store.scrapes, store.scraped_at
+        if not n:
+            return 0.0
+        gap = last - before if n > 1 else LINGER_MAX_S
+        t0 = time.monotonic()
+        if store.await_scrape(n, min(LINGER_MAX_S, 2 * gap + 1.0)):
+            time.sleep(RESPONSE_GRACE_S)  # the response is being written
+        return time.monotonic() - t0
 
     def close(self) -> None:
         self.endpoint.close()
