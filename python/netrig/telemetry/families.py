@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 #: At most this many flow groups per stream: a stream of N flows is cut into ranges of flow ids.
-FLOW_GROUPS = 16
+FLOW_GROUPS = 8
 
 #: Labels of the counts of trials: the run, the method, the frame size, and whether the trial was
 #: measured by this process or replayed from an interrupted run's trial log (``--resume``).
@@ -157,7 +157,7 @@ FORWARD = {
 
 #: Served flow groups (``netrig serve``: one per OTG flow, live; past this many, consecutive flows are
 #: folded into ranges so that a scrape's cost stays bounded).
-MAX_SERVED_GROUPS = 256
+MAX_SERVED_GROUPS = 128
 #: Served flow groups (``netrig serve``: one per OTG flow, live).
 SERVED_LABELS = ("flow_group", "tx_port", "rx_port")
 SERVED = {

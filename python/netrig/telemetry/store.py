@@ -2,8 +2,10 @@
 
 Writers are the run loop (progress events) and the sources of ``forward`` and ``serve``; the reader
 is the endpoint's collector, which copies the values under the lock and formats them outside it.
-A counter only ever grows (:meth:`Store.add` refuses a negative step); a series remembers when it
-was created, which the OpenMetrics exposition shows (``_created``), so a restart is visible.
+A counter of a run only ever grows (:meth:`Store.add` refuses a negative step) and remembers when
+it was created, which the OpenMetrics exposition shows (``_created``), so a restart is visible; a
+live source's counter (:meth:`Store.set_counter`) is its source's value, reset when the source
+restarts it.
 """
 from __future__ import annotations
 
@@ -63,13 +65,11 @@ class Store:
             self._values.setdefault(fam, {})[labels] = value
 
     def set_counter(self, fam: Family, labels: Labels, value: float) -> None:
-        """A counter read whole from a live source (forwarder, served flows): it may only grow."""
+        """A counter read whole from a live source (forwarder, served flows). Such a counter falls
+        only when its source restarted it (a flow started again): Prometheus sees the reset in the
+        value itself, so these series carry no creation time (half the lines of a large scrape)."""
         with self.lock:
-            series = self._values.setdefault(fam, {})
-            old = series.get(labels)
-            if old is None or value < old:  # new, or the source restarted it: a visible reset
-                self._created[(fam, labels)] = time.time()
-            series[labels] = value
+            self._values.setdefault(fam, {})[labels] = value
 
     def replace(self, fams: Iterable[Family], keep: Callable[[Labels], bool],
                 values: Mapping[Family, Mapping[Labels, float]]) -> None:
