@@ -123,14 +123,19 @@ class RunTelemetry:
         self.store.set(F.LIVE["trial_index"], (self.run,), self.done)
         if not isinstance(counts, TrialCounts):  # a stack trial: a tool's document, no frame counts
             self.store.add(F.TRIALS, (*labels, replayed, "true"), 1)
+            self._monitored((info.get("result") or {}).get("monitor"))
             return
         self.store.add(F.TRIALS, (*labels, replayed, "true" if counts.valid else "false"), 1)
         self._counts(labels, replayed, counts, (info.get("load") or {}).get("rate_pps"))
         bd = Breakdown.of(counts)
         if bd is not None:
             self._breakdown(labels, bd)
-        mon = counts.raw.get("monitor") if isinstance(counts.raw, Mapping) else None
-        samples = [x for x in (mon or {}).get("samples") or () if "mark" not in x]
+        self._monitored(counts.raw.get("monitor") if isinstance(counts.raw, Mapping) else None)
+
+    def _monitored(self, monitor: Any) -> None:
+        """The last sample of a trial's monitor record (``MonitorResult.to_dict()``), if any."""
+        samples = [x for x in (monitor or {}).get("samples") or () if "mark" not in x] \
+            if isinstance(monitor, Mapping) else []
         if samples:
             self._dut(compact_sample(samples[-1]))
 
