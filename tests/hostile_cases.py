@@ -713,6 +713,41 @@ cli("no such test bed", "testbed", "status", "ffff")
 cli("nope0", "ports", "nope0")
 cli("nrnosuchns", "ports", "--netns", "nrnosuchns")
 
+# ------------------------------------------------------------------------------ --metrics-listen
+# Checked and bound before anything starts: a malformed value, an address this host does not have
+# (192.0.2.1, TEST-NET-1) or a port in use is one line naming the option (binding sends nothing).
+BAD_LISTEN = ["abc", "127.0.0.1:", "127.0.0.1:65536", "localhost:9464", "::1:9464", "192.0.2.1:9464", "-1"]
+for cmd in [*(c.name for c in _REGISTRY.commands()), "selftest"]:
+    bed = "nat" if cmd == "stateful" else "simulated"  # stateful runs on a NAT's conntrack table only
+    cli("--metrics-listen", cmd, "--testbed", bed, "--out", "{dir}/out", "--metrics-listen", "abc")
+for v in BAD_LISTEN:
+    cli("--metrics-listen", "rfc2544", *SIM, "--out", "{dir}/out", "--metrics-listen", v)
+    cli("--metrics-listen", *FWD, "--metrics-listen", v)
+_STUDY = ('[base]\n[base.testbed]\nname = "simulated"\n[base.selftest]\nenabled = false\n[base.trial]\n'
+          'duration_s = "0.05s"\n[base.frames]\nsizes = [64]\n[[base.methods]]\n[base.methods.rfc2544_throughput]\n'
+          '[[variant]]\nname = "a"\n')
+for v in BAD_LISTEN:
+    CASES.append(Case(f"run --metrics-listen {v}", "--metrics-listen", files={"c.toml": toml()},
+                      argv=("run", "{dir}/c.toml", "--out", "{dir}/out", "--metrics-listen", v)))
+    CASES.append(Case(f"study --metrics-listen {v}", "--metrics-listen", files={"s.toml": _STUDY},
+                      argv=("study", "{dir}/s.toml", "--out", "{dir}/out", "--metrics-listen", v)))
+cli("--metrics-listen", "sweep", *SIM, "--over", "flows=1,2", "--out", "{dir}/out", "--metrics-listen", "[::1]",
+    name="sweep --metrics-listen [::1] without a port")
+
+
+def _listen_on_a_busy_port() -> None:
+    import socket
+
+    from netrig.telemetry import Telemetry
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        Telemetry(f"127.0.0.1:{s.getsockname()[1]}").close()
+
+
+api("Telemetry on a port in use", "--metrics-listen", _listen_on_a_busy_port)
+
 # ------------------------------------------------------------------------------ the Python API
 
 

@@ -75,9 +75,10 @@ WIRE_MAX_RING: int
 def line_rate_fps(bps: float, mean_frame_size: float) -> float:
     """Frames/s at line rate: bps / ((mean_frame_size + WIRE_OVERHEAD_BYTES) * 8)."""
 
-def set_thread_priority(nice: int, slice_ns: int) -> None:
-    """Run the calling thread at `nice` with scheduler time slices of `slice_ns` (SCHED_OTHER): a
-    thread that wakes takes the CPU from it within one such slice. Raises OSError when refused."""
+def set_thread_priority(nice: int, slice_ns: int, tid: int = 0) -> None:
+    """Run thread `tid` (0: the calling thread) at `nice` with scheduler time slices of `slice_ns`
+    (SCHED_OTHER): a thread that wakes takes the CPU from it within one such slice. Raises OSError
+    when refused."""
 
 def linear_ramp(from_scale: float, to_scale: float, steps: int, step_s: float) -> list[PhaseSpec]:
     """A rate ramp in linear steps: `steps` phases of `step_s` each, from `from_scale` to `to_scale` of

@@ -531,11 +531,13 @@ fn line_rate_fps(bps: &Bound<'_, PyAny>, mean_frame_size: &Bound<'_, PyAny>) -> 
     Ok(netrig_engine::stream::line_rate_fps(args::req(bps, "bps")?, args::req(mean_frame_size, "mean_frame_size")?))
 }
 
-/// Run the calling thread at `nice` with scheduler time slices of `slice_ns` (SCHED_OTHER): a
-/// thread that wakes takes the CPU from it within one such slice. Raises OSError when refused.
+/// Run thread `tid` (0: the calling thread) at `nice` with scheduler time slices of `slice_ns`
+/// (SCHED_OTHER): a thread that wakes takes the CPU from it within one such slice. Raises OSError
+/// when refused.
 #[pyfunction]
-fn set_thread_priority(nice: i32, slice_ns: u64) -> PyResult<()> {
-    netrig_engine::sys::cpu::set_priority(nice, slice_ns).map_err(PyErr::from)
+#[pyo3(signature = (nice, slice_ns, tid = 0))]
+fn set_thread_priority(nice: i32, slice_ns: u64, tid: i32) -> PyResult<()> {
+    netrig_engine::sys::cpu::set_priority(tid, nice, slice_ns).map_err(PyErr::from)
 }
 
 #[pymodule]

@@ -13,7 +13,7 @@ import re
 import sys
 from typing import Any
 
-from netrig.cli.common import event_pairs, rename_field, require_privileges
+from netrig.cli.common import add_metrics_listen, event_pairs, metrics_endpoint, rename_field, require_privileges
 from netrig.cli.console import run_with_console
 from netrig.errors import ConfigError, TestbedError
 from netrig.methodology.method import Command
@@ -85,6 +85,7 @@ def add_common(p: argparse.ArgumentParser, sizes_default: str = "rfc", events: b
                         "198.18.0.0/15 and 2001:2::/48); test beds never need it")
     p.add_argument("--out", default="netrig-results", help="output directory [netrig-results]")
     p.add_argument("--quiet", action="store_true", help="no live progress display")
+    add_metrics_listen(p, "the run (every trial's counts, the trial in progress, the DUT monitor's samples)")
 
 
 def testbed_options(pairs: list[str]) -> dict[str, Any]:
@@ -192,7 +193,9 @@ def execute(cfg: dict, args: argparse.Namespace, fields: dict[str, str] | None =
         if e.field == "testbed.name":
             raise ConfigError("--testbed", e.message) from None
         raise rename_field(e, {**COMMON_FIELDS, **(fields or {})}) from None
-    return run_with_console(config, args.out, command=" ".join(["netrig"] + sys.argv[1:]), quiet=args.quiet)
+    with metrics_endpoint(args.metrics_listen) as tel:
+        return run_with_console(config, args.out, command=" ".join(["netrig"] + sys.argv[1:]), quiet=args.quiet,
+                                telemetry=tel)
 
 
 def register(subparsers: Any) -> None:
@@ -218,8 +221,9 @@ def run(args: argparse.Namespace, command: str) -> int:
     if getattr(args, "resume", None):  # a command whose method continues a stopped run (the soak)
         config = resume_config(args.resume)
         require_privileges(config)
-        return run_with_console(config, args.resume, resume=True, command=" ".join(["netrig"] + sys.argv[1:]),
-                                quiet=args.quiet)
+        with metrics_endpoint(args.metrics_listen) as tel:
+            return run_with_console(config, args.resume, resume=True, command=" ".join(["netrig"] + sys.argv[1:]),
+                                    quiet=args.quiet, telemetry=tel)
     methods = REGISTRY.shortcuts(command)
     by_test = {m.shortcut.test: m for m in methods if m.shortcut is not None}
     if len(methods) > 1:

@@ -19,8 +19,12 @@ from netrig.measure.events import Event, EventRun
 from netrig.model import FrameSize, LineRate
 from netrig.results import TrialLog, utc_now
 
-#: ``progress(event, info)``; events: run_start, trial_start, trial_end, method_start, notice
-#: (``info["message"]``: something the user should know, e.g. a repaired test bed).
+#: ``progress(event, info)``; events: run_start, run_end (``info["complete"]``), trial_start,
+#: trial_end, method_start, notice (``info["message"]``: something the user should know, e.g. a
+#: repaired test bed); trial_progress (the engine's live snapshot of the trial in progress);
+#: interval (a soak interval as it settles: ``info["interval"]``, ``info["sample"]``, the DUT
+#: monitor's); method_result (``info["result"]``: a method's result, live or at a repetition's
+#: end). A consumer ignores the events it does not know.
 ProgressFn = Callable[[str, dict], None]
 
 
@@ -246,8 +250,10 @@ class RecordingMeasurer:
                                   "(--out) instead.")
         covered = 0.0
         for r in prior:
-            on_interval(Interval(float(r["t_s"]), float(r["duration_s"]), int(r["segment"]), int(r["frames_sent"]),
-                                 int(r["frames_received"])), r.get("monitor"))
+            iv = Interval(float(r["t_s"]), float(r["duration_s"]), int(r["segment"]), int(r["frames_sent"]),
+                          int(r["frames_received"]))
+            self.progress("interval", {**info, "interval": iv, "sample": r.get("monitor"), "replayed": True})
+            on_interval(iv, r.get("monitor"))
             covered = max(covered, float(r["t_s"]) + float(r["duration_s"]))
         if rec is not None:
             counts = TrialCounts.from_dict(rec["counts"])
@@ -275,8 +281,9 @@ class RecordingMeasurer:
                      "frames_received": iv.frames_received, "at": utc_now(), "load": load_d, "monitor": sample}
                 self.log.append_interval(r)
                 index += 1
-                on_interval(Interval(base + iv.t_s, iv.duration_s, segment, iv.frames_sent, iv.frames_received),
-                            sample)
+                soak_iv = Interval(base + iv.t_s, iv.duration_s, segment, iv.frames_sent, iv.frames_received)
+                self.progress("interval", {**info, "interval": soak_iv, "sample": sample, "replayed": False})
+                on_interval(soak_iv, sample)
 
             # Events at soak time: those still ahead, at their time in this segment.
             ahead = tuple(Event(e.command, e.at_s - covered) for e in events if e.at_s >= covered)

@@ -36,7 +36,7 @@ from netrig.testbed.knobs import KnobLayout, Knobs, applied_knobs
 from netrig.testbed.placement import keep_off_dut
 from netrig.testbed.state import in_use
 from netrig.testbed.topologies import WIRED_TOPOLOGIES as DUT_TOPOLOGIES
-from netrig.trial import Port
+from netrig.trial import Port, Snapshot
 
 #: Monitoring samples per trial: about five, between every 0.1 s and every 1 s.
 MONITOR_SAMPLES_PER_TRIAL = 5
@@ -70,6 +70,12 @@ class Session:
     #: and whether another run held it when this one started.
     shared_testbed: bool = False
     shared_with: bool = False
+
+    def watch(self, on_snapshot: Callable[[Snapshot], None] | None) -> None:
+        """Hand the engine's live snapshots of every measured trial to ``on_snapshot`` (``None``:
+        stop); a simulated DUT has none."""
+        if isinstance(self.measurer, EngineMeasurer):
+            self.measurer.on_snapshot = on_snapshot
 
 
 #: ``provider(config, role)`` -> context manager of a Session (tests pass their own).

@@ -67,8 +67,9 @@ def bookkeeping_on(tester_cpus: Sequence[int]) -> None:
 OBSERVER_NICE, OBSERVER_SLICE_NS = 19, 100_000
 
 
-def observer() -> None:
-    """Make the calling thread the DUT monitor's: ``SCHED_OTHER`` at nice 19 with 0.1-ms slices.
+def observer(tid: int = 0) -> None:
+    """Make thread ``tid`` (0: the calling one) an observer of the run — the DUT monitor, the
+    telemetry endpoint: ``SCHED_OTHER`` at nice 19 with 0.1-ms slices.
     Under ``SCHED_IDLE`` (the rest of the bookkeeping) a sampler starves next to a TX worker that
     spins between frames (a paced worker spins once a vCPU stall has grown its wake-up margin: 94 %
     of its CPU at 5 kfps): a sample of a few ms of Python took seconds, and a 16-s soak had fewer
@@ -76,7 +77,7 @@ def observer() -> None:
     that wakes take the CPU within 0.1 ms (at the default 3-ms slice a picked task kept a worker
     waiting ~3 ms). Silently kept as it is where the kernel refuses."""
     with contextlib.suppress(OSError):
-        _native.set_thread_priority(OBSERVER_NICE, OBSERVER_SLICE_NS)
+        _native.set_thread_priority(OBSERVER_NICE, OBSERVER_SLICE_NS, tid)
 
 
 def on_time() -> None:
