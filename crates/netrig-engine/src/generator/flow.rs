@@ -79,6 +79,22 @@ impl GenFlowConfig {
     pub fn largest_frame_len(&self) -> usize {
         self.frame_size.bounds().1 - FCS_LEN
     }
+
+    /// Everything that can be checked without a port: the frame sizes (and that each holds the
+    /// headers and the signature), the header stack, the rate, the duration. Fields are the flow's
+    /// own (`size`, `packet[1].ipv4.src`, `rate`, `duration`).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.frame_size.validate()?;
+        self.rate.validate()?;
+        let lens: Vec<usize> = self.frame_size.sizes().iter().map(|s| s - FCS_LEN).collect();
+        stack::compile(&self.stack, &lens).map_err(|e| ConfigError::new(e.field, e.message))?;
+        let pps = match self.rate {
+            Rate::Max => f64::INFINITY,
+            _ => 1.0,
+        };
+        shape(self.duration, pps)?;
+        Ok(())
+    }
 }
 
 /// A flow's bursts.

@@ -14,6 +14,12 @@ pub enum FlowState {
     Done = 3,
 }
 
+impl From<u8> for FlowState {
+    fn from(v: u8) -> FlowState {
+        FlowState::from_u8(v)
+    }
+}
+
 impl FlowState {
     pub fn as_str(self) -> &'static str {
         match self {
@@ -24,7 +30,7 @@ impl FlowState {
         }
     }
 
-    fn from_u8(v: u8) -> FlowState {
+    pub fn from_u8(v: u8) -> FlowState {
         match v {
             1 => FlowState::Running,
             2 => FlowState::Paused,
