@@ -1168,7 +1168,7 @@ class GenPortStats:
 class Generator:
     """Flows on ports kept open: start, pause, resume, stop by index; counters at any time; captures.
 
-    Made with its ports opened (the transmit guard checks those that send) and every flow compiled;
+    Made with its ports opened (each passes the transmit guard) and every flow compiled;
     nothing is sent until a flow starts. ``close()`` stops everything and closes the ports.
     """
 

@@ -293,8 +293,8 @@ impl CaptureSpec {
 }
 
 /// Flows on ports kept open: start, pause, resume, stop by index; counters at any time;
-/// captures. Made with its ports opened (the transmit guard checks those that send) and every
-/// flow compiled; nothing is sent until a flow starts. `close()` (or the end of the object)
+/// captures. Made with its ports opened (each passes the transmit guard) and every flow compiled;
+/// nothing is sent until a flow starts. `close()` (or the end of the object)
 /// stops everything and closes the ports.
 #[pyclass(frozen, module = "netrig._native")]
 pub struct Generator(gen::Generator);
@@ -414,13 +414,14 @@ impl Generator {
     }
 }
 
-/// How port `i` opens for `cfg`: it transmits when a flow sends from it (the transmit guard
-/// checks it then), it receives every frame (signatures sit at the frames' ends, where the AF_XDP
-/// steering program does not look), and carries the largest frame of its flows.
+/// How port `i` opens for `cfg`: as a port that may transmit (any flow may start on it: the
+/// transmit guard checks every port, with or without flows), receiving every frame (signatures
+/// sit at the frames' ends, where the AF_XDP steering program does not look), carrying the largest
+/// frame of its flows.
 fn port_spec(i: usize, p: PortSpec, cfg: &GenConfig) -> PortSpec {
     let mine = cfg.flows.iter().filter(|f| f.tx_port == i || f.rx_ports.contains(&i));
     let max_frame_len = mine.map(|f| f.largest_frame_len()).max().unwrap_or(0);
-    PortSpec { receive: true, transmit: cfg.flows.iter().any(|f| f.tx_port == i), rx_all: true, max_frame_len, ..p }
+    PortSpec { receive: true, transmit: true, rx_all: true, max_frame_len, ..p }
 }
 
 /// `STACK_HEADERS`: per header kind, its length in bytes and its fields (name, bit offset, bits).

@@ -1,0 +1,128 @@
+"""Engine counters → OTG flow and port metrics (``Flow.Metric``, ``Port.Metric``).
+
+Rates are differences of successive samples (at least :data:`RATE_WINDOW_S` apart; a poll sooner
+than that repeats the last rates). A flow's ``transmit`` is ``started`` until its last frame has
+had time to arrive: the engine says it is done, and either every expected frame arrived or the
+drain time passed since the last one left — so a client that polls until ``stopped`` reads final
+counts. Only properties that every supported client version knows are sent (gosnappi refuses
+unknown ones).
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from netrig import _native
+from netrig.otg.mapping import Plan
+
+#: Shortest time between two rate samples, seconds.
+RATE_WINDOW_S = 0.2
+#: Wire overhead per frame for layer-1 rates (preamble, SFD, gap), bytes.
+WIRE_OVERHEAD = _native.WIRE_OVERHEAD_BYTES
+
+
+@dataclass
+class _Sample:
+    t: float = 0.0
+    frames: int = 0
+    bytes: int = 0
+    fps: float = 0.0
+    bps: float = 0.0
+
+
+@dataclass
+class Rates:
+    """Per-second rates of counters, from successive samples."""
+
+    samples: dict[tuple[str, str], _Sample] = field(default_factory=dict)
+
+    def rate(self, key: tuple[str, str], frames: int, nbytes: int, now: float) -> tuple[float, float]:
+        """(frames/s, bytes/s) of counter ``key`` now."""
+        s = self.samples.get(key)
+        if s is None or frames < s.frames:
+            self.samples[key] = _Sample(now, frames, nbytes)
+            return 0.0, 0.0
+        dt = now - s.t
+        if dt >= RATE_WINDOW_S:
+            s.fps, s.bps = (frames - s.frames) / dt, (nbytes - s.bytes) / dt
+            s.t, s.frames, s.bytes = now, frames, nbytes
+        return s.fps, s.bps
+
+    def reset(self, names: Sequence[str]) -> None:
+        for n in names:
+            for kind in ("tx", "rx"):
+                self.samples.pop((kind, n), None)
+
+
+def transmit(s: _native.GenFlowStats, ratio: float, drain_ns: int, now_ns: int) -> str:
+    """OTG's transmit state of a flow (see the module doc)."""
+    if s.state == "running":
+        return "started"
+    if s.state == "paused":
+        return "paused"
+    if s.state == "done":
+        arrived = s.rx_frames >= s.tx_frames * ratio
+        return "stopped" if arrived or now_ns - s.tx_last_ns >= drain_ns else "started"
+    return "stopped"
+
+
+def _rate_fields(prefix: str, fps: float, bytes_ps: float) -> dict[str, float]:
+    bits = bytes_ps * 8
+    return {f"{prefix}_rate_bytes": bytes_ps, f"{prefix}_rate_bps": bits, f"{prefix}_rate_kbps": bits / 1e3,
+            f"{prefix}_rate_mbps": bits / 1e6, f"{prefix}_l1_rate_bps": bits + fps * WIRE_OVERHEAD * 8}
+
+
+def flow_metrics(plan: Plan, stats: Sequence[_native.GenFlowStats], which: Sequence[int], rates: Rates,
+                 drain_ns: int, realtime_offset_ns: int, names: Sequence[str] = ()) -> list[dict]:
+    """``Flow.Metric`` objects of flows ``which`` (``names``: only these metrics, as OTG's
+    ``metric_names``)."""
+    now, now_ns = time.monotonic(), time.monotonic_ns()
+    out = []
+    for i in which:
+        f, s = plan.flows[i], stats[i]
+        tx_fps, tx_bps = rates.rate(("tx", f.name), s.tx_frames, s.tx_bytes, now)
+        rx_fps, rx_bps = rates.rate(("rx", f.name), s.rx_frames, s.rx_bytes, now)
+        state = transmit(s, f.rx_tx_ratio, drain_ns, now_ns)
+        if state != "started":
+            tx_fps = tx_bps = 0.0
+        m: dict = {"name": f.name, "port_tx": f.tx, "port_rx": f.rx[0] if f.rx else "", "transmit": state,
+                   "frames_tx": s.tx_frames, "frames_rx": s.rx_frames, "bytes_tx": s.tx_bytes, "bytes_rx": s.rx_bytes,
+                   "frames_tx_rate": tx_fps, "frames_rx_rate": rx_fps,
+                   **_rate_fields("tx", tx_fps, tx_bps), **_rate_fields("rx", rx_fps, rx_bps)}
+        if f.loss:
+            expected = s.tx_frames * f.rx_tx_ratio
+            m["loss"] = max(0.0, expected - s.rx_frames) / expected * 100 if expected else 0.0
+        if f.timestamps and s.rx_frames:
+            m["timestamps"] = {"first_timestamp_ns": float(s.rx_first_ns + realtime_offset_ns),
+                               "last_timestamp_ns": float(s.rx_last_ns + realtime_offset_ns)}
+        if f.latency and s.latency_frames:
+            m["latency"] = {"minimum_ns": float(s.latency_min_ns), "maximum_ns": float(s.latency_max_ns),
+                            "average_ns": s.latency_sum_ns / s.latency_frames}
+        if names:
+            m = {k: v for k, v in m.items() if k == "name" or k in names}
+        out.append(m)
+    return out
+
+
+def port_metrics(plan: Plan, ports: Sequence[_native.GenPortStats], which: Sequence[int], rates: Rates,
+                 sending: set[str], names: Sequence[str] = ()) -> list[dict]:
+    """``Port.Metric`` objects of ports ``which`` (``sending``: names of ports with flows started)."""
+    now = time.monotonic()
+    out = []
+    for i in which:
+        name, p = plan.port_names[i], ports[i]
+        tx_fps, tx_bps = rates.rate(("port-tx", name), p.tx_frames, p.tx_bytes, now)
+        rx_fps, rx_bps = rates.rate(("port-rx", name), p.rx_frames, p.rx_bytes, now)
+        m: dict = {"name": name, "location": plan.serve_ports[i].name,
+                   "link": "down" if p.link_up is False else "up",
+                   "capture": "started" if p.capturing else "stopped",
+                   "frames_tx": p.tx_frames, "frames_rx": p.rx_frames, "bytes_tx": p.tx_bytes, "bytes_rx": p.rx_bytes,
+                   "frames_tx_rate": tx_fps, "frames_rx_rate": rx_fps, "bytes_tx_rate": tx_bps, "bytes_rx_rate": rx_bps,
+                   "transmit": "started" if name in sending else "stopped"}
+        if plan.line_rates[i]:
+            m["speed"] = int(plan.line_rates[i] or 0)
+        if names:
+            m = {k: v for k, v in m.items() if k == "name" or k in names}
+        out.append(m)
+    return out
