@@ -107,14 +107,14 @@ def _tls(args, host: str):
 
 
 def run(args) -> int:
-    require_root("opening ports")
     host, number = listen_address(args.listen)
-    check_choice(args.io, IO_MODES, "--io", "I/O mode")
+    check_choice(args.io, IO_MODES, "--io", "an I/O mode")
     drain_s = parse_duration(args.drain, field="--drain")
     capture_mb = check_number(args.capture_mb, "--capture-mb", integer=True, low=1)
+    tls = _tls(args, host)
+    require_root("opening ports")
     if args.record:
         _record_dir(args.record)
-    tls = _tls(args, host)
     ports = serve_ports(args)
     # Every port opens once now: the transmit guard and the backends are checked before serving.
     _native.Generator([s.port for s in ports], []).close()

@@ -327,6 +327,8 @@ def _size(s: dict, at: str) -> _native.FrameSizeSpec:
             return _native.FrameSizeSpec.random(_d(body, "min", "FlowSizeRandom"), _d(body, "max", "FlowSizeRandom"))
         return _weight_pairs(body, at)
     except ConfigError as e:
+        if e.field.startswith(at):
+            raise
         raise ConfigError(f"{at}.{choice}", e.message) from None
 
 
