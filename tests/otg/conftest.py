@@ -46,7 +46,7 @@ def serve(ports: list[str], *extra: str) -> Iterator[str]:
                 break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"netrig serve did not start: {proc.stderr.read() if proc.stderr else ''}")
+                    raise RuntimeError(f"netrig serve did not start: {proc.stderr.read() if proc.stderr else ''}") from None
                 time.sleep(0.1)
         yield url
     finally:

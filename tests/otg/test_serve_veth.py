@@ -9,10 +9,10 @@ import time
 import zlib
 
 import pytest
-
-from netrig.otg.mapping import RATE_BITS
 from tests.conftest import if_counter, needs_root
 from tests.otg.conftest import api, capture_state, control, flow_metrics, serve, wait_stopped
+
+from netrig.otg.mapping import RATE_BITS
 
 pytestmark = [needs_root, pytest.mark.root]
 
