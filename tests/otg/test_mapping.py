@@ -102,6 +102,34 @@ def test_refusals_and_errors_name_the_path(change, path, words):
     assert e.value.field == path and words in e.value.message, str(e.value)
 
 
+def _ip(**src) -> dict:
+    return base(packet=[{"choice": "ethernet"}, {"choice": "ipv4", "ipv4": {"src": src}}])
+
+
+@pytest.mark.parametrize("cfg, path, words", [
+    (_ip(choice="value", value="198.18.0.300"), "flows[0].packet[1].ipv4.src.value", "not an IPv4 address"),
+    (_ip(value=7), "flows[0].packet[1].ipv4.src.value", "not a string"),
+    (_ip(choice="value", value="198.18.0.1", bogus=1), "flows[0].packet[1].ipv4.src.bogus", "not a property"),
+    (_ip(value="198.18.0.1", values=["198.18.0.2"]), "flows[0].packet[1].ipv4.src", "one choice"),
+    (_ip(choice="increment", increment={"start": "198.18.0.1", "count": -1}),
+     "flows[0].packet[1].ipv4.src.increment.count", "out of range"),
+    (_ip(choice="increment", increment={"start": "198.18.0.1", "stop": 3}),
+     "flows[0].packet[1].ipv4.src.increment.stop", "not a property"),
+    (base(packet=[{"choice": "udp", "udp": {"src_port": {"value": True}}}]), "flows[0].packet[0].udp.src_port.value",
+     "not an integer"),
+    (base(packet=[{"choice": "udp", "udp": {"src_port": {"values": [1, 2.5]}}}]),
+     "flows[0].packet[0].udp.src_port.values[1]", "not an integer"),
+    (base(packet=[{"choice": "udp", "udp": {"dst_port": {"value": 65536}}}]), "flows[0].packet[0].udp.dst_port.value",
+     "out of range"),
+    (base(packet=[{"choice": "udp", "udp": {"checksum": {"choice": "custom", "custom": 70000}}}]),
+     "flows[0].packet[0].udp.checksum.custom", "out of range"),
+])
+def test_field_patterns_are_checked_as_they_are_mapped(cfg, path, words):
+    with pytest.raises(ConfigError) as e:
+        plan(schema.check("Config", copy.deepcopy(cfg), defer_patterns=True), SERVE)
+    assert e.value.field == path and words in e.value.message, str(e.value)
+
+
 def test_warnings_say_what_netrig_does_instead():
     cfg = base(packet=[{"choice": "ethernet", "ethernet": {"dst": {"choice": "auto"}}}, {"choice": "ipv4"}])
     cfg["flows"][0]["tx_rx"]["port"] = {"tx_name": "p1", "rx_name": "p2"}

@@ -5,7 +5,9 @@ use netrig_engine::open::open_port;
 use netrig_engine::port::{Port as EnginePort, PortSpec};
 use netrig_engine::EngineError;
 use netrig_wire::pattern::Pattern;
-use netrig_wire::stack::{HeaderKind, HeaderSpec as WireHeader, Payload, StackSpec, HEADERS};
+use std::sync::Arc;
+
+use netrig_wire::stack::{CompiledStack, HeaderKind, HeaderSpec as WireHeader, Payload, StackSpec, HEADERS};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 
@@ -211,7 +213,7 @@ impl GenDurationSpec {
 /// `size`, `packet[1].ipv4.src`, `rate`, `duration`).
 #[pyclass(frozen, module = "netrig._native")]
 #[derive(Debug, Clone)]
-pub struct GenFlowSpec(pub GenFlowConfig);
+pub struct GenFlowSpec(pub GenFlowConfig, pub Arc<CompiledStack>);
 
 #[pymethods]
 impl GenFlowSpec {
@@ -253,8 +255,8 @@ impl GenFlowSpec {
             gap_bytes,
             latency,
         };
-        f.validate()?;
-        Ok(GenFlowSpec(f))
+        let stack = f.validate()?;
+        Ok(GenFlowSpec(f, stack))
     }
 
     #[getter]
@@ -320,6 +322,7 @@ impl Generator {
         let flows: Vec<GenFlowSpec> = req(flows, "flows")?;
         let captures: Vec<CaptureSpec> = opt(captures, "captures", Vec::new())?;
         let rates: Vec<Option<f64>> = opt(line_rates, "line_rates", Vec::new())?;
+        let stacks: Vec<Option<Arc<CompiledStack>>> = flows.iter().map(|f| Some(f.1.clone())).collect();
         let cfg = GenConfig {
             flows: flows.into_iter().map(|f| f.0).collect(),
             captures: captures.into_iter().map(|c| c.0).collect(),
@@ -333,7 +336,7 @@ impl Generator {
             for s in &specs {
                 opened.push(open_port(s)?);
             }
-            gen::Generator::open(opened, cfg)
+            gen::Generator::open_with(opened, cfg, &stacks)
         })?;
         Ok(Generator(g))
     }
@@ -355,9 +358,24 @@ impl Generator {
         Ok(self.0.resume(&req::<Vec<usize>>(flows, "flows")?)?)
     }
 
-    /// Every flow's counts now (its current start's).
-    fn flow_stats(&self) -> Vec<GenFlowStats> {
-        self.0.flow_stats().iter().map(GenFlowStats::from).collect()
+    /// The counts now (each flow's current start's) of flows `which` (None: every flow), in order.
+    #[pyo3(signature = (which=None))]
+    fn flow_stats(&self, which: Option<&Bound<'_, PyAny>>) -> Result<Vec<GenFlowStats>> {
+        let all = self.0.flow_stats();
+        let Some(which) = which else { return Ok(all.iter().map(GenFlowStats::from).collect()) };
+        let which: Vec<usize> = req(which, "which")?;
+        which
+            .iter()
+            .enumerate()
+            .map(|(k, &f)| {
+                all.get(f).map(GenFlowStats::from).ok_or_else(|| config(format!("which[{k}]"), format!("no flow {f}")))
+            })
+            .collect()
+    }
+
+    /// Every flow's state: `stopped`, `running`, `paused` or `done`.
+    fn flow_states(&self) -> Vec<&'static str> {
+        self.0.flow_states().into_iter().map(|s| s.as_str()).collect()
     }
 
     /// Every port's counts since the generator was made.

@@ -10,9 +10,11 @@ IPv4, IPv6 addresses or integers.
 """
 from __future__ import annotations
 
+import functools
 import secrets
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -57,14 +59,36 @@ def _ipv6(v: str) -> int:
 _FORMATS: dict[str | None, Convert] = {"mac": _mac, "ipv4": _ipv4, "ipv6": _ipv6, None: int}
 
 
+@dataclass(frozen=True)
+class _PatternInfo:
+    """What converting one pattern class needs: its value converter and bounds, defaults (its own,
+    its counter's and random's), its properties and choice members, whether it is a checksum."""
+
+    conv: Convert
+    lo: int
+    hi: int
+    defaults: dict[str, Any]
+    counter: dict[str, Any]
+    random: dict[str, Any]
+    keys: frozenset[str]
+    sub_keys: frozenset[str]
+    members: frozenset[str]
+    checksum: bool
+
+
 @cache
-def _field_info(pattern_class: str) -> tuple[Convert, dict[str, Any], bool]:
-    """A pattern class's value converter, its defaults, and whether it is a checksum."""
-    s = schema(pattern_class)
-    spec = _native_types(pattern_class)
-    value = spec.get("value") or spec.get("custom") or {}
-    checksum = "generated" in spec
-    return _FORMATS.get(value.get("format"), int), s.defaults, checksum
+def _info(pattern_class: str) -> _PatternInfo:
+    types = _native_types(pattern_class)
+    value = types.get("value") or types.get("custom") or {}
+    sub = {k: types[k]["type"] for k in ("increment", "random") if k in types}
+    sub_keys = frozenset(k for c in sub.values() for k in _native_types(c))
+    fmt_hi = 2**32 - 1 if value.get("format") == "uint32" else 2**64 - 1
+    return _PatternInfo(_FORMATS.get(value.get("format"), int), value.get("minimum", 0),
+                        min(value.get("maximum", fmt_hi), fmt_hi), schema(pattern_class).defaults,
+                        schema(sub["increment"]).defaults if "increment" in sub else {},
+                        schema(sub["random"]).defaults if "random" in sub else {},
+                        frozenset(types), sub_keys, frozenset(types.get("choice", {}).get("enum", ())),
+                        "generated" in types)
 
 
 @cache
@@ -78,65 +102,118 @@ def _seed(seed: int) -> int:
     return seed if seed else secrets.randbits(32)
 
 
-def pattern(d: dict, pattern_class: str, path: str, warnings: list[str], kind_field: str) -> _native.FieldPattern:
-    """One field's OTG pattern object as the engine's pattern."""
-    conv, defaults, checksum = _field_info(pattern_class)
+def pattern(d: dict, pattern_class: str, path: Callable[[], str], warnings: list[str],
+            kind_field: str) -> _native.FieldPattern:
+    """One field's OTG pattern object as the engine's pattern (``path()``: where it is, for errors).
+    The config check left it to here (``schema.check(defer_patterns=True)``): anything that does not
+    convert plainly is checked against the model, whose error names the path."""
+    info = _info(pattern_class)
+    members = d.keys() & info.members
+    if not d.keys() <= info.keys or len(members) > 1 or (members and d.get("choice") not in (None, *members)):
+        schema(pattern_class).check(d, path())
+    try:
+        return _convert(d, info, path, warnings, kind_field, members)
+    except ConfigError:
+        raise
+    except (ValueError, TypeError, OSError, AttributeError) as e:
+        schema(pattern_class).check(d, path())  # raises the model's error, with the path
+        raise ConfigError(path(), str(e)) from None
+
+
+def _int(v: Any, info: _PatternInfo) -> int:
+    if type(v) is not int or not info.lo <= v <= info.hi:
+        raise ValueError(f"{v!r} is not an integer in {info.lo}..{info.hi}")
+    return v
+
+
+def _convert(d: dict, info: _PatternInfo, path: Callable[[], str], warnings: list[str], kind_field: str,
+             members: set[str]) -> _native.FieldPattern:
+    conv = info.conv if info.conv is not int else (lambda v: _int(v, info))
+    defaults = info.defaults
+    choice = d.get("choice") or (next(iter(members)) if members else defaults.get("choice", "value"))
     if d.get("metric_tags"):
-        raise refusal.refuse("flows[].packet[].*.*.metric_tags", f"{path}.metric_tags")
-    choice = d.get("choice") or defaults.get("choice", "value")
-    if checksum:
+        raise refusal.refuse("flows[].packet[].*.*.metric_tags", f"{path()}.metric_tags")
+    if choice == "value":
+        return P.fixed(conv(d.get("value", defaults.get("value", 0))))
+    if info.checksum:
+        generated = d.get("generated", defaults.get("generated"))
         if choice == "custom":
-            return P.fixed(d.get("custom", 0))
-        return P.bad_checksum() if d.get("generated", defaults.get("generated")) == "bad" else P.auto(0)
+            return P.fixed(_int(d.get("custom", 0), _CHECKSUM))
+        if generated not in ("good", "bad"):
+            raise ValueError("generated must be good or bad")
+        return P.bad_checksum() if generated == "bad" else P.auto(0)
     if choice == "auto":
         auto = d.get("auto", defaults.get("auto"))
         if isinstance(auto, dict):
-            raise refusal.refuse(f"flows[].packet[].{kind_field}.auto", f"{path}.auto")
+            raise refusal.refuse(f"flows[].packet[].{kind_field}.auto", f"{path()}.auto")
         if kind_field == "ethernet.dst":
-            warnings.append(refusal.warning("flows[].packet[].ethernet.dst.auto", f"{path}.auto"))
+            warnings.append(refusal.warning("flows[].packet[].ethernet.dst.auto", f"{path()}.auto"))
         return P.auto(conv(auto if auto is not None else defaults.get("value", 0)))
-    if choice == "value":
-        return P.fixed(conv(d.get("value", defaults.get("value", 0))))
     if choice == "values":
         return P.values([conv(v) for v in d.get("values", defaults.get("values", [0]))])
+    sub = d.get(choice) or {}
+    if not isinstance(sub, dict) or not sub.keys() <= info.sub_keys:
+        raise ValueError(f"{choice} is not a {choice} object")
     if choice in ("increment", "decrement"):
-        c = d.get(choice) or {}
-        cd = schema(_native_types(pattern_class)[choice]["type"]).defaults
-        start, step = c.get("start", cd.get("start", 0)), c.get("step", cd.get("step", 1))
-        return P.counter(conv(start), conv(step), c.get("count", cd.get("count", 1)), choice == "decrement")
+        cd = info.counter
+        start, step = conv(sub.get("start", cd.get("start", 0))), conv(sub.get("step", cd.get("step", 1)))
+        return P.counter(start, step, _int(sub.get("count", cd.get("count", 1)), _COUNT), choice == "decrement")
     if choice == "random":
-        r = d.get("random") or {}
-        rd = schema(_native_types(pattern_class)["random"]["type"]).defaults
-        lo, hi = conv(r.get("min", rd.get("min", 0))), conv(r.get("max", rd.get("max", 0)))
+        rd = info.random
+        lo, hi = conv(sub.get("min", rd.get("min", 0))), conv(sub.get("max", rd.get("max", 0)))
         if lo > hi:
-            raise ConfigError(f"{path}.random", f"min {r.get('min')} is above max {r.get('max')}: swap them")
-        return P.random(lo, hi, r.get("count", rd.get("count", 1)), _seed(r.get("seed", rd.get("seed", 1))))
-    raise refusal.refuse("", f"{path}.choice", f"choice {choice!r}")
+            raise ConfigError(f"{path()}.random", f"min {sub.get('min')} is above max {sub.get('max')}: swap them")
+        count = _int(sub.get("count", rd.get("count", 1)), _COUNT)
+        return P.random(lo, hi, count, _seed(_int(sub.get("seed", rd.get("seed", 1)), _COUNT)))
+    raise ValueError(f"choice {choice!r}")
 
 
-def _header_fields(kind: str, body: dict, path: str, warnings: list[str]) -> Iterator[tuple[str, _native.FieldPattern]]:
-    """The fields set in one header's body (nested ones flattened to the engine's names)."""
-    def walk(obj: dict, class_name: str, at: tuple[str, ...]) -> Iterator[tuple[str, _native.FieldPattern]]:
-        types = _native_types(class_name)
+#: Bounds of counts and seeds (uint32), and of a custom checksum.
+_COUNT = _PatternInfo(int, 0, 2**32 - 1, {}, {}, {}, frozenset(), frozenset(), frozenset(), False)
+_CHECKSUM = _PatternInfo(int, 0, 0xFFFF, {}, {}, {}, frozenset(), frozenset(), frozenset(), False)
+
+#: How a header body's property is mapped: a field pattern (its class, the engine's name), a
+#: nested object to walk (its class), or refused (the table's entry).
+_Action = tuple[str, str, str]
+
+
+@cache
+def _actions(kind: str, class_name: str, at: tuple[str, ...]) -> dict[str, _Action]:
+    out: dict[str, _Action] = {}
+    for prop, spec in _native_types(class_name).items():
+        t = spec["type"]
+        if not isinstance(t, str):
+            out[prop] = ("skip", "", "") if prop == "choice" else ("refuse", f"flows[].packet[].{kind}.{prop}", "")
+        elif kind == "ethernet" and prop == "pfc_queue":
+            out[prop] = ("refuse", "flows[].packet[].ethernet.pfc_queue", "")
+        elif t.startswith("PatternFlow"):
+            out[prop] = ("pattern", t, NESTED.get((kind, (*at, prop)), prop) if at else prop)
+        elif (kind, (*at, prop)) in _NESTS:
+            out[prop] = ("nest", t, "")
+        else:
+            out[prop] = ("refuse", f"flows[].packet[].{kind}.{prop}", "")
+    return out
+
+
+def _path(path: str, at: tuple[str, ...]) -> str:
+    return f"{path}.{'.'.join(at)}"
+
+
+def _header_fields(kind: str, body: dict, path: str, warnings: list[str], out: list) -> None:
+    """Append the fields set in one header's body to ``out`` (nested ones flattened to the engine's
+    names)."""
+    def walk(obj: dict, class_name: str, at: tuple[str, ...]) -> None:
+        actions = _actions(kind, class_name, at)
         for prop, value in obj.items():
-            here = f"{path}.{'.'.join((*at, prop))}"
-            t = types[prop]["type"]
-            if value == []:
-                continue
-            if not isinstance(t, str):
-                if prop == "choice":
-                    continue
-                raise refusal.refuse(f"flows[].packet[].{kind}.{prop}", here)
-            if t.startswith("PatternFlow"):
-                name = NESTED.get((kind, (*at, prop)), prop) if at else prop
-                if kind == "ethernet" and prop == "pfc_queue":
-                    raise refusal.refuse("flows[].packet[].ethernet.pfc_queue", here)
-                yield name, pattern(value, t, here, warnings, f"{kind}.{prop}")
-            elif (kind, (*at, prop)) in _NESTS:
-                yield from walk(value, t, (*at, prop))
-            else:
-                raise refusal.refuse(f"flows[].packet[].{kind}.{prop}", here)
-    yield from walk(body, _BODY_CLASS[kind], ())
+            what, arg, name = actions[prop]
+            if what == "pattern":
+                out.append((name, pattern(value, arg, functools.partial(_path, path, (*at, prop)), warnings,
+                                          f"{kind}.{prop}")))
+            elif what == "nest":
+                walk(value, arg, (*at, prop))
+            elif what == "refuse" and value != []:
+                raise refusal.refuse(arg, f"{path}.{'.'.join((*at, prop))}")
+    walk(body, _BODY_CLASS[kind], ())
 
 
 #: Nested objects the mapping walks into, and the model class of each header's body.
@@ -158,10 +235,11 @@ def defaults(kind: str) -> tuple[tuple[str, _native.FieldPattern], ...]:
             if not isinstance(t, str):
                 continue
             if t.startswith("PatternFlow"):
-                conv, d, checksum = _field_info(t)
+                info = _info(t)
+                d = info.defaults
                 v = d.get("auto") if d.get("choice") == "auto" else d.get("value")
-                if not checksum and v not in (None, 0, "0.0.0.0", "::0", "00:00:00:00:00:00") and conv(v) != 0:
-                    out.append((NESTED.get((kind, (*at, prop)), prop), P.auto(conv(v))))
+                if not info.checksum and v not in (None, 0, "0.0.0.0", "::0", "00:00:00:00:00:00") and info.conv(v):
+                    out.append((NESTED.get((kind, (*at, prop)), prop), P.auto(info.conv(v))))
             elif (kind, (*at, prop)) in _NESTS and (not at or s.defaults.get("choice") in (None, prop)):
                 walk(t, (*at, prop))
     walk(_BODY_CLASS[kind], ())
@@ -182,17 +260,19 @@ def header(h: dict, path: str, warnings: list[str]) -> _native.HeaderSpec:
         if len(text) % 2:
             raise ConfigError(f"{path}.custom.bytes", "an odd number of hex digits: give whole bytes")
         return _native.HeaderSpec("custom", (), bytes.fromhex(text))
-    given = list(_header_fields(kind, body, f"{path}.{kind}", warnings))
-    names = {n for n, _ in given}
-    overlaps = _OVERLAPS.get(kind, {})
-    taken = set().union(*(overlaps.get(n, {n}) for n in names)) if names else set()
-    fields = given + [(n, p) for n, p in defaults(kind) if n not in taken]
+    fields: list[tuple[str, _native.FieldPattern]] = []
+    _header_fields(kind, body, f"{path}.{kind}", warnings, fields)
+    taken = {n for n, _ in fields}
+    if kind in _OVERLAPS and taken & _OVERLAPS[kind]:
+        taken |= _OVERLAPS[kind]
+    fields += [(n, p) for n, p in defaults(kind) if n not in taken]
     return _native.HeaderSpec(kind, fields)
 
 
-#: Engine fields that share bits: setting one leaves the others' defaults out.
-_TOS = ("tos", "dscp", "ecn", "precedence", "delay", "throughput", "reliability", "monetary", "unused")
-_OVERLAPS: dict[str, dict[str, set[str]]] = {"ipv4": {f: set(_TOS) for f in _TOS}}
+#: Engine fields that share bits: setting one of them leaves the others' defaults out.
+_OVERLAPS: dict[str, frozenset[str]] = {
+    "ipv4": frozenset(("tos", "dscp", "ecn", "precedence", "delay", "throughput", "reliability", "monetary",
+                       "unused"))}
 
 
 def otg_path(engine_field: str, flow_path: str) -> str:

@@ -75,12 +75,12 @@ def _rate_fields(prefix: str, fps: float, bytes_ps: float) -> dict[str, float]:
 
 def flow_metrics(plan: Plan, stats: Sequence[_native.GenFlowStats], which: Sequence[int], rates: Rates,
                  drain_ns: int, realtime_offset_ns: int, names: Sequence[str] = ()) -> list[dict]:
-    """``Flow.Metric`` objects of flows ``which`` (``names``: only these metrics, as OTG's
-    ``metric_names``)."""
+    """``Flow.Metric`` objects of flows ``which`` (``stats``: theirs, in that order; ``names``: only
+    these metrics, as OTG's ``metric_names``)."""
     now, now_ns = time.monotonic(), time.monotonic_ns()
     out = []
-    for i in which:
-        f, s = plan.flows[i], stats[i]
+    for i, s in zip(which, stats):
+        f = plan.flows[i]
         tx_fps, tx_bps = rates.rate(("tx", f.name), s.tx_frames, s.tx_bytes, now)
         rx_fps, rx_bps = rates.rate(("rx", f.name), s.rx_frames, s.rx_bytes, now)
         state = transmit(s, f.rx_tx_ratio, drain_ns, now_ns)

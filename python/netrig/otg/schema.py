@@ -178,23 +178,34 @@ def _list_check(spec: dict) -> Check:
     return check_list
 
 
-def _object_check(class_name: str) -> Check:
+#: Model classes of header field patterns: what a check with ``defer_patterns`` leaves to the code
+#: that maps them (``netrig.otg.headers``, which checks each as it converts it).
+PATTERN_PREFIX = "PatternFlow"
+
+
+def _object_check(class_name: str, defer: bool) -> Check:
+    if defer and class_name.startswith(PATTERN_PREFIX):
+        def deferred(v: Any) -> dict:
+            if not isinstance(v, dict):
+                raise _Bad(f"{_short(v)} is not an object ({class_name})")
+            return v
+        return deferred
     walk: list[Callable[[Any], dict]] = []  # resolved on first use: classes refer to each other
 
     def check_object(v: Any) -> dict:
         if not walk:
-            walk.append(schema(class_name).walk)
+            walk.append(schema(class_name, defer).walk)
         return walk[0](v)
     return check_object
 
 
-def _iter_check(class_name: str) -> Check:
+def _iter_check(class_name: str, defer: bool) -> Check:
     item = class_name[: -len("Iter")]
 
     def check_items(v: Any) -> list:
         if not isinstance(v, list):
             raise _Bad(f"{_short(v)} is not a list of {item} objects")
-        walk = schema(item).walk
+        walk = schema(item, defer).walk
         for i, x in enumerate(v):
             try:
                 walk(x)
@@ -204,10 +215,10 @@ def _iter_check(class_name: str) -> Check:
     return check_items
 
 
-def _property_check(spec: dict) -> Check:
+def _property_check(spec: dict, defer: bool) -> Check:
     kind = spec["type"]
     if isinstance(kind, str):
-        return _iter_check(kind) if kind.endswith("Iter") else _object_check(kind)
+        return _iter_check(kind, defer) if kind.endswith("Iter") else _object_check(kind, defer)
     if kind is list:
         return _list_check(spec)
     return _scalar_check(kind, spec)
@@ -294,18 +305,20 @@ def _unknown(s: Schema, key: str) -> _Bad:
 
 
 @cache
-def schema(class_name: str) -> Schema:
-    """The compiled schema of a model class (``"Config"``, ``"Flow"``, ``"PatternFlowIpv4Src"``)."""
+def schema(class_name: str, defer_patterns: bool = False) -> Schema:
+    """The compiled schema of a model class (``"Config"``, ``"Flow"``, ``"PatternFlowIpv4Src"``);
+    with ``defer_patterns`` the field patterns inside are only checked to be objects."""
     cls = getattr(_model, class_name, None)
     if cls is None or not isinstance(getattr(cls, "_TYPES", None), dict):
         raise KeyError(f"{class_name} is not a class of the OTG model")
     types: dict[str, dict] = cls._TYPES
-    checks = {name: _property_check(spec) for name, spec in types.items()}
+    checks = {name: _property_check(spec, defer_patterns) for name, spec in types.items()}
     choice = types.get("choice", {}).get("enum")
     return Schema(name=class_name, checks=checks, required=tuple(cls._REQUIRED or ()),
                   defaults=dict(cls._DEFAULTS or {}), choices=frozenset(choice) if choice else None)
 
 
-def check(class_name: str, data: Any, path: str = "") -> dict:
-    """``data`` checked against ``class_name`` of the model (see :class:`Schema.check`)."""
-    return schema(class_name).check(data, path)
+def check(class_name: str, data: Any, path: str = "", defer_patterns: bool = False) -> dict:
+    """``data`` checked against ``class_name`` of the model (see :class:`Schema.check`); with
+    ``defer_patterns`` the caller checks every field pattern itself."""
+    return schema(class_name, defer_patterns).check(data, path)

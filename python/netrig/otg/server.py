@@ -21,7 +21,6 @@ state, 500 ``internal`` for what went wrong here (a port that would not open). N
 """
 from __future__ import annotations
 
-import json
 import socket
 import ssl
 import sys
@@ -30,6 +29,8 @@ from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+import orjson
 
 from netrig.errors import ConfigError, NetrigError, PortError
 from netrig.otg import refusal
@@ -103,12 +104,12 @@ class Handler(BaseHTTPRequestHandler):
         if not data.strip():
             return {}
         try:
-            return json.loads(data)
-        except ValueError as e:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError as e:
             raise ConfigError("request", f"not JSON: {e}") from None
 
     def _send(self, code: int, out: Any, raw: bool = False) -> None:
-        data = out if raw else json.dumps(out).encode()
+        data = out if raw else orjson.dumps(out)
         self.send_response(code)
         self.send_header("Content-Type", "application/octet-stream" if raw else "application/json")
         self.send_header("Content-Length", str(len(data)))

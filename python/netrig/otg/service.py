@@ -56,7 +56,7 @@ class Service:
 
     def set_config(self, body: Any) -> list[str]:
         """Check and apply a config: the old generator is closed only when the new one is valid."""
-        cfg = schema.check("Config", body)
+        cfg = schema.check("Config", body, defer_patterns=True)  # field patterns: checked as mapped
         plan = mapping.plan(cfg, self.ports, self.capture_bytes)
         with self.lock:
             self._changed("end")
@@ -162,7 +162,7 @@ class Service:
             if choice == "flow":
                 f = req.get("flow") or {}
                 which = self._flows(f.get("flow_names") or [], "flow.flow_names")
-                rows = metrics.flow_metrics(plan, g.flow_stats(), which, self.rates, self.drain_ns,
+                rows = metrics.flow_metrics(plan, g.flow_stats(which), which, self.rates, self.drain_ns,
                                             g.realtime_offset_ns, f.get("metric_names") or ())
                 return {"choice": "flow_metrics", "flow_metrics": rows}
             if choice == "port":
@@ -184,9 +184,8 @@ class Service:
         return [self.plan.port_names.index(n) for n in names]
 
     def _sending(self, plan: Plan, g: _native.Generator) -> set[str]:
-        now = time.monotonic_ns()
-        return {plan.flows[i].tx for i, s in enumerate(g.flow_stats())
-                if metrics.transmit(s, plan.flows[i].rx_tx_ratio, self.drain_ns, now) != "stopped"}
+        """Ports with a flow running or paused."""
+        return {plan.flows[i].tx for i, st in enumerate(g.flow_states()) if st in ("running", "paused")}
 
     def states(self, body: Any) -> dict:
         """Device states (neighbours, prefixes …): netrig serve has no devices, so every list is empty."""

@@ -119,6 +119,11 @@ impl Generator {
             .collect()
     }
 
+    /// Every flow's state (what [`Self::flow_stats`] says, without the counts).
+    pub fn flow_states(&self) -> Vec<FlowState> {
+        self.ctl.iter().map(|c| c.state()).collect()
+    }
+
     /// Every port's counts since the generator opened.
     pub fn port_stats(&self) -> Vec<PortStats> {
         let mut out: Vec<PortStats> = self

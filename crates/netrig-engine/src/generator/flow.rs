@@ -1,5 +1,7 @@
 //! One generator flow, validated and compiled: its header stack for every frame length it uses,
 //! the order of the lengths, its rate in frames/s and the shape of its run.
+use std::sync::Arc;
+
 use netrig_wire::stack::{self, CompiledStack, HeaderKind, StackSpec};
 
 use crate::error::ConfigError;
@@ -83,17 +85,23 @@ impl GenFlowConfig {
     /// Everything that can be checked without a port: the frame sizes (and that each holds the
     /// headers and the signature), the header stack, the rate, the duration. Fields are the flow's
     /// own (`size`, `packet[1].ipv4.src`, `rate`, `duration`).
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    /// Returns the compiled stack, for [`compile_flow_with`].
+    pub fn validate(&self) -> Result<Arc<CompiledStack>, ConfigError> {
         self.frame_size.validate()?;
         self.rate.validate()?;
-        let lens: Vec<usize> = self.frame_size.sizes().iter().map(|s| s - FCS_LEN).collect();
-        stack::compile(&self.stack, &lens).map_err(|e| ConfigError::new(e.field, e.message))?;
+        let stack = self.compile_stack()?;
         let pps = match self.rate {
             Rate::Max => f64::INFINITY,
             _ => 1.0,
         };
         shape(self.duration, pps)?;
-        Ok(())
+        Ok(stack)
+    }
+
+    fn compile_stack(&self) -> Result<Arc<CompiledStack>, ConfigError> {
+        let lens: Vec<usize> = self.frame_size.sizes().iter().map(|s| s - FCS_LEN).collect();
+        let stack = stack::compile(&self.stack, &lens).map_err(|e| ConfigError::new(e.field, e.message))?;
+        Ok(Arc::new(stack))
     }
 }
 
@@ -111,7 +119,7 @@ pub struct Bursts {
 pub struct CompiledFlow {
     pub index: usize,
     pub config: GenFlowConfig,
-    pub stack: CompiledStack,
+    pub stack: Arc<CompiledStack>,
     /// Size index per frame, cycled.
     pub size_schedule: Vec<u16>,
     /// Frame sizes (with FCS) by size index.
@@ -193,6 +201,17 @@ pub fn compile_flow(
     max_frame_len: usize,
     line_bps: Option<u64>,
 ) -> Result<CompiledFlow, ConfigError> {
+    compile_flow_with(index, cfg, max_frame_len, line_bps, None)
+}
+
+/// [`compile_flow`] with the stack [`GenFlowConfig::validate`] compiled already (`None`: compile it).
+pub fn compile_flow_with(
+    index: usize,
+    cfg: &GenFlowConfig,
+    max_frame_len: usize,
+    line_bps: Option<u64>,
+    stack: Option<Arc<CompiledStack>>,
+) -> Result<CompiledFlow, ConfigError> {
     let prefix = format!("flows[{index}]");
     let within = |e: ConfigError| e.within(&prefix);
     cfg.frame_size.validate().map_err(within)?;
@@ -205,9 +224,10 @@ pub fn compile_flow(
         )));
     }
     let sizes = cfg.frame_size.sizes();
-    let lens: Vec<usize> = sizes.iter().map(|s| s - FCS_LEN).collect();
-    let stack =
-        stack::compile(&cfg.stack, &lens).map_err(|e| ConfigError::new(format!("{prefix}.{}", e.field), e.message))?;
+    let stack = match stack {
+        Some(s) => s,
+        None => cfg.compile_stack().map_err(within)?,
+    };
     let size_schedule = stream::size_schedule(&cfg.frame_size, &sizes, index as u64);
     let rate_pps = rate_pps(cfg, line_bps).map_err(within)?;
     let (limit, bursts) = shape(cfg.duration, rate_pps).map_err(within)?;

@@ -19,6 +19,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
+use netrig_wire::stack::CompiledStack;
+
 use crate::clock;
 use crate::error::{ConfigError, EngineError};
 use crate::port::{LinkSource, Port, PortCaps};
@@ -32,7 +34,7 @@ mod stats;
 mod tx;
 
 pub use capring::CaptureRing;
-pub use flow::{compile_flow, Bursts, CompiledFlow, GenDuration, GenFlowConfig, LatencyMode};
+pub use flow::{compile_flow, compile_flow_with, Bursts, CompiledFlow, GenDuration, GenFlowConfig, LatencyMode};
 pub use stats::{FlowState, FlowStats, PortStats};
 
 use rx::{CaptureCtl, RxWorker};
@@ -112,9 +114,14 @@ fn ps_per_byte(bps: Option<u64>) -> u64 {
     bps.filter(|&b| b > 0).map_or(0, |b| 8_000_000_000_000 / b)
 }
 
-/// Validate `cfg` against the ports and compile its flows (no resource touched). Fields are the
-/// config's (`flows[2].rate`, `captures[0].port`).
-pub fn prepare(caps: &[PortCaps], cfg: &GenConfig) -> Result<Vec<Arc<CompiledFlow>>, ConfigError> {
+/// Validate `cfg` against the ports and compile its flows (no resource touched), with the stacks
+/// compiled already where `stacks` has them (by flow index). Fields are the config's (`flows[2].rate`,
+/// `captures[0].port`).
+pub fn prepare(
+    caps: &[PortCaps],
+    cfg: &GenConfig,
+    stacks: &[Option<Arc<CompiledStack>>],
+) -> Result<Vec<Arc<CompiledFlow>>, ConfigError> {
     if cfg.flows.len() > MAX_GEN_FLOWS {
         return Err(ConfigError::new("flows", format!("{} flows: at most {MAX_GEN_FLOWS}", cfg.flows.len())));
     }
@@ -130,7 +137,8 @@ pub fn prepare(caps: &[PortCaps], cfg: &GenConfig) -> Result<Vec<Arc<CompiledFlo
                 ));
             }
         }
-        out.push(Arc::new(compile_flow(i, f, caps[f.tx_port].max_frame_len, speed(f.tx_port))?));
+        let stack = stacks.get(i).cloned().flatten();
+        out.push(Arc::new(compile_flow_with(i, f, caps[f.tx_port].max_frame_len, speed(f.tx_port), stack)?));
     }
     for (i, c) in cfg.captures.iter().enumerate() {
         if c.port >= n || c.buffer_bytes < 64 * 1024 {
@@ -146,9 +154,18 @@ pub fn prepare(caps: &[PortCaps], cfg: &GenConfig) -> Result<Vec<Arc<CompiledFlo
 impl Generator {
     /// Validate and compile `cfg` for the opened `ports`, open every queue, start the workers
     /// (idle until a flow starts). Nothing is sent.
-    pub fn open(mut ports: Vec<Box<dyn Port>>, cfg: GenConfig) -> Result<Generator, EngineError> {
+    pub fn open(ports: Vec<Box<dyn Port>>, cfg: GenConfig) -> Result<Generator, EngineError> {
+        Self::open_with(ports, cfg, &[])
+    }
+
+    /// [`Generator::open`] with stacks compiled already (by flow index; see [`prepare`]).
+    pub fn open_with(
+        mut ports: Vec<Box<dyn Port>>,
+        cfg: GenConfig,
+        stacks: &[Option<Arc<CompiledStack>>],
+    ) -> Result<Generator, EngineError> {
         let caps: Vec<PortCaps> = ports.iter().map(|p| p.caps().clone()).collect();
-        let flows = prepare(&caps, &cfg)?;
+        let flows = prepare(&caps, &cfg, stacks)?;
         let nflows = flows.len();
         let line_rates: Vec<Option<u64>> =
             (0..caps.len()).map(|p| cfg.line_rates.get(p).copied().flatten().or(caps[p].speed_bps)).collect();
