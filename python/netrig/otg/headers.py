@@ -108,6 +108,10 @@ def pattern(d: dict, pattern_class: str, path: Callable[[], str], warnings: list
     The config check left it to here (``schema.check(defer_patterns=True)``): anything that does not
     convert plainly is checked against the model, whose error names the path."""
     info = _info(pattern_class)
+    if len(d) == 2 and d.get("choice") == "value":  # the common case, plainly
+        v = d.get("value")
+        if info.conv is int and type(v) is int and info.lo <= v <= info.hi:
+            return P.fixed(v)
     members = d.keys() & info.members
     if not d.keys() <= info.keys or len(members) > 1 or (members and d.get("choice") not in (None, *members)):
         schema(pattern_class).check(d, path())

@@ -23,31 +23,23 @@ WIRE_OVERHEAD = _native.WIRE_OVERHEAD_BYTES
 
 
 @dataclass
-class _Sample:
-    t: float = 0.0
-    frames: int = 0
-    bytes: int = 0
-    fps: float = 0.0
-    bps: float = 0.0
-
-
-@dataclass
 class Rates:
-    """Per-second rates of counters, from successive samples."""
+    """Per-second rates of counters, from successive samples: per counter ``[t, frames, bytes, fps,
+    bytes/s]`` of the last sample."""
 
-    samples: dict[tuple[str, str], _Sample] = field(default_factory=dict)
+    samples: dict[tuple[str, str], list] = field(default_factory=dict)
 
     def rate(self, key: tuple[str, str], frames: int, nbytes: int, now: float) -> tuple[float, float]:
         """(frames/s, bytes/s) of counter ``key`` now."""
         s = self.samples.get(key)
-        if s is None or frames < s.frames:
-            self.samples[key] = _Sample(now, frames, nbytes)
+        if s is None or frames < s[1]:
+            self.samples[key] = [now, frames, nbytes, 0.0, 0.0]
             return 0.0, 0.0
-        dt = now - s.t
+        dt = now - s[0]
         if dt >= RATE_WINDOW_S:
-            s.fps, s.bps = (frames - s.frames) / dt, (nbytes - s.bytes) / dt
-            s.t, s.frames, s.bytes = now, frames, nbytes
-        return s.fps, s.bps
+            s[3], s[4] = (frames - s[1]) / dt, (nbytes - s[2]) / dt
+            s[0], s[1], s[2] = now, frames, nbytes
+        return s[3], s[4]
 
     def reset(self, names: Sequence[str]) -> None:
         for n in names:
@@ -67,33 +59,33 @@ def transmit(s: _native.GenFlowStats, ratio: float, drain_ns: int, now_ns: int) 
     return "stopped"
 
 
-def _rate_fields(prefix: str, fps: float, bytes_ps: float) -> dict[str, float]:
-    bits = bytes_ps * 8
-    return {f"{prefix}_rate_bytes": bytes_ps, f"{prefix}_rate_bps": bits, f"{prefix}_rate_kbps": bits / 1e3,
-            f"{prefix}_rate_mbps": bits / 1e6, f"{prefix}_l1_rate_bps": bits + fps * WIRE_OVERHEAD * 8}
-
-
 def flow_metrics(plan: Plan, stats: Sequence[_native.GenFlowStats], which: Sequence[int], rates: Rates,
                  drain_ns: int, realtime_offset_ns: int, names: Sequence[str] = ()) -> list[dict]:
     """``Flow.Metric`` objects of flows ``which`` (``stats``: theirs, in that order; ``names``: only
     these metrics, as OTG's ``metric_names``)."""
     now, now_ns = time.monotonic(), time.monotonic_ns()
     out = []
+    wire = WIRE_OVERHEAD * 8
     for i, s in zip(which, stats):
         f = plan.flows[i]
-        tx_fps, tx_bps = rates.rate(("tx", f.name), s.tx_frames, s.tx_bytes, now)
-        rx_fps, rx_bps = rates.rate(("rx", f.name), s.rx_frames, s.rx_bytes, now)
+        tx_frames, rx_frames = s.tx_frames, s.rx_frames
+        tx_fps, tx_bps = rates.rate(("tx", f.name), tx_frames, s.tx_bytes, now)
+        rx_fps, rx_bps = rates.rate(("rx", f.name), rx_frames, s.rx_bytes, now)
         state = transmit(s, f.rx_tx_ratio, drain_ns, now_ns)
         if state != "started":
             tx_fps = tx_bps = 0.0
+        tx_bits, rx_bits = tx_bps * 8, rx_bps * 8
         m: dict = {"name": f.name, "port_tx": f.tx, "port_rx": f.rx[0] if f.rx else "", "transmit": state,
-                   "frames_tx": s.tx_frames, "frames_rx": s.rx_frames, "bytes_tx": s.tx_bytes, "bytes_rx": s.rx_bytes,
+                   "frames_tx": tx_frames, "frames_rx": rx_frames, "bytes_tx": s.tx_bytes, "bytes_rx": s.rx_bytes,
                    "frames_tx_rate": tx_fps, "frames_rx_rate": rx_fps,
-                   **_rate_fields("tx", tx_fps, tx_bps), **_rate_fields("rx", rx_fps, rx_bps)}
+                   "tx_rate_bytes": tx_bps, "tx_rate_bps": tx_bits, "tx_rate_kbps": tx_bits / 1e3,
+                   "tx_rate_mbps": tx_bits / 1e6, "tx_l1_rate_bps": tx_bits + tx_fps * wire,
+                   "rx_rate_bytes": rx_bps, "rx_rate_bps": rx_bits, "rx_rate_kbps": rx_bits / 1e3,
+                   "rx_rate_mbps": rx_bits / 1e6, "rx_l1_rate_bps": rx_bits + rx_fps * wire}
         if f.loss:
-            expected = s.tx_frames * f.rx_tx_ratio
-            m["loss"] = max(0.0, expected - s.rx_frames) / expected * 100 if expected else 0.0
-        if f.timestamps and s.rx_frames:
+            expected = tx_frames * f.rx_tx_ratio
+            m["loss"] = max(0.0, expected - rx_frames) / expected * 100 if expected else 0.0
+        if f.timestamps and rx_frames:
             m["timestamps"] = {"first_timestamp_ns": float(s.rx_first_ns + realtime_offset_ns),
                                "last_timestamp_ns": float(s.rx_last_ns + realtime_offset_ns)}
         if f.latency and s.latency_frames:
