@@ -103,7 +103,8 @@ def run_trial() -> dict:
 
 
 def post(url: str, path: str, body: dict) -> tuple[float, dict]:
-    req = urllib.request.Request(url + path, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(url + path, data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
     t = time.perf_counter()
     with urllib.request.urlopen(req, timeout=120) as r:
         out = json.loads(r.read())
@@ -138,7 +139,7 @@ def scale_flow(i: int) -> dict:
     a, b = divmod(i, 250)
     return {"name": f"f{i}", "tx_rx": {"choice": "port", "port": {"tx_name": "p1", "rx_names": ["p2"]}},
             "packet": [
-                {"choice": "ethernet", "ethernet": {"src": {"value": "02:00:00:00:%02x:%02x" % (i >> 8, i & 255)},
+                {"choice": "ethernet", "ethernet": {"src": {"value": f"02:00:00:00:{i >> 8:02x}:{i & 255:02x}"},
                                                     "dst": {"values": [MRX, "02:00:00:00:00:03"]}}},
                 {"choice": "vlan", "vlan": {"id": {"increment": {"start": 1 + i % 4000, "step": 1, "count": 5}}}},
                 {"choice": "ipv4", "ipv4": {
@@ -206,8 +207,9 @@ def report(stamp: str, rows: list[dict], scale: dict) -> int:
               for o in rows if o["case"] == "otg" and o["rep"] == t["rep"]]
     doc = {"schema_version": 1, "date": stamp, "tool_version": netrig.__version__,
            "machine": {"kernel": platform.release(), "cpus": os.cpu_count(), "load_avg": os.getloadavg()},
-           "method": {"dur_s": DUR, "warm_s": WARM, "reps": REPS, "frame": 64, "topology": f"{PORTS[0]} -> {PORTS[1]} veth",
-                      "counting": "sender tx_packets deltas", "order": "interleaved trial, otg per repetition"},
+           "method": {"dur_s": DUR, "warm_s": WARM, "reps": REPS, "frame": 64,
+                      "topology": f"{PORTS[0]} -> {PORTS[1]} veth", "counting": "sender tx_packets deltas",
+                      "order": "interleaved trial, otg per repetition"},
            "runs": rows, "median_tx_pps": med, "ratio": med["otg"] / med["trial"],
            "paired_ratio": statistics.median(paired), "scale": scale}
     out = HERE / "results"
@@ -218,14 +220,15 @@ def report(stamp: str, rows: list[dict], scale: dict) -> int:
           f"One flow, 64 B, top rate, veth; median of {REPS} × {DUR:.0f} s windows (after {WARM:.0f} s), interleaved; "
           f"load average {doc['machine']['load_avg'][0]:.2f} on {os.cpu_count()} CPUs.", "",
           "| case | tx frames/s |", "|---|---|",
-          f"| netrig trial (rate max) | {med['trial'] / 1e6:.3f} M |", f"| netrig serve (one OTG flow) | {med['otg'] / 1e6:.3f} M |",
+          f"| netrig trial (rate max) | {med['trial'] / 1e6:.3f} M |",
+          f"| netrig serve (one OTG flow) | {med['otg'] / 1e6:.3f} M |",
           "", f"ratio serve / trial: **{doc['ratio']:.3f}** (paired per repetition: {doc['paired_ratio']:.3f})", ""]
     if scale:
-        md += [f"Scale: {scale['flows']} flows with every field pattern ({scale['config_bytes'] / 1e6:.1f} MB of JSON): "
-               f"set_config {scale['set_config_s']:.3f} s + start {scale['start_s']:.3f} s = "
-               f"**{scale['set_config_and_start_s']:.3f} s**; metrics polls while it runs (median / max): one flow "
-               f"{p['one_flow']['median']:.1f} / {p['one_flow']['max']:.1f} ms, the ports {p['ports']['median']:.1f} / "
-               f"{p['ports']['max']:.1f} ms, every flow {p['every_flow']['median']:.1f} / {p['every_flow']['max']:.1f} ms; "
+        poll = ", ".join(f"{what} {p[k]['median']:.1f} / {p[k]['max']:.1f} ms"
+                         for k, what in (("one_flow", "one flow"), ("ports", "the ports"), ("every_flow", "every flow")))
+        md += [f"Scale: {scale['flows']} flows with every field pattern ({scale['config_bytes'] / 1e6:.1f} MB of "
+               f"JSON): set_config {scale['set_config_s']:.3f} s + start {scale['start_s']:.3f} s = "
+               f"**{scale['set_config_and_start_s']:.3f} s**; metrics polls while it runs (median / max): {poll}; "
                f"{scale['frames_sent']} frames sent, {scale['frames_received']} received, every flow exact: "
                f"{scale['every_count_exact']}."]
     (out / f"{stamp}-otg.md").write_text("\n".join(md) + "\n")
