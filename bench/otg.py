@@ -224,8 +224,8 @@ def report(stamp: str, rows: list[dict], scale: dict) -> int:
           f"| netrig serve (one OTG flow) | {med['otg'] / 1e6:.3f} M |",
           "", f"ratio serve / trial: **{doc['ratio']:.3f}** (paired per repetition: {doc['paired_ratio']:.3f})", ""]
     if scale:
-        poll = ", ".join(f"{what} {p[k]['median']:.1f} / {p[k]['max']:.1f} ms"
-                         for k, what in (("one_flow", "one flow"), ("ports", "the ports"), ("every_flow", "every flow")))
+        kinds = (("one_flow", "one flow"), ("ports", "the ports"), ("every_flow", "every flow"))
+        poll = ", ".join(f"{what} {p[k]['median']:.1f} / {p[k]['max']:.1f} ms" for k, what in kinds)
         md += [f"Scale: {scale['flows']} flows with every field pattern ({scale['config_bytes'] / 1e6:.1f} MB of "
                f"JSON): set_config {scale['set_config_s']:.3f} s + start {scale['start_s']:.3f} s = "
                f"**{scale['set_config_and_start_s']:.3f} s**; metrics polls while it runs (median / max): {poll}; "
