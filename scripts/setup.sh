@@ -11,7 +11,7 @@ steps=("$@"); [ ${#steps[@]} -gt 0 ] || steps=(apt venv build)
 
 # libpcap0.8: the capture benchmark's libpcap method loads it at run time; dpdk-dev: dpdk-testpmd,
 # a DUT of the forwarder test beds (forward_backend testpmd) and the peer of make bench.
-APT_PACKAGES="iproute2 nftables ethtool procps util-linux python3-venv chromium iperf3 iperf sockperf openssh-client openssh-server libpcap0.8 dpdk-dev"
+APT_PACKAGES="iproute2 nftables ethtool procps util-linux python3-venv chromium iperf3 iperf sockperf openssh-client openssh-server libpcap0.8 dpdk-dev openssl"
 PY=${PYTHON:-python3}
 
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }

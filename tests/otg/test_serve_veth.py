@@ -4,13 +4,18 @@ present); pause, resume, stop and restart; a capture checked byte by byte agains
 fields; a bad request that changes nothing; SIGTERM leaves nothing sending or listening."""
 from __future__ import annotations
 
+import json
+import re
 import struct
+import subprocess
+import sys
 import time
+import urllib.request
 import zlib
 
 import pytest
 from tests.conftest import if_counter, needs_root
-from tests.otg.conftest import api, capture_state, control, flow_metrics, serve, wait_stopped
+from tests.otg.conftest import ROOT, api, capture_state, control, flow_metrics, serve, wait_stopped
 
 from netrig.otg.mapping import RATE_BITS
 
@@ -265,3 +270,41 @@ def pcapng_frames(data: bytes) -> list[bytes]:
             out.append(data[at + 28:at + 28 + caplen])
         at += length
     return out
+
+
+def test_quickstart_example(veth):
+    """examples/otg_quickstart.py as the docs show it, with fewer frames."""
+    ns_a, if_a, ns_b, if_b = veth
+    ports = [f"{if_a}@{ns_a}", f"{if_b}@{ns_b}"]
+    with serve(ports) as url:
+        argv = [sys.executable, str(ROOT / "examples" / "otg_quickstart.py"), "--location", url,
+                "--tx", ports[0], "--rx", ports[1], "--packets", "3000", "--pps", "20000"]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    out = done.stdout
+    assert done.returncode == 0, done.stderr
+    assert "f1: stopped, sent 3000, received 3000, loss 0" in out, out
+    assert "latency (store and forward) min " in out, out
+
+
+def test_curl_example_of_the_docs(veth):
+    """The JSON and the three requests of docs/otg.md's curl example, as written there."""
+    ns_a, if_a, ns_b, if_b = veth
+    doc = (ROOT / "docs" / "otg.md").read_text()
+    body = doc.split("cat > cfg.json <<'JSON'\n", 1)[1].split("\nJSON\n", 1)[0]
+    body = body.replace("veth0@nsa", f"{if_a}@{ns_a}").replace("veth1@nsb", f"{if_b}@{ns_b}")
+    requests = re.findall(r"curl -s -X POST http://127\.0\.0\.1:8080(\S+) .*?-d '(.*)'", doc)
+    assert [r[0] for r in requests] == ["/control/state", "/monitor/metrics"]
+    with serve([f"{if_a}@{ns_a}", f"{if_b}@{ns_b}"]) as url:
+        post(url + "/config", body)
+        post(url + requests[0][0], requests[0][1])
+        end = time.monotonic() + 30
+        while (m := json.loads(post(url + requests[1][0], requests[1][1]))["flow_metrics"][0])["transmit"] != "stopped":
+            assert time.monotonic() < end, m
+            time.sleep(0.05)
+    assert int(m["frames_tx"]) == int(m["frames_rx"]) == 1000 and m["loss"] == 0, m
+
+
+def post(url: str, body: str) -> bytes:
+    req = urllib.request.Request(url, data=body.encode(), headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return r.read()

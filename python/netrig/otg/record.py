@@ -4,7 +4,7 @@ Every ``set_config`` starts a session: a directory ``DIR/<UTC time>`` with ``tri
 header holds the OTG config) and, once the session ends (the next config, or the server stops),
 ``result.json``. Each flow's run — from a traffic start to its stop, or to its last frame when
 its duration ended — is one trial record of kind ``otg`` (method ``otg``): the flow's frames sent
-and received, loss, latency, achieved rate, and the flow's OTG metric as ``raw``. Records are
+and received, loss, latency, achieved rate, and its ports under ``otg``. Records are
 written as runs end (fsync'd, as every netrig trial log), so a crash loses nothing finished.
 """
 from __future__ import annotations
