@@ -45,8 +45,9 @@ class Recorder:
             self._finish(service)
         elif what == "config":
             self._begin(service)
+        elif what == "starting":
+            self._record(service, ended_only=True, restarting=service.starting)
         elif what == "start":
-            self._record(service, ended_only=True)
             self.runs += 1
             stats = service.generator.flow_stats() if service.generator else []
             for i, s in enumerate(stats):
@@ -73,15 +74,18 @@ class Recorder:
         self.log.open(self.doc)
         self.trials, self.open, self.runs = [], {}, 0
 
-    def _record(self, service: Service, ended_only: bool) -> None:
-        """Record the open runs that ended (or all, at a stop or the session's end)."""
+    def _record(self, service: Service, ended_only: bool, restarting: list[int] | None = None) -> None:
+        """Record the open runs that ended, and those of ``restarting`` flows that are not running
+        (a start resets their counters); all of them at a stop or the session's end."""
         if self.log is None or service.generator is None or service.plan is None:
             return
         stats = service.generator.flow_stats()
         now = time.monotonic_ns()
+        again = set(restarting or ())
         for i in sorted(self.open):
             s, f = stats[i], service.plan.flows[i]
-            if ended_only and metrics.transmit(s, f.rx_tx_ratio, service.drain_ns, now) != "stopped":
+            reset = i in again and s.state not in ("running", "paused")
+            if ended_only and not reset and metrics.transmit(s, f.rx_tx_ratio, service.drain_ns, now) != "stopped":
                 continue
             run, started = self.open.pop(i)
             rec = _trial(len(self.trials), run, i, f.name, s, service, started)

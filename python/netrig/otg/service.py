@@ -49,6 +49,8 @@ class Service:
         self.generator: _native.Generator | None = None
         self.rates = metrics.Rates()
         self.flow_index: dict[str, int] = {}
+        #: The flows a traffic start names, while the ``starting`` hook runs.
+        self.starting: list[int] = []
         #: Called after a config is set and after traffic changes (the recorder's hook).
         self.on_change = on_change
 
@@ -114,6 +116,8 @@ class Service:
             which = self._flows(ft.get("flow_names") or [], f"{at}.flow_names")
             state = ft["state"]
             if state == "start":
+                self.starting = which or list(range(len(plan.flows)))
+                self._changed("starting")
                 started = g.start(which)
                 self.rates.reset([plan.flows[i].name for i in started])
             elif state == "stop":
@@ -216,7 +220,8 @@ class Service:
     # ---------------------------------------------------------------------------------------- end
 
     def _changed(self, what: str) -> None:
-        """Tell the hook: ``config`` (a new one is set), ``start``, ``stop``, ``pause``, ``resume``,
+        """Tell the hook: ``config`` (a new one is set), ``starting`` (flows ``self.starting`` are
+        about to start, their counters to be reset), ``start``, ``stop``, ``pause``, ``resume``,
         ``end`` (the config's generator is about to close)."""
         if self.on_change is not None and (what != "end" or self.generator is not None):
             self.on_change(what, self)
