@@ -16,6 +16,7 @@ pub mod error;
 pub mod fault;
 pub mod flows;
 pub mod forward;
+pub mod generator;
 pub mod guard;
 pub mod listen;
 pub mod loopback;

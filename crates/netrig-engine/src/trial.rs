@@ -667,7 +667,7 @@ struct RxWorkerOut {
     error: Option<String>,
 }
 
-fn pick_cpu(list: &[usize], i: usize, from_top: bool) -> usize {
+pub(crate) fn pick_cpu(list: &[usize], i: usize, from_top: bool) -> usize {
     if !list.is_empty() {
         return list[i % list.len()];
     }

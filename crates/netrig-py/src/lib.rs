@@ -15,6 +15,7 @@ use pyo3::types::{PyDict, PyTuple};
 
 mod args;
 mod errors;
+mod generator;
 mod job;
 mod results;
 mod specs;
@@ -605,6 +606,17 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CAPTURE_METHODS", PyTuple::new(py, netrig_engine::capture::CAPTURE_METHODS)?)?;
     m.add("MAX_CAPTURE_BATCH", netrig_engine::capture::MAX_CAPTURE_BATCH)?;
     m.add("DEFAULT_CAPTURE_BATCH", netrig_engine::capture::DEFAULT_CAPTURE_BATCH)?;
+    m.add_class::<generator::FieldPattern>()?;
+    m.add_class::<generator::HeaderSpec>()?;
+    m.add_class::<generator::PayloadSpec>()?;
+    m.add_class::<generator::GenDurationSpec>()?;
+    m.add_class::<generator::GenFlowSpec>()?;
+    m.add_class::<generator::CaptureSpec>()?;
+    m.add_class::<generator::Generator>()?;
+    m.add_class::<results::GenFlowStats>()?;
+    m.add_class::<results::GenPortStats>()?;
+    m.add("STACK_HEADERS", generator::stack_headers(py)?)?;
+    m.add("SIGNATURE_BYTES", netrig_wire::signature::LEN)?;
     m.add_function(wrap_pyfunction!(interface_info, m)?)?;
     m.add_function(wrap_pyfunction!(list_interfaces, m)?)?;
     m.add_function(wrap_pyfunction!(probe_io, m)?)?;
