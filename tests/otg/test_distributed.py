@@ -188,9 +188,25 @@ def test_two_agents_exact_counts_and_refused_without_token(tmp_path):
         for name in ("fab", "fba"):
             n = crossing[name]
             assert n["latency_reported"] == (m[name].latency.average_ns is not None), n
-            print(f"{name}: latency {m[name].latency.average_ns} ns, ± {n['latency_uncertainty_ns']:.0f} ns")
+            print(f"{name}: latency {n['latency_average_ns']:.0f} ns (in OTG: {m[name].latency.average_ns}), "
+                  f"clock offset removed {n['latency_offset_ns']:.0f} ± {n['latency_uncertainty_ns']:.0f} ns")
         ports = {p.name: p for p in a.get_metrics(a.metrics_request()).port_metrics}
         assert ports["b1"].location == "b/b1" and ports["a1"].frames_tx == 5000
+        # A controller killed mid-run: the next one stops what it left running on its agents.
+        control(a, "start", ["fa"])
+        b.procs[-1].kill()
+        b.procs[-1].wait()
+        b.controller()
+        fa = agent_call(b, "a", "/monitor/metrics", {"choice": "flow", "flow": {"flow_names": ["fa"]}})
+        assert fa["flow_metrics"][0]["transmit"] == "stopped" and fa["flow_metrics"][0]["frames_tx"] < 5000
+
+
+def agent_call(b: Bed, name: str, path: str, body: dict) -> dict:
+    """An OTG request straight to an agent, with its token."""
+    url = f"http://{b.net}.{'ab'.index(name) + 2}:{AGENT_PORT}{path}"
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={
+        "Authorization": f"Bearer {b.token.read_text().strip()}", "Content-Type": "application/json"})
+    return json.loads(urllib.request.urlopen(req, timeout=10).read())
 
 
 def test_agent_killed_mid_run_reported_within_2s(tmp_path):

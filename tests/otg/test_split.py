@@ -78,7 +78,7 @@ def test_merge_sums_receivers_corrects_latency_and_marks_stale():
     flow = cfg()["flows"][2]
     row, note = merge.flow_row(fba, rows, flow, clocks, set())
     assert (row["frames_tx"], row["frames_rx"], row["loss"]) == (100, 100, 0.0)
-    assert row["latency"]["average_ns"] == 7000.0 and note == merge.LatencyNote("fba", 3000.0, 300.0, True)
+    assert row["latency"]["average_ns"] == 7000.0 and note == merge.LatencyNote("fba", 7000.0, 3000.0, 300.0, True)
     wide = {"a": clock.ClockEstimate(2000, 9000), "b": clock.ClockEstimate(-1000, 200)}
     row, note = merge.flow_row(fba, rows, flow, wide, set())
     assert "latency" not in row and note is not None and not note.reported  # bound above the value

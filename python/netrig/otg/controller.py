@@ -296,9 +296,7 @@ class Controller(Endpoints):
                 _, note = merge.flow_row(r, rows, flows[r.name], clocks, set(self.down))
                 stale = bool(set(r.agents) & set(self.down))
                 if note is not None or stale:
-                    notes.append({"name": r.name, "stale": stale, "crosses_agents": r.crosses, **(
-                        {"latency_offset_ns": note.offset_ns, "latency_uncertainty_ns": note.uncertainty_ns,
-                         "latency_reported": note.reported} if note else {})})
+                    notes.append({"name": r.name, "stale": stale, "crosses_agents": r.crosses, **_note(note)})
         return {"agents": agents, "flows": notes, "events": list(self.notes)}
 
     def close(self) -> None:
@@ -324,6 +322,13 @@ def _tag_headers(flows: Sequence[str], tags: dict[str, int], receive: bool = Fal
     if receive:
         h["X-Netrig-Receive"] = "1"
     return h
+
+
+def _note(note: merge.LatencyNote | None) -> dict:
+    if note is None:
+        return {}
+    return {"latency_average_ns": note.average_ns, "latency_offset_ns": note.offset_ns,
+            "latency_uncertainty_ns": note.uncertainty_ns, "latency_reported": note.reported}
 
 
 def _only(row: dict, names: Sequence[str]) -> dict:

@@ -25,6 +25,8 @@ class LatencyNote:
     """A cross-agent flow's latency correction: the clocks' offset removed and its bound, ns."""
 
     flow: str
+    #: The average latency after the correction, ns (reported in OTG only when above the bound).
+    average_ns: float
     offset_ns: float
     uncertainty_ns: float
     reported: bool
@@ -98,7 +100,7 @@ def _latency(out: dict, route: FlowRoute, rows: dict[str, dict],
                           "maximum_ns": max(0.0, max(p[1] for p in parts)), "average_ns": max(0.0, avg)}
     if not route.crosses:
         return None
-    return LatencyNote(route.name, sum(p[4] * p[3] for p in parts) / frames, unc, reported)
+    return LatencyNote(route.name, avg, sum(p[4] * p[3] for p in parts) / frames, unc, reported)
 
 
 def port_row(row: dict, location: str, down: bool) -> dict:

@@ -117,8 +117,11 @@ class Handler(BaseHTTPRequestHandler):
                                                        "controller: send Authorization: Bearer with its token"))
         return False
 
+    def parse_request(self) -> bool:
+        self.received_ns = time.time_ns()  # the request line just read: the clock exchange's t1
+        return super().parse_request()
+
     def _handle(self, method: str) -> None:
-        self.received_ns = time.time_ns()
         if not self._authorised():
             return
         route = self._route(method)
