@@ -11,7 +11,7 @@ import pytest
 from netrig.errors import ConfigError, MethodologyError
 from netrig.measure import DutModel, Load, SimulatedMeasurer, TrialCounts
 from netrig.methodology.method import partial_result
-from netrig.methodology.mlr import SearchGoal
+from netrig.methodology.mlr import SearchGoal, Verdict, _Target, _Trial, classify, rests_on_tester
 from netrig.methodology.tester import ProvenLimit
 from netrig.methods.mlrsearch import MlrParams, measure_mlrsearch
 from netrig.model import FrameSize, LineRate
@@ -221,6 +221,18 @@ def test_an_upper_bound_on_tester_failures_is_flagged():
     m = SimulatedMeasurer(DutModel(capacity_pps=5e6, tester_ceiling_pps=3e6, tester_tolerance_ratio=0.0))
     r = measure_mlrsearch(m, F64, LR, MlrParams())
     assert r.tester_trials > 0 and r.goal("NDR").tester_limited and r.tester_limited
+
+
+def test_a_tester_stall_at_a_load_the_dut_fails_is_not_a_tester_limit():
+    """The demo's NDR: at 97.6 kfps one trial the tester could not send and two valid ones with
+    loss; the upper bound is the DUT's (the valid trials make it one), not the tester's."""
+    t = _Target(0.0, 0.5, 0.005, 1.0, 3.0)
+    stall = _Trial(1.0, 0.08, Verdict.TESTER)
+    lossy = [_Trial(1.0, 0.0235, Verdict.VALID), _Trial(1.0, 0.0147, Verdict.VALID)]
+    assert classify([stall, *lossy], t) == "upper" and not rests_on_tester([stall, *lossy], t)
+    stalls = [stall, stall, _Trial(1.0, 0.0, Verdict.VALID)]
+    assert classify(stalls, t) == "upper" and rests_on_tester(stalls, t), "only the stalls make it upper"
+    assert not rests_on_tester(lossy, t)
 
 
 def test_dut_backpressure_is_the_dut_failing_not_a_tester_limit():

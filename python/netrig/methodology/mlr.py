@@ -230,6 +230,14 @@ def classify(trials: Sequence[_Trial], t: _Target) -> str | None:
     return None
 
 
+def rests_on_tester(trials: Sequence[_Trial], t: _Target) -> bool:
+    """An upper bound rests on the tester when the load would not be one without the trials the
+    tester could not send: a valid trial there that lost frames makes it the DUT's (a tester stall
+    in one trial at a load where the DUT lost frames in the others is not the tester's limit)."""
+    return (any(tr.verdict is Verdict.TESTER for tr in trials)
+            and classify([tr for tr in trials if tr.verdict is not Verdict.TESTER], t) != "upper")
+
+
 def pessimistic_loss_ratio(trials: Sequence[_Trial], t: _Target) -> float:
     long = sorted((tr.loss_ratio, tr.duration_s) for tr in trials if tr.duration_s >= t.trial_duration_s - 1e-9)
     total = max(t.duration_sum_s, sum(d for _, d in long))
@@ -487,8 +495,7 @@ class _Search:
                 t = chain[stage]
                 lb, ub = self.bounds(t)
             ct = (self.grid.load(lb) * (1.0 - pessimistic_loss_ratio(self.db[lb], t))) if lb is not None else None
-            limited = (capped and lb == 0) or (
-                ub is not None and any(tr.verdict is Verdict.TESTER for tr in self.db[ub]))
+            limited = (capped and lb == 0) or (ub is not None and rests_on_tester(self.db[ub], t))
             out.append(GoalResult(goal, ct, self.grid.load(lb) if lb is not None else None,
                                   self.grid.load(ub) if ub is not None else None, limited,
                                   _stage_name(stage, len(chain))))
