@@ -33,7 +33,7 @@ use crate::sys::{bpf, cpu};
 use crate::tx::{run_tx_worker, split_stream, RunShape, TxLive, TxPlan, TxShare, TxWorkerResult, UNPACED_BATCH};
 
 /// Scheduler slice TX workers ask for (`sys::cpu::request_short_slices`; the kernel's minimum).
-const TX_SLICE_NS: u64 = 100_000;
+pub(crate) const TX_SLICE_NS: u64 = 100_000;
 /// A trial in which the tester sent less than this share of the intended frames is invalid.
 pub const MIN_ACHIEVED_RATIO: f64 = 0.999;
 /// Wait after the last frame for frames in flight, unless configured (methodology §2: 2 s).
