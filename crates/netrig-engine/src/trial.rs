@@ -1090,27 +1090,27 @@ fn collect(
     let interrupted = run.interrupted;
     let (grid, epoch_ns) = (run.grid.clone(), run.epoch_ns);
     let phases = cfg.run_phases();
-    // Per-flow receive state merged over RX workers.
+    // Per-flow receive state, read back from each RX worker's compact state and merged flow by
+    // flow (never all flows at once: at millions of flows a copy would double the memory).
     let nflows: usize = streams.iter().map(|s| s.flows.count() as usize).sum();
-    let mut merged: Vec<FlowRx> = Vec::new();
+    let merged = |k: usize| -> FlowRx {
+        let mut it = rx.iter().filter(|w| k < w.analyzer.flow_count());
+        let mut f = it.next().map_or_else(empty_flow, |w| w.analyzer.flow(k));
+        for w in it {
+            f.merge(&w.analyzer.flow(k));
+        }
+        f
+    };
     // The shared latency and |IPDV| histograms of flows without their own.
     let mut shared: Option<(Histogram<u32>, Histogram<u32>)> = None;
-    for (k, w) in rx.iter().enumerate() {
-        if k == 0 {
-            merged = w.analyzer.flows.clone();
-            shared = Some((w.analyzer.shared_hist.clone(), w.analyzer.shared_ipdv_hist.clone()));
-        } else {
-            for (m, f) in merged.iter_mut().zip(&w.analyzer.flows) {
-                m.merge(f);
-            }
-            if let Some((lat, ipdv)) = shared.as_mut() {
+    for w in &rx {
+        match shared.as_mut() {
+            None => shared = Some((w.analyzer.shared_hist.clone(), w.analyzer.shared_ipdv_hist.clone())),
+            Some((lat, ipdv)) => {
                 let _ = lat.add(&w.analyzer.shared_hist);
                 let _ = ipdv.add(&w.analyzer.shared_ipdv_hist);
             }
         }
-    }
-    if merged.len() < nflows {
-        merged.resize_with(nflows, empty_flow);
     }
     // TX per-flow counts.
     let mut tx_per_flow: Vec<u64> = vec![0; nflows];
@@ -1165,7 +1165,7 @@ fn collect(
         let mut flow_results = Vec::new();
         let mut lost = 0u64;
         for k in 0..n {
-            let f = &merged[base + k];
+            let f = &merged(base + k);
             let sent = tx_per_flow[base + k];
             let flost = sent.saturating_sub(f.received);
             lost += flost;
