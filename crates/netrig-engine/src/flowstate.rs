@@ -19,6 +19,8 @@ use std::collections::HashMap;
 
 use hdrhistogram::Histogram;
 
+use crate::error::ConfigError;
+
 /// Sequence window of one flow when the trial has many flows: the hot line's 64 bits.
 pub const INLINE_WINDOW_BITS: usize = 64;
 
@@ -366,9 +368,65 @@ impl FlowStates {
     }
 }
 
+/// Bytes per flow a trial may come to hold in the worst case: per receive queue a hot line, the
+/// cold counters and `gap_slots` gaps (all touched when every flow reorders and loses); the
+/// sender's sequence and the sent count at collection (8 B each).
+pub fn worst_bytes_per_flow(rx_queues: usize, gap_slots: usize) -> u64 {
+    let rx = std::mem::size_of::<FlowHot>() + std::mem::size_of::<FlowCold>() + gap_slots.max(1) * 24;
+    (rx_queues.max(1) * rx + 16) as u64
+}
+
+/// A `/proc` file's `key:` line, in bytes (the kernel writes kB).
+fn proc_kib(path: &str, key: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let line = text.lines().find(|l| l.starts_with(key))?;
+    line[key.len()..].split_whitespace().next()?.parse::<u64>().ok().map(|k| k * 1024)
+}
+
+/// This process's resident set (`VmRSS`), bytes.
+pub fn rss_bytes() -> Option<u64> {
+    proc_kib("/proc/self/status", "VmRSS:")
+}
+
+/// Memory the machine can give without swapping (`MemAvailable`), bytes.
+pub fn mem_available_bytes() -> Option<u64> {
+    proc_kib("/proc/meminfo", "MemAvailable:")
+}
+
+/// Refuse `flows` whose worst-case state would not fit `available` bytes (9/10 of it: the
+/// rest is the process's and the machine's); errors name the field `flows` and both numbers.
+pub fn check_fits(flows: u64, rx_queues: usize, gap_slots: usize, available: u64) -> Result<(), ConfigError> {
+    let per_flow = worst_bytes_per_flow(rx_queues, gap_slots);
+    let need = flows.saturating_mul(per_flow);
+    if need <= available / 10 * 9 {
+        return Ok(());
+    }
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    Err(ConfigError::new(
+        "flows",
+        format!(
+            "{flows} flows need up to {:.2} GiB of per-flow state ({per_flow} B per flow: {rx_queues} receive \
+             queue(s), {gap_slots} gap slot(s)) but only {:.2} GiB of memory is available: use fewer flows or \
+             receive queues",
+            gib(need),
+            gib(available)
+        ),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn flows_that_do_not_fit_are_refused_with_the_numbers() {
+        assert_eq!(worst_bytes_per_flow(1, 1), 64 + 24 + 24 + 16);
+        check_fits(1 << 24, 1, 1, 8 << 30).unwrap();
+        let e = check_fits(1 << 24, 4, 1, 2 << 30).unwrap_err();
+        assert_eq!(e.field, "flows");
+        assert!(e.message.contains("16777216 flows need up to 6.25 GiB") && e.message.contains("2.00 GiB"), "{e}");
+        assert!(rss_bytes().unwrap() > 0 && mem_available_bytes().unwrap() > 0);
+    }
 
     #[test]
     fn the_hot_state_is_one_cache_line() {
