@@ -424,7 +424,7 @@ mod tests {
         check_fits(1 << 24, 1, 1, 8 << 30).unwrap();
         let e = check_fits(1 << 24, 4, 1, 2 << 30).unwrap_err();
         assert_eq!(e.field, "flows");
-        assert!(e.message.contains("16777216 flows need up to 6.25 GiB") && e.message.contains("2.00 GiB"), "{e}");
+        assert!(e.message.contains("16777216 flows need up to 7.25 GiB") && e.message.contains("2.00 GiB"), "{e}");
         assert!(rss_bytes().unwrap() > 0 && mem_available_bytes().unwrap() > 0);
     }
 

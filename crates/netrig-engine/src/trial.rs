@@ -24,8 +24,8 @@ use crate::analyze::{
     MAX_GAP_SLOTS,
 };
 use crate::clock;
-use crate::flowstate;
 use crate::error::{ConfigError, EngineError};
+use crate::flowstate;
 use crate::pacing::{self, Pacing, Smoothness};
 use crate::port::{Backend, LinkSource, LinkState, Port, RxQueue, RxQueueStats, RxWait, TxQueue, TxQueueStats};
 use crate::schedule::{IntervalCounter, IntervalGrid, RatePhase};
@@ -1624,6 +1624,7 @@ mod tests {
             intervals: Vec::new(),
             epoch_ns: 0,
             run_start_ns: 0,
+            flow_memory_bytes: 0,
         };
         assert_eq!((r.tx_frames(), r.rx_frames(), r.lost()), (200, 194, 6));
         assert!((r.loss_ratio() - 0.03).abs() < 1e-12);
