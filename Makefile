@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build demo study-service-cost study-host-tuning test test-rust test-python bench bench-soak bench-tsfloor bench-forward lint clean
+.PHONY: setup build demo study-service-cost study-host-tuning test test-rust test-python bench bench-soak bench-tsfloor bench-forward bench-otg lint clean
 
 setup:
 	@scripts/setup.sh apt venv
@@ -44,6 +44,9 @@ bench-tsfloor: build
 
 bench-forward: build
 	$(PY) bench/forward.py
+
+bench-otg: build
+	$(PY) bench/otg.py
 
 # clippy and rustfmt on the crates; ruff and mypy on the Python package; stubtest holds
 # python/netrig/_native.pyi against the built module (from python/, where the stub sits).

@@ -10,8 +10,10 @@ mkdir -p .stamps
 steps=("$@"); [ ${#steps[@]} -gt 0 ] || steps=(apt venv build)
 
 # libpcap0.8: the capture benchmark's libpcap method loads it at run time; dpdk-dev: dpdk-testpmd,
-# a DUT of the forwarder test beds (forward_backend testpmd) and the peer of make bench.
-APT_PACKAGES="iproute2 nftables ethtool procps util-linux python3-venv chromium iperf3 iperf sockperf openssh-client openssh-server libpcap0.8 dpdk-dev"
+# a DUT of the forwarder test beds (forward_backend testpmd) and the peer of make bench; prometheus:
+# the server the telemetry test scrapes a run with (started by the test, never as a service); openssl:
+# netrig serve's self-signed certificate.
+APT_PACKAGES="iproute2 nftables ethtool procps util-linux python3-venv chromium iperf3 iperf sockperf openssh-client openssh-server libpcap0.8 dpdk-dev prometheus openssl"
 PY=${PYTHON:-python3}
 
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
@@ -27,12 +29,15 @@ do_apt() {
     fi
     say "installing Debian packages: ${missing[*]}"
     apt-get update -qq
-    # openssh-server is here for sshd run by the remote-monitoring tests inside a namespace; the
-    # package must not start (or leave running) a system-wide sshd: policy-rc.d refuses it.
+    # openssh-server is here for sshd run by the remote-monitoring tests inside a namespace, and
+    # prometheus for the server the telemetry test starts itself; neither package may start (or
+    # leave running) a system-wide service (nor the node exporter prometheus recommends):
+    # policy-rc.d refuses it.
     local policy=""
-    if [[ " ${missing[*]} " == *" openssh-server "* ]] && [ ! -e /usr/sbin/policy-rc.d ]; then
+    if [[ " ${missing[*]} " == *" openssh-server "* || " ${missing[*]} " == *" prometheus "* ]] \
+       && [ ! -e /usr/sbin/policy-rc.d ]; then
       policy=/usr/sbin/policy-rc.d; printf '#!/bin/sh\nexit 101\n' > "$policy"; chmod +x "$policy"
-      say "openssh-server: installed without starting the system's ssh service"
+      say "installing without starting the system's ssh or prometheus service"
     fi
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null || { [ -z "$policy" ] || rm -f "$policy"; exit 1; }
     [ -z "$policy" ] || rm -f "$policy"

@@ -376,12 +376,16 @@ for cmd in ("ndr-pdr", "livelock", "soak", "selftest", "stateful", "stress"):  #
     for opt, v in [("--sizes", "63"), ("--duration", "1e99s"), ("--drain", "61s"), ("--repetitions", "0"),
                    ("--io", "dpdk"), ("--nominal-speed", "nan"), ("--speed", "-1"), ("--sim-capacity-pps", "inf"),
                    ("--testbed-option", "mtu=9000"), ("--testbed", "nosuch"), ("--i-know-this-is-live", ""),
-                   ("--monitor", ""), ("--knob", "dut.sysfs.threaded"), ("--monitor-remote", "-oX=y")]:
-        flag = opt in ("--i-know-this-is-live", "--monitor")
+                   ("--monitor", ""), ("--knob", "dut.sysfs.threaded"), ("--monitor-remote", "-oX=y"),
+                   ("--share-testbed", "")]:
+        flag = opt in ("--i-know-this-is-live", "--monitor", "--share-testbed")
         argv = [*base, opt, v] if v or not flag else [*base, f"{opt}=1"]
         if opt == "--testbed":
             argv = [cmd, "--testbed", v, "--out", "{dir}/out"]
         cli(opt, *argv)
+cli("--share-testbed", "rfc2544", "--testbed", "router", "--share-testbed", "--out", "{dir}/out",
+    name="rfc2544 --share-testbed on a test bed built for the run")
+cli("--share-testbed", "trial", "--tx", "lo", "--rx", "lo", "--share-testbed", name="trial --share-testbed without --testbed")
 ST = ["selftest", "--testbed", "simulated", "--sizes", "64", "--duration", "0.05s", "--out", "{dir}/out"]
 for v in ["abc", "0", "50%", "1e300", "-1", "1M,abc"]:
     cli("--rate", *ST, "--rate", v)
@@ -708,6 +712,41 @@ cli("id", "testbed", "status", "../x")
 cli("no such test bed", "testbed", "status", "ffff")
 cli("nope0", "ports", "nope0")
 cli("nrnosuchns", "ports", "--netns", "nrnosuchns")
+
+# ------------------------------------------------------------------------------ --metrics-listen
+# Checked and bound before anything starts: a malformed value, an address this host does not have
+# (192.0.2.1, TEST-NET-1) or a port in use is one line naming the option (binding sends nothing).
+BAD_LISTEN = ["abc", "127.0.0.1:", "127.0.0.1:65536", "localhost:9464", "::1:9464", "192.0.2.1:9464", "-1"]
+for cmd in [*(c.name for c in _REGISTRY.commands()), "selftest"]:
+    bed = "nat" if cmd == "stateful" else "simulated"  # stateful runs on a NAT's conntrack table only
+    cli("--metrics-listen", cmd, "--testbed", bed, "--out", "{dir}/out", "--metrics-listen", "abc")
+for v in BAD_LISTEN:
+    cli("--metrics-listen", "rfc2544", *SIM, "--out", "{dir}/out", "--metrics-listen", v)
+    cli("--metrics-listen", *FWD, "--metrics-listen", v)
+_STUDY = ('[base]\n[base.testbed]\nname = "simulated"\n[base.selftest]\nenabled = false\n[base.trial]\n'
+          'duration_s = "0.05s"\n[base.frames]\nsizes = [64]\n[[base.methods]]\n[base.methods.rfc2544_throughput]\n'
+          '[[variant]]\nname = "a"\n')
+for v in BAD_LISTEN:
+    CASES.append(Case(f"run --metrics-listen {v}", "--metrics-listen", files={"c.toml": toml()},
+                      argv=("run", "{dir}/c.toml", "--out", "{dir}/out", "--metrics-listen", v)))
+    CASES.append(Case(f"study --metrics-listen {v}", "--metrics-listen", files={"s.toml": _STUDY},
+                      argv=("study", "{dir}/s.toml", "--out", "{dir}/out", "--metrics-listen", v)))
+cli("--metrics-listen", "sweep", *SIM, "--over", "flows=1,2", "--out", "{dir}/out", "--metrics-listen", "[::1]",
+    name="sweep --metrics-listen [::1] without a port")
+
+
+def _listen_on_a_busy_port() -> None:
+    import socket
+
+    from netrig.telemetry import Telemetry
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        Telemetry(f"127.0.0.1:{s.getsockname()[1]}").close()
+
+
+api("Telemetry on a port in use", "--metrics-listen", _listen_on_a_busy_port)
 
 # ------------------------------------------------------------------------------ the Python API
 

@@ -22,8 +22,9 @@ __all__ = [
     "PortResult",
     "Smoothness", "IntervalResult", "TrialResult", "HeardFlow", "ForeignKind", "ListenPort", "ListenResult",
     "InterfaceInfo", "IoProbe", "interface_info", "list_interfaces", "probe_io", "probe_xdp_program", "line_rate_fps",
-    "linear_ramp", "WIRE_DEFAULT_RING", "WIRE_MIN_RING", "WIRE_MAX_RING", "WireCounts", "wire_attach", "wire_counts",
-    "wire_detach",
+    "set_thread_priority", "linear_ramp", "WIRE_DEFAULT_RING", "WIRE_MIN_RING", "WIRE_MAX_RING", "WireCounts",
+    "wire_attach", "wire_counts", "wire_detach", "STACK_HEADERS", "SIGNATURE_BYTES", "FieldPattern", "HeaderSpec",
+    "PayloadSpec", "GenDurationSpec", "GenFlowSpec", "CaptureSpec", "Generator", "GenFlowStats", "GenPortStats",
 ]
 
 __version__: str
@@ -64,6 +65,11 @@ FORWARD_MODES: tuple[str, ...]
 MAX_FORWARD_PORTS: int
 MAX_FORWARD_BATCH: int
 #: Capture methods of ``Capture`` (``netrig capture``, ``netrig capture-bench``).
+#: Header kinds of the generator's stacks: name → (length in bytes, ((field, bit offset, bits), ...));
+#: a custom header's length is its bytes', GRE's is 8 with ``checksum_present`` 1.
+STACK_HEADERS: dict[str, tuple[int, tuple[tuple[str, int, int], ...]]]
+#: Bytes of the netrig signature (at the end of every generator frame).
+SIGNATURE_BYTES: int
 CAPTURE_METHODS: tuple[str, ...]
 MAX_CAPTURE_BATCH: int
 DEFAULT_CAPTURE_BATCH: int
@@ -74,6 +80,11 @@ WIRE_MAX_RING: int
 
 def line_rate_fps(bps: float, mean_frame_size: float) -> float:
     """Frames/s at line rate: bps / ((mean_frame_size + WIRE_OVERHEAD_BYTES) * 8)."""
+
+def set_thread_priority(nice: int, slice_ns: int, tid: int = 0) -> None:
+    """Run thread `tid` (0: the calling thread) at `nice` with scheduler time slices of `slice_ns`
+    (SCHED_OTHER): a thread that wakes takes the CPU from it within one such slice. Raises OSError
+    when refused."""
 
 def linear_ramp(from_scale: float, to_scale: float, steps: int, step_s: float) -> list[PhaseSpec]:
     """A rate ramp in linear steps: `steps` phases of `step_s` each, from `from_scale` to `to_scale` of
@@ -1067,3 +1078,162 @@ class ListenResult:
     @property
     def missing(self) -> int: ...
     def to_dict(self) -> dict[str, object]: ...
+
+
+@final
+class FieldPattern:
+    """The values one header field takes, frame after frame (frame ``j`` takes value ``j mod count``)."""
+
+    @staticmethod
+    def fixed(value: int) -> FieldPattern: ...
+    @staticmethod
+    def auto(fallback: int) -> FieldPattern:
+        """Derived from the stack (lengths, types, checksums), else ``fallback``."""
+    @staticmethod
+    def values(values: Sequence[int]) -> FieldPattern: ...
+    @staticmethod
+    def counter(start: int, step: int, count: int, down: bool = False) -> FieldPattern: ...
+    @staticmethod
+    def random(min: int, max: int, count: int, seed: int) -> FieldPattern: ...
+    @staticmethod
+    def bad_checksum() -> FieldPattern:
+        """A checksum field's value that never verifies."""
+
+@final
+class HeaderSpec:
+    """One header of a stack: its kind (``STACK_HEADERS``), the fields it sets, a custom header's bytes."""
+
+    def __new__(cls, kind: str, fields: Sequence[tuple[str, FieldPattern]] | None = None,
+                data: bytes | None = None) -> HeaderSpec: ...
+    @property
+    def kind(self) -> str: ...
+
+@final
+class PayloadSpec:
+    """What fills a frame after its headers: ``fixed`` (a byte pattern, repeated or then zeros),
+    ``increment_byte``, ``decrement_byte``, ``increment_word``, ``decrement_word``."""
+
+    def __new__(cls, kind: str, pattern: bytes | None = None, repeat: bool = True) -> PayloadSpec: ...
+
+@final
+class GenDurationSpec:
+    """How long a generator flow sends once started."""
+
+    @staticmethod
+    def continuous() -> GenDurationSpec: ...
+    @staticmethod
+    def frames(count: int) -> GenDurationSpec: ...
+    @staticmethod
+    def seconds(seconds: float) -> GenDurationSpec:
+        """rate × seconds frames."""
+    @staticmethod
+    def bursts(packets: int, count: int, gap_s: float) -> GenDurationSpec:
+        """``count`` bursts (0: until stopped) of ``packets`` frames, ``gap_s`` between them."""
+
+@final
+class GenFlowSpec:
+    """One generator flow, validated as far as it can be without its ports (errors name the flow's
+    fields: ``size``, ``packet[1].ipv4.src``, ``rate``, ``duration``)."""
+
+    def __new__(cls, name: str, tx_port: int, rx_ports: Sequence[int], headers: Sequence[HeaderSpec],
+                frame_size: FrameSizeSpec, rate: RateSpec, duration: GenDurationSpec, *,
+                payload: PayloadSpec | None = None, delay_s: float = 0.0, gap_bytes: int = 12,
+                latency: str = "store_forward") -> GenFlowSpec: ...
+    @property
+    def name(self) -> str: ...
+
+@final
+class CaptureSpec:
+    """A capture on one port of a generator."""
+
+    def __new__(cls, port: int, snaplen: int = 65535, overwrite: bool = True,
+                buffer_bytes: int = 67108864) -> CaptureSpec: ...
+
+@final
+class GenFlowStats:
+    """One generator flow's counts now, its current start's (engine-clock times in ns; 0: none)."""
+
+    @property
+    def state(self) -> str:
+        """``stopped``, ``running``, ``paused`` or ``done`` (sent every frame of its duration)."""
+    @property
+    def tx_frames(self) -> int: ...
+    @property
+    def tx_bytes(self) -> int: ...
+    @property
+    def tx_first_ns(self) -> int: ...
+    @property
+    def tx_last_ns(self) -> int: ...
+    @property
+    def rx_frames(self) -> int: ...
+    @property
+    def rx_bytes(self) -> int: ...
+    @property
+    def rx_first_ns(self) -> int: ...
+    @property
+    def rx_last_ns(self) -> int: ...
+    @property
+    def latency_min_ns(self) -> int: ...
+    @property
+    def latency_max_ns(self) -> int: ...
+    @property
+    def latency_sum_ns(self) -> int: ...
+    @property
+    def latency_frames(self) -> int: ...
+
+@final
+class GenPortStats:
+    """One generator port's counts since the generator was made."""
+
+    @property
+    def tx_frames(self) -> int: ...
+    @property
+    def tx_bytes(self) -> int: ...
+    @property
+    def rx_frames(self) -> int: ...
+    @property
+    def rx_bytes(self) -> int: ...
+    @property
+    def rx_foreign(self) -> int:
+        """Frames without a signature at their end."""
+    @property
+    def rx_stale(self) -> int:
+        """Signed frames of no current start of this generator's flows."""
+    @property
+    def rx_ring_drops(self) -> int:
+        """Frames the tester's own receive ring dropped."""
+    @property
+    def link_up(self) -> bool | None: ...
+    @property
+    def capturing(self) -> bool: ...
+
+@final
+class Generator:
+    """Flows on ports kept open: start, pause, resume, stop by index; counters at any time; captures.
+
+    Made with its ports opened (each passes the transmit guard) and every flow compiled;
+    nothing is sent until a flow starts. ``close()`` stops everything and closes the ports.
+    """
+
+    def __new__(cls, ports: Sequence[Port], flows: Sequence[GenFlowSpec],
+                captures: Sequence[CaptureSpec] | None = None, line_rates: Sequence[float | None] | None = None,
+                tx_cpus: Sequence[int] | None = None, rx_cpus: Sequence[int] | None = None) -> Generator: ...
+    def start(self, flows: Sequence[int]) -> list[int]:
+        """Start these flows (those stopped or done), together; returns the ones started."""
+    def stop(self, flows: Sequence[int]) -> None: ...
+    def pause(self, flows: Sequence[int]) -> None: ...
+    def resume(self, flows: Sequence[int]) -> None: ...
+    def flow_stats(self, which: Sequence[int] | None = None) -> list[GenFlowStats]:
+        """The counts now (each flow's current start's) of flows ``which`` (None: every flow)."""
+    def flow_states(self) -> list[str]:
+        """Every flow's state: ``stopped``, ``running``, ``paused`` or ``done``."""
+    def port_stats(self) -> list[GenPortStats]: ...
+    def set_capture(self, port: int, on: bool) -> None: ...
+    def capture_file(self, port: int, pcapng: bool, if_name: str) -> bytes: ...
+    def capture_dropped(self, port: int) -> int: ...
+    def ports(self) -> list[tuple[str, str, str, int | None]]:
+        """Per port: (name, backend, notes, line rate in bit/s or None)."""
+    @property
+    def realtime_offset_ns(self) -> int: ...
+    def errors(self) -> list[str]: ...
+    def close(self) -> None: ...

@@ -308,3 +308,136 @@ def _unprivileged(tmp_path: Path, argv: list[str]) -> None:
     status = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *NETRIG, "testbed",
                              "status"], capture_output=True, text=True, timeout=60, env=ENV, cwd=tmp_path)
     assert status.returncode == 0 and "Traceback" not in status.stderr, status.stderr
+
+
+# ------------------------------------------------------------------ one tester per test bed at a time
+
+def _trial_on(tb_id: str, *extra: str, duration: str = "3s") -> subprocess.Popen:
+    return subprocess.Popen([*NETRIG, "trial", "--testbed", tb_id, "--rate", "5kpps", "--duration", duration,
+                             "--drain", "0.3s", "--json", *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=ENV)
+
+
+def _wait_held(tb_id: str, n: int = 1) -> list:
+    from netrig.testbed import state as st
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        holders = st.lock_holders(st.lock_path(tb_id))
+        if len(holders) >= n:
+            return holders
+        time.sleep(0.05)
+    raise AssertionError(f"no run took test bed {tb_id}")
+
+
+def _finished(p: subprocess.Popen, rc: int = 0) -> dict:
+    """The JSON of a finished ``trial --json``; exit status ``rc`` (1: an invalid trial)."""
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == rc, err
+    return json.loads(out)
+
+
+def test_a_second_run_on_a_testbed_in_use_is_refused_naming_the_holder():
+    """Two testers on one DUT each measure the other's load as the DUT's: the second trial (or run)
+    is refused with one line naming the first's pid and command, before it sends anything."""
+    with built_testbed("bridge") as tb_id:
+        first = _trial_on(tb_id, duration="20s")  # long enough to still hold it after the checks
+        try:
+            (h,) = _wait_held(tb_id)
+            assert h.pid == first.pid and not h.shared
+            line = one_error_line(netrig("trial", "--testbed", tb_id, "--frames", "100"))
+            assert f"test bed {tb_id} is in use by pid {first.pid} (python" in line
+            assert f"trial --testbed {tb_id} --rate 5kpps" in line and "--share-testbed" in line
+            line = one_error_line(netrig("rfc2544", "--testbed", tb_id, "--sizes", "64", "--duration", "1s",
+                                         "--no-selftest", "--out", tempfile.mkdtemp()))
+            assert f"is in use by pid {first.pid}" in line
+            assert first.poll() is None, "the first trial ended during the checks: they proved nothing"
+        finally:
+            res = _finished(first)
+        assert res["result"]["valid"] and res["result"]["frames_stray"] == 0
+
+
+def test_a_shared_dut_experiment_counts_each_others_frames_and_flags_every_trial():
+    """Two runs with --share-testbed on one test bed: both receive with af_packet (AF_XDP would give
+    each frame to one of them) and each counts the other's frames as stray: neither trial is valid.
+    AF_XDP asked for by name is refused with the reason."""
+    with built_testbed("bridge") as tb_id:
+        line = one_error_line(netrig("trial", "--testbed", tb_id, "--share-testbed", "--io", "af_xdp"))
+        assert line.startswith("netrig: error: --io: af_xdp cannot share a test bed"), line
+        # 8 s each: b starts a second or two after a (a process start and a learning frame), and
+        # both must still be sending when the other starts
+        a = _trial_on(tb_id, "--share-testbed", duration="8s")
+        _wait_held(tb_id, 1)
+        b = _trial_on(tb_id, "--share-testbed", duration="8s")
+        ra, rb = _finished(a, 1), _finished(b, 1)
+        for mine, other in ((ra, rb), (rb, ra)):
+            r = mine["result"]
+            assert [p["backend"] for p in r["ports"]] == ["af_packet"] * 2, r["ports"]
+            assert r["frames_received"] == r["frames_sent"] > 30_000, r["invalid_reason"]
+            assert 0 < r["frames_stray"] <= other["result"]["frames_sent"]
+            assert not r["valid"] and "frames of another netrig trial arrived" in r["invalid_reason"]
+
+
+# ------------------------------------------------------------------ a test bed knows its DUT is alive
+
+def test_a_dead_dut_process_breaks_the_testbed_and_no_trial_reports_its_loss(tmp_path):
+    """The forwarder's DUT (netrig forward) is killed: status says broken with the reason, a trial
+    is refused; in a run, the trial during which it died is invalid, never 100 % loss."""
+    from netrig.testbed import state as st
+    with built_testbed("forwarder") as tb_id:
+        (proc,) = st.read_state(tb_id)["processes"]
+        os.kill(proc["pid"], signal.SIGKILL)
+        time.sleep(0.2)
+        status = netrig("testbed", "status", tb_id).stdout
+        assert f"{tb_id}  forwarder broken" in status
+        assert f"its DUT process {proc['role']} (pid {proc['pid']}) is not running any more" in status, status
+        line = one_error_line(netrig("trial", "--testbed", tb_id, "--frames", "100"))
+        assert f"testbed {tb_id} is broken: its DUT process" in line and "rebuild the test bed" in line
+
+
+# ------------------------------------------------------------------ nothing outlives a killed build
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            out += [int(c) for c in (task / "children").read_text().split()]
+    return out
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+@pytest.mark.timeout(300)
+def test_a_killed_build_leaves_no_tool_running_and_clean_removes_the_rest():
+    """``kill -9`` of ``netrig testbed up firewall --rules 300000`` while nft loads the rule set: the
+    kernel kills nft with its parent (PR_SET_PDEATHSIG); ``testbed clean`` removes the namespaces
+    and kills whatever still runs in them."""
+    before = set(os.listdir("/run/netns")) if os.path.isdir("/run/netns") else set()
+    up = subprocess.Popen([*NETRIG, "testbed", "up", "firewall", "--rules", "300000"], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL, env=ENV)
+    deadline = time.monotonic() + 120
+    nft = []
+    while not nft and time.monotonic() < deadline and up.poll() is None:
+        nft = [c for c in _children(up.pid) if _comm(c) == "nft"]
+        time.sleep(0.05)
+    try:
+        assert nft, "netrig testbed up never started nft"
+        up.kill()
+        up.wait()
+        gone = time.monotonic() + 2
+        while any(_comm(c) == "nft" for c in nft) and time.monotonic() < gone:
+            time.sleep(0.02)
+        assert not any(_comm(c) == "nft" for c in nft), "nft outlived the netrig that started it"
+        # a process a crash left in one of its namespaces (a DUT tool): clean kills it
+        ns = sorted(set(os.listdir("/run/netns")) - before)
+        assert ns, "the build had created its namespaces"
+        sleeper = subprocess.Popen(["ip", "netns", "exec", ns[0], "sleep", "300"])
+    finally:
+        r = netrig("testbed", "clean")
+    assert r.returncode == 0, r.stderr
+    assert sleeper.wait(timeout=10) == -signal.SIGKILL
+    assert not set(ns) & set(os.listdir("/run/netns"))

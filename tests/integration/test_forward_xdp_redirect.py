@@ -141,7 +141,7 @@ def test_oneport_trial_counts_every_frame_once(backend):
     assert not any(ns in listed for ns in namespaces)
 
 
-def test_oneport_refuses_other_modes_and_forwarder_refuses_macswap():
+def test_oneport_refuses_other_modes_and_forwarder_refuses_macswap_and_a_second_testpmd_lcore():
     from netrig.errors import ConfigError
     from netrig.testbed import Testbed
 
@@ -152,5 +152,5 @@ def test_oneport_refuses_other_modes_and_forwarder_refuses_macswap():
         Testbed.create("forwarder", forward_mode="macswap")
     assert e.value.field == "forward_mode" and "oneport" in e.value.message
     with pytest.raises(ConfigError) as e:
-        Testbed.create("forwarder", forward_backend="xdp", dut_cpus="1")
-    assert e.value.field == "dut_cpus"
+        Testbed.create("forwarder", forward_backend="testpmd", dut_cpus="0,1")
+    assert e.value.field == "dut_cpus" and "one lcore" in e.value.message

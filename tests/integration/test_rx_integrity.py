@@ -213,6 +213,29 @@ def test_a_frame_from_a_previous_trial_is_counted_as_such_and_changes_nothing():
         assert receiver_rules_pass(r.invalid_reason), r.invalid_reason
 
 
+@pytest.mark.parametrize("io", ["af_xdp", "af_packet", "socket"])
+def test_every_kind_of_frame_the_receive_port_sees_is_counted_on_every_backend(io):
+    """Unsigned frames (not netrig's), another trial's frames and forged ones arrive on the receive
+    port during a trial: each kind is counted apart, exactly, on every backend — under AF_XDP the
+    steering program counts the unsigned frames it passes to the kernel, which the socket never
+    sees."""
+    with veth_pair("fk") as (ns_a, if_a, ns_b, if_b):
+        tx, rx, mac_a, mac_b = ports(ns_a, if_a, ns_b, if_b, io=io)
+        s = netrig.Stream(frame_size=64, rate_pps=50_000, src_mac=mac_a, dst_mac=mac_b)
+        n = 50_000
+        arp = bytes.fromhex(mac_b.replace(":", "")) + bytes.fromhex(mac_a.replace(":", "")) + b"\x08\x06" + bytes(46)
+
+        def during(tag):
+            other = (tag + 0x77) & TRIAL_MASK
+            inject(ns_a, if_a, [arp] * 200 + [netrig_frame(mac_a, mac_b, tag=other, seq=k) for k in range(300)]
+                   + [netrig_frame(mac_a, mac_b, tag=tag, flow=9, seq=k) for k in range(100)])
+
+        r = run_with(tx, rx, s, during, frames=n, drain_s=0.3, learning=False, max_stretch_pct=50)
+        p = r.ports[1]
+        assert r.frames_sent == r.frames_received == n, r.to_dict(flows=False)
+        assert (p.rx_foreign, r.frames_stray, r.frames_forged) == (200, 300, 100), (io, p.to_dict())
+
+
 # ------------------------------------------------------------------------------- forged, mutated
 @pytest.mark.parametrize("io", ["af_packet", "af_xdp"])
 def test_forged_frames_with_the_trials_own_tag_are_implausible_not_received(io):

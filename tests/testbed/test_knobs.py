@@ -229,10 +229,10 @@ def test_run_sessions_apply_and_restore_on_new_and_existing_testbeds(tb_ids):
         assert s.testbed["knobs"]["restored"] and "knobs" not in st.read_state(tb.id)
         assert [snapshot(*i) for i in ifs] == before
 
-    # the self-test's loopback gets the tester's and the host's knobs only
+    # the self-test's test bed (a bridge behind the same wire) gets the tester's and the host's knobs only
     with engine_session(_run_config(name="router"), "selftest") as s:
         tb_ids.append(s.testbed["id"])
-        assert s.testbed["topology"] == "loopback"
+        assert s.testbed["topology"] == "bridge"
         assert s.testbed["knobs"]["requested"] == {"tester": SESSION_KNOBS["tester"]}
         assert set(s.testbed["knobs"]["applied"]) == {"tester"}
 

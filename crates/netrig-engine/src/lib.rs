@@ -17,6 +17,7 @@ pub mod fault;
 pub mod flows;
 pub mod flowstate;
 pub mod forward;
+pub mod generator;
 pub mod guard;
 pub mod listen;
 pub mod loopback;

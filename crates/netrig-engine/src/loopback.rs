@@ -168,7 +168,7 @@ impl RxQueue for LoopRx {
 
     fn stats(&mut self) -> RxQueueStats {
         let g = self.wire.q.lock().unwrap_or_else(|e| e.into_inner());
-        RxQueueStats { ring_drops: g.1, overruns: 0 }
+        RxQueueStats { ring_drops: g.1, ..Default::default() }
     }
 }
 

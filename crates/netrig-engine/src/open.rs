@@ -155,7 +155,7 @@ mod tests {
         let v = VethPair::new("g");
         // Someone else's XDP program on the receive interface: AF_XDP cannot steer frames there.
         let foreign = in_netns(Some(&v.ns_b), || {
-            let prog = bpf::prog_load_xdp(&bpf::steer_program(OnMatch::Verdict(XDP_PASS), false), "foreign")
+            let prog = bpf::prog_load_xdp(&bpf::steer_program(OnMatch::Verdict(XDP_PASS), false, None), "foreign")
                 .map_err(|e| PortError::Other { ifname: v.if_b.clone(), message: e.to_string() })?;
             let idx = crate::sys::ifinfo::ifindex(&v.if_b, None)?;
             let link = bpf::link_create_xdp(&prog, idx, XdpMode::Drv)

@@ -140,6 +140,10 @@ pub struct RxQueueStats {
     pub ring_drops: u64,
     /// Ring freezes (TPACKET_V3 `tp_freeze_q_cnt`) or similar overrun events.
     pub overruns: u64,
+    /// Frames that arrived at the port but never reached this queue because they are not netrig's
+    /// (AF_XDP: the steering program passes them to the kernel and counts them). Backends that
+    /// see every frame count these in the analyser instead (0 here).
+    pub foreign: u64,
 }
 
 /// A port's link as the kernel sees it, read before and after every trial: a tester port whose

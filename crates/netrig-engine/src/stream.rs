@@ -205,6 +205,16 @@ impl FrameSize {
         }
     }
 
+    /// Every size this frame size uses, in the order the size schedule indexes them.
+    pub fn sizes(&self) -> Vec<usize> {
+        match self {
+            FrameSize::Fixed(s) => vec![*s],
+            FrameSize::Weighted(w) => w.iter().filter(|x| x.1 > 0).map(|x| x.0).collect(),
+            FrameSize::Random { min, max } => (*min..=*max).collect(),
+            FrameSize::Increment { min, max, step } => (*min..=*max).step_by(*step).collect(),
+        }
+    }
+
     /// `"fixed"`, `"weighted"`, `"random"` or `"increment"`.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -728,12 +738,7 @@ pub fn compile(
             ),
         ));
     }
-    let sizes: Vec<usize> = match &cfg.frame_size {
-        FrameSize::Fixed(s) => vec![*s],
-        FrameSize::Weighted(w) => w.iter().filter(|x| x.1 > 0).map(|x| x.0).collect(),
-        FrameSize::Random { min, max } => (*min..=*max).collect(),
-        FrameSize::Increment { min, max, step } => (*min..=*max).step_by(*step).collect(),
-    };
+    let sizes = cfg.frame_size.sizes();
     let mut templates = Vec::with_capacity(sizes.len());
     for &size in &sizes {
         let mut bytes = vec![0u8; size - FCS_LEN];
@@ -769,7 +774,9 @@ fn frame_limit(stop: Stop) -> Option<u64> {
 /// and random sizes look random.
 const SCHEDULE_LEN: usize = 4096;
 
-fn size_schedule(fs: &FrameSize, sizes: &[usize], seed: u64) -> Vec<u16> {
+/// The per-frame order of size indices into `sizes` (see [`FrameSize::sizes`]): exact proportions
+/// per cycle for mixes, seeded for random sizes.
+pub(crate) fn size_schedule(fs: &FrameSize, sizes: &[usize], seed: u64) -> Vec<u16> {
     match fs {
         FrameSize::Fixed(_) => vec![0],
         FrameSize::Increment { .. } => (0..sizes.len() as u16).collect(),

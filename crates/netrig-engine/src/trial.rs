@@ -672,7 +672,7 @@ struct RxWorkerOut {
     error: Option<String>,
 }
 
-fn pick_cpu(list: &[usize], i: usize, from_top: bool) -> usize {
+pub(crate) fn pick_cpu(list: &[usize], i: usize, from_top: bool) -> usize {
     if !list.is_empty() {
         return list[i % list.len()];
     }
@@ -1345,7 +1345,7 @@ fn collect(
         let r = &mut port_results[w.port];
         r.rx_frames += t.frames;
         r.rx_bytes += t.bytes;
-        r.rx_foreign += t.foreign;
+        r.rx_foreign += t.foreign + w.stats.foreign;
         r.rx_unknown_flow += t.unknown_flow;
         r.rx_warmup += t.warmup;
         r.rx_earlier_trial += t.earlier_trial;

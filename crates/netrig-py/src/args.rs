@@ -27,7 +27,7 @@ macro_rules! int_arg {
         }
     )*};
 }
-int_arg!(u8, u16, u32, u64, usize);
+int_arg!(u8, u16, u32, u64, u128, usize);
 
 impl Arg for f64 {
     fn from_arg(v: &Bound<'_, PyAny>, field: &str) -> Result<Self> {

@@ -15,6 +15,7 @@ use pyo3::types::{PyDict, PyTuple};
 
 mod args;
 mod errors;
+mod generator;
 mod job;
 mod results;
 mod specs;
@@ -531,6 +532,15 @@ fn line_rate_fps(bps: &Bound<'_, PyAny>, mean_frame_size: &Bound<'_, PyAny>) -> 
     Ok(netrig_engine::stream::line_rate_fps(args::req(bps, "bps")?, args::req(mean_frame_size, "mean_frame_size")?))
 }
 
+/// Run thread `tid` (0: the calling thread) at `nice` with scheduler time slices of `slice_ns`
+/// (SCHED_OTHER): a thread that wakes takes the CPU from it within one such slice. Raises OSError
+/// when refused.
+#[pyfunction]
+#[pyo3(signature = (nice, slice_ns, tid = 0))]
+fn set_thread_priority(nice: i32, slice_ns: u64, tid: i32) -> PyResult<()> {
+    netrig_engine::sys::cpu::set_priority(tid, nice, slice_ns).map_err(PyErr::from)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -596,11 +606,23 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CAPTURE_METHODS", PyTuple::new(py, netrig_engine::capture::CAPTURE_METHODS)?)?;
     m.add("MAX_CAPTURE_BATCH", netrig_engine::capture::MAX_CAPTURE_BATCH)?;
     m.add("DEFAULT_CAPTURE_BATCH", netrig_engine::capture::DEFAULT_CAPTURE_BATCH)?;
+    m.add_class::<generator::FieldPattern>()?;
+    m.add_class::<generator::HeaderSpec>()?;
+    m.add_class::<generator::PayloadSpec>()?;
+    m.add_class::<generator::GenDurationSpec>()?;
+    m.add_class::<generator::GenFlowSpec>()?;
+    m.add_class::<generator::CaptureSpec>()?;
+    m.add_class::<generator::Generator>()?;
+    m.add_class::<results::GenFlowStats>()?;
+    m.add_class::<results::GenPortStats>()?;
+    m.add("STACK_HEADERS", generator::stack_headers(py)?)?;
+    m.add("SIGNATURE_BYTES", netrig_wire::signature::LEN)?;
     m.add_function(wrap_pyfunction!(interface_info, m)?)?;
     m.add_function(wrap_pyfunction!(list_interfaces, m)?)?;
     m.add_function(wrap_pyfunction!(probe_io, m)?)?;
     m.add_function(wrap_pyfunction!(probe_xdp_program, m)?)?;
     m.add_function(wrap_pyfunction!(line_rate_fps, m)?)?;
+    m.add_function(wrap_pyfunction!(set_thread_priority, m)?)?;
     m.add_function(wrap_pyfunction!(linear_ramp, m)?)?;
     m.add_function(wrap_pyfunction!(wire_attach, m)?)?;
     m.add_function(wrap_pyfunction!(wire_counts, m)?)?;

@@ -32,7 +32,7 @@ macro_rules! scalar_field {
         }
     )*};
 }
-scalar_field!(u32, u64, usize, f64, bool, String, Option<u64>, Option<f64>, Option<String>);
+scalar_field!(u32, u64, usize, f64, bool, String, Option<u64>, Option<f64>, Option<String>, Option<bool>);
 
 /// Sequences: a tuple from the getter, a list in dicts.
 impl<T: Field> Field for Arc<[T]> {
@@ -697,5 +697,45 @@ result_class! {
         fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
             self.dict(py)
         }
+    }
+}
+
+result_class! {
+    /// One generator flow's counts now, its current start's (engine-clock times in ns; 0: none).
+    class GenFlowStats(s: &netrig_engine::generator::FlowStats) {
+        /// `stopped`, `running`, `paused` or `done` (sent every frame of its duration).
+        state: String = netrig_engine::generator::FlowState::from(s.state).as_str().to_string(),
+        tx_frames: u64 = s.tx_frames,
+        tx_bytes: u64 = s.tx_bytes,
+        tx_first_ns: u64 = s.tx_first_ns,
+        tx_last_ns: u64 = s.tx_last_ns,
+        rx_frames: u64 = s.rx_frames,
+        rx_bytes: u64 = s.rx_bytes,
+        rx_first_ns: u64 = s.rx_first_ns,
+        rx_last_ns: u64 = s.rx_last_ns,
+        /// Latency of the received frames, ns (per the flow's latency mode).
+        latency_min_ns: u64 = s.latency_min_ns,
+        latency_max_ns: u64 = s.latency_max_ns,
+        latency_sum_ns: u64 = s.latency_sum_ns,
+        latency_frames: u64 = s.latency_frames,
+    }
+}
+
+result_class! {
+    /// One generator port's counts since the generator was made.
+    class GenPortStats(s: &netrig_engine::generator::PortStats) {
+        tx_frames: u64 = s.tx_frames,
+        tx_bytes: u64 = s.tx_bytes,
+        rx_frames: u64 = s.rx_frames,
+        rx_bytes: u64 = s.rx_bytes,
+        /// Frames without a signature at their end.
+        rx_foreign: u64 = s.rx_foreign,
+        /// Signed frames of no current start of this generator's flows.
+        rx_stale: u64 = s.rx_stale,
+        /// Frames the tester's own receive ring dropped.
+        rx_ring_drops: u64 = s.rx_ring_drops,
+        /// The link is up (None: no link to read).
+        link_up: Option<bool> = s.link_up,
+        capturing: bool = s.capturing,
     }
 }

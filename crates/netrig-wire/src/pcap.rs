@@ -85,10 +85,12 @@ impl Order {
     }
 }
 
-const PCAP_MAGIC_US: u32 = 0xa1b2_c3d4;
-const PCAP_MAGIC_NS: u32 = 0xa1b2_3c4d;
-const PCAPNG_SHB: u32 = 0x0a0d_0d0a;
-const PCAPNG_BOM: u32 = 0x1a2b_3c4d;
+/// Classic pcap magic numbers (microsecond, nanosecond timestamps), as written in host order.
+pub const PCAP_MAGIC_US: u32 = 0xa1b2_c3d4;
+pub const PCAP_MAGIC_NS: u32 = 0xa1b2_3c4d;
+/// pcapng: the Section Header Block type and its byte-order magic.
+pub const PCAPNG_SHB: u32 = 0x0a0d_0d0a;
+pub const PCAPNG_BOM: u32 = 0x1a2b_3c4d;
 
 /// Parse a whole capture file's bytes.
 pub fn parse(data: Vec<u8>) -> Result<Capture, PcapError> {

@@ -1,11 +1,13 @@
 """Helpers shared by subcommands: root check, option-name mapping for errors, rich console."""
 from __future__ import annotations
 
+import argparse
+import contextlib
 import math
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from rich.console import Console
 
@@ -13,6 +15,8 @@ from netrig.errors import CapabilityError, ConfigError
 from netrig.measure.events import MAX_EVENTS, Event
 from netrig.model import parse_duration
 from netrig.run.config import TestConfig
+from netrig.telemetry import OPTION as METRICS_OPTION
+from netrig.telemetry import Telemetry
 from netrig.testbed.nsthread import NETNS_DIR
 
 #: Capability bits (linux/capability.h) netrig's network work needs.
@@ -139,3 +143,27 @@ def event_pairs(cmds: list[str] | None, ats: list[str] | None) -> list[Event]:
 
 def isatty() -> bool:
     return sys.stdout.isatty()
+
+
+def add_metrics_listen(p: argparse.ArgumentParser, what: str) -> None:
+    """``--metrics-listen ADDR:PORT``: ``what`` is exported live (docs/telemetry.md)."""
+    p.add_argument(METRICS_OPTION, default=None, metavar="ADDR:PORT",
+                   help=f"serve {what} as OpenMetrics for Prometheus at http://ADDR:PORT/metrics while it runs "
+                        "(PORT alone: on loopback; 0: any free port; another address only when given); checked "
+                        "and bound before anything starts, closed when the command ends (docs/telemetry.md) [off]")
+
+
+@contextlib.contextmanager
+def metrics_endpoint(listen: str | None) -> Iterator[Telemetry | None]:
+    """The ``--metrics-listen`` endpoint for the block (``None`` without the option); its URL is said
+    on stderr. Bound now: a bad value is one error naming the option, before anything else starts.
+    When the block ends, a scraper that was watching gets one more scrape (``Telemetry.linger``),
+    then the socket is closed; nothing stays listening."""
+    if listen is None:
+        yield None
+        return
+    with Telemetry(listen) as tel:
+        where = "" if tel.endpoint.loopback else " (beyond loopback: anyone who reaches this host can read it)"
+        print(f"netrig: metrics at {tel.url}{where}", file=sys.stderr, flush=True)
+        yield tel
+        tel.linger()  # a scraper that was watching reads the final values (not after an error)

@@ -20,6 +20,7 @@ from netrig.model import format_bps, format_ns, format_pps
 from netrig.report.tables import not_counted
 from netrig.run.config import TestConfig
 from netrig.run.runner import QUIET_FLAGS, Runner
+from netrig.telemetry import Telemetry, tee
 
 
 def trial_note(c: TrialCounts) -> str:
@@ -261,9 +262,10 @@ def _kept(err: Console, runner: Runner, out: Path, what: str) -> None:
 
 
 def run_with_console(config: TestConfig, out_dir: str | Path | None, *, resume: bool = False, command: str = "",
-                     quiet: bool = False) -> int:
+                     quiet: bool = False, telemetry: Telemetry | None = None) -> int:
     """Run a config with the live display (timestamped lines without a terminal) and the summary
-    tables; Ctrl-C, SIGTERM and errors keep what finished and say how to continue.
+    tables; Ctrl-C, SIGTERM and errors keep what finished and say how to continue. With
+    ``telemetry`` the run is exported there too (``--metrics-listen``).
 
     Returns the exit status: 0 done, 1 a pass/fail threshold failed, 2 an error after which the run
     resumes, 130 interrupted (Ctrl-C), 128 + n stopped by signal n (143: SIGTERM).
@@ -271,7 +273,8 @@ def run_with_console(config: TestConfig, out_dir: str | Path | None, *, resume: 
     out = Path(out_dir or config.output.dir)
     err = Console(stderr=True, highlight=False)
     progress = progress_display(err) if not quiet else None
-    runner = Runner(config, out, resume=resume, progress=progress, command=command)
+    runner = Runner(config, out, resume=resume, command=command,
+                    progress=tee(progress, telemetry.runs() if telemetry is not None else None))
     try:
         if progress is not None:
             with progress:

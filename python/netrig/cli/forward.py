@@ -23,7 +23,16 @@ import time
 from typing import Any
 
 from netrig import _native
-from netrig.cli.common import check_choice, check_netns, check_number, check_writable, rename_field, require_root
+from netrig.cli.common import (
+    add_metrics_listen,
+    check_choice,
+    check_netns,
+    check_number,
+    check_writable,
+    metrics_endpoint,
+    rename_field,
+    require_root,
+)
 from netrig.errors import ConfigError, Terminated
 
 BACKENDS = ("af_xdp", "af_packet", "socket", "auto", "xdp")
@@ -63,6 +72,7 @@ def register(sub) -> None:
     p.add_argument("--json", metavar="FILE", help="write the JSON summary to FILE instead of stdout")
     p.add_argument("--i-know-this-is-live", action="store_true",
                    help="override the transmit guard: the interfaces may be a live network")
+    add_metrics_listen(p, "the forwarder's counters per port and queue")
     p.set_defaults(func=run)
 
 
@@ -151,17 +161,25 @@ def run(args) -> int:
         else None
     interval = check_number(args.interval, "--interval", high=3600, allow_low=True)
     require_root("forwarding (raw sockets, XDP)")
-    try:
-        fwd = _native.Forwarder(**kwargs)
-    except ConfigError as e:
-        raise rename_field(e, OPTIONS) from None
+    with metrics_endpoint(args.metrics_listen) as tel:
+        try:
+            fwd = _native.Forwarder(**kwargs)
+        except ConfigError as e:
+            raise rename_field(e, OPTIONS) from None
+        if tel is not None:  # read at every scrape, by a thread that never takes a busy CPU from a worker
+            tel.watch_forwarder(fwd.stats)
+            tel.endpoint.follow(idle=True)
+        return _forward(args, fwd, duration, interval, bool(kwargs.get("xdp_redirect")))
+
+
+def _forward(args, fwd: _native.Forwarder, duration: float | None, interval: float, kernel: bool) -> int:
     stopped_by = "duration"
     t0 = time.monotonic()
     seconds: list[dict] = []
     try:
         for info in fwd.ports:
             _say(f"forward: {info.ifname} ({info.mac}) {info.backend}: {info.notes}")
-        if kwargs.get("xdp_redirect"):
+        if kernel:
             _say(f"forward: mode {fwd.mode}, in the kernel (XDP programs, every queue); Ctrl-C stops")
         else:
             pins = ", ".join(f"{s.ifname} q{s.queue} on CPU {s.cpu}" for s in fwd.stats())

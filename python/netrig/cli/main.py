@@ -27,6 +27,7 @@ from netrig.cli import (
     rr,
     run,
     selftest,
+    serve,
     shortcuts,
     study,
     sweep,
@@ -40,7 +41,7 @@ from netrig.errors import NetrigError, Terminated
 #: Subcommand modules, in the order ``netrig --help`` lists them (``shortcuts``: one command per
 #: shortcut command of the method registry, e.g. ``rfc2544``, ``ndr-pdr``).
 COMMANDS = (ports, trial, testbed, run, shortcuts, tcp, rr, study, sweep, selftest, report, compare, forward,
-            capture_bench, capture, demo)
+            capture_bench, capture, serve, demo)
 
 
 class NetrigParser(argparse.ArgumentParser):

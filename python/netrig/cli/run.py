@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from netrig.cli.common import require_privileges
+from netrig.cli.common import add_metrics_listen, metrics_endpoint, require_privileges
 from netrig.cli.console import run_with_console
 from netrig.errors import ConfigError
 from netrig.run.config import load_config
@@ -31,6 +31,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--monitor", action="store_true",
                    help="sample the DUT and the host during every trial (trial.monitor = true, whatever the file says)")
     p.add_argument("--quiet", action="store_true", help="no live progress display")
+    add_metrics_listen(p, "the run (every trial's counts, the trial in progress, the DUT monitor's samples)")
     p.set_defaults(func=run)
 
 
@@ -47,5 +48,6 @@ def run(args: argparse.Namespace) -> int:
         config = replace(config, trial=replace(config.trial, monitor=True))
     require_privileges(config)
     out = args.resume or args.out or config.output.dir
-    return run_with_console(config, out, resume=bool(args.resume), command=" ".join(["netrig"] + sys.argv[1:]),
-                            quiet=args.quiet)
+    with metrics_endpoint(args.metrics_listen) as tel:
+        return run_with_console(config, out, resume=bool(args.resume), command=" ".join(["netrig"] + sys.argv[1:]),
+                                quiet=args.quiet, telemetry=tel)

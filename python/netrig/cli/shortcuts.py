@@ -13,7 +13,7 @@ import re
 import sys
 from typing import Any
 
-from netrig.cli.common import event_pairs, rename_field, require_privileges
+from netrig.cli.common import add_metrics_listen, event_pairs, metrics_endpoint, rename_field, require_privileges
 from netrig.cli.console import run_with_console
 from netrig.errors import ConfigError, TestbedError
 from netrig.methodology.method import Command
@@ -29,7 +29,8 @@ from netrig.testbed.state import read_state
 COMMON_FIELDS = {"duration_s": "--duration", "drain_s": "--drain", "sizes": "--sizes", "repetitions": "--repetitions",
                  "io": "--io", "nominal_bps": "--nominal-speed", "speed_bps": "--speed", "options": "--testbed-option",
                  "capacity_pps": "--sim-capacity-pps", "i_know_this_is_live": "--i-know-this-is-live",
-                 "monitor_remote": "--monitor-remote", "events": "--at", "event_timeout_s": "--event-timeout"}
+                 "monitor_remote": "--monitor-remote", "events": "--at", "event_timeout_s": "--event-timeout",
+                 "shared": "--share-testbed"}
 
 
 def add_common(p: argparse.ArgumentParser, sizes_default: str = "rfc", events: bool = True) -> None:
@@ -39,6 +40,9 @@ def add_common(p: argparse.ArgumentParser, sizes_default: str = "rfc", events: b
                    help="test bed: a topology built for the run and removed after it (router, policer, …; "
                         "`netrig testbed list`), simulated, or the id of one built by `netrig testbed up` "
                         "(left standing) [router]")
+    p.add_argument("--share-testbed", action="store_true",
+                   help="with the id of a test bed: run although another run holds it (a shared-DUT experiment: "
+                        "each counts the other's frames as stray; the result is flagged)")
     p.add_argument("--testbed-option", action="append", default=[], metavar="KEY=VALUE",
                    help="test bed option, repeatable, typed as in a config file (e.g. cap=1Mpps, rules=100, "
                         "log=false, mtu=9000); a topology refuses options it does not use")
@@ -81,6 +85,7 @@ def add_common(p: argparse.ArgumentParser, sizes_default: str = "rfc", events: b
                         "198.18.0.0/15 and 2001:2::/48); test beds never need it")
     p.add_argument("--out", default="netrig-results", help="output directory [netrig-results]")
     p.add_argument("--quiet", action="store_true", help="no live progress display")
+    add_metrics_listen(p, "the run (every trial's counts, the trial in progress, the DUT monitor's samples)")
 
 
 def testbed_options(pairs: list[str]) -> dict[str, Any]:
@@ -137,6 +142,11 @@ def testbed_config(name_or_id: str, options: dict[str, Any]) -> dict[str, Any]:
 def base_config(args: argparse.Namespace) -> dict:
     """The config (as a file would give it) of the shared options."""
     tb = testbed_config(args.testbed, testbed_options(args.testbed_option))
+    if args.share_testbed:
+        if "id" not in tb:
+            raise ConfigError("--share-testbed", "needs --testbed ID (a test bed built by `netrig testbed up`): a "
+                                                 "test bed built for the run is its own")
+        tb["shared"] = True
     if args.knob:
         tb["knobs"] = knob_options(args.knob)
     if args.sim_capacity_pps is not None:
@@ -183,7 +193,9 @@ def execute(cfg: dict, args: argparse.Namespace, fields: dict[str, str] | None =
         if e.field == "testbed.name":
             raise ConfigError("--testbed", e.message) from None
         raise rename_field(e, {**COMMON_FIELDS, **(fields or {})}) from None
-    return run_with_console(config, args.out, command=" ".join(["netrig"] + sys.argv[1:]), quiet=args.quiet)
+    with metrics_endpoint(args.metrics_listen) as tel:
+        return run_with_console(config, args.out, command=" ".join(["netrig"] + sys.argv[1:]), quiet=args.quiet,
+                                telemetry=tel)
 
 
 def register(subparsers: Any) -> None:
@@ -209,8 +221,9 @@ def run(args: argparse.Namespace, command: str) -> int:
     if getattr(args, "resume", None):  # a command whose method continues a stopped run (the soak)
         config = resume_config(args.resume)
         require_privileges(config)
-        return run_with_console(config, args.resume, resume=True, command=" ".join(["netrig"] + sys.argv[1:]),
-                                quiet=args.quiet)
+        with metrics_endpoint(args.metrics_listen) as tel:
+            return run_with_console(config, args.resume, resume=True, command=" ".join(["netrig"] + sys.argv[1:]),
+                                    quiet=args.quiet, telemetry=tel)
     methods = REGISTRY.shortcuts(command)
     by_test = {m.shortcut.test: m for m in methods if m.shortcut is not None}
     if len(methods) > 1:

@@ -10,12 +10,13 @@ from typing import Any
 
 from rich.console import Console
 
-from netrig.cli.common import require_privileges
+from netrig.cli.common import add_metrics_listen, metrics_endpoint, require_privileges
 from netrig.cli.console import run_with_console
 from netrig.errors import INTERRUPTS, InterruptedTrial, ResultError, Terminated
 from netrig.report import write_study
 from netrig.run.config import TestConfig
 from netrig.run.study import Study, StudyRunner, load_study
+from netrig.telemetry import Telemetry
 
 
 def register(subparsers: Any) -> None:
@@ -29,24 +30,33 @@ def register(subparsers: Any) -> None:
     p.add_argument("file", help="the study file (.toml, .yaml, .yml, .json)")
     p.add_argument("--out", metavar="DIR", help="output directory [results/<study name>]")
     p.add_argument("--quiet", action="store_true", help="no live progress display")
+    add_metrics_listen(p, "every variant's run (labelled run=<variant>)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    return execute_study(load_study(args.file), args.out, args.quiet, f"netrig study {args.file}")
+    return execute_study(load_study(args.file), args.out, args.quiet, f"netrig study {args.file}",
+                         args.metrics_listen)
 
 
-def execute_study(study: Study, out_dir: str | None, quiet: bool, again: str) -> int:
+def execute_study(study: Study, out_dir: str | None, quiet: bool, again: str, metrics_listen: str | None = None) -> int:
     """Run ``study`` into ``out_dir`` (default ``results/<name>``) with the console, then write its
-    comparison; ``again`` is the command that continues it (printed when it is stopped)."""
+    comparison; ``again`` is the command that continues it (printed when it is stopped). With
+    ``metrics_listen`` every variant is exported there (one endpoint for the whole study)."""
     for v in study.variants:
         require_privileges(v.config)
+    with metrics_endpoint(metrics_listen) as tel:
+        return _study(study, out_dir, quiet, again, tel)
+
+
+def _study(study: Study, out_dir: str | None, quiet: bool, again: str, tel: Telemetry | None) -> int:
     err = Console(stderr=True, highlight=False)
     command = " ".join(["netrig"] + sys.argv[1:])
     statuses: dict[str, int] = {}
 
     def run_variant(config: TestConfig, out: Path, resume: bool) -> None:
-        statuses[config.name] = run_with_console(config, out, resume=resume, command=command, quiet=quiet)
+        statuses[config.name] = run_with_console(config, out, resume=resume, command=command, quiet=quiet,
+                                                 telemetry=tel)
         if statuses[config.name] >= 128:
             raise Terminated(statuses[config.name] - 128) if statuses[config.name] != 130 else KeyboardInterrupt()
 

@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as e:
         raise _option_error(e) from None
     out = args.out if args.out != _DEFAULT_OUT else None
-    return execute_study(study, out, args.quiet, f"netrig sweep --over {args.over} ...")
+    return execute_study(study, out, args.quiet, f"netrig sweep --over {args.over} ...", args.metrics_listen)
 
 
 def _option_error(e: ConfigError) -> ConfigError:

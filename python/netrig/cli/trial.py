@@ -14,6 +14,7 @@ set dev eth1 down; sleep 0.3; ip link set dev eth1 up' --at 2s``."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import sys
@@ -46,6 +47,7 @@ from netrig.model import (
 )
 from netrig.testbed import Testbed
 from netrig.testbed.placement import bookkeeping_on
+from netrig.testbed.state import in_use, shared_io
 from netrig.trial import (
     DEFAULT_MAX_STRETCH_PCT,
     DEFAULT_RAW_ETHERTYPE,
@@ -141,6 +143,9 @@ def register(sub) -> None:
     p.add_argument("--testbed", metavar="ID",
                    help="run on this test bed (`netrig testbed up`): ports, namespaces, MACs and addresses "
                         "come from it; --tx/--rx then name its ports [tx, rx]")
+    p.add_argument("--share-testbed", action="store_true",
+                   help="with --testbed: run although another run holds the test bed (a shared-DUT experiment: "
+                        "each counts the other's frames as stray, and its trials are invalid)")
     p.add_argument("--tx", metavar="IF[@NS]", action="append",
                    help="transmit interface, optionally in network namespace NS (with --testbed: its port name); "
                         "repeatable, paired in order with --rx: one stream per pair, several port pairs in one trial "
@@ -351,6 +356,8 @@ def _pairs(args) -> list[Pair]:
         raise ConfigError("--rx", f"{len(txs)} --tx but {len(rxs)} --rx: pair every --tx with an --rx in order "
                                   "(or give no --rx for a transmit-only trial)")
     if args.testbed is None:
+        if getattr(args, "share_testbed", False):
+            raise ConfigError("--share-testbed", "needs --testbed ID: it shares a test bed another run holds")
         if not rxs and not args.dst_mac:
             raise ConfigError("--dst-mac", "is required for a transmit-only trial (no --rx): the MAC to send to, "
                                            "e.g. the receiving NIC's")
@@ -364,6 +371,8 @@ def _pairs(args) -> list[Pair]:
         if any("@" in n for n in names):
             raise ConfigError(opt, "names a test bed port with --testbed (its namespace comes from the test bed): "
                                    "leave out @NS")
+    if args.share_testbed:
+        args.io = shared_io(args.io, "--io")
     try:
         tb = Testbed.attach(args.testbed)
     except TestbedError as e:
@@ -395,6 +404,14 @@ def _pairs(args) -> list[Pair]:
             raise ConfigError(option, e.message) from None
         pairs.append(Pair((t.ifname, t.netns), (r.ifname, r.netns) if r is not None else None, addr))
     return pairs
+
+
+def held_testbed(args) -> contextlib.AbstractContextManager[bool]:
+    """The test bed of ``--testbed``, held for the trial (``testbed.state.in_use``): another run on it
+    is refused naming the holder, unless ``--share-testbed``."""
+    if args.testbed is None:
+        return contextlib.nullcontext(False)
+    return in_use(args.testbed, args.share_testbed)
 
 
 def events_of(args) -> list[Event]:
@@ -739,6 +756,14 @@ def run(args) -> int:
     require_root("sending and receiving raw frames")
     if args.rx and not args.tx:
         return run_listen(args)
+    # The test bed is held before anything else touches it (a repair, the tester's CPUs): a
+    # second run is refused at once, not once this one has made itself tester bookkeeping and
+    # waits behind a busy worker of the run that holds it.
+    with held_testbed(args):
+        return run_held(args)
+
+
+def run_held(args) -> int:
     plan = build(args)
     kw, stream = plan.kw, plan.streams[0]
     events = events_of(args)

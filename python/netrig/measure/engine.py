@@ -131,16 +131,32 @@ class EngineMeasurer:
         #: The DUT's CPUs on this host (the wire's rings): where the tester's receive path costs
         #: it CPU time, measured per trial (``DutRing.tester_share_ns``).
         self.dut_cpus = tuple(dut_cpus)
+        #: Live snapshots of every measured trial (not the learning frames), ~every 0.2 s, in the
+        #: thread that runs the trial: the run's telemetry (``netrig.telemetry``); ``None``: none.
+        self.on_snapshot: Callable[[_native.Snapshot], None] | None = None
         self._learned: set = set()
 
     # ---------------------------------------------------------------- the engine seam
+    def _live(self, progress: Callable[[_native.Snapshot], None] | None
+              ) -> Callable[[_native.Snapshot], None] | None:
+        """``progress`` (the events' clock) and the live snapshots (:attr:`on_snapshot`), as one."""
+        live = self.on_snapshot
+        if live is None or progress is None:
+            return progress or live
+
+        def both(snap: _native.Snapshot) -> None:
+            progress(snap)
+            live(snap)
+        return both
+
     def _run(self, frame: FrameSize, rate_pps: float, duration_s: float | None, drain_s: float,
              progress: Callable[[_native.Snapshot], None] | None = None, *,
              phases: Sequence[tuple[float, float]] | None = None, interval_s: float | None = None,
              burst_frames: int | None = None, gap_slots: int = 1,
-             progress_interval_s: float = 0.2) -> _native.TrialResult:
+             progress_interval_s: float = 0.2, live: bool = True) -> _native.TrialResult:
         stream = Stream(frame_size=frame, rate_pps=rate_pps, flows=self.flows, **self.template)
         stop: dict = {"bursts": (burst_frames, 1, 0.0)} if burst_frames is not None else {"duration_s": duration_s}
+        progress = self._live(progress) if live else progress
         return run_trial(self.tx, self.rx, [stream], drain_s=drain_s, warmup_s=self.warmup_s, progress=progress,
                          progress_interval_s=progress_interval_s, pacing=self.pacing,
                          max_stretch_pct=100 * self.tolerance, phases=phases, interval_s=interval_s,
@@ -149,7 +165,7 @@ class EngineMeasurer:
     def _learn(self, frame: FrameSize) -> None:
         if not self.learning_frames or frame.label in self._learned:
             return
-        self._run(frame, LEARNING_RATE_PPS, LEARNING_DURATION_S, LEARNING_DRAIN_S)
+        self._run(frame, LEARNING_RATE_PPS, LEARNING_DURATION_S, LEARNING_DRAIN_S, live=False)
         self._learned.add(frame.label)
 
     def _counts(self, res: _native.TrialResult, intended_pps: float | None, extra_raw: dict | None = None,
@@ -300,7 +316,7 @@ class EngineMeasurer:
             res = timer.wrap(lambda progress, gaps: run_trial(
                 self.tx, self.rx, [Stream(frame_size=load.frame_size, rate_pps=load.rate_pps, flows=self.flows,
                                           **self.template)],
-                duration_s=duration_s, drain_s=self.drain_s, warmup_s=self.warmup_s, progress=progress,
+                duration_s=duration_s, drain_s=self.drain_s, warmup_s=self.warmup_s, progress=self._live(progress),
                 progress_interval_s=EVENT_PROGRESS_S if progress else min(0.25, interval_s / 4), pacing=self.pacing,
                 max_stretch_pct=100 * self.tolerance, interval_s=interval_s, on_intervals=deliver,
                 gap_slots=gaps, tx_cpus=self.tx_cpus, rx_cpus=self.rx_cpus))()
@@ -381,6 +397,7 @@ class EngineMeasurer:
 
         def run() -> _native.TrialResult:
             return run_trial(ports=[self.tx, self.rx], streams=streams, drain_s=self.drain_s, pacing=self.pacing,
+                             progress=self.on_snapshot,
                              max_stretch_pct=100 * self.tolerance, tx_cpus=self.tx_cpus, rx_cpus=self.rx_cpus, **stop)
 
         res, extra = self._monitored(run)
@@ -413,7 +430,7 @@ class EngineMeasurer:
         res, extra = self._monitored(timer.wrap(lambda progress, gaps: run_trial(
             self.tx, self.rx, [Stream(frame_size=load.frame_size, rate_pps=load.rate_pps, flows=self.flows,
                                       **self.template)],
-            duration_s=duration_s, drain_s=self.drain_s, warmup_s=self.warmup_s, progress=progress,
+            duration_s=duration_s, drain_s=self.drain_s, warmup_s=self.warmup_s, progress=self._live(progress),
             progress_interval_s=EVENT_PROGRESS_S, pacing=self.pacing, max_stretch_pct=100 * self.tolerance,
             interval_s=INTERVAL_S, gap_slots=gaps, tx_cpus=self.tx_cpus, rx_cpus=self.rx_cpus)))
         self._learned.discard(load.frame_size.label)

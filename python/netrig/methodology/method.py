@@ -76,6 +76,10 @@ def _no_notice(message: str) -> None:
     """Where a method's live lines go when nobody shows them."""
 
 
+def _no_publish(result: MethodResult) -> None:
+    """Where a method's live result goes when nobody exports it."""
+
+
 @dataclass(frozen=True)
 class Context:
     """What the run loop hands a method for one frame size and repetition."""
@@ -101,6 +105,8 @@ class Context:
     #: The DUT can slow the sender instead of dropping (``Session.dut_can_hold_sender``); behind
     #: a test bed's wire it cannot, and a sender that fell short is the tester's.
     dut_can_hold_sender: bool = True
+    #: Publish the method's result while it runs (the soak's live verdicts): the run's telemetry.
+    publish: Callable[[MethodResult], None] = _no_publish
 
     @property
     def tester_limit(self) -> ProvenLimit:

@@ -550,6 +550,7 @@ def run_soak(params: SoakParams, ctx: Context) -> SoakResult:
         if live["res"] is None or now - live["at"] >= LIVE_COST_FACTOR * live["cost"]:
             live["res"] = SoakResult.build(ctx.frame, ctx.line_rate, params, rate_pps, ndr, rows, None, False)
             live["at"], live["cost"] = now, time.monotonic() - now
+            ctx.publish(live["res"])
         ctx.notify(live_line(live["res"], rows[-1]))
 
     try:

@@ -18,8 +18,6 @@ Each sample (every ``interval_s``, default 1 s) holds, for the interval since th
 from __future__ import annotations
 
 import bisect
-import contextlib
-import os
 import subprocess
 import threading
 import time
@@ -28,6 +26,7 @@ from typing import Any, Self
 
 from netrig.errors import ConfigError
 from netrig.testbed.nsthread import netlink_route, run_in_netns
+from netrig.testbed.placement import observer
 
 CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 
@@ -241,13 +240,9 @@ class Monitor(Sampler):
 
     # --------------------------------------------------------------- sampling
     def _run(self, ready: threading.Event) -> None:
-        # Sample only when the CPU has nothing else to do (SCHED_IDLE): a sample is a few ms of
-        # Python and netlink, and the scheduler lets a normal thread finish its slice before a
-        # waking one runs — on the tester's CPU that was the TX worker, delayed ~4 ms per sample
-        # (0.5-s trials stretched by 20 ms at five samples each). An idle-policy thread gives way at
-        # once; the samples record their own times, so a late one is still right.
-        with contextlib.suppress(OSError, AttributeError):
-            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        # The samples run at nice 19 with 0.1-ms scheduler slices (``placement.observer``): they
+        # get the CPU a paced TX worker leaves, and give it back within 0.1 ms when the worker wakes.
+        observer()
         # netlink handles are opened, used and closed in this thread only (pyroute2 is per-thread)
         try:
             self._open_netlink()

@@ -21,7 +21,7 @@ import os
 import tomllib
 import types
 import typing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -47,6 +47,7 @@ from netrig.monitor import RemoteMonitor
 from netrig.testbed import TOPOLOGIES, Testbed
 from netrig.testbed.knobs import Knobs, placement_conflict
 from netrig.testbed.state import ID_RE as TESTBED_ID_RE
+from netrig.testbed.state import shared_io
 from netrig.trial import DEFAULT_RAW_ETHERTYPE, Stream
 
 #: Most repetitions of a method.
@@ -68,10 +69,19 @@ class TestbedConfig:
     simulator: DutModel | None = None
     id: str | None = None
     knobs: Knobs = field(default_factory=Knobs)
+    #: Measure on a test bed other runs use, on purpose (a shared-DUT experiment): the test bed is
+    #: held shared, never beside a run that holds it alone; the run is flagged, receives with a
+    #: backend that sees every frame (``state.SHARED_IO``) and counts the others' frames as stray.
+    shared: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ConfigError("name", f"must be a test bed name (got {self.name!r})")
+        if not isinstance(self.shared, bool):
+            raise ConfigError("shared", f"{self.shared!r}: must be true or false")
+        if self.shared and self.id is None:
+            raise ConfigError("shared", "needs id (a test bed built by `netrig testbed up`): a test bed built for the "
+                                        "run is its own")
         if not isinstance(self.knobs, Knobs):
             object.__setattr__(self, "knobs", Knobs.from_dict(self.knobs))
         if self.name == "simulated" and self.knobs:
@@ -356,6 +366,8 @@ class TestConfig:
         if isinstance(self.repetitions, bool) or not isinstance(self.repetitions, int) \
                 or not 1 <= self.repetitions <= MAX_REPETITIONS:
             raise ConfigError("repetitions", f"must be an integer 1..{MAX_REPETITIONS} (got {self.repetitions!r})")
+        if self.testbed.shared:
+            object.__setattr__(self, "ports", replace(self.ports, io=shared_io(self.ports.io, "ports.io")))
         flows = self.stream.flows_with(self.ports.flows)
         if self.stream != StreamTemplateConfig():
             for size in self.frames.sizes:

@@ -19,8 +19,12 @@ from netrig.measure.events import Event, EventRun
 from netrig.model import FrameSize, LineRate
 from netrig.results import TrialLog, utc_now
 
-#: ``progress(event, info)``; events: run_start, trial_start, trial_end, method_start, notice
-#: (``info["message"]``: something the user should know, e.g. a repaired test bed).
+#: ``progress(event, info)``; events: run_start, run_end (``info["complete"]``), trial_start,
+#: trial_end, method_start, notice (``info["message"]``: something the user should know, e.g. a
+#: repaired test bed); trial_progress (the engine's live snapshot of the trial in progress);
+#: interval (a soak interval as it settles: ``info["interval"]``, ``info["sample"]``, the DUT
+#: monitor's); method_result (``info["result"]``: a method's result, live or at a repetition's
+#: end). A consumer ignores the events it does not know.
 ProgressFn = Callable[[str, dict], None]
 
 
@@ -32,6 +36,8 @@ class RecordingMeasurer:
         self.inner: Measurer | None = None
         #: Called before every measured trial (the session's test-bed check); returns what it restored.
         self.before: Callable[[], list[str]] | None = None
+        #: Called after every measured trial (the session's DUT check); a problem invalidates it.
+        self.after: Callable[[], list[str]] | None = None
         self.log, self.replay, self.line_rate = log, replay, line_rate
         self.progress = progress or (lambda e, i: None)
         self.records: list[dict] = []
@@ -88,6 +94,15 @@ class RecordingMeasurer:
         self.progress("trial_start", {**info, "replayed": False})
         return repaired
 
+    def _checked(self, counts: TrialCounts) -> TrialCounts:
+        """``counts``, invalid if the DUT failed during the trial (``Session.after_trial``): a DUT
+        process that died drops everything, which is not the DUT's loss at this load."""
+        problems = self.after() if self.after is not None else []
+        if not problems:
+            return counts
+        reasons = [*problems, *filter(None, [counts.invalid_reason])]
+        return replace(counts, valid=False, invalid_reason="; ".join(reasons))
+
     def _do(self, kind: str, frame: FrameSize, load_d: dict, phases: list | None,
             fn: Callable[[str], TrialCounts]) -> TrialCounts:
         key = self._key()
@@ -115,7 +130,7 @@ class RecordingMeasurer:
         repaired = self._start(key, info)
         started = utc_now()
         t0 = time.monotonic()
-        counts = fn(key)
+        counts = self._checked(fn(key))
         self.trial_wall_s.append(time.monotonic() - t0)
         rec = {"seq": len(self.records), "key": key, "method": self.ctx["method"],
                "method_index": self.ctx["method_index"], "frame_size": frame.label,
@@ -235,8 +250,10 @@ class RecordingMeasurer:
                                   "(--out) instead.")
         covered = 0.0
         for r in prior:
-            on_interval(Interval(float(r["t_s"]), float(r["duration_s"]), int(r["segment"]), int(r["frames_sent"]),
-                                 int(r["frames_received"])), r.get("monitor"))
+            iv = Interval(float(r["t_s"]), float(r["duration_s"]), int(r["segment"]), int(r["frames_sent"]),
+                          int(r["frames_received"]))
+            self.progress("interval", {**info, "interval": iv, "sample": r.get("monitor"), "replayed": True})
+            on_interval(iv, r.get("monitor"))
             covered = max(covered, float(r["t_s"]) + float(r["duration_s"]))
         if rec is not None:
             counts = TrialCounts.from_dict(rec["counts"])
@@ -264,13 +281,14 @@ class RecordingMeasurer:
                      "frames_received": iv.frames_received, "at": utc_now(), "load": load_d, "monitor": sample}
                 self.log.append_interval(r)
                 index += 1
-                on_interval(Interval(base + iv.t_s, iv.duration_s, segment, iv.frames_sent, iv.frames_received),
-                            sample)
+                soak_iv = Interval(base + iv.t_s, iv.duration_s, segment, iv.frames_sent, iv.frames_received)
+                self.progress("interval", {**info, "interval": soak_iv, "sample": sample, "replayed": False})
+                on_interval(soak_iv, sample)
 
             # Events at soak time: those still ahead, at their time in this segment.
             ahead = tuple(Event(e.command, e.at_s - covered) for e in events if e.at_s >= covered)
-            counts = self._target().measure_soak(replace(load, tag=key), remaining, interval_s, record,
-                                                 events=ahead, run_event=run_event if ahead else None)
+            counts = self._checked(self._target().measure_soak(replace(load, tag=key), remaining, interval_s, record,
+                                                               events=ahead, run_event=run_event if ahead else None))
             if counts.events and covered:
                 counts = replace(counts, events=tuple(replace(r, run=replace(r.run, at_s=r.run.at_s + covered))
                                                       for r in counts.events))

@@ -45,6 +45,7 @@ from netrig.run import consistency
 from netrig.run.config import MethodConfig, TestConfig, config_from_dict
 from netrig.run.recording import ProgressFn, RecordingMeasurer, check_record
 from netrig.run.session import Provider, Session, open_session
+from netrig.trial import Snapshot
 
 #: How the self-test's trials are labelled.
 SELFTEST_LABEL = "RFC 8219 self-test"
@@ -161,6 +162,7 @@ class Runner:
         finally:
             log.close()
             self._finish(complete, reason, failure, created)
+            self.progress("run_end", {"complete": complete, "reason": reason})
         return self.document
 
     def _finish(self, complete: bool, reason: str | None, failure: BaseException | None, created: bool) -> None:
@@ -203,7 +205,14 @@ class Runner:
         rec = self._recorder()
         rec.inner = session.measurer
         rec.before = session.before_trial
+        rec.after = session.after_trial
         self.command_env = dict(session.command_env)
+        session.watch(self._snapshot)
+
+    def _snapshot(self, snap: Snapshot) -> None:
+        """The trial in progress, live (the engine's snapshot): a ``trial_progress`` event."""
+        self.progress("trial_progress", {"phase": snap.phase, "elapsed_s": snap.elapsed_s, "tx_frames": snap.tx_frames,
+                                         "rx_frames": snap.rx_frames})
 
     def _recorder(self) -> RecordingMeasurer:
         assert self.rec is not None, "run() creates the recorder first"
@@ -219,8 +228,15 @@ class Runner:
         self.testbed, self.environment = session.testbed, session.environment
         self.simulated = session.simulated
         self.dut_can_hold_sender = session.dut_can_hold_sender
+        if session.shared_testbed:
+            other = "another run held it" if session.shared_with else "no other run held it yet"
+            self.notices.append({"code": "shared_testbed",
+                                 "message": f"measured on a test bed shared on purpose (testbed.shared; {other} when "
+                                            "this one started): a trial that saw another run's frames counts them as "
+                                            "stray and is invalid"})
         self.progress("run_start", {"total_trials": self._estimate_total(), "line_rate": session.line_rate,
-                                    "out_dir": str(self.out_dir)})
+                                    "out_dir": str(self.out_dir), "run": self.config.name or self.run_id,
+                                    "run_id": self.run_id, "resumes": len(self.resumed)})
 
     def _run_dut(self, cfg: TestConfig) -> None:
         with self.provider(cfg, "dut") as dut:
@@ -286,19 +302,26 @@ class Runner:
             for rep in range(reps):
                 rec.begin(m.name, mi, frame, rep, m.label)
                 try:
-                    self.results[mi][frame.label].append(self._one(mi, m, frame))
+                    result = self._one(mi, m, frame)
+                    self.results[mi][frame.label].append(result)
+                    self._publish(m, frame, result)
                 except BaseException as e:
                     if (partial := partial_result(e)) is not None:
                         self.partials.setdefault(mi, {}).setdefault(frame.label, []).append(partial)
                     raise
             self.complete_keys.add((mi, frame.label))
 
+    def _publish(self, m: MethodConfig, frame: FrameSize, result: MethodResult) -> None:
+        """A method's result (live, or a repetition's end): a ``method_result`` event."""
+        self.progress("method_result", {"method": m.name, "frame_size": frame.label, "result": result})
+
     def _one(self, mi: int, m: MethodConfig, frame: FrameSize) -> MethodResult:
         limit = self.selftest.limit_pps(frame) if self.selftest is not None and m.method.stack_kind is None else None
         ctx = Context(self._recorder(), frame, self._line_rate(), self.config.trial.duration_s,
                       simulated_dut=self.simulated, command_env=self.command_env,
                       tester_limit_pps=limit, notify=lambda msg: self.progress("notice", {"message": msg}),
-                      dut_can_hold_sender=self.dut_can_hold_sender)
+                      dut_can_hold_sender=self.dut_can_hold_sender,
+                      publish=lambda result: self._publish(m, frame, result))
         if m.method.needs_throughput:
             tp = self._throughput_for(mi, frame, getattr(m.params, "throughput_from", None))
             if tp is None or tp <= 0:

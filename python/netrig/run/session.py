@@ -34,8 +34,9 @@ from netrig.run.config import TestConfig
 from netrig.testbed import Testbed
 from netrig.testbed.knobs import KnobLayout, Knobs, applied_knobs
 from netrig.testbed.placement import keep_off_dut
+from netrig.testbed.state import in_use
 from netrig.testbed.topologies import WIRED_TOPOLOGIES as DUT_TOPOLOGIES
-from netrig.trial import Port
+from netrig.trial import Port, Snapshot
 
 #: Monitoring samples per trial: about five, between every 0.1 s and every 1 s.
 MONITOR_SAMPLES_PER_TRIAL = 5
@@ -56,12 +57,25 @@ class Session:
     #: Called before every measured trial: checks the test bed and restores what a link flap
     #: removed (returns what it restored; raises ``TestbedError`` when the test bed is broken).
     before_trial: Callable[[], list[str]] | None = None
+    #: Called after every measured trial: what went wrong with the DUT during it (a DUT process
+    #: that died); a non-empty answer makes the trial invalid, never the DUT's loss.
+    after_trial: Callable[[], list[str]] | None = None
     #: The tester's worker CPUs this session measures with (``{"tx_cpus": …, "rx_cpus": …}``, empty
     #: tuples: the engine's default); the self-test run beside the DUT uses the same.
     tester_cpus: dict[str, tuple[int, ...]] = field(default_factory=dict)
     #: The DUT can slow the tester's sender instead of dropping (``Testbed.dut_can_hold_sender``):
     #: only then is a sender that fell short below its proven rate the DUT's backpressure.
     dut_can_hold_sender: bool = True
+    #: The run measures on a test bed it shares with another run on purpose (``testbed.shared``),
+    #: and whether another run held it when this one started.
+    shared_testbed: bool = False
+    shared_with: bool = False
+
+    def watch(self, on_snapshot: Callable[[Snapshot], None] | None) -> None:
+        """Hand the engine's live snapshots of every measured trial to ``on_snapshot`` (``None``:
+        stop); a simulated DUT has none."""
+        if isinstance(self.measurer, EngineMeasurer):
+            self.measurer.on_snapshot = on_snapshot
 
 
 #: ``provider(config, role)`` -> context manager of a Session (tests pass their own).
@@ -115,7 +129,8 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
         existing_testbed(config.testbed.id) if role == "dut" and config.testbed.id
         else Testbed.create(name, **opts))
     knobs = config.testbed.knobs if role == "dut" else config.testbed.knobs.for_selftest()
-    with bed as tb, _tuned(tb, knobs) as knob_record:
+    shared = role == "dut" and config.testbed.shared
+    with bed as tb, held(tb, role, shared) as others, _tuned(tb, knobs) as knob_record:
         name = tb.topology
         if role == "dut" and stack_methods and not tb.options.tester_stack:
             raise ConfigError("testbed.id", f"method(s) {', '.join(stack_methods)} run between the tester ports' "
@@ -182,8 +197,17 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
             desc["tester_cpus"] = {k: list(v) for k, v in cpus.items()}
         with keep_off_dut(cpus["tx_cpus"] if role == "dut" else ()):
             yield Session(measurer, line_rate(config, tp.ifname, tx.info().speed_bps), desc, env,
-                          command_env=tb.command_env(), before_trial=tb.repair, tester_cpus=cpus,
-                          dut_can_hold_sender=tb.dut_can_hold_sender)
+                          command_env=tb.command_env(), before_trial=tb.repair, after_trial=tb.dead_processes,
+                          tester_cpus=cpus,
+                          dut_can_hold_sender=tb.dut_can_hold_sender, shared_testbed=shared, shared_with=others)
+
+
+def held(tb: Testbed, role: str, shared: bool) -> AbstractContextManager[bool]:
+    """The DUT's test bed, held for this run (``testbed.state.in_use``): a second run on it is
+    refused naming the first, unless ``testbed.shared``. The self-test's bed is this run's own."""
+    if role != "dut":
+        return contextlib.nullcontext(False)
+    return in_use(tb.id, shared)
 
 
 def _ring_reader(tb: Testbed) -> Callable[[], DutRing]:

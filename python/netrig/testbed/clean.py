@@ -21,7 +21,7 @@ import os
 from pyroute2 import IPRoute
 
 from netrig.testbed import state as st
-from netrig.testbed.nsthread import remove_netns
+from netrig.testbed.nsthread import kill_in_netns, remove_netns
 from netrig.testbed.testbed import teardown_state
 
 
@@ -49,6 +49,7 @@ def clean(force: bool = False) -> st.CleanReport:
     for n in names:
         if st.NAME_RE.match(n) and n not in claimed:
             try:
+                kill_in_netns(n)
                 remove_netns(n)
                 rep.removed_namespaces.append(n)
             except Exception as e:

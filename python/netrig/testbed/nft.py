@@ -23,7 +23,7 @@ import re
 import subprocess
 
 from netrig.errors import CapabilityError, TestbedError
-from netrig.testbed.nsthread import run_in_netns
+from netrig.testbed.nsthread import dies_with_parent, run_in_netns
 
 FILLER_DST = "198.19.254.0/24"
 FILLER_DST_IP = "198.19.254.1"
@@ -161,7 +161,7 @@ def _nft_f(netns: str, ruleset: str, check: bool = False) -> str | None:
 
     def body() -> subprocess.CompletedProcess:
         return subprocess.run(["nft", *(["-c"] if check else []), "-f", "-"], input=ruleset,
-                              capture_output=True, text=True, timeout=60)
+                              preexec_fn=dies_with_parent, capture_output=True, text=True, timeout=60)
 
     try:
         r = run_in_netns(netns, body)

@@ -14,9 +14,11 @@ read as ``/proc/thread-self/net/...``.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import os
+import signal
 import socket
 import threading
 from collections.abc import Callable
@@ -162,6 +164,45 @@ def create_netns(name: str) -> None:
         except OSError:
             pass
         raise
+
+
+#: prctl(2) option: the signal a child gets when its parent thread dies.
+PR_SET_PDEATHSIG = 1
+
+
+def processes_in_netns(name: str) -> list[int]:
+    """Pids of the processes whose network namespace is ``name`` (a tool a killed build left
+    running there, a DUT process): matched by the namespace's inode."""
+    try:
+        ino = os.stat(netns_path(name)).st_ino
+    except OSError:
+        return []
+    me = os.getpid()
+    out = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == me:
+            continue
+        try:
+            if os.stat(f"/proc/{pid}/ns/net").st_ino == ino:
+                out.append(int(pid))
+        except OSError:
+            continue
+    return out
+
+
+def kill_in_netns(name: str) -> list[int]:
+    """SIGKILL every process in namespace ``name``; the pids killed."""
+    pids = processes_in_netns(name)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    return pids
+
+
+def dies_with_parent() -> None:
+    """``preexec_fn`` of a test bed's tools (nft, ethtool): the kernel kills the child when the thread
+    that started it dies, so a netrig killed mid-build leaves no tool running on its own."""
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def remove_netns(name: str) -> None:

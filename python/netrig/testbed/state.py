@@ -11,14 +11,17 @@ Names netrig creates (``<id>`` is 4 lowercase hex digits):
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from netrig.errors import TestbedError
+from netrig.errors import ConfigError, TestbedError
 
 STATE_DIR = "/run/netrig/testbeds"
 
@@ -54,10 +57,11 @@ def read_state(tb_id: str) -> dict[str, Any]:
 
 
 def remove_state(tb_id: str) -> None:
-    try:
-        os.unlink(state_path(tb_id))
-    except FileNotFoundError:
-        pass
+    for path in (state_path(tb_id), lock_path(tb_id)):
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
 
 
 def all_states() -> list[dict[str, Any]]:
@@ -85,6 +89,8 @@ def pid_alive(pid: int | None, start_time: float | None = None) -> bool:
         return False
     except PermissionError:
         return True
+    if _zombie(pid):  # dead, not yet reaped by its parent
+        return False
     if start_time is not None:
         try:
             import psutil
@@ -94,6 +100,14 @@ def pid_alive(pid: int | None, start_time: float | None = None) -> bool:
         except Exception:
             pass
     return True
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except (OSError, IndexError):
+        return False
 
 
 def proc_start_time() -> float | None:
@@ -137,3 +151,96 @@ class CleanReport:
 
 def now() -> float:
     return time.time()
+
+
+def lock_path(tb_id: str) -> str:
+    return os.path.join(STATE_DIR, f"{tb_id}.lock")
+
+
+#: What ``testbed.shared`` allows: several runs receiving on one test bed, each seeing every frame.
+#: AF_XDP hands each frame to one socket (one steering program per interface), so a run sharing a
+#: test bed receives with a backend that takes a copy.
+SHARED_IO = ("af_packet", "socket")
+
+
+
+def shared_io(io: str, option: str) -> str:
+    """The I/O backend of a run sharing a test bed: ``auto`` becomes af_packet; af_xdp is refused."""
+    if io == "auto":
+        return SHARED_IO[0]
+    if io not in SHARED_IO:
+        raise ConfigError(option, f"{io} cannot share a test bed: AF_XDP hands each frame to one socket, so one run "
+                                  f"would take the other's frames unseen; use {' or '.join(SHARED_IO)} in every run")
+    return io
+
+
+@contextlib.contextmanager
+def in_use(tb_id: str, shared: bool = False) -> Iterator[bool]:
+    """Hold test bed ``tb_id`` for a run: a ``flock`` on its lock file, released by the kernel
+    however this process ends. A run holds it alone (``LOCK_EX``): a second run is refused with
+    one line naming the holder, its pid and command — two testers on one DUT each measure the
+    other's load as the DUT's. ``shared`` (a deliberate shared-DUT experiment) takes ``LOCK_SH``:
+    several shared runs may hold it together, never beside a run that holds it alone. Yields
+    whether another run held it when this one started."""
+    os.makedirs(STATE_DIR, exist_ok=True)
+    path = lock_path(tb_id)
+    fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holders = lock_holders(path)
+            remedy = ("it holds the test bed alone: wait for it to finish (a shared-DUT experiment gives "
+                      "--share-testbed to every run)" if shared else
+                      "wait for it to finish, or, for a deliberate shared-DUT experiment, give --share-testbed to "
+                      "every run (testbed.shared = true; their trials are then flagged)")
+            raise TestbedError(f"test bed {tb_id} is in use by {_named(holders)}: {remedy}") from None
+        yield any(h.pid != os.getpid() for h in lock_holders(path))
+    finally:
+        os.close(fd)
+
+
+#: How much of a holder's command line an error shows.
+COMMAND_CHARS = 160
+
+
+@dataclass(frozen=True)
+class LockHolder:
+    pid: int
+    shared: bool
+
+    def command(self) -> str:
+        try:
+            with open(f"/proc/{self.pid}/cmdline", "rb") as f:
+                words = f.read().rstrip(b"\0").split(b"\0")
+        except OSError:
+            return "?"
+        line = " ".join(os.path.basename(w.decode(errors="replace")) if i == 0 else w.decode(errors="replace")
+                        for i, w in enumerate(words))
+        line = " ".join(line.split())  # one line, whatever the arguments hold
+        return line if len(line) <= COMMAND_CHARS else line[:COMMAND_CHARS - 1] + "…"
+
+
+def lock_holders(path: str) -> list[LockHolder]:
+    """The processes holding a ``flock`` on ``path``, from ``/proc/locks`` (matched by inode)."""
+    try:
+        st_ = os.stat(path)
+        with open("/proc/locks") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        w = line.split()
+        if "->" in w or len(w) < 6 or w[1] != "FLOCK":
+            continue
+        major, minor, ino = w[5].split(":")
+        if (int(ino), int(major, 16), int(minor, 16)) == (st_.st_ino, os.major(st_.st_dev), os.minor(st_.st_dev)):
+            out.append(LockHolder(int(w[4]), w[3] == "READ"))
+    return out
+
+
+def _named(holders: list[LockHolder]) -> str:
+    if not holders:
+        return "another netrig run"
+    return ", ".join(f"pid {h.pid} ({h.command()}{', shared' if h.shared else ''})" for h in holders)

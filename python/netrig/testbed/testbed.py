@@ -1,6 +1,7 @@
 """The ``Testbed`` context manager: builds a topology, exposes its tester ports, always tears down."""
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -18,6 +19,7 @@ from netrig.testbed import state as st
 from netrig.testbed.knobs import restore_entries
 from netrig.testbed.nsthread import (
     create_netns,
+    kill_in_netns,
     netlink_route,
     netns_path,
     read_sysctl,
@@ -454,6 +456,10 @@ class Testbed:
                                f"(restore it, or `netrig testbed down {self.id}` and build a new one)")
         return restored
 
+    def dead_processes(self) -> list[str]:
+        """The test bed's DUT processes that are no longer running, in words (empty: all alive)."""
+        return dead_processes(self.state)
+
     def _check(self, repair: bool) -> tuple[list[str], list[str], list[str]]:
         problems: list[str] = []
         restored: list[str] = []
@@ -463,6 +469,7 @@ class Testbed:
         missing = [n for n in self.namespaces if not _ns_exists(n)]
         if missing:
             return [f"network namespace {', '.join(missing)} is gone"], [], []
+        problems += dead_processes(self.state)
         try:
             for ns in spaces:
                 p, r, w = _check_ns(self.ipr(ns), ns, [i for i in expected if i.get("netns") == ns], repair)
@@ -554,6 +561,18 @@ _IFF_UP = 0x1
 #: How long :meth:`Testbed.repair` waits for links that were just set up to report carrier.
 REPAIR_SETTLE_S = 3.0
 _OPER_OK = ("UP", "UNKNOWN")
+
+
+def dead_processes(state: dict[str, Any]) -> list[str]:
+    """The test bed's DUT processes (a forwarder, testpmd, a capture) that are no longer running,
+    in words: such a test bed is broken — its DUT would drop everything, and a trial would report
+    that as the DUT's 100 % loss. A dead process cannot be repaired: rebuild the test bed."""
+    out = []
+    for rec in state.get("processes", []):
+        if not st.pid_alive(rec.get("pid"), rec.get("start_time")):
+            out.append(f"its DUT process {rec.get('role')} (pid {rec.get('pid')}) is not running any more "
+                       f"(log {rec.get('log')}): rebuild the test bed (netrig testbed down, then up)")
+    return out
 
 
 def _check_ns(ipr: IPRoute, ns: str | None, expected: list[dict[str, Any]],
@@ -694,11 +713,10 @@ def teardown_state(state: dict[str, Any]) -> list[str]:
     """Remove what ``state`` records; return a list of what could not be removed (empty = clean)."""
     leftovers: list[str] = stop_processes(state)  # DUT processes first: they hold the namespaces' ports
     for rec in state.get("processes", []):
-        if rec.get("log") and not leftovers:
-            try:
-                os.unlink(rec["log"])
-            except OSError:
-                pass
+        for f in (rec.get("log"), rec.get("stats")):  # a capture's stats file too
+            if f and not leftovers:
+                with contextlib.suppress(OSError):
+                    os.unlink(f)
     undo = (state.get("knobs") or {}).get("undo")
     if undo:  # tuning knobs a killed run left (on the host or real NICs they outlive the namespaces)
         problems = restore_entries(undo)
@@ -708,6 +726,7 @@ def teardown_state(state: dict[str, Any]) -> list[str]:
     for ns in reversed(state.get("namespaces", [])):
         if not _ns_exists(ns):
             continue
+        kill_in_netns(ns)  # a tool a killed build left running there (an nft loading a big rule set)
         try:
             remove_netns(ns)
         except Exception as e:

@@ -600,6 +600,15 @@ struct XdpAttach {
     _prog: OwnedFd,
     map: OwnedFd,
     mode: XdpMode,
+    /// Frames the steering program passed to the kernel (not netrig's), counted per CPU.
+    passed: Option<OwnedFd>,
+}
+
+impl XdpAttach {
+    /// Frames passed to the kernel so far (0 for the forwarding program, which passes none).
+    fn passed(&self) -> u64 {
+        self.passed.as_ref().and_then(|m| bpf::percpu_u64_sum(m, 0, 1).ok()).map_or(0, |v| v[0])
+    }
 }
 
 fn attach_xdp(
@@ -618,10 +627,16 @@ fn attach_xdp(
         _ => unsupported(ifname, format!("cannot {what} the netrig XDP program: {e}")),
     };
     let map = bpf::xskmap_create(entries).map_err(|e| bpf_err("create the XSKMAP for", e))?;
-    let (insns, name) = if all {
-        (bpf::redirect_all_program(map.as_raw_fd()), FORWARD_PROG_NAME)
+    let passed = if all {
+        None
     } else {
-        (bpf::steer_program(OnMatch::Redirect(map.as_raw_fd()), stamp), STEER_PROG_NAME)
+        Some(bpf::percpu_array_create(1, 8, "netrig_passed").map_err(|e| bpf_err("create the counter for", e))?)
+    };
+    let (insns, name) = match &passed {
+        None => (bpf::redirect_all_program(map.as_raw_fd()), FORWARD_PROG_NAME),
+        Some(c) => {
+            (bpf::steer_program(OnMatch::Redirect(map.as_raw_fd()), stamp, Some(c.as_raw_fd())), STEER_PROG_NAME)
+        }
     };
     let prog = bpf::prog_load_xdp(&insns, name).map_err(|e| bpf_err("load", e))?;
     let modes: &[XdpMode] = match want {
@@ -638,7 +653,7 @@ fn attach_xdp(
                 } else {
                     format!("XDP {} via BPF link ({})", mode.as_str(), why.join("; "))
                 };
-                return Ok((XdpAttach { _link: link, _prog: prog, map, mode }, note));
+                return Ok((XdpAttach { _link: link, _prog: prog, map, mode, passed }, note));
             }
             Err(e) if matches!(e.raw_os_error(), Some(libc::EBUSY) | Some(libc::EEXIST)) => {
                 return Err(PortError::Other {
@@ -669,7 +684,7 @@ pub fn probe_program(ifname: &str) -> Result<String, PortError> {
         _ => unsupported(ifname, format!("cannot {what} the netrig XDP program: {e}")),
     };
     let map = bpf::xskmap_create(1).map_err(|e| err("create the XSKMAP for", e))?;
-    let insns = bpf::steer_program(OnMatch::Redirect(map.as_raw_fd()), true);
+    let insns = bpf::steer_program(OnMatch::Redirect(map.as_raw_fd()), true, None);
     bpf::prog_load_xdp(&insns, "netrig_probe").map_err(|e| err("load", e))?;
     Ok(format!("XDP program ({} instructions) loads; attached when the port receives", insns.len()))
 }
@@ -1004,6 +1019,7 @@ impl Port for XskPort {
             umem: slot.xsk.umem.ptr,
             busy_poll: cfg.busy_poll_us > 0,
             base: xdp_statistics(slot.xsk.fd.as_raw_fd()),
+            passed_base: xdp.passed(),
             xsk: slot.xsk.clone(),
             xdp,
             st: ManuallyDrop::new(st),
@@ -1147,6 +1163,8 @@ pub struct XskRx {
     stamps: bool,
     /// How an empty ring is waited on (`RxQueue::set_wait`).
     wait: RxWait,
+    /// The steering program's count of frames passed to the kernel when this half was opened.
+    passed_base: u64,
 }
 
 // SAFETY: the raw pointers point into mappings owned by `xsk` (an Arc kept here); this half is
@@ -1283,6 +1301,8 @@ impl RxQueue for XskRx {
         RxQueueStats {
             ring_drops: (s.rx_dropped + s.rx_ring_full).saturating_sub(b.rx_dropped + b.rx_ring_full),
             overruns: s.rx_fill_ring_empty_descs.saturating_sub(b.rx_fill_ring_empty_descs),
+            // The program serves every queue of the port: its count is reported once, by queue 0.
+            foreign: if self.queue == 0 { self.xdp.passed().saturating_sub(self.passed_base) } else { 0 },
         }
     }
 

@@ -577,7 +577,9 @@ pub(crate) const fn wire16(v: u16) -> i32 {
 /// With `stamp`, a matching frame first gets [`RX_STAMP_LEN`] bytes of XDP metadata holding the
 /// kernel's receive time (see [`RX_STAMP_LEN`]); if the driver has no room for metadata the
 /// frame goes on unstamped and user space stamps it instead.
-pub fn steer_program(on_match: OnMatch, stamp: bool) -> Vec<Insn> {
+/// With `passed`, a PERCPU_ARRAY of one u64, every frame passed to the kernel (not a netrig
+/// frame) is counted there: the receiver's count of foreign frames, which it never sees.
+pub fn steer_program(on_match: OnMatch, stamp: bool, passed: Option<RawFd>) -> Vec<Insn> {
     use Reg::*;
     const ETH: i32 = 14;
     const IP4_PROTO: i16 = 14 + 9;
@@ -657,7 +659,20 @@ pub fn steer_program(on_match: OnMatch, stamp: bool) -> Vec<Insn> {
             a.mov_imm(R0, v).exit();
         }
     }
-    a.label("pass").mov_imm(R0, XDP_PASS).exit();
+    a.label("pass");
+    if let Some(fd) = passed {
+        a.store_imm(Size::W, R10, -4, 0)
+            .load_map_fd(R1, fd)
+            .mov_reg(R2, R10)
+            .add_imm(R2, -4)
+            .call(BPF_FUNC_MAP_LOOKUP_ELEM)
+            .jeq_imm(R0, 0, "passed")
+            .load(Size::DW, R1, R0, 0)
+            .add_imm(R1, 1)
+            .store(Size::DW, R0, 0, R1)
+            .label("passed");
+    }
+    a.mov_imm(R0, XDP_PASS).exit();
     a.finish()
 }
 
@@ -704,10 +719,10 @@ mod tests {
     #[test]
     fn all_jumps_resolve_forward_inside_the_program() {
         for p in [
-            steer_program(OnMatch::Redirect(3), false),
-            steer_program(OnMatch::Redirect(3), true),
-            steer_program(OnMatch::Verdict(XDP_DROP), false),
-            steer_program(OnMatch::Verdict(XDP_DROP), true),
+            steer_program(OnMatch::Redirect(3), false, None),
+            steer_program(OnMatch::Redirect(3), true, None),
+            steer_program(OnMatch::Verdict(XDP_DROP), false, None),
+            steer_program(OnMatch::Verdict(XDP_DROP), true, None),
             redirect_all_program(3),
         ] {
             for (i, insn) in p.iter().enumerate() {
@@ -965,15 +980,19 @@ mod kernel_tests {
             eprintln!("skipped: loading BPF programs needs root");
             return;
         }
-        let prog_fd =
-            prog_load_xdp(&steer_program(OnMatch::Verdict(XDP_DROP), false), "netrig_test").expect("verifier accepts");
+        let prog_fd = prog_load_xdp(&steer_program(OnMatch::Verdict(XDP_DROP), false, None), "netrig_test")
+            .expect("verifier accepts");
         let id = prog_id(&prog_fd).expect("program info");
         assert_eq!(prog_name(id).expect("program by id"), "netrig_test", "a program is found by its id");
         let map = xskmap_create(4).expect("XSKMAP");
-        let _redirect = prog_load_xdp(&steer_program(OnMatch::Redirect(map.as_raw_fd()), false), "netrig_test2")
+        let _redirect = prog_load_xdp(&steer_program(OnMatch::Redirect(map.as_raw_fd()), false, None), "netrig_test2")
             .expect("verifier accepts the redirect variant");
-        let _stamped = prog_load_xdp(&steer_program(OnMatch::Redirect(map.as_raw_fd()), true), "netrig_test3")
-            .expect("verifier accepts the stamping redirect variant");
+        let passed = percpu_array_create(1, 8, "netrig_test_pass").expect("per-CPU counter");
+        let _stamped = prog_load_xdp(
+            &steer_program(OnMatch::Redirect(map.as_raw_fd()), true, Some(passed.as_raw_fd())),
+            "netrig_test3",
+        )
+        .expect("verifier accepts the stamping redirect variant that counts what it passes");
         let _all = prog_load_xdp(&redirect_all_program(map.as_raw_fd()), "netrig_test5")
             .expect("verifier accepts the redirect-everything variant");
         let base = TestFrame::default();
@@ -1016,7 +1035,8 @@ mod kernel_tests {
             eprintln!("skipped: loading BPF programs needs root");
             return;
         }
-        let prog = prog_load_xdp(&steer_program(OnMatch::Verdict(XDP_DROP), true), "netrig_test4").expect("verifier");
+        let prog =
+            prog_load_xdp(&steer_program(OnMatch::Verdict(XDP_DROP), true, None), "netrig_test4").expect("verifier");
         let mut buf = vec![0u8; 2048];
         let n = TestFrame::default().build(&mut buf);
         let before = crate::clock::now_ns();

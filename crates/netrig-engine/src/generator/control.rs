@@ -1,0 +1,242 @@
+//! Controlling a generator and reading it: flow start/stop/pause/resume, counters, captures.
+//! Every command checks all its flow indices before it changes anything.
+use std::sync::atomic::Ordering;
+
+use netrig_wire::{capfile, fcs};
+
+use super::capring::out_records;
+use super::stats::{FlowState, FlowStats, PortStats};
+use super::{claim_tag, post, Cmd, Generator, CAPTURE_ACK_NS};
+use crate::clock;
+use crate::error::ConfigError;
+use crate::port::PortCaps;
+
+/// A start command's flows begin this long after it, together.
+const START_LEAD_NS: u64 = 1_000_000;
+
+impl Generator {
+    fn check(&self, flows: &[usize], field: &str) -> Result<(), ConfigError> {
+        match flows.iter().position(|&f| f >= self.flows.len()) {
+            Some(k) => Err(ConfigError::new(
+                format!("{field}[{k}]"),
+                format!("flow {} does not exist (the generator has {})", flows[k], self.flows.len()),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Commands per TX worker, posted together.
+    fn post_all(&self, cmds: Vec<(usize, Cmd)>) {
+        let mut per: Vec<Vec<Cmd>> = self.mailboxes.iter().map(|_| Vec::new()).collect();
+        for (f, c) in cmds {
+            per[self.worker_of[f]].push(c);
+        }
+        for ((mb, th), c) in self.mailboxes.iter().zip(per) {
+            if !c.is_empty() {
+                post(mb, th, c);
+            }
+        }
+    }
+
+    /// Start `flows` that are stopped or done (others are left alone), together, each under a new
+    /// tag: their counters start from zero. Returns the flows started.
+    pub fn start(&self, flows: &[usize]) -> Result<Vec<usize>, ConfigError> {
+        self.check(flows, "flows")?;
+        let _g = self.control.lock().unwrap_or_else(|e| e.into_inner());
+        let at_ns = clock::now_ns() + START_LEAD_NS;
+        let mut claims = self.claims.lock().unwrap_or_else(|e| e.into_inner());
+        let mut cmds = Vec::new();
+        for &f in flows {
+            if matches!(self.ctl[f].state(), FlowState::Running | FlowState::Paused) {
+                continue;
+            }
+            let (claim, ident) = claim_tag();
+            claims[f] = Some(claim);
+            self.ctl[f].tag.store(ident.tag, Ordering::Release);
+            self.ctl[f].set_state(FlowState::Running);
+            cmds.push((f, Cmd::Start { flow: f, tag: ident.tag, at_ns }));
+        }
+        let started = cmds.iter().map(|(f, _)| *f).collect();
+        self.post_all(cmds);
+        Ok(started)
+    }
+
+    /// Change running/paused flows: stop (counters kept), pause or resume.
+    fn change(
+        &self,
+        flows: &[usize],
+        from: &[FlowState],
+        to: FlowState,
+        cmd: impl Fn(usize) -> Cmd,
+    ) -> Result<(), ConfigError> {
+        self.check(flows, "flows")?;
+        let _g = self.control.lock().unwrap_or_else(|e| e.into_inner());
+        let mut cmds = Vec::new();
+        for &f in flows {
+            let st = self.ctl[f].state();
+            if from.contains(&st) {
+                self.ctl[f].set_state(to);
+                if st != FlowState::Done {
+                    cmds.push((f, cmd(f)));
+                }
+            }
+        }
+        self.post_all(cmds);
+        Ok(())
+    }
+
+    pub fn stop(&self, flows: &[usize]) -> Result<(), ConfigError> {
+        let from = [FlowState::Running, FlowState::Paused, FlowState::Done];
+        self.change(flows, &from, FlowState::Stopped, Cmd::Stop)
+    }
+
+    pub fn pause(&self, flows: &[usize]) -> Result<(), ConfigError> {
+        self.change(flows, &[FlowState::Running], FlowState::Paused, Cmd::Pause)
+    }
+
+    pub fn resume(&self, flows: &[usize]) -> Result<(), ConfigError> {
+        let at_ns = clock::now_ns();
+        self.change(flows, &[FlowState::Paused], FlowState::Running, |flow| Cmd::Resume { flow, at_ns })
+    }
+
+    /// Every flow's counts now (the current start's).
+    pub fn flow_stats(&self) -> Vec<FlowStats> {
+        (0..self.flows.len())
+            .map(|f| {
+                let c = &self.ctl[f];
+                let tag = c.tag.load(Ordering::Acquire);
+                let mut s = FlowStats { state: c.state() as u8, ..Default::default() };
+                if self.tx_pubs[f].tag.load(Ordering::Acquire) == tag {
+                    s.add(&self.tx_pubs[f], false);
+                }
+                for slots in &self.rx_slots {
+                    if slots[f].tag.load(Ordering::Acquire) == tag {
+                        s.add(&slots[f], true);
+                    }
+                }
+                s
+            })
+            .collect()
+    }
+
+    /// Every flow's state (what [`Self::flow_stats`] says, without the counts).
+    pub fn flow_states(&self) -> Vec<FlowState> {
+        self.ctl.iter().map(|c| c.state()).collect()
+    }
+
+    /// Every port's counts since the generator opened.
+    pub fn port_stats(&self) -> Vec<PortStats> {
+        let mut out: Vec<PortStats> = self
+            .links
+            .iter()
+            .zip(&self.captures)
+            .map(|(l, c)| PortStats {
+                link_up: l.as_ref().and_then(|l| l.state()).map(|s| s.oper_up),
+                capturing: c.ctl.on.load(Ordering::Relaxed),
+                ..Default::default()
+            })
+            .collect();
+        for (p, c) in &self.tx_ports {
+            out[*p].add(c, false);
+        }
+        for (p, c) in &self.rx_ports {
+            out[*p].add(c, true);
+        }
+        out
+    }
+
+    /// Start (`on`) or stop the capture of `port`; waits until its receivers acted on it. Starting
+    /// clears what an earlier capture kept.
+    pub fn set_capture(&self, port: usize, on: bool) -> Result<(), ConfigError> {
+        let c = self.capture(port)?;
+        let _g = self.control.lock().unwrap_or_else(|e| e.into_inner());
+        c.ctl.on.store(on, Ordering::Release);
+        let epoch = c.ctl.epoch.fetch_add(1, Ordering::AcqRel) + 1;
+        let deadline = clock::now_ns() + CAPTURE_ACK_NS;
+        while c.rings.iter().any(|(_, acked)| acked.load(Ordering::Acquire) < epoch) {
+            if clock::now_ns() > deadline {
+                return Err(ConfigError::new("capture", format!("port {port}: the receivers did not answer in 2 s")));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        Ok(())
+    }
+
+    fn capture(&self, port: usize) -> Result<&super::PortCapture, ConfigError> {
+        match self.captures.get(port) {
+            Some(c) if c.configured => Ok(c),
+            _ => Err(ConfigError::new("capture", format!("port {port} has no capture configured: add one for it"))),
+        }
+    }
+
+    /// The frames `port` captured, oldest first, with their FCS, as pcapng or classic pcap.
+    /// Refused while the capture runs.
+    pub fn capture_file(&self, port: usize, pcapng: bool, if_name: &str) -> Result<Vec<u8>, ConfigError> {
+        let c = self.capture(port)?;
+        if c.ctl.on.load(Ordering::Acquire) {
+            return Err(ConfigError::new("capture", format!("port {port}: the capture is running: stop it first")));
+        }
+        let mut frames = Vec::new();
+        let mut snaplen = 0;
+        for (ring, _) in &c.rings {
+            let r = ring.lock().unwrap_or_else(|e| e.into_inner());
+            snaplen = snaplen.max(r.snaplen());
+            frames.extend(r.frames(fcs::fcs));
+        }
+        frames.sort_by_key(|(ts, _, _)| *ts);
+        let records = out_records(&frames, self.realtime_offset_ns);
+        let snap = u32::try_from(snaplen).unwrap_or(u32::MAX);
+        Ok(if pcapng { capfile::pcapng(&records, snap, 4, if_name) } else { capfile::pcap(&records, snap) })
+    }
+
+    /// Frames a capture of `port` could not keep (its buffer was full).
+    pub fn capture_dropped(&self, port: usize) -> u64 {
+        self.captures.get(port).map_or(0, |c| c.rings.iter().map(|(r, _)| r.try_lock().map_or(0, |g| g.dropped)).sum())
+    }
+
+    /// Number of flows.
+    pub fn flows(&self) -> usize {
+        self.flows.len()
+    }
+
+    /// The opened ports' capabilities (backend, notes, speed).
+    pub fn port_caps(&self) -> &[PortCaps] {
+        &self.caps
+    }
+
+    /// The line rate each port is run at (its own or the configured one), bit/s.
+    pub fn line_rates(&self) -> &[Option<u64>] {
+        &self.line_rates
+    }
+
+    /// Add to an engine-clock time to get the realtime clock (ns since the Unix epoch).
+    pub fn realtime_offset_ns(&self) -> i128 {
+        self.realtime_offset_ns
+    }
+
+    /// Errors of workers (a queue that failed), oldest first.
+    pub fn errors(&self) -> Vec<String> {
+        self.errors.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Stop every flow and worker and close the ports (XDP programs detached). Idempotent.
+    pub fn close(&self) {
+        let all: Vec<usize> = (0..self.flows.len()).collect();
+        let _ = self.stop(&all);
+        self.stop.store(true, Ordering::SeqCst);
+        for (mb, th) in &self.mailboxes {
+            post(mb, th, [Cmd::Shutdown]);
+        }
+        let handles = std::mem::take(&mut *self.handles.lock().unwrap_or_else(|e| e.into_inner()));
+        for h in handles {
+            let _ = h.join();
+        }
+        self.ports.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+}
+
+impl Drop for Generator {
+    fn drop(&mut self) {
+        self.close();
+    }
+}

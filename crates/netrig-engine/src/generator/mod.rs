@@ -1,0 +1,324 @@
+//! The generator: flows that start, pause, resume and stop independently on ports that stay
+//! open, receivers that count continuously, captures on demand (what `netrig serve` drives).
+//!
+//! ```text
+//!  control ── commands (mailbox + epoch, unpark) ──▶ TX worker per TX queue (tx.rs)
+//!                                                      flows by next due time → batches
+//!                                                      → TxQueue::send → per-flow counters
+//!  wire ──▶ RX worker per RX queue of every port (rx.rs) ─▶ capture ring (capring.rs)
+//!             → signature at the frame's end → this start's flow? → per-flow counters + latency
+//!  readers ◀── sums of the workers' atomics (stats.rs): no lock, any time
+//! ```
+//!
+//! A trial ([`crate::trial`]) runs once from start to end; here each flow has its own state and
+//! its own tag per start ([`crate::trial::claim_tag`]), so frames of an earlier start still in
+//! flight never count for the current one. [`Generator::open`] validates and compiles every flow
+//! and opens every queue before any worker runs; [`Generator::close`] (or dropping it) stops the
+//! workers and closes the ports.
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use netrig_wire::stack::CompiledStack;
+
+use crate::clock;
+use crate::error::{ConfigError, EngineError};
+use crate::port::{LinkSource, Port, PortCaps};
+use crate::sys::cpu;
+use crate::trial::{claim_tag, pick_cpu, TagClaim};
+
+mod capring;
+mod flow;
+mod rx;
+mod stats;
+mod tx;
+
+pub use capring::CaptureRing;
+pub use flow::{compile_flow, compile_flow_with, Bursts, CompiledFlow, GenDuration, GenFlowConfig, LatencyMode};
+pub use stats::{FlowState, FlowStats, PortStats};
+
+use rx::{CaptureCtl, RxWorker};
+use stats::{Counters, FlowCtl, PortCounters};
+use tx::{post, Cmd, Mailbox, TxWorker};
+
+/// A capture on one port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaptureConfig {
+    pub port: usize,
+    /// Bytes kept of each frame.
+    pub snaplen: usize,
+    /// When the buffer is full, drop the oldest frames (else keep the first ones).
+    pub overwrite: bool,
+    /// Buffer size per receive queue, bytes.
+    pub buffer_bytes: usize,
+}
+
+/// Everything a generator runs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GenConfig {
+    pub flows: Vec<GenFlowConfig>,
+    pub captures: Vec<CaptureConfig>,
+    /// Link speed per port, bit/s, where the port reports none (or to override it): rates in %
+    /// of the line rate, frame gaps and latency corrections use it.
+    pub line_rates: Vec<Option<u64>>,
+    pub tx_cpus: Vec<usize>,
+    pub rx_cpus: Vec<usize>,
+}
+
+/// Most flows of one generator (a flow id is 24 bits; each flow has counters per RX worker).
+pub const MAX_GEN_FLOWS: usize = 1 << 20;
+/// Longest a capture start/stop waits for the receivers to act on it.
+const CAPTURE_ACK_NS: u64 = 2_000_000_000;
+
+/// A capture's state on one port.
+struct PortCapture {
+    ctl: Arc<CaptureCtl>,
+    /// One buffer per RX worker of the port, and what that worker has acted on.
+    rings: Vec<(Arc<Mutex<CaptureRing>>, Arc<AtomicU64>)>,
+    configured: bool,
+}
+
+/// A running generator (see the module doc).
+pub struct Generator {
+    flows: Vec<Arc<CompiledFlow>>,
+    ctl: Arc<[FlowCtl]>,
+    tx_pubs: Arc<[Counters]>,
+    rx_slots: Vec<Arc<[Counters]>>,
+    tx_ports: Vec<(usize, Arc<PortCounters>)>,
+    rx_ports: Vec<(usize, Arc<PortCounters>)>,
+    captures: Vec<PortCapture>,
+    /// Per TX worker: its mailbox and thread; per flow: its worker.
+    mailboxes: Vec<(Arc<Mailbox>, std::thread::Thread)>,
+    worker_of: Vec<usize>,
+    claims: Mutex<Vec<Option<TagClaim>>>,
+    control: Mutex<()>,
+    stop: Arc<AtomicBool>,
+    handles: Mutex<Vec<JoinHandle<()>>>,
+    ports: Mutex<Vec<Box<dyn Port>>>,
+    links: Vec<Option<Arc<dyn LinkSource>>>,
+    caps: Vec<PortCaps>,
+    line_rates: Vec<Option<u64>>,
+    epoch_ns: u64,
+    realtime_offset_ns: i128,
+    errors: Arc<Mutex<Vec<String>>>,
+}
+
+impl std::fmt::Debug for Generator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Generator").field("flows", &self.flows.len()).field("ports", &self.caps.len()).finish()
+    }
+}
+
+/// Picoseconds per byte at `bps` (0 without a speed).
+fn ps_per_byte(bps: Option<u64>) -> u64 {
+    bps.filter(|&b| b > 0).map_or(0, |b| 8_000_000_000_000 / b)
+}
+
+/// Validate `cfg` against the ports and compile its flows (no resource touched), with the stacks
+/// compiled already where `stacks` has them (by flow index). Fields are the config's (`flows[2].rate`,
+/// `captures[0].port`).
+pub fn prepare(
+    caps: &[PortCaps],
+    cfg: &GenConfig,
+    stacks: &[Option<Arc<CompiledStack>>],
+) -> Result<Vec<Arc<CompiledFlow>>, ConfigError> {
+    if cfg.flows.len() > MAX_GEN_FLOWS {
+        return Err(ConfigError::new("flows", format!("{} flows: at most {MAX_GEN_FLOWS}", cfg.flows.len())));
+    }
+    let n = caps.len();
+    let speed = |p: usize| cfg.line_rates.get(p).copied().flatten().or(caps[p].speed_bps);
+    let mut out = Vec::with_capacity(cfg.flows.len());
+    for (i, f) in cfg.flows.iter().enumerate() {
+        for (name, p) in std::iter::once(("tx_port", f.tx_port)).chain(f.rx_ports.iter().map(|&p| ("rx_ports", p))) {
+            if p >= n {
+                return Err(ConfigError::new(
+                    format!("flows[{i}].{name}"),
+                    format!("port {p} does not exist (0..{n})"),
+                ));
+            }
+        }
+        let stack = stacks.get(i).cloned().flatten();
+        out.push(Arc::new(compile_flow_with(i, f, caps[f.tx_port].max_frame_len, speed(f.tx_port), stack)?));
+    }
+    for (i, c) in cfg.captures.iter().enumerate() {
+        if c.port >= n || c.buffer_bytes < 64 * 1024 {
+            return Err(ConfigError::new(
+                format!("captures[{i}]"),
+                "a capture needs an existing port and a buffer of at least 64 KiB",
+            ));
+        }
+    }
+    Ok(out)
+}
+
+impl Generator {
+    /// Validate and compile `cfg` for the opened `ports`, open every queue, start the workers
+    /// (idle until a flow starts). Nothing is sent.
+    pub fn open(ports: Vec<Box<dyn Port>>, cfg: GenConfig) -> Result<Generator, EngineError> {
+        Self::open_with(ports, cfg, &[])
+    }
+
+    /// [`Generator::open`] with stacks compiled already (by flow index; see [`prepare`]).
+    pub fn open_with(
+        mut ports: Vec<Box<dyn Port>>,
+        cfg: GenConfig,
+        stacks: &[Option<Arc<CompiledStack>>],
+    ) -> Result<Generator, EngineError> {
+        let caps: Vec<PortCaps> = ports.iter().map(|p| p.caps().clone()).collect();
+        let flows = prepare(&caps, &cfg, stacks)?;
+        let nflows = flows.len();
+        let line_rates: Vec<Option<u64>> =
+            (0..caps.len()).map(|p| cfg.line_rates.get(p).copied().flatten().or(caps[p].speed_bps)).collect();
+        // Open every queue first: a failure here leaves nothing running.
+        let mut txq = Vec::new();
+        for p in 0..ports.len() {
+            if flows.iter().any(|f| f.config.tx_port == p) {
+                for q in 0..caps[p].tx_queues {
+                    txq.push((p, ports[p].open_tx(q)?));
+                }
+            }
+        }
+        let mut rxq = Vec::new();
+        for (p, port) in ports.iter_mut().enumerate() {
+            for q in 0..caps[p].rx_queues {
+                rxq.push((p, port.open_rx(q)?));
+            }
+        }
+        let epoch_ns = clock::now_ns();
+        let realtime_offset_ns = i128::from(clock::realtime_ns()) - i128::from(clock::now_ns());
+        let mut g = Generator {
+            ctl: (0..nflows).map(|_| FlowCtl::default()).collect(),
+            tx_pubs: (0..nflows).map(|_| Counters::default()).collect(),
+            rx_slots: Vec::new(),
+            tx_ports: Vec::new(),
+            rx_ports: Vec::new(),
+            captures: Vec::new(),
+            mailboxes: Vec::new(),
+            worker_of: vec![0; nflows],
+            claims: Mutex::new((0..nflows).map(|_| None).collect()),
+            control: Mutex::new(()),
+            stop: Arc::new(AtomicBool::new(false)),
+            handles: Mutex::new(Vec::new()),
+            links: ports.iter().map(|p| p.link()).collect(),
+            line_rates,
+            caps,
+            flows,
+            epoch_ns,
+            realtime_offset_ns,
+            errors: Arc::new(Mutex::new(Vec::new())),
+            ports: Mutex::new(Vec::new()),
+        };
+        g.spawn_rx(rxq, &cfg)?;
+        g.spawn_tx(txq, &cfg)?;
+        *g.ports.lock().unwrap_or_else(|e| e.into_inner()) = ports;
+        Ok(g)
+    }
+
+    fn spawn_rx(
+        &mut self,
+        rxq: Vec<(usize, Box<dyn crate::port::RxQueue>)>,
+        cfg: &GenConfig,
+    ) -> Result<(), EngineError> {
+        let nports = self.caps.len();
+        self.captures = (0..nports)
+            .map(|p| PortCapture {
+                ctl: Arc::new(CaptureCtl::default()),
+                rings: Vec::new(),
+                configured: cfg.captures.iter().any(|c| c.port == p),
+            })
+            .collect();
+        let flow_ps: Arc<[u64]> = self
+            .flows
+            .iter()
+            .map(|f| match f.config.latency {
+                LatencyMode::StoreForward => ps_per_byte(self.line_rates[f.config.tx_port]),
+                LatencyMode::CutThrough => 0,
+            })
+            .collect();
+        for (i, (p, mut q)) in rxq.into_iter().enumerate() {
+            let slots: Arc<[Counters]> = (0..self.flows.len()).map(|_| Counters::default()).collect();
+            let port = Arc::new(PortCounters::default());
+            let ring = match cfg.captures.iter().find(|c| c.port == p) {
+                Some(c) => CaptureRing::new(c.buffer_bytes, c.snaplen, c.overwrite),
+                None => CaptureRing::default(),
+            };
+            let (ring, acked) = (Arc::new(Mutex::new(ring)), Arc::new(AtomicU64::new(0)));
+            self.captures[p].rings.push((ring.clone(), acked.clone()));
+            let cpu_id = pick_cpu(&cfg.rx_cpus, i, false);
+            q.set_wait(crate::port::RxWait::Poll);
+            let w = RxWorker {
+                queue: q,
+                ctl: self.ctl.clone(),
+                slots: slots.clone(),
+                port: port.clone(),
+                capture: self.captures[p].ctl.clone(),
+                ring,
+                acked,
+                stop: self.stop.clone(),
+                epoch_ns: self.epoch_ns,
+                ps_per_byte: ps_per_byte(self.line_rates[p]),
+                flow_ps_per_byte: flow_ps.clone(),
+                errors: self.errors.clone(),
+            };
+            let h = spawn(format!("netrig-grx{i}"), cpu_id, move || w.run())?;
+            self.handles.lock().unwrap_or_else(|e| e.into_inner()).push(h);
+            self.rx_slots.push(slots);
+            self.rx_ports.push((p, port));
+        }
+        Ok(())
+    }
+
+    fn spawn_tx(
+        &mut self,
+        txq: Vec<(usize, Box<dyn crate::port::TxQueue>)>,
+        cfg: &GenConfig,
+    ) -> Result<(), EngineError> {
+        let cpus: Vec<usize> = (0..txq.len()).map(|i| pick_cpu(&cfg.tx_cpus, i, true)).collect();
+        // A port's flows go round robin over its queues.
+        let mut share: Vec<Vec<Arc<CompiledFlow>>> = txq.iter().map(|_| Vec::new()).collect();
+        let mut next = vec![0usize; self.caps.len()];
+        for f in &self.flows {
+            let p = f.config.tx_port;
+            let qs: Vec<usize> = txq.iter().enumerate().filter(|(_, (x, _))| *x == p).map(|(i, _)| i).collect();
+            let w = qs[next[p] % qs.len()];
+            next[p] += 1;
+            self.worker_of[f.index] = w;
+            share[w].push(f.clone());
+        }
+        for (i, ((p, q), flows)) in txq.into_iter().zip(share).enumerate() {
+            let port = Arc::new(PortCounters::default());
+            let mailbox = Arc::new(Mailbox::default());
+            let w = TxWorker {
+                queue: q,
+                flows,
+                ctl: self.ctl.clone(),
+                pubs: self.tx_pubs.clone(),
+                port: port.clone(),
+                mailbox: mailbox.clone(),
+                epoch_ns: self.epoch_ns,
+                errors: self.errors.clone(),
+                cpu_shared: cpus.iter().enumerate().any(|(j, &c)| j != i && c == cpus[i]),
+            };
+            let h = spawn(format!("netrig-gtx{i}"), cpus[i], move || {
+                let _ = cpu::set_timer_slack_ns(1);
+                w.run()
+            })?;
+            self.mailboxes.push((mailbox, h.thread().clone()));
+            self.handles.lock().unwrap_or_else(|e| e.into_inner()).push(h);
+            self.tx_ports.push((p, port));
+        }
+        Ok(())
+    }
+}
+
+fn spawn(name: String, cpu_id: usize, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, EngineError> {
+    std::thread::Builder::new()
+        .name(name.clone())
+        .spawn(move || {
+            let _ = cpu::pin_current_thread(cpu_id);
+            f()
+        })
+        .map_err(|e| EngineError::Worker { name, message: e.to_string() })
+}
+
+mod control;

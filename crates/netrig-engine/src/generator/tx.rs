@@ -1,0 +1,350 @@
+//! The generator's TX worker: one per TX queue, pinned, serving every flow of its share.
+//!
+//! Flows start, pause, resume and stop by command ([`Cmd`], posted to the worker's [`Mailbox`]).
+//! A running flow's frame `k` is due at `anchor + k / rate` (bursts: `anchor + b × (packets / rate
+//! + gap) + i / rate` for frame `i` of burst `b`). The worker keeps one heap entry per running
+//! flow, keyed by its next frame's due time; every iteration it picks the frames due into a
+//! pending list (in due order, so each flow's frames stay in sequence) and hands them to the
+//! queue in one `send`, whose fill writes each frame ([`netrig_wire::stack::CompiledStack::fill`])
+//! and counts it. Picks the queue did not take stay pending for the next `send`.
+//!
+//! Pacing is smooth: a flow found behind by more than its depth (80 µs of frames, 2..512) shifts
+//! its schedule, never sending above its rate over a window longer than that. Frames become due
+//! `hold` late (50 µs when the worker's flows add up to 40 kframes/s or more), so the worker sends
+//! a few at a time and sleeps in between instead of spinning. An idle worker parks until a command.
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use netrig_wire::pattern::Cursor;
+use netrig_wire::signature::Signature;
+
+use super::flow::CompiledFlow;
+use super::stats::{Counters, FlowCtl, FlowState, PortCounters};
+use crate::clock;
+use crate::pacing::BATCH;
+use crate::port::TxQueue;
+use crate::tx::UNPACED_BATCH;
+
+/// A command to a TX worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cmd {
+    /// (Re)start flow `flow` (a global index) under `tag`, its first frame due at `at_ns` + its
+    /// delay.
+    Start {
+        flow: usize,
+        tag: u32,
+        at_ns: u64,
+    },
+    Stop(usize),
+    Pause(usize),
+    /// Continue a paused flow, its schedule shifted by the pause.
+    Resume {
+        flow: usize,
+        at_ns: u64,
+    },
+    Shutdown,
+}
+
+/// Commands for one worker: posted under the lock, announced by the epoch, picked up between
+/// batches (never in the per-frame path).
+#[derive(Debug, Default)]
+pub(crate) struct Mailbox {
+    pub epoch: AtomicU64,
+    pub cmds: Mutex<Vec<Cmd>>,
+}
+
+/// Everything a TX worker needs.
+pub(crate) struct TxWorker {
+    pub queue: Box<dyn TxQueue>,
+    pub flows: Vec<Arc<CompiledFlow>>,
+    pub ctl: Arc<[FlowCtl]>,
+    pub pubs: Arc<[Counters]>,
+    pub port: Arc<PortCounters>,
+    pub mailbox: Arc<Mailbox>,
+    pub epoch_ns: u64,
+    pub errors: Arc<Mutex<Vec<String>>>,
+    /// Another busy worker shares this CPU: wait by yielding, not by spinning.
+    pub cpu_shared: bool,
+}
+
+/// One flow's sending state in its worker.
+struct Slot {
+    flow: Arc<CompiledFlow>,
+    start_cursors: Vec<Cursor>,
+    cursors: Vec<Cursor>,
+    running: bool,
+    /// Bumped by every command: heap entries of older generations are stale.
+    gen: u32,
+    tag: u32,
+    sent: u64,
+    picked: u64,
+    size_at: usize,
+    anchor: u64,
+    npf: f64,
+    depth_ns: u64,
+    paused_at: u64,
+}
+
+/// Most frames a behind flow sends at once: 80 µs of its frames, 2..512.
+fn depth_frames(rate: f64) -> u64 {
+    ((rate * 80e-6) as u64).clamp(2, UNPACED_BATCH as u64)
+}
+
+/// Sleep no shorter than this (below it, spin); wake this much early.
+const MIN_SLEEP_NS: u64 = 20_000;
+const WAKE_MARGIN_NS: u64 = 60_000;
+/// Longest sleep between looks at the mailbox.
+const MAX_SLEEP_NS: u64 = 5_000_000;
+/// From this many frames/s of its running flows on, a worker lets 50 µs of frames become due.
+const HOLD_FROM_PPS: f64 = 40_000.0;
+const HOLD_NS: u64 = 50_000;
+
+impl Slot {
+    fn new(flow: Arc<CompiledFlow>) -> Slot {
+        let start_cursors = flow.stack.cursors();
+        let rate = flow.rate_pps;
+        let npf = if rate.is_finite() { 1e9 / rate } else { 0.0 };
+        Slot {
+            cursors: start_cursors.clone(),
+            start_cursors,
+            running: false,
+            gen: 0,
+            tag: 0,
+            sent: 0,
+            picked: 0,
+            size_at: 0,
+            anchor: 0,
+            npf,
+            depth_ns: (depth_frames(rate) as f64 * npf) as u64,
+            paused_at: 0,
+            flow,
+        }
+    }
+
+    /// When pick `k` is due (before any smoothing shift).
+    #[inline(always)]
+    fn due(&self, k: u64) -> u64 {
+        match self.flow.bursts {
+            None => self.anchor + (k as f64 * self.npf) as u64,
+            Some(b) => {
+                let (burst, i) = (k / b.packets, k % b.packets);
+                let span = b.packets as f64 * self.npf + b.gap_ns as f64;
+                self.anchor + (burst as f64 * span + i as f64 * self.npf) as u64
+            }
+        }
+    }
+
+    /// Every frame of this start has been picked.
+    fn all_picked(&self) -> bool {
+        self.flow.limit.is_some_and(|l| self.picked >= l)
+    }
+}
+
+impl TxWorker {
+    /// Run until a `Shutdown` command.
+    pub fn run(mut self) {
+        let mut slots: Vec<Slot> = self.flows.iter().cloned().map(Slot::new).collect();
+        let mut slot_of = vec![usize::MAX; self.ctl.len()];
+        for (k, s) in slots.iter().enumerate() {
+            slot_of[s.flow.index] = k;
+        }
+        let mut heap: BinaryHeap<Reverse<(u64, u32, u32)>> = BinaryHeap::with_capacity(slots.len());
+        let mut pending: VecDeque<u32> = VecDeque::with_capacity(UNPACED_BATCH);
+        let mut seen = 0u64;
+        let mut hold = 0u64;
+        loop {
+            let epoch = self.mailbox.epoch.load(Ordering::Acquire);
+            if epoch != seen {
+                seen = epoch;
+                let cmds = std::mem::take(&mut *self.mailbox.cmds.lock().unwrap_or_else(|e| e.into_inner()));
+                for cmd in cmds {
+                    if cmd == Cmd::Shutdown {
+                        let _ = self.queue.flush();
+                        return;
+                    }
+                    self.apply(cmd, &mut slots, &slot_of, &mut heap, &mut pending);
+                }
+                let rate: f64 = slots.iter().filter(|s| s.running).map(|s| s.flow.rate_pps).sum();
+                hold = if rate >= HOLD_FROM_PPS { HOLD_NS } else { 0 };
+            }
+            let now = clock::now_ns();
+            pick_due(&mut slots, &mut heap, &mut pending, now, hold);
+            if !pending.is_empty() {
+                if let Err(e) = self.send(&mut slots, &mut pending, now) {
+                    self.failed(e, &mut slots, &mut heap, &mut pending);
+                }
+                continue;
+            }
+            let _ = self.queue.flush();
+            self.wait(heap.peek().map(|Reverse((due, _, _))| due + hold));
+        }
+    }
+
+    /// Wait until `until` (engine clock) or a command; without anything due, until a command.
+    fn wait(&self, until: Option<u64>) {
+        let Some(until) = until else {
+            std::thread::park_timeout(std::time::Duration::from_nanos(MAX_SLEEP_NS * 20));
+            return;
+        };
+        let now = clock::now_ns();
+        if until > now + MIN_SLEEP_NS + WAKE_MARGIN_NS {
+            let d = (until - now - WAKE_MARGIN_NS).min(MAX_SLEEP_NS);
+            std::thread::park_timeout(std::time::Duration::from_nanos(d));
+        } else if self.cpu_shared {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+
+    fn apply(
+        &mut self,
+        cmd: Cmd,
+        slots: &mut [Slot],
+        slot_of: &[usize],
+        heap: &mut BinaryHeap<Reverse<(u64, u32, u32)>>,
+        pending: &mut VecDeque<u32>,
+    ) {
+        let (flow, at) = match cmd {
+            Cmd::Start { flow, at_ns, .. } | Cmd::Resume { flow, at_ns } => (flow, at_ns),
+            Cmd::Stop(flow) | Cmd::Pause(flow) => (flow, clock::now_ns()),
+            Cmd::Shutdown => return,
+        };
+        let Some(&k) = slot_of.get(flow).filter(|&&k| k != usize::MAX) else { return };
+        let s = &mut slots[k];
+        // Picks not sent yet are taken back: a stopped or paused flow sends nothing more.
+        let before = pending.len();
+        pending.retain(|&p| p as usize != k);
+        s.picked -= (before - pending.len()) as u64;
+        s.gen = s.gen.wrapping_add(1);
+        match cmd {
+            Cmd::Start { tag, .. } => {
+                s.cursors.copy_from_slice(&s.start_cursors);
+                (s.sent, s.picked, s.size_at, s.tag, s.running, s.paused_at) = (0, 0, 0, tag, true, 0);
+                s.anchor = at + s.flow.config.delay_ns;
+                self.pubs[flow].reset(tag);
+            }
+            Cmd::Pause(_) if s.running => {
+                s.running = false;
+                s.paused_at = at;
+            }
+            Cmd::Resume { .. } if !s.running && s.paused_at > 0 => {
+                s.anchor += at.saturating_sub(s.paused_at);
+                s.paused_at = 0;
+                s.running = true;
+            }
+            Cmd::Stop(_) => {
+                s.running = false;
+                s.paused_at = 0;
+            }
+            _ => {}
+        }
+        if s.running && !s.all_picked() {
+            heap.push(Reverse((s.due(s.picked), k as u32, s.gen)));
+        }
+    }
+
+    /// Send the pending picks (as many as the queue takes) and count them.
+    fn send(&mut self, slots: &mut [Slot], pending: &mut VecDeque<u32>, now: u64) -> Result<(), String> {
+        let want = pending.len();
+        let epoch = self.epoch_ns;
+        let mut stamp = now.saturating_sub(epoch);
+        let mut n = 0usize;
+        let (ctl, pubs, port) = (&self.ctl, &self.pubs, &self.port);
+        let mut fill = |buf: &mut [u8]| -> usize {
+            if n > 0 && n.is_multiple_of(BATCH) {
+                stamp = clock::now_ns().saturating_sub(epoch);
+            }
+            let k = pending[n] as usize;
+            n += 1;
+            let s = &mut slots[k];
+            let f = &*s.flow;
+            let size = f.size_schedule[s.size_at] as usize;
+            s.size_at = if s.size_at + 1 == f.size_schedule.len() { 0 } else { s.size_at + 1 };
+            let sig = Signature { trial: s.tag, warmup: false, flow_id: f.index as u32, seq: s.sent, tx_ts_ns: stamp };
+            let len = f.stack.fill(buf, size, &mut s.cursors, &sig);
+            s.sent += 1;
+            let wire = (len + crate::stream::FCS_LEN) as u64;
+            pubs[f.index].count(wire, stamp + epoch);
+            PortCounters::add(&port.frames, 1);
+            PortCounters::add(&port.bytes, wire);
+            if f.limit == Some(s.sent) {
+                ctl[f.index].finish();
+            }
+            len
+        };
+        let sent = self.queue.send(want, &mut fill).map_err(|e| e.to_string())?;
+        pending.drain(..sent);
+        Ok(())
+    }
+
+    /// The queue failed: every flow of this worker stops; the error is reported.
+    fn failed(
+        &mut self,
+        e: String,
+        slots: &mut [Slot],
+        heap: &mut BinaryHeap<Reverse<(u64, u32, u32)>>,
+        pending: &mut VecDeque<u32>,
+    ) {
+        self.errors.lock().unwrap_or_else(|x| x.into_inner()).push(e);
+        for s in slots.iter_mut() {
+            s.running = false;
+            s.gen = s.gen.wrapping_add(1);
+            self.ctl[s.flow.index].set_state(FlowState::Stopped);
+        }
+        heap.clear();
+        pending.clear();
+    }
+}
+
+/// Pick every frame due by `now - hold` (the earliest due first) into `pending`.
+#[inline]
+fn pick_due(
+    slots: &mut [Slot],
+    heap: &mut BinaryHeap<Reverse<(u64, u32, u32)>>,
+    pending: &mut VecDeque<u32>,
+    now: u64,
+    hold: u64,
+) {
+    while pending.len() < pending.capacity() {
+        let Some(&Reverse((due, k, gen))) = heap.peek() else { return };
+        let s = &mut slots[k as usize];
+        if gen != s.gen || !s.running {
+            heap.pop();
+            continue;
+        }
+        // A batch starts once its first frame is `hold` old, then takes every frame due.
+        if due > now || (pending.is_empty() && due + hold > now) {
+            return;
+        }
+        heap.pop();
+        // Behind by more than the depth: the time is not recovered (smooth pacing).
+        let floor = now.saturating_sub(s.depth_ns);
+        if due < floor {
+            s.anchor += floor - due;
+        }
+        s.picked += 1;
+        pending.push_back(k);
+        if !s.all_picked() {
+            heap.push(Reverse((s.due(s.picked), k, gen)));
+        }
+    }
+}
+
+impl FlowCtl {
+    /// The TX worker sent a flow's last frame: done, unless it was stopped meanwhile.
+    pub(crate) fn finish(&self) {
+        if self.state() == FlowState::Running {
+            self.set_state(FlowState::Done);
+        }
+    }
+}
+
+/// Post `cmds` to a worker and wake it.
+pub(crate) fn post(mailbox: &Mailbox, thread: &std::thread::Thread, cmds: impl IntoIterator<Item = Cmd>) {
+    mailbox.cmds.lock().unwrap_or_else(|e| e.into_inner()).extend(cmds);
+    mailbox.epoch.fetch_add(1, Ordering::Release);
+    thread.unpark();
+}

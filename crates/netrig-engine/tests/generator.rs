@@ -1,0 +1,177 @@
+//! The generator on in-process loopback ports: flows with header stacks and field patterns,
+//! started, paused, resumed, stopped and restarted; exact counts; captures; refusals.
+mod common;
+
+use std::time::{Duration, Instant};
+
+use netrig_engine::generator::{CaptureConfig, FlowState, GenConfig, GenDuration, GenFlowConfig, Generator};
+use netrig_engine::{FrameSize, Port, Rate};
+use netrig_wire::pattern::Pattern;
+use netrig_wire::pcap;
+use netrig_wire::stack::{HeaderKind, HeaderSpec, Payload, StackSpec};
+
+fn ports() -> Vec<Box<dyn Port>> {
+    common::ports(None).0
+}
+
+fn h(kind: HeaderKind, fields: &[(&str, Pattern)]) -> HeaderSpec {
+    HeaderSpec { kind, fields: fields.iter().map(|(n, p)| (n.to_string(), p.clone())).collect(), bytes: vec![] }
+}
+
+fn udp_flow(name: &str, frames: u64, rate: f64) -> GenFlowConfig {
+    let mut f = GenFlowConfig::new(name);
+    f.stack = StackSpec {
+        headers: vec![
+            h(HeaderKind::Ethernet, &[("dst", Pattern::List(vec![0x0200_0000_0002, 0x0200_0000_0003]))]),
+            h(HeaderKind::Vlan, &[("id", Pattern::Counter { start: 100, step: 1, count: 4, down: false })]),
+            h(
+                HeaderKind::Ipv4,
+                &[
+                    ("version", Pattern::Fixed(4)),
+                    ("time_to_live", Pattern::Fixed(64)),
+                    ("src", Pattern::Counter { start: 0xC612_0001, step: 1, count: 10, down: false }),
+                    ("dst", Pattern::Fixed(0xC613_0001)),
+                ],
+            ),
+            h(HeaderKind::Udp, &[("src_port", Pattern::Random { min: 1000, max: 2000, count: 7, seed: 5 })]),
+        ],
+        payload: Payload::IncrementByte,
+    };
+    f.frame_size = FrameSize::Increment { min: 100, max: 140, step: 7 };
+    f.rate = Rate::Pps(rate);
+    f.duration = GenDuration::Frames(frames);
+    f
+}
+
+fn tcp6_flow(name: &str, frames: u64) -> GenFlowConfig {
+    let mut f = GenFlowConfig::new(name);
+    f.stack = StackSpec {
+        headers: vec![
+            h(HeaderKind::Ethernet, &[]),
+            h(HeaderKind::Ipv6, &[("version", Pattern::Fixed(6)), ("src", Pattern::Fixed(0x2001_0002 << 96))]),
+            h(HeaderKind::Tcp, &[("ctl_syn", Pattern::Fixed(1)), ("dst_port", Pattern::List(vec![80, 443]))]),
+        ],
+        payload: Payload::zeros(),
+    };
+    f.frame_size = FrameSize::Weighted(vec![(96, 3), (200, 1)]);
+    f.rate = Rate::Pps(20_000.0);
+    f.duration = GenDuration::Frames(frames);
+    f
+}
+
+fn config(flows: Vec<GenFlowConfig>) -> GenConfig {
+    GenConfig {
+        flows,
+        captures: vec![CaptureConfig { port: 1, snaplen: 65535, overwrite: false, buffer_bytes: 1 << 20 }],
+        tx_cpus: vec![common::tx_cpu()],
+        rx_cpus: vec![0],
+        ..Default::default()
+    }
+}
+
+/// Wait (at most `s` seconds) until `done` holds.
+fn wait_for(s: f64, mut done: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + Duration::from_secs_f64(s);
+    while Instant::now() < end {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    done()
+}
+
+#[test]
+fn flows_send_exactly_their_frames_and_every_one_is_counted() {
+    let _s = common::serial();
+    let g = Generator::open(ports(), config(vec![udp_flow("a", 3000, 30_000.0), tcp6_flow("b", 1000)])).unwrap();
+    assert_eq!(g.start(&[0, 1]).unwrap(), vec![0, 1]);
+    assert!(wait_for(5.0, || g.flow_stats().iter().all(|s| s.state == FlowState::Done as u8)));
+    assert!(wait_for(2.0, || g.flow_stats().iter().all(|s| s.rx_frames == s.tx_frames)));
+    let st = g.flow_stats();
+    assert_eq!((st[0].tx_frames, st[0].rx_frames), (3000, 3000));
+    assert_eq!((st[1].tx_frames, st[1].rx_frames), (1000, 1000));
+    assert_eq!(st[0].tx_bytes, st[0].rx_bytes);
+    assert!(st[0].latency_frames == 3000 && st[0].latency_max_ns >= st[0].latency_min_ns);
+    let ports = g.port_stats();
+    assert_eq!(ports[0].tx_frames, 4000);
+    assert_eq!(ports[1].rx_frames, 4000);
+    assert_eq!(ports[1].rx_foreign + ports[1].rx_stale, 0);
+    // A second start counts from zero again.
+    g.start(&[1]).unwrap();
+    assert!(wait_for(5.0, || g.flow_stats()[1].state == FlowState::Done as u8));
+    assert!(wait_for(2.0, || g.flow_stats()[1].rx_frames == 1000));
+    assert_eq!(g.flow_stats()[1].tx_frames, 1000);
+    assert!(g.errors().is_empty());
+}
+
+#[test]
+fn pause_resume_stop_keep_counts_exact() {
+    let _s = common::serial();
+    let mut f = udp_flow("c", 0, 5_000.0);
+    f.duration = GenDuration::Continuous;
+    let g = Generator::open(ports(), config(vec![f])).unwrap();
+    g.start(&[0]).unwrap();
+    assert!(wait_for(2.0, || g.flow_stats()[0].tx_frames > 200));
+    g.pause(&[0]).unwrap();
+    assert_eq!(g.flow_stats()[0].state, FlowState::Paused as u8);
+    std::thread::sleep(Duration::from_millis(30));
+    let paused = g.flow_stats()[0].tx_frames;
+    std::thread::sleep(Duration::from_millis(60));
+    assert_eq!(g.flow_stats()[0].tx_frames, paused, "nothing sent while paused");
+    g.resume(&[0]).unwrap();
+    assert!(wait_for(2.0, || g.flow_stats()[0].tx_frames > paused + 200));
+    g.stop(&[0]).unwrap();
+    std::thread::sleep(Duration::from_millis(30));
+    let s = g.flow_stats()[0];
+    assert_eq!(s.state, FlowState::Stopped as u8);
+    assert!(wait_for(2.0, || g.flow_stats()[0].rx_frames == s.tx_frames));
+    assert_eq!(g.flow_stats()[0].tx_frames, s.tx_frames, "nothing sent after the stop");
+}
+
+#[test]
+fn bursts_delay_and_capture_byte_by_byte() {
+    let _s = common::serial();
+    let mut f = udp_flow("d", 0, 100_000.0);
+    f.duration = GenDuration::Bursts { packets: 5, count: 3, gap_ns: 2_000_000 };
+    f.delay_ns = 10_000_000;
+    let g = Generator::open(ports(), config(vec![f.clone()])).unwrap();
+    g.set_capture(1, true).unwrap();
+    let t0 = Instant::now();
+    g.start(&[0]).unwrap();
+    assert!(wait_for(2.0, || g.flow_stats()[0].rx_frames == 15));
+    let s = g.flow_stats()[0];
+    assert_eq!((s.tx_frames, s.state), (15, FlowState::Done as u8));
+    assert!(t0.elapsed() >= Duration::from_millis(14), "a 10 ms delay and two 2 ms gaps");
+    assert!(s.tx_last_ns - s.tx_first_ns >= 4_000_000);
+    assert!(g.capture_file(1, true, "lo-b").is_err(), "running captures are not read");
+    g.set_capture(1, false).unwrap();
+    let cap = pcap::parse(g.capture_file(1, true, "lo-b").unwrap()).unwrap();
+    assert_eq!(cap.records.len(), 15);
+    // The frames as compiled (signature aside), each followed by its FCS.
+    let compiled = netrig_engine::generator::compile_flow(0, &f, 9018, None).unwrap();
+    for (j, _) in cap.records.iter().enumerate() {
+        let got = cap.frame(j);
+        let (frame, fcs) = got.split_at(got.len() - 4);
+        assert_eq!(fcs, netrig_wire::fcs::fcs(frame));
+        let sig = netrig_wire::stack::signature_at_end(frame).unwrap();
+        assert_eq!(sig.seq, j as u64);
+        let size = compiled.size_schedule[j % compiled.size_schedule.len()] as usize;
+        let want = compiled.stack.frame(size, j as u64, &sig);
+        assert_eq!(frame, &want[..], "frame {j}");
+    }
+}
+
+#[test]
+fn commands_check_every_index_first() {
+    let _s = common::serial();
+    let g = Generator::open(ports(), config(vec![udp_flow("e", 10, 1000.0)])).unwrap();
+    let e = g.start(&[0, 5]).unwrap_err();
+    assert_eq!(e.field, "flows[1]");
+    assert_eq!(g.flow_stats()[0].state, FlowState::Stopped as u8, "nothing started");
+    assert!(g.set_capture(0, true).unwrap_err().message.contains("no capture"));
+    let mut bad = udp_flow("x", 10, 1000.0);
+    bad.stack.headers[2].fields.push(("nope".into(), Pattern::Fixed(1)));
+    let e = Generator::open(ports(), config(vec![udp_flow("ok", 10, 1000.0), bad])).unwrap_err();
+    assert!(e.to_string().starts_with("flows[1].packet[2].ipv4.nope"), "{e}");
+}

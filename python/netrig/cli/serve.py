@@ -1,0 +1,152 @@
+"""``netrig serve``: an Open Traffic Generator (OTG) server on netrig's engine (docs/otg.md).
+
+snappi, gosnappi, otgen or curl set a config (ports, flows of any header stack with field
+patterns, frame sizes, rates, durations, captures), start and stop traffic, read port and flow
+metrics and captures. Each ``--port IF[@NS]`` is a port the config's ``location`` names; every port
+passes the transmit guard at start (``--i-know-this-is-live`` overrides it).
+
+HTTPS on 127.0.0.1:8443 by default, with a self-signed certificate made on first start and kept in
+``$XDG_STATE_HOME/netrig/serve`` (default ``~/.local/state/netrig/serve``; ``--cert``/``--key`` give
+one's own); ``--http`` serves plain HTTP, on loopback only. Listening beyond loopback needs TLS and
+``--client-ca``: clients then present a certificate that CA signed. Devices, protocols, LAGs and
+the like are refused naming the config path (the table in docs/otg.md). Ctrl-C or SIGTERM stop
+every flow, close the ports and the socket. ``--record DIR`` keeps each session as a netrig result
+(`netrig report DIR` draws it)."""
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import sys
+import threading
+from pathlib import Path
+
+from netrig import _native
+from netrig.cli.common import check_choice, check_number, require_root
+from netrig.errors import ConfigError
+from netrig.model import parse_duration
+from netrig.otg.mapping import ServePort
+from netrig.otg.server import OtgServer
+from netrig.otg.service import DEFAULT_DRAIN_S, Service
+from netrig.otg.tls import self_signed, server_context
+from netrig.trial import IO_MODES, Port
+
+DEFAULT_LISTEN = "127.0.0.1:8443"
+
+
+def register(sub) -> None:
+    p = sub.add_parser("serve", help="an OTG server (snappi, gosnappi, otgen) on netrig's engine",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--port", action="append", default=[], metavar="IF[@NS]",
+                   help="a port to serve: an interface, in a network namespace after @ (repeat; a config's "
+                        "ports name them by location, or are taken in this order)")
+    p.add_argument("--listen", default=DEFAULT_LISTEN, metavar="ADDR:PORT",
+                   help=f"where to listen (default {DEFAULT_LISTEN}; beyond loopback needs TLS and --client-ca)")
+    p.add_argument("--http", action="store_true", help="plain HTTP instead of HTTPS (loopback only)")
+    p.add_argument("--cert", metavar="FILE", help="the server's certificate (PEM; default: self-signed, made "
+                                                  "on first start in $XDG_STATE_HOME/netrig/serve)")
+    p.add_argument("--key", metavar="FILE", help="the certificate's key (PEM; with --cert)")
+    p.add_argument("--client-ca", metavar="FILE",
+                   help="accept only clients with a certificate this CA signed (mutual TLS)")
+    p.add_argument("--io", default="auto", metavar="MODE", help=f"port I/O: {', '.join(IO_MODES)} (default auto)")
+    p.add_argument("--drain", default=f"{int(DEFAULT_DRAIN_S * 1000)}ms", metavar="T",
+                   help="how long a flow's frames may still arrive after its last one left (default "
+                        f"{int(DEFAULT_DRAIN_S * 1000)}ms): a flow is reported stopped after it, and a stop waits "
+                        "for it")
+    p.add_argument("--capture-mb", default="64", metavar="N",
+                   help="capture buffer per port and receive queue, MiB (default 64)")
+    p.add_argument("--record", metavar="DIR", help="keep every session as a netrig result in DIR (netrig report)")
+    p.add_argument("--i-know-this-is-live", action="store_true",
+                   help="let the ports transmit although they look like a live network (see netrig trial)")
+    p.add_argument("--verbose", action="store_true", help="log every request to stderr")
+    p.set_defaults(func=run)
+
+
+def listen_address(text: str) -> tuple[str, int]:
+    """``ADDR:PORT`` (``[v6]:PORT`` for IPv6) → (address, port); errors name ``--listen``."""
+    host, sep, port = text.rpartition(":")
+    host = host.strip("[]")
+    try:
+        ipaddress.ip_address(host)
+        number = int(port)
+    except ValueError:
+        raise ConfigError("--listen", f"{text!r}: give ADDR:PORT, e.g. 127.0.0.1:8443 or [::1]:8443") from None
+    if not sep or not 0 < number < 65536:
+        raise ConfigError("--listen", f"{text!r}: the port must be 1..65535")
+    return host, number
+
+
+def serve_ports(args) -> list[ServePort]:
+    """The ``--port`` arguments as ports (each interface once)."""
+    if not args.port:
+        raise ConfigError("--port", "give at least one port to serve: --port IF[@NS]")
+    out: list[ServePort] = []
+    for text in args.port:
+        ifname, _, netns = text.partition("@")
+        if any(s.name == text for s in out):
+            raise ConfigError("--port", f"{text} is given twice: each port once")
+        port = Port(ifname, netns or None, args.io, i_know_this_is_live=args.i_know_this_is_live)
+        info = _native.interface_info(ifname, netns or None)
+        out.append(ServePort(text, port, float(info.speed_bps) if info.speed_bps else None))
+    return out
+
+
+def _tls(args, host: str):
+    loopback = ipaddress.ip_address(host).is_loopback
+    if args.http:
+        if not loopback:
+            raise ConfigError("--http", f"plain HTTP only on loopback ({host} is not): drop --http, and give "
+                                        "--client-ca")
+        return None
+    if not loopback and not args.client_ca:
+        raise ConfigError("--listen", f"{host} is beyond loopback: give --client-ca (clients' CA) so only clients "
+                                      "with a certificate it signed are served")
+    if bool(args.cert) != bool(args.key):
+        raise ConfigError("--cert", "give --cert and --key together")
+    cert, key = (Path(args.cert), Path(args.key)) if args.cert else self_signed()
+    return server_context(cert, key, Path(args.client_ca) if args.client_ca else None)
+
+
+def run(args) -> int:
+    host, number = listen_address(args.listen)
+    check_choice(args.io, IO_MODES, "--io", "an I/O mode")
+    drain_s = parse_duration(args.drain, field="--drain")
+    capture_mb = check_number(args.capture_mb, "--capture-mb", integer=True, low=1)
+    tls = _tls(args, host)
+    require_root("opening ports")
+    if args.record:
+        _record_dir(args.record)
+    ports = serve_ports(args)
+    # Every port opens once now: the transmit guard and the backends are checked before serving.
+    _native.Generator([s.port for s in ports], []).close()
+    service = Service(ports, drain_s=drain_s, capture_bytes=int(capture_mb) << 20)
+    if args.record:
+        from netrig.otg.record import Recorder
+
+        service.on_change = Recorder(Path(args.record), " ".join(sys.argv)).on_change
+    server = OtgServer(service, host, number, tls, verbose=args.verbose)
+    server.start()
+    print(f"netrig serve: {server.url} serving {', '.join(s.name for s in ports)} (Ctrl-C to stop)",
+          file=sys.stderr, flush=True)
+    try:
+        _wait_for_signal()
+    finally:
+        server.stop()
+        print("netrig serve: stopped: every flow stopped, ports and socket closed", file=sys.stderr, flush=True)
+    return 0
+
+
+def _wait_for_signal() -> None:
+    """Block until Ctrl-C (KeyboardInterrupt) or SIGTERM/SIGHUP (``Terminated``, raised by netrig's
+    main): the caller's ``finally`` stops the server, main reports the signal."""
+    stop = threading.Event()
+    while not stop.wait(0.5):
+        pass
+
+
+def _record_dir(path: str) -> None:
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+        (Path(path) / ".netrig-write-test").touch()
+        (Path(path) / ".netrig-write-test").unlink()
+    except OSError as e:
+        raise ConfigError("--record", f"{path}: cannot write results there ({e.strerror})") from None

@@ -1,0 +1,290 @@
+"""OTG packet headers → the engine's header stack (``_native.HeaderSpec`` with ``FieldPattern`` s).
+
+A header's fields are the OTG model's pattern properties (``PatternFlowIpv4Src`` …): each becomes
+a field pattern of the same name in the engine's layout (``_native.STACK_HEADERS``), except where
+OTG nests (IPv4's priority: ``raw`` is the engine's ``tos``, ``dscp.phb``/``dscp.ecn`` its ``dscp``/
+``ecn``, ``tos.*`` its precedence … unused bits; ICMP's ``echo.*``). A field left unset is derived
+by the engine where the stack derives it (lengths, types, checksums), else it takes the model's
+default (from snappi's tables, never restated here). Every value format is the model's: MAC,
+IPv4, IPv6 addresses or integers.
+"""
+from __future__ import annotations
+
+import functools
+import secrets
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import snappi.snappi as _model
+
+from netrig import _native
+from netrig.errors import ConfigError
+from netrig.otg import refusal
+from netrig.otg.schema import schema
+
+P = _native.FieldPattern
+
+#: OTG header kinds the engine builds (the others are refused, see :mod:`netrig.otg.refusal`).
+KINDS = tuple(k for k in _native.STACK_HEADERS if k != "custom") + ("custom",)
+
+#: Where OTG nests a header's fields: (header, path inside it) → the engine's field.
+NESTED: dict[tuple[str, tuple[str, ...]], str] = {
+    ("ipv4", ("priority", "raw")): "tos",
+    ("ipv4", ("priority", "dscp", "phb")): "dscp",
+    ("ipv4", ("priority", "dscp", "ecn")): "ecn",
+    **{("ipv4", ("priority", "tos", f)): f for f in ("precedence", "delay", "throughput", "reliability",
+                                                     "monetary", "unused")},
+    **{(k, ("echo", f)): f for k in ("icmp", "icmpv6") for f in ("type", "code", "checksum", "identifier",
+                                                                  "sequence_number")},
+}
+
+Convert = Callable[[Any], int]
+
+
+def _mac(v: str) -> int:
+    return int(v.replace(":", ""), 16)
+
+
+def _ipv4(v: str) -> int:
+    return int.from_bytes(socket.inet_aton(v), "big")
+
+
+def _ipv6(v: str) -> int:
+    return int.from_bytes(socket.inet_pton(socket.AF_INET6, v), "big")
+
+
+_FORMATS: dict[str | None, Convert] = {"mac": _mac, "ipv4": _ipv4, "ipv6": _ipv6, None: int}
+
+
+@dataclass(frozen=True)
+class _PatternInfo:
+    """What converting one pattern class needs: its value converter and bounds, defaults (its own,
+    its counter's and random's), its properties and choice members, whether it is a checksum."""
+
+    conv: Convert
+    lo: int
+    hi: int
+    defaults: dict[str, Any]
+    counter: dict[str, Any]
+    random: dict[str, Any]
+    keys: frozenset[str]
+    sub_keys: frozenset[str]
+    members: frozenset[str]
+    checksum: bool
+
+
+@cache
+def _info(pattern_class: str) -> _PatternInfo:
+    types = _native_types(pattern_class)
+    value = types.get("value") or types.get("custom") or {}
+    sub = {k: types[k]["type"] for k in ("increment", "random") if k in types}
+    sub_keys = frozenset(k for c in sub.values() for k in _native_types(c))
+    fmt_hi = 2**32 - 1 if value.get("format") == "uint32" else 2**64 - 1
+    return _PatternInfo(_FORMATS.get(value.get("format"), int), value.get("minimum", 0),
+                        min(value.get("maximum", fmt_hi), fmt_hi), schema(pattern_class).defaults,
+                        schema(sub["increment"]).defaults if "increment" in sub else {},
+                        schema(sub["random"]).defaults if "random" in sub else {},
+                        frozenset(types), sub_keys, frozenset(types.get("choice", {}).get("enum", ())),
+                        "generated" in types)
+
+
+@cache
+def _native_types(class_name: str) -> dict[str, dict]:
+    """The model class's property table (snappi's ``_TYPES``)."""
+    return getattr(_model, class_name)._TYPES
+
+
+def _seed(seed: int) -> int:
+    """OTG's seed 0 asks for values that differ from run to run."""
+    return seed if seed else secrets.randbits(32)
+
+
+def pattern(d: dict, pattern_class: str, path: Callable[[], str], warnings: list[str],
+            kind_field: str) -> _native.FieldPattern:
+    """One field's OTG pattern object as the engine's pattern (``path()``: where it is, for errors).
+    The config check left it to here (``schema.check(defer_patterns=True)``): anything that does not
+    convert plainly is checked against the model, whose error names the path."""
+    info = _info(pattern_class)
+    if len(d) == 2 and d.get("choice") == "value":  # the common case, plainly
+        v = d.get("value")
+        if info.conv is int and type(v) is int and info.lo <= v <= info.hi:
+            return P.fixed(v)
+    members = d.keys() & info.members
+    if not d.keys() <= info.keys or len(members) > 1 or (members and d.get("choice") not in (None, *members)):
+        schema(pattern_class).check(d, path())
+    try:
+        return _convert(d, info, path, warnings, kind_field, members)
+    except ConfigError:
+        raise
+    except (ValueError, TypeError, OSError, AttributeError) as e:
+        schema(pattern_class).check(d, path())  # raises the model's error, with the path
+        raise ConfigError(path(), str(e)) from None
+
+
+def _int(v: Any, info: _PatternInfo) -> int:
+    if type(v) is not int or not info.lo <= v <= info.hi:
+        raise ValueError(f"{v!r} is not an integer in {info.lo}..{info.hi}")
+    return v
+
+
+def _convert(d: dict, info: _PatternInfo, path: Callable[[], str], warnings: list[str], kind_field: str,
+             members: set[str]) -> _native.FieldPattern:
+    conv = info.conv if info.conv is not int else (lambda v: _int(v, info))
+    defaults = info.defaults
+    choice = d.get("choice") or (next(iter(members)) if members else defaults.get("choice", "value"))
+    if d.get("metric_tags"):
+        raise refusal.refuse("flows[].packet[].*.*.metric_tags", f"{path()}.metric_tags")
+    if choice == "value":
+        return P.fixed(conv(d.get("value", defaults.get("value", 0))))
+    if info.checksum:
+        generated = d.get("generated", defaults.get("generated"))
+        if choice == "custom":
+            return P.fixed(_int(d.get("custom", 0), _CHECKSUM))
+        if generated not in ("good", "bad"):
+            raise ValueError("generated must be good or bad")
+        return P.bad_checksum() if generated == "bad" else P.auto(0)
+    if choice == "auto":
+        auto = d.get("auto", defaults.get("auto"))
+        if isinstance(auto, dict):
+            raise refusal.refuse(f"flows[].packet[].{kind_field}.auto", f"{path()}.auto")
+        if kind_field == "ethernet.dst":
+            warnings.append(refusal.warning("flows[].packet[].ethernet.dst.auto", f"{path()}.auto"))
+        return P.auto(conv(auto if auto is not None else defaults.get("value", 0)))
+    if choice == "values":
+        return P.values([conv(v) for v in d.get("values", defaults.get("values", [0]))])
+    sub = d.get(choice) or {}
+    if not isinstance(sub, dict) or not sub.keys() <= info.sub_keys:
+        raise ValueError(f"{choice} is not a {choice} object")
+    if choice in ("increment", "decrement"):
+        cd = info.counter
+        start, step = conv(sub.get("start", cd.get("start", 0))), conv(sub.get("step", cd.get("step", 1)))
+        return P.counter(start, step, _int(sub.get("count", cd.get("count", 1)), _COUNT), choice == "decrement")
+    if choice == "random":
+        rd = info.random
+        lo, hi = conv(sub.get("min", rd.get("min", 0))), conv(sub.get("max", rd.get("max", 0)))
+        if lo > hi:
+            raise ConfigError(f"{path()}.random", f"min {sub.get('min')} is above max {sub.get('max')}: swap them")
+        count = _int(sub.get("count", rd.get("count", 1)), _COUNT)
+        return P.random(lo, hi, count, _seed(_int(sub.get("seed", rd.get("seed", 1)), _COUNT)))
+    raise ValueError(f"choice {choice!r}")
+
+
+#: Bounds of counts and seeds (uint32), and of a custom checksum.
+_COUNT = _PatternInfo(int, 0, 2**32 - 1, {}, {}, {}, frozenset(), frozenset(), frozenset(), False)
+_CHECKSUM = _PatternInfo(int, 0, 0xFFFF, {}, {}, {}, frozenset(), frozenset(), frozenset(), False)
+
+#: How a header body's property is mapped: a field pattern (its class, the engine's name), a
+#: nested object to walk (its class), or refused (the table's entry).
+_Action = tuple[str, str, str]
+
+
+@cache
+def _actions(kind: str, class_name: str, at: tuple[str, ...]) -> dict[str, _Action]:
+    out: dict[str, _Action] = {}
+    for prop, spec in _native_types(class_name).items():
+        t = spec["type"]
+        if not isinstance(t, str):
+            out[prop] = ("skip", "", "") if prop == "choice" else ("refuse", f"flows[].packet[].{kind}.{prop}", "")
+        elif kind == "ethernet" and prop == "pfc_queue":
+            out[prop] = ("refuse", "flows[].packet[].ethernet.pfc_queue", "")
+        elif t.startswith("PatternFlow"):
+            out[prop] = ("pattern", t, NESTED.get((kind, (*at, prop)), prop) if at else prop)
+        elif (kind, (*at, prop)) in _NESTS:
+            out[prop] = ("nest", t, "")
+        else:
+            out[prop] = ("refuse", f"flows[].packet[].{kind}.{prop}", "")
+    return out
+
+
+def _path(path: str, at: tuple[str, ...]) -> str:
+    return f"{path}.{'.'.join(at)}"
+
+
+def _header_fields(kind: str, body: dict, path: str, warnings: list[str], out: list) -> None:
+    """Append the fields set in one header's body to ``out`` (nested ones flattened to the engine's
+    names)."""
+    def walk(obj: dict, class_name: str, at: tuple[str, ...]) -> None:
+        actions = _actions(kind, class_name, at)
+        for prop, value in obj.items():
+            what, arg, name = actions[prop]
+            if what == "pattern":
+                out.append((name, pattern(value, arg, functools.partial(_path, path, (*at, prop)), warnings,
+                                          f"{kind}.{prop}")))
+            elif what == "nest":
+                walk(value, arg, (*at, prop))
+            elif what == "refuse" and value != []:
+                raise refusal.refuse(arg, f"{path}.{'.'.join((*at, prop))}")
+    walk(body, _BODY_CLASS[kind], ())
+
+
+#: Nested objects the mapping walks into, and the model class of each header's body.
+_NESTS = {("ipv4", ("priority",)), ("ipv4", ("priority", "dscp")), ("ipv4", ("priority", "tos")),
+          ("icmp", ("echo",)), ("icmpv6", ("echo",))}
+_BODY_CLASS = {k: "Flow" + k.capitalize() for k in KINDS}
+
+
+@cache
+def defaults(kind: str) -> tuple[tuple[str, _native.FieldPattern], ...]:
+    """The fields of ``kind`` whose model default is not 0, as the engine's patterns (derived
+    where the stack derives them, else that default). Fields left out default to 0 or derived."""
+    out: list[tuple[str, _native.FieldPattern]] = []
+
+    def walk(class_name: str, at: tuple[str, ...]) -> None:
+        s = schema(class_name)
+        for prop, spec in _native_types(class_name).items():
+            t = spec["type"]
+            if not isinstance(t, str):
+                continue
+            if t.startswith("PatternFlow"):
+                info = _info(t)
+                d = info.defaults
+                v = d.get("auto") if d.get("choice") == "auto" else d.get("value")
+                if not info.checksum and v not in (None, 0, "0.0.0.0", "::0", "00:00:00:00:00:00") and info.conv(v):
+                    out.append((NESTED.get((kind, (*at, prop)), prop), P.auto(info.conv(v))))
+            elif (kind, (*at, prop)) in _NESTS and (not at or s.defaults.get("choice") in (None, prop)):
+                walk(t, (*at, prop))
+    walk(_BODY_CLASS[kind], ())
+    return tuple(out)
+
+
+def header(h: dict, path: str, warnings: list[str]) -> _native.HeaderSpec:
+    """One OTG ``Flow.Header`` as the engine's header."""
+    kind = h.get("choice", "ethernet")
+    if kind not in KINDS:
+        raise refusal.refuse("flows[].packet[].pfcpause", f"{path}.choice", f"{kind} headers")
+    body = h.get(kind) or {}
+    if kind == "custom":
+        if body.get("metric_tags"):
+            raise refusal.refuse("flows[].packet[].*.*.metric_tags", f"{path}.custom.metric_tags")
+        text = body["bytes"].replace(" ", "").replace(":", "")
+        text = text[2:] if text[:2] in ("0x", "0X") else text
+        if len(text) % 2:
+            raise ConfigError(f"{path}.custom.bytes", "an odd number of hex digits: give whole bytes")
+        return _native.HeaderSpec("custom", (), bytes.fromhex(text))
+    fields: list[tuple[str, _native.FieldPattern]] = []
+    _header_fields(kind, body, f"{path}.{kind}", warnings, fields)
+    taken = {n for n, _ in fields}
+    if kind in _OVERLAPS and taken & _OVERLAPS[kind]:
+        taken |= _OVERLAPS[kind]
+    fields += [(n, p) for n, p in defaults(kind) if n not in taken]
+    return _native.HeaderSpec(kind, fields)
+
+
+#: Engine fields that share bits: setting one of them leaves the others' defaults out.
+_OVERLAPS: dict[str, frozenset[str]] = {
+    "ipv4": frozenset(("tos", "dscp", "ecn", "precedence", "delay", "throughput", "reliability", "monetary",
+                       "unused"))}
+
+
+def otg_path(engine_field: str, flow_path: str) -> str:
+    """An engine error's field (``packet[1].ipv4.dscp``) as the OTG path of the flow."""
+    if not engine_field.startswith("packet["):
+        return f"{flow_path}.{engine_field}"
+    head, kind, field = engine_field.split(".", 2)
+    for (k, at), name in NESTED.items():
+        if k == kind and name == field:
+            return f"{flow_path}.{head}.{kind}.{'.'.join(at)}"
+    return f"{flow_path}.{engine_field}"

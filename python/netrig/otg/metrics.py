@@ -1,0 +1,120 @@
+"""Engine counters → OTG flow and port metrics (``Flow.Metric``, ``Port.Metric``).
+
+Rates are differences of successive samples (at least :data:`RATE_WINDOW_S` apart; a poll sooner
+than that repeats the last rates). A flow's ``transmit`` is ``started`` until its last frame has
+had time to arrive: the engine says it is done, and either every expected frame arrived or the
+drain time passed since the last one left — so a client that polls until ``stopped`` reads final
+counts. Only properties that every supported client version knows are sent (gosnappi refuses
+unknown ones).
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from netrig import _native
+from netrig.otg.mapping import Plan
+
+#: Shortest time between two rate samples, seconds.
+RATE_WINDOW_S = 0.2
+#: Wire overhead per frame for layer-1 rates (preamble, SFD, gap), bytes.
+WIRE_OVERHEAD = _native.WIRE_OVERHEAD_BYTES
+
+
+@dataclass
+class Rates:
+    """Per-second rates of counters, from successive samples: per counter ``[t, frames, bytes, fps,
+    bytes/s]`` of the last sample."""
+
+    samples: dict[tuple[str, str], list] = field(default_factory=dict)
+
+    def rate(self, key: tuple[str, str], frames: int, nbytes: int, now: float) -> tuple[float, float]:
+        """(frames/s, bytes/s) of counter ``key`` now."""
+        s = self.samples.get(key)
+        if s is None or frames < s[1]:
+            self.samples[key] = [now, frames, nbytes, 0.0, 0.0]
+            return 0.0, 0.0
+        dt = now - s[0]
+        if dt >= RATE_WINDOW_S:
+            s[3], s[4] = (frames - s[1]) / dt, (nbytes - s[2]) / dt
+            s[0], s[1], s[2] = now, frames, nbytes
+        return s[3], s[4]
+
+    def reset(self, names: Sequence[str]) -> None:
+        for n in names:
+            for kind in ("tx", "rx"):
+                self.samples.pop((kind, n), None)
+
+
+def transmit(s: _native.GenFlowStats, ratio: float, drain_ns: int, now_ns: int) -> str:
+    """OTG's transmit state of a flow (see the module doc)."""
+    if s.state == "running":
+        return "started"
+    if s.state == "paused":
+        return "paused"
+    if s.state == "done":
+        arrived = s.rx_frames >= s.tx_frames * ratio
+        return "stopped" if arrived or now_ns - s.tx_last_ns >= drain_ns else "started"
+    return "stopped"
+
+
+def flow_metrics(plan: Plan, stats: Sequence[_native.GenFlowStats], which: Sequence[int], rates: Rates,
+                 drain_ns: int, realtime_offset_ns: int, names: Sequence[str] = ()) -> list[dict]:
+    """``Flow.Metric`` objects of flows ``which`` (``stats``: theirs, in that order; ``names``: only
+    these metrics, as OTG's ``metric_names``)."""
+    now, now_ns = time.monotonic(), time.monotonic_ns()
+    out = []
+    wire = WIRE_OVERHEAD * 8
+    for i, s in zip(which, stats):
+        f = plan.flows[i]
+        tx_frames, rx_frames = s.tx_frames, s.rx_frames
+        tx_fps, tx_bps = rates.rate(("tx", f.name), tx_frames, s.tx_bytes, now)
+        rx_fps, rx_bps = rates.rate(("rx", f.name), rx_frames, s.rx_bytes, now)
+        state = transmit(s, f.rx_tx_ratio, drain_ns, now_ns)
+        if state != "started":
+            tx_fps = tx_bps = 0.0
+        tx_bits, rx_bits = tx_bps * 8, rx_bps * 8
+        m: dict = {"name": f.name, "port_tx": f.tx, "port_rx": f.rx[0] if f.rx else "", "transmit": state,
+                   "frames_tx": tx_frames, "frames_rx": rx_frames, "bytes_tx": s.tx_bytes, "bytes_rx": s.rx_bytes,
+                   "frames_tx_rate": tx_fps, "frames_rx_rate": rx_fps,
+                   "tx_rate_bytes": tx_bps, "tx_rate_bps": tx_bits, "tx_rate_kbps": tx_bits / 1e3,
+                   "tx_rate_mbps": tx_bits / 1e6, "tx_l1_rate_bps": tx_bits + tx_fps * wire,
+                   "rx_rate_bytes": rx_bps, "rx_rate_bps": rx_bits, "rx_rate_kbps": rx_bits / 1e3,
+                   "rx_rate_mbps": rx_bits / 1e6, "rx_l1_rate_bps": rx_bits + rx_fps * wire}
+        if f.loss:
+            expected = tx_frames * f.rx_tx_ratio
+            m["loss"] = max(0.0, expected - rx_frames) / expected * 100 if expected else 0.0
+        if f.timestamps and rx_frames:
+            m["timestamps"] = {"first_timestamp_ns": float(s.rx_first_ns + realtime_offset_ns),
+                               "last_timestamp_ns": float(s.rx_last_ns + realtime_offset_ns)}
+        if f.latency and s.latency_frames:
+            m["latency"] = {"minimum_ns": float(s.latency_min_ns), "maximum_ns": float(s.latency_max_ns),
+                            "average_ns": s.latency_sum_ns / s.latency_frames}
+        if names:
+            m = {k: v for k, v in m.items() if k == "name" or k in names}
+        out.append(m)
+    return out
+
+
+def port_metrics(plan: Plan, ports: Sequence[_native.GenPortStats], which: Sequence[int], rates: Rates,
+                 sending: set[str], names: Sequence[str] = ()) -> list[dict]:
+    """``Port.Metric`` objects of ports ``which`` (``sending``: names of ports with flows started)."""
+    now = time.monotonic()
+    out = []
+    for i in which:
+        name, p = plan.port_names[i], ports[i]
+        tx_fps, tx_bps = rates.rate(("port-tx", name), p.tx_frames, p.tx_bytes, now)
+        rx_fps, rx_bps = rates.rate(("port-rx", name), p.rx_frames, p.rx_bytes, now)
+        m: dict = {"name": name, "location": plan.serve_ports[i].name,
+                   "link": "down" if p.link_up is False else "up",
+                   "capture": "started" if p.capturing else "stopped",
+                   "frames_tx": p.tx_frames, "frames_rx": p.rx_frames, "bytes_tx": p.tx_bytes, "bytes_rx": p.rx_bytes,
+                   "frames_tx_rate": tx_fps, "frames_rx_rate": rx_fps, "bytes_tx_rate": tx_bps, "bytes_rx_rate": rx_bps,
+                   "transmit": "started" if name in sending else "stopped"}
+        if plan.line_rates[i]:
+            m["speed"] = int(plan.line_rates[i] or 0)
+        if names:
+            m = {k: v for k, v in m.items() if k == "name" or k in names}
+        out.append(m)
+    return out

@@ -1,0 +1,125 @@
+"""What netrig serve does with each part of the OTG model: supports it, accepts it with a warning
+saying what netrig does instead, or refuses it (HTTP 400 naming the path and the remedy). One
+table, read by the mapping (every refusal and warning message comes from here) and rendered into
+``docs/otg.md`` (a test holds the two equal). Anything the mapping does not know is refused too:
+nothing is ever silently ignored.
+
+Paths use ``[]`` for any index and ``*`` for any header or field.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from netrig.errors import ConfigError
+
+
+class Status(Enum):
+    SUPPORTED = "supported"
+    WARNED = "warned"
+    REFUSED = "refused"
+
+
+@dataclass(frozen=True)
+class Feature:
+    path: str
+    status: Status
+    #: What netrig does (supported, warned) or the remedy (refused).
+    note: str
+
+
+S, W, R = Status.SUPPORTED, Status.WARNED, Status.REFUSED
+
+#: The OTG model as netrig serve sees it.
+FEATURES: tuple[Feature, ...] = (
+    Feature("ports[]", S, "`location` names one of `netrig serve --port IF[@NS]` (the whole argument or the "
+            "interface); without locations the ports are taken in `--port` order (warned)"),
+    Feature("flows[].tx_rx.port", S, "`tx_name`, `rx_names`; a flow's frames count wherever they arrive"),
+    Feature("flows[].tx_rx.port.rx_name", W, "deprecated in OTG: read as `rx_names`"),
+    Feature("flows[].packet[]", S, "ethernet, vlan (stacked), ipv4, ipv6, udp, tcp, icmp (echo), icmpv6 (echo), "
+            "vxlan, gre, mpls, arp, custom; any order"),
+    Feature("flows[].packet[].*.*", S, "every field: value, values, increment, decrement, random; auto and unset "
+            "length, type, next-header and checksum fields derived from the stack and the frame size; checksums "
+            "generated good or bad, or custom"),
+    Feature("flows[].packet[].ethernet.dst.auto", W, "no address resolution without devices: the model's default "
+            "(00:00:00:00:00:00)"),
+    Feature("flows[].size", S, "fixed, increment, random, weight_pairs (imix, ipsec_imix, tcp_imix, custom); sizes "
+            "include the FCS, at least 64 B and room for the headers and the 18-byte signature"),
+    Feature("flows[].rate", S, "pps; bps, kbps, mbps, gbps (layer 1, as the model's 672 bit/s minimum says); "
+            "percentage of the port's line rate (its link speed, or its layer1 speed)"),
+    Feature("flows[].duration", S, "fixed_packets, fixed_seconds (rate × seconds frames), burst (packets, bursts or "
+            "endless, inter_burst_gap), continuous; delay; gap (with a line rate it bounds the rate)"),
+    Feature("flows[].metrics", S, "always measured (every frame carries the signature); loss, timestamps and "
+            "latency (store_forward, cut_through) reported when enabled; rx_tx_ratio"),
+    Feature("flows[].payload", S, "fixed pattern (repeated or not), increment/decrement byte or word; the last 18 "
+            "bytes of every frame are the signature"),
+    Feature("captures[]", S, "every frame received, in order, with the FCS the wire carried; pcap or pcapng; "
+            "overwrite; packet_size"),
+    Feature("layer1[].speed", W, "the link is not configured: the speed is the port's nominal line rate (rates in "
+            "%, gaps in bytes, latency modes)"),
+    Feature("layer1[].*", W, "not applied: netrig does not configure links (MTU, media, autonegotiation, flow "
+            "control); set them with ip/ethtool"),
+    Feature("options.port_options.location_preemption", W, "the ports are this server's own: nothing to preempt"),
+    Feature("devices", R, "netrig serve emulates no devices (no ARP, BGP, ISIS, DHCP …): use port endpoints and "
+            "put the addresses in the packet headers"),
+    Feature("flows[].tx_rx.device", R, "device endpoints need emulated devices: use tx_rx.port"),
+    Feature("flows[].packet[].ipv4.src.auto", R, "DHCP addresses need emulated devices: give the address"),
+    Feature("flows[].packet[].ipv4.dst.auto", R, "DHCP addresses need emulated devices: give the address"),
+    Feature("flows[].packet[].ipv6.src.auto", R, "DHCPv6 addresses need emulated devices: give the address"),
+    Feature("flows[].packet[].ipv6.dst.auto", R, "DHCPv6 addresses need emulated devices: give the address"),
+    Feature("flows[].packet[].pfcpause", R, "PFC, Ethernet pause, GTP, PPP, IGMP, SNMP, RSVP, MACsec, LACP, CFM "
+            "and IPv6 extension headers have no field layout here: send them as a custom header"),
+    Feature("flows[].packet[].ethernet.pfc_queue", R, "a PFC queue is not a header field: leave it out"),
+    Feature("flows[].packet[].ipv4.options", R, "IPv4 options are not built: put them in a custom header after a "
+            "fixed header_length"),
+    Feature("flows[].packet[].ipv6.dst_usids", R, "SRv6 uSIDs are not built: give the destination address"),
+    Feature("flows[].packet[].*.*.metric_tags", R, "tagged metrics are not kept: use one flow per value to count "
+            "apart"),
+    Feature("flows[].metrics.predefined_metric_tags", R, "tagged metrics are not kept: flow metrics count every "
+            "receiving port together"),
+    Feature("flows[].egress_packet", R, "egress tracking is not kept"),
+    Feature("flows[].size.weight_pairs.predefined", R, "ipv6_imix and standard_imix have frames below Ethernet's "
+            "64 B (netrig sends no runts): use imix, ipsec_imix, tcp_imix or custom pairs"),
+    Feature("captures[].filters", R, "capture filters are not applied: capture everything and filter the file"),
+    Feature("lags", R, "LAGs are not emulated"),
+    Feature("lldp", R, "LLDP is not emulated"),
+    Feature("events", R, "events are not reported"),
+    Feature("stateful_flows", R, "stateful flows (RoCEv2) are not emulated: see `netrig stateful` for RFC 9693"),
+    Feature("egress_only_tracking", R, "egress tracking is not kept"),
+    Feature("options", R, "protocol, per-port and flow options (data integrity, frame ordering, packet loss "
+            "duration) are not applied"),
+    Feature("control/state port.link", R, "links are not set up or down by netrig serve: use ip link"),
+    Feature("control/state protocol", R, "no protocols run: nothing to start or stop"),
+    Feature("control/action", R, "no devices or protocols: no pings, no BGP or ISIS actions, no port reboot"),
+    Feature("config update, append, delete", R, "send the whole configuration with set_config"),
+    Feature("monitor/metrics (not port or flow)", R, "protocol metrics need emulated devices"),
+    Feature("monitor/capture packets.slice", R, "the whole capture is returned: slice the file"),
+)
+
+_BY_PATH = {f.path: f for f in FEATURES}
+
+
+def feature(path: str) -> Feature:
+    """The table's entry for ``path`` (a pattern as in :data:`FEATURES`)."""
+    return _BY_PATH[path]
+
+
+def refuse(pattern: str, path: str, detail: str = "") -> ConfigError:
+    """The error for a refused part: ``path`` is where it is in the request."""
+    f = _BY_PATH.get(pattern)
+    note = f.note if f is not None else "not supported by netrig serve"
+    what = f"{detail}: " if detail else ""
+    return ConfigError(path, f"{what}not supported: {note}")
+
+
+def warning(pattern: str, path: str) -> str:
+    """The warning for a warned part at ``path``."""
+    return f"{path}: {_BY_PATH[pattern].note}"
+
+
+def markdown() -> str:
+    """The table as Markdown, for docs/otg.md."""
+    rows = ["| OTG | netrig serve | what netrig does |", "|---|---|---|"]
+    for f in FEATURES:
+        rows.append(f"| `{f.path}` | {f.status.value} | {f.note} |")
+    return "\n".join(rows) + "\n"

@@ -1,0 +1,185 @@
+"""The OTG HTTP endpoints, as snappi's and gosnappi's HTTP transports speak them.
+
+======================  ======  ===========================================================
+path                    method  what
+======================  ======  ===========================================================
+/capabilities/version   GET     ``Version`` (``api_spec_version`` is the range of clients served)
+/config                 POST    set_config: ``Warning``
+/config                 GET     the config set
+/config, /config/append,
+/config/delete          PATCH   refused: send the whole config
+/control/state          POST    traffic (start, stop, pause, resume), port capture: ``Warning``
+/control/action         POST    refused (no devices, no protocols)
+/monitor/metrics        POST    port and flow metrics
+/monitor/states         POST    device states: empty (no devices)
+/monitor/capture        POST    a port's capture, pcap or pcapng (application/octet-stream)
+======================  ======  ===========================================================
+
+Every failure is an OTG ``Error`` (``code``, ``kind``, ``errors``: one line naming the path and the
+remedy): 400 ``validation`` for what the request asks (bad or unsupported), 409 for the wrong
+state, 500 ``internal`` for what went wrong here (a port that would not open). Never a traceback.
+"""
+from __future__ import annotations
+
+import socket
+import ssl
+import sys
+import threading
+from collections.abc import Callable
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import orjson
+
+from netrig.errors import ConfigError, NetrigError, PortError
+from netrig.otg import refusal
+from netrig.otg.service import Service, StateError
+
+#: Largest request body read, bytes (a 4096-flow config with every pattern is a few MB).
+MAX_BODY_BYTES = 256 << 20
+
+
+def error_body(code: int, kind: str, message: str) -> dict:
+    return {"code": code, "kind": kind, "errors": [" ".join(message.split())]}
+
+
+def status_of(e: BaseException) -> tuple[int, str]:
+    """HTTP status and OTG error kind of an exception."""
+    if isinstance(e, ConfigError):
+        return HTTPStatus.BAD_REQUEST, "validation"
+    if isinstance(e, StateError):
+        return HTTPStatus.CONFLICT, "validation"
+    if isinstance(e, PortError):
+        return HTTPStatus.INTERNAL_SERVER_ERROR, "internal"
+    return HTTPStatus.INTERNAL_SERVER_ERROR, "internal"
+
+
+class Handler(BaseHTTPRequestHandler):
+    """One request: route, run on the service, answer JSON (or capture bytes)."""
+
+    server: OtgServer
+    protocol_version = "HTTP/1.1"
+    server_version = "netrig-serve"
+
+    def _route(self, method: str) -> Callable[[Any], tuple[Any, bool]] | None:
+        s = self.server.service
+        path = self.path.split("?", 1)[0].rstrip("/")
+        routes: dict[tuple[str, str], Callable[[Any], tuple[Any, bool]]] = {
+            ("GET", "/capabilities/version"): lambda _: (s.version(), False),
+            ("POST", "/config"): lambda b: ({"warnings": s.set_config(b)}, False),
+            ("GET", "/config"): lambda _: (s.get_config(), False),
+            ("POST", "/control/state"): lambda b: ({"warnings": s.control_state(b)}, False),
+            ("POST", "/control/action"): lambda b: (s.control_action(b), False),
+            ("POST", "/monitor/metrics"): lambda b: (s.metrics(b), False),
+            ("POST", "/monitor/states"): lambda b: (s.states(b), False),
+            ("POST", "/monitor/capture"): lambda b: (s.capture(b), True),
+        }
+        if method == "PATCH" and path in ("/config", "/config/append", "/config/delete"):
+            return _refused
+        return routes.get((method, path))
+
+    def _handle(self, method: str) -> None:
+        route = self._route(method)
+        try:
+            body = self._body() if method != "GET" else None
+            if route is None:
+                self._send(HTTPStatus.NOT_FOUND, error_body(404, "validation", f"{method} {self.path}: no such OTG "
+                                                                                "endpoint"))
+                return
+            out, raw = route(body)
+            self._send(HTTPStatus.OK, out, raw)
+        except (NetrigError, ValueError) as e:
+            code, kind = status_of(e)
+            self._send(code, error_body(int(code), kind, str(e)))
+        except Exception as e:  # a bug here: one line to the client and to the log, never a traceback
+            self.server.log(f"internal error: {type(e).__name__}: {e}")
+            self._send(HTTPStatus.INTERNAL_SERVER_ERROR, error_body(500, "internal", f"{type(e).__name__}: {e}"))
+
+    def _body(self) -> Any:
+        n = int(self.headers.get("Content-Length") or 0)
+        if n > MAX_BODY_BYTES:
+            raise ConfigError("request", f"{n} bytes is above the limit of {MAX_BODY_BYTES}")
+        data = self.rfile.read(n) if n else b""
+        if not data.strip():
+            return {}
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError as e:
+            raise ConfigError("request", f"not JSON: {e}") from None
+
+    def _send(self, code: int, out: Any, raw: bool = False) -> None:
+        data = out if raw else orjson.dumps(out)
+        self.send_response(code)
+        self.send_header("Content-Type", "application/octet-stream" if raw else "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        self._handle("GET")
+
+    def do_POST(self) -> None:
+        self._handle("POST")
+
+    def do_PATCH(self) -> None:
+        self._handle("PATCH")
+
+    def log_message(self, format: str, *args: Any) -> None:
+        if self.server.verbose:
+            self.server.log(f"{self.address_string()} {format % args}")
+
+
+def _refused(_: Any) -> tuple[Any, bool]:
+    raise refusal.refuse("config update, append, delete", "config")
+
+
+class OtgServer(ThreadingHTTPServer):
+    """The HTTP(S) server of a :class:`Service`; ``serve()`` until ``stop()``."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, service: Service, host: str, port: int, tls: ssl.SSLContext | None, verbose: bool = False):
+        self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        super().__init__((host, port), Handler)
+        self.service, self.verbose, self.tls = service, verbose, tls
+        if tls is not None:
+            self.socket = tls.wrap_socket(self.socket, server_side=True, do_handshake_on_connect=False)
+        self._thread: threading.Thread | None = None
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        conn, addr = super().get_request()
+        if isinstance(conn, ssl.SSLSocket):
+            conn.settimeout(10)
+            try:
+                conn.do_handshake()
+            except (ssl.SSLError, OSError) as e:
+                self.log(f"{addr[0]}: TLS handshake failed: {e}")
+                conn.close()
+                raise
+            conn.settimeout(None)
+        return conn, addr
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        self.log(f"{client_address[0]}: connection error: {sys.exc_info()[1]}")
+
+    def log(self, line: str) -> None:
+        print(f"netrig serve: {line}", file=sys.stderr, flush=True)
+
+    @property
+    def url(self) -> str:
+        host, port = str(self.server_address[0]), int(self.server_address[1])
+        host = f"[{host}]" if ":" in host else host
+        return f"{'https' if self.tls else 'http'}://{host}:{port}"
+
+    def start(self) -> None:
+        """Serve in a background thread."""
+        self._thread = threading.Thread(target=self.serve_forever, name="netrig-serve", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop serving, close the socket and the service (every flow stopped, ports closed)."""
+        self.shutdown()
+        self.server_close()
+        self.service.close()

@@ -1,0 +1,240 @@
+"""The state behind netrig serve's endpoints: one OTG config, the generator running it, captures.
+
+::
+
+    (no config) ──set_config ok──▶ configured: ports open, workers idle, every flow stopped
+    configured ──set_config──▶ checked whole (nothing changes on error) → generator closed → new one
+    flow:    stopped ──start──▶ started ──pause──▶ paused ──resume──▶ started ──stop, or done──▶ stopped
+    capture: stopped ──start──▶ started (buffer cleared) ──stop──▶ stopped (readable)
+
+Every request is checked whole before anything changes (names, states, ports), so a bad request
+never leaves a flow sending or a port half-open. A stop returns once the stopped flows' frames in
+flight have arrived or the drain time passed, so metrics read after it are final. Thread-safe: one
+lock serialises the requests.
+"""
+from __future__ import annotations
+
+import copy
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from netrig import _native
+from netrig.errors import ConfigError, NetrigError
+from netrig.otg import mapping, metrics, refusal, schema
+from netrig.otg.mapping import Plan, ServePort
+
+#: How long a flow's frames may still be on their way after its last one left, by default, s.
+DEFAULT_DRAIN_S = 0.1
+
+
+class StateError(NetrigError):
+    """A request that does not fit the current state (no config yet, a capture still running)."""
+
+
+class Service:
+    """The OTG state machine of `netrig serve` (see the module doc)."""
+
+    def __init__(self, ports: Sequence[ServePort], *, drain_s: float = DEFAULT_DRAIN_S, capture_bytes: int = 64 << 20,
+                 tx_cpus: Sequence[int] = (), rx_cpus: Sequence[int] = (),
+                 on_change: Callable[[str, Service], None] | None = None):
+        self.ports = tuple(ports)
+        self.drain_ns = int(drain_s * 1e9)
+        self.capture_bytes = capture_bytes
+        self.cpus = (tuple(tx_cpus), tuple(rx_cpus))
+        self.lock = threading.RLock()
+        self.config: dict | None = None
+        self.plan: Plan | None = None
+        self.generator: _native.Generator | None = None
+        self.rates = metrics.Rates()
+        self.flow_index: dict[str, int] = {}
+        #: The flows a traffic start names, while the ``starting`` hook runs.
+        self.starting: list[int] = []
+        #: Called after a config is set and after traffic changes (the recorder's hook).
+        self.on_change = on_change
+
+    # --------------------------------------------------------------------------------------- config
+
+    def set_config(self, body: Any) -> list[str]:
+        """Check and apply a config: the old generator is closed only when the new one is valid."""
+        cfg = schema.check("Config", body, defer_patterns=True)  # field patterns: checked as mapped
+        plan = mapping.plan(cfg, self.ports, self.capture_bytes)
+        with self.lock:
+            self._changed("end")
+            self._close()
+            ports = [s.port for s in plan.serve_ports]
+            self.generator = _native.Generator(ports, plan.specs, plan.capture_specs, plan.line_rates, *self.cpus)
+            self.config, self.plan = cfg, plan
+            self.flow_index = {f.name: i for i, f in enumerate(plan.flows)}
+            self.rates = metrics.Rates()
+            warnings = list(plan.warnings) + self._port_notes()
+        self._changed("config")
+        return warnings
+
+    def _port_notes(self) -> list[str]:
+        assert self.generator is not None and self.plan is not None
+        return [f"ports[{i}] {self.plan.port_names[i]}: {backend} ({notes})"
+                for i, (_, backend, notes, _) in enumerate(self.generator.ports()) if "passed over" in notes]
+
+    def get_config(self) -> dict:
+        with self.lock:
+            return copy.deepcopy(self.config) if self.config is not None else {}
+
+    def _ready(self) -> tuple[Plan, _native.Generator]:
+        if self.plan is None or self.generator is None:
+            raise StateError("no configuration: send one with set_config first")
+        return self.plan, self.generator
+
+    # -------------------------------------------------------------------------------------- control
+
+    def control_state(self, body: Any) -> list[str]:
+        req = schema.check("ControlState", body, "")
+        choice = req["choice"]
+        if choice == "traffic":
+            t = req.get("traffic") or {}
+            return self._traffic(t.get("flow_transmit") or {}, "traffic.flow_transmit")
+        if choice == "port":
+            p = req.get("port") or {}
+            if p.get("choice") == "capture":
+                return self._capture_state(p.get("capture") or {}, "port.capture")
+            raise refusal.refuse("control/state port.link", "port.link")
+        raise refusal.refuse("control/state protocol", "protocol")
+
+    def _flows(self, names: Sequence[str], at: str) -> list[int]:
+        if not names:
+            return list(range(len(self.flow_index)))
+        missing = [k for k, n in enumerate(names) if n not in self.flow_index]
+        if missing:
+            k = missing[0]
+            raise ConfigError(f"{at}[{k}]", f"{names[k]!r} is not a flow of the config")
+        return [self.flow_index[n] for n in names]
+
+    def _traffic(self, ft: dict, at: str) -> list[str]:
+        with self.lock:
+            plan, g = self._ready()
+            which = self._flows(ft.get("flow_names") or [], f"{at}.flow_names")
+            state = ft["state"]
+            if state == "start":
+                self.starting = which or list(range(len(plan.flows)))
+                self._changed("starting")
+                started = g.start(which)
+                self.rates.reset([plan.flows[i].name for i in started])
+            elif state == "stop":
+                g.stop(which)
+                self._drain(g, plan, which)
+            elif state == "pause":
+                g.pause(which)
+            else:
+                g.resume(which)
+        self._changed(state)
+        return []
+
+    def _drain(self, g: _native.Generator, plan: Plan, which: Sequence[int]) -> None:
+        """Wait until the stopped flows' frames arrived, or the drain time passed."""
+        end = time.monotonic_ns() + self.drain_ns
+        while time.monotonic_ns() < end:
+            stats = g.flow_stats()
+            if all(stats[i].rx_frames >= stats[i].tx_frames * plan.flows[i].rx_tx_ratio for i in which):
+                return
+            time.sleep(0.005)
+
+    def _capture_state(self, c: dict, at: str) -> list[str]:
+        with self.lock:
+            plan, g = self._ready()
+            names = c.get("port_names") or [cp.port for cp in plan.captures]
+            ports = []
+            for k, n in enumerate(names):
+                if not any(cp.port == n for cp in plan.captures):
+                    raise ConfigError(f"{at}.port_names[{k}]", f"{n!r} has no capture: add one to the config")
+                ports.append(plan.port_names.index(n))
+            for p in ports:
+                g.set_capture(p, c["state"] == "start")
+        return []
+
+    def control_action(self, body: Any) -> dict:
+        schema.check("ControlAction", body, "")
+        raise refusal.refuse("control/action", "choice")
+
+    # -------------------------------------------------------------------------------------- monitor
+
+    def metrics(self, body: Any) -> dict:
+        req = schema.check("MetricsRequest", body, "")
+        choice = req.get("choice", "port")
+        with self.lock:
+            plan, g = self._ready()
+            if choice == "flow":
+                f = req.get("flow") or {}
+                which = self._flows(f.get("flow_names") or [], "flow.flow_names")
+                rows = metrics.flow_metrics(plan, g.flow_stats(which), which, self.rates, self.drain_ns,
+                                            g.realtime_offset_ns, f.get("metric_names") or ())
+                return {"choice": "flow_metrics", "flow_metrics": rows}
+            if choice == "port":
+                p = req.get("port") or {}
+                which = self._ports(p.get("port_names") or [], "port.port_names")
+                sending = self._sending(plan, g)
+                rows = metrics.port_metrics(plan, g.port_stats(), which, self.rates, sending,
+                                            p.get("column_names") or ())
+                return {"choice": "port_metrics", "port_metrics": rows}
+        raise refusal.refuse("monitor/metrics (not port or flow)", "choice", f"{choice} metrics")
+
+    def _ports(self, names: Sequence[str], at: str) -> list[int]:
+        assert self.plan is not None
+        if not names:
+            return list(range(len(self.plan.port_names)))
+        for k, n in enumerate(names):
+            if n not in self.plan.port_names:
+                raise ConfigError(f"{at}[{k}]", f"{n!r} is not a port of the config")
+        return [self.plan.port_names.index(n) for n in names]
+
+    def _sending(self, plan: Plan, g: _native.Generator) -> set[str]:
+        """Ports with a flow running or paused."""
+        return {plan.flows[i].tx for i, st in enumerate(g.flow_states()) if st in ("running", "paused")}
+
+    def states(self, body: Any) -> dict:
+        """Device states (neighbours, prefixes …): netrig serve has no devices, so every list is empty."""
+        req = schema.check("StatesRequest", body, "")
+        choice = req.get("choice", "ipv4_neighbors")
+        return {"choice": choice, choice: []}
+
+    def capture(self, body: Any) -> bytes:
+        req = schema.check("CaptureRequest", body, "")
+        if (req.get("packets") or {}).get("choice") == "slice":
+            raise refusal.refuse("monitor/capture packets.slice", "packets.slice")
+        with self.lock:
+            plan, g = self._ready()
+            name = req["port_name"]
+            cp = next((c for c in plan.captures if c.port == name), None)
+            if cp is None:
+                raise ConfigError("port_name", f"{name!r} has no capture: add one to the config's captures")
+            p = plan.port_names.index(name)
+            if g.port_stats()[p].capturing:
+                raise StateError(f"port_name: the capture on {name!r} is running: stop it first (control state "
+                                 "port.capture stop)")
+            return g.capture_file(p, cp.format == "pcapng", plan.serve_ports[p].ifname)
+
+    def version(self) -> dict:
+        return {"api_spec_version": schema.API_SPEC_RANGE, "sdk_version": schema.MODEL_VERSION,
+                "app_version": f"netrig {_native.__version__}"}
+
+    # ---------------------------------------------------------------------------------------- end
+
+    def _changed(self, what: str) -> None:
+        """Tell the hook: ``config`` (a new one is set), ``starting`` (flows ``self.starting`` are
+        about to start, their counters to be reset), ``start``, ``stop``, ``pause``, ``resume``,
+        ``end`` (the config's generator is about to close)."""
+        if self.on_change is not None and (what != "end" or self.generator is not None):
+            self.on_change(what, self)
+
+    def _close(self) -> None:
+        if self.generator is not None:
+            self.generator.close()
+        self.generator = None
+        self.plan = None
+        self.config = None
+
+    def close(self) -> None:
+        """Stop every flow and close the ports."""
+        with self.lock:
+            self._changed("end")
+            self._close()

@@ -1,0 +1,158 @@
+"""An OTG config → the generator's specs: ports by location, refusals and warnings naming the
+path (nothing silently ignored), the engine's own errors translated back to OTG paths. No root:
+nothing is opened."""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from netrig.errors import ConfigError
+from netrig.otg import headers, refusal, schema
+from netrig.otg.mapping import PRESETS, ServePort, plan
+from netrig.trial import Port
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVE = [ServePort("va@na", Port("va", "na"), None), ServePort("vb@nb", Port("vb", "nb"), None)]
+
+
+def base(**flow) -> dict:
+    f = {"name": "f", "tx_rx": {"choice": "port", "port": {"tx_name": "p1", "rx_names": ["p2"]}},
+         "packet": [{"choice": "ethernet"}, {"choice": "ipv4"}, {"choice": "udp"}]}
+    f.update(flow)
+    return {"ports": [{"name": "p1", "location": "va@na"}, {"name": "p2", "location": "vb"}], "flows": [f]}
+
+
+def planned(cfg: dict):
+    return plan(schema.check("Config", copy.deepcopy(cfg)), SERVE)
+
+
+def test_ports_flows_and_captures_map():
+    cfg = base(size={"choice": "weight_pairs", "weight_pairs": {"choice": "predefined", "predefined": "tcp_imix"}},
+               metrics={"loss": True, "rx_tx_ratio": {"choice": "rx_count"}})
+    cfg["captures"] = [{"name": "c", "port_names": ["p2"], "format": "pcapng", "packet_size": 128}]
+    p = planned(cfg)
+    assert p.port_names == ("p1", "p2") and [s.name for s in p.serve_ports] == ["va@na", "vb@nb"]
+    assert p.flows[0].tx == "p1" and p.flows[0].rx == ("p2",) and p.flows[0].loss and p.flows[0].rx_tx_ratio == 1
+    assert p.captures[0].format == "pcapng" and len(p.capture_specs) == 1
+    assert p.warnings == ()
+
+
+def test_every_header_kind_and_pattern_maps():
+    pat = {"ipv4": {"src": {"choice": "increment", "increment": {"start": "198.18.0.1", "step": "0.0.0.2",
+                                                                  "count": 5}},
+                    "dst": {"choice": "random", "random": {"min": "198.19.0.1", "max": "198.19.0.9", "count": 3}},
+                    "priority": {"choice": "tos", "tos": {"precedence": {"choice": "values", "values": [1, 7]}}},
+                    "header_checksum": {"choice": "generated", "generated": "bad"}},
+           "ipv6": {"flow_label": {"choice": "random", "random": {"min": 1, "max": 99, "count": 4, "seed": 0}},
+                    "dst": {"choice": "decrement", "decrement": {"start": "2001:2::ff", "step": "::1", "count": 3}}},
+           "udp": {"checksum": {"choice": "custom", "custom": 4660}, "length": {"choice": "value", "value": 9}},
+           "icmp": {"echo": {"identifier": {"choice": "values", "values": [1, 2]}}},
+           "custom": {"bytes": "0x de:ad be"}}
+    for kind, body in pat.items():
+        heads = [{"choice": "ethernet"}, {"choice": kind, kind: body}]
+        p = planned(base(packet=heads, size={"fixed": 200}))
+        assert len(p.specs) == 1, kind
+    # Nested OTG fields are the engine's flat ones, and back for errors.
+    assert headers.NESTED[("ipv4", ("priority", "dscp", "phb"))] == "dscp"
+    assert headers.otg_path("packet[1].ipv4.dscp", "flows[3]") == "flows[3].packet[1].ipv4.priority.dscp.phb"
+
+
+@pytest.mark.parametrize("change, path, words", [
+    (lambda c: c.update(devices=[{"name": "d1"}]), "devices", "emulates no devices"),
+    (lambda c: c.update(lags=[{"name": "l"}]), "lags", "LAGs"),
+    (lambda c: c["flows"][0].update(tx_rx={"choice": "device", "device": {"tx_names": ["d"], "rx_names": ["e"]}}),
+     "flows[0].tx_rx.device", "tx_rx.port"),
+    (lambda c: c["flows"][0]["packet"].append({"choice": "pfcpause"}), "flows[0].packet[3].choice", "custom header"),
+    (lambda c: c["flows"][0]["packet"][1].update(ipv4={"src": {"choice": "auto", "auto": {"choice": "dhcp"}}}),
+     "flows[0].packet[1].ipv4.src.auto", "give the address"),
+    (lambda c: c["flows"][0]["packet"][2].update(udp={"src_port": {"metric_tags": [{"name": "t"}]}}),
+     "flows[0].packet[2].udp.src_port.metric_tags", "tagged metrics"),
+    (lambda c: c["flows"][0]["packet"][1].update(ipv4={"options": [{"choice": "router_alert"}]}),
+     "flows[0].packet[1].ipv4.options", "custom header"),
+    (lambda c: c["flows"][0].update(size={"weight_pairs": {"predefined": "standard_imix"}}),
+     "flows[0].size.weight_pairs.predefined", "runts"),
+    (lambda c: c["flows"][0].update(metrics={"predefined_metric_tags": {"rx_name": True}}),
+     "flows[0].metrics.predefined_metric_tags", "tagged metrics"),
+    (lambda c: c.update(captures=[{"name": "c", "port_names": ["p2"], "filters": [{"choice": "ethernet"}]}]),
+     "captures[0].filters", "filter the file"),
+    (lambda c: c.update(options={"protocol_options": {"auto_start_all": True}}), "options.protocol_options",
+     "not applied"),
+    (lambda c: c["flows"][0].update(rate={"percentage": 50}), "flows[0].rate.percentage", "layer1 speed"),
+    (lambda c: c["flows"][0].update(duration={"fixed_packets": {"packets": 5, "gap": 20}}),
+     "flows[0].duration.fixed_packets.gap", "layer1 speed"),
+    (lambda c: c["flows"][0].update(duration={"burst": {"inter_burst_gap": {"bytes": 1000}}}),
+     "flows[0].duration.burst.inter_burst_gap.bytes", "nanoseconds"),
+    (lambda c: c["flows"][0].update(size={"fixed": 60}), "flows[0].size.fixed", "64"),
+    (lambda c: c["flows"][0]["packet"].insert(2, {"choice": "tcp"}), "flows[0].size", "at least"),
+    (lambda c: c["flows"][0]["packet"][1].update(ipv4={"priority": {"choice": "raw", "raw": {"value": 300}}}),
+     "flows[0].packet[1].ipv4.priority.raw.value", "range"),
+    (lambda c: c["ports"][1].update(location="nope"), "ports[1].location", "va@na, vb@nb"),
+    (lambda c: c["ports"][1].update(location="va"), "ports[1].location", "one port each"),
+    (lambda c: c["flows"][0]["tx_rx"]["port"].update(rx_names=["p9"]), "flows[0].tx_rx.port.rx_names[0]",
+     "not a port"),
+    (lambda c: c["flows"].append(copy.deepcopy(c["flows"][0])), "flows[1].name", "already the name"),
+])
+def test_refusals_and_errors_name_the_path(change, path, words):
+    cfg = base()
+    change(cfg)
+    with pytest.raises(ConfigError) as e:
+        planned(cfg)
+    assert e.value.field == path and words in e.value.message, str(e.value)
+
+
+def _ip(**src) -> dict:
+    return base(packet=[{"choice": "ethernet"}, {"choice": "ipv4", "ipv4": {"src": src}}])
+
+
+@pytest.mark.parametrize("cfg, path, words", [
+    (_ip(choice="value", value="198.18.0.300"), "flows[0].packet[1].ipv4.src.value", "not an IPv4 address"),
+    (_ip(value=7), "flows[0].packet[1].ipv4.src.value", "not a string"),
+    (_ip(choice="value", value="198.18.0.1", bogus=1), "flows[0].packet[1].ipv4.src.bogus", "not a property"),
+    (_ip(value="198.18.0.1", values=["198.18.0.2"]), "flows[0].packet[1].ipv4.src", "one choice"),
+    (_ip(choice="increment", increment={"start": "198.18.0.1", "count": -1}),
+     "flows[0].packet[1].ipv4.src.increment.count", "out of range"),
+    (_ip(choice="increment", increment={"start": "198.18.0.1", "stop": 3}),
+     "flows[0].packet[1].ipv4.src.increment.stop", "not a property"),
+    (base(packet=[{"choice": "udp", "udp": {"src_port": {"value": True}}}]), "flows[0].packet[0].udp.src_port.value",
+     "not an integer"),
+    (base(packet=[{"choice": "udp", "udp": {"src_port": {"values": [1, 2.5]}}}]),
+     "flows[0].packet[0].udp.src_port.values[1]", "not an integer"),
+    (base(packet=[{"choice": "udp", "udp": {"dst_port": {"value": 65536}}}]), "flows[0].packet[0].udp.dst_port.value",
+     "out of range"),
+    (base(packet=[{"choice": "udp", "udp": {"checksum": {"choice": "custom", "custom": 70000}}}]),
+     "flows[0].packet[0].udp.checksum.custom", "out of range"),
+])
+def test_field_patterns_are_checked_as_they_are_mapped(cfg, path, words):
+    with pytest.raises(ConfigError) as e:
+        plan(schema.check("Config", copy.deepcopy(cfg), defer_patterns=True), SERVE)
+    assert e.value.field == path and words in e.value.message, str(e.value)
+
+
+def test_warnings_say_what_netrig_does_instead():
+    cfg = base(packet=[{"choice": "ethernet", "ethernet": {"dst": {"choice": "auto"}}}, {"choice": "ipv4"}])
+    cfg["flows"][0]["tx_rx"]["port"] = {"tx_name": "p1", "rx_name": "p2"}
+    cfg["layer1"] = [{"name": "l1", "port_names": ["p1", "p2"], "speed": "speed_1_gbps", "mtu": 9000}]
+    cfg["flows"][0]["rate"] = {"percentage": 10}
+    for p in cfg["ports"]:
+        del p["location"]
+    p = planned(cfg)
+    text = "\n".join(p.warnings)
+    for words in ("ports[0].location: none given", "rx_name: deprecated", "ethernet.dst.auto", "layer1[0].speed",
+                  "layer1[0].mtu"):
+        assert words in text
+    assert p.line_rates == (1e9, 1e9)
+
+
+def test_presets_follow_the_model():
+    assert PRESETS["imix"] == ((64, 7.0), (570, 4.0), (1518, 1.0))
+    assert all(w > 0 for ps in PRESETS.values() for _, w in ps)
+
+
+def test_the_docs_table_is_the_refusal_table():
+    text = (ROOT / "docs" / "otg.md").read_text()
+    start = text.index("<!-- refusal table -->")
+    end = text.index("<!-- end refusal table -->")
+    assert text[start:end].split("\n", 1)[1] == refusal.markdown(), "docs/otg.md: regenerate the table " \
+        "(python -c 'from netrig.otg import refusal; print(refusal.markdown())')"

@@ -1,0 +1,310 @@
+"""`netrig serve` driven by snappi on a veth pair: every header kind with field patterns, every
+frame-size choice, rate unit and duration, all counted exactly (frames_tx == frames_rx, latency
+present); pause, resume, stop and restart; a capture checked byte by byte against the configured
+fields; a bad request that changes nothing; SIGTERM leaves nothing sending or listening."""
+from __future__ import annotations
+
+import json
+import re
+import struct
+import subprocess
+import sys
+import time
+import urllib.request
+import zlib
+
+import pytest
+from tests.conftest import if_counter, needs_root
+from tests.otg.conftest import ROOT, api, capture_state, control, flow_metrics, serve, wait_stopped
+
+from netrig.otg.mapping import RATE_BITS
+
+pytestmark = [needs_root, pytest.mark.root]
+
+A, B = "02:00:00:00:00:0a", "02:00:00:00:00:0b"
+
+
+def new_config(a, ports):
+    c = a.config()
+    c.ports.port(name="p1", location=ports[0]).port(name="p2", location=ports[1])
+    c.layer1.layer1(name="l1", port_names=["p1", "p2"], speed="speed_1_gbps")
+    return c
+
+
+def add_flow(c, name, frames=None):
+    f = c.flows.flow(name=name)[-1]
+    f.tx_rx.port.tx_name, f.tx_rx.port.rx_names = "p1", ["p2"]
+    f.metrics.enable, f.metrics.loss, f.metrics.latency.enable, f.metrics.timestamps = True, True, True, True
+    if frames:
+        f.duration.fixed_packets.packets = frames
+    return f
+
+
+def eth(f, *rest):
+    e = f.packet.ethernet()[-1]
+    e.src.value, e.dst.value = A, B
+    return e
+
+
+def build_everything(c):
+    """One flow per header stack, pattern, frame-size choice, rate unit and duration: {name: frames}."""
+    want: dict[str, int | None] = {}
+    f = add_flow(c, "vlan-udp", 300)
+    eth(f)
+    v1, v2, ip, udp = f.packet.vlan().vlan().ipv4().udp()[-4:]
+    v1.id.increment.start, v1.id.increment.count = 100, 3
+    v2.id.decrement.start, v2.id.decrement.count, v2.priority.values = 20, 4, [1, 5]
+    ip.src.increment.start, ip.src.increment.step, ip.src.increment.count = "198.18.0.1", "0.0.0.2", 7
+    ip.dst.random.min, ip.dst.random.max, ip.dst.random.count = "198.19.0.1", "198.19.0.200", 5
+    udp.src_port.random.min, udp.src_port.random.max, udp.src_port.random.count, udp.src_port.random.seed = 1, 9, 4, 0
+    udp.dst_port.values = [53, 4789]
+    f.size.increment.start, f.size.increment.end, f.size.increment.step = 72, 1518, 97
+    f.rate.pps = 3000
+    want["vlan-udp"] = 300
+    f = add_flow(c, "ipv6-tcp")
+    eth(f)
+    ip6, tcp = f.packet.ipv6().tcp()[-2:]
+    ip6.src.value, ip6.dst.increment.start, ip6.dst.increment.count = "2001:2::1", "2001:2::100", 9
+    ip6.flow_label.random.min, ip6.flow_label.random.max, ip6.flow_label.random.count = 1, 1000, 3
+    tcp.ctl_syn.values, tcp.src_port.value, tcp.dst_port.decrement.start = [0, 1], 1234, 80
+    f.size.random.min, f.size.random.max = 96, 1500
+    f.rate.bps = (798 + 20) * 8 * 1000  # 1000 frames/s of the random sizes' mean
+    f.duration.fixed_seconds.seconds = 0.2
+    want["ipv6-tcp"] = None  # rate × seconds: checked as tx == rx
+    f = add_flow(c, "icmp", 200)
+    eth(f)
+    ip, icmp = f.packet.ipv4().icmp()[-2:]
+    ip.priority.dscp.phb.values, ip.time_to_live.value = [0, 46], 3
+    icmp.echo.identifier.increment.start, icmp.echo.sequence_number.values = 7, [1, 2, 3]
+    f.size.weight_pairs.predefined = "imix"
+    f.rate.kbps = 1344
+    want["icmp"] = 200
+    f = add_flow(c, "icmpv6", 200)
+    eth(f)
+    f.packet.ipv6().icmpv6()[-1].echo.identifier.value = 9
+    f.size.fixed = 128
+    f.rate.mbps = 2
+    want["icmpv6"] = 200
+    f = add_flow(c, "vxlan", 300)
+    eth(f)
+    outer, udp, vx, inner_eth, inner_ip, inner_udp = f.packet.ipv4().udp().vxlan().ethernet().ipv4().udp()[-6:]
+    udp.dst_port.value, vx.vni.increment.start, vx.vni.increment.count = 4789, 1000, 8
+    inner_ip.src.values, inner_udp.dst_port.value = ["10.0.0.1", "10.0.0.2"], 7
+    f.size.fixed = 1518
+    f.rate.gbps = 1
+    want["vxlan"] = 300
+    f = add_flow(c, "gre", 300)
+    eth(f)
+    gre = f.packet.ipv4().gre().ipv6().udp()[-3]
+    gre.checksum_present.value = 1
+    f.size.weight_pairs.custom.custom(size=120, weight=1.5).custom(size=300, weight=2)
+    f.rate.percentage = 1
+    want["gre"] = 300
+    f = add_flow(c, "mpls", 150)
+    eth(f)
+    m1 = f.packet.mpls().mpls().ipv4().udp()[-4]
+    m1.label.values = [100, 200]
+    f.size.fixed = 128
+    f.duration.burst.packets, f.duration.burst.bursts = 50, 3
+    f.duration.burst.inter_burst_gap.microseconds = 1000
+    f.rate.pps = 20000
+    want["mpls"] = 150
+    f = add_flow(c, "arp", 100)
+    eth(f).ether_type.value = 0x0806
+    f.packet.arp()[-1].target_protocol_addr.increment.start = "198.19.0.1"
+    f.rate.pps = 2000
+    f.duration.fixed_packets.delay.nanoseconds = 20_000_000
+    want["arp"] = 100
+    f = add_flow(c, "custom", 100)
+    eth(f)
+    f.packet.custom()[-1].bytes = "88b5 00 01 02 03"
+    f.payload.choice = "increment_word"
+    f.rate.pps = 2000
+    want["custom"] = 100
+    f = add_flow(c, "continuous")
+    eth(f)
+    f.packet.ipv4().udp()
+    f.rate.pps = 2000
+    f.duration.continuous.delay.microseconds = 5000
+    want["continuous"] = None
+    return want
+
+
+def test_every_header_pattern_size_rate_and_duration_counts_exactly(veth):
+    ns_a, if_a, ns_b, if_b = veth
+    ports = [f"{if_a}@{ns_a}", f"{if_b}@{ns_b}"]
+    with serve(ports) as url:
+        a = api(url)
+        c = new_config(a, ports)
+        want = build_everything(c)
+        warnings = a.set_config(c).warnings
+        assert any("layer1[0].speed" in w for w in warnings)
+        control(a, "start")
+        finite = [n for n in want if n != "continuous"]
+        m = wait_stopped(a, finite)
+        control(a, "stop", ["continuous"])
+        m.update(flow_metrics(a, ["continuous"]))
+        for name, n in want.items():
+            got = m[name]
+            assert got.frames_tx == got.frames_rx > 0, name
+            assert n is None or got.frames_tx == n, name
+            assert got.loss == 0 and got.latency.minimum_ns <= got.latency.average_ns <= got.latency.maximum_ns
+            assert got.timestamps.first_timestamp_ns <= got.timestamps.last_timestamp_ns, name
+        assert m["ipv6-tcp"].frames_tx == 200, "rate × seconds"
+        assert m["continuous"].transmit == "stopped"
+        assert RATE_BITS["gbps"] == 1e9
+
+
+def test_pause_resume_stop_restart(veth):
+    ns_a, if_a, ns_b, if_b = veth
+    ports = [f"{if_a}@{ns_a}", f"{if_b}@{ns_b}"]
+    with serve(ports) as url:
+        a = api(url)
+        c = new_config(a, ports)
+        f = add_flow(c, "c")
+        eth(f)
+        f.packet.ipv4().udp()
+        f.rate.pps = 5000
+        a.set_config(c)
+        control(a, "start")
+        while flow_metrics(a)["c"].frames_tx < 300:
+            time.sleep(0.02)
+        control(a, "pause")
+        paused = flow_metrics(a)["c"]
+        assert paused.transmit == "paused"
+        time.sleep(0.1)
+        assert flow_metrics(a)["c"].frames_tx == paused.frames_tx, "nothing sent while paused"
+        control(a, "resume")
+        while flow_metrics(a)["c"].frames_tx < paused.frames_tx + 300:
+            time.sleep(0.02)
+        control(a, "stop")
+        m = flow_metrics(a)["c"]
+        assert m.transmit == "stopped" and m.frames_tx == m.frames_rx
+        # A bad request changes nothing: the good flow name is not started either.
+        cs = a.control_state()
+        cs.traffic.flow_transmit.state, cs.traffic.flow_transmit.flow_names = "start", ["c", "nope"]
+        with pytest.raises(Exception) as e:
+            a.set_control_state(cs)
+        assert e.value.args[0].code == 400 and "flow_names[1]" in e.value.args[0].errors[0]
+        assert flow_metrics(a)["c"].transmit == "stopped"
+        control(a, "start")  # a restart counts from zero
+        while flow_metrics(a)["c"].frames_tx < 50:
+            time.sleep(0.02)
+        assert flow_metrics(a)["c"].frames_tx < m.frames_tx
+        # SIGTERM while it sends: serve() checks the exit; then the wire is quiet.
+    rx = if_counter(ns_b, if_b, "rx_packets")
+    time.sleep(0.2)
+    assert if_counter(ns_b, if_b, "rx_packets") == rx, "nothing sent after SIGTERM"
+
+
+def ones(data: bytes) -> int:
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return s
+
+
+def test_capture_byte_by_byte(veth):
+    ns_a, if_a, ns_b, if_b = veth
+    ports = [f"{if_a}@{ns_a}", f"{if_b}@{ns_b}"]
+    with serve(ports) as url:
+        a = api(url)
+        c = new_config(a, ports)
+        f = add_flow(c, "cap", 24)
+        e, vlan, ip, udp = f.packet.ethernet().vlan().ipv4().udp()
+        e.src.value, e.dst.values = A, [B, "02:00:00:00:00:0c"]
+        vlan.id.increment.start, vlan.id.increment.count, vlan.priority.values = 100, 3, [1, 2]
+        ip.src.increment.start, ip.src.increment.count = "198.18.0.1", 4
+        ip.dst.decrement.start, ip.dst.decrement.count = "198.19.0.10", 2
+        ip.time_to_live.value = 33
+        ip.identification.values = [1000, 2000, 3000]
+        udp.src_port.random.min, udp.src_port.random.max = 1, 9
+        udp.src_port.random.count, udp.src_port.random.seed = 5, 7
+        udp.dst_port.increment.start, udp.dst_port.increment.count = 5000, 10
+        f.size.fixed = 100
+        f.payload.choice = "increment_byte"
+        f.rate.pps = 1000
+        c.captures.capture(name="c", port_names=["p2"], format="pcapng")
+        a.set_config(c)
+        capture_state(a, "start", ["p2"])
+        control(a, "start")
+        wait_stopped(a, ["cap"])
+        capture_state(a, "stop", ["p2"])
+        req = a.capture_request()
+        req.port_name = "p2"
+        frames = pcapng_frames(a.get_capture(req).read())
+    assert len(frames) == 24
+    sports = []
+    for j, raw in enumerate(frames):
+        frame, fcs = raw[:-4], raw[-4:]
+        assert len(raw) == 100 and struct.unpack("<I", fcs)[0] == zlib.crc32(frame), j
+        assert frame[0:6].hex(":") == (B if j % 2 == 0 else "02:00:00:00:00:0c") and frame[6:12].hex(":") == A
+        assert frame[12:14] == b"\x81\x00"
+        tci, inner = struct.unpack("!HH", frame[14:18])
+        assert (tci & 0xFFF, tci >> 13, inner) == (100 + j % 3, 1 + j % 2, 0x0800)
+        ip4 = frame[18:38]
+        assert ip4[0] == 0x45 and struct.unpack("!H", ip4[2:4])[0] == 96 - 18 and ip4[8] == 33 and ip4[9] == 17
+        assert ones(ip4) == 0xFFFF, "IPv4 header checksum"
+        assert ip4[12:16] == bytes([198, 18, 0, 1 + j % 4]) and ip4[16:20] == bytes([198, 19, 0, 10 - j % 2])
+        assert struct.unpack("!H", ip4[4:6])[0] == [1000, 2000, 3000][j % 3]
+        sport, dport, ulen = struct.unpack("!HHH", frame[38:44])
+        assert (dport, ulen) == (5000 + j % 10, 96 - 38)
+        sports.append(sport)
+        pseudo = ip4[12:20] + struct.pack("!BBH", 0, 17, ulen)
+        assert ones(pseudo + frame[38:]) == 0xFFFF, "UDP checksum"
+        payload = frame[46:-18]
+        assert payload == bytes(range(len(payload))), "increment_byte payload"
+        assert frame[-18:-16] == b"NR", "the signature at the frame's end"
+    assert all(1 <= p <= 9 for p in sports) and sports[:5] == sports[5:10], "seeded random, period 5"
+
+
+def pcapng_frames(data: bytes) -> list[bytes]:
+    """The packets of a pcapng file (Enhanced Packet Blocks), as captured."""
+    out, at = [], 0
+    while at < len(data):
+        kind, length = struct.unpack_from("<II", data, at)
+        if kind == 6:
+            caplen = struct.unpack_from("<I", data, at + 20)[0]
+            out.append(data[at + 28:at + 28 + caplen])
+        at += length
+    return out
+
+
+def test_quickstart_example(veth):
+    """examples/otg_quickstart.py as the docs show it, with fewer frames."""
+    ns_a, if_a, ns_b, if_b = veth
+    ports = [f"{if_a}@{ns_a}", f"{if_b}@{ns_b}"]
+    with serve(ports) as url:
+        argv = [sys.executable, str(ROOT / "examples" / "otg_quickstart.py"), "--location", url,
+                "--tx", ports[0], "--rx", ports[1], "--packets", "3000", "--pps", "20000"]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    out = done.stdout
+    assert done.returncode == 0, done.stderr
+    assert "f1: stopped, sent 3000, received 3000, loss 0" in out, out
+    assert "latency (store and forward) min " in out, out
+
+
+def test_curl_example_of_the_docs(veth):
+    """The JSON and the three requests of docs/otg.md's curl example, as written there."""
+    ns_a, if_a, ns_b, if_b = veth
+    doc = (ROOT / "docs" / "otg.md").read_text()
+    body = doc.split("cat > cfg.json <<'JSON'\n", 1)[1].split("\nJSON\n", 1)[0]
+    body = body.replace("veth0@nsa", f"{if_a}@{ns_a}").replace("veth1@nsb", f"{if_b}@{ns_b}")
+    requests = re.findall(r"curl -s -X POST http://127\.0\.0\.1:8080(\S+) .*?-d '(.*)'", doc)
+    assert [r[0] for r in requests] == ["/control/state", "/monitor/metrics"]
+    with serve([f"{if_a}@{ns_a}", f"{if_b}@{ns_b}"]) as url:
+        post(url + "/config", body)
+        post(url + requests[0][0], requests[0][1])
+        end = time.monotonic() + 30
+        while (m := json.loads(post(url + requests[1][0], requests[1][1]))["flow_metrics"][0])["transmit"] != "stopped":
+            assert time.monotonic() < end, m
+            time.sleep(0.05)
+    assert int(m["frames_tx"]) == int(m["frames_rx"]) == 1000 and m["loss"] == 0, m
+
+
+def post(url: str, body: str) -> bytes:
+    req = urllib.request.Request(url, data=body.encode(), headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return r.read()
