@@ -815,7 +815,8 @@ mod model_tests {
     }
 
     impl Model {
-        fn frame(&mut self, seq: u64, tx: u64, latency: u64, len: u64, window: u64, late_ns: u64, slots: usize) {
+        /// A 64-byte frame; `window` sequences back a duplicate is still told apart.
+        fn frame(&mut self, seq: u64, tx: u64, latency: u64, window: u64) {
             if seq < self.next_seq {
                 if self.next_seq - seq <= window && !self.seen.insert(seq) {
                     self.duplicated += 1;
@@ -826,18 +827,18 @@ mod model_tests {
             } else {
                 if seq > self.next_seq && self.next_seq > 0 {
                     let g = SeqGap { missing: seq - self.next_seq, before_ns: self.last_tx_ns, after_ns: tx };
-                    self.keep_gap(g, slots);
+                    self.keep_gap(g, GAP_SLOTS);
                 }
                 self.seen.insert(seq);
                 self.next_seq = seq + 1;
                 self.last_tx_ns = tx;
             }
-            if latency > late_ns {
+            if latency > LATE_NS {
                 self.late += 1;
                 return;
             }
             self.received += 1;
-            self.bytes += len;
+            self.bytes += 64;
             self.latencies.push(latency);
         }
 
@@ -876,10 +877,11 @@ mod model_tests {
     }
 
     const LATE_NS: u64 = 8_000_000_000;
+    const GAP_SLOTS: usize = 2;
     const WIDE_NS: u64 = 1 << 32;
 
     fn run(nflows: usize, preload: bool, frames: &[(usize, i64, u8, u64)]) {
-        let mut an = Analyzer::new(nflows, 0, LATE_NS).with_gap_slots(2);
+        let mut an = Analyzer::new(nflows, 0, LATE_NS).with_gap_slots(GAP_SLOTS);
         let window = an.flows.window_bits() as u64;
         let mut models: Vec<Model> = (0..3).map(|_| Model::default()).collect();
         if preload {
@@ -903,7 +905,7 @@ mod model_tests {
                 _ => 10_000 + jitter,
             };
             an.frame(&signed(0, false, flow as u32, seq, tx), at(tx + latency));
-            models[flow].frame(seq, tx, latency, 64, window, LATE_NS, 2);
+            models[flow].frame(seq, tx, latency, window);
         }
         for (i, m) in models.iter().enumerate() {
             m.check(&an.flow(i));

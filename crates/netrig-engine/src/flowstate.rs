@@ -432,7 +432,7 @@ mod tests {
     fn the_hot_state_is_one_cache_line() {
         assert_eq!(std::mem::size_of::<FlowHot>(), 64);
         assert_eq!(std::mem::align_of::<FlowHot>(), 64);
-        let v = vec![FlowHot::EMPTY; 3];
+        let v: Vec<FlowHot> = std::iter::repeat_n(FlowHot::EMPTY, 3).collect();
         assert_eq!(v.as_ptr() as usize % 64, 0, "a Vec of them starts on a line");
     }
 
