@@ -723,6 +723,7 @@ for cmd in [*(c.name for c in _REGISTRY.commands()), "selftest"]:
 for v in BAD_LISTEN:
     cli("--metrics-listen", "rfc2544", *SIM, "--out", "{dir}/out", "--metrics-listen", v)
     cli("--metrics-listen", *FWD, "--metrics-listen", v)
+    cli("--metrics-listen", "serve", "--port", "lo", "--http", "--metrics-listen", v)
 _STUDY = ('[base]\n[base.testbed]\nname = "simulated"\n[base.selftest]\nenabled = false\n[base.trial]\n'
           'duration_s = "0.05s"\n[base.frames]\nsizes = [64]\n[[base.methods]]\n[base.methods.rfc2544_throughput]\n'
           '[[variant]]\nname = "a"\n')

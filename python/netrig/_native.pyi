@@ -22,7 +22,7 @@ __all__ = [
     "PortResult",
     "Smoothness", "IntervalResult", "TrialResult", "HeardFlow", "ForeignKind", "ListenPort", "ListenResult",
     "InterfaceInfo", "IoProbe", "interface_info", "list_interfaces", "probe_io", "probe_xdp_program", "line_rate_fps",
-    "set_thread_priority", "linear_ramp", "WIRE_DEFAULT_RING", "WIRE_MIN_RING", "WIRE_MAX_RING", "WireCounts",
+    "linear_ramp", "WIRE_DEFAULT_RING", "WIRE_MIN_RING", "WIRE_MAX_RING", "WireCounts",
     "wire_attach", "wire_counts", "wire_detach", "STACK_HEADERS", "SIGNATURE_BYTES", "FieldPattern", "HeaderSpec",
     "PayloadSpec", "GenDurationSpec", "GenFlowSpec", "CaptureSpec", "Generator", "GenFlowStats", "GenPortStats",
 ]
@@ -80,11 +80,6 @@ WIRE_MAX_RING: int
 
 def line_rate_fps(bps: float, mean_frame_size: float) -> float:
     """Frames/s at line rate: bps / ((mean_frame_size + WIRE_OVERHEAD_BYTES) * 8)."""
-
-def set_thread_priority(nice: int, slice_ns: int, tid: int = 0) -> None:
-    """Run thread `tid` (0: the calling thread) at `nice` with scheduler time slices of `slice_ns`
-    (SCHED_OTHER): a thread that wakes takes the CPU from it within one such slice. Raises OSError
-    when refused."""
 
 def linear_ramp(from_scale: float, to_scale: float, steps: int, step_s: float) -> list[PhaseSpec]:
     """A rate ramp in linear steps: `steps` phases of `step_s` each, from `from_scale` to `to_scale` of

@@ -24,7 +24,7 @@ from netrig.measure import TrialCounts
 from netrig.telemetry import Telemetry, parse_listen
 from netrig.telemetry.families import FLOW_GROUPS, MAX_SERVED_GROUPS
 from netrig.telemetry.sources import FlowGroupCounts
-from netrig.testbed.placement import OBSERVER_NICE
+from netrig.testbed.options import MACHINE_CPUS
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
@@ -79,7 +79,7 @@ def test_serves_openmetrics_and_closes():
     assert refused(port)
 
 
-def test_the_server_thread_follows_the_run_loop_as_an_observer():
+def test_the_server_thread_of_a_run_is_an_observer():
     if os.geteuid() != 0:
         pytest.skip("leaving SCHED_IDLE again needs root")
     cpu = min(os.sched_getaffinity(0))
@@ -97,9 +97,8 @@ def test_the_server_thread_follows_the_run_loop_as_an_observer():
         th.join()
         assert done.is_set()
         tid = tel.endpoint._thread.native_id
-        # an observer of the run (placement.observer): on the loop's CPUs, nice 19, not SCHED_IDLE
-        assert os.sched_getaffinity(tid) == {cpu} and os.sched_getscheduler(tid) == os.SCHED_OTHER
-        assert os.getpriority(os.PRIO_PROCESS, tid) == OBSERVER_NICE
+        # an observer of the run (placement.observer): SCHED_IDLE on every CPU, the loop's and the others
+        assert os.sched_getaffinity(tid) == set(MACHINE_CPUS) and os.sched_getscheduler(tid) == os.SCHED_IDLE
         assert total(scrape(tel.url), "netrig_trial_index", run="r") == 0, "it still serves"
 
 

@@ -532,15 +532,6 @@ fn line_rate_fps(bps: &Bound<'_, PyAny>, mean_frame_size: &Bound<'_, PyAny>) -> 
     Ok(netrig_engine::stream::line_rate_fps(args::req(bps, "bps")?, args::req(mean_frame_size, "mean_frame_size")?))
 }
 
-/// Run thread `tid` (0: the calling thread) at `nice` with scheduler time slices of `slice_ns`
-/// (SCHED_OTHER): a thread that wakes takes the CPU from it within one such slice. Raises OSError
-/// when refused.
-#[pyfunction]
-#[pyo3(signature = (nice, slice_ns, tid = 0))]
-fn set_thread_priority(nice: i32, slice_ns: u64, tid: i32) -> PyResult<()> {
-    netrig_engine::sys::cpu::set_priority(tid, nice, slice_ns).map_err(PyErr::from)
-}
-
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -622,7 +613,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(probe_io, m)?)?;
     m.add_function(wrap_pyfunction!(probe_xdp_program, m)?)?;
     m.add_function(wrap_pyfunction!(line_rate_fps, m)?)?;
-    m.add_function(wrap_pyfunction!(set_thread_priority, m)?)?;
     m.add_function(wrap_pyfunction!(linear_ramp, m)?)?;
     m.add_function(wrap_pyfunction!(wire_attach, m)?)?;
     m.add_function(wrap_pyfunction!(wire_counts, m)?)?;

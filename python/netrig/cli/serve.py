@@ -21,7 +21,7 @@ import threading
 from pathlib import Path
 
 from netrig import _native
-from netrig.cli.common import check_choice, check_number, require_root
+from netrig.cli.common import add_metrics_listen, check_choice, check_number, metrics_endpoint, require_root
 from netrig.errors import ConfigError
 from netrig.model import parse_duration
 from netrig.otg.mapping import ServePort
@@ -58,6 +58,7 @@ def register(sub) -> None:
     p.add_argument("--i-know-this-is-live", action="store_true",
                    help="let the ports transmit although they look like a live network (see netrig trial)")
     p.add_argument("--verbose", action="store_true", help="log every request to stderr")
+    add_metrics_listen(p, "every served flow's counts")
     p.set_defaults(func=run)
 
 
@@ -115,15 +116,22 @@ def run(args) -> int:
     require_root("opening ports")
     if args.record:
         _record_dir(args.record)
-    ports = serve_ports(args)
-    # Every port opens once now: the transmit guard and the backends are checked before serving.
-    _native.Generator([s.port for s in ports], []).close()
-    service = Service(ports, drain_s=drain_s, capture_bytes=int(capture_mb) << 20)
-    if args.record:
-        from netrig.otg.record import Recorder
+    with metrics_endpoint(args.metrics_listen) as tel:  # bound before any port opens: a bad value stops here
+        ports = serve_ports(args)
+        # Every port opens once now: the transmit guard and the backends are checked before serving.
+        _native.Generator([s.port for s in ports], []).close()
+        service = Service(ports, drain_s=drain_s, capture_bytes=int(capture_mb) << 20)
+        if tel is not None:
+            tel.watch_flow_groups(service.flow_groups)
+        if args.record:
+            from netrig.otg.record import Recorder
 
-        service.on_change = Recorder(Path(args.record), " ".join(sys.argv)).on_change
-    server = OtgServer(service, host, number, tls, verbose=args.verbose)
+            service.on_change = Recorder(Path(args.record), " ".join(sys.argv)).on_change
+        _serve(OtgServer(service, host, number, tls, verbose=args.verbose), ports)
+    return 0
+
+
+def _serve(server: OtgServer, ports: list[ServePort]) -> None:
     server.start()
     print(f"netrig serve: {server.url} serving {', '.join(s.name for s in ports)} (Ctrl-C to stop)",
           file=sys.stderr, flush=True)
@@ -132,7 +140,6 @@ def run(args) -> int:
     finally:
         server.stop()
         print("netrig serve: stopped: every flow stopped, ports and socket closed", file=sys.stderr, flush=True)
-    return 0
 
 
 def _wait_for_signal() -> None:

@@ -240,8 +240,8 @@ class Monitor(Sampler):
 
     # --------------------------------------------------------------- sampling
     def _run(self, ready: threading.Event) -> None:
-        # The samples run at nice 19 with 0.1-ms scheduler slices (``placement.observer``): they
-        # get the CPU a paced TX worker leaves, and give it back within 0.1 ms when the worker wakes.
+        # The samples use only idle CPU time, on any CPU (``placement.observer``): they never keep a
+        # worker waiting, and a spinning TX worker cannot starve them.
         observer()
         # netlink handles are opened, used and closed in this thread only (pyroute2 is per-thread)
         try:

@@ -24,6 +24,7 @@ from netrig import _native
 from netrig.errors import ConfigError, NetrigError
 from netrig.otg import mapping, metrics, refusal, schema
 from netrig.otg.mapping import Plan, ServePort
+from netrig.telemetry.sources import FlowGroupCounts
 
 #: How long a flow's frames may still be on their way after its last one left, by default, s.
 DEFAULT_DRAIN_S = 0.1
@@ -76,6 +77,16 @@ class Service:
         assert self.generator is not None and self.plan is not None
         return [f"ports[{i}] {self.plan.port_names[i]}: {backend} ({notes})"
                 for i, (_, backend, notes, _) in enumerate(self.generator.ports()) if "passed over" in notes]
+
+    def flow_groups(self) -> list[FlowGroupCounts]:
+        """Every flow of the config as a telemetry flow group, its counts since it last started
+        (``--metrics-listen``; thread-safe: called on the endpoint's thread at each scrape)."""
+        with self.lock:
+            if self.plan is None or self.generator is None:
+                return []
+            stats = self.generator.flow_stats()
+            return [FlowGroupCounts(f.name, f.tx, ",".join(f.rx), s.tx_frames, s.rx_frames, s.tx_bytes, s.rx_bytes)
+                    for f, s in zip(self.plan.flows, stats)]
 
     def get_config(self) -> dict:
         with self.lock:

@@ -10,7 +10,7 @@ Data flow::
                                  │                                                served flow groups)
                                  ▼ at every scrape
     collect.StoreCollector ──▶ prometheus_client (its own registry, OpenMetrics) ──▶ endpoint
-        (the library's HTTP server thread, on the run loop's CPUs as an observer: nice 19, 0.1-ms slices)
+        (the library's HTTP server thread, an observer of the run: SCHED_IDLE on any CPU)
 
 ``families`` names every metric once; ``breakdown`` reads the engine's per-stream, per-port and
 per-flow-group counts of a finished trial through types.

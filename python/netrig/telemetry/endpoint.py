@@ -6,12 +6,12 @@ a port in use is one error line naming the option, before any traffic. Loopback 
 address is asked for. Port 0 takes a free port (the printed URL says which).
 
 The library serves ``/metrics`` from a thread of its own (and one thread per request, started by
-it). That thread is placed as the caller asks (:meth:`MetricsEndpoint.follow`): a run has it follow
-the run loop's thread, which is tester bookkeeping — ``SCHED_IDLE`` on the tester's CPUs
-(``netrig.testbed.placement.keep_off_dut``) — so a scrape only ever uses time the tester's workers
-leave idle, and never a DUT CPU. Requests are served by threads the server thread starts, which
-inherit its placement. :meth:`close` stops the server and closes the socket; it is called however
-the command ends (``with``), so nothing is left listening.
+it). That thread is placed as the caller asks (:meth:`MetricsEndpoint.follow`): in a run, whose
+loop is tester bookkeeping, it is an observer of the run (``placement.observer``: ``SCHED_IDLE``
+on any CPU), so a scrape only ever uses time no worker and no DUT thread wants. Requests are
+served by threads the server thread starts, which inherit its placement. :meth:`close` stops the
+server and closes the socket; it is called however the command ends (``with``), so nothing is
+left listening.
 """
 from __future__ import annotations
 
@@ -87,19 +87,17 @@ class MetricsEndpoint:
     def loopback(self) -> bool:
         return ipaddress.ip_address(self.host).is_loopback
 
-    def follow(self, cpus: set[int] | None = None, idle: bool | None = None) -> None:
-        """Place the server thread: on ``cpus``, and when ``idle`` (by default: when the calling
-        thread is tester bookkeeping, ``SCHED_IDLE``) as an observer (``placement.observer``: nice 19,
-        0.1-ms slices — under SCHED_IDLE a scrape starved next to a spinning TX worker). New request
-        threads inherit it. Where the kernel refuses (no privileges), it stays as it was."""
+    def follow(self, idle: bool | None = None) -> None:
+        """Place the server thread: when ``idle`` (by default: when the calling thread is tester
+        bookkeeping, ``SCHED_IDLE``) as an observer of the run (``placement.observer``: SCHED_IDLE
+        on any CPU, so a scrape never keeps a worker waiting and a spinning TX worker cannot starve
+        it), else as an ordinary thread. New request threads inherit it. Where the kernel refuses
+        (no privileges), it stays as it was."""
         thread = self._thread
         if thread is None or thread.native_id is None:
             return
-        cpus = os.sched_getaffinity(0) if cpus is None else cpus
         idle = os.sched_getscheduler(0) == os.SCHED_IDLE if idle is None else idle
         tid = thread.native_id
-        with contextlib.suppress(OSError):
-            os.sched_setaffinity(tid, cpus)
         if idle:
             observer(tid)
             return

@@ -4,7 +4,7 @@ store.
 Events and what they move::
 
     run_start       the run's info, estimated trials, resumes; the endpoint's thread is placed as the
-                    run loop is (on the tester's CPUs, as an observer: nice 19, 0.1-ms slices)
+                    run loop is (bookkeeping: an observer of the run, SCHED_IDLE on any CPU)
     run_end         complete or not; nothing in progress any more
     trial_start     the trial in progress (method, size, kind, intended rate, index)
     trial_progress  its live counts and rate (the engine's snapshot, ~every 0.2 s)

@@ -70,21 +70,6 @@ pub fn normal_priority() -> io::Result<()> {
     Ok(())
 }
 
-/// Run thread `tid` (0: the calling thread) as an ordinary thread at `nice` with time slices of
-/// `slice_ns` (`SCHED_OTHER`; a short slice lets any thread that wakes take the CPU within it,
-/// whatever the nice values). Raising priority (a lower nice) needs CAP_SYS_NICE.
-pub fn set_priority(tid: i32, nice: i32, slice_ns: u64) -> io::Result<()> {
-    let mut attr =
-        SchedAttr { size: std::mem::size_of::<SchedAttr>() as u32, nice, runtime: slice_ns, ..Default::default() };
-    // SAFETY: attr is a valid, initialised sched_attr (SCHED_OTHER) of the size given in it; the
-    // kernel checks tid.
-    let rc = unsafe { libc::syscall(libc::SYS_sched_setattr, tid, &mut attr as *mut SchedAttr, 0) };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
 /// CPU the calling thread runs on right now.
 pub fn current_cpu() -> Option<usize> {
     // SAFETY: plain syscall wrapper.
