@@ -728,6 +728,10 @@ class TrialResult:
     @property
     def run_start_ns(self) -> int:
         """When the measured run began, `CLOCK_MONOTONIC` ns (0: it never did)."""
+    @property
+    def flow_memory_bytes(self) -> int:
+        """Memory the flows took, measured: the resident set's growth from before the workers
+        allocated their per-flow state to the end of the drain, bytes."""
     # derived
     @property
     def frames_sent(self) -> int: ...

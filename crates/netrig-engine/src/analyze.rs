@@ -31,6 +31,8 @@ use hdrhistogram::Histogram;
 use netrig_wire::dissect;
 use netrig_wire::signature::{MASK_40, TRIAL_MASK};
 
+use crate::flowstate::{note_gap_in, record_in_window, FlowStates, SeqClass, WIDE};
+pub use crate::flowstate::{window_bits_for, SeqGap};
 use crate::port::RxMeta;
 use crate::schedule::IntervalCounter;
 
@@ -74,29 +76,11 @@ pub type SentSoFar = Box<dyn FnMut() -> u64 + Send>;
 /// Highest latency the histograms record (longer is clamped): 60 s.
 pub const MAX_LATENCY_NS: u64 = 60_000_000_000;
 
-/// A run of sequence numbers a flow did not receive: what was missing when the first frame after
-/// it arrived (a frame of the run that arrives later, reordered, does not shrink it).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SeqGap {
-    /// Sequence numbers missing between the two frames.
-    pub missing: u64,
-    /// Transmit time of the last frame received before the gap, ns since the trial epoch.
-    pub before_ns: u64,
-    /// Transmit time of the first frame received after it, ns since the trial epoch.
-    pub after_ns: u64,
-}
-
-impl SeqGap {
-    /// The outage the gap stands for: first frame after − last frame before, ns.
-    pub fn duration_ns(&self) -> u64 {
-        self.after_ns.saturating_sub(self.before_ns)
-    }
-}
-
 /// Largest number of gaps a flow keeps (see [`Analyzer::with_gap_slots`]).
 pub const MAX_GAP_SLOTS: usize = 64;
 
-/// Per-flow receive state.
+/// One flow's receive counts, plain: what the compact state of an [`Analyzer`] reads back as
+/// ([`Analyzer::flow`]), what merges over RX workers, and a listener's per-flow state.
 #[derive(Debug, Clone)]
 pub struct FlowRx {
     pub received: u64,
@@ -108,7 +92,6 @@ pub struct FlowRx {
     next_seq: u64,
     /// Sliding window of seen sequences, bit `seq % window` (window = words.len() * 64).
     window: Box<[u64]>,
-    last_latency: Option<u64>,
     pub ipdv_sum_ns: u64,
     pub ipdv_max_ns: u64,
     pub ipdv_count: u64,
@@ -124,6 +107,18 @@ pub struct FlowRx {
     last_tx_ns: u64,
     /// The longest gaps in the flow's sequence (unused slots have `missing == 0`), in no order.
     gaps: Box<[SeqGap]>,
+}
+
+/// The 64-bit sequence number of a 40-bit one: the value with those low bits nearest to
+/// `next_seq`, the next expected sequence (forward when both are as near).
+#[inline]
+pub(crate) fn extend_seq(next_seq: u64, s40: u64) -> u64 {
+    let d = s40.wrapping_sub(next_seq) & MASK_40;
+    if d <= HALF_40 || next_seq < MASK_40 + 1 - d {
+        next_seq + d
+    } else {
+        next_seq - (MASK_40 + 1 - d)
+    }
 }
 
 /// Flows with their own latency histogram.
@@ -150,7 +145,6 @@ impl FlowRx {
             late: 0,
             next_seq: 0,
             window: vec![0u64; window_bits / 64].into_boxed_slice(),
-            last_latency: None,
             ipdv_sum_ns: 0,
             ipdv_max_ns: 0,
             ipdv_count: 0,
@@ -165,12 +159,11 @@ impl FlowRx {
     }
 
     /// Keep `g` if it is longer than the shortest gap kept (or a slot is free).
-    #[inline]
     fn note_gap(&mut self, g: SeqGap) {
-        // Free slots are all zero: they are the shortest.
-        let Some(slot) = self.gaps.iter_mut().min_by_key(|k| k.duration_ns()) else { return };
-        if slot.missing == 0 || g.duration_ns() > slot.duration_ns() {
-            *slot = g;
+        let mut words: Vec<[u64; 3]> = self.gaps.iter().map(|k| [k.missing, k.before_ns, k.after_ns]).collect();
+        note_gap_in(&mut words, g);
+        for (k, w) in self.gaps.iter_mut().zip(words) {
+            *k = SeqGap { missing: w[0], before_ns: w[1], after_ns: w[2] };
         }
     }
 
@@ -186,64 +179,24 @@ impl FlowRx {
         self.last_tx_ns
     }
 
-    #[inline]
-    fn window_bits(&self) -> u64 {
-        self.window.len() as u64 * 64
-    }
-
-    #[inline]
-    fn bit(&mut self, seq: u64) -> (&mut u64, u64) {
-        let w = self.window_bits();
-        let idx = seq % w;
-        let mask = 1u64 << (idx % 64);
-        (&mut self.window[(idx / 64) as usize], mask)
-    }
-
-    /// The 64-bit sequence number of a 40-bit one: the value with those low bits nearest to the
-    /// next expected sequence (forward when both are as near).
+    /// The 64-bit sequence number of a 40-bit one (see [`extend_seq`]).
     #[inline]
     pub(crate) fn extend_seq(&self, s40: u64) -> u64 {
-        let base = self.next_seq;
-        let d = s40.wrapping_sub(base) & MASK_40;
-        if d <= HALF_40 || base < MASK_40 + 1 - d {
-            base + d
-        } else {
-            base - (MASK_40 + 1 - d)
-        }
+        extend_seq(self.next_seq, s40)
     }
 
     /// Record sequence `seq`; returns false if it is a duplicate.
     #[inline]
     pub(crate) fn record_seq(&mut self, seq: u64) -> bool {
-        let w = self.window_bits();
-        if seq >= self.next_seq {
-            // Advance the window: clear the bits of sequences that fall out of it.
-            let advance = seq + 1 - self.next_seq;
-            if advance >= w {
-                self.window.iter_mut().for_each(|x| *x = 0);
-            } else {
-                for s in self.next_seq..=seq {
-                    let (word, mask) = self.bit(s);
-                    *word &= !mask;
-                }
-            }
-            let (word, mask) = self.bit(seq);
-            *word |= mask;
-            self.next_seq = seq + 1;
-            true
-        } else if self.next_seq - seq > w {
-            // Too old to tell duplicate from reordered: count it as reordered.
-            self.reordered += 1;
-            true
-        } else {
-            let (word, mask) = self.bit(seq);
-            if *word & mask != 0 {
-                self.duplicated += 1;
-                false
-            } else {
-                *word |= mask;
+        match record_in_window(&mut self.window, &mut self.next_seq, seq) {
+            SeqClass::Ahead => true,
+            SeqClass::Reordered => {
                 self.reordered += 1;
                 true
+            }
+            SeqClass::Duplicate => {
+                self.duplicated += 1;
+                false
             }
         }
     }
@@ -311,7 +264,8 @@ pub struct RxTotals {
 
 /// One RX worker's analysis state.
 pub struct Analyzer {
-    pub flows: Vec<FlowRx>,
+    /// Every flow's state, compact (`crate::flowstate`); [`Self::flow`] reads one back.
+    flows: FlowStates,
     pub totals: RxTotals,
     /// Latency of flows without a histogram of their own.
     pub shared_hist: Histogram<u32>,
@@ -328,18 +282,11 @@ pub struct Analyzer {
     pub intervals: Option<IntervalCounter>,
 }
 
-/// Window size per flow: large for few flows, smaller for many (bounded memory).
-pub fn window_bits_for(flows: usize) -> usize {
-    let bits = (1usize << 22) / flows.max(1);
-    bits.clamp(256, 1 << 17).next_power_of_two()
-}
-
 impl Analyzer {
     /// An analyser for trial tag 0 without a bound on sequence numbers (see [`Self::for_trial`]).
     pub fn new(nflows: usize, epoch_ns: u64, late_ns: u64) -> Self {
-        let w = window_bits_for(nflows);
         Analyzer {
-            flows: (0..nflows).map(|i| FlowRx::new(w, i < PER_FLOW_HIST_LIMIT)).collect(),
+            flows: FlowStates::new(nflows, PER_FLOW_HIST_LIMIT, || (new_hist(), new_ipdv_hist())),
             totals: RxTotals::default(),
             shared_hist: new_hist(),
             shared_ipdv_hist: new_ipdv_hist(),
@@ -356,10 +303,7 @@ impl Analyzer {
     /// [`MAX_GAP_SLOTS`]): a trial with events keeps one per event and one more, so every event's
     /// outage is among them. Allocates once, here; a gap costs a scan of the slots when it closes.
     pub fn with_gap_slots(mut self, slots: usize) -> Self {
-        let k = slots.clamp(1, MAX_GAP_SLOTS);
-        for f in &mut self.flows {
-            f.gaps = vec![SeqGap::default(); k].into_boxed_slice();
-        }
+        self.flows.set_gap_slots(slots.clamp(1, MAX_GAP_SLOTS));
         self
     }
 
@@ -400,7 +344,8 @@ impl Analyzer {
             t.warmup += 1;
             return;
         }
-        let Some(f) = self.flows.get_mut(sig.flow_id as usize) else {
+        let flow = sig.flow_id as usize;
+        let Some(hot) = self.flows.hot.get(flow) else {
             t.unknown_flow += 1;
             return;
         };
@@ -421,7 +366,8 @@ impl Analyzer {
         } else {
             raw
         };
-        let seq = f.extend_seq(sig.seq);
+        let (expected, last_tx_ns) = (hot.next_seq, hot.last_tx_ns);
+        let seq = extend_seq(expected, sig.seq);
         if seq >= self.seq_bound {
             // Ahead of what the TX had sent when last asked: ask again.
             self.seq_bound = (self.sent_so_far)();
@@ -430,41 +376,70 @@ impl Analyzer {
                 return;
             }
         }
-        let expected = f.next_seq;
-        if !f.record_seq(seq) {
-            return;
-        }
-        if seq >= expected {
-            // In order or ahead: a jump ahead closes a gap (from the flow's second frame on).
-            let tx_ns = rx_rel.saturating_sub(latency);
-            if seq > expected && expected > 0 {
-                f.note_gap(SeqGap { missing: seq - expected, before_ns: f.last_tx_ns, after_ns: tx_ns });
+        match self.flows.record_seq(flow, seq) {
+            SeqClass::Duplicate => return,
+            SeqClass::Reordered => {}
+            SeqClass::Ahead => {
+                // In order or ahead: a jump ahead closes a gap (from the flow's second frame on).
+                let tx_ns = rx_rel.saturating_sub(latency);
+                if seq > expected && expected > 0 {
+                    self.flows
+                        .note_gap(flow, SeqGap { missing: seq - expected, before_ns: last_tx_ns, after_ns: tx_ns });
+                }
+                self.flows.hot[flow].last_tx_ns = tx_ns;
             }
-            f.last_tx_ns = tx_ns;
         }
         if latency > self.late_ns {
-            f.late += 1;
+            self.flows.count_late(flow);
             return;
         }
-        f.received += 1;
-        f.bytes += wire_len;
         if let Some(iv) = self.intervals.as_mut() {
             iv.add_received(sig.tx_ts_ns, latency);
         }
-        f.latency_sum_ns += latency as u128;
-        f.latency_min_ns = f.latency_min_ns.min(latency);
-        f.latency_max_ns = f.latency_max_ns.max(latency);
-        f.hist.as_mut().unwrap_or(&mut self.shared_hist).saturating_record(latency.clamp(1, MAX_LATENCY_NS));
-        if let Some(prev) = f.last_latency {
-            let d = latency.abs_diff(prev);
-            f.ipdv_sum_ns += d;
-            f.ipdv_count += 1;
-            if d > f.ipdv_max_ns {
-                f.ipdv_max_ns = d;
-            }
-            f.ipdv_hist.as_mut().unwrap_or(&mut self.shared_ipdv_hist).saturating_record(d.min(MAX_LATENCY_NS));
+        let ipdv = self.flows.count_received(flow, wire_len as u32, latency);
+        let (lat_hist, ipdv_hist) = match self.flows.hists.get_mut(flow) {
+            Some((l, i)) => (l, i),
+            None => (&mut self.shared_hist, &mut self.shared_ipdv_hist),
+        };
+        lat_hist.saturating_record(latency.clamp(1, MAX_LATENCY_NS));
+        if let Some(d) = ipdv {
+            ipdv_hist.saturating_record(d.min(MAX_LATENCY_NS));
         }
-        f.last_latency = Some(latency);
+    }
+
+    /// How many flows the analyser counts.
+    pub fn flow_count(&self) -> usize {
+        self.flows.len()
+    }
+
+    /// Flow `i`'s counts, read back from the compact state (its histograms copied).
+    pub fn flow(&self, i: usize) -> FlowRx {
+        let s = &self.flows;
+        let h = &s.hot[i];
+        let w = s.wide.get(&(i as u32)).copied().unwrap_or_default();
+        let c = s.cold(i);
+        let received = w.received_hi << 32 | u64::from(h.received);
+        let wide_or = |v: u32, wide: u64| if v == WIDE { wide } else { u64::from(v) };
+        let hists = s.hists.get(i);
+        FlowRx {
+            received,
+            bytes: w.bytes_hi << 32 | u64::from(h.bytes),
+            reordered: c.reordered,
+            duplicated: c.duplicated,
+            late: c.late,
+            next_seq: h.next_seq,
+            window: Box::new([]),
+            ipdv_sum_ns: h.ipdv_sum_ns,
+            ipdv_max_ns: u64::from(h.ipdv_max_ns).max(w.ipdv_max_ns),
+            ipdv_count: received.saturating_sub(1),
+            latency_sum_ns: u128::from(w.latency_sum_hi) << 64 | u128::from(h.latency_sum_ns),
+            latency_min_ns: if h.latency_min_ns == u32::MAX { u64::MAX } else { wide_or(h.latency_min_ns, w.min_ns) },
+            latency_max_ns: wide_or(h.latency_max_ns, w.max_ns),
+            hist: hists.map(|h| h.0.clone()),
+            ipdv_hist: hists.map(|h| h.1.clone()),
+            last_tx_ns: h.last_tx_ns,
+            gaps: s.gaps(i).chain(std::iter::repeat(SeqGap::default())).take(s.gap_slots()).collect(),
+        }
     }
 }
 
@@ -609,24 +584,24 @@ pub(crate) mod tests {
             let tx = 1_000_000 + seq * 1_000;
             an.frame(&frame(seq, tx), RxMeta { ts_ns: tx + 5_000, queue: 0 });
         }
-        let g = an.flows[0].gaps();
+        let g = an.flow(0).gaps();
         assert_eq!(g.len(), 2);
         // The longest: 20..49 missing, between seq 19 and seq 50.
         assert_eq!(g[1], SeqGap { missing: 30, before_ns: 1_019_000, after_ns: 1_050_000 });
         assert_eq!(g[1].duration_ns(), 31_000);
         // Of the two 1-frame gaps (2 µs each), the first one kept its slot.
         assert_eq!((g[0].missing, g[0].duration_ns()), (1, 2_000));
-        assert_eq!(an.flows[0].last_tx_ns(), 1_069_000);
+        assert_eq!(an.flow(0).last_tx_ns(), 1_069_000);
         // A reordered frame inside a gap neither opens nor changes one.
         an.frame(&frame(30, 1_030_000), RxMeta { ts_ns: 1_100_000, queue: 0 });
-        assert_eq!(an.flows[0].gaps(), g);
+        assert_eq!(an.flow(0).gaps(), g);
         // Merging another worker's view of the flow keeps the longest of both.
-        let mut m = an.flows[0].clone();
+        let mut m = an.flow(0).clone();
         let mut other = Analyzer::new(1, 0, u64::MAX / 4);
         for seq in [100u64, 200] {
             other.frame(&frame(seq, seq * 10_000), RxMeta { ts_ns: seq * 10_000 + 1, queue: 0 });
         }
-        m.merge(&other.flows[0]);
+        m.merge(&other.flow(0));
         let mg = m.gaps();
         assert_eq!(mg.len(), 2);
         // By start: the other worker's 99-frame gap (1 ms), then the 30-frame one.
@@ -638,7 +613,7 @@ pub(crate) mod tests {
     fn a_flow_without_loss_has_no_gap() {
         let mut an = Analyzer::new(1, 0, u64::MAX / 4);
         feed(&mut an, 0, &[10_000; 100]);
-        assert!(an.flows[0].gaps().is_empty());
+        assert!(an.flow(0).gaps().is_empty());
     }
 
     #[test]
@@ -648,7 +623,7 @@ pub(crate) mod tests {
         lat.push(60_000);
         let mut an = Analyzer::new(1, 0, u64::MAX / 4);
         feed(&mut an, 0, &lat);
-        let s = LatencySummary::from_flow(&an.flows[0]);
+        let s = LatencySummary::from_flow(&an.flow(0));
         assert_eq!(s.samples, 102);
         assert_eq!(s.ipdv_max_ns, 50_000);
         assert_eq!(s.ipdv_p99_ns, 100, "99 % of the differences are 100 ns");
@@ -659,8 +634,8 @@ pub(crate) mod tests {
         let (mut a, mut b) = (Analyzer::new(1, 0, u64::MAX / 4), Analyzer::new(1, 0, u64::MAX / 4));
         feed(&mut a, 0, &lat[..51]);
         feed(&mut b, 51, &lat[51..]);
-        let mut m = a.flows[0].clone();
-        m.merge(&b.flows[0]);
+        let mut m = a.flow(0).clone();
+        m.merge(&b.flow(0));
         let s = LatencySummary::from_flow(&m);
         assert_eq!((s.samples, s.ipdv_p99_ns, s.ipdv_max_ns), (102, 100, 50_000));
     }
@@ -670,7 +645,7 @@ pub(crate) mod tests {
         // 2 significant digits: 12_345 lies in a bucket whose highest value is above it.
         let mut an = Analyzer::new(1, 0, u64::MAX / 4);
         feed(&mut an, 0, &[1_000, 13_345, 1_000]);
-        let s = LatencySummary::from_flow(&an.flows[0]);
+        let s = LatencySummary::from_flow(&an.flow(0));
         assert_eq!((s.ipdv_p99_ns, s.ipdv_max_ns), (12_345, 12_345));
     }
 
@@ -678,14 +653,8 @@ pub(crate) mod tests {
     fn flows_without_their_own_histogram_share_one() {
         let n = PER_FLOW_HIST_LIMIT + 1;
         let an = Analyzer::new(n, 0, u64::MAX / 4);
-        assert!(an.flows[PER_FLOW_HIST_LIMIT - 1].ipdv_hist.is_some());
-        assert!(an.flows[PER_FLOW_HIST_LIMIT].ipdv_hist.is_none() && an.flows[PER_FLOW_HIST_LIMIT].hist.is_none());
-    }
-
-    #[test]
-    fn window_sizes_are_bounded() {
-        assert_eq!(window_bits_for(1), 1 << 17);
-        assert_eq!(window_bits_for(1 << 20), 256);
+        assert!(an.flow(PER_FLOW_HIST_LIMIT - 1).ipdv_hist.is_some());
+        assert!(an.flow(PER_FLOW_HIST_LIMIT).ipdv_hist.is_none() && an.flow(PER_FLOW_HIST_LIMIT).hist.is_none());
     }
 
     const TAG: u32 = 1000;
@@ -728,7 +697,7 @@ pub(crate) mod tests {
         let t = an.totals;
         assert_eq!((t.earlier_trial, t.other_trial, t.warmup, t.unknown_flow, t.foreign), (2, 4, 1, 1, 1));
         assert_eq!(t.frames, 10);
-        let f = &an.flows[0];
+        let f = &an.flow(0);
         assert_eq!((f.received, f.reordered, f.duplicated, f.next_seq()), (1, 0, 0, 1), "only this trial's frame");
     }
 
@@ -751,7 +720,7 @@ pub(crate) mod tests {
                 an.frame(&signed(TAG, false, 0, 600, 1_100), at(5_100)); // one past the last sent
             }
         }
-        let f = &an.flows[0];
+        let f = &an.flow(0);
         assert_eq!((f.received, f.reordered, f.duplicated, f.late), (600, 0, 0, 0));
         assert_eq!(an.totals.implausible, 2);
         assert!(asked.load(std::sync::atomic::Ordering::Relaxed) <= 3, "the bound is asked for only when reached");
@@ -768,10 +737,10 @@ pub(crate) mod tests {
             an.frame(&signed(TAG, false, 0, seq, 1), at(2));
         }
         an.frame(&signed(TAG, false, 0, 10, 1), at(2));
-        assert_eq!((an.flows[0].received, an.totals.implausible), (10, 1), "frame 10 was not sent yet");
+        assert_eq!((an.flow(0).received, an.totals.implausible), (10, 1), "frame 10 was not sent yet");
         sent.store(20, Ordering::Relaxed);
         an.frame(&signed(TAG, false, 0, 10, 1), at(2));
-        assert_eq!((an.flows[0].received, an.totals.implausible), (11, 1), "now it was");
+        assert_eq!((an.flow(0).received, an.totals.implausible), (11, 1), "now it was");
     }
 
     #[test]
@@ -786,7 +755,7 @@ pub(crate) mod tests {
         an.frame(&signed(TAG, false, 0, 2, 5_000_000 + FUTURE_TOLERANCE_NS + 1), rx); // the future
         an.frame(&signed(TAG, false, 0, 3, MASK_40 - 1_000), rx); // before the epoch
         an.frame(&signed(TAG, false, 0, 4, HALF_40 + 6_000_000), rx); // far in the future
-        let f = &an.flows[0];
+        let f = &an.flow(0);
         assert_eq!((f.received, an.totals.implausible), (2, 3));
         assert_eq!((f.latency_min_ns, f.latency_max_ns), (0, 1_000_000));
         assert_eq!(f.next_seq(), 2, "implausible frames do not touch the sequence window");
@@ -808,11 +777,163 @@ pub(crate) mod tests {
 
         // A flow crossing the wrap is counted in order, without a reordered frame.
         let (mut an, _) = trial_analyzer(1, u64::MAX);
-        an.flows[0].next_seq = MASK_40 - 50;
+        an.flow(0).next_seq = MASK_40 - 50;
         for k in 0..100u64 {
             an.frame(&signed(TAG, false, 0, (MASK_40 - 50 + k) & MASK_40, 1), at(2));
         }
-        let f = &an.flows[0];
+        let f = &an.flow(0);
         assert_eq!((f.received, f.reordered, f.duplicated, f.next_seq()), (100, 0, 0, MASK_40 + 50));
+    }
+}
+
+/// The compact state against a plain model: every field a flow reports, on random frame
+/// sequences (in order, reordered, duplicated, jumps, late, latencies beyond the hot line's
+/// 32 bits, counters about to carry).
+#[cfg(test)]
+mod model_tests {
+    use super::tests::signed;
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashSet;
+
+    /// One flow's counts the plain way: every sequence seen in a set, 64/128-bit counters.
+    #[derive(Default)]
+    struct Model {
+        seen: HashSet<u64>,
+        next_seq: u64,
+        received: u64,
+        bytes: u64,
+        reordered: u64,
+        duplicated: u64,
+        late: u64,
+        latencies: Vec<u64>,
+        last_tx_ns: u64,
+        gaps: Vec<SeqGap>,
+        /// Counts a preloaded hot line started from (no frames of them).
+        preloaded_sum_ns: u128,
+        preloaded_frames: u64,
+    }
+
+    impl Model {
+        /// A 64-byte frame; `window` sequences back a duplicate is still told apart.
+        fn frame(&mut self, seq: u64, tx: u64, latency: u64, window: u64) {
+            if seq < self.next_seq {
+                if self.next_seq - seq <= window && !self.seen.insert(seq) {
+                    self.duplicated += 1;
+                    return;
+                }
+                self.seen.insert(seq);
+                self.reordered += 1;
+            } else {
+                if seq > self.next_seq && self.next_seq > 0 {
+                    let g = SeqGap { missing: seq - self.next_seq, before_ns: self.last_tx_ns, after_ns: tx };
+                    self.keep_gap(g, GAP_SLOTS);
+                }
+                self.seen.insert(seq);
+                self.next_seq = seq + 1;
+                self.last_tx_ns = tx;
+            }
+            if latency > LATE_NS {
+                self.late += 1;
+                return;
+            }
+            self.received += 1;
+            self.bytes += 64;
+            self.latencies.push(latency);
+        }
+
+        fn keep_gap(&mut self, g: SeqGap, slots: usize) {
+            if self.gaps.len() < slots {
+                self.gaps.push(g);
+            } else if let Some(k) = self.gaps.iter_mut().min_by_key(|k| k.duration_ns()) {
+                if g.duration_ns() > k.duration_ns() {
+                    *k = g;
+                }
+            }
+        }
+
+        fn check(&self, f: &FlowRx) {
+            let l = &self.latencies;
+            let ipdv: Vec<u64> = l.windows(2).map(|w| w[0].abs_diff(w[1])).collect();
+            assert_eq!((f.received, f.bytes, f.next_seq()), (self.received, self.bytes, self.next_seq));
+            assert_eq!((f.reordered, f.duplicated, f.late), (self.reordered, self.duplicated, self.late));
+            assert_eq!(f.latency_sum_ns, self.preloaded_sum_ns + l.iter().map(|&x| x as u128).sum::<u128>());
+            assert_eq!(f.latency_min_ns, l.iter().copied().min().unwrap_or(u64::MAX));
+            assert_eq!(f.latency_max_ns, l.iter().copied().max().unwrap_or(0));
+            let count = ipdv.len() as u64 + self.preloaded_frames.min(self.received.saturating_sub(1));
+            assert_eq!((f.ipdv_sum_ns, f.ipdv_count), (ipdv.iter().sum(), count));
+            assert_eq!(f.ipdv_max_ns, ipdv.iter().copied().max().unwrap_or(0));
+            assert_eq!(f.last_tx_ns(), self.last_tx_ns);
+            let mut want = self.gaps.clone();
+            want.sort_unstable_by_key(|g| g.before_ns);
+            assert_eq!(f.gaps(), want);
+        }
+    }
+
+    /// A frame: flow, how its sequence moves (0: next, 1..: jump ahead, <0: back), latency kind.
+    fn frames() -> impl Strategy<Value = Vec<(usize, i64, u8, u64)>> {
+        let step = prop_oneof![6 => Just(0i64), 2 => 1i64..150, 3 => -150i64..0];
+        prop::collection::vec((0usize..3, step, 0u8..10, 0u64..5_000), 1..400)
+    }
+
+    const LATE_NS: u64 = 8_000_000_000;
+    const GAP_SLOTS: usize = 2;
+    const WIDE_NS: u64 = 1 << 32;
+
+    fn run(nflows: usize, preload: bool, frames: &[(usize, i64, u8, u64)]) {
+        let mut an = Analyzer::new(nflows, 0, LATE_NS).with_gap_slots(GAP_SLOTS);
+        let window = an.flows.window_bits() as u64;
+        let mut models: Vec<Model> = (0..3).map(|_| Model::default()).collect();
+        if preload {
+            // Flow 1 a few frames from carrying out of its 32-bit received and bytes counts and
+            // its 64-bit latency sum.
+            let h = &mut an.flows.hot[1];
+            (h.received, h.bytes, h.latency_sum_ns) = (u32::MAX - 2, u32::MAX - 100, u64::MAX - 10_000);
+            let m = &mut models[1];
+            (m.received, m.bytes) = ((u32::MAX - 2) as u64, (u32::MAX - 100) as u64);
+            (m.preloaded_sum_ns, m.preloaded_frames) = ((u64::MAX - 10_000) as u128, (u32::MAX - 2) as u64);
+        }
+        let mut cursor = [0u64; 3];
+        for &(flow, step, kind, jitter) in frames {
+            let seq = cursor[flow].saturating_add_signed(step);
+            cursor[flow] = cursor[flow].max(seq + 1);
+            let tx = 1_000 + seq * 1_000;
+            let latency = match kind {
+                0 => WIDE_NS + jitter * 1_000_000,     // beyond 32 bits, received
+                1 => LATE_NS + 1 + jitter,             // late
+                2 => u32::MAX as u64 - 2 + jitter % 4, // at the edge of the hot line's range
+                _ => 10_000 + jitter,
+            };
+            an.frame(&signed(0, false, flow as u32, seq, tx), at(tx + latency));
+            models[flow].frame(seq, tx, latency, window);
+        }
+        for (i, m) in models.iter().enumerate() {
+            m.check(&an.flow(i));
+        }
+    }
+
+    fn at(ts_ns: u64) -> RxMeta {
+        RxMeta { ts_ns, queue: 0 }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(96))]
+        /// Few flows: each flow's window lies out of line (2^17 sequences).
+        #[test]
+        fn few_flows_match_the_model(f in frames()) {
+            run(3, false, &f);
+        }
+
+        /// Many flows: the window is the hot line's 64 bits.
+        #[test]
+        fn many_flows_match_the_model(f in frames()) {
+            run(crate::flowstate::INLINE_WINDOW_FLOWS, false, &f);
+        }
+
+        /// Counters carrying out of the hot line's words into the flow's wide record.
+        #[test]
+        fn carries_match_the_model(f in frames()) {
+            run(3, true, &f);
+        }
     }
 }

@@ -15,6 +15,7 @@ pub mod clock;
 pub mod error;
 pub mod fault;
 pub mod flows;
+pub mod flowstate;
 pub mod forward;
 pub mod generator;
 pub mod guard;

@@ -25,6 +25,7 @@ use crate::analyze::{
 };
 use crate::clock;
 use crate::error::{ConfigError, EngineError};
+use crate::flowstate;
 use crate::pacing::{self, Pacing, Smoothness};
 use crate::port::{Backend, LinkSource, LinkState, Port, RxQueue, RxQueueStats, RxWait, TxQueue, TxQueueStats};
 use crate::schedule::{IntervalCounter, IntervalGrid, RatePhase};
@@ -33,7 +34,7 @@ use crate::sys::{bpf, cpu};
 use crate::tx::{run_tx_worker, split_stream, RunShape, TxLive, TxPlan, TxShare, TxWorkerResult, UNPACED_BATCH};
 
 /// Scheduler slice TX workers ask for (`sys::cpu::request_short_slices`; the kernel's minimum).
-const TX_SLICE_NS: u64 = 100_000;
+pub(crate) const TX_SLICE_NS: u64 = 100_000;
 /// A trial in which the tester sent less than this share of the intended frames is invalid.
 pub const MIN_ACHIEVED_RATIO: f64 = 0.999;
 /// Wait after the last frame for frames in flight, unless configured (methodology §2: 2 s).
@@ -579,6 +580,10 @@ pub struct TrialResult {
     pub epoch_ns: u64,
     /// When the measured run began (its first frame was due), `CLOCK_MONOTONIC` ns (0: never).
     pub run_start_ns: u64,
+    /// Memory the flows took, measured: how much the process's resident set grew from before the
+    /// workers allocated their per-flow state to the end of the drain (bytes; the process's other
+    /// growth over the run is included, so small trials read a few hundred KiB).
+    pub flow_memory_bytes: u64,
 }
 
 /// Frames sent and received in one counting interval, both by the frame's transmit time.
@@ -730,6 +735,14 @@ pub fn run_trial(
 ) -> Result<TrialResult, EngineError> {
     let streams = prepare(ports, cfg)?;
     let nflows: u64 = streams.iter().map(|s| s.flows.count()).sum();
+    if let Some(available) = flowstate::mem_available_bytes() {
+        let rx_queues: usize = if cfg.receive {
+            dedup(streams.iter().map(|s| s.config.rx_port)).iter().map(|&p| ports[p].caps().rx_queues).sum()
+        } else {
+            0
+        };
+        flowstate::check_fits(nflows, rx_queues, cfg.gap_slots, available)?;
+    }
     let late_ns = cfg.late_threshold_ns();
     let started_realtime_ns = clock::realtime_ns();
     ctl.set_phase(Phase::Setup);
@@ -777,6 +790,8 @@ pub fn run_trial(
     *ctl.intervals.lock().unwrap_or_else(|e| e.into_inner()) =
         grid.clone().map(|g| (g, epoch_ns, late_ns.saturating_add(SETTLE_MARGIN_NS)));
 
+    // The flows' state is allocated by the workers: measured as the resident set's growth.
+    let rss_before = flowstate::rss_bytes().unwrap_or(0);
     let (rx_outs, tx_outs, watches) = std::thread::scope(|scope| {
         let links = &links;
         let link_stop = &rx_stop;
@@ -923,6 +938,7 @@ pub fn run_trial(
         grid,
         epoch_ns,
         run_start_ns: ctl.run_start_ns.load(Ordering::Relaxed),
+        flow_memory_bytes: flowstate::rss_bytes().unwrap_or(0).saturating_sub(rss_before),
     };
     Ok(collect(ports, cfg, &streams, rx_outs, tx_outs, run))
 }
@@ -939,6 +955,8 @@ struct RunFacts {
     grid: Option<Arc<IntervalGrid>>,
     epoch_ns: u64,
     run_start_ns: u64,
+    /// The resident set's growth over the run (see [`TrialResult::flow_memory_bytes`]).
+    flow_memory_bytes: u64,
 }
 
 fn dedup(it: impl Iterator<Item = usize>) -> Vec<usize> {
@@ -1090,27 +1108,27 @@ fn collect(
     let interrupted = run.interrupted;
     let (grid, epoch_ns) = (run.grid.clone(), run.epoch_ns);
     let phases = cfg.run_phases();
-    // Per-flow receive state merged over RX workers.
+    // Per-flow receive state, read back from each RX worker's compact state and merged flow by
+    // flow (never all flows at once: at millions of flows a copy would double the memory).
     let nflows: usize = streams.iter().map(|s| s.flows.count() as usize).sum();
-    let mut merged: Vec<FlowRx> = Vec::new();
+    let merged = |k: usize| -> FlowRx {
+        let mut it = rx.iter().filter(|w| k < w.analyzer.flow_count());
+        let mut f = it.next().map_or_else(empty_flow, |w| w.analyzer.flow(k));
+        for w in it {
+            f.merge(&w.analyzer.flow(k));
+        }
+        f
+    };
     // The shared latency and |IPDV| histograms of flows without their own.
     let mut shared: Option<(Histogram<u32>, Histogram<u32>)> = None;
-    for (k, w) in rx.iter().enumerate() {
-        if k == 0 {
-            merged = w.analyzer.flows.clone();
-            shared = Some((w.analyzer.shared_hist.clone(), w.analyzer.shared_ipdv_hist.clone()));
-        } else {
-            for (m, f) in merged.iter_mut().zip(&w.analyzer.flows) {
-                m.merge(f);
-            }
-            if let Some((lat, ipdv)) = shared.as_mut() {
+    for w in &rx {
+        match shared.as_mut() {
+            None => shared = Some((w.analyzer.shared_hist.clone(), w.analyzer.shared_ipdv_hist.clone())),
+            Some((lat, ipdv)) => {
                 let _ = lat.add(&w.analyzer.shared_hist);
                 let _ = ipdv.add(&w.analyzer.shared_ipdv_hist);
             }
         }
-    }
-    if merged.len() < nflows {
-        merged.resize_with(nflows, empty_flow);
     }
     // TX per-flow counts.
     let mut tx_per_flow: Vec<u64> = vec![0; nflows];
@@ -1165,7 +1183,7 @@ fn collect(
         let mut flow_results = Vec::new();
         let mut lost = 0u64;
         for k in 0..n {
-            let f = &merged[base + k];
+            let f = &merged(base + k);
             let sent = tx_per_flow[base + k];
             let flost = sent.saturating_sub(f.received);
             lost += flost;
@@ -1497,6 +1515,7 @@ fn collect(
         intervals,
         epoch_ns,
         run_start_ns: run.run_start_ns,
+        flow_memory_bytes: run.flow_memory_bytes,
     }
 }
 
@@ -1605,6 +1624,7 @@ mod tests {
             intervals: Vec::new(),
             epoch_ns: 0,
             run_start_ns: 0,
+            flow_memory_bytes: 0,
         };
         assert_eq!((r.tx_frames(), r.rx_frames(), r.lost()), (200, 194, 6));
         assert!((r.loss_ratio() - 0.03).abs() < 1e-12);

@@ -66,11 +66,13 @@ impl TxQueue for NullTx {
     }
 }
 
+/// `flows` flows: up to 1024 source ports, then 1024 ports × N source addresses (as bench/flows.py).
 fn run(frames: u64, flows: u32) -> f64 {
     let mut c = StreamConfig::new("cost");
     c.rate = Rate::Max;
     c.stop = Stop::Frames { count: frames };
-    c.flows.src_ports = flows;
+    c.flows.src_ports = flows.min(1024);
+    c.flows.src_ips = flows.div_ceil(1024);
     let s = Arc::new(compile(0, &c, 0, 1514, 2).unwrap());
     let plan = TxPlan {
         shares: split_stream(&s, 1),
@@ -94,7 +96,7 @@ fn run(frames: u64, flows: u32) -> f64 {
 #[test]
 #[ignore = "timing measurement: run explicitly in release"]
 fn tx_worker_cost() {
-    for flows in [1, 64] {
+    for flows in [1, 64, 1 << 20] {
         let best = (0..5).map(|_| run(4_000_000, flows)).fold(f64::INFINITY, f64::min);
         println!("run_tx_worker unpaced: {best:.2} ns/frame (best of 5 x 4M frames, {flows} flows, 64 B)");
     }

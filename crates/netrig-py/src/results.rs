@@ -360,6 +360,9 @@ result_class! {
         epoch_ns: u64 = r.epoch_ns,
         /// When the measured run began, `CLOCK_MONOTONIC` ns (0: it never did).
         run_start_ns: u64 = r.run_start_ns,
+        /// Memory the flows took, measured: the resident set's growth from before the workers
+        /// allocated their per-flow state to the end of the drain, bytes.
+        flow_memory_bytes: u64 = r.flow_memory_bytes,
         // Totals over all streams (derived by the engine, stored with the result).
         frames_sent: u64 = r.tx_frames(),
         frames_received: u64 = r.rx_frames(),

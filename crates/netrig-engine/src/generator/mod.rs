@@ -310,7 +310,10 @@ impl Generator {
                 cpu_shared: cpus.iter().enumerate().any(|(j, &c)| j != i && c == cpus[i]),
             };
             let h = spawn(format!("netrig-gtx{i}"), cpus[i], move || {
+                // As a trial's TX worker: no timer slack, an ordinary thread, short slices.
                 let _ = cpu::set_timer_slack_ns(1);
+                let _ = cpu::normal_priority();
+                let _ = cpu::request_short_slices(crate::trial::TX_SLICE_NS);
                 w.run()
             })?;
             self.mailboxes.push((mailbox, h.thread().clone()));
