@@ -724,6 +724,19 @@ for v in BAD_LISTEN:
     cli("--metrics-listen", "rfc2544", *SIM, "--out", "{dir}/out", "--metrics-listen", v)
     cli("--metrics-listen", *FWD, "--metrics-listen", v)
     cli("--metrics-listen", "serve", "--port", "lo", "--http", "--metrics-listen", v)
+# ------------------------------------------------------------------------------ serve: agents, controller
+_NOAGENT = "a=http://127.0.0.1:1"  # nothing listens on port 1: a controller that got this far fails naming it
+for v in ("a", "a=ftp://x", "=http://x", "a b=http://x", "a=http://"):
+    cli("--agent", "serve", "--http", "--agent", v)
+cli("--agent", "serve", "--http", "--agent", _NOAGENT, "--agent", "a=http://127.0.0.1:2", name="serve --agent twice")
+cli("--port", "serve", "--http", "--agent", _NOAGENT, "--port", "lo", name="serve --agent with --port")
+cli("--agent", "serve", "--http", "--agent", _NOAGENT, name="serve --agent unreachable")
+cli("--agent-cert", "serve", "--http", "--agent", "a=https://127.0.0.1:1", "--agent-cert", "{dir}/c.pem")
+cli("--agent-token-file", "serve", "--http", "--agent", _NOAGENT, "--agent-token-file", "{dir}/missing")
+cli("--token-file", "serve", "--port", "lo", "--http", "--token-file", "{dir}/missing")
+cli("--http", "serve", "--port", "lo", "--http", "--listen", "192.0.2.1:8443", name="serve --http beyond loopback")
+CASES.append(Case("serve --token-file too short", "--token-file", files={"t": "short\n"},
+                  argv=("serve", "--port", "lo", "--http", "--token-file", "{dir}/t")))
 _STUDY = ('[base]\n[base.testbed]\nname = "simulated"\n[base.selftest]\nenabled = false\n[base.trial]\n'
           'duration_s = "0.05s"\n[base.frames]\nsizes = [64]\n[[base.methods]]\n[base.methods.rfc2544_throughput]\n'
           '[[variant]]\nname = "a"\n')

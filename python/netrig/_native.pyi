@@ -1213,8 +1213,12 @@ class Generator:
     def __new__(cls, ports: Sequence[Port], flows: Sequence[GenFlowSpec],
                 captures: Sequence[CaptureSpec] | None = None, line_rates: Sequence[float | None] | None = None,
                 tx_cpus: Sequence[int] | None = None, rx_cpus: Sequence[int] | None = None) -> Generator: ...
-    def start(self, flows: Sequence[int]) -> list[int]:
-        """Start these flows (those stopped or done), together; returns the ones started."""
+    def start(self, flows: Sequence[int], tags: Sequence[int] | None = None) -> list[int]:
+        """Start these flows (those stopped or done), together; returns the ones started. ``tags``:
+        one per flow (below 2^23), sent under instead of fresh ones (a distributed controller's)."""
+    def expect(self, flows: Sequence[int], tags: Sequence[int]) -> None:
+        """Count these flows' frames sent under ``tags`` from now on, sending nothing (the receive
+        side of flows another agent sends)."""
     def stop(self, flows: Sequence[int]) -> None: ...
     def pause(self, flows: Sequence[int]) -> None: ...
     def resume(self, flows: Sequence[int]) -> None: ...

@@ -341,9 +341,19 @@ impl Generator {
         Ok(Generator(g))
     }
 
-    /// Start these flows (those stopped or done), together: returns the ones started.
-    fn start(&self, flows: &Bound<'_, PyAny>) -> Result<Vec<usize>> {
-        Ok(self.0.start(&req::<Vec<usize>>(flows, "flows")?)?)
+    /// Start these flows (those stopped or done), together: returns the ones started. `tags`
+    /// (one per flow, below 2^23): the tags to send under instead of fresh ones.
+    #[pyo3(signature = (flows, tags=None))]
+    fn start(&self, flows: &Bound<'_, PyAny>, tags: Option<&Bound<'_, PyAny>>) -> Result<Vec<usize>> {
+        let flows = req::<Vec<usize>>(flows, "flows")?;
+        let tags: Option<Vec<u32>> = tags.map(|t| req(t, "tags")).transpose()?;
+        Ok(self.0.start_tagged(&flows, tags.as_deref())?)
+    }
+
+    /// Count these flows' frames sent under `tags` (one per flow) from now on, sending nothing:
+    /// the receive side of flows another agent sends.
+    fn expect(&self, flows: &Bound<'_, PyAny>, tags: &Bound<'_, PyAny>) -> Result<()> {
+        Ok(self.0.expect(&req::<Vec<usize>>(flows, "flows")?, &req::<Vec<u32>>(tags, "tags")?)?)
     }
 
     fn stop(&self, flows: &Bound<'_, PyAny>) -> Result<()> {

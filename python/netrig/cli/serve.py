@@ -11,7 +11,12 @@ one's own); ``--http`` serves plain HTTP, on loopback only. Listening beyond loo
 ``--client-ca``: clients then present a certificate that CA signed. Devices, protocols, LAGs and
 the like are refused naming the config path (the table in docs/otg.md). Ctrl-C or SIGTERM stop
 every flow, close the ports and the socket. ``--record DIR`` keeps each session as a netrig result
-(`netrig report DIR` draws it)."""
+(`netrig report DIR` draws it).
+
+Many hosts as one tester (docs/distributed.md): each host runs ``netrig serve --port … --token-file
+F`` (an agent, answering only who sends the token); one ``netrig serve --agent NAME=URL …
+--agent-token-file F`` (the controller, no ports of its own) takes configs whose port locations
+are ``NAME/IF[@NS]``, gives each agent its part and merges their metrics."""
 from __future__ import annotations
 
 import argparse
@@ -24,10 +29,11 @@ from netrig import _native
 from netrig.cli.common import add_metrics_listen, check_choice, check_number, metrics_endpoint, require_root
 from netrig.errors import ConfigError
 from netrig.model import parse_duration
+from netrig.otg.agents import AgentClient, AgentSpec
 from netrig.otg.mapping import ServePort
 from netrig.otg.server import OtgServer
 from netrig.otg.service import DEFAULT_DRAIN_S, Service
-from netrig.otg.tls import self_signed, server_context
+from netrig.otg.tls import client_context, read_token, self_signed, server_context
 from netrig.trial import IO_MODES, Port
 
 DEFAULT_LISTEN = "127.0.0.1:8443"
@@ -47,6 +53,19 @@ def register(sub) -> None:
     p.add_argument("--key", metavar="FILE", help="the certificate's key (PEM; with --cert)")
     p.add_argument("--client-ca", metavar="FILE",
                    help="accept only clients with a certificate this CA signed (mutual TLS)")
+    p.add_argument("--token-file", metavar="FILE",
+                   help="serve only requests with this bearer token (its first line): an agent trusting its "
+                        "controller; lets --http and TLS without --client-ca listen beyond loopback")
+    p.add_argument("--agent", action="append", default=[], metavar="NAME=URL",
+                   help="be a controller: an agent (netrig serve) at URL, named NAME in port locations NAME/IF "
+                        "(repeat; no --port then)")
+    p.add_argument("--agent-token-file", metavar="FILE", help="the bearer token the agents were given (their "
+                                                              "--token-file)")
+    p.add_argument("--agent-ca", metavar="FILE", help="the CA (or certificate) that signed the agents' "
+                                                      "certificates (https agents; default: the system's CAs)")
+    p.add_argument("--agent-cert", metavar="FILE", help="the certificate a controller presents to agents that "
+                                                        "ask for one (their --client-ca)")
+    p.add_argument("--agent-key", metavar="FILE", help="the key of --agent-cert")
     p.add_argument("--io", default="auto", metavar="MODE", help=f"port I/O: {', '.join(IO_MODES)} (default auto)")
     p.add_argument("--drain", default=f"{int(DEFAULT_DRAIN_S * 1000)}ms", metavar="T",
                    help="how long a flow's frames may still arrive after its last one left (default "
@@ -94,13 +113,13 @@ def serve_ports(args) -> list[ServePort]:
 def _tls(args, host: str):
     loopback = ipaddress.ip_address(host).is_loopback
     if args.http:
-        if not loopback:
+        if not loopback and not args.token_file:
             raise ConfigError("--http", f"plain HTTP only on loopback ({host} is not): drop --http, and give "
-                                        "--client-ca")
+                                        "--client-ca (or --token-file on a closed management network)")
         return None
-    if not loopback and not args.client_ca:
+    if not loopback and not args.client_ca and not args.token_file:
         raise ConfigError("--listen", f"{host} is beyond loopback: give --client-ca (clients' CA) so only clients "
-                                      "with a certificate it signed are served")
+                                      "with a certificate it signed are served, or --token-file")
     if bool(args.cert) != bool(args.key):
         raise ConfigError("--cert", "give --cert and --key together")
     cert, key = (Path(args.cert), Path(args.key)) if args.cert else self_signed()
@@ -108,11 +127,14 @@ def _tls(args, host: str):
 
 
 def run(args) -> int:
+    if args.agent:
+        return _run_controller(args)
     host, number = listen_address(args.listen)
     check_choice(args.io, IO_MODES, "--io", "an I/O mode")
     drain_s = parse_duration(args.drain, field="--drain")
     capture_mb = check_number(args.capture_mb, "--capture-mb", integer=True, low=1)
     tls = _tls(args, host)
+    token = _token(args)
     require_root("opening ports")
     if args.record:
         _record_dir(args.record)
@@ -127,14 +149,56 @@ def run(args) -> int:
             from netrig.otg.record import Recorder
 
             service.on_change = Recorder(Path(args.record), " ".join(sys.argv)).on_change
-        _serve(OtgServer(service, host, number, tls, verbose=args.verbose), ports)
+        _serve(OtgServer(service, host, number, tls, verbose=args.verbose, token=token),
+               ", ".join(s.name for s in ports))
     return 0
 
 
-def _serve(server: OtgServer, ports: list[ServePort]) -> None:
+def _token(args) -> str | None:
+    return read_token(args.token_file, "--token-file") if args.token_file else None
+
+
+def _agents(args) -> list[AgentClient]:
+    """The ``--agent`` options as clients (each name once), checked before anything is reached."""
+    if args.port:
+        raise ConfigError("--port", "a controller (--agent) has no ports of its own: give them to its agents")
+    specs = [AgentSpec.parse(a) for a in args.agent]
+    names = [s.name for s in specs]
+    dup = next((n for n in names if names.count(n) > 1), None)
+    if dup:
+        raise ConfigError("--agent", f"{dup} is given twice: each agent once")
+    if bool(args.agent_cert) != bool(args.agent_key):
+        raise ConfigError("--agent-cert", "give --agent-cert and --agent-key together")
+    token = read_token(args.agent_token_file, "--agent-token-file") if args.agent_token_file else None
+    https = any(s.url.startswith("https:") for s in specs)
+    ctx = client_context(Path(args.agent_ca) if args.agent_ca else None,
+                         Path(args.agent_cert) if args.agent_cert else None,
+                         Path(args.agent_key) if args.agent_key else None) if https else None
+    return [AgentClient(s, token, ctx) for s in specs]
+
+
+def _run_controller(args) -> int:
+    """``netrig serve --agent …``: a controller of agents (no ports, no root)."""
+    from netrig.otg.controller import Controller
+
+    agents = _agents(args)
+    host, number = listen_address(args.listen)
+    tls = _tls(args, host)
+    token = _token(args)
+    controller = Controller(agents)
+    try:
+        controller.start()
+        server = OtgServer(controller, host, number, tls, verbose=args.verbose, token=token)
+    except BaseException:
+        controller.close()
+        raise
+    _serve(server, "agents " + ", ".join(f"{a.name} ({a.spec.url})" for a in agents))
+    return 0
+
+
+def _serve(server: OtgServer, what: str) -> None:
     server.start()
-    print(f"netrig serve: {server.url} serving {', '.join(s.name for s in ports)} (Ctrl-C to stop)",
-          file=sys.stderr, flush=True)
+    print(f"netrig serve: {server.url} serving {what} (Ctrl-C to stop)", file=sys.stderr, flush=True)
     try:
         _wait_for_signal()
     finally:

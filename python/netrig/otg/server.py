@@ -13,7 +13,14 @@ path                    method  what
 /monitor/metrics        POST    port and flow metrics
 /monitor/states         POST    device states: empty (no devices)
 /monitor/capture        POST    a port's capture, pcap or pcapng (application/octet-stream)
+/netrig/agents          GET     a controller's agents: state, clock, stale flows (netrig's own)
 ======================  ======  ===========================================================
+
+Distributed (docs/distributed.md): a server given a token (``--token-file``) answers only requests
+with ``Authorization: Bearer TOKEN`` (401 otherwise); every answer carries the server's realtime
+clock as the request arrived and as the answer left (``X-Netrig-Clock-Ns: T1 T2``) and, where
+linuxptp runs, its state (``X-Netrig-Ptp``); a controller's start may name the tags to send under
+(``X-Netrig-Tags``) or ask only to count (``X-Netrig-Receive``).
 
 Every failure is an OTG ``Error`` (``code``, ``kind``, ``errors``: one line naming the path and the
 remedy): 400 ``validation`` for what the request asks (bad or unsupported), 409 for the wrong
@@ -21,10 +28,12 @@ state, 500 ``internal`` for what went wrong here (a port that would not open). N
 """
 from __future__ import annotations
 
+import hmac
 import socket
 import ssl
 import sys
 import threading
+import time
 from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -33,7 +42,8 @@ from typing import Any
 import orjson
 
 from netrig.errors import ConfigError, NetrigError, PortError
-from netrig.otg import refusal
+from netrig.otg import clock, refusal
+from netrig.otg.controller import Controller
 from netrig.otg.service import Service, StateError
 
 #: Largest request body read, bytes (a 4096-flow config with every pattern is a few MB).
@@ -60,6 +70,8 @@ class Handler(BaseHTTPRequestHandler):
 
     server: OtgServer
     protocol_version = "HTTP/1.1"
+    #: The realtime clock when the request was read (the clock exchange's t1), ns.
+    received_ns = 0
     server_version = "netrig-serve"
 
     def _route(self, method: str) -> Callable[[Any], tuple[Any, bool]] | None:
@@ -67,9 +79,10 @@ class Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0].rstrip("/")
         routes: dict[tuple[str, str], Callable[[Any], tuple[Any, bool]]] = {
             ("GET", "/capabilities/version"): lambda _: (s.version(), False),
+            ("GET", "/netrig/agents"): lambda _: (_report(s), False),
             ("POST", "/config"): lambda b: ({"warnings": s.set_config(b)}, False),
             ("GET", "/config"): lambda _: (s.get_config(), False),
-            ("POST", "/control/state"): lambda b: ({"warnings": s.control_state(b)}, False),
+            ("POST", "/control/state"): lambda b: ({"warnings": self._control_state(b)}, False),
             ("POST", "/control/action"): lambda b: (s.control_action(b), False),
             ("POST", "/monitor/metrics"): lambda b: (s.metrics(b), False),
             ("POST", "/monitor/states"): lambda b: (s.states(b), False),
@@ -79,7 +92,38 @@ class Handler(BaseHTTPRequestHandler):
             return _refused
         return routes.get((method, path))
 
+    def _control_state(self, body: Any) -> list[str]:
+        tags, receive = self.headers.get("X-Netrig-Tags"), self.headers.get("X-Netrig-Receive") == "1"
+        if tags is None and not receive:
+            return self.server.service.control_state(body)
+        if isinstance(self.server.service, Controller):
+            raise ConfigError("X-Netrig-Tags", "this is a controller: send its agents' headers to an agent")
+        try:
+            values = [int(t) for t in (tags or "").split(",") if t]
+        except ValueError:
+            raise ConfigError("X-Netrig-Tags", f"{tags!r}: give integers separated by commas") from None
+        return self.server.service.control_state(body, values if tags is not None else None, receive)
+
+    def _authorised(self) -> bool:
+        token = self.server.token
+        if token is None:
+            return True
+        given = self.headers.get("Authorization") or ""
+        if hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+            return True
+        self.server.log(f"{self.address_string()}: refused: no or a wrong bearer token")
+        self.close_connection = True
+        self._send(HTTPStatus.UNAUTHORIZED, error_body(401, "validation", "this agent serves only its "
+                                                       "controller: send Authorization: Bearer with its token"))
+        return False
+
+    def parse_request(self) -> bool:
+        self.received_ns = time.time_ns()  # the request line just read: the clock exchange's t1
+        return super().parse_request()
+
     def _handle(self, method: str) -> None:
+        if not self._authorised():
+            return
         route = self._route(method)
         try:
             body = self._body() if method != "GET" else None
@@ -113,6 +157,10 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(code)
         self.send_header("Content-Type", "application/octet-stream" if raw else "application/json")
         self.send_header("Content-Length", str(len(data)))
+        self.send_header(clock.CLOCK_HEADER, f"{self.received_ns} {time.time_ns()}")
+        ptp = self.server.ptp.header()
+        if ptp:
+            self.send_header(clock.PTP_HEADER, ptp)
         self.end_headers()
         self.wfile.write(data)
 
@@ -130,6 +178,12 @@ class Handler(BaseHTTPRequestHandler):
             self.server.log(f"{self.address_string()} {format % args}")
 
 
+def _report(s: Service | Controller) -> dict:
+    if not isinstance(s, Controller):
+        raise ConfigError("path", "/netrig/agents: this server is no controller (netrig serve --agent NAME=URL)")
+    return s.report()
+
+
 def _refused(_: Any) -> tuple[Any, bool]:
     raise refusal.refuse("config update, append, delete", "config")
 
@@ -140,10 +194,12 @@ class OtgServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, service: Service, host: str, port: int, tls: ssl.SSLContext | None, verbose: bool = False):
+    def __init__(self, service: Service | Controller, host: str, port: int, tls: ssl.SSLContext | None,
+                 verbose: bool = False, token: str | None = None):
         self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         super().__init__((host, port), Handler)
-        self.service, self.verbose, self.tls = service, verbose, tls
+        self.service, self.verbose, self.tls, self.token = service, verbose, tls, token
+        self.ptp = clock.PtpProbe()
         if tls is not None:
             self.socket = tls.wrap_socket(self.socket, server_side=True, do_handshake_on_connect=False)
         self._thread: threading.Thread | None = None

@@ -34,7 +34,28 @@ class StateError(NetrigError):
     """A request that does not fit the current state (no config yet, a capture still running)."""
 
 
-class Service:
+class Endpoints:
+    """What a stand-alone server, an agent and a controller answer alike."""
+
+    #: Added to ``app_version`` (a controller says so).
+    role = ""
+
+    def control_action(self, body: Any) -> dict:
+        schema.check("ControlAction", body, "")
+        raise refusal.refuse("control/action", "choice")
+
+    def states(self, body: Any) -> dict:
+        """Device states (neighbours, prefixes …): netrig serve has no devices, so every list is empty."""
+        req = schema.check("StatesRequest", body, "")
+        choice = req.get("choice", "ipv4_neighbors")
+        return {"choice": choice, choice: []}
+
+    def version(self) -> dict:
+        return {"api_spec_version": schema.API_SPEC_RANGE, "sdk_version": schema.MODEL_VERSION,
+                "app_version": f"netrig {_native.__version__}{self.role}"}
+
+
+class Service(Endpoints):
     """The OTG state machine of `netrig serve` (see the module doc)."""
 
     def __init__(self, ports: Sequence[ServePort], *, drain_s: float = DEFAULT_DRAIN_S, capture_bytes: int = 64 << 20,
@@ -99,12 +120,14 @@ class Service:
 
     # -------------------------------------------------------------------------------------- control
 
-    def control_state(self, body: Any) -> list[str]:
+    def control_state(self, body: Any, tags: Sequence[int] | None = None, receive: bool = False) -> list[str]:
+        """``tags``, ``receive``: a controller's (``X-Netrig-Tags``, ``X-Netrig-Receive``): start the
+        flows under these tags, or only count their frames sent under them by another agent."""
         req = schema.check("ControlState", body, "")
         choice = req["choice"]
         if choice == "traffic":
             t = req.get("traffic") or {}
-            return self._traffic(t.get("flow_transmit") or {}, "traffic.flow_transmit")
+            return self._traffic(t.get("flow_transmit") or {}, "traffic.flow_transmit", tags, receive)
         if choice == "port":
             p = req.get("port") or {}
             if p.get("choice") == "capture":
@@ -121,15 +144,24 @@ class Service:
             raise ConfigError(f"{at}[{k}]", f"{names[k]!r} is not a flow of the config")
         return [self.flow_index[n] for n in names]
 
-    def _traffic(self, ft: dict, at: str) -> list[str]:
+    def _traffic(self, ft: dict, at: str, tags: Sequence[int] | None = None, receive: bool = False) -> list[str]:
         with self.lock:
             plan, g = self._ready()
             which = self._flows(ft.get("flow_names") or [], f"{at}.flow_names")
             state = ft["state"]
+            if tags is not None and (state != "start" or len(tags) != len(which)):
+                raise ConfigError("X-Netrig-Tags", f"{len(tags)} tags for {len(which)} flows: one per flow of a "
+                                                   "start's flow_names")
+            if receive:
+                if tags is None or state != "start":
+                    raise ConfigError("X-Netrig-Receive", "only with a start and X-Netrig-Tags")
+                g.expect(which, tags)
+                self.rates.reset([plan.flows[i].name for i in which])
+                return []
             if state == "start":
                 self.starting = which or list(range(len(plan.flows)))
                 self._changed("starting")
-                started = g.start(which)
+                started = g.start(which, tags)
                 self.rates.reset([plan.flows[i].name for i in started])
             elif state == "stop":
                 g.stop(which)
@@ -162,10 +194,6 @@ class Service:
             for p in ports:
                 g.set_capture(p, c["state"] == "start")
         return []
-
-    def control_action(self, body: Any) -> dict:
-        schema.check("ControlAction", body, "")
-        raise refusal.refuse("control/action", "choice")
 
     # -------------------------------------------------------------------------------------- monitor
 
@@ -202,12 +230,6 @@ class Service:
         """Ports with a flow running or paused."""
         return {plan.flows[i].tx for i, st in enumerate(g.flow_states()) if st in ("running", "paused")}
 
-    def states(self, body: Any) -> dict:
-        """Device states (neighbours, prefixes …): netrig serve has no devices, so every list is empty."""
-        req = schema.check("StatesRequest", body, "")
-        choice = req.get("choice", "ipv4_neighbors")
-        return {"choice": choice, choice: []}
-
     def capture(self, body: Any) -> bytes:
         req = schema.check("CaptureRequest", body, "")
         if (req.get("packets") or {}).get("choice") == "slice":
@@ -223,10 +245,6 @@ class Service:
                 raise StateError(f"port_name: the capture on {name!r} is running: stop it first (control state "
                                  "port.capture stop)")
             return g.capture_file(p, cp.format == "pcapng", plan.serve_ports[p].ifname)
-
-    def version(self) -> dict:
-        return {"api_spec_version": schema.API_SPEC_RANGE, "sdk_version": schema.MODEL_VERSION,
-                "app_version": f"netrig {_native.__version__}"}
 
     # ---------------------------------------------------------------------------------------- end
 

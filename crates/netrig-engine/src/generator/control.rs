@@ -2,6 +2,7 @@
 //! Every command checks all its flow indices before it changes anything.
 use std::sync::atomic::Ordering;
 
+use netrig_wire::signature::TRIAL_MASK;
 use netrig_wire::{capfile, fcs};
 
 use super::capring::out_records;
@@ -41,24 +42,52 @@ impl Generator {
     /// Start `flows` that are stopped or done (others are left alone), together, each under a new
     /// tag: their counters start from zero. Returns the flows started.
     pub fn start(&self, flows: &[usize]) -> Result<Vec<usize>, ConfigError> {
+        self.start_tagged(flows, None)
+    }
+
+    /// [`Generator::start`] under tags the caller chose (`tags[k]` for `flows[k]`; a distributed
+    /// controller gives the same tag to the agent that sends a flow and to those that receive it).
+    pub fn start_tagged(&self, flows: &[usize], tags: Option<&[u32]>) -> Result<Vec<usize>, ConfigError> {
         self.check(flows, "flows")?;
+        check_tags(flows, tags)?;
         let _g = self.control.lock().unwrap_or_else(|e| e.into_inner());
         let at_ns = clock::now_ns() + START_LEAD_NS;
         let mut claims = self.claims.lock().unwrap_or_else(|e| e.into_inner());
         let mut cmds = Vec::new();
-        for &f in flows {
+        for (k, &f) in flows.iter().enumerate() {
             if matches!(self.ctl[f].state(), FlowState::Running | FlowState::Paused) {
                 continue;
             }
-            let (claim, ident) = claim_tag();
-            claims[f] = Some(claim);
-            self.ctl[f].tag.store(ident.tag, Ordering::Release);
+            let tag = match tags {
+                Some(t) => {
+                    claims[f] = None;
+                    t[k]
+                }
+                None => {
+                    let (claim, ident) = claim_tag();
+                    claims[f] = Some(claim);
+                    ident.tag
+                }
+            };
+            self.ctl[f].tag.store(tag, Ordering::Release);
             self.ctl[f].set_state(FlowState::Running);
-            cmds.push((f, Cmd::Start { flow: f, tag: ident.tag, at_ns }));
+            cmds.push((f, Cmd::Start { flow: f, tag, at_ns }));
         }
         let started = cmds.iter().map(|(f, _)| *f).collect();
         self.post_all(cmds);
         Ok(started)
+    }
+
+    /// Count `flows`' frames tagged `tags[k]` from now on without sending them: the receive side of
+    /// flows another agent sends. Their counters start from zero; their state is unchanged.
+    pub fn expect(&self, flows: &[usize], tags: &[u32]) -> Result<(), ConfigError> {
+        self.check(flows, "flows")?;
+        check_tags(flows, Some(tags))?;
+        let _g = self.control.lock().unwrap_or_else(|e| e.into_inner());
+        for (&f, &tag) in flows.iter().zip(tags) {
+            self.ctl[f].tag.store(tag, Ordering::Release);
+        }
+        Ok(())
     }
 
     /// Change running/paused flows: stop (counters kept), pause or resume.
@@ -238,5 +267,33 @@ impl Generator {
 impl Drop for Generator {
     fn drop(&mut self) {
         self.close();
+    }
+}
+
+/// Given tags: one per flow, each a trial tag (below 2^23).
+fn check_tags(flows: &[usize], tags: Option<&[u32]>) -> Result<(), ConfigError> {
+    let Some(tags) = tags else { return Ok(()) };
+    if tags.len() != flows.len() {
+        return Err(ConfigError::new(
+            "tags",
+            format!("{} tags for {} flows: give one per flow", tags.len(), flows.len()),
+        ));
+    }
+    match tags.iter().position(|&t| t > TRIAL_MASK) {
+        Some(k) => Err(ConfigError::new(format!("tags[{k}]"), format!("{} is above {TRIAL_MASK}", tags[k]))),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn given_tags_one_per_flow_below_the_mask() {
+        assert!(check_tags(&[0, 1], None).is_ok());
+        assert!(check_tags(&[0, 1], Some(&[5, TRIAL_MASK])).is_ok());
+        assert!(check_tags(&[0, 1], Some(&[5])).unwrap_err().to_string().contains("tags"));
+        assert!(check_tags(&[0], Some(&[TRIAL_MASK + 1])).unwrap_err().to_string().contains("tags[0]"));
     }
 }

@@ -151,6 +151,16 @@ pub fn prepare(
     Ok(out)
 }
 
+/// The epoch of the 40-bit transmit stamps: the engine-clock time at which the realtime clock
+/// last was a multiple of 2^40 ns, so every process's stamps are realtime ns modulo 2^40 and a
+/// frame sent by one agent and received by another has a latency (their clocks' offset in it:
+/// docs/distributed.md). Before 2^40 ns (18 min) of uptime: now, stamps then local only.
+fn shared_epoch_ns(now_ns: u64, realtime_offset_ns: i128) -> u64 {
+    let real = i128::from(now_ns) + realtime_offset_ns;
+    let into = (real.max(0) as u64) & netrig_wire::signature::MASK_40;
+    now_ns.checked_sub(into).unwrap_or(now_ns)
+}
+
 impl Generator {
     /// Validate and compile `cfg` for the opened `ports`, open every queue, start the workers
     /// (idle until a flow starts). Nothing is sent.
@@ -184,8 +194,8 @@ impl Generator {
                 rxq.push((p, port.open_rx(q)?));
             }
         }
-        let epoch_ns = clock::now_ns();
         let realtime_offset_ns = i128::from(clock::realtime_ns()) - i128::from(clock::now_ns());
+        let epoch_ns = shared_epoch_ns(clock::now_ns(), realtime_offset_ns);
         let mut g = Generator {
             ctl: (0..nflows).map(|_| FlowCtl::default()).collect(),
             tx_pubs: (0..nflows).map(|_| Counters::default()).collect(),
@@ -325,3 +335,22 @@ fn spawn(name: String, cpu_id: usize, f: impl FnOnce() + Send + 'static) -> Resu
 }
 
 mod control;
+
+#[cfg(test)]
+mod epoch_tests {
+    use super::shared_epoch_ns;
+    use netrig_wire::signature::MASK_40;
+
+    #[test]
+    fn stamps_are_realtime_modulo_2_40_in_every_process() {
+        // Two processes: different monotonic clocks, one realtime clock.
+        let real = 1_790_000_000_123_456_789_i128;
+        for now in [5_000_000_000_000_u64, 9_876_543_210_123] {
+            let offset = real - i128::from(now);
+            let epoch = shared_epoch_ns(now, offset);
+            let later = now + 777;
+            assert_eq!((later - epoch) & MASK_40, ((real + 777) as u64) & MASK_40);
+        }
+        assert_eq!(shared_epoch_ns(10, (1 << 41) + 100), 10); // too early after boot: local stamps
+    }
+}

@@ -1,0 +1,252 @@
+"""One controller, two agents, one machine (docs/distributed.md): each agent a `netrig serve` in its
+own network namespace with a management address on a bridge of 198.18.x (the "management
+network") and two test ports; the four ports meet in a bridge DUT (static forwarding, no flooding),
+so flows cross agents or stay on one. Unmodified snappi drives the controller: counts are exact,
+cross-agent latency is corrected or marked; an agent killed mid-run is reported within 2 s, the
+other agent's flows stop, and nothing is left running."""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from tests.conftest import needs_root, sh
+from tests.otg.conftest import ROOT, api, control, flow_metrics, free_port, wait_stopped
+
+pytestmark = [needs_root, pytest.mark.root, pytest.mark.slow]
+
+AGENT_PORT = 8441
+#: Flows: (name, tx, rx); a: agent a's ports, b: agent b's.
+FLOWS = (("fa", "a1", "a2"), ("fb", "b1", "b2"), ("fab", "a2", "b1"), ("fba", "b2", "a1"))
+
+
+def mac(port: str) -> str:
+    return f"02:00:00:00:0{port[0]}:0{port[1]}"
+
+
+class Bed:
+    """Namespaces, the management bridge, the DUT, the processes: everything torn down at the end."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tag = f"nrd{secrets.token_hex(2)}"
+        self.net = f"198.18.{200 + secrets.randbelow(50)}"
+        self.ns = {k: f"{self.tag}{k}" for k in ("a", "b", "d")}
+        self.bridge = f"{self.tag}m"
+        self.token = tmp / "token"
+        self.token.write_text(secrets.token_hex(32) + "\n")
+        self.procs: list[subprocess.Popen] = []
+
+    def build(self) -> None:
+        for ns in self.ns.values():
+            sh("ip", "netns", "add", ns)
+        sh("ip", "link", "add", self.bridge, "type", "bridge")
+        sh("ip", "addr", "add", f"{self.net}.1/24", "dev", self.bridge)
+        sh("ip", "link", "set", self.bridge, "up")
+        for k, agent in enumerate("ab"):
+            host = f"{self.tag}m{agent}"
+            sh("ip", "link", "add", host, "type", "veth", "peer", "name", "mgmt", "netns", self.ns[agent])
+            sh("ip", "link", "set", host, "master", self.bridge, "up")
+            sh("ip", "addr", "add", f"{self.net}.{k + 2}/24", "dev", "mgmt", ns=self.ns[agent])
+            sh("ip", "link", "set", "mgmt", "up", ns=self.ns[agent])
+            sh("ip", "link", "set", "lo", "up", ns=self.ns[agent])
+        self._dut()
+
+    def _dut(self) -> None:
+        """A bridge in ns d with a port per tester port, forwarding by static entries only."""
+        d = self.ns["d"]
+        sh("ip", "link", "add", "dut0", "type", "bridge", ns=d)
+        for port in ("a1", "a2", "b1", "b2"):
+            sh("ip", "link", "add", port, "netns", self.ns[port[0]], "address", mac(port), "type", "veth",
+               "peer", "name", f"d{port}", "netns", d)
+            sh("sysctl", "-qw", f"net.ipv6.conf.{port}.disable_ipv6=1", ns=self.ns[port[0]])
+            sh("ip", "link", "set", port, "up", ns=self.ns[port[0]])
+            sh("sysctl", "-qw", f"net.ipv6.conf.d{port}.disable_ipv6=1", ns=d)
+            sh("ip", "link", "set", f"d{port}", "master", "dut0", "up", ns=d)
+            sh("bridge", "link", "set", "dev", f"d{port}", "learning", "off", "flood", "off", "mcast_flood", "off",
+               ns=d)
+            sh("bridge", "fdb", "add", mac(port), "dev", f"d{port}", "master", "static", ns=d)
+        sh("ip", "link", "set", "dut0", "up", ns=d)
+
+    def start(self, argv: list[str], ns: str | None, url: str) -> subprocess.Popen:
+        env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
+        prefix = ["ip", "netns", "exec", ns] if ns else []
+        proc = subprocess.Popen([*prefix, sys.executable, "-m", "netrig.cli.main", "serve", *argv], env=env,
+                                stderr=subprocess.PIPE, text=True)
+        self.procs.append(proc)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(url + "/capabilities/version", timeout=2).read()
+                return proc
+            except OSError as e:
+                if getattr(e, "code", None) == 401:  # an agent: up, and refusing who has no token
+                    return proc
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"netrig serve did not start: {proc.stderr.read() if proc.stderr else ''}"
+                                       ) from None
+                time.sleep(0.1)
+
+    def agent(self, name: str) -> subprocess.Popen:
+        k = "ab".index(name)
+        addr = f"{self.net}.{k + 2}:{AGENT_PORT}"
+        return self.start(["--port", f"{name}1", "--port", f"{name}2", "--http", "--listen", addr, "--token-file",
+                           str(self.token), "--io", "af_packet"], self.ns[name], f"http://{addr}")
+
+    def controller(self) -> tuple[subprocess.Popen, str]:
+        url = f"http://127.0.0.1:{free_port()}"
+        argv = ["--http", "--listen", url[7:], "--agent-token-file", str(self.token)]
+        for k, name in enumerate("ab"):
+            argv += ["--agent", f"{name}=http://{self.net}.{k + 2}:{AGENT_PORT}"]
+        return self.start(argv, None, url), url
+
+    def teardown(self) -> list[str]:
+        """SIGTERM each process (SIGKILL after 20 s), delete everything; returns stray stderr."""
+        errs = []
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+            errs.append(p.stderr.read() if p.stderr else "")
+            if p.stderr:
+                p.stderr.close()
+        for ns in self.ns.values():
+            sh("ip", "netns", "del", ns, check=False)
+        sh("ip", "link", "del", self.bridge, check=False)
+        return errs
+
+
+@contextmanager
+def bed(tmp: Path) -> Iterator[Bed]:
+    b = Bed(tmp)
+    try:
+        b.build()
+        yield b
+    finally:
+        b.teardown()
+        leftover = sh("ip", "netns", "list")
+        assert b.tag not in leftover, leftover
+
+
+def config(a, frames: int | None, pps: int = 5000):
+    c = a.config()
+    for port in ("a1", "a2", "b1", "b2"):
+        c.ports.port(name=port, location=f"{port[0]}/{port}")
+    for name, tx, rx in FLOWS:
+        f = c.flows.flow(name=name)[-1]
+        f.tx_rx.port.tx_name, f.tx_rx.port.rx_names = tx, [rx]
+        eth, ip, _ = f.packet.ethernet().ipv4().udp()[-3:]
+        eth.src.value, eth.dst.value = mac(tx), mac(rx)
+        ip.src.value, ip.dst.value = "198.18.0.1", "198.19.0.1"
+        f.size.fixed, f.rate.pps = 128, pps
+        if frames:
+            f.duration.fixed_packets.packets = frames
+        else:
+            f.duration.continuous.gap = 12
+        f.metrics.enable, f.metrics.loss, f.metrics.latency.enable, f.metrics.timestamps = True, True, True, True
+    return c
+
+
+def agents_report(url: str) -> dict:
+    return json.loads(urllib.request.urlopen(url + "/netrig/agents", timeout=5).read())
+
+
+def test_two_agents_exact_counts_and_refused_without_token(tmp_path):
+    with bed(tmp_path) as b:
+        b.agent("a"), b.agent("b")
+        with pytest.raises(urllib.error.HTTPError) as e:  # an agent refuses who has not its token
+            urllib.request.urlopen(f"http://{b.net}.2:{AGENT_PORT}/capabilities/version", timeout=5)
+        assert e.value.code == 401
+        _, url = b.controller()
+        a = api(url)
+        a.set_config(config(a, 5000))
+        control(a, "start")
+        m = wait_stopped(a, [f[0] for f in FLOWS])
+        for name, _, _ in FLOWS:
+            assert (m[name].frames_tx, m[name].frames_rx, m[name].loss) == (5000, 5000, 0.0), name
+            assert m[name].timestamps.first_timestamp_ns > 0
+        assert m["fa"].latency.minimum_ns > 0 and m["fb"].latency.average_ns > 0  # same agent: exact
+        report = agents_report(url)
+        assert [x["state"] for x in report["agents"]] == ["up", "up"]
+        for x in report["agents"]:
+            print(f"agent {x['name']}: clock offset {x['clock_offset_ns']:.0f} ns ± {x['clock_uncertainty_ns']:.0f}")
+        crossing = {f["name"]: f for f in report["flows"]}
+        assert set(crossing) == {"fab", "fba"}
+        for name in ("fab", "fba"):
+            n = crossing[name]
+            assert n["latency_reported"] == (m[name].latency.average_ns is not None), n
+            print(f"{name}: latency {n['latency_average_ns']:.0f} ns (in OTG: {m[name].latency.average_ns}), "
+                  f"clock offset removed {n['latency_offset_ns']:.0f} ± {n['latency_uncertainty_ns']:.0f} ns")
+        ports = {p.name: p for p in a.get_metrics(a.metrics_request()).port_metrics}
+        assert ports["b1"].location == "b/b1" and ports["a1"].frames_tx == 5000
+        # A controller killed mid-run: the next one stops what it left running on its agents.
+        a.set_config(config(a, None, pps=2000))
+        control(a, "start", ["fa"])
+        b.procs[-1].kill()
+        b.procs[-1].wait()
+        b.controller()
+        req = {"choice": "flow", "flow": {"flow_names": ["fa"]}}
+        fa = agent_call(b, "a", "/monitor/metrics", req)["flow_metrics"][0]
+        assert fa["transmit"] == "stopped" and fa["frames_tx"] > 0
+        time.sleep(0.3)
+        assert agent_call(b, "a", "/monitor/metrics", req)["flow_metrics"][0]["frames_tx"] == fa["frames_tx"]
+
+
+def agent_call(b: Bed, name: str, path: str, body: dict) -> dict:
+    """An OTG request straight to an agent, with its token."""
+    url = f"http://{b.net}.{'ab'.index(name) + 2}:{AGENT_PORT}{path}"
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={
+        "Authorization": f"Bearer {b.token.read_text().strip()}", "Content-Type": "application/json"})
+    return json.loads(urllib.request.urlopen(req, timeout=10).read())
+
+
+def test_agent_killed_mid_run_reported_within_2s(tmp_path):
+    with bed(tmp_path) as b:
+        pa, pb = b.agent("a"), b.agent("b")
+        pc, url = b.controller()
+        a = api(url)
+        a.set_config(config(a, None, pps=2000))
+        control(a, "start")
+        deadline = time.monotonic() + 10
+        while flow_metrics(a, ["fab"])["fab"].frames_rx < 200:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        killed = time.monotonic()
+        pb.kill()
+        pb.wait()
+        while agents_report(url)["agents"][1]["state"] != "down":
+            assert time.monotonic() - killed < 5, "agent b never reported down"
+            time.sleep(0.02)
+        detected_s = time.monotonic() - killed
+        print(f"agent b killed: reported down after {detected_s * 1000:.0f} ms")
+        assert detected_s < 2.0
+        m = flow_metrics(a)
+        assert m["fa"].transmit == "stopped"  # the other agent stopped
+        for name in ("fb", "fab", "fba"):  # stale, never loss
+            assert m[name].loss is None, name
+        sent = flow_metrics(a, ["fa"])["fa"].frames_tx
+        time.sleep(0.3)
+        assert flow_metrics(a, ["fa"])["fa"].frames_tx == sent, "agent a still sending"
+        report = agents_report(url)
+        assert {f["name"] for f in report["flows"] if f["stale"]} == {"fb", "fab", "fba"}
+        assert any("agent b is down" in e for e in report["events"])
+        ports = {p.name: p for p in a.get_metrics(a.metrics_request()).port_metrics}
+        assert ports["b1"].link == "down" and ports["a1"].link == "up"
+        for p in (pc, pa):
+            p.send_signal(signal.SIGTERM)
+            assert p.wait(timeout=20) == 143
+    for p in (pa, pb, pc):
+        assert p.poll() is not None
