@@ -182,6 +182,14 @@ def register(sub) -> None:
     p.add_argument("--queues", type=int, default=1, help="queues (and TX/RX workers) per port (default 1)")
     p.add_argument("--busy-poll", type=int, default=0, metavar="US",
                    help="af_xdp: busy-poll the driver for US microseconds (SO_BUSY_POLL, prefer busy poll); 0 = off")
+    _frame_options(p)
+    _port_and_event_options(p)
+    p.set_defaults(func=run)
+    DEFAULTS.update({a.dest: a.default for a in p._actions if a.dest != "help"})
+
+
+def _frame_options(p: argparse.ArgumentParser) -> None:
+    """What the frames carry: protocol, flows, capture replay, addresses."""
     p.add_argument("--protocol", default=PROTOCOLS[0], choices=PROTOCOLS,
                    help="what the frames carry: udp (default), tcp, icmp (echo request; ICMPv6 over IPv6), or raw "
                         "(no IP: the signature right after the Ethernet header, see --ethertype); every protocol "
@@ -219,6 +227,10 @@ def register(sub) -> None:
     p.add_argument("--vlan", type=int, help="802.1Q VLAN id (the first of --vary vlans=N)")
     p.add_argument("--outer-vlan", type=int, metavar="ID",
                    help="802.1ad service VLAN id in front of the --vlan tag (QinQ)")
+
+
+def _port_and_event_options(p: argparse.ArgumentParser) -> None:
+    """Line rate, CPUs, the live-interface override, mid-trial events, output."""
     p.add_argument("--line-rate", help="nominal link speed for %% rates and reporting, e.g. 10Gbps "
                    "(default: the interface's speed; veth has none)")
     p.add_argument("--tx-cpu", type=int, action="append", help="pin TX workers to this CPU (repeatable)")
@@ -237,8 +249,6 @@ def register(sub) -> None:
     p.add_argument("--event-timeout", default=f"{DEFAULT_TIMEOUT_S:g}s", metavar="T",
                    help=f"kill an --event command still running after this long (default {DEFAULT_TIMEOUT_S:g}s)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.set_defaults(func=run)
-    DEFAULTS.update({a.dest: a.default for a in p._actions if a.dest != "help"})
 
 
 #: Every option's default, to tell which were given (a receive-only trial refuses sending options).
