@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build demo study-service-cost study-host-tuning test test-rust test-python bench bench-soak bench-tsfloor bench-forward bench-otg lint clean
+.PHONY: setup build demo study-service-cost study-host-tuning test test-rust test-python bench bench-soak bench-tsfloor bench-forward bench-otg bench-demo lint clean
 
 setup:
 	@scripts/setup.sh apt venv
@@ -47,6 +47,10 @@ bench-forward: build
 
 bench-otg: build
 	$(PY) bench/otg.py
+
+# is the demo quotable? three back-to-back demos (~15 min): throughput and NDR within ±3 % of their medians
+bench-demo: build
+	$(PY) bench/demo.py
 
 # clippy and rustfmt on the crates; ruff and mypy on the Python package; stubtest holds
 # python/netrig/_native.pyi against the built module (from python/, where the stub sits).

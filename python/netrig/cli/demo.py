@@ -3,7 +3,7 @@ stateful firewall of 100 rules (every test frame walks all of them: a DUT slower
 so its numbers are its own, not the tester's) on its own CPU behind the wire — self-test the tester,
 run RFC 2544 throughput + latency + frame loss over the RFC frame sizes with short trials and
 NDR/PDR (MLRsearch) at 64 B, write the JSON results, print the summary, and write the HTML report.
-Sized to finish in about 3–4 minutes on 2 vCPUs."""
+Sized to finish in about 5 minutes on 2 vCPUs."""
 from __future__ import annotations
 
 import argparse
@@ -35,6 +35,11 @@ DEMO_TOPOLOGY = "firewall"
 DEMO_RULES = 100
 #: Trial length: 1 s, so that the 2 % pacing tolerance (20 ms) is above this VM's vCPU stalls of a few ms.
 DEMO_TRIAL_S = 1.0
+#: NDR/PDR evidence per load: up to 5 trials, a load counting as lossless when at most half of its
+#: trial time lost frames (MLRsearch's exceed ratio 0.5, a median). The DUT's vCPU stalls make single
+#: 1-s trials near its capacity lossless or not by chance (at 101 kfps two of five lost frames), and
+#: with two trials per load one lucky trial decides.
+DEMO_DURATION_SUM_S = 5 * DEMO_TRIAL_S
 
 
 def demo_config(out_dir: str | Path = "demo-out", testbed: str = DEMO_TOPOLOGY, mlr_size: int = 64,
@@ -64,7 +69,7 @@ def demo_config(out_dir: str | Path = "demo-out", testbed: str = DEMO_TOPOLOGY, 
         "output": {"dir": str(Path(out_dir) / "rfc2544")},
     })
     goal = {"initial_trial_duration_s": DEMO_TRIAL_S, "final_trial_duration_s": DEMO_TRIAL_S,
-            "duration_sum_s": 2 * DEMO_TRIAL_S,
+            "duration_sum_s": DEMO_DURATION_SUM_S,
             "relative_width": 0.01}
     mlr = config_from_dict({  # with its own self-test at mlr_size: the search starts from what the tester proved
         **common,
