@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "python"))
@@ -66,7 +67,7 @@ def main() -> int:
         for i in range(REPS):
             runs.append(one_run(Path(tmp) / f"run{i}"))
             print(json.dumps(runs[-1]), flush=True)
-    doc = {"bench": "demo", "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "reps": REPS,
+    doc: dict[str, Any] = {"bench": "demo", "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "reps": REPS,
            "runs": runs, "throughput": spread([r["throughput_pps"] for r in runs]),
            "ndr": spread([r["ndr_pps"] for r in runs]), "pdr": spread([r["pdr_pps"] for r in runs]),
            "tester_limited": any(v for r in runs for k, v in r.items() if k.endswith("tester_limited"))}
