@@ -27,7 +27,7 @@ test-rust:
 	cargo test --workspace --exclude netrig-py --release -q
 
 test-python: build
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --durations=30 tests
 
 bench: build
 	@command -v llc >/dev/null || bash ../shared/peers/peer-bench.sh install >/dev/null
