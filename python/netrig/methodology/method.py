@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
+import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
@@ -29,6 +30,7 @@ from netrig.errors import ConfigError
 from netrig.measure import Measurer
 from netrig.methodology.tester import ProvenLimit, proven_limit
 from netrig.model import FrameSize, LineRate
+from netrig.results.typed import from_dict
 from netrig.view.plotkit import Plot
 from netrig.view.run_view import RunView, Stat
 from netrig.view.table import Table
@@ -245,6 +247,14 @@ class Method:
         raise NotImplementedError(f"{self.name} is not the primary method")
 
     # ---------------------------------------------------------------- results
+    def result_class(self) -> type:
+        """Its repetition result's dataclass: what :meth:`run` returns."""
+        return typing.get_type_hints(type(self).run)["return"]
+
+    def read_result(self, repetition: dict, frame: FrameSize, line_rate: LineRate) -> Any:
+        """A stored repetition (``summary[].results[].repetitions[]``) as its result type again."""
+        return from_dict(self.result_class(), repetition, frame=frame, line_rate=line_rate)
+
     def verdict_values(self, result: dict) -> dict[str, float | None]:
         """Values of threshold metrics (``throughput_pct``, ``latency_ns``, ``loss_ratio``) for one
         frame-size result of the summary; a metric absent here is not checked."""
