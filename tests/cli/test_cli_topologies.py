@@ -14,7 +14,7 @@ from tests.conftest import forwarding_namespace, if_counter, needs_root, sh, vet
 pytestmark = [needs_root, pytest.mark.root]
 NETRIG = [sys.executable, "-m", "netrig.cli.main"]
 #: Short counting trials: these tests are about where frames go, not pacing precision.
-COUNT = ["--size", "128", "--rate", "20kpps", "--frames", "4000", "--drain", "0.3s", "--max-stretch", "50",
+COUNT = ["--frame-size", "128", "--rate", "20kpps", "--frames", "4000", "--drain", "0.3s", "--max-stretch", "50",
          "--json"]
 
 

@@ -25,7 +25,7 @@ def netrig(*args, **kw):
 
 def test_trial_json_counts_every_frame():
     with veth_pair("c") as (ns_a, if_a, ns_b, if_b):
-        r = netrig("trial", "--tx", if_a, "--tx-netns", ns_a, "--rx", if_b, "--rx-netns", ns_b, "--size", "128",
+        r = netrig("trial", "--tx", if_a, "--tx-netns", ns_a, "--rx", if_b, "--rx-netns", ns_b, "--frame-size", "128",
                    "--rate", "20kpps", "--frames", "20k", "--drain", "0.3s", "--json")
         assert r.returncode == 0, r.stderr
         doc = json.loads(r.stdout)
@@ -37,8 +37,8 @@ def test_trial_json_counts_every_frame():
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["--size", "63"], "--size: 63 B is out of range: frame sizes are 64..16384 bytes"),
-    (["--size", "9000"], "--size: 9000 B is above the MTU"),
+    (["--frame-size", "63"], "--frame-size: 63 B is out of range: frame sizes are 64..16384 bytes"),
+    (["--frame-size", "9000"], "--frame-size: 9000 B is above the MTU"),
     (["--rate", "lots"], "--rate: 'lots' is not a rate"),
     (["--rate", "2Mpps", "--line-rate", "1Gbps"], "--rate: 2000000 fps is above the line rate"),
     (["--duration", "1x"], "--duration: must be a duration like 2s or 500ms (got '1x')"),

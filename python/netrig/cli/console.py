@@ -3,6 +3,7 @@ method as the method lays its rows out (``Method.console_rows``). A trial that i
 receiver saw frames that were not its own (stray, forged), gets a line of its own as it ends."""
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -262,10 +263,11 @@ def _kept(err: Console, runner: Runner, out: Path, what: str) -> None:
 
 
 def run_with_console(config: TestConfig, out_dir: str | Path | None, *, resume: bool = False, command: str = "",
-                     quiet: bool = False, telemetry: Telemetry | None = None) -> int:
+                     quiet: bool = False, telemetry: Telemetry | None = None, as_json: bool = False) -> int:
     """Run a config with the live display (timestamped lines without a terminal) and the summary
-    tables; Ctrl-C, SIGTERM and errors keep what finished and say how to continue. With
-    ``telemetry`` the run is exported there too (``--metrics-listen``).
+    tables (``as_json``: the result document on stdout instead, ``--json``); Ctrl-C, SIGTERM and
+    errors keep what finished and say how to continue. With ``telemetry`` the run is exported there
+    too (``--metrics-listen``).
 
     Returns the exit status: 0 done, 1 a pass/fail threshold failed, 2 an error after which the run
     resumes, 130 interrupted (Ctrl-C), 128 + n stopped by signal n (143: SIGTERM).
@@ -290,6 +292,9 @@ def run_with_console(config: TestConfig, out_dir: str | Path | None, *, resume: 
         err.print(f"netrig: error: {' '.join(str(e).split())}", markup=False, soft_wrap=True)
         _kept(err, runner, out, "stopped")
         return 2
-    print_summary(doc, Console())
-    Console().print(f"result: {out}/result.json")
+    if as_json:
+        print(json.dumps(doc, indent=1, default=str))
+    else:
+        print_summary(doc, Console())
+        Console().print(f"result: {out}/result.json")
     return 1 if any(not v["passed"] for v in doc.get("verdicts", [])) else 0

@@ -13,6 +13,7 @@ from rich.console import Console
 from netrig.cli.common import add_metrics_listen, metrics_endpoint, require_privileges
 from netrig.cli.console import run_with_console
 from netrig.errors import INTERRUPTS, InterruptedTrial, ResultError, Terminated
+from netrig.methodology.vocabulary import helptext
 from netrig.report import write_study
 from netrig.run.config import TestConfig
 from netrig.run.study import Study, StudyRunner, load_study
@@ -28,8 +29,8 @@ def register(subparsers: Any) -> None:
                     "Running the same study into the same DIR continues it (finished variants are kept, an "
                     "interrupted one resumes). Examples: examples/service-cost.toml, examples/host-tuning.toml.")
     p.add_argument("file", help="the study file (.toml, .yaml, .yml, .json)")
-    p.add_argument("--out", metavar="DIR", help="output directory [results/<study name>]")
-    p.add_argument("--quiet", action="store_true", help="no live progress display")
+    p.add_argument("--out", metavar="DIR", help=helptext("--out", "[results/<study name>]"))
+    p.add_argument("--quiet", action="store_true", help=helptext("--quiet"))
     add_metrics_listen(p, "every variant's run (labelled run=<variant>)")
     p.set_defaults(func=run)
 

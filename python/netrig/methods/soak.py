@@ -57,6 +57,7 @@ from netrig.errors import ConfigError
 from netrig.measure import Interval, Load, TrialCounts
 from netrig.methodology.method import Command, Context, Method, Section, Shortcut, with_partial
 from netrig.methodology.stats import check
+from netrig.methodology.vocabulary import helptext
 from netrig.methods.throughput import ThroughputParams, measure_throughput
 from netrig.model import FrameSize, LineRate, format_pps, parse_rate
 from netrig.view import fmt
@@ -813,12 +814,14 @@ class Soak(Method):
 
     def add_cli_options(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--rate", default="80%NDR",
-                            help="the load: frames/s (100kpps), bit/s (1Gbps), %% of line rate (50%%) or %% of the "
-                                 "DUT's NDR (80%%NDR: measured first unless --ndr) [80%%NDR]")
+                            help=helptext("--rate", "frames/s (100kpps), bit/s (1Gbps), %% of line rate (50%%) or "
+                                                    "%% of the DUT's NDR (80%%NDR: measured first unless --ndr) "
+                                                    "[80%%NDR]"))
         parser.add_argument("--ndr", default=None, metavar="PPS", help="the DUT's NDR for a %%NDR rate, in frames/s "
                                                                        "(skips measuring it) [measured]")
         parser.add_argument("--ndr-trial", default="10s", help="trial duration of the NDR search [10s]")
-        parser.add_argument("--interval", default="10s", help="counting and monitoring interval [10s]")
+        parser.add_argument("--interval", default="10s", metavar="T",
+                            help=helptext("--interval", "counting and monitoring [10s]"))
         parser.add_argument("--confidence", type=float, default=95.0,
                             help="confidence of the leak slope's interval, %% [95]")
         parser.add_argument("--leak-growth", type=float, default=5.0,
@@ -829,8 +832,8 @@ class Soak(Method):
         parser.add_argument("--cpu-spike", type=float, default=90.0, help="a CPU spike is a sample at or above this "
                                                                           "busy %% [90]")
         parser.add_argument("--resume", metavar="DIR", default=None,
-                            help="continue the stopped soak in DIR as a new segment (the same as `netrig run "
-                                 "--resume DIR`; every other option is the run's own) [off]")
+                            help=helptext("--resume", "a soak, as a new segment (the same as `netrig run --resume "
+                                                      "DIR`; every other option is the run's own) [off]"))
         parser.add_argument("--loss-min-frames", type=int, default=1,
                             help="an interval is in a loss episode when it lost at least this many frames [1]")
 

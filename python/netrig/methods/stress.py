@@ -26,7 +26,8 @@ from netrig.errors import ConfigError
 from netrig.measure import Interval, Phase
 from netrig.methodology.method import Command, Context, Method, Section, Shortcut
 from netrig.methodology.stats import check
-from netrig.model import FrameSize
+from netrig.methodology.vocabulary import helptext
+from netrig.model import FrameSize, parse_duration
 from netrig.view import fmt
 from netrig.view.html import figure, table_html
 from netrig.view.markdown import section_md, table_md
@@ -312,10 +313,12 @@ class Stress(Method):
         parser.add_argument("--peak", type=float, default=None,
                             help="overload, %% of throughput [150; spike 300]")
         parser.add_argument("--base", type=float, default=50.0, help="load around the overloads, %% of throughput [50]")
-        parser.add_argument("--interval", type=float, default=0.1, help="counting interval, seconds [0.1]")
+        parser.add_argument("--interval", default="100ms", metavar="T",
+                            help=helptext("--interval", "the counting interval: 100ms, 0.2s [100ms]"))
 
     def cli_params(self, args: argparse.Namespace) -> dict:
-        out: dict = {"profile": args.profile, "base_pct": args.base, "interval_s": args.interval}
+        out: dict = {"profile": args.profile, "base_pct": args.base,
+                     "interval_s": parse_duration(args.interval, "--interval")}
         if args.peak is not None:
             out["peak_pct"] = args.peak
         return out
