@@ -59,12 +59,18 @@ def test_bad_input_is_one_clear_line(args, needle):
     (["--frames", "100", "--duration", "1s"], "--frames: not with --duration: a trial sends --frames 100 or for "
                                               "--duration 1s, not both"),
     (["--duration", "1s", "--ramp", "10:100:0"], "--ramp: 0 steps: a ramp has 2.."),
+    (["--duration", "1s", "--ramp", "10:200"], "--ramp: '10:200': give FROM:TO:STEPS in % of --rate"),
+    (["--duration", "-1s"], "--duration: must be a duration like 2s or 500ms (got '-1s')"),
+    (["--tcp-flags", "SA"], "--tcp-flags: applies to --protocol tcp (the frames are udp)"),
+    (["--ethertype", "0x88b6"], "--ethertype: applies to --protocol raw"),
+    (["--rate", "50%"], "give it with --line-rate"),
 ])
 def test_bad_option_is_one_clear_line_before_any_interface_is_opened(capsys, args, needle):
     """On lo, which the transmit guard would refuse: the option is refused before that."""
     assert main(["trial", "--tx", "lo", "--rx", "lo", *args]) == 2
     err = capsys.readouterr().err
     assert needle in err and len(err.strip().splitlines()) == 1, err
+    assert "%%" not in err and "line_rate_bps" not in err, err
 
 
 def _stopped_by(signum: int, partial: object = None):
@@ -96,6 +102,9 @@ def test_unknown_interface_names_it():
     with veth_pair("n") as (ns_a, if_a, ns_b, if_b):
         r = netrig("trial", "--tx", "nope0", "--tx-netns", ns_a, "--rx", if_b, "--rx-netns", ns_b)
         assert r.returncode == 2 and "nope0: no such interface" in r.stderr, r.stderr
+        assert r.stderr.startswith("netrig: error: --tx"), "the error names the option to fix"
+        r = netrig("trial", "--tx", if_a, "--tx-netns", ns_a, "--rx", "nope1", "--rx-netns", ns_b)
+        assert r.returncode == 2 and r.stderr.startswith("netrig: error: --rx") and "nope1" in r.stderr, r.stderr
 
 
 def test_ctrl_c_stops_traffic_prints_partial_result_and_leaves_nothing():

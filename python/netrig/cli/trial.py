@@ -128,6 +128,19 @@ TEMPLATE_OPTIONS = ("frame_size", "flows", "vary", "protocol", "tcp_flags", "tcp
                     "outer_vlan", "flow_order", "seed", "src_mac", "dst_mac", "src_ip", "dst_ip")
 
 
+#: Options that shape one protocol's headers: given with another --protocol they would be ignored.
+PROTOCOL_OPTIONS = {"tcp_flags": "tcp", "tcp_seq": "tcp", "ethertype": "raw"}
+
+
+def _check_protocol_options(args) -> None:
+    """``--tcp-flags SA`` with UDP frames (or ``--ethertype`` without raw) is refused, not ignored."""
+    for dest, protocol in PROTOCOL_OPTIONS.items():
+        if getattr(args, dest) != DEFAULTS.get(dest) and args.protocol != protocol:
+            option = "--" + dest.replace("_", "-")
+            raise ConfigError(option, f"applies to --protocol {protocol} (the frames are {args.protocol}): add "
+                                      f"--protocol {protocol}, or leave {option} out")
+
+
 def _check_replay(args) -> None:
     """``--pcap`` with an option that builds frames, or ``--pcap-stamp`` alone: refused."""
     if args.pcap is None:
@@ -295,7 +308,7 @@ def _ramp(text: str, frames: str | None, duration_s: float | None) -> dict:
         if len(parts) != 3:
             raise ValueError
     except (ValueError, IndexError):
-        raise ConfigError("--ramp", f"{text!r}: give FROM:TO:STEPS in %% of --rate, e.g. 10:100:10") from None
+        raise ConfigError("--ramp", f"{text!r}: give FROM:TO:STEPS in % of --rate, e.g. 10:100:10") from None
     assert duration_s is not None
     step_s = duration_s / steps if steps > 0 else 0.0
     return {"phases": linear_ramp(lo / 100, hi / 100, steps, step_s), "interval_s": step_s}
@@ -492,11 +505,15 @@ def build(args) -> Plan:
             return index[ref]
 
         _check_replay(args)
+        _check_protocol_options(args)
         legs = [(port(p.tx), port(p.rx) if p.rx is not None else None, p.addr) for p in pairs]
         receive = all(rx is not None for _, rx, _ in legs)
         infos = [p.info() for p in ports]
         line = _line_rate(args, infos[0])
         rate = parse_rate(args.rate, "--rate")
+        if rate.kind == "percent_line" and line is None:
+            raise ConfigError("--rate", f"{args.rate} is a share of the line rate, and {ports[0].ifname} reports no "
+                                        "link speed (veth): give it with --line-rate, e.g. --line-rate 10Gbps")
         frame = FrameSize.parse(args.frame_size, "--frame-size")
         # Frames larger than the MTU allows are refused by the engine too; say it in CLI terms here.
         max_size = min(i.mtu for i in infos) + 18
