@@ -107,6 +107,16 @@ def test_unknown_interface_names_it():
         assert r.returncode == 2 and r.stderr.startswith("netrig: error: --rx") and "nope1" in r.stderr, r.stderr
 
 
+def test_a_transmit_only_trial_says_loss_is_not_measured():
+    """Nothing receives: no "lost 1,000 (100.0000 %)" as if the DUT had dropped every frame."""
+    with veth_pair("t") as (ns_a, if_a, _ns_b, _if_b):
+        r = netrig("trial", "--tx", if_a, "--tx-netns", ns_a, "--dst-mac", "02:00:00:00:00:09", "--rate", "10kpps",
+                   "--frames", "1000")
+        assert r.returncode == 0, r.stderr
+        assert "not measured: no receive port" in r.stdout and "100.0000 %" not in r.stdout, r.stdout
+        assert "received rate" not in r.stdout
+
+
 def test_ctrl_c_stops_traffic_prints_partial_result_and_leaves_nothing():
     with veth_pair("i") as (ns_a, if_a, ns_b, if_b):
         p = subprocess.Popen([*NETRIG, "trial", "--tx", if_a, "--tx-netns", ns_a, "--rx", if_b, "--rx-netns", ns_b,

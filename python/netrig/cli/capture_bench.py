@@ -77,6 +77,10 @@ def run(args) -> int:
         print(f"capture-bench: {interrupt_reason(e)}; the points that finished are in {out}/capture-bench.json "
               "and report.html", file=sys.stderr)
         return interrupt_status(e)
+    if not doc.get("results"):
+        print(f"capture-bench: no result: no method measured a point (see the notes above and {out}/report.html)",
+              file=sys.stderr)
+        return 1
     head, rows = table_rows(doc)
     print("  ".join(head))
     for r in rows:

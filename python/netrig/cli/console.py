@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from netrig.errors import INTERRUPTS, InterruptedTrial, NetrigError, interrupt_reason, interrupt_status
-from netrig.measure.seam import TrialCounts
+from netrig.measure.seam import STACK_KINDS, TrialCounts
 from netrig.methods import REGISTRY
 from netrig.model import format_bps, format_ns, format_pps
 from netrig.report.tables import not_counted
@@ -90,7 +90,7 @@ class LiveProgress:
                 self.console.print(f"line rate: {lr.label}")
         elif event == "method_start":
             self.console.print(f"[bold]{info['label']}[/bold]")
-        elif event == "trial_start" and "request" in info["load"]:
+        elif event == "trial_start" and is_stack(info["load"]):
             self.line = f"{info['label']} | {stack_load(info['load'])} | rep {info['repetition'] + 1}"
             self._trial_t0 = time.monotonic()
             self._render("running")
@@ -154,7 +154,7 @@ class PlainProgress:
         elif event == "trial_end":
             self.done += 1
             self.total = max(self.total, self.done)
-            if "request" in info["load"]:
+            if is_stack(info["load"]):
                 state = " [replayed]" if info.get("replayed") else ""
                 self._line(f"trial {self.done}/~{self.total} {info['label']} rep {info['repetition'] + 1}: "
                            f"{stack_load(info['load'])}: {stack_outcome(info.get('result') or {})}{state}, "
@@ -167,6 +167,12 @@ class PlainProgress:
                        f"offered {format_pps(ld['rate_pps'])} ({ld['pct_line_rate']:.2f} %), "
                        f"sent {c.frames_sent:,}, received {c.frames_received:,}, loss {100 * c.loss_ratio:.4f} % "
                        f"[{state}], elapsed {_dur(time.monotonic() - self.t0)}")
+
+
+def is_stack(load: dict) -> bool:
+    """A stack trial's load (iperf3, sockperf: a tool's document, no frame counts); a stateful
+    trial's load carries its request too, but it is counted like any other."""
+    return (load.get("request") or {}).get("kind") in STACK_KINDS
 
 
 def stack_load(load: dict) -> str:

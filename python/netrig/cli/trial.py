@@ -569,19 +569,12 @@ def build(args) -> Plan:
         raise rename_field(e, FIELDS) from None
 
 
-def result_table(res: TrialResult, stream: Stream, title: str):
-    from rich.table import Table
-
-    t = Table(title=title, show_header=True)
-    t.add_column("metric")
-    t.add_column("value", justify="right")
-    size = stream.mean_frame_size
-    line = stream.line_rate_bps
-    replays = [s.replay for s in res.streams if s.replay is not None]
-    for r in replays:
-        t.add_row("capture", f"{r.file}: {r.frames_per_pass:,} frames, {r.bytes_per_pass:,} B per pass")
-        t.add_row("passes / stamped / unstamped", f"{r.passes:,.2f} / {r.frames_stamped:,} / {r.frames_unstamped:,}"
-                  + (f" ({r.flows:,} flows)" if r.stamped else ""))
+def _count_rows(t, res: TrialResult, receive: bool, replays: bool) -> None:
+    """Frames sent and what came back; a transmit-only trial says its loss is not measured."""
+    if not receive:
+        t.add_row("frames sent", f"{res.frames_sent:,}")
+        t.add_row("lost", "not measured: no receive port (--rx)")
+        return
     t.add_row("frames sent / received", f"{res.frames_sent:,} / {res.frames_received:,}")
     if all(s.loss_measured for s in res.streams):
         t.add_row("lost (ratio)", f"{res.frames_lost:,} ({100 * res.loss_ratio:.4f} %)"
@@ -594,11 +587,30 @@ def result_table(res: TrialResult, stream: Stream, title: str):
     # Frames the receiver saw that are not this trial's: never counted as received.
     t.add_row("not counted: foreign / stray / forged",
               f"{res.frames_foreign:,} / {res.frames_stray:,} / {res.frames_forged:,}")
+
+
+def result_table(res: TrialResult, stream: Stream, title: str, receive: bool = True):
+    """The trial's figures; ``receive`` ``False`` (a transmit-only trial): nothing was counted at the
+    far end, so loss, the received rate and latency are not shown as if they were measured."""
+    from rich.table import Table
+
+    t = Table(title=title, show_header=True)
+    t.add_column("metric")
+    t.add_column("value", justify="right")
+    size = stream.mean_frame_size
+    line = stream.line_rate_bps
+    replays = [s.replay for s in res.streams if s.replay is not None]
+    for r in replays:
+        t.add_row("capture", f"{r.file}: {r.frames_per_pass:,} frames, {r.bytes_per_pass:,} B per pass")
+        t.add_row("passes / stamped / unstamped", f"{r.passes:,.2f} / {r.frames_stamped:,} / {r.frames_unstamped:,}"
+                  + (f" ({r.flows:,} flows)" if r.stamped else ""))
+    _count_rows(t, res, receive, bool(replays))
     intended = res.intended_rate_pps
     t.add_row("offered rate (intended)", format_pps(intended) if intended else "max")
     l1_bps = res.tx_rate_pps * (size + _native.WIRE_OVERHEAD_BYTES) * 8
     t.add_row("achieved TX rate", f"{format_pps(res.tx_rate_pps)}  {format_bps(l1_bps)} L1")
-    t.add_row("received rate", f"{format_pps(res.rx_rate_pps)}  {format_bps(res.rx_rate_pps * size * 8)} L2")
+    if receive:
+        t.add_row("received rate", f"{format_pps(res.rx_rate_pps)}  {format_bps(res.rx_rate_pps * size * 8)} L2")
     if line:
         pct = 100 * res.tx_rate_pps / _native.line_rate_fps(line, size)
         t.add_row("% of line rate", f"{pct:.2f} % of {format_bps(line)}")
@@ -869,7 +881,7 @@ def run_held(args) -> int:
             if args.json:
                 print(json.dumps({"interrupted": True, "result": partial.to_dict()}, indent=2))
             else:
-                con.print(result_table(partial, stream, "partial result (interrupted)"))
+                con.print(result_table(partial, stream, "partial result (interrupted)", plan.receive))
                 if len(plan.streams) > 1:
                     con.print(streams_table(partial, plan))
         print(f"netrig: {e.reason}: traffic stopped, nothing left running", file=sys.stderr)
@@ -886,7 +898,7 @@ def run_held(args) -> int:
             doc["events"] = [e.to_dict() for e in results]
         print(json.dumps(doc, indent=2, default=str))
     else:
-        con.print(result_table(res, stream, plan.title))
+        con.print(result_table(res, stream, plan.title, plan.receive))
         if len(plan.streams) > 1:
             con.print(streams_table(res, plan))
         if args.ramp is not None:

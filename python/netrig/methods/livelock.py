@@ -427,7 +427,8 @@ class Livelock(Method):
         s, cpu = st.get("collapse_slope", {}).get("median"), st.get("cpu_ns_per_frame", {}).get("median")
         h = result.get("headline") or {}
         return [[fmt.size(result["frame_size"]), format_pps(m) if m is not None else "none",
-                 f"{h.get('pct_line_rate', 0):.2f}" if h else "-", format_pps(ml) if ml is not None else "none",
+                 f"{h['pct_line_rate']:.2f}" if m is not None and h.get("pct_line_rate") is not None else "—",
+                 format_pps(ml) if ml is not None else "none",
                  f"{s:.3f}" if s is not None else "-", format_ns(cpu) if cpu is not None else "-", flags]]
 
     def html(self, run: RunView) -> dict[str, str]:

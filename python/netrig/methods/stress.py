@@ -291,10 +291,19 @@ class Stress(Method):
         return measure_stress(ctx, params)
 
     def console_rows(self, result: dict, flags: str) -> list[list[str]]:
-        reps = objs(result, "repetitions")
+        reps = [r for r in objs(result, "repetitions") if r.get("valid", True)]
         worst = [w for w in (num(r, "recovery_s") for r in reps) if w is not None]
-        rec = fmt.seconds(max(worst)) if reps and len(worst) == len(reps) else "never"
         lost = sum(int(ep.get("frames_lost") or 0) for r in reps for ep in objs(r, "episodes"))
+        if not reps:
+            rec = "—: every trial invalid"
+        elif not any(objs(r, "episodes") for r in reps):
+            rec = "—: no overload episode"
+        elif len(worst) < len(reps):
+            rec = "never"
+        elif max(worst) == 0:  # the first interval after the overload lost nothing: below the resolution
+            rec = "—: no loss after the overload" if lost == 0 else "within the first interval"
+        else:
+            rec = fmt.seconds(max(worst))
         return [[fmt.size(result.get("frame_size")), rec, f"{lost:,}", flags]]
 
     def html(self, run: RunView) -> dict[str, str]:
