@@ -1,11 +1,15 @@
 """A number is shown only when it means something (issue 27): the console shows a value measured
 from valid trials, or a dash with the reason — never a placeholder 0, "None" or a share of a rate
-that was not found; a command with no result says so and fails. No privileges needed."""
+that was not found; a command with no result says so and fails. Output without a terminal is as
+wide as it needs, never wrapped mid-word. No privileges needed."""
 from __future__ import annotations
 
 import io
 
+from rich.table import Table
+
 from netrig.cli import capture_bench, console
+from netrig.cli.common import console as plain_console
 from netrig.cli.main import main
 from netrig.measure.seam import TrialCounts
 from netrig.methods import back_to_back, livelock, recovery, stress
@@ -56,3 +60,15 @@ def test_capture_bench_with_no_result_fails(monkeypatch, tmp_path, capsys):
     captured = capsys.readouterr()
     assert "no result" in captured.err and captured.out == ""
 
+
+def test_tables_without_a_terminal_are_not_wrapped_mid_word(capsys):
+    t = Table(title="x")
+    for c in ("tester_limited", "port"):
+        t.add_column(c, overflow="fold")
+    words = ["tester_limited_" + "x" * 60, "nr050d-" + "y" * 80]
+    t.add_row(*words)
+    plain_console().print(t)
+    plain_console().print("a line " * 30)
+    out = capsys.readouterr().out
+    assert all(w in out for w in words), out
+    assert ("a line " * 30).strip() in out

@@ -57,8 +57,17 @@ def require_privileges(config: TestConfig) -> None:
         require_root(f"a run on the {config.testbed.name} test bed")
 
 
+#: Without a terminal (a pipe, a file, CI logs) output is as wide as it needs: lines and tables are
+#: never wrapped at 80 columns or cut mid-word.
+PLAIN_WIDTH = 10_000
+
+
 def console(stderr: bool = False) -> Console:
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    """The console of a command's output (``stderr``: of its notes): a terminal's width, or
+    :data:`PLAIN_WIDTH` when the stream is not a terminal."""
+    stream = sys.stderr if stderr else sys.stdout
+    width = None if stream.isatty() else PLAIN_WIDTH
+    return Console(stderr=stderr, highlight=False, soft_wrap=False, width=width)
 
 
 def rename_field(err: ConfigError, mapping: dict[str, str]) -> ConfigError:

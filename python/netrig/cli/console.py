@@ -14,6 +14,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from netrig.cli.common import console as plain_console
 from netrig.errors import INTERRUPTS, InterruptedTrial, NetrigError, interrupt_reason, interrupt_status
 from netrig.measure.seam import STACK_KINDS, TrialCounts
 from netrig.methods import REGISTRY
@@ -228,7 +229,7 @@ def summary_tables(doc: dict) -> list[Table]:
 
 
 def print_summary(doc: dict, console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or plain_console()
     st = doc.get("selftest")
     if st:
         t = Table(title=f"RFC 8219 self-test on {st['testbed']} ({st['factor']}× reserve): "
@@ -279,7 +280,7 @@ def run_with_console(config: TestConfig, out_dir: str | Path | None, *, resume: 
     resumes, 130 interrupted (Ctrl-C), 128 + n stopped by signal n (143: SIGTERM).
     """
     out = Path(out_dir or config.output.dir)
-    err = Console(stderr=True, highlight=False)
+    err = plain_console(stderr=True)
     progress = progress_display(err) if not quiet else None
     runner = Runner(config, out, resume=resume, command=command,
                     progress=tee(progress, telemetry.runs() if telemetry is not None else None))
@@ -301,6 +302,7 @@ def run_with_console(config: TestConfig, out_dir: str | Path | None, *, resume: 
     if as_json:
         print(json.dumps(doc, indent=1, default=str))
     else:
-        print_summary(doc, Console())
-        Console().print(f"result: {out}/result.json")
+        out_console = plain_console()
+        print_summary(doc, out_console)
+        out_console.print(f"result: {out}/result.json")
     return 1 if any(not v["passed"] for v in doc.get("verdicts", [])) else 0

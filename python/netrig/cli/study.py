@@ -8,9 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
-from netrig.cli.common import add_metrics_listen, metrics_endpoint, require_privileges
+from netrig.cli.common import add_metrics_listen, console, metrics_endpoint, require_privileges
 from netrig.cli.console import run_with_console
 from netrig.errors import INTERRUPTS, InterruptedTrial, ResultError, Terminated
 from netrig.methodology.vocabulary import helptext
@@ -51,7 +49,7 @@ def execute_study(study: Study, out_dir: str | None, quiet: bool, again: str, me
 
 
 def _study(study: Study, out_dir: str | None, quiet: bool, again: str, tel: Telemetry | None) -> int:
-    err = Console(stderr=True, highlight=False)
+    err = console(stderr=True)
     command = " ".join(["netrig"] + sys.argv[1:])
     statuses: dict[str, int] = {}
 
@@ -74,7 +72,7 @@ def _study(study: Study, out_dir: str | None, quiet: bool, again: str, tel: Tele
     except ResultError as e:
         err.print(f"netrig: error: {e}", markup=False, soft_wrap=True)
         return 2
-    Console().print(f"comparison: {out}")
+    console().print(f"comparison: {out}")
     failed = [o for o in outcomes if not o.complete and o.state != "skipped"]
     for o in outcomes:
         if not o.complete:
