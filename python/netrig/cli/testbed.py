@@ -75,6 +75,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     up.add_argument("--json", action="store_true", help=helptext("--json", "the full description"))
     up.set_defaults(func=run_up)
 
+    _register_others(sub)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def _register_others(sub: argparse._SubParsersAction) -> None:
+    """``testbed down|status|repair|list|clean``."""
     down = sub.add_parser("down", help="tear down a test bed by id")
     down.add_argument("id", metavar="ID")
     down.set_defaults(func=run_down)
@@ -98,7 +104,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     clean.add_argument("--force", action="store_true",
                        help="also remove test beds whose owner is alive and ones made by `testbed up`")
     clean.set_defaults(func=run_clean)
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
 def _ports_table(tb) -> str:
