@@ -72,3 +72,14 @@ def test_tables_without_a_terminal_are_not_wrapped_mid_word(capsys):
     out = capsys.readouterr().out
     assert all(w in out for w in words), out
     assert ("a line " * 30).strip() in out
+
+
+def test_stateful_tester_limited_rates_are_lower_bounds():
+    from netrig.methods import stateful
+
+    search = {"rate_pps": 50_000.0, "upper_pps": 60_000.0, "trials": 8, "tester_limited": True}
+    rep = {"connections": 1000, "establishment": search, "establishment_rate_cps": 50_000.0,
+           "teardown": {**search, "tester_limited": False}, "teardown_rate_cps": 40_000.0,
+           "throughput": search, "throughput_pps": 90_000.0}
+    [row] = stateful.METHOD.console_rows({"frame_size": 64, "repetitions": [rep]}, "")
+    assert row[2].startswith("≥ ") and row[4].startswith("≥ ") and not row[3].startswith("≥"), row
