@@ -83,3 +83,12 @@ def test_stateful_tester_limited_rates_are_lower_bounds():
            "throughput": search, "throughput_pps": 90_000.0}
     [row] = stateful.METHOD.console_rows({"frame_size": 64, "repetitions": [rep]}, "")
     assert row[2].startswith("≥ ") and row[4].startswith("≥ ") and not row[3].startswith("≥"), row
+
+
+def test_the_soak_row_says_its_trial_was_invalid_and_which_cpus_saturated():
+    from netrig.methods import soak
+
+    rep = {"rate_pps": 1e5, "covered_s": 60, "rx_pps": 9e4, "frames_lost": 10, "valid": False,
+           "invalid_reason": "the tester fell short of the rate", "cpu_saturated": ["cpu0", "cpu1"]}
+    [row] = soak.METHOD.console_rows({"frame_size": 64, "repetitions": [rep]}, "")
+    assert "saturated throughout: cpu0, cpu1" in row[6] and row[-1].startswith("INVALID: the tester fell"), row

@@ -786,10 +786,14 @@ class Soak(Method):
             leaks = [t for t in objs(e, "leaks") if t.get("leak")]
             mem = ("LEAK: " + ", ".join(f"{t['series']} {_size(num(t, 'slope_per_h') or 0, t.get('unit', 'B'))}/h"
                                         for t in leaks)) if leaks else "no leak"
+            spikes = str(len(objs(e, "cpu_spikes")))
+            if e.get("cpu_saturated"):
+                spikes += f"; saturated throughout: {', '.join(e['cpu_saturated'])}"
+            invalid = f"INVALID: {e.get('invalid_reason') or 'tester problem'}" if e.get("valid") is False else ""
             rows.append([fmt.size(result["frame_size"]), format_pps(e.get("rate_pps") or 0),
                          fmt_time(e.get("covered_s") or 0), format_pps(e.get("rx_pps") or 0),
                          str(e.get("frames_lost", 0)), str(len(objs(e, "loss_episodes"))),
-                         str(len(objs(e, "cpu_spikes"))), mem, flags])
+                         spikes, mem, ", ".join(x for x in (invalid, flags) if x)])
         return rows
 
     def html(self, run: RunView) -> dict[str, str]:
