@@ -112,7 +112,7 @@ def test_a_transmit_only_trial_says_loss_is_not_measured():
     with veth_pair("t") as (ns_a, if_a, _ns_b, _if_b):
         r = netrig("trial", "--tx", if_a, "--tx-netns", ns_a, "--dst-mac", "02:00:00:00:00:09", "--rate", "10kpps",
                    "--frames", "1000")
-        assert r.returncode == 0, r.stderr
+        assert r.returncode in (0, 1), r.stderr  # 1: a busy machine stretched the sending (invalid)
         assert "not measured: no receive port" in r.stdout and "100.0000 %" not in r.stdout, r.stdout
         assert "received rate" not in r.stdout
 

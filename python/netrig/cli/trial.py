@@ -26,7 +26,7 @@ from rich.text import Text
 from netrig import _native
 from netrig.cli.common import check_netns, console, event_pairs, port_ref, rename_field, require_root
 from netrig.cli.shortcuts import testbed_options
-from netrig.errors import ConfigError, InterruptedTrial, TestbedError, interrupt_status
+from netrig.errors import ConfigError, InterfaceError, InterruptedTrial, TestbedError, interrupt_status
 from netrig.measure.events import (
     DEFAULT_TIMEOUT_S,
     INTERVAL_S,
@@ -491,6 +491,17 @@ class Plan:
         return "trial " + ", ".join(dict.fromkeys(legs))
 
 
+def _infos(ports: list[Port], sending: set[int]) -> list[_native.InterfaceInfo]:
+    """Each port's interface; one that does not exist is named with the option that gave it."""
+    out = []
+    for i, port in enumerate(ports):
+        try:
+            out.append(port.info())
+        except InterfaceError as e:
+            raise ConfigError("--tx" if i in sending else "--rx", str(e)) from None
+    return out
+
+
 def build(args) -> Plan:
     try:
         events = events_of(args)
@@ -510,7 +521,7 @@ def build(args) -> Plan:
         _check_protocol_options(args)
         legs = [(port(p.tx), port(p.rx) if p.rx is not None else None, p.addr) for p in pairs]
         receive = all(rx is not None for _, rx, _ in legs)
-        infos = [p.info() for p in ports]
+        infos = _infos(ports, {index[p.tx] for p in pairs})
         line = _line_rate(args, infos[0])
         rate = parse_rate(args.rate, "--rate")
         if rate.kind == "percent_line" and line is None:
