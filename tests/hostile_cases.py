@@ -694,7 +694,7 @@ cli("--batch", *FWD, "--batch", "100000")
 cli("--batch", *FWD, "--batch", "lots")
 cli("--netns", *FWD, "--netns", "nrnosuchns")
 cli("--netns", *FWD, "--netns", "../etc")
-cli("--json", *FWD, "--mode", "rxonly", "--json", "/nonexistent-dir/x.json", name="forward --json unwritable")
+cli("--out", *FWD, "--mode", "rxonly", "--out", "/proc/netrig-no-dir", name="forward --out unwritable")
 cli("refusing", *FWD, name="forward on lo (the transmit guard)")
 # --backend xdp: the kernel forwards on every queue, on the receiving CPU, without batches.
 cli("--queues", *FWD, "--backend", "xdp", "--queues", "2", name="forward xdp --queues")

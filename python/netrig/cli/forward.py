@@ -119,7 +119,10 @@ def build(args) -> dict[str, Any]:
     check_netns(args.netns, "--netns")
     check_writable(getattr(args, "json_file", None), "--json", "the summary")
     if args.out:
-        os.makedirs(args.out, exist_ok=True)
+        try:
+            os.makedirs(args.out, exist_ok=True)
+        except OSError as e:
+            raise ConfigError("--out", f"{args.out}: cannot make the directory ({e.strerror})") from None
         check_writable(os.path.join(args.out, "forward.json"), "--out", "the summary")
     refs = [port_ref(p, args.netns, "--port", "--netns") for p in args.port]
     if args.peer_mac and len(args.peer_mac) != len(args.port):
