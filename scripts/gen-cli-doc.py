@@ -11,6 +11,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 os.environ["COLUMNS"] = "100"
 
 from netrig.cli.main import build_parser
+from netrig.methodology.vocabulary import APART, SHARED, _Deprecated
 
 INTRO = """# netrig command-line reference
 
@@ -70,6 +71,51 @@ The reset command sees the test bed in its environment: `NETRIG_DUT_NETNS`, `NET
 """
 
 
+def commands(parser: argparse.ArgumentParser, prefix: str = "netrig") -> list[tuple[str, argparse.ArgumentParser]]:
+    """Every command's parser (``netrig testbed up`` …), the groups left out."""
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        return [(prefix, parser)]
+    return [c for s in subs for name, p in s.choices.items() for c in commands(p, f"{prefix} {name}")]
+
+
+def value_form(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
+    if action.nargs == 0 or getattr(action, "old_value", False):
+        return "flag"
+    f = parser._get_formatter()
+    return f"`{f._format_args(action, f._get_default_metavar_for_optional(action))}`"
+
+
+def vocabulary(parser: argparse.ArgumentParser) -> str:
+    """The table of shared options (``netrig.methodology.vocabulary``), the names kept apart, and the
+    old spellings that still work."""
+    forms: dict[str, str] = {}
+    old: dict[tuple[str, str], list[str]] = {}
+    for cmd, p in commands(parser):
+        for a in p._actions:
+            if isinstance(a, _Deprecated):
+                old.setdefault((a.option_strings[0], a.new), []).append(f"`{cmd}`")
+                continue
+            for name in a.option_strings:
+                forms.setdefault(name, value_form(p, a))
+    rows = ["## One option vocabulary", "",
+            "Every option that more than one command takes means the same and is written the same in each "
+            "(`tests/cli/test_vocabulary.py` holds every command to this table; it is made from "
+            "`netrig.methodology.vocabulary`).", "",
+            "| option | meaning | value |", "|---|---|---|"]
+    for name, sh in SHARED.items():
+        value = forms.get(name, "")
+        cell = f"{value}{': ' + sh.syntax if sh.syntax else ''}".replace("|", "\\|")
+        rows.append(f"| `{name}` | {sh.meaning} | {cell} |")
+    rows += ["", "Names kept apart, one meaning each:", "", "| option | meaning |", "|---|---|"]
+    rows += [f"| `{name}` | {what} |" for name, what in APART.items()]
+    rows += ["", "Old spellings work for one release, with a one-line note on stderr:", "",
+             "| old | new | commands |", "|---|---|---|"]
+    rows += [f"| `{o}` | `{n}` | {', '.join(cmds)} |" for (o, n), cmds in sorted(old.items())]
+    rows.append("| `--json FILE` | `--out DIR` (writes `DIR/forward.json`) | `netrig forward` |")
+    return "\n".join(rows) + "\n"
+
+
 def walk(parser: argparse.ArgumentParser, prefix: str, out: list[str]) -> None:
     subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     out.append(f"## `{prefix}`\n\n```\n{parser.format_help().rstrip()}\n```\n")
@@ -79,8 +125,9 @@ def walk(parser: argparse.ArgumentParser, prefix: str, out: list[str]) -> None:
 
 
 def main() -> None:
-    out = [INTRO]
-    walk(build_parser(), "netrig", out)
+    parser = build_parser()
+    out = [INTRO, vocabulary(parser)]
+    walk(parser, "netrig", out)
     print("\n".join(out))
 
 

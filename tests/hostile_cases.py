@@ -106,7 +106,7 @@ cli("--name", *SWEEP, "--over", "flows=1,2", "--name", "../x", name="sweep --nam
 for v in ["63", "16385", "0", "-1", "abc", "imix2", "random:64", "random:1518-64", "inc:64-1518:0",
           "inc:1518-64", "inc:64-1518:-5", "mix:64x0", "mix:", "nan", "inf", "1e99", "64.5", "mix:64x7+abcx4",
           "random:0-64", "64x"]:
-    cli("--size", *TRIAL, "--size", v)
+    cli("--frame-size", *TRIAL, "--frame-size", v)
 for v in ["lots", "-5kpps", "0", "150%", "1e400pps", "1e300pps", "20Tbps", "nan", "inf", "5k%", "10pps-l2",
           "", "max%", "1e10", "-0.5", "50%"]:
     cli("--rate", *TRIAL, "--rate", v)
@@ -165,7 +165,7 @@ cli("--ramp", *TX, "--frames", "1000", "--ramp", "10:100:10", name="trial --ramp
 cli("--event", *TRIAL, "--ramp", "10:100:2", "--event", "true", "--at", "0.05s", name="trial --event with --ramp")
 for v in ["x", "1.5"]:
     cli("--seed", *TRIAL, "--seed", v)
-cli("--size", *TRIAL, "--protocol", "tcp", "--size", "64", name="trial --protocol tcp --size 64 (below 76)")
+cli("--frame-size", *TRIAL, "--protocol", "tcp", "--frame-size", "64", name="trial --protocol tcp --frame-size 64 (below 76)")
 for v in ["fast", "0", "-1", "1e99", "nan", "inf"]:
     cli("--line-rate", *TRIAL, "--line-rate", v)
 cli("--rate", *TRIAL, "--rate", "2Mpps", "--line-rate", "1Gbps")
@@ -211,7 +211,7 @@ pcap_case("--pcap", _pcap([_UDP, _UDP])[:-7], name="truncated record")
 pcap_case("--pcap", _pcap([_UDP], snap=100), name="snapped frame")
 pcap_case("--pcap", _pcap([b"\x01\x02\x03"]), name="frame shorter than an Ethernet header")
 pcap_case("--pcap-stamp", _pcap([_ARP]), "--pcap-stamp", name="--pcap-stamp, no frame with room")
-for opt, value in (("--size", "128"), ("--flows", "4"), ("--vary", "dst_ips=2"), ("--protocol", "tcp"),
+for opt, value in (("--frame-size", "128"), ("--flows", "4"), ("--vary", "dst_ips=2"), ("--protocol", "tcp"),
                    ("--vlan", "10"), ("--dst-mac", "02:00:00:00:00:09"), ("--src-ip", "198.18.0.9")):
     pcap_case(opt, _pcap([_UDP]), opt, value, name=f"with {opt}")
 cli("--pcap-stamp", *TRIAL, "--pcap-stamp", name="trial --pcap-stamp without --pcap")
@@ -281,7 +281,7 @@ for v in ["0", "-1", "x", "100000"]:
     cli("--repetitions", *RFC, "--repetitions", v)
 for v in ["dpdk", ""]:
     cli("--io", *RFC, "--io", v)
-for opt in ("--nominal-speed", "--speed"):
+for opt in ("--nominal-speed", "--line-rate"):
     for v in ["fast", "0", "-1", "1e99", "nan", "inf"]:
         cli(opt, *RFC, opt, v)
 for v in ["0", "-1", "nan", "inf", "200"]:
@@ -374,7 +374,7 @@ for cmd in ("ndr-pdr", "livelock", "soak", "selftest", "stateful", "stress"):  #
     # shortcut command
     base = [cmd, "--testbed", "simulated", "--out", "{dir}/out"]
     for opt, v in [("--sizes", "63"), ("--duration", "1e99s"), ("--drain", "61s"), ("--repetitions", "0"),
-                   ("--io", "dpdk"), ("--nominal-speed", "nan"), ("--speed", "-1"), ("--sim-capacity-pps", "inf"),
+                   ("--io", "dpdk"), ("--nominal-speed", "nan"), ("--line-rate", "-1"), ("--sim-capacity-pps", "inf"),
                    ("--testbed-option", "mtu=9000"), ("--testbed", "nosuch"), ("--i-know-this-is-live", ""),
                    ("--monitor", ""), ("--knob", "dut.sysfs.threaded"), ("--monitor-remote", "-oX=y"),
                    ("--share-testbed", "")]:
@@ -388,7 +388,7 @@ cli("--share-testbed", "rfc2544", "--testbed", "router", "--share-testbed", "--o
 cli("--share-testbed", "trial", "--tx", "lo", "--rx", "lo", "--share-testbed", name="trial --share-testbed without --testbed")
 ST = ["selftest", "--testbed", "simulated", "--sizes", "64", "--duration", "0.05s", "--out", "{dir}/out"]
 for v in ["abc", "0", "50%", "1e300", "-1", "1M,abc"]:
-    cli("--rate", *ST, "--rate", v)
+    cli("--rates", *ST, "--rates", v)
 for v in ["0.5", "11", "nan", "inf"]:
     cli("--factor", *ST, "--factor", v)
 
@@ -650,7 +650,7 @@ cli("--resolution", *CB, "--resolution", "0", name="capture-bench resolution 0")
 cli("--cpu", *CB, "--cpu", "999", name="capture-bench cpu beyond the machine")
 CAP = ["capture", "--port", "lo", "--duration", "0.1"]
 cli("--port", "capture", "--duration", "0.1", name="capture without --port")
-cli("--method", *CAP, "--method", "pf_ring", name="capture unknown method")
+cli("--capture-method", *CAP, "--capture-method", "pf_ring", name="capture unknown method")
 cli("--batch", *CAP, "--batch", "0", name="capture batch 0")
 cli("--batch", *CAP, "--batch", "2000", name="capture batch too large")
 cli("--cpu", *CAP, "--cpu", "999", name="capture cpu beyond the machine")
@@ -694,7 +694,7 @@ cli("--batch", *FWD, "--batch", "100000")
 cli("--batch", *FWD, "--batch", "lots")
 cli("--netns", *FWD, "--netns", "nrnosuchns")
 cli("--netns", *FWD, "--netns", "../etc")
-cli("--json", *FWD, "--mode", "rxonly", "--json", "/nonexistent-dir/x.json", name="forward --json unwritable")
+cli("--out", *FWD, "--mode", "rxonly", "--out", "/proc/netrig-no-dir", name="forward --out unwritable")
 cli("refusing", *FWD, name="forward on lo (the transmit guard)")
 # --backend xdp: the kernel forwards on every queue, on the receiving CPU, without batches.
 cli("--queues", *FWD, "--backend", "xdp", "--queues", "2", name="forward xdp --queues")

@@ -14,7 +14,7 @@ from tests.conftest import forwarding_namespace, if_counter, needs_root, sh, vet
 pytestmark = [needs_root, pytest.mark.root]
 NETRIG = [sys.executable, "-m", "netrig.cli.main"]
 #: Short counting trials: these tests are about where frames go, not pacing precision.
-COUNT = ["--size", "128", "--rate", "20kpps", "--frames", "4000", "--drain", "0.3s", "--max-stretch", "50",
+COUNT = ["--frame-size", "128", "--rate", "20kpps", "--frames", "4000", "--drain", "0.3s", "--max-stretch", "50",
          "--json"]
 
 
@@ -174,3 +174,15 @@ def test_topology_options_refuse_bad_input(args, needle):
     r = netrig("trial", *args, "--duration", "2s")
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert needle in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_trial_on_a_topology_built_for_it_and_removed_after():
+    """--testbed NAME on trial as on every command (issue 27): built for the trial, with
+    --testbed-option, and removed after it."""
+    from netrig.testbed.state import all_states
+
+    before = {s.get("id") for s in all_states()}
+    r = netrig("trial", "--testbed", "router", "--testbed-option", "mtu=1500", *COUNT)
+    res = counted(r)
+    assert res["frames_received"] == 4000, res
+    assert {s.get("id") for s in all_states()} == before, "the test bed built for the trial is gone"

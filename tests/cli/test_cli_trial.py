@@ -25,7 +25,7 @@ def netrig(*args, **kw):
 
 def test_trial_json_counts_every_frame():
     with veth_pair("c") as (ns_a, if_a, ns_b, if_b):
-        r = netrig("trial", "--tx", if_a, "--tx-netns", ns_a, "--rx", if_b, "--rx-netns", ns_b, "--size", "128",
+        r = netrig("trial", "--tx", if_a, "--tx-netns", ns_a, "--rx", if_b, "--rx-netns", ns_b, "--frame-size", "128",
                    "--rate", "20kpps", "--frames", "20k", "--drain", "0.3s", "--json")
         assert r.returncode == 0, r.stderr
         doc = json.loads(r.stdout)
@@ -37,8 +37,8 @@ def test_trial_json_counts_every_frame():
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["--size", "63"], "--size: 63 B is out of range: frame sizes are 64..16384 bytes"),
-    (["--size", "9000"], "--size: 9000 B is above the MTU"),
+    (["--frame-size", "63"], "--frame-size: 63 B is out of range: frame sizes are 64..16384 bytes"),
+    (["--frame-size", "9000"], "--frame-size: 9000 B is above the MTU"),
     (["--rate", "lots"], "--rate: 'lots' is not a rate"),
     (["--rate", "2Mpps", "--line-rate", "1Gbps"], "--rate: 2000000 fps is above the line rate"),
     (["--duration", "1x"], "--duration: must be a duration like 2s or 500ms (got '1x')"),
@@ -59,12 +59,18 @@ def test_bad_input_is_one_clear_line(args, needle):
     (["--frames", "100", "--duration", "1s"], "--frames: not with --duration: a trial sends --frames 100 or for "
                                               "--duration 1s, not both"),
     (["--duration", "1s", "--ramp", "10:100:0"], "--ramp: 0 steps: a ramp has 2.."),
+    (["--duration", "1s", "--ramp", "10:200"], "--ramp: '10:200': give FROM:TO:STEPS in % of --rate"),
+    (["--duration", "-1s"], "--duration: must be a duration like 2s or 500ms (got '-1s')"),
+    (["--tcp-flags", "SA"], "--tcp-flags: applies to --protocol tcp (the frames are udp)"),
+    (["--ethertype", "0x88b6"], "--ethertype: applies to --protocol raw"),
+    (["--rate", "50%"], "give it with --line-rate"),
 ])
 def test_bad_option_is_one_clear_line_before_any_interface_is_opened(capsys, args, needle):
     """On lo, which the transmit guard would refuse: the option is refused before that."""
     assert main(["trial", "--tx", "lo", "--rx", "lo", *args]) == 2
     err = capsys.readouterr().err
     assert needle in err and len(err.strip().splitlines()) == 1, err
+    assert "%%" not in err and "line_rate_bps" not in err, err
 
 
 def _stopped_by(signum: int, partial: object = None):
@@ -96,6 +102,19 @@ def test_unknown_interface_names_it():
     with veth_pair("n") as (ns_a, if_a, ns_b, if_b):
         r = netrig("trial", "--tx", "nope0", "--tx-netns", ns_a, "--rx", if_b, "--rx-netns", ns_b)
         assert r.returncode == 2 and "nope0: no such interface" in r.stderr, r.stderr
+        assert r.stderr.startswith("netrig: error: --tx"), "the error names the option to fix"
+        r = netrig("trial", "--tx", if_a, "--tx-netns", ns_a, "--rx", "nope1", "--rx-netns", ns_b)
+        assert r.returncode == 2 and r.stderr.startswith("netrig: error: --rx") and "nope1" in r.stderr, r.stderr
+
+
+def test_a_transmit_only_trial_says_loss_is_not_measured():
+    """Nothing receives: no "lost 1,000 (100.0000 %)" as if the DUT had dropped every frame."""
+    with veth_pair("t") as (ns_a, if_a, _ns_b, _if_b):
+        r = netrig("trial", "--tx", if_a, "--tx-netns", ns_a, "--dst-mac", "02:00:00:00:00:09", "--rate", "10kpps",
+                   "--frames", "1000")
+        assert r.returncode in (0, 1), r.stderr  # 1: a busy machine stretched the sending (invalid)
+        assert "not measured: no receive port" in r.stdout and "100.0000 %" not in r.stdout, r.stdout
+        assert "received rate" not in r.stdout
 
 
 def test_ctrl_c_stops_traffic_prints_partial_result_and_leaves_nothing():

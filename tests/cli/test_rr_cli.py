@@ -47,8 +47,8 @@ def test_rr_through_a_linux_router_reports_tps_percentiles_and_cpu_and_cleans_up
 @needs_root
 @needs_sockperf
 def test_rr_udp_paced_prints_a_short_table():
-    r = subprocess.run([*NETRIG, "rr", "--testbed", "router", "--duration", "1s", "--protocol", "udp", "--size", "200",
-                        "--mps", "3000", "--port", "12600"], capture_output=True, text=True, timeout=60)
+    r = subprocess.run([*NETRIG, "rr", "--testbed", "router", "--duration", "1s", "--protocol", "udp", "--message-size", "200",
+                        "--mps", "3000", "--server-port", "12600"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     out = r.stdout
     assert "sockperf ping-pong UDP, 200-byte messages, 1 s (at most 3000/s)" in out and "port 12600" in out
@@ -72,9 +72,9 @@ def test_ipv6_on_sockperf_3_7_is_one_line_before_anything_is_built():
 
 
 @pytest.mark.parametrize("argv,field", [
-    (["--size", "13"], "--size"), (["--size", "65508"], "--size"), (["--duration", "1500ms"], "--duration"),
+    (["--message-size", "13"], "--message-size"), (["--message-size", "65508"], "--message-size"), (["--duration", "1500ms"], "--duration"),
     (["--duration", "0s"], "--duration"), (["--mps", "0"], "--mps"), (["--mps", "fast"], "--mps"),
-    (["--port", "70000"], "--port"), (["--protocol", "sctp"], "--protocol"), (["--family", "5"], "--family"),
+    (["--server-port", "70000"], "--server-port"), (["--protocol", "sctp"], "--protocol"), (["--family", "5"], "--family"),
 ])
 def test_bad_input_is_one_line_naming_the_option(argv, field):
     """Checked before the privileges, the tool and the test bed."""

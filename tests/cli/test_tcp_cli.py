@@ -42,7 +42,7 @@ def test_tcp_reverse_through_nat_and_a_custom_port():
     """Through the masquerading NAT test bed the client (port tx) opens the connection, the server
     (port rx) sends: conntrack carries the reverse data back."""
     before = _state()
-    r = subprocess.run([*NETRIG, "tcp", "--testbed", "nat", "--duration", "1s", "--streams", "1", "--port", "5301",
+    r = subprocess.run([*NETRIG, "tcp", "--testbed", "nat", "--duration", "1s", "--streams", "1", "--server-port", "5301",
                         "--direction", "reverse"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "goodput" in r.stdout and "CPU iperf3 client" in r.stdout
@@ -51,7 +51,7 @@ def test_tcp_reverse_through_nat_and_a_custom_port():
 
 @pytest.mark.parametrize("argv,field", [
     (["--streams", "0"], "--streams"), (["--duration", "0s"], "--duration"), (["--duration", "1e99s"], "--duration"),
-    (["--port", "0"], "--port"), (["--mss", "0"], "--mss"), (["--interval", "x"], "--interval"),
+    (["--server-port", "0"], "--server-port"), (["--mss", "0"], "--mss"), (["--interval", "x"], "--interval"),
     (["--testbed-option", "nonsense=1"], "--testbed-option"), (["--testbed-option", "tester_stack=false"], "tester_stack"),
 ])
 def test_bad_input_is_one_line_naming_the_option(argv, field):

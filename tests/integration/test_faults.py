@@ -133,7 +133,7 @@ def test_trial_on_a_testbed_by_id_takes_its_ports_macs_and_addresses():
         status = json.loads(netrig("testbed", "status", tb_id, "--json").stdout)
         dut_mac = next(p["peer_mac"] for p in status["ports"] if p["name"] == "tx")
         assert doc["config"]["dst_mac"] == dut_mac
-        r6 = netrig("trial", "--testbed", tb_id, "--family", "6", "--size", "128", "--rate", "20kpps", "--frames",
+        r6 = netrig("trial", "--testbed", tb_id, "--family", "6", "--frame-size", "128", "--rate", "20kpps", "--frames",
                     "20k", "--drain", "0.3s", "--json")
         assert r6.returncode == 0 and json.loads(r6.stdout)["result"]["frames_received"] == 20_000, r6.stderr
 
@@ -212,7 +212,7 @@ def test_reset_command_gets_the_testbed_in_its_environment(tmp_path):
 
 def test_jumbo_frames_on_a_testbed_with_an_mtu_fall_back_to_af_packet_saying_why():
     with built_testbed("loopback", "--mtu", "9000") as tb_id:
-        r = netrig("trial", "--testbed", tb_id, "--size", "9018", "--rate", "5kpps", "--frames", "5000", "--drain",
+        r = netrig("trial", "--testbed", tb_id, "--frame-size", "9018", "--rate", "5kpps", "--frames", "5000", "--drain",
                    "0.3s", "--json")
         assert r.returncode == 0, r.stderr
         res = json.loads(r.stdout)["result"]
@@ -220,12 +220,12 @@ def test_jumbo_frames_on_a_testbed_with_an_mtu_fall_back_to_af_packet_saying_why
         notes = " ".join(p["notes"] for p in res["ports"])
         assert all(p["backend"] == "af_packet" for p in res["ports"])
         assert "af_xdp passed over" in notes and "UMEM chunk" in notes
-        line = one_error_line(netrig("trial", "--testbed", tb_id, "--size", "9018", "--io", "af_xdp", "--frames", "10"))
+        line = one_error_line(netrig("trial", "--testbed", tb_id, "--frame-size", "9018", "--io", "af_xdp", "--frames", "10"))
         assert "af_packet carries them" in line
 
 
 def test_a_run_with_jumbo_frames_self_tests_them_at_the_same_mtu(tmp_path):
-    r = netrig("selftest", "--testbed-option", "mtu=9000", "--sizes", "9018", "--rate", "2k", "--duration", "0.3s",
+    r = netrig("selftest", "--testbed-option", "mtu=9000", "--sizes", "9018", "--rates", "2k", "--duration", "0.3s",
                "--drain", "0.2s", "--out", str(tmp_path / "o"))
     assert r.returncode == 0, r.stderr
     doc = load_result(tmp_path / "o")
@@ -235,7 +235,7 @@ def test_a_run_with_jumbo_frames_self_tests_them_at_the_same_mtu(tmp_path):
 def test_nominal_speed_applies_on_veth(tmp_path):
     with veth_pair("s") as (ns_a, if_a, _, _):
         assert Port(if_a, netns=ns_a).info().speed_bps is None, "veth's 10 Gbit/s is not a line rate"
-    r = netrig("selftest", "--rate", "10k", "--sizes", "64", "--duration", "0.3s", "--drain", "0.2s",
+    r = netrig("selftest", "--rates", "10k", "--sizes", "64", "--duration", "0.3s", "--drain", "0.2s",
                "--nominal-speed", "1G", "--out", str(tmp_path / "o"))
     assert r.returncode == 0, r.stderr
     lr = load_result(tmp_path / "o")["line_rate"]

@@ -209,7 +209,7 @@ def test_tcp_and_icmp_are_routed_and_counted_through_the_router_testbed():
                                         (4, "icmp", ["--flows", "16"]),
                                         (6, "icmp", ["--vary", "src_ports=2", "--vary", "dst_ports=2"])]:
             r = cli("trial", "--testbed", tb_id, "--family", str(family), "--protocol", protocol, *extra,
-                    "--flow-order", "pseudorandom", "--size", "128", "--rate", "10kpps", "--frames", "4000",
+                    "--flow-order", "pseudorandom", "--frame-size", "128", "--rate", "10kpps", "--frames", "4000",
                     "--drain", "0.3s", "--max-stretch", "1000", "--json")  # counting, not pacing
             assert r.returncode == 0, r.stderr
             doc = json.loads(r.stdout)

@@ -14,8 +14,9 @@ import os
 import sys
 import time
 
-from netrig.cli.common import check_number, require_root
+from netrig.cli.common import check_duration, check_number, require_root
 from netrig.errors import INTERRUPTS, ConfigError, InterruptedTrial, interrupt_reason, interrupt_status
+from netrig.methodology.vocabulary import helptext
 from netrig.run.capture_bench import BenchParams, run_bench, table_rows
 from netrig.testbed.options import CAPTURE_METHODS
 
@@ -27,22 +28,23 @@ def register(sub) -> None:
                        description=__doc__)
     p.add_argument("--methods", default=",".join(CAPTURE_METHODS), metavar="LIST",
                    help=f"capture methods, comma-separated ({', '.join(CAPTURE_METHODS)}; default all)")
-    p.add_argument("--sizes", default=DEFAULTS.sizes, metavar="LIST",
-                   help=f"frame sizes incl. FCS, e.g. 64,512,1518,imix (default {DEFAULTS.sizes})")
+    p.add_argument("--sizes", default=DEFAULTS.sizes,
+                   help=helptext("--sizes", f"e.g. 64,512,1518,imix (default {DEFAULTS.sizes})"))
     p.add_argument("--batch", default=str(DEFAULTS.batch), metavar="N",
-                   help=f"recvmmsg frames per call (1..1024, default {DEFAULTS.batch})")
+                   help=helptext("--batch", f"recvmmsg (1..1024, default {DEFAULTS.batch})"))
     p.add_argument("--loads", default=",".join(f"{x:g}" for x in DEFAULTS.loads_pct), metavar="LIST",
                    help="iperf-like loads in %% of the tester's limit: its ceiling into the method's capture host, "
                         "proven with the capture stopped, / 1.1 (default 25,50,75,100)")
-    p.add_argument("--duration", default=str(DEFAULTS.duration_s), metavar="S",
-                   help=f"seconds per trial (default {DEFAULTS.duration_s})")
-    p.add_argument("--drain", default=str(DEFAULTS.drain_s), metavar="S",
-                   help=f"seconds after sending before the capture's counts are read (default {DEFAULTS.drain_s})")
+    p.add_argument("--duration", default=f"{DEFAULTS.duration_s:g}s", metavar="T",
+                   help=helptext("--duration", f"each trial sends: 1s, 500ms (default {DEFAULTS.duration_s:g}s)"))
+    p.add_argument("--drain", default=f"{DEFAULTS.drain_s * 1000:g}ms", metavar="T",
+                   help=helptext("--drain", f"before the capture's counts are read (default "
+                                            f"{DEFAULTS.drain_s * 1000:g}ms)"))
     p.add_argument("--resolution", default=str(DEFAULTS.resolution_pct), metavar="PCT",
-                   help=f"throughput search resolution, %% of the tester's limit (default {DEFAULTS.resolution_pct})")
+                   help=helptext("--resolution", f"default {DEFAULTS.resolution_pct}"))
     p.add_argument("--cpu", default=str(DEFAULTS.capture_cpu), metavar="N",
-                   help="CPU of the capture process and its kernel receive path (default 0)")
-    p.add_argument("--out", metavar="DIR", help="result directory (default runs/capture-bench-<time>)")
+                   help=helptext("--cpu", "and of its kernel receive path (default 0)"))
+    p.add_argument("--out", metavar="DIR", help=helptext("--out", "default runs/capture-bench-<time>"))
     p.set_defaults(func=run)
 
 
@@ -58,8 +60,8 @@ def params(args) -> BenchParams:
     return BenchParams(
         methods=methods, sizes=args.sizes,
         batch=int(check_number(args.batch, "--batch", integer=True, low=1, high=1024, allow_low=True)),
-        duration_s=check_number(args.duration, "--duration", high=60),
-        drain_s=check_number(args.drain, "--drain", high=10, allow_low=True),
+        duration_s=check_duration(args.duration, "--duration", high=60),
+        drain_s=check_duration(args.drain, "--drain", high=10, allow_zero=True),
         resolution_pct=check_number(args.resolution, "--resolution", high=50), loads_pct=tuple(loads),
         capture_cpu=int(check_number(args.cpu, "--cpu", integer=True, low=0, high=cpus - 1, allow_low=True)))
 
@@ -75,6 +77,10 @@ def run(args) -> int:
         print(f"capture-bench: {interrupt_reason(e)}; the points that finished are in {out}/capture-bench.json "
               "and report.html", file=sys.stderr)
         return interrupt_status(e)
+    if not doc.get("results"):
+        print(f"capture-bench: no result: no method measured a point (see the notes above and {out}/report.html)",
+              file=sys.stderr)
+        return 1
     head, rows = table_rows(doc)
     print("  ".join(head))
     for r in rows:

@@ -13,6 +13,7 @@ from rich.console import Console
 
 from netrig.errors import CapabilityError, ConfigError
 from netrig.measure.events import MAX_EVENTS, Event
+from netrig.methodology.vocabulary import helptext
 from netrig.model import parse_duration
 from netrig.run.config import TestConfig
 from netrig.telemetry import OPTION as METRICS_OPTION
@@ -56,8 +57,17 @@ def require_privileges(config: TestConfig) -> None:
         require_root(f"a run on the {config.testbed.name} test bed")
 
 
+#: Without a terminal (a pipe, a file, CI logs) output is as wide as it needs: lines and tables are
+#: never wrapped at 80 columns or cut mid-word.
+PLAIN_WIDTH = 10_000
+
+
 def console(stderr: bool = False) -> Console:
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    """The console of a command's output (``stderr``: of its notes): a terminal's width, or
+    :data:`PLAIN_WIDTH` when the stream is not a terminal."""
+    stream = sys.stderr if stderr else sys.stdout
+    width = None if stream.isatty() else PLAIN_WIDTH
+    return Console(stderr=stderr, highlight=False, soft_wrap=False, width=width)
 
 
 def rename_field(err: ConfigError, mapping: dict[str, str]) -> ConfigError:
@@ -87,6 +97,28 @@ def check_number(text: str | None, option: str, *, integer: bool = False, low: f
             rng += f" and at most {high:g}"
         raise ConfigError(option, f"must be {rng} (got {text})")
     return v
+
+
+def check_duration(text: str | None, option: str, *, high: float | None = None, allow_zero: bool = False) -> float:
+    """``text`` as a duration with a unit (``"500ms"``, ``"2s"``, ``"1m"``; a bare number is seconds),
+    above 0 (at least 0 with ``allow_zero``) and at most ``high`` seconds; else a ConfigError for
+    ``option`` (the one vocabulary: every duration option takes units)."""
+    if text is None:
+        raise ConfigError(option, "needs a value")
+    return parse_duration(text, option, allow_zero=allow_zero, max_s=high)
+
+
+def port_ref(text: str, default_ns: str | None, option: str, ns_option: str) -> tuple[str, str | None]:
+    """``IF`` or ``IF@NS`` → ``(ifname, netns)``; ``ns_option`` (``--netns``, ``--tx-netns``) fills in
+    a missing NS and may not name another."""
+    name, sep, ns = text.partition("@")
+    if not sep:
+        return text, default_ns
+    if not name or not ns:
+        raise ConfigError(option, f"{text!r}: give IF or IF@NS (an interface, optionally in a network namespace)")
+    if default_ns:
+        raise ConfigError(option, f"{text!r} names its namespace and {ns_option} gives another: use one of them")
+    return name, ns
 
 
 def check_choice(value: str, choices: Sequence[str], option: str, what: str) -> None:
@@ -148,9 +180,10 @@ def isatty() -> bool:
 def add_metrics_listen(p: argparse.ArgumentParser, what: str) -> None:
     """``--metrics-listen ADDR:PORT``: ``what`` is exported live (docs/telemetry.md)."""
     p.add_argument(METRICS_OPTION, default=None, metavar="ADDR:PORT",
-                   help=f"serve {what} as OpenMetrics for Prometheus at http://ADDR:PORT/metrics while it runs "
-                        "(PORT alone: on loopback; 0: any free port; another address only when given); checked "
-                        "and bound before anything starts, closed when the command ends (docs/telemetry.md) [off]")
+                   help=helptext(METRICS_OPTION, f"{what}, at http://ADDR:PORT/metrics while it runs (PORT alone: on "
+                                                 "loopback; 0: any free port; another address only when given); "
+                                                 "checked and bound before anything starts, closed when the command "
+                                                 "ends (docs/telemetry.md) [off]"))
 
 
 @contextlib.contextmanager

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 
 from netrig.cli.common import check_file_name
+from netrig.methodology.vocabulary import helptext
 from netrig.report import write_compare
 
 
@@ -17,7 +18,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("results", metavar="RESULT", nargs="+", help="result files; the first is the baseline")
     p.add_argument("-o", "--output", metavar="HTML", default="compare.html",
-                   help="where to write the HTML comparison (default: compare.html)")
+                   help=helptext("--output", "the comparison (default: compare.html)"))
     p.set_defaults(func=run)
 
 

@@ -3,6 +3,7 @@ method as the method lays its rows out (``Method.console_rows``). A trial that i
 receiver saw frames that were not its own (stray, forged), gets a line of its own as it ends."""
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -13,8 +14,9 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from netrig.cli.common import console as plain_console
 from netrig.errors import INTERRUPTS, InterruptedTrial, NetrigError, interrupt_reason, interrupt_status
-from netrig.measure.seam import TrialCounts
+from netrig.measure.seam import STACK_KINDS, TrialCounts
 from netrig.methods import REGISTRY
 from netrig.model import format_bps, format_ns, format_pps
 from netrig.report.tables import not_counted
@@ -89,7 +91,7 @@ class LiveProgress:
                 self.console.print(f"line rate: {lr.label}")
         elif event == "method_start":
             self.console.print(f"[bold]{info['label']}[/bold]")
-        elif event == "trial_start" and "request" in info["load"]:
+        elif event == "trial_start" and is_stack(info["load"]):
             self.line = f"{info['label']} | {stack_load(info['load'])} | rep {info['repetition'] + 1}"
             self._trial_t0 = time.monotonic()
             self._render("running")
@@ -153,7 +155,7 @@ class PlainProgress:
         elif event == "trial_end":
             self.done += 1
             self.total = max(self.total, self.done)
-            if "request" in info["load"]:
+            if is_stack(info["load"]):
                 state = " [replayed]" if info.get("replayed") else ""
                 self._line(f"trial {self.done}/~{self.total} {info['label']} rep {info['repetition'] + 1}: "
                            f"{stack_load(info['load'])}: {stack_outcome(info.get('result') or {})}{state}, "
@@ -166,6 +168,12 @@ class PlainProgress:
                        f"offered {format_pps(ld['rate_pps'])} ({ld['pct_line_rate']:.2f} %), "
                        f"sent {c.frames_sent:,}, received {c.frames_received:,}, loss {100 * c.loss_ratio:.4f} % "
                        f"[{state}], elapsed {_dur(time.monotonic() - self.t0)}")
+
+
+def is_stack(load: dict) -> bool:
+    """A stack trial's load (iperf3, sockperf: a tool's document, no frame counts); a stateful
+    trial's load carries its request too, but it is counted like any other."""
+    return (load.get("request") or {}).get("kind") in STACK_KINDS
 
 
 def stack_load(load: dict) -> str:
@@ -221,7 +229,7 @@ def summary_tables(doc: dict) -> list[Table]:
 
 
 def print_summary(doc: dict, console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or plain_console()
     st = doc.get("selftest")
     if st:
         t = Table(title=f"RFC 8219 self-test on {st['testbed']} ({st['factor']}× reserve): "
@@ -262,16 +270,17 @@ def _kept(err: Console, runner: Runner, out: Path, what: str) -> None:
 
 
 def run_with_console(config: TestConfig, out_dir: str | Path | None, *, resume: bool = False, command: str = "",
-                     quiet: bool = False, telemetry: Telemetry | None = None) -> int:
+                     quiet: bool = False, telemetry: Telemetry | None = None, as_json: bool = False) -> int:
     """Run a config with the live display (timestamped lines without a terminal) and the summary
-    tables; Ctrl-C, SIGTERM and errors keep what finished and say how to continue. With
-    ``telemetry`` the run is exported there too (``--metrics-listen``).
+    tables (``as_json``: the result document on stdout instead, ``--json``); Ctrl-C, SIGTERM and
+    errors keep what finished and say how to continue. With ``telemetry`` the run is exported there
+    too (``--metrics-listen``).
 
     Returns the exit status: 0 done, 1 a pass/fail threshold failed, 2 an error after which the run
     resumes, 130 interrupted (Ctrl-C), 128 + n stopped by signal n (143: SIGTERM).
     """
     out = Path(out_dir or config.output.dir)
-    err = Console(stderr=True, highlight=False)
+    err = plain_console(stderr=True)
     progress = progress_display(err) if not quiet else None
     runner = Runner(config, out, resume=resume, command=command,
                     progress=tee(progress, telemetry.runs() if telemetry is not None else None))
@@ -290,6 +299,10 @@ def run_with_console(config: TestConfig, out_dir: str | Path | None, *, resume: 
         err.print(f"netrig: error: {' '.join(str(e).split())}", markup=False, soft_wrap=True)
         _kept(err, runner, out, "stopped")
         return 2
-    print_summary(doc, Console())
-    Console().print(f"result: {out}/result.json")
+    if as_json:
+        print(json.dumps(doc, indent=1, default=str))
+    else:
+        out_console = plain_console()
+        print_summary(doc, out_console)
+        out_console.print(f"result: {out}/result.json")
     return 1 if any(not v["passed"] for v in doc.get("verdicts", [])) else 0

@@ -12,11 +12,13 @@ every queue of the port; its counters come from a per-CPU map. On veth the egres
 have an XDP program or GRO on, or the kernel drops the redirected frames (docs/forwarder.md).
 
 Per-second counters (rx/tx frames per second, drops) per port and queue go to stderr; the JSON
-summary goes to stdout or ``--json FILE``. Ctrl-C or SIGTERM stop it cleanly, as ``--duration`` does.
+summary goes to stdout (``--json`` or not), and with ``--out DIR`` to ``DIR/forward.json`` too.
+Ctrl-C or SIGTERM stop it cleanly, as ``--duration`` does.
 """
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import time
@@ -26,14 +28,17 @@ from netrig import _native
 from netrig.cli.common import (
     add_metrics_listen,
     check_choice,
+    check_duration,
     check_netns,
     check_number,
     check_writable,
     metrics_endpoint,
+    port_ref,
     rename_field,
     require_root,
 )
 from netrig.errors import ConfigError, Terminated
+from netrig.methodology.vocabulary import JsonFlag, helptext
 
 BACKENDS = ("af_xdp", "af_packet", "socket", "auto", "xdp")
 #: The in-kernel backend (XDP_REDIRECT): no user-space worker, queue, CPU or batch.
@@ -47,31 +52,36 @@ OPTIONS = {"mode": "--mode", "peer_mac": "--peer-mac", "cpus": "--cpus", "batch"
 def register(sub) -> None:
     p = sub.add_parser("forward", help="forward frames between ports like testpmd (the host as the DUT)",
                        description=__doc__)
-    p.add_argument("--port", action="append", metavar="IF", default=[],
-                   help="an interface to forward on (repeat: ports pair up 1↔2, 3↔4, ...)")
+    p.add_argument("--port", action="append", metavar="IF[@NS]", default=[],
+                   help=helptext("--port", "an interface to forward on, in namespace NS or --netns (ports pair "
+                                           "up 1↔2, 3↔4, ...)"))
     p.add_argument("--mode", default="io", metavar="M",
                    help=f"forwarding mode: {', '.join(_native.FORWARD_MODES)} (default io)")
     p.add_argument("--backend", default="af_xdp", metavar="B",
                    help=f"port I/O: {', '.join(BACKENDS)} (default af_xdp; xdp: forward in the kernel with "
                         "XDP_REDIRECT, every queue, no workers)")
     p.add_argument("--queues", default=None, metavar="N",
-                   help=f"queues per port, one pinned worker each (1..{_native.MAX_QUEUES}, default 1)")
+                   help=helptext("--queues", f"pinned (1..{_native.MAX_QUEUES}, default 1)"))
     p.add_argument("--peer-mac", action="append", metavar="MAC", default=[],
                    help="destination MAC of frames leaving each port, one per --port in order (modes mac, "
                         "l2fwd; default 02:00:00:00:00:<port index>)")
-    p.add_argument("--duration", metavar="S",
-                   help="stop after S seconds (default: run until Ctrl-C or SIGTERM)")
-    p.add_argument("--netns", help="network namespace the ports are in (a name under /run/netns)")
+    p.add_argument("--duration", metavar="T",
+                   help=helptext("--duration", "stop after T: 10s, 500ms (default: run until Ctrl-C or SIGTERM)"))
+    p.add_argument("--netns", metavar="NS", help=helptext("--netns", "of every --port without its own @NS"))
     p.add_argument("--cpus", metavar="LIST",
                    help="CPUs for the workers, comma-separated (worker i, port-major, on the i-th, cycling; "
                         "default: worker i on CPU i mod the CPUs)")
     p.add_argument("--batch", default=None, metavar="N",
-                   help=f"frames per receive batch (1..{_native.MAX_FORWARD_BATCH}, default 64)")
-    p.add_argument("--interval", default="1", metavar="S",
-                   help="seconds between statistics lines (default 1; 0 = none)")
-    p.add_argument("--json", metavar="FILE", help="write the JSON summary to FILE instead of stdout")
+                   help=helptext("--batch", f"1..{_native.MAX_FORWARD_BATCH}, default 64"))
+    p.add_argument("--interval", default="1s", metavar="T",
+                   help=helptext("--interval", "a statistics line per port and queue every T (default 1s; 0 = none)"))
+    p.add_argument("--json", action=JsonFlag,
+                   help=helptext("--json", "the forwarder's summary is JSON either way (--json FILE, the old "
+                                           "spelling, still writes FILE: use --out DIR)"))
+    p.add_argument("--out", metavar="DIR", help=helptext("--out", "the JSON summary is written to DIR/forward.json "
+                                                                  "too [none]"))
     p.add_argument("--i-know-this-is-live", action="store_true",
-                   help="override the transmit guard: the interfaces may be a live network")
+                   help=helptext("--i-know-this-is-live", "override the transmit guard"))
     add_metrics_listen(p, "the forwarder's counters per port and queue")
     p.set_defaults(func=run)
 
@@ -107,12 +117,19 @@ def build(args) -> dict[str, Any]:
     batch = int(check_number(batch_text, "--batch", integer=True, low=1, high=_native.MAX_FORWARD_BATCH,
                              allow_low=True))
     check_netns(args.netns, "--netns")
-    check_writable(args.json, "--json", "the summary")
+    check_writable(getattr(args, "json_file", None), "--json", "the summary")
+    if args.out:
+        try:
+            os.makedirs(args.out, exist_ok=True)
+        except OSError as e:
+            raise ConfigError("--out", f"{args.out}: cannot make the directory ({e.strerror})") from None
+        check_writable(os.path.join(args.out, "forward.json"), "--out", "the summary")
+    refs = [port_ref(p, args.netns, "--port", "--netns") for p in args.port]
     if args.peer_mac and len(args.peer_mac) != len(args.port):
         raise ConfigError("--peer-mac", f"give one per --port ({len(args.peer_mac)} for {len(args.port)} ports)")
     try:
-        ports = [_native.Port(ifname, netns=args.netns, io="auto" if kernel else args.backend, queues=queues,
-                              i_know_this_is_live=args.i_know_this_is_live) for ifname in args.port]
+        ports = [_native.Port(ifname, netns=ns, io="auto" if kernel else args.backend, queues=queues,
+                              i_know_this_is_live=args.i_know_this_is_live) for ifname, ns in refs]
         out: dict[str, Any] = {"ports": ports, "mode": args.mode, "peer_macs": list(args.peer_mac) or None,
                                "cpus": parse_cpus(args.cpus) or None, "batch": batch}
         if kernel:
@@ -155,11 +172,16 @@ def summary(fwd: _native.Forwarder, stats: list, elapsed: float, seconds: list[d
             "ports": ports, "totals": totals, "intervals": seconds}
 
 
+def durations(args) -> tuple[float | None, float]:
+    """``--duration`` (``None``: until stopped) and ``--interval`` in seconds, from durations with units."""
+    duration = check_duration(args.duration, "--duration", high=_native.MAX_DURATION_S) \
+        if args.duration is not None else None
+    return duration, check_duration(args.interval, "--interval", high=3600, allow_zero=True)
+
+
 def run(args) -> int:
+    duration, interval = durations(args)
     kwargs = build(args)
-    duration = check_number(args.duration, "--duration", high=_native.MAX_DURATION_S) if args.duration is not None \
-        else None
-    interval = check_number(args.interval, "--interval", high=3600, allow_low=True)
     require_root("forwarding (raw sockets, XDP)")
     with metrics_endpoint(args.metrics_listen) as tel:
         try:
@@ -218,10 +240,11 @@ def _forward(args, fwd: _native.Forwarder, duration: float | None, interval: flo
         final = fwd.stop() or last
         doc = summary(fwd, final, elapsed, seconds, stopped_by)
         text = json.dumps(doc, indent=2)
-        if args.json:
-            with open(args.json, "w") as f:
+        files = [getattr(args, "json_file", None), os.path.join(args.out, "forward.json") if args.out else None]
+        for path in filter(None, files):
+            with open(path, "w") as f:
                 f.write(text + "\n")
-        else:
+        if not files[0]:  # the old --json FILE wrote the file instead of stdout
             sys.stdout.write(text + "\n")
         t = doc["totals"]
         _say(f"forward: stopped ({stopped_by}) after {elapsed:.1f} s: rx {t['rx_frames']} tx {t['tx_frames']} "

@@ -10,10 +10,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import signal
 import sys
 import threading
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from netrig._native import __version__
 from netrig.cli import (
@@ -50,6 +51,36 @@ class NetrigParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        if args is None:
+            args = sys.argv[1:]
+        ns, extra = super().parse_known_args(_negative_values(list(args)), namespace)
+        if self.prog != "netrig" and not hasattr(ns, "command_prog"):  # the innermost command parsed
+            ns.command_prog = self.prog
+        return ns, extra
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        """An unknown option names the help of the command it was given to (``netrig trial --help``)."""
+        ns, extra = self.parse_known_args(args, namespace)
+        if extra:
+            prog = getattr(ns, "command_prog", self.prog)
+            self.exit(2, f"{prog}: error: unrecognized arguments: {' '.join(extra)} (see {prog} --help)\n")
+        return ns
+
+
+def _negative_values(argv: list[str]) -> list[str]:
+    """``--duration -1s`` as ``--duration=-1s``: a value that starts with a minus and a digit goes to
+    the option before it, whose own check then says what is wrong (argparse would take it for an
+    option and say only "expected one argument")."""
+    out: list[str] = []
+    for tok in argv:
+        prev = out[-1] if out else ""
+        if re.match(r"-\d", tok) and prev.startswith("--") and "=" not in prev and prev != "--":
+            out[-1] = f"{prev}={tok}"
+        else:
+            out.append(tok)
+    return out
 
 
 def build_parser() -> argparse.ArgumentParser:

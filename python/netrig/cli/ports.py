@@ -13,6 +13,7 @@ from typing import Any
 
 from netrig import _native
 from netrig.cli.common import console, require_root
+from netrig.methodology.vocabulary import helptext
 from netrig.model import format_bps
 
 
@@ -20,9 +21,9 @@ def register(sub) -> None:
     p = sub.add_parser("ports", help="list interfaces with driver, speed, MTU, queues and I/O support",
                        description=__doc__)
     p.add_argument("interfaces", nargs="*", metavar="IF", help="interfaces to show (default: all but lo)")
-    p.add_argument("--netns", help="network namespace to look in (a name under /run/netns)")
+    p.add_argument("--netns", metavar="NS", help=helptext("--netns", "to look in"))
     p.add_argument("--no-probe", action="store_true", help="skip the I/O backend probe (no root needed)")
-    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--json", action="store_true", help=helptext("--json"))
     p.set_defaults(func=run)
 
 

@@ -5,6 +5,7 @@ import argparse
 import sys
 
 from netrig.cli.common import check_file_name
+from netrig.methodology.vocabulary import helptext
 from netrig.report import write_report
 
 
@@ -19,8 +20,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="result.json, its run directory, or an unfinished run's trials.ndjson; several results of "
                    "one configuration (e.g. the demo's rfc2544 and ndr-pdr parts) are drawn as one report")
     p.add_argument("-o", "--output", metavar="HTML", default=None,
-                   help="where to write the HTML report (default: report.html beside the first result.json, "
-                   "else RESULT with .html)")
+                   help=helptext("--output", "the report (default: report.html beside the first result.json, "
+                                             "else RESULT with .html)"))
     p.set_defaults(func=run)
 
 

@@ -2,7 +2,7 @@
 round-trip-time percentiles, and the CPU each process used.
 
 One message is in flight on one connection (TCP) or socket pair (UDP): port ``tx`` sends
-``--size`` bytes, port ``rx`` sends them back, and the next request leaves when the reply is in
+``--message-size`` bytes, port ``rx`` sends them back, and the next request leaves when the reply is in
 (netperf's TCP_RR/UDP_RR). Latency is the full round trip (sockperf's default "latency" is half
 of it; netrig reports the round trip only). sockperf leaves the run's first 400 ms and last 50 ms
 out of its measured window. A lost UDP request or reply stops sockperf's ping-pong: that run is
@@ -15,15 +15,14 @@ down afterwards (on success, error and Ctrl-C); ``--testbed ID`` uses one that
 Examples::
 
     netrig rr --testbed router                          # TCP, 64-byte messages, 10 s, as fast as it goes
-    netrig rr --testbed firewall --protocol udp --size 512 --mps 10000 --json
+    netrig rr --testbed firewall --protocol udp --message-size 512 --mps 10000 --json
 """
 from __future__ import annotations
 
 import argparse
-import json
 
 from netrig.cli.common import require_root
-from netrig.cli.tcp import endpoints, testbed_for
+from netrig.cli.tcp import add_result_options, add_testbed_options, endpoints, testbed_for, write_result
 from netrig.errors import ConfigError
 from netrig.measure.rr import (
     DEFAULT_PORT,
@@ -35,35 +34,37 @@ from netrig.measure.rr import (
     check_sockperf,
     run_sockperf,
 )
+from netrig.methodology.vocabulary import deprecated, helptext
 from netrig.model import parse_duration
-from netrig.testbed import TOPOLOGIES, Testbed
+from netrig.testbed import Testbed
 
 
 def register(sub) -> None:
     p = sub.add_parser("rr", help="request/response through the DUT with sockperf: round trips/s, RTT percentiles, CPU",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--testbed", required=True, metavar="NAME|ID",
-                   help=f"a topology to build for the run ({', '.join(t for t in TOPOLOGIES if t != 'external')}), "
-                        "or the id of a test bed built with `netrig testbed up --tester-stack`")
-    p.add_argument("--testbed-option", action="append", default=[], metavar="KEY=VALUE",
-                   help="a test-bed option for a topology built for the run (repeatable), e.g. rules=100")
-    p.add_argument("--protocol", default="tcp", choices=PROTOCOLS, help="TCP (one connection) or UDP (default tcp)")
-    p.add_argument("--size", type=int, default=64, metavar="BYTES",
-                   help=f"request and reply size, {MIN_SIZE_BYTES} to {MAX_SIZE_BYTES} (default 64)")
-    p.add_argument("--duration", default="10s", help="how long, whole seconds: 10s, 2m (default 10s)")
+    add_testbed_options(p)
+    p.add_argument("--protocol", default="tcp", choices=PROTOCOLS, metavar="PROTO",
+                   help=helptext("--protocol", "tcp (one connection) or udp (default tcp)"))
+    p.add_argument("--message-size", type=int, default=64, metavar="BYTES",
+                   help=f"request and reply payload size, {MIN_SIZE_BYTES} to {MAX_SIZE_BYTES} bytes (default 64)")
+    deprecated(p, "--size", "--message-size", type=int)
+    p.add_argument("--duration", default="10s", metavar="T",
+                   help=helptext("--duration", "whole seconds: 10s, 2m (default 10s)"))
     p.add_argument("--mps", default="max", metavar="N|max",
                    help="requests per second on a fixed schedule (late ones catch up), or max: the next as soon as "
                         "the reply is in (default max)")
     p.add_argument("--family", type=int, default=4, choices=(4, 6),
-                   help="IPv4 or IPv6 (default 4; IPv6 needs sockperf 3.8 or later)")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"server port (default {DEFAULT_PORT})")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+                   help=helptext("--family", "default 4; IPv6 needs sockperf 3.8 or later"))
+    p.add_argument("--server-port", type=int, default=DEFAULT_PORT, metavar="N",
+                   help=helptext("--server-port", f"sockperf's (default {DEFAULT_PORT})"))
+    deprecated(p, "--port", "--server-port", type=int)
+    add_result_options(p, "rr.json")
     p.set_defaults(func=run)
 
 
 def _params(args: argparse.Namespace) -> RrParams:
-    names = {"protocol": "--protocol", "size_bytes": "--size", "duration_s": "--duration", "mps": "--mps",
-             "port": "--port"}
+    names = {"protocol": "--protocol", "size_bytes": "--message-size", "duration_s": "--duration", "mps": "--mps",
+             "port": "--server-port"}
     duration = parse_duration(args.duration, "--duration")
     mps: int | None = None
     if str(args.mps).strip().lower() != "max":
@@ -73,7 +74,8 @@ def _params(args: argparse.Namespace) -> RrParams:
             raise ConfigError("--mps", f"must be a whole number of requests per second or max (got {args.mps!r})") \
                 from None
     try:
-        return RrParams(protocol=args.protocol, size_bytes=args.size, duration_s=duration, mps=mps, port=args.port)
+        return RrParams(protocol=args.protocol, size_bytes=args.message_size, duration_s=duration, mps=mps,
+                        port=args.server_port)
     except ConfigError as e:
         raise ConfigError(names.get(e.field, e.field), e.message) from None
 
@@ -110,8 +112,5 @@ def run(args: argparse.Namespace) -> int:
             result = measure(tb, params, args.family)
     else:
         result = measure(tb, params, args.family)
-    if args.json:
-        print(json.dumps({"testbed": tb.topology, "testbed_id": tb.id, **result.to_dict()}, indent=1))
-    else:
-        print(table(result))
+    write_result({"testbed": tb.topology, "testbed_id": tb.id, **result.to_dict()}, table(result), args, "rr.json")
     return 0

@@ -13,6 +13,7 @@ from typing import Any
 from netrig.cli.common import add_metrics_listen, metrics_endpoint, require_privileges
 from netrig.cli.console import run_with_console
 from netrig.errors import ConfigError
+from netrig.methodology.vocabulary import helptext
 from netrig.run.config import load_config
 from netrig.run.runner import resume_config
 
@@ -24,13 +25,13 @@ def register(subparsers: Any) -> None:
                                            "defaults to the run's own configuration (DIR/config.json, else "
                                            "the header of DIR/trials.ndjson)")
     p.add_argument("--resume", metavar="DIR",
-                   help="continue the interrupted run in DIR (however it ended: Ctrl-C, SIGTERM, kill -9, a full "
+                   help=helptext("--resume", "however it ended: Ctrl-C, SIGTERM, kill -9, a full "
                         "disk, an error; also runs of rfc2544, ndr-pdr, selftest and demo) without redoing "
-                        "finished trials")
-    p.add_argument("--out", metavar="DIR", help="output directory (default: output.dir from the config)")
+                        "finished trials"))
+    p.add_argument("--out", metavar="DIR", help=helptext("--out", "default: output.dir from the config"))
     p.add_argument("--monitor", action="store_true",
-                   help="sample the DUT and the host during every trial (trial.monitor = true, whatever the file says)")
-    p.add_argument("--quiet", action="store_true", help="no live progress display")
+                   help=helptext("--monitor", "trial.monitor = true, whatever the file says"))
+    p.add_argument("--quiet", action="store_true", help=helptext("--quiet"))
     add_metrics_listen(p, "the run (every trial's counts, the trial in progress, the DUT monitor's samples)")
     p.set_defaults(func=run)
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from netrig import _native
 from netrig.cli.common import add_metrics_listen, check_choice, check_number, metrics_endpoint, require_root
 from netrig.errors import ConfigError
+from netrig.methodology.vocabulary import helptext
 from netrig.model import parse_duration
 from netrig.otg.agents import AgentClient, AgentSpec
 from netrig.otg.mapping import ServePort
@@ -43,8 +44,8 @@ def register(sub) -> None:
     p = sub.add_parser("serve", help="an OTG server (snappi, gosnappi, otgen) on netrig's engine",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--port", action="append", default=[], metavar="IF[@NS]",
-                   help="a port to serve: an interface, in a network namespace after @ (repeat; a config's "
-                        "ports name them by location, or are taken in this order)")
+                   help=helptext("--port", "one to serve, in network namespace NS after @ (a config's ports name "
+                                           "them by location, or are taken in this order)"))
     p.add_argument("--listen", default=DEFAULT_LISTEN, metavar="ADDR:PORT",
                    help=f"where to listen (default {DEFAULT_LISTEN}; beyond loopback needs TLS and --client-ca)")
     p.add_argument("--http", action="store_true", help="plain HTTP instead of HTTPS (loopback only)")
@@ -66,16 +67,16 @@ def register(sub) -> None:
     p.add_argument("--agent-cert", metavar="FILE", help="the certificate a controller presents to agents that "
                                                         "ask for one (their --client-ca)")
     p.add_argument("--agent-key", metavar="FILE", help="the key of --agent-cert")
-    p.add_argument("--io", default="auto", metavar="MODE", help=f"port I/O: {', '.join(IO_MODES)} (default auto)")
+    p.add_argument("--io", default="auto", metavar="MODE", help=helptext("--io", f"{', '.join(IO_MODES)} (default "
+                                                                                 "auto)"))
     p.add_argument("--drain", default=f"{int(DEFAULT_DRAIN_S * 1000)}ms", metavar="T",
-                   help="how long a flow's frames may still arrive after its last one left (default "
-                        f"{int(DEFAULT_DRAIN_S * 1000)}ms): a flow is reported stopped after it, and a stop waits "
-                        "for it")
+                   help=helptext("--drain", f"of a flow (default {int(DEFAULT_DRAIN_S * 1000)}ms): a flow is "
+                                            "reported stopped after it, and a stop waits for it"))
     p.add_argument("--capture-mb", default="64", metavar="N",
                    help="capture buffer per port and receive queue, MiB (default 64)")
     p.add_argument("--record", metavar="DIR", help="keep every session as a netrig result in DIR (netrig report)")
     p.add_argument("--i-know-this-is-live", action="store_true",
-                   help="let the ports transmit although they look like a live network (see netrig trial)")
+                   help=helptext("--i-know-this-is-live", "the ports (see netrig trial)"))
     p.add_argument("--verbose", action="store_true", help="log every request to stderr")
     add_metrics_listen(p, "every served flow's counts")
     p.set_defaults(func=run)

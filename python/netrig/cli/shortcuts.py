@@ -17,6 +17,7 @@ from netrig.cli.common import add_metrics_listen, event_pairs, metrics_endpoint,
 from netrig.cli.console import run_with_console
 from netrig.errors import ConfigError, TestbedError
 from netrig.methodology.method import Command
+from netrig.methodology.vocabulary import deprecated, helptext
 from netrig.methods import REGISTRY
 from netrig.run.config import config_from_dict
 from netrig.run.runner import resume_config
@@ -27,7 +28,8 @@ from netrig.testbed.state import read_state
 
 #: Config fields set by the shared options, for error messages.
 COMMON_FIELDS = {"duration_s": "--duration", "drain_s": "--drain", "sizes": "--sizes", "repetitions": "--repetitions",
-                 "io": "--io", "nominal_bps": "--nominal-speed", "speed_bps": "--speed", "options": "--testbed-option",
+                 "io": "--io", "nominal_bps": "--nominal-speed", "speed_bps": "--line-rate",
+                 "options": "--testbed-option",
                  "capacity_pps": "--sim-capacity-pps", "i_know_this_is_live": "--i-know-this-is-live",
                  "monitor_remote": "--monitor-remote", "events": "--at", "event_timeout_s": "--event-timeout",
                  "shared": "--share-testbed"}
@@ -36,55 +38,58 @@ COMMON_FIELDS = {"duration_s": "--duration", "drain_s": "--drain", "sizes": "--s
 def add_common(p: argparse.ArgumentParser, sizes_default: str = "rfc", events: bool = True) -> None:
     """Options shared by the shortcut commands (same words as the config file keys); ``events``:
     with the events-under-load options (the self-test runs none)."""
-    p.add_argument("--testbed", default="router",
-                   help="test bed: a topology built for the run and removed after it (router, policer, …; "
-                        "`netrig testbed list`), simulated, or the id of one built by `netrig testbed up` "
-                        "(left standing) [router]")
+    p.add_argument("--testbed", default="router", metavar="NAME|ID",
+                   help=helptext("--testbed", "router, policer, … (`netrig testbed list`), simulated, or an id "
+                                              "[router]"))
     p.add_argument("--share-testbed", action="store_true",
-                   help="with the id of a test bed: run although another run holds it (a shared-DUT experiment: "
-                        "each counts the other's frames as stray; the result is flagged)")
+                   help=helptext("--share-testbed", "with the id of a test bed; each counts the other's frames as "
+                                                    "stray; the result is flagged"))
     p.add_argument("--testbed-option", action="append", default=[], metavar="KEY=VALUE",
-                   help="test bed option, repeatable, typed as in a config file (e.g. cap=1Mpps, rules=100, "
-                        "log=false, mtu=9000); a topology refuses options it does not use")
+                   help=helptext("--testbed-option", "typed as in a config file (e.g. cap=1Mpps, rules=100, "
+                                                     "log=false, mtu=9000); a topology refuses options it does not "
+                                                     "use"))
     p.add_argument("--knob", action="append", default=[], metavar="TARGET.KIND.NAME=VALUE",
-                   help="host tuning knob set for the run and restored after it, repeatable, as in a config's "
-                        "testbed.knobs (docs/methodology.md): e.g. dut.features.gro=off, dut.sysfs.threaded=1, "
-                        "tester.coalesce.rx-usecs=0, host.sysctl.net.core.busy_poll=50")
+                   help=helptext("--knob", "as in a config's testbed.knobs (docs/methodology.md): e.g. "
+                                           "dut.features.gro=off, dut.sysfs.threaded=1, tester.coalesce.rx-usecs=0, "
+                                           "host.sysctl.net.core.busy_poll=50"))
     p.add_argument("--sizes", default=sizes_default,
-                   help=f"frame sizes incl. FCS: 'rfc', a list like 64,512,1518, imix, simple-imix [{sizes_default}]")
-    p.add_argument("--duration", default=None, help="trial duration, e.g. 2s, 60s [60s]")
-    p.add_argument("--drain", default=None, help="drain time after each trial [2s]")
-    p.add_argument("--repetitions", type=int, default=1, help="repeat every method N times [1]")
-    p.add_argument("--io", default="auto", help="port I/O: auto, af_xdp, af_packet, socket [auto]")
-    p.add_argument("--nominal-speed", default=None, help="line rate to assume when the interface has none [10G]")
-    p.add_argument("--speed", default=None, help="line rate to use, overriding the interface [from interface]")
+                   help=helptext("--sizes", f"'rfc', a list like 64,512,1518, imix, simple-imix [{sizes_default}]"))
+    p.add_argument("--duration", default=None, metavar="T", help=helptext("--duration", "each trial: 2s, 60s [60s]"))
+    p.add_argument("--drain", default=None, metavar="T", help=helptext("--drain", "[2s]"))
+    p.add_argument("--repetitions", type=int, default=1, metavar="N", help=helptext("--repetitions", "[1]"))
+    p.add_argument("--io", default="auto", metavar="MODE",
+                   help=helptext("--io", "auto, af_xdp, af_packet, socket [auto]"))
+    p.add_argument("--nominal-speed", default=None, metavar="SPEED", help=helptext("--nominal-speed", "[10G]"))
+    p.add_argument("--line-rate", default=None, metavar="SPEED",
+                   help=helptext("--line-rate", "overrides the interface's [from the interface]"))
+    deprecated(p, "--speed", "--line-rate")
     p.add_argument("--monitor", action="store_true",
-                   help="sample the DUT and the host during every trial (per-CPU load, memory, conntrack, interface "
-                        "counters) into the trial records and the report's timelines [off; every trial's CPU-seconds "
-                        "per core and per packet kernel thread are recorded either way]")
+                   help=helptext("--monitor", "per-CPU load, memory, conntrack, interface counters, into the trial "
+                                              "records and the report's timelines [off; every trial's CPU-seconds "
+                                              "per core and per packet kernel thread are recorded either way]"))
     p.add_argument("--monitor-remote", default=None, metavar="HOST",
-                   help="sample a DUT on another host over SSH during every trial instead of this host (an alias "
-                        "of your ~/.ssh/config or user@host; keys from your config and agent, never a password; "
-                        "the DUT needs only /bin/sh and /proc) [off]")
+                   help=helptext("--monitor-remote", "instead of this host (an alias of your ~/.ssh/config or "
+                                                     "user@host; keys from your config and agent, never a password; "
+                                                     "the DUT needs only /bin/sh and /proc) [off]"))
     if events:
         p.add_argument("--event", action="append", metavar="CMD",
-                       help="events under load: run this shell command line in the DUT's namespace (on the host when "
-                            "the test bed has none) at --at into every timed trial of the methods that take events "
-                            "(throughput, frame loss, latency, livelock, iperf, soak); each trial records per flow the "
-                            "outage, the frames lost and the time to loss-free forwarding (repeatable) [none]")
-        p.add_argument("--at", action="append", metavar="T",
-                       help="when the matching --event runs, after the trial's measured run begins: 2s, 500ms "
-                            "(repeatable, paired with --event in order)")
-        p.add_argument("--event-timeout", default=None, metavar="T",
-                       help="kill an --event command still running after this long [30s]")
-    p.add_argument("--no-selftest", action="store_true", help="skip the RFC 8219 self-test on the loopback test bed")
-    p.add_argument("--sim-capacity-pps", type=float, default=None,
-                   help="with --testbed simulated: the simulated DUT's capacity [1e6]")
+                       help=helptext("--event", "in the DUT's namespace (on the host when the test bed has none), "
+                                                "into every timed trial of the methods that take events "
+                                                "(throughput, frame loss, latency, livelock, iperf, soak); each "
+                                                "trial records per flow the outage, the frames lost and the time to "
+                                                "loss-free forwarding [none]"))
+        p.add_argument("--at", action="append", metavar="T", help=helptext("--at", "2s, 500ms (repeatable)"))
+        p.add_argument("--event-timeout", default=None, metavar="T", help=helptext("--event-timeout", "[30s]"))
+    p.add_argument("--no-selftest", action="store_true", help=helptext("--no-selftest"))
+    p.add_argument("--sim-capacity-pps", type=float, default=None, metavar="PPS",
+                   help=helptext("--sim-capacity-pps", "[1e6]"))
     p.add_argument("--i-know-this-is-live", action="store_true",
-                   help="transmit even on an interface that looks live (lo, a default route, addresses outside "
-                        "198.18.0.0/15 and 2001:2::/48); test beds never need it")
-    p.add_argument("--out", default="netrig-results", help="output directory [netrig-results]")
-    p.add_argument("--quiet", action="store_true", help="no live progress display")
+                   help=helptext("--i-know-this-is-live", "(lo, a default route, addresses outside 198.18.0.0/15 "
+                                                          "and 2001:2::/48); test beds never need it"))
+    p.add_argument("--out", default="netrig-results", metavar="DIR", help=helptext("--out", "[netrig-results]"))
+    p.add_argument("--json", action="store_true",
+                   help=helptext("--json", "the run's result document (result.json); progress still on stderr"))
+    p.add_argument("--quiet", action="store_true", help=helptext("--quiet"))
     add_metrics_listen(p, "the run (every trial's counts, the trial in progress, the DUT monitor's samples)")
 
 
@@ -174,8 +179,8 @@ def base_config(args: argparse.Namespace) -> dict:
         cfg["trial"]["drain_s"] = args.drain
     if args.nominal_speed:
         cfg["line_rate"]["nominal_bps"] = args.nominal_speed
-    if args.speed:
-        cfg["line_rate"]["speed_bps"] = args.speed
+    if args.line_rate:
+        cfg["line_rate"]["speed_bps"] = args.line_rate
     return cfg
 
 
@@ -195,7 +200,7 @@ def execute(cfg: dict, args: argparse.Namespace, fields: dict[str, str] | None =
         raise rename_field(e, {**COMMON_FIELDS, **(fields or {})}) from None
     with metrics_endpoint(args.metrics_listen) as tel:
         return run_with_console(config, args.out, command=" ".join(["netrig"] + sys.argv[1:]), quiet=args.quiet,
-                                telemetry=tel)
+                                telemetry=tel, as_json=args.json)
 
 
 def register(subparsers: Any) -> None:
@@ -223,7 +228,7 @@ def run(args: argparse.Namespace, command: str) -> int:
         require_privileges(config)
         with metrics_endpoint(args.metrics_listen) as tel:
             return run_with_console(config, args.resume, resume=True, command=" ".join(["netrig"] + sys.argv[1:]),
-                                    quiet=args.quiet, telemetry=tel)
+                                    quiet=args.quiet, telemetry=tel, as_json=args.json)
     methods = REGISTRY.shortcuts(command)
     by_test = {m.shortcut.test: m for m in methods if m.shortcut is not None}
     if len(methods) > 1:

@@ -8,11 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
-from netrig.cli.common import add_metrics_listen, metrics_endpoint, require_privileges
+from netrig.cli.common import add_metrics_listen, console, metrics_endpoint, require_privileges
 from netrig.cli.console import run_with_console
 from netrig.errors import INTERRUPTS, InterruptedTrial, ResultError, Terminated
+from netrig.methodology.vocabulary import helptext
 from netrig.report import write_study
 from netrig.run.config import TestConfig
 from netrig.run.study import Study, StudyRunner, load_study
@@ -28,8 +27,8 @@ def register(subparsers: Any) -> None:
                     "Running the same study into the same DIR continues it (finished variants are kept, an "
                     "interrupted one resumes). Examples: examples/service-cost.toml, examples/host-tuning.toml.")
     p.add_argument("file", help="the study file (.toml, .yaml, .yml, .json)")
-    p.add_argument("--out", metavar="DIR", help="output directory [results/<study name>]")
-    p.add_argument("--quiet", action="store_true", help="no live progress display")
+    p.add_argument("--out", metavar="DIR", help=helptext("--out", "[results/<study name>]"))
+    p.add_argument("--quiet", action="store_true", help=helptext("--quiet"))
     add_metrics_listen(p, "every variant's run (labelled run=<variant>)")
     p.set_defaults(func=run)
 
@@ -50,7 +49,7 @@ def execute_study(study: Study, out_dir: str | None, quiet: bool, again: str, me
 
 
 def _study(study: Study, out_dir: str | None, quiet: bool, again: str, tel: Telemetry | None) -> int:
-    err = Console(stderr=True, highlight=False)
+    err = console(stderr=True)
     command = " ".join(["netrig"] + sys.argv[1:])
     statuses: dict[str, int] = {}
 
@@ -73,7 +72,7 @@ def _study(study: Study, out_dir: str | None, quiet: bool, again: str, tel: Tele
     except ResultError as e:
         err.print(f"netrig: error: {e}", markup=False, soft_wrap=True)
         return 2
-    Console().print(f"comparison: {out}")
+    console().print(f"comparison: {out}")
     failed = [o for o in outcomes if not o.complete and o.state != "skipped"]
     for o in outcomes:
         if not o.complete:

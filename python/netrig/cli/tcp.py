@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from typing import Any
 
 from netrig.cli.common import require_root
@@ -22,6 +23,7 @@ from netrig.cli.shortcuts import testbed_options
 from netrig.errors import ConfigError, TestbedError
 from netrig.measure.stack import StackEndpoints
 from netrig.measure.tcp import DEFAULT_PORT, DIRECTIONS, TcpParams, TcpResult, run_iperf3
+from netrig.methodology.vocabulary import deprecated, helptext
 from netrig.model import format_bps, parse_duration
 from netrig.testbed import TOPOLOGIES, Testbed
 
@@ -29,34 +31,34 @@ from netrig.testbed import TOPOLOGIES, Testbed
 def register(sub) -> None:
     p = sub.add_parser("tcp", help="TCP goodput through the DUT with iperf3, with each process's CPU",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--testbed", required=True, metavar="NAME|ID",
-                   help=f"a topology to build for the run ({', '.join(t for t in TOPOLOGIES if t != 'external')}), "
-                        "or the id of a test bed built with `netrig testbed up --tester-stack`")
-    p.add_argument("--testbed-option", action="append", default=[], metavar="KEY=VALUE",
-                   help="a test-bed option for a topology built for the run (repeatable), e.g. rules=100")
+    add_testbed_options(p)
     p.add_argument("--streams", type=int, default=5, help="parallel TCP connections (default 5)")
-    p.add_argument("--duration", default="10s", help="how long: 10s, 500ms, 2m (default 10s)")
+    p.add_argument("--duration", default="10s", metavar="T", help=helptext("--duration", "10s, 500ms, 2m (default "
+                                                                                      "10s)"))
     p.add_argument("--direction", default="forward", choices=DIRECTIONS,
                    help="forward: port tx sends to port rx; reverse: rx sends to tx; bidir: both (default forward)")
-    p.add_argument("--family", type=int, default=4, choices=(4, 6), help="IPv4 or IPv6 (default 4)")
+    p.add_argument("--family", type=int, default=4, choices=(4, 6), help=helptext("--family", "default 4"))
     p.add_argument("--window", type=int, metavar="BYTES", help="socket buffer size (iperf3 -w)")
     p.add_argument("--mss", type=int, help="TCP maximum segment size (iperf3 -M)")
     p.add_argument("--length", type=int, metavar="BYTES", help="bytes per write (iperf3 -l)")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"server TCP port (default {DEFAULT_PORT})")
-    p.add_argument("--interval", default="1s", help="per-interval goodput every (default 1s)")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--server-port", type=int, default=DEFAULT_PORT, metavar="N",
+                   help=helptext("--server-port", f"iperf3's (default {DEFAULT_PORT})"))
+    deprecated(p, "--port", "--server-port", type=int)
+    p.add_argument("--interval", default="1s", metavar="T", help=helptext("--interval", "per-interval goodput "
+                                                                                       "(default 1s)"))
+    add_result_options(p, "tcp.json")
     p.set_defaults(func=run)
 
 
 def _params(args: argparse.Namespace) -> TcpParams:
     names = {"streams": "--streams", "duration_s": "--duration", "direction": "--direction",
-             "window_bytes": "--window", "mss": "--mss", "length_bytes": "--length", "port": "--port",
+             "window_bytes": "--window", "mss": "--mss", "length_bytes": "--length", "port": "--server-port",
              "interval_s": "--interval"}
     duration = parse_duration(args.duration, "--duration")
     interval = parse_duration(args.interval, "--interval")
     try:
         return TcpParams(streams=args.streams, duration_s=duration, direction=args.direction,
-                         window_bytes=args.window, mss=args.mss, length_bytes=args.length, port=args.port,
+                         window_bytes=args.window, mss=args.mss, length_bytes=args.length, port=args.server_port,
                          interval_s=interval)
     except ConfigError as e:
         raise ConfigError(names.get(e.field, e.field), e.message) from None
@@ -130,8 +132,32 @@ def run(args: argparse.Namespace) -> int:
             result = measure(tb, params, args.family)
     else:
         result = measure(tb, params, args.family)
-    if args.json:
-        print(json.dumps({"testbed": tb.topology, **result.to_dict()}, indent=1))
-    else:
-        print(table(result))
+    write_result({"testbed": tb.topology, **result.to_dict()}, table(result), args, "tcp.json")
     return 0
+
+
+def add_testbed_options(p: argparse.ArgumentParser) -> None:
+    """``--testbed NAME|ID`` and ``--testbed-option`` of a command that runs socket tools in the
+    testers' stacks (``tcp``, ``rr``)."""
+    p.add_argument("--testbed", required=True, metavar="NAME|ID",
+                   help=helptext("--testbed", f"{', '.join(t for t in TOPOLOGIES if t != 'external')}, or the id of "
+                                              "one built with `netrig testbed up --tester-stack`"))
+    p.add_argument("--testbed-option", action="append", default=[], metavar="KEY=VALUE",
+                   help=helptext("--testbed-option", "for a topology built for the run, e.g. rules=100"))
+
+
+def add_result_options(p: argparse.ArgumentParser, file: str) -> None:
+    """``--json`` and ``--out DIR`` (the JSON result written to ``DIR/file``)."""
+    p.add_argument("--json", action="store_true", help=helptext("--json"))
+    p.add_argument("--out", metavar="DIR", help=helptext("--out", f"the JSON result is written to DIR/{file} too "
+                                                                  "[none]"))
+
+
+def write_result(doc: dict, text: str, args: argparse.Namespace, file: str) -> None:
+    """The result on stdout (JSON with ``--json``, else ``text``) and in ``--out DIR`` as ``file``."""
+    body = json.dumps(doc, indent=1)
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, file), "w") as f:
+            f.write(body + "\n")
+    print(body if args.json else text)

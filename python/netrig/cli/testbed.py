@@ -6,7 +6,9 @@ import json
 
 from netrig import _native
 from netrig.cli.common import require_root
+from netrig.cli.shortcuts import testbed_options
 from netrig.errors import ConfigError, TestbedError
+from netrig.methodology.vocabulary import helptext
 from netrig.testbed import Testbed, clean, down, list_topologies, status, topology_options
 from netrig.testbed import state as st
 from netrig.testbed.options import CAPTURE_METHODS, FORWARD_MODES, FORWARDER_BACKENDS, PLACEMENTS
@@ -24,6 +26,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     up = sub.add_parser("up", help="build a test bed and keep it (prints its id and ports)")
     up.add_argument("topology", metavar="TOPOLOGY", help="one of the topologies `netrig testbed list` shows")
+    up.add_argument("--testbed-option", action="append", default=[], metavar="KEY=VALUE",
+                    help=helptext("--testbed-option", "as the methods take it: rules=3000 is --rules 3000"))
     up.add_argument("--rules", type=int, default=None,
                     help="firewall/acl/fwnat: rules in the forward chain (default: 10)")
     up.add_argument("--cap", default=None,
@@ -64,20 +68,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     help="forwarder: the DUT's forwarding mode (default io); oneport: macswap (its only mode)")
     up.add_argument("--forward-backend", default=None, choices=FORWARDER_BACKENDS,
                     help="forwarder, oneport: the DUT's port I/O (default af_xdp; xdp: in-kernel XDP_REDIRECT)")
-    up.add_argument("--capture-method", default=None, choices=CAPTURE_METHODS,
-                    help="capture: the capture application's method (default recvfrom)")
+    up.add_argument("--capture-method", default=None, choices=CAPTURE_METHODS, metavar="METHOD",
+                    help=helptext("--capture-method", f"capture: {', '.join(CAPTURE_METHODS)} (default recvfrom)"))
     up.add_argument("--capture-batch", type=int, default=None,
                     help="capture: frames per recvmmsg call, 1..1024 (default 10)")
-    up.add_argument("--json", action="store_true", help="print the full description as JSON")
+    up.add_argument("--json", action="store_true", help=helptext("--json", "the full description"))
     up.set_defaults(func=run_up)
 
+    _register_others(sub)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def _register_others(sub: argparse._SubParsersAction) -> None:
+    """``testbed down|status|repair|list|clean``."""
     down = sub.add_parser("down", help="tear down a test bed by id")
     down.add_argument("id", metavar="ID")
     down.set_defaults(func=run_down)
 
     status = sub.add_parser("status", help="show one or all test beds")
     status.add_argument("id", metavar="ID", nargs="?")
-    status.add_argument("--json", action="store_true", help="print the full description as JSON")
+    status.add_argument("--json", action="store_true", help=helptext("--json", "the full description"))
     status.set_defaults(func=run_status)
 
     repair = sub.add_parser("repair", help="restore what a link flap removed (addresses, neighbours, routes)",
@@ -94,7 +104,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     clean.add_argument("--force", action="store_true",
                        help="also remove test beds whose owner is alive and ones made by `testbed up`")
     clean.set_defaults(func=run_clean)
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
 def _ports_table(tb) -> str:
@@ -116,6 +125,11 @@ def run_up(args: argparse.Namespace) -> int:
     require_root("building a test bed")
     # only what the user gave: a topology refuses options it does not use
     opts = {k: getattr(args, k) for k in UP_OPTIONS if getattr(args, k) is not None}
+    given = testbed_options(args.testbed_option)
+    for k, v in given.items():
+        if k in opts and opts[k] != v:
+            raise ConfigError(f"--testbed-option {k}", f"and --{k.replace('_', '-')} give two values: give one")
+    opts.update(given)
     if "ifaces" in opts:
         opts["ifaces"] = tuple(i for i in opts["ifaces"].split(",") if i)
     try:
@@ -123,7 +137,8 @@ def run_up(args: argparse.Namespace) -> int:
     except ConfigError as e:
         if e.field == "topology":
             raise
-        raise ConfigError(f"--{e.field.replace('_', '-')}", e.message) from None
+        option = f"--testbed-option {e.field}" if e.field in given else f"--{e.field.replace('_', '-')}"
+        raise ConfigError(option, e.message) from None
     tb.up()
     tb.detach()
     if args.json:

@@ -19,12 +19,14 @@ import dataclasses
 import json
 import sys
 import time
+from collections.abc import Iterator
 
 from rich.text import Text
 
 from netrig import _native
-from netrig.cli.common import check_netns, console, event_pairs, rename_field, require_root
-from netrig.errors import ConfigError, InterruptedTrial, TestbedError, interrupt_status
+from netrig.cli.common import check_netns, console, event_pairs, port_ref, rename_field, require_root
+from netrig.cli.shortcuts import testbed_options
+from netrig.errors import ConfigError, InterfaceError, InterruptedTrial, TestbedError, interrupt_status
 from netrig.measure.events import (
     DEFAULT_TIMEOUT_S,
     INTERVAL_S,
@@ -36,6 +38,7 @@ from netrig.measure.events import (
     check_events,
     event_results,
 )
+from netrig.methodology.vocabulary import deprecated, helptext
 from netrig.model import (
     FrameSize,
     defaults,
@@ -45,8 +48,9 @@ from netrig.model import (
     parse_rate,
     parse_speed,
 )
-from netrig.testbed import Testbed
+from netrig.testbed import TOPOLOGIES, Testbed
 from netrig.testbed.placement import bookkeeping_on
+from netrig.testbed.state import ID_RE as TESTBED_ID_RE
 from netrig.testbed.state import in_use, shared_io
 from netrig.trial import (
     DEFAULT_MAX_STRETCH_PCT,
@@ -79,7 +83,7 @@ EVENT_PROGRESS_S = 0.02
 FIELDS = {
     "busy_poll_us": "--busy-poll",
     "queues": "--queues",
-    "frame_size": "--size",
+    "frame_size": "--frame-size",
     "rate": "--rate",
     "rate_pps": "--rate",
     "duration_s": "--duration",
@@ -120,8 +124,21 @@ FIELDS = {
 }
 
 #: Options that build frames from the template: a replay sends the capture's as they are.
-TEMPLATE_OPTIONS = ("size", "flows", "vary", "protocol", "tcp_flags", "tcp_seq", "ethertype", "vlan", "outer_vlan",
-                    "flow_order", "seed", "src_mac", "dst_mac", "src_ip", "dst_ip")
+TEMPLATE_OPTIONS = ("frame_size", "flows", "vary", "protocol", "tcp_flags", "tcp_seq", "ethertype", "vlan",
+                    "outer_vlan", "flow_order", "seed", "src_mac", "dst_mac", "src_ip", "dst_ip")
+
+
+#: Options that shape one protocol's headers: given with another --protocol they would be ignored.
+PROTOCOL_OPTIONS = {"tcp_flags": "tcp", "tcp_seq": "tcp", "ethertype": "raw"}
+
+
+def _check_protocol_options(args) -> None:
+    """``--tcp-flags SA`` with UDP frames (or ``--ethertype`` without raw) is refused, not ignored."""
+    for dest, protocol in PROTOCOL_OPTIONS.items():
+        if getattr(args, dest) != DEFAULTS.get(dest) and args.protocol != protocol:
+            option = "--" + dest.replace("_", "-")
+            raise ConfigError(option, f"applies to --protocol {protocol} (the frames are {args.protocol}): add "
+                                      f"--protocol {protocol}, or leave {option} out")
 
 
 def _check_replay(args) -> None:
@@ -140,12 +157,14 @@ def _check_replay(args) -> None:
 def register(sub) -> None:
     p = sub.add_parser("trial", help="run one trial: send a paced stream, count every frame", description=__doc__,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--testbed", metavar="ID",
-                   help="run on this test bed (`netrig testbed up`): ports, namespaces, MACs and addresses "
-                        "come from it; --tx/--rx then name its ports [tx, rx]")
+    p.add_argument("--testbed", metavar="NAME|ID",
+                   help=helptext("--testbed", "ports, namespaces, MACs and addresses come from it; --tx/--rx then "
+                                              "name its ports [tx, rx]"))
+    p.add_argument("--testbed-option", action="append", default=[], metavar="KEY=VALUE",
+                   help=helptext("--testbed-option", "for a topology built for the trial, e.g. rules=100"))
     p.add_argument("--share-testbed", action="store_true",
-                   help="with --testbed: run although another run holds the test bed (a shared-DUT experiment: "
-                        "each counts the other's frames as stray, and its trials are invalid)")
+                   help=helptext("--share-testbed", "with --testbed ID: each counts the other's frames as stray, "
+                                                    "and its trials are invalid"))
     p.add_argument("--tx", metavar="IF[@NS]", action="append",
                    help="transmit interface, optionally in network namespace NS (with --testbed: its port name); "
                         "repeatable, paired in order with --rx: one stream per pair, several port pairs in one trial "
@@ -158,42 +177,50 @@ def register(sub) -> None:
     p.add_argument("--tx-netns", metavar="NS", help="network namespace of every --tx without its own @NS")
     p.add_argument("--rx-netns", metavar="NS", help="network namespace of every --rx without its own @NS")
     p.add_argument("--family", type=int, default=4, choices=(4, 6),
-                   help="with --testbed: IPv4 or IPv6 addresses of the test bed [4]")
-    p.add_argument("--size", default="64", help="frame size in bytes incl. FCS, or imix, simple-imix, "
-                   "random:64-1518, inc:64-1518:64 (default 64)")
-    p.add_argument("--rate", default="10kpps", help="offered rate: 100kpps, 1.5Mpps, 1Gbps (L1), 1Gbps-l2, "
-                   "50%% (needs --line-rate), or max (default 10kpps)")
-    p.add_argument("--duration", help=f"how long to send: 10s, 500ms, 2m (default {DEFAULT_DURATION})")
+                   help=helptext("--family", "with --testbed: of the test bed's addresses [4]"))
+    p.add_argument("--frame-size", default="64", metavar="SIZE",
+                   help="the frame size in bytes incl. FCS, or imix, simple-imix, random:64-1518, inc:64-1518:64 "
+                        "(default 64)")
+    deprecated(p, "--size", "--frame-size")
+    p.add_argument("--rate", default="10kpps", help=helptext("--rate", "100kpps, 1.5Mpps, 1Gbps (L1), 1Gbps-l2, "
+                                                                       "50%% (needs --line-rate), or max (default "
+                                                                       "10kpps)"))
+    p.add_argument("--duration", metavar="T", help=helptext("--duration", f"to send: 10s, 500ms, 2m (default "
+                                                                          f"{DEFAULT_DURATION})"))
     p.add_argument("--frames", help="send this many frames instead of a duration (e.g. 1M; not with --duration)")
     p.add_argument("--ramp", metavar="FROM:TO:STEPS",
                    help="a rate ramp in linear steps over --duration: from FROM %% to TO %% of --rate in STEPS equal "
                         "steps (both ends included; up or down), each step counted apart, e.g. 10:100:10")
-    p.add_argument("--drain", default=f"{defaults.DRAIN_S:g}s",
-                   help=f"wait for frames in flight after the last one (default {defaults.DRAIN_S:g}s)")
+    p.add_argument("--drain", default=f"{defaults.DRAIN_S:g}s", metavar="T",
+                   help=helptext("--drain", f"default {defaults.DRAIN_S:g}s"))
     p.add_argument("--warmup", default="0", help="traffic before the measurement, not counted (default 0)")
     p.add_argument("--pacing", default=PACING_MODES[0], choices=PACING_MODES,
                    help="what the sender does with time it lost to a stall: smooth (default: never above the rate; "
-                        "every frame is sent, later, and the trial is stretched) or catch-up (keeps the duration; "
-                        "the backlog goes out at up to 2x the rate)")
+                        "the frames a stall delayed go out later and the trial is stretched, by at most "
+                        "--max-stretch: beyond it the trial stops short of its frames, invalid) or catch-up (keeps "
+                        "the duration; the backlog is scheduled at 2x the rate, and a 1-ms window can carry more: "
+                        "its batches leave back to back, 5x was measured after a stall)")
     p.add_argument("--max-stretch", type=float, default=DEFAULT_MAX_STRETCH_PCT, metavar="PCT",
                    help="smooth pacing: the trial may run this much longer (%% of its length) to send every frame; "
                         f"beyond it the trial is invalid, tester-limited (default {DEFAULT_MAX_STRETCH_PCT:g})")
-    p.add_argument("--io", default="auto", choices=IO_MODES, help="I/O backend (default auto: the fastest that works)")
-    p.add_argument("--queues", type=int, default=1, help="queues (and TX/RX workers) per port (default 1)")
+    p.add_argument("--io", default="auto", choices=IO_MODES, metavar="MODE",
+                   help=helptext("--io", f"{', '.join(IO_MODES)} (default auto: the fastest that works)"))
+    p.add_argument("--queues", type=int, default=1, metavar="N", help=helptext("--queues", "TX and RX (default 1)"))
     p.add_argument("--busy-poll", type=int, default=0, metavar="US",
                    help="af_xdp: busy-poll the driver for US microseconds (SO_BUSY_POLL, prefer busy poll); 0 = off")
     _frame_options(p)
     _port_and_event_options(p)
     p.set_defaults(func=run)
-    DEFAULTS.update({a.dest: a.default for a in p._actions if a.dest != "help"})
+    DEFAULTS.update({a.dest: a.default for a in p._actions if a.dest != "help" and a.default != argparse.SUPPRESS})
 
 
 def _frame_options(p: argparse.ArgumentParser) -> None:
     """What the frames carry: protocol, flows, capture replay, addresses."""
-    p.add_argument("--protocol", default=PROTOCOLS[0], choices=PROTOCOLS,
-                   help="what the frames carry: udp (default), tcp, icmp (echo request; ICMPv6 over IPv6), or raw "
-                        "(no IP: the signature right after the Ethernet header, see --ethertype); every protocol "
-                        "carries netrig's signature, so every frame is counted per flow")
+    p.add_argument("--protocol", default=PROTOCOLS[0], choices=PROTOCOLS, metavar="PROTO",
+                   help=helptext("--protocol", "udp (default), tcp, icmp (echo request; ICMPv6 over IPv6), or raw "
+                                               "(no IP: the signature right after the Ethernet header, see "
+                                               "--ethertype); every protocol carries netrig's signature, so every "
+                                               "frame is counted per flow"))
     p.add_argument("--tcp-flags", default="A", metavar="LETTERS",
                    help="tcp: flags as letters of FSRPAUEC (FIN SYN RST PSH ACK URG ECE CWR), e.g. SA (default A)")
     p.add_argument("--tcp-seq", type=int, default=0, metavar="N", help="tcp: the sequence number (default 0)")
@@ -231,30 +258,28 @@ def _frame_options(p: argparse.ArgumentParser) -> None:
 
 def _port_and_event_options(p: argparse.ArgumentParser) -> None:
     """Line rate, CPUs, the live-interface override, mid-trial events, output."""
-    p.add_argument("--line-rate", help="nominal link speed for %% rates and reporting, e.g. 10Gbps "
-                   "(default: the interface's speed; veth has none)")
+    p.add_argument("--line-rate", metavar="SPEED", help=helptext("--line-rate", "e.g. 10Gbps (default: the "
+                                                                                "interface's speed; veth has none)"))
     p.add_argument("--tx-cpu", type=int, action="append", help="pin TX workers to this CPU (repeatable)")
     p.add_argument("--rx-cpu", type=int, action="append", help="pin RX workers to this CPU (repeatable)")
     p.add_argument("--i-know-this-is-live", action="store_true",
-                   help="transmit even on an interface that looks live (lo, a default route, addresses outside "
-                        "198.18.0.0/15 and 2001:2::/48); test beds never need it")
+                   help=helptext("--i-know-this-is-live", "(lo, a default route, addresses outside 198.18.0.0/15 "
+                                                          "and 2001:2::/48); test beds never need it"))
     p.add_argument("--event", action="append", metavar="CMD",
-                   help="run this shell command line mid-trial (repeatable; each needs an --at), in the test bed's "
-                        "DUT namespace (else on the host, or in --event-netns); the outage per flow is measured")
-    p.add_argument("--at", action="append", metavar="T",
-                   help="when the matching --event runs, after the measured run begins: 2s, 500ms (repeatable, "
-                        "paired with --event in order)")
+                   help=helptext("--event", "in the test bed's DUT namespace (else on the host, or in "
+                                            "--event-netns); the outage per flow is measured"))
+    p.add_argument("--at", action="append", metavar="T", help=helptext("--at", "2s, 500ms (repeatable)"))
     p.add_argument("--event-netns", metavar="NS",
                    help="run --event commands in this network namespace (without --testbed; default: the host)")
     p.add_argument("--event-timeout", default=f"{DEFAULT_TIMEOUT_S:g}s", metavar="T",
-                   help=f"kill an --event command still running after this long (default {DEFAULT_TIMEOUT_S:g}s)")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+                   help=helptext("--event-timeout", f"default {DEFAULT_TIMEOUT_S:g}s"))
+    p.add_argument("--json", action="store_true", help=helptext("--json"))
 
 
 #: Every option's default, to tell which were given (a receive-only trial refuses sending options).
 DEFAULTS: dict[str, object] = {}
 #: What a receive-only trial (``--rx`` without ``--tx``) reads; every other option sends.
-LISTEN_OPTIONS = ("testbed", "rx", "rx_netns", "duration", "io", "queues", "busy_poll", "rx_cpu",
+LISTEN_OPTIONS = ("testbed", "testbed_option", "rx", "rx_netns", "duration", "io", "queues", "busy_poll", "rx_cpu",
                   "i_know_this_is_live", "json", "func", "command")
 
 
@@ -285,7 +310,7 @@ def _ramp(text: str, frames: str | None, duration_s: float | None) -> dict:
         if len(parts) != 3:
             raise ValueError
     except (ValueError, IndexError):
-        raise ConfigError("--ramp", f"{text!r}: give FROM:TO:STEPS in %% of --rate, e.g. 10:100:10") from None
+        raise ConfigError("--ramp", f"{text!r}: give FROM:TO:STEPS in % of --rate, e.g. 10:100:10") from None
     assert duration_s is not None
     step_s = duration_s / steps if steps > 0 else 0.0
     return {"phases": linear_ramp(lo / 100, hi / 100, steps, step_s), "interval_s": step_s}
@@ -345,15 +370,7 @@ class Pair:
 
 
 def _port_ref(text: str, default_ns: str | None, option: str) -> tuple[str, str | None]:
-    """``IF`` or ``IF@NS`` → ``(ifname, netns)``; ``--tx-netns``/``--rx-netns`` fill in a missing NS."""
-    name, sep, ns = text.partition("@")
-    if not sep:
-        return text, default_ns
-    if not name or not ns:
-        raise ConfigError(option, f"{text!r}: give IF or IF@NS (an interface, optionally in a network namespace)")
-    if default_ns:
-        raise ConfigError(option, f"{text!r} names its namespace and {option}-netns gives another: use one of them")
-    return name, ns
+    return port_ref(text, default_ns, option, f"{option}-netns")
 
 
 def _pairs(args) -> list[Pair]:
@@ -474,6 +491,17 @@ class Plan:
         return "trial " + ", ".join(dict.fromkeys(legs))
 
 
+def _infos(ports: list[Port], sending: set[int]) -> list[_native.InterfaceInfo]:
+    """Each port's interface; one that does not exist is named with the option that gave it."""
+    out = []
+    for i, port in enumerate(ports):
+        try:
+            out.append(port.info())
+        except InterfaceError as e:
+            raise ConfigError("--tx" if i in sending else "--rx", str(e)) from None
+    return out
+
+
 def build(args) -> Plan:
     try:
         events = events_of(args)
@@ -490,16 +518,20 @@ def build(args) -> Plan:
             return index[ref]
 
         _check_replay(args)
+        _check_protocol_options(args)
         legs = [(port(p.tx), port(p.rx) if p.rx is not None else None, p.addr) for p in pairs]
         receive = all(rx is not None for _, rx, _ in legs)
-        infos = [p.info() for p in ports]
+        infos = _infos(ports, {index[p.tx] for p in pairs})
         line = _line_rate(args, infos[0])
         rate = parse_rate(args.rate, "--rate")
-        frame = FrameSize.parse(args.size, "--size")
+        if rate.kind == "percent_line" and line is None:
+            raise ConfigError("--rate", f"{args.rate} is a share of the line rate, and {ports[0].ifname} reports no "
+                                        "link speed (veth): give it with --line-rate, e.g. --line-rate 10Gbps")
+        frame = FrameSize.parse(args.frame_size, "--frame-size")
         # Frames larger than the MTU allows are refused by the engine too; say it in CLI terms here.
         max_size = min(i.mtu for i in infos) + 18
         if frame.size is not None and frame.size > max_size and args.pcap is None:
-            raise ConfigError("--size", f"{frame.size} B is above the MTU of {'/'.join(p.ifname for p in ports)} "
+            raise ConfigError("--frame-size", f"{frame.size} B is above the MTU of {'/'.join(p.ifname for p in ports)} "
                                         f"(largest frame {max_size} B); raise the MTU or use smaller frames")
         def given(value: str | None, default: str) -> str:
             return default if value is None else value
@@ -522,7 +554,7 @@ def build(args) -> Plan:
                                           tx_port=tx_i, rx_port=rx_i if rx_i is not None else tx_i, **rate_kw))
                     continue
                 streams.append(Stream(
-                    frame_size=args.size, src_mac=given(args.src_mac, addr.get("src_mac") or infos[tx_i].mac),
+                    frame_size=args.frame_size, src_mac=given(args.src_mac, addr.get("src_mac") or infos[tx_i].mac),
                     dst_mac=dst, src_ip=given(args.src_ip, addr["src_ip"]),
                     dst_ip=given(args.dst_ip, addr["dst_ip"]), vlan=args.vlan, flows=_flows(args), line_rate_bps=line,
                     protocol=args.protocol, tcp_flags=args.tcp_flags, tcp_seq=args.tcp_seq,
@@ -550,19 +582,12 @@ def build(args) -> Plan:
         raise rename_field(e, FIELDS) from None
 
 
-def result_table(res: TrialResult, stream: Stream, title: str):
-    from rich.table import Table
-
-    t = Table(title=title, show_header=True)
-    t.add_column("metric")
-    t.add_column("value", justify="right")
-    size = stream.mean_frame_size
-    line = stream.line_rate_bps
-    replays = [s.replay for s in res.streams if s.replay is not None]
-    for r in replays:
-        t.add_row("capture", f"{r.file}: {r.frames_per_pass:,} frames, {r.bytes_per_pass:,} B per pass")
-        t.add_row("passes / stamped / unstamped", f"{r.passes:,.2f} / {r.frames_stamped:,} / {r.frames_unstamped:,}"
-                  + (f" ({r.flows:,} flows)" if r.stamped else ""))
+def _count_rows(t, res: TrialResult, receive: bool, replays: bool) -> None:
+    """Frames sent and what came back; a transmit-only trial says its loss is not measured."""
+    if not receive:
+        t.add_row("frames sent", f"{res.frames_sent:,}")
+        t.add_row("lost", "not measured: no receive port (--rx)")
+        return
     t.add_row("frames sent / received", f"{res.frames_sent:,} / {res.frames_received:,}")
     if all(s.loss_measured for s in res.streams):
         t.add_row("lost (ratio)", f"{res.frames_lost:,} ({100 * res.loss_ratio:.4f} %)"
@@ -575,11 +600,30 @@ def result_table(res: TrialResult, stream: Stream, title: str):
     # Frames the receiver saw that are not this trial's: never counted as received.
     t.add_row("not counted: foreign / stray / forged",
               f"{res.frames_foreign:,} / {res.frames_stray:,} / {res.frames_forged:,}")
+
+
+def result_table(res: TrialResult, stream: Stream, title: str, receive: bool = True):
+    """The trial's figures; ``receive`` ``False`` (a transmit-only trial): nothing was counted at the
+    far end, so loss, the received rate and latency are not shown as if they were measured."""
+    from rich.table import Table
+
+    t = Table(title=title, show_header=True)
+    t.add_column("metric")
+    t.add_column("value", justify="right")
+    size = stream.mean_frame_size
+    line = stream.line_rate_bps
+    replays = [s.replay for s in res.streams if s.replay is not None]
+    for r in replays:
+        t.add_row("capture", f"{r.file}: {r.frames_per_pass:,} frames, {r.bytes_per_pass:,} B per pass")
+        t.add_row("passes / stamped / unstamped", f"{r.passes:,.2f} / {r.frames_stamped:,} / {r.frames_unstamped:,}"
+                  + (f" ({r.flows:,} flows)" if r.stamped else ""))
+    _count_rows(t, res, receive, bool(replays))
     intended = res.intended_rate_pps
     t.add_row("offered rate (intended)", format_pps(intended) if intended else "max")
     l1_bps = res.tx_rate_pps * (size + _native.WIRE_OVERHEAD_BYTES) * 8
     t.add_row("achieved TX rate", f"{format_pps(res.tx_rate_pps)}  {format_bps(l1_bps)} L1")
-    t.add_row("received rate", f"{format_pps(res.rx_rate_pps)}  {format_bps(res.rx_rate_pps * size * 8)} L2")
+    if receive:
+        t.add_row("received rate", f"{format_pps(res.rx_rate_pps)}  {format_bps(res.rx_rate_pps * size * 8)} L2")
     if line:
         pct = 100 * res.tx_rate_pps / _native.line_rate_fps(line, size)
         t.add_row("% of line rate", f"{pct:.2f} % of {format_bps(line)}")
@@ -764,13 +808,37 @@ def events_table(results: tuple[EventResult, ...]):
 
 def run(args) -> int:
     require_root("sending and receiving raw frames")
-    if args.rx and not args.tx:
-        return run_listen(args)
-    # The test bed is held before anything else touches it (a repair, the tester's CPUs): a
-    # second run is refused at once, not once this one has made itself tester bookkeeping and
-    # waits behind a busy worker of the run that holds it.
-    with held_testbed(args):
-        return run_held(args)
+    with built_testbed(args):
+        if args.rx and not args.tx:
+            return run_listen(args)
+        # The test bed is held before anything else touches it (a repair, the tester's CPUs): a
+        # second run is refused at once, not once this one has made itself tester bookkeeping and
+        # waits behind a busy worker of the run that holds it.
+        with held_testbed(args):
+            return run_held(args)
+
+
+@contextlib.contextmanager
+def built_testbed(args) -> Iterator[None]:
+    """``--testbed NAME``: a test bed of that topology (with ``--testbed-option``) built for the trial
+    and removed after it (on success, error and Ctrl-C); ``--testbed ID`` is used as it is."""
+    opts = testbed_options(args.testbed_option)
+    if args.testbed is None or TESTBED_ID_RE.match(args.testbed):
+        if opts:
+            raise ConfigError("--testbed-option", "applies to a topology built for the trial (--testbed NAME), "
+                                                  "not to a test bed that is up already")
+        yield
+        return
+    if args.testbed not in TOPOLOGIES:
+        raise ConfigError("--testbed", f"{args.testbed!r} is neither a topology ({', '.join(TOPOLOGIES)}) nor the "
+                                       "id of a test bed that is up (`netrig testbed status`)")
+    try:
+        tb = Testbed.create(args.testbed, **opts)
+    except ConfigError as e:
+        raise ConfigError(f"--testbed-option {e.field}", e.message) from None
+    with tb:
+        args.testbed = tb.id
+        yield
 
 
 def run_held(args) -> int:
@@ -826,7 +894,7 @@ def run_held(args) -> int:
             if args.json:
                 print(json.dumps({"interrupted": True, "result": partial.to_dict()}, indent=2))
             else:
-                con.print(result_table(partial, stream, "partial result (interrupted)"))
+                con.print(result_table(partial, stream, "partial result (interrupted)", plan.receive))
                 if len(plan.streams) > 1:
                     con.print(streams_table(partial, plan))
         print(f"netrig: {e.reason}: traffic stopped, nothing left running", file=sys.stderr)
@@ -843,7 +911,7 @@ def run_held(args) -> int:
             doc["events"] = [e.to_dict() for e in results]
         print(json.dumps(doc, indent=2, default=str))
     else:
-        con.print(result_table(res, stream, plan.title))
+        con.print(result_table(res, stream, plan.title, plan.receive))
         if len(plan.streams) > 1:
             con.print(streams_table(res, plan))
         if args.ramp is not None:

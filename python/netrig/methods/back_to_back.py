@@ -246,6 +246,9 @@ class BackToBack(Method):
 
     def console_rows(self, result: dict, flags: str) -> list[list[str]]:
         st, rep = result.get("stats", {}), result["repetitions"]
+        if not any(r.get("bursts_frames") for r in rep):  # no burst measured: no number to show
+            why = "—: every trial abandoned" if any(r.get("abandoned_trials") for r in rep) else "—: no trial"
+            return [[fmt.size(result["frame_size"]), why, "—", "—", flags]]
         mb = st.get("mean_burst_frames", {}).get("median")
         ib = rep[0]["implied_buffer_time_s"] if rep else None
         cb = st.get("corrected_buffer_time_s", {}).get("median")

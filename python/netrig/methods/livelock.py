@@ -45,6 +45,7 @@ from netrig.measure import Load, Measurer, TrialCounts
 from netrig.methodology.method import Command, Context, Method, Section, Shortcut
 from netrig.methodology.stats import check
 from netrig.methodology.tester import NO_LIMIT, ProvenLimit, Verdict
+from netrig.methodology.vocabulary import helptext
 from netrig.model import FrameSize, LineRate, defaults, format_ns, format_pps, rate_object
 from netrig.view import fmt
 from netrig.view.html import esc, figure, table_html
@@ -426,7 +427,8 @@ class Livelock(Method):
         s, cpu = st.get("collapse_slope", {}).get("median"), st.get("cpu_ns_per_frame", {}).get("median")
         h = result.get("headline") or {}
         return [[fmt.size(result["frame_size"]), format_pps(m) if m is not None else "none",
-                 f"{h.get('pct_line_rate', 0):.2f}" if h else "-", format_pps(ml) if ml is not None else "none",
+                 f"{h['pct_line_rate']:.2f}" if m is not None and h.get("pct_line_rate") is not None else "—",
+                 format_pps(ml) if ml is not None else "none",
                  f"{s:.3f}" if s is not None else "-", format_ns(cpu) if cpu is not None else "-", flags]]
 
     def html(self, run: RunView) -> dict[str, str]:
@@ -456,8 +458,8 @@ class Livelock(Method):
 
     def add_cli_options(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--points", type=int, default=12, help="offered loads in the sweep [12]")
-        parser.add_argument("--resolution", type=float, default=0.5,
-                            help="knee bisection resolution, %% of line rate [0.5]")
+        parser.add_argument("--resolution", type=float, default=0.5, metavar="PCT",
+                            help=helptext("--resolution", "of the knee bisection [0.5]"))
 
     def cli_params(self, args: argparse.Namespace) -> dict:
         return {"points": args.points, "resolution_pct": args.resolution}

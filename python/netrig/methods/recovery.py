@@ -131,6 +131,11 @@ class SystemRecovery(Method):
         return measure_recovery(ctx.measurer, ctx.frame, ctx.line_rate, ctx.throughput_or(1.0), params)
 
     def console_rows(self, result: dict, flags: str) -> list[list[str]]:
+        reps = objs(result, "repetitions")
+        if not any(r.get("valid", True) for r in reps):  # an invalid trial's recovery means nothing
+            return [[fmt.size(result.get("frame_size")), "—: every trial invalid", "—", flags]]
+        if not any(r.get("recovered") for r in reps if r.get("valid", True)):
+            return [[fmt.size(result.get("frame_size")), "never recovered", "—", flags]]
         return [fmt.stat_seconds_row(result, "recovery_time_s", flags)]
 
     def html(self, run: RunView) -> dict[str, str]:

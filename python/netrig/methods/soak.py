@@ -57,6 +57,7 @@ from netrig.errors import ConfigError
 from netrig.measure import Interval, Load, TrialCounts
 from netrig.methodology.method import Command, Context, Method, Section, Shortcut, with_partial
 from netrig.methodology.stats import check
+from netrig.methodology.vocabulary import helptext
 from netrig.methods.throughput import ThroughputParams, measure_throughput
 from netrig.model import FrameSize, LineRate, format_pps, parse_rate
 from netrig.view import fmt
@@ -785,10 +786,14 @@ class Soak(Method):
             leaks = [t for t in objs(e, "leaks") if t.get("leak")]
             mem = ("LEAK: " + ", ".join(f"{t['series']} {_size(num(t, 'slope_per_h') or 0, t.get('unit', 'B'))}/h"
                                         for t in leaks)) if leaks else "no leak"
+            spikes = str(len(objs(e, "cpu_spikes")))
+            if e.get("cpu_saturated"):
+                spikes += f"; saturated throughout: {', '.join(e['cpu_saturated'])}"
+            invalid = f"INVALID: {e.get('invalid_reason') or 'tester problem'}" if e.get("valid") is False else ""
             rows.append([fmt.size(result["frame_size"]), format_pps(e.get("rate_pps") or 0),
                          fmt_time(e.get("covered_s") or 0), format_pps(e.get("rx_pps") or 0),
                          str(e.get("frames_lost", 0)), str(len(objs(e, "loss_episodes"))),
-                         str(len(objs(e, "cpu_spikes"))), mem, flags])
+                         spikes, mem, ", ".join(x for x in (invalid, flags) if x)])
         return rows
 
     def html(self, run: RunView) -> dict[str, str]:
@@ -813,12 +818,14 @@ class Soak(Method):
 
     def add_cli_options(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--rate", default="80%NDR",
-                            help="the load: frames/s (100kpps), bit/s (1Gbps), %% of line rate (50%%) or %% of the "
-                                 "DUT's NDR (80%%NDR: measured first unless --ndr) [80%%NDR]")
+                            help=helptext("--rate", "frames/s (100kpps), bit/s (1Gbps), %% of line rate (50%%) or "
+                                                    "%% of the DUT's NDR (80%%NDR: measured first unless --ndr) "
+                                                    "[80%%NDR]"))
         parser.add_argument("--ndr", default=None, metavar="PPS", help="the DUT's NDR for a %%NDR rate, in frames/s "
                                                                        "(skips measuring it) [measured]")
         parser.add_argument("--ndr-trial", default="10s", help="trial duration of the NDR search [10s]")
-        parser.add_argument("--interval", default="10s", help="counting and monitoring interval [10s]")
+        parser.add_argument("--interval", default="10s", metavar="T",
+                            help=helptext("--interval", "counting and monitoring [10s]"))
         parser.add_argument("--confidence", type=float, default=95.0,
                             help="confidence of the leak slope's interval, %% [95]")
         parser.add_argument("--leak-growth", type=float, default=5.0,
@@ -829,8 +836,8 @@ class Soak(Method):
         parser.add_argument("--cpu-spike", type=float, default=90.0, help="a CPU spike is a sample at or above this "
                                                                           "busy %% [90]")
         parser.add_argument("--resume", metavar="DIR", default=None,
-                            help="continue the stopped soak in DIR as a new segment (the same as `netrig run "
-                                 "--resume DIR`; every other option is the run's own) [off]")
+                            help=helptext("--resume", "a soak, as a new segment (the same as `netrig run --resume "
+                                                      "DIR`; every other option is the run's own) [off]"))
         parser.add_argument("--loss-min-frames", type=int, default=1,
                             help="an interval is in a loss episode when it lost at least this many frames [1]")
 

@@ -430,9 +430,16 @@ class StatefulMethod(Method):
 
     def console_rows(self, result: dict, flags: str) -> list[list[str]]:
         reps = objs(result, "repetitions")
+
+        def bound(search: str, key: str, show) -> str:  # a tester-limited search found a lower bound
+            limited = any((r.get(search) or {}).get("tester_limited") for r in reps)
+            text = show(med(reps, key))
+            return f"≥ {text}" if limited and text != fmt.DASH else text
+
         return [[fmt.size(result["frame_size"]), fmt.count(med(reps, "connections")),
-                 fmt.count(med(reps, "establishment_rate_cps")), fmt.count(med(reps, "teardown_rate_cps")),
-                 fmt.fps(med(reps, "throughput_pps")), fmt.count(med(reps, "capacity_connections")), flags]]
+                 bound("establishment", "establishment_rate_cps", fmt.count),
+                 bound("teardown", "teardown_rate_cps", fmt.count), bound("throughput", "throughput_pps", fmt.fps),
+                 fmt.count(med(reps, "capacity_connections")), flags]]
 
     def html(self, run: RunView) -> dict[str, str]:
         t, cap = table(run), capacity_table(run)

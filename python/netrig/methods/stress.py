@@ -26,7 +26,8 @@ from netrig.errors import ConfigError
 from netrig.measure import Interval, Phase
 from netrig.methodology.method import Command, Context, Method, Section, Shortcut
 from netrig.methodology.stats import check
-from netrig.model import FrameSize
+from netrig.methodology.vocabulary import helptext
+from netrig.model import FrameSize, parse_duration
 from netrig.view import fmt
 from netrig.view.html import figure, table_html
 from netrig.view.markdown import section_md, table_md
@@ -290,10 +291,19 @@ class Stress(Method):
         return measure_stress(ctx, params)
 
     def console_rows(self, result: dict, flags: str) -> list[list[str]]:
-        reps = objs(result, "repetitions")
+        reps = [r for r in objs(result, "repetitions") if r.get("valid", True)]
         worst = [w for w in (num(r, "recovery_s") for r in reps) if w is not None]
-        rec = fmt.seconds(max(worst)) if reps and len(worst) == len(reps) else "never"
         lost = sum(int(ep.get("frames_lost") or 0) for r in reps for ep in objs(r, "episodes"))
+        if not reps:
+            rec = "—: every trial invalid"
+        elif not any(objs(r, "episodes") for r in reps):
+            rec = "—: no overload episode"
+        elif len(worst) < len(reps):
+            rec = "never"
+        elif max(worst) == 0:  # the first interval after the overload lost nothing: below the resolution
+            rec = "—: no loss after the overload" if lost == 0 else "within the first interval"
+        else:
+            rec = fmt.seconds(max(worst))
         return [[fmt.size(result.get("frame_size")), rec, f"{lost:,}", flags]]
 
     def html(self, run: RunView) -> dict[str, str]:
@@ -312,10 +322,12 @@ class Stress(Method):
         parser.add_argument("--peak", type=float, default=None,
                             help="overload, %% of throughput [150; spike 300]")
         parser.add_argument("--base", type=float, default=50.0, help="load around the overloads, %% of throughput [50]")
-        parser.add_argument("--interval", type=float, default=0.1, help="counting interval, seconds [0.1]")
+        parser.add_argument("--interval", default="100ms", metavar="T",
+                            help=helptext("--interval", "the counting interval: 100ms, 0.2s [100ms]"))
 
     def cli_params(self, args: argparse.Namespace) -> dict:
-        out: dict = {"profile": args.profile, "base_pct": args.base, "interval_s": args.interval}
+        out: dict = {"profile": args.profile, "base_pct": args.base,
+                     "interval_s": parse_duration(args.interval, "--interval")}
         if args.peak is not None:
             out["peak_pct"] = args.peak
         return out

@@ -16,6 +16,7 @@ from netrig.measure import Load, Measurer, TrialCounts
 from netrig.methodology.method import Capacity, Context, Method, Section, Shortcut
 from netrig.methodology.stats import check
 from netrig.methodology.tester import NO_LIMIT, ProvenLimit, Verdict
+from netrig.methodology.vocabulary import helptext
 from netrig.methods.sections import RFC2544
 from netrig.model import (
     FrameSize,
@@ -463,8 +464,8 @@ class Throughput(Method):
         return out
 
     def add_cli_options(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--resolution", type=float, default=0.1,
-                            help="throughput search resolution, %% of line rate [0.1]")
+        parser.add_argument("--resolution", type=float, default=0.1, metavar="PCT",
+                            help=helptext("--resolution", "of the throughput search [0.1]"))
 
     def cli_params(self, args: argparse.Namespace) -> dict:
         return {"resolution_pct": args.resolution}

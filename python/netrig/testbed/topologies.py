@@ -370,7 +370,7 @@ class CaptureTopology(Topology):
         cpu = o.dut_cpus[0] if o.dut_cpus else placement.default_dut_cpus()[0]
         _place_capture(tb, dut, cap_if, cpu, o.capture_method)
         stats = os.path.join(st.STATE_DIR, f"{tb.id}-capture.stats")
-        argv = ["capture", "--port", cap_if, "--method", o.capture_method, "--batch", str(o.capture_batch),
+        argv = ["capture", "--port", cap_if, "--capture-method", o.capture_method, "--batch", str(o.capture_batch),
                 "--cpu", str(cpu), "--stats", stats]
         start_dut_process(tb, dut, "capture", [sys.executable, "-m", "netrig.cli.main", *argv],
                           ready="capture: ready")
@@ -378,8 +378,8 @@ class CaptureTopology(Topology):
         tb.state["capture"] = {"method": o.capture_method, "batch": o.capture_batch, "cpu": cpu, "ifname": cap_if,
                                "netns": dut, "stats": stats, "pid": tb.state["processes"][-1]["pid"]}
         st.write_state(tb.state)
-        tb.state["notes"].append(f"DUT: netrig capture --method {o.capture_method} on {cap_if} in {dut}, CPU {cpu} "
-                                 f"(log {tb.state['processes'][-1]['log']})")
+        tb.state["notes"].append(f"DUT: netrig capture --capture-method {o.capture_method} on {cap_if} in {dut}, "
+                                 f"CPU {cpu} (log {tb.state['processes'][-1]['log']})")
 
 
 def _place_capture(tb: Any, dut: str, cap_if: str, cpu: int, method: str) -> None:

@@ -1,0 +1,94 @@
+"""A number is shown only when it means something (issue 27): the console shows a value measured
+from valid trials, or a dash with the reason — never a placeholder 0, "None" or a share of a rate
+that was not found; a command with no result says so and fails. Output without a terminal is as
+wide as it needs, never wrapped mid-word. No privileges needed."""
+from __future__ import annotations
+
+import io
+
+from rich.table import Table
+
+from netrig.cli import capture_bench, console
+from netrig.cli.common import console as plain_console
+from netrig.cli.main import main
+from netrig.measure.seam import TrialCounts
+from netrig.methods import back_to_back, livelock, recovery, stress
+
+
+def test_back_to_back_with_every_trial_abandoned_shows_the_reason_not_zeros():
+    result = {"frame_size": 64, "stats": {"mean_burst_frames": {"median": 0.0}},
+              "repetitions": [{"bursts_frames": [], "abandoned_trials": 50, "implied_buffer_time_s": 0.0}]}
+    [row] = back_to_back.METHOD.console_rows(result, "")
+    assert row[1] == "—: every trial abandoned" and "0 ns" not in row and "0" not in row[1:4], row
+
+
+def test_system_recovery_of_an_invalid_trial_is_not_a_recovery_time():
+    result = {"frame_size": 64, "stats": {"recovery_time_s": {"median": 0.0, "min": 0.0, "max": 0.0}},
+              "repetitions": [{"valid": False, "recovered": True, "recovery_time_s": 0.0}]}
+    [row] = recovery.METHOD.console_rows(result, "")
+    assert row[1] == "—: every trial invalid" and "0.000 s" not in " ".join(row), row
+
+
+def test_stress_without_loss_after_the_overload_shows_no_zero_recovery():
+    rep = {"valid": True, "recovery_s": 0.0, "episodes": [{"frames_lost": 0, "recovery_s": 0.0}]}
+    [row] = stress.METHOD.console_rows({"frame_size": 64, "repetitions": [rep]}, "")
+    assert row[1] == "—: no loss after the overload", row
+    [row] = stress.METHOD.console_rows({"frame_size": 64, "repetitions": [{**rep, "valid": False}]}, "")
+    assert row[1] == "—: every trial invalid", row
+
+
+def test_livelock_shows_no_share_of_an_mlfrr_it_did_not_find():
+    result = {"frame_size": 64, "stats": {"max_lossfree_pps": {"median": 1000.0}}, "headline": {"pct_line_rate": 5.0}}
+    [row] = livelock.METHOD.console_rows(result, "")
+    assert row[1] == "none" and row[2] == "—" and "5.00" not in row, row
+
+
+def test_a_stateful_trial_is_counted_like_any_trial_in_progress_lines():
+    out = io.StringIO()
+    progress = console.PlainProgress(out)
+    load = {"rate_pps": 1000.0, "pct_line_rate": 0.1, "request": {"connections": 10, "frame_size": "64"}}
+    counts = TrialCounts(offered_pps=1000.0, frames_sent=2000, frames_received=2000)
+    progress("trial_end", {"label": "stateful", "frame_size": 64, "repetition": 0, "load": load, "counts": counts})
+    line = out.getvalue()
+    assert "None" not in line and "no result" not in line and "sent 2,000, received 2,000" in line, line
+
+
+def test_capture_bench_with_no_result_fails(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(capture_bench, "require_root", lambda what: None)
+    monkeypatch.setattr(capture_bench, "run_bench", lambda p, out, notify: {"results": []})
+    assert main(["capture-bench", "--out", str(tmp_path / "cb")]) == 1
+    captured = capsys.readouterr()
+    assert "no result" in captured.err and captured.out == ""
+
+
+def test_tables_without_a_terminal_are_not_wrapped_mid_word(capsys):
+    t = Table(title="x")
+    for c in ("tester_limited", "port"):
+        t.add_column(c, overflow="fold")
+    words = ["tester_limited_" + "x" * 60, "nr050d-" + "y" * 80]
+    t.add_row(*words)
+    plain_console().print(t)
+    plain_console().print("a line " * 30)
+    out = capsys.readouterr().out
+    assert all(w in out for w in words), out
+    assert ("a line " * 30).strip() in out
+
+
+def test_stateful_tester_limited_rates_are_lower_bounds():
+    from netrig.methods import stateful
+
+    search = {"rate_pps": 50_000.0, "upper_pps": 60_000.0, "trials": 8, "tester_limited": True}
+    rep = {"connections": 1000, "establishment": search, "establishment_rate_cps": 50_000.0,
+           "teardown": {**search, "tester_limited": False}, "teardown_rate_cps": 40_000.0,
+           "throughput": search, "throughput_pps": 90_000.0}
+    [row] = stateful.METHOD.console_rows({"frame_size": 64, "repetitions": [rep]}, "")
+    assert row[2].startswith("≥ ") and row[4].startswith("≥ ") and not row[3].startswith("≥"), row
+
+
+def test_the_soak_row_says_its_trial_was_invalid_and_which_cpus_saturated():
+    from netrig.methods import soak
+
+    rep = {"rate_pps": 1e5, "covered_s": 60, "rx_pps": 9e4, "frames_lost": 10, "valid": False,
+           "invalid_reason": "the tester fell short of the rate", "cpu_saturated": ["cpu0", "cpu1"]}
+    [row] = soak.METHOD.console_rows({"frame_size": 64, "repetitions": [rep]}, "")
+    assert "saturated throughout: cpu0, cpu1" in row[6] and row[-1].startswith("INVALID: the tester fell"), row
