@@ -25,7 +25,7 @@ def result(sent: int, received: int, lag_ms: float, rate: float = 100_000.0, *, 
                   late=0, latency=SimpleNamespace(samples=0), valid=True, invalid_reason=None,
                   tester_rx_drops=0, tx_max_lag_ns=int(lag_ms * 1e6), frames_foreign=0, frames_stray=0,
                   frames_forged=0, ports=(), pacing=pacing, tx_stretch_ns=int(stretch_ms * 1e6),
-                  smoothness=smoothness(peak, 100.0), intervals=tuple(intervals),
+                  smoothness=smoothness(peak, 100.0), intervals=tuple(intervals), flow_memory_bytes=0,
                   to_dict=lambda: {"frames_sent": sent})
     return SimpleNamespace(**{**fields, **kw})
 
@@ -168,3 +168,13 @@ def test_frames_that_are_not_the_trials_own_are_carried_into_the_counts():
     assert type(c).from_dict(d) == c
     old = {k: v for k, v in d.items() if k not in ("foreign", "stray", "forged")}
     assert (type(c).from_dict(old).stray, type(c).from_dict(old).forged) == (0, 0), "older records read as 0"
+
+
+def test_the_flows_measured_memory_reaches_the_record_and_older_records_load_without_it():
+    m, _ = scripted([result(1_000, 1_000, lag_ms=0, flow_memory_bytes=108_003_328)])
+    c = m.measure(LOAD, 1.0)
+    assert c.flow_memory_bytes == 108_003_328
+    d = c.to_dict()
+    assert d["flow_memory_bytes"] == 108_003_328 and type(c).from_dict(d) == c
+    old = {k: v for k, v in d.items() if k != "flow_memory_bytes"}
+    assert type(c).from_dict(old).flow_memory_bytes is None, "a record before the key: not measured"

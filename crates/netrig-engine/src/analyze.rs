@@ -1,6 +1,7 @@
 //! The receive analysis: every received frame is classified and counted per flow.
 //!
-//! For each frame the RX worker calls [`Analyzer::frame`]. The signature is located
+//! For each frame the RX worker calls [`Analyzer::push`], and [`Analyzer::flush`] after each batch
+//! it takes from its queue (or [`Analyzer::frame`], both at once). The signature is located
 //! (`netrig_wire::dissect::find_signature`) and the frame classified, in this order:
 //! - no signature: *foreign* (ARP, the host's traffic, learning frames);
 //! - a signature with another trial's tag: *earlier trial* (a late frame of a trial this process
@@ -35,6 +36,7 @@ use crate::flowstate::{note_gap_in, record_in_window, FlowStates, SeqClass, WIDE
 pub use crate::flowstate::{window_bits_for, SeqGap};
 use crate::port::RxMeta;
 use crate::schedule::IntervalCounter;
+use crate::sys::prefetch::prefetch;
 
 /// Half the 40-bit range of sequence numbers and timestamps: differences below it count forward.
 const HALF_40: u64 = 1 << 39;
@@ -262,6 +264,31 @@ pub struct RxTotals {
     pub implausible: u64,
 }
 
+/// Frames [`Analyzer::push`] holds between parsing a frame and counting it: enough for the
+/// first frame's line to arrive from memory while the next ones are parsed.
+pub const PIPELINE: usize = 16;
+
+/// A frame of a known flow, parsed: what counting it needs.
+#[derive(Debug, Clone, Copy, Default)]
+struct Parsed {
+    flow: u32,
+    wire_len: u32,
+    /// The signature's 40-bit sequence and transmit time.
+    seq40: u64,
+    tx_ts_ns: u64,
+    /// Receive time since the epoch, and the latency, ns.
+    rx_rel: u64,
+    latency: u64,
+}
+
+/// The frames pushed and not counted yet, oldest at `head` (a ring of [`PIPELINE`]).
+#[derive(Debug, Default)]
+struct Pending {
+    frames: [Parsed; PIPELINE],
+    head: usize,
+    len: usize,
+}
+
 /// One RX worker's analysis state.
 pub struct Analyzer {
     /// Every flow's state, compact (`crate::flowstate`); [`Self::flow`] reads one back.
@@ -280,6 +307,7 @@ pub struct Analyzer {
     sent_so_far: SentSoFar,
     /// Received frames per counting interval, by their transmit timestamp (`crate::schedule`).
     pub intervals: Option<IntervalCounter>,
+    pending: Pending,
 }
 
 impl Analyzer {
@@ -296,6 +324,7 @@ impl Analyzer {
             ident: TrialIdent::default(),
             seq_bound: u64::MAX,
             sent_so_far: Box::new(|| u64::MAX),
+            pending: Pending::default(),
         }
     }
 
@@ -325,30 +354,69 @@ impl Analyzer {
         }
     }
 
-    /// Analyse one received frame (`frame` without FCS).
+    /// Analyse one received frame (`frame` without FCS) and count it at once: [`Self::push`]
+    /// then [`Self::flush`].
     #[inline]
     pub fn frame(&mut self, frame: &[u8], meta: RxMeta) {
+        self.push(frame, meta);
+        self.flush();
+    }
+
+    /// Take one received frame (`frame` without FCS): classify it by its signature now, start
+    /// loading its flow's line into the cache, and count it into its flow [`PIPELINE`] frames
+    /// later, when the line has arrived (the oldest pending frame is counted first, so a flow's
+    /// frames are counted in the order they arrived). The flows' counts, `implausible` and the
+    /// intervals are complete after [`Self::flush`]; the other totals at once.
+    #[inline]
+    pub fn push(&mut self, frame: &[u8], meta: RxMeta) {
+        let Some(p) = self.parse(frame, meta) else { return };
+        prefetch(&self.flows.hot[p.flow as usize]);
+        let q = &mut self.pending;
+        if q.len == PIPELINE {
+            let oldest = std::mem::replace(&mut q.frames[q.head], p);
+            q.head = (q.head + 1) % PIPELINE;
+            self.count(oldest);
+        } else {
+            q.frames[(q.head + q.len) % PIPELINE] = p;
+            q.len += 1;
+        }
+    }
+
+    /// Count every frame [`Self::push`] took and has not counted yet.
+    #[inline]
+    pub fn flush(&mut self) {
+        while self.pending.len > 0 {
+            let q = &mut self.pending;
+            let p = q.frames[q.head];
+            (q.head, q.len) = ((q.head + 1) % PIPELINE, q.len - 1);
+            self.count(p);
+        }
+    }
+
+    /// Classify a frame by its signature and transmit time (totals counted); `None` unless it is
+    /// this trial's, of a known flow and not implausible by its timestamps.
+    #[inline]
+    fn parse(&mut self, frame: &[u8], meta: RxMeta) -> Option<Parsed> {
         let t = &mut self.totals;
         t.frames += 1;
         let wire_len = frame.len() as u64 + 4;
         t.bytes += wire_len;
         let Some(sig) = dissect::find_signature(frame) else {
             t.foreign += 1;
-            return;
+            return None;
         };
         if sig.trial != self.ident.tag {
             self.stray(sig.trial);
-            return;
+            return None;
         }
         if sig.warmup {
             t.warmup += 1;
-            return;
+            return None;
         }
-        let flow = sig.flow_id as usize;
-        let Some(hot) = self.flows.hot.get(flow) else {
+        if sig.flow_id as usize >= self.flows.len() {
             t.unknown_flow += 1;
-            return;
-        };
+            return None;
+        }
         // Signature timestamps are 40-bit ns since the epoch (18.3 min); unwrap against rx time.
         let rx_rel = meta.ts_ns.saturating_sub(self.epoch_ns);
         let raw = rx_rel.wrapping_sub(sig.tx_ts_ns) & MASK_40;
@@ -356,23 +424,38 @@ impl Analyzer {
             // Stamped after it was received: clock granularity up to the tolerance, else forged.
             if MASK_40 + 1 - raw > FUTURE_TOLERANCE_NS {
                 t.implausible += 1;
-                return;
+                return None;
             }
             0
         } else if raw > rx_rel {
             // Stamped before the trial's epoch (only decidable in the first 2^39 ns).
             t.implausible += 1;
-            return;
+            return None;
         } else {
             raw
         };
+        Some(Parsed {
+            flow: sig.flow_id,
+            wire_len: wire_len as u32,
+            seq40: sig.seq,
+            tx_ts_ns: sig.tx_ts_ns,
+            rx_rel,
+            latency,
+        })
+    }
+
+    /// Count a parsed frame into its flow (its line loaded by now, see [`Self::push`]).
+    #[inline]
+    fn count(&mut self, p: Parsed) {
+        let (flow, latency) = (p.flow as usize, p.latency);
+        let hot = &self.flows.hot[flow];
         let (expected, last_tx_ns) = (hot.next_seq, hot.last_tx_ns);
-        let seq = extend_seq(expected, sig.seq);
+        let seq = extend_seq(expected, p.seq40);
         if seq >= self.seq_bound {
             // Ahead of what the TX had sent when last asked: ask again.
             self.seq_bound = (self.sent_so_far)();
             if seq >= self.seq_bound {
-                t.implausible += 1;
+                self.totals.implausible += 1;
                 return;
             }
         }
@@ -381,7 +464,7 @@ impl Analyzer {
             SeqClass::Reordered => {}
             SeqClass::Ahead => {
                 // In order or ahead: a jump ahead closes a gap (from the flow's second frame on).
-                let tx_ns = rx_rel.saturating_sub(latency);
+                let tx_ns = p.rx_rel.saturating_sub(latency);
                 if seq > expected && expected > 0 {
                     self.flows
                         .note_gap(flow, SeqGap { missing: seq - expected, before_ns: last_tx_ns, after_ns: tx_ns });
@@ -394,9 +477,9 @@ impl Analyzer {
             return;
         }
         if let Some(iv) = self.intervals.as_mut() {
-            iv.add_received(sig.tx_ts_ns, latency);
+            iv.add_received(p.tx_ts_ns, latency);
         }
-        let ipdv = self.flows.count_received(flow, wire_len as u32, latency);
+        let ipdv = self.flows.count_received(flow, p.wire_len, latency);
         let (lat_hist, ipdv_hist) = match self.flows.hists.get_mut(flow) {
             Some((l, i)) => (l, i),
             None => (&mut self.shared_hist, &mut self.shared_ipdv_hist),
@@ -414,6 +497,7 @@ impl Analyzer {
 
     /// Flow `i`'s counts, read back from the compact state (its histograms copied).
     pub fn flow(&self, i: usize) -> FlowRx {
+        debug_assert_eq!(self.pending.len, 0, "frames pushed and not flushed");
         let s = &self.flows;
         let h = &s.hot[i];
         let w = s.wide.get(&(i as u32)).copied().unwrap_or_default();
@@ -880,7 +964,9 @@ mod model_tests {
     const GAP_SLOTS: usize = 2;
     const WIDE_NS: u64 = 1 << 32;
 
-    fn run(nflows: usize, preload: bool, frames: &[(usize, i64, u8, u64)]) {
+    /// The frames through [`Analyzer::push`], flushed after every `batch` (as an RX worker flushes
+    /// after each batch from its queue; 1: [`Analyzer::frame`]).
+    fn run(nflows: usize, preload: bool, frames: &[(usize, i64, u8, u64)], batch: usize) {
         let mut an = Analyzer::new(nflows, 0, LATE_NS).with_gap_slots(GAP_SLOTS);
         let window = an.flows.window_bits() as u64;
         let mut models: Vec<Model> = (0..3).map(|_| Model::default()).collect();
@@ -894,7 +980,7 @@ mod model_tests {
             (m.preloaded_sum_ns, m.preloaded_frames) = ((u64::MAX - 10_000) as u128, (u32::MAX - 2) as u64);
         }
         let mut cursor = [0u64; 3];
-        for &(flow, step, kind, jitter) in frames {
+        for (k, &(flow, step, kind, jitter)) in frames.iter().enumerate() {
             let seq = cursor[flow].saturating_add_signed(step);
             cursor[flow] = cursor[flow].max(seq + 1);
             let tx = 1_000 + seq * 1_000;
@@ -904,9 +990,14 @@ mod model_tests {
                 2 => u32::MAX as u64 - 2 + jitter % 4, // at the edge of the hot line's range
                 _ => 10_000 + jitter,
             };
-            an.frame(&signed(0, false, flow as u32, seq, tx), at(tx + latency));
+            an.push(&signed(0, false, flow as u32, seq, tx), at(tx + latency));
+            if (k + 1) % batch == 0 {
+                an.flush();
+            }
             models[flow].frame(seq, tx, latency, window);
         }
+        an.flush();
+        assert_eq!(an.totals.frames, frames.len() as u64);
         for (i, m) in models.iter().enumerate() {
             m.check(&an.flow(i));
         }
@@ -920,20 +1011,20 @@ mod model_tests {
         #![proptest_config(ProptestConfig::with_cases(96))]
         /// Few flows: each flow's window lies out of line (2^17 sequences).
         #[test]
-        fn few_flows_match_the_model(f in frames()) {
-            run(3, false, &f);
+        fn few_flows_match_the_model(f in frames(), batch in 1usize..3 * PIPELINE) {
+            run(3, false, &f, batch);
         }
 
         /// Many flows: the window is the hot line's 64 bits.
         #[test]
-        fn many_flows_match_the_model(f in frames()) {
-            run(crate::flowstate::INLINE_WINDOW_FLOWS, false, &f);
+        fn many_flows_match_the_model(f in frames(), batch in 1usize..3 * PIPELINE) {
+            run(crate::flowstate::INLINE_WINDOW_FLOWS, false, &f, batch);
         }
 
         /// Counters carrying out of the hot line's words into the flow's wide record.
         #[test]
-        fn carries_match_the_model(f in frames()) {
-            run(3, true, &f);
+        fn carries_match_the_model(f in frames(), batch in 1usize..3 * PIPELINE) {
+            run(3, true, &f, batch);
         }
     }
 }

@@ -13,7 +13,7 @@
 //! Every trial has a tag (the signature's nonce, [`claim_tag`]), so its receivers count only its
 //! own frames; the trial is invalid when the tester, not the DUT, may have lost or made frames:
 //! see [`collect`] for every rule.
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use hdrhistogram::Histogram;
@@ -672,6 +672,71 @@ struct RxWorkerOut {
     error: Option<String>,
 }
 
+/// What one RX worker of a trial is given.
+struct RxWorkerIn<'a> {
+    port: usize,
+    cpu: usize,
+    nflows: usize,
+    epoch_ns: u64,
+    late_ns: u64,
+    gap_slots: usize,
+    ident: TrialIdent,
+    sent: SentSoFar,
+    grid: Option<Arc<IntervalGrid>>,
+    stop: &'a AtomicBool,
+    live: Arc<RxLive>,
+    /// Counts the workers whose analyser is allocated.
+    ready: &'a AtomicUsize,
+}
+
+/// One RX worker: allocates its flows' state, says it is ready, then analyses every frame of
+/// its queue until `stop`, and a last pass over what is still in the ring.
+fn rx_worker(mut q: Box<dyn RxQueue>, w: RxWorkerIn<'_>) -> RxWorkerOut {
+    let _ = cpu::pin_current_thread(w.cpu);
+    let _ = cpu::normal_priority();
+    let mut an = Analyzer::new(w.nflows, w.epoch_ns, w.late_ns).with_gap_slots(w.gap_slots).for_trial(w.ident, w.sent);
+    an.intervals = w.grid.map(IntervalCounter::with_latency);
+    w.ready.fetch_add(1, Ordering::Release);
+    let mut error = None;
+    while !w.stop.load(Ordering::Relaxed) {
+        let polled = clock::now_ns().saturating_sub(w.epoch_ns);
+        let r = q.recv(RX_BATCH, std::time::Duration::from_millis(5), &mut |f, m| an.push(f, m));
+        an.flush();
+        match r {
+            Ok(n) => {
+                w.live.frames.store(an.totals.frames, Ordering::Relaxed);
+                if let Some(iv) = an.intervals.as_mut() {
+                    // Fewer than a batch: what had arrived when it polled is counted (a TPACKET_V3
+                    // block may hold frames a few ms longer: `SETTLE_MARGIN_NS` covers it).
+                    if n < RX_BATCH {
+                        iv.flush_upto(polled);
+                    } else {
+                        iv.flush();
+                    }
+                }
+            }
+            Err(e) => {
+                error = Some(e.to_string());
+                break;
+            }
+        }
+    }
+    // Frames already in the tester's ring are counted, not dropped with it.
+    let end = clock::now_ns() + RX_FINAL_PASS_NS;
+    while error.is_none() && clock::now_ns() < end {
+        let r = q.recv(256, std::time::Duration::from_millis(1), &mut |f, m| an.push(f, m));
+        an.flush();
+        if let Err(e) = r {
+            error = Some(e.to_string());
+        }
+    }
+    w.live.frames.store(an.totals.frames, Ordering::Relaxed);
+    if let Some(iv) = an.intervals.as_mut() {
+        iv.flush_upto(u64::MAX);
+    }
+    RxWorkerOut { port: w.port, analyzer: an, stats: q.stats(), error }
+}
+
 pub(crate) fn pick_cpu(list: &[usize], i: usize, from_top: bool) -> usize {
     if !list.is_empty() {
         return list[i % list.len()];
@@ -779,6 +844,7 @@ pub fn run_trial(
     let sent_slack = (txq.len() * UNPACED_BATCH) as u64;
     let epoch_ns = clock::now_ns();
     let rx_stop = AtomicBool::new(false);
+    let rx_ready = AtomicUsize::new(0);
     let rx_cpus: Vec<usize> = (0..rxq.len()).map(|i| pick_cpu(&cfg.rx_cpus, i, false)).collect();
     let tx_cpus: Vec<usize> = (0..txq.len()).map(|i| pick_cpu(&cfg.tx_cpus, i, true)).collect();
     let rx_lives: Vec<Arc<RxLive>> = rxq.iter().map(|_| Arc::new(RxLive::default())).collect();
@@ -802,66 +868,39 @@ pub fn run_trial(
                 watches
             })
             .expect("spawning the link watcher");
-        // RX workers.
+        // RX workers. Traffic starts once every one holds its flows' state: allocating it takes
+        // a page fault per 4 KiB (~50 ms at 1 M flows), frames that arrived meanwhile overflowed the
+        // ring.
+        let ready = &rx_ready;
         let mut rx_handles = Vec::new();
         for (i, (port, mut q)) in rxq.into_iter().enumerate() {
             let cpu_id = rx_cpus[i];
             // A receiver on a sender's CPU naps when its queue is empty; one on a CPU of its own
             // polls the ring for a moment first.
             q.set_wait(if tx_cpus.contains(&cpu_id) { RxWait::Nap } else { RxWait::Spin });
-            let rx_stop = &rx_stop;
-            let live = rx_lives[i].clone();
-            let ident = ident.clone();
             let sent_ctl = ctl.clone();
-            let grid = grid.clone();
+            let w = RxWorkerIn {
+                port,
+                cpu: cpu_id,
+                nflows: nflows as usize,
+                epoch_ns,
+                late_ns,
+                gap_slots: cfg.gap_slots,
+                ident: ident.clone(),
+                sent: Box::new(move || sent_ctl.tx_frames_now().saturating_add(sent_slack)),
+                grid: grid.clone(),
+                stop: &rx_stop,
+                live: rx_lives[i].clone(),
+                ready,
+            };
             let h = std::thread::Builder::new()
                 .name(format!("netrig-rx{i}"))
-                .spawn_scoped(scope, move || {
-                    let _ = cpu::pin_current_thread(cpu_id);
-                    let _ = cpu::normal_priority();
-                    let sent: SentSoFar = Box::new(move || sent_ctl.tx_frames_now().saturating_add(sent_slack));
-                    let mut an = Analyzer::new(nflows as usize, epoch_ns, late_ns)
-                        .with_gap_slots(cfg.gap_slots)
-                        .for_trial(ident, sent);
-                    an.intervals = grid.map(IntervalCounter::with_latency);
-                    let mut error = None;
-                    while !rx_stop.load(Ordering::Relaxed) {
-                        let polled = clock::now_ns().saturating_sub(epoch_ns);
-                        match q.recv(RX_BATCH, std::time::Duration::from_millis(5), &mut |f, m| an.frame(f, m)) {
-                            Ok(n) => {
-                                live.frames.store(an.totals.frames, Ordering::Relaxed);
-                                if let Some(iv) = an.intervals.as_mut() {
-                                    // Fewer than a batch: what had arrived when it polled is counted
-                                    // (a TPACKET_V3 block may hold frames a few ms longer:
-                                    // `SETTLE_MARGIN_NS` covers it).
-                                    if n < RX_BATCH {
-                                        iv.flush_upto(polled);
-                                    } else {
-                                        iv.flush();
-                                    }
-                                }
-                            }
-                            Err(e) => {
-                                error = Some(e.to_string());
-                                break;
-                            }
-                        }
-                    }
-                    // Frames already in the tester's ring are counted, not dropped with it.
-                    let end = clock::now_ns() + RX_FINAL_PASS_NS;
-                    while error.is_none() && clock::now_ns() < end {
-                        if let Err(e) = q.recv(256, std::time::Duration::from_millis(1), &mut |f, m| an.frame(f, m)) {
-                            error = Some(e.to_string());
-                        }
-                    }
-                    live.frames.store(an.totals.frames, Ordering::Relaxed);
-                    if let Some(iv) = an.intervals.as_mut() {
-                        iv.flush_upto(u64::MAX);
-                    }
-                    RxWorkerOut { port, analyzer: an, stats: q.stats(), error }
-                })
+                .spawn_scoped(scope, move || rx_worker(q, w))
                 .expect("spawning an RX thread");
             rx_handles.push(h);
+        }
+        while ready.load(Ordering::Acquire) < rx_handles.len() && !rx_handles.iter().any(|h| h.is_finished()) {
+            std::thread::sleep(std::time::Duration::from_millis(1));
         }
 
         // Learning frames: a broadcast from each stream's destination MAC out of its RX port.

@@ -120,7 +120,8 @@ fn scale_flows() -> Vec<usize> {
 
 /// The cost per frame as the flows grow: frames visit the flows in a pseudorandom order (every
 /// flow once per cycle, as a stream's pseudorandom flow order or RSS-spread traffic does), each
-/// flow's sequence numbers in order, from a 4096-slot ring rewritten ahead of the reader. One
+/// flow's sequence numbers in order, from a 4096-slot ring rewritten ahead of the reader, pushed
+/// and flushed every `BATCH` frames (256, as an RX worker; `BATCH=1`: every frame counted at once). One
 /// cycle over every flow first (each flow's state touched once), then `max(4M, 2 cycles)` frames
 /// timed. Wall clock on a shared machine: compare with the instruction and cache-miss counts of
 /// `analyzer_scale_callgrind`.
@@ -130,15 +131,17 @@ fn analyzer_cost_by_flows() {
     for flows in scale_flows() {
         let (warm, timed) = scale_frames(flows);
         let mut best = f64::INFINITY;
+        let mut batch = 0;
         for _ in 0..3 {
             let mut run = ScaleRun::new(flows);
+            batch = run.batch;
             run.warm_up(warm);
             let t0 = Instant::now();
             run.frames(warm, timed);
             best = best.min(t0.elapsed().as_nanos() as f64 / timed as f64);
         }
         println!(
-            "Analyzer::frame at {flows} flows: {best:.1} ns/frame (best of 3 x {timed} frames, pseudorandom order)"
+            "Analyzer at {flows} flows: {best:.1} ns/frame (best of 3 x {timed} frames, pseudorandom order, batches of {batch})"
         );
     }
 }
@@ -167,6 +170,8 @@ struct ScaleRun {
     sig_offset: usize,
     flows: u64,
     stride: u64,
+    /// Frames pushed between flushes, as an RX worker's batch (`BATCH`, 256; 1: each frame alone).
+    batch: u64,
 }
 
 const SCALE_RING: usize = 4096;
@@ -198,7 +203,8 @@ impl ScaleRun {
         let stride = if n > 1 { (0x9E37_79B9_7F4A_7C15u64 % n) | 1 } else { 1 };
         let an = Analyzer::new(flows, 0, u64::MAX / 4)
             .for_trial(TrialIdent { tag: 77, earlier: 3, concurrent: Vec::new() }, Box::new(|| u64::MAX));
-        let mut run = ScaleRun { an, ring, len, sig_offset, flows: n, stride };
+        let batch = std::env::var("BATCH").ok().and_then(|b| b.parse().ok()).unwrap_or(256u64).max(1);
+        let mut run = ScaleRun { an, ring, len, sig_offset, flows: n, stride, batch };
         for i in 0..SCALE_RING as u64 {
             run.write(i);
         }
@@ -236,12 +242,16 @@ impl ScaleRun {
             x ^= x << 17;
             let slot = (i % SCALE_RING as u64) as usize;
             let tx_ts = 1_000_000 + i * 100;
-            self.an.frame(
+            self.an.push(
                 &self.ring[slot * SCALE_SLOT..slot * SCALE_SLOT + self.len],
                 RxMeta { ts_ns: tx_ts + 2_000 + x % 20_000, queue: 0 },
             );
+            if (i + 1) % self.batch == 0 {
+                self.an.flush();
+            }
             self.write(i + SCALE_RING as u64);
         }
+        self.an.flush();
         assert_eq!(self.an.totals.frames, first + n);
     }
 }

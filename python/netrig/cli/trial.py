@@ -582,6 +582,15 @@ def build(args) -> Plan:
         raise rename_field(e, FIELDS) from None
 
 
+#: From this many flows a trial's table shows the memory their state took.
+MANY_FLOWS = 1024
+
+
+def flow_memory(nbytes: int, flows: int) -> str:
+    """The flows' measured memory, in MiB and per flow."""
+    return f"{nbytes / 2**20:,.1f} MiB, {nbytes / flows:,.0f} B per flow"
+
+
 def _count_rows(t, res: TrialResult, receive: bool, replays: bool) -> None:
     """Frames sent and what came back; a transmit-only trial says its loss is not measured."""
     if not receive:
@@ -644,6 +653,9 @@ def result_table(res: TrialResult, stream: Stream, title: str, receive: bool = T
     t.add_row("departure gap µs p50/p99/max",
               f"{sm.gap_p50_ns / 1000:.1f} / {sm.gap_p99_ns / 1000:.1f} / {sm.gap_max_ns / 1000:.1f}")
     t.add_row("tester RX drops", f"{res.tester_rx_drops:,}")
+    flows = sum(s.flows for s in res.streams)
+    if flows >= MANY_FLOWS:
+        t.add_row("flow state memory (measured)", flow_memory(res.flow_memory_bytes, flows))
     t.add_row("I/O", " → ".join(f"{p.name} ({p.backend})" for p in res.ports))
     t.add_row("timestamps", res.ports[-1].timestamp_source)
     t.add_row("CPUs tx / rx", f"{','.join(map(str, res.tx_cpus))} / {','.join(map(str, res.rx_cpus))}")

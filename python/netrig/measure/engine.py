@@ -187,7 +187,8 @@ class EngineMeasurer:
             duplicated=res.duplicated, reordered=res.reordered, late=res.late, latency=latency_summary(res.latency),
             valid=valid, invalid_reason=reason, foreign=res.frames_foreign, stray=res.frames_stray,
             forged=res.frames_forged, intervals=intervals, pacing=pacing_summary(res, self.smoothness_tolerance_pct),
-            dut_ring=ring, raw={"engine": res.to_dict() if flows else res.to_dict(flows=False), **extra},
+            dut_ring=ring, flow_memory_bytes=res.flow_memory_bytes,
+            raw={"engine": res.to_dict() if flows else res.to_dict(flows=False), **extra},
         )
 
     # ---------------------------------------------------------------- the measurer seam

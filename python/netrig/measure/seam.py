@@ -235,6 +235,9 @@ class TrialCounts:
     events: tuple[EventResult, ...] | None = None
     #: The DUT's receive-ring counters over the trial (a test bed with the wire), else None.
     dut_ring: DutRing | None = None
+    #: Memory the trial's per-flow state took, measured by the engine (the resident set's growth
+    #: over the trial, bytes); None when not measured (a simulated DUT, results before 2026-11-26).
+    flow_memory_bytes: int | None = None
     raw: dict = field(default_factory=dict, compare=False)
 
     @property
@@ -266,6 +269,7 @@ class TrialCounts:
             "pacing": self.pacing.to_dict() if self.pacing else None,
             "events": [e.to_dict() for e in self.events] if self.events is not None else None,
             "dut_ring": self.dut_ring.to_dict() if self.dut_ring is not None else None,
+            "flow_memory_bytes": self.flow_memory_bytes,
             "raw": self.raw,
         }
 
@@ -290,6 +294,7 @@ class TrialCounts:
             pacing=Pacing.from_dict(d.get("pacing")),
             events=tuple(EventResult.from_dict(e) for e in d["events"]) if d.get("events") is not None else None,
             dut_ring=DutRing.from_dict(d.get("dut_ring")),
+            flow_memory_bytes=d.get("flow_memory_bytes"),
             raw=d.get("raw") or {},
         )
 

@@ -8,6 +8,7 @@ pub mod cpu;
 pub mod ifinfo;
 pub mod link;
 pub mod netns;
+pub mod prefetch;
 pub mod socket;
 pub mod wire;
 pub mod xdp_redirect;
