@@ -24,6 +24,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from netrig.errors import CapabilityError, ConfigError, TestbedError
 from netrig.measure import FlowTrial, IntervalSink, LatencySummary, Load, Phase, StackRequest, TrialCounts
@@ -35,7 +36,7 @@ from netrig.otg.metrics import WIRE_OVERHEAD
 from netrig.trial import Stream
 
 #: A pair's addressing defaults: a stream's.
-_STREAM = {f.name: f.default for f in dataclasses.fields(Stream)}
+_STREAM: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(Stream)}
 #: How often a running trial's flow metrics are read, s.
 POLL_S = 0.05
 #: A trial whose flows are not all stopped this long after they should have is stopped, s.
@@ -138,7 +139,7 @@ class OtgMeasurer:
         self.tolerance = tx_tolerance_pct / 100
         self.drain_s = drain_s
         self.ports = list(dict.fromkeys(loc for p in self.pairs for loc in (p.tx, p.rx)))
-        self._learned: set[str] = set()
+        self._learned: set[int | str] = set()
 
     # ------------------------------------------------------------------------------- the server
     def _call(self, method: str, path: str, body: object = None) -> dict:
@@ -233,7 +234,8 @@ class OtgMeasurer:
                                "on the controller): restart it and the controller, then netrig run --resume")
         sent, arrived = sum(r.frames_tx for r in rows), sum(r.frames_rx for r in rows)
         rates = [r.sending_pps() for r in rows]
-        offered = sum(rates) if all(x is not None for x in rates) else (intended_pps or 0.0)  # type: ignore[misc]
+        known = [x for x in rates if x is not None]
+        offered = sum(known) if len(known) == len(rates) else (intended_pps or 0.0)
         valid, reason = True, None
         short = [(r, n) for r, n in zip(rows, planned) if r.frames_tx < n]
         if not finished:
