@@ -121,3 +121,35 @@ def test_a_bad_pair_names_its_field(kw, field):
     with pytest.raises(ConfigError) as e:
         OtgPair(**kw)
     assert e.value.field == field
+
+
+def test_the_session_reaches_the_server_once_and_says_why_it_cannot(tmp_path):
+    from netrig.otg.mapping import ServePort
+    from netrig.otg.server import OtgServer
+    from netrig.otg.service import Service
+    from netrig.run.config import config_from_dict
+    from netrig.run.session import open_session
+    from netrig.trial import Port
+
+    server = OtgServer(Service([ServePort("va@na", Port("va", "na"), None)]), "127.0.0.1", 0, None, token="k" * 32)
+    server.start()
+    try:
+        def config(token: str, url: str = server.url):
+            (tmp_path / "token").write_text(token + "\n")
+            return config_from_dict({"otg": {"url": url, "token_file": str(tmp_path / "token"),
+                                             "pairs": [{"tx": "a/a1", "rx": "b/b1"}, {"tx": "b/b2", "rx": "a/a2"}]},
+                                     "selftest": {"enabled": False}, "line_rate": {"speed_bps": "10M"},
+                                     "methods": [{"rfc2544_throughput": {}}]})
+
+        with open_session(config("k" * 32), "dut") as s:
+            assert isinstance(s.measurer, OtgMeasurer) and s.testbed["server"].startswith("netrig")
+            assert "agents" not in s.testbed  # one netrig serve, no controller
+            assert s.line_rate.bps == 2 * 10e6  # the pairs' aggregate
+        with pytest.raises(ConfigError) as e, open_session(config("w" * 32), "dut"):
+            pass
+        assert e.value.field == "otg.token_file" and "Authorization: Bearer" in e.value.message
+    finally:
+        server.stop()
+    with pytest.raises(TestbedError, match="otg.url: OTG server .*: start netrig serve there"), \
+            open_session(config("k" * 32, server.url), "dut"):
+        pass
