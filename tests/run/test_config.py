@@ -110,3 +110,46 @@ def test_stream_table_reaches_every_stream_and_only_then_the_result():
         config_from_dict(_cfg(stream={"flows": {"src_ports": 2}}, ports={"flows": 4}))
     with pytest.raises(ConfigError, match="frames.sizes"):
         config_from_dict(_cfg(stream={"protocol": "tcp", "vlan": 5, "outer_vlan": 6}, frames={"sizes": [76]}))
+
+
+def _otg(**kw):
+    base = {"otg": {"url": "http://127.0.0.1:8443", "pairs": [{"tx": "a/a1", "rx": "b/b1"}]},
+            "selftest": {"enabled": False}, "methods": [{"rfc2544_throughput": {}}]}
+    base.update(kw)
+    return base
+
+
+def test_an_otg_tester_replaces_the_test_bed_and_round_trips():
+    c = config_from_dict(_otg())
+    assert c.otg is not None and c.otg.pairs[0].rx == "b/b1" and c.otg.pairs[0].src_ip == "198.18.0.1"
+    d = c.to_dict()
+    assert "testbed" not in d and "ports" not in d and d["otg"]["url"] == "http://127.0.0.1:8443"
+    assert config_from_dict(d).to_dict() == d
+    assert "otg" not in config_from_dict(_cfg()).to_dict()  # results without it as before
+
+
+@pytest.mark.parametrize("data, message", [
+    (_otg(testbed={"name": "router"}), "testbed: an OTG tester ([otg]) has no testbed of this host"),
+    (_otg(ports={"io": "af_packet"}), "ports: an OTG tester ([otg]) has no ports of this host"),
+    (_otg(selftest={}), "selftest.enabled: an OTG tester cannot prove itself on this host's loopback"),
+    (_otg(otg={"url": "ftp://x", "pairs": [{"tx": "a/a1", "rx": "b/b1"}]}), "otg.url: 'ftp://x': give the OTG"),
+    (_otg(otg={"url": "http://h:1", "pairs": []}), "otg.pairs: give at least one pair"),
+    (_otg(otg={"url": "http://h:1"}), "otg.pairs: is required"),
+    (_otg(otg={"url": "http://h:1", "pairs": [{"tx": "a/a1", "rx": "a/a1"}]}), "otg.pairs[0].rx: 'a/a1' is also tx"),
+    (_otg(otg={"url": "http://h:1", "pairs": [{"tx": "a/a1", "rx": "b/b1", "src_mac": "x"}]}),
+     "otg.pairs[0].src_mac:"),
+    (_otg(otg={"url": "http://h:1", "pairs": [{"tx": "a/a1", "rx": "b/b1"}], "token_file": "/nonexistent"}),
+     "otg.token_file: '/nonexistent': no such file"),
+    (_otg(otg={"url": "http://h:1", "pairs": [{"tx": "a/a1", "rx": "b/b1"}], "cert": "/etc/passwd"}),
+     "otg.cert: give cert and key together"),
+    (_otg(otg={"url": "http://h:1", "pairs": [{"tx": "a/a1", "rx": "b/b1", "src_ip": "2001:2::1",
+                                               "dst_ip": "2001:2::2"}]}, frames={"sizes": [64]}),
+     "frames.sizes: 64 B is below the minimum of 84 B"),
+    (_otg(methods=[{"tcp": {}}]), "methods[0].tcp: runs on a test bed of this host"),
+    (_otg(trial={"monitor": True}), "trial.monitor: not with an OTG tester"),
+])
+def test_otg_errors_name_the_field(data, message):
+    with pytest.raises(ConfigError) as e:
+        config_from_dict(data)
+    assert str(e.value).startswith(message), str(e.value)
+    assert "\n" not in str(e.value)

@@ -52,8 +52,9 @@ def require_root(what: str) -> None:
 
 def require_privileges(config: TestConfig) -> None:
     """A run on a real test bed (its own, or the self-test's loopback) needs the privileges; a
-    simulated one does not. Checked before anything starts."""
-    if config.testbed.name != "simulated":
+    simulated one, or an OTG server's (``[otg]``: the server opens the ports), does not. Checked
+    before anything starts."""
+    if config.testbed.name != "simulated" and config.otg is None:
         require_root(f"a run on the {config.testbed.name} test bed")
 
 

@@ -29,11 +29,11 @@ HEARTBEAT_TIMEOUT_S = 0.5
 
 
 class AgentDown(NetrigError):
-    """An agent that refused the connection or did not answer in time."""
+    """An agent (or any OTG server) that refused the connection or did not answer in time."""
 
 
 class AgentRefused(NetrigError):
-    """An agent's OTG error answer (its message, the agent named)."""
+    """An agent's (or any OTG server's) OTG error answer (its message, the server named)."""
 
     def __init__(self, message: str, status: int):
         super().__init__(message)
@@ -57,19 +57,15 @@ class AgentSpec:
         return AgentSpec(name, url.rstrip("/"))
 
 
-class AgentClient:
-    """Requests to one agent; thread-safe (a connection per request)."""
+class OtgClient:
+    """Requests to one OTG server (a `netrig serve`): JSON over HTTP(S) with the bearer token, if
+    any; thread-safe (a connection per request). ``label`` names the server in every error."""
 
-    def __init__(self, spec: AgentSpec, token: str | None, tls: ssl.SSLContext | None):
-        self.spec, self.token, self.tls = spec, token, tls
-        u = urllib.parse.urlsplit(spec.url)
+    def __init__(self, label: str, url: str, token: str | None, tls: ssl.SSLContext | None):
+        self.label, self.url, self.token, self.tls = label, url, token, tls
+        u = urllib.parse.urlsplit(url)
         self.https, self.host, self.port = u.scheme == "https", u.hostname or "", u.port or (
             443 if u.scheme == "https" else 80)
-        self._beat: http.client.HTTPConnection | None = None
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
 
     def _connection(self, timeout: float) -> http.client.HTTPConnection:
         if self.https:
@@ -92,24 +88,37 @@ class AgentClient:
             t3 = time.time_ns()
             out = resp.read()
         except (OSError, http.client.HTTPException) as e:
-            raise AgentDown(f"agent {self.name} ({self.spec.url}): {type(e).__name__}: {e}") from None
+            raise AgentDown(f"{self.label} ({self.url}): {type(e).__name__}: {e}") from None
         finally:
             conn.close()
         return resp.status, out, resp, t0, t3
 
     def call(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None,
              timeout: float = REQUEST_TIMEOUT_S) -> Any:
-        """An OTG request; its JSON answer, or :class:`AgentRefused` with the agent's error."""
+        """An OTG request; its JSON answer, or :class:`AgentRefused` with the server's error."""
         status, out, resp, _, _ = self.request(method, path, body, headers, timeout)
         if status != 200:
             try:
                 errors = orjson.loads(out).get("errors") or [out.decode(errors="replace")]
             except (orjson.JSONDecodeError, AttributeError):
                 errors = [out.decode(errors="replace")[:200]]
-            raise AgentRefused(f"agent {self.name}: {' '.join(str(e) for e in errors)}", status)
+            raise AgentRefused(f"{self.label}: {' '.join(str(e) for e in errors)}", status)
         if resp.getheader("Content-Type") == "application/octet-stream":
             return out
         return orjson.loads(out) if out else {}
+
+
+class AgentClient(OtgClient):
+    """A controller's requests to one agent, and the heartbeat's clock exchange."""
+
+    def __init__(self, spec: AgentSpec, token: str | None, tls: ssl.SSLContext | None):
+        super().__init__(f"agent {spec.name}", spec.url, token, tls)
+        self.spec = spec
+        self._beat: http.client.HTTPConnection | None = None
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
 
     def clock_sample(self) -> tuple[clock.Sample, clock.Ptp | None]:
         """One NTP-style exchange (``GET /capabilities/version``) on the heartbeat's own connection,
@@ -127,7 +136,7 @@ class AgentClient:
             resp.read()
         except (OSError, http.client.HTTPException) as e:
             self.close()
-            raise AgentDown(f"agent {self.name} ({self.spec.url}): {type(e).__name__}: {e}") from None
+            raise AgentDown(f"{self.label} ({self.url}): {type(e).__name__}: {e}") from None
         stamps = clock.parse_stamps(resp.getheader(clock.CLOCK_HEADER))
         if resp.status != 200 or stamps is None:
             self.close()

@@ -67,16 +67,22 @@ def server_context(cert: Path, key: Path, client_ca: Path | None) -> ssl.SSLCont
     return ctx
 
 
-def client_context(ca: Path | None, cert: Path | None, key: Path | None) -> ssl.SSLContext:
-    """A controller's TLS context towards its agents: their certificates checked against ``ca``
-    (default: the system's CAs), ``cert``/``key`` presented to agents that ask (``--client-ca``)."""
-    ctx = ssl.create_default_context(cafile=str(ca) if ca else None)
+def client_context(ca: Path | None, cert: Path | None, key: Path | None,
+                   options: tuple[str, str] = ("--agent-ca", "--agent-cert")) -> ssl.SSLContext:
+    """A controller's TLS context towards its agents (or `netrig run`'s towards an OTG server): their
+    certificates checked against ``ca`` (default: the system's CAs), ``cert``/``key`` presented to
+    servers that ask (``--client-ca``); errors name ``options`` (the CA's, the certificate's)."""
+    try:
+        ctx = ssl.create_default_context(cafile=str(ca) if ca else None)
+    except (OSError, ssl.SSLError) as e:
+        raise ConfigError(options[0], f"{ca}: cannot load: {getattr(e, 'strerror', None) or e}: give the PEM of "
+                                      "the CA (or the certificate) that signed the server's certificate") from None
     ctx.check_hostname = ca is None  # an agent's own CA names its agents; the system's: by host name
     if cert is not None:
         try:
             ctx.load_cert_chain(str(cert), str(key) if key else None)
         except (OSError, ssl.SSLError) as e:
-            raise ConfigError("--agent-cert", f"{cert}: cannot load: {e}") from None
+            raise ConfigError(options[1], f"{cert}: cannot load: {getattr(e, 'strerror', None) or e}") from None
     return ctx
 
 

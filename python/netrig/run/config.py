@@ -21,6 +21,7 @@ import os
 import tomllib
 import types
 import typing
+import urllib.parse
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -44,6 +45,7 @@ from netrig.model import (
     parse_speed,
 )
 from netrig.monitor import RemoteMonitor
+from netrig.otg.measurer import OtgPair
 from netrig.testbed import TOPOLOGIES, Testbed
 from netrig.testbed.knobs import Knobs, placement_conflict
 from netrig.testbed.state import ID_RE as TESTBED_ID_RE
@@ -52,6 +54,8 @@ from netrig.trial import DEFAULT_RAW_ETHERTYPE, Stream
 
 #: Most repetitions of a method.
 MAX_REPETITIONS = 10_000
+#: The sections an OTG tester (``[otg]``) replaces: its pairs are its ports, streams and test bed.
+OTG_REPLACES = ("testbed", "ports", "stream")
 
 
 @dataclass(frozen=True)
@@ -319,6 +323,39 @@ class ThresholdsConfig:
 
 
 @dataclass(frozen=True)
+class OtgConfig:
+    """``[otg]``: the tester is an OTG server — a `netrig serve` controller of agents on several
+    hosts, or one `netrig serve` — reached at ``url`` (docs/distributed.md, "netrig run across
+    hosts"). ``token_file``: its bearer token (the server's ``--token-file``); ``ca``: the CA (or
+    certificate) that signed an https server's certificate (default: the system's CAs); ``cert`` and
+    ``key``: a client certificate for a server started with ``--client-ca``. ``pairs``: the streams,
+    each from port location ``tx`` to ``rx`` (``AGENT/IF`` at a controller) with the addressing that
+    crosses the DUT; a trial's load is their aggregate, split evenly."""
+
+    url: str
+    pairs: tuple[OtgPair, ...]
+    token_file: str | None = None
+    ca: str | None = None
+    cert: str | None = None
+    key: str | None = None
+
+    def __post_init__(self) -> None:
+        u = urllib.parse.urlsplit(self.url)
+        if u.scheme not in ("http", "https") or not u.hostname:
+            raise ConfigError("url", f"{self.url!r}: give the OTG server's URL, e.g. https://198.18.0.1:8443")
+        if not self.pairs:
+            raise ConfigError("pairs", "give at least one pair: [[otg.pairs]] tx = \"a/eth1\", rx = \"b/eth1\"")
+        for name in ("token_file", "ca", "cert", "key"):
+            path = getattr(self, name)
+            if path is not None and not Path(path).is_file():
+                raise ConfigError(name, f"{path!r}: no such file")
+        if bool(self.cert) != bool(self.key):
+            raise ConfigError("cert", "give cert and key together (a client certificate and its key)")
+        if u.scheme == "http" and (self.ca or self.cert):
+            raise ConfigError("ca" if self.ca else "cert", f"{self.url} is plain HTTP: TLS files need an https URL")
+
+
+@dataclass(frozen=True)
 class OutputConfig:
     dir: str = "netrig-results"
 
@@ -359,6 +396,8 @@ class TestConfig:
     methods: tuple[MethodConfig, ...] = ()
     thresholds: ThresholdsConfig = ThresholdsConfig()
     output: OutputConfig = OutputConfig()
+    #: The tester is an OTG server (its pairs replace ``testbed``, ``ports`` and ``stream``).
+    otg: OtgConfig | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str):
@@ -384,6 +423,11 @@ class TestConfig:
         for k in ("tx_cpus", "rx_cpus"):
             if not d["ports"][k]:
                 del d["ports"][k]  # the default placement: results as before the keys existed
+        if self.otg is None:
+            del d["otg"]  # results as before the key existed
+        else:
+            for k in OTG_REPLACES:
+                d.pop(k, None)  # an OTG tester has none: what was run is what the file said
         return d
 
     def repetitions_for(self, m: MethodConfig) -> int:
@@ -529,12 +573,41 @@ def config_from_dict(data: dict) -> TestConfig:
     data["methods"] = methods
     _check_events(trial, methods)
     config = build(TestConfig, data)
+    if config.otg is not None:
+        _check_otg(data, config)
     for i, m in enumerate(methods):
         beds = m.method.testbeds
-        if beds is not None and not config.testbed.id and config.testbed.name not in beds:
+        if beds is not None and not config.testbed.id and config.testbed.name not in beds and config.otg is None:
             raise ConfigError("testbed.name", f"{config.testbed.name!r}: method {m.name} (methods[{i}]) runs on "
                                               f"the {', '.join(beds)} test bed only")
     return config
+
+
+def _check_otg(data: dict, config: TestConfig) -> None:
+    """An OTG tester (``[otg]``): the sections it replaces are left out, what it cannot do refused."""
+    for key in OTG_REPLACES:
+        if key in data:
+            raise ConfigError(key, f"an OTG tester ([otg]) has no {key} of this host: its pairs (otg.pairs) are its "
+                                   f"ports and streams; leave [{key}] out")
+    if config.selftest.enabled:
+        raise ConfigError("selftest.enabled", "an OTG tester cannot prove itself on this host's loopback: set "
+                                              "[selftest] enabled = false (its results then have no proven ceiling)")
+    for i, pair in enumerate(config.otg.pairs if config.otg else ()):
+        for size in config.frames.sizes:
+            try:
+                pair.check(size)
+            except ConfigError as e:
+                raise ConfigError("frames.sizes" if e.field == "frame_size" else f"otg.pairs[{i}].{e.field}",
+                                  f"{e.message} (otg.pairs[{i}])") from None
+    t = config.trial
+    for name, given in (("events", bool(t.events)), ("monitor", t.monitor), ("monitor_remote", t.monitor_remote)):
+        if given:
+            raise ConfigError(f"trial.{name}", "not with an OTG tester ([otg]): leave it out")
+    for i, m in enumerate(config.methods):
+        if m.method.stack_kind is not None or m.method.testbeds is not None:
+            beds = ", ".join(m.method.testbeds or ("tester stack",))
+            raise ConfigError(f"methods[{i}].{m.name}", f"runs on a test bed of this host ({beds}), not through an "
+                                                        "OTG tester ([otg]): leave it out, or run it without [otg]")
 
 
 def _check_events(trial: TrialConfig, methods: tuple[MethodConfig, ...]) -> None:

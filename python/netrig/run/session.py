@@ -18,9 +18,11 @@ Nothing else wires these together: methods see only the measurer and the line ra
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from netrig.environment import capture
 from netrig.errors import ConfigError, NetrigError, TestbedError
@@ -30,6 +32,9 @@ from netrig.measure.stack import StackEndpoints
 from netrig.model import LineRate
 from netrig.monitor import Monitor, RemoteMonitor
 from netrig.monitor.cpu import matching_pids
+from netrig.otg.agents import AgentDown, AgentRefused, OtgClient
+from netrig.otg.measurer import OtgMeasurer
+from netrig.otg.tls import client_context, read_token
 from netrig.run.config import TestConfig
 from netrig.testbed import Testbed
 from netrig.testbed.knobs import KnobLayout, Knobs, applied_knobs
@@ -259,8 +264,49 @@ def _selftest_bed(config: TestConfig) -> tuple[str, dict]:
     return "loopback", base
 
 
+@contextlib.contextmanager
+def otg_session(config: TestConfig, role: str) -> Iterator[Session]:
+    """An OTG server as the tester (``[otg]``): its server reached once (version, and a controller's
+    agents), an :class:`OtgMeasurer` on its pairs; the line rate is the pairs' aggregate (each
+    sending port at ``line_rate``'s speed). Nothing of this host is built or changed."""
+    o = config.otg
+    assert o is not None and role == "dut", "config_from_dict refuses a self-test with [otg]"
+    tls = client_context(Path(o.ca) if o.ca else None, Path(o.cert) if o.cert else None,
+                         Path(o.key) if o.key else None, ("otg.ca", "otg.cert")) if o.url.startswith("https:") else None
+    token = read_token(o.token_file, "otg.token_file") if o.token_file else None
+    client = OtgClient("OTG server", o.url.rstrip("/"), token, tls)
+    try:
+        version, agents = _reach(client)
+    except AgentDown as e:
+        raise TestbedError(f"otg.url: {e}: start netrig serve there, or fix the URL (or otg.ca)") from None
+    except AgentRefused as e:
+        field = "otg.token_file" if e.status == 401 else "otg.url"
+        raise ConfigError(field, f"{e}: give the token of the server's --token-file") from None
+    t = config.trial
+    measurer = OtgMeasurer(client, o.pairs, learning_frames=t.learning_frames, tx_tolerance_pct=t.tx_tolerance_pct,
+                           drain_s=t.drain_s)
+    base = line_rate(config, "otg", None)
+    rate = LineRate(base.bps * len(o.pairs), base.source, f"{len(o.pairs)} sending port(s) of otg.pairs")
+    desc = {"name": "otg", "role": role, "url": o.url, "server": version.get("app_version"),
+            "pairs": [dataclasses.asdict(pair) for pair in o.pairs], **({"agents": agents} if agents else {})}
+    yield Session(measurer, rate, desc, {}, dut_can_hold_sender=False)
+
+
+def _reach(client: OtgClient) -> tuple[dict, list | None]:
+    """An OTG server's version, and its agents when it is a controller (``GET /netrig/agents``)."""
+    version = client.call("GET", "/capabilities/version", timeout=10)
+    try:
+        return version, client.call("GET", "/netrig/agents", timeout=10).get("agents")
+    except AgentRefused as e:
+        if e.status != 400:
+            raise
+        return version, None  # one netrig serve, no controller
+
+
 def open_session(config: TestConfig, role: str) -> AbstractContextManager[Session]:
     """The session for ``role`` (``"dut"`` or ``"selftest"``) of ``config``."""
+    if config.otg is not None:
+        return otg_session(config, role)
     if config.testbed.name == "simulated":
         return simulated_session(config, role)
     return engine_session(config, role)

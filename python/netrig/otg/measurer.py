@@ -1,0 +1,282 @@
+"""A measurer on an OTG server: `netrig run`'s trials through `netrig serve` — a controller of agents
+on many hosts (docs/distributed.md), or one server — over the OTG API alone.
+
+One trial (:meth:`OtgMeasurer.measure`)::
+
+    set_config: one flow per pair (tx → rx port locations, the pair's addressing), the trial's frame
+                size, each pair's share of the rate (the load is the aggregate, split evenly) and its
+                frame count (rate × duration, or the burst's share) — counts are exact
+    start every flow ─▶ poll flow metrics until every flow is stopped (the server says so once the
+                last frame had time to arrive) ─▶ TrialCounts
+
+What OTG's flow metrics do not carry is marked, never made up (``raw["otg"]["not_measured"]``):
+the sender's pacing and sending window (``offered_pps`` is estimated from each flow's first and
+last arrival, ``raw["otg"]["offered_from"]``), duplicates apart from arrivals (an excess of arrivals
+is counted as duplicates: a lower bound), reordering, late, stray, forged and foreign frames, the
+testers' own receive drops, latency percentiles (min, mean and max only), and a cross-agent flow's
+latency that the controller left out because its clocks' bound was wider than the value
+(``raw["otg"]["latency_left_out"]``). An agent down makes the trial's flows stale: the run stops
+(resumable) rather than count them.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from netrig.errors import CapabilityError, ConfigError, TestbedError
+from netrig.measure import FlowTrial, IntervalSink, LatencySummary, Load, Phase, StackRequest, TrialCounts
+from netrig.measure.engine import LEARNING_DURATION_S, LEARNING_RATE_PPS
+from netrig.measure.events import Event, EventRun
+from netrig.model import MAX_FRAME_SIZE, FrameSize, defaults
+from netrig.otg.agents import AgentDown, AgentRefused, OtgClient
+from netrig.otg.metrics import WIRE_OVERHEAD
+from netrig.trial import Stream
+
+#: A pair's addressing defaults: a stream's.
+_STREAM: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(Stream)}
+#: How often a running trial's flow metrics are read, s.
+POLL_S = 0.05
+#: A trial whose flows are not all stopped this long after they should have is stopped, s.
+FINISH_GRACE_S = 5.0
+#: What OTG's flow metrics do not tell (every trial's ``raw["otg"]["not_measured"]``).
+NOT_MEASURED = ("pacing", "sending window", "reordered", "late", "stray", "forged", "foreign",
+                "tester receive drops", "latency percentiles")
+
+
+@dataclass(frozen=True)
+class OtgPair:
+    """One stream of the trial: from port location ``tx`` to ``rx`` (``AGENT/IF`` at a controller),
+    with the addressing that crosses the DUT between them."""
+
+    tx: str
+    rx: str
+    src_mac: str = _STREAM["src_mac"]
+    dst_mac: str = _STREAM["dst_mac"]
+    src_ip: str = _STREAM["src_ip"]
+    dst_ip: str = _STREAM["dst_ip"]
+    src_port: int = _STREAM["src_port"]
+    dst_port: int = _STREAM["dst_port"]
+
+    def __post_init__(self) -> None:
+        for name in ("tx", "rx"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name):
+                raise ConfigError(name, f"{getattr(self, name)!r}: give a port location of the server (AGENT/IF at a "
+                                        "controller, e.g. a/eth1)")
+        if self.tx == self.rx:
+            raise ConfigError("rx", f"{self.rx!r} is also tx: a pair goes from one port to another")
+        if (":" in str(self.src_ip)) != (":" in str(self.dst_ip)):
+            raise ConfigError("dst_ip", f"{self.dst_ip!r}: give both addresses of one family (src_ip is "
+                                        f"{self.src_ip!r})")
+        self.check(FrameSize(size=MAX_FRAME_SIZE))
+
+    def check(self, frame: FrameSize) -> None:
+        """The engine's checks of the pair's frames at this size (errors name the field)."""
+        Stream(rate_pps=1, frame_size=frame, **{k: getattr(self, k) for k in (
+            "src_mac", "dst_mac", "src_ip", "dst_ip", "src_port", "dst_port")})
+
+
+@dataclass(frozen=True)
+class FlowRow:
+    """The part of an OTG ``Flow.Metric`` a trial reads."""
+
+    name: str
+    transmit: str
+    frames_tx: int
+    frames_rx: int
+    #: ``None``: the server left it out — a flow with a part on an agent that is down (stale).
+    loss: float | None
+    first_ns: float | None
+    last_ns: float | None
+    #: (min, average, max) ns; ``None``: not reported (nothing received, or left out by a controller).
+    latency: tuple[float, float, float] | None
+
+    @classmethod
+    def of(cls, m: dict) -> FlowRow:
+        ts, lat = m.get("timestamps") or {}, m.get("latency") or {}
+        return cls(str(m["name"]), str(m.get("transmit", "")), int(m.get("frames_tx") or 0),
+                   int(m.get("frames_rx") or 0), m.get("loss"), ts.get("first_timestamp_ns"),
+                   ts.get("last_timestamp_ns"),
+                   (lat["minimum_ns"], lat["average_ns"], lat["maximum_ns"]) if "average_ns" in lat else None)
+
+    def sending_pps(self) -> float | None:
+        """The rate the flow arrived at (its frames over its first to last arrival): the sender's
+        rate, unless its first or last frames were lost; ``None`` with fewer than two arrivals."""
+        if self.frames_rx < 2 or self.first_ns is None or self.last_ns is None or self.last_ns <= self.first_ns:
+            return None
+        return (self.frames_tx - 1) / ((self.last_ns - self.first_ns) / 1e9)
+
+
+def otg_size(frame: FrameSize) -> dict:
+    """A frame size as OTG's ``FlowSize``."""
+    if frame.size is not None:
+        return {"choice": "fixed", "fixed": frame.size}
+    if frame.random is not None:
+        return {"choice": "random", "random": {"min": frame.random[0], "max": frame.random[1]}}
+    if frame.increment is not None:
+        lo, hi, step = frame.increment
+        return {"choice": "increment", "increment": {"start": lo, "end": hi, "step": step}}
+    assert frame.mix is not None
+    return {"choice": "weight_pairs", "weight_pairs": {"choice": "custom", "custom": [
+        {"size": s, "weight": float(w)} for s, w in frame.mix]}}
+
+
+def _value(v: object) -> dict:
+    return {"choice": "value", "value": v}
+
+
+class OtgMeasurer:
+    """A :class:`~netrig.measure.seam.Measurer` whose trials an OTG server runs (see the module doc)."""
+
+    def __init__(self, client: OtgClient, pairs: Sequence[OtgPair], *, learning_frames: bool = True,
+                 tx_tolerance_pct: float = defaults.TX_TOLERANCE_PCT, drain_s: float = defaults.DRAIN_S):
+        if not pairs:
+            raise CapabilityError("an OTG measurer needs at least one pair of ports")
+        self.client, self.pairs = client, tuple(pairs)
+        self.learning_frames = learning_frames
+        self.tolerance = tx_tolerance_pct / 100
+        self.drain_s = drain_s
+        self.ports = list(dict.fromkeys(loc for p in self.pairs for loc in (p.tx, p.rx)))
+        self._learned: set[int | str] = set()
+
+    # ------------------------------------------------------------------------------- the server
+    def _call(self, method: str, path: str, body: object = None) -> dict:
+        """One OTG request; a server that is unreachable or refuses is the test bed's failure."""
+        try:
+            return self.client.call(method, path, body)
+        except AgentDown as e:
+            raise TestbedError(f"otg.url: {e}: start netrig serve there, then netrig run --resume") from None
+        except AgentRefused as e:
+            hint = "restart the agent, then the controller, then netrig run --resume" if e.status == 409 else \
+                "fix the pairs' locations or addressing (otg.pairs)"
+            raise TestbedError(f"{e}: {hint}") from None
+
+    def _config(self, frame: FrameSize, rate_pps: float, frames: Sequence[int]) -> dict:
+        """The OTG config of one trial: a port per location, a flow per pair."""
+        l1_bits = (frame.mean_size + WIRE_OVERHEAD) * 8
+        ports = [{"name": f"p{k}", "location": loc} for k, loc in enumerate(self.ports)]
+        flows = []
+        for i, (p, n) in enumerate(zip(self.pairs, frames)):
+            ip = "ipv6" if ":" in p.src_ip else "ipv4"
+            flows.append({
+                "name": f"pair{i}",
+                "tx_rx": {"choice": "port", "port": {"tx_name": f"p{self.ports.index(p.tx)}",
+                                                     "rx_names": [f"p{self.ports.index(p.rx)}"]}},
+                "packet": [{"choice": "ethernet", "ethernet": {"src": _value(p.src_mac), "dst": _value(p.dst_mac)}},
+                           {"choice": ip, ip: {"src": _value(p.src_ip), "dst": _value(p.dst_ip)}},
+                           {"choice": "udp", "udp": {"src_port": _value(p.src_port), "dst_port": _value(p.dst_port)}}],
+                "size": otg_size(frame),
+                "rate": {"choice": "bps", "bps": max(1, round(rate_pps / len(self.pairs) * l1_bits))},
+                "duration": {"choice": "fixed_packets", "fixed_packets": {"packets": n}},
+                "metrics": {"enable": True, "loss": True, "timestamps": True, "latency": {"enable": True}},
+            })
+        return {"ports": ports, "flows": flows}
+
+    def _traffic(self, state: str) -> None:
+        self._call("POST", "/control/state", {"choice": "traffic", "traffic": {
+            "choice": "flow_transmit", "flow_transmit": {"state": state, "flow_names": []}}})
+
+    def _rows(self) -> list[FlowRow]:
+        got = self._call("POST", "/monitor/metrics", {"choice": "flow", "flow": {"flow_names": []}})
+        return [FlowRow.of(m) for m in got.get("flow_metrics", [])]
+
+    def _run(self, frame: FrameSize, rate_pps: float, frames: Sequence[int]) -> tuple[list[FlowRow], bool]:
+        """One trial on the server: its flows' rows, and whether every flow finished in time (else
+        they were stopped). Whatever ends it early (Ctrl-C, SIGTERM, an error) stops the flows first."""
+        self._call("POST", "/config", self._config(frame, rate_pps, frames))
+        expected_s = max(frames) / (rate_pps / len(self.pairs))
+        deadline = time.monotonic() + expected_s * (1 + self.tolerance) + self.drain_s + FINISH_GRACE_S
+        try:
+            self._traffic("start")
+            while True:
+                time.sleep(POLL_S)
+                rows = self._rows()
+                if all(r.transmit == "stopped" for r in rows):
+                    return rows, True
+                if time.monotonic() > deadline:
+                    self._traffic("stop")
+                    return self._rows(), False
+        except BaseException:
+            self._stop_quietly()
+            raise
+
+    def _stop_quietly(self) -> None:
+        try:
+            self._traffic("stop")
+        except TestbedError:
+            pass  # the server is gone: nothing of ours runs there
+
+    def _learn(self, frame: FrameSize) -> None:
+        """Learning frames (RFC 2544 §23) before the first trial of each frame size: discarded."""
+        if not self.learning_frames or frame.label in self._learned:
+            return
+        per = max(1, round(LEARNING_RATE_PPS * LEARNING_DURATION_S / len(self.pairs)))
+        self._run(frame, LEARNING_RATE_PPS, [per] * len(self.pairs))
+        self._learned.add(frame.label)
+
+    # ------------------------------------------------------------------------------- the seam
+    def measure(self, load: Load, duration_s: float) -> TrialCounts:
+        self._learn(load.frame_size)
+        n = len(self.pairs)
+        total = load.burst_frames if load.burst_frames is not None else max(n, round(load.rate_pps * duration_s))
+        frames = [total // n + (1 if i < total % n else 0) for i in range(n)]
+        rows, finished = self._run(load.frame_size, load.rate_pps, frames)
+        return self._counts(rows, frames, load.rate_pps if load.burst_frames is None else None, finished)
+
+    def _counts(self, rows: list[FlowRow], planned: Sequence[int], intended_pps: float | None,
+                finished: bool) -> TrialCounts:
+        """The trial's counts from its flows' rows (``intended_pps`` ``None``: a burst, no rate check)."""
+        stale = [r.name for r in rows if r.loss is None]
+        if stale:
+            raise TestbedError(f"otg: flow(s) {', '.join(stale)} have no loss: an agent is down (GET /netrig/agents "
+                               "on the controller): restart it and the controller, then netrig run --resume")
+        sent, arrived = sum(r.frames_tx for r in rows), sum(r.frames_rx for r in rows)
+        rates = [r.sending_pps() for r in rows]
+        known = [x for x in rates if x is not None]
+        offered = sum(known) if len(known) == len(rates) else (intended_pps or 0.0)
+        valid, reason = True, None
+        short = [(r, n) for r, n in zip(rows, planned) if r.frames_tx < n]
+        if not finished:
+            valid, reason = False, "the flows did not finish in time (stopped): the tester stalled or an agent hung"
+        elif short:
+            r, n = short[0]
+            valid, reason = False, f"the tester sent {r.frames_tx} of {n} frames ({r.name})"
+        elif intended_pps is not None and None not in rates and offered < intended_pps * (1 - self.tolerance):
+            valid, reason = False, (f"the frames arrived at {offered:.0f} fps, {100 * offered / intended_pps:.1f}% of "
+                                    f"the intended {intended_pps:.0f} fps: the tester fell short")
+        lat = [(r.latency, r.frames_rx) for r in rows if r.latency is not None and r.frames_rx]
+        left_out = [r.name for r in rows if r.latency is None and r.frames_rx]
+        latency = LatencySummary(min_ns=min(x[0] for x, _ in lat), max_ns=max(x[2] for x, _ in lat),
+                                 mean_ns=sum(x[1] * k for x, k in lat) / sum(k for _, k in lat)) if lat else None
+        raw = {"otg": {"flows": [r.__dict__ for r in rows], "not_measured": list(NOT_MEASURED),
+                       "offered_from": "each flow's frames over its first to last arrival" if None not in rates
+                       else "the intended rate (a flow had fewer than two arrivals)",
+                       "latency_left_out": left_out}}
+        return TrialCounts(offered_pps=offered, frames_sent=sent, frames_received=min(arrived, sent),
+                           duplicated=max(0, arrived - sent), latency=latency, valid=valid, invalid_reason=reason,
+                           raw=raw)
+
+    def measure_phases(self, frame_size: FrameSize, phases: Sequence[Phase], interval_s: float,
+                       tag: str = "", events: Sequence[Event] = (),
+                       run_event: Callable[[Event], EventRun] | None = None) -> TrialCounts:
+        raise _unsupported("multi-phase trials (per-interval counts)")
+
+    def measure_events(self, load: Load, duration_s: float, events: Sequence[Event],
+                       run_event: Callable[[Event], EventRun]) -> TrialCounts:
+        raise _unsupported("trials with events")
+
+    def measure_soak(self, load: Load, duration_s: float, interval_s: float, on_interval: IntervalSink,
+                     events: Sequence[Event] = (), run_event: Callable[[Event], EventRun] | None = None) -> TrialCounts:
+        raise _unsupported("soak trials (per-interval counts)")
+
+    def measure_stack(self, request: StackRequest) -> dict:
+        raise _unsupported("stack trials (kernel stacks on the tester ports)")
+
+    def measure_flows(self, request: FlowTrial) -> TrialCounts:
+        raise _unsupported("stateful trials (the DUT's conntrack table)")
+
+def _unsupported(what: str) -> CapabilityError:
+    return CapabilityError(f"{what}: not through an OTG server (otg): only methods whose trials are one load for a "
+                           "time or a burst run there (throughput, frame loss, latency, MLRsearch, back-to-back…)")

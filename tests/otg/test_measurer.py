@@ -1,0 +1,155 @@
+"""The OTG measurer without a server (a scripted stand-in answers its requests): the config a trial
+sets, the counts it makes of the flows' rows, what it marks as not measured, and how it fails."""
+from __future__ import annotations
+
+import pytest
+
+from netrig.errors import CapabilityError, ConfigError, TestbedError
+from netrig.measure import Load, Phase
+from netrig.model import FrameSize
+from netrig.otg.agents import AgentRefused
+from netrig.otg.measurer import NOT_MEASURED, OtgMeasurer, OtgPair
+
+PAIRS = (OtgPair("a/a1", "b/b1", "02:00:00:00:0a:01", "02:00:00:00:0b:01"),
+         OtgPair("b/b2", "a/a2", "02:00:00:00:0b:02", "02:00:00:00:0a:02", "2001:2::1", "2001:2::2"))
+
+
+def row(name: str, tx: int, rx: int, *, loss: float | None = 0.0, span_s: float = 1.0, latency: bool = True) -> dict:
+    m: dict = {"name": name, "transmit": "stopped", "frames_tx": tx, "frames_rx": rx, "loss": loss,
+               "timestamps": {"first_timestamp_ns": 1e9, "last_timestamp_ns": 1e9 + span_s * 1e9}}
+    if loss is None:
+        del m["loss"]
+    if latency:
+        m["latency"] = {"minimum_ns": 1000.0, "average_ns": 2000.0, "maximum_ns": 3000.0}
+    return m
+
+
+class FakeServer:
+    """Answers the measurer's OTG requests with scripted flow rows; keeps every request."""
+
+    def __init__(self, rows: list[dict], running_polls: int = 1, refuse: AgentRefused | None = None):
+        self.rows, self.running, self.refuse = rows, running_polls, refuse
+        self.requests: list[tuple[str, str, object]] = []
+
+    def call(self, method: str, path: str, body: object = None) -> dict:
+        self.requests.append((method, path, body))
+        if self.refuse is not None and path == "/config":
+            raise self.refuse
+        if path == "/monitor/metrics":
+            self.running -= 1
+            state = "started" if self.running >= 0 else "stopped"
+            return {"flow_metrics": [{**r, "transmit": state} for r in self.rows]}
+        return {"warnings": []}
+
+
+def measurer(server: FakeServer, **kw) -> OtgMeasurer:
+    return OtgMeasurer(server, PAIRS, learning_frames=False, **kw)  # type: ignore[arg-type]
+
+
+def test_a_trial_sets_one_flow_per_pair_and_counts_exactly():
+    s = FakeServer([row("pair0", 500, 500), row("pair1", 500, 499, latency=False)])
+    c = measurer(s).measure(Load(1000.0, FrameSize(size=128)), 1.0)
+    cfg = next(b for m, p, b in s.requests if p == "/config")
+    assert [p["location"] for p in cfg["ports"]] == ["a/a1", "b/b1", "b/b2", "a/a2"]
+    f0, f1 = cfg["flows"]
+    assert f0["duration"]["fixed_packets"]["packets"] == f1["duration"]["fixed_packets"]["packets"] == 500
+    assert f0["rate"] == {"choice": "bps", "bps": round(500 * (128 + 20) * 8)}
+    assert f1["packet"][1]["choice"] == "ipv6" and f1["tx_rx"]["port"] == {"tx_name": "p2", "rx_names": ["p3"]}
+    assert (c.frames_sent, c.frames_received, c.frames_lost, c.valid) == (1000, 999, 1, True)
+    assert c.offered_pps == pytest.approx(2 * 499)  # 500 frames over 1 s from first to last arrival
+    assert c.latency is not None and (c.latency.min_ns, c.latency.mean_ns, c.latency.p99_ns) == (1000.0, 2000.0, None)
+    otg = c.raw["otg"]
+    assert otg["latency_left_out"] == ["pair1"] and otg["not_measured"] == list(NOT_MEASURED)
+    states = [b["traffic"]["flow_transmit"]["state"] for m, p, b in s.requests if p == "/control/state"]
+    assert states == ["start"]
+
+
+def test_a_tester_that_fell_short_is_invalid_never_dut_loss():
+    short = measurer(FakeServer([row("pair0", 400, 400), row("pair1", 500, 500)]))
+    c = short.measure(Load(1000.0, FrameSize(size=64)), 1.0)
+    assert not c.valid and c.invalid_reason == "the tester sent 400 of 500 frames (pair0)"
+    slow = measurer(FakeServer([row("pair0", 500, 500, span_s=2.0), row("pair1", 500, 500, span_s=2.0)]))
+    c = slow.measure(Load(1000.0, FrameSize(size=64)), 1.0)
+    assert not c.valid and "the tester fell short" in (c.invalid_reason or "")
+
+
+def test_duplicates_are_counted_apart_and_a_burst_is_split():
+    s = FakeServer([row("pair0", 51, 53), row("pair1", 50, 50)])
+    c = measurer(s).measure(Load(1e5, FrameSize(size=64), burst_frames=101), 1.0)
+    flows = next(b for m, p, b in s.requests if p == "/config")["flows"]
+    assert [f["duration"]["fixed_packets"]["packets"] for f in flows] == [51, 50]
+    assert (c.frames_received, c.duplicated, c.valid) == (101, 2, True)
+
+
+def test_an_agent_down_or_a_refusal_stops_the_run_with_one_line():
+    with pytest.raises(TestbedError, match="have no loss: an agent is down"):
+        measurer(FakeServer([row("pair0", 10, 10, loss=None), row("pair1", 10, 10)])).measure(
+            Load(10.0, FrameSize(size=64)), 1.0)
+    refused = FakeServer([], refuse=AgentRefused("OTG server: agent b is down: restart it", 409))
+    with pytest.raises(TestbedError, match="restart the agent, then the controller"):
+        measurer(refused).measure(Load(10.0, FrameSize(size=64)), 1.0)
+
+
+def test_an_interrupted_trial_stops_the_flows(monkeypatch):
+    s = FakeServer([row("pair0", 10, 10), row("pair1", 10, 10)], running_polls=10 ** 6)
+    polls = iter(range(3))
+
+    def sleep_then_interrupt(_: float) -> None:
+        if next(polls, None) is None:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr("netrig.otg.measurer.time.sleep", sleep_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        measurer(s).measure(Load(10.0, FrameSize(size=64)), 1.0)
+    states = [b["traffic"]["flow_transmit"]["state"] for m, p, b in s.requests if p == "/control/state"]
+    assert states == ["start", "stop"]
+
+
+def test_what_it_cannot_do_is_refused_naming_it():
+    m = measurer(FakeServer([]))
+    with pytest.raises(CapabilityError, match="multi-phase trials"):
+        m.measure_phases(FrameSize(size=64), [Phase(10.0, 1.0)], 0.1)
+
+
+@pytest.mark.parametrize("kw, field", [
+    ({"tx": "a/a1", "rx": "a/a1"}, "rx"),
+    ({"tx": "", "rx": "a/a1"}, "tx"),
+    ({"tx": "a/a1", "rx": "b/b1", "src_mac": "nope"}, "src_mac"),
+    ({"tx": "a/a1", "rx": "b/b1", "src_ip": "2001:2::1"}, "dst_ip"),
+])
+def test_a_bad_pair_names_its_field(kw, field):
+    with pytest.raises(ConfigError) as e:
+        OtgPair(**kw)
+    assert e.value.field == field
+
+
+def test_the_session_reaches_the_server_once_and_says_why_it_cannot(tmp_path):
+    from netrig.otg.mapping import ServePort
+    from netrig.otg.server import OtgServer
+    from netrig.otg.service import Service
+    from netrig.run.config import config_from_dict
+    from netrig.run.session import open_session
+    from netrig.trial import Port
+
+    server = OtgServer(Service([ServePort("va@na", Port("va", "na"), None)]), "127.0.0.1", 0, None, token="k" * 32)
+    server.start()
+    try:
+        def config(token: str, url: str = server.url):
+            (tmp_path / "token").write_text(token + "\n")
+            return config_from_dict({"otg": {"url": url, "token_file": str(tmp_path / "token"),
+                                             "pairs": [{"tx": "a/a1", "rx": "b/b1"}, {"tx": "b/b2", "rx": "a/a2"}]},
+                                     "selftest": {"enabled": False}, "line_rate": {"speed_bps": "10M"},
+                                     "methods": [{"rfc2544_throughput": {}}]})
+
+        with open_session(config("k" * 32), "dut") as s:
+            assert isinstance(s.measurer, OtgMeasurer) and s.testbed["server"].startswith("netrig")
+            assert "agents" not in s.testbed  # one netrig serve, no controller
+            assert s.line_rate.bps == 2 * 10e6  # the pairs' aggregate
+        with pytest.raises(ConfigError) as e, open_session(config("w" * 32), "dut"):
+            pass
+        assert e.value.field == "otg.token_file" and "Authorization: Bearer" in e.value.message
+    finally:
+        server.stop()
+    with pytest.raises(TestbedError, match="otg.url: OTG server .*: start netrig serve there"), \
+            open_session(config("k" * 32, server.url), "dut"):
+        pass
