@@ -247,7 +247,7 @@ impl Generator {
                 LatencyMode::CutThrough => 0,
             })
             .collect();
-        for (i, (p, mut q)) in rxq.into_iter().enumerate() {
+        for (i, (p, q)) in rxq.into_iter().enumerate() {
             let slots: Arc<[Counters]> = (0..self.flows.len()).map(|_| Counters::default()).collect();
             let port = Arc::new(PortCounters::default());
             let ring = match cfg.captures.iter().find(|c| c.port == p) {
