@@ -218,8 +218,9 @@ impl Generator {
             errors: Arc::new(Mutex::new(Vec::new())),
             ports: Mutex::new(Vec::new()),
         };
-        g.spawn_rx(rxq, &cfg)?;
-        g.spawn_tx(txq, &cfg)?;
+        let tx_cpus: Vec<usize> = (0..txq.len()).map(|i| pick_cpu(&cfg.tx_cpus, i, true)).collect();
+        g.spawn_rx(rxq, &cfg, &tx_cpus)?;
+        g.spawn_tx(txq, &tx_cpus)?;
         *g.ports.lock().unwrap_or_else(|e| e.into_inner()) = ports;
         Ok(g)
     }
@@ -228,6 +229,7 @@ impl Generator {
         &mut self,
         rxq: Vec<(usize, Box<dyn crate::port::RxQueue>)>,
         cfg: &GenConfig,
+        tx_cpus: &[usize],
     ) -> Result<(), EngineError> {
         let nports = self.caps.len();
         self.captures = (0..nports)
@@ -245,7 +247,7 @@ impl Generator {
                 LatencyMode::CutThrough => 0,
             })
             .collect();
-        for (i, (p, mut q)) in rxq.into_iter().enumerate() {
+        for (i, (p, q)) in rxq.into_iter().enumerate() {
             let slots: Arc<[Counters]> = (0..self.flows.len()).map(|_| Counters::default()).collect();
             let port = Arc::new(PortCounters::default());
             let ring = match cfg.captures.iter().find(|c| c.port == p) {
@@ -255,7 +257,6 @@ impl Generator {
             let (ring, acked) = (Arc::new(Mutex::new(ring)), Arc::new(AtomicU64::new(0)));
             self.captures[p].rings.push((ring.clone(), acked.clone()));
             let cpu_id = pick_cpu(&cfg.rx_cpus, i, false);
-            q.set_wait(crate::port::RxWait::Poll);
             let w = RxWorker {
                 queue: q,
                 ctl: self.ctl.clone(),
@@ -269,6 +270,7 @@ impl Generator {
                 ps_per_byte: ps_per_byte(self.line_rates[p]),
                 flow_ps_per_byte: flow_ps.clone(),
                 errors: self.errors.clone(),
+                shares_tx_cpu: tx_cpus.contains(&cpu_id),
             };
             let h = spawn(format!("netrig-grx{i}"), cpu_id, move || w.run())?;
             self.handles.lock().unwrap_or_else(|e| e.into_inner()).push(h);
@@ -281,9 +283,8 @@ impl Generator {
     fn spawn_tx(
         &mut self,
         txq: Vec<(usize, Box<dyn crate::port::TxQueue>)>,
-        cfg: &GenConfig,
+        cpus: &[usize],
     ) -> Result<(), EngineError> {
-        let cpus: Vec<usize> = (0..txq.len()).map(|i| pick_cpu(&cfg.tx_cpus, i, true)).collect();
         // A port's flows go round robin over its queues.
         let mut share: Vec<Vec<Arc<CompiledFlow>>> = txq.iter().map(|_| Vec::new()).collect();
         let mut next = vec![0usize; self.caps.len()];

@@ -18,7 +18,7 @@ use netrig_wire::stack::signature_at_end;
 use super::capring::CaptureRing;
 use super::stats::{Counters, FlowCtl, PortCounters};
 use crate::analyze::FUTURE_TOLERANCE_NS;
-use crate::port::{RxMeta, RxQueue};
+use crate::port::{RxMeta, RxQueue, RxWait};
 
 /// A port's capture switch: `on` and a generation the workers acknowledge.
 #[derive(Debug, Default)]
@@ -50,6 +50,21 @@ pub(crate) struct RxWorker {
     pub ps_per_byte: u64,
     pub flow_ps_per_byte: Arc<[u64]>,
     pub errors: Arc<Mutex<Vec<String>>>,
+    /// A TX worker is pinned to this worker's CPU: nap, never spin (as a trial's receiver).
+    pub shares_tx_cpu: bool,
+}
+
+/// How a receiver waits on an empty queue, given whether its last receive found frames. On a CPU
+/// of its own, while frames flow, it polls the ring for a moment before sleeping in `poll(2)`:
+/// asleep there, it makes the CPU that delivers each batch (on veth, the sender's) pay a wake-up
+/// per batch (measured: 20-25 % of the OTG sender's time, docs/performance.md). Idle, it sleeps in
+/// `poll(2)` and costs nothing. On a sender's CPU it naps.
+fn rx_wait(shares_tx_cpu: bool, busy: bool) -> RxWait {
+    match (shares_tx_cpu, busy) {
+        (true, _) => RxWait::Nap,
+        (false, true) => RxWait::Spin,
+        (false, false) => RxWait::Poll,
+    }
 }
 
 impl RxWorker {
@@ -58,6 +73,8 @@ impl RxWorker {
         let mut seen = 0u64;
         let mut guard: Option<MutexGuard<'_, CaptureRing>> = None;
         let mut polls = 0u32;
+        let mut wait = rx_wait(self.shares_tx_cpu, false);
+        self.queue.set_wait(wait);
         while !self.stop.load(Ordering::Relaxed) {
             let epoch = self.capture.epoch.load(Ordering::Acquire);
             if epoch != seen {
@@ -86,9 +103,16 @@ impl RxWorker {
                 }),
                 None => self.queue.recv(RX_BATCH, RX_WAIT, &mut |f, m| counted.frame(f, m)),
             };
-            if let Err(e) = r {
-                self.errors.lock().unwrap_or_else(|x| x.into_inner()).push(e.to_string());
-                break;
+            let n = match r {
+                Ok(n) => n,
+                Err(e) => {
+                    self.errors.lock().unwrap_or_else(|x| x.into_inner()).push(e.to_string());
+                    break;
+                }
+            };
+            if rx_wait(self.shares_tx_cpu, n > 0) != wait {
+                wait = rx_wait(self.shares_tx_cpu, n > 0);
+                self.queue.set_wait(wait);
             }
             polls = polls.wrapping_add(1);
             if polls.is_multiple_of(16) {
@@ -145,5 +169,17 @@ impl Count<'_> {
         };
         let correction = wire * (self.ps_per_byte + self.flow_ps[i]) / 1000;
         slot.latency(raw.saturating_sub(correction));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn receivers_spin_only_while_frames_flow_on_a_cpu_of_their_own() {
+        assert_eq!(rx_wait(false, true), RxWait::Spin);
+        assert_eq!(rx_wait(false, false), RxWait::Poll);
+        assert_eq!((rx_wait(true, true), rx_wait(true, false)), (RxWait::Nap, RxWait::Nap));
     }
 }

@@ -325,8 +325,20 @@ fn pick_due(
         if due < floor {
             s.anchor += floor - due;
         }
-        s.picked += 1;
-        pending.push_back(k);
+        // The flow's frames due before the next entry's go in one run: one heap operation per
+        // run, not per frame (one flow alone: one per batch).
+        let next = heap.peek().map_or(u64::MAX, |&Reverse((d, _, _))| d);
+        loop {
+            s.picked += 1;
+            pending.push_back(k);
+            if s.all_picked() || pending.len() == pending.capacity() {
+                break;
+            }
+            let d = s.due(s.picked);
+            if d > now || d > next {
+                break;
+            }
+        }
         if !s.all_picked() {
             heap.push(Reverse((s.due(s.picked), k, gen)));
         }
@@ -347,4 +359,47 @@ pub(crate) fn post(mailbox: &Mailbox, thread: &std::thread::Thread, cmds: impl I
     mailbox.cmds.lock().unwrap_or_else(|e| e.into_inner()).extend(cmds);
     mailbox.epoch.fetch_add(1, Ordering::Release);
     thread.unpark();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::generator::{compile_flow, GenDuration, GenFlowConfig};
+    use crate::stream::Rate;
+
+    fn slot(index: usize, pps: f64, duration: GenDuration) -> Slot {
+        let mut c = GenFlowConfig::new("f");
+        (c.rate, c.duration) = (Rate::Pps(pps), duration);
+        let mut s = Slot::new(Arc::new(compile_flow(index, &c, 1514, None).unwrap()));
+        s.running = true;
+        s
+    }
+
+    fn picks(slots: &mut [Slot], now: u64) -> (Vec<u32>, usize) {
+        let mut heap = BinaryHeap::new();
+        for (k, s) in slots.iter().enumerate() {
+            heap.push(Reverse((s.due(0), k as u32, s.gen)));
+        }
+        let mut pending = VecDeque::with_capacity(UNPACED_BATCH);
+        pick_due(slots, &mut heap, &mut pending, now, 0);
+        (pending.into_iter().collect(), heap.len())
+    }
+
+    #[test]
+    fn picks_are_in_due_order_across_flows() {
+        // 1000 and 500 frames/s from 0, at 1.5 ms: frames due at 0 (both), then 1 ms (the first).
+        let mut slots = [slot(0, 1000.0, GenDuration::Continuous), slot(1, 500.0, GenDuration::Continuous)];
+        assert_eq!(picks(&mut slots, 1_500_000), (vec![0, 1, 0], 2));
+        assert_eq!((slots[0].picked, slots[1].picked), (2, 1));
+    }
+
+    #[test]
+    fn one_flow_fills_a_batch_and_stops_at_its_limit() {
+        let mut slots = [slot(0, 1e9, GenDuration::Continuous)];
+        let (p, heap) = picks(&mut slots, 1_000_000);
+        assert!(p.len() >= UNPACED_BATCH && p.iter().all(|&k| k == 0), "{}", p.len());
+        assert_eq!((slots[0].picked, heap), (p.len() as u64, 1));
+        let mut slots = [slot(0, 1e9, GenDuration::Frames(5))];
+        assert_eq!(picks(&mut slots, 1_000_000), (vec![0; 5], 0));
+    }
 }
