@@ -731,15 +731,7 @@ pub fn run_trial(
     ctl: &Arc<TrialControl>,
 ) -> Result<TrialResult, EngineError> {
     let streams = prepare(ports, cfg)?;
-    let nflows: u64 = streams.iter().map(|s| s.flows.count()).sum();
-    if let Some(available) = flowstate::mem_available_bytes() {
-        let rx_queues: usize = if cfg.receive {
-            dedup(streams.iter().map(|s| s.config.rx_port)).iter().map(|&p| ports[p].caps().rx_queues).sum()
-        } else {
-            0
-        };
-        flowstate::check_fits(nflows, rx_queues, cfg.gap_slots, available)?;
-    }
+    check_flow_memory(ports, cfg, &streams)?;
     let late_ns = cfg.late_threshold_ns();
     let started_realtime_ns = clock::realtime_ns();
     ctl.set_phase(Phase::Setup);
@@ -748,34 +740,11 @@ pub fn run_trial(
     ctl.tag.store(tag, Ordering::Relaxed);
 
     // Open every queue first: a failure here leaves nothing running.
-    let tx_ports: Vec<usize> = dedup(streams.iter().map(|s| s.config.tx_port));
-    let rx_ports: Vec<usize> = if cfg.receive { dedup(streams.iter().map(|s| s.config.rx_port)) } else { Vec::new() };
-    let mut txq: Vec<(usize, Box<dyn TxQueue>)> = Vec::new();
-    for &p in &tx_ports {
-        for q in 0..ports[p].caps().tx_queues {
-            txq.push((p, ports[p].open_tx(q)?));
-        }
-    }
-    let mut rxq: Vec<(usize, Box<dyn RxQueue>)> = Vec::new();
-    for &p in &rx_ports {
-        for q in 0..ports[p].caps().rx_queues {
-            rxq.push((p, ports[p].open_rx(q)?));
-        }
-    }
+    let (txq, rxq) = open_queues(ports, cfg, &streams)?;
     // The links before any traffic, watched during the trial and compared with after the drain.
     let links: Vec<Option<Arc<dyn LinkSource>>> = ports.iter().map(|p| p.link()).collect();
-    let mut watches: Vec<LinkWatch> = links
-        .iter()
-        .map(|l| {
-            let mut w = LinkWatch { before: l.as_ref().and_then(|l| l.state()), ..Default::default() };
-            w.observe(w.before);
-            w
-        })
-        .collect();
-    // A frame a TX worker is sending may arrive before the worker publishes its count.
-    let sent_slack = (txq.len() * UNPACED_BATCH) as u64;
+    let watches = links_before(&links);
     let epoch_ns = clock::now_ns();
-    let rx_stop = AtomicBool::new(false);
     let rx_cpus: Vec<usize> = (0..rxq.len()).map(|i| pick_cpu(&cfg.rx_cpus, i, false)).collect();
     let tx_cpus: Vec<usize> = (0..txq.len()).map(|i| pick_cpu(&cfg.tx_cpus, i, true)).collect();
     let rx_lives: Vec<Arc<RxLive>> = rxq.iter().map(|_| Arc::new(RxLive::default())).collect();
@@ -783,143 +752,54 @@ pub fn run_trial(
     let phases = cfg.run_phases();
     let grid =
         (cfg.interval_ns > 0 && !phases.is_empty()).then(|| Arc::new(IntervalGrid::new(&phases, cfg.interval_ns)));
-    let planned_ns: u64 = phases.iter().map(|p| p.duration_ns).sum();
     *ctl.intervals.lock().unwrap_or_else(|e| e.into_inner()) =
         grid.clone().map(|g| (g, epoch_ns, late_ns.saturating_add(SETTLE_MARGIN_NS)));
+    let rx_setup = RxSetup {
+        nflows: streams.iter().map(|s| s.flows.count()).sum::<u64>() as usize,
+        epoch_ns,
+        late_ns,
+        gap_slots: cfg.gap_slots,
+        grid: grid.clone(),
+        // A frame a TX worker is sending may arrive before the worker publishes its count.
+        sent_slack: (txq.len() * UNPACED_BATCH) as u64,
+        stop: AtomicBool::new(false),
+    };
 
     // The flows' state is allocated by the workers: measured as the resident set's growth.
     let rss_before = flowstate::rss_bytes().unwrap_or(0);
-    let (rx_outs, tx_outs, watches) = std::thread::scope(|scope| {
-        let links = &links;
-        let link_stop = &rx_stop;
+    let (rx_outs, tx_outs, mut watches) = std::thread::scope(|scope| {
+        let (links, link_stop) = (&links, &rx_setup.stop);
         let watcher = std::thread::Builder::new()
             .name("netrig-link".into())
             .spawn_scoped(scope, move || {
+                let mut watches = watches;
                 watch_links(links, &mut watches, link_stop);
                 watches
             })
             .expect("spawning the link watcher");
-        // RX workers.
         let mut rx_handles = Vec::new();
         for (i, (port, mut q)) in rxq.into_iter().enumerate() {
             let cpu_id = rx_cpus[i];
             // A receiver on a sender's CPU naps when its queue is empty; one on a CPU of its own
             // polls the ring for a moment first.
             q.set_wait(if tx_cpus.contains(&cpu_id) { RxWait::Nap } else { RxWait::Spin });
-            let rx_stop = &rx_stop;
-            let live = rx_lives[i].clone();
-            let ident = ident.clone();
-            let sent_ctl = ctl.clone();
-            let grid = grid.clone();
+            let (setup, live, ident, sent_ctl) = (&rx_setup, rx_lives[i].clone(), ident.clone(), ctl.clone());
             let h = std::thread::Builder::new()
                 .name(format!("netrig-rx{i}"))
                 .spawn_scoped(scope, move || {
                     let _ = cpu::pin_current_thread(cpu_id);
                     let _ = cpu::normal_priority();
-                    let sent: SentSoFar = Box::new(move || sent_ctl.tx_frames_now().saturating_add(sent_slack));
-                    let mut an = Analyzer::new(nflows as usize, epoch_ns, late_ns)
-                        .with_gap_slots(cfg.gap_slots)
-                        .for_trial(ident, sent);
-                    an.intervals = grid.map(IntervalCounter::with_latency);
-                    let mut error = None;
-                    while !rx_stop.load(Ordering::Relaxed) {
-                        let polled = clock::now_ns().saturating_sub(epoch_ns);
-                        match q.recv(RX_BATCH, std::time::Duration::from_millis(5), &mut |f, m| an.frame(f, m)) {
-                            Ok(n) => {
-                                live.frames.store(an.totals.frames, Ordering::Relaxed);
-                                if let Some(iv) = an.intervals.as_mut() {
-                                    // Fewer than a batch: what had arrived when it polled is counted
-                                    // (a TPACKET_V3 block may hold frames a few ms longer:
-                                    // `SETTLE_MARGIN_NS` covers it).
-                                    if n < RX_BATCH {
-                                        iv.flush_upto(polled);
-                                    } else {
-                                        iv.flush();
-                                    }
-                                }
-                            }
-                            Err(e) => {
-                                error = Some(e.to_string());
-                                break;
-                            }
-                        }
-                    }
-                    // Frames already in the tester's ring are counted, not dropped with it.
-                    let end = clock::now_ns() + RX_FINAL_PASS_NS;
-                    while error.is_none() && clock::now_ns() < end {
-                        if let Err(e) = q.recv(256, std::time::Duration::from_millis(1), &mut |f, m| an.frame(f, m)) {
-                            error = Some(e.to_string());
-                        }
-                    }
-                    live.frames.store(an.totals.frames, Ordering::Relaxed);
-                    if let Some(iv) = an.intervals.as_mut() {
-                        iv.flush_upto(u64::MAX);
-                    }
-                    RxWorkerOut { port, analyzer: an, stats: q.stats(), error }
+                    rx_worker(port, q, setup, &live, ident, sent_ctl)
                 })
                 .expect("spawning an RX thread");
             rx_handles.push(h);
         }
-
-        // Learning frames: a broadcast from each stream's destination MAC out of its RX port.
-        if cfg.learning && cfg.receive {
-            ctl.set_phase(Phase::Learning);
-            send_learning(ports, &streams);
-        }
-
-        // Warm-up: the trial's streams at their rates, signed as warm-up (not counted).
-        let mut txq = txq;
-        if cfg.warmup_ns > 0 && !ctl.stopped() {
-            ctl.set_phase(Phase::Warmup);
-            let start = clock::now_ns() + 1_000_000;
-            let scale = phases.first().map_or(1.0, |p| p.rate_scale);
-            let run = Run {
-                epoch_ns,
-                start_ns: start,
-                phases: RunShape::Phases {
-                    phases: vec![RatePhase { duration_ns: cfg.warmup_ns, rate_scale: scale }],
-                    max_stretch_ns: 0,
-                },
-                all_phased: true,
-                pacing: cfg.pacing,
-                grid: None,
-                warmup: true,
-                trial: tag,
-            };
-            let _ = run_tx_all(&mut txq, &streams, &tx_cpus, &run, ctl);
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-
-        ctl.set_phase(Phase::Running);
-        let start = clock::now_ns() + 2_000_000;
-        ctl.run_start_ns.store(start, Ordering::Relaxed);
-        let max_stretch_ns = (planned_ns as f64 * cfg.max_stretch_ratio) as u64;
-        let run = Run {
-            epoch_ns,
-            start_ns: start,
-            phases: RunShape::Phases { phases: phases.clone(), max_stretch_ns },
-            all_phased: false,
-            pacing: cfg.pacing,
-            grid: grid.clone(),
-            warmup: false,
-            trial: tag,
-        };
-        let tx_outs = run_tx_all(&mut txq, &streams, &tx_cpus, &run, ctl);
-
-        // Drain: frames in flight get `drain_ns` to arrive.
-        ctl.set_phase(Phase::Draining);
-        let drain_end = clock::now_ns() + cfg.drain_ns;
-        while clock::now_ns() < drain_end && !ctl.stopped() {
-            std::thread::sleep(
-                std::time::Duration::from_millis(5)
-                    .min(std::time::Duration::from_nanos(drain_end.saturating_sub(clock::now_ns()))),
-            );
-        }
-        rx_stop.store(true, Ordering::SeqCst);
+        let tx_outs = send_all(ports, cfg, &streams, txq, &tx_cpus, (epoch_ns, tag), grid.clone(), ctl);
+        drain(cfg.drain_ns, ctl);
+        rx_setup.stop.store(true, Ordering::SeqCst);
         let rx_outs: Vec<RxWorkerOut> = rx_handles.into_iter().map(|h| h.join().expect("RX worker panicked")).collect();
         (rx_outs, tx_outs, watcher.join().expect("link watcher panicked"))
     });
-    let mut watches = watches;
     for (l, w) in links.iter().zip(watches.iter_mut()) {
         w.after = l.as_ref().and_then(|l| l.state());
         w.observe(w.after);
@@ -938,6 +818,183 @@ pub fn run_trial(
         flow_memory_bytes: flowstate::rss_bytes().unwrap_or(0).saturating_sub(rss_before),
     };
     Ok(collect(ports, cfg, &streams, rx_outs, tx_outs, run))
+}
+
+/// The flows' state must fit in the memory available (checked before anything is allocated).
+fn check_flow_memory(
+    ports: &[Box<dyn Port>],
+    cfg: &TrialConfig,
+    streams: &[Arc<CompiledStream>],
+) -> Result<(), EngineError> {
+    let nflows: u64 = streams.iter().map(|s| s.flows.count()).sum();
+    if let Some(available) = flowstate::mem_available_bytes() {
+        let rx_queues: usize = if cfg.receive {
+            dedup(streams.iter().map(|s| s.config.rx_port)).iter().map(|&p| ports[p].caps().rx_queues).sum()
+        } else {
+            0
+        };
+        flowstate::check_fits(nflows, rx_queues, cfg.gap_slots, available)?;
+    }
+    Ok(())
+}
+
+/// A trial's TX and RX queues, each with its port index.
+type Queues = (Vec<(usize, Box<dyn TxQueue>)>, Vec<(usize, Box<dyn RxQueue>)>);
+
+/// Open every queue of the ports the streams send from and (when the trial receives) receive on.
+fn open_queues(
+    ports: &mut [Box<dyn Port>],
+    cfg: &TrialConfig,
+    streams: &[Arc<CompiledStream>],
+) -> Result<Queues, EngineError> {
+    let tx_ports: Vec<usize> = dedup(streams.iter().map(|s| s.config.tx_port));
+    let rx_ports: Vec<usize> = if cfg.receive { dedup(streams.iter().map(|s| s.config.rx_port)) } else { Vec::new() };
+    let mut txq: Vec<(usize, Box<dyn TxQueue>)> = Vec::new();
+    for &p in &tx_ports {
+        for q in 0..ports[p].caps().tx_queues {
+            txq.push((p, ports[p].open_tx(q)?));
+        }
+    }
+    let mut rxq: Vec<(usize, Box<dyn RxQueue>)> = Vec::new();
+    for &p in &rx_ports {
+        for q in 0..ports[p].caps().rx_queues {
+            rxq.push((p, ports[p].open_rx(q)?));
+        }
+    }
+    Ok((txq, rxq))
+}
+
+/// Every port's link as read before the trial.
+fn links_before(links: &[Option<Arc<dyn LinkSource>>]) -> Vec<LinkWatch> {
+    links
+        .iter()
+        .map(|l| {
+            let mut w = LinkWatch { before: l.as_ref().and_then(|l| l.state()), ..Default::default() };
+            w.observe(w.before);
+            w
+        })
+        .collect()
+}
+
+/// What every RX worker of a trial shares.
+struct RxSetup {
+    nflows: usize,
+    epoch_ns: u64,
+    late_ns: u64,
+    gap_slots: usize,
+    grid: Option<Arc<IntervalGrid>>,
+    /// Frames the TX workers may have sent beyond what they published.
+    sent_slack: u64,
+    /// Set after the drain: the workers empty their rings and end.
+    stop: AtomicBool,
+}
+
+/// One RX worker: analyse every frame of queue `q` until the stop, then empty the ring.
+fn rx_worker(
+    port: usize,
+    mut q: Box<dyn RxQueue>,
+    setup: &RxSetup,
+    live: &RxLive,
+    ident: TrialIdent,
+    sent_ctl: Arc<TrialControl>,
+) -> RxWorkerOut {
+    let (epoch_ns, slack) = (setup.epoch_ns, setup.sent_slack);
+    let sent: SentSoFar = Box::new(move || sent_ctl.tx_frames_now().saturating_add(slack));
+    let mut an =
+        Analyzer::new(setup.nflows, epoch_ns, setup.late_ns).with_gap_slots(setup.gap_slots).for_trial(ident, sent);
+    an.intervals = setup.grid.clone().map(IntervalCounter::with_latency);
+    let mut error = None;
+    while !setup.stop.load(Ordering::Relaxed) {
+        let polled = clock::now_ns().saturating_sub(epoch_ns);
+        match q.recv(RX_BATCH, std::time::Duration::from_millis(5), &mut |f, m| an.frame(f, m)) {
+            Ok(n) => {
+                live.frames.store(an.totals.frames, Ordering::Relaxed);
+                if let Some(iv) = an.intervals.as_mut() {
+                    // Fewer than a batch: what had arrived when it polled is counted (a TPACKET_V3
+                    // block may hold frames a few ms longer: `SETTLE_MARGIN_NS` covers it).
+                    if n < RX_BATCH {
+                        iv.flush_upto(polled);
+                    } else {
+                        iv.flush();
+                    }
+                }
+            }
+            Err(e) => {
+                error = Some(e.to_string());
+                break;
+            }
+        }
+    }
+    // Frames already in the tester's ring are counted, not dropped with it.
+    let end = clock::now_ns() + RX_FINAL_PASS_NS;
+    while error.is_none() && clock::now_ns() < end {
+        if let Err(e) = q.recv(256, std::time::Duration::from_millis(1), &mut |f, m| an.frame(f, m)) {
+            error = Some(e.to_string());
+        }
+    }
+    live.frames.store(an.totals.frames, Ordering::Relaxed);
+    if let Some(iv) = an.intervals.as_mut() {
+        iv.flush_upto(u64::MAX);
+    }
+    RxWorkerOut { port, analyzer: an, stats: q.stats(), error }
+}
+
+/// The sending: learning frames, the warm-up (signed as warm-up, not counted), the measured run.
+/// `trial`: the epoch and the tag.
+#[allow(clippy::too_many_arguments)]
+fn send_all(
+    ports: &mut [Box<dyn Port>],
+    cfg: &TrialConfig,
+    streams: &[Arc<CompiledStream>],
+    mut txq: Vec<(usize, Box<dyn TxQueue>)>,
+    tx_cpus: &[usize],
+    (epoch_ns, tag): (u64, u32),
+    grid: Option<Arc<IntervalGrid>>,
+    ctl: &Arc<TrialControl>,
+) -> Vec<(usize, TxWorkerResult)> {
+    // Learning frames: a broadcast from each stream's destination MAC out of its RX port.
+    if cfg.learning && cfg.receive {
+        ctl.set_phase(Phase::Learning);
+        send_learning(ports, streams);
+    }
+    let phases = cfg.run_phases();
+    let run = |start_ns, phases, grid, warmup| Run {
+        epoch_ns,
+        start_ns,
+        phases,
+        all_phased: warmup,
+        pacing: cfg.pacing,
+        grid,
+        warmup,
+        trial: tag,
+    };
+    if cfg.warmup_ns > 0 && !ctl.stopped() {
+        ctl.set_phase(Phase::Warmup);
+        let scale = phases.first().map_or(1.0, |p| p.rate_scale);
+        let warmup = vec![RatePhase { duration_ns: cfg.warmup_ns, rate_scale: scale }];
+        let shape = RunShape::Phases { phases: warmup, max_stretch_ns: 0 };
+        let _ = run_tx_all(&mut txq, streams, tx_cpus, &run(clock::now_ns() + 1_000_000, shape, None, true), ctl);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    ctl.set_phase(Phase::Running);
+    let start = clock::now_ns() + 2_000_000;
+    ctl.run_start_ns.store(start, Ordering::Relaxed);
+    let planned_ns: u64 = phases.iter().map(|p| p.duration_ns).sum();
+    let max_stretch_ns = (planned_ns as f64 * cfg.max_stretch_ratio) as u64;
+    let shape = RunShape::Phases { phases, max_stretch_ns };
+    run_tx_all(&mut txq, streams, tx_cpus, &run(start, shape, grid, false), ctl)
+}
+
+/// The drain: frames in flight get `drain_ns` to arrive (less when the trial is stopped).
+fn drain(drain_ns: u64, ctl: &TrialControl) {
+    ctl.set_phase(Phase::Draining);
+    let drain_end = clock::now_ns() + drain_ns;
+    while clock::now_ns() < drain_end && !ctl.stopped() {
+        std::thread::sleep(
+            std::time::Duration::from_millis(5)
+                .min(std::time::Duration::from_nanos(drain_end.saturating_sub(clock::now_ns()))),
+        );
+    }
 }
 
 /// What [`collect`] needs to know about the run besides the workers' counts.
