@@ -32,6 +32,7 @@ pub mod stream;
 pub mod sys;
 pub mod trial;
 pub mod tx;
+pub mod validity;
 
 pub use error::{ConfigError, EngineError, PortError};
 pub use pacing::{Pacing, Smoothness};

@@ -597,7 +597,7 @@ impl StreamConfig {
         let mean = self.mean_size();
         Ok(match self.rate {
             Rate::Pps(p) => p,
-            Rate::L1Bps(b) => b / ((mean + WIRE_OVERHEAD as f64) * 8.0),
+            Rate::L1Bps(b) => line_rate_fps(b, mean),
             Rate::L2Bps(b) => b / (mean * 8.0),
             Rate::PercentLine(pct) => {
                 let l = self.line_rate_bps.filter(|&l| l > 0).ok_or_else(|| {
@@ -801,7 +801,8 @@ pub(crate) fn size_schedule(fs: &FrameSize, sizes: &[usize], seed: u64) -> Vec<u
     }
 }
 
-/// Line rate in frames/s for link speed `bps` at `size` bytes (methodology §1).
+/// Frames/s of `bps` layer-1 bit/s (a link speed, or an L1 rate) at `size` bytes per frame: every
+/// frame takes [`WIRE_OVERHEAD`] more on the wire (methodology §1). The one place of the formula.
 pub fn line_rate_fps(bps: f64, size: f64) -> f64 {
     bps / ((size + WIRE_OVERHEAD as f64) * 8.0)
 }

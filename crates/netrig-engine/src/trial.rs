@@ -12,7 +12,7 @@
 //!
 //! Every trial has a tag (the signature's nonce, [`claim_tag`]), so its receivers count only its
 //! own frames; the trial is invalid when the tester, not the DUT, may have lost or made frames:
-//! see [`collect`] for every rule.
+//! see [`crate::validity`] for every rule.
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -32,20 +32,17 @@ use crate::schedule::{IntervalCounter, IntervalGrid, RatePhase};
 use crate::stream::{compile, CompiledStream, Rate, Stop, StreamConfig};
 use crate::sys::{bpf, cpu};
 use crate::tx::{run_tx_worker, split_stream, RunShape, TxLive, TxPlan, TxShare, TxWorkerResult, UNPACED_BATCH};
+use crate::validity::{self, LinkFacts, PortFacts, SeqBeyond, StreamFacts, TrialFacts};
+pub use crate::validity::{COUNT_STOP_GRACE_NS, MIN_ACHIEVED_RATIO};
 
 /// Scheduler slice TX workers ask for (`sys::cpu::request_short_slices`; the kernel's minimum).
 pub(crate) const TX_SLICE_NS: u64 = 100_000;
-/// A trial in which the tester sent less than this share of the intended frames is invalid.
-pub const MIN_ACHIEVED_RATIO: f64 = 0.999;
 /// Wait after the last frame for frames in flight, unless configured (methodology §2: 2 s).
 pub const DEFAULT_DRAIN_NS: u64 = 2_000_000_000;
 /// After the drain every receiver empties its ring for this long: frames that reached the tester
 /// before the end are counted, not dropped with the socket (af_packet hands a partly filled block
 /// over after its 4 ms timeout). With `drain_ns = 0` this is all the waiting there is.
 pub const RX_FINAL_PASS_NS: u64 = 10_000_000;
-/// A count-stopped stream may take this much longer than its frames at the rate (the TX workers
-/// send frames due before a duration stop's end up to this late, too).
-pub const COUNT_STOP_GRACE_NS: u64 = 2_000_000;
 
 /// How often the ports' links are read while a trial runs.
 pub const LINK_POLL_NS: u64 = 50_000_000;
@@ -672,71 +669,6 @@ struct RxWorkerOut {
     error: Option<String>,
 }
 
-/// What one RX worker of a trial is given.
-struct RxWorkerIn<'a> {
-    port: usize,
-    cpu: usize,
-    nflows: usize,
-    epoch_ns: u64,
-    late_ns: u64,
-    gap_slots: usize,
-    ident: TrialIdent,
-    sent: SentSoFar,
-    grid: Option<Arc<IntervalGrid>>,
-    stop: &'a AtomicBool,
-    live: Arc<RxLive>,
-    /// Counts the workers whose analyser is allocated.
-    ready: &'a AtomicUsize,
-}
-
-/// One RX worker: allocates its flows' state, says it is ready, then analyses every frame of
-/// its queue until `stop`, and a last pass over what is still in the ring.
-fn rx_worker(mut q: Box<dyn RxQueue>, w: RxWorkerIn<'_>) -> RxWorkerOut {
-    let _ = cpu::pin_current_thread(w.cpu);
-    let _ = cpu::normal_priority();
-    let mut an = Analyzer::new(w.nflows, w.epoch_ns, w.late_ns).with_gap_slots(w.gap_slots).for_trial(w.ident, w.sent);
-    an.intervals = w.grid.map(IntervalCounter::with_latency);
-    w.ready.fetch_add(1, Ordering::Release);
-    let mut error = None;
-    while !w.stop.load(Ordering::Relaxed) {
-        let polled = clock::now_ns().saturating_sub(w.epoch_ns);
-        let r = q.recv(RX_BATCH, std::time::Duration::from_millis(5), &mut |f, m| an.push(f, m));
-        an.flush();
-        match r {
-            Ok(n) => {
-                w.live.frames.store(an.totals.frames, Ordering::Relaxed);
-                if let Some(iv) = an.intervals.as_mut() {
-                    // Fewer than a batch: what had arrived when it polled is counted (a TPACKET_V3
-                    // block may hold frames a few ms longer: `SETTLE_MARGIN_NS` covers it).
-                    if n < RX_BATCH {
-                        iv.flush_upto(polled);
-                    } else {
-                        iv.flush();
-                    }
-                }
-            }
-            Err(e) => {
-                error = Some(e.to_string());
-                break;
-            }
-        }
-    }
-    // Frames already in the tester's ring are counted, not dropped with it.
-    let end = clock::now_ns() + RX_FINAL_PASS_NS;
-    while error.is_none() && clock::now_ns() < end {
-        let r = q.recv(256, std::time::Duration::from_millis(1), &mut |f, m| an.push(f, m));
-        an.flush();
-        if let Err(e) = r {
-            error = Some(e.to_string());
-        }
-    }
-    w.live.frames.store(an.totals.frames, Ordering::Relaxed);
-    if let Some(iv) = an.intervals.as_mut() {
-        iv.flush_upto(u64::MAX);
-    }
-    RxWorkerOut { port: w.port, analyzer: an, stats: q.stats(), error }
-}
-
 pub(crate) fn pick_cpu(list: &[usize], i: usize, from_top: bool) -> usize {
     if !list.is_empty() {
         return list[i % list.len()];
@@ -799,15 +731,7 @@ pub fn run_trial(
     ctl: &Arc<TrialControl>,
 ) -> Result<TrialResult, EngineError> {
     let streams = prepare(ports, cfg)?;
-    let nflows: u64 = streams.iter().map(|s| s.flows.count()).sum();
-    if let Some(available) = flowstate::mem_available_bytes() {
-        let rx_queues: usize = if cfg.receive {
-            dedup(streams.iter().map(|s| s.config.rx_port)).iter().map(|&p| ports[p].caps().rx_queues).sum()
-        } else {
-            0
-        };
-        flowstate::check_fits(nflows, rx_queues, cfg.gap_slots, available)?;
-    }
+    check_flow_memory(ports, cfg, &streams)?;
     let late_ns = cfg.late_threshold_ns();
     let started_realtime_ns = clock::realtime_ns();
     ctl.set_phase(Phase::Setup);
@@ -816,35 +740,11 @@ pub fn run_trial(
     ctl.tag.store(tag, Ordering::Relaxed);
 
     // Open every queue first: a failure here leaves nothing running.
-    let tx_ports: Vec<usize> = dedup(streams.iter().map(|s| s.config.tx_port));
-    let rx_ports: Vec<usize> = if cfg.receive { dedup(streams.iter().map(|s| s.config.rx_port)) } else { Vec::new() };
-    let mut txq: Vec<(usize, Box<dyn TxQueue>)> = Vec::new();
-    for &p in &tx_ports {
-        for q in 0..ports[p].caps().tx_queues {
-            txq.push((p, ports[p].open_tx(q)?));
-        }
-    }
-    let mut rxq: Vec<(usize, Box<dyn RxQueue>)> = Vec::new();
-    for &p in &rx_ports {
-        for q in 0..ports[p].caps().rx_queues {
-            rxq.push((p, ports[p].open_rx(q)?));
-        }
-    }
+    let (txq, rxq) = open_queues(ports, cfg, &streams)?;
     // The links before any traffic, watched during the trial and compared with after the drain.
     let links: Vec<Option<Arc<dyn LinkSource>>> = ports.iter().map(|p| p.link()).collect();
-    let mut watches: Vec<LinkWatch> = links
-        .iter()
-        .map(|l| {
-            let mut w = LinkWatch { before: l.as_ref().and_then(|l| l.state()), ..Default::default() };
-            w.observe(w.before);
-            w
-        })
-        .collect();
-    // A frame a TX worker is sending may arrive before the worker publishes its count.
-    let sent_slack = (txq.len() * UNPACED_BATCH) as u64;
+    let watches = links_before(&links);
     let epoch_ns = clock::now_ns();
-    let rx_stop = AtomicBool::new(false);
-    let rx_ready = AtomicUsize::new(0);
     let rx_cpus: Vec<usize> = (0..rxq.len()).map(|i| pick_cpu(&cfg.rx_cpus, i, false)).collect();
     let tx_cpus: Vec<usize> = (0..txq.len()).map(|i| pick_cpu(&cfg.tx_cpus, i, true)).collect();
     let rx_lives: Vec<Arc<RxLive>> = rxq.iter().map(|_| Arc::new(RxLive::default())).collect();
@@ -852,116 +752,60 @@ pub fn run_trial(
     let phases = cfg.run_phases();
     let grid =
         (cfg.interval_ns > 0 && !phases.is_empty()).then(|| Arc::new(IntervalGrid::new(&phases, cfg.interval_ns)));
-    let planned_ns: u64 = phases.iter().map(|p| p.duration_ns).sum();
     *ctl.intervals.lock().unwrap_or_else(|e| e.into_inner()) =
         grid.clone().map(|g| (g, epoch_ns, late_ns.saturating_add(SETTLE_MARGIN_NS)));
+    let rx_setup = RxSetup {
+        nflows: streams.iter().map(|s| s.flows.count()).sum::<u64>() as usize,
+        epoch_ns,
+        late_ns,
+        gap_slots: cfg.gap_slots,
+        grid: grid.clone(),
+        // A frame a TX worker is sending may arrive before the worker publishes its count.
+        sent_slack: (txq.len() * UNPACED_BATCH) as u64,
+        stop: AtomicBool::new(false),
+        ready: AtomicUsize::new(0),
+    };
 
     // The flows' state is allocated by the workers: measured as the resident set's growth.
     let rss_before = flowstate::rss_bytes().unwrap_or(0);
-    let (rx_outs, tx_outs, watches) = std::thread::scope(|scope| {
-        let links = &links;
-        let link_stop = &rx_stop;
+    let (rx_outs, tx_outs, mut watches) = std::thread::scope(|scope| {
+        let (links, link_stop) = (&links, &rx_setup.stop);
         let watcher = std::thread::Builder::new()
             .name("netrig-link".into())
             .spawn_scoped(scope, move || {
+                let mut watches = watches;
                 watch_links(links, &mut watches, link_stop);
                 watches
             })
             .expect("spawning the link watcher");
-        // RX workers. Traffic starts once every one holds its flows' state: allocating it takes
-        // a page fault per 4 KiB (~50 ms at 1 M flows), frames that arrived meanwhile overflowed the
-        // ring.
-        let ready = &rx_ready;
         let mut rx_handles = Vec::new();
         for (i, (port, mut q)) in rxq.into_iter().enumerate() {
             let cpu_id = rx_cpus[i];
             // A receiver on a sender's CPU naps when its queue is empty; one on a CPU of its own
             // polls the ring for a moment first.
             q.set_wait(if tx_cpus.contains(&cpu_id) { RxWait::Nap } else { RxWait::Spin });
-            let sent_ctl = ctl.clone();
-            let w = RxWorkerIn {
-                port,
-                cpu: cpu_id,
-                nflows: nflows as usize,
-                epoch_ns,
-                late_ns,
-                gap_slots: cfg.gap_slots,
-                ident: ident.clone(),
-                sent: Box::new(move || sent_ctl.tx_frames_now().saturating_add(sent_slack)),
-                grid: grid.clone(),
-                stop: &rx_stop,
-                live: rx_lives[i].clone(),
-                ready,
-            };
+            let (setup, live, ident, sent_ctl) = (&rx_setup, rx_lives[i].clone(), ident.clone(), ctl.clone());
             let h = std::thread::Builder::new()
                 .name(format!("netrig-rx{i}"))
-                .spawn_scoped(scope, move || rx_worker(q, w))
+                .spawn_scoped(scope, move || {
+                    let _ = cpu::pin_current_thread(cpu_id);
+                    let _ = cpu::normal_priority();
+                    rx_worker(port, q, setup, &live, ident, sent_ctl)
+                })
                 .expect("spawning an RX thread");
             rx_handles.push(h);
         }
-        while ready.load(Ordering::Acquire) < rx_handles.len() && !rx_handles.iter().any(|h| h.is_finished()) {
+        // Traffic starts once every RX worker holds its flows' state: allocating it takes a page
+        // fault per 4 KiB (~50 ms at 1 M flows), and frames arriving meanwhile overflowed the ring.
+        while rx_setup.ready.load(Ordering::Acquire) < rx_handles.len() && !rx_handles.iter().any(|h| h.is_finished()) {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
-
-        // Learning frames: a broadcast from each stream's destination MAC out of its RX port.
-        if cfg.learning && cfg.receive {
-            ctl.set_phase(Phase::Learning);
-            send_learning(ports, &streams);
-        }
-
-        // Warm-up: the trial's streams at their rates, signed as warm-up (not counted).
-        let mut txq = txq;
-        if cfg.warmup_ns > 0 && !ctl.stopped() {
-            ctl.set_phase(Phase::Warmup);
-            let start = clock::now_ns() + 1_000_000;
-            let scale = phases.first().map_or(1.0, |p| p.rate_scale);
-            let run = Run {
-                epoch_ns,
-                start_ns: start,
-                phases: RunShape::Phases {
-                    phases: vec![RatePhase { duration_ns: cfg.warmup_ns, rate_scale: scale }],
-                    max_stretch_ns: 0,
-                },
-                all_phased: true,
-                pacing: cfg.pacing,
-                grid: None,
-                warmup: true,
-                trial: tag,
-            };
-            let _ = run_tx_all(&mut txq, &streams, &tx_cpus, &run, ctl);
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-
-        ctl.set_phase(Phase::Running);
-        let start = clock::now_ns() + 2_000_000;
-        ctl.run_start_ns.store(start, Ordering::Relaxed);
-        let max_stretch_ns = (planned_ns as f64 * cfg.max_stretch_ratio) as u64;
-        let run = Run {
-            epoch_ns,
-            start_ns: start,
-            phases: RunShape::Phases { phases: phases.clone(), max_stretch_ns },
-            all_phased: false,
-            pacing: cfg.pacing,
-            grid: grid.clone(),
-            warmup: false,
-            trial: tag,
-        };
-        let tx_outs = run_tx_all(&mut txq, &streams, &tx_cpus, &run, ctl);
-
-        // Drain: frames in flight get `drain_ns` to arrive.
-        ctl.set_phase(Phase::Draining);
-        let drain_end = clock::now_ns() + cfg.drain_ns;
-        while clock::now_ns() < drain_end && !ctl.stopped() {
-            std::thread::sleep(
-                std::time::Duration::from_millis(5)
-                    .min(std::time::Duration::from_nanos(drain_end.saturating_sub(clock::now_ns()))),
-            );
-        }
-        rx_stop.store(true, Ordering::SeqCst);
+        let tx_outs = send_all(ports, cfg, &streams, txq, &tx_cpus, (epoch_ns, tag), grid.clone(), ctl);
+        drain(cfg.drain_ns, ctl);
+        rx_setup.stop.store(true, Ordering::SeqCst);
         let rx_outs: Vec<RxWorkerOut> = rx_handles.into_iter().map(|h| h.join().expect("RX worker panicked")).collect();
         (rx_outs, tx_outs, watcher.join().expect("link watcher panicked"))
     });
-    let mut watches = watches;
     for (l, w) in links.iter().zip(watches.iter_mut()) {
         w.after = l.as_ref().and_then(|l| l.state());
         w.observe(w.after);
@@ -980,6 +824,191 @@ pub fn run_trial(
         flow_memory_bytes: flowstate::rss_bytes().unwrap_or(0).saturating_sub(rss_before),
     };
     Ok(collect(ports, cfg, &streams, rx_outs, tx_outs, run))
+}
+
+/// The flows' state must fit in the memory available (checked before anything is allocated).
+fn check_flow_memory(
+    ports: &[Box<dyn Port>],
+    cfg: &TrialConfig,
+    streams: &[Arc<CompiledStream>],
+) -> Result<(), EngineError> {
+    let nflows: u64 = streams.iter().map(|s| s.flows.count()).sum();
+    if let Some(available) = flowstate::mem_available_bytes() {
+        let rx_queues: usize = if cfg.receive {
+            dedup(streams.iter().map(|s| s.config.rx_port)).iter().map(|&p| ports[p].caps().rx_queues).sum()
+        } else {
+            0
+        };
+        flowstate::check_fits(nflows, rx_queues, cfg.gap_slots, available)?;
+    }
+    Ok(())
+}
+
+/// A trial's TX and RX queues, each with its port index.
+type Queues = (Vec<(usize, Box<dyn TxQueue>)>, Vec<(usize, Box<dyn RxQueue>)>);
+
+/// Open every queue of the ports the streams send from and (when the trial receives) receive on.
+fn open_queues(
+    ports: &mut [Box<dyn Port>],
+    cfg: &TrialConfig,
+    streams: &[Arc<CompiledStream>],
+) -> Result<Queues, EngineError> {
+    let tx_ports: Vec<usize> = dedup(streams.iter().map(|s| s.config.tx_port));
+    let rx_ports: Vec<usize> = if cfg.receive { dedup(streams.iter().map(|s| s.config.rx_port)) } else { Vec::new() };
+    let mut txq: Vec<(usize, Box<dyn TxQueue>)> = Vec::new();
+    for &p in &tx_ports {
+        for q in 0..ports[p].caps().tx_queues {
+            txq.push((p, ports[p].open_tx(q)?));
+        }
+    }
+    let mut rxq: Vec<(usize, Box<dyn RxQueue>)> = Vec::new();
+    for &p in &rx_ports {
+        for q in 0..ports[p].caps().rx_queues {
+            rxq.push((p, ports[p].open_rx(q)?));
+        }
+    }
+    Ok((txq, rxq))
+}
+
+/// Every port's link as read before the trial.
+fn links_before(links: &[Option<Arc<dyn LinkSource>>]) -> Vec<LinkWatch> {
+    links
+        .iter()
+        .map(|l| {
+            let mut w = LinkWatch { before: l.as_ref().and_then(|l| l.state()), ..Default::default() };
+            w.observe(w.before);
+            w
+        })
+        .collect()
+}
+
+/// What every RX worker of a trial shares.
+struct RxSetup {
+    nflows: usize,
+    epoch_ns: u64,
+    late_ns: u64,
+    gap_slots: usize,
+    grid: Option<Arc<IntervalGrid>>,
+    /// Frames the TX workers may have sent beyond what they published.
+    sent_slack: u64,
+    /// Set after the drain: the workers empty their rings and end.
+    stop: AtomicBool,
+    /// Workers holding their flows' state (traffic waits for all of them).
+    ready: AtomicUsize,
+}
+
+/// One RX worker: analyse every frame of queue `q` until the stop, then empty the ring.
+fn rx_worker(
+    port: usize,
+    mut q: Box<dyn RxQueue>,
+    setup: &RxSetup,
+    live: &RxLive,
+    ident: TrialIdent,
+    sent_ctl: Arc<TrialControl>,
+) -> RxWorkerOut {
+    let (epoch_ns, slack) = (setup.epoch_ns, setup.sent_slack);
+    let sent: SentSoFar = Box::new(move || sent_ctl.tx_frames_now().saturating_add(slack));
+    let mut an =
+        Analyzer::new(setup.nflows, epoch_ns, setup.late_ns).with_gap_slots(setup.gap_slots).for_trial(ident, sent);
+    an.intervals = setup.grid.clone().map(IntervalCounter::with_latency);
+    setup.ready.fetch_add(1, Ordering::Release);
+    let mut error = None;
+    while !setup.stop.load(Ordering::Relaxed) {
+        let polled = clock::now_ns().saturating_sub(epoch_ns);
+        // Frames are pushed (their flow state prefetched) and counted at the batch's end.
+        let r = q.recv(RX_BATCH, std::time::Duration::from_millis(5), &mut |f, m| an.push(f, m));
+        an.flush();
+        match r {
+            Ok(n) => {
+                live.frames.store(an.totals.frames, Ordering::Relaxed);
+                if let Some(iv) = an.intervals.as_mut() {
+                    // Fewer than a batch: what had arrived when it polled is counted (a TPACKET_V3
+                    // block may hold frames a few ms longer: `SETTLE_MARGIN_NS` covers it).
+                    if n < RX_BATCH {
+                        iv.flush_upto(polled);
+                    } else {
+                        iv.flush();
+                    }
+                }
+            }
+            Err(e) => {
+                error = Some(e.to_string());
+                break;
+            }
+        }
+    }
+    // Frames already in the tester's ring are counted, not dropped with it.
+    let end = clock::now_ns() + RX_FINAL_PASS_NS;
+    while error.is_none() && clock::now_ns() < end {
+        let r = q.recv(256, std::time::Duration::from_millis(1), &mut |f, m| an.push(f, m));
+        an.flush();
+        if let Err(e) = r {
+            error = Some(e.to_string());
+        }
+    }
+    live.frames.store(an.totals.frames, Ordering::Relaxed);
+    if let Some(iv) = an.intervals.as_mut() {
+        iv.flush_upto(u64::MAX);
+    }
+    RxWorkerOut { port, analyzer: an, stats: q.stats(), error }
+}
+
+/// The sending: learning frames, the warm-up (signed as warm-up, not counted), the measured run.
+/// `trial`: the epoch and the tag.
+#[allow(clippy::too_many_arguments)]
+fn send_all(
+    ports: &mut [Box<dyn Port>],
+    cfg: &TrialConfig,
+    streams: &[Arc<CompiledStream>],
+    mut txq: Vec<(usize, Box<dyn TxQueue>)>,
+    tx_cpus: &[usize],
+    (epoch_ns, tag): (u64, u32),
+    grid: Option<Arc<IntervalGrid>>,
+    ctl: &Arc<TrialControl>,
+) -> Vec<(usize, TxWorkerResult)> {
+    // Learning frames: a broadcast from each stream's destination MAC out of its RX port.
+    if cfg.learning && cfg.receive {
+        ctl.set_phase(Phase::Learning);
+        send_learning(ports, streams);
+    }
+    let phases = cfg.run_phases();
+    let run = |start_ns, phases, grid, warmup| Run {
+        epoch_ns,
+        start_ns,
+        phases,
+        all_phased: warmup,
+        pacing: cfg.pacing,
+        grid,
+        warmup,
+        trial: tag,
+    };
+    if cfg.warmup_ns > 0 && !ctl.stopped() {
+        ctl.set_phase(Phase::Warmup);
+        let scale = phases.first().map_or(1.0, |p| p.rate_scale);
+        let warmup = vec![RatePhase { duration_ns: cfg.warmup_ns, rate_scale: scale }];
+        let shape = RunShape::Phases { phases: warmup, max_stretch_ns: 0 };
+        let _ = run_tx_all(&mut txq, streams, tx_cpus, &run(clock::now_ns() + 1_000_000, shape, None, true), ctl);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    ctl.set_phase(Phase::Running);
+    let start = clock::now_ns() + 2_000_000;
+    ctl.run_start_ns.store(start, Ordering::Relaxed);
+    let planned_ns: u64 = phases.iter().map(|p| p.duration_ns).sum();
+    let max_stretch_ns = (planned_ns as f64 * cfg.max_stretch_ratio) as u64;
+    let shape = RunShape::Phases { phases, max_stretch_ns };
+    run_tx_all(&mut txq, streams, tx_cpus, &run(start, shape, grid, false), ctl)
+}
+
+/// The drain: frames in flight get `drain_ns` to arrive (less when the trial is stopped).
+fn drain(drain_ns: u64, ctl: &TrialControl) {
+    ctl.set_phase(Phase::Draining);
+    let drain_end = clock::now_ns() + drain_ns;
+    while clock::now_ns() < drain_end && !ctl.stopped() {
+        std::thread::sleep(
+            std::time::Duration::from_millis(5)
+                .min(std::time::Duration::from_nanos(drain_end.saturating_sub(clock::now_ns()))),
+        );
+    }
 }
 
 /// What [`collect`] needs to know about the run besides the workers' counts.
@@ -1121,21 +1150,9 @@ fn send_learning(ports: &mut [Box<dyn Port>], streams: &[Arc<CompiledStream>]) {
     std::thread::sleep(std::time::Duration::from_millis(20));
 }
 
-/// Merge the workers' counts into the result and decide whether the trial is valid. It is not
-/// (each rule adds its reason) when:
-/// - a stream's tester sent less than [`MIN_ACHIEVED_RATIO`] of its intended frames (duration
-///   stops), or took longer than its frames at the rate allow, beyond the stretch tolerance
-///   (count stops);
-/// - a paced worker's schedule was stretched beyond the tolerance (`max_stretch_ratio`);
-/// - a flow received sequence numbers it never sent (more frames than it sent, or any beyond
-///   its last): frames mutated on the way or forged with this trial's tag were counted;
-/// - a receiving port's ring dropped frames (the tester's loss, not the DUT's);
-/// - a port received frames of another netrig trial that is not an earlier one of this process
-///   (another tester loads the DUT too);
-/// - a port's link went down during the trial, or was down at its start or end;
-/// - another process's netrig XDP program steers the netrig frames of a non-AF_XDP receiving
-///   port away from it;
-/// - a worker had an I/O error; or the trial was interrupted.
+/// Merge the workers' counts into the result and decide whether the trial is valid: the facts
+/// the validity rules read are gathered step by step, then [`validity::judge`] applies
+/// [`validity::RULES`] (docs/methodology.md lists them).
 fn collect(
     ports: &[Box<dyn Port>],
     cfg: &TrialConfig,
@@ -1144,23 +1161,115 @@ fn collect(
     tx: Vec<(usize, TxWorkerResult)>,
     run: RunFacts,
 ) -> TrialResult {
-    let interrupted = run.interrupted;
-    let (grid, epoch_ns) = (run.grid.clone(), run.epoch_ns);
-    let phases = cfg.run_phases();
-    // Per-flow receive state, read back from each RX worker's compact state and merged flow by
-    // flow (never all flows at once: at millions of flows a copy would double the memory).
-    let nflows: usize = streams.iter().map(|s| s.flows.count() as usize).sum();
-    let merged = |k: usize| -> FlowRx {
-        let mut it = rx.iter().filter(|w| k < w.analyzer.flow_count());
-        let mut f = it.next().map_or_else(empty_flow, |w| w.analyzer.flow(k));
-        for w in it {
-            f.merge(&w.analyzer.flow(k));
-        }
-        f
+    let totals = tx_totals(streams, &tx);
+    let mut facts = TrialFacts {
+        interrupted: run.interrupted,
+        pacing: cfg.pacing,
+        max_stretch_ratio: cfg.max_stretch_ratio,
+        errors: worker_errors(&tx, &rx),
+        ..Default::default()
     };
-    // The shared latency and |IPDV| histograms of flows without their own.
+    let (stream_results, all) = stream_results(cfg, streams, &rx, &tx, &totals, &mut facts);
+    let port_results = port_results(ports, &rx, &tx, &run.links, &mut facts);
+    tx_facts(cfg, streams, &tx, &mut facts);
+    let verdict = validity::judge(&facts);
+    let duration_s = streams
+        .iter()
+        .find_map(|s| match s.config.stop {
+            Stop::Duration { ns } => Some(ns as f64 / 1e9),
+            _ => None,
+        })
+        .unwrap_or(totals.window_s);
+    let end_rel = tx.iter().map(|(_, w)| w.end_ns).max().unwrap_or(0).saturating_sub(run.epoch_ns);
+    TrialResult {
+        latency: LatencySummary::from_flow(&all),
+        streams: stream_results,
+        ports: port_results,
+        trial_tag: run.tag,
+        duration_s,
+        tx_window_s: totals.window_s,
+        drain_s: cfg.drain_ns as f64 / 1e9,
+        valid: verdict.valid,
+        invalid_reason: verdict.reason,
+        interrupted: run.interrupted,
+        tx_cpus: run.tx_cpus,
+        rx_cpus: run.rx_cpus,
+        started_realtime_ns: run.started_realtime_ns,
+        tx_max_lag_ns: facts.max_lag_ns,
+        tx_max_catchup: tx.iter().map(|(_, w)| w.max_catchup).max().unwrap_or(0),
+        pacing: cfg.pacing,
+        tx_stretch_ns: tx.iter().map(|(_, w)| w.stretch_ns).max().unwrap_or(0),
+        max_stretch_ratio: cfg.max_stretch_ratio,
+        smoothness: smoothness(&tx),
+        intervals: interval_results(run.grid.as_deref(), end_rel, &rx, &tx),
+        epoch_ns: run.epoch_ns,
+        run_start_ns: run.run_start_ns,
+        flow_memory_bytes: run.flow_memory_bytes,
+    }
+}
+
+/// What the TX workers sent, per stream and per flow.
+struct TxTotals {
+    /// Frames sent per flow (index: the trial's flow id).
+    per_flow: Vec<u64>,
+    frames: Vec<u64>,
+    bytes: Vec<u64>,
+    /// Replays: frames sent with the signature.
+    stamped: Vec<u64>,
+    /// Each stream's send window (TX timestamps of its first and last frame, over its shares).
+    window: Vec<(u64, u64)>,
+    /// First to last frame handed to a queue, over all workers, seconds.
+    window_s: f64,
+}
+
+fn tx_totals(streams: &[Arc<CompiledStream>], tx: &[(usize, TxWorkerResult)]) -> TxTotals {
+    let nflows: usize = streams.iter().map(|s| s.flows.count() as usize).sum();
+    let n = streams.len();
+    let mut t = TxTotals {
+        per_flow: vec![0; nflows],
+        frames: vec![0; n],
+        bytes: vec![0; n],
+        stamped: vec![0; n],
+        window: vec![(u64::MAX, 0); n],
+        window_s: 0.0,
+    };
+    let (mut first, mut last) = (u64::MAX, 0u64);
+    for (_, w) in tx {
+        if w.first_ns > 0 {
+            first = first.min(w.first_ns);
+            last = last.max(w.last_ns);
+        }
+        for sh in &w.shares {
+            let s = &streams[sh.stream];
+            t.frames[sh.stream] += sh.frames;
+            t.bytes[sh.stream] += sh.bytes;
+            t.stamped[sh.stream] += sh.stamped;
+            if sh.frames > 0 {
+                let win = &mut t.window[sh.stream];
+                *win = (win.0.min(sh.first_ts_ns), win.1.max(sh.last_ts_ns));
+            }
+            // Shares own flows k*shares+share; recover the stream-local index.
+            let total_shares = split_count(tx, sh.stream);
+            let share_idx = share_index(tx, sh, w);
+            for (k, &n) in sh.per_flow.iter().enumerate() {
+                let local = if total_shares == 1 { k } else { k * total_shares + share_idx };
+                t.per_flow[s.flow_base as usize + local] += n;
+            }
+        }
+    }
+    t.window_s = if last > first { (last - first) as f64 / 1e9 } else { 0.0 };
+    t
+}
+
+/// The workers' I/O errors: TX workers' first, then RX workers'.
+fn worker_errors(tx: &[(usize, TxWorkerResult)], rx: &[RxWorkerOut]) -> Vec<String> {
+    tx.iter().filter_map(|(_, w)| w.error.clone()).chain(rx.iter().filter_map(|w| w.error.clone())).collect()
+}
+
+/// The shared latency and |IPDV| histograms (of flows without their own), merged over workers.
+fn shared_hists(rx: &[RxWorkerOut]) -> Option<(Histogram<u32>, Histogram<u32>)> {
     let mut shared: Option<(Histogram<u32>, Histogram<u32>)> = None;
-    for w in &rx {
+    for w in rx {
         match shared.as_mut() {
             None => shared = Some((w.analyzer.shared_hist.clone(), w.analyzer.shared_ipdv_hist.clone())),
             Some((lat, ipdv)) => {
@@ -1169,187 +1278,51 @@ fn collect(
             }
         }
     }
-    // TX per-flow counts.
-    let mut tx_per_flow: Vec<u64> = vec![0; nflows];
-    let mut tx_frames = vec![0u64; streams.len()];
-    let mut tx_bytes = vec![0u64; streams.len()];
-    let mut tx_stamped = vec![0u64; streams.len()];
-    // Each stream's send window (TX timestamps of its first and last frame, over its shares).
-    let mut stream_window = vec![(u64::MAX, 0u64); streams.len()];
-    let (mut first, mut last) = (u64::MAX, 0u64);
-    let mut errors = Vec::new();
-    for (_, w) in &tx {
-        if let Some(e) = &w.error {
-            errors.push(e.clone());
-        }
-        if w.first_ns > 0 {
-            first = first.min(w.first_ns);
-            last = last.max(w.last_ns);
-        }
-        for sh in &w.shares {
-            let s = &streams[sh.stream];
-            tx_frames[sh.stream] += sh.frames;
-            tx_bytes[sh.stream] += sh.bytes;
-            tx_stamped[sh.stream] += sh.stamped;
-            if sh.frames > 0 {
-                let w = &mut stream_window[sh.stream];
-                *w = (w.0.min(sh.first_ts_ns), w.1.max(sh.last_ts_ns));
-            }
-            // Shares own flows k*shares+share; recover the stream-local index.
-            let total_shares = split_count(&tx, sh.stream);
-            let share_idx = share_index(&tx, sh, w);
-            for (k, &n) in sh.per_flow.iter().enumerate() {
-                let local = if total_shares == 1 { k } else { k * total_shares + share_idx };
-                tx_per_flow[s.flow_base as usize + local] += n;
-            }
-        }
-    }
-    for w in &rx {
-        if let Some(e) = &w.error {
-            errors.push(e.clone());
-        }
-    }
-    let tx_window_s = if last > first { (last - first) as f64 / 1e9 } else { 0.0 };
+    shared
+}
+
+/// Every stream's result, and every flow's receive state merged; the streams' validity facts
+/// (and the flows that saw sequence numbers they never sent) go into `facts`.
+fn stream_results(
+    cfg: &TrialConfig,
+    streams: &[Arc<CompiledStream>],
+    rx: &[RxWorkerOut],
+    tx: &[(usize, TxWorkerResult)],
+    totals: &TxTotals,
+    facts: &mut TrialFacts,
+) -> (Vec<StreamResult>, FlowRx) {
+    let shared = shared_hists(rx);
+    let phases = cfg.run_phases();
     let mut all = empty_flow();
     let mut results = Vec::new();
-    let mut invalid = Vec::new();
-    // Flows that saw sequence numbers they never sent: (flow id, received, sent, highest seq + 1).
-    let mut beyond: Vec<(usize, u64, u64, u64)> = Vec::new();
     for (i, s) in streams.iter().enumerate() {
-        let base = s.flow_base as usize;
-        let n = s.flows.count() as usize;
-        let mut agg = empty_flow();
-        let mut flow_results = Vec::new();
-        let mut lost = 0u64;
-        for k in 0..n {
-            let f = &merged(base + k);
-            let sent = tx_per_flow[base + k];
-            let flost = sent.saturating_sub(f.received);
-            lost += flost;
-            if f.received > sent || f.next_seq() > sent {
-                beyond.push((base + k, f.received, sent, f.next_seq()));
-            }
-            agg.merge(f);
-            if k < cfg.max_flow_results {
-                flow_results.push(FlowResult {
-                    flow_id: (base + k) as u32,
-                    tx_frames: sent,
-                    rx_frames: f.received,
-                    rx_bytes: f.bytes,
-                    lost: flost,
-                    reordered: f.reordered,
-                    duplicated: f.duplicated,
-                    late: f.late,
-                    latency: LatencySummary::from_flow(f),
-                    gaps: f.gaps(),
-                    last_rx_tx_ns: f.last_tx_ns(),
-                    tail_missing: sent.saturating_sub(f.next_seq()),
-                });
-            }
-        }
+        let mut flows = stream_flows(s, rx, &totals.per_flow, cfg.max_flow_results, &mut facts.beyond);
+        let (base, n) = (s.flow_base as usize, s.flows.count() as usize);
         if n > crate::analyze::PER_FLOW_HIST_LIMIT && base + n > crate::analyze::PER_FLOW_HIST_LIMIT {
             // Flows past the per-flow histogram limit recorded into the shared histogram.
             if let (Some((lat, ipdv)), 1) = (&shared, streams.len()) {
-                add_hist(&mut agg.hist, lat);
-                add_hist(&mut agg.ipdv_hist, ipdv);
+                add_hist(&mut flows.agg.hist, lat);
+                add_hist(&mut flows.agg.ipdv_hist, ipdv);
             }
         }
-        all.merge(&agg);
+        all.merge(&flows.agg);
         let paced = s.rate_pps.is_finite();
-        let intended = if paced {
-            match s.frame_limit {
-                Some(l) => l,
-                None => {
-                    phases.iter().map(|p| (s.rate_pps * p.rate_scale * p.duration_ns as f64 / 1e9).round() as u64).sum()
-                }
-            }
-        } else {
-            s.frame_limit.unwrap_or(tx_frames[i])
-        };
-        // The achieved rate over the actual sending window: a paced duration stream's planned
-        // length plus the stretch of its slowest worker; a count-stopped stream's own window (TX
-        // stamps of its first and last frame: streams of one worker end at different times);
-        // otherwise the duration, or first to last frame.
-        let (w0, w1) = stream_window[i];
+        let intended = intended_frames(s, &phases, totals.frames[i]);
+        let (w0, w1) = totals.window[i];
         let own_window_s = if w1 > w0 { (w1 - w0) as f64 / 1e9 } else { 0.0 };
-        let window_s = match s.config.stop {
-            Stop::Duration { .. } if paced => tx
-                .iter()
-                .filter(|(_, w)| w.shares.iter().any(|sh| sh.stream == i))
-                .map(|(_, w)| (w.planned_ns + w.stretch_ns) as f64 / 1e9)
-                .fold(0.0, f64::max),
-            Stop::Duration { ns } => ns as f64 / 1e9,
-            Stop::Frames { .. } => own_window_s,
-            Stop::Bursts { .. } => tx_window_s,
-        };
-        let tx_rate_pps = if window_s > 0.0 { tx_frames[i] as f64 / window_s } else { 0.0 };
-        if let (Stop::Frames { .. }, false, true) = (s.config.stop, interrupted, paced) {
-            // Its frames at the rate take (n - 1) / rate from the first to the last; beyond the
-            // stretch tolerance (at least the grace a duration stop has) the tester fell behind.
-            let planned_s = tx_frames[i].saturating_sub(1) as f64 / s.rate_pps;
-            let allowed_s = (planned_s * cfg.max_stretch_ratio).max(COUNT_STOP_GRACE_NS as f64 / 1e9);
-            if tx_frames[i] > 1 && own_window_s > planned_s + allowed_s {
-                invalid.push(format!(
-                    "stream {} ({}): the tester took {:.3} s to send {} frames, {:.2} % of the offered rate of {:.0} fps \
-                     (tolerance {:.3} s): the tester could not keep the rate",
-                    i,
-                    s.config.name,
-                    own_window_s,
-                    tx_frames[i],
-                    100.0 * planned_s / own_window_s,
-                    s.rate_pps,
-                    allowed_s
-                ));
-            }
-        }
-        if !interrupted
-            && intended > 0
-            && (tx_frames[i] as f64) < intended as f64 * MIN_ACHIEVED_RATIO
-            && !matches!(s.config.rate, Rate::Max)
-        {
-            invalid.push(format!(
-                "stream {} ({}): the tester sent {} of {} intended frames ({:.2} %): the tester could not keep the offered rate of {:.0} fps",
-                i,
-                s.config.name,
-                tx_frames[i],
-                intended,
-                100.0 * tx_frames[i] as f64 / intended as f64,
-                s.rate_pps
-            ));
-        }
-        results.push(StreamResult {
-            index: i,
+        let window_s = send_window_s(s, i, tx, own_window_s, totals.window_s);
+        let tx_rate_pps = if window_s > 0.0 { totals.frames[i] as f64 / window_s } else { 0.0 };
+        facts.streams.push(StreamFacts {
             name: s.config.name.clone(),
-            tx_port: s.config.tx_port,
-            rx_port: s.config.rx_port,
-            frame_size_mean: s.mean_size(),
-            flows: n as u64,
-            intended_rate_pps: s.rate_pps,
+            count_stopped: matches!(s.config.stop, Stop::Frames { .. }),
+            paced,
+            unbounded: matches!(s.config.rate, Rate::Max),
+            rate_pps: s.rate_pps,
             intended_frames: intended,
-            tx_frames: tx_frames[i],
-            tx_bytes: tx_bytes[i],
-            tx_rate_pps,
-            rx_frames: agg.received,
-            rx_bytes: agg.bytes,
-            lost,
-            reordered: agg.reordered,
-            duplicated: agg.duplicated,
-            late: agg.late,
-            latency: LatencySummary::from_flow(&agg),
-            flow_results,
-            loss_measured: s.config.replay.as_ref().is_none_or(|r| r.stamp),
-            replay: s.config.replay.as_ref().map(|r| crate::replay::ReplayResult {
-                file: r.path.clone(),
-                stamped: r.stamp,
-                frames_per_pass: r.frames_per_pass(),
-                bytes_per_pass: r.bytes_per_pass,
-                passes: tx_frames[i] as f64 / r.frames_per_pass() as f64,
-                frames_stamped: tx_stamped[i],
-                frames_unstamped: tx_frames[i] - tx_stamped[i],
-                flows: if r.stamp { u64::from(r.flows) } else { 0 },
-                signed_in_capture: r.signed_in_capture,
-            }),
+            tx_frames: totals.frames[i],
+            own_window_s,
         });
+        results.push(stream_result(i, s, flows, intended, tx_rate_pps, totals));
     }
     if let Some((lat, ipdv)) = &shared {
         if streams.len() > 1 && !lat.is_empty() {
@@ -1357,8 +1330,149 @@ fn collect(
             add_hist(&mut all.ipdv_hist, ipdv);
         }
     }
-    // Per-port tester counters.
-    let mut port_results: Vec<PortResult> = ports
+    (results, all)
+}
+
+/// One stream's flows, merged over the RX workers.
+struct StreamFlows {
+    /// All its flows' receive state together.
+    agg: FlowRx,
+    /// The first `max_flow_results` flows'.
+    flow_results: Vec<FlowResult>,
+    lost: u64,
+}
+
+/// Merge stream `s`'s flows, flow by flow (read back from each RX worker's compact state; never
+/// all flows at once: at millions of flows a copy would double the memory). Flows that saw
+/// sequence numbers they never sent are added to `beyond`.
+fn stream_flows(
+    s: &CompiledStream,
+    rx: &[RxWorkerOut],
+    tx_per_flow: &[u64],
+    max_flow_results: usize,
+    beyond: &mut Vec<SeqBeyond>,
+) -> StreamFlows {
+    let merged = |k: usize| -> FlowRx {
+        let mut it = rx.iter().filter(|w| k < w.analyzer.flow_count());
+        let mut f = it.next().map_or_else(empty_flow, |w| w.analyzer.flow(k));
+        for w in it {
+            f.merge(&w.analyzer.flow(k));
+        }
+        f
+    };
+    let base = s.flow_base as usize;
+    let mut out = StreamFlows { agg: empty_flow(), flow_results: Vec::new(), lost: 0 };
+    for k in 0..s.flows.count() as usize {
+        let f = &merged(base + k);
+        let sent = tx_per_flow[base + k];
+        let flost = sent.saturating_sub(f.received);
+        out.lost += flost;
+        if f.received > sent || f.next_seq() > sent {
+            beyond.push(SeqBeyond { flow: base + k, received: f.received, sent, next_seq: f.next_seq() });
+        }
+        out.agg.merge(f);
+        if k < max_flow_results {
+            out.flow_results.push(FlowResult {
+                flow_id: (base + k) as u32,
+                tx_frames: sent,
+                rx_frames: f.received,
+                rx_bytes: f.bytes,
+                lost: flost,
+                reordered: f.reordered,
+                duplicated: f.duplicated,
+                late: f.late,
+                latency: LatencySummary::from_flow(f),
+                gaps: f.gaps(),
+                last_rx_tx_ns: f.last_tx_ns(),
+                tail_missing: sent.saturating_sub(f.next_seq()),
+            });
+        }
+    }
+    out
+}
+
+/// Frames stream `s` was to send: its frame limit, or its rate over the phases (paced duration
+/// stops); an unpaced duration stream intended what it sent.
+fn intended_frames(s: &CompiledStream, phases: &[RatePhase], sent: u64) -> u64 {
+    if !s.rate_pps.is_finite() {
+        return s.frame_limit.unwrap_or(sent);
+    }
+    match s.frame_limit {
+        Some(l) => l,
+        None => phases.iter().map(|p| (s.rate_pps * p.rate_scale * p.duration_ns as f64 / 1e9).round() as u64).sum(),
+    }
+}
+
+/// The window stream `i`'s achieved rate is measured over, seconds: a paced duration stream's
+/// planned length plus the stretch of its slowest worker; a count-stopped stream's own window (TX
+/// stamps of its first and last frame: streams of one worker end at different times); otherwise
+/// the duration, or first to last frame.
+fn send_window_s(s: &CompiledStream, i: usize, tx: &[(usize, TxWorkerResult)], own_s: f64, all_s: f64) -> f64 {
+    match s.config.stop {
+        Stop::Duration { .. } if s.rate_pps.is_finite() => tx
+            .iter()
+            .filter(|(_, w)| w.shares.iter().any(|sh| sh.stream == i))
+            .map(|(_, w)| (w.planned_ns + w.stretch_ns) as f64 / 1e9)
+            .fold(0.0, f64::max),
+        Stop::Duration { ns } => ns as f64 / 1e9,
+        Stop::Frames { .. } => own_s,
+        Stop::Bursts { .. } => all_s,
+    }
+}
+
+fn stream_result(
+    i: usize,
+    s: &CompiledStream,
+    flows: StreamFlows,
+    intended: u64,
+    tx_rate_pps: f64,
+    totals: &TxTotals,
+) -> StreamResult {
+    let agg = &flows.agg;
+    StreamResult {
+        index: i,
+        name: s.config.name.clone(),
+        tx_port: s.config.tx_port,
+        rx_port: s.config.rx_port,
+        frame_size_mean: s.mean_size(),
+        flows: s.flows.count(),
+        intended_rate_pps: s.rate_pps,
+        intended_frames: intended,
+        tx_frames: totals.frames[i],
+        tx_bytes: totals.bytes[i],
+        tx_rate_pps,
+        rx_frames: agg.received,
+        rx_bytes: agg.bytes,
+        lost: flows.lost,
+        reordered: agg.reordered,
+        duplicated: agg.duplicated,
+        late: agg.late,
+        latency: LatencySummary::from_flow(agg),
+        flow_results: flows.flow_results,
+        loss_measured: s.config.replay.as_ref().is_none_or(|r| r.stamp),
+        replay: s.config.replay.as_ref().map(|r| crate::replay::ReplayResult {
+            file: r.path.clone(),
+            stamped: r.stamp,
+            frames_per_pass: r.frames_per_pass(),
+            bytes_per_pass: r.bytes_per_pass,
+            passes: totals.frames[i] as f64 / r.frames_per_pass() as f64,
+            frames_stamped: totals.stamped[i],
+            frames_unstamped: totals.frames[i] - totals.stamped[i],
+            flows: if r.stamp { u64::from(r.flows) } else { 0 },
+            signed_in_capture: r.signed_in_capture,
+        }),
+    }
+}
+
+/// Per-port tester counters, links and XDP programs; the ports' validity facts go into `facts`.
+fn port_results(
+    ports: &[Box<dyn Port>],
+    rx: &[RxWorkerOut],
+    tx: &[(usize, TxWorkerResult)],
+    links: &[LinkWatch],
+    facts: &mut TrialFacts,
+) -> Vec<PortResult> {
+    let mut results: Vec<PortResult> = ports
         .iter()
         .map(|p| {
             let c = p.caps();
@@ -1371,191 +1485,124 @@ fn collect(
             }
         })
         .collect();
-    for (p, w) in &tx {
+    for (p, w) in tx {
         let q: TxQueueStats = w.queue;
-        let r = &mut port_results[*p];
+        let r = &mut results[*p];
         r.tx_frames += q.frames;
         r.tx_bytes += q.bytes;
         r.tx_backpressure += q.backpressure;
         r.tx_errors += q.errors;
     }
-    for w in &rx {
-        let t: RxTotals = w.analyzer.totals;
-        let r = &mut port_results[w.port];
-        r.rx_frames += t.frames;
-        r.rx_bytes += t.bytes;
-        r.rx_foreign += t.foreign + w.stats.foreign;
-        r.rx_unknown_flow += t.unknown_flow;
-        r.rx_warmup += t.warmup;
-        r.rx_earlier_trial += t.earlier_trial;
-        r.rx_other_trial += t.other_trial;
-        r.rx_implausible += t.implausible;
-        r.rx_ring_drops += w.stats.ring_drops;
-        r.rx_overruns += w.stats.overruns;
+    for w in rx {
+        add_rx_counts(&mut results[w.port], w);
     }
-    if let Some(&(flow, received, sent, next)) = beyond.first() {
-        invalid.push(format!(
-            "{} flow(s) received sequence numbers they never sent (flow {flow}: {received} frames received of {sent} \
-             sent, sequence numbers up to {}): frames mutated on the way or forged with this trial's tag were \
-             counted; the DUT's duplicates are counted apart and cannot cause this",
-            beyond.len(),
-            next.saturating_sub(1)
-        ));
-    }
-    let receiving: Vec<bool> = (0..ports.len()).map(|p| rx.iter().any(|w| w.port == p)).collect();
-    for (p, r) in port_results.iter_mut().enumerate() {
-        if r.rx_ring_drops > 0 {
-            invalid.push(format!(
-                "port {}: the tester's receive ring dropped {} frames (the receiver could not keep up): the tester's \
-                 loss, not the DUT's",
-                r.name, r.rx_ring_drops
-            ));
-        }
-        if r.rx_other_trial > 0 {
-            invalid.push(format!(
-                "port {}: {} frames of another netrig trial arrived (another tester on these ports, or forged): the \
-                 DUT carried traffic this trial did not send",
-                r.name, r.rx_other_trial
-            ));
-        }
-        let watch = run.links.get(p).cloned().unwrap_or_default();
-        r.link_up = true;
-        if let (Some(b), Some(a)) = (watch.before, watch.after) {
-            r.link_watched = true;
-            r.link_up = b.oper_up && a.oper_up;
-            r.link_down_events = match (b.carrier_down, a.carrier_down) {
-                (Some(x), Some(y)) => u64::from(y.wrapping_sub(x)),
-                _ => u64::from(a.carrier_changes.wrapping_sub(b.carrier_changes)).div_ceil(2),
-            };
-            if r.link_down_events > 0 || !r.link_up || watch.seen_down {
-                r.link_down_events = r.link_down_events.max(1);
-                let state = |up: bool| if up { "up" } else { "down" };
-                invalid.push(format!(
-                    "port {}: the link went down during the trial ({} carrier loss(es); {} at the start, {} at the \
-                     end): frames lost on it are the tester's, not the DUT's",
-                    r.name,
-                    r.link_down_events,
-                    state(b.oper_up),
-                    state(a.oper_up)
-                ));
-            }
-        }
+    for (p, r) in results.iter_mut().enumerate() {
+        let watch = links.get(p).cloned().unwrap_or_default();
+        let link = link_facts(r, &watch);
         let backend = ports[p].caps().backend;
-        if receiving[p] && backend != Backend::AfXdp {
+        let mut steering_xdp = Vec::new();
+        if rx.iter().any(|w| w.port == p) && backend != Backend::AfXdp {
             for (id, name) in &watch.xdp {
                 r.notes.push_str(&format!("; XDP program {id} ({name:?}) was attached: it sees frames first"));
                 if name == crate::sys::af_xdp::STEER_PROG_NAME {
-                    invalid.push(format!(
-                        "port {}: another netrig trial's XDP program (id {id}) steered the netrig frames on this \
-                         interface to its own AF_XDP sockets: this {backend} port did not see them",
-                        r.name
-                    ));
+                    steering_xdp.push(*id);
                 }
             }
         }
+        facts.ports.push(PortFacts {
+            name: r.name.clone(),
+            backend: backend.as_str(),
+            ring_drops: r.rx_ring_drops,
+            other_trial: r.rx_other_trial,
+            link,
+            steering_xdp,
+        });
     }
-    if !errors.is_empty() {
-        invalid.push(format!("I/O error: {}", errors.join("; ")));
+    results
+}
+
+fn add_rx_counts(r: &mut PortResult, w: &RxWorkerOut) {
+    let t: RxTotals = w.analyzer.totals;
+    r.rx_frames += t.frames;
+    r.rx_bytes += t.bytes;
+    r.rx_foreign += t.foreign + w.stats.foreign;
+    r.rx_unknown_flow += t.unknown_flow;
+    r.rx_warmup += t.warmup;
+    r.rx_earlier_trial += t.earlier_trial;
+    r.rx_other_trial += t.other_trial;
+    r.rx_implausible += t.implausible;
+    r.rx_ring_drops += w.stats.ring_drops;
+    r.rx_overruns += w.stats.overruns;
+}
+
+/// The port's link fields from what was seen of its link (up and not watched when its state was
+/// not read before and after); the link's facts when it was watched.
+fn link_facts(r: &mut PortResult, watch: &LinkWatch) -> Option<LinkFacts> {
+    r.link_up = true;
+    let (Some(b), Some(a)) = (watch.before, watch.after) else { return None };
+    r.link_watched = true;
+    r.link_up = b.oper_up && a.oper_up;
+    r.link_down_events = match (b.carrier_down, a.carrier_down) {
+        (Some(x), Some(y)) => u64::from(y.wrapping_sub(x)),
+        _ => u64::from(a.carrier_changes.wrapping_sub(b.carrier_changes)).div_ceil(2),
+    };
+    if r.link_down_events > 0 || !r.link_up || watch.seen_down {
+        r.link_down_events = r.link_down_events.max(1);
     }
-    let max_lag_ns = tx.iter().map(|(_, w)| w.max_lag_ns).max().unwrap_or(0);
-    // A paced run stretched beyond its tolerance is tester-limited (bursts excluded: their
-    // schedule is per burst).
-    let over = tx
+    Some(LinkFacts { down_events: r.link_down_events, up_at_start: b.oper_up, up_at_end: a.oper_up })
+}
+
+/// The TX workers' validity facts: bursts, the worst stretch beyond the tolerance, the longest lag.
+fn tx_facts(cfg: &TrialConfig, streams: &[Arc<CompiledStream>], tx: &[(usize, TxWorkerResult)], f: &mut TrialFacts) {
+    f.max_lag_ns = tx.iter().map(|(_, w)| w.max_lag_ns).max().unwrap_or(0);
+    f.over_stretched = tx
         .iter()
         .filter(|(_, w)| w.planned_ns > 0 && w.stretch_ns as f64 > w.planned_ns as f64 * cfg.max_stretch_ratio)
-        .max_by_key(|(_, w)| w.stretch_ns);
-    if let (Some((_, w)), false) = (over, interrupted) {
-        if !streams.iter().any(|s| matches!(s.config.stop, Stop::Bursts { .. })) {
-            invalid.push(format!(
-                "the tester's sending was stretched by {:.2} ms ({:.2} % of the planned {:.3} s, tolerance {:.2} %): it fell behind its schedule and, pacing {}, sent its frames later rather than faster",
-                w.stretch_ns as f64 / 1e6,
-                100.0 * w.stretch_ns as f64 / w.planned_ns as f64,
-                w.planned_ns as f64 / 1e9,
-                100.0 * cfg.max_stretch_ratio,
-                cfg.pacing.as_str()
-            ));
-        }
-    }
-    if max_lag_ns > 0 && !invalid.is_empty() {
-        invalid.push(format!(
-            "the TX workers fell up to {:.2} ms behind their schedule (CPU busy or descheduled: pin the tester to a quiet CPU)",
-            max_lag_ns as f64 / 1e6
-        ));
-    }
-    let duration_s = streams
-        .iter()
-        .find_map(|s| match s.config.stop {
-            Stop::Duration { ns } => Some(ns as f64 / 1e9),
-            _ => None,
-        })
-        .unwrap_or(tx_window_s);
-    // Smoothness: the most bunched worker's peak; the gaps of all workers.
+        .max_by_key(|(_, w)| w.stretch_ns)
+        .map(|(_, w)| (w.stretch_ns, w.planned_ns));
+    f.bursts = streams.iter().any(|s| matches!(s.config.stop, Stop::Bursts { .. }));
+}
+
+/// Smoothness: the most bunched worker's peak; the gaps of all workers.
+fn smoothness(tx: &[(usize, TxWorkerResult)]) -> Smoothness {
     let mut peak = Smoothness::default();
     let mut gaps = pacing::new_gap_hist();
     let mut gap_max = 0;
-    for (_, w) in &tx {
+    for (_, w) in tx {
         peak = peak.worse(w.smoothness);
         gap_max = gap_max.max(w.smoothness.gap_max_ns);
         if let Some(h) = &w.gaps {
             let _ = gaps.add(h);
         }
     }
-    let smoothness = pacing::merged(peak, &gaps, gap_max);
-    let end_rel = tx.iter().map(|(_, w)| w.end_ns).max().unwrap_or(0).saturating_sub(epoch_ns);
-    let intervals = match &grid {
-        Some(g) => (0..g.len())
-            .map(|k| {
-                let (phase, start, len) = g.interval(k, end_rel);
-                let counters = || rx.iter().filter_map(|w| w.analyzer.intervals.as_ref());
-                let rx_frames: u64 = counters().map(|c| c.counts.get(k).copied().unwrap_or(0)).sum();
-                let lat_sum: u64 = counters().map(|c| c.latency_sum_ns.get(k).copied().unwrap_or(0)).sum();
-                IntervalResult {
-                    start_s: start as f64 / 1e9,
-                    duration_s: len as f64 / 1e9,
-                    phase,
-                    tx_frames: tx.iter().map(|(_, w)| w.intervals.get(k).copied().unwrap_or(0)).sum(),
-                    rx_frames,
-                    latency_mean_ns: if rx_frames > 0 { lat_sum as f64 / rx_frames as f64 } else { 0.0 },
-                    latency_max_ns: counters()
-                        .map(|c| c.latency_max_ns.get(k).copied().unwrap_or(0))
-                        .max()
-                        .unwrap_or(0),
-                }
-            })
-            .collect(),
-        None => Vec::new(),
-    };
-    TrialResult {
-        latency: LatencySummary::from_flow(&all),
-        streams: results,
-        ports: port_results,
-        trial_tag: run.tag,
-        duration_s,
-        tx_window_s,
-        drain_s: cfg.drain_ns as f64 / 1e9,
-        valid: invalid.is_empty() && !interrupted,
-        invalid_reason: if interrupted {
-            Some("interrupted by the user".into())
-        } else if invalid.is_empty() {
-            None
-        } else {
-            Some(invalid.join("; "))
-        },
-        interrupted,
-        tx_cpus: run.tx_cpus,
-        rx_cpus: run.rx_cpus,
-        started_realtime_ns: run.started_realtime_ns,
-        tx_max_lag_ns: max_lag_ns,
-        tx_max_catchup: tx.iter().map(|(_, w)| w.max_catchup).max().unwrap_or(0),
-        pacing: cfg.pacing,
-        tx_stretch_ns: tx.iter().map(|(_, w)| w.stretch_ns).max().unwrap_or(0),
-        max_stretch_ratio: cfg.max_stretch_ratio,
-        smoothness,
-        intervals,
-        epoch_ns,
-        run_start_ns: run.run_start_ns,
-        flow_memory_bytes: run.flow_memory_bytes,
-    }
+    pacing::merged(peak, &gaps, gap_max)
+}
+
+/// The counting intervals' results (none without a grid); `end_rel`: the run's end since the epoch.
+fn interval_results(
+    grid: Option<&IntervalGrid>,
+    end_rel: u64,
+    rx: &[RxWorkerOut],
+    tx: &[(usize, TxWorkerResult)],
+) -> Vec<IntervalResult> {
+    let Some(g) = grid else { return Vec::new() };
+    (0..g.len())
+        .map(|k| {
+            let (phase, start, len) = g.interval(k, end_rel);
+            let counters = || rx.iter().filter_map(|w| w.analyzer.intervals.as_ref());
+            let rx_frames: u64 = counters().map(|c| c.counts.get(k).copied().unwrap_or(0)).sum();
+            let lat_sum: u64 = counters().map(|c| c.latency_sum_ns.get(k).copied().unwrap_or(0)).sum();
+            IntervalResult {
+                start_s: start as f64 / 1e9,
+                duration_s: len as f64 / 1e9,
+                phase,
+                tx_frames: tx.iter().map(|(_, w)| w.intervals.get(k).copied().unwrap_or(0)).sum(),
+                rx_frames,
+                latency_mean_ns: if rx_frames > 0 { lat_sum as f64 / rx_frames as f64 } else { 0.0 },
+                latency_max_ns: counters().map(|c| c.latency_max_ns.get(k).copied().unwrap_or(0)).max().unwrap_or(0),
+            }
+        })
+        .collect()
 }
 
 /// Add `src` into `dst` (or make `dst` a copy of it). Histograms of one kind share their bounds,

@@ -206,6 +206,45 @@ pub fn build_udp_frame(spec: &TemplateSpec, frame_len: usize, buf: &mut [u8]) ->
 /// 802.1ad and 802.1Q tags, then (unless raw) IPv4 or IPv6 and the transport header of
 /// `spec.proto` with correct lengths and checksums, then a zeroed signature and zero padding.
 pub fn build_frame(spec: &TemplateSpec, frame_len: usize, buf: &mut [u8]) -> Result<TemplateInfo> {
+    check_spec(spec, frame_len)?;
+    check_out(buf, frame_len)?;
+    let buf = &mut buf[..frame_len];
+    buf.fill(0);
+
+    let l3_off = l3_offset(spec);
+    let l4_off = l3_off + l3_header_len(spec);
+    let sig_off = l4_off + spec.proto.header_len();
+    let l4_len = frame_len - l4_off;
+    let vlan_tci_offset = emit_l2(spec, buf)?;
+    let l3 = match spec.proto {
+        Proto::Raw { .. } => None,
+        _ => Some(match spec.l3 {
+            L3Spec::V4 { .. } => L3::V4,
+            L3Spec::V6 { .. } => L3::V6,
+        }),
+    };
+    let ipv4_csum_offset = match l3 {
+        Some(_) => emit_l3(spec, &mut buf[l3_off..], l4_len)?.map(|o| l3_off + o),
+        None => None,
+    };
+    let (l4_csum_offset, l4_pseudo) = emit_l4(spec, &mut buf[l4_off..], l4_len)?;
+    Ok(TemplateInfo {
+        frame_len,
+        l3,
+        proto: spec.proto,
+        vlan_tci_offset,
+        l3_offset: l3_off,
+        l4_offset: l4_off,
+        sig_offset: sig_off,
+        ipv4_csum_offset,
+        l4_csum_offset: l4_csum_offset.map(|o| l4_off + o),
+        l4_pseudo,
+    })
+}
+
+/// A frame of `frame_len` bytes can be built from `spec`: long enough, not longer than the length
+/// fields can describe, an outer tag only with an inner one, a raw EtherType that is not IP's.
+fn check_spec(spec: &TemplateSpec, frame_len: usize) -> Result<()> {
     let min = min_frame_len(spec);
     if frame_len < min {
         return Err(WireError::FrameTooShort { min, requested: frame_len });
@@ -221,20 +260,16 @@ pub fn build_frame(spec: &TemplateSpec, frame_len: usize, buf: &mut [u8]) -> Res
             return Err(WireError::Invalid("raw EtherType must be >= 0x0600 and not IPv4, IPv6, ARP or a VLAN TPID"));
         }
     }
-    check_out(buf, frame_len)?;
-    let buf = &mut buf[..frame_len];
-    buf.fill(0);
+    Ok(())
+}
 
-    let l3_off = l3_offset(spec);
-    let l4_off = l3_off + l3_header_len(spec);
-    let sig_off = l4_off + spec.proto.header_len();
-    let l4_len = frame_len - l4_off;
+/// Ethernet, then the tags from the outside in: each tag names what follows it. Returns the
+/// offset of the 802.1Q tag.
+fn emit_l2(spec: &TemplateSpec, buf: &mut [u8]) -> Result<Option<usize>> {
     let inner = match spec.proto {
         Proto::Raw { ethertype } => ethertype,
         _ => spec.l3.ethertype(),
     };
-
-    // Ethernet, then the tags from the outside in: each tag names what follows it.
     let mut at = ethernet::HEADER_LEN;
     let mut vlan_tci_offset = None;
     let outer = match (spec.outer_vlan, spec.vlan) {
@@ -251,13 +286,12 @@ pub fn build_frame(spec: &TemplateSpec, frame_len: usize, buf: &mut [u8]) -> Res
         vlan::Repr { inner_ethertype: inner, ..tag }.emit(&mut buf[at..])?;
         vlan_tci_offset = Some(at);
     }
-    let l3 = match spec.proto {
-        Proto::Raw { .. } => None,
-        _ => Some(match spec.l3 {
-            L3Spec::V4 { .. } => L3::V4,
-            L3Spec::V6 { .. } => L3::V6,
-        }),
-    };
+    Ok(vlan_tci_offset)
+}
+
+/// The IPv4 or IPv6 header at the start of `buf`, for `l4_len` bytes of transport. Returns the
+/// offset of the IPv4 header checksum in it (None for IPv6).
+fn emit_l3(spec: &TemplateSpec, buf: &mut [u8], l4_len: usize) -> Result<Option<usize>> {
     let ip_proto = match (spec.proto, spec.l3) {
         (Proto::Udp, _) => ip_proto::UDP,
         (Proto::Tcp { .. }, _) => ip_proto::TCP,
@@ -265,47 +299,51 @@ pub fn build_frame(spec: &TemplateSpec, frame_len: usize, buf: &mut [u8]) -> Res
         (Proto::IcmpEcho, L3Spec::V6 { .. }) => ip_proto::ICMPV6,
         (Proto::Raw { .. }, _) => 0,
     };
-    let mut ipv4_csum_offset = None;
-    if l3.is_some() {
-        match spec.l3 {
-            L3Spec::V4 { src, dst, ttl, dscp } => {
-                ipv4::Repr {
-                    src_addr: src,
-                    dst_addr: dst,
-                    protocol: ip_proto,
-                    payload_len: l4_len as u16,
-                    ttl,
-                    dscp,
-                    ident: 0,
-                }
-                .emit(&mut buf[l3_off..])?;
-                ipv4_csum_offset = Some(l3_off + ipv4::CHECKSUM_OFFSET);
+    match spec.l3 {
+        L3Spec::V4 { src, dst, ttl, dscp } => {
+            ipv4::Repr {
+                src_addr: src,
+                dst_addr: dst,
+                protocol: ip_proto,
+                payload_len: l4_len as u16,
+                ttl,
+                dscp,
+                ident: 0,
             }
-            L3Spec::V6 { src, dst, hop_limit, tc } => {
-                ipv6::Repr {
-                    src_addr: src,
-                    dst_addr: dst,
-                    next_header: ip_proto,
-                    payload_len: l4_len as u16,
-                    hop_limit,
-                    traffic_class: tc,
-                    flow_label: 0,
-                }
-                .emit(&mut buf[l3_off..])?;
+            .emit(buf)?;
+            Ok(Some(ipv4::CHECKSUM_OFFSET))
+        }
+        L3Spec::V6 { src, dst, hop_limit, tc } => {
+            ipv6::Repr {
+                src_addr: src,
+                dst_addr: dst,
+                next_header: ip_proto,
+                payload_len: l4_len as u16,
+                hop_limit,
+                traffic_class: tc,
+                flow_label: 0,
             }
+            .emit(buf)?;
+            Ok(None)
         }
     }
+}
+
+/// The transport header at the start of `buf` (`l4_len` bytes of transport). Returns the offset
+/// of its checksum in it (None: raw, or UDP over IPv4 without a checksum) and whether the checksum
+/// covers a pseudo-header.
+fn emit_l4(spec: &TemplateSpec, buf: &mut [u8], l4_len: usize) -> Result<(Option<usize>, bool)> {
     let ips = spec.l3.ip_pair();
-    let (l4_csum_offset, l4_pseudo) = match spec.proto {
+    Ok(match spec.proto {
         Proto::Udp => {
             let csum = spec.udp_checksum || ips.is_v6();
             udp::Repr { src_port: spec.src_port, dst_port: spec.dst_port }.emit(
-                &mut buf[l4_off..],
+                buf,
                 l4_len - udp::HEADER_LEN,
                 &ips,
                 csum,
             )?;
-            (csum.then_some(l4_off + udp::CHECKSUM_OFFSET), true)
+            (csum.then_some(udp::CHECKSUM_OFFSET), true)
         }
         Proto::Tcp { flags, seq, ack, window } => {
             tcp::Repr {
@@ -317,47 +355,37 @@ pub fn build_frame(spec: &TemplateSpec, frame_len: usize, buf: &mut [u8]) -> Res
                 window_len: window,
                 checksum: 0,
             }
-            .emit(&mut buf[l4_off..], Some(&ips))?;
-            (Some(l4_off + tcp::CHECKSUM_OFFSET), true)
+            .emit(buf, Some(&ips))?;
+            (Some(tcp::CHECKSUM_OFFSET), true)
         }
-        Proto::IcmpEcho => {
-            // The echo data (signature and padding) is all zero here: it adds nothing to the sum.
-            let seg = &mut buf[l4_off..];
-            match spec.l3 {
-                L3Spec::V4 { .. } => {
-                    let mut p = icmpv4::Packet::new_unchecked(seg);
-                    p.set_msg_type(icmpv4::TYPE_ECHO_REQUEST);
-                    p.set_msg_code(0);
-                    p.set_echo_ident(spec.src_port);
-                    p.set_echo_seq_no(spec.dst_port);
-                    p.fill_checksum();
-                    (Some(l4_off + icmpv4::CHECKSUM_OFFSET), false)
-                }
-                L3Spec::V6 { src, dst, .. } => {
-                    let mut p = icmpv6::Packet::new_unchecked(seg);
-                    p.set_msg_type(icmpv6::TYPE_ECHO_REQUEST);
-                    p.set_msg_code(0);
-                    p.set_echo_ident(spec.src_port);
-                    p.set_echo_seq_no(spec.dst_port);
-                    p.fill_checksum(&src, &dst);
-                    (Some(l4_off + icmpv6::CHECKSUM_OFFSET), true)
-                }
-            }
-        }
+        Proto::IcmpEcho => emit_echo(spec, buf),
         Proto::Raw { .. } => (None, false),
-    };
-    Ok(TemplateInfo {
-        frame_len,
-        l3,
-        proto: spec.proto,
-        vlan_tci_offset,
-        l3_offset: l3_off,
-        l4_offset: l4_off,
-        sig_offset: sig_off,
-        ipv4_csum_offset,
-        l4_csum_offset,
-        l4_pseudo,
     })
+}
+
+/// An ICMP or ICMPv6 echo request header at the start of `buf`. The echo data (signature and
+/// padding) is all zero here: it adds nothing to the sum.
+fn emit_echo(spec: &TemplateSpec, buf: &mut [u8]) -> (Option<usize>, bool) {
+    match spec.l3 {
+        L3Spec::V4 { .. } => {
+            let mut p = icmpv4::Packet::new_unchecked(buf);
+            p.set_msg_type(icmpv4::TYPE_ECHO_REQUEST);
+            p.set_msg_code(0);
+            p.set_echo_ident(spec.src_port);
+            p.set_echo_seq_no(spec.dst_port);
+            p.fill_checksum();
+            (Some(icmpv4::CHECKSUM_OFFSET), false)
+        }
+        L3Spec::V6 { src, dst, .. } => {
+            let mut p = icmpv6::Packet::new_unchecked(buf);
+            p.set_msg_type(icmpv6::TYPE_ECHO_REQUEST);
+            p.set_msg_code(0);
+            p.set_echo_ident(spec.src_port);
+            p.set_echo_seq_no(spec.dst_port);
+            p.fill_checksum(&src, &dst);
+            (Some(icmpv6::CHECKSUM_OFFSET), true)
+        }
+    }
 }
 
 #[inline(always)]

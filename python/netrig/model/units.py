@@ -119,12 +119,12 @@ class Rate:
         if self.kind == "pps":
             return v
         if self.kind == "l1_bps":
-            return v / ((mean_frame_size + WIRE_OVERHEAD_BYTES) * 8)
+            return _native.line_rate_fps(v, mean_frame_size)
         if self.kind == "l2_bps":
             return v / (mean_frame_size * 8)
         if line_rate_bps is None:
             return None
-        return v / 100 * line_rate_bps / ((mean_frame_size + WIRE_OVERHEAD_BYTES) * 8)
+        return _native.line_rate_fps(v / 100 * line_rate_bps, mean_frame_size)
 
 
 def parse_rate(value: object, field: str = "rate") -> Rate:

@@ -137,7 +137,7 @@ fn rate_pps(cfg: &GenFlowConfig, line_bps: Option<u64>) -> Result<f64, ConfigErr
     let mean = cfg.frame_size.mean();
     let pps = match cfg.rate {
         Rate::Pps(p) => p,
-        Rate::L1Bps(b) => b / ((mean + stream::WIRE_OVERHEAD as f64) * 8.0),
+        Rate::L1Bps(b) => stream::line_rate_fps(b, mean),
         Rate::L2Bps(b) => b / (mean * 8.0),
         Rate::PercentLine(pct) => {
             let l = line_bps.ok_or_else(|| {

@@ -17,8 +17,10 @@ use std::io;
 use std::mem;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-/// The two bytes at the start of the UDP payload of every netrig test frame ("NR").
-pub const SIGNATURE_MAGIC: u16 = 0x4E52;
+/// The two bytes at the start of the UDP payload of every netrig test frame ("NR"): the
+/// signature's, from `netrig-wire`.
+pub use netrig_wire::signature::MAGIC as SIGNATURE_MAGIC;
+use netrig_wire::{ethernet, ipv4, ipv6, udp};
 
 // bpf(2) commands.
 const BPF_MAP_CREATE: u32 = 0;
@@ -581,12 +583,13 @@ pub(crate) const fn wire16(v: u16) -> i32 {
 /// frame) is counted there: the receiver's count of foreign frames, which it never sees.
 pub fn steer_program(on_match: OnMatch, stamp: bool, passed: Option<RawFd>) -> Vec<Insn> {
     use Reg::*;
-    const ETH: i32 = 14;
+    // The signature's magic starts the UDP payload: its offsets are netrig-wire's header lengths.
+    const ETH: i32 = ethernet::HEADER_LEN as i32;
     const IP4_PROTO: i16 = 14 + 9;
     const IP4_FRAG: i16 = 14 + 6;
-    const IP4_MAGIC: i16 = 14 + 20 + 8;
+    const IP4_MAGIC: i16 = (ethernet::HEADER_LEN + ipv4::HEADER_LEN + udp::HEADER_LEN) as i16;
     const IP6_NEXT: i16 = 14 + 6;
-    const IP6_MAGIC: i16 = 14 + 40 + 8;
+    const IP6_MAGIC: i16 = (ethernet::HEADER_LEN + ipv6::HEADER_LEN + udp::HEADER_LEN) as i16;
     let mut a = Asm::new();
     a.mov_reg(R6, R1)
         .load(Size::W, R2, R1, 0) // data

@@ -1,5 +1,5 @@
 //! Everything that talks to the kernel with `unsafe`: sockets, rings, BPF, namespaces, CPU
-//! affinity. Nothing outside this module uses `unsafe`; every block here carries a `// SAFETY:`.
+//! affinity, clock reads. Nothing outside this module uses `unsafe`; every block here carries a `// SAFETY:`.
 pub mod af_packet;
 pub mod af_xdp;
 pub mod bpf;
@@ -10,5 +10,6 @@ pub mod link;
 pub mod netns;
 pub mod prefetch;
 pub mod socket;
+pub mod time;
 pub mod wire;
 pub mod xdp_redirect;
