@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import uuid
 from contextlib import contextmanager
@@ -9,6 +10,12 @@ from contextlib import contextmanager
 import pytest
 
 IS_ROOT = os.geteuid() == 0
+
+# A suite started from a background job (`make test &`, nohup) inherits SIGINT ignored, and so would
+# every netrig process its tests start: the Ctrl-C tests would test nothing. Python's own handler
+# here; the processes it starts get the default disposition (a handler is reset on exec, an ignore is not).
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root: creates network namespaces and raw sockets")
 
 

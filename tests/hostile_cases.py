@@ -242,7 +242,7 @@ for _cmd in [c.name for c in _REGISTRY.commands()]:  # the shared event options 
     cli("--event", _cmd, *SIM, "--event", "", "--at", "0s", name=f"{_cmd} --event ''")
     cli("--event-timeout", _cmd, *SIM, "--event-timeout", "1s", name=f"{_cmd} --event-timeout without --event")
 cli("--testbed", "trial", "--testbed", "ffff", name="trial --testbed <missing id>")
-cli("--testbed", "trial", "--testbed", "router", name="trial --testbed <a topology, not an id>")
+cli("--testbed", "trial", "--testbed", "routr", name="trial --testbed <neither an id nor a topology>")
 cli("--testbed", "trial", "--testbed", "../../etc")
 cli("--family", "trial", "--testbed", "ffff", "--family", "5")
 cli("--rate", "trial", "--rx", "lo", "--rate", "5kpps", name="trial receive-only with a sending option")

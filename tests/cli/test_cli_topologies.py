@@ -186,3 +186,17 @@ def test_trial_on_a_topology_built_for_it_and_removed_after():
     res = counted(r)
     assert res["frames_received"] == 4000, res
     assert {s.get("id") for s in all_states()} == before, "the test bed built for the trial is gone"
+
+
+def test_trial_in_process_gives_the_caller_its_thread_back(capsys):
+    """On a test bed the trial makes its thread tester bookkeeping (the tester's CPUs, SCHED_IDLE);
+    called in-process (the API, a test) the caller's thread gets its CPUs and policy back."""
+    import os
+
+    from netrig.cli.main import main
+
+    affinity, policy = os.sched_getaffinity(0), os.sched_getscheduler(0)
+    status = main(["trial", "--testbed", "router", *COUNT])
+    assert status in (0, 1), capsys.readouterr().err
+    assert json.loads(capsys.readouterr().out)["result"]["frames_received"] == 4000
+    assert (os.sched_getaffinity(0), os.sched_getscheduler(0)) == (affinity, policy)

@@ -49,7 +49,7 @@ from netrig.model import (
     parse_speed,
 )
 from netrig.testbed import TOPOLOGIES, Testbed
-from netrig.testbed.placement import bookkeeping_on
+from netrig.testbed.placement import bookkeeping_on, thread_placement_restored
 from netrig.testbed.state import ID_RE as TESTBED_ID_RE
 from netrig.testbed.state import in_use, shared_io
 from netrig.trial import (
@@ -820,7 +820,9 @@ def events_table(results: tuple[EventResult, ...]):
 
 def run(args) -> int:
     require_root("sending and receiving raw frames")
-    with built_testbed(args):
+    # The command makes itself tester bookkeeping on a test bed (``bookkeeping_on``); called
+    # in-process (the API, the tests) the caller's thread gets its placement back.
+    with thread_placement_restored(), built_testbed(args):
         if args.rx and not args.tx:
             return run_listen(args)
         # The test bed is held before anything else touches it (a repair, the tester's CPUs): a
@@ -855,7 +857,7 @@ def built_testbed(args) -> Iterator[None]:
 
 def run_held(args) -> int:
     plan = build(args)
-    kw, stream = plan.kw, plan.streams[0]
+    kw = plan.kw
     events = events_of(args)
     clock = EventClock(events, event_runner(args)) if events else None
     con = console(stderr=args.json)
@@ -901,18 +903,29 @@ def run_held(args) -> int:
                 live.stop()
             runs: list[EventRun] = clock.finish(timeout_s=60.0) if clock is not None else []
     except InterruptedTrial as e:
-        partial = getattr(e, "partial", None)
-        if partial is not None:
-            if args.json:
-                print(json.dumps({"interrupted": True, "result": partial.to_dict()}, indent=2))
-            else:
-                con.print(result_table(partial, stream, "partial result (interrupted)", plan.receive))
-                if len(plan.streams) > 1:
-                    con.print(streams_table(partial, plan))
+        _print_partial(args, con, plan, getattr(e, "partial", None))
         print(f"netrig: {e.reason}: traffic stopped, nothing left running", file=sys.stderr)
         return interrupt_status(e)
     except ConfigError as e:
         raise rename_field(e, FIELDS) from None
+    return _print_result(args, con, plan, res, events, runs)
+
+
+def _print_partial(args, con, plan: Plan, partial: TrialResult | None) -> None:
+    """What an interrupted trial had counted."""
+    if partial is None:
+        return
+    if args.json:
+        print(json.dumps({"interrupted": True, "result": partial.to_dict()}, indent=2))
+        return
+    con.print(result_table(partial, plan.streams[0], "partial result (interrupted)", plan.receive))
+    if len(plan.streams) > 1:
+        con.print(streams_table(partial, plan))
+
+
+def _print_result(args, con, plan: Plan, res: TrialResult, events, runs) -> int:
+    """The trial's table (or JSON), its events, and its exit status."""
+    kw, stream = plan.kw, plan.streams[0]
     results = event_results(res, runs) if runs else ()
     if args.json:
         config = {**dataclasses.asdict(stream), **kw, "events": [e.to_dict() for e in events]}

@@ -666,52 +666,8 @@ def soak_plot(runs: Sequence[RunView]) -> Figure | None:
         for x in objs(e, "loss_episodes"):
             ax_loss.axvspan(num(x, "start_s") or 0, (num(x, "start_s") or 0) + (num(x, "duration_s") or 0),
                             color=c, alpha=0.15)
-        cores: dict[str, list[float]] = {}
-        procs: dict[str, list[tuple[float, float]]] = {}
-        for t, r in zip(ts, rows):
-            mon = r.get("monitor") or {}
-            for core, b in (mon.get("cpu") or {}).items():
-                if core != "all" and isinstance(b, (int, float)):
-                    cores.setdefault(core, []).append(b)
-            for name, p in (mon.get("procs") or {}).items():
-                if isinstance(p, dict) and isinstance(p.get("cpu_percent"), (int, float)):
-                    procs.setdefault(name, []).append((t, p["cpu_percent"]))
-        for k, (core, vals) in enumerate(sorted(cores.items())):
-            if len(vals) == len(ts):
-                ax_cpu.plot(ts, vals, lw=0.9, color=run_colour(i + k + 1), label=f"{pre}{core} busy")
-        for name, pts in procs.items():
-            ax_cpu.plot([p[0] for p in pts], [p[1] for p in pts], lw=1.2, ls="-.", label=f"{pre}{name}")
-        th = (e.get("thresholds") or {}).get("cpu_spike_pct")
-        if th:
-            ax_cpu.axhline(th, ls="--", color=REF_GREY, lw=0.8, label="spike threshold")
-        series = memory_series(rows)
-        leaks = {tr.get("series"): tr for tr in objs(e, "leaks")}
-        host_ax = None
-        for k, (name, (unit, own, pts)) in enumerate(series.items()):
-            if unit != "B":
-                continue
-            tr = leaks.get(name)
-            judged = own or bool(tr and tr.get("judged"))
-            ax: Any = ax_mem
-            if not judged:  # host-wide, shared with the tester: on its own axis, not drowning the DUT's
-                host_ax = host_ax or ax_mem.twinx()
-                ax = host_ax
-            xs, ys = [p[0] for p in pts], [p[1] / 2 ** 20 for p in pts]
-            base = ys[0] if ys else 0.0
-            tag = " LEAK" if tr and tr.get("leak") else "" if judged else " (host-wide, right axis)"
-            ax.plot(xs, [y - base for y in ys], lw=1.1 if judged else 0.8, ls="-" if judged else "--",
-                    color=run_colour(i + k), label=f"{pre}{name}{tag}")
-            if tr and tr.get("leak"):
-                sl = (num(tr, "slope_per_h") or 0) / 3600 / 2 ** 20
-                mx = statistics.fmean(xs)
-                my = statistics.fmean(ys) - base
-                ax.plot([xs[0], xs[-1]], [my + sl * (xs[0] - mx), my + sl * (xs[-1] - mx)], ls=":",
-                        color=run_colour(i + k), lw=1.6)
-        if host_ax is not None:
-            host_ax.set_ylabel("host memory change (MiB)", fontsize=8)
-            h1, l1 = ax_mem.get_legend_handles_labels()
-            h2, l2 = host_ax.get_legend_handles_labels()
-            ax_mem.legend(h1 + h2, l1 + l2, fontsize=7, loc="upper left", ncols=2)
+        _soak_cpu(ax_cpu, e, rows, ts, i, pre)
+        _soak_memory(ax_mem, e, rows, i, pre)
         starts = {num(r, "t_s") or 0 for r, p in zip(rows[1:], rows) if r.get("segment") != p.get("segment")}
         for seg_start in sorted(starts):
             for ax in (ax_rate, ax_loss, ax_cpu, ax_mem):
@@ -730,6 +686,60 @@ def soak_plot(runs: Sequence[RunView]) -> Figure | None:
         if ax.get_legend_handles_labels()[0] and ax.get_legend() is None:
             ax.legend(fontsize=7, loc="upper left", ncols=2)
     return fig
+
+
+def _soak_cpu(ax_cpu: Any, e: dict, rows: list[dict], ts: list[float], i: int, pre: str) -> None:
+    """The soak's CPU panel: busy per core and per DUT process, the spike threshold dashed."""
+    cores: dict[str, list[float]] = {}
+    procs: dict[str, list[tuple[float, float]]] = {}
+    for t, r in zip(ts, rows):
+        mon = r.get("monitor") or {}
+        for core, b in (mon.get("cpu") or {}).items():
+            if core != "all" and isinstance(b, (int, float)):
+                cores.setdefault(core, []).append(b)
+        for name, p in (mon.get("procs") or {}).items():
+            if isinstance(p, dict) and isinstance(p.get("cpu_percent"), (int, float)):
+                procs.setdefault(name, []).append((t, p["cpu_percent"]))
+    for k, (core, vals) in enumerate(sorted(cores.items())):
+        if len(vals) == len(ts):
+            ax_cpu.plot(ts, vals, lw=0.9, color=run_colour(i + k + 1), label=f"{pre}{core} busy")
+    for name, pts in procs.items():
+        ax_cpu.plot([p[0] for p in pts], [p[1] for p in pts], lw=1.2, ls="-.", label=f"{pre}{name}")
+    th = (e.get("thresholds") or {}).get("cpu_spike_pct")
+    if th:
+        ax_cpu.axhline(th, ls="--", color=REF_GREY, lw=0.8, label="spike threshold")
+
+
+def _soak_memory(ax_mem: Any, e: dict, rows: list[dict], i: int, pre: str) -> None:
+    """The soak's memory panel: the DUT's processes (the host's on a right axis), a leak's fitted slope."""
+    series = memory_series(rows)
+    leaks = {tr.get("series"): tr for tr in objs(e, "leaks")}
+    host_ax = None
+    for k, (name, (unit, own, pts)) in enumerate(series.items()):
+        if unit != "B":
+            continue
+        tr = leaks.get(name)
+        judged = own or bool(tr and tr.get("judged"))
+        ax: Any = ax_mem
+        if not judged:  # host-wide, shared with the tester: on its own axis, not drowning the DUT's
+            host_ax = host_ax or ax_mem.twinx()
+            ax = host_ax
+        xs, ys = [p[0] for p in pts], [p[1] / 2 ** 20 for p in pts]
+        base = ys[0] if ys else 0.0
+        tag = " LEAK" if tr and tr.get("leak") else "" if judged else " (host-wide, right axis)"
+        ax.plot(xs, [y - base for y in ys], lw=1.1 if judged else 0.8, ls="-" if judged else "--",
+                color=run_colour(i + k), label=f"{pre}{name}{tag}")
+        if tr and tr.get("leak"):
+            sl = (num(tr, "slope_per_h") or 0) / 3600 / 2 ** 20
+            mx = statistics.fmean(xs)
+            my = statistics.fmean(ys) - base
+            ax.plot([xs[0], xs[-1]], [my + sl * (xs[0] - mx), my + sl * (xs[-1] - mx)], ls=":",
+                    color=run_colour(i + k), lw=1.6)
+    if host_ax is not None:
+        host_ax.set_ylabel("host memory change (MiB)", fontsize=8)
+        h1, l1 = ax_mem.get_legend_handles_labels()
+        h2, l2 = host_ax.get_legend_handles_labels()
+        ax_mem.legend(h1 + h2, l1 + l2, fontsize=7, loc="upper left", ncols=2)
 
 
 # --------------------------------------------------------------------------------------------- #

@@ -243,23 +243,9 @@ class RecordingMeasurer:
                 "load": load_d}
         prior = self.interval_replay.get(key, [])
         rec = self.replay.get(key)
-        for r in prior + ([rec] if rec is not None else []):
-            if not _same_soak(r, load_d):
-                raise ResultError(f"resume: soak trial {key} asks for {load_d} but the recorded one was "
-                                  f"{r.get('load')}; the configuration or netrig version changed. Start a new run "
-                                  "(--out) instead.")
-        covered = 0.0
-        for r in prior:
-            iv = Interval(float(r["t_s"]), float(r["duration_s"]), int(r["segment"]), int(r["frames_sent"]),
-                          int(r["frames_received"]))
-            self.progress("interval", {**info, "interval": iv, "sample": r.get("monitor"), "replayed": True})
-            on_interval(iv, r.get("monitor"))
-            covered = max(covered, float(r["t_s"]) + float(r["duration_s"]))
-        if rec is not None:
-            counts = TrialCounts.from_dict(rec["counts"])
-            self.records.append({**rec, "counts": counts.to_dict(), "seq": len(self.records), "replayed": True})
-            self.progress("trial_end", {**info, "replayed": True, "counts": counts})
-            return counts
+        covered, replayed = self._replay_soak(key, info, load_d, prior, rec, on_interval)
+        if replayed is not None:
+            return replayed
         segment = int(prior[-1]["segment"]) + 1 if prior else 0
         index = int(prior[-1]["index"]) + 1 if prior else 0
         remaining = duration_s - covered
@@ -305,6 +291,29 @@ class RecordingMeasurer:
         self.records.append({**new, "replayed": False})
         self.progress("trial_end", {**info, "replayed": False, "counts": counts})
         return counts
+
+    def _replay_soak(self, key: str, info: dict, load_d: dict, prior: list[dict], rec: dict | None,
+                     on_interval: IntervalSink) -> tuple[float, TrialCounts | None]:
+        """A resumed soak's intervals on disk, handed on again: the soak time they cover, and the
+        trial's counts if it had finished (``None``: it continues)."""
+        for r in prior + ([rec] if rec is not None else []):
+            if not _same_soak(r, load_d):
+                raise ResultError(f"resume: soak trial {key} asks for {load_d} but the recorded one was "
+                                  f"{r.get('load')}; the configuration or netrig version changed. Start a new run "
+                                  "(--out) instead.")
+        covered = 0.0
+        for r in prior:
+            iv = Interval(float(r["t_s"]), float(r["duration_s"]), int(r["segment"]), int(r["frames_sent"]),
+                          int(r["frames_received"]))
+            self.progress("interval", {**info, "interval": iv, "sample": r.get("monitor"), "replayed": True})
+            on_interval(iv, r.get("monitor"))
+            covered = max(covered, float(r["t_s"]) + float(r["duration_s"]))
+        if rec is None:
+            return covered, None
+        counts = TrialCounts.from_dict(rec["counts"])
+        self.records.append({**rec, "counts": counts.to_dict(), "seq": len(self.records), "replayed": True})
+        self.progress("trial_end", {**info, "replayed": True, "counts": counts})
+        return covered, counts
 
     def measure_events(self, load: Load, duration_s: float, events: Sequence[Event],
                        run_event: Callable[[Event], EventRun]) -> TrialCounts:

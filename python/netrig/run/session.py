@@ -35,7 +35,7 @@ from netrig.monitor.cpu import matching_pids
 from netrig.otg.agents import AgentDown, AgentRefused, OtgClient
 from netrig.otg.measurer import OtgMeasurer
 from netrig.otg.tls import client_context, read_token
-from netrig.run.config import TestConfig
+from netrig.run.config import TestConfig, TrialConfig
 from netrig.testbed import Testbed
 from netrig.testbed.knobs import KnobLayout, Knobs, applied_knobs
 from netrig.testbed.placement import keep_off_dut
@@ -154,23 +154,7 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
         rx = tx if (rp.ifname, rp.netns) == (tp.ifname, tp.netns) else \
             Port(rp.ifname, netns=rp.netns, io=p.io, queues=p.queues, busy_poll_us=p.busy_poll_us,
                  i_know_this_is_live=live)
-        monitor_factory = None
-        if (t.monitor or t.monitor_remote) and role == "dut":
-            interval = min(1.0, max(0.1, t.duration_s / MONITOR_SAMPLES_PER_TRIAL))
-
-            def monitor_factory() -> Monitor | RemoteMonitor:
-                if t.monitor_remote:  # the DUT is another host: sample it over SSH, not this one
-                    return RemoteMonitor(t.monitor_remote, interval_s=interval, procs=t.cpu_procs,
-                                         ssh_config=t.monitor_ssh_config)
-                return Monitor(testbed=tb, interval_s=interval)
-
-        def interval_monitor(interval_s: float) -> Monitor | RemoteMonitor:
-            """A soak's monitor: every interval, the DUT processes (``trial.cpu_procs``) by pid."""
-            if t.monitor_remote:
-                return RemoteMonitor(t.monitor_remote, interval_s=interval_s, procs=t.cpu_procs,
-                                     ssh_config=t.monitor_ssh_config)
-            return Monitor(testbed=tb, interval_s=interval_s, pids=sorted(matching_pids(t.cpu_procs)))
-
+        monitor_factory, interval_monitor = _monitors(tb, t, role)
         template = {**tb.stream_defaults(tx=p.tx, rx=p.rx, family=p.family), **config.stream.stream_fields()}
         measurer = EngineMeasurer(tx, rx, template, drain_s=t.drain_s,
                                   warmup_s=t.warmup_s, learning_frames=t.learning_frames,
@@ -181,30 +165,65 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
                                   stack=StackEndpoints.between(tp, rp) if stack_methods else None,
                                   cpu_procs=t.cpu_procs, reverse_template=_responder(tb, p.tx, p.rx, p.family),
                                   dut_netns=tb.dut_netns,
-                                  interval_monitor=interval_monitor if role == "dut" else None,
+                                  interval_monitor=interval_monitor,
                                   tx_cpus=cpus["tx_cpus"], rx_cpus=cpus["rx_cpus"],
                                   dut_ring=_ring_reader(tb) if tb.wire_counts() else None,
                                   dut_cpus=tb.dut_cpus())
-        env: dict = {}
-        if role == "dut":
-            try:
-                env = capture(testbed=tb)  # after the knobs: the environment as measured
-            except (NetrigError, OSError) as e:  # the environment is recorded, never required
-                env = {"error": str(e)}
-        try:
-            desc = tb.describe()
-        except (NetrigError, OSError) as e:
-            desc = {"name": name, "error": str(e)}
-        desc.setdefault("name", name)
-        if knob_record is not None:
-            desc["knobs"] = knob_record  # the same dict: "restored" is filled in when the block ends
-        if any(cpus.values()):
-            desc["tester_cpus"] = {k: list(v) for k, v in cpus.items()}
+        env, desc = _recorded(tb, name, role, knob_record, cpus)
         with keep_off_dut(cpus["tx_cpus"] if role == "dut" else ()):
             yield Session(measurer, line_rate(config, tp.ifname, tx.info().speed_bps), desc, env,
                           command_env=tb.command_env(), before_trial=tb.repair, after_trial=tb.dead_processes,
                           tester_cpus=cpus,
                           dut_can_hold_sender=tb.dut_can_hold_sender, shared_testbed=shared, shared_with=others)
+
+
+AnyMonitor = Monitor | RemoteMonitor
+
+
+def _monitors(tb: Testbed, t: TrialConfig, role: str) -> tuple[Callable[[], AnyMonitor] | None,
+                                                              Callable[[float], AnyMonitor] | None]:
+    """The DUT's monitors: one per trial (``trial.monitor``, ``trial.monitor_remote``) and a soak's
+    per-interval one; the self-test has neither."""
+    if role != "dut":
+        return None, None
+    monitor_factory = None
+    if t.monitor or t.monitor_remote:
+        interval = min(1.0, max(0.1, t.duration_s / MONITOR_SAMPLES_PER_TRIAL))
+
+        def monitor_factory() -> Monitor | RemoteMonitor:
+            if t.monitor_remote:  # the DUT is another host: sample it over SSH, not this one
+                return RemoteMonitor(t.monitor_remote, interval_s=interval, procs=t.cpu_procs,
+                                     ssh_config=t.monitor_ssh_config)
+            return Monitor(testbed=tb, interval_s=interval)
+
+    def interval_monitor(interval_s: float) -> Monitor | RemoteMonitor:
+        """A soak's monitor: every interval, the DUT processes (``trial.cpu_procs``) by pid."""
+        if t.monitor_remote:
+            return RemoteMonitor(t.monitor_remote, interval_s=interval_s, procs=t.cpu_procs,
+                                 ssh_config=t.monitor_ssh_config)
+        return Monitor(testbed=tb, interval_s=interval_s, pids=sorted(matching_pids(t.cpu_procs)))
+
+    return monitor_factory, interval_monitor
+
+
+def _recorded(tb: Testbed, name: str, role: str, knob_record: dict | None, cpus: dict) -> tuple[dict, dict]:
+    """The environment (the DUT's run only; recorded, never required) and the test bed's description."""
+    env: dict = {}
+    if role == "dut":
+        try:
+            env = capture(testbed=tb)  # after the knobs: the environment as measured
+        except (NetrigError, OSError) as e:
+            env = {"error": str(e)}
+    try:
+        desc = tb.describe()
+    except (NetrigError, OSError) as e:
+        desc = {"name": name, "error": str(e)}
+    desc.setdefault("name", name)
+    if knob_record is not None:
+        desc["knobs"] = knob_record  # the same dict: "restored" is filled in when the block ends
+    if any(cpus.values()):
+        desc["tester_cpus"] = {k: list(v) for k, v in cpus.items()}
+    return env, desc
 
 
 def held(tb: Testbed, role: str, shared: bool) -> AbstractContextManager[bool]:

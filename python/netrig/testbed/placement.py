@@ -95,9 +95,17 @@ def keep_off_dut(tester_cpus: Sequence[int]) -> Iterator[None]:
     if not tester_cpus:
         yield
         return
+    with thread_placement_restored():
+        bookkeeping_on(tester_cpus)
+        yield
+
+
+@contextlib.contextmanager
+def thread_placement_restored() -> Iterator[None]:
+    """This thread's CPU affinity and scheduling policy as they were before the block, afterwards
+    (a command that made itself tester bookkeeping, run in-process by an API user or a test)."""
     old = os.sched_getaffinity(0)
     old_policy, old_param = os.sched_getscheduler(0), os.sched_getparam(0)
-    bookkeeping_on(tester_cpus)
     try:
         yield
     finally:
