@@ -233,6 +233,12 @@ def test_a_tester_stall_at_a_load_the_dut_fails_is_not_a_tester_limit():
     stalls = [stall, stall, _Trial(1.0, 0.0, Verdict.VALID)]
     assert classify(stalls, t) == "upper" and rests_on_tester(stalls, t), "only the stalls make it upper"
     assert not rests_on_tester(lossy, t)
+    # The demo's 5-s duration sum: the two valid lossy trials alone leave the load undecided (2 s of
+    # loss, 2.5 s needed), yet the DUT lost frames there; the bound is the DUT's ("≥ 102 kfps
+    # (tester-limited)" was printed with the tester proven at 269 kfps).
+    t5 = _Target(0.0, 0.5, 0.005, 1.0, 5.0)
+    assert classify([stall, *lossy], t5) == "upper" and not rests_on_tester([stall, *lossy], t5)
+    assert rests_on_tester([stall, stall, stall, _Trial(1.0, 0.0, Verdict.VALID)], t5)
 
 
 def test_dut_backpressure_is_the_dut_failing_not_a_tester_limit():

@@ -147,6 +147,20 @@ def test_brackets_that_do_not_overlap_are_flagged_with_the_evidence():
     assert "a load passes when at most 50 % of 3 s of 1 s trials lose frames" in msg
 
 
+def test_a_dut_whose_cpu_slowed_between_trials_is_named_with_its_cost_per_frame():
+    """The demo on a shared host: at 130 kfps the DUT took a frame in 7.2 µs of CPU in one trial and
+    10.1 µs in another; the disagreement's note says so, with the two numbers."""
+    ring = [{"taken": 130_000, "dut_cpu_s": 0.936}, {"taken": 100_000, "dut_cpu_s": 1.01}]
+    records = [{**r, "counts": {**r["counts"], "dut_ring": d}} for r, d in zip(RECORDS, ring)]
+    summary = _summary({}, {"ct": 321e3, "lo": 321e3, "hi": 324e3})
+    consistency.annotate(summary, records)
+    msg = summary[0]["results"][0]["flags"][0]["message"]
+    assert "the DUT's CPU time per frame it took ranged 7.2 µs–10.1 µs" in msg, msg
+    consistency.annotate(even := _summary({}, {"ct": 321e3, "lo": 321e3, "hi": 324e3}),
+                         [{**r, "counts": {**r["counts"], "dut_ring": ring[0]}} for r in RECORDS])
+    assert "CPU time per frame" not in even[0]["results"][0]["flags"][0]["message"], "one cost: nothing to say"
+
+
 @pytest.mark.parametrize("tp_rep,ndr", [
     ({}, {"ct": 239e3, "lo": 239e3, "hi": 241e3}),  # overlapping brackets agree
     ({"upper_pps": None, "tester_limited": True, "bounded_by_tester": True},  # "≥ 238 k": no upper end

@@ -235,7 +235,7 @@ def rests_on_tester(trials: Sequence[_Trial], t: _Target) -> bool:
     tester could not send: a valid trial there that lost frames makes it the DUT's (a tester stall
     in one trial at a load where the DUT lost frames in the others is not the tester's limit)."""
     return (any(tr.verdict is Verdict.TESTER for tr in trials)
-            and classify([tr for tr in trials if tr.verdict is not Verdict.TESTER], t) != "upper")
+            and not any(tr.verdict is not Verdict.TESTER and tr.loss_ratio > t.loss_ratio for tr in trials))
 
 
 def pessimistic_loss_ratio(trials: Sequence[_Trial], t: _Target) -> float:

@@ -21,6 +21,7 @@ from typing import Any
 
 from netrig.methods import REGISTRY
 from netrig.model import format_pps
+from netrig.view import fmt
 from netrig.view.run_view import frame_size_label
 
 CODE = "throughput_disagreement"
@@ -93,6 +94,27 @@ def _evidence(b: Bracket, lo: float, hi: float) -> str:
     return f"{n} trial(s): " + ", ".join(parts)
 
 
+#: The DUT's CPU time per frame moving more than this between trials at nearly one load is named.
+COST_SPREAD = 1.10
+
+
+def _cost_spread(trials: Sequence[Mapping[str, Any]], lo: float, hi: float) -> str:
+    """The DUT's CPU time per frame it took, over the trials at loads in ``[lo, hi]`` (the test bed's
+    wire measures it), when it moved by more than :data:`COST_SPREAD`: the same work costing more is
+    the DUT's CPU running slower (its host's contention), not more work per frame."""
+    costs = []
+    for t in trials:
+        rate = (t.get("load") or {}).get("rate_pps")
+        ring = (t.get("counts") or {}).get("dut_ring") or {}
+        cpu, taken = ring.get("dut_cpu_s"), ring.get("taken")
+        if rate is not None and lo * (1 - 1e-9) <= rate <= hi * (1 + 1e-9) and cpu and taken:
+            costs.append(cpu / taken)
+    if len(costs) < 2 or max(costs) <= min(costs) * COST_SPREAD:
+        return ""
+    return (f" Over those trials the DUT's CPU time per frame it took ranged {fmt.ns(min(costs) * 1e9)}–"
+            f"{fmt.ns(max(costs) * 1e9)}: the same frames, forwarded by a CPU that ran slower in some trials.")
+
+
 def disagreements(bs: Sequence[Bracket]) -> dict[tuple[tuple[int, int], str], list[dict]]:
     """Flags per (bracket key, frame size) for every pair of brackets at one frame size that contradict."""
     out: dict[tuple[tuple[int, int], str], list[dict]] = {}
@@ -116,7 +138,7 @@ def disagreements(bs: Sequence[Bracket]) -> dict[tuple[tuple[int, int], str], li
                 what = "capacity" if "backpressure" in ev_low + ev_high else "loss"
                 msg += (f" The DUT's {what} in this range comes and goes (on a shared host, with the CPU time "
                         "it gets): the methods' different trial counts and durations decide it differently; "
-                        "longer or repeated trials settle it.")
+                        "longer or repeated trials settle it." + _cost_spread([*low.trials, *high.trials], lo, hi))
             flag = {"code": CODE, "message": msg}
             for x in (a, b):
                 out.setdefault((x.key, x.frame_label), []).append(flag)
