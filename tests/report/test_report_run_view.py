@@ -114,12 +114,12 @@ def test_a_corrupt_record_before_the_last_names_its_line(tmp_path):
 def test_router_numbers():
     r = RunView.load(ROUTER)
     assert r.name == "router" and r.speed_bps == 1e9
-    tp = {t["frame_size"]: t for t in throughput.entries(r)}
+    tp = {t.frame_size: t for t in throughput.entries(r)}
     # 1518 B is limited by the nominal 1 Gbit/s line rate: 81,274 fps = 100 %
-    assert tp[1518]["rate"].value == pytest.approx(81274.4, rel=1e-4)
-    assert tp[1518]["pct"].value == pytest.approx(100, abs=0.01)
-    assert tp[64]["rate"].lo < tp[64]["rate"].value < tp[64]["rate"].hi
-    assert tp["imix"]["above_ceiling"] and not tp[64]["above_ceiling"]
+    assert tp[1518].rate.value == pytest.approx(81274.4, rel=1e-4)
+    assert tp[1518].pct is not None and tp[1518].pct.value == pytest.approx(100, abs=0.01)
+    assert tp[64].rate.lo < tp[64].rate.value < tp[64].rate.hi
+    assert tp["imix"].above_ceiling and not tp[64].above_ceiling
     fl = {f["frame_size"]: f for f in frame_loss.entries(r)}
     assert fl[64]["max_lossfree"].value == pytest.approx(446428.6, rel=1e-4)
     assert fl[64]["collapse"] is not None and fl[1518]["collapse"] is None

@@ -17,11 +17,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from netrig.model import MIXES, WIRE_OVERHEAD_BYTES, size_label, size_sort_key
 from netrig.results import TORN_FLAG, load_document, migrate
 from netrig.testbed.topologies import list_topologies, topology_options
+from netrig.view.frame_results import FrameResults, Spread, line_rate_of, read_frame_results
+
+R = TypeVar("R")
 
 #: The options each topology takes.
 TOPOLOGY_OPTIONS = {name: topology_options(name) for name, _ in list_topologies()}
@@ -92,6 +95,11 @@ class Stat:
         """From a ``{"min", "median", "max"}`` stats entry."""
         med = num(s, "median", "value")
         return None if med is None else cls.of(med, num(s, "min"), num(s, "max"))
+
+    @classmethod
+    def from_spread(cls, s: Spread) -> Stat | None:
+        """From a typed ``stats`` entry (``FrameResults.spread``)."""
+        return None if s.median is None else cls.of(s.median, s.min, s.max)
 
     def scaled(self, k: float) -> Stat:
         return Stat(self.value * k, self.lo * k, self.hi * k)
@@ -285,6 +293,11 @@ class RunView:
                 out.extend(objs(entry, "results"))
         out.sort(key=lambda r: frame_size_sort_key(r.get("frame_size")))
         return out
+
+    def frame_results(self, method: str, cls: type[R]) -> list[FrameResults[R]]:
+        """:meth:`method_results` with every repetition read back as ``cls`` (the method's result type)."""
+        lr = line_rate_of(self.doc)
+        return [read_frame_results(r, cls, lr) for r in self.method_results(method)]
 
     def has_frame_results(self) -> bool:
         """It holds results of frame methods (not only stack methods, whose frame size is ``stack``:
