@@ -10,6 +10,7 @@ lists or ``None`` instead of raising.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import statistics
@@ -107,6 +108,17 @@ class Stat:
     @property
     def spread(self) -> bool:
         return self.hi > self.lo
+
+
+@dataclass(frozen=True)
+class Note:
+    """A note the report shows before the numbers: a flag's ``code`` and ``message``, ``where`` it
+    applies (``"run"``, or the results), and whether it questions a result (``bad``)."""
+
+    code: str
+    message: str
+    where: str
+    bad: bool
 
 
 def parse_time(s: Any) -> datetime | None:
@@ -366,33 +378,31 @@ class RunView:
         where = obj(tb, "placement").get("note")
         return f"{name}{f' ({shown})' if shown else ''}" + (f"; {where}" if isinstance(where, str) else "")
 
-    def notes(self) -> list[dict]:
-        """What a reader must know before the numbers, one note per kind: ``{code, message, where,
-        bad}``. Flags of one code are one note (the first message, every place it applies to);
-        ``DETAIL_FLAGS`` stay with their results (the tables' flags), never up here."""
-        out: list[dict] = []
+    def notes(self) -> list[Note]:
+        """What a reader must know before the numbers, one note per kind. Flags of one code are one
+        note (the first message, every place it applies to); ``DETAIL_FLAGS`` stay with their results
+        (the tables' flags), never up here."""
+        out: list[Note] = []
         if self.complete is False:
-            out.append({"code": "incomplete", "message": str(self.doc.get("interrupted_reason") or
-                                                             "the run did not finish"), "where": "run", "bad": True})
+            out.append(Note("incomplete", str(self.doc.get("interrupted_reason") or "the run did not finish"),
+                            "run", True))
         if not self.selftest() and self.has_frame_results():
-            out.append({"code": "no_selftest", "message": "nothing proves the tester was not the bottleneck",
-                        "where": "run", "bad": True})
-        by_code: dict[str, dict] = {}
+            out.append(Note("no_selftest", "nothing proves the tester was not the bottleneck", "run", True))
+        by_code: dict[str, tuple[int, list[str], list[str]]] = {}
         for f in self.flags():
             if f["code"] in DETAIL_FLAGS:
                 continue
-            note = by_code.get(f["code"])
-            if note is None:
-                by_code[f["code"]] = note = {**f, "same": [], "also": [], "bad": f["code"] in BAD_NOTES}
-                out.append(note)
+            if f["code"] not in by_code:
+                by_code[f["code"]] = (len(out), [], [])
+                out.append(Note(f["code"], f["message"], "run", f["code"] in BAD_NOTES))
+            i, same, also = by_code[f["code"]]
             if f["where"] != "run":
-                (note["same"] if f["message"] == note["message"] else note["also"]).append(f["where"])
-        for note in out:
-            same, also = note.pop("same", []), note.pop("also", [])
+                (same if f["message"] == out[i].message else also).append(f["where"])
+        for i, same, also in by_code.values():
             where = "; ".join(same)
             if also:  # the same kind elsewhere, with its own numbers: named, not repeated
                 where += ("; " if where else "") + f"also {'; '.join(also)}: see each result's flags"
-            note["where"] = where or "run"
+            out[i] = dataclasses.replace(out[i], where=where or "run")
         return out
 
     def verdicts(self) -> list[dict]:
