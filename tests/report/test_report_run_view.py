@@ -114,22 +114,23 @@ def test_a_corrupt_record_before_the_last_names_its_line(tmp_path):
 def test_router_numbers():
     r = RunView.load(ROUTER)
     assert r.name == "router" and r.speed_bps == 1e9
-    tp = {t["frame_size"]: t for t in throughput.entries(r)}
+    tp = {t.frame_size: t for t in throughput.entries(r)}
     # 1518 B is limited by the nominal 1 Gbit/s line rate: 81,274 fps = 100 %
-    assert tp[1518]["rate"].value == pytest.approx(81274.4, rel=1e-4)
-    assert tp[1518]["pct"].value == pytest.approx(100, abs=0.01)
-    assert tp[64]["rate"].lo < tp[64]["rate"].value < tp[64]["rate"].hi
-    assert tp["imix"]["above_ceiling"] and not tp[64]["above_ceiling"]
-    fl = {f["frame_size"]: f for f in frame_loss.entries(r)}
-    assert fl[64]["max_lossfree"].value == pytest.approx(446428.6, rel=1e-4)
-    assert fl[64]["collapse"] is not None and fl[1518]["collapse"] is None
-    assert [p["offered_pps"] for p in fl[64]["points"]] == sorted(p["offered_pps"] for p in fl[64]["points"])
-    lat = {e["frame_size"]: e for e in latency.entries(r)}
-    assert set(lat[64]["pcts"]) >= {"min", "p50", "p90", "p99", "p99.9", "max"}
-    assert lat[64]["pcts"]["min"].value < lat[64]["pcts"]["p50"].value < lat[64]["pcts"]["p99.9"].value
+    assert tp[1518].rate.value == pytest.approx(81274.4, rel=1e-4)
+    assert tp[1518].pct is not None and tp[1518].pct.value == pytest.approx(100, abs=0.01)
+    assert tp[64].rate.lo < tp[64].rate.value < tp[64].rate.hi
+    assert tp["imix"].above_ceiling and not tp[64].above_ceiling
+    fl = {f.frame_size: f for f in frame_loss.entries(r)}
+    assert fl[64].max_lossfree is not None and fl[64].max_lossfree.value == pytest.approx(446428.6, rel=1e-4)
+    assert fl[64].collapse is not None and fl[1518].collapse is None
+    assert [p.offered_pps for p in fl[64].points] == sorted(p.offered_pps for p in fl[64].points)
+    lat = {e.frame_size: e for e in latency.entries(r)}
+    assert set(lat[64].pcts) >= {"min", "p50", "p90", "p99", "p99.9", "max"}
+    assert lat[64].pcts["min"].value < lat[64].pcts["p50"].value < lat[64].pcts["p99.9"].value
     nd = mlrsearch.entries(r)[0]
-    assert [g["name"] for g in nd["goals"]] == ["NDR", "PDR"]
-    assert nd["goals"][0]["conditional"].value < nd["goals"][1]["conditional"].value
+    assert [g.name for g in nd.goals] == ["NDR", "PDR"]
+    c0, c1 = nd.goals[0].conditional, nd.goals[1].conditional
+    assert c0 is not None and c1 is not None and c0.value < c1.value
     assert r.monitored_trials() and iperf.entries(r)[0]["series"]
 
 

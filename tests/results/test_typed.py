@@ -91,3 +91,21 @@ def test_every_method_result_is_a_dataclass_the_reader_can_build():
             continue  # built from (family, the tool's document), not from fields
         cls = m.result_class()
         assert dataclasses.is_dataclass(cls), m.name
+
+
+def test_a_partial_read_leaves_what_the_document_lacks_none():
+    frame, lr = FrameSize.parse(64), LineRate(bps=1e9, source="config")
+    r = from_dict(ThroughputResult, {"rate_pps": 1e5, "lower_pps": 1e5}, partial=True, frame=frame, line_rate=lr)
+    assert r.rate_pps == 1e5 and r.found is None and r.resolution_pps is None and r.backpressure_trials == 0
+
+
+def test_throughput_written_before_bounded_by_tester_claims_no_bound():
+    """``tester_limited`` of an older throughput repetition meant "some trial was invalid": read now,
+    it is neither a bound by the tester nor an upper end the DUT was seen to fail."""
+    from netrig.results import migrate
+
+    rep = {"rate_pps": 1e5, "lower_pps": 1e5, "upper_pps": 2e5, "tester_limited": True}
+    doc = migrate({"schema_version": 2, "summary": [{"method": "rfc2544_throughput",
+                                                      "results": [{"frame_size": 64, "repetitions": [rep]}]}]})
+    got = doc["summary"][0]["results"][0]["repetitions"][0]
+    assert got["tester_limited"] is False and got["bounded_by_tester"] is False and got["upper_pps"] is None

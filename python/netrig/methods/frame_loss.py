@@ -21,7 +21,9 @@ from netrig.methodology.stats import check
 from netrig.methodology.tester import NO_LIMIT, ProvenLimit, Verdict
 from netrig.methods.sections import RFC2544
 from netrig.model import FrameSize, LineRate, defaults, format_pps, rate_object
+from netrig.results.typed import from_dict
 from netrig.view import fmt
+from netrig.view.frame_results import finite, read_frame_results
 from netrig.view.html import details, empty, figure, table_html
 from netrig.view.markdown import section_md, table_md
 from netrig.view.plotkit import (
@@ -44,9 +46,6 @@ from netrig.view.run_view import (
     Stat,
     frame_size_label,
     frame_size_sort_key,
-    num,
-    obj,
-    objs,
 )
 from netrig.view.table import Table, by_size, ratio_header, size_of_label, sizes_of
 
@@ -181,60 +180,80 @@ def measure_frame_loss(measurer: Measurer, frame: FrameSize, line_rate: LineRate
 NONE = "No RFC 2544 frame loss sweep in this result."
 
 
-def entries(run: RunView) -> list[dict]:
-    """Per frame size: ``{frame_size, points: [{offered_pps, offered_pct, forwarded: Stat,
-    loss_pct: Stat}], max_lossfree: Stat|None, livelock: bool}``; points by increasing load."""
-    out = []
-    for r in run.method_results(METHOD_NAME):
-        size = r.get("frame_size")
-        by_load: dict[float, list[dict]] = {}
-        reps = objs(r, "repetitions")
-        for rep in reps:
-            for p in objs(rep, "curve"):
-                if p.get("valid") is False:
-                    continue
-                pct = num(p, "offered_pct")
-                offered = num(p, "offered_pps")
-                if pct is None and offered is not None:
-                    pct = run.pct_of_line_rate(size, offered)
-                key = round(pct, 3) if pct is not None else round(offered or 0.0, 1)
-                by_load.setdefault(key, []).append(p)
-        pts: list[dict[str, Any]] = []
-        for _, ps in sorted(by_load.items()):
-            off = Stat.over(num(p, "offered_pps") for p in ps)
-            fwd = Stat.over(num(p, "forwarded_pps") for p in ps)
-            if off is None or fwd is None:
+@dataclass(frozen=True)
+class Point:
+    """One load of the sweep over the repetitions: offered (frames/s, % line rate), forwarded, loss %."""
+
+    offered_pps: float
+    offered_pct: float | None
+    forwarded: Stat
+    loss_pct: Stat
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One frame size: its points by increasing load, the maximum loss-free rate, whether forwarding
+    collapsed (receive livelock) and the point it collapsed after."""
+
+    frame_size: Any
+    points: list[Point]
+    max_lossfree: Stat | None
+    livelock: bool
+    collapse: Point | None
+
+
+def _points(run: RunView, size: Any, reps: Sequence[FrameLossResult]) -> list[Point]:
+    by_load: dict[float, list[LossPoint]] = {}
+    for rep in reps:
+        for p in rep.curve or ():
+            if p.valid is False:
                 continue
-            loss = Stat.over(
-                100 * v if (v := num(p, "loss_ratio")) is not None else None for p in ps
-            ) or Stat.of(max(0.0, 100 * (1 - fwd.value / off.value)) if off.value else 0.0)
-            pts.append(
-                {"offered_pps": off.value, "offered_pct": run.pct_of_line_rate(size, off.value)
-                 if num(ps[0], "offered_pct") is None else statistics.median(num(p, "offered_pct") or 0 for p in ps),
-                 "forwarded": fwd, "loss_pct": loss}
-            )
+            pct, offered = finite(p.offered_pct), finite(p.offered_pps)
+            if pct is None and offered is not None:
+                pct = run.pct_of_line_rate(size, offered)
+            key = round(pct, 3) if pct is not None else round(offered or 0.0, 1)
+            by_load.setdefault(key, []).append(p)
+    pts: list[Point] = []
+    for _, ps in sorted(by_load.items()):
+        off = Stat.over(finite(p.offered_pps) for p in ps)
+        fwd = Stat.over(finite(p.forwarded_pps) for p in ps)
+        if off is None or fwd is None:
+            continue
+        loss = Stat.over(
+            100 * v if (v := finite(p.loss_ratio)) is not None else None for p in ps
+        ) or Stat.of(max(0.0, 100 * (1 - fwd.value / off.value)) if off.value else 0.0)
+        pct = run.pct_of_line_rate(size, off.value) if finite(ps[0].offered_pct) is None \
+            else statistics.median(finite(p.offered_pct) or 0 for p in ps)
+        pts.append(Point(off.value, pct, fwd, loss))
+    return pts
+
+
+def entries(run: RunView) -> list[Entry]:
+    """Per frame size, from the typed repetitions; points by increasing load."""
+    out = []
+    for r in run.frame_results(METHOD_NAME, FrameLossResult):
+        reps = r.repetitions
+        pts = _points(run, r.frame_size, reps)
         if not pts:
             continue
-        mlf = Stat.from_stats(obj(r, "stats").get("max_lossfree_pps")) or Stat.over(
-            num(x, "max_lossfree_pps") for x in reps
-        )
+        mlf = Stat.from_spread(r.spread("max_lossfree_pps")) or Stat.over(
+            finite(x.max_lossfree_pps) for x in reps if x.curve is not None)
         if mlf is None:
-            free = [p["offered_pps"] for p in pts if p["loss_pct"].value == 0]
+            free = [p.offered_pps for p in pts if p.loss_pct.value == 0]
             mlf = Stat.of(max(free)) if free else None
-        livelock = any(x.get("livelock") is True for x in reps)
-        out.append({"frame_size": size, "points": pts, "max_lossfree": mlf, "livelock": livelock,
-                    "collapse": collapse_point(pts)})
+        livelock = any(x.curve is not None and x.livelock for x in reps)
+        out.append(Entry(r.frame_size, pts, mlf, livelock, collapse_point(pts)))
     return out
 
 
-def collapse_point(pts: list[dict]) -> dict | None:
+def collapse_point(pts: list[Point]) -> Point | None:
     """The point of highest forwarded rate when forwarding falls by more than 10 % at a higher
     offered load (receive livelock), else ``None``."""
     if len(pts) < 2:
         return None
-    best = max(pts, key=lambda p: p["forwarded"].value)
-    after = [p for p in pts if p["offered_pps"] > best["offered_pps"]]
-    if after and min(p["forwarded"].value for p in after) < 0.9 * best["forwarded"].value:
+    best = max(pts, key=lambda p: p.forwarded.value)
+    after = [p for p in pts if p.offered_pps > best.offered_pps]
+    if after and min(p.forwarded.value for p in after) < 0.9 * best.forwarded.value:
         return best
     return None
 
@@ -243,25 +262,25 @@ def table(run: RunView) -> Table:
     t = Table(["frame size", "max loss-free rate", "% line rate", "peak forwarded", "forwarding collapses",
                "at 100 % offered: forwarded", "loss"])
     for f in entries(run):
-        size = f["frame_size"]
-        mlf = f["max_lossfree"]
-        peak = max(f["points"], key=lambda p: p["forwarded"].value)
-        topp = f["points"][-1]
-        col = f["collapse"]
+        size = f.frame_size
+        mlf = f.max_lossfree
+        peak = max(f.points, key=lambda p: p.forwarded.value)
+        topp = f.points[-1]
+        col = f.collapse
         t.add([fmt.size(size), fmt.fps_stat(mlf), fmt.pct(run.pct_of_line_rate(size, mlf.value) if mlf else None),
-               fmt.fps(peak["forwarded"].value),
-               f"above {fmt.fps(col['offered_pps'])} offered" if col else ("livelock" if f["livelock"] else "no"),
-               fmt.fps(topp["forwarded"].value), fmt.pct(topp["loss_pct"].value, 2)])
+               fmt.fps(peak.forwarded.value),
+               f"above {fmt.fps(col.offered_pps)} offered" if col else ("livelock" if f.livelock else "no"),
+               fmt.fps(topp.forwarded.value), fmt.pct(topp.loss_pct.value, 2)])
     return t
 
 
 def points_table(run: RunView) -> Table:
     t = Table(["frame size", "offered", "% line rate", "forwarded (median, min–max)", "loss"])
     for f in entries(run):
-        for p in reversed(f["points"]):
-            t.add([fmt.size(f["frame_size"]), fmt.fps(p["offered_pps"]), fmt.pct(p["offered_pct"]),
-                   fmt.fps_stat(p["forwarded"]), fmt.pct(p["loss_pct"].value, 3)],
-                  "lossy" if p["loss_pct"].value > 0 else "")
+        for p in reversed(f.points):
+            t.add([fmt.size(f.frame_size), fmt.fps(p.offered_pps), fmt.pct(p.offered_pct),
+                   fmt.fps_stat(p.forwarded), fmt.pct(p.loss_pct.value, 3)],
+                  "lossy" if p.loss_pct.value > 0 else "")
     return t
 
 
@@ -272,7 +291,7 @@ def forwarded_vs_offered_plot(runs: Sequence[RunView]) -> Figure | None:
     sizes: dict[str, Any] = {}
     for r in runs:
         for entry in entries(r):
-            sizes.setdefault(frame_size_label(entry["frame_size"]), entry["frame_size"])
+            sizes.setdefault(frame_size_label(entry.frame_size), entry.frame_size)
     if not sizes:
         return None
     ordered = sorted(sizes.values(), key=frame_size_sort_key)
@@ -280,17 +299,17 @@ def forwarded_vs_offered_plot(runs: Sequence[RunView]) -> Figure | None:
     for ax, size in zip(axes, ordered):
         top = 0.0
         for i, r in enumerate(runs):
-            f: dict | None = next((x for x in entries(r)
-                                   if frame_size_label(x["frame_size"]) == frame_size_label(size)), None)
+            f: Entry | None = next((x for x in entries(r)
+                                   if frame_size_label(x.frame_size) == frame_size_label(size)), None)
             if f is None:
                 continue
             c = run_colour(i)
-            pts = f["points"]
-            xs = [p["offered_pps"] for p in pts]
-            fw = [p["forwarded"] for p in pts]
+            pts = f.points
+            xs = [p.offered_pps for p in pts]
+            fw = [p.forwarded for p in pts]
             ax.errorbar(xs, [s.value for s in fw], yerr=yerr(fw), color=c, marker="o", label=r.name)
             top = max(top, max(xs), max(s.hi for s in fw))
-            mlf = f["max_lossfree"]
+            mlf = f.max_lossfree
             if mlf is not None:
                 who = f"{r.name}: " if len(runs) > 1 else ""
                 ax.plot([mlf.value], [mlf.value], marker="*", ms=13, color=c, mec="black", mew=0.6, ls="none",
@@ -298,11 +317,11 @@ def forwarded_vs_offered_plot(runs: Sequence[RunView]) -> Figure | None:
                 ax.annotate(f"{si(mlf.value)}fps", (mlf.value, mlf.value), xytext=(-6, 8 + 10 * i),
                             textcoords="offset points",
                             ha="right", fontsize=7.5, color=c)
-            col = f["collapse"]
+            col = f.collapse
             if col is not None:
                 who = f"{r.name}: " if len(runs) > 1 else ""
-                ax.axvline(col["offered_pps"], color=c, ls=":", lw=1.2,
-                           label=f"{who}forwarding collapses above {si(col['offered_pps'])}fps offered")
+                ax.axvline(col.offered_pps, color=c, ls=":", lw=1.2,
+                           label=f"{who}forwarding collapses above {si(col.offered_pps)}fps offered")
         ax.plot([0, top * 1.02], [0, top * 1.02], ls="--", color=REF_GREY, lw=1.0,
                 label="no loss (forwarded = offered)")
         ax.set_xlim(0, top * 1.05)
@@ -339,14 +358,14 @@ def frame_loss_plot(runs: Sequence[RunView]) -> Figure | None:
     ax = axes[0][0]
     styles = ("-", "--", "-.", ":")
     markers = ("o", "s", "^", "D", "v", "P")
-    sizes = sorted({frame_size_label(f["frame_size"]) for _, _, f in series},
+    sizes = sorted({frame_size_label(f.frame_size) for _, _, f in series},
                    key=lambda s: frame_size_sort_key(size_from_label(s)))
-    use_pct = all(p["offered_pct"] is not None for _, _, f in series for p in f["points"])
+    use_pct = all(p.offered_pct is not None for _, _, f in series for p in f.points)
     for i, r, f in series:
-        k = sizes.index(frame_size_label(f["frame_size"]))
-        xs = [p["offered_pct"] if use_pct else p["offered_pps"] for p in f["points"]]
-        ls = [p["loss_pct"] for p in f["points"]]
-        label = size_title(f["frame_size"]) if len(runs) == 1 else f"{r.name}, {size_title(f['frame_size'])}"
+        k = sizes.index(frame_size_label(f.frame_size))
+        xs = [p.offered_pct if use_pct else p.offered_pps for p in f.points]
+        ls = [p.loss_pct for p in f.points]
+        label = size_title(f.frame_size) if len(runs) == 1 else f"{r.name}, {size_title(f.frame_size)}"
         ax.errorbar(xs, [s.value for s in ls], yerr=yerr(ls), color=run_colour(i if len(runs) > 1 else k),
                     ls=styles[k % len(styles)] if len(runs) > 1 else "-", marker=markers[k % len(markers)], label=label)
     ax.set_xlabel("offered load (% of line rate)" if use_pct else "offered load (frames/s)")
@@ -392,25 +411,25 @@ class FrameLoss(Method):
     def zero_loss_bounds(self, repetition: dict, params: dict) -> tuple[float, float | None, str] | None:
         """The highest loss-free load, and the lowest load above it the DUT failed (lost frames or
         slowed the sender)."""
-        pts = objs(repetition, "curve")
-        lossfree = [x for p in pts if p.get("valid") is True and num(p, "loss_ratio") == 0.0
-                    and (x := num(p, "offered_pps")) is not None]
+        pts = from_dict(FrameLossResult, repetition, partial=True).curve or ()
+        lossfree = [x for p in pts if p.valid is True and finite(p.loss_ratio) == 0.0
+                    and (x := finite(p.offered_pps)) is not None]
         if not lossfree:
             return None
         lower = max(lossfree)
-        failed = [x for p in pts if (x := num(p, "offered_pps")) is not None and x > lower
-                  and (p.get("backpressure") is True or (p.get("valid") is True and (num(p, "loss_ratio") or 0) > 0))]
-        d = num(params, "duration_s")
+        failed = [x for p in pts if (x := finite(p.offered_pps)) is not None and x > lower
+                  and (p.backpressure is True or (p.valid is True and (finite(p.loss_ratio) or 0) > 0))]
+        d = finite(params.get("duration_s"))
         basis = f"RFC 2544 frame loss: a load is loss-free when its one {d or 0:g} s trial loses no frames"
         return lower, min(failed) if failed else None, basis
 
     def console_rows(self, result: dict, flags: str) -> list[list[str]]:
-        h = result.get("headline") or {}
-        v = result.get("stats", {}).get("max_lossfree_pps", {}).get("median")
-        rep = result["repetitions"][0] if result["repetitions"] else {}
-        return [[fmt.size(result["frame_size"]), format_pps(v) if v is not None else "none",
-                 f"{h.get('pct_line_rate', 0):.2f}" if h else "-", str(len(rep.get("curve", []))),
-                 "yes" if any(x.get("livelock") for x in result["repetitions"]) else "no", flags]]
+        r = read_frame_results(result, FrameLossResult)
+        h, v = r.headline, r.spread("max_lossfree_pps").median
+        curve = (r.repetitions[0].curve or ()) if r.repetitions else ()
+        return [[fmt.size(r.frame_size), format_pps(v) if v is not None else "none",
+                 f"{h.pct_line_rate or 0:.2f}" if h else "-", str(len(curve)),
+                 "yes" if any(x.curve is not None and x.livelock for x in r.repetitions) else "no", flags]]
 
     def html(self, run: RunView) -> dict[str, str]:
         fl = figure(forwarded_vs_offered_plot, [run])
@@ -431,7 +450,7 @@ class FrameLoss(Method):
         t = Table(ratio_header([r.name for r in runs]))
         data = [by_size(entries(r)) for r in runs]
         for lab in sizes_of(data):
-            vals = [(d[lab]["max_lossfree"].value if lab in d and d[lab]["max_lossfree"] else None) for d in data]
+            vals = [(m.value if lab in d and (m := d[lab].max_lossfree) else None) for d in data]
             row = [fmt.size(size_of_label(lab)), fmt.fps(vals[0])]
             for v in vals[1:]:
                 row += [fmt.fps(v), fmt.ratio_pct(v, vals[0])]

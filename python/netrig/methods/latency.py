@@ -23,6 +23,7 @@ from netrig.methodology.stats import check, median
 from netrig.methods.sections import RFC2544
 from netrig.model import FrameSize, LineRate, format_ns, format_pps, rate_object
 from netrig.view import fmt
+from netrig.view.frame_results import Headline, finite, read_frame_results
 from netrig.view.html import empty, figure, table_html
 from netrig.view.markdown import section_md, table_md
 from netrig.view.plotkit import (
@@ -49,7 +50,6 @@ from netrig.view.run_view import (
     frame_size_sort_key,
     num,
     obj,
-    objs,
     trial_latency,
     trial_valid,
 )
@@ -97,6 +97,30 @@ class LatencyResult:
         return self._med("p999_ns")
 
     @property
+    def min_ns(self) -> float | None:
+        return min((t.min_ns for t in self.per_trial if t.min_ns is not None), default=None)
+
+    @property
+    def max_ns(self) -> float | None:
+        return max((t.max_ns for t in self.per_trial if t.max_ns is not None), default=None)
+
+    @property
+    def mean_ns(self) -> float | None:
+        return self._med("mean_ns")
+
+    @property
+    def pdv_ns(self) -> float | None:
+        return self._med("pdv_ns")
+
+    @property
+    def ipdv_ns(self) -> float | None:
+        return self._med("ipdv_ns")
+
+    @property
+    def ipdv_p99_ns(self) -> float | None:
+        return self._med("ipdv_p99_ns")
+
+    @property
     def rate(self) -> dict | None:
         return rate_object(self.rate_pps, self.frame, self.line_rate)
 
@@ -111,12 +135,9 @@ class LatencyResult:
         return {
             "rate_pps": self.rate_pps, "rate": self.rate,
             "per_trial": [t.to_dict() for t in self.per_trial],
-            "typical_ns": self.typical_ns, "worst_case_ns": self.worst_case_ns,
-            "min_ns": min((t.min_ns for t in self.per_trial if t.min_ns is not None), default=None),
-            "mean_ns": self._med("mean_ns"),
-            "max_ns": max((t.max_ns for t in self.per_trial if t.max_ns is not None), default=None),
-            "pdv_ns": self._med("pdv_ns"), "ipdv_ns": self._med("ipdv_ns"), "ipdv_p99_ns": self._med("ipdv_p99_ns"),
-            "invalid_trials": self.invalid_trials,
+            "typical_ns": self.typical_ns, "worst_case_ns": self.worst_case_ns, "min_ns": self.min_ns,
+            "mean_ns": self.mean_ns, "max_ns": self.max_ns, "pdv_ns": self.pdv_ns, "ipdv_ns": self.ipdv_ns,
+            "ipdv_p99_ns": self.ipdv_p99_ns, "invalid_trials": self.invalid_trials,
         }
 
 
@@ -143,31 +164,38 @@ NONE = "No RFC 2544 latency measurement in this result."
 LATENCY_NAMES = ("min", "mean", "p50", "p90", "p99", "p99.9", "max", "PDV", "IPDV", "IPDV p99")
 
 
-def entries(run: RunView) -> list[dict]:
-    """Per frame size: ``{frame_size, rate_pps, pcts: {name: Stat (ns)}}`` with names from
-    ``LATENCY_NAMES``: min, p50 (typical), p90, p99, p99.9 (worst case), max, PDV, IPDV."""
+@dataclass(frozen=True)
+class Entry:
+    """One frame size: the rate it was measured at and its latency statistics (``LATENCY_NAMES``:
+    min, p50 (typical), p90, p99, p99.9 (worst case), max, PDV, IPDV), each a Stat in ns."""
+
+    frame_size: Any
+    rate_pps: float | None
+    pcts: dict[str, Stat]
+
+
+def entries(run: RunView) -> list[Entry]:
+    """Per frame size, from the typed repetitions (p90 / p99 from the trial records)."""
     out = []
-    for r in run.method_results(METHOD_NAME):
-        size = r.get("frame_size")
-        reps = objs(r, "repetitions")
-        stats = obj(r, "stats")
+    for r in run.frame_results(METHOD_NAME, LatencyResult):
+        size, reps = r.frame_size, r.repetitions
         pcts: dict[str, Stat] = {}
-        for name, stat_key, rep_key in (("p50", "typical_ns", "typical_ns"),
-                                        ("p99.9", "worst_case_ns", "worst_case_ns")):
-            s = Stat.from_stats(stats.get(stat_key)) or Stat.over(num(x, rep_key) for x in reps)
+        for name, stat_key, value in (("p50", "typical_ns", lambda x: x.typical_ns),
+                                      ("p99.9", "worst_case_ns", lambda x: x.worst_case_ns)):
+            s = Stat.from_spread(r.spread(stat_key)) or Stat.over(finite(value(x)) for x in reps)
             if s:
                 pcts[name] = s
-        for name, key in (("min", "min_ns"), ("mean", "mean_ns"), ("max", "max_ns"), ("PDV", "pdv_ns"),
-                          ("IPDV", "ipdv_ns"),
-                          ("IPDV p99", "ipdv_p99_ns")):
-            s = Stat.over(num(x, key) for x in reps)
+        for name, s in (("min", Stat.over(finite(x.min_ns) for x in reps)),
+                        ("mean", Stat.over(finite(x.mean_ns) for x in reps)),
+                        ("max", Stat.over(finite(x.max_ns) for x in reps)),
+                        ("PDV", Stat.over(finite(x.pdv_ns) for x in reps)),
+                        ("IPDV", Stat.over(finite(x.ipdv_ns) for x in reps)),
+                        ("IPDV p99", Stat.over(finite(x.ipdv_p99_ns) for x in reps))):
             if s:
                 pcts[name] = s
         # p90 / p99 are only in the trial records
-        mi = r.get("method_index") if isinstance(r.get("method_index"), int) else None
         trials = [t for t in run.trials() if t.get("method") == METHOD_NAME
-                  and frame_size_label(t.get("frame_size")) == frame_size_label(size)
-                  and (mi is None or t.get("method_index") == mi) and trial_valid(t)]
+                  and frame_size_label(t.get("frame_size")) == frame_size_label(size) and trial_valid(t)]
         for name, key in (("p90", "p90_ns"), ("p99", "p99_ns"), ("min", "min_ns"), ("max", "max_ns"),
                           ("p50", "p50_ns"), ("p99.9", "p999_ns")):
             if name not in pcts:
@@ -176,11 +204,10 @@ def entries(run: RunView) -> list[dict]:
                     pcts[name] = s
         if not pcts:
             continue
-        rate = Stat.over(num(x, "rate_pps") for x in reps)
+        rate = Stat.over(finite(x.rate_pps) for x in reps)
         if rate is None:
             rate = Stat.over(num(obj(t, "load"), "rate_pps") for t in trials)
-        out.append({"frame_size": size, "rate_pps": rate.value if rate else None,
-                    "pcts": {k: pcts[k] for k in LATENCY_NAMES if k in pcts}})
+        out.append(Entry(size, rate.value if rate else None, {k: pcts[k] for k in LATENCY_NAMES if k in pcts}))
     return out
 
 
@@ -225,8 +252,7 @@ def table(run: RunView) -> Table:
     t = Table(["frame size", "at rate"] + [c for _, c in LAT_COLS],
               caption="median of repetitions (min–max of repetitions)")
     for e in entries(run):
-        t.add([fmt.size(e["frame_size"]), fmt.fps(e["rate_pps"])]
-              + [fmt.ns_stat(e["pcts"].get(k)) for k, _ in LAT_COLS])
+        t.add([fmt.size(e.frame_size), fmt.fps(e.rate_pps)] + [fmt.ns_stat(e.pcts.get(k)) for k, _ in LAT_COLS])
     return t
 
 
@@ -238,7 +264,7 @@ def latency_vs_frame_size_plot(runs: Sequence[RunView]) -> Figure | None:
     data = [(r, entries(r)) for r in runs]
     if not any(d for _, d in data):
         return None
-    pos, labels = size_positions(runs, [e["frame_size"] for _, d in data for e in d])
+    pos, labels = size_positions(runs, [e.frame_size for _, d in data for e in d])
     fig, axes = subplots(h=3.8)
     ax = axes[0][0]
     names = ("min", "p50", "p90", "p99", "p99.9", "max") if len(runs) == 1 else ("p50", "p99.9")
@@ -246,7 +272,7 @@ def latency_vs_frame_size_plot(runs: Sequence[RunView]) -> Figure | None:
     for i, (r, d) in enumerate(data):
         off = (i - (len(runs) - 1) / 2) * 0.08 if len(runs) > 1 else 0.0
         for name in names:
-            pts = [(pos[frame_size_label(e["frame_size"])] + off, e["pcts"][name]) for e in d if name in e["pcts"]]
+            pts = [(pos[frame_size_label(e.frame_size)] + off, e.pcts[name]) for e in d if name in e.pcts]
             if not pts:
                 continue
             xs, ss = zip(*pts)
@@ -254,7 +280,7 @@ def latency_vs_frame_size_plot(runs: Sequence[RunView]) -> Figure | None:
                 colour, ls, label = PCT_COLOURS[name], "-", _pct_label(name)
             else:
                 colour, ls, label = run_colour(i), "-" if name == "p50" else "--", f"{r.name} {_pct_label(name)}"
-            szs = [d[j]["frame_size"] for j, e in enumerate(d) if name in e["pcts"]]
+            szs = [d[j].frame_size for j, e in enumerate(d) if name in e.pcts]
             errorbar_sizes(ax, xs, szs, ss, ns_to_us, color=colour, ls=ls,
                             marker="o" if name in ("p50", "p99.9") else ".", label=label)
             vals += [s.lo * ns_to_us for s in ss] + [s.hi * ns_to_us for s in ss]
@@ -369,17 +395,16 @@ class Latency(Method):
         return params.trials
 
     def verdict_values(self, result: dict) -> dict[str, float | None]:
-        return {"latency_ns": result["stats"].get("worst_case_ns", {}).get("median")}
+        return {"latency_ns": read_frame_results(result, LatencyResult).spread("worst_case_ns").median}
 
     def console_rows(self, result: dict, flags: str) -> list[list[str]]:
-        h = result.get("headline") or {}
-        st = result.get("stats", {})
-        ty, wc = st.get("typical_ns", {}), st.get("worst_case_ns", {})
-        ipdv = median(x.get("ipdv_ns") for x in result["repetitions"])
-        ipdv99 = median(x.get("ipdv_p99_ns") for x in result["repetitions"])
-        return [[fmt.size(result["frame_size"]), format_pps(h.get("fps", 0)), f"{h.get('pct_line_rate', 0):.2f}",
-                 _ns(ty.get("median")), _ns(wc.get("median")), f"{_ns(ty.get('min'))}–{_ns(ty.get('max'))}",
-                 f"{_ns(ipdv)} / {_ns(ipdv99)}", flags]]
+        r = read_frame_results(result, LatencyResult)
+        h = r.headline or Headline()
+        ty, wc = r.spread("typical_ns"), r.spread("worst_case_ns")
+        ipdv = median(x.ipdv_ns for x in r.repetitions)
+        ipdv99 = median(x.ipdv_p99_ns for x in r.repetitions)
+        return [[fmt.size(r.frame_size), format_pps(h.fps or 0), f"{h.pct_line_rate or 0:.2f}",
+                 _ns(ty.median), _ns(wc.median), f"{_ns(ty.min)}–{_ns(ty.max)}", f"{_ns(ipdv)} / {_ns(ipdv99)}", flags]]
 
     def html(self, run: RunView) -> dict[str, str]:
         lat = figure(latency_vs_frame_size_plot, [run])
@@ -400,7 +425,7 @@ class Latency(Method):
         data = [by_size(entries(r)) for r in runs]
         for lab in sizes_of(data):
             for stat in ("p50", "p99.9"):
-                vals = [(d[lab]["pcts"][stat].value if lab in d and stat in d[lab]["pcts"] else None) for d in data]
+                vals = [(d[lab].pcts[stat].value if lab in d and stat in d[lab].pcts else None) for d in data]
                 if vals[0] is None and all(v is None for v in vals):
                     continue
                 row = [fmt.size(size_of_label(lab)), "median (typical)" if stat == "p50" else "p99.9 (worst case)",

@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING, Any
 from netrig.errors import ConfigError
 from netrig.measure import Measurer
 from netrig.methodology.method import Command, Context, Method, Section, Shortcut
-from netrig.methodology.mlr import MlrResult, SearchGoal, search
+from netrig.methodology.mlr import GoalResult, MlrResult, SearchGoal, search
 from netrig.methodology.mlr_reference import search_reference
 from netrig.methodology.stats import check
 from netrig.methodology.tester import NO_LIMIT, ProvenLimit
 from netrig.model import FrameSize, LineRate, format_bps, format_pps, parse_duration
+from netrig.results.typed import from_dict
 from netrig.view import fmt
+from netrig.view.frame_results import finite, read_frame_results
 from netrig.view.html import empty, figure, table_html
 from netrig.view.markdown import section_md, table_md
 from netrig.view.plotkit import (
@@ -36,9 +38,6 @@ from netrig.view.run_view import (
     Stat,
     frame_size_label,
     frame_size_sort_key,
-    num,
-    obj,
-    objs,
 )
 from netrig.view.table import Table, by_size, ratio_header, size_of_label, sizes_of
 
@@ -93,35 +92,51 @@ def measure_mlrsearch(measurer: Measurer, frame: FrameSize, line_rate: LineRate,
 NONE = "No MLRsearch (NDR/PDR) in this result."
 
 
-def entries(run: RunView) -> list[dict]:
-    """Per frame size: ``{frame_size, goals: [{name, loss_ratio, conditional: Stat|None,
-    lower_pps, upper_pps}]}`` (bounds are medians over repetitions)."""
+@dataclass(frozen=True)
+class GoalEntry:
+    """One goal at one frame size over the repetitions (bounds are medians)."""
+
+    name: str
+    loss_ratio: float | None
+    relative_width: float | None
+    conditional: Stat | None
+    lower_pps: float | None
+    upper_pps: float | None
+    tester_limited: bool
+
+
+@dataclass(frozen=True)
+class Entry:
+    frame_size: Any
+    goals: list[GoalEntry]
+
+
+def _goal_name(g: GoalResult) -> str:
+    goal = g.goal
+    return str(goal.name if goal is not None and goal.name else f"loss ≤ {goal.loss_ratio if goal else None}")
+
+
+def entries(run: RunView) -> list[Entry]:
+    """Per frame size, every goal (NDR, PDR…) from the typed repetitions."""
     out = []
-    for r in run.method_results(METHOD_NAME):
-        by_name: dict[str, list[dict]] = {}
-        order: list[str] = []
-        for rep in objs(r, "repetitions"):
-            for g in objs(rep, "goals"):
-                name = str(g.get("name") or f"loss ≤ {num(obj(g, 'goal'), 'loss_ratio')}")
-                if name not in by_name:
-                    order.append(name)
-                by_name.setdefault(name, []).append(g)
+    for r in run.frame_results(METHOD_NAME, MlrResult):
+        by_name: dict[str, list[GoalResult]] = {}
+        for rep in r.repetitions:
+            for g in rep.goals or ():
+                by_name.setdefault(_goal_name(g), []).append(g)
         goals = []
-        for name in order:
-            gs = by_name[name]
-            lo = Stat.over(num(g, "lower_bound_pps") for g in gs)
-            hi = Stat.over(num(g, "upper_bound_pps") for g in gs)
-            ct = Stat.over(num(g, "conditional_throughput_pps") for g in gs)
+        for name, gs in by_name.items():
+            lo = Stat.over(finite(g.lower_bound_pps) for g in gs)
+            hi = Stat.over(finite(g.upper_bound_pps) for g in gs)
+            ct = Stat.over(finite(g.conditional_throughput_pps) for g in gs)
             if lo is None and hi is None and ct is None:
                 continue
-            goal = obj(gs[0], "goal")
-            goals.append({"name": name, "loss_ratio": num(goal, "loss_ratio", "target_loss_ratio"),
-                          "relative_width": num(goal, "relative_width"),
-                          "conditional": ct, "lower_pps": lo.value if lo else None,
-                          "upper_pps": hi.value if hi else None,
-                          "tester_limited": any(g.get("tester_limited") is True for g in gs)})
+            goal = gs[0].goal
+            goals.append(GoalEntry(name, finite(goal.loss_ratio) if goal else None,
+                                   finite(goal.relative_width) if goal else None, ct, lo.value if lo else None,
+                                   hi.value if hi else None, any(g.tester_limited is True for g in gs)))
         if goals:
-            out.append({"frame_size": r.get("frame_size"), "goals": goals})
+            out.append(Entry(r.frame_size, goals))
     return out
 
 
@@ -129,17 +144,17 @@ def table(run: RunView) -> Table:
     t = Table(["frame size", "goal", "loss ratio", "conditional throughput", "% line rate", "bit/s (L1)",
                "lower bound", "upper bound", "relative width"])
     for e in entries(run):
-        for g in e["goals"]:
-            ct: Stat | None = g["conditional"]
-            v = ct.value if ct else g["lower_pps"]
-            no_upper = "none (the tester's limit, loss-free)" if g["tester_limited"] else "none (max rate loss-free)"
-            t.add([fmt.size(e["frame_size"]), g["name"],
-                   fmt.DASH if g["loss_ratio"] is None else f"{g['loss_ratio']:g}",
-                   fmt.at_least(fmt.fps_stat(ct) if ct else fmt.fps(v), g["tester_limited"]),
-                   fmt.pct(run.pct_of_line_rate(e["frame_size"], v)),
-                   fmt.bps(run.bps(e["frame_size"], v)), fmt.fps(g["lower_pps"]),
-                   fmt.fps(g["upper_pps"]) if g["upper_pps"] is not None else no_upper,
-                   fmt.pct(100 * g["relative_width"], 2) if g["relative_width"] is not None else fmt.DASH])
+        for g in e.goals:
+            ct: Stat | None = g.conditional
+            v = ct.value if ct else g.lower_pps
+            no_upper = "none (the tester's limit, loss-free)" if g.tester_limited else "none (max rate loss-free)"
+            t.add([fmt.size(e.frame_size), g.name,
+                   fmt.DASH if g.loss_ratio is None else f"{g.loss_ratio:g}",
+                   fmt.at_least(fmt.fps_stat(ct) if ct else fmt.fps(v), g.tester_limited),
+                   fmt.pct(run.pct_of_line_rate(e.frame_size, v)),
+                   fmt.bps(run.bps(e.frame_size, v)), fmt.fps(g.lower_pps),
+                   fmt.fps(g.upper_pps) if g.upper_pps is not None else no_upper,
+                   fmt.pct(100 * g.relative_width, 2) if g.relative_width is not None else fmt.DASH])
     return t
 
 
@@ -150,8 +165,8 @@ def ndr_pdr_plot(runs: Sequence[RunView]) -> Figure | None:
     rows = []  # (label, run index, goal)
     for i, r in enumerate(runs):
         for e in entries(r):
-            for g in e["goals"]:
-                rows.append((e["frame_size"], g["name"], i, g))
+            for g in e.goals:
+                rows.append((e.frame_size, g.name, i, g))
     if not rows:
         return None
     rows.sort(key=lambda x: (frame_size_sort_key(x[0]), x[1], x[2]))
@@ -167,9 +182,9 @@ def ndr_pdr_plot(runs: Sequence[RunView]) -> Figure | None:
     for size, name, i, g in rows:
         k = [(frame_size_label(s), nm) for s, nm in groups].index((frame_size_label(size), name))
         y = k + (i - (n - 1) / 2) * h
-        ct = g["conditional"]
-        lo = g["lower_pps"] if g["lower_pps"] is not None else (ct.value if ct else None)
-        hi = g["upper_pps"]
+        ct = g.conditional
+        lo = g.lower_pps if g.lower_pps is not None else (ct.value if ct else None)
+        hi = g.upper_pps
         v = ct.value if ct else lo
         if v is None:
             continue
@@ -231,8 +246,8 @@ class MlrSearch(Method):
         return params.max_rate_pct
 
     def verdict_values(self, result: dict) -> dict[str, float | None]:
-        head = result.get("headline")
-        return {"throughput_pct": head["pct_line_rate"]} if head else {}
+        head = read_frame_results(result, MlrResult).headline
+        return {"throughput_pct": head.pct_line_rate} if head else {}
 
     def console_rows(self, result: dict, flags: str) -> list[list[str]]:
         rows = []
@@ -255,17 +270,17 @@ class MlrSearch(Method):
 
     def zero_loss_bounds(self, repetition: dict, params: dict) -> tuple[float, float | None, str] | None:
         """The first goal with loss ratio 0 (NDR)."""
-        if repetition.get("complete") is False:
+        rep = from_dict(MlrResult, repetition, partial=True)
+        if rep.complete is False:
             return None
-        for g in objs(repetition, "goals"):
-            goal = obj(g, "goal")
-            lower = num(g, "lower_bound_pps")
-            if num(goal, "loss_ratio") != 0.0 or lower is None:
+        for g in rep.goals or ():
+            goal, lower = g.goal, finite(g.lower_bound_pps)
+            if goal is None or finite(goal.loss_ratio) != 0.0 or lower is None:
                 continue
-            e, dsum, d = num(goal, "exceed_ratio"), num(goal, "duration_sum_s"), num(goal, "final_trial_duration_s")
-            basis = (f"MLRsearch {g.get('name', 'NDR')}: a load passes when at most {100 * (e or 0):g} % of "
+            e, dsum, d = finite(goal.exceed_ratio), finite(goal.duration_sum_s), finite(goal.final_trial_duration_s)
+            basis = (f"MLRsearch {goal.name or 'NDR'}: a load passes when at most {100 * (e or 0):g} % of "
                      f"{dsum or 0:g} s of {d or 0:g} s trials lose frames")
-            return lower, None if g.get("tester_limited") is True else num(g, "upper_bound_pps"), basis
+            return lower, None if g.tester_limited is True else finite(g.upper_bound_pps), basis
         return None
 
     def html(self, run: RunView) -> dict[str, str]:
@@ -284,14 +299,14 @@ class MlrSearch(Method):
         for lab in sizes_of(data):
             goals: list[str] = []
             for d in data:
-                for g in d.get(lab, {}).get("goals", []):
-                    if g["name"] not in goals:
-                        goals.append(g["name"])
+                for g in (d[lab].goals if lab in d else []):
+                    if g.name not in goals:
+                        goals.append(g.name)
             for gname in goals:
                 vals = []
                 for d in data:
-                    g = next((g for g in d.get(lab, {}).get("goals", []) if g["name"] == gname), None)
-                    vals.append((g["conditional"].value if g["conditional"] else g["lower_pps"]) if g else None)
+                    ge = next((g for g in (d[lab].goals if lab in d else []) if g.name == gname), None)
+                    vals.append((ge.conditional.value if ge.conditional else ge.lower_pps) if ge else None)
                 row = [fmt.size(size_of_label(lab)), gname, fmt.fps(vals[0])]
                 for v in vals[1:]:
                     row += [fmt.fps(v), fmt.ratio_pct(v, vals[0])]

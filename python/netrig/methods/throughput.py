@@ -10,7 +10,7 @@ import argparse
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from netrig.measure import Load, Measurer, TrialCounts
 from netrig.methodology.method import Capacity, Context, Method, Section, Shortcut
@@ -26,7 +26,9 @@ from netrig.model import (
     format_pps,
     rate_object,
 )
+from netrig.results.typed import from_dict
 from netrig.view import fmt
+from netrig.view.frame_results import Flag, FrameResults, Headline, finite, read_frame_results
 from netrig.view.html import empty, figure, table_html
 from netrig.view.markdown import section_md, table_md
 from netrig.view.plotkit import (
@@ -46,11 +48,9 @@ from netrig.view.plotkit import (
 from netrig.view.run_view import (
     RunView,
     Stat,
-    flag_codes,
     frame_size_label,
     num,
     obj,
-    objs,
 )
 from netrig.view.table import Table, by_size, ratio_header, size_of_label, sizes_of
 
@@ -225,36 +225,46 @@ def measure_throughput(measurer: Measurer, frame: FrameSize, line_rate: LineRate
 NONE = "No RFC 2544 throughput in this result."
 
 
-def entries(run: RunView) -> list[dict]:
-    """Per frame size: ``{frame_size, rate: Stat (fps), pct: Stat|None, l1_bps, l2_bps,
-    ceiling_pps, above_ceiling, tester_limited, at_least, repetitions, flags}``."""
+@dataclass(frozen=True)
+class Entry:
+    """One frame size of the throughput, as its tables and plots show it."""
+
+    frame_size: Any
+    rate: Stat  # frames/s
+    pct: Stat | None
+    l1_bps: float | None
+    l2_bps: float | None
+    ceiling_pps: float | None
+    above_ceiling: bool
+    #: "≥ rate": the answer is a lower bound (the search ended at the tester's limit).
+    at_least: bool
+    repetitions: int
+    flags: tuple[Flag, ...]
+    cpu_s_per_mframe: float | None
+
+
+def results(run: RunView) -> list[FrameResults[ThroughputResult]]:
+    return run.frame_results(METHOD_NAME, ThroughputResult)
+
+
+def entries(run: RunView) -> list[Entry]:
+    """Per frame size: the median rate of the repetitions (min–max), % of line rate, bit/s."""
     out = []
-    for r in run.method_results(METHOD_NAME):
-        size = r.get("frame_size")
-        reps = objs(r, "repetitions")
-        rate = Stat.from_stats(obj(r, "stats").get("rate_pps")) or Stat.over(num(x, "rate_pps") for x in reps)
-        head = obj(r, "headline")
-        if rate is None and (hv := num(head, "fps")) is not None:
-            rate = Stat.of(hv)
+    for r in results(run):
+        size, reps, head = r.frame_size, r.repetitions, r.headline or Headline()
+        rate = Stat.from_spread(r.spread("rate_pps")) or Stat.over(finite(x.rate_pps) for x in reps)
+        if rate is None and head.fps is not None:
+            rate = Stat.of(head.fps)
         if rate is None:
             continue
         lr = run.line_rate_pps(size)
         pct = rate.scaled(100 / lr) if lr else None
-        if pct is None and (hp := num(head, "pct_line_rate")) is not None and rate.value > 0:
-            pct = rate.scaled(hp / rate.value)
-        flags = flag_codes(r)
-        out.append({
-            "frame_size": size, "rate": rate, "pct": pct,
-            "l1_bps": num(head, "l1_bps") or run.bps(size, rate.value, 1),
-            "l2_bps": num(head, "l2_bps") or run.bps(size, rate.value, 2),
-            "ceiling_pps": run.proven_ceiling_pps(size),
-            "above_ceiling": "above_selftest_ceiling" in flags,
-            "tester_limited": "tester_limited" in flags or any(x.get("tester_limited") for x in reps),
-            # "≥ rate": a lower bound (in older results tester_limited only meant "some trial was invalid")
-            "at_least": any(x.get("bounded_by_tester") is True for x in reps),
-            "repetitions": len(reps), "flags": objs(r, "flags"),
-            "cpu_s_per_mframe": cpu_s_per_mframe(run, size),
-        })
+        if pct is None and head.pct_line_rate is not None and rate.value > 0:
+            pct = rate.scaled(head.pct_line_rate / rate.value)
+        out.append(Entry(size, rate, pct, head.l1_bps or run.bps(size, rate.value, 1),
+                         head.l2_bps or run.bps(size, rate.value, 2), run.proven_ceiling_pps(size),
+                         "above_selftest_ceiling" in r.flag_codes, any(x.tester_limited is True for x in reps),
+                         len(reps), r.flags, cpu_s_per_mframe(run, size)))
     return out
 
 
@@ -283,14 +293,14 @@ def table(run: RunView) -> Table:
               caption="CPU-s per M frames: busy CPU-seconds of every core per million frames forwarded in the "
                       "loss-free trial at the highest load (on one host: the tester's and the DUT's together)")
     for e in entries(run):
-        flags = ", ".join(sorted({str(f.get("code", "")) for f in e["flags"]} - {"nominal_line_rate", "short_trials"}))
-        t.add([fmt.size(e["frame_size"]), fmt.at_least(fmt.fps_stat(e["rate"]), e["at_least"]),
-               fmt.pct(e["pct"].value if e["pct"] else None),
-               fmt.bps(e["l1_bps"]), fmt.bps(e["l2_bps"]), fmt.fps(run.line_rate_pps(e["frame_size"])),
-               fmt.fps(e["ceiling_pps"]),
-               fmt.DASH if e["cpu_s_per_mframe"] is None else f"{e['cpu_s_per_mframe']:.3g}",
-               str(e["repetitions"] or fmt.DASH), flags or ""],
-              "flagged" if e["above_ceiling"] else "")
+        flags = ", ".join(sorted({f.code for f in e.flags} - {"nominal_line_rate", "short_trials"}))
+        t.add([fmt.size(e.frame_size), fmt.at_least(fmt.fps_stat(e.rate), e.at_least),
+               fmt.pct(e.pct.value if e.pct else None),
+               fmt.bps(e.l1_bps), fmt.bps(e.l2_bps), fmt.fps(run.line_rate_pps(e.frame_size)),
+               fmt.fps(e.ceiling_pps),
+               fmt.DASH if e.cpu_s_per_mframe is None else f"{e.cpu_s_per_mframe:.3g}",
+               str(e.repetitions or fmt.DASH), flags or ""],
+              "flagged" if e.above_ceiling else "")
     return t
 
 
@@ -301,7 +311,7 @@ def throughput_plot(runs: Sequence[RunView]) -> Figure | None:
     data = [(r, entries(r)) for r in runs]
     if not any(d for _, d in data):
         return None
-    pos, labels = size_positions(runs, [t["frame_size"] for _, d in data for t in d])
+    pos, labels = size_positions(runs, [t.frame_size for _, d in data for t in d])
     fig, axes = subplots(2, 1, h=5.4, sharex=True)
     ax_fps, ax_pct = axes[0][0], axes[1][0]
     all_vals: list[float] = []
@@ -333,18 +343,18 @@ def throughput_plot(runs: Sequence[RunView]) -> Figure | None:
             continue
         c = run_colour(i)
         off = (i - (len(runs) - 1) / 2) * 0.08 if len(runs) > 1 else 0.0
-        xs = [pos[frame_size_label(t["frame_size"])] + off for t in d]
-        rates = [t["rate"] for t in d]
-        sizes_ = [t["frame_size"] for t in d]
+        xs = [pos[frame_size_label(t.frame_size)] + off for t in d]
+        rates = [t.rate for t in d]
+        sizes_ = [t.frame_size for t in d]
         errorbar_sizes(ax_fps, xs, sizes_, rates, color=c, marker="o", label=r.name)
         all_vals += [s.value for s in rates]
-        pcts = [(x, t["frame_size"], t["pct"]) for x, t in zip(xs, d) if t["pct"] is not None]
+        pcts = [(x, t.frame_size, t.pct) for x, t in zip(xs, d) if t.pct is not None]
         if pcts:
             px, psz, ps = zip(*pcts)
             errorbar_sizes(ax_pct, px, psz, ps, color=c, marker="o", label=r.name)
-        bad = [(x, t) for x, t in zip(xs, d) if t["above_ceiling"]]
+        bad = [(x, t) for x, t in zip(xs, d) if t.above_ceiling]
         if bad:
-            ax_fps.scatter([x for x, _ in bad], [t["rate"].value for _, t in bad], s=140, facecolors="none",
+            ax_fps.scatter([x for x, _ in bad], [t.rate.value for _, t in bad], s=140, facecolors="none",
                            edgecolors="#C00000", linewidths=1.6, zorder=5,
                            label="above tester ceiling (not a proven DUT result)" if flagged_label else None)
             flagged_label = False
@@ -402,33 +412,34 @@ class Throughput(Method):
                                   ThroughputParams(duration_s=ctx.trial_duration_s), ctx.tester_limit).headline_pps
 
     def verdict_values(self, result: dict) -> dict[str, float | None]:
-        head = result.get("headline")
-        return {"throughput_pct": head["pct_line_rate"]} if head else {}
+        head = read_frame_results(result, ThroughputResult).headline
+        return {"throughput_pct": head.pct_line_rate} if head else {}
 
     def console_rows(self, result: dict, flags: str) -> list[list[str]]:
-        h = result.get("headline") or {}
-        mm = result.get("stats", {}).get("rate_pps", {})
-        bounded = any(x.get("bounded_by_tester") is True for x in result.get("repetitions", []))
-        fps = fmt.at_least(format_pps(h["fps"]), bounded) if h else "none"
-        return [[fmt.size(result["frame_size"]), fps, f"{h.get('pct_line_rate', 0):.2f}",
-                 format_bps(h.get("l1_bps", 0)), format_bps(h.get("l2_bps", 0)),
-                 f"{format_pps(mm.get('min') or 0)}–{format_pps(mm.get('max') or 0)}", flags]]
+        r = read_frame_results(result, ThroughputResult)
+        h, mm = r.headline, r.spread("rate_pps")
+        bounded = any(x.tester_limited is True for x in r.repetitions)
+        fps = fmt.at_least(format_pps(h.fps or 0), bounded) if h else "none"
+        return [[fmt.size(r.frame_size), fps, f"{(h.pct_line_rate if h else 0) or 0:.2f}",
+                 format_bps((h.l1_bps if h else 0) or 0), format_bps((h.l2_bps if h else 0) or 0),
+                 f"{format_pps(mm.min or 0)}–{format_pps(mm.max or 0)}", flags]]
 
     def zero_loss_bounds(self, repetition: dict, params: dict) -> tuple[float, float | None, str] | None:
-        if repetition.get("found") is False or (params.get("acceptable_loss_ratio") or 0.0) > 0:
+        rep = from_dict(ThroughputResult, repetition, partial=True)
+        if rep.found is False or (params.get("acceptable_loss_ratio") or 0.0) > 0:
             return None
-        lower = num(repetition, "lower_pps")
+        lower = finite(rep.lower_pps)
         if lower is None or lower <= 0:
             return None
-        # older results meant "some trial was invalid" by tester_limited: no upper bound claimed then
-        bounded = repetition.get("bounded_by_tester", repetition.get("tester_limited")) is True
-        d = num(params, "duration_s")
+        # bounded by the tester (in results older than ``bounded_by_tester``: some trial was invalid,
+        # which netrig.results migrates to "no upper end"): no upper bound claimed
+        d = finite(params.get("duration_s"))
         basis = (f"RFC 2544 throughput: a load passes when one {d:g} s trial loses no frames" if d
                  else "RFC 2544 throughput: a load passes when its trial loses no frames")
-        return lower, None if bounded else num(repetition, "upper_pps"), basis
+        return lower, None if rep.tester_limited is True else finite(rep.upper_pps), basis
 
     def capacity(self, run: RunView) -> list[Capacity]:
-        return [Capacity(e["frame_size"], e["rate"], e["pct"], e["l1_bps"], e["l2_bps"]) for e in entries(run)]
+        return [Capacity(e.frame_size, e.rate, e.pct, e.l1_bps, e.l2_bps) for e in entries(run)]
 
     def html(self, run: RunView) -> dict[str, str]:
         return {"summary": "<h3>Throughput per frame size</h3>" + (table_html(table(run)) or empty(NONE)),
@@ -445,11 +456,11 @@ class Throughput(Method):
         data = [by_size(entries(r)) for r in runs]
         for lab in sizes_of(data):
             b = data[0].get(lab)
-            bv = b["rate"].value if b else None
+            bv = b.rate.value if b else None
             row = [fmt.size(size_of_label(lab)), fmt.fps(bv)]
             for d in data[1:]:
                 e = d.get(lab)
-                v = e["rate"].value if e else None
+                v = e.rate.value if e else None
                 row += [fmt.fps(v), fmt.ratio_pct(v, bv)]
             t.add(row)
         return ("RFC 2544 throughput", t) if t else None
@@ -457,10 +468,10 @@ class Throughput(Method):
     def compare_values(self, run: RunView) -> dict[str, tuple[float | None, bool]]:
         out: dict[str, tuple[float | None, bool]] = {}
         for e in entries(run):
-            out[f"RFC 2544 throughput {fmt.size(e['frame_size'])}"] = (e["rate"].value if e["rate"] else None, True)
+            out[f"RFC 2544 throughput {fmt.size(e.frame_size)}"] = (e.rate.value if e.rate else None, True)
         for e in entries(run):  # the CPU rows after the rates
-            if e["cpu_s_per_mframe"] is not None:
-                out[f"CPU-s per M frames at throughput ({fmt.size(e['frame_size'])})"] = (e["cpu_s_per_mframe"], False)
+            if e.cpu_s_per_mframe is not None:
+                out[f"CPU-s per M frames at throughput ({fmt.size(e.frame_size)})"] = (e.cpu_s_per_mframe, False)
         return out
 
     def add_cli_options(self, parser: argparse.ArgumentParser) -> None:

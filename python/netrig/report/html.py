@@ -100,9 +100,9 @@ def page(title: str, subtitle: list[str], sections: list[tuple[str, str, str]], 
 def warnings_html(r: RunView, prefix: str = "") -> str:
     items = []
     for n in r.notes():
-        bad = " bad" if n["bad"] else ""
-        where = f" ({esc(n['where'])})" if n["where"] != "run" else ""
-        items.append(f'<span class="badge{bad}">{esc(n["code"])}</span>{esc(prefix)}{esc(n["message"])}{where}')
+        bad = " bad" if n.bad else ""
+        where = f" ({esc(n.where)})" if n.where != "run" else ""
+        items.append(f'<span class="badge{bad}">{esc(n.code)}</span>{esc(prefix)}{esc(n.message)}{where}')
     if not items:
         return ""
     return '<div class="warn"><strong>Read these before the numbers</strong><ul>' + "".join(

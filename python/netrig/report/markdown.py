@@ -16,9 +16,9 @@ from netrig.view.table import Table
 def _warnings(r: RunView, prefix: str = "") -> list[str]:
     out = []
     for n in r.notes():
-        where = f" ({n['where']})" if n["where"] != "run" else ""
-        code = f"**{n['code']}**" if n["bad"] else f"`{n['code']}`"
-        out.append(f"- {code}: {prefix}{n['message']}{where}")
+        where = f" ({n.where})" if n.where != "run" else ""
+        code = f"**{n.code}**" if n.bad else f"`{n.code}`"
+        out.append(f"- {code}: {prefix}{n.message}{where}")
     return out
 
 

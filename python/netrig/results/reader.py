@@ -107,6 +107,23 @@ def migrate(doc: object, source: str = "result") -> dict:
     while v < SCHEMA_VERSION:
         doc = MIGRATIONS[v](doc)
         v = doc["schema_version"]
+    return _throughput_bounds(doc)
+
+
+def _throughput_bounds(doc: dict) -> dict:
+    """RFC 2544 throughput repetitions written before ``bounded_by_tester`` (same schema version) meant
+    "some trial was invalid" by ``tester_limited``, not "the answer is the tester's bound": as the
+    result type says it now, they were not bounded, and the upper end they name is not claimed."""
+    for entry in doc.get("summary") or []:
+        if not isinstance(entry, dict) or entry.get("method") != "rfc2544_throughput":
+            continue
+        for r in entry.get("results") or []:
+            for rep in (r.get("repetitions") or []) if isinstance(r, dict) else []:
+                if not isinstance(rep, dict) or "bounded_by_tester" in rep:
+                    continue
+                if rep.get("tester_limited") is True:
+                    rep["upper_pps"] = None
+                rep["tester_limited"] = rep["bounded_by_tester"] = False
     return doc
 
 

@@ -10,6 +10,7 @@ lists or ``None`` instead of raising.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import statistics
@@ -17,11 +18,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from netrig.model import MIXES, WIRE_OVERHEAD_BYTES, size_label, size_sort_key
 from netrig.results import TORN_FLAG, load_document, migrate
 from netrig.testbed.topologies import list_topologies, topology_options
+from netrig.view.frame_results import FrameResults, Spread, line_rate_of, read_frame_results
+
+R = TypeVar("R")
 
 #: The options each topology takes.
 TOPOLOGY_OPTIONS = {name: topology_options(name) for name, _ in list_topologies()}
@@ -93,12 +97,28 @@ class Stat:
         med = num(s, "median", "value")
         return None if med is None else cls.of(med, num(s, "min"), num(s, "max"))
 
+    @classmethod
+    def from_spread(cls, s: Spread) -> Stat | None:
+        """From a typed ``stats`` entry (``FrameResults.spread``)."""
+        return None if s.median is None else cls.of(s.median, s.min, s.max)
+
     def scaled(self, k: float) -> Stat:
         return Stat(self.value * k, self.lo * k, self.hi * k)
 
     @property
     def spread(self) -> bool:
         return self.hi > self.lo
+
+
+@dataclass(frozen=True)
+class Note:
+    """A note the report shows before the numbers: a flag's ``code`` and ``message``, ``where`` it
+    applies (``"run"``, or the results), and whether it questions a result (``bad``)."""
+
+    code: str
+    message: str
+    where: str
+    bad: bool
 
 
 def parse_time(s: Any) -> datetime | None:
@@ -286,6 +306,11 @@ class RunView:
         out.sort(key=lambda r: frame_size_sort_key(r.get("frame_size")))
         return out
 
+    def frame_results(self, method: str, cls: type[R]) -> list[FrameResults[R]]:
+        """:meth:`method_results` with every repetition read back as ``cls`` (the method's result type)."""
+        lr = line_rate_of(self.doc)
+        return [read_frame_results(r, cls, lr) for r in self.method_results(method)]
+
     def has_frame_results(self) -> bool:
         """It holds results of frame methods (not only stack methods, whose frame size is ``stack``:
         the self-test and the line rate say nothing about them)."""
@@ -353,33 +378,31 @@ class RunView:
         where = obj(tb, "placement").get("note")
         return f"{name}{f' ({shown})' if shown else ''}" + (f"; {where}" if isinstance(where, str) else "")
 
-    def notes(self) -> list[dict]:
-        """What a reader must know before the numbers, one note per kind: ``{code, message, where,
-        bad}``. Flags of one code are one note (the first message, every place it applies to);
-        ``DETAIL_FLAGS`` stay with their results (the tables' flags), never up here."""
-        out: list[dict] = []
+    def notes(self) -> list[Note]:
+        """What a reader must know before the numbers, one note per kind. Flags of one code are one
+        note (the first message, every place it applies to); ``DETAIL_FLAGS`` stay with their results
+        (the tables' flags), never up here."""
+        out: list[Note] = []
         if self.complete is False:
-            out.append({"code": "incomplete", "message": str(self.doc.get("interrupted_reason") or
-                                                             "the run did not finish"), "where": "run", "bad": True})
+            out.append(Note("incomplete", str(self.doc.get("interrupted_reason") or "the run did not finish"),
+                            "run", True))
         if not self.selftest() and self.has_frame_results():
-            out.append({"code": "no_selftest", "message": "nothing proves the tester was not the bottleneck",
-                        "where": "run", "bad": True})
-        by_code: dict[str, dict] = {}
+            out.append(Note("no_selftest", "nothing proves the tester was not the bottleneck", "run", True))
+        by_code: dict[str, tuple[int, list[str], list[str]]] = {}
         for f in self.flags():
             if f["code"] in DETAIL_FLAGS:
                 continue
-            note = by_code.get(f["code"])
-            if note is None:
-                by_code[f["code"]] = note = {**f, "same": [], "also": [], "bad": f["code"] in BAD_NOTES}
-                out.append(note)
+            if f["code"] not in by_code:
+                by_code[f["code"]] = (len(out), [], [])
+                out.append(Note(f["code"], f["message"], "run", f["code"] in BAD_NOTES))
+            i, same, also = by_code[f["code"]]
             if f["where"] != "run":
-                (note["same"] if f["message"] == note["message"] else note["also"]).append(f["where"])
-        for note in out:
-            same, also = note.pop("same", []), note.pop("also", [])
+                (same if f["message"] == out[i].message else also).append(f["where"])
+        for i, same, also in by_code.values():
             where = "; ".join(same)
             if also:  # the same kind elsewhere, with its own numbers: named, not repeated
                 where += ("; " if where else "") + f"also {'; '.join(also)}: see each result's flags"
-            note["where"] = where or "run"
+            out[i] = dataclasses.replace(out[i], where=where or "run")
         return out
 
     def verdicts(self) -> list[dict]:

@@ -4,10 +4,18 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from netrig.model import size_label, size_sort_key
 from netrig.view.fmt import DASH
+
+
+class HasFrameSize(Protocol):
+    @property
+    def frame_size(self) -> Any: ...
+
+
+E = TypeVar("E", bound="HasFrameSize | dict[str, Any]")
 
 
 @dataclass
@@ -65,9 +73,9 @@ def key_value_table(d: dict) -> Table:
 
 
 # -- comparisons ----------------------------------------------------------------------------------
-def by_size(entries: Sequence[dict]) -> dict[str, dict]:
-    """Entries (each with a ``frame_size``) keyed by frame-size label."""
-    return {size_label(e["frame_size"]): e for e in entries}
+def by_size(entries: Sequence[E]) -> dict[str, E]:
+    """Entries (each with a ``frame_size`` attribute, or key for those still dicts) by frame-size label."""
+    return {size_label(e["frame_size"] if isinstance(e, dict) else e.frame_size): e for e in entries}
 
 
 def sizes_of(data: Sequence[dict[str, Any]]) -> list[str]:
