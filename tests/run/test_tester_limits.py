@@ -263,3 +263,19 @@ def test_a_tester_limited_back_to_back_is_no_lower_bound_of_zero(tmp_path):
     assert row[1].endswith("(bursts at 600 kfps: tester-limited)"), row
     write_report([tmp_path / "result.json"], tmp_path / "r.html")
     assert "(bursts at 600 kfps: tester-limited)" in (tmp_path / "r.md").read_text()
+
+
+def test_an_invalid_fixed_rate_trial_gives_no_headline(tmp_path):
+    """The iperf-like run's headline came from a trial flagged invalid and "not used": a tester that
+    cannot offer the rate leaves the result without a number, and the console says why."""
+    cfg = config({"capacity_pps": 5e6, "tester_ceiling_pps": 100e3, "tester_tolerance_ratio": 0.0},
+                 methods=[{"iperf": {"rate_pct": 50, "duration_s": 1, "interval_s": 0.5}}])
+    cfg["selftest"] = {"enabled": False}
+    doc = run(tmp_path, cfg)
+    res = results(doc)["iperf"]
+    assert res["repetitions"][0]["valid"] is False and res["headline"] is None, res
+    [row] = REGISTRY.get("iperf").console_rows(res, "")
+    assert row[1] == "—: every trial invalid (not used)", row
+    write_report([tmp_path / "result.json"], tmp_path / "r.html")
+    md = (tmp_path / "r.md").read_text()
+    assert f"{res['repetitions'][0]['received_pps']:,.0f} fps" not in md
