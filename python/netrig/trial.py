@@ -315,7 +315,8 @@ def run_trial(
     Pacing: ``"smooth"`` (default) never offers more than the intended rate — time the sender loses
     to a stall is not recovered, every frame is sent later, and the trial is stretched (by up to
     ``max_stretch_pct`` of its length; beyond it the trial is invalid, tester-limited);
-    ``"catch-up"`` keeps the wall-clock duration and sends a backlog at up to twice the rate. The
+    ``"catch-up"`` keeps the wall-clock duration and schedules a backlog at twice the rate (its batches
+    leave back to back: a 1-ms window after a stall may carry more; 5x was measured). The
     result's ``smoothness`` and ``tx_stretch_ns`` say what happened. ``phases`` =
     ``[(duration_s, rate_scale), ...]`` runs one continuous trial through loads of ``rate_scale`` ×
     the streams' rates (``duration_s`` defaults to their sum); ``interval_s`` counts frames sent and

@@ -5,6 +5,7 @@ wide as it needs, never wrapped mid-word. No privileges needed."""
 from __future__ import annotations
 
 import io
+import json
 
 from rich.table import Table
 
@@ -92,3 +93,36 @@ def test_the_soak_row_says_its_trial_was_invalid_and_which_cpus_saturated():
            "invalid_reason": "the tester fell short of the rate", "cpu_saturated": ["cpu0", "cpu1"]}
     [row] = soak.METHOD.console_rows({"frame_size": 64, "repetitions": [rep]}, "")
     assert "saturated throughout: cpu0, cpu1" in row[6] and row[-1].startswith("INVALID: the tester fell"), row
+
+
+def test_summary_titles_without_a_terminal_are_one_line(capsys):
+    """A summary table's title (method and line rate) is one line in a pipe, not wrapped to the width
+    of a narrow table ("… (nominal: simulated" / "has no link speed))")."""
+    from tests.report.report_golden import DATA
+
+    doc = json.loads((DATA / "report-simulated-demo-rfc2544.json").read_text())
+    label = "10 Gbit/s (nominal: simulated has no link speed, and a label longer than any table here)"
+    doc["line_rate"] = {**(doc.get("line_rate") or {}), "label": label}
+    console.print_summary(doc, plain_console())
+    out = capsys.readouterr().out
+    titles = [ln for ln in out.splitlines() if "(line rate " in ln]
+    assert titles and all(ln.rstrip().endswith(f"(line rate {label})") for ln in titles), out
+
+
+def test_the_soak_live_verdicts_say_its_trial_was_invalid_and_which_cpus_saturated():
+    """The soak's verdict lines on the console (each interval's, and the final one) say what the JSON
+    says: the trial was invalid, and the CPUs busy throughout (not counted as spikes)."""
+    from netrig.methods import soak
+    from netrig.model import FrameSize, LineRate
+
+    rows = [{"t_s": 10.0 * i, "duration_s": 10.0, "segment": 0, "frames_sent": 1000, "frames_received": 990,
+             "frames_lost": 10, "monitor": {"cpu": {"cpu0": 100.0, "cpu1": 99.0}}} for i in range(6)]
+    counts = TrialCounts(offered_pps=100.0, frames_sent=6000, frames_received=5940, valid=False,
+                         invalid_reason="the tester fell short of the rate")
+    res = soak.SoakResult.build(FrameSize(64), LineRate(1e9), soak.SoakParams(duration_s=60, interval_s=10), 100.0,
+                                None, rows, counts)
+    line = soak.live_line(res)
+    assert "saturated throughout: cpu0, cpu1" in line and "INVALID: the tester fell short of the rate" in line, line
+    valid = soak.SoakResult.build(FrameSize(64), LineRate(1e9), soak.SoakParams(duration_s=60, interval_s=10), 100.0,
+                                  None, rows, TrialCounts(offered_pps=100.0, frames_sent=6000, frames_received=5940))
+    assert "INVALID" not in soak.live_line(valid)

@@ -75,10 +75,24 @@ def test_ipv6_on_sockperf_3_7_is_one_line_before_anything_is_built():
     (["--message-size", "13"], "--message-size"), (["--message-size", "65508"], "--message-size"), (["--duration", "1500ms"], "--duration"),
     (["--duration", "0s"], "--duration"), (["--mps", "0"], "--mps"), (["--mps", "fast"], "--mps"),
     (["--server-port", "70000"], "--server-port"), (["--protocol", "sctp"], "--protocol"), (["--family", "5"], "--family"),
+    (["--knob", "gro=off"], "--knob"), (["--knob", "dut.features.nosuchfeature=off"], "--knob dut.features"),
 ])
 def test_bad_input_is_one_line_naming_the_option(argv, field):
     """Checked before the privileges, the tool and the test bed."""
     _one_line_naming(argv, field)
+
+
+@needs_root
+@needs_sockperf
+def test_rr_takes_knobs_and_monitors_the_run():
+    """--knob sets a tuning knob for the run and restores it; --monitor samples the CPUs during it."""
+    r = subprocess.run([*NETRIG, "rr", "--testbed", "router", "--duration", "1s", "--knob", "dut.features.gro=off",
+                        "--monitor", "--json"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["knobs"]["requested"] == {"dut": {"features": {"gro": "off"}}} and doc["knobs"]["restored"] is True
+    assert doc["monitor"]["samples"] and set(doc["monitor"]["summary"]["per_cpu"]) >= {"cpu0"}
+    assert _left_behind(doc["testbed_id"]) == [] and _no_sockperf()
 
 
 @needs_root

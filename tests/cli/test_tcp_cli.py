@@ -49,10 +49,28 @@ def test_tcp_reverse_through_nat_and_a_custom_port():
     assert _state() == before
 
 
+@needs_root
+@needs_iperf3
+def test_tcp_takes_knobs_and_monitors_the_run(tmp_path):
+    """--knob sets a tuning knob for the run and restores it; --monitor samples the CPUs during it
+    (per-CPU busy and softirq time on the console, the samples in the JSON), as on the methods."""
+    before = _state()
+    r = subprocess.run([*NETRIG, "tcp", "--testbed", "router", "--duration", "1s", "--streams", "1",
+                        "--knob", "dut.features.gro=off", "--monitor", "--out", str(tmp_path)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "monitor (" in r.stdout and "cpu0: busy " in r.stdout and "softirq" in r.stdout, r.stdout
+    doc = json.loads((tmp_path / "tcp.json").read_text())
+    assert doc["knobs"]["requested"] == {"dut": {"features": {"gro": "off"}}} and doc["knobs"]["restored"] is True
+    assert doc["monitor"]["samples"] and set(doc["monitor"]["summary"]["per_cpu"]) >= {"cpu0"}
+    assert _state() == before
+
+
 @pytest.mark.parametrize("argv,field", [
     (["--streams", "0"], "--streams"), (["--duration", "0s"], "--duration"), (["--duration", "1e99s"], "--duration"),
     (["--server-port", "0"], "--server-port"), (["--mss", "0"], "--mss"), (["--interval", "x"], "--interval"),
     (["--testbed-option", "nonsense=1"], "--testbed-option"), (["--testbed-option", "tester_stack=false"], "tester_stack"),
+    (["--knob", "gro=off"], "--knob"), (["--knob", "dut.features.nosuchfeature=off"], "--knob dut.features"),
 ])
 def test_bad_input_is_one_line_naming_the_option(argv, field):
     r = subprocess.run([*NETRIG, "tcp", "--testbed", "router", *argv], capture_output=True, text=True, timeout=60)

@@ -248,3 +248,48 @@ def test_frame_loss_is_checked_too():
     assert "1 slowed the sender (DUT backpressure)" in f["message"] and "capacity in this range comes and goes" in f[
         "message"]
     assert "a load is loss-free when its one 0.5 s trial loses no frames" in f["message"]
+
+
+def test_a_lower_bound_is_one_number_in_the_console_the_report_and_the_flag(tmp_path):
+    """A tester-limited search shows the same "≥ N" in its flag, its console row and its report table
+    (it was "≥ 116 kfps (tester-limited)" in a table beside "≥ 90.9 kfps" in its flag)."""
+    doc = run(tmp_path, config({"capacity_pps": 5e6, "tester_ceiling_pps": 600e3, "tester_tolerance_ratio": 0.0},
+                               methods=[{"rfc2544_throughput": {"resolution_pct": 0.5}}]))
+    res = results(doc)["rfc2544_throughput"]
+    flag = next(f["message"] for f in res["flags"] if f["code"] == "tester_limited")
+    bound = flag.split(":")[0]
+    assert bound.startswith("≥ ") and bound != "≥ 0 fps", flag
+    row = REGISTRY.get("rfc2544_throughput").console_rows(res, "")[0]
+    assert row[1].startswith(bound.replace(" fps", "")), (row, flag)
+    write_report([tmp_path / "result.json"], tmp_path / "r.html")
+    assert f"≥ {res['headline']['fps']:,.0f} fps (tester-limited)" in (tmp_path / "r.md").read_text()
+
+
+def test_a_tester_limited_back_to_back_is_no_lower_bound_of_zero(tmp_path):
+    """Back-to-back's result is a burst, not a rate: a tester that sent its bursts below the burst rate
+    is said (the rate it reached, beside the burst), never as "≥ 0 fps"."""
+    doc = run(tmp_path, config({"capacity_pps": 5e6, "tester_ceiling_pps": 600e3, "tester_tolerance_ratio": 0.0},
+                               methods=[{"rfc2544_back_to_back": {"trials": 2}}]))
+    res = results(doc)["rfc2544_back_to_back"]
+    flag = next(f["message"] for f in res["flags"] if f["code"] == "tester_limited")
+    assert "≥" not in flag and "reached only 600 kfps" in flag, flag
+    row = REGISTRY.get("rfc2544_back_to_back").console_rows(res, "")[0]
+    assert row[1].endswith("(bursts at 600 kfps: tester-limited)"), row
+    write_report([tmp_path / "result.json"], tmp_path / "r.html")
+    assert "(bursts at 600 kfps: tester-limited)" in (tmp_path / "r.md").read_text()
+
+
+def test_an_invalid_fixed_rate_trial_gives_no_headline(tmp_path):
+    """The iperf-like run's headline came from a trial flagged invalid and "not used": a tester that
+    cannot offer the rate leaves the result without a number, and the console says why."""
+    cfg = config({"capacity_pps": 5e6, "tester_ceiling_pps": 100e3, "tester_tolerance_ratio": 0.0},
+                 methods=[{"iperf": {"rate_pct": 50, "duration_s": 1, "interval_s": 0.5}}])
+    cfg["selftest"] = {"enabled": False}
+    doc = run(tmp_path, cfg)
+    res = results(doc)["iperf"]
+    assert res["repetitions"][0]["valid"] is False and res["headline"] is None, res
+    [row] = REGISTRY.get("iperf").console_rows(res, "")
+    assert row[1] == "—: every trial invalid (not used)", row
+    write_report([tmp_path / "result.json"], tmp_path / "r.html")
+    md = (tmp_path / "r.md").read_text()
+    assert f"{res['repetitions'][0]['received_pps']:,.0f} fps" not in md

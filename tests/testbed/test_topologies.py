@@ -229,3 +229,18 @@ def test_external_checks_interfaces(tb_ids):
         assert tb.port("p0").ifname == "lo" and tb.port("p0").netns is None
         assert tb.describe()["namespaces"]["(host)"]["interfaces"]
     assert subprocess.run(["ip", "link", "show", "lo"], capture_output=True).returncode == 0
+
+
+def test_tester_stack_default_routes_are_healthy_and_repaired(tb_ids):
+    """A test bed with tester stacks is healthy as built (its default routes were read as missing,
+    so every tcp and study trial logged "test bed repaired"); a default route deleted is named and
+    restored."""
+    with Testbed.create("router", tester_stack=True) as tb:
+        tb_ids.append(tb.id)
+        assert tb.health() == []
+        assert tb.repair() == []
+        tx_ns = tb.port("tx").netns
+        subprocess.run(["ip", "-n", tx_ns, "route", "del", "default"], check=True)
+        assert tb.health() == [f"route 0.0.0.0/0 via 198.18.0.1 (netns {tx_ns}) is missing"]
+        assert tb.repair() == [f"route 0.0.0.0/0 via 198.18.0.1 (netns {tx_ns})"]
+        assert tb.health() == []

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from netrig.cli.common import check_file_name
 from netrig.methodology.vocabulary import helptext
-from netrig.report import write_compare
+from netrig.report import load_run, write_compare
+from netrig.report.tables import line_rate_warning
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -25,6 +27,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     check_file_name(args.output, "-o", "compare.html")
     out = write_compare(args.results, args.output)
+    if (warning := line_rate_warning([load_run(p) for p in args.results])) is not None:
+        print(f"netrig compare: warning: {warning}", file=sys.stderr)
     print(out)
     print(out.with_suffix(".md"))
     return 0

@@ -228,6 +228,15 @@ def summary_tables(doc: dict) -> list[Table]:
     return tables
 
 
+def _print_table(console: Console, table: Table) -> None:
+    """``table``; without a terminal its title is a line of its own, as wide as it needs (rich wraps
+    a title to the table's width)."""
+    if not console.is_terminal and isinstance(table.title, str):
+        console.print(table.title, soft_wrap=True)
+        table.title = None
+    console.print(table)
+
+
 def print_summary(doc: dict, console: Console | None = None) -> None:
     console = console or plain_console()
     st = doc.get("selftest")
@@ -245,9 +254,9 @@ def print_summary(doc: dict, console: Console | None = None) -> None:
                       format_bps(c["proven"]["l1_bps"]) if c.get("proven") else "-", "yes" if c["passed"] else "no",
                       f"{_fmt_ns(floor.get('p50_ns'))} / {_fmt_ns(floor.get('p99_ns'))}" if floor else "-",
                       c.get("timestamp_source") or "-", *([_fmt_ns(c.get("tester_share_ns"))] if share else []))
-        console.print(t)
+        _print_table(console, t)
     for t in summary_tables(doc):
-        console.print(t)
+        _print_table(console, t)
     for v in doc.get("verdicts", []):
         console.print(f"{'PASS' if v['passed'] else 'FAIL'} {v['check']} {v['frame_size']}: {v['value']} "
                       f"(threshold {v['threshold']})")

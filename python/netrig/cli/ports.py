@@ -13,6 +13,7 @@ from typing import Any
 
 from netrig import _native
 from netrig.cli.common import console, require_root
+from netrig.errors import LiveInterfaceError, NetrigError
 from netrig.methodology.vocabulary import helptext
 from netrig.model import format_bps
 
@@ -51,6 +52,19 @@ def xdp_rx_probe(ifname: str, netns: str | None) -> tuple[bool, str]:
     return True, detail
 
 
+def transmit_guard(ifname: str, netns: str | None) -> dict[str, Any]:
+    """Would the transmit guard let a trial send on ``ifname``? The engine's own check: the port is
+    opened for transmit with no flow (nothing is sent) and closed. ``{"ok", "detail"}``; a port that
+    fails to open for another reason (down, say) is left to the backend probe's lines."""
+    try:
+        _native.Generator([_native.Port(ifname, netns, io="socket")], []).close()
+    except LiveInterfaceError as e:
+        return {"ok": False, "detail": str(e)}
+    except NetrigError as e:
+        return {"ok": True, "detail": f"passes (the port did not open: {e})"}
+    return {"ok": True, "detail": "passes: a trial may send here"}
+
+
 def describe(ifname: str, netns: str | None, probe: bool) -> dict:
     info: dict[str, Any] = _native.interface_info(ifname, netns).to_dict()
     if probe:
@@ -64,6 +78,7 @@ def describe(ifname: str, netns: str | None, probe: bool) -> dict:
         info["io_auto_tx"] = works[0] if works else None
         rx_works = [n for n in works if info["io"][n].get("rx_ok", True)]
         info["io_auto"] = rx_works[0] if rx_works else None
+        info["transmit_guard"] = transmit_guard(ifname, netns)
     return info
 
 
@@ -84,18 +99,21 @@ def run(args) -> int:
     if probe:
         t.add_column("io auto")
         t.add_column("AF_XDP")
+        t.add_column("sends")
     for r in rows:
         cells = [r["name"], r["driver"] or "?", format_bps(r["speed_bps"]) if r["speed_bps"] else "none (nominal)",
                  str(r["mtu"]), f"{r['rx_queues']}/{r['tx_queues']}", "yes" if r["oper_up"] else "no", r["mac"]]
         if probe:
             x = r["io"]["af_xdp"]
             xdp = "no" if not x["ok"] else ("TX + RX" if x.get("rx_ok") else "TX only")
-            cells += [r["io_auto"] or "none", xdp]
+            cells += [r["io_auto"] or "none", xdp, "yes" if r["transmit_guard"]["ok"] else "refused (live)"]
         t.add_row(*cells)
     con = console()
     con.print(t)
     if probe:
         for r in rows:
+            if not r["transmit_guard"]["ok"]:
+                con.print(f"  {r['name']} transmit guard: refused — {r['transmit_guard']['detail']}")
             for name, x in r["io"].items():
                 con.print(f"  {r['name']} {name}: {'ok — ' if x['ok'] else 'no — '}{x['detail']}")
                 if "rx_ok" in x:

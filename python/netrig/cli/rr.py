@@ -20,9 +20,20 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import contextlib
 
 from netrig.cli.common import require_root
-from netrig.cli.tcp import add_result_options, add_testbed_options, endpoints, testbed_for, write_result
+from netrig.cli.shortcuts import knobs_of
+from netrig.cli.tcp import (
+    add_dut_options,
+    add_result_options,
+    add_testbed_options,
+    dut_lines,
+    endpoints,
+    on_dut,
+    testbed_for,
+    write_result,
+)
 from netrig.errors import ConfigError
 from netrig.measure.rr import (
     DEFAULT_PORT,
@@ -58,6 +69,7 @@ def register(sub) -> None:
     p.add_argument("--server-port", type=int, default=DEFAULT_PORT, metavar="N",
                    help=helptext("--server-port", f"sockperf's (default {DEFAULT_PORT})"))
     deprecated(p, "--port", "--server-port", type=int)
+    add_dut_options(p, "sockperf")
     add_result_options(p, "rr.json")
     p.set_defaults(func=run)
 
@@ -104,13 +116,12 @@ def table(r: RrResult) -> str:
 
 def run(args: argparse.Namespace) -> int:
     params = _params(args)
+    knobs = knobs_of(args.knob)
     require_root("building a test bed and running sockperf in its namespaces")
     check_sockperf(args.family)  # before a test bed is built for nothing
     tb, built = testbed_for(args, "sockperf")
-    if built:
-        with tb:
-            result = measure(tb, params, args.family)
-    else:
+    with tb if built else contextlib.nullcontext(tb), on_dut(tb, knobs, args.monitor) as extra:
         result = measure(tb, params, args.family)
-    write_result({"testbed": tb.topology, "testbed_id": tb.id, **result.to_dict()}, table(result), args, "rr.json")
+    write_result({"testbed": tb.topology, "testbed_id": tb.id, **result.to_dict(), **extra},
+                 table(result) + dut_lines(extra), args, "rr.json")
     return 0

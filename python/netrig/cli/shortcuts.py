@@ -21,7 +21,7 @@ from netrig.methodology.vocabulary import deprecated, helptext
 from netrig.methods import REGISTRY
 from netrig.run.config import config_from_dict
 from netrig.run.runner import resume_config
-from netrig.testbed.knobs import sysfs_kind
+from netrig.testbed.knobs import Knobs, sysfs_kind
 from netrig.testbed.options import parse_option
 from netrig.testbed.state import ID_RE as TESTBED_ID_RE
 from netrig.testbed.state import read_state
@@ -132,6 +132,22 @@ def knob_options(items: list[str]) -> dict[str, Any]:
     return out
 
 
+def knob_error(e: ConfigError) -> ConfigError:
+    """A ``testbed.knobs`` error named after ``--knob`` (and the knob), others unchanged."""
+    if e.field == "testbed.knobs" or e.field.startswith("testbed.knobs."):
+        rest = e.field.removeprefix("testbed.knobs").lstrip(".")
+        return ConfigError(f"--knob {rest}" if rest else "--knob", e.message)
+    return e
+
+
+def knobs_of(items: list[str]) -> Knobs:
+    """``--knob`` items validated as a config's ``testbed.knobs`` (errors name ``--knob``)."""
+    try:
+        return Knobs.from_dict(knob_options(items), "testbed.knobs")
+    except ConfigError as e:
+        raise knob_error(e) from None
+
+
 def testbed_config(name_or_id: str, options: dict[str, Any]) -> dict[str, Any]:
     """``testbed`` of a config for ``--testbed``: a topology or ``simulated``, or the id of a test
     bed that is up (``netrig testbed up``)."""
@@ -192,9 +208,8 @@ def execute(cfg: dict, args: argparse.Namespace, fields: dict[str, str] | None =
     except ConfigError as e:
         if e.field.startswith("testbed.options."):
             raise ConfigError(f"--testbed-option {e.field.removeprefix('testbed.options.')}", e.message) from None
-        if e.field == "testbed.knobs" or e.field.startswith("testbed.knobs."):
-            rest = e.field.removeprefix("testbed.knobs").lstrip(".")
-            raise ConfigError(f"--knob {rest}" if rest else "--knob", e.message) from None
+        if knob_error(e) is not e:
+            raise knob_error(e) from None
         if e.field == "testbed.name":
             raise ConfigError("--testbed", e.message) from None
         raise rename_field(e, {**COMMON_FIELDS, **(fields or {})}) from None

@@ -14,18 +14,22 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 from typing import Any
 
 from netrig.cli.common import require_root
-from netrig.cli.shortcuts import testbed_options
+from netrig.cli.shortcuts import knobs_of, testbed_options
 from netrig.errors import ConfigError, TestbedError
 from netrig.measure.stack import StackEndpoints
 from netrig.measure.tcp import DEFAULT_PORT, DIRECTIONS, TcpParams, TcpResult, run_iperf3
 from netrig.methodology.vocabulary import deprecated, helptext
 from netrig.model import format_bps, parse_duration
+from netrig.monitor import Monitor
 from netrig.testbed import TOPOLOGIES, Testbed
+from netrig.testbed.knobs import KnobLayout, Knobs, applied_knobs
 
 
 def register(sub) -> None:
@@ -46,6 +50,7 @@ def register(sub) -> None:
     deprecated(p, "--port", "--server-port", type=int)
     p.add_argument("--interval", default="1s", metavar="T", help=helptext("--interval", "per-interval goodput "
                                                                                        "(default 1s)"))
+    add_dut_options(p, "iperf3")
     add_result_options(p, "tcp.json")
     p.set_defaults(func=run)
 
@@ -125,15 +130,58 @@ def table(r: TcpResult) -> str:
 
 def run(args: argparse.Namespace) -> int:
     params = _params(args)
+    knobs = knobs_of(args.knob)
     require_root("building a test bed and running iperf3 in its namespaces")
     tb, built = testbed_for(args, "iperf3")
-    if built:
-        with tb:
-            result = measure(tb, params, args.family)
-    else:
+    with tb if built else contextlib.nullcontext(tb), on_dut(tb, knobs, args.monitor) as extra:
         result = measure(tb, params, args.family)
-    write_result({"testbed": tb.topology, **result.to_dict()}, table(result), args, "tcp.json")
+    write_result({"testbed": tb.topology, **result.to_dict(), **extra}, table(result) + dut_lines(extra), args,
+                 "tcp.json")
     return 0
+
+
+def add_dut_options(p: argparse.ArgumentParser, tool: str) -> None:
+    """``--knob`` and ``--monitor`` of a command that runs ``tool`` through a test bed's DUT."""
+    p.add_argument("--knob", action="append", default=[], metavar="TARGET.KIND.NAME=VALUE",
+                   help=helptext("--knob", "as in a config's testbed.knobs (docs/methodology.md): e.g. "
+                                           "dut.features.gro=off, dut.sysfs.threaded=1, host.sysctl.net.core."
+                                           "busy_poll=50; recorded in the JSON result"))
+    p.add_argument("--monitor", action="store_true",
+                   help=helptext("--monitor", f"here the whole {tool} run: per-CPU busy, softirq and system "
+                                              "time, memory, conntrack and interface counters, into the JSON "
+                                              "result and a line per CPU [off]"))
+
+
+@contextlib.contextmanager
+def on_dut(tb: Testbed, knobs: Knobs, monitor: bool) -> Iterator[dict[str, Any]]:
+    """The block with ``knobs`` applied (restored after it) and, with ``monitor``, the test bed
+    sampled; yields a dict that holds ``knobs`` (their record) and ``monitor`` (the samples and a
+    per-CPU summary) when the block ends."""
+    extra: dict[str, Any] = {}
+    tuned = (applied_knobs(knobs, KnobLayout.of_testbed(tb), state=tb.state, path="testbed.knobs") if knobs
+             else contextlib.nullcontext(None))
+    with tuned as record:
+        mon = Monitor(testbed=tb, interval_s=0.5) if monitor else None
+        with mon if mon is not None else contextlib.nullcontext():
+            yield extra
+        if record is not None:
+            extra["knobs"] = record
+        if mon is not None:
+            extra["monitor"] = {**mon.result.to_dict(), "summary": mon.result.summary()}
+
+
+def dut_lines(extra: dict[str, Any]) -> str:
+    """The monitor's per-CPU means, a line each (none without ``--monitor``)."""
+    mon = extra.get("monitor")
+    if mon is None:
+        return ""
+    per_cpu = mon["summary"]["per_cpu"]
+    lines = [f"\n  monitor ({mon['summary']['samples']} samples of {mon['interval_s']:g} s), mean per CPU:"]
+    lines += [f"    {cpu}: busy {v['busy']:.1f} %, softirq {v['softirq']:.1f} %, system {v['system']:.1f} %"
+              for cpu, v in per_cpu.items()]
+    if not per_cpu:
+        lines.append("    no sample: the run was shorter than one monitor interval")
+    return "\n".join(lines)
 
 
 def add_testbed_options(p: argparse.ArgumentParser) -> None:

@@ -198,8 +198,9 @@ def register(sub) -> None:
                    help="what the sender does with time it lost to a stall: smooth (default: never above the rate; "
                         "the frames a stall delayed go out later and the trial is stretched, by at most "
                         "--max-stretch: beyond it the trial stops short of its frames, invalid) or catch-up (keeps "
-                        "the duration; the backlog is scheduled at 2x the rate, and a 1-ms window can carry more: "
-                        "its batches leave back to back, 5x was measured after a stall)")
+                        "the duration: frames not caught up by its end are not sent, invalid; the backlog is "
+                        "scheduled at 2x the rate, and a 1-ms window can carry more: its batches leave back to "
+                        "back, 5x was measured after a stall)")
     p.add_argument("--max-stretch", type=float, default=DEFAULT_MAX_STRETCH_PCT, metavar="PCT",
                    help="smooth pacing: the trial may run this much longer (%% of its length) to send every frame; "
                         f"beyond it the trial is invalid, tester-limited (default {DEFAULT_MAX_STRETCH_PCT:g})")

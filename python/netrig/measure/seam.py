@@ -94,7 +94,8 @@ class Pacing:
     """How the tester offered a trial's load, measured in its TX workers.
 
     ``mode`` is ``"smooth"`` (time lost to a tester stall is not recovered: the sending is stretched,
-    never faster than the rate) or ``"catch-up"`` (a backlog goes out at up to twice the rate);
+    never faster than the rate) or ``"catch-up"`` (a backlog is scheduled at twice the rate; a 1-ms
+    window after a stall may carry more);
     ``stretch_s`` how much later than planned the last frame left; ``max_lag_s`` the longest the
     tester fell behind its schedule. ``peak_frames`` is the most frames handed to the port in any
     1 ms window and ``intended_frames`` what the intended rate puts there (0: unpaced, no peak);

@@ -28,7 +28,7 @@ from netrig.measure import Load, Measurer
 from netrig.methodology.method import Context, Method, Shortcut
 from netrig.methodology.stats import check
 from netrig.methods.sections import OTHER_METHODS, RFC2544
-from netrig.model import FrameSize, LineRate, defaults
+from netrig.model import FrameSize, LineRate, defaults, format_pps
 from netrig.view import fmt
 from netrig.view.html import empty, esc, table_html
 from netrig.view.markdown import section_md, table_md
@@ -198,6 +198,13 @@ def measure_back_to_back(measurer: Measurer, frame: FrameSize, line_rate: LineRa
 # --------------------------------------------------------------------------------------------- #
 # Reading it back from results
 
+def slow_bursts(reps: list[dict]) -> str:
+    """`` (bursts at 600 kfps: tester-limited)`` beside a burst the tester sent below the burst rate
+    (the DUT's buffer was filled that fast, not at line rate); empty otherwise."""
+    slow = min((a for x in reps if x.get("tester_limited") and (a := num(x, "achieved_burst_rate_fps"))), default=None)
+    return f" (bursts at {format_pps(slow)}: tester-limited)" if slow is not None else ""
+
+
 def table(r: RunView) -> Table:
     t = Table(["frame size", "mean burst (frames)", "bursts (min–max)", "stdev", "implied buffer time",
                "corrected buffer time (RFC 9004)", "max burst reached"])
@@ -206,7 +213,7 @@ def table(r: RunView) -> Table:
         bursts = [b for x in reps for b in (x.get("bursts_frames") or []) if isinstance(b, (int, float))]
         mb = (Stat.from_stats(obj(e, "stats").get("mean_burst_frames"))
               or Stat.over(num(x, "mean_burst_frames") for x in reps))
-        t.add([fmt.size(e.get("frame_size")), fmt.count(mb.value if mb else None),
+        t.add([fmt.size(e.get("frame_size")), fmt.count(mb.value if mb else None) + (slow_bursts(reps) if mb else ""),
                f"{min(bursts):,.0f}–{max(bursts):,.0f}" if bursts else fmt.DASH,
                fmt.count(med(reps, "stdev_burst_frames")),
                fmt.seconds(med(reps, "implied_buffer_time_s")), fmt.seconds(med(reps, "corrected_buffer_time_s")),
@@ -252,7 +259,7 @@ class BackToBack(Method):
         mb = st.get("mean_burst_frames", {}).get("median")
         ib = rep[0]["implied_buffer_time_s"] if rep else None
         cb = st.get("corrected_buffer_time_s", {}).get("median")
-        return [[fmt.size(result["frame_size"]), f"{mb:.0f}" if mb is not None else "-",
+        return [[fmt.size(result["frame_size"]), f"{mb:.0f}{slow_bursts(rep)}" if mb is not None else "-",
                  f"{ib * 1e3:.3f} ms" if ib is not None else "-",
                  f"{cb * 1e3:.3f} ms" if cb is not None else "-", flags]]
 

@@ -65,10 +65,11 @@ class IperfResult:
 
     @property
     def headline_pps(self) -> float | None:
-        return self.received_pps
+        """The rate received, from a valid trial only (an invalid one is the tester's, not used)."""
+        return self.received_pps if self.valid else None
 
     def stats_values(self) -> dict:
-        return {"received_pps": self.received_pps}
+        return {"received_pps": self.headline_pps}
 
     def to_dict(self) -> dict:
         return {"offered_pps": self.offered_pps, "received_pps": self.received_pps,
@@ -100,7 +101,7 @@ def entries(run: RunView) -> list[dict]:
             if pts:
                 series.append(pts)
         received = (Stat.from_stats(obj(r, "stats").get("received_pps"))
-                    or Stat.over(num(x, "received_pps") for x in reps))
+                    or Stat.over(num(x, "received_pps") for x in reps if x.get("valid") is not False))
         if received is None and not series:
             continue
         out.append({"frame_size": r.get("frame_size"), "offered_pps": Stat.over(num(x, "offered_pps") for x in reps),
@@ -177,6 +178,8 @@ class Iperf(Method):
     def console_rows(self, result: dict, flags: str) -> list[list[str]]:
         h = result.get("headline") or {}
         mm = result.get("stats", {}).get("received_pps", {})
+        if h.get("fps") is None:  # no valid trial: no rate to show
+            return [[fmt.size(result["frame_size"]), "—: every trial invalid (not used)", "—", "—", "—", "—", flags]]
         return [[fmt.size(result["frame_size"]), format_pps(h.get("fps", 0)), f"{h.get('pct_line_rate', 0):.2f}",
                  format_bps(h.get("l1_bps", 0)), format_bps(h.get("l2_bps", 0)),
                  f"{format_pps(mm.get('min') or 0)}–{format_pps(mm.get('max') or 0)}", flags]]

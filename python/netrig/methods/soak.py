@@ -500,10 +500,13 @@ def live_line(res: SoakResult, row: dict | None = None) -> str:
     mem = ("LEAK " + "; ".join(trend_text(t) for t in leaks)) if leaks else \
         ("no leak" + (f" ({trend_text(worst)})" if worst else "" if res.leaks else " (too few samples)"
                       if any(r.get("monitor") for r in res.rows) else " (not monitored)"))
+    saturated = f"; saturated throughout: {', '.join(res.saturated)}" if res.saturated else ""
+    c = res.counts
+    invalid = f" | INVALID: {c.invalid_reason or 'tester problem'}" if c is not None and not c.valid else ""
     return (f"soak {fmt_time(r['t_s'] + r['duration_s'])}/{fmt_time(res.params.duration_s)}: "
             f"rx {format_pps(r['frames_received'] / r['duration_s'] if r['duration_s'] else 0)}, "
-            f"lost {r['frames_lost']} | memory: {mem} | CPU spikes: {len(res.cpu)} | "
-            f"loss episodes: {len(res.losses)}{as_of}")
+            f"lost {r['frames_lost']} | memory: {mem} | CPU spikes: {len(res.cpu)}{saturated} | "
+            f"loss episodes: {len(res.losses)}{as_of}{invalid}")
 
 
 def fmt_time(s: float) -> str:

@@ -237,6 +237,8 @@ def compare_html(runs: Sequence[RunView], version: str = "", study: dict | None 
                fmt.when(r.doc.get("started_at")), r.line_rate_label, str(len(r.trials())),
                "yes" if r.complete else "NO"])
     warn = "".join(warnings_html(r, prefix=f"{r.name}: ") for r in runs)
+    if (lw := tables.line_rate_warning(runs)) is not None:
+        warn = (f'<div class="warn"><span class="badge bad">line-rates-differ</span>{esc(lw)}</div>') + warn
     S.append(("runs", "Results compared", table_html(t, left=2) + warn))
     S.append(("summary", "Summary per configuration", table_html(tables.summary_per_configuration(runs), left=4)))
     ratios = [rt for m in REGISTRY if (rt := m.ratio_table(runs)) is not None]

@@ -59,6 +59,8 @@ def compare_markdown(runs: Sequence[RunView], html_name: str = "") -> str:
              f"Baseline: **{runs[0].name}** (`{runs[0].path}`)" + (f" · plots: `{html_name}`" if html_name else "")
              + "\n"]
     w = [x for r in runs for x in _warnings(r, prefix=f"{r.name}: ")]
+    if (lw := tables.line_rate_warning(runs)) is not None:
+        w.insert(0, f"- **line-rates-differ**: {lw}")
     if w:
         parts.append("**Read these before the numbers:**\n\n" + "\n".join(w) + "\n")
     parts.append(_sec("Summary per configuration", table_md(tables.summary_per_configuration(runs)), ""))

@@ -2,6 +2,8 @@
 self-test, pass/fail checks, every trial, the run's facts and what differs between runs."""
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,7 +21,7 @@ from netrig.view.run_view import (
 from netrig.view.table import Table, flatten, key_value_table, plain
 
 __all__ = ["summary_per_configuration", "selftest_table", "verdicts_table", "trials_table", "smoothness_table",
-           "not_counted", "run_facts", "environment_differences", "key_value_table", "Table"]
+           "not_counted", "run_facts", "environment_differences", "line_rate_warning", "key_value_table", "Table"]
 
 
 def _ends(d: list[Capacity]) -> tuple[Capacity | None, Capacity | None]:
@@ -235,14 +237,37 @@ def run_facts(r: RunView) -> Table:
     return t
 
 
+#: What a test bed gets anew at every build (its id, MACs, its build time) and a moment's free memory:
+#: not differences between the runs' set-ups.
+_PER_BUILD_KEYS = frozenset({"id", "mac", "peer_mac", "address", "build_s", "MemAvailable", "MemFree"})
+#: Lists in the kernel's order, which may change from build to build.
+_UNORDERED_KEYS = frozenset({"neighbours", "routes", "addresses"})
+
+
+def _set_up(v: Any, tb_id: str, key: str = "") -> Any:
+    """``v`` without what every build of a test bed gets anew: the names made from its id read
+    ``nr<id>-…``, per-build keys and IPv6 link-local addresses (made from the MACs) left out, the
+    kernel's lists in one order."""
+    if isinstance(v, dict):
+        return {_set_up(k, tb_id): _set_up(x, tb_id, k) for k, x in v.items() if k not in _PER_BUILD_KEYS}
+    if isinstance(v, list):
+        out = [_set_up(x, tb_id) for x in v if not (isinstance(x, str) and x.startswith("fe80:"))]
+        return sorted(out, key=lambda x: json.dumps(x, sort_keys=True)) if key in _UNORDERED_KEYS else out
+    if isinstance(v, str) and tb_id:
+        return re.sub(rf"\bnr{re.escape(tb_id)}-", "nr<id>-", v)
+    return v
+
+
 def environment_differences(runs: Sequence[RunView]) -> Table:
-    """Environment, test bed, line rate and config keys whose values differ between the runs."""
+    """Environment, test bed, line rate and config keys whose set-up values differ between the runs
+    (not the test bed's id, the names made from it or its MACs: every build differs in those)."""
     flat = []
     for r in runs:
-        d = {f"environment.{k}": v for k, v in flatten(r.environment)}
-        d.update({f"testbed.{k}": v for k, v in flatten(r.testbed)})
-        d.update({f"line_rate.{k}": v for k, v in flatten(obj(r.doc, "line_rate"))})
-        d.update({f"config.{k}": v for k, v in flatten(r.config)})
+        tb_id = str(r.testbed.get("id") or "")
+        d = {f"environment.{k}": v for k, v in flatten(_set_up(r.environment, tb_id))}
+        d.update({f"testbed.{k}": v for k, v in flatten(_set_up(r.testbed, tb_id))})
+        d.update({f"line_rate.{k}": v for k, v in flatten(_set_up(obj(r.doc, "line_rate"), tb_id))})
+        d.update({f"config.{k}": v for k, v in flatten(_set_up(r.config, tb_id))})
         flat.append(d)
     keys: list[str] = []
     for d in flat:
@@ -255,6 +280,16 @@ def environment_differences(runs: Sequence[RunView]) -> Table:
         if len(set(vals)) > 1:
             t.add([k] + vals)
     return t
+
+
+def line_rate_warning(runs: Sequence[RunView]) -> str | None:
+    """A warning when the runs' line rates differ (None when they agree): every percentage of line rate
+    is then a different rate in each run."""
+    if len({r.speed_bps for r in runs}) < 2:
+        return None
+    rates = "; ".join(f"{r.name}: {r.line_rate_label}" for r in runs)
+    return (f"line rates differ ({rates}): a percentage of line rate is a different rate in each run; "
+            "compare frames/s")
 
 
 def study_values(runs: Sequence[RunView]) -> tuple[list[str], dict[str, bool], list[dict[str, float | None]]]:

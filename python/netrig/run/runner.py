@@ -360,12 +360,15 @@ class Runner:
         if limited:
             lim = min(getattr(r, "tester_limit_pps", None) or 0.0 for r in limited)
             # The bound is what the DUT was seen to pass (the headline), the same number everywhere;
-            # where the tester stopped is said apart.
-            bound = format_pps(head) if head is not None else format_pps(0.0)
-            flags.append({"code": "tester_limited",
-                          "message": f"≥ {bound}: the DUT lost nothing at any load the tester could offer; above it "
-                                     f"the tester fell short (its self-test's ceiling / factor, or a trial that "
-                                     f"reached only {format_pps(lim)}): a lower bound, the DUT may be faster"})
+            # where the tester stopped is said apart. A result that is no rate (back-to-back's bursts)
+            # has no bound to state: it was measured at the rate the tester reached.
+            message = (f"the tester reached only {format_pps(lim)}, short of the rate asked for: the result was "
+                       "measured at that rate, not at the one asked for (a tester limit, not the DUT's)")
+            if head is not None:
+                message = (f"≥ {format_pps(head)}: the DUT lost nothing at any load the tester could offer; above it "
+                           f"the tester fell short (its self-test's ceiling / factor, or a trial that reached only "
+                           f"{format_pps(lim)}): a lower bound, the DUT may be faster")
+            flags.append({"code": "tester_limited", "message": message})
         pressed = [r for r in reps if getattr(r, "backpressure_trials", 0)]
         if pressed:
             bp = max(getattr(r, "backpressure_pps", None) or 0.0 for r in pressed)

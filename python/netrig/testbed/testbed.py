@@ -575,6 +575,15 @@ def dead_processes(state: dict[str, Any]) -> list[str]:
     return out
 
 
+def _route_dst(route: Any, family: int) -> str:
+    """A route's destination as the build wrote it: a default route has no RTA_DST attribute and is
+    ``0.0.0.0/0`` or ``::/0`` (the tester stacks' default routes)."""
+    dst = route.get_attr("RTA_DST")
+    if dst is None:
+        dst = "0.0.0.0" if family == socket.AF_INET else "::"
+    return f"{dst}/{route['dst_len']}"
+
+
 def _check_ns(ipr: IPRoute, ns: str | None, expected: list[dict[str, Any]],
               repair: bool) -> tuple[list[str], list[str], list[str]]:
     """Compare namespace ``ns`` with what the build configured there; with ``repair``, re-add what a
@@ -605,11 +614,8 @@ def _check_ns(ipr: IPRoute, ns: str | None, expected: list[dict[str, Any]],
     addrs = {(a["index"], a.get_attr("IFA_ADDRESS"), a["prefixlen"]) for a in ipr.get_addr()}
     neighs = {(n["ifindex"], n.get_attr("NDA_DST"), (n.get_attr("NDA_LLADDR") or "").lower())
               for n in ipr.get_neighbours() if n["state"] & 0x80}
-    routes = set()
-    for fam in (socket.AF_INET, socket.AF_INET6):
-        for r in ipr.get_routes(family=fam, table=254):
-            if r.get_attr("RTA_DST"):
-                routes.add((f"{r.get_attr('RTA_DST')}/{r['dst_len']}", r.get_attr("RTA_GATEWAY")))
+    routes = {(_route_dst(r, fam), r.get_attr("RTA_GATEWAY"))
+              for fam in (socket.AF_INET, socket.AF_INET6) for r in ipr.get_routes(family=fam, table=254)}
     # addresses first: a route's gateway needs its connected route back
     for kind in ("addr", "neigh", "route"):
         for item in expected:
