@@ -126,3 +126,19 @@ def test_the_soak_live_verdicts_say_its_trial_was_invalid_and_which_cpus_saturat
     valid = soak.SoakResult.build(FrameSize(64), LineRate(1e9), soak.SoakParams(duration_s=60, interval_s=10), 100.0,
                                   None, rows, TrialCounts(offered_pps=100.0, frames_sent=6000, frames_received=5940))
     assert "INVALID" not in soak.live_line(valid)
+
+
+def test_a_trial_progress_line_after_sending_shows_the_trials_rates_not_zero():
+    """`netrig trial` used to end on "done 3.0s/1s tx 20,000 (0 fps)": the rate of a sender that had
+    stopped, and the drain counted as trial time."""
+    from types import SimpleNamespace
+
+    from netrig.cli.trial import progress_line
+
+    state = {"last": (0.0, 0, 0), "rates": (0.0, 0.0)}
+    running = progress_line(SimpleNamespace(phase="running", elapsed_s=0.5, tx_frames=10_000, rx_frames=9_990),
+                            1.0, state)
+    assert "0.5s/1s" in running and "tx       10,000" in running
+    done = progress_line(SimpleNamespace(phase="done", elapsed_s=3.0, tx_frames=20_000, rx_frames=19_000), 1.0, state)
+    assert "1.0s/1s +2.0s drain" in done, done
+    assert "(mean 20 kfps)" in done and "(mean 19 kfps)" in done and "(0 fps)" not in done, done

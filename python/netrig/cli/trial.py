@@ -856,6 +856,25 @@ def built_testbed(args) -> Iterator[None]:
         yield
 
 
+def progress_line(snap: Snapshot, total_s: float | None, state: dict) -> str:
+    """One progress line. While sending: the rates over the last look (``state`` keeps it). Once the
+    sending is over (draining, done): the trial's own mean rates and its drain time apart, never a
+    "0 fps" that is only the sender having stopped, nor an elapsed time past the duration."""
+    now = time.monotonic()
+    t0, tx0, rx0 = state["last"]
+    dt = now - t0
+    if dt > 0.15:
+        state["rates"] = ((snap.tx_frames - tx0) / dt, (snap.rx_frames - rx0) / dt)
+        state["last"] = (now, snap.tx_frames, snap.rx_frames)
+    txr, rxr = state["rates"]
+    when, what = f"{snap.elapsed_s:6.1f}s" + (f"/{total_s:.0f}s" if total_s else ""), ""
+    if total_s and snap.phase in ("draining", "done"):
+        txr, rxr, what = snap.tx_frames / total_s, snap.rx_frames / total_s, "mean "
+        when = f"{total_s:6.1f}s/{total_s:.0f}s +{max(0.0, snap.elapsed_s - total_s):.1f}s drain"
+    return (f"[bold]{snap.phase:>8}[/] {when}  tx {snap.tx_frames:>12,} ({what}{format_pps(max(txr, 0))})  "
+            f"rx {snap.rx_frames:>12,} ({what}{format_pps(max(rxr, 0))})")
+
+
 def run_held(args) -> int:
     plan = build(args)
     kw = plan.kw
@@ -866,16 +885,7 @@ def run_held(args) -> int:
     state = {"last": (time.monotonic(), 0, 0), "rates": (0.0, 0.0)}
 
     def line(snap: Snapshot) -> str:
-        now = time.monotonic()
-        t0, tx0, rx0 = state["last"]
-        dt = now - t0
-        if dt > 0.15:
-            state["rates"] = ((snap.tx_frames - tx0) / dt, (snap.rx_frames - rx0) / dt)
-            state["last"] = (now, snap.tx_frames, snap.rx_frames)
-        txr, rxr = state["rates"]
-        tot = f"/{total_s:.0f}s" if total_s else ""
-        return (f"[bold]{snap.phase:>8}[/] {snap.elapsed_s:6.1f}s{tot}  tx {snap.tx_frames:>12,} "
-                f"({format_pps(max(txr, 0))})  rx {snap.rx_frames:>12,} ({format_pps(max(rxr, 0))})")
+        return progress_line(snap, total_s, state)
 
     from rich.live import Live
 
