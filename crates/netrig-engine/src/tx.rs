@@ -14,9 +14,11 @@
 //!
 //! Per frame the worker copies the size's template, patches the flow's addresses/ports (only
 //! when the stream has more than one flow) and writes the signature (flow id, sequence, transmit
-//! timestamp, under the trial's tag) with incremental checksum updates. The clock is read once per batch: the stamp of
-//! a batch is the time its send was decided, and the time the send returned is the departure
-//! the offered-load meter records (and the next iteration's "now").
+//! timestamp, under the trial's tag) with incremental checksum updates. The clock is read three
+//! times per batch: the stamp of a batch is the time its send was decided; when its first frame
+//! is handed to the queue (after anything that held the send up) and when the send returned are
+//! the span the offered-load meter spreads the batch's frames over; the return is also the next
+//! iteration's "now".
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -404,12 +406,19 @@ pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, l
         }
         let mut n_filled = 0usize;
         let mut stamp = ts;
+        // When the first frame was handed to the queue: after anything that held the send up.
+        let mut handed = now;
         let mut per_interval = counter.as_mut();
         let mut fill = |buf: &mut [u8]| -> usize {
             // A large (unpaced) batch is stamped afresh every BATCH frames, so no stamp is older
             // than a batch; intervals count every frame by the stamp it carries.
-            if n_filled > 0 && n_filled.is_multiple_of(BATCH) {
-                stamp = clock::now_ns().saturating_sub(plan.epoch_ns);
+            if n_filled.is_multiple_of(BATCH) {
+                let t = clock::now_ns();
+                if n_filled == 0 {
+                    handed = t;
+                } else {
+                    stamp = t.saturating_sub(plan.epoch_ns);
+                }
             }
             n_filled += 1;
             if let Some(c) = per_interval.as_deref_mut() {
@@ -439,7 +448,7 @@ pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, l
             if plan.pacing == Pacing::CatchUp {
                 tokens -= sent as f64;
             }
-            meter.batch(now, sent);
+            meter.batch(handed, after, sent);
             live.frames.store(total_sent, Ordering::Relaxed);
             live.bytes.store(st.iter().map(|s| s.bytes).sum(), Ordering::Relaxed);
         }
