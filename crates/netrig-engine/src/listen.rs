@@ -23,6 +23,7 @@ use netrig_wire::dissect;
 use crate::analyze::FlowRx;
 use crate::clock;
 use crate::error::{ConfigError, EngineError};
+use crate::pin::PinFailure;
 use crate::port::{Port, RxMeta, RxQueue, RxQueueStats};
 use crate::sys::cpu;
 use crate::trial::{Phase, RxLive, TrialControl, RX_FINAL_PASS_NS};
@@ -116,6 +117,9 @@ pub struct ListenResult {
     pub cpus: Vec<usize>,
     /// The first error of a worker, if one stopped early.
     pub error: Option<String>,
+    /// Workers that do not run on their CPU (`cpus`): the kernel refused the pin (see
+    /// `crate::pin`); empty when every worker was pinned.
+    pub pin_failures: Vec<PinFailure>,
 }
 
 impl ListenResult {
@@ -260,7 +264,14 @@ pub fn run_listen(
     let duration_ns = clock::now_ns().saturating_sub(start);
     ctl.set_phase(Phase::Done);
     let heard = merge_workers(ports, outs);
-    Ok(ListenResult { duration_ns, started_realtime_ns, interrupted: ctl.stopped(), cpus, ..heard })
+    Ok(ListenResult {
+        duration_ns,
+        started_realtime_ns,
+        interrupted: ctl.stopped(),
+        cpus,
+        pin_failures: ctl.pins.take(),
+        ..heard
+    })
 }
 
 /// A receive queue, with its port's index.
@@ -298,11 +309,11 @@ fn listen_on(
     std::thread::scope(|scope| {
         let mut handles = Vec::new();
         for (i, (port, q)) in rxq.into_iter().enumerate() {
-            let (stop, live, cpu_id) = (&stop, lives[i].clone(), cpus[i]);
+            let (stop, live, cpu_id, pins) = (&stop, lives[i].clone(), cpus[i], &ctl.pins);
             let h = std::thread::Builder::new()
                 .name(format!("netrig-listen{i}"))
                 .spawn_scoped(scope, move || {
-                    let _ = cpu::pin_current_thread(cpu_id);
+                    pins.pin_self(cpu_id);
                     listen_worker(port, q, stop, &live)
                 })
                 .expect("spawning a listen thread");
@@ -341,7 +352,7 @@ fn listen_worker(port: usize, mut q: Box<dyn RxQueue>, stop: &AtomicBool, live: 
 }
 
 /// The workers' counts together: per port, per (trial, flow), per kind of foreign frame (the
-/// run's times and CPUs are left for the caller).
+/// run's times, CPUs and pins are left for the caller).
 fn merge_workers(ports: &[Box<dyn Port>], outs: Vec<WorkerOut>) -> ListenResult {
     let mut port_out: Vec<ListenPort> = ports
         .iter()
@@ -397,6 +408,7 @@ fn merge_workers(ports: &[Box<dyn Port>], outs: Vec<WorkerOut>) -> ListenResult 
         untracked,
         cpus: Vec::new(),
         error,
+        pin_failures: Vec::new(),
     }
 }
 
@@ -442,6 +454,31 @@ mod tests {
             h.frame(&signed(1, flow, 0));
         }
         assert_eq!((h.flows.len(), h.untracked), (MAX_HEARD_FLOWS, 3));
+    }
+
+    #[test]
+    fn a_listen_records_the_workers_the_kernel_would_not_pin() {
+        let listen = |forbid: bool| {
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    if forbid {
+                        // As a sandbox that forbids sched_setaffinity.
+                        cpu::forbid_affinity_changes().expect("installing a seccomp filter");
+                    }
+                    let (_, b) = crate::loopback::pair("lo-a", "lo-b");
+                    let mut ports: Vec<Box<dyn Port>> = vec![Box::new(b)];
+                    let cfg = ListenConfig { duration_ns: 10_000_000, cpus: vec![0] };
+                    run_listen(&mut ports, &cfg, &TrialControl::new()).unwrap()
+                })
+                .join()
+                .unwrap()
+            })
+        };
+        assert_eq!(listen(false).pin_failures, vec![]);
+        let r = listen(true);
+        assert_eq!(r.pin_failures.len(), 1);
+        assert_eq!((r.pin_failures[0].worker.as_str(), r.pin_failures[0].cpu), ("netrig-listen0", 0));
+        assert_eq!(r.cpus, vec![0], "where it was placed, not where it ran");
     }
 
     #[test]
