@@ -295,6 +295,20 @@ impl LoadMeter {
     }
 }
 
+/// The most of `times` (sorted, ns) in any window of `window_ns` ending at one of them: the peak
+/// a log of every frame's departure shows, which [`LoadMeter`] measures per batch.
+pub fn most_in_window(times: &[u64], window_ns: u64) -> u64 {
+    let mut lo = 0;
+    let mut best = 0;
+    for (hi, &t) in times.iter().enumerate() {
+        while times[lo] + window_ns <= t {
+            lo += 1;
+        }
+        best = best.max((hi - lo + 1) as u64);
+    }
+    best
+}
+
 /// Summary of merged gap histograms, with the worst peak of the workers.
 pub fn merged(peak: Smoothness, gaps: &Histogram<u64>, gap_max_ns: u64) -> Smoothness {
     if gaps.is_empty() {
@@ -402,19 +416,6 @@ mod tests {
         assert_eq!(s.gap_max_ns, 1_000, "the pause between bursts is not a gap");
         assert_eq!(m.gaps.len(), 64);
     }
-    /// Most frames in any window of `w` ns ending at a departure (as the frame log of a test is read).
-    fn true_peak(departures: &[u64], w: u64) -> u64 {
-        let mut lo = 0;
-        let mut best = 0;
-        for (hi, &t) in departures.iter().enumerate() {
-            while departures[lo] + w <= t {
-                lo += 1;
-            }
-            best = best.max((hi - lo + 1) as u64);
-        }
-        best
-    }
-
     #[test]
     fn a_batch_held_up_in_its_send_counts_when_its_frames_left() {
         // 50 kfps sent in pairs every 40 µs. One send stalls 5 ms before it hands its pair over;
@@ -440,7 +441,7 @@ mod tests {
             send(&mut m, &mut departures, t + 2_000 + k * 40_000, t + 3_000 + k * 40_000, 2);
         }
         let s = m.summary();
-        assert_eq!(s.peak_frames, true_peak(&departures, PEAK_WINDOW_NS));
+        assert_eq!(s.peak_frames, most_in_window(&departures, PEAK_WINDOW_NS));
         assert_eq!(s.peak_frames, 54);
         assert!(s.gap_max_ns >= 5_000_000, "{s:?}");
     }
@@ -462,7 +463,7 @@ mod tests {
             t = last + 10_000;
         }
         let s = m.summary();
-        assert_eq!(s.peak_frames, true_peak(&departures, PEAK_WINDOW_NS));
+        assert_eq!(s.peak_frames, most_in_window(&departures, PEAK_WINDOW_NS));
         assert_eq!(s.peak_frames, 100);
     }
 }

@@ -25,15 +25,7 @@ fn cfg(stream: StreamConfig) -> TrialConfig {
 
 /// Most departures in any window of `w` ns (half-open, ending at a departure).
 fn peak(departures: &[u64], w: u64) -> u64 {
-    let mut best = 0;
-    let mut lo = 0;
-    for (hi, &t) in departures.iter().enumerate() {
-        while departures[lo] + w <= t {
-            lo += 1;
-        }
-        best = best.max((hi - lo + 1) as u64);
-    }
-    best
+    netrig_engine::pacing::most_in_window(departures, w)
 }
 
 const RATE: f64 = 50_000.0;
