@@ -20,7 +20,8 @@ __all__ = [
     "TrialSpec", "Snapshot", "Trial", "Listen", "LatencySummary", "SeqGap", "FlowResult", "StreamResult",
     "ReplayResult",
     "PortResult",
-    "Smoothness", "IntervalResult", "TrialResult", "HeardFlow", "ForeignKind", "ListenPort", "ListenResult",
+    "Smoothness", "IntervalResult", "TrialResult",
+    "PinFailure", "HeardFlow", "ForeignKind", "ListenPort", "ListenResult",
     "InterfaceInfo", "IoProbe", "interface_info", "list_interfaces", "probe_io", "probe_xdp_program", "line_rate_fps",
     "linear_ramp", "WIRE_DEFAULT_RING", "WIRE_MIN_RING", "WIRE_MAX_RING", "WireCounts",
     "wire_attach", "wire_counts", "wire_detach", "STACK_HEADERS", "SIGNATURE_BYTES", "FieldPattern", "HeaderSpec",
@@ -405,6 +406,23 @@ class Listen:
 
 # -- results ------------------------------------------------------------------------------------
 @final
+class PinFailure:
+    """A worker that does not run on the CPU it was placed on: the kernel refused to pin it (a CPU
+    outside the process's cpuset, one taken offline, a sandbox that forbids it). It ran anyway,
+    wherever the scheduler put it."""
+
+    @property
+    def worker(self) -> str:
+        """The worker's thread name (`netrig-tx0`, `netrig-rx0`, `netrig-listen0`, `nr-fwd-p0q0`, …)."""
+    @property
+    def cpu(self) -> int:
+        """The CPU it was placed on."""
+    @property
+    def error(self) -> str:
+        """Why it is not there (the kernel's answer)."""
+    def to_dict(self) -> dict[str, object]: ...
+
+@final
 class LatencySummary:
     """One-way latency of every received frame, and IPDV between consecutive frames of a flow (ns)."""
 
@@ -733,6 +751,10 @@ class TrialResult:
     def flow_memory_bytes(self) -> int:
         """Memory the flows took, measured: the resident set's growth from before the workers
         allocated their per-flow state to the end of the drain, bytes."""
+    @property
+    def pin_failures(self) -> tuple[PinFailure, ...]:
+        """Workers that do not run on the CPU they were placed on (`tx_cpus`, `rx_cpus`): the
+        kernel refused the pin. Empty when every worker was pinned."""
     # derived
     @property
     def frames_sent(self) -> int: ...
@@ -891,6 +913,9 @@ class Forwarder:
         """The workers still forward (not stopped, no worker failed)."""
     def stats(self) -> list[ForwardQueueStats]:
         """Counters now, per port and queue (after `stop`: the final ones are what `stop` returned)."""
+    def pin_failures(self) -> list[PinFailure]:
+        """Workers that do not run on their CPU: the kernel refused the pin (their queues' `cpu` is
+        `None`). Empty when every worker was pinned, and after `stop`."""
     def stop(self) -> list[ForwardQueueStats]:
         """Stop the workers, close the ports (XDP programs detached) and return the final counters;
         raises the error a worker ended with. A second call returns an empty list."""
@@ -937,6 +962,10 @@ class CaptureStats:
         """The capture confirmed the counters after finding its source empty."""
     @property
     def elapsed_s(self) -> float: ...
+    @property
+    def pin_failures(self) -> tuple[PinFailure, ...]:
+        """Workers that do not run on the capture's CPU: the kernel refused the pin. Empty when
+        pinned, or not asked to."""
     def to_dict(self) -> dict[str, object]: ...
 
 @final
@@ -1065,6 +1094,10 @@ class ListenResult:
     @property
     def error(self) -> str | None:
         """A receive error that stopped a worker early, if any."""
+    @property
+    def pin_failures(self) -> tuple[PinFailure, ...]:
+        """Workers that do not run on the CPU they were placed on (`rx_cpus`): the kernel refused
+        the pin. Empty when every worker was pinned."""
     @property
     def frames(self) -> int: ...
     @property

@@ -93,7 +93,7 @@ def test_a_trial_stopped_by_a_signal_exits_128_plus_it_as_run_does(monkeypatch, 
     monkeypatch.setattr(cli_trial, "run_trial", _stopped_by(signum))
     assert main(["trial", "--tx", "lo", "--rx", "lo", "--duration", "1s"]) == 128 + signum
     assert f"stopped by {signal.Signals(signum).name}" in capsys.readouterr().err
-    partial = SimpleNamespace(to_dict=dict, ports=[], error=None)
+    partial = SimpleNamespace(to_dict=dict, ports=[], error=None, pin_failures=())
     monkeypatch.setattr(cli_trial, "listen", _stopped_by(signum, partial))
     assert main(["trial", "--rx", "lo", "--duration", "1s", "--json"]) == 128 + signum
 

@@ -26,7 +26,7 @@ def result(sent: int, received: int, lag_ms: float, rate: float = 100_000.0, *, 
                   tester_rx_drops=0, tx_max_lag_ns=int(lag_ms * 1e6), frames_foreign=0, frames_stray=0,
                   frames_forged=0, ports=(), pacing=pacing, tx_stretch_ns=int(stretch_ms * 1e6),
                   smoothness=smoothness(peak, 100.0), intervals=tuple(intervals), flow_memory_bytes=0,
-                  to_dict=lambda: {"frames_sent": sent})
+                  pin_failures=(), to_dict=lambda: {"frames_sent": sent})
     return SimpleNamespace(**{**fields, **kw})
 
 
@@ -178,3 +178,13 @@ def test_the_flows_measured_memory_reaches_the_record_and_older_records_load_wit
     assert d["flow_memory_bytes"] == 108_003_328 and type(c).from_dict(d) == c
     old = {k: v for k, v in d.items() if k != "flow_memory_bytes"}
     assert type(c).from_dict(old).flow_memory_bytes is None, "a record before the key: not measured"
+
+
+def test_workers_the_kernel_would_not_pin_reach_the_record_and_older_records_load_without_them():
+    unpinned = type("PinFailure", (), {"__str__": lambda self: "netrig-tx0 not pinned to CPU 1: Operation not permitted"})
+    m, _ = scripted([result(1_000, 1_000, lag_ms=0, pin_failures=(unpinned(),))])
+    c = m.measure(LOAD, 1.0)
+    assert c.pin_failures == ("netrig-tx0 not pinned to CPU 1: Operation not permitted",)
+    d = c.to_dict()
+    assert type(c).from_dict(d) == c
+    assert type(c).from_dict({k: v for k, v in d.items() if k != "pin_failures"}).pin_failures == ()

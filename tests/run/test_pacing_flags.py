@@ -30,7 +30,9 @@ def paced(counts, rate_pps: float, bunched: bool):
                                          gap_p50_ns=1e9 / rate_pps, gap_p99_ns=2e9 / rate_pps, gap_max_ns=6e6))
 
 
-def provider(bunch_above_pps: float):
+def wrapped(transform):
+    """A session provider whose measurer passes every trial's counts through ``transform(counts, load)``
+    (what the engine measurer would have recorded of the same trial)."""
     def make(config, role):
         @contextlib.contextmanager
         def cm():
@@ -39,8 +41,7 @@ def provider(bunch_above_pps: float):
 
                 class M:
                     def measure(self, load: Load, duration_s: float):
-                        c = inner.measure(load, duration_s)
-                        return paced(c, load.rate_pps, load.rate_pps > bunch_above_pps)
+                        return transform(inner.measure(load, duration_s), load)
 
                     def __getattr__(self, name):
                         return getattr(inner, name)
@@ -51,6 +52,10 @@ def provider(bunch_above_pps: float):
         return cm()
 
     return make
+
+
+def provider(bunch_above_pps: float):
+    return wrapped(lambda c, load: paced(c, load.rate_pps, load.rate_pps > bunch_above_pps))
 
 
 def test_a_bunched_trial_flags_its_result_and_the_report_shows_smoothness(tmp_path):
@@ -82,3 +87,21 @@ def test_a_config_chooses_the_pacing_and_its_tolerance():
                                                 "smoothness_tolerance_pct": 5}})
     assert cfg.trial.pacing == "catch-up" and cfg.trial.smoothness_tolerance_pct == 5
     assert config_from_dict(CONFIG).trial.pacing == "smooth"
+
+
+def unpinned_provider(above_pps: float):
+    """Trials above ``above_pps`` ran a TX worker the kernel would not pin (as the engine records it)."""
+    why = ("netrig-tx0 not pinned to CPU 1: Operation not permitted (os error 1)",)
+    return wrapped(lambda c, load: replace(c, pin_failures=why) if load.rate_pps > above_pps else c)
+
+
+def test_trials_with_unpinned_workers_flag_the_result_once_and_a_pinned_run_has_no_flag(tmp_path):
+    doc = Runner(config_from_dict(CONFIG), tmp_path / "r", provider=unpinned_provider(1e5)).run()
+    unpinned = [t for t in doc["trials"] if t["counts"]["pin_failures"]]
+    assert len(unpinned) > 1, "the failure recurs in several trials"
+    flags = {f["code"]: f["message"] for f in doc["summary"][0]["results"][0]["flags"]}
+    msg = flags["unpinned_workers"]
+    assert msg.startswith(f"{len(unpinned)} trial(s) ran tester workers")
+    assert msg.count("netrig-tx0 not pinned to CPU 1: Operation not permitted") == 1, msg
+    doc = Runner(config_from_dict(CONFIG), tmp_path / "p", provider=unpinned_provider(1e12)).run()
+    assert "unpinned_workers" not in {f["code"] for f in doc["summary"][0]["results"][0]["flags"]}

@@ -35,6 +35,7 @@ use netrig_wire::dissect;
 
 use crate::error::{ConfigError, EngineError};
 use crate::open::open_port;
+use crate::pin::{PinFailure, PinLog};
 use crate::port::{Backend, Port, PortSpec, RxQueue};
 use crate::sys::capture::{PcapCapture, SocketCapture};
 use crate::sys::cpu;
@@ -205,6 +206,9 @@ pub struct CaptureStats {
     pub settled: bool,
     /// Seconds since the capture started.
     pub elapsed_s: f64,
+    /// Workers that do not run on the capture's CPU: the kernel refused the pin (see
+    /// `crate::pin`); empty when pinned, or not asked to.
+    pub pin_failures: Vec<PinFailure>,
 }
 
 struct Shared {
@@ -215,6 +219,7 @@ struct Shared {
     error: Mutex<Option<String>>,
     queue_drops: AtomicU64,
     started: Instant,
+    pins: PinLog,
 }
 
 impl Shared {
@@ -248,11 +253,11 @@ pub struct Capture {
     notes: String,
 }
 
+/// Pin the calling worker to the capture's CPU, if it has one (a failure is recorded, see
+/// `crate::pin`: the capture goes on).
 fn pin(cpu_: Option<usize>, shared: &Shared) {
     if let Some(c) = cpu_ {
-        if let Err(e) = cpu::pin_current_thread(c) {
-            shared.fail(format!("cannot pin the capture to CPU {c}: {e}"));
-        }
+        shared.pins.pin_self(c);
     }
 }
 
@@ -404,6 +409,7 @@ impl Capture {
             error: Mutex::new(None),
             queue_drops: AtomicU64::new(0),
             started: Instant::now(),
+            pins: PinLog::new(),
         });
         let ns = cfg.netns.as_deref();
         let mut port = None;
@@ -494,6 +500,7 @@ impl Capture {
         }
         let mut s = self.shared.published.lock().unwrap_or_else(|e| e.into_inner()).clone();
         s.settled = self.shared.ack.load(Ordering::Acquire) >= req;
+        s.pin_failures = self.shared.pins.failures();
         s
     }
 
@@ -510,6 +517,7 @@ impl Capture {
         }
         let mut s = self.shared.published.lock().unwrap_or_else(|e| e.into_inner()).clone();
         s.settled = true;
+        s.pin_failures = self.shared.pins.failures();
         Ok(s)
     }
 }

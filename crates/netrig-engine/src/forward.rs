@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{ConfigError, EngineError, PortError};
 use crate::open::open_port;
+use crate::pin::{PinFailure, PinLog};
 use crate::port::{Port, PortCaps, PortSpec, RxQueue, TxQueue};
 use crate::sys::xdp_redirect::{self, Action, MacRewrite, XdpPort, XdpRedirect};
 use crate::sys::{cpu, ifinfo, netns};
@@ -331,6 +332,8 @@ pub struct Forwarder {
     /// (port, ifname, queue, cpu) per counter slot.
     labels: Vec<(usize, String, usize)>,
     pinned: Arc<Vec<AtomicU64>>,
+    /// Workers the kernel would not pin (see `crate::pin`).
+    pins: Arc<PinLog>,
     ports: Vec<Box<dyn Port>>,
     caps: Vec<PortCaps>,
     macs: Vec<[u8; 6]>,
@@ -423,12 +426,14 @@ impl Forwarder {
         let pinned: Arc<Vec<AtomicU64>> = Arc::new((0..n * queues).map(|_| AtomicU64::new(NOT_PINNED)).collect());
         let stop = Arc::new(AtomicBool::new(false));
         let failed = Arc::new(AtomicBool::new(false));
+        let pins = Arc::new(PinLog::new());
         let mut fwd = Forwarder {
             stop: stop.clone(),
             workers: Vec::new(),
             counters: counters.clone(),
             labels,
             pinned: pinned.clone(),
+            pins: pins.clone(),
             ports,
             caps,
             macs,
@@ -440,12 +445,13 @@ impl Forwarder {
         let batch = cfg.batch;
         for job in jobs {
             let (stop, counters, pinned, failed) = (stop.clone(), counters.clone(), pinned.clone(), failed.clone());
+            let pins = pins.clone();
             let name = job.name.clone();
             let h = std::thread::Builder::new()
                 .name(name.clone())
                 .spawn(move || {
                     let slot = job.rx_ctr;
-                    if cpu::pin_current_thread(job.cpu).is_ok() {
+                    if pins.pin_self(job.cpu) {
                         pinned[slot].store(job.cpu as u64, Ordering::Relaxed);
                     }
                     let r = run_worker(job, batch, &stop, &counters);
@@ -522,6 +528,7 @@ impl Forwarder {
             counters: Arc::new(Vec::new()),
             labels: (0..n).map(|p| (p, infos[p].name.clone(), 0)).collect(),
             pinned: Arc::new(Vec::new()),
+            pins: Arc::new(PinLog::new()),
             ports: Vec::new(),
             caps: Vec::new(),
             macs: infos.iter().map(|i| i.mac).collect(),
@@ -599,6 +606,12 @@ impl Forwarder {
     /// Every port's MAC address.
     pub fn macs(&self) -> &[[u8; 6]] {
         &self.macs
+    }
+
+    /// Workers that do not run on their CPU: the kernel refused the pin (see `crate::pin`; their
+    /// queues' `cpu` is `None`); empty when every worker was pinned.
+    pub fn pin_failures(&self) -> Vec<PinFailure> {
+        self.pins.failures()
     }
 
     /// A worker ended with an error (the forwarder no longer forwards on that queue).

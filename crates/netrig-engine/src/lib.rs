@@ -23,6 +23,7 @@ pub mod listen;
 pub mod loopback;
 pub mod open;
 pub mod pacing;
+pub mod pin;
 pub mod port;
 pub mod replay;
 pub mod rng;

@@ -23,6 +23,7 @@ use netrig_wire::dissect;
 use crate::analyze::FlowRx;
 use crate::clock;
 use crate::error::{ConfigError, EngineError};
+use crate::pin::PinFailure;
 use crate::port::{Port, RxMeta, RxQueue, RxQueueStats};
 use crate::sys::cpu;
 use crate::trial::{Phase, RxLive, TrialControl, RX_FINAL_PASS_NS};
@@ -116,6 +117,9 @@ pub struct ListenResult {
     pub cpus: Vec<usize>,
     /// The first error of a worker, if one stopped early.
     pub error: Option<String>,
+    /// Workers that do not run on their CPU (`cpus`): the kernel refused the pin (see
+    /// `crate::pin`); empty when every worker was pinned.
+    pub pin_failures: Vec<PinFailure>,
 }
 
 impl ListenResult {
@@ -248,66 +252,108 @@ pub fn run_listen(
 ) -> Result<ListenResult, EngineError> {
     cfg.validate(ports.len())?;
     ctl.set_phase(Phase::Setup);
-    let mut rxq: Vec<(usize, Box<dyn RxQueue>)> = Vec::new();
-    for (p, port) in ports.iter_mut().enumerate() {
-        for q in 0..port.caps().rx_queues {
-            rxq.push((p, port.open_rx(q)?));
-        }
-    }
-    let ncpu = cpu::online_cpus();
-    let cpus: Vec<usize> = (0..rxq.len())
-        .map(|i| if cfg.cpus.is_empty() { i % ncpu.div_ceil(2).max(1) } else { cfg.cpus[i % cfg.cpus.len()] })
-        .collect();
+    let rxq = open_every_rx(ports)?;
+    let cpus = listen_cpus(cfg, rxq.len());
     let lives: Vec<Arc<RxLive>> = rxq.iter().map(|_| Arc::new(RxLive::default())).collect();
     *ctl.rx_live.lock().unwrap_or_else(|e| e.into_inner()) = lives.clone();
     let started_realtime_ns = clock::realtime_ns();
     let start = clock::now_ns();
     ctl.run_start_ns.store(start, Ordering::Relaxed);
     ctl.set_phase(Phase::Running);
+    let outs = listen_on(rxq, &cpus, &lives, start + cfg.duration_ns, ctl);
+    let duration_ns = clock::now_ns().saturating_sub(start);
+    ctl.set_phase(Phase::Done);
+    let heard = merge_workers(ports, outs);
+    Ok(ListenResult {
+        duration_ns,
+        started_realtime_ns,
+        interrupted: ctl.stopped(),
+        cpus,
+        pin_failures: ctl.pins.take(),
+        ..heard
+    })
+}
+
+/// A receive queue, with its port's index.
+type PortQueue = (usize, Box<dyn RxQueue>);
+
+/// Every receive queue of every port.
+fn open_every_rx(ports: &mut [Box<dyn Port>]) -> Result<Vec<PortQueue>, EngineError> {
+    let mut rxq = Vec::new();
+    for (p, port) in ports.iter_mut().enumerate() {
+        for q in 0..port.caps().rx_queues {
+            rxq.push((p, port.open_rx(q)?));
+        }
+    }
+    Ok(rxq)
+}
+
+/// The CPU of each of `n` workers: `cfg.cpus` in turn, or the lower half of the CPUs (where a
+/// trial's receivers go).
+fn listen_cpus(cfg: &ListenConfig, n: usize) -> Vec<usize> {
+    let ncpu = cpu::online_cpus();
+    (0..n)
+        .map(|i| if cfg.cpus.is_empty() { i % ncpu.div_ceil(2).max(1) } else { cfg.cpus[i % cfg.cpus.len()] })
+        .collect()
+}
+
+/// Run one pinned worker per queue until `end` (engine clock), a stop, or a worker's end.
+fn listen_on(
+    rxq: Vec<PortQueue>,
+    cpus: &[usize],
+    lives: &[Arc<RxLive>],
+    end: u64,
+    ctl: &TrialControl,
+) -> Vec<WorkerOut> {
     let stop = AtomicBool::new(false);
-    let outs: Vec<WorkerOut> = std::thread::scope(|scope| {
+    std::thread::scope(|scope| {
         let mut handles = Vec::new();
-        for (i, (port, mut q)) in rxq.into_iter().enumerate() {
-            let (stop, live, cpu_id) = (&stop, lives[i].clone(), cpus[i]);
+        for (i, (port, q)) in rxq.into_iter().enumerate() {
+            let (stop, live, cpu_id, pins) = (&stop, lives[i].clone(), cpus[i], &ctl.pins);
             let h = std::thread::Builder::new()
                 .name(format!("netrig-listen{i}"))
                 .spawn_scoped(scope, move || {
-                    let _ = cpu::pin_current_thread(cpu_id);
-                    let mut heard = Heard::new();
-                    let mut error = None;
-                    while !stop.load(Ordering::Relaxed) {
-                        match q.recv(256, std::time::Duration::from_millis(5), &mut |f, _: RxMeta| heard.frame(f)) {
-                            Ok(_) => live.frames.store(heard.frames, Ordering::Relaxed),
-                            Err(e) => {
-                                error = Some(e.to_string());
-                                break;
-                            }
-                        }
-                    }
-                    // Frames already in the tester's ring are counted, not dropped with it.
-                    let end = clock::now_ns() + RX_FINAL_PASS_NS;
-                    while error.is_none() && clock::now_ns() < end {
-                        if let Err(e) =
-                            q.recv(256, std::time::Duration::from_millis(1), &mut |f, _: RxMeta| heard.frame(f))
-                        {
-                            error = Some(e.to_string());
-                        }
-                    }
-                    live.frames.store(heard.frames, Ordering::Relaxed);
-                    WorkerOut { port, heard, stats: q.stats(), error }
+                    pins.pin_self(cpu_id);
+                    listen_worker(port, q, stop, &live)
                 })
                 .expect("spawning a listen thread");
-            handles.push((h, i));
+            handles.push(h);
         }
-        let end = start + cfg.duration_ns;
-        while clock::now_ns() < end && !ctl.stopped() && !handles.iter().any(|(h, _)| h.is_finished()) {
+        while clock::now_ns() < end && !ctl.stopped() && !handles.iter().any(|h| h.is_finished()) {
             std::thread::sleep(std::time::Duration::from_nanos(end.saturating_sub(clock::now_ns()).min(5_000_000)));
         }
         stop.store(true, Ordering::SeqCst);
-        handles.into_iter().map(|(h, _)| h.join().expect("listen worker panicked")).collect()
-    });
-    let duration_ns = clock::now_ns().saturating_sub(start);
-    ctl.set_phase(Phase::Done);
+        handles.into_iter().map(|h| h.join().expect("listen worker panicked")).collect()
+    })
+}
+
+/// One worker: count what arrives on `q` until `stop`, then what is left in the tester's ring.
+fn listen_worker(port: usize, mut q: Box<dyn RxQueue>, stop: &AtomicBool, live: &RxLive) -> WorkerOut {
+    let mut heard = Heard::new();
+    let mut error = None;
+    while !stop.load(Ordering::Relaxed) {
+        match q.recv(256, std::time::Duration::from_millis(5), &mut |f, _: RxMeta| heard.frame(f)) {
+            Ok(_) => live.frames.store(heard.frames, Ordering::Relaxed),
+            Err(e) => {
+                error = Some(e.to_string());
+                break;
+            }
+        }
+    }
+    // Frames already in the tester's ring are counted, not dropped with it.
+    let end = clock::now_ns() + RX_FINAL_PASS_NS;
+    while error.is_none() && clock::now_ns() < end {
+        if let Err(e) = q.recv(256, std::time::Duration::from_millis(1), &mut |f, _: RxMeta| heard.frame(f)) {
+            error = Some(e.to_string());
+        }
+    }
+    live.frames.store(heard.frames, Ordering::Relaxed);
+    WorkerOut { port, heard, stats: q.stats(), error }
+}
+
+/// The workers' counts together: per port, per (trial, flow), per kind of foreign frame (the
+/// run's times, CPUs and pins are left for the caller).
+fn merge_workers(ports: &[Box<dyn Port>], outs: Vec<WorkerOut>) -> ListenResult {
     let mut port_out: Vec<ListenPort> = ports
         .iter()
         .map(|p| ListenPort {
@@ -352,17 +398,18 @@ pub fn run_listen(
             bytes,
         })
         .collect();
-    Ok(ListenResult {
-        duration_ns,
-        started_realtime_ns,
-        interrupted: ctl.stopped(),
+    ListenResult {
+        duration_ns: 0,
+        started_realtime_ns: 0,
+        interrupted: false,
         ports: port_out,
         flows,
         foreign,
         untracked,
-        cpus,
+        cpus: Vec::new(),
         error,
-    })
+        pin_failures: Vec::new(),
+    }
 }
 
 #[cfg(test)]
@@ -407,6 +454,31 @@ mod tests {
             h.frame(&signed(1, flow, 0));
         }
         assert_eq!((h.flows.len(), h.untracked), (MAX_HEARD_FLOWS, 3));
+    }
+
+    #[test]
+    fn a_listen_records_the_workers_the_kernel_would_not_pin() {
+        let listen = |forbid: bool| {
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    if forbid {
+                        // As a sandbox that forbids sched_setaffinity.
+                        cpu::forbid_affinity_changes().expect("installing a seccomp filter");
+                    }
+                    let (_, b) = crate::loopback::pair("lo-a", "lo-b");
+                    let mut ports: Vec<Box<dyn Port>> = vec![Box::new(b)];
+                    let cfg = ListenConfig { duration_ns: 10_000_000, cpus: vec![0] };
+                    run_listen(&mut ports, &cfg, &TrialControl::new()).unwrap()
+                })
+                .join()
+                .unwrap()
+            })
+        };
+        assert_eq!(listen(false).pin_failures, vec![]);
+        let r = listen(true);
+        assert_eq!(r.pin_failures.len(), 1);
+        assert_eq!((r.pin_failures[0].worker.as_str(), r.pin_failures[0].cpu), ("netrig-listen0", 0));
+        assert_eq!(r.cpus, vec![0], "where it was placed, not where it ran");
     }
 
     #[test]

@@ -13,7 +13,8 @@
 //!
 //! [`LoadMeter`] measures what the worker really offered, per batch (never per frame, and without
 //! allocating): the most frames handed to the queue in any [`PEAK_WINDOW_NS`] window against the
-//! intended count, and the distribution of inter-departure gaps.
+//! intended count (a batch's frames spread over the time its send took), and the distribution of
+//! inter-departure gaps.
 use hdrhistogram::Histogram;
 
 use crate::error::ConfigError;
@@ -150,10 +151,42 @@ pub fn new_gap_hist() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000_000, 2).expect("static histogram bounds are valid")
 }
 
+/// One batch in the peak window: its frames went to the queue one after another from `first_ns`
+/// (the first was handed over) to `last_ns` (the send returned); `cum` counts the segment's
+/// frames up to and including it.
+#[derive(Debug, Clone, Copy, Default)]
+struct Sent {
+    first_ns: u64,
+    last_ns: u64,
+    cum: u64,
+}
+
+impl Sent {
+    /// Of this batch's `n` frames, spread evenly over its span, those that left at or before `t`.
+    #[inline]
+    fn left_by(&self, n: u64, t: u64) -> u64 {
+        if t < self.first_ns {
+            0
+        } else if t >= self.last_ns || n == 1 {
+            n
+        } else {
+            let span = u128::from(self.last_ns - self.first_ns);
+            1 + (u128::from(t - self.first_ns) * u128::from(n - 1) / span) as u64
+        }
+    }
+}
+
 /// The offered-load meter of one TX worker; [`LoadMeter::batch`] is called once per batch.
+///
+/// A batch's frames are not stamped at one time: they left one after another between the
+/// moment the first was handed to the queue (after anything that held the worker up before, as
+/// a stall inside the send) and the send's return (a kick transmits them in turn), so the meter
+/// spreads them evenly over that span. A window edge inside a batch then counts the part of it
+/// on each side, where a single stamp would move the whole batch to one side and under-report
+/// the peak by up to a batch at each edge.
 pub struct LoadMeter {
-    /// (departure time, frames sent up to and including this batch) of recent batches.
-    ring: Box<[(u64, u64)]>,
+    /// Recent batches, oldest at `head`.
+    ring: Box<[Sent]>,
     head: usize,
     tail: usize,
     /// Frames sent in this segment, and before the oldest batch still in the window.
@@ -162,7 +195,8 @@ pub struct LoadMeter {
     /// Intended frames per window in this segment (0: unpaced, no peak).
     intended: f64,
     peak: Smoothness,
-    last_ns: Option<u64>,
+    /// When the previous batch's first frame was handed over (gaps run from there).
+    prev_ns: Option<u64>,
     pub gaps: Histogram<u64>,
     gap_max_ns: u64,
 }
@@ -176,14 +210,14 @@ impl Default for LoadMeter {
 impl LoadMeter {
     pub fn new() -> Self {
         LoadMeter {
-            ring: vec![(0, 0); RING].into_boxed_slice(),
+            ring: vec![Sent::default(); RING].into_boxed_slice(),
             head: 0,
             tail: 0,
             cum: 0,
             base: 0,
             intended: 0.0,
             peak: Smoothness::default(),
-            last_ns: None,
+            prev_ns: None,
             gaps: new_gap_hist(),
             gap_max_ns: 0,
         }
@@ -199,40 +233,45 @@ impl LoadMeter {
         self.base = 0;
         self.intended = if rate_pps.is_finite() { rate_pps * PEAK_WINDOW_NS as f64 / 1e9 } else { 0.0 };
         if !continuous {
-            self.last_ns = None;
+            self.prev_ns = None;
         }
     }
 
-    /// `n` frames left at `t_ns`.
+    /// `n` frames went to the queue from `first_ns` (the first handed over) to `last_ns` (the
+    /// send returned). The gap since the previous batch runs between their first frames and is
+    /// shared by this batch's frames; the peak window ends at this batch's last frame.
     #[inline]
-    pub fn batch(&mut self, t_ns: u64, n: u64) {
+    pub fn batch(&mut self, first_ns: u64, last_ns: u64, n: u64) {
         if n == 0 {
             return;
         }
-        if let Some(last) = self.last_ns {
-            let gap = t_ns.saturating_sub(last);
+        let last_ns = last_ns.max(first_ns);
+        if let Some(prev) = self.prev_ns {
+            let gap = first_ns.saturating_sub(prev);
             self.gap_max_ns = self.gap_max_ns.max(gap);
             self.gaps.saturating_record_n(gap / n, n);
         }
-        self.last_ns = Some(t_ns);
+        self.prev_ns = Some(first_ns);
         if self.intended <= 0.0 {
             return;
         }
         self.cum += n;
-        // Drop batches that left the window (t − W, t].
-        let from = t_ns.saturating_sub(PEAK_WINDOW_NS);
-        while self.head != self.tail && self.ring[self.head & (RING - 1)].0 <= from {
-            self.base = self.ring[self.head & (RING - 1)].1;
+        // Drop batches whose every frame left before the window (t − W, t].
+        let from = last_ns.saturating_sub(PEAK_WINDOW_NS);
+        while self.head != self.tail && self.ring[self.head & (RING - 1)].last_ns <= from {
+            self.base = self.ring[self.head & (RING - 1)].cum;
             self.head += 1;
         }
         if self.tail - self.head == RING {
             // Full: forget the oldest (the count becomes a lower bound; see RING).
-            self.base = self.ring[self.head & (RING - 1)].1;
+            self.base = self.ring[self.head & (RING - 1)].cum;
             self.head += 1;
         }
-        self.ring[self.tail & (RING - 1)] = (t_ns, self.cum);
+        self.ring[self.tail & (RING - 1)] = Sent { first_ns, last_ns, cum: self.cum };
         self.tail += 1;
-        let count = self.cum - self.base;
+        // The oldest batch left may straddle the window's start: its frames before it are out.
+        let oldest = self.ring[self.head & (RING - 1)];
+        let count = self.cum - self.base - oldest.left_by(oldest.cum - self.base, from);
         let here = Smoothness {
             peak_frames: count,
             intended_frames: self.intended,
@@ -254,6 +293,20 @@ impl LoadMeter {
         };
         Smoothness { gap_p50_ns: p50, gap_p99_ns: p99, gap_max_ns: self.gap_max_ns, ..self.peak }
     }
+}
+
+/// The most of `times` (sorted, ns) in any window of `window_ns` ending at one of them: the peak
+/// a log of every frame's departure shows, which [`LoadMeter`] measures per batch.
+pub fn most_in_window(times: &[u64], window_ns: u64) -> u64 {
+    let mut lo = 0;
+    let mut best = 0;
+    for (hi, &t) in times.iter().enumerate() {
+        while times[lo] + window_ns <= t {
+            lo += 1;
+        }
+        best = best.max((hi - lo + 1) as u64);
+    }
+    best
 }
 
 /// Summary of merged gap histograms, with the worst peak of the workers.
@@ -307,7 +360,7 @@ mod tests {
         let mut m = LoadMeter::new();
         m.segment(100_000.0, true);
         for k in 0..10_000u64 {
-            m.batch(k * 10_000, 1);
+            m.batch(k * 10_000, k * 10_000, 1);
         }
         let s = m.summary();
         assert_eq!(s.peak_frames, 100);
@@ -322,13 +375,13 @@ mod tests {
         m.segment(100_000.0, true);
         let mut t = 0;
         for _ in 0..1000 {
-            m.batch(t, 1);
+            m.batch(t, t, 1);
             t += 10_000;
         }
         // 5 ms stall, then the 500 missed frames at 2x the rate.
         t += 5_000_000;
         for _ in 0..500 {
-            m.batch(t, 2);
+            m.batch(t, t, 2);
             t += 10_000;
         }
         let s = m.summary();
@@ -343,7 +396,7 @@ mod tests {
         m.segment(1_000.0, true);
         // Frame 1 late by 900 µs, frame 2 on time: two frames inside 1 ms.
         for (k, late) in [(0u64, 0u64), (1, 900_000), (2, 0), (3, 0)] {
-            m.batch(k * 1_000_000 + late, 1);
+            m.batch(k * 1_000_000 + late, k * 1_000_000 + late, 1);
         }
         let s = m.summary();
         assert_eq!(s.peak_frames, 2);
@@ -354,13 +407,63 @@ mod tests {
     fn unpaced_segments_only_record_gaps_and_bursts_skip_the_pause() {
         let mut m = LoadMeter::new();
         m.segment(f64::INFINITY, false);
-        m.batch(0, 64);
-        m.batch(1_000, 64);
+        m.batch(0, 0, 64);
+        m.batch(1_000, 1_000, 64);
         m.segment(f64::INFINITY, false);
-        m.batch(50_000_000, 64);
+        m.batch(50_000_000, 50_000_000, 64);
         let s = m.summary();
         assert_eq!((s.peak_frames, s.peak_ratio), (0, 0.0));
         assert_eq!(s.gap_max_ns, 1_000, "the pause between bursts is not a gap");
         assert_eq!(m.gaps.len(), 64);
+    }
+    #[test]
+    fn a_batch_held_up_in_its_send_counts_when_its_frames_left() {
+        // 50 kfps sent in pairs every 40 µs. One send stalls 5 ms before it hands its pair over;
+        // then the worker sends its depth (4 frames) at once and goes on at the rate. The pair left
+        // after the stall, next to the 4: stamped when its send was decided (5 ms earlier) it
+        // fell out of the busiest window, and the meter reported 52 frames where 54 went out.
+        fn send(m: &mut LoadMeter, departures: &mut Vec<u64>, first: u64, last: u64, n: u64) {
+            departures.extend((0..n).map(|i| first + (last - first) * i / (n - 1)));
+            m.batch(first, last, n);
+        }
+        let mut m = LoadMeter::new();
+        m.segment(50_000.0, true);
+        let mut departures = Vec::new();
+        let mut t = 0;
+        for _ in 0..100 {
+            send(&mut m, &mut departures, t, t + 1_000, 2);
+            t += 40_000;
+        }
+        t += 5_000_000;
+        send(&mut m, &mut departures, t, t + 1_000, 2);
+        send(&mut m, &mut departures, t + 1_000, t + 2_000, 4);
+        for k in 1..100 {
+            send(&mut m, &mut departures, t + 2_000 + k * 40_000, t + 3_000 + k * 40_000, 2);
+        }
+        let s = m.summary();
+        assert_eq!(s.peak_frames, most_in_window(&departures, PEAK_WINDOW_NS));
+        assert_eq!(s.peak_frames, 54);
+        assert!(s.gap_max_ns >= 5_000_000, "{s:?}");
+    }
+
+    #[test]
+    fn a_slow_send_across_a_window_edge_counts_the_part_inside() {
+        // 100 kfps one frame every 10 µs, with a send of 16 frames that took 160 µs (the kick
+        // transmitted them in turn): every 1 ms window holds 100 frames, however its edges fall.
+        // Stamped at one time, the whole batch fell inside windows that held only part of it (115).
+        let mut m = LoadMeter::new();
+        m.segment(100_000.0, true);
+        let mut departures = Vec::new();
+        let mut t = 0u64;
+        for k in 0..300u64 {
+            let n = if k == 150 { 16 } else { 1 };
+            let last = t + (n - 1) * 10_000;
+            departures.extend((0..n).map(|i| t + i * 10_000));
+            m.batch(t, last, n);
+            t = last + 10_000;
+        }
+        let s = m.summary();
+        assert_eq!(s.peak_frames, most_in_window(&departures, PEAK_WINDOW_NS));
+        assert_eq!(s.peak_frames, 100);
     }
 }

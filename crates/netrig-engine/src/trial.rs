@@ -27,6 +27,7 @@ use crate::clock;
 use crate::error::{ConfigError, EngineError};
 use crate::flowstate;
 use crate::pacing::{self, Pacing, Smoothness};
+use crate::pin::{PinFailure, PinLog};
 use crate::port::{Backend, LinkSource, LinkState, Port, RxQueue, RxQueueStats, RxWait, TxQueue, TxQueueStats};
 use crate::schedule::{IntervalCounter, IntervalGrid, RatePhase};
 use crate::stream::{compile, CompiledStream, Rate, Stop, StreamConfig};
@@ -339,6 +340,8 @@ pub struct TrialControl {
     /// The measured run's counting intervals, the trial epoch and how long after an interval's end
     /// its counts are final (set when the trial has intervals).
     intervals: std::sync::Mutex<Option<(Arc<IntervalGrid>, u64, u64)>>,
+    /// Workers that could not be pinned to their CPU (taken into the result).
+    pub(crate) pins: PinLog,
 }
 
 /// How long after an interval's end, beyond the late threshold, its live counts are read: a worker
@@ -581,6 +584,9 @@ pub struct TrialResult {
     /// workers allocated their per-flow state to the end of the drain (bytes; the process's other
     /// growth over the run is included, so small trials read a few hundred KiB).
     pub flow_memory_bytes: u64,
+    /// Workers that do not run on the CPU they were placed on (`tx_cpus`, `rx_cpus`): the kernel
+    /// refused the pin (see `crate::pin`); empty when every worker was pinned.
+    pub pin_failures: Vec<PinFailure>,
 }
 
 /// Frames sent and received in one counting interval, both by the frame's transmit time.
@@ -788,7 +794,7 @@ pub fn run_trial(
             let h = std::thread::Builder::new()
                 .name(format!("netrig-rx{i}"))
                 .spawn_scoped(scope, move || {
-                    let _ = cpu::pin_current_thread(cpu_id);
+                    sent_ctl.pins.pin_self(cpu_id);
                     let _ = cpu::normal_priority();
                     rx_worker(port, q, setup, &live, ident, sent_ctl)
                 })
@@ -822,6 +828,7 @@ pub fn run_trial(
         epoch_ns,
         run_start_ns: ctl.run_start_ns.load(Ordering::Relaxed),
         flow_memory_bytes: flowstate::rss_bytes().unwrap_or(0).saturating_sub(rss_before),
+        pin_failures: ctl.pins.take(),
     };
     Ok(collect(ports, cfg, &streams, rx_outs, tx_outs, run))
 }
@@ -1025,6 +1032,8 @@ struct RunFacts {
     run_start_ns: u64,
     /// The resident set's growth over the run (see [`TrialResult::flow_memory_bytes`]).
     flow_memory_bytes: u64,
+    /// Workers the kernel would not pin.
+    pin_failures: Vec<PinFailure>,
 }
 
 fn dedup(it: impl Iterator<Item = usize>) -> Vec<usize> {
@@ -1104,11 +1113,11 @@ fn run_tx_all(
             let cpu_id = tx_cpus[i];
             let live = lives[i].clone();
             let port = *port;
-            let stop = &ctl.stop;
+            let (stop, pins) = (&ctl.stop, &ctl.pins);
             let h = std::thread::Builder::new()
                 .name(format!("netrig-tx{i}"))
                 .spawn_scoped(inner, move || {
-                    let _ = cpu::pin_current_thread(cpu_id);
+                    pins.pin_self(cpu_id);
                     // Wake on time: no timer slack, and short slices so a CPU hog sharing the CPU
                     // does not delay the wake-up (smooth pacing does not get late time back).
                     let _ = cpu::set_timer_slack_ns(1);
@@ -1205,6 +1214,7 @@ fn collect(
         epoch_ns: run.epoch_ns,
         run_start_ns: run.run_start_ns,
         flow_memory_bytes: run.flow_memory_bytes,
+        pin_failures: run.pin_failures,
     }
 }
 
@@ -1641,6 +1651,39 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_worker_the_kernel_will_not_pin_is_recorded_in_the_result() {
+        let ctl = TrialControl::new();
+        let r = std::thread::scope(|s| {
+            s.spawn(|| {
+                // As a sandbox that forbids sched_setaffinity: every worker's pin fails.
+                cpu::forbid_affinity_changes().expect("installing a seccomp filter");
+                let (a, b) = crate::loopback::pair("lo-a", "lo-b");
+                let mut ports: Vec<Box<dyn Port>> = vec![Box::new(a), Box::new(b)];
+                let mut st = StreamConfig::new("unpinned");
+                st.rate = Rate::Pps(100_000.0);
+                st.stop = Stop::Frames { count: 1_000 };
+                let cfg = TrialConfig {
+                    streams: vec![st],
+                    drain_ns: 20_000_000,
+                    warmup_ns: 10_000_000,
+                    tx_cpus: vec![0],
+                    rx_cpus: vec![0],
+                    ..Default::default()
+                };
+                run_trial(&mut ports, &cfg, &ctl).unwrap()
+            })
+            .join()
+            .unwrap()
+        });
+        assert_eq!(r.streams[0].rx_frames, 1_000, "a worker that is not pinned still runs");
+        // Each worker once, though the TX worker started twice (warm-up, then the run).
+        let who: Vec<(&str, usize)> = r.pin_failures.iter().map(|f| (f.worker.as_str(), f.cpu)).collect();
+        assert_eq!(who, [("netrig-rx0", 0), ("netrig-tx0", 0)]);
+        assert!(r.pin_failures[0].error.contains("not permitted"), "{}", r.pin_failures[0]);
+        assert!(ctl.pins.failures().is_empty(), "taken into the result");
+    }
+
+    #[test]
     fn trial_validation_prefixes_stream_fields() {
         let mut cfg = TrialConfig { streams: vec![StreamConfig::new("a")], ..Default::default() };
         cfg.validate(2).unwrap();
@@ -1711,6 +1754,7 @@ mod tests {
             epoch_ns: 0,
             run_start_ns: 0,
             flow_memory_bytes: 0,
+            pin_failures: Vec::new(),
         };
         assert_eq!((r.tx_frames(), r.rx_frames(), r.lost()), (200, 194, 6));
         assert!((r.loss_ratio() - 0.03).abs() < 1e-12);

@@ -14,9 +14,11 @@
 //!
 //! Per frame the worker copies the size's template, patches the flow's addresses/ports (only
 //! when the stream has more than one flow) and writes the signature (flow id, sequence, transmit
-//! timestamp, under the trial's tag) with incremental checksum updates. The clock is read once per batch: the stamp of
-//! a batch is the time its send was decided, and the time the send returned is the departure
-//! the offered-load meter records (and the next iteration's "now").
+//! timestamp, under the trial's tag) with incremental checksum updates. The clock is read three
+//! times per batch: the stamp of a batch is the time its send was decided; when its first frame
+//! is handed to the queue (after anything that held the send up) and when the send returned are
+//! the span the offered-load meter spreads the batch's frames over; the return is also the next
+//! iteration's "now".
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -206,281 +208,475 @@ fn segments(shape: &RunShape, start: u64, rate: f64, limit: Option<u64>) -> Vec<
 /// Run one TX worker to completion (or until `stop` is set). Never panics on I/O errors: they
 /// end the worker and are reported in the result.
 pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, live: &TxLive) -> TxWorkerResult {
-    let total_rate: f64 = plan.shares.iter().map(|s| s.rate_pps).sum();
-    let unpaced = !total_rate.is_finite();
-    let all_limited = plan.shares.iter().all(|s| s.limit.is_some());
-    let limit: Option<u64> = all_limited.then(|| plan.shares.iter().filter_map(|s| s.limit).sum());
-    let mut st: Vec<ShareState> = plan
-        .shares
-        .into_iter()
-        .map(|share| {
-            let nflows = share.stream.flows.count();
-            let mine = (nflows + share.shares - 1 - share.share) / share.shares;
-            ShareState {
-                seq: vec![0; mine as usize],
-                share,
-                sent: 0,
-                bytes: 0,
-                size_at: 0,
-                credit: 0.0,
-                done: false,
-                first_ts: 0,
-                last_ts: 0,
-                stamped: 0,
-            }
-        })
-        .collect();
-    let start = plan.start_ns;
-    let segs = segments(&plan.shape, start, total_rate, limit);
-    let planned_end = segs.iter().map(|s| s.end_ns.unwrap_or(0)).max().unwrap_or(start);
-    let intended = match (&plan.shape, unpaced) {
-        (RunShape::Phases { .. }, false) => segs.iter().map(|s| s.frames).sum(),
-        _ => limit.unwrap_or(0),
-    };
-    let planned_ns = match &plan.shape {
-        RunShape::Phases { .. } => planned_end - start,
-        _ if unpaced => 0,
-        _ => (intended as f64 * 1e9 / total_rate) as u64,
-    };
-    // Past this, a duration run stops even with frames left (the trial is then tester-limited).
-    let hard_end = match (&plan.shape, unpaced, plan.pacing) {
-        (RunShape::Phases { .. }, true, _) => Some(planned_end),
-        (RunShape::Phases { max_stretch_ns, .. }, false, Pacing::Smooth) => {
-            Some(planned_end + (*max_stretch_ns).max(END_GRACE_NS))
-        }
-        (RunShape::Phases { .. }, false, Pacing::CatchUp) => Some(planned_end + END_GRACE_NS),
-        _ => None,
-    };
-    let mut res = TxWorkerResult { intended, planned_ns, ..Default::default() };
-    let mut meter = LoadMeter::new();
-    let grid = plan.intervals.clone();
-    let phased = matches!(plan.shape, RunShape::Phases { .. });
-    let mut counter = plan.intervals.map(|g| IntervalCounter::new(g, Side::Tx));
-    let mut total_sent: u64 = 0;
-    let mut first = true;
-    clock::sleep_until(start);
+    let mut run = TxRun::new(queue, plan, live);
+    clock::sleep_until(run.bounds.start_ns);
+    let seg = run.send_segments(stop);
+    run.finish(&seg, stop)
+}
 
-    // State of the current segment: frame k is due at anchor + k * npf.
-    let mut seg_i = 0usize;
-    let mut seg = match segs.first() {
-        Some(s) => *s,
-        None => Segment { start_ns: start, frames: 0, rate: total_rate, end_ns: None, continuous: true },
-    };
-    let mut seg_sent = 0u64;
-    let mut anchor = seg.start_ns;
-    let mut npf = 1e9 / seg.rate;
-    let mut depth = smooth_depth(seg.rate);
-    let mut wake = wake_batch(seg.rate);
-    // Catch-up token bucket: depth `burst`, refilled at CATCHUP_FACTOR × rate.
-    let mut burst = catchup_burst(seg.rate) as f64;
-    let mut tokens = burst;
-    let mut tokens_at = anchor;
-    let mut last_stamp = 0u64;
-    let mut published = false;
-    let mut waker = Waker::default();
-    meter.segment(seg.rate, true);
-    let mut now = clock::now_ns();
-    loop {
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-        let seg_done = seg_sent >= seg.frames || (!seg.rate.is_finite() && seg.end_ns.is_some_and(|e| now >= e));
-        if seg_done || st.iter().all(|s| s.done) {
-            if seg.rate.is_finite() && seg_sent > 0 {
-                let due = seg.start_ns + ((seg_sent - 1) as f64 * npf) as u64;
-                res.stretch_ns = res.stretch_ns.max(last_stamp.saturating_sub(due));
+/// What bounds a run, fixed before its first frame.
+struct RunBounds {
+    start_ns: u64,
+    segs: Vec<Segment>,
+    /// The shares' rates together, frames/s (infinite: unpaced).
+    total_rate: f64,
+    /// Frames of every share together, when every share has a frame limit.
+    limit: Option<u64>,
+    /// Intended frames of the whole run.
+    intended: u64,
+    /// Planned length of the run, ns.
+    planned_ns: u64,
+    /// Past this, a duration run stops even with frames left (the trial is then tester-limited).
+    hard_end: Option<u64>,
+}
+
+impl RunBounds {
+    /// The segments of `plan`, what they intend and how long they may take.
+    fn new(plan: &TxPlan) -> RunBounds {
+        let total_rate: f64 = plan.shares.iter().map(|s| s.rate_pps).sum();
+        let unpaced = !total_rate.is_finite();
+        let all_limited = plan.shares.iter().all(|s| s.limit.is_some());
+        let limit: Option<u64> = all_limited.then(|| plan.shares.iter().filter_map(|s| s.limit).sum());
+        let start = plan.start_ns;
+        let segs = segments(&plan.shape, start, total_rate, limit);
+        let planned_end = segs.iter().map(|s| s.end_ns.unwrap_or(0)).max().unwrap_or(start);
+        let intended = match (&plan.shape, unpaced) {
+            (RunShape::Phases { .. }, false) => segs.iter().map(|s| s.frames).sum(),
+            _ => limit.unwrap_or(0),
+        };
+        let planned_ns = match &plan.shape {
+            RunShape::Phases { .. } => planned_end - start,
+            _ if unpaced => 0,
+            _ => (intended as f64 * 1e9 / total_rate) as u64,
+        };
+        let hard_end = match (&plan.shape, unpaced, plan.pacing) {
+            (RunShape::Phases { .. }, true, _) => Some(planned_end),
+            (RunShape::Phases { max_stretch_ns, .. }, false, Pacing::Smooth) => {
+                Some(planned_end + (*max_stretch_ns).max(END_GRACE_NS))
             }
-            seg_i += 1;
-            if seg_i >= segs.len() || st.iter().all(|s| s.done) {
-                break;
-            }
-            let next = segs[seg_i];
-            anchor = if next.continuous {
-                // The next phase starts where this one ends, shifted by the time lost so far.
-                let shift = if plan.pacing == Pacing::Smooth { anchor - seg.start_ns } else { 0 };
-                next.start_ns + shift
-            } else {
-                let _ = queue.flush();
-                clock::sleep_until(next.start_ns);
-                now = clock::now_ns();
-                now.max(next.start_ns)
-            };
-            // A burst starting late is measured from its actual start.
-            let planned = if next.continuous { next.start_ns } else { anchor };
-            seg = Segment { start_ns: planned, ..next };
-            seg_sent = 0;
-            published = false;
-            npf = 1e9 / seg.rate;
-            depth = smooth_depth(seg.rate);
-            wake = wake_batch(seg.rate);
-            burst = catchup_burst(seg.rate) as f64;
-            tokens = burst;
-            tokens_at = anchor;
-            meter.segment(seg.rate, seg.continuous);
-            continue;
+            (RunShape::Phases { .. }, false, Pacing::CatchUp) => Some(planned_end + END_GRACE_NS),
+            _ => None,
+        };
+        RunBounds { start_ns: start, segs, total_rate, limit, intended, planned_ns, hard_end }
+    }
+}
+
+/// Where the worker is in its current segment: frame `k` is due at `anchor + k × npf`.
+struct SegmentClock {
+    /// Index of the segment in the run's.
+    index: usize,
+    seg: Segment,
+    /// Frames sent in this segment.
+    sent: u64,
+    anchor: u64,
+    /// Nanoseconds per frame.
+    npf: f64,
+    depth: u64,
+    wake: u64,
+    /// Catch-up token bucket: depth `burst`, refilled at CATCHUP_FACTOR × rate.
+    burst: f64,
+    tokens: f64,
+    tokens_at: u64,
+    /// The interval grid has been told this phase's first frame.
+    published: bool,
+}
+
+impl SegmentClock {
+    /// Segment `index`, frame 0 due at `anchor`.
+    fn new(index: usize, seg: Segment, anchor: u64) -> SegmentClock {
+        let burst = catchup_burst(seg.rate) as f64;
+        SegmentClock {
+            index,
+            seg,
+            sent: 0,
+            anchor,
+            npf: 1e9 / seg.rate,
+            depth: smooth_depth(seg.rate),
+            wake: wake_batch(seg.rate),
+            burst,
+            tokens: burst,
+            tokens_at: anchor,
+            published: false,
         }
-        if hard_end.is_some_and(|h| now >= h) {
-            if seg.rate.is_finite() {
-                // Frames are left: how late the next one is, against its planned time.
-                let due = seg.start_ns + (seg_sent as f64 * npf) as u64;
-                res.stretch_ns = res.stretch_ns.max(now.saturating_sub(due));
-            }
-            break;
-        }
-        let mut due = if !seg.rate.is_finite() {
+    }
+
+    /// A rate, not as fast as possible.
+    #[inline]
+    fn paced(&self) -> bool {
+        self.seg.rate.is_finite()
+    }
+
+    /// The segment sent what it had to (or, unpaced, ran to its end).
+    #[inline]
+    fn done(&self, now: u64) -> bool {
+        self.sent >= self.seg.frames || (!self.paced() && self.seg.end_ns.is_some_and(|e| now >= e))
+    }
+
+    /// Frames due now and not sent yet (unpaced: a batch).
+    #[inline]
+    fn due(&self, now: u64) -> u64 {
+        if !self.paced() {
             UNPACED_BATCH as u64
-        } else if now < anchor {
+        } else if now < self.anchor {
             0
         } else {
-            let total = (((now - anchor) as f64 / npf) as u64).saturating_add(1).min(seg.frames);
-            total.saturating_sub(seg_sent)
-        };
-        let left = seg.frames - seg_sent;
-        if due < wake.min(left) && seg.rate.is_finite() {
-            // Wait until a wake batch is due: sleep until shortly before (by how late wake-ups have
-            // been recently, less the slack up to the depth: a wake-up late within it costs
-            // nothing), then spin. A wake-up later than that is time smooth pacing does not get back.
-            let next = anchor + ((seg_sent + wake.min(left) - 1) as f64 * npf) as u64;
-            let slack = if plan.pacing == Pacing::Smooth { ((depth - wake) as f64 * npf) as u64 } else { 0 };
-            let early = waker.margin_ns.saturating_sub(slack);
-            if next > now + early + MIN_SLEEP_NS {
-                let _ = queue.flush();
-                waker.sleep_until((next - early).min(now + MAX_SLEEP_NS));
-            } else if plan.cpu_shared {
-                // Another TX worker is pinned to this CPU: spinning would starve it, its wake-ups
-                // would be late, its margin grow, and the two would take turns losing time.
-                std::thread::yield_now();
-            } else {
-                // Alone on the CPU: spin (a yield lets deferred softirq work — on veth the DUT's
-                // forwarding — run in bunches, and the DUT sees bursts).
+            let total = (((now - self.anchor) as f64 / self.npf) as u64).saturating_add(1).min(self.seg.frames);
+            total.saturating_sub(self.sent)
+        }
+    }
+
+    /// When frame `k` of the segment was planned (before any shift of the schedule).
+    #[inline]
+    fn planned_at(&self, k: u64) -> u64 {
+        self.seg.start_ns + (k as f64 * self.npf) as u64
+    }
+}
+
+/// One worker's run in progress: the queue, the shares' state, the meters, the result so far.
+struct TxRun<'a> {
+    queue: &'a mut dyn TxQueue,
+    st: Vec<ShareState>,
+    bounds: RunBounds,
+    pacing: Pacing,
+    epoch_ns: u64,
+    warmup: bool,
+    trial: u32,
+    cpu_shared: bool,
+    /// A duration run: counting intervals start with each phase's first frame.
+    phased: bool,
+    grid: Option<Arc<IntervalGrid>>,
+    counter: Option<IntervalCounter>,
+    meter: LoadMeter,
+    waker: Waker,
+    live: &'a TxLive,
+    res: TxWorkerResult,
+    total_sent: u64,
+    /// When the last batch's send was decided (its frames' stamp), engine clock.
+    last_stamp: u64,
+}
+
+impl<'a> TxRun<'a> {
+    /// The run of `plan` on `queue`, nothing sent yet.
+    fn new(queue: &'a mut dyn TxQueue, plan: TxPlan, live: &'a TxLive) -> TxRun<'a> {
+        let bounds = RunBounds::new(&plan);
+        let res = TxWorkerResult { intended: bounds.intended, planned_ns: bounds.planned_ns, ..Default::default() };
+        TxRun {
+            queue,
+            st: plan.shares.into_iter().map(ShareState::new).collect(),
+            bounds,
+            pacing: plan.pacing,
+            epoch_ns: plan.epoch_ns,
+            warmup: plan.warmup,
+            trial: plan.trial,
+            cpu_shared: plan.cpu_shared,
+            phased: matches!(plan.shape, RunShape::Phases { .. }),
+            grid: plan.intervals.clone(),
+            counter: plan.intervals.map(|g| IntervalCounter::new(g, Side::Tx)),
+            meter: LoadMeter::new(),
+            waker: Waker::default(),
+            live,
+            res,
+            total_sent: 0,
+            last_stamp: 0,
+        }
+    }
+
+    /// Send every segment in turn (until done, the hard end, a queue error or `stop`); the
+    /// segment the run ended in.
+    fn send_segments(&mut self, stop: &AtomicBool) -> SegmentClock {
+        let b = &self.bounds;
+        let first = b.segs.first().copied().unwrap_or(Segment {
+            start_ns: b.start_ns,
+            frames: 0,
+            rate: b.total_rate,
+            end_ns: None,
+            continuous: true,
+        });
+        let mut sc = SegmentClock::new(0, first, first.start_ns);
+        self.meter.segment(sc.seg.rate, true);
+        let mut now = clock::now_ns();
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            if sc.done(now) || self.all_done() {
+                self.close_segment(&sc);
+                match self.next_segment(&sc) {
+                    Some((next, t)) => (sc, now) = (next, t.unwrap_or(now)),
+                    None => break,
+                }
+                continue;
+            }
+            if self.past_hard_end(&sc, now) {
+                break;
+            }
+            let due = sc.due(now);
+            if sc.paced() && due < sc.wake.min(sc.seg.frames - sc.sent) {
+                self.wait_for_wake_batch(&sc, now);
+                now = clock::now_ns();
+                continue;
+            }
+            let Some(due) = self.pace(&mut sc, due, now) else {
                 std::hint::spin_loop();
-            }
-            now = clock::now_ns();
-            continue;
-        }
-        if seg.rate.is_finite() {
-            let due_at = anchor + (seg_sent as f64 * npf) as u64;
-            res.max_lag_ns = res.max_lag_ns.max(now.saturating_sub(due_at));
-            match plan.pacing {
-                Pacing::Smooth => {
-                    if due > depth {
-                        // Behind: the lost time is not recovered. Shift the schedule so that
-                        // `depth` frames are due now and the rest follow at the rate.
-                        anchor = now.saturating_sub(((seg_sent + depth - 1) as f64 * npf) as u64).max(anchor);
-                        due = depth;
-                    }
-                }
-                Pacing::CatchUp => {
-                    tokens = (tokens + now.saturating_sub(tokens_at) as f64 * total_rate_scale(&seg, CATCHUP_FACTOR))
-                        .min(burst);
-                    tokens_at = now;
-                    if due > BATCH as u64 {
-                        res.max_catchup = res.max_catchup.max((tokens as u64).min(due));
-                    }
-                    if due as f64 > tokens {
-                        due = tokens as u64;
-                        if due == 0 {
-                            std::hint::spin_loop();
-                            now = clock::now_ns();
-                            continue;
-                        }
-                    }
-                }
+                now = clock::now_ns();
+                continue;
+            };
+            match self.send_batch(&mut sc, due, now) {
+                Some(after) => now = after,
+                None => break,
             }
         }
-        let mut want =
-            due.min(if seg.rate.is_finite() { BATCH } else { UNPACED_BATCH } as u64).min(seg.frames - seg_sent);
-        if let Some(l) = limit {
-            want = want.min(l - total_sent);
+        sc
+    }
+
+    /// Every share sent its frame limit.
+    #[inline]
+    fn all_done(&self) -> bool {
+        self.st.iter().all(|s| s.done)
+    }
+
+    /// A segment ended: how much later than planned its last frame left.
+    fn close_segment(&mut self, sc: &SegmentClock) {
+        if sc.paced() && sc.sent > 0 {
+            let due = sc.planned_at(sc.sent - 1);
+            self.res.stretch_ns = self.res.stretch_ns.max(self.last_stamp.saturating_sub(due));
         }
-        let want = want as usize;
-        let ts = now.saturating_sub(plan.epoch_ns);
-        if !published && phased {
+    }
+
+    /// The clock of the next segment, and the time now when getting there took a wait (a burst
+    /// waits for its start); `None` when the run is over.
+    fn next_segment(&mut self, sc: &SegmentClock) -> Option<(SegmentClock, Option<u64>)> {
+        let index = sc.index + 1;
+        if index >= self.bounds.segs.len() || self.all_done() {
+            return None;
+        }
+        let next = self.bounds.segs[index];
+        let mut now = None;
+        let anchor = if next.continuous {
+            // The next phase starts where this one ends, shifted by the time lost so far.
+            let shift = if self.pacing == Pacing::Smooth { sc.anchor - sc.seg.start_ns } else { 0 };
+            next.start_ns + shift
+        } else {
+            let _ = self.queue.flush();
+            clock::sleep_until(next.start_ns);
+            let t = clock::now_ns();
+            now = Some(t);
+            t.max(next.start_ns)
+        };
+        // A burst starting late is measured from its actual start.
+        let planned = if next.continuous { next.start_ns } else { anchor };
+        let clock = SegmentClock::new(index, Segment { start_ns: planned, ..next }, anchor);
+        self.meter.segment(clock.seg.rate, clock.seg.continuous);
+        Some((clock, now))
+    }
+
+    /// A duration run reached its hard end (with frames left: how late the next one is).
+    fn past_hard_end(&mut self, sc: &SegmentClock, now: u64) -> bool {
+        if self.bounds.hard_end.is_none_or(|h| now < h) {
+            return false;
+        }
+        if sc.paced() {
+            let due = sc.planned_at(sc.sent);
+            self.res.stretch_ns = self.res.stretch_ns.max(now.saturating_sub(due));
+        }
+        true
+    }
+
+    /// Wait until a wake batch is due: sleep until shortly before (by how late wake-ups have been
+    /// recently, less the slack up to the depth: a wake-up late within it costs nothing), then
+    /// spin. A wake-up later than that is time smooth pacing does not get back.
+    fn wait_for_wake_batch(&mut self, sc: &SegmentClock, now: u64) {
+        let wake = sc.wake.min(sc.seg.frames - sc.sent);
+        let next = sc.anchor + ((sc.sent + wake - 1) as f64 * sc.npf) as u64;
+        let slack = if self.pacing == Pacing::Smooth { ((sc.depth - sc.wake) as f64 * sc.npf) as u64 } else { 0 };
+        let early = self.waker.margin_ns.saturating_sub(slack);
+        if next > now + early + MIN_SLEEP_NS {
+            let _ = self.queue.flush();
+            self.waker.sleep_until((next - early).min(now + MAX_SLEEP_NS));
+        } else if self.cpu_shared {
+            // Another TX worker is pinned to this CPU: spinning would starve it, its wake-ups
+            // would be late, its margin grow, and the two would take turns losing time.
+            std::thread::yield_now();
+        } else {
+            // Alone on the CPU: spin (a yield lets deferred softirq work — on veth the DUT's
+            // forwarding — run in bunches, and the DUT sees bursts).
+            std::hint::spin_loop();
+        }
+    }
+
+    /// What the pacing mode lets go out of the `due` frames now (`None`: nothing, catch-up has no
+    /// tokens yet); records the lag behind the schedule.
+    #[inline]
+    fn pace(&mut self, sc: &mut SegmentClock, mut due: u64, now: u64) -> Option<u64> {
+        if !sc.paced() {
+            return Some(due);
+        }
+        let due_at = sc.anchor + (sc.sent as f64 * sc.npf) as u64;
+        self.res.max_lag_ns = self.res.max_lag_ns.max(now.saturating_sub(due_at));
+        match self.pacing {
+            Pacing::Smooth => {
+                if due > sc.depth {
+                    // Behind: the lost time is not recovered. Shift the schedule so that
+                    // `depth` frames are due now and the rest follow at the rate.
+                    sc.anchor = now.saturating_sub(((sc.sent + sc.depth - 1) as f64 * sc.npf) as u64).max(sc.anchor);
+                    due = sc.depth;
+                }
+            }
+            Pacing::CatchUp => {
+                let refill = now.saturating_sub(sc.tokens_at) as f64 * total_rate_scale(&sc.seg, CATCHUP_FACTOR);
+                sc.tokens = (sc.tokens + refill).min(sc.burst);
+                sc.tokens_at = now;
+                if due > BATCH as u64 {
+                    self.res.max_catchup = self.res.max_catchup.max((sc.tokens as u64).min(due));
+                }
+                if due as f64 > sc.tokens {
+                    due = sc.tokens as u64;
+                    if due == 0 {
+                        return None;
+                    }
+                }
+            }
+        }
+        Some(due)
+    }
+
+    /// Send up to `due` frames (at most a batch) stamped `now`, and account for them; the time
+    /// the send returned, or `None` when the queue failed (the error is in the result).
+    #[inline]
+    fn send_batch(&mut self, sc: &mut SegmentClock, due: u64, now: u64) -> Option<u64> {
+        let mut want = due.min(if sc.paced() { BATCH } else { UNPACED_BATCH } as u64).min(sc.seg.frames - sc.sent);
+        if let Some(l) = self.bounds.limit {
+            want = want.min(l - self.total_sent);
+        }
+        let epoch = self.epoch_ns;
+        let ts = now.saturating_sub(epoch);
+        if !sc.published && self.phased {
             // The counting intervals of this phase start with its first frame.
-            if let Some(g) = &grid {
-                g.start_phase(seg_i, ts);
+            if let Some(g) = &self.grid {
+                g.start_phase(sc.index, ts);
             }
-            published = true;
+            sc.published = true;
         }
+        let (st, warmup, trial) = (&mut self.st, self.warmup, self.trial);
+        let mut per_interval = self.counter.as_mut();
         let mut n_filled = 0usize;
         let mut stamp = ts;
-        let mut per_interval = counter.as_mut();
+        // When the first frame was handed to the queue: after anything that held the send up.
+        let mut handed = now;
         let mut fill = |buf: &mut [u8]| -> usize {
             // A large (unpaced) batch is stamped afresh every BATCH frames, so no stamp is older
             // than a batch; intervals count every frame by the stamp it carries.
-            if n_filled > 0 && n_filled.is_multiple_of(BATCH) {
-                stamp = clock::now_ns().saturating_sub(plan.epoch_ns);
+            if n_filled.is_multiple_of(BATCH) {
+                let t = clock::now_ns();
+                if n_filled == 0 {
+                    handed = t;
+                } else {
+                    stamp = t.saturating_sub(epoch);
+                }
             }
             n_filled += 1;
             if let Some(c) = per_interval.as_deref_mut() {
                 c.add(stamp, 1);
             }
-            fill_one(&mut st, buf, stamp, plan.warmup, plan.trial)
+            fill_one(st, buf, stamp, warmup, trial)
         };
-        let sent = match queue.send(want, &mut fill) {
+        let sent = match self.queue.send(want as usize, &mut fill) {
             Ok(n) => n,
             Err(e) => {
-                res.error = Some(e.to_string());
-                break;
+                self.res.error = Some(e.to_string());
+                return None;
             }
         };
         debug_assert_eq!(sent, n_filled);
         let after = clock::now_ns();
         if sent > 0 {
-            let sent = sent as u64;
-            if first {
-                res.first_ns = now;
-                first = false;
-            }
-            res.last_ns = after;
-            last_stamp = now;
-            total_sent += sent;
-            seg_sent += sent;
-            if plan.pacing == Pacing::CatchUp {
-                tokens -= sent as f64;
-            }
-            meter.batch(now, sent);
-            live.frames.store(total_sent, Ordering::Relaxed);
-            live.bytes.store(st.iter().map(|s| s.bytes).sum(), Ordering::Relaxed);
+            self.sent(sc, sent as u64, now, handed, after);
         }
-        if let Some(c) = counter.as_mut() {
+        if let Some(c) = self.counter.as_mut() {
             // The batch's interval counts, for a watcher (`TrialControl::settled_intervals`): every
             // later frame is stamped after `after`.
-            c.flush_upto(after.saturating_sub(plan.epoch_ns));
+            c.flush_upto(after.saturating_sub(epoch));
         }
-        now = after;
+        Some(after)
     }
-    // The schedule's end when the run sent its last segment whole; when it stopped early (the hard
-    // end, a stop), the last send: not where the frames it never sent would have been due (that
-    // would make the last counting interval, and the stretch, longer than the sending was).
-    res.end_ns = if seg.rate.is_finite() && seg.frames != u64::MAX && seg_sent >= seg.frames {
-        (anchor + (seg.frames as f64 * npf) as u64).max(last_stamp)
-    } else {
-        res.last_ns
-    };
-    if let Err(e) = drain_queue(queue, stop) {
-        res.error.get_or_insert(e.to_string());
+
+    /// Account for `sent` frames decided at `now`, handed over from `handed`, the send returned
+    /// at `after`: counts, tokens, the offered-load meter, the live counters.
+    #[inline]
+    fn sent(&mut self, sc: &mut SegmentClock, sent: u64, now: u64, handed: u64, after: u64) {
+        if self.total_sent == 0 {
+            self.res.first_ns = now;
+        }
+        self.res.last_ns = after;
+        self.last_stamp = now;
+        self.total_sent += sent;
+        sc.sent += sent;
+        if self.pacing == Pacing::CatchUp {
+            sc.tokens -= sent as f64;
+        }
+        self.meter.batch(handed, after, sent);
+        self.live.frames.store(self.total_sent, Ordering::Relaxed);
+        self.live.bytes.store(self.st.iter().map(|s| s.bytes).sum(), Ordering::Relaxed);
     }
-    res.queue = queue.stats();
-    res.smoothness = meter.summary();
-    res.gaps = Some(meter.gaps);
-    if let Some(c) = counter.as_mut() {
-        c.flush_upto(u64::MAX);
+
+    /// The result: when the run ended, the queue drained, the meters' summaries, each share's
+    /// counts.
+    fn finish(mut self, sc: &SegmentClock, stop: &AtomicBool) -> TxWorkerResult {
+        let mut res = std::mem::take(&mut self.res);
+        // The schedule's end when the run sent its last segment whole; when it stopped early (the
+        // hard end, a stop), the last send: not where the frames it never sent would have been due
+        // (that would make the last counting interval, and the stretch, longer than the sending was).
+        res.end_ns = if sc.paced() && sc.seg.frames != u64::MAX && sc.sent >= sc.seg.frames {
+            (sc.anchor + (sc.seg.frames as f64 * sc.npf) as u64).max(self.last_stamp)
+        } else {
+            res.last_ns
+        };
+        if let Err(e) = drain_queue(self.queue, stop) {
+            res.error.get_or_insert(e.to_string());
+        }
+        res.queue = self.queue.stats();
+        res.smoothness = self.meter.summary();
+        res.gaps = Some(self.meter.gaps);
+        if let Some(c) = self.counter.as_mut() {
+            c.flush_upto(u64::MAX);
+        }
+        res.intervals = self.counter.map(|c| c.counts).unwrap_or_default();
+        res.shares = self.st.into_iter().map(ShareState::result).collect();
+        res
     }
-    res.intervals = counter.map(|c| c.counts).unwrap_or_default();
-    res.shares = st
-        .into_iter()
-        .map(|s| TxShareResult {
-            stream: s.share.stream.index,
-            frames: s.sent,
-            bytes: s.bytes,
-            per_flow: s.seq,
-            first_ts_ns: s.first_ts,
-            last_ts_ns: s.last_ts,
-            stamped: s.stamped,
-        })
-        .collect();
-    res
+}
+
+impl ShareState {
+    /// A share about to send its first frame.
+    fn new(share: TxShare) -> ShareState {
+        let nflows = share.stream.flows.count();
+        let mine = (nflows + share.shares - 1 - share.share) / share.shares;
+        ShareState {
+            seq: vec![0; mine as usize],
+            share,
+            sent: 0,
+            bytes: 0,
+            size_at: 0,
+            credit: 0.0,
+            done: false,
+            first_ts: 0,
+            last_ts: 0,
+            stamped: 0,
+        }
+    }
+
+    /// What the share sent.
+    fn result(self) -> TxShareResult {
+        TxShareResult {
+            stream: self.share.stream.index,
+            frames: self.sent,
+            bytes: self.bytes,
+            per_flow: self.seq,
+            first_ts_ns: self.first_ts,
+            last_ts_ns: self.last_ts,
+            stamped: self.stamped,
+        }
+    }
 }
 
 /// Sleep no shorter than this (below it, spin).

@@ -25,15 +25,7 @@ fn cfg(stream: StreamConfig) -> TrialConfig {
 
 /// Most departures in any window of `w` ns (half-open, ending at a departure).
 fn peak(departures: &[u64], w: u64) -> u64 {
-    let mut best = 0;
-    let mut lo = 0;
-    for (hi, &t) in departures.iter().enumerate() {
-        while departures[lo] + w <= t {
-            lo += 1;
-        }
-        best = best.max((hi - lo + 1) as u64);
-    }
-    best
+    netrig_engine::pacing::most_in_window(departures, w)
 }
 
 const RATE: f64 = 50_000.0;
@@ -103,8 +95,8 @@ fn catch_up_pacing_keeps_the_duration_and_bunches_frames_after_a_stall() {
     let span = log.departures.last().unwrap() - log.departures.first().unwrap();
     assert!(span < 1_003_000_000, "sent over {span} ns");
     assert!(r.smoothness.exceeds(0.1), "the meter sees it too: {:?}", r.smoothness);
-    // The meter stamps a batch when its send returns, the log when it began: with bursts of up to
-    // a batch, the two peaks may differ by part of one.
+    // The meter spreads a batch's frames over its send, the log stamps them all when the send
+    // began: with bursts of up to a batch, the two peaks may differ by part of one.
     assert!(r.smoothness.peak_frames.abs_diff(p) <= 64, "engine peak {} vs log {p}", r.smoothness.peak_frames);
 }
 

@@ -265,6 +265,13 @@ impl Forwarder {
         g.as_ref().map(|f| f.stats().iter().map(results::ForwardQueueStats::from).collect()).unwrap_or_default()
     }
 
+    /// Workers that do not run on their CPU: the kernel refused the pin (their queues' `cpu` is
+    /// `None`). Empty when every worker was pinned, and after `stop`.
+    fn pin_failures(&self) -> Vec<results::PinFailure> {
+        let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        g.as_ref().map(|f| f.pin_failures().iter().map(results::PinFailure::from).collect()).unwrap_or_default()
+    }
+
     /// Stop the workers, close the ports (XDP programs detached) and return the final counters;
     /// raises the error a worker ended with. A second call returns an empty list.
     fn stop(&self, py: Python<'_>) -> Result<Vec<results::ForwardQueueStats>> {
@@ -583,6 +590,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<results::Smoothness>()?;
     m.add_class::<results::IntervalResult>()?;
     m.add_class::<TrialResult>()?;
+    m.add_class::<results::PinFailure>()?;
     m.add_class::<InterfaceInfo>()?;
     m.add_class::<IoProbe>()?;
     m.add_class::<Forwarder>()?;

@@ -125,6 +125,29 @@ fn seq<S, T: for<'a> From<&'a S>>(items: &[S]) -> Arc<[T]> {
 }
 
 result_class! {
+    /// A worker that does not run on the CPU it was placed on: the kernel refused to pin it (a CPU
+    /// outside the process's cpuset, one taken offline, a sandbox that forbids it). It ran anyway,
+    /// wherever the scheduler put it.
+    class PinFailure(f: &netrig_engine::pin::PinFailure) {
+        /// The worker's thread name (`netrig-tx0`, `netrig-rx0`, `netrig-listen0`, `nr-fwd-p0q0`, …).
+        worker: String = f.worker.clone(),
+        /// The CPU it was placed on.
+        cpu: usize = f.cpu,
+        /// Why it is not there (the kernel's answer).
+        error: String = f.error.clone(),
+    }
+    methods {
+        fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+            self.dict(py)
+        }
+
+        fn __str__(&self) -> String {
+            format!("{} not pinned to CPU {}: {}", self.worker, self.cpu, self.error)
+        }
+    }
+}
+
+result_class! {
     /// One-way latency of every received frame, and IPDV between consecutive frames of a flow (ns).
     class LatencySummary(l: &analyze::LatencySummary) {
         samples: u64 = l.samples,
@@ -363,6 +386,9 @@ result_class! {
         /// Memory the flows took, measured: the resident set's growth from before the workers
         /// allocated their per-flow state to the end of the drain, bytes.
         flow_memory_bytes: u64 = r.flow_memory_bytes,
+        /// Workers that do not run on the CPU they were placed on (`tx_cpus`, `rx_cpus`): the
+        /// kernel refused the pin. Empty when every worker was pinned.
+        pin_failures: Arc<[PinFailure]> = seq(&r.pin_failures),
         // Totals over all streams (derived by the engine, stored with the result).
         frames_sent: u64 = r.tx_frames(),
         frames_received: u64 = r.rx_frames(),
@@ -567,6 +593,9 @@ result_class! {
         rx_cpus: Arc<[usize]> = r.cpus.iter().copied().collect(),
         /// A receive error that stopped a worker early, if any.
         error: Option<String> = r.error.clone(),
+        /// Workers that do not run on the CPU they were placed on (`rx_cpus`): the kernel refused
+        /// the pin. Empty when every worker was pinned.
+        pin_failures: Arc<[PinFailure]> = seq(&r.pin_failures),
     }
     derived {
         frames: u64 = r.frames(),
@@ -671,6 +700,9 @@ result_class! {
         /// The capture confirmed the counters after finding its source empty.
         settled: bool = s.settled,
         elapsed_s: f64 = s.elapsed_s,
+        /// Workers that do not run on the capture's CPU: the kernel refused the pin. Empty when
+        /// pinned, or not asked to.
+        pin_failures: Arc<[PinFailure]> = seq(&s.pin_failures),
     }
     methods {
         fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {

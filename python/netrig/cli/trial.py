@@ -19,7 +19,7 @@ import dataclasses
 import json
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from rich.text import Text
 
@@ -592,6 +592,11 @@ def flow_memory(nbytes: int, flows: int) -> str:
     return f"{nbytes / 2**20:,.1f} MiB, {nbytes / flows:,.0f} B per flow"
 
 
+def unpinned(failures: Sequence[_native.PinFailure]) -> str:
+    """The workers that did not get their CPU, for the CPUs row ("" when every one did)."""
+    return "".join(f"\n[yellow]{f}[/]" for f in failures)
+
+
 def _count_rows(t, res: TrialResult, receive: bool, replays: bool) -> None:
     """Frames sent and what came back; a transmit-only trial says its loss is not measured."""
     if not receive:
@@ -659,7 +664,8 @@ def result_table(res: TrialResult, stream: Stream, title: str, receive: bool = T
         t.add_row("flow state memory (measured)", flow_memory(res.flow_memory_bytes, flows))
     t.add_row("I/O", " → ".join(f"{p.name} ({p.backend})" for p in res.ports))
     t.add_row("timestamps", res.ports[-1].timestamp_source)
-    t.add_row("CPUs tx / rx", f"{','.join(map(str, res.tx_cpus))} / {','.join(map(str, res.rx_cpus))}")
+    t.add_row("CPUs tx / rx",
+              f"{','.join(map(str, res.tx_cpus))} / {','.join(map(str, res.rx_cpus))}{unpinned(res.pin_failures)}")
     t.add_row("valid", "yes" if res.valid else f"[red]no[/]: {res.invalid_reason}")
     return t
 
@@ -772,6 +778,8 @@ def run_listen(args) -> int:
     drops = sum(p.ring_drops for p in res.ports)
     if res.error:
         print(f"netrig: receiving stopped early: {res.error}", file=sys.stderr)
+    for f in res.pin_failures:
+        print(f"netrig: {f}: it ran where the scheduler put it", file=sys.stderr)
     if drops:
         print(f"netrig: the tester's own ring dropped {drops:,} frames: the counts above miss them (they are "
               "the tester's loss, not the sender's); try --queues, --io af_xdp or a quieter CPU", file=sys.stderr)

@@ -94,6 +94,12 @@ def _tag_frames(doc: dict[str, Any], tag: int) -> int:
     return sum(int(t["frames"]) for t in doc.get("tags", ()) if int(t["tag"]) == tag & TAG_MASK)
 
 
+def _capture_unpinned(doc: dict[str, Any] | None) -> tuple[str, ...]:
+    """The capture's workers that did not get its CPU (its stats file: ``CaptureStats.pin_failures``)."""
+    return tuple(f"capture {p['worker']} not pinned to CPU {p['cpu']}: {p['error']}"
+                 for p in (doc or {}).get("pin_failures", ()))
+
+
 class CaptureMeasurer:
     """A :class:`~netrig.measure.seam.Measurer` (``measure`` only) whose receiver is the capture."""
 
@@ -136,9 +142,10 @@ class CaptureMeasurer:
             valid, reason = False, (f"tester sent {offered:.0f} fps, {100 * offered / load.rate_pps:.1f}% of the "
                                     f"intended {load.rate_pps:.0f} fps")
         raw: dict[str, Any] = {"engine": res.to_dict(flows=False), "trial_tag": res.trial_tag}
+        unpinned = tuple(str(f) for f in res.pin_failures) + _capture_unpinned(after)
         if before is None or after is None:
             return TrialCounts(offered_pps=offered, frames_sent=res.frames_sent, frames_received=res.frames_sent,
-                               valid=valid, invalid_reason=reason, raw=raw)
+                               valid=valid, invalid_reason=reason, pin_failures=unpinned, raw=raw)
         if valid and not after.get("settled", False):
             valid, reason = False, "the capture could not confirm its counters (its source never ran empty)"
         mine = _tag_frames(after, res.trial_tag) - _tag_frames(before, res.trial_tag)
@@ -156,4 +163,4 @@ class CaptureMeasurer:
         }
         return TrialCounts(offered_pps=offered, frames_sent=res.frames_sent, frames_received=mine, valid=valid,
                            invalid_reason=reason, foreign=raw["capture"]["foreign"], stray=raw["capture"]["stray"],
-                           raw=raw)
+                           pin_failures=unpinned, raw=raw)

@@ -188,6 +188,7 @@ class EngineMeasurer:
             valid=valid, invalid_reason=reason, foreign=res.frames_foreign, stray=res.frames_stray,
             forged=res.frames_forged, intervals=intervals, pacing=pacing_summary(res, self.smoothness_tolerance_pct),
             dut_ring=ring, flow_memory_bytes=res.flow_memory_bytes,
+            pin_failures=tuple(str(f) for f in res.pin_failures),
             raw={"engine": res.to_dict() if flows else res.to_dict(flows=False), **extra},
         )
 

@@ -239,6 +239,9 @@ class TrialCounts:
     #: Memory the trial's per-flow state took, measured by the engine (the resident set's growth
     #: over the trial, bytes); None when not measured (a simulated DUT, results before 2026-11-26).
     flow_memory_bytes: int | None = None
+    #: Tester workers that did not run on the CPU they were placed on (the kernel refused the pin),
+    #: one sentence each (``"netrig-tx0 not pinned to CPU 1: …"``); empty when all were pinned.
+    pin_failures: tuple[str, ...] = ()
     raw: dict = field(default_factory=dict, compare=False)
 
     @property
@@ -271,6 +274,7 @@ class TrialCounts:
             "events": [e.to_dict() for e in self.events] if self.events is not None else None,
             "dut_ring": self.dut_ring.to_dict() if self.dut_ring is not None else None,
             "flow_memory_bytes": self.flow_memory_bytes,
+            "pin_failures": list(self.pin_failures),
             "raw": self.raw,
         }
 
@@ -296,6 +300,7 @@ class TrialCounts:
             events=tuple(EventResult.from_dict(e) for e in d["events"]) if d.get("events") is not None else None,
             dut_ring=DutRing.from_dict(d.get("dut_ring")),
             flow_memory_bytes=d.get("flow_memory_bytes"),
+            pin_failures=tuple(d.get("pin_failures") or ()),
             raw=d.get("raw") or {},
         )
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import uuid
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -386,6 +387,8 @@ class Runner:
         if bad and not limited:
             flags.append({"code": "invalid_trials",
                           "message": f"{bad} trial(s) were invalid (tester-side) and not used"})
+        flags.extend(unpinned_flag(r for r in self._recorder().records
+                                   if r["method_index"] == mi and r["frame_size"] == frame.label))
         bunched = [p for r in self._recorder().records if r["method_index"] == mi and r["frame_size"] == frame.label
                    and (p := (r.get("counts") or {}).get("pacing") or {}).get("bunched")]
         if bunched:
@@ -495,6 +498,20 @@ class Runner:
             "trials": list(self.rec.records) if self.rec is not None else [],
             "summary": summary, "verdicts": self._verdicts(summary), "flags": flags,
         }
+
+
+def unpinned_flag(records: Iterable[dict]) -> list[dict]:
+    """The ``unpinned_workers`` flag when trials among ``records`` ran tester workers the kernel
+    would not pin to their CPU (each failure said once, however many trials it recurred in)."""
+    trials = [TrialCounts.from_dict(r["counts"]) for r in records if "counts" in r]
+    failures = sorted({f for c in trials for f in c.pin_failures})
+    if not failures:
+        return []
+    n = sum(1 for c in trials if c.pin_failures)
+    return [{"code": "unpinned_workers",
+             "message": f"{n} trial(s) ran tester workers where the scheduler put them, not on the CPU they "
+                        f"were placed on ({'; '.join(failures)}): their timing may share a CPU with other "
+                        "work"}]
 
 
 def frames_of(cfg: TestConfig, m: MethodConfig) -> list[FrameSize]:

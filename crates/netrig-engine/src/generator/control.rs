@@ -248,6 +248,12 @@ impl Generator {
         self.errors.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    /// Workers that do not run on their CPU: the kernel refused the pin (see `crate::pin`); empty
+    /// when every worker was pinned.
+    pub fn pin_failures(&self) -> Vec<crate::pin::PinFailure> {
+        self.pins.failures()
+    }
+
     /// Stop every flow and worker and close the ports (XDP programs detached). Idempotent.
     pub fn close(&self) {
         let all: Vec<usize> = (0..self.flows.len()).collect();

@@ -23,6 +23,7 @@ use netrig_wire::stack::CompiledStack;
 
 use crate::clock;
 use crate::error::{ConfigError, EngineError};
+use crate::pin::PinLog;
 use crate::port::{LinkSource, Port, PortCaps};
 use crate::sys::cpu;
 use crate::trial::{claim_tag, pick_cpu, TagClaim};
@@ -101,6 +102,8 @@ pub struct Generator {
     epoch_ns: u64,
     realtime_offset_ns: i128,
     errors: Arc<Mutex<Vec<String>>>,
+    /// Workers the kernel would not pin (see `crate::pin`).
+    pins: Arc<PinLog>,
 }
 
 impl std::fmt::Debug for Generator {
@@ -216,6 +219,7 @@ impl Generator {
             epoch_ns,
             realtime_offset_ns,
             errors: Arc::new(Mutex::new(Vec::new())),
+            pins: Arc::new(PinLog::new()),
             ports: Mutex::new(Vec::new()),
         };
         let tx_cpus: Vec<usize> = (0..txq.len()).map(|i| pick_cpu(&cfg.tx_cpus, i, true)).collect();
@@ -272,7 +276,7 @@ impl Generator {
                 errors: self.errors.clone(),
                 shares_tx_cpu: tx_cpus.contains(&cpu_id),
             };
-            let h = spawn(format!("netrig-grx{i}"), cpu_id, move || w.run())?;
+            let h = spawn(format!("netrig-grx{i}"), cpu_id, self.pins.clone(), move || w.run())?;
             self.handles.lock().unwrap_or_else(|e| e.into_inner()).push(h);
             self.rx_slots.push(slots);
             self.rx_ports.push((p, port));
@@ -310,7 +314,7 @@ impl Generator {
                 errors: self.errors.clone(),
                 cpu_shared: cpus.iter().enumerate().any(|(j, &c)| j != i && c == cpus[i]),
             };
-            let h = spawn(format!("netrig-gtx{i}"), cpus[i], move || {
+            let h = spawn(format!("netrig-gtx{i}"), cpus[i], self.pins.clone(), move || {
                 // As a trial's TX worker: no timer slack, an ordinary thread, short slices.
                 let _ = cpu::set_timer_slack_ns(1);
                 let _ = cpu::normal_priority();
@@ -325,11 +329,17 @@ impl Generator {
     }
 }
 
-fn spawn(name: String, cpu_id: usize, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, EngineError> {
+/// Start worker `name` pinned to `cpu_id` (a failed pin recorded in `pins`, see `crate::pin`).
+fn spawn(
+    name: String,
+    cpu_id: usize,
+    pins: Arc<PinLog>,
+    f: impl FnOnce() + Send + 'static,
+) -> Result<JoinHandle<()>, EngineError> {
     std::thread::Builder::new()
         .name(name.clone())
         .spawn(move || {
-            let _ = cpu::pin_current_thread(cpu_id);
+            pins.pin_self(cpu_id);
             f()
         })
         .map_err(|e| EngineError::Worker { name, message: e.to_string() })

@@ -1,9 +1,14 @@
 //! CPU affinity and CPU counts.
 use std::io;
 
-/// Pin the calling thread to `cpu`.
+/// Pin the calling thread to `cpu` (one beyond what a `cpu_set_t` holds: `EINVAL`, as the kernel
+/// answers for a CPU that does not exist).
 pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
-    // SAFETY: cpu_set_t is plain data; sched_setaffinity(0) applies to the calling thread.
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    // SAFETY: cpu_set_t is plain data and `cpu` is within it; sched_setaffinity(0) applies to the
+    // calling thread.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu, &mut set);
@@ -80,4 +85,31 @@ pub fn current_cpu() -> Option<usize> {
 /// Number of online CPUs.
 pub fn online_cpus() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
+/// Make every later `sched_setaffinity` of the calling thread, and of the threads it starts, fail
+/// with `EPERM` (a seccomp filter, as a sandbox that forbids changing affinity installs): tests
+/// of what the engine does with a worker it cannot pin.
+#[cfg(test)]
+pub fn forbid_affinity_changes() -> io::Result<()> {
+    use libc::{sock_filter, sock_fprog, BPF_ABS, BPF_JEQ, BPF_JMP, BPF_K, BPF_LD, BPF_RET, BPF_W};
+    let stmt = |code: u32, k: u32| sock_filter { code: code as u16, jt: 0, jf: 0, k };
+    let filter = [
+        // Load the syscall number (offset 0 of seccomp_data).
+        stmt(BPF_LD | BPF_W | BPF_ABS, 0),
+        sock_filter { code: (BPF_JMP | BPF_JEQ | BPF_K) as u16, jt: 0, jf: 1, k: libc::SYS_sched_setaffinity as u32 },
+        stmt(BPF_RET | BPF_K, libc::SECCOMP_RET_ERRNO | libc::EPERM as u32),
+        stmt(BPF_RET | BPF_K, libc::SECCOMP_RET_ALLOW),
+    ];
+    let prog = sock_fprog { len: filter.len() as u16, filter: filter.as_ptr() as *mut sock_filter };
+    // SAFETY: PR_SET_NO_NEW_PRIVS takes integers; PR_SET_SECCOMP reads `prog`, valid and alive for
+    // the call (the kernel copies the filter), and applies to the calling thread only.
+    unsafe {
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+            || libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &prog as *const sock_fprog) != 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }

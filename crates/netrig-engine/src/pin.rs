@@ -1,0 +1,99 @@
+//! One policy for pinning a worker thread to its CPU, for every kind of worker (a trial's TX and
+//! RX workers, a listen's, a capture's, the forwarder's, the generator's).
+//!
+//! A worker asks for its CPU as it starts. One the kernel refuses (a CPU outside the cpuset the
+//! process may use, one taken offline, a sandbox that forbids `sched_setaffinity`) still runs,
+//! where the scheduler puts it — stopping a trial for it would be worse than measuring — but the
+//! failure is never ignored: it is collected in a [`PinLog`] and recorded in the result the
+//! workers produce (`pin_failures`), where Python flags the run that asked for pinning and did
+//! not get it.
+use std::sync::Mutex;
+
+use crate::sys::cpu;
+
+/// A worker that does not run on the CPU it asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PinFailure {
+    /// The worker's thread name (`netrig-tx0`, `netrig-listen1`, `nr-fwd-p0q0`, …).
+    pub worker: String,
+    /// The CPU it asked for.
+    pub cpu: usize,
+    /// Why not (the kernel's answer).
+    pub error: String,
+}
+
+impl std::fmt::Display for PinFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} not pinned to CPU {}: {}", self.worker, self.cpu, self.error)
+    }
+}
+
+/// Pin the calling thread, the worker named `worker`, to `cpu`; the failure when the kernel
+/// refused (the thread then runs wherever the scheduler puts it).
+pub fn pin_worker(worker: &str, cpu: usize) -> Result<(), PinFailure> {
+    cpu::pin_current_thread(cpu).map_err(|e| PinFailure { worker: worker.to_string(), cpu, error: e.to_string() })
+}
+
+/// The pin failures of a set of workers, collected as each starts (shared by their threads).
+#[derive(Debug, Default)]
+pub struct PinLog(Mutex<Vec<PinFailure>>);
+
+impl PinLog {
+    pub fn new() -> PinLog {
+        PinLog::default()
+    }
+
+    /// Pin the calling thread (see [`pin_worker`]) and record a failure; whether it is pinned.
+    pub fn pin(&self, worker: &str, cpu: usize) -> bool {
+        match pin_worker(worker, cpu) {
+            Ok(()) => true,
+            Err(f) => {
+                self.0.lock().unwrap_or_else(|e| e.into_inner()).push(f);
+                false
+            }
+        }
+    }
+
+    /// Pin the calling thread by its own name (see [`PinLog::pin`]).
+    pub fn pin_self(&self, cpu: usize) -> bool {
+        let name = std::thread::current().name().unwrap_or("netrig-worker").to_string();
+        self.pin(&name, cpu)
+    }
+
+    /// Every failure so far, once each (a worker started again — a trial's warm-up, then its
+    /// run — fails again alike), by worker name.
+    pub fn failures(&self) -> Vec<PinFailure> {
+        let mut v = self.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        v.sort_by(|a, b| (&a.worker, a.cpu).cmp(&(&b.worker, b.cpu)));
+        v.dedup_by(|a, b| a.worker == b.worker && a.cpu == b.cpu);
+        v
+    }
+
+    /// [`PinLog::failures`], and the log starts afresh (for the next run of the same workers).
+    pub fn take(&self) -> Vec<PinFailure> {
+        let v = self.failures();
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cpu_that_does_not_exist_is_a_recorded_failure_not_a_panic() {
+        let log = PinLog::new();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                assert!(!log.pin("netrig-test0", 100_000));
+                assert!(!log.pin("netrig-test1", 1023));
+            });
+        });
+        let f = log.failures();
+        assert_eq!(f.len(), 2);
+        assert_eq!((f[0].worker.as_str(), f[0].cpu), ("netrig-test0", 100_000));
+        assert!(f[0].to_string().starts_with("netrig-test0 not pinned to CPU 100000: "), "{}", f[0]);
+        assert_eq!(f[1].cpu, 1023);
+    }
+}
