@@ -92,7 +92,7 @@ PORT_KEYS = {"name", "backend", "notes", "timestamp_source", "tx_frames", "tx_by
 TRIAL_KEYS = {"streams", "ports", "trial_tag", "duration_s", "tx_window_s", "drain_s", "valid", "invalid_reason",
               "interrupted", "latency", "tx_cpus", "rx_cpus", "started_realtime_ns", "tx_max_lag_ns", "tx_max_catchup",
               "pacing", "tx_stretch_ns", "max_stretch_pct", "smoothness", "intervals", "epoch_ns", "run_start_ns",
-              "flow_memory_bytes",
+              "flow_memory_bytes", "pin_failures",
               # derived totals
               "frames_sent", "frames_received", "frames_lost", "loss_ratio", "reordered", "duplicated", "late",
               "tx_rate_pps", "rx_rate_pps", "intended_rate_pps", "tester_rx_drops", "frames_foreign", "frames_stray",
