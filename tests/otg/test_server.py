@@ -168,3 +168,33 @@ def test_tls_self_signed_and_client_certificates(tmp_path: Path):
 def test_listen_rules(argv, words, capsys):
     assert main(["serve", "--port", "x", *argv]) == 2
     assert words in capsys.readouterr().err
+
+
+def test_a_large_config_is_parsed_with_the_collector_held_off(monkeypatch):
+    """A body above GC_PAUSE_BYTES is handled with the garbage collector off (its passes over a big
+    config's objects cost more than the parse), and the collector is on again after the answer,
+    also when the request failed; a small body leaves it alone."""
+    import gc
+
+    from netrig.otg import server as srv
+    seen: list[bool] = []
+    service = Service(SERVE)
+
+    def set_config(body):
+        seen.append(gc.isenabled())
+        raise srv.ConfigError("flows[0].tx_rx", "no such port: name one of the config's ports")
+    monkeypatch.setattr(service, "set_config", set_config)
+    server = OtgServer(service, "127.0.0.1", 0, None)
+    server.start()
+    try:
+        pad = "x" * (srv.GC_PAUSE_BYTES + 10)
+        assert gc.isenabled()
+        got, out = post(server.url, "/config", json.dumps({"ports": [], "flows": [], "pad": pad}).encode())
+        assert got == 400 and "flows[0].tx_rx" in out["errors"][0]
+        got, out = post(server.url, "/config", b"{" + pad.encode())
+        assert got == 400 and "not JSON" in out["errors"][0]
+        post(server.url, "/config", b'{"ports": []}')
+        assert seen == [False, True], seen
+        assert gc.isenabled()
+    finally:
+        server.stop()
