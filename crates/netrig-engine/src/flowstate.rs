@@ -20,6 +20,7 @@ use std::collections::HashMap;
 use hdrhistogram::Histogram;
 
 use crate::error::ConfigError;
+use crate::sys::zeroed::ZeroedPages;
 
 /// Sequence window of one flow when the trial has many flows: the hot line's 64 bits.
 pub const INLINE_WINDOW_BITS: usize = 64;
@@ -208,16 +209,23 @@ pub type FlowHists = (Histogram<u32>, Histogram<u32>);
 /// The receive state of every flow of one RX worker.
 pub struct FlowStates {
     pub hot: Vec<FlowHot>,
-    /// `[reordered, duplicated, late]` per flow ([`FlowCold`]), zeroed.
-    cold: Vec<[u64; 3]>,
-    /// `gap_slots` gaps per flow, `[missing, before_ns, after_ns]`, zeroed.
-    gaps: Vec<[u64; 3]>,
+    /// `[reordered, duplicated, late]` per flow ([`FlowCold`]), zeroed; pages of flows that
+    /// never count one stay untouched ([`ZeroedPages`]).
+    cold: ZeroedPages<[u64; 3]>,
+    /// `gap_slots` gaps per flow, `[missing, before_ns, after_ns]`, zeroed as `cold`.
+    gaps: ZeroedPages<[u64; 3]>,
     gap_slots: usize,
     /// Words of window per flow out of line (0: the window is the hot line's).
     window_words: usize,
     windows: Vec<u64>,
     pub hists: Vec<FlowHists>,
     pub wide: HashMap<u32, FlowWide>,
+}
+
+/// `n` zeroed elements in their own mapping. Failing it is running out of memory, as a `Vec`'s
+/// allocation failing would be (the trial's memory check refused the trials that will not fit).
+fn zeroed(n: usize) -> ZeroedPages<[u64; 3]> {
+    ZeroedPages::new(n).unwrap_or_else(|e| panic!("mapping {n} flows' zeroed counters: {e}"))
 }
 
 impl FlowStates {
@@ -227,8 +235,8 @@ impl FlowStates {
         let window_words = if bits > INLINE_WINDOW_BITS { bits / 64 } else { 0 };
         FlowStates {
             hot: vec![FlowHot::EMPTY; n],
-            cold: vec![[0u64; 3]; n],
-            gaps: vec![[0u64; 3]; n],
+            cold: zeroed(n),
+            gaps: zeroed(n),
             gap_slots: 1,
             window_words,
             windows: vec![0u64; n * window_words],
@@ -248,7 +256,7 @@ impl FlowStates {
     /// Keep `slots` gaps per flow (reallocates the zeroed gap array).
     pub fn set_gap_slots(&mut self, slots: usize) {
         self.gap_slots = slots.max(1);
-        self.gaps = vec![[0u64; 3]; self.hot.len() * self.gap_slots];
+        self.gaps = zeroed(self.hot.len() * self.gap_slots);
     }
 
     pub fn window_bits(&self) -> usize {

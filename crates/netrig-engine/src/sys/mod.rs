@@ -13,3 +13,4 @@ pub mod socket;
 pub mod time;
 pub mod wire;
 pub mod xdp_redirect;
+pub mod zeroed;
