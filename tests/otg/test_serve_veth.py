@@ -308,3 +308,30 @@ def post(url: str, body: str) -> bytes:
     req = urllib.request.Request(url, data=body.encode(), headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=10) as r:
         return r.read()
+
+
+def test_a_refused_cpu_pin_is_a_warning_of_the_start_once(veth):
+    """Workers placed on a CPU the kernel refuses (CPU 4095: not online) still run; the traffic
+    start's OTG warnings name each such worker once per config, and the flow counts exactly."""
+    from netrig.otg.mapping import ServePort
+    from netrig.otg.service import Service
+    from netrig.trial import Port
+    ns_a, if_a, ns_b, if_b = veth
+    ports = [ServePort(f"{if_a}@{ns_a}", Port(if_a, ns_a), None), ServePort(f"{if_b}@{ns_b}", Port(if_b, ns_b), None)]
+    cfg = {"ports": [{"name": "p1", "location": ports[0].name}, {"name": "p2", "location": ports[1].name}],
+           "flows": [{"name": "f", "tx_rx": {"choice": "port", "port": {"tx_name": "p1", "rx_names": ["p2"]}},
+                      "packet": [{"choice": "ethernet"}, {"choice": "ipv4"}, {"choice": "udp"}],
+                      "rate": {"pps": 1000}, "duration": {"fixed_packets": {"packets": 50}}}]}
+    start = {"choice": "traffic", "traffic": {"choice": "flow_transmit", "flow_transmit": {"state": "start"}}}
+    svc = Service(ports, tx_cpus=(4095,))
+    try:
+        svc.set_config(cfg)
+        first = svc.control_state(start)
+        assert [w.split(":")[0] for w in first] == ["netrig-gtx0 not pinned to CPU 4095"], first
+        deadline = time.monotonic() + 10
+        while svc.generator.flow_stats()[0].rx_frames < 50 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (svc.generator.flow_stats()[0].tx_frames, svc.generator.flow_stats()[0].rx_frames) == (50, 50)
+        assert svc.control_state(start) == [], "told once per config"
+    finally:
+        svc.close()

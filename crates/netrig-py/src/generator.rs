@@ -13,7 +13,7 @@ use pyo3::types::{PyBytes, PyDict, PyTuple};
 
 use crate::args::{instance, opt, req, Arg};
 use crate::errors::{config, Result};
-use crate::results::{GenFlowStats, GenPortStats};
+use crate::results::{GenFlowStats, GenPortStats, PinFailure};
 use crate::specs::{FrameSizeSpec, Port, RateSpec};
 
 /// The values one header field takes, frame after frame.
@@ -434,6 +434,12 @@ impl Generator {
     /// Errors of the workers (a queue that failed), oldest first.
     fn errors(&self) -> Vec<String> {
         self.0.errors()
+    }
+
+    /// Workers that do not run on their CPU: the kernel refused the pin (each worker pins itself
+    /// when it starts, so a failure shows from then on). Empty when every worker was pinned.
+    fn pin_failures(&self) -> Vec<PinFailure> {
+        self.0.pin_failures().iter().map(PinFailure::from).collect()
     }
 
     /// Stop every flow and worker, close the ports. Idempotent.

@@ -71,6 +71,8 @@ class Service(Endpoints):
         self.generator: _native.Generator | None = None
         self.rates = metrics.Rates()
         self.flow_index: dict[str, int] = {}
+        #: The config's workers whose failed CPU pin a client was told of (once each).
+        self.pins_told: set[str] = set()
         #: The flows a traffic start names, while the ``starting`` hook runs.
         self.starting: list[int] = []
         #: Called after a config is set and after traffic changes (the recorder's hook).
@@ -89,6 +91,7 @@ class Service(Endpoints):
             self.generator = _native.Generator(ports, plan.specs, plan.capture_specs, plan.line_rates, *self.cpus)
             self.config, self.plan = cfg, plan
             self.flow_index = {f.name: i for i, f in enumerate(plan.flows)}
+            self.pins_told = set()
             self.rates = metrics.Rates()
             warnings = list(plan.warnings) + self._port_notes()
         self._changed("config")
@@ -145,6 +148,7 @@ class Service(Endpoints):
         return [self.flow_index[n] for n in names]
 
     def _traffic(self, ft: dict, at: str, tags: Sequence[int] | None = None, receive: bool = False) -> list[str]:
+        told: list[str] = []
         with self.lock:
             plan, g = self._ready()
             which = self._flows(ft.get("flow_names") or [], f"{at}.flow_names")
@@ -163,6 +167,7 @@ class Service(Endpoints):
                 self._changed("starting")
                 started = g.start(which, tags)
                 self.rates.reset([plan.flows[i].name for i in started])
+                told = self._unpinned(g)
             elif state == "stop":
                 g.stop(which)
                 self._drain(g, plan, which)
@@ -171,7 +176,17 @@ class Service(Endpoints):
             else:
                 g.resume(which)
         self._changed(state)
-        return []
+        return told
+
+    def _unpinned(self, g: _native.Generator) -> list[str]:
+        """A warning for each worker whose CPU pin the kernel refused, once per config (the workers
+        pin themselves when they start, before any traffic does)."""
+        out = []
+        for f in g.pin_failures():
+            if f.worker not in self.pins_told:
+                self.pins_told.add(f.worker)
+                out.append(f"{f}: it runs where the scheduler puts it, and its rate may be lower and noisier")
+        return out
 
     def _drain(self, g: _native.Generator, plan: Plan, which: Sequence[int]) -> None:
         """Wait until the stopped flows' frames arrived, or the drain time passed."""
