@@ -24,18 +24,22 @@ import ipaddress
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from netrig import _native
 from netrig.cli.common import add_metrics_listen, check_choice, check_number, metrics_endpoint, require_root
 from netrig.errors import ConfigError
 from netrig.methodology.vocabulary import helptext
 from netrig.model import parse_duration
-from netrig.otg.agents import AgentClient, AgentSpec
-from netrig.otg.mapping import ServePort
-from netrig.otg.server import OtgServer
-from netrig.otg.service import DEFAULT_DRAIN_S, Service
-from netrig.otg.tls import client_context, read_token, self_signed, server_context
+from netrig.model.defaults import SERVE_DRAIN_S as DEFAULT_DRAIN_S
 from netrig.trial import IO_MODES, Port
+
+# The server and the OTG model (snappi: ~0.5 s to import) load when `netrig serve` runs, not for
+# every command's parser.
+if TYPE_CHECKING:
+    from netrig.otg.agents import AgentClient
+    from netrig.otg.mapping import ServePort
+    from netrig.otg.server import OtgServer
 
 DEFAULT_LISTEN = "127.0.0.1:8443"
 
@@ -98,6 +102,8 @@ def listen_address(text: str) -> tuple[str, int]:
 
 def serve_ports(args) -> list[ServePort]:
     """The ``--port`` arguments as ports (each interface once)."""
+    from netrig.otg.mapping import ServePort
+
     if not args.port:
         raise ConfigError("--port", "give at least one port to serve: --port IF[@NS]")
     out: list[ServePort] = []
@@ -112,6 +118,8 @@ def serve_ports(args) -> list[ServePort]:
 
 
 def _tls(args, host: str):
+    from netrig.otg.tls import self_signed, server_context
+
     loopback = ipaddress.ip_address(host).is_loopback
     if args.http:
         if not loopback and not args.token_file:
@@ -128,6 +136,9 @@ def _tls(args, host: str):
 
 
 def run(args) -> int:
+    from netrig.otg.server import OtgServer
+    from netrig.otg.service import Service
+
     if args.agent:
         return _run_controller(args)
     host, number = listen_address(args.listen)
@@ -156,11 +167,16 @@ def run(args) -> int:
 
 
 def _token(args) -> str | None:
+    from netrig.otg.tls import read_token
+
     return read_token(args.token_file, "--token-file") if args.token_file else None
 
 
 def _agents(args) -> list[AgentClient]:
     """The ``--agent`` options as clients (each name once), checked before anything is reached."""
+    from netrig.otg.agents import AgentClient, AgentSpec
+    from netrig.otg.tls import client_context, read_token
+
     if args.port:
         raise ConfigError("--port", "a controller (--agent) has no ports of its own: give them to its agents")
     specs = [AgentSpec.parse(a) for a in args.agent]
@@ -181,6 +197,7 @@ def _agents(args) -> list[AgentClient]:
 def _run_controller(args) -> int:
     """``netrig serve --agent …``: a controller of agents (no ports, no root)."""
     from netrig.otg.controller import Controller
+    from netrig.otg.server import OtgServer
 
     agents = _agents(args)
     host, number = listen_address(args.listen)

@@ -8,6 +8,9 @@ from netrig import _native
 
 #: Wait after the last frame of a trial for frames in flight (methodology §2).
 DRAIN_S: float = _native.DEFAULT_DRAIN_S
+#: How long a served flow's frames may still be on their way after its last one left, by default
+#: (`netrig serve --drain`), s.
+SERVE_DRAIN_S: float = 0.1
 #: RFC 2544 trial duration (§26.1 throughput, §26.3 frame loss).
 TRIAL_DURATION_S: float = 60.0
 #: Link speed assumed when an interface reports none (veth); every report says it is nominal.

@@ -12,9 +12,12 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from netrig import _native
-from netrig.otg.mapping import Plan
+
+if TYPE_CHECKING:  # the mapping imports the OTG model (snappi: 0.45 s), which a client of metrics never needs
+    from netrig.otg.mapping import Plan
 
 #: Shortest time between two rate samples, seconds.
 RATE_WINDOW_S = 0.2

@@ -22,12 +22,13 @@ from typing import Any
 
 from netrig import _native
 from netrig.errors import ConfigError, NetrigError
+from netrig.model.defaults import SERVE_DRAIN_S
 from netrig.otg import mapping, metrics, refusal, schema
 from netrig.otg.mapping import Plan, ServePort
 from netrig.telemetry.sources import FlowGroupCounts
 
 #: How long a flow's frames may still be on their way after its last one left, by default, s.
-DEFAULT_DRAIN_S = 0.1
+DEFAULT_DRAIN_S = SERVE_DRAIN_S
 
 
 class StateError(NetrigError):

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import os
 
-from pyroute2 import IPRoute
-
 from netrig.testbed import state as st
 from netrig.testbed.nsthread import kill_in_netns, remove_netns
 from netrig.testbed.testbed import teardown_state
@@ -54,6 +52,8 @@ def clean(force: bool = False) -> st.CleanReport:
                 rep.removed_namespaces.append(n)
             except Exception as e:
                 rep.errors.append(f"netns {n}: {e}")
+    from pyroute2 import IPRoute  # ~0.2 s to import: only when there is something to clean
+
     with IPRoute() as ipr:
         for link in ipr.get_links():
             name = link.get_attr("IFLA_IFNAME")

@@ -9,9 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
-from typing import Any
-
-from pyroute2 import IPRoute
+from typing import TYPE_CHECKING, Any
 
 from netrig import _native
 from netrig.errors import CapabilityError, ConfigError, Terminated, TestbedError
@@ -28,6 +26,9 @@ from netrig.testbed.nsthread import (
     write_sysctl,
 )
 from netrig.testbed.options import MACHINE_CPUS, TestbedOptions
+
+if TYPE_CHECKING:  # pyroute2 takes ~0.2 s to import: it loads when a test bed talks netlink
+    from pyroute2 import IPRoute
 from netrig.testbed.placement import HOLDS_SENDER
 from netrig.testbed.topologies import TOPOLOGIES, stop_processes
 
