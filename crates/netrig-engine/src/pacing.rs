@@ -52,7 +52,7 @@ impl Pacing {
             _ => Err(ConfigError::new(
                 "pacing",
                 format!(
-                    "{s:?} is not a pacing mode: use \"smooth\" (never above the rate; stalls stretch the trial) or \"catch-up\" (keeps the duration; a backlog goes out at up to 2x the rate)"
+                    "{s:?} is not a pacing mode: use \"smooth\" (never above the rate; stalls stretch the trial) or \"catch-up\" (keeps the duration; a backlog is scheduled at 2x the rate and its batches leave back to back)"
                 ),
             )),
         }
