@@ -142,7 +142,7 @@ class FrameSizeSpec:
 
 @final
 class RateSpec:
-    """An offered rate: frames/s, L1 or L2 bit/s, % of the line rate, or as fast as possible."""
+    """An intended rate: frames/s, L1 or L2 bit/s, % of the line rate, or as fast as possible."""
 
     @staticmethod
     def pps(value: float) -> RateSpec: ...

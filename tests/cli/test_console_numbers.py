@@ -5,7 +5,6 @@ wide as it needs, never wrapped mid-word. No privileges needed."""
 from __future__ import annotations
 
 import io
-import json
 
 from rich.table import Table
 
@@ -14,6 +13,7 @@ from netrig.cli.common import console as plain_console
 from netrig.cli.main import main
 from netrig.measure.seam import TrialCounts
 from netrig.methods import back_to_back, livelock, recovery, stress
+from netrig.results import load_result
 
 
 def test_back_to_back_with_every_trial_abandoned_shows_the_reason_not_zeros():
@@ -48,7 +48,7 @@ def test_a_stateful_trial_is_counted_like_any_trial_in_progress_lines():
     out = io.StringIO()
     progress = console.PlainProgress(out)
     load = {"rate_pps": 1000.0, "pct_line_rate": 0.1, "request": {"connections": 10, "frame_size": "64"}}
-    counts = TrialCounts(offered_pps=1000.0, frames_sent=2000, frames_received=2000)
+    counts = TrialCounts(achieved_pps=1000.0, frames_sent=2000, frames_received=2000)
     progress("trial_end", {"label": "stateful", "frame_size": 64, "repetition": 0, "load": load, "counts": counts})
     line = out.getvalue()
     assert "None" not in line and "no result" not in line and "sent 2,000, received 2,000" in line, line
@@ -100,7 +100,7 @@ def test_summary_titles_without_a_terminal_are_one_line(capsys):
     of a narrow table ("… (nominal: simulated" / "has no link speed))")."""
     from tests.report.report_golden import DATA
 
-    doc = json.loads((DATA / "report-simulated-demo-rfc2544.json").read_text())
+    doc = load_result(DATA / "report-simulated-demo-rfc2544.json")  # a version-1 file: migrated
     label = "10 Gbit/s (nominal: simulated has no link speed, and a label longer than any table here)"
     doc["line_rate"] = {**(doc.get("line_rate") or {}), "label": label}
     console.print_summary(doc, plain_console())
@@ -117,14 +117,14 @@ def test_the_soak_live_verdicts_say_its_trial_was_invalid_and_which_cpus_saturat
 
     rows = [{"t_s": 10.0 * i, "duration_s": 10.0, "segment": 0, "frames_sent": 1000, "frames_received": 990,
              "frames_lost": 10, "monitor": {"cpu": {"cpu0": 100.0, "cpu1": 99.0}}} for i in range(6)]
-    counts = TrialCounts(offered_pps=100.0, frames_sent=6000, frames_received=5940, valid=False,
+    counts = TrialCounts(achieved_pps=100.0, frames_sent=6000, frames_received=5940, valid=False,
                          invalid_reason="the tester fell short of the rate")
     res = soak.SoakResult.build(FrameSize(64), LineRate(1e9), soak.SoakParams(duration_s=60, interval_s=10), 100.0,
                                 None, rows, counts)
     line = soak.live_line(res)
     assert "saturated throughout: cpu0, cpu1" in line and "INVALID: the tester fell short of the rate" in line, line
     valid = soak.SoakResult.build(FrameSize(64), LineRate(1e9), soak.SoakParams(duration_s=60, interval_s=10), 100.0,
-                                  None, rows, TrialCounts(offered_pps=100.0, frames_sent=6000, frames_received=5940))
+                                  None, rows, TrialCounts(achieved_pps=100.0, frames_sent=6000, frames_received=5940))
     assert "INVALID" not in soak.live_line(valid)
 
 
@@ -142,3 +142,15 @@ def test_a_trial_progress_line_after_sending_shows_the_trials_rates_not_zero():
     done = progress_line(SimpleNamespace(phase="done", elapsed_s=3.0, tx_frames=20_000, rx_frames=19_000), 1.0, state)
     assert "1.0s/1s +2.0s drain" in done, done
     assert "(mean 20 kfps)" in done and "(mean 19 kfps)" in done and "(0 fps)" not in done, done
+
+
+def test_a_trial_line_says_intended_for_the_rate_asked_and_achieved_for_the_rate_sent():
+    """Issue 27: "offered" stood for the rate asked on the console and for the rate sent in the result."""
+    out = io.StringIO()
+    load = {"rate_pps": 1_000_000.0, "pct_line_rate": 6.72, "frame_size": 64, "burst_frames": None}
+    counts = TrialCounts(achieved_pps=990_000.0, intended_pps=1_000_000.0, frames_sent=1_980_000,
+                         frames_received=1_000_000)
+    console.PlainProgress(out)("trial_end", {"label": "RFC 2544 frame loss", "frame_size": 64, "repetition": 0,
+                                             "load": load, "counts": counts})
+    line = out.getvalue()
+    assert "intended 1 Mfps (6.72 %)" in line and "achieved 990 kfps" in line and "offered" not in line, line

@@ -61,7 +61,7 @@ def test_catch_up_a_lossy_trial_during_a_tester_stall_is_repeated_and_the_attemp
     assert len(calls) == 2
     assert c.frames_lost == 0 and c.valid
     assert c.raw["stalled_attempts"] == [{"tx_max_lag_ns": 30_000_000, "frames_sent": 100_000,
-                                          "frames_received": 97_000, "offered_pps": 100_000.0}]
+                                          "frames_received": 97_000, "achieved_pps": 100_000.0}]
 
 
 def test_catch_up_loss_without_a_stall_and_a_stall_without_loss_are_taken_as_measured():
@@ -124,7 +124,7 @@ def test_a_burst_is_one_engine_trial_in_burst_mode_and_its_rate_is_not_held_agai
     m, calls = scripted([result(1_000, 1_000, lag_ms=0, rate=600_000.0)])
     c = m.measure(Load(14_880_952.0, FrameSize(size=64), burst_frames=1_000), 1_000 / 14_880_952.0)
     assert calls == [{"rate_pps": 14_880_952.0, "duration_s": None, "burst_frames": 1_000}]
-    assert c.valid and c.frames_sent == 1_000 and c.offered_pps == 600_000.0
+    assert c.valid and c.frames_sent == 1_000 and c.achieved_pps == 600_000.0
 
 
 def test_phases_are_one_continuous_engine_trial_with_the_engines_interval_counts():

@@ -256,8 +256,8 @@ def test_trial_counts_drive_the_loss_ratio():
     from netrig.methodology.mlr import trial_loss_ratio
     from netrig.methodology.tester import Verdict
 
-    c = TrialCounts(offered_pps=999_999.4, frames_sent=999_999, frames_received=999_999)
+    c = TrialCounts(achieved_pps=999_999.4, frames_sent=999_999, frames_received=999_999)
     assert trial_loss_ratio(c, 1e6, 1.0, Verdict.VALID) == 0.0
-    short = TrialCounts(offered_pps=500_000, frames_sent=500_000, frames_received=500_000, valid=False)
+    short = TrialCounts(achieved_pps=500_000, frames_sent=500_000, frames_received=500_000, valid=False)
     assert trial_loss_ratio(short, 1e6, 1.0, Verdict.BACKPRESSURE) == pytest.approx(0.5)
     assert Load(1.0, F64)  # the seam accepts tiny loads

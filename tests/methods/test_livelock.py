@@ -65,7 +65,7 @@ def test_a_dut_that_holds_the_sender_back_fails_the_load_but_is_not_fitted_as_co
     assert all(p.forwarded_pps == pytest.approx(1.5e6, rel=0.01) for p in held)
     assert r.mlfrr_pps is None and r.collapse_slope is None and r.fit_points == 0
     assert r.max_lossfree_pps <= 1.5e6 and 1.5e6 - r.max_lossfree_pps <= r.resolution_pps * 1.001
-    assert r.backpressure_from_pps == min(p.offered_pps for p in held) > 1.5e6
+    assert r.backpressure_from_pps == min(p.intended_pps for p in held) > 1.5e6
     d = r.to_dict()
     assert d["backpressure_trials"] == len(held) and all("backpressure" in p for p in d["points"])
     # Without a self-test nothing is known: the same shortfall is the tester's, not a failed load.

@@ -70,13 +70,13 @@ def test_frame_loss_curve_and_livelock():
     cap = 5e6
     m = SimulatedMeasurer(DutModel(capacity_pps=cap, livelock_slope=0.8, livelock_floor=0.05))
     r = measure_frame_loss(m, F64, LR, FrameLossParams(duration_s=1, step_pct=10))
-    pcts = [p.offered_pct for p in r.curve]
+    pcts = [p.intended_pct for p in r.curve]
     assert pcts[0] == 100 and all(a - b == pytest.approx(10) for a, b in zip(pcts, pcts[1:]))
     # stops after two successive loss-free trials
     assert [p.loss_ratio == 0 for p in r.curve][-2:] == [True, True]
     assert all(p.loss_ratio > 0 for p in r.curve[:-2])
     for p in r.curve:  # each point matches the model
-        truth = DutModel(capacity_pps=cap, livelock_slope=0.8, livelock_floor=0.05).forwarding_rate(p.offered_pps, F64)
+        truth = DutModel(capacity_pps=cap, livelock_slope=0.8, livelock_floor=0.05).forwarding_rate(p.intended_pps, F64)
         assert p.forwarded_pps == pytest.approx(truth, rel=1e-5, abs=2)
     assert r.livelock
     assert r.max_lossfree_pps <= cap and cap - r.max_lossfree_pps <= 0.1 * LR.fps(F64)
@@ -230,8 +230,8 @@ def test_without_a_selftest_a_shortfall_is_the_testers():
 def test_frame_loss_sweep_starts_at_what_the_tester_proved():
     r = measure_frame_loss(SimulatedMeasurer(DutModel(capacity_pps=1e6)), F64, LR,
                            FrameLossParams(duration_s=1), ProvenLimit(2e6))
-    assert r.curve[0].offered_pps == pytest.approx(2e6)
-    assert [round(p.offered_pct - r.curve[0].offered_pct, 6) for p in r.curve] == [0, -10]
+    assert r.curve[0].intended_pps == pytest.approx(2e6)
+    assert [round(p.intended_pct - r.curve[0].intended_pct, 6) for p in r.curve] == [0, -10]
 
 
 def test_frame_loss_sweep_under_backpressure_finds_a_loss_free_load():
@@ -246,7 +246,7 @@ def test_livelock_sweep_ends_at_what_the_tester_proved():
 
     r = measure_livelock(SimulatedMeasurer(DutModel(capacity_pps=1e6)), F64, LR, LivelockParams(duration_s=1),
                          ProvenLimit(2e6))
-    assert max(p.offered_pps for p in r.points) == pytest.approx(2e6)
+    assert max(p.intended_pps for p in r.points) == pytest.approx(2e6)
 
 
 def test_selftest_starts_from_what_the_tester_reached():
@@ -269,7 +269,7 @@ def test_a_dut_losing_a_small_share_at_every_load_is_bisected_not_stepped_down()
             self.asked.append(load.rate_pps)
             sent = int(load.rate_pps * duration_s)
             got = sent if load.rate_pps <= 100e3 else int(sent * 0.99)
-            return TrialCounts(offered_pps=load.rate_pps, frames_sent=sent, frames_received=got)
+            return TrialCounts(achieved_pps=load.rate_pps, frames_sent=sent, frames_received=got)
 
     m = SmallLoss()
     top = 550e3 / LR.fps(F64) * 100
@@ -284,7 +284,7 @@ def test_cap_only_caps_the_search_but_never_blames_a_shortfall_on_the_dut():
     capture runs on its CPU), so the search counts the trial as the tester's, not as a failed load."""
     from netrig.methodology.tester import CapOnly, ProvenLimit, Verdict
 
-    short = TrialCounts(offered_pps=90e3, frames_sent=90_000, frames_received=90_000, valid=False,
+    short = TrialCounts(achieved_pps=90e3, frames_sent=90_000, frames_received=90_000, valid=False,
                         invalid_reason="the tester sent 90.0% of the intended 100000 fps")
     assert ProvenLimit(200e3).verdict(short, 100e3) is Verdict.BACKPRESSURE
     assert CapOnly(200e3).verdict(short, 100e3) is Verdict.TESTER

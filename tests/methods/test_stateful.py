@@ -147,7 +147,7 @@ class TableDut:
             ct.update(teardown_entries=len(self.table), teardown_s=0.002 + len(self.table) * 1e-6,
                       empty_flush_s=0.002, after_teardown=0)
             self.table.clear()
-        return TrialCounts(offered_pps=r.rate_pps * r.directions, frames_sent=sent, frames_received=received,
+        return TrialCounts(achieved_pps=r.rate_pps * r.directions, frames_sent=sent, frames_received=received,
                            raw={"conntrack": ct})
 
 

@@ -67,7 +67,7 @@ def run_sim(tmp_path, profile: str, **model) -> dict:
 def test_a_simulated_dut_recovers_in_the_time_it_is_built_to_take(tmp_path):
     rep = run_sim(tmp_path, "step", recovery_s=0.5, buffer_frames=5000)
     (ep,) = rep["episodes"]
-    assert 0.3 <= ep["loss_ratio"] <= 0.37  # 150 % offered, 100 % forwarded
+    assert 0.3 <= ep["loss_ratio"] <= 0.37  # 150 % intended, 100 % forwarded
     assert 0.4 <= ep["recovery_s"] <= 0.6
     # The buffer drains during the recovery: latency above the baseline, which was before overload.
     assert ep["recovery_latency_mean_ns"] > 2 * rep["baseline_latency_ns"]

@@ -56,7 +56,7 @@ def test_a_trial_sets_one_flow_per_pair_and_counts_exactly():
     assert f0["rate"] == {"choice": "bps", "bps": round(500 * (128 + 20) * 8)}
     assert f1["packet"][1]["choice"] == "ipv6" and f1["tx_rx"]["port"] == {"tx_name": "p2", "rx_names": ["p3"]}
     assert (c.frames_sent, c.frames_received, c.frames_lost, c.valid) == (1000, 999, 1, True)
-    assert c.offered_pps == pytest.approx(2 * 499)  # 500 frames over 1 s from first to last arrival
+    assert c.achieved_pps == pytest.approx(2 * 499)  # 500 frames over 1 s from first to last arrival
     assert c.latency is not None and (c.latency.min_ns, c.latency.mean_ns, c.latency.p99_ns) == (1000.0, 2000.0, None)
     otg = c.raw["otg"]
     assert otg["latency_left_out"] == ["pair1"] and otg["not_measured"] == list(NOT_MEASURED)

@@ -52,7 +52,7 @@ def test_report_has_every_section(reports, path):
 def test_router_report_contents(reports):
     html, md = reports[ROUTER]
     plots = re.findall(r'data-plot="([^"]+)"', html)
-    for name in ("throughput", "forwarded_vs_offered", "frame_loss", "latency_vs_frame_size", "latency_vs_load",
+    for name in ("throughput", "forwarded_vs_intended", "frame_loss", "latency_vs_frame_size", "latency_vs_load",
                  "ndr_pdr", "selftest", "iperf", "timeline", "trial_timeline"):
         assert name in plots, name
     assert html.count("<svg") == len(plots)
@@ -157,7 +157,7 @@ def test_demo_parts_drawn_as_one_report(tmp_path):
     if not all(p.is_file() for p in parts):
         pytest.skip("simulated demo results not in tests/data")
     html = write_report(parts, tmp_path / "demo.html").read_text()
-    for name in ("throughput", "forwarded_vs_offered", "latency_vs_frame_size", "ndr_pdr"):
+    for name in ("throughput", "forwarded_vs_intended", "latency_vs_frame_size", "ndr_pdr"):
         assert f'data-plot="{name}"' in html, name
     assert_self_contained(html)
     assert parts[1].name in html  # the footer names every file drawn

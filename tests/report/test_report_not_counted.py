@@ -35,9 +35,9 @@ def test_not_counted_lists_what_is_not_zero():
 
 
 def test_the_console_says_why_a_trial_is_invalid_and_what_was_not_counted():
-    ok = TrialCounts(offered_pps=1.0, frames_sent=10, frames_received=10, foreign=5)
+    ok = TrialCounts(achieved_pps=1.0, frames_sent=10, frames_received=10, foreign=5)
     assert trial_note(ok) == "", "foreign frames alone (ARP, the host's traffic) are no news"
-    bad = TrialCounts(offered_pps=1.0, frames_sent=10, frames_received=10, foreign=5, stray=300, valid=False,
+    bad = TrialCounts(achieved_pps=1.0, frames_sent=10, frames_received=10, foreign=5, stray=300, valid=False,
                       invalid_reason="port b: 300 frames of another netrig trial arrived")
     assert trial_note(bad) == ("invalid: port b: 300 frames of another netrig trial arrived; "
                                "not counted: foreign 5 · stray 300")

@@ -29,7 +29,7 @@ def holds_data_for(run: RunView, name: str, runs: int = 1) -> bool:
 
 def test_registry_has_every_plot_type():
     assert set(PLOTS) >= {
-        "throughput", "forwarded_vs_offered", "frame_loss", "latency_vs_frame_size", "latency_vs_load",
+        "throughput", "forwarded_vs_intended", "frame_loss", "latency_vs_frame_size", "latency_vs_load",
         "ndr_pdr", "selftest", "iperf", "timeline", "trial_timeline",
     }
 

@@ -123,7 +123,7 @@ def test_router_numbers():
     fl = {f.frame_size: f for f in frame_loss.entries(r)}
     assert fl[64].max_lossfree is not None and fl[64].max_lossfree.value == pytest.approx(446428.6, rel=1e-4)
     assert fl[64].collapse is not None and fl[1518].collapse is None
-    assert [p.offered_pps for p in fl[64].points] == sorted(p.offered_pps for p in fl[64].points)
+    assert [p.intended_pps for p in fl[64].points] == sorted(p.intended_pps for p in fl[64].points)
     lat = {e.frame_size: e for e in latency.entries(r)}
     assert set(lat[64].pcts) >= {"min", "p50", "p90", "p99", "p99.9", "max"}
     assert lat[64].pcts["min"].value < lat[64].pcts["p50"].value < lat[64].pcts["p99.9"].value

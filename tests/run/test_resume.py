@@ -81,7 +81,7 @@ class Boom:
 
 def test_document_shape(tmp_path):
     doc = Runner(config_from_dict(CONFIG), tmp_path / "a").run()
-    assert doc["schema_version"] == SCHEMA_VERSION == 2 and doc["complete"] is True
+    assert doc["schema_version"] == SCHEMA_VERSION == 3 and doc["complete"] is True
     assert doc["line_rate"]["source"] == "nominal"
     assert doc["selftest"]["passed"] is False  # the simulated tester tops out at 5 Mpps < 1.1 × line rate
     header, recs = read_trial_log(tmp_path / "a")

@@ -236,7 +236,7 @@ def test_frame_loss_is_checked_too():
                        {"ct": 69e3, "lo": 69e3, "hi": 70e3})
     summary[1] = {"method": "rfc2544_frame_loss", "method_index": 1, "label": "RFC 2544 frame loss",
                   "params": {"duration_s": 0.5}, "results": [{"frame_size": 64, "complete": True, "flags": [],
-                  "repetitions": [{"curve": [{"offered_pct": 8.3, "offered_pps": 123e3, "achieved_pps": 123e3,
+                  "repetitions": [{"curve": [{"intended_pct": 8.3, "intended_pps": 123e3, "achieved_pps": 123e3,
                                               "forwarded_pps": 123e3, "loss_ratio": 0.0, "valid": True,
                                               "backpressure": False}]}]}]}
     records = [{"method_index": 0, "frame_size": 64, "kind": "rate", "load": {"rate_pps": 123e3},

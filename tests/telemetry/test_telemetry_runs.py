@@ -74,7 +74,7 @@ def test_trial_in_progress_is_live():
     assert total(s, "netrig_trial_running", method="soak", kind="soak") == 1
     assert total(s, "netrig_trial_index") == 1 and total(s, "netrig_trials_estimated") == 7
     assert total(s, "netrig_trial_frames_sent") == 300 and total(s, "netrig_trial_intended_rate_pps") == 1000
-    assert total(s, "netrig_trial_offered_rate_pps") > 0
+    assert total(s, "netrig_trial_achieved_rate_pps") > 0
     tel("trial_end", {"method": "soak", "frame_size": 64, "kind": "soak", "load": {"rate_pps": 1000.0},
                       "counts": TrialCounts(1000.0, 1000, 990)})
     s = registry_samples(reg)

@@ -165,8 +165,9 @@ class PlainProgress:
             size = f"{info['frame_size']}{' B' if isinstance(info['frame_size'], int) else ''}"
             state = "replayed" if info.get("replayed") else ("valid" if c.valid else f"INVALID: {c.invalid_reason}")
             self._line(f"trial {self.done}/~{self.total} {info['label']} {size} rep {info['repetition'] + 1}: "
-                       f"offered {format_pps(ld['rate_pps'])} ({ld['pct_line_rate']:.2f} %), "
-                       f"sent {c.frames_sent:,}, received {c.frames_received:,}, loss {100 * c.loss_ratio:.4f} % "
+                       f"intended {format_pps(ld['rate_pps'])} ({ld['pct_line_rate']:.2f} %), "
+                       f"achieved {format_pps(c.achieved_pps)}, sent {c.frames_sent:,}, "
+                       f"received {c.frames_received:,}, loss {100 * c.loss_ratio:.4f} % "
                        f"[{state}], elapsed {_dur(time.monotonic() - self.t0)}")
 
 

@@ -318,11 +318,11 @@ def _ramp(text: str, frames: str | None, duration_s: float | None) -> dict:
 
 
 def ramp_table(res: TrialResult, streams: list[Stream], phases: list[tuple[float, float]]):
-    """One row per step of a ramp: offered load, frames sent (and their rate) and received, loss."""
+    """One row per step of a ramp: intended load, frames sent (and their rate) and received, loss."""
     from rich.table import Table
 
     t = Table(title="ramp steps", show_header=True)
-    for col in ("step", "start", "offered", "sent", "sent rate", "received", "lost"):
+    for col in ("step", "start", "intended", "sent", "sent rate", "received", "lost"):
         t.add_column(col, justify="right")
     base = sum(s.spec(i).intended_rate_pps or 0.0 for i, s in enumerate(streams))
     for iv in res.intervals:
@@ -634,7 +634,7 @@ def result_table(res: TrialResult, stream: Stream, title: str, receive: bool = T
                   + (f" ({r.flows:,} flows)" if r.stamped else ""))
     _count_rows(t, res, receive, bool(replays))
     intended = res.intended_rate_pps
-    t.add_row("offered rate (intended)", format_pps(intended) if intended else "max")
+    t.add_row("intended rate", format_pps(intended) if intended else "max")
     l1_bps = res.tx_rate_pps * (size + _native.WIRE_OVERHEAD_BYTES) * 8
     t.add_row("achieved TX rate", f"{format_pps(res.tx_rate_pps)}  {format_bps(l1_bps)} L1")
     if receive:

@@ -124,7 +124,7 @@ class CaptureMeasurer:
                 stretch_s <= defaults.TRANSIENT_STRETCH_MAX * duration_s
             if not stretched or len(attempts) >= self.stall_retries:
                 break
-            attempts.append({"frames_sent": c.frames_sent, "offered_pps": c.offered_pps,
+            attempts.append({"frames_sent": c.frames_sent, "achieved_pps": c.achieved_pps,
                              "invalid_reason": c.invalid_reason})
         if attempts:
             c = TrialCounts(**{**c.__dict__, "raw": {**c.raw, "stretched_attempts": attempts}})
@@ -136,15 +136,16 @@ class CaptureMeasurer:
         res = run_trial(self.tx, None, [stream], duration_s=duration_s, drain_s=self.drain_s,
                         max_stretch_pct=100 * self.tolerance)
         after = None if self.tx_only else self.capture.snapshot()
-        offered = res.tx_rate_pps
+        achieved = res.tx_rate_pps
         valid, reason = res.valid, res.invalid_reason
-        if valid and offered < load.rate_pps * (1 - self.tolerance):
-            valid, reason = False, (f"tester sent {offered:.0f} fps, {100 * offered / load.rate_pps:.1f}% of the "
+        if valid and achieved < load.rate_pps * (1 - self.tolerance):
+            valid, reason = False, (f"tester sent {achieved:.0f} fps, {100 * achieved / load.rate_pps:.1f}% of the "
                                     f"intended {load.rate_pps:.0f} fps")
         raw: dict[str, Any] = {"engine": res.to_dict(flows=False), "trial_tag": res.trial_tag}
         unpinned = tuple(str(f) for f in res.pin_failures) + _capture_unpinned(after)
         if before is None or after is None:
-            return TrialCounts(offered_pps=offered, frames_sent=res.frames_sent, frames_received=res.frames_sent,
+            return TrialCounts(achieved_pps=achieved, intended_pps=load.rate_pps, frames_sent=res.frames_sent,
+                               frames_received=res.frames_sent,
                                valid=valid, invalid_reason=reason, pin_failures=unpinned, raw=raw)
         if valid and not after.get("settled", False):
             valid, reason = False, "the capture could not confirm its counters (its source never ran empty)"
@@ -161,6 +162,7 @@ class CaptureMeasurer:
             "cpu_sys_s": round(after["cpu_sys_s"] - before["cpu_sys_s"], 4),
             "cpu_s": round(cpu_s, 4), "wall_s": round(after["elapsed_s"] - before["elapsed_s"], 4),
         }
-        return TrialCounts(offered_pps=offered, frames_sent=res.frames_sent, frames_received=mine, valid=valid,
+        return TrialCounts(achieved_pps=achieved, intended_pps=load.rate_pps, frames_sent=res.frames_sent,
+                           frames_received=mine, valid=valid,
                            invalid_reason=reason, foreign=raw["capture"]["foreign"], stray=raw["capture"]["stray"],
                            pin_failures=unpinned, raw=raw)

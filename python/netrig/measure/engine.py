@@ -17,12 +17,13 @@
   tester stalls stretched beyond the tolerance is invalid; since a stall is transient, it is repeated
   up to ``stall_retries`` times too (``raw["stretched_attempts"]``) — an invalid trial is never a DUT
   result, so repeating it biases nothing, while a tester that cannot reach the rate fails every time.
-* Smoothness: every trial records how it offered its load (``TrialCounts.pacing``: the stretch,
+* Smoothness: every trial records how it sent its load (``TrialCounts.pacing``: the stretch,
   the peak frame count in any 1 ms window against the intended count, inter-departure gaps); a
   peak more than ``smoothness_tolerance_pct`` above the intended count marks the load *bunched*.
 * Bursts (back-to-back): one engine trial in burst mode (a single burst of ``burst_frames`` at the
   burst rate: frames evenly spaced at that rate, or as fast as the tester can when it cannot reach
-  it). The achieved burst rate is the trial's ``offered_pps``; a burst is invalid only when the
+  it). The achieved burst rate is the trial's ``achieved_pps`` (its ``intended_pps`` the burst
+  rate asked for); a burst is invalid only when the
   tester failed to send it or dropped frames itself.
 * Multi-phase trials (system recovery, iperf): one continuous engine trial through the phases,
   with per-interval counts from the engine: a frame is counted in the interval it was sent in,
@@ -169,21 +170,24 @@ class EngineMeasurer:
         self._learned.add(frame.label)
 
     def _counts(self, res: _native.TrialResult, intended_pps: float | None, extra_raw: dict | None = None,
-                intervals: tuple[Interval, ...] | None = None, flows: bool = True) -> TrialCounts:
-        """``intended_pps`` ``None``: no achieved-rate check (a burst's rate is what the tester could);
-        ``flows`` keeps every flow's counts in ``raw["engine"]``."""
-        offered = res.tx_rate_pps
+                intervals: tuple[Interval, ...] | None = None, flows: bool = True,
+                checked: bool = True) -> TrialCounts:
+        """``intended_pps``: the rate the trial was asked for (recorded); ``checked`` ``False``: no
+        achieved-rate check against it (a burst's rate is what the tester could); ``flows`` keeps
+        every flow's counts in ``raw["engine"]``."""
+        achieved = res.tx_rate_pps
         valid, reason = res.valid, res.invalid_reason
-        if valid and intended_pps is not None and offered < intended_pps * (1 - self.tolerance):
+        if valid and checked and intended_pps is not None and achieved < intended_pps * (1 - self.tolerance):
             valid = False
-            reason = (f"tester sent {offered:.0f} fps, {100 * offered / intended_pps:.1f}% of the intended "
+            reason = (f"tester sent {achieved:.0f} fps, {100 * achieved / intended_pps:.1f}% of the intended "
                       f"{intended_pps:.0f} fps")
         if valid and res.tester_rx_drops:
             valid, reason = False, f"the tester's receiver dropped {res.tester_rx_drops} frames"
         extra = dict(extra_raw or {})
         ring = DutRing.from_dict(extra.pop("dut_ring", None))
         return TrialCounts(
-            offered_pps=offered, frames_sent=res.frames_sent, frames_received=res.frames_received,
+            achieved_pps=achieved, intended_pps=intended_pps, frames_sent=res.frames_sent,
+            frames_received=res.frames_received,
             duplicated=res.duplicated, reordered=res.reordered, late=res.late, latency=latency_summary(res.latency),
             valid=valid, invalid_reason=reason, foreign=res.frames_foreign, stray=res.frames_stray,
             forged=res.frames_forged, intervals=intervals, pacing=pacing_summary(res, self.smoothness_tolerance_pct),
@@ -204,7 +208,7 @@ class EngineMeasurer:
             if len(stalled) + len(stretched) >= self.stall_retries:
                 break
             attempt = {"tx_max_lag_ns": lag_ns, "frames_sent": counts.frames_sent,
-                       "frames_received": counts.frames_received, "offered_pps": counts.offered_pps}
+                       "frames_received": counts.frames_received, "achieved_pps": counts.achieved_pps}
             # Only a catch-up burst after a stall can cause loss the DUT would not show at the rate.
             if self.pacing == "catch-up" and counts.valid and counts.frames_lost > 0 and lag_ns > self.stall_ns:
                 stalled.append(attempt)
@@ -264,7 +268,7 @@ class EngineMeasurer:
     def _measure_burst(self, load: Load) -> TrialCounts:
         res, extra = self._monitored(lambda: self._run(load.frame_size, load.rate_pps, None, self.drain_s,
                                                        burst_frames=load.burst_frames))
-        return self._counts(res, None, extra)
+        return self._counts(res, load.rate_pps, extra, checked=False)
 
     def measure_phases(self, frame_size: FrameSize, phases: Sequence[Phase], interval_s: float,
                        tag: str = "", events: Sequence[Event] = (),

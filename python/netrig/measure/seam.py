@@ -91,7 +91,7 @@ class LatencySummary:
 
 @dataclass(frozen=True)
 class Pacing:
-    """How the tester offered a trial's load, measured in its TX workers.
+    """How the tester sent a trial's load, measured in its TX workers.
 
     ``mode`` is ``"smooth"`` (time lost to a tester stall is not recovered: the sending is stretched,
     never faster than the rate) or ``"catch-up"`` (a backlog is scheduled at twice the rate; a 1-ms
@@ -217,7 +217,9 @@ class TrialCounts:
     trial, another tester's) and ``forged`` (this trial's tag, but an unknown flow or impossible
     contents: a sequence number not sent yet, a transmit time in the future or before the trial)."""
 
-    offered_pps: float
+    #: The achieved rate: frames the tester really sent over its sending window (RFC 2285's
+    #: "offered load"), frames/s.
+    achieved_pps: float
     frames_sent: int
     frames_received: int
     duplicated: int = 0
@@ -242,6 +244,9 @@ class TrialCounts:
     #: Tester workers that did not run on the CPU they were placed on (the kernel refused the pin),
     #: one sentence each (``"netrig-tx0 not pinned to CPU 1: …"``); empty when all were pinned.
     pin_failures: tuple[str, ...] = ()
+    #: The intended rate: what the trial was asked to send, frames/s; None when it was unpaced (as
+    #: fast as possible) or is not known.
+    intended_pps: float | None = None
     raw: dict = field(default_factory=dict, compare=False)
 
     @property
@@ -254,7 +259,8 @@ class TrialCounts:
 
     def to_dict(self) -> dict:
         return {
-            "offered_pps": self.offered_pps,
+            "intended_pps": self.intended_pps,
+            "achieved_pps": self.achieved_pps,
             "frames_sent": self.frames_sent,
             "frames_received": self.frames_received,
             "frames_lost": self.frames_lost,
@@ -282,7 +288,7 @@ class TrialCounts:
     def from_dict(cls, d: dict) -> TrialCounts:
         iv = d.get("intervals")
         return cls(
-            offered_pps=float(d["offered_pps"]),
+            achieved_pps=float(d["achieved_pps"]),
             frames_sent=int(d["frames_sent"]),
             frames_received=int(d["frames_received"]),
             duplicated=int(d.get("duplicated") or 0),
@@ -301,6 +307,7 @@ class TrialCounts:
             dut_ring=DutRing.from_dict(d.get("dut_ring")),
             flow_memory_bytes=d.get("flow_memory_bytes"),
             pin_failures=tuple(d.get("pin_failures") or ()),
+            intended_pps=float(d["intended_pps"]) if d.get("intended_pps") is not None else None,
             raw=d.get("raw") or {},
         )
 

@@ -21,7 +21,7 @@ Models (combine freely):
     on the sender's CPU), so a trial asking for more is invalid although the tester alone (the
     self-test's looped-back model, which has no DUT) could send it;
 (h) hiccups: with probability ``hiccup_probability`` per trial the DUT stops forwarding for
-    ``hiccup_s`` seconds (everything offered meanwhile is lost);
+    ``hiccup_s`` seconds (everything sent meanwhile is lost);
 (i) a noisy capacity: each trial's capacity is ``C × (1 + capacity_jitter_ratio × N(0, 1))``.
 
 A trial without a tag (a method driven directly, not through the run loop) is seeded by how many
@@ -105,7 +105,7 @@ class DutModel:
         return c
 
     def forwarding_rate(self, rate_pps: float, frame: FrameSize, capacity_pps: float | None = None) -> float:
-        """Steady-state forwarded rate at an offered rate (before background loss); ``capacity_pps``
+        """Steady-state forwarded rate at an achieved (sent) rate (before background loss); ``capacity_pps``
         overrides the capacity (one trial's noisy capacity)."""
         c = self.capacity(frame) if capacity_pps is None else capacity_pps
         if rate_pps <= c:
@@ -199,21 +199,21 @@ class SimulatedMeasurer:
             self._sleep(m.trial_delay_s)
         frame = load.frame_size
         rng = self._rng(load.tag, round(load.rate_pps, 6), load.burst_frames, round(duration_s, 9), frame.label)
-        offered, valid, reason = self._tester(load.rate_pps)
+        achieved, valid, reason = self._tester(load.rate_pps)
         cap = self._trial_capacity(rng, frame)
         if load.burst_frames is not None:
             # Burst mode, as the engine does it: every frame of the burst is sent, as fast as the
             # tester can when the burst rate is beyond it; the burst is valid, its rate what it was.
             sent, valid, reason = load.burst_frames, True, None
-            excess = sent * (1.0 - cap / offered) - m.buffer_frames if offered > cap else 0.0
+            excess = sent * (1.0 - cap / achieved) - m.buffer_frames if achieved > cap else 0.0
             lost = int(math.ceil(excess - 1e-9)) if excess > 0 else 0
         else:
-            sent = int(round(offered * duration_s))
-            fwd = m.forwarding_rate(offered, frame, cap)
-            if fwd >= offered:
+            sent = int(round(achieved * duration_s))
+            fwd = m.forwarding_rate(achieved, frame, cap)
+            if fwd >= achieved:
                 lost = 0
             else:
-                lost = sent - int(math.floor(sent * fwd / offered))
+                lost = sent - int(math.floor(sent * fwd / achieved))
                 lost = max(lost, 1)
             stall_s = self._hiccup_s(rng, duration_s)
             if stall_s:
@@ -222,10 +222,11 @@ class SimulatedMeasurer:
         lost += _binomial(rng, sent - lost, m.background_loss_ratio)
         received = sent - lost
         return TrialCounts(
-            offered_pps=offered,
+            achieved_pps=achieved,
+            intended_pps=load.rate_pps,
             frames_sent=sent,
             frames_received=received,
-            latency=self._latency(rng, offered, frame) if received else None,
+            latency=self._latency(rng, achieved, frame) if received else None,
             valid=valid,
             invalid_reason=reason,
             raw={"simulator": {"capacity_pps": m.capacity(frame), "seed": m.seed}},
@@ -248,17 +249,17 @@ class SimulatedMeasurer:
         overload_end: float | None = None
         all_valid, reason = True, None
         for pi, ph in enumerate(phases):
-            offered, valid, why = self._tester(ph.rate_pps)
+            achieved, valid, why = self._tester(ph.rate_pps)
             if not valid:
                 all_valid, reason = False, why
             n = max(1, int(math.ceil(ph.duration_s / interval_s - 1e-9)))
             for k in range(n):
                 start = k * interval_s
                 dur = min(interval_s, ph.duration_s - start)
-                sent = int(round(offered * dur))
-                fwd = m.forwarding_rate(offered, frame_size)
-                lost = 0 if fwd >= offered else max(1, sent - int(math.floor(sent * fwd / offered)))
-                if overload_end is not None and offered <= c:
+                sent = int(round(achieved * dur))
+                fwd = m.forwarding_rate(achieved, frame_size)
+                lost = 0 if fwd >= achieved else max(1, sent - int(math.floor(sent * fwd / achieved)))
+                if overload_end is not None and achieved <= c:
                     a, b = t0 + start, t0 + start + dur
                     overlap = max(0.0, min(b, overload_end + m.recovery_s) - max(a, overload_end))
                     if overlap > 0:
@@ -268,14 +269,14 @@ class SimulatedMeasurer:
                 # Latency: the base, plus a full buffer's queueing delay while overloaded, draining
                 # over the recovery after it.
                 queue_ns = 1e9 * m.buffer_frames / c if c else 0.0
-                lat = m.latency_base_ns + (queue_ns if offered > c else 0.0)
-                if overload_end is not None and offered <= c and m.recovery_s > 0:
+                lat = m.latency_base_ns + (queue_ns if achieved > c else 0.0)
+                if overload_end is not None and achieved <= c and m.recovery_s > 0:
                     left = max(0.0, 1.0 - (t0 + start - overload_end) / m.recovery_s)
                     lat += queue_ns * left
                 received = sent - lost
                 intervals.append(Interval(t0 + start, dur, pi, sent, received, lat if received else None,
                                           lat + m.latency_jitter_ns if received else None))
-            if offered > c:
+            if achieved > c:
                 overload_end = t0 + ph.duration_s
             t0 += ph.duration_s
         total_s = sum(p.duration_s for p in phases)
@@ -288,7 +289,8 @@ class SimulatedMeasurer:
         sent = sum(i.frames_sent for i in intervals)
         received = sum(i.frames_received for i in intervals)
         return TrialCounts(
-            offered_pps=sent / total_s, frames_sent=sent, frames_received=received, valid=all_valid,
+            achieved_pps=sent / total_s, intended_pps=sum(p.rate_pps * p.duration_s for p in phases) / total_s,
+            frames_sent=sent, frames_received=received, valid=all_valid,
             invalid_reason=reason, intervals=tuple(intervals), events=results,
             raw={"simulator": {"capacity_pps": c, "recovery_s": m.recovery_s}},
         )
@@ -322,21 +324,22 @@ class SimulatedMeasurer:
         m = self.model
         self.trials += 1
         check_events(events, duration_s)
-        offered, valid, reason = self._tester(load.rate_pps)
-        sent = int(round(offered * duration_s))
+        achieved, valid, reason = self._tester(load.rate_pps)
+        sent = int(round(achieved * duration_s))
         results = []
         lost = 0
         for e in sorted(events, key=lambda e: e.at_s):
             run = run_event(e)
-            gap = min(sent - lost, int(round(offered * m.reset_time_s)))
+            gap = min(sent - lost, int(round(achieved * m.reset_time_s)))
             lost += gap
-            flows = (FlowOutage(0, gap, 0.0, gap / offered),) if gap else ()
+            flows = (FlowOutage(0, gap, 0.0, gap / achieved),) if gap else ()
             results.append(EventResult(run, flows, m.reset_time_s if gap else 0.0, 1))
-        fwd = m.forwarding_rate(offered, load.frame_size)
-        if fwd < offered:
-            lost = min(sent, lost + sent - int(math.floor(sent * fwd / offered)))
+        fwd = m.forwarding_rate(achieved, load.frame_size)
+        if fwd < achieved:
+            lost = min(sent, lost + sent - int(math.floor(sent * fwd / achieved)))
         return TrialCounts(
-            offered_pps=offered, frames_sent=sent, frames_received=sent - lost, valid=valid,
+            achieved_pps=achieved, intended_pps=load.rate_pps, frames_sent=sent, frames_received=sent - lost,
+            valid=valid,
             invalid_reason=reason, events=tuple(results), raw={"simulator": {"reset_time_s": m.reset_time_s}},
         )
 

@@ -328,7 +328,7 @@ class _Search:
             self.tester_trials += 1
         elif verdict is Verdict.BACKPRESSURE:
             self.backpressure_trials += 1
-            self.backpressure_pps = max(self.backpressure_pps or 0.0, c.offered_pps)
+            self.backpressure_pps = max(self.backpressure_pps or 0.0, c.achieved_pps)
         lr = trial_loss_ratio(c, load, duration_s, verdict)
         self.db.setdefault(k, []).append(_Trial(duration_s, lr, verdict))
         self.spent_s += duration_s

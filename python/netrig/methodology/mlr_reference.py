@@ -44,7 +44,7 @@ def search_reference(measurer: Measurer, frame: FrameSize, line_rate: LineRate, 
             trial_loss_ratio(c, intended_load, intended_duration, v)  # raises when nothing was sent
             verdicts.setdefault(intended_load, []).append(v)
             if v is Verdict.BACKPRESSURE:
-                backpressure.append(c.offered_pps)
+                backpressure.append(c.achieved_pps)
             intended = c.frames_sent if v is Verdict.VALID else int(round(intended_load * intended_duration))
             return ref.MeasurementResult(
                 intended_duration=intended_duration, intended_load=intended_load,

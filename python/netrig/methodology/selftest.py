@@ -99,7 +99,7 @@ def prove_rate(measurer: Measurer, frame: FrameSize, line_rate: LineRate, requir
         good = c.valid and c.frames_lost == 0
         if good:
             best[:] = [c]
-        return good, min(c.offered_pps, c.frames_received / params.duration_s)
+        return good, min(c.achieved_pps, c.frames_received / params.duration_s)
 
     def ceiling(proven: float) -> Ceiling:
         c = best[0] if best else None

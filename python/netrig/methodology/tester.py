@@ -41,7 +41,7 @@ class Verdict(enum.Enum):
 
 def fell_short(counts: TrialCounts, intended_pps: float) -> bool:
     """The tester sent less than asked (whatever the reason)."""
-    return counts.offered_pps < intended_pps * SHORTFALL_RATIO
+    return counts.achieved_pps < intended_pps * SHORTFALL_RATIO
 
 
 def tester_rx_drops(counts: TrialCounts) -> int:

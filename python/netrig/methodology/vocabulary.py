@@ -46,7 +46,7 @@ SHARED: dict[str, Shared] = {
     "--io": Shared("port I/O backend", "auto, af_xdp, af_packet, socket"),
     "--queues": Shared("queues per port, one worker each"),
     "--sizes": Shared("frame sizes, incl. the 4-byte FCS", "a list: 64,512,1518, rfc, imix, simple-imix"),
-    "--rate": Shared("the offered rate", RATE + ", max; a %NDR rate where the help says"),
+    "--rate": Shared("the intended rate", RATE + ", max; a %NDR rate where the help says"),
     "--line-rate": Shared("the line rate: the link speed for % rates and for reporting", SPEED),
     "--nominal-speed": Shared("the line rate to assume when the interface reports none", SPEED),
     "--monitor": Shared("sample the DUT and the host during every trial"),

@@ -146,8 +146,8 @@ def measure_back_to_back(measurer: Measurer, frame: FrameSize, line_rate: LineRa
         for _ in range(1 + INVALID_RETRIES):
             c = measurer.measure(Load(rate, frame, burst_frames=n), n / rate)
             if c.valid:
-                if n >= RATE_PROBE_MIN_FRAMES and c.offered_pps > 0:
-                    rates.append(c.offered_pps)
+                if n >= RATE_PROBE_MIN_FRAMES and c.achieved_pps > 0:
+                    rates.append(c.achieved_pps)
                 return c.frames_lost == 0
         return None
 

@@ -1,5 +1,5 @@
 """RFC 2544 §26.3 frame loss rate: from 100 % of line rate downwards in steps until two
-successive trials show no loss. The curve (forwarded vs offered) shows receive livelock.
+successive trials show no loss. The curve (forwarded vs intended rate) shows receive livelock.
 
 The sweep starts at the highest load the tester vouches for (the self-test's proven ceiling /
 factor) when that is below ``start_pct``, and steps down from there. A load at which the DUT slowed
@@ -74,8 +74,8 @@ class FrameLossParams:
 
 @dataclass(frozen=True)
 class LossPoint:
-    offered_pct: float
-    offered_pps: float
+    intended_pct: float
+    intended_pps: float
     achieved_pps: float
     forwarded_pps: float
     loss_ratio: float
@@ -95,7 +95,7 @@ class FrameLossResult:
 
     @property
     def max_lossfree_pps(self) -> float | None:
-        ok = [p.offered_pps for p in self.curve if p.valid and p.loss_ratio == 0.0]
+        ok = [p.intended_pps for p in self.curve if p.valid and p.loss_ratio == 0.0]
         return max(ok) if ok else None
 
     @property
@@ -104,7 +104,7 @@ class FrameLossResult:
         valid = [p for p in self.curve if p.valid]
         if len(valid) < 2:
             return False
-        top = max(valid, key=lambda p: p.offered_pps)
+        top = max(valid, key=lambda p: p.intended_pps)
         return top.forwarded_pps < 0.9 * max(p.forwarded_pps for p in valid)
 
     @property
@@ -149,7 +149,7 @@ def measure_frame_loss(measurer: Measurer, frame: FrameSize, line_rate: LineRate
         c = measurer.measure(Load(rate, frame), params.duration_s)
         verdict = limit.verdict(c, rate)
         fwd = c.frames_received / params.duration_s
-        points.append(LossPoint(pct, rate, c.offered_pps, fwd, c.loss_ratio, c.valid,
+        points.append(LossPoint(pct, rate, c.achieved_pps, fwd, c.loss_ratio, c.valid,
                                 verdict is Verdict.BACKPRESSURE))
         return c.valid and c.frames_lost == 0
 
@@ -166,7 +166,7 @@ def measure_frame_loss(measurer: Measurer, frame: FrameSize, line_rate: LineRate
             lossfree = 0
         k += 1
     if params.min_pct == 0 and points and not any(p.valid and p.loss_ratio == 0.0 for p in points):
-        pct = points[-1].offered_pct
+        pct = points[-1].intended_pct
         for _ in range(MAX_HALVINGS):
             pct /= 2
             if trial(pct):
@@ -182,10 +182,10 @@ NONE = "No RFC 2544 frame loss sweep in this result."
 
 @dataclass(frozen=True)
 class Point:
-    """One load of the sweep over the repetitions: offered (frames/s, % line rate), forwarded, loss %."""
+    """One load of the sweep over the repetitions: intended rate (frames/s, % line rate), forwarded, loss %."""
 
-    offered_pps: float
-    offered_pct: float | None
+    intended_pps: float
+    intended_pct: float | None
     forwarded: Stat
     loss_pct: Stat
 
@@ -208,22 +208,22 @@ def _points(run: RunView, size: Any, reps: Sequence[FrameLossResult]) -> list[Po
         for p in rep.curve or ():
             if p.valid is False:
                 continue
-            pct, offered = finite(p.offered_pct), finite(p.offered_pps)
-            if pct is None and offered is not None:
-                pct = run.pct_of_line_rate(size, offered)
-            key = round(pct, 3) if pct is not None else round(offered or 0.0, 1)
+            pct, intended = finite(p.intended_pct), finite(p.intended_pps)
+            if pct is None and intended is not None:
+                pct = run.pct_of_line_rate(size, intended)
+            key = round(pct, 3) if pct is not None else round(intended or 0.0, 1)
             by_load.setdefault(key, []).append(p)
     pts: list[Point] = []
     for _, ps in sorted(by_load.items()):
-        off = Stat.over(finite(p.offered_pps) for p in ps)
+        off = Stat.over(finite(p.intended_pps) for p in ps)
         fwd = Stat.over(finite(p.forwarded_pps) for p in ps)
         if off is None or fwd is None:
             continue
         loss = Stat.over(
             100 * v if (v := finite(p.loss_ratio)) is not None else None for p in ps
         ) or Stat.of(max(0.0, 100 * (1 - fwd.value / off.value)) if off.value else 0.0)
-        pct = run.pct_of_line_rate(size, off.value) if finite(ps[0].offered_pct) is None \
-            else statistics.median(finite(p.offered_pct) or 0 for p in ps)
+        pct = run.pct_of_line_rate(size, off.value) if finite(ps[0].intended_pct) is None \
+            else statistics.median(finite(p.intended_pct) or 0 for p in ps)
         pts.append(Point(off.value, pct, fwd, loss))
     return pts
 
@@ -239,7 +239,7 @@ def entries(run: RunView) -> list[Entry]:
         mlf = Stat.from_spread(r.spread("max_lossfree_pps")) or Stat.over(
             finite(x.max_lossfree_pps) for x in reps if x.curve is not None)
         if mlf is None:
-            free = [p.offered_pps for p in pts if p.loss_pct.value == 0]
+            free = [p.intended_pps for p in pts if p.loss_pct.value == 0]
             mlf = Stat.of(max(free)) if free else None
         livelock = any(x.curve is not None and x.livelock for x in reps)
         out.append(Entry(r.frame_size, pts, mlf, livelock, collapse_point(pts)))
@@ -248,11 +248,11 @@ def entries(run: RunView) -> list[Entry]:
 
 def collapse_point(pts: list[Point]) -> Point | None:
     """The point of highest forwarded rate when forwarding falls by more than 10 % at a higher
-    offered load (receive livelock), else ``None``."""
+    intended load (receive livelock), else ``None``."""
     if len(pts) < 2:
         return None
     best = max(pts, key=lambda p: p.forwarded.value)
-    after = [p for p in pts if p.offered_pps > best.offered_pps]
+    after = [p for p in pts if p.intended_pps > best.intended_pps]
     if after and min(p.forwarded.value for p in after) < 0.9 * best.forwarded.value:
         return best
     return None
@@ -260,7 +260,7 @@ def collapse_point(pts: list[Point]) -> Point | None:
 
 def table(run: RunView) -> Table:
     t = Table(["frame size", "max loss-free rate", "% line rate", "peak forwarded", "forwarding collapses",
-               "at 100 % offered: forwarded", "loss"])
+               "at 100 % intended: forwarded", "loss"])
     for f in entries(run):
         size = f.frame_size
         mlf = f.max_lossfree
@@ -269,24 +269,24 @@ def table(run: RunView) -> Table:
         col = f.collapse
         t.add([fmt.size(size), fmt.fps_stat(mlf), fmt.pct(run.pct_of_line_rate(size, mlf.value) if mlf else None),
                fmt.fps(peak.forwarded.value),
-               f"above {fmt.fps(col.offered_pps)} offered" if col else ("livelock" if f.livelock else "no"),
+               f"above {fmt.fps(col.intended_pps)} intended" if col else ("livelock" if f.livelock else "no"),
                fmt.fps(topp.forwarded.value), fmt.pct(topp.loss_pct.value, 2)])
     return t
 
 
 def points_table(run: RunView) -> Table:
-    t = Table(["frame size", "offered", "% line rate", "forwarded (median, min–max)", "loss"])
+    t = Table(["frame size", "intended", "% line rate", "forwarded (median, min–max)", "loss"])
     for f in entries(run):
         for p in reversed(f.points):
-            t.add([fmt.size(f.frame_size), fmt.fps(p.offered_pps), fmt.pct(p.offered_pct),
+            t.add([fmt.size(f.frame_size), fmt.fps(p.intended_pps), fmt.pct(p.intended_pct),
                    fmt.fps_stat(p.forwarded), fmt.pct(p.loss_pct.value, 3)],
                   "lossy" if p.loss_pct.value > 0 else "")
     return t
 
 
-@plot("forwarded_vs_offered")
-def forwarded_vs_offered_plot(runs: Sequence[RunView]) -> Figure | None:
-    """RFC 2544 frame loss sweep as forwarded rate against offered load, one panel per frame size;
+@plot("forwarded_vs_intended")
+def forwarded_vs_intended_plot(runs: Sequence[RunView]) -> Figure | None:
+    """RFC 2544 frame loss sweep as forwarded rate against the intended load, one panel per frame size;
     marks the maximum loss-free rate and where forwarding collapses (receive livelock)."""
     sizes: dict[str, Any] = {}
     for r in runs:
@@ -305,7 +305,7 @@ def forwarded_vs_offered_plot(runs: Sequence[RunView]) -> Figure | None:
                 continue
             c = run_colour(i)
             pts = f.points
-            xs = [p.offered_pps for p in pts]
+            xs = [p.intended_pps for p in pts]
             fw = [p.forwarded for p in pts]
             ax.errorbar(xs, [s.value for s in fw], yerr=yerr(fw), color=c, marker="o", label=r.name)
             top = max(top, max(xs), max(s.hi for s in fw))
@@ -320,17 +320,17 @@ def forwarded_vs_offered_plot(runs: Sequence[RunView]) -> Figure | None:
             col = f.collapse
             if col is not None:
                 who = f"{r.name}: " if len(runs) > 1 else ""
-                ax.axvline(col.offered_pps, color=c, ls=":", lw=1.2,
-                           label=f"{who}forwarding collapses above {si(col.offered_pps)}fps offered")
+                ax.axvline(col.intended_pps, color=c, ls=":", lw=1.2,
+                           label=f"{who}forwarding collapses above {si(col.intended_pps)}fps intended")
         ax.plot([0, top * 1.02], [0, top * 1.02], ls="--", color=REF_GREY, lw=1.0,
-                label="no loss (forwarded = offered)")
+                label="no loss (forwarded = intended)")
         ax.set_xlim(0, top * 1.05)
         ax.set_ylim(0, top * 1.05)
         ax.xaxis.set_major_formatter(fps_fmt())
         ax.yaxis.set_major_formatter(fps_fmt())
-        ax.set_xlabel("offered load (frames/s)")
+        ax.set_xlabel("intended load (frames/s)")
         ax.set_ylabel("forwarded (frames/s)")
-        ax.set_title(f"Forwarded vs offered — {size_title(size)}")
+        ax.set_title(f"Forwarded vs intended load — {size_title(size)}")
         _pct_top_axis(ax, runs, size)
     fig_legend(fig, axes)
     return fig
@@ -343,13 +343,13 @@ def _pct_top_axis(ax: Any, runs: Sequence[RunView], size: Any) -> None:
         return
     lr = lrs.pop()
     sec = ax.secondary_xaxis("top", functions=(lambda x: x * 100 / lr, lambda p: p * lr / 100))
-    sec.set_xlabel("offered load (% of line rate)", fontsize=8)
+    sec.set_xlabel("intended load (% of line rate)", fontsize=8)
     sec.xaxis.set_major_formatter(ticker().FuncFormatter(lambda v, _: f"{v:g}"))
 
 
 @plot("frame_loss")
 def frame_loss_plot(runs: Sequence[RunView]) -> Figure | None:
-    """RFC 2544 §26.3 frame loss rate: loss (% of offered frames) against offered load (% of line
+    """RFC 2544 §26.3 frame loss rate: loss (% of the frames sent) against intended load (% of line
     rate), one line per configuration and frame size."""
     series = [(i, r, f) for i, r in enumerate(runs) for f in entries(r)]
     if not series:
@@ -360,21 +360,21 @@ def frame_loss_plot(runs: Sequence[RunView]) -> Figure | None:
     markers = ("o", "s", "^", "D", "v", "P")
     sizes = sorted({frame_size_label(f.frame_size) for _, _, f in series},
                    key=lambda s: frame_size_sort_key(size_from_label(s)))
-    use_pct = all(p.offered_pct is not None for _, _, f in series for p in f.points)
+    use_pct = all(p.intended_pct is not None for _, _, f in series for p in f.points)
     for i, r, f in series:
         k = sizes.index(frame_size_label(f.frame_size))
-        xs = [p.offered_pct if use_pct else p.offered_pps for p in f.points]
+        xs = [p.intended_pct if use_pct else p.intended_pps for p in f.points]
         ls = [p.loss_pct for p in f.points]
         label = size_title(f.frame_size) if len(runs) == 1 else f"{r.name}, {size_title(f.frame_size)}"
         ax.errorbar(xs, [s.value for s in ls], yerr=yerr(ls), color=run_colour(i if len(runs) > 1 else k),
                     ls=styles[k % len(styles)] if len(runs) > 1 else "-", marker=markers[k % len(markers)], label=label)
-    ax.set_xlabel("offered load (% of line rate)" if use_pct else "offered load (frames/s)")
+    ax.set_xlabel("intended load (% of line rate)" if use_pct else "intended load (frames/s)")
     if not use_pct:
         ax.xaxis.set_major_formatter(fps_fmt())
-    ax.set_ylabel("frame loss (% of offered frames)")
+    ax.set_ylabel("frame loss (% of the frames sent)")
     ax.set_ylim(bottom=-2, top=max(5.0, ax.get_ylim()[1]))
     ax.set_xlim(left=0)
-    ax.set_title("Frame loss rate vs offered load")
+    ax.set_title("Frame loss rate vs intended load")
     legend(ax, loc="upper left")
     return fig
 
@@ -383,7 +383,7 @@ def frame_loss_plot(runs: Sequence[RunView]) -> Figure | None:
 # The method
 
 METHOD_NAME = "rfc2544_frame_loss"
-SECTION = Section("frame-loss", "Forwarded vs offered load (frame loss rate)", shown_when_empty=True)
+SECTION = Section("frame-loss", "Forwarded vs intended load (frame loss rate)", shown_when_empty=True)
 
 
 class FrameLoss(Method):
@@ -394,7 +394,7 @@ class FrameLoss(Method):
     params_type = FrameLossParams
     rfc_duration_s = 60.0
     sections = (SECTION,)
-    plots = (forwarded_vs_offered_plot, frame_loss_plot)
+    plots = (forwarded_vs_intended_plot, frame_loss_plot)
     console_columns = ("max loss-free fps", "% line rate", "points", "livelock")
     shortcut = Shortcut(RFC2544, "frame-loss")
     cli_fields = {"step_pct": "--step"}
@@ -413,11 +413,11 @@ class FrameLoss(Method):
         slowed the sender)."""
         pts = from_dict(FrameLossResult, repetition, partial=True).curve or ()
         lossfree = [x for p in pts if p.valid is True and finite(p.loss_ratio) == 0.0
-                    and (x := finite(p.offered_pps)) is not None]
+                    and (x := finite(p.intended_pps)) is not None]
         if not lossfree:
             return None
         lower = max(lossfree)
-        failed = [x for p in pts if (x := finite(p.offered_pps)) is not None and x > lower
+        failed = [x for p in pts if (x := finite(p.intended_pps)) is not None and x > lower
                   and (p.backpressure is True or (p.valid is True and (finite(p.loss_ratio) or 0) > 0))]
         d = finite(params.get("duration_s"))
         basis = f"RFC 2544 frame loss: a load is loss-free when its one {d or 0:g} s trial loses no frames"
@@ -432,19 +432,19 @@ class FrameLoss(Method):
                  "yes" if any(x.curve is not None and x.livelock for x in r.repetitions) else "no", flags]]
 
     def html(self, run: RunView) -> dict[str, str]:
-        fl = figure(forwarded_vs_offered_plot, [run])
+        fl = figure(forwarded_vs_intended_plot, [run])
         if fl:
             fl += figure(frame_loss_plot, [run]) + table_html(table(run))
             fl += details("Every load point", table_html(points_table(run)))
         return {SECTION.id: fl or empty(NONE)}
 
     def compare_html(self, runs: Sequence[RunView]) -> dict[str, str]:
-        fl = figure(forwarded_vs_offered_plot, runs)
+        fl = figure(forwarded_vs_intended_plot, runs)
         return {SECTION.id: fl + figure(frame_loss_plot, runs) if fl
                 else empty("No RFC 2544 frame loss sweep in these results.")}
 
     def markdown(self, run: RunView) -> str:
-        return section_md("Frame loss rate (forwarded vs offered)", table_md(table(run)), NONE)
+        return section_md("Frame loss rate (forwarded vs intended load)", table_md(table(run)), NONE)
 
     def ratio_table(self, runs: Sequence[RunView]) -> tuple[str, Table] | None:
         t = Table(ratio_header([r.name for r in runs]))

@@ -49,7 +49,7 @@ class IperfParams:
 class IperfResult:
     frame: FrameSize
     line_rate: LineRate
-    offered_pps: float
+    intended_pps: float
     duration_s: float
     intervals: tuple[Interval, ...]
     valid: bool
@@ -72,7 +72,7 @@ class IperfResult:
         return {"received_pps": self.headline_pps}
 
     def to_dict(self) -> dict:
-        return {"offered_pps": self.offered_pps, "received_pps": self.received_pps,
+        return {"intended_pps": self.intended_pps, "received_pps": self.received_pps,
                 "received": rate_object(self.received_pps, self.frame, self.line_rate),
                 "loss_ratio": self.loss_ratio, "valid": self.valid,
                 "per_interval": [{"t_s": i.t_s, "rx_pps": i.rx_pps, "frames_received": i.frames_received}
@@ -90,7 +90,7 @@ def measure_iperf(measurer: Measurer, frame: FrameSize, line_rate: LineRate,
 # Reading it back from results
 
 def entries(run: RunView) -> list[dict]:
-    """Per frame size: ``{frame_size, offered_pps, received: Stat, series: [[(t_s, rx_pps)]]}``."""
+    """Per frame size: ``{frame_size, intended_pps, received: Stat, series: [[(t_s, rx_pps)]]}``."""
     out = []
     for r in run.method_results(METHOD_NAME):
         reps = objs(r, "repetitions")
@@ -104,17 +104,17 @@ def entries(run: RunView) -> list[dict]:
                     or Stat.over(num(x, "received_pps") for x in reps if x.get("valid") is not False))
         if received is None and not series:
             continue
-        out.append({"frame_size": r.get("frame_size"), "offered_pps": Stat.over(num(x, "offered_pps") for x in reps),
+        out.append({"frame_size": r.get("frame_size"), "intended_pps": Stat.over(num(x, "intended_pps") for x in reps),
                     "received": received, "loss_ratio": Stat.over(num(x, "loss_ratio") for x in reps),
                     "series": series})
     return out
 
 
 def table(r: RunView) -> Table:
-    t = Table(["frame size", "offered", "received (median, min–max)", "% line rate", "bit/s (L1)", "loss"])
+    t = Table(["frame size", "intended", "received (median, min–max)", "% line rate", "bit/s (L1)", "loss"])
     for e in entries(r):
         rec = e["received"]
-        t.add([fmt.size(e["frame_size"]), fmt.fps(e["offered_pps"].value if e["offered_pps"] else None),
+        t.add([fmt.size(e["frame_size"]), fmt.fps(e["intended_pps"].value if e["intended_pps"] else None),
                fmt.fps_stat(rec),
                fmt.pct(r.pct_of_line_rate(e["frame_size"], rec.value) if rec else None),
                fmt.bps(r.bps(e["frame_size"], rec.value) if rec else None),
@@ -124,7 +124,7 @@ def table(r: RunView) -> Table:
 
 @plot("iperf")
 def iperf_plot(runs: Sequence[RunView]) -> Figure | None:
-    """iperf-like fixed-rate runs: received frames/s per interval, with the offered rate."""
+    """iperf-like fixed-rate runs: received frames/s per interval, with the intended rate."""
     series = [(i, r, e) for i, r in enumerate(runs) for e in entries(r) if e["series"]]
     if not series:
         return None
@@ -136,9 +136,9 @@ def iperf_plot(runs: Sequence[RunView]) -> Figure | None:
             xs, ys = zip(*s)
             label = f"{r.name + ', ' if len(runs) > 1 else ''}{size_title(e['frame_size'])}" if k == 0 else None
             ax.plot(xs, ys, color=c, marker=".", alpha=1.0 if k == 0 else 0.5, label=label)
-        if e["offered_pps"] is not None:
-            ax.axhline(e["offered_pps"].value, color=c, ls="--", lw=1.0,
-                       label=f"offered ({si(e['offered_pps'].value)}fps)")
+        if e["intended_pps"] is not None:
+            ax.axhline(e["intended_pps"].value, color=c, ls="--", lw=1.0,
+                       label=f"intended ({si(e['intended_pps'].value)}fps)")
     ax.set_ylim(bottom=0)
     ax.yaxis.set_major_formatter(fps_fmt())
     ax.set_ylabel("received (frames/s)")

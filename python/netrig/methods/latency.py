@@ -6,7 +6,7 @@ report *typical* latency = median of the per-trial medians and *worst case* = me
 per-trial 99.9th percentiles (RFC 8219 §7.3), plus PDV and IPDV — mean and 99th percentile of
 |IPDV| between consecutive frames of a flow (RFC 5481) — as medians of the per-trial values.
 
-The report's latency section is this module's: it also draws latency against offered load from
+The report's latency section is this module's: it also draws latency against intended load from
 every trial of the run that measured latency, whatever method ran it.
 """
 from __future__ import annotations
@@ -212,8 +212,8 @@ def entries(run: RunView) -> list[Entry]:
 
 
 def load_entries(run: RunView) -> list[dict]:
-    """Latency against offered load from every valid DUT trial with latency data, per frame
-    size: ``{frame_size, points: [{offered_pps, offered_pct, loss_pct, pcts}]}`` (≥ 2 loads)."""
+    """Latency against intended load from every valid DUT trial with latency data, per frame
+    size: ``{frame_size, points: [{intended_pps, intended_pct, loss_pct, pcts}]}`` (≥ 2 loads)."""
     groups: dict[str, dict] = {}
     for t in run.trials():
         if t.get("method") == "selftest" or not trial_valid(t) or t.get("kind", "rate") != "rate":
@@ -235,7 +235,7 @@ def load_entries(run: RunView) -> list[dict]:
                 if s:
                     pcts[name] = s
             loss = statistics.median(100 * (num(obj(t, "counts"), "loss_ratio") or 0.0) for t in ts)
-            pts.append({"offered_pps": off, "offered_pct": run.pct_of_line_rate(g["frame_size"], off),
+            pts.append({"intended_pps": off, "intended_pct": run.pct_of_line_rate(g["frame_size"], off),
                         "loss_pct": loss, "pcts": pcts})
         if len(pts) >= 2:
             out.append({"frame_size": g["frame_size"], "points": pts})
@@ -313,7 +313,7 @@ def _latency_axis(ax: Any, values: list[float]) -> None:
 
 @plot("latency_vs_load")
 def latency_vs_load_plot(runs: Sequence[RunView]) -> Figure | None:
-    """Latency percentiles against offered load from every valid trial with latency data, one
+    """Latency percentiles against intended load from every valid trial with latency data, one
     panel per frame size; log scale when they span decades. Hollow markers: trials that lost frames."""
     sizes: dict[str, Any] = {}
     for r in runs:
@@ -332,7 +332,7 @@ def latency_vs_load_plot(runs: Sequence[RunView]) -> Figure | None:
                                    if frame_size_label(x["frame_size"]) == frame_size_label(size)), None)
             if e is None:
                 continue
-            use_pct = use_pct and all(p["offered_pct"] is not None for p in e["points"])
+            use_pct = use_pct and all(p["intended_pct"] is not None for p in e["points"])
         for i, r in enumerate(runs):
             g = next((x for x in load_entries(r) if frame_size_label(x["frame_size"]) == frame_size_label(size)), None)
             if g is None:
@@ -341,7 +341,7 @@ def latency_vs_load_plot(runs: Sequence[RunView]) -> Figure | None:
                 pts = [p for p in g["points"] if name in p["pcts"]]
                 if not pts:
                     continue
-                xs = [p["offered_pct"] if use_pct else p["offered_pps"] for p in pts]
+                xs = [p["intended_pct"] if use_pct else p["intended_pps"] for p in pts]
                 ss = [p["pcts"][name] for p in pts]
                 if len(runs) == 1:
                     colour, ls, label = PCT_COLOURS[name], "-", _pct_label(name)
@@ -359,10 +359,10 @@ def latency_vs_load_plot(runs: Sequence[RunView]) -> Figure | None:
                     ax.plot([x for x, _ in lossy], [s.value * ns_to_us for _, s in lossy], ls="none", marker="o",
                             mfc="white", color=colour, ms=4)
         _latency_axis(ax, vals)
-        ax.set_xlabel("offered load (% of line rate)" if use_pct else "offered load (frames/s)")
+        ax.set_xlabel("intended load (% of line rate)" if use_pct else "intended load (frames/s)")
         if not use_pct:
             ax.xaxis.set_major_formatter(fps_fmt())
-        ax.set_title(f"Latency vs offered load — {size_title(size)}")
+        ax.set_title(f"Latency vs intended load — {size_title(size)}")
     fig_legend(fig, axes)
     return fig
 
@@ -410,12 +410,12 @@ class Latency(Method):
         lat = figure(latency_vs_frame_size_plot, [run])
         lat = lat + table_html(table(run)) if lat else empty(NONE)
         lvl = figure(latency_vs_load_plot, [run])
-        return {SECTION.id: lat + "<h3>Latency vs offered load</h3>" + (lvl or empty(LOAD_NONE))}
+        return {SECTION.id: lat + "<h3>Latency vs intended load</h3>" + (lvl or empty(LOAD_NONE))}
 
     def compare_html(self, runs: Sequence[RunView]) -> dict[str, str]:
         lat = figure(latency_vs_frame_size_plot, runs) or empty("No RFC 2544 latency measurement in these results.")
         lvl = figure(latency_vs_load_plot, runs)
-        return {SECTION.id: lat + "<h3>Latency vs offered load</h3>" + (lvl or empty(LOAD_NONE))}
+        return {SECTION.id: lat + "<h3>Latency vs intended load</h3>" + (lvl or empty(LOAD_NONE))}
 
     def markdown(self, run: RunView) -> str:
         return section_md("Latency at the throughput rate", table_md(table(run)), NONE)

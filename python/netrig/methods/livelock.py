@@ -1,19 +1,19 @@
 """Receive livelock (Mogul & Ramakrishnan): the maximum loss-free forwarding rate (MLFRR), the
 collapse above it, and what a forwarded frame costs in CPU.
 
-A frame-loss sweep measures the forwarded rate at ``points`` offered loads evenly spaced from
+A frame-loss sweep measures the forwarded rate at ``points`` intended loads evenly spaced from
 ``min_pct`` to ``max_pct`` of line rate; the loads around the first lossy one are then bisected to
 ``resolution_pct``, so the measured maximum loss-free load is known to that resolution. The
 livelock model is fitted to the lossy loads:
 
     fwd(r) = r                   for r ≤ C    (C: the MLFRR)
     fwd(r) = C − s · (r − C)     for r > C    (s: the collapse slope, forwarded frames lost per
-                                               extra frame offered; 0 for a DUT that just caps)
+                                               extra frame intended; 0 for a DUT that just caps)
 
 by least squares of the line ``fwd = a + b·r`` over the lossy loads before the forwarded rate
 levels off at a floor (the longest run of them the line fits within ``fit_tolerance``); its
 intersection with ``fwd = r`` is the fitted MLFRR ``C = a / (1 − b)`` and ``s = −b``. Invalid trials
-(the tester could not offer the load) are left out of the fit and flagged, never read as collapse.
+(the tester could not send the load) are left out of the fit and flagged, never read as collapse.
 
 Backpressure (:class:`netrig.methodology.tester.Verdict`): a trial in which the DUT slowed the
 sender below a load the self-test proved is the DUT failing that load, as in every search: the
@@ -94,9 +94,10 @@ class LivelockParams:
 
 @dataclass(frozen=True)
 class LoadPoint:
-    """One trial of the sweep: the load asked for, what the tester offered and the DUT forwarded."""
+    """One trial of the sweep: the load asked for (intended), what the tester sent (achieved) and the DUT
+    forwarded."""
 
-    offered_pps: float
+    intended_pps: float
     achieved_pps: float
     forwarded_pps: float
     loss_ratio: float
@@ -118,7 +119,7 @@ class LoadPoint:
         return self.backpressure or (self.valid and self.lossy)
 
     def to_dict(self) -> dict:
-        return {"offered_pps": self.offered_pps, "achieved_pps": self.achieved_pps,
+        return {"intended_pps": self.intended_pps, "achieved_pps": self.achieved_pps,
                 "forwarded_pps": self.forwarded_pps, "loss_ratio": self.loss_ratio, "valid": self.valid,
                 "softirq_s": self.softirq_s, "backpressure": self.backpressure}
 
@@ -146,7 +147,7 @@ class LivelockResult:
     @property
     def backpressure_from_pps(self) -> float | None:
         """The lowest load at which the DUT slowed the sender."""
-        return min((p.offered_pps for p in self.points if p.backpressure), default=None)
+        return min((p.intended_pps for p in self.points if p.backpressure), default=None)
 
     @property
     def floor_pps(self) -> float | None:
@@ -163,7 +164,7 @@ class LivelockResult:
                 "collapse_slope": self.collapse_slope, "cpu_ns_per_frame": self.cpu_ns_per_frame}
 
     def to_dict(self) -> dict:
-        return {"points": [p.to_dict() for p in sorted(self.points, key=lambda p: p.offered_pps)],
+        return {"points": [p.to_dict() for p in sorted(self.points, key=lambda p: p.intended_pps)],
                 "mlfrr_pps": self.mlfrr_pps, "mlfrr": rate_object(self.mlfrr_pps, self.frame, self.line_rate),
                 "max_lossfree_pps": self.max_lossfree_pps, "resolution_pps": self.resolution_pps,
                 "collapse_slope": self.collapse_slope, "floor_pps": self.floor_pps, "fit_points": self.fit_points,
@@ -200,19 +201,19 @@ def _monitor_softirq_seconds(monitor: Any) -> float | None:
 
 def fit(points: Sequence[LoadPoint], tolerance: float) -> tuple[float, float, int] | None:
     """``(knee C, slope s, loads used)`` of the livelock model over the lossy loads, or ``None``."""
-    lossy = sorted((p for p in points if p.valid and p.lossy), key=lambda p: p.offered_pps)
+    lossy = sorted((p for p in points if p.valid and p.lossy), key=lambda p: p.intended_pps)
     for k in range(len(lossy), 0, -1):  # the longest run of lossy loads from the knee the line fits
         pts = lossy[:k]
         if k == 1:  # one lossy load: the line through it and the knee on the diagonal
-            clean = [p.offered_pps for p in points if p.valid and not p.lossy and p.offered_pps < pts[0].offered_pps]
+            clean = [p.intended_pps for p in points if p.valid and not p.lossy and p.intended_pps < pts[0].intended_pps]
             if not clean:
                 return None
-            r, f = pts[0].offered_pps, pts[0].forwarded_pps
+            r, f = pts[0].intended_pps, pts[0].forwarded_pps
             if f >= max(clean):  # it forwarded more than the last loss-free load: a cap at f, as far as one load tells
                 return f, 0.0, 1
             knee = max(clean)
             return knee, (knee - f) / (r - knee), 1
-        xs, ys = [p.offered_pps for p in pts], [p.forwarded_pps for p in pts]
+        xs, ys = [p.intended_pps for p in pts], [p.forwarded_pps for p in pts]
         mx, my = statistics.fmean(xs), statistics.fmean(ys)
         sxx = sum((x - mx) ** 2 for x in xs)
         b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else 0.0
@@ -238,18 +239,18 @@ def measure_livelock(measurer: Measurer, frame: FrameSize, line_rate: LineRate,
         c: TrialCounts = measurer.measure(Load(rate, frame), params.duration_s)
         held_back = limit.verdict(c, rate) is Verdict.BACKPRESSURE
         # Held back: per second of the real (slowed) sending, not of the planned duration.
-        fwd = c.offered_pps * c.frames_received / c.frames_sent if held_back and c.frames_sent else \
+        fwd = c.achieved_pps * c.frames_received / c.frames_sent if held_back and c.frames_sent else \
             c.frames_received / params.duration_s
         cpu_s = c.dut_ring.dut_cpu_s if c.dut_ring is not None and c.dut_ring.dut_cpu_s is not None else \
             softirq_seconds(c.raw)
-        p = LoadPoint(rate, c.offered_pps, fwd, c.loss_ratio, c.valid, cpu_s, held_back)
+        p = LoadPoint(rate, c.achieved_pps, fwd, c.loss_ratio, c.valid, cpu_s, held_back)
         points.append(p)
         return p
 
     for i in range(params.points):
         trial((bottom_pct + i * step) / 100 * line_fps)
-    ok = [p.offered_pps for p in points if p.valid and not p.lossy]
-    bad = [p.offered_pps for p in points if p.failed]
+    ok = [p.intended_pps for p in points if p.valid and not p.lossy]
+    bad = [p.intended_pps for p in points if p.failed]
     lo = max((r for r in ok if not bad or r < min(bad)), default=None)
     hi = min(bad) if bad else None
     if lo is not None and hi is not None:
@@ -275,7 +276,7 @@ METHOD_NAME = "livelock"
 
 
 def entries(run: RunView) -> list[dict]:
-    """Per frame size: ``{frame_size, points: [{offered_pps, forwarded: Stat}], held_back: [the same,
+    """Per frame size: ``{frame_size, points: [{intended_pps, forwarded: Stat}], held_back: [the same,
     for backpressure trials], mlfrr: Stat|None, max_lossfree: Stat|None, slope: Stat|None,
     cpu_ns: Stat|None, fit_points, backpressure_from: float|None}``."""
     out = []
@@ -285,15 +286,15 @@ def entries(run: RunView) -> list[dict]:
         held: dict[float, list[float]] = {}
         for rep in reps:
             for p in objs(rep, "points"):
-                off, fwd = num(p, "offered_pps"), num(p, "forwarded_pps")
+                off, fwd = num(p, "intended_pps"), num(p, "forwarded_pps")
                 if off is None or fwd is None:
                     continue
                 if p.get("backpressure") is True:
                     held.setdefault(round(off, 1), []).append(fwd)
                 elif p.get("valid") is not False:
                     by_load.setdefault(round(off, 1), []).append(fwd)
-        pts = [{"offered_pps": off, "forwarded": Stat.over(v)} for off, v in sorted(by_load.items())]
-        held_back = [{"offered_pps": off, "forwarded": Stat.over(v)} for off, v in sorted(held.items())]
+        pts = [{"intended_pps": off, "forwarded": Stat.over(v)} for off, v in sorted(by_load.items())]
+        held_back = [{"intended_pps": off, "forwarded": Stat.over(v)} for off, v in sorted(held.items())]
         if not pts and not held_back:
             continue
         st = obj(r, "stats")
@@ -316,7 +317,7 @@ def table(run: RunView) -> Table:
     for e in entries(run):
         size, mlfrr = e["frame_size"], e["mlfrr"]
         slope = e["slope"]
-        top = max(e["points"] + e["held_back"], key=lambda p: p["offered_pps"])
+        top = max(e["points"] + e["held_back"], key=lambda p: p["intended_pps"])
         t.add([fmt.size(size), fmt.fps_stat(mlfrr), fmt.pct(run.pct_of_line_rate(size, mlfrr.value) if mlfrr else None),
                fmt.fps_stat(e["max_lossfree"]), f"{slope.value:.3f}" if slope else fmt.DASH,
                fmt.fps(top["forwarded"].value), fmt.ns(e["cpu_ns"].value if e["cpu_ns"] else None),
@@ -326,7 +327,7 @@ def table(run: RunView) -> Table:
 
 def no_fit_notes(run: RunView) -> list[str]:
     """Why a frame size has no fitted model when its loads failed by backpressure only."""
-    return [f"{fmt.size(e['frame_size'])}: no collapse to fit — from {fmt.fps(e['backpressure_from'])} offered the "
+    return [f"{fmt.size(e['frame_size'])}: no collapse to fit — from {fmt.fps(e['backpressure_from'])} intended the "
             "DUT slowed the sender instead of dropping frames (backpressure; on veth its forwarding runs in softirq "
             "on the sender's CPU), so it cannot livelock on this test bed. The knee is the measured maximum "
             "loss-free load; the held-back loads are drawn as open triangles, not fitted."
@@ -335,8 +336,8 @@ def no_fit_notes(run: RunView) -> list[str]:
 
 @plot("livelock")
 def livelock_plot(runs: Sequence[RunView]) -> Figure | None:
-    """Receive livelock: forwarded rate against offered load per frame size, with the fitted model
-    (dashed: forwarded = offered up to the MLFRR, then the collapse line) and its knee (star); loads
+    """Receive livelock: forwarded rate against intended load per frame size, with the fitted model
+    (dashed: forwarded = intended up to the MLFRR, then the collapse line) and its knee (star); loads
     at which the DUT held the sender back are open triangles (the star then marks the measured
     maximum loss-free load)."""
     sizes: dict[str, Any] = {}
@@ -355,11 +356,11 @@ def livelock_plot(runs: Sequence[RunView]) -> Figure | None:
             if e is None:
                 continue
             c = run_colour(i)
-            xs = [p["offered_pps"] for p in e["points"]]
+            xs = [p["intended_pps"] for p in e["points"]]
             ax.plot(xs, [p["forwarded"].value for p in e["points"]], color=c, marker="o", ls="none",
                     label=f"{r.name}: measured" if len(runs) > 1 else "measured")
             if e["held_back"]:
-                hx = [p["offered_pps"] for p in e["held_back"]]
+                hx = [p["intended_pps"] for p in e["held_back"]]
                 ax.plot(hx, [p["forwarded"].value for p in e["held_back"]], color=c, marker="^", mfc="none",
                         ls="none", label=(f"{r.name}: " if len(runs) > 1 else "") + "DUT slowed the sender "
                         "(backpressure), per second of real sending")
@@ -378,12 +379,12 @@ def livelock_plot(runs: Sequence[RunView]) -> Figure | None:
                 ax.plot([k], [k], marker="*", ms=13, color=c, mec="black", mew=0.6, ls="none", zorder=6)
                 ax.annotate(f"MLFRR {si(k)}fps, slope {s:.2f}", (k, k), xytext=(6, -14 - 10 * i),
                             textcoords="offset points", fontsize=7.5, color=c)
-        ax.plot([0, top], [0, top], ls=":", color=REF_GREY, lw=1.0, label="no loss (forwarded = offered)")
+        ax.plot([0, top], [0, top], ls=":", color=REF_GREY, lw=1.0, label="no loss (forwarded = intended)")
         ax.set_xlim(0, top * 1.05)
         ax.set_ylim(bottom=0)
         ax.xaxis.set_major_formatter(fps_fmt())
         ax.yaxis.set_major_formatter(fps_fmt())
-        ax.set_xlabel("offered load (frames/s)")
+        ax.set_xlabel("intended load (frames/s)")
         ax.set_ylabel("forwarded (frames/s)")
         ax.set_title(f"Receive livelock — {size_title(size)}")
     fig_legend(fig, axes)
@@ -404,8 +405,8 @@ class Livelock(Method):
     sections = (SECTION,)
     plots = (livelock_plot,)
     console_columns = ("MLFRR", "% line rate", "max loss-free", "collapse slope", "DUT CPU / frame")
-    shortcut = Shortcut(Command("livelock", "receive livelock: forwarded vs offered load, the MLFRR model fitted",
-                                "Sweep the offered load, bisect the knee and fit the receive-livelock model: "
+    shortcut = Shortcut(Command("livelock", "receive livelock: forwarded vs intended load, the MLFRR model fitted",
+                                "Sweep the intended load, bisect the knee and fit the receive-livelock model: "
                                 "the maximum loss-free forwarding rate (MLFRR), the collapse slope above it, and "
                                 "the DUT's CPU per forwarded frame.", sizes_default="64"),
                         "livelock")
@@ -457,7 +458,7 @@ class Livelock(Method):
         return ("Maximum loss-free forwarding rate (MLFRR, fitted)", t) if t else None
 
     def add_cli_options(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--points", type=int, default=12, help="offered loads in the sweep [12]")
+        parser.add_argument("--points", type=int, default=12, help="intended loads in the sweep [12]")
         parser.add_argument("--resolution", type=float, default=0.5, metavar="PCT",
                             help=helptext("--resolution", "of the knee bisection [0.5]"))
 

@@ -101,8 +101,8 @@ def measure_reset(measurer: Measurer, frame: FrameSize, line_rate: LineRate, thr
     ev: EventResult | None = c.events[0] if c.events else None
     if ev is not None and not ev.run.ok:
         raise MethodologyError(f"reset command {params.command!r} {ev.run.problem()}")
-    if ev is None:  # a measurer without per-flow gaps: the loss at the offered rate
-        reset_s = c.frames_lost / c.offered_pps if c.offered_pps else None
+    if ev is None:  # a measurer without per-flow gaps: the loss at the achieved rate
+        reset_s = c.frames_lost / c.achieved_pps if c.achieved_pps else None
     else:
         reset_s = ev.outage_s
     return ResetResult(rate, reset_s, c.frames_lost, ev.to_dict() if ev is not None else None)

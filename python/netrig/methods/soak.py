@@ -644,7 +644,7 @@ def summary_lines(e: dict) -> list[str]:
 
 @plot("soak")
 def soak_plot(runs: Sequence[RunView]) -> Figure | None:
-    """Soak timeline: offered and received rate, frames lost per interval (loss episodes shaded),
+    """Soak timeline: sent and received rate, frames lost per interval (loss episodes shaded),
     CPU busy per core and per DUT process (spike threshold dashed), and memory of the DUT's processes
     and the host (a leaking series with its fitted slope); dotted vertical lines mark where a resumed
     soak's next segment began."""
@@ -662,7 +662,7 @@ def soak_plot(runs: Sequence[RunView]) -> Figure | None:
         ts = [(num(r, "t_s") or 0) + (num(r, "duration_s") or 0) / 2 for r in rows]
         dur = [num(r, "duration_s") or 1.0 for r in rows]
         ax_rate.plot(ts, [(num(r, "frames_sent") or 0) / d for r, d in zip(rows, dur)], color=c, ls="--", lw=1,
-                     label=pre + "offered")
+                     label=pre + "sent")
         ax_rate.plot(ts, [(num(r, "frames_received") or 0) / d for r, d in zip(rows, dur)], color=c, lw=1.4,
                      label=pre + "received")
         ax_loss.step(ts, [num(r, "frames_lost") or 0 for r in rows], where="mid", color=c, label=pre + "lost")

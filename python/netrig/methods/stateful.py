@@ -22,7 +22,7 @@ The initiator (tx port) and the responder (rx port) share ``N = src_ports × dst
    validation for each N given, with the memory the table took (nf_conntrack slab and MemAvailable
    per entry); the capacity is the largest N whose connections were all there.
 
-Search steps are judged at the rate the tester really offered: a frame-count step the tester sent
+Search steps are judged at the rate the tester really sent (the achieved rate): a frame-count step the tester sent
 slower than asked (a stall) that the DUT passed proves the rate it reached, never the one asked for,
 and ends the search's upper end there (``tester_limited``).
 """
@@ -117,8 +117,8 @@ class StatefulParams:
 @dataclass(frozen=True)
 class SearchResult:
     """A binary search's answer: ``rate_pps`` the highest rate that passed (the rate the tester
-    really offered), ``upper_pps`` the lowest that failed (``None``: none failed), ``trials``, and
-    ``tester_limited`` when the tester could not offer a rate asked for."""
+    really sent: achieved), ``upper_pps`` the lowest that failed (``None``: none failed), ``trials``, and
+    ``tester_limited`` when the tester could not send a rate asked for."""
 
     rate_pps: float | None
     upper_pps: float | None
@@ -130,7 +130,7 @@ class SearchResult:
                 "tester_limited": self.tester_limited}
 
 
-#: A search step: ``(passed, the rate the tester really offered, the tester fell short of the rate)``.
+#: A search step: ``(passed, the rate the tester really sent, the tester fell short of the rate)``.
 Step = tuple[bool, float, bool]
 
 
@@ -225,10 +225,10 @@ def judge(c: TrialCounts, rate_pps: float, directions: int, passed: bool, limit:
     else the tester's limit; otherwise it passed or failed as ``passed`` says."""
     verdict = limit.verdict(c, rate_pps * directions)
     if verdict is Verdict.BACKPRESSURE:
-        return False, c.offered_pps / directions, False
+        return False, c.achieved_pps / directions, False
     if verdict is Verdict.TESTER:
-        return passed, c.offered_pps / directions, True
-    return passed, c.offered_pps / directions, False
+        return passed, c.achieved_pps / directions, True
+    return passed, c.achieved_pps / directions, False
 
 
 def arrived(c: TrialCounts) -> int:
@@ -240,7 +240,7 @@ def arrived(c: TrialCounts) -> int:
 
 def _phase(c: TrialCounts, n: int) -> dict:
     ct = _ct(c)
-    return {"offered_pps": c.offered_pps, "frames_sent": c.frames_sent, "frames_received": c.frames_received,
+    return {"achieved_pps": c.achieved_pps, "frames_sent": c.frames_sent, "frames_received": c.frames_received,
             "tester_rx_drops": tester_rx_drops(c), "valid": c.valid, "invalid_reason": c.invalid_reason,
             "conntrack_before": ct.get("before"), "conntrack_after": ct.get("after"), "connections": n}
 

@@ -226,7 +226,7 @@ def table(r: RunView) -> Table:
 
 @plot("stress")
 def stress_plot(runs: list[RunView]) -> Figure | None:
-    """Stress and spikes: offered and received rate per interval (top) and the received frames'
+    """Stress and spikes: sent and received rate per interval (top) and the received frames'
     mean latency per interval (bottom), per frame size; shaded: the overload episodes."""
     entries = [(r, e, rep) for r in runs for e in r.method_results(METHOD_NAME) for rep in objs(e, "repetitions")[:1]]
     if not entries:
@@ -239,7 +239,7 @@ def stress_plot(runs: list[RunView]) -> Figure | None:
         colour = run_colour(j)
         name = f"{r.name} {size_title(e.get('frame_size'))}" if len(runs) > 1 else size_title(e.get("frame_size"))
         rate_ax.step(ts, [(iv.get("frames_sent") or 0) / (num(iv, "duration_s") or 1) for iv in ivs], where="post",
-                     color=colour, lw=0.8, ls="--", label=f"{name} offered")
+                     color=colour, lw=0.8, ls="--", label=f"{name} sent")
         rate_ax.step(ts, [num(iv, "rx_pps") or 0.0 for iv in ivs], where="post", color=colour, lw=1.2,
                      label=f"{name} received")
         lat = [(t, (num(iv, "latency_mean_ns") or 0.0) / 1000) for t, iv in zip(ts, ivs)

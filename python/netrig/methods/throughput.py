@@ -1,4 +1,4 @@
-"""RFC 2544 §26.1 throughput: the highest offered rate with zero loss, by binary search.
+"""RFC 2544 §26.1 throughput: the highest intended rate with zero loss, by binary search.
 
 The primary method: its headline is the run's throughput (the summary per configuration, the
 self-test comparison), and methods that run relative to a throughput measure it with this search
@@ -184,17 +184,17 @@ def measure_throughput(measurer: Measurer, frame: FrameSize, line_rate: LineRate
         trials += 1
         verdict = limit.verdict(counts, rate)
         if verdict is Verdict.TESTER:
-            tester_limit = counts.offered_pps if tester_limit is None else min(tester_limit, counts.offered_pps)
+            tester_limit = counts.achieved_pps if tester_limit is None else min(tester_limit, counts.achieved_pps)
             hi = rate
         elif verdict is Verdict.VALID and passes(counts, params.acceptable_loss_ratio):
             best = rate
             lo = rate
         else:  # the DUT failed the load: it lost frames, or it slowed the sender
             if verdict is Verdict.BACKPRESSURE:
-                backpressure.append(counts.offered_pps)
+                backpressure.append(counts.achieved_pps)
             hi = rate
             upper = rate if upper is None else min(upper, rate)
-            hint = min(counts.offered_pps, counts.frames_received / params.duration_s) * (1 - 1e-3)
+            hint = min(counts.achieved_pps, counts.frames_received / params.duration_s) * (1 - 1e-3)
         if best is not None and best >= hi * (1 - 1e-12):
             break
         if hi - lo <= res * (1 + 1e-9) and (best is not None or hi <= floor):

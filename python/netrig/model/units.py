@@ -105,7 +105,7 @@ RateKind = Literal["pps", "l1_bps", "l2_bps", "percent_line", "max"]
 
 @dataclass(frozen=True)
 class Rate:
-    """An offered rate as given: frames/s, layer-1 or layer-2 bit/s, % of the line rate, or ``max``
+    """An intended rate as given: frames/s, layer-1 or layer-2 bit/s, % of the line rate, or ``max``
     (as fast as the tester can). ``value`` is ``None`` only for ``max``."""
 
     kind: RateKind

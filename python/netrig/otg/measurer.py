@@ -10,8 +10,8 @@ One trial (:meth:`OtgMeasurer.measure`)::
                 last frame had time to arrive) ─▶ TrialCounts
 
 What OTG's flow metrics do not carry is marked, never made up (``raw["otg"]["not_measured"]``):
-the sender's pacing and sending window (``offered_pps`` is estimated from each flow's first and
-last arrival, ``raw["otg"]["offered_from"]``), duplicates apart from arrivals (an excess of arrivals
+the sender's pacing and sending window (``achieved_pps`` is estimated from each flow's first and
+last arrival, ``raw["otg"]["achieved_from"]``), duplicates apart from arrivals (an excess of arrivals
 is counted as duplicates: a lower bound), reordering, late, stray, forged and foreign frames, the
 testers' own receive drops, latency percentiles (min, mean and max only), and a cross-agent flow's
 latency that the controller left out because its clocks' bound was wider than the value
@@ -223,11 +223,12 @@ class OtgMeasurer:
         total = load.burst_frames if load.burst_frames is not None else max(n, round(load.rate_pps * duration_s))
         frames = [total // n + (1 if i < total % n else 0) for i in range(n)]
         rows, finished = self._run(load.frame_size, load.rate_pps, frames)
-        return self._counts(rows, frames, load.rate_pps if load.burst_frames is None else None, finished)
+        return self._counts(rows, frames, load.rate_pps, finished, checked=load.burst_frames is None)
 
     def _counts(self, rows: list[FlowRow], planned: Sequence[int], intended_pps: float | None,
-                finished: bool) -> TrialCounts:
-        """The trial's counts from its flows' rows (``intended_pps`` ``None``: a burst, no rate check)."""
+                finished: bool, checked: bool = True) -> TrialCounts:
+        """The trial's counts from its flows' rows (``intended_pps``: the rate asked for; ``checked``
+        ``False``: a burst, no rate check)."""
         stale = [r.name for r in rows if r.loss is None]
         if stale:
             raise TestbedError(f"otg: flow(s) {', '.join(stale)} have no loss: an agent is down (GET /netrig/agents "
@@ -235,7 +236,7 @@ class OtgMeasurer:
         sent, arrived = sum(r.frames_tx for r in rows), sum(r.frames_rx for r in rows)
         rates = [r.sending_pps() for r in rows]
         known = [x for x in rates if x is not None]
-        offered = sum(known) if len(known) == len(rates) else (intended_pps or 0.0)
+        achieved = sum(known) if len(known) == len(rates) else (intended_pps or 0.0)
         valid, reason = True, None
         short = [(r, n) for r, n in zip(rows, planned) if r.frames_tx < n]
         if not finished:
@@ -243,18 +244,21 @@ class OtgMeasurer:
         elif short:
             r, n = short[0]
             valid, reason = False, f"the tester sent {r.frames_tx} of {n} frames ({r.name})"
-        elif intended_pps is not None and None not in rates and offered < intended_pps * (1 - self.tolerance):
-            valid, reason = False, (f"the frames arrived at {offered:.0f} fps, {100 * offered / intended_pps:.1f}% of "
+        elif checked and intended_pps is not None and None not in rates and \
+                achieved < intended_pps * (1 - self.tolerance):
+            valid, reason = False, (f"the frames arrived at {achieved:.0f} fps, "
+                                    f"{100 * achieved / intended_pps:.1f}% of "
                                     f"the intended {intended_pps:.0f} fps: the tester fell short")
         lat = [(r.latency, r.frames_rx) for r in rows if r.latency is not None and r.frames_rx]
         left_out = [r.name for r in rows if r.latency is None and r.frames_rx]
         latency = LatencySummary(min_ns=min(x[0] for x, _ in lat), max_ns=max(x[2] for x, _ in lat),
                                  mean_ns=sum(x[1] * k for x, k in lat) / sum(k for _, k in lat)) if lat else None
         raw = {"otg": {"flows": [r.__dict__ for r in rows], "not_measured": list(NOT_MEASURED),
-                       "offered_from": "each flow's frames over its first to last arrival" if None not in rates
+                       "achieved_from": "each flow's frames over its first to last arrival" if None not in rates
                        else "the intended rate (a flow had fewer than two arrivals)",
                        "latency_left_out": left_out}}
-        return TrialCounts(offered_pps=offered, frames_sent=sent, frames_received=min(arrived, sent),
+        return TrialCounts(achieved_pps=achieved, intended_pps=intended_pps, frames_sent=sent,
+                           frames_received=min(arrived, sent),
                            duplicated=max(0, arrived - sent), latency=latency, valid=valid, invalid_reason=reason,
                            raw=raw)
 

@@ -115,13 +115,15 @@ def _trial(seq: int, run: int, i: int, name: str, s: _native.GenFlowStats, servi
     if s.latency_frames:
         latency = {"min_ns": s.latency_min_ns, "mean_ns": s.latency_sum_ns / s.latency_frames,
                    "max_ns": s.latency_max_ns}
-    offered = (s.tx_frames - 1) / window_s if window_s > 0 else None
+    # the achieved rate; the rate the flow was asked for is not known here (intended_pps null)
+    achieved = (s.tx_frames - 1) / window_s if window_s > 0 else None
     return {
         "seq": seq, "key": f"{METHOD}/{name}/{run}", "method": METHOD, "method_index": -1,
         "frame_size": size_label(size) if size else None, "repetition": run - 1, "trial_index": i, "kind": METHOD,
-        "load": {"rate_pps": offered, "frame_size": size, "burst_frames": None, "duration_s": window_s},
+        "load": {"rate_pps": achieved, "frame_size": size, "burst_frames": None, "duration_s": window_s},
         "started_at": started, "finished_at": utc_now(),
-        "counts": {"offered_pps": offered, "frames_sent": s.tx_frames, "frames_received": s.rx_frames,
+        "counts": {"achieved_pps": achieved, "intended_pps": None, "frames_sent": s.tx_frames,
+                   "frames_received": s.rx_frames,
                    "frames_lost": lost, "loss_ratio": lost / expected if expected else 0.0, "duplicated": 0,
                    "reordered": 0, "late": 0, "valid": True, "invalid_reason": None, "latency": latency},
         "otg": {"flow": name, "port_tx": f.tx, "port_rx": list(f.rx), "rx_tx_ratio": f.rx_tx_ratio},

@@ -217,7 +217,7 @@ def trial_timeline_plot(runs: Sequence[RunView], trial: int | None = None) -> Fi
         rate = num(load, "rate_pps")
         cpu_axes[0].set_title(
             f"Trial {t.get('seq', idx)} — {t.get('method', '?')}, {size_title(t.get('frame_size'))}"
-            + (f", offered {si(rate)}fps" if rate else ""), fontsize=9)
+            + (f", intended {si(rate)}fps" if rate else ""), fontsize=9)
     _draw_mem(mem_ax, mem)
     mem_ax.set_xlabel("time into the trial (s)")
     return fig

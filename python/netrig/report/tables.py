@@ -120,7 +120,7 @@ def trials_table(r: RunView) -> Table:
             f"{fmt.ns(num(pc, 'gap_p99_ns'))} / {fmt.ns(num(pc, 'gap_max_ns'))}"
         row = [str(tr.get("seq", i)), REGISTRY.short_name(str(tr.get("method", ""))), fmt.size(tr.get("frame_size")),
                plain(tr.get("repetition")), plain(tr.get("trial_index")), str(tr.get("kind", "")),
-               fmt.fps(num(load, "rate_pps")), fmt.pct(num(load, "pct_line_rate"), 2), fmt.fps(num(c, "offered_pps")),
+               fmt.fps(num(load, "rate_pps")), fmt.pct(num(load, "pct_line_rate"), 2), fmt.fps(num(c, "achieved_pps")),
                fmt.seconds(num(load, "duration_s")), fmt.count(num(c, "frames_sent")),
                fmt.count(num(c, "frames_received")),
                fmt.count(lost), fmt.pct(100 * loss if loss is not None else None, 4),
@@ -184,7 +184,7 @@ def events_table(r: RunView) -> Table:
 
 
 def smoothness_table(r: RunView) -> Table:
-    """Per method, how the tester offered its load: pacing mode, the largest stretch (and as a
+    """Per method, how the tester sent its load: pacing mode, the largest stretch (and as a
     share of its trial), the worst 1 ms peak over the intended count, the worst gaps, and how many
     trials were bunched (empty when no trial recorded pacing, e.g. a simulated DUT)."""
     t = Table(["method", "trials", "pacing", "largest stretch", "worst peak 1 ms", "gap p99 (worst)",

@@ -82,8 +82,99 @@ def _key(lat: dict) -> tuple:
     return tuple(lat.get(k) for k in ("min_ns", "p50_ns", "p99_ns", "p999_ns", "max_ns"))
 
 
+#: Version 2's method-result keys that held a rate under the name ``offered``, per method: the old
+#: key → the new one (what the value was: the rate asked for, or the rate the tester really sent).
+_V3_RESULT_KEYS: dict[str, dict[str, str]] = {
+    "rfc2544_frame_loss": {"offered_pps": "intended_pps", "offered_pct": "intended_pct"},
+    "livelock": {"offered_pps": "intended_pps"},
+    "iperf": {"offered_pps": "intended_pps"},
+    "stateful": {"offered_pps": "achieved_pps"},
+}
+
+
+def _v2_to_v3(doc: dict) -> dict:
+    """Version 2 named the rate a trial really sent ``counts.offered_pps`` while method results used
+    ``offered`` for the rate asked for. Version 3 says ``achieved_pps`` for the one and
+    ``intended_pps`` / ``intended_pct`` for the other: every trial's counts (and the attempts and
+    OTG notes in its ``raw``) are renamed, ``counts.intended_pps`` is filled from the trial's load,
+    and the frame-loss curves, livelock points, iperf repetitions and stateful phases of ``summary``
+    are renamed after what their values were. Records already in version 3 (a version-2 trial log
+    resumed by a newer netrig) are left as they are."""
+    for t in doc.get("trials") or []:
+        if isinstance(t, dict):
+            trial_v3(t)
+    for entry in doc.get("summary") or []:
+        keys = _V3_RESULT_KEYS.get(str(entry.get("method"))) if isinstance(entry, dict) else None
+        if keys:
+            for r in entry.get("results") or []:
+                for rep in (r.get("repetitions") or []) if isinstance(r, dict) else []:
+                    _rename_keys(rep, keys)
+    doc["schema_version"] = 3
+    return doc
+
+
+def trial_v3(t: dict) -> None:
+    """One trial record brought to version 3, in place (see :func:`_v2_to_v3`)."""
+    counts = t.get("counts")
+    if not isinstance(counts, dict):
+        return
+    _rename(counts, "offered_pps", "achieved_pps")
+    if "intended_pps" not in counts:
+        counts["intended_pps"] = _intended_pps(t)
+    raw = counts.get("raw")
+    if isinstance(raw, dict):
+        for name in ("stalled_attempts", "stretched_attempts"):
+            attempts = raw.get(name)
+            for attempt in attempts if isinstance(attempts, list) else []:
+                if isinstance(attempt, dict):
+                    _rename(attempt, "offered_pps", "achieved_pps")
+        if isinstance(raw.get("otg"), dict):
+            _rename(raw["otg"], "offered_from", "achieved_from")
+
+
+def _intended_pps(t: dict) -> float | None:
+    """The rate a version-2 trial record was asked for: its load's (aggregate: both directions of a
+    stateful trial in both; the time-weighted mean of a multi-phase trial's); ``None`` when not known
+    (an OTG record's load holds the rate it achieved)."""
+    if t.get("kind") == "otg":
+        return None
+    phases = t.get("phases")
+    if isinstance(phases, list) and phases and all(
+            isinstance(p, dict) and _finite(p.get("rate_pps")) and _finite(p.get("duration_s")) for p in phases):
+        total = sum(p["duration_s"] for p in phases)
+        if total > 0:
+            return sum(p["rate_pps"] * p["duration_s"] for p in phases) / total
+    load = t.get("load")
+    if not isinstance(load, dict):
+        return None
+    rate = load.get("rate_pps")
+    if not isinstance(rate, (int, float)) or not _finite(rate) or rate <= 0:
+        return None
+    request = load.get("request")
+    return float(rate) * (2 if isinstance(request, dict) and request.get("direction") == "both" else 1)
+
+
+def _rename(d: dict, old: str, new: str) -> None:
+    """``d[old]`` as ``d[new]`` (a value already under ``new`` wins; ``old`` goes either way)."""
+    if old in d:
+        value = d.pop(old)
+        d.setdefault(new, value)
+
+
+def _rename_keys(obj: object, keys: dict[str, str]) -> None:
+    """Every ``keys`` rename in ``obj`` and the objects and lists nested in it."""
+    if isinstance(obj, dict):
+        for old, new in keys.items():
+            _rename(obj, old, new)
+        for v in obj.values():
+            _rename_keys(v, keys)
+    elif isinstance(obj, list):
+        for v in obj:
+            _rename_keys(v, keys)
+
+
 #: ``MIGRATIONS[n]`` upgrades a version-n document to version n+1, in place.
-MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _v1_to_v2}
+MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def migrate(doc: object, source: str = "result") -> dict:

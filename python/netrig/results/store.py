@@ -12,7 +12,7 @@ from pathlib import Path
 from netrig.errors import ResultError
 
 #: The result schema this netrig writes (``docs/result-format.md``); readers migrate older ones.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 TRIAL_LOG = "trials.ndjson"
 RESULT_FILE = "result.json"
 CONFIG_FILE = "config.json"

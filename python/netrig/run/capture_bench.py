@@ -15,7 +15,7 @@ compared by RFC 2544 throughput and by the "iperf-like" captured-% curve, over f
        capture's: nothing of the capture runs on the sender's CPU (below)
      iperf-like: one trial per load (% of the limit): captured % = captured / sent, capture CPU
    every trial appended to trials.ndjson (fsync'd) and capture-bench.json rewritten after each size
- report.html / report.md: throughput vs frame size per method, captured % vs offered load per method
+ report.html / report.md: throughput vs frame size per method, captured % vs intended load per method
 ```
 
 The ceiling is proven per method: on veth the capture host's kernel receive path competes with the
@@ -61,7 +61,7 @@ CEILING_TRIES = 12
 
 @dataclass(frozen=True)
 class BenchParams:
-    """``loads_pct``: offered loads of the iperf-like curve, % of the tester's limit (its proven
+    """``loads_pct``: intended loads of the iperf-like curve, % of the tester's limit (its proven
     ceiling / 1.1); ``resolution_pct``: the throughput search's resolution, % of the limit."""
 
     methods: tuple[str, ...] = CAPTURE_METHODS
@@ -138,7 +138,7 @@ def tester_ceiling(m: Any, frame: FrameSize, duration_s: float, start_pps: float
         c = m.measure(Load(rate, frame), duration_s)
         if c.valid:
             return rate
-        rate = min(rate * 0.9, max(c.offered_pps * 0.95, rate * 0.5))
+        rate = min(rate * 0.9, max(c.achieved_pps * 0.95, rate * 0.5))
     raise TestbedError(f"frame size {frame.label}: the tester kept no rate down to {rate:,.0f} fps "
                        f"({CEILING_TRIES} TX-only trials); is the machine overloaded?")
 
@@ -146,7 +146,7 @@ def tester_ceiling(m: Any, frame: FrameSize, duration_s: float, start_pps: float
 def _point(load_pct: float, rate: float, c: TrialCounts) -> dict[str, Any]:
     cap = c.raw.get("capture") or {}
     wall = cap.get("wall_s") or 0.0
-    return {"load_pct": load_pct, "rate_pps": rate, "offered_pps": c.offered_pps, "frames_sent": c.frames_sent,
+    return {"load_pct": load_pct, "rate_pps": rate, "achieved_pps": c.achieved_pps, "frames_sent": c.frames_sent,
             "frames_captured": c.frames_received,
             "captured_pct": 100.0 * c.frames_received / c.frames_sent if c.frames_sent else None,
             "valid": c.valid, "invalid_reason": c.invalid_reason, "drops": cap.get("drops"),
@@ -331,7 +331,7 @@ def plots(doc: dict[str, Any]) -> dict[str, str]:
             if bad:
                 ax.plot([pt["load_pct"] for pt in bad], [pt["captured_pct"] for pt in bad], "x", color="k")
         ax.set_title(f"{s} B" if isinstance(s, int) else str(s))
-        ax.set_xlabel("offered load (% of the tester's limit)")
+        ax.set_xlabel("intended load (% of the tester's limit)")
         ax.set_ylim(0, 105)
     axes[0][0].set_ylabel("captured (%)")
     axes[0][-1].legend(fontsize=7, loc="lower left")
@@ -371,7 +371,7 @@ def write_report(doc: dict[str, Any], out_dir: str) -> None:
              f"{doc.get('wall_s', 0)} s{'' if doc.get('complete') else ' (incomplete)'}.")
     md = ["# Capture-method benchmark", "", intro, "", "## RFC 2544 throughput (frames/s, % of the tester's limit)",
           "", LIMIT_NOTE, "", _md_table(th, tr), "",
-          "## Iperf-like: captured % by offered load (% of the tester's limit)", "", _md_table(ch, cr), "", CURVE_NOTE,
+          "## Iperf-like: captured % by intended load (% of the tester's limit)", "", _md_table(ch, cr), "", CURVE_NOTE,
           ""]
     with open(os.path.join(out_dir, "report.md"), "w") as f:
         f.write("\n".join(md))
@@ -386,8 +386,8 @@ def write_report(doc: dict[str, Any], out_dir: str) -> None:
             "<h2>RFC 2544 throughput</h2>", f"<p>{esc(LIMIT_NOTE)}</p>", html_table(th, tr),
             f"<figure class='plot'>{figs.get('throughput', '')}<figcaption>Throughput vs frame size per method "
             "(dotted: the tester's limit into that method's host)</figcaption></figure>",
-            "<h2>Iperf-like: captured % vs offered load</h2>", html_table(ch, cr), f"<p>{esc(CURVE_NOTE)}</p>",
-            f"<figure class='plot'>{figs.get('curve', '')}<figcaption>Captured % vs offered load per method "
+            "<h2>Iperf-like: captured % vs intended load</h2>", html_table(ch, cr), f"<p>{esc(CURVE_NOTE)}</p>",
+            f"<figure class='plot'>{figs.get('curve', '')}<figcaption>Captured % vs intended load per method "
             "(x: invalid trial, the tester's)</figcaption></figure>"]
     with open(os.path.join(out_dir, "report.html"), "w") as f:
         f.write("<!doctype html><html><head><meta charset='utf-8'><title>netrig capture-bench</title>"

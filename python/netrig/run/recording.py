@@ -253,7 +253,8 @@ class RecordingMeasurer:
         if remaining < min(1.0, interval_s / 2):  # everything but the last instant is on disk
             sent = sum(int(r["frames_sent"]) for r in prior)
             got = sum(int(r["frames_received"]) for r in prior)
-            counts = TrialCounts(offered_pps=sent / covered if covered else 0.0, frames_sent=sent,
+            counts = TrialCounts(achieved_pps=sent / covered if covered else 0.0, intended_pps=load.rate_pps,
+                                 frames_sent=sent,
                                  frames_received=got, raw={"method": "soak: counts of the interval records"})
         else:
             repaired = self._start(key, {**info, "segment": segment, "remaining_s": remaining})

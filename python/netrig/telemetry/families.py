@@ -90,8 +90,8 @@ BREAKDOWN = {
 
 #: The last finished trial of each method and frame size.
 LAST = {
-    "offered_rate_pps": _g("netrig_offered_rate_pps", NOW, "Rate the tester achieved in the last finished trial "
-                                                           "(frames/s, aggregate, one direction)"),
+    "achieved_rate_pps": _g("netrig_achieved_rate_pps", NOW, "Rate the tester achieved (really sent) in the last "
+                                                             "finished trial (frames/s, aggregate, one direction)"),
     "intended_rate_pps": _g("netrig_intended_rate_pps", NOW, "Rate the last finished trial asked for (frames/s)"),
     "loss_ratio": _g("netrig_loss_ratio", NOW, "Frames lost / frames sent in the last finished trial"),
 }
@@ -107,8 +107,9 @@ LIVE = {
     "trial_frames_sent": _g("netrig_trial_frames_sent", NOW, "Frames the trial in progress has sent so far"),
     "trial_frames_received": _g("netrig_trial_frames_received", NOW, "Frames the trial in progress has received "
                                                                      "so far"),
-    "trial_offered_rate_pps": _g("netrig_trial_offered_rate_pps", NOW, "Transmit rate of the trial in progress "
-                                                                       "between its last two snapshots"),
+    "trial_achieved_rate_pps": _g("netrig_trial_achieved_rate_pps", NOW, "Rate the trial in progress achieved "
+                                                                         "(really sent) between its last two "
+                                                                         "snapshots"),
 }
 
 #: The settled intervals of soak trials, counted by transmit time (final when exported).

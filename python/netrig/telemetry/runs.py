@@ -110,7 +110,7 @@ class RunTelemetry:
         s.set(F.LIVE["trial_frames_sent"], labels, sent)
         s.set(F.LIVE["trial_frames_received"], labels, int(info["rx_frames"]))
         if now.last is not None and t > now.last[0] and sent >= now.last[1]:
-            s.set(F.LIVE["trial_offered_rate_pps"], labels, (sent - now.last[1]) / (t - now.last[0]))
+            s.set(F.LIVE["trial_achieved_rate_pps"], labels, (sent - now.last[1]) / (t - now.last[0]))
         now.last = (t, sent)
 
     def _trial_end(self, info: Mapping[str, Any]) -> None:
@@ -143,7 +143,7 @@ class RunTelemetry:
         s, key = self.store, (*labels, replayed)
         for name, fam in F.TRIAL_COUNTS.items():
             s.add(fam, key, getattr(c, name))
-        s.set(F.LAST["offered_rate_pps"], labels, c.offered_pps)
+        s.set(F.LAST["achieved_rate_pps"], labels, c.achieved_pps)
         s.set(F.LAST["loss_ratio"], labels, c.loss_ratio)
         if intended is not None:
             s.set(F.LAST["intended_rate_pps"], labels, float(intended))
