@@ -154,3 +154,44 @@ def test_a_trial_line_says_intended_for_the_rate_asked_and_achieved_for_the_rate
                                              "load": load, "counts": counts})
     line = out.getvalue()
     assert "intended 1 Mfps (6.72 %)" in line and "achieved 990 kfps" in line and "offered" not in line, line
+
+
+def _report_of(tmp_path, edit) -> object:
+    """The handmade router result, edited by ``edit(summary entries by method)``, loaded as a report."""
+    import json
+    from pathlib import Path
+
+    from netrig.report import load_run
+    doc = json.loads((Path(__file__).resolve().parents[1] / "data" / "report-router-handmade.json").read_text())
+    edit({x["method"]: x for x in doc["summary"]})
+    p = tmp_path / "result.json"
+    p.write_text(json.dumps(doc))
+    return load_run(p)
+
+
+def test_the_result_and_report_of_abandoned_and_invalid_trials_hold_no_number(tmp_path):
+    """Back-to-back with every search abandoned and system recovery from an invalid trial: the JSON
+    holds null where it held 0 (and 'recovered' is false), and the report tables say why, as the
+    console does — no '0', '0 ns' or 'recovered yes'."""
+    from netrig.measure.seam import Interval
+    from netrig.model import FrameSize, LineRate
+    frame, line = FrameSize(size=64), LineRate(10e9)
+    b2b = back_to_back.BackToBackResult(frame, line, 14.88e6, (), 1e6, False, 1, None, abandoned_trials=50)
+    assert b2b.to_dict()["mean_burst_frames"] is None and b2b.to_dict()["implied_buffer_time_s"] is None
+    assert b2b.stats_values() == {"mean_burst_frames": None, "corrected_buffer_time_s": None}
+    iv = (Interval(0.0, 1.0, 0, 100, 90), Interval(1.0, 1.0, 1, 50, 50), Interval(2.0, 1.0, 1, 50, 50))
+    rec = recovery.RecoveryResult(frame, line, 1e5, 1.1e5, 5e4, iv, 1.0, valid=False)
+    assert rec.recovery_time_s == 0.0 and not rec.recovered and rec.stats_values() == {"recovery_time_s": None}
+
+    def edit(m):
+        for r in m["rfc2544_back_to_back"]["results"]:
+            r["stats"] = {"mean_burst_frames": {"median": 0.0, "min": 0.0, "max": 0.0, "n": 1}}
+            r["repetitions"] = [{**b2b.to_dict(), "mean_burst_frames": 0.0, "implied_buffer_time_s": 0.0}]
+        for r in m["rfc2544_system_recovery"]["results"]:
+            r["stats"] = {"recovery_time_s": {"median": 0.0, "min": 0.0, "max": 0.0, "n": 1}}
+            r["repetitions"] = [{**r["repetitions"][0], "valid": False, "recovered": True, "recovery_time_s": 0.0}]
+    run = _report_of(tmp_path, edit)  # as written before: zeros in the stats and the repetitions
+    [row] = back_to_back.table(run).rows
+    assert row[1] == "—: every trial abandoned" and "0" not in row[1:6] and "0 ns" not in row, row
+    [row] = recovery.table(run).rows
+    assert row[4] == "—: every trial invalid" and row[5] != "yes" and "0 ns" not in row, row

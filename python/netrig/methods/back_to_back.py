@@ -85,22 +85,26 @@ class BackToBackResult:
         return self.achieved_burst_rate_fps if self.tester_limited else None
 
     @property
-    def mean_burst_frames(self) -> float:
-        return statistics.fmean(self.bursts_frames) if self.bursts_frames else 0.0
+    def mean_burst_frames(self) -> float | None:
+        """``None`` when no burst was measured (every search abandoned): not a burst of 0."""
+        return statistics.fmean(self.bursts_frames) if self.bursts_frames else None
 
     @property
-    def stdev_burst_frames(self) -> float:
+    def stdev_burst_frames(self) -> float | None:
+        if not self.bursts_frames:
+            return None
         return statistics.stdev(self.bursts_frames) if len(self.bursts_frames) > 1 else 0.0
 
     @property
-    def implied_buffer_time_s(self) -> float:
-        return self.mean_burst_frames / self.burst_rate_fps
+    def implied_buffer_time_s(self) -> float | None:
+        n = self.mean_burst_frames
+        return None if n is None else n / self.burst_rate_fps
 
     @property
     def corrected_buffer_time_s(self) -> float | None:
-        if self.throughput_fps is None:
-            return None
         n, r = self.mean_burst_frames, self.burst_rate_fps
+        if self.throughput_fps is None or n is None:
+            return None
         return (n - (n / r) * self.throughput_fps) / r
 
     @property
@@ -211,6 +215,11 @@ def table(r: RunView) -> Table:
     for e in r.method_results(METHOD_NAME):
         reps = objs(e, "repetitions")
         bursts = [b for x in reps for b in (x.get("bursts_frames") or []) if isinstance(b, (int, float))]
+        if not bursts:  # no burst measured: no number, the reason
+            why = "—: every trial abandoned" if any(x.get("abandoned_trials") for x in reps) else "—: no trial"
+            t.add([fmt.size(e.get("frame_size")), why, *[fmt.DASH] * 4,
+                   "yes" if any(x.get("max_burst_reached") for x in reps) else "no"])
+            continue
         mb = (Stat.from_stats(obj(e, "stats").get("mean_burst_frames"))
               or Stat.over(num(x, "mean_burst_frames") for x in reps))
         t.add([fmt.size(e.get("frame_size")), fmt.count(mb.value if mb else None) + (slow_bursts(reps) if mb else ""),

@@ -62,14 +62,15 @@ class RecoveryResult:
 
     @property
     def recovered(self) -> bool:
-        return self.recovery_time_s is not None
+        """Loss stopped in the recovery phase of a valid trial (an invalid one shows nothing of the DUT's)."""
+        return self.valid and self.recovery_time_s is not None
 
     @property
     def headline_pps(self) -> float | None:
         return None
 
     def stats_values(self) -> dict:
-        return {"recovery_time_s": self.recovery_time_s}
+        return {"recovery_time_s": self.recovery_time_s if self.valid else None}
 
     def to_dict(self) -> dict:
         return {"throughput_pps": self.throughput_pps, "overload_pps": self.overload_pps,
@@ -98,13 +99,17 @@ def table(r: RunView) -> Table:
     t = Table(["frame size", "throughput", "overload", "recovery load", "recovery time", "recovered"])
     for e in r.method_results(METHOD_NAME):
         reps = objs(e, "repetitions")
-        rt = (Stat.from_stats(obj(e, "stats").get("recovery_time_s"))
-              or Stat.over(num(x, "recovery_time_s") for x in reps))
-        t.add([fmt.size(e.get("frame_size")), fmt.fps(med(reps, "throughput_pps")), fmt.fps(med(reps, "overload_pps")),
-               fmt.fps(med(reps, "recovery_pps")),
+        valid = [x for x in reps if x.get("valid", True)]
+        rates = [fmt.fps(med(reps, k)) for k in ("throughput_pps", "overload_pps", "recovery_pps")]
+        if not valid:  # an invalid trial's loss is the tester's: no recovery time, recovered or not
+            t.add([fmt.size(e.get("frame_size")), *rates, "—: every trial invalid", fmt.DASH])
+            continue
+        rt = (Stat.from_stats(obj(e, "stats").get("recovery_time_s")) if len(valid) == len(reps) else None) \
+            or Stat.over(num(x, "recovery_time_s") for x in valid)
+        t.add([fmt.size(e.get("frame_size")), *rates,
                (fmt.seconds(rt.value) + (f" ({fmt.seconds(rt.lo)}–{fmt.seconds(rt.hi)})" if rt.spread else ""))
                if rt else "never",
-               "yes" if reps and all(x.get("recovered") for x in reps) else "no"])
+               "yes" if all(x.get("recovered") for x in valid) else "no"])
     return t
 
 
