@@ -99,9 +99,26 @@ def test_old_spellings_work_with_a_one_line_note(capsys, argv, dest, value, note
     assert note in err and len(err.strip().splitlines()) == 1, err
 
 
-def test_testbed_up_takes_testbed_options():
+def test_testbed_up_takes_testbed_options(monkeypatch, capsys):
+    """`testbed up --testbed-option rules=30` builds with 30 rules, as the methods' option does; the
+    same option given twice with two values is one line naming both spellings."""
+    from netrig.cli import testbed as cli_testbed
+
     args = build_parser().parse_args(["testbed", "up", "firewall", "--testbed-option", "rules=30"])
     assert args.testbed_option == ["rules=30"]
+    built: list[tuple[str, dict]] = []
+
+    def create(topology, **opts):
+        built.append((topology, opts))
+        raise SystemExit(0)  # stop before anything is built
+    monkeypatch.setattr(cli_testbed, "require_root", lambda why: None)
+    monkeypatch.setattr(cli_testbed.Testbed, "create", staticmethod(create))
+    with pytest.raises(SystemExit):
+        main(["testbed", "up", "firewall", "--testbed-option", "rules=30", "--testbed-option", "cap=5kpps"])
+    assert built == [("firewall", {"rules": 30, "cap": "5kpps"})]
+    assert main(["testbed", "up", "firewall", "--rules", "3000", "--testbed-option", "rules=30"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--testbed-option rules" in err[0] and "--rules" in err[0], err
 
 
 @pytest.mark.parametrize("text, seconds", [("500ms", 0.5), ("2s", 2.0), ("3", 3.0), ("1m", 60.0)])
