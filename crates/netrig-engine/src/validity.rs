@@ -155,7 +155,7 @@ pub const RULES: &[Rule] = &[
         effect: Effect::Invalid,
         when: "a stream (not at the maximum rate) sent less than 99.9 % of its intended frames (`rate × \
                duration` for a duration stop)",
-        why: "the tester did not offer the load",
+        why: "the tester did not send the load",
         check: sent_short,
     },
     Rule {
@@ -220,7 +220,7 @@ pub const RULES: &[Rule] = &[
                (`max_stretch_pct`, 2 % of its planned length; not for burst trials: see *How the tester offers \
                its load*)",
         why: "smooth pacing sends every frame later rather than faster; beyond the tolerance the tester did not \
-              offer the rate",
+              achieve the rate",
         check: stretched,
     },
     Rule {
@@ -277,7 +277,7 @@ fn count_stop_slow(f: &TrialFacts, i: usize) -> Option<String> {
     let allowed_s = (planned_s * f.max_stretch_ratio).max(COUNT_STOP_GRACE_NS as f64 / 1e9);
     (s.tx_frames > 1 && s.own_window_s > planned_s + allowed_s).then(|| {
         format!(
-            "stream {} ({}): the tester took {:.3} s to send {} frames, {:.2} % of the offered rate of {:.0} fps \
+            "stream {} ({}): the tester took {:.3} s to send {} frames, {:.2} % of the intended rate of {:.0} fps \
              (tolerance {:.3} s): the tester could not keep the rate",
             i,
             s.name,
@@ -295,7 +295,7 @@ fn sent_short(f: &TrialFacts, i: usize) -> Option<String> {
     let short = (s.tx_frames as f64) < s.intended_frames as f64 * MIN_ACHIEVED_RATIO;
     (!f.interrupted && s.intended_frames > 0 && short && !s.unbounded).then(|| {
         format!(
-            "stream {} ({}): the tester sent {} of {} intended frames ({:.2} %): the tester could not keep the offered rate of {:.0} fps",
+            "stream {} ({}): the tester sent {} of {} intended frames ({:.2} %): the tester could not keep the intended rate of {:.0} fps",
             i,
             s.name,
             s.tx_frames,

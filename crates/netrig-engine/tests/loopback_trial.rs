@@ -128,7 +128,7 @@ fn tester_that_cannot_keep_up_marks_the_trial_invalid() {
     let r = run_trial(&mut p, &cfg(s), &TrialControl::new()).unwrap();
     assert!(!r.valid);
     assert!(
-        r.invalid_reason.as_deref().unwrap_or("").contains("could not keep the offered rate"),
+        r.invalid_reason.as_deref().unwrap_or("").contains("could not keep the intended rate"),
         "{:?}",
         r.invalid_reason
     );
