@@ -111,22 +111,22 @@ def test_an_event_that_does_nothing_reports_no_outage(router):
 
 def test_a_failing_or_hanging_command_is_reported_not_raised(router):
     r = netrig("trial", "--testbed", router, "--rate", "5kpps", "--duration", "1.5s", "--drain", "0.3s",
-               "--event", "echo no such knob >&2; exit 3", "--at", "0.2s", "--event", "sleep 30", "--at", "0.4s",
+               "--event", "echo no such knob >&2; exit 3", "--at", "0.2s", "--event", "sleep 30.017", "--at", "0.4s",
                "--event-timeout", "0.3s", "--json")
     assert r.returncode == 1
     assert "Traceback" not in r.stderr
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith("netrig: --event")]
     assert len(lines) == 2, r.stderr
     assert "'echo no such knob >&2; exit 3' at 0.2s exited 3: no such knob" in lines[0]
-    assert "'sleep 30' at 0.4s timed out after 0.3 s and was killed" in lines[1]
+    assert "'sleep 30.017' at 0.4s timed out after 0.3 s and was killed" in lines[1]
     assert "--event-timeout" in lines[1]
     doc = json.loads(r.stdout)
     failed, hung = doc["events"]
     assert failed["event"]["exit_status"] == 3 and "no such knob" in failed["event"]["output_tail"]
     assert hung["event"]["timed_out"] and hung["event"]["exit_status"] is None
     assert 0.25 < hung["event"]["took_s"] < 2
-    # The killed sleep is gone (its whole process group).
-    assert subprocess.run(["pgrep", "-f", "^sleep 30$"], capture_output=True).returncode == 1
+    # The killed sleep is gone (its whole process group); its odd length tells it from anyone else's sleep.
+    assert subprocess.run(["pgrep", "-f", "^sleep 30.017$"], capture_output=True).returncode == 1
 
 
 def test_event_clock_fires_at_its_times_after_the_run_starts():
