@@ -13,8 +13,6 @@ from pathlib import Path
 import pytest
 from report_golden import NAT, ROUTER
 
-from netrig.report import write_compare, write_report
-
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 pytestmark = [
@@ -87,9 +85,9 @@ def test_probe_catches_errors(tmp_path):
     assert "example.invalid" in attrs.get("data-csp", "")
 
 
-def test_report_renders_in_chromium(tmp_path):
-    check_renders(write_report(ROUTER, tmp_path / "report.html"), min_svgs=10)
+def test_report_renders_in_chromium(rendered):
+    check_renders(rendered(ROUTER), min_svgs=10)
 
 
-def test_compare_renders_in_chromium(tmp_path):
-    check_renders(write_compare([ROUTER, NAT], tmp_path / "compare.html"), min_svgs=7)
+def test_compare_renders_in_chromium(rendered):
+    check_renders(rendered(ROUTER, NAT, compare=True), min_svgs=7)

@@ -24,19 +24,14 @@ def assert_self_contained(html: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def reports(tmp_path_factory) -> dict:
-    """Each golden file's report, drawn once for the module."""
-    out = {}
-    d = tmp_path_factory.mktemp("reports")
-    for i, path in enumerate(GOLDEN):
-        html = write_report(path, d / f"r{i}.html")
-        out[path] = (html.read_text(), html.with_suffix(".md").read_text())
-    return out
+def reports(rendered) -> dict:
+    """Each golden file's report (drawn once for the session, see conftest)."""
+    return {path: (rendered(path).read_text(), rendered(path).with_suffix(".md").read_text()) for path in GOLDEN}
 
 
 @pytest.fixture(scope="module")
-def compared(tmp_path_factory) -> tuple[str, str]:
-    out = write_compare([ROUTER, NAT], tmp_path_factory.mktemp("cmp") / "cmp.html")
+def compared(rendered) -> tuple[str, str]:
+    out = rendered(ROUTER, NAT, compare=True)
     return out.read_text(), out.with_suffix(".md").read_text()
 
 

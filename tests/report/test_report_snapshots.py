@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from report_golden import DATA, GOLDEN, NAT, ROUTER
 
-from netrig.report import write_compare, write_report
+from netrig.report import write_report
 
 RENDERED = DATA / "rendered"
 _SVG = re.compile(r"<svg\b.*?</svg>", re.S)
@@ -56,10 +56,10 @@ def check(name: str, text: str) -> None:
 
 
 @pytest.mark.parametrize("path", GOLDEN, ids=lambda p: p.name)
-def test_report_matches_snapshot(tmp_path, path):
-    out = write_report(path, tmp_path / "report.html")
-    check(f"{path.stem}.html.txt", normalise(out.read_text(), tmp_path))
-    check(f"{path.stem}.md", normalise(out.with_suffix(".md").read_text(), tmp_path))
+def test_report_matches_snapshot(rendered, path):
+    out = rendered(path)  # the drawing the HTML tests read too
+    check(f"{path.stem}.html.txt", normalise(out.read_text(), out.parent))
+    check(f"{path.stem}.md", normalise(out.with_suffix(".md").read_text(), out.parent))
 
 
 def test_demo_parts_report_matches_snapshot(tmp_path):
@@ -69,7 +69,7 @@ def test_demo_parts_report_matches_snapshot(tmp_path):
     check("router-demo.md", normalise(out.with_suffix(".md").read_text(), tmp_path))
 
 
-def test_compare_matches_snapshot(tmp_path):
-    out = write_compare([ROUTER, NAT], tmp_path / "compare.html")
-    check("compare-router-nat.html.txt", normalise(out.read_text(), tmp_path))
-    check("compare-router-nat.md", normalise(out.with_suffix(".md").read_text(), tmp_path))
+def test_compare_matches_snapshot(rendered):
+    out = rendered(ROUTER, NAT, compare=True)
+    check("compare-router-nat.html.txt", normalise(out.read_text(), out.parent))
+    check("compare-router-nat.md", normalise(out.with_suffix(".md").read_text(), out.parent))
