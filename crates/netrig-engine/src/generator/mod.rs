@@ -330,19 +330,25 @@ impl Generator {
 }
 
 /// Start worker `name` pinned to `cpu_id` (a failed pin recorded in `pins`, see `crate::pin`).
+/// Returns once the worker has pinned itself, so that [`Generator::pin_failures`] read after a
+/// start already holds every refused pin (on a busy machine the new thread may not run for ms).
 fn spawn(
     name: String,
     cpu_id: usize,
     pins: Arc<PinLog>,
     f: impl FnOnce() + Send + 'static,
 ) -> Result<JoinHandle<()>, EngineError> {
-    std::thread::Builder::new()
+    let (pinned, wait) = std::sync::mpsc::sync_channel::<()>(1);
+    let h = std::thread::Builder::new()
         .name(name.clone())
         .spawn(move || {
             pins.pin_self(cpu_id);
+            let _ = pinned.send(());
             f()
         })
-        .map_err(|e| EngineError::Worker { name, message: e.to_string() })
+        .map_err(|e| EngineError::Worker { name, message: e.to_string() })?;
+    let _ = wait.recv();
+    Ok(h)
 }
 
 mod control;
