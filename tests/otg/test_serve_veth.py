@@ -335,3 +335,49 @@ def test_a_refused_cpu_pin_is_a_warning_of_the_start_once(veth):
         assert svc.control_state(start) == [], "told once per config"
     finally:
         svc.close()
+
+
+def _xdp_prog_id(ifname: str, ns: str) -> int | None:
+    """The id of the XDP program attached to ``ifname`` (None: none)."""
+    out = subprocess.run(["ip", "-n", ns, "-j", "-d", "link", "show", ifname], capture_output=True, text=True,
+                         check=True).stdout
+    xdp = json.loads(out)[0].get("xdp") or {}
+    return (xdp.get("prog") or {}).get("id")
+
+
+def test_a_new_config_on_the_same_ports_keeps_them_open_and_counts_only_its_own_frames(veth):
+    """A second config on the same ports reuses the first one's open ports (the same XDP program
+    stays attached: no detach, no attach); the first config's frames still in flight when it is
+    replaced never count for the second, whose flow has the same index; closing detaches."""
+    from netrig.otg.mapping import ServePort
+    from netrig.otg.service import Service
+    from netrig.trial import Port
+    ns_a, if_a, ns_b, if_b = veth
+    ports = [ServePort(f"{if_a}@{ns_a}", Port(if_a, ns_a), None), ServePort(f"{if_b}@{ns_b}", Port(if_b, ns_b), None)]
+
+    def cfg(frames: int, pps: int) -> dict:
+        return {"ports": [{"name": "p1", "location": ports[0].name}, {"name": "p2", "location": ports[1].name}],
+                "flows": [{"name": "f", "tx_rx": {"choice": "port", "port": {"tx_name": "p1", "rx_names": ["p2"]}},
+                           "packet": [{"choice": "ethernet"}, {"choice": "ipv4"}, {"choice": "udp"}],
+                           "rate": {"pps": pps}, "duration": {"fixed_packets": {"packets": frames}}}]}
+    start = {"choice": "traffic", "traffic": {"choice": "flow_transmit", "flow_transmit": {"state": "start"}}}
+    svc = Service(ports)
+    try:
+        svc.set_config(cfg(1_000_000, 200_000))
+        prog = _xdp_prog_id(if_b, ns_b)
+        assert prog is not None
+        svc.control_state(start)
+        time.sleep(0.2)  # the first config is mid-flow when it is replaced
+        assert svc.generator.flow_stats()[0].tx_frames > 0
+        svc.set_config(cfg(40, 1000))
+        assert _xdp_prog_id(if_b, ns_b) == prog, "the ports stayed open"
+        svc.control_state(start)
+        deadline = time.monotonic() + 10
+        while svc.generator.flow_states()[0] != "done" and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.1)
+        s = svc.generator.flow_stats()[0]
+        assert (s.tx_frames, s.rx_frames) == (40, 40)
+    finally:
+        svc.close()
+    assert _xdp_prog_id(if_b, ns_b) is None, "closing the service detaches the XDP program"

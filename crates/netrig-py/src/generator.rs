@@ -297,14 +297,17 @@ impl CaptureSpec {
 /// Flows on ports kept open: start, pause, resume, stop by index; counters at any time;
 /// captures. Made with its ports opened (each passes the transmit guard) and every flow compiled;
 /// nothing is sent until a flow starts. `close()` (or the end of the object)
-/// stops everything and closes the ports.
+/// stops everything and closes the ports. `reuse`: the generator this one replaces; its ports
+/// stay open for this one where they are what this one would open (see `reuse_ports`), and it
+/// is closed.
 #[pyclass(frozen, module = "netrig._native")]
-pub struct Generator(gen::Generator);
+pub struct Generator(gen::Generator, Vec<PortSpec>);
 
 #[pymethods]
 impl Generator {
     #[new]
-    #[pyo3(signature = (ports, flows, captures=None, line_rates=None, tx_cpus=None, rx_cpus=None))]
+    #[pyo3(signature = (ports, flows, captures=None, line_rates=None, tx_cpus=None, rx_cpus=None, reuse=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         ports: &Bound<'_, PyAny>,
@@ -313,6 +316,7 @@ impl Generator {
         line_rates: Option<&Bound<'_, PyAny>>,
         tx_cpus: Option<&Bound<'_, PyAny>>,
         rx_cpus: Option<&Bound<'_, PyAny>>,
+        reuse: Option<&Bound<'_, Generator>>,
     ) -> Result<Self> {
         let ports: Vec<Port> = crate::specs::items(ports, "ports")?
             .iter()
@@ -331,14 +335,21 @@ impl Generator {
             rx_cpus: opt(rx_cpus, "rx_cpus", Vec::new())?,
         };
         let specs: Vec<PortSpec> = ports.into_iter().enumerate().map(|(i, p)| port_spec(i, p.0, &cfg)).collect();
+        let old = reuse.map(|r| r.get());
         let g = py.allow_threads(|| -> std::result::Result<gen::Generator, EngineError> {
-            let mut opened: Vec<Box<dyn EnginePort>> = Vec::new();
-            for s in &specs {
-                opened.push(open_port(s)?);
-            }
-            gen::Generator::open_with(opened, cfg, &stacks)
+            let open = match old.and_then(|o| reuse_ports(o, &specs)) {
+                Some(open) => open,
+                None => {
+                    let mut opened: Vec<Box<dyn EnginePort>> = Vec::new();
+                    for s in &specs {
+                        opened.push(open_port(s)?);
+                    }
+                    gen::OpenPorts::new(opened)
+                }
+            };
+            gen::Generator::open_on(open, cfg, &stacks)
         })?;
-        Ok(Generator(g))
+        Ok(Generator(g, specs))
     }
 
     /// Start these flows (those stopped or done), together: returns the ones started. `tags`
@@ -452,6 +463,30 @@ impl Generator {
 /// transmit guard checks every port, with or without flows), receiving every frame (signatures
 /// sit at the frames' ends, where the AF_XDP steering program does not look), carrying the largest
 /// frame of its flows.
+/// `old`'s ports, open with their queues, when they are what `specs` would open: the same
+/// interfaces and options, each passing the transmit guard again, and able to carry the new
+/// frames (a larger largest frame keeps them only where no backend was passed over for the old
+/// one's). Either way `old` is closed.
+fn reuse_ports(old: &Generator, specs: &[PortSpec]) -> Option<gen::OpenPorts> {
+    let plain = |s: &PortSpec| PortSpec { max_frame_len: 0, ..s.clone() };
+    let caps = old.0.port_caps();
+    let fits = |(a, b, c): (&PortSpec, &PortSpec, &netrig_engine::port::PortCaps)| {
+        plain(a) == plain(b)
+            && (a.max_frame_len == b.max_frame_len
+                || (b.max_frame_len <= c.max_frame_len && !c.notes.contains("passed over")))
+    };
+    let same = old.1.len() == specs.len()
+        && caps.len() == specs.len()
+        && old.1.iter().zip(specs).zip(caps).all(|((a, b), c)| fits((a, b, c)))
+        && specs.iter().all(|s| netrig_engine::guard::check(s).is_ok());
+    if same {
+        old.0.release()
+    } else {
+        old.0.close();
+        None
+    }
+}
+
 fn port_spec(i: usize, p: PortSpec, cfg: &GenConfig) -> PortSpec {
     let mine = cfg.flows.iter().filter(|f| f.tx_port == i || f.rx_ports.contains(&i));
     let max_frame_len = mine.map(|f| f.largest_frame_len()).max().unwrap_or(0);

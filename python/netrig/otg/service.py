@@ -87,9 +87,14 @@ class Service(Endpoints):
         plan = mapping.plan(cfg, self.ports, self.capture_bytes)
         with self.lock:
             self._changed("end")
-            self._close()
+            old, self.generator, self.plan, self.config = self.generator, None, None, None
             ports = [s.port for s in plan.serve_ports]
-            self.generator = _native.Generator(ports, plan.specs, plan.capture_specs, plan.line_rates, *self.cpus)
+            try:  # the old config's ports stay open for this one where they are the same
+                self.generator = _native.Generator(ports, plan.specs, plan.capture_specs, plan.line_rates, *self.cpus,
+                                                   reuse=old)
+            finally:
+                if old is not None:
+                    old.close()
             self.config, self.plan = cfg, plan
             self.flow_index = {f.name: i for i, f in enumerate(plan.flows)}
             self.pins_told = set()

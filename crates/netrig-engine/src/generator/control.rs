@@ -7,7 +7,7 @@ use netrig_wire::{capfile, fcs};
 
 use super::capring::out_records;
 use super::stats::{FlowState, FlowStats, PortStats};
-use super::{claim_tag, post, Cmd, Generator, CAPTURE_ACK_NS};
+use super::{claim_tag, post, Cmd, Generator, OpenPorts, Queue, CAPTURE_ACK_NS};
 use crate::clock;
 use crate::error::ConfigError;
 use crate::port::PortCaps;
@@ -256,6 +256,32 @@ impl Generator {
 
     /// Stop every flow and worker and close the ports (XDP programs detached). Idempotent.
     pub fn close(&self) {
+        drop(self.shutdown());
+        self.ports.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    /// Stop every flow and worker, and hand back the ports with every queue open, for the next
+    /// generator on the same ports ([`Generator::open_on`]). `None` (everything closed) when a
+    /// worker failed or ended early: its queue is not to be trusted. Frames still in flight
+    /// carry this generator's tags: the next one never counts them.
+    pub fn release(&self) -> Option<OpenPorts> {
+        let queues = self.shutdown();
+        let ports = std::mem::take(&mut *self.ports.lock().unwrap_or_else(|e| e.into_inner()));
+        if !self.errors.lock().unwrap_or_else(|e| e.into_inner()).is_empty() || ports.is_empty() {
+            return None;
+        }
+        let mut open = OpenPorts::new(ports);
+        for q in queues {
+            match q.ok()? {
+                Queue::Tx(p, i, q) => open.tx.push((p, i, q)),
+                Queue::Rx(p, i, q) => open.rx.push((p, i, q)),
+            }
+        }
+        Some(open)
+    }
+
+    /// Stop every flow and worker; each worker's queue, as it ended.
+    fn shutdown(&self) -> Vec<std::thread::Result<Queue>> {
         let all: Vec<usize> = (0..self.flows.len()).collect();
         let _ = self.stop(&all);
         self.stop.store(true, Ordering::SeqCst);
@@ -263,10 +289,7 @@ impl Generator {
             post(mb, th, [Cmd::Shutdown]);
         }
         let handles = std::mem::take(&mut *self.handles.lock().unwrap_or_else(|e| e.into_inner()));
-        for h in handles {
-            let _ = h.join();
-        }
-        self.ports.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        handles.into_iter().map(|h| h.join()).collect()
     }
 }
 

@@ -14,7 +14,9 @@
 //! its own tag per start ([`crate::trial::claim_tag`]), so frames of an earlier start still in
 //! flight never count for the current one. [`Generator::open`] validates and compiles every flow
 //! and opens every queue before any worker runs; [`Generator::close`] (or dropping it) stops the
-//! workers and closes the ports.
+//! workers and closes the ports. [`Generator::release`] stops the workers and keeps the ports and
+//! their queues open for the next generator on them ([`Generator::open_on`]): a new config on the
+//! same ports costs no XDP attach or socket setup (10-25 ms per queue on veth, docs/otg.md).
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -24,7 +26,7 @@ use netrig_wire::stack::CompiledStack;
 use crate::clock;
 use crate::error::{ConfigError, EngineError};
 use crate::pin::PinLog;
-use crate::port::{LinkSource, Port, PortCaps};
+use crate::port::{LinkSource, Port, PortCaps, RxQueue, TxQueue};
 use crate::sys::cpu;
 use crate::trial::{claim_tag, pick_cpu, TagClaim};
 
@@ -79,6 +81,53 @@ struct PortCapture {
     configured: bool,
 }
 
+/// One open queue: its port, its index on the port, and itself.
+enum Queue {
+    Tx(usize, usize, Box<dyn TxQueue>),
+    Rx(usize, usize, Box<dyn RxQueue>),
+}
+
+/// Ports kept open with their queues between generators ([`Generator::release`]).
+pub struct OpenPorts {
+    ports: Vec<Box<dyn Port>>,
+    tx: Vec<(usize, usize, Box<dyn TxQueue>)>,
+    rx: Vec<(usize, usize, Box<dyn RxQueue>)>,
+}
+
+impl OpenPorts {
+    /// Ports just opened, no queue yet.
+    pub fn new(ports: Vec<Box<dyn Port>>) -> OpenPorts {
+        OpenPorts { ports, tx: Vec::new(), rx: Vec::new() }
+    }
+
+    pub fn caps(&self) -> Vec<PortCaps> {
+        self.ports.iter().map(|p| p.caps().clone()).collect()
+    }
+
+    /// Open what `flows` need and is not open yet: every queue of a port that transmits, every
+    /// receive queue of every port (a failure closes everything, leaving nothing running).
+    fn fill(&mut self, flows: &[Arc<CompiledFlow>]) -> Result<(), EngineError> {
+        let caps = self.caps();
+        for (p, port) in self.ports.iter_mut().enumerate() {
+            if flows.iter().any(|f| f.config.tx_port == p) {
+                for q in 0..caps[p].tx_queues {
+                    if !self.tx.iter().any(|t| (t.0, t.1) == (p, q)) {
+                        self.tx.push((p, q, port.open_tx(q)?));
+                    }
+                }
+            }
+            for q in 0..caps[p].rx_queues {
+                if !self.rx.iter().any(|r| (r.0, r.1) == (p, q)) {
+                    self.rx.push((p, q, port.open_rx(q)?));
+                }
+            }
+        }
+        self.tx.sort_by_key(|t| (t.0, t.1));
+        self.rx.sort_by_key(|r| (r.0, r.1));
+        Ok(())
+    }
+}
+
 /// A running generator (see the module doc).
 pub struct Generator {
     flows: Vec<Arc<CompiledFlow>>,
@@ -94,7 +143,7 @@ pub struct Generator {
     claims: Mutex<Vec<Option<TagClaim>>>,
     control: Mutex<()>,
     stop: Arc<AtomicBool>,
-    handles: Mutex<Vec<JoinHandle<()>>>,
+    handles: Mutex<Vec<JoinHandle<Queue>>>,
     ports: Mutex<Vec<Box<dyn Port>>>,
     links: Vec<Option<Arc<dyn LinkSource>>>,
     caps: Vec<PortCaps>,
@@ -173,30 +222,28 @@ impl Generator {
 
     /// [`Generator::open`] with stacks compiled already (by flow index; see [`prepare`]).
     pub fn open_with(
-        mut ports: Vec<Box<dyn Port>>,
+        ports: Vec<Box<dyn Port>>,
         cfg: GenConfig,
         stacks: &[Option<Arc<CompiledStack>>],
     ) -> Result<Generator, EngineError> {
-        let caps: Vec<PortCaps> = ports.iter().map(|p| p.caps().clone()).collect();
+        Self::open_on(OpenPorts::new(ports), cfg, stacks)
+    }
+
+    /// [`Generator::open_with`] on ports open already, with the queues an earlier generator
+    /// released ([`Generator::release`]); the queues missing are opened.
+    pub fn open_on(
+        mut open: OpenPorts,
+        cfg: GenConfig,
+        stacks: &[Option<Arc<CompiledStack>>],
+    ) -> Result<Generator, EngineError> {
+        let caps = open.caps();
         let flows = prepare(&caps, &cfg, stacks)?;
         let nflows = flows.len();
         let line_rates: Vec<Option<u64>> =
             (0..caps.len()).map(|p| cfg.line_rates.get(p).copied().flatten().or(caps[p].speed_bps)).collect();
         // Open every queue first: a failure here leaves nothing running.
-        let mut txq = Vec::new();
-        for p in 0..ports.len() {
-            if flows.iter().any(|f| f.config.tx_port == p) {
-                for q in 0..caps[p].tx_queues {
-                    txq.push((p, ports[p].open_tx(q)?));
-                }
-            }
-        }
-        let mut rxq = Vec::new();
-        for (p, port) in ports.iter_mut().enumerate() {
-            for q in 0..caps[p].rx_queues {
-                rxq.push((p, port.open_rx(q)?));
-            }
-        }
+        open.fill(&flows)?;
+        let OpenPorts { ports, tx: txq, rx: rxq } = open;
         let realtime_offset_ns = i128::from(clock::realtime_ns()) - i128::from(clock::now_ns());
         let epoch_ns = shared_epoch_ns(clock::now_ns(), realtime_offset_ns);
         let mut g = Generator {
@@ -231,7 +278,7 @@ impl Generator {
 
     fn spawn_rx(
         &mut self,
-        rxq: Vec<(usize, Box<dyn crate::port::RxQueue>)>,
+        rxq: Vec<(usize, usize, Box<dyn RxQueue>)>,
         cfg: &GenConfig,
         tx_cpus: &[usize],
     ) -> Result<(), EngineError> {
@@ -251,7 +298,7 @@ impl Generator {
                 LatencyMode::CutThrough => 0,
             })
             .collect();
-        for (i, (p, q)) in rxq.into_iter().enumerate() {
+        for (i, (p, qi, q)) in rxq.into_iter().enumerate() {
             let slots: Arc<[Counters]> = (0..self.flows.len()).map(|_| Counters::default()).collect();
             let port = Arc::new(PortCounters::default());
             let ring = match cfg.captures.iter().find(|c| c.port == p) {
@@ -276,7 +323,7 @@ impl Generator {
                 errors: self.errors.clone(),
                 shares_tx_cpu: tx_cpus.contains(&cpu_id),
             };
-            let h = spawn(format!("netrig-grx{i}"), cpu_id, self.pins.clone(), move || w.run())?;
+            let h = spawn(format!("netrig-grx{i}"), cpu_id, self.pins.clone(), move || Queue::Rx(p, qi, w.run()))?;
             self.handles.lock().unwrap_or_else(|e| e.into_inner()).push(h);
             self.rx_slots.push(slots);
             self.rx_ports.push((p, port));
@@ -284,23 +331,19 @@ impl Generator {
         Ok(())
     }
 
-    fn spawn_tx(
-        &mut self,
-        txq: Vec<(usize, Box<dyn crate::port::TxQueue>)>,
-        cpus: &[usize],
-    ) -> Result<(), EngineError> {
+    fn spawn_tx(&mut self, txq: Vec<(usize, usize, Box<dyn TxQueue>)>, cpus: &[usize]) -> Result<(), EngineError> {
         // A port's flows go round robin over its queues.
         let mut share: Vec<Vec<Arc<CompiledFlow>>> = txq.iter().map(|_| Vec::new()).collect();
         let mut next = vec![0usize; self.caps.len()];
         for f in &self.flows {
             let p = f.config.tx_port;
-            let qs: Vec<usize> = txq.iter().enumerate().filter(|(_, (x, _))| *x == p).map(|(i, _)| i).collect();
+            let qs: Vec<usize> = txq.iter().enumerate().filter(|(_, (x, _, _))| *x == p).map(|(i, _)| i).collect();
             let w = qs[next[p] % qs.len()];
             next[p] += 1;
             self.worker_of[f.index] = w;
             share[w].push(f.clone());
         }
-        for (i, ((p, q), flows)) in txq.into_iter().zip(share).enumerate() {
+        for (i, ((p, qi, q), flows)) in txq.into_iter().zip(share).enumerate() {
             let port = Arc::new(PortCounters::default());
             let mailbox = Arc::new(Mailbox::default());
             let w = TxWorker {
@@ -319,7 +362,7 @@ impl Generator {
                 let _ = cpu::set_timer_slack_ns(1);
                 let _ = cpu::normal_priority();
                 let _ = cpu::request_short_slices(crate::trial::TX_SLICE_NS);
-                w.run()
+                Queue::Tx(p, qi, w.run())
             })?;
             self.mailboxes.push((mailbox, h.thread().clone()));
             self.handles.lock().unwrap_or_else(|e| e.into_inner()).push(h);
@@ -332,12 +375,12 @@ impl Generator {
 /// Start worker `name` pinned to `cpu_id` (a failed pin recorded in `pins`, see `crate::pin`).
 /// Returns once the worker has pinned itself, so that [`Generator::pin_failures`] read after a
 /// start already holds every refused pin (on a busy machine the new thread may not run for ms).
-fn spawn(
+fn spawn<T: Send + 'static>(
     name: String,
     cpu_id: usize,
     pins: Arc<PinLog>,
-    f: impl FnOnce() + Send + 'static,
-) -> Result<JoinHandle<()>, EngineError> {
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<JoinHandle<T>, EngineError> {
     let (pinned, wait) = std::sync::mpsc::sync_channel::<()>(1);
     let h = std::thread::Builder::new()
         .name(name.clone())

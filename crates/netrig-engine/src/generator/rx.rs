@@ -68,7 +68,13 @@ fn rx_wait(shares_tx_cpu: bool, busy: bool) -> RxWait {
 }
 
 impl RxWorker {
-    pub fn run(mut self) {
+    /// Count until the generator stops; then hand the queue back, open (see `Generator::release`).
+    pub fn run(mut self) -> Box<dyn RxQueue> {
+        self.serve();
+        self.queue
+    }
+
+    fn serve(&mut self) {
         let ring = self.ring.clone();
         let mut seen = 0u64;
         let mut guard: Option<MutexGuard<'_, CaptureRing>> = None;

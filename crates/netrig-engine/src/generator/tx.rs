@@ -143,8 +143,13 @@ impl Slot {
 }
 
 impl TxWorker {
-    /// Run until a `Shutdown` command.
-    pub fn run(mut self) {
+    /// Run until a `Shutdown` command; then hand the queue back, open (see `Generator::release`).
+    pub fn run(mut self) -> Box<dyn TxQueue> {
+        self.serve();
+        self.queue
+    }
+
+    fn serve(&mut self) {
         let mut slots: Vec<Slot> = self.flows.iter().cloned().map(Slot::new).collect();
         let mut slot_of = vec![usize::MAX; self.ctl.len()];
         for (k, s) in slots.iter().enumerate() {
