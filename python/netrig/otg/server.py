@@ -59,7 +59,10 @@ class _GcPause:
     :data:`GC_PAUSE_BYTES`: a big config) is handled. A 4096-flow config is ~600 000 new objects;
     with the collector on, its passes over them took 0.15-0.3 s of the parse alone, against 0.05 s
     without (measured, bench/otg.py's scale case). The collector runs again when the last such
-    request is answered."""
+    request is answered, with what is alive then frozen (``gc.freeze``): else its first pass
+    after a big config walks the config's objects, all still young, and took 0.1-0.2 s of the
+    traffic start that followed. Frozen objects are still freed by reference counting (a
+    config and its plan hold no cycles) when the next config replaces them."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -77,6 +80,7 @@ class _GcPause:
         with self._lock:
             self._depth -= 1
             if self._depth == 0 and self._was_enabled:
+                gc.freeze()
                 gc.enable()
 
 
