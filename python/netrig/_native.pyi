@@ -24,7 +24,8 @@ __all__ = [
     "PinFailure", "HeardFlow", "ForeignKind", "ListenPort", "ListenResult",
     "InterfaceInfo", "IoProbe", "interface_info", "list_interfaces", "probe_io", "probe_xdp_program", "line_rate_fps",
     "linear_ramp", "WIRE_DEFAULT_RING", "WIRE_MIN_RING", "WIRE_MAX_RING", "WireCounts",
-    "wire_attach", "wire_counts", "wire_detach", "STACK_HEADERS", "SIGNATURE_BYTES", "FieldPattern", "HeaderSpec",
+    "wire_attach", "wire_counts", "wire_detach", "STACK_HEADERS", "SIGNATURE_BYTES", "FieldPattern", "PatternForm",
+    "HeaderSpec",
     "PayloadSpec", "GenDurationSpec", "GenFlowSpec", "CaptureSpec", "Generator", "GenFlowStats", "GenPortStats",
 ]
 
@@ -1129,6 +1130,21 @@ class FieldPattern:
         """A checksum field's value that never verifies."""
 
 @final
+class PatternForm:
+    """How the values of one OTG pattern class convert to the engine's patterns: one pass over the
+    parsed JSON. ``format``: ``int``, ``mac``, ``ipv4`` or ``ipv6``; the model's defaults,
+    converted; the class's properties (``keys``), its choice's members and default choice."""
+
+    def __new__(cls, format: str, lo: int, hi: int, value: int, values: Sequence[int],
+                counter: tuple[int, int, int], random: tuple[int, int, int, int],
+                sub_keys: Sequence[str], keys: Sequence[str], members: Sequence[str],
+                default_choice: str) -> PatternForm: ...
+    def convert(self, d: object) -> FieldPattern | None:
+        """``d`` as the engine's pattern when its choice is plain (``value``, ``values``,
+        ``increment``, ``decrement``, ``random``) and it is what the model accepts; else None
+        (auto, checksums, metric tags, a malformed object). A bad value: ``ValueError``."""
+
+@final
 class HeaderSpec:
     """One header of a stack: its kind (``STACK_HEADERS``), the fields it sets, a custom header's bytes."""
 
@@ -1242,11 +1258,15 @@ class Generator:
 
     Made with its ports opened (each passes the transmit guard) and every flow compiled;
     nothing is sent until a flow starts. ``close()`` stops everything and closes the ports.
+    ``reuse``: the generator this one replaces; its ports stay open for this one where they are
+    what this one would open (the same interfaces and options, passing the guard again), and it
+    is closed either way.
     """
 
     def __new__(cls, ports: Sequence[Port], flows: Sequence[GenFlowSpec],
                 captures: Sequence[CaptureSpec] | None = None, line_rates: Sequence[float | None] | None = None,
-                tx_cpus: Sequence[int] | None = None, rx_cpus: Sequence[int] | None = None) -> Generator: ...
+                tx_cpus: Sequence[int] | None = None, rx_cpus: Sequence[int] | None = None,
+                reuse: Generator | None = None) -> Generator: ...
     def start(self, flows: Sequence[int], tags: Sequence[int] | None = None) -> list[int]:
         """Start these flows (those stopped or done), together; returns the ones started. ``tags``:
         one per flow (below 2^23), sent under instead of fresh ones (a distributed controller's)."""

@@ -17,6 +17,7 @@ mod args;
 mod errors;
 mod generator;
 mod job;
+mod otg_pattern;
 mod results;
 mod specs;
 
@@ -606,6 +607,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_CAPTURE_BATCH", netrig_engine::capture::MAX_CAPTURE_BATCH)?;
     m.add("DEFAULT_CAPTURE_BATCH", netrig_engine::capture::DEFAULT_CAPTURE_BATCH)?;
     m.add_class::<generator::FieldPattern>()?;
+    m.add_class::<otg_pattern::PatternForm>()?;
     m.add_class::<generator::HeaderSpec>()?;
     m.add_class::<generator::PayloadSpec>()?;
     m.add_class::<generator::GenDurationSpec>()?;

@@ -11,7 +11,6 @@ IPv4, IPv6 addresses or integers.
 from __future__ import annotations
 
 import functools
-import secrets
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -61,34 +60,48 @@ _FORMATS: dict[str | None, Convert] = {"mac": _mac, "ipv4": _ipv4, "ipv6": _ipv6
 
 @dataclass(frozen=True)
 class _PatternInfo:
-    """What converting one pattern class needs: its value converter and bounds, defaults (its own,
-    its counter's and random's), its properties and choice members, whether it is a checksum."""
+    """What converting one pattern class needs: its value converter and bounds, defaults, its
+    properties and choice members, whether it is a checksum, and its plain choices' converter
+    (None for a checksum)."""
 
     conv: Convert
     lo: int
     hi: int
     defaults: dict[str, Any]
-    counter: dict[str, Any]
-    random: dict[str, Any]
     keys: frozenset[str]
-    sub_keys: frozenset[str]
     members: frozenset[str]
     checksum: bool
+    form: _native.PatternForm | None
 
 
 @cache
 def _info(pattern_class: str) -> _PatternInfo:
     types = _native_types(pattern_class)
     value = types.get("value") or types.get("custom") or {}
-    sub = {k: types[k]["type"] for k in ("increment", "random") if k in types}
-    sub_keys = frozenset(k for c in sub.values() for k in _native_types(c))
     fmt_hi = 2**32 - 1 if value.get("format") == "uint32" else 2**64 - 1
-    return _PatternInfo(_FORMATS.get(value.get("format"), int), value.get("minimum", 0),
-                        min(value.get("maximum", fmt_hi), fmt_hi), schema(pattern_class).defaults,
-                        schema(sub["increment"]).defaults if "increment" in sub else {},
-                        schema(sub["random"]).defaults if "random" in sub else {},
-                        frozenset(types), sub_keys, frozenset(types.get("choice", {}).get("enum", ())),
-                        "generated" in types)
+    fmt = value.get("format") if value.get("format") in _FORMATS else None
+    conv, lo, hi = _FORMATS[fmt], value.get("minimum", 0), min(value.get("maximum", fmt_hi), fmt_hi)
+    defaults, checksum = schema(pattern_class).defaults, "generated" in types
+    form = None if checksum else _form(types, fmt or "int", conv, lo, hi, defaults)
+    return _PatternInfo(conv, lo, hi, defaults, frozenset(types), frozenset(types.get("choice", {}).get("enum", ())),
+                        checksum, form)
+
+
+def _form(types: dict[str, dict], fmt: str, conv: Convert, lo: int, hi: int,
+          defaults: dict[str, Any]) -> _native.PatternForm:
+    """The engine's converter of a pattern class's plain choices, with the model's defaults."""
+    sub = {k: types[k]["type"] for k in ("increment", "random") if k in types}
+    cd = schema(sub["increment"]).defaults if "increment" in sub else {}
+    rd = schema(sub["random"]).defaults if "random" in sub else {}
+    sub_keys = sorted({k for c in sub.values() for k in _native_types(c)})
+
+    def dv(v: Any) -> int:  # a default: in the class's format, or a plain 0 or 1 where the model has none
+        return v if type(v) is int else conv(v)
+    return _native.PatternForm(fmt, lo, hi, dv(defaults.get("value", 0)), [dv(v) for v in defaults.get("values", [0])],
+                               (dv(cd.get("start", 0)), dv(cd.get("step", 1)), cd.get("count", 1)),
+                               (dv(rd.get("min", 0)), dv(rd.get("max", 0)), rd.get("count", 1), rd.get("seed", 1)),
+                               sub_keys, sorted(types), sorted(types.get("choice", {}).get("enum", ())),
+                               defaults.get("choice", "value"))
 
 
 @cache
@@ -97,26 +110,23 @@ def _native_types(class_name: str) -> dict[str, dict]:
     return getattr(_model, class_name)._TYPES
 
 
-def _seed(seed: int) -> int:
-    """OTG's seed 0 asks for values that differ from run to run."""
-    return seed if seed else secrets.randbits(32)
-
-
 def pattern(d: dict, pattern_class: str, path: Callable[[], str], warnings: list[str],
             kind_field: str) -> _native.FieldPattern:
     """One field's OTG pattern object as the engine's pattern (``path()``: where it is, for errors).
-    The config check left it to here (``schema.check(defer_patterns=True)``): anything that does not
-    convert plainly is checked against the model, whose error names the path."""
+    The config check left it to here (``schema.check(defer_patterns=True)``). The plain choices
+    convert in the engine (``_native.PatternForm``); what is not plain, or does not convert, is
+    checked against the model, whose error names the path."""
     info = _info(pattern_class)
-    if len(d) == 2 and d.get("choice") == "value":  # the common case, plainly
-        v = d.get("value")
-        if info.conv is int and type(v) is int and info.lo <= v <= info.hi:
-            return P.fixed(v)
-    members = d.keys() & info.members
-    if not d.keys() <= info.keys or len(members) > 1 or (members and d.get("choice") not in (None, *members)):
-        schema(pattern_class).check(d, path())
+    form = info.form
     try:
-        return _convert(d, info, path, warnings, kind_field, members)
+        p = form.convert(d) if form is not None else None
+        if p is not None:
+            return p
+        members = d.keys() & info.members
+        if not d.keys() <= info.keys or len(members) > 1 or (members and d.get("choice") not in (None, *members)):
+            schema(pattern_class).check(d, path())
+        choice = d.get("choice") or (next(iter(members)) if members else info.defaults.get("choice", "value"))
+        return _convert(d, info, choice, path, warnings, kind_field)
     except ConfigError:
         raise
     except (ValueError, TypeError, OSError, AttributeError) as e:
@@ -130,15 +140,13 @@ def _int(v: Any, info: _PatternInfo) -> int:
     return v
 
 
-def _convert(d: dict, info: _PatternInfo, path: Callable[[], str], warnings: list[str], kind_field: str,
-             members: set[str]) -> _native.FieldPattern:
+def _convert(d: dict, info: _PatternInfo, choice: str, path: Callable[[], str], warnings: list[str],
+             kind_field: str) -> _native.FieldPattern:
+    """What the engine's ``PatternForm`` leaves here: metric tags, checksums, ``auto``."""
     conv = info.conv if info.conv is not int else (lambda v: _int(v, info))
     defaults = info.defaults
-    choice = d.get("choice") or (next(iter(members)) if members else defaults.get("choice", "value"))
     if d.get("metric_tags"):
         raise refusal.refuse("flows[].packet[].*.*.metric_tags", f"{path()}.metric_tags")
-    if choice == "value":
-        return P.fixed(conv(d.get("value", defaults.get("value", 0))))
     if info.checksum:
         generated = d.get("generated", defaults.get("generated"))
         if choice == "custom":
@@ -153,32 +161,17 @@ def _convert(d: dict, info: _PatternInfo, path: Callable[[], str], warnings: lis
         if kind_field == "ethernet.dst":
             warnings.append(refusal.warning("flows[].packet[].ethernet.dst.auto", f"{path()}.auto"))
         return P.auto(conv(auto if auto is not None else defaults.get("value", 0)))
-    if choice == "values":
-        return P.values([conv(v) for v in d.get("values", defaults.get("values", [0]))])
-    sub = d.get(choice) or {}
-    if not isinstance(sub, dict) or not sub.keys() <= info.sub_keys:
-        raise ValueError(f"{choice} is not a {choice} object")
-    if choice in ("increment", "decrement"):
-        cd = info.counter
-        start, step = conv(sub.get("start", cd.get("start", 0))), conv(sub.get("step", cd.get("step", 1)))
-        return P.counter(start, step, _int(sub.get("count", cd.get("count", 1)), _COUNT), choice == "decrement")
-    if choice == "random":
-        rd = info.random
-        lo, hi = conv(sub.get("min", rd.get("min", 0))), conv(sub.get("max", rd.get("max", 0)))
-        if lo > hi:
-            raise ConfigError(f"{path()}.random", f"min {sub.get('min')} is above max {sub.get('max')}: swap them")
-        count = _int(sub.get("count", rd.get("count", 1)), _COUNT)
-        return P.random(lo, hi, count, _seed(_int(sub.get("seed", rd.get("seed", 1)), _COUNT)))
+    if choice == "value":  # a checksum class's
+        return P.fixed(conv(d.get("value", defaults.get("value", 0))))
     raise ValueError(f"choice {choice!r}")
 
 
-#: Bounds of counts and seeds (uint32), and of a custom checksum.
-_COUNT = _PatternInfo(int, 0, 2**32 - 1, {}, {}, {}, frozenset(), frozenset(), frozenset(), False)
-_CHECKSUM = _PatternInfo(int, 0, 0xFFFF, {}, {}, {}, frozenset(), frozenset(), frozenset(), False)
+#: Bounds of a custom checksum.
+_CHECKSUM = _PatternInfo(int, 0, 0xFFFF, {}, frozenset(), frozenset(), False, None)
 
-#: How a header body's property is mapped: a field pattern (its class, the engine's name), a
-#: nested object to walk (its class), or refused (the table's entry).
-_Action = tuple[str, str, str]
+#: How a header body's property is mapped: a field pattern (its class, the engine's name, the
+#: field as refusals name it), a nested object to walk (its class), or refused (the table's entry).
+_Action = tuple[str, str, str, str]
 
 
 @cache
@@ -187,20 +180,21 @@ def _actions(kind: str, class_name: str, at: tuple[str, ...]) -> dict[str, _Acti
     for prop, spec in _native_types(class_name).items():
         t = spec["type"]
         if not isinstance(t, str):
-            out[prop] = ("skip", "", "") if prop == "choice" else ("refuse", f"flows[].packet[].{kind}.{prop}", "")
+            refused: _Action = ("refuse", f"flows[].packet[].{kind}.{prop}", "", "")
+            out[prop] = ("skip", "", "", "") if prop == "choice" else refused
         elif kind == "ethernet" and prop == "pfc_queue":
-            out[prop] = ("refuse", "flows[].packet[].ethernet.pfc_queue", "")
+            out[prop] = ("refuse", "flows[].packet[].ethernet.pfc_queue", "", "")
         elif t.startswith("PatternFlow"):
-            out[prop] = ("pattern", t, NESTED.get((kind, (*at, prop)), prop) if at else prop)
+            out[prop] = ("pattern", t, NESTED.get((kind, (*at, prop)), prop) if at else prop, f"{kind}.{prop}")
         elif (kind, (*at, prop)) in _NESTS:
-            out[prop] = ("nest", t, "")
+            out[prop] = ("nest", t, "", "")
         else:
-            out[prop] = ("refuse", f"flows[].packet[].{kind}.{prop}", "")
+            out[prop] = ("refuse", f"flows[].packet[].{kind}.{prop}", "", "")
     return out
 
 
-def _path(path: str, at: tuple[str, ...]) -> str:
-    return f"{path}.{'.'.join(at)}"
+def _path(path: str, at: tuple[str, ...], prop: str) -> str:
+    return f"{path}.{'.'.join((*at, prop))}"
 
 
 def _header_fields(kind: str, body: dict, path: str, warnings: list[str], out: list) -> None:
@@ -209,10 +203,9 @@ def _header_fields(kind: str, body: dict, path: str, warnings: list[str], out: l
     def walk(obj: dict, class_name: str, at: tuple[str, ...]) -> None:
         actions = _actions(kind, class_name, at)
         for prop, value in obj.items():
-            what, arg, name = actions[prop]
+            what, arg, name, kind_field = actions[prop]
             if what == "pattern":
-                out.append((name, pattern(value, arg, functools.partial(_path, path, (*at, prop)), warnings,
-                                          f"{kind}.{prop}")))
+                out.append((name, pattern(value, arg, functools.partial(_path, path, at, prop), warnings, kind_field)))
             elif what == "nest":
                 walk(value, arg, (*at, prop))
             elif what == "refuse" and value != []:
