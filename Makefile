@@ -24,7 +24,7 @@ study-host-tuning: build
 test: build lint test-rust test-python
 
 test-rust:
-	cargo test --workspace --exclude netrig-py --release -q
+	cargo test --workspace --exclude netrig-py --profile test-ci -q
 
 test-python: build
 	$(PY) -m pytest -q --durations=30 tests
