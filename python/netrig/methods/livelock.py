@@ -48,6 +48,7 @@ from netrig.methodology.tester import NO_LIMIT, ProvenLimit, Verdict
 from netrig.methodology.vocabulary import helptext
 from netrig.model import FrameSize, LineRate, defaults, format_ns, format_pps, rate_object
 from netrig.view import fmt
+from netrig.view.frame_results import read_frame_results
 from netrig.view.html import esc, figure, table_html
 from netrig.view.markdown import section_md, table_md
 from netrig.view.plotkit import (
@@ -60,7 +61,7 @@ from netrig.view.plotkit import (
     si,
     size_title,
 )
-from netrig.view.run_view import RunView, Stat, frame_size_label, frame_size_sort_key, num, obj, objs
+from netrig.view.run_view import RunView, Stat, frame_size_label, frame_size_sort_key
 from netrig.view.table import Table, by_size, ratio_header, size_of_label, sizes_of
 
 if TYPE_CHECKING:
@@ -275,37 +276,59 @@ def measure_livelock(measurer: Measurer, frame: FrameSize, line_rate: LineRate,
 METHOD_NAME = "livelock"
 
 
-def entries(run: RunView) -> list[dict]:
-    """Per frame size: ``{frame_size, points: [{intended_pps, forwarded: Stat}], held_back: [the same,
-    for backpressure trials], mlfrr: Stat|None, max_lossfree: Stat|None, slope: Stat|None,
-    cpu_ns: Stat|None, fit_points, backpressure_from: float|None}``."""
+@dataclass(frozen=True)
+class LoadStat:
+    """One load of a frame size in a report: what was forwarded there over the repetitions."""
+
+    intended_pps: float
+    forwarded: Stat
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One frame size of a run as the report draws it: its loads (held-back ones apart), the
+    fitted model's stats over repetitions, the loads fitted and where backpressure began."""
+
+    frame_size: Any
+    points: list[LoadStat]
+    held_back: list[LoadStat]
+    backpressure_from: float | None
+    mlfrr: Stat | None
+    max_lossfree: Stat | None
+    slope: Stat | None
+    cpu_ns: Stat | None
+    fit_points: int
+
+
+def _loads(reps: Sequence[LivelockResult]) -> tuple[dict[float, list[float]], dict[float, list[float]]]:
+    """Forwarded rates by load over the repetitions: the valid loads, and those held back."""
+    by_load: dict[float, list[float]] = {}
+    held: dict[float, list[float]] = {}
+    for rep in reps:
+        for p in rep.points or ():
+            if p.intended_pps is None or p.forwarded_pps is None:
+                continue
+            if p.backpressure is True:
+                held.setdefault(round(p.intended_pps, 1), []).append(p.forwarded_pps)
+            elif p.valid is not False:
+                by_load.setdefault(round(p.intended_pps, 1), []).append(p.forwarded_pps)
+    return by_load, held
+
+
+def entries(run: RunView) -> list[Entry]:
+    """Per frame size of ``run`` that has loads, its :class:`Entry`, in frame-size order."""
     out = []
-    for r in run.method_results(METHOD_NAME):
-        reps = objs(r, "repetitions")
-        by_load: dict[float, list[float]] = {}
-        held: dict[float, list[float]] = {}
-        for rep in reps:
-            for p in objs(rep, "points"):
-                off, fwd = num(p, "intended_pps"), num(p, "forwarded_pps")
-                if off is None or fwd is None:
-                    continue
-                if p.get("backpressure") is True:
-                    held.setdefault(round(off, 1), []).append(fwd)
-                elif p.get("valid") is not False:
-                    by_load.setdefault(round(off, 1), []).append(fwd)
-        pts = [{"intended_pps": off, "forwarded": Stat.over(v)} for off, v in sorted(by_load.items())]
-        held_back = [{"intended_pps": off, "forwarded": Stat.over(v)} for off, v in sorted(held.items())]
+    for r in run.frame_results(METHOD_NAME, LivelockResult):
+        by_load, held = _loads(r.repetitions)
+        pts = [LoadStat(off, Stat.of(statistics.median(v), min(v), max(v))) for off, v in sorted(by_load.items())]
+        held_back = [LoadStat(off, Stat.of(statistics.median(v), min(v), max(v))) for off, v in sorted(held.items())]
         if not pts and not held_back:
             continue
-        st = obj(r, "stats")
-        out.append({"frame_size": r.get("frame_size"), "points": pts, "held_back": held_back,
-                    "backpressure_from": min(held) if held else None,
-                    "mlfrr": Stat.from_stats(st.get("mlfrr_pps")),
-                    "max_lossfree": Stat.from_stats(st.get("max_lossfree_pps")),
-                    "slope": Stat.from_stats(st.get("collapse_slope")),
-                    "cpu_ns": Stat.from_stats(st.get("cpu_ns_per_frame")),
-                    "fit_points": max((int(num(x, "fit_points") or 0) for x in reps), default=0)})
-    out.sort(key=lambda e: frame_size_sort_key(e["frame_size"]))
+        out.append(Entry(r.frame_size, pts, held_back, min(held) if held else None,
+                         Stat.from_spread(r.spread("mlfrr_pps")), Stat.from_spread(r.spread("max_lossfree_pps")),
+                         Stat.from_spread(r.spread("collapse_slope")), Stat.from_spread(r.spread("cpu_ns_per_frame")),
+                         max((int(x.fit_points or 0) for x in r.repetitions), default=0)))
+    out.sort(key=lambda e: frame_size_sort_key(e.frame_size))
     return out
 
 
@@ -315,23 +338,22 @@ def table(run: RunView) -> Table:
               caption="median of repetitions (min–max of repetitions); \"DUT slowed the sender\": loads at which "
                       "the DUT held the tester back (backpressure) instead of dropping — failed loads, not fitted")
     for e in entries(run):
-        size, mlfrr = e["frame_size"], e["mlfrr"]
-        slope = e["slope"]
-        top = max(e["points"] + e["held_back"], key=lambda p: p["intended_pps"])
+        size, mlfrr, slope = e.frame_size, e.mlfrr, e.slope
+        top = max(e.points + e.held_back, key=lambda p: p.intended_pps)
         t.add([fmt.size(size), fmt.fps_stat(mlfrr), fmt.pct(run.pct_of_line_rate(size, mlfrr.value) if mlfrr else None),
-               fmt.fps_stat(e["max_lossfree"]), f"{slope.value:.3f}" if slope else fmt.DASH,
-               fmt.fps(top["forwarded"].value), fmt.ns(e["cpu_ns"].value if e["cpu_ns"] else None),
-               str(e["fit_points"] or fmt.DASH), fmt.fps(e["backpressure_from"])])
+               fmt.fps_stat(e.max_lossfree), f"{slope.value:.3f}" if slope else fmt.DASH,
+               fmt.fps(top.forwarded.value), fmt.ns(e.cpu_ns.value if e.cpu_ns else None),
+               str(e.fit_points or fmt.DASH), fmt.fps(e.backpressure_from)])
     return t
 
 
 def no_fit_notes(run: RunView) -> list[str]:
     """Why a frame size has no fitted model when its loads failed by backpressure only."""
-    return [f"{fmt.size(e['frame_size'])}: no collapse to fit — from {fmt.fps(e['backpressure_from'])} intended the "
+    return [f"{fmt.size(e.frame_size)}: no collapse to fit — from {fmt.fps(e.backpressure_from)} intended the "
             "DUT slowed the sender instead of dropping frames (backpressure; on veth its forwarding runs in softirq "
             "on the sender's CPU), so it cannot livelock on this test bed. The knee is the measured maximum "
             "loss-free load; the held-back loads are drawn as open triangles, not fitted."
-            for e in entries(run) if e["mlfrr"] is None and e["held_back"]]
+            for e in entries(run) if e.mlfrr is None and e.held_back]
 
 
 @plot("livelock")
@@ -343,7 +365,7 @@ def livelock_plot(runs: Sequence[RunView]) -> Figure | None:
     sizes: dict[str, Any] = {}
     for r in runs:
         for entry in entries(r):
-            sizes.setdefault(frame_size_label(entry["frame_size"]), entry["frame_size"])
+            sizes.setdefault(frame_size_label(entry.frame_size), entry.frame_size)
     if not sizes:
         return None
     ordered = sorted(sizes.values(), key=frame_size_sort_key)
@@ -351,28 +373,27 @@ def livelock_plot(runs: Sequence[RunView]) -> Figure | None:
     for ax, size in zip(axes, ordered):
         top = 0.0
         for i, r in enumerate(runs):
-            e: dict | None = next((x for x in entries(r)
-                                   if frame_size_label(x["frame_size"]) == frame_size_label(size)), None)
+            e = next((x for x in entries(r) if frame_size_label(x.frame_size) == frame_size_label(size)), None)
             if e is None:
                 continue
             c = run_colour(i)
-            xs = [p["intended_pps"] for p in e["points"]]
-            ax.plot(xs, [p["forwarded"].value for p in e["points"]], color=c, marker="o", ls="none",
+            xs = [p.intended_pps for p in e.points]
+            ax.plot(xs, [p.forwarded.value for p in e.points], color=c, marker="o", ls="none",
                     label=f"{r.name}: measured" if len(runs) > 1 else "measured")
-            if e["held_back"]:
-                hx = [p["intended_pps"] for p in e["held_back"]]
-                ax.plot(hx, [p["forwarded"].value for p in e["held_back"]], color=c, marker="^", mfc="none",
+            if e.held_back:
+                hx = [p.intended_pps for p in e.held_back]
+                ax.plot(hx, [p.forwarded.value for p in e.held_back], color=c, marker="^", mfc="none",
                         ls="none", label=(f"{r.name}: " if len(runs) > 1 else "") + "DUT slowed the sender "
                         "(backpressure), per second of real sending")
                 xs = xs + hx
-            if e["max_lossfree"] is not None and e["mlfrr"] is None:
-                k = e["max_lossfree"].value
+            if e.max_lossfree is not None and e.mlfrr is None:
+                k = e.max_lossfree.value
                 ax.plot([k], [k], marker="*", ms=13, color=c, mec="black", mew=0.6, ls="none", zorder=6)
                 ax.annotate(f"max loss-free {si(k)}fps (no collapse to fit)", (k, k), xytext=(6, -14 - 10 * i),
                             textcoords="offset points", fontsize=7.5, color=c)
             top = max(top, max(xs))
-            if e["mlfrr"] is not None and e["slope"] is not None:
-                k, s = e["mlfrr"].value, e["slope"].value
+            if e.mlfrr is not None and e.slope is not None:
+                k, s = e.mlfrr.value, e.slope.value
                 mx = max(xs)
                 ax.plot([0, k, mx], [0, k, k - s * (mx - k)], color=c, ls="--", lw=1.3,
                         label=f"{r.name}: model" if len(runs) > 1 else "model")
@@ -423,12 +444,12 @@ class Livelock(Method):
         return params.max_pct
 
     def console_rows(self, result: dict, flags: str) -> list[list[str]]:
-        st = result.get("stats", {})
-        m, ml = st.get("mlfrr_pps", {}).get("median"), st.get("max_lossfree_pps", {}).get("median")
-        s, cpu = st.get("collapse_slope", {}).get("median"), st.get("cpu_ns_per_frame", {}).get("median")
-        h = result.get("headline") or {}
-        return [[fmt.size(result["frame_size"]), format_pps(m) if m is not None else "none",
-                 f"{h['pct_line_rate']:.2f}" if m is not None and h.get("pct_line_rate") is not None else "—",
+        r = read_frame_results(result, LivelockResult)
+        m, ml = r.spread("mlfrr_pps").median, r.spread("max_lossfree_pps").median
+        s, cpu = r.spread("collapse_slope").median, r.spread("cpu_ns_per_frame").median
+        pct = r.headline.pct_line_rate if r.headline else None
+        return [[fmt.size(r.frame_size), format_pps(m) if m is not None else "none",
+                 f"{pct:.2f}" if m is not None and pct is not None else "—",
                  format_pps(ml) if ml is not None else "none",
                  f"{s:.3f}" if s is not None else "-", format_ns(cpu) if cpu is not None else "-", flags]]
 
@@ -450,7 +471,7 @@ class Livelock(Method):
         t = Table(ratio_header([r.name for r in runs]))
         data = [by_size(entries(r)) for r in runs]
         for lab in sizes_of(data):
-            vals = [(d[lab]["mlfrr"].value if lab in d and d[lab]["mlfrr"] else None) for d in data]
+            vals = [(m.value if lab in d and (m := d[lab].mlfrr) else None) for d in data]
             row = [fmt.size(size_of_label(lab)), fmt.fps(vals[0])]
             for v in vals[1:]:
                 row += [fmt.fps(v), fmt.ratio_pct(v, vals[0])]
