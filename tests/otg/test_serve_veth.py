@@ -355,9 +355,9 @@ def test_a_new_config_on_the_same_ports_keeps_them_open_and_counts_only_its_own_
     ns_a, if_a, ns_b, if_b = veth
     ports = [ServePort(f"{if_a}@{ns_a}", Port(if_a, ns_a), None), ServePort(f"{if_b}@{ns_b}", Port(if_b, ns_b), None)]
 
-    def cfg(frames: int, pps: int) -> dict:
+    def cfg(frames: int, pps: int, tx: str = "p1", rx: str = "p2") -> dict:
         return {"ports": [{"name": "p1", "location": ports[0].name}, {"name": "p2", "location": ports[1].name}],
-                "flows": [{"name": "f", "tx_rx": {"choice": "port", "port": {"tx_name": "p1", "rx_names": ["p2"]}},
+                "flows": [{"name": "f", "tx_rx": {"choice": "port", "port": {"tx_name": tx, "rx_names": [rx]}},
                            "packet": [{"choice": "ethernet"}, {"choice": "ipv4"}, {"choice": "udp"}],
                            "rate": {"pps": pps}, "duration": {"fixed_packets": {"packets": frames}}}]}
     start = {"choice": "traffic", "traffic": {"choice": "flow_transmit", "flow_transmit": {"state": "start"}}}
@@ -369,15 +369,17 @@ def test_a_new_config_on_the_same_ports_keeps_them_open_and_counts_only_its_own_
         svc.control_state(start)
         time.sleep(0.2)  # the first config is mid-flow when it is replaced
         assert svc.generator.flow_stats()[0].tx_frames > 0
-        svc.set_config(cfg(40, 1000))
-        assert _xdp_prog_id(if_b, ns_b) == prog, "the ports stayed open"
-        svc.control_state(start)
-        deadline = time.monotonic() + 10
-        while svc.generator.flow_states()[0] != "done" and time.monotonic() < deadline:
-            time.sleep(0.02)
-        time.sleep(0.1)
-        s = svc.generator.flow_stats()[0]
-        assert (s.tx_frames, s.rx_frames) == (40, 40)
+        # then the other way round: the port that only received now sends too (its queue opened then)
+        for tx, rx in (("p1", "p2"), ("p2", "p1")):
+            svc.set_config(cfg(40, 1000, tx, rx))
+            assert _xdp_prog_id(if_b, ns_b) == prog, "the ports stayed open"
+            svc.control_state(start)
+            deadline = time.monotonic() + 10
+            while svc.generator.flow_stats()[0].rx_frames < 40 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            time.sleep(0.05)  # a frame too many (the old config's) would show now
+            s = svc.generator.flow_stats()[0]
+            assert (s.tx_frames, s.rx_frames) == (40, 40), (tx, rx)
     finally:
         svc.close()
     assert _xdp_prog_id(if_b, ns_b) is None, "closing the service detaches the XDP program"
