@@ -25,7 +25,7 @@ __all__ = [
     "InterfaceInfo", "IoProbe", "interface_info", "list_interfaces", "probe_io", "probe_xdp_program", "line_rate_fps",
     "linear_ramp", "WIRE_DEFAULT_RING", "WIRE_MIN_RING", "WIRE_MAX_RING", "WireCounts",
     "wire_attach", "wire_counts", "wire_detach", "STACK_HEADERS", "SIGNATURE_BYTES", "FieldPattern", "PatternForm",
-    "HeaderSpec",
+    "HeaderForm", "HeaderSpec",
     "PayloadSpec", "GenDurationSpec", "GenFlowSpec", "CaptureSpec", "Generator", "GenFlowStats", "GenPortStats",
 ]
 
@@ -1143,6 +1143,18 @@ class PatternForm:
         """``d`` as the engine's pattern when its choice is plain (``value``, ``values``,
         ``increment``, ``decrement``, ``random``) and it is what the model accepts; else None
         (auto, checksums, metric tags, a malformed object). A bad value: ``ValueError``."""
+
+@final
+class HeaderForm:
+    """How one OTG header kind's body converts to the engine's header in one pass: its properties
+    by path inside the body (``skip``, ``pattern`` with the class's form and the engine's field
+    name, ``nest``), the engine's fields whose default is not 0, and the fields that share bits."""
+
+    def __new__(cls, kind: str, props: Sequence[tuple[str, str, PatternForm | None, str]],
+                defaults: Sequence[tuple[str, FieldPattern]], overlaps: Sequence[str]) -> HeaderForm: ...
+    def convert(self, body: object) -> HeaderSpec | None:
+        """``body`` as the engine's header, the defaults added; None when anything in it is not
+        plain (a refused property, a checksum or ``auto`` field, a bad value: the caller's)."""
 
 @final
 class HeaderSpec:

@@ -160,3 +160,54 @@ def test_the_docs_table_is_the_refusal_table():
     end = text.index("<!-- end refusal table -->")
     assert text[start:end].split("\n", 1)[1] == refusal.markdown(), "docs/otg.md: regenerate the table " \
         "(python -c 'from netrig.otg import refusal; print(refusal.markdown())')"
+
+
+def _plain_value(pattern_class: str, k: int):
+    """A valid plain value of a pattern class (its model format), different for different ``k``."""
+    info = headers._info(pattern_class)
+    if info.conv is headers._mac:
+        return f"02:00:00:00:00:{k % 200 + 1:02x}"
+    if info.conv is headers._ipv4:
+        return f"198.18.0.{k % 200 + 1}"
+    if info.conv is headers._ipv6:
+        return f"2001:2::{k % 200 + 1:x}"
+    return min(info.lo + k % 3 + 1, info.hi)
+
+
+def _plain_bodies(kind: str):
+    """Bodies of a ``kind`` header with every field pattern set (nested ones too), each body in one
+    of the plain choices, taken in turn."""
+    choices = ("value", "values", "increment", "decrement", "random")
+    for c in range(len(choices)):
+        body: dict = {}
+
+        def fill(obj: dict, class_name: str, at: tuple[str, ...], c: int = c) -> None:
+            for k, (prop, (what, arg, _, _)) in enumerate(headers._actions(kind, class_name, at).items()):
+                if what == "nest":
+                    fill(obj.setdefault(prop, {}), arg, (*at, prop), c)
+                elif what == "pattern" and headers._info(arg).form is not None:
+                    mine = [x for x in choices if x in headers._info(arg).members]  # the class's choices
+                    v, ch = _plain_value(arg, k), mine[(c + k) % len(mine)]
+                    obj[prop] = {"choice": "value", "value": v} if ch == "value" else \
+                        {"choice": "values", "values": [v, _plain_value(arg, k + 1)]} if ch == "values" else \
+                        {"choice": ch, ch: {"start": v, "step": _plain_value(arg, 0), "count": 3}} \
+                        if ch in ("increment", "decrement") else \
+                        {"choice": "random", "random": {"min": v, "max": v, "count": 4, "seed": 7}}
+        fill(body, headers._BODY_CLASS[kind], ())
+        yield body
+
+
+@pytest.mark.parametrize("kind", [k for k in headers.KINDS if k != "custom"])
+def test_the_engines_header_walk_maps_every_plain_field_as_the_python_walk_does(kind):
+    """``_native.HeaderForm`` (the one pass the scale of a 4096-flow config needs) gives, for a body
+    with every field pattern in every plain choice, the header the field-by-field walk gives; what is
+    not plain (a checksum, ``auto``, a refused property) it leaves to that walk."""
+    form = headers._header_form(kind)
+    for body in _plain_bodies(kind):
+        fast = form.convert(copy.deepcopy(body))
+        assert fast is not None, body
+        assert repr(fast) == repr(headers.walked(kind, body, "p", [])), body
+    assert form.convert({"no_such_field": {"value": 1}}) is None
+    if kind == "udp":
+        assert form.convert({"checksum": {"choice": "generated", "generated": "bad"}}) is None
+        assert form.convert({"src_port": {"choice": "value", "value": 70000}}) is None

@@ -132,6 +132,10 @@ impl HeaderSpec {
     fn kind(&self) -> &'static str {
         self.0.kind.name()
     }
+
+    fn __repr__(&self) -> String {
+        format!("HeaderSpec({:?})", self.0)
+    }
 }
 
 /// What fills a frame after its headers: `fixed` (a byte pattern, repeated or then zeros),

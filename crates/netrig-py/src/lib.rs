@@ -608,6 +608,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DEFAULT_CAPTURE_BATCH", netrig_engine::capture::DEFAULT_CAPTURE_BATCH)?;
     m.add_class::<generator::FieldPattern>()?;
     m.add_class::<otg_pattern::PatternForm>()?;
+    m.add_class::<otg_pattern::HeaderForm>()?;
     m.add_class::<generator::HeaderSpec>()?;
     m.add_class::<generator::PayloadSpec>()?;
     m.add_class::<generator::GenDurationSpec>()?;

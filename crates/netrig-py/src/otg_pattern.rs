@@ -14,7 +14,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyInt, PyString};
 
-use crate::generator::FieldPattern;
+use crate::generator::{FieldPattern, HeaderSpec};
 
 /// How a pattern class writes its values (the model's `format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -226,5 +226,97 @@ impl PatternForm {
             c => return Err(bad(format!("choice {c:?}"))),
         };
         Ok(Some(FieldPattern(p)))
+    }
+}
+
+/// What one property of an OTG header body (at a path inside it) maps to.
+#[derive(Debug)]
+enum Prop {
+    /// The header's own `choice`: nothing to map.
+    Skip,
+    /// A field pattern: its class's form and the engine's field name.
+    Pattern(Py<PatternForm>, String),
+    /// A nested object walked into (IPv4's `priority`, ICMP's `echo`).
+    Nest,
+}
+
+/// How one OTG header kind's body converts to the engine's header: a walk over its properties,
+/// each field pattern through its [`PatternForm`], the model's non-zero defaults added for the
+/// fields left unset. Whatever is not plain — a refused property, a pattern the form leaves to
+/// Python, a bad value — gives `None`, and Python maps the header (naming the path of an error).
+#[pyclass(frozen, module = "netrig._native")]
+#[derive(Debug)]
+pub struct HeaderForm {
+    kind: netrig_wire::stack::HeaderKind,
+    /// By the property's path inside the body, joined with `.`.
+    props: std::collections::HashMap<String, Prop>,
+    defaults: Vec<(String, Pattern)>,
+    /// Fields that share bits: setting one leaves the defaults of all of them out.
+    overlaps: Vec<String>,
+}
+
+impl HeaderForm {
+    fn walk(&self, obj: &Bound<'_, PyDict>, at: &str, out: &mut Vec<(String, Pattern)>) -> PyResult<bool> {
+        for (k, v) in obj.iter() {
+            let Ok(k) = k.downcast_into::<PyString>() else { return Ok(false) };
+            let path = if at.is_empty() { k.to_str()?.to_string() } else { format!("{at}.{}", k.to_str()?) };
+            match self.props.get(&path) {
+                Some(Prop::Skip) => {}
+                Some(Prop::Pattern(form, name)) => match form.get().convert(&v) {
+                    Ok(Some(p)) => out.push((name.clone(), p.0)),
+                    _ => return Ok(false),
+                },
+                Some(Prop::Nest) => match v.downcast::<PyDict>() {
+                    Ok(d) if self.walk(d, &path, out)? => {}
+                    _ => return Ok(false),
+                },
+                None => return Ok(false),
+            }
+        }
+        Ok(true)
+    }
+}
+
+#[pymethods]
+impl HeaderForm {
+    /// `props`: (path inside the body, `skip` | `pattern` | `nest`, the pattern's form, the
+    /// engine's field name); `defaults`: the engine's fields whose model default is not 0.
+    #[new]
+    fn new(
+        kind: &str,
+        props: Vec<(String, String, Option<Py<PatternForm>>, String)>,
+        defaults: Vec<(String, FieldPattern)>,
+        overlaps: Vec<String>,
+    ) -> PyResult<Self> {
+        let kind =
+            netrig_wire::stack::HeaderKind::parse(kind).ok_or_else(|| bad(format!("{kind:?} is not a header")))?;
+        let mut map = std::collections::HashMap::new();
+        for (path, what, form, name) in props {
+            let prop = match (what.as_str(), form) {
+                ("skip", _) => Prop::Skip,
+                ("nest", _) => Prop::Nest,
+                ("pattern", Some(f)) => Prop::Pattern(f, name),
+                _ => continue, // refused, or a checksum's: Python's
+            };
+            map.insert(path, prop);
+        }
+        Ok(HeaderForm { kind, props: map, defaults: defaults.into_iter().map(|(n, p)| (n, p.0)).collect(), overlaps })
+    }
+
+    /// The header body `body` as the engine's header; `None` when it is not plain (see the type).
+    fn convert(&self, body: &Bound<'_, PyAny>) -> PyResult<Option<HeaderSpec>> {
+        let Ok(body) = body.downcast::<PyDict>() else { return Ok(None) };
+        let mut fields = Vec::with_capacity(body.len() + self.defaults.len());
+        if !self.walk(body, "", &mut fields)? {
+            return Ok(None);
+        }
+        let overlapped = fields.iter().any(|(n, _)| self.overlaps.contains(n));
+        for (n, p) in &self.defaults {
+            let taken = fields.iter().any(|(f, _)| f == n) || (overlapped && self.overlaps.contains(n));
+            if !taken {
+                fields.push((n.clone(), p.clone()));
+            }
+        }
+        Ok(Some(HeaderSpec(netrig_wire::stack::HeaderSpec { kind: self.kind, fields, bytes: Vec::new() })))
     }
 }

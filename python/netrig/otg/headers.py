@@ -257,13 +257,39 @@ def header(h: dict, path: str, warnings: list[str]) -> _native.HeaderSpec:
         if len(text) % 2:
             raise ConfigError(f"{path}.custom.bytes", "an odd number of hex digits: give whole bytes")
         return _native.HeaderSpec("custom", (), bytes.fromhex(text))
+    spec = _header_form(kind).convert(body)  # the plain case, in one pass in the engine
+    return spec if spec is not None else walked(kind, body, f"{path}.{kind}", warnings)
+
+
+def walked(kind: str, body: dict, path: str, warnings: list[str]) -> _native.HeaderSpec:
+    """A header body mapped here, field by field: what :func:`header` does with a body the engine's
+    :class:`_native.HeaderForm` leaves to it (and the reference that form is tested against)."""
     fields: list[tuple[str, _native.FieldPattern]] = []
-    _header_fields(kind, body, f"{path}.{kind}", warnings, fields)
+    _header_fields(kind, body, path, warnings, fields)
     taken = {n for n, _ in fields}
     if kind in _OVERLAPS and taken & _OVERLAPS[kind]:
         taken |= _OVERLAPS[kind]
     fields += [(n, p) for n, p in defaults(kind) if n not in taken]
     return _native.HeaderSpec(kind, fields)
+
+
+@cache
+def _header_form(kind: str) -> _native.HeaderForm:
+    """The engine's converter of a plain ``kind`` header body: this module's walk (``_actions``),
+    each pattern's form, the defaults and overlaps, as one table."""
+    props: list[tuple[str, str, _native.PatternForm | None, str]] = []
+
+    def walk(class_name: str, at: tuple[str, ...]) -> None:
+        for prop, (what, arg, name, _) in _actions(kind, class_name, at).items():
+            path = ".".join((*at, prop))
+            if what == "pattern":
+                props.append((path, what, _info(arg).form, name))
+            elif what in ("nest", "skip"):
+                props.append((path, what, None, ""))
+                if what == "nest":
+                    walk(arg, (*at, prop))
+    walk(_BODY_CLASS[kind], ())
+    return _native.HeaderForm(kind, props, list(defaults(kind)), sorted(_OVERLAPS.get(kind, ())))
 
 
 #: Engine fields that share bits: setting one of them leaves the others' defaults out.
