@@ -213,7 +213,7 @@ def make(name: str, dut_pps: float, cost: float, seed: int, started: datetime) -
     bursts = [int(capacity[64] * 0.0021 * rng.uniform(0.95, 1.05)) for _ in range(5)]
     mb = statistics.mean(bursts)
     b2b = {"bursts_frames": bursts, "mean_burst_frames": mb, "stdev_burst_frames": statistics.stdev(bursts),
-           "line_rate_fps": line_rate(64), "throughput_fps": tput[64], "implied_buffer_time_s": mb / line_rate(64),
+           "burst_rate_fps": line_rate(64), "throughput_fps": tput[64], "implied_buffer_time_s": mb / line_rate(64),
            "corrected_buffer_time_s": (mb / line_rate(64)) * (tput[64] / line_rate(64)), "max_burst_reached": False}
     summary.append({"method": "rfc2544_back_to_back", "method_index": 3, "label": "RFC 2544 §26.4 back-to-back",
                     "params": {"trials": 5, "throughput_from": 0},

@@ -109,3 +109,73 @@ def test_throughput_written_before_bounded_by_tester_claims_no_bound():
                                                       "results": [{"frame_size": 64, "repetitions": [rep]}]}]})
     got = doc["summary"][0]["results"][0]["repetitions"][0]
     assert got["tester_limited"] is False and got["bounded_by_tester"] is False and got["upper_pps"] is None
+
+
+#: Methods whose stored repetition is not yet the whole of their type: iperf writes its intervals as
+#: ``per_interval`` (time, rate, frames received) and no ``duration_s``, and its report reads those;
+#: a soak's parameters are its summary entry's, not the repetition's.
+NOT_YET_ROUND_TRIP = {"iperf", "soak"}
+
+
+def _sample(hint: object, k: int = 1) -> object:
+    """A value of type ``hint`` (a dataclass: its fields without defaults filled the same way, the
+    others at their defaults), for a result built from nothing but its type."""
+    import enum
+    import types
+    import typing
+
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    plain = {FrameSize: FrameSize.parse(64), LineRate: LineRate(bps=1e9, source="config"), bool: True, int: 2 + k,
+             float: 0.25 + k / 100, str: "1kpps"}
+    if hint in plain:
+        return plain[hint]  # type: ignore[index]
+    if origin is typing.Literal:
+        return args[0]
+    if origin in (typing.Union, types.UnionType):
+        return _sample(next(a for a in args if a is not type(None)), k)
+    if origin in (tuple, list) and args and (args[0] is dict or typing.get_origin(args[0]) is dict):
+        return origin()  # raw records (a soak's monitor rows): none
+    if origin is tuple:
+        return (_sample(args[0], k), _sample(args[0], k + 1)) if args[1:] == (Ellipsis,) else \
+            tuple(_sample(a, k) for a in args)
+    if origin is list:
+        return [_sample(args[0], k)]
+    if origin is dict or hint is dict:
+        return {}
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return next(iter(hint))
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        hints = typing.get_type_hints(hint)
+        return hint(**{f.name: _sample(hints[f.name], k) for f in dataclasses.fields(hint) if f.init
+                       and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING})
+    raise TypeError(f"no sample value for {hint!r}")
+
+
+@pytest.mark.parametrize("method", [m for m in REGISTRY if m.stack_kind is None], ids=lambda m: m.name)
+def test_every_method_result_round_trips_through_what_it_writes(method):
+    """Every method's result type, written (``to_dict``) and read back (``read_result``), writes the
+    same document again: no field the type is read from is left out of what it writes."""
+    frame, lr = FrameSize.parse(64), LineRate(bps=1e9, source="config")
+    written = _json(_sample(method.result_class()).to_dict())
+    if method.name in NOT_YET_ROUND_TRIP:
+        with pytest.raises(ResultError):
+            method.read_result(written, frame, lr)
+        return
+    assert _json(method.read_result(written, frame, lr).to_dict()) == written
+
+
+def test_repetitions_written_before_every_field_was_read_back_still_load():
+    """A back-to-back repetition with its burst rate as ``line_rate_fps`` and a system recovery without
+    ``switch_s`` (written before their types were read back) load as the types now write them."""
+    from netrig.results import migrate
+
+    b2b = {"bursts_frames": [100], "line_rate_fps": 1488095.0, "throughput_fps": 1e6, "max_burst_reached": False,
+           "resolution_frames": 1}
+    rec = {"throughput_pps": 1e5, "overload_pps": 1.1e5, "recovery_pps": 5e4, "valid": True,
+           "intervals": [{"t_s": 0.0, "phase": 0}, {"t_s": 2.03, "phase": 1}]}
+    doc = migrate({"schema_version": 3, "summary": [
+        {"method": "rfc2544_back_to_back", "results": [{"frame_size": 64, "repetitions": [b2b]}]},
+        {"method": "rfc2544_system_recovery", "results": [{"frame_size": 64, "repetitions": [rec]}]}]})
+    (b2b_back,), (rec_back,) = (e["results"][0]["repetitions"] for e in doc["summary"])
+    assert b2b_back["burst_rate_fps"] == 1488095.0 and "line_rate_fps" not in b2b_back
+    assert rec_back["switch_s"] == 2.03

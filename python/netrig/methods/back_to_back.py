@@ -118,7 +118,7 @@ class BackToBackResult:
     def to_dict(self) -> dict:
         return {
             "bursts_frames": list(self.bursts_frames), "mean_burst_frames": self.mean_burst_frames,
-            "stdev_burst_frames": self.stdev_burst_frames, "line_rate_fps": self.burst_rate_fps,
+            "stdev_burst_frames": self.stdev_burst_frames, "burst_rate_fps": self.burst_rate_fps,
             "throughput_fps": self.throughput_fps, "implied_buffer_time_s": self.implied_buffer_time_s,
             "corrected_buffer_time_s": self.corrected_buffer_time_s,
             "max_burst_reached": self.max_burst_reached, "resolution_frames": self.resolution_frames,

@@ -75,7 +75,7 @@ class RecoveryResult:
     def to_dict(self) -> dict:
         return {"throughput_pps": self.throughput_pps, "overload_pps": self.overload_pps,
                 "recovery_pps": self.recovery_pps, "recovery_time_s": self.recovery_time_s,
-                "recovered": self.recovered, "valid": self.valid,
+                "recovered": self.recovered, "valid": self.valid, "switch_s": self.switch_s,
                 "intervals": [i.to_dict() for i in self.intervals]}
 
 

@@ -10,7 +10,7 @@ import json
 import math
 import os
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from netrig.errors import ResultError
@@ -198,7 +198,31 @@ def migrate(doc: object, source: str = "result") -> dict:
     while v < SCHEMA_VERSION:
         doc = MIGRATIONS[v](doc)
         v = doc["schema_version"]
-    return _throughput_bounds(doc)
+    return _written_since(_throughput_bounds(doc))
+
+
+def _repetitions(doc: dict, method: str) -> Iterator[dict]:
+    """Every stored repetition of ``method`` in ``doc``'s summary."""
+    for entry in doc.get("summary") or []:
+        if isinstance(entry, dict) and entry.get("method") == method:
+            for r in entry.get("results") or []:
+                yield from (x for x in ((r.get("repetitions") or []) if isinstance(r, dict) else [])
+                            if isinstance(x, dict))
+
+
+def _written_since(doc: dict) -> dict:
+    """Repetitions written (same schema version) before their result type's ``to_dict`` wrote every
+    field the type is read back from (``netrig.results.typed``): a back-to-back burst rate stored
+    as ``line_rate_fps``; a system recovery without ``switch_s``, the start of its first recovery
+    interval (as the method takes it)."""
+    for rep in _repetitions(doc, "rfc2544_back_to_back"):
+        if "burst_rate_fps" not in rep and "line_rate_fps" in rep:
+            rep["burst_rate_fps"] = rep.pop("line_rate_fps")
+    for rep in _repetitions(doc, "rfc2544_system_recovery"):
+        if "switch_s" not in rep:
+            rep["switch_s"] = next((i.get("t_s") for i in rep.get("intervals") or []
+                                    if isinstance(i, dict) and i.get("phase") == 1), None)
+    return doc
 
 
 def _throughput_bounds(doc: dict) -> dict:
