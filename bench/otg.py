@@ -17,7 +17,7 @@ Method:
   it runs (one flow, every flow, the ports), and the counts once every flow stopped (exact?). The
   time reported is the median of the runs, with each run's.
 
-Results: ``bench/results/<date>-otg.json`` and ``.md``. Environment: DUR (5), WARM (1), REPS (3),
+Results: ``bench/results/<date>-otg.json`` and ``.md``. Environment: DUR (5), WARM (1), REPS (5),
 SCALE_REPS (3).
 """
 from __future__ import annotations
@@ -47,7 +47,7 @@ NTX, NRX, ITX, IRX = "nrotx", "nrorx", "nrot0", "nror0"
 MTX, MRX = "02:00:00:00:00:01", "02:00:00:00:00:02"
 DUR = float(os.environ.get("DUR", 5))
 WARM = float(os.environ.get("WARM", 1))
-REPS = int(os.environ.get("REPS", 3))
+REPS = int(os.environ.get("REPS", 5))
 SCALE_REPS = int(os.environ.get("SCALE_REPS", 3))
 SCALE_FLOWS = 4096
 PORTS = [f"{ITX}@{NTX}", f"{IRX}@{NRX}"]
