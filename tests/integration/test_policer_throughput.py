@@ -37,7 +37,7 @@ BUCKET_S = 0.003
 
 
 @pytest.mark.timeout(400)
-@pytest.mark.parametrize("cap_pps", [40_000, 120_000])
+@pytest.mark.parametrize("cap_pps", [120_000])  # one cap: 40 kpps ran the same path, 11 s more (issue 26)
 def test_throughput_matches_policer_cap(tmp_path, cap_pps):
     cfg = config_from_dict({
         "testbed": {"name": "policer", "options": {"cap": f"{cap_pps}pps", "cap_burst": int(cap_pps * BUCKET_S),
