@@ -320,8 +320,8 @@ def entries(run: RunView) -> list[Entry]:
     out = []
     for r in run.frame_results(METHOD_NAME, LivelockResult):
         by_load, held = _loads(r.repetitions)
-        pts = [LoadStat(off, Stat.of(statistics.median(v), min(v), max(v))) for off, v in sorted(by_load.items())]
-        held_back = [LoadStat(off, Stat.of(statistics.median(v), min(v), max(v))) for off, v in sorted(held.items())]
+        pts = [LoadStat(off, s) for off, v in sorted(by_load.items()) if (s := Stat.over(v))]
+        held_back = [LoadStat(off, s) for off, v in sorted(held.items()) if (s := Stat.over(v))]
         if not pts and not held_back:
             continue
         out.append(Entry(r.frame_size, pts, held_back, min(held) if held else None,
