@@ -71,8 +71,11 @@ def test_guard_refuses_an_interface_with_a_default_route(route):
         assert f"{if_a} (network namespace {ns_a}): refusing to send test traffic" in line
         assert "carries a default route" in line and "--i-know-this-is-live" in line
         r = netrig(*trial_args(ns_a, if_a, ns_b, if_b), "--i-know-this-is-live")
-        assert r.returncode == 0, r.stderr
-        assert json.loads(r.stdout)["result"]["frames_received"] == 10_000
+        res = json.loads(r.stdout)["result"]  # the trial ran: a result, not the guard's refusal
+        assert res["frames_received"] == 10_000
+        # a vCPU stall can stretch its pacing and make it invalid (exit 1): the tester's own verdict,
+        # which the guard has no part in (seen once in a clean-clone run)
+        assert r.returncode == (0 if res["valid"] else 1), r.stderr
         # the API: the override is a typed argument of the port
         s = Stream(rate_pps=10_000, src_mac="02:00:00:00:00:01", dst_mac="02:00:00:00:00:02")
         with pytest.raises(LiveInterfaceError, match="default route"):
