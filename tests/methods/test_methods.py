@@ -292,3 +292,48 @@ def test_cap_only_caps_the_search_but_never_blames_a_shortfall_on_the_dut():
     m = SimulatedMeasurer(DutModel(capacity_pps=1e9))
     r = measure_throughput(m, F64, LR, ThroughputParams(duration_s=1), CapOnly(2e6))
     assert r.tester_limited and r.rate_pps == pytest.approx(2e6) and r.upper_pps is None
+
+
+class StalledOnce:
+    """A DUT that forwards 30 kfps loss-free (a policer) behind a tester that stalls on the first
+    ``stalls`` trials of the first load it is asked below 40 kfps: they fall short, invalid (a vCPU
+    stall longer than the engine's own repeats allow)."""
+
+    def __init__(self, stalls: int):
+        self.stalls = stalls
+        self.asked: list[float] = []
+
+    def measure(self, load, duration_s):
+        self.asked.append(load.rate_pps)
+        sent = int(load.rate_pps * duration_s)
+        first_low = next((r for r in self.asked if r <= 40e3), None)
+        if load.rate_pps == first_low and self.stalls > 0:
+            self.stalls -= 1
+            return TrialCounts(achieved_pps=load.rate_pps * 0.8, frames_sent=int(sent * 0.8),
+                               frames_received=int(sent * 0.8), valid=False, invalid_reason="stretched")
+        got = min(sent, int(30e3 * duration_s))
+        return TrialCounts(achieved_pps=load.rate_pps, frames_sent=sent, frames_received=got)
+
+
+def test_a_stall_at_a_load_the_tester_already_sent_is_repeated_not_taken_for_its_limit():
+    """The tester sent 200 kfps through the DUT (which lost most of it): a shortfall at 29.97 kfps
+    later in the search is a stall, not the tester's limit. Taken as the limit, it capped the
+    search, which then bisected to 15 kfps and reported that as the DUT's throughput."""
+    m = StalledOnce(stalls=1)
+    top = 200e3 / LR.fps(F64) * 100
+    r = measure_throughput(m, F64, LR, ThroughputParams(duration_s=1, resolution_pct=2.0,
+                                                        initial_rate_pct=top, max_rate_pct=top))
+    assert r.found and 29e3 <= r.rate_pps <= 30e3, m.asked
+    assert not r.tester_limited and r.repeated_trials == 1 and r.trials == len(m.asked)
+    assert m.asked[1] == m.asked[2]  # the stalled load, repeated
+
+
+def test_a_load_the_tester_never_sends_bounds_the_search_as_the_testers_limit():
+    """Stalls on every repeat: the load is the tester's limit, and the answer below it is a lower
+    bound ("≥", tester-limited) though the DUT failed a higher load."""
+    m = StalledOnce(stalls=100)
+    top = 200e3 / LR.fps(F64) * 100
+    r = measure_throughput(m, F64, LR, ThroughputParams(duration_s=1, resolution_pct=2.0,
+                                                        initial_rate_pct=top, max_rate_pct=top))
+    assert r.repeated_trials == 2 and r.upper_pps == pytest.approx(200e3), m.asked
+    assert r.found and r.rate_pps == pytest.approx(m.asked[1] / 2) and r.tester_limited

@@ -93,6 +93,8 @@ def test_a_real_policer_loses_in_overload_and_recovers_at_once(tmp_path):
                     {"stress": {"before_s": 1, "overload_s": 1, "after_s": 1.5, "interval_s": 0.1}}]})
     doc = Runner(cfg, tmp_path / "p").run()
     assert doc["complete"], doc.get("interrupted_reason")
+    tput = next(r for r in doc["summary"] if r["method"] == "rfc2544_throughput")["results"][0]["repetitions"][0]
+    assert tput["found"] and not tput["tester_limited"], tput  # the rate the overload is 150 % of
     rep = next(r for r in doc["summary"] if r["method"] == "stress")["results"][0]["repetitions"][0]
     (ep,) = rep["episodes"]
     assert 0.2 <= ep["loss_ratio"] <= 0.45, ep

@@ -24,7 +24,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from netrig.measure import TrialCounts
+from netrig.measure import Load, Measurer, TrialCounts
 
 #: A trial sent "less than asked" when its achieved rate is below this share of the intended rate
 #: (the engine's own validity line: 99.9 % of the intended frames).
@@ -83,6 +83,29 @@ class ProvenLimit:
 
 #: No self-test: nothing capped, every shortfall the tester's.
 NO_LIMIT = ProvenLimit()
+
+#: How often a search repeats a trial the tester fell short on at a load no higher than one it
+#: already kept in the same search, before that load bounds the search as the tester's limit.
+TRANSIENT_REPEATS = 2
+
+
+def measure_judged(measurer: Measurer, load: Load, duration_s: float, limit: ProvenLimit,
+                   kept_pps: float | None) -> tuple[TrialCounts, Verdict, int]:
+    """One trial of a search and its verdict, with the trials repeated for it.
+
+    A trial the tester fell short on (``TESTER``) at a load no higher than ``kept_pps`` (the highest
+    load the tester sent in full earlier in the same search) was disturbed, not limited: a vCPU
+    stall longer than the engine's own repeats allow. It is repeated up to ``TRANSIENT_REPEATS``
+    times; taken as the tester's limit, it would cap the search below what the DUT forwards and
+    report the tester's stall as the DUT's throughput."""
+    repeats = 0
+    while True:
+        counts = measurer.measure(load, duration_s)
+        verdict = limit.verdict(counts, load.rate_pps)
+        transient = verdict is Verdict.TESTER and kept_pps is not None and load.rate_pps <= kept_pps
+        if not transient or repeats == TRANSIENT_REPEATS:
+            return counts, verdict, repeats
+        repeats += 1
 
 
 @dataclass(frozen=True)

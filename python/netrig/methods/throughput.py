@@ -3,6 +3,30 @@
 The primary method: its headline is the run's throughput (the summary per configuration, the
 self-test comparison), and methods that run relative to a throughput measure it with this search
 when no earlier method gave one.
+
+The search (:func:`measure_throughput`):
+
+* The search never asks for more than the tester's ``limit`` (the self-test's proven ceiling /
+  factor); a DUT that passes there is reported "≥ limit (tester-limited)".
+* A trial the tester could not send (verdict ``TESTER``) is not DUT loss. At a load no higher
+  than one the tester sent in full earlier in the search, it was a stall: the trial is repeated
+  (:func:`~netrig.methodology.tester.measure_judged`). Otherwise, or when the repeats fall short
+  too, it lowers the search's upper end (nothing at or above it can be tested) and, if that end
+  is below every load the DUT failed, marks the result ``tester_limited``.
+* A trial that fell short while the self-test proved far more (``BACKPRESSURE``: the DUT slowed
+  the sender) is the DUT failing the load, like loss.
+* A failed trial's forwarded rate (what the DUT passed, or what the tester reached through it) is
+  tried next when it lies inside the bracket: for a DUT with a capacity, usually just below the
+  throughput. A later failure's forwarded rate is followed again only while the shortfall
+  (1 − forwarded / load) at least halves from one followed trial to the next — the DUT is
+  converging on its capacity, as a policer whose bucket lets a little more through per trial
+  does; otherwise the search bisects. A DUT that loses the same small share at every load (a
+  capture application dropping now and then) forwards just below every load it fails:
+  following it stepped down by its loss ratio, one trial per step (a 3 %-resolution search took
+  40 trials), where bisection takes a few.
+* When the bracket is narrower than the resolution but nothing passed yet, the search keeps
+  going down (halving) until a load passes: a DUT that forwards anything loss-free never gets a
+  headline of 0.
 """
 from __future__ import annotations
 
@@ -15,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from netrig.measure import Load, Measurer, TrialCounts
 from netrig.methodology.method import Capacity, Context, Method, Section, Shortcut
 from netrig.methodology.stats import check
-from netrig.methodology.tester import NO_LIMIT, ProvenLimit, Verdict
+from netrig.methodology.tester import NO_LIMIT, ProvenLimit, Verdict, measure_judged
 from netrig.methodology.vocabulary import helptext
 from netrig.methods.sections import RFC2544
 from netrig.model import (
@@ -91,9 +115,9 @@ class ThroughputResult:
     #: ``[lower_pps, upper_pps)``; ``None`` when the DUT failed no load.
     upper_pps: float | None
     trials: int
-    #: The answer is bounded by the tester, not the DUT: the DUT failed no load above it, and the
-    #: search stopped at the tester's limit (the self-test's ceiling / factor) or at loads the tester
-    #: could not send. ``rate_pps`` is then a lower bound: "≥ rate (tester-limited)".
+    #: The answer is bounded by the tester, not the DUT: the search stopped at the tester's limit
+    #: (the self-test's ceiling / factor) or at a load the tester could not send, below every load
+    #: the DUT failed. ``rate_pps`` is then a lower bound: "≥ rate (tester-limited)".
     tester_limited: bool
     tester_limit_pps: float | None
     resolution_pps: float
@@ -104,6 +128,9 @@ class ThroughputResult:
     #: rate the tester reached through the DUT in them.
     backpressure_trials: int = 0
     backpressure_pps: float | None = None
+    #: Trials repeated because the tester fell short at a load it had already sent in full in this
+    #: search (a stall, not a limit); they are in ``trials``.
+    repeated_trials: int = 0
 
     @property
     def rate(self) -> dict | None:
@@ -123,6 +150,7 @@ class ThroughputResult:
             "tester_limit_pps": self.tester_limit_pps, "resolution_pps": self.resolution_pps,
             "found": self.found, "bounded_by_tester": self.tester_limited, "tester_cap_pps": self.tester_cap_pps,
             "backpressure_trials": self.backpressure_trials, "backpressure_pps": self.backpressure_pps,
+            "repeated_trials": self.repeated_trials,
         }
 
 
@@ -141,28 +169,8 @@ DESCENT_LIMIT = 1024
 def measure_throughput(measurer: Measurer, frame: FrameSize, line_rate: LineRate,
                        params: ThroughputParams = ThroughputParams(),
                        limit: ProvenLimit = NO_LIMIT) -> ThroughputResult:
-    """Binary search in ``[min_rate, max_rate]`` (percent of line rate) to ``resolution_pct``.
-
-    * The search never asks for more than the tester's ``limit`` (the self-test's proven ceiling /
-      factor); a DUT that passes there is reported "≥ limit (tester-limited)".
-    * A trial the tester could not send (verdict ``TESTER``) is not DUT loss: it lowers the
-      search's upper end (nothing at or above it can be tested) and, if the DUT failed nothing
-      above the answer, marks the result ``tester_limited``.
-    * A trial that fell short while the self-test proved far more (``BACKPRESSURE``: the DUT slowed
-      the sender) is the DUT failing the load, like loss.
-    * A failed trial's forwarded rate (what the DUT passed, or what the tester reached through it) is
-      tried next when it lies inside the bracket: for a DUT with a capacity, usually just below the
-      throughput. A later failure's forwarded rate is followed again only while the shortfall
-      (1 − forwarded / load) at least halves from one followed trial to the next — the DUT is
-      converging on its capacity, as a policer whose bucket lets a little more through per trial
-      does; otherwise the search bisects. A DUT that loses the same small share at every load (a
-      capture application dropping now and then) forwards just below every load it fails:
-      following it stepped down by its loss ratio, one trial per step (a 3 %-resolution search took
-      40 trials), where bisection takes a few.
-    * When the bracket is narrower than the resolution but nothing passed yet, the search keeps
-      going down (halving) until a load passes: a DUT that forwards anything loss-free never gets a
-      headline of 0.
-    """
+    """Binary search in ``[min_rate, max_rate]`` (percent of line rate) to ``resolution_pct``, by
+    the rules in the module's docstring."""
     line_fps = line_rate.fps(frame)
     lo = params.min_rate_pct / 100 * line_fps
     top = params.max_rate_pct / 100 * line_fps
@@ -178,14 +186,18 @@ def measure_throughput(measurer: Measurer, frame: FrameSize, line_rate: LineRate
     backpressure: list[float] = []
     hint: float | None = None  # what the last failing trial forwarded loss-free
     followed: float | None = None  # the shortfall of the last failed trial whose forwarded rate was followed
-    trials = 0
+    kept: float | None = None  # the highest load the tester sent in full
+    tester_top = math.inf  # the lowest load the tester could not send
+    trials = repeated = 0
     while True:
-        counts = measurer.measure(Load(rate, frame), params.duration_s)
-        trials += 1
-        verdict = limit.verdict(counts, rate)
+        counts, verdict, repeats = measure_judged(measurer, Load(rate, frame), params.duration_s, limit, kept)
+        trials += 1 + repeats
+        repeated += repeats
+        if verdict is Verdict.VALID:
+            kept = max(kept or 0.0, rate)
         if verdict is Verdict.TESTER:
             tester_limit = counts.achieved_pps if tester_limit is None else min(tester_limit, counts.achieved_pps)
-            hi = rate
+            hi = tester_top = min(tester_top, rate)
         elif verdict is Verdict.VALID and passes(counts, params.acceptable_loss_ratio):
             best = rate
             lo = rate
@@ -208,7 +220,7 @@ def measure_throughput(measurer: Measurer, frame: FrameSize, line_rate: LineRate
         else:
             rate = (lo + hi) / 2
         hint = None
-    limited = upper is None and best is not None and (capped or tester_limit is not None)
+    limited = best is not None and ((capped and upper is None) or tester_top < (upper or math.inf))
     return ThroughputResult(
         frame=frame, line_rate=line_rate, rate_pps=best if best is not None else 0.0,
         lower_pps=best if best is not None else 0.0, upper_pps=upper, trials=trials,
@@ -216,6 +228,7 @@ def measure_throughput(measurer: Measurer, frame: FrameSize, line_rate: LineRate
         tester_limit_pps=tester_limit if tester_limit is not None else (top if limited else None),
         resolution_pps=res, found=best is not None, tester_cap_pps=top if capped else None,
         backpressure_trials=len(backpressure), backpressure_pps=max(backpressure, default=None),
+        repeated_trials=repeated,
     )
 
 
