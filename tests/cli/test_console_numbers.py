@@ -114,9 +114,10 @@ def test_the_soak_live_verdicts_say_its_trial_was_invalid_and_which_cpus_saturat
     says: the trial was invalid, and the CPUs busy throughout (not counted as spikes)."""
     from netrig.methods import soak
     from netrig.model import FrameSize, LineRate
+    from netrig.monitor.monitor import CompactSample
 
-    rows = [{"t_s": 10.0 * i, "duration_s": 10.0, "segment": 0, "frames_sent": 1000, "frames_received": 990,
-             "frames_lost": 10, "monitor": {"cpu": {"cpu0": 100.0, "cpu1": 99.0}}} for i in range(6)]
+    rows = [soak.SoakInterval(10.0 * i, 10.0, 0, 1000, 990, 10, CompactSample(cpu={"cpu0": 100.0, "cpu1": 99.0}))
+            for i in range(6)]
     counts = TrialCounts(achieved_pps=100.0, frames_sent=6000, frames_received=5940, valid=False,
                          invalid_reason="the tester fell short of the rate")
     res = soak.SoakResult.build(FrameSize(64), LineRate(1e9), soak.SoakParams(duration_s=60, interval_s=10), 100.0,

@@ -161,13 +161,13 @@ def test_reset_method_measures_the_reset_as_an_event():
         params = ResetParams(command=blackout_command(0.2), rate_pct=100, duration_s=2, reset_after_s=0.7)
         r = measure_reset(s.measurer, FrameSize.parse("64"), s.line_rate, 6000.0, params, env=s.command_env)
     ev = r.event
-    assert ev is not None and ev["event"]["ok"], ev
-    assert ev["event"]["netns"] == s.command_env["NETRIG_DUT_NETNS"]
-    lo, hi = injected(ev["event"]["output_tail"])
-    truth = injected_s(ev["event"]["output_tail"])
+    assert ev is not None and ev.run.ok, ev
+    assert ev.run.netns == s.command_env["NETRIG_DUT_NETNS"]
+    lo, hi = injected(ev.run.output_tail)
+    truth = injected_s(ev.run.output_tail)
     assert r.reset_time_s == pytest.approx(truth, rel=0.10)
     assert r.reset_time_s is not None and lo * 0.9 <= r.reset_time_s <= hi * 1.1
-    assert r.to_dict()["recovery_s"] is not None and r.frames_lost == ev["frames_lost"] > 0
+    assert r.to_dict()["recovery_s"] is not None and r.frames_lost == ev.frames_lost > 0
     print(f"\nreset: injected {truth * 1000:.1f} ms [{lo * 1000:.1f}, {hi * 1000:.1f}], reset time {r.reset_time_s * 1000:.1f} ms")
 
 

@@ -133,7 +133,7 @@ def test_reset_time():
     r = measure_reset(m, F64, LR, 1e6, ResetParams(duration_s=10),
                       run_event=lambda e: calls.append(e) or simulated_reset(e))
     assert [e.at_s for e in calls] == [5.0] and r.reset_time_s == pytest.approx(1.25, abs=1e-5)
-    assert r.event is not None and r.event["recovery_s"] == pytest.approx(1.25)
+    assert r.event is not None and r.event.recovery_s == pytest.approx(1.25)
 
 
 def test_reset_command_failure_is_a_clear_error():
@@ -157,7 +157,7 @@ def test_latency_typical_and_worst_case():
 def test_iperf_per_interval():
     m = SimulatedMeasurer(DutModel(capacity_pps=1e6))
     r = measure_iperf(m, F64, LR, IperfParams(rate_pct=10, duration_s=5, interval_s=1))
-    assert len(r.intervals) == 5
+    assert len(r.per_interval) == 5
     assert r.received_pps == pytest.approx(1e6, rel=1e-6)
     assert r.loss_ratio == pytest.approx(1 - 1e6 / (0.1 * LR.fps(F64)), rel=1e-4)
 

@@ -13,6 +13,7 @@ import pytest
 from netrig.errors import ConfigError
 from netrig.measure import Interval, Load, SimulatedMeasurer
 from netrig.methods.soak import (
+    SoakInterval,
     SoakParams,
     cpu_episodes,
     leak_verdicts,
@@ -24,11 +25,12 @@ from netrig.methods.soak import (
 from netrig.model import FrameSize
 from netrig.report import write_report
 from netrig.results import TrialLog, load_result
+from netrig.results.typed import from_dict
 from netrig.run.config import config_from_dict
 from netrig.run.recording import RecordingMeasurer
 from netrig.run.runner import Runner
 
-P = SoakParams(duration_s=7200, interval_s=10)
+P = SoakParams(duration_s=7200, interval_s=10).thresholds()
 MIB = 2 ** 20
 
 
@@ -95,23 +97,27 @@ def test_noise_and_small_growth_are_not_leaks(slope, sd, why):
 
 
 def test_host_memory_is_shown_but_not_judged_unless_asked():
-    rows = [{"t_s": i * 10.0, "duration_s": 10.0, "segment": 0, "frames_sent": 1, "frames_received": 1,
-             "frames_lost": 0, "monitor": {"mem": {"used_bytes": 1e9 + i * 1e7, "slab_bytes": 1e8}}} for i in range(50)]
+    rows = [from_dict(SoakInterval, {"t_s": i * 10.0, "duration_s": 10.0, "segment": 0, "frames_sent": 1,
+                                     "frames_received": 1, "frames_lost": 0,
+                                     "monitor": {"mem": {"used_bytes": 10**9 + i * 10**7, "slab_bytes": 10**8}}})
+            for i in range(50)]
     (used,) = [t for t in leak_verdicts(rows, P) if t.series.startswith("host memory used")]
     assert not used.leak and not used.judged and "not judged" in used.why
-    (used,) = [t for t in leak_verdicts(rows, SoakParams(host_memory_verdict=True)) if
+    (used,) = [t for t in leak_verdicts(rows, SoakParams(host_memory_verdict=True).thresholds()) if
                t.series.startswith("host memory used")]
     assert used.leak and used.judged
 
 
-def _rows(n: int, lost_at: dict[int, int] | None = None, busy_at: dict[int, float] | None = None) -> list[dict]:
+def _rows(n: int, lost_at: dict[int, int] | None = None, busy_at: dict[int, float] | None = None) \
+        -> list[SoakInterval]:
     out = []
     for i in range(n):
         lost = (lost_at or {}).get(i, 0)
-        out.append({"t_s": float(i), "duration_s": 1.0, "segment": 0 if i < 40 else 1, "frames_sent": 1000,
-                    "frames_received": 1000 - lost, "frames_lost": lost,
-                    "monitor": {"cpu": {"all": 30.0, "cpu0": (busy_at or {}).get(i, 20.0), "cpu1": 99.0},
-                                "procs": {"dut[7]": {"cpu_percent": 5.0, "rss_bytes": 1000}}}})
+        out.append(from_dict(SoakInterval, {
+            "t_s": float(i), "duration_s": 1.0, "segment": 0 if i < 40 else 1, "frames_sent": 1000,
+            "frames_received": 1000 - lost, "frames_lost": lost,
+            "monitor": {"cpu": {"all": 30.0, "cpu0": (busy_at or {}).get(i, 20.0), "cpu1": 99.0},
+                        "procs": {"dut[7]": {"cpu_percent": 5.0, "rss_bytes": 1000}}}}))
     return out
 
 

@@ -214,7 +214,7 @@ def make(name: str, dut_pps: float, cost: float, seed: int, started: datetime) -
     mb = statistics.mean(bursts)
     b2b = {"bursts_frames": bursts, "mean_burst_frames": mb, "stdev_burst_frames": statistics.stdev(bursts),
            "burst_rate_fps": line_rate(64), "throughput_fps": tput[64], "implied_buffer_time_s": mb / line_rate(64),
-           "corrected_buffer_time_s": (mb / line_rate(64)) * (tput[64] / line_rate(64)), "max_burst_reached": False}
+           "corrected_buffer_time_s": (mb - mb / line_rate(64) * tput[64]) / line_rate(64), "max_burst_reached": False}
     summary.append({"method": "rfc2544_back_to_back", "method_index": 3, "label": "RFC 2544 §26.4 back-to-back",
                     "params": {"trials": 5, "throughput_from": 0},
                     "results": [{"frame_size": 64, "complete": True, "repetitions": [b2b],

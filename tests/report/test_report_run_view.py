@@ -131,7 +131,7 @@ def test_router_numbers():
     assert [g.name for g in nd.goals] == ["NDR", "PDR"]
     c0, c1 = nd.goals[0].conditional, nd.goals[1].conditional
     assert c0 is not None and c1 is not None and c0.value < c1.value
-    assert r.monitored_trials() and iperf.entries(r)[0]["series"]
+    assert r.monitored_trials() and iperf.entries(r)[0].series
 
 
 def test_unique_names():

@@ -22,17 +22,19 @@ from __future__ import annotations
 import argparse
 import math
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from netrig.measure import Load, Measurer
 from netrig.methodology.method import Context, Method, Shortcut
-from netrig.methodology.stats import check
+from netrig.methodology.stats import check, median
 from netrig.methods.sections import OTHER_METHODS, RFC2544
 from netrig.model import FrameSize, LineRate, defaults, format_pps
 from netrig.view import fmt
+from netrig.view.frame_results import read_frame_results
 from netrig.view.html import empty, esc, table_html
 from netrig.view.markdown import section_md, table_md
-from netrig.view.run_view import RunView, Stat, med, num, obj, objs
+from netrig.view.run_view import RunView, Stat
 from netrig.view.table import Table
 
 
@@ -77,8 +79,8 @@ class BackToBackResult:
     @property
     def tester_limited(self) -> bool:
         """The tester could not offer the bursts at the burst rate (within ``TX_TOLERANCE_PCT``)."""
-        a = self.achieved_burst_rate_fps
-        return a is not None and a < self.burst_rate_fps * (1 - defaults.TX_TOLERANCE_PCT / 100)
+        a, r = self.achieved_burst_rate_fps, self.burst_rate_fps
+        return a is not None and r is not None and a < r * (1 - defaults.TX_TOLERANCE_PCT / 100)
 
     @property
     def tester_limit_pps(self) -> float | None:
@@ -98,12 +100,12 @@ class BackToBackResult:
     @property
     def implied_buffer_time_s(self) -> float | None:
         n = self.mean_burst_frames
-        return None if n is None else n / self.burst_rate_fps
+        return None if n is None or not self.burst_rate_fps else n / self.burst_rate_fps
 
     @property
     def corrected_buffer_time_s(self) -> float | None:
         n, r = self.mean_burst_frames, self.burst_rate_fps
-        if self.throughput_fps is None or n is None:
+        if self.throughput_fps is None or n is None or not r:
             return None
         return (n - (n / r) * self.throughput_fps) / r
 
@@ -202,31 +204,34 @@ def measure_back_to_back(measurer: Measurer, frame: FrameSize, line_rate: LineRa
 # --------------------------------------------------------------------------------------------- #
 # Reading it back from results
 
-def slow_bursts(reps: list[dict]) -> str:
+def slow_bursts(reps: Sequence[BackToBackResult]) -> str:
     """`` (bursts at 600 kfps: tester-limited)`` beside a burst the tester sent below the burst rate
     (the DUT's buffer was filled that fast, not at line rate); empty otherwise."""
-    slow = min((a for x in reps if x.get("tester_limited") and (a := num(x, "achieved_burst_rate_fps"))), default=None)
+    slow = min((x.achieved_burst_rate_fps for x in reps if x.tester_limited and x.achieved_burst_rate_fps),
+               default=None)
     return f" (bursts at {format_pps(slow)}: tester-limited)" if slow is not None else ""
+
+
+def _no_burst(reps: Sequence[BackToBackResult]) -> str:
+    """Why no burst was measured, for the place of the number."""
+    return "—: every trial abandoned" if any(x.abandoned_trials for x in reps) else "—: no trial"
 
 
 def table(r: RunView) -> Table:
     t = Table(["frame size", "mean burst (frames)", "bursts (min–max)", "stdev", "implied buffer time",
                "corrected buffer time (RFC 9004)", "max burst reached"])
-    for e in r.method_results(METHOD_NAME):
-        reps = objs(e, "repetitions")
-        bursts = [b for x in reps for b in (x.get("bursts_frames") or []) if isinstance(b, (int, float))]
+    for e in r.frame_results(METHOD_NAME, BackToBackResult):
+        reps = e.repetitions
+        bursts = [b for x in reps for b in x.bursts_frames or ()]
+        reached = "yes" if any(x.max_burst_reached for x in reps) else "no"
         if not bursts:  # no burst measured: no number, the reason
-            why = "—: every trial abandoned" if any(x.get("abandoned_trials") for x in reps) else "—: no trial"
-            t.add([fmt.size(e.get("frame_size")), why, *[fmt.DASH] * 4,
-                   "yes" if any(x.get("max_burst_reached") for x in reps) else "no"])
+            t.add([fmt.size(e.frame_size), _no_burst(reps), *[fmt.DASH] * 4, reached])
             continue
-        mb = (Stat.from_stats(obj(e, "stats").get("mean_burst_frames"))
-              or Stat.over(num(x, "mean_burst_frames") for x in reps))
-        t.add([fmt.size(e.get("frame_size")), fmt.count(mb.value if mb else None) + (slow_bursts(reps) if mb else ""),
-               f"{min(bursts):,.0f}–{max(bursts):,.0f}" if bursts else fmt.DASH,
-               fmt.count(med(reps, "stdev_burst_frames")),
-               fmt.seconds(med(reps, "implied_buffer_time_s")), fmt.seconds(med(reps, "corrected_buffer_time_s")),
-               "yes" if any(x.get("max_burst_reached") for x in reps) else "no"])
+        mb = Stat.from_spread(e.spread("mean_burst_frames")) or Stat.over(x.mean_burst_frames for x in reps)
+        t.add([fmt.size(e.frame_size), fmt.count(mb.value if mb else None) + (slow_bursts(reps) if mb else ""),
+               f"{min(bursts):,.0f}–{max(bursts):,.0f}", fmt.count(median(x.stdev_burst_frames for x in reps)),
+               fmt.seconds(median(x.implied_buffer_time_s for x in reps)),
+               fmt.seconds(median(x.corrected_buffer_time_s for x in reps)), reached])
     return t
 
 
@@ -261,14 +266,13 @@ class BackToBack(Method):
         return params.rate_pct
 
     def console_rows(self, result: dict, flags: str) -> list[list[str]]:
-        st, rep = result.get("stats", {}), result["repetitions"]
-        if not any(r.get("bursts_frames") for r in rep):  # no burst measured: no number to show
-            why = "—: every trial abandoned" if any(r.get("abandoned_trials") for r in rep) else "—: no trial"
-            return [[fmt.size(result["frame_size"]), why, "—", "—", flags]]
-        mb = st.get("mean_burst_frames", {}).get("median")
-        ib = rep[0]["implied_buffer_time_s"] if rep else None
-        cb = st.get("corrected_buffer_time_s", {}).get("median")
-        return [[fmt.size(result["frame_size"]), f"{mb:.0f}{slow_bursts(rep)}" if mb is not None else "-",
+        r = read_frame_results(result, BackToBackResult)
+        reps = r.repetitions
+        if not any(x.bursts_frames for x in reps):  # no burst measured: no number to show
+            return [[fmt.size(r.frame_size), _no_burst(reps), "—", "—", flags]]
+        mb, cb = r.spread("mean_burst_frames").median, r.spread("corrected_buffer_time_s").median
+        ib = reps[0].implied_buffer_time_s if reps else None
+        return [[fmt.size(r.frame_size), f"{mb:.0f}{slow_bursts(reps)}" if mb is not None else "-",
                  f"{ib * 1e3:.3f} ms" if ib is not None else "-",
                  f"{cb * 1e3:.3f} ms" if cb is not None else "-", flags]]
 

@@ -12,6 +12,7 @@ from netrig.methodology.stats import check, median
 from netrig.methods.sections import OTHER_METHODS
 from netrig.model import FrameSize, LineRate, format_bps, format_pps, rate_object
 from netrig.view import fmt
+from netrig.view.frame_results import read_frame_results
 from netrig.view.html import empty, figure, table_html
 from netrig.view.markdown import section_md, table_md
 from netrig.view.plotkit import (
@@ -23,7 +24,7 @@ from netrig.view.plotkit import (
     size_title,
     subplots,
 )
-from netrig.view.run_view import RunView, Stat, num, obj, objs
+from netrig.view.run_view import RunView, Stat
 from netrig.view.table import Table
 
 if TYPE_CHECKING:
@@ -46,22 +47,34 @@ class IperfParams:
 
 
 @dataclass(frozen=True)
+class IperfInterval:
+    """One interval as written (``per_interval[]``): its start, the rate received, frames received."""
+
+    t_s: float
+    rx_pps: float
+    frames_received: int
+
+    def to_dict(self) -> dict:
+        return {"t_s": self.t_s, "rx_pps": self.rx_pps, "frames_received": self.frames_received}
+
+
+@dataclass(frozen=True)
 class IperfResult:
     frame: FrameSize
     line_rate: LineRate
     intended_pps: float
-    duration_s: float
-    intervals: tuple[Interval, ...]
+    #: Every frame received over the duration, per second (of an invalid trial too: see ``headline_pps``).
+    received_pps: float
+    loss_ratio: float
     valid: bool
+    per_interval: tuple[IperfInterval, ...]
 
-    @property
-    def received_pps(self) -> float:
-        return sum(i.frames_received for i in self.intervals) / self.duration_s
-
-    @property
-    def loss_ratio(self) -> float:
-        sent = sum(i.frames_sent for i in self.intervals)
-        return 1 - sum(i.frames_received for i in self.intervals) / sent if sent else 0.0
+    @classmethod
+    def of(cls, frame: FrameSize, line_rate: LineRate, intended_pps: float, duration_s: float,
+           intervals: Sequence[Interval], valid: bool) -> IperfResult:
+        sent, got = sum(i.frames_sent for i in intervals), sum(i.frames_received for i in intervals)
+        return cls(frame, line_rate, intended_pps, got / duration_s, 1 - got / sent if sent else 0.0, valid,
+                   tuple(IperfInterval(i.t_s, i.rx_pps, i.frames_received) for i in intervals))
 
     @property
     def headline_pps(self) -> float | None:
@@ -75,70 +88,77 @@ class IperfResult:
         return {"intended_pps": self.intended_pps, "received_pps": self.received_pps,
                 "received": rate_object(self.received_pps, self.frame, self.line_rate),
                 "loss_ratio": self.loss_ratio, "valid": self.valid,
-                "per_interval": [{"t_s": i.t_s, "rx_pps": i.rx_pps, "frames_received": i.frames_received}
-                                 for i in self.intervals]}
+                "per_interval": [i.to_dict() for i in self.per_interval]}
 
 
 def measure_iperf(measurer: Measurer, frame: FrameSize, line_rate: LineRate,
                   params: IperfParams = IperfParams(), tag: str = "") -> IperfResult:
     rate = line_rate.fps(frame) * params.rate_pct / 100
     c = measurer.measure_phases(frame, [Phase(rate, params.duration_s)], params.interval_s, tag=tag)
-    return IperfResult(frame, line_rate, rate, params.duration_s, tuple(c.intervals or ()), c.valid)
+    return IperfResult.of(frame, line_rate, rate, params.duration_s, c.intervals or (), c.valid)
 
 
 # --------------------------------------------------------------------------------------------- #
 # Reading it back from results
 
-def entries(run: RunView) -> list[dict]:
-    """Per frame size: ``{frame_size, intended_pps, received: Stat, series: [[(t_s, rx_pps)]]}``."""
+@dataclass(frozen=True)
+class Entry:
+    """One frame size's runs: the intended and received rates, the loss, each run's received rate per
+    interval."""
+
+    frame_size: object
+    intended_pps: Stat | None
+    received: Stat | None
+    loss_ratio: Stat | None
+    series: list[list[tuple[float, float]]]
+
+
+def entries(run: RunView) -> list[Entry]:
+    """Per frame size, the repetitions' rates and per-interval series."""
     out = []
-    for r in run.method_results(METHOD_NAME):
-        reps = objs(r, "repetitions")
-        series = []
-        for rep in reps:
-            pts = [(num(p, "t_s"), num(p, "rx_pps")) for p in objs(rep, "per_interval")]
-            pts = [(t, v) for t, v in pts if t is not None and v is not None]
-            if pts:
-                series.append(pts)
-        received = (Stat.from_stats(obj(r, "stats").get("received_pps"))
-                    or Stat.over(num(x, "received_pps") for x in reps if x.get("valid") is not False))
+    for r in run.frame_results(METHOD_NAME, IperfResult):
+        reps = r.repetitions
+        series = [pts for rep in reps
+                  if (pts := [(p.t_s, p.rx_pps) for p in rep.per_interval or () if p.t_s is not None
+                              and p.rx_pps is not None])]
+        received = Stat.from_spread(r.spread("received_pps")) \
+            or Stat.over(x.received_pps for x in reps if x.valid is not False)
         if received is None and not series:
             continue
-        out.append({"frame_size": r.get("frame_size"), "intended_pps": Stat.over(num(x, "intended_pps") for x in reps),
-                    "received": received, "loss_ratio": Stat.over(num(x, "loss_ratio") for x in reps),
-                    "series": series})
+        out.append(Entry(r.frame_size, Stat.over(x.intended_pps for x in reps), received,
+                         Stat.over(x.loss_ratio for x in reps), series))
     return out
 
 
 def table(r: RunView) -> Table:
     t = Table(["frame size", "intended", "received (median, min–max)", "% line rate", "bit/s (L1)", "loss"])
     for e in entries(r):
-        rec = e["received"]
-        t.add([fmt.size(e["frame_size"]), fmt.fps(e["intended_pps"].value if e["intended_pps"] else None),
+        rec = e.received
+        t.add([fmt.size(e.frame_size), fmt.fps(e.intended_pps.value if e.intended_pps else None),
                fmt.fps_stat(rec),
-               fmt.pct(r.pct_of_line_rate(e["frame_size"], rec.value) if rec else None),
-               fmt.bps(r.bps(e["frame_size"], rec.value) if rec else None),
-               fmt.pct(100 * e["loss_ratio"].value, 3) if e["loss_ratio"] else fmt.DASH])
+               fmt.pct(r.pct_of_line_rate(e.frame_size, rec.value) if rec else None),
+               fmt.bps(r.bps(e.frame_size, rec.value) if rec else None),
+               fmt.pct(100 * e.loss_ratio.value, 3) if e.loss_ratio else fmt.DASH])
     return t
 
 
 @plot("iperf")
 def iperf_plot(runs: Sequence[RunView]) -> Figure | None:
     """iperf-like fixed-rate runs: received frames/s per interval, with the intended rate."""
-    series = [(i, r, e) for i, r in enumerate(runs) for e in entries(r) if e["series"]]
+    series = [(i, r, e) for i, r in enumerate(runs) for e in entries(r) if e.series]
     if not series:
         return None
     fig, axes = subplots(h=3.2)
     ax = axes[0][0]
     for i, r, e in series:
         c = run_colour(i)
-        for k, s in enumerate(e["series"]):
+        for k, s in enumerate(e.series):
             xs, ys = zip(*s)
-            label = f"{r.name + ', ' if len(runs) > 1 else ''}{size_title(e['frame_size'])}" if k == 0 else None
+            label = f"{r.name + ', ' if len(runs) > 1 else ''}{size_title(e.frame_size)}" if k == 0 else None
             ax.plot(xs, ys, color=c, marker=".", alpha=1.0 if k == 0 else 0.5, label=label)
-        if e["intended_pps"] is not None:
-            ax.axhline(e["intended_pps"].value, color=c, ls="--", lw=1.0,
-                       label=f"intended ({si(e['intended_pps'].value)}fps)")
+        if e.intended_pps is not None:
+            ax.axhline(e.intended_pps.value, color=c, ls="--", lw=1.0,
+                       label=f"intended ({si(e.intended_pps.value)}fps)")
     ax.set_ylim(bottom=0)
     ax.yaxis.set_major_formatter(fps_fmt())
     ax.set_ylabel("received (frames/s)")
@@ -173,16 +193,16 @@ class Iperf(Method):
         return params.rate_pct
 
     def verdict_values(self, result: dict) -> dict[str, float | None]:
-        return {"loss_ratio": median(x["loss_ratio"] for x in result["repetitions"])}
+        return {"loss_ratio": median(x.loss_ratio for x in read_frame_results(result, IperfResult).repetitions)}
 
     def console_rows(self, result: dict, flags: str) -> list[list[str]]:
-        h = result.get("headline") or {}
-        mm = result.get("stats", {}).get("received_pps", {})
-        if h.get("fps") is None:  # no valid trial: no rate to show
-            return [[fmt.size(result["frame_size"]), "—: every trial invalid (not used)", "—", "—", "—", "—", flags]]
-        return [[fmt.size(result["frame_size"]), format_pps(h.get("fps", 0)), f"{h.get('pct_line_rate', 0):.2f}",
-                 format_bps(h.get("l1_bps", 0)), format_bps(h.get("l2_bps", 0)),
-                 f"{format_pps(mm.get('min') or 0)}–{format_pps(mm.get('max') or 0)}", flags]]
+        r = read_frame_results(result, IperfResult)
+        h, mm = r.headline, r.spread("received_pps")
+        if h is None or h.fps is None:  # no valid trial: no rate to show
+            return [[fmt.size(r.frame_size), "—: every trial invalid (not used)", "—", "—", "—", "—", flags]]
+        return [[fmt.size(r.frame_size), format_pps(h.fps), f"{h.pct_line_rate or 0:.2f}",
+                 format_bps(h.l1_bps or 0), format_bps(h.l2_bps or 0),
+                 f"{format_pps(mm.min or 0)}–{format_pps(mm.max or 0)}", flags]]
 
     def html(self, run: RunView) -> dict[str, str]:
         ip, t = figure(iperf_plot, [run]), table(run)

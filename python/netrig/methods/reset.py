@@ -14,13 +14,13 @@ from netrig.errors import ConfigError, MethodologyError
 from netrig.measure import Load, Measurer
 from netrig.measure.events import CommandRunner, Event, EventResult, EventRun
 from netrig.methodology.method import Context, Method, Shortcut
-from netrig.methodology.stats import check
+from netrig.methodology.stats import check, median
 from netrig.methods.sections import OTHER_METHODS, RFC2544
 from netrig.model import FrameSize, LineRate
 from netrig.view import fmt
 from netrig.view.html import empty, esc, table_html
 from netrig.view.markdown import section_md, table_md
-from netrig.view.run_view import RunView, med, objs
+from netrig.view.run_view import RunView
 from netrig.view.table import Table
 
 
@@ -63,7 +63,7 @@ class ResetResult:
     rate_pps: float
     reset_time_s: float | None
     frames_lost: int
-    event: dict | None = None
+    event: EventResult | None = None
 
     @property
     def headline_pps(self) -> float | None:
@@ -74,7 +74,8 @@ class ResetResult:
 
     def to_dict(self) -> dict:
         return {"rate_pps": self.rate_pps, "reset_time_s": self.reset_time_s, "frames_lost": self.frames_lost,
-                "recovery_s": (self.event or {}).get("recovery_s"), "event": self.event}
+                "recovery_s": self.event.recovery_s if self.event else None,
+                "event": self.event.to_dict() if self.event else None}
 
 
 def simulated_reset(event: Event) -> EventRun:
@@ -105,7 +106,7 @@ def measure_reset(measurer: Measurer, frame: FrameSize, line_rate: LineRate, thr
         reset_s = c.frames_lost / c.achieved_pps if c.achieved_pps else None
     else:
         reset_s = ev.outage_s
-    return ResetResult(rate, reset_s, c.frames_lost, ev.to_dict() if ev is not None else None)
+    return ResetResult(rate, reset_s, c.frames_lost, ev)
 
 
 # --------------------------------------------------------------------------------------------- #
@@ -113,11 +114,11 @@ def measure_reset(measurer: Measurer, frame: FrameSize, line_rate: LineRate, thr
 
 def table(r: RunView) -> Table:
     t = Table(["frame size", "reset time", "recovery", "frames lost", "rate"])
-    for e in r.method_results(METHOD_NAME):
-        reps = objs(e, "repetitions")
-        t.add([fmt.size(e.get("frame_size")), fmt.seconds(med(reps, "reset_time_s")),
-               fmt.seconds(med(reps, "recovery_s")), fmt.count(med(reps, "frames_lost")),
-               fmt.fps(med(reps, "rate_pps"))])
+    for e in r.frame_results(METHOD_NAME, ResetResult):
+        reps = e.repetitions
+        t.add([fmt.size(e.frame_size), fmt.seconds(median(x.reset_time_s for x in reps)),
+               fmt.seconds(median(x.event.recovery_s if x.event else None for x in reps)),
+               fmt.count(median(x.frames_lost for x in reps)), fmt.fps(median(x.rate_pps for x in reps))])
     return t
 
 
@@ -126,18 +127,16 @@ def outage_table(r: RunView) -> Table:
     received before to first after, by transmit time) and the frames lost in it."""
     t = Table(["frame size", "rep", "command", "flow", "outage", "frames lost", "last before", "first after"])
     ms = lambda v: "never" if v is None else f"{v * 1000:.1f} ms"
-    for e in r.method_results(METHOD_NAME):
-        for k, rep in enumerate(objs(e, "repetitions")):
-            ev = rep.get("event") or {}
-            run = ev.get("event") or {}
-            status = "ok" if run.get("ok") else f"exit {run.get('exit_status')}"
-            flows = ev.get("flows") or []
-            if not flows:
-                t.add([fmt.size(e.get("frame_size")), str(k + 1), status, "—", "no outage", "0", "—", "—"])
-            for f in flows:
-                t.add([fmt.size(e.get("frame_size")), str(k + 1), status, str(f.get("flow_id")),
-                       ms(f.get("outage_s")), fmt.count(f.get("frames_lost")), ms(f.get("before_s")),
-                       ms(f.get("after_s"))])
+    for e in r.frame_results(METHOD_NAME, ResetResult):
+        size = fmt.size(e.frame_size)
+        for k, rep in enumerate(e.repetitions):
+            ev = rep.event
+            status = "ok" if ev and ev.run.ok else f"exit {ev.run.exit_status if ev else None}"
+            if not ev or not ev.flows:
+                t.add([size, str(k + 1), status, "—", "no outage", "0", "—", "—"])
+            for f in ev.flows if ev else ():
+                t.add([size, str(k + 1), status, str(f.flow_id), ms(f.outage_s), fmt.count(f.frames_lost),
+                       ms(f.before_s), ms(f.after_s)])
     t.caption = "times from the reset command's start; per flow from its sequence numbers and transmit timestamps"
     return t
 

@@ -49,7 +49,7 @@ import math
 import re
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -60,11 +60,14 @@ from netrig.methodology.stats import check
 from netrig.methodology.vocabulary import helptext
 from netrig.methods.throughput import ThroughputParams, measure_throughput
 from netrig.model import FrameSize, LineRate, format_pps, parse_rate
+from netrig.monitor.monitor import CompactSample, MemSample
+from netrig.results.typed import from_dict
 from netrig.view import fmt
+from netrig.view.frame_results import read_frame_results
 from netrig.view.html import esc, figure, table_html
 from netrig.view.markdown import section_md, table_md
 from netrig.view.plotkit import REF_GREY, fps_fmt, plot, run_colour, subplots
-from netrig.view.run_view import RunView, frame_size_sort_key, num, objs
+from netrig.view.run_view import RunView, frame_size_sort_key
 from netrig.view.table import Table
 
 if TYPE_CHECKING:
@@ -78,6 +81,21 @@ _NDR_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*%\s*ndr\s*$", re.I)
 # Parameters
 
 @dataclass(frozen=True)
+class SoakThresholds:
+    """The verdicts' thresholds (the parameters of the same names), written with the result."""
+
+    confidence_pct: float = 95.0
+    stage_pct: float = 20.0
+    leak_min_growth_pct: float = 5.0
+    host_memory_verdict: bool = False
+    cpu_spike_pct: float = 90.0
+    loss_min_frames: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
 class SoakParams:
     """``rate`` (frames/s, bit/s, % of line rate, or ``80%NDR``: a share of the DUT's NDR — of
     ``ndr_pps`` when given, else measured first with the throughput search of ``ndr_trial_s``
@@ -88,12 +106,12 @@ class SoakParams:
     interval_s: float = 10.0
     ndr_pps: float | None = None
     ndr_trial_s: float = 10.0
-    confidence_pct: float = 95.0
-    stage_pct: float = 20.0
-    leak_min_growth_pct: float = 5.0
-    host_memory_verdict: bool = False
-    cpu_spike_pct: float = 90.0
-    loss_min_frames: int = 1
+    confidence_pct: float = SoakThresholds.confidence_pct
+    stage_pct: float = SoakThresholds.stage_pct
+    leak_min_growth_pct: float = SoakThresholds.leak_min_growth_pct
+    host_memory_verdict: bool = SoakThresholds.host_memory_verdict
+    cpu_spike_pct: float = SoakThresholds.cpu_spike_pct
+    loss_min_frames: int = SoakThresholds.loss_min_frames
     repetitions: int | None = None
 
     def __post_init__(self) -> None:
@@ -134,10 +152,40 @@ class SoakParams:
         m = _NDR_RE.match(self.rate)
         return float(m.group(1)) / 100 if m else None
 
-    def thresholds(self) -> dict[str, Any]:
-        return {"confidence_pct": self.confidence_pct, "stage_pct": self.stage_pct,
-                "leak_min_growth_pct": self.leak_min_growth_pct, "host_memory_verdict": self.host_memory_verdict,
-                "cpu_spike_pct": self.cpu_spike_pct, "loss_min_frames": self.loss_min_frames}
+    def thresholds(self) -> SoakThresholds:
+        return SoakThresholds(self.confidence_pct, self.stage_pct, self.leak_min_growth_pct,
+                              self.host_memory_verdict, self.cpu_spike_pct, self.loss_min_frames)
+
+
+@dataclass(frozen=True)
+class SoakInterval:
+    """One interval of the soak as written (``intervals[]``): soak time, segment, counts (by transmit
+    time), and the DUT monitor's sample that came with it."""
+
+    t_s: float
+    duration_s: float
+    segment: int
+    frames_sent: int
+    frames_received: int
+    frames_lost: int
+    monitor: CompactSample | None = None
+
+    @property
+    def end_s(self) -> float:
+        return self.t_s + self.duration_s
+
+    @property
+    def loss_ratio(self) -> float:
+        return self.frames_lost / self.frames_sent if self.frames_sent else 0.0
+
+    @property
+    def rx_pps(self) -> float:
+        return self.frames_received / self.duration_s if self.duration_s else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"t_s": self.t_s, "duration_s": self.duration_s, "segment": self.segment,
+                "frames_sent": self.frames_sent, "frames_received": self.frames_received,
+                "frames_lost": self.frames_lost, "monitor": self.monitor.to_dict() if self.monitor else None}
 
 
 # --------------------------------------------------------------------------------------------- #
@@ -236,27 +284,27 @@ class Trend:
         return dict(self.__dict__)
 
 
-def trend(series: str, unit: str, ts: Sequence[float], ys: Sequence[float], params: SoakParams,
+def trend(series: str, unit: str, ts: Sequence[float], ys: Sequence[float], th: SoakThresholds,
           judged: bool = True) -> Trend | None:
     """The leak verdict of ``ys`` over soak time ``ts`` (seconds); ``None`` below 4 samples."""
-    s = slope_ci(ts, ys, params.confidence_pct / 100)
+    s = slope_ci(ts, ys, th.confidence_pct / 100)
     if s is None:
         return None
-    k = max(2, int(math.ceil(len(ys) * params.stage_pct / 100)))
+    k = max(2, int(math.ceil(len(ys) * th.stage_pct / 100)))
     fm, fsd = mean_sd(ys[:k])
     lm, lsd = mean_sd(ys[-k:])
     growth = 100 * (lm - fm) / fm if fm > 0 else (math.inf if lm > fm else 0.0)
     grows = s.low > 0
-    big = growth > params.leak_min_growth_pct
+    big = growth > th.leak_min_growth_pct
     apart = lm - lsd > fm + fsd
     leak = grows and big and apart
     if leak:
-        why = (f"grows: {params.confidence_pct:g} % CI of the slope above 0, last stage {_pct(growth)} above the "
+        why = (f"grows: {th.confidence_pct:g} % CI of the slope above 0, last stage {_pct(growth)} above the "
                "first, stages apart")
     elif not grows:
-        why = f"no growth: the {params.confidence_pct:g} % CI of the slope includes 0 or is below it"
+        why = f"no growth: the {th.confidence_pct:g} % CI of the slope includes 0 or is below it"
     elif not big:
-        why = f"growth {_pct(growth)} ≤ {params.leak_min_growth_pct:g} %: noise, not a leak"
+        why = f"growth {_pct(growth)} ≤ {th.leak_min_growth_pct:g} %: noise, not a leak"
     else:
         why = "the first and last stages' mean ± sd overlap"
     return Trend(series, unit, judged, s.n, s.slope * 3600, s.low * 3600, s.high * 3600, fm, fsd, lm, lsd,
@@ -310,31 +358,24 @@ def episodes(series: str, points: Sequence[tuple[float, float, float, int]], abo
     return out
 
 
-def loss_episodes(rows: Sequence[dict], min_frames: int) -> list[Episode]:
-    pts = [(r["t_s"], r["duration_s"], _ratio(r), r["segment"]) for r in rows]
-    lost = [(r["frames_lost"], r["frames_sent"]) for r in rows]
-    flags = [r["frames_lost"] >= min_frames for r in rows]
-    eps = episodes("frames", [(t, d, v if f else -1.0, s) for (t, d, v, s), f in zip(pts, flags)],
-                   lambda v: v >= 0, lost)
-    return eps
+def loss_episodes(rows: Sequence[SoakInterval], min_frames: int) -> list[Episode]:
+    pts = [(r.t_s, r.duration_s, r.loss_ratio if r.frames_lost >= min_frames else -1.0, r.segment) for r in rows]
+    return episodes("frames", pts, lambda v: v >= 0, [(r.frames_lost, r.frames_sent) for r in rows])
 
 
-def _ratio(r: dict) -> float:
-    return r["frames_lost"] / r["frames_sent"] if r["frames_sent"] else 0.0
+def _samples(rows: Sequence[SoakInterval]) -> Iterator[tuple[SoakInterval, CompactSample]]:
+    return ((r, r.monitor) for r in rows if r.monitor is not None)
 
 
-def cpu_episodes(rows: Sequence[dict], threshold: float) -> tuple[list[Episode], list[str]]:
+def cpu_episodes(rows: Sequence[SoakInterval], threshold: float) -> tuple[list[Episode], list[str]]:
     """CPU spike episodes per core and per DUT process, and the series saturated throughout."""
     series: dict[str, list[tuple[float, float, float, int]]] = {}
-    for r in rows:
-        mon = r.get("monitor") or {}
-        for core, busy in (mon.get("cpu") or {}).items():
-            if core != "all" and isinstance(busy, (int, float)):
-                series.setdefault(core, []).append((r["t_s"], r["duration_s"], float(busy), r["segment"]))
-        for name, p in (mon.get("procs") or {}).items():
-            v = p.get("cpu_percent") if isinstance(p, dict) else None
+    for r, mon in _samples(rows):
+        busy = {core: b for core, b in (mon.cpu or {}).items() if core != "all"}
+        busy.update((name, p.cpu_percent) for name, p in (mon.procs or {}).items())
+        for name, v in busy.items():
             if isinstance(v, (int, float)):
-                series.setdefault(name, []).append((r["t_s"], r["duration_s"], float(v), r["segment"]))
+                series.setdefault(name, []).append((r.t_s, r.duration_s, float(v), r.segment))
     eps: list[Episode] = []
     saturated = []
     for name, pts in series.items():
@@ -346,7 +387,7 @@ def cpu_episodes(rows: Sequence[dict], threshold: float) -> tuple[list[Episode],
     return eps, sorted(saturated)
 
 
-def memory_series(rows: Sequence[dict]) -> dict[str, tuple[str, bool, list[tuple[float, float]]]]:
+def memory_series(rows: Sequence[SoakInterval]) -> dict[str, tuple[str, bool, list[tuple[float, float]]]]:
     """``{series: (unit, DUT-own, [(t_s, value)])}`` of the memory the monitor sampled: RSS per DUT
     process, conntrack entries per namespace (the DUT's own), the host's used memory (total −
     MemAvailable) and slab (host-wide)."""
@@ -356,41 +397,37 @@ def memory_series(rows: Sequence[dict]) -> dict[str, tuple[str, bool, list[tuple
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             out.setdefault(name, (unit, own, []))[2].append((t, float(v)))
 
-    for r in rows:
-        mon = r.get("monitor") or {}
-        t = r["t_s"] + r["duration_s"]
-        for name, p in (mon.get("procs") or {}).items():
-            add(f"RSS {name}", "B", True, t, p.get("rss_bytes") if isinstance(p, dict) else None)
-        for ns, n in (mon.get("conntrack") or {}).items():
-            add(f"conntrack entries {ns}", "entries", True, t, n)
-        mem = mon.get("mem") or {}
-        add("host memory used (total − MemAvailable)", "B", False, t, mem.get("used_bytes"))
-        add("host slab", "B", False, t, mem.get("slab_bytes"))
+    for r, mon in _samples(rows):
+        for name, p in (mon.procs or {}).items():
+            add(f"RSS {name}", "B", True, r.end_s, p.rss_bytes)
+        for ns, n in (mon.conntrack or {}).items():
+            add(f"conntrack entries {ns}", "entries", True, r.end_s, n)
+        mem = mon.mem or MemSample()
+        add("host memory used (total − MemAvailable)", "B", False, r.end_s, mem.used_bytes)
+        add("host slab", "B", False, r.end_s, mem.slab_bytes)
     return out
 
 
-def leak_verdicts(rows: Sequence[dict], params: SoakParams) -> list[Trend]:
+def leak_verdicts(rows: Sequence[SoakInterval], th: SoakThresholds) -> list[Trend]:
     out = []
     for name, (unit, own, pts) in memory_series(rows).items():
-        tr = trend(name, unit, [p[0] for p in pts], [p[1] for p in pts], params,
-                   judged=own or params.host_memory_verdict)
+        tr = trend(name, unit, [p[0] for p in pts], [p[1] for p in pts], th, judged=own or th.host_memory_verdict)
         if tr is not None:
             out.append(tr)
     return out
 
 
-def interface_drops(rows: Sequence[dict]) -> dict[str, int]:
+def interface_drops(rows: Sequence[SoakInterval]) -> dict[str, int]:
     """Per interface: drop and error counter increments over the soak (within segments)."""
     out: dict[str, int] = {}
-    prev: dict[str, dict] = {}
+    prev: dict[str, dict[str, int]] = {}
     seg = None
-    for r in rows:
-        drops = (r.get("monitor") or {}).get("drops")
-        if not isinstance(drops, dict):
+    for r, mon in _samples(rows):
+        if mon.drops is None:
             continue
-        if r["segment"] != seg:
-            prev, seg = {}, r["segment"]
-        for name, c in drops.items():
+        if r.segment != seg:
+            prev, seg = {}, r.segment
+        for name, c in mon.drops.items():
             p = prev.get(name)
             if p is not None:
                 out[name] = out.get(name, 0) + sum(max(0, int(v) - int(p.get(k, 0))) for k, v in c.items())
@@ -405,70 +442,90 @@ def interface_drops(rows: Sequence[dict]) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class SoakResult:
+    """The soak as written (``to_dict``) and read back: what it held, every interval, the verdicts."""
+
     frame: FrameSize
     line_rate: LineRate
-    params: SoakParams
+    #: The rate as asked (``80%NDR``, ``50%``, ``100kpps``) and in frames/s.
+    rate: str
     rate_pps: float
+    #: The NDR the rate is a share of (``None``: an absolute rate).
     ndr_pps: float | None
-    #: Every interval: ``t_s`` (soak time), ``duration_s``, ``segment``, frames sent/received/lost,
-    #: ``monitor`` (the compact DUT sample, or None).
-    rows: tuple[dict, ...]
-    counts: TrialCounts | None = None
+    interval_s: float
+    duration_s: float
+    thresholds: SoakThresholds
+    intervals: tuple[SoakInterval, ...]
+    #: The trial's validity (``None``: not ended, a live or interrupted soak).
+    valid: bool | None = None
+    invalid_reason: str | None = None
     complete: bool = True
     leaks: tuple[Trend, ...] = field(default=())
-    cpu: tuple[Episode, ...] = field(default=())
-    saturated: tuple[str, ...] = field(default=())
-    losses: tuple[Episode, ...] = field(default=())
+    cpu_spikes: tuple[Episode, ...] = field(default=())
+    #: Series busy at or above the spike threshold throughout (median), not spiking.
+    cpu_saturated: tuple[str, ...] = field(default=())
+    loss_episodes: tuple[Episode, ...] = field(default=())
 
     @classmethod
     def build(cls, frame: FrameSize, line_rate: LineRate, params: SoakParams, rate_pps: float,
-              ndr_pps: float | None, rows: Sequence[dict], counts: TrialCounts | None,
+              ndr_pps: float | None, rows: Sequence[SoakInterval], counts: TrialCounts | None,
               complete: bool = True) -> SoakResult:
-        cpu, sat = cpu_episodes(rows, params.cpu_spike_pct)
-        return cls(frame, line_rate, params, rate_pps, ndr_pps, tuple(rows), counts, complete,
-                   tuple(leak_verdicts(rows, params)), tuple(cpu), tuple(sat),
-                   tuple(loss_episodes(rows, params.loss_min_frames)))
+        th = params.thresholds()
+        cpu, sat = cpu_episodes(rows, th.cpu_spike_pct)
+        return cls(frame, line_rate, params.rate, rate_pps, ndr_pps, params.interval_s, params.duration_s, th,
+                   tuple(rows), counts.valid if counts is not None else None,
+                   counts.invalid_reason if counts is not None else None, complete,
+                   tuple(leak_verdicts(rows, th)), tuple(cpu), tuple(sat),
+                   tuple(loss_episodes(rows, th.loss_min_frames)))
 
     @property
     def covered_s(self) -> float:
-        return sum(r["duration_s"] for r in self.rows)
+        return sum(r.duration_s for r in self.intervals or ())
 
     @property
     def frames_sent(self) -> int:
-        return sum(r["frames_sent"] for r in self.rows)
+        return sum(r.frames_sent for r in self.intervals or ())
 
     @property
     def frames_received(self) -> int:
-        return sum(r["frames_received"] for r in self.rows)
+        return sum(r.frames_received for r in self.intervals or ())
+
+    @property
+    def frames_lost(self) -> int:
+        return max(0, self.frames_sent - self.frames_received)
 
     @property
     def leak(self) -> bool:
         return any(t.leak for t in self.leaks)
 
     @property
+    def monitored(self) -> bool:
+        return any(r.monitor for r in self.intervals or ())
+
+    @property
     def headline_pps(self) -> float | None:
         return self.frames_received / self.covered_s if self.covered_s > 0 else None
 
+    @property
+    def loss_ratio(self) -> float | None:
+        return self.frames_lost / self.frames_sent if self.frames_sent else None
+
     def stats_values(self) -> dict[str, float | None]:
-        sent = self.frames_sent
-        return {"rx_pps": self.headline_pps, "loss_ratio": (sent - self.frames_received) / sent if sent else None,
-                "loss_episodes": float(len(self.losses)), "cpu_spikes": float(len(self.cpu)),
+        return {"rx_pps": self.headline_pps, "loss_ratio": self.loss_ratio,
+                "loss_episodes": float(len(self.loss_episodes)), "cpu_spikes": float(len(self.cpu_spikes)),
                 "leaks": float(sum(1 for t in self.leaks if t.leak))}
 
     def to_dict(self) -> dict:
-        sent, got = self.frames_sent, self.frames_received
-        c = self.counts
-        return {"rate": self.params.rate, "rate_pps": self.rate_pps, "ndr_pps": self.ndr_pps,
-                "interval_s": self.params.interval_s, "duration_s": self.params.duration_s,
-                "covered_s": self.covered_s, "segments": len({r["segment"] for r in self.rows}),
-                "complete": self.complete, "frames_sent": sent, "frames_received": got,
-                "frames_lost": max(0, sent - got), "loss_ratio": (sent - got) / sent if sent else None,
-                "rx_pps": self.headline_pps, "valid": c.valid if c is not None else None,
-                "invalid_reason": c.invalid_reason if c is not None else None,
-                "thresholds": self.params.thresholds(), "leak": self.leak,
-                "leaks": [t.to_dict() for t in self.leaks], "cpu_spikes": [e.to_dict() for e in self.cpu],
-                "cpu_saturated": list(self.saturated), "loss_episodes": [e.to_dict() for e in self.losses],
-                "interface_drops": interface_drops(self.rows), "intervals": list(self.rows)}
+        return {"rate": self.rate, "rate_pps": self.rate_pps, "ndr_pps": self.ndr_pps,
+                "interval_s": self.interval_s, "duration_s": self.duration_s,
+                "covered_s": self.covered_s, "segments": len({r.segment for r in self.intervals}),
+                "complete": self.complete, "frames_sent": self.frames_sent, "frames_received": self.frames_received,
+                "frames_lost": self.frames_lost, "loss_ratio": self.loss_ratio,
+                "rx_pps": self.headline_pps, "valid": self.valid, "invalid_reason": self.invalid_reason,
+                "thresholds": self.thresholds.to_dict(), "leak": self.leak,
+                "leaks": [t.to_dict() for t in self.leaks], "cpu_spikes": [e.to_dict() for e in self.cpu_spikes],
+                "cpu_saturated": list(self.cpu_saturated),
+                "loss_episodes": [e.to_dict() for e in self.loss_episodes],
+                "interface_drops": interface_drops(self.intervals), "intervals": [r.to_dict() for r in self.intervals]}
 
 
 # --------------------------------------------------------------------------------------------- #
@@ -490,23 +547,21 @@ def trend_text(t: Trend) -> str:
             f"{_size(t.high_per_h, t.unit)}]/h")
 
 
-def live_line(res: SoakResult, row: dict | None = None) -> str:
+def live_line(res: SoakResult, row: SoakInterval | None = None) -> str:
     """The latest interval (``row``, default the last of ``res``) and the verdicts of ``res``."""
-    r = row if row is not None else res.rows[-1]
-    last = res.rows[-1]
-    as_of = "" if last is r else f" (verdicts as of {fmt_time(last['t_s'] + last['duration_s'])})"
+    r = row if row is not None else res.intervals[-1]
+    last = res.intervals[-1]
+    as_of = "" if last is r else f" (verdicts as of {fmt_time(last.end_s)})"
     leaks = [t for t in res.leaks if t.leak]
     worst = max((t for t in res.leaks if t.judged), key=lambda t: t.low_per_h, default=None)
     mem = ("LEAK " + "; ".join(trend_text(t) for t in leaks)) if leaks else \
         ("no leak" + (f" ({trend_text(worst)})" if worst else "" if res.leaks else " (too few samples)"
-                      if any(r.get("monitor") for r in res.rows) else " (not monitored)"))
-    saturated = f"; saturated throughout: {', '.join(res.saturated)}" if res.saturated else ""
-    c = res.counts
-    invalid = f" | INVALID: {c.invalid_reason or 'tester problem'}" if c is not None and not c.valid else ""
-    return (f"soak {fmt_time(r['t_s'] + r['duration_s'])}/{fmt_time(res.params.duration_s)}: "
-            f"rx {format_pps(r['frames_received'] / r['duration_s'] if r['duration_s'] else 0)}, "
-            f"lost {r['frames_lost']} | memory: {mem} | CPU spikes: {len(res.cpu)}{saturated} | "
-            f"loss episodes: {len(res.losses)}{as_of}{invalid}")
+                      if res.monitored else " (not monitored)"))
+    saturated = f"; saturated throughout: {', '.join(res.cpu_saturated)}" if res.cpu_saturated else ""
+    invalid = f" | INVALID: {res.invalid_reason or 'tester problem'}" if res.valid is False else ""
+    return (f"soak {fmt_time(r.end_s)}/{fmt_time(res.duration_s)}: rx {format_pps(r.rx_pps)}, "
+            f"lost {r.frames_lost} | memory: {mem} | CPU spikes: {len(res.cpu_spikes)}{saturated} | "
+            f"loss episodes: {len(res.loss_episodes)}{as_of}{invalid}")
 
 
 def fmt_time(s: float) -> str:
@@ -536,26 +591,37 @@ def resolve_rate(params: SoakParams, ctx: Context) -> tuple[float, float | None]
 LIVE_COST_FACTOR = 50
 
 
+@dataclass
+class _Live:
+    """The live verdicts: the last worked out (``res``), when (``at``, monotonic s) and at what cost
+    (s); when the last console note was."""
+
+    res: SoakResult | None = None
+    at: float = -math.inf
+    cost: float = 0.0
+    noted: float = -math.inf
+
+
 def run_soak(params: SoakParams, ctx: Context) -> SoakResult:
     rate_pps, ndr = resolve_rate(params, ctx)
-    rows: list[dict] = []
+    rows: list[SoakInterval] = []
     # The live verdicts cost O(intervals so far) (~0.9 s at 72 h of 10-s intervals): they are worked
     # out again when at least LIVE_COST_FACTOR times their last cost has passed, so they take at most
     # ~2 % of a CPU; intervals replayed on resume come at once and make one line.
-    live: dict[str, Any] = {"res": None, "at": -math.inf, "cost": 0.0, "note": -math.inf}
+    live = _Live()
 
     def on_interval(iv: Interval, sample: dict | None) -> None:
-        rows.append({"t_s": iv.t_s, "duration_s": iv.duration_s, "segment": iv.phase, "frames_sent": iv.frames_sent,
-                     "frames_received": iv.frames_received, "frames_lost": iv.frames_lost, "monitor": sample})
+        rows.append(SoakInterval(iv.t_s, iv.duration_s, iv.phase, iv.frames_sent, iv.frames_received, iv.frames_lost,
+                                 from_dict(CompactSample, sample) if sample else None))
         now = time.monotonic()
-        if now - live["note"] < params.interval_s / 2:
+        if now - live.noted < params.interval_s / 2:
             return
-        live["note"] = now
-        if live["res"] is None or now - live["at"] >= LIVE_COST_FACTOR * live["cost"]:
-            live["res"] = SoakResult.build(ctx.frame, ctx.line_rate, params, rate_pps, ndr, rows, None, False)
-            live["at"], live["cost"] = now, time.monotonic() - now
-            ctx.publish(live["res"])
-        ctx.notify(live_line(live["res"], rows[-1]))
+        live.noted = now
+        if live.res is None or now - live.at >= LIVE_COST_FACTOR * live.cost:
+            live.res = SoakResult.build(ctx.frame, ctx.line_rate, params, rate_pps, ndr, rows, None, False)
+            live.at, live.cost = now, time.monotonic() - now
+            ctx.publish(live.res)
+        ctx.notify(live_line(live.res, rows[-1]))
 
     try:
         counts = ctx.measurer.measure_soak(Load(rate_pps, ctx.frame), params.duration_s, params.interval_s,
@@ -564,7 +630,7 @@ def run_soak(params: SoakParams, ctx: Context) -> SoakResult:
         raise with_partial(e, lambda: SoakResult.build(ctx.frame, ctx.line_rate, params, rate_pps, ndr, rows, None,
                                                        False)) from None
     res = SoakResult.build(ctx.frame, ctx.line_rate, params, rate_pps, ndr, rows, counts)
-    if res.rows:
+    if res.intervals:
         ctx.notify("final " + live_line(res))
     return res
 
@@ -572,71 +638,74 @@ def run_soak(params: SoakParams, ctx: Context) -> SoakResult:
 # --------------------------------------------------------------------------------------------- #
 # Reading it back
 
-def entries(run: RunView) -> list[dict]:
-    """Per frame size: the first repetition's soak document (``frame_size`` added)."""
-    out = []
-    for r in run.method_results(METHOD_NAME):
-        reps = objs(r, "repetitions")
-        if reps:
-            out.append({**reps[0], "frame_size": r.get("frame_size")})
-    out.sort(key=lambda e: frame_size_sort_key(e["frame_size"]))
+@dataclass(frozen=True)
+class Entry:
+    """One frame size's soak in a run: its first repetition."""
+
+    frame_size: Any
+    soak: SoakResult
+
+
+def entries(run: RunView) -> list[Entry]:
+    """Per frame size: the first repetition's soak, in frame-size order."""
+    out = [Entry(r.frame_size, r.repetitions[0]) for r in run.frame_results(METHOD_NAME, SoakResult) if r.repetitions]
+    out.sort(key=lambda e: frame_size_sort_key(e.frame_size))
     return out
 
 
-def verdict_table(e: dict) -> Table:
-    th = e.get("thresholds") or {}
-    t = Table(["memory series", "slope / h", f"{th.get('confidence_pct', 95):g} % CI / h", "first stage mean ± sd",
+def _thresholds(s: SoakResult) -> SoakThresholds:
+    return s.thresholds or SoakThresholds()
+
+
+def verdict_table(s: SoakResult) -> Table:
+    th = _thresholds(s)
+    t = Table(["memory series", "slope / h", f"{th.confidence_pct:g} % CI / h", "first stage mean ± sd",
                "last stage mean ± sd", "growth", "verdict"],
-              caption=f"leak: the CI above 0, growth above {th.get('leak_min_growth_pct', 5):g} % and the stages' "
-                      f"mean ± sd apart (stages: first and last {th.get('stage_pct', 20):g} % of the samples)")
-    for tr in objs(e, "leaks"):
-        unit = tr.get("unit", "B")
-        t.add([str(tr.get("series")), _size(num(tr, "slope_per_h") or 0.0, unit),
-               f"[{_size(num(tr, 'low_per_h') or 0.0, unit)}, {_size(num(tr, 'high_per_h') or 0.0, unit)}]",
-               _stage(tr, "first", unit), _stage(tr, "last", unit),
-               fmt.DASH if tr.get("growth_pct") is None else f"{tr['growth_pct']:+.1f} %",
-               ("LEAK" if tr.get("leak") else "no leak") + f": {tr.get('why', '')}"])
+              caption=f"leak: the CI above 0, growth above {th.leak_min_growth_pct:g} % and the stages' "
+                      f"mean ± sd apart (stages: first and last {th.stage_pct:g} % of the samples)")
+    for tr in s.leaks or ():
+        u = tr.unit
+        t.add([tr.series, _size(tr.slope_per_h, u), f"[{_size(tr.low_per_h, u)}, {_size(tr.high_per_h, u)}]",
+               _stage(tr.first_mean, tr.first_sd, u), _stage(tr.last_mean, tr.last_sd, u),
+               fmt.DASH if tr.growth_pct is None else f"{tr.growth_pct:+.1f} %",
+               ("LEAK" if tr.leak else "no leak") + f": {tr.why}"])
     return t
 
 
-def _stage(tr: dict, which: str, unit: str) -> str:
-    m, sd = num(tr, f"{which}_mean") or 0.0, num(tr, f"{which}_sd") or 0.0
-    return f"{_size(m, unit).lstrip('+')} ± {_size(sd, unit).lstrip('+')}"
+def _stage(mean: float, sd: float, unit: str) -> str:
+    return f"{_size(mean, unit).lstrip('+')} ± {_size(sd, unit).lstrip('+')}"
 
 
-def episode_table(e: dict) -> Table:
-    th = e.get("thresholds") or {}
+def episode_table(s: SoakResult) -> Table:
+    th = _thresholds(s)
     t = Table(["kind", "series", "from", "for", "peak", "frames lost"],
-              caption=f"CPU spikes: samples ≥ {th.get('cpu_spike_pct', 90):g} % busy; loss episodes: intervals "
-                      f"that lost ≥ {th.get('loss_min_frames', 1)} frame(s); times are soak time")
-    for x in objs(e, "cpu_spikes"):
-        t.add(["CPU spike", str(x.get("series")), fmt_time(num(x, "start_s") or 0),
-               f"{num(x, 'duration_s') or 0:.1f} s",
-               f"{num(x, 'peak') or 0:.0f} %", fmt.DASH])
-    for x in objs(e, "loss_episodes"):
-        t.add(["loss", "frames", fmt_time(num(x, "start_s") or 0), f"{num(x, 'duration_s') or 0:.1f} s",
-               f"{100 * (num(x, 'peak') or 0):.3g} % of an interval", str(int(num(x, "frames_lost") or 0))])
+              caption=f"CPU spikes: samples ≥ {th.cpu_spike_pct:g} % busy; loss episodes: intervals "
+                      f"that lost ≥ {th.loss_min_frames} frame(s); times are soak time")
+    for x in s.cpu_spikes or ():
+        t.add(["CPU spike", x.series, fmt_time(x.start_s), f"{x.duration_s:.1f} s", f"{x.peak:.0f} %", fmt.DASH])
+    for x in s.loss_episodes or ():
+        t.add(["loss", "frames", fmt_time(x.start_s), f"{x.duration_s:.1f} s",
+               f"{100 * x.peak:.3g} % of an interval", str(x.frames_lost)])
     return t
 
 
-def summary_lines(e: dict) -> list[str]:
-    th = e.get("thresholds") or {}
-    ndr = f" ({e['rate']} of NDR {format_pps(e['ndr_pps'])})" if e.get("ndr_pps") else ""
-    lines = [f"{fmt.size(e['frame_size'])}: {format_pps(e.get('rate_pps') or 0)}{ndr} for "
-             f"{fmt_time(e.get('covered_s') or 0)} "
-             f"in {e.get('segments', 1)} segment(s), {e.get('interval_s', 0):g}-s intervals"
-             + ("" if e.get("complete", True) else " (stopped early)") + ".",
-             "Memory: " + ("LEAK" if e.get("leak") else "no leak")
-             + f" (thresholds: CI {th.get('confidence_pct', 95):g} %,"
-             f" growth > {th.get('leak_min_growth_pct', 5):g} %, host memory judged: "
-             f"{'yes' if th.get('host_memory_verdict') else 'no'}).",
-             f"CPU spikes (≥ {th.get('cpu_spike_pct', 90):g} %): {len(objs(e, 'cpu_spikes'))}"
-             + (f"; saturated throughout: {', '.join(e['cpu_saturated'])}" if e.get("cpu_saturated") else "") + ".",
-             f"Loss episodes: {len(objs(e, 'loss_episodes'))}, {int(e.get('frames_lost') or 0)} frames lost in all."]
-    if e.get("valid") is False:
-        lines.append(f"The tester did not hold the load throughout ({e.get('invalid_reason')}): the trial is invalid, "
+def summary_lines(e: Entry) -> list[str]:
+    s, th = e.soak, _thresholds(e.soak)
+    ndr = f" ({s.rate} of NDR {format_pps(s.ndr_pps)})" if s.ndr_pps else ""
+    segments = len({r.segment for r in s.intervals or ()})
+    lines = [f"{fmt.size(e.frame_size)}: {format_pps(s.rate_pps or 0)}{ndr} for {fmt_time(s.covered_s)} "
+             f"in {segments} segment(s), {s.interval_s or 0:g}-s intervals"
+             + ("" if s.complete is not False else " (stopped early)") + ".",
+             "Memory: " + ("LEAK" if s.leak else "no leak")
+             + f" (thresholds: CI {th.confidence_pct:g} %, growth > {th.leak_min_growth_pct:g} %, host memory judged: "
+             f"{'yes' if th.host_memory_verdict else 'no'}).",
+             f"CPU spikes (≥ {th.cpu_spike_pct:g} %): {len(s.cpu_spikes or ())}"
+             + (f"; saturated throughout: {', '.join(s.cpu_saturated)}" if s.cpu_saturated else "") + ".",
+             f"Loss episodes: {len(s.loss_episodes or ())}, {s.frames_lost} frames lost in all."]
+    if s.valid is False:
+        lines.append(f"The tester did not hold the load throughout ({s.invalid_reason}): the trial is invalid, "
                      "and loss in its timeline may be the tester's, not the DUT's.")
-    drops = {k: v for k, v in (e.get("interface_drops") or {}).items() if v}
+    drops = {k: v for k, v in interface_drops(s.intervals or ()).items() if v}
     if drops:
         lines.append("Interface drops/errors: " + ", ".join(f"{k} {v}" for k, v in drops.items()) + ".")
     return lines
@@ -648,31 +717,28 @@ def soak_plot(runs: Sequence[RunView]) -> Figure | None:
     CPU busy per core and per DUT process (spike threshold dashed), and memory of the DUT's processes
     and the host (a leaking series with its fitted slope); dotted vertical lines mark where a resumed
     soak's next segment began."""
-    es = [(i, r, e) for i, r in enumerate(runs) for e in entries(r)]
+    es = [(i, r, e.soak) for i, r in enumerate(runs) for e in entries(r)]
     if not es:
         return None
     fig, axes = subplots(4, 1, w=8.0, h=9.0, sharex=True)
     ax_rate, ax_loss, ax_cpu, ax_mem = (a[0] for a in axes)
-    for i, run, e in es:
-        rows = list(objs(e, "intervals"))
+    for i, run, s in es:
+        rows = list(s.intervals or ())
         if not rows:
             continue
         c = run_colour(i)
         pre = f"{run.name}: " if len(runs) > 1 else ""
-        ts = [(num(r, "t_s") or 0) + (num(r, "duration_s") or 0) / 2 for r in rows]
-        dur = [num(r, "duration_s") or 1.0 for r in rows]
-        ax_rate.plot(ts, [(num(r, "frames_sent") or 0) / d for r, d in zip(rows, dur)], color=c, ls="--", lw=1,
+        ts = [r.t_s + r.duration_s / 2 for r in rows]
+        ax_rate.plot(ts, [r.frames_sent / (r.duration_s or 1.0) for r in rows], color=c, ls="--", lw=1,
                      label=pre + "sent")
-        ax_rate.plot(ts, [(num(r, "frames_received") or 0) / d for r, d in zip(rows, dur)], color=c, lw=1.4,
+        ax_rate.plot(ts, [r.frames_received / (r.duration_s or 1.0) for r in rows], color=c, lw=1.4,
                      label=pre + "received")
-        ax_loss.step(ts, [num(r, "frames_lost") or 0 for r in rows], where="mid", color=c, label=pre + "lost")
-        for x in objs(e, "loss_episodes"):
-            ax_loss.axvspan(num(x, "start_s") or 0, (num(x, "start_s") or 0) + (num(x, "duration_s") or 0),
-                            color=c, alpha=0.15)
-        _soak_cpu(ax_cpu, e, rows, ts, i, pre)
-        _soak_memory(ax_mem, e, rows, i, pre)
-        starts = {num(r, "t_s") or 0 for r, p in zip(rows[1:], rows) if r.get("segment") != p.get("segment")}
-        for seg_start in sorted(starts):
+        ax_loss.step(ts, [r.frames_lost for r in rows], where="mid", color=c, label=pre + "lost")
+        for x in s.loss_episodes or ():
+            ax_loss.axvspan(x.start_s, x.start_s + x.duration_s, color=c, alpha=0.15)
+        _soak_cpu(ax_cpu, s, rows, ts, i, pre)
+        _soak_memory(ax_mem, s, rows, i, pre)
+        for seg_start in sorted({r.t_s for r, p in zip(rows[1:], rows) if r.segment != p.segment}):
             for ax in (ax_rate, ax_loss, ax_cpu, ax_mem):
                 ax.axvline(seg_start, ls=":", color=REF_GREY, lw=1)
     ax_rate.yaxis.set_major_formatter(fps_fmt())
@@ -682,8 +748,8 @@ def soak_plot(runs: Sequence[RunView]) -> Figure | None:
     ax_cpu.set_ylim(0, 105)
     ax_mem.set_ylabel("DUT memory change (MiB)")
     ax_mem.set_xlabel("soak time (s)")
-    verdict = "; ".join(("LEAK" if e.get("leak") else "no leak") + f", {len(objs(e, 'cpu_spikes'))} CPU spike(s), "
-                        f"{len(objs(e, 'loss_episodes'))} loss episode(s)" for _, _, e in es)
+    verdict = "; ".join(("LEAK" if s.leak else "no leak") + f", {len(s.cpu_spikes or ())} CPU spike(s), "
+                        f"{len(s.loss_episodes or ())} loss episode(s)" for _, _, s in es)
     ax_rate.set_title(f"Soak — {verdict}")
     for ax in (ax_rate, ax_loss, ax_cpu, ax_mem):
         if ax.get_legend_handles_labels()[0] and ax.get_legend() is None:
@@ -691,49 +757,47 @@ def soak_plot(runs: Sequence[RunView]) -> Figure | None:
     return fig
 
 
-def _soak_cpu(ax_cpu: Any, e: dict, rows: list[dict], ts: list[float], i: int, pre: str) -> None:
+def _soak_cpu(ax_cpu: Any, s: SoakResult, rows: list[SoakInterval], ts: list[float], i: int, pre: str) -> None:
     """The soak's CPU panel: busy per core and per DUT process, the spike threshold dashed."""
     cores: dict[str, list[float]] = {}
     procs: dict[str, list[tuple[float, float]]] = {}
     for t, r in zip(ts, rows):
-        mon = r.get("monitor") or {}
-        for core, b in (mon.get("cpu") or {}).items():
+        mon = r.monitor or CompactSample()
+        for core, b in (mon.cpu or {}).items():
             if core != "all" and isinstance(b, (int, float)):
                 cores.setdefault(core, []).append(b)
-        for name, p in (mon.get("procs") or {}).items():
-            if isinstance(p, dict) and isinstance(p.get("cpu_percent"), (int, float)):
-                procs.setdefault(name, []).append((t, p["cpu_percent"]))
+        for name, p in (mon.procs or {}).items():
+            if isinstance(p.cpu_percent, (int, float)):
+                procs.setdefault(name, []).append((t, p.cpu_percent))
     for k, (core, vals) in enumerate(sorted(cores.items())):
         if len(vals) == len(ts):
             ax_cpu.plot(ts, vals, lw=0.9, color=run_colour(i + k + 1), label=f"{pre}{core} busy")
     for name, pts in procs.items():
         ax_cpu.plot([p[0] for p in pts], [p[1] for p in pts], lw=1.2, ls="-.", label=f"{pre}{name}")
-    th = (e.get("thresholds") or {}).get("cpu_spike_pct")
-    if th:
-        ax_cpu.axhline(th, ls="--", color=REF_GREY, lw=0.8, label="spike threshold")
+    if s.thresholds is not None:
+        ax_cpu.axhline(s.thresholds.cpu_spike_pct, ls="--", color=REF_GREY, lw=0.8, label="spike threshold")
 
 
-def _soak_memory(ax_mem: Any, e: dict, rows: list[dict], i: int, pre: str) -> None:
+def _soak_memory(ax_mem: Any, s: SoakResult, rows: list[SoakInterval], i: int, pre: str) -> None:
     """The soak's memory panel: the DUT's processes (the host's on a right axis), a leak's fitted slope."""
-    series = memory_series(rows)
-    leaks = {tr.get("series"): tr for tr in objs(e, "leaks")}
+    leaks = {tr.series: tr for tr in s.leaks or ()}
     host_ax = None
-    for k, (name, (unit, own, pts)) in enumerate(series.items()):
+    for k, (name, (unit, own, pts)) in enumerate(memory_series(rows).items()):
         if unit != "B":
             continue
         tr = leaks.get(name)
-        judged = own or bool(tr and tr.get("judged"))
+        judged = own or bool(tr and tr.judged)
         ax: Any = ax_mem
         if not judged:  # host-wide, shared with the tester: on its own axis, not drowning the DUT's
             host_ax = host_ax or ax_mem.twinx()
             ax = host_ax
         xs, ys = [p[0] for p in pts], [p[1] / 2 ** 20 for p in pts]
         base = ys[0] if ys else 0.0
-        tag = " LEAK" if tr and tr.get("leak") else "" if judged else " (host-wide, right axis)"
+        tag = " LEAK" if tr and tr.leak else "" if judged else " (host-wide, right axis)"
         ax.plot(xs, [y - base for y in ys], lw=1.1 if judged else 0.8, ls="-" if judged else "--",
                 color=run_colour(i + k), label=f"{pre}{name}{tag}")
-        if tr and tr.get("leak"):
-            sl = (num(tr, "slope_per_h") or 0) / 3600 / 2 ** 20
+        if tr and tr.leak:
+            sl = tr.slope_per_h / 3600 / 2 ** 20
             mx = statistics.fmean(xs)
             my = statistics.fmean(ys) - base
             ax.plot([xs[0], xs[-1]], [my + sl * (xs[0] - mx), my + sl * (xs[-1] - mx)], ls=":",
@@ -790,22 +854,22 @@ class Soak(Method):
         return 100.0
 
     def verdict_values(self, result: dict) -> dict[str, float | None]:
-        st = result.get("stats", {}).get("loss_ratio", {})
-        return {"loss_ratio": st.get("max")} if st else {}
+        worst = read_frame_results(result, SoakResult).spread("loss_ratio").max
+        return {"loss_ratio": worst} if worst is not None else {}
 
     def console_rows(self, result: dict, flags: str) -> list[list[str]]:
         rows = []
-        for e in objs(result, "repetitions"):
-            leaks = [t for t in objs(e, "leaks") if t.get("leak")]
-            mem = ("LEAK: " + ", ".join(f"{t['series']} {_size(num(t, 'slope_per_h') or 0, t.get('unit', 'B'))}/h"
-                                        for t in leaks)) if leaks else "no leak"
-            spikes = str(len(objs(e, "cpu_spikes")))
-            if e.get("cpu_saturated"):
-                spikes += f"; saturated throughout: {', '.join(e['cpu_saturated'])}"
-            invalid = f"INVALID: {e.get('invalid_reason') or 'tester problem'}" if e.get("valid") is False else ""
-            rows.append([fmt.size(result["frame_size"]), format_pps(e.get("rate_pps") or 0),
-                         fmt_time(e.get("covered_s") or 0), format_pps(e.get("rx_pps") or 0),
-                         str(e.get("frames_lost", 0)), str(len(objs(e, "loss_episodes"))),
+        res = read_frame_results(result, SoakResult)
+        for s in res.repetitions:
+            leaks = [t for t in s.leaks or () if t.leak]
+            mem = ("LEAK: " + ", ".join(f"{t.series} {_size(t.slope_per_h, t.unit)}/h" for t in leaks)) \
+                if leaks else "no leak"
+            spikes = str(len(s.cpu_spikes or ()))
+            if s.cpu_saturated:
+                spikes += f"; saturated throughout: {', '.join(s.cpu_saturated)}"
+            invalid = f"INVALID: {s.invalid_reason or 'tester problem'}" if s.valid is False else ""
+            rows.append([fmt.size(res.frame_size), format_pps(s.rate_pps or 0), fmt_time(s.covered_s),
+                         format_pps(s.headline_pps or 0), str(s.frames_lost), str(len(s.loss_episodes or ())),
                          spikes, mem, ", ".join(x for x in (invalid, flags) if x)])
         return rows
 
@@ -816,7 +880,7 @@ class Soak(Method):
         body = figure(soak_plot, [run])
         for e in es:
             body += "".join(f"<p>{esc(x)}</p>" for x in summary_lines(e))
-            body += table_html(verdict_table(e)) + table_html(episode_table(e))
+            body += table_html(verdict_table(e.soak)) + table_html(episode_table(e.soak))
         return {SECTION.id: body}
 
     def markdown(self, run: RunView) -> str:
@@ -825,8 +889,8 @@ class Soak(Method):
             return ""
         body = ""
         for e in es:
-            body += "\n".join(summary_lines(e)) + "\n\n" + table_md(verdict_table(e)) + "\n" \
-                + table_md(episode_table(e))
+            body += "\n".join(summary_lines(e)) + "\n\n" + table_md(verdict_table(e.soak)) + "\n" \
+                + table_md(episode_table(e.soak))
         return section_md(SECTION.title, body, "")
 
     def add_cli_options(self, parser: argparse.ArgumentParser) -> None:

@@ -370,6 +370,55 @@ DROP_COUNTERS = ("rx_dropped", "tx_dropped", "rx_missed_errors", "rx_over_errors
                  "tx_fifo_errors", "rx_errors", "tx_errors")
 
 
+@dataclass(frozen=True)
+class ProcSample:
+    """One DUT process in a compact sample."""
+
+    cpu_percent: float | None = None
+    rss_bytes: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"cpu_percent": self.cpu_percent, "rss_bytes": self.rss_bytes}
+
+
+@dataclass(frozen=True)
+class MemSample:
+    """The host's memory in a compact sample (a counter the host did not give is ``None``)."""
+
+    available_bytes: int | None = None
+    used_bytes: int | None = None
+    slab_bytes: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class CompactSample:
+    """:func:`compact_sample`'s document as a type (read with ``netrig.results.typed.from_dict``);
+    a part the sample lacked is ``None`` and not written."""
+
+    t_s: float | None = None
+    dt_s: float | None = None
+    cpu: dict[str, float | None] | None = None
+    softirq: dict[str, float | None] | None = None
+    procs: dict[str, ProcSample] | None = None
+    mem: MemSample | None = None
+    conntrack: dict[str, int] | None = None
+    drops: dict[str, dict[str, int]] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"t_s": self.t_s, "dt_s": self.dt_s}
+        for k in ("cpu", "softirq", "conntrack", "drops"):
+            if getattr(self, k) is not None:
+                out[k] = getattr(self, k)
+        if self.procs is not None:
+            out["procs"] = {k: p.to_dict() for k, p in self.procs.items()}
+        if self.mem is not None:
+            out["mem"] = self.mem.to_dict()
+        return out
+
+
 def compact_sample(sample: dict[str, Any] | None) -> dict[str, Any] | None:
     """The numbers of one monitor sample (local or remote) a long run keeps per interval, small
     enough for hours of them: ``t_s``, ``dt_s``; ``cpu`` busy % per core (``all`` too);
@@ -436,5 +485,5 @@ def ethtool_stats(ns: str | None, ifname: str) -> dict[str, int]:
     return out
 
 
-__all__ = ["Monitor", "MonitorResult", "compact_sample", "latest_sample", "DROP_COUNTERS",
-           "ethtool_stats", "read_proc_stat", "cpu_percent", "read_meminfo"]
+__all__ = ["Monitor", "MonitorResult", "CompactSample", "MemSample", "ProcSample", "compact_sample", "latest_sample",
+           "DROP_COUNTERS", "ethtool_stats", "read_proc_stat", "cpu_percent", "read_meminfo"]

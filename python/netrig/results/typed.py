@@ -2,9 +2,10 @@
 line_rate=…)`` is the inverse of the result's ``to_dict()``.
 
 Generated from the dataclass, not written per type: every ``__init__`` field is taken from the key of
-the same name (converted by its type hint: nested dataclasses, tuples and lists of them, optionals,
-numbers), or from ``context`` (the frame size and line rate a repetition is stored under, never
-repeated inside it), or left at its default. Keys the dataclass has no field for are what
+the same name (converted by its type hint: nested dataclasses, tuples, lists and dicts of them,
+optionals, numbers; a nested type with its own ``from_dict`` reads itself), or from ``context`` (the
+frame size and line rate a repetition is stored under, never repeated inside it), or left at its
+default. Keys the dataclass has no field for are what
 ``to_dict`` derives (``rate``, ``typical_ns``…) and are ignored. A field that is neither in the
 document, nor in the context, nor defaulted is a :class:`ResultError` naming the type and the
 field — a renamed field fails loudly, never reads as ``None``. ``tests/results/test_typed.py`` holds
@@ -68,6 +69,11 @@ def _convert(hint: Any, v: Any, context: Mapping[str, Any], partial: bool) -> An
         return tuple(_convert(item, x, context, partial) for x in v)
     if origin is list:
         return [_convert(args[0] if args else Any, x, context, partial) for x in v]
+    if origin is dict and isinstance(v, Mapping):
+        return {k: _convert(args[1] if args else Any, x, context, partial) for k, x in v.items()}
+    reads_itself = getattr(hint, "from_dict", None) if isinstance(hint, type) else None
+    if callable(reads_itself):
+        return reads_itself(v)  # a type that reads its own document (``EventResult``)
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
         nested = {k: c for k, c in context.items() if k in {f.name for f in dataclasses.fields(hint)}}
         return from_dict(hint, v, partial=partial, **nested)
