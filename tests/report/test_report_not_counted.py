@@ -14,11 +14,11 @@ from netrig.view.run_view import RunView
 
 def _doc(router_doc: dict, counts: dict) -> RunView:
     router_doc["trials"][0]["counts"].update(counts)
-    return RunView(router_doc)
+    return RunView.from_doc(router_doc)
 
 
 def test_the_trial_table_has_a_not_counted_column_only_when_some_trial_has_such_frames(router_doc):
-    plain = trials_table(RunView(router_doc))
+    plain = trials_table(RunView.from_doc(router_doc))
     assert "not counted" not in plain.header, "reports of clean runs do not change"
     t = trials_table(_doc(router_doc, {"foreign": 3, "stray": 300, "forged": 0}))
     col = t.header.index("not counted")
@@ -29,9 +29,10 @@ def test_the_trial_table_has_a_not_counted_column_only_when_some_trial_has_such_
 
 
 def test_not_counted_lists_what_is_not_zero():
-    assert not_counted({"foreign": 0, "stray": 0, "forged": 0}) == ""
-    assert not_counted({}) == ""
-    assert not_counted({"forged": 2, "stray": 1_200}) == "stray 1,200 · forged 2"
+    counts = TrialCounts(achieved_pps=1.0, frames_sent=1, frames_received=1)
+    assert not_counted(counts) == "" and not_counted(None) == ""
+    assert not_counted(TrialCounts(achieved_pps=1.0, frames_sent=1, frames_received=1, forged=2, stray=1_200)) == \
+        "stray 1,200 · forged 2"
 
 
 def test_the_console_says_why_a_trial_is_invalid_and_what_was_not_counted():

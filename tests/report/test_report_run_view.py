@@ -1,6 +1,7 @@
 """Reading result files: one-line errors for bad files, tolerant accessors for good ones."""
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
@@ -139,3 +140,22 @@ def test_unique_names():
     c = RunView.load(NAT)
     unique_names([a, b, c])
     assert len({a.name, b.name, c.name}) == 3 and c.name == "router+nat"
+
+
+def test_trial_records_are_typed_and_a_record_without_readable_counts_is_a_row_of_dashes():
+    """Reports read trials as ``TrialRecord``: the load and ``TrialCounts`` typed; a record whose
+    counts cannot be read (hand-edited) has none, and the trial table still draws it."""
+    from netrig.report.tables import trials_table
+
+    r = RunView.load(ROUTER)
+    recs = r.trial_records()
+    assert len(recs) == len(r.trials()) and all(t.counts is not None for t in recs)
+    first = recs[0]
+    assert first.index == 0 and first.load.rate_pps is not None and first.counts.frames_sent > 0
+    assert first.latency is not None and first.latency.p50_ns is not None
+    doc = copy.deepcopy(r.doc)
+    doc["trials"][0]["counts"] = {"frames_sent": "many"}
+    broken = RunView(doc)
+    assert broken.trial_records()[0].counts is None
+    row = trials_table(broken).rows[0]
+    assert row[10:14] == ["—"] * 4

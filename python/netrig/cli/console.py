@@ -30,7 +30,7 @@ def trial_note(c: TrialCounts) -> str:
     did not count (foreign, stray, forged) when some were stray or forged; empty when nothing to say."""
     parts = [] if c.valid else [f"invalid: {c.invalid_reason or 'tester problem'}"]
     if c.stray or c.forged:
-        parts.append(f"not counted: {not_counted(c.to_dict())}")
+        parts.append(f"not counted: {not_counted(c)}")
     return "; ".join(parts)
 
 

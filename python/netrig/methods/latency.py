@@ -48,12 +48,9 @@ from netrig.view.run_view import (
     Stat,
     frame_size_label,
     frame_size_sort_key,
-    num,
-    obj,
-    trial_latency,
-    trial_valid,
 )
 from netrig.view.table import Table, by_size, ratio_header, size_of_label, sizes_of
+from netrig.view.trial_record import TrialRecord
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -194,52 +191,70 @@ def entries(run: RunView) -> list[Entry]:
             if s:
                 pcts[name] = s
         # p90 / p99 are only in the trial records
-        trials = [t for t in run.trials() if t.get("method") == METHOD_NAME
-                  and frame_size_label(t.get("frame_size")) == frame_size_label(size) and trial_valid(t)]
+        trials = [t for t in run.trial_records() if t.method == METHOD_NAME and t.valid
+                  and frame_size_label(t.frame_size) == frame_size_label(size)]
         for name, key in (("p90", "p90_ns"), ("p99", "p99_ns"), ("min", "min_ns"), ("max", "max_ns"),
                           ("p50", "p50_ns"), ("p99.9", "p999_ns")):
             if name not in pcts:
-                s = Stat.over(num(trial_latency(t), key) for t in trials)
+                s = Stat.over(_latency(t, key) for t in trials)
                 if s:
                     pcts[name] = s
         if not pcts:
             continue
         rate = Stat.over(finite(x.rate_pps) for x in reps)
         if rate is None:
-            rate = Stat.over(num(obj(t, "load"), "rate_pps") for t in trials)
+            rate = Stat.over(t.load.rate_pps for t in trials)
         out.append(Entry(size, rate.value if rate else None, {k: pcts[k] for k in LATENCY_NAMES if k in pcts}))
     return out
 
 
-def load_entries(run: RunView) -> list[dict]:
-    """Latency against intended load from every valid DUT trial with latency data, per frame
-    size: ``{frame_size, points: [{intended_pps, intended_pct, loss_pct, pcts}]}`` (≥ 2 loads)."""
-    groups: dict[str, dict] = {}
-    for t in run.trials():
-        if t.get("method") == "selftest" or not trial_valid(t) or t.get("kind", "rate") != "rate":
+def _latency(t: TrialRecord, key: str) -> float | None:
+    """A trial's latency statistic ``key`` (a ``LatencySummary`` field: ``p99_ns``), ``None`` unmeasured."""
+    return finite(getattr(t.latency, key)) if t.latency is not None else None
+
+
+#: The percentiles of latency against load, with their ``LatencySummary`` fields.
+LOAD_PCTS = (("min", "min_ns"), ("p50", "p50_ns"), ("p90", "p90_ns"), ("p99", "p99_ns"), ("p99.9", "p999_ns"),
+             ("max", "max_ns"))
+
+
+@dataclass(frozen=True)
+class LoadPoint:
+    """One intended load's valid trials: the load (frames/s and % of line rate), their median loss
+    (%) and latency percentiles."""
+
+    intended_pps: float
+    intended_pct: float | None
+    loss_pct: float
+    pcts: dict[str, Stat]
+
+
+@dataclass(frozen=True)
+class LoadEntry:
+    frame_size: Any
+    points: list[LoadPoint]
+
+
+def load_entries(run: RunView) -> list[LoadEntry]:
+    """Latency against intended load from every valid DUT trial with latency data, per frame size
+    (at least 2 loads)."""
+    groups: dict[str, tuple[Any, dict[float, list[TrialRecord]]]] = {}
+    for t in run.trial_records():
+        off = t.load.rate_pps
+        if t.method == "selftest" or not t.valid or t.kind != "rate" or off is None or _latency(t, "p50_ns") is None:
             continue
-        lat = trial_latency(t)
-        off = num(obj(t, "load"), "rate_pps")
-        if off is None or num(lat, "p50_ns") is None:
-            continue
-        g = groups.setdefault(frame_size_label(t.get("frame_size")), {"frame_size": t.get("frame_size"), "loads": {}})
-        g["loads"].setdefault(round(off, 1), []).append(t)
+        g = groups.setdefault(frame_size_label(t.frame_size), (t.frame_size, {}))
+        g[1].setdefault(round(off, 1), []).append(t)
     out = []
-    for g in groups.values():
+    for size, loads in groups.values():
         pts = []
-        for off, ts in sorted(g["loads"].items()):
-            pcts = {}
-            for name, key in (("min", "min_ns"), ("p50", "p50_ns"), ("p90", "p90_ns"), ("p99", "p99_ns"),
-                              ("p99.9", "p999_ns"), ("max", "max_ns")):
-                s = Stat.over(num(trial_latency(t), key) for t in ts)
-                if s:
-                    pcts[name] = s
-            loss = statistics.median(100 * (num(obj(t, "counts"), "loss_ratio") or 0.0) for t in ts)
-            pts.append({"intended_pps": off, "intended_pct": run.pct_of_line_rate(g["frame_size"], off),
-                        "loss_pct": loss, "pcts": pcts})
+        for off, ts in sorted(loads.items()):
+            pcts = {name: st for name, key in LOAD_PCTS if (st := Stat.over(_latency(t, key) for t in ts))}
+            loss = statistics.median(100 * t.counts.loss_ratio for t in ts if t.counts is not None)
+            pts.append(LoadPoint(off, run.pct_of_line_rate(size, off), loss, pcts))
         if len(pts) >= 2:
-            out.append({"frame_size": g["frame_size"], "points": pts})
-    out.sort(key=lambda r: frame_size_sort_key(r["frame_size"]))
+            out.append(LoadEntry(size, pts))
+    out.sort(key=lambda r: frame_size_sort_key(r.frame_size))
     return out
 
 
@@ -318,31 +333,26 @@ def latency_vs_load_plot(runs: Sequence[RunView]) -> Figure | None:
     sizes: dict[str, Any] = {}
     for r in runs:
         for entry in load_entries(r):
-            sizes.setdefault(frame_size_label(entry["frame_size"]), entry["frame_size"])
+            sizes.setdefault(frame_size_label(entry.frame_size), entry.frame_size)
     if not sizes:
         return None
     ordered = sorted(sizes.values(), key=frame_size_sort_key)[:8]
     fig, axes = facets(len(ordered))
     names = ("p50", "p99", "p99.9") if len(runs) == 1 else ("p50", "p99.9")
     for ax, size in zip(axes, ordered):
-        use_pct = True
+        groups = [next((x for x in load_entries(r) if frame_size_label(x.frame_size) == frame_size_label(size)), None)
+                  for r in runs]
+        use_pct = all(p.intended_pct is not None for g in groups if g is not None for p in g.points)
         vals: list[float] = []
-        for r in runs:
-            e: dict | None = next((x for x in load_entries(r)
-                                   if frame_size_label(x["frame_size"]) == frame_size_label(size)), None)
-            if e is None:
-                continue
-            use_pct = use_pct and all(p["intended_pct"] is not None for p in e["points"])
-        for i, r in enumerate(runs):
-            g = next((x for x in load_entries(r) if frame_size_label(x["frame_size"]) == frame_size_label(size)), None)
+        for i, (r, g) in enumerate(zip(runs, groups)):
             if g is None:
                 continue
             for name in names:
-                pts = [p for p in g["points"] if name in p["pcts"]]
+                pts = [p for p in g.points if name in p.pcts]
                 if not pts:
                     continue
-                xs = [p["intended_pct"] if use_pct else p["intended_pps"] for p in pts]
-                ss = [p["pcts"][name] for p in pts]
+                xs = [p.intended_pct if use_pct and p.intended_pct is not None else p.intended_pps for p in pts]
+                ss = [p.pcts[name] for p in pts]
                 if len(runs) == 1:
                     colour, ls, label = PCT_COLOURS[name], "-", _pct_label(name)
                 else:
@@ -350,8 +360,8 @@ def latency_vs_load_plot(runs: Sequence[RunView]) -> Figure | None:
                 ax.errorbar(xs, [s.value * ns_to_us for s in ss], yerr=yerr(ss, ns_to_us), color=colour, ls=ls,
                             marker=None, label=label)
                 vals += [s.lo * ns_to_us for s in ss] + [s.hi * ns_to_us for s in ss]
-                lossy = [(x, s) for x, s, p in zip(xs, ss, pts) if p["loss_pct"] > 0]
-                clean = [(x, s) for x, s, p in zip(xs, ss, pts) if p["loss_pct"] <= 0]
+                lossy = [(x, s) for x, s, p in zip(xs, ss, pts) if p.loss_pct > 0]
+                clean = [(x, s) for x, s, p in zip(xs, ss, pts) if p.loss_pct <= 0]
                 if clean:
                     ax.plot([x for x, _ in clean], [s.value * ns_to_us for _, s in clean], ls="none", marker="o",
                             color=colour, ms=4)

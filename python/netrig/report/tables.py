@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from netrig.measure import Pacing, TrialCounts
 from netrig.methodology.method import Capacity
 from netrig.methods import REGISTRY
 from netrig.view import fmt
@@ -16,9 +17,9 @@ from netrig.view.run_view import (
     num,
     obj,
     objs,
-    trial_latency,
 )
 from netrig.view.table import Table, flatten, key_value_table, plain
+from netrig.view.trial_record import TrialRecord
 
 __all__ = ["summary_per_configuration", "selftest_table", "verdicts_table", "trials_table", "smoothness_table",
            "not_counted", "run_facts", "environment_differences", "line_rate_warning", "key_value_table", "Table"]
@@ -80,15 +81,22 @@ def verdicts_table(r: RunView) -> Table:
     return t
 
 
-def not_counted(counts: dict) -> str:
+def not_counted(counts: TrialCounts | None) -> str:
     """The frames a trial's receiver saw but did not count as the trial's, where there were any:
     ``"foreign 3 · stray 300 · forged 2"`` (empty when none)."""
-    parts = [f"{k} {fmt.count(n)}" for k in ("foreign", "stray", "forged") if (n := num(counts, k))]
+    if counts is None:
+        return ""
+    parts = [f"{k} {fmt.count(n)}" for k, n in (("foreign", counts.foreign), ("stray", counts.stray),
+                                                ("forged", counts.forged)) if n]
     return " · ".join(parts)
 
 
 def _ratio(v: float | None) -> str:
     return fmt.DASH if v is None else f"{v:.2f}×"
+
+
+def _lat(t: TrialRecord, key: str) -> float | None:
+    return getattr(t.latency, key) if t.latency is not None else None
 
 
 def trials_table(r: RunView) -> Table:
@@ -99,54 +107,50 @@ def trials_table(r: RunView) -> Table:
     header = ["#", "method", "frame size", "rep", "trial", "kind", "intended", "% line rate", "achieved",
               "duration", "sent", "received", "lost", "loss", "p50", "p99.9", "max", "stretch", "peak 1 ms",
               "gap p99 / max", "valid"]
-    extra = [not_counted(obj(tr, "counts")) for tr in r.trials()]
+    records = r.trial_records()
+    extra = [not_counted(tr.counts) for tr in records]
     if any(extra):
         header.insert(-1, "not counted")
     t = Table(header)
-    for i, tr in enumerate(r.trials()):
-        c = obj(tr, "counts")
-        load = obj(tr, "load")
-        lat = trial_latency(tr)
-        pc = obj(c, "pacing")
-        valid = c.get("valid", True) is not False
-        lost = num(c, "frames_lost")
-        loss = num(c, "loss_ratio")
-        cls = "invalid" if not valid else ("lossy" if (lost or 0) > 0 else "")
-        if pc.get("bunched"):
+    for tr, nc in zip(records, extra):
+        c, pc = tr.counts, tr.pacing
+        cls = "invalid" if not tr.valid else ("lossy" if c is not None and c.frames_lost > 0 else "")
+        if pc is not None and pc.bunched:
             cls += " flagged"
-        if tr.get("replayed"):
+        if tr.replayed:
             cls += " replayed"
-        gaps = fmt.DASH if num(pc, "gap_max_ns") is None else \
-            f"{fmt.ns(num(pc, 'gap_p99_ns'))} / {fmt.ns(num(pc, 'gap_max_ns'))}"
-        row = [str(tr.get("seq", i)), REGISTRY.short_name(str(tr.get("method", ""))), fmt.size(tr.get("frame_size")),
-               plain(tr.get("repetition")), plain(tr.get("trial_index")), str(tr.get("kind", "")),
-               fmt.fps(num(load, "rate_pps")), fmt.pct(num(load, "pct_line_rate"), 2), fmt.fps(num(c, "achieved_pps")),
-               fmt.seconds(num(load, "duration_s")), fmt.count(num(c, "frames_sent")),
-               fmt.count(num(c, "frames_received")),
-               fmt.count(lost), fmt.pct(100 * loss if loss is not None else None, 4),
-               fmt.ns(num(lat, "p50_ns")), fmt.ns(num(lat, "p999_ns")), fmt.ns(num(lat, "max_ns")),
-               fmt.ns(1e9 * s) if (s := num(pc, "stretch_s")) is not None else fmt.DASH,
-               _ratio(num(pc, "peak_ratio")), gaps,
-               "yes" if valid else f"no: {c.get('invalid_reason') or 'tester problem'}"]
+        gaps = fmt.DASH if pc is None or pc.gap_max_ns is None else \
+            f"{fmt.ns(pc.gap_p99_ns)} / {fmt.ns(pc.gap_max_ns)}"
+        row = [str(tr.seq), REGISTRY.short_name(tr.method), fmt.size(tr.frame_size), plain(tr.repetition),
+               plain(tr.trial_index), tr.kind, fmt.fps(tr.load.rate_pps), fmt.pct(tr.load.pct_line_rate, 2),
+               fmt.fps(c.achieved_pps) if c else fmt.DASH, fmt.seconds(tr.load.duration_s), *_counted(c),
+               fmt.ns(_lat(tr, "p50_ns")), fmt.ns(_lat(tr, "p999_ns")), fmt.ns(_lat(tr, "max_ns")),
+               fmt.ns(1e9 * pc.stretch_s) if pc is not None else fmt.DASH,
+               _ratio(pc.peak_ratio if pc is not None else None), gaps,
+               "yes" if tr.valid else f"no: {(c.invalid_reason if c else None) or 'tester problem'}"]
         if any(extra):
-            row.insert(-1, extra[i] or fmt.DASH)
+            row.insert(-1, nc or fmt.DASH)
         t.add(row, cls.strip())
     return t
+
+
+def _counted(c: TrialCounts | None) -> list[str]:
+    """The frames sent, received, lost, and the loss of a trial's counts."""
+    if c is None:
+        return [fmt.DASH] * 4
+    return [fmt.count(c.frames_sent), fmt.count(c.frames_received), fmt.count(c.frames_lost),
+            fmt.pct(100 * c.loss_ratio, 4)]
 
 
 #: Rows of the events table at most (the first ones, in trial order; the trial log has them all).
 MAX_EVENT_ROWS = 500
 
 
-def user_event_trials(r: RunView) -> list[tuple[int, dict]]:
+def user_event_trials(r: RunView) -> list[TrialRecord]:
     """The trials that ran user events (``trial.events``): those of methods that take events
     (``Method.event_trials``), with events in their counts. The reset method shows its own."""
-    out = []
-    for i, tr in enumerate(r.trials()):
-        m = str(tr.get("method", ""))
-        if m in REGISTRY and REGISTRY.get(m).event_trials is not None and obj(tr, "counts").get("events"):
-            out.append((i, tr))
-    return out
+    return [tr for tr in r.trial_records() if tr.method in REGISTRY
+            and REGISTRY.get(tr.method).event_trials is not None and tr.events]
 
 
 def events_table(r: RunView) -> Table:
@@ -157,24 +161,18 @@ def events_table(r: RunView) -> Table:
                "frames lost", "recovery"])
     ms = lambda v: fmt.DASH if v is None else f"{v * 1000:.1f} ms"
     n = 0
-    for i, tr in user_event_trials(r):
-        load = obj(tr, "load")
-        for ev in obj(tr, "counts").get("events") or []:
+    for tr in user_event_trials(r):
+        for ev in tr.events:
             n += 1
             if n > MAX_EVENT_ROWS:
                 continue
-            run = ev.get("event") or {}
-            ran = "ok" if run.get("ok") else (run.get("error") or ("timed out" if run.get("timed_out")
-                                                                   else f"exit {run.get('exit_status')}"))
-            flows = ev.get("flows") or []
-            cut = f"{len(flows)} / {ev.get('flows_total', '?')}"
-            outage = "never recovered" if ev.get("recovered") is False else ms(num(ev, "outage_s"))
-            cls = "lossy" if (num(ev, "frames_lost") or 0) > 0 else ""
-            t.add([str(tr.get("seq", i)), REGISTRY.short_name(str(tr.get("method", ""))),
-                   fmt.size(tr.get("frame_size")), fmt.fps(num(load, "rate_pps")),
-                   fmt.pct(num(load, "pct_line_rate"), 2), str(run.get("command", "")),
-                   fmt.seconds(num(run, "at_s")), str(ran), cut, outage, fmt.count(num(ev, "frames_lost")),
-                   "never" if ev.get("recovered") is False else ms(num(ev, "recovery_s"))], cls)
+            run = ev.run
+            ran = "ok" if run.ok else (run.error or ("timed out" if run.timed_out else f"exit {run.exit_status}"))
+            outage = "never recovered" if not ev.recovered else ms(ev.outage_s)
+            t.add([str(tr.seq), REGISTRY.short_name(tr.method), fmt.size(tr.frame_size), fmt.fps(tr.load.rate_pps),
+                   fmt.pct(tr.load.pct_line_rate, 2), run.command, fmt.seconds(run.at_s), ran,
+                   f"{len(ev.flows)} / {ev.flows_total}", outage, fmt.count(ev.frames_lost),
+                   "never" if not ev.recovered else ms(ev.recovery_s)], "lossy" if ev.frames_lost > 0 else "")
     t.caption = ("times from the command's start; outage: the longest of any flow, from its sequence numbers and "
                  "transmit timestamps; recovery: until forwarding was loss-free for 0.1 s (resolution: the trial's "
                  "counting interval)")
@@ -189,26 +187,23 @@ def smoothness_table(r: RunView) -> Table:
     trials were bunched (empty when no trial recorded pacing, e.g. a simulated DUT)."""
     t = Table(["method", "trials", "pacing", "largest stretch", "worst peak 1 ms", "gap p99 (worst)",
                "longest gap", "bunched trials"])
-    per: dict[str, list[tuple[dict, dict]]] = {}
-    for tr in r.trials():
-        pc = obj(obj(tr, "counts"), "pacing")
-        if pc:
-            per.setdefault(str(tr.get("method", "")), []).append((tr, pc))
+    per: dict[str, list[tuple[TrialRecord, Pacing]]] = {}
+    for tr in r.trial_records():
+        if tr.pacing is not None:
+            per.setdefault(tr.method, []).append((tr, tr.pacing))
     for method, rows in per.items():
         pcs = [pc for _, pc in rows]
 
-        def worst(key: str, items: list[dict] = pcs) -> float | None:
-            vals = [v for p in items if (v := num(p, key)) is not None]
-            return max(vals) if vals else None
+        def worst(values: Sequence[float | None]) -> float | None:
+            return max((v for v in values if v is not None), default=None)
 
-        shares = [100 * s / d for tr, pc in rows if (s := num(pc, "stretch_s")) is not None
-                  and (d := num(obj(tr, "load"), "duration_s"))]
-        stretch = worst("stretch_s")
-        bunched = sum(1 for p in pcs if p.get("bunched"))
-        t.add([REGISTRY.label(method), fmt.count(len(rows)), ", ".join(sorted({str(p.get("mode", "?")) for p in pcs})),
+        shares = [100 * pc.stretch_s / d for tr, pc in rows if (d := tr.load.duration_s)]
+        stretch = worst([p.stretch_s for p in pcs])
+        bunched = sum(1 for p in pcs if p.bunched)
+        t.add([REGISTRY.label(method), fmt.count(len(rows)), ", ".join(sorted({p.mode for p in pcs})),
                fmt.DASH if stretch is None else f"{fmt.ns(1e9 * stretch)} ({max(shares, default=0.0):.2f} %)",
-               _ratio(worst("peak_ratio")), fmt.ns(worst("gap_p99_ns")), fmt.ns(worst("gap_max_ns")),
-               fmt.count(bunched)], "flagged" if bunched else "")
+               _ratio(worst([p.peak_ratio for p in pcs])), fmt.ns(worst([p.gap_p99_ns for p in pcs])),
+               fmt.ns(worst([p.gap_max_ns for p in pcs])), fmt.count(bunched)], "flagged" if bunched else "")
     return t
 
 

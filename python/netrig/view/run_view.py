@@ -24,6 +24,7 @@ from netrig.model import MIXES, WIRE_OVERHEAD_BYTES, size_label, size_sort_key
 from netrig.results import TORN_FLAG, load_document, migrate
 from netrig.testbed.topologies import list_topologies, topology_options
 from netrig.view.frame_results import FrameResults, Spread, line_rate_of, read_frame_results
+from netrig.view.trial_record import TrialRecord, read_trials
 
 R = TypeVar("R")
 
@@ -412,32 +413,31 @@ class RunView:
     def trials(self) -> list[dict]:
         return objs(self.doc, "trials")
 
+    def trial_records(self) -> list[TrialRecord]:
+        """Every trial record as its type (read once per ``trials`` list)."""
+        trials = self.doc.get("trials")
+        cached = self.__dict__.get("_records")
+        if cached is None or cached[0] is not trials:
+            cached = (trials, read_trials(trials))
+            self.__dict__["_records"] = cached
+        return cached[1]
+
     def trial_start_s(self) -> dict[int, float]:
         """Each trial's start (index in ``trials``) in seconds since the run's first trial."""
-        times = [parse_time(t.get("started_at")) for t in self.trials()]
+        records = self.trial_records()
+        times = [parse_time(t.started_at) for t in records]
         base = next((t for t in times if t is not None), None)
         out, clock = {}, 0.0
-        for i, t in enumerate(self.trials()):
-            at = times[i]
+        for t, at in zip(records, times):
             if base is not None and at is not None:
                 clock = (at - base).total_seconds()
-            out[i] = clock
-            clock += (num(obj(t, "load"), "duration_s") or 0.0) + 1.0
+            out[t.index] = clock
+            clock += (t.load.duration_s or 0.0) + 1.0
         return out
 
     def monitored_trials(self) -> list[tuple[int, dict]]:
         """``(index, trial)`` for every trial with DUT monitoring samples."""
         return [(i, t) for i, t in enumerate(self.trials()) if monitor_samples(t)]
-
-
-def trial_valid(t: dict) -> bool:
-    c = obj(t, "counts")
-    v = c.get("valid", t.get("valid", True))
-    return v is not False
-
-
-def trial_latency(t: dict) -> dict:
-    return obj(obj(t, "counts"), "latency") or obj(t, "latency")
 
 
 def flag_codes(r: dict) -> set[str]:
