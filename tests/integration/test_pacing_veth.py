@@ -109,7 +109,7 @@ def test_recovery_and_iperf_are_one_engine_trial_each(policer):
     assert after[0].frames_lost <= 3, after
     assert rec.recovery_time_s <= 0.5 and rec.valid
     ip = measure_iperf(m, F64, lr, IperfParams(rate_pct=0.1, duration_s=2.0, interval_s=0.5))
-    assert len(calls) == 2 and len(ip.intervals) == 4 and ip.valid
+    assert len(calls) == 2 and len(ip.per_interval) == 4 and ip.valid
     assert ip.loss_ratio == 0.0
     assert ip.received_pps == pytest.approx(14_881, rel=0.03)
 

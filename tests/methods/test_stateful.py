@@ -4,6 +4,7 @@ conntrack table (connections created by forward frames, answered by reverse ones
 refused)."""
 from __future__ import annotations
 
+import json
 import socket
 import struct
 from dataclasses import replace
@@ -161,12 +162,12 @@ def test_the_method_on_a_fake_stateful_dut():
     p = StatefulParams(connections=2000, establish_rate_pps=10_000, capacity_connections=(1000, 5000, 8000),
                        max_rate_pps=1e6, duration_s=1.0)
     r = measure_stateful(p, ctx(dut))
-    assert r.preliminary["conntrack_after"] == 2000 and r.validation["frames_received"] == 2000
+    assert r.preliminary.conntrack_after == 2000 and r.validation.frames_received == 2000
     assert r.establishment_rate_cps is not None and 0.97 * 80_000 <= r.establishment_rate_cps <= 80_000
     assert r.throughput_pps is not None and 0.97 * 30_000 <= r.throughput_pps <= 30_000
-    assert r.teardown is not None and r.teardown["entries"] == 2000
+    assert r.teardown is not None and r.teardown.entries == 2000
     assert r.teardown_rate_cps == pytest.approx(2000 / (2000 * 1e-6))
-    assert [c["ok"] for c in r.capacity] == [True, True, False] and r.capacity_connections == 5000
+    assert [c.ok for c in r.capacity] == [True, True, False] and r.capacity_connections == 5000
     d = r.to_dict()
     assert d["capacity_connections"] == 5000 and d["src_ports"] * d["dst_ports"] == 2000
     # the preliminary phase and every establishment step start from an empty table
@@ -211,8 +212,8 @@ class RingDroppingDut(TableDut):
 def test_the_testers_own_ring_drops_are_not_lost_connections():
     r = measure_stateful(StatefulParams(connections=1000, throughput=False, establishment_rate=False,
                                         capacity_connections=(500,)), ctx(RingDroppingDut()))
-    assert r.preliminary["tester_rx_drops"] == 7 and r.preliminary["conntrack_after"] == 1000
-    assert r.capacity[0]["ok"] and r.capacity[0]["tester_rx_drops"] == 14
+    assert r.preliminary.tester_rx_drops == 7 and r.preliminary.conntrack_after == 1000
+    assert r.capacity[0].ok and r.capacity[0].tester_rx_drops == 14
 
 
 def test_report_sections_read_the_result_back():
@@ -227,3 +228,5 @@ def test_report_sections_read_the_result_back():
     assert m.html(RunView({"summary": []})) == {} and m.markdown(RunView({"summary": []})) == ""
     row = m.console_rows({"frame_size": 64, "repetitions": [r.to_dict()]}, "")[0]
     assert row[1] == "2,000" and row[-2] == "1,000"
+    stored = json.loads(json.dumps(r.to_dict()))
+    assert m.read_result(stored, FRAME, LineRate(10e9)) == r, "read back as its type, every part"

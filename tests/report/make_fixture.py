@@ -23,6 +23,16 @@ IMIX_MEAN = sum(s * w for s, w in IMIX) / sum(w for _, w in IMIX)
 DATA = Path(__file__).resolve().parents[1] / "data"
 
 
+def recovery_intervals(overload: float, throughput: float, recovery: float, rec_s: float) -> list[dict]:
+    """A system-recovery trial's intervals as netrig writes them: 10 s of overload (losing what is
+    above the throughput), then 10 s at the recovery load that lose frames for ``rec_s``."""
+    from netrig.measure import Interval
+
+    ivs = [Interval(0.0, 10.0, 0, round(overload * 10), round(throughput * 10)),
+           Interval(10.0, rec_s, 1, round(recovery * rec_s), round(recovery * rec_s * 0.9)),
+           Interval(10.0 + rec_s, 10.0 - rec_s, 1, round(recovery * (10 - rec_s)), round(recovery * (10 - rec_s)))]
+    return [iv.to_dict() for iv in ivs]
+
 def mean(size) -> float:
     return IMIX_MEAN if size == "imix" else float(size)
 
@@ -223,8 +233,10 @@ def make(name: str, dut_pps: float, cost: float, seed: int, started: datetime) -
                                  "headline": None, "flags": []}]})
 
     # 4: system recovery at 64 B
+    rec_s = round(rng.uniform(0.3, 0.6), 3)
     rec = {"throughput_pps": tput[64], "overload_pps": 1.1 * tput[64], "recovery_pps": 0.5 * tput[64],
-           "recovery_time_s": round(rng.uniform(0.3, 0.6), 3), "recovered": True, "intervals": []}
+           "recovery_time_s": rec_s, "recovered": True, "switch_s": 10.0,
+           "intervals": recovery_intervals(1.1 * tput[64], tput[64], 0.5 * tput[64], rec_s)}
     summary.append({"method": "rfc2544_system_recovery", "method_index": 4, "label": "RFC 2544 §26.5 system recovery",
                     "params": {"overload_pct": 110.0, "recovery_pct": 50.0, "overload_duration_s": 10.0,
                                "recovery_duration_s": 10.0, "interval_s": 1.0, "throughput_from": 0},

@@ -393,12 +393,12 @@ class EngineMeasurer:
                      seed=req.seed, name="reverse", tx_port=1, rx_port=0)
         streams = {"forward": [fwd], "reverse": [rev], "both": [fwd, rev]}[req.direction]
         netns = self.dut_netns
-        ctr: dict = {}
+        ctr = conntrack.TableCounts()
         if req.flush_before:
-            ctr["flush_before_s"] = conntrack.flush(netns)
-        ctr["before"] = conntrack.count(netns)
-        ctr["slab_bytes_before"] = conntrack.slab_bytes()
-        ctr["mem_available_before"] = conntrack.mem_available_bytes()
+            ctr.flush_before_s = conntrack.flush(netns)
+        ctr.before = conntrack.count(netns)
+        ctr.slab_bytes_before = conntrack.slab_bytes()
+        ctr.mem_available_before = conntrack.mem_available_bytes()
         stop: dict = {"duration_s": req.duration_s} if req.duration_s is not None else {"frames": req.connections}
 
         def run() -> _native.TrialResult:
@@ -407,20 +407,20 @@ class EngineMeasurer:
                              max_stretch_pct=100 * self.tolerance, tx_cpus=self.tx_cpus, rx_cpus=self.rx_cpus, **stop)
 
         res, extra = self._monitored(run)
-        ctr["after"] = conntrack.count(netns)
-        ctr["slab_bytes_after"] = conntrack.slab_bytes()
-        ctr["mem_available_after"] = conntrack.mem_available_bytes()
+        ctr.after = conntrack.count(netns)
+        ctr.slab_bytes_after = conntrack.slab_bytes()
+        ctr.mem_available_after = conntrack.mem_available_bytes()
         if req.check_tuples:
-            ctr["tuples"] = conntrack.tuple_check(netns, self.template.get("protocol", "udp"),
-                                                  str(self.template["src_ip"])).to_dict()
+            proto = self.template.get("protocol", "udp")
+            ctr.tuples = conntrack.tuple_check(netns, proto, str(self.template["src_ip"]))
         if req.teardown:
-            ctr["teardown_entries"] = conntrack.count(netns)
-            ctr["teardown_s"] = conntrack.flush(netns)
-            ctr["after_teardown"] = conntrack.count(netns)
-            ctr["empty_flush_s"] = conntrack.flush(netns)
+            ctr.teardown_entries = conntrack.count(netns)
+            ctr.teardown_s = conntrack.flush(netns)
+            ctr.after_teardown = conntrack.count(netns)
+            ctr.empty_flush_s = conntrack.flush(netns)
         dirs = {s.name: {"frames_sent": s.frames_sent, "frames_received": s.frames_received,
                          "duplicated": s.duplicated, "tx_rate_pps": s.tx_rate_pps} for s in res.streams}
-        c = self._counts(res, req.rate_pps * req.directions, {**extra, "conntrack": ctr, "directions": dirs,
+        c = self._counts(res, req.rate_pps * req.directions, {**extra, "conntrack": ctr.to_dict(), "directions": dirs,
                                                               "request": req.to_dict()},
                          flows=req.connections <= 1024)
         return c

@@ -11,9 +11,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from netrig.errors import ConfigError
 from netrig.measure import LatencySummary, Load, Measurer, TrialCounts
 from netrig.methodology.stats import check
 from netrig.model import FrameSize, LineRate, rate_object
+from netrig.results.typed import from_dict
+from netrig.view.frame_results import line_rate_of
+from netrig.view.run_view import RunView
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,19 @@ class SelftestResult:
     def to_dict(self) -> dict:
         return {"testbed": self.testbed, "factor": self.params.factor, "duration_s": self.params.duration_s,
                 "passed": self.passed, "ceilings": [c.to_dict() for c in self.ceilings]}
+
+
+def stored_ceilings(run: RunView) -> list[Ceiling]:
+    """A result's self-test ceilings (``selftest.ceilings[]``) read back as their type, in frame-size
+    order; a ceiling whose frame size cannot be read is left out."""
+    lr, out = line_rate_of(run.doc), []
+    for c in run.selftest_ceilings():
+        try:
+            frame = FrameSize.parse(c.get("frame_size"))
+        except (ConfigError, TypeError, ValueError):
+            continue
+        out.append(from_dict(Ceiling, c, partial=True, frame=frame, line_rate=lr))
+    return out
 
 
 def prove_rate(measurer: Measurer, frame: FrameSize, line_rate: LineRate, required_rate_pps: float,

@@ -6,13 +6,14 @@ from dataclasses import dataclass
 
 from netrig.measure import Interval, Measurer, Phase
 from netrig.methodology.method import Context, Method, Shortcut
-from netrig.methodology.stats import check
+from netrig.methodology.stats import check, median
 from netrig.methods.sections import OTHER_METHODS, RFC2544
 from netrig.model import FrameSize, LineRate
 from netrig.view import fmt
+from netrig.view.frame_results import read_frame_results
 from netrig.view.html import empty, esc, table_html
 from netrig.view.markdown import section_md, table_md
-from netrig.view.run_view import RunView, Stat, med, num, obj, objs
+from netrig.view.run_view import RunView, Stat
 from netrig.view.table import Table
 
 
@@ -52,7 +53,7 @@ class RecoveryResult:
     @property
     def recovery_time_s(self) -> float | None:
         """Start of the first recovery-phase interval after which no interval loses frames."""
-        rec = [i for i in self.intervals if i.phase == 1]
+        rec = [i for i in self.intervals or () if i.phase == 1]
         if not rec or rec[-1].frames_lost > 0:
             return None
         k = len(rec)
@@ -97,19 +98,20 @@ def measure_recovery(measurer: Measurer, frame: FrameSize, line_rate: LineRate, 
 
 def table(r: RunView) -> Table:
     t = Table(["frame size", "throughput", "overload", "recovery load", "recovery time", "recovered"])
-    for e in r.method_results(METHOD_NAME):
-        reps = objs(e, "repetitions")
-        valid = [x for x in reps if x.get("valid", True)]
-        rates = [fmt.fps(med(reps, k)) for k in ("throughput_pps", "overload_pps", "recovery_pps")]
+    for e in r.frame_results(METHOD_NAME, RecoveryResult):
+        reps = e.repetitions
+        valid = [x for x in reps if x.valid is not False]
+        rates = [fmt.fps(median(x.throughput_pps for x in reps)), fmt.fps(median(x.overload_pps for x in reps)),
+                 fmt.fps(median(x.recovery_pps for x in reps))]
         if not valid:  # an invalid trial's loss is the tester's: no recovery time, recovered or not
-            t.add([fmt.size(e.get("frame_size")), *rates, "—: every trial invalid", fmt.DASH])
+            t.add([fmt.size(e.frame_size), *rates, "—: every trial invalid", fmt.DASH])
             continue
-        rt = (Stat.from_stats(obj(e, "stats").get("recovery_time_s")) if len(valid) == len(reps) else None) \
-            or Stat.over(num(x, "recovery_time_s") for x in valid)
-        t.add([fmt.size(e.get("frame_size")), *rates,
+        rt = (Stat.from_spread(e.spread("recovery_time_s")) if len(valid) == len(reps) else None) \
+            or Stat.over(x.recovery_time_s for x in valid)
+        t.add([fmt.size(e.frame_size), *rates,
                (fmt.seconds(rt.value) + (f" ({fmt.seconds(rt.lo)}–{fmt.seconds(rt.hi)})" if rt.spread else ""))
                if rt else "never",
-               "yes" if all(x.get("recovered") for x in valid) else "no"])
+               "yes" if all(x.recovered for x in valid) else "no"])
     return t
 
 
@@ -136,11 +138,12 @@ class SystemRecovery(Method):
         return measure_recovery(ctx.measurer, ctx.frame, ctx.line_rate, ctx.throughput_or(1.0), params)
 
     def console_rows(self, result: dict, flags: str) -> list[list[str]]:
-        reps = objs(result, "repetitions")
-        if not any(r.get("valid", True) for r in reps):  # an invalid trial's recovery means nothing
-            return [[fmt.size(result.get("frame_size")), "—: every trial invalid", "—", flags]]
-        if not any(r.get("recovered") for r in reps if r.get("valid", True)):
-            return [[fmt.size(result.get("frame_size")), "never recovered", "—", flags]]
+        res = read_frame_results(result, RecoveryResult)
+        valid = [x for x in res.repetitions if x.valid is not False]
+        if not valid:  # an invalid trial's recovery means nothing
+            return [[fmt.size(res.frame_size), "—: every trial invalid", "—", flags]]
+        if not any(x.recovered for x in valid):
+            return [[fmt.size(res.frame_size), "never recovered", "—", flags]]
         return [fmt.stat_seconds_row(result, "recovery_time_s", flags)]
 
     def html(self, run: RunView) -> dict[str, str]:

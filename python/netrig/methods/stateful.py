@@ -31,18 +31,21 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 
 from netrig import _native
 from netrig.errors import ConfigError, MethodologyError
 from netrig.measure import FlowTrial, TrialCounts
 from netrig.methodology.method import Command, Context, Method, Section, Shortcut
-from netrig.methodology.stats import check
+from netrig.methodology.stats import check, median
 from netrig.methodology.tester import ProvenLimit, Verdict, tester_rx_drops
+from netrig.results.typed import from_dict
+from netrig.testbed.conntrack import TableCounts, TupleCheck
 from netrig.view import fmt
+from netrig.view.frame_results import read_frame_results
 from netrig.view.html import esc, table_html
 from netrig.view.markdown import section_md, table_md
-from netrig.view.run_view import RunView, med, objs
+from netrig.view.run_view import RunView
 from netrig.view.table import Table
 
 METHOD_NAME = "stateful"
@@ -167,16 +170,129 @@ def bisect(step: Callable[[float], Step], top_pps: float, resolution_pct: float,
 
 
 @dataclass(frozen=True)
+class RateSearch(SearchResult):
+    """A search of the method: its answer, what its rate counts (``connections/s``, ``per direction``);
+    the throughput's trial duration, both directions at once."""
+
+    rate_basis: str = ""
+    duration_s: float | None = None
+    bidirectional: bool | None = None
+
+    def to_dict(self) -> dict:
+        extra = {k: v for k, v in (("duration_s", self.duration_s), ("bidirectional", self.bidirectional))
+                 if v is not None}
+        return {**super().to_dict(), "rate_basis": self.rate_basis, **extra}
+
+
+@dataclass(frozen=True)
+class TableMemory:
+    """The DUT's memory per conntrack entry a phase added: the conntrack slab, and ``MemAvailable``
+    when enough entries were added to see it (``None``: not measured)."""
+
+    entries_added: int
+    slab_bytes_per_entry: float | None = None
+    mem_bytes_per_entry: float | None = None
+
+    @classmethod
+    def of(cls, ct: TableCounts) -> TableMemory:
+        entries = (ct.after or 0) - (ct.before or 0)
+        sb, sa, mb, ma = ct.slab_bytes_before, ct.slab_bytes_after, ct.mem_available_before, ct.mem_available_after
+        return cls(entries, (sa - sb) / entries if sb is not None and sa is not None and entries > 0 else None,
+                   (mb - ma) / entries if mb is not None and ma is not None and entries >= MEMORY_MIN_ENTRIES else None)
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class PhaseResult:
+    """A one-frame-per-connection phase (the preliminary one, the validation): what the tester sent and
+    got back, the DUT's table before and after; the preliminary phase's tuple check and memory."""
+
+    achieved_pps: float
+    frames_sent: int
+    frames_received: int
+    tester_rx_drops: int
+    valid: bool
+    invalid_reason: str | None
+    conntrack_before: int | None
+    conntrack_after: int | None
+    connections: int
+    tuples: TupleCheck | None = None
+    memory: TableMemory | None = None
+
+    @classmethod
+    def of(cls, c: TrialCounts, n: int, preliminary: bool = False) -> PhaseResult:
+        ct = _ct(c)
+        return cls(c.achieved_pps, c.frames_sent, c.frames_received, tester_rx_drops(c), c.valid, c.invalid_reason,
+                   ct.before, ct.after, n, *((ct.tuples, TableMemory.of(ct)) if preliminary else (None, None)))
+
+    def to_dict(self) -> dict:
+        out = {k: v for k, v in self.__dict__.items() if k not in ("tuples", "memory")}
+        if self.memory is None:  # the validation
+            return out
+        return {**out, "tuples": self.tuples.to_dict() if self.tuples else None, **self.memory.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> PhaseResult:
+        mem = from_dict(TableMemory, d) if "entries_added" in d else None
+        tuples = from_dict(TupleCheck, d["tuples"]) if isinstance(d.get("tuples"), dict) else None
+        return replace(from_dict(cls, {k: v for k, v in d.items() if k not in ("tuples", "memory")}, partial=True),
+                       tuples=tuples, memory=mem)
+
+
+@dataclass(frozen=True)
+class Teardown:
+    """The tear-down: the entries flushed and how long it took, less the flush of the empty table."""
+
+    entries: int | None
+    teardown_s: float | None
+    empty_flush_s: float | None
+    rate_cps: float | None
+    after: int | None
+    validation_received: int
+    method: str = "ctnetlink flush of the whole table, timed; minus the flush of the empty table"
+    #: Why the tear-down flushed fewer entries than connections, when it did.
+    note: str | None = None
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if v is not None or k != "note"}
+
+
+@dataclass(frozen=True)
+class CapacityPoint:
+    """One table size tried: the connections established and answered, the table after each."""
+
+    connections: int
+    forward_received: int
+    tester_rx_drops: int
+    entries: int | None
+    reverse_received: int
+    entries_after: int | None
+    ok: bool
+    memory: TableMemory | None = None
+
+    def to_dict(self) -> dict:
+        out = {k: v for k, v in self.__dict__.items() if k != "memory"}
+        return {**out, **(self.memory.to_dict() if self.memory else {})}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> CapacityPoint:
+        mem = from_dict(TableMemory, d) if "entries_added" in d else None
+        return replace(from_dict(cls, {k: v for k, v in d.items() if k != "memory"}, partial=True), memory=mem)
+
+
+@dataclass(frozen=True)
 class StatefulResult:
     connections: int
     src_ports: int
     dst_ports: int
-    preliminary: dict
-    validation: dict
-    throughput: dict | None = None
-    teardown: dict | None = None
-    establishment: dict | None = None
-    capacity: list[dict] = field(default_factory=list)
+    preliminary: PhaseResult
+    validation: PhaseResult
+    throughput: RateSearch | None = None
+    teardown: Teardown | None = None
+    establishment: RateSearch | None = None
+    capacity: tuple[CapacityPoint, ...] = ()
 
     @property
     def headline_pps(self) -> float | None:
@@ -184,19 +300,19 @@ class StatefulResult:
 
     @property
     def establishment_rate_cps(self) -> float | None:
-        return (self.establishment or {}).get("rate_pps")
+        return self.establishment.rate_pps if self.establishment else None
 
     @property
     def throughput_pps(self) -> float | None:
-        return (self.throughput or {}).get("rate_pps")
+        return self.throughput.rate_pps if self.throughput else None
 
     @property
     def teardown_rate_cps(self) -> float | None:
-        return (self.teardown or {}).get("rate_cps")
+        return self.teardown.rate_cps if self.teardown else None
 
     @property
     def capacity_connections(self) -> int | None:
-        ok = [c["connections"] for c in self.capacity if c.get("ok")]
+        ok = [c.connections for c in self.capacity or () if c.ok]
         return max(ok) if ok else None
 
     def stats_values(self) -> dict[str, float | None]:
@@ -205,18 +321,23 @@ class StatefulResult:
 
     def to_dict(self) -> dict:
         return {"connections": self.connections, "src_ports": self.src_ports, "dst_ports": self.dst_ports,
-                "preliminary": self.preliminary, "validation": self.validation,
-                "establishment_rate_cps": self.establishment_rate_cps, "establishment": self.establishment,
-                "teardown_rate_cps": self.teardown_rate_cps, "teardown": self.teardown,
-                "throughput_pps": self.throughput_pps, "throughput": self.throughput,
-                "capacity_connections": self.capacity_connections, "capacity": self.capacity}
+                "preliminary": self.preliminary.to_dict(), "validation": self.validation.to_dict(),
+                "establishment_rate_cps": self.establishment_rate_cps,
+                "establishment": self.establishment.to_dict() if self.establishment else None,
+                "teardown_rate_cps": self.teardown_rate_cps,
+                "teardown": self.teardown.to_dict() if self.teardown else None,
+                "throughput_pps": self.throughput_pps,
+                "throughput": self.throughput.to_dict() if self.throughput else None,
+                "capacity_connections": self.capacity_connections, "capacity": [c.to_dict() for c in self.capacity]}
 
 
 # --------------------------------------------------------------------------------------------- #
 # Measuring
 
-def _ct(c: TrialCounts) -> dict:
-    return dict(c.raw.get("conntrack") or {})
+def _ct(c: TrialCounts) -> TableCounts:
+    """The DUT's conntrack table around the trial, as the engine measured it."""
+    ct = c.raw.get("conntrack")
+    return from_dict(TableCounts, ct) if isinstance(ct, dict) else TableCounts()
 
 
 def judge(c: TrialCounts, rate_pps: float, directions: int, passed: bool, limit: ProvenLimit) -> Step:
@@ -238,30 +359,9 @@ def arrived(c: TrialCounts) -> int:
     return c.frames_received - c.duplicated + tester_rx_drops(c)
 
 
-def _phase(c: TrialCounts, n: int) -> dict:
-    ct = _ct(c)
-    return {"achieved_pps": c.achieved_pps, "frames_sent": c.frames_sent, "frames_received": c.frames_received,
-            "tester_rx_drops": tester_rx_drops(c), "valid": c.valid, "invalid_reason": c.invalid_reason,
-            "conntrack_before": ct.get("before"), "conntrack_after": ct.get("after"), "connections": n}
-
-
 def _created(c: TrialCounts, n: int) -> bool:
     """Every frame of a one-frame-per-connection trial passed the DUT and its table holds exactly ``n``."""
-    return c.frames_sent == n and arrived(c) == n and _ct(c).get("after") == n
-
-
-def _memory(c: TrialCounts, n: int) -> dict:
-    ct = _ct(c)
-    out: dict = {}
-    sb, sa = ct.get("slab_bytes_before"), ct.get("slab_bytes_after")
-    mb, ma = ct.get("mem_available_before"), ct.get("mem_available_after")
-    entries = (ct.get("after") or 0) - (ct.get("before") or 0)
-    if sb is not None and sa is not None and entries > 0:
-        out["slab_bytes_per_entry"] = (sa - sb) / entries
-    if mb is not None and ma is not None and entries >= MEMORY_MIN_ENTRIES:
-        out["mem_bytes_per_entry"] = (mb - ma) / entries
-    out["entries_added"] = entries
-    return out
+    return c.frames_sent == n and arrived(c) == n and _ct(c).after == n
 
 
 class Stateful:
@@ -280,78 +380,73 @@ class Stateful:
     def establish(self, n: int, rate_pps: float, check_tuples: bool = False) -> TrialCounts:
         return self.trial(rate_pps, n, flush_before=True, check_tuples=check_tuples)
 
-    def preliminary(self) -> tuple[dict, dict]:
+    def preliminary(self) -> tuple[PhaseResult, PhaseResult]:
         n, rate = self.p.connections, self.p.establish_rate_pps
         c = self.establish(n, rate, check_tuples=True)
-        pre = {**_phase(c, n), "tuples": _ct(c).get("tuples"), **_memory(c, n)}
+        pre = PhaseResult.of(c, n, preliminary=True)
         if not _created(c, n):
             raise MethodologyError(
                 f"preliminary phase: {c.frames_received} of {n} frames passed and the DUT's table holds "
-                f"{_ct(c).get('after')} entries at {rate:.0f} connections/s; every connection must be established "
+                f"{pre.conntrack_after} entries at {rate:.0f} connections/s; every connection must be established "
                 "first: lower establish_rate_pps, or raise the test bed's conntrack_max")
-        tuples = _ct(c).get("tuples") or {}
-        if tuples.get("entries") != n:
-            raise MethodologyError(f"preliminary phase: the DUT's table lists {tuples.get('entries')} of the {n} "
+        tuples = pre.tuples or TupleCheck()
+        if tuples.entries != n:
+            raise MethodologyError(f"preliminary phase: the DUT's table lists {tuples.entries} of the {n} "
                                    "connections from the initiator's address")
-        if tuples.get("port_changed"):
+        if tuples.port_changed:
             raise MethodologyError(
-                f"preliminary phase: the DUT remapped the source port of {tuples['port_changed']} of {n} connections "
-                f"(e.g. {', '.join(tuples.get('examples') or [])}); the responder answers each connection at its "
+                f"preliminary phase: the DUT remapped the source port of {tuples.port_changed} of {n} connections "
+                f"(e.g. {', '.join(tuples.examples)}); the responder answers each connection at its "
                 "original port, so its return traffic would miss them: netrig refuses to measure with it")
         v = self.trial(rate, direction="reverse")
-        val = _phase(v, n)
-        if arrived(v) != n or _ct(v).get("after") != n:
+        val = PhaseResult.of(v, n)
+        if arrived(v) != n or val.conntrack_after != n:
             raise MethodologyError(
                 f"validation: {v.frames_received} of the responder's {n} frames came back through the DUT and its "
-                f"table holds {_ct(v).get('after')} entries (expected {n}): the connections are not all in the table")
+                f"table holds {val.conntrack_after} entries (expected {n}): the connections are not all in the table")
         return pre, val
 
-    def throughput(self, top: float, capped: bool) -> dict:
+    def throughput(self, top: float, capped: bool) -> RateSearch:
         n = self.p.connections
 
         def step(rate: float) -> Step:
             c = self.trial(rate, direction="both", duration_s=self.p.duration_s)
-            return judge(c, rate, 2, c.frames_lost == 0 and _ct(c).get("after") == n, self.ctx.tester_limit)
+            return judge(c, rate, 2, c.frames_lost == 0 and _ct(c).after == n, self.ctx.tester_limit)
 
         s = bisect(step, top, self.p.resolution_pct, capped=capped)
-        return {**s.to_dict(), "duration_s": self.p.duration_s, "bidirectional": True,
-                "rate_basis": "per direction"}
+        return RateSearch(s.rate_pps, s.upper_pps, s.trials, s.tester_limited, "per direction", self.p.duration_s,
+                          True)
 
-    def teardown(self) -> dict:
+    def teardown(self) -> Teardown:
         n = self.p.connections
         c = self.trial(self.p.establish_rate_pps, direction="reverse", teardown=True)
         ct = _ct(c)
-        entries, t_n, t_0 = ct.get("teardown_entries"), ct.get("teardown_s"), ct.get("empty_flush_s")
+        entries, t_n, t_0 = ct.teardown_entries, ct.teardown_s, ct.empty_flush_s
         rate = entries / (t_n - t_0) if entries and t_n is not None and t_0 is not None and t_n > t_0 else None
-        out = {"entries": entries, "teardown_s": t_n, "empty_flush_s": t_0, "rate_cps": rate,
-               "after": ct.get("after_teardown"), "validation_received": arrived(c),
-               "method": "ctnetlink flush of the whole table, timed; minus the flush of the empty table"}
+        note = None
         if entries != n or arrived(c) != n:
-            out["note"] = (f"before the tear-down the table held {entries} entries and {c.frames_received} of {n} "
-                           "validation frames came back (connections expired or lost during the test)")
-        return out
+            note = (f"before the tear-down the table held {entries} entries and {c.frames_received} of {n} "
+                    "validation frames came back (connections expired or lost during the test)")
+        return Teardown(entries, t_n, t_0, rate, ct.after_teardown, arrived(c), note=note)
 
-    def establishment(self, top: float, capped: bool) -> dict:
+    def establishment(self, top: float, capped: bool) -> RateSearch:
         n = self.p.connections
 
         def step(rate: float) -> Step:
             c = self.establish(n, rate)
             return judge(c, rate, 1, _created(c, n), self.ctx.tester_limit)
 
-        return {**bisect(step, top, self.p.resolution_pct, capped=capped).to_dict(), "rate_basis": "connections/s"}
+        s = bisect(step, top, self.p.resolution_pct, capped=capped)
+        return RateSearch(s.rate_pps, s.upper_pps, s.trials, s.tester_limited, "connections/s")
 
-    def capacity(self) -> list[dict]:
+    def capacity(self) -> list[CapacityPoint]:
         out = []
         for n in self.p.capacity_connections:
             c = self.establish(n, self.p.establish_rate_pps)
             v = self.trial(self.p.establish_rate_pps, n, direction="reverse")
-            back = arrived(v)
-            entry = {"connections": n, "forward_received": arrived(c),
-                     "tester_rx_drops": tester_rx_drops(c) + tester_rx_drops(v),
-                     "entries": _ct(c).get("after"), "reverse_received": back, "entries_after": _ct(v).get("after"),
-                     **_memory(c, n)}
-            entry["ok"] = _created(c, n) and back == n and _ct(v).get("after") == n
-            out.append(entry)
+            back, ct, ct_v = arrived(v), _ct(c), _ct(v)
+            out.append(CapacityPoint(n, arrived(c), tester_rx_drops(c) + tester_rx_drops(v), ct.after, back,
+                                     ct_v.after, _created(c, n) and back == n and ct_v.after == n, TableMemory.of(ct)))
         return out
 
 
@@ -369,7 +464,7 @@ def measure_stateful(params: StatefulParams, ctx: Context) -> StatefulResult:
     td = m.teardown() if params.teardown else None
     est = m.establishment(top, lim.caps(want)) if params.establishment_rate else None
     cap = m.capacity()
-    return StatefulResult(params.connections, m.src_ports, m.dst_ports, pre, val, tp, td, est, cap)
+    return StatefulResult(params.connections, m.src_ports, m.dst_ports, pre, val, tp, td, est, tuple(cap))
 
 
 # --------------------------------------------------------------------------------------------- #
@@ -386,12 +481,13 @@ COMMAND = Command("stateful", "RFC 9693 stateful NAT/firewall: connection rates,
 def table(r: RunView) -> Table:
     t = Table(["frame size", "connections", "establishment rate", "tear-down rate", "throughput with state",
                "bytes/entry"])
-    for e in r.method_results(METHOD_NAME):
-        reps = objs(e, "repetitions")
-        per = med([x.get("preliminary") or {} for x in reps], "slab_bytes_per_entry")
-        t.add([fmt.size(e.get("frame_size")), fmt.count(med(reps, "connections")),
-               fmt.si(med(reps, "establishment_rate_cps"), "conn/s"), fmt.si(med(reps, "teardown_rate_cps"), "conn/s"),
-               fmt.fps(med(reps, "throughput_pps")) + " ×2", fmt.count(per)])
+    for e in r.frame_results(METHOD_NAME, StatefulResult):
+        reps = e.repetitions
+        per = median(x.preliminary.memory.slab_bytes_per_entry for x in reps if x.preliminary and x.preliminary.memory)
+        t.add([fmt.size(e.frame_size), fmt.count(median(x.connections for x in reps)),
+               fmt.si(median(x.establishment_rate_cps for x in reps), "conn/s"),
+               fmt.si(median(x.teardown_rate_cps for x in reps), "conn/s"),
+               fmt.fps(median(x.throughput_pps for x in reps)) + " ×2", fmt.count(per)])
     t.caption = ("median of repetitions; throughput per direction with return traffic through the DUT; "
                  "bytes/entry: the nf_conntrack slab per connection established")
     return t
@@ -399,13 +495,13 @@ def table(r: RunView) -> Table:
 
 def capacity_table(r: RunView) -> Table:
     t = Table(["frame size", "rep", "connections", "in table", "returned", "slab B/entry", "memory B/entry", "ok"])
-    for e in r.method_results(METHOD_NAME):
-        for k, rep in enumerate(objs(e, "repetitions")):
-            for c in objs(rep, "capacity"):
-                t.add([fmt.size(e.get("frame_size")), str(k + 1), fmt.count(c.get("connections")),
-                       fmt.count(c.get("entries")), fmt.count(c.get("reverse_received")),
-                       fmt.count(c.get("slab_bytes_per_entry")), fmt.count(c.get("mem_bytes_per_entry")),
-                       "yes" if c.get("ok") else "no"])
+    for e in r.frame_results(METHOD_NAME, StatefulResult):
+        for k, rep in enumerate(e.repetitions):
+            for c in rep.capacity or ():
+                mem = c.memory or TableMemory(0)
+                t.add([fmt.size(e.frame_size), str(k + 1), fmt.count(c.connections), fmt.count(c.entries),
+                       fmt.count(c.reverse_received), fmt.count(mem.slab_bytes_per_entry),
+                       fmt.count(mem.mem_bytes_per_entry), "yes" if c.ok else "no"])
     return t
 
 
@@ -429,17 +525,20 @@ class StatefulMethod(Method):
             + (12 if params.establishment_rate else 0) + 2 * len(params.capacity_connections)
 
     def console_rows(self, result: dict, flags: str) -> list[list[str]]:
-        reps = objs(result, "repetitions")
+        res = read_frame_results(result, StatefulResult)
+        reps = res.repetitions
 
-        def bound(search: str, key: str, show) -> str:  # a tester-limited search found a lower bound
-            limited = any((r.get(search) or {}).get("tester_limited") for r in reps)
-            text = show(med(reps, key))
+        def bound(searches: list[RateSearch | Teardown | None], values: list[float | None],
+                  show: Callable[[float | None], str]) -> str:  # a tester-limited search found a lower bound
+            limited = any(isinstance(x, RateSearch) and x.tester_limited for x in searches)
+            text = show(median(values))
             return f"≥ {text}" if limited and text != fmt.DASH else text
 
-        return [[fmt.size(result["frame_size"]), fmt.count(med(reps, "connections")),
-                 bound("establishment", "establishment_rate_cps", fmt.count),
-                 bound("teardown", "teardown_rate_cps", fmt.count), bound("throughput", "throughput_pps", fmt.fps),
-                 fmt.count(med(reps, "capacity_connections")), flags]]
+        return [[fmt.size(res.frame_size), fmt.count(median(x.connections for x in reps)),
+                 bound([x.establishment for x in reps], [x.establishment_rate_cps for x in reps], fmt.count),
+                 bound([x.teardown for x in reps], [x.teardown_rate_cps for x in reps], fmt.count),
+                 bound([x.throughput for x in reps], [x.throughput_pps for x in reps], fmt.fps),
+                 fmt.count(median(x.capacity_connections for x in reps)), flags]]
 
     def html(self, run: RunView) -> dict[str, str]:
         t, cap = table(run), capacity_table(run)

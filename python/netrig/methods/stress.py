@@ -29,10 +29,11 @@ from netrig.methodology.stats import check
 from netrig.methodology.vocabulary import helptext
 from netrig.model import FrameSize, parse_duration
 from netrig.view import fmt
+from netrig.view.frame_results import read_frame_results
 from netrig.view.html import figure, table_html
 from netrig.view.markdown import section_md, table_md
 from netrig.view.plotkit import fps_fmt, legend, plot, run_colour, size_title, subplots
-from netrig.view.run_view import RunView, num, objs
+from netrig.view.run_view import RunView
 from netrig.view.table import Table
 
 if TYPE_CHECKING:
@@ -212,15 +213,15 @@ def _us(v: float | None) -> str:
 def table(r: RunView) -> Table:
     t = Table(["frame size", "profile", "episode", "peak", "lost in overload", "recovery", "lost after",
                "latency before", "latency in recovery (mean / max)"])
-    for e in r.method_results(METHOD_NAME):
-        for rep in objs(e, "repetitions"):
-            for k, ep in enumerate(objs(rep, "episodes")):
-                rec = ep.get("recovery_s")
-                t.add([fmt.size(e.get("frame_size")), str(rep.get("profile")), str(k + 1), fmt.fps(num(ep, "peak_pps")),
-                       f"{int(ep.get('frames_lost') or 0):,} ({100 * (num(ep, 'loss_ratio') or 0):.2f} %)",
-                       fmt.seconds(rec) if rec is not None else "never",
-                       f"{int(ep.get('recovery_lost') or 0):,}", _us(num(rep, "baseline_latency_ns")),
-                       f"{_us(num(ep, 'recovery_latency_mean_ns'))} / {_us(num(ep, 'recovery_latency_max_ns'))}"])
+    for e in r.frame_results(METHOD_NAME, StressResult):
+        for rep in e.repetitions:
+            for k, ep in enumerate(rep.episodes or ()):
+                loss = ep.frames_lost / ep.frames_sent if ep.frames_sent else 0.0
+                t.add([fmt.size(e.frame_size), str(rep.profile), str(k + 1), fmt.fps(ep.peak_pps),
+                       f"{ep.frames_lost:,} ({100 * loss:.2f} %)",
+                       fmt.seconds(ep.recovery_s) if ep.recovery_s is not None else "never",
+                       f"{ep.recovery_lost:,}", _us(rep.baseline_latency_ns),
+                       f"{_us(ep.recovery_latency_mean_ns)} / {_us(ep.recovery_latency_max_ns)}"])
     return t
 
 
@@ -228,25 +229,24 @@ def table(r: RunView) -> Table:
 def stress_plot(runs: list[RunView]) -> Figure | None:
     """Stress and spikes: sent and received rate per interval (top) and the received frames'
     mean latency per interval (bottom), per frame size; shaded: the overload episodes."""
-    entries = [(r, e, rep) for r in runs for e in r.method_results(METHOD_NAME) for rep in objs(e, "repetitions")[:1]]
+    entries = [(r, e.frame_size, e.repetitions[0]) for r in runs for e in r.frame_results(METHOD_NAME, StressResult)
+               if e.repetitions]
     if not entries:
         return None
     fig, axes = subplots(2, 1, h=5.0, sharex=True)
     rate_ax, lat_ax = axes[0][0], axes[1][0]
-    for j, (r, e, rep) in enumerate(entries):
-        ivs = objs(rep, "intervals")
-        ts = [num(iv, "t_s") or 0.0 for iv in ivs]
+    for j, (r, size, rep) in enumerate(entries):
+        ivs = rep.intervals or ()
+        ts = [iv.t_s for iv in ivs]
         colour = run_colour(j)
-        name = f"{r.name} {size_title(e.get('frame_size'))}" if len(runs) > 1 else size_title(e.get("frame_size"))
-        rate_ax.step(ts, [(iv.get("frames_sent") or 0) / (num(iv, "duration_s") or 1) for iv in ivs], where="post",
+        name = f"{r.name} {size_title(size)}" if len(runs) > 1 else size_title(size)
+        rate_ax.step(ts, [iv.frames_sent / (iv.duration_s or 1) for iv in ivs], where="post",
                      color=colour, lw=0.8, ls="--", label=f"{name} sent")
-        rate_ax.step(ts, [num(iv, "rx_pps") or 0.0 for iv in ivs], where="post", color=colour, lw=1.2,
-                     label=f"{name} received")
-        lat = [(t, (num(iv, "latency_mean_ns") or 0.0) / 1000) for t, iv in zip(ts, ivs)
-               if num(iv, "latency_mean_ns") is not None]
+        rate_ax.step(ts, [iv.rx_pps for iv in ivs], where="post", color=colour, lw=1.2, label=f"{name} received")
+        lat = [(iv.t_s, iv.latency_mean_ns / 1000) for iv in ivs if iv.latency_mean_ns is not None]
         lat_ax.plot([t for t, _ in lat], [v for _, v in lat], color=colour, lw=1.0)
-        for ep in objs(rep, "episodes"):
-            rate_ax.axvspan(num(ep, "start_s") or 0.0, num(ep, "end_s") or 0.0, color=colour, alpha=0.08)
+        for ep in rep.episodes or ():
+            rate_ax.axvspan(ep.start_s, ep.end_s, color=colour, alpha=0.08)
     rate_ax.yaxis.set_major_formatter(fps_fmt())
     rate_ax.set_ylabel("frames/s")
     lat_ax.set_ylabel("latency (µs, mean)")
@@ -291,12 +291,13 @@ class Stress(Method):
         return measure_stress(ctx, params)
 
     def console_rows(self, result: dict, flags: str) -> list[list[str]]:
-        reps = [r for r in objs(result, "repetitions") if r.get("valid", True)]
-        worst = [w for w in (num(r, "recovery_s") for r in reps) if w is not None]
-        lost = sum(int(ep.get("frames_lost") or 0) for r in reps for ep in objs(r, "episodes"))
+        res = read_frame_results(result, StressResult)
+        reps = [r for r in res.repetitions if r.valid is not False]
+        worst = [w for w in (r.worst_recovery_s for r in reps) if w is not None]
+        lost = sum(ep.frames_lost for r in reps for ep in r.episodes or ())
         if not reps:
             rec = "—: every trial invalid"
-        elif not any(objs(r, "episodes") for r in reps):
+        elif not any(r.episodes for r in reps):
             rec = "—: no overload episode"
         elif len(worst) < len(reps):
             rec = "never"
@@ -304,7 +305,7 @@ class Stress(Method):
             rec = "—: no loss after the overload" if lost == 0 else "within the first interval"
         else:
             rec = fmt.seconds(max(worst))
-        return [[fmt.size(result.get("frame_size")), rec, f"{lost:,}", flags]]
+        return [[fmt.size(res.frame_size), rec, f"{lost:,}", flags]]
 
     def html(self, run: RunView) -> dict[str, str]:
         t = table(run)

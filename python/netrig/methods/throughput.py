@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from netrig.measure import Load, Measurer, TrialCounts
 from netrig.methodology.method import Capacity, Context, Method, Section, Shortcut
+from netrig.methodology.selftest import stored_ceilings
 from netrig.methodology.stats import check
 from netrig.methodology.tester import NO_LIMIT, ProvenLimit, Verdict, measure_judged
 from netrig.methodology.vocabulary import helptext
@@ -73,8 +74,6 @@ from netrig.view.run_view import (
     RunView,
     Stat,
     frame_size_label,
-    num,
-    obj,
 )
 from netrig.view.table import Table, by_size, ratio_header, size_of_label, sizes_of
 
@@ -286,17 +285,13 @@ def cpu_s_per_mframe(run: RunView, size: object) -> float | None:
     highest load of this method and frame size (every engine trial accounts its CPU: ``raw.cpu``);
     ``None`` without such a trial."""
     best: tuple[float, float] | None = None
-    for t in run.trials():
-        c = obj(t, "counts")
-        if t.get("method") != METHOD_NAME or frame_size_label(t.get("frame_size")) != frame_size_label(size) \
-                or c.get("valid") is False or (num(c, "frames_lost") or 0) > 0:
-            continue
-        busy, got, rate = num(obj(obj(c, "raw"), "cpu"), "busy_s"), num(c, "frames_received"), num(obj(t, "load"),
-                                                                                                   "rate_pps")
-        if busy is None or not got or rate is None:
+    for t in run.trial_records():
+        c, cpu, rate = t.counts, t.cpu, t.load.rate_pps
+        if t.method != METHOD_NAME or frame_size_label(t.frame_size) != frame_size_label(size) or c is None \
+                or not c.valid or c.frames_lost > 0 or cpu is None or not c.frames_received or rate is None:
             continue
         if best is None or rate > best[0]:
-            best = (rate, busy / got * 1e6)
+            best = (rate, cpu.busy_s / c.frames_received * 1e6)
     return best[1] if best else None
 
 
@@ -340,11 +335,11 @@ def throughput_plot(runs: Sequence[RunView]) -> Figure | None:
                 ax_fps.plot(lx, ly, ls="--", color=REF_GREY, lw=1.2, label=f"line rate ({r.line_rate_label})")
                 all_vals += ly
     for r in runs:
-        pts = [(pos[frame_size_label(c.get("frame_size"))], v) for c in r.selftest_ceilings()
-               if frame_size_label(c.get("frame_size")) in pos and frame_size_label(c.get("frame_size")).isdigit()
-               and (v := num(c, "proven_rate_pps")) is not None]
-        if pts:
-            cx, cy = zip(*sorted(pts))
+        proven = [(pos[lab], ceiling.proven_rate_pps) for ceiling in stored_ceilings(r)
+                  if (lab := frame_size_label(ceiling.frame.label)) in pos and lab.isdigit()
+                  and ceiling.proven_rate_pps is not None]
+        if proven:
+            cx, cy = zip(*sorted(proven))
             suffix = f" — {r.name}" if len(runs) > 1 else ""
             ax_fps.plot(cx, cy, ls=":", color="#555555", lw=1.2, marker="_",
                         label=f"tester proven ceiling (self-test){suffix}")

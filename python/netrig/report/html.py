@@ -15,7 +15,7 @@ from netrig.methods import REGISTRY
 from netrig.report import plots, tables
 from netrig.view import fmt
 from netrig.view.html import details, empty, esc, figure, kv_html, table_html
-from netrig.view.run_view import RunView, frame_size_label, monitor_samples, obj
+from netrig.view.run_view import RunView, frame_size_label
 from netrig.view.table import Table
 
 #: At most this many per-trial monitoring timelines are drawn (the heaviest trial per method and
@@ -156,11 +156,11 @@ def report_html(r: RunView, version: str = "") -> str:
 def _pick_trials(r: RunView) -> list[int]:
     """The monitored trials to draw one by one: per (method, frame size) the highest load."""
     best: dict[tuple[str, str], tuple[float, int]] = {}
-    for i, t in r.monitored_trials():
-        k = (str(t.get("method")), frame_size_label(t.get("frame_size")))
-        rate = obj(t, "load").get("rate_pps") or 0.0
+    for t in r.monitored_trials():
+        k = (t.method, frame_size_label(t.frame_size))
+        rate = t.load.rate_pps or 0.0
         if k not in best or rate > best[k][0]:
-            best[k] = (float(rate), i)
+            best[k] = (rate, t.index)
     return sorted(i for _, i in best.values())[:MAX_TRIAL_TIMELINES]
 
 
@@ -173,7 +173,7 @@ def _monitoring(r: RunView) -> str:
     figs = "".join(figure(plots.trial_timeline_plot, [r], prefix=f"tt{i}-", trial=i) for i in picks)
     note = f"{len(picks)} of {len(mon)} monitored trials: the highest load of each method and frame size."
     out += details(f"Per-trial timelines ({len(picks)})", f'<p class="note">{esc(note)}</p>{figs}')
-    n_samples = sum(len(monitor_samples(t)) for _, t in mon)
+    n_samples = sum(len(t.monitor_samples) for t in mon)
     out += f'<p class="note">{len(mon)} monitored trials, {n_samples} samples.</p>'
     return out
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from netrig.methodology.selftest import stored_ceilings
 from netrig.methods import REGISTRY
 from netrig.view.plotkit import (
     CPU_PARTS,
@@ -28,9 +29,6 @@ from netrig.view.plotkit import (
 from netrig.view.run_view import (
     RunView,
     frame_size_label,
-    monitor_samples,
-    num,
-    obj,
     sample_cpus,
     sample_mem_used_bytes,
     sample_time_s,
@@ -44,10 +42,10 @@ if TYPE_CHECKING:
 def selftest_plot(runs: Sequence[RunView]) -> Figure | None:
     """The tester's self-test: the rate it proved loss-free on the loopback test bed per frame
     size, the rate it had to prove (1.1 × the highest rate used), and the DUT throughput."""
-    data = [(r, r.selftest_ceilings()) for r in runs]
+    data = [(r, stored_ceilings(r)) for r in runs]
     if not any(d for _, d in data):
         return None
-    pos, labels = size_positions(runs, [c.get("frame_size") for _, d in data for c in d] +
+    pos, labels = size_positions(runs, [c.frame.label for _, d in data for c in d] +
                                  [t.frame_size for r in runs for t in REGISTRY.primary.capacity(r)])
     fig, axes = subplots(h=3.4)
     ax = axes[0][0]
@@ -57,8 +55,8 @@ def selftest_plot(runs: Sequence[RunView]) -> Figure | None:
     failed_labelled = False
     for i, (r, d) in enumerate(data):
         base = (i - (n - 1) / 2) * 2 * w
-        proven = [(pos[frame_size_label(c.get("frame_size"))], v, c.get("passed")) for c in d
-                  if (v := num(c, "proven_rate_pps")) is not None]
+        proven = [(pos[frame_size_label(c.frame.label)], v, c.passed if c.required_rate_pps is not None else None)
+                  for c in d if (v := c.proven_rate_pps) is not None]
         sfx = f" — {r.name}" if n > 1 else ""
         if proven:
             ax.bar([x + base - w / 2 for x, _, _ in proven], [v for _, v, _ in proven], width=w * 0.95,
@@ -68,7 +66,7 @@ def selftest_plot(runs: Sequence[RunView]) -> Figure | None:
             if any(ok is False for _, _, ok in proven) and not failed_labelled:
                 ax.bar([0], [0], width=0, color="#C00000", alpha=0.55, label="red: required rate NOT proven")
                 failed_labelled = True
-        req = [(pos[frame_size_label(c.get("frame_size"))], num(c, "required_rate_pps")) for c in d]
+        req = [(pos[frame_size_label(c.frame.label)], c.required_rate_pps) for c in d]
         req = [p for p in req if p[1] is not None]
         if req:
             ax.scatter([x + base - w / 2 for x, _ in req], [v for _, v in req], marker="_", s=220, color="black",
@@ -131,9 +129,9 @@ def timeline_plot(runs: Sequence[RunView]) -> Figure | None:
     rows: list[dict] = []
     mem: list[tuple[float, float]] = []
     spans = []
-    for i, t in mon:
-        samples = monitor_samples(t)
-        t0 = starts[i]
+    for t in mon:
+        samples = t.monitor_samples
+        t0 = starts[t.index]
         last = t0
         for s in samples:
             x = t0 + (sample_time_s(s) or 0.0)
@@ -146,7 +144,7 @@ def timeline_plot(runs: Sequence[RunView]) -> Figure | None:
         # a gap of idle between trials so the stacked areas do not bridge them
         ts.append(last + 1e-6)
         rows.append({})
-        spans.append((t0, last, t.get("method", "")))
+        spans.append((t0, last, t.method))
     cpus = _cpu_names(rows)
     if not cpus and not mem:
         return None
@@ -195,28 +193,27 @@ def trial_timeline_plot(runs: Sequence[RunView], trial: int | None = None) -> Fi
     """One trial's DUT monitoring (``trial`` = index in ``trials``; default the first monitored
     trial): per-CPU softirq / irq / system / user and used memory against time into the trial."""
     r = runs[0]
-    mon = dict(r.monitored_trials())
+    mon = {t.index: t for t in r.monitored_trials()}
     if not mon:
         return None
     idx = trial if trial is not None else next(iter(mon))
     t = mon.get(idx)
     if t is None:
         return None
-    samples = monitor_samples(t)
+    samples = t.monitor_samples
     ts = [sample_time_s(s) or 0.0 for s in samples]
     rows = [sample_cpus(s) for s in samples]
     mem = [(x, m) for x, s in zip(ts, samples) if (m := sample_mem_used_bytes(s)) is not None]
     cpus = _cpu_names(rows)
     fig, cpu_axes, mem_ax = _cpu_mem_axes(1.0 * len(cpus) + 1.8, cpus)
-    load = obj(t, "load")
     for ax, cpu in zip(cpu_axes, cpus):
         _draw_cpu(ax, cpu, ts, rows)
     if cpu_axes:
         handles, labels = cpu_axes[0].get_legend_handles_labels()
         cpu_axes[0].legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
-        rate = num(load, "rate_pps")
+        rate = t.load.rate_pps
         cpu_axes[0].set_title(
-            f"Trial {t.get('seq', idx)} — {t.get('method', '?')}, {size_title(t.get('frame_size'))}"
+            f"Trial {t.seq} — {t.method or '?'}, {size_title(t.frame_size)}"
             + (f", intended {si(rate)}fps" if rate else ""), fontsize=9)
     _draw_mem(mem_ax, mem)
     mem_ax.set_xlabel("time into the trial (s)")

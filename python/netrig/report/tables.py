@@ -9,12 +9,12 @@ from typing import Any
 
 from netrig.measure import Pacing, TrialCounts
 from netrig.methodology.method import Capacity
+from netrig.methodology.selftest import Ceiling, stored_ceilings
 from netrig.methods import REGISTRY
 from netrig.view import fmt
 from netrig.view.run_view import (
     RunView,
     frame_size_sort_key,
-    num,
     obj,
     objs,
 )
@@ -52,21 +52,26 @@ def summary_per_configuration(runs: Sequence[RunView]) -> Table:
 
 
 def selftest_table(r: RunView) -> Table:
-    ceilings = r.selftest_ceilings()
-    share = any(num(c, "tester_share_ns") is not None for c in ceilings)
+    ceilings = stored_ceilings(r)
+    share = any(c.tester_share_ns is not None for c in ceilings)
     t = Table(["frame size", "required (1.1 × highest rate used)", "proven loss-free", "% line rate", "passed",
                "tester latency floor p50 / p99", "RX timestamps",
                *(["tester's receive path on the DUT's CPU, per frame"] if share else [])])
     for c in ceilings:
-        size = c.get("frame_size")
-        proven = num(c, "proven_rate_pps")
-        floor = obj(c, "latency_floor")
-        t.add([fmt.size(size), fmt.fps(num(c, "required_rate_pps")), fmt.fps(proven),
-               fmt.pct(r.pct_of_line_rate(size, proven)), "yes" if c.get("passed") else "NO",
-               f"{fmt.ns(num(floor, 'p50_ns'))} / {fmt.ns(num(floor, 'p99_ns'))}" if floor else fmt.DASH,
-               str(c.get("timestamp_source") or fmt.DASH), *([fmt.ns(num(c, "tester_share_ns"))] if share else [])],
-              "" if c.get("passed") else "flagged")
+        floor, passed = c.latency_floor, _passed(c)
+        t.add([fmt.size(c.frame.label), fmt.fps(c.required_rate_pps), fmt.fps(c.proven_rate_pps),
+               fmt.pct(r.pct_of_line_rate(c.frame.label, c.proven_rate_pps)), "yes" if passed else "NO",
+               f"{fmt.ns(floor.p50_ns)} / {fmt.ns(floor.p99_ns)}" if floor else fmt.DASH,
+               str(c.timestamp_source or fmt.DASH), *([fmt.ns(c.tester_share_ns)] if share else [])],
+              "" if passed else "flagged")
     return t
+
+
+def _passed(c: Ceiling) -> bool | None:
+    """A stored ceiling passed (``None``: a partial one without both rates)."""
+    if c.proven_rate_pps is None or c.required_rate_pps is None:
+        return None
+    return c.passed
 
 
 def verdicts_table(r: RunView) -> Table:

@@ -17,7 +17,7 @@ import socket
 import struct
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from netrig.errors import CapabilityError, TestbedError
 from netrig.testbed.nsthread import run_in_netns
@@ -80,6 +80,30 @@ class TupleCheck:
     def to_dict(self) -> dict:
         return {"entries": self.entries, "translated": self.translated, "port_changed": self.port_changed,
                 "nat_addresses": self.nat_addresses, "examples": self.examples}
+
+
+@dataclass
+class TableCounts:
+    """The DUT's conntrack table around one stateful trial (``TrialCounts.raw["conntrack"]``): its
+    entries before and after, the kernel's conntrack slab and ``MemAvailable`` then, the time of a
+    flush before; the tuple check and the tear-down (entries, the flush of them all, what was left,
+    the flush of the empty table) when the trial asked for them. ``None``: not measured."""
+
+    flush_before_s: float | None = None
+    before: int | None = None
+    slab_bytes_before: int | None = None
+    mem_available_before: int | None = None
+    after: int | None = None
+    slab_bytes_after: int | None = None
+    mem_available_after: int | None = None
+    tuples: TupleCheck | None = None
+    teardown_entries: int | None = None
+    teardown_s: float | None = None
+    after_teardown: int | None = None
+    empty_flush_s: float | None = None
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v is not None}
 
 
 def check_tuples(lines: Iterable[str], proto: str, initiator_ip: str, max_examples: int = 3) -> TupleCheck:

@@ -435,28 +435,13 @@ class RunView:
             clock += (t.load.duration_s or 0.0) + 1.0
         return out
 
-    def monitored_trials(self) -> list[tuple[int, dict]]:
-        """``(index, trial)`` for every trial with DUT monitoring samples."""
-        return [(i, t) for i, t in enumerate(self.trials()) if monitor_samples(t)]
+    def monitored_trials(self) -> list[TrialRecord]:
+        """Every trial with DUT monitoring samples."""
+        return [t for t in self.trial_records() if t.monitor_samples]
 
 
 def flag_codes(r: dict) -> set[str]:
     return {str(f.get("code")) for f in objs(r, "flags")}
-
-
-def monitor_samples(t: dict) -> list[dict]:
-    """DUT monitoring samples of a trial: wherever the measurer put them (``counts.raw.monitor``,
-    ``raw.monitor`` or ``monitor``), as a list or as ``{"samples": [...]}``."""
-    raw = obj(obj(t, "counts"), "raw")
-    for holder in (raw, obj(t, "raw"), t):
-        m = holder.get("monitor") if isinstance(holder, dict) else None
-        if isinstance(m, list):
-            return [s for s in m if isinstance(s, dict)]
-        if isinstance(m, dict):
-            s = objs(m, "samples")
-            if s:
-                return s
-    return []
 
 
 def sample_time_s(s: dict) -> float | None:

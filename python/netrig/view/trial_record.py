@@ -15,6 +15,7 @@ from typing import Any
 
 from netrig.measure import LatencySummary, Pacing, TrialCounts
 from netrig.measure.events import EventResult
+from netrig.monitor.cpu import CpuUsage
 
 
 @dataclass(frozen=True)
@@ -80,8 +81,36 @@ class TrialRecord:
         return self.counts.pacing if self.counts is not None else None
 
     @property
+    def cpu(self) -> CpuUsage | None:
+        """The CPU-seconds the engine accounted over the trial (``counts.raw.cpu``), ``None`` if none."""
+        raw = self.counts.raw if self.counts is not None else None
+        cpu = raw.get("cpu") if isinstance(raw, Mapping) else None
+        return CpuUsage.from_dict(dict(cpu)) if isinstance(cpu, Mapping) and cpu.get("cores") else None
+
+    @property
+    def monitor_samples(self) -> list[dict]:
+        """The DUT monitor's samples over the trial (the monitor's own documents)."""
+        return monitor_samples(self.stored)
+
+    @property
     def events(self) -> tuple[EventResult, ...]:
         return tuple(self.counts.events or ()) if self.counts is not None else ()
+
+
+def monitor_samples(t: Mapping[str, Any]) -> list[dict]:
+    """DUT monitoring samples of a stored trial record: wherever the measurer put them
+    (``counts.raw.monitor``, ``raw.monitor`` or ``monitor``), as a list or as ``{"samples": [...]}``."""
+    counts = t.get("counts")
+    raw = counts.get("raw") if isinstance(counts, Mapping) else None
+    for holder in (raw, t.get("raw"), t):
+        m = holder.get("monitor") if isinstance(holder, Mapping) else None
+        if isinstance(m, list):
+            return [s for s in m if isinstance(s, dict)]
+        if isinstance(m, Mapping) and isinstance(m.get("samples"), list):
+            samples = [s for s in m["samples"] if isinstance(s, dict)]
+            if samples:
+                return samples
+    return []
 
 
 def read_trials(trials: object) -> list[TrialRecord]:
