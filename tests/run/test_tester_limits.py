@@ -2,6 +2,7 @@
 tester is measured (not reported as 0 fps), and methods that measure the same thing agree or say why."""
 import contextlib
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -293,3 +294,50 @@ def test_an_invalid_fixed_rate_trial_gives_no_headline(tmp_path):
     write_report([tmp_path / "result.json"], tmp_path / "r.html")
     md = (tmp_path / "r.md").read_text()
     assert f"{res['repetitions'][0]['received_pps']:,.0f} fps" not in md
+
+
+class StallsBelow:
+    """A provider whose tester falls short (invalid, as a stall leaves a trial) at every load between
+    ``low`` and ``high`` frames/s; elsewhere the simulated DUT's counts."""
+
+    def __init__(self, low: float, high: float):
+        self.low, self.high, self.stalled = low, high, 0
+
+    def __call__(self, cfg, role):
+        @contextlib.contextmanager
+        def cm():
+            with simulated_session(cfg, role) as s:
+                if role == "dut":
+                    inner, outer = s.measurer, self
+
+                    class M:
+                        def measure(self, load, duration_s):
+                            c = inner.measure(load, duration_s)
+                            if not outer.low <= load.rate_pps <= outer.high:
+                                return c
+                            outer.stalled += 1
+                            return replace(c, achieved_pps=0.8 * load.rate_pps, valid=False,
+                                           invalid_reason="the tester's sending was stretched by a stall")
+
+                    s.measurer = M()
+                yield s
+
+        return cm()
+
+
+def test_a_search_the_tester_stalled_below_a_failed_load_is_a_lower_bound_said_so(tmp_path):
+    """The DUT (a 30 kfps capacity) lost most of 1.49 Mfps; every trial near its throughput stalled
+    (repeated twice, then taken as the tester's limit). The answer below it is "≥", and the flag says the
+    throughput lies between that and the load the DUT failed — not that the DUT lost nothing."""
+    cfg = config({"capacity_pps": 30e3}, [{"rfc2544_throughput": {"resolution_pct": 0.5}}],
+                 selftest={"enabled": False})
+    stalls = StallsBelow(25e3, 40e3)
+    doc = run(tmp_path, cfg, provider=stalls)
+    res = results(doc)["rfc2544_throughput"]
+    (rep,) = res["repetitions"]
+    # two stalled loads (29.97 and 26.2 kfps), each tried three times: the trial and its two repeats
+    assert stalls.stalled == 6 and rep["repeated_trials"] == 4 and rep["trials"] == 9, rep
+    assert rep["tester_limited"] and rep["upper_pps"] == pytest.approx(1488095.24) and rep["rate_pps"] < 25e3, rep
+    flag = next(f["message"] for f in res["flags"] if f["code"] == "tester_limited")
+    assert flag.startswith("≥ 22.5 kfps: ") and "below the lowest load the DUT failed (1.49 Mfps)" in flag, flag
+    assert "lost nothing" not in flag, flag

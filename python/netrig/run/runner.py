@@ -47,6 +47,7 @@ from netrig.run.config import MethodConfig, TestConfig, config_from_dict
 from netrig.run.recording import ProgressFn, RecordingMeasurer, check_record
 from netrig.run.session import Provider, Session, open_session
 from netrig.trial import Snapshot
+from netrig.view.trial_record import read_trials
 
 #: How the self-test's trials are labelled.
 SELFTEST_LABEL = "RFC 8219 self-test"
@@ -365,7 +366,12 @@ class Runner:
             # has no bound to state: it was measured at the rate the tester reached.
             message = (f"the tester reached only {format_pps(lim)}, short of the rate asked for: the result was "
                        "measured at that rate, not at the one asked for (a tester limit, not the DUT's)")
-            if head is not None:
+            failed = [u for r in limited if (u := getattr(r, "upper_pps", None)) is not None]
+            if head is not None and failed:
+                message = (f"≥ {format_pps(head)}: above it the tester fell short of a load (it reached only "
+                           f"{format_pps(lim)}) below the lowest load the DUT failed ({format_pps(min(failed))}): the "
+                           "throughput lies between them; a lower bound")
+            elif head is not None:
                 message = (f"≥ {format_pps(head)}: the DUT lost nothing at any load the tester could offer; above it "
                            f"the tester fell short (its self-test's ceiling / factor, or a trial that reached only "
                            f"{format_pps(lim)}): a lower bound, the DUT may be faster")
@@ -382,18 +388,18 @@ class Runner:
                                      "(on veth the DUT's forwarding runs on the sender's CPU); those loads count "
                                      "as the DUT's failure, and the result is what it forwarded without loss "
                                      "below them"})
-        bad = sum(1 for r in self._recorder().records if r["method_index"] == mi and r["frame_size"] == frame.label
-                  and "counts" in r and not r["counts"]["valid"] and r.get("verdict") != Verdict.BACKPRESSURE.value)
+        mine = [r for r in read_trials(self._recorder().records)
+                if r.method_index == mi and r.frame_size == frame.label]
+        bad = sum(1 for r in mine if r.counts is not None and not r.counts.valid
+                  and r.verdict != Verdict.BACKPRESSURE.value)
         if bad and not limited:
             flags.append({"code": "invalid_trials",
                           "message": f"{bad} trial(s) were invalid (tester-side) and not used"})
-        flags.extend(unpinned_flag(r for r in self._recorder().records
-                                   if r["method_index"] == mi and r["frame_size"] == frame.label))
-        bunched = [p for r in self._recorder().records if r["method_index"] == mi and r["frame_size"] == frame.label
-                   and (p := (r.get("counts") or {}).get("pacing") or {}).get("bunched")]
+        flags.extend(unpinned_flag(r.counts for r in mine if r.counts is not None))
+        bunched = [p for r in mine if (p := r.pacing) is not None and p.bunched]
         if bunched:
-            worst = max(p.get("peak_ratio") or 0.0 for p in bunched)
-            tol = max(p.get("tolerance_pct") or 0.0 for p in bunched)
+            worst = max(p.peak_ratio or 0.0 for p in bunched)
+            tol = max(p.tolerance_pct for p in bunched)
             flags.append({"code": "bursty_offered_load",
                           "message": f"{len(bunched)} trial(s) offered up to {worst:.2f}x the intended frames in "
                                      f"1 ms (tolerance {tol:g} %): the DUT saw bursts from the tester, and its loss "
@@ -461,12 +467,12 @@ class Runner:
         rule the methods applied (``ProvenLimit.verdict`` with the self-test's limit)."""
         if self.rec is None or self.selftest is None:
             return
-        for r in self.rec.records:
-            counts = r.get("counts") or {}
-            if r.get("method_index", -1) < 0 or r.get("kind") != "rate" or counts.get("valid") is not False:
+        for r, t in zip(self.rec.records, read_trials(self.rec.records)):
+            if (t.method_index if t.method_index is not None else -1) < 0 or t.kind != "rate" or t.counts is None \
+                    or t.counts.valid or t.load.rate_pps is None:
                 continue
-            limit = proven_limit(self.selftest.limit_pps(FrameSize.parse(r["frame_size"])), self.dut_can_hold_sender)
-            if limit.verdict(TrialCounts.from_dict(counts), r["load"]["rate_pps"]) is Verdict.BACKPRESSURE:
+            limit = proven_limit(self.selftest.limit_pps(FrameSize.parse(t.frame_size)), self.dut_can_hold_sender)
+            if limit.verdict(t.counts, t.load.rate_pps) is Verdict.BACKPRESSURE:
                 r["verdict"] = Verdict.BACKPRESSURE.value
 
     def _document(self, complete: bool, reason: str | None) -> dict:
@@ -500,10 +506,10 @@ class Runner:
         }
 
 
-def unpinned_flag(records: Iterable[dict]) -> list[dict]:
-    """The ``unpinned_workers`` flag when trials among ``records`` ran tester workers the kernel
-    would not pin to their CPU (each failure said once, however many trials it recurred in)."""
-    trials = [TrialCounts.from_dict(r["counts"]) for r in records if "counts" in r]
+def unpinned_flag(counts: Iterable[TrialCounts]) -> list[dict]:
+    """The ``unpinned_workers`` flag when trials of ``counts`` ran tester workers the kernel would
+    not pin to their CPU (each failure said once, however many trials it recurred in)."""
+    trials = list(counts)
     failures = sorted({f for c in trials for f in c.pin_failures})
     if not failures:
         return []

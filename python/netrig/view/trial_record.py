@@ -44,6 +44,8 @@ class TrialRecord:
     index: int
     seq: int
     method: str
+    #: The method's place in the run's ``methods`` (``None``: the self-test's trials, or not said).
+    method_index: int | None
     frame_size: Any
     repetition: int | None
     trial_index: int | None
@@ -53,6 +55,8 @@ class TrialRecord:
     counts: TrialCounts | None
     replayed: bool = False
     started_at: str | None = None
+    #: ``backpressure``: an invalid trial that was the DUT's failure (the DUT slowed the sender).
+    verdict: str | None = None
     #: The record as stored, for the parts that are the engine's or a tool's own documents (DUT
     #: monitor samples, a stack trial's ``result``).
     stored: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
@@ -60,12 +64,11 @@ class TrialRecord:
     @classmethod
     def read(cls, index: int, d: Mapping[str, Any]) -> TrialRecord:
         c, seq = d.get("counts"), _int(d.get("seq"))
-        return cls(index, seq if seq is not None else index, str(d.get("method") or ""),
+        started, verdict = d.get("started_at"), d.get("verdict")
+        return cls(index, seq if seq is not None else index, str(d.get("method") or ""), _int(d.get("method_index")),
                    d.get("frame_size"), _int(d.get("repetition")), _int(d.get("trial_index")),
-                   str(d.get("kind") or "rate"), TrialLoad.read(d.get("load")),
-                   _counts(c),
-                   d.get("replayed") is True, d.get("started_at") if isinstance(d.get("started_at"), str) else None,
-                   d)
+                   str(d.get("kind") or "rate"), TrialLoad.read(d.get("load")), _counts(c), d.get("replayed") is True,
+                   started if isinstance(started, str) else None, verdict if isinstance(verdict, str) else None, d)
 
     @property
     def valid(self) -> bool:
