@@ -191,11 +191,12 @@ def test_results_drawn_as_one_are_checked_across_parts(tmp_path):
     assert "throughput_disagreement" in html and "disagree beyond their resolutions" in html
 
 
-class BreaksAfter:
-    """A provider whose DUT measurer raises after ``k`` trials."""
+class DutProvider:
+    """A provider of simulated sessions whose DUT measurer's ``measure`` goes through :meth:`measure`
+    (``inner``: the simulated DUT's)."""
 
-    def __init__(self, k):
-        self.k = k
+    def measure(self, inner, load, duration_s):
+        return inner.measure(load, duration_s)
 
     def __call__(self, cfg, role):
         @contextlib.contextmanager
@@ -205,16 +206,26 @@ class BreaksAfter:
                     inner, outer = s.measurer, self
 
                     class M:
-                        def measure(self, *a, **kw):
-                            if outer.k <= 0:
-                                raise OSError("the tester's port vanished")
-                            outer.k -= 1
-                            return inner.measure(*a, **kw)
+                        def measure(self, load, duration_s):
+                            return outer.measure(inner, load, duration_s)
 
                     s.measurer = M()
                 yield s
 
         return cm()
+
+
+class BreaksAfter(DutProvider):
+    """The DUT measurer raises after ``k`` trials."""
+
+    def __init__(self, k):
+        self.k = k
+
+    def measure(self, inner, load, duration_s):
+        if self.k <= 0:
+            raise OSError("the tester's port vanished")
+        self.k -= 1
+        return inner.measure(load, duration_s)
 
 
 def test_an_error_mid_search_keeps_the_partial_result(tmp_path):
@@ -296,33 +307,20 @@ def test_an_invalid_fixed_rate_trial_gives_no_headline(tmp_path):
     assert f"{res['repetitions'][0]['received_pps']:,.0f} fps" not in md
 
 
-class StallsBelow:
-    """A provider whose tester falls short (invalid, as a stall leaves a trial) at every load between
-    ``low`` and ``high`` frames/s; elsewhere the simulated DUT's counts."""
+class StallsBelow(DutProvider):
+    """The tester falls short (invalid, as a stall leaves a trial) at every load between ``low`` and
+    ``high`` frames/s; elsewhere the simulated DUT's counts."""
 
     def __init__(self, low: float, high: float):
         self.low, self.high, self.stalled = low, high, 0
 
-    def __call__(self, cfg, role):
-        @contextlib.contextmanager
-        def cm():
-            with simulated_session(cfg, role) as s:
-                if role == "dut":
-                    inner, outer = s.measurer, self
-
-                    class M:
-                        def measure(self, load, duration_s):
-                            c = inner.measure(load, duration_s)
-                            if not outer.low <= load.rate_pps <= outer.high:
-                                return c
-                            outer.stalled += 1
-                            return replace(c, achieved_pps=0.8 * load.rate_pps, valid=False,
-                                           invalid_reason="the tester's sending was stretched by a stall")
-
-                    s.measurer = M()
-                yield s
-
-        return cm()
+    def measure(self, inner, load, duration_s):
+        c = inner.measure(load, duration_s)
+        if not self.low <= load.rate_pps <= self.high:
+            return c
+        self.stalled += 1
+        return replace(c, achieved_pps=0.8 * load.rate_pps, valid=False,
+                       invalid_reason="the tester's sending was stretched by a stall")
 
 
 def test_a_search_the_tester_stalled_below_a_failed_load_is_a_lower_bound_said_so(tmp_path):
