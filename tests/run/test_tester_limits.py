@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from netrig.errors import ResultError
+from netrig.measure import TrialCounts
 from netrig.methodology.mlr import GoalResult, MlrResult, SearchGoal
 from netrig.methods import REGISTRY
 from netrig.methods.throughput import ThroughputResult
@@ -131,9 +132,9 @@ def _summary(tp_rep: dict, ndr_goal: dict) -> list[dict]:
 
 
 RECORDS = [{"method_index": 0, "frame_size": 64, "kind": "rate", "load": {"rate_pps": 250e3},
-            "counts": {"valid": True, "frames_lost": 3, "loss_ratio": 1e-5}},
+            "counts": TrialCounts(achieved_pps=250e3, frames_sent=300_000, frames_received=299_997).to_dict()},
            {"method_index": 1, "frame_size": 64, "kind": "rate", "load": {"rate_pps": 300e3},
-            "counts": {"valid": True, "frames_lost": 0, "loss_ratio": 0.0}}]
+            "counts": TrialCounts(achieved_pps=300e3, frames_sent=300_000, frames_received=300_000).to_dict()}]
 
 
 def test_brackets_that_do_not_overlap_are_flagged_with_the_evidence():
@@ -151,7 +152,8 @@ def test_brackets_that_do_not_overlap_are_flagged_with_the_evidence():
 def test_a_dut_whose_cpu_slowed_between_trials_is_named_with_its_cost_per_frame():
     """The demo on a shared host: at 130 kfps the DUT took a frame in 7.2 µs of CPU in one trial and
     10.1 µs in another; the disagreement's note says so, with the two numbers."""
-    ring = [{"taken": 130_000, "dut_cpu_s": 0.936}, {"taken": 100_000, "dut_cpu_s": 1.01}]
+    ring = [{"arrived": 130_000, "taken": 130_000, "dropped": 0, "dut_cpu_s": 0.936},
+            {"arrived": 100_000, "taken": 100_000, "dropped": 0, "dut_cpu_s": 1.01}]
     records = [{**r, "counts": {**r["counts"], "dut_ring": d}} for r, d in zip(RECORDS, ring)]
     summary = _summary({}, {"ct": 321e3, "lo": 321e3, "hi": 324e3})
     consistency.annotate(summary, records)
@@ -251,10 +253,12 @@ def test_frame_loss_is_checked_too():
                   "repetitions": [{"curve": [{"intended_pct": 8.3, "intended_pps": 123e3, "achieved_pps": 123e3,
                                               "forwarded_pps": 123e3, "loss_ratio": 0.0, "valid": True,
                                               "backpressure": False}]}]}]}
+    held = TrialCounts(achieved_pps=70.4e3, frames_sent=35_200, frames_received=35_200, valid=False,
+                       invalid_reason="the tester sent 57.2 % of the intended 123000 fps")
     records = [{"method_index": 0, "frame_size": 64, "kind": "rate", "load": {"rate_pps": 123e3},
-                "verdict": "backpressure", "counts": {"valid": False, "frames_lost": 0, "loss_ratio": 0.0}},
+                "verdict": "backpressure", "counts": held.to_dict()},
                {"method_index": 1, "frame_size": 64, "kind": "rate", "load": {"rate_pps": 123e3},
-                "counts": {"valid": True, "frames_lost": 0, "loss_ratio": 0.0}}]
+                "counts": TrialCounts(achieved_pps=123e3, frames_sent=61_500, frames_received=61_500).to_dict()}]
     consistency.annotate(summary, records)
     (f,) = summary[0]["results"][0]["flags"]
     assert "1 slowed the sender (DUT backpressure)" in f["message"] and "capacity in this range comes and goes" in f[

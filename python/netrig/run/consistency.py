@@ -23,6 +23,7 @@ from netrig.methods import REGISTRY
 from netrig.model import format_pps
 from netrig.view import fmt
 from netrig.view.run_view import frame_size_label
+from netrig.view.trial_record import TrialRecord, read_trials
 
 CODE = "throughput_disagreement"
 
@@ -35,13 +36,13 @@ class Bracket:
     lower_pps: float
     upper_pps: float | None
     basis: str
-    trials: Sequence[Mapping[str, Any]] = field(default=(), compare=False)
+    trials: Sequence[TrialRecord] = field(default=(), compare=False)
 
 
 def brackets(summary: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str, Any]],
              part: int = 0) -> list[Bracket]:
     """The pooled bracket of every complete method result of one run's summary that has one."""
-    out = []
+    out, typed = [], read_trials(list(records))
     for s in summary:
         if s.get("method") not in REGISTRY:
             continue
@@ -55,7 +56,7 @@ def brackets(summary: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str
             bs = [b for b in got if b is not None]
             uppers = [b[1] for b in bs]
             mi, size = s.get("method_index"), r.get("frame_size")
-            trials = [t for t in records if t.get("method_index") == mi and t.get("frame_size") == size]
+            trials = [t for t in typed if t.method_index == mi and t.frame_size == size]
             out.append(Bracket((part, int(mi or 0)), frame_size_label(size), str(s.get("label") or s["method"]),
                                min(b[0] for b in bs),
                                None if any(u is None for u in uppers) else max(u for u in uppers if u is not None),
@@ -68,18 +69,17 @@ def _evidence(b: Bracket, lo: float, hi: float) -> str:
     n = free = lossy = invalid = pressed = 0
     worst = 0.0
     for t in b.trials:
-        rate = (t.get("load") or {}).get("rate_pps")
-        if t.get("kind", "rate") != "rate" or rate is None or not lo * (1 - 1e-9) <= rate <= hi * (1 + 1e-9):
+        rate, c = t.load.rate_pps, t.counts
+        if t.kind != "rate" or rate is None or c is None or not lo * (1 - 1e-9) <= rate <= hi * (1 + 1e-9):
             continue
-        c = t.get("counts") or {}
         n += 1
-        if t.get("verdict") == "backpressure":
+        if t.verdict == "backpressure":
             pressed += 1
-        elif c.get("valid") is False:
+        elif not c.valid:
             invalid += 1
-        elif (c.get("frames_lost") or 0) > 0:
+        elif c.frames_lost > 0:
             lossy += 1
-            worst = max(worst, float(c.get("loss_ratio") or 0.0))
+            worst = max(worst, c.loss_ratio)
         else:
             free += 1
     if not n:
@@ -98,17 +98,15 @@ def _evidence(b: Bracket, lo: float, hi: float) -> str:
 COST_SPREAD = 1.10
 
 
-def _cost_spread(trials: Sequence[Mapping[str, Any]], lo: float, hi: float) -> str:
+def _cost_spread(trials: Sequence[TrialRecord], lo: float, hi: float) -> str:
     """The DUT's CPU time per frame it took, over the trials at loads in ``[lo, hi]`` (the test bed's
     wire measures it), when it moved by more than :data:`COST_SPREAD`: the same work costing more is
     the DUT's CPU running slower (its host's contention), not more work per frame."""
     costs = []
     for t in trials:
-        rate = (t.get("load") or {}).get("rate_pps")
-        ring = (t.get("counts") or {}).get("dut_ring") or {}
-        cpu, taken = ring.get("dut_cpu_s"), ring.get("taken")
-        if rate is not None and lo * (1 - 1e-9) <= rate <= hi * (1 + 1e-9) and cpu and taken:
-            costs.append(cpu / taken)
+        rate, ring = t.load.rate_pps, t.counts.dut_ring if t.counts is not None else None
+        if rate is not None and lo * (1 - 1e-9) <= rate <= hi * (1 + 1e-9) and ring and ring.dut_cpu_s and ring.taken:
+            costs.append(ring.dut_cpu_s / ring.taken)
     if len(costs) < 2 or max(costs) <= min(costs) * COST_SPREAD:
         return ""
     return (f" Over those trials the DUT's CPU time per frame it took ranged {fmt.ns(min(costs) * 1e9)}–"
