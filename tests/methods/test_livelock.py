@@ -108,14 +108,18 @@ def monitor(softirq_pct: float) -> dict:
         {"mark": "trial-stop", "t_s": 1.0}, {"t_s": 1.5, "dt_s": 0.5, "cpu": {"cpu0": {"softirq": 100.0}}}]}
 
 
+def _counts(raw: dict) -> TrialCounts:
+    return TrialCounts(1e5, 100, 100, raw=raw)
+
+
 def test_softirq_seconds_in_the_trial_window():
-    assert softirq_seconds({"monitor": monitor(25.0)}) == pytest.approx(2 * 0.25 * 1.0)
-    assert softirq_seconds({}) is None and softirq_seconds(None) is None
+    assert softirq_seconds(_counts({"monitor": monitor(25.0)})) == pytest.approx(2 * 0.25 * 1.0)
+    assert softirq_seconds(_counts({})) is None
 
 
 def test_softirq_seconds_from_the_trials_exact_accounting_first():
     raw = {"cpu": {"cores": {"cpu0": {"softirq": 0.3}, "cpu1": {"softirq": 0.2}}}, "monitor": monitor(25.0)}
-    assert softirq_seconds(raw) == pytest.approx(0.5)
+    assert softirq_seconds(_counts(raw)) == pytest.approx(0.5)
 
 
 class Monitored(SimulatedMeasurer):

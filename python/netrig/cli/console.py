@@ -23,6 +23,7 @@ from netrig.report.tables import not_counted
 from netrig.run.config import TestConfig
 from netrig.run.runner import QUIET_FLAGS, Runner
 from netrig.telemetry import Telemetry, tee
+from netrig.view.frame_results import line_rate_of
 
 
 def trial_note(c: TrialCounts) -> str:
@@ -213,7 +214,7 @@ def _fmt_ns(v: float | None) -> str:
 def summary_tables(doc: dict) -> list[Table]:
     """One table per method of a result document (methods this netrig does not know are left out)."""
     tables = []
-    lr = doc.get("line_rate") or {}
+    lr, line_rate = doc.get("line_rate") or {}, line_rate_of(doc)
     for s in doc.get("summary", []):
         if s.get("method") not in REGISTRY:
             continue
@@ -223,7 +224,7 @@ def summary_tables(doc: dict) -> list[Table]:
             t.add_column(c, overflow="fold")
         for r in s["results"]:
             flags = ", ".join(f["code"] for f in r["flags"] if f["code"] not in QUIET_FLAGS)
-            for row in method.console_rows(r, flags):
+            for row in method.console_rows(r, flags, line_rate):
                 t.add_row(*row)
         tables.append(t)
     return tables

@@ -15,13 +15,15 @@ recorded and replayed as it is); frame size plays no part in them.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from netrig.errors import ConfigError
 from netrig.measure.events import Event, EventResult, EventRun
 from netrig.model import FrameSize
+from netrig.monitor.cpu import CpuUsage
+from netrig.monitor.monitor import MonitorResult
 
 
 @dataclass(frozen=True)
@@ -256,6 +258,18 @@ class TrialCounts:
     @property
     def loss_ratio(self) -> float:
         return self.frames_lost / self.frames_sent if self.frames_sent else 0.0
+
+    @property
+    def cpu_usage(self) -> CpuUsage | None:
+        """The CPU-seconds the engine accounted over the trial (``raw.cpu``), ``None`` if none."""
+        cpu = self.raw.get("cpu") if isinstance(self.raw, Mapping) else None
+        return CpuUsage.from_dict(dict(cpu)) if isinstance(cpu, Mapping) and cpu.get("cores") else None
+
+    @property
+    def dut_monitor(self) -> MonitorResult | None:
+        """The DUT monitor's samples over the trial (``raw.monitor``), ``None`` if it was not watched."""
+        m = self.raw.get("monitor") if isinstance(self.raw, Mapping) else None
+        return MonitorResult.from_dict(m) if isinstance(m, Mapping) else None
 
     def to_dict(self) -> dict:
         return {

@@ -260,7 +260,7 @@ class Method:
         frame-size result of the summary; a metric absent here is not checked."""
         return {}
 
-    def console_rows(self, result: dict, flags: str) -> list[list[str]]:
+    def console_rows(self, result: dict, flags: str, line_rate: LineRate | None = None) -> list[list[str]]:
         """Console summary rows of one frame-size result: the frame size, ``console_columns``, flags."""
         return []
 

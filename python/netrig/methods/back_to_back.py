@@ -265,7 +265,7 @@ class BackToBack(Method):
     def top_rate_pct(self, params: BackToBackParams) -> float:
         return params.rate_pct
 
-    def console_rows(self, result: dict, flags: str) -> list[list[str]]:
+    def console_rows(self, result: dict, flags: str, line_rate: LineRate | None = None) -> list[list[str]]:
         r = read_frame_results(result, BackToBackResult)
         reps = r.repetitions
         if not any(x.bursts_frames for x in reps):  # no burst measured: no number to show

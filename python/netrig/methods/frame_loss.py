@@ -423,7 +423,7 @@ class FrameLoss(Method):
         basis = f"RFC 2544 frame loss: a load is loss-free when its one {d or 0:g} s trial loses no frames"
         return lower, min(failed) if failed else None, basis
 
-    def console_rows(self, result: dict, flags: str) -> list[list[str]]:
+    def console_rows(self, result: dict, flags: str, line_rate: LineRate | None = None) -> list[list[str]]:
         r = read_frame_results(result, FrameLossResult)
         h, v = r.headline, r.spread("max_lossfree_pps").median
         curve = (r.repetitions[0].curve or ()) if r.repetitions else ()

@@ -195,7 +195,7 @@ class Iperf(Method):
     def verdict_values(self, result: dict) -> dict[str, float | None]:
         return {"loss_ratio": median(x.loss_ratio for x in read_frame_results(result, IperfResult).repetitions)}
 
-    def console_rows(self, result: dict, flags: str) -> list[list[str]]:
+    def console_rows(self, result: dict, flags: str, line_rate: LineRate | None = None) -> list[list[str]]:
         r = read_frame_results(result, IperfResult)
         h, mm = r.headline, r.spread("received_pps")
         if h is None or h.fps is None:  # no valid trial: no rate to show

@@ -407,7 +407,7 @@ class Latency(Method):
     def verdict_values(self, result: dict) -> dict[str, float | None]:
         return {"latency_ns": read_frame_results(result, LatencyResult).spread("worst_case_ns").median}
 
-    def console_rows(self, result: dict, flags: str) -> list[list[str]]:
+    def console_rows(self, result: dict, flags: str, line_rate: LineRate | None = None) -> list[list[str]]:
         r = read_frame_results(result, LatencyResult)
         h = r.headline or Headline()
         ty, wc = r.spread("typical_ns"), r.spread("worst_case_ns")

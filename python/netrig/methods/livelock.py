@@ -173,31 +173,12 @@ class LivelockResult:
                 "backpressure_from_pps": self.backpressure_from_pps}
 
 
-def softirq_seconds(raw: Any) -> float | None:
-    """Softirq CPU-seconds of all CPUs during a trial: exact from the trial's CPU accounting
-    (``raw.cpu``, every engine trial), else from its monitor's samples between the marks."""
-    cpu = raw.get("cpu") if isinstance(raw, dict) else None
-    if isinstance(cpu, dict) and isinstance(cpu.get("cores"), dict) and cpu["cores"]:
-        return sum(float(c.get("softirq") or 0.0) for c in cpu["cores"].values() if isinstance(c, dict))
-    return _monitor_softirq_seconds(raw.get("monitor") if isinstance(raw, dict) else None)
-
-
-def _monitor_softirq_seconds(monitor: Any) -> float | None:
-    samples = monitor.get("samples") if isinstance(monitor, dict) else None
-    if not samples:
-        return None
-    marks = {s["mark"]: s["t_s"] for s in samples if "mark" in s}
-    t0, t1 = marks.get("trial-start", float("-inf")), marks.get("trial-stop", float("inf"))
-    total, seen = 0.0, False
-    for s in samples:
-        if "mark" in s or "cpu" not in s:
-            continue
-        dt = s.get("dt_s", monitor.get("interval_s", 0.0))
-        if not t0 <= s["t_s"] - dt / 2 <= t1:
-            continue
-        seen = True
-        total += sum(c.get("softirq", 0.0) for name, c in s["cpu"].items() if name != "all") / 100 * dt
-    return total if seen else None
+def softirq_seconds(c: TrialCounts) -> float | None:
+    """Softirq CPU-seconds of all CPUs during a trial: exact from the trial's CPU accounting (every
+    engine trial), else from its DUT monitor's samples between the trial's marks."""
+    if (cpu := c.cpu_usage) is not None:
+        return cpu.total("softirq")
+    return m.cpu_seconds("softirq") if (m := c.dut_monitor) is not None else None
 
 
 def fit(points: Sequence[LoadPoint], tolerance: float) -> tuple[float, float, int] | None:
@@ -243,7 +224,7 @@ def measure_livelock(measurer: Measurer, frame: FrameSize, line_rate: LineRate,
         fwd = c.achieved_pps * c.frames_received / c.frames_sent if held_back and c.frames_sent else \
             c.frames_received / params.duration_s
         cpu_s = c.dut_ring.dut_cpu_s if c.dut_ring is not None and c.dut_ring.dut_cpu_s is not None else \
-            softirq_seconds(c.raw)
+            softirq_seconds(c)
         p = LoadPoint(rate, c.achieved_pps, fwd, c.loss_ratio, c.valid, cpu_s, held_back)
         points.append(p)
         return p
@@ -443,7 +424,7 @@ class Livelock(Method):
     def top_rate_pct(self, params: LivelockParams) -> float:
         return params.max_pct
 
-    def console_rows(self, result: dict, flags: str) -> list[list[str]]:
+    def console_rows(self, result: dict, flags: str, line_rate: LineRate | None = None) -> list[list[str]]:
         r = read_frame_results(result, LivelockResult)
         m, ml = r.spread("mlfrr_pps").median, r.spread("max_lossfree_pps").median
         s, cpu = r.spread("collapse_slope").median, r.spread("cpu_ns_per_frame").median

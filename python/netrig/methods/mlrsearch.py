@@ -21,7 +21,7 @@ from netrig.methodology.tester import NO_LIMIT, ProvenLimit
 from netrig.model import FrameSize, LineRate, format_bps, format_pps, parse_duration
 from netrig.results.typed import from_dict
 from netrig.view import fmt
-from netrig.view.frame_results import finite, read_frame_results
+from netrig.view.frame_results import Headline, finite, read_frame_results
 from netrig.view.html import empty, figure, table_html
 from netrig.view.markdown import section_md, table_md
 from netrig.view.plotkit import (
@@ -249,22 +249,20 @@ class MlrSearch(Method):
         head = read_frame_results(result, MlrResult).headline
         return {"throughput_pct": head.pct_line_rate} if head else {}
 
-    def console_rows(self, result: dict, flags: str) -> list[list[str]]:
-        rows = []
-        reps = result["repetitions"]
-        for gi, g in enumerate(reps[0]["goals"] if reps else []):
-            med = result.get("stats", {}).get(f"{g['name']}_pps", {}).get("median")
-            rate = None
-            if med is not None and g.get("rate") and g["rate"]["fps"]:
-                k = med / g["rate"]["fps"]
-                rate = {x: v * k for x, v in g["rate"].items()}
-            bounded = any(x.get("tester_limited") is True for rep in reps for x in rep.get("goals", [])
-                          if x.get("name") == g["name"])
-            rows.append([fmt.size(result["frame_size"]) if gi == 0 else "",
-                         f"{g['name']} ({100 * g['goal']['loss_ratio']:g} %)",
+    def console_rows(self, result: dict, flags: str, line_rate: LineRate | None = None) -> list[list[str]]:
+        fr = read_frame_results(result, MlrResult, line_rate)
+        frame, rows = FrameSize.parse(fr.frame_size), []
+        for gi, g in enumerate(fr.repetitions[0].goals if fr.repetitions else ()):
+            name = g.goal.name
+            med = fr.spread(f"{name}_pps").median
+            rate = Headline.of(med, frame, line_rate) if med is not None and line_rate is not None else None
+            bounded = any(x.tester_limited is True for rep in fr.repetitions for x in rep.goals or ()
+                          if x.goal.name == name)
+            rows.append([fmt.size(fr.frame_size) if gi == 0 else "", f"{name} ({100 * g.goal.loss_ratio:g} %)",
                          fmt.at_least(format_pps(med), bounded) if med is not None else "none",
-                         f"{rate['pct_line_rate']:.2f}" if rate else "-",
-                         format_bps(rate["l1_bps"]) if rate else "-", format_bps(rate["l2_bps"]) if rate else "-",
+                         f"{rate.pct_line_rate:.2f}" if rate and rate.pct_line_rate is not None else "-",
+                         format_bps(rate.l1_bps) if rate and rate.l1_bps is not None else "-",
+                         format_bps(rate.l2_bps) if rate and rate.l2_bps is not None else "-",
                          flags if gi == 0 else ""])
         return rows
 

@@ -137,7 +137,7 @@ class SystemRecovery(Method):
     def run(self, params: RecoveryParams, ctx: Context) -> RecoveryResult:
         return measure_recovery(ctx.measurer, ctx.frame, ctx.line_rate, ctx.throughput_or(1.0), params)
 
-    def console_rows(self, result: dict, flags: str) -> list[list[str]]:
+    def console_rows(self, result: dict, flags: str, line_rate: LineRate | None = None) -> list[list[str]]:
         res = read_frame_results(result, RecoveryResult)
         valid = [x for x in res.repetitions if x.valid is not False]
         if not valid:  # an invalid trial's recovery means nothing

@@ -163,7 +163,7 @@ class Reset(Method):
         return measure_reset(ctx.measurer, ctx.frame, ctx.line_rate, ctx.throughput_or(1.0), params,
                              run_event=run_event, env=ctx.command_env)
 
-    def console_rows(self, result: dict, flags: str) -> list[list[str]]:
+    def console_rows(self, result: dict, flags: str, line_rate: LineRate | None = None) -> list[list[str]]:
         return [fmt.stat_seconds_row(result, "reset_time_s", flags)]
 
     def html(self, run: RunView) -> dict[str, str]:

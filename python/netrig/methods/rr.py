@@ -10,18 +10,22 @@ thread's CPU over the trial; the cost is busy CPU-seconds (all cores) per millio
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from netrig.errors import ConfigError
 from netrig.measure.rr import DEFAULT_PORT, PROTOCOLS, RrParams
 from netrig.methodology.method import Section
 from netrig.methodology.stats import check
-from netrig.methods.stack import StackMethod, stat_value
+from netrig.methods.stack import StackEntries, StackMethod, StackRepetition, stat_value
+from netrig.model import LineRate
+from netrig.results.typed import from_dict
 from netrig.view import fmt
+from netrig.view.frame_results import read_frame_results
 from netrig.view.plotkit import plot, run_colour, subplots
-from netrig.view.run_view import RunView, Stat, num, obj, objs
+from netrig.view.run_view import RunView, Stat
 from netrig.view.table import Table
 
 if TYPE_CHECKING:
@@ -59,46 +63,64 @@ class RrMethodParams:
 
 
 @dataclass(frozen=True)
-class RrMethodResult:
-    family: int
-    doc: dict
+class RttUs:
+    """The round-trip times of a repetition in µs (``measure.rr``'s ``rtt_us``: exact, never half-RTT)."""
 
-    @property
-    def headline_pps(self) -> float | None:
-        return None
+    samples: int | None = None
+    mean: float | None = None
+    stddev: float | None = None
+    min: float | None = None
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+    p99_9: float | None = None
+    max: float | None = None
+    percentiles: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RrMethodResult(StackRepetition):
+    """One repetition: sockperf's round trips per second and times, lost replies, sockperf's own CPU
+    (``processes``, ``tool_cpu_s_per_mtrans``) and every core's (``cpu``, ``cpu_per``)."""
+
+    protocol: str | None = None
+    size_bytes: int | None = None
+    tps: float | None = None
+    samples: int | None = None
+    rtt_us: RttUs = field(default_factory=RttUs)
+    dropped: int | None = None
+    tool_cpu_s_per_mtrans: float | None = None
+
+    @classmethod
+    def of(cls, family: int, doc: dict) -> RrMethodResult:
+        """From the trial's document (``measure.rr`` with ``cpu`` and ``cpu_per``)."""
+        mine = {**doc, "tool_cpu_s_per_mtrans": doc.get("cpu_s_per_million_transactions")}
+        return from_dict(cls, mine, partial=True, family=family)
 
     def stats_values(self) -> dict[str, float | None]:
-        rtt = obj(self.doc, "rtt_us")
-        per = obj(self.doc, "cpu_per")
-        out: dict[str, float | None] = {"tps": num(self.doc, "tps"), "busy_cpu_s": num(obj(self.doc, "cpu"), "busy_s"),
-                                        "busy_cpu_s_per_mtrans": num(per, "busy_s_per_mtrans"),
-                                        "cpu_s_per_mtrans": num(per, "busy_s_per_mtrans"),
-                                        "tool_cpu_s_per_mtrans": num(self.doc, "cpu_s_per_million_transactions"),
-                                        "dropped": num(self.doc, "dropped")}
+        per = self.cpu_per.busy_s_per_mtrans
+        out: dict[str, float | None] = {"tps": self.tps, "busy_cpu_s": self.cpu.busy_s,
+                                        "busy_cpu_s_per_mtrans": per, "cpu_s_per_mtrans": per,
+                                        "tool_cpu_s_per_mtrans": self.tool_cpu_s_per_mtrans,
+                                        "dropped": None if self.dropped is None else float(self.dropped)}
         for key, name in RTT_KEYS:
-            out[name] = num(rtt, key)
+            out[name] = getattr(self.rtt_us, key)
         return out
 
     def to_dict(self) -> dict:
-        d = self.doc
-        return {"family": self.family, "protocol": d.get("protocol"), "size_bytes": d.get("size_bytes"),
-                "duration_s": d.get("duration_s"), "tps": d.get("tps"), "samples": d.get("samples"),
-                "rtt_us": d.get("rtt_us"), "dropped": d.get("dropped"), "processes": d.get("processes"),
-                "cpu": d.get("cpu"), "cpu_per": d.get("cpu_per"), "simulated": bool(d.get("simulated"))}
+        return {**self.stack_dict(), "protocol": self.protocol, "size_bytes": self.size_bytes, "tps": self.tps,
+                "samples": self.samples, "rtt_us": dataclasses.asdict(self.rtt_us), "dropped": self.dropped,
+                "tool_cpu_s_per_mtrans": self.tool_cpu_s_per_mtrans}
+
+    @property
+    def label(self) -> str:
+        return f"{self.protocol or '?'} {self.size_bytes or '?'} B"
 
 
-def entries(run: RunView) -> list[dict]:
-    out = []
-    for r in run.method_results(METHOD_NAME):
-        st = obj(r, "stats")
-        reps = [x for x in objs(r, "repetitions") if x.get("complete", True) is not False]
-        e = {"reps": reps, "tps": Stat.from_stats(st.get("tps")),
-             "per_mtrans": Stat.from_stats(st.get("cpu_s_per_mtrans")),
-             "tool_per_mtrans": Stat.from_stats(st.get("tool_cpu_s_per_mtrans"))}
-        for _, name in RTT_KEYS:
-            e[name] = Stat.from_stats(st.get(name))
-        out.append(e)
-    return out
+def entries(run: RunView) -> list[StackEntries[RrMethodResult]]:
+    """Per configured ``rr`` method: its repetitions and its stats (``tps``, the RTT percentiles,
+    ``cpu_s_per_mtrans``, ``tool_cpu_s_per_mtrans``)."""
+    return METHOD.entries(run)
 
 
 def _us(s: Stat | None) -> str:
@@ -111,13 +133,12 @@ def table(run: RunView) -> Table:
               caption="median of repetitions; one connection, one message outstanding; round-trip times; all-core "
                       "busy time includes whatever else ran on the host: measure on a quiet one")
     for e in entries(run):
-        rep0 = e["reps"][0] if e["reps"] else {}
-        tps = e["tps"]
-        t.add([f"{rep0.get('protocol', '?')}, {rep0.get('size_bytes', '?')} B (IPv{rep0.get('family', 4)})",
-               fmt.DASH if tps is None else f"{tps.value:,.0f}", _us(e["rtt_p50_us"]), _us(e["rtt_p99_us"]),
-               _us(e["rtt_p99_9_us"]), _us(e["rtt_max_us"]),
-               fmt.DASH if e["tool_per_mtrans"] is None else f"{e['tool_per_mtrans'].value:.3g}",
-               fmt.DASH if e["per_mtrans"] is None else f"{e['per_mtrans'].value:.3g}"])
+        rep0 = e.first
+        tps, tool, per = e.stat("tps"), e.stat("tool_cpu_s_per_mtrans"), e.stat("cpu_s_per_mtrans")
+        t.add([f"{rep0.protocol or '?'}, {rep0.size_bytes or '?'} B (IPv{rep0.family})" if rep0 else "?",
+               fmt.DASH if tps is None else f"{tps.value:,.0f}",
+               *(_us(e.stat(name)) for _, name in RTT_KEYS),
+               fmt.DASH if tool is None else f"{tool.value:.3g}", fmt.DASH if per is None else f"{per.value:.3g}"])
     return t
 
 
@@ -125,18 +146,18 @@ def table(run: RunView) -> Table:
 def rr_plot(runs: Sequence[RunView]) -> Figure | None:
     """Request/response through the DUT: transactions per second (left) and the round-trip time's
     median, 99th and 99.9th percentile (right) of each result."""
-    data = [(r, e) for r in runs for e in entries(r)[:1] if e["tps"] is not None]
+    data = [(r, e, tps) for r in runs for e in entries(r)[:1] if (tps := e.stat("tps")) is not None]
     if not data:
         return None
     fig, axes = subplots(1, 2, w=7.6, h=max(2.2, 0.45 * len(data) + 1.2))
-    names = [r.name for r, _ in data]
+    names = [r.name for r, _, _ in data]
     ax = axes[0][0]
-    for i, (_, e) in enumerate(data):
-        ax.barh([i], [e["tps"].value], color=run_colour(i), height=0.6)
+    for i, (_, _, tps) in enumerate(data):
+        ax.barh([i], [tps.value], color=run_colour(i), height=0.6)
     ax.set_xlabel("transactions/s")
     ax2 = axes[0][1]
-    for i, (_, e) in enumerate(data):
-        pts = [(k, e[n].value) for k, n in RTT_KEYS[:3] if e[n] is not None]
+    for i, (_, e, _) in enumerate(data):
+        pts = [(k, s.value) for k, n in RTT_KEYS[:3] if (s := e.stat(n)) is not None]
         ax2.plot([v for _, v in pts], [i] * len(pts), color=run_colour(i), marker="o", lw=1.2)
         for k, v in pts:
             ax2.annotate(k.replace("_", "."), (v, i), xytext=(0, 5), textcoords="offset points", fontsize=7,
@@ -167,12 +188,9 @@ class RequestResponse(StackMethod):
     section = SECTION
     plot_type = rr_plot
     ratio_title = "Request/response through the DUT"
-    ratio_rows = (("tps", "transactions/s", lambda v: f"{v:,.0f}"),
-                  ("rtt_p99_us", "RTT p99", lambda v: f"{v:.1f} µs"),
-                  ("per_mtrans", "busy CPU-s per M transactions", lambda v: f"{v:.3g}"))
-
-    def entries(self, run: RunView) -> list[dict]:
-        return entries(run)
+    ratio_rows = ((lambda e: e.stat("tps"), "transactions/s", lambda v: f"{v:,.0f}"),
+                  (lambda e: e.stat("rtt_p99_us"), "RTT p99", lambda v: f"{v:.1f} µs"),
+                  (lambda e: e.stat("cpu_s_per_mtrans"), "busy CPU-s per M transactions", lambda v: f"{v:.3g}"))
 
     def table(self, run: RunView) -> Table:
         return table(run)
@@ -183,24 +201,19 @@ class RequestResponse(StackMethod):
             params = {**params, "duration_s": float(max(1, round(trial_duration_s)))}
         return params
 
-    def console_rows(self, result: dict, flags: str) -> list[list[str]]:
-        st = result.get("stats", {})
-
-        def med(k: str) -> float | None:
-            return (st.get(k) or {}).get("median")
-
-        tps, p50, p99, c = med("tps"), med("rtt_p50_us"), med("rtt_p99_us"), med("cpu_s_per_mtrans")
+    def console_rows(self, result: dict, flags: str, line_rate: LineRate | None = None) -> list[list[str]]:
+        fr = read_frame_results(result, RrMethodResult)
+        tps, p50, p99, c = (fr.spread(k).median for k in ("tps", "rtt_p50_us", "rtt_p99_us", "cpu_s_per_mtrans"))
         return [["stack", "-" if tps is None else f"{tps:,.0f}", "-" if p50 is None else f"{p50:.1f} µs",
                  "-" if p99 is None else f"{p99:.1f} µs", "-" if c is None else f"{c:.3g}", flags]]
 
     def compare_values(self, run: RunView) -> dict[str, tuple[float | None, bool]]:
         out: dict[str, tuple[float | None, bool]] = {}
         for e in entries(run):
-            rep0 = e["reps"][0] if e["reps"] else {}
-            what = f"{rep0.get('protocol', '?')} {rep0.get('size_bytes', '?')} B"
-            out[f"transactions/s ({what})"] = (stat_value(e, "tps"), True)
-            out[f"RTT p99 ({what})"] = (stat_value(e, "rtt_p99_us"), False)
-            out[f"CPU-s per M transactions ({what})"] = (stat_value(e, "per_mtrans"), False)
+            what = e.first.label if e.first else "? ? B"
+            out[f"transactions/s ({what})"] = (stat_value(e.stat("tps")), True)
+            out[f"RTT p99 ({what})"] = (stat_value(e.stat("rtt_p99_us")), False)
+            out[f"CPU-s per M transactions ({what})"] = (stat_value(e.stat("cpu_s_per_mtrans")), False)
         return out
 
 

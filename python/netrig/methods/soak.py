@@ -857,7 +857,7 @@ class Soak(Method):
         worst = read_frame_results(result, SoakResult).spread("loss_ratio").max
         return {"loss_ratio": worst} if worst is not None else {}
 
-    def console_rows(self, result: dict, flags: str) -> list[list[str]]:
+    def console_rows(self, result: dict, flags: str, line_rate: LineRate | None = None) -> list[list[str]]:
         rows = []
         res = read_frame_results(result, SoakResult)
         for s in res.repetitions:

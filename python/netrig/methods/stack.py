@@ -2,20 +2,114 @@
 ``stack``), and a presentation made of a table, a plot, and ratio rows against a baseline."""
 from __future__ import annotations
 
+import dataclasses
+import typing
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from netrig.measure import StackRequest
+from netrig.measure.process import ProcessCpu
 from netrig.methodology.method import Context, Method, Section
 from netrig.view import fmt
+from netrig.view.frame_results import FrameResults
 from netrig.view.html import figure, table_html
 from netrig.view.markdown import section_md, table_md
 from netrig.view.plotkit import Plot
 from netrig.view.run_view import RunView, Stat
 from netrig.view.table import Table
 
-#: A ratio row: (entry key of a ``Stat``, label, how a value is shown).
-RatioRow = tuple[str, str, Callable[[float], str]]
+E = TypeVar("E")
+
+
+class StackResult(Protocol):
+    """A stack method's repetition type: built from the trial's document, written as a dict."""
+
+    @classmethod
+    def of(cls, family: int, doc: dict) -> Any: ...
+
+    def to_dict(self) -> dict: ...
+#: A ratio row: (the entry's ``Stat``, label, how a value is shown).
+RatioRow = tuple[Callable[[Any], "Stat | None"], str, Callable[[float], str]]
+
+
+@dataclass(frozen=True)
+class ThreadCpu:
+    """A watched process or packet kernel thread's CPU-seconds over the trial (``monitor.cpu.ProcUsage``)."""
+
+    name: str
+    user_s: float
+    sys_s: float
+    pid: int | None = None
+
+    @property
+    def total_s(self) -> float:
+        return self.user_s + self.sys_s
+
+
+@dataclass(frozen=True)
+class StackCpu:
+    """Every core's CPU-seconds over a stack trial, split as ``/proc/stat`` splits them (``user``,
+    ``system``, ``irq``, ``softirq``, …, ``busy``), and the packet kernel threads' (``monitor.cpu.CpuUsage``)."""
+
+    wall_s: float | None = None
+    busy_s: float | None = None
+    cores: dict[str, dict[str, float]] = field(default_factory=dict)
+    procs: tuple[ThreadCpu, ...] = ()
+
+    def seconds(self, core: str, kind: str) -> float | None:
+        return self.cores.get(core, {}).get(kind)
+
+    def total(self, kind: str) -> float:
+        return sum(c.get(kind) or 0.0 for c in self.cores.values())
+
+
+@dataclass(frozen=True)
+class StackCost:
+    """Busy CPU-seconds of every core over the trial, and per unit moved (``measure.stack.cpu_per``)."""
+
+    busy_s: float | None = None
+    busy_s_per_gbit: float | None = None
+    busy_s_per_mtrans: float | None = None
+
+
+@dataclass(frozen=True)
+class StackRepetition:
+    """What every stack repetition holds: the address family, the trial's length, the tool's own
+    processes (``wait4``) and every core's CPU over the trial, and its cost per unit moved."""
+
+    family: int
+    duration_s: float | None = None
+    processes: tuple[ProcessCpu, ...] = ()
+    cpu: StackCpu = field(default_factory=StackCpu)
+    cpu_per: StackCost = field(default_factory=StackCost)
+    simulated: bool = False
+
+    @property
+    def headline_pps(self) -> float | None:
+        return None  # a stack trial offers no frames
+
+    def stack_dict(self) -> dict:
+        """The shared fields as stored (the processes with their ``total_s``)."""
+        return {"family": self.family, "duration_s": self.duration_s,
+                "processes": [{**dataclasses.asdict(p), "total_s": p.total_s} for p in self.processes],
+                "cpu": dataclasses.asdict(self.cpu), "cpu_per": dataclasses.asdict(self.cpu_per),
+                "simulated": self.simulated}
+
+
+@dataclass(frozen=True)
+class StackEntries(Generic[E]):
+    """One configured stack method's repetitions (typed) and its summary ``stats`` as ``Stat``s."""
+
+    reps: tuple[E, ...]
+    stats: dict[str, Stat | None]
+
+    @property
+    def first(self) -> E | None:
+        return self.reps[0] if self.reps else None
+
+    def stat(self, key: str) -> Stat | None:
+        return self.stats.get(key)
 
 
 class StackMethod(Method):
@@ -23,8 +117,8 @@ class StackMethod(Method):
     ``ratio_title`` and ``ratio_rows`` and define :meth:`entries` (one dict of ``Stat`` per configured
     method of this kind, with ``reps``: its repetitions) and :meth:`table`."""
 
-    #: Its result class, built from ``(params.family, the trial's document)``.
-    result_type: ClassVar[type]
+    #: Its result class, built from ``(params.family, the trial's document)`` by its ``of``.
+    result_type: ClassVar[type[StackResult]]
     section: ClassVar[Section]
     plot_type: ClassVar[Plot]
     ratio_title: ClassVar[str]
@@ -34,15 +128,24 @@ class StackMethod(Method):
         """One stack trial of ``stack_kind`` with the tool's parameters (``params.tool_params()``)."""
         assert self.stack_kind is not None
         doc = ctx.measurer.measure_stack(StackRequest(self.stack_kind, params.family, params.tool_params()))
-        return self.result_type(params.family, doc)
+        return self.result_type.of(params.family, doc)
 
-    def entries(self, run: RunView) -> list[dict]:
-        raise NotImplementedError
+    def result_class(self) -> type:
+        return self.result_type
+
+    def entries(self, run: RunView) -> list[StackEntries[Any]]:
+        """Per configured method of this kind: its typed repetitions and its ``stats``."""
+        out = []
+        frs: list[FrameResults[Any]] = run.frame_results(self.name, typing.cast(type, self.result_type))
+        for fr in frs:
+            stats = {k: Stat.from_spread(v) for k, v in fr.stats.items()}
+            out.append(StackEntries(fr.repetitions, stats))
+        return out
 
     def table(self, run: RunView) -> Table:
         raise NotImplementedError
 
-    def first(self, run: RunView) -> dict | None:
+    def first(self, run: RunView) -> StackEntries[Any] | None:
         """The run's first method of this kind (``None`` without one)."""
         e = self.entries(run)
         return e[0] if e else None
@@ -69,8 +172,8 @@ class StackMethod(Method):
     def ratio_table(self, runs: Sequence[RunView]) -> tuple[str, Table] | None:
         t = Table(["metric", f"{runs[0].name} (baseline)"] + [x for r in runs[1:] for x in (r.name, "% of baseline")])
         vals = [self.first(r) for r in runs]
-        for key, label, show in self.ratio_rows:
-            vs = [stat_value(e, key) for e in vals]
+        for get, label, show in self.ratio_rows:
+            vs = [stat_value(get(e)) if e is not None else None for e in vals]
             if all(v is None for v in vs):
                 continue
             row = [label, fmt.DASH if vs[0] is None else show(vs[0])]
@@ -80,7 +183,6 @@ class StackMethod(Method):
         return (self.ratio_title, t) if t else None
 
 
-def stat_value(entry: dict | None, key: str) -> float | None:
-    """The median of ``entry[key]`` (a ``Stat``), ``None`` when absent."""
-    s: Stat | None = entry.get(key) if entry is not None else None
+def stat_value(s: Stat | None) -> float | None:
+    """The median of a ``Stat``, ``None`` when absent."""
     return s.value if s is not None else None

@@ -39,6 +39,7 @@ from netrig.measure import FlowTrial, TrialCounts
 from netrig.methodology.method import Command, Context, Method, Section, Shortcut
 from netrig.methodology.stats import check, median
 from netrig.methodology.tester import ProvenLimit, Verdict, tester_rx_drops
+from netrig.model import LineRate
 from netrig.results.typed import from_dict
 from netrig.testbed.conntrack import TableCounts, TupleCheck
 from netrig.view import fmt
@@ -524,7 +525,7 @@ class StatefulMethod(Method):
         return 2 + (12 if params.throughput else 0) + (1 if params.teardown else 0) \
             + (12 if params.establishment_rate else 0) + 2 * len(params.capacity_connections)
 
-    def console_rows(self, result: dict, flags: str) -> list[list[str]]:
+    def console_rows(self, result: dict, flags: str, line_rate: LineRate | None = None) -> list[list[str]]:
         res = read_frame_results(result, StatefulResult)
         reps = res.repetitions
 

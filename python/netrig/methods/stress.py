@@ -27,7 +27,7 @@ from netrig.measure import Interval, Phase
 from netrig.methodology.method import Command, Context, Method, Section, Shortcut
 from netrig.methodology.stats import check
 from netrig.methodology.vocabulary import helptext
-from netrig.model import FrameSize, parse_duration
+from netrig.model import FrameSize, LineRate, parse_duration
 from netrig.view import fmt
 from netrig.view.frame_results import read_frame_results
 from netrig.view.html import figure, table_html
@@ -290,7 +290,7 @@ class Stress(Method):
     def run(self, params: StressParams, ctx: Context) -> StressResult:
         return measure_stress(ctx, params)
 
-    def console_rows(self, result: dict, flags: str) -> list[list[str]]:
+    def console_rows(self, result: dict, flags: str, line_rate: LineRate | None = None) -> list[list[str]]:
         res = read_frame_results(result, StressResult)
         reps = [r for r in res.repetitions if r.valid is not False]
         worst = [w for w in (r.worst_recovery_s for r in reps) if w is not None]

@@ -18,11 +18,14 @@ from typing import TYPE_CHECKING
 from netrig.measure.tcp import DEFAULT_PORT, DIRECTIONS, TcpParams
 from netrig.methodology.method import Section
 from netrig.methodology.stats import check
-from netrig.methods.stack import StackMethod, stat_value
+from netrig.methods.stack import StackEntries, StackMethod, StackRepetition, stat_value
+from netrig.model import LineRate
+from netrig.results.typed import from_dict
 from netrig.view import fmt
+from netrig.view.frame_results import read_frame_results
 from netrig.view.html import table_html
 from netrig.view.plotkit import plot, run_colour, subplots
-from netrig.view.run_view import RunView, Stat, num, obj, objs
+from netrig.view.run_view import RunView, Stat, num, objs
 from netrig.view.table import Table
 
 if TYPE_CHECKING:
@@ -60,38 +63,39 @@ class TcpMethodParams:
 
 
 @dataclass(frozen=True)
-class TcpMethodResult:
-    """One repetition: the trial's document (``measure.tcp`` + ``cpu``)."""
+class TcpMethodResult(StackRepetition):
+    """One repetition: iperf3's goodput (total and per direction), retransmits and the streams' mean
+    RTT, iperf3's own CPU (``processes``, ``tool_cpu_s_per_gbit``) and every core's (``cpu``, ``cpu_per``)."""
 
-    family: int
-    doc: dict
+    goodput_bps: float | None = None
+    goodput_by_direction: dict[str, float] | None = None
+    retransmits: int | None = None
+    streams: int | None = None
+    direction: str | None = None
+    mean_rtt_us: float | None = None
+    tool_cpu_s_per_gbit: float | None = None
 
-    @property
-    def headline_pps(self) -> float | None:
-        return None
-
-    @property
-    def goodput_bps(self) -> float | None:
-        return num(self.doc, "goodput_bps")
+    @classmethod
+    def of(cls, family: int, doc: dict) -> TcpMethodResult:
+        """From the trial's document (``measure.tcp`` with ``cpu`` and ``cpu_per``)."""
+        mine = {**doc, "streams": doc.get("streams_requested"), "tool_cpu_s_per_gbit": doc.get("cpu_s_per_gbit")}
+        return from_dict(cls, mine, partial=True, family=family, mean_rtt_us=mean_rtt_us(doc))
 
     def stats_values(self) -> dict[str, float | None]:
-        cpu, per = obj(self.doc, "cpu"), obj(self.doc, "cpu_per")
-        cores = obj(cpu, "cores")
-        softirq = sum(num(c, "softirq") or 0.0 for c in cores.values() if isinstance(c, dict)) if cores else None
-        return {"goodput_bps": self.goodput_bps, "retransmits": num(self.doc, "retransmits"),
-                "busy_cpu_s": num(cpu, "busy_s"), "softirq_cpu_s": softirq,
-                "busy_cpu_s_per_gbit": num(per, "busy_s_per_gbit"),
-                "cpu_s_per_gbit": num(per, "busy_s_per_gbit"),
-                "tool_cpu_s_per_gbit": num(self.doc, "cpu_s_per_gbit"), "mean_rtt_us": mean_rtt_us(self.doc)}
+        per = self.cpu_per.busy_s_per_gbit
+        return {"goodput_bps": self.goodput_bps, "retransmits": self.retransmits,
+                "busy_cpu_s": self.cpu.busy_s, "softirq_cpu_s": self.cpu.total("softirq") if self.cpu.cores else None,
+                "busy_cpu_s_per_gbit": per, "cpu_s_per_gbit": per,
+                "tool_cpu_s_per_gbit": self.tool_cpu_s_per_gbit, "mean_rtt_us": self.mean_rtt_us}
 
     def to_dict(self) -> dict:
-        d = self.doc
-        return {"family": self.family, "goodput_bps": self.goodput_bps,
-                "goodput_by_direction": d.get("goodput_by_direction"), "retransmits": d.get("retransmits"),
-                "streams": d.get("streams_requested"), "direction": d.get("direction"),
-                "duration_s": d.get("duration_s"), "mean_rtt_us": mean_rtt_us(d),
-                "processes": d.get("processes"), "cpu": d.get("cpu"), "cpu_per": d.get("cpu_per"),
-                "simulated": bool(d.get("simulated"))}
+        return {**self.stack_dict(), "goodput_bps": self.goodput_bps, "goodput_by_direction": self.goodput_by_direction,
+                "retransmits": self.retransmits, "streams": self.streams, "direction": self.direction,
+                "mean_rtt_us": self.mean_rtt_us, "tool_cpu_s_per_gbit": self.tool_cpu_s_per_gbit}
+
+    @property
+    def label(self) -> str:
+        return f"{self.streams or '?'} × {self.direction or '?'}"
 
 
 def mean_rtt_us(doc: dict) -> float | None:
@@ -103,19 +107,10 @@ def mean_rtt_us(doc: dict) -> float | None:
 # --------------------------------------------------------------------------------------------- #
 # Reading results
 
-def entries(run: RunView) -> list[dict]:
-    """Per configured ``tcp`` method: ``{params, goodput, per_gbit, tool_per_gbit, retransmits, rtt,
-    repetitions}`` (Stats over the repetitions)."""
-    out = []
-    for r in run.method_results(METHOD_NAME):
-        st = obj(r, "stats")
-        reps = [x for x in objs(r, "repetitions") if x.get("complete", True) is not False]
-        out.append({"reps": reps, "goodput": Stat.from_stats(st.get("goodput_bps")),
-                    "per_gbit": Stat.from_stats(st.get("cpu_s_per_gbit")),
-                    "tool_per_gbit": Stat.from_stats(st.get("tool_cpu_s_per_gbit")),
-                    "retransmits": Stat.from_stats(st.get("retransmits")),
-                    "rtt": Stat.from_stats(st.get("mean_rtt_us"))})
-    return out
+def entries(run: RunView) -> list[StackEntries[TcpMethodResult]]:
+    """Per configured ``tcp`` method: its repetitions and its stats (``goodput_bps``,
+    ``cpu_s_per_gbit``, ``tool_cpu_s_per_gbit``, ``retransmits``, ``mean_rtt_us``)."""
+    return METHOD.entries(run)
 
 
 def _gbps(s: Stat | None) -> str:
@@ -135,13 +130,14 @@ def table(run: RunView) -> Table:
               caption="median of repetitions (min–max); CPU-s per Gbit: CPU-seconds per Gbit of goodput moved; "
                       "all-core busy time includes whatever else ran on the host: measure on a quiet one")
     for e in entries(run):
-        rep0 = e["reps"][0] if e["reps"] else {}
-        per_dir = ", ".join(f"{k} {v / 1e9:.2f}" for k, v in (rep0.get("goodput_by_direction") or {}).items()
+        rep0 = e.first
+        per_dir = ", ".join(f"{k} {v / 1e9:.2f}" for k, v in ((rep0 and rep0.goodput_by_direction) or {}).items()
                             if isinstance(v, (int, float)))
-        t.add([f"{rep0.get('streams', '?')} × {rep0.get('direction', '?')} (IPv{rep0.get('family', 4)})",
-               _gbps(e["goodput"]), per_dir + " Gbit/s" if per_dir else fmt.DASH,
-               _num(e["retransmits"], 6), fmt.DASH if e["rtt"] is None else f"{e['rtt'].value:.0f} µs",
-               _num(e["tool_per_gbit"]), _num(e["per_gbit"])])
+        rtt = e.stat("mean_rtt_us")
+        t.add([f"{rep0.label} (IPv{rep0.family})" if rep0 else "? × ?",
+               _gbps(e.stat("goodput_bps")), per_dir + " Gbit/s" if per_dir else fmt.DASH,
+               _num(e.stat("retransmits"), 6), fmt.DASH if rtt is None else f"{rtt.value:.0f} µs",
+               _num(e.stat("tool_cpu_s_per_gbit")), _num(e.stat("cpu_s_per_gbit"))])
     return t
 
 
@@ -151,21 +147,16 @@ def cpu_table(run: RunView) -> Table:
     t = Table(["party", "user CPU-s", "system CPU-s", "irq CPU-s", "softirq CPU-s", "busy CPU-s"],
               caption="over the trial (first repetition of each tcp method); cores: all work on that core")
     for e in entries(run):
-        if not e["reps"]:
+        if (rep := e.first) is None:
             continue
-        rep = e["reps"][0]
-        for p in objs(rep, "processes"):
-            t.add([f"{p.get('name')} ({p.get('netns') or 'host'})", _s(num(p, "user_s")), _s(num(p, "sys_s")),
-                   fmt.DASH, fmt.DASH, _s(num(p, "total_s"))])
-        cpu = obj(rep, "cpu")
-        for p in objs(cpu, "procs"):
-            t.add([f"{p.get('name')} (kernel thread)" if "/" in str(p.get("name")) else str(p.get("name")),
-                   _s(num(p, "user_s")), _s(num(p, "sys_s")), fmt.DASH, fmt.DASH,
-                   _s((num(p, "user_s") or 0.0) + (num(p, "sys_s") or 0.0))])
-        for core, c in sorted(obj(cpu, "cores").items()):
-            if isinstance(c, dict):
-                t.add([core, _s(num(c, "user")), _s(num(c, "system")), _s(num(c, "irq")), _s(num(c, "softirq")),
-                       _s(num(c, "busy"))])
+        for p in rep.processes:
+            t.add([f"{p.name} ({p.netns or 'host'})", _s(p.user_s), _s(p.sys_s), fmt.DASH, fmt.DASH, _s(p.total_s)])
+        cpu = rep.cpu
+        for k in cpu.procs:
+            t.add([f"{k.name} (kernel thread)" if "/" in k.name else k.name, _s(k.user_s), _s(k.sys_s),
+                   fmt.DASH, fmt.DASH, _s(k.total_s)])
+        for core in sorted(cpu.cores):
+            t.add([core, *(_s(cpu.seconds(core, kind)) for kind in ("user", "system", "irq", "softirq", "busy"))])
     return t
 
 
@@ -182,10 +173,10 @@ def tcp_plot(runs: Sequence[RunView]) -> Figure | None:
         return None
     fig, axes = subplots(1, 2, w=7.6, h=max(2.2, 0.45 * len(data) + 1.2))
     names = [r.name for r, _ in data]
-    for ax, key, scale, label in ((axes[0][0], "goodput", 1e-9, "goodput (Gbit/s)"),
-                                  (axes[0][1], "per_gbit", 1.0, "busy CPU-s per Gbit (all cores)")):
+    for ax, key, scale, label in ((axes[0][0], "goodput_bps", 1e-9, "goodput (Gbit/s)"),
+                                  (axes[0][1], "cpu_s_per_gbit", 1.0, "busy CPU-s per Gbit (all cores)")):
         for i, (_, e) in enumerate(data):
-            s = e[key]
+            s = e.stat(key)
             if s is None:
                 continue
             lo = (s.value - (s.lo if s.lo is not None else s.value)) * scale
@@ -215,11 +206,8 @@ class Tcp(StackMethod):
     section = SECTION
     plot_type = tcp_plot
     ratio_title = "TCP through the DUT"
-    ratio_rows = (("goodput", "TCP goodput", lambda v: f"{v / 1e9:.2f} Gbit/s"),
-                  ("per_gbit", "busy CPU-s per Gbit", lambda v: f"{v:.3g}"))
-
-    def entries(self, run: RunView) -> list[dict]:
-        return entries(run)
+    ratio_rows = ((lambda e: e.stat("goodput_bps"), "TCP goodput", lambda v: f"{v / 1e9:.2f} Gbit/s"),
+                  (lambda e: e.stat("cpu_s_per_gbit"), "busy CPU-s per Gbit", lambda v: f"{v:.3g}"))
 
     def table(self, run: RunView) -> Table:
         return table(run)
@@ -227,21 +215,18 @@ class Tcp(StackMethod):
     def more_html(self, run: RunView) -> str:
         return "<h3>CPU of every party</h3>" + table_html(cpu_table(run))
 
-    def console_rows(self, result: dict, flags: str) -> list[list[str]]:
-        st = result.get("stats", {})
-        g = (st.get("goodput_bps") or {}).get("median")
-        r = (st.get("retransmits") or {}).get("median")
-        c = (st.get("cpu_s_per_gbit") or {}).get("median")
+    def console_rows(self, result: dict, flags: str, line_rate: LineRate | None = None) -> list[list[str]]:
+        fr = read_frame_results(result, TcpMethodResult)
+        g, r, c = (fr.spread(k).median for k in ("goodput_bps", "retransmits", "cpu_s_per_gbit"))
         return [["stack", "-" if g is None else f"{g / 1e9:.2f} Gbit/s", "-" if r is None else f"{r:,.0f}",
                  "-" if c is None else f"{c:.3g}", flags]]
 
     def compare_values(self, run: RunView) -> dict[str, tuple[float | None, bool]]:
         out: dict[str, tuple[float | None, bool]] = {}
         for e in entries(run):
-            rep0 = e["reps"][0] if e["reps"] else {}
-            what = f"{rep0.get('streams', '?')} × {rep0.get('direction', '?')}"
-            out[f"TCP goodput ({what})"] = (stat_value(e, "goodput"), True)
-            out[f"CPU-s per Gbit (TCP {what})"] = (stat_value(e, "per_gbit"), False)
+            what = e.first.label if e.first else "? × ?"
+            out[f"TCP goodput ({what})"] = (stat_value(e.stat("goodput_bps")), True)
+            out[f"CPU-s per Gbit (TCP {what})"] = (stat_value(e.stat("cpu_s_per_gbit")), False)
         return out
 
 

@@ -423,7 +423,7 @@ class Throughput(Method):
         head = read_frame_results(result, ThroughputResult).headline
         return {"throughput_pct": head.pct_line_rate} if head else {}
 
-    def console_rows(self, result: dict, flags: str) -> list[list[str]]:
+    def console_rows(self, result: dict, flags: str, line_rate: LineRate | None = None) -> list[list[str]]:
         r = read_frame_results(result, ThroughputResult)
         h, mm = r.headline, r.spread("rate_pps")
         bounded = any(x.tester_limited is True for x in r.repetitions)

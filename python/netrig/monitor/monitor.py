@@ -21,6 +21,7 @@ import bisect
 import subprocess
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Self
 
@@ -81,6 +82,22 @@ class MonitorResult:
     def to_dict(self) -> dict[str, Any]:
         return {"interval_s": self.interval_s, "placement": self.placement, "samples": self.samples,
                 "errors": self.errors}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> MonitorResult:
+        samples = d.get("samples")
+        return cls(float(d.get("interval_s") or 0.0),
+                   [s for s in samples if isinstance(s, dict)] if isinstance(samples, list) else [],
+                   list(d.get("errors") or []), d.get("placement"))
+
+    def cpu_seconds(self, kind: str = "softirq", start: str = "trial-start", stop: str = "trial-stop") -> float | None:
+        """CPU-seconds of ``kind`` on all CPUs together over the samples between two marks (``None``
+        without a CPU sample there): each sample's per-CPU percentages times its interval."""
+        win = [s for s in self.window(start, stop) if "cpu" in s]
+        if not win:
+            return None
+        return sum(sum(c.get(kind, 0.0) for name, c in s["cpu"].items() if name != "all") / 100
+                   * s.get("dt_s", self.interval_s) for s in win)
 
     @property
     def marks(self) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from netrig.errors import ConfigError
-from netrig.model import FrameSize, LineRate
+from netrig.model import FrameSize, LineRate, rate_object
 from netrig.results.typed import from_dict
 
 R = TypeVar("R")
@@ -47,6 +47,11 @@ class Headline:
     pct_line_rate: float | None = None
     l1_bps: float | None = None
     l2_bps: float | None = None
+
+    @classmethod
+    def of(cls, fps: float, frame: FrameSize, line_rate: LineRate) -> Headline:
+        """``fps`` the four ways at ``frame`` and ``line_rate``."""
+        return cls(**rate_object(fps, frame, line_rate) or {})
 
 
 @dataclass(frozen=True)

@@ -86,9 +86,7 @@ class TrialRecord:
     @property
     def cpu(self) -> CpuUsage | None:
         """The CPU-seconds the engine accounted over the trial (``counts.raw.cpu``), ``None`` if none."""
-        raw = self.counts.raw if self.counts is not None else None
-        cpu = raw.get("cpu") if isinstance(raw, Mapping) else None
-        return CpuUsage.from_dict(dict(cpu)) if isinstance(cpu, Mapping) and cpu.get("cores") else None
+        return self.counts.cpu_usage if self.counts is not None else None
 
     @property
     def monitor_samples(self) -> list[dict]:
