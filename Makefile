@@ -21,13 +21,19 @@ study-service-cost: build
 study-host-tuning: build
 	@$(PY) -m netrig.cli.main study examples/host-tuning.toml
 
+# the suite builds the engine with the test-ci profile (optimised, no LTO), the one its Rust tests
+# compile with: they reuse what the build compiled. `make demo`/`bench` build release again.
+test: export NETRIG_PROFILE := test-ci
 test: build lint test-rust test-python
 
 test-rust:
 	cargo test --workspace --exclude netrig-py --profile test-ci -q
 
+# two passes (tests/conftest.py): the tests that leave the host alone on two workers at once, then
+# the host tests (namespaces, test beds, traffic) one at a time
 test-python: build
-	$(PY) -m pytest -q --durations=30 tests
+	$(PY) -m pytest -q --durations=15 -n 2 -m "not host" tests
+	$(PY) -m pytest -q --durations=30 -m host tests
 
 bench: build
 	@command -v llc >/dev/null || bash ../shared/peers/peer-bench.sh install >/dev/null

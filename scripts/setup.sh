@@ -66,11 +66,14 @@ PYEOF
 
 do_build() {
   # maturin develop rebuilds only what changed (cargo), and installs netrig editable into .venv.
-  local sum; sum=$(find crates Cargo.toml pyproject.toml -type f \( -name '*.rs' -o -name '*.toml' \) -print0 \
-                   | sort -z | xargs -0 sha1sum | sha1sum | cut -c1-12)
+  # NETRIG_PROFILE: the cargo profile (release; `make test` builds test-ci, the profile its Rust
+  # tests compile with, so that they reuse every dependency this build compiled).
+  local profile=${NETRIG_PROFILE:-release}
+  local sum; sum=$( (echo "$profile"; find crates Cargo.toml pyproject.toml -type f \( -name '*.rs' -o -name '*.toml' \) -print0 \
+                   | sort -z | xargs -0 sha1sum) | sha1sum | cut -c1-12)
   if [ -f ".stamps/build-$sum" ] && .venv/bin/python -c 'import netrig._native' 2>/dev/null; then return 0; fi
-  say "building the native engine (release)"
-  VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH" .venv/bin/maturin develop --release -q 2>&1 \
+  say "building the native engine ($profile)"
+  VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH" .venv/bin/maturin develop --profile "$profile" -q 2>&1 \
     | grep -v -E '^(📦|🔗|🐍|💻|📖|🛠|✏️|⚠️  Warning: .*pip)' || true
   .venv/bin/python -c 'import netrig._native' || { say "native build failed"; exit 1; }
   rm -f .stamps/build-*; touch ".stamps/build-$sum"

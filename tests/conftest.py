@@ -1,4 +1,15 @@
-"""Shared pytest fixtures: root detection, and small veth pairs for engine integration tests."""
+"""Shared pytest fixtures: root detection, and small veth pairs for engine integration tests.
+
+Two kinds of test, run apart (``make test-python``):
+
+- ``host`` tests change what the whole host shares — network namespaces, test beds and their lock
+  files, XDP programs, sysctls, traffic whose timing a busy CPU would stretch — or assert that
+  nothing else did (``ip netns`` before and after). They run one at a time, alone on the machine.
+  A test is ``host`` when it is marked ``root`` or ``host`` (itself or its module), or carries
+  ``needs_root`` (it builds namespaces and opens raw sockets).
+- every other test (parsing, results, reports, the simulated DUT, servers on loopback ports the
+  kernel picks) runs on two pytest-xdist workers at once, before the host tests start.
+"""
 from __future__ import annotations
 
 import os
@@ -17,6 +28,19 @@ IS_ROOT = os.geteuid() == 0
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root: creates network namespaces and raw sockets")
+
+
+def is_host_test(item: pytest.Item) -> bool:
+    """It changes or watches host-wide state (module docstring): a ``root`` or ``host`` mark, or ``needs_root``."""
+    if item.get_closest_marker("root") or item.get_closest_marker("host"):
+        return True
+    return any(m == needs_root.mark for m in item.iter_markers("skipif"))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if is_host_test(item) and not item.get_closest_marker("host"):
+            item.add_marker(pytest.mark.host)
 
 
 def sh(*cmd: str, ns: str | None = None, check: bool = True) -> str:

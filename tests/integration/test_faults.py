@@ -343,7 +343,7 @@ def test_a_second_run_on_a_testbed_in_use_is_refused_naming_the_holder():
     """Two testers on one DUT each measure the other's load as the DUT's: the second trial (or run)
     is refused with one line naming the first's pid and command, before it sends anything."""
     with built_testbed("bridge") as tb_id:
-        first = _trial_on(tb_id, duration="20s")  # long enough to still hold it after the checks
+        first = _trial_on(tb_id, duration="60s")  # still holding it after the checks; stopped after them
         try:
             (h,) = _wait_held(tb_id)
             assert h.pid == first.pid and not h.shared
@@ -355,8 +355,10 @@ def test_a_second_run_on_a_testbed_in_use_is_refused_naming_the_holder():
             assert f"is in use by pid {first.pid}" in line
             assert first.poll() is None, "the first trial ended during the checks: they proved nothing"
         finally:
-            res = _finished(first)
-        assert res["result"]["valid"] and res["result"]["frames_stray"] == 0
+            first.send_signal(signal.SIGINT)  # Ctrl-C: its partial result, counted up to then
+            res = _finished(first, 130)
+        r = res["result"]
+        assert res["interrupted"] and r["frames_sent"] > 0 and r["frames_stray"] == 0 and r["frames_foreign"] == 0, r
 
 
 def test_a_shared_dut_experiment_counts_each_others_frames_and_flags_every_trial():

@@ -42,7 +42,7 @@ def test_throughput_matches_policer_cap(tmp_path, cap_pps):
     cfg = config_from_dict({
         "testbed": {"name": "policer", "options": {"cap": f"{cap_pps}pps", "cap_burst": int(cap_pps * BUCKET_S),
                                                       "dut_placement": "inline"}},
-        "trial": {"duration_s": 3.0, "drain_s": 0.3},
+        "trial": {"duration_s": 2.0, "drain_s": 0.3},
         "selftest": {"enabled": False},
         "frames": {"sizes": [64]},
         # search 0..2 % of a 64 B 10 G nominal line rate (14.88 Mpps): 0..298 kpps, resolution 0.005 % ≈ 744 pps
