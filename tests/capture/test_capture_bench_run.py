@@ -26,7 +26,7 @@ def test_short_capture_bench_writes_result_and_report(tmp_path, capsys):
     before = _netns()
     out = tmp_path / "cb"
     rc = main(["capture-bench", "--methods", "recvmmsg,af_xdp", "--sizes", "512", "--duration", "0.5",
-               "--drain", "0.1", "--loads", "50,100", "--resolution", "10", "--out", str(out)])
+               "--drain", "0.1", "--loads", "50,100", "--resolution", "25", "--out", str(out)])
     assert rc == 0, capsys.readouterr().err
     doc = json.loads((out / "capture-bench.json").read_text())
     assert doc["complete"] and doc["schema"] == "netrig.capture-bench/2"

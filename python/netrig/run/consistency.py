@@ -15,6 +15,7 @@ RFC 2544 and NDR/PDR parts, :func:`annotate_parts`).
 """
 from __future__ import annotations
 
+import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +23,8 @@ from typing import Any
 from netrig.methods import REGISTRY
 from netrig.model import format_pps
 from netrig.view import fmt
-from netrig.view.run_view import frame_size_label
+from netrig.view.frame_results import read_summary
+from netrig.view.run_view import frame_size_label, objs
 from netrig.view.trial_record import TrialRecord, read_trials
 
 CODE = "throughput_disagreement"
@@ -43,21 +45,20 @@ def brackets(summary: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str
              part: int = 0) -> list[Bracket]:
     """The pooled bracket of every complete method result of one run's summary that has one."""
     out, typed = [], read_trials(list(records))
-    for s in summary:
-        if s.get("method") not in REGISTRY:
+    for s in read_summary(list(summary)):
+        if s.method not in REGISTRY:
             continue
-        method = REGISTRY.get(str(s["method"]))
-        for r in s.get("results") or []:
-            if r.get("complete") is False:
+        method = REGISTRY.get(s.method)
+        for r in s.results:
+            if not r.complete:
                 continue
-            got = [method.zero_loss_bounds(rep, s.get("params") or {}) for rep in r.get("repetitions") or []]
+            got = [method.zero_loss_bounds(dict(rep), dict(s.params)) for rep in r.repetitions]
             if not got or any(b is None for b in got):
                 continue
             bs = [b for b in got if b is not None]
             uppers = [b[1] for b in bs]
-            mi, size = s.get("method_index"), r.get("frame_size")
-            trials = [t for t in typed if t.method_index == mi and t.frame_size == size]
-            out.append(Bracket((part, int(mi or 0)), frame_size_label(size), str(s.get("label") or s["method"]),
+            trials = [t for t in typed if t.method_index == s.method_index and t.frame_size == r.frame_size]
+            out.append(Bracket((part, s.method_index), frame_size_label(r.frame_size), s.label,
                                min(b[0] for b in bs),
                                None if any(u is None for u in uppers) else max(u for u in uppers if u is not None),
                                bs[0][2], trials))
@@ -144,10 +145,10 @@ def disagreements(bs: Sequence[Bracket]) -> dict[tuple[tuple[int, int], str], li
 
 
 def _apply(summary: Sequence[Mapping[str, Any]], part: int, found: Mapping[tuple[tuple[int, int], str], list[dict]]):
-    for s in summary:
-        for r in s.get("results") or []:
-            for flag in found.get(((part, int(s.get("method_index") or 0)), frame_size_label(r.get("frame_size"))), []):
-                flags = r.setdefault("flags", [])
+    for s in read_summary(list(summary)):
+        for r in s.results:
+            for flag in found.get(((part, s.method_index), frame_size_label(r.frame_size)), []):
+                flags = typing.cast(dict, r.stored).setdefault("flags", [])
                 if flag not in flags:
                     flags.append(flag)
 
@@ -159,7 +160,7 @@ def annotate(summary: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str
 
 def annotate_parts(docs: Sequence[Mapping[str, Any]]) -> None:
     """The same across results drawn as one (each with its own summary and trials; in place)."""
-    bs = [b for i, d in enumerate(docs) for b in brackets(d.get("summary") or [], d.get("trials") or [], i)]
+    bs = [b for i, d in enumerate(docs) for b in brackets(objs(d, "summary"), objs(d, "trials"), i)]
     found = disagreements(bs)
     for i, d in enumerate(docs):
-        _apply(d.get("summary") or [], i, found)
+        _apply(objs(d, "summary"), i, found)

@@ -47,6 +47,7 @@ from netrig.run.config import MethodConfig, TestConfig, config_from_dict
 from netrig.run.recording import ProgressFn, RecordingMeasurer, check_record
 from netrig.run.session import Provider, Session, open_session
 from netrig.trial import Snapshot
+from netrig.view.frame_results import read_summary
 from netrig.view.trial_record import read_trials
 
 #: How the self-test's trials are labelled.
@@ -448,17 +449,17 @@ class Runner:
     def _verdicts(self, summary: list[dict]) -> list[dict]:
         th = self.config.thresholds
         out = []
-        for s in summary:
-            method = REGISTRY.get(s["method"])
-            for r in s["results"]:
-                values = method.verdict_values(r)
+        for s in read_summary(summary):
+            method = REGISTRY.get(s.method)
+            for r in s.results:
+                values = method.verdict_values(dict(r.stored))
                 for check, (metric, kind) in THRESHOLDS.items():
                     threshold = getattr(th, check)
                     if threshold is None or metric not in values:
                         continue
                     v = values[metric]
                     passed = v is not None and (v >= threshold if kind == "min" else v <= threshold)
-                    out.append({"check": check, "method_index": s["method_index"], "frame_size": r["frame_size"],
+                    out.append({"check": check, "method_index": s.method_index, "frame_size": r.frame_size,
                                 "threshold": threshold, "value": v, "passed": passed})
         return out
 
@@ -486,8 +487,7 @@ class Runner:
         if shared:  # a one-CPU machine: the DUT's numbers include the tester's share of the CPU
             flags.append({"code": "dut_shares_cpu", "message": f"{shared}: the DUT's capacity is what the tester "
                                                                "left it"})
-        above = any(f.get("code") == "above_selftest_ceiling" for e in summary for r in e.get("results", [])
-                    for f in r.get("flags", []))
+        above = any("above_selftest_ceiling" in r.flag_codes for e in read_summary(summary) for r in e.results)
         if self.selftest is not None and not self.selftest.passed and above:
             flags.append({"code": "above_selftest_ceiling",
                           "message": "the self-test could not prove every rate this run uses; results above "

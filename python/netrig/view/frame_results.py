@@ -122,3 +122,42 @@ def read_frame_results(result: Mapping[str, Any], cls: type[R], line_rate: LineR
         if isinstance(head, Mapping) else None
     flags = tuple(Flag(str(f.get("code", "")), str(f.get("message", ""))) for f in _objs(result, "flags"))
     return FrameResults(size, reps, stats, headline, flags, result.get("complete") is not False)
+
+
+@dataclass(frozen=True)
+class StoredFrameResult:
+    """One ``summary[].results[]`` entry as stored: its frame size, whether it completed, its
+    repetitions (each read by its method's own type) and the stored object (flags are added to it)."""
+
+    frame_size: Any
+    complete: bool
+    repetitions: tuple[Mapping[str, Any], ...]
+    flag_codes: frozenset[str]
+    stored: Mapping[str, Any] = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class SummaryEntry:
+    """One ``summary[]`` entry: a configured method, its place in the run, its parameters as stored,
+    and its results per frame size."""
+
+    method: str
+    method_index: int
+    label: str
+    params: Mapping[str, Any]
+    results: tuple[StoredFrameResult, ...]
+
+    @classmethod
+    def read(cls, d: Mapping[str, Any]) -> SummaryEntry:
+        method, mi = str(d.get("method") or ""), d.get("method_index")
+        results = tuple(StoredFrameResult(r.get("frame_size"), r.get("complete") is not False,
+                                          tuple(_objs(r, "repetitions")),
+                                          frozenset(str(f.get("code", "")) for f in _objs(r, "flags")), r)
+                        for r in _objs(d, "results"))
+        return cls(method, int(mi) if isinstance(mi, int) else 0, str(d.get("label") or method), _obj(d, "params"),
+                   results)
+
+
+def read_summary(summary: object) -> list[SummaryEntry]:
+    """Every entry of a result document's ``summary`` (entries that are not objects are skipped)."""
+    return [SummaryEntry.read(e) for e in summary if isinstance(e, Mapping)] if isinstance(summary, list) else []
