@@ -171,7 +171,7 @@ def test_dut_link_down_mid_run_stops_resumably_and_resumes_after(tmp_path):
         dut, drx = f"nr{tb_id}-dut", f"nr{tb_id}-drx"
         out = tmp_path / "o"
         p = subprocess.Popen([*NETRIG, "rfc2544", "--testbed", tb_id, "--sizes", "64", "--duration", "0.2s",
-                              "--drain", "0.1s", "--tests", "throughput", "--resolution", "5", "--repetitions", "3",
+                              "--drain", "0.1s", "--tests", "throughput", "--resolution", "5", "--repetitions", "6",
                               "--no-selftest", "--nominal-speed", "100M", "--out", str(out)], env=ENV,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         log = out / "trials.ndjson"
