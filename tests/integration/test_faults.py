@@ -88,7 +88,11 @@ def test_guard_refuses_an_interface_with_a_default_route(route):
 def test_guard_refuses_addresses_outside_the_benchmarking_ranges_on_either_port():
     with veth_pair("h") as (ns_a, if_a, ns_b, if_b):
         sh("ip", "addr", "add", "198.18.7.7/24", "dev", if_a, ns=ns_a)
-        assert netrig(*trial_args(ns_a, if_a, ns_b, if_b)).returncode == 0, "benchmarking addresses pass"
+        r = netrig(*trial_args(ns_a, if_a, ns_b, if_b))
+        res = json.loads(r.stdout)["result"]  # the guard let it send: a result, not a refusal
+        assert res["frames_received"] == 10_000, r.stderr
+        # exit 1 only for a trial a vCPU stall made invalid (seen in a clean clone), never the guard's 2
+        assert r.returncode == (0 if res["valid"] else 1), r.stderr
         sh("ip", "addr", "add", "10.77.0.1/24", "dev", if_b, ns=ns_b)  # the receiver sends learning frames
         line = one_error_line(netrig(*trial_args(ns_a, if_a, ns_b, if_b)))
         assert if_b in line and "carries the address 10.77.0.1" in line

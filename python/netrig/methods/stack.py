@@ -29,6 +29,8 @@ class StackResult(Protocol):
     def of(cls, family: int, doc: dict) -> Any: ...
 
     def to_dict(self) -> dict: ...
+
+
 #: A ratio row: (the entry's ``Stat``, label, how a value is shown).
 RatioRow = tuple[Callable[[Any], "Stat | None"], str, Callable[[float], str]]
 
