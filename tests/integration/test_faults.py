@@ -381,7 +381,10 @@ def test_a_shared_dut_experiment_counts_each_others_frames_and_flags_every_trial
         for mine, other in ((ra, rb), (rb, ra)):
             r = mine["result"]
             assert [p["backend"] for p in r["ports"]] == ["af_packet"] * 2, r["ports"]
-            assert r["frames_received"] == r["frames_sent"] > 30_000, r["invalid_reason"]
+            assert r["frames_received"] == r["frames_sent"] > 0, r["invalid_reason"]
+            # Two runs' paced workers on the tester's CPUs: a run that fell behind says so
+            if r["frames_sent"] < 40_000:
+                assert "could not keep the intended rate" in r["invalid_reason"], r["invalid_reason"]
             assert 0 < r["frames_stray"] <= other["result"]["frames_sent"]
             assert not r["valid"] and "frames of another netrig trial arrived" in r["invalid_reason"]
 

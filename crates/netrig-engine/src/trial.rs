@@ -736,6 +736,8 @@ pub fn run_trial(
     cfg: &TrialConfig,
     ctl: &Arc<TrialControl>,
 ) -> Result<TrialResult, EngineError> {
+    // Setup is not bookkeeping: it runs at once even beside another run's workers.
+    let setup_priority = cpu::OrdinaryWhile::enter();
     let streams = prepare(ports, cfg)?;
     check_flow_memory(ports, cfg, &streams)?;
     let late_ns = cfg.late_threshold_ns();
@@ -747,6 +749,8 @@ pub fn run_trial(
 
     // Open every queue first: a failure here leaves nothing running.
     let (txq, rxq) = open_queues(ports, cfg, &streams)?;
+    // The link watcher started below is bookkeeping again.
+    drop(setup_priority);
     // The links before any traffic, watched during the trial and compared with after the drain.
     let links: Vec<Option<Arc<dyn LinkSource>>> = ports.iter().map(|p| p.link()).collect();
     let watches = links_before(&links);
