@@ -99,7 +99,7 @@ class RrMethodResult(StackRepetition):
 
     def stats_values(self) -> dict[str, float | None]:
         per = self.cpu_per.busy_s_per_mtrans
-        out: dict[str, float | None] = {"tps": self.tps, "busy_cpu_s": self.cpu.busy_s,
+        out: dict[str, float | None] = {"tps": self.tps, "busy_cpu_s": None if self.cpu is None else self.cpu.busy_s,
                                         "busy_cpu_s_per_mtrans": per, "cpu_s_per_mtrans": per,
                                         "tool_cpu_s_per_mtrans": self.tool_cpu_s_per_mtrans,
                                         "dropped": None if self.dropped is None else float(self.dropped)}

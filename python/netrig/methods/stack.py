@@ -11,6 +11,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 from netrig.measure import StackRequest
 from netrig.measure.process import ProcessCpu
 from netrig.methodology.method import Context, Method, Section
+from netrig.monitor.cpu import CpuUsage
 from netrig.view import fmt
 from netrig.view.frame_results import FrameResults
 from netrig.view.html import figure, table_html
@@ -36,37 +37,6 @@ RatioRow = tuple[Callable[[Any], "Stat | None"], str, Callable[[float], str]]
 
 
 @dataclass(frozen=True)
-class ThreadCpu:
-    """A watched process or packet kernel thread's CPU-seconds over the trial (``monitor.cpu.ProcUsage``)."""
-
-    name: str
-    user_s: float
-    sys_s: float
-    pid: int | None = None
-
-    @property
-    def total_s(self) -> float:
-        return self.user_s + self.sys_s
-
-
-@dataclass(frozen=True)
-class StackCpu:
-    """Every core's CPU-seconds over a stack trial, split as ``/proc/stat`` splits them (``user``,
-    ``system``, ``irq``, ``softirq``, …, ``busy``), and the packet kernel threads' (``monitor.cpu.CpuUsage``)."""
-
-    wall_s: float | None = None
-    busy_s: float | None = None
-    cores: dict[str, dict[str, float]] = field(default_factory=dict)
-    procs: tuple[ThreadCpu, ...] = ()
-
-    def seconds(self, core: str, kind: str) -> float | None:
-        return self.cores.get(core, {}).get(kind)
-
-    def total(self, kind: str) -> float:
-        return sum(c.get(kind) or 0.0 for c in self.cores.values())
-
-
-@dataclass(frozen=True)
 class StackCost:
     """Busy CPU-seconds of every core over the trial, and per unit moved (``measure.stack.cpu_per``)."""
 
@@ -83,7 +53,7 @@ class StackRepetition:
     family: int
     duration_s: float | None = None
     processes: tuple[ProcessCpu, ...] = ()
-    cpu: StackCpu = field(default_factory=StackCpu)
+    cpu: CpuUsage | None = None
     cpu_per: StackCost = field(default_factory=StackCost)
     simulated: bool = False
 
@@ -95,7 +65,7 @@ class StackRepetition:
         """The shared fields as stored (the processes with their ``total_s``)."""
         return {"family": self.family, "duration_s": self.duration_s,
                 "processes": [{**dataclasses.asdict(p), "total_s": p.total_s} for p in self.processes],
-                "cpu": dataclasses.asdict(self.cpu), "cpu_per": dataclasses.asdict(self.cpu_per),
+                "cpu": None if self.cpu is None else self.cpu.to_dict(), "cpu_per": dataclasses.asdict(self.cpu_per),
                 "simulated": self.simulated}
 
 

@@ -84,7 +84,8 @@ class TcpMethodResult(StackRepetition):
     def stats_values(self) -> dict[str, float | None]:
         per = self.cpu_per.busy_s_per_gbit
         return {"goodput_bps": self.goodput_bps, "retransmits": self.retransmits,
-                "busy_cpu_s": self.cpu.busy_s, "softirq_cpu_s": self.cpu.total("softirq") if self.cpu.cores else None,
+                "busy_cpu_s": None if self.cpu is None else self.cpu.busy_s,
+                "softirq_cpu_s": self.cpu.total("softirq") if self.cpu and self.cpu.cores else None,
                 "busy_cpu_s_per_gbit": per, "cpu_s_per_gbit": per,
                 "tool_cpu_s_per_gbit": self.tool_cpu_s_per_gbit, "mean_rtt_us": self.mean_rtt_us}
 
@@ -151,7 +152,8 @@ def cpu_table(run: RunView) -> Table:
             continue
         for p in rep.processes:
             t.add([f"{p.name} ({p.netns or 'host'})", _s(p.user_s), _s(p.sys_s), fmt.DASH, fmt.DASH, _s(p.total_s)])
-        cpu = rep.cpu
+        if (cpu := rep.cpu) is None:
+            continue
         for k in cpu.procs:
             t.add([f"{k.name} (kernel thread)" if "/" in k.name else k.name, _s(k.user_s), _s(k.sys_s),
                    fmt.DASH, fmt.DASH, _s(k.total_s)])

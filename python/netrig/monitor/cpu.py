@@ -98,26 +98,32 @@ class ProcUsage:
 
 @dataclass(frozen=True)
 class CpuUsage:
-    """CPU-seconds per core (split as ``/proc/stat`` splits it) and per watched process."""
+    """CPU-seconds per core (split as ``/proc/stat`` splits it) and per watched process; also a stack
+    trial's ``cpu`` as stored, read back by :meth:`from_dict` (``to_dict`` of that writes it again)."""
 
-    wall_s: float
+    wall_s: float = 0.0
     #: ``{"cpu0": {"user": s, "system": s, "irq": s, "softirq": s, …, "busy": s}, …}``
-    cores: dict[str, dict[str, float]]
+    cores: dict[str, dict[str, float]] = field(default_factory=dict)
     procs: tuple[ProcUsage, ...] = field(default_factory=tuple)
 
     @property
     def busy_s(self) -> float:
         """Busy CPU-seconds of every core together."""
-        return sum(c["busy"] for c in self.cores.values())
+        return sum(c.get("busy", 0.0) for c in self.cores.values())
 
     def total(self, kind: str) -> float:
         """CPU-seconds of one kind (``softirq``, ``system`` …) over every core."""
         return sum(c.get(kind, 0.0) for c in self.cores.values())
 
+    def seconds(self, core: str, kind: str) -> float | None:
+        """One core's CPU-seconds of one kind (``None``: not counted)."""
+        return self.cores.get(core, {}).get(kind)
+
     def to_dict(self) -> dict[str, Any]:
-        return {"wall_s": round(self.wall_s, 6),
-                "cores": {k: {n: round(v, 4) for n, v in c.items()} for k, c in self.cores.items()},
-                "busy_s": round(self.busy_s, 4),
+        """As stored: seconds to 0.1 ms, ``busy_s`` the sum of the stored cores' (read back, the same)."""
+        cores = {k: {n: round(v, 4) for n, v in c.items()} for k, c in self.cores.items()}
+        return {"wall_s": round(self.wall_s, 6), "cores": cores,
+                "busy_s": round(sum(c.get("busy", 0.0) for c in cores.values()), 4),
                 "procs": [{"pid": p.pid, "name": p.name, "user_s": round(p.user_s, 4), "sys_s": round(p.sys_s, 4)}
                           for p in self.procs]}
 
