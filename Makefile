@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build demo study-service-cost study-host-tuning test test-rust test-python bench bench-soak bench-tsfloor bench-forward bench-otg bench-demo lint clean
+.PHONY: setup build demo study-service-cost study-host-tuning test test-prebuild test-rust test-python bench bench-soak bench-tsfloor bench-forward bench-otg bench-demo lint clean
 
 setup:
 	@scripts/setup.sh apt venv
@@ -23,8 +23,12 @@ study-host-tuning: build
 
 # the suite builds the engine with the test-ci profile (optimised, no LTO), the one its Rust tests
 # compile with: they reuse what the build compiled. `make demo`/`bench` build release again.
+# The gosnappi test's Go client builds first, in the background at SCHED_IDLE (scripts/gosnappi-client.sh).
 test: export NETRIG_PROFILE := test-ci
-test: build lint test-rust test-python
+test: test-prebuild build lint test-rust test-python
+
+test-prebuild:
+	@scripts/gosnappi-client.sh start $$PPID
 
 test-rust:
 	cargo test --workspace --exclude netrig-py --profile test-ci -q
@@ -33,6 +37,7 @@ test-rust:
 # the host tests (namespaces, test beds, traffic) one at a time
 test-python: build
 	$(PY) -m pytest -q --durations=15 -n 2 -m "not host" tests
+	@scripts/gosnappi-client.sh wait
 	$(PY) -m pytest -q --durations=30 -m host tests
 
 bench: build

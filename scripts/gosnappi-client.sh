@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The gosnappi client of tests/otg/test_gosnappi.py (tests/otg/gosnappi), at target/gosnappi/client.
+#
+#   scripts/gosnappi-client.sh build       build it now (the test does when it is not fresh)
+#   scripts/gosnappi-client.sh start PID   build it in the background, stopped if process PID ends
+#   scripts/gosnappi-client.sh wait        wait for that background build to end
+#
+# With an empty Go build cache (a fresh CI machine) the build is ~90 s of two cores (gosnappi, gRPC,
+# OpenTelemetry), most of the test's time. `make test` starts it first, under SCHED_IDLE: it takes
+# only CPU time nobody else wants (package downloads, single-threaded lint steps) and never slows a
+# build or a test; the suite waits for it before the host tests, which need a quiet machine. A
+# failed background build changes nothing but the time: the test builds the client itself.
+# Unoptimised and stripped (116 s optimised, 84 s so): the client's speed is not measured.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+SRC=tests/otg/gosnappi
+OUT=target/gosnappi
+BIN=$OUT/client
+
+fresh() {
+  [ -x "$BIN" ] || return 1
+  for f in "$SRC"/go.mod "$SRC"/go.sum "$SRC"/*.go; do [ "$BIN" -nt "$f" ] || return 1; done
+}
+
+build() {
+  mkdir -p "$OUT"
+  local tmp="$ROOT/$BIN.tmp.$$"
+  (cd "$SRC" && GOFLAGS=-mod=readonly go build -gcflags=all="-N -l" -ldflags="-s -w" -o "$tmp" .)
+  mv "$tmp" "$ROOT/$BIN"
+}
+
+start() {
+  local owner=$1
+  command -v go >/dev/null && command -v chrt >/dev/null && command -v setsid >/dev/null || exit 0
+  fresh && exit 0
+  mkdir -p "$OUT"
+  # the builder in a process group of its own, every process of it at SCHED_IDLE; the group is
+  # stopped if its owner (make) ends first
+  (
+    setsid chrt --idle 0 "$ROOT/scripts/gosnappi-client.sh" build > "$OUT/build.log" 2>&1 &
+    group=$!
+    while kill -0 "$group" 2>/dev/null; do
+      if ! kill -0 "$owner" 2>/dev/null; then
+        kill -TERM -- "-$group" 2>/dev/null || true
+        break
+      fi
+      sleep 0.5
+    done
+    rm -f "$OUT/pid"
+  ) > /dev/null 2>&1 &
+  echo $! > "$OUT/pid"
+}
+
+wait_for() {
+  [ -f "$OUT/pid" ] || exit 0
+  local pid; pid=$(cat "$OUT/pid")
+  while kill -0 "$pid" 2>/dev/null; do sleep 0.5; done
+  rm -f "$OUT/pid"
+}
+
+case "${1:-}" in
+  build) build ;;
+  start) start "${2:?the pid of the process the build belongs to}" ;;
+  wait) wait_for ;;
+  *) echo "usage: $0 build | start PID | wait" >&2; exit 2 ;;
+esac
