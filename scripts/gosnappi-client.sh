@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The gosnappi client of tests/otg/test_gosnappi.py (tests/otg/gosnappi), at target/gosnappi/client.
 #
-#   scripts/gosnappi-client.sh build       build it now (the test does when it is not fresh)
+#   scripts/gosnappi-client.sh build       build it now unless it is newer than its sources (the test does)
 #   scripts/gosnappi-client.sh start PID   build it in the background, stopped if process PID ends
 #   scripts/gosnappi-client.sh wait        wait for that background build to end
 #
@@ -61,7 +61,7 @@ wait_for() {
 }
 
 case "${1:-}" in
-  build) build ;;
+  build) fresh || build ;;
   start) start "${2:?the pid of the process the build belongs to}" ;;
   wait) wait_for ;;
   *) echo "usage: $0 build | start PID | wait" >&2; exit 2 ;;

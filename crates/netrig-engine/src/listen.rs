@@ -252,7 +252,11 @@ pub fn run_listen(
 ) -> Result<ListenResult, EngineError> {
     cfg.validate(ports.len())?;
     ctl.set_phase(Phase::Setup);
-    let rxq = open_every_rx(ports)?;
+    // Opening rings is setup, not bookkeeping (sys::cpu::OrdinaryWhile), as in a trial.
+    let rxq = {
+        let _setup = cpu::OrdinaryWhile::enter();
+        open_every_rx(ports)?
+    };
     let cpus = listen_cpus(cfg, rxq.len());
     let lives: Vec<Arc<RxLive>> = rxq.iter().map(|_| Arc::new(RxLive::default())).collect();
     *ctl.rx_live.lock().unwrap_or_else(|e| e.into_inner()) = lives.clone();

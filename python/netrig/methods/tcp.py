@@ -85,7 +85,7 @@ class TcpMethodResult(StackRepetition):
         per = self.cpu_per.busy_s_per_gbit
         return {"goodput_bps": self.goodput_bps, "retransmits": self.retransmits,
                 "busy_cpu_s": None if self.cpu is None else self.cpu.busy_s,
-                "softirq_cpu_s": self.cpu.total("softirq") if self.cpu and self.cpu.cores else None,
+                "softirq_cpu_s": self.cpu.total("softirq") if self.cpu is not None and self.cpu.cores else None,
                 "busy_cpu_s_per_gbit": per, "cpu_s_per_gbit": per,
                 "tool_cpu_s_per_gbit": self.tool_cpu_s_per_gbit, "mean_rtt_us": self.mean_rtt_us}
 
