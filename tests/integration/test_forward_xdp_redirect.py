@@ -127,7 +127,7 @@ def test_oneport_trial_counts_every_frame_once(backend):
     with tb:
         assert [p.name for p in tb.ports] == ["tx"] and tb.port("rx") == tb.port("tx")
         r = subprocess.run([*NETRIG, "trial", "--testbed", tb.id, "--io", "af_packet", "--rate", "20kpps",
-                            "--frames", "6000", "--flows", "3", "--json"], capture_output=True, text=True, timeout=60)
+                            "--frames", "6000", "--flows", "3", "--drain", "0.3s", "--json"], capture_output=True, text=True, timeout=60)
         assert r.returncode in (0, 1), r.stderr
         doc = json.loads(r.stdout)
         namespaces = tb.namespaces

@@ -1,5 +1,5 @@
 """Each pacing mode does what `netrig trial --pacing`'s help says, measured through a real stall: the
-trial's process is stopped for 100 ms (SIGSTOP, as a host stalls a vCPU) in the middle of a 1-s trial.
+trial's process is stopped for 200 ms (SIGSTOP, as a host stalls a vCPU) 1 s into a 3-s trial.
 
 * smooth: never above the rate (the 1-ms peak stays within a batch of the intended count); the
   frames the stall delayed go out later and the trial is stretched, by at most --max-stretch: beyond
@@ -22,14 +22,14 @@ pytestmark = [pytest.mark.root, pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root: builds a loopback test bed")]
 
 RATE = 20_000
-DURATION_S = 4
-STALL_S = 0.2  # beyond the 2 % stretch allowed (80 ms of 4 s)
+DURATION_S = 3
+STALL_S = 0.2  # beyond the 2 % stretch allowed (60 ms of 3 s)
 
 
 def _stalled_trial(pacing: str) -> dict:
     """A trial stopped for ``STALL_S`` once its first progress line (1 s in) is out."""
     cmd = [sys.executable, "-m", "netrig.cli.main", "trial", "--testbed", "loopback", "--rate", f"{RATE}",
-           "--duration", f"{DURATION_S}s", "--pacing", pacing, "--max-stretch", "2", "--json"]
+           "--duration", f"{DURATION_S}s", "--drain", "0.3s", "--pacing", pacing, "--max-stretch", "2", "--json"]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          env={**os.environ, "PYTHONUNBUFFERED": "1"})
     assert p.stderr is not None

@@ -125,7 +125,7 @@ def test_the_leaky_dut_is_flagged_the_clean_one_is_not_and_a_killed_soak_resumes
         assert t["low_per_h"] <= built * 1.1 and t["high_per_h"] >= built * 0.9, (t, built)
 
         # The clean daemon, and a soak killed mid-way and resumed.
-        (tmp_path / "clean.json").write_text(json.dumps(soak_config(tb_id, "16s")))
+        (tmp_path / "clean.json").write_text(json.dumps(soak_config(tb_id, "10s")))
         out = tmp_path / "clean"
         with dut_daemon(tb_id, 0, tmp_path / "clean.status"):
             p = subprocess.Popen(netrig_cmd("run", str(tmp_path / "clean.json"), "--out", str(out), "--quiet"),
@@ -133,7 +133,7 @@ def test_the_leaky_dut_is_flagged_the_clean_one_is_not_and_a_killed_soak_resumes
                                  start_new_session=True)
             before: list[dict] = []
             deadline = time.monotonic() + 60
-            while len(before) < 6:
+            while len(before) < 4:
                 assert time.monotonic() < deadline and p.poll() is None, "no intervals written"
                 time.sleep(0.2)
                 with contextlib.suppress(Exception):
@@ -143,7 +143,7 @@ def test_the_leaky_dut_is_flagged_the_clean_one_is_not_and_a_killed_soak_resumes
             p.communicate(timeout=10)
             kept: list[dict] = []
             _, trials = read_trial_log(out, kept)
-            assert len(kept) >= 6 and not any(t["kind"] == "soak" for t in trials), "killed mid-soak"
+            assert len(kept) >= 4 and not any(t["kind"] == "soak" for t in trials), "killed mid-soak"
             r = netrig("soak", "--resume", str(out), "--quiet")
         assert r.returncode == 0, r.stderr
         e = soak_of(out)
@@ -153,7 +153,7 @@ def test_the_leaky_dut_is_flagged_the_clean_one_is_not_and_a_killed_soak_resumes
             assert (a["t_s"], a["frames_sent"], a["frames_received"], a["segment"]) == \
                 (b["t_s"], b["frames_sent"], b["frames_received"], b["segment"])
         assert all(iv["segment"] == 1 for iv in ivs[len(kept):])
-        assert 15 <= e["covered_s"] <= 16 * 1.5, e["covered_s"]  # smooth pacing may stretch a segment
+        assert 9 <= e["covered_s"] <= 10 * 1.5, e["covered_s"]  # smooth pacing may stretch a segment
         for a, b in zip(ivs, ivs[1:]):
             assert abs(a["t_s"] + a["duration_s"] - b["t_s"]) < 0.05, "soak time runs on across segments"
         assert e["leak"] is False, [x for x in e["leaks"] if x["leak"]]
