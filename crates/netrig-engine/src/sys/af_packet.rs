@@ -213,9 +213,10 @@ pub(crate) fn probe(spec: &PortSpec, backend: &str) -> Result<(IfCtx, ifinfo::If
         let mut info = ifinfo::ifinfo(name, spec.netns.as_deref())?;
         // A link brought up a moment ago gets its carrier asynchronously: linkwatch defers a
         // non-urgent event by up to a second after the previous one (more on a busy host), so
-        // give it up to three before calling it down.
+        // give it up to three before calling it down. One nobody brought up (no IFF_UP) will not
+        // come up by itself: it is down at once.
         let t0 = clock::now_ns();
-        while !info.oper_up && clock::now_ns() - t0 < 3_000_000_000 {
+        while info.admin_up && !info.oper_up && clock::now_ns() - t0 < 3_000_000_000 {
             std::thread::sleep(Duration::from_millis(10));
             info = ifinfo::ifinfo(name, spec.netns.as_deref())?;
         }

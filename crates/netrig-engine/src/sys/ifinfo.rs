@@ -20,6 +20,8 @@ pub struct IfInfo {
     pub driver: String,
     pub rx_queues: usize,
     pub tx_queues: usize,
+    /// Administratively up (`IFF_UP`): someone brought it up; without a carrier it may still come.
+    pub admin_up: bool,
     pub oper_up: bool,
 }
 
@@ -75,6 +77,7 @@ pub fn ifinfo(name: &str, netns: Option<&str>) -> Result<IfInfo, PortError> {
         driver,
         rx_queues,
         tx_queues,
+        admin_up: flags & libc::IFF_UP != 0,
         oper_up: flags & libc::IFF_RUNNING != 0,
     })
 }
