@@ -151,8 +151,11 @@ def test_dut_link_flap_is_repaired_and_status_says_broken_meanwhile():
         sh("ip", "link", "set", drx, "down", ns=dut)
         st = netrig("testbed", "status", tb_id)
         assert f"{tb_id}  router    broken" in st.stdout and f"link {drx} (netns {dut}) is down" in st.stdout
+        t0 = time.monotonic()
         line = one_error_line(netrig("trial", "--testbed", tb_id, "--frames", "100"))
         assert f"testbed {tb_id} is broken: " in line and f"link {drx} (netns {dut}) is down" in line
+        # a link set down does not come back by waiting, nor its peer's carrier: no 3-s settling wait
+        assert time.monotonic() - t0 < 2.5, "the repair waited for a carrier whose peer is down"
         sh("ip", "link", "set", drx, "up", ns=dut)
         time.sleep(0.3)
         st = netrig("testbed", "status", tb_id)

@@ -470,13 +470,17 @@ class Testbed:
         missing = [n for n in self.namespaces if not _ns_exists(n)]
         if missing:
             return [f"network namespace {', '.join(missing)} is gone"], [], []
-        problems += dead_processes(self.state)
+        dead = dead_processes(self.state)
+        problems += dead
+        stuck = bool(dead)
         try:
             for ns in spaces:
-                p, r, w = _check_ns(self.ipr(ns), ns, [i for i in expected if i.get("netns") == ns], repair)
+                p, r, w, down_by_hand = _check_ns(self.ipr(ns), ns, [i for i in expected if i.get("netns") == ns],
+                                                  repair)
                 problems += p
                 restored += r
                 settling += w
+                stuck |= down_by_hand
         except PermissionError:
             raise CapabilityError("checking a test bed needs root or CAP_NET_ADMIN/CAP_SYS_ADMIN "
                                   "(it enters the test bed's namespaces)") from None
@@ -486,7 +490,9 @@ class Testbed:
             problems.append(f"cannot inspect: {e}")
         finally:
             self._close_iprs()
-        return problems, restored, settling
+        # A link gone or set down, or a dead DUT process, does not come back by waiting: neither does
+        # the carrier of a link whose peer is down, so nothing is left settling.
+        return problems, restored, [] if stuck else settling
 
     def status(self) -> dict[str, Any]:
         s = self.state
@@ -586,10 +592,10 @@ def _route_dst(route: Any, family: int) -> str:
 
 
 def _check_ns(ipr: IPRoute, ns: str | None, expected: list[dict[str, Any]],
-              repair: bool) -> tuple[list[str], list[str], list[str]]:
+              repair: bool) -> tuple[list[str], list[str], list[str], bool]:
     """Compare namespace ``ns`` with what the build configured there; with ``repair``, re-add what a
     link flap removed on links that are up. Returns (problems left, things restored, links that are
-    set up but have no carrier yet)."""
+    set up but have no carrier yet, whether a link is gone or set down)."""
     where = f" (netns {ns})" if ns else ""
     links = {lk.get_attr("IFLA_IFNAME"): lk for lk in ipr.get_links()}
     problems: list[str] = []
@@ -650,7 +656,7 @@ def _check_ns(ipr: IPRoute, ns: str | None, expected: list[dict[str, Any]],
                 restored.append(what)
             except Exception as e:
                 problems.append(f"{what} is missing and cannot be restored: {e}")
-    return problems, restored, settling
+    return problems, restored, settling, len(down) > len(settling)
 
 
 def _describe_ns(ns: str | None, sysctls: dict[str, str], nft_text: str | None) -> dict[str, Any]:
