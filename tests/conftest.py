@@ -52,7 +52,10 @@ def sh(*cmd: str, ns: str | None = None, check: bool = True) -> str:
 def veth_pair(tag: str = "t"):
     """Two namespaces joined by a veth pair; yields (ns_a, if_a, ns_b, if_b). Always torn down.
 
-    IPv6 is disabled on both ends so the kernel sends nothing of its own on them.
+    IPv6 is disabled on both ends so the kernel sends nothing of its own on them. The two ends get
+    different ifindexes (in fresh namespaces both would be 2): the kernel's linkwatch takes the
+    carrier of a veth whose ifindex equals its peer's as not urgent, up to 1 s late, and a trial
+    opening the port waits for it to run.
     """
     uid = uuid.uuid4().hex[:5]
     ns_a, ns_b = f"nrt{uid}{tag}a", f"nrt{uid}{tag}b"
@@ -60,7 +63,8 @@ def veth_pair(tag: str = "t"):
     try:
         sh("ip", "netns", "add", ns_a)
         sh("ip", "netns", "add", ns_b)
-        sh("ip", "link", "add", if_a, "netns", ns_a, "type", "veth", "peer", "name", if_b, "netns", ns_b)
+        sh("ip", "link", "add", if_a, "netns", ns_a, "index", "10", "type", "veth", "peer", "name", if_b, "netns", ns_b,
+           "index", "11")
         for ns, ifn in ((ns_a, if_a), (ns_b, if_b)):
             sh("sysctl", "-qw", f"net.ipv6.conf.{ifn}.disable_ipv6=1", ns=ns)
             sh("ip", "link", "set", ifn, "up", ns=ns)

@@ -58,8 +58,9 @@ def dut_bed():
     try:
         sh("ip", "netns", "add", t)
         sh("ip", "netns", "add", d)
-        for a, b in (("ta", "da"), ("tb", "db")):
-            sh("ip", "link", "add", names[a], "netns", t, "type", "veth", "peer", "name", names[b], "netns", d)
+        for k, (a, b) in enumerate((("ta", "da"), ("tb", "db"))):  # ifindexes apart: tests/conftest.py veth_pair
+            sh("ip", "link", "add", names[a], "netns", t, "index", str(10 + k), "type", "veth", "peer", "name", names[b],
+               "netns", d, "index", str(20 + k))
         for key, ifname in names.items():
             ns = t if key.startswith("t") else d
             sh("sysctl", "-qw", f"net.ipv6.conf.{ifname}.disable_ipv6=1", ns=ns)

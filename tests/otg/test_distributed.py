@@ -65,9 +65,9 @@ class Bed:
         """A bridge in ns d with a port per tester port, forwarding by static entries only."""
         d = self.ns["d"]
         sh("ip", "link", "add", "dut0", "type", "bridge", ns=d)
-        for port in ("a1", "a2", "b1", "b2"):
-            sh("ip", "link", "add", port, "netns", self.ns[port[0]], "address", mac(port), "type", "veth",
-               "peer", "name", f"d{port}", "netns", d)
+        for k, port in enumerate(("a1", "a2", "b1", "b2")):  # ifindexes apart: tests/conftest.py veth_pair
+            sh("ip", "link", "add", port, "netns", self.ns[port[0]], "address", mac(port), "index", str(10 + k),
+               "type", "veth", "peer", "name", f"d{port}", "netns", d, "index", str(20 + k))
             sh("sysctl", "-qw", f"net.ipv6.conf.{port}.disable_ipv6=1", ns=self.ns[port[0]])
             sh("ip", "link", "set", port, "up", ns=self.ns[port[0]])
             sh("sysctl", "-qw", f"net.ipv6.conf.d{port}.disable_ipv6=1", ns=d)
