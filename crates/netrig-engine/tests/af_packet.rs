@@ -41,7 +41,9 @@ fn ip(args: &[&str]) {
 }
 
 /// Two namespaces joined by a veth pair (`a` in `ns_a`, `b` in `ns_b`), IPv6 off so the kernel
-/// sends nothing of its own. Deleted on drop (deleting a namespace deletes its veth end).
+/// sends nothing of its own. Deleted on drop (deleting a namespace deletes its veth end). The ends
+/// get different ifindexes: in fresh namespaces both would be 2, and linkwatch then runs the carrier
+/// of a veth whose ifindex equals its peer's up to 1 s late (a port opened then waits for it).
 struct VethPair {
     ns_a: String,
     ns_b: String,
@@ -75,6 +77,8 @@ impl VethPair {
             &p.ns_a,
             "address",
             "02:00:00:00:00:01",
+            "index",
+            "10",
             "type",
             "veth",
             "peer",
@@ -84,6 +88,8 @@ impl VethPair {
             &p.ns_b,
             "address",
             "02:00:00:00:00:02",
+            "index",
+            "11",
         ]);
         ip(&["-n", &p.ns_a, "link", "set", &p.a, "up"]);
         ip(&["-n", &p.ns_b, "link", "set", &p.b, "up"]);

@@ -36,9 +36,10 @@ impl Bed {
         let setup = || -> Result<(), String> {
             ip(&["netns", "add", &b.ns[0]])?;
             ip(&["netns", "add", &b.ns[1]])?;
+            // different ifindexes at the two ends (tests/af_packet.rs, VethPair)
             ip(&[
-                "link", "add", &b.ifs[0], "netns", &b.ns[0], "type", "veth", "peer", "name", &b.ifs[1], "netns",
-                &b.ns[1],
+                "link", "add", &b.ifs[0], "netns", &b.ns[0], "index", "10", "type", "veth", "peer", "name", &b.ifs[1],
+                "netns", &b.ns[1], "index", "11",
             ])?;
             for ((ns, ifname), mac) in b.ns.iter().zip(&b.ifs).zip(macs) {
                 ip(&["-n", ns, "link", "set", ifname, "address", mac, "up"])?;
