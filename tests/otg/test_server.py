@@ -10,6 +10,7 @@ import shutil
 import ssl
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -173,11 +174,19 @@ def test_listen_rules(argv, words, capsys):
 def test_a_large_config_is_parsed_with_the_collector_held_off(monkeypatch):
     """A body above GC_PAUSE_BYTES is handled with the garbage collector off (its passes over a big
     config's objects cost more than the parse), and the collector is on again after the answer,
-    also when the request failed; a small body leaves it alone."""
+    also when the request failed; a small body leaves it alone. The collector is on again before
+    the answer leaves: a slow switch-back (here 0.2 s) never lets the client's next request find
+    it off (it did when the answer was sent first)."""
     import gc
 
     from netrig.otg import server as srv
     seen: list[bool] = []
+    switch_back = srv._GcPause.__exit__
+
+    def slow_exit(self, *exc):
+        time.sleep(0.2)
+        switch_back(self, *exc)
+    monkeypatch.setattr(srv._GcPause, "__exit__", slow_exit)
     service = Service(SERVE)
 
     def set_config(body):

@@ -62,7 +62,9 @@ class _GcPause:
     request is answered, with what is alive then frozen (``gc.freeze``): else its first pass
     after a big config walks the config's objects, all still young, and took 0.1-0.2 s of the
     traffic start that followed. Frozen objects are still freed by reference counting (a
-    config and its plan hold no cycles) when the next config replaces them."""
+    config and its plan hold no cycles) when the next config replaces them. The collector is on
+    again before the answer leaves (:meth:`Handler._handle`): a client's next request never
+    finds it still off for the one just answered."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -164,24 +166,27 @@ class Handler(BaseHTTPRequestHandler):
         route = self._route(method)
         length = (self.headers.get("Content-Length") or "").strip()
         large = length.isdigit() and int(length) > GC_PAUSE_BYTES
+        # The answer is sent after the pause ends: a client's next request is never handled
+        # while the collector is still held off for this one.
         with _GC_PAUSE if large else contextlib.nullcontext():
-            self._answer(method, route)
+            code, out, raw = self._answer(method, route)
+        self._send(code, out, raw)
 
-    def _answer(self, method: str, route: Callable[[Any], tuple[Any, bool]] | None) -> None:
+    def _answer(self, method: str, route: Callable[[Any], tuple[Any, bool]] | None) -> tuple[int, Any, bool]:
+        """The status, body and whether it is raw bytes, of one request."""
         try:
             body = self._body() if method != "GET" else None
             if route is None:
-                self._send(HTTPStatus.NOT_FOUND, error_body(404, "validation", f"{method} {self.path}: no such OTG "
-                                                                                "endpoint"))
-                return
+                return HTTPStatus.NOT_FOUND, error_body(404, "validation", f"{method} {self.path}: no such OTG "
+                                                                            "endpoint"), False
             out, raw = route(body)
-            self._send(HTTPStatus.OK, out, raw)
+            return HTTPStatus.OK, out, raw
         except (NetrigError, ValueError) as e:
             code, kind = status_of(e)
-            self._send(code, error_body(int(code), kind, str(e)))
+            return code, error_body(int(code), kind, str(e)), False
         except Exception as e:  # a bug here: one line to the client and to the log, never a traceback
             self.server.log(f"internal error: {type(e).__name__}: {e}")
-            self._send(HTTPStatus.INTERNAL_SERVER_ERROR, error_body(500, "internal", f"{type(e).__name__}: {e}"))
+            return HTTPStatus.INTERNAL_SERVER_ERROR, error_body(500, "internal", f"{type(e).__name__}: {e}"), False
 
     def _body(self) -> Any:
         n = int(self.headers.get("Content-Length") or 0)
