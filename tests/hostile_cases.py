@@ -765,23 +765,10 @@ api("Telemetry on a port in use", "--metrics-listen", _listen_on_a_busy_port)
 # ------------------------------------------------------------------------------ the Python API
 
 
-def _api_cases() -> None:
-    from netrig import Stream, run_trial
-    from netrig.model import (
-        MAX_FRAME_SIZE,
-        MIN_FRAME_SIZE,
-        FrameSize,
-        parse_count,
-        parse_duration,
-        parse_rate,
-        parse_speed,
-    )
-    from netrig.run.config import config_from_dict
-    from netrig.testbed import Testbed, TestbedOptions
-    from netrig.trial import Port
+def _stream_cases() -> None:
+    from netrig import Stream
+    from netrig.model import MAX_FRAME_SIZE, MIN_FRAME_SIZE
 
-    lo = Port("lo")
-    s1 = Stream(rate_pps=1000)
     for kw, want in [({"rate_pps": True}, "rate_pps"), ({"rate_pps": "x"}, "rate_pps"),
                      ({"rate_pps": math.inf}, "rate_pps"), ({"rate_pps": math.nan}, "rate_pps"),
                      ({"rate_pps": 1e300}, "rate_pps"), ({"rate_pps": -1}, "rate_pps"),
@@ -822,6 +809,14 @@ def _api_cases() -> None:
     for size in (-1, 1 << 70):  # the frame sizes' range, not the engine integer's
         api(f"Stream(frame_size={size}) range", f"frame sizes are {MIN_FRAME_SIZE}..{MAX_FRAME_SIZE} bytes",
             lambda size=size: Stream(rate_pps=1, frame_size=size))
+
+
+def _port_and_trial_cases() -> None:
+    from netrig import Stream, run_trial
+    from netrig.trial import Port
+
+    lo = Port("lo")
+    s1 = Stream(rate_pps=1000)
     for args, kw, want in [((5,), {}, "ifname"), (("lo",), {"queues": True}, "queues"), (("lo",), {"queues": 0}, "queues"),
                            (("lo",), {"io": "dpdk"}, "io"), (("lo",), {"busy_poll_us": -1}, "busy_poll_us"),
                            (("lo",), {"netns": 5}, "netns"), (("lo",), {"i_know_this_is_live": "yes"},
@@ -842,6 +837,13 @@ def _api_cases() -> None:
     api("run_trial(streams=['x'])", "streams[0]", lambda: run_trial(lo, lo, ["x"], duration_s=1))
     api("run_trial(tx=None)", "ports", lambda: run_trial(None, None, [s1], duration_s=1))
     api("run_trial on lo", "loopback", lambda: run_trial(lo, lo, [s1], duration_s=0.1, drain_s=0))
+
+
+def _model_testbed_and_config_cases() -> None:
+    from netrig.model import FrameSize, parse_count, parse_duration, parse_rate, parse_speed
+    from netrig.run.config import config_from_dict
+    from netrig.testbed import Testbed, TestbedOptions
+
     for text, want in [("inc:64-1518:0", "x"), ("inc:1518-64", "x"), ("random:64", "x"), (None, "x"), (63, "x")]:
         api(f"FrameSize.parse({text!r})", want, lambda text=text: FrameSize.parse(text, "x"))
     for fn, v in [(parse_rate, "1e300pps"), (parse_rate, math.nan), (parse_duration, "1e99s"), (parse_duration, math.inf),
@@ -865,7 +867,9 @@ def _api_cases() -> None:
         api(f"config_from_dict({data})", want, lambda data=data: config_from_dict(data))
 
 
-_api_cases()
+_stream_cases()
+_port_and_trial_cases()
+_model_testbed_and_config_cases()
 
 
 # ------------------------------------------------------------------------------ running a case

@@ -49,6 +49,12 @@ def eth(f, *rest):
 def build_everything(c):
     """One flow per header stack, pattern, frame-size choice, rate unit and duration: {name: frames}."""
     want: dict[str, int | None] = {}
+    build_ip_flows(c, want)
+    build_tunnel_and_l2_flows(c, want)
+    return want
+
+
+def build_ip_flows(c, want: dict[str, int | None]) -> None:
     f = add_flow(c, "vlan-udp", 300)
     eth(f)
     v1, v2, ip, udp = f.packet.vlan().vlan().ipv4().udp()[-4:]
@@ -85,6 +91,9 @@ def build_everything(c):
     f.size.fixed = 128
     f.rate.mbps = 2
     want["icmpv6"] = 200
+
+
+def build_tunnel_and_l2_flows(c, want: dict[str, int | None]) -> None:
     f = add_flow(c, "vxlan", 300)
     eth(f)
     outer, udp, vx, inner_eth, inner_ip, inner_udp = f.packet.ipv4().udp().vxlan().ethernet().ipv4().udp()[-6:]
@@ -127,7 +136,6 @@ def build_everything(c):
     f.rate.pps = 2000
     f.duration.continuous.delay.microseconds = 5000
     want["continuous"] = None
-    return want
 
 
 def test_every_header_pattern_size_rate_and_duration_counts_exactly(veth):

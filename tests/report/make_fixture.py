@@ -50,24 +50,29 @@ def stats(vals: list[float]) -> dict:
     return {"min": min(vals), "median": statistics.median(vals), "max": max(vals), "n": len(vals)}
 
 
-def make(name: str, dut_pps: float, cost: float, seed: int, started: datetime) -> dict:
-    rng = random.Random(seed)
-    prng = random.Random(seed + 1)  # pacing: its own stream, so the other numbers stay as they were
-    trials: list[dict] = []
-    clock = [started + timedelta(seconds=1)]
+class Fixture:
+    """One hand-made run document, built section by section. Two seeded random streams (``rng`` for
+    the DUT's numbers, ``prng`` for pacing) are drawn from in a fixed order, so the file is the same
+    every time."""
 
-    def iso(t: datetime) -> str:
-        return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    def __init__(self, dut_pps: float, cost: float, seed: int, started: datetime):
+        self.rng = random.Random(seed)
+        self.prng = random.Random(seed + 1)  # pacing: its own stream, so the other numbers stay as they were
+        self.trials: list[dict] = []
+        self.clock = started + timedelta(seconds=1)
+        self.capacity = {s: dut_pps * (1 - cost * (mean(s) - 64) / 1454) for s in SIZES}
+        self.summary: list[dict] = []
+        self.tput: dict = {}
 
-    def latency(load_frac: float, base_us: float) -> dict:
+    def latency(self, load_frac: float, base_us: float) -> dict:
         q = 1 / max(0.02, 1 - min(load_frac, 0.98))
-        p50 = base_us * (1 + 0.15 * q) * rng.uniform(0.95, 1.05)
+        p50 = base_us * (1 + 0.15 * q) * self.rng.uniform(0.95, 1.05)
         return {"min_ns": int(p50 * 0.25e3), "mean_ns": float(int(p50 * 1.1e3)), "p50_ns": int(p50 * 1e3),
                 "p90_ns": int(p50 * 1.8e3), "p99_ns": int(p50 * 4.5e3), "p999_ns": int(p50 * 11e3),
                 "max_ns": int(p50 * 60e3), "pdv_ns": int(p50 * 10.7e3), "ipdv_ns": int(p50 * 0.6e3)}
 
-    def monitor(duration_s: float, load_frac: float) -> dict:
-        samples = []
+    def monitor(self, duration_s: float, load_frac: float) -> dict:
+        rng, samples = self.rng, []
         mem = 402_000_000 + rng.randint(0, 2_000_000)
         for i in range(int(duration_s / 0.5) + 1):
             busy = min(100.0, 100 * load_frac * rng.uniform(0.9, 1.05))
@@ -83,8 +88,9 @@ def make(name: str, dut_pps: float, cost: float, seed: int, started: datetime) -
                                     "available_bytes": 2_047_000_000 - mem}})
         return {"interval_s": 0.5, "samples": samples}
 
-    def pacing(offered: float, duration_s: float) -> dict:
+    def pacing(self, offered: float, duration_s: float) -> dict:
         """Smooth pacing on a VM: a few ms lost to stalls stretch the trial; never above the rate."""
+        prng = self.prng
         stretch = round(prng.choice([0.0, 0.0, 0.0004, 0.0011, 0.0032]) * duration_s, 6)
         intended = round(offered / 1000, 3)
         peak = int(intended) + prng.choice([0, 1, 1, 2])
@@ -94,200 +100,240 @@ def make(name: str, dut_pps: float, cost: float, seed: int, started: datetime) -
                 "gap_p99_ns": round(gap * prng.uniform(1.5, 3)), "gap_max_ns": round(1e6 * prng.uniform(0.3, 4)),
                 "tolerance_pct": 10.0, "peak_ratio": round(peak / intended, 4), "bunched": False}
 
-    def trial(method: str, mi: int, size, rep: int, ti: int, offered: float, duration_s: float,
+    def trial(self, method: str, mi: int, size, rep: int, ti: int, offered: float, duration_s: float,
               capacity: float, lat: bool = True, mon: bool = False) -> dict:
         sent = int(offered * duration_s)
         if offered <= capacity:
             recv = sent
         else:  # receive livelock: forwarding falls as overload grows
             over = offered / capacity - 1
-            recv = min(sent, int(capacity * duration_s * max(0.45, 1 - 0.35 * over) * rng.uniform(0.98, 1.0)))
+            recv = min(sent, int(capacity * duration_s * max(0.45, 1 - 0.35 * over) * self.rng.uniform(0.98, 1.0)))
         frac = min(1.0, offered / capacity)
-        start = clock[0]
+        start = self.clock
         end = start + timedelta(seconds=duration_s + 0.5)
-        clock[0] = end + timedelta(seconds=0.3)
-        raw = {"monitor": monitor(duration_s, frac)} if mon else {}
+        self.clock = end + timedelta(seconds=0.3)
+        raw = {"monitor": self.monitor(duration_s, frac)} if mon else {}
         t = {
-            "seq": len(trials), "key": f"{mi}/{size}/{rep}/{ti}", "method": method, "method_index": mi,
+            "seq": len(self.trials), "key": f"{mi}/{size}/{rep}/{ti}", "method": method, "method_index": mi,
             "frame_size": size, "repetition": rep, "trial_index": ti, "kind": "rate",
             "load": {"rate_pps": round(offered, 1), "frame_size": size, "burst_frames": None,
                      "duration_s": duration_s, "pct_line_rate": round(100 * offered / line_rate(size), 3)},
             "phases": None, "started_at": iso(start), "finished_at": iso(end),
-            "counts": {"offered_pps": round(offered * rng.uniform(0.999, 1.0), 1), "frames_sent": sent,
+            "counts": {"offered_pps": round(offered * self.rng.uniform(0.999, 1.0), 1), "frames_sent": sent,
                        "frames_received": recv, "frames_lost": sent - recv,
                        "loss_ratio": round((sent - recv) / sent, 6) if sent else 0.0,
                        "duplicated": 0, "reordered": 0, "late": 0, "valid": True, "invalid_reason": None,
-                       "latency": latency(frac, 18 + mean(size) / 200) if lat else None,
-                       "intervals": None, "reset_time_s": None, "pacing": pacing(offered, duration_s),
+                       "latency": self.latency(frac, 18 + mean(size) / 200) if lat else None,
+                       "intervals": None, "reset_time_s": None, "pacing": self.pacing(offered, duration_s),
                        "raw": raw},
         }
-        trials.append(t)
+        self.trials.append(t)
         return t
 
-    nominal_flag = {"code": "nominal_line_rate", "message": "line rate is a configured 1 Gbit/s (veth has no link speed)"}
-    short_flag = {"code": "short_trials", "message": "2 s trials (RFC 2544 asks for 60 s)"}
-    capacity = {s: dut_pps * (1 - cost * (mean(s) - 64) / 1454) for s in SIZES}
+    def selftest(self) -> list[dict]:
+        """The self-test's trials (method_index -1) and ceilings."""
+        ceilings = []
+        for s in SIZES:
+            need = 1.1 * line_rate(s)
+            proven = need if s != "imix" else need * 0.999
+            self.trial("selftest", -1, s, 0, 0, proven, 2.0, 3e6)
+            ceilings.append({"frame_size": s, "required_rate_pps": round(need, 1),
+                             "proven_rate_pps": round(proven, 1), "proven": rate_obj(s, proven),
+                             "passed": s != "imix", "trial_keys": [f"-1/{s}/0/0"]})
+        return ceilings
 
-    # self-test (method_index -1)
-    ceilings = []
-    for s in SIZES:
-        need = 1.1 * line_rate(s)
-        proven = need if s != "imix" else need * 0.999
-        trial("selftest", -1, s, 0, 0, proven, 2.0, 3e6)
-        ceilings.append({"frame_size": s, "required_rate_pps": round(need, 1), "proven_rate_pps": round(proven, 1),
-                         "proven": rate_obj(s, proven), "passed": s != "imix", "trial_keys": [f"-1/{s}/0/0"]})
+    def binary_search(self, s, rep: int) -> dict:
+        """One repetition of the throughput method's binary search at frame size ``s``."""
+        c = self.capacity[s] * self.rng.uniform(0.965, 1.03)
+        lo, hi, n = 0.0, line_rate(s), 0
+        tr = self.trial("rfc2544_throughput", 0, s, rep, n, hi, 2.0, c)
+        if tr["counts"]["frames_lost"] == 0:
+            lo, upper = hi, None
+        else:
+            for n in range(1, 9):
+                mid = (lo + hi) / 2
+                tr = self.trial("rfc2544_throughput", 0, s, rep, n, mid, 2.0, c)
+                if tr["counts"]["frames_lost"] == 0:
+                    lo = mid
+                else:
+                    hi = mid
+            upper = round(hi, 1)
+        return {"rate_pps": round(lo, 1), "rate": rate_obj(s, lo), "lower_pps": round(lo, 1),
+                "upper_pps": upper, "trials": n + 1, "tester_limited": False, "tester_limit_pps": None}
 
-    summary = []
-    # 0: throughput, 3 repetitions of a binary search
-    results = []
-    for s in SIZES:
-        reps = []
-        for rep in range(3):
-            c = capacity[s] * rng.uniform(0.965, 1.03)
-            lo, hi, n = 0.0, line_rate(s), 0
-            tr = trial("rfc2544_throughput", 0, s, rep, n, hi, 2.0, c)
-            if tr["counts"]["frames_lost"] == 0:
-                lo, upper = hi, None
-            else:
-                for n in range(1, 9):
-                    mid = (lo + hi) / 2
-                    tr = trial("rfc2544_throughput", 0, s, rep, n, mid, 2.0, c)
-                    if tr["counts"]["frames_lost"] == 0:
-                        lo = mid
-                    else:
-                        hi = mid
-                upper = round(hi, 1)
-            reps.append({"rate_pps": round(lo, 1), "rate": rate_obj(s, lo), "lower_pps": round(lo, 1),
-                         "upper_pps": upper, "trials": n + 1, "tester_limited": False, "tester_limit_pps": None})
-        vals = [r["rate_pps"] for r in reps]
-        flags = [nominal_flag, short_flag]
-        if s == "imix":
-            flags.append({"code": "above_selftest_ceiling",
-                          "message": "imix: no self-test proved this frame size (1.1 × 100 % line rate not reached)"})
-        results.append({"frame_size": s, "complete": True, "repetitions": reps, "stats": {"rate_pps": stats(vals)},
-                        "headline": rate_obj(s, statistics.median(vals)), "flags": flags})
-    summary.append({"method": "rfc2544_throughput", "method_index": 0, "label": "RFC 2544 §26.1 throughput",
-                    "params": {"duration_s": 2.0, "resolution_pct": 0.5, "initial_rate_pct": 100.0, "min_rate_pct": 0.0,
-                               "max_rate_pct": 100.0, "acceptable_loss_ratio": 0.0, "repetitions": 3},
-                    "results": results})
-    tput = {r["frame_size"]: r["stats"]["rate_pps"]["median"] for r in results}
+    def throughput(self) -> None:
+        """0: throughput, 3 repetitions of a binary search."""
+        results = []
+        for s in SIZES:
+            reps = [self.binary_search(s, rep) for rep in range(3)]
+            vals = [r["rate_pps"] for r in reps]
+            flags = [NOMINAL_FLAG, SHORT_FLAG]
+            if s == "imix":
+                flags.append({"code": "above_selftest_ceiling",
+                              "message": "imix: no self-test proved this frame size (1.1 × 100 % line rate not reached)"})
+            results.append({"frame_size": s, "complete": True, "repetitions": reps,
+                            "stats": {"rate_pps": stats(vals)}, "headline": rate_obj(s, statistics.median(vals)),
+                            "flags": flags})
+        self.summary.append({"method": "rfc2544_throughput", "method_index": 0, "label": "RFC 2544 §26.1 throughput",
+                             "params": {"duration_s": 2.0, "resolution_pct": 0.5, "initial_rate_pct": 100.0,
+                                        "min_rate_pct": 0.0, "max_rate_pct": 100.0, "acceptable_loss_ratio": 0.0,
+                                        "repetitions": 3},
+                             "results": results})
+        self.tput = {r["frame_size"]: r["stats"]["rate_pps"]["median"] for r in results}
 
-    # 1: latency, 2 repetitions × 3 trials at the throughput rate
-    results = []
-    for s in SIZES:
-        reps = []
-        for rep in range(2):
-            per = []
-            for ti in range(3):
-                tr = trial("rfc2544_latency", 1, s, rep, ti, tput[s], 5.0, capacity[s] * 1.05, mon=True)
-                lat = tr["counts"]["latency"]
-                per.append({k: lat[k] for k in ("p50_ns", "p999_ns", "min_ns", "mean_ns", "max_ns", "pdv_ns", "ipdv_ns")})
-            med = lambda k, per=per: statistics.median(p[k] for p in per)
-            reps.append({"rate_pps": tput[s], "rate": rate_obj(s, tput[s]), "per_trial": per,
-                         "typical_ns": med("p50_ns"), "worst_case_ns": med("p999_ns"), "min_ns": min(p["min_ns"] for p in per),
-                         "mean_ns": med("mean_ns"), "max_ns": max(p["max_ns"] for p in per), "pdv_ns": med("pdv_ns"),
-                         "ipdv_ns": med("ipdv_ns")})
-        results.append({"frame_size": s, "complete": True, "repetitions": reps,
-                        "stats": {"typical_ns": stats([r["typical_ns"] for r in reps]),
-                                  "worst_case_ns": stats([r["worst_case_ns"] for r in reps])},
-                        "headline": rate_obj(s, tput[s]), "flags": [nominal_flag]})
-    summary.append({"method": "rfc2544_latency", "method_index": 1, "label": "RFC 2544 §26.2 latency",
-                    "params": {"duration_s": 5.0, "trials": 3, "rate_pct": 100.0, "throughput_from": 0},
-                    "results": results})
+    def latency_method(self) -> None:
+        """1: latency, 2 repetitions × 3 trials at the throughput rate."""
+        results, tput = [], self.tput
+        for s in SIZES:
+            reps = []
+            for rep in range(2):
+                per = []
+                for ti in range(3):
+                    tr = self.trial("rfc2544_latency", 1, s, rep, ti, tput[s], 5.0, self.capacity[s] * 1.05, mon=True)
+                    lat = tr["counts"]["latency"]
+                    per.append({k: lat[k] for k in ("p50_ns", "p999_ns", "min_ns", "mean_ns", "max_ns", "pdv_ns",
+                                                    "ipdv_ns")})
+                med = lambda k, per=per: statistics.median(p[k] for p in per)
+                reps.append({"rate_pps": tput[s], "rate": rate_obj(s, tput[s]), "per_trial": per,
+                             "typical_ns": med("p50_ns"), "worst_case_ns": med("p999_ns"),
+                             "min_ns": min(p["min_ns"] for p in per), "mean_ns": med("mean_ns"),
+                             "max_ns": max(p["max_ns"] for p in per), "pdv_ns": med("pdv_ns"),
+                             "ipdv_ns": med("ipdv_ns")})
+            results.append({"frame_size": s, "complete": True, "repetitions": reps,
+                            "stats": {"typical_ns": stats([r["typical_ns"] for r in reps]),
+                                      "worst_case_ns": stats([r["worst_case_ns"] for r in reps])},
+                            "headline": rate_obj(s, tput[s]), "flags": [NOMINAL_FLAG]})
+        self.summary.append({"method": "rfc2544_latency", "method_index": 1, "label": "RFC 2544 §26.2 latency",
+                             "params": {"duration_s": 5.0, "trials": 3, "rate_pct": 100.0, "throughput_from": 0},
+                             "results": results})
 
-    # 2: frame loss rate at 64 and 1518 (100 % down by 10 % until two loss-free)
-    results = []
-    for s in (64, 1518):
-        curve, clean = [], 0
-        for pct in range(100, 0, -10):
-            off = line_rate(s) * pct / 100
-            tr = trial("rfc2544_frame_loss", 2, s, 0, len(curve), off, 2.0, capacity[s], mon=True)
-            c = tr["counts"]
-            curve.append({"offered_pct": float(pct), "offered_pps": round(off, 1), "achieved_pps": c["offered_pps"],
-                          "forwarded_pps": round(c["frames_received"] / 2.0, 1), "loss_ratio": c["loss_ratio"], "valid": True})
-            clean = clean + 1 if c["frames_lost"] == 0 else 0
-            if clean == 2:
-                break
-        free = [p["offered_pps"] for p in curve if p["loss_ratio"] == 0]
-        best = max(p["forwarded_pps"] for p in curve)
-        rep = {"curve": curve, "max_lossfree_pps": max(free) if free else None,
-               "livelock": curve[0]["forwarded_pps"] < 0.9 * best}
-        results.append({"frame_size": s, "complete": True, "repetitions": [rep],
-                        "stats": {"max_lossfree_pps": stats([rep["max_lossfree_pps"]])},
-                        "headline": rate_obj(s, rep["max_lossfree_pps"]), "flags": [nominal_flag, short_flag]})
-    summary.append({"method": "rfc2544_frame_loss", "method_index": 2, "label": "RFC 2544 §26.3 frame loss rate",
-                    "params": {"duration_s": 2.0, "step_pct": 10.0, "start_pct": 100.0, "min_pct": 0.0, "stop_after_lossfree": 2},
-                    "results": results})
+    def frame_loss(self) -> None:
+        """2: frame loss rate at 64 and 1518 (100 % down by 10 % until two loss-free)."""
+        results = []
+        for s in (64, 1518):
+            curve, clean = [], 0
+            for pct in range(100, 0, -10):
+                off = line_rate(s) * pct / 100
+                tr = self.trial("rfc2544_frame_loss", 2, s, 0, len(curve), off, 2.0, self.capacity[s], mon=True)
+                c = tr["counts"]
+                curve.append({"offered_pct": float(pct), "offered_pps": round(off, 1), "achieved_pps": c["offered_pps"],
+                              "forwarded_pps": round(c["frames_received"] / 2.0, 1), "loss_ratio": c["loss_ratio"],
+                              "valid": True})
+                clean = clean + 1 if c["frames_lost"] == 0 else 0
+                if clean == 2:
+                    break
+            free = [p["offered_pps"] for p in curve if p["loss_ratio"] == 0]
+            best = max(p["forwarded_pps"] for p in curve)
+            rep = {"curve": curve, "max_lossfree_pps": max(free) if free else None,
+                   "livelock": curve[0]["forwarded_pps"] < 0.9 * best}
+            results.append({"frame_size": s, "complete": True, "repetitions": [rep],
+                            "stats": {"max_lossfree_pps": stats([rep["max_lossfree_pps"]])},
+                            "headline": rate_obj(s, rep["max_lossfree_pps"]), "flags": [NOMINAL_FLAG, SHORT_FLAG]})
+        self.summary.append({"method": "rfc2544_frame_loss", "method_index": 2, "label": "RFC 2544 §26.3 frame loss rate",
+                             "params": {"duration_s": 2.0, "step_pct": 10.0, "start_pct": 100.0, "min_pct": 0.0,
+                                        "stop_after_lossfree": 2},
+                             "results": results})
 
-    # 3: back-to-back at 64 B
-    bursts = [int(capacity[64] * 0.0021 * rng.uniform(0.95, 1.05)) for _ in range(5)]
-    mb = statistics.mean(bursts)
-    b2b = {"bursts_frames": bursts, "mean_burst_frames": mb, "stdev_burst_frames": statistics.stdev(bursts),
-           "burst_rate_fps": line_rate(64), "throughput_fps": tput[64], "implied_buffer_time_s": mb / line_rate(64),
-           "corrected_buffer_time_s": (mb - mb / line_rate(64) * tput[64]) / line_rate(64), "max_burst_reached": False}
-    summary.append({"method": "rfc2544_back_to_back", "method_index": 3, "label": "RFC 2544 §26.4 back-to-back",
-                    "params": {"trials": 5, "throughput_from": 0},
-                    "results": [{"frame_size": 64, "complete": True, "repetitions": [b2b],
-                                 "stats": {"mean_burst_frames": stats([mb]),
-                                           "corrected_buffer_time_s": stats([b2b["corrected_buffer_time_s"]])},
-                                 "headline": None, "flags": []}]})
+    def back_to_back_and_recovery(self) -> None:
+        """3: back-to-back at 64 B; 4: system recovery at 64 B."""
+        rng, tput = self.rng, self.tput
+        bursts = [int(self.capacity[64] * 0.0021 * rng.uniform(0.95, 1.05)) for _ in range(5)]
+        mb = statistics.mean(bursts)
+        b2b = {"bursts_frames": bursts, "mean_burst_frames": mb, "stdev_burst_frames": statistics.stdev(bursts),
+               "burst_rate_fps": line_rate(64), "throughput_fps": tput[64], "implied_buffer_time_s": mb / line_rate(64),
+               "corrected_buffer_time_s": (mb - mb / line_rate(64) * tput[64]) / line_rate(64),
+               "max_burst_reached": False}
+        self.summary.append({"method": "rfc2544_back_to_back", "method_index": 3, "label": "RFC 2544 §26.4 back-to-back",
+                             "params": {"trials": 5, "throughput_from": 0},
+                             "results": [{"frame_size": 64, "complete": True, "repetitions": [b2b],
+                                          "stats": {"mean_burst_frames": stats([mb]),
+                                                    "corrected_buffer_time_s": stats([b2b["corrected_buffer_time_s"]])},
+                                          "headline": None, "flags": []}]})
+        rec_s = round(rng.uniform(0.3, 0.6), 3)
+        rec = {"throughput_pps": tput[64], "overload_pps": 1.1 * tput[64], "recovery_pps": 0.5 * tput[64],
+               "recovery_time_s": rec_s, "recovered": True, "switch_s": 10.0,
+               "intervals": recovery_intervals(1.1 * tput[64], tput[64], 0.5 * tput[64], rec_s)}
+        self.summary.append({"method": "rfc2544_system_recovery", "method_index": 4,
+                             "label": "RFC 2544 §26.5 system recovery",
+                             "params": {"overload_pct": 110.0, "recovery_pct": 50.0, "overload_duration_s": 10.0,
+                                        "recovery_duration_s": 10.0, "interval_s": 1.0, "throughput_from": 0},
+                             "results": [{"frame_size": 64, "complete": True, "repetitions": [rec],
+                                          "stats": {"recovery_time_s": stats([rec["recovery_time_s"]])},
+                                          "headline": None, "flags": []}]})
 
-    # 4: system recovery at 64 B
-    rec_s = round(rng.uniform(0.3, 0.6), 3)
-    rec = {"throughput_pps": tput[64], "overload_pps": 1.1 * tput[64], "recovery_pps": 0.5 * tput[64],
-           "recovery_time_s": rec_s, "recovered": True, "switch_s": 10.0,
-           "intervals": recovery_intervals(1.1 * tput[64], tput[64], 0.5 * tput[64], rec_s)}
-    summary.append({"method": "rfc2544_system_recovery", "method_index": 4, "label": "RFC 2544 §26.5 system recovery",
-                    "params": {"overload_pct": 110.0, "recovery_pct": 50.0, "overload_duration_s": 10.0,
-                               "recovery_duration_s": 10.0, "interval_s": 1.0, "throughput_from": 0},
-                    "results": [{"frame_size": 64, "complete": True, "repetitions": [rec],
-                                 "stats": {"recovery_time_s": stats([rec["recovery_time_s"]])},
-                                 "headline": None, "flags": []}]})
+    def mlr_repetition(self, s, rep: int) -> dict:
+        """One MLRsearch repetition at frame size ``s``: NDR and PDR."""
+        c = self.capacity[s] * self.rng.uniform(0.98, 1.02)
+        goals: list[dict] = []
+        for gname, lr in (("NDR", 0.0), ("PDR", 0.005)):
+            ct = min(line_rate(s), c * (1 + lr * 5))
+            upper = None if ct >= line_rate(s) else round(ct * 1.004, 1)
+            self.trial("mlrsearch", 5, s, rep, len(goals), ct, 5.0, c * (1 + lr * 5))
+            goals.append({"name": gname, "goal": {"name": gname, "loss_ratio": lr, "exceed_ratio": 0.5,
+                                                  "relative_width": 0.005, "initial_trial_duration_s": 1.0,
+                                                  "final_trial_duration_s": 5.0, "duration_sum_s": 5.0},
+                          "conditional_throughput_pps": round(ct, 1), "lower_bound_pps": round(ct, 1),
+                          "upper_bound_pps": upper, "rate": rate_obj(s, ct)})
+        return {"goals": goals, "trials": 14, "search_time_s": 31.0}
 
-    # 5: MLRsearch NDR / PDR at 64 B and 1518 B, 2 repetitions
-    results = []
-    for s in (64, 1518):
-        reps = []
-        for rep in range(2):
-            c = capacity[s] * rng.uniform(0.98, 1.02)
-            goals = []
-            for gname, lr in (("NDR", 0.0), ("PDR", 0.005)):
-                ct = min(line_rate(s), c * (1 + lr * 5))
-                upper = None if ct >= line_rate(s) else round(ct * 1.004, 1)
-                trial("mlrsearch", 5, s, rep, len(goals), ct, 5.0, c * (1 + lr * 5))
-                goals.append({"name": gname, "goal": {"name": gname, "loss_ratio": lr, "exceed_ratio": 0.5,
-                                                      "relative_width": 0.005, "initial_trial_duration_s": 1.0,
-                                                      "final_trial_duration_s": 5.0, "duration_sum_s": 5.0},
-                              "conditional_throughput_pps": round(ct, 1), "lower_bound_pps": round(ct, 1),
-                              "upper_bound_pps": upper, "rate": rate_obj(s, ct)})
-            reps.append({"goals": goals, "trials": 14, "search_time_s": 31.0})
-        results.append({"frame_size": s, "complete": True, "repetitions": reps,
-                        "stats": {f"{g}_pps": stats([next(x["conditional_throughput_pps"] for x in r["goals"] if x["name"] == g)
-                                                     for r in reps]) for g in ("NDR", "PDR")},
-                        "headline": reps[0]["goals"][0]["rate"], "flags": [nominal_flag]})
-    summary.append({"method": "mlrsearch", "method_index": 5, "label": "MLRsearch",
-                    "params": {"goals": [g["goal"] for g in results[0]["repetitions"][0]["goals"]],
-                               "min_rate_pct": 1.0, "max_rate_pct": 100.0, "implementation": "netrig"},
-                    "results": results})
+    def mlrsearch(self) -> None:
+        """5: MLRsearch NDR / PDR at 64 B and 1518 B, 2 repetitions."""
+        results = []
+        for s in (64, 1518):
+            reps = [self.mlr_repetition(s, rep) for rep in range(2)]
+            results.append({"frame_size": s, "complete": True, "repetitions": reps,
+                            "stats": {f"{g}_pps": stats([next(x["conditional_throughput_pps"] for x in r["goals"]
+                                                              if x["name"] == g) for r in reps]) for g in ("NDR", "PDR")},
+                            "headline": reps[0]["goals"][0]["rate"], "flags": [NOMINAL_FLAG]})
+        self.summary.append({"method": "mlrsearch", "method_index": 5, "label": "MLRsearch",
+                             "params": {"goals": [g["goal"] for g in results[0]["repetitions"][0]["goals"]],
+                                        "min_rate_pct": 1.0, "max_rate_pct": 100.0, "implementation": "netrig"},
+                             "results": results})
 
-    # 6: iperf-like at 50 % line rate, 64 B, 10 s
-    off = line_rate(64) * 0.5
-    per = [{"t_s": float(i), "rx_pps": round(min(off, capacity[64]) * rng.uniform(0.96, 1.0), 1),
-            "frames_received": 0} for i in range(10)]
-    for p in per:
-        p["frames_received"] = int(p["rx_pps"])
-    rx = statistics.mean(p["rx_pps"] for p in per)
-    ip = {"offered_pps": round(off, 1), "received_pps": round(rx, 1), "loss_ratio": round(1 - rx / off, 6), "per_interval": per}
-    summary.append({"method": "iperf", "method_index": 6, "label": "iperf-like fixed rate",
-                    "params": {"rate_pct": 50.0, "duration_s": 10.0, "interval_s": 1.0},
-                    "results": [{"frame_size": 64, "complete": True, "repetitions": [ip],
-                                 "stats": {"received_pps": stats([ip["received_pps"]])},
-                                 "headline": rate_obj(64, rx), "flags": [nominal_flag]}]})
+    def iperf(self) -> None:
+        """6: iperf-like at 50 % line rate, 64 B, 10 s."""
+        off = line_rate(64) * 0.5
+        per = [{"t_s": float(i), "rx_pps": round(min(off, self.capacity[64]) * self.rng.uniform(0.96, 1.0), 1),
+                "frames_received": 0} for i in range(10)]
+        for p in per:
+            p["frames_received"] = int(p["rx_pps"])
+        rx = statistics.mean(p["rx_pps"] for p in per)
+        ip = {"offered_pps": round(off, 1), "received_pps": round(rx, 1), "loss_ratio": round(1 - rx / off, 6),
+              "per_interval": per}
+        self.summary.append({"method": "iperf", "method_index": 6, "label": "iperf-like fixed rate",
+                             "params": {"rate_pct": 50.0, "duration_s": 10.0, "interval_s": 1.0},
+                             "results": [{"frame_size": 64, "complete": True, "repetitions": [ip],
+                                          "stats": {"received_pps": stats([ip["received_pps"]])},
+                                          "headline": rate_obj(64, rx), "flags": [NOMINAL_FLAG]}]})
 
+
+NOMINAL_FLAG = {"code": "nominal_line_rate", "message": "line rate is a configured 1 Gbit/s (veth has no link speed)"}
+SHORT_FLAG = {"code": "short_trials", "message": "2 s trials (RFC 2544 asks for 60 s)"}
+
+
+def iso(t: datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def make(name: str, dut_pps: float, cost: float, seed: int, started: datetime) -> dict:
+    f = Fixture(dut_pps, cost, seed, started)
+    ceilings = f.selftest()
+    f.throughput()
+    f.latency_method()
+    f.frame_loss()
+    f.back_to_back_and_recovery()
+    f.mlrsearch()
+    f.iperf()
+    return document(name, seed, started, f, ceilings)
+
+
+def document(name: str, seed: int, started: datetime, f: Fixture, ceilings: list[dict]) -> dict:
+    """The run document around the sections ``f`` built."""
+    summary, tput = f.summary, f.tput
     return {
         "schema_version": 1, "tool": "netrig", "tool_version": "0.1.0", "run_id": f"{seed:032x}",
         "command": f"hand-made fixture ({name})", "complete": True, "interrupted_reason": None,
-        "started_at": iso(started), "finished_at": iso(clock[0]), "resumed": [],
+        "started_at": iso(started), "finished_at": iso(f.clock), "resumed": [],
         "environment": {"kernel": "6.18.44", "os": "Debian GNU/Linux 12 (bookworm)", "cpu_model": "AMD EPYC",
                         "cpus": 2, "python": "3.11.2", "hostname": "netrig-vm",
                         "interfaces": [{"name": "nrt0", "driver": "veth", "mtu": 1500, "queues": 1, "speed_bps": None},
@@ -307,12 +353,14 @@ def make(name: str, dut_pps: float, cost: float, seed: int, started: datetime) -
                    "selftest": {"enabled": True, "factor": 1.1, "duration_s": 2.0, "testbed": "loopback"},
                    "repetitions": 3, "methods": [{e["method"]: e["params"]} for e in summary]},
         "selftest": {"testbed": "loopback", "factor": 1.1, "duration_s": 2.0, "passed": False, "ceilings": ceilings},
-        "trials": trials,
+        "trials": f.trials,
         "summary": summary,
         "verdicts": [{"check": "min_throughput_pct", "method_index": 0, "frame_size": 64, "threshold": 20.0,
                       "value": round(100 * tput[64] / line_rate(64), 2), "passed": tput[64] > 0.2 * line_rate(64)}],
-        "flags": [nominal_flag],
+        "flags": [NOMINAL_FLAG],
     }
+
+
 
 
 def main() -> None:
