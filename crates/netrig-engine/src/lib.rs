@@ -28,6 +28,7 @@ pub mod port;
 pub mod replay;
 pub mod rng;
 pub mod schedule;
+pub mod stalls;
 pub mod stream;
 #[allow(unsafe_code)]
 pub mod sys;

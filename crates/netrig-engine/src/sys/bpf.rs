@@ -34,12 +34,17 @@ const BPF_MAP_GET_FD_BY_ID: u32 = 14;
 const BPF_OBJ_GET_INFO_BY_FD: u32 = 15;
 const BPF_LINK_CREATE: u32 = 28;
 
+const BPF_MAP_TYPE_HASH: u32 = 1;
 const BPF_MAP_TYPE_ARRAY: u32 = 2;
 const BPF_MAP_TYPE_PERCPU_ARRAY: u32 = 6;
 const BPF_MAP_TYPE_DEVMAP: u32 = 14;
 const BPF_MAP_TYPE_CPUMAP: u32 = 16;
 const BPF_MAP_TYPE_XSKMAP: u32 = 17;
 const BPF_PROG_TYPE_XDP: u32 = 6;
+/// A program run by a tracepoint perf event (`PERF_TYPE_TRACEPOINT`).
+pub const BPF_PROG_TYPE_TRACEPOINT: u32 = 5;
+/// A program run by a sampling perf event (e.g. the software CPU clock's timer).
+pub const BPF_PROG_TYPE_PERF_EVENT: u32 = 7;
 /// `expected_attach_type` of a program attached to an interface's XDP hook.
 pub const BPF_XDP: u32 = 37;
 /// `expected_attach_type` of a program run by a CPUMAP entry (`enum bpf_attach_type`).
@@ -48,7 +53,10 @@ pub const BPF_XDP_CPUMAP: u32 = 35;
 pub const BPF_F_XDP_HAS_FRAGS: u32 = 1 << 5;
 /// `bpf_map_lookup_elem`.
 pub const BPF_FUNC_MAP_LOOKUP_ELEM: i32 = 1;
-const BPF_FUNC_KTIME_GET_NS: i32 = 5;
+/// `bpf_ktime_get_ns`: `CLOCK_MONOTONIC` ns.
+pub const BPF_FUNC_KTIME_GET_NS: i32 = 5;
+/// `bpf_get_smp_processor_id`.
+pub const BPF_FUNC_GET_SMP_PROCESSOR_ID: i32 = 8;
 /// `bpf_redirect_map`.
 pub const BPF_FUNC_REDIRECT_MAP: i32 = 51;
 const BPF_FUNC_XDP_ADJUST_META: i32 = 54;
@@ -206,6 +214,41 @@ pub fn array_u32_set(map: &OwnedFd, key: u32, value: u32) -> io::Result<()> {
     sys_bpf(BPF_MAP_UPDATE_ELEM, &mut a).map(|_| ())
 }
 
+/// Create an ARRAY of `entries` values of `value_size` bytes (a multiple of 8).
+pub fn array_create(entries: u32, value_size: u32, name: &str) -> io::Result<OwnedFd> {
+    let mut a = Attr::new();
+    a.u32(0, BPF_MAP_TYPE_ARRAY).u32(4, 4).u32(8, value_size).u32(12, entries.max(1)).name(28, name);
+    sys_bpf_fd(BPF_MAP_CREATE, &mut a)
+}
+
+/// Create a HASH of at most `entries` u32 keys to values of `value_size` bytes.
+pub fn hash_u32_create(entries: u32, value_size: u32, name: &str) -> io::Result<OwnedFd> {
+    let mut a = Attr::new();
+    a.u32(0, BPF_MAP_TYPE_HASH).u32(4, 4).u32(8, value_size).u32(12, entries.max(1)).name(28, name);
+    sys_bpf_fd(BPF_MAP_CREATE, &mut a)
+}
+
+/// Copy the value of u32 `key` of `map` into `value` (its whole size).
+pub fn map_lookup_u32(map: &OwnedFd, key: u32, value: &mut [u8]) -> io::Result<()> {
+    let mut a = Attr::new();
+    a.u32(0, map.as_raw_fd() as u32).u64(8, &key as *const u32 as u64).u64(16, value.as_mut_ptr() as u64);
+    sys_bpf(BPF_MAP_LOOKUP_ELEM, &mut a).map(|_| ())
+}
+
+/// Set u32 `key` of `map` to `value` (its whole size).
+pub fn map_update_u32(map: &OwnedFd, key: u32, value: &[u8]) -> io::Result<()> {
+    let mut a = Attr::new();
+    a.u32(0, map.as_raw_fd() as u32).u64(8, &key as *const u32 as u64).u64(16, value.as_ptr() as u64).u64(24, 0);
+    sys_bpf(BPF_MAP_UPDATE_ELEM, &mut a).map(|_| ())
+}
+
+/// Remove u32 `key` from a HASH.
+pub fn map_delete_u32(map: &OwnedFd, key: u32) -> io::Result<()> {
+    let mut a = Attr::new();
+    a.u32(0, map.as_raw_fd() as u32).u64(8, &key as *const u32 as u64);
+    sys_bpf(BPF_MAP_DELETE_ELEM, &mut a).map(|_| ())
+}
+
 /// Create a PERCPU_ARRAY of `entries` values of `value_size` bytes (a multiple of 8).
 pub fn percpu_array_create(entries: u32, value_size: u32, name: &str) -> io::Result<OwnedFd> {
     let mut a = Attr::new();
@@ -252,10 +295,16 @@ pub fn prog_load_xdp(insns: &[Insn], name: &str) -> io::Result<OwnedFd> {
 /// Load an XDP program for attach type `attach` (`BPF_XDP`, [`BPF_XDP_CPUMAP`]) with `flags`
 /// (e.g. [`BPF_F_XDP_HAS_FRAGS`]).
 pub fn prog_load_xdp_as(insns: &[Insn], name: &str, attach: u32, flags: u32) -> io::Result<OwnedFd> {
+    prog_load(BPF_PROG_TYPE_XDP, insns, name, attach, flags)
+}
+
+/// Load a program of type `prog_type` (e.g. [`BPF_PROG_TYPE_PERF_EVENT`]). On a verifier
+/// rejection the error text carries the verifier log.
+pub fn prog_load(prog_type: u32, insns: &[Insn], name: &str, attach: u32, flags: u32) -> io::Result<OwnedFd> {
     let license = CString::new("GPL").expect("static string has no NUL");
     let load = |log: Option<&mut Vec<u8>>| {
         let mut a = Attr::new();
-        a.u32(0, BPF_PROG_TYPE_XDP)
+        a.u32(0, prog_type)
             .u32(4, insns.len() as u32)
             .u64(8, insns.as_ptr() as u64)
             .u64(16, license.as_ptr() as u64)
@@ -420,6 +469,12 @@ const IMM: u8 = 0x00;
 const K: u8 = 0x00;
 const X: u8 = 0x08;
 const MOV: u8 = 0xb0;
+const LSH: u8 = 0x60;
+const ATOMIC: u8 = 0xc0;
+/// `BPF_ADD | BPF_FETCH`: the atomic add returns the old value in its source register.
+const FETCH_ADD: i32 = 0x01;
+const JGE: u8 = 0x30;
+const JLE: u8 = 0xb0;
 const ADD: u8 = 0x00;
 const SUB: u8 = 0x10;
 const AND: u8 = 0x50;
@@ -499,6 +554,13 @@ impl Asm {
     pub fn xor_reg(&mut self, dst: Reg, src: Reg) -> &mut Self {
         self.push(insn(ALU64 | XOR | X, dst, src, 0, 0))
     }
+    pub fn lsh_imm(&mut self, dst: Reg, imm: i32) -> &mut Self {
+        self.push(insn(ALU64 | LSH | K, dst, Reg::R0, 0, imm))
+    }
+    /// `src = atomic_fetch_add((u64 *)(dst + off), src)`: the old value lands in `src`.
+    pub fn atomic_fetch_add(&mut self, dst: Reg, off: i16, src: Reg) -> &mut Self {
+        self.push(insn(STX | ATOMIC | DW, dst, src, off, FETCH_ADD))
+    }
     pub fn rsh_imm(&mut self, dst: Reg, imm: i32) -> &mut Self {
         self.push(insn(ALU64 | RSH | K, dst, Reg::R0, 0, imm))
     }
@@ -538,6 +600,18 @@ impl Asm {
     }
     pub fn jgt_reg(&mut self, dst: Reg, src: Reg, target: &'static str) -> &mut Self {
         self.jump(JMP | JGT | X, dst, src, 0, target)
+    }
+    /// Jump if `dst <= imm` (unsigned).
+    pub fn jle_imm(&mut self, dst: Reg, imm: i32, target: &'static str) -> &mut Self {
+        self.jump(JMP | JLE | K, dst, Reg::R0, imm, target)
+    }
+    /// Jump if `dst >= src` (unsigned).
+    pub fn jge_reg(&mut self, dst: Reg, src: Reg, target: &'static str) -> &mut Self {
+        self.jump(JMP | JGE | X, dst, src, 0, target)
+    }
+    /// Jump if `dst <= src` (unsigned).
+    pub fn jle_reg(&mut self, dst: Reg, src: Reg, target: &'static str) -> &mut Self {
+        self.jump(JMP | JLE | X, dst, src, 0, target)
     }
     pub fn call(&mut self, helper: i32) -> &mut Self {
         self.push(insn(JMP | CALL, Reg::R0, Reg::R0, 0, helper))

@@ -102,6 +102,23 @@ impl Drop for OrdinaryWhile {
     }
 }
 
+/// The calling thread's id (what `/proc/PID/task/` lists, and the scheduler's events name).
+pub fn current_tid() -> u32 {
+    // SAFETY: plain syscall without arguments.
+    unsafe { libc::syscall(libc::SYS_gettid) as u32 }
+}
+
+/// Run the calling thread at `SCHED_FIFO` with `priority` (1-99; needs CAP_SYS_NICE): a real-time
+/// task that takes its CPU from every ordinary one, as the stall tests inject.
+pub fn realtime_priority(priority: i32) -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: priority };
+    // SAFETY: param is a valid sched_param; pid 0 = this thread.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// CPU the calling thread runs on right now.
 pub fn current_cpu() -> Option<usize> {
     // SAFETY: plain syscall wrapper.

@@ -10,6 +10,7 @@ pub mod link;
 pub mod netns;
 pub mod prefetch;
 pub mod socket;
+pub mod stalls;
 pub mod time;
 pub mod wire;
 pub mod xdp_redirect;

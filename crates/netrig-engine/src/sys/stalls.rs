@@ -1,0 +1,391 @@
+//! The platform's stalls, seen by the kernel: episodes in which a CPU did not run at all, and in
+//! which a watched task (a DUT's ring thread, a DUT process) was ready to run but did not.
+//!
+//! ```text
+//!  cpu-clock perf event, one per CPU, every `period` ──▶ netrig_tick:  gap since this CPU's last
+//!      tick > period + threshold ──▶ episode "cpu": the CPU did not run (a host that stopped the
+//!      vCPU; the guest's scheduler never sees it), [last tick, this tick]
+//!  sched_wakeup / sched_switch tracepoints (every CPU) ──▶ netrig_wake / netrig_switch: a watched task woken,
+//!      or switched out while still runnable, starts waiting; switched in, it stops; a wait longer
+//!      than threshold ──▶ episode "task": the guest gave the task's CPU to another task (named:
+//!      the one switched out to let it run)
+//!  every episode ──▶ one ARRAY value: a 64-byte header (the next record's index, taken with an
+//!      atomic add) and RING records of 64 bytes; user space drains it (`read`)
+//! ```
+//!
+//! The tick program costs one timer interrupt per CPU and period (its run time a few hundred ns);
+//! the tracepoint programs run at every wake-up and context switch. Closing the probe closes the
+//! perf events, which detaches every program.
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+use crate::sys::bpf::{self, Asm, Insn, Reg, Size, BPF_FUNC_MAP_LOOKUP_ELEM};
+use crate::sys::bpf::{BPF_FUNC_GET_SMP_PROCESSOR_ID, BPF_FUNC_KTIME_GET_NS};
+
+/// Records the episode ring holds (a power of two).
+pub const RING: usize = 4096;
+const RECORD: usize = 64;
+const HEADER: usize = 64;
+const RING_BYTES: usize = HEADER + RING * RECORD;
+/// Bytes of a watched task's state: when it began waiting (0: not waiting), its role.
+const TASK_STATE: usize = 16;
+/// Tasks that can be watched at once.
+pub const MAX_TASKS: u32 = 4096;
+
+/// What an episode is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StallKind {
+    /// The CPU did not run: its timer tick came late (invisible to the guest's scheduler).
+    Cpu,
+    /// A watched task was ready to run and did not: the guest ran another task on its CPU.
+    Task,
+}
+
+/// One episode, as recorded by the kernel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawEpisode {
+    pub kind: StallKind,
+    /// `Cpu`: the last tick before the gap; `Task`: when the task began waiting. `CLOCK_MONOTONIC` ns.
+    pub start_ns: u64,
+    /// `Cpu`: the gap between two ticks (the stall is at most this, at least this less a period);
+    /// `Task`: how long it waited, ns.
+    pub len_ns: u64,
+    pub cpu: u32,
+    /// `Task`: the watched task; 0 for `Cpu`.
+    pub pid: u32,
+    /// `Task`: the task that held the CPU before the watched one ran again (`comm`).
+    pub by: String,
+}
+
+/// The loaded programs, their maps and perf events.
+pub struct StallProbe {
+    ring: OwnedFd,
+    tasks: OwnedFd,
+    _progs: Vec<OwnedFd>,
+    _events: Vec<OwnedFd>,
+    /// The tracepoint part is attached (tracefs readable): task episodes are recorded.
+    pub tasks_watched: bool,
+}
+
+// perf_event_open(2)
+const PERF_TYPE_SOFTWARE: u32 = 1;
+const PERF_TYPE_TRACEPOINT: u32 = 2;
+const PERF_COUNT_SW_CPU_CLOCK: u64 = 0;
+const PERF_SAMPLE_RAW: u64 = 1 << 10;
+const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
+const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
+const PERF_EVENT_IOC_SET_BPF: libc::c_ulong = 0x4004_2408;
+const PERF_ATTR_SIZE: usize = 128;
+
+fn perf_event_open(kind: u32, config: u64, period: u64, sample_type: u64, cpu: i32) -> io::Result<OwnedFd> {
+    let mut attr = [0u8; PERF_ATTR_SIZE];
+    attr[0..4].copy_from_slice(&kind.to_ne_bytes());
+    attr[4..8].copy_from_slice(&(PERF_ATTR_SIZE as u32).to_ne_bytes());
+    attr[8..16].copy_from_slice(&config.to_ne_bytes());
+    attr[16..24].copy_from_slice(&period.to_ne_bytes());
+    attr[24..32].copy_from_slice(&sample_type.to_ne_bytes());
+    attr[40..48].copy_from_slice(&1u64.to_ne_bytes()); // disabled: enabled after the program is set
+    attr[48..52].copy_from_slice(&1u32.to_ne_bytes()); // wakeup_events
+                                                       // SAFETY: attr is a zero-padded perf_event_attr of the size it states; the kernel only reads it.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            attr.as_ptr(),
+            -1 as libc::pid_t,
+            cpu,
+            -1 as libc::c_int,
+            PERF_FLAG_FD_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh fd the kernel returned, owned by nothing else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+fn attach(event: &OwnedFd, prog: &OwnedFd) -> io::Result<()> {
+    for (what, req, arg) in [
+        ("attaching the program", PERF_EVENT_IOC_SET_BPF, prog.as_raw_fd() as libc::c_ulong),
+        ("enabling the event", PERF_EVENT_IOC_ENABLE, 0),
+    ] {
+        // SAFETY: both requests take an integer argument and touch no user memory.
+        if unsafe { libc::ioctl(event.as_raw_fd(), req, arg) } < 0 {
+            let e = io::Error::last_os_error();
+            return Err(io::Error::new(e.kind(), format!("{what}: {e}")));
+        }
+    }
+    Ok(())
+}
+
+/// `e` with what was being done.
+fn ctx(what: &str) -> impl Fn(io::Error) -> io::Error + '_ {
+    move |e| io::Error::new(e.kind(), format!("{what}: {e}"))
+}
+
+/// The tracefs directory of the sched events (`/sys/kernel/tracing` or under debugfs).
+fn sched_events() -> Option<std::path::PathBuf> {
+    ["/sys/kernel/tracing/events/sched", "/sys/kernel/debug/tracing/events/sched"]
+        .iter()
+        .map(std::path::PathBuf::from)
+        .find(|p| p.join("sched_switch/id").exists())
+}
+
+/// A tracepoint's id and the offsets of the named fields, from its `format` file.
+fn tracepoint(dir: &std::path::Path, event: &str, fields: &[&str]) -> io::Result<(u64, Vec<i16>)> {
+    let bad = |what: String| io::Error::new(io::ErrorKind::InvalidData, format!("tracepoint sched/{event}: {what}"));
+    let id =
+        std::fs::read_to_string(dir.join(event).join("id"))?.trim().parse::<u64>().map_err(|e| bad(e.to_string()))?;
+    let format = std::fs::read_to_string(dir.join(event).join("format"))?;
+    let offset = |name: &str| {
+        format.lines().find_map(|l| {
+            let decl = l.split(';').next()?;
+            let named = decl.trim_end().ends_with(&format!(" {name}")) || decl.contains(&format!(" {name}["));
+            let off = l.split("offset:").nth(1)?.split(';').next()?.trim().parse::<i16>().ok()?;
+            named.then_some(off)
+        })
+    };
+    let offs =
+        fields.iter().map(|f| offset(f).ok_or_else(|| bad(format!("no field {f}")))).collect::<Result<_, _>>()?;
+    Ok((id, offs))
+}
+
+/// `R0 = &ring` or jump to `out`: a lookup of key 0, with the key at `[R10 - 4]`.
+fn lookup0(a: &mut Asm, map: RawFd, out: &'static str) {
+    a.store_imm(Size::W, Reg::R10, -4, 0)
+        .mov_reg(Reg::R2, Reg::R10)
+        .add_imm(Reg::R2, -4)
+        .load_map_fd(Reg::R1, map)
+        .call(BPF_FUNC_MAP_LOOKUP_ELEM)
+        .jeq_imm(Reg::R0, 0, out);
+}
+
+/// Append a record: `start` in R8, `len` in R9, the CPU at `[R10 - 12]`, the pid at `[R10 - 8]`;
+/// `comm` the two u64 loads of the name (or none). Clobbers R0-R5.
+fn append(a: &mut Asm, ring: RawFd, kind: u32, comm: Option<(Reg, i16)>, out: &'static str) {
+    use Reg::*;
+    lookup0(a, ring, out);
+    a.mov_imm(R1, 1)
+        .atomic_fetch_add(R0, 0, R1)
+        .mov_reg(R2, R1)
+        .and_imm(R2, (RING - 1) as i32)
+        .lsh_imm(R2, RECORD.trailing_zeros() as i32)
+        .mov_reg(R3, R0)
+        .add_reg(R3, R2);
+    let h = HEADER as i16;
+    a.store(Size::DW, R3, h + 8, R8).store(Size::DW, R3, h + 16, R9);
+    a.load(Size::W, R4, R10, -12).store(Size::W, R3, h + 24, R4);
+    a.store_imm(Size::W, R3, h + 28, kind as i32);
+    a.load(Size::W, R4, R10, -8).store(Size::W, R3, h + 32, R4);
+    match comm {
+        Some((ctx, off)) => {
+            a.load(Size::DW, R4, ctx, off).store(Size::DW, R3, h + 40, R4);
+            a.load(Size::DW, R4, ctx, off + 8).store(Size::DW, R3, h + 48, R4);
+        }
+        None => {
+            a.store_imm(Size::DW, R3, h + 40, 0).store_imm(Size::DW, R3, h + 48, 0);
+        }
+    }
+    a.add_imm(R1, 1).store(Size::DW, R3, h, R1); // the record's sequence, written last
+}
+
+/// The tick program: a gap above `limit_ns` since this CPU's previous tick is an episode.
+fn tick_program(last: RawFd, ring: RawFd, limit_ns: i32) -> Vec<Insn> {
+    use Reg::*;
+    let mut a = Asm::new();
+    a.call(BPF_FUNC_KTIME_GET_NS).mov_reg(R7, R0);
+    lookup0(&mut a, last, "out");
+    a.load(Size::DW, R8, R0, 0).store(Size::DW, R0, 0, R7).jeq_imm(R8, 0, "out");
+    a.mov_reg(R9, R7).sub_reg(R9, R8).jle_imm(R9, limit_ns, "out");
+    a.call(BPF_FUNC_GET_SMP_PROCESSOR_ID).store(Size::W, R10, -12, R0).store_imm(Size::W, R10, -8, 0);
+    append(&mut a, ring, 0, None, "out");
+    a.label("out").mov_imm(R0, 0).exit();
+    a.finish()
+}
+
+/// The wake-up program: a watched task woken (`pid` at `pid_off` of the context) starts waiting.
+fn wake_program(tasks: RawFd, pid_off: i16) -> Vec<Insn> {
+    use Reg::*;
+    let mut a = Asm::new();
+    a.mov_reg(R6, R1).call(BPF_FUNC_KTIME_GET_NS).mov_reg(R7, R0);
+    a.load(Size::W, R1, R6, pid_off).store(Size::W, R10, -4, R1);
+    a.mov_reg(R2, R10).add_imm(R2, -4).load_map_fd(R1, tasks).call(BPF_FUNC_MAP_LOOKUP_ELEM).jeq_imm(R0, 0, "out");
+    a.load(Size::DW, R1, R0, 0).jne_imm(R1, 0, "out").store(Size::DW, R0, 0, R7);
+    a.label("out").mov_imm(R0, 0).exit();
+    a.finish()
+}
+
+/// Offsets in the `sched_switch` record: prev_comm, prev_pid, prev_state, next_pid.
+struct SwitchFields {
+    prev_comm: i16,
+    prev_pid: i16,
+    prev_state: i16,
+    next_pid: i16,
+}
+
+/// The context-switch program: a watched task switched out while runnable starts waiting; one
+/// switched in stops, and a wait above `threshold_ns` is an episode naming the task switched out.
+fn switch_program(tasks: RawFd, ring: RawFd, f: &SwitchFields, threshold_ns: i32) -> Vec<Insn> {
+    use Reg::*;
+    let mut a = Asm::new();
+    a.mov_reg(R6, R1).call(BPF_FUNC_KTIME_GET_NS).mov_reg(R7, R0);
+    a.load(Size::W, R1, R6, f.prev_pid).store(Size::W, R10, -4, R1);
+    a.mov_reg(R2, R10).add_imm(R2, -4).load_map_fd(R1, tasks).call(BPF_FUNC_MAP_LOOKUP_ELEM).jeq_imm(R0, 0, "next");
+    // any state bit below TASK_REPORT_MAX (0x100, "preempted") means it went to sleep
+    a.load(Size::DW, R1, R6, f.prev_state).and_imm(R1, 0xff).jne_imm(R1, 0, "next");
+    a.load(Size::DW, R1, R0, 0).jne_imm(R1, 0, "next").store(Size::DW, R0, 0, R7);
+    a.label("next").load(Size::W, R1, R6, f.next_pid).store(Size::W, R10, -8, R1).store(Size::W, R10, -4, R1);
+    a.mov_reg(R2, R10).add_imm(R2, -4).load_map_fd(R1, tasks).call(BPF_FUNC_MAP_LOOKUP_ELEM).jeq_imm(R0, 0, "out");
+    a.load(Size::DW, R8, R0, 0).jeq_imm(R8, 0, "out").store_imm(Size::DW, R0, 0, 0);
+    a.mov_reg(R9, R7).sub_reg(R9, R8).jle_imm(R9, threshold_ns, "out");
+    a.call(BPF_FUNC_GET_SMP_PROCESSOR_ID).store(Size::W, R10, -12, R0);
+    append(&mut a, ring, 1, Some((R6, f.prev_comm)), "out");
+    a.label("out").mov_imm(R0, 0).exit();
+    a.finish()
+}
+
+fn ns_i32(ns: u64, what: &str) -> io::Result<i32> {
+    i32::try_from(ns).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, format!("{what} is above 2.1 s")))
+}
+
+impl StallProbe {
+    /// Attach the tick program to `cpus` (a tick every `period_ns`, an episode for a gap above
+    /// `period_ns + threshold_ns`) and, where tracefs is readable, the task programs on every CPU
+    /// (an episode for a watched task that waited above `threshold_ns`).
+    pub fn open(cpus: &[u32], period_ns: u64, threshold_ns: u64) -> io::Result<StallProbe> {
+        let ring = bpf::array_create(1, RING_BYTES as u32, "netrig_stalls").map_err(ctx("the episode map"))?;
+        let tasks =
+            bpf::hash_u32_create(MAX_TASKS, TASK_STATE as u32, "netrig_stalltask").map_err(ctx("the task map"))?;
+        let last = bpf::percpu_array_create(1, 8, "netrig_stalltick").map_err(ctx("the tick map"))?;
+        let tick =
+            tick_program(last.as_raw_fd(), ring.as_raw_fd(), ns_i32(period_ns + threshold_ns, "period + threshold")?);
+        let tick = bpf::prog_load(bpf::BPF_PROG_TYPE_PERF_EVENT, &tick, "netrig_tick", 0, 0)
+            .map_err(ctx("loading the tick program"))?;
+        let mut events = Vec::new();
+        for &cpu in cpus {
+            let ev = perf_event_open(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, period_ns, 0, cpu as i32)
+                .map_err(|e| ctx(&format!("the CPU {cpu} clock event"))(e))?;
+            attach(&ev, &tick).map_err(|e| ctx(&format!("the CPU {cpu} clock event"))(e))?;
+            events.push(ev);
+        }
+        let mut progs = vec![tick];
+        let tasks_watched = match sched_events() {
+            Some(dir) => {
+                Self::attach_tasks(&dir, &tasks, &ring, ns_i32(threshold_ns, "threshold")?, &mut progs, &mut events)?;
+                true
+            }
+            None => false,
+        };
+        drop(last); // the tick program holds its own reference
+        Ok(StallProbe { ring, tasks, _progs: progs, _events: events, tasks_watched })
+    }
+
+    fn attach_tasks(
+        dir: &std::path::Path,
+        tasks: &OwnedFd,
+        ring: &OwnedFd,
+        threshold: i32,
+        progs: &mut Vec<OwnedFd>,
+        events: &mut Vec<OwnedFd>,
+    ) -> io::Result<()> {
+        let (wake_id, w) = tracepoint(dir, "sched_wakeup", &["pid"])?;
+        let (switch_id, s) = tracepoint(dir, "sched_switch", &["prev_comm", "prev_pid", "prev_state", "next_pid"])?;
+        let fields = SwitchFields { prev_comm: s[0], prev_pid: s[1], prev_state: s[2], next_pid: s[3] };
+        let wake =
+            bpf::prog_load(bpf::BPF_PROG_TYPE_TRACEPOINT, &wake_program(tasks.as_raw_fd(), w[0]), "netrig_wake", 0, 0)
+                .map_err(ctx("loading the wake-up program"))?;
+        let switch = switch_program(tasks.as_raw_fd(), ring.as_raw_fd(), &fields, threshold);
+        let switch = bpf::prog_load(bpf::BPF_PROG_TYPE_TRACEPOINT, &switch, "netrig_switch", 0, 0)
+            .map_err(ctx("loading the context-switch program"))?;
+        // A tracepoint's programs run wherever it fires: one event (on CPU 0, as libbpf opens them)
+        // attaches a program for every CPU, and a second one would be refused (EEXIST).
+        for (id, prog) in [(wake_id, &wake), (switch_id, &switch)] {
+            let ev = perf_event_open(PERF_TYPE_TRACEPOINT, id, 1, PERF_SAMPLE_RAW, 0)
+                .map_err(ctx("a scheduler tracepoint"))?;
+            attach(&ev, prog).map_err(ctx("a scheduler tracepoint"))?;
+            events.push(ev);
+        }
+        progs.push(wake);
+        progs.push(switch);
+        Ok(())
+    }
+
+    /// Watch task `pid` (a thread id): its waits to run become episodes.
+    pub fn watch(&self, pid: u32) -> io::Result<()> {
+        bpf::map_update_u32(&self.tasks, pid, &[0u8; TASK_STATE])
+    }
+
+    /// Stop watching `pid` (no error if it was not watched).
+    pub fn unwatch(&self, pid: u32) -> io::Result<()> {
+        match bpf::map_delete_u32(&self.tasks, pid) {
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(()),
+            r => r,
+        }
+    }
+
+    /// The episodes recorded since index `*next` (advanced past what was read), and how many were
+    /// overwritten before they could be read.
+    pub fn read(&self, next: &mut u64) -> io::Result<(Vec<RawEpisode>, u64)> {
+        let mut buf = vec![0u8; RING_BYTES];
+        bpf::map_lookup_u32(&self.ring, 0, &mut buf)?;
+        let u64_at = |off: usize| u64::from_ne_bytes(buf[off..off + 8].try_into().expect("8 bytes"));
+        let u32_at = |off: usize| u32::from_ne_bytes(buf[off..off + 4].try_into().expect("4 bytes"));
+        let written = u64_at(0);
+        let lost = written.saturating_sub(*next).saturating_sub(RING as u64);
+        *next += lost;
+        let mut out = Vec::new();
+        while *next < written {
+            let r = HEADER + (*next as usize % RING) * RECORD;
+            if u64_at(r) != *next + 1 {
+                break; // being written: the next read takes it
+            }
+            let comm = &buf[r + 40..r + 56];
+            let end = comm.iter().position(|&b| b == 0).unwrap_or(comm.len());
+            out.push(RawEpisode {
+                kind: if u32_at(r + 28) == 0 { StallKind::Cpu } else { StallKind::Task },
+                start_ns: u64_at(r + 8),
+                len_ns: u64_at(r + 16),
+                cpu: u32_at(r + 24),
+                pid: u32_at(r + 32),
+                by: String::from_utf8_lossy(&comm[..end]).into_owned(),
+            });
+            *next += 1;
+        }
+        Ok((out, lost))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_programs_assemble_with_every_jump_resolved() {
+        let f = SwitchFields { prev_comm: 8, prev_pid: 24, prev_state: 32, next_pid: 56 };
+        for p in [tick_program(3, 4, 2_000_000), wake_program(3, 24), switch_program(3, 4, &f, 1_000_000)] {
+            assert!(p.len() > 10 && p.len() < 120);
+            assert_eq!(p.last().map(|i| i.code()), Some(0x95), "ends with exit");
+        }
+    }
+
+    #[test]
+    fn field_offsets_come_from_the_format_file() {
+        let dir = std::env::temp_dir().join(format!("netrig-tp-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("sched_switch")).unwrap();
+        std::fs::write(dir.join("sched_switch/id"), "321\n").unwrap();
+        std::fs::write(
+            dir.join("sched_switch/format"),
+            "\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\
+             \tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n\
+             \tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;\n",
+        )
+        .unwrap();
+        let (id, offs) = tracepoint(&dir, "sched_switch", &["prev_comm", "next_pid", "prev_pid"]).unwrap();
+        assert_eq!((id, offs), (321, vec![8, 56, 24]));
+        assert!(tracepoint(&dir, "sched_switch", &["prev_state"])
+            .unwrap_err()
+            .to_string()
+            .contains("no field prev_state"));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
