@@ -86,4 +86,7 @@ pub enum EngineError {
     Worker { name: String, message: String },
     #[error("trial interrupted")]
     Interrupted,
+    /// Something this kernel or these privileges do not allow (a BPF program, a perf event).
+    #[error("{what}: {reason}")]
+    Capability { what: String, reason: String },
 }

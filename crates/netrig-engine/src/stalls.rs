@@ -11,12 +11,14 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::error::ConfigError;
+use crate::error::{ConfigError, EngineError};
 pub use crate::sys::stalls::{RawEpisode, StallKind};
 use crate::sys::stalls::{StallProbe, RING};
+use crate::sys::wire_clock::{SlotCount, WireClock, SLOT_NS, SLOT_SHIFT};
 
-/// How often the drainer reads the kernel's ring: far below the time the ring takes to fill at the
-/// highest episode rates seen here (tens per second and CPU).
+/// How often the drainer reads the kernel's rings: far below the time the episode ring takes to
+/// fill at the highest episode rates seen here (tens per second and CPU), and the 8.6 s the
+/// wire's slot ring spans.
 const DRAIN_EVERY: Duration = Duration::from_millis(250);
 /// Episodes kept: hours of the worst stall rate measured on this VM.
 const HISTORY: usize = 1 << 20;
@@ -57,9 +59,84 @@ struct History {
     next: u64,
 }
 
+/// log2 of the wire slots kept: 2^19 slots of 0.52 ms, 4.6 minutes.
+const WIRE_HISTORY_SHIFT: u32 = 19;
+
+/// The wire's slots over the last minutes: for each slot number's place in the ring, the slot it
+/// holds and each CPU's counts (a CPU's entry in the kernel is replaced as it is read again, so a
+/// slot still being counted is read whole in the end).
+struct WireHistory {
+    clock: WireClock,
+    cpus: usize,
+    slots: Vec<u64>,
+    counts: Vec<[u64; 3]>,
+}
+
+impl WireHistory {
+    fn new(clock: WireClock) -> Self {
+        let cpus = crate::sys::bpf::possible_cpus();
+        let n = 1usize << WIRE_HISTORY_SHIFT;
+        WireHistory { clock, cpus, slots: vec![0; n], counts: vec![[0; 3]; n * cpus] }
+    }
+
+    fn drain(&mut self) -> std::io::Result<()> {
+        let mask = (1usize << WIRE_HISTORY_SHIFT) - 1;
+        for SlotCount { slot, cpu, arrived, dropped, taken } in self.clock.read()? {
+            let i = slot as usize & mask;
+            if self.slots[i] != slot {
+                if self.slots[i] > slot {
+                    continue; // older than the history keeps
+                }
+                self.slots[i] = slot;
+                self.counts[i * self.cpus..(i + 1) * self.cpus].fill([0; 3]);
+            }
+            self.counts[i * self.cpus + cpu as usize] = [arrived, dropped, taken];
+        }
+        Ok(())
+    }
+
+    /// The slots that overlap `[from_ns, to_ns]`, every CPU summed; and whether the history still
+    /// held all of them.
+    fn between(&self, from_ns: u64, to_ns: u64) -> (Vec<WireSlot>, bool) {
+        let mask = (1usize << WIRE_HISTORY_SHIFT) - 1;
+        let (first, last) = (from_ns >> SLOT_SHIFT, to_ns >> SLOT_SHIFT);
+        let newest = self.slots.iter().copied().max().unwrap_or(0);
+        let complete = newest.saturating_sub(first) < (1u64 << WIRE_HISTORY_SHIFT);
+        let mut out = Vec::new();
+        for slot in first..=last {
+            let i = slot as usize & mask;
+            if self.slots[i] != slot {
+                continue;
+            }
+            let mut sum = [0u64; 3];
+            for c in &self.counts[i * self.cpus..(i + 1) * self.cpus] {
+                (0..3).for_each(|k| sum[k] += c[k]);
+            }
+            out.push(WireSlot { start_ns: slot << SLOT_SHIFT, arrived: sum[0], dropped: sum[1], taken: sum[2] });
+        }
+        (out, complete)
+    }
+}
+
+/// The wire's counts in one slot of `SLOT_NS`, over every watched ring and CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WireSlot {
+    pub start_ns: u64,
+    /// Frames that arrived at a DUT receive ring.
+    pub arrived: u64,
+    /// Frames a full ring dropped.
+    pub dropped: u64,
+    /// Frames the DUT's CPUs took off their rings.
+    pub taken: u64,
+}
+
+/// A slot's length, ns.
+pub const WIRE_SLOT_NS: u64 = SLOT_NS;
+
 struct Shared {
     probe: StallProbe,
     history: Mutex<History>,
+    wire: Mutex<Option<WireHistory>>,
 }
 
 impl Shared {
@@ -76,18 +153,12 @@ impl Shared {
             }
             h.episodes.push_back(e);
         }
+        drop(h);
+        if let Some(w) = self.wire.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+            w.drain()?;
+        }
         Ok(())
     }
-}
-
-/// Starting a watch failed.
-#[derive(Debug, thiserror::Error)]
-pub enum StallError {
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    /// The kernel refused a map, a program or a perf event (no BPF, no perf events, not root).
-    #[error("the stall watch: {0}")]
-    Probe(String),
 }
 
 /// The programs attached and a thread that drains their episodes; detached when dropped.
@@ -100,12 +171,16 @@ pub struct StallWatch {
 
 impl StallWatch {
     /// Attach the probe to the configured CPUs and start draining it.
-    pub fn start(config: StallConfig) -> Result<StallWatch, StallError> {
+    pub fn start(config: StallConfig) -> Result<StallWatch, EngineError> {
         config.validate()?;
+        let refused = |reason: String| EngineError::Capability { what: "the stall watch".into(), reason };
         let probe = StallProbe::open(&config.cpus, config.period_ns, config.threshold_ns)
-            .map_err(|e| StallError::Probe(e.to_string()))?;
-        let shared =
-            Arc::new(Shared { probe, history: Mutex::new(History { episodes: VecDeque::new(), lost: 0, next: 0 }) });
+            .map_err(|e| refused(e.to_string()))?;
+        let shared = Arc::new(Shared {
+            probe,
+            history: Mutex::new(History { episodes: VecDeque::new(), lost: 0, next: 0 }),
+            wire: Mutex::new(None),
+        });
         let stop = Arc::new(AtomicBool::new(false));
         let (s, st) = (shared.clone(), stop.clone());
         let thread = std::thread::Builder::new()
@@ -116,7 +191,7 @@ impl StallWatch {
                     let _ = s.drain(); // a failed read is retried; the ring keeps RING episodes
                 }
             })
-            .map_err(|e| StallError::Probe(format!("its thread: {e}")))?;
+            .map_err(|e| refused(format!("its thread: {e}")))?;
         Ok(StallWatch { shared, stop, thread: Some(thread), config })
     }
 
@@ -144,6 +219,23 @@ impl StallWatch {
             h.episodes.iter().filter(|e| e.start_ns <= to_ns && e.start_ns + e.len_ns >= from_ns).cloned().collect();
         out.sort_by_key(|e| e.start_ns);
         Ok((out, h.lost))
+    }
+
+    /// Count the wire whose ring map (CPUMAP) has id `map_id` in time slots (`sys::wire::cpumap_id`).
+    pub fn watch_wire(&self, map_id: u32) -> std::io::Result<()> {
+        let mut w = self.shared.wire.lock().unwrap_or_else(|p| p.into_inner());
+        if w.is_none() {
+            *w = Some(WireHistory::new(WireClock::open()?));
+        }
+        w.as_ref().expect("just set").clock.watch(map_id)
+    }
+
+    /// The watched wires' slots overlapping `[from_ns, to_ns]`, and whether every one of them was
+    /// still held (the last 4.6 minutes are); None when no wire is watched.
+    pub fn wire_slots(&self, from_ns: u64, to_ns: u64) -> std::io::Result<Option<(Vec<WireSlot>, bool)>> {
+        self.shared.drain()?;
+        let w = self.shared.wire.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(w.as_ref().map(|w| w.between(from_ns, to_ns)))
     }
 
     /// The size of the kernel's episode ring.

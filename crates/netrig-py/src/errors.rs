@@ -55,6 +55,7 @@ impl From<Error> for PyErr {
             },
             netrig_engine::EngineError::Worker { .. } => EngineError::new_err(text),
             netrig_engine::EngineError::Interrupted => InterruptedTrial::new_err(text),
+            netrig_engine::EngineError::Capability { .. } => CapabilityError::new_err(text),
         }
     }
 }

@@ -20,6 +20,7 @@ mod job;
 mod otg_pattern;
 mod results;
 mod specs;
+mod stalls;
 
 use errors::Result;
 use job::Job;
@@ -407,6 +408,9 @@ pub(crate) fn clone_error(e: &EngineError) -> EngineError {
         }),
         EngineError::Worker { name, message } => EngineError::Worker { name: name.clone(), message: message.clone() },
         EngineError::Interrupted => EngineError::Interrupted,
+        EngineError::Capability { what, reason } => {
+            EngineError::Capability { what: what.clone(), reason: reason.clone() }
+        }
     }
 }
 
@@ -501,6 +505,16 @@ fn wire_counts(
     Ok(c.as_ref().map(results::WireCounts::from))
 }
 
+/// The id of the ring map (CPUMAP) of the wire on `ifname`, or None when it carries no wire:
+/// what `StallWatch.watch_wire` counts in time.
+#[pyfunction]
+#[pyo3(signature = (ifname, netns=None))]
+fn wire_cpumap_id(py: Python<'_>, ifname: &Bound<'_, PyAny>, netns: Option<&Bound<'_, PyAny>>) -> Result<Option<u32>> {
+    let ifname: String = args::req(ifname, "ifname")?;
+    let netns: Option<String> = args::opt(netns, "netns", None)?;
+    Ok(py.allow_threads(|| netrig_engine::sys::wire::cpumap_id(&ifname, netns.as_deref()))?)
+}
+
 /// Remove the wire from `ifname` (nothing happens when it carries none).
 #[pyfunction]
 #[pyo3(signature = (ifname, netns=None))]
@@ -558,6 +572,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FRAME_SIZE_MIXES", mixes)?;
     m.add("DEFAULT_DRAIN_S", netrig_engine::trial::DEFAULT_DRAIN_NS as f64 / 1e9)?;
     m.add("MAX_DURATION_S", netrig_engine::stream::MAX_DURATION_S)?;
+    m.add("WIRE_SLOT_NS", netrig_engine::stalls::WIRE_SLOT_NS)?;
     m.add("MAX_DRAIN_S", netrig_engine::stream::MAX_DRAIN_S)?;
     m.add("MAX_RATE_PPS", netrig_engine::stream::MAX_RATE_PPS)?;
     m.add("MAX_RATE_BPS", netrig_engine::stream::MAX_RATE_BPS)?;
@@ -592,6 +607,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<results::IntervalResult>()?;
     m.add_class::<TrialResult>()?;
     m.add_class::<results::PinFailure>()?;
+    m.add_class::<stalls::StallWatch>()?;
+    m.add_class::<results::StallEpisode>()?;
+    m.add_class::<results::WireSlot>()?;
     m.add_class::<InterfaceInfo>()?;
     m.add_class::<IoProbe>()?;
     m.add_class::<Forwarder>()?;
@@ -626,6 +644,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(line_rate_fps, m)?)?;
     m.add_function(wrap_pyfunction!(linear_ramp, m)?)?;
     m.add_function(wrap_pyfunction!(wire_attach, m)?)?;
+    m.add_function(wrap_pyfunction!(wire_cpumap_id, m)?)?;
     m.add_function(wrap_pyfunction!(wire_counts, m)?)?;
     m.add_function(wrap_pyfunction!(wire_detach, m)?)?;
     m.add_class::<results::WireCounts>()?;

@@ -771,3 +771,49 @@ result_class! {
         capturing: bool = s.capturing,
     }
 }
+
+result_class! {
+    /// One stall episode the kernel saw (`netrig_engine::stalls`).
+    class StallEpisode(e: &netrig_engine::stalls::RawEpisode) {
+        /// "cpu": the CPU did not run (its timer tick came late: the host stopped the vCPU, unseen by
+        /// the guest's scheduler); "task": a watched task was ready to run and did not (the guest ran
+        /// another task on its CPU).
+        kind: String = match e.kind {
+            netrig_engine::stalls::StallKind::Cpu => "cpu".to_string(),
+            netrig_engine::stalls::StallKind::Task => "task".to_string(),
+        },
+        /// "cpu": the last tick before the gap; "task": when the task began waiting (CLOCK_MONOTONIC ns).
+        start_ns: u64 = e.start_ns,
+        /// "cpu": the gap between two ticks; "task": how long the task waited, ns.
+        len_ns: u64 = e.len_ns,
+        cpu: u32 = e.cpu,
+        /// "task": the watched task's id; 0 for "cpu".
+        pid: u32 = e.pid,
+        /// "task": the task that held the CPU before the watched one ran again; "" for "cpu".
+        by: String = e.by.clone(),
+    }
+    methods {
+        fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+            self.dict(py)
+        }
+    }
+}
+
+result_class! {
+    /// The watched wires' counts in one time slot (`netrig_engine::stalls::WIRE_SLOT_NS`, 0.52 ms).
+    class WireSlot(w: &netrig_engine::stalls::WireSlot) {
+        /// The slot's start, CLOCK_MONOTONIC ns.
+        start_ns: u64 = w.start_ns,
+        /// Frames that arrived at a DUT receive ring.
+        arrived: u64 = w.arrived,
+        /// Frames a full ring dropped.
+        dropped: u64 = w.dropped,
+        /// Frames the DUT's CPUs took off their rings.
+        taken: u64 = w.taken,
+    }
+    methods {
+        fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+            self.dict(py)
+        }
+    }
+}

@@ -32,6 +32,7 @@ const BPF_PROG_TEST_RUN: u32 = 10;
 const BPF_PROG_GET_FD_BY_ID: u32 = 13;
 const BPF_MAP_GET_FD_BY_ID: u32 = 14;
 const BPF_OBJ_GET_INFO_BY_FD: u32 = 15;
+const BPF_MAP_LOOKUP_BATCH: u32 = 24;
 const BPF_LINK_CREATE: u32 = 28;
 
 const BPF_MAP_TYPE_HASH: u32 = 1;
@@ -285,6 +286,39 @@ pub fn percpu_u64_sum(map: &OwnedFd, key: u32, fields: usize) -> io::Result<Vec<
         }
     }
     Ok(out)
+}
+
+/// Every value of a PERCPU_ARRAY of `entries` keys and `value_size`-byte values (a multiple of 8),
+/// key by key and within a key CPU by CPU (every possible CPU), in one `BPF_MAP_LOOKUP_BATCH` call
+/// where the kernel takes it whole.
+pub fn percpu_lookup_all(map: &OwnedFd, entries: u32, value_size: usize) -> io::Result<Vec<u8>> {
+    let cpus = possible_cpus();
+    let mut keys = vec![0u32; entries as usize];
+    let mut values = vec![0u8; entries as usize * cpus * value_size];
+    let mut done = 0usize;
+    let mut token = 0u32;
+    while done < entries as usize {
+        let mut out_token = 0u32;
+        let mut a = Attr::new();
+        // struct { in_batch, out_batch, keys, values: u64; count, map_fd: u32; elem_flags, flags: u64 }
+        a.u64(0, if done == 0 { 0 } else { &token as *const u32 as u64 })
+            .u64(8, &mut out_token as *mut u32 as u64)
+            .u64(16, keys[done..].as_mut_ptr() as u64)
+            .u64(24, values[done * cpus * value_size..].as_mut_ptr() as u64)
+            .u32(32, (entries as usize - done) as u32)
+            .u32(36, map.as_raw_fd() as u32);
+        let r = sys_bpf(BPF_MAP_LOOKUP_BATCH, &mut a);
+        let got = a.get_u32(32) as usize;
+        done += got;
+        token = out_token;
+        match r {
+            Ok(_) if got > 0 => continue,
+            Ok(_) => break,
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => break, // the last batch
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(values)
 }
 
 /// Load an XDP program. On a verifier rejection the error text carries the verifier log.
@@ -594,6 +628,9 @@ impl Asm {
     }
     pub fn jeq_imm(&mut self, dst: Reg, imm: i32, target: &'static str) -> &mut Self {
         self.jump(JMP | JEQ | K, dst, Reg::R0, imm, target)
+    }
+    pub fn jeq_reg(&mut self, dst: Reg, src: Reg, target: &'static str) -> &mut Self {
+        self.jump(JMP | JEQ | X, dst, src, 0, target)
     }
     pub fn jne_imm(&mut self, dst: Reg, imm: i32, target: &'static str) -> &mut Self {
         self.jump(JMP | JNE | K, dst, Reg::R0, imm, target)

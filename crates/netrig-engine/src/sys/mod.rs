@@ -13,5 +13,6 @@ pub mod socket;
 pub mod stalls;
 pub mod time;
 pub mod wire;
+pub mod wire_clock;
 pub mod xdp_redirect;
 pub mod zeroed;

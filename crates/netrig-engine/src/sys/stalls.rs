@@ -69,15 +69,15 @@ pub struct StallProbe {
 
 // perf_event_open(2)
 const PERF_TYPE_SOFTWARE: u32 = 1;
-const PERF_TYPE_TRACEPOINT: u32 = 2;
+pub(crate) const PERF_TYPE_TRACEPOINT: u32 = 2;
 const PERF_COUNT_SW_CPU_CLOCK: u64 = 0;
-const PERF_SAMPLE_RAW: u64 = 1 << 10;
+pub(crate) const PERF_SAMPLE_RAW: u64 = 1 << 10;
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
 const PERF_EVENT_IOC_SET_BPF: libc::c_ulong = 0x4004_2408;
 const PERF_ATTR_SIZE: usize = 128;
 
-fn perf_event_open(kind: u32, config: u64, period: u64, sample_type: u64, cpu: i32) -> io::Result<OwnedFd> {
+pub(crate) fn perf_event_open(kind: u32, config: u64, period: u64, sample_type: u64, cpu: i32) -> io::Result<OwnedFd> {
     let mut attr = [0u8; PERF_ATTR_SIZE];
     attr[0..4].copy_from_slice(&kind.to_ne_bytes());
     attr[4..8].copy_from_slice(&(PERF_ATTR_SIZE as u32).to_ne_bytes());
@@ -104,7 +104,7 @@ fn perf_event_open(kind: u32, config: u64, period: u64, sample_type: u64, cpu: i
     Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
-fn attach(event: &OwnedFd, prog: &OwnedFd) -> io::Result<()> {
+pub(crate) fn attach(event: &OwnedFd, prog: &OwnedFd) -> io::Result<()> {
     for (what, req, arg) in [
         ("attaching the program", PERF_EVENT_IOC_SET_BPF, prog.as_raw_fd() as libc::c_ulong),
         ("enabling the event", PERF_EVENT_IOC_ENABLE, 0),
@@ -119,7 +119,7 @@ fn attach(event: &OwnedFd, prog: &OwnedFd) -> io::Result<()> {
 }
 
 /// `e` with what was being done.
-fn ctx(what: &str) -> impl Fn(io::Error) -> io::Error + '_ {
+pub(crate) fn ctx(what: &str) -> impl Fn(io::Error) -> io::Error + '_ {
     move |e| io::Error::new(e.kind(), format!("{what}: {e}"))
 }
 
@@ -132,8 +132,8 @@ fn sched_events() -> Option<std::path::PathBuf> {
 }
 
 /// A tracepoint's id and the offsets of the named fields, from its `format` file.
-fn tracepoint(dir: &std::path::Path, event: &str, fields: &[&str]) -> io::Result<(u64, Vec<i16>)> {
-    let bad = |what: String| io::Error::new(io::ErrorKind::InvalidData, format!("tracepoint sched/{event}: {what}"));
+pub(crate) fn tracepoint(dir: &std::path::Path, event: &str, fields: &[&str]) -> io::Result<(u64, Vec<i16>)> {
+    let bad = |what: String| io::Error::new(io::ErrorKind::InvalidData, format!("tracepoint {event}: {what}"));
     let id =
         std::fs::read_to_string(dir.join(event).join("id"))?.trim().parse::<u64>().map_err(|e| bad(e.to_string()))?;
     let format = std::fs::read_to_string(dir.join(event).join("format"))?;

@@ -36,6 +36,8 @@ pub const WIRE_PROG_NAME: &str = "netrig_wire";
 pub const WIRE_RX_PROG_NAME: &str = "netrig_wire_rx";
 /// Name of the counters map.
 pub const WIRE_STATS_MAP: &str = "netrig_wstats";
+/// Name of the ring map (the CPUMAP).
+pub const WIRE_CPUMAP: &str = "netrig_wcpus";
 /// Default ring: 1024 frames per DUT CPU (a common NIC receive ring).
 pub const DEFAULT_RING: u32 = 1024;
 /// Smallest and largest ring the kernel's CPUMAP takes (`qsize`; at most 16384 here).
@@ -91,7 +93,7 @@ pub fn attach(ifname: &str, netns: Option<&str>, cpus: &[u32], ring: u32) -> Res
     }
     let possible = bpf::possible_cpus() as u32;
     let stats = bpf::percpu_array_create(1, (FIELDS * 8) as u32, WIRE_STATS_MAP).map_err(|e| fail(ifname, "map", e))?;
-    let cpumap = bpf::cpumap_create(possible, "netrig_wcpus").map_err(|e| fail(ifname, "CPUMAP", e))?;
+    let cpumap = bpf::cpumap_create(possible, WIRE_CPUMAP).map_err(|e| fail(ifname, "CPUMAP", e))?;
     let rx = rx_program(stats.as_raw_fd());
     let rx = bpf::prog_load_xdp_as(&rx, WIRE_RX_PROG_NAME, bpf::BPF_XDP_CPUMAP, bpf::BPF_F_XDP_HAS_FRAGS)
         .map_err(|e| fail(ifname, "loading the ring program", e))?;
@@ -160,6 +162,27 @@ pub fn counts(ifname: &str, netns: Option<&str>) -> Result<Option<WireCounts>, P
         if name == WIRE_STATS_MAP {
             let v = bpf::percpu_u64_sum(&fd, 0, FIELDS).map_err(|e| fail(ifname, "reading the counters", e))?;
             return Ok(Some(WireCounts { arrived: v[ARRIVED], taken: v[TAKEN], unsteered: v[UNSTEERED] }));
+        }
+    }
+    Ok(None)
+}
+
+/// The id of the ring map (CPUMAP) of the wire on `ifname`, or None when it carries no wire: what
+/// `sys::wire_clock` counts in time.
+pub fn cpumap_id(ifname: &str, netns: Option<&str>) -> Result<Option<u32>, PortError> {
+    let id = in_netns(netns, || {
+        let ifindex = ifinfo::ifindex(ifname, netns)?;
+        link::link_state(ifindex).map_err(|e| fail(ifname, "reading the link", e))
+    })?
+    .xdp_prog_id;
+    let Some(id) = id else { return Ok(None) };
+    if bpf::prog_name(id).map(|n| n != WIRE_PROG_NAME).unwrap_or(true) {
+        return Ok(None);
+    }
+    for map_id in bpf::prog_map_ids(id).map_err(|e| fail(ifname, "reading the program's maps", e))? {
+        let (_, name) = bpf::map_by_id(map_id).map_err(|e| fail(ifname, "opening a map", e))?;
+        if name == WIRE_CPUMAP {
+            return Ok(Some(map_id));
         }
     }
     Ok(None)

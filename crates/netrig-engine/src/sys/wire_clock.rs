@@ -1,0 +1,164 @@
+//! The wire's counts in time: frames that arrived at a DUT's receive ring, that the ring dropped,
+//! and that the DUT's CPU took, per slot of [`SLOT_NS`] (0.52 ms), from the kernel's CPUMAP
+//! tracepoints (the wire itself, `sys::wire`, keeps totals only).
+//!
+//! ```text
+//!  xdp:xdp_cpumap_enqueue (a bulk of arriving frames put on a DUT CPU's ring: processed, drops)
+//!  xdp:xdp_cpumap_kthread (a batch the DUT CPU's ring thread took: processed)
+//!      ──▶ netrig_wclk_enq / netrig_wclk_take: the CPUMAP is one of the watched (its map id in
+//!          netrig_wclkids)? ──▶ this CPU's slot (ktime >> 19) in a PERCPU_ARRAY of SLOTS entries:
+//!          {slot, arrived, dropped, taken} (reset when the entry held an older slot)
+//! ```
+//! Per-CPU entries need no atomics and are exact; user space reads the whole array at once
+//! (`BPF_MAP_LOOKUP_BATCH`) well within the SLOTS × SLOT_NS (8.6 s) it spans.
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+
+use crate::sys::bpf::{self, Asm, Insn, Reg, Size, BPF_FUNC_KTIME_GET_NS, BPF_FUNC_MAP_LOOKUP_ELEM};
+use crate::sys::stalls::{attach, ctx, perf_event_open, PERF_SAMPLE_RAW, PERF_TYPE_TRACEPOINT};
+
+/// log2 of the slot length in ns: 2^19 ns = 0.524 ms.
+pub const SLOT_SHIFT: u32 = 19;
+/// A slot's length, ns.
+pub const SLOT_NS: u64 = 1 << SLOT_SHIFT;
+/// Slots each CPU's ring holds (a power of two): 8.6 s.
+pub const SLOTS: u32 = 16384;
+const ENTRY: usize = 32;
+/// CPUMAPs that can be watched at once.
+const MAX_MAPS: u32 = 64;
+
+/// One CPU's counts in one slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SlotCount {
+    /// `CLOCK_MONOTONIC` ns >> [`SLOT_SHIFT`].
+    pub slot: u64,
+    pub cpu: u32,
+    pub arrived: u64,
+    pub dropped: u64,
+    pub taken: u64,
+}
+
+/// Which tracepoint a program counts.
+#[derive(Clone, Copy)]
+enum Counts {
+    /// arrived += processed, dropped += drops
+    Enqueue { processed: i16, drops: i16 },
+    /// taken += processed
+    Take { processed: i16 },
+}
+
+fn program(ids: RawFd, slots: RawFd, map_id_off: i16, counts: Counts) -> Vec<Insn> {
+    use Reg::*;
+    let mut a = Asm::new();
+    a.mov_reg(R6, R1).load(Size::W, R1, R6, map_id_off).store(Size::W, R10, -4, R1);
+    a.mov_reg(R2, R10).add_imm(R2, -4).load_map_fd(R1, ids).call(BPF_FUNC_MAP_LOOKUP_ELEM).jeq_imm(R0, 0, "out");
+    a.call(BPF_FUNC_KTIME_GET_NS).rsh_imm(R0, SLOT_SHIFT as i32).mov_reg(R7, R0);
+    a.mov_reg(R1, R7).and_imm(R1, (SLOTS - 1) as i32).store(Size::W, R10, -8, R1);
+    a.mov_reg(R2, R10).add_imm(R2, -8).load_map_fd(R1, slots).call(BPF_FUNC_MAP_LOOKUP_ELEM).jeq_imm(R0, 0, "out");
+    a.load(Size::DW, R1, R0, 0).jeq_reg(R1, R7, "add");
+    a.store(Size::DW, R0, 0, R7).store_imm(Size::DW, R0, 8, 0).store_imm(Size::DW, R0, 16, 0).store_imm(
+        Size::DW,
+        R0,
+        24,
+        0,
+    );
+    a.label("add");
+    let mut add = |field: i16, at: i16| {
+        a.load(Size::W, R1, R6, field).load(Size::DW, R2, R0, at).add_reg(R2, R1).store(Size::DW, R0, at, R2);
+    };
+    match counts {
+        Counts::Enqueue { processed, drops } => {
+            add(processed, 8);
+            add(drops, 16);
+        }
+        Counts::Take { processed } => add(processed, 24),
+    }
+    a.label("out").mov_imm(R0, 0).exit();
+    a.finish()
+}
+
+/// The tracefs directory of the xdp events.
+fn xdp_events() -> Option<std::path::PathBuf> {
+    ["/sys/kernel/tracing/events/xdp", "/sys/kernel/debug/tracing/events/xdp"]
+        .iter()
+        .map(std::path::PathBuf::from)
+        .find(|p| p.join("xdp_cpumap_enqueue/id").exists())
+}
+
+/// The loaded programs, their maps and perf events; detached when dropped.
+pub struct WireClock {
+    ids: OwnedFd,
+    slots: OwnedFd,
+    _progs: Vec<OwnedFd>,
+    _events: Vec<OwnedFd>,
+}
+
+impl WireClock {
+    /// Attach the counting programs (nothing is counted until a CPUMAP is watched).
+    pub fn open() -> io::Result<WireClock> {
+        let dir = xdp_events()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "tracefs has no xdp events (is it mounted?)"))?;
+        let ids = bpf::hash_u32_create(MAX_MAPS, 4, "netrig_wclkids").map_err(ctx("the CPUMAP id map"))?;
+        let slots = bpf::percpu_array_create(SLOTS, ENTRY as u32, "netrig_wclk").map_err(ctx("the slot map"))?;
+        let (enq_id, e) =
+            crate::sys::stalls::tracepoint(&dir, "xdp_cpumap_enqueue", &["map_id", "processed", "drops"])?;
+        let (take_id, t) = crate::sys::stalls::tracepoint(&dir, "xdp_cpumap_kthread", &["map_id", "processed"])?;
+        let enq = program(ids.as_raw_fd(), slots.as_raw_fd(), e[0], Counts::Enqueue { processed: e[1], drops: e[2] });
+        let take = program(ids.as_raw_fd(), slots.as_raw_fd(), t[0], Counts::Take { processed: t[1] });
+        let mut progs = Vec::new();
+        let mut events = Vec::new();
+        for (id, insns, name) in [(enq_id, enq, "netrig_wclk_enq"), (take_id, take, "netrig_wclk_take")] {
+            let prog = bpf::prog_load(bpf::BPF_PROG_TYPE_TRACEPOINT, &insns, name, 0, 0)
+                .map_err(ctx("loading a wire clock program"))?;
+            let ev =
+                perf_event_open(PERF_TYPE_TRACEPOINT, id, 1, PERF_SAMPLE_RAW, 0).map_err(ctx("an xdp tracepoint"))?;
+            attach(&ev, &prog).map_err(ctx("an xdp tracepoint"))?;
+            progs.push(prog);
+            events.push(ev);
+        }
+        Ok(WireClock { ids, slots, _progs: progs, _events: events })
+    }
+
+    /// Count the CPUMAP with id `map_id` (a wire's ring map: `sys::wire::cpumap_id`).
+    pub fn watch(&self, map_id: u32) -> io::Result<()> {
+        bpf::map_update_u32(&self.ids, map_id, &1u32.to_ne_bytes())
+    }
+
+    /// Every CPU's entries that hold a slot (in no order).
+    pub fn read(&self) -> io::Result<Vec<SlotCount>> {
+        let cpus = bpf::possible_cpus();
+        let raw = bpf::percpu_lookup_all(&self.slots, SLOTS, ENTRY)?;
+        let u64_at = |off: usize| u64::from_ne_bytes(raw[off..off + 8].try_into().expect("8 bytes"));
+        let mut out = Vec::new();
+        for key in 0..SLOTS as usize {
+            for cpu in 0..cpus {
+                let off = (key * cpus + cpu) * ENTRY;
+                let c = SlotCount {
+                    slot: u64_at(off),
+                    cpu: cpu as u32,
+                    arrived: u64_at(off + 8),
+                    dropped: u64_at(off + 16),
+                    taken: u64_at(off + 24),
+                };
+                if c.slot != 0 {
+                    out.push(c);
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_programs_assemble() {
+        for c in [Counts::Enqueue { processed: 24, drops: 20 }, Counts::Take { processed: 24 }] {
+            let p = program(3, 4, 8, c);
+            assert!(p.len() > 20 && p.len() < 80);
+            assert_eq!(p.last().map(|i| i.code()), Some(0x95));
+        }
+    }
+}
