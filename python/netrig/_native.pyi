@@ -24,7 +24,8 @@ __all__ = [
     "PinFailure", "HeardFlow", "ForeignKind", "ListenPort", "ListenResult",
     "InterfaceInfo", "IoProbe", "interface_info", "list_interfaces", "probe_io", "probe_xdp_program", "line_rate_fps",
     "linear_ramp", "WIRE_DEFAULT_RING", "WIRE_MIN_RING", "WIRE_MAX_RING", "WireCounts",
-    "wire_attach", "wire_counts", "wire_detach", "STACK_HEADERS", "SIGNATURE_BYTES", "FieldPattern", "PatternForm",
+    "wire_attach", "wire_counts", "wire_detach", "wire_cpumap_id", "WIRE_SLOT_NS", "StallWatch", "StallEpisode",
+    "WireSlot", "STACK_HEADERS", "SIGNATURE_BYTES", "FieldPattern", "PatternForm",
     "HeaderForm", "HeaderSpec",
     "PayloadSpec", "GenDurationSpec", "GenFlowSpec", "CaptureSpec", "Generator", "GenFlowStats", "GenPortStats",
 ]
@@ -98,6 +99,91 @@ def wire_counts(ifname: str, netns: str | None = None) -> WireCounts | None:
 
 def wire_detach(ifname: str, netns: str | None = None) -> None:
     """Remove the wire from `ifname` (nothing happens when it carries none)."""
+
+def wire_cpumap_id(ifname: str, netns: str | None = None) -> int | None:
+    """The id of the ring map (CPUMAP) of the wire on `ifname`, or None when it carries no wire:
+    what `StallWatch.watch_wire` counts in time."""
+
+#: The length of a wire slot (`StallWatch.wire_slots`), ns: 2^19, 0.52 ms.
+WIRE_SLOT_NS: int
+
+@final
+class StallEpisode:
+    """One stall episode the kernel saw (`netrig_engine::stalls`)."""
+
+    @property
+    def kind(self) -> str:
+        """"cpu": the CPU did not run (its timer tick came late: the host stopped the vCPU, unseen by
+        the guest's scheduler); "task": a watched task was ready to run and did not (the guest ran
+        another task on its CPU)."""
+    @property
+    def start_ns(self) -> int:
+        """"cpu": the last tick before the gap; "task": when the task began waiting (CLOCK_MONOTONIC ns)."""
+    @property
+    def len_ns(self) -> int:
+        """"cpu": the gap between two ticks; "task": how long the task waited, ns."""
+    @property
+    def cpu(self) -> int: ...
+    @property
+    def pid(self) -> int:
+        """"task": the watched task's id; 0 for "cpu"."""
+    @property
+    def by(self) -> str:
+        """"task": the task that held the CPU before the watched one ran again; "" for "cpu"."""
+    def to_dict(self) -> dict[str, int | str]: ...
+
+@final
+class WireSlot:
+    """The watched wires' counts in one time slot (`WIRE_SLOT_NS`, 0.52 ms)."""
+
+    @property
+    def start_ns(self) -> int:
+        """The slot's start, CLOCK_MONOTONIC ns."""
+    @property
+    def arrived(self) -> int:
+        """Frames that arrived at a DUT receive ring."""
+    @property
+    def dropped(self) -> int:
+        """Frames a full ring dropped."""
+    @property
+    def taken(self) -> int:
+        """Frames the DUT's CPUs took off their rings."""
+    def to_dict(self) -> dict[str, int]: ...
+
+@final
+class StallWatch:
+    """Watch `cpus` for stalls: a tick every `period_s` on each, an episode for a gap longer than the
+    period by more than `threshold_s`, and for a watched task that waited longer than `threshold_s`.
+    Raises CapabilityError where the kernel refuses a BPF program or perf event (not root, no BPF).
+    Detached on `close()` or when collected."""
+
+    def __new__(cls, cpus: Sequence[int], period_s: float | None = None,
+                threshold_s: float | None = None) -> StallWatch: ...
+    def watch(self, tid: int) -> None:
+        """Watch task `tid` (a thread id): each wait to run longer than the threshold is an episode."""
+    def unwatch(self, tid: int) -> None:
+        """Stop watching task `tid`."""
+    def episodes(self, from_ns: int, to_ns: int) -> tuple[list[StallEpisode], int]:
+        """The episodes overlapping `[from_ns, to_ns]` (CLOCK_MONOTONIC), by start, and how many
+        episodes were lost so far (the kernel's ring overwrote them before they were read)."""
+    def watch_wire(self, map_id: int) -> None:
+        """Count the wire whose ring map (CPUMAP) has id `map_id` in time slots (`wire_cpumap_id`)."""
+    def wire_slots(self, from_ns: int, to_ns: int) -> tuple[list[WireSlot], bool] | None:
+        """The watched wires' slots overlapping `[from_ns, to_ns]` and whether all were still held (the
+        last 4.6 minutes are), or None when no wire is watched."""
+    @property
+    def tasks_watched(self) -> bool:
+        """Task waits are recorded too (the scheduler's tracepoints were readable), not only the CPUs' ticks."""
+    @property
+    def cpus(self) -> list[int]: ...
+    @property
+    def period_ns(self) -> int: ...
+    @property
+    def threshold_ns(self) -> int: ...
+    def close(self) -> None:
+        """Detach the programs and stop draining (idempotent)."""
+    def __enter__(self) -> StallWatch: ...
+    def __exit__(self, _a: object, _b: object, _c: object) -> None: ...
 
 @final
 class WireCounts:
