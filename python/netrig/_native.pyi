@@ -25,7 +25,7 @@ __all__ = [
     "InterfaceInfo", "IoProbe", "interface_info", "list_interfaces", "probe_io", "probe_xdp_program", "line_rate_fps",
     "linear_ramp", "WIRE_DEFAULT_RING", "WIRE_MIN_RING", "WIRE_MAX_RING", "WireCounts",
     "wire_attach", "wire_counts", "wire_detach", "wire_cpumap_id", "WIRE_SLOT_NS", "StallWatch", "StallEpisode",
-    "WireSlot", "STACK_HEADERS", "SIGNATURE_BYTES", "FieldPattern", "PatternForm",
+    "WireSlot", "LatencyWindow", "LATENCY_WINDOW_NS", "STACK_HEADERS", "SIGNATURE_BYTES", "FieldPattern", "PatternForm",
     "HeaderForm", "HeaderSpec",
     "PayloadSpec", "GenDurationSpec", "GenFlowSpec", "CaptureSpec", "Generator", "GenFlowStats", "GenPortStats",
 ]
@@ -103,6 +103,29 @@ def wire_detach(ifname: str, netns: str | None = None) -> None:
 def wire_cpumap_id(ifname: str, netns: str | None = None) -> int | None:
     """The id of the ring map (CPUMAP) of the wire on `ifname`, or None when it carries no wire:
     what `StallWatch.watch_wire` counts in time."""
+
+#: The length of a latency-timeline window (`TrialResult.latency_timeline`), ns: 2^23, 8.4 ms.
+LATENCY_WINDOW_NS: int
+
+@final
+class LatencyWindow:
+    """One window of a trial's latency over time (`netrig_engine::timeline`)."""
+
+    @property
+    def start_ns(self) -> int:
+        """Start since the trial epoch, ns."""
+    @property
+    def frames(self) -> int:
+        """Frames sent in the window that were received and counted (not late)."""
+    @property
+    def p50_ns(self) -> int:
+        """Median and 99th percentile, within 12 % (quarter-octave buckets); 0 without frames."""
+    @property
+    def p99_ns(self) -> int: ...
+    @property
+    def max_ns(self) -> int:
+        """Exact."""
+    def to_dict(self) -> dict[str, int]: ...
 
 #: The length of a wire slot (`StallWatch.wire_slots`), ns: 2^19, 0.52 ms.
 WIRE_SLOT_NS: int
@@ -880,6 +903,11 @@ class TrialResult:
     def flows(self) -> tuple[FlowResult, ...]: ...
     @property
     def io(self) -> tuple[str, ...]: ...
+    @property
+    def latency_timeline(self) -> tuple[LatencyWindow, ...]:
+        """Latency over time: windows of `LATENCY_WINDOW_NS` (8.4 ms) by transmit time since the
+        epoch, from the first with a received frame to the last (duration trials up to 130 s;
+        empty otherwise). Kept out of `to_dict()`: a record stores it compactly."""
     def to_dict(self, flows: bool = True) -> dict[str, object]:
         """Every field and every derived total, as plain JSON-able values."""
 

@@ -37,6 +37,7 @@ pub use crate::flowstate::{window_bits_for, SeqGap};
 use crate::port::RxMeta;
 use crate::schedule::IntervalCounter;
 use crate::sys::prefetch::prefetch;
+use crate::timeline::LatencyTimeline;
 
 /// Half the 40-bit range of sequence numbers and timestamps: differences below it count forward.
 const HALF_40: u64 = 1 << 39;
@@ -307,6 +308,8 @@ pub struct Analyzer {
     sent_so_far: SentSoFar,
     /// Received frames per counting interval, by their transmit timestamp (`crate::schedule`).
     pub intervals: Option<IntervalCounter>,
+    /// Latency over time (`crate::timeline`), for trials short enough to keep one.
+    pub timeline: Option<LatencyTimeline>,
     pending: Pending,
 }
 
@@ -321,6 +324,7 @@ impl Analyzer {
             epoch_ns,
             late_ns,
             intervals: None,
+            timeline: None,
             ident: TrialIdent::default(),
             seq_bound: u64::MAX,
             sent_so_far: Box::new(|| u64::MAX),
@@ -478,6 +482,9 @@ impl Analyzer {
         }
         if let Some(iv) = self.intervals.as_mut() {
             iv.add_received(p.tx_ts_ns, latency);
+        }
+        if let Some(t) = self.timeline.as_mut() {
+            t.add(p.tx_ts_ns, latency);
         }
         let ipdv = self.flows.count_received(flow, p.wire_len, latency);
         let (lat_hist, ipdv_hist) = match self.flows.hists.get_mut(flow) {

@@ -32,6 +32,7 @@ pub mod stalls;
 pub mod stream;
 #[allow(unsafe_code)]
 pub mod sys;
+pub mod timeline;
 pub mod trial;
 pub mod tx;
 pub mod validity;

@@ -32,6 +32,7 @@ use crate::port::{Backend, LinkSource, LinkState, Port, RxQueue, RxQueueStats, R
 use crate::schedule::{IntervalCounter, IntervalGrid, RatePhase};
 use crate::stream::{compile, CompiledStream, Rate, Stop, StreamConfig};
 use crate::sys::{bpf, cpu};
+use crate::timeline::{LatencyTimeline, LatencyWindow};
 use crate::tx::{run_tx_worker, split_stream, RunShape, TxLive, TxPlan, TxShare, TxWorkerResult, UNPACED_BATCH};
 use crate::validity::{self, LinkFacts, PortFacts, SeqBeyond, StreamFacts, TrialFacts};
 pub use crate::validity::{COUNT_STOP_GRACE_NS, MIN_ACHIEVED_RATIO};
@@ -575,6 +576,10 @@ pub struct TrialResult {
     pub smoothness: Smoothness,
     /// Per-interval counts (trials with an interval length).
     pub intervals: Vec<IntervalResult>,
+    /// Latency over time: windows of `timeline::WINDOW_NS` by transmit time since the epoch, from
+    /// the first with a received frame to the last (duration trials up to
+    /// `timeline::MAX_TIMELINE_NS`; empty otherwise).
+    pub latency_timeline: Vec<LatencyWindow>,
     /// The trial epoch on the engine clock (`CLOCK_MONOTONIC` ns): signature timestamps, and so
     /// sequence gaps, are relative to it.
     pub epoch_ns: u64,
@@ -770,6 +775,7 @@ pub fn run_trial(
         late_ns,
         gap_slots: cfg.gap_slots,
         grid: grid.clone(),
+        timeline_span_ns: timeline_span_ns(cfg),
         // A frame a TX worker is sending may arrive before the worker publishes its count.
         sent_slack: (txq.len() * UNPACED_BATCH) as u64,
         stop: AtomicBool::new(false),
@@ -900,12 +906,25 @@ struct RxSetup {
     late_ns: u64,
     gap_slots: usize,
     grid: Option<Arc<IntervalGrid>>,
+    /// How long after the epoch the last frame may be sent: the latency timeline's span (0: none).
+    timeline_span_ns: u64,
     /// Frames the TX workers may have sent beyond what they published.
     sent_slack: u64,
     /// Set after the drain: the workers empty their rings and end.
     stop: AtomicBool,
     /// Workers holding their flows' state (traffic waits for all of them).
     ready: AtomicUsize,
+}
+
+/// How long after the epoch a duration trial's last frame may leave: learning, warm-up, the planned
+/// run stretched to its limit, with a second's margin (0 for count and burst trials: no timeline).
+fn timeline_span_ns(cfg: &TrialConfig) -> u64 {
+    let planned: u64 = cfg.run_phases().iter().map(|p| p.duration_ns).sum();
+    if planned == 0 {
+        return 0;
+    }
+    let stretched = (planned as f64 * (1.0 + cfg.max_stretch_ratio.max(0.1))) as u64;
+    cfg.warmup_ns + stretched + 1_000_000_000
 }
 
 /// One RX worker: analyse every frame of queue `q` until the stop, then empty the ring.
@@ -922,6 +941,7 @@ fn rx_worker(
     let mut an =
         Analyzer::new(setup.nflows, epoch_ns, setup.late_ns).with_gap_slots(setup.gap_slots).for_trial(ident, sent);
     an.intervals = setup.grid.clone().map(IntervalCounter::with_latency);
+    an.timeline = LatencyTimeline::for_span(setup.timeline_span_ns);
     setup.ready.fetch_add(1, Ordering::Release);
     let mut error = None;
     while !setup.stop.load(Ordering::Relaxed) {
@@ -1215,6 +1235,9 @@ fn collect(
         max_stretch_ratio: cfg.max_stretch_ratio,
         smoothness: smoothness(&tx),
         intervals: interval_results(run.grid.as_deref(), end_rel, &rx, &tx),
+        latency_timeline: LatencyTimeline::merged(
+            &rx.iter().filter_map(|w| w.analyzer.timeline.as_ref()).collect::<Vec<_>>(),
+        ),
         epoch_ns: run.epoch_ns,
         run_start_ns: run.run_start_ns,
         flow_memory_bytes: run.flow_memory_bytes,
@@ -1755,6 +1778,7 @@ mod tests {
             max_stretch_ratio: DEFAULT_MAX_STRETCH_RATIO,
             smoothness: Smoothness::default(),
             intervals: Vec::new(),
+            latency_timeline: Vec::new(),
             epoch_ns: 0,
             run_start_ns: 0,
             flow_memory_bytes: 0,

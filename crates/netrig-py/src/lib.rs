@@ -573,6 +573,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DEFAULT_DRAIN_S", netrig_engine::trial::DEFAULT_DRAIN_NS as f64 / 1e9)?;
     m.add("MAX_DURATION_S", netrig_engine::stream::MAX_DURATION_S)?;
     m.add("WIRE_SLOT_NS", netrig_engine::stalls::WIRE_SLOT_NS)?;
+    m.add("LATENCY_WINDOW_NS", netrig_engine::timeline::WINDOW_NS)?;
     m.add("MAX_DRAIN_S", netrig_engine::stream::MAX_DRAIN_S)?;
     m.add("MAX_RATE_PPS", netrig_engine::stream::MAX_RATE_PPS)?;
     m.add("MAX_RATE_BPS", netrig_engine::stream::MAX_RATE_BPS)?;
@@ -605,6 +606,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<results::PortResult>()?;
     m.add_class::<results::Smoothness>()?;
     m.add_class::<results::IntervalResult>()?;
+    m.add_class::<results::LatencyWindow>()?;
     m.add_class::<TrialResult>()?;
     m.add_class::<results::PinFailure>()?;
     m.add_class::<stalls::StallWatch>()?;

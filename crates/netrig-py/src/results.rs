@@ -418,6 +418,10 @@ result_class! {
         flows: Arc<[FlowResult]> = r.streams.iter().flat_map(|s| s.flow_results.iter().map(FlowResult::from)).collect(),
         /// The I/O backend of every port.
         io: Arc<[String]> = r.ports.iter().map(|p| p.backend.clone()).collect(),
+        /// Latency over time: windows of `LATENCY_WINDOW_NS` (8.4 ms) by transmit time since the
+        /// epoch, from the first with a received frame to the last (duration trials up to 130 s;
+        /// empty otherwise). Kept out of `to_dict()`: a record stores it compactly.
+        latency_timeline: Arc<[LatencyWindow]> = seq(&r.latency_timeline),
     }
     methods {
         /// Every field and every derived total, as plain JSON-able values.
@@ -471,6 +475,26 @@ result_class! {
         /// Mean and highest latency of those frames, ns (0 when none was received).
         latency_mean_ns: f64 = i.latency_mean_ns,
         latency_max_ns: u64 = i.latency_max_ns,
+    }
+    methods {
+        fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+            self.dict(py)
+        }
+    }
+}
+
+result_class! {
+    /// One window of a trial's latency over time (`netrig_engine::timeline`).
+    class LatencyWindow(w: &netrig_engine::timeline::LatencyWindow) {
+        /// Start since the trial epoch, ns.
+        start_ns: u64 = w.start_ns,
+        /// Frames sent in the window that were received and counted (not late).
+        frames: u64 = w.frames,
+        /// Median and 99th percentile, within 12 % (quarter-octave buckets); 0 without frames.
+        p50_ns: u64 = w.p50_ns,
+        p99_ns: u64 = w.p99_ns,
+        /// Exact.
+        max_ns: u64 = w.max_ns,
     }
     methods {
         fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
