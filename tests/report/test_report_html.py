@@ -23,10 +23,23 @@ def assert_self_contained(html: str) -> None:
     assert "<script src" not in html and "<link" not in html
 
 
+class Reports:
+    """A golden file's report and summary, drawn when a test first asks for it (once for the
+    session, see conftest): each test waits for its own drawing only. Drawing them all in one
+    module fixture made the first test of the module, on each worker, wait for every one (64 s on
+    an idle machine; beyond the 300-s test timeout on a loaded one)."""
+
+    def __init__(self, rendered):
+        self.rendered = rendered
+
+    def __getitem__(self, path) -> tuple[str, str]:
+        out = self.rendered(path)
+        return out.read_text(), out.with_suffix(".md").read_text()
+
+
 @pytest.fixture(scope="module")
-def reports(rendered) -> dict:
-    """Each golden file's report (drawn once for the session, see conftest)."""
-    return {path: (rendered(path).read_text(), rendered(path).with_suffix(".md").read_text()) for path in GOLDEN}
+def reports(rendered) -> Reports:
+    return Reports(rendered)
 
 
 @pytest.fixture(scope="module")
