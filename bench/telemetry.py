@@ -37,6 +37,8 @@ from tests.conftest import veth_pair  # noqa: E402
 
 import netrig  # noqa: E402
 from netrig.measure import TrialCounts  # noqa: E402
+from netrig.run.progress import RunStart, TrialEnd, TrialInfo, TrialProgress, TrialStart  # noqa: E402
+from netrig.run.records import LoadRecord  # noqa: E402
 from netrig.telemetry import Telemetry  # noqa: E402
 from netrig.testbed.placement import keep_off_dut  # noqa: E402
 
@@ -75,16 +77,16 @@ def one(pair: tuple[str, str, str, str], tel: Telemetry | None, rep: int) -> dic
     tx, rx = netrig.Port(itx, netns=ntx, io=IO), netrig.Port(irx, netns=nrx, io=IO)
     flows = FLOWS if FLOWS <= 1024 else {"src_ports": 1024, "src_ips": FLOWS // 1024}
     s = netrig.Stream(frame_size=64, rate="max", src_mac=mac(ntx, itx), dst_mac=mac(nrx, irx), flows=flows)
-    info = {"method": "bench", "frame_size": 64, "kind": "rate", "load": {"rate_pps": 1e7}}
+    trial = TrialInfo("0/64/0/0", "rate", "bench", "bench", 64, 0, 0, LoadRecord(64, DUR, rate_pps=1e7))
     runs = tel.runs() if tel is not None else None
     scraper = Scraper(tel.url) if tel is not None else None
     with keep_off_dut([TXCPU, RXCPU]):
         if runs is not None and scraper is not None:
-            runs("run_start", {"run": f"bench-{rep}", "run_id": "bench", "out_dir": "", "total_trials": 1})
-            runs("trial_start", info)
+            runs(RunStart(f"bench-{rep}", "bench", "", 1))
+            runs(TrialStart(trial))
             scraper.thread.start()
-        live = None if runs is None else (lambda snap: runs("trial_progress", {
-            "tx_frames": snap.tx_frames, "rx_frames": snap.rx_frames, "elapsed_s": snap.elapsed_s}))
+        live = None if runs is None else (lambda snap: runs(TrialProgress(snap.phase, snap.elapsed_s, snap.tx_frames,
+                                                                           snap.rx_frames)))
         r = netrig.run_trial(tx, rx, [s], duration_s=DUR, drain_s=0.5, tx_cpus=[TXCPU], rx_cpus=[RXCPU],
                              max_stretch_pct=100, progress=live)
         if runs is not None and scraper is not None:
@@ -92,7 +94,7 @@ def one(pair: tuple[str, str, str, str], tel: Telemetry | None, rep: int) -> dic
             scraper.thread.join()
             # what the engine measurer keeps of a trial: the engine's whole result (every flow)
             counts = TrialCounts(r.tx_rate_pps, r.frames_sent, r.frames_received, raw={"engine": r.to_dict()})
-            runs("trial_end", {**info, "counts": counts})
+            runs(TrialEnd(trial, False, counts))
     times = sorted(scraper.times) if scraper is not None else []
     return {"endpoint": tel is not None, "rep": rep, "tx_pps": r.tx_rate_pps,
             "rx_pps": r.frames_received / r.tx_window_s, "frames_sent": r.frames_sent,

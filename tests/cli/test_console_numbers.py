@@ -14,6 +14,8 @@ from netrig.cli.main import main
 from netrig.measure.seam import TrialCounts
 from netrig.methods import back_to_back, livelock, recovery, stress
 from netrig.results import load_result
+from netrig.run.progress import TrialEnd, TrialInfo
+from netrig.run.records import LoadRecord
 
 
 def test_back_to_back_with_every_trial_abandoned_shows_the_reason_not_zeros():
@@ -47,11 +49,12 @@ def test_livelock_shows_no_share_of_an_mlfrr_it_did_not_find():
 def test_a_stateful_trial_is_counted_like_any_trial_in_progress_lines():
     out = io.StringIO()
     progress = console.PlainProgress(out)
-    load = {"rate_pps": 1000.0, "pct_line_rate": 0.1, "request": {"connections": 10, "frame_size": "64"}}
+    load = LoadRecord(64, 2.0, rate_pps=1000.0, pct_line_rate=0.1, request={"connections": 10, "frame_size": "64"})
     counts = TrialCounts(achieved_pps=1000.0, frames_sent=2000, frames_received=2000)
-    progress("trial_end", {"label": "stateful", "frame_size": 64, "repetition": 0, "load": load, "counts": counts})
+    progress(TrialEnd(TrialInfo("0/64/0/0", "flows", "stateful", "stateful", 64, 0, 0, load), False, counts))
     line = out.getvalue()
     assert "None" not in line and "no result" not in line and "sent 2,000, received 2,000" in line, line
+    assert "intended 1 kfps (0.10 %), achieved TX 1 kfps" in line, line
 
 
 def test_capture_bench_with_no_result_fails(monkeypatch, tmp_path, capsys):
@@ -148,13 +151,13 @@ def test_a_trial_progress_line_after_sending_shows_the_trials_rates_not_zero():
 def test_a_trial_line_says_intended_for_the_rate_asked_and_achieved_for_the_rate_sent():
     """Issue 27: "offered" stood for the rate asked on the console and for the rate sent in the result."""
     out = io.StringIO()
-    load = {"rate_pps": 1_000_000.0, "pct_line_rate": 6.72, "frame_size": 64, "burst_frames": None}
+    load = LoadRecord(64, 2.0, rate_pps=1_000_000.0, pct_line_rate=6.72)
     counts = TrialCounts(achieved_pps=990_000.0, intended_pps=1_000_000.0, frames_sent=1_980_000,
                          frames_received=1_000_000)
-    console.PlainProgress(out)("trial_end", {"label": "RFC 2544 frame loss", "frame_size": 64, "repetition": 0,
-                                             "load": load, "counts": counts})
+    trial = TrialInfo("2/64/0/0", "rate", "rfc2544_frame_loss", "RFC 2544 frame loss", 64, 0, 0, load)
+    console.PlainProgress(out)(TrialEnd(trial, False, counts))
     line = out.getvalue()
-    assert "intended 1 Mfps (6.72 %)" in line and "achieved 990 kfps" in line and "offered" not in line, line
+    assert "intended 1 Mfps (6.72 %)" in line and "achieved TX 990 kfps" in line and "offered" not in line, line
 
 
 def _report_of(tmp_path, edit) -> object:

@@ -27,7 +27,9 @@ from netrig.report import write_report
 from netrig.results import TrialLog, load_result
 from netrig.results.typed import from_dict
 from netrig.run.config import config_from_dict
+from netrig.run.progress import Notice
 from netrig.run.recording import RecordingMeasurer
+from netrig.run.records import RecordedInterval
 from netrig.run.runner import Runner
 
 P = SoakParams(duration_s=7200, interval_s=10).thresholds()
@@ -155,7 +157,7 @@ def _config(tmp_path, **soak) -> dict:
 def test_a_simulated_soak_measures_the_ndr_first_and_reports_its_timeline(tmp_path):
     notes: list[str] = []
     cfg = config_from_dict(_config(tmp_path))
-    doc = Runner(cfg, tmp_path / "out", progress=lambda e, i: notes.append(i["message"]) if e == "notice" else None).run()
+    doc = Runner(cfg, tmp_path / "out", progress=lambda e: notes.append(e.message) if isinstance(e, Notice) else None).run()
     e = doc["summary"][0]["results"][0]["repetitions"][0]
     assert e["ndr_pps"] == pytest.approx(1e6, rel=0.01)
     assert e["rate_pps"] == pytest.approx(0.8 * e["ndr_pps"])
@@ -188,6 +190,7 @@ def test_recorded_intervals_are_replayed_and_the_soak_continues_as_a_new_segment
               "frames_received": 1000 - (i == 2), "load": load_d, "monitor": None} for i in range(4)]
     from netrig.model import LineRate
 
+    prior = [RecordedInterval.read(r) for r in prior]
     rec = RecordingMeasurer(log, {}, LineRate(1e9), intervals=prior)
     rec.inner = SimulatedMeasurer()
     rec.begin("soak", 0, frame, 0, "Soak")

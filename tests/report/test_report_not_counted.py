@@ -9,6 +9,8 @@ from rich.console import Console
 from netrig.cli.console import LiveProgress, trial_note
 from netrig.measure.seam import TrialCounts
 from netrig.report.tables import not_counted, trials_table
+from netrig.run.progress import TrialEnd, TrialInfo, TrialStart
+from netrig.run.records import LoadRecord
 from netrig.view.run_view import RunView
 
 
@@ -44,10 +46,11 @@ def test_the_console_says_why_a_trial_is_invalid_and_what_was_not_counted():
                                "not counted: foreign 5 · stray 300")
     buf = io.StringIO()
     progress = LiveProgress(Console(file=buf, width=200))
-    progress("trial_start", {"label": "throughput", "frame_size": 64, "repetition": 0,
-                             "load": {"rate_pps": 1e5, "pct_line_rate": 1.0}})
-    progress("trial_end", {"replayed": False, "counts": bad})
-    progress("trial_end", {"replayed": False, "counts": ok})
+    trial = TrialInfo("0/64/0/0", "rate", "rfc2544_throughput", "throughput", 64, 0, 0,
+                      LoadRecord(64, 1.0, rate_pps=1e5, pct_line_rate=1.0))
+    progress(TrialStart(trial))
+    progress(TrialEnd(trial, False, bad))
+    progress(TrialEnd(trial, False, ok))
     out = buf.getvalue()
-    assert "trial 1 (throughput | 64 B | 100 kfps (1.00 %) | rep 1): invalid: port b: 300 frames" in out, out
+    assert "trial 1 (throughput | 64 B | intended 100 kfps (1.00 %) | rep 1): invalid: port b: 300 frames" in out, out
     assert "trial 2" not in out

@@ -20,6 +20,7 @@ from tests.run.test_resume import Boom
 from netrig.errors import ResultError, TestbedError
 from netrig.results import load_result, read_trial_log
 from netrig.run.config import config_from_dict
+from netrig.run.progress import Notice
 from netrig.run.runner import Runner
 
 PY = str(Path(__file__).resolve().parents[2] / "python")
@@ -136,10 +137,10 @@ def test_torn_last_line_is_cut_said_and_the_log_stays_sound(tmp_path):
     with open(log, "ab") as f:  # a record cut off by kill -9 / power loss
         f.write(b'{"type": "trial", "key": "0/64/0/12", "counts": {"frames_se')
     notes = []
-    runner = Runner(config_from_dict(CONFIG), out, resume=True, progress=lambda e, i: notes.append((e, i)))
+    runner = Runner(config_from_dict(CONFIG), out, resume=True, progress=notes.append)
     doc = runner.run()
     assert doc["complete"] is True
-    assert any(e == "notice" and "torn" in i["message"] for e, i in notes)
+    assert any(isinstance(e, Notice) and "torn" in e.message for e in notes)
     assert any(f["code"] == "trial_log_repaired" for f in doc["flags"])
     assert _every_line_parses(log) == len(doc["trials"])
     assert _strip(doc["summary"]) == _strip(_full(tmp_path)["summary"])

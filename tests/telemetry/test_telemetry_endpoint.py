@@ -21,6 +21,8 @@ from tests.telemetry.helpers import scrape, total
 from netrig.cli.main import main
 from netrig.errors import ConfigError
 from netrig.measure import TrialCounts
+from netrig.run.progress import RunStart, TrialEnd, TrialInfo, TrialStart
+from netrig.run.records import LoadRecord
 from netrig.telemetry import Telemetry, parse_listen
 from netrig.telemetry.families import FLOW_GROUPS, MAX_SERVED_GROUPS
 from netrig.telemetry.sources import FlowGroupCounts
@@ -73,7 +75,7 @@ def test_a_port_in_use_and_a_foreign_address_fail_before_the_run(tmp_path, capsy
 
 def test_serves_openmetrics_and_closes():
     with Telemetry("0") as tel:
-        tel.runs()("run_start", {"run": "r", "run_id": "x", "out_dir": "o", "total_trials": 3, "resumes": 0})
+        tel.runs()(RunStart("r", "x", "o", 3))
         port = tel.endpoint.port
         assert total(scrape(tel.url), "netrig_trials_estimated", run="r") == 3
     assert refused(port)
@@ -88,7 +90,7 @@ def test_the_server_thread_of_a_run_is_an_observer():
     def loop(tel: Telemetry) -> None:  # a run loop that is tester bookkeeping
         os.sched_setaffinity(0, {cpu})
         os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-        tel.runs()("run_start", {"run": "r"})
+        tel.runs()(RunStart("r", "x", "o", 0))
         done.set()
 
     with Telemetry("0") as tel:
@@ -128,12 +130,13 @@ def test_a_scrape_at_4096_flows_is_cheap():
 
     with Telemetry("0") as tel:
         runs = tel.runs()
-        runs("run_start", {"run": "r", "total_trials": 100})
+        runs(RunStart("r", "x", "o", 100))
         for size in (64, 512, 1518):
             for method in ("rfc2544_throughput", "rfc2544_frame_loss"):
-                info = {"method": method, "frame_size": size, "kind": "rate", "load": {"rate_pps": 1e6}}
-                runs("trial_start", info)
-                runs("trial_end", {**info, "counts": engine_counts(4096)})
+                trial = TrialInfo(f"0/{size}/0/0", "rate", method, method, size, 0, 0,
+                                  LoadRecord(size, 1.0, rate_pps=1e6))
+                runs(TrialStart(trial))
+                runs(TrialEnd(trial, False, engine_counts(4096)))
         text = generate_latest(tel.registry).decode()
         # every counter series twice: its value and its _created time
         assert text.count('flow_group="') == 2 * 6 * FLOW_GROUPS * 3 and 'flow_group="0-511"' in text

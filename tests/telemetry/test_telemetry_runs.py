@@ -9,6 +9,8 @@ from tests.telemetry.helpers import registry_samples, total
 from netrig.measure import TrialCounts
 from netrig.results import load_result
 from netrig.run.config import config_from_dict
+from netrig.run.progress import RunStart, TrialEnd, TrialInfo, TrialProgress, TrialStart
+from netrig.run.records import LoadRecord
 from netrig.run.runner import Runner
 from netrig.telemetry import Store, tee
 from netrig.telemetry.collect import StoreCollector
@@ -39,8 +41,8 @@ def test_counters_are_the_results_sums_and_only_grow(tmp_path):
     store, reg = exporter()
     seen: list[tuple[float, float]] = []
 
-    def after_trial(event, info):
-        if event == "trial_end":
+    def after_trial(event):
+        if isinstance(event, TrialEnd):
             s = registry_samples(reg)
             seen.append((total(s, "netrig_frames_sent_total"), total(s, "netrig_frames_lost_total")))
 
@@ -66,20 +68,22 @@ def test_counters_are_the_results_sums_and_only_grow(tmp_path):
 def test_trial_in_progress_is_live():
     store, reg = exporter()
     tel = RunTelemetry(store)
-    tel("run_start", {"run": "r", "run_id": "x", "out_dir": "o", "total_trials": 7, "resumes": 0})
-    tel("trial_start", {"method": "soak", "frame_size": 64, "kind": "soak", "load": {"rate_pps": 1000.0}})
-    tel("trial_progress", {"tx_frames": 100, "rx_frames": 90, "elapsed_s": 0.1, "phase": "run"})
-    tel("trial_progress", {"tx_frames": 300, "rx_frames": 290, "elapsed_s": 0.3, "phase": "run"})
+    tel(RunStart("r", "x", "o", 7))
+    trial = TrialInfo("0/64/0/0", "soak", "soak", "Soak", 64, 0, 0, LoadRecord(64, 10.0, rate_pps=1000.0))
+    tel(TrialStart(trial))
+    tel(TrialProgress("running", 0.1, 100, 90))
+    tel(TrialProgress("running", 0.3, 300, 290))
     s = registry_samples(reg)
     assert total(s, "netrig_trial_running", method="soak", kind="soak") == 1
     assert total(s, "netrig_trial_index") == 1 and total(s, "netrig_trials_estimated") == 7
     assert total(s, "netrig_trial_frames_sent") == 300 and total(s, "netrig_trial_intended_rate_pps") == 1000
-    assert total(s, "netrig_trial_achieved_rate_pps") > 0
-    tel("trial_end", {"method": "soak", "frame_size": 64, "kind": "soak", "load": {"rate_pps": 1000.0},
-                      "counts": TrialCounts(1000.0, 1000, 990)})
+    assert total(s, "netrig_trial_achieved_rate_pps") > 0 and total(s, "netrig_trial_received_rate_pps") > 0
+    tel(TrialEnd(trial, False, TrialCounts(1000.0, 1000, 990)))
     s = registry_samples(reg)
     assert total(s, "netrig_trial_running") == 0 and total(s, "netrig_frames_lost_total") == 10
     assert total(s, "netrig_loss_ratio") == pytest.approx(0.01)
+    assert total(s, "netrig_intended_rate_pps") == 1000 and total(s, "netrig_achieved_rate_pps") == 1000
+    assert total(s, "netrig_received_rate_pps") == pytest.approx(990), "received over the sending window"
 
 
 class Interrupt:
@@ -88,8 +92,8 @@ class Interrupt:
     def __init__(self, k: int):
         self.k = k
 
-    def __call__(self, event, info):
-        if event == "trial_end":
+    def __call__(self, event):
+        if isinstance(event, TrialEnd):
             self.k -= 1
             if self.k == 0:
                 raise KeyboardInterrupt

@@ -16,11 +16,26 @@ from rich.text import Text
 
 from netrig.cli.common import console as plain_console
 from netrig.errors import INTERRUPTS, InterruptedTrial, NetrigError, interrupt_reason, interrupt_status
-from netrig.measure.seam import STACK_KINDS, TrialCounts
+from netrig.measure import StackRequest, TrialCounts
+from netrig.measure.rr import RrParams
+from netrig.measure.tcp import TcpParams
+from netrig.methodology.method import STACK_FRAME
 from netrig.methods import REGISTRY
-from netrig.model import format_bps, format_ns, format_pps
+from netrig.model import format_bps, format_ns, format_pps, rates
 from netrig.report.tables import not_counted
 from netrig.run.config import TestConfig
+from netrig.run.progress import (
+    CpuPer,
+    MethodStart,
+    Notice,
+    ProgressEvent,
+    RunStart,
+    StackOutcome,
+    TrialEnd,
+    TrialInfo,
+    TrialStart,
+)
+from netrig.run.records import FrameLabel
 from netrig.run.runner import QUIET_FLAGS, Runner
 from netrig.telemetry import Telemetry, tee
 from netrig.view.frame_results import line_rate_of
@@ -43,8 +58,8 @@ def _dur(s: float | None) -> str:
 
 
 class LiveProgress:
-    """``progress(event, info)`` callback that shows: method, frame size, load, trial n, elapsed and
-    an estimate of the time remaining. Use as a context manager."""
+    """A progress function (:data:`~netrig.run.progress.ProgressFn`) that shows: method, frame size,
+    intended load, trial n, elapsed and an estimate of the time remaining. Use as a context manager."""
 
     def __init__(self, console: Console | None = None):
         self.console = console or Console(stderr=True)
@@ -57,13 +72,13 @@ class LiveProgress:
         self.measured_n = 0
         self.line = ""
         self._trial_t0: float | None = None
-        self.out_dir = None
+        self.out_dir: str | None = None
 
-    def __enter__(self):
+    def __enter__(self) -> LiveProgress:
         self.live.__enter__()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.live.__exit__(*exc)
 
     def _remaining(self) -> float | None:
@@ -83,41 +98,34 @@ class LiveProgress:
         )
         self.live.update(txt)
 
-    def __call__(self, event: str, info: dict[str, Any]) -> None:
-        if event == "run_start":
-            self.total = info.get("total_trials") or 0
-            self.out_dir = info.get("out_dir")
-            lr = info.get("line_rate")
-            if lr is not None:
-                self.console.print(f"line rate: {lr.label}")
-        elif event == "method_start":
-            self.console.print(f"[bold]{info['label']}[/bold]")
-        elif event == "trial_start" and is_stack(info["load"]):
-            self.line = f"{info['label']} | {stack_load(info['load'])} | rep {info['repetition'] + 1}"
-            self._trial_t0 = time.monotonic()
-            self._render("running")
-        elif event == "trial_start":
-            ld = info["load"]
-            burst = f" burst {ld['burst_frames']}" if ld.get("burst_frames") else ""
-            self.line = (f"{info['label']} | {info['frame_size']}{' B' if isinstance(info['frame_size'], int) else ''}"
-                         f" | {format_pps(ld['rate_pps'])} ({ld['pct_line_rate']:.2f} %){burst}"
-                         f" | rep {info['repetition'] + 1}")
-            self._trial_t0 = time.monotonic()
-            self._render("running")
-        elif event == "trial_end":
-            counts = info.get("counts")
-            if isinstance(counts, TrialCounts) and not info.get("replayed") and (note := trial_note(counts)):
-                self.console.print(f"  trial {self.done + 1} ({self.line}): {note}", markup=False, highlight=False)
-            self.done += 1
-            if info.get("replayed"):
-                self.replayed += 1
-            elif self._trial_t0 is not None:
-                self.measured_s += time.monotonic() - self._trial_t0
-                self.measured_n += 1
-            self.total = max(self.total, self.done)
-            self._render("done")
-        elif event == "notice":
-            self.console.print(f"[yellow]note[/yellow]: {info['message']}", soft_wrap=True)
+    def __call__(self, event: ProgressEvent) -> None:
+        match event:
+            case RunStart():
+                self.total, self.out_dir = event.total_trials, event.out_dir
+                if event.line_rate is not None:
+                    self.console.print(f"line rate: {event.line_rate.label}")
+            case MethodStart():
+                self.console.print(f"[bold]{event.label}[/bold]")
+            case TrialStart():
+                self.line = f"{event.trial.label} | {trial_load(event.trial)} | rep {event.trial.repetition + 1}"
+                self._trial_t0 = time.monotonic()
+                self._render("running")
+            case TrialEnd():
+                self._trial_end(event)
+            case Notice():
+                self.console.print(f"[yellow]note[/yellow]: {event.message}", soft_wrap=True)
+
+    def _trial_end(self, event: TrialEnd) -> None:
+        if event.counts is not None and not event.replayed and (note := trial_note(event.counts)):
+            self.console.print(f"  trial {self.done + 1} ({self.line}): {note}", markup=False, highlight=False)
+        self.done += 1
+        if event.replayed:
+            self.replayed += 1
+        elif self._trial_t0 is not None:
+            self.measured_s += time.monotonic() - self._trial_t0
+            self.measured_n += 1
+        self.total = max(self.total, self.done)
+        self._render("done")
 
 
 def _stamp() -> str:
@@ -125,8 +133,8 @@ def _stamp() -> str:
 
 
 class PlainProgress:
-    """``progress(event, info)`` for logs (no terminal, e.g. CI): one timestamped line per
-    finished trial and per method, notices and the run's start, on ``stream``."""
+    """A progress function for logs (no terminal, e.g. CI): one timestamped line per finished
+    trial and per method, notices and the run's start, on ``stream``."""
 
     def __init__(self, stream: IO[str] | None = None):
         self.stream = stream or sys.stderr
@@ -143,62 +151,82 @@ class PlainProgress:
     def _line(self, text: str) -> None:
         print(f"{_stamp()} {text}", file=self.stream, flush=True)
 
-    def __call__(self, event: str, info: dict[str, Any]) -> None:
-        if event == "run_start":
-            self.total = info.get("total_trials") or 0
-            lr = info.get("line_rate")
-            self._line(f"run: ~{self.total} trials, output {info.get('out_dir')}"
-                       + (f", line rate {lr.label}" if lr is not None else ""))
-        elif event == "method_start":
-            self._line(f"method: {info['label']}")
-        elif event == "notice":
-            self._line(f"note: {info['message']}")
-        elif event == "trial_end":
-            self.done += 1
-            self.total = max(self.total, self.done)
-            if is_stack(info["load"]):
-                state = " [replayed]" if info.get("replayed") else ""
-                self._line(f"trial {self.done}/~{self.total} {info['label']} rep {info['repetition'] + 1}: "
-                           f"{stack_load(info['load'])}: {stack_outcome(info.get('result') or {})}{state}, "
-                           f"elapsed {_dur(time.monotonic() - self.t0)}")
-                return
-            ld, c = info["load"], info["counts"]
-            size = f"{info['frame_size']}{' B' if isinstance(info['frame_size'], int) else ''}"
-            state = "replayed" if info.get("replayed") else ("valid" if c.valid else f"INVALID: {c.invalid_reason}")
-            self._line(f"trial {self.done}/~{self.total} {info['label']} {size} rep {info['repetition'] + 1}: "
-                       f"intended {format_pps(ld['rate_pps'])} ({ld['pct_line_rate']:.2f} %), "
-                       f"achieved {format_pps(c.achieved_pps)}, sent {c.frames_sent:,}, "
-                       f"received {c.frames_received:,}, loss {100 * c.loss_ratio:.4f} % "
-                       f"[{state}], elapsed {_dur(time.monotonic() - self.t0)}")
+    def __call__(self, event: ProgressEvent) -> None:
+        match event:
+            case RunStart():
+                self.total = event.total_trials
+                lr = event.line_rate
+                self._line(f"run: ~{self.total} trials, output {event.out_dir}"
+                           + (f", line rate {lr.label}" if lr is not None else ""))
+            case MethodStart():
+                self._line(f"method: {event.label}")
+            case Notice():
+                self._line(f"note: {event.message}")
+            case TrialEnd():
+                self.done += 1
+                self.total = max(self.total, self.done)
+                t = event.trial
+                self._line(f"trial {self.done}/~{self.total} {t.label}{_size(t.frame_size)} rep {t.repetition + 1}: "
+                           f"{trial_outcome(event)}, elapsed {_dur(time.monotonic() - self.t0)}")
 
 
-def is_stack(load: dict) -> bool:
-    """A stack trial's load (iperf3, sockperf: a tool's document, no frame counts); a stateful
-    trial's load carries its request too, but it is counted like any other."""
-    return (load.get("request") or {}).get("kind") in STACK_KINDS
+def _size(frame_size: FrameLabel) -> str:
+    """`` 64 B``, `` imix``; nothing for a stack trial's frame (its load says what it moved)."""
+    if frame_size == STACK_FRAME.label:
+        return ""
+    return f" {frame_size}{' B' if isinstance(frame_size, int) else ''}"
 
 
-def stack_load(load: dict) -> str:
-    """``tcp 5 streams forward, 5 s`` for a stack trial's load."""
-    req = load.get("request") or {}
-    p = req.get("params") or {}
-    what = f"{p.get('streams')} streams {p.get('direction')}" if req.get("kind") == "tcp" else \
-        f"{p.get('protocol', '')} {p.get('size_bytes', '')} B".strip()
-    return f"{req.get('kind')} IPv{req.get('family')} {what}, {load.get('duration_s', 0):g} s"
+def trial_load(t: TrialInfo) -> str:
+    """What a trial asks, in a few words: ``64 B | intended 100 kfps (1.00 %) burst 500``, or a
+    stack trial's request (:func:`stack_load`)."""
+    if t.stack is not None:
+        return stack_load(t.stack)
+    ld = t.load
+    burst = f" burst {ld.burst_frames}" if ld.burst_frames else ""
+    return (f"{_size(t.frame_size).strip()} | {rates.INTENDED} {format_pps(ld.rate_pps or 0)} "
+            f"({ld.pct_line_rate or 0:.2f} %){burst}")
 
 
-def stack_outcome(doc: dict) -> str:
+def trial_outcome(event: TrialEnd) -> str:
+    """A finished trial in one line's words: its intended and achieved (TX) rates, frames sent and
+    received, loss and state; a stack trial's request and outcome."""
+    t = event.trial
+    state = "replayed" if event.replayed else ""
+    if t.stack is not None or event.counts is None:
+        what = stack_outcome(event.outcome) if event.outcome is not None else "no result"
+        return f"{trial_load(t)}: {what}" + (f" [{state}]" if state else "")
+    c = event.counts
+    state = state or ("valid" if c.valid else f"INVALID: {c.invalid_reason}")
+    return (f"{rates.INTENDED} {format_pps(t.load.rate_pps or 0)} ({t.load.pct_line_rate or 0:.2f} %), "
+            f"{rates.ACHIEVED} {format_pps(c.achieved_pps)}, sent {c.frames_sent:,}, "
+            f"received {c.frames_received:,}, loss {100 * c.loss_ratio:.4f} % [{state}]")
+
+
+def stack_load(req: StackRequest) -> str:
+    """``tcp IPv4 5 streams forward, 5 s`` for a stack trial's request."""
+    p = req.params
+    if isinstance(p, TcpParams):
+        what = f"{p.streams} streams {p.direction}"
+    elif isinstance(p, RrParams):
+        what = f"{p.protocol} {p.size_bytes} B"
+    else:
+        what = type(p).__name__
+    return f"{req.kind} IPv{req.family} {what}, {req.duration_s:g} s"
+
+
+def stack_outcome(o: StackOutcome) -> str:
     """A stack trial's result in a few words: goodput or transactions per second, and CPU."""
     parts = []
-    if doc.get("goodput_bps") is not None:
-        parts.append(f"goodput {doc['goodput_bps'] / 1e9:.3g} Gbit/s")
-    if doc.get("tps") is not None:
-        parts.append(f"{doc['tps']:,.0f} transactions/s")
-    per = doc.get("cpu_per") or {}
-    if per.get("busy_s_per_gbit") is not None:
-        parts.append(f"{per['busy_s_per_gbit']:.3g} CPU-s/Gbit")
-    if per.get("busy_s_per_mtrans") is not None:
-        parts.append(f"{per['busy_s_per_mtrans']:.3g} CPU-s per M transactions")
+    if o.goodput_bps is not None:
+        parts.append(f"goodput {o.goodput_bps / 1e9:.3g} Gbit/s")
+    if o.tps is not None:
+        parts.append(f"{o.tps:,.0f} transactions/s")
+    per = o.cpu_per or CpuPer()
+    if per.busy_s_per_gbit is not None:
+        parts.append(f"{per.busy_s_per_gbit:.3g} CPU-s/Gbit")
+    if per.busy_s_per_mtrans is not None:
+        parts.append(f"{per.busy_s_per_mtrans:.3g} CPU-s per M transactions")
     return ", ".join(parts) or "no result"
 
 

@@ -44,7 +44,18 @@ from netrig.results import (
 )
 from netrig.run import consistency
 from netrig.run.config import MethodConfig, TestConfig, config_from_dict
-from netrig.run.recording import ProgressFn, RecordingMeasurer, check_record
+from netrig.run.progress import (
+    MethodResultUpdate,
+    MethodStart,
+    Notice,
+    ProgressFn,
+    RunEnd,
+    RunStart,
+    TrialProgress,
+    ignore,
+)
+from netrig.run.recording import RecordingMeasurer
+from netrig.run.records import LogHeader, RecordedInterval, RecordedTrial, read_log
 from netrig.run.session import Provider, Session, open_session
 from netrig.trial import Snapshot
 from netrig.view.frame_results import read_summary
@@ -65,7 +76,7 @@ class Runner:
         self.out_dir = Path(out_dir or config.output.dir)
         self.resume = resume
         self.provider: Provider = provider or open_session
-        self.progress: ProgressFn = progress or (lambda e, i: None)
+        self.progress: ProgressFn = progress or ignore
         self.command = command
         self.results: dict[int, dict[Any, list[MethodResult]]] = {}
         self.complete_keys: set[tuple[int, Any]] = set()
@@ -103,22 +114,20 @@ class Runner:
         (the next run may use the directory)."""
         cfg = self.config
         cfg_dict = cfg.to_dict()
-        replay: dict[str, dict] = {}
-        intervals: list[dict] = []
+        replay: dict[str, RecordedTrial] = {}
+        intervals: list[RecordedInterval] = []
         fresh = False
         if self.resume:
-            header, recs = read_trial_log(self.out_dir, intervals)
+            header, recs, intervals = read_log(self.out_dir)
             if header is None:
                 raise ResultError(f"{self.out_dir}: the trial log has no header; cannot resume")
-            if _comparable(header.get("config")) != _comparable(cfg_dict):
+            if _comparable(header.config) != _comparable(cfg_dict):
                 raise ResultError(f"{self.out_dir}: the run there used a different configuration; "
                                   "resume with the same config file, or start a new run with --out")
-            self.run_id = header.get("run_id", self.run_id)
-            self.started_at = header.get("started_at", self.started_at)
-            self.resumed = list(header.get("resumed", [])) + [utc_now()]
-            for r in recs:
-                check_record(r)
-            replay = {r["key"]: r for r in recs}
+            self.run_id = header.run_id or self.run_id
+            self.started_at = header.started_at or self.started_at
+            self.resumed = [*header.resumed, utc_now()]
+            replay = {r.key: r for r in recs}
         elif (self.out_dir / TRIAL_LOG).exists():
             if _holds_trials(self.out_dir):
                 raise ResultError(f"{self.out_dir}: already holds a run; continue it with "
@@ -140,7 +149,7 @@ class Runner:
                 write_text_atomic(self.out_dir / CONFIG_FILE, dumps(cfg_dict, indent=1) + "\n")
             if log.repaired:
                 self.notices.append({"code": "trial_log_repaired", "message": log.repaired})
-                self.progress("notice", {"message": log.repaired})
+                self.progress(Notice(log.repaired))
             if not cfg.methods:  # self-test only
                 with self.provider(cfg, "selftest") as st:
                     self._setup(st)
@@ -165,7 +174,7 @@ class Runner:
         finally:
             log.close()
             self._finish(complete, reason, failure, created)
-            self.progress("run_end", {"complete": complete, "reason": reason})
+            self.progress(RunEnd(complete, reason))
         return self.document
 
     def _finish(self, complete: bool, reason: str | None, failure: BaseException | None, created: bool) -> None:
@@ -214,8 +223,7 @@ class Runner:
 
     def _snapshot(self, snap: Snapshot) -> None:
         """The trial in progress, live (the engine's snapshot): a ``trial_progress`` event."""
-        self.progress("trial_progress", {"phase": snap.phase, "elapsed_s": snap.elapsed_s, "tx_frames": snap.tx_frames,
-                                         "rx_frames": snap.rx_frames})
+        self.progress(TrialProgress(snap.phase, snap.elapsed_s, snap.tx_frames, snap.rx_frames))
 
     def _recorder(self) -> RecordingMeasurer:
         assert self.rec is not None, "run() creates the recorder first"
@@ -237,9 +245,8 @@ class Runner:
                                  "message": f"measured on a test bed shared on purpose (testbed.shared; {other} when "
                                             "this one started): a trial that saw another run's frames counts them as "
                                             "stray and is invalid"})
-        self.progress("run_start", {"total_trials": self._estimate_total(), "line_rate": session.line_rate,
-                                    "out_dir": str(self.out_dir), "run": self.config.name or self.run_id,
-                                    "run_id": self.run_id, "resumes": len(self.resumed)})
+        self.progress(RunStart(self.config.name or self.run_id, self.run_id, str(self.out_dir), self._estimate_total(),
+                               len(self.resumed), session.line_rate))
 
     def _run_dut(self, cfg: TestConfig) -> None:
         with self.provider(cfg, "dut") as dut:
@@ -279,7 +286,7 @@ class Runner:
             rec.begin("selftest", -1, f, 0, SELFTEST_LABEL)
             first = len(rec.records)
             c = prove_rate(rec, f, self._line_rate(), req[f.label], params)
-            keys = tuple(r["key"] for r in rec.records[first:])
+            keys = tuple(rec.keys[first:])
             ceilings.append(replace(c, trial_keys=keys))
         self.selftest = SelftestResult(params, testbed, tuple(ceilings))
 
@@ -298,7 +305,7 @@ class Runner:
     def _run_method(self, mi: int, m: MethodConfig) -> None:
         cfg, rec = self.config, self._recorder()
         reps = cfg.repetitions_for(m)
-        self.progress("method_start", {"method": m.name, "label": m.label, "method_index": mi})
+        self.progress(MethodStart(m.name, m.label, mi))
         self.results.setdefault(mi, {})
         for frame in frames_of(cfg, m):
             self.results[mi].setdefault(frame.label, [])
@@ -316,13 +323,13 @@ class Runner:
 
     def _publish(self, m: MethodConfig, frame: FrameSize, result: MethodResult) -> None:
         """A method's result (live, or a repetition's end): a ``method_result`` event."""
-        self.progress("method_result", {"method": m.name, "frame_size": frame.label, "result": result})
+        self.progress(MethodResultUpdate(m.name, frame.label, result))
 
     def _one(self, mi: int, m: MethodConfig, frame: FrameSize) -> MethodResult:
         limit = self.selftest.limit_pps(frame) if self.selftest is not None and m.method.stack_kind is None else None
         ctx = Context(self._recorder(), frame, self._line_rate(), self.config.trial.duration_s,
                       simulated_dut=self.simulated, command_env=self.command_env,
-                      tester_limit_pps=limit, notify=lambda msg: self.progress("notice", {"message": msg}),
+                      tester_limit_pps=limit, notify=lambda msg: self.progress(Notice(msg)),
                       dut_can_hold_sender=self.dut_can_hold_sender,
                       publish=lambda result: self._publish(m, frame, result))
         if m.method.needs_throughput:
@@ -559,9 +566,10 @@ def resume_config(out_dir: str | Path) -> TestConfig:
                               "resume from the trial log's header") from None
         return _config_of(data, str(cfg_file))
     header, _ = read_trial_log(d)
-    if header is None or not isinstance(header.get("config"), dict):
+    config = LogHeader.read(header).config if header is not None else None
+    if config is None:
         raise ResultError(f"{d}: the trial log has no header with the run's configuration; cannot resume")
-    return _config_of(header["config"], f"{d / TRIAL_LOG} (header)")
+    return _config_of(config, f"{d / TRIAL_LOG} (header)")
 
 
 def _config_of(data: object, source: str) -> TestConfig:

@@ -1,6 +1,6 @@
 """The engine's breakdown of one finished trial, read through types: per stream, per port and per
-flow group (a range of a stream's flow ids), from the engine result a trial's counts keep
-(``TrialCounts.raw["engine"]``: ``_native.TrialResult.to_dict()``, the same record ``result.json``
+flow group (a range of a stream's flow ids), from the engine result a trial's counts keep (the
+``engine`` of ``TrialCounts.raw``: ``_native.TrialResult.to_dict()``, the same record ``result.json``
 holds). A trial without one (a simulated DUT, a stack trial) has no breakdown.
 
 Flow groups bound the series a stream adds: its N flows are cut into at most
@@ -14,7 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from netrig.errors import ResultError
 from netrig.measure import TrialCounts
+from netrig.results.typed import from_dict
 from netrig.telemetry.families import FLOW_GROUPS
 
 
@@ -56,24 +58,45 @@ class Breakdown:
     @classmethod
     def of(cls, counts: TrialCounts) -> Breakdown | None:
         """The breakdown of a trial's counts (``None``: no engine result, or not one this reads)."""
-        engine = counts.raw.get("engine") if isinstance(counts.raw, Mapping) else None
-        if not isinstance(engine, Mapping):
-            return None
         try:
-            return cls(tuple(_stream(s) for s in engine.get("streams") or ()),
-                       tuple(_port(p) for p in engine.get("ports") or ()))
-        except (KeyError, TypeError, ValueError):
+            engine = from_dict(_Raw, counts.raw).engine if isinstance(counts.raw, Mapping) else None
+            if engine is None:
+                return None
+            return cls(tuple(StreamCounts(s.name, s.frames_sent, s.frames_received, s.bytes_sent, s.bytes_received,
+                                          flow_groups(s.flow_results or (), s.flows)) for s in engine.streams),
+                       engine.ports)
+        except (ResultError, KeyError, TypeError, ValueError):
             return None
 
 
-def _stream(s: Mapping[str, Any]) -> StreamCounts:
-    return StreamCounts(str(s["name"]), int(s["frames_sent"]), int(s["frames_received"]), int(s["bytes_sent"]),
-                        int(s["bytes_received"]), flow_groups(s.get("flow_results") or (), int(s["flows"])))
+@dataclass(frozen=True)
+class _Stream:
+    """A stream of the engine's result (``StreamResult.to_dict()``); its per-flow counts stay the
+    engine's list (read in one pass by :func:`flow_groups`: a typed object per flow would cost
+    seconds at a million flows, at every trial's end)."""
+
+    name: str
+    frames_sent: int
+    frames_received: int
+    bytes_sent: int
+    bytes_received: int
+    flows: int
+    flow_results: Any = None
 
 
-def _port(p: Mapping[str, Any]) -> PortCounts:
-    return PortCounts(str(p["name"]), int(p["tx_frames"]), int(p["rx_frames"]), int(p["tx_bytes"]),
-                      int(p["rx_bytes"]), int(p["rx_ring_drops"]))
+@dataclass(frozen=True)
+class _Engine:
+    """The part of the engine's result (``TrialResult.to_dict()``) the breakdown reads."""
+
+    streams: tuple[_Stream, ...] = ()
+    ports: tuple[PortCounts, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Raw:
+    """A trial's raw counts (``TrialCounts.raw``): the engine's result, when an engine ran it."""
+
+    engine: _Engine | None = None
 
 
 def group_bounds(flows: int) -> list[tuple[int, int]]:

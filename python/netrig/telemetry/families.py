@@ -6,14 +6,16 @@
 
 Names follow Prometheus' conventions: base units (seconds, bytes), ``_total`` for counters (the
 name below is without it: the client library adds it), rates in frames per second as ``_pps``
-(netrig's own unit, as in ``result.json``). Label values are short and bounded: a run, a method, a
-frame size, a port, a stream, a flow group (a range of a stream's flow ids, at most
-:data:`FLOW_GROUPS` per stream, or a served flow), a CPU, a process, an interface — never a trial's
-key or a flow id, so the number of series does not grow with trials or flows.
+(netrig's own unit, as in ``result.json``), each named for what it is — intended, achieved (TX) or
+received — as the console and ``result.json`` name it (``netrig.model.rates``). Label values
+are short and bounded: a run, a method, a frame size, a port, a stream, a flow group (a range of a
+stream's flow ids, at most :data:`FLOW_GROUPS` per stream, or a served flow), a CPU, a process, an
+interface — never a trial's key or a flow id, so the number of series does not grow with trials or
+flows.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 #: At most this many flow groups per stream: a stream of N flows is cut into ranges of flow ids.
 FLOW_GROUPS = 8
@@ -44,21 +46,32 @@ def _g(name: str, labels: tuple[str, ...], text: str, unit: str = "") -> Family:
     return Family(name, "gauge", labels, text, unit)
 
 
-#: Counts of finished trials, from the ``TrialCounts`` each trial record is written from (their sums
-#: are the sums over ``result.json``'s ``trials[].counts``).
-TRIAL_COUNTS = {
-    "frames_sent": _c("netrig_frames_sent", TRIAL, "Frames the tester sent in finished trials"),
-    "frames_received": _c("netrig_frames_received", TRIAL, "Test frames received (each once) in finished trials"),
-    "frames_lost": _c("netrig_frames_lost", TRIAL, "Frames sent and never received, per trial (sent - received)"),
-    "reordered": _c("netrig_frames_reordered", TRIAL, "Frames received out of order"),
-    "duplicated": _c("netrig_frames_duplicated", TRIAL, "Duplicate frames received"),
-    "late": _c("netrig_frames_late", TRIAL, "Frames received after the late threshold (the drain time)"),
-    "foreign": _c("netrig_frames_foreign", TRIAL, "Frames without a netrig signature seen by the receiver"),
-    "stray": _c("netrig_frames_stray", TRIAL, "Frames of another trial (an earlier one's late frames, another "
-                                              "tester's), never counted as received"),
-    "forged": _c("netrig_frames_forged", TRIAL, "Frames with this trial's tag but impossible contents, never "
-                                                "counted as received"),
-}
+def members(group: object) -> tuple[Family, ...]:
+    """The families of a group (one of the frozen classes below), in order."""
+    return tuple(getattr(group, f.name) for f in fields(group))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class TrialCountFamilies:
+    """Counts of finished trials, from the ``TrialCounts`` each trial record is written from (their
+    sums are the sums over ``result.json``'s ``trials[].counts``)."""
+
+    frames_sent: Family = _c("netrig_frames_sent", TRIAL, "Frames the tester sent in finished trials")
+    frames_received: Family = _c("netrig_frames_received", TRIAL, "Test frames received (each once) in finished "
+                                                                  "trials")
+    frames_lost: Family = _c("netrig_frames_lost", TRIAL, "Frames sent and never received, per trial (sent - "
+                                                          "received)")
+    reordered: Family = _c("netrig_frames_reordered", TRIAL, "Frames received out of order")
+    duplicated: Family = _c("netrig_frames_duplicated", TRIAL, "Duplicate frames received")
+    late: Family = _c("netrig_frames_late", TRIAL, "Frames received after the late threshold (the drain time)")
+    foreign: Family = _c("netrig_frames_foreign", TRIAL, "Frames without a netrig signature seen by the receiver")
+    stray: Family = _c("netrig_frames_stray", TRIAL, "Frames of another trial (an earlier one's late frames, another "
+                                                     "tester's), never counted as received")
+    forged: Family = _c("netrig_frames_forged", TRIAL, "Frames with this trial's tag but impossible contents, never "
+                                                       "counted as received")
+
+
+TRIAL_COUNTS = TrialCountFamilies()
 
 TRIALS = _c("netrig_trials", (*TRIAL, "valid"), "Finished trials (valid=false: the tester failed, not a DUT result)")
 LATENCY = Family("netrig_latency_seconds", "summary", NOW,
@@ -71,72 +84,114 @@ LATENCY_MAX = _g("netrig_latency_max_seconds", NOW, "Highest one-way latency of 
 STREAM = ("run", "method", "frame_size", "stream")
 PORT = ("run", "port")
 GROUP = ("run", "method", "frame_size", "stream", "flow_group")
-BREAKDOWN = {
-    "stream_frames_sent": _c("netrig_stream_frames_sent", STREAM, "Frames sent per stream"),
-    "stream_frames_received": _c("netrig_stream_frames_received", STREAM, "Frames received per stream"),
-    "stream_bytes_sent": _c("netrig_stream_sent_bytes", STREAM, "Bytes sent per stream",
-                            "bytes"),
-    "stream_bytes_received": _c("netrig_stream_received_bytes", STREAM, "Bytes received per stream", "bytes"),
-    "port_tx_frames": _c("netrig_port_tx_frames", PORT, "Frames a tester port sent (learning frames too)"),
-    "port_rx_frames": _c("netrig_port_rx_frames", PORT, "Frames a tester port received (every frame it saw)"),
-    "port_tx_bytes": _c("netrig_port_tx_bytes", PORT, "Bytes a tester port sent", "bytes"),
-    "port_rx_bytes": _c("netrig_port_rx_bytes", PORT, "Bytes a tester port received", "bytes"),
-    "port_rx_ring_drops": _c("netrig_port_rx_ring_drops", PORT, "Frames the tester's own receive ring dropped "
-                                                                "(the tester's loss, never the DUT's)"),
-    "group_frames_sent": _c("netrig_flow_group_frames_sent", GROUP, "Frames sent per flow group"),
-    "group_frames_received": _c("netrig_flow_group_frames_received", GROUP, "Frames received per flow group"),
-    "group_frames_lost": _c("netrig_flow_group_frames_lost", GROUP, "Frames lost per flow group"),
-}
 
-#: The last finished trial of each method and frame size.
-LAST = {
-    "achieved_rate_pps": _g("netrig_achieved_rate_pps", NOW, "Rate the tester achieved (really sent) in the last "
-                                                             "finished trial (frames/s, aggregate, one direction)"),
-    "intended_rate_pps": _g("netrig_intended_rate_pps", NOW, "Rate the last finished trial asked for (frames/s)"),
-    "loss_ratio": _g("netrig_loss_ratio", NOW, "Frames lost / frames sent in the last finished trial"),
-}
 
-#: The trial in progress: live, from the engine's snapshots (every ~0.2 s).
-LIVE = {
-    "trial_running": _g("netrig_trial_running", (*NOW, "kind"), "1 while a trial of this method and size runs"),
-    "trial_index": _g("netrig_trial_index", ("run",), "Number of the trial in progress (or last), from 1"),
-    "trials_estimated": _g("netrig_trials_estimated", ("run",), "The run's estimated total of trials"),
-    "trial_intended_rate_pps": _g("netrig_trial_intended_rate_pps", NOW, "Rate the trial in progress asks for"),
-    "trial_elapsed_seconds": _g("netrig_trial_elapsed_seconds", NOW, "Time since the trial in progress began "
-                                                                     "sending", "seconds"),
-    "trial_frames_sent": _g("netrig_trial_frames_sent", NOW, "Frames the trial in progress has sent so far"),
-    "trial_frames_received": _g("netrig_trial_frames_received", NOW, "Frames the trial in progress has received "
-                                                                     "so far"),
-    "trial_achieved_rate_pps": _g("netrig_trial_achieved_rate_pps", NOW, "Rate the trial in progress achieved "
-                                                                         "(really sent) between its last two "
-                                                                         "snapshots"),
-}
+@dataclass(frozen=True)
+class BreakdownFamilies:
+    stream_frames_sent: Family = _c("netrig_stream_frames_sent", STREAM, "Frames sent per stream")
+    stream_frames_received: Family = _c("netrig_stream_frames_received", STREAM, "Frames received per stream")
+    stream_bytes_sent: Family = _c("netrig_stream_sent_bytes", STREAM, "Bytes sent per stream", "bytes")
+    stream_bytes_received: Family = _c("netrig_stream_received_bytes", STREAM, "Bytes received per stream", "bytes")
+    port_tx_frames: Family = _c("netrig_port_tx_frames", PORT, "Frames a tester port sent (learning frames too)")
+    port_rx_frames: Family = _c("netrig_port_rx_frames", PORT, "Frames a tester port received (every frame it saw)")
+    port_tx_bytes: Family = _c("netrig_port_tx_bytes", PORT, "Bytes a tester port sent", "bytes")
+    port_rx_bytes: Family = _c("netrig_port_rx_bytes", PORT, "Bytes a tester port received", "bytes")
+    port_rx_ring_drops: Family = _c("netrig_port_rx_ring_drops", PORT, "Frames the tester's own receive ring "
+                                                                       "dropped (the tester's loss, never the DUT's)")
+    group_frames_sent: Family = _c("netrig_flow_group_frames_sent", GROUP, "Frames sent per flow group")
+    group_frames_received: Family = _c("netrig_flow_group_frames_received", GROUP, "Frames received per flow group")
+    group_frames_lost: Family = _c("netrig_flow_group_frames_lost", GROUP, "Frames lost per flow group")
 
-#: The settled intervals of soak trials, counted by transmit time (final when exported).
-INTERVALS = {
-    "frames_sent": _c("netrig_interval_frames_sent", TRIAL, "Frames sent in settled soak intervals"),
-    "frames_received": _c("netrig_interval_frames_received", TRIAL, "Frames received of settled soak intervals"),
-    "frames_lost": _c("netrig_interval_frames_lost", TRIAL, "Frames lost of settled soak intervals"),
-    "intervals": _c("netrig_intervals", TRIAL, "Settled soak intervals"),
-}
+
+BREAKDOWN = BreakdownFamilies()
+
+
+@dataclass(frozen=True)
+class LastFamilies:
+    """The last finished trial of each method and frame size: its three rates (``netrig.model.rates``)
+    and its loss."""
+
+    intended_rate_pps: Family = _g("netrig_intended_rate_pps", NOW, "Intended rate: what the last finished trial "
+                                                                    "asked for (frames/s, aggregate, one direction)")
+    achieved_rate_pps: Family = _g("netrig_achieved_rate_pps", NOW, "Achieved TX rate: what the tester really sent "
+                                                                    "in the last finished trial, over its sending "
+                                                                    "window (frames/s)")
+    received_rate_pps: Family = _g("netrig_received_rate_pps", NOW, "Received rate: what arrived through the DUT in "
+                                                                    "the last finished trial, over the sending "
+                                                                    "window (frames/s)")
+    loss_ratio: Family = _g("netrig_loss_ratio", NOW, "Frames lost / frames sent in the last finished trial")
+
+
+LAST = LastFamilies()
+
+
+@dataclass(frozen=True)
+class LiveFamilies:
+    """The trial in progress: live, from the engine's snapshots (every ~0.2 s). ``trial_index`` and
+    ``trials_estimated`` are the run's; the others go when the trial ends."""
+
+    trial_index: Family = _g("netrig_trial_index", ("run",), "Number of the trial in progress (or last), from 1")
+    trials_estimated: Family = _g("netrig_trials_estimated", ("run",), "The run's estimated total of trials")
+    trial_running: Family = _g("netrig_trial_running", (*NOW, "kind"), "1 while a trial of this method and size runs")
+    trial_intended_rate_pps: Family = _g("netrig_trial_intended_rate_pps", NOW, "Intended rate: what the trial in "
+                                                                                "progress asks for (frames/s)")
+    trial_elapsed_seconds: Family = _g("netrig_trial_elapsed_seconds", NOW, "Time since the trial in progress began "
+                                                                            "sending", "seconds")
+    trial_frames_sent: Family = _g("netrig_trial_frames_sent", NOW, "Frames the trial in progress has sent so far")
+    trial_frames_received: Family = _g("netrig_trial_frames_received", NOW, "Frames the trial in progress has "
+                                                                            "received so far")
+    trial_achieved_rate_pps: Family = _g("netrig_trial_achieved_rate_pps", NOW, "Achieved TX rate: what the trial in "
+                                                                                "progress really sent between its "
+                                                                                "last two snapshots (frames/s)")
+    trial_received_rate_pps: Family = _g("netrig_trial_received_rate_pps", NOW, "Received rate: what the trial in "
+                                                                                "progress received between its last "
+                                                                                "two snapshots (frames/s)")
+
+    def of_trial(self) -> tuple[Family, ...]:
+        """The families of the trial in progress (not the run's)."""
+        return tuple(f for f in members(self) if f not in (self.trial_index, self.trials_estimated))
+
+
+LIVE = LiveFamilies()
+
+
+@dataclass(frozen=True)
+class IntervalFamilies:
+    """The settled intervals of soak trials, counted by transmit time (final when exported)."""
+
+    frames_sent: Family = _c("netrig_interval_frames_sent", TRIAL, "Frames sent in settled soak intervals")
+    frames_received: Family = _c("netrig_interval_frames_received", TRIAL, "Frames received of settled soak "
+                                                                           "intervals")
+    frames_lost: Family = _c("netrig_interval_frames_lost", TRIAL, "Frames lost of settled soak intervals")
+    intervals: Family = _c("netrig_intervals", TRIAL, "Settled soak intervals")
+
+
+INTERVALS = IntervalFamilies()
 
 #: A method's result values (``MethodResult.stats_values``): live while a method publishes them
 #: (the soak's verdict state), every method's when a repetition ends.
 RESULT = _g("netrig_result", (*NOW, "value"), "A method's result value (the soak's verdict state while it runs: "
                                               "leaks, cpu_spikes, loss_episodes, loss_ratio, rx_pps)")
 
-#: The DUT monitor's newest sample (a soak's every interval; with --monitor, every trial's last).
-DUT = {
-    "cpu_busy": _g("netrig_dut_cpu_busy_percent", ("run", "cpu"), "Busy share of a CPU (all: every CPU)"),
-    "cpu_softirq": _g("netrig_dut_cpu_softirq_percent", ("run", "cpu"), "Softirq share of a CPU"),
-    "proc_cpu": _g("netrig_dut_process_cpu_percent", ("run", "process"), "CPU of a DUT process (100 = one CPU)"),
-    "proc_rss": _g("netrig_dut_process_rss_bytes", ("run", "process"), "Resident memory of a DUT process", "bytes"),
-    "mem": _g("netrig_dut_memory_bytes", ("run", "kind"), "Host memory: available, used (total - available), slab",
-              "bytes"),
-    "conntrack": _g("netrig_dut_conntrack_entries", ("run", "netns"), "Connection-tracking entries"),
-    "drops": _g("netrig_dut_interface_drops", ("run", "interface", "counter"),
-                "An interface's drop or error counter (the kernel's cumulative value)"),
-}
+
+@dataclass(frozen=True)
+class DutFamilies:
+    """The DUT monitor's newest sample (a soak's every interval; with --monitor, every trial's last)."""
+
+    cpu_busy: Family = _g("netrig_dut_cpu_busy_percent", ("run", "cpu"), "Busy share of a CPU (all: every CPU)")
+    cpu_softirq: Family = _g("netrig_dut_cpu_softirq_percent", ("run", "cpu"), "Softirq share of a CPU")
+    proc_cpu: Family = _g("netrig_dut_process_cpu_percent", ("run", "process"), "CPU of a DUT process (100 = one "
+                                                                                "CPU)")
+    proc_rss: Family = _g("netrig_dut_process_rss_bytes", ("run", "process"), "Resident memory of a DUT process",
+                          "bytes")
+    mem: Family = _g("netrig_dut_memory_bytes", ("run", "kind"), "Host memory: available, used (total - available), "
+                                                                 "slab", "bytes")
+    conntrack: Family = _g("netrig_dut_conntrack_entries", ("run", "netns"), "Connection-tracking entries")
+    drops: Family = _g("netrig_dut_interface_drops", ("run", "interface", "counter"),
+                       "An interface's drop or error counter (the kernel's cumulative value)")
+
+
+DUT = DutFamilies()
 
 RUN_INFO = Family("netrig_run", "info", ("run", "run_id", "out_dir"), "The runs this process ran or runs")
 RUN_COMPLETE = _g("netrig_run_complete", ("run",), "1 when the run finished every planned trial, 0 when it "
@@ -170,6 +225,6 @@ SERVED = {
 }
 
 #: Every family, for the docs check.
-ALL: tuple[Family, ...] = (*TRIAL_COUNTS.values(), TRIALS, LATENCY, LATENCY_MAX, *BREAKDOWN.values(),
-                           *LAST.values(), *LIVE.values(), *INTERVALS.values(), RESULT, *DUT.values(), RUN_INFO,
+ALL: tuple[Family, ...] = (*members(TRIAL_COUNTS), TRIALS, LATENCY, LATENCY_MAX, *members(BREAKDOWN),
+                           *members(LAST), *members(LIVE), *members(INTERVALS), RESULT, *members(DUT), RUN_INFO,
                            RUN_COMPLETE, RESUMES, *FORWARD.values(), *SERVED.values())

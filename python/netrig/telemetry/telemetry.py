@@ -4,18 +4,16 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
 
 from prometheus_client.registry import CollectorRegistry
 
+from netrig.run.progress import ProgressEvent, ProgressFn
 from netrig.telemetry.collect import StoreCollector
 from netrig.telemetry.endpoint import OPTION, MetricsEndpoint, parse_listen
 from netrig.telemetry.runs import RunTelemetry
 from netrig.telemetry.sources import FlowGroupCounts, QueueStats, flow_group_source, forwarder_source
 from netrig.telemetry.store import Store
 
-#: A run's ``progress(event, info)`` (``netrig.run.recording.ProgressFn``).
-ProgressFn = Callable[[str, Any], None]
 #: Longest wait for a last scrape after the command's work ended, s.
 LINGER_MAX_S = 15.0
 #: Time given a scrape's response after its values were read, s.
@@ -89,7 +87,7 @@ def tee(*fns: ProgressFn | None) -> ProgressFn:
     """One progress function that calls every given one, in order."""
     chosen = [f for f in fns if f is not None]
 
-    def progress(event: str, info: Any) -> None:
+    def progress(event: ProgressEvent) -> None:
         for f in chosen:
-            f(event, info)
+            f(event)
     return progress
