@@ -14,6 +14,7 @@ from netrig.cli.main import main
 from netrig.measure.seam import TrialCounts
 from netrig.methods import back_to_back, livelock, recovery, stress
 from netrig.results import load_result
+from netrig.run.capture_bench import BenchDocument
 from netrig.run.progress import TrialEnd, TrialInfo
 from netrig.run.records import LoadRecord
 
@@ -59,7 +60,7 @@ def test_a_stateful_trial_is_counted_like_any_trial_in_progress_lines():
 
 def test_capture_bench_with_no_result_fails(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(capture_bench, "require_root", lambda what: None)
-    monkeypatch.setattr(capture_bench, "run_bench", lambda p, out, notify: {"results": []})
+    monkeypatch.setattr(capture_bench, "run_bench", lambda p, out, notify: BenchDocument(p, "2026-11-28T00:00:00Z"))
     assert main(["capture-bench", "--out", str(tmp_path / "cb")]) == 1
     captured = capsys.readouterr()
     assert "no result" in captured.err and captured.out == ""

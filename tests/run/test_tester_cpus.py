@@ -12,7 +12,7 @@ import pytest
 from netrig.errors import ConfigError
 from netrig.run.config import config_from_dict
 from netrig.run.runner import Runner
-from netrig.run.session import simulated_session
+from netrig.run.session import TesterCpus, simulated_session
 from netrig.testbed.testbed import Testbed
 
 CONFIG = {
@@ -32,7 +32,7 @@ def test_the_selftest_runs_on_the_cpus_the_dut_session_gave_the_tester(tmp_path)
             seen[role] = (config.ports.tx_cpus, config.ports.rx_cpus)
             with simulated_session(config, role) as s:
                 if role == "dut":  # what engine_session gives when the DUT holds CPU 1
-                    s = replace(s, tester_cpus={"tx_cpus": (0,), "rx_cpus": (0,)})
+                    s = replace(s, tester_cpus=TesterCpus((0,), (0,)))
                 yield s
 
         return cm()

@@ -77,7 +77,7 @@ def run(args) -> int:
         print(f"capture-bench: {interrupt_reason(e)}; the points that finished are in {out}/capture-bench.json "
               "and report.html", file=sys.stderr)
         return interrupt_status(e)
-    if not doc.get("results"):
+    if not doc.results:
         print(f"capture-bench: no result: no method measured a point (see the notes above and {out}/report.html)",
               file=sys.stderr)
         return 1
@@ -85,5 +85,5 @@ def run(args) -> int:
     print("  ".join(head))
     for r in rows:
         print("  ".join(r))
-    print(f"capture-bench: {len(doc['results'])} results in {time.monotonic() - t0:.0f} s; {out}/report.html")
+    print(f"capture-bench: {len(doc.results)} results in {time.monotonic() - t0:.0f} s; {out}/report.html")
     return 0

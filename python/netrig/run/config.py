@@ -379,6 +379,10 @@ class MethodConfig:
     def repetitions(self) -> int | None:
         return getattr(self.params, "repetitions", None)
 
+    def params_dict(self) -> dict:
+        """The parameters as the result document records them (``config.methods[i].<name>``)."""
+        return _plain(self.params)
+
 
 @dataclass(frozen=True)
 class TestConfig:
@@ -740,7 +744,7 @@ def _plain(obj):
     if isinstance(obj, FrameSize):
         return obj.label
     if isinstance(obj, MethodConfig):
-        return {obj.name: _plain(obj.params)}
+        return {obj.name: obj.params_dict()}
     if dataclasses.is_dataclass(obj):
         return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)
                 if not f.name.startswith("_")}

@@ -95,8 +95,14 @@ class Runner:
         self.rec: RecordingMeasurer | None = None
         #: Run-wide flags found while running (a repaired trial log).
         self.notices: list[dict] = []
-        #: Environment for user commands (the reset command): the DUT session's test bed parts.
+        #: Environment for user commands (the reset command): the DUT session's test bed parts, and
+        #: its DUT namespace (where they run).
         self.command_env: dict[str, str] = {}
+        self.dut_netns: str | None = None
+        #: Why the DUT shares the tester's CPUs (``Session.dut_shares_cpu``).
+        self.dut_shares_cpu: str | None = None
+        #: The run finished every planned trial (set when it ends).
+        self.complete = False
         #: The result document could not be written (disk full): why.
         self.write_error: ResultError | None = None
         #: Trials measured (not replayed) by this run.
@@ -154,7 +160,7 @@ class Runner:
                 with self.provider(cfg, "selftest") as st:
                     self._setup(st)
                     self._use(st)
-                    self._run_selftest(str(st.testbed.get("name") or cfg.selftest.testbed))
+                    self._run_selftest(st.testbed_name or cfg.selftest.testbed)
             else:
                 self._run_dut(cfg)
             complete = True
@@ -183,7 +189,7 @@ class Runner:
         ``failure`` (the reason the run ended): a result that cannot be written (disk full) is said
         in ``self.write_error``; with no failure, it raises."""
         rec = self._recorder()
-        self.measured = rec.measured
+        self.measured, self.complete = rec.measured, complete
         interrupted = isinstance(failure, (*INTERRUPTS, InterruptedTrial))
         if failure is not None and self.resume and not rec.records:
             self.document = {}  # nothing replayed yet: the earlier result.json stays as it was
@@ -210,7 +216,7 @@ class Runner:
         """The run stopped early and left a trial log that ``--resume`` continues."""
         if self.rec is None:  # refused before it started (its input was checked first)
             return False
-        return self.resume or (bool(self.document) and not self.document.get("complete"))
+        return self.resume or (bool(self.document) and not self.complete)
 
     def _use(self, session: Session) -> None:
         """Measure with ``session`` from now on (its measurer, test-bed check and command environment)."""
@@ -218,7 +224,7 @@ class Runner:
         rec.inner = session.measurer
         rec.before = session.before_trial
         rec.after = session.after_trial
-        self.command_env = dict(session.command_env)
+        self.command_env, self.dut_netns = dict(session.command_env), session.dut_netns
         session.watch(self._snapshot)
 
     def _snapshot(self, snap: Snapshot) -> None:
@@ -237,6 +243,7 @@ class Runner:
         self.line_rate = session.line_rate
         self._recorder().line_rate = session.line_rate
         self.testbed, self.environment = session.testbed, session.environment
+        self.dut_shares_cpu = session.dut_shares_cpu
         self.simulated = session.simulated
         self.dut_can_hold_sender = session.dut_can_hold_sender
         if session.shared_testbed:
@@ -254,11 +261,10 @@ class Runner:
             if cfg.selftest.enabled and any(m.method.stack_kind is None for m in cfg.methods):
                 # The self-test proves the tester as it measures the DUT: on the same CPUs.
                 cpus = dut.tester_cpus
-                st_cfg = replace(cfg, ports=replace(cfg.ports, tx_cpus=cpus.get("tx_cpus", ()),
-                                                    rx_cpus=cpus.get("rx_cpus", ()))) if cpus else cfg
+                st_cfg = replace(cfg, ports=replace(cfg.ports, tx_cpus=cpus.tx, rx_cpus=cpus.rx)) if cpus else cfg
                 with self.provider(st_cfg, "selftest") as st:
                     self._use(st)
-                    self._run_selftest(str(st.testbed.get("name") or st_cfg.selftest.testbed))
+                    self._run_selftest(st.testbed_name or st_cfg.selftest.testbed)
             self._use(dut)
             for mi, m in enumerate(cfg.methods):
                 self._run_method(mi, m)
@@ -341,7 +347,7 @@ class Runner:
         if not events or m.method.event_trials is None:
             return m.method.run(m.params, ctx)
         env = self.command_env
-        runner = CommandRunner(env.get("NETRIG_DUT_NETNS"), env, self.config.trial.event_timeout_s)
+        runner = CommandRunner(self.dut_netns, env, self.config.trial.event_timeout_s)
         with self._recorder().events_for(events, m.method.event_trials, runner):
             return m.method.run(m.params, ctx)
 
@@ -430,7 +436,6 @@ class Runner:
 
     def _summary(self) -> list[dict]:
         out = []
-        params = self.config.to_dict()["methods"]
         for mi, m in enumerate(self.config.methods):
             results = []
             for frame in frames_of(self.config, m):
@@ -448,7 +453,7 @@ class Runner:
                     "headline": rate_object(head, frame, self._line_rate()) if head is not None else None,
                     "flags": self._flags(mi, m, frame, reps, complete),
                 })
-            out.append({"method": m.name, "method_index": mi, "label": m.label, "params": params[mi][m.name],
+            out.append({"method": m.name, "method_index": mi, "label": m.label, "params": m.params_dict(),
                         "results": results})
         consistency.annotate(out, self._recorder().records if self.rec is not None else [])
         return out
@@ -490,7 +495,7 @@ class Runner:
         flags = list(self.notices)
         if lr is not None and lr.source == "nominal" and any(m.method.stack_kind is None for m in self.config.methods):
             flags.append({"code": "nominal_line_rate", "message": f"line rate is {lr.label}"})
-        shared = (self.testbed.get("placement") or {}).get("shared")
+        shared = self.dut_shares_cpu
         if shared:  # a one-CPU machine: the DUT's numbers include the tester's share of the CPU
             flags.append({"code": "dut_shares_cpu", "message": f"{shared}: the DUT's capacity is what the tester "
                                                                "left it"})

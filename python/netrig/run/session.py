@@ -9,7 +9,7 @@
   on errors and Ctrl-C), its tester ports opened as engine ports, an :class:`EngineMeasurer` made
   with the addressing that crosses the DUT, DUT monitoring around every trial when
   ``trial.monitor`` is on, the test bed's tuning knobs applied (``testbed.knobs``; restored before
-  it is torn down, their record in ``Session.testbed["knobs"]``), the environment captured, and
+  it is torn down, their record the ``knobs`` of ``Session.testbed``), the environment captured, and
   the line rate decided.
 
 Nothing else wires these together: methods see only the measurer and the line rate; the run loop
@@ -35,6 +35,7 @@ from netrig.monitor.cpu import matching_pids
 from netrig.otg.agents import AgentDown, AgentRefused, OtgClient
 from netrig.otg.measurer import OtgMeasurer
 from netrig.otg.tls import client_context, read_token
+from netrig.results.typed import from_dict
 from netrig.run.config import TestConfig, TrialConfig
 from netrig.testbed import Testbed
 from netrig.testbed.knobs import KnobLayout, Knobs, applied_knobs
@@ -47,14 +48,32 @@ from netrig.trial import Port, Snapshot
 MONITOR_SAMPLES_PER_TRIAL = 5
 
 
+@dataclass(frozen=True)
+class TesterCpus:
+    """The tester's worker CPUs (empty: the engine's default placement)."""
+
+    __test__ = False
+    tx: tuple[int, ...] = ()
+    rx: tuple[int, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.tx or self.rx)
+
+    def to_dict(self) -> dict[str, list[int]]:
+        return {"tx_cpus": list(self.tx), "rx_cpus": list(self.rx)}
+
+
 @dataclass
 class Session:
     """What a run measures with: the measurer, the line rate, and what to record about them."""
 
     measurer: Measurer
     line_rate: LineRate
+    #: The test bed's description, as the result records it (``testbed``).
     testbed: dict = field(default_factory=dict)
     environment: dict = field(default_factory=dict)
+    #: The test bed's name (its topology; ``simulated``, ``otg``).
+    testbed_name: str = ""
     #: The DUT is a model (resets itself; no command needed).
     simulated: bool = False
     #: Environment variables naming the test bed's parts for user commands (``NETRIG_DUT_NETNS`` …).
@@ -65,9 +84,9 @@ class Session:
     #: Called after every measured trial: what went wrong with the DUT during it (a DUT process
     #: that died); a non-empty answer makes the trial invalid, never the DUT's loss.
     after_trial: Callable[[], list[str]] | None = None
-    #: The tester's worker CPUs this session measures with (``{"tx_cpus": …, "rx_cpus": …}``, empty
-    #: tuples: the engine's default); the self-test run beside the DUT uses the same.
-    tester_cpus: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    #: The tester's worker CPUs this session measures with; the self-test run beside the DUT uses the
+    #: same.
+    tester_cpus: TesterCpus = TesterCpus()
     #: The DUT can slow the tester's sender instead of dropping (``Testbed.dut_can_hold_sender``):
     #: only then is a sender that fell short below its proven rate the DUT's backpressure.
     dut_can_hold_sender: bool = True
@@ -75,6 +94,11 @@ class Session:
     #: and whether another run held it when this one started.
     shared_testbed: bool = False
     shared_with: bool = False
+    #: The DUT's network namespace (``None``: none, or not on this host), where user commands run.
+    dut_netns: str | None = None
+    #: Why the DUT shares its CPUs with the tester (a one-CPU machine; ``None``: it does not): the
+    #: DUT's capacity is what the tester left it.
+    dut_shares_cpu: str | None = None
 
     def watch(self, on_snapshot: Callable[[Snapshot], None] | None) -> None:
         """Hand the engine's live snapshots of every measured trial to ``on_snapshot`` (``None``:
@@ -103,7 +127,7 @@ def simulated_session(config: TestConfig, role: str) -> Iterator[Session]:
         model = DutModel(capacity_pps=1e15, tester_ceiling_pps=model.tester_ceiling_pps,
                          trial_delay_s=model.trial_delay_s, seed=model.seed + 1)
     yield Session(SimulatedMeasurer(model), line_rate(config, "simulated", None),
-                  {"name": "simulated", "role": role, "model": model.to_dict()}, {}, simulated=True)
+                  {"name": "simulated", "role": role, "model": model.to_dict()}, {}, "simulated", simulated=True)
 
 
 @contextlib.contextmanager
@@ -111,8 +135,9 @@ def existing_testbed(tb_id: str) -> Iterator[Testbed]:
     """A test bed built earlier (``netrig testbed up``); left standing. (Every measured trial checks
     and repairs it first: ``Session.before_trial``.)"""
     tb = Testbed.attach(tb_id)
-    if tb.state.get("status") != "up":
-        raise TestbedError(f"testbed {tb_id} is {tb.state.get('status')}, not up: `netrig testbed status {tb_id}`")
+    status = from_dict(_BedState, tb.state).status
+    if status != "up":
+        raise TestbedError(f"testbed {tb_id} is {status}, not up: `netrig testbed status {tb_id}`")
     yield tb
 
 
@@ -123,7 +148,7 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
     name, opts = (config.testbed.name, dict(config.testbed.options)) if role == "dut" else _selftest_bed(config)
     stack_methods = sorted({m.name for m in config.methods if m.method.stack_kind is not None})
     if role == "dut" and stack_methods:
-        if name == "external" or opts.get("tester_stack") is False:
+        if name == "external" or from_dict(_BedOptions, opts).tester_stack is False:
             raise ConfigError("testbed.options.tester_stack",
                               f"method(s) {', '.join(stack_methods)} run between the tester ports' kernel stacks: "
                               f"use a test bed built of namespaces with tester_stack = true, not {name}"
@@ -146,7 +171,7 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
         # A DUT with its own pinned threads on this host (a forwarder, a capture) keeps its CPUs:
         # the tester's workers go on the others, so neither slows the other.
         auto = tb.tester_cpus() if role == "dut" else ()
-        cpus = {"tx_cpus": p.tx_cpus or auto, "rx_cpus": p.rx_cpus or auto}
+        cpus = TesterCpus(p.tx_cpus or auto, p.rx_cpus or auto)
         live = p.i_know_this_is_live
         tx = Port(tp.ifname, netns=tp.netns, io=p.io, queues=p.queues, busy_poll_us=p.busy_poll_us,
                   i_know_this_is_live=live)
@@ -166,15 +191,15 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
                                   cpu_procs=t.cpu_procs, reverse_template=_responder(tb, p.tx, p.rx, p.family),
                                   dut_netns=tb.dut_netns,
                                   interval_monitor=interval_monitor,
-                                  tx_cpus=cpus["tx_cpus"], rx_cpus=cpus["rx_cpus"],
+                                  tx_cpus=cpus.tx, rx_cpus=cpus.rx,
                                   dut_ring=_ring_reader(tb) if tb.wire_counts() else None,
                                   dut_cpus=tb.dut_cpus())
         env, desc = _recorded(tb, name, role, knob_record, cpus)
-        with keep_off_dut(cpus["tx_cpus"] if role == "dut" else ()):
-            yield Session(measurer, line_rate(config, tp.ifname, tx.info().speed_bps), desc, env,
+        with keep_off_dut(cpus.tx if role == "dut" else ()):
+            yield Session(measurer, line_rate(config, tp.ifname, tx.info().speed_bps), desc, env, name,
                           command_env=tb.command_env(), before_trial=tb.repair, after_trial=tb.dead_processes,
-                          tester_cpus=cpus,
-                          dut_can_hold_sender=tb.dut_can_hold_sender, shared_testbed=shared, shared_with=others)
+                          tester_cpus=cpus, dut_can_hold_sender=tb.dut_can_hold_sender, shared_testbed=shared,
+                          shared_with=others, dut_netns=tb.dut_netns, dut_shares_cpu=_shares_cpu(tb))
 
 
 AnyMonitor = Monitor | RemoteMonitor
@@ -206,7 +231,7 @@ def _monitors(tb: Testbed, t: TrialConfig, role: str) -> tuple[Callable[[], AnyM
     return monitor_factory, interval_monitor
 
 
-def _recorded(tb: Testbed, name: str, role: str, knob_record: dict | None, cpus: dict) -> tuple[dict, dict]:
+def _recorded(tb: Testbed, name: str, role: str, knob_record: dict | None, cpus: TesterCpus) -> tuple[dict, dict]:
     """The environment (the DUT's run only; recorded, never required) and the test bed's description."""
     env: dict = {}
     if role == "dut":
@@ -221,9 +246,40 @@ def _recorded(tb: Testbed, name: str, role: str, knob_record: dict | None, cpus:
     desc.setdefault("name", name)
     if knob_record is not None:
         desc["knobs"] = knob_record  # the same dict: "restored" is filled in when the block ends
-    if any(cpus.values()):
-        desc["tester_cpus"] = {k: list(v) for k, v in cpus.items()}
+    if cpus:
+        desc["tester_cpus"] = cpus.to_dict()
     return env, desc
+
+
+def _shares_cpu(tb: Testbed) -> str | None:
+    """Why the DUT shares its CPUs with the tester (the test bed's placement), ``None`` if it does not."""
+    placement = tb.placement
+    return from_dict(_Placement, placement).shared if placement else None
+
+
+@dataclass(frozen=True)
+class _Placement:
+    """What the result says of the test bed's CPU placement (``Testbed.placement``)."""
+
+    shared: str | None = None
+
+
+@dataclass(frozen=True)
+class _BedState:
+    """The parts of a test bed's state (``Testbed.state``) a session reads."""
+
+    status: str | None = None
+    #: Per IP family: the source address the responder's frames go to (a source NAT's).
+    expected_rx_src: dict[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class _BedOptions:
+    """The test bed options (``testbed.options``, ``TestbedOptions.to_dict()``) a session reads."""
+
+    tester_stack: bool | None = None
+    mtu: int | None = None
+    dut_placement: str = "wire"
 
 
 def held(tb: Testbed, role: str, shared: bool) -> AbstractContextManager[bool]:
@@ -249,7 +305,7 @@ def _responder(tb: Testbed, tx: str, rx: str, family: int) -> dict | None:
         back = tb.stream_defaults(tx=rx, rx=tx, family=family)
     except NetrigError:  # an external DUT without a MAC to send back to: no stateful trials
         return None
-    nat = (tb.state.get("expected_rx_src") or {}).get(str(family))
+    nat = (from_dict(_BedState, tb.state).expected_rx_src or {}).get(str(family))
     return {**back, "dst_ip": nat} if nat else back
 
 
@@ -273,12 +329,12 @@ def _selftest_bed(config: TestConfig) -> tuple[str, dict]:
     opts = dict(config.testbed.options)
     if config.testbed.id:
         opts = Testbed.attach(config.testbed.id).options.to_dict()
-    mtu = opts.get("mtu")
-    base = {"mtu": mtu} if mtu is not None else {}
+    read = from_dict(_BedOptions, opts)
+    base = {"mtu": read.mtu} if read.mtu is not None else {}
     name = config.selftest.testbed
     if name != "auto":
         return name, base
-    if config.testbed.name in DUT_TOPOLOGIES and opts.get("dut_placement", "wire") == "wire":
+    if config.testbed.name in DUT_TOPOLOGIES and read.dut_placement == "wire":
         return "bridge", {**base, **{k: opts[k] for k in PLACEMENT_OPTIONS if opts.get(k) is not None}}
     return "loopback", base
 
@@ -306,16 +362,30 @@ def otg_session(config: TestConfig, role: str) -> Iterator[Session]:
                            drain_s=t.drain_s)
     base = line_rate(config, "otg", None)
     rate = LineRate(base.bps * len(o.pairs), base.source, f"{len(o.pairs)} sending port(s) of otg.pairs")
-    desc = {"name": "otg", "role": role, "url": o.url, "server": version.get("app_version"),
+    desc = {"name": "otg", "role": role, "url": o.url, "server": version.app_version,
             "pairs": [dataclasses.asdict(pair) for pair in o.pairs], **({"agents": agents} if agents else {})}
-    yield Session(measurer, rate, desc, {}, dut_can_hold_sender=False)
+    yield Session(measurer, rate, desc, {}, "otg", dut_can_hold_sender=False)
 
 
-def _reach(client: OtgClient) -> tuple[dict, list | None]:
+@dataclass(frozen=True)
+class _Version:
+    """An OTG server's ``GET /capabilities/version``: what the result records of it."""
+
+    app_version: str | None = None
+
+
+@dataclass(frozen=True)
+class _Agents:
+    """A controller's ``GET /netrig/agents``."""
+
+    agents: list | None = None
+
+
+def _reach(client: OtgClient) -> tuple[_Version, list | None]:
     """An OTG server's version, and its agents when it is a controller (``GET /netrig/agents``)."""
-    version = client.call("GET", "/capabilities/version", timeout=10)
+    version = from_dict(_Version, client.call("GET", "/capabilities/version", timeout=10))
     try:
-        return version, client.call("GET", "/netrig/agents", timeout=10).get("agents")
+        return version, from_dict(_Agents, client.call("GET", "/netrig/agents", timeout=10)).agents
     except AgentRefused as e:
         if e.status != 400:
             raise
