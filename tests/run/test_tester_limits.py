@@ -11,7 +11,7 @@ from netrig.measure import TrialCounts
 from netrig.methodology.mlr import GoalResult, MlrResult, SearchGoal
 from netrig.methods import REGISTRY
 from netrig.methods.throughput import ThroughputResult
-from netrig.model import FrameSize, LineRate
+from netrig.model import FrameSize, LineRate, format_pps
 from netrig.report import write_report
 from netrig.results import load_result
 from netrig.run import consistency
@@ -290,9 +290,9 @@ def test_a_tester_limited_back_to_back_is_no_lower_bound_of_zero(tmp_path):
     flag = next(f["message"] for f in res["flags"] if f["code"] == "tester_limited")
     assert "≥" not in flag and "reached only 600 kfps" in flag, flag
     row = REGISTRY.get("rfc2544_back_to_back").console_rows(res, "")[0]
-    assert row[1].endswith("(bursts at 600 kfps: tester-limited)"), row
+    assert row[1].endswith("(bursts at achieved TX 600 kfps: tester-limited)"), row
     write_report([tmp_path / "result.json"], tmp_path / "r.html")
-    assert "(bursts at 600 kfps: tester-limited)" in (tmp_path / "r.md").read_text()
+    assert "(bursts at achieved TX 600 kfps: tester-limited)" in (tmp_path / "r.md").read_text()
 
 
 def test_an_invalid_fixed_rate_trial_gives_no_headline(tmp_path):
@@ -305,7 +305,8 @@ def test_an_invalid_fixed_rate_trial_gives_no_headline(tmp_path):
     res = results(doc)["iperf"]
     assert res["repetitions"][0]["valid"] is False and res["headline"] is None, res
     [row] = REGISTRY.get("iperf").console_rows(res, "")
-    assert row[1] == "—: every trial invalid (not used)", row
+    asked = res["repetitions"][0]["intended_pps"]
+    assert row[1] == format_pps(asked) and row[2] == "—: every trial invalid (not used)", row
     write_report([tmp_path / "result.json"], tmp_path / "r.html")
     md = (tmp_path / "r.md").read_text()
     assert f"{res['repetitions'][0]['received_pps']:,.0f} fps" not in md

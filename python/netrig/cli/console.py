@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
@@ -20,9 +23,11 @@ from netrig.measure import StackRequest, TrialCounts
 from netrig.measure.rr import RrParams
 from netrig.measure.tcp import TcpParams
 from netrig.methodology.method import STACK_FRAME
+from netrig.methodology.selftest import stored_ceilings
 from netrig.methods import REGISTRY
 from netrig.model import format_bps, format_ns, format_pps, rates
 from netrig.report.tables import not_counted
+from netrig.results.typed import from_dict
 from netrig.run.config import TestConfig
 from netrig.run.progress import (
     CpuPer,
@@ -38,7 +43,9 @@ from netrig.run.progress import (
 from netrig.run.records import FrameLabel
 from netrig.run.runner import QUIET_FLAGS, Runner
 from netrig.telemetry import Telemetry, tee
-from netrig.view.frame_results import line_rate_of
+from netrig.view import fmt
+from netrig.view.frame_results import line_rate_of, read_summary
+from netrig.view.run_view import RunView
 
 
 def trial_note(c: TrialCounts) -> str:
@@ -239,57 +246,169 @@ def _fmt_ns(v: float | None) -> str:
     return "-" if v is None else format_ns(v)
 
 
-def summary_tables(doc: dict) -> list[Table]:
-    """One table per method of a result document (methods this netrig does not know are left out)."""
+#: Piped (no terminal), a summary table is at most this wide: a long cell (flags) wraps at its words.
+TABLE_WIDTH = 100
+
+
+@dataclass(frozen=True)
+class VerdictRow:
+    """One pass/fail check of a result (``verdicts[]``)."""
+
+    check: str
+    frame_size: int | str
+    threshold: float
+    value: float | None
+    passed: bool
+
+
+@dataclass(frozen=True)
+class _Flag:
+    code: str
+
+
+@dataclass(frozen=True)
+class _Flagged:
+    """A ``summary[].results[]`` entry's flags, in order."""
+
+    flags: tuple[_Flag, ...] = ()
+
+
+@dataclass(frozen=True)
+class _SelftestHead:
+    """What the self-test table's title says (``selftest``)."""
+
+    testbed: str = "?"
+    factor: float = 1.1
+    passed: bool = False
+
+
+@dataclass(frozen=True)
+class Shown:
+    """The parts of a result document the console shows, read once (``from_dict``)."""
+
+    summary: tuple[dict[str, Any], ...] = ()
+    selftest: _SelftestHead | None = None
+    verdicts: tuple[VerdictRow, ...] = ()
+
+    @classmethod
+    def of(cls, doc: dict) -> Shown:
+        return from_dict(cls, doc, partial=True)
+
+
+#: A cell at most this wide is a value (a rate, a time) and never wraps; a longer one is words.
+VALUE_CELL = 24
+
+
+def column_widths(heads: Sequence[str], rows: Sequence[Sequence[str]], room: int | None) -> list[int]:
+    """Widths for a table's columns in ``room`` characters (``None``: as wide as they need): a value
+    never wraps, a header or a long text cell wraps at its words only, and the room left over goes to
+    the columns that need the least of it to keep their header on one line."""
+    def word(text: str) -> int:
+        return max(map(cell_len, text.split()), default=0)
+
+    def least(cell: str) -> int:
+        return cell_len(cell) if cell_len(cell) <= VALUE_CELL else word(cell)
+
+    cols = range(len(heads))
+    natural = [max([cell_len(heads[i]), *(cell_len(r[i]) for r in rows)]) for i in cols]
+    if room is None or sum(natural) <= room:
+        return natural
+    widths = [max([word(heads[i]), *(least(r[i]) for r in rows)]) for i in cols]
+    spare = room - sum(widths)
+    for i in sorted(cols, key=lambda i: natural[i] - widths[i]):
+        grow = max(0, min(natural[i] - widths[i], spare))
+        widths[i] += grow
+        spare -= grow
+    return widths
+
+
+@dataclass(frozen=True)
+class SummaryTable:
+    """One table of the summary: its title, columns, rows, and the lines said below it (each frame
+    size's flags)."""
+
+    title: str
+    heads: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    notes: tuple[str, ...] = ()
+
+    def table(self, width: int | None = None) -> Table:
+        """The table in at most ``width`` characters when its values fit (``None``: as wide as it
+        needs); its title is the caller's to print."""
+        room = width - 3 * len(self.heads) - 1 if width is not None else None
+        t = Table(title_justify="left")
+        for head, w in zip(self.heads, column_widths(self.heads, self.rows, room)):
+            t.add_column(head, width=w, overflow="fold")
+        for r in self.rows:
+            t.add_row(*r)
+        return t
+
+
+def summary_tables(doc: dict) -> list[SummaryTable]:
+    """One table per method of a result document (methods this netrig does not know are left out);
+    each frame size's flags (and what a method says with them) below its table."""
     tables = []
-    lr, line_rate = doc.get("line_rate") or {}, line_rate_of(doc)
-    for s in doc.get("summary", []):
-        if s.get("method") not in REGISTRY:
+    label, line_rate = RunView(doc).line_rate_label, line_rate_of(doc)
+    for s in read_summary(list(Shown.of(doc).summary)):
+        if s.method not in REGISTRY:
             continue
-        method = REGISTRY.get(s["method"])
-        t = Table(title=f"{s['label']}  (line rate {lr.get('label', '?')})", title_justify="left")
-        for c in ("frame", *method.console_columns, "flags"):
-            t.add_column(c, overflow="fold")
-        for r in s["results"]:
-            flags = ", ".join(f["code"] for f in r["flags"] if f["code"] not in QUIET_FLAGS)
-            for row in method.console_rows(r, flags, line_rate):
-                t.add_row(*row)
-        tables.append(t)
+        method = REGISTRY.get(s.method)
+        rows: list[list[str]] = []
+        for r in s.results:
+            codes = dict.fromkeys(f.code for f in from_dict(_Flagged, r.stored, partial=True).flags)
+            flags = ", ".join(c for c in codes if c not in QUIET_FLAGS)
+            rows.extend(method.console_rows(dict(r.stored), flags, line_rate))
+        frame = ""
+        notes = []
+        for row in rows:
+            frame = row[0] or frame  # a method's further rows of one frame size leave it blank
+            if row[-1]:
+                notes.append(f"  {frame} flags: {row[-1]}")
+        tables.append(SummaryTable(f"{s.label}  (line rate {label})", ("frame", *method.console_columns),
+                                   tuple(tuple(row[:-1]) for row in rows), tuple(notes)))
     return tables
 
 
-def _print_table(console: Console, table: Table) -> None:
-    """``table``; without a terminal its title is a line of its own, as wide as it needs (rich wraps
-    a title to the table's width)."""
-    if not console.is_terminal and isinstance(table.title, str):
-        console.print(table.title, soft_wrap=True)
-        table.title = None
-    console.print(table)
+def selftest_table(doc: dict) -> SummaryTable | None:
+    """The self-test's ceilings per frame size (``None``: the run had no self-test)."""
+    head = Shown.of(doc).selftest
+    if head is None:
+        return None
+    run = RunView(doc)
+    ceilings = stored_ceilings(run)
+    share = any(c.tester_share_ns is not None for c in ceilings)
+    rows = []
+    for c in ceilings:
+        l1, floor = run.bps(c.frame.label, c.proven_rate_pps), c.latency_floor
+        rows.append((fmt.size(c.frame.label), format_pps(c.required_rate_pps), format_pps(c.proven_rate_pps),
+                     format_bps(l1) if l1 is not None else "-", "yes" if c.passed else "no",
+                     f"{_fmt_ns(floor.p50_ns)} / {_fmt_ns(floor.p99_ns)}" if floor else "-",
+                     c.timestamp_source or "-", *([_fmt_ns(c.tester_share_ns)] if share else [])))
+    return SummaryTable(f"RFC 8219 self-test on {head.testbed} ({head.factor}× reserve): "
+                        f"{'passed' if head.passed else 'NOT passed'}",
+                        ("frame", "required fps", "proven fps", "proven L1 bit/s", "passed", "latency floor p50 / p99",
+                         "RX stamps", *(["tester on DUT CPU / frame"] if share else [])), tuple(rows))
+
+
+def _print_table(console: Console, t: SummaryTable) -> None:
+    """``t``: its title a line of its own, as wide as it needs (never wrapped), the table as wide as
+    the terminal, or at most :data:`TABLE_WIDTH` without one, then its notes."""
+    console.print(t.title, soft_wrap=True, markup=False)
+    console.print(t.table(console.width if console.is_terminal else min(console.width, TABLE_WIDTH)))
+    for line in t.notes:
+        console.print(line, soft_wrap=True, markup=False)
 
 
 def print_summary(doc: dict, console: Console | None = None) -> None:
     console = console or plain_console()
-    st = doc.get("selftest")
-    if st:
-        t = Table(title=f"RFC 8219 self-test on {st['testbed']} ({st['factor']}× reserve): "
-                        f"{'passed' if st['passed'] else 'NOT passed'}", title_justify="left")
-        share = any(c.get("tester_share_ns") is not None for c in st["ceilings"])
-        for c in ("frame", "required fps", "proven fps", "proven L1 bit/s", "passed", "latency floor p50 / p99",
-                  "RX stamps", *(["tester on DUT CPU / frame"] if share else [])):
-            t.add_column(c)
-        for c in st["ceilings"]:
-            fs = f"{c['frame_size']} B" if isinstance(c["frame_size"], int) else str(c["frame_size"])
-            floor = c.get("latency_floor") or {}
-            t.add_row(fs, format_pps(c["required_rate_pps"]), format_pps(c["proven_rate_pps"]),
-                      format_bps(c["proven"]["l1_bps"]) if c.get("proven") else "-", "yes" if c["passed"] else "no",
-                      f"{_fmt_ns(floor.get('p50_ns'))} / {_fmt_ns(floor.get('p99_ns'))}" if floor else "-",
-                      c.get("timestamp_source") or "-", *([_fmt_ns(c.get("tester_share_ns"))] if share else []))
-        _print_table(console, t)
+    st = selftest_table(doc)
+    if st is not None:
+        _print_table(console, st)
     for t in summary_tables(doc):
         _print_table(console, t)
-    for v in doc.get("verdicts", []):
-        console.print(f"{'PASS' if v['passed'] else 'FAIL'} {v['check']} {v['frame_size']}: {v['value']} "
-                      f"(threshold {v['threshold']})")
+    for v in Shown.of(doc).verdicts:
+        console.print(f"{'PASS' if v.passed else 'FAIL'} {v.check} {v.frame_size}: {v.value} "
+                      f"(threshold {v.threshold})")
 
 
 def _kept(err: Console, runner: Runner, out: Path, what: str) -> None:
@@ -301,10 +420,10 @@ def _kept(err: Console, runner: Runner, out: Path, what: str) -> None:
         else:
             err.print(f"{what} before the first trial; nothing to keep", soft_wrap=True)
         return
-    n = len(runner.document.get("trials", []))
     where = (f'partial result in {out}/result.json ("complete": false)' if runner.write_error is None
              else f"result.json not written ({runner.write_error})")
-    err.print(f"{what}: {n} finished trial(s) kept in {out}/trials.ndjson; {where}", soft_wrap=True)
+    err.print(f"{what}: {runner.finished_trials} finished trial(s) kept in {out}/trials.ndjson; {where}",
+              soft_wrap=True)
     err.print(f"continue with: netrig run --resume {out}", soft_wrap=True)
 
 
@@ -344,4 +463,4 @@ def run_with_console(config: TestConfig, out_dir: str | Path | None, *, resume: 
         out_console = plain_console()
         print_summary(doc, out_console)
         out_console.print(f"result: {out}/result.json")
-    return 1 if any(not v["passed"] for v in doc.get("verdicts", [])) else 0
+    return 1 if any(not v.passed for v in Shown.of(doc).verdicts) else 0

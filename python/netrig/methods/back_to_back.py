@@ -29,7 +29,7 @@ from netrig.measure import Load, Measurer
 from netrig.methodology.method import Context, Method, Shortcut
 from netrig.methodology.stats import check, median
 from netrig.methods.sections import OTHER_METHODS, RFC2544
-from netrig.model import FrameSize, LineRate, defaults, format_pps
+from netrig.model import FrameSize, LineRate, defaults, format_pps, rates
 from netrig.view import fmt
 from netrig.view.frame_results import read_frame_results
 from netrig.view.html import empty, esc, table_html
@@ -209,7 +209,7 @@ def slow_bursts(reps: Sequence[BackToBackResult]) -> str:
     (the DUT's buffer was filled that fast, not at line rate); empty otherwise."""
     slow = min((x.achieved_burst_rate_fps for x in reps if x.tester_limited and x.achieved_burst_rate_fps),
                default=None)
-    return f" (bursts at {format_pps(slow)}: tester-limited)" if slow is not None else ""
+    return f" (bursts at {rates.ACHIEVED} {format_pps(slow)}: tester-limited)" if slow is not None else ""
 
 
 def _no_burst(reps: Sequence[BackToBackResult]) -> str:

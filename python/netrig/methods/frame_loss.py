@@ -20,7 +20,7 @@ from netrig.methodology.method import Context, Method, Section, Shortcut
 from netrig.methodology.stats import check
 from netrig.methodology.tester import NO_LIMIT, ProvenLimit, Verdict
 from netrig.methods.sections import RFC2544
-from netrig.model import FrameSize, LineRate, defaults, format_pps, rate_object
+from netrig.model import FrameSize, LineRate, defaults, format_pps, rate_object, rates
 from netrig.results.typed import from_dict
 from netrig.view import fmt
 from netrig.view.frame_results import finite, read_frame_results
@@ -395,7 +395,7 @@ class FrameLoss(Method):
     rfc_duration_s = 60.0
     sections = (SECTION,)
     plots = (forwarded_vs_intended_plot, frame_loss_plot)
-    console_columns = ("max loss-free fps", "% line rate", "points", "livelock")
+    console_columns = (f"max loss-free {rates.INTENDED} fps", "% line rate", "points", "livelock")
     shortcut = Shortcut(RFC2544, "frame-loss")
     cli_fields = {"step_pct": "--step"}
 

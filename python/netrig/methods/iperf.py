@@ -10,7 +10,7 @@ from netrig.measure import Interval, Measurer, Phase
 from netrig.methodology.method import Context, Method
 from netrig.methodology.stats import check, median
 from netrig.methods.sections import OTHER_METHODS
-from netrig.model import FrameSize, LineRate, format_bps, format_pps, rate_object
+from netrig.model import FrameSize, LineRate, format_bps, format_pps, format_pps_range, rate_object, rates
 from netrig.view import fmt
 from netrig.view.frame_results import read_frame_results
 from netrig.view.html import empty, figure, table_html
@@ -184,7 +184,8 @@ class Iperf(Method):
     params_type = IperfParams
     sections = (OTHER_METHODS,)
     plots = (iperf_plot,)
-    console_columns = ("fps (median)", "% line rate", "L1 bit/s", "L2 bit/s", "min–max fps")
+    console_columns = (f"{rates.INTENDED} fps", f"{rates.RECEIVED} fps (median)", "% line rate", "L1 bit/s",
+                       "L2 bit/s", "min–max")
 
     def run(self, params: IperfParams, ctx: Context) -> IperfResult:
         return measure_iperf(ctx.measurer, ctx.frame, ctx.line_rate, params)
@@ -198,11 +199,13 @@ class Iperf(Method):
     def console_rows(self, result: dict, flags: str, line_rate: LineRate | None = None) -> list[list[str]]:
         r = read_frame_results(result, IperfResult)
         h, mm = r.headline, r.spread("received_pps")
+        intended = median(x.intended_pps for x in r.repetitions)
+        asked = format_pps(intended) if intended is not None else "—"
         if h is None or h.fps is None:  # no valid trial: no rate to show
-            return [[fmt.size(r.frame_size), "—: every trial invalid (not used)", "—", "—", "—", "—", flags]]
-        return [[fmt.size(r.frame_size), format_pps(h.fps), f"{h.pct_line_rate or 0:.2f}",
-                 format_bps(h.l1_bps or 0), format_bps(h.l2_bps or 0),
-                 f"{format_pps(mm.min or 0)}–{format_pps(mm.max or 0)}", flags]]
+            return [[fmt.size(r.frame_size), asked, "—: every trial invalid (not used)", "—", "—", "—", "—", flags]]
+        return [[fmt.size(r.frame_size), asked, format_pps(h.fps), f"{h.pct_line_rate or 0:.2f}",
+                 format_bps(h.l1_bps or 0), format_bps(h.l2_bps or 0), format_pps_range(mm.min or 0, mm.max or 0),
+                 flags]]
 
     def html(self, run: RunView) -> dict[str, str]:
         ip, t = figure(iperf_plot, [run]), table(run)

@@ -21,7 +21,7 @@ from netrig.measure import LatencySummary, Load, Measurer
 from netrig.methodology.method import Context, Method, Section, Shortcut
 from netrig.methodology.stats import check, median
 from netrig.methods.sections import RFC2544
-from netrig.model import FrameSize, LineRate, format_ns, format_pps, rate_object
+from netrig.model import FrameSize, LineRate, format_ns, format_ns_range, format_pps, rate_object, rates
 from netrig.view import fmt
 from netrig.view.frame_results import Headline, finite, read_frame_results
 from netrig.view.html import empty, figure, table_html
@@ -394,7 +394,8 @@ class Latency(Method):
     rfc_duration_s = 120.0
     sections = (SECTION,)
     plots = (latency_vs_frame_size_plot, latency_vs_load_plot)
-    console_columns = ("at fps", "% line rate", "typical", "worst case (p99.9)", "min–max typical", "IPDV mean / p99")
+    console_columns = (f"at {rates.INTENDED} fps", "% line rate", "typical", "worst case (p99.9)", "min–max typical",
+                       "IPDV mean / p99")
     shortcut = Shortcut(RFC2544, "latency")
     cli_fields = {"trials": "--latency-trials"}
 
@@ -414,7 +415,9 @@ class Latency(Method):
         ipdv = median(x.ipdv_ns for x in r.repetitions)
         ipdv99 = median(x.ipdv_p99_ns for x in r.repetitions)
         return [[fmt.size(r.frame_size), format_pps(h.fps or 0), f"{h.pct_line_rate or 0:.2f}",
-                 _ns(ty.median), _ns(wc.median), f"{_ns(ty.min)}–{_ns(ty.max)}", f"{_ns(ipdv)} / {_ns(ipdv99)}", flags]]
+                 _ns(ty.median), _ns(wc.median),
+                 format_ns_range(ty.min, ty.max) if ty.min is not None and ty.max is not None else "-",
+                 f"{_ns(ipdv)} / {_ns(ipdv99)}", flags]]
 
     def html(self, run: RunView) -> dict[str, str]:
         lat = figure(latency_vs_frame_size_plot, [run])

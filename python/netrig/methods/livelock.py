@@ -46,7 +46,7 @@ from netrig.methodology.method import Command, Context, Method, Section, Shortcu
 from netrig.methodology.stats import check
 from netrig.methodology.tester import NO_LIMIT, ProvenLimit, Verdict
 from netrig.methodology.vocabulary import helptext
-from netrig.model import FrameSize, LineRate, defaults, format_ns, format_pps, rate_object
+from netrig.model import FrameSize, LineRate, defaults, format_ns, format_pps, rate_object, rates
 from netrig.view import fmt
 from netrig.view.frame_results import read_frame_results
 from netrig.view.html import esc, figure, table_html
@@ -406,7 +406,8 @@ class Livelock(Method):
     params_type = LivelockParams
     sections = (SECTION,)
     plots = (livelock_plot,)
-    console_columns = ("MLFRR", "% line rate", "max loss-free", "collapse slope", "DUT CPU / frame")
+    console_columns = (f"MLFRR ({rates.INTENDED} fps)", "% line rate", f"max loss-free {rates.INTENDED} fps",
+                       "collapse slope", "DUT CPU / frame")
     shortcut = Shortcut(Command("livelock", "receive livelock: forwarded vs intended load, the MLFRR model fitted",
                                 "Sweep the intended load, bisect the knee and fit the receive-livelock model: "
                                 "the maximum loss-free forwarding rate (MLFRR), the collapse slope above it, and "

@@ -18,7 +18,7 @@ from netrig.methodology.mlr import GoalResult, MlrResult, SearchGoal, search
 from netrig.methodology.mlr_reference import search_reference
 from netrig.methodology.stats import check
 from netrig.methodology.tester import NO_LIMIT, ProvenLimit
-from netrig.model import FrameSize, LineRate, format_bps, format_pps, parse_duration
+from netrig.model import FrameSize, LineRate, format_bps, format_pps, parse_duration, rates
 from netrig.results.typed import from_dict
 from netrig.view import fmt
 from netrig.view.frame_results import Headline, finite, read_frame_results
@@ -225,7 +225,7 @@ class MlrSearch(Method):
     provides_throughput = True
     sections = (SECTION,)
     plots = (ndr_pdr_plot,)
-    console_columns = ("goal", "fps", "% line rate", "L1 bit/s", "L2 bit/s")
+    console_columns = ("goal", f"{rates.INTENDED} fps", "% line rate", "L1 bit/s", "L2 bit/s")
     shortcut = Shortcut(Command("ndr-pdr", "MLRsearch: NDR and PDR (conditional throughput) on a test bed",
                                 "Find NDR and PDR at once with MLRsearch (draft-ietf-bmwg-mlrsearch).",
                                 sizes_default="64"), "ndr-pdr")

@@ -59,7 +59,7 @@ from netrig.methodology.method import Command, Context, Method, Section, Shortcu
 from netrig.methodology.stats import check
 from netrig.methodology.vocabulary import helptext
 from netrig.methods.throughput import ThroughputParams, measure_throughput
-from netrig.model import FrameSize, LineRate, format_pps, parse_rate
+from netrig.model import FrameSize, LineRate, format_pps, parse_rate, rates
 from netrig.monitor.monitor import CompactSample, MemSample
 from netrig.results.typed import from_dict
 from netrig.view import fmt
@@ -559,7 +559,7 @@ def live_line(res: SoakResult, row: SoakInterval | None = None) -> str:
                       if res.monitored else " (not monitored)"))
     saturated = f"; saturated throughout: {', '.join(res.cpu_saturated)}" if res.cpu_saturated else ""
     invalid = f" | INVALID: {res.invalid_reason or 'tester problem'}" if res.valid is False else ""
-    return (f"soak {fmt_time(r.end_s)}/{fmt_time(res.duration_s)}: rx {format_pps(r.rx_pps)}, "
+    return (f"soak {fmt_time(r.end_s)}/{fmt_time(res.duration_s)}: {rates.RECEIVED} {format_pps(r.rx_pps)}, "
             f"lost {r.frames_lost} | memory: {mem} | CPU spikes: {len(res.cpu_spikes)}{saturated} | "
             f"loss episodes: {len(res.loss_episodes)}{as_of}{invalid}")
 
@@ -822,7 +822,8 @@ class Soak(Method):
     params_type = SoakParams
     sections = (SECTION,)
     plots = (soak_plot,)
-    console_columns = ("rate", "covered", "rx rate", "lost", "loss episodes", "CPU spikes", "memory")
+    console_columns = (f"{rates.INTENDED} fps", "covered", f"{rates.RECEIVED} fps", "lost", "loss episodes",
+                       "CPU spikes", "memory")
     shortcut = Shortcut(Command("soak", "one long trial at a fixed load with DUT monitoring: leak, CPU-spike and "
                                         "loss-episode verdicts",
                                 "Hold a load (e.g. 80%NDR: the NDR measured first, or --ndr) for --duration as one "

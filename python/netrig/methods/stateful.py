@@ -39,7 +39,7 @@ from netrig.measure import FlowTrial, TrialCounts
 from netrig.methodology.method import Command, Context, Method, Section, Shortcut
 from netrig.methodology.stats import check, median
 from netrig.methodology.tester import ProvenLimit, Verdict, tester_rx_drops
-from netrig.model import LineRate
+from netrig.model import LineRate, rates
 from netrig.results.typed import from_dict
 from netrig.testbed.conntrack import TableCounts, TupleCheck
 from netrig.view import fmt
@@ -512,7 +512,8 @@ class StatefulMethod(Method):
     short_name = "stateful"
     params_type = StatefulParams
     sections = (STATEFUL,)
-    console_columns = ("connections", "establish (conn/s)", "tear-down (conn/s)", "throughput ×2", "capacity")
+    console_columns = ("connections", "establish (conn/s)", "tear-down (conn/s)",
+                       f"throughput ({rates.INTENDED} fps) ×2", "capacity")
     shortcut = Shortcut(COMMAND, "stateful")
     testbeds = STATEFUL_TOPOLOGIES
     cli_fields = {"connections": "--connections", "establish_rate_pps": "--establish-rate",

@@ -49,7 +49,9 @@ from netrig.model import (
     defaults,
     format_bps,
     format_pps,
+    format_pps_range,
     rate_object,
+    rates,
 )
 from netrig.results.typed import from_dict
 from netrig.view import fmt
@@ -401,7 +403,7 @@ class Throughput(Method):
     rfc_duration_s = 60.0
     sections = (SECTION,)
     plots = (throughput_plot,)
-    console_columns = ("fps (median)", "% line rate", "L1 bit/s", "L2 bit/s", "min–max fps")
+    console_columns = (f"{rates.INTENDED} fps (median)", "% line rate", "L1 bit/s", "L2 bit/s", "min–max")
     shortcut = Shortcut(RFC2544, "throughput")
     cli_fields = {"resolution_pct": "--resolution"}
 
@@ -430,7 +432,7 @@ class Throughput(Method):
         fps = fmt.at_least(format_pps(h.fps or 0), bounded) if h else "none"
         return [[fmt.size(r.frame_size), fps, f"{(h.pct_line_rate if h else 0) or 0:.2f}",
                  format_bps((h.l1_bps if h else 0) or 0), format_bps((h.l2_bps if h else 0) or 0),
-                 f"{format_pps(mm.min or 0)}–{format_pps(mm.max or 0)}", flags]]
+                 format_pps_range(mm.min or 0, mm.max or 0), flags]]
 
     def zero_loss_bounds(self, repetition: dict, params: dict) -> tuple[float, float | None, str] | None:
         rep = from_dict(ThroughputResult, repetition, partial=True)

@@ -26,7 +26,9 @@ from netrig.model.units import (
     duration_limit,
     format_bps,
     format_ns,
+    format_ns_range,
     format_pps,
+    format_pps_range,
     format_seconds,
     format_si,
     parse_count,
@@ -39,6 +41,7 @@ __all__ = [
     "defaults", "FrameSize", "LineRate", "MIXES", "RFC2544_FRAME_SIZES", "MIN_FRAME_SIZE", "MAX_FRAME_SIZE",
     "WIRE_OVERHEAD_BYTES", "parse_frame_sizes", "rate_object", "size_label", "size_sort_key", "Rate",
     "parse_rate", "parse_duration", "parse_speed", "parse_count", "format_bps", "format_pps", "format_ns",
+    "format_pps_range", "format_ns_range",
     "format_seconds", "format_si", "MAX_DURATION_S", "MAX_DRAIN_S", "MAX_RATE_PPS", "MAX_RATE_BPS", "MAX_FRAMES",
     "duration_limit",
 ]

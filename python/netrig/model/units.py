@@ -230,6 +230,24 @@ def format_pps(pps: float) -> str:
     return scaled(pps, FPS_UNITS)
 
 
+def scaled_range(lo: float, hi: float, units: tuple[tuple[float, str], ...]) -> str:
+    """``lo–hi`` in their readable units, the unit once when both ends share it: ``24.9–25.1 kfps``,
+    ``980 kfps–1.02 Mfps``."""
+    a, b = scaled(lo, units), scaled(hi, units)
+    (na, ua), (nb, ub) = a.split(" ", 1), b.split(" ", 1)
+    return f"{na}–{nb} {ua}" if ua == ub else f"{a}–{b}"
+
+
+def format_pps_range(lo: float, hi: float) -> str:
+    """``24.9–25.1 kfps``: a spread of rates (repetitions' min–max)."""
+    return scaled_range(lo, hi, FPS_UNITS)
+
+
+def format_ns_range(lo: float, hi: float) -> str:
+    """``9.8–10.1 µs``: a spread of latencies."""
+    return scaled_range(lo, hi, NS_UNITS)
+
+
 def format_ns(ns: float) -> str:
     """A latency in its readable unit: ``850 ns``, ``68.2 µs``, ``4.23 ms``."""
     return scaled(ns, NS_UNITS)

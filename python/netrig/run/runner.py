@@ -212,6 +212,11 @@ class Runner:
                 raise
 
     @property
+    def finished_trials(self) -> int:
+        """Trials finished (measured or replayed) so far: the records the run keeps."""
+        return len(self.rec.records) if self.rec is not None else 0
+
+    @property
     def resumable(self) -> bool:
         """The run stopped early and left a trial log that ``--resume`` continues."""
         if self.rec is None:  # refused before it started (its input was checked first)
