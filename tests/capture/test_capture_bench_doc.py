@@ -52,8 +52,8 @@ def test_the_document_is_written_and_read_back_as_its_type(tmp_path):
     point = back.results[0].point(50.0)
     assert point is not None and point.captured_pct == 99.0 and point.cpu_pct == pytest.approx(40.0)
     assert back.results[0].point(100.0).valid is False  # type: ignore[union-attr]
-    assert table_rows(back) == (["method", "64", "imix"], [["recvmmsg", "240 k (60%)", "120 k (60%)"],
-                                                           ["af_xdp", "-", "-"]])
+    assert table_rows(back) == (["method (intended fps)", "64", "imix"],
+                                [["recvmmsg", "240 kfps (60%)", "120 kfps (60%)"], ["af_xdp", "-", "-"]])
     assert curve_rows(back)[1][0] == ["recvmmsg", "64", "99.0", "75.0 (inv)", "- %"]
 
 
@@ -63,7 +63,7 @@ def test_the_report_is_redrawn_from_the_file(tmp_path):
     write_report(load_bench(str(tmp_path)), str(tmp_path))
     html = (tmp_path / "report.html").read_text()
     assert html.count("<svg") == 2 and "recvmmsg" in html
-    assert "240 k (60%)" in (tmp_path / "report.md").read_text()
+    assert "240 kfps (60%)" in (tmp_path / "report.md").read_text()
 
 
 def test_a_document_of_another_schema_is_refused_in_one_line(tmp_path):

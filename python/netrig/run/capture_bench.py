@@ -450,7 +450,7 @@ def table_rows(doc: BenchDocument) -> tuple[list[str], list[list[str]]]:
     """The throughput (intended frames/s, and % of the tester's limit) per method (rows) and size
     (columns)."""
     sizes = doc.sizes
-    head = ["method", *[str(s) for s in sizes]]
+    head = [f"method ({rates.INTENDED} fps)", *[str(s) for s in sizes]]
     rows = []
     for m in doc.params.methods:
         row = [m]
@@ -460,7 +460,7 @@ def table_rows(doc: BenchDocument) -> tuple[list[str], list[list[str]]]:
                 row.append("-")
                 continue
             lim = "≥ " if e.tester_limited else ""
-            row.append(f"{lim}{e.throughput.rate_pps / 1e3:,.0f} k ({e.throughput_pct_of_limit:.0f}%)")
+            row.append(f"{lim}{format_pps(e.throughput.rate_pps)} ({e.throughput_pct_of_limit:.0f}%)")
         rows.append(row)
     return head, rows
 
