@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build demo study-service-cost study-host-tuning test test-prebuild test-rust test-python bench bench-soak bench-tsfloor bench-forward bench-otg bench-demo lint clean
+.PHONY: setup build demo study-service-cost study-host-tuning test test-flakes test-prebuild test-rust test-python bench bench-soak bench-tsfloor bench-forward bench-otg bench-demo lint clean
 
 setup:
 	@scripts/setup.sh apt venv
@@ -39,6 +39,12 @@ test-python: build
 	$(PY) -m pytest -q --durations=15 -n 2 -m "not host" tests
 	@scripts/gosnappi-client.sh wait
 	$(PY) -m pytest -q --durations=30 -m host tests
+
+# hunt the tests that fail by chance (scripts/test-flakes.py): pass 1 ten times in random order on 2 and
+# on 4 workers, then on a loaded machine; HOST=3 adds three host passes (~11 min each)
+test-flakes: build
+	$(PY) scripts/test-flakes.py --rounds $${ROUNDS:-10} --workers 2,4
+	$(PY) scripts/test-flakes.py --rounds $${LOAD_ROUNDS:-3} --workers 2 --load --host $${HOST:-0}
 
 bench: build
 	@command -v llc >/dev/null || bash ../shared/peers/peer-bench.sh install >/dev/null
