@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -74,7 +73,6 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 METHOD_NAME = "soak"
-_NDR_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*%\s*ndr\s*$", re.I)
 
 
 # --------------------------------------------------------------------------------------------- #
@@ -117,16 +115,9 @@ class SoakParams:
     def __post_init__(self) -> None:
         if not isinstance(self.rate, str):
             raise ConfigError("rate", f"must be a rate like 80%NDR, 50%, 100kpps or 1Gbps (got {self.rate!r})")
-        m = _NDR_RE.match(self.rate)
-        if m:
-            pct = float(m.group(1))
-            if not 0 < pct <= 100:
-                raise ConfigError("rate", f"{self.rate!r}: a share of the NDR must be > 0 and <= 100 %")
-        else:
-            r = parse_rate(self.rate, "rate")
-            if r.kind == "max":
-                raise ConfigError("rate", "a soak holds a fixed rate: give frames/s, bit/s, % of line rate or "
-                                          "% of the NDR (e.g. 80%NDR), not max")
+        if parse_rate(self.rate, "rate").kind == "max":
+            raise ConfigError("rate", "a soak holds a fixed rate: give frames/s, bit/s, % of line rate or "
+                                      "% of the NDR (e.g. 80%NDR), not max")
         check("interval_s", self.interval_s, lo=0.1, hi=3600)
         check("duration_s", self.duration_s, lo=0, lo_open=True)
         if self.duration_s < 3 * self.interval_s:
@@ -149,8 +140,8 @@ class SoakParams:
     @property
     def ndr_share(self) -> float | None:
         """The rate as a share of the NDR (0.8 for ``80%NDR``), ``None`` for an absolute rate."""
-        m = _NDR_RE.match(self.rate)
-        return float(m.group(1)) / 100 if m else None
+        r = parse_rate(self.rate, "rate")
+        return r.value / 100 if r.kind == "percent_ndr" and r.value is not None else None
 
     def thresholds(self) -> SoakThresholds:
         return SoakThresholds(self.confidence_pct, self.stage_pct, self.leak_min_growth_pct,
