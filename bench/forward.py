@@ -2,8 +2,8 @@
 """``make bench`` (forwarder case) and ``make bench-forward``: the host as the DUT, four forwarders side
 by side on one veth test bed, in one run, at the same offered load:
 
-- ``netrig`` — ``netrig forward --mode io --backend af_xdp`` (the performance goal: ≥ 1.0 × testpmd);
-- ``xdp`` — ``netrig forward --mode io --backend xdp`` (in-kernel XDP_REDIRECT through a DEVMAP);
+- ``netrig`` — ``netrig forward --forward-mode io --io af_xdp`` (the performance goal: ≥ 1.0 × testpmd);
+- ``xdp`` — ``netrig forward --forward-mode io --io xdp`` (in-kernel XDP_REDIRECT through a DEVMAP);
 - ``bridge`` — the Linux bridge (da and db enslaved to a bridge in D);
 - ``testpmd`` — DPDK ``dpdk-testpmd --forward-mode=io`` with two ``net_af_xdp`` ports.
 
@@ -12,7 +12,7 @@ DUT and repetition, its ``forward_backend`` choosing the DUT (af_xdp, xdp, bridg
 same test bed ``netrig rfc2544 --testbed forwarder`` measures. The tester (netrig's engine, AF_XDP
 ports) offers 64-B frames at the highest rate it can from tx and counts what arrives on rx. Pinning
 (2 vCPUs): the tester's TX and RX workers on CPU 0 for every DUT; the DUT's own threads on CPU 1
-(the test bed's default: netrig forward's workers ``--cpus 1``; testpmd's forwarding lcore 1, main
+(the test bed's default: netrig forward's workers ``--dut-cpus 1``; testpmd's forwarding lcore 1, main
 lcore 0). The XDP program and the bridge run in the kernel's receive path of dtx — on veth, in
 softirq on the CPU that sent the frame (CPU 0, the tester's) — so they cannot be pinned. The order of
 the DUTs rotates every repetition; the result is the median of REPS repetitions of DUR seconds per

@@ -11,14 +11,15 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 os.environ["COLUMNS"] = "100"
 
 from netrig.cli.main import build_parser
-from netrig.methodology.vocabulary import APART, SHARED, _Deprecated
+from netrig.methodology.vocabulary import OPTIONS, VALUES, _Deprecated
 
 INTRO = """# netrig command-line reference
 
 Generated from the parsers by `scripts/gen-cli-doc.py`; do not edit by hand.
 
 Conventions: options are kebab-case on the command line and the same words in snake_case in config
-files and JSON. Rates take units (`100kpps`, `1.5Mpps`, `10Gbps` = layer-1 bit/s, `10Gbps-l2`,
+files and JSON (a config key adds the unit its value is in: `--duration` is `duration_s`, `--line-rate`
+is `line_rate.speed_bps`). Rates take units (`100kpps`, `1.5Mpps`, `10Gbps` = layer-1 bit/s, `10Gbps-l2`,
 `50%` of the line rate); durations too (`10s`, `500ms`, `2m`). Frame sizes include the 4-byte FCS.
 Every error is one line on stderr naming the option or field and the remedy (no traceback, also
 for an unprivileged user: "needs root or CAP_NET_ADMIN/CAP_NET_RAW/CAP_BPF"); exit status 2 for bad
@@ -79,40 +80,53 @@ def commands(parser: argparse.ArgumentParser, prefix: str = "netrig") -> list[tu
     return [c for s in subs for name, p in s.choices.items() for c in commands(p, f"{prefix} {name}")]
 
 
-def value_form(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
-    if action.nargs == 0 or getattr(action, "old_value", False):
-        return "flag"
-    f = parser._get_formatter()
-    return f"`{f._format_args(action, f._get_default_metavar_for_optional(action))}`"
+def first_clause(text: str) -> str:
+    """``text`` up to its first "; " outside parentheses."""
+    depth = 0
+    for i, c in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(c, 0)
+        if depth == 0 and text.startswith("; ", i):
+            return text[:i]
+    return text
 
 
 def vocabulary(parser: argparse.ArgumentParser) -> str:
-    """The table of shared options (``netrig.methodology.vocabulary``), the names kept apart, and the
-    old spellings that still work."""
-    forms: dict[str, str] = {}
+    """The value types and the option table (``netrig.methodology.vocabulary``), what every command
+    takes and why some do not, and the old spellings that still work."""
+    takers: dict[str, list[str]] = {}
+    helps: dict[str, str] = {}
     old: dict[tuple[str, str], list[str]] = {}
-    for cmd, p in commands(parser):
+    for cmd, p in [("netrig", parser), *commands(parser)]:
         for a in p._actions:
             if isinstance(a, _Deprecated):
                 old.setdefault((a.option_strings[0], a.new), []).append(f"`{cmd}`")
                 continue
             for name in a.option_strings:
-                forms.setdefault(name, value_form(p, a))
+                takers.setdefault(name, []).append(cmd.removeprefix("netrig ") or "netrig")
+                helps.setdefault(name, first_clause(" ".join((a.help or "").replace("%%", "%").split())))
     rows = ["## One option vocabulary", "",
-            "Every option that more than one command takes means the same and is written the same in each "
-            "(`tests/cli/test_vocabulary.py` holds every command to this table; it is made from "
-            "`netrig.methodology.vocabulary`).", "",
-            "| option | meaning | value |", "|---|---|---|"]
-    for name, sh in SHARED.items():
-        value = forms.get(name, "")
-        cell = f"{value}{': ' + sh.syntax if sh.syntax else ''}".replace("|", "\\|")
-        rows.append(f"| `{name}` | {sh.meaning} | {cell} |")
-    rows += ["", "Names kept apart, one meaning each:", "", "| option | meaning |", "|---|---|"]
-    rows += [f"| `{name}` | {what} |" for name, what in APART.items()]
+            "Every option of every command is in one table, with the type of its value; an option more than one "
+            "command takes means the same and is written the same in each, one concept has one name, and values "
+            "carry units, names do not (`tests/cli/test_vocabulary.py` holds every command to these tables; they "
+            "are made from `netrig.methodology.vocabulary`). A value is parsed once, where it enters.", "",
+            "| value type | written | what it looks like |", "|---|---|---|"]
+    rows += [f"| {v.name} | {f'`{v.metavar}`' if v.metavar else ''} | {v.syntax} |" for v in VALUES]
+    rows += ["", "| option | value | meaning | commands |", "|---|---|---|---|"]
+    for name, o in sorted(OPTIONS.items()):
+        what = f"{o.meaning or helps.get(name, '')}{' (' + o.syntax + ')' if o.syntax else ''}".replace("|", "\\|")
+        cmds = takers.get(name, [])
+        where = "every command but those below" if o.absent is not None else \
+            ", ".join(dict.fromkeys(cmds)) if len(cmds) < 8 else f"{len(cmds)} commands"
+        rows.append(f"| `{name}` | {o.value.name} | {what} | {where} |")
+    rows += ["", "Options every command takes, and the commands that do not, with why:", "",
+             "| option | command | why not |", "|---|---|---|"]
+    rows += [f"| `{name}` | `{cmd}` | {why} |" for name, o in OPTIONS.items() if o.absent
+             for cmd, why in o.absent.items()]
     rows += ["", "Old spellings work for one release, with a one-line note on stderr:", "",
              "| old | new | commands |", "|---|---|---|"]
     rows += [f"| `{o}` | `{n}` | {', '.join(cmds)} |" for (o, n), cmds in sorted(old.items())]
     rows.append("| `--json FILE` | `--out DIR` (writes `DIR/forward.json`) | `netrig forward` |")
+    rows.append("| `--busy-poll N` (a bare number of microseconds) | `--busy-poll Nus` | `netrig trial` |")
     return "\n".join(rows) + "\n"
 
 

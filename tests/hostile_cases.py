@@ -27,7 +27,7 @@ from typing import Any
 from netrig.methods import REGISTRY as _REGISTRY
 
 #: A simulated run that would finish quickly if a bad value slipped through.
-SIM = ["--testbed", "simulated", "--sizes", "64", "--duration", "0.05s", "--no-selftest"]
+SIM = ["--testbed", "simulated", "--frame-sizes", "64", "--duration", "0.05s", "--no-selftest"]
 TX = ["trial", "--tx", "lo", "--rx", "lo"]
 TRIAL = [*TX, "--duration", "0.1s"]
 
@@ -123,9 +123,9 @@ cli("--frames", *TRIAL, "--frames", "100", name="trial --frames with --duration"
 cli("--io", *TRIAL, "--io", "dpdk")
 for v in ["0", "65", "x", "-1"]:
     cli("--queues", *TRIAL, "--queues", v)
-for v in ["-1", "2000000", "x"]:
+for v in ["-1", "2s", "x", "1e99s"]:
     cli("--busy-poll", *TRIAL, "--busy-poll", v)
-cli("--busy-poll", *TRIAL, "--io", "af_packet", "--busy-poll", "50")
+cli("--busy-poll", *TRIAL, "--io", "af_packet", "--busy-poll", "50us")
 for v in ["0", "-1", "x", "20000000"]:
     cli("--flows", *TRIAL, "--flows", v)
 for opt in ("--src-mac", "--dst-mac"):
@@ -169,8 +169,8 @@ cli("--frame-size", *TRIAL, "--protocol", "tcp", "--frame-size", "64", name="tri
 for v in ["fast", "0", "-1", "1e99", "nan", "inf"]:
     cli("--line-rate", *TRIAL, "--line-rate", v)
 cli("--rate", *TRIAL, "--rate", "2Mpps", "--line-rate", "1Gbps")
-for opt in ("--tx-cpu", "--rx-cpu"):
-    for v in ["999", "-1", "x"]:
+for opt in ("--tx-cpus", "--rx-cpus", "--tx-cpu", "--rx-cpu"):
+    for v in ["999", "-1", "x", "1-0"]:
         cli(opt, *TRIAL, opt, v)
 # events under load
 cli("--at", *TRIAL, "--at", "0.05s", name="trial --at without --event")
@@ -272,7 +272,8 @@ cli("loopback", *TRIAL, name="trial on lo (transmit guard)")
 # ------------------------------------------------------------------------------ shortcut commands
 RFC = ["rfc2544", *SIM, "--out", "{dir}/out"]
 for v in ["abc", "63", "", "64,,", "20000", "rfc2", "nan", "inc:64-1518:0", "inc:1518-64", "random:1518-64"]:
-    cli("--sizes", *RFC, "--sizes", v)
+    cli("--frame-sizes", *RFC, "--frame-sizes", v)
+cli("--sizes", *RFC, "--sizes", "63")
 for v in ["1e99s", "nan", "-1", "0", "abc", "inf", "8d"]:
     cli("--duration", *RFC, "--duration", v)
 for v in ["1e99s", "61", "-1", "nan"]:
@@ -296,8 +297,9 @@ for v in ["bogus", "", ",", "throughput,bogus"]:
     cli("--tests", *RFC, "--tests", v)
 for v in ["nosuch", "", "0000", "ROUTER"]:
     cli("--testbed", "rfc2544", "--testbed", v, "--out", "{dir}/out")
-for v in ["0", "-1", "nan", "inf", "1e300"]:
-    cli("--sim-capacity-pps", *RFC, "--sim-capacity-pps", v)
+for v in ["0", "-1", "nan", "inf", "1e300", "50%", "1Gbps"]:
+    cli("--sim-capacity", *RFC, "--sim-capacity", v)
+cli("--sim-capacity-pps", *RFC, "--sim-capacity-pps", "inf")
 cli("--reset-command", "rfc2544", "--testbed", "router", "--tests", "reset", "--out", "{dir}/out")
 cli("--reset-command", *RFC, "--tests", "reset", "--reset-command", "'unclosed")
 cli("--reset-command", *RFC, "--tests", "reset", "--reset-command", "sh -c \"x")
@@ -351,7 +353,7 @@ LL = ["livelock", *SIM, "--out", "{dir}/out"]
 for opt, vals in [("--points", ["0", "1", "-1", "x"]), ("--resolution", ["0", "-1", "nan"])]:
     for v in vals:
         cli(opt, *LL, opt, v)
-SK = ["soak", "--testbed", "simulated", "--sizes", "64", "--no-selftest", "--duration", "3s", "--interval", "1s",
+SK = ["soak", "--testbed", "simulated", "--frame-sizes", "64", "--no-selftest", "--duration", "3s", "--interval", "1s",
       "--rate", "10kpps", "--out", "{dir}/out"]
 for opt, vals in [("--rate", ["max", "abc", "0%NDR", "150%NDR", "-1kpps", "nan", "101%", "1e99pps"]),
                   ("--ndr", ["abc", "-5", "0", "50%", "1Gbps", "inf"]),
@@ -373,8 +375,8 @@ cli("--size", *NDR, "--size", "inc:1518-64")
 for cmd in ("ndr-pdr", "livelock", "soak", "selftest", "stateful", "stress"):  # the shared options of every
     # shortcut command
     base = [cmd, "--testbed", "simulated", "--out", "{dir}/out"]
-    for opt, v in [("--sizes", "63"), ("--duration", "1e99s"), ("--drain", "61s"), ("--repetitions", "0"),
-                   ("--io", "dpdk"), ("--nominal-speed", "nan"), ("--line-rate", "-1"), ("--sim-capacity-pps", "inf"),
+    for opt, v in [("--frame-sizes", "63"), ("--duration", "1e99s"), ("--drain", "61s"), ("--repetitions", "0"),
+                   ("--io", "dpdk"), ("--nominal-speed", "nan"), ("--line-rate", "-1"), ("--sim-capacity", "inf"),
                    ("--testbed-option", "mtu=9000"), ("--testbed", "nosuch"), ("--i-know-this-is-live", ""),
                    ("--monitor", ""), ("--knob", "dut.sysfs.threaded"), ("--monitor-remote", "-oX=y"),
                    ("--share-testbed", "")]:
@@ -386,7 +388,7 @@ for cmd in ("ndr-pdr", "livelock", "soak", "selftest", "stateful", "stress"):  #
 cli("--share-testbed", "rfc2544", "--testbed", "router", "--share-testbed", "--out", "{dir}/out",
     name="rfc2544 --share-testbed on a test bed built for the run")
 cli("--share-testbed", "trial", "--tx", "lo", "--rx", "lo", "--share-testbed", name="trial --share-testbed without --testbed")
-ST = ["selftest", "--testbed", "simulated", "--sizes", "64", "--duration", "0.05s", "--out", "{dir}/out"]
+ST = ["selftest", "--testbed", "simulated", "--frame-sizes", "64", "--duration", "0.05s", "--out", "{dir}/out"]
 for v in ["abc", "0", "50%", "1e300", "-1", "1M,abc"]:
     cli("--rates", *ST, "--rates", v)
 for v in ["0.5", "11", "nan", "inf"]:
@@ -602,9 +604,11 @@ for argv, want in [(["mesh"], "topology"), (["router", "--cap", "100kpps"], "--c
                    (["fourport", "--conntrack-max", "5"], "--conntrack-max"), (["router", "--rules", "x"], "--rules"),
                    (["nat", "--conntrack-buckets", "0"], "--conntrack-buckets"),
                    (["router", "--conntrack-buckets", "1024"], "--conntrack-buckets"),
-                   (["nat", "--conntrack-timeout-s", "-1"], "--conntrack-timeout-s"),
-                   (["firewall", "--conntrack-timeout-s", "x"], "--conntrack-timeout-s"),
-                   (["loopback", "--conntrack-timeout-s", "60"], "--conntrack-timeout-s"),
+                   (["nat", "--conntrack-timeout", "-1s"], "--conntrack-timeout"),
+                   (["firewall", "--conntrack-timeout", "x"], "--conntrack-timeout"),
+                   (["loopback", "--conntrack-timeout", "60s"], "--conntrack-timeout"),
+                   (["nat", "--conntrack-timeout", "0.5s"], "--conntrack-timeout"),
+                   (["nat", "--conntrack-timeout-s", "x"], "--conntrack-timeout-s"),
                    (["router", "--dut-ring", "4"], "--dut-ring"), (["router", "--dut-ring", "x"], "--dut-ring"),
                    (["router", "--dut-ring", "256", "--dut-placement", "rps"], "--dut-ring"),
                    (["loopback", "--dut-ring", "256"], "--dut-ring"),
@@ -635,11 +639,11 @@ for tb, kv, name in [("forwarder", "forward_mode=rxonly", "forward_mode"),
     cli(f"--testbed-option {name}", "rfc2544", "--testbed", tb, "--out", "{dir}/out", "--testbed-option", kv)
 # netrig capture-bench and netrig capture: every bad value is refused before a test bed is built.
 CB = ["capture-bench", "--out", "{dir}/cb"]
-cli("--methods", *CB, "--methods", "pf_ring", name="capture-bench unknown method")
-cli("--methods", *CB, "--methods", "", name="capture-bench no method")
-cli("--methods", *CB, "--methods", "recvfrom,recvfrom", name="capture-bench method twice")
-cli("--sizes", *CB, "--sizes", "12", name="capture-bench bad size")
-cli("--sizes", *CB, "--sizes", "jumbo", name="capture-bench unknown size")
+cli("--capture-methods", *CB, "--capture-methods", "pf_ring", name="capture-bench unknown method")
+cli("--capture-methods", *CB, "--capture-methods", "", name="capture-bench no method")
+cli("--capture-methods", *CB, "--capture-methods", "recvfrom,recvfrom", name="capture-bench method twice")
+cli("--frame-sizes", *CB, "--frame-sizes", "12", name="capture-bench bad size")
+cli("--frame-sizes", *CB, "--frame-sizes", "jumbo", name="capture-bench unknown size")
 cli("--batch", *CB, "--batch", "0", name="capture-bench batch 0")
 cli("--batch", *CB, "--batch", "x", name="capture-bench batch not a number")
 cli("--loads", *CB, "--loads", "150", name="capture-bench load above 100")
@@ -647,13 +651,15 @@ cli("--loads", *CB, "--loads", "a,b", name="capture-bench loads not numbers")
 cli("--duration", *CB, "--duration", "0", name="capture-bench duration 0")
 cli("--drain", *CB, "--drain", "-1", name="capture-bench negative drain")
 cli("--resolution", *CB, "--resolution", "0", name="capture-bench resolution 0")
-cli("--cpu", *CB, "--cpu", "999", name="capture-bench cpu beyond the machine")
+cli("--dut-cpus", *CB, "--dut-cpus", "999", name="capture-bench cpu beyond the machine")
+cli("--dut-cpus", *CB, "--dut-cpus", "0-1", name="capture-bench two cpus")
 CAP = ["capture", "--port", "lo", "--duration", "0.1"]
 cli("--port", "capture", "--duration", "0.1", name="capture without --port")
 cli("--capture-method", *CAP, "--capture-method", "pf_ring", name="capture unknown method")
 cli("--batch", *CAP, "--batch", "0", name="capture batch 0")
 cli("--batch", *CAP, "--batch", "2000", name="capture batch too large")
-cli("--cpu", *CAP, "--cpu", "999", name="capture cpu beyond the machine")
+cli("--dut-cpus", *CAP, "--dut-cpus", "999", name="capture cpu beyond the machine")
+cli("--cpu", *CAP, "--cpu", "999", name="capture cpu beyond the machine (old spelling)")
 cli("--stats", *CAP, "--stats", "/nonexistent/dir/s.json", name="capture stats unwritable")
 cli("--capture-method", "testbed", "up", "capture", "--capture-method", "pf_ring", name="testbed capture-method")
 cli("--capture-batch", "testbed", "up", "router", "--capture-batch", "5", name="testbed capture-batch on router")
@@ -665,20 +671,20 @@ cli("--port", *FWD, "--port", "", name="forward --port empty")
 cli("--port", *FWD, "--port", "x" * 16, name="forward --port too long")
 cli("--port", *FWD, "--port", "a/b", name="forward --port with a slash")
 cli("--port", *FWD, "--port", "lo", name="forward --port twice")
-cli("--mode", *FWD, "--mode", "fwd")
-cli("--mode", *FWD, "--mode", "", name="forward --mode empty")
-cli("--backend", *FWD, "--backend", "dpdk")
-cli("--backend", *FWD, "--backend", "loopback", name="forward --backend loopback")
+cli("--forward-mode", *FWD, "--forward-mode", "fwd")
+cli("--forward-mode", *FWD, "--forward-mode", "", name="forward --forward-mode empty")
+cli("--io", *FWD, "--io", "dpdk")
+cli("--io", *FWD, "--io", "loopback", name="forward --io loopback")
 cli("--queues", *FWD, "--queues", "0")
 cli("--queues", *FWD, "--queues", "65")
 cli("--queues", *FWD, "--queues", "two")
 cli("--queues", *FWD, "--queues", "1.5")
-cli("--peer-mac", *FWD, "--mode", "mac", "--peer-mac", "02:00:00:00:00", name="forward --peer-mac short")
-cli("--peer-mac", *FWD, "--mode", "mac", "--peer-mac", "zz:00:00:00:00:01", name="forward --peer-mac not hex")
-cli("--peer-mac", *FWD, "--mode", "io", "--peer-mac", "02:00:00:00:00:01", name="forward --peer-mac with io")
-cli("--peer-mac", *FWD, "--port", "lo2", "--mode", "mac", "--peer-mac", "02:00:00:00:00:01",
+cli("--peer-mac", *FWD, "--forward-mode", "mac", "--peer-mac", "02:00:00:00:00", name="forward --peer-mac short")
+cli("--peer-mac", *FWD, "--forward-mode", "mac", "--peer-mac", "zz:00:00:00:00:01", name="forward --peer-mac not hex")
+cli("--peer-mac", *FWD, "--forward-mode", "io", "--peer-mac", "02:00:00:00:00:01", name="forward --peer-mac with io")
+cli("--peer-mac", *FWD, "--port", "lo2", "--forward-mode", "mac", "--peer-mac", "02:00:00:00:00:01",
     name="forward --peer-mac fewer than ports")
-cli("--port", *FWD, "--port", "lo2", "--port", "lo3", "--mode", "l2fwd", name="forward l2fwd odd ports")
+cli("--port", *FWD, "--port", "lo2", "--port", "lo3", "--forward-mode", "l2fwd", name="forward l2fwd odd ports")
 cli("--duration", "forward", "--port", "lo", "--duration", "0")
 cli("--duration", "forward", "--port", "lo", "--duration", "-1")
 cli("--duration", "forward", "--port", "lo", "--duration", "nan")
@@ -686,26 +692,27 @@ cli("--duration", "forward", "--port", "lo", "--duration", "inf")
 cli("--duration", "forward", "--port", "lo", "--duration", "soon")
 cli("--interval", *FWD, "--interval", "-1")
 cli("--interval", *FWD, "--interval", "x")
-cli("--cpus", *FWD, "--cpus", "9999")
-cli("--cpus", *FWD, "--cpus", "0-1")
-cli("--cpus", *FWD, "--cpus", "-1")
+cli("--dut-cpus", *FWD, "--dut-cpus", "9999")
+cli("--dut-cpus", *FWD, "--dut-cpus", "1-0")
+cli("--dut-cpus", *FWD, "--dut-cpus", "-1")
+cli("--cpus", *FWD, "--cpus", "x", name="forward --cpus x (old spelling)")
 cli("--batch", *FWD, "--batch", "0")
 cli("--batch", *FWD, "--batch", "100000")
 cli("--batch", *FWD, "--batch", "lots")
 cli("--netns", *FWD, "--netns", "nrnosuchns")
 cli("--netns", *FWD, "--netns", "../etc")
-cli("--out", *FWD, "--mode", "rxonly", "--out", "/proc/netrig-no-dir", name="forward --out unwritable")
+cli("--out", *FWD, "--forward-mode", "rxonly", "--out", "/proc/netrig-no-dir", name="forward --out unwritable")
 cli("refusing", *FWD, name="forward on lo (the transmit guard)")
-# --backend xdp: the kernel forwards on every queue, on the receiving CPU, without batches.
-cli("--queues", *FWD, "--backend", "xdp", "--queues", "2", name="forward xdp --queues")
-cli("--queues", *FWD, "--backend", "xdp", "--queues", "", name="forward xdp --queues empty")
-cli("--cpus", *FWD, "--backend", "xdp", "--cpus", "0", name="forward xdp --cpus")
-cli("--batch", *FWD, "--backend", "xdp", "--batch", "32", name="forward xdp --batch")
-cli("--backend", *FWD, "--backend", "XDP", name="forward --backend XDP")
-cli("--backend", *FWD, "--backend", "xdp_redirect", name="forward --backend xdp_redirect")
-cli("--peer-mac", *FWD, "--backend", "xdp", "--mode", "mac", "--peer-mac", "02:00:00:00:00:zz",
+# --io xdp: the kernel forwards on every queue, on the receiving CPU, without batches.
+cli("--queues", *FWD, "--io", "xdp", "--queues", "2", name="forward xdp --queues")
+cli("--queues", *FWD, "--io", "xdp", "--queues", "", name="forward xdp --queues empty")
+cli("--dut-cpus", *FWD, "--io", "xdp", "--dut-cpus", "0", name="forward xdp --dut-cpus")
+cli("--batch", *FWD, "--io", "xdp", "--batch", "32", name="forward xdp --batch")
+cli("--io", *FWD, "--io", "XDP", name="forward --io XDP")
+cli("--io", *FWD, "--io", "xdp_redirect", name="forward --io xdp_redirect")
+cli("--peer-mac", *FWD, "--io", "xdp", "--forward-mode", "mac", "--peer-mac", "02:00:00:00:00:zz",
     name="forward xdp --peer-mac not hex")
-cli("refusing", *FWD, "--backend", "xdp", name="forward xdp on lo (the transmit guard)")
+cli("refusing", *FWD, "--io", "xdp", name="forward xdp on lo (the transmit guard)")
 cli("id", "testbed", "down", "zz")
 cli("no such test bed", "testbed", "down", "ffff")
 cli("id", "testbed", "status", "../x")

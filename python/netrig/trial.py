@@ -19,7 +19,7 @@ import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 from netrig import _native
 from netrig.errors import INTERRUPTS, ConfigError, InterruptedTrial, interrupt_reason
@@ -88,17 +88,56 @@ def rate_spec(rate: Rate) -> _native.RateSpec:
     """The engine's form of a :class:`~netrig.model.units.Rate`."""
     if rate.value is None:
         return _native.RateSpec.max()
+    if rate.kind == "percent_ndr":
+        raise ConfigError("rate", f"{rate} is a share of the DUT's NDR, which only a method that measures it knows "
+                                  "(netrig soak): give frames/s, bit/s, % of the line rate or max")
     return _RATE_SPECS[rate.kind](rate.value)
+
+
+T = TypeVar("T")
+
+
+class Converted(Generic[T]):
+    """A dataclass field read as its type ``T`` and set from what the API accepts (a string, a
+    number …): ``convert`` turns it into ``T`` once, when the object is made (the API's edge);
+    a value that is ``T`` already (what the command line hands over) passes as it is."""
+
+    def __init__(self, convert: Callable[[Any], T], default: Any) -> None:
+        self.convert = convert
+        self.default = convert(default)
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = f"_converted_{name}"
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> T: ...
+    @overload
+    def __get__(self, obj: object, owner: type) -> T: ...
+    def __get__(self, obj: object | None, owner: type) -> T:
+        return self.default if obj is None else obj.__dict__[self.slot]
+
+    def __set__(self, obj: object, value: object) -> None:
+        obj.__dict__[self.slot] = self.convert(value)
+
+
+def _frame_size(value: object) -> FrameSize:
+    return FrameSize.parse(value, "frame_size")
+
+
+def _rate(value: object) -> Rate | None:
+    return value if value is None or isinstance(value, Rate) else parse_rate(value, "rate")
 
 
 @dataclass(frozen=True)
 class Stream:
     """One stream of signed test frames, validated on construction (errors name the field).
 
-    ``frame_size``: bytes including FCS (64), a mix name (``"imix"``), ``"random:64-1518"``,
-    ``"inc:64-1518:64"``, weighted pairs, ``("random", 64, 1518)`` / ``("increment", 64, 1518, 64)``
-    or a :class:`netrig.model.FrameSize`. Rate: ``rate_pps`` (frames/s) or ``rate`` (``"100kpps"``,
-    ``"1Gbps"``, ``"1Gbps-l2"``, ``"50%"`` — % needs ``line_rate_bps`` — or ``"max"``).
+    ``frame_size``: a :class:`netrig.model.FrameSize`, or what :meth:`FrameSize.parse` reads: bytes
+    including FCS (64), a mix name (``"imix"``), ``"random:64-1518"``, ``"inc:64-1518:64"``, weighted
+    pairs, ``("random", 64, 1518)`` / ``("increment", 64, 1518, 64)`` — read back as a
+    ``FrameSize``. Rate: ``rate_pps`` (frames/s) or ``rate``: a :class:`netrig.model.Rate` or what
+    ``parse_rate`` reads (``"100kpps"``, ``"1Gbps"``, ``"1Gbps-l2"``, ``"50%"`` — % needs
+    ``line_rate_bps`` — or ``"max"``), read back as a ``Rate``. Both are converted once, here.
     ``protocol``: ``udp`` (default), ``tcp`` (``tcp_flags`` as letters of FSRPAUEC, default ``"A"``;
     ``tcp_seq``), ``icmp`` (echo request, ICMPv6 over IPv6: identifier = ``src_port``, sequence
     number = ``dst_port``) or ``raw`` (no IP: the signature right after the Ethernet header, under
@@ -118,9 +157,9 @@ class Stream:
     receiver cannot tell the frames apart and the stream's loss is not measured.
     """
 
-    frame_size: Any = 64
+    frame_size: Converted[FrameSize] = Converted(_frame_size, 64)
     rate_pps: float | None = None
-    rate: str | float | None = None
+    rate: Converted[Rate | None] = Converted(_rate, None)
     src_mac: str = "02:00:00:00:00:01"
     dst_mac: str = "02:00:00:00:00:02"
     src_ip: str = "198.18.0.1"
@@ -157,7 +196,13 @@ class Stream:
         """Mean frame size in bytes incl. FCS (what bit rates and the line rate use)."""
         if self.pcap is not None:
             return self.spec(0).mean_frame_size
-        return FrameSize.parse(self.frame_size).mean_size
+        return self.frame_size.mean_size
+
+    def to_dict(self) -> dict:
+        """The stream as plain values (``netrig trial --json``'s config): the frame size by its label,
+        the rate as written."""
+        return {**{f.name: getattr(self, f.name) for f in dataclasses.fields(self)},
+                "frame_size": self.frame_size.label, "rate": None if self.rate is None else str(self.rate)}
 
     # ---------------------------------------------------------------- building the spec
     def _build(self, name: str) -> _native.StreamSpec:
@@ -171,7 +216,7 @@ class Stream:
             self._check_replay()
         try:
             return _native.StreamSpec(
-                frame_size=FrameSize.parse(self.frame_size, "frame_size").spec(),
+                frame_size=self.frame_size.spec(),
                 rate=self._rate(), name=name, tx_port=self.tx_port, rx_port=self.rx_port,
                 src_mac=self.src_mac, dst_mac=self.dst_mac, src_ip=self.src_ip, dst_ip=self.dst_ip,
                 src_port=self.src_port, dst_port=self.dst_port, vlan=self.vlan, ttl=self.ttl,
@@ -194,7 +239,8 @@ class Stream:
     def _rate(self) -> _native.RateSpec:
         if self.rate_pps is not None:
             return _native.RateSpec.pps(self.rate_pps)
-        return rate_spec(parse_rate(self.rate, "rate"))
+        assert self.rate is not None  # _build checked that one of them is given
+        return rate_spec(self.rate)
 
     def _flows(self) -> _native.FlowSpec:
         if isinstance(self.flows, Mapping):

@@ -33,7 +33,7 @@ def test_trial_json_counts_every_frame():
         assert res["frames_sent"] == res["frames_received"] == 20_000
         assert res["valid"] and res["frames_lost"] == 0
         assert 0 <= res["latency"]["ipdv_p99_ns"] <= res["latency"]["ipdv_max_ns"]
-        assert doc["config"]["frame_size"] == "128" and doc["config"]["frames"] == "20k"
+        assert doc["config"]["frame_size"] == 128 and doc["config"]["frames"] == 20_000
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -45,7 +45,7 @@ def test_trial_json_counts_every_frame():
     (["--rate", "50%", "--line-rate", "fast"], "--line-rate: must be a speed like 10G or 1e10 (got 'fast')"),
     (["--vlan", "5000"], "--vlan: VLAN id must be 1..4094"),
     (["--dst-ip", "2001:db8::1"], "--dst-ip: 2001:db8::1 and the source 198.18.0.2 are of different IP families"),
-    (["--io", "af_packet", "--busy-poll", "50"], "--busy-poll: busy polling is an af_xdp option"),
+    (["--io", "af_packet", "--busy-poll", "50us"], "--busy-poll: busy polling is an af_xdp option"),
 ])
 def test_bad_input_is_one_clear_line(args, needle):
     with veth_pair("e") as (ns_a, if_a, ns_b, if_b):

@@ -138,9 +138,9 @@ def test_a_trial_progress_line_after_sending_shows_the_trials_rates_not_zero():
     stopped, and the drain counted as trial time."""
     from types import SimpleNamespace
 
-    from netrig.cli.trial import progress_line
+    from netrig.cli.trial import RateWindow, progress_line
 
-    state = {"last": (0.0, 0, 0), "rates": (0.0, 0.0)}
+    state = RateWindow(t=0.0)
     running = progress_line(SimpleNamespace(phase="running", elapsed_s=0.5, tx_frames=10_000, rx_frames=9_990),
                             1.0, state)
     assert "0.5s/1s" in running and "tx       10,000" in running

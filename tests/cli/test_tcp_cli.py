@@ -25,10 +25,13 @@ def _state() -> tuple[str, str]:
 def test_tcp_through_a_linux_router_reports_goodput_and_cpu_and_cleans_up():
     before = _state()
     r = subprocess.run([*NETRIG, "tcp", "--testbed", "router", "--duration", "1s", "--streams", "2",
-                        "--interval", "0.5s", "--json"], capture_output=True, text=True, timeout=120)
+                        "--interval", "0.5s", "--line-rate", "100G", "--json"], capture_output=True, text=True,
+                       timeout=120)
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["testbed"] == "router" and doc["streams_requested"] == 2 and len(doc["streams"]) == 2
+    assert doc["line_rate"]["bps"] == 100e9 and doc["line_rate"]["source"] == "config"
+    assert doc["goodput_pct_line_rate"] == {"forward": pytest.approx(100 * doc["goodput_bps"] / 100e9)}
     assert doc["goodput_bps"] > 1e8 and doc["retransmits"] is not None
     assert [p["name"] for p in doc["processes"]] == ["iperf3 client", "iperf3 server"]
     assert all(p["total_s"] > 0 for p in doc["processes"]) and doc["cpu_s_per_gbit"] > 0
@@ -71,6 +74,7 @@ def test_tcp_takes_knobs_and_monitors_the_run(tmp_path):
     (["--server-port", "0"], "--server-port"), (["--mss", "0"], "--mss"), (["--interval", "x"], "--interval"),
     (["--testbed-option", "nonsense=1"], "--testbed-option"), (["--testbed-option", "tester_stack=false"], "tester_stack"),
     (["--knob", "gro=off"], "--knob"), (["--knob", "dut.features.nosuchfeature=off"], "--knob dut.features"),
+    (["--line-rate", "fast"], "--line-rate"), (["--line-rate", "0"], "--line-rate"),
 ])
 def test_bad_input_is_one_line_naming_the_option(argv, field):
     r = subprocess.run([*NETRIG, "tcp", "--testbed", "router", *argv], capture_output=True, text=True, timeout=60)
@@ -82,3 +86,19 @@ def test_bad_input_is_one_line_naming_the_option(argv, field):
 def test_an_unknown_testbed_is_one_line():
     r = subprocess.run([*NETRIG, "tcp", "--testbed", "nosuchthing"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "--testbed" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_goodput_is_a_share_of_the_line_rate_per_direction():
+    """With a line rate (--line-rate, or the speed port tx reports) each direction's goodput is also
+    a share of it; without one nothing is said of it."""
+    from types import SimpleNamespace
+
+    from netrig.cli.tcp import line_rate_line, of_line_rate
+    from netrig.model import LineRate
+
+    r = SimpleNamespace(goodput_by_direction={"forward": 9.4e9, "reverse": 4.7e9})
+    line = LineRate(10e9, "config")
+    assert of_line_rate(r, line)["goodput_pct_line_rate"] == {"forward": pytest.approx(94.0),
+                                                              "reverse": pytest.approx(47.0)}
+    assert "goodput of the line rate 10 Gbit/s (configured): forward 94.0 %, reverse 47.0 %" in line_rate_line(r, line)
+    assert of_line_rate(r, None) == {} and line_rate_line(r, None) == ""

@@ -290,7 +290,7 @@ def test_sigterm_stops_netrig_trial_with_a_partial_result():
 
 UNPRIVILEGED = [["ports"], ["trial", "--tx", "eth0", "--rx", "eth1"], ["testbed", "up", "router"],
                 ["testbed", "down", "ffff"], ["testbed", "repair", "ffff"], ["testbed", "clean"],
-                ["rfc2544", "--sizes", "64"], ["ndr-pdr"], ["livelock"], ["selftest"], ["demo"],
+                ["rfc2544", "--frame-sizes", "64"], ["ndr-pdr"], ["livelock"], ["selftest"], ["demo"],
                 ["run", "{dir}/c.json"], ["run", "--resume", "{dir}/old"]]
 
 
@@ -357,7 +357,7 @@ def test_a_second_run_on_a_testbed_in_use_is_refused_naming_the_holder():
             line = one_error_line(netrig("trial", "--testbed", tb_id, "--frames", "100"))
             assert f"test bed {tb_id} is in use by pid {first.pid} (python" in line
             assert f"trial --testbed {tb_id} --rate 5kpps" in line and "--share-testbed" in line
-            line = one_error_line(netrig("rfc2544", "--testbed", tb_id, "--sizes", "64", "--duration", "1s",
+            line = one_error_line(netrig("rfc2544", "--testbed", tb_id, "--frame-sizes", "64", "--duration", "1s",
                                          "--no-selftest", "--out", tempfile.mkdtemp()))
             assert f"is in use by pid {first.pid}" in line
             assert first.poll() is None, "the first trial ended during the checks: they proved nothing"

@@ -30,7 +30,7 @@ from netrig.testbed.options import MACHINE_CPUS
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
-SIM = ["rfc2544", "--testbed", "simulated", "--sizes", "64", "--duration", "1s", "--no-selftest", "--quiet"]
+SIM = ["rfc2544", "--testbed", "simulated", "--frame-sizes", "64", "--duration", "1s", "--no-selftest", "--quiet"]
 
 
 @pytest.mark.parametrize("text, want", [("9464", ("127.0.0.1", 9464)), (":0", ("127.0.0.1", 0)),

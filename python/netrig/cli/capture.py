@@ -20,19 +20,19 @@ from typing import Any
 from netrig import _native
 from netrig.cli.common import (
     check_choice,
-    check_duration,
     check_netns,
-    check_number,
+    check_range,
     check_writable,
     port_ref,
     rename_field,
     require_root,
 )
 from netrig.errors import ConfigError, Terminated
-from netrig.methodology.vocabulary import deprecated, helptext
+from netrig.methodology.vocabulary import deprecated, option
 
 #: Engine field → CLI option, for one-line errors that name the option.
-OPTIONS = {"method": "--capture-method", "ifname": "--port", "batch": "--batch", "cpu": "--cpu", "netns": "--netns"}
+OPTIONS = {"method": "--capture-method", "ifname": "--port", "batch": "--batch", "cpu": "--dut-cpus",
+           "netns": "--netns"}
 #: The line the test bed waits for before it starts trials.
 READY = "capture: ready"
 
@@ -40,18 +40,16 @@ READY = "capture: ready"
 def register(sub) -> None:
     p = sub.add_parser("capture", help="a packet-capture application (the DUT of netrig capture-bench)",
                        description=__doc__)
-    p.add_argument("--port", metavar="IF[@NS]", help=helptext("--port", "the one to capture on"))
-    p.add_argument("--capture-method", default="recvfrom", metavar="METHOD",
-                   help=helptext("--capture-method", f"{', '.join(_native.CAPTURE_METHODS)} (default recvfrom)"))
+    option(p, "--port", "the one to capture on")
+    option(p, "--capture-method", f"{', '.join(_native.CAPTURE_METHODS)} (default recvfrom)", default="recvfrom")
     deprecated(p, "--method", "--capture-method")
-    p.add_argument("--batch", default=str(_native.DEFAULT_CAPTURE_BATCH), metavar="N",
-                   help=helptext("--batch", f"recvmmsg (1..{_native.MAX_CAPTURE_BATCH}, default "
-                                            f"{_native.DEFAULT_CAPTURE_BATCH})"))
-    p.add_argument("--cpu", metavar="N", help=helptext("--cpu", "pinned there (default: not pinned)"))
-    p.add_argument("--netns", metavar="NS", help=helptext("--netns", "of --port without its own @NS"))
-    p.add_argument("--stats", metavar="FILE", help="write the counters here on SIGUSR1 and at the end")
-    p.add_argument("--duration", metavar="T",
-                   help=helptext("--duration", "stop after T: 10s, 500ms (default: until SIGTERM or Ctrl-C)"))
+    option(p, "--batch", f"recvmmsg (1..{_native.MAX_CAPTURE_BATCH}, default {_native.DEFAULT_CAPTURE_BATCH})",
+           default=str(_native.DEFAULT_CAPTURE_BATCH))
+    option(p, "--dut-cpus", "here the one CPU the capture process is pinned to (default: not pinned)")
+    deprecated(p, "--cpu", "--dut-cpus")
+    option(p, "--netns", "of --port without its own @NS")
+    option(p, "--stats", "write the counters here on SIGUSR1 and at the end")
+    option(p, "--duration", "stop after T: 10s, 500ms (default: until SIGTERM or Ctrl-C)")
     p.set_defaults(func=run)
 
 
@@ -61,14 +59,20 @@ def build(args) -> dict[str, Any]:
         raise ConfigError("--port", "give the interface to capture on (e.g. --port veth1)")
     check_choice(args.capture_method, _native.CAPTURE_METHODS, "--capture-method", "a capture method")
     ifname, netns = port_ref(args.port, args.netns, "--port", "--netns")
-    batch = int(check_number(args.batch, "--batch", integer=True, low=1, high=_native.MAX_CAPTURE_BATCH,
-                             allow_low=True))
-    cpu = None
-    if args.cpu is not None:
-        cpu = int(check_number(args.cpu, "--cpu", integer=True, low=0, high=(os.cpu_count() or 1) - 1, allow_low=True))
+    check_range(args.batch, "--batch", low=1, high=_native.MAX_CAPTURE_BATCH, allow_low=True)
     check_netns(netns, "--netns")
     check_writable(args.stats, "--stats", "the counters")
-    return {"method": args.capture_method, "ifname": ifname, "netns": netns, "cpu": cpu, "batch": batch}
+    return {"method": args.capture_method, "ifname": ifname, "netns": netns, "cpu": one_cpu(args.dut_cpus),
+            "batch": args.batch}
+
+
+def one_cpu(cpus: tuple[int, ...] | None) -> int | None:
+    """The one CPU of ``--dut-cpus`` a capture process is pinned to (``None``: not pinned)."""
+    if cpus is None:
+        return None
+    if len(cpus) != 1:
+        raise ConfigError("--dut-cpus", f"{','.join(map(str, cpus))}: the capture process runs on one CPU: give one")
+    return cpus[0]
 
 
 def document(cap: _native.Capture, stats: _native.CaptureStats, seq: int, final: bool) -> dict[str, Any]:
@@ -87,7 +91,7 @@ def _write(path: str, doc: dict[str, Any]) -> None:
 
 def run(args) -> int:
     kwargs = build(args)
-    duration = check_duration(args.duration, "--duration", high=_native.MAX_DURATION_S) if args.duration else None
+    duration = args.duration
     require_root("capturing (raw sockets, XDP)")
     asked = [0]
     old_usr1 = signal.signal(signal.SIGUSR1, lambda s, f: asked.__setitem__(0, asked[0] + 1))

@@ -6,17 +6,20 @@ the capture application stopped; its limit is the ceiling / 1.1), the RFC 2544 t
 highest rate at which the capture captured every frame of the trial, binary search) and the
 iperf-like curve (captured % at loads given in % of the tester's limit, with the capture process's
 CPU). Writes ``capture-bench.json``, ``trials.ndjson``, ``report.html`` (plots)
-and ``report.md`` into ``--out``.
+and ``report.md`` into ``--out``; ``--json`` prints the result document (``capture-bench.json``)
+instead of the table.
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
 
-from netrig.cli.common import check_duration, check_number, require_root
-from netrig.errors import INTERRUPTS, ConfigError, InterruptedTrial, interrupt_reason, interrupt_status
-from netrig.methodology.vocabulary import helptext
+from netrig.cli.capture import one_cpu
+from netrig.cli.common import check_range, require_root
+from netrig.errors import INTERRUPTS, InterruptedTrial, interrupt_reason, interrupt_status
+from netrig.methodology.vocabulary import deprecated, option
 from netrig.run.capture_bench import BenchParams, run_bench, table_rows
 from netrig.testbed.options import CAPTURE_METHODS
 
@@ -26,44 +29,38 @@ DEFAULTS = BenchParams()
 def register(sub) -> None:
     p = sub.add_parser("capture-bench", help="benchmark packet-capture methods (RFC 2544 and iperf-like; report 002)",
                        description=__doc__)
-    p.add_argument("--methods", default=",".join(CAPTURE_METHODS), metavar="LIST",
-                   help=f"capture methods, comma-separated ({', '.join(CAPTURE_METHODS)}; default all)")
-    p.add_argument("--sizes", default=DEFAULTS.sizes,
-                   help=helptext("--sizes", f"e.g. 64,512,1518,imix (default {DEFAULTS.sizes})"))
-    p.add_argument("--batch", default=str(DEFAULTS.batch), metavar="N",
-                   help=helptext("--batch", f"recvmmsg (1..1024, default {DEFAULTS.batch})"))
-    p.add_argument("--loads", default=",".join(f"{x:g}" for x in DEFAULTS.loads_pct), metavar="LIST",
-                   help="iperf-like loads in %% of the tester's limit: its ceiling into the method's capture host, "
-                        "proven with the capture stopped, / 1.1 (default 25,50,75,100)")
-    p.add_argument("--duration", default=f"{DEFAULTS.duration_s:g}s", metavar="T",
-                   help=helptext("--duration", f"each trial sends: 1s, 500ms (default {DEFAULTS.duration_s:g}s)"))
-    p.add_argument("--drain", default=f"{DEFAULTS.drain_s * 1000:g}ms", metavar="T",
-                   help=helptext("--drain", f"before the capture's counts are read (default "
-                                            f"{DEFAULTS.drain_s * 1000:g}ms)"))
-    p.add_argument("--resolution", default=str(DEFAULTS.resolution_pct), metavar="PCT",
-                   help=helptext("--resolution", f"default {DEFAULTS.resolution_pct}"))
-    p.add_argument("--cpu", default=str(DEFAULTS.capture_cpu), metavar="N",
-                   help=helptext("--cpu", "and of its kernel receive path (default 0)"))
-    p.add_argument("--out", metavar="DIR", help=helptext("--out", "default runs/capture-bench-<time>"))
+    option(p, "--capture-methods", f"{', '.join(CAPTURE_METHODS)} (default all)",
+           default=",".join(CAPTURE_METHODS))
+    deprecated(p, "--methods", "--capture-methods")
+    option(p, "--frame-sizes", f"e.g. 64,512,1518,imix (default {DEFAULTS.sizes_text})", default=DEFAULTS.sizes_text)
+    deprecated(p, "--sizes", "--frame-sizes")
+    option(p, "--batch", f"recvmmsg (1..1024, default {DEFAULTS.batch})", default=str(DEFAULTS.batch))
+    option(p, "--loads", "iperf-like loads in %% of the tester's limit: its ceiling into the method's capture host, "
+                         "proven with the capture stopped, / 1.1 (default 25,50,75,100)",
+           default=",".join(f"{x:g}" for x in DEFAULTS.loads_pct))
+    option(p, "--duration", f"each trial sends: 1s, 500ms (default {DEFAULTS.duration_s:g}s)",
+           default=f"{DEFAULTS.duration_s:g}s")
+    option(p, "--drain", f"before the capture's counts are read (default {DEFAULTS.drain_s * 1000:g}ms)",
+           default=f"{DEFAULTS.drain_s * 1000:g}ms")
+    option(p, "--resolution", f"default {DEFAULTS.resolution_pct}", default=str(DEFAULTS.resolution_pct))
+    option(p, "--dut-cpus", f"here the one CPU of the capture process and of its kernel receive path (default "
+                            f"{DEFAULTS.capture_cpu})", default=str(DEFAULTS.capture_cpu))
+    deprecated(p, "--cpu", "--dut-cpus")
+    option(p, "--out", "default runs/capture-bench-<time>")
+    option(p, "--json", "capture-bench.json: the methods' ceilings, throughputs and curves")
     p.set_defaults(func=run)
 
 
 def params(args) -> BenchParams:
-    methods = tuple(m.strip() for m in args.methods.split(",") if m.strip())
-    loads = []
-    for x in args.loads.split(","):
-        try:
-            loads.append(float(x))
-        except ValueError:
-            raise ConfigError("--loads", f"{x!r} is not a number: give loads like 10,50,100") from None
-    cpus = os.cpu_count() or 1
+    cpu = one_cpu(args.dut_cpus)
+    assert cpu is not None  # the option has a default
     return BenchParams(
-        methods=methods, sizes=args.sizes,
-        batch=int(check_number(args.batch, "--batch", integer=True, low=1, high=1024, allow_low=True)),
-        duration_s=check_duration(args.duration, "--duration", high=60),
-        drain_s=check_duration(args.drain, "--drain", high=10, allow_zero=True),
-        resolution_pct=check_number(args.resolution, "--resolution", high=50), loads_pct=tuple(loads),
-        capture_cpu=int(check_number(args.cpu, "--cpu", integer=True, low=0, high=cpus - 1, allow_low=True)))
+        methods=args.capture_methods, sizes=args.frame_sizes,
+        batch=int(check_range(args.batch, "--batch", low=1, high=1024, allow_low=True)),
+        duration_s=check_range(args.duration, "--duration", high=60, unit="s"),
+        drain_s=check_range(args.drain, "--drain", high=10, allow_low=True, unit="s"),
+        resolution_pct=check_range(args.resolution, "--resolution", high=50), loads_pct=args.loads,
+        capture_cpu=cpu)
 
 
 def run(args) -> int:
@@ -77,10 +74,14 @@ def run(args) -> int:
         print(f"capture-bench: {interrupt_reason(e)}; the points that finished are in {out}/capture-bench.json "
               "and report.html", file=sys.stderr)
         return interrupt_status(e)
+    if args.json:
+        print(json.dumps(doc.to_dict(), indent=1))
     if not doc.results:
         print(f"capture-bench: no result: no method measured a point (see the notes above and {out}/report.html)",
               file=sys.stderr)
         return 1
+    if args.json:
+        return 0
     head, rows = table_rows(doc)
     print("  ".join(head))
     for r in rows:

@@ -13,8 +13,7 @@ from rich.console import Console
 
 from netrig.errors import CapabilityError, ConfigError
 from netrig.measure.events import MAX_EVENTS, Event
-from netrig.methodology.vocabulary import helptext
-from netrig.model import parse_duration
+from netrig.methodology.vocabulary import option
 from netrig.run.config import TestConfig
 from netrig.telemetry import OPTION as METRICS_OPTION
 from netrig.telemetry import Telemetry
@@ -81,32 +80,16 @@ def rename_field(err: ConfigError, mapping: dict[str, str]) -> ConfigError:
     return ConfigError(option, err.message) if option else err
 
 
-def check_number(text: str | None, option: str, *, integer: bool = False, low: float = 0.0,
-                 high: float = math.inf, allow_low: bool = False) -> float:
-    """``text`` as an integer or a number of seconds (``"2"``, ``"2.5s"``) in (low, high] — [low, high]
-    with ``allow_low`` — else a ConfigError for ``option`` that says the range."""
-    if text is None:
-        raise ConfigError(option, "needs a value")
-    try:
-        v = int(text, 10) if integer else float(str(text).rstrip("s") if str(text).endswith("s") else text)
-    except ValueError:
-        kind = "an integer" if integer else "a number of seconds"
-        raise ConfigError(option, f"{text!r} is not {kind}") from None
-    if not math.isfinite(v) or v > high or v < low or (v == low and not allow_low):
-        rng = f"{'at least ' if allow_low else 'above '}{low:g}"
+def check_range(value: float, option: str, *, low: float = 0.0, high: float = math.inf, allow_low: bool = False,
+                unit: str = "") -> float:
+    """``value`` (already parsed: a number, seconds) in (low, high] — [low, high] with ``allow_low`` —
+    else a ConfigError for ``option`` that says the range (in ``unit``: "s")."""
+    if not math.isfinite(value) or value > high or value < low or (value == low and not allow_low):
+        rng = f"{'at least ' if allow_low else 'above '}{low:g}{unit}"
         if high != math.inf:
-            rng += f" and at most {high:g}"
-        raise ConfigError(option, f"must be {rng} (got {text})")
-    return v
-
-
-def check_duration(text: str | None, option: str, *, high: float | None = None, allow_zero: bool = False) -> float:
-    """``text`` as a duration with a unit (``"500ms"``, ``"2s"``, ``"1m"``; a bare number is seconds),
-    above 0 (at least 0 with ``allow_zero``) and at most ``high`` seconds; else a ConfigError for
-    ``option`` (the one vocabulary: every duration option takes units)."""
-    if text is None:
-        raise ConfigError(option, "needs a value")
-    return parse_duration(text, option, allow_zero=allow_zero, max_s=high)
+            rng += f" and at most {high:g}{unit}"
+        raise ConfigError(option, f"must be {rng} (got {value:g}{unit})")
+    return value
 
 
 def port_ref(text: str, default_ns: str | None, option: str, ns_option: str) -> tuple[str, str | None]:
@@ -155,7 +138,7 @@ def check_file_name(path: str | None, option: str, example: str) -> None:
                                   f"{option} {os.path.join(path.strip(), example)}")
 
 
-def event_pairs(cmds: list[str] | None, ats: list[str] | None) -> list[Event]:
+def event_pairs(cmds: list[str] | None, ats: list[float] | None) -> list[Event]:
     """The ``--event CMD`` / ``--at T`` pairs (paired in order); errors name the option to fix."""
     cmds, ats = cmds or [], ats or []
     if ats and not cmds:
@@ -168,7 +151,7 @@ def event_pairs(cmds: list[str] | None, ats: list[str] | None) -> list[Event]:
     events = []
     for cmd, at in zip(cmds, ats):
         try:
-            events.append(Event(cmd, parse_duration(at, "--at", allow_zero=True)))
+            events.append(Event(cmd, at))
         except ConfigError as e:
             raise ConfigError("--event" if e.field == "command" else "--at", e.message) from None
     return events
@@ -180,11 +163,14 @@ def isatty() -> bool:
 
 def add_metrics_listen(p: argparse.ArgumentParser, what: str) -> None:
     """``--metrics-listen ADDR:PORT``: ``what`` is exported live (docs/telemetry.md)."""
-    p.add_argument(METRICS_OPTION, default=None, metavar="ADDR:PORT",
-                   help=helptext(METRICS_OPTION, f"{what}, at http://ADDR:PORT/metrics while it runs (PORT alone: on "
-                                                 "loopback; 0: any free port; another address only when given); "
-                                                 "checked and bound before anything starts, closed when the command "
-                                                 "ends (docs/telemetry.md) [off]"))
+    option(p, METRICS_OPTION, f"{what}, at http://ADDR:PORT/metrics while it runs (PORT alone: on loopback; 0: any "
+                              "free port; another address only when given); checked and bound before anything "
+                              "starts, closed when the command ends (docs/telemetry.md) [off]")
+
+
+def command_line() -> str:
+    """The command as it was typed (``netrig rfc2544 --testbed router``), for the records of a run."""
+    return " ".join(("netrig", *sys.argv[1:]))
 
 
 @contextlib.contextmanager

@@ -5,7 +5,7 @@ import argparse
 import sys
 
 from netrig.cli.common import check_file_name
-from netrig.methodology.vocabulary import helptext
+from netrig.methodology.vocabulary import option
 from netrig.report import load_run, write_compare
 from netrig.report.tables import line_rate_warning
 
@@ -19,8 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "Markdown summary beside it (same name, .md).",
     )
     p.add_argument("results", metavar="RESULT", nargs="+", help="result files; the first is the baseline")
-    p.add_argument("-o", "--output", metavar="HTML", default="compare.html",
-                   help=helptext("--output", "the comparison (default: compare.html)"))
+    option(p, "--output", "the comparison (default: compare.html)", flags=("-o",), default="compare.html")
     p.set_defaults(func=run)
 
 

@@ -14,7 +14,7 @@ from netrig.cli.common import require_root
 from netrig.cli.console import run_with_console
 from netrig.cli.shortcuts import testbed_config
 from netrig.errors import ResultError
-from netrig.methodology.vocabulary import helptext
+from netrig.methodology.vocabulary import option
 from netrig.report import write_report
 from netrig.results import CONFIG_FILE, RESULT_FILE, TRIAL_LOG, load_result
 from netrig.run.config import TestConfig, config_from_dict
@@ -22,10 +22,9 @@ from netrig.run.config import TestConfig, config_from_dict
 
 def register(sub: Any) -> None:
     p = sub.add_parser("demo", help="router test bed: self-test, RFC 2544, NDR/PDR, HTML report", description=__doc__)
-    p.add_argument("--out", default="demo-out", metavar="DIR", help=helptext("--out", "default demo-out"))
-    p.add_argument("--testbed", default=DEMO_TOPOLOGY, metavar="NAME|ID",
-                   help=helptext("--testbed", f"default {DEMO_TOPOLOGY} with {DEMO_RULES} rules; 'simulated' needs "
-                                              "no root"))
+    option(p, "--out", "default demo-out", default="demo-out")
+    option(p, "--testbed", f"default {DEMO_TOPOLOGY} with {DEMO_RULES} rules; 'simulated' needs no root",
+           default=DEMO_TOPOLOGY)
     p.set_defaults(func=run)
 
 

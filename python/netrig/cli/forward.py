@@ -5,7 +5,7 @@ own port backends (af_xdp, af_packet, socket). Modes: ``io`` (unchanged, ports p
 odd last port to itself), ``mac`` (source MAC := the egress port's, destination := its peer MAC),
 ``macswap`` (MACs swapped, sent back out of the ingress port), ``rxonly`` (counted and dropped),
 ``l2fwd`` (as ``mac``, ports strictly in pairs). With af_xdp every frame of a queue is steered to
-the forwarder by an XDP program (``netrig_fwd``) that is detached when it stops. With ``--backend
+the forwarder by an XDP program (``netrig_fwd``) that is detached when it stops. With ``--io
 xdp`` nothing runs in user space: an XDP program per port (``netrig_xdpfwd``) rewrites and redirects
 frames in the kernel (XDP_REDIRECT through a DEVMAP; XDP_TX for macswap; XDP_DROP for rxonly) on
 every queue of the port; its counters come from a per-CPU map. On veth the egress veth's peer must
@@ -17,20 +17,21 @@ Ctrl-C or SIGTERM stop it cleanly, as ``--duration`` does.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
 import sys
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from netrig import _native
 from netrig.cli.common import (
     add_metrics_listen,
     check_choice,
-    check_duration,
     check_netns,
-    check_number,
+    check_range,
     check_writable,
     metrics_endpoint,
     port_ref,
@@ -38,84 +39,62 @@ from netrig.cli.common import (
     require_root,
 )
 from netrig.errors import ConfigError, Terminated
-from netrig.methodology.vocabulary import JsonFlag, helptext
+from netrig.methodology.vocabulary import JsonFlag, deprecated, option
 
 BACKENDS = ("af_xdp", "af_packet", "socket", "auto", "xdp")
 #: The in-kernel backend (XDP_REDIRECT): no user-space worker, queue, CPU or batch.
 KERNEL_BACKEND = "xdp"
 #: Engine field → CLI option, for one-line errors that name the option.
-OPTIONS = {"mode": "--mode", "peer_mac": "--peer-mac", "cpus": "--cpus", "batch": "--batch", "ports": "--port",
-           "ifname": "--port", "queues": "--queues", "io": "--backend", "netns": "--netns",
-           "busy_poll_us": "--busy-poll-us", "ring_frames": "--ring-frames"}
+OPTIONS = {"mode": "--forward-mode", "peer_mac": "--peer-mac", "cpus": "--dut-cpus", "batch": "--batch",
+           "ports": "--port", "ifname": "--port", "queues": "--queues", "io": "--io", "netns": "--netns"}
 
 
 def register(sub) -> None:
     p = sub.add_parser("forward", help="forward frames between ports like testpmd (the host as the DUT)",
                        description=__doc__)
-    p.add_argument("--port", action="append", metavar="IF[@NS]", default=[],
-                   help=helptext("--port", "an interface to forward on, in namespace NS or --netns (ports pair "
-                                           "up 1↔2, 3↔4, ...)"))
-    p.add_argument("--mode", default="io", metavar="M",
-                   help=f"forwarding mode: {', '.join(_native.FORWARD_MODES)} (default io)")
-    p.add_argument("--backend", default="af_xdp", metavar="B",
-                   help=f"port I/O: {', '.join(BACKENDS)} (default af_xdp; xdp: forward in the kernel with "
-                        "XDP_REDIRECT, every queue, no workers)")
-    p.add_argument("--queues", default=None, metavar="N",
-                   help=helptext("--queues", f"pinned (1..{_native.MAX_QUEUES}, default 1)"))
-    p.add_argument("--peer-mac", action="append", metavar="MAC", default=[],
-                   help="destination MAC of frames leaving each port, one per --port in order (modes mac, "
-                        "l2fwd; default 02:00:00:00:00:<port index>)")
-    p.add_argument("--duration", metavar="T",
-                   help=helptext("--duration", "stop after T: 10s, 500ms (default: run until Ctrl-C or SIGTERM)"))
-    p.add_argument("--netns", metavar="NS", help=helptext("--netns", "of every --port without its own @NS"))
-    p.add_argument("--cpus", metavar="LIST",
-                   help="CPUs for the workers, comma-separated (worker i, port-major, on the i-th, cycling; "
-                        "default: worker i on CPU i mod the CPUs)")
-    p.add_argument("--batch", default=None, metavar="N",
-                   help=helptext("--batch", f"1..{_native.MAX_FORWARD_BATCH}, default 64"))
-    p.add_argument("--interval", default="1s", metavar="T",
-                   help=helptext("--interval", "a statistics line per port and queue every T (default 1s; 0 = none)"))
-    p.add_argument("--json", action=JsonFlag,
-                   help=helptext("--json", "the forwarder's summary is JSON either way (--json FILE, the old "
-                                           "spelling, still writes FILE: use --out DIR)"))
-    p.add_argument("--out", metavar="DIR", help=helptext("--out", "the JSON summary is written to DIR/forward.json "
-                                                                  "too [none]"))
-    p.add_argument("--i-know-this-is-live", action="store_true",
-                   help=helptext("--i-know-this-is-live", "override the transmit guard"))
+    option(p, "--port", "an interface to forward on, in namespace NS or --netns (ports pair up 1↔2, 3↔4, ...)",
+           action="append", default=[])
+    option(p, "--forward-mode", f"{', '.join(_native.FORWARD_MODES)} (default io)", default="io")
+    deprecated(p, "--mode", "--forward-mode")
+    option(p, "--io", f"{', '.join(BACKENDS)} (default af_xdp; xdp: forward in the kernel with XDP_REDIRECT, every "
+                      "queue, no workers)", default="af_xdp")
+    deprecated(p, "--backend", "--io")
+    option(p, "--queues", f"pinned (1..{_native.MAX_QUEUES}, default 1)")
+    option(p, "--peer-mac", "destination MAC of frames leaving each port, one per --port in order (modes mac, l2fwd; "
+                            "default 02:00:00:00:00:<port index>)", action="append", default=[])
+    option(p, "--duration", "stop after T: 10s, 500ms (default: run until Ctrl-C or SIGTERM)")
+    option(p, "--netns", "of every --port without its own @NS")
+    option(p, "--dut-cpus", "here of the forwarder's workers (worker i, port-major, on the i-th, cycling; default: "
+                            "worker i on CPU i mod the CPUs)")
+    deprecated(p, "--cpus", "--dut-cpus")
+    option(p, "--batch", f"1..{_native.MAX_FORWARD_BATCH}, default 64")
+    option(p, "--interval", "a statistics line per port and queue every T (default 1s; 0 = none)", default="1s")
+    option(p, "--json", "the forwarder's summary is JSON either way (--json FILE, the old spelling, still writes "
+                        "FILE: use --out DIR)", action=JsonFlag)
+    option(p, "--out", "the JSON summary is written to DIR/forward.json too [none]")
+    option(p, "--i-know-this-is-live", "override the transmit guard")
     add_metrics_listen(p, "the forwarder's counters per port and queue")
     p.set_defaults(func=run)
-
-
-def parse_cpus(text: str | None) -> list[int]:
-    if text is None:
-        return []
-    out = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part.isdigit():
-            raise ConfigError("--cpus", f"{text!r} is not a list of CPU numbers: use e.g. 0,1")
-        out.append(int(part))
-    return out
 
 
 def build(args) -> dict[str, Any]:
     """Every option checked, before anything is opened; the Forwarder's keyword arguments."""
     if not args.port:
         raise ConfigError("--port", "give at least one interface to forward on (e.g. --port veth0 --port veth1)")
-    check_choice(args.mode, _native.FORWARD_MODES, "--mode", "a forwarding mode")
-    check_choice(args.backend, BACKENDS, "--backend", "a backend")
-    kernel = args.backend == KERNEL_BACKEND
+    check_choice(args.forward_mode, _native.FORWARD_MODES, "--forward-mode", "a forwarding mode")
+    check_choice(args.io, BACKENDS, "--io", "a forwarder's I/O backend")
+    kernel = args.io == KERNEL_BACKEND
     if kernel:
         why = "the xdp backend forwards in the kernel's receive path, on every queue, on the CPU that receives"
-        for opt, value, what in (("--queues", args.queues, "leave it out"), ("--cpus", args.cpus, "no workers to pin"),
+        for opt, value, what in (("--queues", args.queues, "leave it out"),
+                                 ("--dut-cpus", args.dut_cpus, "no workers to pin"),
                                  ("--batch", args.batch, "no receive batch to size")):
             if value is not None:
                 raise ConfigError(opt, f"{why}: {what}")
-    queues_text = "1" if args.queues is None else args.queues
-    batch_text = "64" if args.batch is None else args.batch
-    queues = int(check_number(queues_text, "--queues", integer=True, low=1, high=_native.MAX_QUEUES, allow_low=True))
-    batch = int(check_number(batch_text, "--batch", integer=True, low=1, high=_native.MAX_FORWARD_BATCH,
+    queues = int(check_range(1 if args.queues is None else args.queues, "--queues", low=1, high=_native.MAX_QUEUES,
                              allow_low=True))
+    batch = int(check_range(64 if args.batch is None else args.batch, "--batch", low=1,
+                            high=_native.MAX_FORWARD_BATCH, allow_low=True))
     check_netns(args.netns, "--netns")
     check_writable(getattr(args, "json_file", None), "--json", "the summary")
     if args.out:
@@ -128,10 +107,10 @@ def build(args) -> dict[str, Any]:
     if args.peer_mac and len(args.peer_mac) != len(args.port):
         raise ConfigError("--peer-mac", f"give one per --port ({len(args.peer_mac)} for {len(args.port)} ports)")
     try:
-        ports = [_native.Port(ifname, netns=ns, io="auto" if kernel else args.backend, queues=queues,
+        ports = [_native.Port(ifname, netns=ns, io="auto" if kernel else args.io, queues=queues,
                               i_know_this_is_live=args.i_know_this_is_live) for ifname, ns in refs]
-        out: dict[str, Any] = {"ports": ports, "mode": args.mode, "peer_macs": list(args.peer_mac) or None,
-                               "cpus": parse_cpus(args.cpus) or None, "batch": batch}
+        out: dict[str, Any] = {"ports": ports, "mode": args.forward_mode, "peer_macs": list(args.peer_mac) or None,
+                               "cpus": list(args.dut_cpus) if args.dut_cpus else None, "batch": batch}
         if kernel:
             out["xdp_redirect"] = True
         return out
@@ -151,32 +130,65 @@ def _fmt_pps(v: float) -> str:
     return f"{v / 1e6:.3f} Mpps" if v >= 1e5 else f"{v / 1e3:.1f} kpps"
 
 
-def summary(fwd: _native.Forwarder, stats: list, elapsed: float, seconds: list[dict], stopped_by: str) -> dict:
+@dataclasses.dataclass(frozen=True)
+class Counts:
+    """A forwarder's counts summed over its queues (of one port, or of all)."""
+
+    rx_frames: int
+    rx_bytes: int
+    tx_frames: int
+    tx_bytes: int
+    tx_drops: int
+    rx_ring_drops: int
+    tx_errors: int
+
+    @classmethod
+    def of(cls, stats: Sequence[Any]) -> Counts:
+        return cls(**{f.name: sum(getattr(s, f.name) for s in stats) for f in dataclasses.fields(cls)})
+
+
+#: The counts of the summary's ``totals`` (no bytes).
+TOTALS = ("rx_frames", "tx_frames", "tx_drops", "rx_ring_drops", "tx_errors")
+
+
+@dataclasses.dataclass(frozen=True)
+class Interval:
+    """One ``--interval`` of the run: when it ended, the rates over it, the drops per second."""
+
+    t_s: float
+    rx_pps: float
+    tx_pps: float
+    tx_drops: float
+    rx_ring_drops: float
+
+    @classmethod
+    def between(cls, now: list, before: list, t_s: float, dt: float) -> Interval:
+        return cls(round(t_s, 3), round(_rate(now, before, dt, "rx_frames"), 1),
+                   round(_rate(now, before, dt, "tx_frames"), 1), _rate(now, before, 1.0, "tx_drops"),
+                   _rate(now, before, 1.0, "rx_ring_drops"))
+
+
+def summary(fwd: _native.Forwarder, stats: list, elapsed: float, seconds: list[Interval], stopped_by: str) -> dict:
+    """The JSON summary: per port (its interface, counts, mean rates, per-queue counts), totals, intervals."""
+    per_s = (lambda n: n / elapsed) if elapsed > 0 else (lambda n: 0.0)
     ports = []
     for i, info in enumerate(fwd.ports):
-        qs = [s.to_dict() for s in stats if s.port == i]
-        tot = {k: sum(q[k] for q in qs) for k in ("rx_frames", "rx_bytes", "tx_frames", "tx_bytes", "tx_drops",
-                                                   "rx_ring_drops", "tx_errors")}
-        ports.append({**info.to_dict(), **tot,
-                      "rx_pps": tot["rx_frames"] / elapsed if elapsed > 0 else 0.0,
-                      "tx_pps": tot["tx_frames"] / elapsed if elapsed > 0 else 0.0,
-                      "queue_stats": qs})
-    totals = {k: sum(p[k] for p in ports) for k in ("rx_frames", "tx_frames", "tx_drops", "rx_ring_drops",
-                                                     "tx_errors")}
-    rates = sorted(s["tx_pps"] for s in seconds)
-    totals["rx_pps"] = totals["rx_frames"] / elapsed if elapsed > 0 else 0.0
-    totals["tx_pps"] = totals["tx_frames"] / elapsed if elapsed > 0 else 0.0
-    totals["tx_pps_median_interval"] = rates[len(rates) // 2] if rates else None
+        mine = [s for s in stats if s.port == i]
+        c = Counts.of(mine)
+        ports.append({**info.to_dict(), **dataclasses.asdict(c), "rx_pps": per_s(c.rx_frames),
+                      "tx_pps": per_s(c.tx_frames), "queue_stats": [s.to_dict() for s in mine]})
+    c = Counts.of(stats)
+    rates = sorted(s.tx_pps for s in seconds)
+    totals = {**{k: getattr(c, k) for k in TOTALS}, "rx_pps": per_s(c.rx_frames), "tx_pps": per_s(c.tx_frames),
+              "tx_pps_median_interval": rates[len(rates) // 2] if rates else None}
     return {"mode": fwd.mode, "duration_s": round(elapsed, 3), "stopped_by": stopped_by,
             "workers": [{"port": s.port, "ifname": s.ifname, "queue": s.queue, "cpu": s.cpu} for s in stats],
-            "ports": ports, "totals": totals, "intervals": seconds}
+            "ports": ports, "totals": totals, "intervals": [dataclasses.asdict(s) for s in seconds]}
 
 
 def durations(args) -> tuple[float | None, float]:
-    """``--duration`` (``None``: until stopped) and ``--interval`` in seconds, from durations with units."""
-    duration = check_duration(args.duration, "--duration", high=_native.MAX_DURATION_S) \
-        if args.duration is not None else None
-    return duration, check_duration(args.interval, "--interval", high=3600, allow_zero=True)
+    """``--duration`` (``None``: until stopped) and ``--interval`` in seconds."""
+    return args.duration, check_range(args.interval, "--interval", high=3600, allow_low=True, unit="s")
 
 
 def run(args) -> int:
@@ -191,13 +203,13 @@ def run(args) -> int:
         if tel is not None:  # read at every scrape, by a thread that never takes a busy CPU from a worker
             tel.watch_forwarder(fwd.stats)
             tel.endpoint.follow(idle=True)
-        return _forward(args, fwd, duration, interval, bool(kwargs.get("xdp_redirect")))
+        return _forward(args, fwd, duration, interval, args.io == KERNEL_BACKEND)
 
 
 def _forward(args, fwd: _native.Forwarder, duration: float | None, interval: float, kernel: bool) -> int:
     stopped_by = "duration"
     t0 = time.monotonic()
-    seconds: list[dict] = []
+    seconds: list[Interval] = []
     try:
         for info in fwd.ports:
             _say(f"forward: {info.ifname} ({info.mac}) {info.backend}: {info.notes}")
@@ -217,10 +229,7 @@ def _forward(args, fwd: _native.Forwarder, duration: float | None, interval: flo
             cur, t = fwd.stats(), time.monotonic()
             if interval > 0 and t - prev_t >= interval * 0.5:
                 dt = t - prev_t
-                seconds.append({"t_s": round(t - t0, 3), "rx_pps": round(_rate(cur, prev, dt, "rx_frames"), 1),
-                                "tx_pps": round(_rate(cur, prev, dt, "tx_frames"), 1),
-                                "tx_drops": _rate(cur, prev, 1.0, "tx_drops"),
-                                "rx_ring_drops": _rate(cur, prev, 1.0, "rx_ring_drops")})
+                seconds.append(Interval.between(cur, prev, t - t0, dt))
                 for a, b in zip(cur, prev, strict=True):
                     _say(f"{t - t0:7.1f}s {a.ifname} q{a.queue}: rx {_fmt_pps((a.rx_frames - b.rx_frames) / dt)}"
                               f"  tx {_fmt_pps((a.tx_frames - b.tx_frames) / dt)}"
@@ -246,9 +255,10 @@ def _forward(args, fwd: _native.Forwarder, duration: float | None, interval: flo
                 f.write(text + "\n")
         if not files[0]:  # the old --json FILE wrote the file instead of stdout
             sys.stdout.write(text + "\n")
-        t = doc["totals"]
-        _say(f"forward: stopped ({stopped_by}) after {elapsed:.1f} s: rx {t['rx_frames']} tx {t['tx_frames']} "
-                  f"({_fmt_pps(t['tx_pps'])}), drops {t['tx_drops']}, ring drops {t['rx_ring_drops']}")
+        c = Counts.of(final)
+        _say(f"forward: stopped ({stopped_by}) after {elapsed:.1f} s: rx {c.rx_frames} tx {c.tx_frames} "
+             f"({_fmt_pps(c.tx_frames / elapsed if elapsed > 0 else 0.0)}), drops {c.tx_drops}, "
+             f"ring drops {c.rx_ring_drops}")
     finally:
         for s, h in old.items():
             signal.signal(s, h)

@@ -38,6 +38,7 @@ from netrig.cli import (
 )
 from netrig.cli.common import NEEDS
 from netrig.errors import NetrigError, Terminated
+from netrig.methodology.vocabulary import BadValue, option
 
 #: Subcommand modules, in the order ``netrig --help`` lists them (``shortcuts``: one command per
 #: shortcut command of the method registry, e.g. ``rfc2544``, ``ndr-pdr``).
@@ -53,9 +54,14 @@ class NetrigParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
     def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        """Every value parsed into its type (``netrig.methodology.vocabulary``); a bad one raises the
+        ConfigError naming its option."""
         if args is None:
             args = sys.argv[1:]
-        ns, extra = super().parse_known_args(_negative_values(list(args)), namespace)
+        try:
+            ns, extra = super().parse_known_args(_negative_values(list(args)), namespace)
+        except BadValue as e:
+            raise e.error from None
         if self.prog != "netrig" and not hasattr(ns, "command_prog"):  # the innermost command parsed
             ns.command_prog = self.prog
         return ns, extra
@@ -88,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="netrig",
         description="netrig: a software network test rig (traffic generator, analyzer, methodology).",
     )
-    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    option(parser, "--version", "print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for mod in COMMANDS:
         mod.register(sub)
@@ -101,17 +107,17 @@ def _terminate(signum: int, frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.version:
-        print(f"netrig {__version__}")
-        return 0
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
     # SIGTERM and SIGHUP stop a command like Ctrl-C: traffic stops, finished trials are kept
     old = {sig: signal.signal(sig, _terminate) for sig in (signal.SIGTERM, signal.SIGHUP)} \
         if threading.current_thread() is threading.main_thread() else {}
     try:
+        args = parser.parse_args(argv)
+        if args.version:
+            print(f"netrig {__version__}")
+            return 0
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 2
         return int(args.func(args) or 0)
     except NetrigError as e:
         print(f"netrig: error: {_one_line(str(e))}", file=sys.stderr)

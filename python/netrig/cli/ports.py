@@ -7,6 +7,7 @@ resets the link); ``io auto`` is what ``--io auto`` picks for a port that receiv
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 from netrig import _native
 from netrig.cli.common import console, require_root
 from netrig.errors import LiveInterfaceError, NetrigError
-from netrig.methodology.vocabulary import helptext
+from netrig.methodology.vocabulary import option
 from netrig.model import format_bps
 
 
@@ -22,9 +23,9 @@ def register(sub) -> None:
     p = sub.add_parser("ports", help="list interfaces with driver, speed, MTU, queues and I/O support",
                        description=__doc__)
     p.add_argument("interfaces", nargs="*", metavar="IF", help="interfaces to show (default: all but lo)")
-    p.add_argument("--netns", metavar="NS", help=helptext("--netns", "to look in"))
-    p.add_argument("--no-probe", action="store_true", help="skip the I/O backend probe (no root needed)")
-    p.add_argument("--json", action="store_true", help=helptext("--json"))
+    option(p, "--netns", "to look in")
+    option(p, "--no-probe", "skip the I/O backend probe (no root needed)")
+    option(p, "--json")
     p.set_defaults(func=run)
 
 
@@ -52,34 +53,88 @@ def xdp_rx_probe(ifname: str, netns: str | None) -> tuple[bool, str]:
     return True, detail
 
 
-def transmit_guard(ifname: str, netns: str | None) -> dict[str, Any]:
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """A yes or no with why: a backend that opens (or receives), the transmit guard's verdict."""
+
+    ok: bool
+    detail: str
+
+
+def transmit_guard(ifname: str, netns: str | None) -> Check:
     """Would the transmit guard let a trial send on ``ifname``? The engine's own check: the port is
-    opened for transmit with no flow (nothing is sent) and closed. ``{"ok", "detail"}``; a port that
-    fails to open for another reason (down, say) is left to the backend probe's lines."""
+    opened for transmit with no flow (nothing is sent) and closed. A port that fails to open for
+    another reason (down, say) is left to the backend probe's lines."""
     try:
         _native.Generator([_native.Port(ifname, netns, io="socket")], []).close()
     except LiveInterfaceError as e:
-        return {"ok": False, "detail": str(e)}
+        return Check(False, str(e))
     except NetrigError as e:
-        return {"ok": True, "detail": f"passes (the port did not open: {e})"}
-    return {"ok": True, "detail": "passes: a trial may send here"}
+        return Check(True, f"passes (the port did not open: {e})")
+    return Check(True, "passes: a trial may send here")
 
 
-def describe(ifname: str, netns: str | None, probe: bool) -> dict:
-    info: dict[str, Any] = _native.interface_info(ifname, netns).to_dict()
-    if probe:
-        results = _native.probe_io(ifname, netns)
-        info["io"] = {p.backend: {"ok": p.ok, "detail": p.detail} for p in results}
-        x = info["io"].get("af_xdp")
-        if x is not None and x["ok"]:
-            rx_ok, rx_detail = xdp_rx_probe(ifname, netns)
-            x["rx_ok"], x["rx_detail"] = rx_ok, rx_detail
-        works = [p.backend for p in results if p.ok]
-        info["io_auto_tx"] = works[0] if works else None
-        rx_works = [n for n in works if info["io"][n].get("rx_ok", True)]
-        info["io_auto"] = rx_works[0] if rx_works else None
-        info["transmit_guard"] = transmit_guard(ifname, netns)
-    return info
+@dataclasses.dataclass(frozen=True)
+class Probe:
+    """What ``netrig ports`` found about one backend: opens for transmit; AF_XDP: receives too."""
+
+    backend: str
+    opens: Check
+    receives: Check | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = dataclasses.asdict(self.opens)
+        if self.receives is not None:
+            out.update(rx_ok=self.receives.ok, rx_detail=self.receives.detail)
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class PortReport:
+    """One interface: what the kernel says of it and, probed, every backend and the transmit guard."""
+
+    info: _native.InterfaceInfo
+    probes: tuple[Probe, ...] = ()
+    guard: Check | None = None
+
+    @property
+    def auto_tx(self) -> str | None:
+        """What ``--io auto`` picks for a port that only sends."""
+        return next((p.backend for p in self.probes if p.opens.ok), None)
+
+    @property
+    def auto(self) -> str | None:
+        """What ``--io auto`` picks for a port that receives."""
+        return next((p.backend for p in self.probes if p.opens.ok and (p.receives is None or p.receives.ok)), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = self.info.to_dict()
+        if self.guard is not None:
+            out.update(io={p.backend: p.to_dict() for p in self.probes}, io_auto_tx=self.auto_tx, io_auto=self.auto,
+                       transmit_guard=dataclasses.asdict(self.guard))
+        return out
+
+
+def describe(ifname: str, netns: str | None, probe: bool) -> PortReport:
+    info = _native.interface_info(ifname, netns)
+    if not probe:
+        return PortReport(info)
+    probes = []
+    for p in _native.probe_io(ifname, netns):
+        rx = Check(*xdp_rx_probe(ifname, netns)) if p.backend == "af_xdp" and p.ok else None
+        probes.append(Probe(p.backend, Check(p.ok, p.detail), rx))
+    return PortReport(info, tuple(probes), transmit_guard(ifname, netns))
+
+
+def _cells(r: PortReport) -> list[str]:
+    i = r.info
+    cells = [i.name, i.driver or "?", format_bps(i.speed_bps) if i.speed_bps else "none (nominal)", str(i.mtu),
+             f"{i.rx_queues}/{i.tx_queues}", "yes" if i.oper_up else "no", i.mac]
+    if r.guard is not None:
+        x = next((p for p in r.probes if p.backend == "af_xdp"), None)
+        xdp = "no" if x is None or not x.opens.ok else ("TX + RX" if x.receives and x.receives.ok else "TX only")
+        cells += [r.auto or "none", xdp, "yes" if r.guard.ok else "refused (live)"]
+    return cells
 
 
 def run(args) -> int:
@@ -89,7 +144,7 @@ def run(args) -> int:
     names = args.interfaces or [n for n in _native.list_interfaces(args.netns) if n != "lo"]
     rows = [describe(n, args.netns, probe) for n in names]
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(json.dumps([r.to_dict() for r in rows], indent=2))
         return 0
     from rich.table import Table
 
@@ -101,21 +156,15 @@ def run(args) -> int:
         t.add_column("AF_XDP")
         t.add_column("sends")
     for r in rows:
-        cells = [r["name"], r["driver"] or "?", format_bps(r["speed_bps"]) if r["speed_bps"] else "none (nominal)",
-                 str(r["mtu"]), f"{r['rx_queues']}/{r['tx_queues']}", "yes" if r["oper_up"] else "no", r["mac"]]
-        if probe:
-            x = r["io"]["af_xdp"]
-            xdp = "no" if not x["ok"] else ("TX + RX" if x.get("rx_ok") else "TX only")
-            cells += [r["io_auto"] or "none", xdp, "yes" if r["transmit_guard"]["ok"] else "refused (live)"]
-        t.add_row(*cells)
+        t.add_row(*_cells(r))
     con = console()
     con.print(t)
-    if probe:
-        for r in rows:
-            if not r["transmit_guard"]["ok"]:
-                con.print(f"  {r['name']} transmit guard: refused — {r['transmit_guard']['detail']}")
-            for name, x in r["io"].items():
-                con.print(f"  {r['name']} {name}: {'ok — ' if x['ok'] else 'no — '}{x['detail']}")
-                if "rx_ok" in x:
-                    con.print(f"  {r['name']} {name} receive: {'ok — ' if x['rx_ok'] else 'no — '}{x['rx_detail']}")
+    for r in rows:
+        name = r.info.name
+        if r.guard is not None and not r.guard.ok:
+            con.print(f"  {name} transmit guard: refused — {r.guard.detail}")
+        for p in r.probes:
+            con.print(f"  {name} {p.backend}: {'ok — ' if p.opens.ok else 'no — '}{p.opens.detail}")
+            if p.receives is not None:
+                con.print(f"  {name} {p.backend} receive: {'ok — ' if p.receives.ok else 'no — '}{p.receives.detail}")
     return 0

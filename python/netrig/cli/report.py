@@ -5,7 +5,7 @@ import argparse
 import sys
 
 from netrig.cli.common import check_file_name
-from netrig.methodology.vocabulary import helptext
+from netrig.methodology.vocabulary import option
 from netrig.report import write_report
 
 
@@ -19,9 +19,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("result", metavar="RESULT", nargs="+",
                    help="result.json, its run directory, or an unfinished run's trials.ndjson; several results of "
                    "one configuration (e.g. the demo's rfc2544 and ndr-pdr parts) are drawn as one report")
-    p.add_argument("-o", "--output", metavar="HTML", default=None,
-                   help=helptext("--output", "the report (default: report.html beside the first result.json, "
-                                             "else RESULT with .html)"))
+    option(p, "--output", "the report (default: report.html beside the first result.json, else RESULT with .html)",
+           flags=("-o",))
     p.set_defaults(func=run)
 
 

@@ -28,7 +28,6 @@ from netrig.cli.tcp import (
     add_dut_options,
     add_result_options,
     add_testbed_options,
-    dut_lines,
     endpoints,
     on_dut,
     testbed_for,
@@ -45,8 +44,7 @@ from netrig.measure.rr import (
     check_sockperf,
     run_sockperf,
 )
-from netrig.methodology.vocabulary import deprecated, helptext
-from netrig.model import parse_duration
+from netrig.methodology.vocabulary import deprecated, option
 from netrig.testbed import Testbed
 
 
@@ -54,21 +52,15 @@ def register(sub) -> None:
     p = sub.add_parser("rr", help="request/response through the DUT with sockperf: round trips/s, RTT percentiles, CPU",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_testbed_options(p)
-    p.add_argument("--protocol", default="tcp", choices=PROTOCOLS, metavar="PROTO",
-                   help=helptext("--protocol", "tcp (one connection) or udp (default tcp)"))
-    p.add_argument("--message-size", type=int, default=64, metavar="BYTES",
-                   help=f"request and reply payload size, {MIN_SIZE_BYTES} to {MAX_SIZE_BYTES} bytes (default 64)")
-    deprecated(p, "--size", "--message-size", type=int)
-    p.add_argument("--duration", default="10s", metavar="T",
-                   help=helptext("--duration", "whole seconds: 10s, 2m (default 10s)"))
-    p.add_argument("--mps", default="max", metavar="N|max",
-                   help="requests per second on a fixed schedule (late ones catch up), or max: the next as soon as "
-                        "the reply is in (default max)")
-    p.add_argument("--family", type=int, default=4, choices=(4, 6),
-                   help=helptext("--family", "default 4; IPv6 needs sockperf 3.8 or later"))
-    p.add_argument("--server-port", type=int, default=DEFAULT_PORT, metavar="N",
-                   help=helptext("--server-port", f"sockperf's (default {DEFAULT_PORT})"))
-    deprecated(p, "--port", "--server-port", type=int)
+    option(p, "--protocol", "tcp (one connection) or udp (default tcp)", default="tcp", choices=PROTOCOLS)
+    option(p, "--message-size", f"{MIN_SIZE_BYTES} to {MAX_SIZE_BYTES} bytes (default 64)", default="64")
+    deprecated(p, "--size", "--message-size")
+    option(p, "--duration", "whole seconds: 10s, 2m (default 10s)", default="10s")
+    option(p, "--mps", "requests per second on a fixed schedule (late ones catch up), or max: the next as soon as the "
+                       "reply is in (default max)", default="max")
+    option(p, "--family", "default 4; IPv6 needs sockperf 3.8 or later", default=4, choices=(4, 6))
+    option(p, "--server-port", f"sockperf's (default {DEFAULT_PORT})", default=str(DEFAULT_PORT))
+    deprecated(p, "--port", "--server-port")
     add_dut_options(p, "sockperf")
     add_result_options(p, "rr.json")
     p.set_defaults(func=run)
@@ -77,7 +69,6 @@ def register(sub) -> None:
 def _params(args: argparse.Namespace) -> RrParams:
     names = {"protocol": "--protocol", "size_bytes": "--message-size", "duration_s": "--duration", "mps": "--mps",
              "port": "--server-port"}
-    duration = parse_duration(args.duration, "--duration")
     mps: int | None = None
     if str(args.mps).strip().lower() != "max":
         try:
@@ -86,7 +77,7 @@ def _params(args: argparse.Namespace) -> RrParams:
             raise ConfigError("--mps", f"must be a whole number of requests per second or max (got {args.mps!r})") \
                 from None
     try:
-        return RrParams(protocol=args.protocol, size_bytes=args.message_size, duration_s=duration, mps=mps,
+        return RrParams(protocol=args.protocol, size_bytes=args.message_size, duration_s=args.duration, mps=mps,
                         port=args.server_port)
     except ConfigError as e:
         raise ConfigError(names.get(e.field, e.field), e.message) from None
@@ -120,8 +111,8 @@ def run(args: argparse.Namespace) -> int:
     require_root("building a test bed and running sockperf in its namespaces")
     check_sockperf(args.family)  # before a test bed is built for nothing
     tb, built = testbed_for(args, "sockperf")
-    with tb if built else contextlib.nullcontext(tb), on_dut(tb, knobs, args.monitor) as extra:
+    with tb if built else contextlib.nullcontext(tb), on_dut(tb, knobs, args.monitor) as dut:
         result = measure(tb, params, args.family)
-    write_result({"testbed": tb.topology, "testbed_id": tb.id, **result.to_dict(), **extra},
-                 table(result) + dut_lines(extra), args, "rr.json")
+    write_result({"testbed": tb.topology, "testbed_id": tb.id, **result.to_dict(), **dut.to_dict()},
+                 table(result) + dut.lines(), args, "rr.json")
     return 0

@@ -5,15 +5,14 @@ configuration is DIR/config.json, or the header of DIR/trials.ndjson."""
 from __future__ import annotations
 
 import argparse
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from netrig.cli.common import add_metrics_listen, metrics_endpoint, require_privileges
+from netrig.cli.common import add_metrics_listen, command_line, metrics_endpoint, require_privileges
 from netrig.cli.console import run_with_console
 from netrig.errors import ConfigError
-from netrig.methodology.vocabulary import helptext
+from netrig.methodology.vocabulary import option
 from netrig.run.config import load_config
 from netrig.run.runner import resume_config
 
@@ -24,14 +23,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("file", nargs="?", help="config file (.toml, .yaml, .yml, .json); with --resume, "
                                            "defaults to the run's own configuration (DIR/config.json, else "
                                            "the header of DIR/trials.ndjson)")
-    p.add_argument("--resume", metavar="DIR",
-                   help=helptext("--resume", "however it ended: Ctrl-C, SIGTERM, kill -9, a full "
-                        "disk, an error; also runs of rfc2544, ndr-pdr, selftest and demo) without redoing "
-                        "finished trials"))
-    p.add_argument("--out", metavar="DIR", help=helptext("--out", "default: output.dir from the config"))
-    p.add_argument("--monitor", action="store_true",
-                   help=helptext("--monitor", "trial.monitor = true, whatever the file says"))
-    p.add_argument("--quiet", action="store_true", help=helptext("--quiet"))
+    option(p, "--resume", "however it ended: Ctrl-C, SIGTERM, kill -9, a full disk, an error; also runs of rfc2544, "
+                          "ndr-pdr, selftest and demo) without redoing finished trials")
+    option(p, "--out", "default: output.dir from the config")
+    option(p, "--monitor", "trial.monitor = true, whatever the file says")
+    option(p, "--json", "the run's result document (result.json); progress still on stderr")
+    option(p, "--quiet")
     add_metrics_listen(p, "the run (every trial's counts, the trial in progress, the DUT monitor's samples)")
     p.set_defaults(func=run)
 
@@ -50,5 +47,5 @@ def run(args: argparse.Namespace) -> int:
     require_privileges(config)
     out = args.resume or args.out or config.output.dir
     with metrics_endpoint(args.metrics_listen) as tel:
-        return run_with_console(config, out, resume=bool(args.resume), command=" ".join(["netrig"] + sys.argv[1:]),
-                                quiet=args.quiet, telemetry=tel)
+        return run_with_console(config, out, resume=bool(args.resume), command=command_line(), quiet=args.quiet,
+                                telemetry=tel, as_json=args.json)

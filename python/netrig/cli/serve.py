@@ -16,21 +16,24 @@ every flow, close the ports and the socket. ``--record DIR`` keeps each session 
 Many hosts as one tester (docs/distributed.md): each host runs ``netrig serve --port … --token-file
 F`` (an agent, answering only who sends the token); one ``netrig serve --agent NAME=URL …
 --agent-token-file F`` (the controller, no ports of its own) takes configs whose port locations
-are ``NAME/IF[@NS]``, gives each agent its part and merges their metrics."""
+are ``NAME/IF[@NS]``, gives each agent its part and merges their metrics.
+
+``--json``: once it serves, one line of JSON on stdout says where and what (``url``, ``serving``: the
+ports, or the agents), for a script that started it."""
 from __future__ import annotations
 
 import argparse
 import ipaddress
+import json
 import sys
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from netrig import _native
-from netrig.cli.common import add_metrics_listen, check_choice, check_number, metrics_endpoint, require_root
+from netrig.cli.common import add_metrics_listen, check_choice, check_range, metrics_endpoint, require_root
 from netrig.errors import ConfigError
-from netrig.methodology.vocabulary import helptext
-from netrig.model import parse_duration
+from netrig.methodology.vocabulary import option
 from netrig.model.defaults import SERVE_DRAIN_S as DEFAULT_DRAIN_S
 from netrig.trial import IO_MODES, Port
 
@@ -47,41 +50,32 @@ DEFAULT_LISTEN = "127.0.0.1:8443"
 def register(sub) -> None:
     p = sub.add_parser("serve", help="an OTG server (snappi, gosnappi, otgen) on netrig's engine",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--port", action="append", default=[], metavar="IF[@NS]",
-                   help=helptext("--port", "one to serve, in network namespace NS after @ (a config's ports name "
-                                           "them by location, or are taken in this order)"))
-    p.add_argument("--listen", default=DEFAULT_LISTEN, metavar="ADDR:PORT",
-                   help=f"where to listen (default {DEFAULT_LISTEN}; beyond loopback needs TLS and --client-ca)")
-    p.add_argument("--http", action="store_true", help="plain HTTP instead of HTTPS (loopback only)")
-    p.add_argument("--cert", metavar="FILE", help="the server's certificate (PEM; default: self-signed, made "
-                                                  "on first start in $XDG_STATE_HOME/netrig/serve)")
-    p.add_argument("--key", metavar="FILE", help="the certificate's key (PEM; with --cert)")
-    p.add_argument("--client-ca", metavar="FILE",
-                   help="accept only clients with a certificate this CA signed (mutual TLS)")
-    p.add_argument("--token-file", metavar="FILE",
-                   help="serve only requests with this bearer token (its first line): an agent trusting its "
-                        "controller; lets --http and TLS without --client-ca listen beyond loopback")
-    p.add_argument("--agent", action="append", default=[], metavar="NAME=URL",
-                   help="be a controller: an agent (netrig serve) at URL, named NAME in port locations NAME/IF "
-                        "(repeat; no --port then)")
-    p.add_argument("--agent-token-file", metavar="FILE", help="the bearer token the agents were given (their "
-                                                              "--token-file)")
-    p.add_argument("--agent-ca", metavar="FILE", help="the CA (or certificate) that signed the agents' "
-                                                      "certificates (https agents; default: the system's CAs)")
-    p.add_argument("--agent-cert", metavar="FILE", help="the certificate a controller presents to agents that "
-                                                        "ask for one (their --client-ca)")
-    p.add_argument("--agent-key", metavar="FILE", help="the key of --agent-cert")
-    p.add_argument("--io", default="auto", metavar="MODE", help=helptext("--io", f"{', '.join(IO_MODES)} (default "
-                                                                                 "auto)"))
-    p.add_argument("--drain", default=f"{int(DEFAULT_DRAIN_S * 1000)}ms", metavar="T",
-                   help=helptext("--drain", f"of a flow (default {int(DEFAULT_DRAIN_S * 1000)}ms): a flow is "
-                                            "reported stopped after it, and a stop waits for it"))
-    p.add_argument("--capture-mb", default="64", metavar="N",
-                   help="capture buffer per port and receive queue, MiB (default 64)")
-    p.add_argument("--record", metavar="DIR", help="keep every session as a netrig result in DIR (netrig report)")
-    p.add_argument("--i-know-this-is-live", action="store_true",
-                   help=helptext("--i-know-this-is-live", "the ports (see netrig trial)"))
-    p.add_argument("--verbose", action="store_true", help="log every request to stderr")
+    option(p, "--port", "one to serve, in network namespace NS after @ (a config's ports name them by location, or "
+                        "are taken in this order)", action="append", default=[])
+    option(p, "--listen", f"where to listen (default {DEFAULT_LISTEN}; beyond loopback needs TLS and --client-ca)",
+           default=DEFAULT_LISTEN)
+    option(p, "--http", "plain HTTP instead of HTTPS (loopback only)")
+    option(p, "--cert", "the server's certificate (PEM; default: self-signed, made on first start in "
+                        "$XDG_STATE_HOME/netrig/serve)")
+    option(p, "--key", "the certificate's key (PEM; with --cert)")
+    option(p, "--client-ca", "accept only clients with a certificate this CA signed (mutual TLS)")
+    option(p, "--token-file", "serve only requests with this bearer token (its first line): an agent trusting its "
+                              "controller; lets --http and TLS without --client-ca listen beyond loopback")
+    option(p, "--agent", "be a controller: an agent (netrig serve) at URL, named NAME in port locations NAME/IF "
+                         "(repeat; no --port then)", action="append", default=[])
+    option(p, "--agent-token-file", "the bearer token the agents were given (their --token-file)")
+    option(p, "--agent-ca", "the CA (or certificate) that signed the agents' certificates (https agents; default: "
+                            "the system's CAs)")
+    option(p, "--agent-cert", "the certificate a controller presents to agents that ask for one (their --client-ca)")
+    option(p, "--agent-key", "the key of --agent-cert")
+    option(p, "--io", f"{', '.join(IO_MODES)} (default auto)", default="auto")
+    option(p, "--drain", f"of a flow (default {int(DEFAULT_DRAIN_S * 1000)}ms): a flow is reported stopped after it, "
+                         "and a stop waits for it", default=f"{int(DEFAULT_DRAIN_S * 1000)}ms")
+    option(p, "--capture-mb", "capture buffer per port and receive queue, MiB (default 64)", default="64")
+    option(p, "--record", "keep every session as a netrig result in DIR (netrig report)")
+    option(p, "--i-know-this-is-live", "the ports (see netrig trial)")
+    option(p, "--verbose", "log every request to stderr")
+    option(p, "--json", "once it serves: one line, its URL and what it serves")
     add_metrics_listen(p, "every served flow's counts")
     p.set_defaults(func=run)
 
@@ -143,8 +137,7 @@ def run(args) -> int:
         return _run_controller(args)
     host, number = listen_address(args.listen)
     check_choice(args.io, IO_MODES, "--io", "an I/O mode")
-    drain_s = parse_duration(args.drain, field="--drain")
-    capture_mb = check_number(args.capture_mb, "--capture-mb", integer=True, low=1)
+    capture_mb = check_range(args.capture_mb, "--capture-mb", low=1, allow_low=True)
     tls = _tls(args, host)
     token = _token(args)
     require_root("opening ports")
@@ -154,7 +147,7 @@ def run(args) -> int:
         ports = serve_ports(args)
         # Every port opens once now: the transmit guard and the backends are checked before serving.
         _native.Generator([s.port for s in ports], []).close()
-        service = Service(ports, drain_s=drain_s, capture_bytes=int(capture_mb) << 20)
+        service = Service(ports, drain_s=args.drain, capture_bytes=int(capture_mb) << 20)
         if tel is not None:
             tel.watch_flow_groups(service.flow_groups)
         if args.record:
@@ -162,7 +155,7 @@ def run(args) -> int:
 
             service.on_change = Recorder(Path(args.record), " ".join(sys.argv)).on_change
         _serve(OtgServer(service, host, number, tls, verbose=args.verbose, token=token),
-               ", ".join(s.name for s in ports))
+               [s.name for s in ports], args.json)
     return 0
 
 
@@ -210,13 +203,18 @@ def _run_controller(args) -> int:
     except BaseException:
         controller.close()
         raise
-    _serve(server, "agents " + ", ".join(f"{a.name} ({a.spec.url})" for a in agents))
+    _serve(server, [f"{a.name} ({a.spec.url})" for a in agents], args.json, "agents ")
     return 0
 
 
-def _serve(server: OtgServer, what: str) -> None:
+def _serve(server: OtgServer, serving: list[str], as_json: bool, what: str = "") -> None:
+    """Serve until a signal; ``serving``: the ports (or the agents, ``what`` = "agents "), said on stderr
+    and, ``as_json``, as one line of JSON on stdout."""
     server.start()
-    print(f"netrig serve: {server.url} serving {what} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+    print(f"netrig serve: {server.url} serving {what}{', '.join(serving)} (Ctrl-C to stop)", file=sys.stderr,
+          flush=True)
+    if as_json:
+        print(json.dumps({"url": server.url, "serving": serving}), flush=True)
     try:
         _wait_for_signal()
     finally:

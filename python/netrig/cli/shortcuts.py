@@ -10,14 +10,20 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 from typing import Any
 
-from netrig.cli.common import add_metrics_listen, event_pairs, metrics_endpoint, rename_field, require_privileges
+from netrig.cli.common import (
+    add_metrics_listen,
+    command_line,
+    event_pairs,
+    metrics_endpoint,
+    rename_field,
+    require_privileges,
+)
 from netrig.cli.console import run_with_console
 from netrig.errors import ConfigError, TestbedError
 from netrig.methodology.method import Command
-from netrig.methodology.vocabulary import deprecated, helptext
+from netrig.methodology.vocabulary import deprecated, option
 from netrig.methods import REGISTRY
 from netrig.run.config import config_from_dict
 from netrig.run.runner import resume_config
@@ -27,69 +33,57 @@ from netrig.testbed.state import ID_RE as TESTBED_ID_RE
 from netrig.testbed.state import read_state
 
 #: Config fields set by the shared options, for error messages.
-COMMON_FIELDS = {"duration_s": "--duration", "drain_s": "--drain", "sizes": "--sizes", "repetitions": "--repetitions",
-                 "io": "--io", "nominal_bps": "--nominal-speed", "speed_bps": "--line-rate",
-                 "options": "--testbed-option",
-                 "capacity_pps": "--sim-capacity-pps", "i_know_this_is_live": "--i-know-this-is-live",
-                 "monitor_remote": "--monitor-remote", "events": "--at", "event_timeout_s": "--event-timeout",
-                 "shared": "--share-testbed"}
+COMMON_FIELDS = {"duration_s": "--duration", "drain_s": "--drain", "sizes": "--frame-sizes",
+                 "repetitions": "--repetitions", "io": "--io", "nominal_bps": "--nominal-speed",
+                 "speed_bps": "--line-rate", "options": "--testbed-option", "capacity_pps": "--sim-capacity",
+                 "i_know_this_is_live": "--i-know-this-is-live", "monitor_remote": "--monitor-remote",
+                 "events": "--at", "event_timeout_s": "--event-timeout", "shared": "--share-testbed"}
 
 
 def add_common(p: argparse.ArgumentParser, sizes_default: str = "rfc", events: bool = True) -> None:
     """Options shared by the shortcut commands (same words as the config file keys); ``events``:
     with the events-under-load options (the self-test runs none)."""
-    p.add_argument("--testbed", default="router", metavar="NAME|ID",
-                   help=helptext("--testbed", "router, policer, … (`netrig testbed list`), simulated, or an id "
-                                              "[router]"))
-    p.add_argument("--share-testbed", action="store_true",
-                   help=helptext("--share-testbed", "with the id of a test bed; each counts the other's frames as "
-                                                    "stray; the result is flagged"))
-    p.add_argument("--testbed-option", action="append", default=[], metavar="KEY=VALUE",
-                   help=helptext("--testbed-option", "typed as in a config file (e.g. cap=1Mpps, rules=100, "
-                                                     "log=false, mtu=9000); a topology refuses options it does not "
-                                                     "use"))
-    p.add_argument("--knob", action="append", default=[], metavar="TARGET.KIND.NAME=VALUE",
-                   help=helptext("--knob", "as in a config's testbed.knobs (docs/methodology.md): e.g. "
-                                           "dut.features.gro=off, dut.sysfs.threaded=1, tester.coalesce.rx-usecs=0, "
-                                           "host.sysctl.net.core.busy_poll=50"))
-    p.add_argument("--sizes", default=sizes_default,
-                   help=helptext("--sizes", f"'rfc', a list like 64,512,1518, imix, simple-imix [{sizes_default}]"))
-    p.add_argument("--duration", default=None, metavar="T", help=helptext("--duration", "each trial: 2s, 60s [60s]"))
-    p.add_argument("--drain", default=None, metavar="T", help=helptext("--drain", "[2s]"))
-    p.add_argument("--repetitions", type=int, default=1, metavar="N", help=helptext("--repetitions", "[1]"))
-    p.add_argument("--io", default="auto", metavar="MODE",
-                   help=helptext("--io", "auto, af_xdp, af_packet, socket [auto]"))
-    p.add_argument("--nominal-speed", default=None, metavar="SPEED", help=helptext("--nominal-speed", "[10G]"))
-    p.add_argument("--line-rate", default=None, metavar="SPEED",
-                   help=helptext("--line-rate", "overrides the interface's [from the interface]"))
+    option(p, "--testbed", "router, policer, … (`netrig testbed list`), simulated, or an id [router]", default="router")
+    option(p, "--share-testbed", "with the id of a test bed; each counts the other's frames as stray; the result is "
+                                 "flagged")
+    option(p, "--testbed-option", "typed as in a config file (e.g. cap=1Mpps, rules=100, log=false, mtu=9000); a "
+                                  "topology refuses options it does not use", action="append", default=[])
+    option(p, "--knob", "as in a config's testbed.knobs (docs/methodology.md): e.g. dut.features.gro=off, "
+                        "dut.sysfs.threaded=1, tester.coalesce.rx-usecs=0, host.sysctl.net.core.busy_poll=50",
+           action="append", default=[])
+    option(p, "--frame-sizes", f"'rfc', a list like 64,512,1518, imix, simple-imix [{sizes_default}]",
+           default=sizes_default)
+    deprecated(p, "--sizes", "--frame-sizes")
+    option(p, "--duration", "each trial: 2s, 60s [60s]")
+    option(p, "--drain", "[2s]")
+    option(p, "--repetitions", "[1]", default="1")
+    option(p, "--io", "auto, af_xdp, af_packet, socket [auto]", default="auto")
+    option(p, "--line-rate", "overrides the interface's [the interface's; one without a speed, like veth: a nominal "
+                             "10G]")
     deprecated(p, "--speed", "--line-rate")
-    p.add_argument("--monitor", action="store_true",
-                   help=helptext("--monitor", "per-CPU load, memory, conntrack, interface counters, into the trial "
-                                              "records and the report's timelines [off; every trial's CPU-seconds "
-                                              "per core and per packet kernel thread are recorded either way]"))
-    p.add_argument("--monitor-remote", default=None, metavar="HOST",
-                   help=helptext("--monitor-remote", "instead of this host (an alias of your ~/.ssh/config or "
-                                                     "user@host; keys from your config and agent, never a password; "
-                                                     "the DUT needs only /bin/sh and /proc) [off]"))
+    deprecated(p, "--nominal-speed", "--line-rate", dest="nominal_speed",
+               note="it applies whatever the interface reports; --nominal-speed X still applies only when the "
+                    "interface reports no speed")
+    option(p, "--monitor", "per-CPU load, memory, conntrack, interface counters, into the trial records and the "
+                           "report's timelines [off; every trial's CPU-seconds per core and per packet kernel thread "
+                           "are recorded either way]")
+    option(p, "--monitor-remote", "instead of this host (an alias of your ~/.ssh/config or user@host; keys from your "
+                                  "config and agent, never a password; the DUT needs only /bin/sh and /proc) [off]")
     if events:
-        p.add_argument("--event", action="append", metavar="CMD",
-                       help=helptext("--event", "in the DUT's namespace (on the host when the test bed has none), "
-                                                "into every timed trial of the methods that take events "
-                                                "(throughput, frame loss, latency, livelock, iperf, soak); each "
-                                                "trial records per flow the outage, the frames lost and the time to "
-                                                "loss-free forwarding [none]"))
-        p.add_argument("--at", action="append", metavar="T", help=helptext("--at", "2s, 500ms (repeatable)"))
-        p.add_argument("--event-timeout", default=None, metavar="T", help=helptext("--event-timeout", "[30s]"))
-    p.add_argument("--no-selftest", action="store_true", help=helptext("--no-selftest"))
-    p.add_argument("--sim-capacity-pps", type=float, default=None, metavar="PPS",
-                   help=helptext("--sim-capacity-pps", "[1e6]"))
-    p.add_argument("--i-know-this-is-live", action="store_true",
-                   help=helptext("--i-know-this-is-live", "(lo, a default route, addresses outside 198.18.0.0/15 "
-                                                          "and 2001:2::/48); test beds never need it"))
-    p.add_argument("--out", default="netrig-results", metavar="DIR", help=helptext("--out", "[netrig-results]"))
-    p.add_argument("--json", action="store_true",
-                   help=helptext("--json", "the run's result document (result.json); progress still on stderr"))
-    p.add_argument("--quiet", action="store_true", help=helptext("--quiet"))
+        option(p, "--event", "in the DUT's namespace (on the host when the test bed has none), into every timed "
+                             "trial of the methods that take events (throughput, frame loss, latency, livelock, "
+                             "iperf, soak); each trial records per flow the outage, the frames lost and the time to "
+                             "loss-free forwarding [none]", action="append")
+        option(p, "--at", "2s, 500ms (repeatable)", action="append")
+        option(p, "--event-timeout", "[30s]")
+    option(p, "--no-selftest")
+    option(p, "--sim-capacity", "[1Mpps]")
+    deprecated(p, "--sim-capacity-pps", "--sim-capacity")
+    option(p, "--i-know-this-is-live", "(lo, a default route, addresses outside 198.18.0.0/15 and 2001:2::/48); test "
+                                       "beds never need it")
+    option(p, "--out", "[netrig-results]", default="netrig-results")
+    option(p, "--json", "the run's result document (result.json); progress still on stderr")
+    option(p, "--quiet")
     add_metrics_listen(p, "the run (every trial's counts, the trial in progress, the DUT monitor's samples)")
 
 
@@ -160,8 +154,14 @@ def testbed_config(name_or_id: str, options: dict[str, Any]) -> dict[str, Any]:
     return {"name": name_or_id, "options": options}
 
 
-def base_config(args: argparse.Namespace) -> dict:
-    """The config (as a file would give it) of the shared options."""
+def simulated_capacity(args: argparse.Namespace) -> float | None:
+    """``--sim-capacity`` in frames/s (``None``: not given)."""
+    return None if args.sim_capacity is None else args.sim_capacity.frames_per_second("--sim-capacity")
+
+
+def base_config(args: argparse.Namespace, duration: bool = True) -> dict:
+    """The config (as a file would give it) of the shared options (``duration``: with ``--duration``;
+    a method that owns its duration takes it itself)."""
     tb = testbed_config(args.testbed, testbed_options(args.testbed_option))
     if args.share_testbed:
         if "id" not in tb:
@@ -170,19 +170,19 @@ def base_config(args: argparse.Namespace) -> dict:
         tb["shared"] = True
     if args.knob:
         tb["knobs"] = knob_options(args.knob)
-    if args.sim_capacity_pps is not None:
+    if (capacity := simulated_capacity(args)) is not None:
         if args.testbed != "simulated":
-            raise ConfigError("--sim-capacity-pps", "applies to --testbed simulated only")
-        tb["simulator"] = {"capacity_pps": args.sim_capacity_pps}
+            raise ConfigError("--sim-capacity", "applies to --testbed simulated only")
+        tb["simulator"] = {"capacity_pps": capacity}
     cfg: dict[str, Any] = {"testbed": tb, "ports": {"io": args.io, "i_know_this_is_live": args.i_know_this_is_live},
-                           "frames": {"sizes": args.sizes}, "trial": {},
+                           "frames": {"sizes": args.frame_sizes}, "trial": {},
                            "repetitions": args.repetitions, "selftest": {"enabled": not args.no_selftest},
                            "output": {"dir": args.out}, "line_rate": {}}
     if args.monitor:
         cfg["trial"]["monitor"] = True
     if args.monitor_remote is not None:
         cfg["trial"]["monitor_remote"] = args.monitor_remote
-    if args.duration:
+    if args.duration is not None and duration:
         cfg["trial"]["duration_s"] = args.duration
     events = event_pairs(getattr(args, "event", None), getattr(args, "at", None))
     if events:
@@ -191,11 +191,11 @@ def base_config(args: argparse.Namespace) -> dict:
         if not events:
             raise ConfigError("--event-timeout", "needs an --event: it limits how long --event commands may run")
         cfg["trial"]["event_timeout_s"] = args.event_timeout
-    if args.drain:
+    if args.drain is not None:
         cfg["trial"]["drain_s"] = args.drain
-    if args.nominal_speed:
+    if getattr(args, "nominal_speed", None) is not None:  # the old spelling's: only when the interface has none
         cfg["line_rate"]["nominal_bps"] = args.nominal_speed
-    if args.line_rate:
+    if args.line_rate is not None:
         cfg["line_rate"]["speed_bps"] = args.line_rate
     return cfg
 
@@ -214,8 +214,8 @@ def execute(cfg: dict, args: argparse.Namespace, fields: dict[str, str] | None =
             raise ConfigError("--testbed", e.message) from None
         raise rename_field(e, {**COMMON_FIELDS, **(fields or {})}) from None
     with metrics_endpoint(args.metrics_listen) as tel:
-        return run_with_console(config, args.out, command=" ".join(["netrig"] + sys.argv[1:]), quiet=args.quiet,
-                                telemetry=tel, as_json=args.json)
+        return run_with_console(config, args.out, command=command_line(), quiet=args.quiet, telemetry=tel,
+                                as_json=args.json)
 
 
 def register(subparsers: Any) -> None:
@@ -231,7 +231,7 @@ def register_command(subparsers: Any, command: Command) -> None:
     if len(methods) > 1:
         tests = [m.shortcut.test for m in methods if m.shortcut is not None]
         default = ",".join(m.shortcut.test for m in methods if m.shortcut is not None and m.shortcut.default)
-        p.add_argument("--tests", default=default, help=f"comma list of: {', '.join(tests)} [{default}]")
+        option(p, "--tests", f"of: {', '.join(tests)} [{default}]", default=default)
     for m in methods:
         m.add_cli_options(p)
     p.set_defaults(func=lambda args: run(args, command.name))
@@ -242,12 +242,12 @@ def run(args: argparse.Namespace, command: str) -> int:
         config = resume_config(args.resume)
         require_privileges(config)
         with metrics_endpoint(args.metrics_listen) as tel:
-            return run_with_console(config, args.resume, resume=True, command=" ".join(["netrig"] + sys.argv[1:]),
-                                    quiet=args.quiet, telemetry=tel, as_json=args.json)
+            return run_with_console(config, args.resume, resume=True, command=command_line(), quiet=args.quiet,
+                                    telemetry=tel, as_json=args.json)
     methods = REGISTRY.shortcuts(command)
     by_test = {m.shortcut.test: m for m in methods if m.shortcut is not None}
     if len(methods) > 1:
-        names = [t.strip() for t in args.tests.split(",") if t.strip()]
+        names = list(args.tests)
         for t in names:
             if t not in by_test:
                 raise ConfigError("--tests", f"unknown test {t!r}; allowed: {', '.join(by_test)}")
@@ -256,8 +256,6 @@ def run(args: argparse.Namespace, command: str) -> int:
         chosen = [by_test[t] for t in names]
     else:
         chosen = methods
-    cfg = base_config(args)
-    if all(m.owns_duration for m in chosen):
-        cfg["trial"].pop("duration_s", None)
+    cfg = base_config(args, duration=not all(m.owns_duration for m in chosen))
     cfg["methods"] = [{m.name: m.cli_params(args)} for m in chosen]
     return execute(cfg, args, {k: v for m in chosen for k, v in m.cli_fields.items()})

@@ -4,14 +4,13 @@ same directory continues it."""
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
-from netrig.cli.common import add_metrics_listen, console, metrics_endpoint, require_privileges
+from netrig.cli.common import add_metrics_listen, command_line, console, metrics_endpoint, require_privileges
 from netrig.cli.console import run_with_console
 from netrig.errors import INTERRUPTS, InterruptedTrial, ResultError, Terminated
-from netrig.methodology.vocabulary import helptext
+from netrig.methodology.vocabulary import option
 from netrig.report import write_study
 from netrig.run.config import TestConfig
 from netrig.run.study import Study, StudyRunner, load_study
@@ -27,8 +26,8 @@ def register(subparsers: Any) -> None:
                     "Running the same study into the same DIR continues it (finished variants are kept, an "
                     "interrupted one resumes). Examples: examples/service-cost.toml, examples/host-tuning.toml.")
     p.add_argument("file", help="the study file (.toml, .yaml, .yml, .json)")
-    p.add_argument("--out", metavar="DIR", help=helptext("--out", "[results/<study name>]"))
-    p.add_argument("--quiet", action="store_true", help=helptext("--quiet"))
+    option(p, "--out", "[results/<study name>]")
+    option(p, "--quiet")
     add_metrics_listen(p, "every variant's run (labelled run=<variant>)")
     p.set_defaults(func=run)
 
@@ -50,7 +49,7 @@ def execute_study(study: Study, out_dir: str | None, quiet: bool, again: str, me
 
 def _study(study: Study, out_dir: str | None, quiet: bool, again: str, tel: Telemetry | None) -> int:
     err = console(stderr=True)
-    command = " ".join(["netrig"] + sys.argv[1:])
+    command = command_line()
     statuses: dict[str, int] = {}
 
     def run_variant(config: TestConfig, out: Path, resume: bool) -> None:

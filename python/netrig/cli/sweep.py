@@ -13,6 +13,7 @@ from typing import Any
 from netrig.cli.shortcuts import COMMON_FIELDS, add_common, base_config
 from netrig.cli.study import execute_study
 from netrig.errors import ConfigError
+from netrig.methodology.vocabulary import option
 from netrig.run.study import SWEEP_DIMENSIONS, study_from_dict
 
 #: ``4k`` = 4000, ``1M`` = 1 000 000, ``2G`` (decimal, as rates are).
@@ -25,13 +26,11 @@ def register(sub: Any) -> None:
     p = sub.add_parser("sweep", help="one dimension swept (flows, rules, queues, …), any method per point: a curve "
                                      "and the scale-up per step", description=__doc__,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--over", required=True, metavar="DIMENSION=V1,V2,...",
-                   help=f"what to sweep and its values (2 to 32; 4k = 4000, 1M = 1000000). Dimensions: {dims}; or "
-                        "any config key path, e.g. testbed.options.cap=100kpps,200kpps")
-    p.add_argument("--method", action="append", metavar="NAME",
-                   help="method run at every point, by its config name (repeatable) [rfc2544_throughput]")
-    p.add_argument("--name", default=None, help="the sweep's name: its output directory results/<name> "
-                                                "[sweep-<dimension>]")
+    option(p, "--over", f"what to sweep and its values (2 to 32; 4k = 4000, 1M = 1000000). Dimensions: {dims}; or "
+                        "any config key path, e.g. testbed.options.cap=100kpps,200kpps", required=True)
+    option(p, "--method", "method run at every point, by its config name (repeatable) [rfc2544_throughput]",
+           action="append")
+    option(p, "--name", "the sweep's name: its output directory results/<name> [sweep-<dimension>]")
     add_common(p, sizes_default="64")
     p.set_defaults(func=run)
 

@@ -8,7 +8,7 @@ from netrig import _native
 from netrig.cli.common import require_root
 from netrig.cli.shortcuts import testbed_options
 from netrig.errors import ConfigError, TestbedError
-from netrig.methodology.vocabulary import helptext
+from netrig.methodology.vocabulary import deprecated, option
 from netrig.testbed import Testbed, clean, down, list_topologies, status, topology_options
 from netrig.testbed import state as st
 from netrig.testbed.options import CAPTURE_METHODS, FORWARD_MODES, FORWARDER_BACKENDS, PLACEMENTS
@@ -26,53 +26,42 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     up = sub.add_parser("up", help="build a test bed and keep it (prints its id and ports)")
     up.add_argument("topology", metavar="TOPOLOGY", help="one of the topologies `netrig testbed list` shows")
-    up.add_argument("--testbed-option", action="append", default=[], metavar="KEY=VALUE",
-                    help=helptext("--testbed-option", "as the methods take it: rules=3000 is --rules 3000"))
-    up.add_argument("--rules", type=int, default=None,
-                    help="firewall/acl/fwnat: rules in the forward chain (default: 10)")
-    up.add_argument("--cap", default=None,
-                    help="policer: rate cap, e.g. 100kpps or 10Mbps (bit/s)")
-    up.add_argument("--cap-burst", type=int, default=None,
-                    help="policer: burst in packets (pps cap) or bytes (bit/s cap); default about 10 ms of the cap")
-    up.add_argument("--nat", default=None, choices=("masquerade", "static"),
-                    help="nat/fwnat: masquerade (to the DUT address) or static SNAT (default: masquerade)")
-    up.add_argument("--conntrack-max", type=int, default=None,
-                    help="nat/firewall/fwnat: net.netfilter.nf_conntrack_max (global; restored on down)")
-    up.add_argument("--conntrack-buckets", type=int, default=None,
-                    help="nat/firewall/fwnat: net.netfilter.nf_conntrack_buckets, the conntrack hash size (global; "
-                         "restored on down)")
-    up.add_argument("--conntrack-timeout-s", type=int, default=None, metavar="SECONDS",
-                    help="nat/firewall/fwnat: the DUT's UDP and established-TCP conntrack timeouts, in its namespace")
-    up.add_argument("--dut-cpus", default=None,
-                    help="CPUs for the DUT's packet processing, e.g. 1 or 0-1 (default: the last CPU; the tester "
-                         "keeps the others)")
-    up.add_argument("--dut-placement", default=None, choices=PLACEMENTS,
-                    help="how the DUT gets its CPUs: wire (default: a receive ring on them that drops when full; "
-                         "the DUT never slows the sender), rps, threaded-napi, or inline (none: the DUT works on "
-                         "the sender's CPU)")
-    up.add_argument("--dut-ring", type=int, default=None, metavar="FRAMES",
-                    help=f"wire: the DUT's receive ring per CPU, {_native.WIRE_MIN_RING}..{_native.WIRE_MAX_RING} "
-                         f"frames (default {_native.WIRE_DEFAULT_RING})")
-    up.add_argument("--log", action="store_true", default=None,
-                    help="firewall/acl/fwnat: log every accepted test packet that reaches the accept rule "
-                         "(kernel log; sets the host-wide nf_log_all_netns)")
-    up.add_argument("--flowtable", action="store_true", default=None,
-                    help="router/acl/firewall/nat/fwnat: an nftables flowtable on the DUT's two interfaces "
-                         "(software fast path: a TCP/UDP flow skips the forward chain once offloaded)")
-    up.add_argument("--ifaces", default=None, help="external: comma-separated interface names, e.g. eth1,eth2")
-    up.add_argument("--tester-stack", action="store_true", default=None,
-                    help="also configure tester-port addresses in their kernel stacks (socket tools)")
-    up.add_argument("--mtu", type=int, default=None,
-                    help="MTU of every test-bed link, 1280..65535, e.g. 9000 for jumbo frames (default: 1500)")
-    up.add_argument("--forward-mode", default=None, choices=FORWARD_MODES,
-                    help="forwarder: the DUT's forwarding mode (default io); oneport: macswap (its only mode)")
-    up.add_argument("--forward-backend", default=None, choices=FORWARDER_BACKENDS,
-                    help="forwarder, oneport: the DUT's port I/O (default af_xdp; xdp: in-kernel XDP_REDIRECT)")
-    up.add_argument("--capture-method", default=None, choices=CAPTURE_METHODS, metavar="METHOD",
-                    help=helptext("--capture-method", f"capture: {', '.join(CAPTURE_METHODS)} (default recvfrom)"))
-    up.add_argument("--capture-batch", type=int, default=None,
-                    help="capture: frames per recvmmsg call, 1..1024 (default 10)")
-    up.add_argument("--json", action="store_true", help=helptext("--json", "the full description"))
+    option(up, "--testbed-option", "as the methods take it: rules=3000 is --rules 3000", action="append", default=[])
+    option(up, "--rules", "firewall/acl/fwnat: rules in the forward chain (default: 10)")
+    option(up, "--cap", "policer: rate cap, e.g. 100kpps or 10Mbps (bit/s)")
+    option(up, "--cap-burst", "policer: burst in packets (pps cap) or bytes (bit/s cap); default about 10 ms of the "
+                              "cap")
+    option(up, "--nat", "nat/fwnat: masquerade (to the DUT address) or static SNAT (default: masquerade)",
+           choices=("masquerade", "static"))
+    option(up, "--conntrack-max", "nat/firewall/fwnat: net.netfilter.nf_conntrack_max (global; restored on down)")
+    option(up, "--conntrack-buckets", "nat/firewall/fwnat: net.netfilter.nf_conntrack_buckets, the conntrack hash "
+                                      "size (global; restored on down)")
+    option(up, "--conntrack-timeout", "nat/firewall/fwnat: the DUT's UDP and established-TCP conntrack timeouts, in "
+                                      "its namespace; whole seconds: 30s, 2m")
+    deprecated(up, "--conntrack-timeout-s", "--conntrack-timeout", note="a duration with a unit: 30s, 2m")
+    option(up, "--dut-cpus", "e.g. 1 or 0-1 (default: the last CPU; the tester keeps the others)")
+    option(up, "--dut-placement", "how the DUT gets its CPUs: wire (default: a receive ring on them that drops when "
+                                  "full; the DUT never slows the sender), rps, threaded-napi, or inline (none: the DUT "
+                                  "works on the sender's CPU)", choices=PLACEMENTS)
+    option(up, "--dut-ring", f"wire: the DUT's receive ring per CPU, {_native.WIRE_MIN_RING}..{_native.WIRE_MAX_RING} "
+                             f"frames (default {_native.WIRE_DEFAULT_RING})")
+    option(up, "--log", "firewall/acl/fwnat: log every accepted test packet that reaches the accept rule (kernel "
+                        "log; sets the host-wide nf_log_all_netns)", default=None)
+    option(up, "--flowtable", "router/acl/firewall/nat/fwnat: an nftables flowtable on the DUT's two interfaces "
+                              "(software fast path: a TCP/UDP flow skips the forward chain once offloaded)",
+           default=None)
+    option(up, "--ifaces", "external: comma-separated interface names, e.g. eth1,eth2")
+    option(up, "--tester-stack", "also configure tester-port addresses in their kernel stacks (socket tools)",
+           default=None)
+    option(up, "--mtu", "MTU of every test-bed link, 1280..65535, e.g. 9000 for jumbo frames (default: 1500)")
+    option(up, "--forward-mode", "forwarder: the DUT's (default io); oneport: macswap (its only mode)",
+           choices=FORWARD_MODES)
+    option(up, "--forward-backend", "forwarder, oneport: the DUT's port I/O (default af_xdp; xdp: in-kernel "
+                                    "XDP_REDIRECT)", choices=FORWARDER_BACKENDS)
+    option(up, "--capture-method", f"capture: {', '.join(CAPTURE_METHODS)} (default recvfrom)",
+           choices=CAPTURE_METHODS)
+    option(up, "--capture-batch", "capture: frames per recvmmsg call, 1..1024 (default 10)")
+    option(up, "--json", "the full description")
     up.set_defaults(func=run_up)
 
     _register_others(sub)
@@ -87,7 +76,7 @@ def _register_others(sub: argparse._SubParsersAction) -> None:
 
     status = sub.add_parser("status", help="show one or all test beds")
     status.add_argument("id", metavar="ID", nargs="?")
-    status.add_argument("--json", action="store_true", help=helptext("--json", "the full description"))
+    option(status, "--json", "the full description")
     status.set_defaults(func=run_status)
 
     repair = sub.add_parser("repair", help="restore what a link flap removed (addresses, neighbours, routes)",
@@ -101,8 +90,7 @@ def _register_others(sub: argparse._SubParsersAction) -> None:
     lst.set_defaults(func=run_list)
 
     clean = sub.add_parser("clean", help="remove what crashed netrig runs left behind")
-    clean.add_argument("--force", action="store_true",
-                       help="also remove test beds whose owner is alive and ones made by `testbed up`")
+    option(clean, "--force", "also remove test beds whose owner is alive and ones made by `testbed up`")
     clean.set_defaults(func=run_clean)
 
 
@@ -115,30 +103,43 @@ def _ports_table(tb) -> str:
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
 
-#: The options of ``testbed up``, by test-bed option name.
-UP_OPTIONS = ("rules", "cap", "cap_burst", "nat", "conntrack_max", "conntrack_buckets", "conntrack_timeout_s",
-              "dut_cpus", "dut_placement", "dut_ring", "log", "flowtable", "ifaces", "tester_stack", "mtu",
-              "forward_mode", "forward_backend", "capture_method", "capture_batch")
+#: The options of ``testbed up``: test-bed option name → the option (its words; a duration's
+#: option has no unit in its name).
+UP_OPTIONS = {name: "--" + name.removesuffix("_s").replace("_", "-") for name in (
+    "rules", "cap", "cap_burst", "nat", "conntrack_max", "conntrack_buckets", "conntrack_timeout_s", "dut_cpus",
+    "dut_placement", "dut_ring", "log", "flowtable", "ifaces", "tester_stack", "mtu", "forward_mode",
+    "forward_backend", "capture_method", "capture_batch")}
+
+
+def _given(args: argparse.Namespace) -> dict:
+    """The test-bed options ``testbed up`` was given (a topology refuses options it does not use),
+    as the test bed takes them."""
+    opts = {k: getattr(args, o.lstrip("-").replace("-", "_")) for k, o in UP_OPTIONS.items()}
+    opts = {k: v for k, v in opts.items() if v is not None}
+    if isinstance(timeout := opts.pop("conntrack_timeout_s", None), float):
+        if not timeout.is_integer():
+            raise ConfigError("--conntrack-timeout", f"{timeout:g}s: the kernel takes whole seconds")
+        opts["conntrack_timeout_s"] = int(timeout)
+    return opts
 
 
 def run_up(args: argparse.Namespace) -> int:
     require_root("building a test bed")
-    # only what the user gave: a topology refuses options it does not use
-    opts = {k: getattr(args, k) for k in UP_OPTIONS if getattr(args, k) is not None}
+    opts = _given(args)
     given = testbed_options(args.testbed_option)
     for k, v in given.items():
         if k in opts and opts[k] != v:
-            raise ConfigError(f"--testbed-option {k}", f"and --{k.replace('_', '-')} give two values: give one")
+            raise ConfigError(f"--testbed-option {k}", f"and {UP_OPTIONS[k]} give two values: give one")
     opts.update(given)
-    if "ifaces" in opts:
-        opts["ifaces"] = tuple(i for i in opts["ifaces"].split(",") if i)
+    if isinstance(ifaces := opts.pop("ifaces", None), str):
+        opts["ifaces"] = tuple(i for i in ifaces.split(",") if i)
     try:
         tb = Testbed.create(args.topology, **opts)
     except ConfigError as e:
         if e.field == "topology":
             raise
-        option = f"--testbed-option {e.field}" if e.field in given else f"--{e.field.replace('_', '-')}"
-        raise ConfigError(option, e.message) from None
+        name = f"--testbed-option {e.field}" if e.field in given else UP_OPTIONS.get(e.field, e.field)
+        raise ConfigError(name, e.message) from None
     tb.up()
     tb.detach()
     if args.json:

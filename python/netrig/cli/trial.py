@@ -38,16 +38,8 @@ from netrig.measure.events import (
     check_events,
     event_results,
 )
-from netrig.methodology.vocabulary import deprecated, helptext
-from netrig.model import (
-    FrameSize,
-    defaults,
-    format_bps,
-    format_pps,
-    parse_duration,
-    parse_rate,
-    parse_speed,
-)
+from netrig.methodology.vocabulary import deprecated, option
+from netrig.model import defaults, format_bps, format_pps
 from netrig.testbed import TOPOLOGIES, Testbed
 from netrig.testbed.placement import bookkeeping_on, thread_placement_restored
 from netrig.testbed.state import ID_RE as TESTBED_ID_RE
@@ -72,8 +64,8 @@ from netrig.trial import (
 
 #: Addresses without a test bed: the tester addresses of the test beds' plan (RFC 2544 range).
 DEFAULT_SRC_IP, DEFAULT_DST_IP = "198.18.0.2", "198.19.0.2"
-#: How long a trial sends without --duration or --frames.
-DEFAULT_DURATION = "10s"
+#: How long a trial sends without --duration or --frames, s.
+DEFAULT_DURATION_S = 10.0
 #: Without a terminal, a progress line this often (seconds).
 PLAIN_PROGRESS_S = 1.0
 #: Live snapshots of a trial with events (the first one in the run fixes the run start), seconds.
@@ -108,8 +100,8 @@ FIELDS = {
     "src_macs": "--vary",
     "dst_macs": "--vary",
     "vlans": "--vary",
-    "tx_cpus": "--tx-cpu",
-    "rx_cpus": "--rx-cpu",
+    "tx_cpus": "--tx-cpus",
+    "rx_cpus": "--rx-cpus",
     "line_rate_bps": "--line-rate",
     "i_know_this_is_live": "--i-know-this-is-live",
     "ifname": "--tx",
@@ -157,150 +149,153 @@ def _check_replay(args) -> None:
 def register(sub) -> None:
     p = sub.add_parser("trial", help="run one trial: send a paced stream, count every frame", description=__doc__,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--testbed", metavar="NAME|ID",
-                   help=helptext("--testbed", "ports, namespaces, MACs and addresses come from it; --tx/--rx then "
-                                              "name its ports [tx, rx]"))
-    p.add_argument("--testbed-option", action="append", default=[], metavar="KEY=VALUE",
-                   help=helptext("--testbed-option", "for a topology built for the trial, e.g. rules=100"))
-    p.add_argument("--share-testbed", action="store_true",
-                   help=helptext("--share-testbed", "with --testbed ID: each counts the other's frames as stray, "
-                                                    "and its trials are invalid"))
-    p.add_argument("--tx", metavar="IF[@NS]", action="append",
-                   help="transmit interface, optionally in network namespace NS (with --testbed: its port name); "
-                        "repeatable, paired in order with --rx: one stream per pair, several port pairs in one trial "
-                        "(--tx A --rx B --tx B --rx A is bidirectional); without --rx the trial only transmits")
-    p.add_argument("--rx", metavar="IF[@NS]", action="append",
-                   help="receive interface, optionally in network namespace NS (with --testbed: its port name); "
-                        "repeatable, paired in order with --tx; without --tx the trial only receives: for --duration "
-                        "it counts whatever arrives, netrig frames per sender's flow and the rest by EtherType and "
-                        "IP protocol")
-    p.add_argument("--tx-netns", metavar="NS", help="network namespace of every --tx without its own @NS")
-    p.add_argument("--rx-netns", metavar="NS", help="network namespace of every --rx without its own @NS")
-    p.add_argument("--family", type=int, default=4, choices=(4, 6),
-                   help=helptext("--family", "with --testbed: of the test bed's addresses [4]"))
-    p.add_argument("--frame-size", default="64", metavar="SIZE",
-                   help="the frame size in bytes incl. FCS, or imix, simple-imix, random:64-1518, inc:64-1518:64 "
-                        "(default 64)")
+    option(p, "--testbed", "ports, namespaces, MACs and addresses come from it; --tx/--rx then name its ports [tx, "
+                           "rx]")
+    option(p, "--testbed-option", "for a topology built for the trial, e.g. rules=100", action="append", default=[])
+    option(p, "--share-testbed", "with --testbed ID: each counts the other's frames as stray, and its trials are "
+                                 "invalid")
+    option(p, "--tx", "optionally in network namespace NS (with --testbed: its port name); repeatable, paired in "
+                      "order with --rx: one stream per pair, several port pairs in one trial (--tx A --rx B --tx B "
+                      "--rx A is bidirectional); without --rx the trial only transmits", action="append")
+    option(p, "--rx", "optionally in network namespace NS (with --testbed: its port name); repeatable, paired in "
+                      "order with --tx; without --tx the trial only receives: for --duration it counts whatever "
+                      "arrives, netrig frames per sender's flow and the rest by EtherType and IP protocol",
+           action="append")
+    option(p, "--tx-netns", "network namespace of every --tx without its own @NS")
+    option(p, "--rx-netns", "network namespace of every --rx without its own @NS")
+    option(p, "--family", "with --testbed: of the test bed's addresses [4]", default=4, choices=(4, 6))
+    option(p, "--frame-size", "64 (default), imix, simple-imix, random:64-1518, inc:64-1518:64", default="64")
     deprecated(p, "--size", "--frame-size")
-    p.add_argument("--rate", default="10kpps", help=helptext("--rate", "100kpps, 1.5Mpps, 1Gbps (L1), 1Gbps-l2, "
-                                                                       "50%% (needs --line-rate), or max (default "
-                                                                       "10kpps)"))
-    p.add_argument("--duration", metavar="T", help=helptext("--duration", f"to send: 10s, 500ms, 2m (default "
-                                                                          f"{DEFAULT_DURATION})"))
-    p.add_argument("--frames", help="send this many frames instead of a duration (e.g. 1M; not with --duration)")
-    p.add_argument("--ramp", metavar="FROM:TO:STEPS",
-                   help="a rate ramp in linear steps over --duration: from FROM %% to TO %% of --rate in STEPS equal "
+    option(p, "--rate", "100kpps, 1.5Mpps, 1Gbps (L1), 1Gbps-l2, 50%% (needs --line-rate), or max (default 10kpps)",
+           default="10kpps")
+    option(p, "--duration", f"to send: 10s, 500ms, 2m (default {DEFAULT_DURATION_S:g}s)")
+    option(p, "--frames", "send this many frames instead of a duration (e.g. 1M; not with --duration)")
+    option(p, "--ramp", "a rate ramp in linear steps over --duration: from FROM %% to TO %% of --rate in STEPS equal "
                         "steps (both ends included; up or down), each step counted apart, e.g. 10:100:10")
-    p.add_argument("--drain", default=f"{defaults.DRAIN_S:g}s", metavar="T",
-                   help=helptext("--drain", f"default {defaults.DRAIN_S:g}s"))
-    p.add_argument("--warmup", default="0", help="traffic before the measurement, not counted (default 0)")
-    p.add_argument("--pacing", default=PACING_MODES[0], choices=PACING_MODES,
-                   help="what the sender does with time it lost to a stall: smooth (default: never above the rate; "
-                        "the frames a stall delayed go out later and the trial is stretched, by at most "
-                        "--max-stretch: beyond it the trial stops short of its frames, invalid) or catch-up (keeps "
-                        "the duration: frames not caught up by its end are not sent, invalid; the backlog is "
-                        "scheduled at 2x the rate, and a 1-ms window can carry more: its batches leave back to "
-                        "back, 5x was measured after a stall)")
-    p.add_argument("--max-stretch", type=float, default=DEFAULT_MAX_STRETCH_PCT, metavar="PCT",
-                   help="smooth pacing: the trial may run this much longer (%% of its length) to send every frame; "
-                        f"beyond it the trial is invalid, tester-limited (default {DEFAULT_MAX_STRETCH_PCT:g})")
-    p.add_argument("--io", default="auto", choices=IO_MODES, metavar="MODE",
-                   help=helptext("--io", f"{', '.join(IO_MODES)} (default auto: the fastest that works)"))
-    p.add_argument("--queues", type=int, default=1, metavar="N", help=helptext("--queues", "TX and RX (default 1)"))
-    p.add_argument("--busy-poll", type=int, default=0, metavar="US",
-                   help="af_xdp: busy-poll the driver for US microseconds (SO_BUSY_POLL, prefer busy poll); 0 = off")
+    option(p, "--drain", f"default {defaults.DRAIN_S:g}s", default=f"{defaults.DRAIN_S:g}s")
+    option(p, "--warmup", "traffic before the measurement, not counted (default 0)", default="0s")
+    option(p, "--pacing", "what the sender does with time it lost to a stall: smooth (default: never above the rate; "
+                          "the frames a stall delayed go out later and the trial is stretched, by at most "
+                          "--max-stretch: beyond it the trial stops short of its frames, invalid) or catch-up (keeps "
+                          "the duration: frames not caught up by its end are not sent, invalid; the backlog is "
+                          "scheduled at 2x the rate, and a 1-ms window can carry more: its batches leave back to "
+                          "back, 5x was measured after a stall)", default=PACING_MODES[0], choices=PACING_MODES)
+    option(p, "--max-stretch", "smooth pacing: the trial may run this much longer (%% of its length) to send every "
+                               f"frame; beyond it the trial is invalid, tester-limited (default "
+                               f"{DEFAULT_MAX_STRETCH_PCT:g})", default=str(DEFAULT_MAX_STRETCH_PCT))
+    option(p, "--io", f"{', '.join(IO_MODES)} (default auto: the fastest that works)", default="auto",
+           choices=IO_MODES)
+    option(p, "--queues", "TX and RX (default 1)", default="1")
+    option(p, "--busy-poll", "af_xdp: busy-poll the driver this long (SO_BUSY_POLL, prefer busy poll): 50us; 0 = "
+                             "off", default="0s")
     _frame_options(p)
     _port_and_event_options(p)
     p.set_defaults(func=run)
-    DEFAULTS.update({a.dest: a.default for a in p._actions if a.dest != "help" and a.default != argparse.SUPPRESS})
+    DEFAULTS.update({k: v for k, v in vars(p.parse_args([])).items() if k not in ("func", "command_prog")})
 
 
 def _frame_options(p: argparse.ArgumentParser) -> None:
     """What the frames carry: protocol, flows, capture replay, addresses."""
-    p.add_argument("--protocol", default=PROTOCOLS[0], choices=PROTOCOLS, metavar="PROTO",
-                   help=helptext("--protocol", "udp (default), tcp, icmp (echo request; ICMPv6 over IPv6), or raw "
-                                               "(no IP: the signature right after the Ethernet header, see "
-                                               "--ethertype); every protocol carries netrig's signature, so every "
-                                               "frame is counted per flow"))
-    p.add_argument("--tcp-flags", default="A", metavar="LETTERS",
-                   help="tcp: flags as letters of FSRPAUEC (FIN SYN RST PSH ACK URG ECE CWR), e.g. SA (default A)")
-    p.add_argument("--tcp-seq", type=int, default=0, metavar="N", help="tcp: the sequence number (default 0)")
-    p.add_argument("--ethertype", default=f"{DEFAULT_RAW_ETHERTYPE:#06x}", metavar="HEX",
-                   help=f"raw: the EtherType (default {DEFAULT_RAW_ETHERTYPE:#06x}, local experimental)")
-    p.add_argument("--flows", type=int, default=1,
-                   help="number of flows (varies the source port; the source MAC for --protocol raw)")
-    p.add_argument("--vary", action="append", metavar="RANGE=N",
-                   help=f"flows over a range of N values counting up from the stream's (repeatable; every "
-                        f"combination is a flow): {', '.join(FLOW_KEYS)}; e.g. --vary dst_ips=16 --vary vlans=4")
-    p.add_argument("--flow-order", default="sequential", choices=("sequential", "pseudorandom"),
-                   help="the order frames visit the flows: sequential (default) or pseudorandom (RFC 4814, "
-                        "also spreading port numbers; reproducible from --seed)")
-    p.add_argument("--seed", type=int, default=1, help="seed of the pseudorandom flow order (default 1)")
-    p.add_argument("--pcap", metavar="FILE",
-                   help="replay this capture (pcap or pcapng, Ethernet) instead of building frames: its frames in "
+    option(p, "--protocol", "udp (default), tcp, icmp (echo request; ICMPv6 over IPv6), or raw (no IP: the signature "
+                            "right after the Ethernet header, see --ethertype); every protocol carries netrig's "
+                            "signature, so every frame is counted per flow", default=PROTOCOLS[0], choices=PROTOCOLS)
+    option(p, "--tcp-flags", "tcp: flags as letters of FSRPAUEC (FIN SYN RST PSH ACK URG ECE CWR), e.g. SA "
+                             "(default A)", default="A")
+    option(p, "--tcp-seq", "tcp: the sequence number (default 0)", default="0")
+    option(p, "--ethertype", f"raw: the EtherType (default {DEFAULT_RAW_ETHERTYPE:#06x}, local experimental)",
+           default=f"{DEFAULT_RAW_ETHERTYPE:#06x}")
+    option(p, "--flows", "number of flows (varies the source port; the source MAC for --protocol raw)", default="1")
+    option(p, "--vary", f"flows over a range of N values counting up from the stream's (repeatable; every "
+                        f"combination is a flow): {', '.join(FLOW_KEYS)}; e.g. --vary dst_ips=16 --vary vlans=4",
+           action="append")
+    option(p, "--flow-order", "the order frames visit the flows: sequential (default) or pseudorandom (RFC 4814, "
+                              "also spreading port numbers; reproducible from --seed)", default="sequential",
+           choices=("sequential", "pseudorandom"))
+    option(p, "--seed", "seed of the pseudorandom flow order (default 1)", default="1")
+    option(p, "--pcap", "replay this capture (pcap or pcapng, Ethernet) instead of building frames: its frames in "
                         "order, looped as often as --duration/--frames need, at --rate (bit rates use the capture's "
                         "mean frame size); without --pcap-stamp the receiver cannot count them: loss is not measured")
-    p.add_argument("--pcap-stamp", action="store_true",
-                   help="with --pcap: write netrig's signature into every frame with room for it (the first 18 bytes "
-                        "of a UDP/TCP payload, ICMP echo data or a raw L2 payload; checksums updated, lengths "
-                        "unchanged), one flow per captured 5-tuple, so loss, reordering, duplicates and latency are "
-                        "counted per flow; frames without room go out as captured, counted apart")
-    p.add_argument("--src-mac", help="source MAC (default: the test bed's, else the TX interface's)")
-    p.add_argument("--dst-mac", action="append",
-                   help="destination MAC (default: the test bed's DUT, else the RX interface's; give the DUT's for a "
-                        "router; required for a transmit-only trial without a test bed); repeatable: one stream per "
-                        "MAC on every port pair, each at --rate and counted apart (a MAC demultiplexer's test)")
-    p.add_argument("--src-ip", help=f"source address (default: the test bed's, else {DEFAULT_SRC_IP})")
-    p.add_argument("--dst-ip", help=f"destination address (default: the test bed's, else {DEFAULT_DST_IP})")
-    p.add_argument("--vlan", type=int, help="802.1Q VLAN id (the first of --vary vlans=N)")
-    p.add_argument("--outer-vlan", type=int, metavar="ID",
-                   help="802.1ad service VLAN id in front of the --vlan tag (QinQ)")
+    option(p, "--pcap-stamp", "with --pcap: write netrig's signature into every frame with room for it (the first 18 "
+                              "bytes of a UDP/TCP payload, ICMP echo data or a raw L2 payload; checksums updated, "
+                              "lengths unchanged), one flow per captured 5-tuple, so loss, reordering, duplicates "
+                              "and latency are counted per flow; frames without room go out as captured, counted "
+                              "apart")
+    option(p, "--src-mac", "source MAC (default: the test bed's, else the TX interface's)")
+    option(p, "--dst-mac", "destination MAC (default: the test bed's DUT, else the RX interface's; give the DUT's for "
+                           "a router; required for a transmit-only trial without a test bed); repeatable: one stream "
+                           "per MAC on every port pair, each at --rate and counted apart (a MAC demultiplexer's test)",
+           action="append")
+    option(p, "--src-ip", f"source address (default: the test bed's, else {DEFAULT_SRC_IP})")
+    option(p, "--dst-ip", f"destination address (default: the test bed's, else {DEFAULT_DST_IP})")
+    option(p, "--vlan", "802.1Q VLAN id (the first of --vary vlans=N)")
+    option(p, "--outer-vlan", "802.1ad service VLAN id in front of the --vlan tag (QinQ)")
 
 
 def _port_and_event_options(p: argparse.ArgumentParser) -> None:
     """Line rate, CPUs, the live-interface override, mid-trial events, output."""
-    p.add_argument("--line-rate", metavar="SPEED", help=helptext("--line-rate", "e.g. 10Gbps (default: the "
-                                                                                "interface's speed; veth has none)"))
-    p.add_argument("--tx-cpu", type=int, action="append", help="pin TX workers to this CPU (repeatable)")
-    p.add_argument("--rx-cpu", type=int, action="append", help="pin RX workers to this CPU (repeatable)")
-    p.add_argument("--i-know-this-is-live", action="store_true",
-                   help=helptext("--i-know-this-is-live", "(lo, a default route, addresses outside 198.18.0.0/15 "
-                                                          "and 2001:2::/48); test beds never need it"))
-    p.add_argument("--event", action="append", metavar="CMD",
-                   help=helptext("--event", "in the test bed's DUT namespace (else on the host, or in "
-                                            "--event-netns); the outage per flow is measured"))
-    p.add_argument("--at", action="append", metavar="T", help=helptext("--at", "2s, 500ms (repeatable)"))
-    p.add_argument("--event-netns", metavar="NS",
-                   help="run --event commands in this network namespace (without --testbed; default: the host)")
-    p.add_argument("--event-timeout", default=f"{DEFAULT_TIMEOUT_S:g}s", metavar="T",
-                   help=helptext("--event-timeout", f"default {DEFAULT_TIMEOUT_S:g}s"))
-    p.add_argument("--json", action="store_true", help=helptext("--json"))
+    option(p, "--line-rate", "e.g. 10Gbps (default: the interface's speed; veth has none)")
+    option(p, "--tx-cpus", "e.g. 2,3 (default: the engine's, or the test bed's tester CPUs)")
+    deprecated(p, "--tx-cpu", "--tx-cpus", note="a CPU list: --tx-cpus 2,3", extend=True)
+    option(p, "--rx-cpus", "e.g. 0,1 (default: the engine's, or the test bed's tester CPUs)")
+    deprecated(p, "--rx-cpu", "--rx-cpus", note="a CPU list: --rx-cpus 0,1", extend=True)
+    option(p, "--i-know-this-is-live", "(lo, a default route, addresses outside 198.18.0.0/15 and 2001:2::/48); test "
+                                       "beds never need it")
+    option(p, "--event", "in the test bed's DUT namespace (else on the host, or in --event-netns); the outage per "
+                         "flow is measured", action="append")
+    option(p, "--at", "2s, 500ms (repeatable)", action="append")
+    option(p, "--event-netns", "run --event commands in this network namespace (without --testbed; default: the "
+                               "host)")
+    option(p, "--event-timeout", f"default {DEFAULT_TIMEOUT_S:g}s", default=f"{DEFAULT_TIMEOUT_S:g}s")
+    option(p, "--json")
 
 
 #: Every option's default, to tell which were given (a receive-only trial refuses sending options).
 DEFAULTS: dict[str, object] = {}
 #: What a receive-only trial (``--rx`` without ``--tx``) reads; every other option sends.
-LISTEN_OPTIONS = ("testbed", "testbed_option", "rx", "rx_netns", "duration", "io", "queues", "busy_poll", "rx_cpu",
+LISTEN_OPTIONS = ("testbed", "testbed_option", "rx", "rx_netns", "duration", "io", "queues", "busy_poll", "rx_cpus",
                   "i_know_this_is_live", "json", "func", "command")
 
 
 def duration_of(args) -> float:
-    """``--duration`` in seconds (default :data:`DEFAULT_DURATION`)."""
-    return parse_duration(DEFAULT_DURATION if args.duration is None else args.duration, "--duration")
+    """``--duration`` in seconds (default :data:`DEFAULT_DURATION_S`)."""
+    return DEFAULT_DURATION_S if args.duration is None else args.duration
 
 
-def stop_of(args) -> dict:
-    """When the trial stops: after ``--frames``, else after ``--duration``; both given, one would be
-    ignored: refused."""
+@dataclasses.dataclass(frozen=True)
+class RunSpec:
+    """What :func:`netrig.trial.run_trial` takes beyond the ports and streams: when the trial stops
+    (``duration_s`` or ``frames``), drain, warm-up, the workers' CPUs, pacing, a ramp's phases and
+    the counting interval (a ramp's step, or the events' 10 ms)."""
+
+    duration_s: float | None
+    frames: int | None
+    drain_s: float
+    warmup_s: float
+    tx_cpus: tuple[int, ...]
+    rx_cpus: tuple[int, ...]
+    pacing: str
+    max_stretch_pct: float
+    phases: list[tuple[float, float]] | None = None
+    interval_s: float | None = None
+    gap_slots: int = 1
+
+    def kwargs(self) -> dict:
+        """As keyword arguments of ``run_trial`` (and the trial's JSON config)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+def stop_of(args) -> tuple[float | None, int | None]:
+    """When the trial stops, ``(duration_s, frames)``: after ``--frames``, else after ``--duration``;
+    both given, one would be ignored: refused."""
     if args.frames is None:
-        return {"duration_s": duration_of(args)}
+        return duration_of(args), None
     if args.duration is not None:
         raise ConfigError("--frames", f"not with --duration: a trial sends --frames {args.frames} or for "
-                                      f"--duration {args.duration}, not both; leave one of them out")
-    return {"frames": args.frames}
+                                      f"--duration {args.duration:g}s, not both; leave one of them out")
+    return None, args.frames
 
 
-def _ramp(text: str, frames: str | None, duration_s: float | None) -> dict:
+def _ramp(text: str, frames: int | None, duration_s: float | None) -> tuple[list[tuple[float, float]], float]:
     """``--ramp FROM:TO:STEPS`` (percent of --rate) over the trial's duration: the rate phases and
     one counting interval per step."""
     if frames:
@@ -314,7 +309,7 @@ def _ramp(text: str, frames: str | None, duration_s: float | None) -> dict:
         raise ConfigError("--ramp", f"{text!r}: give FROM:TO:STEPS in % of --rate, e.g. 10:100:10") from None
     assert duration_s is not None
     step_s = duration_s / steps if steps > 0 else 0.0
-    return {"phases": linear_ramp(lo / 100, hi / 100, steps, step_s), "interval_s": step_s}
+    return linear_ramp(lo / 100, hi / 100, steps, step_s), step_s
 
 
 def ramp_table(res: TrialResult, streams: list[Stream], phases: list[tuple[float, float]]):
@@ -355,19 +350,29 @@ def _flows(args) -> int | dict[str, int]:
 
 
 def _line_rate(args, txi: _native.InterfaceInfo) -> float | None:
-    if args.line_rate:
-        return parse_speed(args.line_rate, "--line-rate")
+    if args.line_rate is not None:
+        return args.line_rate
     return float(txi.speed_bps) if txi.speed_bps else None
+
+
+@dataclasses.dataclass(frozen=True)
+class Addressing:
+    """A stream's addresses (a test bed's, else the defaults); a MAC ``None``: the interface's."""
+
+    src_ip: str
+    dst_ip: str
+    src_mac: str | None = None
+    dst_mac: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
 class Pair:
     """One port pair of the trial: where its stream goes out and comes in (``rx`` ``None``: transmit
-    only), and the stream's addressing (test bed defaults; ``dst_mac`` ``None`` = the RX port's)."""
+    only), and the stream's addressing."""
 
     tx: tuple[str, str | None]
     rx: tuple[str, str | None] | None
-    addr: dict
+    addr: Addressing
 
 
 def _port_ref(text: str, default_ns: str | None, option: str) -> tuple[str, str | None]:
@@ -389,9 +394,9 @@ def _pairs(args) -> list[Pair]:
         if not rxs and not args.dst_mac:
             raise ConfigError("--dst-mac", "is required for a transmit-only trial (no --rx): the MAC to send to, "
                                            "e.g. the receiving NIC's")
-        default = {"src_ip": DEFAULT_SRC_IP, "dst_ip": DEFAULT_DST_IP}
+        default = Addressing(DEFAULT_SRC_IP, DEFAULT_DST_IP)
         return [Pair(_port_ref(t, args.tx_netns, "--tx"), _port_ref(r, args.rx_netns, "--rx") if rxs else None,
-                     dict(default)) for t, r in zip(txs, rxs or [None] * len(txs))]
+                     default) for t, r in zip(txs, rxs or [None] * len(txs))]
     for opt in ("tx_netns", "rx_netns"):
         if getattr(args, opt):
             raise ConfigError(f"--{opt.replace('_', '-')}", "comes from the test bed with --testbed: leave it out")
@@ -413,9 +418,9 @@ def _pairs(args) -> list[Pair]:
     # The tester keeps off the DUT's CPUs unless told otherwise: its workers, and this process
     # with every thread it starts (for the rest of this command).
     if tb.tester_cpus():
-        args.tx_cpu = args.tx_cpu or list(tb.tester_cpus())
-        args.rx_cpu = args.rx_cpu or list(tb.tester_cpus())
-        bookkeeping_on(sorted(set(args.tx_cpu) | set(args.rx_cpu)))
+        args.tx_cpus = args.tx_cpus or tuple(tb.tester_cpus())
+        args.rx_cpus = args.rx_cpus or tuple(tb.tester_cpus())
+        bookkeeping_on(sorted(set(args.tx_cpus) | set(args.rx_cpus)))
     if not txs:
         txs, rxs = ["tx"], ["rx"]
     pairs = []
@@ -427,7 +432,7 @@ def _pairs(args) -> list[Pair]:
             r = tb.port(r_name) if r_name is not None else None
             # Transmit only: addressed as to the test bed's other port (through the DUT), nobody counts.
             to = r if r is not None else next((p for p in tb.ports if p.name != t.name), t)
-            addr = tb.stream_defaults(tx=t.name, rx=to.name, family=args.family)
+            addr = Addressing(**tb.stream_defaults(tx=t.name, rx=to.name, family=args.family))
         except ConfigError as e:
             raise ConfigError(option, e.message) from None
         pairs.append(Pair((t.ifname, t.netns), (r.ifname, r.netns) if r is not None else None, addr))
@@ -458,14 +463,13 @@ def events_of(args) -> list[Event]:
         check_events(events, duration, "--at")
     except ConfigError as e:
         raise ConfigError(e.field, e.message.replace("a longer duration", "a longer --duration")) from None
-    parse_duration(args.event_timeout, "--event-timeout")
     check_netns(args.event_netns or None, "--event-netns")
     return events
 
 
 def event_runner(args) -> CommandRunner:
     """Where ``--event`` commands run: the test bed's DUT namespace, else ``--event-netns`` or the host."""
-    timeout = parse_duration(args.event_timeout, "--event-timeout")
+    timeout = args.event_timeout
     if args.testbed is None:
         return CommandRunner(args.event_netns, {}, timeout)
     tb = Testbed.attach(args.testbed)
@@ -481,7 +485,7 @@ class Plan:
     ports: list[Port]
     streams: list[Stream]
     receive: bool
-    kw: dict
+    run: RunSpec
 
     @property
     def title(self) -> str:
@@ -507,80 +511,100 @@ def build(args) -> Plan:
     try:
         events = events_of(args)
         pairs = _pairs(args)
-        live = args.i_know_this_is_live
         ports: list[Port] = []
         index: dict[tuple[str, str | None], int] = {}
 
         def port(ref: tuple[str, str | None]) -> int:
             if ref not in index:
                 index[ref] = len(ports)
-                ports.append(Port(ref[0], netns=ref[1], io=args.io, queues=args.queues, busy_poll_us=args.busy_poll,
-                                  i_know_this_is_live=live))
+                ports.append(_port(args, ref))
             return index[ref]
 
         _check_replay(args)
         _check_protocol_options(args)
-        legs = [(port(p.tx), port(p.rx) if p.rx is not None else None, p.addr) for p in pairs]
-        receive = all(rx is not None for _, rx, _ in legs)
+        legs = [Leg(port(p.tx), port(p.rx) if p.rx is not None else None, p.addr) for p in pairs]
+        receive = all(leg.rx is not None for leg in legs)
         infos = _infos(ports, {index[p.tx] for p in pairs})
         line = _line_rate(args, infos[0])
-        rate = parse_rate(args.rate, "--rate")
-        if rate.kind == "percent_line" and line is None:
+        if args.rate.kind == "percent_line" and line is None:
             raise ConfigError("--rate", f"{args.rate} is a share of the line rate, and {ports[0].ifname} reports no "
                                         "link speed (veth): give it with --line-rate, e.g. --line-rate 10Gbps")
-        frame = FrameSize.parse(args.frame_size, "--frame-size")
         # Frames larger than the MTU allows are refused by the engine too; say it in CLI terms here.
-        max_size = min(i.mtu for i in infos) + 18
-        if frame.size is not None and frame.size > max_size and args.pcap is None:
-            raise ConfigError("--frame-size", f"{frame.size} B is above the MTU of {'/'.join(p.ifname for p in ports)} "
-                                        f"(largest frame {max_size} B); raise the MTU or use smaller frames")
-        def given(value: str | None, default: str) -> str:
-            return default if value is None else value
-
-        macs: list[str | None] = list(args.dst_mac or [None])
-        if len(set(macs)) != len(macs):
-            raise ConfigError("--dst-mac", "is given twice with the same MAC: give each destination once")
-        streams = []
-        for tx_i, rx_i, addr in legs:
-            for mac in macs:
-                rx_mac = infos[rx_i].mac if rx_i is not None else None
-                dst = given(mac, addr.get("dst_mac") or rx_mac or "")
-                name = "cli"
-                if len(legs) > 1 or len(macs) > 1:
-                    name = f"{ports[tx_i].ifname}>{ports[rx_i].ifname if rx_i is not None else '-'}"
-                    name += f"@{dst}" if len(macs) > 1 else ""
-                rate_kw = {"rate_pps": rate.value} if rate.kind == "pps" else {"rate": args.rate}
-                if args.pcap is not None:
-                    streams.append(Stream(pcap=args.pcap, pcap_stamp=args.pcap_stamp, line_rate_bps=line, name=name,
-                                          tx_port=tx_i, rx_port=rx_i if rx_i is not None else tx_i, **rate_kw))
-                    continue
-                streams.append(Stream(
-                    frame_size=args.frame_size, src_mac=given(args.src_mac, addr.get("src_mac") or infos[tx_i].mac),
-                    dst_mac=dst, src_ip=given(args.src_ip, addr["src_ip"]),
-                    dst_ip=given(args.dst_ip, addr["dst_ip"]), vlan=args.vlan, flows=_flows(args), line_rate_bps=line,
-                    protocol=args.protocol, tcp_flags=args.tcp_flags, tcp_seq=args.tcp_seq,
-                    ethertype=parse_ethertype(args.ethertype, "--ethertype"), outer_vlan=args.outer_vlan,
-                    flow_order=args.flow_order, seed=args.seed, name=name, tx_port=tx_i,
-                    rx_port=rx_i if rx_i is not None else tx_i, **rate_kw))
-        stop = stop_of(args)
-        if args.ramp is not None and events:
-            raise ConfigError("--event", "not with --ramp: a ramp counts per step and an event per 10 ms; run the "
-                                         "event at a constant --rate")
-        if events and not receive:
-            raise ConfigError("--event", "needs a receiving port (--rx): an outage is measured from the frames "
-                                         "received")
-        if args.ramp is not None:
-            stop.update(_ramp(args.ramp, args.frames, stop.get("duration_s")))
-        if events:
-            stop.update(interval_s=INTERVAL_S, gap_slots=len(events) + 1)
-        # Nothing receives: no frames in flight to wait for (unless a drain is asked for).
-        drain = "0" if not receive and args.drain == DEFAULTS.get("drain") else args.drain
-        kw = dict(drain_s=parse_duration(drain, "--drain", allow_zero=True),
-                  warmup_s=parse_duration(args.warmup, "--warmup", allow_zero=True), tx_cpus=args.tx_cpu,
-                  rx_cpus=args.rx_cpu, pacing=args.pacing, max_stretch_pct=args.max_stretch, **stop)
-        return Plan(ports, streams, receive, kw)
+        size, max_size = args.frame_size.size, min(i.mtu for i in infos) + 18
+        if size is not None and size > max_size and args.pcap is None:
+            raise ConfigError("--frame-size", f"{size} B is above the MTU of {'/'.join(p.ifname for p in ports)} "
+                                              f"(largest frame {max_size} B); raise the MTU or use smaller frames")
+        streams = _streams(args, legs, ports, infos, line)
+        return Plan(ports, streams, receive, _run_spec(args, events, receive))
     except ConfigError as e:
         raise rename_field(e, FIELDS) from None
+
+
+def _port(args, ref: tuple[str, str | None]) -> Port:
+    return Port(ref[0], netns=ref[1], io=args.io, queues=args.queues, busy_poll_us=round(args.busy_poll * 1e6),
+                i_know_this_is_live=args.i_know_this_is_live)
+
+
+@dataclasses.dataclass(frozen=True)
+class Leg:
+    """A port pair of the trial as indexes into its ports (``rx`` ``None``: transmit only)."""
+
+    tx: int
+    rx: int | None
+    addr: Addressing
+
+
+def _streams(args, legs: list[Leg], ports: list[Port], infos: list[_native.InterfaceInfo],
+             line: float | None) -> list[Stream]:
+    """One stream per port pair and destination MAC, each with the options' (parsed) values."""
+    macs: list[str | None] = list(args.dst_mac or [None])
+    if len(set(macs)) != len(macs):
+        raise ConfigError("--dst-mac", "is given twice with the same MAC: give each destination once")
+    rate_kw = {"rate_pps": args.rate.value} if args.rate.kind == "pps" else {"rate": args.rate}
+    streams = []
+    for leg in legs:
+        rx_port = leg.rx if leg.rx is not None else leg.tx
+        for mac in macs:
+            dst = given(mac, leg.addr.dst_mac or (infos[leg.rx].mac if leg.rx is not None else ""))
+            name = "cli"
+            if len(legs) > 1 or len(macs) > 1:
+                name = f"{ports[leg.tx].ifname}>{ports[leg.rx].ifname if leg.rx is not None else '-'}"
+                name += f"@{dst}" if len(macs) > 1 else ""
+            if args.pcap is not None:
+                streams.append(Stream(pcap=args.pcap, pcap_stamp=args.pcap_stamp, line_rate_bps=line, name=name,
+                                      tx_port=leg.tx, rx_port=rx_port, **rate_kw))
+                continue
+            streams.append(Stream(
+                frame_size=args.frame_size, src_mac=given(args.src_mac, leg.addr.src_mac or infos[leg.tx].mac),
+                dst_mac=dst, src_ip=given(args.src_ip, leg.addr.src_ip), dst_ip=given(args.dst_ip, leg.addr.dst_ip),
+                vlan=args.vlan, flows=_flows(args), line_rate_bps=line, protocol=args.protocol,
+                tcp_flags=args.tcp_flags, tcp_seq=args.tcp_seq, outer_vlan=args.outer_vlan,
+                ethertype=parse_ethertype(args.ethertype, "--ethertype"), flow_order=args.flow_order, seed=args.seed,
+                name=name, tx_port=leg.tx, rx_port=rx_port, **rate_kw))
+    return streams
+
+
+def given(value: str | None, default: str) -> str:
+    """An address option's value, else the default (an empty value is refused by the stream, not replaced)."""
+    return default if value is None else value
+
+
+def _run_spec(args, events: list[Event], receive: bool) -> RunSpec:
+    """When the trial stops, its drain, warm-up, CPUs and pacing, a ramp's phases, the events' intervals."""
+    duration_s, frames = stop_of(args)
+    if args.ramp is not None and events:
+        raise ConfigError("--event", "not with --ramp: a ramp counts per step and an event per 10 ms; run the event "
+                                     "at a constant --rate")
+    if events and not receive:
+        raise ConfigError("--event", "needs a receiving port (--rx): an outage is measured from the frames received")
+    phases, interval_s = _ramp(args.ramp, frames, duration_s) if args.ramp is not None else (None, None)
+    # Nothing receives: no frames in flight to wait for (unless a drain is asked for).
+    drain_s = 0.0 if not receive and args.drain == defaults.DRAIN_S else args.drain
+    spec = RunSpec(duration_s, frames, drain_s, args.warmup, args.tx_cpus or (), args.rx_cpus or (), args.pacing,
+                   args.max_stretch, phases, interval_s)
+    if events:
+        spec = dataclasses.replace(spec, interval_s=INTERVAL_S, gap_slots=len(events) + 1)
+    return spec
 
 
 #: From this many flows a trial's table shows the memory their state took.
@@ -692,8 +716,7 @@ def listen_ports(args) -> list[Port]:
             raise ConfigError("--rx", e.message) from None
     if len(set(refs)) != len(refs):
         raise ConfigError("--rx", "names the same interface twice: give each once")
-    return [Port(i, netns=n, io=args.io, queues=args.queues, busy_poll_us=args.busy_poll,
-                 i_know_this_is_live=args.i_know_this_is_live) for i, n in refs]
+    return [_port(args, ref) for ref in refs]
 
 
 #: Names of EtherTypes and IP protocols in the receive-only table.
@@ -751,17 +774,16 @@ def run_listen(args) -> int:
     except ConfigError as e:
         raise rename_field(e, FIELDS) from None
     con = console(stderr=args.json)
-    plain = {"next": time.monotonic() + PLAIN_PROGRESS_S}
+    plain = Every(PLAIN_PROGRESS_S)
 
     def progress(snap: Snapshot) -> None:
-        if time.monotonic() >= plain["next"]:
-            plain["next"] += PLAIN_PROGRESS_S
+        if plain.due():
             print(f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} listening {snap.elapsed_s:.1f}s/{duration:g}s "
                   f"rx {snap.rx_frames:,}", file=sys.stderr, flush=True)
 
     interrupted: InterruptedTrial | None = None
     try:
-        res: ListenResult = listen(ports, duration, rx_cpus=args.rx_cpu, progress=progress)
+        res: ListenResult = listen(ports, duration, rx_cpus=args.rx_cpus, progress=progress)
     except InterruptedTrial as e:
         partial = getattr(e, "partial", None)
         if partial is None:
@@ -864,17 +886,44 @@ def built_testbed(args) -> Iterator[None]:
         yield
 
 
-def progress_line(snap: Snapshot, total_s: float | None, state: dict) -> str:
-    """One progress line. While sending: the rates over the last look (``state`` keeps it). Once the
+@dataclasses.dataclass
+class RateWindow:
+    """The progress line's rates over the last look: when it was, the counts then, the rates."""
+
+    t: float = dataclasses.field(default_factory=time.monotonic)
+    tx_frames: int = 0
+    rx_frames: int = 0
+    tx_pps: float = 0.0
+    rx_pps: float = 0.0
+
+    def update(self, snap: Snapshot) -> tuple[float, float]:
+        """The TX and RX rates since the last look at least 0.15 s ago (which this one becomes)."""
+        now = time.monotonic()
+        dt = now - self.t
+        if dt > 0.15:
+            self.tx_pps, self.rx_pps = (snap.tx_frames - self.tx_frames) / dt, (snap.rx_frames - self.rx_frames) / dt
+            self.t, self.tx_frames, self.rx_frames = now, snap.tx_frames, snap.rx_frames
+        return self.tx_pps, self.rx_pps
+
+
+class Every:
+    """Due once per ``period_s`` (the timestamped progress lines without a terminal)."""
+
+    def __init__(self, period_s: float) -> None:
+        self.period_s, self.next = period_s, time.monotonic() + period_s
+
+    def due(self) -> bool:
+        if time.monotonic() < self.next:
+            return False
+        self.next += self.period_s
+        return True
+
+
+def progress_line(snap: Snapshot, total_s: float | None, window: RateWindow) -> str:
+    """One progress line. While sending: the rates over the last look (``window`` keeps it). Once the
     sending is over (draining, done): the trial's own mean rates and its drain time apart, never a
     "0 fps" that is only the sender having stopped, nor an elapsed time past the duration."""
-    now = time.monotonic()
-    t0, tx0, rx0 = state["last"]
-    dt = now - t0
-    if dt > 0.15:
-        state["rates"] = ((snap.tx_frames - tx0) / dt, (snap.rx_frames - rx0) / dt)
-        state["last"] = (now, snap.tx_frames, snap.rx_frames)
-    txr, rxr = state["rates"]
+    txr, rxr = window.update(snap)
     when, what = f"{snap.elapsed_s:6.1f}s" + (f"/{total_s:.0f}s" if total_s else ""), ""
     if total_s and snap.phase in ("draining", "done"):
         txr, rxr, what = snap.tx_frames / total_s, snap.rx_frames / total_s, "mean "
@@ -885,28 +934,25 @@ def progress_line(snap: Snapshot, total_s: float | None, state: dict) -> str:
 
 def run_held(args) -> int:
     plan = build(args)
-    kw = plan.kw
     events = events_of(args)
     clock = EventClock(events, event_runner(args)) if events else None
     con = console(stderr=args.json)
-    total_s = kw.get("duration_s")
-    state = {"last": (time.monotonic(), 0, 0), "rates": (0.0, 0.0)}
+    window = RateWindow()
 
     def line(snap: Snapshot) -> str:
-        return progress_line(snap, total_s, state)
+        return progress_line(snap, plan.run.duration_s, window)
 
     from rich.live import Live
 
     live = Live("", console=con, refresh_per_second=8, transient=True) if con.is_terminal else None
-    plain = {"next": time.monotonic() + PLAIN_PROGRESS_S}
+    plain = Every(PLAIN_PROGRESS_S)
 
     def progress(snap: Snapshot) -> None:
         if clock is not None:
             clock.progress(snap.phase, snap.elapsed_s)
         if live is not None:
             live.update(line(snap))
-        elif time.monotonic() >= plain["next"]:  # no terminal (CI logs): a timestamped line now and then
-            plain["next"] += PLAIN_PROGRESS_S
+        elif plain.due():  # no terminal (CI logs): a timestamped line now and then
             text = " ".join(Text.from_markup(line(snap)).plain.split())
             print(f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} {text}", file=sys.stderr, flush=True)
 
@@ -916,7 +962,7 @@ def run_held(args) -> int:
         try:
             every_s = EVENT_PROGRESS_S if clock else 0.2
             res = run_trial(ports=plan.ports, streams=plan.streams, receive=plan.receive, progress=progress,
-                            progress_interval_s=every_s, **kw)
+                            progress_interval_s=every_s, **plan.run.kwargs())
         finally:
             if live is not None:
                 live.stop()
@@ -944,12 +990,12 @@ def _print_partial(args, con, plan: Plan, partial: TrialResult | None) -> None:
 
 def _print_result(args, con, plan: Plan, res: TrialResult, events, runs) -> int:
     """The trial's table (or JSON), its events, and its exit status."""
-    kw, stream = plan.kw, plan.streams[0]
+    stream = plan.streams[0]
     results = event_results(res, runs) if runs else ()
     if args.json:
-        config = {**dataclasses.asdict(stream), **kw, "events": [e.to_dict() for e in events]}
+        config = {**stream.to_dict(), **plan.run.kwargs(), "events": [e.to_dict() for e in events]}
         if len(plan.streams) > 1:
-            config["streams"] = [dataclasses.asdict(s) for s in plan.streams]
+            config["streams"] = [s.to_dict() for s in plan.streams]
         doc: dict = {"config": config, "result": res.to_dict()}
         if runs:
             doc["events"] = [e.to_dict() for e in results]
@@ -958,8 +1004,8 @@ def _print_result(args, con, plan: Plan, res: TrialResult, events, runs) -> int:
         con.print(result_table(res, stream, plan.title, plan.receive))
         if len(plan.streams) > 1:
             con.print(streams_table(res, plan))
-        if args.ramp is not None:
-            con.print(ramp_table(res, plan.streams, kw["phases"]))
+        if plan.run.phases is not None:
+            con.print(ramp_table(res, plan.streams, plan.run.phases))
         for p in res.ports:  # what --io picked and why (driver, XDP mode, zero-copy or not)
             con.print(f"  {p.name}: {p.backend}: {p.notes}", soft_wrap=True)
         if results:

@@ -152,7 +152,7 @@ class Command:
     name: str
     summary: str
     description: str
-    #: The default of ``--sizes``.
+    #: The default of ``--frame-sizes``.
     sizes_default: str = "rfc"
 
 

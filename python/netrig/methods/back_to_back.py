@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from netrig.measure import Load, Measurer
 from netrig.methodology.method import Context, Method, Shortcut
 from netrig.methodology.stats import check, median
+from netrig.methodology.vocabulary import option
 from netrig.methods.sections import OTHER_METHODS, RFC2544
 from netrig.model import FrameSize, LineRate, defaults, format_pps, rates
 from netrig.view import fmt
@@ -285,7 +286,7 @@ class BackToBack(Method):
         return section_md("Back-to-back", table_md(t), "") if t else ""
 
     def add_cli_options(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--b2b-trials", type=int, default=50, help="back-to-back trials per frame size [50]")
+        option(parser, "--b2b-trials", "back-to-back trials per frame size [50]", default="50")
 
     def cli_params(self, args: argparse.Namespace) -> dict:
         return {"trials": args.b2b_trials}

@@ -19,6 +19,7 @@ from netrig.measure import Load, Measurer
 from netrig.methodology.method import Context, Method, Section, Shortcut
 from netrig.methodology.stats import check
 from netrig.methodology.tester import NO_LIMIT, ProvenLimit, Verdict
+from netrig.methodology.vocabulary import option
 from netrig.methods.sections import RFC2544
 from netrig.model import FrameSize, LineRate, defaults, format_pps, rate_object, rates
 from netrig.results.typed import from_dict
@@ -458,7 +459,7 @@ class FrameLoss(Method):
         return ("Maximum loss-free rate (frame loss sweep)", t) if t else None
 
     def add_cli_options(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--step", type=float, default=10.0, help="frame loss rate step, %% of line rate [10]")
+        option(parser, "--step", "frame loss rate step, %% of line rate [10]", default="10")
 
     def cli_params(self, args: argparse.Namespace) -> dict:
         return {"step_pct": args.step}

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from netrig.measure import LatencySummary, Load, Measurer
 from netrig.methodology.method import Context, Method, Section, Shortcut
 from netrig.methodology.stats import check, median
+from netrig.methodology.vocabulary import option
 from netrig.methods.sections import RFC2544
 from netrig.model import FrameSize, LineRate, format_ns, format_ns_range, format_pps, rate_object, rates
 from netrig.view import fmt
@@ -449,7 +450,7 @@ class Latency(Method):
         return ("Latency at the throughput rate", t) if t else None
 
     def add_cli_options(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--latency-trials", type=int, default=20, help="latency trials per frame size [20]")
+        option(parser, "--latency-trials", "latency trials per frame size [20]", default="20")
 
     def cli_params(self, args: argparse.Namespace) -> dict:
         return {"trials": args.latency_trials}

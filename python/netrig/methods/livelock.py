@@ -45,7 +45,7 @@ from netrig.measure import Load, Measurer, TrialCounts
 from netrig.methodology.method import Command, Context, Method, Section, Shortcut
 from netrig.methodology.stats import check
 from netrig.methodology.tester import NO_LIMIT, ProvenLimit, Verdict
-from netrig.methodology.vocabulary import helptext
+from netrig.methodology.vocabulary import option
 from netrig.model import FrameSize, LineRate, defaults, format_ns, format_pps, rate_object, rates
 from netrig.view import fmt
 from netrig.view.frame_results import read_frame_results
@@ -461,9 +461,8 @@ class Livelock(Method):
         return ("Maximum loss-free forwarding rate (MLFRR, fitted)", t) if t else None
 
     def add_cli_options(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--points", type=int, default=12, help="intended loads in the sweep [12]")
-        parser.add_argument("--resolution", type=float, default=0.5, metavar="PCT",
-                            help=helptext("--resolution", "of the knee bisection [0.5]"))
+        option(parser, "--points", "intended loads in the sweep [12]", default="12")
+        option(parser, "--resolution", "of the knee bisection [0.5]", default="0.5")
 
     def cli_params(self, args: argparse.Namespace) -> dict:
         return {"points": args.points, "resolution_pct": args.resolution}

@@ -18,7 +18,8 @@ from netrig.methodology.mlr import GoalResult, MlrResult, SearchGoal, search
 from netrig.methodology.mlr_reference import search_reference
 from netrig.methodology.stats import check
 from netrig.methodology.tester import NO_LIMIT, ProvenLimit
-from netrig.model import FrameSize, LineRate, format_bps, format_pps, parse_duration, rates
+from netrig.methodology.vocabulary import deprecated, option
+from netrig.model import FrameSize, LineRate, format_bps, format_pps, rates
 from netrig.results.typed import from_dict
 from netrig.view import fmt
 from netrig.view.frame_results import Headline, finite, read_frame_results
@@ -45,8 +46,8 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 DEFAULT_GOALS = (SearchGoal("NDR", 0.0), SearchGoal("PDR", 0.005))
-#: ``netrig ndr-pdr``'s initial trial duration (shortened to the final one when that is shorter).
-INITIAL_DURATION = "1s"
+#: ``netrig ndr-pdr``'s initial trial duration, s (shortened to the final one when that is shorter).
+INITIAL_DURATION_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -312,30 +313,27 @@ class MlrSearch(Method):
         return ("NDR / PDR (MLRsearch conditional throughput)", t) if t else None
 
     def add_cli_options(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--pdr-loss", type=float, default=0.005, help="PDR goal loss ratio [0.005]")
-        parser.add_argument("--width", type=float, default=0.005, help="goal relative width [0.005]")
-        parser.add_argument("--exceed-ratio", type=float, default=0.5, help="goal exceed ratio [0.5]")
-        parser.add_argument("--initial-duration", default=None,
-                            help=f"initial trial duration, at most the final one [{INITIAL_DURATION} or the final "
-                                 "duration when shorter]")
-        parser.add_argument("--final-duration", default=None, help="final trial duration [--duration or 1s]")
-        parser.add_argument("--duration-sum", default=None, help="goal duration sum [3 × final duration]")
-        parser.add_argument("--implementation", default="netrig",
-                            help="netrig or reference (the MLRsearch package) [netrig]")
-        parser.add_argument("--size", dest="sizes", help="alias of --sizes")
+        option(parser, "--pdr-loss", "PDR goal loss ratio [0.005]", default="0.005")
+        option(parser, "--width", "goal relative width [0.005]", default="0.005")
+        option(parser, "--exceed-ratio", "goal exceed ratio [0.5]", default="0.5")
+        option(parser, "--initial-duration", f"initial trial duration, at most the final one [{INITIAL_DURATION_S:g}s "
+                                             "or the final duration when shorter]")
+        option(parser, "--final-duration", "final trial duration [--duration or 1s]")
+        option(parser, "--duration-sum", "goal duration sum [3 × final duration]")
+        option(parser, "--implementation", "netrig or reference (the MLRsearch package) [netrig]", default="netrig")
+        deprecated(parser, "--size", "--frame-sizes")
 
     def cli_params(self, args: argparse.Namespace) -> dict:
-        given = "--final-duration" if args.final_duration else "--duration"  # errors name the option given
-        final = parse_duration(args.final_duration or args.duration or "1s", given)
-        asked = INITIAL_DURATION if args.initial_duration is None else args.initial_duration
-        initial = parse_duration(asked, "--initial-duration")
+        given = "--final-duration" if args.final_duration is not None else "--duration"  # errors name the option
+        final = args.final_duration or args.duration or 1.0
+        initial = INITIAL_DURATION_S if args.initial_duration is None else args.initial_duration
         if args.initial_duration is None:
             initial = min(initial, final)
         elif initial > final:
-            raise ConfigError("--initial-duration", f"{asked} is longer than the final trial duration ({final:g} s, "
-                                                    f"{given}): MLRsearch lengthens its trials up to the final one; "
-                                                    f"give at most {final:g}s or raise {given}")
-        dsum = parse_duration(args.duration_sum, "--duration-sum") if args.duration_sum else 3 * final
+            raise ConfigError("--initial-duration", f"{initial:g}s is longer than the final trial duration ({final:g} "
+                                                    f"s, {given}): MLRsearch lengthens its trials up to the final "
+                                                    f"one; give at most {final:g}s or raise {given}")
+        dsum = args.duration_sum or 3 * final
         common = {"exceed_ratio": args.exceed_ratio, "relative_width": args.width, "initial_trial_duration_s": initial,
                   "final_trial_duration_s": final, "duration_sum_s": dsum}
         return {"goals": [{"name": "NDR", "loss_ratio": 0.0, **common},

@@ -15,6 +15,7 @@ from netrig.measure import Load, Measurer
 from netrig.measure.events import CommandRunner, Event, EventResult, EventRun
 from netrig.methodology.method import Context, Method, Shortcut
 from netrig.methodology.stats import check, median
+from netrig.methodology.vocabulary import option
 from netrig.methods.sections import OTHER_METHODS, RFC2544
 from netrig.model import FrameSize, LineRate
 from netrig.view import fmt
@@ -179,11 +180,11 @@ class Reset(Method):
         return section_md("Reset", body, "") if t else ""
 
     def add_cli_options(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--reset-command", default="",
-                            help="command that resets the DUT (for --tests reset): a shell command line run in the "
-                            "DUT's namespace (the event of one trial with events), with "
-                            "the test bed's parts in its environment: NETRIG_DUT_NETNS, NETRIG_DUT_IFACES, "
-                            "NETRIG_TX_NETNS, NETRIG_TX_IFNAME, NETRIG_RX_NETNS, NETRIG_RX_IFNAME, NETRIG_TESTBED_ID")
+        option(parser, "--reset-command", "command that resets the DUT (for --tests reset): a shell command line run "
+                                          "in the DUT's namespace (the event of one trial with events), with the test "
+                                          "bed's parts in its environment: NETRIG_DUT_NETNS, NETRIG_DUT_IFACES, "
+                                          "NETRIG_TX_NETNS, NETRIG_TX_IFNAME, NETRIG_RX_NETNS, NETRIG_RX_IFNAME, "
+                                          "NETRIG_TESTBED_ID", default="")
 
     def cli_params(self, args: argparse.Namespace) -> dict:
         if not args.reset_command and args.testbed != "simulated":

@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -57,7 +56,7 @@ from netrig.errors import ConfigError
 from netrig.measure import Interval, Load, TrialCounts
 from netrig.methodology.method import Command, Context, Method, Section, Shortcut, with_partial
 from netrig.methodology.stats import check
-from netrig.methodology.vocabulary import helptext
+from netrig.methodology.vocabulary import option
 from netrig.methods.throughput import ThroughputParams, measure_throughput
 from netrig.model import FrameSize, LineRate, format_pps, parse_rate, rates
 from netrig.monitor.monitor import CompactSample, MemSample
@@ -74,7 +73,6 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 METHOD_NAME = "soak"
-_NDR_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*%\s*ndr\s*$", re.I)
 
 
 # --------------------------------------------------------------------------------------------- #
@@ -117,16 +115,9 @@ class SoakParams:
     def __post_init__(self) -> None:
         if not isinstance(self.rate, str):
             raise ConfigError("rate", f"must be a rate like 80%NDR, 50%, 100kpps or 1Gbps (got {self.rate!r})")
-        m = _NDR_RE.match(self.rate)
-        if m:
-            pct = float(m.group(1))
-            if not 0 < pct <= 100:
-                raise ConfigError("rate", f"{self.rate!r}: a share of the NDR must be > 0 and <= 100 %")
-        else:
-            r = parse_rate(self.rate, "rate")
-            if r.kind == "max":
-                raise ConfigError("rate", "a soak holds a fixed rate: give frames/s, bit/s, % of line rate or "
-                                          "% of the NDR (e.g. 80%NDR), not max")
+        if parse_rate(self.rate, "rate").kind == "max":
+            raise ConfigError("rate", "a soak holds a fixed rate: give frames/s, bit/s, % of line rate or "
+                                      "% of the NDR (e.g. 80%NDR), not max")
         check("interval_s", self.interval_s, lo=0.1, hi=3600)
         check("duration_s", self.duration_s, lo=0, lo_open=True)
         if self.duration_s < 3 * self.interval_s:
@@ -149,8 +140,8 @@ class SoakParams:
     @property
     def ndr_share(self) -> float | None:
         """The rate as a share of the NDR (0.8 for ``80%NDR``), ``None`` for an absolute rate."""
-        m = _NDR_RE.match(self.rate)
-        return float(m.group(1)) / 100 if m else None
+        r = parse_rate(self.rate, "rate")
+        return r.value / 100 if r.kind == "percent_ndr" and r.value is not None else None
 
     def thresholds(self) -> SoakThresholds:
         return SoakThresholds(self.confidence_pct, self.stage_pct, self.leak_min_growth_pct,
@@ -895,41 +886,30 @@ class Soak(Method):
         return section_md(SECTION.title, body, "")
 
     def add_cli_options(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--rate", default="80%NDR",
-                            help=helptext("--rate", "frames/s (100kpps), bit/s (1Gbps), %% of line rate (50%%) or "
-                                                    "%% of the DUT's NDR (80%%NDR: measured first unless --ndr) "
-                                                    "[80%%NDR]"))
-        parser.add_argument("--ndr", default=None, metavar="PPS", help="the DUT's NDR for a %%NDR rate, in frames/s "
-                                                                       "(skips measuring it) [measured]")
-        parser.add_argument("--ndr-trial", default="10s", help="trial duration of the NDR search [10s]")
-        parser.add_argument("--interval", default="10s", metavar="T",
-                            help=helptext("--interval", "counting and monitoring [10s]"))
-        parser.add_argument("--confidence", type=float, default=95.0,
-                            help="confidence of the leak slope's interval, %% [95]")
-        parser.add_argument("--leak-growth", type=float, default=5.0,
-                            help="a leak grows by more than this, %% (last stage's mean over the first's) [5]")
-        parser.add_argument("--host-memory-verdict", action="store_true",
-                            help="judge the host's used memory and slab too (a DUT on its own host, "
-                                 "--monitor-remote); on one host they are shared with the tester [off]")
-        parser.add_argument("--cpu-spike", type=float, default=90.0, help="a CPU spike is a sample at or above this "
-                                                                          "busy %% [90]")
-        parser.add_argument("--resume", metavar="DIR", default=None,
-                            help=helptext("--resume", "a soak, as a new segment (the same as `netrig run --resume "
-                                                      "DIR`; every other option is the run's own) [off]"))
-        parser.add_argument("--loss-min-frames", type=int, default=1,
-                            help="an interval is in a loss episode when it lost at least this many frames [1]")
+        option(parser, "--rate", "frames/s (100kpps), bit/s (1Gbps), %% of line rate (50%%) or %% of the DUT's NDR "
+                                 "(80%%NDR: measured first unless --ndr) [80%%NDR]", default="80%NDR")
+        option(parser, "--ndr", "the DUT's NDR for a %%NDR rate, in frames/s (skips measuring it) [measured]")
+        option(parser, "--ndr-trial", "trial duration of the NDR search [10s]", default="10s")
+        option(parser, "--interval", "counting and monitoring [10s]", default="10s")
+        option(parser, "--confidence", "confidence of the leak slope's interval, %% [95]", default="95")
+        option(parser, "--leak-growth", "a leak grows by more than this, %% (last stage's mean over the first's) [5]",
+               default="5")
+        option(parser, "--host-memory-verdict", "judge the host's used memory and slab too (a DUT on its own host, "
+                                                "--monitor-remote); on one host they are shared with the tester [off]")
+        option(parser, "--cpu-spike", "a CPU spike is a sample at or above this busy %% [90]", default="90")
+        option(parser, "--resume", "a soak, as a new segment (the same as `netrig run --resume DIR`; every other "
+                                   "option is the run's own) [off]")
+        option(parser, "--loss-min-frames", "an interval is in a loss episode when it lost at least this many frames "
+                                            "[1]", default="1")
 
     def cli_params(self, args: argparse.Namespace) -> dict:
-        out: dict[str, Any] = {"rate": args.rate, "interval_s": args.interval, "ndr_trial_s": args.ndr_trial,
+        out: dict[str, Any] = {"rate": str(args.rate), "interval_s": args.interval, "ndr_trial_s": args.ndr_trial,
                                "confidence_pct": args.confidence, "leak_min_growth_pct": args.leak_growth,
                                "host_memory_verdict": args.host_memory_verdict, "cpu_spike_pct": args.cpu_spike,
                                "loss_min_frames": args.loss_min_frames}
         if args.ndr is not None:
-            r = parse_rate(args.ndr, "--ndr")
-            if r.kind != "pps":
-                raise ConfigError("--ndr", f"{args.ndr!r}: give the NDR in frames/s (e.g. 250000 or 250kpps)")
-            out["ndr_pps"] = r.value
-        if args.duration:
+            out["ndr_pps"] = args.ndr.frames_per_second("--ndr")
+        if args.duration is not None:
             out["duration_s"] = args.duration
         return out
 

@@ -39,6 +39,7 @@ from netrig.measure import FlowTrial, TrialCounts
 from netrig.methodology.method import Command, Context, Method, Section, Shortcut
 from netrig.methodology.stats import check, median
 from netrig.methodology.tester import ProvenLimit, Verdict, tester_rx_drops
+from netrig.methodology.vocabulary import option
 from netrig.model import LineRate, rates
 from netrig.results.typed import from_dict
 from netrig.testbed.conntrack import TableCounts, TupleCheck
@@ -559,18 +560,15 @@ class StatefulMethod(Method):
         return section_md("Stateful NAT/firewall (RFC 9693)", body, "")
 
     def add_cli_options(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--connections", type=int, default=StatefulParams.connections,
-                            help="N, the connections established through the DUT (src ports × dst ports)")
-        parser.add_argument("--establish-rate", type=float, default=StatefulParams.establish_rate_pps,
-                            help="frames (= new connections) per second of the preliminary phase and validations")
-        parser.add_argument("--capacity", default="",
-                            help="table capacity: comma list of connection counts to establish and validate "
-                                 "(e.g. 100000,1000000)")
-        parser.add_argument("--max-rate", type=float, default=None,
-                            help="top of the rate searches, frames/s (default: the tester's proven limit or the "
-                                 "line rate)")
-        parser.add_argument("--skip", default="",
-                            help="comma list of parts to leave out: throughput, teardown, establishment")
+        option(parser, "--connections", "N, the connections established through the DUT (src ports × dst ports)",
+               default=str(StatefulParams.connections))
+        option(parser, "--establish-rate", "frames (= new connections) per second of the preliminary phase and "
+                                           "validations, e.g. 10kpps", default=f"{StatefulParams.establish_rate_pps:g}")
+        option(parser, "--capacity", "table capacity: comma list of connection counts to establish and validate "
+                                     "(e.g. 100000,1000000)", default="")
+        option(parser, "--max-rate", "top of the rate searches, frames/s, e.g. 1Mpps (default: the tester's proven "
+                                     "limit or the line rate)")
+        option(parser, "--skip", "parts to leave out: throughput, teardown, establishment", default=())
 
     def cli_params(self, args: argparse.Namespace) -> dict:
         caps = []
@@ -581,15 +579,16 @@ class StatefulMethod(Method):
                 except ValueError:
                     raise ConfigError("--capacity", f"{part.strip()!r}: not a whole number of connections "
                                                     "(e.g. --capacity 100000,1000000)") from None
-        skip = {s.strip() for s in str(args.skip).split(",") if s.strip()}
+        skip = set(args.skip)
         bad = skip - {"throughput", "teardown", "establishment"}
         if bad:
             raise ConfigError("--skip", f"{', '.join(sorted(bad))}: use throughput, teardown and/or establishment")
-        out: dict = {"connections": args.connections, "establish_rate_pps": args.establish_rate,
+        out: dict = {"connections": args.connections,
+                     "establish_rate_pps": args.establish_rate.frames_per_second("--establish-rate"),
                      "capacity_connections": caps, "throughput": "throughput" not in skip,
                      "teardown": "teardown" not in skip, "establishment_rate": "establishment" not in skip}
         if args.max_rate is not None:
-            out["max_rate_pps"] = args.max_rate
+            out["max_rate_pps"] = args.max_rate.frames_per_second("--max-rate")
         return out
 
 

@@ -26,8 +26,8 @@ from netrig.errors import ConfigError
 from netrig.measure import Interval, Phase
 from netrig.methodology.method import Command, Context, Method, Section, Shortcut
 from netrig.methodology.stats import check
-from netrig.methodology.vocabulary import helptext
-from netrig.model import FrameSize, LineRate, parse_duration
+from netrig.methodology.vocabulary import option
+from netrig.model import FrameSize, LineRate
 from netrig.view import fmt
 from netrig.view.frame_results import read_frame_results
 from netrig.view.html import figure, table_html
@@ -318,17 +318,14 @@ class Stress(Method):
         return section_md("Stress and spikes", table_md(t), "") if t else ""
 
     def add_cli_options(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--profile", default="step", choices=PROFILES,
-                            help="step: one overload; spike: short bursts; ramp: linear steps up to the peak [step]")
-        parser.add_argument("--peak", type=float, default=None,
-                            help="overload, %% of throughput [150; spike 300]")
-        parser.add_argument("--base", type=float, default=50.0, help="load around the overloads, %% of throughput [50]")
-        parser.add_argument("--interval", default="100ms", metavar="T",
-                            help=helptext("--interval", "the counting interval: 100ms, 0.2s [100ms]"))
+        option(parser, "--profile", "step: one overload; spike: short bursts; ramp: linear steps up to the peak [step]",
+               default="step", choices=PROFILES)
+        option(parser, "--peak", "overload, %% of throughput [150; spike 300]")
+        option(parser, "--base", "load around the overloads, %% of throughput [50]", default="50")
+        option(parser, "--interval", "the counting interval: 100ms, 0.2s [100ms]", default="100ms")
 
     def cli_params(self, args: argparse.Namespace) -> dict:
-        out: dict = {"profile": args.profile, "base_pct": args.base,
-                     "interval_s": parse_duration(args.interval, "--interval")}
+        out: dict = {"profile": args.profile, "base_pct": args.base, "interval_s": args.interval}
         if args.peak is not None:
             out["peak_pct"] = args.peak
         return out

@@ -41,7 +41,7 @@ from netrig.methodology.method import Capacity, Context, Method, Section, Shortc
 from netrig.methodology.selftest import stored_ceilings
 from netrig.methodology.stats import check
 from netrig.methodology.tester import NO_LIMIT, ProvenLimit, Verdict, measure_judged
-from netrig.methodology.vocabulary import helptext
+from netrig.methodology.vocabulary import option
 from netrig.methods.sections import RFC2544
 from netrig.model import (
     FrameSize,
@@ -485,8 +485,7 @@ class Throughput(Method):
         return out
 
     def add_cli_options(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--resolution", type=float, default=0.1, metavar="PCT",
-                            help=helptext("--resolution", "of the throughput search [0.1]"))
+        option(parser, "--resolution", "of the throughput search [0.1]", default="0.1")
 
     def cli_params(self, args: argparse.Namespace) -> dict:
         return {"resolution_pct": args.resolution}

@@ -6,7 +6,8 @@ example of a valid value; NaN and infinities are refused everywhere):
 * durations: ``10s``, ``500ms``, ``250us``, ``2m``/``2min``, ``1h``; a plain number is seconds;
 * rates: ``100kpps``, ``1.5Mpps``, ``20 kfps``, ``1e6`` (frames/s), ``10Gbps`` / ``10Gbit/s``
   (layer-1 bit/s, the RFC 2544 convention: the 20 bytes of preamble and inter-frame gap count),
-  ``10Gbps-l2`` (layer-2 bit/s, frame bytes only), ``50%`` (of the line rate), ``max``;
+  ``10Gbps-l2`` (layer-2 bit/s, frame bytes only), ``50%`` (of the line rate), ``80%NDR`` (of the
+  DUT's no-drop rate, where a method measures or is given it), ``max``;
 * link speeds: ``10G``, ``10Gbit/s``, ``100M``, ``1e10`` (bit/s);
 * counts: ``1000``, ``10k``, ``1M``.
 
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from netrig import _native
@@ -58,7 +59,7 @@ def _seconds_text(s: float) -> str:
 
 _SI = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
 _NUM = r"([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)"
-_RATE_RE = re.compile(rf"^\s*{_NUM}\s*([kmgt]?)\s*(pps|fps|bps|bit/s|b/s|%)?\s*(-l[12])?\s*$", re.I)
+_RATE_RE = re.compile(rf"^\s*{_NUM}\s*([kmgt]?)\s*(pps|fps|bps|bit/s|b/s|%\s*ndr|%)?\s*(-l[12])?\s*$", re.I)
 _DUR_RE = re.compile(rf"^\s*{_NUM}\s*(ns|us|µs|ms|s|sec|m|min|h)?\s*$", re.I)
 _DUR_UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "": 1.0, "m": 60.0,
              "min": 60.0, "h": 3600.0}
@@ -100,21 +101,39 @@ def parse_duration(value: object, field: str = "duration", *, allow_zero: bool =
     return s
 
 
-RateKind = Literal["pps", "l1_bps", "l2_bps", "percent_line", "max"]
+RateKind = Literal["pps", "l1_bps", "l2_bps", "percent_line", "percent_ndr", "max"]
+#: What each kind of rate is written as (``Rate.__str__`` of a rate built from numbers).
+_RATE_UNITS: dict[str, str] = {"pps": "pps", "l1_bps": "bps", "l2_bps": "bps-l2", "percent_line": "%",
+                               "percent_ndr": "%NDR"}
 
 
 @dataclass(frozen=True)
 class Rate:
-    """An intended rate as given: frames/s, layer-1 or layer-2 bit/s, % of the line rate, or ``max``
-    (as fast as the tester can). ``value`` is ``None`` only for ``max``."""
+    """An intended rate as given: frames/s, layer-1 or layer-2 bit/s, % of the line rate, % of the
+    DUT's NDR, or ``max`` (as fast as the tester can). ``value`` is ``None`` only for ``max``;
+    ``text`` is how it was written (``"1.5Mpps"``; empty for a rate built from numbers)."""
 
     kind: RateKind
     value: float | None = None
+    text: str = field(default="", compare=False)
+
+    def __str__(self) -> str:
+        if self.text:
+            return self.text
+        return "max" if self.value is None else f"{self.value:g}{_RATE_UNITS[self.kind]}"
+
+    def frames_per_second(self, field: str) -> float:
+        """The rate, which must be given in frames/s (a capacity, an NDR, a top rate); another kind is
+        refused naming ``field``."""
+        if self.kind != "pps" or self.value is None:
+            raise ConfigError(field, f"{self}: give it in frames/s, e.g. 250kpps or 250000")
+        return self.value
 
     def pps(self, mean_frame_size: float, line_rate_bps: float | None = None) -> float | None:
-        """Frames/s at this mean frame size (``None`` for ``max``, or % without a line rate)."""
+        """Frames/s at this mean frame size (``None`` for ``max``, % without a line rate, and % of
+        an NDR, which only the method that knows the NDR converts)."""
         v = self.value
-        if v is None:
+        if v is None or self.kind == "percent_ndr":
             return None
         if self.kind == "pps":
             return v
@@ -128,9 +147,10 @@ class Rate:
 
 
 def parse_rate(value: object, field: str = "rate") -> Rate:
-    """A :class:`Rate` from ``100kpps``, ``1Gbps``, ``1Gbps-l2``, ``50%``, ``max`` or a number (fps)."""
+    """A :class:`Rate` from ``100kpps``, ``1Gbps``, ``1Gbps-l2``, ``50%``, ``80%NDR``, ``max`` or a
+    number (fps)."""
     if isinstance(value, str) and value.strip().lower() == "max":
-        return Rate("max")
+        return Rate("max", text=value.strip())
     v = _number(value, field, "a rate", "100kpps, 1Gbps, 50%")
     kind: RateKind = "pps"
     if v is None:
@@ -138,17 +158,19 @@ def parse_rate(value: object, field: str = "rate") -> Rate:
         if not m:
             raise ConfigError(field, f"{value!r} is not a rate: use e.g. 100kpps, 1.5Mpps, 10Gbps, 10Gbps-l2 or 50%")
         num, prefix, unit, layer = m.groups()
-        unit = (unit or "pps").lower()
-        if unit == "%" and prefix:
+        unit = re.sub(r"\s", "", unit or "pps").lower()
+        if unit.startswith("%") and prefix:
             raise ConfigError(field, f"{value!r}: a percentage takes no prefix (e.g. 50%)")
         v = float(num) * _SI[prefix.lower()]
         if unit in ("pps", "fps"):
             kind = "pps"
         elif unit == "%":
             kind = "percent_line"
+        elif unit == "%ndr":
+            kind = "percent_ndr"
         else:
             kind = "l2_bps" if (layer or "").lower() == "-l2" else "l1_bps"
-        if layer and kind in ("pps", "percent_line"):
+        if layer and kind in ("pps", "percent_line", "percent_ndr"):
             raise ConfigError(field, f"{value!r}: -l1/-l2 only applies to bit rates (e.g. 10Gbps-l2)")
     if not math.isfinite(v):
         raise ConfigError(field, f"must be a finite rate (got {value!r})")
@@ -156,11 +178,13 @@ def parse_rate(value: object, field: str = "rate") -> Rate:
         raise ConfigError(field, f"must be > 0 (got {value!r})")
     if kind == "percent_line" and v > 100:
         raise ConfigError(field, f"{value!r} is above 100 % of the line rate")
+    if kind == "percent_ndr" and v > 100:
+        raise ConfigError(field, f"{value!r}: a share of the NDR must be > 0 and <= 100 %")
     if kind == "pps" and v > MAX_RATE_PPS:
         raise ConfigError(field, f"{value!r} is above the limit of {MAX_RATE_PPS:g} frames/s per stream")
     if kind in ("l1_bps", "l2_bps") and v > MAX_RATE_BPS:
         raise ConfigError(field, f"{value!r} is above the limit of {MAX_RATE_BPS:g} bit/s (10 Tbit/s) per stream")
-    return Rate(kind, v)
+    return Rate(kind, v, value.strip() if isinstance(value, str) else "")
 
 
 def parse_speed(value: object, field: str = "speed") -> float:

@@ -4,7 +4,7 @@ compared by RFC 2544 throughput and by the "iperf-like" captured-% curve, over f
 ```
  for each capture method m:
    Testbed("capture", capture_method=m)            tx namespace ──veth──▶ capture namespace:
-     (built, torn down on success, failure, Ctrl-C)  netrig capture --method m, pinned to CPU c,
+     (built, torn down on success, failure, Ctrl-C)  netrig capture --capture-method m, pinned to CPU c,
                                                      its kernel receive path (RPS) on CPU c too
    for each frame size s:
      tester ceiling(m, s): TX-only trials with the capture application stopped (SIGSTOP): what the
@@ -37,7 +37,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, cast
 
 from netrig.errors import INTERRUPTS, ConfigError, InterruptedTrial, ResultError, TestbedError, interrupt_reason
@@ -68,7 +68,7 @@ class BenchParams:
     ceiling / 1.1); ``resolution_pct``: the throughput search's resolution, % of the limit."""
 
     methods: tuple[str, ...] = CAPTURE_METHODS
-    sizes: str = "64,512,1518,imix"
+    sizes: tuple[FrameSize, ...] = parse_frame_sizes("64,512,1518,imix")
     batch: int = 10
     duration_s: float = 1.0
     drain_s: float = 0.3
@@ -79,13 +79,14 @@ class BenchParams:
 
     def __post_init__(self) -> None:
         if not self.methods:
-            raise ConfigError("--methods", "give at least one capture method")
+            raise ConfigError("--capture-methods", "give at least one capture method")
         for m in self.methods:
             if m not in CAPTURE_METHODS:
-                raise ConfigError("--methods", f"{m!r} is not a capture method: use {', '.join(CAPTURE_METHODS)}")
+                raise ConfigError("--capture-methods", f"{m!r} is not a capture method: use "
+                                                       f"{', '.join(CAPTURE_METHODS)}")
         if len(set(self.methods)) != len(self.methods):
-            raise ConfigError("--methods", "lists a method more than once")
-        self.frames()  # sizes parse
+            raise ConfigError("--capture-methods", "lists a method more than once")
+        object.__setattr__(self, "sizes", parse_frame_sizes(self.sizes, "--frame-sizes"))
         if isinstance(self.batch, bool) or not isinstance(self.batch, int) or not 1 <= self.batch <= 1024:
             raise ConfigError("--batch", f"{self.batch!r}: must be an integer from 1 to 1024")
         if not 0.05 <= self.duration_s <= 60:
@@ -98,13 +99,24 @@ class BenchParams:
             raise ConfigError("--loads", "give loads in % of the tester's limit, each above 0 and at most 100")
 
     def frames(self) -> tuple[FrameSize, ...]:
-        try:
-            return parse_frame_sizes(self.sizes, "--sizes")
-        except ConfigError as e:
-            raise ConfigError("--sizes", e.message) from None
+        return self.sizes
+
+    @property
+    def sizes_text(self) -> str:
+        """The frame sizes as they are written: ``64,512,1518,imix``."""
+        return ",".join(str(f.label) for f in self.sizes)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "sizes": self.sizes_text}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> BenchParams:
+        """Its ``to_dict()`` read back: the frame sizes as written (``64,512,1518,imix``), parsed once here."""
+        if not isinstance(d, Mapping):
+            raise ResultError(f"capture-bench params: expected an object, got {type(d).__name__}")
+        known = {f.name for f in fields(cls)}
+        kw: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items() if k in known}
+        return cls(**kw)
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,21 @@ def parse_cap(text: str | int | float) -> tuple[float | None, float | None]:
 MACHINE_CPUS: tuple[int, ...] = tuple(sorted(os.sched_getaffinity(0)))
 
 
+def cpu_list(text: str, field: str = "dut_cpus") -> tuple[int, ...]:
+    """``"1"``, ``"0-1"``, ``"0,2-3"`` → sorted CPU numbers (the syntax of a CPU list; errors name ``field``)."""
+    cpus: set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        m = re.match(r"^(\d+)(?:-(\d+))?$", part)
+        if not m:
+            raise ConfigError(field, f"{text!r}: not a CPU list; use e.g. 1, 0-1 or 0,1")
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        if hi < lo:
+            raise ConfigError(field, f"{text!r}: range {part} is backwards")
+        cpus.update(range(lo, hi + 1))
+    return tuple(sorted(cpus))
+
+
 def parse_cpus(text: str | int | list[int] | tuple[int, ...]) -> tuple[int, ...]:
     """``"1"``, ``"0-1"``, ``"0,1"`` or a list → sorted CPU numbers, each one this process may use."""
     if isinstance(text, int) and not isinstance(text, bool):
@@ -57,16 +72,7 @@ def parse_cpus(text: str | int | list[int] | tuple[int, ...]) -> tuple[int, ...]
     elif isinstance(text, (list, tuple)):
         cpus = set(text)
     else:
-        cpus = set()
-        for part in str(text).split(","):
-            part = part.strip()
-            m = re.match(r"^(\d+)(?:-(\d+))?$", part)
-            if not m:
-                raise ConfigError("dut_cpus", f"{text!r}: not a CPU list; use e.g. 1, 0-1 or 0,1")
-            lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
-            if hi < lo:
-                raise ConfigError("dut_cpus", f"{text!r}: range {part} is backwards")
-            cpus.update(range(lo, hi + 1))
+        cpus = set(cpu_list(str(text)))
     allowed = set(MACHINE_CPUS)
     bad = sorted(c for c in cpus if not isinstance(c, int) or c not in allowed)
     if bad or not cpus:

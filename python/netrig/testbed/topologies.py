@@ -291,13 +291,13 @@ def _start_forwarder(tb: Any, dut: str, ifaces: list[str], mode: str, peer_macs:
     else:
         if backend == "xdp":
             _xdp_peer_rule(tb, tester_ports)
-        argv = ["forward", *(a for i in ifaces for a in ("--port", i)), "--mode", mode, "--backend", backend,
+        argv = ["forward", *(a for i in ifaces for a in ("--port", i)), "--forward-mode", mode, "--io", backend,
                 "--interval", "0"]
         if mode not in ("io", "rxonly", "macswap"):
             argv += [a for m in peer_macs for a in ("--peer-mac", m)]
         cpus = list(o.dut_cpus or placement.default_dut_cpus())
         if backend != "xdp":
-            argv += ["--cpus", ",".join(str(c) for c in cpus)]
+            argv += ["--dut-cpus", ",".join(str(c) for c in cpus)]
         start_dut_process(tb, dut, "forwarder", [sys.executable, "-m", "netrig.cli.main", *argv],
                           ready="Ctrl-C stops")
         if backend == "xdp":
@@ -308,7 +308,7 @@ def _start_forwarder(tb: Any, dut: str, ifaces: list[str], mode: str, peer_macs:
                                              f"{','.join(map(str, cpus))}"}
         else:
             _hold_cpus(tb, cpus, f"netrig forward workers on CPU {','.join(map(str, cpus))}")
-        what = f"netrig forward --mode {mode} --backend {backend}"
+        what = f"netrig forward --forward-mode {mode} --io {backend}"
     tb.state["notes"].append(f"DUT: {what} in {dut} (log {tb.state['processes'][-1]['log']})")
 
 
@@ -375,7 +375,7 @@ class CaptureTopology(Topology):
         _place_capture(tb, dut, cap_if, cpu, o.capture_method)
         stats = os.path.join(st.STATE_DIR, f"{tb.id}-capture.stats")
         argv = ["capture", "--port", cap_if, "--capture-method", o.capture_method, "--batch", str(o.capture_batch),
-                "--cpu", str(cpu), "--stats", stats]
+                "--dut-cpus", str(cpu), "--stats", stats]
         start_dut_process(tb, dut, "capture", [sys.executable, "-m", "netrig.cli.main", *argv],
                           ready="capture: ready")
         tb.state["processes"][-1]["stats"] = stats
