@@ -181,11 +181,11 @@ def test_trial_on_a_topology_built_for_it_and_removed_after():
     --testbed-option, and removed after it."""
     from netrig.testbed.state import all_states
 
-    before = {s.get("id") for s in all_states()}
+    before = {s.id for s in all_states()}
     r = netrig("trial", "--testbed", "router", "--testbed-option", "mtu=1500", *COUNT)
     res = counted(r)
     assert res["frames_received"] == 4000, res
-    assert {s.get("id") for s in all_states()} == before, "the test bed built for the trial is gone"
+    assert {s.id for s in all_states()} == before, "the test bed built for the trial is gone"
 
 
 def test_trial_in_process_gives_the_caller_its_thread_back(capsys):

@@ -399,12 +399,12 @@ def test_a_dead_dut_process_breaks_the_testbed_and_no_trial_reports_its_loss(tmp
     is refused; in a run, the trial during which it died is invalid, never 100 % loss."""
     from netrig.testbed import state as st
     with built_testbed("forwarder") as tb_id:
-        (proc,) = st.read_state(tb_id)["processes"]
-        os.kill(proc["pid"], signal.SIGKILL)
+        (proc,) = st.read_state(tb_id).processes
+        os.kill(proc.pid, signal.SIGKILL)
         time.sleep(0.2)
         status = netrig("testbed", "status", tb_id).stdout
         assert f"{tb_id}  forwarder broken" in status
-        assert f"its DUT process {proc['role']} (pid {proc['pid']}) is not running any more" in status, status
+        assert f"its DUT process {proc.role} (pid {proc.pid}) is not running any more" in status, status
         line = one_error_line(netrig("trial", "--testbed", tb_id, "--frames", "100"))
         assert f"testbed {tb_id} is broken: its DUT process" in line and "rebuild the test bed" in line
 

@@ -238,8 +238,8 @@ def test_forwarder_testbed_is_a_dut_and_goes_with_the_testbed():
 
     tb = Testbed.create("forwarder", forward_backend="af_packet", forward_mode="mac")
     with tb:
-        procs = tb.state["processes"]
-        assert procs and subprocess.run(["kill", "-0", str(procs[0]["pid"])]).returncode == 0
+        procs = tb.state.processes
+        assert procs and subprocess.run(["kill", "-0", str(procs[0].pid)]).returncode == 0
         tx, rx = tb.port("tx"), tb.port("rx")
         ptx = netrig.Port(tx.ifname, netns=tx.netns, io="af_packet")
         prx = netrig.Port(rx.ifname, netns=rx.netns, io="af_packet")
@@ -247,7 +247,7 @@ def test_forwarder_testbed_is_a_dut_and_goes_with_the_testbed():
         r = netrig.run_trial(ptx, prx, [s], frames=FRAMES, drain_s=0.3, learning=False, max_stretch_pct=50)
         assert r.frames_received == FRAMES and r.frames_lost == 0, r.to_dict(flows=False)
         namespaces = tb.namespaces
-    pid = procs[0]["pid"]
+    pid = procs[0].pid
     assert subprocess.run(["kill", "-0", str(pid)], capture_output=True).returncode != 0, "forwarder stopped"
     listed = sh("ip", "netns", "list")
     assert not any(ns in listed for ns in namespaces)
@@ -265,7 +265,7 @@ def test_forwarder_testbed_compares_the_bridge_and_testpmd_as_duts(backend, mode
         testpmd.binary()  # installed by make setup (dpdk-dev): a missing one fails here, named
     tb = Testbed.create("forwarder", forward_backend=backend, **({"forward_mode": mode} if mode else {}))
     with tb:
-        procs = tb.state.get("processes", [])
+        procs = tb.state.processes
         tx, rx = tb.port("tx"), tb.port("rx")
         free = tb.tester_cpus()
         ptx = netrig.Port(tx.ifname, netns=tx.netns, io="af_packet")
@@ -278,16 +278,16 @@ def test_forwarder_testbed_compares_the_bridge_and_testpmd_as_duts(backend, mode
         if backend == "bridge":
             assert not procs and "bridge" in sh("ip", "-d", "link", "show", ns=tb.dut_netns)
             # the kernel bridges behind the wire, on the DUT's CPU: the tester keeps off it
-            assert tb.placement["mode"] == "wire" and not set(free) & set(tb.placement["cpus"])
+            assert tb.placement.mode == "wire" and not set(free) & set(tb.placement.cpus)
         else:
-            assert len(procs) == 1 and procs[0]["argv"][0].endswith("dpdk-testpmd")
-            held = tb.state["dut_threads_cpus"]
-            assert held == [tb.state["placement"]["cpus"][0]] and not set(held) & set(free)
+            assert len(procs) == 1 and procs[0].argv[0].endswith("dpdk-testpmd")
+            held = tb.state.dut_threads_cpus
+            assert held == [tb.state.placement.cpus[0]] and not set(held) & set(free)
             assert list(r.tx_cpus) == list(r.rx_cpus) == list(free)[:1]
     listed = sh("ip", "netns", "list")
     assert not any(ns in listed for ns in namespaces)
     for p in procs:
-        assert subprocess.run(["kill", "-0", str(p["pid"])], capture_output=True).returncode != 0
+        assert subprocess.run(["kill", "-0", str(p.pid)], capture_output=True).returncode != 0
         if "runtime_dir" in p:  # testpmd's, under /var/run/dpdk: gone with the test bed
             assert not os.path.exists(p["runtime_dir"])
 

@@ -121,7 +121,7 @@ def test_tester_stack_never_answers_engine_frames_through_the_dut(tmp_path):
     with Testbed.create("router", tester_stack=True) as tb:
         tx, rx = tb.port("tx"), tb.port("rx")
         dut = tb.dut_netns
-        drx = next(i["ifname"] for i in tb.state["interfaces"] if i["netns"] == dut and i["ifname"].endswith("drx"))
+        drx = next(i.ifname for i in tb.state.interfaces if i.netns == dut and i.ifname.endswith("drx"))
         back0 = if_counter(dut, drx, "rx_packets")
         s = Stream(**tb.stream_defaults(), frame_size=128, rate_pps=2000)
         res = run_trial(Port(tx.ifname, netns=tx.netns, io="af_packet"), Port(rx.ifname, netns=rx.netns, io="af_packet"),

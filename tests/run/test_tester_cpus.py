@@ -13,6 +13,7 @@ from netrig.errors import ConfigError
 from netrig.run.config import config_from_dict
 from netrig.run.runner import Runner
 from netrig.run.session import TesterCpus, simulated_session
+from netrig.testbed.state import TestbedState
 from netrig.testbed.testbed import Testbed
 
 CONFIG = {
@@ -45,11 +46,11 @@ def test_the_selftest_runs_on_the_cpus_the_dut_session_gave_the_tester(tmp_path)
 def test_testbed_tester_cpus_are_those_the_dut_does_not_hold():
     tb = Testbed.__new__(Testbed)
     n = os.cpu_count() or 1
-    tb.state = {}
+    tb.state = TestbedState("ab12", "forwarder")
     assert tb.tester_cpus() == ()  # a kernel DUT holds nothing: the engine's own split
-    tb.state = {"dut_threads_cpus": [n - 1]}
+    tb.state = TestbedState("ab12", "forwarder", dut_threads_cpus=[n - 1])
     assert tb.tester_cpus() == tuple(range(n - 1))
-    tb.state = {"dut_threads_cpus": list(range(n))}
+    tb.state = TestbedState("ab12", "forwarder", dut_threads_cpus=list(range(n)))
     assert tb.tester_cpus() == ()  # all held: share (nothing better to do)
 
 

@@ -55,7 +55,7 @@ def test_policer_trial_near_cap_and_monitor_sees_it(tb_ids):
             mon.mark("trial-start")
             res = trial(tb, rate_pps=3 * cap, duration_s=1.0)
             mon.mark("trial-stop")
-        burst = tb.state["policer"]["burst"]
+        burst = tb.state.policer.burst
         assert res.frames_sent >= 0.9 * 3 * cap
         # at most cap × duration + burst pass; a jittery sender may leave a little unused
         assert 0.95 * cap <= res.frames_received <= cap * 1.0 + burst + 0.02 * cap, res.frames_received

@@ -64,11 +64,11 @@ def test_router_knobs_flip_and_restore_exactly(tb_ids):
                                                         "sysctl": {"net.core.somaxconn": 1024}}})
     with Testbed.create("router") as tb:
         tb_ids.append(tb.id)
-        ifs = [(i["netns"], i["ifname"], i["role"]) for i in tb.state["interfaces"]]
+        ifs = [(i.netns, i.ifname, i.role) for i in tb.state.interfaces]
         before = {i: snapshot(i[0], i[1]) for i in ifs}
         with applied_knobs(spec, KnobLayout.of_testbed(tb), state=tb.state) as rec:
             during = {i: snapshot(i[0], i[1]) for i in ifs}
-            assert tb.state["knobs"]["undo"], "the undo log is in the state file while knobs are held"
+            assert tb.state.knobs.undo, "the undo log is in the state file while knobs are held"
             for ns, ifname, role in ifs:
                 assert during[(ns, ifname, role)] != before[(ns, ifname, role)]
                 assert feature(ns, ifname, "generic-receive-offload") == "on"
@@ -99,7 +99,7 @@ def test_router_knobs_flip_and_restore_exactly(tb_ids):
             assert "Operation not supported" in skipped[("coalesce.rx-usecs", dtx)]
             assert rec["restored"] is False
         assert rec["restored"] is True and rec["restore_problems"] == []
-        assert "knobs" not in tb.state and "knobs" not in st.read_state(tb.id)
+        assert tb.state.knobs is None and st.read_state(tb.id).knobs is None
         after = {i: snapshot(i[0], i[1]) for i in ifs}
         for i in ifs:
             assert after[i] == before[i], f"{i[1]} not restored byte for byte"
@@ -220,13 +220,13 @@ def test_run_sessions_apply_and_restore_on_new_and_existing_testbeds(tb_ids):
     # an existing test bed (testbed.id): the same, and it is left standing as it was
     with Testbed.create("router") as tb:
         tb_ids.append(tb.id)
-        ifs = [(i["netns"], i["ifname"]) for i in tb.state["interfaces"]]
+        ifs = [(i.netns, i.ifname) for i in tb.state.interfaces]
         before = [snapshot(*i) for i in ifs]
         with engine_session(_run_config(id=tb.id), "dut") as s:
             assert feature(tb.dut_netns, tb.name("dtx"), "generic-receive-offload") == "on"
             assert sysfs(tb.port("rx").netns, tb.port("rx").ifname, "gro_flush_timeout") == "1000"
-            assert st.read_state(tb.id)["knobs"]["undo"]
-        assert s.testbed["knobs"]["restored"] and "knobs" not in st.read_state(tb.id)
+            assert st.read_state(tb.id).knobs.undo
+        assert s.testbed["knobs"]["restored"] and st.read_state(tb.id).knobs is None
         assert [snapshot(*i) for i in ifs] == before
 
     # the self-test's test bed (a bridge behind the same wire) gets the tester's and the host's knobs only
@@ -314,7 +314,7 @@ def test_knobs_a_killed_run_left_are_restored_by_the_next_one(tb_ids):
         assert r.returncode == 9, r.stderr
         assert snapshot(ns, ifname) != before  # left behind
         tb.state = st.read_state(tb.id)
-        assert tb.state["knobs"]["undo"]
+        assert tb.state.knobs.undo
         with applied_knobs(Knobs.from_dict({"dut": {"features": {"gro": "on"}}}), KnobLayout.of_testbed(tb),
                            state=tb.state) as rec:
             assert snapshot(ns, ifname) == before  # restored before this run's own knobs
@@ -346,9 +346,8 @@ def test_another_live_owner_is_refused(tb_ids):
         tb_ids.append(tb.id)
         p = subprocess.Popen(["sleep", "30"])
         try:
-            tb.state["knobs"] = {"owner_pid": p.pid, "owner_start_time": None,
-                                 "undo": [{"kind": "sysctl", "netns": tb.namespaces[0], "name": "net.core.somaxconn",
-                                           "value": "4096", "label": "sysctl.net.core.somaxconn"}]}
+            tb.state.knobs = st.KnobHold(p.pid, None, (st.KnobUndo("sysctl", tb.namespaces[0], None, "sysctl.net.core.somaxconn",
+                                                             "tester", "net.core.somaxconn", "4096"),))
             spec = Knobs.from_dict({"tester": {"features": {"gro": "on"}}})
             refused = pytest.raises(TestbedError, match=f"process {p.pid} holds tuning knobs")
             with refused, applied_knobs(spec, KnobLayout.of_testbed(tb), state=tb.state):
@@ -356,7 +355,7 @@ def test_another_live_owner_is_refused(tb_ids):
         finally:
             p.kill()
             p.wait()
-            tb.state.pop("knobs", None)
+            tb.state.knobs = None
 
 
 def test_signals_are_held_while_values_are_written():

@@ -34,8 +34,8 @@ def test_wire_by_default_on_the_last_cpu(tb_ids):
     with Testbed.create("router") as tb:
         tb_ids.append(tb.id)
         pl = tb.placement
-        assert pl["mode"] == "wire" and pl["cpus"] == [last] and pl["ring"] == 1024
-        assert set(pl["interfaces"]) == {tb.name("dtx"), tb.name("drx")}
+        assert pl.mode == "wire" and pl.cpus == (last,) and pl.ring == 1024
+        assert set(pl.interfaces) == {tb.name("dtx"), tb.name("drx")}
         assert tb.tester_cpus() == tuple(c for c in sorted(os.sched_getaffinity(0)) if c != last)
         assert not tb.dut_can_hold_sender
         # one ring thread per DUT interface, bound to the DUT's CPU
@@ -47,7 +47,7 @@ def test_wire_by_default_on_the_last_cpu(tb_ids):
         assert cross(tb).count == N and cross(tb, family=6).count == N
         w = tb.wire_counts()[tb.name("dtx")]
         assert w.arrived - w0.arrived == 2 * N and w.taken - w0.taken == 2 * N and w.dropped == 0
-        assert tb.describe()["placement"] == pl
+        assert tb.describe()["placement"] == pl.to_dict()
     deadline = time.monotonic() + 10  # the kernel frees the maps (and stops their threads) asynchronously
     while set(_ring_threads()) - before and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -70,7 +70,7 @@ def test_wire_ring_option_and_refusals():
 def test_inline_leaves_the_dut_on_the_sender(tb_ids):
     with Testbed.create("router", dut_placement="inline") as tb:
         tb_ids.append(tb.id)
-        assert tb.placement["mode"] == "inline" and tb.placement["cpus"] is None
+        assert tb.placement.mode == "inline" and tb.placement.cpus is None
         assert tb.tester_cpus() == () and tb.dut_can_hold_sender and tb.wire_counts() == {}
         assert cross(tb).count == N
 
@@ -79,13 +79,13 @@ def test_threaded_napi_pinned(tb_ids):
     with Testbed.create("router", dut_cpus="1", dut_placement="threaded-napi") as tb:
         tb_ids.append(tb.id)
         pl = tb.placement
-        assert pl["mode"] == "threaded-napi" and pl["cpus"] == [1]
-        assert {t["interface"] for t in pl["threads"]} == {tb.name("dtx"), tb.name("drx")}
-        for t in pl["threads"]:
-            assert os.sched_getaffinity(t["pid"]) == {1}
-        assert all(v["threaded"] == "1" for v in pl["interfaces"].values())
+        assert pl.mode == "threaded-napi" and pl.cpus == (1,)
+        assert {t.interface for t in pl.threads} == {tb.name("dtx"), tb.name("drx")}
+        for t in pl.threads:
+            assert os.sched_getaffinity(t.pid) == {1}
+        assert all(v["threaded"] == "1" for v in pl.interfaces.values())
         assert cross(tb).count == N and cross(tb, family=6).count == N
-        assert tb.describe()["placement"] == pl
+        assert tb.describe()["placement"] == pl.to_dict()
 
 
 def test_rps_mask(tb_ids):

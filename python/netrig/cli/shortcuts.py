@@ -147,7 +147,7 @@ def testbed_config(name_or_id: str, options: dict[str, Any]) -> dict[str, Any]:
     bed that is up (``netrig testbed up``)."""
     if TESTBED_ID_RE.match(name_or_id):
         try:
-            topology = read_state(name_or_id).get("topology", "router")
+            topology = read_state(name_or_id).topology
         except TestbedError as e:
             raise ConfigError("--testbed", str(e)) from None
         return {"name": topology, "id": name_or_id, "options": options}

@@ -147,9 +147,9 @@ def run_up(args: argparse.Namespace) -> int:
         return 0
     print(f"testbed {tb.id} ({tb.topology}) is up; remove it with: netrig testbed down {tb.id}")
     print(_ports_table(tb))
-    if tb.placement and tb.placement.get("cpus"):
-        print(f"DUT placement: {tb.placement['mode']} on CPU(s) {tb.placement['cpus']}")
-    if tb.state.get("expected_rx_src"):  # nat, fwnat
+    if tb.placement and tb.placement.cpus:
+        print(f"DUT placement: {tb.placement.mode} on CPU(s) {list(tb.placement.cpus)}")
+    if tb.translates_source:  # nat, fwnat
         print(f"receiver sees source address {tb.expected_rx_src_ip} / {tb.expected_rx_src_ipv6}")
     return 0
 
@@ -172,7 +172,7 @@ def _describe(tb_id: str) -> dict:
 def run_status(args: argparse.Namespace) -> int:
     if args.json:
         if args.id is None:
-            print(json.dumps([_describe(s["id"]) for s in st.all_states()], indent=1))
+            print(json.dumps([_describe(s.id) for s in st.all_states()], indent=1))
         else:
             print(json.dumps(Testbed.attach(args.id).describe(), indent=1))
         return 0

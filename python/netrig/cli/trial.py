@@ -410,8 +410,8 @@ def _pairs(args) -> list[Pair]:
         tb = Testbed.attach(args.testbed)
     except TestbedError as e:
         raise ConfigError("--testbed", str(e)) from None
-    if tb.state.get("status") != "up":
-        raise ConfigError("--testbed", f"test bed {args.testbed} is {tb.state.get('status')}, not up")
+    if tb.state.status != "up":
+        raise ConfigError("--testbed", f"test bed {args.testbed} is {tb.state.status}, not up")
     repaired = tb.repair()
     if repaired:
         print(f"netrig: test bed {tb.id} repaired: restored {'; '.join(repaired)}", file=sys.stderr)

@@ -204,7 +204,8 @@ class Monitor(Sampler):
                 netns_ifaces = testbed.monitor_targets()
             if conntrack_netns is None and getattr(testbed, "dut_netns", None):
                 conntrack_netns = [testbed.dut_netns]
-            self.placement = getattr(testbed, "placement", None)
+            placed = getattr(testbed, "placement", None)
+            self.placement = placed.to_dict() if placed is not None else None
         else:
             self.placement = None
         if not isinstance(interval_s, (int, float)) or not 0.01 <= interval_s <= 3600:

@@ -332,19 +332,6 @@ def tester_ceiling(m: Any, frame: FrameSize, duration_s: float, start_pps: float
 
 
 @dataclass(frozen=True)
-class _CaptureBed:
-    """What the capture test bed says of its capture process (``Testbed.state``'s ``capture``)."""
-
-    pid: int
-    stats: str
-
-
-@dataclass(frozen=True)
-class _BedState:
-    capture: _CaptureBed
-
-
-@dataclass(frozen=True)
 class _Stats:
     """The capture's counters file, for what it opened (library version, XDP mode)."""
 
@@ -361,8 +348,9 @@ def run_bench(p: BenchParams, out_dir: str, notify: Callable[[str], None] = lamb
         for method in p.methods:
             with Testbed.create("capture", capture_method=method, capture_batch=p.batch,
                                 dut_cpus=str(p.capture_cpu)) as tb:
-                bed = from_dict(_BedState, tb.state).capture
-                proc = CaptureProcess(bed.pid, bed.stats)
+                info = tb.state.capture
+                assert info is not None  # the capture topology records its capture process
+                proc = CaptureProcess(info.pid, info.stats)
                 tx_port = tb.port("tx")
                 tx = Port(tx_port.ifname, netns=tx_port.netns, io=p.io)
                 template = {**tb.stream_defaults("tx", "tx"), "dst_mac": tx_port.peer_mac, "dst_ip": "198.18.0.3"}
@@ -372,7 +360,7 @@ def run_bench(p: BenchParams, out_dir: str, notify: Callable[[str], None] = lamb
                         doc.results.append(entry)
                         _save(doc, out_dir, t0)
             with contextlib.suppress(OSError):  # the capture's counters file goes with its test bed
-                os.remove(bed.stats)
+                os.remove(info.stats)
         doc.complete = True
     except (*INTERRUPTS, InterruptedTrial) as e:  # what finished stays in the document
         doc.interrupted_reason = interrupt_reason(e)

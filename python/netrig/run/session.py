@@ -135,9 +135,8 @@ def existing_testbed(tb_id: str) -> Iterator[Testbed]:
     """A test bed built earlier (``netrig testbed up``); left standing. (Every measured trial checks
     and repairs it first: ``Session.before_trial``.)"""
     tb = Testbed.attach(tb_id)
-    status = from_dict(_BedState, tb.state).status
-    if status != "up":
-        raise TestbedError(f"testbed {tb_id} is {status}, not up: `netrig testbed status {tb_id}`")
+    if tb.state.status != "up":
+        raise TestbedError(f"testbed {tb_id} is {tb.state.status}, not up: `netrig testbed status {tb_id}`")
     yield tb
 
 
@@ -253,24 +252,7 @@ def _recorded(tb: Testbed, name: str, role: str, knob_record: dict | None, cpus:
 
 def _shares_cpu(tb: Testbed) -> str | None:
     """Why the DUT shares its CPUs with the tester (the test bed's placement), ``None`` if it does not."""
-    placement = tb.placement
-    return from_dict(_Placement, placement).shared if placement else None
-
-
-@dataclass(frozen=True)
-class _Placement:
-    """What the result says of the test bed's CPU placement (``Testbed.placement``)."""
-
-    shared: str | None = None
-
-
-@dataclass(frozen=True)
-class _BedState:
-    """The parts of a test bed's state (``Testbed.state``) a session reads."""
-
-    status: str | None = None
-    #: Per IP family: the source address the responder's frames go to (a source NAT's).
-    expected_rx_src: dict[str, str] | None = None
+    return tb.placement.shared if tb.placement is not None else None
 
 
 @dataclass(frozen=True)
@@ -305,7 +287,7 @@ def _responder(tb: Testbed, tx: str, rx: str, family: int) -> dict | None:
         back = tb.stream_defaults(tx=rx, rx=tx, family=family)
     except NetrigError:  # an external DUT without a MAC to send back to: no stateful trials
         return None
-    nat = (from_dict(_BedState, tb.state).expected_rx_src or {}).get(str(family))
+    nat = tb.expected_rx_src(family) if tb.translates_source else None
     return {**back, "dst_ip": nat} if nat else back
 
 

@@ -22,10 +22,10 @@ def status(tb_id: str | None = None) -> list[dict]:
     out = []
     for s in st.all_states():
         try:
-            out.append(Testbed.attach(s["id"]).status())
+            out.append(Testbed.attach(s.id).status())
         except TestbedError as e:  # another netrig's: listed, not fatal to the others
-            out.append({"id": s["id"], "topology": str(s.get("topology", "?")), "status": "foreign", "detached": True,
-                        "owner_pid": s.get("owner_pid"), "owner_alive": False, "namespaces": [],
+            out.append({"id": s.id, "topology": s.topology, "status": "foreign", "detached": True,
+                        "owner_pid": s.owner_pid, "owner_alive": False, "namespaces": [],
                         "namespaces_present": [], "problems": [str(e)], "foreign": True})
     return out
 

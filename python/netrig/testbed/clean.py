@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 
 from netrig.testbed import state as st
+from netrig.testbed.links import read_links
 from netrig.testbed.nsthread import kill_in_netns, remove_netns
 from netrig.testbed.testbed import teardown_state
 
@@ -28,18 +29,18 @@ def clean(force: bool = False) -> st.CleanReport:
     claimed: set[str] = set()
     for s in st.all_states():
         alive = st.owner_alive(s)
-        if (alive or s.get("detached")) and not force:
-            why = f"owner pid {s.get('owner_pid')} alive" if alive else "detached (netrig testbed up)"
-            rep.kept.append(f"testbed {s['id']} ({why})")
-            claimed.update(s.get("namespaces", []))
-            claimed.update(i["ifname"] for i in s.get("interfaces", []))
+        if (alive or s.detached) and not force:
+            why = f"owner pid {s.owner_pid} alive" if alive else "detached (netrig testbed up)"
+            rep.kept.append(f"testbed {s.id} ({why})")
+            claimed.update(s.namespaces)
+            claimed.update(i.ifname for i in s.interfaces)
             continue
         left = teardown_state(s)
         if left:
             rep.errors += left
         else:
-            rep.removed_testbeds.append(s["id"])
-            rep.removed_namespaces += list(s.get("namespaces", []))
+            rep.removed_testbeds.append(s.id)
+            rep.removed_namespaces += list(s.namespaces)
     try:
         names = os.listdir("/run/netns")
     except FileNotFoundError:
@@ -55,11 +56,10 @@ def clean(force: bool = False) -> st.CleanReport:
     from pyroute2 import IPRoute  # ~0.2 s to import: only when there is something to clean
 
     with IPRoute() as ipr:
-        for link in ipr.get_links():
-            name = link.get_attr("IFLA_IFNAME")
+        for name, link in read_links(ipr).items():
             if name and st.NAME_RE.match(name) and name not in claimed:
                 try:
-                    ipr.link("del", index=link["index"])
+                    ipr.link("del", index=link.index)
                     rep.removed_links.append(name)
                 except Exception as e:
                     rep.errors.append(f"link {name}: {e}")

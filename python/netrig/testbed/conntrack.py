@@ -17,7 +17,7 @@ import socket
 import struct
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 from netrig.errors import CapabilityError, TestbedError
 from netrig.testbed.nsthread import run_in_netns
@@ -42,26 +42,42 @@ def count(netns: str | None) -> int:
                               "this kernel, or the DUT has no conntrack rules)") from None
 
 
-def parse_entry(line: str) -> tuple[str, dict[str, str], dict[str, str]] | None:
-    """``(protocol, original tuple, reply tuple)`` of one ``/proc/net/nf_conntrack`` line, each tuple
-    ``{"src", "dst", "sport", "dport"}`` (ports absent for protocols without them); ``None`` for a line
-    that is not an entry."""
+@dataclass(frozen=True)
+class ConnTuple:
+    """One direction of a conntrack entry: addresses and (for TCP/UDP) ports."""
+
+    src: str
+    dst: str
+    sport: str | None = None
+    dport: str | None = None
+
+
+@dataclass(frozen=True)
+class ConntrackEntry:
+    proto: str
+    original: ConnTuple
+    reply: ConnTuple
+
+
+_TUPLE_KEYS = frozenset(f.name for f in fields(ConnTuple))
+
+
+def parse_entry(line: str) -> ConntrackEntry | None:
+    """One ``/proc/net/nf_conntrack`` line as its protocol, original and reply tuple (ports absent for
+    protocols without them); ``None`` for a line that is not an entry."""
     parts = line.split()
     if len(parts) < 4:
         return None
-    proto = parts[2]
     orig: dict[str, str] = {}
     reply: dict[str, str] = {}
     for p in parts[4:]:
-        if "=" not in p:
-            continue
-        k, v = p.split("=", 1)
-        if k not in ("src", "dst", "sport", "dport"):
-            continue
-        (orig if k not in orig else reply)[k] = v
-    if "src" not in orig or "src" not in reply:
+        k, eq, v = p.partition("=")
+        if eq and k in _TUPLE_KEYS:
+            (orig if k not in orig else reply)[k] = v
+    try:
+        return ConntrackEntry(parts[2], ConnTuple(**orig), ConnTuple(**reply))
+    except TypeError:  # a tuple without its addresses
         return None
-    return proto, orig, reply
 
 
 @dataclass
@@ -112,18 +128,18 @@ def check_tuples(lines: Iterable[str], proto: str, initiator_ip: str, max_exampl
     nat: set[str] = set()
     for line in lines:
         e = parse_entry(line)
-        if e is None or e[0] != proto or e[1].get("src") != initiator_ip:
+        if e is None or e.proto != proto or e.original.src != initiator_ip:
             continue
-        _, o, r = e
+        o, r = e.original, e.reply
         out.entries += 1
-        if r.get("dst") != o.get("src"):
+        if r.dst != o.src:
             out.translated += 1
             if len(nat) < 16:
-                nat.add(r.get("dst", "?"))
-        if r.get("dport") != o.get("sport"):
+                nat.add(r.dst)
+        if r.dport != o.sport:
             out.port_changed += 1
             if len(out.examples) < max_examples:
-                out.examples.append(f"{o.get('src')}:{o.get('sport')} -> {r.get('dst')}:{r.get('dport')}")
+                out.examples.append(f"{o.src}:{o.sport} -> {r.dst}:{r.dport}")
     out.nat_addresses = sorted(nat)
     return out
 

@@ -48,7 +48,7 @@ import signal
 import socket
 import struct
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -428,9 +428,9 @@ class KnobLayout:
     def of_testbed(cls, tb: Any) -> KnobLayout:
         """Every interface a test bed recorded (``dut``: its DUT side, ``tester``: its tester ports)."""
         ifs = []
-        for i in tb.state.get("interfaces", []):
-            m = st.NAME_RE.match(i["ifname"])
-            ifs.append(KnobInterface(i["role"], i["netns"], i["ifname"], i["ifname"].split("-", 1)[1] if m else None))
+        for i in tb.state.interfaces:
+            m = st.NAME_RE.match(i.ifname)
+            ifs.append(KnobInterface(i.role, i.netns, i.ifname, i.ifname.split("-", 1)[1] if m else None))
         tester = tuple(dict.fromkeys(i.netns for i in ifs if i.role == "tester"))
         spaces: dict[str, tuple[str | None, ...]] = {"tester": tester, "host": (None,)}
         if tb.dut_netns:
@@ -664,19 +664,22 @@ def _signals_deferred() -> Iterator[None]:
 class KnobApplier:
     """Applies a :class:`Knobs` spec to a :class:`KnobLayout` and restores it.
 
-    ``state``: a test bed's state dict; the undo log is written into it (``state["knobs"]``) before
+    ``state``: a test bed's state; the undo log is written into it (``state.knobs``) before
     every change, so ``netrig testbed down``/``clean`` restore what a killed run left. ``record``
     is the JSON-able account (``before``, ``applied``, ``changed``, ``skipped``, ``restored``).
     Use :func:`applied_knobs` unless you need the two steps apart. ``path`` names the spec in
     errors (``testbed.knobs`` in a run's config)."""
 
-    def __init__(self, knobs: Knobs, layout: KnobLayout, state: dict[str, Any] | None = None,
+    def __init__(self, knobs: Knobs, layout: KnobLayout, state: st.TestbedState | None = None,
                  path: str = "knobs"):
         self.knobs, self.layout, self.state, self.path = knobs, layout, state, path
-        self.record: dict[str, Any] = {"requested": knobs.to_dict(), "before": {}, "applied": {}, "changed": [],
-                                       "skipped": [], "restored": False, "restore_problems": []}
+        self._changed: list[dict[str, Any]] = []
+        self._skipped: list[dict[str, Any]] = []
+        self.record: dict[str, Any] = {"requested": knobs.to_dict(), "before": {}, "applied": {},
+                                       "changed": self._changed, "skipped": self._skipped, "restored": False,
+                                       "restore_problems": []}
         self._plan: list[_Knob] = self._resolve()
-        self._undo: list[dict[str, Any]] = []
+        self._undo: list[st.KnobUndo] = []
         self._checked: list[_Knob] = []  # read before: compared again after the restore
         self._snapshots: dict[tuple[str, str | None, str], Any] = {}
         self._drivers: dict[tuple[str | None, str], str] = {}
@@ -760,15 +763,15 @@ class KnobApplier:
                               f"{', '.join(states)} (`ethtool -k` shows [fixed])")
                 return
             already = all(states[n][1] == v and states[n][2] == v for n, v in want.items())
-            undo: dict[str, Any] = {"requested": {n: states[n][1] for n in want}}
+            entry = st.KnobUndo(k.kind, k.netns, k.ifname, k.label, k.target,
+                                requested={n: states[n][1] for n in want})
         else:
             want = self._wire(k)
             already = self._same(k, k.before, want)
-            undo = {"name": k.name, "value": k.before}
+            entry = st.KnobUndo(k.kind, k.netns, k.ifname, k.label, k.target, k.name, k.before)
         if already:
             self._done(k, k.before)
             return
-        entry = {"kind": k.kind, "netns": k.netns, "ifname": k.ifname, "label": k.label, "target": k.target, **undo}
         self._log(entry)  # before the write: a crash right after it still knows how to undo it
         try:
             note = self._write(k, want)
@@ -793,7 +796,7 @@ class KnobApplier:
                     "requested": self._show_request(k), "read_back": self._show(k, after)}
             if note:
                 item["note"] = note
-            self.record["changed"].append(item)
+            self._changed.append(item)
 
     # ------------------------------------------------------------ restoring
     def restore(self) -> list[str]:
@@ -952,9 +955,9 @@ class KnobApplier:
         self.record[part].setdefault(k.target, {}).setdefault(k.where, {})[k.label] = value
 
     def _skip(self, k: _Knob, reason: str) -> None:
-        self.record["skipped"].append({"knob": k.label, "target": k.target, "where": k.where, "reason": reason})
+        self._skipped.append({"knob": k.label, "target": k.target, "where": k.where, "reason": reason})
 
-    def _log(self, entry: dict[str, Any]) -> None:
+    def _log(self, entry: st.KnobUndo) -> None:
         """Record how to undo a change before making it."""
         self._undo.append(entry)
         self._persist()
@@ -962,59 +965,55 @@ class KnobApplier:
     def _persist(self) -> None:
         if self.state is None:
             return
-        if self._undo:
-            self.state["knobs"] = {"owner_pid": os.getpid(), "owner_start_time": st.proc_start_time(),
-                                   "undo": list(self._undo)}
-        else:
-            self.state.pop("knobs", None)
-        if self.state.get("id"):
+        self.state.knobs = st.KnobHold(os.getpid(), st.proc_start_time(), tuple(self._undo)) if self._undo else None
+        if self.state.id:
             st.write_state(self.state)
 
     def _restore_leftovers(self) -> None:
         """Knobs a killed run left on this test bed: restored first (their owner is gone)."""
         if self.state is None:
             return
-        left = self.state.get("knobs") or {}
-        if not left.get("undo"):
+        left = self.state.knobs
+        if left is None or not left.undo:
             return
-        if st.pid_alive(left.get("owner_pid"), left.get("owner_start_time")):
-            raise TestbedError(f"test bed {self.state.get('id')}: process {left.get('owner_pid')} holds tuning "
+        if st.pid_alive(left.owner_pid, left.owner_start_time):
+            raise TestbedError(f"test bed {self.state.id}: process {left.owner_pid} holds tuning "
                                "knobs on it; wait for it to end (two runs would restore each other's values)")
-        problems = restore_entries(list(left["undo"]))
-        self.record["leftovers_restored"] = [e.get("label") for e in left["undo"]]
+        problems = restore_entries(left.undo)
+        self.record["leftovers_restored"] = [e.label for e in left.undo]
         if problems:
-            raise TestbedError(f"test bed {self.state.get('id')}: knobs a killed run (pid {left.get('owner_pid')}) "
+            raise TestbedError(f"test bed {self.state.id}: knobs a killed run (pid {left.owner_pid}) "
                                f"left cannot be restored: {'; '.join(problems)}")
         self._persist()  # nothing of ours yet: drops the old log
 
 
-def restore_entries(entries: list[dict[str, Any]]) -> list[str]:
+def restore_entries(entries: Sequence[st.KnobUndo]) -> list[str]:
     """Write back each undo-log entry, the last first; returns what failed (a knob whose namespace
     is gone went with it and counts as restored)."""
     problems: list[str] = []
     for e in reversed(entries):
-        ns, ifname = e.get("netns"), e.get("ifname")
+        ns, ifname = e.netns, e.ifname
         if not _ns_present(ns):
             continue
         try:
-            if e["kind"] == "features":
-                run_in_netns(ns, _features_set_here, ifname, e["requested"])
-            elif e["kind"] == "coalesce":
-                run_in_netns(ns, _coalesce_set_here, ifname, COALESCE[e["name"]], e["value"])
-            elif e["kind"] == "sysfs":
-                run_in_netns(ns, _sysfs_write_here, ifname, e["name"], e["value"], sysfs=True)
+            if e.kind == "features":
+                run_in_netns(ns, _features_set_here, ifname, e.requested)
+            elif e.kind == "coalesce":
+                run_in_netns(ns, _coalesce_set_here, ifname, COALESCE[str(e.name)], e.value)
+            elif e.kind == "sysfs":
+                run_in_netns(ns, _sysfs_write_here, ifname, e.name, e.value, sysfs=True)
             else:
-                run_in_netns(ns, write_sysctl, e["name"], e["value"])
+                run_in_netns(ns, write_sysctl, e.name, e.value)
         except Exception as ex:
             if not _ns_present(ns):
                 continue
-            problems.append(f"{e.get('target')} {ifname or ns or 'host'} {e.get('label')}: not restored to "
-                            f"{e.get('requested', e.get('value'))!r} ({_errno_reason(ex)[1]})")
+            problems.append(f"{e.target} {ifname or ns or 'host'} {e.label}: not restored to "
+                            f"{e.requested if e.requested is not None else e.value!r} ({_errno_reason(ex)[1]})")
     return problems
 
 
 @contextlib.contextmanager
-def applied_knobs(knobs: Knobs, layout: KnobLayout, state: dict[str, Any] | None = None,
+def applied_knobs(knobs: Knobs, layout: KnobLayout, state: st.TestbedState | None = None,
                   path: str = "knobs") -> Iterator[dict[str, Any]]:
     """Apply ``knobs`` for the block and restore them after it, also on exceptions, Ctrl-C and
     SIGTERM/SIGHUP (signals are held while values are written or restored, then delivered).

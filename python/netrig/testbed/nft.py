@@ -21,8 +21,11 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from dataclasses import dataclass
+from typing import Any
 
 from netrig.errors import CapabilityError, TestbedError
+from netrig.results.typed import from_dict
 from netrig.testbed.nsthread import dies_with_parent, run_in_netns
 
 FILLER_DST = "198.19.254.0/24"
@@ -203,8 +206,63 @@ def list_ruleset(netns: str | None) -> str:
         return "unavailable: nft not installed"
 
 
-def counters(netns: str, tb_id: str) -> list[dict]:
-    """Per-rule packet/byte counters of table ``netrig_<id>`` (via ``nft -j``)."""
+@dataclass(frozen=True)
+class NftCounter:
+    packets: int = 0
+    bytes: int = 0
+
+
+@dataclass(frozen=True)
+class _Expression:
+    """The parts of one of a rule's expressions (``nft -j``) netrig reads: its counter, a ``flow
+    add`` (the flowtable's slow-path rule)."""
+
+    counter: NftCounter | None = None
+    flow: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class NftRule:
+    """One rule of ``nft -j list table``: its chain, handle and expressions (nft's own JSON)."""
+
+    chain: str
+    handle: int
+    expr: tuple[dict[str, Any], ...] = ()
+
+    def _parts(self) -> list[_Expression]:
+        return [from_dict(_Expression, e) for e in self.expr if isinstance(e, dict)]
+
+    @property
+    def counter(self) -> NftCounter | None:
+        return next((p.counter for p in self._parts() if p.counter is not None), None)
+
+    @property
+    def packets(self) -> int | None:
+        return self.counter.packets if self.counter is not None else None
+
+    @property
+    def adds_flows(self) -> bool:
+        """The flowtable's ``flow add`` rule."""
+        return any(p.flow is not None for p in self._parts())
+
+    @property
+    def text(self) -> str:
+        """The expressions as JSON text (to look for a verb or an address)."""
+        return json.dumps(self.expr)
+
+
+@dataclass(frozen=True)
+class _Item:
+    rule: NftRule | None = None
+
+
+@dataclass(frozen=True)
+class _Listing:
+    nftables: tuple[_Item, ...] = ()
+
+
+def counters(netns: str, tb_id: str) -> list[NftRule]:
+    """Every rule of table ``netrig_<id>`` with its packet/byte counter (via ``nft -j``)."""
     def body() -> subprocess.CompletedProcess:
         return subprocess.run(["nft", "-j", "list", "table", "inet", table_name(tb_id)],
                               capture_output=True, text=True, timeout=30)
@@ -212,26 +270,15 @@ def counters(netns: str, tb_id: str) -> list[dict]:
     r = run_in_netns(netns, body)
     if r.returncode != 0:
         raise TestbedError(f"nftables in {netns}: cannot list table {table_name(tb_id)}: {r.stderr.strip()}")
-    out = []
-    for item in json.loads(r.stdout).get("nftables", []):
-        rule = item.get("rule")
-        if not rule:
-            continue
-        pk = by = None
-        for e in rule.get("expr", []):
-            if isinstance(e, dict) and "counter" in e:
-                pk, by = e["counter"].get("packets"), e["counter"].get("bytes")
-        out.append({"chain": rule.get("chain"), "handle": rule.get("handle"), "packets": pk, "bytes": by,
-                    "expr": rule.get("expr")})
-    return out
+    return [i.rule for i in from_dict(_Listing, json.loads(r.stdout)).nftables if i.rule is not None]
 
 
 def slow_path_packets(netns: str, tb_id: str) -> int | None:
     """The counter of the flowtable's ``flow add`` rule: TCP/UDP packets that took the slow path (the
     forward chain) since the build; None if the table has no flowtable."""
     for r in counters(netns, tb_id):
-        if r["chain"] == "forward" and any(isinstance(e, dict) and "flow" in e for e in r["expr"] or []):
-            return r["packets"] or 0
+        if r.chain == "forward" and r.adds_flows:
+            return r.packets or 0
     return None
 
 

@@ -77,21 +77,22 @@ def run_in_netns(name: str | None, fn: Callable[..., T], *args: Any, sysfs: bool
     ``name=None`` runs in the caller's namespace (still in a thread, so ``sysfs`` works the same).
     Exceptions raised by ``fn`` are re-raised in the caller.
     """
-    box: dict[str, Any] = {}
+    values: list[T] = []
+    errors: list[BaseException] = []
 
     def body() -> None:
         try:
             enter_netns(name, sysfs=sysfs)
-            box["value"] = fn(*args, **kwargs)
+            values.append(fn(*args, **kwargs))
         except BaseException as e:
-            box["error"] = e
+            errors.append(e)
 
     t = threading.Thread(target=body, name=f"netrig-ns-{name}", daemon=True)
     t.start()
     t.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+    if errors:
+        raise errors[0]
+    return values[0]
 
 
 def read_sysctl(name: str) -> str:

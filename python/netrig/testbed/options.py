@@ -262,3 +262,9 @@ class TestbedOptions:
         d["dut_cpus"] = list(self.dut_cpus) if self.dut_cpus else None
         d["ifaces"] = list(self.ifaces)
         return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TestbedOptions:
+        """The options :meth:`to_dict` wrote (validated again)."""
+        kw: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}
+        return cls(**kw)

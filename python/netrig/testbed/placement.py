@@ -26,12 +26,14 @@ import os
 import subprocess
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from netrig import _native
 from netrig.errors import CapabilityError, NetrigError, TestbedError
 from netrig.testbed.nsthread import run_in_netns
 from netrig.testbed.options import MACHINE_CPUS
+from netrig.testbed.state import NapiThread, Placement
 
 #: Placements under which a slow DUT may still slow the sender (it holds the sender's frames, or
 #: works on its CPU): there a sender that fell short can be the DUT's backpressure.
@@ -121,7 +123,8 @@ def cpu_mask(cpus: tuple[int, ...]) -> str:
     return f"{m:x}"
 
 
-def _napi_threads(ifname: str) -> list[dict[str, Any]]:
+def _napi_threads(ifname: str) -> list[tuple[int, str]]:
+    """``(pid, comm)`` of the threaded-NAPI kernel threads of ``ifname``."""
     want = f"napi/{ifname}"[:15]
     out = []
     for pid in os.listdir("/proc"):
@@ -134,97 +137,95 @@ def _napi_threads(ifname: str) -> list[dict[str, Any]]:
             continue
         # comm is truncated to 15 characters; "napi/<if>-<id>" may lose its suffix
         if comm == want or comm.startswith(want + "-"):
-            out.append({"pid": int(pid), "comm": comm})
+            out.append((int(pid), comm))
     return out
 
 
-def apply(netns: str, ifaces: list[str], cpus: tuple[int, ...], mode: str, ring: int | None = None) -> dict[str, Any]:
+def apply(netns: str, ifaces: list[str], cpus: tuple[int, ...], mode: str, ring: int | None = None) -> Placement:
     """Apply ``mode`` for ``ifaces`` (in ``netns``) to ``cpus``; return the record for ``describe()``."""
     if mode == "inline":
-        return {"mode": mode, "cpus": None, "netns": netns, "interfaces": {},
-                "note": "the DUT's processing runs in softirq on the CPU that sends into it (the tester's)"}
-    record: dict[str, Any] = {"mode": mode, "cpus": list(cpus), "netns": netns, "interfaces": {}}
-    if shares_cpu_with_tester(cpus):
-        record["shared"] = f"one CPU: the DUT and the tester share CPU {','.join(map(str, cpus))}"
+        return Placement(mode, None, netns,
+                         note="the DUT's processing runs in softirq on the CPU that sends into it (the tester's)")
+    shared = f"one CPU: the DUT and the tester share CPU {','.join(map(str, cpus))}" \
+        if shares_cpu_with_tester(cpus) else None
+    record = Placement(mode, tuple(cpus), netns, shared=shared)
     if mode == "wire":
         return _wire(record, netns, ifaces, cpus, ring or _native.WIRE_DEFAULT_RING)
     if mode == "rps":
-        mask = cpu_mask(cpus)
-
-        def body() -> dict[str, Any]:
-            res = {}
-            for ifname in ifaces:
-                path = f"/sys/class/net/{ifname}/queues/rx-0/rps_cpus"
-                try:
-                    with open(path, "w") as f:
-                        f.write(mask)
-                    with open(path) as f:
-                        res[ifname] = {"rps_cpus": f.read().strip()}
-                except OSError as e:
-                    raise CapabilityError(f"dut_cpus: cannot set RPS on {ifname} ({path}): {e.strerror}; "
-                                          "is the kernel built with CONFIG_RPS?") from None
-            return res
-
-        record["interfaces"] = run_in_netns(netns, body, sysfs=True)
-        return record
-
-    def body_napi() -> dict[str, Any]:
-        res = {}
-        for ifname in ifaces:
-            r = subprocess.run(["ethtool", "-K", ifname, "gro", "on"], capture_output=True, text=True,
-                               timeout=10)
-            if r.returncode != 0:
-                raise CapabilityError(f"dut_cpus: `ethtool -K {ifname} gro on` failed ({r.stderr.strip()}); "
-                                      "veth needs GRO for NAPI; try --dut-placement rps")
-            path = f"/sys/class/net/{ifname}/threaded"
-            try:
-                with open(path, "w") as f:
-                    f.write("1")
-                with open(path) as f:
-                    res[ifname] = {"gro": "on", "threaded": f.read().strip()}
-            except OSError as e:
-                raise CapabilityError(f"dut_cpus: cannot enable threaded NAPI on {ifname}: {e.strerror}; "
-                                      "try --dut-placement rps") from None
-        return res
-
+        return replace(record, interfaces=run_in_netns(netns, _rps_here, ifaces, cpu_mask(cpus), sysfs=True))
     try:
-        record["interfaces"] = run_in_netns(netns, body_napi, sysfs=True)
+        interfaces = run_in_netns(netns, _threaded_napi_here, ifaces, sysfs=True)
     except FileNotFoundError:
         raise CapabilityError("dut_cpus: ethtool is not installed (apt install ethtool) — "
                               "or use --dut-placement rps") from None
-    threads: list[dict[str, Any]] = []
+    return replace(record, interfaces=interfaces, threads=tuple(t for i in ifaces for t in _pin_napi(i, cpus)))
+
+
+def _rps_here(ifaces: list[str], mask: str) -> dict[str, dict[str, Any]]:
+    res = {}
     for ifname in ifaces:
-        found: list[dict[str, Any]] = []
-        for _ in range(50):  # kthreads appear asynchronously
-            found = _napi_threads(ifname)
-            if found:
-                break
-            time.sleep(0.01)
-        if not found:
-            raise TestbedError(f"dut_cpus: no napi/{ifname} kernel thread appeared after enabling threaded NAPI")
-        for t in found:
-            try:
-                os.sched_setaffinity(t["pid"], set(cpus))
-                t["affinity"] = sorted(os.sched_getaffinity(t["pid"]))
-            except OSError as e:
-                raise TestbedError(f"dut_cpus: cannot pin {t['comm']} (pid {t['pid']}): {e.strerror}") from None
-            t["interface"] = ifname
-        threads += found
-    record["threads"] = threads
-    return record
+        path = f"/sys/class/net/{ifname}/queues/rx-0/rps_cpus"
+        try:
+            with open(path, "w") as f:
+                f.write(mask)
+            with open(path) as f:
+                res[ifname] = {"rps_cpus": f.read().strip()}
+        except OSError as e:
+            raise CapabilityError(f"dut_cpus: cannot set RPS on {ifname} ({path}): {e.strerror}; "
+                                  "is the kernel built with CONFIG_RPS?") from None
+    return res
 
 
-def _wire(record: dict[str, Any], netns: str, ifaces: list[str], cpus: tuple[int, ...], ring: int) -> dict[str, Any]:
+def _threaded_napi_here(ifaces: list[str]) -> dict[str, dict[str, Any]]:
+    res = {}
+    for ifname in ifaces:
+        r = subprocess.run(["ethtool", "-K", ifname, "gro", "on"], capture_output=True, text=True, timeout=10)
+        if r.returncode != 0:
+            raise CapabilityError(f"dut_cpus: `ethtool -K {ifname} gro on` failed ({r.stderr.strip()}); "
+                                  "veth needs GRO for NAPI; try --dut-placement rps")
+        path = f"/sys/class/net/{ifname}/threaded"
+        try:
+            with open(path, "w") as f:
+                f.write("1")
+            with open(path) as f:
+                res[ifname] = {"gro": "on", "threaded": f.read().strip()}
+        except OSError as e:
+            raise CapabilityError(f"dut_cpus: cannot enable threaded NAPI on {ifname}: {e.strerror}; "
+                                  "try --dut-placement rps") from None
+    return res
+
+
+def _pin_napi(ifname: str, cpus: tuple[int, ...]) -> list[NapiThread]:
+    """Pin ``ifname``'s NAPI kernel threads to ``cpus`` (they appear asynchronously)."""
+    found: list[tuple[int, str]] = []
+    for _ in range(50):
+        found = _napi_threads(ifname)
+        if found:
+            break
+        time.sleep(0.01)
+    if not found:
+        raise TestbedError(f"dut_cpus: no napi/{ifname} kernel thread appeared after enabling threaded NAPI")
+    out = []
+    for pid, comm in found:
+        try:
+            os.sched_setaffinity(pid, set(cpus))
+            out.append(NapiThread(pid, comm, tuple(sorted(os.sched_getaffinity(pid))), ifname))
+        except OSError as e:
+            raise TestbedError(f"dut_cpus: cannot pin {comm} (pid {pid}): {e.strerror}") from None
+    return out
+
+
+def _wire(record: Placement, netns: str, ifaces: list[str], cpus: tuple[int, ...], ring: int) -> Placement:
     """Attach the wire to every DUT interface (a ring of ``ring`` frames per DUT CPU)."""
-    record["ring"] = ring
+    interfaces: dict[str, dict[str, Any]] = {}
     for ifname in ifaces:
         try:
             prog = _native.wire_attach(ifname, netns, list(cpus), ring)
         except NetrigError as e:
             raise CapabilityError(f"dut_placement wire: {e}; this kernel needs native XDP on veth and "
                                   "BPF CPUMAP (Linux 5.9+); or use --dut-placement rps") from None
-        record["interfaces"][ifname] = {"prog_id": prog}
+        interfaces[ifname] = {"prog_id": prog}
     where = ",".join(map(str, cpus))
-    record["note"] = (f"the wire: each DUT interface's frames go to a {ring}-frame receive ring on CPU {where}; "
-                      "the DUT's stack works there and drops what its full ring cannot take")
-    return record
+    return replace(record, ring=ring, interfaces=interfaces,
+                   note=(f"the wire: each DUT interface's frames go to a {ring}-frame receive ring on CPU {where}; "
+                         "the DUT's stack works there and drops what its full ring cannot take"))

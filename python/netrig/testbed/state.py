@@ -18,10 +18,11 @@ import os
 import re
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from netrig.errors import ConfigError, TestbedError
+from netrig.errors import ConfigError, ResultError, TestbedError
+from netrig.results.typed import from_dict
 
 STATE_DIR = "/run/netrig/testbeds"
 
@@ -30,30 +31,255 @@ NAME_RE = re.compile(r"^nr([0-9a-f]{4})-[a-z0-9]{1,8}$")
 ID_RE = re.compile(r"^[0-9a-f]{4}$")
 
 
+# --------------------------------------------------------------------------------------------- #
+# The state file's parts, each a type (read back with ``netrig.results.typed.from_dict``)
+
+@dataclass(frozen=True)
+class TesterPort:
+    """One tester port: an interface (one end of a veth pair) in its own namespace.
+
+    ``peer_mac`` is the MAC that frames sent from this port must be addressed to (the DUT's interface
+    for routed topologies, the other tester port for loopback/bridge). ``ipv4``/``ipv6`` are the
+    addresses the port stands for (not configured in its kernel stack unless ``tester_stack=True``).
+    """
+
+    __test__ = False
+
+    name: str
+    ifname: str
+    netns: str | None
+    mac: str
+    ipv4: str | None = None
+    ipv6: str | None = None
+    peer_mac: str | None = None
+    gateway_ipv4: str | None = None
+    gateway_ipv6: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Interface:
+    """An interface of the test bed (a veth end, the DUT's bridge, a user's NIC): its namespace
+    (``None``: the host's), name, ``role`` (``tester`` or ``dut``) and veth peer."""
+
+    netns: str | None
+    ifname: str
+    role: str
+    peer: str | None = None
+
+
+@dataclass(frozen=True)
+class Expected:
+    """One thing the build configured, so ``Testbed.health`` can check it and ``repair`` restore
+    it: a link set ``up``, an ``addr`` (``cidr``) on ``ifname``, a permanent ``neigh`` (``ip`` →
+    ``mac``), a ``route`` (``dst`` via ``gateway``)."""
+
+    kind: str
+    netns: str | None
+    ifname: str | None = None
+    cidr: str | None = None
+    ip: str | None = None
+    mac: str | None = None
+    dst: str | None = None
+    gateway: str | None = None
+
+
+@dataclass(frozen=True)
+class DutProcess:
+    """A DUT process the test bed runs (a forwarder, testpmd, a capture): recorded before it
+    starts, so teardown finds it by pid and start time whoever built the test bed."""
+
+    role: str
+    pid: int
+    start_time: float | None
+    argv: tuple[str, ...]
+    log: str
+    #: A directory the process makes that teardown removes once it has stopped.
+    runtime_dir: str | None = None
+    #: A capture's statistics file.
+    stats: str | None = None
+
+
+@dataclass(frozen=True)
+class SysctlChange:
+    """A host-wide sysctl the build changed: its value before (restored at teardown, unless
+    somebody changed it since) and the value set."""
+
+    old: str
+    new: str
+
+
+@dataclass(frozen=True)
+class NapiThread:
+    """A threaded-NAPI kernel thread pinned to the DUT's CPUs."""
+
+    pid: int
+    comm: str
+    affinity: tuple[int, ...] = ()
+    interface: str | None = None
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where the DUT's packet work runs (``netrig.testbed.placement``; docs/testbed.md): ``mode``
+    (``wire``, ``rps``, ``threaded-napi``, ``inline``, or ``forwarder``/``capture-xdp`` for a DUT
+    process's own pinned threads), its ``cpus`` (``None``: the sender's), what was set per DUT
+    interface, in words (``note``), and ``shared`` when the DUT and the tester share the only CPU."""
+
+    mode: str
+    cpus: tuple[int, ...] | None = None
+    netns: str | None = None
+    #: Per DUT interface what was set (the wire's program id, an RPS mask, GRO and threaded NAPI).
+    interfaces: dict[str, dict[str, Any]] = field(default_factory=dict)
+    note: str | None = None
+    shared: str | None = None
+    #: The wire's ring, frames per DUT CPU.
+    ring: int | None = None
+    threads: tuple[NapiThread, ...] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["cpus"] = list(self.cpus) if self.cpus is not None else None
+        return {k: v for k, v in d.items() if v is not None or k in ("cpus", "note")}
+
+
+@dataclass(frozen=True)
+class FlowtableRecord:
+    """The DUT's nftables flowtable (the ``flowtable`` option)."""
+
+    name: str
+    devices: tuple[str, ...]
+    hook: str
+    hardware_offload: bool
+    slow_path_rule: str
+
+
+@dataclass(frozen=True)
+class PolicerRecord:
+    """The policer DUT's cap and token bucket (``burst`` in ``burst_unit``: packets or bytes)."""
+
+    cap_pps: float | None
+    cap_bps: float | None
+    burst: int
+    burst_unit: str
+
+
+@dataclass(frozen=True)
+class CaptureRecord:
+    """The capture DUT: its method, batch, CPU, interface and namespace, statistics file and pid."""
+
+    method: str
+    batch: int
+    cpu: int
+    ifname: str
+    netns: str
+    stats: str
+    pid: int
+
+
+@dataclass(frozen=True)
+class KnobUndo:
+    """How to undo one tuning knob a run set (written before the change): ``kind`` (``sysctl``,
+    ``sysfs``, ``coalesce``, ``features``), where, and the value to write back — ``value`` for
+    ``name``, or ``requested`` (feature → on) for features."""
+
+    kind: str
+    netns: str | None
+    ifname: str | None
+    label: str
+    target: str
+    name: str | None = None
+    value: Any = None
+    requested: dict[str, bool] | None = None
+
+
+@dataclass(frozen=True)
+class KnobHold:
+    """Tuning knobs a run holds on the test bed: its pid and start time, and the undo log."""
+
+    owner_pid: int | None
+    owner_start_time: float | None
+    undo: tuple[KnobUndo, ...] = ()
+
+
+@dataclass
+class TestbedState:
+    """A test bed as its state file records it: written before each part is created and updated as
+    the build goes, so another process (``netrig testbed down/status/clean``) always knows what to
+    remove. Mutable while the build fills it; every part is a frozen type."""
+
+    __test__ = False
+
+    id: str
+    topology: str
+    options: dict[str, Any] = field(default_factory=dict)
+    owner_pid: int | None = None
+    owner_start_time: float | None = None
+    detached: bool = False
+    created_at: float | None = None
+    #: ``building``, ``up`` or ``teardown-failed``.
+    status: str = "building"
+    namespaces: list[str] = field(default_factory=list)
+    #: The sysctls each namespace was created with.
+    sysctls: dict[str, dict[str, str]] = field(default_factory=dict)
+    global_sysctls: dict[str, SysctlChange] = field(default_factory=dict)
+    ports: list[TesterPort] = field(default_factory=list)
+    interfaces: list[Interface] = field(default_factory=list)
+    expected: list[Expected] = field(default_factory=list)
+    processes: list[DutProcess] = field(default_factory=list)
+    #: The nftables rule set loaded per namespace.
+    nft: dict[str, str] = field(default_factory=dict)
+    placement: Placement | None = None
+    dut_netns: str | None = None
+    #: One tester port that is tx and rx (``oneport``).
+    one_port: bool = False
+    #: The CPUs the DUT's own pinned threads hold (a forwarder, testpmd, a capture).
+    dut_threads_cpus: list[int] = field(default_factory=list)
+    #: The source address the receiving port sees, by IP version (``"4"``, ``"6"``): a NAT's.
+    expected_rx_src: dict[str, str] | None = None
+    flowtable: FlowtableRecord | None = None
+    policer: PolicerRecord | None = None
+    capture: CaptureRecord | None = None
+    knobs: KnobHold | None = None
+    notes: list[str] = field(default_factory=list)
+    build_s: float | None = None
+    teardown_s: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TestbedState:
+        return from_dict(cls, d)
+
+
 def state_path(tb_id: str) -> str:
     return os.path.join(STATE_DIR, f"{tb_id}.json")
 
 
-def write_state(state: dict[str, Any]) -> None:
+def write_state(state: TestbedState) -> None:
     os.makedirs(STATE_DIR, exist_ok=True)
-    path = state_path(state["id"])
+    path = state_path(state.id)
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "w") as f:
-        json.dump(state, f, indent=1, sort_keys=True)
+        json.dump(state.to_dict(), f, indent=1, sort_keys=True)
     os.replace(tmp, path)
 
 
-def read_state(tb_id: str) -> dict[str, Any]:
+def read_state(tb_id: str) -> TestbedState:
     if not ID_RE.match(tb_id):
         raise TestbedError(f"id {tb_id!r}: not a test-bed id (4 hex digits, see `netrig testbed status`)")
     try:
         with open(state_path(tb_id)) as f:
-            return json.load(f)
+            return TestbedState.from_dict(json.load(f))
     except FileNotFoundError:
         raise TestbedError(f"id {tb_id}: no such test bed (no {state_path(tb_id)}; "
                            "see `netrig testbed status`)") from None
-    except (OSError, ValueError) as e:
-        raise TestbedError(f"id {tb_id}: state file {state_path(tb_id)} unreadable: {e}") from None
+    except (OSError, ValueError, TypeError, ResultError) as e:
+        raise TestbedError(f"id {tb_id}: state file {state_path(tb_id)} unreadable: {e} (written by another "
+                           "netrig version? remove it with that netrig, or `netrig testbed clean --force`)") from None
 
 
 def remove_state(tb_id: str) -> None:
@@ -64,7 +290,7 @@ def remove_state(tb_id: str) -> None:
             pass
 
 
-def all_states() -> list[dict[str, Any]]:
+def all_states() -> list[TestbedState]:
     out = []
     try:
         names = sorted(os.listdir(STATE_DIR))
@@ -120,12 +346,12 @@ def proc_start_time() -> float | None:
         return None
 
 
-def owner_alive(state: dict[str, Any]) -> bool:
-    return pid_alive(state.get("owner_pid"), state.get("owner_start_time"))
+def owner_alive(state: TestbedState) -> bool:
+    return pid_alive(state.owner_pid, state.owner_start_time)
 
 
 def new_id() -> str:
-    existing = {s["id"] for s in all_states()}
+    existing = {s.id for s in all_states()}
     try:
         existing |= {m.group(1) for n in os.listdir("/run/netns") if (m := NAME_RE.match(n))}
     except FileNotFoundError:

@@ -8,13 +8,14 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from netrig import _native
 from netrig.errors import CapabilityError, ConfigError, Terminated, TestbedError
 from netrig.testbed import state as st
 from netrig.testbed.knobs import restore_entries
+from netrig.testbed.links import NUD_PERMANENT, Link, read_addrs, read_links, read_neighbours, read_routes
 from netrig.testbed.nsthread import (
     create_netns,
     kill_in_netns,
@@ -30,32 +31,10 @@ from netrig.testbed.options import MACHINE_CPUS, TestbedOptions
 if TYPE_CHECKING:  # pyroute2 takes ~0.2 s to import: it loads when a test bed talks netlink
     from pyroute2 import IPRoute
 from netrig.testbed.placement import HOLDS_SENDER
-from netrig.testbed.topologies import TOPOLOGIES, stop_processes
+from netrig.testbed.state import Expected, Interface, Placement, SysctlChange, TestbedState, TesterPort
+from netrig.testbed.topologies import TOPOLOGIES, stop_processes, topology_options
 
-
-@dataclass(frozen=True)
-class TesterPort:
-    """One tester port: an interface (one end of a veth pair) in its own namespace.
-
-    ``peer_mac`` is the MAC that frames sent from this port must be addressed to (the DUT's interface
-    for routed topologies, the other tester port for loopback/bridge). ``ipv4``/``ipv6`` are the
-    addresses the port stands for (not configured in its kernel stack unless ``tester_stack=True``).
-    """
-
-    __test__ = False
-
-    name: str
-    ifname: str
-    netns: str | None
-    mac: str
-    ipv4: str | None = None
-    ipv6: str | None = None
-    peer_mac: str | None = None
-    gateway_ipv4: str | None = None
-    gateway_ipv6: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+__all__ = ["Testbed", "TesterPort", "teardown_state", "dead_processes", "iter_states"]
 
 
 def _ns_exists(name: str) -> bool:
@@ -76,14 +55,14 @@ class Testbed:
 
     __test__ = False
 
-    def __init__(self, topology: str, options: TestbedOptions, state: dict[str, Any] | None = None):
+    def __init__(self, topology: str, options: TestbedOptions, state: TestbedState | None = None):
         if topology not in TOPOLOGIES:
             raise ConfigError("topology", f"{topology!r}: unknown; choose one of {', '.join(TOPOLOGIES)}")
         self.topology = topology
         self.options = options
         self._topo = TOPOLOGIES[topology]
-        self.state: dict[str, Any] = state or {}
-        self._built = bool(state)
+        self.state = state or TestbedState("", topology)
+        self._built = state is not None
         self._old_handlers: dict[int, Any] = {}
         self._pending_signal: int | None = None
         self._iprs: dict[str | None, IPRoute] = {}
@@ -106,22 +85,19 @@ class Testbed:
     def attach(cls, tb_id: str) -> Testbed:
         """A handle on an existing test bed (from its state file), e.g. to ``down()`` it."""
         s = st.read_state(tb_id)
-        opts = dict(s.get("options") or {})
-        topology = s.get("topology")
+        opts = dict(s.options)
+        topology = s.topology
         unknown = sorted(set(opts) - set(TestbedOptions.__dataclass_fields__))
         if topology not in TOPOLOGIES or unknown:
             what = f"topology {topology!r}" if topology not in TOPOLOGIES else f"option {unknown[0]!r}"
             raise TestbedError(f"test bed {tb_id} was built by another netrig version (its {what} is unknown to "
                                f"this one): remove it with the netrig that built it, or with `netrig testbed clean` "
                                "once its owner has exited")
-        opts["ifaces"] = tuple(opts.get("ifaces") or ())
-        if opts.get("dut_cpus"):
-            opts["dut_cpus"] = tuple(opts["dut_cpus"])
-        return cls(s["topology"], TestbedOptions(**opts), state=s)
+        return cls(topology, TestbedOptions.from_dict(opts), state=s)
 
     @property
     def id(self) -> str:
-        return self.state.get("id", "")
+        return self.state.id
 
     def name(self, suffix: str) -> str:
         """Interface / namespace name ``nr<id>-<suffix>``."""
@@ -150,29 +126,14 @@ class Testbed:
         if self._built:
             raise TestbedError(f"testbed {self.id}: already built")
         t0 = time.monotonic()
-        self.state = {
-            "id": st.new_id(),
-            "topology": self.topology,
-            "options": self.options.to_dict(),
-            "owner_pid": os.getpid(),
-            "owner_start_time": st.proc_start_time(),
-            "detached": False,
-            "created_at": st.now(),
-            "status": "building",
-            "namespaces": [],
-            "global_sysctls": {},
-            "ports": [],
-            "interfaces": [],
-            "nft": {},
-            "placement": None,
-            "notes": [],
-        }
+        self.state = TestbedState(st.new_id(), self.topology, self.options.to_dict(), owner_pid=os.getpid(),
+                                  owner_start_time=st.proc_start_time(), created_at=st.now())
         st.write_state(self.state)
         self._built = True
         try:
             self._topo.build(self)
-            self.state["status"] = "up"
-            self.state["build_s"] = round(time.monotonic() - t0, 4)
+            self.state.status = "up"
+            self.state.build_s = round(time.monotonic() - t0, 4)
             st.write_state(self.state)
         except BaseException as e:
             try:
@@ -187,8 +148,8 @@ class Testbed:
 
     def detach(self) -> None:
         """Keep the test bed after this process exits (``netrig testbed up``); ``down`` removes it."""
-        self.state["detached"] = True
-        self.state["owner_pid"] = None
+        self.state.detached = True
+        self.state.owner_pid = None
         st.write_state(self.state)
 
     def down(self) -> None:
@@ -198,7 +159,7 @@ class Testbed:
         self._close_iprs()
         t0 = time.monotonic()
         leftovers = teardown_state(self.state)
-        self.state["teardown_s"] = round(time.monotonic() - t0, 4)
+        self.state.teardown_s = round(time.monotonic() - t0, 4)
         self._built = False
         if leftovers:
             raise TestbedError(f"testbed {self.id}: teardown left {'; '.join(leftovers)} "
@@ -222,7 +183,7 @@ class Testbed:
         name = self.name(role)
         if _ns_exists(name):
             raise TestbedError(f"netns {name}: already exists (run `netrig testbed clean`)")
-        self.state["namespaces"].append(name)
+        self.state.namespaces.append(name)
         st.write_state(self.state)  # recorded before it exists: a crash now still gets cleaned
         create_netns(name)
 
@@ -234,7 +195,7 @@ class Testbed:
             run_in_netns(name, body)
         except OSError as e:
             raise TestbedError(f"netns {name}: sysctl failed: {e}") from None
-        self.state.setdefault("sysctls", {})[name] = {k: str(v) for k, v in sysctls.items()}
+        self.state.sysctls[name] = {k: str(v) for k, v in sysctls.items()}
         return name
 
     def set_global_sysctl(self, name: str, value: Any) -> None:
@@ -244,7 +205,7 @@ class Testbed:
             write_sysctl(name, value)
         except OSError as e:
             raise TestbedError(f"sysctl {name}: cannot set to {value}: {e.strerror or e}") from None
-        self.state["global_sysctls"][name] = {"old": old, "new": read_sysctl(name)}
+        self.state.global_sysctls[name] = SysctlChange(old, read_sysctl(name))
         st.write_state(self.state)
 
     def add_veth(self, ns_a: str, if_a: str, ns_b: str, if_b: str, role_a: str, role_b: str) -> None:
@@ -253,8 +214,7 @@ class Testbed:
                                 peer={"ifname": if_b, "net_ns_fd": ns_b})
         except Exception as e:
             raise TestbedError(f"veth {if_a}/{if_b}: cannot create: {e}") from None
-        self.state["interfaces"] += [{"netns": ns_a, "ifname": if_a, "role": role_a, "peer": if_b},
-                                     {"netns": ns_b, "ifname": if_b, "role": role_b, "peer": if_a}]
+        self.state.interfaces += [Interface(ns_a, if_a, role_a, if_b), Interface(ns_b, if_b, role_b, if_a)]
         if self.options.mtu is not None:
             for ns, ifname in ((ns_a, if_a), (ns_b, if_b)):
                 try:
@@ -270,12 +230,12 @@ class Testbed:
 
     def link_up(self, ns: str | None, ifname: str, **kw: Any) -> None:
         self.ipr(ns).link("set", index=self.index(ns, ifname), state="up", **kw)
-        self._expect({"kind": "up", "netns": ns, "ifname": ifname})
+        self._expect(Expected("up", ns, ifname))
 
-    def _expect(self, item: dict[str, Any]) -> None:
+    def _expect(self, item: Expected) -> None:
         """Record what the build configured, so :meth:`health` can check it and :meth:`repair`
         restore it (a link that went down and up loses its routes, neighbours and IPv6 addresses)."""
-        self.state.setdefault("expected", []).append(item)
+        self.state.expected.append(item)
 
     def mac(self, ns: str | None, ifname: str) -> str:
         """The interface's MAC, read back from the kernel (never assumed)."""
@@ -288,15 +248,15 @@ class Testbed:
         if ":" in addr:
             kw["flags"] = 0x02  # IFA_F_NODAD
         self.ipr(ns).addr("add", index=self.index(ns, ifname), address=addr, prefixlen=int(plen), **kw)
-        self._expect({"kind": "addr", "netns": ns, "ifname": ifname, "cidr": cidr})
+        self._expect(Expected("addr", ns, ifname, cidr=cidr))
 
     def add_neigh(self, ns: str, ifname: str, ip: str, mac: str) -> None:
         self.ipr(ns).neigh("add", dst=ip, lladdr=mac, ifindex=self.index(ns, ifname), state=0x80)  # PERMANENT
-        self._expect({"kind": "neigh", "netns": ns, "ifname": ifname, "ip": ip, "mac": mac})
+        self._expect(Expected("neigh", ns, ifname, ip=ip, mac=mac))
 
     def add_route(self, ns: str, dst: str, gateway: str) -> None:
         self.ipr(ns).route("add", dst=dst, gateway=gateway)
-        self._expect({"kind": "route", "netns": ns, "dst": dst, "gateway": gateway})
+        self._expect(Expected("route", ns, dst=dst, gateway=gateway))
 
     def send_learning_frames(self) -> None:
         """Send one frame from every tester port (source = its MAC) so an L2 DUT learns where it is."""
@@ -316,7 +276,7 @@ class Testbed:
     # ---------------------------------------------------------------- inspection
     @property
     def ports(self) -> list[TesterPort]:
-        return [TesterPort(**p) for p in self.state.get("ports", [])]
+        return list(self.state.ports)
 
     def port(self, name: str) -> TesterPort:
         """The tester port called ``name``; ``"tx"``/``"rx"`` also mean the first/second port where no
@@ -326,7 +286,7 @@ class Testbed:
             if p.name == name:
                 return p
         alias = {"tx": 0, "rx": 1}.get(name)
-        if alias is not None and len(ports) == 1 and self.state.get("one_port"):
+        if alias is not None and len(ports) == 1 and self.state.one_port:
             return ports[0]  # one-port loopback: frames come back on the port they left by
         if alias is not None and len(ports) > alias and not any(p.name in ("tx", "rx") for p in ports):
             return ports[alias]
@@ -335,22 +295,21 @@ class Testbed:
 
     @property
     def namespaces(self) -> list[str]:
-        return list(self.state.get("namespaces", []))
+        return list(self.state.namespaces)
 
     @property
     def dut_netns(self) -> str | None:
-        return self.state.get("dut_netns")
+        return self.state.dut_netns
 
     @property
-    def placement(self) -> dict[str, Any] | None:
-        return self.state.get("placement")
+    def placement(self) -> Placement | None:
+        return self.state.placement
 
     def dut_cpus(self) -> tuple[int, ...]:
         """The CPUs the DUT works on here: its placement's (the wire's rings, RPS, NAPI threads)
         and those its own pinned threads hold (``netrig forward``, testpmd, a capture process)."""
-        pl = self.placement or {}
-        held = set(self.state.get("dut_threads_cpus") or ()) | set(pl.get("cpus") or ())
-        return tuple(sorted(held))
+        placed = self.placement.cpus if self.placement is not None else None
+        return tuple(sorted(set(self.state.dut_threads_cpus) | set(placed or ())))
 
     def tester_cpus(self) -> tuple[int, ...]:
         """The CPUs the tester's workers should use: every CPU but the DUT's (:meth:`dut_cpus`);
@@ -368,17 +327,16 @@ class Testbed:
         is the tester's."""
         if self.topology == "external":
             return True
-        mode = (self.placement or {}).get("mode")
-        return mode in HOLDS_SENDER
+        return self.placement is not None and self.placement.mode in HOLDS_SENDER
 
     def wire_counts(self) -> dict[str, _native.WireCounts]:
         """The wire's counters per DUT interface (``dut_placement`` wire; empty otherwise)."""
-        pl = self.placement or {}
-        if pl.get("mode") != "wire":
+        pl = self.placement
+        if pl is None or pl.mode != "wire":
             return {}
         out = {}
-        for ifname in pl.get("interfaces") or {}:
-            c = _native.wire_counts(ifname, pl.get("netns"))
+        for ifname in pl.interfaces:
+            c = _native.wire_counts(ifname, pl.netns)
             if c is not None:
                 out[ifname] = c
         return out
@@ -386,15 +344,23 @@ class Testbed:
     @property
     def expected_rx_src_ip(self) -> str | None:
         """IPv4 source address the receiving tester port sees (translated for ``nat``)."""
-        return self.state.get("expected_rx_src", {}).get("4") or self._first_port_ip(4)
+        return self.expected_rx_src(4)
 
     @property
     def expected_rx_src_ipv6(self) -> str | None:
-        return self.state.get("expected_rx_src", {}).get("6") or self._first_port_ip(6)
+        return self.expected_rx_src(6)
 
-    def _first_port_ip(self, family: int) -> str | None:
+    @property
+    def translates_source(self) -> bool:
+        """The DUT rewrites the source address (a NAT): the receiver sees another one than was sent."""
+        return bool(self.state.expected_rx_src)
+
+    def expected_rx_src(self, family: int) -> str | None:
+        """The source address of IP version ``family`` the receiving port sees: the NAT's where the
+        DUT translates, else the first port's."""
+        nat = (self.state.expected_rx_src or {}).get(str(family))
         ps = self.ports
-        return (ps[0].ipv4 if family == 4 else ps[0].ipv6) if ps else None
+        return nat or ((ps[0].ipv4 if family == 4 else ps[0].ipv6) if ps else None)
 
     def stream_defaults(self, tx: str = "tx", rx: str = "rx", family: int = 4) -> dict[str, Any]:
         """``src_mac, dst_mac, src_ip, dst_ip`` for a stream from port ``tx`` to port ``rx``.
@@ -413,8 +379,8 @@ class Testbed:
     def monitor_targets(self) -> dict[str | None, list[str]]:
         """``{netns: [ifname, ...]}`` of every test-bed interface, for ``netrig.monitor.Monitor``."""
         out: dict[str | None, list[str]] = {}
-        for i in self.state.get("interfaces", []):
-            out.setdefault(i["netns"], []).append(i["ifname"])
+        for i in self.state.interfaces:
+            out.setdefault(i.netns, []).append(i.ifname)
         return out
 
     def command_env(self) -> dict[str, str]:
@@ -425,8 +391,7 @@ class Testbed:
         env = {"NETRIG_TESTBED_ID": self.id, "NETRIG_TESTBED_TOPOLOGY": self.topology}
         if self.dut_netns:
             env["NETRIG_DUT_NETNS"] = self.dut_netns
-            env["NETRIG_DUT_IFACES"] = ",".join(i["ifname"] for i in self.state.get("interfaces", [])
-                                                if i.get("netns") == self.dut_netns)
+            env["NETRIG_DUT_IFACES"] = ",".join(i.ifname for i in self.state.interfaces if i.netns == self.dut_netns)
         for p in self.ports:
             key = p.name.upper()
             if p.netns:
@@ -465,8 +430,8 @@ class Testbed:
         problems: list[str] = []
         restored: list[str] = []
         settling: list[str] = []
-        expected = self.state.get("expected", [])
-        spaces = list(dict.fromkeys(i.get("netns") for i in expected))
+        expected = self.state.expected
+        spaces = list(dict.fromkeys(i.netns for i in expected))
         missing = [n for n in self.namespaces if not _ns_exists(n)]
         if missing:
             return [f"network namespace {', '.join(missing)} is gone"], [], []
@@ -475,7 +440,7 @@ class Testbed:
         stuck = bool(dead)
         try:
             for ns in spaces:
-                p, r, w, down_by_hand = _check_ns(self.ipr(ns), ns, [i for i in expected if i.get("netns") == ns],
+                p, r, w, down_by_hand = _check_ns(self.ipr(ns), ns, [i for i in expected if i.netns == ns],
                                                   repair)
                 problems += p
                 restored += r
@@ -497,36 +462,37 @@ class Testbed:
     def status(self) -> dict[str, Any]:
         s = self.state
         health: list[str] | None = []
-        if s.get("status") == "up":
+        if s.status == "up":
             try:
                 health = self.health()
             except CapabilityError:
                 health = None  # not checked: needs root
         return {"id": self.id, "topology": self.topology,
-                "status": "broken" if health else s.get("status"), "problems": health,
-                "owner_pid": s.get("owner_pid"), "owner_alive": st.owner_alive(s),
-                "detached": s.get("detached"), "namespaces": self.namespaces,
+                "status": "broken" if health else s.status, "problems": health,
+                "owner_pid": s.owner_pid, "owner_alive": st.owner_alive(s),
+                "detached": s.detached, "namespaces": self.namespaces,
                 "namespaces_present": [n for n in self.namespaces if _ns_exists(n)],
                 "ports": [p.to_dict() for p in self.ports]}
 
     def describe(self) -> dict[str, Any]:
         """JSON-able description of the whole test bed, read live from the kernel where possible."""
         s = self.state
-        d: dict[str, Any] = {
-            "id": self.id, "topology": self.topology, "description": self._topo.description,
-            "options": self.options.to_dict(), "ports": [p.to_dict() for p in self.ports],
-            "dut_netns": self.dut_netns, "placement": self.placement,
-            "global_sysctls": s.get("global_sysctls", {}), "expected_rx_src": s.get("expected_rx_src"),
-            "flowtable": s.get("flowtable"), "build_s": s.get("build_s"), "notes": s.get("notes", []),
-            "namespaces": {},
-        }
+        namespaces: dict[str, Any] = {}
         spaces: list[str | None] = [*self.namespaces] or [None]
         for ns in spaces:
             if ns is not None and not _ns_exists(ns):
-                d["namespaces"][ns] = {"present": False}
-                continue
-            d["namespaces"][ns or "(host)"] = _describe_ns(ns, s.get("sysctls", {}).get(ns, {}),
-                                                           s.get("nft", {}).get(ns))
+                namespaces[ns] = {"present": False}
+            else:
+                namespaces[ns or "(host)"] = _describe_ns(ns, s.sysctls.get(ns or "", {}), s.nft.get(ns or ""))
+        d: dict[str, Any] = {
+            "id": self.id, "topology": self.topology, "description": self._topo.description,
+            "options": self.options.to_dict(), "ports": [p.to_dict() for p in self.ports],
+            "topology_options": list(topology_options(self.topology)),
+            "dut_netns": self.dut_netns, "placement": self.placement.to_dict() if self.placement else None,
+            "global_sysctls": {k: asdict(v) for k, v in s.global_sysctls.items()},
+            "expected_rx_src": s.expected_rx_src, "flowtable": asdict(s.flowtable) if s.flowtable else None,
+            "build_s": s.build_s, "notes": list(s.notes), "namespaces": namespaces,
+        }
         return d
 
     # ---------------------------------------------------------------- signals
@@ -564,99 +530,94 @@ class Testbed:
         return f"Testbed({self.topology!r}, id={self.id!r}, built={self._built})"
 
 
-_IFF_UP = 0x1
 #: How long :meth:`Testbed.repair` waits for links that were just set up to report carrier.
 REPAIR_SETTLE_S = 3.0
 _OPER_OK = ("UP", "UNKNOWN")
 
 
-def dead_processes(state: dict[str, Any]) -> list[str]:
+def dead_processes(state: TestbedState) -> list[str]:
     """The test bed's DUT processes (a forwarder, testpmd, a capture) that are no longer running,
     in words: such a test bed is broken — its DUT would drop everything, and a trial would report
     that as the DUT's 100 % loss. A dead process cannot be repaired: rebuild the test bed."""
-    out = []
-    for rec in state.get("processes", []):
-        if not st.pid_alive(rec.get("pid"), rec.get("start_time")):
-            out.append(f"its DUT process {rec.get('role')} (pid {rec.get('pid')}) is not running any more "
-                       f"(log {rec.get('log')}): rebuild the test bed (netrig testbed down, then up)")
-    return out
+    return [f"its DUT process {p.role} (pid {p.pid}) is not running any more (log {p.log}): rebuild the test "
+            "bed (netrig testbed down, then up)" for p in state.processes if not st.pid_alive(p.pid, p.start_time)]
 
 
-def _route_dst(route: Any, family: int) -> str:
-    """A route's destination as the build wrote it: a default route has no RTA_DST attribute and is
-    ``0.0.0.0/0`` or ``::/0`` (the tester stacks' default routes)."""
-    dst = route.get_attr("RTA_DST")
-    if dst is None:
-        dst = "0.0.0.0" if family == socket.AF_INET else "::"
-    return f"{dst}/{route['dst_len']}"
+def _links_down(links: dict[str, Link], expected: list[Expected], where: str) -> tuple[list[str], list[str], set[str]]:
+    """(problems, links set up without a carrier yet, links gone, down or without carrier) of the
+    links the build set up."""
+    problems: list[str] = []
+    settling: list[str] = []
+    down: set[str] = set()
+    for item in expected:
+        if item.kind != "up" or item.ifname is None:
+            continue
+        lk = links.get(item.ifname)
+        if lk is None:
+            problems.append(f"link {item.ifname}{where} is gone")
+        elif not lk.up:
+            problems.append(f"link {item.ifname}{where} is down")
+        elif lk.operstate not in _OPER_OK:
+            problems.append(f"link {item.ifname}{where} has no carrier "
+                            f"({str(lk.operstate).lower()}: is its peer down?)")
+            settling.append(item.ifname)
+        else:
+            continue
+        down.add(item.ifname)
+    return problems, settling, down
 
 
-def _check_ns(ipr: IPRoute, ns: str | None, expected: list[dict[str, Any]],
+def _check_ns(ipr: IPRoute, ns: str | None, expected: list[Expected],
               repair: bool) -> tuple[list[str], list[str], list[str], bool]:
     """Compare namespace ``ns`` with what the build configured there; with ``repair``, re-add what a
     link flap removed on links that are up. Returns (problems left, things restored, links that are
     set up but have no carrier yet, whether a link is gone or set down)."""
     where = f" (netns {ns})" if ns else ""
-    links = {lk.get_attr("IFLA_IFNAME"): lk for lk in ipr.get_links()}
-    problems: list[str] = []
+    links = read_links(ipr)
+    problems, settling, down = _links_down(links, expected, where)
     restored: list[str] = []
-    settling: list[str] = []
-    down: set[str] = set()
-    for item in expected:
-        if item["kind"] != "up":
-            continue
-        lk = links.get(item["ifname"])
-        if lk is None:
-            problems.append(f"link {item['ifname']}{where} is gone")
-            down.add(item["ifname"])
-        elif not lk["flags"] & _IFF_UP:
-            problems.append(f"link {item['ifname']}{where} is down")
-            down.add(item["ifname"])
-        elif lk.get_attr("IFLA_OPERSTATE") not in _OPER_OK:
-            problems.append(f"link {item['ifname']}{where} has no carrier "
-                            f"({str(lk.get_attr('IFLA_OPERSTATE')).lower()}: is its peer down?)")
-            settling.append(item["ifname"])
-            down.add(item["ifname"])
-    index = {name: lk["index"] for name, lk in links.items()}
-    addrs = {(a["index"], a.get_attr("IFA_ADDRESS"), a["prefixlen"]) for a in ipr.get_addr()}
-    neighs = {(n["ifindex"], n.get_attr("NDA_DST"), (n.get_attr("NDA_LLADDR") or "").lower())
-              for n in ipr.get_neighbours() if n["state"] & 0x80}
-    routes = {(_route_dst(r, fam), r.get_attr("RTA_GATEWAY"))
-              for fam in (socket.AF_INET, socket.AF_INET6) for r in ipr.get_routes(family=fam, table=254)}
+    index = {name: lk.index for name, lk in links.items()}
+    addrs = {(a.index, a.address, a.prefixlen) for a in read_addrs(ipr)}
+    neighs = {(n.index, n.ip, n.mac) for n in read_neighbours(ipr) if n.permanent}
+    routes = {(r.dst, r.gateway) for r in read_routes(ipr)}
     # addresses first: a route's gateway needs its connected route back
     for kind in ("addr", "neigh", "route"):
         for item in expected:
-            if item["kind"] != kind or item.get("ifname") in down:
+            if item.kind != kind or item.ifname in down:
                 continue
-            if kind == "addr":
-                addr, plen = item["cidr"].split("/")
-                ok = (index.get(item["ifname"]), addr, int(plen)) in addrs
-                what = f"address {item['cidr']} on {item['ifname']}{where}"
-            elif kind == "neigh":
-                ok = (index.get(item["ifname"]), item["ip"], item["mac"].lower()) in neighs
-                what = f"neighbour {item['ip']} on {item['ifname']}{where}"
-            else:
-                ok = (item["dst"], item["gateway"]) in routes
-                what = f"route {item['dst']} via {item['gateway']}{where}"
+            ok, what = _present(item, index.get(item.ifname or ""), addrs, neighs, routes)
             if ok:
                 continue
             if not repair or (kind == "route" and down):  # a route may lead over a link that is down
-                problems.append(f"{what} is missing")
+                problems.append(f"{what}{where} is missing")
                 continue
             try:
-                if kind == "addr":
-                    addr, plen = item["cidr"].split("/")
-                    kw: dict[str, Any] = {"flags": 0x02} if ":" in addr else {}
-                    ipr.addr("replace", index=index[item["ifname"]], address=addr, prefixlen=int(plen), **kw)
-                elif kind == "neigh":
-                    ipr.neigh("replace", dst=item["ip"], lladdr=item["mac"], ifindex=index[item["ifname"]],
-                              state=0x80)
-                else:
-                    ipr.route("replace", dst=item["dst"], gateway=item["gateway"])
-                restored.append(what)
+                _restore(ipr, item, index)
+                restored.append(what + where)
             except Exception as e:
-                problems.append(f"{what} is missing and cannot be restored: {e}")
+                problems.append(f"{what}{where} is missing and cannot be restored: {e}")
     return problems, restored, settling, len(down) > len(settling)
+
+
+def _present(item: Expected, ifindex: int | None, addrs: set, neighs: set, routes: set) -> tuple[bool, str]:
+    """Whether the address, neighbour or route ``item`` is configured, and what it is in words."""
+    if item.kind == "addr":
+        addr, plen = str(item.cidr).split("/")
+        return (ifindex, addr, int(plen)) in addrs, f"address {item.cidr} on {item.ifname}"
+    if item.kind == "neigh":
+        return (ifindex, item.ip, str(item.mac).lower()) in neighs, f"neighbour {item.ip} on {item.ifname}"
+    return (item.dst, item.gateway) in routes, f"route {item.dst} via {item.gateway}"
+
+
+def _restore(ipr: IPRoute, item: Expected, index: dict[str, int]) -> None:
+    if item.kind == "addr":
+        addr, plen = str(item.cidr).split("/")
+        kw: dict[str, Any] = {"flags": 0x02} if ":" in addr else {}
+        ipr.addr("replace", index=index[str(item.ifname)], address=addr, prefixlen=int(plen), **kw)
+    elif item.kind == "neigh":
+        ipr.neigh("replace", dst=item.ip, lladdr=item.mac, ifindex=index[str(item.ifname)], state=NUD_PERMANENT)
+    else:
+        ipr.route("replace", dst=item.dst, gateway=item.gateway)
 
 
 def _describe_ns(ns: str | None, sysctls: dict[str, str], nft_text: str | None) -> dict[str, Any]:
@@ -664,38 +625,18 @@ def _describe_ns(ns: str | None, sysctls: dict[str, str], nft_text: str | None) 
     # setns'ed thread would live in that namespace for good
     def body() -> dict[str, Any]:
         with netlink_route(ns) as ipr:
-            links = []
-            names = {}
-            for link in ipr.get_links():
-                names[link["index"]] = link.get_attr("IFLA_IFNAME")
-            for link in ipr.get_links():
-                info = link.get_attr("IFLA_LINKINFO")
-                kind = info.get_attr("IFLA_INFO_KIND") if info else None
-                master = link.get_attr("IFLA_MASTER")
-                links.append({"ifname": link.get_attr("IFLA_IFNAME"), "index": link["index"], "kind": kind,
-                              "mac": link.get_attr("IFLA_ADDRESS"), "mtu": link.get_attr("IFLA_MTU"),
-                              "operstate": link.get_attr("IFLA_OPERSTATE"),
-                              "master": names.get(master) if master else None,
-                              "addresses": []})
-            by_index = {lk["index"]: lk for lk in links}
-            for a in ipr.get_addr():
-                lk = by_index.get(a["index"])
-                if lk is not None:
-                    lk["addresses"].append(f"{a.get_attr('IFA_ADDRESS')}/{a['prefixlen']}")
-            routes = []
-            for fam in (socket.AF_INET, socket.AF_INET6):
-                for r in ipr.get_routes(family=fam, table=254):
-                    dst = r.get_attr("RTA_DST")
-                    routes.append({"family": 4 if fam == socket.AF_INET else 6,
-                                   "dst": f"{dst}/{r['dst_len']}" if dst else "default",
-                                   "gateway": r.get_attr("RTA_GATEWAY"),
-                                   "dev": names.get(r.get_attr("RTA_OIF"))})
-            neigh = []
-            for n in ipr.get_neighbours():
-                if n["state"] & 0x80:  # permanent entries: the ones netrig set
-                    neigh.append({"ip": n.get_attr("NDA_DST"), "mac": n.get_attr("NDA_LLADDR"),
-                                  "dev": names.get(n["ifindex"])})
-            return {"present": True, "interfaces": links, "routes": routes, "neighbours": neigh}
+            links = read_links(ipr)
+            addrs = read_addrs(ipr)
+            names = {lk.index: lk.ifname for lk in links.values()}
+            interfaces = [{"ifname": lk.ifname, "index": lk.index, "kind": lk.kind, "mac": lk.mac, "mtu": lk.mtu,
+                           "operstate": lk.operstate, "master": names.get(lk.master) if lk.master else None,
+                           "addresses": [f"{a.address}/{a.prefixlen}" for a in addrs if a.index == lk.index]}
+                          for lk in links.values()]
+            routes = [{"family": r.family, "dst": "default" if r.default else r.dst, "gateway": r.gateway,
+                       "dev": names.get(r.oif) if r.oif is not None else None} for r in read_routes(ipr)]
+            neigh = [{"ip": n.ip, "mac": n.mac, "dev": names.get(n.index)}
+                     for n in read_neighbours(ipr) if n.permanent]  # permanent entries: the ones netrig set
+            return {"present": True, "interfaces": interfaces, "routes": routes, "neighbours": neigh}
 
     def read_sysctls() -> dict[str, str]:
         live = {}
@@ -722,21 +663,21 @@ def _describe_ns(ns: str | None, sysctls: dict[str, str], nft_text: str | None) 
     return d
 
 
-def teardown_state(state: dict[str, Any]) -> list[str]:
+def teardown_state(state: TestbedState) -> list[str]:
     """Remove what ``state`` records; return a list of what could not be removed (empty = clean)."""
     leftovers: list[str] = stop_processes(state)  # DUT processes first: they hold the namespaces' ports
-    for rec in state.get("processes", []):
-        for f in (rec.get("log"), rec.get("stats")):  # a capture's stats file too
+    for proc in state.processes:
+        for f in (proc.log, proc.stats):  # a capture's stats file too
             if f and not leftovers:
                 with contextlib.suppress(OSError):
                     os.unlink(f)
-    undo = (state.get("knobs") or {}).get("undo")
-    if undo:  # tuning knobs a killed run left (on the host or real NICs they outlive the namespaces)
-        problems = restore_entries(undo)
+    if state.knobs is not None and state.knobs.undo:
+        # tuning knobs a killed run left (on the host or real NICs they outlive the namespaces)
+        problems = restore_entries(state.knobs.undo)
         leftovers += [f"knob {p}" for p in problems]
         if not problems:
-            state.pop("knobs", None)
-    for ns in reversed(state.get("namespaces", [])):
+            state.knobs = None
+    for ns in reversed(state.namespaces):
         if not _ns_exists(ns):
             continue
         kill_in_netns(ns)  # a tool a killed build left running there (an nft loading a big rule set)
@@ -744,16 +685,16 @@ def teardown_state(state: dict[str, Any]) -> list[str]:
             remove_netns(ns)
         except Exception as e:
             leftovers.append(f"netns {ns} ({e})")
-    for name, rec in state.get("global_sysctls", {}).items():
+    for name, change in state.global_sysctls.items():
         try:
-            if read_sysctl(name) == rec["new"]:  # only if nobody changed it since
-                write_sysctl(name, rec["old"])
+            if read_sysctl(name) == change.new:  # only if nobody changed it since
+                write_sysctl(name, change.old)
         except OSError as e:
-            leftovers.append(f"sysctl {name} not restored to {rec['old']} ({e.strerror})")
+            leftovers.append(f"sysctl {name} not restored to {change.old} ({e.strerror})")
     if not leftovers:
-        st.remove_state(state["id"])
+        st.remove_state(state.id)
     else:
-        state["status"] = "teardown-failed"
+        state.status = "teardown-failed"
         try:
             st.write_state(state)
         except OSError:
@@ -761,5 +702,5 @@ def teardown_state(state: dict[str, Any]) -> list[str]:
     return leftovers
 
 
-def iter_states() -> Iterator[dict[str, Any]]:
+def iter_states() -> Iterator[TestbedState]:
     yield from st.all_states()

@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from netrig.errors import ConfigError, InterfaceError, TestbedError
@@ -31,6 +32,16 @@ from netrig.testbed import state as st
 from netrig.testbed.knobs import features_set_in
 from netrig.testbed.nsthread import sysctls_in
 from netrig.testbed.options import TestbedOptions
+from netrig.testbed.state import (
+    CaptureRecord,
+    DutProcess,
+    FlowtableRecord,
+    Interface,
+    Placement,
+    PolicerRecord,
+    TestbedState,
+    TesterPort,
+)
 
 TESTER_SYSCTLS = {
     # tester ports carry no stack traffic: no IPv6 (no RS/MLD/DAD noise), no forwarding, no addresses
@@ -110,9 +121,7 @@ class Topology:
 
 def _port(tb: Any, name: str, ifname: str, ns: str, ipv4: str, ipv6: str, peer_mac: str,
           gw4: str | None = None, gw6: str | None = None) -> None:
-    tb.state["ports"].append({"name": name, "ifname": ifname, "netns": ns, "mac": tb.mac(ns, ifname),
-                              "ipv4": ipv4, "ipv6": ipv6, "peer_mac": peer_mac,
-                              "gateway_ipv4": gw4, "gateway_ipv6": gw6})
+    tb.state.ports.append(TesterPort(name, ifname, ns, tb.mac(ns, ifname), ipv4, ipv6, peer_mac, gw4, gw6))
 
 
 def _tester_stack(tb: Any, ns: str, ifname: str, v4: str, v6: str, plen4: int, plen6: int,
@@ -179,7 +188,7 @@ class Bridge(Topology):
         tx_ns = self.tester_ns(tb, "tx")
         dut = tb.add_netns("dut", BRIDGE_SYSCTLS)
         rx_ns = self.tester_ns(tb, "rx")
-        tb.state["dut_netns"] = dut
+        tb.state.dut_netns = dut
         tx_if, dtx, drx, rx_if = (tb.name(s) for s in ("tx", "dtx", "drx", "rx"))
         tb.add_veth(tx_ns, tx_if, dut, dtx, "tester", "dut")
         tb.add_veth(dut, drx, rx_ns, rx_if, "dut", "tester")
@@ -197,7 +206,7 @@ def _bridge_dut(tb: Any, dut: str, ifaces: list[str]) -> None:
     br = tb.name("br")
     ipr = tb.ipr(dut)
     ipr.link("add", ifname=br, kind="bridge", br_stp_state=0, br_forward_delay=0, br_ageing_time=30000)
-    tb.state["interfaces"].append({"netns": dut, "ifname": br, "role": "dut", "peer": None})
+    tb.state.interfaces.append(Interface(dut, br, "dut"))
     brx = tb.index(dut, br)
     for i in ifaces:
         ipr.link("set", index=tb.index(dut, i), master=brx)
@@ -206,7 +215,7 @@ def _bridge_dut(tb: Any, dut: str, ifaces: list[str]) -> None:
 
 def _learn(tb: Any) -> None:
     tb.send_learning_frames()
-    tb.state["notes"].append("bridge learned the tester MACs from one learning frame per port; ageing time 300 s")
+    tb.state.notes.append("bridge learned the tester MACs from one learning frame per port; ageing time 300 s")
 
 
 def _forward_dut_options(o: TestbedOptions, topology: str) -> None:
@@ -230,8 +239,8 @@ def _xdp_peer_rule(tb: Any, ports: list[tuple[str, str]]) -> None:
     for ns, ifname in ports:
         note = features_set_in(ns, ifname, {"rx-gro": True})
         if note:
-            tb.state["notes"].append(f"{ifname}: {note}")
-    tb.state["notes"].append("forward_backend xdp: GRO on on the tester ports (the veth XDP_REDIRECT rule: "
+            tb.state.notes.append(f"{ifname}: {note}")
+    tb.state.notes.append("forward_backend xdp: GRO on on the tester ports (the veth XDP_REDIRECT rule: "
                              "the egress veth's peer needs NAPI)")
 
 
@@ -255,7 +264,7 @@ class Forwarder(Topology):
         tx_ns = self.tester_ns(tb, "tx")
         dut = tb.add_netns("dut", BRIDGE_SYSCTLS)
         rx_ns = self.tester_ns(tb, "rx")
-        tb.state["dut_netns"] = dut
+        tb.state.dut_netns = dut
         tx_if, dtx, drx, rx_if = (tb.name(s) for s in ("tx", "dtx", "drx", "rx"))
         tb.add_veth(tx_ns, tx_if, dut, dtx, "tester", "dut")
         tb.add_veth(dut, drx, rx_ns, rx_if, "dut", "tester")
@@ -268,7 +277,7 @@ class Forwarder(Topology):
         if o.forward_backend == "bridge":
             _place(tb, dut, [dtx, drx])
             _learn(tb)
-            tb.state["notes"].append(f"DUT: the Linux bridge in {dut} (forward_backend bridge)")
+            tb.state.notes.append(f"DUT: the Linux bridge in {dut} (forward_backend bridge)")
             return
         # frames leaving dtx go to tx, frames leaving drx to rx (modes that write the destination MAC)
         _start_forwarder(tb, dut, [dtx, drx], mode, [tx_mac, rx_mac], [(tx_ns, tx_if), (rx_ns, rx_if)])
@@ -303,21 +312,21 @@ def _start_forwarder(tb: Any, dut: str, ifaces: list[str], mode: str, peer_macs:
         if backend == "xdp":
             # The programs run in the receive path of the CPU that runs the port's NAPI: threaded
             # NAPI pinned to the DUT's CPUs keeps them off the sender's.
-            tb.state["placement"] = {**placement.apply(dut, ifaces, tuple(cpus), "threaded-napi"),
-                                     "note": f"in-kernel XDP programs in threaded NAPI on CPU "
-                                             f"{','.join(map(str, cpus))}"}
+            tb.state.placement = replace(placement.apply(dut, ifaces, tuple(cpus), "threaded-napi"),
+                                         note=f"in-kernel XDP programs in threaded NAPI on CPU "
+                                              f"{','.join(map(str, cpus))}")
         else:
             _hold_cpus(tb, cpus, f"netrig forward workers on CPU {','.join(map(str, cpus))}")
         what = f"netrig forward --forward-mode {mode} --io {backend}"
-    tb.state["notes"].append(f"DUT: {what} in {dut} (log {tb.state['processes'][-1]['log']})")
+    tb.state.notes.append(f"DUT: {what} in {dut} (log {tb.state.processes[-1].log})")
 
 
 def _hold_cpus(tb: Any, cpus: list[int], note: str) -> None:
     """The DUT runs its own threads pinned to ``cpus`` on this host (pollers: a CPU each). The
     measuring session keeps the tester's workers off them (``Testbed.tester_cpus``), so the DUT
     never competes with the tester for a CPU and its polling never shows as the tester's limit."""
-    tb.state["placement"] = {"mode": "forwarder", "cpus": list(cpus), "note": note}
-    tb.state["dut_threads_cpus"] = sorted(set(cpus))
+    tb.state.placement = Placement("forwarder", tuple(cpus), note=note)
+    tb.state.dut_threads_cpus = sorted(set(cpus))
 
 
 class OnePort(Topology):
@@ -337,7 +346,7 @@ class OnePort(Topology):
     def build(self, tb: Any) -> None:
         tx_ns = self.tester_ns(tb, "tx")
         dut = tb.add_netns("dut", BRIDGE_SYSCTLS)
-        tb.state["dut_netns"] = dut
+        tb.state.dut_netns = dut
         tx_if, d0 = tb.name("tx"), tb.name("d0")
         tb.add_veth(tx_ns, tx_if, dut, d0, "tester", "dut")
         tb.link_up(dut, d0)
@@ -347,9 +356,9 @@ class OnePort(Topology):
         # its own peer at L3 (tx and rx: one address).
         _tester_stack(tb, tx_ns, tx_if, LEFT4[1], LEFT6[1], 24, 64, None, None)
         _port(tb, "tx", tx_if, tx_ns, LEFT4[1], LEFT6[1], d_mac)
-        tb.state["one_port"] = True
+        tb.state.one_port = True
         _start_forwarder(tb, dut, [d0], "macswap", [], [(tx_ns, tx_if)])
-        tb.state["notes"].append("tx and rx are port tx: the tester counts only frames arriving on it (AF_XDP sees "
+        tb.state.notes.append("tx and rx are port tx: the tester counts only frames arriving on it (AF_XDP sees "
                                  "ingress only; AF_PACKET and sockets set PACKET_IGNORE_OUTGOING)")
 
 
@@ -364,7 +373,7 @@ class CaptureTopology(Topology):
         o = tb.options
         tx_ns = self.tester_ns(tb, "tx")
         dut = tb.add_netns("dut", TESTER_SYSCTLS)  # no IPv6, no addresses: the capture host hears only the tester
-        tb.state["dut_netns"] = dut
+        tb.state.dut_netns = dut
         tx_if, cap_if = tb.name("tx"), tb.name("cap")
         tb.add_veth(tx_ns, tx_if, dut, cap_if, "tester", "dut")
         tb.link_up(tx_ns, tx_if)
@@ -378,12 +387,11 @@ class CaptureTopology(Topology):
                 "--dut-cpus", str(cpu), "--stats", stats]
         start_dut_process(tb, dut, "capture", [sys.executable, "-m", "netrig.cli.main", *argv],
                           ready="capture: ready")
-        tb.state["processes"][-1]["stats"] = stats
-        tb.state["capture"] = {"method": o.capture_method, "batch": o.capture_batch, "cpu": cpu, "ifname": cap_if,
-                               "netns": dut, "stats": stats, "pid": tb.state["processes"][-1]["pid"]}
+        proc = tb.state.processes[-1] = replace(tb.state.processes[-1], stats=stats)
+        tb.state.capture = CaptureRecord(o.capture_method, o.capture_batch, cpu, cap_if, dut, stats, proc.pid)
         st.write_state(tb.state)
-        tb.state["notes"].append(f"DUT: netrig capture --capture-method {o.capture_method} on {cap_if} in {dut}, "
-                                 f"CPU {cpu} (log {tb.state['processes'][-1]['log']})")
+        tb.state.notes.append(f"DUT: netrig capture --capture-method {o.capture_method} on {cap_if} in {dut}, "
+                              f"CPU {cpu} (log {proc.log})")
 
 
 def _place_capture(tb: Any, dut: str, cap_if: str, cpu: int, method: str) -> None:
@@ -393,12 +401,12 @@ def _place_capture(tb: Any, dut: str, cap_if: str, cpu: int, method: str) -> Non
     capture's socket as it arrives (in the sender's receive path, the frame freed at once) and the
     capture's thread on its CPU reads that socket's ring, which drops when full."""
     if method == "af_xdp":
-        tb.state["placement"] = {"mode": "capture-xdp", "cpus": [cpu], "netns": dut, "interfaces": {},
-                                 "note": f"capture process on CPU {cpu}; its XDP program fills its socket's ring"}
+        tb.state.placement = Placement("capture-xdp", (cpu,), dut,
+                                       note=f"capture process on CPU {cpu}; its XDP program fills its socket's ring")
     else:
-        tb.state["placement"] = {**placement.apply(dut, [cap_if], (cpu,), "wire"),
-                                 "note": f"capture process and its kernel receive path (the wire's ring) on CPU {cpu}"}
-    tb.state["dut_threads_cpus"] = [cpu]
+        tb.state.placement = replace(placement.apply(dut, [cap_if], (cpu,), "wire"),
+                                     note=f"capture process and its kernel receive path (the wire's ring) on CPU {cpu}")
+    tb.state.dut_threads_cpus = [cpu]
 
 
 #: How long a DUT process may take to say it is ready.
@@ -418,10 +426,7 @@ def start_dut_process(tb: Any, ns: str, role: str, argv: list[str], ready: str, 
         proc = subprocess.Popen(["ip", "netns", "exec", ns, *argv], stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
     _CHILDREN[proc.pid] = proc
-    rec = {"role": role, "pid": proc.pid, "start_time": _start_time(proc.pid), "argv": argv, "log": log}
-    if runtime_dir:
-        rec["runtime_dir"] = runtime_dir
-    tb.state.setdefault("processes", []).append(rec)
+    tb.state.processes.append(DutProcess(role, proc.pid, _start_time(proc.pid), tuple(argv), log, runtime_dir))
     st.write_state(tb.state)
     deadline = time.monotonic() + PROCESS_READY_S
     while True:
@@ -446,11 +451,11 @@ def _start_time(pid: int) -> float | None:
         return None
 
 
-def stop_processes(state: dict[str, Any]) -> list[str]:
+def stop_processes(state: TestbedState) -> list[str]:
     """Stop the test bed's DUT processes (SIGTERM, then SIGKILL after 5 s); what would not stop."""
     left = []
-    for rec in reversed(state.get("processes", [])):
-        pid = rec.get("pid")
+    for rec in reversed(state.processes):
+        pid = rec.pid
         child = _CHILDREN.pop(pid, None) if pid else None
         if child is not None:
             child.terminate()
@@ -460,7 +465,7 @@ def stop_processes(state: dict[str, Any]) -> list[str]:
                 child.kill()
                 child.wait()
             continue
-        if not st.pid_alive(pid, rec.get("start_time")):
+        if not st.pid_alive(pid, rec.start_time):
             continue
         try:
             os.kill(pid, signal.SIGTERM)
@@ -481,15 +486,25 @@ def stop_processes(state: dict[str, Any]) -> list[str]:
                 time.sleep(0.1)
             except ProcessLookupError:
                 pass
-            if st.pid_alive(pid, rec.get("start_time")):
-                left.append(f"{rec.get('role')} process {pid}")
-    for rec in state.get("processes", []):
-        d = rec.get("runtime_dir")
-        if d and not st.pid_alive(rec.get("pid"), rec.get("start_time")):
+            if st.pid_alive(pid, rec.start_time):
+                left.append(f"{rec.role} process {pid}")
+    for rec in state.processes:
+        d = rec.runtime_dir
+        if d and not st.pid_alive(rec.pid, rec.start_time):
             shutil.rmtree(d, ignore_errors=True)
             with contextlib.suppress(OSError):  # the parent too, when nothing else uses it
                 os.rmdir(os.path.dirname(d))
     return left
+
+
+@dataclass(frozen=True)
+class RouterDut:
+    """The routing DUT a router-based topology builds on: its namespace and its two interfaces
+    (``dtx`` towards the tester's tx port, ``drx`` towards rx)."""
+
+    dut: str
+    dtx: str
+    drx: str
 
 
 class Router(Topology):
@@ -501,13 +516,13 @@ class Router(Topology):
     def build(self, tb: Any) -> None:
         r = self.build_router(tb)
         if tb.options.flowtable:
-            _nft(tb, r["dut"], nft.router_ruleset(tb.id, _flowtable(tb, r)))
+            _nft(tb, r.dut, nft.router_ruleset(tb.id, _flowtable(tb, r)))
 
-    def build_router(self, tb: Any) -> dict[str, str]:
+    def build_router(self, tb: Any) -> RouterDut:
         tx_ns = self.tester_ns(tb, "tx")
         dut = tb.add_netns("dut", ROUTER_SYSCTLS)
         rx_ns = self.tester_ns(tb, "rx")
-        tb.state["dut_netns"] = dut
+        tb.state.dut_netns = dut
         tx_if, dtx, drx, rx_if = (tb.name(s) for s in ("tx", "dtx", "drx", "rx"))
         tb.add_veth(tx_ns, tx_if, dut, dtx, "tester", "dut")
         tb.add_veth(dut, drx, rx_ns, rx_if, "dut", "tester")
@@ -535,14 +550,14 @@ class Router(Topology):
         _port(tb, "tx", tx_if, tx_ns, LEFT4[1], LEFT6[1], dtx_mac, LEFT4[0], LEFT6[0])
         _port(tb, "rx", rx_if, rx_ns, RIGHT4[1], RIGHT6[1], drx_mac, RIGHT4[0], RIGHT6[0])
         _place(tb, dut, [dtx, drx])
-        return {"dut": dut, "dtx": dtx, "drx": drx}
+        return RouterDut(dut, dtx, drx)
 
 
 def _place(tb: Any, dut: str, ifaces: list[str]) -> None:
     """Give the DUT's packet work its CPUs (``dut_placement``, default the wire; docs/testbed.md)."""
     o = tb.options
     cpus = o.dut_cpus or placement.default_dut_cpus()
-    tb.state["placement"] = placement.apply(dut, ifaces, cpus, o.dut_placement, o.dut_ring)
+    tb.state.placement = placement.apply(dut, ifaces, cpus, o.dut_placement, o.dut_ring)
     st.write_state(tb.state)
     if o.dut_placement == "wire":
         _full_checksums(tb)
@@ -553,23 +568,23 @@ def _full_checksums(tb: Any) -> None:
     kernel stack's TCP/UDP (iperf3, sockperf) otherwise hands veth a partial checksum that only
     the receiving stack would complete, and the wire's copy into the DUT's ring keeps the bytes,
     not that promise. Off too: TSO, which needs checksum offload (segments cross the wire)."""
-    for p in tb.state["ports"]:
-        note = features_set_in(p["netns"], p["ifname"], {"tx-checksum-ip-generic": False, "tx-checksum-sctp": False})
+    for p in tb.state.ports:
+        note = features_set_in(p.netns, p.ifname, {"tx-checksum-ip-generic": False, "tx-checksum-sctp": False})
         if note:
-            tb.state["notes"].append(f"{p['ifname']}: {note}")
+            tb.state.notes.append(f"{p.ifname}: {note}")
 
 
-def _snat(tb: Any, r: dict[str, str]) -> list[str]:
+def _snat(tb: Any, r: RouterDut) -> list[str]:
     """Source NAT on ``drx`` (the ``nat`` option): the pool addresses for ``static``, what the receiver
     will see recorded, and the postrouting rules returned."""
     o = tb.options
     if o.nat == "static":
-        tb.add_addr(r["dut"], r["drx"], f"{STATIC_NAT4}/32")
-        tb.add_addr(r["dut"], r["drx"], f"{STATIC_NAT6}/128")
-        tb.state["expected_rx_src"] = {"4": STATIC_NAT4, "6": STATIC_NAT6}
+        tb.add_addr(r.dut, r.drx, f"{STATIC_NAT4}/32")
+        tb.add_addr(r.dut, r.drx, f"{STATIC_NAT6}/128")
+        tb.state.expected_rx_src = {"4": STATIC_NAT4, "6": STATIC_NAT6}
     else:
-        tb.state["expected_rx_src"] = {"4": RIGHT4[0], "6": RIGHT6[0]}
-    return nft.snat_rules(r["drx"], o.nat, STATIC_NAT4, STATIC_NAT6)
+        tb.state.expected_rx_src = {"4": RIGHT4[0], "6": RIGHT6[0]}
+    return nft.snat_rules(r.drx, o.nat, STATIC_NAT4, STATIC_NAT6)
 
 
 class Nat(Router):
@@ -579,8 +594,8 @@ class Nat(Router):
 
     def build(self, tb: Any) -> None:
         r = self.build_router(tb)
-        _nft(tb, r["dut"], nft.nat_ruleset(tb.id, _snat(tb, r), _flowtable(tb, r)))
-        _conntrack(tb, r["dut"])
+        _nft(tb, r.dut, nft.nat_ruleset(tb.id, _snat(tb, r), _flowtable(tb, r)))
+        _conntrack(tb, r.dut)
 
 
 class Firewall(Router):
@@ -596,8 +611,8 @@ class Firewall(Router):
     def build(self, tb: Any) -> None:
         r = self.build_router(tb)
         _log(tb)
-        _nft(tb, r["dut"], nft.firewall_ruleset(tb.id, tb.options.rules, tb.options.log, _flowtable(tb, r)))
-        _conntrack(tb, r["dut"])
+        _nft(tb, r.dut, nft.firewall_ruleset(tb.id, tb.options.rules, tb.options.log, _flowtable(tb, r)))
+        _conntrack(tb, r.dut)
 
 
 class FirewallNat(Firewall):
@@ -610,8 +625,8 @@ class FirewallNat(Firewall):
         _log(tb)
         ft = _flowtable(tb, r)
         text = nft.firewall_ruleset(tb.id, tb.options.rules, tb.options.log, ft, snat=_snat(tb, r))
-        _nft(tb, r["dut"], text)
-        _conntrack(tb, r["dut"])
+        _nft(tb, r.dut, text)
+        _conntrack(tb, r.dut)
 
 
 class Acl(Router):
@@ -624,10 +639,10 @@ class Acl(Router):
         _log(tb)
         ft = _flowtable(tb, r)
         if ft:
-            tb.state["notes"].append("acl with flowtable: conntrack is on (no notrack), since flows are "
+            tb.state.notes.append("acl with flowtable: conntrack is on (no notrack), since flows are "
                                      "offloaded through their conntrack entries; the rules see a flow's "
                                      "packets only until it is offloaded")
-        _nft(tb, r["dut"], nft.acl_ruleset(tb.id, tb.options.rules, tb.options.log, ft))
+        _nft(tb, r.dut, nft.acl_ruleset(tb.id, tb.options.rules, tb.options.log, ft))
 
 
 class Policer(Router):
@@ -650,9 +665,8 @@ class Policer(Router):
             burst = o.cap_burst or max(10, int(o.cap_pps / 100))
         else:
             burst = o.cap_burst or max(3028, int(o.cap_bps / 8 / 100))
-        tb.state["policer"] = {"cap_pps": o.cap_pps, "cap_bps": o.cap_bps, "burst": burst,
-                               "burst_unit": "packets" if o.cap_pps is not None else "bytes"}
-        _nft(tb, r["dut"], nft.policer_ruleset(tb.id, o.cap_pps, o.cap_bps, burst))
+        tb.state.policer = PolicerRecord(o.cap_pps, o.cap_bps, burst, "packets" if o.cap_pps is not None else "bytes")
+        _nft(tb, r.dut, nft.policer_ruleset(tb.id, o.cap_pps, o.cap_bps, burst))
 
 
 class External(Topology):
@@ -679,34 +693,31 @@ class External(Topology):
                 raise TestbedError(f"ifaces: interface {ifname} is {oper}, not up "
                                    f"(bring it up: ip link set {ifname} up; check the cable)")
             macs.append(link.get_attr("IFLA_ADDRESS"))
-            tb.state["interfaces"].append({"netns": None, "ifname": ifname, "role": "tester", "peer": None})
+            tb.state.interfaces.append(Interface(None, ifname, "tester"))
         for i, (name, ifname, mac) in enumerate(zip(names, ifaces, macs)):
             other = macs[i ^ 1] if len(macs) > (i ^ 1) else None
             v4 = LEFT4[1] if i % 2 == 0 else RIGHT4[1]
             v6 = LEFT6[1] if i % 2 == 0 else RIGHT6[1]
-            tb.state["ports"].append({"name": name, "ifname": ifname, "netns": None, "mac": mac, "ipv4": v4,
-                                      "ipv6": v6, "peer_mac": other, "gateway_ipv4": None,
-                                      "gateway_ipv6": None})
-        tb.state["notes"].append("external: peer_mac assumes the two ports see each other at L2 "
+            tb.state.ports.append(TesterPort(name, ifname, None, mac, v4, v6, other))
+        tb.state.notes.append("external: peer_mac assumes the two ports see each other at L2 "
                                  "(cable or switch); for a routed DUT pass its MAC as dst_mac")
 
 
 def _nft(tb: Any, ns: str, text: str) -> None:
     nft.apply(ns, text)
-    tb.state["nft"][ns] = text
+    tb.state.nft[ns] = text
     st.write_state(tb.state)
 
 
-def _flowtable(tb: Any, r: dict[str, str]) -> tuple[str, ...]:
+def _flowtable(tb: Any, r: RouterDut) -> tuple[str, ...]:
     """The DUT interfaces for the ``flowtable`` option (none without it), after checking that this
     kernel has flowtables (``CapabilityError`` naming the option if not); recorded in the state."""
     if not tb.options.flowtable:
         return ()
-    devices = (r["dtx"], r["drx"])
-    nft.check_flowtable(r["dut"], tb.id, devices)
-    tb.state["flowtable"] = {"name": nft.FLOWTABLE, "devices": list(devices), "hook": "ingress",
-                             "hardware_offload": False, "slow_path_rule": nft.FLOW_ADD}
-    tb.state["notes"].append(f"flowtable {nft.FLOWTABLE} on {', '.join(devices)} (software fast path): "
+    devices = (r.dtx, r.drx)
+    nft.check_flowtable(r.dut, tb.id, devices)
+    tb.state.flowtable = FlowtableRecord(nft.FLOWTABLE, devices, "ingress", False, nft.FLOW_ADD)
+    tb.state.notes.append(f"flowtable {nft.FLOWTABLE} on {', '.join(devices)} (software fast path): "
                              "offloaded TCP/UDP flows skip the forward chain; the counter of that chain's "
                              "first rule (flow add) counts the TCP/UDP packets that took the slow path")
     return devices
@@ -729,7 +740,7 @@ def _conntrack(tb: Any, dut: str) -> None:
         except OSError as e:
             raise TestbedError(f"conntrack_timeout_s: cannot set the DUT's conntrack timeouts: "
                                f"{e.strerror or e}") from None
-        tb.state["notes"].append(f"conntrack timeouts (UDP, UDP stream, TCP established) {o.conntrack_timeout_s} s "
+        tb.state.notes.append(f"conntrack timeouts (UDP, UDP stream, TCP established) {o.conntrack_timeout_s} s "
                                  "in the DUT's namespace")
 
 
