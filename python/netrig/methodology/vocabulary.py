@@ -28,8 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from netrig.errors import ConfigError
-from netrig.model import FrameSize, parse_count, parse_duration, parse_frame_sizes, parse_rate, parse_speed
-from netrig.testbed.options import cpu_list
+from netrig.model import FrameSize, cpu_list, parse_count, parse_duration, parse_frame_sizes, parse_rate, parse_speed
 
 #: ``(text, option name, option) -> value``; errors are ConfigErrors naming the option.
 Parser = Callable[[str, str, "Option"], Any]

@@ -221,6 +221,21 @@ def parse_count(value: object, field: str) -> int:
     return n
 
 
+def cpu_list(text: str, field: str = "dut_cpus") -> tuple[int, ...]:
+    """``"1"``, ``"0-1"``, ``"0,2-3"`` → sorted CPU numbers (the syntax of a CPU list; errors name ``field``)."""
+    cpus: set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        m = re.match(r"^(\d+)(?:-(\d+))?$", part)
+        if not m:
+            raise ConfigError(field, f"{text!r}: not a CPU list; use e.g. 1, 0-1 or 0,1")
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        if hi < lo:
+            raise ConfigError(field, f"{text!r}: range {part} is backwards")
+        cpus.update(range(lo, hi + 1))
+    return tuple(sorted(cpus))
+
+
 # --------------------------------------------------------------------------------------------- #
 # Formatting
 

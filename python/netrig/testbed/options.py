@@ -8,6 +8,7 @@ from typing import Any
 
 from netrig import _native
 from netrig.errors import ConfigError
+from netrig.model import cpu_list
 
 NAT_MODES = ("masquerade", "static")
 #: Where the DUT's packet work runs. ``wire`` (the default): each DUT interface's frames go to a
@@ -48,21 +49,6 @@ def parse_cap(text: str | int | float) -> tuple[float | None, float | None]:
 #: bookkeeping threads are narrowed to the tester's CPUs later (``placement.keep_off_dut``) and
 #: a thread's own affinity would then hide the DUT's CPUs from every later choice.
 MACHINE_CPUS: tuple[int, ...] = tuple(sorted(os.sched_getaffinity(0)))
-
-
-def cpu_list(text: str, field: str = "dut_cpus") -> tuple[int, ...]:
-    """``"1"``, ``"0-1"``, ``"0,2-3"`` → sorted CPU numbers (the syntax of a CPU list; errors name ``field``)."""
-    cpus: set[int] = set()
-    for part in text.split(","):
-        part = part.strip()
-        m = re.match(r"^(\d+)(?:-(\d+))?$", part)
-        if not m:
-            raise ConfigError(field, f"{text!r}: not a CPU list; use e.g. 1, 0-1 or 0,1")
-        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
-        if hi < lo:
-            raise ConfigError(field, f"{text!r}: range {part} is backwards")
-        cpus.update(range(lo, hi + 1))
-    return tuple(sorted(cpus))
 
 
 def parse_cpus(text: str | int | list[int] | tuple[int, ...]) -> tuple[int, ...]:
