@@ -1,6 +1,7 @@
 """The layering of ``docs/architecture.md`` holds: no upward import, no import cycle, every module
 placed — in ``python/netrig`` (every import, at module level or inside a function) and in
-``crates/`` (every ``use``/path of a crate's own modules, test code aside)."""
+``crates/`` (every ``use``/path of a crate's own modules, test code aside) — and nothing above the
+measurer seam (the method framework, the view, the methods) imports the infrastructure."""
 from __future__ import annotations
 
 import ast
@@ -38,6 +39,18 @@ def layer_table() -> dict[str, int]:
 
 
 LAYERS = layer_table()
+
+
+def seam_rule() -> tuple[frozenset[int], int]:
+    """``(layers, layer)``: the layers that import nothing of ``layer``, from the ``<!-- seam``
+    marker under the table (the method framework, the view and the methods see the infrastructure
+    only through the measurer)."""
+    m = re.search(r"<!-- seam: layers ([\d ]+) import nothing of layer (\d+) -->", DOC.read_text())
+    assert m, "docs/architecture.md has no <!-- seam: layers … import nothing of layer … --> rule"
+    return frozenset(int(x) for x in m.group(1).split()), int(m.group(2))
+
+
+SEAM = seam_rule()
 
 
 def layer_of(module: str) -> int | None:
@@ -154,6 +167,17 @@ def test_no_python_module_imports_a_layer_above_it():
     assert not bad, "upward imports:\n" + "\n".join(sorted(bad))
 
 
+def seam_violations(graph: dict[str, set[str]]) -> list[str]:
+    above, below = SEAM
+    return sorted(f"{m} (layer {layer_of(m)}) imports {d} (layer {below})" for m, deps in graph.items()
+                  if layer_of(m) in above for d in deps if layer_of(d) == below)
+
+
+def test_methods_and_the_view_reach_the_infrastructure_only_through_the_measurer():
+    bad = seam_violations(python_graph())
+    assert not bad, "imports past the measurer seam:\n" + "\n".join(bad)
+
+
 def test_no_python_import_cycle():
     found = cycles(python_graph())
     assert not found, f"import cycles: {found}"
@@ -224,3 +248,8 @@ def test_the_rule_catches_a_cycle_and_an_upward_import():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c"]]
     assert layer_of("netrig.methods.throughput") > layer_of("netrig.measure.seam")  # type: ignore[operator]
     assert layer_of("netrig.cli.main") == max(LAYERS.values())
+    assert seam_violations({"netrig.methods.stateful": {"netrig.testbed.conntrack", "netrig.measure.seam"},
+                            "netrig.view.run_view": {"netrig.monitor.monitor"},
+                            "netrig.run.session": {"netrig.testbed.testbed"}}) == [
+        "netrig.methods.stateful (layer 6) imports netrig.testbed.conntrack (layer 3)",
+        "netrig.view.run_view (layer 5) imports netrig.monitor.monitor (layer 3)"]

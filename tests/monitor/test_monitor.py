@@ -10,7 +10,15 @@ import pytest
 
 from netrig.errors import ConfigError
 from netrig.monitor import Monitor, MonitorResult
-from netrig.monitor.monitor import compact_sample, cpu_percent, latest_sample, read_meminfo
+from netrig.monitor.monitor import (
+    Mark,
+    MonitorSample,
+    ProcSample,
+    compact_sample,
+    cpu_percent,
+    latest_sample,
+    read_meminfo,
+)
 
 ROOT = os.geteuid() == 0
 
@@ -25,15 +33,14 @@ def test_cpu_percent_from_deltas():
 def test_result_windows_and_summary():
     r = MonitorResult(1.0)
     for t, soft in [(1.0, 1.0), (2.0, 50.0), (3.0, 70.0), (4.0, 2.0)]:
-        r.samples.append({"t_s": t, "dt_s": 1.0, "cpu": {"cpu1": {"softirq": soft, "busy": soft + 10,
-                                                                   "system": 0.0}}})
-    r.samples.insert(1, {"t_s": 1.0, "mark": "trial-start"})
-    r.samples.insert(4, {"t_s": 3.0, "mark": "trial-stop"})
-    assert [m["mark"] for m in r.marks] == ["trial-start", "trial-stop"]
+        r.samples.append(MonitorSample(t, 1.0, {"cpu1": {"softirq": soft, "busy": soft + 10, "system": 0.0}}))
+    r.samples.insert(1, Mark(1.0, "trial-start"))
+    r.samples.insert(4, Mark(3.0, "trial-stop"))
+    assert [m.mark for m in r.marks] == ["trial-start", "trial-stop"]
     assert r.cpu_mean("trial-start", "trial-stop") == {"cpu1": 60.0}
     assert r.cpu_softirq_max(1) == 70.0
     assert r.summary("trial-start", "trial-stop")["busiest_cpu"] == "cpu1"
-    json.dumps(r.to_dict())
+    assert MonitorResult.from_dict(json.loads(json.dumps(r.to_dict()))) == r, "a stored record reads back the same"
 
 
 def test_bad_interval_names_the_field():
@@ -41,17 +48,17 @@ def test_bad_interval_names_the_field():
         Monitor(interval_s=0)
 
 
-def newer_sample(mon: Monitor, than: dict | None = None, timeout_s: float = 60.0) -> dict:
+def newer_sample(mon: Monitor, than: MonitorSample | None = None, timeout_s: float = 60.0) -> MonitorSample:
     """The monitor's newest sample once there is one newer than ``than``. The sampler runs only on
     idle CPU time (``placement.observer``): on a machine kept busy (the suite's other worker) its
     first sample can come seconds late, so this waits for it rather than for a fixed time."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         s = latest_sample(mon)
-        if s is not None and (than is None or s["t_s"] > than["t_s"]):
+        if s is not None and (than is None or s.t_s > than.t_s):
             return s
         time.sleep(0.05)
-    raise AssertionError(f"no monitor sample newer than {than and than['t_s']} within {timeout_s} s")
+    raise AssertionError(f"no monitor sample newer than {than and than.t_s} within {timeout_s} s")
 
 
 def test_monitor_samples_host_without_testbed():
@@ -65,10 +72,10 @@ def test_monitor_samples_host_without_testbed():
     assert len(res.data) >= 3, res.samples
     assert not res.errors, res.errors
     s = res.data[-1]
-    assert {"cpu", "mem", "procs", "t_s"} <= s.keys()
-    assert s["mem"]["total_bytes"] > 0 and "slab_bytes" in s["mem"] and read_meminfo()["total_bytes"] > 0
-    assert "cpu0" in s["cpu"] and str(os.getpid()) in s["procs"]
-    assert [x["t_s"] for x in res.samples] == sorted(x["t_s"] for x in res.samples)
+    assert s.cpu and s.mem and s.procs and s.t_s > 0
+    assert s.mem.total_bytes > 0 and s.mem.slab_bytes is not None and read_meminfo().total_bytes > 0
+    assert "cpu0" in s.cpu and str(os.getpid()) in s.procs
+    assert [x.t_s for x in res.samples] == sorted(x.t_s for x in res.samples)
     assert not any(t.name == "netrig-monitor" for t in threading.enumerate())
 
 
@@ -77,22 +84,21 @@ def test_a_long_run_takes_the_newest_sample_compact_and_the_monitor_keeps_no_his
         mon.mark("m")
         first = newer_sample(mon)
         second = newer_sample(mon, than=first)
-        assert second["t_s"] > first["t_s"]
+        assert second.t_s > first.t_s
         assert len(mon.result.data) <= 5, "older samples are dropped as the newest is taken"
     c = compact_sample(second)
-    assert c is not None and c["t_s"] == second["t_s"]
-    assert c["cpu"]["cpu0"] == second["cpu"]["cpu0"]["busy"] and "all" not in c["softirq"]
-    (name,) = c["procs"]
-    assert name.endswith(f"[{os.getpid()}]") and c["procs"][name]["rss_bytes"] > 1e6
-    assert c["mem"]["available_bytes"] > 0 and c["mem"]["slab_bytes"] > 0
-    assert len(json.dumps(c)) < 2000, "small enough for hours of intervals"
+    assert c is not None and c.t_s == second.t_s
+    assert c.cpu["cpu0"] == second.cpu["cpu0"]["busy"] and "all" not in c.softirq
+    (name,) = c.procs
+    assert name.endswith(f"[{os.getpid()}]") and c.procs[name].rss_bytes > 1e6
+    assert c.mem.available_bytes > 0 and c.mem.slab_bytes > 0
+    assert len(json.dumps(c.to_dict())) < 2000, "small enough for hours of intervals"
     assert compact_sample(None) is None
-    remote = {"t_s": 1.0, "dt_s": 1.0, "conntrack": {"remote": 7}, "procs": {"42": {"name": "bird", "cpu_percent": 3.0,
-                                                                                   "rss_bytes": 5}},
-              "ifaces": {"remote/eth0": {"rx_packets": 9, "rx_dropped": 2, "tx_dropped": 0}}}
-    assert compact_sample(remote) == {"t_s": 1.0, "dt_s": 1.0, "procs": {"bird[42]": {"cpu_percent": 3.0,
-                                                                                   "rss_bytes": 5}},
-                                      "conntrack": {"remote": 7}, "drops": {"remote/eth0": {"rx_dropped": 2}}}
+    remote = MonitorSample(1.0, 1.0, conntrack={"remote": 7}, procs={"42": ProcSample(3.0, 5, "bird")},
+                           ifaces={"remote/eth0": {"rx_packets": 9, "rx_dropped": 2, "tx_dropped": 0}})
+    assert compact_sample(remote).to_dict() == {"t_s": 1.0, "dt_s": 1.0, "procs": {"bird[42]": {"cpu_percent": 3.0,
+                                                                                             "rss_bytes": 5}},
+                                                "conntrack": {"remote": 7}, "drops": {"remote/eth0": {"rx_dropped": 2}}}
 
 
 @pytest.mark.root

@@ -107,17 +107,17 @@ def test_samples_the_dut_namespace_over_ssh(tmp_path):
         assert len(data) >= 3, data
         first, last = data[0], data[-1]
         # the DUT namespace's own interfaces, not the host's
-        assert f"remote/{dut_if}" in last["ifaces"] and "remote/lo" in last["ifaces"]
-        assert not any(k.endswith(f"/{t_if}") for k in last["ifaces"])
-        got = last["ifaces"][f"remote/{dut_if}"]["rx_packets"] - first["ifaces"][f"remote/{dut_if}"]["rx_packets"]
+        assert f"remote/{dut_if}" in last.ifaces and "remote/lo" in last.ifaces
+        assert not any(k.endswith(f"/{t_if}") for k in last.ifaces)
+        got = last.ifaces[f"remote/{dut_if}"]["rx_packets"] - first.ifaces[f"remote/{dut_if}"]["rx_packets"]
         assert got >= 5000 * 0.99, (got, "frames sent into the DUT namespace must show on its interface")
-        assert max(x["ifaces"][f"remote/{dut_if}"].get("rx_pps", 0) for x in data) > 5_000
+        assert max(x.ifaces[f"remote/{dut_if}"].get("rx_pps", 0) for x in data) > 5_000
         # CPU, memory and the chosen processes, in Monitor's shapes
-        assert {"all", "cpu0"} <= set(last["cpu"]) and 0 <= last["cpu"]["all"]["busy"] <= 100
-        assert last["mem"]["total_bytes"] > last["mem"]["available_bytes"] > 0
-        assert any(p["name"].startswith("sshd") and p["rss_bytes"] > 0 for p in last["procs"].values())
-        assert all(abs(x["dt_s"] - 0.25) < 0.25 for x in data)
-        assert [m["mark"] for m in r.marks] == ["trial-start", "trial-stop"]
+        assert {"all", "cpu0"} <= set(last.cpu) and 0 <= last.cpu["all"]["busy"] <= 100
+        assert last.mem.total_bytes > last.mem.available_bytes > 0
+        assert any(p.name.startswith("sshd") and p.rss_bytes > 0 for p in last.procs.values())
+        assert all(abs(x.dt_s - 0.25) < 0.25 for x in data)
+        assert [m.mark for m in r.marks] == ["trial-start", "trial-stop"]
         assert r.window("trial-start", "trial-stop") and r.cpu_mean("trial-start", "trial-stop", "busy")
         # no credentials in what is recorded, and nothing left running
         assert "client_key" not in repr(r.to_dict())
@@ -168,11 +168,11 @@ def test_records_parse_into_monitor_samples():
     out = [s for s in (p.feed(ln) for ln in lines) if s is not None]
     assert len(out) == 1, "the first record primes the deltas"
     s = out[0]
-    assert s["dt_s"] == 1.0 and s["cpu"]["all"]["busy"] == 20.0
-    assert s["mem"] == {"total_bytes": 1_024_000, "available_bytes": 512_000, "used_bytes": 512_000}
-    assert s["ifaces"]["remote/eth1"]["rx_pps"] == 100.0 and s["ifaces"]["remote/eth1"]["rx_dropped"] == 3
-    assert s["conntrack"] == {"remote": 7}
-    assert s["procs"]["42"] == {"name": "bird", "cpu_percent": 50.0, "rss_bytes": 12 * 4096}
+    assert s.dt_s == 1.0 and s.cpu["all"]["busy"] == 20.0
+    assert s.mem.to_dict() == {"total_bytes": 1_024_000, "available_bytes": 512_000, "used_bytes": 512_000}
+    assert s.ifaces["remote/eth1"]["rx_pps"] == 100.0 and s.ifaces["remote/eth1"]["rx_dropped"] == 3
+    assert s.conntrack == {"remote": 7}
+    assert s.procs["42"].to_dict() == {"name": "bird", "cpu_percent": 50.0, "rss_bytes": 12 * 4096}
 
 
 @needs_root

@@ -100,7 +100,7 @@ def test_a_torn_last_record_is_left_out_and_said_as_resume_does(tmp_path):
     assert r.complete is False and len(r.trials()) == 5
     assert r.torn == [f"{p}:7: the last record was torn (the run was killed while writing it); left out, the 5 "
                       "complete trial records before it are read"]
-    assert [f["code"] for f in r.flags()] == ["trial_log_torn"]
+    assert [f.code for f in r.flags()] == ["trial_log_torn"]
     assert RunView.load(_log(tmp_path, 5, "")[0]).torn == []
 
 

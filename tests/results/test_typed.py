@@ -171,14 +171,14 @@ def test_a_soak_with_its_monitor_samples_round_trips():
     """A soak's intervals carry the DUT monitor's compact samples (CPU, processes, memory, conntrack,
     interface drops): they read back as types and write the same document."""
     from netrig.methods.soak import METHOD, SoakInterval, SoakParams, SoakResult
-    from netrig.monitor.monitor import compact_sample
+    from netrig.monitor.monitor import compact_sample, read_sample
 
     frame, lr = FrameSize.parse(64), LineRate(bps=1e9, source="config")
     raw = {"t_s": 1.0, "dt_s": 1.0, "cpu": {"all": {"busy": 50.0, "softirq": 1.0}, "cpu0": {"busy": 97.0, "softirq": 2}},
            "procs": {"7": {"name": "dut", "cpu_percent": 5.0, "rss_bytes": 1000}},
            "mem": {"available_bytes": 9, "used_bytes": 10, "slab_bytes": 3}, "conntrack": {"dut": 12},
            "ifaces": {"eth0": {"rx_dropped": 4, "tx_dropped": 0}}}
-    sample = compact_sample(raw)
+    sample = compact_sample(read_sample(raw)).to_dict()
     rows = [from_dict(SoakInterval, {"t_s": 10.0 * i, "duration_s": 10.0, "segment": i // 3, "frames_sent": 100,
                                      "frames_received": 99, "frames_lost": 1, "monitor": sample}) for i in range(6)]
     res = SoakResult.build(frame, lr, SoakParams(duration_s=60, interval_s=10), 100.0, None, rows, None)

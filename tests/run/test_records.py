@@ -41,7 +41,7 @@ def test_a_record_is_read_as_its_type_and_its_load_written_back_the_same():
 
 @pytest.mark.parametrize("damage, why", [
     ({"load": {"rate_pps": "fast", "frame_size": 64, "duration_s": 1.0}}, "TypeError"),
-    ({"counts": {"frames_sent": 1}}, "KeyError"),
+    ({"counts": {"frames_sent": 1}}, "no 'achieved_pps'"),
     ({"phases": [{"rate_pps": -1.0, "duration_s": 1.0}]}, "ConfigError"),
     ({"counts": None}, "no counts"),
 ])

@@ -25,12 +25,13 @@ import os
 import signal
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
-from netrig.errors import TestbedError
+from netrig.errors import ResultError, TestbedError
 from netrig.measure.seam import Load, TrialCounts
 from netrig.model import defaults
+from netrig.results.typed import from_dict
 from netrig.trial import Port, Stream, run_trial
 
 #: The signature carries a trial tag's low 23 bits.
@@ -40,16 +41,90 @@ STATS_TIMEOUT_S = 5.0
 
 
 @dataclass(frozen=True)
+class TagFrames:
+    tag: int
+    frames: int
+
+
+@dataclass(frozen=True)
+class CapturePin:
+    worker: str
+    cpu: int
+    error: str
+
+
+@dataclass(frozen=True)
+class CaptureStats:
+    """The capture's counters as its stats file has them (``netrig capture --stats``; the engine's
+    ``CaptureStats``): signed frames per sender's trial tag, frames without a signature, drops, its
+    CPU; ``seq`` counts the writes, ``settled``: its source ran empty before it wrote."""
+
+    seq: int = 0
+    tags: tuple[TagFrames, ...] = ()
+    foreign: int = 0
+    warmup: int = 0
+    drops: int = 0
+    drops_source: str | None = None
+    queue_drops: int = 0
+    cpu_user_s: float = 0.0
+    cpu_sys_s: float = 0.0
+    elapsed_s: float = 0.0
+    settled: bool = False
+    pin_failures: tuple[CapturePin, ...] = ()
+    #: What the capture method says about itself (its source, its fallbacks).
+    notes: str = ""
+
+    def frames_of(self, tag: int) -> int:
+        return sum(t.frames for t in self.tags if t.tag == tag & TAG_MASK)
+
+    @property
+    def signed(self) -> int:
+        return sum(t.frames for t in self.tags)
+
+    @property
+    def unpinned(self) -> tuple[str, ...]:
+        """The capture's workers that did not get its CPU."""
+        return tuple(f"capture {p.worker} not pinned to CPU {p.cpu}: {p.error}" for p in self.pin_failures)
+
+
+@dataclass(frozen=True)
+class CaptureDelta:
+    """What the capture counted over one trial (``raw.capture``): the trial's frames, other trials'
+    (``stray``), unsigned ones, drops and its CPU-seconds."""
+
+    frames: int
+    stray: int
+    foreign: int
+    warmup: int
+    drops: int
+    drops_source: str | None
+    queue_drops: int
+    cpu_user_s: float
+    cpu_sys_s: float
+    cpu_s: float
+    wall_s: float
+
+    @classmethod
+    def between(cls, before: CaptureStats, after: CaptureStats, tag: int) -> CaptureDelta:
+        mine = after.frames_of(tag) - before.frames_of(tag)
+        user, sys_ = after.cpu_user_s - before.cpu_user_s, after.cpu_sys_s - before.cpu_sys_s
+        return cls(mine, after.signed - before.signed - mine, after.foreign - before.foreign,
+                   after.warmup - before.warmup, after.drops - before.drops, after.drops_source,
+                   after.queue_drops - before.queue_drops, round(user, 4), round(sys_, 4), round(user + sys_, 4),
+                   round(after.elapsed_s - before.elapsed_s, 4))
+
+
+@dataclass(frozen=True)
 class CaptureProcess:
     """A running ``netrig capture`` (the capture test bed's DUT process)."""
 
     pid: int
     stats_path: str
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> CaptureStats:
         """Ask for the counters (SIGUSR1) and return them once written."""
         before = self._read()
-        want = (before or {}).get("seq", 0) + 1
+        want = (before.seq if before is not None else 0) + 1
         try:
             os.kill(self.pid, signal.SIGUSR1)
         except ProcessLookupError:
@@ -57,7 +132,7 @@ class CaptureProcess:
         deadline = time.monotonic() + STATS_TIMEOUT_S
         while time.monotonic() < deadline:
             doc = self._read()
-            if doc is not None and doc.get("seq", 0) >= want:
+            if doc is not None and doc.seq >= want:
                 return doc
             time.sleep(0.005)
         raise TestbedError(f"the capture process {self.pid} did not write its counters to {self.stats_path} "
@@ -78,26 +153,17 @@ class CaptureProcess:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, signal.SIGCONT)
 
-    def _read(self) -> dict[str, Any] | None:
+    def _read(self) -> CaptureStats | None:
+        """The stats file; ``None`` while it is missing, empty or half written."""
         try:
             with open(self.stats_path) as f:
                 text = f.read()
         except OSError:
             return None
         try:
-            return json.loads(text) if text.strip() else None
-        except json.JSONDecodeError:
+            return from_dict(CaptureStats, json.loads(text)) if text.strip() else None
+        except (json.JSONDecodeError, ResultError, TypeError):
             return None
-
-
-def _tag_frames(doc: dict[str, Any], tag: int) -> int:
-    return sum(int(t["frames"]) for t in doc.get("tags", ()) if int(t["tag"]) == tag & TAG_MASK)
-
-
-def _capture_unpinned(doc: dict[str, Any] | None) -> tuple[str, ...]:
-    """The capture's workers that did not get its CPU (its stats file: ``CaptureStats.pin_failures``)."""
-    return tuple(f"capture {p['worker']} not pinned to CPU {p['cpu']}: {p['error']}"
-                 for p in (doc or {}).get("pin_failures", ()))
 
 
 class CaptureMeasurer:
@@ -117,8 +183,7 @@ class CaptureMeasurer:
         capture's doing: the capture runs on another CPU) is repeated up to ``stall_retries`` times."""
         attempts: list[dict[str, Any]] = []
         while True:
-            c = self._measure_once(load, duration_s)
-            stretch_s = c.raw["engine"]["tx_stretch_ns"] / 1e9
+            c, stretch_s = self._measure_once(load, duration_s)
             # A transient stall, not a tester that cannot keep the rate (engine.EngineMeasurer._stretched).
             stretched = not c.valid and "stretched" in (c.invalid_reason or "") and \
                 stretch_s <= defaults.TRANSIENT_STRETCH_MAX * duration_s
@@ -130,7 +195,8 @@ class CaptureMeasurer:
             c = TrialCounts(**{**c.__dict__, "raw": {**c.raw, "stretched_attempts": attempts}})
         return c
 
-    def _measure_once(self, load: Load, duration_s: float) -> TrialCounts:
+    def _measure_once(self, load: Load, duration_s: float) -> tuple[TrialCounts, float]:
+        """The trial's counts and how much later than planned its last frame left (s)."""
         stream = Stream(frame_size=load.frame_size, rate_pps=load.rate_pps, **self.template)
         before = None if self.tx_only else self.capture.snapshot()
         res = run_trial(self.tx, None, [stream], duration_s=duration_s, drain_s=self.drain_s,
@@ -142,27 +208,16 @@ class CaptureMeasurer:
             valid, reason = False, (f"tester sent {achieved:.0f} fps, {100 * achieved / load.rate_pps:.1f}% of the "
                                     f"intended {load.rate_pps:.0f} fps")
         raw: dict[str, Any] = {"engine": res.to_dict(flows=False), "trial_tag": res.trial_tag}
-        unpinned = tuple(str(f) for f in res.pin_failures) + _capture_unpinned(after)
+        stretch_s = res.tx_stretch_ns / 1e9
+        unpinned = tuple(str(f) for f in res.pin_failures) + (after.unpinned if after is not None else ())
         if before is None or after is None:
             return TrialCounts(achieved_pps=achieved, intended_pps=load.rate_pps, frames_sent=res.frames_sent,
                                frames_received=res.frames_sent,
-                               valid=valid, invalid_reason=reason, pin_failures=unpinned, raw=raw)
-        if valid and not after.get("settled", False):
+                               valid=valid, invalid_reason=reason, pin_failures=unpinned, raw=raw), stretch_s
+        if valid and not after.settled:
             valid, reason = False, "the capture could not confirm its counters (its source never ran empty)"
-        mine = _tag_frames(after, res.trial_tag) - _tag_frames(before, res.trial_tag)
-        signed = sum(int(t["frames"]) for t in after.get("tags", ())) - \
-            sum(int(t["frames"]) for t in before.get("tags", ()))
-        cpu_s = (after["cpu_user_s"] + after["cpu_sys_s"]) - (before["cpu_user_s"] + before["cpu_sys_s"])
-        raw["capture"] = {
-            "frames": mine, "stray": signed - mine,
-            "foreign": after["foreign"] - before["foreign"], "warmup": after["warmup"] - before["warmup"],
-            "drops": after["drops"] - before["drops"], "drops_source": after.get("drops_source"),
-            "queue_drops": after["queue_drops"] - before["queue_drops"],
-            "cpu_user_s": round(after["cpu_user_s"] - before["cpu_user_s"], 4),
-            "cpu_sys_s": round(after["cpu_sys_s"] - before["cpu_sys_s"], 4),
-            "cpu_s": round(cpu_s, 4), "wall_s": round(after["elapsed_s"] - before["elapsed_s"], 4),
-        }
+        got = CaptureDelta.between(before, after, res.trial_tag)
+        raw["capture"] = asdict(got)
         return TrialCounts(achieved_pps=achieved, intended_pps=load.rate_pps, frames_sent=res.frames_sent,
-                           frames_received=mine, valid=valid,
-                           invalid_reason=reason, foreign=raw["capture"]["foreign"], stray=raw["capture"]["stray"],
-                           pin_failures=unpinned, raw=raw)
+                           frames_received=got.frames, valid=valid, invalid_reason=reason, foreign=got.foreign,
+                           stray=got.stray, pin_failures=unpinned, raw=raw), stretch_s

@@ -13,9 +13,9 @@
   beyond which the trial is invalid). ``"catch-up"`` keeps the duration and sends the backlog at up
   to twice the rate; since that burst, not the DUT, may cause loss, a catch-up trial that lost
   frames while the tester lagged more than ``stall_threshold_ms`` is repeated, up to
-  ``stall_retries`` times (the attempts are kept in ``raw["stalled_attempts"]``). A smooth trial that
+  ``stall_retries`` times (the attempts are kept in ``raw.stalled_attempts``). A smooth trial that
   tester stalls stretched beyond the tolerance is invalid; since a stall is transient, it is repeated
-  up to ``stall_retries`` times too (``raw["stretched_attempts"]``) — an invalid trial is never a DUT
+  up to ``stall_retries`` times too (``raw.stretched_attempts``) — an invalid trial is never a DUT
   result, so repeating it biases nothing, while a tester that cannot reach the rate fails every time.
 * Smoothness: every trial records how it sent its load (``TrialCounts.pacing``: the stretch,
   the peak frame count in any 1 ms window against the intended count, inter-departure gaps); a
@@ -30,7 +30,7 @@
   whenever it arrives, so per-interval loss is exact.
 
 The engine's result is typed (``netrig._native.TrialResult``); it is converted here, field by
-field, into the seam's :class:`~netrig.measure.seam.TrialCounts`, and kept whole in ``raw["engine"]``.
+field, into the seam's :class:`~netrig.measure.seam.TrialCounts`, and kept whole in ``raw.engine``.
 """
 from __future__ import annotations
 
@@ -174,7 +174,7 @@ class EngineMeasurer:
                 checked: bool = True) -> TrialCounts:
         """``intended_pps``: the rate the trial was asked for (recorded); ``checked`` ``False``: no
         achieved-rate check against it (a burst's rate is what the tester could); ``flows`` keeps
-        every flow's counts in ``raw["engine"]``."""
+        every flow's counts in ``raw.engine``."""
         achieved = res.tx_rate_pps
         valid, reason = res.valid, res.invalid_reason
         if valid and checked and intended_pps is not None and achieved < intended_pps * (1 - self.tolerance):
@@ -255,10 +255,10 @@ class EngineMeasurer:
 
     def _ring_delta(self, r0: DutRing, r1: DutRing, usage: CpuUsage, received: int) -> DutRing:
         """The DUT's ring counters over one trial, with the tester's share of the DUT's CPUs."""
-        cores = [usage.cores.get(f"cpu{c}", {}) for c in self.dut_cpus]
-        soft_s = sum(c.get("softirq", 0.0) for c in cores)
+        cores = [f"cpu{c}" for c in self.dut_cpus]
+        soft_s = sum(usage.seconds(c, "softirq") or 0.0 for c in cores)
         share = soft_s * 1e9 / received if received and self.dut_cpus else None
-        own = sum(c.get("busy", 0.0) for c in cores) - soft_s if self.dut_cpus else None
+        own = sum(usage.seconds(c, "busy") or 0.0 for c in cores) - soft_s if self.dut_cpus else None
         return DutRing(r1.arrived - r0.arrived, r1.taken - r0.taken, r1.dropped - r0.dropped, share, own)
 
     def _measure_once(self, load: Load, duration_s: float) -> tuple[TrialCounts, int]:

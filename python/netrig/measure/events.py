@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from netrig.errors import ConfigError
+from netrig.results.typed import from_dict
 from netrig.testbed.placement import on_time
 
 #: Per-interval counting of a trial with events, seconds (the recovery time's resolution).
@@ -71,7 +72,8 @@ class Event:
 
     @classmethod
     def from_dict(cls, d: Mapping) -> Event:
-        return cls(d.get("command", ""), d.get("at_s", -1))
+        """An event as configured or stored; a missing command or time is the error naming it."""
+        return from_dict(cls, {"command": "", "at_s": -1, **d})
 
 
 def check_events(events: Sequence[Event], duration_s: float, field_name: str = "events") -> None:
@@ -242,8 +244,7 @@ class FlowOutage:
 
     @classmethod
     def from_dict(cls, d: Mapping) -> FlowOutage:
-        return cls(int(d["flow_id"]), int(d["frames_lost"]), float(d["before_s"]),
-                   None if d.get("after_s") is None else float(d["after_s"]))
+        return from_dict(cls, {"after_s": None, **d})  # ``outage_s``, ``recovered``: derived, not read
 
 
 @dataclass(frozen=True)
@@ -280,8 +281,19 @@ class EventResult:
 
     @classmethod
     def from_dict(cls, d: Mapping) -> EventResult:
-        return cls(EventRun.from_dict(d["event"]), tuple(FlowOutage.from_dict(f) for f in d.get("flows") or ()),
-                   d.get("recovery_s"), int(d.get("flows_total") or 0), dict(d.get("raw") or {}))
+        e = from_dict(_StoredEvent, d)
+        return cls(e.event, e.flows or (), e.recovery_s, e.flows_total or 0, dict(e.raw or {}))
+
+
+@dataclass(frozen=True)
+class _StoredEvent:
+    """:meth:`EventResult.to_dict` as stored (the run under ``event``; totals derived, not read)."""
+
+    event: EventRun
+    flows: tuple[FlowOutage, ...] | None = None
+    recovery_s: float | None = None
+    flows_total: int | None = None
+    raw: dict | None = None
 
 
 def _recovery_s(intervals: Sequence[Any], run_start_ns: int, start_ns: int, end_ns: int | None) -> float | None:

@@ -15,15 +15,25 @@ recorded and replayed as it is); frame size plays no part in them.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from netrig.errors import ConfigError
+from netrig.errors import ConfigError, ResultError
 from netrig.measure.events import Event, EventResult, EventRun
 from netrig.model import FrameSize
-from netrig.monitor.cpu import CpuUsage
-from netrig.monitor.monitor import MonitorResult
+from netrig.monitor.cpu import CpuUsage, ProcUsage
+from netrig.monitor.monitor import CompactSample, Mark, MemInfo, MonitorResult, MonitorSample, ProcSample
+from netrig.results.typed import from_dict
+from netrig.testbed.conntrack import TableCounts, TupleCheck
+
+#: What the measurer hands a method from the infrastructure below it, as types: the engine's CPU
+#: accounting, the DUT monitor's samples, the DUT's conntrack table around a stateful trial. Methods
+#: and reports import them from here (layers 5 and 6 import nothing of layer 3).
+__all__ = ["Load", "Phase", "LatencySummary", "Pacing", "DutRing", "Interval", "TrialCounts", "FlowTrial",
+           "StackRequest", "STACK_KINDS", "FLOW_DIRECTIONS", "IntervalSink", "TrialMonitor", "Measurer",
+           "CpuUsage", "ProcUsage", "CompactSample", "MemInfo", "MonitorResult", "MonitorSample", "Mark", "ProcSample",
+           "TableCounts", "TupleCheck", "Measured", "EngineRecord", "EnginePort"]
 
 
 @dataclass(frozen=True)
@@ -162,11 +172,7 @@ class DutRing:
 
     @classmethod
     def from_dict(cls, d: dict | None) -> DutRing | None:
-        if not d:
-            return None
-        share, cpu = d.get("tester_share_ns"), d.get("dut_cpu_s")
-        return cls(int(d["arrived"]), int(d["taken"]), int(d["dropped"]),
-                   float(share) if share is not None else None, float(cpu) if cpu is not None else None)
+        return from_dict(cls, d) if d else None
 
 
 @dataclass(frozen=True)
@@ -205,8 +211,7 @@ class Interval:
 
     @classmethod
     def from_dict(cls, d: dict) -> Interval:
-        return cls(d["t_s"], d["duration_s"], d.get("phase", 0), d["frames_sent"], d["frames_received"],
-                   d.get("latency_mean_ns"), d.get("latency_max_ns"))
+        return from_dict(cls, {"phase": 0, **d})  # intervals of one phase, written before phases were
 
 
 @dataclass(frozen=True)
@@ -260,16 +265,28 @@ class TrialCounts:
         return self.frames_lost / self.frames_sent if self.frames_sent else 0.0
 
     @property
+    def measured(self) -> Measured:
+        """What the measurer recorded beside the counts (``raw``), as types."""
+        try:
+            return from_dict(Measured, self.raw)
+        except (ResultError, TypeError, ValueError):  # a hand-made or foreign record: nothing typed to show
+            return Measured()
+
+    @property
     def cpu_usage(self) -> CpuUsage | None:
         """The CPU-seconds the engine accounted over the trial (``raw.cpu``), ``None`` if none."""
-        cpu = self.raw.get("cpu") if isinstance(self.raw, Mapping) else None
-        return CpuUsage.from_dict(dict(cpu)) if isinstance(cpu, Mapping) and cpu.get("cores") else None
+        cpu = self.measured.cpu
+        return cpu if cpu is not None and cpu.cores else None
 
     @property
     def dut_monitor(self) -> MonitorResult | None:
         """The DUT monitor's samples over the trial (``raw.monitor``), ``None`` if it was not watched."""
-        m = self.raw.get("monitor") if isinstance(self.raw, Mapping) else None
-        return MonitorResult.from_dict(m) if isinstance(m, Mapping) else None
+        return self.measured.monitor
+
+    @property
+    def conntrack(self) -> TableCounts | None:
+        """The DUT's conntrack table around a stateful trial (``raw.conntrack``), ``None`` if not read."""
+        return self.measured.conntrack
 
     def to_dict(self) -> dict:
         return {
@@ -300,30 +317,44 @@ class TrialCounts:
 
     @classmethod
     def from_dict(cls, d: dict) -> TrialCounts:
-        iv = d.get("intervals")
-        return cls(
-            achieved_pps=float(d["achieved_pps"]),
-            frames_sent=int(d["frames_sent"]),
-            frames_received=int(d["frames_received"]),
-            duplicated=int(d.get("duplicated") or 0),
-            reordered=int(d.get("reordered") or 0),
-            late=int(d.get("late") or 0),
-            latency=LatencySummary.from_dict(d.get("latency")),
-            valid=bool(d.get("valid", True)),
-            invalid_reason=d.get("invalid_reason"),
-            intervals=tuple(Interval.from_dict(x) for x in iv) if iv is not None else None,
-            reset_time_s=d.get("reset_time_s"),
-            foreign=int(d.get("foreign") or 0),
-            stray=int(d.get("stray") or 0),
-            forged=int(d.get("forged") or 0),
-            pacing=Pacing.from_dict(d.get("pacing")),
-            events=tuple(EventResult.from_dict(e) for e in d["events"]) if d.get("events") is not None else None,
-            dut_ring=DutRing.from_dict(d.get("dut_ring")),
-            flow_memory_bytes=d.get("flow_memory_bytes"),
-            pin_failures=tuple(d.get("pin_failures") or ()),
-            intended_pps=float(d["intended_pps"]) if d.get("intended_pps") is not None else None,
-            raw=d.get("raw") or {},
-        )
+        """The counts ``to_dict`` wrote (``frames_lost``, ``loss_ratio``: derived, not read); a count
+        that is not a number is a ``ValueError`` naming it (a damaged record)."""
+        c = from_dict(cls, d)
+        for name, v in (("achieved_pps", c.achieved_pps), ("frames_sent", c.frames_sent),
+                        ("frames_received", c.frames_received), ("duplicated", c.duplicated),
+                        ("reordered", c.reordered), ("late", c.late), ("foreign", c.foreign), ("stray", c.stray),
+                        ("forged", c.forged)):
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise ValueError(f"counts.{name}: {v!r} is not a number")
+        return c
+
+
+@dataclass(frozen=True)
+class EnginePort:
+    """What is read of one port of the engine's result (``TrialResult.to_dict``, ``ports[]``)."""
+
+    timestamp_source: str | None = None
+
+
+@dataclass(frozen=True)
+class EngineRecord:
+    """What is read of the engine's own result kept with the counts (``raw.engine``): the frames the
+    tester's receiver dropped itself, its ports."""
+
+    tester_rx_drops: int | None = None
+    ports: tuple[EnginePort, ...] = ()
+
+
+@dataclass(frozen=True)
+class Measured:
+    """The parts of a trial's ``raw`` record that are types: the engine's CPU accounting (``cpu``),
+    the DUT monitor's record (``monitor``), the DUT's conntrack table (``conntrack``, stateful
+    trials). The rest of ``raw`` is the engine's or a tool's own document."""
+
+    cpu: CpuUsage | None = None
+    monitor: MonitorResult | None = None
+    conntrack: TableCounts | None = None
+    engine: EngineRecord | None = None
 
 
 #: Directions of a :class:`FlowTrial`: the initiator's frames, the responder's, or both at once.
@@ -344,7 +375,7 @@ class FlowTrial:
     stream mirrors the forward one, 4-tuple by 4-tuple.
 
     The DUT's conntrack table is part of the trial (read in its namespace, recorded with the counts
-    in ``raw["conntrack"]``): ``flush_before`` empties it first; ``check_tuples`` reads every entry
+    in ``raw.conntrack``): ``flush_before`` empties it first; ``check_tuples`` reads every entry
     after the trial and counts those whose reply tuple does not mirror the original one's ports;
     ``teardown`` then times deleting the whole table and deleting it again empty (RFC 9693's
     tear-down measurement)."""
@@ -420,8 +451,8 @@ class StackRequest:
 
 
 #: ``on_interval(interval, sample)`` of a soak trial: one interval's final counts and the DUT
-#: monitor's newest sample then (``netrig.monitor.monitor.compact_sample``; ``None`` unmonitored).
-IntervalSink = Callable[[Interval, dict | None], None]
+#: monitor's newest sample then, compacted (``None`` unmonitored).
+IntervalSink = Callable[[Interval, CompactSample | None], None]
 
 
 class TrialMonitor(Protocol):
@@ -474,6 +505,6 @@ class Measurer(Protocol):
 
     def measure_flows(self, request: FlowTrial) -> TrialCounts:
         """One trial over a set of connections through a stateful DUT (:class:`FlowTrial`), with the
-        DUT's conntrack table read around it (``raw["conntrack"]``) and per direction counts
-        (``raw["directions"]``)."""
+        DUT's conntrack table read around it (``raw.conntrack``) and per direction counts
+        (``raw.directions``)."""
         ...

@@ -20,6 +20,7 @@ from netrig.measure.rr import run_sockperf
 from netrig.measure.seam import StackRequest
 from netrig.measure.tcp import run_iperf3
 from netrig.monitor.cpu import CpuAccount
+from netrig.results.typed import from_dict
 
 
 @dataclass(frozen=True)
@@ -57,20 +58,35 @@ def _rr(ep: StackEndpoints, req: StackRequest) -> dict:
 RUNNERS: dict[str, Callable[[StackEndpoints, StackRequest], dict]] = {"tcp": _tcp, "rr": _rr}
 
 
+@dataclass(frozen=True)
+class _Busy:
+    busy_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class _Moved:
+    """What a stack trial's document says it moved, and the cores' busy time over it."""
+
+    duration_s: float = 0.0
+    goodput_bps: float | None = None
+    transactions_total: float | None = None
+    cpu: _Busy = _Busy()
+
+
 def cpu_per(doc: dict) -> dict:
     """Busy CPU-seconds of every core (``busy_s``: whoever spent them — on a shared host that
     includes unrelated processes) per unit of what the trial moved: per Gbit of goodput and per
     million transactions. (The tools' own CPU is not added to the cores' irq and softirq time: the
     kernel charges a softirq that interrupts a task to that task's system time as well.)"""
-    busy = float((doc.get("cpu") or {}).get("busy_s") or 0.0)
+    m = from_dict(_Moved, doc)
+    busy = m.cpu.busy_s
     out: dict[str, float | None] = {"busy_s": busy}
-    d = float(doc.get("duration_s") or 0.0)
-    if doc.get("goodput_bps") is not None and d > 0:
-        gbit = float(doc["goodput_bps"]) * d / 1e9
+    if m.goodput_bps is not None and m.duration_s > 0:
+        gbit = m.goodput_bps * m.duration_s / 1e9
         out["busy_s_per_gbit"] = busy / gbit if gbit > 0 else None
-    if doc.get("transactions_total") is not None:
-        m = float(doc["transactions_total"]) / 1e6
-        out["busy_s_per_mtrans"] = busy / m if m > 0 else None
+    if m.transactions_total is not None:
+        mtrans = m.transactions_total / 1e6
+        out["busy_s_per_mtrans"] = busy / mtrans if mtrans > 0 else None
     return out
 
 

@@ -26,8 +26,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from netrig.errors import ConfigError, ToolError
+from netrig.errors import ConfigError, ResultError, ToolError
 from netrig.measure.process import ProcessCpu, in_netns, listening, reap, stop
+from netrig.results.typed import from_dict
 
 __all__ = ["DIRECTIONS", "TcpParams", "TcpStream", "TcpInterval", "ProcessCpu", "TcpResult", "run_iperf3"]
 
@@ -138,8 +139,66 @@ def _version(tool: str) -> str:
     return out.split("\n", 1)[0].strip()
 
 
-def _error_line(doc: dict[str, Any] | None, stderr: str, server: str, port: int, timed_out: bool) -> str:
-    msg = (doc or {}).get("error") or stderr.strip().splitlines()[-1:] and stderr.strip().splitlines()[-1] or ""
+@dataclass(frozen=True)
+class _Figures:
+    """The numbers of one iperf3 sum, interval or stream end (``-J``), as far as netrig reads them."""
+
+    bits_per_second: float = 0.0
+    start: float = 0.0
+    seconds: float = 0.0
+    retransmits: int | None = None
+    #: A stream's end: whether this side sent (``False``: the data came the other way).
+    sender: bool | None = None
+    socket: int | None = None
+    mean_rtt: float | None = None
+    max_rtt: float | None = None
+    max_snd_cwnd: int | None = None
+
+
+_NONE = _Figures()
+
+
+@dataclass(frozen=True)
+class _StreamEnd:
+    sender: _Figures = _NONE
+    receiver: _Figures = _NONE
+
+
+@dataclass(frozen=True)
+class _End:
+    sum_received: _Figures = _NONE
+    sum_received_bidir_reverse: _Figures = _NONE
+    sum_sent: _Figures = _NONE
+    sum_sent_bidir_reverse: _Figures = _NONE
+    streams: tuple[_StreamEnd, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Interval:
+    sum: _Figures = _NONE
+    sum_bidir_reverse: _Figures = _NONE
+
+
+@dataclass(frozen=True)
+class Iperf3Doc:
+    """iperf3's JSON document (``-J``): what netrig reads of it, parsed once."""
+
+    end: _End = _End()
+    intervals: tuple[_Interval, ...] = ()
+    error: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> tuple[Iperf3Doc, dict[str, Any]] | None:
+        """The document and the JSON it came from; ``None`` for output that is not one."""
+        try:
+            raw = json.loads(text) if text.strip() else None
+            return (from_dict(cls, raw), raw) if isinstance(raw, dict) else None
+        except (json.JSONDecodeError, ResultError, TypeError, ValueError):
+            return None
+
+
+def _error_line(doc: Iperf3Doc | None, stderr: str, server: str, port: int, timed_out: bool) -> str:
+    msg = (doc.error if doc else None) or stderr.strip().splitlines()[-1:] and stderr.strip().splitlines()[-1] or ""
     where = f"{server} port {port}"
     if timed_out:
         return (f"iperf3 to {where}: no result within the run's time: the DUT may drop or stall TCP "
@@ -205,52 +264,39 @@ def run_iperf3(client_netns: str | None, server_netns: str | None, server_addr: 
     finally:
         stop(client)
         stop(server)
-    text = "".join(out)
-    try:
-        doc = json.loads(text) if text.strip() else None
-    except json.JSONDecodeError:
-        doc = None
-    if c_status != 0 or doc is None or doc.get("error"):
-        raise ToolError(_error_line(doc, "".join(err), addr, params.port, timed_out=False))
+    parsed = Iperf3Doc.parse("".join(out))
+    if c_status != 0 or parsed is None or parsed[0].error:
+        raise ToolError(_error_line(parsed[0] if parsed else None, "".join(err), addr, params.port, timed_out=False))
     procs = tuple(
         ProcessCpu(name, ns, cpu.user_s, cpu.sys_s)
         for name, ns, cpu in (("iperf3 client", client_netns, c_cpu), ("iperf3 server", server_netns, s_cpu))
         if cpu is not None)
-    return _parse(doc, params, addr, procs, version)
+    return _parse(*parsed, params, addr, procs, version)
 
 
-def _parse(doc: dict[str, Any], params: TcpParams, server: str, procs: tuple[ProcessCpu, ...],
+def _parse(doc: Iperf3Doc, raw: dict[str, Any], params: TcpParams, server: str, procs: tuple[ProcessCpu, ...],
            version: str) -> TcpResult:
-    end = doc.get("end") or {}
-    reverse = params.direction == "reverse"
-    # Goodput is what the receiver got: sum_received (client → server), for -R the same key
+    end = doc.end
+    bidir, reverse = params.direction == "bidir", params.direction == "reverse"
+    # Goodput is what the receiver got: sum_received (client → server), for -R the same sum
     # (iperf3 reports from the data's point of view), bidir adds the reverse sums.
-    by_dir: dict[str, float] = {}
-    if params.direction == "bidir":
-        by_dir["forward"] = float((end.get("sum_received") or {}).get("bits_per_second", 0.0))
-        by_dir["reverse"] = float((end.get("sum_received_bidir_reverse") or {}).get("bits_per_second", 0.0))
-    else:
-        by_dir[params.direction] = float((end.get("sum_received") or {}).get("bits_per_second", 0.0))
+    by_dir: dict[str, float] = {"forward": end.sum_received.bits_per_second,
+                                "reverse": end.sum_received_bidir_reverse.bits_per_second} if bidir else \
+        {params.direction: end.sum_received.bits_per_second}
     streams = []
-    for k, s in enumerate(end.get("streams") or []):
-        snd, rcv = s.get("sender") or {}, s.get("receiver") or {}
-        d = "reverse" if (snd.get("sender") is False and not reverse) or (reverse and snd.get("sender") is not True) \
-            else params.direction if params.direction != "bidir" else "forward"
+    for k, st in enumerate(end.streams):
+        snd = st.sender
+        d = "reverse" if (snd.sender is False and not reverse) or (reverse and snd.sender is not True) \
+            else params.direction if not bidir else "forward"
         streams.append(TcpStream(
-            id=int(snd.get("socket", k)), direction=d, goodput_bps=float(rcv.get("bits_per_second", 0.0)),
-            retransmits=snd.get("retransmits"), mean_rtt_us=snd.get("mean_rtt"), max_rtt_us=snd.get("max_rtt"),
-            max_cwnd_bytes=snd.get("max_snd_cwnd")))
-    intervals = []
-    for iv in doc.get("intervals") or []:
-        s = iv.get("sum") or {}
-        bps = float(s.get("bits_per_second", 0.0))
-        if params.direction == "bidir":
-            bps += float((iv.get("sum_bidir_reverse") or {}).get("bits_per_second", 0.0))
-        intervals.append(TcpInterval(float(s.get("start", 0.0)), float(s.get("seconds", 0.0)), bps,
-                                     s.get("retransmits")))
-    sent = end.get("sum_sent") or {}
-    retrans = sent.get("retransmits")
-    if params.direction == "bidir" and retrans is not None:
-        retrans += (end.get("sum_sent_bidir_reverse") or {}).get("retransmits") or 0
-    return TcpResult(params, server, sum(by_dir.values()), by_dir, tuple(streams), tuple(intervals), retrans,
-                     procs, version, raw={"iperf3": {"start": doc.get("start"), "end": end}})
+            id=snd.socket if snd.socket is not None else k, direction=d, goodput_bps=st.receiver.bits_per_second,
+            retransmits=snd.retransmits, mean_rtt_us=snd.mean_rtt, max_rtt_us=snd.max_rtt,
+            max_cwnd_bytes=snd.max_snd_cwnd))
+    intervals = tuple(TcpInterval(iv.sum.start, iv.sum.seconds,
+                                  iv.sum.bits_per_second + (iv.sum_bidir_reverse.bits_per_second if bidir else 0.0),
+                                  iv.sum.retransmits) for iv in doc.intervals)
+    retrans = end.sum_sent.retransmits
+    if bidir and retrans is not None:
+        retrans += end.sum_sent_bidir_reverse.retransmits or 0
+    return TcpResult(params, server, sum(by_dir.values()), by_dir, tuple(streams), intervals, retrans,
+                     procs, version, raw={"iperf3": raw})

@@ -21,12 +21,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
-import typing
+import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
-from netrig.errors import ConfigError
+from netrig.errors import ConfigError, ResultError
 from netrig.measure import Measurer
 from netrig.methodology.tester import ProvenLimit, proven_limit
 from netrig.model import FrameSize, LineRate
@@ -249,7 +249,15 @@ class Method:
     # ---------------------------------------------------------------- results
     def result_class(self) -> type:
         """Its repetition result's dataclass: what :meth:`run` returns."""
-        return typing.get_type_hints(type(self).run)["return"]
+        return inspect.signature(type(self).run, eval_str=True).return_annotation
+
+    def read_params(self, params: Mapping[str, Any]) -> Any:
+        """Stored parameters (``summary[].params``) as its parameters' type again; ``None`` when
+        they do not read as that (a hand-made or foreign document)."""
+        try:
+            return from_dict(self.params_type, params)
+        except (ConfigError, ResultError, TypeError, ValueError):
+            return None
 
     def read_result(self, repetition: dict, frame: FrameSize, line_rate: LineRate) -> Any:
         """A stored repetition (``summary[].results[].repetitions[]``) as its result type again."""

@@ -93,10 +93,10 @@ def stored_ceilings(run: RunView) -> list[Ceiling]:
     lr, out = line_rate_of(run.doc), []
     for c in run.selftest_ceilings():
         try:
-            frame = FrameSize.parse(c.get("frame_size"))
+            frame = FrameSize.parse(c.frame_size)
         except (ConfigError, TypeError, ValueError):
             continue
-        out.append(from_dict(Ceiling, c, partial=True, frame=frame, line_rate=lr))
+        out.append(from_dict(Ceiling, c.stored, partial=True, frame=frame, line_rate=lr))
     return out
 
 
@@ -162,7 +162,5 @@ def prove_rate(measurer: Measurer, frame: FrameSize, line_rate: LineRate, requir
 
 def _timestamp_source(c: TrialCounts | None) -> str | None:
     """The receiving port's timestamp source, from the engine result kept in the trial's raw data."""
-    ports = ((c.raw or {}).get("engine") or {}).get("ports") if c is not None else None
-    if not ports:
-        return None
-    return ports[-1].get("timestamp_source")
+    eng = c.measured.engine if c is not None else None
+    return eng.ports[-1].timestamp_source if eng is not None and eng.ports else None

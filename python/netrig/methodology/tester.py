@@ -46,11 +46,8 @@ def fell_short(counts: TrialCounts, intended_pps: float) -> bool:
 
 def tester_rx_drops(counts: TrialCounts) -> int:
     """Frames the tester's own receiver dropped (from the engine's result, 0 when not known)."""
-    eng = (counts.raw or {}).get("engine") or {}
-    try:
-        return int(eng.get("tester_rx_drops") or 0)
-    except (TypeError, ValueError):
-        return 0
+    eng = counts.measured.engine
+    return int(eng.tester_rx_drops or 0) if eng is not None else 0
 
 
 @dataclass(frozen=True)

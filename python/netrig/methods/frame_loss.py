@@ -420,7 +420,8 @@ class FrameLoss(Method):
         lower = max(lossfree)
         failed = [x for p in pts if (x := finite(p.intended_pps)) is not None and x > lower
                   and (p.backpressure is True or (p.valid is True and (finite(p.loss_ratio) or 0) > 0))]
-        d = finite(params.get("duration_s"))
+        p: FrameLossParams | None = self.read_params(params)
+        d = finite(p.duration_s) if p is not None else None
         basis = f"RFC 2544 frame loss: a load is loss-free when its one {d or 0:g} s trial loses no frames"
         return lower, min(failed) if failed else None, basis
 

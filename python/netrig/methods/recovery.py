@@ -144,7 +144,7 @@ class SystemRecovery(Method):
             return [[fmt.size(res.frame_size), "—: every trial invalid", "—", flags]]
         if not any(x.recovered for x in valid):
             return [[fmt.size(res.frame_size), "never recovered", "—", flags]]
-        return [fmt.stat_seconds_row(result, "recovery_time_s", flags)]
+        return [fmt.stat_seconds_row(res, "recovery_time_s", flags)]
 
     def html(self, run: RunView) -> dict[str, str]:
         return {OTHER_METHODS.id: "<h3>" + esc("System recovery (RFC 2544 §26.5)") + "</h3>"

@@ -19,6 +19,7 @@ from netrig.methodology.vocabulary import option
 from netrig.methods.sections import OTHER_METHODS, RFC2544
 from netrig.model import FrameSize, LineRate
 from netrig.view import fmt
+from netrig.view.frame_results import read_frame_results
 from netrig.view.html import empty, esc, table_html
 from netrig.view.markdown import section_md, table_md
 from netrig.view.run_view import RunView
@@ -165,7 +166,7 @@ class Reset(Method):
                              run_event=run_event, env=ctx.command_env)
 
     def console_rows(self, result: dict, flags: str, line_rate: LineRate | None = None) -> list[list[str]]:
-        return [fmt.stat_seconds_row(result, "reset_time_s", flags)]
+        return [fmt.stat_seconds_row(read_frame_results(result, ResetResult), "reset_time_s", flags)]
 
     def html(self, run: RunView) -> dict[str, str]:
         outages = outage_table(run)

@@ -37,6 +37,13 @@ RTT_KEYS = (("p50", "rtt_p50_us"), ("p99", "rtt_p99_us"), ("p99_9", "rtt_p99_9_u
 
 
 @dataclass(frozen=True)
+class _ToolCpu:
+    """The tool's own CPU in its document (``measure.rr.RrResult.to_dict``)."""
+
+    cpu_s_per_million_transactions: float | None = None
+
+
+@dataclass(frozen=True)
 class RrMethodParams:
     """sockperf ping-pong over ``protocol`` (tcp/udp) with ``size_bytes`` messages for ``duration_s``
     (whole seconds), at most ``mps`` messages per second (None: as fast as round trips allow), over
@@ -94,8 +101,9 @@ class RrMethodResult(StackRepetition):
     @classmethod
     def of(cls, family: int, doc: dict) -> RrMethodResult:
         """From the trial's document (``measure.rr`` with ``cpu`` and ``cpu_per``)."""
-        mine = {**doc, "tool_cpu_s_per_mtrans": doc.get("cpu_s_per_million_transactions")}
-        return from_dict(cls, mine, partial=True, family=family)
+        tool = from_dict(_ToolCpu, doc, partial=True)
+        return from_dict(cls, doc, partial=True, family=family,
+                         tool_cpu_s_per_mtrans=tool.cpu_s_per_million_transactions)
 
     def stats_values(self) -> dict[str, float | None]:
         per = self.cpu_per.busy_s_per_mtrans

@@ -53,14 +53,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from netrig.errors import ConfigError
-from netrig.measure import Interval, Load, TrialCounts
+from netrig.measure import CompactSample, Interval, Load, MemInfo, TrialCounts
 from netrig.methodology.method import Command, Context, Method, Section, Shortcut, with_partial
 from netrig.methodology.stats import check
 from netrig.methodology.vocabulary import option
 from netrig.methods.throughput import ThroughputParams, measure_throughput
 from netrig.model import FrameSize, LineRate, format_pps, parse_rate, rates
-from netrig.monitor.monitor import CompactSample, MemSample
-from netrig.results.typed import from_dict
 from netrig.view import fmt
 from netrig.view.frame_results import read_frame_results
 from netrig.view.html import esc, figure, table_html
@@ -393,7 +391,7 @@ def memory_series(rows: Sequence[SoakInterval]) -> dict[str, tuple[str, bool, li
             add(f"RSS {name}", "B", True, r.end_s, p.rss_bytes)
         for ns, n in (mon.conntrack or {}).items():
             add(f"conntrack entries {ns}", "entries", True, r.end_s, n)
-        mem = mon.mem or MemSample()
+        mem = mon.mem or MemInfo()
         add("host memory used (total − MemAvailable)", "B", False, r.end_s, mem.used_bytes)
         add("host slab", "B", False, r.end_s, mem.slab_bytes)
     return out
@@ -601,9 +599,9 @@ def run_soak(params: SoakParams, ctx: Context) -> SoakResult:
     # ~2 % of a CPU; intervals replayed on resume come at once and make one line.
     live = _Live()
 
-    def on_interval(iv: Interval, sample: dict | None) -> None:
+    def on_interval(iv: Interval, sample: CompactSample | None) -> None:
         rows.append(SoakInterval(iv.t_s, iv.duration_s, iv.phase, iv.frames_sent, iv.frames_received, iv.frames_lost,
-                                 from_dict(CompactSample, sample) if sample else None))
+                                 sample))
         now = time.monotonic()
         if now - live.noted < params.interval_s / 2:
             return

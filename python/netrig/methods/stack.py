@@ -8,10 +8,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
-from netrig.measure import StackRequest
+from netrig.measure import CpuUsage, StackRequest
 from netrig.measure.process import ProcessCpu
 from netrig.methodology.method import Context, Method, Section
-from netrig.monitor.cpu import CpuUsage
 from netrig.view import fmt
 from netrig.view.frame_results import FrameResults
 from netrig.view.html import figure, table_html

@@ -35,14 +35,13 @@ from dataclasses import dataclass, replace
 
 from netrig import _native
 from netrig.errors import ConfigError, MethodologyError
-from netrig.measure import FlowTrial, TrialCounts
+from netrig.measure import FlowTrial, TableCounts, TrialCounts, TupleCheck
 from netrig.methodology.method import Command, Context, Method, Section, Shortcut
 from netrig.methodology.stats import check, median
 from netrig.methodology.tester import ProvenLimit, Verdict, tester_rx_drops
 from netrig.methodology.vocabulary import option
 from netrig.model import LineRate, rates
 from netrig.results.typed import from_dict
-from netrig.testbed.conntrack import TableCounts, TupleCheck
 from netrig.view import fmt
 from netrig.view.frame_results import read_frame_results
 from netrig.view.html import esc, table_html
@@ -237,10 +236,8 @@ class PhaseResult:
 
     @classmethod
     def from_dict(cls, d: dict) -> PhaseResult:
-        mem = from_dict(TableMemory, d) if "entries_added" in d else None
-        tuples = from_dict(TupleCheck, d["tuples"]) if isinstance(d.get("tuples"), dict) else None
-        return replace(from_dict(cls, {k: v for k, v in d.items() if k not in ("tuples", "memory")}, partial=True),
-                       tuples=tuples, memory=mem)
+        mem = from_dict(TableMemory, d) if "entries_added" in d else None  # stored flat, beside the counts
+        return replace(from_dict(cls, d, partial=True), memory=mem)
 
 
 @dataclass(frozen=True)
@@ -338,8 +335,7 @@ class StatefulResult:
 
 def _ct(c: TrialCounts) -> TableCounts:
     """The DUT's conntrack table around the trial, as the engine measured it."""
-    ct = c.raw.get("conntrack")
-    return from_dict(TableCounts, ct) if isinstance(ct, dict) else TableCounts()
+    return c.conntrack or TableCounts()
 
 
 def judge(c: TrialCounts, rate_pps: float, directions: int, passed: bool, limit: ProvenLimit) -> Step:

@@ -35,6 +35,15 @@ METHOD_NAME = "tcp"
 
 
 @dataclass(frozen=True)
+class _ToolDoc:
+    """What the method's result takes under its own names from the tool's document
+    (``measure.tcp.TcpResult.to_dict``)."""
+
+    streams_requested: int | None = None
+    cpu_s_per_gbit: float | None = None
+
+
+@dataclass(frozen=True)
 class TcpMethodParams:
     """iperf3 with ``streams`` parallel connections for ``duration_s`` in ``direction`` over IPv
     ``family``; ``window_bytes``/``mss``/``length_bytes`` as iperf3's ``-w``/``-M``/``-l``."""
@@ -78,8 +87,9 @@ class TcpMethodResult(StackRepetition):
     @classmethod
     def of(cls, family: int, doc: dict) -> TcpMethodResult:
         """From the trial's document (``measure.tcp`` with ``cpu`` and ``cpu_per``)."""
-        mine = {**doc, "streams": doc.get("streams_requested"), "tool_cpu_s_per_gbit": doc.get("cpu_s_per_gbit")}
-        return from_dict(cls, mine, partial=True, family=family, mean_rtt_us=mean_rtt_us(doc))
+        tool = from_dict(_ToolDoc, doc, partial=True)
+        return from_dict(cls, doc, partial=True, family=family, mean_rtt_us=mean_rtt_us(doc),
+                         streams=tool.streams_requested, tool_cpu_s_per_gbit=tool.cpu_s_per_gbit)
 
     def stats_values(self) -> dict[str, float | None]:
         per = self.cpu_per.busy_s_per_gbit

@@ -436,14 +436,15 @@ class Throughput(Method):
 
     def zero_loss_bounds(self, repetition: dict, params: dict) -> tuple[float, float | None, str] | None:
         rep = from_dict(ThroughputResult, repetition, partial=True)
-        if rep.found is False or (params.get("acceptable_loss_ratio") or 0.0) > 0:
+        p: ThroughputParams | None = self.read_params(params)
+        if rep.found is False or p is None or p.acceptable_loss_ratio > 0:
             return None
         lower = finite(rep.lower_pps)
         if lower is None or lower <= 0:
             return None
         # bounded by the tester (in results older than ``bounded_by_tester``: some trial was invalid,
         # which netrig.results migrates to "no upper end"): no upper bound claimed
-        d = finite(params.get("duration_s"))
+        d = finite(p.duration_s)
         basis = (f"RFC 2544 throughput: a load passes when one {d:g} s trial loses no frames" if d
                  else "RFC 2544 throughput: a load passes when its trial loses no frames")
         return lower, None if rep.tester_limited is True else finite(rep.upper_pps), basis

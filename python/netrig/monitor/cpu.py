@@ -21,11 +21,12 @@ from __future__ import annotations
 import fnmatch
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from netrig.monitor.monitor import CPU_FIELDS, read_proc_stat
+from netrig.results.typed import from_dict
 
 #: The kernel threads that do packet work, always watched.
 KERNEL_THREADS = ("ksoftirqd/*", "napi/*", "cpumap/*")
@@ -109,11 +110,11 @@ class CpuUsage:
     @property
     def busy_s(self) -> float:
         """Busy CPU-seconds of every core together."""
-        return sum(c.get("busy", 0.0) for c in self.cores.values())
+        return self.total("busy")
 
     def total(self, kind: str) -> float:
         """CPU-seconds of one kind (``softirq``, ``system`` …) over every core."""
-        return sum(c.get(kind, 0.0) for c in self.cores.values())
+        return _total(self.cores, kind)
 
     def seconds(self, core: str, kind: str) -> float | None:
         """One core's CPU-seconds of one kind (``None``: not counted)."""
@@ -123,15 +124,17 @@ class CpuUsage:
         """As stored: seconds to 0.1 ms, ``busy_s`` the sum of the stored cores' (read back, the same)."""
         cores = {k: {n: round(v, 4) for n, v in c.items()} for k, c in self.cores.items()}
         return {"wall_s": round(self.wall_s, 6), "cores": cores,
-                "busy_s": round(sum(c.get("busy", 0.0) for c in cores.values()), 4),
+                "busy_s": round(_total(cores, "busy"), 4),
                 "procs": [{"pid": p.pid, "name": p.name, "user_s": round(p.user_s, 4), "sys_s": round(p.sys_s, 4)}
                           for p in self.procs]}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> CpuUsage:
-        return cls(float(d.get("wall_s") or 0.0), {k: dict(v) for k, v in (d.get("cores") or {}).items()},
-                   tuple(ProcUsage(int(p["pid"]), str(p["name"]), float(p["user_s"]), float(p["sys_s"]))
-                         for p in d.get("procs") or []))
+    def from_dict(cls, d: Mapping[str, Any]) -> CpuUsage:
+        return from_dict(cls, d)
+
+
+def _total(cores: Mapping[str, Mapping[str, float]], kind: str) -> float:
+    return sum(c.get(kind, 0.0) for c in cores.values())
 
 
 class CpuAccount:

@@ -22,10 +22,12 @@ import subprocess
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Self
 
 from netrig.errors import ConfigError
+from netrig.results.typed import from_dict
+from netrig.testbed.links import read_links
 from netrig.testbed.nsthread import netlink_route, run_in_netns
 from netrig.testbed.placement import observer
 
@@ -55,18 +57,120 @@ def cpu_percent(prev: dict[str, list[int]], cur: dict[str, list[int]]) -> dict[s
     return res
 
 
-def read_meminfo() -> dict[str, int]:
-    want = {"MemTotal": "total_bytes", "MemAvailable": "available_bytes", "Slab": "slab_bytes",
-            "MemFree": "free_bytes"}
-    out = {}
+@dataclass(frozen=True)
+class MemInfo:
+    """The host's memory (``/proc/meminfo``), bytes; a counter the host did not give is ``None``."""
+
+    total_bytes: int | None = None
+    available_bytes: int | None = None
+    free_bytes: int | None = None
+    slab_bytes: int | None = None
+    used_bytes: int | None = None
+
+    @classmethod
+    def of(cls, total: int | None, available: int | None, free: int | None, slab: int | None) -> MemInfo:
+        """From the kernel's four counters; ``used`` is total less available."""
+        used = total - available if total is not None and available is not None else None
+        return cls(total, available, free, slab, used)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+#: ``/proc/meminfo`` lines a sample keeps.
+MEMINFO_LINES = ("MemTotal", "MemAvailable", "MemFree", "Slab")
+
+
+def meminfo_of(kib: Mapping[str, int]) -> MemInfo:
+    """:class:`MemInfo` of ``/proc/meminfo``'s lines (``{"MemTotal": kB, …}``, read here or on a
+    remote DUT)."""
+    total, avail, free, slab = (kib[k] * 1024 if k in kib else None for k in MEMINFO_LINES)
+    return MemInfo.of(total, avail, free, slab)
+
+
+def read_meminfo() -> MemInfo:
+    kib = {}
     with open("/proc/meminfo") as f:
         for line in f:
             k, _, rest = line.partition(":")
-            if k in want:
-                out[want[k]] = int(rest.split()[0]) * 1024
-    if "total_bytes" in out and "available_bytes" in out:
-        out["used_bytes"] = out["total_bytes"] - out["available_bytes"]
-    return out
+            if k in MEMINFO_LINES:
+                kib[k] = int(rest.split()[0])
+    return meminfo_of(kib)
+
+
+@dataclass(frozen=True)
+class ProcSample:
+    """One watched process in a sample: CPU (percent of one CPU over the interval) and RSS; its
+    name where the sample is keyed by pid (a compact sample's key holds it)."""
+
+    cpu_percent: float | None = None
+    rss_bytes: int | None = None
+    name: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"cpu_percent": self.cpu_percent, "rss_bytes": self.rss_bytes}
+        return {"name": self.name, **d} if self.name is not None else d
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A label on the monitor's clock (``trial-start``, ``trial-stop``)."""
+
+    t_s: float
+    mark: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"t_s": self.t_s, "mark": self.mark}
+
+
+@dataclass(frozen=True)
+class MonitorSample:
+    """One interval's sample (see the module's description), ``t_s`` on the monitor's clock;
+    a part the monitor did not read is ``None`` and not written."""
+
+    t_s: float
+    dt_s: float | None = None
+    #: ``{cpu: {field: percent}}``: the fields of ``/proc/stat`` (:data:`CPU_FIELDS`) and ``busy``.
+    cpu: dict[str, dict[str, float]] | None = None
+    mem: MemInfo | None = None
+    #: By pid.
+    procs: dict[str, ProcSample] | None = None
+    #: ``{netns: entries}``.
+    conntrack: dict[str, int | None] | None = None
+    #: ``{"<netns>/<ifname>": {counter: value, …, "rx_pps", "tx_pps"}}`` (the kernel's counter names).
+    ifaces: dict[str, dict[str, Any]] | None = None
+
+    def share(self, cpu: str, kind: str) -> float | None:
+        """CPU ``cpu``'s share of ``kind`` (``busy``, ``softirq`` …), percent."""
+        return (self.cpu or {}).get(cpu, {}).get(kind)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"t_s": self.t_s, "dt_s": self.dt_s}
+        if self.cpu is not None:
+            out["cpu"] = self.cpu
+        if self.mem is not None:
+            out["mem"] = self.mem.to_dict()
+        if self.procs is not None:
+            out["procs"] = {pid: p.to_dict() for pid, p in self.procs.items()}
+        if self.conntrack is not None:
+            out["conntrack"] = self.conntrack
+        if self.ifaces is not None:
+            out["ifaces"] = self.ifaces
+        return out
+
+
+def read_sample(d: Mapping[str, Any]) -> MonitorSample | Mark:
+    """A stored sample or mark (``to_dict``) as its type."""
+    return from_dict(Mark if "mark" in d else MonitorSample, d)  # type: ignore[return-value]
+
+
+def with_rates(cur: dict[str, Any], prev: Mapping[str, Any] | None, dt: float) -> dict[str, Any]:
+    """An interface's counters and, with the previous sample's, its packet rates over the interval
+    (``rx_pps``, ``tx_pps``)."""
+    if not prev:
+        return cur
+    return {**cur, **{f"{d}_pps": round((cur.get(f"{d}_packets", 0) - prev.get(f"{d}_packets", 0)) / dt, 1)
+                      for d in ("rx", "tx")}}
 
 
 @dataclass
@@ -74,40 +178,39 @@ class MonitorResult:
     """Samples and marks of one monitoring run (``samples`` is time-ordered, marks included)."""
 
     interval_s: float
-    samples: list[dict[str, Any]] = field(default_factory=list)
+    samples: list[MonitorSample | Mark] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
     placement: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"interval_s": self.interval_s, "placement": self.placement, "samples": self.samples,
-                "errors": self.errors}
+        return {"interval_s": self.interval_s, "placement": self.placement,
+                "samples": [s.to_dict() for s in self.samples], "errors": self.errors}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> MonitorResult:
-        samples = d.get("samples")
-        return cls(float(d.get("interval_s") or 0.0),
-                   [s for s in samples if isinstance(s, dict)] if isinstance(samples, list) else [],
-                   list(d.get("errors") or []), d.get("placement"))
+        r = from_dict(_Stored, d)
+        return cls(r.interval_s or 0.0, [read_sample(s) for s in r.samples or () if isinstance(s, Mapping)],
+                   list(r.errors or ()), r.placement)
 
     def cpu_seconds(self, kind: str = "softirq", start: str = "trial-start", stop: str = "trial-stop") -> float | None:
         """CPU-seconds of ``kind`` on all CPUs together over the samples between two marks (``None``
         without a CPU sample there): each sample's per-CPU percentages times its interval."""
-        win = [s for s in self.window(start, stop) if "cpu" in s]
+        win = [s for s in self.window(start, stop) if s.cpu is not None]
         if not win:
             return None
-        return sum(sum(c.get(kind, 0.0) for name, c in s["cpu"].items() if name != "all") / 100
-                   * s.get("dt_s", self.interval_s) for s in win)
+        return sum(sum(c.get(kind, 0.0) for name, c in (s.cpu or {}).items() if name != "all") / 100
+                   * (s.dt_s or self.interval_s) for s in win)
 
     @property
-    def marks(self) -> list[dict[str, Any]]:
-        return [s for s in self.samples if "mark" in s]
+    def marks(self) -> list[Mark]:
+        return [s for s in self.samples if isinstance(s, Mark)]
 
     @property
-    def data(self) -> list[dict[str, Any]]:
-        return [s for s in self.samples if "mark" not in s]
+    def data(self) -> list[MonitorSample]:
+        return [s for s in self.samples if isinstance(s, MonitorSample)]
 
-    def window(self, start: str | None = None, stop: str | None = None) -> list[dict[str, Any]]:
+    def window(self, start: str | None = None, stop: str | None = None) -> list[MonitorSample]:
         """Samples whose interval lies between marks ``start`` and ``stop`` (None = open end).
 
         A sample at ``t_s`` covers ``(t_s - interval, t_s]``; it is in the window when at least half
@@ -115,21 +218,15 @@ class MonitorResult:
         """
         t0, t1 = float("-inf"), float("inf")
         for m in self.marks:
-            if start is not None and m["mark"] == start:
-                t0 = m["t_s"]
-            if stop is not None and m["mark"] == stop:
-                t1 = m["t_s"]
-        out = []
-        for s in self.data:
-            lo = s["t_s"] - s.get("dt_s", self.interval_s)
-            mid = (lo + s["t_s"]) / 2
-            if t0 <= mid <= t1:
-                out.append(s)
-        return out
+            if start is not None and m.mark == start:
+                t0 = m.t_s
+            if stop is not None and m.mark == stop:
+                t1 = m.t_s
+        return [s for s in self.data if t0 <= s.t_s - (s.dt_s or self.interval_s) / 2 <= t1]
 
     def cpu_series(self, cpu: int | str, kind: str = "softirq") -> list[float]:
         key = cpu if isinstance(cpu, str) else f"cpu{cpu}"
-        return [s["cpu"][key][kind] for s in self.data if key in s.get("cpu", {})]
+        return [v for s in self.data if (v := s.share(key, kind)) is not None]
 
     def cpu_softirq_max(self, cpu: int | str) -> float:
         vals = self.cpu_series(cpu, "softirq")
@@ -138,10 +235,9 @@ class MonitorResult:
     def cpu_mean(self, start: str | None = None, stop: str | None = None,
                  kind: str = "softirq") -> dict[str, float]:
         """Mean of ``kind`` (softirq, busy, system, ...) per CPU over the samples in a marked window."""
-        win = self.window(start, stop)
         acc: dict[str, list[float]] = {}
-        for s in win:
-            for cpu, pc in s.get("cpu", {}).items():
+        for s in self.window(start, stop):
+            for cpu, pc in (s.cpu or {}).items():
                 acc.setdefault(cpu, []).append(pc[kind])
         return {cpu: round(sum(v) / len(v), 2) for cpu, v in acc.items() if v}
 
@@ -150,11 +246,21 @@ class MonitorResult:
         busy = self.cpu_mean(start, stop, "busy")
         soft = self.cpu_mean(start, stop, "softirq")
         sys_ = self.cpu_mean(start, stop, "system")
-        per_cpu = {c: {"busy": busy[c], "softirq": soft.get(c, 0.0), "system": sys_.get(c, 0.0)}
-                   for c in busy if c != "all"}
-        top = max(per_cpu, key=lambda c: per_cpu[c]["busy"]) if per_cpu else None
+        cpus = [c for c in busy if c != "all"]
+        per_cpu = {c: {"busy": busy[c], "softirq": soft.get(c, 0.0), "system": sys_.get(c, 0.0)} for c in cpus}
+        top = max(cpus, key=lambda c: busy[c]) if cpus else None
         return {"window": [start, stop], "samples": len(self.window(start, stop)), "per_cpu": per_cpu,
                 "busiest_cpu": top}
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """A monitor record as stored (``MonitorResult.to_dict``), its samples read one by one."""
+
+    interval_s: float | None = None
+    samples: list[Any] | None = None
+    errors: list[str] | None = None
+    placement: dict[str, Any] | None = None
 
 
 class Sampler:
@@ -179,10 +285,12 @@ class Sampler:
         self.stop()
 
     def mark(self, label: str) -> None:
+        self._add(Mark(round(time.monotonic() - self._t0, 4), str(label)))
+
+    def _add(self, sample: MonitorSample | Mark) -> None:
         with self._lock:
             # kept in time order even when a sample taken just before is appended just after
-            bisect.insort(self.result.samples, {"t_s": round(time.monotonic() - self._t0, 4), "mark": str(label)},
-                          key=lambda x: x["t_s"])
+            bisect.insort(self.result.samples, sample, key=lambda x: x.t_s)
 
 
 class Monitor(Sampler):
@@ -294,14 +402,14 @@ class Monitor(Sampler):
             except Exception as e:
                 self.result.errors.append(f"netns {ns}: cannot open netlink: {e}")
 
-    def _read_ifaces(self) -> dict[str, dict[str, Any]]:
+    def _read_ifaces(self) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}
         for ns, ifaces in self.netns_ifaces.items():
             nl = self._nl.get(ns)
             if nl is None:
                 continue
             try:
-                links = {lk.get_attr("IFLA_IFNAME"): lk for lk in nl.get_links()}
+                links = read_links(nl)
             except Exception as e:
                 self._err(f"netns {ns}: {e}")
                 continue
@@ -309,11 +417,9 @@ class Monitor(Sampler):
                 lk = links.get(ifname)
                 if lk is None:
                     continue
-                stats = lk.get_attr("IFLA_STATS64")
-                out[f"{ns or 'host'}/{ifname}"] = {k: int(v) for k, v in dict(stats).items()
-                                                   if v}  # zeros omitted to keep samples small
-                out[f"{ns or 'host'}/{ifname}"].setdefault("rx_packets", 0)
-                out[f"{ns or 'host'}/{ifname}"].setdefault("tx_packets", 0)
+                # zeros omitted to keep samples small; the packet counters always there
+                counts = {k: v for k, v in (lk.stats or {}).items() if v}
+                out[f"{ns or 'host'}/{ifname}"] = {"rx_packets": 0, "tx_packets": 0, **counts}
         return out
 
     def _err(self, msg: str) -> None:
@@ -323,48 +429,41 @@ class Monitor(Sampler):
     def _sample(self) -> None:
         now = time.monotonic()
         dt = max(1e-6, now - self._prev_t)
-        sample: dict[str, Any] = {"t_s": round(now - self._t0, 4), "dt_s": round(dt, 4)}
+        cpu = mem = None
         try:
             cur = read_proc_stat()
-            sample["cpu"] = cpu_percent(self._prev_stat, cur)
+            cpu = cpu_percent(self._prev_stat, cur)
             self._prev_stat = cur
         except OSError as e:
             self._err(f"/proc/stat: {e}")
         try:
-            sample["mem"] = read_meminfo()
+            mem = read_meminfo()
         except OSError as e:
             self._err(f"/proc/meminfo: {e}")
-        if self._procs:
-            procs = {}
-            for pid, p in self._procs.items():
-                try:
-                    with p.oneshot():
-                        procs[str(pid)] = {"name": p.name(), "cpu_percent": p.cpu_percent(None),
-                                           "rss_bytes": p.memory_info().rss}
-                except Exception as e:
-                    self._err(f"pid {pid}: {e}")
-            sample["procs"] = procs
-        if self.conntrack_netns:
-            sample["conntrack"] = self._conntrack()
-        ifs = self._read_ifaces()
-        for key, c in ifs.items():
-            p = self._prev_if.get(key)
-            if p:
-                c["rx_pps"] = round((c.get("rx_packets", 0) - p.get("rx_packets", 0)) / dt, 1)
-                c["tx_pps"] = round((c.get("tx_packets", 0) - p.get("tx_packets", 0)) / dt, 1)
+        counts = self._read_ifaces()
+        ifs = {key: with_rates(dict(c), self._prev_if.get(key), dt) for key, c in counts.items()}
         if self.ethtool_stats:
             for ns, ifaces in self.netns_ifaces.items():
                 for ifname in ifaces:
                     key = f"{ns or 'host'}/{ifname}"
-                    if key in ifs:
-                        extra = ethtool_stats(ns, ifname)
-                        if extra:
-                            ifs[key]["ethtool"] = extra
-        self._prev_if = {k: {kk: vv for kk, vv in v.items() if isinstance(vv, int)} for k, v in ifs.items()}
-        sample["ifaces"] = ifs
+                    if key in ifs and (extra := ethtool_stats(ns, ifname)):
+                        ifs[key]["ethtool"] = extra
+        self._prev_if = counts
         self._prev_t = now
-        with self._lock:
-            bisect.insort(self.result.samples, sample, key=lambda x: x["t_s"])
+        self._add(MonitorSample(round(now - self._t0, 4), round(dt, 4), cpu, mem, self._proc_samples(),
+                                self._conntrack() if self.conntrack_netns else None, ifs))
+
+    def _proc_samples(self) -> dict[str, ProcSample] | None:
+        if not self._procs:
+            return None
+        procs = {}
+        for pid, p in self._procs.items():
+            try:
+                with p.oneshot():
+                    procs[str(pid)] = ProcSample(p.cpu_percent(None), p.memory_info().rss, p.name())
+            except Exception as e:
+                self._err(f"pid {pid}: {e}")
+        return procs
 
     def _conntrack(self) -> dict[str, int | None]:
         def body() -> int | None:
@@ -389,95 +488,72 @@ DROP_COUNTERS = ("rx_dropped", "tx_dropped", "rx_missed_errors", "rx_over_errors
 
 
 @dataclass(frozen=True)
-class ProcSample:
-    """One DUT process in a compact sample."""
-
-    cpu_percent: float | None = None
-    rss_bytes: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"cpu_percent": self.cpu_percent, "rss_bytes": self.rss_bytes}
-
-
-@dataclass(frozen=True)
-class MemSample:
-    """The host's memory in a compact sample (a counter the host did not give is ``None``)."""
-
-    available_bytes: int | None = None
-    used_bytes: int | None = None
-    slab_bytes: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if v is not None}
-
-
-@dataclass(frozen=True)
 class CompactSample:
     """:func:`compact_sample`'s document as a type (read with ``netrig.results.typed.from_dict``);
     a part the sample lacked is ``None`` and not written."""
 
     t_s: float | None = None
     dt_s: float | None = None
+    #: Busy percent per core (``all`` too).
     cpu: dict[str, float | None] | None = None
+    #: Softirq percent per core.
     softirq: dict[str, float | None] | None = None
+    #: ``{"<name>[<pid>]": ProcSample}``.
     procs: dict[str, ProcSample] | None = None
-    mem: MemSample | None = None
-    conntrack: dict[str, int] | None = None
+    #: Available, used and slab bytes.
+    mem: MemInfo | None = None
+    conntrack: dict[str, int | None] | None = None
+    #: ``{iface: {counter: cumulative value}}`` of :data:`DROP_COUNTERS`, the non-zero ones.
     drops: dict[str, dict[str, int]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"t_s": self.t_s, "dt_s": self.dt_s}
-        for k in ("cpu", "softirq", "conntrack", "drops"):
-            if getattr(self, k) is not None:
-                out[k] = getattr(self, k)
+        if self.cpu is not None:
+            out["cpu"] = self.cpu
+        if self.softirq is not None:
+            out["softirq"] = self.softirq
         if self.procs is not None:
             out["procs"] = {k: p.to_dict() for k, p in self.procs.items()}
         if self.mem is not None:
             out["mem"] = self.mem.to_dict()
+        if self.conntrack is not None:
+            out["conntrack"] = self.conntrack
+        if self.drops is not None:
+            out["drops"] = self.drops
         return out
 
 
-def compact_sample(sample: dict[str, Any] | None) -> dict[str, Any] | None:
+def compact_sample(sample: MonitorSample | None) -> CompactSample | None:
     """The numbers of one monitor sample (local or remote) a long run keeps per interval, small
-    enough for hours of them: ``t_s``, ``dt_s``; ``cpu`` busy % per core (``all`` too);
-    ``softirq`` % per core; ``procs`` ``{"<name>[<pid>]": {"cpu_percent", "rss_bytes"}}``; ``mem``
-    ``{available_bytes, used_bytes, slab_bytes}``; ``conntrack`` ``{netns: entries}``; ``drops``
-    ``{iface: {counter: cumulative value}}`` of :data:`DROP_COUNTERS` (non-zero ones). ``None``
-    for no sample."""
-    if not sample:
+    enough for hours of them (:class:`CompactSample`). ``None`` for no sample."""
+    if sample is None:
         return None
-    out: dict[str, Any] = {"t_s": sample.get("t_s"), "dt_s": sample.get("dt_s")}
-    cpu = sample.get("cpu")
-    if isinstance(cpu, dict):
-        out["cpu"] = {c: v.get("busy") for c, v in cpu.items() if isinstance(v, dict)}
-        out["softirq"] = {c: v.get("softirq") for c, v in cpu.items() if isinstance(v, dict) and c != "all"}
-    procs = sample.get("procs")
-    if isinstance(procs, dict):
-        out["procs"] = {f"{v.get('name', '?')}[{pid}]": {"cpu_percent": v.get("cpu_percent"),
-                                                         "rss_bytes": v.get("rss_bytes")}
-                        for pid, v in procs.items() if isinstance(v, dict)}
-    mem = sample.get("mem")
-    if isinstance(mem, dict):
-        out["mem"] = {k: mem[k] for k in ("available_bytes", "used_bytes", "slab_bytes") if k in mem}
-    if isinstance(sample.get("conntrack"), dict):
-        out["conntrack"] = dict(sample["conntrack"])
-    ifaces = sample.get("ifaces")
-    if isinstance(ifaces, dict):
-        out["drops"] = {name: {k: c[k] for k in DROP_COUNTERS if c.get(k)} for name, c in ifaces.items()
-                        if isinstance(c, dict)}
-    return out
+    cpu = sample.cpu or {}
+    m = sample.mem
+    return CompactSample(
+        sample.t_s, sample.dt_s,
+        cpu={c: sample.share(c, "busy") for c in cpu} if sample.cpu is not None else None,
+        softirq={c: sample.share(c, "softirq") for c in cpu if c != "all"} if sample.cpu is not None else None,
+        procs={f"{p.name or '?'}[{pid}]": replace(p, name=None) for pid, p in sample.procs.items()}
+        if sample.procs is not None else None,
+        mem=MemInfo(available_bytes=m.available_bytes, used_bytes=m.used_bytes, slab_bytes=m.slab_bytes)
+        if m is not None else None,
+        conntrack=dict(sample.conntrack) if sample.conntrack is not None else None,
+        drops={name: {k: c[k] for k in DROP_COUNTERS if c.get(k)} for name, c in sample.ifaces.items()}
+        if sample.ifaces is not None else None)
 
 
-def latest_sample(sampler: Sampler) -> dict[str, Any] | None:
+def latest_sample(sampler: Sampler) -> MonitorSample | None:
     """The newest data sample of a running sampler; older samples are dropped (a long run keeps
     them compacted elsewhere, not in memory)."""
     with sampler._lock:
         samples = sampler.result.samples
-        idx = next((i for i in range(len(samples) - 1, -1, -1) if "mark" not in samples[i]), None)
+        idx = next((i for i in range(len(samples) - 1, -1, -1) if isinstance(samples[i], MonitorSample)), None)
         if idx is None:
             return None
         last = samples[idx]
         del samples[:idx]
+        assert isinstance(last, MonitorSample)
         return last
 
 
@@ -503,5 +579,6 @@ def ethtool_stats(ns: str | None, ifname: str) -> dict[str, int]:
     return out
 
 
-__all__ = ["Monitor", "MonitorResult", "CompactSample", "MemSample", "ProcSample", "compact_sample", "latest_sample",
-           "DROP_COUNTERS", "ethtool_stats", "read_proc_stat", "cpu_percent", "read_meminfo"]
+__all__ = ["Monitor", "MonitorResult", "MonitorSample", "Mark", "CompactSample", "MemInfo", "ProcSample",
+           "compact_sample", "latest_sample", "with_rates", "meminfo_of", "read_sample", "DROP_COUNTERS",
+           "ethtool_stats", "read_proc_stat", "cpu_percent", "read_meminfo"]

@@ -8,11 +8,11 @@ Data flow::
            stdin: SAMPLER (POSIX sh, no Python on the DUT)     config, keys and agent; never a
            stdout: one record per interval                    password, never a prompt)
                 ├─ "@@ <uptime s>"           the DUT's clock, for the interval length
-                ├─ "cpu…" lines              /proc/stat            → sample["cpu"]   (% per CPU)
-                ├─ "Mem…:", "Slab:"          /proc/meminfo         → sample["mem"]
-                ├─ "if <name> <counters>"    /proc/net/dev         → sample["ifaces"]["remote/<if>"]
-                ├─ "ct <n>"                  nf_conntrack_count    → sample["conntrack"]["remote"]
-                ├─ "p <pid> <ticks> <rss pages> <comm>"   chosen processes → sample["procs"]
+                ├─ "cpu…" lines              /proc/stat            → sample.cpu   (% per CPU)
+                ├─ "Mem…:", "Slab:"          /proc/meminfo         → sample.mem
+                ├─ "if <name> <counters>"    /proc/net/dev         → sample.ifaces: "remote/<if>"
+                ├─ "ct <n>"                  nf_conntrack_count    → sample.conntrack: "remote"
+                ├─ "p <pid> <ticks> <rss pages> <comm>"   chosen processes → sample.procs
                 └─ "@@end"
       reader thread: parse each record into a sample (rates from the DUT's uptime deltas), append
     mark(label) / stop() / result: as Monitor (``MonitorResult``, marks on the local clock)
@@ -28,17 +28,26 @@ host string is recorded in results.
 """
 from __future__ import annotations
 
-import bisect
 import re
 import shlex
 import subprocess
 import threading
 import time
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
 from netrig.errors import ConfigError, NetrigError
-from netrig.monitor.monitor import CPU_FIELDS, MonitorResult, Sampler, cpu_percent
+from netrig.monitor.monitor import (
+    CPU_FIELDS,
+    MonitorResult,
+    MonitorSample,
+    ProcSample,
+    Sampler,
+    cpu_percent,
+    meminfo_of,
+    with_rates,
+)
 
 #: Seconds to wait for the first record (ssh connect, login, first sample).
 CONNECT_TIMEOUT_S = 15.0
@@ -220,9 +229,7 @@ class RemoteMonitor(Sampler):
                 sample = parser.feed(line.rstrip("\n"))
                 if sample is None:
                     continue
-                sample["t_s"] = round(time.monotonic() - self._t0, 4)
-                with self._lock:
-                    bisect.insort(self.result.samples, sample, key=lambda x: x["t_s"])
+                self._add(replace(sample, t_s=round(time.monotonic() - self._t0, 4)))
                 self._first.set()
         except (OSError, ValueError) as e:
             self._err(f"remote {self.host}: {e}")
@@ -234,22 +241,41 @@ class RemoteMonitor(Sampler):
             self.result.errors.append(msg)
 
 
+#: ``/proc/net/dev``'s counters the sampler sends, in its order.
+NET_DEV = ("rx_bytes", "rx_packets", "rx_errors", "rx_dropped", "tx_bytes", "tx_packets", "tx_errors", "tx_dropped")
+
+
+@dataclass
+class _Record:
+    """One record of the sampler, as its lines arrive."""
+
+    up: float
+    stat: dict[str, list[int]] = field(default_factory=dict)
+    #: ``/proc/meminfo`` lines, kB.
+    mem: dict[str, int] = field(default_factory=dict)
+    ifs: dict[str, dict[str, int]] = field(default_factory=dict)
+    ct: int | None = None
+    #: ``{pid: (CPU ticks, RSS pages, comm)}``.
+    procs: dict[str, tuple[int, int, str]] = field(default_factory=dict)
+
+
 class RecordParser:
     """Turns the sampler's lines into samples (the first record only primes the deltas)."""
 
     def __init__(self) -> None:
         self.hz = 100
         self.page = 4096
-        self._rec: dict[str, Any] | None = None
-        self._prev: dict[str, Any] | None = None
+        self._rec: _Record | None = None
+        self._prev: _Record | None = None
 
-    def feed(self, line: str) -> dict[str, Any] | None:
+    def feed(self, line: str) -> MonitorSample | None:
+        """The sample a record's last line completes (its ``t_s`` is the caller's to set)."""
         if line.startswith("@@hz "):
             parts = line.split()
             self.hz, self.page = int(parts[1]) or 100, int(parts[2]) or 4096
             return None
         if line.startswith("@@ "):
-            self._rec = {"up": float(line.split()[1]), "stat": {}, "mem": {}, "if": {}, "ct": None, "p": {}}
+            self._rec = _Record(float(line.split()[1]))
             return None
         rec = self._rec
         if rec is None:
@@ -263,46 +289,29 @@ class RecordParser:
             return None
         head = parts[0]
         if head.startswith("cpu"):
-            rec["stat"][head if head != "cpu" else "all"] = [int(x) for x in parts[1:1 + len(CPU_FIELDS)]]
+            rec.stat[head if head != "cpu" else "all"] = [int(x) for x in parts[1:1 + len(CPU_FIELDS)]]
         elif head.endswith(":") and len(parts) >= 2:
-            rec["mem"][head[:-1]] = int(parts[1]) * 1024
+            rec.mem[head[:-1]] = int(parts[1])
         elif head == "if" and len(parts) == 10:
-            rec["if"][parts[1]] = dict(zip(("rx_bytes", "rx_packets", "rx_errors", "rx_dropped", "tx_bytes",
-                                            "tx_packets", "tx_errors", "tx_dropped"), map(int, parts[2:])))
+            rec.ifs[parts[1]] = dict(zip(NET_DEV, map(int, parts[2:])))
         elif head == "ct" and len(parts) == 2 and parts[1].isdigit():
-            rec["ct"] = int(parts[1])
+            rec.ct = int(parts[1])
         elif head == "p" and len(parts) >= 5:
-            rec["p"][parts[1]] = (int(parts[2]), int(parts[3]), " ".join(parts[4:]))
+            rec.procs[parts[1]] = (int(parts[2]), int(parts[3]), " ".join(parts[4:]))
         return None
 
-    def _sample(self, prev: dict[str, Any], cur: dict[str, Any]) -> dict[str, Any]:
-        dt = max(1e-6, cur["up"] - prev["up"])
-        sample: dict[str, Any] = {"dt_s": round(dt, 4), "cpu": cpu_percent(prev["stat"], cur["stat"])}
-        m = cur["mem"]
-        mem = {k: m[src] for k, src in (("total_bytes", "MemTotal"), ("available_bytes", "MemAvailable"),
-                                        ("free_bytes", "MemFree"), ("slab_bytes", "Slab")) if src in m}
-        if "total_bytes" in mem and "available_bytes" in mem:
-            mem["used_bytes"] = mem["total_bytes"] - mem["available_bytes"]
-        sample["mem"] = mem
-        ifs = {}
-        for name, c in cur["if"].items():
-            row: dict[str, Any] = dict(c)
-            p = prev["if"].get(name)
-            if p:
-                row["rx_pps"] = round((c["rx_packets"] - p["rx_packets"]) / dt, 1)
-                row["tx_pps"] = round((c["tx_packets"] - p["tx_packets"]) / dt, 1)
-            ifs[f"remote/{name}"] = row
-        sample["ifaces"] = ifs
-        if cur["ct"] is not None:
-            sample["conntrack"] = {"remote": cur["ct"]}
-        if cur["p"]:
+    def _sample(self, prev: _Record, cur: _Record) -> MonitorSample:
+        dt = max(1e-6, cur.up - prev.up)
+        ifs = {f"remote/{name}": with_rates(dict(c), prev.ifs.get(name), dt) for name, c in cur.ifs.items()}
+        procs = None
+        if cur.procs:
             procs = {}
-            for pid, (ticks, rss, name) in cur["p"].items():
-                before = prev["p"].get(pid)
+            for pid, (ticks, rss, name) in cur.procs.items():
+                before = prev.procs.get(pid)
                 cpu = 100.0 * (ticks - before[0]) / self.hz / dt if before else 0.0
-                procs[pid] = {"name": name, "cpu_percent": round(max(0.0, cpu), 1), "rss_bytes": rss * self.page}
-            sample["procs"] = procs
-        return sample
+                procs[pid] = ProcSample(round(max(0.0, cpu), 1), rss * self.page, name)
+        return MonitorSample(0.0, round(dt, 4), cpu_percent(prev.stat, cur.stat), meminfo_of(cur.mem), procs,
+                             {"remote": cur.ct} if cur.ct is not None else None, ifs)
 
 
 __all__ = ["RemoteMonitor", "RemoteMonitorError", "RecordParser", "SAMPLER"]

@@ -12,7 +12,6 @@ only through ``netrig.results`` (by ``RunView.load``).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import tempfile
 from collections.abc import Callable, Sequence
@@ -23,6 +22,7 @@ from netrig.errors import ResultError
 from netrig.report import tables
 from netrig.report.html import compare_html, report_html
 from netrig.report.markdown import compare_markdown, report_markdown
+from netrig.report.study_record import StudyRecord
 from netrig.run import consistency
 from netrig.view.markdown import table_md
 from netrig.view.run_view import RunView, unique_names
@@ -118,17 +118,12 @@ def write_study(study_dir: str | os.PathLike) -> Path:
     ``compare.html`` (+ ``.md``) in ``study_dir``: every variant against the baseline. Returns the
     comparison's path."""
     d = Path(study_dir)
-    f = d / "study.json"
-    try:
-        study = json.loads(f.read_text(encoding="utf-8"))
-        variants = list(study["variants"])
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise ResultError(f"{f}: not a study's record ({getattr(e, 'strerror', None) or e})") from None
-    paths = [d / str(v.get("dir")) / "result.json" for v in variants]
-    paths = [p for p in paths if p.exists()]
-    base = d / str(variants[0].get("dir")) / "result.json" if variants else None
+    study = StudyRecord.load(d / "study.json")
+    variants = study.variants
+    paths = [p for v in variants if (p := d / v.dir / "result.json").exists()]
+    base = d / variants[0].dir / "result.json" if variants else None
     if base is None or not paths or paths[0] != base:
-        raise ResultError(f"{d}: the baseline variant {variants[0].get('name') if variants else '?'} has no result; "
+        raise ResultError(f"{d}: the baseline variant {variants[0].name if variants else '?'} has no result; "
                           "nothing to compare against (run the study again to continue it)")
     for p in paths:
         write_report(p)
@@ -139,7 +134,7 @@ def write_study(study_dir: str | os.PathLike) -> Path:
     md = compare_markdown(runs, out.name)
     if len(runs) > 1:
         study_md = "## Study: every variant against the baseline\n\n" + table_md(tables.study_table(runs)) + "\n\n"
-        if study.get("source", {}).get("sweep"):
+        if study.sweep is not None:
             study_md = ("## Sweep: every headline number against the swept value\n\n"
                         + table_md(tables.sweep_table(runs, study)) + "\n\n" + study_md)
         at = md.find("## Summary per configuration")

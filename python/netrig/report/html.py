@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from netrig.methods import REGISTRY
 from netrig.report import plots, tables
+from netrig.report.study_record import StudyRecord
 from netrig.view import fmt
 from netrig.view.html import details, empty, esc, figure, kv_html, table_html
 from netrig.view.run_view import RunView, frame_size_label
@@ -145,9 +146,8 @@ def report_html(r: RunView, version: str = "") -> str:
                                "red: bunched offered load)", f'<div class="scroll">{table_html(tt, left=3)}</div>')
               if tt else empty("No trials in this result.")))
 
-    doc = r.doc
-    sub = [f"{esc(r.line_rate_label)} · {len(r.trials())} trials · started {esc(fmt.when(doc.get('started_at')))}"
-           f" · netrig {esc(doc.get('tool_version', '?'))}"]
+    sub = [f"{esc(r.line_rate_label)} · {len(r.trials())} trials · started {esc(fmt.when(r.head.started_at))}"
+           f" · netrig {esc(r.tool_version)}"]
     if r.complete is False:
         sub.append('<span class="notok">incomplete run</span>')
     return page(f"netrig report — {r.name}", sub, S, _footer([r], version))
@@ -182,10 +182,10 @@ def _selftest(r: RunView, runs: Sequence[RunView]) -> str:
     st = r.selftest()
     if not st:
         return empty("No tester self-test in this result: nothing proves the tester was not the bottleneck.")
-    ok = st.get("passed")
-    head = (f'<p>Self-test on the <b>{esc(st.get("testbed", "loopback"))}</b> test bed, '
-            f'{esc(st.get("factor", 1.1))} × the highest rate used, {esc(st.get("duration_s", "?"))} s per trial: '
-            + ('<span class="ok">passed</span>' if ok else '<span class="notok">not passed</span>') + ". "
+    head = (f'<p>Self-test on the <b>{esc(st.testbed_name)}</b> test bed, '
+            f'{esc(st.factor_shown)} × the highest rate used, '
+            f'{esc(st.duration_s if st.duration_s is not None else "?")} s per trial: '
+            + ('<span class="ok">passed</span>' if st.passed else '<span class="notok">not passed</span>') + ". "
             "DUT results above the proven ceiling ÷ factor are flagged as tester-limited, not DUT results.</p>")
     return head + figure(plots.selftest_plot, runs) + (table_html(tables.selftest_table(r))
                                                        or empty("No per-size ceilings recorded."))
@@ -211,30 +211,30 @@ def _footer(runs: Sequence[RunView], version: str) -> str:
 
 
 # -- comparison -----------------------------------------------------------------------------------
-def _study(runs: Sequence[RunView], study: dict) -> str:
+def _study(runs: Sequence[RunView], study: StudyRecord) -> str:
     t = Table(["variant", "description", "state", "result"])
-    descs = {v.get("name"): v.get("description", "") for v in (study.get("source") or {}).get("variants", [])}
-    for v in study.get("variants", []):
-        t.add([str(v.get("name")), str(descs.get(v.get("name")) or ""), str(v.get("state")),
-               f"{v.get('dir')}/result.json" if v.get("complete") else (v.get("error") or "not finished")])
+    descs = {v.name: v.description for v in study.source.variants}
+    for v in study.variants:
+        t.add([v.name, descs.get(v.name) or "", v.state,
+               f"{v.dir}/result.json" if v.complete else (v.error or "not finished")])
     body = table_html(t, left=4)
-    if (study.get("source") or {}).get("sweep"):
+    if study.sweep is not None:
         body += (figure(plots.sweep_plot, runs, study=study)
                  + table_html(tables.sweep_table(runs, study), left=1))
     body += figure(plots.study_plot, runs) + table_html(tables.study_table(runs), left=1)
     return body
 
 
-def compare_html(runs: Sequence[RunView], version: str = "", study: dict | None = None) -> str:
+def compare_html(runs: Sequence[RunView], version: str = "", study: StudyRecord | None = None) -> str:
     """Several results overlaid; the first is the baseline of every ratio. ``study`` (a study's
     ``study.json``) adds its section first: every variant against the baseline, table and chart."""
     S: list[tuple[str, str, str]] = []
     if study is not None:
-        S.append(("study", f"Study: {study.get('title') or study.get('study')}", _study(runs, study)))
+        S.append(("study", f"Study: {study.heading}", _study(runs, study)))
     t = Table(["configuration", "file", "tool", "started", "line rate", "trials", "complete"])
     for i, r in enumerate(runs):
-        t.add([r.name + (" (baseline)" if i == 0 else ""), str(r.path), f"netrig {r.doc.get('tool_version', '?')}",
-               fmt.when(r.doc.get("started_at")), r.line_rate_label, str(len(r.trials())),
+        t.add([r.name + (" (baseline)" if i == 0 else ""), str(r.path), f"netrig {r.tool_version}",
+               fmt.when(r.head.started_at), r.line_rate_label, str(len(r.trials())),
                "yes" if r.complete else "NO"])
     warn = "".join(warnings_html(r, prefix=f"{r.name}: ") for r in runs)
     if (lw := tables.line_rate_warning(runs)) is not None:

@@ -23,10 +23,10 @@ def _warnings(r: RunView, prefix: str = "") -> list[str]:
 
 
 def report_markdown(r: RunView, html_name: str = "") -> str:
-    doc = r.doc
+    doc = r.head
     parts = [f"# netrig report — {r.name}\n",
-             f"{r.line_rate_label} · {len(r.trials())} trials · started {fmt.when(doc.get('started_at'))} · "
-             f"netrig {doc.get('tool_version', '?')}" + (f" · plots: `{html_name}`" if html_name else "") + "\n"]
+             f"{r.line_rate_label} · {len(r.trials())} trials · started {fmt.when(doc.started_at)} · "
+             f"netrig {r.tool_version}" + (f" · plots: `{html_name}`" if html_name else "") + "\n"]
     if (dut := r.dut_line()) is not None:
         parts.append(f"DUT: {dut}\n")
     w = _warnings(r)
@@ -38,8 +38,8 @@ def report_markdown(r: RunView, html_name: str = "") -> str:
         parts.append(_sec("Events under load", table_md(tables.events_table(r)), ""))
     st = r.selftest()
     parts.append(_sec("Tester self-test",
-                      (f"{'Passed' if st.get('passed') else 'NOT passed'} on `{st.get('testbed', 'loopback')}`, "
-                       f"factor {st.get('factor', 1.1)}.\n\n" + table_md(tables.selftest_table(r))) if st else "",
+                      (f"{'Passed' if st.passed else 'NOT passed'} on `{st.testbed_name}`, "
+                       f"factor {st.factor_shown}.\n\n" + table_md(tables.selftest_table(r))) if st else "",
                       "No tester self-test in this result."))
     vt = tables.verdicts_table(r)
     if vt:

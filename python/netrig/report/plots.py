@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from netrig.methodology.selftest import stored_ceilings
 from netrig.methods import REGISTRY
+from netrig.report.study_record import StudyRecord
 from netrig.view.plotkit import (
     CPU_PARTS,
     PALETTE,
@@ -259,15 +260,15 @@ def study_plot(runs: Sequence[RunView]) -> Figure | None:
 
 
 @plot("sweep")
-def sweep_plot(runs: Sequence[RunView], study: dict | None = None) -> Figure | None:
+def sweep_plot(runs: Sequence[RunView], study: StudyRecord | None = None) -> Figure | None:
     """A scalability sweep: every headline number against the swept value, one panel each (a
     logarithmic axis where the values span decades)."""
     from netrig.report.tables import study_values, sweep_points
 
-    points = sweep_points(runs, study or {})
-    if len(points) < 2:
+    points = sweep_points(runs, study) if study is not None else []
+    if study is None or study.sweep is None or len(points) < 2:
         return None
-    sweep = ((study or {}).get("source") or {}).get("sweep") or {}
+    sweep = study.sweep
     order, better, values = study_values([r for _, r in points])
     metrics = [m for m in order if sum(1 for v in values if v.get(m) is not None) >= 2][:6]
     if not metrics:
@@ -284,7 +285,7 @@ def sweep_plot(runs: Sequence[RunView], study: dict | None = None) -> Figure | N
             ax.set_xticks(xs)
             ax.set_xticklabels([str(v) for v, _ in points], rotation=30, fontsize=7)
         ax.set_title(f"{m} {'↑' if better[m] else '↓'}", fontsize=9)
-        ax.set_xlabel(str(sweep.get("label", "value")))
+        ax.set_xlabel(sweep.label)
         if "throughput" in m or "fps" in m:
             ax.yaxis.set_major_formatter(fps_fmt())
         ax.set_ylim(bottom=0)

@@ -11,12 +11,12 @@ from netrig.measure import Pacing, TrialCounts
 from netrig.methodology.method import Capacity
 from netrig.methodology.selftest import Ceiling, stored_ceilings
 from netrig.methods import REGISTRY
+from netrig.report.study_record import StudyRecord
 from netrig.view import fmt
 from netrig.view.run_view import (
     RunView,
     frame_size_sort_key,
     obj,
-    objs,
 )
 from netrig.view.table import Table, flatten, key_value_table, plain
 from netrig.view.trial_record import TrialRecord
@@ -78,11 +78,10 @@ def verdicts_table(r: RunView) -> Table:
     t = Table(["check", "method", "frame size", "threshold", "value", "result"])
     methods = r.methods()
     for v in r.verdicts():
-        mi = v.get("method_index")
+        mi = v.method_index
         m = methods[mi] if isinstance(mi, int) and 0 <= mi < len(methods) else ""
-        t.add([str(v.get("check", "")), REGISTRY.label(m), fmt.size(v.get("frame_size")),
-               plain(v.get("threshold")), plain(v.get("value")), "pass" if v.get("passed") else "FAIL"],
-              "" if v.get("passed") else "flagged")
+        t.add([str(v.check if v.check is not None else ""), REGISTRY.label(m), fmt.size(v.frame_size),
+               plain(v.threshold), plain(v.value), "pass" if v.passed else "FAIL"], "" if v.passed else "flagged")
     return t
 
 
@@ -213,25 +212,26 @@ def smoothness_table(r: RunView) -> Table:
 
 
 def run_facts(r: RunView) -> Table:
-    doc = r.doc
+    doc = r.head
     t = Table(["", ""])
     rows = [
         ("configuration", r.name),
         ("result file", str(r.path)),
-        ("tool", f"{doc.get('tool', 'netrig')} {doc.get('tool_version', '?')}"),
-        ("command", plain(doc.get("command"))),
-        ("run id", plain(doc.get("run_id"))),
-        ("started", fmt.when(doc.get("started_at"))),
-        ("finished", fmt.when(doc.get("finished_at"))),
-        ("complete", "yes" if r.complete else f"NO — {doc.get('interrupted_reason') or 'unfinished run'}"),
+        ("tool", f"{doc.tool if doc.tool is not None else 'netrig'} "
+                 f"{doc.tool_version if doc.tool_version is not None else '?'}"),
+        ("command", plain(doc.command)),
+        ("run id", plain(doc.run_id)),
+        ("started", fmt.when(doc.started_at)),
+        ("finished", fmt.when(doc.finished_at)),
+        ("complete", "yes" if r.complete else f"NO — {doc.interrupted_reason or 'unfinished run'}"),
         ("line rate", r.line_rate_label),
-        ("test bed", plain(r.testbed.get("name"))),
+        ("test bed", plain(r.bed.name)),
         ("methods", ", ".join(REGISTRY.label(m) for m in r.methods()) or fmt.DASH),
-        ("frame sizes", ", ".join(fmt.size(e.get("frame_size")) for e in objs(doc, "frame_sizes")) or fmt.DASH),
+        ("frame sizes", ", ".join(fmt.size(e.frame_size) for e in doc.sizes) or fmt.DASH),
         ("trials", f"{len(r.trials())}"),
     ]
-    if doc.get("resumed"):
-        rows.append(("resumed at", ", ".join(map(str, doc["resumed"]))))
+    if doc.resumed:
+        rows.append(("resumed at", ", ".join(map(str, doc.resumed))))
     for k, v in rows:
         t.add([k, v])
     return t
@@ -263,7 +263,7 @@ def environment_differences(runs: Sequence[RunView]) -> Table:
     (not the test bed's id, the names made from it or its MACs: every build differs in those)."""
     flat = []
     for r in runs:
-        tb_id = str(r.testbed.get("id") or "")
+        tb_id = str(r.bed.id or "")
         d = {f"environment.{k}": v for k, v in flatten(_set_up(r.environment, tb_id))}
         d.update({f"testbed.{k}": v for k, v in flatten(_set_up(r.testbed, tb_id))})
         d.update({f"line_rate.{k}": v for k, v in flatten(_set_up(obj(r.doc, "line_rate"), tb_id))})
@@ -342,26 +342,26 @@ def _plain_value(label: str, v: float | None) -> str:
     return f"{v:.3g}"
 
 
-def sweep_points(runs: Sequence[RunView], study: dict) -> list[tuple[Any, RunView]]:
+def sweep_points(runs: Sequence[RunView], study: StudyRecord) -> list[tuple[Any, RunView]]:
     """``(swept value, run)`` of every finished point of a sweep study, in sweep order."""
-    source = study.get("source") or {}
-    values = (source.get("sweep") or {}).get("values") or []
-    names = [v.get("name") for v in source.get("variants", [])]
+    values = study.sweep.values if study.sweep is not None else ()
+    names = [v.name for v in study.source.variants]
     by_name = {r.name: r for r in runs}
     return [(v, by_name[n]) for n, v in zip(names, values) if n in by_name]
 
 
-def sweep_table(runs: Sequence[RunView], study: dict) -> Table:
+def sweep_table(runs: Sequence[RunView], study: StudyRecord) -> Table:
     """One row per swept value: every headline number, and its scale-up ratio against the step
     before (methodology §6: the scale-up per step)."""
-    sweep = (study.get("source") or {}).get("sweep") or {}
+    sweep = study.sweep
     points = sweep_points(runs, study)
     order, better, values = study_values([r for _, r in points])
     metrics = [m for m in order if any(v.get(m) for v in values)]
-    cols = [str(sweep.get("label", "value"))]
+    cols = [sweep.label if sweep is not None else "value"]
     for m in metrics:
         cols += [f"{m} {'↑' if better[m] else '↓'}", "× step"]
-    t = Table(cols, caption=f"{sweep.get('key')} swept; × step: each value over the one of the step before")
+    key = sweep.key if sweep is not None else None
+    t = Table(cols, caption=f"{key} swept; × step: each value over the one of the step before")
     for i, ((v, _), vals) in enumerate(zip(points, values)):
         row = [str(v)]
         for m in metrics:

@@ -424,10 +424,8 @@ def _measure_size(p: BenchParams, doc: BenchDocument, method: str, frame: FrameS
 
 
 def _notes(proc: CaptureProcess) -> str:
-    try:
-        return from_dict(_Stats, proc._read() or {}).notes
-    except Exception:
-        return ""
+    stats = proc._read()
+    return stats.notes if stats is not None else ""
 
 
 def _fmt(v: float | None) -> str:

@@ -16,10 +16,19 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from netrig.errors import ResultError
-from netrig.measure import FlowTrial, Interval, IntervalSink, Load, Measurer, Phase, StackRequest, TrialCounts
+from netrig.measure import (
+    CompactSample,
+    FlowTrial,
+    Interval,
+    IntervalSink,
+    Load,
+    Measurer,
+    Phase,
+    StackRequest,
+    TrialCounts,
+)
 from netrig.measure.events import Event, EventRun
 from netrig.model import FrameSize, LineRate
-from netrig.monitor.monitor import CompactSample
 from netrig.results import TrialLog, utc_now
 from netrig.results.typed import from_dict
 from netrig.run.progress import (
@@ -287,15 +296,15 @@ class RecordingMeasurer:
         load_d = info.load.to_dict()
         assert info.load.duration_s is not None and info.load.interval_s is not None, "a soak's load has both"
 
-        def record(iv: Interval, sample: dict | None) -> None:
+        def record(iv: Interval, sample: CompactSample | None) -> None:
             nonlocal index
             self.log.append_interval({"key": info.key, "segment": segment, "index": index, "t_s": covered + iv.t_s,
                                       "duration_s": iv.duration_s, "frames_sent": iv.frames_sent,
                                       "frames_received": iv.frames_received, "at": utc_now(), "load": load_d,
-                                      "monitor": sample})
+                                      "monitor": sample.to_dict() if sample is not None else None})
             index += 1
             soak_iv = Interval(covered + iv.t_s, iv.duration_s, segment, iv.frames_sent, iv.frames_received)
-            self.progress(IntervalSettled(info, soak_iv, from_dict(CompactSample, sample) if sample else None, False))
+            self.progress(IntervalSettled(info, soak_iv, sample, False))
             on_interval(soak_iv, sample)
 
         # Events at soak time: those still ahead, at their time in this segment.
@@ -321,8 +330,9 @@ class RecordingMeasurer:
         covered = 0.0
         for r in prior:
             iv = Interval(r.t_s, r.duration_s, r.segment, r.frames_sent, r.frames_received)
-            self.progress(IntervalSettled(info, iv, r.sample, True))
-            on_interval(iv, r.monitor)
+            sample = r.sample
+            self.progress(IntervalSettled(info, iv, sample, True))
+            on_interval(iv, sample)
             covered = max(covered, r.end_s)
         if rec is None:
             return covered, None

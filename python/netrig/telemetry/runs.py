@@ -24,7 +24,6 @@ from dataclasses import dataclass
 
 from netrig.measure import LatencySummary, TrialCounts
 from netrig.monitor.monitor import CompactSample, MonitorResult, compact_sample
-from netrig.results.typed import from_dict
 from netrig.run.progress import (
     IntervalSettled,
     MethodResultUpdate,
@@ -148,9 +147,9 @@ class RunTelemetry:
 
     def _monitored(self, monitor: MonitorResult | None) -> None:
         """The last sample of a trial's DUT monitor, if any."""
-        samples = [x for x in monitor.samples if "mark" not in x] if monitor is not None else []
-        if samples:
-            self._dut(from_dict(CompactSample, compact_sample(samples[-1]) or {}))
+        last = compact_sample(monitor.data[-1]) if monitor is not None and monitor.data else None
+        if last is not None:
+            self._dut(last)
 
     def _counts(self, labels: Labels, replayed: str, c: TrialCounts, intended: float | None) -> None:
         s, key, T = self.store, (*labels, replayed), F.TRIAL_COUNTS

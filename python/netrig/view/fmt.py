@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from netrig.model import format_bps, format_ns, format_seconds, format_si
+from netrig.view.frame_results import FrameResults
 from netrig.view.run_view import Stat, frame_size_label
 
 DASH = "—"
@@ -93,11 +94,11 @@ def ratio_pct(v: float | None, base: float | None) -> str:
     return f"{100 * v / base:.1f} %"
 
 
-def stat_seconds_row(result: dict, key: str, flags: str) -> list[str]:
+def stat_seconds_row(result: FrameResults[Any], key: str, flags: str) -> list[str]:
     """A console row of a time statistic: frame size, median and min–max in seconds, flags."""
-    v = result.get("stats", {}).get(key, {})
+    v = result.spread(key)
 
     def s(x: float | None) -> str:
         return "-" if x is None else f"{x:.3f} s"
 
-    return [size(result["frame_size"]), s(v.get("median")), f"{s(v.get('min'))}–{s(v.get('max'))}", flags]
+    return [size(result.frame_size), s(v.median), f"{s(v.min)}–{s(v.max)}", flags]

@@ -11,7 +11,6 @@ hand-made or cut-short document lacks fields a run always writes; they read as `
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -19,15 +18,12 @@ from typing import Any, Generic, TypeVar
 from netrig.errors import ConfigError
 from netrig.model import FrameSize, LineRate, rate_object
 from netrig.results.typed import from_dict
+from netrig.view.reading import Flag, LineRateInfo, finite, read_each, read_one
+
+__all__ = ["finite", "Flag", "Spread", "Headline", "FrameResults", "line_rate_of", "read_frame_results",
+           "StoredFrameResult", "SummaryEntry", "read_summary"]
 
 R = TypeVar("R")
-
-
-def finite(v: Any) -> float | None:
-    """``v`` as a float if it is a finite number (not a bool), else ``None``: what a report shows."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        return None
-    return float(v)
 
 
 @dataclass(frozen=True)
@@ -52,12 +48,6 @@ class Headline:
     def of(cls, fps: float, frame: FrameSize, line_rate: LineRate) -> Headline:
         """``fps`` the four ways at ``frame`` and ``line_rate``."""
         return cls(**rate_object(fps, frame, line_rate) or {})
-
-
-@dataclass(frozen=True)
-class Flag:
-    code: str
-    message: str = ""
 
 
 @dataclass(frozen=True)
@@ -87,41 +77,68 @@ def _frame(size: Any) -> FrameSize | None:
         return None  # the stack methods' "stack": their results carry no frame of their own
 
 
-def _obj(d: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    v = d.get(key)
-    return v if isinstance(v, Mapping) else {}
+@dataclass(frozen=True)
+class _Stored:
+    """A ``summary[].results[]`` entry as stored, its parts read below."""
+
+    frame_size: Any = None
+    repetitions: Any = None
+    stats: Any = None
+    headline: Any = None
+    flags: Any = None
+    complete: Any = None
+
+    @property
+    def repetition_list(self) -> list[Mapping[str, Any]]:
+        return [x for x in self.repetitions if isinstance(x, Mapping)] if isinstance(self.repetitions, list) else []
+
+    @property
+    def flag_list(self) -> tuple[Flag, ...]:
+        return tuple(Flag(str(f.code) if f.code is not None else "", str(f.message) if f.message is not None else "")
+                     for f in read_each(Flag, self.flags))
 
 
-def _objs(d: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
-    v = d.get(key)
-    return [x for x in v if isinstance(x, Mapping)] if isinstance(v, list) else []
+@dataclass(frozen=True)
+class _StoredSpread:
+    min: Any = None
+    median: Any = None
+    #: Older documents: a single value.
+    value: Any = None
+    max: Any = None
+
+    @property
+    def spread(self) -> Spread:
+        return Spread(finite(self.min), finite(self.median if self.median is not None else self.value),
+                      finite(self.max))
+
+
+@dataclass(frozen=True)
+class _LineRated:
+    line_rate: Any = None
 
 
 def line_rate_of(doc: Mapping[str, Any]) -> LineRate | None:
     """A result document's ``line_rate`` as the model's type (``None`` when it has none usable)."""
-    lr = _obj(doc, "line_rate")
-    bps = finite(lr.get("bps", lr.get("speed_bps")))
-    source = lr.get("source")
+    lr = read_one(LineRateInfo, (read_one(_LineRated, doc) or _LineRated()).line_rate) or LineRateInfo()
+    bps = lr.rate_bps
     try:
-        return LineRate(bps=bps, source=source if source in ("interface", "config", "nominal") else "nominal",
-                        interface=lr.get("interface")) if bps else None
+        return LineRate(bps=bps, source=lr.source if lr.source in ("interface", "config", "nominal") else "nominal",
+                        interface=lr.interface if isinstance(lr.interface, str) else None) if bps else None
     except ConfigError:
         return None
 
 
 def read_frame_results(result: Mapping[str, Any], cls: type[R], line_rate: LineRate | None = None) -> FrameResults[R]:
     """One ``summary[].results[]`` entry with its repetitions as ``cls``."""
-    size = result.get("frame_size")
-    frame = _frame(size)
-    reps = tuple(from_dict(cls, rep, partial=True, frame=frame, line_rate=line_rate)
-                 for rep in _objs(result, "repetitions"))
-    stats = {str(k): Spread(finite(v.get("min")), finite(v.get("median", v.get("value"))), finite(v.get("max")))
-             for k, v in _obj(result, "stats").items() if isinstance(v, Mapping)}
-    head = result.get("headline")
-    headline = Headline(*(finite(head.get(k)) for k in ("fps", "pct_line_rate", "l1_bps", "l2_bps"))) \
-        if isinstance(head, Mapping) else None
-    flags = tuple(Flag(str(f.get("code", "")), str(f.get("message", ""))) for f in _objs(result, "flags"))
-    return FrameResults(size, reps, stats, headline, flags, result.get("complete") is not False)
+    r = read_one(_Stored, result) or _Stored()
+    frame = _frame(r.frame_size)
+    reps = tuple(from_dict(cls, rep, partial=True, frame=frame, line_rate=line_rate) for rep in r.repetition_list)
+    stats = {str(k): s.spread for k, v in (r.stats.items() if isinstance(r.stats, Mapping) else ())
+             if (s := read_one(_StoredSpread, v)) is not None}
+    head = read_one(Headline, r.headline)
+    headline = Headline(*(finite(x) for x in (head.fps, head.pct_line_rate, head.l1_bps, head.l2_bps))) \
+        if head is not None else None
+    return FrameResults(r.frame_size, reps, stats, headline, r.flag_list, r.complete is not False)
 
 
 @dataclass(frozen=True)
@@ -149,13 +166,23 @@ class SummaryEntry:
 
     @classmethod
     def read(cls, d: Mapping[str, Any]) -> SummaryEntry:
-        method, mi = str(d.get("method") or ""), d.get("method_index")
-        results = tuple(StoredFrameResult(r.get("frame_size"), r.get("complete") is not False,
-                                          tuple(_objs(r, "repetitions")),
-                                          frozenset(str(f.get("code", "")) for f in _objs(r, "flags")), r)
-                        for r in _objs(d, "results"))
-        return cls(method, int(mi) if isinstance(mi, int) else 0, str(d.get("label") or method), _obj(d, "params"),
-                   results)
+        e = read_one(_StoredEntry, d) or _StoredEntry()
+        method, mi = str(e.method or ""), e.method_index
+        results = tuple(StoredFrameResult(r.frame_size, r.complete is not False, tuple(r.repetition_list),
+                                          frozenset(f.code for f in r.flag_list), stored)
+                        for stored in (e.results if isinstance(e.results, list) else [])
+                        if (r := read_one(_Stored, stored)) is not None)
+        return cls(method, mi if isinstance(mi, int) and not isinstance(mi, bool) else 0, str(e.label or method),
+                   e.params if isinstance(e.params, Mapping) else {}, results)
+
+
+@dataclass(frozen=True)
+class _StoredEntry:
+    method: Any = None
+    method_index: Any = None
+    label: Any = None
+    params: Any = None
+    results: Any = None
 
 
 def read_summary(summary: object) -> list[SummaryEntry]:

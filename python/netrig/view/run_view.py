@@ -20,16 +20,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from netrig.measure import Mark, MonitorSample
 from netrig.model import MIXES, WIRE_OVERHEAD_BYTES, size_label, size_sort_key
 from netrig.results import TORN_FLAG, load_document, migrate
-from netrig.testbed.topologies import list_topologies, topology_options
-from netrig.view.frame_results import FrameResults, Spread, line_rate_of, read_frame_results
+from netrig.view.document import CeilingInfo, Document, FrameSizeInfo, SelftestInfo, TestbedInfo, VerdictInfo, text
+from netrig.view.frame_results import FrameResults, Spread, SummaryEntry, line_rate_of, read_frame_results, read_summary
+from netrig.view.reading import Flag, finite, read_each, read_one
 from netrig.view.trial_record import TrialRecord, read_trials
 
 R = TypeVar("R")
 
-#: The options each topology takes.
-TOPOLOGY_OPTIONS = {name: topology_options(name) for name, _ in list_topologies()}
 #: Test-bed options that say what the DUT does (shown with its name).
 DUT_LINE_OPTIONS = ("rules", "cap", "nat", "log", "flowtable", "forward_backend", "forward_mode", "capture_method")
 #: Flags that concern a result's detail (its table says so), not the reader's trust in the run:
@@ -131,15 +131,31 @@ def parse_time(s: Any) -> datetime | None:
         return None
 
 
+@dataclass(frozen=True)
+class RunFlag:
+    """A flag of the run or of one of its results, and ``where`` it applies (``"run"``, or the
+    method and frame size)."""
+
+    code: str
+    message: str
+    where: str
+
+
 class RunView:
     """One result document, with tolerant accessors for the report."""
 
     def __init__(self, doc: dict, path: str | Path = "<result>"):
         self.path = Path(path)
         self.doc = doc
+        self._records: tuple[object, list[TrialRecord]] | None = None
         self.name = self.config_name()
         #: the files this view was drawn from (several after ``merge``)
         self.parts: list[Path] = [self.path]
+
+    @property
+    def head(self) -> Document:
+        """The document's top level as its type (read on every access: a report may add to ``doc``)."""
+        return Document.read(self.doc)
 
     # -- loading ------------------------------------------------------------------------------
     @classmethod
@@ -165,17 +181,19 @@ class RunView:
         doc = dict(first.doc)
         for key in ("summary", "trials", "flags", "verdicts"):
             doc[key] = [x for v in views for x in (v.doc.get(key) or [])]
-        sizes: dict[str, Any] = {}
+        sizes: dict[str, tuple[Any, dict]] = {}
         for v in views:
             for e in objs(v.doc, "frame_sizes"):
-                sizes.setdefault(frame_size_label(e.get("frame_size")), e)
-        doc["frame_sizes"] = sorted(sizes.values(), key=lambda e: frame_size_sort_key(e.get("frame_size")))
-        doc["selftest"] = next((v.doc["selftest"] for v in views if isinstance(v.doc.get("selftest"), dict)), None)
+                size = (read_one(FrameSizeInfo, e) or FrameSizeInfo()).frame_size
+                sizes.setdefault(frame_size_label(size), (size, e))
+        doc["frame_sizes"] = [e for _, e in sorted(sizes.values(), key=lambda se: frame_size_sort_key(se[0]))]
+        doc["selftest"] = next((v.head.selftest for v in views if isinstance(v.head.selftest, dict)), None)
         for key in ("environment", "testbed", "line_rate"):
             doc[key] = next((v.doc[key] for v in views if v.doc.get(key)), doc.get(key))
         completes = [v.complete for v in views]
         doc["complete"] = all(c is not False for c in completes)
-        doc["finished_at"] = views[-1].doc.get("finished_at", doc.get("finished_at"))
+        last = views[-1].head.finished_at
+        doc["finished_at"] = last if last is not None else first.head.finished_at
         out = cls(doc, first.path)
         out.parts = [v.path for v in views]
         out.name = first.name
@@ -196,21 +214,33 @@ class RunView:
         return tb or obj(self.config, "testbed")
 
     @property
+    def bed(self) -> TestbedInfo:
+        """:attr:`testbed` as its type."""
+        return read_one(TestbedInfo, self.testbed) or TestbedInfo()
+
+    @property
+    def tool_version(self) -> str:
+        """The netrig that wrote it (``?`` when it does not say)."""
+        v = self.head.tool_version
+        return str(v) if v is not None else "?"
+
+    @property
     def complete(self) -> bool | None:
-        v = self.doc.get("complete")
+        v = self.head.complete
         return v if isinstance(v, bool) else None
 
     @property
     def torn(self) -> list[str]:
         """What reading it left out, one line each: the torn last record of an unfinished run's
         trial log (a crash's)."""
-        return [str(f.get("message")) for f in objs(self.doc, "flags") if f.get("code") == TORN_FLAG]
+        return [str(f.message) for f in self.head.run_flags if f.code == TORN_FLAG]
 
     def config_name(self) -> str:
         """A short configuration name for legends: ``config.name``, the test bed's name, or the
         file (its directory's name for ``result.json``)."""
-        for v in (self.config.get("name"), self.config.get("label"), self.testbed.get("name")):
-            if isinstance(v, str) and v.strip():
+        c = self.head.configured
+        for v in (text(c.name), text(c.label), text(self.bed.name)):
+            if v is not None:
                 return v.strip()
         if self.path.name in ("result.json", "trials.ndjson") and self.path.parent.name:
             return self.path.parent.name
@@ -219,27 +249,23 @@ class RunView:
     # -- line rate ----------------------------------------------------------------------------
     @property
     def speed_bps(self) -> float | None:
-        v = num(obj(self.doc, "line_rate"), "bps", "speed_bps")
-        return v if v and v > 0 else None
+        return self.head.rate.rate_bps
 
     @property
     def line_rate_label(self) -> str:
-        lr = obj(self.doc, "line_rate")
-        if isinstance(lr.get("label"), str):
-            return lr["label"]
+        lr = self.head.rate
+        if isinstance(lr.label, str):
+            return lr.label
         if self.speed_bps is None:
             return "unknown (no line rate in the result)"
-        return f"{self.speed_bps / 1e9:g} Gbit/s ({lr.get('source', 'unknown source')})"
+        return f"{self.speed_bps / 1e9:g} Gbit/s ({lr.source if lr.source is not None else 'unknown source'})"
 
-    def _frame_size_entry(self, size: Any) -> dict:
+    def _frame_size_entry(self, size: Any) -> FrameSizeInfo:
         label = frame_size_label(size)
-        for e in objs(self.doc, "frame_sizes"):
-            if frame_size_label(e.get("frame_size")) == label:
-                return e
-        return {}
+        return next((e for e in self.head.sizes if frame_size_label(e.frame_size) == label), FrameSizeInfo())
 
     def mean_frame_size(self, size: Any) -> float | None:
-        m = num(self._frame_size_entry(size), "mean_frame_size")
+        m = finite(self._frame_size_entry(size).mean_frame_size)
         if m is not None:
             return m
         if isinstance(size, (int, float)) and not isinstance(size, bool):
@@ -251,7 +277,7 @@ class RunView:
 
     def line_rate_pps(self, size: Any) -> float | None:
         """Frames/s at line rate for ``size``: ``L / ((size + 20) * 8)``."""
-        v = num(self._frame_size_entry(size), "line_rate_fps")
+        v = finite(self._frame_size_entry(size).line_rate_fps)
         if v:
             return v
         m = self.mean_frame_size(size)
@@ -286,8 +312,8 @@ class RunView:
         v = self._find(("dut_cores", "cores", "dut_cpus"))
         if v is not None:
             return str(v)
-        placed = obj(self.testbed, "placement").get("cpus")
-        if isinstance(placed, list) and placed and all(isinstance(c, int) for c in placed):
+        placed = self.bed.placed.cpu_list
+        if placed:
             return f"{len(placed)} (CPU {','.join(map(str, placed))})"
         env = self.environment
         n = num(env, "cpus", "cpu_count") or num(obj(env, "cpu"), "count", "logical")
@@ -298,14 +324,14 @@ class RunView:
         return "—" if v is None else str(v)
 
     # -- summaries ----------------------------------------------------------------------------
+    def summary(self) -> list[SummaryEntry]:
+        """Every ``summary`` entry as its type."""
+        return read_summary(self.head.summary)
+
     def method_results(self, method: str) -> list[dict]:
         """Every frame-size result of every summary entry of ``method``, sorted by frame size."""
-        out = []
-        for entry in objs(self.doc, "summary"):
-            if entry.get("method") == method:
-                out.extend(objs(entry, "results"))
-        out.sort(key=lambda r: frame_size_sort_key(r.get("frame_size")))
-        return out
+        found = [r for e in self.summary() if e.method == method for r in e.results]
+        return [dict(r.stored) for r in sorted(found, key=lambda r: frame_size_sort_key(r.frame_size))]
 
     def frame_results(self, method: str, cls: type[R]) -> list[FrameResults[R]]:
         """:meth:`method_results` with every repetition read back as ``cls`` (the method's result type)."""
@@ -315,68 +341,62 @@ class RunView:
     def has_frame_results(self) -> bool:
         """It holds results of frame methods (not only stack methods, whose frame size is ``stack``:
         the self-test and the line rate say nothing about them)."""
-        return any(r.get("frame_size") != "stack" for s in objs(self.doc, "summary") for r in objs(s, "results")) \
-            or not objs(self.doc, "summary")
+        summary = self.summary()
+        return any(r.frame_size != "stack" for e in summary for r in e.results) or not summary
 
     def methods(self) -> list[str]:
-        return [m for e in objs(self.doc, "summary") if isinstance(m := e.get("method"), str)]
+        return [e.method for e in self.summary()]
 
     def method_params(self, method: str) -> dict:
-        for entry in objs(self.doc, "summary"):
-            if entry.get("method") == method:
-                return obj(entry, "params")
-        return {}
+        return next((dict(e.params) for e in self.summary() if e.method == method), {})
 
     # -- self-test, flags ---------------------------------------------------------------------
-    def selftest(self) -> dict:
-        return obj(self.doc, "selftest")
+    def selftest(self) -> SelftestInfo | None:
+        return self.head.self_test
 
-    def selftest_ceilings(self) -> list[dict]:
-        out = objs(self.selftest(), "ceilings")
-        return sorted(out, key=lambda c: frame_size_sort_key(c.get("frame_size")))
+    def selftest_ceilings(self) -> list[CeilingInfo]:
+        st = self.selftest()
+        return sorted(st.ceiling_list if st else (), key=lambda c: frame_size_sort_key(c.frame_size))
 
     @property
     def selftest_factor(self) -> float:
-        return num(self.selftest(), "factor") or 1.1
+        st = self.selftest()
+        return (finite(st.factor) if st else None) or 1.1
 
     def proven_ceiling_pps(self, size: Any) -> float | None:
         """The tester's proven rate at ``size`` (self-test), or ``None`` when not proven."""
-        for c in self.selftest_ceilings():
-            if frame_size_label(c.get("frame_size")) == frame_size_label(size):
-                return num(c, "proven_rate_pps") or num(obj(c, "proven"), "fps")
-        return None
+        label = frame_size_label(size)
+        return next((c.proven_pps for c in self.selftest_ceilings() if frame_size_label(c.frame_size) == label), None)
 
-    def flags(self) -> list[dict]:
-        """Run-wide flags, then every per-result flag (deduplicated), as ``{code, message, where}``."""
-        out, seen = [], set()
-        for f in objs(self.doc, "flags"):
-            key = (str(f.get("code")), str(f.get("message")))
-            if key not in seen:
-                seen.add(key)
-                out.append({"code": str(f.get("code", "")), "message": str(f.get("message", "")), "where": "run"})
-        for entry in objs(self.doc, "summary"):
-            label = entry.get("label") or entry.get("method")
-            for r in objs(entry, "results"):
-                for f in objs(r, "flags"):
-                    key = (str(f.get("code")), str(f.get("message")))
-                    if key in seen:
-                        continue
-                    seen.add(key)
-                    out.append({"code": str(f.get("code", "")), "message": str(f.get("message", "")),
-                                "where": f"{label}, {_size_text(r.get('frame_size'))}"})
+    def flags(self) -> list[RunFlag]:
+        """Run-wide flags, then every per-result flag (deduplicated)."""
+        out: list[RunFlag] = []
+        seen: set[tuple[str, str]] = set()
+
+        def add(code: str, message: str, where: str) -> None:
+            if (code, message) not in seen:
+                seen.add((code, message))
+                out.append(RunFlag(code, message, where))
+
+        for f in self.head.run_flags:
+            add(str(f.code or ""), str(f.message or ""), "run")
+        for entry in self.summary():
+            for r in entry.results:
+                for rf in (read_one(_Flagged, r.stored) or _Flagged()).flag_list:
+                    add(rf.code, rf.message, f"{entry.label}, {_size_text(r.frame_size)}")
         return out
 
     def dut_line(self) -> str | None:
         """One line saying what the DUT was: its test bed, the options it was built with, and where
         it ran (``None`` for a result without a test bed, or the simulated one)."""
-        tb = self.testbed
-        name = tb.get("topology") or tb.get("name")
-        if not isinstance(name, str) or name == "simulated":
+        tb = self.bed
+        name = text(tb.topology) or text(tb.name)
+        if name is None or name == "simulated":
             return None
-        uses = TOPOLOGY_OPTIONS.get(name, ())
-        opts = {k: v for k, v in obj(tb, "options").items() if v not in (None, False, [], "") and k in uses}
+        uses = tb.reads  # the options the topology reads, recorded with the test bed
+        opts = {k: v for k, v in tb.option_values.items() if v not in (None, False, [], "") and k in uses}
         shown = ", ".join(f"{k} {v}" for k, v in opts.items() if k in DUT_LINE_OPTIONS)
-        where = obj(tb, "placement").get("note")
+        where = tb.placed.note
         return f"{name}{f' ({shown})' if shown else ''}" + (f"; {where}" if isinstance(where, str) else "")
 
     def notes(self) -> list[Note]:
@@ -385,20 +405,20 @@ class RunView:
         (the tables' flags), never up here."""
         out: list[Note] = []
         if self.complete is False:
-            out.append(Note("incomplete", str(self.doc.get("interrupted_reason") or "the run did not finish"),
+            out.append(Note("incomplete", str(self.head.interrupted_reason or "the run did not finish"),
                             "run", True))
         if not self.selftest() and self.has_frame_results():
             out.append(Note("no_selftest", "nothing proves the tester was not the bottleneck", "run", True))
         by_code: dict[str, tuple[int, list[str], list[str]]] = {}
         for f in self.flags():
-            if f["code"] in DETAIL_FLAGS:
+            if f.code in DETAIL_FLAGS:
                 continue
-            if f["code"] not in by_code:
-                by_code[f["code"]] = (len(out), [], [])
-                out.append(Note(f["code"], f["message"], "run", f["code"] in BAD_NOTES))
-            i, same, also = by_code[f["code"]]
-            if f["where"] != "run":
-                (same if f["message"] == out[i].message else also).append(f["where"])
+            if f.code not in by_code:
+                by_code[f.code] = (len(out), [], [])
+                out.append(Note(f.code, f.message, "run", f.code in BAD_NOTES))
+            i, same, also = by_code[f.code]
+            if f.where != "run":
+                (same if f.message == out[i].message else also).append(f.where)
         for i, same, also in by_code.values():
             where = "; ".join(same)
             if also:  # the same kind elsewhere, with its own numbers: named, not repeated
@@ -406,8 +426,8 @@ class RunView:
             out[i] = dataclasses.replace(out[i], where=where or "run")
         return out
 
-    def verdicts(self) -> list[dict]:
-        return objs(self.doc, "verdicts")
+    def verdicts(self) -> tuple[VerdictInfo, ...]:
+        return self.head.verdict_list
 
     # -- trials and monitoring ----------------------------------------------------------------
     def trials(self) -> list[dict]:
@@ -415,12 +435,10 @@ class RunView:
 
     def trial_records(self) -> list[TrialRecord]:
         """Every trial record as its type (read once per ``trials`` list)."""
-        trials = self.doc.get("trials")
-        cached = self.__dict__.get("_records")
-        if cached is None or cached[0] is not trials:
-            cached = (trials, read_trials(trials))
-            self.__dict__["_records"] = cached
-        return cached[1]
+        trials = self.head.trials
+        if self._records is None or self._records[0] is not trials:
+            self._records = (trials, read_trials(trials))
+        return self._records[1]
 
     def trial_start_s(self) -> dict[int, float]:
         """Each trial's start (index in ``trials``) in seconds since the run's first trial."""
@@ -440,42 +458,52 @@ class RunView:
         return [t for t in self.trial_records() if t.monitor_samples]
 
 
+@dataclass(frozen=True)
+class _Flagged:
+    """A stored result's flags."""
+
+    flags: Any = None
+
+    @property
+    def flag_list(self) -> list[RunFlag]:
+        return [RunFlag(str(f.code or ""), str(f.message or ""), "") for f in read_each(Flag, self.flags)]
+
+
 def flag_codes(r: dict) -> set[str]:
-    return {str(f.get("code")) for f in objs(r, "flags")}
+    return {f.code for f in (read_one(_Flagged, r) or _Flagged()).flag_list}
 
 
-def sample_time_s(s: dict) -> float | None:
-    return num(s, "t_s", "elapsed_s", "time_s", "t")
+def sample_time_s(s: MonitorSample | Mark) -> float:
+    return s.t_s
 
 
-def sample_cpus(s: dict) -> dict[str, dict]:
-    """``{"cpu0": {"user": %, "system": %, "irq": %, "softirq": %, "idle": %}, …}`` in percent."""
-    c = s.get("cpu") if isinstance(s.get("cpu"), (dict, list)) else s.get("cpus", s.get("per_cpu"))
-    items: list[tuple[str, dict]] = []
-    if isinstance(c, dict):
-        items = [(str(k), v) for k, v in c.items() if isinstance(v, dict)]
-    elif isinstance(c, list):
-        items = [(str(v.get("cpu", v.get("name", f"cpu{i}"))), v) for i, v in enumerate(c) if isinstance(v, dict)]
+#: The parts of a CPU's time a report draws, in percent.
+CPU_PARTS = ("user", "system", "irq", "softirq", "idle")
+
+
+def sample_cpus(s: MonitorSample | Mark) -> dict[str, dict[str, float | None]]:
+    """``{"cpu0": {"user": %, "system": %, "irq": %, "softirq": %, "idle": %}, …}`` in percent (a
+    mark: none)."""
     out = {}
-    for name, v in items:
-        vals = {k: num(v, k, f"{k}_pct") for k in ("user", "system", "irq", "softirq", "idle")}
+    for name, v in (s.cpu or {}).items() if isinstance(s, MonitorSample) else ():
+        if not isinstance(v, dict):
+            continue
+        vals = {k: finite(v.get(k)) for k in CPU_PARTS}
         total = sum(x for x in vals.values() if x is not None)
         if 0 < total <= 1.5:  # fractions, not percent
             vals = {k: (x * 100 if x is not None else None) for k, x in vals.items()}
-        if not name.startswith("cpu") and name.isdigit():
-            name = f"cpu{name}"
-        out[name] = vals
+        out[f"cpu{name}" if name.isdigit() else name] = vals
     return out
 
 
-def sample_mem_used_bytes(s: dict) -> float | None:
-    m = s.get("mem") if isinstance(s.get("mem"), dict) else obj(s, "memory")
-    v = num(m, "used_bytes", "used")
-    if v is None:
-        total, avail = num(m, "total_bytes", "total"), num(m, "available_bytes", "available")
-        if total is not None and avail is not None:
-            v = total - avail
-    return v if v is not None else num(s, "mem_used_bytes")
+def sample_mem_used_bytes(s: MonitorSample | Mark) -> float | None:
+    m = s.mem if isinstance(s, MonitorSample) else None
+    if m is None:
+        return None
+    if m.used_bytes is not None:
+        return float(m.used_bytes)
+    return float(m.total_bytes - m.available_bytes) if m.total_bytes is not None and m.available_bytes is not None \
+        else None
 
 
 def unique_names(runs: Iterable[RunView]) -> None:

@@ -15,7 +15,7 @@ class HasFrameSize(Protocol):
     def frame_size(self) -> Any: ...
 
 
-E = TypeVar("E", bound="HasFrameSize | dict[str, Any]")
+E = TypeVar("E", bound=HasFrameSize)
 
 
 @dataclass
@@ -74,8 +74,8 @@ def key_value_table(d: dict) -> Table:
 
 # -- comparisons ----------------------------------------------------------------------------------
 def by_size(entries: Sequence[E]) -> dict[str, E]:
-    """Entries (each with a ``frame_size`` attribute, or key for those still dicts) by frame-size label."""
-    return {size_label(e["frame_size"] if isinstance(e, dict) else e.frame_size): e for e in entries}
+    """Entries (each with a ``frame_size`` attribute) by frame-size label."""
+    return {size_label(e.frame_size): e for e in entries}
 
 
 def sizes_of(data: Sequence[dict[str, Any]]) -> list[str]:

@@ -13,9 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from netrig.measure import LatencySummary, Pacing, TrialCounts
+from netrig.errors import ResultError
+from netrig.measure import CpuUsage, LatencySummary, Mark, MonitorResult, MonitorSample, Pacing, TrialCounts
 from netrig.measure.events import EventResult
-from netrig.monitor.cpu import CpuUsage
+from netrig.view.reading import finite, read_one
 
 
 @dataclass(frozen=True)
@@ -31,10 +32,27 @@ class TrialLoad:
 
     @classmethod
     def read(cls, d: object) -> TrialLoad:
-        if not isinstance(d, Mapping):
-            return cls()
-        return cls(_number(d.get("rate_pps")), _number(d.get("duration_s")), _number(d.get("pct_line_rate")),
-                   _int(d.get("burst_frames")), _number(d.get("interval_s")))
+        r = read_one(cls, d) or cls()
+        return cls(finite(r.rate_pps), finite(r.duration_s), finite(r.pct_line_rate), _int(r.burst_frames),
+                   finite(r.interval_s))
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """A trial record as stored, its parts read by :meth:`TrialRecord.read`."""
+
+    seq: Any = None
+    method: Any = None
+    method_index: Any = None
+    frame_size: Any = None
+    repetition: Any = None
+    trial_index: Any = None
+    kind: Any = None
+    load: Any = None
+    counts: Any = None
+    replayed: Any = None
+    started_at: Any = None
+    verdict: Any = None
 
 
 @dataclass(frozen=True)
@@ -57,18 +75,18 @@ class TrialRecord:
     started_at: str | None = None
     #: ``backpressure``: an invalid trial that was the DUT's failure (the DUT slowed the sender).
     verdict: str | None = None
-    #: The record as stored, for the parts that are the engine's or a tool's own documents (DUT
-    #: monitor samples, a stack trial's ``result``).
+    #: The record as stored, for the parts that are the engine's or a tool's own documents (a stack
+    #: trial's ``result``).
     stored: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def read(cls, index: int, d: Mapping[str, Any]) -> TrialRecord:
-        c, seq = d.get("counts"), _int(d.get("seq"))
-        started, verdict = d.get("started_at"), d.get("verdict")
-        return cls(index, seq if seq is not None else index, str(d.get("method") or ""), _int(d.get("method_index")),
-                   d.get("frame_size"), _int(d.get("repetition")), _int(d.get("trial_index")),
-                   str(d.get("kind") or "rate"), TrialLoad.read(d.get("load")), _counts(c), d.get("replayed") is True,
-                   started if isinstance(started, str) else None, verdict if isinstance(verdict, str) else None, d)
+        r = read_one(_Stored, d) or _Stored()
+        seq = _int(r.seq)
+        return cls(index, seq if seq is not None else index, str(r.method or ""), _int(r.method_index), r.frame_size,
+                   _int(r.repetition), _int(r.trial_index), str(r.kind or "rate"), TrialLoad.read(r.load),
+                   _counts(r.counts), r.replayed is True, r.started_at if isinstance(r.started_at, str) else None,
+                   r.verdict if isinstance(r.verdict, str) else None, d)
 
     @property
     def valid(self) -> bool:
@@ -89,29 +107,18 @@ class TrialRecord:
         return self.counts.cpu_usage if self.counts is not None else None
 
     @property
-    def monitor_samples(self) -> list[dict]:
-        """The DUT monitor's samples over the trial (the monitor's own documents)."""
-        return monitor_samples(self.stored)
+    def monitor(self) -> MonitorResult | None:
+        """The DUT monitor's record over the trial (``counts.raw.monitor``), ``None`` if unwatched."""
+        return self.counts.dut_monitor if self.counts is not None else None
+
+    @property
+    def monitor_samples(self) -> list[MonitorSample | Mark]:
+        """The DUT monitor's samples and marks over the trial, in time order."""
+        return list(self.monitor.samples) if self.monitor is not None else []
 
     @property
     def events(self) -> tuple[EventResult, ...]:
         return tuple(self.counts.events or ()) if self.counts is not None else ()
-
-
-def monitor_samples(t: Mapping[str, Any]) -> list[dict]:
-    """DUT monitoring samples of a stored trial record: wherever the measurer put them
-    (``counts.raw.monitor``, ``raw.monitor`` or ``monitor``), as a list or as ``{"samples": [...]}``."""
-    counts = t.get("counts")
-    raw = counts.get("raw") if isinstance(counts, Mapping) else None
-    for holder in (raw, t.get("raw"), t):
-        m = holder.get("monitor") if isinstance(holder, Mapping) else None
-        if isinstance(m, list):
-            return [s for s in m if isinstance(s, dict)]
-        if isinstance(m, Mapping) and isinstance(m.get("samples"), list):
-            samples = [s for s in m["samples"] if isinstance(s, dict)]
-            if samples:
-                return samples
-    return []
 
 
 def read_trials(trials: object) -> list[TrialRecord]:
@@ -128,12 +135,8 @@ def _counts(c: object) -> TrialCounts | None:
         return None
     try:
         return TrialCounts.from_dict(dict(c))
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, ResultError):
         return None
-
-
-def _number(v: object) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
 def _int(v: object) -> int | None:
