@@ -44,8 +44,8 @@ TOPOLOGIES = [("bridge", {}), ("router", {}), ("nat", {}), ("acl", {"rules": 100
 def dut_drops(tb: Testbed) -> int:
     """The DUT's own drop counters now: its rings' and its nftables rules' that drop."""
     ring = sum(c.dropped for c in tb.wire_counts().values())
-    rules = nft.counters(tb.dut_netns, tb.id) if tb.state.get("nft") else []
-    return ring + sum(r["packets"] or 0 for r in rules if '"drop"' in json.dumps(r["expr"]))
+    rules = nft.counters(tb.dut_netns, tb.id) if tb.state.nft else []
+    return ring + sum(r.packets or 0 for r in rules if '"drop"' in r.text)
 
 
 def trial(tb: Testbed, rate: float) -> dict:

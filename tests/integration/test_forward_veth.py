@@ -288,8 +288,8 @@ def test_forwarder_testbed_compares_the_bridge_and_testpmd_as_duts(backend, mode
     assert not any(ns in listed for ns in namespaces)
     for p in procs:
         assert subprocess.run(["kill", "-0", str(p.pid)], capture_output=True).returncode != 0
-        if "runtime_dir" in p:  # testpmd's, under /var/run/dpdk: gone with the test bed
-            assert not os.path.exists(p["runtime_dir"])
+        if p.runtime_dir:  # testpmd's, under /var/run/dpdk: gone with the test bed
+            assert not os.path.exists(p.runtime_dir)
 
 
 @pytest.mark.parametrize("options,field", [

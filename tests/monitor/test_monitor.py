@@ -138,6 +138,6 @@ def test_dut_softirq_rises_under_traffic():
         else:
             pytest.fail(f"cpu1 softirq did not rise under traffic (before %, during %): {seen}")
         key = f"{tb.dut_netns}/{tb.name('dtx')}"
-        assert max(s["ifaces"][key].get("rx_pps", 0) for s in res.window("trial-start", "trial-stop")) > 1000
+        assert max(s.ifaces[key].get("rx_pps", 0) for s in res.window("trial-start", "trial-stop")) > 1000
         assert res.to_dict()["placement"]["mode"] == "rps"
-        assert tb.dut_netns in res.data[-1]["conntrack"]
+        assert tb.dut_netns in res.data[-1].conntrack
