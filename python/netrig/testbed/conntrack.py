@@ -100,7 +100,7 @@ class TupleCheck:
 
 @dataclass
 class TableCounts:
-    """The DUT's conntrack table around one stateful trial (``TrialCounts.raw["conntrack"]``): its
+    """The DUT's conntrack table around one stateful trial (``TrialCounts.conntrack``): its
     entries before and after, the kernel's conntrack slab and ``MemAvailable`` then, the time of a
     flush before; the tuple check and the tear-down (entries, the flush of them all, what was left,
     the flush of the empty table) when the trial asked for them. ``None``: not measured."""
