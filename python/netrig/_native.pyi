@@ -176,12 +176,13 @@ class WireSlot:
 @final
 class StallWatch:
     """Watch `cpus` for stalls: a tick every `period_s` on each, an episode for a gap longer than the
-    period by more than `threshold_s`, and for a watched task that waited longer than `threshold_s`.
+    period by more than `threshold_s`, and for a watched task that waited longer than `threshold_s`;
+    the thread that reads the kernel's rings runs on `drain_cpus` (default: where the caller may).
     Raises CapabilityError where the kernel refuses a BPF program or perf event (not root, no BPF).
     Detached on `close()` or when collected."""
 
-    def __new__(cls, cpus: Sequence[int], period_s: float | None = None,
-                threshold_s: float | None = None) -> StallWatch: ...
+    def __new__(cls, cpus: Sequence[int], period_s: float | None = None, threshold_s: float | None = None,
+                drain_cpus: Sequence[int] | None = None) -> StallWatch: ...
     def watch(self, tid: int) -> None:
         """Watch task `tid` (a thread id): each wait to run longer than the threshold is an episode."""
     def unwatch(self, tid: int) -> None:

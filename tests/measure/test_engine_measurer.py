@@ -26,7 +26,7 @@ def result(sent: int, received: int, lag_ms: float, rate: float = 100_000.0, *, 
                   tester_rx_drops=0, tx_max_lag_ns=int(lag_ms * 1e6), frames_foreign=0, frames_stray=0,
                   frames_forged=0, ports=(), pacing=pacing, tx_stretch_ns=int(stretch_ms * 1e6),
                   smoothness=smoothness(peak, 100.0), intervals=tuple(intervals), flow_memory_bytes=0,
-                  pin_failures=(), to_dict=lambda: {"frames_sent": sent})
+                  pin_failures=(), latency_timeline=(), to_dict=lambda: {"frames_sent": sent})
     return SimpleNamespace(**{**fields, **kw})
 
 

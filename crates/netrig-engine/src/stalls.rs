@@ -33,6 +33,9 @@ pub struct StallConfig {
     /// A gap longer than the period by more than this, or a watched task's wait longer than this,
     /// is an episode, ns.
     pub threshold_ns: u64,
+    /// Where the drainer thread may run (empty: where the caller may): off the DUT's CPUs, so the
+    /// watch never takes the DUT's time.
+    pub drain_cpus: Vec<u32>,
 }
 
 impl StallConfig {
@@ -70,18 +73,25 @@ struct WireHistory {
     cpus: usize,
     slots: Vec<u64>,
     counts: Vec<[u64; 3]>,
+    /// The slot the previous read ended at: the next reads from there (it may still have been
+    /// counting).
+    read_to: u64,
 }
 
 impl WireHistory {
     fn new(clock: WireClock) -> Self {
         let cpus = crate::sys::bpf::possible_cpus();
         let n = 1usize << WIRE_HISTORY_SHIFT;
-        WireHistory { clock, cpus, slots: vec![0; n], counts: vec![[0; 3]; n * cpus] }
+        let now = crate::clock::now_ns() >> SLOT_SHIFT;
+        WireHistory { clock, cpus, slots: vec![0; n], counts: vec![[0; 3]; n * cpus], read_to: now }
     }
 
     fn drain(&mut self) -> std::io::Result<()> {
         let mask = (1usize << WIRE_HISTORY_SHIFT) - 1;
-        for SlotCount { slot, cpu, arrived, dropped, taken } in self.clock.read()? {
+        let now = crate::clock::now_ns() >> SLOT_SHIFT;
+        let from = self.read_to;
+        self.read_to = now;
+        for SlotCount { slot, cpu, arrived, dropped, taken } in self.clock.read(from, now)? {
             let i = slot as usize & mask;
             if self.slots[i] != slot {
                 if self.slots[i] > slot {
@@ -183,9 +193,14 @@ impl StallWatch {
         });
         let stop = Arc::new(AtomicBool::new(false));
         let (s, st) = (shared.clone(), stop.clone());
+        let drain_cpus = config.drain_cpus.clone();
         let thread = std::thread::Builder::new()
             .name("netrig-stalls".into())
             .spawn(move || {
+                // Ordinary priority (a bookkeeping thread's SCHED_IDLE would starve beside a spinning
+                // worker and let the kernel's rings overflow); a drain takes ~0.1 ms every 250 ms.
+                let _ = crate::sys::cpu::normal_priority();
+                let _ = crate::sys::cpu::pin_current_thread_to(&drain_cpus);
                 while !st.load(Ordering::Relaxed) {
                     std::thread::sleep(DRAIN_EVERY);
                     let _ = s.drain(); // a failed read is retried; the ring keeps RING episodes
@@ -259,7 +274,7 @@ mod tests {
 
     #[test]
     fn a_config_out_of_range_names_its_field() {
-        let ok = StallConfig { cpus: vec![0], period_ns: 1_000_000, threshold_ns: 1_000_000 };
+        let ok = StallConfig { cpus: vec![0], period_ns: 1_000_000, threshold_ns: 1_000_000, drain_cpus: vec![] };
         assert!(ok.validate().is_ok());
         for (cfg, field) in [
             (StallConfig { cpus: vec![], ..ok.clone() }, "cpus"),

@@ -59,9 +59,13 @@ fn injected_stalls_on_a_watched_threads_cpu_are_reported_each_within_1_ms() {
         return;
     }
     let cpu = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) - 1;
-    let watch =
-        StallWatch::start(StallConfig { cpus: vec![cpu as u32], period_ns: 1_000_000, threshold_ns: 2_000_000 })
-            .expect("the stall watch starts as root");
+    let watch = StallWatch::start(StallConfig {
+        cpus: vec![cpu as u32],
+        period_ns: 1_000_000,
+        threshold_ns: 2_000_000,
+        drain_cpus: vec![],
+    })
+    .expect("the stall watch starts as root");
     assert!(watch.tasks_watched(), "tracefs is readable here");
     let stop = Arc::new(AtomicBool::new(false));
     let (h, pid) = watched(cpu, stop.clone());

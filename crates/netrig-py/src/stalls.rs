@@ -14,7 +14,8 @@ fn refused(e: std::io::Error) -> EngineError {
 }
 
 /// Watch `cpus` for stalls: a tick every `period_s` on each, an episode for a gap longer than the
-/// period by more than `threshold_s`, and for a watched task that waited longer than `threshold_s`.
+/// period by more than `threshold_s`, and for a watched task that waited longer than `threshold_s`;
+/// the thread that reads the kernel's rings runs on `drain_cpus` (default: where the caller may).
 /// Raises CapabilityError where the kernel refuses a BPF program or perf event (not root, no BPF).
 /// Detached on `close()` or when collected.
 #[pyclass(frozen, module = "netrig._native")]
@@ -34,18 +35,20 @@ impl StallWatch {
 #[pymethods]
 impl StallWatch {
     #[new]
-    #[pyo3(signature = (cpus, period_s=None, threshold_s=None))]
+    #[pyo3(signature = (cpus, period_s=None, threshold_s=None, drain_cpus=None))]
     fn new(
         py: Python<'_>,
         cpus: &Bound<'_, PyAny>,
         period_s: Option<&Bound<'_, PyAny>>,
         threshold_s: Option<&Bound<'_, PyAny>>,
+        drain_cpus: Option<&Bound<'_, PyAny>>,
     ) -> Result<Self> {
         let ns = |v: f64| (v * 1e9).round() as u64;
         let config = StallConfig {
             cpus: args::req(cpus, "cpus")?,
             period_ns: ns(args::opt(period_s, "period_s", 0.001)?),
             threshold_ns: ns(args::opt(threshold_s, "threshold_s", 0.001)?),
+            drain_cpus: args::opt(drain_cpus, "drain_cpus", Vec::new())?,
         };
         config.validate()?;
         let c = config.clone();

@@ -39,6 +39,7 @@ from collections.abc import Callable, Sequence
 from netrig import _native
 from netrig.errors import ConfigError
 from netrig.measure.events import INTERVAL_S, Event, EventClock, EventRun, check_events, event_results
+from netrig.measure.platform import PlatformWatch, timeline_of
 from netrig.measure.seam import (
     DutRing,
     FlowTrial,
@@ -100,7 +101,8 @@ class EngineMeasurer:
                  reverse_template: dict | None = None, dut_netns: str | None = None,
                  interval_monitor: Callable[[float], Sampler] | None = None,
                  tx_cpus: Sequence[int] = (), rx_cpus: Sequence[int] = (),
-                 dut_ring: Callable[[], DutRing] | None = None, dut_cpus: Sequence[int] = ()):
+                 dut_ring: Callable[[], DutRing] | None = None, dut_cpus: Sequence[int] = (),
+                 platform: PlatformWatch | None = None):
         if pacing not in PACING_MODES:
             raise ConfigError("pacing", f"{pacing!r}: use one of {', '.join(PACING_MODES)}")
         self.tx, self.rx = tx_port, rx_port
@@ -132,6 +134,9 @@ class EngineMeasurer:
         #: The DUT's CPUs on this host (the wire's rings): where the tester's receive path costs
         #: it CPU time, measured per trial (``DutRing.tester_share_ns``).
         self.dut_cpus = tuple(dut_cpus)
+        #: The platform's stalls, the wire's drops in time and latency patterns over every trial
+        #: (``measure.platform``); ``None``: not measured.
+        self.platform = platform
         #: Live snapshots of every measured trial (not the learning frames), ~every 0.2 s, in the
         #: thread that runs the trial: the run's telemetry (``netrig.telemetry``); ``None``: none.
         self.on_snapshot: Callable[[_native.Snapshot], None] | None = None
@@ -185,6 +190,7 @@ class EngineMeasurer:
             valid, reason = False, f"the tester's receiver dropped {res.tester_rx_drops} frames"
         extra = dict(extra_raw or {})
         ring = DutRing.from_dict(extra.pop("dut_ring", None))
+        seen = self.platform.trial(res, intended_pps) if self.platform is not None else None
         return TrialCounts(
             achieved_pps=achieved, intended_pps=intended_pps, frames_sent=res.frames_sent,
             frames_received=res.frames_received,
@@ -193,6 +199,9 @@ class EngineMeasurer:
             forged=res.frames_forged, intervals=intervals, pacing=pacing_summary(res, self.smoothness_tolerance_pct),
             dut_ring=ring, flow_memory_bytes=res.flow_memory_bytes,
             pin_failures=tuple(str(f) for f in res.pin_failures),
+            stalls=seen.stalls if seen else None,
+            loss_in_stalls=seen.wire.in_stalls if seen and seen.wire else None,
+            latency_timeline=seen.timeline if seen else timeline_of(res),
             raw={"engine": res.to_dict() if flows else res.to_dict(flows=False), **extra},
         )
 

@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from netrig.errors import ConfigError, ResultError
 from netrig.measure.events import Event, EventResult, EventRun
+from netrig.measure.platform import LatencyTimeline, TrialStalls
 from netrig.model import FrameSize
 from netrig.monitor.cpu import CpuUsage, ProcUsage
 from netrig.monitor.monitor import CompactSample, Mark, MemInfo, MonitorResult, MonitorSample, ProcSample
@@ -254,11 +255,25 @@ class TrialCounts:
     #: The intended rate: what the trial was asked to send, frames/s; None when it was unpaced (as
     #: fast as possible) or is not known.
     intended_pps: float | None = None
+    #: The platform's stalls over the trial, the DUT's and the tester's (``measure.platform``); None
+    #: when not measured (a simulated DUT, no BPF, records before 2026-11-28).
+    stalls: TrialStalls | None = None
+    #: Of the frames lost, those the DUT's receive ring dropped while a DUT stall longer than the
+    #: ring's time at the trial's load was under way (``measure.platform.loss_in_stalls``); None
+    #: when not measured (no wire, no stall watch).
+    loss_in_stalls: int | None = None
+    #: The trial's latency over time, its spikes and their period (``measure.platform``).
+    latency_timeline: LatencyTimeline | None = None
     raw: dict = field(default_factory=dict, compare=False)
 
     @property
     def frames_lost(self) -> int:
         return max(0, self.frames_sent - self.frames_received)
+
+    @property
+    def loss_all_in_stalls(self) -> bool:
+        """A lossy trial whose every lost frame the DUT's ring dropped during a DUT stall."""
+        return self.frames_lost > 0 and self.loss_in_stalls is not None and self.loss_in_stalls >= self.frames_lost
 
     @property
     def loss_ratio(self) -> float:
@@ -312,6 +327,9 @@ class TrialCounts:
             "dut_ring": self.dut_ring.to_dict() if self.dut_ring is not None else None,
             "flow_memory_bytes": self.flow_memory_bytes,
             "pin_failures": list(self.pin_failures),
+            "stalls": self.stalls.to_dict() if self.stalls is not None else None,
+            "loss_in_stalls": self.loss_in_stalls,
+            "latency_timeline": self.latency_timeline.to_dict() if self.latency_timeline is not None else None,
             "raw": self.raw,
         }
 

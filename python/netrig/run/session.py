@@ -25,9 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from netrig.environment import capture
-from netrig.errors import ConfigError, NetrigError, TestbedError
+from netrig.errors import CapabilityError, ConfigError, NetrigError, TestbedError
 from netrig.measure import DutModel, DutRing, Measurer, SimulatedMeasurer
 from netrig.measure.engine import EngineMeasurer
+from netrig.measure.platform import PlatformRoles, PlatformWatch, cpumap_threads, threads_of
 from netrig.measure.stack import StackEndpoints
 from netrig.model import LineRate
 from netrig.monitor import Monitor, RemoteMonitor
@@ -159,7 +160,8 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
         else Testbed.create(name, **opts))
     knobs = config.testbed.knobs if role == "dut" else config.testbed.knobs.for_selftest()
     shared = role == "dut" and config.testbed.shared
-    with bed as tb, held(tb, role, shared) as others, _tuned(tb, knobs) as knob_record:
+    with bed as tb, held(tb, role, shared) as others, _tuned(tb, knobs) as knob_record, \
+            _platform(tb) as (platform, platform_note):
         name = tb.topology
         if role == "dut" and stack_methods and not tb.options.tester_stack:
             raise ConfigError("testbed.id", f"method(s) {', '.join(stack_methods)} run between the tester ports' "
@@ -192,8 +194,9 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
                                   interval_monitor=interval_monitor,
                                   tx_cpus=cpus.tx, rx_cpus=cpus.rx,
                                   dut_ring=_ring_reader(tb) if tb.wire_counts() else None,
-                                  dut_cpus=tb.dut_cpus())
+                                  dut_cpus=tb.dut_cpus(), platform=platform)
         env, desc = _recorded(tb, name, role, knob_record, cpus)
+        desc["stall_watch"] = platform_note
         with keep_off_dut(cpus.tx if role == "dut" else ()):
             yield Session(measurer, line_rate(config, tp.ifname, tx.info().speed_bps), desc, env, name,
                           command_env=tb.command_env(), before_trial=tb.repair, after_trial=tb.dead_processes,
@@ -202,6 +205,31 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
 
 
 AnyMonitor = Monitor | RemoteMonitor
+
+
+@contextlib.contextmanager
+def _platform(tb: Testbed) -> Iterator[tuple[PlatformWatch | None, str]]:
+    """The platform's stall watch over the test bed's CPUs for the block (``measure.platform``): the
+    DUT's CPUs and its tasks (the wire's ring threads, NAPI threads, its processes' threads), the
+    wire's rings; and what the result says of it. Where the kernel refuses it (no BPF, no perf
+    events), trials carry no stalls and the note says why."""
+    pl = tb.placement
+    wires = tuple((i, pl.netns) for i in pl.interfaces) if pl is not None and pl.mode == "wire" else ()
+    napi = tuple(t.pid for t in (pl.threads or ())) if pl is not None else ()
+    tids = cpumap_threads(wires) + napi + threads_of(p.pid for p in tb.state.processes)
+    ring = (pl.ring or 0) * len(pl.cpus or ()) if pl is not None and wires else 0
+    try:
+        watch = PlatformWatch(PlatformRoles(tb.dut_cpus(), tids, wires, ring))
+    except (CapabilityError, OSError) as e:
+        yield None, f"off: {e}"
+        return
+    note = (f"on: CPUs {','.join(map(str, watch.cpus))} (DUT {','.join(map(str, tb.dut_cpus())) or 'none'}), "
+            f"{len(tids)} DUT tasks, {len(wires)} wired interfaces; tick {watch.watch.period_ns / 1e6:g} ms, "
+            f"threshold {watch.watch.threshold_ns / 1e6:g} ms")
+    try:
+        yield watch, note
+    finally:
+        watch.close()
 
 
 def _monitors(tb: Testbed, t: TrialConfig, role: str) -> tuple[Callable[[], AnyMonitor] | None,

@@ -288,24 +288,26 @@ pub fn percpu_u64_sum(map: &OwnedFd, key: u32, fields: usize) -> io::Result<Vec<
     Ok(out)
 }
 
-/// Every value of a PERCPU_ARRAY of `entries` keys and `value_size`-byte values (a multiple of 8),
-/// key by key and within a key CPU by CPU (every possible CPU), in one `BPF_MAP_LOOKUP_BATCH` call
-/// where the kernel takes it whole.
-pub fn percpu_lookup_all(map: &OwnedFd, entries: u32, value_size: usize) -> io::Result<Vec<u8>> {
+/// The values of keys `first .. first + count` of a PERCPU_ARRAY of `value_size`-byte values (a
+/// multiple of 8), key by key and within a key CPU by CPU (every possible CPU), through
+/// `BPF_MAP_LOOKUP_BATCH` (one call where the kernel takes the range whole).
+pub fn percpu_lookup_range(map: &OwnedFd, first: u32, count: u32, value_size: usize) -> io::Result<Vec<u8>> {
     let cpus = possible_cpus();
-    let mut keys = vec![0u32; entries as usize];
-    let mut values = vec![0u8; entries as usize * cpus * value_size];
+    let n = count as usize;
+    let mut keys = vec![0u32; n];
+    let mut values = vec![0u8; n * cpus * value_size];
     let mut done = 0usize;
-    let mut token = 0u32;
-    while done < entries as usize {
+    // An ARRAY's batch token is the last key read: the batch starts after it.
+    let mut token = first.wrapping_sub(1);
+    while done < n {
         let mut out_token = 0u32;
         let mut a = Attr::new();
         // struct { in_batch, out_batch, keys, values: u64; count, map_fd: u32; elem_flags, flags: u64 }
-        a.u64(0, if done == 0 { 0 } else { &token as *const u32 as u64 })
+        a.u64(0, if done == 0 && first == 0 { 0 } else { &token as *const u32 as u64 })
             .u64(8, &mut out_token as *mut u32 as u64)
             .u64(16, keys[done..].as_mut_ptr() as u64)
             .u64(24, values[done * cpus * value_size..].as_mut_ptr() as u64)
-            .u32(32, (entries as usize - done) as u32)
+            .u32(32, (n - done) as u32)
             .u32(36, map.as_raw_fd() as u32);
         let r = sys_bpf(BPF_MAP_LOOKUP_BATCH, &mut a);
         let got = a.get_u32(32) as usize;
@@ -314,10 +316,11 @@ pub fn percpu_lookup_all(map: &OwnedFd, entries: u32, value_size: usize) -> io::
         match r {
             Ok(_) if got > 0 => continue,
             Ok(_) => break,
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => break, // the last batch
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => break, // past the last key
             Err(e) => return Err(e),
         }
     }
+    values.truncate(done * cpus * value_size);
     Ok(values)
 }
 

@@ -102,6 +102,25 @@ impl Drop for OrdinaryWhile {
     }
 }
 
+/// Let the calling thread run on any of `cpus` (nothing happens for an empty list).
+pub fn pin_current_thread_to(cpus: &[u32]) -> io::Result<()> {
+    if cpus.is_empty() {
+        return Ok(());
+    }
+    // SAFETY: set is a zero-initialised cpu_set_t; CPU_SET writes inside it for cpus below its size.
+    let rc = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus.iter().filter(|&&c| (c as usize) < libc::CPU_SETSIZE as usize) {
+            libc::CPU_SET(c as usize, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// The calling thread's id (what `/proc/PID/task/` lists, and the scheduler's events name).
 pub fn current_tid() -> u32 {
     // SAFETY: plain syscall without arguments.

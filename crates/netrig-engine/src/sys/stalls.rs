@@ -5,6 +5,8 @@
 //!  cpu-clock perf event, one per CPU, every `period` ──▶ netrig_tick:  gap since this CPU's last
 //!      tick > period + threshold ──▶ episode "cpu": the CPU did not run (a host that stopped the
 //!      vCPU; the guest's scheduler never sees it), [last tick, this tick]
+//!  power:cpu_idle ──▶ netrig_idle: an idle CPU has no ticks to miss (its clock event may not fire
+//!      at all): entering idle suspends the tick program, leaving it counts as a tick
 //!  sched_wakeup / sched_switch tracepoints (every CPU) ──▶ netrig_wake / netrig_switch: a watched task woken,
 //!      or switched out while still runnable, starts waiting; switched in, it stops; a wait longer
 //!      than threshold ──▶ episode "task": the guest gave the task's CPU to another task (named:
@@ -23,7 +25,7 @@ use crate::sys::bpf::{self, Asm, Insn, Reg, Size, BPF_FUNC_MAP_LOOKUP_ELEM};
 use crate::sys::bpf::{BPF_FUNC_GET_SMP_PROCESSOR_ID, BPF_FUNC_KTIME_GET_NS};
 
 /// Records the episode ring holds (a power of two).
-pub const RING: usize = 4096;
+pub const RING: usize = 1024;
 const RECORD: usize = 64;
 const HEADER: usize = 64;
 const RING_BYTES: usize = HEADER + RING * RECORD;
@@ -189,16 +191,34 @@ fn append(a: &mut Asm, ring: RawFd, kind: u32, comm: Option<(Reg, i16)>, out: &'
     a.add_imm(R1, 1).store(Size::DW, R3, h, R1); // the record's sequence, written last
 }
 
-/// The tick program: a gap above `limit_ns` since this CPU's previous tick is an episode.
+/// The tick program: a gap above `limit_ns` since this CPU's previous tick (or its return from
+/// idle) is an episode; nothing while the CPU idles (an idle CPU's clock event may not fire: a
+/// stall then shows as a late wake-up of the task that had work, `switch_program`).
 fn tick_program(last: RawFd, ring: RawFd, limit_ns: i32) -> Vec<Insn> {
     use Reg::*;
     let mut a = Asm::new();
     a.call(BPF_FUNC_KTIME_GET_NS).mov_reg(R7, R0);
     lookup0(&mut a, last, "out");
+    a.load(Size::DW, R1, R0, 8).jne_imm(R1, 0, "out");
     a.load(Size::DW, R8, R0, 0).store(Size::DW, R0, 0, R7).jeq_imm(R8, 0, "out");
     a.mov_reg(R9, R7).sub_reg(R9, R8).jle_imm(R9, limit_ns, "out");
     a.call(BPF_FUNC_GET_SMP_PROCESSOR_ID).store(Size::W, R10, -12, R0).store_imm(Size::W, R10, -8, 0);
     append(&mut a, ring, 0, None, "out");
+    a.label("out").mov_imm(R0, 0).exit();
+    a.finish()
+}
+
+/// The idle program (`power:cpu_idle`, `state` at `state_off`): entering idle marks the CPU idle;
+/// leaving it (state `PWR_EVENT_EXIT`, -1) clears the mark and counts as a tick.
+fn idle_program(last: RawFd, state_off: i16) -> Vec<Insn> {
+    use Reg::*;
+    let mut a = Asm::new();
+    a.mov_reg(R6, R1).call(BPF_FUNC_KTIME_GET_NS).mov_reg(R7, R0);
+    lookup0(&mut a, last, "out");
+    // state + 1 overflows 32 bits only for PWR_EVENT_EXIT (u32 -1)
+    a.load(Size::W, R1, R6, state_off).add_imm(R1, 1).rsh_imm(R1, 32).jne_imm(R1, 0, "exit");
+    a.store_imm(Size::DW, R0, 8, 1).ja("out");
+    a.label("exit").store_imm(Size::DW, R0, 8, 0).store(Size::DW, R0, 0, R7);
     a.label("out").mov_imm(R0, 0).exit();
     a.finish()
 }
@@ -256,7 +276,8 @@ impl StallProbe {
         let ring = bpf::array_create(1, RING_BYTES as u32, "netrig_stalls").map_err(ctx("the episode map"))?;
         let tasks =
             bpf::hash_u32_create(MAX_TASKS, TASK_STATE as u32, "netrig_stalltask").map_err(ctx("the task map"))?;
-        let last = bpf::percpu_array_create(1, 8, "netrig_stalltick").map_err(ctx("the tick map"))?;
+        // per CPU: the last tick (or return from idle), ns; 1 while idle
+        let last = bpf::percpu_array_create(1, 16, "netrig_stalltick").map_err(ctx("the tick map"))?;
         let tick =
             tick_program(last.as_raw_fd(), ring.as_raw_fd(), ns_i32(period_ns + threshold_ns, "period + threshold")?);
         let tick = bpf::prog_load(bpf::BPF_PROG_TYPE_PERF_EVENT, &tick, "netrig_tick", 0, 0)
@@ -271,13 +292,34 @@ impl StallProbe {
         let mut progs = vec![tick];
         let tasks_watched = match sched_events() {
             Some(dir) => {
+                Self::attach_idle(&dir, &last, &mut progs, &mut events)?;
                 Self::attach_tasks(&dir, &tasks, &ring, ns_i32(threshold_ns, "threshold")?, &mut progs, &mut events)?;
                 true
             }
             None => false,
         };
-        drop(last); // the tick program holds its own reference
+        drop(last); // the programs hold their own references
         Ok(StallProbe { ring, tasks, _progs: progs, _events: events, tasks_watched })
+    }
+
+    /// The idle program on `power:cpu_idle` (beside the sched events in tracefs).
+    fn attach_idle(
+        dir: &std::path::Path,
+        last: &OwnedFd,
+        progs: &mut Vec<OwnedFd>,
+        events: &mut Vec<OwnedFd>,
+    ) -> io::Result<()> {
+        let power = dir.parent().map(|p| p.join("power")).unwrap_or_default();
+        let (id, f) = tracepoint(&power, "cpu_idle", &["state"])?;
+        let prog =
+            bpf::prog_load(bpf::BPF_PROG_TYPE_TRACEPOINT, &idle_program(last.as_raw_fd(), f[0]), "netrig_idle", 0, 0)
+                .map_err(ctx("loading the idle program"))?;
+        let ev =
+            perf_event_open(PERF_TYPE_TRACEPOINT, id, 1, PERF_SAMPLE_RAW, 0).map_err(ctx("the cpu_idle tracepoint"))?;
+        attach(&ev, &prog).map_err(ctx("the cpu_idle tracepoint"))?;
+        events.push(ev);
+        progs.push(prog);
+        Ok(())
     }
 
     fn attach_tasks(
@@ -362,7 +404,12 @@ mod tests {
     #[test]
     fn the_programs_assemble_with_every_jump_resolved() {
         let f = SwitchFields { prev_comm: 8, prev_pid: 24, prev_state: 32, next_pid: 56 };
-        for p in [tick_program(3, 4, 2_000_000), wake_program(3, 24), switch_program(3, 4, &f, 1_000_000)] {
+        for p in [
+            tick_program(3, 4, 2_000_000),
+            wake_program(3, 24),
+            switch_program(3, 4, &f, 1_000_000),
+            idle_program(3, 8),
+        ] {
             assert!(p.len() > 10 && p.len() < 120);
             assert_eq!(p.last().map(|i| i.code()), Some(0x95), "ends with exit");
         }

@@ -124,28 +124,37 @@ impl WireClock {
         bpf::map_update_u32(&self.ids, map_id, &1u32.to_ne_bytes())
     }
 
-    /// Every CPU's entries that hold a slot (in no order).
-    pub fn read(&self) -> io::Result<Vec<SlotCount>> {
-        let cpus = bpf::possible_cpus();
-        let raw = bpf::percpu_lookup_all(&self.slots, SLOTS, ENTRY)?;
-        let u64_at = |off: usize| u64::from_ne_bytes(raw[off..off + 8].try_into().expect("8 bytes"));
+    /// Every CPU's entries for the slots from `from_slot` to `to_slot` (at most [`SLOTS`] of them,
+    /// the ring wrapped as needed) that hold one of those slots, in no order.
+    pub fn read(&self, from_slot: u64, to_slot: u64) -> io::Result<Vec<SlotCount>> {
+        let count = (to_slot.saturating_sub(from_slot) + 1).min(u64::from(SLOTS)) as u32;
+        let first = (to_slot + 1 - u64::from(count)) as u32 & (SLOTS - 1);
+        let head = count.min(SLOTS - first);
         let mut out = Vec::new();
-        for key in 0..SLOTS as usize {
-            for cpu in 0..cpus {
-                let off = (key * cpus + cpu) * ENTRY;
-                let c = SlotCount {
-                    slot: u64_at(off),
-                    cpu: cpu as u32,
-                    arrived: u64_at(off + 8),
-                    dropped: u64_at(off + 16),
-                    taken: u64_at(off + 24),
-                };
-                if c.slot != 0 {
-                    out.push(c);
-                }
+        for (start, n) in [(first, head), (0, count - head)] {
+            if n > 0 {
+                self.decode(&bpf::percpu_lookup_range(&self.slots, start, n, ENTRY)?, from_slot, &mut out);
             }
         }
         Ok(out)
+    }
+
+    fn decode(&self, raw: &[u8], from_slot: u64, out: &mut Vec<SlotCount>) {
+        let cpus = bpf::possible_cpus();
+        let u64_at = |off: usize| u64::from_ne_bytes(raw[off..off + 8].try_into().expect("8 bytes"));
+        for (i, e) in raw.chunks_exact(ENTRY).enumerate() {
+            let off = i * ENTRY;
+            let c = SlotCount {
+                slot: u64_at(off),
+                cpu: (i % cpus) as u32,
+                arrived: u64_at(off + 8),
+                dropped: u64_at(off + 16),
+                taken: u64_at(off + 24),
+            };
+            if c.slot >= from_slot && e.iter().any(|&b| b != 0) {
+                out.push(c);
+            }
+        }
     }
 }
 

@@ -1,0 +1,366 @@
+"""The platform under every trial: its stalls measured, the DUT's loss placed in time, the latency's
+pattern shown (lab report 001: "non-repeatable results", "hypervisor entries/exits: hard to track").
+
+A session keeps one :class:`PlatformWatch` (``_native.StallWatch``: BPF programs on the CPUs' clocks,
+the scheduler's and the wire's tracepoints; ``netrig_engine::stalls``). After each trial the measurer
+asks it for the trial's window:
+
+* **stalls** — episodes in which a CPU did not run (its 1-ms tick came late: the host stopped the vCPU,
+  unseen by the guest) or in which a DUT task was ready and did not run (the guest ran another task
+  on its CPU, named). Episodes on the DUT's CPUs and its tasks are the DUT's; those on the other CPUs
+  the tester's. A stall shorter than the threshold (1 ms) is not reported.
+* **loss in stalls** — of the frames the DUT's receive ring dropped during the trial (the wire's
+  counts per 0.52-ms slot), those dropped while a DUT stall longer than the ring's time at that load
+  (ring frames / intended rate) was under way: the ring filled because the DUT's CPU stopped, not
+  because the DUT was too slow. Nothing is taken off the DUT's loss; the cause is said beside it.
+* **latency timeline** — the engine's per-window p50 / p99 / max (8.4-ms windows) and the dominant
+  period of its spikes, if any.
+"""
+from __future__ import annotations
+
+import os
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from netrig import _native
+
+#: A stall is reported when it lasted longer than this, ms (the tick program's period is 1 ms too:
+#: a CPU stall's length is known to ±0.5 ms, a task's wait exactly).
+THRESHOLD_MS = 1.0
+TICK_MS = 1.0
+
+
+@dataclass(frozen=True)
+class StallEpisode:
+    """One stall in a trial. ``start_s``: since the trial's run began (negative: before it);
+    ``seen_by_guest``: a task was kept from its CPU by another task (``by``) the guest ran; else the
+    CPU itself did not run (the host stopped it)."""
+
+    start_s: float
+    length_ms: float
+    cpu: int
+    seen_by_guest: bool
+    by: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"start_s": round(self.start_s, 6), "length_ms": round(self.length_ms, 3), "cpu": self.cpu,
+                "seen_by_guest": self.seen_by_guest, "by": self.by}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> StallEpisode:
+        return cls(float(d["start_s"]), float(d["length_ms"]), int(d["cpu"]), bool(d["seen_by_guest"]), d.get("by"))
+
+    @property
+    def end_s(self) -> float:
+        return self.start_s + self.length_ms / 1e3
+
+
+@dataclass(frozen=True)
+class StallSide:
+    """One party's stalls in a trial (the DUT's or the tester's)."""
+
+    episodes: tuple[StallEpisode, ...] = ()
+
+    @property
+    def count(self) -> int:
+        return len(self.episodes)
+
+    @property
+    def max_ms(self) -> float:
+        return max((e.length_ms for e in self.episodes), default=0.0)
+
+    @property
+    def total_ms(self) -> float:
+        return sum(e.length_ms for e in self.episodes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"count": self.count, "max_ms": round(self.max_ms, 3), "total_ms": round(self.total_ms, 3),
+                "episodes": [e.to_dict() for e in self.episodes]}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> StallSide:
+        return cls(tuple(StallEpisode.from_dict(e) for e in d.get("episodes") or ()))
+
+
+@dataclass(frozen=True)
+class TrialStalls:
+    """The platform's stalls over one trial, the DUT's and the tester's. ``dut`` is None when the
+    trial had no DUT CPU (a loopback). ``lost_episodes``: episodes the kernel's ring overwrote
+    before they were read (0 normally)."""
+
+    tester: StallSide
+    dut: StallSide | None
+    threshold_ms: float = THRESHOLD_MS
+    lost_episodes: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"dut": self.dut.to_dict() if self.dut else None, "tester": self.tester.to_dict(),
+                "threshold_ms": self.threshold_ms, "lost_episodes": self.lost_episodes}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TrialStalls:
+        dut = d.get("dut")
+        return cls(StallSide.from_dict(d["tester"]), StallSide.from_dict(dut) if dut else None,
+                   float(d.get("threshold_ms", THRESHOLD_MS)), int(d.get("lost_episodes", 0)))
+
+
+@dataclass(frozen=True)
+class Periodicity:
+    """The dominant period of a trial's latency spikes: ``share`` of the spikes lie one period from
+    another spike."""
+
+    period_ms: float
+    share: float
+    spikes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"period_ms": round(self.period_ms, 2), "share": round(self.share, 3), "spikes": self.spikes}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Periodicity:
+        return cls(float(d["period_ms"]), float(d["share"]), int(d["spikes"]))
+
+
+@dataclass(frozen=True)
+class LatencyTimeline:
+    """A trial's latency over time: per window of ``window_ms`` (from ``start_s`` after the run
+    began), the frames counted and their p50 / p99 (within 12 %) and max, µs; ``spikes``: the
+    windows whose max stood out (index into the lists); ``periodicity`` of those spikes, or None."""
+
+    window_ms: float
+    start_s: float
+    frames: tuple[int, ...]
+    p50_us: tuple[float, ...]
+    p99_us: tuple[float, ...]
+    max_us: tuple[float, ...]
+    spikes: tuple[int, ...] = ()
+    periodicity: Periodicity | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"window_ms": self.window_ms, "start_s": round(self.start_s, 6), "frames": list(self.frames),
+                "p50_us": list(self.p50_us), "p99_us": list(self.p99_us), "max_us": list(self.max_us),
+                "spikes": list(self.spikes),
+                "periodicity": self.periodicity.to_dict() if self.periodicity else None}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> LatencyTimeline:
+        p = d.get("periodicity")
+        return cls(float(d["window_ms"]), float(d["start_s"]), tuple(d["frames"]), tuple(d["p50_us"]),
+                   tuple(d["p99_us"]), tuple(d["max_us"]), tuple(d.get("spikes") or ()),
+                   Periodicity.from_dict(p) if p else None)
+
+
+def spikes(max_us: Sequence[float], p50_us: Sequence[float], frames: Sequence[int]) -> tuple[int, ...]:
+    """The windows whose max stands out: above 4× the trial's typical window max and 100 µs above
+    it (windows without frames never are)."""
+    seen = [m for m, n in zip(max_us, frames) if n]
+    if len(seen) < 8:
+        return ()
+    typical = statistics.median(seen)
+    floor = max(4 * typical, typical + 100.0)
+    return tuple(i for i, (m, n) in enumerate(zip(max_us, frames)) if n and m > floor)
+
+
+def periodicity(spike_windows: Sequence[int], window_ms: float, windows: int) -> Periodicity | None:
+    """The period of the spikes: the lag (in windows, 2 .. a third of the trial) at which most spikes
+    have another spike (±1 window), refined to the mean spacing of the spikes that do; None with
+    fewer than 4 spikes, or when fewer than 3 or under half of them keep the period."""
+    if len(spike_windows) < 4:
+        return None
+    at = set(spike_windows)
+
+    def kept(lag: int) -> list[int]:
+        return [s for s in spike_windows if any(s + lag + d in at for d in (-1, 0, 1))]
+    best = max(range(2, max(3, windows // 3)), key=lambda lag: (len(kept(lag)), -lag), default=None)
+    if best is None:
+        return None
+    keep = kept(best)
+    share = len(keep) / len(spike_windows)
+    if share < 0.5 or len(keep) < 3:
+        return None
+    gaps = [b - a for a, b in zip(spike_windows, spike_windows[1:]) if abs(b - a - best) <= 1]
+    period = statistics.mean(gaps) if gaps else best
+    return Periodicity(period * window_ms, share, len(spike_windows))
+
+
+def timeline_of(res: _native.TrialResult) -> LatencyTimeline | None:
+    """The trial's latency timeline, with its spikes and their period; None when the engine kept none."""
+    tl = res.latency_timeline
+    if not tl:
+        return None
+    window_ms = _native.LATENCY_WINDOW_NS / 1e6
+    frames = tuple(w.frames for w in tl)
+    us = lambda v: round(v / 1e3, 1)
+    p50, p99, mx = (tuple(us(w.p50_ns) for w in tl), tuple(us(w.p99_ns) for w in tl), tuple(us(w.max_ns) for w in tl))
+    start_s = (res.epoch_ns + tl[0].start_ns - res.run_start_ns) / 1e9 if res.run_start_ns else tl[0].start_ns / 1e9
+    sp = spikes(mx, p50, frames)
+    return LatencyTimeline(window_ms, start_s, frames, p50, p99, mx, sp, periodicity(sp, window_ms, len(tl)))
+
+
+def merged(episodes: Iterable[StallEpisode]) -> tuple[StallEpisode, ...]:
+    """Episodes that overlap made one (a host stall during a task's wait is one stall), the guest's
+    view kept when any part of it was the guest's."""
+    out: list[StallEpisode] = []
+    for e in sorted(episodes, key=lambda e: e.start_s):
+        if out and e.start_s <= out[-1].end_s and e.cpu == out[-1].cpu:
+            last = out[-1]
+            end = max(last.end_s, e.end_s)
+            guest = last.seen_by_guest or e.seen_by_guest
+            out[-1] = StallEpisode(last.start_s, (end - last.start_s) * 1e3, last.cpu, guest,
+                                   last.by if last.seen_by_guest else e.by)
+        else:
+            out.append(e)
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class WireLoss:
+    """Where the DUT's ring drops fell in one trial."""
+
+    #: Frames the DUT's ring dropped over the trial window (the wire's slots).
+    dropped: int
+    #: Of those, dropped while a DUT stall longer than the ring's time was under way.
+    in_stalls: int
+    #: The ring's time at the trial's load: ring frames / intended rate, ms.
+    ring_ms: float
+    #: The slots covered the whole window (a trial longer than the 4.6-minute history is not).
+    complete: bool = True
+
+
+def loss_in_stalls(slots: Sequence[_native.WireSlot], run_start_ns: int, dut: StallSide, ring_ms: float) -> WireLoss:
+    """Ring drops per slot against the DUT's stalls longer than ``ring_ms``: a drop counts as in a
+    stall when its slot overlaps the stall (from its start to one slot after its end, the time the
+    ring needs to take the first frame again)."""
+    slot_s = _native.WIRE_SLOT_NS / 1e9
+    long = [(e.start_s, e.end_s + slot_s) for e in dut.episodes if e.length_ms > ring_ms]
+    dropped = in_stalls = 0
+    for s in slots:
+        if not s.dropped:
+            continue
+        dropped += s.dropped
+        a = (s.start_ns - run_start_ns) / 1e9
+        if any(a < end and a + slot_s > start for start, end in long):
+            in_stalls += s.dropped
+    return WireLoss(dropped, in_stalls, ring_ms)
+
+
+@dataclass(frozen=True)
+class PlatformRoles:
+    """Who is who on this machine: the DUT's CPUs and tasks (empty without a DUT), its wired
+    interfaces ``(ifname, netns)`` and their ring size in frames."""
+
+    dut_cpus: tuple[int, ...] = ()
+    dut_tids: tuple[int, ...] = ()
+    wires: tuple[tuple[str, str | None], ...] = ()
+    ring_frames: int = 0
+
+
+def _comm(tid: int) -> str | None:
+    try:
+        with open(f"/proc/{tid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def kernel_threads(prefixes: Sequence[str]) -> tuple[int, ...]:
+    """The thread ids of the kernel threads whose name starts with one of ``prefixes`` (``comm``)."""
+    out = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                comm = f.read().strip()
+        except OSError:
+            continue
+        if comm.startswith(tuple(prefixes)):
+            out.append(int(pid))
+    return tuple(sorted(out))
+
+
+def threads_of(pids: Iterable[int]) -> tuple[int, ...]:
+    """Every thread id of the processes ``pids`` (those that exist)."""
+    out: list[int] = []
+    for pid in pids:
+        try:
+            out += [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+        except OSError:
+            continue
+    return tuple(sorted(out))
+
+
+def cpumap_threads(wires: Sequence[tuple[str, str | None]]) -> tuple[int, ...]:
+    """The ring threads of the wires on ``wires``: the kernel's ``cpumap/<cpu>/map:<id>`` threads of
+    their ring maps."""
+    ids = [i for i in (_native.wire_cpumap_id(ifname, netns) for ifname, netns in wires) if i is not None]
+    return kernel_threads([f"cpumap/{cpu}/map:{i}" for i in ids for cpu in range(os.cpu_count() or 1)])
+
+
+@dataclass(frozen=True)
+class TrialPlatform:
+    """What the platform did during one trial."""
+
+    stalls: TrialStalls
+    wire: WireLoss | None
+    timeline: LatencyTimeline | None
+
+
+class PlatformWatch:
+    """The session's stall watch with the roles of its CPUs and tasks (see the module docstring)."""
+
+    def __init__(self, roles: PlatformRoles, cpus: Sequence[int] | None = None):
+        self.roles = roles
+        self.cpus = tuple(cpus if cpus is not None else sorted(os.sched_getaffinity(0) | set(roles.dut_cpus)))
+        off_dut = [c for c in self.cpus if c not in roles.dut_cpus]
+        self.watch = _native.StallWatch(list(self.cpus), TICK_MS / 1e3, THRESHOLD_MS / 1e3, off_dut)
+        for tid in roles.dut_tids:
+            self.watch.watch(tid)
+        #: The DUT's own tasks by name: a DUT task kept waiting by another DUT task (two rings on one
+        #: CPU taking turns) is the DUT at work, not a stall.
+        self.dut_names = frozenset(n for n in (_comm(t) for t in roles.dut_tids) if n)
+        for ifname, netns in roles.wires:
+            map_id = _native.wire_cpumap_id(ifname, netns)
+            if map_id is not None:
+                self.watch.watch_wire(map_id)
+
+    def close(self) -> None:
+        self.watch.close()
+
+    def stalls(self, from_ns: int, to_ns: int, origin_ns: int) -> TrialStalls:
+        """The stalls in ``[from_ns, to_ns]`` (CLOCK_MONOTONIC), their starts since ``origin_ns``."""
+        raw, lost = self.watch.episodes(from_ns, to_ns)
+        half_tick = self.watch.period_ns / 2
+        dut: list[StallEpisode] = []
+        tester: list[StallEpisode] = []
+        for e in raw:
+            if e.kind == "cpu":  # the CPU stopped somewhere in the gap since its last tick: the middle
+                ep = StallEpisode((e.start_ns + half_tick - origin_ns) / 1e9, (e.len_ns - half_tick) / 1e6, e.cpu,
+                                  False)
+                (dut if e.cpu in self.roles.dut_cpus else tester).append(ep)
+            elif e.pid in self.roles.dut_tids and e.by not in self.dut_names:
+                dut.append(StallEpisode((e.start_ns - origin_ns) / 1e9, e.len_ns / 1e6, e.cpu, True, e.by or None))
+        return TrialStalls(StallSide(merged(tester)), StallSide(merged(dut)) if self.roles.dut_cpus else None,
+                           THRESHOLD_MS, lost)
+
+    def wire_loss(self, from_ns: int, to_ns: int, origin_ns: int, dut: StallSide | None,
+                  rate_pps: float | None) -> WireLoss | None:
+        """The DUT ring's drops in the window and those in DUT stalls; None without a wire or a rate."""
+        got = self.watch.wire_slots(from_ns, to_ns)
+        if got is None or dut is None or not rate_pps or not self.roles.ring_frames:
+            return None
+        slots, complete = got
+        ring_ms = self.roles.ring_frames / rate_pps * 1e3
+        loss = loss_in_stalls(slots, origin_ns, dut, ring_ms)
+        return WireLoss(loss.dropped, loss.in_stalls, loss.ring_ms, complete)
+
+    def trial(self, res: _native.TrialResult, intended_pps: float | None) -> TrialPlatform:
+        """The platform over ``res``'s sending (from the run's start to its last frame, and 10 ms
+        for the frames in flight), starts counted from the run's start."""
+        start = res.run_start_ns or res.epoch_ns
+        end = start + int((res.tx_window_s + 0.01) * 1e9)
+        stalls = self.stalls(start, end, start)
+        wire = self.wire_loss(start, end, start, stalls.dut, intended_pps)
+        return TrialPlatform(stalls, wire, timeline_of(res))
