@@ -130,6 +130,14 @@ class Fixture:
         self.trials.append(t)
         return t
 
+    def platform(self, seed: int) -> None:
+        """The platform's stalls on every trial, the latency over time of the first 64-B latency trial."""
+        pf = Platform(seed)
+        for t in self.trials:
+            if t["method_index"] >= 0:
+                pf.stalls(t)
+        pf.timeline(next(t for t in self.trials if t["method"] == "rfc2544_latency" and t["frame_size"] == 64))
+
     def selftest(self) -> list[dict]:
         """The self-test's trials (method_index -1) and ceilings."""
         ceilings = []
@@ -311,6 +319,56 @@ NOMINAL_FLAG = {"code": "nominal_line_rate", "message": "line rate is a configur
 SHORT_FLAG = {"code": "short_trials", "message": "2 s trials (RFC 2544 asks for 60 s)"}
 
 
+class Platform:
+    """The platform's stalls over every trial and one latency timeline, from a third seeded stream
+    (so the numbers drawn before stay as they were): a host that stops the DUT's vCPU for 1-4 ms
+    about once every 2 s (now and then a kernel worker takes the DUT's CPU instead), the tester's
+    CPU stopped less often, and a DUT timer that spikes the latency every 100 ms."""
+
+    RING = 1024
+
+    def __init__(self, seed: int):
+        self.rng = random.Random(seed + 2)
+
+    def side(self, duration_s: float, per_s: float, cpu: int, by: str | None) -> dict:
+        from netrig.measure.platform import StallEpisode, StallSide
+        rng, eps = self.rng, []
+        for _ in range(int(duration_s * per_s + rng.random())):
+            guest = by is not None and rng.random() < 0.25
+            eps.append(StallEpisode(round(rng.uniform(0, duration_s), 4), round(rng.uniform(1.0, 4.0), 2), cpu,
+                                    guest, by if guest else None))
+        return StallSide(tuple(sorted(eps, key=lambda e: e.start_s))).to_dict()
+
+    def stalls(self, t: dict) -> None:
+        """The trial's stalls and the loss its DUT stalls explain (ring drops while a stall longer
+        than the ring's time at the load was under way)."""
+        c, dur, rate = t["counts"], t["load"]["duration_s"] or 1.0, t["load"]["rate_pps"] or 1.0
+        dut = self.side(dur, 0.5, 1, "kworker/1:2")
+        c["stalls"] = {"dut": dut, "tester": self.side(dur, 0.2, 0, None), "threshold_ms": 1.0, "lost_episodes": 0}
+        ring_ms = 1e3 * self.RING / rate
+        over = sum(max(0.0, e["length_ms"] - ring_ms) * rate / 1e3 for e in dut["episodes"])
+        c["loss_in_stalls"] = min(c["frames_lost"], int(over))
+
+    def timeline(self, t: dict) -> None:
+        """A latency timeline over the trial: p50 near the trial's, a spike every 100 ms."""
+        from netrig import _native
+        from netrig.measure.platform import LatencyTimeline, periodicity, spikes
+        rng, c = self.rng, t["counts"]
+        window_ms = _native.LATENCY_WINDOW_NS / 1e6
+        n = int(t["load"]["duration_s"] * 1e3 / window_ms)
+        fpw = int(t["load"]["rate_pps"] * window_ms / 1e3)
+        p50 = c["latency"]["p50_ns"] / 1e3
+        spiky = {round(i * 100 / window_ms) + 3 for i in range(int(n * window_ms / 100))}
+        p50s = [round(p50 * rng.uniform(0.9, 1.1), 1) for _ in range(n)]
+        p99s = [round(x * rng.uniform(2.5, 4.5), 1) for x in p50s]
+        maxs = [round(x * (rng.uniform(8, 20) if i in spiky else rng.uniform(1.2, 2.0)), 1)
+                for i, x in enumerate(p99s)]
+        frames = [fpw] * n
+        sp = spikes(maxs, p50s, frames)
+        c["latency_timeline"] = LatencyTimeline(window_ms, 0.0, tuple(frames), tuple(p50s), tuple(p99s), tuple(maxs),
+                                                sp, periodicity(sp, window_ms, n)).to_dict()
+
+
 def iso(t: datetime) -> str:
     return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
@@ -324,6 +382,7 @@ def make(name: str, dut_pps: float, cost: float, seed: int, started: datetime) -
     f.back_to_back_and_recovery()
     f.mlrsearch()
     f.iperf()
+    f.platform(seed)
     return document(name, seed, started, f, ceilings)
 
 

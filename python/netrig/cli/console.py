@@ -46,6 +46,7 @@ from netrig.telemetry import Telemetry, tee
 from netrig.view import fmt
 from netrig.view.frame_results import line_rate_of, read_summary
 from netrig.view.run_view import RunView
+from netrig.view.stalls import stall_note
 
 
 def trial_note(c: TrialCounts) -> str:
@@ -205,9 +206,11 @@ def trial_outcome(event: TrialEnd) -> str:
         return f"{trial_load(t)}: {what}" + (f" [{state}]" if state else "")
     c = event.counts
     state = state or ("valid" if c.valid else f"INVALID: {c.invalid_reason}")
+    stalls = stall_note(c)
     return (f"{rates.INTENDED} {format_pps(t.load.rate_pps or 0)} ({t.load.pct_line_rate or 0:.2f} %), "
             f"{rates.ACHIEVED} {format_pps(c.achieved_pps)}, sent {c.frames_sent:,}, "
-            f"received {c.frames_received:,}, loss {100 * c.loss_ratio:.4f} % [{state}]")
+            f"received {c.frames_received:,}, loss {100 * c.loss_ratio:.4f} % [{state}]"
+            + (f"; {stalls}" if stalls else ""))
 
 
 def stack_load(req: StackRequest) -> str:

@@ -17,7 +17,9 @@ from netrig.report.study_record import StudyRecord
 from netrig.view import fmt
 from netrig.view.html import details, empty, esc, figure, kv_html, table_html
 from netrig.view.run_view import RunView, frame_size_label
+from netrig.view.stalls import StallStory
 from netrig.view.table import Table
+from netrig.view.trial_record import TrialRecord
 
 #: At most this many per-trial monitoring timelines are drawn (the heaviest trial per method and
 #: frame size first); the run-wide timeline always covers every trial.
@@ -72,7 +74,8 @@ CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 
 #: Section ids every single-run report has, in page order: the summary, the methods' sections that
 #: are shown even without data, then the run's. A method section not shown when empty appears
 #: (in registry order) only when the run holds its data.
-REPORT_SECTIONS = ("summary", *(s.id for s in REGISTRY.sections() if s.shown_when_empty), "monitoring", "selftest",
+REPORT_SECTIONS = ("summary", *(s.id for s in REGISTRY.sections() if s.shown_when_empty), "monitoring", "platform",
+                   "selftest",
                    "environment", "trials")
 #: Section ids every comparison has, in page order.
 COMPARE_SECTIONS = ("runs", "summary", "ratios", *(s.id for s in REGISTRY.sections() if s.shown_when_empty),
@@ -132,6 +135,7 @@ def report_html(r: RunView, version: str = "") -> str:
     if tables.user_event_trials(r):
         S.append(("events", "Events under load", table_html(tables.events_table(r), left=8)))
     S.append(("monitoring", "DUT monitoring timeline", _monitoring(r)))
+    S.append(("platform", "The platform's stalls and latency over time", _platform(r)))
     S.append(("selftest", "Tester self-test and ceiling", _selftest(r, runs)))
     S.append(("environment", "Environment and configuration", _environment(r)))
 
@@ -176,6 +180,36 @@ def _monitoring(r: RunView) -> str:
     n_samples = sum(len(t.monitor_samples) for t in mon)
     out += f'<p class="note">{len(mon)} monitored trials, {n_samples} samples.</p>'
     return out
+
+
+#: Latency timelines drawn at most: the trials that lost most, then those with a spike period.
+MAX_LATENCY_TIMELINES = 4
+
+
+def _pick_latency_trials(r: RunView) -> list[int]:
+    """The trials whose latency over time to draw: the lossiest valid ones, then those whose
+    spikes had a period, then the highest load; at most :data:`MAX_LATENCY_TIMELINES`."""
+    recs = [t for t in r.trial_records() if t.counts is not None and t.counts.latency_timeline is not None]
+
+    def rank(t: TrialRecord) -> tuple:
+        c = t.counts
+        assert c is not None and c.latency_timeline is not None
+        return (-(c.frames_lost if t.valid else 0), c.latency_timeline.periodicity is None, -(t.load.rate_pps or 0))
+    return sorted(t.index for t in sorted(recs, key=rank)[:MAX_LATENCY_TIMELINES])
+
+
+def _platform(r: RunView) -> str:
+    recs = [t.counts for t in r.trial_records() if t.counts is not None]
+    story = StallStory.of(recs)
+    if not story.measured:
+        return empty(story.sentence()[0].upper() + story.sentence()[1:] + ".")
+    picks = _pick_latency_trials(r)
+    figs = "".join(figure(plots.latency_timeline_plot, [r], prefix=f"lt{i}-", trial=i) for i in picks)
+    note = ("A stall is an episode in which a CPU did not run (its 1-ms tick came late: the host stopped the "
+            "virtual CPU, which the guest's scheduler never sees) or a DUT task ready to run did not (the guest ran "
+            "another task on its CPU). Lost frames in DUT stalls: those the DUT's receive ring dropped while a DUT "
+            "stall longer than the ring's time at the trial's load was under way. Per trial in the trial table.")
+    return (f"<p>{esc(story.sentence())}.</p>" + f'<p class="note">{esc(note)}</p>' + figs)
 
 
 def _selftest(r: RunView, runs: Sequence[RunView]) -> str:

@@ -221,6 +221,46 @@ def trial_timeline_plot(runs: Sequence[RunView], trial: int | None = None) -> Fi
     return fig
 
 
+#: Colours of the stall episodes in the latency timeline: the DUT's (the host's, the guest's), the tester's.
+STALL_DUT_HOST, STALL_DUT_GUEST, STALL_TESTER = "#d62728", "#ff9896", "#7f7f7f"
+
+
+@plot("latency_timeline", overlay=False)
+def latency_timeline_plot(runs: Sequence[RunView], trial: int | None = None) -> Figure | None:
+    """One trial's latency over time (p50, p99, max per 8.4-ms window, log axis) with the platform's
+    stalls shaded: the DUT's where its CPU did not run (dark red) or another task held it (light
+    red), the tester's (grey); the spikes' period in the title when there is one."""
+    r = runs[0]
+    recs = {t.index: t for t in r.trial_records() if t.counts is not None and t.counts.latency_timeline}
+    if not recs:
+        return None
+    t = recs.get(trial if trial is not None else next(iter(recs)))
+    if t is None or t.counts is None or t.counts.latency_timeline is None:
+        return None
+    tl, st = t.counts.latency_timeline, t.counts.stalls
+    xs = [tl.start_s + i * tl.window_ms / 1e3 for i in range(len(tl.frames))]
+    fig, axes = subplots(w=7.6, h=2.8)
+    ax = axes[0][0]
+    for ys, name, colour, lw in ((tl.max_us, "max", PALETTE[3], 0.8), (tl.p99_us, "p99", PALETTE[1], 1.0),
+                                 (tl.p50_us, "p50", PALETTE[0], 1.2)):
+        pts = [(x, y) for x, y, n in zip(xs, ys, tl.frames) if n and y > 0]
+        if pts:
+            ax.plot(*zip(*pts), color=colour, lw=lw, label=name)
+    for side, colours in ((st.dut if st else None, (STALL_DUT_HOST, STALL_DUT_GUEST)),
+                          (st.tester if st else None, (STALL_TESTER, STALL_TESTER))):
+        for e in side.episodes if side is not None else ():
+            ax.axvspan(e.start_s, e.end_s, color=colours[1] if e.seen_by_guest else colours[0], alpha=0.35, lw=0)
+    ax.set_yscale("log")
+    ax.set_xlabel("time since the trial's first frame (s)")
+    ax.set_ylabel("latency (µs)")
+    per = tl.periodicity
+    title = (f"Trial {t.seq}, {size_title(t.frame_size)} at {si(t.load.rate_pps or 0)}fps"
+             + (f": spikes every {per.period_ms:.1f} ms ({100 * per.share:.0f} % of {per.spikes})" if per else ""))
+    ax.set_title(title, fontsize=9)
+    legend(ax, fontsize=7, loc="upper right")
+    return fig
+
+
 @plot("study")
 def study_plot(runs: Sequence[RunView]) -> Figure | None:
     """Every variant against the baseline: each headline number (RFC 2544 throughput, TCP goodput,
@@ -293,7 +333,8 @@ def sweep_plot(runs: Sequence[RunView], study: StudyRecord | None = None) -> Fig
 
 
 #: The report's own plot types.
-REPORT_PLOTS: tuple[Plot, ...] = (selftest_plot, timeline_plot, trial_timeline_plot, study_plot, sweep_plot)
+REPORT_PLOTS: tuple[Plot, ...] = (selftest_plot, timeline_plot, trial_timeline_plot, latency_timeline_plot, study_plot,
+                                  sweep_plot)
 
 
 def all_plots() -> dict[str, Plot]:

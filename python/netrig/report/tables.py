@@ -18,6 +18,7 @@ from netrig.view.run_view import (
     frame_size_sort_key,
     obj,
 )
+from netrig.view.stalls import stall_note
 from netrig.view.table import Table, flatten, key_value_table, plain
 from netrig.view.trial_record import TrialRecord
 
@@ -107,16 +108,19 @@ def trials_table(r: RunView) -> Table:
     """Every trial; the pacing columns: how much later than planned its last frame left (the
     stretch), its peak frame count in any 1 ms over the intended count, and the inter-departure
     gaps (p99 / longest). A bunched trial (peak above ``trial.smoothness_tolerance_pct``) is flagged.
-    A "not counted" column (foreign, stray, forged frames) when any trial had some."""
+    A stalls column (the platform's stalls and the loss in them) and a "not counted" column
+    (foreign, stray, forged frames) when any trial had some."""
     header = ["#", "method", "frame size", "rep", "trial", "kind", "intended", "% line rate", "achieved",
               "duration", "sent", "received", "lost", "loss", "p50", "p99.9", "max", "stretch", "peak 1 ms",
               "gap p99 / max", "valid"]
     records = r.trial_records()
+    stalls = [stall_note(tr.counts) if tr.counts is not None else "" for tr in records]
     extra = [not_counted(tr.counts) for tr in records]
-    if any(extra):
-        header.insert(-1, "not counted")
+    optional = [(name, col) for name, col in (("stalls (DUT, tester) and loss in them", stalls),
+                                              ("not counted", extra)) if any(col)]
+    header[-1:-1] = [name for name, _ in optional]
     t = Table(header)
-    for tr, nc in zip(records, extra):
+    for i, tr in enumerate(records):
         c, pc = tr.counts, tr.pacing
         cls = "invalid" if not tr.valid else ("lossy" if c is not None and c.frames_lost > 0 else "")
         if pc is not None and pc.bunched:
@@ -132,8 +136,7 @@ def trials_table(r: RunView) -> Table:
                fmt.ns(1e9 * pc.stretch_s) if pc is not None else fmt.DASH,
                _ratio(pc.peak_ratio if pc is not None else None), gaps,
                "yes" if tr.valid else f"no: {(c.invalid_reason if c else None) or 'tester problem'}"]
-        if any(extra):
-            row.insert(-1, nc or fmt.DASH)
+        row[-1:-1] = [col[i] or fmt.DASH for _, col in optional]
         t.add(row, cls.strip())
     return t
 
