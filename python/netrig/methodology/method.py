@@ -93,7 +93,8 @@ class Context:
     #: The configured trial duration (``trial.duration_s``), for searches a method runs for itself.
     trial_duration_s: float
     #: The DUT's throughput at this frame size (from an earlier method, or measured for this one),
-    #: for methods with ``needs_throughput``; ``None`` when none was found.
+    #: for methods with ``needs_throughput`` (``uses_throughput``: from an earlier method only);
+    #: ``None`` when none was found.
     throughput_pps: float | None = None
     #: The DUT is a model that resets itself (the simulated test bed): no reset command is needed.
     simulated_dut: bool = False
@@ -186,6 +187,9 @@ class Method:
     #: It runs at a rate relative to the DUT's throughput (taken from an earlier method that
     #: ``provides_throughput``, its ``throughput_from``, or measured by the primary method).
     needs_throughput: ClassVar[bool] = False
+    #: It takes the DUT's throughput when an earlier method of the run found one at its frame size
+    #: (``Context.throughput_pps``), and finds what it needs itself otherwise.
+    uses_throughput: ClassVar[bool] = False
     #: Its headline is a throughput other methods can run relative to.
     provides_throughput: ClassVar[bool] = False
     #: Its headline is *the* throughput of a run: the summary per configuration, the self-test

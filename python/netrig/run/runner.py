@@ -353,9 +353,9 @@ class Runner:
                       tester_limit_pps=limit, notify=lambda msg: self.progress(Notice(msg)),
                       dut_can_hold_sender=self.dut_can_hold_sender,
                       publish=lambda result: self._publish(m, frame, result))
-        if m.method.needs_throughput:
+        if m.method.needs_throughput or m.method.uses_throughput:
             tp = self._throughput_for(mi, frame, getattr(m.params, "throughput_from", None))
-            if tp is None or tp <= 0:
+            if (tp is None or tp <= 0) and m.method.needs_throughput:
                 tp = REGISTRY.primary.default_throughput(ctx)
             ctx = replace(ctx, throughput_pps=tp)
         events = self.config.trial.events
