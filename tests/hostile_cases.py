@@ -291,6 +291,10 @@ for v in ["0", "-1", "x"]:
     cli("--latency-trials", *RFC, "--tests", "latency", "--latency-trials", v)
 for v in ["0", "-5", "nan", "inf", "200"]:
     cli("--step", *RFC, "--tests", "frame-loss", "--step", v)
+for v in ["linear", "", "BINARY"]:
+    cli("--search", *RFC, "--tests", "throughput", "--search", v)
+for v in ["0", "-5", "nan", "inf", "200"]:
+    cli("--search-step", *RFC, "--tests", "throughput", "--search", "linear-up", "--search-step", v)
 for v in ["0", "-1"]:
     cli("--b2b-trials", *RFC, "--tests", "back-to-back", "--b2b-trials", v)
 for v in ["bogus", "", ",", "throughput,bogus"]:

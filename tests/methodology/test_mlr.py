@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from tests.stalls import Logged, repeats, unrepeated_stalls
 
 from netrig.errors import ConfigError, MethodologyError
 from netrig.measure import DutModel, Load, SimulatedMeasurer, TrialCounts
@@ -239,6 +240,51 @@ def test_a_tester_stall_at_a_load_the_dut_fails_is_not_a_tester_limit():
     t5 = _Target(0.0, 0.5, 0.005, 1.0, 5.0)
     assert classify([stall, *lossy], t5) == "upper" and not rests_on_tester([stall, *lossy], t5)
     assert rests_on_tester([stall, stall, stall, _Trial(1.0, 0.0, Verdict.VALID)], t5)
+
+
+class StallsOnceNearTheAnswer(SimulatedMeasurer):
+    """A 1 Mfps DUT behind a tester that stalls (an invalid, stretched trial) on the first trial it
+    is asked below 1 Mfps after it sent a higher load in full."""
+
+    def __init__(self):
+        super().__init__(DutModel(capacity_pps=1e6))
+        self.asked: list[float] = []
+
+    def measure(self, load, duration_s):
+        first = bool(self.asked) and load.rate_pps < 1e6 and not any(r < 1e6 for r in self.asked)
+        self.asked.append(load.rate_pps)
+        c = super().measure(load, duration_s)
+        if not first:
+            return c
+        return replace(c, achieved_pps=0.97 * load.rate_pps, frames_sent=c.frames_sent // 50,
+                       frames_received=c.frames_sent // 50, valid=False, invalid_reason="stretched")
+
+
+@pytest.mark.parametrize("implementation", ["netrig", "reference"])
+def test_a_stall_at_a_load_the_tester_sent_before_is_repeated_not_an_upper_bound(implementation):
+    """Single-trial goals: taken as a failed load, the stall at 998 kfps made it the upper bound and
+    put NDR a grid step or more below the DUT's 1 Mfps."""
+    if implementation == "reference" and importlib.util.find_spec("MLRsearch") is None:
+        pytest.skip("the reference implementation needs the MLRsearch package")
+    goal = SearchGoal("NDR", 0.0, 0.5, 0.005, 1.0, 1.0, 1.0)
+    m = StallsOnceNearTheAnswer()
+    r = measure_mlrsearch(m, F64, LR, MlrParams(goals=(goal,), implementation=implementation))
+    ndr = r.goal("NDR")
+    assert r.repeated_trials == 1 and r.trials == len(m.asked) and r.to_dict()["repeated_trials"] == 1, m.asked
+    assert 1e6 * (1 - 2 * goal.relative_width) <= ndr.lower_bound_pps <= 1e6 and not ndr.tester_limited, m.asked
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_under_random_stalls_an_answer_is_right_or_says_tester_limited(seed):
+    """A tester that stalls in a fifth of its trials at any load: every stall at a load it sent in
+    full before is repeated, so the NDR is the DUT's, within the width — unless the stalls came
+    before the tester sent anything in full, and then the goal says the tester limited it."""
+    goal = SearchGoal("NDR", 0.0, 0.5, 0.005, 1.0, 1.0, 1.0)
+    m = Logged(SimulatedMeasurer(DutModel(capacity_pps=1e6, tester_stall_probability=0.2, seed=seed)))
+    r = measure_mlrsearch(m, F64, LR, MlrParams(goals=(goal,)))
+    ndr = r.goal("NDR")
+    assert not unrepeated_stalls(m.trials) and r.repeated_trials == repeats(m.trials), m.trials
+    assert ndr.tester_limited or 1e6 * (1 - 2 * goal.relative_width) <= ndr.lower_bound_pps <= 1e6, ndr
 
 
 def test_dut_backpressure_is_the_dut_failing_not_a_tester_limit():

@@ -173,3 +173,51 @@ def test_cli_shortcut(tmp_path, capsys):
     assert main(["livelock", "--testbed", "simulated", "--points", "2", "--out", str(tmp_path / "x"),
                  "--quiet"]) == 2
     assert "--points: must be >= 3" in capsys.readouterr().err
+
+
+def test_the_loads_are_placed_around_a_capacity_far_below_the_line_rate():
+    """The acl test bed with 3 000 rules forwards far less than 5 % of the line rate: an even grid
+    from there put every load above its capacity, found no knee and exited 0. Found first, the
+    capacity centres the sweep: the forwarded rate is seen rising, then falling, and the knee fits."""
+    m = SimulatedMeasurer(DutModel(capacity_pps=300e3, livelock_slope=0.5, livelock_floor=0.05))
+    r = measure_livelock(m, F64, LR, FAST)
+    assert r.capacity_from == "the sweep's throughput search" and r.knee_in_reach
+    assert 300e3 - r.resolution_pps <= r.capacity_pps <= 300e3
+    rising = [p for p in r.points if p.valid and not p.lossy]
+    falling = [p for p in r.points if p.valid and p.lossy]
+    assert len({round(p.intended_pps) for p in rising}) >= 3 and len(falling) >= 3
+    assert max(p.intended_pps for p in rising) <= 300e3 < min(p.intended_pps for p in falling)
+    assert r.mlfrr_pps == pytest.approx(300e3, rel=0.02) and r.collapse_slope == pytest.approx(0.5, rel=0.02)
+    assert 300e3 - r.resolution_pps <= r.max_lossfree_pps <= 300e3
+    assert r.to_dict()["capacity_pps"] == r.capacity_pps and m.trials == len(r.points)
+
+
+def test_the_runs_throughput_places_the_loads_without_a_search_of_its_own(tmp_path):
+    cfg = config_from_dict({
+        "testbed": {"name": "simulated", "simulator": {"capacity_pps": 300e3, "livelock_slope": 0.5}},
+        "trial": {"duration_s": 1}, "selftest": {"enabled": False}, "frames": {"sizes": [64]},
+        "methods": [{"rfc2544_throughput": {"resolution_pct": 0.1}},
+                    {"livelock": {"points": 9, "resolution_pct": 0.25}}]})
+    Runner(cfg, tmp_path).run()
+    doc = load_result(tmp_path / "result.json")
+    tp = doc["summary"][0]["results"][0]["repetitions"][0]["rate_pps"]
+    rep = doc["summary"][1]["results"][0]["repetitions"][0]
+    assert rep["capacity_from"] == "the run's throughput" and rep["capacity_pps"] == tp
+    livelock_trials = [t for t in doc["trials"] if t["method"] == "livelock"]
+    assert len(livelock_trials) == len(rep["points"])
+    # no search of its own (it would begin at the top load): the sweep begins below the capacity
+    assert livelock_trials[0]["load"]["rate_pps"] == pytest.approx(tp / 3)
+    assert rep["mlfrr_pps"] == pytest.approx(300e3, rel=0.02)
+
+
+def test_no_knee_only_where_the_loads_show_it(tmp_path):
+    """A DUT faster than every load: the loads span min_pct to the top, all loss-free, and the
+    report says there is no knee in reach instead of drawing none."""
+    r = measure_livelock(SimulatedMeasurer(DutModel(capacity_pps=1e9)), F64, LR, replace(FAST, points=4))
+    assert not r.knee_in_reach and r.capacity_pps is None and r.top_pps == pytest.approx(LR.fps(F64))
+    cfg = config_from_dict({"testbed": {"name": "simulated", "simulator": {"capacity_pps": 1e9}},
+                            "trial": {"duration_s": 1}, "selftest": {"enabled": False}, "frames": {"sizes": [64]},
+                            "methods": [{"livelock": {"points": 4}}]})
+    Runner(cfg, tmp_path).run()
+    md = write_report(tmp_path / "result.json").with_suffix(".md").read_text()
+    assert "no knee in reach — the DUT forwarded every load up to 14,880,952 fps intended without loss" in md, md

@@ -199,6 +199,45 @@ def test_a_search_capped_at_the_tester_limit_says_so():
     assert s.rate_pps == 70_000 and s.tester_limited and s.trials == 1
 
 
+class StallingDut(TableDut):
+    """The tester stalls (an invalid, stretched trial: 97 % of the rate, stopped early) in the first
+    ``stalls`` search steps at a rate the DUT passes, each below a step before it."""
+
+    def __init__(self, stalls: int = 1):
+        super().__init__()
+        self.stalls, self.stalled = stalls, 0
+        self.top: dict[str, float] = {}
+
+    def measure_flows(self, r: FlowTrial) -> TrialCounts:
+        c = super().measure_flows(r)
+        kind = "both" if r.direction == "both" else ("establish" if r.flush_before else "")
+        passes = r.rate_pps <= (self.bidir if kind == "both" else self.cps)
+        below = bool(kind) and passes and r.rate_pps < self.top.get(kind, 0.0)
+        if kind:
+            self.top[kind] = max(self.top.get(kind, 0.0), r.rate_pps)
+        if not below or self.stalled >= self.stalls:
+            return c
+        self.stalled += 1
+        return replace(c, achieved_pps=0.97 * c.achieved_pps, frames_sent=c.frames_sent // 10,
+                       frames_received=c.frames_received // 10, valid=False, invalid_reason="stretched")
+
+
+@pytest.mark.parametrize("stalls", [1, 2])
+def test_a_stall_below_a_rate_the_tester_sent_is_repeated_not_its_limit(stalls):
+    """The tester sent 1 Mfps per direction in full (the DUT lost most of it); a step below it that
+    fell short was a stall: repeated. Taken as the tester's limit, it capped the search at a rate
+    the DUT passes, far below its 30 kfps (or 80 k connections/s)."""
+    p = StatefulParams(connections=2000, establish_rate_pps=10_000, teardown=False, max_rate_pps=1e6, duration_s=1.0)
+    dut = StallingDut(stalls=stalls)
+    r = measure_stateful(p, ctx(dut))
+    tp, est = r.throughput, r.establishment
+    assert tp is not None and est is not None and dut.stalled == stalls
+    assert 0.97 * 30_000 <= tp.rate_pps <= 30_000 and not tp.tester_limited
+    assert 0.97 * 80_000 <= est.rate_pps <= 80_000 and not est.tester_limited
+    assert tp.repeated_trials + est.repeated_trials == stalls
+    assert r.to_dict()["throughput"]["repeated_trials"] == tp.repeated_trials
+
+
 class RingDroppingDut(TableDut):
     """The tester's own receive ring drops 7 frames of every trial: they passed the DUT."""
 

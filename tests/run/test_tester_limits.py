@@ -344,3 +344,31 @@ def test_a_search_the_tester_stalled_below_a_failed_load_is_a_lower_bound_said_s
     flag = next(f["message"] for f in res["flags"] if f["code"] == "tester_limited")
     assert flag.startswith("≥ 22.5 kfps: ") and "below the lowest load the DUT failed (1.49 Mfps)" in flag, flag
     assert "lost nothing" not in flag, flag
+
+
+def test_the_selftest_proves_what_the_run_needs_with_trials_no_longer_than_its_own(tmp_path):
+    """A soak at 20 kpps needs the tester proven at 22 kpps (its rate × 1.1), not at the line rate;
+    its one trial lasts the whole soak, so the self-test's trials last one of its intervals, not the
+    default 60-s trial (on a quiet VM six such trials from 16.4 Mfps down took 17 minutes)."""
+    cfg = config({}, [{"soak": {"rate": "20kpps", "duration_s": 30, "interval_s": 10}}], selftest={"enabled": True})
+    del cfg["trial"]  # the default trial duration, 60 s
+    doc = run(tmp_path, cfg)
+    st = doc["selftest"]
+    assert st["passed"] and st["duration_s"] == 10
+    assert [c["required_rate_pps"] for c in st["ceilings"]] == [pytest.approx(22e3)]
+    trials = [t for t in doc["trials"] if t["method"] == "selftest"]
+    assert len(trials) == 1 and trials[0]["load"]["rate_pps"] == pytest.approx(22e3)
+    assert trials[0]["load"]["duration_s"] == 10
+
+
+@pytest.mark.parametrize(("methods", "trial_s"), [
+    ([{"rfc2544_throughput": {"duration_s": 2.0}}, {"rfc2544_frame_loss": {"duration_s": 0.5}}], 2.0),
+    ([{"mlrsearch": {"goals": [{"name": "NDR", "loss_ratio": 0.0, **GOAL, "final_trial_duration_s": 1.0}]}}], 1.0),
+    ([{"soak": {"rate": "80%NDR", "duration_s": 60, "interval_s": 5, "ndr_trial_s": 2}}], 5.0),
+    ([{"soak": {"rate": "80%NDR", "duration_s": 60, "interval_s": 5, "ndr_trial_s": 8}}], 8.0),
+])
+def test_the_selftest_trials_last_the_runs_longest_trial(tmp_path, methods, trial_s):
+    cfg = config({"capacity_pps": 1e6}, methods, selftest={"enabled": True, "resolution_pct": 3.0})
+    doc = run(tmp_path, cfg)
+    assert doc["selftest"]["duration_s"] == trial_s
+    assert {t["load"]["duration_s"] for t in doc["trials"] if t["method"] == "selftest"} == {trial_s}

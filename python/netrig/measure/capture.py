@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from netrig.errors import ResultError, TestbedError
-from netrig.measure.seam import Load, TrialCounts
+from netrig.measure.seam import Load, TrialCounts, transient_stretch
 from netrig.model import defaults
 from netrig.results.typed import from_dict
 from netrig.trial import Port, Stream, run_trial
@@ -183,10 +183,10 @@ class CaptureMeasurer:
         capture's doing: the capture runs on another CPU) is repeated up to ``stall_retries`` times."""
         attempts: list[dict[str, Any]] = []
         while True:
-            c, stretch_s = self._measure_once(load, duration_s)
+            c, stretch_s, lag_s = self._measure_once(load, duration_s)
             # A transient stall, not a tester that cannot keep the rate (engine.EngineMeasurer._stretched).
             stretched = not c.valid and "stretched" in (c.invalid_reason or "") and \
-                stretch_s <= defaults.TRANSIENT_STRETCH_MAX * duration_s
+                transient_stretch(stretch_s, lag_s, duration_s, self.tolerance)
             if not stretched or len(attempts) >= self.stall_retries:
                 break
             attempts.append({"frames_sent": c.frames_sent, "achieved_pps": c.achieved_pps,
@@ -195,8 +195,9 @@ class CaptureMeasurer:
             c = TrialCounts(**{**c.__dict__, "raw": {**c.raw, "stretched_attempts": attempts}})
         return c
 
-    def _measure_once(self, load: Load, duration_s: float) -> tuple[TrialCounts, float]:
-        """The trial's counts and how much later than planned its last frame left (s)."""
+    def _measure_once(self, load: Load, duration_s: float) -> tuple[TrialCounts, float, float]:
+        """The trial's counts, how much later than planned its last frame left and the longest the
+        tester fell behind its schedule (s)."""
         stream = Stream(frame_size=load.frame_size, rate_pps=load.rate_pps, **self.template)
         before = None if self.tx_only else self.capture.snapshot()
         res = run_trial(self.tx, None, [stream], duration_s=duration_s, drain_s=self.drain_s,
@@ -208,16 +209,16 @@ class CaptureMeasurer:
             valid, reason = False, (f"tester sent {achieved:.0f} fps, {100 * achieved / load.rate_pps:.1f}% of the "
                                     f"intended {load.rate_pps:.0f} fps")
         raw: dict[str, Any] = {"engine": res.to_dict(flows=False), "trial_tag": res.trial_tag}
-        stretch_s = res.tx_stretch_ns / 1e9
+        stretch_s, lag_s = res.tx_stretch_ns / 1e9, res.tx_max_lag_ns / 1e9
         unpinned = tuple(str(f) for f in res.pin_failures) + (after.unpinned if after is not None else ())
         if before is None or after is None:
             return TrialCounts(achieved_pps=achieved, intended_pps=load.rate_pps, frames_sent=res.frames_sent,
                                frames_received=res.frames_sent,
-                               valid=valid, invalid_reason=reason, pin_failures=unpinned, raw=raw), stretch_s
+                               valid=valid, invalid_reason=reason, pin_failures=unpinned, raw=raw), stretch_s, lag_s
         if valid and not after.settled:
             valid, reason = False, "the capture could not confirm its counters (its source never ran empty)"
         got = CaptureDelta.between(before, after, res.trial_tag)
         raw["capture"] = asdict(got)
         return TrialCounts(achieved_pps=achieved, intended_pps=load.rate_pps, frames_sent=res.frames_sent,
                            frames_received=got.frames, valid=valid, invalid_reason=reason, foreign=got.foreign,
-                           stray=got.stray, pin_failures=unpinned, raw=raw), stretch_s
+                           stray=got.stray, pin_failures=unpinned, raw=raw), stretch_s, lag_s

@@ -52,6 +52,7 @@ from netrig.measure.seam import (
     StackRequest,
     TrialCounts,
     TrialMonitor,
+    transient_stretch,
 )
 from netrig.measure.stack import StackEndpoints, run_stack
 from netrig.model import FrameSize, defaults
@@ -234,11 +235,10 @@ class EngineMeasurer:
 
     def _stretched(self, counts: TrialCounts, duration_s: float) -> bool:
         """Invalid because smooth pacing stretched it beyond the tolerance (not for another reason),
-        by a transient stall: a trial stretched by more than ``TRANSIENT_STRETCH_MAX`` of its
-        duration is a tester that cannot keep the rate, and repeating it would fail again."""
+        by a transient stall (:func:`~netrig.measure.seam.transient_stretch`); otherwise the tester
+        cannot keep the rate, and repeating it would fail again."""
         p = counts.pacing
-        most = defaults.TRANSIENT_STRETCH_MAX * duration_s
-        return p is not None and self.tolerance * duration_s < p.stretch_s <= most
+        return p is not None and transient_stretch(p.stretch_s, p.max_lag_s, duration_s, self.tolerance)
 
     def _monitored(self, run: Callable[[], _native.TrialResult]) -> tuple[_native.TrialResult, dict]:
         monitor = self.monitor_factory() if self.monitor_factory else None

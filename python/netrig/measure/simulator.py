@@ -22,7 +22,11 @@ Models (combine freely):
     self-test's looped-back model, which has no DUT) could send it;
 (h) hiccups: with probability ``hiccup_probability`` per trial the DUT stops forwarding for
     ``hiccup_s`` seconds (everything sent meanwhile is lost);
-(i) a noisy capacity: each trial's capacity is ``C × (1 + capacity_jitter_ratio × N(0, 1))``.
+(i) a noisy capacity: each trial's capacity is ``C × (1 + capacity_jitter_ratio × N(0, 1))``;
+(j) tester stalls: with probability ``tester_stall_probability`` per trial the tester is descheduled
+    long enough to stretch its sending beyond the tolerance, at any load: as the engine does, the
+    trial stops there (a random part of the way through), invalid ("stretched"), having sent at
+    ``1 − STALL_SHORTFALL`` of the rate until then.
 
 A trial without a tag (a method driven directly, not through the run loop) is seeded by how many
 times the same trial was asked for before, so repeating a trial draws new noise.
@@ -70,6 +74,7 @@ class DutModel:
     hiccup_probability: float = 0.0
     hiccup_s: float = 0.0
     capacity_jitter_ratio: float = 0.0
+    tester_stall_probability: float = 0.0
     reset_time_s: float = 0.0
     latency_base_ns: float = 10_000.0
     latency_jitter_ns: float = 2_000.0
@@ -83,7 +88,7 @@ class DutModel:
         if self.capacity_bps is not None and not self.capacity_bps > 0:
             raise ConfigError("capacity_bps", f"must be > 0 (got {self.capacity_bps})")
         for name in ("background_loss_ratio", "recovery_loss_ratio", "livelock_floor", "tester_tolerance_ratio",
-                     "hiccup_probability", "capacity_jitter_ratio"):
+                     "hiccup_probability", "capacity_jitter_ratio", "tester_stall_probability"):
             v = getattr(self, name)
             if not 0.0 <= v <= 1.0:
                 raise ConfigError(name, f"must be between 0 and 1 (got {v})")
@@ -123,6 +128,11 @@ class DutModel:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+#: What a tester stall (model j) leaves of a trial's frames unsent: beyond the engine's 2 % stretch
+#: tolerance, within what it repeats as a transient stall (``defaults.TRANSIENT_STRETCH_MAX``).
+STALL_SHORTFALL = 0.03
 
 
 def _binomial(rng: random.Random, n: int, p: float) -> int:
@@ -167,6 +177,13 @@ class SimulatedMeasurer:
                     f"tester sent {top:.0f} fps, {100 * top / rate_pps:.1f}% of the intended {rate_pps:.0f} fps")
         return rate_pps, True, None
 
+    def _stalled(self, rng: random.Random, rate_pps: float) -> float | None:
+        """Model (j): the share of the trial the tester sent before a stall stopped it, or ``None``."""
+        p = self.model.tester_stall_probability
+        if not p or rng.random() >= p:
+            return None
+        return rng.uniform(0.01, 0.99)
+
     def _trial_capacity(self, rng: random.Random, frame: FrameSize) -> float:
         m = self.model
         c = m.capacity(frame)
@@ -200,6 +217,10 @@ class SimulatedMeasurer:
         frame = load.frame_size
         rng = self._rng(load.tag, round(load.rate_pps, 6), load.burst_frames, round(duration_s, 9), frame.label)
         achieved, valid, reason = self._tester(load.rate_pps)
+        part = self._stalled(rng, achieved) if valid and load.burst_frames is None else None
+        if part is not None:
+            achieved, valid = achieved * (1 - STALL_SHORTFALL), False
+            reason = "a paced worker's sending was stretched by tester stalls beyond the tolerance (a stall)"
         cap = self._trial_capacity(rng, frame)
         if load.burst_frames is not None:
             # Burst mode, as the engine does it: every frame of the burst is sent, as fast as the
@@ -208,7 +229,7 @@ class SimulatedMeasurer:
             excess = sent * (1.0 - cap / achieved) - m.buffer_frames if achieved > cap else 0.0
             lost = int(math.ceil(excess - 1e-9)) if excess > 0 else 0
         else:
-            sent = int(round(achieved * duration_s))
+            sent = int(round(achieved * duration_s * (part or 1.0)))
             fwd = m.forwarding_rate(achieved, frame, cap)
             if fwd >= achieved:
                 lost = 0

@@ -9,7 +9,8 @@ A method module defines
 * its **result**: a frozen dataclass with ``to_dict()`` (the repetition result of
   ``docs/result-format.md``), ``headline_pps`` and ``stats_values()``;
 * how it **runs**: :meth:`Method.run` against the measurer seam, given a :class:`Context`;
-* its **trial estimate**, the top rate it offers (the self-test proves it), its threshold metrics;
+* its **trial estimate**, the top rate it offers and its longest trial (the self-test proves that
+  rate for that long), its threshold metrics;
 * its **presentation**: console summary rows, report sections (HTML and Markdown), comparison
   ratios and its plot types — read from result documents only (``netrig.view.RunView``);
 * optionally its **CLI shortcut** (a test of ``netrig rfc2544``, or ``netrig ndr-pdr``).
@@ -92,7 +93,8 @@ class Context:
     #: The configured trial duration (``trial.duration_s``), for searches a method runs for itself.
     trial_duration_s: float
     #: The DUT's throughput at this frame size (from an earlier method, or measured for this one),
-    #: for methods with ``needs_throughput``; ``None`` when none was found.
+    #: for methods with ``needs_throughput`` (``uses_throughput``: from an earlier method only);
+    #: ``None`` when none was found.
     throughput_pps: float | None = None
     #: The DUT is a model that resets itself (the simulated test bed): no reset command is needed.
     simulated_dut: bool = False
@@ -185,6 +187,9 @@ class Method:
     #: It runs at a rate relative to the DUT's throughput (taken from an earlier method that
     #: ``provides_throughput``, its ``throughput_from``, or measured by the primary method).
     needs_throughput: ClassVar[bool] = False
+    #: It takes the DUT's throughput when an earlier method of the run found one at its frame size
+    #: (``Context.throughput_pps``), and finds what it needs itself otherwise.
+    uses_throughput: ClassVar[bool] = False
     #: Its headline is a throughput other methods can run relative to.
     provides_throughput: ClassVar[bool] = False
     #: Its headline is *the* throughput of a run: the summary per configuration, the self-test
@@ -241,6 +246,17 @@ class Method:
     def top_rate_pct(self, params: Any) -> float:
         """The highest load it offers, in % of line rate (the self-test proves 1.1 × this)."""
         return 100.0
+
+    def top_rate_pps(self, params: Any, frame: FrameSize, line_rate: LineRate) -> float:
+        """The highest load it offers at ``frame``, frames/s (the self-test proves factor × this):
+        ``top_rate_pct`` of the line rate, unless it knows its load otherwise (a soak at 20 kpps)."""
+        return line_rate.fps(frame) * self.top_rate_pct(params) / 100
+
+    def selftest_trial_s(self, params: Any) -> float | None:
+        """How long the self-test's trials must last for it: its longest trial at a rate (default:
+        its ``duration_s``); ``None``: the run's trial duration."""
+        d = getattr(params, "duration_s", None)
+        return float(d) if d is not None else None
 
     def default_throughput(self, ctx: Context) -> float | None:
         """Primary method only: measure the throughput with default parameters."""

@@ -58,7 +58,7 @@ from netrig.errors import ConfigError, MethodologyError
 from netrig.measure import Load, Measurer, TrialCounts
 from netrig.methodology.method import with_partial
 from netrig.methodology.stats import check
-from netrig.methodology.tester import NO_LIMIT, ProvenLimit, Verdict
+from netrig.methodology.tester import NO_LIMIT, TRANSIENT_REPEATS, ProvenLimit, Verdict, measure_judged
 from netrig.model import FrameSize, LineRate, rate_object
 
 
@@ -136,6 +136,9 @@ class MlrResult:
     backpressure_pps: float | None = None
     #: False when the search stopped on an error or Ctrl-C (a partial result).
     complete: bool = True
+    #: Trials repeated because the tester fell short at a load it had already sent in full in this
+    #: search (a stall, not a limit); they are in ``trials`` and their time in ``trial_duration_sum_s``.
+    repeated_trials: int = 0
 
     def goal(self, name: str) -> GoalResult:
         return next(g for g in self.goals if g.goal.name == name)
@@ -168,7 +171,8 @@ class MlrResult:
                 "max_load_pps": self.max_load_pps, "tester_cap_pps": self.tester_cap_pps,
                 "tester_trials": self.tester_trials, "backpressure_trials": self.backpressure_trials,
                 "backpressure_pps": self.backpressure_pps, "tester_limited": self.tester_limited,
-                "tester_limit_pps": self.tester_limit_pps, "complete": self.complete}
+                "tester_limit_pps": self.tester_limit_pps, "complete": self.complete,
+                "repeated_trials": self.repeated_trials}
 
 
 def trial_loss_ratio(counts: TrialCounts, rate_pps: float, duration_s: float, verdict: Verdict) -> float:
@@ -312,8 +316,10 @@ class _Search:
         self.db: dict[int, list[_Trial]] = {}
         self.budget_s, self.spent_s, self.trials = budget_s, 0.0, 0
         self.timed_out = False
-        self.tester_trials = self.backpressure_trials = 0
+        self.tester_trials = self.backpressure_trials = self.repeated_trials = 0
         self.backpressure_pps: float | None = None
+        #: The highest load the tester sent in full (a shortfall at or below it is a stall).
+        self.kept: float | None = None
 
     # ---------------------------------------------------------------- trials
     def measure(self, k: int, duration_s: float) -> bool:
@@ -322,8 +328,14 @@ class _Search:
             self.timed_out = True
             return False
         load = self.grid.load(k)
-        c = self.m.measure(Load(load, self.frame), duration_s)
-        verdict = self.limit.verdict(c, load)
+        # a shortfall at a load the tester sent in full before is a stall: repeated, within the budget
+        most = min(TRANSIENT_REPEATS, int((self.budget_s * (1 + 1e-9) - self.spent_s) / duration_s) - 1)
+        c, verdict, repeats = measure_judged(self.m, Load(load, self.frame), duration_s, self.limit, self.kept, most)
+        self.spent_s += repeats * duration_s
+        self.trials += repeats
+        self.repeated_trials += repeats
+        if verdict is Verdict.VALID:
+            self.kept = max(self.kept or 0.0, load)
         if verdict is Verdict.TESTER:
             self.tester_trials += 1
         elif verdict is Verdict.BACKPRESSURE:
@@ -501,7 +513,8 @@ class _Search:
                                   _stage_name(stage, len(chain))))
         return MlrResult(frame, line_rate, tuple(out), self.trials, time.monotonic() - t0, "netrig", self.timed_out,
                          self.spent_s, self.grid.max_load, self.limit.limit_pps if capped else None,
-                         self.tester_trials, self.backpressure_trials, self.backpressure_pps, complete)
+                         self.tester_trials, self.backpressure_trials, self.backpressure_pps, complete,
+                         self.repeated_trials)
 
 
 def _stage_name(i: int, n: int) -> str:

@@ -5,7 +5,8 @@ on a netrig :class:`~netrig.measure.Measurer`, with the same goals and result as
 The reference reads a trial's loss from the counts it is given: a valid trial is given its sent
 frames as the intended count (what the tester offered is what it was asked for, within the
 measurer's tolerance), an invalid one the frames it was asked to send, so the unsent ones count as
-lost. The maximum load is capped at the tester's limit, as netrig's own search does."""
+lost. The maximum load is capped at the tester's limit, and a stall at a load the tester sent in full
+is repeated, as netrig's own search does."""
 from __future__ import annotations
 
 import time
@@ -15,7 +16,7 @@ from netrig.errors import CapabilityError
 from netrig.measure import Load, Measurer
 from netrig.methodology.method import with_partial
 from netrig.methodology.mlr import GoalResult, MlrResult, SearchGoal, trial_loss_ratio
-from netrig.methodology.tester import NO_LIMIT, ProvenLimit, Verdict
+from netrig.methodology.tester import NO_LIMIT, ProvenLimit, Verdict, measure_judged
 from netrig.model import FrameSize, LineRate
 
 
@@ -29,18 +30,21 @@ def search_reference(measurer: Measurer, frame: FrameSize, line_rate: LineRate, 
             "mlrsearch.implementation = reference needs the MLRsearch package: pip install MLRsearch==1.2.1"
         ) from None
 
-    trials = 0
+    trials = repeated = 0
     spent_s = 0.0
+    kept: float | None = None  # the highest load the tester sent in full (a shortfall at or below it: a stall)
     verdicts: dict[float, list[Verdict]] = {}
     backpressure: list[float] = []
 
     class _Adapter(ref.AbstractMeasurer):
         def measure(self, intended_duration: float, intended_load: float):
-            nonlocal trials, spent_s
-            c = measurer.measure(Load(intended_load, frame), intended_duration)
-            trials += 1
-            spent_s += intended_duration
-            v = limit.verdict(c, intended_load)
+            nonlocal trials, spent_s, kept, repeated
+            c, v, repeats = measure_judged(measurer, Load(intended_load, frame), intended_duration, limit, kept)
+            trials += 1 + repeats
+            repeated += repeats
+            spent_s += intended_duration * (1 + repeats)
+            if v is Verdict.VALID:
+                kept = max(kept or 0.0, intended_load)
             trial_loss_ratio(c, intended_load, intended_duration, v)  # raises when nothing was sent
             verdicts.setdefault(intended_load, []).append(v)
             if v is Verdict.BACKPRESSURE:
@@ -84,7 +88,7 @@ def search_reference(measurer: Measurer, frame: FrameSize, line_rate: LineRate, 
                          trial_duration_sum_s=spent_s, max_load_pps=max_load,
                          tester_cap_pps=limit.limit_pps if capped else None, tester_trials=tester,
                          backpressure_trials=len(backpressure), backpressure_pps=max(backpressure, default=None),
-                         complete=complete)
+                         complete=complete, repeated_trials=repeated)
 
     try:
         out = ref.MultipleLossRatioSearch(config=config).search(measurer=_Adapter(), debug=lambda _msg: None)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from netrig.errors import ConfigError
 from netrig.measure import LatencySummary, Load, Measurer, TrialCounts
 from netrig.methodology.stats import check
+from netrig.methodology.tester import NO_LIMIT, measure_judged
 from netrig.model import FrameSize, LineRate, rate_object
 from netrig.results.typed import from_dict
 from netrig.view.frame_results import line_rate_of
@@ -44,6 +45,9 @@ class Ceiling:
     #: Self-tested behind the wire (through a bridge on the DUT's CPU): the tester's receive path's
     #: CPU time on the DUT's CPU per frame in that trial (``DutRing.tester_share_ns``), else None.
     tester_share_ns: float | None = None
+    #: Trials repeated because the tester fell short at a load it had already sent in full in this
+    #: proof (a stall, not its limit); they are among the self-test's trials.
+    repeated_trials: int = 0
 
     @property
     def passed(self) -> bool:
@@ -55,7 +59,8 @@ class Ceiling:
                 "proven": rate_object(self.proven_rate_pps, self.frame, self.line_rate),
                 "passed": self.passed, "trial_keys": list(self.trial_keys),
                 "latency_floor": self.latency_floor.to_dict() if self.latency_floor else None,
-                "timestamp_source": self.timestamp_source, "tester_share_ns": self.tester_share_ns}
+                "timestamp_source": self.timestamp_source, "tester_share_ns": self.tester_share_ns,
+                "repeated_trials": self.repeated_trials}
 
 
 @dataclass(frozen=True)
@@ -100,35 +105,59 @@ def stored_ceilings(run: RunView) -> list[Ceiling]:
     return out
 
 
+class _Proof:
+    """The trials of one frame size's proof: the best loss-free one, the highest load the tester sent
+    in full (a stall at or below it is repeated), the trials repeated for stalls."""
+
+    def __init__(self, measurer: Measurer, frame: FrameSize, duration_s: float):
+        self.measurer, self.frame, self.duration_s = measurer, frame, duration_s
+        self.best: TrialCounts | None = None  # the loss-free trial at the highest rate
+        self.best_rate = 0.0
+        self.kept: float | None = None  # the highest load the tester sent in full
+        self.repeated = 0
+
+    def trial(self, rate: float) -> tuple[bool, float]:
+        """Loss-free at ``rate``? And what it reached (a hint for the next rate): what it sent and
+        received, or, when the tester fell short, what it sent over its real sending window — never
+        what a trial stopped early received over the planned duration, which says nothing of the rate.
+        A shortfall at a load no higher than one the tester already sent in full is a stall: the trial
+        is repeated (:func:`~netrig.methodology.tester.measure_judged`)."""
+        c, _, repeats = measure_judged(self.measurer, Load(rate, self.frame), self.duration_s, NO_LIMIT, self.kept)
+        self.repeated += repeats
+        if not c.valid:
+            return False, c.achieved_pps
+        self.kept = max(self.kept or 0.0, rate)
+        good = c.frames_lost == 0
+        if good and rate >= self.best_rate:
+            self.best, self.best_rate = c, rate
+        return good, min(c.achieved_pps, c.frames_received / self.duration_s)
+
+
 def prove_rate(measurer: Measurer, frame: FrameSize, line_rate: LineRate, required_rate_pps: float,
                params: SelftestParams, keys: list[str] | None = None) -> Ceiling:
     """Prove ``required_rate_pps`` × factor; if that fails, find the highest loss-free rate to
     ``resolution_pct`` of it, starting from what the failed trial showed the tester can do (the rate
     it sent and received), not from zero: on veth a 10 Gbit/s nominal line rate is far above what a
-    software tester reaches, and bisecting down to it would cost many trials."""
+    software tester reaches, and bisecting down to it would cost many trials.
+
+    The proven rate is the highest rate of a loss-free valid trial of the search, by construction:
+    never below one (a stall is repeated, and a trial it stopped early never points the search down)."""
     target = required_rate_pps * params.factor
-    best: list[TrialCounts] = []  # the loss-free trial at the highest rate so far
-    step = params.resolution_pct / 100
+    proof = _Proof(measurer, frame, params.duration_s)
+    good, reached = proof.trial(target)
+    if not good:
+        _search_ceiling(proof, target, reached, params.resolution_pct / 100)
+    c = proof.best
+    share = c.dut_ring.tester_share_ns if c is not None and c.dut_ring is not None else None
+    return Ceiling(frame, line_rate, target, proof.best_rate, tuple(keys or ()),
+                   latency_floor=c.latency if c else None, timestamp_source=_timestamp_source(c),
+                   tester_share_ns=share, repeated_trials=proof.repeated)
 
-    def trial(rate: float) -> tuple[bool, float]:
-        """Loss-free at ``rate``? And what it sent and received (a hint for the next rate)."""
-        c = measurer.measure(Load(rate, frame), params.duration_s)
-        good = c.valid and c.frames_lost == 0
-        if good:
-            best[:] = [c]
-        return good, min(c.achieved_pps, c.frames_received / params.duration_s)
 
-    def ceiling(proven: float) -> Ceiling:
-        c = best[0] if best else None
-        share = c.dut_ring.tester_share_ns if c is not None and c.dut_ring is not None else None
-        return Ceiling(frame, line_rate, target, proven, tuple(keys or ()),
-                       latency_floor=c.latency if c else None, timestamp_source=_timestamp_source(c),
-                       tester_share_ns=share)
-
-    good, reached = trial(target)
-    if good:
-        return ceiling(target)
-
+def _search_ceiling(proof: _Proof, target: float, reached: float, step: float) -> None:
+    """Below a failed ``target``: just under what it reached, then up from a pass by 1, 2, 4 …
+    steps (the tester's limit is usually right above what it reached), never past the geometric
+    middle of the bracket, then bisecting to ``step`` (relative)."""
     losses = 0  # failed trials in a row that sent (nearly) everything but lost frames
 
     def below(reached: float, hi: float) -> float:
@@ -142,7 +171,7 @@ def prove_rate(measurer: Measurer, frame: FrameSize, line_rate: LineRate, requir
     rate = below(reached, hi)
     gallop = 1
     while rate > target * 1e-6:
-        good, reached = trial(rate)
+        good, reached = proof.trial(rate)
         if good:
             lo = rate
         else:
@@ -153,11 +182,8 @@ def prove_rate(measurer: Measurer, frame: FrameSize, line_rate: LineRate, requir
             continue
         if hi <= lo * (1 + step) * (1 + 1e-9):
             break
-        # up from a pass by 1, 2, 4 … steps (the tester's limit is usually right above what it
-        # reached), never past the geometric middle of the bracket
         rate = min(lo * (1 + step) ** gallop, math.sqrt(lo * hi)) if good else math.sqrt(lo * hi)
         gallop = gallop * 2 if good else gallop
-    return ceiling(lo)
 
 
 def _timestamp_source(c: TrialCounts | None) -> str | None:

@@ -22,6 +22,7 @@ drops at its full receive ring. There every shortfall is the tester's (:class:`C
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from netrig.measure import Load, Measurer, TrialCounts
@@ -87,20 +88,26 @@ TRANSIENT_REPEATS = 2
 
 
 def measure_judged(measurer: Measurer, load: Load, duration_s: float, limit: ProvenLimit,
-                   kept_pps: float | None) -> tuple[TrialCounts, Verdict, int]:
+                   kept_pps: float | None, most: int = TRANSIENT_REPEATS) -> tuple[TrialCounts, Verdict, int]:
     """One trial of a search and its verdict, with the trials repeated for it.
 
     A trial the tester fell short on (``TESTER``) at a load no higher than ``kept_pps`` (the highest
     load the tester sent in full earlier in the same search) was disturbed, not limited: a vCPU
-    stall longer than the engine's own repeats allow. It is repeated up to ``TRANSIENT_REPEATS``
-    times; taken as the tester's limit, it would cap the search below what the DUT forwards and
-    report the tester's stall as the DUT's throughput."""
+    stall longer than the engine's own repeats allow. It is repeated up to ``most`` times
+    (``TRANSIENT_REPEATS``); taken as the tester's limit, it would cap the search below what the DUT
+    forwards and report the tester's stall as the DUT's throughput."""
+    return judged(lambda: measurer.measure(load, duration_s), load.rate_pps, limit, kept_pps, most)
+
+
+def judged(run: Callable[[], TrialCounts], intended_pps: float, limit: ProvenLimit, kept_pps: float | None,
+           most: int = TRANSIENT_REPEATS) -> tuple[TrialCounts, Verdict, int]:
+    """:func:`measure_judged` of any trial ``run`` runs at ``intended_pps`` (aggregate)."""
     repeats = 0
     while True:
-        counts = measurer.measure(load, duration_s)
-        verdict = limit.verdict(counts, load.rate_pps)
-        transient = verdict is Verdict.TESTER and kept_pps is not None and load.rate_pps <= kept_pps
-        if not transient or repeats == TRANSIENT_REPEATS:
+        counts = run()
+        verdict = limit.verdict(counts, intended_pps)
+        transient = verdict is Verdict.TESTER and kept_pps is not None and intended_pps <= kept_pps
+        if not transient or repeats >= most:
             return counts, verdict, repeats
         repeats += 1
 

@@ -246,7 +246,8 @@ OPTIONS: dict[str, Option] = {
     "--sim-capacity": Option(RATE, "with --testbed simulated: the simulated DUT's capacity", "frames/s: 1Mpps, 1e6"),
     "--tests": Option(CHOICES), "--resolution": Option(PERCENT, "the search resolution, % of the line rate "
                                                                 "(capture-bench: of the tester's limit)"),
-    "--step": Option(PERCENT), "--latency-trials": Option(INTEGER), "--b2b-trials": Option(INTEGER),
+    "--step": Option(PERCENT), "--search": Option(CHOICE), "--search-step": Option(PERCENT),
+    "--latency-trials": Option(INTEGER), "--b2b-trials": Option(INTEGER),
     "--reset-command": Option(TEXT, metavar="CMD"), "--pdr-loss": Option(NUMBER), "--width": Option(NUMBER),
     "--exceed-ratio": Option(NUMBER), "--initial-duration": Option(DURATION), "--final-duration": Option(DURATION),
     "--duration-sum": Option(DURATION), "--implementation": Option(CHOICE), "--profile": Option(CHOICE),

@@ -1,10 +1,16 @@
 """Receive livelock (Mogul & Ramakrishnan): the maximum loss-free forwarding rate (MLFRR), the
 collapse above it, and what a forwarded frame costs in CPU.
 
-A frame-loss sweep measures the forwarded rate at ``points`` intended loads evenly spaced from
-``min_pct`` to ``max_pct`` of line rate; the loads around the first lossy one are then bisected to
-``resolution_pct``, so the measured maximum loss-free load is known to that resolution. The
-livelock model is fitted to the lossy loads:
+The sweep's loads are placed around the DUT's capacity, found first: the run's throughput at the
+frame size when an earlier method measured one, else a throughput search of the sweep's own (its
+trials are points of the curve too). ``points`` loads then show the forwarded rate rising (evenly
+up to the capacity) and flattening and, if it does, falling (geometrically from the capacity up to
+``max_pct`` of line rate, or the tester's limit): no grid lies wholly above the DUT's capacity,
+where it would show neither the knee nor the rise (on the acl test bed with 3 000 rules every load
+of an even grid from 5 % of line rate was above it). A DUT that passes the top load has no knee in
+reach: its loads are then evenly spaced from ``min_pct`` to the top, all loss-free. The loads
+around the first lossy one are then bisected to ``resolution_pct``, so the measured maximum
+loss-free load is known to that resolution. The livelock model is fitted to the lossy loads:
 
     fwd(r) = r                   for r ≤ C    (C: the MLFRR)
     fwd(r) = C − s · (r − C)     for r > C    (s: the collapse slope, forwarded frames lost per
@@ -36,16 +42,18 @@ Two configurations (coalescing or GRO on and off, say) overlay in ``netrig compa
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from netrig.measure import Load, Measurer, TrialCounts
 from netrig.methodology.method import Command, Context, Method, Section, Shortcut
 from netrig.methodology.stats import check
 from netrig.methodology.tester import NO_LIMIT, ProvenLimit, Verdict
 from netrig.methodology.vocabulary import option
+from netrig.methods.throughput import ThroughputParams, measure_throughput
 from netrig.model import FrameSize, LineRate, defaults, format_ns, format_pps, rate_object, rates
 from netrig.view import fmt
 from netrig.view.frame_results import read_frame_results
@@ -140,6 +148,17 @@ class LivelockResult:
     fit_points: int
     #: Softirq CPU per forwarded frame below the knee, ns (``None`` without monitoring).
     cpu_ns_per_frame: float | None
+    #: The DUT's capacity the loads were placed around (``None``: evenly from ``min_pct`` to the top,
+    #: which the DUT passed — or a result older than 2026-11-28), and where it came from.
+    capacity_pps: float | None = None
+    capacity_from: str | None = None
+    #: The highest load of the sweep, and whether the DUT passed it (then no knee was in reach).
+    top_pps: float | None = None
+
+    @property
+    def knee_in_reach(self) -> bool:
+        """Some valid load failed: the sweep crossed the DUT's capacity."""
+        return any(p.failed for p in self.points)
 
     @property
     def backpressure_trials(self) -> int:
@@ -170,7 +189,8 @@ class LivelockResult:
                 "max_lossfree_pps": self.max_lossfree_pps, "resolution_pps": self.resolution_pps,
                 "collapse_slope": self.collapse_slope, "floor_pps": self.floor_pps, "fit_points": self.fit_points,
                 "cpu_ns_per_frame": self.cpu_ns_per_frame, "backpressure_trials": self.backpressure_trials,
-                "backpressure_from_pps": self.backpressure_from_pps}
+                "backpressure_from_pps": self.backpressure_from_pps, "capacity_pps": self.capacity_pps,
+                "capacity_from": self.capacity_from, "top_pps": self.top_pps, "knee_in_reach": self.knee_in_reach}
 
 
 def softirq_seconds(c: TrialCounts) -> float | None:
@@ -206,49 +226,104 @@ def fit(points: Sequence[LoadPoint], tolerance: float) -> tuple[float, float, in
     return None
 
 
-def measure_livelock(measurer: Measurer, frame: FrameSize, line_rate: LineRate,
-                     params: LivelockParams = LivelockParams(), limit: ProvenLimit = NO_LIMIT) -> LivelockResult:
-    """Sweep, bisect the knee, fit the model; the sweep ends at the highest load the tester vouches
-    for (the self-test's proven ceiling / factor) when that is below ``max_pct``."""
-    line_fps = line_rate.fps(frame)
-    res = params.resolution_pct / 100 * line_fps
-    top_pct = 100 * limit.cap(params.max_pct / 100 * line_fps) / line_fps
-    bottom_pct = min(params.min_pct, top_pct * params.min_pct / params.max_pct)
-    step = (top_pct - bottom_pct) / (params.points - 1)
-    points: list[LoadPoint] = []
+#: The share of the sweep's loads at or below the DUT's capacity (the forwarded rate rising).
+BELOW_SHARE = 1 / 3
 
-    def trial(rate: float) -> LoadPoint:
-        c: TrialCounts = measurer.measure(Load(rate, frame), params.duration_s)
-        held_back = limit.verdict(c, rate) is Verdict.BACKPRESSURE
+
+def sweep_loads(capacity_pps: float | None, bottom_pps: float, top_pps: float, points: int) -> list[float]:
+    """``points`` loads around ``capacity_pps``: evenly up to it (its last share, ``BELOW_SHARE``, at
+    and below it), then geometrically from it to ``top_pps``; evenly from ``bottom_pps`` to
+    ``top_pps`` without a capacity below the top."""
+    if capacity_pps is None or capacity_pps <= 0 or capacity_pps >= top_pps * (1 - 1e-9):
+        step = (top_pps - bottom_pps) / (points - 1)
+        return [bottom_pps + i * step for i in range(points)]
+    below = max(2, round(points * BELOW_SHARE))
+    above = points - below
+    ratio = (top_pps / capacity_pps) ** (1 / above)
+    return [capacity_pps * k / below for k in range(1, below + 1)] + [capacity_pps * ratio ** k
+                                                                      for k in range(1, above + 1)]
+
+
+class _Sweep:
+    """The sweep's trials, every one a point of the curve (a throughput search's too)."""
+
+    def __init__(self, measurer: Measurer, frame: FrameSize, duration_s: float, limit: ProvenLimit):
+        self.measurer, self.frame, self.duration_s, self.limit = measurer, frame, duration_s, limit
+        self.points: list[LoadPoint] = []
+
+    def measure(self, load: Load, duration_s: float) -> TrialCounts:
+        """The measurer seam's one trial (for a search run on this sweep): measured, and kept as a point."""
+        c = self.measurer.measure(load, duration_s)
+        held_back = self.limit.verdict(c, load.rate_pps) is Verdict.BACKPRESSURE
         # Held back: per second of the real (slowed) sending, not of the planned duration.
         fwd = c.achieved_pps * c.frames_received / c.frames_sent if held_back and c.frames_sent else \
-            c.frames_received / params.duration_s
+            c.frames_received / duration_s
         cpu_s = c.dut_ring.dut_cpu_s if c.dut_ring is not None and c.dut_ring.dut_cpu_s is not None else \
             softirq_seconds(c)
-        p = LoadPoint(rate, c.achieved_pps, fwd, c.loss_ratio, c.valid, cpu_s, held_back)
-        points.append(p)
-        return p
+        self.points.append(LoadPoint(load.rate_pps, c.achieved_pps, fwd, c.loss_ratio, c.valid, cpu_s, held_back))
+        return c
 
-    for i in range(params.points):
-        trial((bottom_pct + i * step) / 100 * line_fps)
-    ok = [p.intended_pps for p in points if p.valid and not p.lossy]
-    bad = [p.intended_pps for p in points if p.failed]
+    def trial(self, rate: float) -> LoadPoint:
+        self.measure(Load(rate, self.frame), self.duration_s)
+        return self.points[-1]
+
+    def capacity(self, line_rate: LineRate, params: LivelockParams, top_pps: float) -> float | None:
+        """The highest load the DUT passes, by a throughput search up to ``top_pps`` to the sweep's
+        resolution; ``None`` when it passes the top (no knee in reach) or nothing."""
+        line_fps = line_rate.fps(self.frame)
+        top_pct = 100 * top_pps / line_fps
+        r = measure_throughput(cast(Measurer, self), self.frame, line_rate, ThroughputParams(
+            duration_s=self.duration_s, resolution_pct=params.resolution_pct, initial_rate_pct=top_pct,
+            max_rate_pct=top_pct), self.limit)
+        return r.rate_pps if r.found and r.upper_pps is not None else None
+
+
+def _knee(sweep: _Sweep, res: float) -> float | None:
+    """The highest loss-free load below every failed one, bisected to ``res`` against the lowest failed."""
+    ok = [p.intended_pps for p in sweep.points if p.valid and not p.lossy]
+    bad = [p.intended_pps for p in sweep.points if p.failed]
     lo = max((r for r in ok if not bad or r < min(bad)), default=None)
     hi = min(bad) if bad else None
-    if lo is not None and hi is not None:
-        while hi - lo > res * (1 + 1e-9):
-            mid = (lo + hi) / 2
-            p = trial(mid)
-            if not (p.valid or p.backpressure):
-                break
-            lo, hi = (mid, hi) if not p.failed else (lo, mid)
+    if lo is None or hi is None:
+        return lo
+    while hi - lo > res * (1 + 1e-9):
+        mid = (lo + hi) / 2
+        p = sweep.trial(mid)
+        if not (p.valid or p.backpressure):
+            break
+        lo, hi = (mid, hi) if not p.failed else (lo, mid)
+    return lo
+
+
+def measure_livelock(measurer: Measurer, frame: FrameSize, line_rate: LineRate,
+                     params: LivelockParams = LivelockParams(), limit: ProvenLimit = NO_LIMIT,
+                     throughput_pps: float | None = None) -> LivelockResult:
+    """Find the capacity (``throughput_pps``, the run's, or a search), sweep around it, bisect the
+    knee, fit the model; the sweep ends at the highest load the tester vouches for (the self-test's
+    proven ceiling / factor) when that is below ``max_pct``."""
+    line_fps = line_rate.fps(frame)
+    res = params.resolution_pct / 100 * line_fps
+    top = limit.cap(params.max_pct / 100 * line_fps)
+    bottom = min(params.min_pct / 100 * line_fps, top * params.min_pct / params.max_pct)
+    sweep = _Sweep(measurer, frame, params.duration_s, limit)
+    if throughput_pps:  # the run's: the DUT passed the top already when it is no lower
+        capacity, source = (throughput_pps if throughput_pps < top * (1 - 1e-9) else None), "the run's throughput"
+    else:
+        capacity, source = sweep.capacity(line_rate, params, top), "the sweep's throughput search"
+    measured = {round(p.intended_pps, 3) for p in sweep.points}
+    for rate in sweep_loads(capacity, bottom, top, params.points):
+        if round(rate, 3) not in measured:
+            sweep.trial(rate)
+    lo = _knee(sweep, res)
+    points = sweep.points
+    hi = min((p.intended_pps for p in points if p.failed), default=None)
     fitted = fit(points, params.fit_tolerance) if hi is not None else None
     cpu = [p.softirq_s / (p.forwarded_pps * params.duration_s) for p in points
            if p.valid and not p.lossy and p.softirq_s is not None and p.forwarded_pps > 0]
     return LivelockResult(
         frame, line_rate, tuple(points), lo, res,
         fitted[0] if fitted else None, fitted[1] if fitted else None, fitted[2] if fitted else 0,
-        statistics.median(cpu) * 1e9 if cpu else None)
+        statistics.median(cpu) * 1e9 if cpu else None, capacity, source if capacity is not None else None, top)
 
 
 # --------------------------------------------------------------------------------------------- #
@@ -279,6 +354,8 @@ class Entry:
     slope: Stat | None
     cpu_ns: Stat | None
     fit_points: int
+    #: Some repetition's sweep crossed the DUT's capacity (a load failed).
+    knee_in_reach: bool = True
 
 
 def _loads(reps: Sequence[LivelockResult]) -> tuple[dict[float, list[float]], dict[float, list[float]]]:
@@ -308,7 +385,8 @@ def entries(run: RunView) -> list[Entry]:
         out.append(Entry(r.frame_size, pts, held_back, min(held) if held else None,
                          Stat.from_spread(r.spread("mlfrr_pps")), Stat.from_spread(r.spread("max_lossfree_pps")),
                          Stat.from_spread(r.spread("collapse_slope")), Stat.from_spread(r.spread("cpu_ns_per_frame")),
-                         max((int(x.fit_points or 0) for x in r.repetitions), default=0)))
+                         max((int(x.fit_points or 0) for x in r.repetitions), default=0),
+                         any(x.knee_in_reach for x in r.repetitions)))
     out.sort(key=lambda e: frame_size_sort_key(e.frame_size))
     return out
 
@@ -329,12 +407,20 @@ def table(run: RunView) -> Table:
 
 
 def no_fit_notes(run: RunView) -> list[str]:
-    """Why a frame size has no fitted model when its loads failed by backpressure only."""
-    return [f"{fmt.size(e.frame_size)}: no collapse to fit — from {fmt.fps(e.backpressure_from)} intended the "
-            "DUT slowed the sender instead of dropping frames (backpressure; on veth its forwarding runs in softirq "
-            "on the sender's CPU), so it cannot livelock on this test bed. The knee is the measured maximum "
-            "loss-free load; the held-back loads are drawn as open triangles, not fitted."
-            for e in entries(run) if e.mlfrr is None and e.held_back]
+    """Why a frame size has no fitted model: its loads failed by backpressure only, or none failed."""
+    out = []
+    for e in entries(run):
+        if e.mlfrr is None and e.held_back:
+            out.append(f"{fmt.size(e.frame_size)}: no collapse to fit — from {fmt.fps(e.backpressure_from)} intended "
+                       "the DUT slowed the sender instead of dropping frames (backpressure; on veth its forwarding "
+                       "runs in softirq on the sender's CPU), so it cannot livelock on this test bed. The knee is the "
+                       "measured maximum loss-free load; the held-back loads are drawn as open triangles, not fitted.")
+        elif not e.knee_in_reach:
+            top = max(p.intended_pps for p in e.points) if e.points else None
+            out.append(f"{fmt.size(e.frame_size)}: no knee in reach — the DUT forwarded every load up to "
+                       f"{fmt.fps(top)} intended without loss (the sweep's top: max_pct, or what the tester "
+                       "proved); its capacity is above it.")
+    return out
 
 
 @plot("livelock")
@@ -414,14 +500,14 @@ class Livelock(Method):
                                 "the DUT's CPU per forwarded frame.", sizes_default="64"),
                         "livelock")
     cli_fields = {"points": "--points", "resolution_pct": "--resolution"}
+    uses_throughput = True
 
     def run(self, params: LivelockParams, ctx: Context) -> LivelockResult:
-        return measure_livelock(ctx.measurer, ctx.frame, ctx.line_rate, params, ctx.tester_limit)
+        return measure_livelock(ctx.measurer, ctx.frame, ctx.line_rate, params, ctx.tester_limit, ctx.throughput_pps)
 
     def estimate_trials(self, params: LivelockParams, frame: FrameSize, line_fps: float) -> int:
-        step_pct = (params.max_pct - params.min_pct) / (params.points - 1)
-        return params.points + max(0, int(step_pct / params.resolution_pct).bit_length())
-
+        search = int(math.ceil(math.log2(max(2.0, params.max_pct / params.resolution_pct)))) + 1
+        return search + params.points
     def top_rate_pct(self, params: LivelockParams) -> float:
         return params.max_pct
 

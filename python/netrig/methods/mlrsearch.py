@@ -246,6 +246,9 @@ class MlrSearch(Method):
     def top_rate_pct(self, params: MlrParams) -> float:
         return params.max_rate_pct
 
+    def selftest_trial_s(self, params: MlrParams) -> float | None:
+        return max(g.final_trial_duration_s for g in params.goals)
+
     def verdict_values(self, result: dict) -> dict[str, float | None]:
         head = read_frame_results(result, MlrResult).headline
         return {"throughput_pct": head.pct_line_rate} if head else {}

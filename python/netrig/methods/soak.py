@@ -558,13 +558,23 @@ def fmt_time(s: float) -> str:
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
+def known_rate_pps(params: SoakParams, frame: FrameSize, line_rate: LineRate) -> float | None:
+    """The soak's rate when it is known before the soak runs — an absolute rate, or its share of a
+    given NDR (``ndr_pps``) —, else ``None`` (a share of an NDR still to be found)."""
+    share = params.ndr_share
+    if share is None:
+        pps = parse_rate(params.rate, "rate").pps(frame.mean_size, line_rate.bps)
+        assert pps is not None  # "max" was refused, and a line rate is known
+        return pps
+    return share * params.ndr_pps if params.ndr_pps else None
+
+
 def resolve_rate(params: SoakParams, ctx: Context) -> tuple[float, float | None]:
     """``(rate_pps, ndr_pps)``: the NDR only for a rate relative to it (given, known, or measured)."""
     share = params.ndr_share
     if share is None:
-        r = parse_rate(params.rate, "rate")
-        pps = r.pps(ctx.frame.mean_size, ctx.line_rate.bps)
-        assert pps is not None  # "max" was refused, and a line rate is known
+        pps = known_rate_pps(params, ctx.frame, ctx.line_rate)
+        assert pps is not None
         return pps, None
     ndr = params.ndr_pps or ctx.throughput_pps
     if ndr is None or ndr <= 0:
@@ -840,8 +850,16 @@ class Soak(Method):
     def estimate_trials(self, params: SoakParams, frame: FrameSize, line_fps: float) -> int:
         return 1 if params.ndr_share is None or params.ndr_pps else 12
 
-    def top_rate_pct(self, params: SoakParams) -> float:
-        return 100.0
+    def top_rate_pps(self, params: SoakParams, frame: FrameSize, line_rate: LineRate) -> float:
+        """Its rate when known before it runs; else the top of the NDR search that finds it."""
+        known = known_rate_pps(params, frame, line_rate)
+        return known if known is not None else line_rate.fps(frame)
+
+    def selftest_trial_s(self, params: SoakParams) -> float | None:
+        """Not its one trial (hours long): the unit its verdicts count in, an interval, or the NDR
+        search's trial when it measures the NDR first."""
+        measures_ndr = params.ndr_share is not None and not params.ndr_pps
+        return min(params.duration_s, max(params.interval_s, params.ndr_trial_s if measures_ndr else 0.0))
 
     def verdict_values(self, result: dict) -> dict[str, float | None]:
         worst = read_frame_results(result, SoakResult).spread("loss_ratio").max

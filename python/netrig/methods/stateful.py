@@ -23,8 +23,10 @@ The initiator (tx port) and the responder (rx port) share ``N = src_ports × dst
    per entry); the capacity is the largest N whose connections were all there.
 
 Search steps are judged at the rate the tester really sent (the achieved rate): a frame-count step the tester sent
-slower than asked (a stall) that the DUT passed proves the rate it reached, never the one asked for,
-and ends the search's upper end there (``tester_limited``).
+slower than asked that the DUT passed proves the rate it reached, never the one asked for, and ends
+the search's upper end there (``tester_limited``) — unless the tester had sent a rate at least as
+high in full earlier in the same search: that shortfall was a stall, and the step is repeated (up to
+twice, ``repeated_trials``) before it counts.
 """
 from __future__ import annotations
 
@@ -38,7 +40,7 @@ from netrig.errors import ConfigError, MethodologyError
 from netrig.measure import FlowTrial, TableCounts, TrialCounts, TupleCheck
 from netrig.methodology.method import Command, Context, Method, Section, Shortcut
 from netrig.methodology.stats import check, median
-from netrig.methodology.tester import ProvenLimit, Verdict, tester_rx_drops
+from netrig.methodology.tester import ProvenLimit, Verdict, judged, tester_rx_drops
 from netrig.methodology.vocabulary import option
 from netrig.model import LineRate, rates
 from netrig.results.typed import from_dict
@@ -128,10 +130,13 @@ class SearchResult:
     upper_pps: float | None
     trials: int
     tester_limited: bool
+    #: Trials repeated because the tester fell short at a rate it had already sent in full in this
+    #: search (a stall, not its limit); they are in ``trials``.
+    repeated_trials: int = 0
 
     def to_dict(self) -> dict:
         return {"rate_pps": self.rate_pps, "upper_pps": self.upper_pps, "trials": self.trials,
-                "tester_limited": self.tester_limited}
+                "tester_limited": self.tester_limited, "repeated_trials": self.repeated_trials}
 
 
 #: A search step: ``(passed, the rate the tester really sent, the tester fell short of the rate)``.
@@ -183,6 +188,13 @@ class RateSearch(SearchResult):
         extra = {k: v for k, v in (("duration_s", self.duration_s), ("bidirectional", self.bidirectional))
                  if v is not None}
         return {**super().to_dict(), "rate_basis": self.rate_basis, **extra}
+
+    @classmethod
+    def of(cls, s: SearchResult, steps: Stalls, rate_basis: str, duration_s: float | None = None,
+           bidirectional: bool | None = None) -> RateSearch:
+        """The answer of ``s``, whose steps ran through ``steps`` (its repeats counted among its trials)."""
+        return cls(s.rate_pps, s.upper_pps, s.trials + steps.repeated, s.tester_limited, steps.repeated, rate_basis,
+                   duration_s, bidirectional)
 
 
 @dataclass(frozen=True)
@@ -350,6 +362,27 @@ def judge(c: TrialCounts, rate_pps: float, directions: int, passed: bool, limit:
     return passed, c.achieved_pps / directions, False
 
 
+class Stalls:
+    """The steps of one search: a step the tester fell short on at a rate no higher than one it sent in
+    full earlier in the same search is a stall, repeated (:func:`~netrig.methodology.tester.judged`),
+    never the tester's limit."""
+
+    def __init__(self, limit: ProvenLimit, directions: int):
+        self.limit, self.directions = limit, directions
+        self.kept: float | None = None  # the highest aggregate rate the tester sent in full
+        self.repeated = 0
+
+    def step(self, run: Callable[[], TrialCounts], rate_pps: float,
+             passed: Callable[[TrialCounts], bool]) -> Step:
+        """Run the step at ``rate_pps`` (per direction), repeated while it stalls; its outcome (:func:`judge`)."""
+        aggregate = rate_pps * self.directions
+        c, verdict, repeats = judged(run, aggregate, self.limit, self.kept)
+        self.repeated += repeats
+        if verdict is Verdict.VALID:
+            self.kept = max(self.kept or 0.0, aggregate)
+        return judge(c, rate_pps, self.directions, passed(c), self.limit)
+
+
 def arrived(c: TrialCounts) -> int:
     """Frames of a one-frame-per-connection trial the DUT delivered: those counted, once each, and those
     the tester's own receive ring dropped (they passed the DUT; the trial is invalid, flagged, and the
@@ -405,15 +438,14 @@ class Stateful:
         return pre, val
 
     def throughput(self, top: float, capped: bool) -> RateSearch:
-        n = self.p.connections
+        n, stalls = self.p.connections, Stalls(self.ctx.tester_limit, 2)
 
         def step(rate: float) -> Step:
-            c = self.trial(rate, direction="both", duration_s=self.p.duration_s)
-            return judge(c, rate, 2, c.frames_lost == 0 and _ct(c).after == n, self.ctx.tester_limit)
+            return stalls.step(lambda: self.trial(rate, direction="both", duration_s=self.p.duration_s), rate,
+                               lambda c: c.frames_lost == 0 and _ct(c).after == n)
 
         s = bisect(step, top, self.p.resolution_pct, capped=capped)
-        return RateSearch(s.rate_pps, s.upper_pps, s.trials, s.tester_limited, "per direction", self.p.duration_s,
-                          True)
+        return RateSearch.of(s, stalls, "per direction", self.p.duration_s, True)
 
     def teardown(self) -> Teardown:
         n = self.p.connections
@@ -428,14 +460,13 @@ class Stateful:
         return Teardown(entries, t_n, t_0, rate, ct.after_teardown, arrived(c), note=note)
 
     def establishment(self, top: float, capped: bool) -> RateSearch:
-        n = self.p.connections
+        n, stalls = self.p.connections, Stalls(self.ctx.tester_limit, 1)
 
         def step(rate: float) -> Step:
-            c = self.establish(n, rate)
-            return judge(c, rate, 1, _created(c, n), self.ctx.tester_limit)
+            return stalls.step(lambda: self.establish(n, rate), rate, lambda c: _created(c, n))
 
         s = bisect(step, top, self.p.resolution_pct, capped=capped)
-        return RateSearch(s.rate_pps, s.upper_pps, s.trials, s.tester_limited, "connections/s")
+        return RateSearch.of(s, stalls, "connections/s")
 
     def capacity(self) -> list[CapacityPoint]:
         out = []

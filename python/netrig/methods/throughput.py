@@ -1,4 +1,6 @@
-"""RFC 2544 §26.1 throughput: the highest intended rate with zero loss, by binary search.
+"""RFC 2544 §26.1 throughput: the highest intended rate with zero loss, by binary search, or by
+linear steps up (from the lowest load to the first the DUT fails) or down (from the top to the first
+it passes), each then bisected to the resolution (``ThroughputParams.search``).
 
 The primary method: its headline is the run's throughput (the summary per configuration, the
 self-test comparison), and methods that run relative to a throughput measure it with this search
@@ -36,6 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from netrig.errors import ConfigError
 from netrig.measure import Load, Measurer, TrialCounts
 from netrig.methodology.method import Capacity, Context, Method, Section, Shortcut
 from netrig.methodology.selftest import stored_ceilings
@@ -83,9 +86,17 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
+#: How the search places its loads: bisection, or linear steps up or down (then bisection).
+SEARCHES = ("binary", "linear-up", "linear-down")
+#: A linear search's step by default, % of its top load: ten loads.
+STEP_PCT = 10.0
+
+
 @dataclass(frozen=True)
 class ThroughputParams:
-    """``resolution_pct``: the search stops when the bracket is at most this % of line rate wide."""
+    """``resolution_pct``: the search stops when the bracket is at most this % of line rate wide;
+    ``search``: one of ``SEARCHES``; ``step_pct``: a linear search's step, % of its top load
+    (``max_rate_pct`` of line rate, or the tester's limit when lower)."""
 
     duration_s: float = defaults.TRIAL_DURATION_S
     resolution_pct: float = 0.1
@@ -94,8 +105,13 @@ class ThroughputParams:
     max_rate_pct: float = 100.0
     acceptable_loss_ratio: float = 0.0
     repetitions: int | None = None
+    search: str = "binary"
+    step_pct: float = STEP_PCT
 
     def __post_init__(self) -> None:
+        if self.search not in SEARCHES:
+            raise ConfigError("search", f"{self.search!r}: use one of {', '.join(SEARCHES)}")
+        check("step_pct", self.step_pct, lo=0, lo_open=True, hi=100)
         check("duration_s", self.duration_s, lo=0, lo_open=True)
         check("resolution_pct", self.resolution_pct, lo=0, lo_open=True, hi=100)
         check("max_rate_pct", self.max_rate_pct, lo=0, lo_open=True, hi=1000)
@@ -132,6 +148,8 @@ class ThroughputResult:
     #: Trials repeated because the tester fell short at a load it had already sent in full in this
     #: search (a stall, not a limit); they are in ``trials``.
     repeated_trials: int = 0
+    #: How it placed its loads (``ThroughputParams.search``).
+    search: str = "binary"
 
     @property
     def rate(self) -> dict | None:
@@ -151,7 +169,7 @@ class ThroughputResult:
             "tester_limit_pps": self.tester_limit_pps, "resolution_pps": self.resolution_pps,
             "found": self.found, "bounded_by_tester": self.tester_limited, "tester_cap_pps": self.tester_cap_pps,
             "backpressure_trials": self.backpressure_trials, "backpressure_pps": self.backpressure_pps,
-            "repeated_trials": self.repeated_trials,
+            "repeated_trials": self.repeated_trials, "search": self.search,
         }
 
 
@@ -167,70 +185,122 @@ def passes(counts: TrialCounts, acceptable_loss_ratio: float) -> bool:
 DESCENT_LIMIT = 1024
 
 
+def scan_loads(lo: float, top: float, step: float, up: bool) -> list[float]:
+    """The loads of a linear scan: every multiple of ``step`` above ``lo`` and below ``top``, then
+    ``top``; from the lowest up (``up``) or from ``top`` down."""
+    n = math.ceil(top / step * (1 - 1e-12))
+    loads = [k * step for k in range(1, n) if k * step > lo * (1 + 1e-12)] + [top]
+    return loads if up else loads[::-1]
+
+
+class _Search:
+    """One throughput search: its bracket ``[lo, hi)``, what it saw, and the rules of the module's
+    docstring for each trial (:meth:`trial`) and for the next load of the bisection (:meth:`next_rate`)."""
+
+    def __init__(self, measurer: Measurer, frame: FrameSize, line_rate: LineRate, params: ThroughputParams,
+                 limit: ProvenLimit):
+        self.measurer, self.frame, self.line_rate, self.params, self.limit = measurer, frame, line_rate, params, limit
+        self.line_fps = line_rate.fps(frame)
+        self.lo = params.min_rate_pct / 100 * self.line_fps
+        top = params.max_rate_pct / 100 * self.line_fps
+        self.capped = limit.caps(top)
+        self.hi = self.top = limit.cap(top)
+        self.res = params.resolution_pct / 100 * self.line_fps
+        self.floor = max(self.lo, self.res / DESCENT_LIMIT)
+        self.best: float | None = None
+        self.upper: float | None = None  # the lowest load the DUT failed
+        self.tester_limit: float | None = None  # the least the tester reached where it fell short
+        self.backpressure: list[float] = []
+        self.hint: float | None = None  # what the last failing trial forwarded loss-free
+        self.followed: float | None = None  # the shortfall of the last failed trial whose hint was followed
+        self.kept: float | None = None  # the highest load the tester sent in full
+        self.tester_top = math.inf  # the lowest load the tester could not send
+        self.trials = self.repeated = 0
+
+    def trial(self, rate: float) -> Verdict | None:
+        """One trial at ``rate`` (repeated while it stalls) and what it does to the bracket: ``None``
+        when the DUT passed it, else the verdict of the failure (``VALID``: the DUT lost frames)."""
+        p = self.params
+        counts, verdict, repeats = measure_judged(self.measurer, Load(rate, self.frame), p.duration_s, self.limit,
+                                                  self.kept)
+        self.trials += 1 + repeats
+        self.repeated += repeats
+        if verdict is Verdict.VALID:
+            self.kept = max(self.kept or 0.0, rate)
+        if verdict is Verdict.TESTER:
+            self.tester_limit = min(self.tester_limit or math.inf, counts.achieved_pps)
+            self.hi = self.tester_top = min(self.tester_top, rate)
+            return verdict
+        if verdict is Verdict.VALID and passes(counts, p.acceptable_loss_ratio):
+            self.best, self.lo = max(self.best or 0.0, rate), max(self.lo, rate)
+            return None
+        if verdict is Verdict.BACKPRESSURE:  # the DUT failed the load: it lost frames, or slowed the sender
+            self.backpressure.append(counts.achieved_pps)
+        self.hi = min(self.hi, rate)
+        self.upper = rate if self.upper is None else min(self.upper, rate)
+        self.hint = min(counts.achieved_pps, counts.frames_received / p.duration_s) * (1 - 1e-3)
+        return verdict
+
+    def done(self) -> bool:
+        if self.best is not None and self.best >= self.hi * (1 - 1e-12):
+            return True
+        return self.hi - self.lo <= self.res * (1 + 1e-9) and (self.best is not None or self.hi <= self.floor)
+
+    def next_rate(self, rate: float) -> float:
+        """After a trial at ``rate``: the last failure's forwarded rate when it is worth following,
+        else below the resolution (nothing passed yet) halving, else the middle of the bracket."""
+        hint, self.hint = self.hint, None
+        shortfall = 1 - hint / rate if hint is not None else 0.0
+        if hint is not None and max(self.lo, self.floor) < hint < self.hi and \
+                (self.followed is None or shortfall <= self.followed / 2):
+            self.followed = shortfall
+            return hint  # what the DUT just forwarded: usually right below its throughput
+        if self.hi - self.lo <= self.res * (1 + 1e-9):
+            return self.hi / 2  # nothing passed yet: keep going down
+        return (self.lo + self.hi) / 2
+
+    def bisect(self, rate: float) -> None:
+        while True:
+            self.trial(rate)
+            if self.done():
+                return
+            rate = self.next_rate(rate)
+
+    def scan(self, up: bool) -> float | None:
+        """Linear steps of ``step_pct`` of the top load from the lowest load up to the first load the
+        DUT (or the tester) fails, or from the top down to the first load the DUT passes; then the
+        rate to refine the bracket from (``None``: done)."""
+        loads = scan_loads(self.lo, self.top, self.params.step_pct / 100 * self.top, up)
+        for rate in loads:
+            failed = self.trial(rate) is not None
+            if failed == up:
+                break
+        return None if self.done() else self.next_rate(rate)
+
+    def result(self) -> ThroughputResult:
+        best, upper = self.best, self.upper
+        limited = best is not None and ((self.capped and upper is None) or self.tester_top < (upper or math.inf))
+        return ThroughputResult(
+            frame=self.frame, line_rate=self.line_rate,
+            rate_pps=best if best is not None else 0.0, lower_pps=best if best is not None else 0.0,
+            upper_pps=upper, trials=self.trials, tester_limited=limited,
+            tester_limit_pps=self.tester_limit if self.tester_limit is not None else (self.top if limited else None),
+            resolution_pps=self.res, found=best is not None, tester_cap_pps=self.top if self.capped else None,
+            backpressure_trials=len(self.backpressure), backpressure_pps=max(self.backpressure, default=None),
+            repeated_trials=self.repeated, search=self.params.search)
+
+
 def measure_throughput(measurer: Measurer, frame: FrameSize, line_rate: LineRate,
                        params: ThroughputParams = ThroughputParams(),
                        limit: ProvenLimit = NO_LIMIT) -> ThroughputResult:
-    """Binary search in ``[min_rate, max_rate]`` (percent of line rate) to ``resolution_pct``, by
-    the rules in the module's docstring."""
-    line_fps = line_rate.fps(frame)
-    lo = params.min_rate_pct / 100 * line_fps
-    top = params.max_rate_pct / 100 * line_fps
-    capped = limit.caps(top)
-    hi = limit.cap(top)
-    top = hi
-    res = params.resolution_pct / 100 * line_fps
-    floor = max(lo, res / DESCENT_LIMIT)
-    rate = min(params.initial_rate_pct / 100 * line_fps, hi)
-    best: float | None = None
-    upper: float | None = None
-    tester_limit: float | None = None
-    backpressure: list[float] = []
-    hint: float | None = None  # what the last failing trial forwarded loss-free
-    followed: float | None = None  # the shortfall of the last failed trial whose forwarded rate was followed
-    kept: float | None = None  # the highest load the tester sent in full
-    tester_top = math.inf  # the lowest load the tester could not send
-    trials = repeated = 0
-    while True:
-        counts, verdict, repeats = measure_judged(measurer, Load(rate, frame), params.duration_s, limit, kept)
-        trials += 1 + repeats
-        repeated += repeats
-        if verdict is Verdict.VALID:
-            kept = max(kept or 0.0, rate)
-        if verdict is Verdict.TESTER:
-            tester_limit = counts.achieved_pps if tester_limit is None else min(tester_limit, counts.achieved_pps)
-            hi = tester_top = min(tester_top, rate)
-        elif verdict is Verdict.VALID and passes(counts, params.acceptable_loss_ratio):
-            best = rate
-            lo = rate
-        else:  # the DUT failed the load: it lost frames, or it slowed the sender
-            if verdict is Verdict.BACKPRESSURE:
-                backpressure.append(counts.achieved_pps)
-            hi = rate
-            upper = rate if upper is None else min(upper, rate)
-            hint = min(counts.achieved_pps, counts.frames_received / params.duration_s) * (1 - 1e-3)
-        if best is not None and best >= hi * (1 - 1e-12):
-            break
-        if hi - lo <= res * (1 + 1e-9) and (best is not None or hi <= floor):
-            break
-        shortfall = 1 - hint / rate if hint is not None else 0.0
-        if hint is not None and max(lo, floor) < hint < hi and (followed is None or shortfall <= followed / 2):
-            followed = shortfall
-            rate = hint  # what the DUT just forwarded: usually right below its throughput
-        elif hi - lo <= res * (1 + 1e-9):
-            rate = hi / 2  # nothing passed yet: keep going down
-        else:
-            rate = (lo + hi) / 2
-        hint = None
-    limited = best is not None and ((capped and upper is None) or tester_top < (upper or math.inf))
-    return ThroughputResult(
-        frame=frame, line_rate=line_rate, rate_pps=best if best is not None else 0.0,
-        lower_pps=best if best is not None else 0.0, upper_pps=upper, trials=trials,
-        tester_limited=limited,
-        tester_limit_pps=tester_limit if tester_limit is not None else (top if limited else None),
-        resolution_pps=res, found=best is not None, tester_cap_pps=top if capped else None,
-        backpressure_trials=len(backpressure), backpressure_pps=max(backpressure, default=None),
-        repeated_trials=repeated,
-    )
+    """The highest load in ``[min_rate, max_rate]`` (percent of line rate) the DUT passes, to
+    ``resolution_pct``, by the search ``params.search`` names and the rules in the module's docstring."""
+    s = _Search(measurer, frame, line_rate, params, limit)
+    if params.search == "binary":
+        s.bisect(min(params.initial_rate_pct / 100 * s.line_fps, s.hi))
+    elif (rate := s.scan(up=params.search == "linear-up")) is not None:
+        s.bisect(rate)
+    return s.result()
 
 
 # --------------------------------------------------------------------------------------------- #
@@ -405,14 +475,18 @@ class Throughput(Method):
     plots = (throughput_plot,)
     console_columns = (f"{rates.INTENDED} fps (median)", "% line rate", "L1 bit/s", "L2 bit/s", "min–max")
     shortcut = Shortcut(RFC2544, "throughput")
-    cli_fields = {"resolution_pct": "--resolution"}
+    cli_fields = {"resolution_pct": "--resolution", "search": "--search", "step_pct": "--search-step"}
 
     def run(self, params: ThroughputParams, ctx: Context) -> ThroughputResult:
         return measure_throughput(ctx.measurer, ctx.frame, ctx.line_rate, params, ctx.tester_limit)
 
     def estimate_trials(self, params: ThroughputParams, frame: FrameSize, line_fps: float) -> int:
-        span = (params.max_rate_pct - params.min_rate_pct) / params.resolution_pct
-        return int(math.ceil(math.log2(max(2.0, span)))) + 1
+        span = params.max_rate_pct - params.min_rate_pct
+        if params.search == "binary":
+            return int(math.ceil(math.log2(max(2.0, span / params.resolution_pct)))) + 1
+        step = params.step_pct / 100 * params.max_rate_pct  # % of line rate, at the configured top
+        steps = int(math.ceil(span / step / 2))  # half the scan, on average
+        return steps + int(math.ceil(math.log2(max(1.0, step / params.resolution_pct)))) + 1
 
     def top_rate_pct(self, params: ThroughputParams) -> float:
         return params.max_rate_pct
@@ -487,9 +561,14 @@ class Throughput(Method):
 
     def add_cli_options(self, parser: argparse.ArgumentParser) -> None:
         option(parser, "--resolution", "of the throughput search [0.1]", default="0.1")
+        option(parser, "--search", f"how the throughput search places its loads: {', '.join(SEARCHES)} [binary]",
+               default="binary", choices=SEARCHES)
+        option(parser, "--search-step", f"a linear throughput search's step, %% of its top load (the line rate, "
+                                        f"or the tester's proven limit when lower) [{STEP_PCT:g}]",
+               default=f"{STEP_PCT:g}")
 
     def cli_params(self, args: argparse.Namespace) -> dict:
-        return {"resolution_pct": args.resolution}
+        return {"resolution_pct": args.resolution, "search": args.search, "step_pct": args.search_step}
 
 
 METHOD = Throughput()

@@ -283,14 +283,24 @@ class Runner:
             if cfg.selftest.rates_pps:
                 out[f.label] = max(cfg.selftest.rates_pps)
                 continue
-            top = max((m.method.top_rate_pct(m.params) for m in cfg.methods if m.method.stack_kind is None),
-                      default=0.0)
-            out[f.label] = lr.fps(f) * top / 100
+            out[f.label] = max((m.method.top_rate_pps(m.params, f, lr) for m in cfg.methods
+                                if m.method.stack_kind is None), default=0.0)
         return out
+
+    def _selftest_trial_s(self) -> float:
+        """How long each self-test trial lasts: ``selftest.duration_s`` when given, else the longest
+        trial at a rate of the run's methods (``Method.selftest_trial_s``; the trial duration for a
+        method that names none) — never longer than the run's own trials (a soak's one trial lasts
+        hours: its interval counts)."""
+        cfg = self.config
+        if cfg.selftest.duration_s:
+            return cfg.selftest.duration_s
+        return max((m.method.selftest_trial_s(m.params) or cfg.trial.duration_s for m in cfg.methods
+                    if m.method.stack_kind is None), default=cfg.trial.duration_s)
 
     def _run_selftest(self, testbed: str) -> None:
         rec, st = self._recorder(), self.config.selftest
-        params = SelftestParams(st.factor, st.duration_s or self.config.trial.duration_s, st.resolution_pct)
+        params = SelftestParams(st.factor, self._selftest_trial_s(), st.resolution_pct)
         req = self._required_rates()
         ceilings = []
         for f in self.config.frames.sizes:
@@ -343,9 +353,9 @@ class Runner:
                       tester_limit_pps=limit, notify=lambda msg: self.progress(Notice(msg)),
                       dut_can_hold_sender=self.dut_can_hold_sender,
                       publish=lambda result: self._publish(m, frame, result))
-        if m.method.needs_throughput:
+        if m.method.needs_throughput or m.method.uses_throughput:
             tp = self._throughput_for(mi, frame, getattr(m.params, "throughput_from", None))
-            if tp is None or tp <= 0:
+            if (tp is None or tp <= 0) and m.method.needs_throughput:
                 tp = REGISTRY.primary.default_throughput(ctx)
             ctx = replace(ctx, throughput_pps=tp)
         events = self.config.trial.events

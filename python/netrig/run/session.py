@@ -124,8 +124,9 @@ def line_rate(config: TestConfig, interface: str | None, speed_bps: float | None
 @contextlib.contextmanager
 def simulated_session(config: TestConfig, role: str) -> Iterator[Session]:
     model = config.testbed.simulator or DutModel()
-    if role == "selftest":  # a looped-back tester: no DUT, only the tester's own ceiling
+    if role == "selftest":  # a looped-back tester: no DUT, only the tester's own ceiling and stalls
         model = DutModel(capacity_pps=1e15, tester_ceiling_pps=model.tester_ceiling_pps,
+                         tester_stall_probability=model.tester_stall_probability,
                          trial_delay_s=model.trial_delay_s, seed=model.seed + 1)
     yield Session(SimulatedMeasurer(model), line_rate(config, "simulated", None),
                   {"name": "simulated", "role": role, "model": model.to_dict()}, {}, "simulated", simulated=True)
