@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from netrig.errors import ConfigError
-from netrig.otg import headers, refusal, schema
+from netrig.otg import headers, refusal
 from netrig.otg.mapping import PRESETS, ServePort, plan
+from netrig.otg.objects import Config, read
 from netrig.trial import Port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,7 +26,7 @@ def base(**flow) -> dict:
 
 
 def planned(cfg: dict):
-    return plan(schema.check("Config", copy.deepcopy(cfg)), SERVE)
+    return plan(read(Config, copy.deepcopy(cfg)), SERVE)
 
 
 def test_ports_flows_and_captures_map():
@@ -130,7 +131,7 @@ def _ip(**src) -> dict:
 ])
 def test_field_patterns_are_checked_as_they_are_mapped(cfg, path, words):
     with pytest.raises(ConfigError) as e:
-        plan(schema.check("Config", copy.deepcopy(cfg), defer_patterns=True), SERVE)
+        plan(read(Config, copy.deepcopy(cfg), defer_headers=True), SERVE)
     assert e.value.field == path and words in e.value.message, str(e.value)
 
 
@@ -211,3 +212,25 @@ def test_the_engines_header_walk_maps_every_plain_field_as_the_python_walk_does(
     if kind == "udp":
         assert form.convert({"checksum": {"choice": "generated", "generated": "bad"}}) is None
         assert form.convert({"src_port": {"choice": "value", "value": 70000}}) is None
+
+
+@pytest.mark.parametrize("head, path, words", [
+    ({"choice": "ipv4", "ipv44": {}}, "flows[0].packet[1].ipv44", "not a property of FlowHeader"),
+    ({"choice": "ipv4", "ipv4": {"ttl": {"value": 1}}}, "flows[0].packet[1].ipv4.ttl", "not a property of FlowIpv4"),
+    ({"choice": "ipv4", "ipv4": 5}, "flows[0].packet[1].ipv4", "not an object"),
+    ({"choice": "udp", "ipv4": {}}, "flows[0].packet[1].ipv4", "choice is 'udp'"),
+    ({"choice": "custom", "custom": {}}, "flows[0].packet[1].custom.bytes", "is required"),
+    ("udp", "flows[0].packet[1]", "is not an object"),
+])
+def test_a_header_left_to_the_mapping_is_checked_against_the_model(head, path, words):
+    """The config's check leaves the headers to the mapping (the server's ``defer_headers``): what
+    the engine's converter does not take whole is checked against the model there, naming the path."""
+    with pytest.raises(ConfigError) as e:
+        plan(read(Config, base(packet=[{"choice": "ethernet"}, head]), defer_headers=True), SERVE)
+    assert e.value.field == path and words in e.value.message, str(e.value)
+
+
+def test_a_header_given_by_its_member_alone_is_that_header():
+    given = {"udp": {"src_port": {"value": 7}}}
+    assert headers.header(given, "flows[0]", 1, []).kind == "udp" and given["choice"] == "udp"
+    assert headers.header({}, "flows[0]", 0, []).kind == "ethernet"  # the model's default

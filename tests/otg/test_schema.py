@@ -72,6 +72,6 @@ def test_what_snappi_serialises_passes():
 
 def test_defaults_come_from_the_model():
     s = schema.schema("PatternFlowIpv4TimeToLive")
-    assert s.default("value") == 64
-    assert schema.schema("FlowRate").default("choice") == "pps"
+    assert s.defaults["value"] == 64
+    assert schema.schema("FlowRate").default_choice == "pps"
     assert schema.API_SPEC_RANGE.startswith(">=1.58.0")

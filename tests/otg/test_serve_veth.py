@@ -322,6 +322,7 @@ def test_a_refused_cpu_pin_is_a_warning_of_the_start_once(veth):
     """Workers placed on a CPU the kernel refuses (CPU 4095: not online) still run; the traffic
     start's OTG warnings name each such worker once per config, and the flow counts exactly."""
     from netrig.otg.mapping import ServePort
+    from netrig.otg.objects import Config, ControlState, read
     from netrig.otg.service import Service
     from netrig.trial import Port
     ns_a, if_a, ns_b, if_b = veth
@@ -330,10 +331,11 @@ def test_a_refused_cpu_pin_is_a_warning_of_the_start_once(veth):
            "flows": [{"name": "f", "tx_rx": {"choice": "port", "port": {"tx_name": "p1", "rx_names": ["p2"]}},
                       "packet": [{"choice": "ethernet"}, {"choice": "ipv4"}, {"choice": "udp"}],
                       "rate": {"pps": 1000}, "duration": {"fixed_packets": {"packets": 50}}}]}
-    start = {"choice": "traffic", "traffic": {"choice": "flow_transmit", "flow_transmit": {"state": "start"}}}
+    start = read(ControlState, {"choice": "traffic", "traffic": {"choice": "flow_transmit",
+                                                                 "flow_transmit": {"state": "start"}}})
     svc = Service(ports, tx_cpus=(4095,))
     try:
-        svc.set_config(cfg)
+        svc.set_config(read(Config, cfg), cfg)
         first = svc.control_state(start)
         assert [w.split(":")[0] for w in first] == ["netrig-gtx0 not pinned to CPU 4095"], first
         deadline = time.monotonic() + 10
@@ -358,20 +360,26 @@ def test_a_new_config_on_the_same_ports_keeps_them_open_and_counts_only_its_own_
     stays attached: no detach, no attach); the first config's frames still in flight when it is
     replaced never count for the second, whose flow has the same index; closing detaches."""
     from netrig.otg.mapping import ServePort
+    from netrig.otg.objects import Config, ControlState, read
     from netrig.otg.service import Service
     from netrig.trial import Port
     ns_a, if_a, ns_b, if_b = veth
     ports = [ServePort(f"{if_a}@{ns_a}", Port(if_a, ns_a), None), ServePort(f"{if_b}@{ns_b}", Port(if_b, ns_b), None)]
 
-    def cfg(frames: int, pps: int, tx: str = "p1", rx: str = "p2") -> dict:
+    def doc(frames: int, pps: int, tx: str = "p1", rx: str = "p2") -> dict:
         return {"ports": [{"name": "p1", "location": ports[0].name}, {"name": "p2", "location": ports[1].name}],
                 "flows": [{"name": "f", "tx_rx": {"choice": "port", "port": {"tx_name": tx, "rx_names": [rx]}},
                            "packet": [{"choice": "ethernet"}, {"choice": "ipv4"}, {"choice": "udp"}],
                            "rate": {"pps": pps}, "duration": {"fixed_packets": {"packets": frames}}}]}
-    start = {"choice": "traffic", "traffic": {"choice": "flow_transmit", "flow_transmit": {"state": "start"}}}
+
+    def set_config(frames: int, pps: int, tx: str = "p1", rx: str = "p2") -> None:
+        document = doc(frames, pps, tx, rx)
+        svc.set_config(read(Config, document), document)
+    start = read(ControlState, {"choice": "traffic", "traffic": {"choice": "flow_transmit",
+                                                                 "flow_transmit": {"state": "start"}}})
     svc = Service(ports)
     try:
-        svc.set_config(cfg(1_000_000, 200_000))
+        set_config(1_000_000, 200_000)
         prog = _xdp_prog_id(if_b, ns_b)
         assert prog is not None
         svc.control_state(start)
@@ -379,7 +387,7 @@ def test_a_new_config_on_the_same_ports_keeps_them_open_and_counts_only_its_own_
         assert svc.generator.flow_stats()[0].tx_frames > 0
         # then the other way round: the port that only received now sends too (its queue opened then)
         for tx, rx in (("p1", "p2"), ("p2", "p1")):
-            svc.set_config(cfg(40, 1000, tx, rx))
+            set_config(40, 1000, tx, rx)
             assert _xdp_prog_id(if_b, ns_b) == prog, "the ports stayed open"
             svc.control_state(start)
             deadline = time.monotonic() + 10

@@ -189,7 +189,7 @@ def test_a_large_config_is_parsed_with_the_collector_held_off(monkeypatch):
     monkeypatch.setattr(srv._GcPause, "__exit__", slow_exit)
     service = Service(SERVE)
 
-    def set_config(body):
+    def set_config(config, document):
         seen.append(gc.isenabled())
         raise srv.ConfigError("flows[0].tx_rx", "no such port: name one of the config's ports")
     monkeypatch.setattr(service, "set_config", set_config)
@@ -198,7 +198,7 @@ def test_a_large_config_is_parsed_with_the_collector_held_off(monkeypatch):
     try:
         pad = "x" * (srv.GC_PAUSE_BYTES + 10)
         assert gc.isenabled()
-        got, out = post(server.url, "/config", json.dumps({"ports": [], "flows": [], "pad": pad}).encode())
+        got, out = post(server.url, "/config", json.dumps({"ports": [{"name": pad}], "flows": []}).encode())
         assert got == 400 and "flows[0].tx_rx" in out["errors"][0]
         got, out = post(server.url, "/config", b"{" + pad.encode())
         assert got == 400 and "not JSON" in out["errors"][0]

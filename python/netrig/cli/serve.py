@@ -40,7 +40,7 @@ from netrig.trial import IO_MODES, Port
 # The server and the OTG model (snappi: ~0.5 s to import) load when `netrig serve` runs, not for
 # every command's parser.
 if TYPE_CHECKING:
-    from netrig.otg.agents import AgentClient
+    from netrig.controller.agents import AgentClient
     from netrig.otg.mapping import ServePort
     from netrig.otg.server import OtgServer
 
@@ -160,15 +160,15 @@ def run(args) -> int:
 
 
 def _token(args) -> str | None:
-    from netrig.otg.tls import read_token
+    from netrig.otgclient.client import read_token
 
     return read_token(args.token_file, "--token-file") if args.token_file else None
 
 
 def _agents(args) -> list[AgentClient]:
     """The ``--agent`` options as clients (each name once), checked before anything is reached."""
-    from netrig.otg.agents import AgentClient, AgentSpec
-    from netrig.otg.tls import client_context, read_token
+    from netrig.controller.agents import AgentClient, AgentSpec
+    from netrig.otgclient.client import client_context, read_token
 
     if args.port:
         raise ConfigError("--port", "a controller (--agent) has no ports of its own: give them to its agents")
@@ -188,8 +188,9 @@ def _agents(args) -> list[AgentClient]:
 
 
 def _run_controller(args) -> int:
-    """``netrig serve --agent …``: a controller of agents (no ports, no root)."""
-    from netrig.otg.controller import Controller
+    """``netrig serve --agent …``: a controller of agents (no ports, no root), served as the
+    stand-alone server's service is."""
+    from netrig.controller.controller import Controller
     from netrig.otg.server import OtgServer
 
     agents = _agents(args)

@@ -1,7 +1,8 @@
 """The measurer seam and its implementations: every method runs its trials through a
-:class:`Measurer` (``seam``): the engine on real ports (``engine``), or a simulated DUT with known
-behaviour (``simulator``). What a method needs from the infrastructure (CPU accounting, the DUT
-monitor's samples, the DUT's conntrack table) comes through here, as types."""
+:class:`Measurer` (``seam``): the engine on real ports (``engine``), a simulated DUT with known
+behaviour (``simulator``), or an OTG server on one host or many (``otg``). What a method needs from
+the infrastructure (CPU accounting, the DUT monitor's samples, the DUT's conntrack table) comes
+through here, as types."""
 from netrig.measure.seam import (
     CompactSample,
     CpuUsage,

@@ -17,12 +17,11 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-import snappi.snappi as _model
-
 from netrig import _native
 from netrig.errors import ConfigError
 from netrig.otg import refusal
-from netrig.otg.schema import schema
+from netrig.otg.schema import Prop, Schema, schema
+from netrig.otgclient.typed import Reader
 
 P = _native.FieldPattern
 
@@ -58,6 +57,58 @@ def _ipv6(v: str) -> int:
 _FORMATS: dict[str | None, Convert] = {"mac": _mac, "ipv4": _ipv4, "ipv6": _ipv6, None: int}
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Counter:
+    """An increment or decrement (``PatternFlow…Counter``) as given (``None``: not given)."""
+
+    start: Any = None
+    step: Any = None
+    count: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Random:
+    """A random pattern (``PatternFlow…Random``) as given."""
+
+    min: Any = None
+    max: Any = None
+    seed: int | None = None
+    count: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Pattern:
+    """A field's pattern as given: the properties of every ``PatternFlow…`` class (each class has
+    some of them, as its table says)."""
+
+    choice: str | None = None
+    value: Any = None
+    values: tuple[Any, ...] | None = None
+    increment: _Counter | None = None
+    decrement: _Counter | None = None
+    random: _Random | None = None
+    metric_tags: tuple[Any, ...] | None = None
+    auto: Any = None
+    generated: str | None = None
+    custom: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _CustomHeader:
+    """A custom header (``FlowCustom``)."""
+
+    bytes: str
+    metric_tags: tuple[Any, ...] | None = None
+
+
+#: Patterns, and the model's defaults of them, read as given (nothing filled in).
+_AS_GIVEN = Reader()
+
+
+def _or(v: Any, default: Any) -> Any:
+    return default if v is None else v
+
+
 @dataclass(frozen=True)
 class _PatternInfo:
     """What converting one pattern class needs: its value converter and bounds, defaults, its
@@ -67,7 +118,7 @@ class _PatternInfo:
     conv: Convert
     lo: int
     hi: int
-    defaults: dict[str, Any]
+    defaults: _Pattern
     keys: frozenset[str]
     members: frozenset[str]
     checksum: bool
@@ -76,44 +127,35 @@ class _PatternInfo:
 
 @cache
 def _info(pattern_class: str) -> _PatternInfo:
-    types = _native_types(pattern_class)
-    value = types.get("value") or types.get("custom") or {}
-    fmt_hi = 2**32 - 1 if value.get("format") == "uint32" else 2**64 - 1
-    fmt = value.get("format") if value.get("format") in _FORMATS else None
-    conv, lo, hi = _FORMATS[fmt], value.get("minimum", 0), min(value.get("maximum", fmt_hi), fmt_hi)
-    defaults, checksum = schema(pattern_class).defaults, "generated" in types
-    form = None if checksum else _form(types, fmt or "int", conv, lo, hi, defaults)
-    return _PatternInfo(conv, lo, hi, defaults, frozenset(types), frozenset(types.get("choice", {}).get("enum", ())),
-                        checksum, form)
+    s = schema(pattern_class)
+    value = s.props.get("value") or s.props.get("custom") or Prop(kind=int)
+    fmt_hi = 2**32 - 1 if value.format == "uint32" else 2**64 - 1
+    fmt = value.format if value.format in _FORMATS else None
+    conv, lo, hi = _FORMATS[fmt], int(_or(value.minimum, 0)), min(int(_or(value.maximum, fmt_hi)), fmt_hi)
+    defaults, checksum = _AS_GIVEN(_Pattern, s.defaults), "generated" in s.props
+    form = None if checksum else _form(s, fmt or "int", conv, lo, hi, defaults)
+    return _PatternInfo(conv, lo, hi, defaults, frozenset(s.props), s.choices or frozenset(), checksum, form)
 
 
-def _form(types: dict[str, dict], fmt: str, conv: Convert, lo: int, hi: int,
-          defaults: dict[str, Any]) -> _native.PatternForm:
+def _form(s: Schema, fmt: str, conv: Convert, lo: int, hi: int, d: _Pattern) -> _native.PatternForm:
     """The engine's converter of a pattern class's plain choices, with the model's defaults."""
-    sub = {k: types[k]["type"] for k in ("increment", "random") if k in types}
-    cd = schema(sub["increment"]).defaults if "increment" in sub else {}
-    rd = schema(sub["random"]).defaults if "random" in sub else {}
-    sub_keys = sorted({k for c in sub.values() for k in _native_types(c)})
+    sub = [schema(str(p.kind)) for k, p in s.props.items() if k in ("increment", "random")]
+    cd = next((_AS_GIVEN(_Counter, c.defaults) for c in sub if c.name.endswith("Counter")), _Counter())
+    rd = next((_AS_GIVEN(_Random, c.defaults) for c in sub if c.name.endswith("Random")), _Random())
+    sub_keys = sorted({k for c in sub for k in c.props})
 
     def dv(v: Any) -> int:  # a default: in the class's format, or a plain 0 or 1 where the model has none
         return v if type(v) is int else conv(v)
-    return _native.PatternForm(fmt, lo, hi, dv(defaults.get("value", 0)), [dv(v) for v in defaults.get("values", [0])],
-                               (dv(cd.get("start", 0)), dv(cd.get("step", 1)), cd.get("count", 1)),
-                               (dv(rd.get("min", 0)), dv(rd.get("max", 0)), rd.get("count", 1), rd.get("seed", 1)),
-                               sub_keys, sorted(types), sorted(types.get("choice", {}).get("enum", ())),
-                               defaults.get("choice", "value"))
-
-
-@cache
-def _native_types(class_name: str) -> dict[str, dict]:
-    """The model class's property table (snappi's ``_TYPES``)."""
-    return getattr(_model, class_name)._TYPES
+    return _native.PatternForm(fmt, lo, hi, dv(_or(d.value, 0)), [dv(v) for v in _or(d.values, (0,))],
+                               (dv(_or(cd.start, 0)), dv(_or(cd.step, 1)), _or(cd.count, 1)),
+                               (dv(_or(rd.min, 0)), dv(_or(rd.max, 0)), _or(rd.count, 1), _or(rd.seed, 1)),
+                               sub_keys, sorted(s.props), sorted(s.choices or ()), _or(d.choice, "value"))
 
 
 def pattern(d: dict, pattern_class: str, path: Callable[[], str], warnings: list[str],
             kind_field: str) -> _native.FieldPattern:
     """One field's OTG pattern object as the engine's pattern (``path()``: where it is, for errors).
-    The config check left it to here (``schema.check(defer_patterns=True)``). The plain choices
+    The header's check left it to here (``schema.check(defer_headers=True)``). The plain choices
     convert in the engine (``_native.PatternForm``); what is not plain, or does not convert, is
     checked against the model, whose error names the path."""
     info = _info(pattern_class)
@@ -122,11 +164,13 @@ def pattern(d: dict, pattern_class: str, path: Callable[[], str], warnings: list
         p = form.convert(d) if form is not None else None
         if p is not None:
             return p
+        given = _AS_GIVEN(_Pattern, d)  # a property of no pattern class: the model's check below names it
         members = d.keys() & info.members
-        if not d.keys() <= info.keys or len(members) > 1 or (members and d.get("choice") not in (None, *members)):
+        if not d.keys() <= info.keys or len(members) > 1 or (members and given.choice not in (None, *members)) \
+                or None in d.values():
             schema(pattern_class).check(d, path())
-        choice = d.get("choice") or (next(iter(members)) if members else info.defaults.get("choice", "value"))
-        return _convert(d, info, choice, path, warnings, kind_field)
+        choice = given.choice or (next(iter(members)) if members else _or(info.defaults.choice, "value"))
+        return _convert(given, info, choice, path, warnings, kind_field)
     except ConfigError:
         raise
     except (ValueError, TypeError, OSError, AttributeError) as e:
@@ -140,34 +184,34 @@ def _int(v: Any, info: _PatternInfo) -> int:
     return v
 
 
-def _convert(d: dict, info: _PatternInfo, choice: str, path: Callable[[], str], warnings: list[str],
+def _convert(p: _Pattern, info: _PatternInfo, choice: str, path: Callable[[], str], warnings: list[str],
              kind_field: str) -> _native.FieldPattern:
     """What the engine's ``PatternForm`` leaves here: metric tags, checksums, ``auto``."""
     conv = info.conv if info.conv is not int else (lambda v: _int(v, info))
     defaults = info.defaults
-    if d.get("metric_tags"):
+    if p.metric_tags:
         raise refusal.refuse("flows[].packet[].*.*.metric_tags", f"{path()}.metric_tags")
     if info.checksum:
-        generated = d.get("generated", defaults.get("generated"))
+        generated = _or(p.generated, defaults.generated)
         if choice == "custom":
-            return P.fixed(_int(d.get("custom", 0), _CHECKSUM))
+            return P.fixed(_int(_or(p.custom, 0), _CHECKSUM))
         if generated not in ("good", "bad"):
             raise ValueError("generated must be good or bad")
         return P.bad_checksum() if generated == "bad" else P.auto(0)
     if choice == "auto":
-        auto = d.get("auto", defaults.get("auto"))
+        auto = _or(p.auto, defaults.auto)
         if isinstance(auto, dict):
             raise refusal.refuse(f"flows[].packet[].{kind_field}.auto", f"{path()}.auto")
         if kind_field == "ethernet.dst":
             warnings.append(refusal.warning("flows[].packet[].ethernet.dst.auto", f"{path()}.auto"))
-        return P.auto(conv(auto if auto is not None else defaults.get("value", 0)))
+        return P.auto(conv(auto if auto is not None else _or(defaults.value, 0)))
     if choice == "value":  # a checksum class's
-        return P.fixed(conv(d.get("value", defaults.get("value", 0))))
+        return P.fixed(conv(_or(p.value, _or(defaults.value, 0))))
     raise ValueError(f"choice {choice!r}")
 
 
 #: Bounds of a custom checksum.
-_CHECKSUM = _PatternInfo(int, 0, 0xFFFF, {}, frozenset(), frozenset(), False, None)
+_CHECKSUM = _PatternInfo(int, 0, 0xFFFF, _Pattern(), frozenset(), frozenset(), False, None)
 
 #: How a header body's property is mapped: a field pattern (its class, the engine's name, the
 #: field as refusals name it), a nested object to walk (its class), or refused (the table's entry).
@@ -177,8 +221,8 @@ _Action = tuple[str, str, str, str]
 @cache
 def _actions(kind: str, class_name: str, at: tuple[str, ...]) -> dict[str, _Action]:
     out: dict[str, _Action] = {}
-    for prop, spec in _native_types(class_name).items():
-        t = spec["type"]
+    for prop, p in schema(class_name).props.items():
+        t = p.kind
         if not isinstance(t, str):
             refused: _Action = ("refuse", f"flows[].packet[].{kind}.{prop}", "", "")
             out[prop] = ("skip", "", "", "") if prop == "choice" else refused
@@ -227,38 +271,50 @@ def defaults(kind: str) -> tuple[tuple[str, _native.FieldPattern], ...]:
 
     def walk(class_name: str, at: tuple[str, ...]) -> None:
         s = schema(class_name)
-        for prop, spec in _native_types(class_name).items():
-            t = spec["type"]
+        for prop, p in s.props.items():
+            t = p.kind
             if not isinstance(t, str):
                 continue
             if t.startswith("PatternFlow"):
                 info = _info(t)
                 d = info.defaults
-                v = d.get("auto") if d.get("choice") == "auto" else d.get("value")
+                v = d.auto if d.choice == "auto" else d.value
                 if not info.checksum and v not in (None, 0, "0.0.0.0", "::0", "00:00:00:00:00:00") and info.conv(v):
                     out.append((NESTED.get((kind, (*at, prop)), prop), P.auto(info.conv(v))))
-            elif (kind, (*at, prop)) in _NESTS and (not at or s.defaults.get("choice") in (None, prop)):
+            elif (kind, (*at, prop)) in _NESTS and (not at or s.default_choice in (None, prop)):
                 walk(t, (*at, prop))
     walk(_BODY_CLASS[kind], ())
     return tuple(out)
 
 
-def header(h: dict, path: str, warnings: list[str]) -> _native.HeaderSpec:
-    """One OTG ``Flow.Header`` as the engine's header."""
-    kind = h.get("choice", "ethernet")
-    if kind not in KINDS:
-        raise refusal.refuse("flows[].packet[].pfcpause", f"{path}.choice", f"{kind} headers")
+def header(h: dict, flow_path: str, k: int, warnings: list[str]) -> _native.HeaderSpec:
+    """One OTG ``Flow.Header`` (``flow_path``'s ``packet[k]``) as the engine's header; the config's
+    check left it to here (``schema.check(defer_headers=True)``): a header the engine's
+    :class:`_native.HeaderForm` does not take whole is checked against the model first, whose
+    error names the path."""
+    kind = h.get("choice")
+    if kind not in KINDS or len(h) > 2 or (len(h) == 2 and kind not in h):
+        path = f"{flow_path}.packet[{k}]"
+        schema("FlowHeader", True).check(h, path)  # a choice left out is filled in
+        kind = h.get("choice") or schema("FlowHeader").default_choice
+        if kind not in KINDS:
+            raise refusal.refuse("flows[].packet[].pfcpause", f"{path}.choice", f"{kind} headers")
     body = h.get(kind) or {}
     if kind == "custom":
-        if body.get("metric_tags"):
+        path = f"{flow_path}.packet[{k}]"
+        custom = _AS_GIVEN(_CustomHeader, schema("FlowCustom").check(body, f"{path}.custom"))
+        if custom.metric_tags:
             raise refusal.refuse("flows[].packet[].*.*.metric_tags", f"{path}.custom.metric_tags")
-        text = body["bytes"].replace(" ", "").replace(":", "")
+        text = custom.bytes.replace(" ", "").replace(":", "")
         text = text[2:] if text[:2] in ("0x", "0X") else text
         if len(text) % 2:
             raise ConfigError(f"{path}.custom.bytes", "an odd number of hex digits: give whole bytes")
         return _native.HeaderSpec("custom", (), bytes.fromhex(text))
     spec = _header_form(kind).convert(body)  # the plain case, in one pass in the engine
-    return spec if spec is not None else walked(kind, body, f"{path}.{kind}", warnings)
+    if spec is not None:
+        return spec
+    path = f"{flow_path}.packet[{k}].{kind}"
+    return walked(kind, schema(_BODY_CLASS[kind], True).check(body, path), path, warnings)
 
 
 def walked(kind: str, body: dict, path: str, warnings: list[str]) -> _native.HeaderSpec:

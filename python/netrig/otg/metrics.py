@@ -15,14 +15,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from netrig import _native
+from netrig.model import WIRE_OVERHEAD_BYTES
 
 if TYPE_CHECKING:  # the mapping imports the OTG model (snappi: 0.45 s), which a client of metrics never needs
     from netrig.otg.mapping import Plan
 
 #: Shortest time between two rate samples, seconds.
 RATE_WINDOW_S = 0.2
-#: Wire overhead per frame for layer-1 rates (preamble, SFD, gap), bytes.
-WIRE_OVERHEAD = _native.WIRE_OVERHEAD_BYTES
 
 
 @dataclass
@@ -68,7 +67,7 @@ def flow_metrics(plan: Plan, stats: Sequence[_native.GenFlowStats], which: Seque
     these metrics, as OTG's ``metric_names``)."""
     now, now_ns = time.monotonic(), time.monotonic_ns()
     out = []
-    wire = WIRE_OVERHEAD * 8
+    wire = WIRE_OVERHEAD_BYTES * 8  # layer-1 rates: preamble, SFD, gap
     for i, s in zip(which, stats):
         f = plan.flows[i]
         tx_frames, rx_frames = s.tx_frames, s.rx_frames

@@ -20,7 +20,11 @@ Distributed (docs/distributed.md): a server given a token (``--token-file``) ans
 with ``Authorization: Bearer TOKEN`` (401 otherwise); every answer carries the server's realtime
 clock as the request arrived and as the answer left (``X-Netrig-Clock-Ns: T1 T2``) and, where
 linuxptp runs, its state (``X-Netrig-Ptp``); a controller's start may name the tags to send under
-(``X-Netrig-Tags``) or ask only to count (``X-Netrig-Receive``).
+(``X-Netrig-Tags``) or ask only to count (``X-Netrig-Receive``) (:mod:`netrig.otgclient.headers`).
+
+The server serves an :class:`~netrig.otg.api.OtgService` (a stand-alone server's or an agent's
+:class:`~netrig.otg.service.Service`, or a controller) without knowing which: it reads every request
+into its type (:mod:`netrig.otg.objects`: checked against the OTG model) and hands it over.
 
 Every failure is an OTG ``Error`` (``code``, ``kind``, ``errors``: one line naming the path and the
 remedy): 400 ``validation`` for what the request asks (bad or unsupported), 409 for the wrong
@@ -44,9 +48,20 @@ from typing import Any
 import orjson
 
 from netrig.errors import ConfigError, NetrigError, PortError
-from netrig.otg import clock, refusal
-from netrig.otg.controller import Controller
-from netrig.otg.service import Service, StateError
+from netrig.otg import refusal
+from netrig.otg.api import OtgService, StateError
+from netrig.otg.objects import (
+    CaptureRequest,
+    Config,
+    ControlAction,
+    ControlState,
+    MetricsRequest,
+    StartTags,
+    StatesRequest,
+    read,
+)
+from netrig.otg.ptp import PtpProbe
+from netrig.otgclient import headers
 
 #: Largest request body read, bytes (a 4096-flow config with every pattern is a few MB).
 MAX_BODY_BYTES = 256 << 20
@@ -105,7 +120,8 @@ def status_of(e: BaseException) -> tuple[int, str]:
 
 
 class Handler(BaseHTTPRequestHandler):
-    """One request: route, run on the service, answer JSON (or capture bytes)."""
+    """One request: route, read the body into its type, run on the service, answer JSON (or capture
+    bytes)."""
 
     server: OtgServer
     protocol_version = "HTTP/1.1"
@@ -118,30 +134,28 @@ class Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0].rstrip("/")
         routes: dict[tuple[str, str], Callable[[Any], tuple[Any, bool]]] = {
             ("GET", "/capabilities/version"): lambda _: (s.version(), False),
-            ("GET", "/netrig/agents"): lambda _: (_report(s), False),
-            ("POST", "/config"): lambda b: ({"warnings": s.set_config(b)}, False),
+            ("GET", "/netrig/agents"): lambda _: (s.agents_report(), False),
+            # headers: checked as they are mapped (netrig.otg.headers)
+            ("POST", "/config"): lambda b: ({"warnings": s.set_config(read(Config, b, defer_headers=True), b)},
+                                            False),
             ("GET", "/config"): lambda _: (s.get_config(), False),
-            ("POST", "/control/state"): lambda b: ({"warnings": self._control_state(b)}, False),
-            ("POST", "/control/action"): lambda b: (s.control_action(b), False),
-            ("POST", "/monitor/metrics"): lambda b: (s.metrics(b), False),
-            ("POST", "/monitor/states"): lambda b: (s.states(b), False),
-            ("POST", "/monitor/capture"): lambda b: (s.capture(b), True),
+            ("POST", "/control/state"): lambda b: ({"warnings": s.control_state(read(ControlState, b),
+                                                                                self._start_tags())}, False),
+            ("POST", "/control/action"): lambda b: (s.control_action(read(ControlAction, b)), False),
+            ("POST", "/monitor/metrics"): lambda b: (s.metrics(read(MetricsRequest, b)), False),
+            ("POST", "/monitor/states"): lambda b: (s.states(read(StatesRequest, b)), False),
+            ("POST", "/monitor/capture"): lambda b: (s.capture(read(CaptureRequest, b)), True),
         }
         if method == "PATCH" and path in ("/config", "/config/append", "/config/delete"):
             return _refused
         return routes.get((method, path))
 
-    def _control_state(self, body: Any) -> list[str]:
-        tags, receive = self.headers.get("X-Netrig-Tags"), self.headers.get("X-Netrig-Receive") == "1"
+    def _start_tags(self) -> StartTags | None:
+        """A controller's headers on a start (``X-Netrig-Tags``, ``X-Netrig-Receive``), if any."""
+        tags, receive = self.headers.get(headers.TAGS), headers.is_receive(self.headers.get(headers.RECEIVE))
         if tags is None and not receive:
-            return self.server.service.control_state(body)
-        if isinstance(self.server.service, Controller):
-            raise ConfigError("X-Netrig-Tags", "this is a controller: send its agents' headers to an agent")
-        try:
-            values = [int(t) for t in (tags or "").split(",") if t]
-        except ValueError:
-            raise ConfigError("X-Netrig-Tags", f"{tags!r}: give integers separated by commas") from None
-        return self.server.service.control_state(body, values if tags is not None else None, receive)
+            return None
+        return StartTags(tuple(headers.parse_tags(tags)) if tags is not None else None, receive)
 
     def _authorised(self) -> bool:
         token = self.server.token
@@ -205,10 +219,10 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(code)
         self.send_header("Content-Type", "application/octet-stream" if raw else "application/json")
         self.send_header("Content-Length", str(len(data)))
-        self.send_header(clock.CLOCK_HEADER, f"{self.received_ns} {time.time_ns()}")
+        self.send_header(headers.CLOCK, headers.stamps(self.received_ns, time.time_ns()))
         ptp = self.server.ptp.header()
         if ptp:
-            self.send_header(clock.PTP_HEADER, ptp)
+            self.send_header(headers.PTP, ptp)
         self.end_headers()
         self.wfile.write(data)
 
@@ -226,28 +240,22 @@ class Handler(BaseHTTPRequestHandler):
             self.server.log(f"{self.address_string()} {format % args}")
 
 
-def _report(s: Service | Controller) -> dict:
-    if not isinstance(s, Controller):
-        raise ConfigError("path", "/netrig/agents: this server is no controller (netrig serve --agent NAME=URL)")
-    return s.report()
-
-
 def _refused(_: Any) -> tuple[Any, bool]:
     raise refusal.refuse("config update, append, delete", "config")
 
 
 class OtgServer(ThreadingHTTPServer):
-    """The HTTP(S) server of a :class:`Service`; ``serve()`` until ``stop()``."""
+    """The HTTP(S) server of an :class:`OtgService`; ``serve()`` until ``stop()``."""
 
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, service: Service | Controller, host: str, port: int, tls: ssl.SSLContext | None,
+    def __init__(self, service: OtgService, host: str, port: int, tls: ssl.SSLContext | None,
                  verbose: bool = False, token: str | None = None):
         self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         super().__init__((host, port), Handler)
         self.service, self.verbose, self.tls, self.token = service, verbose, tls, token
-        self.ptp = clock.PtpProbe()
+        self.ptp = PtpProbe()
         if tls is not None:
             self.socket = tls.wrap_socket(self.socket, server_side=True, do_handshake_on_connect=False)
         self._thread: threading.Thread | None = None

@@ -21,43 +21,31 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from netrig import _native
-from netrig.errors import ConfigError, NetrigError
+from netrig.errors import ConfigError
 from netrig.model.defaults import SERVE_DRAIN_S
-from netrig.otg import mapping, metrics, refusal, schema
+from netrig.otg import mapping, metrics, refusal
+from netrig.otg.api import OtgService, StateError
 from netrig.otg.mapping import Plan, ServePort
+from netrig.otg.objects import (
+    CaptureRequest,
+    Config,
+    ControlState,
+    FlowMetricsRequest,
+    MetricsRequest,
+    PortMetricsRequest,
+    StartTags,
+    StatePortCapture,
+    StateTrafficFlowTransmit,
+)
+from netrig.otgclient import headers
 from netrig.telemetry.sources import FlowGroupCounts
 
 #: How long a flow's frames may still be on their way after its last one left, by default, s.
 DEFAULT_DRAIN_S = SERVE_DRAIN_S
 
 
-class StateError(NetrigError):
-    """A request that does not fit the current state (no config yet, a capture still running)."""
-
-
-class Endpoints:
-    """What a stand-alone server, an agent and a controller answer alike."""
-
-    #: Added to ``app_version`` (a controller says so).
-    role = ""
-
-    def control_action(self, body: Any) -> dict:
-        schema.check("ControlAction", body, "")
-        raise refusal.refuse("control/action", "choice")
-
-    def states(self, body: Any) -> dict:
-        """Device states (neighbours, prefixes …): netrig serve has no devices, so every list is empty."""
-        req = schema.check("StatesRequest", body, "")
-        choice = req.get("choice", "ipv4_neighbors")
-        return {"choice": choice, choice: []}
-
-    def version(self) -> dict:
-        return {"api_spec_version": schema.API_SPEC_RANGE, "sdk_version": schema.MODEL_VERSION,
-                "app_version": f"netrig {_native.__version__}{self.role}"}
-
-
-class Service(Endpoints):
-    """The OTG state machine of `netrig serve` (see the module doc)."""
+class Service(OtgService):
+    """The OTG state machine of `netrig serve` on this host's ports (see the module doc)."""
 
     def __init__(self, ports: Sequence[ServePort], *, drain_s: float = DEFAULT_DRAIN_S, capture_bytes: int = 64 << 20,
                  tx_cpus: Sequence[int] = (), rx_cpus: Sequence[int] = (),
@@ -67,7 +55,7 @@ class Service(Endpoints):
         self.capture_bytes = capture_bytes
         self.cpus = (tuple(tx_cpus), tuple(rx_cpus))
         self.lock = threading.RLock()
-        self.config: dict | None = None
+        self.config: dict[str, Any] | None = None
         self.plan: Plan | None = None
         self.generator: _native.Generator | None = None
         self.rates = metrics.Rates()
@@ -81,10 +69,9 @@ class Service(Endpoints):
 
     # --------------------------------------------------------------------------------------- config
 
-    def set_config(self, body: Any) -> list[str]:
-        """Check and apply a config: the old generator is closed only when the new one is valid."""
-        cfg = schema.check("Config", body, defer_patterns=True)  # field patterns: checked as mapped
-        plan = mapping.plan(cfg, self.ports, self.capture_bytes)
+    def set_config(self, config: Config, document: dict[str, Any]) -> list[str]:
+        """Map and apply a config: the old generator is closed only when the new one is valid."""
+        plan = mapping.plan(config, self.ports, self.capture_bytes)
         with self.lock:
             self._changed("end")
             old, self.generator, self.plan, self.config = self.generator, None, None, None
@@ -95,7 +82,7 @@ class Service(Endpoints):
             finally:
                 if old is not None:
                     old.close()
-            self.config, self.plan = cfg, plan
+            self.config, self.plan = document, plan
             self.flow_index = {f.name: i for i, f in enumerate(plan.flows)}
             self.pins_told = set()
             self.rates = metrics.Rates()
@@ -118,7 +105,7 @@ class Service(Endpoints):
             return [FlowGroupCounts(f.name, f.tx, ",".join(f.rx), s.tx_frames, s.rx_frames, s.tx_bytes, s.rx_bytes)
                     for f, s in zip(self.plan.flows, stats)]
 
-    def get_config(self) -> dict:
+    def get_config(self) -> dict[str, Any]:
         with self.lock:
             return copy.deepcopy(self.config) if self.config is not None else {}
 
@@ -129,18 +116,15 @@ class Service(Endpoints):
 
     # -------------------------------------------------------------------------------------- control
 
-    def control_state(self, body: Any, tags: Sequence[int] | None = None, receive: bool = False) -> list[str]:
-        """``tags``, ``receive``: a controller's (``X-Netrig-Tags``, ``X-Netrig-Receive``): start the
-        flows under these tags, or only count their frames sent under them by another agent."""
-        req = schema.check("ControlState", body, "")
-        choice = req["choice"]
-        if choice == "traffic":
-            t = req.get("traffic") or {}
-            return self._traffic(t.get("flow_transmit") or {}, "traffic.flow_transmit", tags, receive)
-        if choice == "port":
-            p = req.get("port") or {}
-            if p.get("choice") == "capture":
-                return self._capture_state(p.get("capture") or {}, "port.capture")
+    def control_state(self, req: ControlState, start: StartTags | None = None) -> list[str]:
+        """``start``: a controller's: start the flows under its tags, or only count their frames sent
+        under them by another agent."""
+        if req.choice == "traffic":
+            return self._traffic(req.flow_transmit(), "traffic.flow_transmit", start)
+        capture = req.capture()
+        if capture is not None:
+            return self._capture_state(capture, "port.capture")
+        if req.choice == "port":
             raise refusal.refuse("control/state port.link", "port.link")
         raise refusal.refuse("control/state protocol", "protocol")
 
@@ -153,18 +137,19 @@ class Service(Endpoints):
             raise ConfigError(f"{at}[{k}]", f"{names[k]!r} is not a flow of the config")
         return [self.flow_index[n] for n in names]
 
-    def _traffic(self, ft: dict, at: str, tags: Sequence[int] | None = None, receive: bool = False) -> list[str]:
+    def _traffic(self, ft: StateTrafficFlowTransmit, at: str, start: StartTags | None) -> list[str]:
         told: list[str] = []
+        tags = start.tags if start is not None else None
         with self.lock:
             plan, g = self._ready()
-            which = self._flows(ft.get("flow_names") or [], f"{at}.flow_names")
-            state = ft["state"]
+            which = self._flows(ft.flow_names, f"{at}.flow_names")
+            state = ft.state
             if tags is not None and (state != "start" or len(tags) != len(which)):
-                raise ConfigError("X-Netrig-Tags", f"{len(tags)} tags for {len(which)} flows: one per flow of a "
-                                                   "start's flow_names")
-            if receive:
+                raise ConfigError(headers.TAGS, f"{len(tags)} tags for {len(which)} flows: one per flow of a "
+                                                "start's flow_names")
+            if start is not None and start.receive:
                 if tags is None or state != "start":
-                    raise ConfigError("X-Netrig-Receive", "only with a start and X-Netrig-Tags")
+                    raise ConfigError(headers.RECEIVE, f"only with a start and {headers.TAGS}")
                 g.expect(which, tags)
                 self.rates.reset([plan.flows[i].name for i in which])
                 return []
@@ -203,40 +188,37 @@ class Service(Endpoints):
                 return
             time.sleep(0.005)
 
-    def _capture_state(self, c: dict, at: str) -> list[str]:
+    def _capture_state(self, c: StatePortCapture, at: str) -> list[str]:
         with self.lock:
             plan, g = self._ready()
-            names = c.get("port_names") or [cp.port for cp in plan.captures]
+            names = c.port_names or [cp.port for cp in plan.captures]
             ports = []
             for k, n in enumerate(names):
                 if not any(cp.port == n for cp in plan.captures):
                     raise ConfigError(f"{at}.port_names[{k}]", f"{n!r} has no capture: add one to the config")
                 ports.append(plan.port_names.index(n))
             for p in ports:
-                g.set_capture(p, c["state"] == "start")
+                g.set_capture(p, c.state == "start")
         return []
 
     # -------------------------------------------------------------------------------------- monitor
 
-    def metrics(self, body: Any) -> dict:
-        req = schema.check("MetricsRequest", body, "")
-        choice = req.get("choice", "port")
+    def metrics(self, req: MetricsRequest) -> dict[str, Any]:
         with self.lock:
             plan, g = self._ready()
-            if choice == "flow":
-                f = req.get("flow") or {}
-                which = self._flows(f.get("flow_names") or [], "flow.flow_names")
+            if req.choice == "flow":
+                f = req.flow or FlowMetricsRequest()
+                which = self._flows(f.flow_names, "flow.flow_names")
                 rows = metrics.flow_metrics(plan, g.flow_stats(which), which, self.rates, self.drain_ns,
-                                            g.realtime_offset_ns, f.get("metric_names") or ())
+                                            g.realtime_offset_ns, f.metric_names)
                 return {"choice": "flow_metrics", "flow_metrics": rows}
-            if choice == "port":
-                p = req.get("port") or {}
-                which = self._ports(p.get("port_names") or [], "port.port_names")
+            if req.choice == "port":
+                p = req.port or PortMetricsRequest()
+                which = self._ports(p.port_names, "port.port_names")
                 sending = self._sending(plan, g)
-                rows = metrics.port_metrics(plan, g.port_stats(), which, self.rates, sending,
-                                            p.get("column_names") or ())
+                rows = metrics.port_metrics(plan, g.port_stats(), which, self.rates, sending, p.column_names)
                 return {"choice": "port_metrics", "port_metrics": rows}
-        raise refusal.refuse("monitor/metrics (not port or flow)", "choice", f"{choice} metrics")
+        raise refusal.refuse("monitor/metrics (not port or flow)", "choice", f"{req.choice} metrics")
 
     def _ports(self, names: Sequence[str], at: str) -> list[int]:
         assert self.plan is not None
@@ -251,13 +233,12 @@ class Service(Endpoints):
         """Ports with a flow running or paused."""
         return {plan.flows[i].tx for i, st in enumerate(g.flow_states()) if st in ("running", "paused")}
 
-    def capture(self, body: Any) -> bytes:
-        req = schema.check("CaptureRequest", body, "")
-        if (req.get("packets") or {}).get("choice") == "slice":
+    def capture(self, req: CaptureRequest) -> bytes:
+        if req.packets is not None and req.packets.choice == "slice":
             raise refusal.refuse("monitor/capture packets.slice", "packets.slice")
         with self.lock:
             plan, g = self._ready()
-            name = req["port_name"]
+            name = req.port_name
             cp = next((c for c in plan.captures if c.port == name), None)
             if cp is None:
                 raise ConfigError("port_name", f"{name!r} has no capture: add one to the config's captures")

@@ -1,4 +1,5 @@
-"""TLS for netrig serve: a self-signed certificate made on first start, and the server context.
+"""TLS for netrig serve: a self-signed certificate made on first start, and the server context (a
+client's context and token: :mod:`netrig.otgclient.client`).
 
 The certificate and its key live in the state directory (``$XDG_STATE_HOME/netrig/serve``, by
 default ``~/.local/state/netrig/serve``: ``cert.pem``, ``key.pem``, the key readable by its owner
@@ -65,34 +66,3 @@ def server_context(cert: Path, key: Path, client_ca: Path | None) -> ssl.SSLCont
             raise ConfigError("--client-ca", f"{client_ca}: cannot load: {e}") from None
         ctx.verify_mode = ssl.CERT_REQUIRED
     return ctx
-
-
-def client_context(ca: Path | None, cert: Path | None, key: Path | None,
-                   options: tuple[str, str] = ("--agent-ca", "--agent-cert")) -> ssl.SSLContext:
-    """A controller's TLS context towards its agents (or `netrig run`'s towards an OTG server): their
-    certificates checked against ``ca`` (default: the system's CAs), ``cert``/``key`` presented to
-    servers that ask (``--client-ca``); errors name ``options`` (the CA's, the certificate's)."""
-    try:
-        ctx = ssl.create_default_context(cafile=str(ca) if ca else None)
-    except (OSError, ssl.SSLError) as e:
-        raise ConfigError(options[0], f"{ca}: cannot load: {getattr(e, 'strerror', None) or e}: give the PEM of "
-                                      "the CA (or the certificate) that signed the server's certificate") from None
-    ctx.check_hostname = ca is None  # an agent's own CA names its agents; the system's: by host name
-    if cert is not None:
-        try:
-            ctx.load_cert_chain(str(cert), str(key) if key else None)
-        except (OSError, ssl.SSLError) as e:
-            raise ConfigError(options[1], f"{cert}: cannot load: {getattr(e, 'strerror', None) or e}") from None
-    return ctx
-
-
-def read_token(path: str, option: str) -> str:
-    """A bearer token from a file (its first line): never on the command line, where ps shows it."""
-    try:
-        text = Path(path).read_text().strip().splitlines()
-    except OSError as e:
-        raise ConfigError(option, f"{path}: cannot read the token ({e.strerror})") from None
-    if not text or len(text[0]) < 16:
-        raise ConfigError(option, f"{path}: give a token of 16 characters or more on its first line (e.g. "
-                                  "openssl rand -hex 32)")
-    return text[0]

@@ -32,6 +32,7 @@ from netrig._native import IO_MODES, MAX_FLOWS, MAX_QUEUES, PACING_MODES
 from netrig.errors import ConfigError
 from netrig.measure import DutModel
 from netrig.measure.events import DEFAULT_TIMEOUT_S, MAX_EVENTS, Event, check_events
+from netrig.measure.otg import OtgPair
 from netrig.methodology.method import Method
 from netrig.methods import REGISTRY
 from netrig.model import (
@@ -45,7 +46,6 @@ from netrig.model import (
     parse_speed,
 )
 from netrig.monitor import RemoteMonitor
-from netrig.otg.measurer import OtgPair
 from netrig.testbed import TOPOLOGIES, Testbed
 from netrig.testbed.knobs import Knobs, placement_conflict
 from netrig.testbed.state import ID_RE as TESTBED_ID_RE

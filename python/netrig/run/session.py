@@ -28,14 +28,13 @@ from netrig.environment import capture
 from netrig.errors import CapabilityError, ConfigError, NetrigError, TestbedError
 from netrig.measure import DutModel, DutRing, Measurer, SimulatedMeasurer
 from netrig.measure.engine import EngineMeasurer
+from netrig.measure.otg import OtgMeasurer
 from netrig.measure.platform import PlatformRoles, PlatformWatch, cpumap_threads, threads_of
 from netrig.measure.stack import StackEndpoints
 from netrig.model import LineRate
 from netrig.monitor import Monitor, RemoteMonitor
 from netrig.monitor.cpu import matching_pids
-from netrig.otg.agents import AgentDown, AgentRefused, OtgClient
-from netrig.otg.measurer import OtgMeasurer
-from netrig.otg.tls import client_context, read_token
+from netrig.otgclient.client import OtgClient, OtgDown, OtgRefused, client_context, read_token
 from netrig.results.typed import from_dict
 from netrig.run.config import TestConfig, TrialConfig
 from netrig.testbed import Testbed
@@ -363,9 +362,9 @@ def otg_session(config: TestConfig, role: str) -> Iterator[Session]:
     client = OtgClient("OTG server", o.url.rstrip("/"), token, tls)
     try:
         version, agents = _reach(client)
-    except AgentDown as e:
+    except OtgDown as e:
         raise TestbedError(f"otg.url: {e}: start netrig serve there, or fix the URL (or otg.ca)") from None
-    except AgentRefused as e:
+    except OtgRefused as e:
         field = "otg.token_file" if e.status == 401 else "otg.url"
         raise ConfigError(field, f"{e}: give the token of the server's --token-file") from None
     t = config.trial
@@ -397,7 +396,7 @@ def _reach(client: OtgClient) -> tuple[_Version, list | None]:
     version = from_dict(_Version, client.call("GET", "/capabilities/version", timeout=10))
     try:
         return version, from_dict(_Agents, client.call("GET", "/netrig/agents", timeout=10)).agents
-    except AgentRefused as e:
+    except OtgRefused as e:
         if e.status != 400:
             raise
         return version, None  # one netrig serve, no controller

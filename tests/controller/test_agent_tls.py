@@ -18,13 +18,14 @@ from pathlib import Path
 import pytest
 from tests.otg.conftest import ROOT, free_port
 
+from netrig.controller.agents import AgentClient, AgentSpec
+from netrig.controller.controller import Controller
 from netrig.errors import ConfigError
-from netrig.otg.agents import AgentClient, AgentSpec
-from netrig.otg.controller import Controller
 from netrig.otg.mapping import ServePort
 from netrig.otg.server import OtgServer
 from netrig.otg.service import Service
-from netrig.otg.tls import client_context, server_context
+from netrig.otg.tls import server_context
+from netrig.otgclient.client import client_context
 from netrig.trial import Port
 
 TOKEN = "t" * 32
@@ -86,7 +87,7 @@ def test_a_controller_reaches_an_https_agent(agent, pki):
     c = controller(agent.url, pki["ca"][0], pki["controller"])
     try:
         c.start()
-        (a,) = c.report()["agents"]
+        (a,) = c.agents_report()["agents"]
         assert (a["name"], a["state"], a["url"]) == ("a", "up", agent.url)
         assert abs(a["clock_offset_ns"]) <= a["clock_uncertainty_ns"] + 1e6  # one host: one clock
         assert c.agents["a"].call("GET", "/config") == {}  # an OTG request through the trust path

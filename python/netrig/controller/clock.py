@@ -11,27 +11,23 @@ one whose bound is the tightest is kept: its half round trip (the least queueing
 drift since it was taken (:data:`DRIFT_PPM`: two free-running crystals' ±25 ppm).
 
 PTP: an agent whose host runs linuxptp reports ``pmc``'s ``TIME_STATUS_NP`` (its clock's offset
-from the grandmaster and the grandmaster's identity) in ``X-Netrig-Ptp``. When both ends of a flow
+from the grandmaster and the grandmaster's identity) in ``X-Netrig-Ptp`` (:mod:`netrig.otg.ptp`;
+both headers: :mod:`netrig.otgclient.headers`). When both ends of a flow
 follow the same grandmaster, their offset's uncertainty is the sum of their offsets from it
 (phc2sys keeps the system clock on the PHC; its residual is not seen here: documented).
 """
 from __future__ import annotations
 
-import re
-import shutil
-import subprocess
 import time
 from collections import deque
 from dataclasses import dataclass
+
+from netrig.otgclient.headers import Ptp
 
 #: Exchanges kept per agent.
 WINDOW = 16
 #: Drift assumed between two unsynchronised clocks, parts per million (widens an old sample).
 DRIFT_PPM = 50.0
-#: The response header with the agent's realtime clock at its answer, ns since the Unix epoch.
-CLOCK_HEADER = "X-Netrig-Clock-Ns"
-#: The response header with the agent's linuxptp state: ``GM_IDENTITY OFFSET_NS``.
-PTP_HEADER = "X-Netrig-Ptp"
 
 
 @dataclass(frozen=True)
@@ -51,14 +47,6 @@ class Sample:
     @property
     def uncertainty_ns(self) -> float:
         return max(0, (self.t3_ns - self.t0_ns) - (self.t2_ns - self.t1_ns)) / 2
-
-
-@dataclass(frozen=True)
-class Ptp:
-    """An agent's linuxptp state: its grandmaster and its offset from it, ns."""
-
-    grandmaster: str
-    offset_ns: float
 
 
 @dataclass(frozen=True)
@@ -97,57 +85,3 @@ def between(tx: ClockEstimate, rx: ClockEstimate) -> tuple[float, float]:
     if tx.ptp and rx.ptp and tx.ptp.grandmaster == rx.ptp.grandmaster:
         return 0.0, abs(tx.ptp.offset_ns) + abs(rx.ptp.offset_ns)
     return rx.offset_ns - tx.offset_ns, tx.uncertainty_ns + rx.uncertainty_ns
-
-
-def parse_stamps(text: str | None) -> tuple[int, int] | None:
-    """``X-Netrig-Clock-Ns``'s value → (t1, t2) (None when absent or malformed)."""
-    parts = (text or "").split()
-    try:
-        return (int(parts[0]), int(parts[1])) if len(parts) == 2 else None
-    except ValueError:
-        return None
-
-
-def parse_ptp(text: str | None) -> Ptp | None:
-    """``X-Netrig-Ptp``'s value → :class:`Ptp` (None when absent or malformed)."""
-    parts = (text or "").split()
-    try:
-        return Ptp(parts[0], float(parts[1])) if len(parts) == 2 else None
-    except ValueError:
-        return None
-
-
-_PMC_FIELD = re.compile(r"^\s*(master_offset|gmIdentity|gmPresent)\s+(\S+)", re.M)
-
-
-def parse_pmc(out: str) -> Ptp | None:
-    """``pmc -u -b 0 'GET TIME_STATUS_NP'``'s answer → :class:`Ptp` (None without a grandmaster)."""
-    fields = dict(_PMC_FIELD.findall(out))
-    if fields.get("gmPresent") != "true" or "master_offset" not in fields or "gmIdentity" not in fields:
-        return None
-    try:
-        return Ptp(fields["gmIdentity"], float(fields["master_offset"]))
-    except ValueError:
-        return None
-
-
-class PtpProbe:
-    """This host's linuxptp state through ``pmc``, asked at most once a second (None: no ptp4l)."""
-
-    def __init__(self) -> None:
-        self.pmc = shutil.which("pmc")
-        self.at = 0.0
-        self.last: Ptp | None = None
-
-    def header(self) -> str | None:
-        if self.pmc is None:
-            return None
-        if time.monotonic() - self.at >= 1.0:
-            self.at = time.monotonic()
-            try:
-                out = subprocess.run([self.pmc, "-u", "-b", "0", "GET TIME_STATUS_NP"], capture_output=True,
-                                     text=True, timeout=0.5, check=False).stdout
-            except (OSError, subprocess.TimeoutExpired):
-                out = ""
-            self.last = parse_pmc(out)
-        return f"{self.last.grandmaster} {self.last.offset_ns:.0f}" if self.last else None

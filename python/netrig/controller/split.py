@@ -1,4 +1,4 @@
-"""A controller's OTG config → one part per agent (docs/distributed.md).
+"""A controller's OTG config (:class:`netrig.otg.objects.Config`) → one part per agent (docs/distributed.md).
 
 A port's ``location`` names an agent and that agent's port: ``AGENT/LOCATION`` (``agent-a/eth1``,
 ``agent-b/veth0@ns1``), the agent's ``--agent NAME`` before the first ``/``, the rest a location
@@ -18,8 +18,10 @@ import copy
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from netrig.errors import ConfigError
+from netrig.otg.objects import Config, Flow
 
 #: An agent's name: what ``--agent NAME=URL`` and a location's part before ``/`` say.
 AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
@@ -27,11 +29,13 @@ AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 
 @dataclass(frozen=True)
 class FlowRoute:
-    """Where a flow is sent from and received: agent names."""
+    """Where a flow is sent from and received: its ports, and their agents."""
 
     name: str
     tx_agent: str
     rx_agents: tuple[str, ...]
+    tx_port: str
+    rx_ports: tuple[str, ...]
 
     @property
     def agents(self) -> tuple[str, ...]:
@@ -45,9 +49,10 @@ class FlowRoute:
 
 @dataclass(frozen=True)
 class Split:
-    """Per agent its part of the config; per port its agent and location there; per flow its route."""
+    """Per agent its part of the config (JSON, as the agent is sent it); per port its agent and
+    location there; per flow its route."""
 
-    parts: dict[str, dict]
+    parts: dict[str, dict[str, Any]]
     port_agent: dict[str, str]
     port_location: dict[str, str]
     routes: tuple[FlowRoute, ...]
@@ -70,55 +75,56 @@ def parse_location(loc: str | None, at: str, agents: Sequence[str]) -> tuple[str
     return agent, rest
 
 
-def split(cfg: dict, agents: Sequence[str]) -> Split:
-    """The parts of a checked OTG config for ``agents`` (names)."""
+def split(cfg: Config, document: dict[str, Any], agents: Sequence[str]) -> Split:
+    """The parts of a config for ``agents`` (names): ``cfg`` read from ``document``, whose flows,
+    layer-1 settings and captures the parts copy."""
     port_agent: dict[str, str] = {}
     port_location: dict[str, str] = {}
-    ports: dict[str, list[dict]] = {}
-    for i, p in enumerate(cfg.get("ports", [])):
-        agent, rest = parse_location(p.get("location"), f"ports[{i}].location", agents)
-        port_agent[p["name"]], port_location[p["name"]] = agent, rest
-        ports.setdefault(agent, []).append({**p, "location": rest})
-    routes = tuple(_route(i, f, port_agent) for i, f in enumerate(cfg.get("flows", [])))
-    parts = {a: _part(cfg, a, own, port_agent) for a, own in ports.items()}
+    ports: dict[str, list[str]] = {}
+    for i, p in enumerate(cfg.ports):
+        agent, rest = parse_location(p.location, f"ports[{i}].location", agents)
+        port_agent[p.name], port_location[p.name] = agent, rest
+        ports.setdefault(agent, []).append(p.name)
+    routes = tuple(_route(i, f, port_agent) for i, f in enumerate(cfg.flows))
+    parts = {a: _part(cfg, document, routes, own, port_location) for a, own in ports.items()}
     return Split(parts, port_agent, port_location, routes)
 
 
-def _route(i: int, f: dict, port_agent: dict[str, str]) -> FlowRoute:
+def _route(i: int, f: Flow, port_agent: dict[str, str]) -> FlowRoute:
     at = f"flows[{i}].tx_rx"
-    if (f.get("tx_rx") or {}).get("choice", "port") != "port":
+    p = f.tx_rx.port
+    if f.tx_rx.choice != "port" or p is None:
         raise ConfigError(f"{at}.choice", "a controller routes port endpoints only: use tx_rx.port")
-    p = f["tx_rx"].get("port") or {}
-    rx = list(p.get("rx_names") or ([p["rx_name"]] if p.get("rx_name") else []))
-    for k, n in enumerate([p.get("tx_name"), *rx]):
+    for k, n in enumerate((p.tx_name, *p.receivers)):
         if n not in port_agent:
             where = f"{at}.port.tx_name" if k == 0 else f"{at}.port.rx_names[{k - 1}]"
             raise ConfigError(where, f"{n!r} is not a port of the config: name one of {', '.join(port_agent)}")
-    return FlowRoute(f["name"], port_agent[p["tx_name"]], tuple(dict.fromkeys(port_agent[n] for n in rx)))
+    return FlowRoute(f.name, port_agent[p.tx_name], tuple(dict.fromkeys(port_agent[n] for n in p.receivers)),
+                     p.tx_name, p.receivers)
 
 
-def _part(cfg: dict, agent: str, own: list[dict], port_agent: dict[str, str]) -> dict:
-    mine = {p["name"] for p in own}
-    part: dict = {"ports": own, "flows": [_flow(f, agent, own[0]["name"], mine, port_agent) for f in
-                                          cfg.get("flows", [])]}
-    layer1 = [{**l1, "port_names": [n for n in l1.get("port_names", []) if n in mine]} for l1 in cfg.get("layer1", [])]
-    if any(l1["port_names"] for l1 in layer1):
-        part["layer1"] = [l1 for l1 in layer1 if l1["port_names"]]
-    captures = [c for c in cfg.get("captures", []) if all(n in mine for n in c.get("port_names", []))]
+def _part(cfg: Config, document: dict[str, Any], routes: Sequence[FlowRoute], own: list[str],
+          port_location: dict[str, str]) -> dict[str, Any]:
+    mine = set(own)
+    part: dict[str, Any] = {"ports": [{"name": n, "location": port_location[n]} for n in own],
+                            "flows": [_flow(f, r, own[0], mine) for f, r in zip(document.get("flows", ()), routes)]}
+    layer1 = [{**raw, "port_names": [n for n in l1.port_names if n in mine]}
+              for raw, l1 in zip(document.get("layer1", ()), cfg.layer1) if any(n in mine for n in l1.port_names)]
+    if layer1:
+        part["layer1"] = layer1
+    captures = [raw for raw, c in zip(document.get("captures", ()), cfg.captures)
+                if all(n in mine for n in c.port_names)]
     if captures:
         part["captures"] = captures
-    for key in cfg:
+    for key, value in document.items():
         if key not in ("ports", "flows", "layer1", "captures"):
-            part[key] = copy.deepcopy(cfg[key])
+            part[key] = copy.deepcopy(value)
     return part
 
 
-def _flow(f: dict, agent: str, first: str, mine: set[str], port_agent: dict[str, str]) -> dict:
-    f = copy.deepcopy(f)
-    p = f["tx_rx"]["port"]
-    rx = list(p.pop("rx_names", None) or ([p["rx_name"]] if p.get("rx_name") else []))
-    p.pop("rx_name", None)
-    if p["tx_name"] not in mine:
-        p["tx_name"] = first  # never started here: its frames come from another agent
-    p["rx_names"] = [n for n in rx if n in mine] or [p["tx_name"]]
-    return f
+def _flow(f: dict[str, Any], route: FlowRoute, first: str, mine: set[str]) -> dict[str, Any]:
+    """A flow as one agent is given it: sent from its port as it is, else re-pointed at the agent's
+    first port (never started there: its frames come from another agent)."""
+    tx = route.tx_port if route.tx_port in mine else first
+    rx = [n for n in route.rx_ports if n in mine] or [tx]
+    return {**f, "tx_rx": {"choice": "port", "port": {"tx_name": tx, "rx_names": rx}}}

@@ -13,8 +13,8 @@ import sys
 
 import pytest
 from tests.conftest import needs_root, sh
+from tests.controller.test_distributed import bed, mac
 from tests.otg.conftest import ROOT
-from tests.otg.test_distributed import bed, mac
 
 pytestmark = [needs_root, pytest.mark.root, pytest.mark.slow]
 

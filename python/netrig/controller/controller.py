@@ -5,17 +5,17 @@
     client (snappi …) ──OTG──▶ Controller ──OTG + token──▶ agent a (netrig serve on host a)
                                   │  heartbeat ─────────▶ agent b …  (clock exchange every 0.25 s)
                                   ▼
-    set_config: check the whole config, split it (netrig.otg.split), set each agent's part
+    set_config: the whole config checked, split (netrig.controller.split), each agent's part set
     start:      fresh tags; receivers first (X-Netrig-Receive), then every sender together
     stop/pause/resume: the senders of the named flows, in parallel
-    metrics:    every agent's rows merged (netrig.otg.merge): one tester
+    metrics:    every agent's rows merged (netrig.controller.merge): one tester
 
 An agent that refuses a connection or misses heartbeats for :data:`DOWN_AFTER_S` is down: it is
 reported (log, ``/netrig/agents``, the next control answer's warnings), the flows it had a part in
 are stale (last counts kept, no loss), its ports' links down, and every other agent's flows are
-stopped. Every method has the signature of :class:`netrig.otg.service.Service`'s, so the same HTTP
-server serves both. A controller that starts finds its agents maybe running an earlier
-controller's flows: it stops them.
+stopped. The controller is an :class:`netrig.otg.api.OtgService`: `netrig serve`'s HTTP server
+serves it as it serves a stand-alone server. A controller that starts finds its agents maybe
+running an earlier controller's flows: it stops them.
 """
 from __future__ import annotations
 
@@ -27,12 +27,26 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from netrig.controller import clock, merge
+from netrig.controller.agents import AgentClient
+from netrig.controller.split import Split, split
 from netrig.errors import ConfigError
-from netrig.otg import clock, merge, refusal, schema
-from netrig.otg.agents import AgentClient, AgentDown, AgentRefused
-from netrig.otg.service import Endpoints, StateError
-from netrig.otg.split import Split, split
-from netrig.otg.split import parse_location as parse_location  # re-exported for the CLI's checks
+from netrig.otg import mapping, refusal
+from netrig.otg.api import OtgService, StateError
+from netrig.otg.objects import (
+    CaptureRequest,
+    Config,
+    ControlState,
+    FlowMetricsRequest,
+    MetricsRequest,
+    PortMetricsRequest,
+    StartTags,
+    StatePortCapture,
+)
+from netrig.otgclient import headers
+from netrig.otgclient.client import OtgDown, OtgRefused
+from netrig.otgclient.messages import FlowMetric, MetricsResponse, PortMetric, Warnings, read
+from netrig.otgclient.typed import to_json
 
 #: Time between two heartbeats of an agent, s.
 HEARTBEAT_S = 0.25
@@ -44,7 +58,7 @@ TAG_LIMIT = 1 << 23
 T = TypeVar("T")
 
 
-class Controller(Endpoints):
+class Controller(OtgService):
     """The OTG state machine of a controller (see the module doc)."""
 
     role = " (controller)"
@@ -55,9 +69,11 @@ class Controller(Endpoints):
         self.down: dict[str, tuple[float, str]] = {}  # agent → (when, why), time.time()
         self.last_ok = {a.name: time.monotonic() for a in agents}
         self.lock = threading.RLock()
-        self.config: dict | None = None
+        self.config: Config | None = None
+        self.document: dict[str, Any] | None = None
         self.split: Split | None = None
-        self.cache: dict[str, dict[str, dict]] = {}  # agent → flow name → its last row
+        self.cache: dict[str, dict[str, FlowMetric]] = {}  # agent → flow name → its last row
+        self.port_cache: dict[str, PortMetric] = {}  # port name → its last row
         self.notes: list[str] = []
         self.log = log or (lambda line: print(f"netrig serve: {line}", file=sys.stderr, flush=True))
         self.pool = ThreadPoolExecutor(max_workers=max(4, 2 * len(agents)), thread_name_prefix="netrig-ctl")
@@ -75,7 +91,7 @@ class Controller(Endpoints):
                     self.clocks[name].add(*a.clock_sample())
                 if a.call("GET", "/config"):
                     a.call("POST", "/control/state", _traffic("stop", []))
-            except (AgentDown, AgentRefused) as e:
+            except (OtgDown, OtgRefused) as e:
                 raise ConfigError("--agent", f"{e}: start it (netrig serve --token-file …) or fix the URL") from None
         self._beat.start()
 
@@ -88,7 +104,7 @@ class Controller(Endpoints):
         try:
             self.clocks[name].add(*self.agents[name].clock_sample())
             self.last_ok[name] = time.monotonic()
-        except AgentDown as e:
+        except OtgDown as e:
             refused = "Refused" in str(e) or "Reset" in str(e)
             if refused or time.monotonic() - self.last_ok[name] >= DOWN_AFTER_S:
                 self._lost(name, str(e))
@@ -112,32 +128,29 @@ class Controller(Endpoints):
         for n, fut in futures.items():
             try:
                 out[n] = fut.result()
-            except AgentDown as e:
+            except OtgDown as e:
                 threading.Thread(target=self._lost, args=(n, str(e)), daemon=True).start()
                 if not quiet:
                     raise StateError(f"{e}: the run is stopped") from None
-            except AgentRefused as e:
+            except OtgRefused as e:
                 if not quiet:
                     raise ConfigError("agents", str(e)) from None
         return out
 
     # ------------------------------------------------------------------------------------- config
 
-    def set_config(self, body: Any) -> list[str]:
-        cfg = schema.check("Config", body, defer_patterns=True)
-        for key in ("devices", "lags", "lldp", "events", "stateful_flows", "egress_only_tracking"):
-            if cfg.get(key):
-                raise refusal.refuse(key, key)
+    def set_config(self, config: Config, document: dict[str, Any]) -> list[str]:
+        mapping.refuse_unsupported(config)
         with self.lock:
             self._live()
-            parts = split(cfg, list(self.agents))
+            parts = split(config, document, list(self.agents))
             answers = self._each(list(parts.parts), lambda a: a.call("POST", "/config", parts.parts[a.name]))
-            self.config, self.split, self.cache = cfg, parts, {}
-        return [f"agent {n}: {w}" for n, ans in answers.items() for w in ans.get("warnings", [])]
+            self.config, self.document, self.split, self.cache = config, document, parts, {}
+        return [f"agent {n}: {w}" for n, ans in answers.items() for w in read(Warnings, ans).warnings]
 
-    def get_config(self) -> dict:
+    def get_config(self) -> dict[str, Any]:
         with self.lock:
-            return dict(self.config or {})
+            return dict(self.document or {})
 
     def _live(self) -> None:
         if self.down:
@@ -150,15 +163,17 @@ class Controller(Endpoints):
 
     # -------------------------------------------------------------------------------------- control
 
-    def control_state(self, body: Any) -> list[str]:
-        req = schema.check("ControlState", body, "")
-        if req["choice"] == "traffic":
-            ft = (req.get("traffic") or {}).get("flow_transmit") or {}
-            return self._traffic(ft.get("state", "start"), list(ft.get("flow_names") or []))
-        if req["choice"] == "port" and (req.get("port") or {}).get("choice") == "capture":
-            return self._capture_state(req["port"].get("capture") or {})
-        raise refusal.refuse("control/state port.link" if req["choice"] == "port" else "control/state protocol",
-                             req["choice"])
+    def control_state(self, req: ControlState, start: StartTags | None = None) -> list[str]:
+        if start is not None:
+            raise ConfigError(headers.TAGS, "this is a controller: send its agents' headers to an agent")
+        if req.choice == "traffic":
+            ft = req.flow_transmit()
+            return self._traffic(ft.state, list(ft.flow_names))
+        capture = req.capture()
+        if capture is not None:
+            return self._capture_state(capture)
+        raise refusal.refuse("control/state port.link" if req.choice == "port" else "control/state protocol",
+                             req.choice)
 
     def _traffic(self, state: str, names: list[str]) -> list[str]:
         with self.lock:
@@ -187,107 +202,99 @@ class Controller(Endpoints):
         def receive(a: AgentClient) -> None:
             flows = sp.rx_only_flows(a.name, names)
             if flows:
-                a.call("POST", "/control/state", _traffic("start", flows), _tag_headers(flows, tags, receive=True))
+                a.call("POST", "/control/state", _traffic("start", flows),
+                       headers.tags([tags[f] for f in flows], receive=True))
 
         def send(a: AgentClient) -> None:
             flows = sp.tx_flows(a.name, names)
             if flows:
-                a.call("POST", "/control/state", _traffic("start", flows), _tag_headers(flows, tags))
+                a.call("POST", "/control/state", _traffic("start", flows), headers.tags([tags[f] for f in flows]))
 
         self._each(list(sp.parts), receive)
         self._each(list(sp.parts), send)
 
-    def _capture_state(self, c: dict) -> list[str]:
+    def _capture_state(self, c: StatePortCapture) -> list[str]:
         with self.lock:
             sp = self._ready()
-            names = list(c.get("port_names") or [])
+            names = list(c.port_names)
             for k, n in enumerate(names):
                 if n not in sp.port_agent:
                     raise ConfigError(f"port.capture.port_names[{k}]", f"{n!r} is not a port of the config")
             by_agent = {a: [n for n in names if sp.port_agent[n] == a] for a in sp.parts} if names else {
                 a: [] for a in sp.parts if "captures" in sp.parts[a]}
             body = lambda ports: {"choice": "port", "port": {"choice": "capture", "capture": {
-                "state": c.get("state", "start"), "port_names": ports}}}
+                "state": c.state, "port_names": ports}}}
             self._each([a for a, p in by_agent.items() if p or not names],
                        lambda a: a.call("POST", "/control/state", body(by_agent[a.name])))
         return []
 
     # -------------------------------------------------------------------------------------- monitor
 
-    def metrics(self, body: Any) -> dict:
-        req = schema.check("MetricsRequest", body, "")
-        choice = req.get("choice", "port")
+    def metrics(self, req: MetricsRequest) -> dict[str, Any]:
         with self.lock:
             sp = self._ready()
-        if choice == "flow":
-            return {"choice": "flow_metrics", "flow_metrics": self._flow_metrics(sp, req.get("flow") or {})}
-        if choice == "port":
-            return {"choice": "port_metrics", "port_metrics": self._port_metrics(sp, req.get("port") or {})}
-        raise refusal.refuse("monitor/metrics (not port or flow)", "choice", f"{choice} metrics")
+        if req.choice == "flow":
+            return {"choice": "flow_metrics", "flow_metrics": self._flow_metrics(sp, req.flow or FlowMetricsRequest())}
+        if req.choice == "port":
+            return {"choice": "port_metrics", "port_metrics": self._port_metrics(sp, req.port or PortMetricsRequest())}
+        raise refusal.refuse("monitor/metrics (not port or flow)", "choice", f"{req.choice} metrics")
 
-    def _flow_metrics(self, sp: Split, f: dict) -> list[dict]:
-        names = list(f.get("flow_names") or [])
-        for k, n in enumerate(names):
+    def _flow_metrics(self, sp: Split, f: FlowMetricsRequest) -> list[dict[str, Any]]:
+        for k, n in enumerate(f.flow_names):
             if not any(r.name == n for r in sp.routes):
                 raise ConfigError(f"flow.flow_names[{k}]", f"{n!r} is not a flow of the config")
-        routes = [r for r in sp.routes if not names or r.name in names]
+        routes = [r for r in sp.routes if not f.flow_names or r.name in f.flow_names]
         agents = sorted({a for r in routes for a in r.agents if a not in self.down})
         req = {"choice": "flow", "flow": {"flow_names": [r.name for r in routes]}}
         got = self._each(agents, lambda a: a.call("POST", "/monitor/metrics", req), quiet=True)
         with self.lock:
             for a, ans in got.items():
-                self.cache.setdefault(a, {}).update({m["name"]: m for m in ans.get("flow_metrics", [])})
+                self.cache.setdefault(a, {}).update({m.name or "": m for m in read(MetricsResponse, ans).flow_metrics})
             clocks = {a: self.clocks[a].estimate() for a in self.agents}
-            flows = {fl["name"]: fl for fl in (self.config or {}).get("flows", [])}
+            flows = {fl.name: fl for fl in (self.config.flows if self.config else ())}
             rows = []
             for r in routes:
-                per = {a: self.cache.get(a, {}).get(r.name) for a in r.agents}
-                row, _ = merge.flow_row(r, {a: m for a, m in per.items() if m}, flows[r.name], clocks, set(self.down))
-                rows.append(_only(row, f.get("metric_names") or ()))
+                per = {a: m for a in r.agents if (m := self.cache.get(a, {}).get(r.name))}
+                row, _ = merge.flow_row(r, per, flows[r.name], clocks, set(self.down))
+                rows.append(_only(to_json(row), f.metric_names))
         return rows
 
-    def _port_metrics(self, sp: Split, p: dict) -> list[dict]:
-        names = list(p.get("port_names") or [])
-        for k, n in enumerate(names):
+    def _port_metrics(self, sp: Split, p: PortMetricsRequest) -> list[dict[str, Any]]:
+        for k, n in enumerate(p.port_names):
             if n not in sp.port_agent:
                 raise ConfigError(f"port.port_names[{k}]", f"{n!r} is not a port of the config")
-        names = names or list(sp.port_agent)
+        names = list(p.port_names or sp.port_agent)
         live = [a for a in sp.parts if a not in self.down]
         got = self._each(live, lambda a: a.call("POST", "/monitor/metrics", {"choice": "port", "port": {
             "port_names": [n for n in names if sp.port_agent[n] == a.name]}}), quiet=True)
-        by_name = {m["name"]: m for ans in got.values() for m in ans.get("port_metrics", [])}
         with self.lock:
-            for n, m in by_name.items():
-                self.cache.setdefault(f"port:{sp.port_agent[n]}", {})[n] = m
+            for ans in got.values():
+                self.port_cache.update({m.name or "": m for m in read(MetricsResponse, ans).port_metrics})
             out = []
             for n in names:
                 a = sp.port_agent[n]
-                row = by_name.get(n) or self.cache.get(f"port:{a}", {}).get(n) or {"name": n}
-                row = merge.port_row(row, f"{a}/{sp.port_location[n]}", a in self.down)
-                out.append(_only(row, p.get("column_names") or ()))
+                row = merge.port_row(self.port_cache.get(n) or PortMetric(name=n), f"{a}/{sp.port_location[n]}",
+                                     a in self.down)
+                out.append(_only(to_json(row), p.column_names))
         return out
 
-    def capture(self, body: Any) -> bytes:
-        req = schema.check("CaptureRequest", body, "")
+    def capture(self, req: CaptureRequest) -> bytes:
         with self.lock:
             sp = self._ready()
-        agent = sp.port_agent.get(req["port_name"])
+        agent = sp.port_agent.get(req.port_name)
         if agent is None:
-            raise ConfigError("port_name", f"{req['port_name']!r} is not a port of the config")
+            raise ConfigError("port_name", f"{req.port_name!r} is not a port of the config")
         try:
-            return self.agents[agent].call("POST", "/monitor/capture", body)
-        except AgentRefused as e:
+            return self.agents[agent].call("POST", "/monitor/capture", to_json(req))
+        except OtgRefused as e:
             raise ConfigError("port_name", str(e)) from None
-
-    def flow_groups(self) -> list:
-        return []
 
     # ------------------------------------------------------------------------------ report, end
 
-    def report(self) -> dict:
+    def agents_report(self) -> dict[str, Any]:
         """``GET /netrig/agents``: every agent's state and clock, the cross-agent latencies' bounds."""
         with self.lock:
-            sp, flows = self.split, {fl["name"]: fl for fl in (self.config or {}).get("flows", [])}
+            sp, flows = self.split, {fl.name: fl for fl in (self.config.flows if self.config else ())}
             clocks = {a: self.clocks[a].estimate() for a in self.agents}
             agents = [_agent_report(n, a.spec.url, clocks[n], self.down.get(n)) for n, a in self.agents.items()]
             notes = []
@@ -312,26 +319,19 @@ class Controller(Endpoints):
             a.close()
 
 
-def _traffic(state: str, flows: Sequence[str]) -> dict:
+def _traffic(state: str, flows: Sequence[str]) -> dict[str, Any]:
     return {"choice": "traffic", "traffic": {"choice": "flow_transmit", "flow_transmit": {
         "state": state, "flow_names": list(flows)}}}
 
 
-def _tag_headers(flows: Sequence[str], tags: dict[str, int], receive: bool = False) -> dict[str, str]:
-    h = {"X-Netrig-Tags": ",".join(str(tags[f]) for f in flows)}
-    if receive:
-        h["X-Netrig-Receive"] = "1"
-    return h
-
-
-def _note(note: merge.LatencyNote | None) -> dict:
+def _note(note: merge.LatencyNote | None) -> dict[str, Any]:
     if note is None:
         return {}
     return {"latency_average_ns": note.average_ns, "latency_offset_ns": note.offset_ns,
             "latency_uncertainty_ns": note.uncertainty_ns, "latency_reported": note.reported}
 
 
-def _only(row: dict, names: Sequence[str]) -> dict:
+def _only(row: dict[str, Any], names: Sequence[str]) -> dict[str, Any]:
     return {k: v for k, v in row.items() if k == "name" or k in names} if names else row
 
 

@@ -6,9 +6,9 @@ import pytest
 
 from netrig.errors import CapabilityError, ConfigError, TestbedError
 from netrig.measure import Load, Phase
+from netrig.measure.otg import NOT_MEASURED, OtgMeasurer, OtgPair
 from netrig.model import FrameSize
-from netrig.otg.agents import AgentRefused
-from netrig.otg.measurer import NOT_MEASURED, OtgMeasurer, OtgPair
+from netrig.otgclient.client import OtgRefused
 
 PAIRS = (OtgPair("a/a1", "b/b1", "02:00:00:00:0a:01", "02:00:00:00:0b:01"),
          OtgPair("b/b2", "a/a2", "02:00:00:00:0b:02", "02:00:00:00:0a:02", "2001:2::1", "2001:2::2"))
@@ -27,7 +27,7 @@ def row(name: str, tx: int, rx: int, *, loss: float | None = 0.0, span_s: float 
 class FakeServer:
     """Answers the measurer's OTG requests with scripted flow rows; keeps every request."""
 
-    def __init__(self, rows: list[dict], running_polls: int = 1, refuse: AgentRefused | None = None):
+    def __init__(self, rows: list[dict], running_polls: int = 1, refuse: OtgRefused | None = None):
         self.rows, self.running, self.refuse = rows, running_polls, refuse
         self.requests: list[tuple[str, str, object]] = []
 
@@ -85,7 +85,7 @@ def test_an_agent_down_or_a_refusal_stops_the_run_with_one_line():
     with pytest.raises(TestbedError, match="have no loss: an agent is down"):
         measurer(FakeServer([row("pair0", 10, 10, loss=None), row("pair1", 10, 10)])).measure(
             Load(10.0, FrameSize(size=64)), 1.0)
-    refused = FakeServer([], refuse=AgentRefused("OTG server: agent b is down: restart it", 409))
+    refused = FakeServer([], refuse=OtgRefused("OTG server: agent b is down: restart it", 409))
     with pytest.raises(TestbedError, match="restart the agent, then the controller"):
         measurer(refused).measure(Load(10.0, FrameSize(size=64)), 1.0)
 
@@ -98,7 +98,7 @@ def test_an_interrupted_trial_stops_the_flows(monkeypatch):
         if next(polls, None) is None:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr("netrig.otg.measurer.time.sleep", sleep_then_interrupt)
+    monkeypatch.setattr("netrig.measure.otg.time.sleep", sleep_then_interrupt)
     with pytest.raises(KeyboardInterrupt):
         measurer(s).measure(Load(10.0, FrameSize(size=64)), 1.0)
     states = [b["traffic"]["flow_transmit"]["state"] for m, p, b in s.requests if p == "/control/state"]

@@ -9,39 +9,41 @@ One trial (:meth:`OtgMeasurer.measure`)::
     start every flow ─▶ poll flow metrics until every flow is stopped (the server says so once the
                 last frame had time to arrive) ─▶ TrialCounts
 
-What OTG's flow metrics do not carry is marked, never made up (``raw["otg"]["not_measured"]``):
-the sender's pacing and sending window (``achieved_pps`` is estimated from each flow's first and
-last arrival, ``raw["otg"]["achieved_from"]``), duplicates apart from arrivals (an excess of arrivals
-is counted as duplicates: a lower bound), reordering, late, stray, forged and foreign frames, the
-testers' own receive drops, latency percentiles (min, mean and max only), and a cross-agent flow's
-latency that the controller left out because its clocks' bound was wider than the value
-(``raw["otg"]["latency_left_out"]``). An agent down makes the trial's flows stale: the run stops
-(resumable) rather than count them.
+What OTG's flow metrics do not carry is marked, never made up (a trial's ``raw`` holds ``otg``:
+``not_measured``, ``achieved_from``, ``latency_left_out``): the sender's pacing and sending window
+(``achieved_pps`` is estimated from each flow's first and last arrival: ``achieved_from``),
+duplicates apart from arrivals (an excess of arrivals is counted as duplicates: a lower bound),
+reordering, late, stray, forged and foreign frames, the testers' own receive drops, latency
+percentiles (min, mean and max only), and a cross-agent flow's latency that the controller left out
+because its clocks' bound was wider than the value (``latency_left_out``). An agent down makes the
+trial's flows stale: the run stops (resumable) rather than count them.
+
+The server is reached through :class:`netrig.otgclient.client.OtgClient`; its flow metrics are
+read as :class:`netrig.otgclient.messages.FlowMetric`.
 """
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from netrig.errors import CapabilityError, ConfigError, TestbedError
-from netrig.measure import FlowTrial, IntervalSink, LatencySummary, Load, Phase, StackRequest, TrialCounts
 from netrig.measure.engine import LEARNING_DURATION_S, LEARNING_RATE_PPS
 from netrig.measure.events import Event, EventRun
-from netrig.model import MAX_FRAME_SIZE, FrameSize, defaults
-from netrig.otg.agents import AgentDown, AgentRefused, OtgClient
-from netrig.otg.metrics import WIRE_OVERHEAD
+from netrig.measure.seam import FlowTrial, IntervalSink, LatencySummary, Load, Phase, StackRequest, TrialCounts
+from netrig.model import MAX_FRAME_SIZE, WIRE_OVERHEAD_BYTES, FrameSize, defaults
+from netrig.otgclient.client import OtgClient, OtgDown, OtgRefused
+from netrig.otgclient.messages import FlowMetric, MetricsResponse, read
+from netrig.otgclient.typed import MessageError
 from netrig.trial import Stream
 
 #: A pair's addressing defaults: a stream's.
-_STREAM: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(Stream)}
+_STREAM = Stream(rate_pps=1)
 #: How often a running trial's flow metrics are read, s.
 POLL_S = 0.05
 #: A trial whose flows are not all stopped this long after they should have is stopped, s.
 FINISH_GRACE_S = 5.0
-#: What OTG's flow metrics do not tell (every trial's ``raw["otg"]["not_measured"]``).
+#: What OTG's flow metrics do not tell (every trial's ``not_measured`` under ``otg`` in ``raw``).
 NOT_MEASURED = ("pacing", "sending window", "reordered", "late", "stray", "forged", "foreign",
                 "tester receive drops", "latency percentiles")
 
@@ -53,12 +55,12 @@ class OtgPair:
 
     tx: str
     rx: str
-    src_mac: str = _STREAM["src_mac"]
-    dst_mac: str = _STREAM["dst_mac"]
-    src_ip: str = _STREAM["src_ip"]
-    dst_ip: str = _STREAM["dst_ip"]
-    src_port: int = _STREAM["src_port"]
-    dst_port: int = _STREAM["dst_port"]
+    src_mac: str = _STREAM.src_mac
+    dst_mac: str = _STREAM.dst_mac
+    src_ip: str = _STREAM.src_ip
+    dst_ip: str = _STREAM.dst_ip
+    src_port: int = _STREAM.src_port
+    dst_port: int = _STREAM.dst_port
 
     def __post_init__(self) -> None:
         for name in ("tx", "rx"):
@@ -94,12 +96,13 @@ class FlowRow:
     latency: tuple[float, float, float] | None
 
     @classmethod
-    def of(cls, m: dict) -> FlowRow:
-        ts, lat = m.get("timestamps") or {}, m.get("latency") or {}
-        return cls(str(m["name"]), str(m.get("transmit", "")), int(m.get("frames_tx") or 0),
-                   int(m.get("frames_rx") or 0), m.get("loss"), ts.get("first_timestamp_ns"),
-                   ts.get("last_timestamp_ns"),
-                   (lat["minimum_ns"], lat["average_ns"], lat["maximum_ns"]) if "average_ns" in lat else None)
+    def of(cls, m: FlowMetric) -> FlowRow:
+        ts, lat = m.timestamps, m.latency
+        latency = None
+        if lat is not None and lat.minimum_ns is not None and lat.average_ns is not None and lat.maximum_ns is not None:
+            latency = (lat.minimum_ns, lat.average_ns, lat.maximum_ns)
+        return cls(m.name or "", m.transmit or "", m.frames_tx or 0, m.frames_rx or 0, m.loss,
+                   ts.first_timestamp_ns if ts else None, ts.last_timestamp_ns if ts else None, latency)
 
     def sending_pps(self) -> float | None:
         """The rate the flow arrived at (its frames over its first to last arrival): the sender's
@@ -146,16 +149,16 @@ class OtgMeasurer:
         """One OTG request; a server that is unreachable or refuses is the test bed's failure."""
         try:
             return self.client.call(method, path, body)
-        except AgentDown as e:
+        except OtgDown as e:
             raise TestbedError(f"otg.url: {e}: start netrig serve there, then netrig run --resume") from None
-        except AgentRefused as e:
+        except OtgRefused as e:
             hint = "restart the agent, then the controller, then netrig run --resume" if e.status == 409 else \
                 "fix the pairs' locations or addressing (otg.pairs)"
             raise TestbedError(f"{e}: {hint}") from None
 
     def _config(self, frame: FrameSize, rate_pps: float, frames: Sequence[int]) -> dict:
         """The OTG config of one trial: a port per location, a flow per pair."""
-        l1_bits = (frame.mean_size + WIRE_OVERHEAD) * 8
+        l1_bits = (frame.mean_size + WIRE_OVERHEAD_BYTES) * 8
         ports = [{"name": f"p{k}", "location": loc} for k, loc in enumerate(self.ports)]
         flows = []
         for i, (p, n) in enumerate(zip(self.pairs, frames)):
@@ -180,7 +183,10 @@ class OtgMeasurer:
 
     def _rows(self) -> list[FlowRow]:
         got = self._call("POST", "/monitor/metrics", {"choice": "flow", "flow": {"flow_names": []}})
-        return [FlowRow.of(m) for m in got.get("flow_metrics", [])]
+        try:
+            return [FlowRow.of(m) for m in read(MetricsResponse, got).flow_metrics]
+        except MessageError as e:
+            raise TestbedError(f"otg.url: {self.client.label}: its flow metrics are not OTG's: {e}") from None
 
     def _run(self, frame: FrameSize, rate_pps: float, frames: Sequence[int]) -> tuple[list[FlowRow], bool]:
         """One trial on the server: its flows' rows, and whether every flow finished in time (else

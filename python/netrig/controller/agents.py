@@ -1,0 +1,83 @@
+"""A controller's view of one agent: a `netrig serve` reached over the OTG API (docs/distributed.md).
+
+Requests are the OTG endpoints through :class:`netrig.otgclient.client.OtgClient`, with the
+controller's bearer token and, where the controller needs them, netrig's two request headers
+(``X-Netrig-Tags``, ``X-Netrig-Receive``: :mod:`netrig.otgclient.headers`). Every answer carries
+the agent's clock, which the heartbeat's exchange reads (:mod:`netrig.controller.clock`). An agent
+that does not answer within the timeout, or refuses the connection, is
+:class:`~netrig.otgclient.client.OtgDown`.
+"""
+from __future__ import annotations
+
+import http.client
+import ssl
+import time
+import urllib.parse
+from dataclasses import dataclass
+
+from netrig.controller import clock
+from netrig.controller.split import AGENT_NAME
+from netrig.errors import ConfigError
+from netrig.otgclient import headers
+from netrig.otgclient.client import OtgClient, OtgDown
+
+#: Longest wait for a heartbeat's answer, s (an agent slower than this is unreachable).
+HEARTBEAT_TIMEOUT_S = 0.5
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """``--agent NAME=URL``."""
+
+    name: str
+    url: str
+
+    @staticmethod
+    def parse(text: str) -> AgentSpec:
+        name, sep, url = text.partition("=")
+        u = urllib.parse.urlsplit(url)
+        if not sep or not AGENT_NAME.match(name) or u.scheme not in ("http", "https") or not u.hostname:
+            raise ConfigError("--agent", f"{text!r}: give NAME=URL, e.g. agent-a=https://198.18.0.1:8443 (NAME: "
+                                         "letters, digits, . _ -)")
+        return AgentSpec(name, url.rstrip("/"))
+
+
+class AgentClient(OtgClient):
+    """A controller's requests to one agent, and the heartbeat's clock exchange."""
+
+    def __init__(self, spec: AgentSpec, token: str | None, tls: ssl.SSLContext | None):
+        super().__init__(f"agent {spec.name}", spec.url, token, tls)
+        self.spec = spec
+        self._beat: http.client.HTTPConnection | None = None
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def clock_sample(self) -> tuple[clock.Sample, headers.Ptp | None]:
+        """One NTP-style exchange (``GET /capabilities/version``) on the heartbeat's own connection,
+        kept open (no connect or new server thread in the round trip); :class:`OtgDown` on failure.
+        Only the heartbeat thread calls it."""
+        try:
+            if self._beat is None:
+                self._beat = self.connection(HEARTBEAT_TIMEOUT_S)
+                self._beat.connect()
+            t0 = time.time_ns()
+            self._beat.request("GET", "/capabilities/version", headers=self.auth())
+            resp = self._beat.getresponse()
+            t3 = time.time_ns()
+            resp.read()
+        except (OSError, http.client.HTTPException) as e:
+            self.close()
+            raise self.down(e) from None
+        stamps = headers.parse_stamps(resp.getheader(headers.CLOCK))
+        if resp.status != 200 or stamps is None:
+            self.close()
+            raise OtgDown(f"agent {self.name}: answered {resp.status} without its clock: is it netrig serve, "
+                          "and does it trust this controller's token?")
+        return clock.Sample(t0, *stamps, t3), headers.parse_ptp(resp.getheader(headers.PTP))
+
+    def close(self) -> None:
+        if self._beat is not None:
+            self._beat.close()
+        self._beat = None

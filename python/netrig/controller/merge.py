@@ -1,0 +1,122 @@
+"""The agents' flow and port metrics → one tester's (docs/distributed.md).
+
+A flow's sending side (frames and bytes sent, their rates, ``transmit``) comes from the agent that
+sends it; its receiving side (frames and bytes received, rates, timestamps, latency) is the sum,
+minimum or maximum over the agents that receive it. Loss is recomputed from the merged counts.
+Latency between two agents holds their clocks' offset: it is corrected by the controller's
+estimate, and when the estimate's uncertainty is larger than the corrected value the latency is
+left out of the OTG metric (it would be a number without meaning) and the flow listed under
+``/netrig/agents`` with its bound. A flow with a part on an agent that is down keeps that part's
+last counts and reports no loss: it is stale, never lossy.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from netrig.controller import clock
+from netrig.controller.split import FlowRoute
+from netrig.otg.objects import Flow
+from netrig.otgclient.messages import FlowMetric, MetricLatency, MetricTimestamp, PortMetric
+
+
+@dataclass(frozen=True)
+class LatencyNote:
+    """A cross-agent flow's latency correction: the clocks' offset removed and its bound, ns."""
+
+    flow: str
+    #: The average latency after the correction, ns (reported in OTG only when above the bound).
+    average_ns: float
+    offset_ns: float
+    uncertainty_ns: float
+    reported: bool
+
+
+#: Each agent's clock estimate (``None``: none yet).
+Clocks = dict[str, clock.ClockEstimate | None]
+N = TypeVar("N", int, float)
+
+
+def _rx(tx: FlowMetric, rx: Sequence[FlowMetric], get: Callable[[FlowMetric], N | None]) -> N | None:
+    """A receiving side's counter summed over the receiving agents (the sender's row's when none
+    reports it)."""
+    values = [v for r in rx if (v := get(r)) is not None]
+    return sum(values) if values else get(tx)
+
+
+def flow_row(route: FlowRoute, rows: dict[str, FlowMetric], flow: Flow, clocks: Clocks,
+             down: set[str]) -> tuple[FlowMetric, LatencyNote | None]:
+    """One flow's metric from its agents' ``rows`` (agent → that agent's row of the flow)."""
+    tx = rows.get(route.tx_agent) or FlowMetric(name=route.name, transmit="stopped")
+    rx = [rows[a] for a in route.rx_agents if a in rows]
+    frames_rx = _rx(tx, rx, lambda r: r.frames_rx)
+    latency, note = _latency(route, rows, clocks)
+    loss = tx.loss
+    if loss is not None:
+        expected = (tx.frames_tx or 0) * flow.metrics.ratio(len(route.rx_ports))
+        loss = max(0.0, expected - (frames_rx or 0)) / expected * 100 if expected else 0.0
+    stale = bool(down & set(route.agents))
+    out = dataclasses.replace(
+        tx, frames_rx=frames_rx, bytes_rx=_rx(tx, rx, lambda r: r.bytes_rx),
+        frames_rx_rate=_rx(tx, rx, lambda r: r.frames_rx_rate), rx_rate_bytes=_rx(tx, rx, lambda r: r.rx_rate_bytes),
+        rx_rate_bps=_rx(tx, rx, lambda r: r.rx_rate_bps), rx_rate_kbps=_rx(tx, rx, lambda r: r.rx_rate_kbps),
+        rx_rate_mbps=_rx(tx, rx, lambda r: r.rx_rate_mbps), rx_l1_rate_bps=_rx(tx, rx, lambda r: r.rx_l1_rate_bps),
+        timestamps=_timestamps(route, rows, clocks), latency=latency, loss=None if stale else loss,
+        transmit="stopped" if stale else tx.transmit)
+    return out, note
+
+
+def _timestamps(route: FlowRoute, rows: dict[str, FlowMetric], clocks: Clocks) -> MetricTimestamp | None:
+    """First and last arrival over the receiving agents, on the controller's clock."""
+    stamps = []
+    for a in route.rx_agents:
+        row, est = rows.get(a), clocks.get(a)
+        ts = row.timestamps if row is not None else None
+        shift = est.offset_ns if est is not None and route.crosses else 0.0
+        if ts is not None and ts.first_timestamp_ns is not None and ts.last_timestamp_ns is not None:
+            stamps.append((ts.first_timestamp_ns - shift, ts.last_timestamp_ns - shift))
+    if not stamps:
+        return None
+    return MetricTimestamp(first_timestamp_ns=min(s[0] for s in stamps), last_timestamp_ns=max(s[1] for s in stamps))
+
+
+def _latency(route: FlowRoute, rows: dict[str, FlowMetric],
+             clocks: Clocks) -> tuple[MetricLatency | None, LatencyNote | None]:
+    """Latency over the receiving agents, each corrected by its clock's offset from the sender's;
+    left out (``None``) when the correction's bound is wider than the value."""
+    parts = []  # (min, max, average, frames, offset removed, uncertainty)
+    for a in route.rx_agents:
+        row = rows.get(a)
+        lat, n = (row.latency, row.frames_rx) if row is not None else (None, None)
+        if lat is None or not n or lat.minimum_ns is None or lat.maximum_ns is None or lat.average_ns is None:
+            continue
+        off = unc = 0.0
+        if a != route.tx_agent:
+            tx, rx = clocks.get(route.tx_agent), clocks.get(a)
+            off, unc = clock.between(tx, rx) if tx and rx else (0.0, float("inf"))
+        parts.append((lat.minimum_ns - off, lat.maximum_ns - off, lat.average_ns - off, n, off, unc))
+    if not parts:
+        return None, None
+    frames = sum(p[3] for p in parts)
+    avg = sum(p[2] * p[3] for p in parts) / frames
+    unc = max(p[5] for p in parts)
+    reported = unc <= abs(avg)
+    latency = None
+    if reported:
+        latency = MetricLatency(minimum_ns=max(0.0, min(p[0] for p in parts)),
+                                maximum_ns=max(0.0, max(p[1] for p in parts)), average_ns=max(0.0, avg))
+    if not route.crosses:
+        return latency, None
+    return latency, LatencyNote(route.name, avg, sum(p[4] * p[3] for p in parts) / frames, unc, reported)
+
+
+def port_row(row: PortMetric, location: str, down: bool) -> PortMetric:
+    """An agent's port metric as the controller's: its global location; a port of an agent that is
+    down reports its link down and nothing sending."""
+    if row.location is not None:
+        row = dataclasses.replace(row, location=location)
+    if down:
+        row = dataclasses.replace(row, link="down", transmit="stopped")
+    return row

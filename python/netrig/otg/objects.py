@@ -1,0 +1,382 @@
+"""OTG requests as frozen dataclasses: a config, and the control, metrics, capture and states
+requests — each class the model's class of the same name, with the properties netrig reads
+(``others``: the rest, as given: what netrig refuses or warns about by name).
+
+:func:`read` checks a request's JSON against the model (:mod:`netrig.otg.schema`: an error names
+the path) and reads it into its class, once, at the edge: the HTTP server parses every request
+here and hands the service (or a controller) these objects. A field without a default takes the
+model's default when the request leaves it out (from snappi's tables, never restated; a left-out
+object is the class with every default); a field with one keeps it (``None``: not given). A flow's
+header stack (``Flow.packet``) stays JSON: the engine's converters read it
+(:mod:`netrig.otg.headers`). ``tests/otg/test_objects.py`` holds every class equal to the model's.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any, TypeVar
+
+from netrig.errors import ConfigError
+from netrig.otg import schema
+from netrig.otgclient.typed import Reader
+
+T = TypeVar("T")
+
+#: Reads what :func:`read` checked against the model first.
+_READ = Reader(defaults=lambda name: schema.schema(name).defaults, checked=True)
+
+
+def read(cls: type[T], body: Any, defer_headers: bool = False) -> T:
+    """``body`` checked against the model class of ``cls``'s name and read into ``cls``; with
+    ``defer_headers`` a flow's headers are left to their mapping (:func:`netrig.otg.schema.check`)."""
+    schema.check(cls.__name__, body, "", defer_headers)
+    return _READ(cls, body)
+
+
+@cache
+def default(cls: type[T]) -> T:
+    """``cls`` with every default of the model: what an object left out means."""
+    return _READ(cls, {})
+
+
+# ------------------------------------------------------------------------------------------ config
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Port:
+    name: str
+    location: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlowPort:
+    tx_name: str
+    #: Deprecated in OTG: read as ``rx_names``.
+    rx_name: str | None = None
+    rx_names: tuple[str, ...] = ()
+
+    @property
+    def receivers(self) -> tuple[str, ...]:
+        """Every receiving port named (``rx_names``, then the deprecated ``rx_name``)."""
+        return self.rx_names + ((self.rx_name,) if self.rx_name else ())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlowTxRx:
+    choice: str
+    port: FlowPort | None = None
+    device: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlowSizeIncrement:
+    start: int
+    end: int
+    step: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlowSizeRandom:
+    min: int
+    max: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlowSizeWeightPairsCustom:
+    size: int
+    weight: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlowSizeWeightPairs:
+    choice: str
+    predefined: str
+    custom: tuple[FlowSizeWeightPairsCustom, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlowSize:
+    choice: str
+    fixed: int
+    increment: FlowSizeIncrement | None = None
+    random: FlowSizeRandom | None = None
+    weight_pairs: FlowSizeWeightPairs | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlowRate:
+    choice: str
+    pps: int
+    bps: int
+    kbps: int
+    mbps: int
+    gbps: int
+    percentage: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Time:
+    """A time: ``bytes`` (at the port's line rate), ``nanoseconds`` or ``microseconds`` (what a
+    delay and a gap between bursts are; not a class of the model)."""
+
+    choice: str
+    bytes: float
+    nanoseconds: float
+    microseconds: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlowDelay(Time):
+    """A flow's delay before its first frame."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlowDurationInterBurstGap(Time):
+    """The gap between bursts (its defaults are not a delay's)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlowFixedPackets:
+    packets: int
+    gap: int
+    delay: FlowDelay
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlowFixedSeconds:
+    seconds: float
+    gap: int
+    delay: FlowDelay
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlowBurst:
+    bursts: int
+    packets: int
+    gap: int
+    inter_burst_gap: FlowDurationInterBurstGap
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlowContinuous:
+    gap: int
+    delay: FlowDelay
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlowDuration:
+    choice: str
+    fixed_packets: FlowFixedPackets | None = None
+    fixed_seconds: FlowFixedSeconds | None = None
+    burst: FlowBurst | None = None
+    continuous: FlowContinuous | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlowRxTxRatio:
+    choice: str
+    rx_count: dict[str, Any] | None = None
+    value: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlowLatencyMetrics:
+    enable: bool
+    mode: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlowPredefinedTags:
+    rx_name: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlowMetrics:
+    enable: bool
+    loss: bool
+    rx_tx_ratio: FlowRxTxRatio
+    timestamps: bool
+    latency: FlowLatencyMetrics
+    predefined_metric_tags: FlowPredefinedTags | None = None
+
+    def ratio(self, receivers: int) -> float:
+        """Frames expected across the receiving ports per frame sent (``rx_count``: one per port)."""
+        if self.rx_tx_ratio.choice == "rx_count":
+            return float(max(receivers, 1))
+        return float(self.rx_tx_ratio.value)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlowPayloadFixed:
+    pattern: str
+    repeat: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlowPayload:
+    choice: str
+    fixed: FlowPayloadFixed
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Flow:
+    name: str
+    tx_rx: FlowTxRx
+    #: The header stack, as JSON (``Flow.Header`` objects; :mod:`netrig.otg.headers` maps them).
+    packet: tuple[dict[str, Any], ...] = ()
+    egress_packet: tuple[dict[str, Any], ...] = ()
+    size: FlowSize
+    rate: FlowRate
+    duration: FlowDuration
+    metrics: FlowMetrics
+    payload: FlowPayload | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Capture:
+    name: str
+    port_names: tuple[str, ...]
+    filters: tuple[dict[str, Any], ...] = ()
+    overwrite: bool
+    packet_size: int | None = None
+    format: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Layer1:
+    name: str
+    port_names: tuple[str, ...]
+    speed: str | None = None
+    #: Everything else set (MTU, media, autonegotiation …): not applied, warned.
+    others: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PortOptions:
+    location_preemption: bool | None = None
+    #: ``data_integrity``, ``frame_ordering_mode``: refused when set.
+    others: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConfigOptions:
+    port_options: PortOptions | None = None
+    #: Protocol, per-port and flow options: refused when set.
+    others: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Config:
+    ports: tuple[Port, ...] = ()
+    layer1: tuple[Layer1, ...] = ()
+    captures: tuple[Capture, ...] = ()
+    flows: tuple[Flow, ...] = ()
+    options: ConfigOptions | None = None
+    #: Devices, LAGs, LLDP, events, stateful flows, egress-only tracking: refused when not empty.
+    others: dict[str, Any] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------------------- requests
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StateTrafficFlowTransmit:
+    state: str
+    flow_names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StateTraffic:
+    choice: str
+    flow_transmit: StateTrafficFlowTransmit | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StatePortCapture:
+    state: str
+    port_names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StatePort:
+    choice: str
+    link: dict[str, Any] | None = None
+    capture: StatePortCapture | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControlState:
+    choice: str
+    port: StatePort | None = None
+    protocol: dict[str, Any] | None = None
+    traffic: StateTraffic | None = None
+
+    def flow_transmit(self) -> StateTrafficFlowTransmit:
+        """The traffic request (``choice`` traffic)."""
+        if self.traffic is None or self.traffic.flow_transmit is None:
+            raise ConfigError("traffic.flow_transmit", "is required: give its state (start, stop, pause, resume) "
+                                                       "and the flow_names (none: every flow)")
+        return self.traffic.flow_transmit
+
+    def capture(self) -> StatePortCapture | None:
+        """The capture request (``choice`` port, ``port.choice`` capture), else ``None``."""
+        if self.port is None or self.port.choice != "capture":
+            return None
+        if self.port.capture is None:
+            raise ConfigError("port.capture", "is required: give its state (start, stop) and the port_names (none: "
+                                              "every capture)")
+        return self.port.capture
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControlAction:
+    choice: str
+    others: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlowMetricsRequest:
+    flow_names: tuple[str, ...] = ()
+    metric_names: tuple[str, ...] = ()
+    tagged_metrics: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PortMetricsRequest:
+    port_names: tuple[str, ...] = ()
+    column_names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MetricsRequest:
+    choice: str
+    port: PortMetricsRequest | None = None
+    flow: FlowMetricsRequest | None = None
+    #: Protocol metrics' requests (BGP, ISIS, LAG …): refused.
+    others: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CaptureRequestPackets:
+    choice: str
+    slice: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CaptureRequest:
+    port_name: str
+    packets: CaptureRequestPackets | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StatesRequest:
+    choice: str
+    #: Each choice's request (neighbours, prefixes …): no devices, so every answer is empty.
+    others: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class StartTags:
+    """A controller's start at an agent (``X-Netrig-Tags``, ``X-Netrig-Receive``): the tags to send
+    under, one per flow named; ``receive``: only count those flows' frames sent under them."""
+
+    tags: tuple[int, ...] | None
+    receive: bool = False

@@ -1,0 +1,90 @@
+"""The controller's pure parts: a config split per agent, the agents' metric rows merged."""
+from __future__ import annotations
+
+import pytest
+
+from netrig.controller import merge
+from netrig.controller.agents import AgentSpec
+from netrig.controller.clock import ClockEstimate
+from netrig.controller.split import split
+from netrig.errors import ConfigError
+from netrig.otg.objects import Config, read
+from netrig.otgclient.messages import FlowMetric, MetricLatency, PortMetric
+
+
+def cfg() -> dict:
+    ports = [{"name": n, "location": f"{n[0]}/{n}"} for n in ("a1", "a2", "b1")]
+    flows = [{"name": n, "tx_rx": {"choice": "port", "port": {"tx_name": tx, "rx_names": rx}},
+              "packet": [{"choice": "ethernet"}, {"choice": "ipv4", "ipv4": {"src": {"value": "198.18.0.1"}}}]}
+             for n, tx, rx in (("fa", "a1", ["a2"]), ("fab", "a2", ["b1"]), ("fba", "b1", ["a1", "a2"]))]
+    return {"ports": ports, "flows": flows, "layer1": [{"name": "l", "port_names": ["a1", "b1"]}]}
+
+
+def split_of(doc: dict, agents: list[str]):
+    return split(read(Config, doc, defer_headers=True), doc, agents)
+
+
+def test_split_gives_each_agent_its_ports_and_every_flow_in_order():
+    sp = split_of(cfg(), ["a", "b"])
+    a, b = sp.parts["a"], sp.parts["b"]
+    assert [p["location"] for p in a["ports"]] == ["a1", "a2"] and [p["name"] for p in b["ports"]] == ["b1"]
+    assert [f["name"] for f in a["flows"]] == [f["name"] for f in b["flows"]] == ["fa", "fab", "fba"]
+    # b does not send fa or fab: re-pointed at its own port, never started there; fab received on b1
+    assert b["flows"][1]["tx_rx"]["port"] == {"tx_name": "b1", "rx_names": ["b1"]}
+    assert a["flows"][2]["tx_rx"]["port"] == {"tx_name": "a1", "rx_names": ["a1", "a2"]}
+    assert a["layer1"] == [{"name": "l", "port_names": ["a1"]}]
+    assert sp.tx_flows("a", ["fa", "fab", "fba"]) == ["fa", "fab"]
+    assert sp.rx_only_flows("a", ["fa", "fab", "fba"]) == ["fba"]
+    assert [r.crosses for r in sp.routes] == [False, True, True]
+    assert b["flows"][0]["packet"] == cfg()["flows"][0]["packet"]  # the headers as given, on every agent
+
+
+@pytest.mark.parametrize("loc, words", [("eth1", "AGENT/INTERFACE"), ("c/eth1", "no agent 'c'"),
+                                        ("a/", "AGENT/INTERFACE"), (None, "AGENT/INTERFACE")])
+def test_bad_location_names_the_field(loc, words):
+    c = cfg()
+    c["ports"][1]["location"] = loc
+    if loc is None:
+        del c["ports"][1]["location"]
+    with pytest.raises(ConfigError, match=r"ports\[1\]\.location") as e:
+        split_of(c, ["a", "b"])
+    assert words in str(e.value)
+
+
+def test_bad_agent_option():
+    assert AgentSpec.parse("a=http://198.18.0.2:8441").url == "http://198.18.0.2:8441"
+    for bad in ("a", "a=ftp://x", "=http://x", "a b=http://x"):
+        with pytest.raises(ConfigError, match="--agent"):
+            AgentSpec.parse(bad)
+
+
+def test_merge_sums_receivers_corrects_latency_and_marks_stale():
+    c = cfg()
+    sp = split_of(c, ["a", "b"])
+    fba = sp.routes[2]
+    rows = {"b": FlowMetric(name="fba", frames_tx=100, frames_rx=0, transmit="stopped", loss=100.0),
+            "a": FlowMetric(name="fba", frames_rx=100, frames_tx=0, loss=0.0,
+                            latency=MetricLatency(minimum_ns=9000.0, maximum_ns=12000.0, average_ns=10000.0))}
+    clocks = {"a": ClockEstimate(2000, 100), "b": ClockEstimate(-1000, 200)}
+    flow = read(Config, c).flows[2]
+    row, note = merge.flow_row(fba, rows, flow, clocks, set())
+    assert (row.frames_tx, row.frames_rx, row.loss, row.transmit) == (100, 100, 0.0, "stopped")
+    assert row.latency is not None and row.latency.average_ns == 7000.0
+    assert note == merge.LatencyNote("fba", 7000.0, 3000.0, 300.0, True)
+    wide = {"a": ClockEstimate(2000, 9000), "b": ClockEstimate(-1000, 200)}
+    row, note = merge.flow_row(fba, rows, flow, wide, set())
+    assert row.latency is None and note is not None and not note.reported  # bound above the value
+    row, _ = merge.flow_row(fba, rows, flow, clocks, {"b"})
+    assert row.loss is None and row.transmit == "stopped"  # stale, never loss
+    # two receiving ports and rx_count: twice the frames sent are expected
+    doubled = read(Config, {**c, "flows": [{**c["flows"][2], "metrics": {"rx_tx_ratio": {"choice": "rx_count"}}}]})
+    row, _ = merge.flow_row(fba, rows, doubled.flows[0], clocks, set())
+    assert row.loss == 50.0
+
+
+def test_a_port_of_an_agent_down_has_its_link_down():
+    row = PortMetric(name="a1", location="a1", link="up", transmit="started", frames_tx=5)
+    assert merge.port_row(row, "a/a1", False) == PortMetric(name="a1", location="a/a1", link="up",
+                                                            transmit="started", frames_tx=5)
+    down = merge.port_row(row, "a/a1", True)
+    assert (down.location, down.link, down.transmit, down.frames_tx) == ("a/a1", "down", "stopped", 5)
