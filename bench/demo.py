@@ -3,7 +3,8 @@
 runs RFC 2544 and NDR/PDR; docs/testbed.md, "What the demo measures"), and per run the DUT's RFC 2544
 throughput at 64 B, its NDR and PDR, whether any is a tester-limited lower bound, and how long the
 run took. The issue's goal: throughput and NDR each within ±3 % of their median over three runs,
-none tester-limited.
+none tester-limited; and each run's 64-B headline interval (RFC 2544 throughput's range over its
+repetitions within the run, ``netrig.run.consistency.answers``) contains the other runs' medians.
 
 Writes bench/results/<date>-demo.json and .md. Run with `make bench-demo` (root; ~5 min per run).
 Environment: REPS (3).
@@ -25,6 +26,7 @@ sys.path.insert(0, str(HERE.parent / "python"))
 
 from netrig.cli.demo import run_demo  # noqa: E402
 from netrig.results import load_result  # noqa: E402
+from netrig.run import consistency  # noqa: E402
 
 REPS = int(os.environ.get("REPS", 3))
 SPREAD_PCT = 3.0
@@ -45,11 +47,21 @@ def one_run(out: Path) -> dict:
     return {"rc": rc, "seconds": round(time.monotonic() - t0, 1), **numbers(out)}
 
 
+def headline(docs: list[dict]) -> dict:
+    """The 64-B answers side by side as the demo prints them: each one's median and range over its
+    repetitions, and the cause the run gives for their difference."""
+    a = next(x for x in consistency.answers(docs) if x.frame_label == "64")
+    return {"cause": a.cause, **{r.name: {"median": r.median, "min": min(r.values), "max": max(r.values),
+                                          "values": list(r.values)} for r in a.rows}}
+
+
 def numbers(out: Path) -> dict:
     """The 64-byte numbers of the demo in ``out``."""
-    thr = _at_64(_method(load_result(out / "rfc2544" / "result.json"), "rfc2544_throughput"))
-    goals = {g["name"]: g for g in _at_64(_method(load_result(out / "ndr-pdr" / "result.json"), "mlrsearch"))["goals"]}
-    return {"throughput_pps": thr["rate_pps"], "throughput_resolution_pps": thr["resolution_pps"],
+    rfc, ndr = load_result(out / "rfc2544" / "result.json"), load_result(out / "ndr-pdr" / "result.json")
+    thr = _at_64(_method(rfc, "rfc2544_throughput"))
+    goals = {g["name"]: g for g in _at_64(_method(ndr, "mlrsearch"))["goals"]}
+    return {"answers": headline([rfc, ndr]),
+            "throughput_pps": thr["rate_pps"], "throughput_resolution_pps": thr["resolution_pps"],
             "throughput_tester_limited": thr["tester_limited"],
             **{f"{n.lower()}_pps": g["conditional_throughput_pps"] for n, g in goals.items()},
             **{f"{n.lower()}_tester_limited": g["tester_limited"] for n, g in goals.items()}}
@@ -61,13 +73,27 @@ def spread(values: list[float]) -> dict:
     return {"median": med, "values": values, "worst_pct": round(worst, 2), "within": worst <= SPREAD_PCT}
 
 
+#: The headline whose interval within a run is checked against the other runs.
+HEADLINE = "RFC 2544 §26.1 throughput"
+
+
+def intervals(runs: list[dict]) -> dict:
+    """Whether each run's headline range over its own repetitions contains the other runs' medians."""
+    hs = [r["answers"][HEADLINE] for r in runs]
+    per = [{"min": h["min"], "max": h["max"], "median": h["median"],
+            "contains_others": all(h["min"] <= o["median"] <= h["max"] for j, o in enumerate(hs) if j != i)}
+           for i, h in enumerate(hs)]
+    return {"headline": HEADLINE, "runs": per, "all_contain": all(p["contains_others"] for p in per)}
+
+
 def main() -> int:
     runs = []
     with tempfile.TemporaryDirectory(prefix="netrig-bench-demo-") as tmp:
         for i in range(REPS):
             runs.append(one_run(Path(tmp) / f"run{i}"))
             print(json.dumps(runs[-1]), flush=True)
-    doc: dict[str, Any] = {"bench": "demo", "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "reps": REPS,
+    doc: dict[str, Any] = {"bench": "demo", "intervals": intervals(runs),
+           "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "reps": REPS,
            "runs": runs, "throughput": spread([r["throughput_pps"] for r in runs]),
            "ndr": spread([r["ndr_pps"] for r in runs]), "pdr": spread([r["pdr_pps"] for r in runs]),
            "tester_limited": any(v for r in runs for k, v in r.items() if k.endswith("tester_limited"))}
@@ -80,6 +106,11 @@ def main() -> int:
         lim = any(v for k, v in r.items() if k.endswith("tester_limited"))
         lines.append(f"| {i + 1} | {r['seconds']:.0f} | {r['throughput_pps'] / 1e3:.1f} k | "
                      f"{r['ndr_pps'] / 1e3:.1f} k | {r['pdr_pps'] / 1e3:.1f} k | {'yes' if lim else 'no'} |")
+    for i, p in enumerate(doc["intervals"]["runs"]):
+        lines.append(f"\nrun {i + 1}: 64-B headline {p['median'] / 1e3:.1f} k, range {p['min'] / 1e3:.1f}–"
+                     f"{p['max'] / 1e3:.1f} k over its repetitions: "
+                     f"{'contains' if p['contains_others'] else 'does NOT contain'} the other runs' medians. "
+                     f"{runs[i]['answers']['cause']}")
     for key in ("throughput", "ndr", "pdr"):
         s = doc[key]
         lines.append(f"\n{key}: median {s['median'] / 1e3:.1f} kfps, worst ±{s['worst_pct']} % "

@@ -1,5 +1,7 @@
 """The demo's configs are valid and run end to end on the simulator."""
-from netrig.cli.demo import demo_config, run_demo
+import argparse
+
+from netrig.cli.demo import demo_config, run, run_demo
 from netrig.results import load_result
 
 
@@ -15,9 +17,14 @@ def test_demo_on_simulator(tmp_path, capsys):
                for i, r in enumerate(tp))
     nd = load_result(tmp_path / "ndr-pdr")
     assert nd["selftest"]["ceilings"][0]["frame_size"] == 64  # the NDR/PDR search starts from what it proved
-    goals = nd["summary"][0]["results"][0]["repetitions"][0]["goals"]
+    assert [s["method"] for s in nd["summary"]] == ["rfc2544_throughput", "mlrsearch"]
+    assert len(nd["summary"][0]["results"][0]["repetitions"]) == 3, "the 64-B headline's own repetitions"
+    goals = nd["summary"][1]["results"][0]["repetitions"][0]["goals"]
     assert [g["name"] for g in goals] == ["NDR", "PDR"]
     out = capsys.readouterr().out
     assert "RFC 2544 §26.1 throughput" in out and "% line rate" in out
-    # a second run replaces the complete results
-    assert run_demo(tmp_path, testbed="simulated", quiet=True) == 0
+    # a second run replaces the complete results; the command prints the answers side by side
+    assert run(argparse.Namespace(out=str(tmp_path), testbed="simulated")) == 0
+    out = capsys.readouterr().out
+    assert "4 answers at 64 B: how much does the DUT forward?" in out
+    assert "RFC 2544 §26.3 highest loss-free load" in out and "MLRsearch PDR" in out

@@ -26,8 +26,9 @@ from netrig.methodology.method import STACK_FRAME
 from netrig.methodology.selftest import stored_ceilings
 from netrig.methods import REGISTRY
 from netrig.model import format_bps, format_ns, format_pps, rates
-from netrig.report.tables import not_counted
+from netrig.report.tables import answers_table, not_counted
 from netrig.results.typed import from_dict
+from netrig.run import consistency
 from netrig.run.config import TestConfig
 from netrig.run.progress import (
     CpuPer,
@@ -412,6 +413,20 @@ def print_summary(doc: dict, console: Console | None = None) -> None:
     for v in Shown.of(doc).verdicts:
         console.print(f"{'PASS' if v.passed else 'FAIL'} {v.check} {v.frame_size}: {v.value} "
                       f"(threshold {v.threshold})")
+
+
+def print_answers(docs: Sequence[dict], console: Console | None = None) -> None:
+    """The answers to "how much does the DUT forward?" side by side at each frame size where
+    several methods gave one and they differ or there are three or more (the demo's 64 B), each
+    method's way of deciding and the measured cause below."""
+    console = console or plain_console()
+    for a in consistency.answers(docs):
+        if len(a.rows) < 3 and a.agree:
+            continue
+        t = answers_table(a)
+        notes = tuple(f"  {row[-1]}" for row in t.rows) + (f"  {a.cause[:1].upper()}{a.cause[1:]}.",)
+        title = f"{len(a.rows)} answers at {fmt.size(a.frame_label)}: how much does the DUT forward?"
+        _print_table(console, SummaryTable(title, tuple(t.header[:-1]), tuple(tuple(r[:-1]) for r in t.rows), notes))
 
 
 def _kept(err: Console, runner: Runner, out: Path, what: str) -> None:

@@ -84,6 +84,21 @@ def _no_publish(result: MethodResult) -> None:
 
 
 @dataclass(frozen=True)
+class Answer:
+    """One answer of a method to "how much does the DUT forward?": its name (``RFC 2544``, ``NDR``),
+    the rate it gives, the load it saw pass and the lowest load above it it saw the DUT fail (None:
+    none, or only the tester limited it), how it decides (trials per load, duration, loss goal), and
+    whether it answers for zero loss (NDR does; PDR allows some, so it lies above the others by design)."""
+
+    name: str
+    value_pps: float
+    lower_pps: float
+    upper_pps: float | None
+    basis: str
+    zero_loss: bool = True
+
+
+@dataclass(frozen=True)
 class Context:
     """What the run loop hands a method for one frame size and repetition."""
 
@@ -182,6 +197,8 @@ class Method:
     label: ClassVar[str]
     #: A short name for narrow columns (trial tables, timelines); default: ``name``.
     short_name: ClassVar[str] = ""
+    #: What its zero-loss answer is called beside other methods' (default: its label).
+    answer_label: ClassVar[str] = ""
     #: The parameters' frozen dataclass.
     params_type: ClassVar[type]
     #: It runs at a rate relative to the DUT's throughput (taken from an earlier method that
@@ -293,6 +310,13 @@ class Method:
         the lowest load above that it saw the DUT fail or None, how it decides)``. Methods that
         measure the same thing are checked against each other with it (``netrig.run.consistency``)."""
         return None
+
+    def answers(self, repetition: dict, params: dict) -> list[Answer]:
+        """The rates this repetition answers "how much does the DUT forward?" with, each with how it
+        decides (the demo's answers side by side, ``netrig.run.consistency.answers``): its zero-loss
+        bracket by default; a method with several goals (MLRsearch's NDR and PDR) gives each."""
+        b = self.zero_loss_bounds(repetition, params)
+        return [Answer(self.answer_label or self.label, b[0], b[0], b[1], b[2])] if b is not None else []
 
     def capacity(self, run: RunView) -> list[Capacity]:
         """Its rate headline per frame size, sorted by frame size (primary method)."""

@@ -392,6 +392,7 @@ class FrameLoss(Method):
     event_trials = "rate"
     label = "RFC 2544 §26.3 frame loss rate"
     short_name = "frame_loss"
+    answer_label = "RFC 2544 §26.3 highest loss-free load"
     params_type = FrameLossParams
     rfc_duration_s = 60.0
     sections = (SECTION,)

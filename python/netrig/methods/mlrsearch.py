@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from netrig.errors import ConfigError
 from netrig.measure import Measurer
-from netrig.methodology.method import Command, Context, Method, Section, Shortcut
+from netrig.methodology.method import Answer, Command, Context, Method, Section, Shortcut
 from netrig.methodology.mlr import GoalResult, MlrResult, SearchGoal, search
 from netrig.methodology.mlr_reference import search_reference
 from netrig.methodology.stats import check
@@ -284,6 +284,22 @@ class MlrSearch(Method):
                      f"{dsum or 0:g} s of {d or 0:g} s trials lose frames")
             return lower, None if g.tester_limited is True else finite(g.upper_bound_pps), basis
         return None
+
+    def answers(self, repetition: dict, params: dict) -> list[Answer]:
+        """Every goal's conditional throughput (NDR, PDR, …) with its bounds and how it decides."""
+        rep = from_dict(MlrResult, repetition, partial=True)
+        out = []
+        for g in rep.goals or () if rep.complete is not False else ():
+            goal, lower = g.goal, finite(g.lower_bound_pps)
+            if goal is None or lower is None:
+                continue
+            e, dsum, d, loss = (finite(goal.exceed_ratio), finite(goal.duration_sum_s),
+                                finite(goal.final_trial_duration_s), finite(goal.loss_ratio) or 0.0)
+            basis = (f"MLRsearch {goal.name or '?'}: a load passes when at most {100 * (e or 0):g} % of "
+                     f"{dsum or 0:g} s of {d or 0:g} s trials lose more than {100 * loss:g} % of frames")
+            out.append(Answer(goal.name or "?", finite(g.conditional_throughput_pps) or lower, lower,
+                              None if g.tester_limited is True else finite(g.upper_bound_pps), basis, loss == 0.0))
+        return out
 
     def html(self, run: RunView) -> dict[str, str]:
         nd = figure(ndr_pdr_plot, [run])

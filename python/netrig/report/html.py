@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from netrig.methods import REGISTRY
 from netrig.report import plots, tables
 from netrig.report.study_record import StudyRecord
+from netrig.run import consistency
 from netrig.view import fmt
 from netrig.view.html import details, empty, esc, figure, kv_html, table_html
 from netrig.view.run_view import RunView, frame_size_label
@@ -124,6 +125,11 @@ def report_html(r: RunView, version: str = "") -> str:
     body = (f"<p><b>DUT:</b> {esc(dut)}</p>" if dut is not None else "") + warnings_html(r)
     body += table_html(tables.summary_per_configuration(runs), left=4)
     body += "".join(p.get("summary", "") for p in parts)
+    for a in consistency.answers(r.part_docs):
+        if len(a.rows) < 3 and a.agree:
+            continue
+        body += (f"<h3>{len(a.rows)} answers at {esc(fmt.size(a.frame_label))}: how much does the DUT forward?</h3>"
+                 + table_html(tables.answers_table(a), left=1) + f"<p>{esc(a.cause[:1].upper() + a.cause[1:])}.</p>")
     vt = tables.verdicts_table(r)
     if vt:
         body += "<h3>Pass / fail checks</h3>" + table_html(vt, left=3)

@@ -12,6 +12,7 @@ from netrig.methodology.method import Capacity
 from netrig.methodology.selftest import Ceiling, stored_ceilings
 from netrig.methods import REGISTRY
 from netrig.report.study_record import StudyRecord
+from netrig.run import consistency
 from netrig.view import fmt
 from netrig.view.run_view import (
     RunView,
@@ -371,4 +372,16 @@ def sweep_table(runs: Sequence[RunView], study: StudyRecord) -> Table:
             cur, prev = vals.get(m), values[i - 1].get(m) if i else None
             row += [_plain_value(m, cur), f"{cur / prev:.2f}×" if cur is not None and prev else fmt.DASH]
         t.add(row)
+    return t
+
+
+def answers_table(a: consistency.AnswerSet) -> Table:
+    """The answers at one frame size side by side: each rate (median over its repetitions and
+    their range), the bracket it saw, and how it decides (``a.cause`` says why they differ)."""
+    t = Table(["answer", "rate", "range over repetitions", "passed / DUT failed at", "how it decides"])
+    for row in a.rows:
+        spread = (f"{fmt.fps(min(row.values))}–{fmt.fps(max(row.values))} ({len(row.values)})"
+                  if len(row.values) > 1 else "1 repetition")
+        t.add([row.name, fmt.fps(row.median), spread,
+               f"{fmt.fps(row.lower_pps)} / {fmt.fps(row.upper_pps) if row.upper_pps else 'none'}", row.basis])
     return t

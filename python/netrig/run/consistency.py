@@ -15,6 +15,7 @@ RFC 2544 and NDR/PDR parts, :func:`annotate_parts`).
 """
 from __future__ import annotations
 
+import statistics
 import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from netrig.model import format_pps
 from netrig.view import fmt
 from netrig.view.frame_results import read_summary
 from netrig.view.run_view import frame_size_label, objs
+from netrig.view.stalls import StallStory
 from netrig.view.trial_record import TrialRecord, read_trials
 
 CODE = "throughput_disagreement"
@@ -164,3 +166,120 @@ def annotate_parts(docs: Sequence[Mapping[str, Any]]) -> None:
     found = disagreements(bs)
     for i, d in enumerate(docs):
         _apply(objs(d, "summary"), i, found)
+
+
+@dataclass(frozen=True)
+class AnswerRow:
+    """One method's answer at one frame size over its repetitions: the rates it gave (one per
+    repetition), the pooled bracket, how it decides, and the trials it ran there."""
+
+    name: str
+    values: tuple[float, ...]
+    lower_pps: float
+    upper_pps: float | None
+    basis: str
+    zero_loss: bool = True
+    trials: Sequence[TrialRecord] = field(default=(), compare=False)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values)
+
+
+@dataclass(frozen=True)
+class AnswerSet:
+    """Every method's answer to "how much does the DUT forward?" at one frame size, side by side,
+    and where they differ, the measured cause in one sentence."""
+
+    frame_label: str
+    rows: tuple[AnswerRow, ...]
+    cause: str
+
+    @property
+    def agree(self) -> bool:
+        """The zero-loss answers' medians lie within :data:`AGREE` of each other."""
+        ms = [r.median for r in self.rows if r.zero_loss]
+        return not ms or max(ms) <= min(ms) * AGREE
+
+
+#: Answers whose medians lie within this ratio agree.
+AGREE = 1.02
+
+
+def _answer_rows(summary: Sequence[Mapping[str, Any]],
+                 records: Sequence[Mapping[str, Any]]) -> list[tuple[str, AnswerRow]]:
+    out, typed = [], read_trials(list(records))
+    for s in read_summary(list(summary)):
+        if s.method not in REGISTRY:
+            continue
+        method = REGISTRY.get(s.method)
+        for r in s.results:
+            per: dict[str, list[Any]] = {}
+            for rep in r.repetitions if r.complete else ():
+                for a in method.answers(dict(rep), dict(s.params)):
+                    per.setdefault(a.name, []).append(a)
+            trials = [t for t in typed if t.method_index == s.method_index and t.frame_size == r.frame_size]
+            for name, got in per.items():
+                uppers = [a.upper_pps for a in got]
+                out.append((frame_size_label(r.frame_size), AnswerRow(
+                    name, tuple(a.value_pps for a in got), min(a.lower_pps for a in got),
+                    None if None in uppers else max(u for u in uppers if u is not None), got[0].basis,
+                    got[0].zero_loss, trials)))
+    return out
+
+
+def _cause(all_rows: Sequence[AnswerRow]) -> str:
+    """Why the zero-loss answers differ, measured: the trials between the lowest and the highest,
+    the ones that lost frames, how many of those lost them only while the DUT was stalled."""
+    rows = [r for r in all_rows if r.zero_loss]
+    if len(rows) < 2:
+        return "one zero-loss answer; the others allow some loss by definition"
+    lo, hi = min(r.median for r in rows), max(r.median for r in rows)
+    if hi <= lo * AGREE:
+        return f"they agree within {100 * (AGREE - 1):.0f} % ({format_pps(lo)}–{format_pps(hi)})"
+    top = max(r.lower_pps for r in rows)
+    ceiling = min((r.upper_pps for r in rows if r.upper_pps is not None), default=None)
+    if ceiling is None or top <= ceiling * (1 + 1e-6):
+        coarse = min(rows, key=lambda r: r.median)
+        return (f"they do not contradict each other: every method passed a load up to {format_pps(top)} and none "
+                f"saw the DUT fail below {format_pps(ceiling) if ceiling else 'that'}; {coarse.name} is lower "
+                "because its loads stepped past the others' (its resolution), not because the DUT did worse")
+    seen = {id(t): t for r in rows for t in r.trials}.values()
+    between = [t for t in seen if t.counts is not None and t.kind == "rate" and t.load.rate_pps is not None
+               and lo * (1 - 1e-9) <= t.load.rate_pps <= hi * (1 + 1e-9)]
+    inside = [t for t in between if t.valid]
+    story = StallStory.of([t.counts for t in inside if t.counts is not None])
+    short = len(between) - len(inside)
+    head = (f"between {format_pps(lo)} and {format_pps(hi)} the methods ran {len(inside)} valid trials"
+            + (f" and {short} the tester fell short on (invalid: its limit there, not the DUT's)" if short else "")
+            + ": ")
+    if not story.lossy:
+        return head + ("no valid trial lost frames; the answers differ by where each search stopped (its "
+                       "resolution, and the loads the tester could not send), not by the DUT")
+    words = story.sentence()
+    if story.measured and story.lossy_all_in_stalls == story.lossy:
+        return head + words + ": the DUT's loss in this range is its CPU's stalls, which one trial per load " \
+                              "and an exceed ratio over several decide differently"
+    return head + words + (". The loss comes and goes at these loads (the DUT's capacity with the CPU time "
+                           "it gets): the methods' trial counts and durations decide it differently"
+                           + _cost_spread(list(inside), lo, hi))
+
+
+def answers(docs: Sequence[Mapping[str, Any]]) -> list[AnswerSet]:
+    """Every frame size at which two or more answers were measured (over the results drawn as one:
+    the demo's parts), each method's answer with its interval and basis, and the cause of their
+    difference."""
+    by: dict[str, dict[str, AnswerRow]] = {}
+    for d in docs:
+        for label, row in _answer_rows(objs(d, "summary"), objs(d, "trials")):
+            same = by.setdefault(label, {}).get(row.name)
+            by[label][row.name] = row if same is None else _pooled(same, row)
+    return [AnswerSet(label, tuple(rows.values()), _cause(list(rows.values())))
+            for label, rows in by.items() if len(rows) >= 2]
+
+
+def _pooled(a: AnswerRow, b: AnswerRow) -> AnswerRow:
+    """One method's answers from two results drawn as one (the demo's 64-B throughput in both parts)."""
+    upper = None if a.upper_pps is None or b.upper_pps is None else max(a.upper_pps, b.upper_pps)
+    return AnswerRow(a.name, a.values + b.values, min(a.lower_pps, b.lower_pps), upper, a.basis, a.zero_loss,
+                     [*a.trials, *b.trials])

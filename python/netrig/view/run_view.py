@@ -151,6 +151,9 @@ class RunView:
         self.name = self.config_name()
         #: the files this view was drawn from (several after ``merge``)
         self.parts: list[Path] = [self.path]
+        #: The documents drawn as one (:meth:`merge`), each with its own summary and trials: their
+        #: method indices restart in each, so what pairs a result with its trials reads them apart.
+        self.part_docs: list[dict] = [self.doc]
 
     @property
     def head(self) -> Document:
@@ -196,6 +199,7 @@ class RunView:
         doc["finished_at"] = last if last is not None else first.head.finished_at
         out = cls(doc, first.path)
         out.parts = [v.path for v in views]
+        out.part_docs = [v.doc for v in views]
         out.name = first.name
         return out
 
