@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build demo study-service-cost study-host-tuning test test-flakes test-prebuild test-rust test-python bench bench-soak bench-tsfloor bench-forward bench-otg bench-demo lint clean
+.PHONY: setup build demo study-service-cost study-host-tuning test test-flakes test-prebuild test-rust test-python bench bench-soak bench-tsfloor bench-forward bench-otg bench-demo bench-stalls lint clean
 
 setup:
 	@scripts/setup.sh apt venv
@@ -68,6 +68,10 @@ bench-otg: build
 # is the demo quotable? three back-to-back demos (~15 min): throughput and NDR within ±3 % of their medians
 bench-demo: build
 	$(PY) bench/demo.py
+
+# the stall watch's own cost on a CPU, and this machine's stalls at rest (root)
+bench-stalls: build
+	$(PY) bench/stalls.py
 
 # clippy and rustfmt on the crates; ruff and mypy on the Python package; stubtest holds
 # python/netrig/_native.pyi against the built module (from python/, where the stub sits).

@@ -13,7 +13,7 @@ steps=("$@"); [ ${#steps[@]} -gt 0 ] || steps=(apt venv build)
 # a DUT of the forwarder test beds (forward_backend testpmd) and the peer of make bench; prometheus:
 # the server the telemetry test scrapes a run with (started by the test, never as a service); openssl:
 # netrig serve's self-signed certificate.
-APT_PACKAGES="iproute2 nftables ethtool procps util-linux python3-venv chromium iperf3 iperf sockperf openssh-client openssh-server libpcap0.8 dpdk-dev prometheus openssl"
+APT_PACKAGES="iproute2 nftables ethtool procps util-linux python3-venv chromium iperf3 iperf sockperf openssh-client openssh-server libpcap0.8 dpdk-dev prometheus openssl bpftool"
 PY=${PYTHON:-python3}
 
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }

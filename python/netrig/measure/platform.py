@@ -166,7 +166,11 @@ def spikes(max_us: Sequence[float], p50_us: Sequence[float], frames: Sequence[in
 def periodicity(spike_windows: Sequence[int], window_ms: float, windows: int) -> Periodicity | None:
     """The period of the spikes: the lag (in windows, 2 .. a third of the trial) at which most spikes
     have another spike (±1 window), refined to the mean spacing of the spikes that do; None with
-    fewer than 4 spikes, or when fewer than 3 or under half of them keep the period."""
+    fewer than 4 spikes, or when fewer than 3 or under half of them keep the period. Spikes in
+    adjacent windows are one spike (at the first)."""
+    # a spike that spans adjacent windows (the frames queued behind it drain into the next) is one
+    # event, at its first window: counted twice, its windows' one-window gap would pull the period down
+    spike_windows = [w for i, w in enumerate(spike_windows) if i == 0 or w - spike_windows[i - 1] > 1]
     if len(spike_windows) < 4:
         return None
     at = set(spike_windows)
@@ -176,6 +180,10 @@ def periodicity(spike_windows: Sequence[int], window_ms: float, windows: int) ->
     best = max(range(2, max(3, windows // 3)), key=lambda lag: (len(kept(lag)), -lag), default=None)
     if best is None:
         return None
+    # a multiple of the period keeps as many spikes when some are missing (every fifth gone: five
+    # periods keep them all): take the shortest whole fraction of it that keeps nearly as many
+    fractions = sorted({f for k in range(2, best // 2 + 1) if (f := round(best / k)) >= 2})
+    best = next((f for f in fractions if len(kept(f)) >= 0.8 * len(kept(best))), best)
     keep = kept(best)
     share = len(keep) / len(spike_windows)
     if share < 0.5 or len(keep) < 3:
