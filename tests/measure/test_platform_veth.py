@@ -1,0 +1,123 @@
+"""The platform's stalls measured in real trials on the firewall test bed (``measure.platform``):
+
+- a real-time task that takes the DUT's CPU for 5 ms, four times, during a trial is reported as four
+  DUT stalls, each within 1 ms of its length, caused by that task (the guest saw it);
+- one that takes it for 50 ms at 30 kfps (a third of what this DUT forwards) overflows the DUT's
+  1024-frame ring (its time at that load: 34 ms): every frame lost was
+  dropped while the DUT was stalled (``loss_in_stalls``), and the console says so;
+- one that takes it for 3 ms every 50 ms makes the latency spike with that period, and the trial's
+  latency timeline finds it.
+
+The injector is a separate process (``/proc/self/comm`` = ``netrig-hog``) at SCHED_FIFO pinned to
+the DUT's CPU; it starts its takes 0.5 s after the trial is asked for (its setup is shorter), and
+sleeps after its last take until the test ends it.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from tests.conftest import needs_root
+
+from netrig.measure import Load
+from netrig.model import FrameSize
+from netrig.run.config import config_from_dict
+from netrig.run.session import engine_session
+from netrig.view.stalls import stall_note
+
+pytestmark = [needs_root, pytest.mark.root,
+              pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs (the DUT's and the tester's)")]
+
+F64 = FrameSize(64)
+HOG = "netrig-hog"
+TRIAL_S = 2.0
+
+_INJECTOR = textwrap.dedent("""
+    import os, sys, time
+    cpu, delay, takes, length, gap = int(sys.argv[1]), *map(float, sys.argv[2:6])
+    open("/proc/self/comm", "w").write("{hog}")
+    os.sched_setaffinity(0, {{cpu}})
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(50))
+    print("ready", flush=True)
+    time.sleep(delay)
+    for i in range(int(takes)):
+        end = time.monotonic() + length
+        while time.monotonic() < end:
+            pass
+        time.sleep(gap)
+    time.sleep(3600)  # until the test ends it (SIGTERM: no interpreter exit on anyone's CPU mid-trial)
+""").format(hog=HOG)
+
+
+@pytest.fixture(scope="module")
+def session():
+    cfg = config_from_dict({"testbed": {"name": "firewall", "options": {"rules": 100}},
+                            # no repeated attempts: the takes are timed from the first one
+                            "trial": {"duration_s": TRIAL_S, "drain_s": 0.3, "stall_retries": 0},
+                            "selftest": {"enabled": False},
+                            "frames": {"sizes": [64]}, "methods": [{"rfc2544_throughput": {}}]})
+    with engine_session(cfg, "dut") as s:
+        assert s.testbed.get("stall_watch", "").startswith("on:"), s.testbed.get("stall_watch")
+        s.measurer.measure(Load(10_000, F64), 0.5)  # learning and warm caches outside the measured trials
+        yield s
+
+
+def _measure_with_hog(session, rate_pps: float, takes: int, length_s: float, gap_s: float):
+    cpu = session.measurer.dut_cpus[0]
+    hog = subprocess.Popen([sys.executable, "-c", _INJECTOR, str(cpu), "0.5", str(takes), str(length_s), str(gap_s)],
+                           stdout=subprocess.PIPE, text=True)
+    try:
+        assert hog.stdout is not None and hog.stdout.readline().strip() == "ready"
+        counts = session.measurer.measure(Load(rate_pps, F64), TRIAL_S)
+    finally:
+        hog.terminate()
+        hog.wait(timeout=30)
+        if hog.stdout is not None:
+            hog.stdout.close()
+    assert counts.stalls is not None and counts.stalls.dut is not None, "the watch measured the DUT's CPU"
+    return counts
+
+
+def _chain(episodes, n: int, length_ms: float, spacing_s: float) -> list:
+    """``n`` episodes each within 1 ms of ``length_ms``, each starting ``spacing_s`` (±20 ms) after
+    the one before: the injected takes (others — a kernel worker, another process — fall outside)."""
+    fit = [e for e in episodes if abs(e.length_ms - length_ms) <= 1.0]
+    for first in fit:
+        chain = [first]
+        while len(chain) < n:
+            nxt = [e for e in fit if abs(e.start_s - chain[-1].start_s - spacing_s) <= 0.02]
+            if not nxt:
+                break
+            chain.append(nxt[0])
+        if len(chain) == n:
+            return chain
+    return []
+
+
+def test_four_takes_of_the_dut_cpu_are_four_stalls_each_within_1_ms(session):
+    c = _measure_with_hog(session, 20_000, 4, 0.005, 0.25)
+    eps = c.stalls.dut.episodes
+    takes = _chain(eps, 4, 5.0, 0.255)
+    assert len(takes) == 4, "\n".join(map(str, eps))
+    assert all(e.seen_by_guest and e.cpu == session.measurer.dut_cpus[0] for e in takes)
+    assert all(0.0 <= e.start_s <= TRIAL_S for e in takes)
+    assert any(e.by == HOG for e in takes), "named by the task that held the CPU (the last one before the DUT's)"
+
+
+def test_a_long_take_overflows_the_ring_and_every_lost_frame_is_in_it(session):
+    c = _measure_with_hog(session, 30_000, 1, 0.050, 0.0)
+    assert c.valid, c.invalid_reason
+    assert c.frames_lost > 0, "50 ms at 30 kfps is 1500 frames for a 1024-frame ring"
+    assert c.loss_in_stalls == c.frames_lost and c.loss_all_in_stalls
+    assert f"all {c.frames_lost:,} lost frames in DUT stalls" in stall_note(c)
+
+
+def test_a_timer_driven_latency_spike_is_found_with_its_period(session):
+    c = _measure_with_hog(session, 20_000, 1000, 0.003, 0.047)  # until the trial ends
+    tl = c.latency_timeline
+    assert tl is not None and tl.periodicity is not None, tl and tl.spikes
+    assert abs(tl.periodicity.period_ms - 50.0) <= 5.0, (tl.periodicity, tl.spikes)
+    assert tl.periodicity.share >= 0.5
