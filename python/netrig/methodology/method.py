@@ -159,6 +159,8 @@ class Capacity:
     pct: Stat | None
     l1_bps: float | None
     l2_bps: float | None
+    #: The rate is a lower bound ("≥"): the tester's limit ended the search, not the DUT.
+    at_least: bool = False
 
 
 @dataclass(frozen=True)

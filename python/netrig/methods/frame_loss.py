@@ -28,12 +28,13 @@ from netrig.view.frame_results import finite, read_frame_results
 from netrig.view.html import details, empty, figure, table_html
 from netrig.view.markdown import section_md, table_md
 from netrig.view.plotkit import (
-    REF_GREY,
+    diagonal_axes,
     facets,
     fig_legend,
-    fps_fmt,
     legend,
+    mark_invalid,
     plot,
+    rate_axis,
     run_colour,
     si,
     size_from_label,
@@ -201,6 +202,8 @@ class Entry:
     max_lossfree: Stat | None
     livelock: bool
     collapse: Point | None
+    #: The invalid trials (the tester's problem, not the DUT's backpressure): (intended, forwarded) frames/s.
+    invalid: tuple[tuple[float, float], ...] = ()
 
 
 def _points(run: RunView, size: Any, reps: Sequence[FrameLossResult]) -> list[Point]:
@@ -243,8 +246,14 @@ def entries(run: RunView) -> list[Entry]:
             free = [p.intended_pps for p in pts if p.loss_pct.value == 0]
             mlf = Stat.of(max(free)) if free else None
         livelock = any(x.curve is not None and x.livelock for x in reps)
-        out.append(Entry(r.frame_size, pts, mlf, livelock, collapse_point(pts)))
+        out.append(Entry(r.frame_size, pts, mlf, livelock, collapse_point(pts), _invalid(reps)))
     return out
+
+
+def _invalid(reps: Sequence[FrameLossResult]) -> tuple[tuple[float, float], ...]:
+    """(intended, forwarded) of every invalid trial of ``reps`` the DUT did not cause."""
+    return tuple((x, y) for rep in reps for p in rep.curve or () if p.valid is False and p.backpressure is not True
+                 and (x := finite(p.intended_pps)) is not None and (y := finite(p.forwarded_pps)) is not None)
 
 
 def collapse_point(pts: list[Point]) -> Point | None:
@@ -298,7 +307,7 @@ def forwarded_vs_intended_plot(runs: Sequence[RunView]) -> Figure | None:
     ordered = sorted(sizes.values(), key=frame_size_sort_key)
     fig, axes = facets(len(ordered))
     for ax, size in zip(axes, ordered):
-        top = 0.0
+        shown: list[float] = []
         for i, r in enumerate(runs):
             f: Entry | None = next((x for x in entries(r)
                                    if frame_size_label(x.frame_size) == frame_size_label(size)), None)
@@ -309,7 +318,8 @@ def forwarded_vs_intended_plot(runs: Sequence[RunView]) -> Figure | None:
             xs = [p.intended_pps for p in pts]
             fw = [p.forwarded for p in pts]
             ax.errorbar(xs, [s.value for s in fw], yerr=yerr(fw), color=c, marker="o", label=r.name)
-            top = max(top, max(xs), max(s.hi for s in fw))
+            mark_invalid(ax, [x for x, _ in f.invalid], [y for _, y in f.invalid], c)
+            shown += xs + [s.hi for s in fw] + [s.lo for s in fw] + [v for p in f.invalid for v in p]
             mlf = f.max_lossfree
             if mlf is not None:
                 who = f"{r.name}: " if len(runs) > 1 else ""
@@ -323,12 +333,7 @@ def forwarded_vs_intended_plot(runs: Sequence[RunView]) -> Figure | None:
                 who = f"{r.name}: " if len(runs) > 1 else ""
                 ax.axvline(col.intended_pps, color=c, ls=":", lw=1.2,
                            label=f"{who}forwarding collapses above {si(col.intended_pps)}fps intended")
-        ax.plot([0, top * 1.02], [0, top * 1.02], ls="--", color=REF_GREY, lw=1.0,
-                label="no loss (forwarded = intended)")
-        ax.set_xlim(0, top * 1.05)
-        ax.set_ylim(0, top * 1.05)
-        ax.xaxis.set_major_formatter(fps_fmt())
-        ax.yaxis.set_major_formatter(fps_fmt())
+        diagonal_axes(ax, shown)
         ax.set_xlabel("intended load (frames/s)")
         ax.set_ylabel("forwarded (frames/s)")
         ax.set_title(f"Forwarded vs intended load — {size_title(size)}")
@@ -370,11 +375,11 @@ def frame_loss_plot(runs: Sequence[RunView]) -> Figure | None:
         ax.errorbar(xs, [s.value for s in ls], yerr=yerr(ls), color=run_colour(i if len(runs) > 1 else k),
                     ls=styles[k % len(styles)] if len(runs) > 1 else "-", marker=markers[k % len(markers)], label=label)
     ax.set_xlabel("intended load (% of line rate)" if use_pct else "intended load (frames/s)")
-    if not use_pct:
-        ax.xaxis.set_major_formatter(fps_fmt())
+    log_x = not use_pct and rate_axis(ax, [p.intended_pps for _, _, f in series for p in f.points], "x")
     ax.set_ylabel("frame loss (% of the frames sent)")
     ax.set_ylim(bottom=-2, top=max(5.0, ax.get_ylim()[1]))
-    ax.set_xlim(left=0)
+    if not log_x:
+        ax.set_xlim(left=0)
     ax.set_title("Frame loss rate vs intended load")
     legend(ax, loc="upper left")
     return fig

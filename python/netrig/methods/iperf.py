@@ -16,9 +16,9 @@ from netrig.view.frame_results import read_frame_results
 from netrig.view.html import empty, figure, table_html
 from netrig.view.markdown import section_md, table_md
 from netrig.view.plotkit import (
-    fps_fmt,
     legend,
     plot,
+    rate_axis,
     run_colour,
     si,
     size_title,
@@ -159,8 +159,9 @@ def iperf_plot(runs: Sequence[RunView]) -> Figure | None:
         if e.intended_pps is not None:
             ax.axhline(e.intended_pps.value, color=c, ls="--", lw=1.0,
                        label=f"intended ({si(e.intended_pps.value)}fps)")
-    ax.set_ylim(bottom=0)
-    ax.yaxis.set_major_formatter(fps_fmt())
+    shown = [y for _, _, e in series for s in e.series for _, y in s]
+    if not rate_axis(ax, shown + [e.intended_pps.value for _, _, e in series if e.intended_pps is not None]):
+        ax.set_ylim(bottom=0)
     ax.set_ylabel("received (frames/s)")
     ax.set_xlabel("time since start (s)")
     ax.set_title("Fixed-rate (iperf-like) run: received rate per interval")

@@ -32,10 +32,10 @@ from netrig.view.plotkit import (
     errorbar_sizes,
     facets,
     fig_legend,
-    fps_fmt,
     legend,
     ns_to_us,
     plot,
+    rate_axis,
     run_colour,
     size_axis,
     size_positions,
@@ -372,7 +372,7 @@ def latency_vs_load_plot(runs: Sequence[RunView]) -> Figure | None:
         _latency_axis(ax, vals)
         ax.set_xlabel("intended load (% of line rate)" if use_pct else "intended load (frames/s)")
         if not use_pct:
-            ax.xaxis.set_major_formatter(fps_fmt())
+            rate_axis(ax, [p.intended_pps for g in groups if g is not None for p in g.points], "x")
         ax.set_title(f"Latency vs intended load — {size_title(size)}")
     fig_legend(fig, axes)
     return fig

@@ -60,10 +60,11 @@ from netrig.view.frame_results import read_frame_results
 from netrig.view.html import esc, figure, table_html
 from netrig.view.markdown import section_md, table_md
 from netrig.view.plotkit import (
-    REF_GREY,
+    diagonal_axes,
     facets,
     fig_legend,
-    fps_fmt,
+    mark_invalid,
+    mark_lower_bounds,
     plot,
     run_colour,
     si,
@@ -356,6 +357,8 @@ class Entry:
     fit_points: int
     #: Some repetition's sweep crossed the DUT's capacity (a load failed).
     knee_in_reach: bool = True
+    #: The invalid loads (the tester's problem): (intended, forwarded) frames/s of each.
+    invalid: tuple[tuple[float, float], ...] = ()
 
 
 def _loads(reps: Sequence[LivelockResult]) -> tuple[dict[float, list[float]], dict[float, list[float]]]:
@@ -386,7 +389,10 @@ def entries(run: RunView) -> list[Entry]:
                          Stat.from_spread(r.spread("mlfrr_pps")), Stat.from_spread(r.spread("max_lossfree_pps")),
                          Stat.from_spread(r.spread("collapse_slope")), Stat.from_spread(r.spread("cpu_ns_per_frame")),
                          max((int(x.fit_points or 0) for x in r.repetitions), default=0),
-                         any(x.knee_in_reach for x in r.repetitions)))
+                         any(x.knee_in_reach for x in r.repetitions),
+                         tuple((p.intended_pps, p.forwarded_pps) for x in r.repetitions for p in x.points or ()
+                               if p.valid is False and p.backpressure is not True
+                               and p.intended_pps is not None and p.forwarded_pps is not None)))
     out.sort(key=lambda e: frame_size_sort_key(e.frame_size))
     return out
 
@@ -438,45 +444,48 @@ def livelock_plot(runs: Sequence[RunView]) -> Figure | None:
     ordered = sorted(sizes.values(), key=frame_size_sort_key)
     fig, axes = facets(len(ordered))
     for ax, size in zip(axes, ordered):
-        top = 0.0
+        shown: list[float] = []
         for i, r in enumerate(runs):
             e = next((x for x in entries(r) if frame_size_label(x.frame_size) == frame_size_label(size)), None)
-            if e is None:
-                continue
-            c = run_colour(i)
-            xs = [p.intended_pps for p in e.points]
-            ax.plot(xs, [p.forwarded.value for p in e.points], color=c, marker="o", ls="none",
-                    label=f"{r.name}: measured" if len(runs) > 1 else "measured")
-            if e.held_back:
-                hx = [p.intended_pps for p in e.held_back]
-                ax.plot(hx, [p.forwarded.value for p in e.held_back], color=c, marker="^", mfc="none",
-                        ls="none", label=(f"{r.name}: " if len(runs) > 1 else "") + "DUT slowed the sender "
-                        "(backpressure), per second of real sending")
-                xs = xs + hx
-            if e.max_lossfree is not None and e.mlfrr is None:
-                k = e.max_lossfree.value
-                ax.plot([k], [k], marker="*", ms=13, color=c, mec="black", mew=0.6, ls="none", zorder=6)
-                ax.annotate(f"max loss-free {si(k)}fps (no collapse to fit)", (k, k), xytext=(6, -14 - 10 * i),
-                            textcoords="offset points", fontsize=7.5, color=c)
-            top = max(top, max(xs))
-            if e.mlfrr is not None and e.slope is not None:
-                k, s = e.mlfrr.value, e.slope.value
-                mx = max(xs)
-                ax.plot([0, k, mx], [0, k, k - s * (mx - k)], color=c, ls="--", lw=1.3,
-                        label=f"{r.name}: model" if len(runs) > 1 else "model")
-                ax.plot([k], [k], marker="*", ms=13, color=c, mec="black", mew=0.6, ls="none", zorder=6)
-                ax.annotate(f"MLFRR {si(k)}fps, slope {s:.2f}", (k, k), xytext=(6, -14 - 10 * i),
-                            textcoords="offset points", fontsize=7.5, color=c)
-        ax.plot([0, top], [0, top], ls=":", color=REF_GREY, lw=1.0, label="no loss (forwarded = intended)")
-        ax.set_xlim(0, top * 1.05)
-        ax.set_ylim(bottom=0)
-        ax.xaxis.set_major_formatter(fps_fmt())
-        ax.yaxis.set_major_formatter(fps_fmt())
+            if e is not None:
+                shown += _draw_entry(ax, e, run_colour(i), f"{r.name}: " if len(runs) > 1 else "", i)
+        diagonal_axes(ax, shown)
         ax.set_xlabel("intended load (frames/s)")
         ax.set_ylabel("forwarded (frames/s)")
         ax.set_title(f"Receive livelock — {size_title(size)}")
     fig_legend(fig, axes)
     return fig
+
+
+def _draw_entry(ax: Any, e: Entry, c: str, who: str, i: int) -> list[float]:
+    """One run's frame size on its panel: the measured loads, the held-back and invalid ones (open),
+    the knee (a star; an arrow when no load failed: the DUT's capacity is above it) and the fitted
+    model; the frames/s drawn."""
+    xs = [p.intended_pps for p in e.points]
+    ax.plot(xs, [p.forwarded.value for p in e.points], color=c, marker="o", ls="none", label=f"{who}measured")
+    if e.held_back:
+        hx = [p.intended_pps for p in e.held_back]
+        ax.plot(hx, [p.forwarded.value for p in e.held_back], color=c, marker="^", mfc="none", ls="none",
+                label=f"{who}DUT slowed the sender (backpressure), per second of real sending")
+        xs = xs + hx
+    mark_invalid(ax, [x for x, _ in e.invalid], [y for _, y in e.invalid], c)
+    shown = xs + [p.forwarded.value for p in e.points + e.held_back] + [v for p in e.invalid for v in p]
+    if e.max_lossfree is not None and e.mlfrr is None:
+        k = e.max_lossfree.value
+        if e.knee_in_reach:
+            ax.plot([k], [k], marker="*", ms=13, color=c, mec="black", mew=0.6, ls="none", zorder=6)
+        else:
+            mark_lower_bounds(ax, [k], [k], c)
+        ax.annotate(f"max loss-free {'≥ ' if not e.knee_in_reach else ''}{si(k)}fps (no collapse to fit)", (k, k),
+                    xytext=(6, -14 - 10 * i), textcoords="offset points", fontsize=7.5, color=c)
+    if e.mlfrr is not None and e.slope is not None:
+        k, s = e.mlfrr.value, e.slope.value
+        mx = max(xs)
+        ax.plot([0, k, mx], [0, k, k - s * (mx - k)], color=c, ls="--", lw=1.3, label=f"{who}model")
+        ax.plot([k], [k], marker="*", ms=13, color=c, mec="black", mew=0.6, ls="none", zorder=6)
+        ax.annotate(f"MLFRR {si(k)}fps, slope {s:.2f}", (k, k), xytext=(6, -14 - 10 * i),
+                    textcoords="offset points", fontsize=7.5, color=c)
+    return shown
 
 
 # --------------------------------------------------------------------------------------------- #

@@ -26,9 +26,10 @@ from netrig.view.frame_results import Headline, finite, read_frame_results
 from netrig.view.html import empty, figure, table_html
 from netrig.view.markdown import section_md, table_md
 from netrig.view.plotkit import (
-    fps_fmt,
-    legend,
+    fig_legend,
+    mark_lower_bounds,
     plot,
+    rate_axis,
     run_colour,
     si,
     size_title,
@@ -189,7 +190,13 @@ def ndr_pdr_plot(runs: Sequence[RunView]) -> Figure | None:
         v = ct.value if ct else lo
         if v is None:
             continue
-        ax.barh(y, v, height=h * 0.85, color=run_colour(i), alpha=0.85, label=runs[i].name if k == 0 else None)
+        if g.tester_limited:
+            ax.barh(y, v, height=h * 0.85, fill=False, edgecolor=run_colour(i), hatch="//", lw=1.2,
+                    label=runs[i].name if k == 0 else None)
+            mark_lower_bounds(ax, [v], [y], run_colour(i), direction="right")
+        else:
+            ax.barh(y, v, height=h * 0.85, color=run_colour(i), alpha=0.85,
+                    label=runs[i].name if k == 0 else None)
         if lo is not None and hi is not None:
             ax.errorbar([(lo + hi) / 2], [y], xerr=[[(hi - lo) / 2], [(hi - lo) / 2]], color="black", lw=1.2, capsize=4)
         txt = f"{si(v)}fps"
@@ -197,18 +204,19 @@ def ndr_pdr_plot(runs: Sequence[RunView]) -> Figure | None:
         if pct is not None:
             txt += f" ({pct:.1f} %)"
         if hi is None:
-            txt += ", no upper bound (max rate loss-free)"
-        ax.annotate(txt, (v, y), xytext=(4, 0), textcoords="offset points", va="center", fontsize=7.5)
-        vals.append(hi or v)
+            txt += ", no upper bound (" + ("the tester's limit: ≥)" if g.tester_limited else "max rate loss-free)")
+        ax.annotate(txt, (v, y), xytext=(14 if g.tester_limited else 4, 0), textcoords="offset points", va="center",
+                    fontsize=7.5)
+        vals += [x for x in (lo, v, hi) if x is not None]
     ax.set_yticks(range(len(groups)), [f"{size_title(s)}\n{nm}" for s, nm in groups])
     ax.invert_yaxis()
-    ax.set_xlim(0, max(vals) * 1.45)
-    ax.xaxis.set_major_formatter(fps_fmt())
+    log = rate_axis(ax, vals, axis="x")
+    ax.set_xlim(min(vals) / 2 if log else 0, max(vals) * (6 if log else 1.45))
     ax.set_xlabel("conditional throughput (frames/s); whisker = [lower, upper] bound")
     ax.grid(axis="y", visible=False)
     ax.set_title("NDR / PDR (MLRsearch)")
-    if n > 1:
-        legend(ax, loc="lower right")
+    if n > 1 or any(g.tester_limited for _, _, _, g in rows):
+        fig_legend(fig, [ax])
     return fig
 
 

@@ -63,7 +63,7 @@ from netrig.view import fmt
 from netrig.view.frame_results import read_frame_results
 from netrig.view.html import esc, figure, table_html
 from netrig.view.markdown import section_md, table_md
-from netrig.view.plotkit import REF_GREY, fps_fmt, plot, run_colour, subplots
+from netrig.view.plotkit import REF_GREY, plot, rate_axis, run_colour, subplots
 from netrig.view.run_view import RunView, frame_size_sort_key
 from netrig.view.table import Table
 
@@ -721,6 +721,7 @@ def soak_plot(runs: Sequence[RunView]) -> Figure | None:
         return None
     fig, axes = subplots(4, 1, w=8.0, h=9.0, sharex=True)
     ax_rate, ax_loss, ax_cpu, ax_mem = (a[0] for a in axes)
+    rates: list[float] = []
     for i, run, s in es:
         rows = list(s.intervals or ())
         if not rows:
@@ -728,10 +729,11 @@ def soak_plot(runs: Sequence[RunView]) -> Figure | None:
         c = run_colour(i)
         pre = f"{run.name}: " if len(runs) > 1 else ""
         ts = [r.t_s + r.duration_s / 2 for r in rows]
-        ax_rate.plot(ts, [r.frames_sent / (r.duration_s or 1.0) for r in rows], color=c, ls="--", lw=1,
-                     label=pre + "sent")
-        ax_rate.plot(ts, [r.frames_received / (r.duration_s or 1.0) for r in rows], color=c, lw=1.4,
-                     label=pre + "received")
+        sent = [r.frames_sent / (r.duration_s or 1.0) for r in rows]
+        received = [r.frames_received / (r.duration_s or 1.0) for r in rows]
+        ax_rate.plot(ts, sent, color=c, ls="--", lw=1, label=pre + "sent")
+        ax_rate.plot(ts, received, color=c, lw=1.4, label=pre + "received")
+        rates += sent + received
         ax_loss.step(ts, [r.frames_lost for r in rows], where="mid", color=c, label=pre + "lost")
         for x in s.loss_episodes or ():
             ax_loss.axvspan(x.start_s, x.start_s + x.duration_s, color=c, alpha=0.15)
@@ -740,7 +742,7 @@ def soak_plot(runs: Sequence[RunView]) -> Figure | None:
         for seg_start in sorted({r.t_s for r, p in zip(rows[1:], rows) if r.segment != p.segment}):
             for ax in (ax_rate, ax_loss, ax_cpu, ax_mem):
                 ax.axvline(seg_start, ls=":", color=REF_GREY, lw=1)
-    ax_rate.yaxis.set_major_formatter(fps_fmt())
+    rate_axis(ax_rate, rates)
     ax_rate.set_ylabel("frames/s")
     ax_loss.set_ylabel("frames lost / interval")
     ax_cpu.set_ylabel("CPU busy %")

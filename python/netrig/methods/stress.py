@@ -32,7 +32,7 @@ from netrig.view import fmt
 from netrig.view.frame_results import read_frame_results
 from netrig.view.html import figure, table_html
 from netrig.view.markdown import section_md, table_md
-from netrig.view.plotkit import fps_fmt, legend, plot, run_colour, size_title, subplots
+from netrig.view.plotkit import legend, plot, rate_axis, run_colour, size_title, subplots
 from netrig.view.run_view import RunView
 from netrig.view.table import Table
 
@@ -247,7 +247,8 @@ def stress_plot(runs: list[RunView]) -> Figure | None:
         lat_ax.plot([t for t, _ in lat], [v for _, v in lat], color=colour, lw=1.0)
         for ep in rep.episodes or ():
             rate_ax.axvspan(ep.start_s, ep.end_s, color=colour, alpha=0.08)
-    rate_ax.yaxis.set_major_formatter(fps_fmt())
+    rate_axis(rate_ax, [v for _, _, rep in entries for iv in rep.intervals or ()
+                        for v in (iv.frames_sent / (iv.duration_s or 1), iv.rx_pps)])
     rate_ax.set_ylabel("frames/s")
     lat_ax.set_ylabel("latency (µs, mean)")
     lat_ax.set_xlabel("time into the trial (s)")

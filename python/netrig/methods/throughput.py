@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -64,10 +64,11 @@ from netrig.view.markdown import section_md, table_md
 from netrig.view.plotkit import (
     REF_GREY,
     errorbar_sizes,
-    fps_fmt,
     legend,
-    log_if_wide,
+    mark_invalid,
+    mark_lower_bounds,
     plot,
+    rate_axis,
     run_colour,
     size_axis,
     size_from_label,
@@ -426,22 +427,22 @@ def throughput_plot(runs: Sequence[RunView]) -> Figure | None:
         xs = [pos[frame_size_label(t.frame_size)] + off for t in d]
         rates = [t.rate for t in d]
         sizes_ = [t.frame_size for t in d]
-        errorbar_sizes(ax_fps, xs, sizes_, rates, color=c, marker="o", label=r.name)
+        measured = [not (t.at_least or t.above_ceiling) for t in d]
+        errorbar_sizes(ax_fps, xs, sizes_, rates, measured=measured, color=c, marker="o", label=r.name)
+        _mark_unmeasured(ax_fps, xs, d, c, lambda t: t.rate.value)
         all_vals += [s.value for s in rates]
-        pcts = [(x, t.frame_size, t.pct) for x, t in zip(xs, d) if t.pct is not None]
+        pcts = [(x, t.frame_size, t.pct, ok) for x, t, ok in zip(xs, d, measured) if t.pct is not None]
         if pcts:
-            px, psz, ps = zip(*pcts)
-            errorbar_sizes(ax_pct, px, psz, ps, color=c, marker="o", label=r.name)
+            errorbar_sizes(ax_pct, [p[0] for p in pcts], [p[1] for p in pcts], [p[2] for p in pcts],
+                           measured=[p[3] for p in pcts], color=c, marker="o", label=r.name)
+            _mark_unmeasured(ax_pct, xs, d, c, lambda t: t.pct.value if t.pct else None)
         bad = [(x, t) for x, t in zip(xs, d) if t.above_ceiling]
         if bad:
             ax_fps.scatter([x for x, _ in bad], [t.rate.value for _, t in bad], s=140, facecolors="none",
                            edgecolors="#C00000", linewidths=1.6, zorder=5,
                            label="above tester ceiling (not a proven DUT result)" if flagged_label else None)
             flagged_label = False
-    log_if_wide(ax_fps, all_vals, decades=0.9)
-    ax_fps.yaxis.set_major_formatter(fps_fmt())
-    if ax_fps.get_yscale() == "log":
-        ax_fps.yaxis.set_minor_formatter(ticker().NullFormatter())
+    rate_axis(ax_fps, all_vals)
     ax_fps.set_ylabel("throughput (frames/s)")
     ax_fps.set_title("Throughput (zero loss) vs frame size")
     legend(ax_fps, loc="best")
@@ -453,6 +454,16 @@ def throughput_plot(runs: Sequence[RunView]) -> Figure | None:
     if len(runs) > 1:
         legend(ax_pct, loc="lower right")
     return fig
+
+
+def _mark_unmeasured(ax: Any, xs: Sequence[float], d: Sequence[Entry], colour: str,
+                     value: Callable[[Entry], float | None]) -> None:
+    """The entries that are no measurement at their x: lower bounds as arrows, rates above the
+    tester's proven ceiling as open markers."""
+    for pick, mark in ((lambda t: t.at_least, mark_lower_bounds),
+                       (lambda t: t.above_ceiling and not t.at_least, mark_invalid)):
+        pts = [(x, v) for x, t in zip(xs, d) if pick(t) and (v := value(t)) is not None]
+        mark(ax, [x for x, _ in pts], [v for _, v in pts], colour)
 
 
 # --------------------------------------------------------------------------------------------- #
@@ -524,7 +535,7 @@ class Throughput(Method):
         return lower, None if rep.tester_limited is True else finite(rep.upper_pps), basis
 
     def capacity(self, run: RunView) -> list[Capacity]:
-        return [Capacity(e.frame_size, e.rate, e.pct, e.l1_bps, e.l2_bps) for e in entries(run)]
+        return [Capacity(e.frame_size, e.rate, e.pct, e.l1_bps, e.l2_bps, e.at_least) for e in entries(run)]
 
     def html(self, run: RunView) -> dict[str, str]:
         return {"summary": "<h3>Throughput per frame size</h3>" + (table_html(table(run)) or empty(NONE)),

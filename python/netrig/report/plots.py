@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from netrig.methodology.selftest import stored_ceilings
+from netrig.methodology.method import Capacity
+from netrig.methodology.selftest import Ceiling, stored_ceilings
 from netrig.methods import REGISTRY
 from netrig.report.study_record import StudyRecord
 from netrig.view.plotkit import (
@@ -14,11 +15,12 @@ from netrig.view.plotkit import (
     REF_GREY,
     Plot,
     facets,
-    fps_fmt,
     legend,
     log_if_wide,
+    mark_lower_bounds,
     new_figure,
     plot,
+    rate_axis,
     run_colour,
     si,
     size_axis,
@@ -42,7 +44,9 @@ if TYPE_CHECKING:
 @plot("selftest")
 def selftest_plot(runs: Sequence[RunView]) -> Figure | None:
     """The tester's self-test: the rate it proved loss-free on the loopback test bed per frame
-    size, the rate it had to prove (1.1 × the highest rate used), and the DUT throughput."""
+    size, the rate it had to prove (1.1 × the highest rate used), and the DUT throughput (an open
+    bar with an arrow where it is a lower bound: the tester's limit, not the DUT's); a log axis
+    when the rates span decades."""
     data = [(r, stored_ceilings(r)) for r in runs]
     if not any(d for _, d in data):
         return None
@@ -53,39 +57,57 @@ def selftest_plot(runs: Sequence[RunView]) -> Figure | None:
     n = len(runs)
     w = 0.8 / (2 * n)
     vals: list[float] = []
-    failed_labelled = False
     for i, (r, d) in enumerate(data):
         base = (i - (n - 1) / 2) * 2 * w
-        proven = [(pos[frame_size_label(c.frame.label)], v, c.passed if c.required_rate_pps is not None else None)
-                  for c in d if (v := c.proven_rate_pps) is not None]
         sfx = f" — {r.name}" if n > 1 else ""
-        if proven:
-            ax.bar([x + base - w / 2 for x, _, _ in proven], [v for _, v, _ in proven], width=w * 0.95,
-                   color=[run_colour(i) if ok is not False else "#C00000" for _, _, ok in proven], alpha=0.55,
-                   label=f"tester proven (self-test){sfx}")
-            vals += [v for _, v, _ in proven]
-            if any(ok is False for _, _, ok in proven) and not failed_labelled:
-                ax.bar([0], [0], width=0, color="#C00000", alpha=0.55, label="red: required rate NOT proven")
-                failed_labelled = True
-        req = [(pos[frame_size_label(c.frame.label)], c.required_rate_pps) for c in d]
-        req = [p for p in req if p[1] is not None]
-        if req:
-            ax.scatter([x + base - w / 2 for x, _ in req], [v for _, v in req], marker="_", s=220, color="black",
-                       linewidths=1.6, zorder=5, label="required (1.1 × highest rate used)" if i == 0 else None)
-        tp = [(pos[frame_size_label(t.frame_size)], t.rate.value) for t in REGISTRY.primary.capacity(r)]
-        if tp:
-            ax.bar([x + base + w / 2 for x, _ in tp], [v for _, v in tp], width=w * 0.95, color=run_colour(i),
-                   label=f"DUT throughput{sfx}")
-            vals += [v for _, v in tp]
-    log_if_wide(ax, vals, decades=1.0)
-    ax.yaxis.set_major_formatter(fps_fmt())
-    if ax.get_yscale() == "log":
-        ax.yaxis.set_minor_formatter(ticker().NullFormatter())
+        vals += _selftest_bars(ax, [(pos[frame_size_label(c.frame.label)] + base - w / 2, c) for c in d], w, i, sfx)
+        vals += _dut_bars(ax, [(pos[frame_size_label(t.frame_size)] + base + w / 2, t)
+                               for t in REGISTRY.primary.capacity(r)], w, i, sfx)
+    rate_axis(ax, vals)
     ax.set_ylabel("rate (frames/s)")
     size_axis(ax, labels)
     ax.set_title("Tester self-test (RFC 8219 §9.2): proven ceiling vs DUT result")
     legend(ax, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig
+
+
+#: The colour of a self-test that did not prove the rate it had to.
+NOT_PROVEN = "#C00000"
+
+
+def _selftest_bars(ax: Any, at: list[tuple[float, Ceiling]], w: float, i: int, sfx: str) -> list[float]:
+    """Run ``i``'s proven ceilings as bars at the x of ``at`` (red where the required rate was not
+    proven) and the required rates as black ticks; the values drawn."""
+    proven = [(x, v, c.passed if c.required_rate_pps is not None else None)
+              for x, c in at if (v := c.proven_rate_pps) is not None]
+    if proven:
+        ax.bar([x for x, _, _ in proven], [v for _, v, _ in proven], width=w * 0.95,
+               color=[run_colour(i) if ok is not False else NOT_PROVEN for _, _, ok in proven], alpha=0.55,
+               label=f"tester proven (self-test){sfx}")
+        if any(ok is False for _, _, ok in proven) and "red" not in " ".join(ax.get_legend_handles_labels()[1]):
+            ax.bar([0], [0], width=0, color=NOT_PROVEN, alpha=0.55, label="red: required rate NOT proven")
+    req = [(x, c.required_rate_pps) for x, c in at if c.required_rate_pps is not None]
+    if req:
+        ax.scatter([x for x, _ in req], [v for _, v in req], marker="_", s=220, color="black", linewidths=1.6,
+                   zorder=5, label="required (1.1 × highest rate used)" if i == 0 else None)
+    return [v for _, v, _ in proven] + [v for _, v in req]
+
+
+def _dut_bars(ax: Any, at: list[tuple[float, Capacity]], w: float, i: int, sfx: str) -> list[float]:
+    """Run ``i``'s DUT throughput as bars at the x of ``at``: filled where measured, open with an
+    arrow where a lower bound; the values drawn."""
+    c = run_colour(i)
+    for bound in (False, True):
+        bars = [(x, t.rate.value) for x, t in at if t.at_least is bound]
+        if not bars:
+            continue
+        xs, ys = [x for x, _ in bars], [v for _, v in bars]
+        if bound:
+            ax.bar(xs, ys, width=w * 0.95, fill=False, edgecolor=c, hatch="//", lw=1.2)
+            mark_lower_bounds(ax, xs, ys, c)
+        else:
+            ax.bar(xs, ys, width=w * 0.95, color=c, label=f"DUT throughput{sfx}")
+    return [t.rate.value for _, t in at]
 
 
 def _cpu_mem_axes(fig_h: float, cpus: list[str]) -> tuple[Figure, list[Any], Any]:
@@ -326,9 +348,8 @@ def sweep_plot(runs: Sequence[RunView], study: StudyRecord | None = None) -> Fig
             ax.set_xticklabels([str(v) for v, _ in points], rotation=30, fontsize=7)
         ax.set_title(f"{m} {'↑' if better[m] else '↓'}", fontsize=9)
         ax.set_xlabel(sweep.label)
-        if "throughput" in m or "fps" in m:
-            ax.yaxis.set_major_formatter(fps_fmt())
-        ax.set_ylim(bottom=0)
+        if not (("throughput" in m or "fps" in m) and rate_axis(ax, [y for _, y in pairs])):
+            ax.set_ylim(bottom=0)
     return fig
 
 

@@ -6,14 +6,17 @@ the runs hold no data for it. Methods declare their plot types in their own modu
 (``netrig.methods``); the report's own (self-test, monitoring timelines) are in
 ``netrig.report.plots``. ``render_svg(plot, runs)`` draws one as inline SVG text.
 
-Style rules: units on every axis; log scale where the range spans decades (latency, frames/s
-across sizes); error bars are the min / max of repetitions around the median; legends name the
-configuration. Output is reproducible: fixed ``svg.hashsalt``, no dates in the SVG, text kept as
-text (``svg.fonttype: none``).
+Style rules: units on every axis; log scale where the range spans decades (latency; frames/s by
+one rule, :func:`rate_axis`); a value that is not a measurement is never drawn as one — a lower
+bound is an arrow (:func:`mark_lower_bounds`), an invalid or unverified point an open marker
+(:func:`mark_invalid`), each with its legend entry; error bars are the min / max of repetitions
+around the median; legends name the configuration. Output is reproducible: fixed ``svg.hashsalt``,
+no dates in the SVG, text kept as text (``svg.fonttype: none``).
 """
 from __future__ import annotations
 
 import io
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -140,8 +143,10 @@ def yerr(stats: Sequence[Any], k: float = 1.0) -> list[list[float]]:
 
 
 def errorbar_sizes(ax: Any, xs: Sequence[float], sizes: Sequence[Any], stats: Sequence[Any], k: float = 1.0,
-                    **kw: Any) -> None:
-    """Error-bar line over numeric frame sizes; named mixes (IMIX) as unconnected points."""
+                    measured: Sequence[bool] | None = None, **kw: Any) -> None:
+    """Error-bar line over numeric frame sizes; named mixes (IMIX) as unconnected points. A point
+    with ``measured[j]`` false gets no marker here: the caller marks it as what it is (a lower
+    bound, an unverified value)."""
     num_i = [j for j, sz in enumerate(sizes) if frame_size_sort_key(sz)[0] == 0]
     mix_i = [j for j in range(len(sizes)) if j not in num_i]
     label = kw.pop("label", None)
@@ -149,7 +154,9 @@ def errorbar_sizes(ax: Any, xs: Sequence[float], sizes: Sequence[Any], stats: Se
         if not idx:
             continue
         ss = [stats[j] for j in idx]
-        extra = {"ls": "none"} if idx is mix_i else {}
+        extra: dict[str, Any] = {"ls": "none"} if idx is mix_i else {}
+        if measured is not None:
+            extra["markevery"] = [n for n, j in enumerate(idx) if measured[j]]
         ax.errorbar([xs[j] for j in idx], [st.value * k for st in ss], yerr=yerr(ss, k), label=lab, **{**kw, **extra})
 
 
@@ -168,6 +175,85 @@ def size_axis(ax: Any, labels: list[str]) -> None:
     ax.set_xlim(-0.5, len(labels) - 0.5)
     ax.set_xlabel("frame size (bytes, incl. FCS)")
     ax.grid(axis="x", visible=False)
+
+
+#: A frames/s axis turns logarithmic when the largest positive value it plots is more than this many
+#: times the smallest: on a linear 0–16 M axis, bars of 7 k and 3 k are invisible.
+RATE_LOG_SPAN = 30.0
+
+
+def rate_axis(ax: Any, values: Sequence[float | None], axis: str = "y") -> bool:
+    """``axis`` of ``ax`` as a frames/s axis (SI tick labels: ``300k``, ``1.5M``), logarithmic when
+    the positive ``values`` it plots span more than :data:`RATE_LOG_SPAN` ×; ``True`` when it is."""
+    vals = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
+    log = bool(vals) and max(vals) / min(vals) > RATE_LOG_SPAN
+    which = ax.yaxis if axis == "y" else ax.xaxis
+    if log:
+        (ax.set_yscale if axis == "y" else ax.set_xscale)("log")
+        which.set_minor_formatter(ticker().NullFormatter())
+    which.set_major_formatter(fps_fmt())
+    return log
+
+
+def rate_limits(ax: Any, values: Sequence[float], axis: str = "y", log: bool = False) -> None:
+    """The range of a frames/s axis that shows every value: from 0 on a linear axis, from a little
+    below the smallest positive value on a log one (0 has no place there)."""
+    vals = [v for v in values if v > 0 and math.isfinite(v)]
+    if not vals:
+        return
+    lo, hi = (min(vals) / 1.5, max(vals) * 1.5) if log else (0.0, max(vals) * 1.05)
+    (ax.set_ylim if axis == "y" else ax.set_xlim)(lo, hi)
+
+
+def diagonal_axes(ax: Any, values: Sequence[float], label: str = "no loss (forwarded = intended)") -> bool:
+    """Forwarded against intended frames/s: both axes by :func:`rate_axis` on every value shown (one
+    scale for both), each showing every value, and the dashed diagonal where nothing is lost;
+    ``True`` when the axes are logarithmic."""
+    log = rate_axis(ax, values, "x")
+    rate_axis(ax, values, "y")
+    rate_limits(ax, values, "x", log)
+    rate_limits(ax, values, "y", log)
+    ends = ax.get_xlim()
+    ax.plot(ends, ends, ls=":", color=REF_GREY, lw=1.0, label=label, scalex=False, scaley=False)
+    return log
+
+
+#: What a mark that is not a measurement means, in the legend of every plot that draws one.
+LOWER_BOUND_LABEL = "arrow: lower bound (tester-limited; the DUT may be faster: ≥)"
+INVALID_LABEL = "open marker: invalid or unverified trial (not a DUT result)"
+
+
+def _arrow(direction: str) -> Any:
+    """An arrow marker from the data point: a stem and a head, up or to the right."""
+    from matplotlib.path import Path
+
+    pts = [(0.0, 0.0), (0.0, 1.0), (-0.3, 0.62), (0.0, 1.0), (0.3, 0.62)]
+    if direction == "right":
+        pts = [(y, x) for x, y in pts]
+    return Path(pts, [Path.MOVETO, Path.LINETO, Path.MOVETO, Path.LINETO, Path.LINETO])
+
+
+def _once(ax: Any, label: str) -> str | None:
+    """``label``, unless ``ax`` already has a legend entry of that text."""
+    return None if label in ax.get_legend_handles_labels()[1] else label
+
+
+def mark_lower_bounds(ax: Any, xs: Sequence[float], ys: Sequence[float], colour: str,
+                      direction: str = "up") -> None:
+    """Lower bounds ("≥ X, tester-limited") at (``xs``, ``ys``): an arrow from the value, up (or
+    ``right`` for horizontal bars), never the filled marker of a measurement; one legend entry
+    (:data:`LOWER_BOUND_LABEL`) per axes."""
+    if len(xs):
+        ax.plot(xs, ys, ls="none", marker=_arrow(direction), ms=16, mew=1.8, mfc="none", mec=colour, zorder=6,
+                label=_once(ax, LOWER_BOUND_LABEL))
+
+
+def mark_invalid(ax: Any, xs: Sequence[float], ys: Sequence[float], colour: str, marker: str = "o") -> None:
+    """Invalid or unverified points (a trial the tester could not vouch for, a rate above the tester's
+    proven ceiling) at (``xs``, ``ys``): open markers; one legend entry (:data:`INVALID_LABEL`) per axes."""
+    if len(xs):
+        ax.plot(xs, ys, ls="none", marker=marker, mfc="white", mec=colour, mew=1.4, zorder=5,
+                label=_once(ax, INVALID_LABEL))
 
 
 def log_if_wide(ax: Any, values: list[float], axis: str = "y", decades: float = 1.3) -> None:
