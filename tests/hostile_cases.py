@@ -745,6 +745,7 @@ cli("--agent", "serve", "--http", "--agent", _NOAGENT, name="serve --agent unrea
 cli("--agent-cert", "serve", "--http", "--agent", "a=https://127.0.0.1:1", "--agent-cert", "{dir}/c.pem")
 cli("--agent-token-file", "serve", "--http", "--agent", _NOAGENT, "--agent-token-file", "{dir}/missing")
 cli("--token-file", "serve", "--port", "lo", "--http", "--token-file", "{dir}/missing")
+cli("--capture-mb", "serve", "--port", "lo", "--http", "--capture-mb", "1000000000")
 cli("--http", "serve", "--port", "lo", "--http", "--listen", "192.0.2.1:8443", name="serve --http beyond loopback")
 CASES.append(Case("serve --token-file too short", "--token-file", files={"t": "short\n"},
                   argv=("serve", "--port", "lo", "--http", "--token-file", "{dir}/t")))
@@ -918,6 +919,7 @@ def run_case(case: Case, workdir: str | None = None) -> Outcome:
                 p.write_bytes(content)
             else:
                 p.write_text(content)
+            p.chmod(0o600)  # as a token file must be: a case tests what it names, not the file's mode
         argv = [a.replace("{dir}", d) for a in case.argv]
         if case.config is not None:
             cfg = Path(d) / f"c{case.suffix}"

@@ -133,6 +133,7 @@ def start_controller(argv: list[str]) -> tuple[subprocess.Popen, str]:
 def test_netrig_serve_controller_over_https(agent, pki, tmp_path):
     token = tmp_path / "token"
     token.write_text(TOKEN + "\n")
+    token.chmod(0o600)  # a token file others may read is refused
     base = ["--agent", f"a={agent.url}", "--agent-token-file", str(token), "--agent-ca", str(pki["ca"][0])]
     proc, url = start_controller([*base, "--agent-cert", str(pki["controller"][0]), "--agent-key",
                                   str(pki["controller"][1])])

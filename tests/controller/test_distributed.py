@@ -44,6 +44,7 @@ class Bed:
         self.bridge = f"{self.tag}m"
         self.token = tmp / "token"
         self.token.write_text(secrets.token_hex(32) + "\n")
+        self.token.chmod(0o600)  # a token file others may read is refused
         self.procs: list[subprocess.Popen] = []
 
     def build(self) -> None:

@@ -136,6 +136,7 @@ def test_the_session_reaches_the_server_once_and_says_why_it_cannot(tmp_path):
     try:
         def config(token: str, url: str = server.url):
             (tmp_path / "token").write_text(token + "\n")
+            (tmp_path / "token").chmod(0o600)  # a token file others may read is refused
             return config_from_dict({"otg": {"url": url, "token_file": str(tmp_path / "token"),
                                              "pairs": [{"tx": "a/a1", "rx": "b/b1"}, {"tx": "b/b2", "rx": "a/a2"}]},
                                      "selftest": {"enabled": False}, "line_rate": {"speed_bps": "10M"},

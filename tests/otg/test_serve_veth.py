@@ -10,6 +10,7 @@ import struct
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 import zlib
 
@@ -399,3 +400,41 @@ def test_a_new_config_on_the_same_ports_keeps_them_open_and_counts_only_its_own_
     finally:
         svc.close()
     assert _xdp_prog_id(if_b, ns_b) is None, "closing the service detaches the XDP program"
+
+
+def test_a_refused_config_keeps_the_running_one(veth):
+    """A config refused by the port's MTU (issue 41, case 6) or by a bad rate changes nothing: the
+    running config, its flow still sending and its counters stay; the error names the OTG path."""
+    ns_a, if_a, ns_b, if_b = veth
+    ports = [f"{if_a}@{ns_a}", f"{if_b}@{ns_b}"]
+    with serve(ports) as url:
+        a = api(url)
+        c = new_config(a, ports)
+        eth(add_flow(c, "c"))
+        c.flows[0].rate.pps = 1000
+        a.set_config(c)
+        before = json.loads(urllib.request.urlopen(url + "/config", timeout=10).read())
+        control(a, "start")
+        while flow_metrics(a)["c"].frames_tx < 100:
+            time.sleep(0.02)
+        for path, value, words in [("size", {"choice": "fixed", "fixed": 9000}, "flows[0].size.fixed: 9000 B is above"),
+                                   ("size", {"choice": "increment", "increment": {"start": 64, "end": 1600}},
+                                    "flows[0].size.increment.end: 1600 B"),
+                                   ("rate", {"choice": "pps", "pps": 0}, "flows[0].rate.pps: ")]:
+            bad = json.loads(c.serialize())
+            bad["flows"][0][path] = value
+            req = urllib.request.Request(url + "/config", data=json.dumps(bad).encode(), method="POST",
+                                         headers={"Content-Type": "application/json"})
+            with pytest.raises(urllib.error.HTTPError) as e:
+                urllib.request.urlopen(req, timeout=10)
+            err = json.loads(e.value.read())
+            assert e.value.code == 400 and err["errors"][0].startswith(words), err
+            assert json.loads(urllib.request.urlopen(url + "/config", timeout=10).read()) == before
+            m = flow_metrics(a)["c"]
+            assert m.transmit == "started" and m.frames_tx >= 100, "the flow still sends, its counts kept"
+        sent = flow_metrics(a)["c"].frames_tx
+        while flow_metrics(a)["c"].frames_tx < sent + 100:
+            time.sleep(0.02)
+        control(a, "stop")
+        m = flow_metrics(a)["c"]
+        assert m.transmit == "stopped" and m.frames_tx == m.frames_rx > sent

@@ -165,6 +165,7 @@ def test_tls_self_signed_and_client_certificates(tmp_path: Path):
     (["--listen", "localhost:8443"], "give ADDR:PORT"),
     (["--listen", "127.0.0.1:0"], "1..65535"),
     (["--http", "--io", "dpdk"], "not an I/O mode"),
+    (["--http", "--capture-mb", "1000000000"], "--capture-mb: must be at least 1 MiB and at most "),
 ])
 def test_listen_rules(argv, words, capsys):
     assert main(["serve", "--port", "x", *argv]) == 2

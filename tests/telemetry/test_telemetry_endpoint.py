@@ -205,3 +205,17 @@ def test_nothing_listens_after_a_run_ends_and_the_watcher_got_the_end(tmp_path):
         stop(p)
     assert refused(port)
     assert total(last, "netrig_run_complete") == 1, "the last scrape came after the run's end"
+
+
+@pytest.mark.parametrize("path", ["/", "/debug/pprof", "/../../etc/passwd", "/metrics/x", "/favicon.ico"])
+def test_only_metrics_is_served(path):
+    """``/metrics`` (and ``/metrics?…``) answers; every other path is a 404 with no metric in it."""
+    import urllib.error
+    import urllib.request
+
+    with Telemetry("127.0.0.1:0") as tel:
+        base = tel.url.removesuffix("/metrics")
+        assert scrape(tel.url) is not None and scrape(tel.url + "?name[]=x") is not None
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(base + path, timeout=10).read()
+        assert e.value.code == 404 and b"# TYPE" not in e.value.read()

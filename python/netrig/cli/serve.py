@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import json
+import os
 import sys
 import threading
 from pathlib import Path
@@ -71,7 +72,8 @@ def register(sub) -> None:
     option(p, "--io", f"{', '.join(IO_MODES)} (default auto)", default="auto")
     option(p, "--drain", f"of a flow (default {int(DEFAULT_DRAIN_S * 1000)}ms): a flow is reported stopped after it, "
                          "and a stop waits for it", default=f"{int(DEFAULT_DRAIN_S * 1000)}ms")
-    option(p, "--capture-mb", "capture buffer per port and receive queue, MiB (default 64)", default="64")
+    option(p, "--capture-mb", "capture buffer per port and receive queue, MiB (default 64; at most the machine's "
+                              "memory)", default="64")
     option(p, "--record", "keep every session as a netrig result in DIR (netrig report)")
     option(p, "--i-know-this-is-live", "the ports (see netrig trial)")
     option(p, "--verbose", "log every request to stderr")
@@ -137,7 +139,8 @@ def run(args) -> int:
         return _run_controller(args)
     host, number = listen_address(args.listen)
     check_choice(args.io, IO_MODES, "--io", "an I/O mode")
-    capture_mb = check_range(args.capture_mb, "--capture-mb", low=1, allow_low=True)
+    capture_mb = check_range(args.capture_mb, "--capture-mb", low=1, allow_low=True, high=_memory_mb(),
+                             unit=" MiB")
     tls = _tls(args, host)
     token = _token(args)
     require_root("opening ports")
@@ -157,6 +160,11 @@ def run(args) -> int:
         _serve(OtgServer(service, host, number, tls, verbose=args.verbose, token=token),
                [s.name for s in ports], args.json)
     return 0
+
+
+def _memory_mb() -> int:
+    """This machine's memory, MiB: the most a capture buffer may take."""
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") >> 20
 
 
 def _token(args) -> str | None:

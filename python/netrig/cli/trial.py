@@ -39,7 +39,7 @@ from netrig.measure.events import (
     event_results,
 )
 from netrig.methodology.vocabulary import deprecated, option
-from netrig.model import defaults, format_bps, format_pps
+from netrig.model import defaults, format_bps, format_pps, largest_frame
 from netrig.testbed import TOPOLOGIES, Testbed
 from netrig.testbed.placement import bookkeeping_on, thread_placement_restored
 from netrig.testbed.state import ID_RE as TESTBED_ID_RE
@@ -530,7 +530,7 @@ def build(args) -> Plan:
             raise ConfigError("--rate", f"{args.rate} is a share of the line rate, and {ports[0].ifname} reports no "
                                         "link speed (veth): give it with --line-rate, e.g. --line-rate 10Gbps")
         # Frames larger than the MTU allows are refused by the engine too; say it in CLI terms here.
-        size, max_size = args.frame_size.size, min(i.mtu for i in infos) + 18
+        size, max_size = args.frame_size.size, largest_frame(min(i.mtu for i in infos))
         if size is not None and size > max_size and args.pcap is None:
             raise ConfigError("--frame-size", f"{size} B is above the MTU of {'/'.join(p.ifname for p in ports)} "
                                               f"(largest frame {max_size} B); raise the MTU or use smaller frames")

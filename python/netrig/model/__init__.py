@@ -10,6 +10,7 @@ from netrig.model.frames import (
     RFC2544_FRAME_SIZES,
     FrameSize,
     LineRate,
+    largest_frame,
     parse_frame_sizes,
     rate_object,
     size_label,
@@ -40,7 +41,7 @@ from netrig.model.units import (
 
 __all__ = [
     "defaults", "FrameSize", "LineRate", "MIXES", "RFC2544_FRAME_SIZES", "MIN_FRAME_SIZE", "MAX_FRAME_SIZE",
-    "WIRE_OVERHEAD_BYTES", "parse_frame_sizes", "rate_object", "size_label", "size_sort_key", "Rate",
+    "WIRE_OVERHEAD_BYTES", "largest_frame", "parse_frame_sizes", "rate_object", "size_label", "size_sort_key", "Rate",
     "parse_rate", "parse_duration", "parse_speed", "parse_count", "cpu_list", "format_bps", "format_pps", "format_ns",
     "format_pps_range", "format_ns_range",
     "format_seconds", "format_si", "MAX_DURATION_S", "MAX_DRAIN_S", "MAX_RATE_PPS", "MAX_RATE_BPS", "MAX_FRAMES",

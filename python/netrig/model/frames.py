@@ -25,9 +25,19 @@ RFC2544_FRAME_SIZES: tuple[int, ...] = tuple(_native.RFC2544_FRAME_SIZES)
 MIXES: dict[str, tuple[tuple[int, int], ...]] = {k: tuple(v) for k, v in _native.FRAME_SIZE_MIXES.items()}
 MIN_FRAME_SIZE: int = _native.MIN_FRAME_SIZE
 MAX_FRAME_SIZE: int = _native.MAX_FRAME_SIZE
+#: Bytes of a frame beyond what its MTU limits: the Ethernet header (14) and the FCS.
+MTU_OVERHEAD_BYTES = 14 + _native.FCS_BYTES
+#: Bytes an 802.1Q tag adds to the largest frame a port sends.
+VLAN_TAG_BYTES = 4
+
+
+def largest_frame(mtu: int, vlan_tags: int = 0) -> int:
+    """The largest frame (incl. FCS) a port of ``mtu`` sends: MTU + 18, and 4 more per 802.1Q tag
+    (the kernel's rule, which the engine applies when it opens the port)."""
+    return mtu + MTU_OVERHEAD_BYTES + VLAN_TAG_BYTES * vlan_tags
 
 __all__ = ["FrameSize", "LineRate", "MIXES", "RFC2544_FRAME_SIZES", "MIN_FRAME_SIZE", "MAX_FRAME_SIZE",
-           "WIRE_OVERHEAD_BYTES", "parse_frame_sizes", "rate_object", "size_label", "size_sort_key"]
+           "WIRE_OVERHEAD_BYTES", "largest_frame", "parse_frame_sizes", "rate_object", "size_label", "size_sort_key"]
 
 _RANDOM_RE = re.compile(r"^random:(\d+)-(\d+)$")
 _INC_RE = re.compile(r"^inc(?:rement)?:(\d+)-(\d+)(?::(\d+))?$")

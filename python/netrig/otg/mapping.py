@@ -8,13 +8,15 @@ Errors of the engine's own checks come back with the OTG path (``flows[2].size.f
 """
 from __future__ import annotations
 
+import dataclasses
+import re
 import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from netrig import _native
 from netrig.errors import ConfigError
-from netrig.model import MIN_FRAME_SIZE
+from netrig.model import MIN_FRAME_SIZE, largest_frame
 from netrig.otg import headers, refusal
 from netrig.otg.objects import (
     Config,
@@ -85,6 +87,11 @@ class FlowPlan:
     loss: bool
     timestamps: bool
     latency: bool
+    #: The OTG path of its largest frame size (``size.fixed``, ``size.increment.end`` …), the size
+    #: (incl. FCS) and the 802.1Q tags its frames carry: what the sending port's MTU is checked against.
+    size_path: str = "size"
+    max_size: int = 0
+    vlan_tags: int = 0
 
 
 @dataclass(frozen=True)
@@ -238,7 +245,8 @@ class _FlowContext:
         size = _size(f.size, at)
         rate = self.rate(f.rate, tx, at)
         duration, delay_s, gap = self.duration(f.duration, tx, at)
-        fp = self.metrics(f.metrics, f.name, tx, rx, at)
+        fp = dataclasses.replace(self.metrics(f.metrics, f.name, tx, rx, at), size_path=_LARGEST[f.size.choice],
+                                 max_size=size.max_size, vlan_tags=sum(h.get("choice") == "vlan" for h in f.packet))
         payload = _payload(f.payload)
         try:
             spec = _native.GenFlowSpec(f.name, tx, rx, hs, size, rate, duration, payload=payload, delay_s=delay_s,
@@ -265,6 +273,14 @@ class _FlowContext:
         return tx, typing.cast(list[int], rx)
 
     def rate(self, r: FlowRate, tx: int, at: str) -> _native.RateSpec:
+        try:
+            return self._rate(r, tx, at)
+        except ConfigError as e:
+            if e.field.startswith(at):
+                raise
+            raise ConfigError(f"{at}.rate.{r.choice}", e.message) from None
+
+    def _rate(self, r: FlowRate, tx: int, at: str) -> _native.RateSpec:
         if r.choice == "pps":
             return _native.RateSpec.pps(r.pps)
         bits = {"bps": r.bps, "kbps": r.kbps, "mbps": r.mbps, "gbps": r.gbps}
@@ -333,6 +349,30 @@ class _FlowContext:
 
 #: The engine's fields of a flow → the OTG path inside the flow.
 _ENGINE_FIELDS = {"frame_size": "size", "delay": "duration"}
+#: A flow's size choice → the OTG path of its largest size.
+_LARGEST = {"fixed": "size.fixed", "increment": "size.increment.end", "random": "size.random.max",
+            "weight_pairs": "size.weight_pairs"}
+_FLOW_FIELD = re.compile(r"^(flows\[\d+\])\.(\w+)(.*)$")
+
+
+def check_frames(plan: Plan, mtus: Sequence[int | None]) -> None:
+    """Every flow's largest frame against the MTU of the port that sends it (``mtus``: the plan's
+    ports', ``None`` where it could not be read: the port's opening says why), before anything
+    changes: the engine checks it too, but only as the ports open, when the old config is gone."""
+    for i, f in enumerate(plan.flows):
+        mtu = mtus[plan.port_names.index(f.tx)]
+        if mtu is not None and f.max_size > largest_frame(mtu, f.vlan_tags):
+            raise ConfigError(f"flows[{i}].{f.size_path}", f"{f.max_size} B is above the largest frame port {f.tx} "
+                              f"sends, {largest_frame(mtu, f.vlan_tags)} B (its MTU {mtu} + 18, + 4 per VLAN tag): "
+                              "raise the MTU or use smaller frames")
+
+
+def otg_error(e: ConfigError) -> ConfigError:
+    """An engine error naming a flow's field (``flows[0].frame_size``) as the config's OTG path."""
+    m = _FLOW_FIELD.match(e.field)
+    if m is None or m.group(2) not in _ENGINE_FIELDS:
+        return e
+    return ConfigError(f"{m.group(1)}.{_ENGINE_FIELDS[m.group(2)]}{m.group(3)}", e.message)
 
 
 def _size(s: FlowSize, flow_path: str) -> _native.FrameSizeSpec:

@@ -35,6 +35,8 @@ from __future__ import annotations
 import contextlib
 import gc
 import hmac
+import ipaddress
+import re
 import socket
 import ssl
 import sys
@@ -62,9 +64,12 @@ from netrig.otg.objects import (
 )
 from netrig.otg.ptp import PtpProbe
 from netrig.otgclient import headers
+from netrig.telemetry.endpoint import bind_error
 
 #: Largest request body read, bytes (a 4096-flow config with every pattern is a few MB).
 MAX_BODY_BYTES = 256 << 20
+#: Longest line of a chunked body's framing (a chunk's size, a trailer), bytes.
+MAX_CHUNK_LINE = 1024
 #: A request body above this holds the garbage collector off while it is handled (:class:`_GcPause`).
 GC_PAUSE_BYTES = 1 << 20
 
@@ -108,8 +113,20 @@ def error_body(code: int, kind: str, message: str) -> dict:
     return {"code": code, "kind": kind, "errors": [" ".join(message.split())]}
 
 
+class FramingError(NetrigError):
+    """A request whose body cannot be read as HTTP/1.1 frames it (a bad ``Content-Length``, a bad
+    chunk, a transfer coding other than chunked): ``status`` (400 or 411), and the connection is
+    closed after the answer."""
+
+    def __init__(self, status: int, message: str):
+        self.status = status
+        super().__init__(message)
+
+
 def status_of(e: BaseException) -> tuple[int, str]:
     """HTTP status and OTG error kind of an exception."""
+    if isinstance(e, FramingError):
+        return e.status, "validation"
     if isinstance(e, ConfigError):
         return HTTPStatus.BAD_REQUEST, "validation"
     if isinstance(e, StateError):
@@ -127,6 +144,8 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     #: The realtime clock when the request was read (the clock exchange's t1), ns.
     received_ns = 0
+    #: The methods the request's path takes (a 405's ``Allow``).
+    allowed: list[str] = []
     server_version = "netrig-serve"
 
     def _route(self, method: str) -> Callable[[Any], tuple[Any, bool]] | None:
@@ -146,8 +165,9 @@ class Handler(BaseHTTPRequestHandler):
             ("POST", "/monitor/states"): lambda b: (s.states(read(StatesRequest, b)), False),
             ("POST", "/monitor/capture"): lambda b: (s.capture(read(CaptureRequest, b)), True),
         }
-        if method == "PATCH" and path in ("/config", "/config/append", "/config/delete"):
+        if method == "PATCH" and path in _PATCHED:
             return _refused
+        self.allowed = sorted({m for m, p in routes if p == path} | ({"PATCH"} if path in _PATCHED else set()))
         return routes.get((method, path))
 
     def _start_tags(self) -> StartTags | None:
@@ -158,11 +178,13 @@ class Handler(BaseHTTPRequestHandler):
         return StartTags(tuple(headers.parse_tags(tags)) if tags is not None else None, receive)
 
     def _authorised(self) -> bool:
+        """The request carries the server's token, if it has one (the scheme in any case, RFC 7235)."""
         token = self.server.token
         if token is None:
             return True
-        given = self.headers.get("Authorization") or ""
-        if hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+        scheme, _, given = (self.headers.get("Authorization") or "").strip().partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode()):
+            self.server.token_accepted()
             return True
         self.server.log(f"{self.address_string()}: refused: no or a wrong bearer token")
         self.close_connection = True
@@ -189,36 +211,82 @@ class Handler(BaseHTTPRequestHandler):
     def _answer(self, method: str, route: Callable[[Any], tuple[Any, bool]] | None) -> tuple[int, Any, bool]:
         """The status, body and whether it is raw bytes, of one request."""
         try:
-            body = self._body() if method != "GET" else None
             if route is None:
-                return HTTPStatus.NOT_FOUND, error_body(404, "validation", f"{method} {self.path}: no such OTG "
-                                                                            "endpoint"), False
-            out, raw = route(body)
+                return self._no_route(method)
+            out, raw = route(self._body() if method != "GET" else None)
             return HTTPStatus.OK, out, raw
         except (NetrigError, ValueError) as e:
             code, kind = status_of(e)
+            self.close_connection = self.close_connection or isinstance(e, FramingError)
             return code, error_body(int(code), kind, str(e)), False
         except Exception as e:  # a bug here: one line to the client and to the log, never a traceback
             self.server.log(f"internal error: {type(e).__name__}: {e}")
             return HTTPStatus.INTERNAL_SERVER_ERROR, error_body(500, "internal", f"{type(e).__name__}: {e}"), False
 
+    def _no_route(self, method: str) -> tuple[int, Any, bool]:
+        """404 for a path no endpoint has, 405 (with ``Allow``) for a method its endpoint does not
+        take; the body, unread, closes the connection."""
+        self.close_connection = True
+        path = self.path.split("?", 1)[0]
+        if self.allowed:
+            return HTTPStatus.METHOD_NOT_ALLOWED, error_body(405, "validation", f"{method} {path}: not a method of "
+                                                             f"this endpoint: use {', '.join(self.allowed)}"), False
+        return HTTPStatus.NOT_FOUND, error_body(404, "validation", f"{method} {path}: no such OTG endpoint"), False
+
     def _body(self) -> Any:
-        n = int(self.headers.get("Content-Length") or 0)
-        if n > MAX_BODY_BYTES:
-            raise ConfigError("request", f"{n} bytes is above the limit of {MAX_BODY_BYTES}")
-        data = self.rfile.read(n) if n else b""
+        """The request's JSON: its body read as Content-Length or chunked frames it (never empty)."""
+        data = self._read_chunked() if self.headers.get("Transfer-Encoding") is not None else self._read_sized()
         if not data.strip():
-            return {}
+            raise ConfigError("request", "the body is empty: send the request's OTG JSON ({} for its defaults)")
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError as e:
             raise ConfigError("request", f"not JSON: {e}") from None
+
+    def _read_sized(self) -> bytes:
+        text = (self.headers.get("Content-Length") or "0").strip()
+        if not re.fullmatch(r"[0-9]{1,12}", text):
+            raise FramingError(400, f"Content-Length: {text!r} is not a length: give the body's size in bytes")
+        n = int(text)
+        if n > MAX_BODY_BYTES:
+            raise FramingError(400, f"Content-Length: {n} bytes is above the limit of {MAX_BODY_BYTES}")
+        return self.rfile.read(n) if n else b""
+
+    def _read_chunked(self) -> bytes:
+        """A chunked body (RFC 9112 7.1), at most :data:`MAX_BODY_BYTES`; its trailers dropped."""
+        coding = self.headers.get("Transfer-Encoding", "").strip().lower()
+        if coding != "chunked":
+            raise FramingError(411, f"Transfer-Encoding: {coding!r} is not read here: send the body with "
+                                    "Content-Length, or chunked")
+        parts: list[bytes] = []
+        total = 0
+        while True:
+            line = self.rfile.readline(MAX_CHUNK_LINE)
+            size = line.split(b";", 1)[0].strip()
+            if not re.fullmatch(rb"[0-9a-fA-F]{1,8}", size):
+                raise FramingError(400, f"Transfer-Encoding: chunked: {line[:40]!r} is not a chunk size line")
+            n = int(size, 16)
+            total += n
+            if total > MAX_BODY_BYTES:
+                raise FramingError(400, f"Transfer-Encoding: chunked: the body is above the limit of {MAX_BODY_BYTES} "
+                                        "bytes")
+            if n == 0:
+                while self.rfile.readline(MAX_CHUNK_LINE).strip():
+                    pass  # trailer fields: none is used
+                return b"".join(parts)
+            parts.append(self.rfile.read(n))
+            if self.rfile.readline(MAX_CHUNK_LINE).strip():
+                raise FramingError(400, f"Transfer-Encoding: chunked: a chunk of {n} bytes holds more")
 
     def _send(self, code: int, out: Any, raw: bool = False) -> None:
         data = out if raw else orjson.dumps(out)
         self.send_response(code)
         self.send_header("Content-Type", "application/octet-stream" if raw else "application/json")
         self.send_header("Content-Length", str(len(data)))
+        if code == HTTPStatus.METHOD_NOT_ALLOWED:
+            self.send_header("Allow", ", ".join(self.allowed))
+        if self.close_connection:
+            self.send_header("Connection", "close")
         self.send_header(headers.CLOCK, headers.stamps(self.received_ns, time.time_ns()))
         ptp = self.server.ptp.header()
         if ptp:
@@ -235,9 +303,22 @@ class Handler(BaseHTTPRequestHandler):
     def do_PATCH(self) -> None:
         self._handle("PATCH")
 
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """http.server's own errors as OTG errors (JSON, never its HTML page): a method no handler
+        has (its 501) is routed, so a known path answers 405; a request it could not parse, 400."""
+        if code == HTTPStatus.NOT_IMPLEMENTED and getattr(self, "headers", None) is not None:
+            self._handle(self.command)
+            return
+        self.close_connection = True
+        self._send(code, error_body(code, "validation", message or HTTPStatus(code).phrase))
+
     def log_message(self, format: str, *args: Any) -> None:
         if self.server.verbose:
             self.server.log(f"{self.address_string()} {format % args}")
+
+
+#: The paths a PATCH is refused on (send the whole config).
+_PATCHED = ("/config", "/config/append", "/config/delete")
 
 
 def _refused(_: Any) -> tuple[Any, bool]:
@@ -253,8 +334,14 @@ class OtgServer(ThreadingHTTPServer):
     def __init__(self, service: OtgService, host: str, port: int, tls: ssl.SSLContext | None,
                  verbose: bool = False, token: str | None = None):
         self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        super().__init__((host, port), Handler)
+        try:
+            super().__init__((host, port), Handler)
+        except OSError as e:
+            raise bind_error(e, host, port, "--listen") from None
         self.service, self.verbose, self.tls, self.token = service, verbose, tls, token
+        #: A token crosses the network in clear (plain HTTP beyond loopback): said at its first use.
+        self._clear_token = tls is None and token is not None and not ipaddress.ip_address(host).is_loopback
+        self._told = threading.Lock()
         self.ptp = PtpProbe()
         if tls is not None:
             self.socket = tls.wrap_socket(self.socket, server_side=True, do_handshake_on_connect=False)
@@ -278,6 +365,16 @@ class OtgServer(ThreadingHTTPServer):
 
     def log(self, line: str) -> None:
         print(f"netrig serve: {line}", file=sys.stderr, flush=True)
+
+    def token_accepted(self) -> None:
+        """A request's token was accepted: over plain HTTP beyond loopback, said once in the log."""
+        if not self._clear_token:
+            return
+        with self._told:
+            told, self._clear_token = not self._clear_token, False
+        if not told:
+            self.log(f"{self.url}: a bearer token accepted over plain HTTP beyond loopback: it crosses the network "
+                     "in clear; serve HTTPS (drop --http) unless this management network is closed")
 
     @property
     def url(self) -> str:

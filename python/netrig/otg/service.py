@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from netrig import _native
-from netrig.errors import ConfigError
+from netrig.errors import ConfigError, NetrigError
 from netrig.model.defaults import SERVE_DRAIN_S
 from netrig.otg import mapping, metrics, refusal
 from netrig.otg.api import OtgService, StateError
@@ -42,6 +42,14 @@ from netrig.telemetry.sources import FlowGroupCounts
 
 #: How long a flow's frames may still be on their way after its last one left, by default, s.
 DEFAULT_DRAIN_S = SERVE_DRAIN_S
+
+
+def _mtu(port: ServePort) -> int | None:
+    """The port's MTU now (``None``: it cannot be read; opening the port says why)."""
+    try:
+        return _native.interface_info(port.ifname, port.port.netns).mtu
+    except NetrigError:
+        return None
 
 
 class Service(OtgService):
@@ -70,8 +78,11 @@ class Service(OtgService):
     # --------------------------------------------------------------------------------------- config
 
     def set_config(self, config: Config, document: dict[str, Any]) -> list[str]:
-        """Map and apply a config: the old generator is closed only when the new one is valid."""
+        """Map and apply a config, checked whole first (its frames against the ports' MTUs too): a
+        refused one leaves the running config, its flows and counters as they were. Only a port
+        that then fails to open loses the old config (its generator is closed as the new one opens)."""
         plan = mapping.plan(config, self.ports, self.capture_bytes)
+        mapping.check_frames(plan, [_mtu(s) for s in plan.serve_ports])
         with self.lock:
             self._changed("end")
             old, self.generator, self.plan, self.config = self.generator, None, None, None
@@ -79,6 +90,8 @@ class Service(OtgService):
             try:  # the old config's ports stay open for this one where they are the same
                 self.generator = _native.Generator(ports, plan.specs, plan.capture_specs, plan.line_rates, *self.cpus,
                                                    reuse=old)
+            except ConfigError as e:
+                raise mapping.otg_error(e) from None
             finally:
                 if old is not None:
                     old.close()

@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 
 from netrig.errors import ConfigError
+from netrig.otgclient.secrets import check_secret_file
 
 #: Days the self-signed certificate is valid.
 CERT_DAYS = 825
@@ -52,7 +53,10 @@ def self_signed(directory: Path | None = None) -> tuple[Path, Path]:
 
 def server_context(cert: Path, key: Path, client_ca: Path | None) -> ssl.SSLContext:
     """A TLS server context (TLS 1.2 and later); with ``client_ca``, clients must present a
-    certificate it signed."""
+    certificate it signed. The key and the CA pass :func:`check_secret_file` first."""
+    check_secret_file(key, "--key")
+    if client_ca is not None:
+        check_secret_file(client_ca, "--client-ca", secret=False)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     try:

@@ -19,6 +19,7 @@ import orjson
 
 from netrig.errors import ConfigError, NetrigError
 from netrig.otgclient.messages import Error, read
+from netrig.otgclient.secrets import check_secret_file
 from netrig.otgclient.typed import MessageError
 
 #: Longest wait for an answer to a control or config request, s.
@@ -100,11 +101,15 @@ def _error_text(out: bytes) -> str:
 
 
 def client_context(ca: Path | None, cert: Path | None, key: Path | None,
-                   options: tuple[str, str] = ("--agent-ca", "--agent-cert")) -> ssl.SSLContext:
+                   options: tuple[str, str, str] = ("--agent-ca", "--agent-cert", "--agent-key")) -> ssl.SSLContext:
     """A client's TLS context towards OTG servers (a controller's towards its agents, `netrig run`'s
     towards an OTG server): their certificates checked against ``ca`` (default: the system's CAs),
     ``cert``/``key`` presented to servers that ask (``--client-ca``); errors name ``options`` (the
-    CA's, the certificate's)."""
+    CA's, the certificate's, the key's). The CA and the key pass :func:`check_secret_file` first."""
+    if ca is not None:
+        check_secret_file(ca, options[0], secret=False)
+    if cert is not None:
+        check_secret_file(key or cert, options[2] if key else options[1])
     try:
         ctx = ssl.create_default_context(cafile=str(ca) if ca else None)
     except (OSError, ssl.SSLError) as e:
@@ -120,7 +125,9 @@ def client_context(ca: Path | None, cert: Path | None, key: Path | None,
 
 
 def read_token(path: str, option: str) -> str:
-    """A bearer token from a file (its first line): never on the command line, where ps shows it."""
+    """A bearer token from a file (its first line): never on the command line, where ps shows it;
+    a file group or others may read is refused (:func:`check_secret_file`)."""
+    check_secret_file(path, option)
     try:
         text = Path(path).read_text().strip().splitlines()
     except OSError as e:

@@ -3,7 +3,16 @@ reader every consumer (resume, reports, comparisons) goes through.
 
 The format is specified in ``docs/result-format.md``.
 """
-from netrig.results.reader import MIGRATIONS, TORN_FLAG, load_document, load_result, migrate, read_trial_log
+from netrig.results.reader import (
+    MAX_RESULT_BYTES,
+    MIGRATIONS,
+    TORN_FLAG,
+    load_document,
+    load_result,
+    migrate,
+    read_text,
+    read_trial_log,
+)
 from netrig.results.store import (
     CONFIG_FILE,
     RESULT_FILE,
@@ -17,4 +26,5 @@ from netrig.results.store import (
 )
 
 __all__ = ["CONFIG_FILE", "RESULT_FILE", "TRIAL_LOG", "TORN_FLAG", "write_text_atomic", "SCHEMA_VERSION", "MIGRATIONS",
-           "TrialLog", "dumps", "load_document", "load_result", "migrate", "read_trial_log", "utc_now", "write_result"]
+           "TrialLog", "dumps", "load_document", "load_result", "migrate", "read_text", "read_trial_log", "utc_now",
+           "write_result", "MAX_RESULT_BYTES"]

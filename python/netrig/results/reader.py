@@ -16,6 +16,21 @@ from pathlib import Path
 from netrig.errors import ResultError
 from netrig.results.store import RESULT_FILE, SCHEMA_VERSION, TRIAL_LOG
 
+#: The largest file read as a result, a trial log or a run's config (bytes): a larger one (a sparse
+#: file, a disk image given by mistake) is refused by its size before a byte is read.
+MAX_RESULT_BYTES = 512 << 20
+
+
+def read_text(p: Path) -> str:
+    """``p``'s text (UTF-8), refused by its size first (:data:`MAX_RESULT_BYTES`); ``OSError`` and
+    ``UnicodeDecodeError`` are left to the caller, who names what the file should have been."""
+    size = p.stat().st_size
+    if size > MAX_RESULT_BYTES:
+        raise ResultError(f"{p}: {size} bytes is above the largest netrig result read ({MAX_RESULT_BYTES} bytes): "
+                          "not a netrig result? give the run directory's result.json or trials.ndjson")
+    return p.read_text(encoding="utf-8")
+
+
 #: Top-level keys that must be objects, and ones that must be lists, when present.
 _OBJECTS = ("environment", "config", "selftest", "line_rate", "testbed")
 _LISTS = ("trials", "summary", "frame_sizes", "flags", "verdicts")
@@ -265,7 +280,7 @@ def load_document(path: str | os.PathLike) -> tuple[dict, Path]:
     """``(document, file read)``: :func:`load_result` and which file it read."""
     p = result_path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_text(p)
     except FileNotFoundError:
         raise ResultError(f"{p}: no such result file") from None
     except (OSError, UnicodeDecodeError) as e:
@@ -372,7 +387,7 @@ def read_trial_log(out_dir: str | Path, intervals: list[dict] | None = None) -> 
     is an error."""
     p = Path(out_dir) / TRIAL_LOG
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_text(p)
     except FileNotFoundError:
         raise ResultError(f"{p}: no trial log here; is {out_dir} a netrig output directory?") from None
     except OSError as e:

@@ -37,6 +37,7 @@ from netrig.results import (
     TRIAL_LOG,
     TrialLog,
     dumps,
+    read_text,
     read_trial_log,
     utc_now,
     write_result,
@@ -580,7 +581,7 @@ def resume_config(out_dir: str | Path) -> TestConfig:
     cfg_file = d / CONFIG_FILE
     if cfg_file.is_file():
         try:
-            data = json.loads(cfg_file.read_text(encoding="utf-8"))
+            data = json.loads(read_text(cfg_file))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
             raise ResultError(f"{cfg_file}: cannot read: {getattr(e, 'strerror', None) or e}; remove it to "
                               "resume from the trial log's header") from None

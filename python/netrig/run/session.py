@@ -356,8 +356,8 @@ def otg_session(config: TestConfig, role: str) -> Iterator[Session]:
     sending port at ``line_rate``'s speed). Nothing of this host is built or changed."""
     o = config.otg
     assert o is not None and role == "dut", "config_from_dict refuses a self-test with [otg]"
-    tls = client_context(Path(o.ca) if o.ca else None, Path(o.cert) if o.cert else None,
-                         Path(o.key) if o.key else None, ("otg.ca", "otg.cert")) if o.url.startswith("https:") else None
+    tls = client_context(Path(o.ca) if o.ca else None, Path(o.cert) if o.cert else None, Path(o.key) if o.key else None,
+                         ("otg.ca", "otg.cert", "otg.key")) if o.url.startswith("https:") else None
     token = read_token(o.token_file, "otg.token_file") if o.token_file else None
     client = OtgClient("OTG server", o.url.rstrip("/"), token, tls)
     try:

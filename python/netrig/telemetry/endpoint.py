@@ -5,13 +5,13 @@ and bound before anything else starts, so a malformed value, an address this hos
 a port in use is one error line naming the option, before any traffic. Loopback unless another
 address is asked for. Port 0 takes a free port (the printed URL says which).
 
-The library serves ``/metrics`` from a thread of its own (and one thread per request, started by
-it). That thread is placed as the caller asks (:meth:`MetricsEndpoint.follow`): in a run, whose
-loop is tester bookkeeping, it is an observer of the run (``placement.observer``: ``SCHED_IDLE``
-on any CPU), so a scrape only ever uses time no worker and no DUT thread wants. Requests are
-served by threads the server thread starts, which inherit its placement. :meth:`close` stops the
-server and closes the socket; it is called however the command ends (``with``), so nothing is
-left listening.
+The library's application serves ``/metrics`` (only: every other path is a 404) from a thread of its
+own (and one thread per request, started by it). That thread is placed as the caller asks
+(:meth:`MetricsEndpoint.follow`): in a run, whose loop is tester bookkeeping, it is an observer of
+the run (``placement.observer``: ``SCHED_IDLE`` on any CPU), so a scrape only ever uses time no
+worker and no DUT thread wants. Requests are served by threads the server thread starts, which
+inherit its placement. :meth:`close` stops the server and closes the socket; it is called however
+the command ends (``with``), so nothing is left listening.
 """
 from __future__ import annotations
 
@@ -19,10 +19,13 @@ import contextlib
 import errno
 import ipaddress
 import os
+import socket
 import threading
+from collections.abc import Callable
 from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, make_server
 
-from prometheus_client import start_http_server
+from prometheus_client.exposition import ThreadingWSGIServer, make_wsgi_app
 from prometheus_client.registry import CollectorRegistry
 
 from netrig.errors import ConfigError
@@ -54,7 +57,7 @@ def parse_listen(text: str, option: str = OPTION) -> tuple[str, int]:
     return host, int(port)
 
 
-def _bind_error(e: OSError, host: str, port: int, option: str) -> ConfigError:
+def bind_error(e: OSError, host: str, port: int, option: str) -> ConfigError:
     if e.errno == errno.EADDRINUSE:
         return ConfigError(option, f"{host}:{port} is in use: choose another port (or 0 for any free one)")
     if e.errno == errno.EADDRNOTAVAIL:
@@ -65,14 +68,41 @@ def _bind_error(e: OSError, host: str, port: int, option: str) -> ConfigError:
     return ConfigError(option, f"{host}:{port}: cannot listen ({e.strerror or e})")
 
 
+#: The one path served.
+PATH = "/metrics"
+
+
+class _Quiet(WSGIRequestHandler):
+    """No line on stderr per scrape."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def _metrics_only(registry: CollectorRegistry) -> Callable[..., list[bytes]]:
+    """The library's WSGI application on :data:`PATH`, a 404 elsewhere (it answers every path)."""
+    app = make_wsgi_app(registry)
+
+    def serve(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        if environ.get("PATH_INFO") == PATH:
+            return app(environ, start_response)
+        start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
+        return [f"no such path: the metrics are at {PATH}\n".encode()]
+    return serve
+
+
 class MetricsEndpoint:
     """``/metrics`` of ``registry`` on ``host:port``, served until :meth:`close`."""
 
     def __init__(self, registry: CollectorRegistry, host: str, port: int, option: str = OPTION):
+        server_class = type("Server", (ThreadingWSGIServer,), {"address_family": socket.AF_INET6 if ":" in host
+                                                                else socket.AF_INET})
         try:
-            server, thread = start_http_server(port, addr=host, registry=registry)
+            server: Any = make_server(host, port, _metrics_only(registry), server_class, handler_class=_Quiet)
         except OSError as e:
-            raise _bind_error(e, host, port, option) from None
+            raise bind_error(e, host, port, option) from None
+        thread = threading.Thread(target=server.serve_forever, name="netrig-metrics", daemon=True)
+        thread.start()
         self._server: Any = server
         self._thread: threading.Thread | None = thread
         self.host = host

@@ -12,6 +12,7 @@ Names netrig creates (``<id>`` is 4 lowercase hex digits):
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -260,12 +261,22 @@ def state_path(tb_id: str) -> str:
 
 
 def write_state(state: TestbedState) -> None:
-    os.makedirs(STATE_DIR, exist_ok=True)
+    """Write the state file atomically (a temporary file renamed over it); on failure (a full or
+    read-only state directory) the temporary file is removed and the error names the file and the
+    remedy."""
     path = state_path(state.id)
     tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(state.to_dict(), f, indent=1, sort_keys=True)
-    os.replace(tmp, path)
+    try:
+        os.makedirs(STATE_DIR, exist_ok=True)
+        with open(tmp, "w") as f:
+            json.dump(state.to_dict(), f, indent=1, sort_keys=True)
+        os.replace(tmp, path)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        remedy = (f"free space in {STATE_DIR} (df -h {STATE_DIR})" if e.errno in (errno.ENOSPC, errno.EDQUOT)
+                  else f"make {STATE_DIR} writable for netrig (it runs as root)")
+        raise TestbedError(f"{path}: cannot write the test bed's state ({e.strerror or e}): {remedy}") from None
 
 
 def read_state(tb_id: str) -> TestbedState:
