@@ -9,6 +9,7 @@ import pytest
 from netrig.errors import ResultError
 from netrig.measure import TrialCounts
 from netrig.methodology.mlr import GoalResult, MlrResult, SearchGoal
+from netrig.methodology.tester import NOT_MEASURED
 from netrig.methods import REGISTRY
 from netrig.methods.throughput import ThroughputResult
 from netrig.model import FrameSize, LineRate, format_pps
@@ -372,3 +373,23 @@ def test_the_selftest_trials_last_the_runs_longest_trial(tmp_path, methods, tria
     doc = run(tmp_path, cfg)
     assert doc["selftest"]["duration_s"] == trial_s
     assert {t["load"]["duration_s"] for t in doc["trials"] if t["method"] == "selftest"} == {trial_s}
+
+
+def test_a_search_whose_every_trial_was_invalid_is_not_measured_never_0_fps(tmp_path):
+    """A loaded machine where the tester could not keep any load: every trial of the throughput
+    search was invalid. It printed "64 B: 0 fps" (found: false, tester_limited: false) with only the
+    invalid_trials flag; it is "not measured" in the JSON (a typed field), the console and the report."""
+    cfg = config({"capacity_pps": 30e3}, [{"rfc2544_throughput": {"resolution_pct": 0.5}}],
+                 selftest={"enabled": False})
+    doc = run(tmp_path, cfg, provider=StallsBelow(0, 1e12))
+    res = results(doc)["rfc2544_throughput"]
+    [row] = REGISTRY.get("rfc2544_throughput").console_rows(res, "")
+    print(f"console: {row}")
+    assert row[1] == f"not measured: {NOT_MEASURED}" and "0 fps" not in " ".join(row) and "0.00" not in row, row
+    (rep,) = res["repetitions"]
+    assert rep["found"] is False and rep["not_measured"] == NOT_MEASURED, rep
+    assert res["headline"] is None and res["stats"]["rate_pps"]["median"] is None, res
+    write_report([tmp_path / "result.json"], tmp_path / "r.html")
+    md = (tmp_path / "r.md").read_text()
+    assert f"| 64 B | not measured: {NOT_MEASURED} |" in md, md
+    assert "| 0 fps |" not in md, md

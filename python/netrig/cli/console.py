@@ -384,7 +384,8 @@ def selftest_table(doc: dict) -> SummaryTable | None:
     rows = []
     for c in ceilings:
         l1, floor = run.bps(c.frame.label, c.proven_rate_pps), c.latency_floor
-        rows.append((fmt.size(c.frame.label), format_pps(c.required_rate_pps), format_pps(c.proven_rate_pps),
+        rows.append((fmt.size(c.frame.label), format_pps(c.required_rate_pps),
+                     fmt.not_measured(c.not_measured) if c.not_measured else format_pps(c.proven_rate_pps),
                      format_bps(l1) if l1 is not None else "-", "yes" if c.passed else "no",
                      f"{_fmt_ns(floor.p50_ns)} / {_fmt_ns(floor.p99_ns)}" if floor else "-",
                      c.timestamp_source or "-", *([_fmt_ns(c.tester_share_ns)] if share else [])))

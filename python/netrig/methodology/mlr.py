@@ -58,7 +58,7 @@ from netrig.errors import ConfigError, MethodologyError
 from netrig.measure import Load, Measurer, TrialCounts
 from netrig.methodology.method import with_partial
 from netrig.methodology.stats import check
-from netrig.methodology.tester import NO_LIMIT, TRANSIENT_REPEATS, ProvenLimit, Verdict, measure_judged
+from netrig.methodology.tester import NO_LIMIT, NOT_MEASURED, TRANSIENT_REPEATS, ProvenLimit, Verdict, measure_judged
 from netrig.model import FrameSize, LineRate, rate_object
 
 
@@ -139,6 +139,9 @@ class MlrResult:
     #: Trials repeated because the tester fell short at a load it had already sent in full in this
     #: search (a stall, not a limit); they are in ``trials`` and their time in ``trial_duration_sum_s``.
     repeated_trials: int = 0
+    #: Why there is no answer at all (:data:`~netrig.methodology.tester.NOT_MEASURED`: every trial was
+    #: the tester's, so no goal has a bound); ``None``: measured.
+    not_measured: str | None = None
 
     def goal(self, name: str) -> GoalResult:
         return next(g for g in self.goals if g.goal.name == name)
@@ -172,7 +175,7 @@ class MlrResult:
                 "tester_trials": self.tester_trials, "backpressure_trials": self.backpressure_trials,
                 "backpressure_pps": self.backpressure_pps, "tester_limited": self.tester_limited,
                 "tester_limit_pps": self.tester_limit_pps, "complete": self.complete,
-                "repeated_trials": self.repeated_trials}
+                "repeated_trials": self.repeated_trials, "not_measured": self.not_measured}
 
 
 def trial_loss_ratio(counts: TrialCounts, rate_pps: float, duration_s: float, verdict: Verdict) -> float:
@@ -498,7 +501,11 @@ class _Search:
     def result(self, goals: Sequence[SearchGoal], frame: FrameSize, line_rate: LineRate, t0: float,
                capped: bool, complete: bool) -> MlrResult:
         out = []
+        nothing = self.trials > 0 and all(tr.verdict is Verdict.TESTER for trs in self.db.values() for tr in trs)
         for goal in goals:
+            if nothing:  # no bound rests on the DUT: every trial was the tester's
+                out.append(GoalResult(goal, None, None, None))
+                continue
             chain = _targets(goal)
             stage, t = len(chain) - 1, chain[-1]
             lb, ub = self.bounds(t)
@@ -514,7 +521,7 @@ class _Search:
         return MlrResult(frame, line_rate, tuple(out), self.trials, time.monotonic() - t0, "netrig", self.timed_out,
                          self.spent_s, self.grid.max_load, self.limit.limit_pps if capped else None,
                          self.tester_trials, self.backpressure_trials, self.backpressure_pps, complete,
-                         self.repeated_trials)
+                         self.repeated_trials, NOT_MEASURED if nothing else None)
 
 
 def _stage_name(i: int, n: int) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from netrig.errors import ConfigError
 from netrig.measure import LatencySummary, Load, Measurer, TrialCounts
 from netrig.methodology.stats import check
-from netrig.methodology.tester import NO_LIMIT, measure_judged
+from netrig.methodology.tester import NO_LIMIT, NOT_MEASURED, measure_judged
 from netrig.model import FrameSize, LineRate, rate_object
 from netrig.results.typed import from_dict
 from netrig.view.frame_results import line_rate_of
@@ -48,6 +48,9 @@ class Ceiling:
     #: Trials repeated because the tester fell short at a load it had already sent in full in this
     #: proof (a stall, not its limit); they are among the self-test's trials.
     repeated_trials: int = 0
+    #: Why nothing was proven at all (:data:`~netrig.methodology.tester.NOT_MEASURED`: the tester sent
+    #: no load in full); ``None``: measured (``proven_rate_pps`` 0 then means no load was loss-free).
+    not_measured: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -60,7 +63,7 @@ class Ceiling:
                 "passed": self.passed, "trial_keys": list(self.trial_keys),
                 "latency_floor": self.latency_floor.to_dict() if self.latency_floor else None,
                 "timestamp_source": self.timestamp_source, "tester_share_ns": self.tester_share_ns,
-                "repeated_trials": self.repeated_trials}
+                "repeated_trials": self.repeated_trials, "not_measured": self.not_measured}
 
 
 @dataclass(frozen=True)
@@ -151,7 +154,8 @@ def prove_rate(measurer: Measurer, frame: FrameSize, line_rate: LineRate, requir
     share = c.dut_ring.tester_share_ns if c is not None and c.dut_ring is not None else None
     return Ceiling(frame, line_rate, target, proof.best_rate, tuple(keys or ()),
                    latency_floor=c.latency if c else None, timestamp_source=_timestamp_source(c),
-                   tester_share_ns=share, repeated_trials=proof.repeated)
+                   tester_share_ns=share, repeated_trials=proof.repeated,
+                   not_measured=NOT_MEASURED if proof.kept is None else None)
 
 
 def _search_ceiling(proof: _Proof, target: float, reached: float, step: float) -> None:

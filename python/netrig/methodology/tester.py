@@ -32,6 +32,11 @@ from netrig.measure import Load, Measurer, TrialCounts
 SHORTFALL_RATIO = 0.999
 
 
+#: Why a search (a throughput, an NDR/PDR) has no answer at all: every trial was invalid, the
+#: tester's, so the DUT neither passed nor failed a load (its ``not_measured``; never a rate of 0).
+NOT_MEASURED = "the tester could not send any load"
+
+
 class Verdict(enum.Enum):
     VALID = "valid"
     #: Invalid because the DUT slowed the sender: a DUT result (the load failed).

@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 from netrig.measure import Load, Measurer
 from netrig.methodology.method import Context, Method, Section, Shortcut
 from netrig.methodology.stats import check
-from netrig.methodology.tester import NO_LIMIT, ProvenLimit, Verdict
+from netrig.methodology.tester import NO_LIMIT, NOT_MEASURED, ProvenLimit, Verdict
 from netrig.methodology.vocabulary import option
 from netrig.methods.sections import RFC2544
 from netrig.model import FrameSize, LineRate, defaults, format_pps, rate_object, rates
 from netrig.results.typed import from_dict
 from netrig.view import fmt
-from netrig.view.frame_results import finite, read_frame_results
+from netrig.view.frame_results import finite, not_measured, read_frame_results
 from netrig.view.html import details, empty, figure, table_html
 from netrig.view.markdown import section_md, table_md
 from netrig.view.plotkit import (
@@ -119,6 +119,14 @@ class FrameLossResult:
         return max((p.achieved_pps for p in self.curve if p.backpressure), default=None)
 
     @property
+    def not_measured(self) -> str | None:
+        """:data:`~netrig.methodology.tester.NOT_MEASURED` when no load was the DUT's (every trial
+        invalid, the tester's): the sweep measured nothing; ``None``: measured."""
+        if self.curve and not any(p.valid or p.backpressure for p in self.curve):
+            return NOT_MEASURED
+        return None
+
+    @property
     def headline_pps(self) -> float | None:
         return self.max_lossfree_pps
 
@@ -128,7 +136,7 @@ class FrameLossResult:
     def to_dict(self) -> dict:
         return {"curve": [p.to_dict() for p in self.curve], "max_lossfree_pps": self.max_lossfree_pps,
                 "max_lossfree": rate_object(self.max_lossfree_pps, self.frame, self.line_rate),
-                "livelock": self.livelock}
+                "livelock": self.livelock, "not_measured": self.not_measured}
 
 
 #: After the steps, how many times the sweep halves the load looking for a loss-free one.
@@ -435,7 +443,9 @@ class FrameLoss(Method):
         r = read_frame_results(result, FrameLossResult)
         h, v = r.headline, r.spread("max_lossfree_pps").median
         curve = (r.repetitions[0].curve or ()) if r.repetitions else ()
-        return [[fmt.size(r.frame_size), format_pps(v) if v is not None else "none",
+        why = not_measured(r) if all(x.curve is not None for x in r.repetitions) else None
+        none = fmt.not_measured(why) if why else "none"
+        return [[fmt.size(r.frame_size), format_pps(v) if v is not None else none,
                  f"{h.pct_line_rate or 0:.2f}" if h else "-", str(len(curve)),
                  "yes" if any(x.curve is not None and x.livelock for x in r.repetitions) else "no", flags]]
 

@@ -22,7 +22,7 @@ from netrig.methodology.vocabulary import deprecated, option
 from netrig.model import FrameSize, LineRate, format_bps, format_pps, rates
 from netrig.results.typed import from_dict
 from netrig.view import fmt
-from netrig.view.frame_results import Headline, finite, read_frame_results
+from netrig.view.frame_results import Headline, finite, not_measured, read_frame_results
 from netrig.view.html import empty, figure, table_html
 from netrig.view.markdown import section_md, table_md
 from netrig.view.plotkit import (
@@ -157,6 +157,11 @@ def table(run: RunView) -> Table:
                    fmt.bps(run.bps(e.frame_size, v)), fmt.fps(g.lower_pps),
                    fmt.fps(g.upper_pps) if g.upper_pps is not None else no_upper,
                    fmt.pct(100 * g.relative_width, 2) if g.relative_width is not None else fmt.DASH])
+    measured = {frame_size_label(e.frame_size) for e in entries(run)}
+    for r in run.frame_results(METHOD_NAME, MlrResult):
+        why = not_measured(r)
+        if why and frame_size_label(r.frame_size) not in measured:
+            t.add([fmt.size(r.frame_size), "every goal", fmt.DASH, fmt.not_measured(why), *[fmt.DASH] * 5])
     return t
 
 
@@ -263,7 +268,7 @@ class MlrSearch(Method):
 
     def console_rows(self, result: dict, flags: str, line_rate: LineRate | None = None) -> list[list[str]]:
         fr = read_frame_results(result, MlrResult, line_rate)
-        frame, rows = FrameSize.parse(fr.frame_size), []
+        frame, rows, why = FrameSize.parse(fr.frame_size), [], not_measured(fr)
         for gi, g in enumerate(fr.repetitions[0].goals if fr.repetitions else ()):
             name = g.goal.name
             med = fr.spread(f"{name}_pps").median
@@ -271,7 +276,8 @@ class MlrSearch(Method):
             bounded = any(x.tester_limited is True for rep in fr.repetitions for x in rep.goals or ()
                           if x.goal.name == name)
             rows.append([fmt.size(fr.frame_size) if gi == 0 else "", f"{name} ({100 * g.goal.loss_ratio:g} %)",
-                         fmt.at_least(format_pps(med), bounded) if med is not None else "none",
+                         fmt.at_least(format_pps(med), bounded) if med is not None else (
+                             fmt.not_measured(why) if why else "none"),
                          f"{rate.pct_line_rate:.2f}" if rate and rate.pct_line_rate is not None else "-",
                          format_bps(rate.l1_bps) if rate and rate.l1_bps is not None else "-",
                          format_bps(rate.l2_bps) if rate and rate.l2_bps is not None else "-",

@@ -29,6 +29,9 @@ The search (:func:`measure_throughput`):
 * When the bracket is narrower than the resolution but nothing passed yet, the search keeps
   going down (halving) until a load passes: a DUT that forwards anything loss-free never gets a
   headline of 0.
+* A search in which the tester sent no load at all (every trial invalid, the DUT neither passed
+  nor failed one) measured nothing: its result is ``not_measured`` (:data:`NOT_MEASURED`), never
+  a rate of 0.
 """
 from __future__ import annotations
 
@@ -43,7 +46,7 @@ from netrig.measure import Load, Measurer, TrialCounts
 from netrig.methodology.method import Capacity, Context, Method, Section, Shortcut
 from netrig.methodology.selftest import stored_ceilings
 from netrig.methodology.stats import check
-from netrig.methodology.tester import NO_LIMIT, ProvenLimit, Verdict, measure_judged
+from netrig.methodology.tester import NO_LIMIT, NOT_MEASURED, ProvenLimit, Verdict, measure_judged
 from netrig.methodology.vocabulary import option
 from netrig.methods.sections import RFC2544
 from netrig.model import (
@@ -58,7 +61,7 @@ from netrig.model import (
 )
 from netrig.results.typed import from_dict
 from netrig.view import fmt
-from netrig.view.frame_results import Flag, FrameResults, Headline, finite, read_frame_results
+from netrig.view.frame_results import Flag, FrameResults, Headline, finite, not_measured, read_frame_results
 from netrig.view.html import empty, figure, table_html
 from netrig.view.markdown import section_md, table_md
 from netrig.view.plotkit import (
@@ -151,6 +154,9 @@ class ThroughputResult:
     repeated_trials: int = 0
     #: How it placed its loads (``ThroughputParams.search``).
     search: str = "binary"
+    #: Why there is no answer at all (:data:`NOT_MEASURED`: the tester sent no load in full, so the
+    #: DUT neither passed nor failed one); ``None``: measured.
+    not_measured: str | None = None
 
     @property
     def rate(self) -> dict | None:
@@ -170,7 +176,7 @@ class ThroughputResult:
             "tester_limit_pps": self.tester_limit_pps, "resolution_pps": self.resolution_pps,
             "found": self.found, "bounded_by_tester": self.tester_limited, "tester_cap_pps": self.tester_cap_pps,
             "backpressure_trials": self.backpressure_trials, "backpressure_pps": self.backpressure_pps,
-            "repeated_trials": self.repeated_trials, "search": self.search,
+            "repeated_trials": self.repeated_trials, "search": self.search, "not_measured": self.not_measured,
         }
 
 
@@ -288,7 +294,8 @@ class _Search:
             tester_limit_pps=self.tester_limit if self.tester_limit is not None else (self.top if limited else None),
             resolution_pps=self.res, found=best is not None, tester_cap_pps=self.top if self.capped else None,
             backpressure_trials=len(self.backpressure), backpressure_pps=max(self.backpressure, default=None),
-            repeated_trials=self.repeated, search=self.params.search)
+            repeated_trials=self.repeated, search=self.params.search,
+            not_measured=NOT_MEASURED if best is None and upper is None else None)
 
 
 def measure_throughput(measurer: Measurer, frame: FrameSize, line_rate: LineRate,
@@ -336,7 +343,8 @@ def entries(run: RunView) -> list[Entry]:
     """Per frame size: the median rate of the repetitions (min–max), % of line rate, bit/s."""
     out = []
     for r in results(run):
-        size, reps, head = r.frame_size, r.repetitions, r.headline or Headline()
+        size, head = r.frame_size, r.headline or Headline()
+        reps = [x for x in r.repetitions if not x.not_measured]  # no rate, not even 0
         rate = Stat.from_spread(r.spread("rate_pps")) or Stat.over(finite(x.rate_pps) for x in reps)
         if rate is None and head.fps is not None:
             rate = Stat.of(head.fps)
@@ -382,6 +390,11 @@ def table(run: RunView) -> Table:
                fmt.DASH if e.cpu_s_per_mframe is None else f"{e.cpu_s_per_mframe:.3g}",
                str(e.repetitions or fmt.DASH), flags or ""],
               "flagged" if e.above_ceiling else "")
+    measured = {frame_size_label(e.frame_size) for e in entries(run)}
+    for r in results(run):
+        why = not_measured(r)
+        if why and frame_size_label(r.frame_size) not in measured:
+            t.add([fmt.size(r.frame_size), fmt.not_measured(why), *[fmt.DASH] * 6, str(len(r.repetitions)), ""])
     return t
 
 
@@ -513,6 +526,9 @@ class Throughput(Method):
     def console_rows(self, result: dict, flags: str, line_rate: LineRate | None = None) -> list[list[str]]:
         r = read_frame_results(result, ThroughputResult)
         h, mm = r.headline, r.spread("rate_pps")
+        why = not_measured(r)
+        if h is None and why:
+            return [[fmt.size(r.frame_size), fmt.not_measured(why), *[fmt.DASH] * 4, flags]]
         bounded = any(x.tester_limited is True for x in r.repetitions)
         fps = fmt.at_least(format_pps(h.fps or 0), bounded) if h else "none"
         return [[fmt.size(r.frame_size), fps, f"{(h.pct_line_rate if h else 0) or 0:.2f}",

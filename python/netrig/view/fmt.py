@@ -38,6 +38,11 @@ def at_least(text: str, bounded: bool) -> str:
     return f"≥ {text} (tester-limited)" if bounded and text != DASH else text
 
 
+def not_measured(why: str) -> str:
+    """``not measured: the tester could not send any load`` for a search that measured nothing."""
+    return f"not measured: {why}"
+
+
 def si(v: float | None, unit: str = "") -> str:
     return DASH if v is None else format_si(v, unit)
 

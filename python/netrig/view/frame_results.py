@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from netrig.errors import ConfigError
 from netrig.model import FrameSize, LineRate, rate_object
@@ -68,6 +68,21 @@ class FrameResults(Generic[R]):
     def spread(self, key: str) -> Spread:
         """The ``stats`` entry of ``key`` (all ``None`` when the summary has none)."""
         return self.stats.get(key) or Spread()
+
+
+class Measurable(Protocol):
+    """A search's result that may have measured nothing (its ``not_measured``: why)."""
+
+    @property
+    def not_measured(self) -> str | None: ...
+
+
+def not_measured(r: FrameResults[Any]) -> str | None:
+    """Why one frame size has no answer at all: every repetition measured nothing, for one reason
+    (a search whose every trial was the tester's); else ``None``."""
+    reps: tuple[Measurable, ...] = r.repetitions
+    reasons = {x.not_measured for x in reps}
+    return reasons.pop() if len(reasons) == 1 and None not in reasons else None
 
 
 def _frame(size: Any) -> FrameSize | None:
