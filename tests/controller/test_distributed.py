@@ -251,3 +251,46 @@ def test_agent_killed_mid_run_reported_within_2s(tmp_path):
             assert p.wait(timeout=20) == 143
     for p in (pa, pb, pc):
         assert p.poll() is not None
+
+
+def agents_tx(b: Bed) -> dict[str, int]:
+    """Per agent, the frames its flows sent (straight from the agent: a flow another agent sends
+    counts 0 here)."""
+    req = {"choice": "flow", "flow": {"flow_names": []}}
+    return {n: sum(m["frames_tx"] for m in agent_call(b, n, "/monitor/metrics", req)["flow_metrics"]) for n in "ab"}
+
+
+def test_controller_killed_its_agents_stop_sending_within_2s(tmp_path):
+    """kill -9 of the controller mid-run: every agent's supervision lapses (no request of its
+    controller for SUPERVISION_S): no frame leaves an agent later than 2 s after the kill."""
+    with bed(tmp_path) as b:
+        b.agent("a"), b.agent("b")
+        pc, url = b.controller()
+        a = api(url)
+        a.set_config(config(a, None, pps=1000))
+        control(a, "start")
+        deadline = time.monotonic() + 10
+        while min(agents_tx(b).values()) < 400:  # both agents sending
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        pc.kill()
+        killed, killed_wall = time.monotonic(), time.time()
+        pc.wait()
+        time.sleep(2.0 - (time.monotonic() - killed))
+        at_2s = agents_tx(b)
+        time.sleep(1.5)
+        later = agents_tx(b)
+        print(f"frames sent between 2 s and 3.5 s after the kill: "
+              f"{sum(later.values()) - sum(at_2s.values())} (counts at 2 s: {at_2s})")
+        assert later == at_2s, "an agent still sends with its controller dead"
+        for name in "ab":
+            addr = f"http://{b.net}.{'ab'.index(name) + 2}:{AGENT_PORT}/netrig/agents"
+            req = urllib.request.Request(addr, headers={"Authorization": f"Bearer {b.token.read_text().strip()}"})
+            state = json.loads(urllib.request.urlopen(req, timeout=5).read())["supervision"]
+            assert state["state"] == "lapsed" and state["lapsed_at"] - killed_wall < 2.0, state
+        pa, pb = b.procs[:2]
+        for p in (pa, pb):
+            p.send_signal(signal.SIGTERM)
+            assert p.wait(timeout=20) == 143
+            err = p.stderr.read() if p.stderr else ""
+            assert "supervision lapsed" in err and "every flow stopped" in err, err

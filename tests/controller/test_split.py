@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from netrig.cli.main import main
 from netrig.controller import merge
 from netrig.controller.agents import AgentSpec
 from netrig.controller.clock import ClockEstimate
@@ -56,6 +57,28 @@ def test_bad_agent_option():
     for bad in ("a", "a=ftp://x", "=http://x", "a b=http://x"):
         with pytest.raises(ConfigError, match="--agent"):
             AgentSpec.parse(bad)
+
+
+@pytest.mark.parametrize("agents, names", [
+    (["a=http://127.0.0.1:1", "b=http://127.0.0.2:1", "c=HTTP://127.0.0.1:1/"], "a and c"),
+    (["a=https://127.0.0.1", "b=https://127.0.0.1:443"], "a and b"),  # the default port is the scheme's
+])
+def test_one_agent_under_two_names_is_refused_naming_both(agents, names, capsys):
+    """Each name's part of a config would replace the other's on the one agent: refused at start,
+    before any agent is reached."""
+    argv = ["serve", "--http", "--listen", "127.0.0.1:1", *[w for a in agents for w in ("--agent", a)]]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    print(err)
+    assert err.startswith("netrig: error: --agent: ") and f"{names} are one agent (" in err, err
+
+
+def test_one_physical_port_reached_twice_is_refused_naming_both():
+    c = cfg()
+    c["ports"][2] = {"name": "b1", "location": "a/a1"}  # a1's own port, under another name
+    with pytest.raises(ConfigError, match=r"ports\[2\]\.location") as e:
+        split_of(c, ["a", "b"])
+    assert "'a1'" in str(e.value) and "'b1'" in str(e.value) and "a/a1" in str(e.value)
 
 
 def test_merge_sums_receivers_corrects_latency_and_marks_stale():

@@ -456,3 +456,20 @@ def test_a_killed_build_leaves_no_tool_running_and_clean_removes_the_rest():
     assert r.returncode == 0, r.stderr
     assert sleeper.wait(timeout=10) == -signal.SIGKILL
     assert not set(ns) & set(os.listdir("/run/netns"))
+
+
+def test_a_dut_process_killed_during_a_trial_makes_it_invalid():
+    """``netrig trial --testbed`` judges the test bed after the trial as ``netrig run`` does: the
+    forwarder's DUT killed while a 4-s trial runs makes it invalid, naming the dead process, and
+    the command exits 1 (never a valid trial with the loss of a dead DUT)."""
+    from netrig.testbed import state as st
+    with built_testbed("forwarder") as tb_id:
+        (proc,) = st.read_state(tb_id).processes
+        p = _trial_on(tb_id, duration="4s")
+        _wait_held(tb_id)
+        time.sleep(1.8)  # mid-trial (the kill's effect on the verdict does not depend on when it lands)
+        os.kill(proc.pid, signal.SIGKILL)
+        r = _finished(p, 1)["result"]
+        print(f"valid {r['valid']}, loss {r['frames_lost']}/{r['frames_sent']}: {r['invalid_reason']}")
+        assert r["valid"] is False
+        assert f"its DUT process {proc.role} (pid {proc.pid}) is not running any more" in r["invalid_reason"]

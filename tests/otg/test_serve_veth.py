@@ -5,6 +5,7 @@ fields; a bad request that changes nothing; SIGTERM leaves nothing sending or li
 from __future__ import annotations
 
 import json
+import os
 import re
 import struct
 import subprocess
@@ -16,7 +17,7 @@ import zlib
 
 import pytest
 from tests.conftest import if_counter, needs_root
-from tests.otg.conftest import ROOT, api, capture_state, control, flow_metrics, serve, wait_stopped
+from tests.otg.conftest import ROOT, api, capture_state, control, flow_metrics, free_port, serve, wait_stopped
 
 from netrig.otg.mapping import RATE_BITS
 
@@ -438,3 +439,24 @@ def test_a_refused_config_keeps_the_running_one(veth):
         control(a, "stop")
         m = flow_metrics(a)["c"]
         assert m.transmit == "stopped" and m.frames_tx == m.frames_rx > sent
+
+
+def test_a_second_netrig_process_on_a_served_port_is_refused_naming_the_holder(veth):
+    """Two servers on one veth pair counted each other's frames (one reported 100 % loss): a port is
+    held while a netrig process uses it, and a second `netrig serve` (or `netrig trial`) on it is
+    refused at once, with one line naming the holder's pid and command."""
+    ns_a, if_a, ns_b, if_b = veth
+    ports = [f"{if_a}@{ns_a}", f"{if_b}@{ns_b}"]
+    with serve(ports) as url:
+        holder = int(subprocess.run(["pgrep", "-f", f"serve --http --listen {url[7:]} "], capture_output=True,
+                                    text=True).stdout.split()[0])
+        for argv in (["serve", "--http", "--listen", f"127.0.0.1:{free_port()}", "--port", ports[1]],
+                     ["trial", "--tx", if_a, "--tx-netns", ns_a, "--rx", if_b, "--rx-netns", ns_b, "--frames", "10"]):
+            t0 = time.monotonic()
+            r = subprocess.run([sys.executable, "-m", "netrig.cli.main", *argv], capture_output=True, text=True,
+                               timeout=20, env={**os.environ, "PYTHONPATH": str(ROOT / "python")})
+            lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+            print(f"{argv[0]}: {lines} after {time.monotonic() - t0:.1f} s")
+            assert r.returncode == 2 and len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
+            assert f"is in use by pid {holder} (python" in lines[0] and "serve --http --listen" in lines[0], lines
+            assert ("--port: port " if argv[0] == "serve" else "--tx: port ") in lines[0], lines

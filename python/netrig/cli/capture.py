@@ -29,6 +29,7 @@ from netrig.cli.common import (
 )
 from netrig.errors import ConfigError, Terminated
 from netrig.methodology.vocabulary import deprecated, option
+from netrig.testbed.state import ports_held
 
 #: Engine field → CLI option, for one-line errors that name the option.
 OPTIONS = {"method": "--capture-method", "ifname": "--port", "batch": "--batch", "cpu": "--dut-cpus",
@@ -91,8 +92,14 @@ def _write(path: str, doc: dict[str, Any]) -> None:
 
 def run(args) -> int:
     kwargs = build(args)
-    duration = args.duration
     require_root("capturing (raw sockets, XDP)")
+    # Held while it captures: a second netrig process on its port is refused at once.
+    with ports_held([(kwargs["ifname"], kwargs["netns"])], "--port"):
+        return _run(args, kwargs)
+
+
+def _run(args, kwargs: dict[str, Any]) -> int:
+    duration = args.duration
     asked = [0]
     old_usr1 = signal.signal(signal.SIGUSR1, lambda s, f: asked.__setitem__(0, asked[0] + 1))
     try:

@@ -40,6 +40,7 @@ from netrig.cli.common import (
 )
 from netrig.errors import ConfigError, Terminated
 from netrig.methodology.vocabulary import JsonFlag, deprecated, option
+from netrig.testbed.state import ports_held
 
 BACKENDS = ("af_xdp", "af_packet", "socket", "auto", "xdp")
 #: The in-kernel backend (XDP_REDIRECT): no user-space worker, queue, CPU or batch.
@@ -195,7 +196,9 @@ def run(args) -> int:
     duration, interval = durations(args)
     kwargs = build(args)
     require_root("forwarding (raw sockets, XDP)")
-    with metrics_endpoint(args.metrics_listen) as tel:
+    # Held while it forwards: a second netrig process on one of its ports is refused at once.
+    held = ports_held([(p.ifname, p.netns) for p in kwargs["ports"]], "--port")
+    with held, metrics_endpoint(args.metrics_listen) as tel:
         try:
             fwd = _native.Forwarder(**kwargs)
         except ConfigError as e:

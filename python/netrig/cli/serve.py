@@ -36,6 +36,7 @@ from netrig.cli.common import add_metrics_listen, check_choice, check_range, met
 from netrig.errors import ConfigError
 from netrig.methodology.vocabulary import option
 from netrig.model.defaults import SERVE_DRAIN_S as DEFAULT_DRAIN_S
+from netrig.testbed.state import ports_held
 from netrig.trial import IO_MODES, Port
 
 # The server and the OTG model (snappi: ~0.5 s to import) load when `netrig serve` runs, not for
@@ -148,17 +149,19 @@ def run(args) -> int:
         _record_dir(args.record)
     with metrics_endpoint(args.metrics_listen) as tel:  # bound before any port opens: a bad value stops here
         ports = serve_ports(args)
-        # Every port opens once now: the transmit guard and the backends are checked before serving.
-        _native.Generator([s.port for s in ports], []).close()
-        service = Service(ports, drain_s=args.drain, capture_bytes=int(capture_mb) << 20)
-        if tel is not None:
-            tel.watch_flow_groups(service.flow_groups)
-        if args.record:
-            from netrig.otg.record import Recorder
+        # Held while this server runs: a second netrig process on one of them is refused at once.
+        with ports_held([(s.port.ifname, s.port.netns) for s in ports], "--port"):
+            # Every port opens once now: the transmit guard and the backends are checked before serving.
+            _native.Generator([s.port for s in ports], []).close()
+            service = Service(ports, drain_s=args.drain, capture_bytes=int(capture_mb) << 20)
+            if tel is not None:
+                tel.watch_flow_groups(service.flow_groups)
+            if args.record:
+                from netrig.otg.record import Recorder
 
-            service.on_change = Recorder(Path(args.record), " ".join(sys.argv)).on_change
-        _serve(OtgServer(service, host, number, tls, verbose=args.verbose, token=token),
-               [s.name for s in ports], args.json)
+                service.on_change = Recorder(Path(args.record), " ".join(sys.argv)).on_change
+            _serve(OtgServer(service, host, number, tls, verbose=args.verbose, token=token),
+                   [s.name for s in ports], args.json)
     return 0
 
 
@@ -175,7 +178,7 @@ def _token(args) -> str | None:
 
 def _agents(args) -> list[AgentClient]:
     """The ``--agent`` options as clients (each name once), checked before anything is reached."""
-    from netrig.controller.agents import AgentClient, AgentSpec
+    from netrig.controller.agents import AgentClient, AgentSpec, distinct_agents
     from netrig.otgclient.client import client_context, read_token
 
     if args.port:
@@ -185,6 +188,7 @@ def _agents(args) -> list[AgentClient]:
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup:
         raise ConfigError("--agent", f"{dup} is given twice: each agent once")
+    distinct_agents(specs)
     if bool(args.agent_cert) != bool(args.agent_key):
         raise ConfigError("--agent-cert", "give --agent-cert and --agent-key together")
     token = read_token(args.agent_token_file, "--agent-token-file") if args.agent_token_file else None

@@ -43,7 +43,7 @@ from netrig.model import defaults, format_bps, format_pps, largest_frame
 from netrig.testbed import TOPOLOGIES, Testbed
 from netrig.testbed.placement import bookkeeping_on, thread_placement_restored
 from netrig.testbed.state import ID_RE as TESTBED_ID_RE
-from netrig.testbed.state import in_use, shared_io
+from netrig.testbed.state import in_use, ports_held, shared_io
 from netrig.trial import (
     DEFAULT_MAX_STRETCH_PCT,
     DEFAULT_RAW_ETHERTYPE,
@@ -641,9 +641,10 @@ def _count_rows(t, res: TrialResult, receive: bool, replays: bool) -> None:
               f"{res.frames_foreign:,} / {res.frames_stray:,} / {res.frames_forged:,}")
 
 
-def result_table(res: TrialResult, stream: Stream, title: str, receive: bool = True):
+def result_table(res: TrialResult, stream: Stream, title: str, receive: bool = True, invalid: str | None = None):
     """The trial's figures; ``receive`` ``False`` (a transmit-only trial): nothing was counted at the
-    far end, so loss, the received rate and latency are not shown as if they were measured."""
+    far end, so loss, the received rate and latency are not shown as if they were measured;
+    ``invalid``: why the trial is invalid, where more than its own counts say so (:class:`Judged`)."""
     from rich.table import Table
 
     t = Table(title=title, show_header=True)
@@ -690,7 +691,8 @@ def result_table(res: TrialResult, stream: Stream, title: str, receive: bool = T
     t.add_row("timestamps", res.ports[-1].timestamp_source)
     t.add_row("CPUs tx / rx",
               f"{','.join(map(str, res.tx_cpus))} / {','.join(map(str, res.rx_cpus))}{unpinned(res.pin_failures)}")
-    t.add_row("valid", "yes" if res.valid else f"[red]no[/]: {res.invalid_reason}")
+    reason = invalid or (None if res.valid else res.invalid_reason)
+    t.add_row("valid", f"[red]no[/]: {reason}" if reason else "yes")
     return t
 
 
@@ -934,6 +936,12 @@ def progress_line(snap: Snapshot, total_s: float | None, window: RateWindow) -> 
 
 def run_held(args) -> int:
     plan = build(args)
+    # The ports are held before anything starts: a second netrig process on one of them is refused at once.
+    with ports_held([(p.ifname, p.netns) for p in plan.ports], "--tx", getattr(args, "share_testbed", False)):
+        return run_plan(args, plan)
+
+
+def run_plan(args, plan: Plan) -> int:
     events = events_of(args)
     clock = EventClock(events, event_runner(args)) if events else None
     con = console(stderr=args.json)
@@ -973,7 +981,40 @@ def run_held(args) -> int:
         return interrupt_status(e)
     except ConfigError as e:
         raise rename_field(e, FIELDS) from None
-    return _print_result(args, con, plan, res, events, runs)
+    return _print_result(args, con, plan, Judged.of(res, testbed_problems(args)), events, runs)
+
+
+def testbed_problems(args) -> list[str]:
+    """After the trial, what is broken in its test bed (``--testbed``), in words, as ``netrig run``
+    judges its trials: what a repair cannot restore (a DUT process that died, a link gone or down,
+    a namespace gone) made the trial measure a broken test bed, not the DUT. What a link flap
+    removed (routes, neighbours) is restored, as before every trial of a run."""
+    if args.testbed is None:
+        return []
+    try:
+        Testbed.attach(args.testbed).repair()
+    except TestbedError as e:
+        return [str(e)]
+    return []
+
+
+@dataclasses.dataclass(frozen=True)
+class Judged:
+    """A trial's result and its validity, the test bed's state after it included."""
+
+    res: TrialResult
+    valid: bool
+    invalid_reason: str | None
+
+    @staticmethod
+    def of(res: TrialResult, problems: Sequence[str]) -> Judged:
+        if not problems:
+            return Judged(res, res.valid, res.invalid_reason)
+        reasons = [f"after the trial: {p}" for p in problems]
+        return Judged(res, False, "; ".join([*reasons, *filter(None, [res.invalid_reason])]))
+
+    def to_dict(self) -> dict:
+        return {**self.res.to_dict(), "valid": self.valid, "invalid_reason": self.invalid_reason}
 
 
 def _print_partial(args, con, plan: Plan, partial: TrialResult | None) -> None:
@@ -988,20 +1029,20 @@ def _print_partial(args, con, plan: Plan, partial: TrialResult | None) -> None:
         con.print(streams_table(partial, plan))
 
 
-def _print_result(args, con, plan: Plan, res: TrialResult, events, runs) -> int:
+def _print_result(args, con, plan: Plan, judged: Judged, events, runs) -> int:
     """The trial's table (or JSON), its events, and its exit status."""
-    stream = plan.streams[0]
+    stream, res = plan.streams[0], judged.res
     results = event_results(res, runs) if runs else ()
     if args.json:
         config = {**stream.to_dict(), **plan.run.kwargs(), "events": [e.to_dict() for e in events]}
         if len(plan.streams) > 1:
             config["streams"] = [s.to_dict() for s in plan.streams]
-        doc: dict = {"config": config, "result": res.to_dict()}
+        doc: dict = {"config": config, "result": judged.to_dict()}
         if runs:
             doc["events"] = [e.to_dict() for e in results]
         print(json.dumps(doc, indent=2, default=str))
     else:
-        con.print(result_table(res, stream, plan.title, plan.receive))
+        con.print(result_table(res, stream, plan.title, plan.receive, judged.invalid_reason))
         if len(plan.streams) > 1:
             con.print(streams_table(res, plan))
         if plan.run.phases is not None:
@@ -1014,4 +1055,4 @@ def _print_result(args, con, plan: Plan, res: TrialResult, events, runs) -> int:
     for r in failed:  # reported, the trial's counts stand
         print(f"netrig: --event {r.command!r} at {r.at_s:g}s {r.problem()}: fix the command (try it by hand in "
               f"{'namespace ' + r.netns if r.netns else 'a shell'}) or raise --event-timeout", file=sys.stderr)
-    return 0 if res.valid and not failed else 1
+    return 0 if judged.valid and not failed else 1

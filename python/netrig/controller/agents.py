@@ -41,6 +41,25 @@ class AgentSpec:
                                          "letters, digits, . _ -)")
         return AgentSpec(name, url.rstrip("/"))
 
+    @property
+    def endpoint(self) -> tuple[str, str, int]:
+        """Where the agent is: (scheme, host, port), the port the scheme's when the URL gives none."""
+        u = urllib.parse.urlsplit(self.url)
+        scheme = u.scheme.lower()
+        return scheme, (u.hostname or "").lower(), u.port or (443 if scheme == "https" else 80)
+
+
+def distinct_agents(specs: list[AgentSpec]) -> None:
+    """Each agent once: one agent under two names would be given two parts of a config, each replacing
+    the other's on it (and its ports reached twice)."""
+    seen: dict[tuple[str, str, int], str] = {}
+    for s in specs:
+        other = seen.setdefault(s.endpoint, s.name)
+        if other != s.name:
+            scheme, host, port = s.endpoint
+            raise ConfigError("--agent", f"{other} and {s.name} are one agent ({scheme}://{host}:{port}): give each "
+                                         "agent once, under one name")
+
 
 class AgentClient(OtgClient):
     """A controller's requests to one agent, and the heartbeat's clock exchange."""
@@ -53,6 +72,11 @@ class AgentClient(OtgClient):
     @property
     def name(self) -> str:
         return self.spec.name
+
+    def auth(self) -> dict[str, str]:
+        """The token, and supervision on every request: the agent stops its flows when this
+        controller falls silent (netrig.otg.supervision)."""
+        return {**super().auth(), **headers.supervise()}
 
     def clock_sample(self) -> tuple[clock.Sample, headers.Ptp | None]:
         """One NTP-style exchange (``GET /capabilities/version``) on the heartbeat's own connection,

@@ -50,8 +50,9 @@ from netrig.otgclient.typed import to_json
 
 #: Time between two heartbeats of an agent, s.
 HEARTBEAT_S = 0.25
-#: An agent that has not answered for this long is down, s (a refused connection: at once).
-DOWN_AFTER_S = 1.0
+#: An agent that has not answered for this long is down, s (a refused connection: at once); an
+#: agent stops its flows when this controller has been silent as long (X-Netrig-Supervise).
+DOWN_AFTER_S = headers.SUPERVISION_S
 #: Trial tags are below 2^23 (the signature's field).
 TAG_LIMIT = 1 << 23
 

@@ -81,8 +81,14 @@ def split(cfg: Config, document: dict[str, Any], agents: Sequence[str]) -> Split
     port_agent: dict[str, str] = {}
     port_location: dict[str, str] = {}
     ports: dict[str, list[str]] = {}
+    physical: dict[tuple[str, str], str] = {}  # (agent, location) → the port that names it first
     for i, p in enumerate(cfg.ports):
         agent, rest = parse_location(p.location, f"ports[{i}].location", agents)
+        first = physical.setdefault((agent, rest), p.name)
+        if first != p.name:
+            raise ConfigError(f"ports[{i}].location", f"{p.location!r}: ports {first!r} and {p.name!r} are one "
+                                                       "port of one agent: name each port once (each receives "
+                                                       "what the other is sent)")
         port_agent[p.name], port_location[p.name] = agent, rest
         ports.setdefault(agent, []).append(p.name)
     routes = tuple(_route(i, f, port_agent) for i, f in enumerate(cfg.flows))

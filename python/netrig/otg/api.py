@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 from netrig import _native
-from netrig.errors import ConfigError, NetrigError
+from netrig.errors import NetrigError
 from netrig.otg import refusal, schema
 from netrig.otg.objects import (
     CaptureRequest,
@@ -24,8 +24,12 @@ from netrig.otg.objects import (
     MetricsRequest,
     StartTags,
     StatesRequest,
+    read,
 )
 from netrig.telemetry.sources import FlowGroupCounts
+
+#: A traffic stop of every flow.
+STOP_ALL = {"choice": "traffic", "traffic": {"choice": "flow_transmit", "flow_transmit": {"state": "stop"}}}
 
 
 class StateError(NetrigError):
@@ -81,8 +85,16 @@ class OtgService(ABC):
         return []
 
     def agents_report(self) -> dict[str, Any]:
-        """``GET /netrig/agents``: a controller's agents, their clocks, stale flows."""
-        raise ConfigError("path", "/netrig/agents: this server is no controller (netrig serve --agent NAME=URL)")
+        """``GET /netrig/agents``: a controller's agents, their clocks, stale flows (none here: the
+        server adds its supervision's state)."""
+        return {}
+
+    def stop_traffic(self) -> None:
+        """Stop every flow (a supervision that lapsed); nothing to do without a config."""
+        try:
+            self.control_state(read(ControlState, STOP_ALL))
+        except StateError:
+            pass
 
     @abstractmethod
     def close(self) -> None:

@@ -13,14 +13,17 @@ path                    method  what
 /monitor/metrics        POST    port and flow metrics
 /monitor/states         POST    device states: empty (no devices)
 /monitor/capture        POST    a port's capture, pcap or pcapng (application/octet-stream)
-/netrig/agents          GET     a controller's agents: state, clock, stale flows (netrig's own)
+/netrig/agents          GET     a controller's agents: state, clock, stale flows; every server's
+                                supervision (netrig's own)
 ======================  ======  ===========================================================
 
 Distributed (docs/distributed.md): a server given a token (``--token-file``) answers only requests
 with ``Authorization: Bearer TOKEN`` (401 otherwise); every answer carries the server's realtime
 clock as the request arrived and as the answer left (``X-Netrig-Clock-Ns: T1 T2``) and, where
 linuxptp runs, its state (``X-Netrig-Ptp``); a controller's start may name the tags to send under
-(``X-Netrig-Tags``) or ask only to count (``X-Netrig-Receive``) (:mod:`netrig.otgclient.headers`).
+(``X-Netrig-Tags``) or ask only to count (``X-Netrig-Receive``) (:mod:`netrig.otgclient.headers`). A
+client that sends ``X-Netrig-Supervise: SECONDS`` (a controller, on every request) has every flow
+stopped when it falls silent that long (:mod:`netrig.otg.supervision`).
 
 The server serves an :class:`~netrig.otg.api.OtgService` (a stand-alone server's or an agent's
 :class:`~netrig.otg.service.Service`, or a controller) without knowing which: it reads every request
@@ -63,6 +66,7 @@ from netrig.otg.objects import (
     read,
 )
 from netrig.otg.ptp import PtpProbe
+from netrig.otg.supervision import Supervision
 from netrig.otgclient import headers
 from netrig.telemetry.endpoint import bind_error
 
@@ -153,7 +157,8 @@ class Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0].rstrip("/")
         routes: dict[tuple[str, str], Callable[[Any], tuple[Any, bool]]] = {
             ("GET", "/capabilities/version"): lambda _: (s.version(), False),
-            ("GET", "/netrig/agents"): lambda _: (s.agents_report(), False),
+            ("GET", "/netrig/agents"): lambda _: ({**s.agents_report(),
+                                                   "supervision": self.server.supervision.state()}, False),
             # headers: checked as they are mapped (netrig.otg.headers)
             ("POST", "/config"): lambda b: ({"warnings": s.set_config(read(Config, b, defer_headers=True), b)},
                                             False),
@@ -196,8 +201,20 @@ class Handler(BaseHTTPRequestHandler):
         self.received_ns = time.time_ns()  # the request line just read: the clock exchange's t1
         return super().parse_request()
 
+    def _supervised(self) -> bool:
+        """Feed the supervision when the request asks for it; a bad value is answered 400."""
+        try:
+            period = headers.parse_supervise(self.headers.get(headers.SUPERVISE))
+        except ConfigError as e:
+            self.close_connection = True
+            self._send(HTTPStatus.BAD_REQUEST, error_body(400, "validation", str(e)))
+            return False
+        if period is not None:
+            self.server.supervision.fed(period)
+        return True
+
     def _handle(self, method: str) -> None:
-        if not self._authorised():
+        if not self._authorised() or not self._supervised():
             return
         route = self._route(method)
         length = (self.headers.get("Content-Length") or "").strip()
@@ -343,6 +360,7 @@ class OtgServer(ThreadingHTTPServer):
         self._clear_token = tls is None and token is not None and not ipaddress.ip_address(host).is_loopback
         self._told = threading.Lock()
         self.ptp = PtpProbe()
+        self.supervision = Supervision(service.stop_traffic, self.log)
         if tls is not None:
             self.socket = tls.wrap_socket(self.socket, server_side=True, do_handshake_on_connect=False)
         self._thread: threading.Thread | None = None
@@ -389,6 +407,7 @@ class OtgServer(ThreadingHTTPServer):
 
     def stop(self) -> None:
         """Stop serving, close the socket and the service (every flow stopped, ports closed)."""
+        self.supervision.close()
         self.shutdown()
         self.server_close()
         self.service.close()

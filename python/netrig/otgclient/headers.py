@@ -6,6 +6,8 @@ header                  on        what
 ======================  ========  =================================================================
 ``X-Netrig-Tags``       request   a start's trial tags, one per flow named (a controller's, to an agent)
 ``X-Netrig-Receive``    request   ``1``: only count the named flows' frames (with the tags), send none
+``X-Netrig-Supervise``  request   ``SECONDS``: stop every flow when no request with this header came
+                                  for that long (a controller's, on every request: :data:`SUPERVISION_S`)
 ``X-Netrig-Clock-Ns``   answer    the server's realtime clock as the request arrived and as the
                                   answer left, ns since the Unix epoch: ``T1 T2``
 ``X-Netrig-Ptp``        answer    where linuxptp runs: ``GM_IDENTITY OFFSET_NS`` (its grandmaster, its
@@ -23,6 +25,14 @@ TAGS = "X-Netrig-Tags"
 RECEIVE = "X-Netrig-Receive"
 CLOCK = "X-Netrig-Clock-Ns"
 PTP = "X-Netrig-Ptp"
+SUPERVISE = "X-Netrig-Supervise"
+
+#: The supervision period both ways, s: a controller declares an agent down that has not answered
+#: for this long (4 heartbeats), and an agent stops every flow when no request of its controller
+#: arrived for this long (netrig.otg.supervision).
+SUPERVISION_S = 1.0
+#: The periods a client may ask for, s.
+SUPERVISE_RANGE_S = (0.2, 86400.0)
 
 
 @dataclass(frozen=True)
@@ -52,6 +62,26 @@ def parse_tags(text: str) -> list[int]:
 def is_receive(text: str | None) -> bool:
     """``X-Netrig-Receive``' value → whether the request only counts."""
     return text == "1"
+
+
+def supervise(period_s: float = SUPERVISION_S) -> dict[str, str]:
+    """The header asking a server to stop every flow when this client is silent for ``period_s``."""
+    return {SUPERVISE: f"{period_s:g}"}
+
+
+def parse_supervise(text: str | None) -> float | None:
+    """``X-Netrig-Supervise``' value → the period, s (None: absent; errors name the header)."""
+    if text is None:
+        return None
+    lo, hi = SUPERVISE_RANGE_S
+    try:
+        period = float(text)
+    except ValueError:
+        period = -1.0
+    if not lo <= period <= hi:
+        raise ConfigError(SUPERVISE, f"{text!r}: give the seconds of silence after which every flow stops, "
+                                     f"{lo:g} to {hi:g}")
+    return period
 
 
 def stamps(t1_ns: int, t2_ns: int) -> str:

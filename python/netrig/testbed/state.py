@@ -421,20 +421,74 @@ def in_use(tb_id: str, shared: bool = False) -> Iterator[bool]:
     whether another run held it when this one started."""
     os.makedirs(STATE_DIR, exist_ok=True)
     path = lock_path(tb_id)
-    fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fd = _flock(path, shared)
     try:
-        try:
-            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holders = lock_holders(path)
+        if fd is None:
             remedy = ("it holds the test bed alone: wait for it to finish (a shared-DUT experiment gives "
                       "--share-testbed to every run)" if shared else
                       "wait for it to finish, or, for a deliberate shared-DUT experiment, give --share-testbed to "
                       "every run (testbed.shared = true; their trials are then flagged)")
-            raise TestbedError(f"test bed {tb_id} is in use by {_named(holders)}: {remedy}") from None
+            raise TestbedError(f"test bed {tb_id} is in use by {_named(lock_holders(path))}: {remedy}")
         yield any(h.pid != os.getpid() for h in lock_holders(path))
     finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def _flock(path: str, shared: bool) -> int | None:
+    """A descriptor of ``path`` holding its ``flock`` (``LOCK_SH`` if ``shared``), or ``None`` when
+    another process holds it in a way that excludes this one."""
+    fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+    except BlockingIOError:
         os.close(fd)
+        return None
+    return fd
+
+
+#: Where the locks of ports in use by a netrig process are: a served port, or the ports of a trial,
+#: a forwarder, a capture.
+PORTS_DIR = os.path.join(os.path.dirname(STATE_DIR), "ports")
+
+
+def port_lock_path(ifname: str, netns: str | None) -> str:
+    """``IF@INODE.lock``, the inode that of the interface's network namespace: one port has one lock
+    whether it is named ``veth0@ns1`` or ``veth0`` by a process running in ns1 (``ip netns exec``),
+    and ``eth1`` in two namespaces are two ports."""
+    ns = f"/run/netns/{netns}" if netns else "/proc/self/ns/net"
+    try:
+        ino = os.stat(ns).st_ino
+    except OSError:
+        raise ConfigError("netns", f"{netns}: no such network namespace (ip netns list)") from None
+    return os.path.join(PORTS_DIR, f"{ifname}@{ino}.lock")
+
+
+@contextlib.contextmanager
+def ports_held(ports: list[tuple[str, str | None]], option: str, shared: bool = False) -> Iterator[None]:
+    """Hold each port (interface, namespace) for this process, as :func:`in_use` holds a test bed:
+    a second netrig process on one of them is refused at once, naming the holder (two processes on
+    one port count each other's frames, or take them: a false loss). ``shared``: beside other
+    shared holders only (the runs of a shared test bed); ``option`` names the ports in the error."""
+    os.makedirs(PORTS_DIR, exist_ok=True)
+    paths: dict[str, str] = {}  # lock file → the port's name (a port named twice is held once)
+    for ifname, netns in ports:
+        try:
+            paths.setdefault(port_lock_path(ifname, netns), f"{ifname}@{netns}" if netns else ifname)
+        except ConfigError as e:
+            raise ConfigError(option, e.message) from None
+    fds: list[int] = []
+    try:
+        for path, name in paths.items():
+            fd = _flock(path, shared)
+            if fd is None:
+                raise ConfigError(option, f"port {name} is in use by {_named(lock_holders(path))}: stop it, or use "
+                                          "another port")
+            fds.append(fd)
+        yield
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 #: How much of a holder's command line an error shows.
