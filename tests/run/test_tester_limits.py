@@ -3,12 +3,15 @@ tester is measured (not reported as 0 fps), and methods that measure the same th
 import contextlib
 import json
 from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 
 from netrig.errors import ResultError
 from netrig.measure import TrialCounts
+from netrig.measure.simulator import DutModel, SimulatedMeasurer
 from netrig.methodology.mlr import GoalResult, MlrResult, SearchGoal
+from netrig.methodology.selftest import SelftestParams, prove_rate
 from netrig.methodology.tester import NOT_MEASURED
 from netrig.methods import REGISTRY
 from netrig.methods.throughput import ThroughputResult
@@ -393,3 +396,44 @@ def test_a_search_whose_every_trial_was_invalid_is_not_measured_never_0_fps(tmp_
     md = (tmp_path / "r.md").read_text()
     assert f"| 64 B | not measured: {NOT_MEASURED} |" in md, md
     assert "| 0 fps |" not in md, md
+
+
+class NothingSent(DutProvider):
+    """A tester that stalls in every trial: it sends 80 % of the load's frames, all received, and the
+    trial is invalid (the tester's)."""
+
+    def measure(self, inner, load, duration_s):
+        c = inner.measure(load, duration_s)
+        sent = int(0.8 * load.rate_pps * duration_s)
+        return replace(c, achieved_pps=0.8 * load.rate_pps, frames_sent=sent, frames_received=sent, valid=False,
+                       invalid_reason="the tester's sending was stretched by a stall")
+
+
+def test_every_search_whose_every_trial_was_the_testers_is_not_measured(tmp_path):
+    """RFC 2544 throughput and frame loss, MLRsearch NDR: every trial invalid, the tester's. Each says
+    "not measured" (MLRsearch said "≥ 1.49 Mfps" in its flag, the configured maximum, and its report
+    failed drawing no bar)."""
+    cfg = config({"capacity_pps": 30e3}, [
+        {"rfc2544_throughput": {"resolution_pct": 0.5}}, {"rfc2544_frame_loss": {}},
+        {"mlrsearch": {"goals": [{"name": "NDR", "loss_ratio": 0.0, **GOAL}], "min_rate_pct": 1}}],
+                 selftest={"enabled": False})  # nothing proven: every shortfall is the tester's
+    res = results(run(tmp_path, cfg, provider=NothingSent()))
+    for method, r in res.items():
+        rows = REGISTRY.get(method).console_rows(r, "")
+        print(method, rows)
+        assert r["headline"] is None and r["repetitions"][0]["not_measured"] == NOT_MEASURED, (method, r)
+        assert any(f"not measured: {NOT_MEASURED}" in cell for row in rows for cell in row), rows
+        assert "tester_limited" not in codes(r), r["flags"]
+    write_report([tmp_path / "result.json"], tmp_path / "r.html")
+    md = (tmp_path / "r.md").read_text()
+    assert md.count(f"not measured: {NOT_MEASURED}") >= 3 and "| 0 fps |" not in md, md
+
+
+def test_a_selftest_whose_every_trial_was_invalid_proves_nothing_said_so():
+    """The self-test's proof with every trial the tester's: "not measured", not "proven 0 fps"."""
+    sim = SimulatedMeasurer(DutModel(capacity_pps=1e7))
+    stalled = lambda load, duration_s: NothingSent().measure(sim, load, duration_s)
+    c = prove_rate(SimpleNamespace(measure=stalled), FrameSize.parse(64), LineRate(1e9), 1e5,
+                   SelftestParams(1.1, 0.5, 3.0))
+    assert c.not_measured == NOT_MEASURED and c.to_dict()["not_measured"] == NOT_MEASURED
+    assert c.proven_rate_pps == 0 and not c.passed

@@ -289,6 +289,11 @@ def table(run: RunView) -> Table:
                fmt.fps(peak.forwarded.value),
                f"above {fmt.fps(col.intended_pps)} intended" if col else ("livelock" if f.livelock else "no"),
                fmt.fps(topp.forwarded.value), fmt.pct(topp.loss_pct.value, 2)])
+    measured = {frame_size_label(e.frame_size) for e in entries(run)}
+    for r in run.frame_results(METHOD_NAME, FrameLossResult):
+        why = not_measured(r)
+        if why and frame_size_label(r.frame_size) not in measured:
+            t.add([fmt.size(r.frame_size), fmt.not_measured(why), *[fmt.DASH] * 5])
     return t
 
 
@@ -443,7 +448,7 @@ class FrameLoss(Method):
         r = read_frame_results(result, FrameLossResult)
         h, v = r.headline, r.spread("max_lossfree_pps").median
         curve = (r.repetitions[0].curve or ()) if r.repetitions else ()
-        why = not_measured(r) if all(x.curve is not None for x in r.repetitions) else None
+        why = not_measured(r)
         none = fmt.not_measured(why) if why else "none"
         return [[fmt.size(r.frame_size), format_pps(v) if v is not None else none,
                  f"{h.pct_line_rate or 0:.2f}" if h else "-", str(len(curve)),
