@@ -30,6 +30,15 @@ def test_controller_deployment():
     c = dep["spec"]["template"]["spec"]["containers"][0]
     assert c["securityContext"]["capabilities"] == {"drop": ["ALL"]} and "--agent-token-file" in c["args"][0]
     assert svc["spec"]["selector"] == dep["spec"]["selector"]["matchLabels"]
+    # the controller's user gets its own 0600 copies of the root-owned Secret (netrig refuses a token
+    # others may read, and cannot read one only root may)
+    spec = dep["spec"]["template"]["spec"]
+    [init] = spec["initContainers"]
+    assert "install -o 65532 -g 65532 -m 600" in init["command"][-1]
+    assert c["securityContext"]["runAsUser"] == 65532
+    assert {m["name"] for m in c["volumeMounts"]} == {"secrets"}
+    vols = {v["name"]: v for v in spec["volumes"]}
+    assert vols["secrets"]["emptyDir"] == {"medium": "Memory"} and vols["token"]["secret"]["defaultMode"] == 0o400
 
 
 def test_containerfile_runs_serve_with_no_privilege():
