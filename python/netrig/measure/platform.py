@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from netrig import _native
+from netrig.testbed.placement import processes_named
 
 #: A stall is reported when it lasted longer than this, ms (the tick program's period is 1 ms too:
 #: a CPU stall's length is known to ±0.5 ms, a task's wait exactly).
@@ -275,18 +276,7 @@ def _comm(tid: int) -> str | None:
 
 def kernel_threads(prefixes: Sequence[str]) -> tuple[int, ...]:
     """The thread ids of the kernel threads whose name starts with one of ``prefixes`` (``comm``)."""
-    out = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/comm") as f:
-                comm = f.read().strip()
-        except OSError:
-            continue
-        if comm.startswith(tuple(prefixes)):
-            out.append(int(pid))
-    return tuple(sorted(out))
+    return tuple(sorted(pid for pid, _ in processes_named(lambda comm: comm.startswith(tuple(prefixes)))))
 
 
 def threads_of(pids: Iterable[int]) -> tuple[int, ...]:

@@ -25,7 +25,7 @@ import contextlib
 import os
 import subprocess
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -123,9 +123,8 @@ def cpu_mask(cpus: tuple[int, ...]) -> str:
     return f"{m:x}"
 
 
-def _napi_threads(ifname: str) -> list[tuple[int, str]]:
-    """``(pid, comm)`` of the threaded-NAPI kernel threads of ``ifname``."""
-    want = f"napi/{ifname}"[:15]
+def processes_named(match: Callable[[str], bool]) -> list[tuple[int, str]]:
+    """``(pid, comm)`` of every process (kernel threads included) whose ``comm`` matches."""
     out = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -135,10 +134,16 @@ def _napi_threads(ifname: str) -> list[tuple[int, str]]:
                 comm = f.read().strip()
         except OSError:
             continue
-        # comm is truncated to 15 characters; "napi/<if>-<id>" may lose its suffix
-        if comm == want or comm.startswith(want + "-"):
+        if match(comm):
             out.append((int(pid), comm))
     return out
+
+
+def _napi_threads(ifname: str) -> list[tuple[int, str]]:
+    """``(pid, comm)`` of the threaded-NAPI kernel threads of ``ifname``."""
+    want = f"napi/{ifname}"[:15]
+    # comm is truncated to 15 characters; "napi/<if>-<id>" may lose its suffix
+    return processes_named(lambda comm: comm == want or comm.startswith(want + "-"))
 
 
 def apply(netns: str, ifaces: list[str], cpus: tuple[int, ...], mode: str, ring: int | None = None) -> Placement:
