@@ -39,7 +39,7 @@ import netrig  # noqa: E402
 from netrig.measure import TrialCounts  # noqa: E402
 from netrig.run.progress import RunStart, TrialEnd, TrialInfo, TrialProgress, TrialStart  # noqa: E402
 from netrig.run.records import LoadRecord  # noqa: E402
-from netrig.telemetry import Telemetry  # noqa: E402
+from netrig.telemetry.telemetry import Telemetry  # noqa: E402
 from netrig.testbed.placement import keep_off_dut  # noqa: E402
 
 DUR = float(os.environ.get("DUR", 3))

@@ -764,7 +764,7 @@ cli("--metrics-listen", "sweep", *SIM, "--over", "flows=1,2", "--out", "{dir}/ou
 def _listen_on_a_busy_port() -> None:
     import socket
 
-    from netrig.telemetry import Telemetry
+    from netrig.telemetry.telemetry import Telemetry
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

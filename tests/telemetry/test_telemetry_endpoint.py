@@ -23,9 +23,10 @@ from netrig.errors import ConfigError
 from netrig.measure import TrialCounts
 from netrig.run.progress import RunStart, TrialEnd, TrialInfo, TrialStart
 from netrig.run.records import LoadRecord
-from netrig.telemetry import Telemetry, parse_listen
+from netrig.telemetry.endpoint import parse_listen
 from netrig.telemetry.families import FLOW_GROUPS, MAX_SERVED_GROUPS
 from netrig.telemetry.sources import FlowGroupCounts
+from netrig.telemetry.telemetry import Telemetry
 from netrig.testbed.options import MACHINE_CPUS
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,9 +12,10 @@ from netrig.run.config import config_from_dict
 from netrig.run.progress import RunStart, TrialEnd, TrialInfo, TrialProgress, TrialStart
 from netrig.run.records import LoadRecord
 from netrig.run.runner import Runner
-from netrig.telemetry import Store, tee
 from netrig.telemetry.collect import StoreCollector
 from netrig.telemetry.runs import RunTelemetry
+from netrig.telemetry.store import Store
+from netrig.telemetry.telemetry import tee
 
 SIM = {"testbed": {"name": "simulated", "simulator": {"capacity_pps": 300000, "background_loss_ratio": 0.0001}},
        "trial": {"duration_s": "1s"}, "frames": {"sizes": [64, 1518]}, "selftest": {"enabled": False}}

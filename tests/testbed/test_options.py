@@ -133,7 +133,7 @@ def test_cli_list_and_errors(capsys):
 
 
 def test_testbed_option_text_is_typed_like_a_config_file():
-    from netrig.cli.shortcuts import testbed_options
+    from netrig.cli.common import testbed_options
     from netrig.run.config import config_from_dict
 
     opts = testbed_options(["rules=100", "log=false", "conntrack_max=5000", "mtu=9000", "tester-stack=yes",

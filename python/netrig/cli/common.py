@@ -8,16 +8,19 @@ import os
 import re
 import sys
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
 from netrig.errors import CapabilityError, ConfigError
-from netrig.measure.events import MAX_EVENTS, Event
 from netrig.methodology.vocabulary import option
-from netrig.run.config import TestConfig
-from netrig.telemetry import OPTION as METRICS_OPTION
-from netrig.telemetry import Telemetry
 from netrig.testbed.nsthread import NETNS_DIR
+from netrig.testbed.options import parse_option
+
+if TYPE_CHECKING:  # imported where used: a command that needs none of them starts without them
+    from netrig.measure.events import Event
+    from netrig.run.config import TestConfig
+    from netrig.telemetry.telemetry import Telemetry
 
 #: Capability bits (linux/capability.h) netrig's network work needs.
 CAP_NET_ADMIN, CAP_NET_RAW, CAP_SYS_ADMIN = 12, 13, 21
@@ -140,6 +143,7 @@ def check_file_name(path: str | None, option: str, example: str) -> None:
 
 def event_pairs(cmds: list[str] | None, ats: list[float] | None) -> list[Event]:
     """The ``--event CMD`` / ``--at T`` pairs (paired in order); errors name the option to fix."""
+    from netrig.measure.events import MAX_EVENTS, Event
     cmds, ats = cmds or [], ats or []
     if ats and not cmds:
         raise ConfigError("--at", "needs an --event: give the command to run at that time (--event CMD --at T)")
@@ -163,6 +167,7 @@ def isatty() -> bool:
 
 def add_metrics_listen(p: argparse.ArgumentParser, what: str) -> None:
     """``--metrics-listen ADDR:PORT``: ``what`` is exported live (docs/telemetry.md)."""
+    from netrig.telemetry.endpoint import OPTION as METRICS_OPTION
     option(p, METRICS_OPTION, f"{what}, at http://ADDR:PORT/metrics while it runs (PORT alone: on loopback; 0: any "
                               "free port; another address only when given); checked and bound before anything "
                               "starts, closed when the command ends (docs/telemetry.md) [off]")
@@ -182,8 +187,23 @@ def metrics_endpoint(listen: str | None) -> Iterator[Telemetry | None]:
     if listen is None:
         yield None
         return
+    from netrig.telemetry.telemetry import Telemetry
     with Telemetry(listen) as tel:
         where = "" if tel.endpoint.loopback else " (beyond loopback: anyone who reaches this host can read it)"
         print(f"netrig: metrics at {tel.url}{where}", file=sys.stderr, flush=True)
         yield tel
         tel.linger()  # a scraper that was watching reads the final values (not after an error)
+
+def testbed_options(pairs: list[str]) -> dict[str, Any]:
+    """``--testbed-option KEY=VALUE`` items, typed as a config file types them."""
+    opts: dict[str, Any] = {}
+    for kv in pairs:
+        if "=" not in kv:
+            raise ConfigError("--testbed-option", f"must be KEY=VALUE (got {kv!r})")
+        k, v = kv.split("=", 1)
+        name = k.strip().replace("-", "_")
+        try:
+            opts[name] = parse_option(name, v)
+        except ConfigError as e:
+            raise ConfigError(f"--testbed-option {e.field}", e.message) from None
+    return opts

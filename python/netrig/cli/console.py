@@ -43,7 +43,7 @@ from netrig.run.progress import (
 )
 from netrig.run.records import FrameLabel
 from netrig.run.runner import QUIET_FLAGS, Runner
-from netrig.telemetry import Telemetry, tee
+from netrig.telemetry.telemetry import Telemetry, tee
 from netrig.view import fmt
 from netrig.view.frame_results import line_rate_of, read_summary
 from netrig.view.run_view import RunView

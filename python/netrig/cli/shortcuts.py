@@ -19,6 +19,7 @@ from netrig.cli.common import (
     metrics_endpoint,
     rename_field,
     require_privileges,
+    testbed_options,
 )
 from netrig.cli.console import run_with_console
 from netrig.errors import ConfigError, TestbedError
@@ -28,7 +29,6 @@ from netrig.methods import REGISTRY
 from netrig.run.config import config_from_dict
 from netrig.run.runner import resume_config
 from netrig.testbed.knobs import Knobs, sysfs_kind
-from netrig.testbed.options import parse_option
 from netrig.testbed.state import ID_RE as TESTBED_ID_RE
 from netrig.testbed.state import read_state
 
@@ -86,20 +86,6 @@ def add_common(p: argparse.ArgumentParser, sizes_default: str = "rfc", events: b
     option(p, "--quiet")
     add_metrics_listen(p, "the run (every trial's counts, the trial in progress, the DUT monitor's samples)")
 
-
-def testbed_options(pairs: list[str]) -> dict[str, Any]:
-    """``--testbed-option KEY=VALUE`` items, typed as a config file types them."""
-    opts: dict[str, Any] = {}
-    for kv in pairs:
-        if "=" not in kv:
-            raise ConfigError("--testbed-option", f"must be KEY=VALUE (got {kv!r})")
-        k, v = kv.split("=", 1)
-        name = k.strip().replace("-", "_")
-        try:
-            opts[name] = parse_option(name, v)
-        except ConfigError as e:
-            raise ConfigError(f"--testbed-option {e.field}", e.message) from None
-    return opts
 
 
 def knob_options(items: list[str]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from netrig.methodology.vocabulary import option
 from netrig.report import write_study
 from netrig.run.config import TestConfig
 from netrig.run.study import Study, StudyRunner, load_study
-from netrig.telemetry import Telemetry
+from netrig.telemetry.telemetry import Telemetry
 
 
 def register(subparsers: Any) -> None:

@@ -23,8 +23,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from netrig import _native
-from netrig.cli.common import require_root
-from netrig.cli.shortcuts import knobs_of, testbed_options
+from netrig.cli.common import require_root, testbed_options
+from netrig.cli.shortcuts import knobs_of
 from netrig.errors import ConfigError, TestbedError
 from netrig.measure.stack import StackEndpoints
 from netrig.measure.tcp import DEFAULT_PORT, DIRECTIONS, TcpParams, TcpResult, run_iperf3

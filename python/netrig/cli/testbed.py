@@ -5,8 +5,7 @@ import argparse
 import json
 
 from netrig import _native
-from netrig.cli.common import require_root
-from netrig.cli.shortcuts import testbed_options
+from netrig.cli.common import require_root, testbed_options
 from netrig.errors import ConfigError, TestbedError
 from netrig.methodology.vocabulary import deprecated, option
 from netrig.testbed import Testbed, clean, down, list_topologies, status, topology_options

@@ -24,8 +24,7 @@ from collections.abc import Iterator, Sequence
 from rich.text import Text
 
 from netrig import _native
-from netrig.cli.common import check_netns, console, event_pairs, port_ref, rename_field, require_root
-from netrig.cli.shortcuts import testbed_options
+from netrig.cli.common import check_netns, console, event_pairs, port_ref, rename_field, require_root, testbed_options
 from netrig.errors import ConfigError, InterfaceError, InterruptedTrial, TestbedError, interrupt_status
 from netrig.measure.events import (
     DEFAULT_TIMEOUT_S,

@@ -14,14 +14,7 @@ Data flow::
 
 ``families`` names every metric once; ``breakdown`` reads the engine's per-stream, per-port and
 per-flow-group counts of a finished trial through types.
+
+Import the parts from their modules (``netrig.telemetry.telemetry.Telemetry``): the package imports
+nothing, so a command that only declares ``--metrics-listen`` does not load the exporter.
 """
-from __future__ import annotations
-
-from netrig.telemetry.endpoint import OPTION, MetricsEndpoint, parse_listen
-from netrig.telemetry.runs import RunTelemetry
-from netrig.telemetry.sources import FlowGroupCounts
-from netrig.telemetry.store import Store
-from netrig.telemetry.telemetry import Telemetry, optional_telemetry, tee
-
-__all__ = ["OPTION", "FlowGroupCounts", "MetricsEndpoint", "RunTelemetry", "Store", "Telemetry",
-           "optional_telemetry", "parse_listen", "tee"]
