@@ -57,15 +57,19 @@ def render_compare(runs: Sequence[RunView]) -> tuple[str, str]:
     return compare_html(runs, __version__), compare_markdown(runs)
 
 
-def _write(path: Path, text: str) -> None:
+def _write(path: Path, text: str | None) -> None:
     """Write atomically (temp file + rename) so a viewer never sees half a report; a write that
-    fails leaves no temp file behind."""
+    fails leaves no temp file behind. ``text`` None only tries: a report that cannot be written
+    is said before it is drawn (drawing takes seconds), not after."""
     tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+            f.write(text or "")
+        if text is None:
+            os.unlink(tmp)
+            return
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except OSError as e:
@@ -94,6 +98,7 @@ def write_report(result_path: str | os.PathLike | Sequence[str | os.PathLike],
         consistency.annotate_parts([v.doc for v in views])
     run = RunView.merge(views)
     out = Path(out_html) if out_html is not None else default_report_path(paths[0])
+    _write(out, None)
     html_text, md = render_report(run)
     md = md.replace("\n\n", f"\n\nHTML report with plots: `{out.name}`\n\n", 1)
     _write(out, html_text)
@@ -107,6 +112,7 @@ def write_compare(result_paths: Sequence[str | os.PathLike], out_html: str | os.
         raise ResultError("compare: give at least two result files (the first is the baseline)")
     runs = [load_run(p) for p in result_paths]
     out = Path(out_html)
+    _write(out, None)
     html_text, md = render_compare(runs)
     _write(out, html_text)
     _write(out.with_suffix(".md"), md)
