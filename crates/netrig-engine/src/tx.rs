@@ -735,20 +735,23 @@ fn drain_queue(queue: &mut dyn TxQueue, stop: &AtomicBool) -> Result<(), PortErr
     }
 }
 
-/// Pick the next share (smooth weighted round robin) and write one frame into `buf`.
+/// Pick the next share (smooth weighted round robin, by rate; on a worker with a share at the
+/// maximum rate, unpaced, every share weighs the same) and write one frame into `buf`.
 #[inline]
 fn fill_one(st: &mut [ShareState], buf: &mut [u8], ts: u64, warmup: bool, trial: u32) -> usize {
     let i = if st.len() == 1 {
         0
     } else {
-        let total: f64 = st.iter().filter(|s| !s.done).map(|s| s.share.rate_pps).sum();
+        let unpaced = st.iter().any(|s| !s.done && !s.share.rate_pps.is_finite());
+        let weight = |s: &ShareState| if unpaced { 1.0 } else { s.share.rate_pps };
+        let total: f64 = st.iter().filter(|s| !s.done).map(weight).sum();
         let mut best = 0;
         let mut best_credit = f64::MIN;
         for (k, s) in st.iter_mut().enumerate() {
             if s.done {
                 continue;
             }
-            s.credit += s.share.rate_pps;
+            s.credit += weight(s);
             if s.credit > best_credit {
                 best_credit = s.credit;
                 best = k;

@@ -307,6 +307,30 @@ fn count_stopped_streams_are_judged_on_their_own_send_windows() {
     assert!(20_000.0 / a.tx_rate_pps < 0.8 * r.tx_window_s, "the fast stream ended well before the others");
 }
 
+#[test]
+fn streams_at_the_maximum_rate_on_one_worker_share_it_evenly() {
+    let _serial = serial();
+    // Two unpaced streams on one TX worker: each gets every other frame. (The weighted round robin
+    // once took infinity minus infinity for a credit; every frame after the second went to the first
+    // stream.) A third, paced stream on the same worker is unpaced with them and gets its third.
+    for n in [2, 3] {
+        let (mut p, _) = ports(None);
+        let streams: Vec<StreamConfig> = (0..n)
+            .map(|i| {
+                let mut s = StreamConfig::new(&format!("max{i}"));
+                s.rate = if i < 2 { Rate::Max } else { Rate::Pps(1_000.0) };
+                s.stop = Stop::Duration { ns: 100_000_000 };
+                s
+            })
+            .collect();
+        let c = TrialConfig { streams, ..cfg(StreamConfig::new("unused")) };
+        let r = run_trial(&mut p, &c, &TrialControl::new()).unwrap();
+        let sent: Vec<u64> = r.streams.iter().map(|s| s.tx_frames).collect();
+        let (lo, hi) = (sent.iter().min().unwrap(), sent.iter().max().unwrap());
+        assert!(*lo > 1_000 && hi - lo <= 1, "{n} streams: {sent:?}");
+    }
+}
+
 /// Every protocol, tagged and not, with flows over MACs, VLAN ids, addresses and ports in a
 /// pseudorandom order: every frame is recognised as netrig's and counted in its flow, with loss,
 /// duplication and reordering counted exactly against the fault injector's log.
