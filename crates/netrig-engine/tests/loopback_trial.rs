@@ -317,7 +317,7 @@ fn streams_at_the_maximum_rate_on_one_worker_share_it_evenly() {
         let (mut p, _) = ports(None);
         let streams: Vec<StreamConfig> = (0..n)
             .map(|i| {
-                let mut s = StreamConfig::new(&format!("max{i}"));
+                let mut s = StreamConfig::new(format!("max{i}"));
                 s.rate = if i < 2 { Rate::Max } else { Rate::Pps(1_000.0) };
                 s.stop = Stop::Duration { ns: 100_000_000 };
                 s
