@@ -92,8 +92,9 @@ def test_merge_sums_receivers_corrects_latency_and_marks_stale():
     flow = read(Config, c).flows[2]
     row, note = merge.flow_row(fba, rows, flow, clocks, set())
     assert (row.frames_tx, row.frames_rx, row.loss, row.transmit) == (100, 100, 0.0, "stopped")
-    assert row.latency is not None and row.latency.average_ns == 7000.0
-    assert note == merge.LatencyNote("fba", 7000.0, 3000.0, 300.0, True)
+    assert row.latency == MetricLatency(minimum_ns=6000.0, maximum_ns=9000.0, average_ns=7000.0)
+    assert note == merge.LatencyNote("fba", 6000.0, 7000.0, 9000.0, 3000.0, 300.0)
+    assert note.reported == ("minimum_ns", "average_ns", "maximum_ns")
     wide = {"a": ClockEstimate(2000, 9000), "b": ClockEstimate(-1000, 200)}
     row, note = merge.flow_row(fba, rows, flow, wide, set())
     assert row.latency is None and note is not None and not note.reported  # bound above the value
@@ -111,3 +112,41 @@ def test_a_port_of_an_agent_down_has_its_link_down():
                                                             transmit="started", frames_tx=5)
     down = merge.port_row(row, "a/a1", True)
     assert (down.location, down.link, down.transmit, down.frames_tx) == ("a/a1", "down", "stopped", 5)
+
+
+def fab_rows(raw: MetricLatency) -> dict[str, FlowMetric]:
+    """Flow fab (a2 → b1) as its agents report it: a sends (its row names the stand-in port it was
+    given, a2, as the receiver), b receives with ``raw`` latency (its clock's offset in it)."""
+    return {"a": FlowMetric(name="fab", port_tx="a2", port_rx="a2", frames_tx=100, frames_rx=0, loss=100.0,
+                            transmit="stopped"),
+            "b": FlowMetric(name="fab", port_tx="b1", port_rx="b1", frames_tx=0, frames_rx=100, loss=0.0,
+                            latency=raw)}
+
+
+def test_merge_names_the_ports_that_sent_and_received():
+    """Issue 45: a flow received on b1 was reported with the sending agent's stand-in port."""
+    c = cfg()
+    sp = split_of(c, ["a", "b"])
+    row, _ = merge.flow_row(sp.routes[1], fab_rows(MetricLatency(minimum_ns=1.0, maximum_ns=1.0, average_ns=1.0)),
+                            read(Config, c).flows[1], {"a": ClockEstimate(0, 0), "b": ClockEstimate(0, 0)}, set())
+    assert (row.port_tx, row.port_rx) == ("a2", "b1")
+    row, _ = merge.flow_row(sp.routes[1], {}, read(Config, c).flows[1], {}, {"a", "b"})  # no row at all: stale
+    assert (row.port_tx, row.port_rx, row.loss) == ("a2", "b1", None)
+
+
+def test_a_cross_agent_latency_statistic_within_its_bound_is_never_reported():
+    """Issue 45: one host, one clock, the true latency ~5 µs; the receiver fell behind, so its average
+    and maximum are far above the clocks' ±600-µs bound, its minimum within it. Only the statistics
+    above the bound are values: never the minimum, never a corrected minimum clamped to 0."""
+    c = cfg()
+    sp, flow = split_of(c, ["a", "b"]), read(Config, c).flows[1]
+    clocks = {"a": ClockEstimate(0, 300_000), "b": ClockEstimate(60_000, 300_000)}  # b's estimate 60 µs ahead
+    behind = MetricLatency(minimum_ns=5_000.0, average_ns=40e6, maximum_ns=350e6)
+    row, note = merge.flow_row(sp.routes[1], fab_rows(behind), flow, clocks, set())
+    assert row.latency == MetricLatency(average_ns=40e6 - 60_000, maximum_ns=350e6 - 60_000)
+    assert note is not None and note.minimum_ns == -55_000.0 and note.reported == ("average_ns", "maximum_ns")
+    # an estimate off by more than its bound makes every value negative: none is reported (was: 0, 0, 0)
+    wrong = {"a": ClockEstimate(0, 50_000), "b": ClockEstimate(2e6, 50_000)}
+    row, note = merge.flow_row(sp.routes[1], fab_rows(MetricLatency(minimum_ns=2_000.0, average_ns=5_000.0,
+                                                                    maximum_ns=9_000.0)), flow, wrong, set())
+    assert row.latency is None and note is not None and note.reported == ()

@@ -328,8 +328,9 @@ def _traffic(state: str, flows: Sequence[str]) -> dict[str, Any]:
 def _note(note: merge.LatencyNote | None) -> dict[str, Any]:
     if note is None:
         return {}
-    return {"latency_average_ns": note.average_ns, "latency_offset_ns": note.offset_ns,
-            "latency_uncertainty_ns": note.uncertainty_ns, "latency_reported": note.reported}
+    return {"latency_minimum_ns": note.minimum_ns, "latency_average_ns": note.average_ns,
+            "latency_maximum_ns": note.maximum_ns, "latency_offset_ns": note.offset_ns,
+            "latency_uncertainty_ns": note.uncertainty_ns, "latency_reported": list(note.reported)}
 
 
 def _only(row: dict[str, Any], names: Sequence[str]) -> dict[str, Any]:

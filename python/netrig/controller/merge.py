@@ -4,10 +4,13 @@ A flow's sending side (frames and bytes sent, their rates, ``transmit``) comes f
 sends it; its receiving side (frames and bytes received, rates, timestamps, latency) is the sum,
 minimum or maximum over the agents that receive it. Loss is recomputed from the merged counts.
 Latency between two agents holds their clocks' offset: it is corrected by the controller's
-estimate, and when the estimate's uncertainty is larger than the corrected value the latency is
-left out of the OTG metric (it would be a number without meaning) and the flow listed under
-``/netrig/agents`` with its bound. A flow with a part on an agent that is down keeps that part's
-last counts and reports no loss: it is stale, never lossy.
+estimate, and each of its statistics (minimum, average, maximum) is reported in the OTG metric only
+when it exceeds the estimate's uncertainty — a value within its own bound could be 0, or less, and
+is no measurement: it is left out, never clamped to 0 — and the flow is listed under
+``/netrig/agents`` with its corrected values and their bound. A flow's ``port_tx`` and ``port_rx``
+are the config's (the sending agent's own row names the stand-in port it was given: ``split``). A
+flow with a part on an agent that is down keeps that part's last counts and reports no loss: it is
+stale, never lossy.
 """
 from __future__ import annotations
 
@@ -21,17 +24,26 @@ from netrig.controller.split import FlowRoute
 from netrig.otg.objects import Flow
 from netrig.otgclient.messages import FlowMetric, MetricLatency, MetricTimestamp, PortMetric
 
+#: A flow's latency statistics, as OTG's ``MetricLatency`` names them.
+STATISTICS = ("minimum_ns", "average_ns", "maximum_ns")
+
 
 @dataclass(frozen=True)
 class LatencyNote:
-    """A cross-agent flow's latency correction: the clocks' offset removed and its bound, ns."""
+    """A cross-agent flow's latency correction: its statistics after the clocks' offset was
+    removed, the offset and its bound, ns. A statistic is reported in OTG only when above the bound."""
 
     flow: str
-    #: The average latency after the correction, ns (reported in OTG only when above the bound).
+    minimum_ns: float
     average_ns: float
+    maximum_ns: float
     offset_ns: float
     uncertainty_ns: float
-    reported: bool
+
+    @property
+    def reported(self) -> tuple[str, ...]:
+        """The statistics the OTG metric carries (:data:`STATISTICS` above the bound)."""
+        return tuple(k for k in STATISTICS if getattr(self, k) > self.uncertainty_ns)
 
 
 #: Each agent's clock estimate (``None``: none yet).
@@ -64,7 +76,7 @@ def flow_row(route: FlowRoute, rows: dict[str, FlowMetric], flow: Flow, clocks: 
         rx_rate_bps=_rx(tx, rx, lambda r: r.rx_rate_bps), rx_rate_kbps=_rx(tx, rx, lambda r: r.rx_rate_kbps),
         rx_rate_mbps=_rx(tx, rx, lambda r: r.rx_rate_mbps), rx_l1_rate_bps=_rx(tx, rx, lambda r: r.rx_l1_rate_bps),
         timestamps=_timestamps(route, rows, clocks), latency=latency, loss=None if stale else loss,
-        transmit="stopped" if stale else tx.transmit)
+        transmit="stopped" if stale else tx.transmit, port_tx=route.tx_port, port_rx=route.rx_ports[0])
     return out, note
 
 
@@ -84,8 +96,9 @@ def _timestamps(route: FlowRoute, rows: dict[str, FlowMetric], clocks: Clocks) -
 
 def _latency(route: FlowRoute, rows: dict[str, FlowMetric],
              clocks: Clocks) -> tuple[MetricLatency | None, LatencyNote | None]:
-    """Latency over the receiving agents, each corrected by its clock's offset from the sender's;
-    left out (``None``) when the correction's bound is wider than the value."""
+    """Latency over the receiving agents, each corrected by its clock's offset from the sender's.
+    A flow within one agent is exact; a cross-agent one keeps only the statistics above the
+    correction's bound (``None``: none is)."""
     parts = []  # (min, max, average, frames, offset removed, uncertainty)
     for a in route.rx_agents:
         row = rows.get(a)
@@ -100,16 +113,14 @@ def _latency(route: FlowRoute, rows: dict[str, FlowMetric],
     if not parts:
         return None, None
     frames = sum(p[3] for p in parts)
-    avg = sum(p[2] * p[3] for p in parts) / frames
-    unc = max(p[5] for p in parts)
-    reported = unc <= abs(avg)
-    latency = None
-    if reported:
-        latency = MetricLatency(minimum_ns=max(0.0, min(p[0] for p in parts)),
-                                maximum_ns=max(0.0, max(p[1] for p in parts)), average_ns=max(0.0, avg))
+    values = {"minimum_ns": min(p[0] for p in parts), "average_ns": sum(p[2] * p[3] for p in parts) / frames,
+              "maximum_ns": max(p[1] for p in parts)}
     if not route.crosses:
-        return latency, None
-    return latency, LatencyNote(route.name, avg, sum(p[4] * p[3] for p in parts) / frames, unc, reported)
+        return MetricLatency(**values), None
+    note = LatencyNote(route.name, **values, offset_ns=sum(p[4] * p[3] for p in parts) / frames,
+                       uncertainty_ns=max(p[5] for p in parts))
+    kept = {k: values[k] for k in note.reported}
+    return (MetricLatency(**kept) if kept else None), note
 
 
 def port_row(row: PortMetric, location: str, down: bool) -> PortMetric:
