@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 
 import pytest
 from tests.conftest import needs_root, sh
@@ -22,25 +26,25 @@ pytestmark = [needs_root, pytest.mark.root, pytest.mark.slow]
 PAIRS = (("a1", "b1"), ("b2", "a2"))
 
 CONFIG = """
-name = "across two agents"
+name = "{name}"
 [otg]
 url = "{url}"
 {pairs}
 [selftest]
 enabled = false
 [line_rate]
-speed_bps = "10M"
+speed_bps = "{speed}"
 [frames]
-sizes = [128]
+sizes = [{size}]
 [trial]
-duration_s = "0.5s"
+duration_s = "{duration}"
 learning_frames = false
 tx_tolerance_pct = 20
 [[methods]]
-[methods.rfc2544_throughput]
-initial_rate_pct = 50
-resolution_pct = 25
+{method}
 """
+#: The throughput search of the bridge DUT's test.
+THROUGHPUT = "[methods.rfc2544_throughput]\ninitial_rate_pct = 50\nresolution_pct = 25"
 
 
 def pair_toml(tx: str, rx: str) -> str:
@@ -63,7 +67,8 @@ def test_netrig_run_rfc2544_throughput_across_two_agents(tmp_path):
         _, url = b.controller()
         sh("sysctl", "-qw", "net.ipv6.conf.dut0.disable_ipv6=1", ns=b.ns["d"])  # the DUT sends nothing itself
         cfg = tmp_path / "run.toml"
-        cfg.write_text(CONFIG.format(url=url, pairs="".join(pair_toml(tx, rx) for tx, rx in PAIRS)))
+        cfg.write_text(CONFIG.format(name="across two agents", url=url, pairs="".join(pair_toml(tx, rx) for tx, rx in PAIRS),
+                                     speed="10M", size=128, duration="0.5s", method=THROUGHPUT))
         out = tmp_path / "out"
         before = dut_counts(b.ns["d"])
         env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
@@ -94,3 +99,65 @@ def test_netrig_run_rfc2544_throughput_across_two_agents(tmp_path):
     assert sum(outof.values()) == received, (outof, received)
     assert received == sent  # a bridge with room to spare loses nothing at these rates
     print(f"throughput {res['headline']['fps']:.0f} fps over {len(trials)} trials; {sent} frames across the agents")
+
+
+#: Frame loss from 100 %: one lossy trial, then one at half the load.
+FRAME_LOSS = "[methods.rfc2544_frame_loss]\nstart_pct = 100\nstep_pct = 50\nstop_after_lossfree = 1"
+
+
+def frames_received(url: str, flow: str) -> int:
+    """The controller's count of ``flow``'s frames received (0 before a config names it)."""
+    req = urllib.request.Request(url + "/monitor/metrics", data=json.dumps(
+        {"choice": "flow", "flow": {"flow_names": [flow]}}).encode(), headers={"Content-Type": "application/json"})
+    try:
+        return json.loads(urllib.request.urlopen(req, timeout=5).read())["flow_metrics"][0].get("frames_rx", 0)
+    except urllib.error.HTTPError:
+        return 0
+
+
+def test_netrig_run_on_a_bare_veth_pair_reports_no_dut_loss(tmp_path):
+    """Issue 45: no DUT, so no frame is the DUT's to lose. The receiving agent is stopped for 0.6 s in
+    the first trial (as a loaded host stops it): its ring overflows. That trial is the tester's —
+    invalid, naming the port and what it dropped — and every valid trial counts every frame (it was:
+    a valid trial with the receiver's drops as the DUT's loss)."""
+    with bed(tmp_path, bare=True) as b:
+        b.agent("a", io="auto"), b.agent("b", io="auto")
+        _, url = b.controller()
+        cfg = tmp_path / "run.toml"
+        # 20 kfps of 1280-B frames at 100 %
+        cfg.write_text(CONFIG.format(name="a bare veth pair", url=url, pairs=pair_toml("a1", "b1"), speed="208M",
+                                     size=1280, duration="2s", method=FRAME_LOSS))
+        out = tmp_path / "out"
+        env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
+        run = subprocess.Popen([sys.executable, "-m", "netrig.cli.main", "run", str(cfg), "--out", str(out), "--quiet"],
+                               env=env, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 120
+            while frames_received(url, "pair0") < 2000:  # the first trial sends
+                assert run.poll() is None and time.monotonic() < deadline, run.stderr.read() if run.stderr else ""
+                time.sleep(0.02)
+            b.procs[1].send_signal(signal.SIGSTOP)
+            time.sleep(0.6)
+            b.procs[1].send_signal(signal.SIGCONT)
+            assert run.wait(timeout=300) == 0, run.stderr.read() if run.stderr else ""
+        finally:
+            b.procs[1].send_signal(signal.SIGCONT)
+            if run.poll() is None:
+                run.kill()
+                run.wait()
+            if run.stderr:
+                run.stderr.close()
+    trials = [t["counts"] for t in json.loads((out / "result.json").read_text())["trials"]
+              if t.get("method") == "rfc2544_frame_loss"]
+    for c in trials:
+        assert not c["valid"] or c["frames_received"] == c["frames_sent"], c  # no DUT loss without a DUT
+    assert any(c["valid"] for c in trials)
+    first = trials[0]
+    lost = first["frames_sent"] - first["frames_received"]
+    drops = first["raw"]["otg"]["tester_rx_drops"]["b/b1"]
+    print(f"first trial: {first['frames_sent']} sent, {lost} lost; agent b's port b1 dropped {drops}; "
+          f"{first['invalid_reason']}")
+    assert lost > 0 and not first["valid"], first
+    assert first["invalid_reason"].startswith("the receiving tester port b/b1 dropped frames itself ("), first
+    assert lost == drops["rx_ring_drops"], drops  # every lost frame one its own ring dropped
+    assert all("tester receive drops" not in c["raw"]["otg"]["not_measured"] for c in trials)

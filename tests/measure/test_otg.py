@@ -27,8 +27,9 @@ def row(name: str, tx: int, rx: int, *, loss: float | None = 0.0, span_s: float 
 class FakeServer:
     """Answers the measurer's OTG requests with scripted flow rows; keeps every request."""
 
-    def __init__(self, rows: list[dict], running_polls: int = 1, refuse: OtgRefused | None = None):
-        self.rows, self.running, self.refuse = rows, running_polls, refuse
+    def __init__(self, rows: list[dict], running_polls: int = 1, refuse: OtgRefused | None = None,
+                 ports: list[dict] | None = None):
+        self.rows, self.running, self.refuse, self.ports = rows, running_polls, refuse, ports
         self.requests: list[tuple[str, str, object]] = []
 
     def call(self, method: str, path: str, body: object = None) -> dict:
@@ -39,6 +40,8 @@ class FakeServer:
             self.running -= 1
             state = "started" if self.running >= 0 else "stopped"
             return {"flow_metrics": [{**r, "transmit": state} for r in self.rows]}
+        if path == "/netrig/agents":  # an older server: no ports
+            return {"supervision": {"state": "off"}, **({"ports": self.ports} if self.ports is not None else {})}
         return {"warnings": []}
 
 
@@ -71,6 +74,36 @@ def test_a_tester_that_fell_short_is_invalid_never_dut_loss():
     slow = measurer(FakeServer([row("pair0", 500, 500, span_s=2.0), row("pair1", 500, 500, span_s=2.0)]))
     c = slow.measure(Load(1000.0, FrameSize(size=64)), 1.0)
     assert not c.valid and "the tester fell short" in (c.invalid_reason or "")
+
+
+def drops(ring: int = 0, kernel: int | None = 0) -> list[dict]:
+    """The server's ports (as the measurer names them, p0..p3 for a/a1 b/b1 b/b2 a/a2); b/b1, the
+    first pair's receiver, dropped ``ring`` frames in its ring, ``kernel`` in its kernel."""
+    return [{"name": f"p{k}", "location": loc, "rx_ring_drops": ring if loc == "b/b1" else 0,
+             "rx_kernel_drops": kernel if loc == "b/b1" else 0} for k, loc in enumerate(["a/a1", "b/b1", "b/b2", "a/a2"])]
+
+
+@pytest.mark.parametrize("ring, kernel, words", [(0, 0, None), (0, 120, "(0 in its ring, 120 in its kernel)"),
+                                                 (118, None, "(118 in its ring, unread in its kernel)")])
+def test_frames_a_receiving_tester_port_dropped_itself_are_never_dut_loss(ring, kernel, words):
+    """Issue 45: a bare veth pair, no DUT, 2 % of the frames lost in the receiving agent's own ring or
+    kernel: the trial is the tester's (invalid, naming the port), never a valid trial with loss."""
+    s = FakeServer([row("pair0", 6000, 5880), row("pair1", 6000, 6000)], ports=drops(ring, kernel))
+    c = measurer(s).measure(Load(12000.0, FrameSize(size=1280)), 1.0)
+    otg = c.raw["otg"]
+    assert "tester receive drops" not in otg["not_measured"]
+    assert otg["tester_rx_drops"]["b/b1"] == {"name": "p1", "location": "b/b1", "rx_ring_drops": ring,
+                                              "rx_kernel_drops": kernel}
+    if words is None:  # nothing dropped by the tester: the 120 frames are the DUT's loss
+        assert c.valid and c.frames_lost == 120
+        return
+    assert not c.valid and c.invalid_reason == (f"the receiving tester port b/b1 dropped frames itself {words}: "
+                                                "the tester's loss, not the DUT's")
+
+
+def test_a_server_that_reports_no_ports_leaves_the_testers_drops_not_measured():
+    c = measurer(FakeServer([row("pair0", 10, 10), row("pair1", 10, 10)])).measure(Load(18.0, FrameSize(size=64)), 1.0)
+    assert c.valid and "tester receive drops" in c.raw["otg"]["not_measured"] and c.raw["otg"]["tester_rx_drops"] == {}
 
 
 def test_duplicates_are_counted_apart_and_a_burst_is_split():

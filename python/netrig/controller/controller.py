@@ -19,6 +19,7 @@ running an earlier controller's flows: it stops them.
 """
 from __future__ import annotations
 
+import dataclasses
 import secrets
 import sys
 import threading
@@ -43,7 +44,7 @@ from netrig.otg.objects import (
     StartTags,
     StatePortCapture,
 )
-from netrig.otgclient import headers
+from netrig.otgclient import headers, report
 from netrig.otgclient.client import OtgDown, OtgRefused
 from netrig.otgclient.messages import FlowMetric, MetricsResponse, PortMetric, Warnings, read
 from netrig.otgclient.typed import to_json
@@ -293,7 +294,9 @@ class Controller(OtgService):
     # ------------------------------------------------------------------------------ report, end
 
     def agents_report(self) -> dict[str, Any]:
-        """``GET /netrig/agents``: every agent's state and clock, the cross-agent latencies' bounds."""
+        """``GET /netrig/agents``: every agent's state and clock, the cross-agent latencies' bounds,
+        and every live agent's ports with their own receive drops since the last start (``ports``)."""
+        ports = self._agent_ports()
         with self.lock:
             sp, flows = self.split, {fl.name: fl for fl in (self.config.flows if self.config else ())}
             clocks = {a: self.clocks[a].estimate() for a in self.agents}
@@ -305,7 +308,20 @@ class Controller(OtgService):
                 stale = bool(set(r.agents) & set(self.down))
                 if note is not None or stale:
                     notes.append({"name": r.name, "stale": stale, "crosses_agents": r.crosses, **_note(note)})
-        return {"agents": agents, "flows": notes, "events": list(self.notes)}
+        return {"agents": agents, "flows": notes, "events": list(self.notes),
+                **({"ports": ports} if ports is not None else {})}
+
+    def _agent_ports(self) -> list[dict[str, Any]] | None:
+        """The config's ports on live agents, each with its own receive drops as its agent reports
+        them (netrig.otg.rxdrops), located ``AGENT/LOCATION``; ``None`` before a config."""
+        with self.lock:
+            sp = self.split
+        if sp is None:
+            return None
+        got = self._each([a for a in sp.parts if a not in self.down], lambda a: a.call("GET", "/netrig/agents"),
+                         quiet=True)
+        return [{**dataclasses.asdict(p), "location": f"{a}/{p.location}"}
+                for a, answer in got.items() for p in (report.read(report.AgentsReport, answer).ports or ())]
 
     def close(self) -> None:
         """Stop the heartbeat and every live agent's flows (the agents keep running)."""

@@ -7,22 +7,27 @@ One trial (:meth:`OtgMeasurer.measure`)::
                 size, each pair's share of the rate (the load is the aggregate, split evenly) and its
                 frame count (rate × duration, or the burst's share) — counts are exact
     start every flow ─▶ poll flow metrics until every flow is stopped (the server says so once the
-                last frame had time to arrive) ─▶ TrialCounts
+                last frame had time to arrive) ─▶ the receiving ports' own drops (GET /netrig/agents)
+                ─▶ TrialCounts
 
-What OTG's flow metrics do not carry is marked, never made up (a trial's ``raw`` holds ``otg``:
-``not_measured``, ``achieved_from``, ``latency_left_out``): the sender's pacing and sending window
-(``achieved_pps`` is estimated from each flow's first and last arrival: ``achieved_from``),
-duplicates apart from arrivals (an excess of arrivals is counted as duplicates: a lower bound),
-reordering, late, stray, forged and foreign frames, the testers' own receive drops, latency
-percentiles (min, mean and max only), and a cross-agent flow's latency that the controller left out
-because its clocks' bound was wider than the value (``latency_left_out``). An agent down makes the
-trial's flows stale: the run stops (resumable) rather than count them.
+A frame the tester lost itself is never the DUT's: a receiving port that dropped frames in its own
+ring or kernel since the start (the server's ``ports``, netrig.otg.rxdrops) makes the trial invalid,
+with the port and its counts (``raw.otg.tester_rx_drops``). What OTG's flow metrics do not carry is
+marked, never made up (a trial's ``raw`` holds ``otg``: ``not_measured``, ``achieved_from``,
+``latency_left_out``): the sender's pacing and sending window (``achieved_pps`` is estimated from
+each flow's first and last arrival: ``achieved_from``), duplicates apart from arrivals (an excess
+of arrivals is counted as duplicates: a lower bound), reordering, late, stray, forged and foreign
+frames, the testers' own receive drops where the server does not report them, latency percentiles
+(min, mean and max only), and a cross-agent flow's latency that the controller left out, wholly or
+in part, because its clocks' bound was wider than the value (``latency_left_out``). An agent down
+makes the trial's flows stale: the run stops (resumable) rather than count them.
 
 The server is reached through :class:`netrig.otgclient.client.OtgClient`; its flow metrics are
 read as :class:`netrig.otgclient.messages.FlowMetric`.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -32,8 +37,10 @@ from netrig.measure.engine import LEARNING_DURATION_S, LEARNING_RATE_PPS
 from netrig.measure.events import Event, EventRun
 from netrig.measure.seam import FlowTrial, IntervalSink, LatencySummary, Load, Phase, StackRequest, TrialCounts
 from netrig.model import MAX_FRAME_SIZE, WIRE_OVERHEAD_BYTES, FrameSize, defaults
+from netrig.otgclient import report
 from netrig.otgclient.client import OtgClient, OtgDown, OtgRefused
 from netrig.otgclient.messages import FlowMetric, MetricsResponse, read
+from netrig.otgclient.report import PortDrops
 from netrig.otgclient.typed import MessageError
 from netrig.trial import Stream
 
@@ -43,9 +50,11 @@ _STREAM = Stream(rate_pps=1)
 POLL_S = 0.05
 #: A trial whose flows are not all stopped this long after they should have is stopped, s.
 FINISH_GRACE_S = 5.0
+#: The receiving ports' own drops: measured when the server reports them (``GET /netrig/agents``).
+TESTER_DROPS = "tester receive drops"
 #: What OTG's flow metrics do not tell (every trial's ``not_measured`` under ``otg`` in ``raw``).
-NOT_MEASURED = ("pacing", "sending window", "reordered", "late", "stray", "forged", "foreign",
-                "tester receive drops", "latency percentiles")
+NOT_MEASURED = ("pacing", "sending window", "reordered", "late", "stray", "forged", "foreign", TESTER_DROPS,
+                "latency percentiles")
 
 
 @dataclass(frozen=True)
@@ -222,6 +231,19 @@ class OtgMeasurer:
         self._run(frame, LEARNING_RATE_PPS, [per] * len(self.pairs))
         self._learned.add(frame.label)
 
+    def _tester_drops(self) -> dict[str, PortDrops] | None:
+        """The receiving ports' own drops since the trial's start, by location, as the server reports
+        them (``GET /netrig/agents``' ``ports``, netrig.otg.rxdrops); ``None``: it does not."""
+        try:
+            ports = report.read(report.AgentsReport, self._call("GET", "/netrig/agents")).ports
+        except MessageError:
+            return None
+        if ports is None:
+            return None
+        by_name = {p.name: p for p in ports}
+        got = {p.rx: by_name.get(f"p{self.ports.index(p.rx)}") for p in self.pairs}
+        return None if None in got.values() else {loc: d for loc, d in got.items() if d is not None}
+
     # ------------------------------------------------------------------------------- the seam
     def measure(self, load: Load, duration_s: float) -> TrialCounts:
         self._learn(load.frame_size)
@@ -229,12 +251,13 @@ class OtgMeasurer:
         total = load.burst_frames if load.burst_frames is not None else max(n, round(load.rate_pps * duration_s))
         frames = [total // n + (1 if i < total % n else 0) for i in range(n)]
         rows, finished = self._run(load.frame_size, load.rate_pps, frames)
-        return self._counts(rows, frames, load.rate_pps, finished, checked=load.burst_frames is None)
+        return self._counts(rows, frames, load.rate_pps, finished, self._tester_drops(),
+                            checked=load.burst_frames is None)
 
     def _counts(self, rows: list[FlowRow], planned: Sequence[int], intended_pps: float | None,
-                finished: bool, checked: bool = True) -> TrialCounts:
+                finished: bool, drops: dict[str, PortDrops] | None, checked: bool = True) -> TrialCounts:
         """The trial's counts from its flows' rows (``intended_pps``: the rate asked for; ``checked``
-        ``False``: a burst, no rate check)."""
+        ``False``: a burst, no rate check; ``drops``: the receiving ports' own, ``None`` if unknown)."""
         stale = [r.name for r in rows if r.loss is None]
         if stale:
             raise TestbedError(f"otg: flow(s) {', '.join(stale)} have no loss: an agent is down (GET /netrig/agents "
@@ -243,30 +266,42 @@ class OtgMeasurer:
         rates = [r.sending_pps() for r in rows]
         known = [x for x in rates if x is not None]
         achieved = sum(known) if len(known) == len(rates) else (intended_pps or 0.0)
-        valid, reason = True, None
-        short = [(r, n) for r, n in zip(rows, planned) if r.frames_tx < n]
-        if not finished:
-            valid, reason = False, "the flows did not finish in time (stopped): the tester stalled or an agent hung"
-        elif short:
-            r, n = short[0]
-            valid, reason = False, f"the tester sent {r.frames_tx} of {n} frames ({r.name})"
-        elif checked and intended_pps is not None and None not in rates and \
-                achieved < intended_pps * (1 - self.tolerance):
-            valid, reason = False, (f"the frames arrived at {achieved:.0f} fps, "
-                                    f"{100 * achieved / intended_pps:.1f}% of "
-                                    f"the intended {intended_pps:.0f} fps: the tester fell short")
+        reason = self._invalid(rows, planned, finished, drops,
+                               achieved if checked and intended_pps is not None and None not in rates else None,
+                               intended_pps)
         lat = [(r.latency, r.frames_rx) for r in rows if r.latency is not None and r.frames_rx]
         left_out = [r.name for r in rows if r.latency is None and r.frames_rx]
         latency = LatencySummary(min_ns=min(x[0] for x, _ in lat), max_ns=max(x[2] for x, _ in lat),
                                  mean_ns=sum(x[1] * k for x, k in lat) / sum(k for _, k in lat)) if lat else None
-        raw = {"otg": {"flows": [r.__dict__ for r in rows], "not_measured": list(NOT_MEASURED),
+        not_measured = [x for x in NOT_MEASURED if x != TESTER_DROPS or drops is None]
+        raw = {"otg": {"flows": [r.__dict__ for r in rows], "not_measured": not_measured,
                        "achieved_from": "each flow's frames over its first to last arrival" if None not in rates
                        else "the intended rate (a flow had fewer than two arrivals)",
-                       "latency_left_out": left_out}}
+                       "latency_left_out": left_out,
+                       "tester_rx_drops": {loc: dataclasses.asdict(d) for loc, d in (drops or {}).items()}}}
         return TrialCounts(achieved_pps=achieved, intended_pps=intended_pps, frames_sent=sent,
                            frames_received=min(arrived, sent),
-                           duplicated=max(0, arrived - sent), latency=latency, valid=valid, invalid_reason=reason,
-                           raw=raw)
+                           duplicated=max(0, arrived - sent), latency=latency, valid=reason is None,
+                           invalid_reason=reason, raw=raw)
+
+    def _invalid(self, rows: list[FlowRow], planned: Sequence[int], finished: bool,
+                 drops: dict[str, PortDrops] | None, achieved: float | None, intended_pps: float | None) -> str | None:
+        """Why the trial is the tester's, never the DUT's (``None``: valid): its flows did not finish,
+        it sent short, a receiving port dropped frames itself, or they arrived below the rate
+        (``achieved``: the rate to check, ``None``: none)."""
+        short = [(r, n) for r, n in zip(rows, planned) if r.frames_tx < n]
+        own = [why for d in (drops or {}).values() if (why := d.describe())]
+        if not finished:
+            return "the flows did not finish in time (stopped): the tester stalled or an agent hung"
+        if short:
+            r, n = short[0]
+            return f"the tester sent {r.frames_tx} of {n} frames ({r.name})"
+        if own:
+            return "; ".join(own) + ": the tester's loss, not the DUT's"
+        if achieved is not None and intended_pps is not None and achieved < intended_pps * (1 - self.tolerance):
+            return (f"the frames arrived at {achieved:.0f} fps, {100 * achieved / intended_pps:.1f}% of "
+                    f"the intended {intended_pps:.0f} fps: the tester fell short")
+        return None
 
     def measure_phases(self, frame_size: FrameSize, phases: Sequence[Phase], interval_s: float,
                        tag: str = "", events: Sequence[Event] = (),

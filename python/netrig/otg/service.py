@@ -15,6 +15,7 @@ lock serialises the requests.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -37,6 +38,7 @@ from netrig.otg.objects import (
     StatePortCapture,
     StateTrafficFlowTransmit,
 )
+from netrig.otg.rxdrops import RxDrops
 from netrig.otgclient import headers
 from netrig.telemetry.sources import FlowGroupCounts
 
@@ -74,6 +76,8 @@ class Service(OtgService):
         self.starting: list[int] = []
         #: Called after a config is set and after traffic changes (the recorder's hook).
         self.on_change = on_change
+        #: Each port's own receive drops since the last start (GET /netrig/agents' ``ports``).
+        self.rx_drops = RxDrops()
 
     # --------------------------------------------------------------------------------------- config
 
@@ -85,7 +89,8 @@ class Service(OtgService):
         mapping.check_frames(plan, [_mtu(s) for s in plan.serve_ports])
         with self.lock:
             self._changed("end")
-            old, self.generator, self.plan, self.config = self.generator, None, None, None
+            old, old_plan = self.generator, self.plan
+            self.generator, self.plan, self.config = None, None, None
             ports = [s.port for s in plan.serve_ports]
             try:  # the old config's ports stay open for this one where they are the same
                 self.generator = _native.Generator(ports, plan.specs, plan.capture_specs, plan.line_rates, *self.cpus,
@@ -93,9 +98,12 @@ class Service(OtgService):
             except ConfigError as e:
                 raise mapping.otg_error(e) from None
             finally:
+                if old is not None and old_plan is not None:
+                    self.rx_drops.handover(old_plan, old)
                 if old is not None:
                     old.close()
             self.config, self.plan = document, plan
+            self.rx_drops.start(plan, self.generator)
             self.flow_index = {f.name: i for i, f in enumerate(plan.flows)}
             self.pins_told = set()
             self.rates = metrics.Rates()
@@ -163,12 +171,14 @@ class Service(OtgService):
             if start is not None and start.receive:
                 if tags is None or state != "start":
                     raise ConfigError(headers.RECEIVE, f"only with a start and {headers.TAGS}")
+                self.rx_drops.start(plan, g)
                 g.expect(which, tags)
                 self.rates.reset([plan.flows[i].name for i in which])
                 return []
             if state == "start":
                 self.starting = which or list(range(len(plan.flows)))
                 self._changed("starting")
+                self.rx_drops.start(plan, g)
                 started = g.start(which, tags)
                 self.rates.reset([plan.flows[i].name for i in started])
                 told = self._unpinned(g)
@@ -245,6 +255,14 @@ class Service(OtgService):
     def _sending(self, plan: Plan, g: _native.Generator) -> set[str]:
         """Ports with a flow running or paused."""
         return {plan.flows[i].tx for i, st in enumerate(g.flow_states()) if st in ("running", "paused")}
+
+    def agents_report(self) -> dict[str, Any]:
+        """``GET /netrig/agents``: every port's own receive drops since the last start (``ports``:
+        netrig.otg.rxdrops); nothing before a config."""
+        with self.lock:
+            if self.plan is None or self.generator is None:
+                return {}
+            return {"ports": [dataclasses.asdict(d) for d in self.rx_drops.report(self.plan, self.generator)]}
 
     def capture(self, req: CaptureRequest) -> bytes:
         if req.packets is not None and req.packets.choice == "slice":

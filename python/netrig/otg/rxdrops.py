@@ -1,0 +1,73 @@
+"""The frames a served port dropped itself on receive since the last start: ``GET /netrig/agents``'
+``ports`` (:class:`netrig.otgclient.report.PortDrops`; docs/otg.md).
+
+Two places lose a frame that reached the tester's port before the tester counted it, and both are
+the tester's, never the DUT's: its receive ring (the engine's ``rx_ring_drops``: the receiver fell
+behind and its ring filled) and the port's kernel (``IFLA_STATS64``: the receiving CPU's backlog
+full, a veth's XDP queue full, the NIC out of descriptors). A client that reads counts after a
+start reads these after them: a lost frame counted here was the tester's (`netrig run` with
+``[otg]`` makes such a trial invalid, ``netrig.measure.otg``).
+
+Both are cumulative counters; a start notes them (:meth:`RxDrops.start`), the report is the
+difference. Reading the kernel's counters takes a netlink request per port (~5 ms).
+
+The engine's count is its receive queue's, since the queue opened, and a generator that replaces
+another on the same ports keeps their queues (``reuse``): its count then starts with its
+predecessor's, and only once its receiver first refreshed it (every 16 receives, ≤ 80 ms idle)
+— a start right after a config would note 0 and report the earlier configs' drops. So the count
+a port's last generator ended with is carried (:meth:`RxDrops.handover`) and taken off a count
+that reached it (a kept queue); a count below it is a queue opened afresh.
+"""
+from __future__ import annotations
+
+from netrig import _native
+from netrig.errors import NetrigError
+from netrig.otg.mapping import Plan, ServePort
+from netrig.otgclient.report import KERNEL_RX_DROPS, PortDrops
+
+
+def kernel_rx_drops(port: ServePort) -> int | None:
+    """The port's kernel receive drops now (cumulative), ``None`` when they cannot be read."""
+    from netrig.testbed.probe import link_stats  # pyroute2 (~0.2 s) loads when a port is first read
+
+    try:
+        stats = link_stats(port.port.netns, port.ifname)
+    except (NetrigError, OSError):
+        return None
+    return sum(stats.get(k, 0) for k in KERNEL_RX_DROPS)
+
+
+class RxDrops:
+    """Each port's drop counters at the last start (or config), and the drops since."""
+
+    def __init__(self) -> None:
+        #: Per served port (its ``--port`` name): its engine count when its last generator ended.
+        self.carried: dict[str, int] = {}
+        self.base: list[tuple[int, int | None]] = []
+
+    def handover(self, plan: Plan, old: _native.Generator) -> None:
+        """``old`` (of ``plan``) was replaced, its receivers stopped: its final counts are carried."""
+        for s, st in zip(plan.serve_ports, old.port_stats()):
+            self.carried[s.name] = st.rx_ring_drops
+
+    def _ring(self, plan: Plan, g: _native.Generator) -> list[int]:
+        """Each port's ring drops counted by this generator's queues since their last owner ended."""
+        out = []
+        for s, st in zip(plan.serve_ports, g.port_stats()):
+            carried = self.carried.get(s.name, 0)
+            out.append(st.rx_ring_drops - carried if st.rx_ring_drops >= carried else st.rx_ring_drops)
+        return out
+
+    def start(self, plan: Plan, g: _native.Generator) -> None:
+        """Note every port's counters: what a report says is counted from here."""
+        self.base = [(ring, kernel_rx_drops(s)) for ring, s in zip(self._ring(plan, g), plan.serve_ports)]
+
+    def report(self, plan: Plan, g: _native.Generator) -> list[PortDrops]:
+        """Every port's drops since :meth:`start`."""
+        out = []
+        for i, (s, ring, (ring0, kernel0)) in enumerate(zip(plan.serve_ports, self._ring(plan, g), self.base)):
+            now = kernel_rx_drops(s)
+            kernel = None if now is None or kernel0 is None else max(0, now - kernel0)
+            out.append(PortDrops(name=plan.port_names[i], location=s.name, rx_ring_drops=max(0, ring - ring0),
+                                 rx_kernel_drops=kernel))
+        return out
