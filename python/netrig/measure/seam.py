@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import Any, Protocol, runtime_checkable
 
 from netrig.errors import ConfigError, ResultError
@@ -290,9 +291,11 @@ class TrialCounts:
     def loss_ratio(self) -> float:
         return self.frames_lost / self.frames_sent if self.frames_sent else 0.0
 
-    @property
+    @cached_property
     def measured(self) -> Measured:
-        """What the measurer recorded beside the counts (``raw``), as types."""
+        """What the measurer recorded beside the counts (``raw``), as types: read once (a report
+        asks a trial for its CPU and its monitor samples dozens of times; ``raw`` is complete when
+        the counts are made and never changes after)."""
         try:
             return from_dict(Measured, self.raw)
         except (ResultError, TypeError, ValueError):  # a hand-made or foreign record: nothing typed to show
