@@ -18,7 +18,7 @@ from __future__ import annotations
 import io
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -35,6 +35,7 @@ def _matplotlib() -> ModuleType:
     import matplotlib
 
     matplotlib.use("Agg", force=False)
+    import matplotlib.axis
     import matplotlib.figure
     import matplotlib.text
     import matplotlib.ticker
@@ -310,10 +311,22 @@ def shorten(line: str, width: int = MAX_TEXT_CHARS) -> str:
     return line[:width - 1 - tail] + "…" + line[len(line) - tail:]
 
 
+def _texts(artist: Any) -> Iterator[Any]:
+    """Every text of ``artist`` and its children but tick labels: an axis draws those from its
+    formatter at each draw (a label cut here would be drawn whole again), and asking an axis for its
+    ticks makes them, each with its lines and texts, before the plot is laid out."""
+    mpl = _matplotlib()
+    if isinstance(artist, mpl.text.Text):
+        yield artist
+    children = [artist.label, artist.offsetText] if isinstance(artist, mpl.axis.Axis) else artist.get_children()
+    for child in children:
+        yield from _texts(child)
+
+
 def fit_texts(fig: Figure) -> None:
     """Every line of every text of ``fig`` (titles, legends, annotations) at most
     :data:`MAX_TEXT_CHARS` long; math text (``$…$``) is left as it is."""
-    for t in fig.findobj(_matplotlib().text.Text):
+    for t in _texts(fig):
         lines = t.get_text().split("\n")
         if "$" not in t.get_text() and any(len(line) > MAX_TEXT_CHARS for line in lines):
             t.set_text("\n".join(shorten(line) for line in lines))
@@ -322,11 +335,10 @@ def fit_texts(fig: Figure) -> None:
 def figure_svg(fig: Figure, prefix: str = "") -> str:
     """``fig`` as inline SVG text: no XML prolog, no metadata, no namespace URLs, ids prefixed with
     ``prefix`` so several plots can share one HTML page, sized to scale with the page."""
-    buf = io.StringIO()
     fit_texts(fig)
+    buf = io.StringIO()
     with _matplotlib().rc_context(STYLE):
-        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None},
-                    )
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
     svg = buf.getvalue()
     svg = svg[svg.index("<svg"):]
     svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, flags=re.S)
