@@ -36,6 +36,7 @@ def _matplotlib() -> ModuleType:
 
     matplotlib.use("Agg", force=False)
     import matplotlib.axis
+    import matplotlib.backends.backend_svg
     import matplotlib.figure
     import matplotlib.text
     import matplotlib.ticker
@@ -332,14 +333,23 @@ def fit_texts(fig: Figure) -> None:
             t.set_text("\n".join(shorten(line) for line in lines))
 
 
+def _print_svg(fig: Figure) -> str:
+    """``fig`` as an SVG document, laid out and drawn in one pass: its layout engine runs as the
+    drawing starts. (``savefig`` draws a figure that has a layout engine twice: first a draw that
+    renders nothing, only to run the layout, then the draw that writes the file.)"""
+    buf = io.StringIO()
+    mpl = _matplotlib()
+    with mpl.rc_context(STYLE):
+        mpl.backends.backend_svg.FigureCanvasSVG(fig).print_svg(
+            buf, metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
+    return buf.getvalue()
+
+
 def figure_svg(fig: Figure, prefix: str = "") -> str:
     """``fig`` as inline SVG text: no XML prolog, no metadata, no namespace URLs, ids prefixed with
     ``prefix`` so several plots can share one HTML page, sized to scale with the page."""
     fit_texts(fig)
-    buf = io.StringIO()
-    with _matplotlib().rc_context(STYLE):
-        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
-    svg = buf.getvalue()
+    svg = _print_svg(fig)
     svg = svg[svg.index("<svg"):]
     svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, flags=re.S)
     svg = re.sub(r'\s+xmlns(:\w+)?="[^"]*"', "", svg)
