@@ -22,6 +22,7 @@ from netrig.view.plotkit import (
     plot,
     rate_axis,
     run_colour,
+    shade_spans,
     si,
     size_axis,
     size_positions,
@@ -186,12 +187,9 @@ def timeline_plot(runs: Sequence[RunView]) -> Figure | None:
 
 
 def _shade(ax: Any, spans: list[tuple[float, float, str]], label: bool) -> None:
-    methods = []
-    for _, _, m in spans:
-        if m not in methods:
-            methods.append(m)
-    for a, b, m in spans:
-        ax.axvspan(a, b, color=PALETTE[(methods.index(m) + 4) % len(PALETTE)], alpha=0.07, lw=0)
+    methods = list(dict.fromkeys(m for _, _, m in spans))
+    colours = [PALETTE[(methods.index(m) + 4) % len(PALETTE)] for _, _, m in spans]
+    shade_spans(ax, [(a, b) for a, b, _ in spans], colours, alpha=0.07)
     if label:
         prev = None
         for a, _, m in spans:

@@ -37,6 +37,7 @@ def _matplotlib() -> ModuleType:
     matplotlib.use("Agg", force=False)
     import matplotlib.axis
     import matplotlib.backends.backend_svg
+    import matplotlib.collections
     import matplotlib.figure
     import matplotlib.text
     import matplotlib.ticker
@@ -256,6 +257,17 @@ def mark_invalid(ax: Any, xs: Sequence[float], ys: Sequence[float], colour: str,
     if len(xs):
         ax.plot(xs, ys, ls="none", marker=marker, mfc="white", mec=colour, mew=1.4, zorder=5,
                 label=_once(ax, INVALID_LABEL))
+
+
+def shade_spans(ax: Any, spans: Sequence[tuple[float, float]], colours: Sequence[str], alpha: float) -> None:
+    """Each x range of ``spans`` shaded over the full height of ``ax`` in its colour, as ``axvspan``
+    shades one, but all in one collection: a long run's timeline shades hundreds of trials on every
+    panel, and a patch each took longer to make and to draw than the rest of the plot."""
+    ax.add_collection(_matplotlib().collections.PolyCollection(
+        [[(a, 0.0), (a, 1.0), (b, 1.0), (b, 0.0)] for a, b in spans], facecolors=colours, alpha=alpha, lw=0,
+        transform=ax.get_xaxis_transform()), autolim=False)
+    ax.update_datalim([(x, 0.0) for span in spans for x in span], updatey=False)
+    ax.autoscale(enable=ax.get_autoscalex_on(), axis="x")  # the x range takes the spans in, as axvspan's does
 
 
 def log_if_wide(ax: Any, values: list[float], axis: str = "y", decades: float = 1.3) -> None:
