@@ -1,9 +1,12 @@
 """Shared fixtures for the report tests."""
 from __future__ import annotations
 
-import copy
+import fcntl
+import hashlib
 import json
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -14,7 +17,7 @@ from netrig.report import write_compare, write_report
 
 @pytest.fixture
 def router_doc() -> dict:
-    return copy.deepcopy(json.loads(ROUTER.read_text()))
+    return json.loads(ROUTER.read_text())  # a new document each time: a test may change it
 
 
 @pytest.fixture
@@ -23,22 +26,40 @@ def minimal_doc() -> dict:
     return {"schema_version": 1, "tool_version": "0.1.0", "complete": False, "trials": [], "summary": []}
 
 
+@contextmanager
+def _alone(lock: Path) -> Iterator[None]:
+    """Held by one process at a time (an exclusive ``flock`` of ``lock``)."""
+    with open(lock, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 @pytest.fixture(scope="session")
 def rendered(tmp_path_factory) -> Callable[..., Path]:
     """``rendered(path)`` (or a list of result files): the report of a golden result, drawn once for
-    the session into a directory of its own (``report.html`` and ``report.md``); ``rendered(a, b,
+    the run into a directory of its own (``report.html`` and ``report.md``); ``rendered(a, b,
     compare=True)``: their comparison (``compare.html``/``.md``). The HTML, snapshot and browser
-    tests read the same drawing instead of drawing each report again (matplotlib: seconds each)."""
-    done: dict[tuple, Path] = {}
+    tests read the same drawing instead of drawing each report again (matplotlib: seconds each).
+    The workers of a parallel run (pytest-xdist) share the drawings: the first to ask for one draws
+    it while the others wait for it, under a lock of its own."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # the run's, not this worker's
 
     def draw(*paths: Path | Sequence[Path], compare: bool = False) -> Path:
-        key = (tuple(str(p) for p in paths), compare)
-        if key not in done:
-            d = tmp_path_factory.mktemp("rendered")
-            if compare:
-                done[key] = write_compare(list(paths), d / "compare.html")  # type: ignore[arg-type]
-            else:
-                (what,) = paths
-                done[key] = write_report(what, d / "report.html")
-        return done[key]
+        key = repr((tuple(str(p) for p in paths), compare))
+        d = shared / f"rendered-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+        out = d / ("compare.html" if compare else "report.html")
+        with _alone(d.with_suffix(".lock")):
+            if not (d / "drawn").is_file():
+                d.mkdir(exist_ok=True)
+                if compare:
+                    write_compare(list(paths), out)  # type: ignore[arg-type]
+                else:
+                    (what,) = paths
+                    write_report(what, out)
+                (d / "drawn").touch()
+        return out
     return draw
