@@ -2,10 +2,10 @@
 sentence, and the report's platform section with the latency timeline of the trials that matter."""
 from __future__ import annotations
 
+from report_golden import ROUTER
+
 from netrig.measure.platform import StallEpisode, StallSide, TrialStalls
 from netrig.measure.seam import TrialCounts
-from netrig.report.html import report_html
-from netrig.view.run_view import RunView
 from netrig.view.stalls import StallStory, stall_note
 
 HOST = StallEpisode(0.5, 6.0, 1, False)
@@ -33,9 +33,8 @@ def test_a_runs_sentence_counts_the_trials_that_lost_only_in_stalls():
     assert "not measured" in StallStory.of([TrialCounts(achieved_pps=1.0, frames_sent=1, frames_received=1)]).sentence()
 
 
-def test_the_platform_section_draws_the_lossiest_trials_and_the_periodic_one(router_doc):
-    run = RunView.from_doc(router_doc)
-    page = report_html(run)
+def test_the_platform_section_draws_the_lossiest_trials_and_the_periodic_one(rendered):
+    page = rendered(ROUTER).read_text()  # the golden router report, drawn once for the run
     section = page[page.index('<section id="platform">'):]
     section = section[:section.index("</section>")]
     assert "trials lost frames" in section and "DUT stalls" in section
