@@ -101,6 +101,12 @@ def test_frames_a_receiving_tester_port_dropped_itself_are_never_dut_loss(ring, 
                                                 "the tester's loss, not the DUT's")
 
 
+def test_drops_of_a_receiving_port_in_a_trial_that_lost_nothing_were_not_its_frames():
+    s = FakeServer([row("pair0", 6000, 6000), row("pair1", 6000, 6000)], ports=drops(0, 7))
+    c = measurer(s).measure(Load(12000.0, FrameSize(size=1280)), 1.0)
+    assert c.valid and c.frames_lost == 0 and c.raw["otg"]["tester_rx_drops"]["b/b1"]["rx_kernel_drops"] == 7
+
+
 def test_a_server_that_reports_no_ports_leaves_the_testers_drops_not_measured():
     c = measurer(FakeServer([row("pair0", 10, 10), row("pair1", 10, 10)])).measure(Load(18.0, FrameSize(size=64)), 1.0)
     assert c.valid and "tester receive drops" in c.raw["otg"]["not_measured"] and c.raw["otg"]["tester_rx_drops"] == {}

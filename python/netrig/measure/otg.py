@@ -288,9 +288,11 @@ class OtgMeasurer:
                  drops: dict[str, PortDrops] | None, achieved: float | None, intended_pps: float | None) -> str | None:
         """Why the trial is the tester's, never the DUT's (``None``: valid): its flows did not finish,
         it sent short, a receiving port dropped frames itself, or they arrived below the rate
-        (``achieved``: the rate to check, ``None``: none)."""
+        (``achieved``: the rate to check, ``None``: none). A port's drops matter only to a trial that
+        lost frames: without a loss, what it dropped was not the trial's (a neighbour's multicast)."""
         short = [(r, n) for r, n in zip(rows, planned) if r.frames_tx < n]
-        own = [why for d in (drops or {}).values() if (why := d.describe())]
+        lost = sum(r.frames_tx for r in rows) > sum(r.frames_rx for r in rows)
+        own = [why for d in (drops or {}).values() if (why := d.describe())] if lost else []
         if not finished:
             return "the flows did not finish in time (stopped): the tester stalled or an agent hung"
         if short:
