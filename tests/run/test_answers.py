@@ -79,3 +79,13 @@ def test_the_console_prints_the_answers_with_how_each_decides_and_the_cause():
     assert "MLRsearch NDR: a load passes when at most 50 % of 5 s of 5 s trials lose more than 0 % of frames" in out
     assert "They agree within 2 %" in out
     assert out.count("how much does the DUT forward?") == 2, "64 B and 1518 B: four answers each"
+
+
+def test_an_answer_the_tester_bounded_is_a_lower_bound_that_agrees_unless_above_the_others():
+    ndr = AnswerRow("NDR", (430e3, 436e3), 430e3, 440e3, "five trials")
+    low = AnswerRow("RFC 2544", (), 66e3, None, "one trial", at_least=(66e3,))
+    a = consistency.AnswerSet("64", (ndr, low), consistency._cause([ndr, low]))
+    assert not low.bounded and low.median == 66e3 and a.agree, "≥ 66 kfps does not contradict 433 kfps"
+    assert a.cause.startswith("the tester bounded the other zero-loss answers from below only"), a.cause
+    high = AnswerRow("RFC 2544", (), 500e3, None, "one trial", at_least=(500e3,))
+    assert not consistency.AnswerSet("64", (ndr, high), "").agree, "≥ 500 kfps lies above NDR's 440 kfps failure"

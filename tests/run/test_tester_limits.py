@@ -17,11 +17,13 @@ from netrig.methods import REGISTRY
 from netrig.methods.throughput import ThroughputResult
 from netrig.model import FrameSize, LineRate, format_pps
 from netrig.report import write_report
+from netrig.report.tables import answers_table
 from netrig.results import load_result
 from netrig.run import consistency
 from netrig.run.config import config_from_dict
 from netrig.run.runner import Runner
 from netrig.run.session import simulated_session
+from netrig.view import fmt
 
 GOAL = {"initial_trial_duration_s": 0.5, "final_trial_duration_s": 0.5, "duration_sum_s": 1.0, "relative_width": 0.01}
 
@@ -437,3 +439,45 @@ def test_a_selftest_whose_every_trial_was_invalid_proves_nothing_said_so():
                    SelftestParams(1.1, 0.5, 3.0))
     assert c.not_measured == NOT_MEASURED and c.to_dict()["not_measured"] == NOT_MEASURED
     assert c.proven_rate_pps == 0 and not c.passed
+
+
+class StallsFirstSearch(StallsBelow):
+    """:class:`StallsBelow` for the first ``n`` trials in its band only: one repetition the tester
+    stalled, the next ones clean."""
+
+    def __init__(self, low: float, high: float, n: int):
+        super().__init__(low, high)
+        self.left = n
+
+    def measure(self, inner, load, duration_s):
+        if self.low <= load.rate_pps <= self.high and self.left > 0:
+            self.left -= 1
+            return super().measure(inner, load, duration_s)
+        return inner.measure(load, duration_s)
+
+
+def test_a_repetition_the_tester_bounded_stays_out_of_the_median_and_the_range(tmp_path):
+    """Of three repetitions, the first one's search stalled near the DUT's throughput (a lower bound,
+    ≥ 22.5 kfps); the other two bracket it at ~30 kfps. The headline and its range are the two's; the
+    stalled one is shown apart as "≥" in the run's flag and in the answers side by side — it said the
+    DUT forwards at least that much, never that it forwards that much."""
+    cfg = config({"capacity_pps": 30e3}, [{"rfc2544_throughput": {"resolution_pct": 0.5}},
+                                          {"rfc2544_frame_loss": {}}], selftest={"enabled": False}, repetitions=3)
+    doc = run(tmp_path, cfg, provider=StallsFirstSearch(25e3, 40e3, 6))
+    res = results(doc)["rfc2544_throughput"]
+    limited = [r["rate_pps"] for r in res["repetitions"] if r["tester_limited"]]
+    clean = sorted(r["rate_pps"] for r in res["repetitions"] if not r["tester_limited"])
+    assert len(limited) == 1 and limited[0] < 25e3 and len(clean) == 2 and clean[0] > 29e3, res["repetitions"]
+    assert res["headline"]["fps"] == pytest.approx(sum(clean) / 2)
+    assert res["stats"]["rate_pps"]["min"] == clean[0] and res["stats"]["rate_pps"]["n"] == 2
+    flag = next(f["message"] for f in res["flags"] if f["code"] == "tester_limited")
+    assert flag.startswith(f"1 of 3 repetitions the tester bounded (≥ {format_pps(limited[0])})"), flag
+    row = REGISTRY.get("rfc2544_throughput").console_rows(res, "")[0]
+    assert not row[1].startswith("≥"), "two repetitions bracket the throughput: a value, not a bound"
+    a = next(x for x in consistency.answers([doc]) if x.frame_label == "64")
+    thr = next(r for r in a.rows if r.name == "RFC 2544 §26.1 throughput")
+    assert thr.values == tuple(r["rate_pps"] for r in res["repetitions"] if not r["tester_limited"])
+    assert thr.at_least == (limited[0],) and thr.median == pytest.approx(sum(clean) / 2)
+    cells = next(r for r in answers_table(a).rows if r[0] == thr.name)
+    assert cells[2].endswith(f"(2); ≥ {fmt.fps(limited[0])} (tester-limited: a lower bound)") \
+        and not cells[1].startswith("≥") and not cells[3].endswith("none"), cells

@@ -96,6 +96,8 @@ class Answer:
     upper_pps: float | None
     basis: str
     zero_loss: bool = True
+    #: The tester, not the DUT, stopped it: the rate is a lower bound only.
+    at_least: bool = False
 
 
 @dataclass(frozen=True)
@@ -318,7 +320,14 @@ class Method:
         decides (the demo's answers side by side, ``netrig.run.consistency.answers``): its zero-loss
         bracket by default; a method with several goals (MLRsearch's NDR and PDR) gives each."""
         b = self.zero_loss_bounds(repetition, params)
-        return [Answer(self.answer_label or self.label, b[0], b[0], b[1], b[2])] if b is not None else []
+        if b is None:
+            return []
+        bounded = self.tester_bounded(repetition)
+        return [Answer(self.answer_label or self.label, b[0], b[0], b[1], b[2], at_least=bounded)]
+
+    def tester_bounded(self, repetition: dict) -> bool:
+        """The tester, not the DUT, bounded this repetition's answer (it is a lower bound only)."""
+        return False
 
     def capacity(self, run: RunView) -> list[Capacity]:
         """Its rate headline per frame size, sorted by frame size (primary method)."""

@@ -312,7 +312,8 @@ class MlrSearch(Method):
             basis = (f"MLRsearch {goal.name or '?'}: a load passes when at most {100 * (e or 0):g} % of "
                      f"{dsum or 0:g} s of {d or 0:g} s trials lose more than {100 * loss:g} % of frames")
             out.append(Answer(goal.name or "?", finite(g.conditional_throughput_pps) or lower, lower,
-                              None if g.tester_limited is True else finite(g.upper_bound_pps), basis, loss == 0.0))
+                              None if g.tester_limited is True else finite(g.upper_bound_pps), basis, loss == 0.0,
+                              g.tester_limited is True))
         return out
 
     def html(self, run: RunView) -> dict[str, str]:

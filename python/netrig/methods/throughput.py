@@ -356,9 +356,14 @@ def entries(run: RunView) -> list[Entry]:
             pct = rate.scaled(head.pct_line_rate / rate.value)
         out.append(Entry(size, rate, pct, head.l1_bps or run.bps(size, rate.value, 1),
                          head.l2_bps or run.bps(size, rate.value, 2), run.proven_ceiling_pps(size),
-                         "above_selftest_ceiling" in r.flag_codes, any(x.tester_limited is True for x in reps),
+                         "above_selftest_ceiling" in r.flag_codes, all_bounded(reps),
                          len(reps), r.flags, cpu_s_per_mframe(run, size)))
     return out
+
+
+def all_bounded(reps: Sequence[ThroughputResult]) -> bool:
+    """Every repetition is a lower bound the tester set (a mix: the headline is the others' median)."""
+    return bool(reps) and all(x.tester_limited is True for x in reps)
 
 
 def cpu_s_per_mframe(run: RunView, size: object) -> float | None:
@@ -529,7 +534,7 @@ class Throughput(Method):
         why = not_measured(r)
         if h is None and why:
             return [[fmt.size(r.frame_size), fmt.not_measured(why), *[fmt.DASH] * 4, flags]]
-        bounded = any(x.tester_limited is True for x in r.repetitions)
+        bounded = all_bounded(r.repetitions)
         fps = fmt.at_least(format_pps(h.fps or 0), bounded) if h else "none"
         return [[fmt.size(r.frame_size), fps, f"{(h.pct_line_rate if h else 0) or 0:.2f}",
                  format_bps((h.l1_bps if h else 0) or 0), format_bps((h.l2_bps if h else 0) or 0),
@@ -549,6 +554,9 @@ class Throughput(Method):
         basis = (f"RFC 2544 throughput: a load passes when one {d:g} s trial loses no frames" if d
                  else "RFC 2544 throughput: a load passes when its trial loses no frames")
         return lower, None if rep.tester_limited is True else finite(rep.upper_pps), basis
+
+    def tester_bounded(self, repetition: dict) -> bool:
+        return from_dict(ThroughputResult, repetition, partial=True).tester_limited is True
 
     def capacity(self, run: RunView) -> list[Capacity]:
         return [Capacity(e.frame_size, e.rate, e.pct, e.l1_bps, e.l2_bps, e.at_least) for e in entries(run)]

@@ -378,11 +378,15 @@ def sweep_table(runs: Sequence[RunView], study: StudyRecord) -> Table:
 
 def answers_table(a: consistency.AnswerSet) -> Table:
     """The answers at one frame size side by side: each rate (median over its repetitions and
-    their range), the bracket it saw, and how it decides (``a.cause`` says why they differ)."""
+    their range; a repetition the tester bounded is a lower bound, shown apart as ``≥``), the
+    bracket it saw, and how it decides (``a.cause`` says why they differ)."""
     t = Table(["answer", "rate", "range over repetitions", "passed / DUT failed at", "how it decides"])
     for row in a.rows:
-        spread = (f"{fmt.fps(min(row.values))}–{fmt.fps(max(row.values))} ({len(row.values)})"
-                  if len(row.values) > 1 else "1 repetition")
-        t.add([row.name, fmt.fps(row.median), spread,
+        n = len(row.values)
+        spread = f"{fmt.fps(min(row.values))}–{fmt.fps(max(row.values))} ({n})" if n > 1 else f"{n} repetition"
+        if row.at_least:  # the tester's lower bounds: out of the median and the range
+            spread = (spread + "; " if n else "") + ", ".join(f"≥ {fmt.fps(v)}" for v in row.at_least) + \
+                " (tester-limited: a lower bound)"
+        t.add([row.name, f"{'' if row.bounded else '≥ '}{fmt.fps(row.median)}", spread,
                f"{fmt.fps(row.lower_pps)} / {fmt.fps(row.upper_pps) if row.upper_pps else 'none'}", row.basis])
     return t

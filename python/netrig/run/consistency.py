@@ -170,8 +170,9 @@ def annotate_parts(docs: Sequence[Mapping[str, Any]]) -> None:
 
 @dataclass(frozen=True)
 class AnswerRow:
-    """One method's answer at one frame size over its repetitions: the rates it gave (one per
-    repetition), the pooled bracket, how it decides, and the trials it ran there."""
+    """One method's answer at one frame size over its repetitions: the rates it gave (``values``: one
+    per repetition the DUT bounded; ``at_least``: the repetitions the tester stopped, whose rate is
+    only a lower bound), the pooled bracket, how it decides, and the trials it ran there."""
 
     name: str
     values: tuple[float, ...]
@@ -180,10 +181,17 @@ class AnswerRow:
     basis: str
     zero_loss: bool = True
     trials: Sequence[TrialRecord] = field(default=(), compare=False)
+    at_least: tuple[float, ...] = ()
+
+    @property
+    def bounded(self) -> bool:
+        """Some repetition bracketed the rate; else the answer is only ``≥`` :attr:`median`."""
+        return bool(self.values)
 
     @property
     def median(self) -> float:
-        return statistics.median(self.values)
+        """The median of the bracketed repetitions; without any, the highest lower bound."""
+        return statistics.median(self.values) if self.values else max(self.at_least)
 
 
 @dataclass(frozen=True)
@@ -197,9 +205,11 @@ class AnswerSet:
 
     @property
     def agree(self) -> bool:
-        """The zero-loss answers' medians lie within :data:`AGREE` of each other."""
-        ms = [r.median for r in self.rows if r.zero_loss]
-        return not ms or max(ms) <= min(ms) * AGREE
+        """The zero-loss answers' medians lie within :data:`AGREE` of each other (an answer that is only
+        a lower bound disagrees only by lying above the others)."""
+        ms = [r.median for r in self.rows if r.zero_loss and r.bounded]
+        floor = max((r.median for r in self.rows if r.zero_loss and not r.bounded), default=0.0)
+        return not ms or (max(ms) <= min(ms) * AGREE and floor <= max(ms) * AGREE)
 
 
 #: Answers whose medians lie within this ratio agree.
@@ -220,19 +230,22 @@ def _answer_rows(summary: Sequence[Mapping[str, Any]],
                     per.setdefault(a.name, []).append(a)
             trials = [t for t in typed if t.method_index == s.method_index and t.frame_size == r.frame_size]
             for name, got in per.items():
-                uppers = [a.upper_pps for a in got]
+                uppers = [a.upper_pps for a in got if not a.at_least] or [None]  # the DUT's failures only
                 out.append((frame_size_label(r.frame_size), AnswerRow(
-                    name, tuple(a.value_pps for a in got), min(a.lower_pps for a in got),
+                    name, tuple(a.value_pps for a in got if not a.at_least), min(a.lower_pps for a in got),
                     None if None in uppers else max(u for u in uppers if u is not None), got[0].basis,
-                    got[0].zero_loss, trials)))
+                    got[0].zero_loss, trials, tuple(a.value_pps for a in got if a.at_least))))
     return out
 
 
 def _cause(all_rows: Sequence[AnswerRow]) -> str:
     """Why the zero-loss answers differ, measured: the trials between the lowest and the highest,
     the ones that lost frames, how many of those lost them only while the DUT was stalled."""
-    rows = [r for r in all_rows if r.zero_loss]
+    rows = [r for r in all_rows if r.zero_loss and r.bounded]
     if len(rows) < 2:
+        if any(r.zero_loss and not r.bounded for r in all_rows):
+            return ("the tester bounded the other zero-loss answers from below only (≥): they say the DUT forwards "
+                    "at least that much, not how much")
         return "one zero-loss answer; the others allow some loss by definition"
     lo, hi = min(r.median for r in rows), max(r.median for r in rows)
     if hi <= lo * AGREE:
@@ -282,4 +295,4 @@ def _pooled(a: AnswerRow, b: AnswerRow) -> AnswerRow:
     """One method's answers from two results drawn as one (the demo's 64-B throughput in both parts)."""
     upper = None if a.upper_pps is None or b.upper_pps is None else max(a.upper_pps, b.upper_pps)
     return AnswerRow(a.name, a.values + b.values, min(a.lower_pps, b.lower_pps), upper, a.basis, a.zero_loss,
-                     [*a.trials, *b.trials])
+                     [*a.trials, *b.trials], a.at_least + b.at_least)

@@ -321,7 +321,7 @@ class Runner:
                 continue
             reps = self.results.get(j, {}).get(frame.label)
             if reps:
-                return median(r.headline_pps for r in reps)
+                return median(r.headline_pps for r in bracketed(reps))
         return None
 
     def _run_method(self, mi: int, m: MethodConfig) -> None:
@@ -382,7 +382,7 @@ class Runner:
                complete: bool) -> list[dict]:
         flags = []
         lr = self._line_rate()
-        head = median(r.headline_pps for r in reps)
+        head = median(r.headline_pps for r in bracketed(reps))
         if self.selftest is not None and head is not None and self.selftest.is_above(frame, head):
             lim = self.selftest.limit_pps(frame)
             proved = "nothing" if lim is None else f"{lim:.0f} fps = ceiling / {self.selftest.params.factor}"
@@ -405,6 +405,10 @@ class Runner:
                 message = (f"≥ {format_pps(head)}: the DUT lost nothing at any load the tester could offer; above it "
                            f"the tester fell short (its self-test's ceiling / factor, or a trial that reached only "
                            f"{format_pps(lim)}): a lower bound, the DUT may be faster")
+            if len(limited) < len(reps):
+                message = (f"{len(limited)} of {len(reps)} repetitions the tester bounded (≥ "
+                           + ", ≥ ".join(format_pps(r.headline_pps or 0.0) for r in limited)
+                           + "): lower bounds only, left out of the median and range of the others")
             flags.append({"code": "tester_limited", "message": message})
         pressed = [r for r in reps if getattr(r, "backpressure_trials", 0)]
         if pressed:
@@ -460,12 +464,12 @@ class Runner:
                     continue
                 complete = (mi, frame.label) in self.complete_keys
                 keys = sorted({k for r in reps for k in r.stats_values()})
-                head = median(r.headline_pps for r in reps)
+                head = median(r.headline_pps for r in bracketed(reps))
                 partial = [{**r.to_dict(), "complete": False} for r in self.partials.get(mi, {}).get(frame.label, [])]
                 results.append({
                     "frame_size": frame.label, "complete": complete,
                     "repetitions": [r.to_dict() for r in reps] + partial,
-                    "stats": {k: summarize(r.stats_values().get(k) for r in reps) for k in keys},
+                    "stats": {k: summarize(r.stats_values().get(k) for r in bracketed(reps)) for k in keys},
                     "headline": rate_object(head, frame, self._line_rate()) if head is not None else None,
                     "flags": self._flags(mi, m, frame, reps, complete),
                 })
@@ -605,3 +609,9 @@ def _config_of(data: object, source: str) -> TestConfig:
 def run_config(config: TestConfig, out_dir: str | Path | None = None, **kw: Any) -> dict:
     """Convenience: ``Runner(config, out_dir, **kw).run()``."""
     return Runner(config, out_dir, **kw).run()
+
+
+def bracketed(reps: list[MethodResult]) -> list[MethodResult]:
+    """The repetitions the DUT bounded, when some were and some the tester was (``tester_limited``:
+    lower bounds only, kept out of the median and the range); all of them otherwise."""
+    return [r for r in reps if not getattr(r, "tester_limited", False)] or reps
