@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -62,3 +63,65 @@ def test_a_missing_namespace_names_the_option(ports_dir):
             state.ports_held([("eth0", "nrt-no-such-ns")], "--port"):
         pass
     assert e.value.field == "--port"
+
+
+def test_the_last_holder_removes_the_lock_file(ports_dir):
+    """Ports are named by namespace inode: a lock file left per port and namespace would pile up (the
+    suite left hundreds in /run/netrig/ports). The last holder removes it; a shared holder leaves it
+    while another still holds the port, and a new holder locks the file now at the path."""
+    with state.ports_held([("lo", None)], "--port"):
+        (path,) = ports_dir.iterdir()
+    assert not path.exists(), "an exclusive holder removes its lock file"
+    p = holder(ports_dir, shared=True)
+    try:
+        with state.ports_held([("lo", None)], "--tx", shared=True):
+            pass
+        assert path.exists(), "the other shared holder still holds it"
+        with pytest.raises(ConfigError, match=f"is in use by pid {p.pid}"), state.ports_held([("lo", None)], "--tx"):
+            pass
+    finally:
+        p.communicate("")
+    assert not path.exists(), "the last shared holder removed it"
+    with state.ports_held([("lo", None)], "--port"):
+        assert path.exists()
+
+
+def test_holders_racing_a_removal_never_share_a_port_alone(ports_dir):
+    """Processes that take and release port ``lo`` alone in a loop, side by side for a second: whoever
+    holds it is alone (it creates a mark file exclusively while it holds the port), whether its lock
+    file was removed and made again meanwhile."""
+    code = textwrap.dedent(f"""
+        import os, pathlib, sys, time
+        from netrig.errors import ConfigError
+        from netrig.testbed import state
+        state.PORTS_DIR = {str(ports_dir)!r}
+        mark, held, tried = pathlib.Path({str(ports_dir / "holder")!r}), 0, 0
+        sys.stdout.write("ready\\n"); sys.stdout.flush()
+        go = float(sys.stdin.readline())
+        while time.time() < go:
+            pass
+        while time.time() < go + 1.0:
+            tried += 1
+            try:
+                with state.ports_held([("lo", None)], "--port"):
+                    os.close(os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+                    held += 1
+                    mark.unlink()
+            except ConfigError:
+                pass
+        print(held, tried)
+    """)
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    for p in procs:
+        assert p.stdout is not None and p.stdout.readline() == "ready\n"
+    go = f"{time.time() + 0.2}\n"
+    for p in procs:
+        assert p.stdin is not None
+        p.stdin.write(go)
+        p.stdin.flush()
+    outs = [p.communicate(timeout=60) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [e for _, e in outs]
+    counts = [tuple(map(int, o.split())) for o, _ in outs]
+    assert sum(h for h, _ in counts) > 0 and sum(t - h for h, t in counts) > 0, f"no contention: {counts}"
+    assert [f.name for f in ports_dir.iterdir()] == [], "the last holder removed the lock file"

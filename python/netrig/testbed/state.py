@@ -477,18 +477,58 @@ def ports_held(ports: list[tuple[str, str | None]], option: str, shared: bool = 
             paths.setdefault(port_lock_path(ifname, netns), f"{ifname}@{netns}" if netns else ifname)
         except ConfigError as e:
             raise ConfigError(option, e.message) from None
-    fds: list[int] = []
+    held: list[tuple[int, str]] = []
     try:
         for path, name in paths.items():
-            fd = _flock(path, shared)
+            fd = _flock_file(path, shared)
             if fd is None:
                 raise ConfigError(option, f"port {name} is in use by {_named(lock_holders(path))}: stop it, or use "
                                           "another port")
-            fds.append(fd)
+            held.append((fd, path))
         yield
     finally:
-        for fd in fds:
-            os.close(fd)
+        for fd, path in held:
+            _release_file(fd, path)
+
+
+def _same_file(fd: int, path: str) -> bool:
+    """``path`` still names the file ``fd`` is open on (its last holder did not remove it)."""
+    try:
+        a, b = os.fstat(fd), os.stat(path)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _flock_file(path: str, shared: bool) -> int | None:
+    """:func:`_flock` on a lock file its last holder removes on release (:func:`_release_file`): a
+    lock taken on a file removed meanwhile, or refused by a holder that was removing it, is tried
+    again on the file now at ``path``."""
+    while True:
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if _same_file(fd, path):
+                os.close(fd)
+                return None
+        else:
+            if _same_file(fd, path):
+                return fd
+        os.close(fd)
+
+
+def _release_file(fd: int, path: str) -> None:
+    """Release a lock of :func:`_flock_file`, removing its file when no other process holds it (a
+    shared holder turns its lock exclusive to know; one that cannot leaves the file to the others)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if _same_file(fd, path):
+            os.unlink(path)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 #: How much of a holder's command line an error shows.
