@@ -27,11 +27,14 @@ def test_trial_json_counts_every_frame():
     with veth_pair("c") as (ns_a, if_a, ns_b, if_b):
         r = netrig("trial", "--tx", if_a, "--tx-netns", ns_a, "--rx", if_b, "--rx-netns", ns_b, "--frame-size", "128",
                    "--rate", "20kpps", "--frames", "20k", "--drain", "0.3s", "--json")
-        assert r.returncode == 0, r.stderr
         doc = json.loads(r.stdout)
         res = doc["result"]
-        assert res["frames_sent"] == res["frames_received"] == 20_000
-        assert res["valid"] and res["frames_lost"] == 0
+        assert res["frames_sent"] == res["frames_received"] == 20_000 and res["frames_lost"] == 0, res["invalid_reason"]
+        # A bare veth pair: valid (exit 0), unless the host stopped the tester — a noisy host's vCPU stalls
+        # stretched its 1-s schedule past the 2 % tolerance once in CI — and then invalid (exit 1), said to be
+        # the tester's, never loss: the host's timing is not what this test asserts
+        assert (r.returncode, res["valid"]) in ((0, True), (1, False)), r.stderr
+        assert res["valid"] or "the tester" in res["invalid_reason"], res["invalid_reason"]
         assert 0 <= res["latency"]["ipdv_p99_ns"] <= res["latency"]["ipdv_max_ns"]
         assert doc["config"]["frame_size"] == 128 and doc["config"]["frames"] == 20_000
 
