@@ -12,6 +12,7 @@ pub mod prefetch;
 pub mod socket;
 pub mod stalls;
 pub mod time;
+pub mod tracefs;
 pub mod wire;
 pub mod wire_clock;
 pub mod xdp_redirect;

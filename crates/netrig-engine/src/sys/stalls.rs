@@ -125,14 +125,6 @@ pub(crate) fn ctx(what: &str) -> impl Fn(io::Error) -> io::Error + '_ {
     move |e| io::Error::new(e.kind(), format!("{what}: {e}"))
 }
 
-/// The tracefs directory of the sched events (`/sys/kernel/tracing` or under debugfs).
-fn sched_events() -> Option<std::path::PathBuf> {
-    ["/sys/kernel/tracing/events/sched", "/sys/kernel/debug/tracing/events/sched"]
-        .iter()
-        .map(std::path::PathBuf::from)
-        .find(|p| p.join("sched_switch/id").exists())
-}
-
 /// A tracepoint's id and the offsets of the named fields, from its `format` file.
 pub(crate) fn tracepoint(dir: &std::path::Path, event: &str, fields: &[&str]) -> io::Result<(u64, Vec<i16>)> {
     let bad = |what: String| io::Error::new(io::ErrorKind::InvalidData, format!("tracepoint {event}: {what}"));
@@ -290,10 +282,17 @@ impl StallProbe {
             events.push(ev);
         }
         let mut progs = vec![tick];
-        let tasks_watched = match sched_events() {
-            Some(dir) => {
-                Self::attach_idle(&dir, &last, &mut progs, &mut events)?;
-                Self::attach_tasks(&dir, &tasks, &ring, ns_i32(threshold_ns, "threshold")?, &mut progs, &mut events)?;
+        let tasks_watched = match crate::sys::tracefs::events("sched", "sched_switch") {
+            Some(ev) => {
+                Self::attach_idle(ev.dir(), &last, &mut progs, &mut events)?;
+                Self::attach_tasks(
+                    ev.dir(),
+                    &tasks,
+                    &ring,
+                    ns_i32(threshold_ns, "threshold")?,
+                    &mut progs,
+                    &mut events,
+                )?;
                 true
             }
             None => false,

@@ -77,14 +77,6 @@ fn program(ids: RawFd, slots: RawFd, map_id_off: i16, counts: Counts) -> Vec<Ins
     a.finish()
 }
 
-/// The tracefs directory of the xdp events.
-fn xdp_events() -> Option<std::path::PathBuf> {
-    ["/sys/kernel/tracing/events/xdp", "/sys/kernel/debug/tracing/events/xdp"]
-        .iter()
-        .map(std::path::PathBuf::from)
-        .find(|p| p.join("xdp_cpumap_enqueue/id").exists())
-}
-
 /// The loaded programs, their maps and perf events; detached when dropped.
 pub struct WireClock {
     ids: OwnedFd,
@@ -96,13 +88,14 @@ pub struct WireClock {
 impl WireClock {
     /// Attach the counting programs (nothing is counted until a CPUMAP is watched).
     pub fn open() -> io::Result<WireClock> {
-        let dir = xdp_events()
-            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "tracefs has no xdp events (is it mounted?)"))?;
+        let events = crate::sys::tracefs::events("xdp", "xdp_cpumap_enqueue").ok_or_else(|| {
+            io::Error::new(io::ErrorKind::NotFound, "tracefs has no xdp events (or cannot be mounted)")
+        })?;
+        let dir = events.dir();
         let ids = bpf::hash_u32_create(MAX_MAPS, 4, "netrig_wclkids").map_err(ctx("the CPUMAP id map"))?;
         let slots = bpf::percpu_array_create(SLOTS, ENTRY as u32, "netrig_wclk").map_err(ctx("the slot map"))?;
-        let (enq_id, e) =
-            crate::sys::stalls::tracepoint(&dir, "xdp_cpumap_enqueue", &["map_id", "processed", "drops"])?;
-        let (take_id, t) = crate::sys::stalls::tracepoint(&dir, "xdp_cpumap_kthread", &["map_id", "processed"])?;
+        let (enq_id, e) = crate::sys::stalls::tracepoint(dir, "xdp_cpumap_enqueue", &["map_id", "processed", "drops"])?;
+        let (take_id, t) = crate::sys::stalls::tracepoint(dir, "xdp_cpumap_kthread", &["map_id", "processed"])?;
         let enq = program(ids.as_raw_fd(), slots.as_raw_fd(), e[0], Counts::Enqueue { processed: e[1], drops: e[2] });
         let take = program(ids.as_raw_fd(), slots.as_raw_fd(), t[0], Counts::Take { processed: t[1] });
         let mut progs = Vec::new();
