@@ -495,6 +495,10 @@ class Trial:
     def stop(self) -> None:
         """Stop traffic now; the result keeps what was counted."""
     def snapshot(self) -> Snapshot: ...
+    def run_start_ns(self, timeout_s: float) -> int | None:
+        """Wait up to ``timeout_s`` (GIL released) for the measured run's start to be known: its time
+        on ``time.monotonic_ns()``'s clock, or None. For a thread of the caller's that keeps time with
+        the run (events) without the progress callbacks, which a busy tester CPU can hold up."""
     def settled_intervals(self, first: int) -> list[IntervalResult]:
         """The counting intervals from index ``first`` on whose counts are final while the trial runs
         (ended more than the late threshold ago; the run's last interval is in the result only)."""

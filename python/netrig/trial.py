@@ -347,6 +347,7 @@ def run_trial(
     gap_slots: int = 1,
     receive: bool = True,
     on_intervals: Callable[[list[IntervalResult]], None] | None = None,
+    follow: Callable[[_native.Trial], None] | None = None,
 ) -> TrialResult:
     """Run one trial and return its :class:`TrialResult`.
 
@@ -371,7 +372,10 @@ def run_trial(
     times around it; events under load keep one per event and one more). ``on_intervals`` is called
     while the trial runs (every ``progress_interval_s``) with the intervals whose counts became final
     since the last call (an interval's end more than the late threshold in the past: the same counts
-    the result will have; the run's last interval is in the result only).
+    the result will have; the run's last interval is in the result only). ``follow`` is called with
+    the engine's trial as soon as it runs, so a thread of the caller's can keep time with the run
+    itself (``run_start_ns``): the progress callbacks come from this thread, which the tester's
+    bookkeeping priority lets a busy tester CPU hold up for seconds.
     """
     if isinstance(streams, (str, bytes)) or not isinstance(streams, Sequence):
         raise ConfigError("streams", f"must be a list of netrig.Stream (got {streams!r})")
@@ -401,7 +405,10 @@ def run_trial(
         rx_cpus=tuple(rx_cpus or ()), receive=receive, pacing=pacing, max_stretch_pct=max_stretch_pct,
         phases=phase_specs, interval_s=None if interval_s is None else _seconds(interval_s, "interval_s"),
         gap_slots=gap_slots)
-    return _watch(_native.Trial(spec), progress, progress_interval_s, "trial", "traffic stopped", on_intervals)
+    trial = _native.Trial(spec)
+    if follow is not None:
+        follow(trial)
+    return _watch(trial, progress, progress_interval_s, "trial", "traffic stopped", on_intervals)
 
 
 def _one_port_each(ports: list[Port], streams: Sequence[Stream]) -> tuple[list[Port], Sequence[Stream]]:

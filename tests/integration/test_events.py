@@ -93,6 +93,10 @@ def test_nft_blackout_outage_matches_the_injected_length(router):
     (ev,) = doc["events"]
     assert ev["event"]["ok"], ev["event"]
     assert ev["event"]["netns"] == f"nr{router}-dut"
+    # At its time: neither the command's thread nor the GIL it holds may keep the events' clock
+    # waiting (it once fired 1.2 s late, after the 3-s trial's traffic; fork and exec take ~ms).
+    late_ms = (ev["event"]["started_ns"] - doc["result"]["run_start_ns"]) / 1e6 - 1000
+    assert 0 <= late_ms < 50, late_ms
     lo, hi = injected(ev["event"]["output_tail"])
     truth = injected_s(ev["event"]["output_tail"])
     assert BLACKOUT_SLEEP_S <= lo <= hi < BLACKOUT_SLEEP_S + 0.2

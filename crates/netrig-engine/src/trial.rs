@@ -383,6 +383,11 @@ impl TrialControl {
         self.stop.load(Ordering::Relaxed)
     }
 
+    /// When the measured run begins (monotonic ns, a little after it is set), once it is known.
+    pub fn run_start(&self) -> Option<u64> {
+        Some(self.run_start_ns.load(Ordering::Relaxed)).filter(|&s| s != 0)
+    }
+
     pub(crate) fn set_phase(&self, p: Phase) {
         self.phase.store(p as u8, Ordering::SeqCst);
     }

@@ -84,6 +84,20 @@ impl Trial {
         Snapshot::from(&self.job.ctl.snapshot())
     }
 
+    /// Wait up to `timeout_s` (GIL released) for the measured run's start to be known: its time
+    /// on `time.monotonic_ns()`'s clock, or None. For a thread of the caller's that keeps time with
+    /// the run (events) without the progress callbacks, which a busy tester CPU can hold up.
+    fn run_start_ns(&self, py: Python<'_>, timeout_s: &Bound<'_, PyAny>) -> Result<Option<u64>> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs_f64(timeout(timeout_s)?);
+        Ok(py.allow_threads(|| loop {
+            match self.job.ctl.run_start() {
+                Some(s) => return Some(s),
+                None if std::time::Instant::now() >= deadline => return None,
+                None => std::thread::sleep(std::time::Duration::from_millis(1)),
+            }
+        }))
+    }
+
     /// The counting intervals from index `first` on whose counts are final while the trial runs
     /// (ended more than the late threshold ago; the run's last interval is in the result only).
     fn settled_intervals(&self, first: &Bound<'_, PyAny>) -> Result<Vec<IntervalResult>> {

@@ -67,8 +67,6 @@ DEFAULT_SRC_IP, DEFAULT_DST_IP = "198.18.0.2", "198.19.0.2"
 DEFAULT_DURATION_S = 10.0
 #: Without a terminal, a progress line this often (seconds).
 PLAIN_PROGRESS_S = 1.0
-#: Live snapshots of a trial with events (the first one in the run fixes the run start), seconds.
-EVENT_PROGRESS_S = 0.02
 
 #: Engine / API field → the option that sets it, for error messages.
 FIELDS = {
@@ -967,9 +965,9 @@ def run_plan(args, plan: Plan) -> int:
         if live is not None:
             live.start()
         try:
-            every_s = EVENT_PROGRESS_S if clock else 0.2
-            res = run_trial(ports=plan.ports, streams=plan.streams, receive=plan.receive, progress=progress,
-                            progress_interval_s=every_s, **plan.run.kwargs())
+            with clock.on_time() if clock is not None else contextlib.nullcontext():
+                res = run_trial(ports=plan.ports, streams=plan.streams, receive=plan.receive, progress=progress,
+                                follow=clock.follow if clock is not None else None, **plan.run.kwargs())
         finally:
             if live is not None:
                 live.stop()

@@ -65,8 +65,6 @@ from netrig.trial import PACING_MODES, Port, Stream, run_trial
 LEARNING_RATE_PPS = 1000.0
 LEARNING_DURATION_S = 0.1
 LEARNING_DRAIN_S = 0.2
-#: Live snapshots during a trial with events (the run start is taken from the first), seconds.
-EVENT_PROGRESS_S = 0.02
 
 
 def latency_summary(lat: _native.LatencySummary) -> LatencySummary | None:
@@ -159,13 +157,13 @@ class EngineMeasurer:
     def _run(self, frame: FrameSize, rate_pps: float, duration_s: float | None, drain_s: float,
              progress: Callable[[_native.Snapshot], None] | None = None, *,
              phases: Sequence[tuple[float, float]] | None = None, interval_s: float | None = None,
-             burst_frames: int | None = None, gap_slots: int = 1,
-             progress_interval_s: float = 0.2, live: bool = True) -> _native.TrialResult:
+             burst_frames: int | None = None, gap_slots: int = 1, live: bool = True,
+             follow: Callable[[_native.Trial], None] | None = None) -> _native.TrialResult:
         stream = Stream(frame_size=frame, rate_pps=rate_pps, flows=self.flows, **self.template)
         stop: dict = {"bursts": (burst_frames, 1, 0.0)} if burst_frames is not None else {"duration_s": duration_s}
         progress = self._live(progress) if live else progress
         return run_trial(self.tx, self.rx, [stream], drain_s=drain_s, warmup_s=self.warmup_s, progress=progress,
-                         progress_interval_s=progress_interval_s, pacing=self.pacing,
+                         follow=follow, pacing=self.pacing,
                          max_stretch_pct=100 * self.tolerance, phases=phases, interval_s=interval_s,
                          gap_slots=gap_slots, tx_cpus=self.tx_cpus, rx_cpus=self.rx_cpus, **stop)
 
@@ -300,9 +298,9 @@ class EngineMeasurer:
         total_s = sum(ph.duration_s for ph in phases)
         spec = [(ph.duration_s, ph.rate_pps / base) for ph in phases]
         timer = _EventTimer(events, run_event, total_s)
-        res, extra = self._monitored(timer.wrap(lambda progress, gaps: self._run(
+        res, extra = self._monitored(timer.wrap(lambda progress, gaps, follow: self._run(
             frame_size, base, total_s, self.drain_s, progress, phases=spec, interval_s=interval_s, gap_slots=gaps,
-            progress_interval_s=EVENT_PROGRESS_S if progress else 0.2)))
+            follow=follow)))
         if events:
             self._learned.discard(frame_size.label)
         intervals = engine_intervals(res)
@@ -337,13 +335,13 @@ class EngineMeasurer:
             monitor.start()
         try:
             account = CpuAccount(self.cpu_procs).start()
-            res = timer.wrap(lambda progress, gaps: run_trial(
+            res = timer.wrap(lambda progress, gaps, follow: run_trial(
                 self.tx, self.rx, [Stream(frame_size=load.frame_size, rate_pps=load.rate_pps, flows=self.flows,
                                           **self.template)],
                 duration_s=duration_s, drain_s=self.drain_s, warmup_s=self.warmup_s, progress=self._live(progress),
-                progress_interval_s=EVENT_PROGRESS_S if progress else min(0.25, interval_s / 4), pacing=self.pacing,
+                progress_interval_s=min(0.25, interval_s / 4), pacing=self.pacing,
                 max_stretch_pct=100 * self.tolerance, interval_s=interval_s, on_intervals=deliver,
-                gap_slots=gaps, tx_cpus=self.tx_cpus, rx_cpus=self.rx_cpus))()
+                gap_slots=gaps, tx_cpus=self.tx_cpus, rx_cpus=self.rx_cpus, follow=follow))()
             cpu = account.stop().to_dict()
             # The last ones; not those planned after a run stopped early (tester-limited): no frame
             # was sent in them, they are not soak time.
@@ -451,12 +449,12 @@ class EngineMeasurer:
         before the next trial (an event may have flushed the DUT's tables)."""
         self._learn(load.frame_size)
         timer = _EventTimer(events, run_event, duration_s)
-        res, extra = self._monitored(timer.wrap(lambda progress, gaps: run_trial(
+        res, extra = self._monitored(timer.wrap(lambda progress, gaps, follow: run_trial(
             self.tx, self.rx, [Stream(frame_size=load.frame_size, rate_pps=load.rate_pps, flows=self.flows,
                                       **self.template)],
             duration_s=duration_s, drain_s=self.drain_s, warmup_s=self.warmup_s, progress=self._live(progress),
-            progress_interval_s=EVENT_PROGRESS_S, pacing=self.pacing, max_stretch_pct=100 * self.tolerance,
-            interval_s=INTERVAL_S, gap_slots=gaps, tx_cpus=self.tx_cpus, rx_cpus=self.rx_cpus)))
+            pacing=self.pacing, max_stretch_pct=100 * self.tolerance,
+            interval_s=INTERVAL_S, gap_slots=gaps, tx_cpus=self.tx_cpus, rx_cpus=self.rx_cpus, follow=follow)))
         self._learned.discard(load.frame_size.label)
         intervals = engine_intervals(res)
         c = self._counts(res, load.rate_pps, {**extra, "method": "one trial with events, per-flow sequence gaps"},
@@ -466,8 +464,9 @@ class EngineMeasurer:
 
 class _EventTimer:
     """The events of one engine trial: :meth:`wrap` makes the trial function (called with the
-    live-progress callback that fires them and the number of per-flow gap slots to keep) run them
-    at their times; :meth:`counts` adds what each did and cost. Without events it changes nothing."""
+    live-progress callback, the number of per-flow gap slots to keep, and ``run_trial``'s ``follow``
+    hook, by which the events' clock takes the run start from the engine) run them at their times;
+    :meth:`counts` adds what each did and cost. Without events it changes nothing."""
 
     def __init__(self, events: Sequence[Event], run_event: Callable[[Event], EventRun] | None, duration_s: float):
         if events and run_event is None:
@@ -477,16 +476,18 @@ class _EventTimer:
         self.events, self.run_event, self.duration_s = tuple(events), run_event, duration_s
         self.runs: list[EventRun] = []
 
-    def wrap(self, fn: Callable[[Callable[[_native.Snapshot], None] | None, int], _native.TrialResult]
+    def wrap(self, fn: Callable[[Callable[[_native.Snapshot], None] | None, int,
+                                 Callable[[_native.Trial], None] | None], _native.TrialResult]
              ) -> Callable[[], _native.TrialResult]:
         if not self.events or self.run_event is None:
-            return lambda: fn(None, 1)
+            return lambda: fn(None, 1, None)
         events, run_event = self.events, self.run_event
 
         def run() -> _native.TrialResult:
             clock = EventClock(events, run_event)
             try:
-                return fn(lambda snap: clock.progress(snap.phase, snap.elapsed_s), len(events) + 1)
+                with clock.on_time():
+                    return fn(lambda snap: clock.progress(snap.phase, snap.elapsed_s), len(events) + 1, clock.follow)
             finally:
                 self.runs.extend(clock.finish(timeout_s=max(60.0, self.duration_s)))
         return run

@@ -20,19 +20,23 @@ long that follows the first lossy interval of the event's window (0 when nothing
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from netrig.errors import ConfigError
 from netrig.results.typed import from_dict
-from netrig.testbed.placement import on_time
+from netrig.testbed.placement import on_time, thread_placement_restored
+
+if TYPE_CHECKING:
+    from netrig import _native
 
 #: Per-interval counting of a trial with events, seconds (the recovery time's resolution).
 INTERVAL_S = 0.01
@@ -178,16 +182,22 @@ class CommandRunner:
 class EventClock:
     """Fires events at their times after the measured run begins, on a thread of their own.
 
-    Feed it the engine's live snapshots (:meth:`progress`): the first one in the ``running`` phase
-    fixes the run start. :meth:`finish` (after the trial) waits for commands still running and
-    returns every :class:`EventRun`, in the events' order; an event whose time the trial never
-    reached did not run."""
+    The run start comes from the engine's trial itself (:meth:`follow`, read on the clock's own
+    thread, an ordinary one) or else from the live snapshots (:meth:`progress`: the first one in the
+    ``running`` phase). The clock's thread needs the GIL to fire, so the thread that runs the trial
+    must not hold it at the tester bookkeeping's lowest priority (``SCHED_IDLE``): preempted there by
+    the TX worker spinning on its CPU, it kept the GIL, and the event ran 0.25–1.2 s late in 3 of 6
+    3-s trials at 8 kfps on the router test bed (after the traffic, once). The trial runs under
+    :meth:`on_time` (0 of 6 late). :meth:`finish`
+    (after the trial) waits for commands still running and returns every :class:`EventRun`, in the
+    events' order; an event whose time the trial never reached did not run."""
 
     def __init__(self, events: Sequence[Event], runner: Callable[[Event], EventRun]):
         self.events = sorted(events, key=lambda e: e.at_s)
         self.runner = runner
         self.runs: dict[int, EventRun] = {}
         self._start_ns: int | None = None
+        self._trial: _native.Trial | None = None
         self._started = threading.Event()
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._fire, name="netrig-events", daemon=True)
@@ -198,15 +208,38 @@ class EventClock:
             self._start_ns = time.monotonic_ns() - int(elapsed_s * 1e9)
             self._started.set()
 
+    @contextlib.contextmanager
+    def on_time(self) -> Iterator[None]:
+        """The calling thread at ordinary priority while the block runs (restored after): it runs
+        the trial and holds the GIL between its waits, which the events' clock needs to fire."""
+        with thread_placement_restored():
+            on_time()
+            yield
+
+    def follow(self, trial: _native.Trial) -> None:
+        """Take the run start from ``trial`` (``run_trial(follow=…)``)."""
+        self._trial = trial
+
+    def _wait_start(self) -> int | None:
+        """The run start, once known; ``None`` when the clock is finished first."""
+        while not self._done.is_set():
+            trial = self._trial
+            start = trial.run_start_ns(0.05) if trial is not None else None
+            if start is not None:
+                return start
+            if self._started.wait(0.0 if trial is not None else 0.05):
+                return self._start_ns
+        return None
+
     def _fire(self) -> None:
         on_time()  # events run at their times, even next to a busy tester worker
-        while not self._started.wait(0.05):
-            if self._done.is_set():
-                return
-        assert self._start_ns is not None
+        start = self._wait_start()
+        if start is None:
+            return
+        self._start_ns = start
         for i, e in enumerate(self.events):
             while True:
-                wait = (self._start_ns + e.at_s * 1e9 - time.monotonic_ns()) / 1e9
+                wait = (start + e.at_s * 1e9 - time.monotonic_ns()) / 1e9
                 if wait <= 0:
                     break
                 if self._done.wait(min(wait, 0.05)):
