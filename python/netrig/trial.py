@@ -377,24 +377,7 @@ def run_trial(
     itself (``run_start_ns``): the progress callbacks come from this thread, which the tester's
     bookkeeping priority lets a busy tester CPU hold up for seconds.
     """
-    if isinstance(streams, (str, bytes)) or not isinstance(streams, Sequence):
-        raise ConfigError("streams", f"must be a list of netrig.Stream (got {streams!r})")
-    if ports is None:
-        if tx is None:
-            raise ConfigError("ports", "give tx and rx ports, or ports=[...]")
-        if rx is None:
-            # Transmit only: no RX workers (the receiver is someone else's, e.g. an XDP drop).
-            ports, receive = [tx], False
-            streams = [dataclasses.replace(s, tx_port=0, rx_port=0) if isinstance(s, Stream) else s
-                       for s in streams]
-        else:
-            ports = [tx, rx]
-    elif not receive:
-        streams = [dataclasses.replace(s, rx_port=s.tx_port) if isinstance(s, Stream) else s for s in streams]
-    for i, s in enumerate(streams):
-        if not isinstance(s, Stream):
-            raise ConfigError(f"streams[{i}]", f"{s!r} is not a netrig.Stream")
-    ports, streams = _one_port_each(list(ports), streams)
+    ports, streams, receive = _trial_ports(tx, rx, ports, streams, receive)
     phase_specs = _phase_specs(phases)
     if phase_specs and duration_s is None and frames is None and bursts is None:
         duration_s = sum(p.duration_s for p in phase_specs)
@@ -447,6 +430,31 @@ def listen(
         raise ConfigError("ports", f"must be a list of netrig.Port (got {ports!r})")
     handle = _native.Listen(list(ports), _seconds(duration_s, "duration_s"), rx_cpus=tuple(rx_cpus or ()))
     return _watch(handle, progress, progress_interval_s, "listen", "receiving stopped")
+
+
+def _trial_ports(tx: Port | None, rx: Port | None, ports: Sequence[Port] | None, streams: Sequence[Stream],
+                 receive: bool) -> tuple[list[Port], list[Stream], bool]:
+    """``run_trial``'s two forms as one: the ports (each interface once), the streams indexing
+    them, and whether anything receives."""
+    if isinstance(streams, (str, bytes)) or not isinstance(streams, Sequence):
+        raise ConfigError("streams", f"must be a list of netrig.Stream (got {streams!r})")
+    if ports is None:
+        if tx is None:
+            raise ConfigError("ports", "give tx and rx ports, or ports=[...]")
+        if rx is None:
+            # Transmit only: no RX workers (the receiver is someone else's, e.g. an XDP drop).
+            ports, receive = [tx], False
+            streams = [dataclasses.replace(s, tx_port=0, rx_port=0) if isinstance(s, Stream) else s
+                       for s in streams]
+        else:
+            ports = [tx, rx]
+    elif not receive:
+        streams = [dataclasses.replace(s, rx_port=s.tx_port) if isinstance(s, Stream) else s for s in streams]
+    for i, s in enumerate(streams):
+        if not isinstance(s, Stream):
+            raise ConfigError(f"streams[{i}]", f"{s!r} is not a netrig.Stream")
+    ports_, streams_ = _one_port_each(list(ports), streams)
+    return ports_, list(streams_), receive
 
 
 def _watch(handle: Any, progress: Callable[[Snapshot], None] | None, every_s: float, what: str, stopped: str,
