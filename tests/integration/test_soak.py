@@ -24,6 +24,8 @@ pytestmark = [needs_root, pytest.mark.root]
 HERE = Path(__file__).resolve().parent
 ENV = dict(os.environ, PYTHONPATH=str(HERE.parents[1] / "python"))
 NETRIG = [sys.executable, "-m", "netrig.cli.main"]
+#: Bytes the leaky DUT daemon keeps per packet it forwards.
+LEAK_B = 128
 
 
 def netrig_cmd(*args: str) -> list[str]:
@@ -103,9 +105,10 @@ def rss_verdict(e: dict) -> dict:
 
 def test_the_leaky_dut_is_flagged_the_clean_one_is_not_and_a_killed_soak_resumes(tmp_path):
     with router() as tb_id:
-        # The leaky daemon keeps 32 bytes per packet: at 5 kfps, 32 × 5000 × 3600 B/h ≈ 550 MiB/h.
-        (tmp_path / "leak.json").write_text(json.dumps(soak_config(tb_id, "25s")))
-        with dut_daemon(tb_id, 32, tmp_path / "leak.status"):
+        # The leaky daemon keeps 128 bytes per packet: at 5 kfps, 128 × 5000 × 3600 B/h ≈ 2.2 GiB/h,
+        # 7.7 MB in the 12-s soak (32 B/packet needed 25 s for the same margin over the RSS's steps).
+        (tmp_path / "leak.json").write_text(json.dumps(soak_config(tb_id, "12s")))
+        with dut_daemon(tb_id, LEAK_B, tmp_path / "leak.status"):
             r = netrig("run", str(tmp_path / "leak.json"), "--out", str(tmp_path / "leak"))
         assert r.returncode == 0, r.stderr
         assert "note: soak 0:00:" in r.stderr and "LEAK RSS nrsoak-dut" in r.stderr, "live verdicts"
@@ -113,13 +116,13 @@ def test_the_leaky_dut_is_flagged_the_clean_one_is_not_and_a_killed_soak_resumes
         assert e["leak"] is True and e["segments"] == 1
         t = rss_verdict(e)
         assert t["leak"] and t["low_per_h"] > 0
-        # The leak built: 32 B per frame the DUT received, over the same times as the RSS samples.
+        # The leak built: LEAK_B per frame the DUT received, over the same times as the RSS samples.
         ivs = e["intervals"]
         ts = [iv["t_s"] + iv["duration_s"] for iv in ivs]
         cum, c = [], 0
         for iv in ivs:
             c += iv["frames_received"]
-            cum.append(32 * c)
+            cum.append(LEAK_B * c)
         built = slope_ci(ts, cum).slope * 3600
         assert 0.75 * built <= t["slope_per_h"] <= 1.25 * built, (t, built)
         assert t["low_per_h"] <= built * 1.1 and t["high_per_h"] >= built * 0.9, (t, built)
