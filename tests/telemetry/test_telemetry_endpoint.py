@@ -220,3 +220,23 @@ def test_only_metrics_is_served(path):
         with pytest.raises(urllib.error.HTTPError) as e:
             urllib.request.urlopen(base + path, timeout=10).read()
         assert e.value.code == 404 and b"# TYPE" not in e.value.read()
+
+
+def test_the_last_scrape_awaited_reads_its_values_after_the_wait_began():
+    """A scrape that copied the store before a run ended and is served after it does not carry the
+    end, so it does not end ``linger``'s wait (it once did: Prometheus never saw the run complete)."""
+    from netrig.telemetry.store import Store
+
+    store = Store()
+    reading = store.snapshot()  # a scrape reading while the run ends
+    store.served(reading)
+    assert not store.await_fresh_scrape(0.05), "a copy taken before the wait does not count"
+    waited: list[bool] = []
+    waiter = threading.Thread(target=lambda: waited.append(store.await_fresh_scrape(10.0)))
+    waiter.start()
+    deadline = time.monotonic() + 10
+    while waiter.is_alive():  # scrapes go on; the first whose copy follows the wait's start ends it
+        assert time.monotonic() < deadline
+        store.served(store.snapshot())
+        time.sleep(0.01)
+    assert waited == [True]

@@ -77,4 +77,4 @@ class StoreCollector(Collector):
                 yield _info(fam, series)
             else:
                 yield _summary(fam, snap.summaries.get(fam, {}), snap)
-        self.store.served()
+        self.store.served(snap)

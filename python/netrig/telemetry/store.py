@@ -35,6 +35,8 @@ class Snapshot:
     values: dict[Family, dict[Labels, float]]
     created: dict[tuple[Family, Labels], float]
     summaries: dict[Family, dict[Labels, Quantiles]]
+    #: Which copy this is (1, 2, …): a scrape says which it served (:meth:`Store.served`).
+    seq: int = 0
 
 
 class Store:
@@ -48,6 +50,10 @@ class Store:
         #: Scrapes served (counted as their families are built), and when the last two were.
         self.scrapes = 0
         self.scraped_at: tuple[float, float] = (0.0, 0.0)
+        #: Copies taken for scrapes, and the newest one a scrape served: a scrape whose copy was
+        #: taken before a run ended, served after, does not carry the end.
+        self.copies = 0
+        self.served_copy = 0
         self._scraped = threading.Condition(self.lock)
 
     def add(self, fam: Family, labels: Labels, step: float) -> None:
@@ -108,18 +114,22 @@ class Store:
         for source in list(self.sources):
             source(self)
         with self.lock:
+            self.copies += 1
             return Snapshot({f: dict(v) for f, v in self._values.items()}, dict(self._created),
                             {f: {k: Quantiles(dict(q.quantiles), q.sum, q.count) for k, q in v.items()}
-                             for f, v in self._summaries.items()})
+                             for f, v in self._summaries.items()}, self.copies)
 
-    def served(self) -> None:
-        """A scrape's families were built (the collector says so)."""
+    def served(self, snap: Snapshot) -> None:
+        """A scrape's families were built from ``snap`` (the collector says so)."""
         with self.lock:
             self.scrapes += 1
             self.scraped_at = (self.scraped_at[1], time.monotonic())
+            self.served_copy = max(self.served_copy, snap.seq)
             self._scraped.notify_all()
 
-    def await_scrape(self, after: int, timeout_s: float) -> bool:
-        """Wait until more than ``after`` scrapes were served (at most ``timeout_s``)."""
+    def await_fresh_scrape(self, timeout_s: float) -> bool:
+        """Wait until a scrape whose copy is taken from now on was served (at most ``timeout_s``):
+        it carries every value stored before the call."""
         with self.lock:
-            return self._scraped.wait_for(lambda: self.scrapes > after, timeout_s)
+            taken = self.copies
+            return self._scraped.wait_for(lambda: self.served_copy > taken, timeout_s)

@@ -56,8 +56,10 @@ class Telemetry:
 
     def linger(self) -> float:
         """Let a scraper read the final values: when something scraped during the command, wait for
-        one more scrape — at most twice the last gap between scrapes and a second, and never more
-        than :data:`LINGER_MAX_S`. Returns the seconds waited (0: nobody scraped)."""
+        one more scrape whose values are read from now on (one already reading when the command
+        ended may lack its end: Prometheus once never saw a run complete) — at most twice the last
+        gap between scrapes and a second, and never more than :data:`LINGER_MAX_S`. Returns the
+        seconds waited (0: nobody scraped)."""
         store = self.store
         with store.lock:
             n, (before, last) = store.scrapes, store.scraped_at
@@ -65,7 +67,7 @@ class Telemetry:
             return 0.0
         gap = last - before if n > 1 else LINGER_MAX_S
         t0 = time.monotonic()
-        if store.await_scrape(n, min(LINGER_MAX_S, 2 * gap + 1.0)):
+        if store.await_fresh_scrape(min(LINGER_MAX_S, 2 * gap + 1.0)):
             time.sleep(RESPONSE_GRACE_S)  # the response is being written
         return time.monotonic() - t0
 
