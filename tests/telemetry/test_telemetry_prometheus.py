@@ -84,6 +84,12 @@ def prometheus(tmp: Path, target: str) -> Iterator[str]:
                     break
             assert p.poll() is None and time.monotonic() < deadline, (tmp / "prometheus.log").read_text()
             time.sleep(0.2)
+        # Ready is not scraping: the first scrape of a target comes seconds later (discovery, then an
+        # offset within the interval), and a run of a few seconds ended before it (nothing scraped,
+        # so netrig rightly did not wait). The target's ``up`` (0 until the run listens) says it has begun.
+        while query(base, "up") is None:
+            assert p.poll() is None and time.monotonic() < deadline, "Prometheus never scraped the target"
+            time.sleep(0.2)
         yield base
     finally:
         p.kill()
