@@ -27,13 +27,13 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from netrig.errors import ConfigError
 from netrig.results.typed import from_dict
-from netrig.testbed.placement import on_time, thread_placement_restored
+from netrig.testbed.placement import on_time, ordinary_while
 
 if TYPE_CHECKING:
     from netrig import _native
@@ -188,9 +188,9 @@ class EventClock:
     must not hold it at the tester bookkeeping's lowest priority (``SCHED_IDLE``): preempted there by
     the TX worker spinning on its CPU, it kept the GIL, and the event ran 0.25–1.2 s late in 3 of 6
     3-s trials at 8 kfps on the router test bed (after the traffic, once). The trial runs under
-    :meth:`on_time` (0 of 6 late). :meth:`finish`
-    (after the trial) waits for commands still running and returns every :class:`EventRun`, in the
-    events' order; an event whose time the trial never reached did not run."""
+    :meth:`on_time` (0 of 6 late). :meth:`finish` (after the trial) waits for commands still running
+    and returns every :class:`EventRun`, in the events' order; an event whose time the trial never
+    reached did not run."""
 
     def __init__(self, events: Sequence[Event], runner: Callable[[Event], EventRun]):
         self.events = sorted(events, key=lambda e: e.at_s)
@@ -208,13 +208,10 @@ class EventClock:
             self._start_ns = time.monotonic_ns() - int(elapsed_s * 1e9)
             self._started.set()
 
-    @contextlib.contextmanager
-    def on_time(self) -> Iterator[None]:
-        """The calling thread at ordinary priority while the block runs (restored after): it runs
-        the trial and holds the GIL between its waits, which the events' clock needs to fire."""
-        with thread_placement_restored():
-            on_time()
-            yield
+    def on_time(self) -> contextlib.AbstractContextManager[None]:
+        """The calling thread (it runs the trial and holds the GIL between its waits, which the
+        clock needs to fire) at ordinary priority while the block runs, restored after."""
+        return ordinary_while()
 
     def follow(self, trial: _native.Trial) -> None:
         """Take the run start from ``trial`` (``run_trial(follow=…)``)."""

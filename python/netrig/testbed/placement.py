@@ -91,6 +91,15 @@ def on_time() -> None:
 
 
 @contextlib.contextmanager
+def ordinary_while() -> Iterator[None]:
+    """This thread an ordinary one (:func:`on_time`) while the block runs, its placement restored
+    after: a thread that holds the GIL while another thread's timing is measured (events)."""
+    with thread_placement_restored():
+        on_time()
+        yield
+
+
+@contextlib.contextmanager
 def keep_off_dut(tester_cpus: Sequence[int]) -> Iterator[None]:
     """While the block runs, this thread is tester bookkeeping (:func:`bookkeeping_on`); its old
     affinity and scheduling policy are restored afterwards. Empty: nothing changes."""
