@@ -84,17 +84,22 @@ def test_a_real_policer_loses_in_overload_and_recovers_at_once(tmp_path):
     and forwarding is loss-free again within one interval of the overload's end. The policer polices
     inline, as frames arrive (as tests/integration/test_policer_throughput.py's does): behind the wire
     it polices when the DUT's CPU takes them, in bursts after each vCPU stall, and its small bucket
-    then drops below its cap (the throughput came out at ~15 kfps, so 150 % of it lost nothing)."""
+    then drops below its cap (the throughput came out at ~15 kfps, so 150 % of it lost nothing).
+    The search's resolution is 0.02 % of line rate (~3 kfps, a tenth of the cap): the policer
+    forwards its bucket on top of its cap, so the failed trial's forwarded rate it follows can lie
+    above the cap and lose a few frames again; at 2 % (~300 kfps) the search then halved to ~15 kfps
+    and stopped there, within its resolution (1 run in ~70)."""
     cfg = config_from_dict({
         "testbed": {"name": "policer", "options": {"cap": "30kpps", "dut_placement": "inline"}},
         "frames": {"sizes": [64]},
         "trial": {"duration_s": 0.5, "drain_s": 0.3}, "selftest": {"enabled": False},
-        "methods": [{"rfc2544_throughput": {"resolution_pct": 2.0}},
+        "methods": [{"rfc2544_throughput": {"resolution_pct": 0.02}},
                     {"stress": {"before_s": 1, "overload_s": 1, "after_s": 1.5, "interval_s": 0.1}}]})
     doc = Runner(cfg, tmp_path / "p").run()
     assert doc["complete"], doc.get("interrupted_reason")
     tput = next(r for r in doc["summary"] if r["method"] == "rfc2544_throughput")["results"][0]["repetitions"][0]
     assert tput["found"] and not tput["tester_limited"], tput  # the rate the overload is 150 % of
+    assert 27_000 <= tput["rate_pps"] <= 31_000, tput  # the cap, to the resolution and its bucket
     rep = next(r for r in doc["summary"] if r["method"] == "stress")["results"][0]["repetitions"][0]
     (ep,) = rep["episodes"]
     assert 0.2 <= ep["loss_ratio"] <= 0.45, ep
