@@ -220,7 +220,7 @@ def test_two_agents_exact_counts_and_refused_without_token(tmp_path):
         assert agent_call(b, "a", "/monitor/metrics", req)["flow_metrics"][0]["frames_tx"] == fa["frames_tx"]
 
 
-def one_flow(a, locations: tuple[str, str], frames: int, pps: int = 5000):
+def one_flow(a, locations: tuple[str, str], frames: int, pps: int):
     """Flow f from port a1 to b1 (at ``locations``), 128-B frames: counts, timestamps and latency."""
     c = a.config()
     for port, loc in zip(("a1", "b1"), locations):
@@ -235,9 +235,9 @@ def one_flow(a, locations: tuple[str, str], frames: int, pps: int = 5000):
     return c
 
 
-def run_flow(a, locations: tuple[str, str], frames: int = 10_000, during=None):
+def run_flow(a, locations: tuple[str, str], frames: int = 10_000, pps: int = 10_000, during=None):
     """One run of ``one_flow``, ``during`` called once it sends; its final metric row."""
-    a.set_config(one_flow(a, locations, frames))
+    a.set_config(one_flow(a, locations, frames, pps))
     control(a, "start")
     if during is not None:
         while flow_metrics(a, ["f"])["f"].frames_rx < 1000:
@@ -276,7 +276,7 @@ def test_cross_agent_latency_on_one_host_is_within_its_bound_of_the_same_host_va
         # the receiving agent stopped for 0.3 s: its backlog inflates the average; the minimum stays
         # that of the veth, within the clocks' bound: not a value
         pb = b.procs[1]
-        m = run_flow(a, ("a/a1", "b/b1"), 15_000, lambda: (pb.send_signal(signal.SIGSTOP), time.sleep(0.3),
+        m = run_flow(a, ("a/a1", "b/b1"), 15_000, 5000, lambda: (pb.send_signal(signal.SIGSTOP), time.sleep(0.3),
                                                            pb.send_signal(signal.SIGCONT)))
         note = agents_report(url)["flows"][0]
         print(f"receiver stopped 0.3 s: reported {reported_statistics(m)}, note {note}")

@@ -68,7 +68,7 @@ from netrig.otg.objects import (
 from netrig.otg.ptp import PtpProbe
 from netrig.otg.supervision import Supervision
 from netrig.otgclient import headers
-from netrig.telemetry.endpoint import bind_error
+from netrig.telemetry.endpoint import STOP_POLL_S, bind_error
 
 #: Largest request body read, bytes (a 4096-flow config with every pattern is a few MB).
 MAX_BODY_BYTES = 256 << 20
@@ -402,7 +402,8 @@ class OtgServer(ThreadingHTTPServer):
 
     def start(self) -> None:
         """Serve in a background thread."""
-        self._thread = threading.Thread(target=self.serve_forever, name="netrig-serve", daemon=True)
+        self._thread = threading.Thread(target=self.serve_forever, args=(STOP_POLL_S,), name="netrig-serve",
+                                        daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
