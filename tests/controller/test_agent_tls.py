@@ -45,15 +45,16 @@ def make_ca(d: Path, name: str) -> tuple[Path, Path]:
     return cert, key
 
 
-def make_cert(d: Path, name: str, ca: tuple[Path, Path], usage: str) -> tuple[Path, Path]:
-    """A certificate ``ca`` signed for 127.0.0.1 (``usage``: serverAuth or clientAuth)."""
+def make_cert(d: Path, name: str, ca: tuple[Path, Path], usage: str, ip: str = "127.0.0.1") -> tuple[Path, Path]:
+    """A certificate ``ca`` signed for ``ip`` (``usage``: serverAuth or clientAuth); its key only its owner's."""
     cert, key, csr, ext = d / f"{name}.pem", d / f"{name}.key", d / f"{name}.csr", d / f"{name}.ext"
-    ext.write_text(f"subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\n"
+    ext.write_text(f"subjectAltName=IP:{ip}\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\n"
                    f"extendedKeyUsage={usage}\nauthorityKeyIdentifier=keyid\nsubjectKeyIdentifier=hash\n")
     openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", str(key),
             "-out", str(csr), "-subj", f"/CN={name}")
     openssl("x509", "-req", "-in", str(csr), "-CA", str(ca[0]), "-CAkey", str(ca[1]), "-CAcreateserial",
             "-out", str(cert), "-days", "2", "-extfile", str(ext))
+    key.chmod(0o600)  # netrig serve refuses a key others may read
     return cert, key
 
 

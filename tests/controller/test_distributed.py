@@ -10,6 +10,7 @@ import json
 import os
 import secrets
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -36,10 +37,16 @@ def mac(port: str) -> str:
 
 class Bed:
     """Namespaces, the management bridge, the DUT, the processes: everything torn down at the end.
-    ``bare``: no DUT, one veth pair a1 ↔ b1 between the agents (each serves its one port)."""
+    ``bare``: no DUT, one veth pair a1 ↔ b1 between the agents (each serves its one port). ``tls``:
+    the agents serve HTTPS with certificates a CA made here signed for their management addresses,
+    and take only clients with a certificate it signed (``--client-ca``) and the token; the
+    controller trusts that CA (``--agent-ca``) and presents its own (``--agent-cert``)."""
 
-    def __init__(self, tmp: Path, bare: bool = False) -> None:
+    def __init__(self, tmp: Path, bare: bool = False, tls: bool = False) -> None:
         self.bare = bare
+        self.tmp = tmp
+        self.pki: dict[str, tuple[Path, Path]] | None = None
+        self.tls = tls
         self.tag = f"nrd{secrets.token_hex(2)}"
         self.net = f"198.18.{200 + secrets.randbelow(50)}"
         self.ns = {k: f"{self.tag}{k}" for k in ("a", "b", "d")}
@@ -50,6 +57,8 @@ class Bed:
         self.procs: list[subprocess.Popen] = []
 
     def build(self) -> None:
+        if self.tls:
+            self._pki()
         for ns in self.ns.values():
             sh("ip", "netns", "add", ns)
         sh("ip", "link", "add", self.bridge, "type", "bridge")
@@ -66,6 +75,25 @@ class Bed:
             self._pair()
         else:
             self._dut()
+
+    def _pki(self) -> None:
+        from tests.controller.test_agent_tls import make_ca, make_cert
+
+        ca = make_ca(self.tmp, "ca")
+        self.pki = {"ca": ca, "controller": make_cert(self.tmp, "controller", ca, "clientAuth")}
+        for k, name in enumerate("ab"):
+            self.pki[name] = make_cert(self.tmp, f"agent-{name}", ca, "serverAuth", f"{self.net}.{k + 2}")
+
+    def client_context(self) -> ssl.SSLContext | None:
+        """What the controller presents to the agents, for a test's own requests (``None``: HTTP)."""
+        if self.pki is None:
+            return None
+        ctx = ssl.create_default_context(cafile=str(self.pki["ca"][0]))
+        ctx.load_cert_chain(*map(str, self.pki["controller"]))
+        return ctx
+
+    def agent_url(self, name: str) -> str:
+        return f"{'https' if self.tls else 'http'}://{self.net}.{'ab'.index(name) + 2}:{AGENT_PORT}"
 
     def _pair(self) -> None:
         """a1 (agent a's) ↔ b1 (agent b's), one veth pair: no DUT."""
@@ -100,7 +128,7 @@ class Bed:
         deadline = time.monotonic() + 60
         while True:
             try:
-                urllib.request.urlopen(url + "/capabilities/version", timeout=2).read()
+                urllib.request.urlopen(url + "/capabilities/version", timeout=2, context=self.client_context()).read()
                 return proc
             except OSError as e:
                 if getattr(e, "code", None) == 401:  # an agent: up, and refusing who has no token
@@ -111,18 +139,28 @@ class Bed:
                 time.sleep(0.1)
 
     def agent(self, name: str, io: str = "af_packet") -> subprocess.Popen:
-        k = "ab".index(name)
-        addr = f"{self.net}.{k + 2}:{AGENT_PORT}"
+        url = self.agent_url(name)
         ports = ["--port", f"{name}1"] + ([] if self.bare else ["--port", f"{name}2"])
-        return self.start([*ports, "--http", "--listen", addr, "--token-file", str(self.token), "--io", io],
-                          self.ns[name], f"http://{addr}")
+        trust = ["--http"] if self.pki is None else \
+            ["--cert", str(self.pki[name][0]), "--key", str(self.pki[name][1]), "--client-ca", str(self.pki["ca"][0])]
+        return self.start([*ports, *trust, "--listen", url.split("//")[1], "--token-file", str(self.token), "--io", io],
+                          self.ns[name], url)
 
-    def controller(self) -> tuple[subprocess.Popen, str]:
-        url = f"http://127.0.0.1:{free_port()}"
-        argv = ["--http", "--listen", url[7:], "--agent-token-file", str(self.token)]
-        for k, name in enumerate("ab"):
-            argv += ["--agent", f"{name}=http://{self.net}.{k + 2}:{AGENT_PORT}"]
-        return self.start(argv, None, url), url
+    def controller_argv(self, url: str, token: Path | None = None, cert: str = "controller") -> list[str]:
+        """`netrig serve` as the controller of both agents at ``url``, with ``token`` (default: the
+        agents') and the certificate ``cert`` of the PKI (over HTTPS)."""
+        argv = ["serve", "--http", "--listen", url[7:], "--agent-token-file", str(token or self.token)]
+        if self.pki is not None:
+            argv += ["--agent-ca", str(self.pki["ca"][0]), "--agent-cert", str(self.pki[cert][0]),
+                     "--agent-key", str(self.pki[cert][1])]
+        for name in "ab":
+            argv += ["--agent", f"{name}={self.agent_url(name)}"]
+        return argv
+
+    def controller(self, number: int | None = None) -> tuple[subprocess.Popen, str]:
+        """The controller on loopback, on port ``number`` (default: a free one)."""
+        url = f"http://127.0.0.1:{number or free_port()}"
+        return self.start(self.controller_argv(url)[1:], None, url), url
 
     def teardown(self) -> list[str]:
         """SIGTERM each process (SIGKILL after 20 s), delete everything; returns stray stderr."""
@@ -145,8 +183,8 @@ class Bed:
 
 
 @contextmanager
-def bed(tmp: Path, bare: bool = False) -> Iterator[Bed]:
-    b = Bed(tmp, bare)
+def bed(tmp: Path, bare: bool = False, tls: bool = False) -> Iterator[Bed]:
+    b = Bed(tmp, bare, tls)
     try:
         b.build()
         yield b
@@ -282,6 +320,29 @@ def test_cross_agent_latency_on_one_host_is_within_its_bound_of_the_same_host_va
         print(f"receiver stopped 0.3 s: reported {reported_statistics(m)}, note {note}")
         assert m.latency.minimum_ns is None, (m, note)
         assert all(v > note["latency_uncertainty_ns"] for v in reported_statistics(m).values()), (m, note)
+
+
+def test_a_wrong_token_or_certificate_is_refused_at_start_over_https(tmp_path):
+    """Issue 45: real agents over HTTPS on the management network; a controller with a wrong token,
+    or a client certificate another CA signed, does not start: one line naming the agent."""
+    from tests.controller.test_agent_tls import make_ca, make_cert
+
+    with bed(tmp_path, bare=True, tls=True) as b:
+        b.agent("a"), b.agent("b")
+        wrong = tmp_path / "wrong-token"
+        wrong.write_text(secrets.token_hex(32) + "\n")
+        wrong.chmod(0o600)
+        assert b.pki is not None
+        b.pki["stranger"] = make_cert(tmp_path, "stranger", make_ca(tmp_path, "other-ca"), "clientAuth")
+        env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
+        for case, argv in (("a wrong token", b.controller_argv("http://127.0.0.1:1", token=wrong)),
+                           ("another CA's certificate", b.controller_argv("http://127.0.0.1:1", cert="stranger"))):
+            r = subprocess.run([sys.executable, "-m", "netrig.cli.main", *argv], env=env, capture_output=True,
+                               text=True, timeout=60)
+            print(f"{case}: exit {r.returncode}: {r.stderr.strip()}")
+            assert r.returncode != 0 and "Traceback" not in r.stderr, r.stderr
+            assert len(r.stderr.strip().splitlines()) == 1 and "--agent: agent a" in r.stderr, r.stderr
+            assert ("answered 401" in r.stderr) == (case == "a wrong token"), r.stderr
 
 
 def agent_call(b: Bed, name: str, path: str, body: dict) -> dict:

@@ -6,6 +6,7 @@ exactly, a throughput found. The namespaces and processes are those of ``test_di
 ``bed``, torn down however the test ends."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -19,6 +20,8 @@ import pytest
 from tests.conftest import needs_root, sh
 from tests.controller.test_distributed import bed, mac
 from tests.otg.conftest import ROOT
+
+from netrig.results import read_trial_log
 
 pytestmark = [needs_root, pytest.mark.root, pytest.mark.slow]
 
@@ -161,3 +164,82 @@ def test_netrig_run_on_a_bare_veth_pair_reports_no_dut_loss(tmp_path):
     assert first["invalid_reason"].startswith("the receiving tester port b/b1 dropped frames itself ("), first
     assert lost == drops["rx_ring_drops"], drops  # every lost frame one its own ring dropped
     assert all("tester receive drops" not in c["raw"]["otg"]["not_measured"] for c in trials)
+
+
+#: Frame loss from 100 %, then 50 %: two trials on a bare pair (each loss-free).
+TWO_TRIALS = "[methods.rfc2544_frame_loss]\nstart_pct = 100\nstep_pct = 50\nstop_after_lossfree = 2"
+
+
+def trials_on_disk(out) -> list[dict]:
+    with contextlib.suppress(Exception):  # not yet written, or a line being written
+        return read_trial_log(out)[1]
+    return []
+
+
+#: How agent b is lost: what starts it, what ends it, and when it ends (seconds after the start).
+FAULTS = {
+    "SIGKILL": (lambda b: b.procs[1].kill(), lambda b: None, 0.0),
+    "SIGSTOP for 3 s": (lambda b: b.procs[1].send_signal(signal.SIGSTOP),
+                        lambda b: b.procs[1].send_signal(signal.SIGCONT), 3.0),
+    "management link down for 2 s": (lambda b: sh("ip", "link", "set", f"{b.tag}mb", "down"),
+                                     lambda b: sh("ip", "link", "set", f"{b.tag}mb", "up"), 2.0),
+}
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_an_agent_lost_mid_run_over_https_stops_it_resumably_and_resume_finishes_it(tmp_path, fault):
+    """Issue 45, with real agents over HTTPS (certificates made here, --client-ca, --agent-ca, tokens):
+    agent b dies (SIGKILL), hangs (SIGSTOP: a stopped host, its heartbeat unanswered) or loses its
+    management link once the first trial is on disk — in the second trial's set-up or traffic. The
+    run stops with one line naming the agent and the remedy, keeps the first trial and counts none of
+    the second; with the agent back (restarted, continued, its link up) and the controller
+    restarted, `netrig run --resume` finishes it: both trials valid, every frame counted."""
+    begin, end, lasts_s = FAULTS[fault]
+    with bed(tmp_path, bare=True, tls=True) as b:
+        b.agent("a", io="auto"), b.agent("b", io="auto")
+        pc, url = b.controller()
+        cfg = tmp_path / "run.toml"
+        cfg.write_text(CONFIG.format(name=f"agent b lost: {fault}", url=url, pairs=pair_toml("a1", "b1"), speed="10M",
+                                     size=128, duration="0.5s", method=TWO_TRIALS))
+        out = tmp_path / "out"
+        env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
+        argv = [sys.executable, "-m", "netrig.cli.main", "run"]
+        run = subprocess.Popen([*argv, str(cfg), "--out", str(out), "--quiet"], env=env, stderr=subprocess.PIPE,
+                               text=True)
+        try:
+            deadline = time.monotonic() + 60
+            while not trials_on_disk(out):
+                assert run.poll() is None, run.communicate()[1]
+                assert time.monotonic() < deadline, "no trial on disk within 60 s"
+                time.sleep(0.05)
+            begin(b)
+            lost = time.monotonic()
+            _, err = run.communicate(timeout=60)
+            print(f"agent b {fault}: netrig run exited {run.returncode} after {time.monotonic() - lost:.2f} s: "
+                  f"{err.strip()}")
+            time.sleep(max(0.0, lost + lasts_s - time.monotonic()))
+        finally:
+            end(b)
+            if run.poll() is None:
+                run.kill()
+                run.communicate()
+        assert run.returncode != 0 and "Traceback" not in err
+        line = err.splitlines()[0]  # the error; then where the finished trials are, and how to resume
+        assert line.startswith("netrig: error: ") and "agent b" in line and "--resume" in line, err
+        (first,) = trials_on_disk(out)
+        assert first["counts"]["valid"] and first["counts"]["frames_received"] == first["counts"]["frames_sent"] > 0
+        pc.send_signal(signal.SIGTERM)
+        pc.wait(timeout=30)
+        if fault == "SIGKILL":
+            b.procs[1].wait()
+            b.agent("b", io="auto")
+        b.controller(int(url.rsplit(":", 1)[1]))  # where the run's config says the controller is
+        resumed = subprocess.run([*argv, "--resume", str(out), "--quiet"], env=env, capture_output=True, text=True,
+                                 timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    doc = json.loads((out / "result.json").read_text())
+    assert doc["complete"] and doc["resumed"], doc["interrupted_reason"]
+    trials = [t["counts"] for t in doc["trials"] if t.get("method") == "rfc2544_frame_loss"]
+    assert len(trials) == 2 and trials[0]["frames_sent"] == first["counts"]["frames_sent"], trials
+    for c in trials:
+        assert c["valid"] and c["frames_received"] == c["frames_sent"] > 0, c

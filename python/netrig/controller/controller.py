@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from netrig.controller import clock, merge
@@ -69,6 +69,9 @@ class Controller(OtgService):
         self.agents = {a.name: a for a in agents}
         self.clocks = {a.name: clock.ClockTracker() for a in agents}
         self.down: dict[str, tuple[float, str]] = {}  # agent → (when, why), time.time()
+        # Marking an agent down takes only this lock, never ``lock``: a request that holds ``lock``
+        # while it waits for a hung agent (_answer) must see the heartbeat mark it down.
+        self.down_lock = threading.Lock()
         self.last_ok = {a.name: time.monotonic() for a in agents}
         self.lock = threading.RLock()
         self.config: Config | None = None
@@ -113,7 +116,7 @@ class Controller(OtgService):
 
     def _lost(self, name: str, why: str) -> None:
         """An agent is down: say so, and stop every other agent's flows."""
-        with self.lock:
+        with self.down_lock:
             if name in self.down:
                 return
             self.down[name] = (time.time(), why)
@@ -129,7 +132,7 @@ class Controller(OtgService):
         out: dict[str, T] = {}
         for n, fut in futures.items():
             try:
-                out[n] = fut.result()
+                out[n] = self._answer(n, fut)
             except OtgDown as e:
                 threading.Thread(target=self._lost, args=(n, str(e)), daemon=True).start()
                 if not quiet:
@@ -138,6 +141,20 @@ class Controller(OtgService):
                 if not quiet:
                     raise ConfigError("agents", str(e)) from None
         return out
+
+    def _answer(self, name: str, fut: Future[T]) -> T:
+        """The agent's answer; :class:`OtgDown` as soon as the heartbeat finds it down. A hung agent
+        (a stopped host) accepts the connection and never answers: the request alone would wait
+        for its timeout (30 s) where the heartbeat knows in 1 s. The request is left to time out
+        in its pool thread."""
+        while True:
+            try:
+                return fut.result(timeout=HEARTBEAT_S)
+            except TimeoutError:
+                with self.down_lock:
+                    down = self.down.get(name)
+                if down is not None:
+                    raise OtgDown(f"{down[1]} (marked down)") from None
 
     # ------------------------------------------------------------------------------------- config
 
