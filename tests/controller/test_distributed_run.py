@@ -18,7 +18,7 @@ import urllib.request
 
 import pytest
 from tests.conftest import needs_root, sh
-from tests.controller.test_distributed import bed, mac
+from tests.controller.test_distributed import agents_report, bed, mac
 from tests.otg.conftest import ROOT
 
 from netrig.results import read_trial_log
@@ -192,8 +192,8 @@ def test_an_agent_lost_mid_run_over_https_stops_it_resumably_and_resume_finishes
     agent b dies (SIGKILL), hangs (SIGSTOP: a stopped host, its heartbeat unanswered) or loses its
     management link once the first trial is on disk — in the second trial's set-up or traffic. The
     run stops with one line naming the agent and the remedy, keeps the first trial and counts none of
-    the second; with the agent back (restarted, continued, its link up) and the controller
-    restarted, `netrig run --resume` finishes it: both trials valid, every frame counted."""
+    the second. With the agent back (restarted, continued, its link up) the same controller takes it
+    back, and `netrig run --resume` finishes the run: both trials valid, every frame counted."""
     begin, end, lasts_s = FAULTS[fault]
     with bed(tmp_path, bare=True, tls=True) as b:
         b.agent("a", io="auto"), b.agent("b", io="auto")
@@ -228,12 +228,15 @@ def test_an_agent_lost_mid_run_over_https_stops_it_resumably_and_resume_finishes
         assert line.startswith("netrig: error: ") and "agent b" in line and "--resume" in line, err
         (first,) = trials_on_disk(out)
         assert first["counts"]["valid"] and first["counts"]["frames_received"] == first["counts"]["frames_sent"] > 0
-        pc.send_signal(signal.SIGTERM)
-        pc.wait(timeout=30)
         if fault == "SIGKILL":
             b.procs[1].wait()
             b.agent("b", io="auto")
-        b.controller(int(url.rsplit(":", 1)[1]))  # where the run's config says the controller is
+        back = time.monotonic()
+        while agents_report(url)["agents"][1]["state"] != "up":  # the controller takes it back
+            assert time.monotonic() - back < 10, agents_report(url)
+            time.sleep(0.1)
+        print(f"agent b taken back {time.monotonic() - back:.2f} s after it was back: {agents_report(url)['events']}")
+        assert pc.poll() is None  # the same controller all along
         resumed = subprocess.run([*argv, "--resume", str(out), "--quiet"], env=env, capture_output=True, text=True,
                                  timeout=120)
     assert resumed.returncode == 0, resumed.stderr

@@ -125,7 +125,7 @@ def test_an_agent_down_or_a_refusal_stops_the_run_with_one_line():
         measurer(FakeServer([row("pair0", 10, 10, loss=None), row("pair1", 10, 10)])).measure(
             Load(10.0, FrameSize(size=64)), 1.0)
     refused = FakeServer([], refuse=OtgRefused("OTG server: agent b is down: restart it", 409))
-    with pytest.raises(TestbedError, match="restart the agent, then the controller"):
+    with pytest.raises(TestbedError, match=r"restart the agent \(the controller takes it back\)"):
         measurer(refused).measure(Load(10.0, FrameSize(size=64)), 1.0)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import http.client
 import ssl
+import threading
 import time
 import urllib.parse
 from dataclasses import dataclass
@@ -68,6 +69,9 @@ class AgentClient(OtgClient):
         super().__init__(f"agent {spec.name}", spec.url, token, tls)
         self.spec = spec
         self._beat: http.client.HTTPConnection | None = None
+        # the heartbeat's connection: the heartbeat and the re-admission of a down agent use it,
+        # one at a time (an agent marked down by a request may still be in a heartbeat)
+        self._beat_lock = threading.Lock()
 
     @property
     def name(self) -> str:
@@ -81,7 +85,11 @@ class AgentClient(OtgClient):
     def clock_sample(self) -> tuple[clock.Sample, headers.Ptp | None]:
         """One NTP-style exchange (``GET /capabilities/version``) on the heartbeat's own connection,
         kept open (no connect or new server thread in the round trip); :class:`OtgDown` on failure.
-        Only the heartbeat thread calls it."""
+        One caller at a time."""
+        with self._beat_lock:
+            return self._clock_sample()
+
+    def _clock_sample(self) -> tuple[clock.Sample, headers.Ptp | None]:
         try:
             if self._beat is None:
                 self._beat = self.connection(HEARTBEAT_TIMEOUT_S)
@@ -102,6 +110,7 @@ class AgentClient(OtgClient):
         return clock.Sample(t0, *stamps, t3), headers.parse_ptp(resp.getheader(headers.PTP))
 
     def close(self) -> None:
+        """Close the heartbeat's connection (the caller holds it, or the heartbeat is over)."""
         if self._beat is not None:
             self._beat.close()
         self._beat = None

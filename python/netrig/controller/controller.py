@@ -13,8 +13,10 @@
 An agent that refuses a connection or misses heartbeats for :data:`DOWN_AFTER_S` is down: it is
 reported (log, ``/netrig/agents``, the next control answer's warnings), the flows it had a part in
 are stale (last counts kept, no loss), its ports' links down, and every other agent's flows are
-stopped. The controller is an :class:`netrig.otg.api.OtgService`: `netrig serve`'s HTTP server
-serves it as it serves a stand-alone server. A controller that starts finds its agents maybe
+stopped. A down agent is asked every :data:`READMIT_S` whether it is back; one that answers is taken
+back as at the start (its flows stopped, its part of the config set again). The controller is an
+:class:`netrig.otg.api.OtgService`: `netrig serve`'s HTTP server serves it as it serves a
+stand-alone server. A controller that starts finds its agents maybe
 running an earlier controller's flows: it stops them.
 """
 from __future__ import annotations
@@ -54,6 +56,8 @@ HEARTBEAT_S = 0.25
 #: An agent that has not answered for this long is down, s (a refused connection: at once); an
 #: agent stops its flows when this controller has been silent as long (X-Netrig-Supervise).
 DOWN_AFTER_S = headers.SUPERVISION_S
+#: How often an agent that is down is asked whether it is back, s.
+READMIT_S = 1.0
 #: Trial tags are below 2^23 (the signature's field).
 TAG_LIMIT = 1 << 23
 
@@ -84,6 +88,7 @@ class Controller(OtgService):
         self.pool = ThreadPoolExecutor(max_workers=max(4, 2 * len(agents)), thread_name_prefix="netrig-ctl")
         self._stop = threading.Event()
         self._beat = threading.Thread(target=self._heartbeat, name="netrig-ctl-heartbeat", daemon=True)
+        self._readmit = threading.Thread(target=self._readmit_down, name="netrig-ctl-readmit", daemon=True)
 
     # ------------------------------------------------------------------------------------- agents
 
@@ -99,6 +104,7 @@ class Controller(OtgService):
             except (OtgDown, OtgRefused) as e:
                 raise ConfigError("--agent", f"{e}: start it (netrig serve --token-file …) or fix the URL") from None
         self._beat.start()
+        self._readmit.start()
 
     def _heartbeat(self) -> None:
         while not self._stop.wait(HEARTBEAT_S):
@@ -125,6 +131,38 @@ class Controller(OtgService):
         self.log(msg)
         self._each([n for n in self.agents if n not in self.down],
                    lambda a: a.call("POST", "/control/state", _traffic("stop", [])), quiet=True)
+
+    def _readmit_down(self) -> None:
+        while not self._stop.wait(READMIT_S):
+            for name in [n for n in self.agents if n in self.down]:
+                self._readmit_one(name)
+
+    def _readmit_one(self, name: str) -> None:
+        """A down agent that answers again is taken back, as at the controller's start: its clock
+        estimated afresh, whatever it runs stopped, and its part of the current config set again
+        (a restarted agent has none). The config cannot change meanwhile (refused while an agent
+        is down)."""
+        a, tracker = self.agents[name], clock.ClockTracker()
+        with self.lock:
+            sp = self.split
+        try:
+            for _ in range(8):
+                tracker.add(*a.clock_sample())
+            if a.call("GET", "/config"):
+                a.call("POST", "/control/state", _traffic("stop", []))
+            if sp is not None and name in sp.parts:
+                a.call("POST", "/config", sp.parts[name])
+        except (OtgDown, OtgRefused):
+            a.close()
+            return
+        with self.lock, self.down_lock:
+            since, _ = self.down.pop(name)
+            self.clocks[name], self.last_ok[name] = tracker, time.monotonic()
+            self.cache.pop(name, None)
+            msg = (f"agent {name} is back after {time.time() - since:.1f} s down: its flows stopped, its part of the "
+                   "config set")
+            self.notes.append(msg)
+        self.log(msg)
 
     def _each(self, names: Sequence[str], fn: Callable[[AgentClient], T], quiet: bool = False) -> dict[str, T]:
         """``fn`` on these agents in parallel; an agent down is marked so (and skipped if ``quiet``)."""
@@ -173,7 +211,8 @@ class Controller(OtgService):
 
     def _live(self) -> None:
         if self.down:
-            raise StateError(f"agent {', '.join(self.down)} is down: restart it, then restart this controller")
+            raise StateError(f"agent {', '.join(self.down)} is down: restart it (this controller takes it back within "
+                             f"{READMIT_S:g} s of its answer: GET /netrig/agents)")
 
     def _ready(self) -> Split:
         if self.split is None:
@@ -343,8 +382,9 @@ class Controller(OtgService):
     def close(self) -> None:
         """Stop the heartbeat and every live agent's flows (the agents keep running)."""
         self._stop.set()
-        if self._beat.is_alive():
-            self._beat.join(timeout=2)
+        for t in (self._beat, self._readmit):
+            if t.is_alive():
+                t.join(timeout=2)
         if self.split is not None:
             self._each([a for a in self.split.parts if a not in self.down],
                        lambda a: a.call("POST", "/control/state", _traffic("stop", [])), quiet=True)

@@ -161,8 +161,8 @@ class OtgMeasurer:
         except OtgDown as e:
             raise TestbedError(f"otg.url: {e}: start netrig serve there, then netrig run --resume") from None
         except OtgRefused as e:
-            hint = "restart the agent, then the controller, then netrig run --resume" if e.status == 409 else \
-                "fix the pairs' locations or addressing (otg.pairs)"
+            hint = "restart the agent (the controller takes it back), then netrig run --resume" \
+                if e.status == 409 else "fix the pairs' locations or addressing (otg.pairs)"
             raise TestbedError(f"{e}: {hint}") from None
 
     def _config(self, frame: FrameSize, rate_pps: float, frames: Sequence[int]) -> dict:
@@ -261,7 +261,8 @@ class OtgMeasurer:
         stale = [r.name for r in rows if r.loss is None]
         if stale:
             raise TestbedError(f"otg: flow(s) {', '.join(stale)} have no loss: an agent is down (GET /netrig/agents "
-                               "on the controller): restart it and the controller, then netrig run --resume")
+                               "on the controller): restart it (the controller takes it back), then netrig run "
+                               "--resume")
         sent, arrived = sum(r.frames_tx for r in rows), sum(r.frames_rx for r in rows)
         rates = [r.sending_pps() for r in rows]
         known = [x for x in rates if x is not None]
