@@ -7,7 +7,7 @@ use std::sync::Mutex;
 
 use netrig_engine::open::open_port;
 use netrig_engine::port::{Backend, Port as EnginePort, PortSpec, IO_MODES};
-use netrig_engine::sys::{ifinfo, netns};
+use netrig_engine::sys::{cpu, ifinfo, netns};
 use netrig_engine::trial::{run_trial, TrialControl};
 use netrig_engine::EngineError;
 use pyo3::prelude::*;
@@ -56,8 +56,11 @@ impl Trial {
                 PortSpec { receive, transmit, max_frame_len, rx_beyond_udp, ..p }
             })
             .collect();
-        // Open the ports and check the streams against them with the GIL released.
+        // Open the ports and check the streams against them with the GIL released, as setup, not
+        // bookkeeping (cpu::OrdinaryWhile, as in run_trial): under SCHED_IDLE beside other busy
+        // work on every CPU (two busy loops) this took 18-159 s of a 2-s trial.
         let mut opened = py.allow_threads(|| -> std::result::Result<Vec<Box<dyn EnginePort>>, EngineError> {
+            let _setup = cpu::OrdinaryWhile::enter();
             let mut v = Vec::new();
             for p in &ports {
                 v.push(open_port(p)?);
@@ -150,6 +153,7 @@ impl Listen {
         let cfg = netrig_engine::listen::ListenConfig { duration_ns, cpus: args::opt(rx_cpus, "rx_cpus", Vec::new())? };
         cfg.validate(ports.len())?;
         let mut opened = py.allow_threads(|| -> std::result::Result<Vec<Box<dyn EnginePort>>, EngineError> {
+            let _setup = cpu::OrdinaryWhile::enter(); // setup, as a trial's
             ports.iter().map(|p| open_port(p).map_err(EngineError::from)).collect()
         })?;
         let ctl = TrialControl::new();
