@@ -116,8 +116,7 @@ class Controller(OtgService):
             self.clocks[name].add(*self.agents[name].clock_sample())
             self.last_ok[name] = time.monotonic()
         except OtgDown as e:
-            refused = "Refused" in str(e) or "Reset" in str(e)
-            if refused or time.monotonic() - self.last_ok[name] >= DOWN_AFTER_S:
+            if e.refused or time.monotonic() - self.last_ok[name] >= DOWN_AFTER_S:
                 self._lost(name, str(e))
 
     def _lost(self, name: str, why: str) -> None:

@@ -27,7 +27,12 @@ REQUEST_TIMEOUT_S = 30.0
 
 
 class OtgDown(NetrigError):
-    """An OTG server that refused the connection or did not answer in time."""
+    """An OTG server that refused the connection or did not answer in time; ``refused``: the
+    connection was refused or reset (nothing listens there now), not merely unanswered."""
+
+    def __init__(self, message: str, refused: bool = False):
+        super().__init__(message)
+        self.refused = refused
 
 
 class OtgRefused(NetrigError):
@@ -59,7 +64,8 @@ class OtgClient:
         return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
     def down(self, e: Exception) -> OtgDown:
-        return OtgDown(f"{self.label} ({self.url}): {type(e).__name__}: {e}")
+        return OtgDown(f"{self.label} ({self.url}): {failure(e)}",
+                       refused=isinstance(e, (ConnectionRefusedError, ConnectionResetError)))
 
     def request(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None,
                 timeout: float = REQUEST_TIMEOUT_S) -> tuple[int, bytes, http.client.HTTPResponse, int, int]:
@@ -90,6 +96,25 @@ class OtgClient:
         if resp.getheader("Content-Type") == "application/octet-stream":
             return out
         return orjson.loads(out) if out else {}
+
+
+def failure(e: Exception) -> str:
+    """What a failed exchange with a server means, in words (the library's code kept where it
+    names a TLS refusal)."""
+    if isinstance(e, ConnectionRefusedError):
+        return "connection refused: nothing listens there"
+    if isinstance(e, (ConnectionResetError, BrokenPipeError, http.client.IncompleteRead,
+                      http.client.RemoteDisconnected)):
+        return "the connection closed before the answer: the server stopped or restarted"
+    if isinstance(e, ssl.SSLCertVerificationError):
+        return f"its certificate is not trusted ({e.verify_message}: CERTIFICATE_VERIFY_FAILED)"
+    if isinstance(e, ssl.SSLError):
+        return f"TLS refused ({e.reason or e})"
+    if isinstance(e, TimeoutError):
+        return "no answer in time: a hung host, or its network down"
+    if isinstance(e, OSError) and e.strerror:
+        return e.strerror
+    return f"{type(e).__name__}: {e}"
 
 
 def _error_text(out: bytes) -> str:
