@@ -97,10 +97,7 @@ class Controller(OtgService):
         keep a heartbeat: an agent unreachable now is an error naming it."""
         for name, a in self.agents.items():
             try:
-                for _ in range(8):  # the start's estimate: the tightest of 8 exchanges
-                    self.clocks[name].add(*a.clock_sample())
-                if a.call("GET", "/config"):
-                    a.call("POST", "/control/state", _traffic("stop", []))
+                self.clocks[name] = _greet(a)
             except (OtgDown, OtgRefused) as e:
                 raise ConfigError("--agent", f"{e}: start it (netrig serve --token-file …) or fix the URL") from None
         self._beat.start()
@@ -141,19 +138,15 @@ class Controller(OtgService):
         estimated afresh, whatever it runs stopped, and its part of the current config set again
         (a restarted agent has none). The config cannot change meanwhile (refused while an agent
         is down)."""
-        a, tracker = self.agents[name], clock.ClockTracker()
+        a = self.agents[name]
         with self.lock:
             sp = self.split
         try:
-            for _ in range(8):
-                tracker.add(*a.clock_sample())
-            if a.call("GET", "/config"):
-                a.call("POST", "/control/state", _traffic("stop", []))
+            tracker = _greet(a)
             if sp is not None and name in sp.parts:
                 a.call("POST", "/config", sp.parts[name])
         except (OtgDown, OtgRefused):
-            a.close()
-            return
+            return  # still down: asked again in READMIT_S
         with self.lock, self.down_lock:
             since, _ = self.down.pop(name)
             self.clocks[name], self.last_ok[name] = tracker, time.monotonic()
@@ -390,6 +383,17 @@ class Controller(OtgService):
         self.pool.shutdown(wait=True)
         for a in self.agents.values():
             a.close()
+
+
+def _greet(a: AgentClient) -> clock.ClockTracker:
+    """An agent reached as at the controller's start: its clock estimated (the tightest of 8
+    exchanges), and whatever it runs (an earlier controller's flows) stopped."""
+    tracker = clock.ClockTracker()
+    for _ in range(8):
+        tracker.add(*a.clock_sample())
+    if a.call("GET", "/config"):
+        a.call("POST", "/control/state", _traffic("stop", []))
+    return tracker
 
 
 def _traffic(state: str, flows: Sequence[str]) -> dict[str, Any]:
