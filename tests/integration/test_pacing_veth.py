@@ -97,7 +97,9 @@ def test_recovery_and_iperf_are_one_engine_trial_each(policer):
     # 110 % of the 40 kfps cap for 2 s (the policer drops ~1/11), then 50 %: loss stops at once.
     rec = measure_recovery(m, F64, lr, 40_000, RecoveryParams(overload_duration_s=2, recovery_duration_s=2,
                                                               interval_s=0.5))
-    assert len(calls) == 1 and calls[0] == [(2.0, 1.0), (2.0, pytest.approx(0.5 / 1.1))]
+    # One engine trial for the whole run (a trial a platform stall stretched is run again, whole).
+    n = len(calls)
+    assert 1 <= n <= 3 and all(c == [(2.0, 1.0), (2.0, pytest.approx(0.5 / 1.1))] for c in calls), calls
     over = [i for i in rec.intervals if i.phase == 0]
     after = [i for i in rec.intervals if i.phase == 1]
     assert len(over) == 4 and len(after) == 4
@@ -109,7 +111,8 @@ def test_recovery_and_iperf_are_one_engine_trial_each(policer):
     assert after[0].frames_lost <= 3, after
     assert rec.recovery_time_s <= 0.5 and rec.valid
     ip = measure_iperf(m, F64, lr, IperfParams(rate_pct=0.1, duration_s=2.0, interval_s=0.5))
-    assert len(calls) == 2 and len(ip.per_interval) == 4 and ip.valid
+    assert 1 <= len(calls) - n <= 3 and all(c == [(2.0, 1.0)] for c in calls[n:]), calls
+    assert len(ip.per_interval) == 4 and ip.valid
     assert ip.loss_ratio == 0.0
     assert ip.received_pps == pytest.approx(14_881, rel=0.03)
 

@@ -159,6 +159,23 @@ def test_phases_are_one_continuous_engine_trial_with_the_engines_interval_counts
     assert c.frames_lost == 10 and c.valid
 
 
+def test_a_phased_trial_one_stall_stretched_is_run_again_and_its_overload_loss_never_is():
+    """The iperf-like run of 2 s at 14.9 kfps on a CI machine: one ~30-ms stall stretched it past the
+    2 % tolerance, and, unlike an ordinary trial, the phased one was not repeated, so an invalid
+    result stood for a stall of the platform. A phased trial's loss (a recovery run's overload) is
+    the answer, never a reason to repeat it, even in catch-up pacing."""
+    stretched = result(29_441, 29_441, lag_ms=31, rate=29_441 / 2.04, stretch_ms=62)
+    m, calls = scripted([stretched, result(29_762, 29_762, lag_ms=2, rate=29_762 / 2.001, stretch_ms=1)])
+    c = m.measure_phases(FrameSize(size=64), [Phase(14_881.0, 2.0)], 0.5)
+    assert len(calls) == 2 and c.valid and c.frames_sent == 29_762
+    [a] = c.raw["stretched_attempts"]
+    assert a["stretch_s"] == pytest.approx(0.062) and "of the intended" in a["invalid_reason"]
+    lossy = result(60_000, 55_000, lag_ms=30, rate=30_000.0)
+    m, calls = scripted([lossy, result(60_000, 60_000, lag_ms=0, rate=30_000.0)], pacing="catch-up")
+    c = m.measure_phases(FrameSize(size=64), [Phase(33_000.0, 1.0), Phase(27_000.0, 1.0)], 0.5)
+    assert len(calls) == 1 and c.frames_lost == 5_000 and "stalled_attempts" not in c.raw
+
+
 @pytest.mark.parametrize("kw, field", [({"stall_threshold_ms": 0}, "stall_threshold_ms"),
                                        ({"stall_retries": -1}, "stall_retries"),
                                        ({"stall_retries": 1.5}, "stall_retries"),

@@ -209,16 +209,26 @@ class EngineMeasurer:
         self._learn(load.frame_size)
         if load.burst_frames is not None:
             return self._measure_burst(load)
+        return self._repeated(lambda: self._measure_once(load, duration_s), duration_s, catch_up_loss=True)
+
+    def _repeated(self, once: Callable[[], tuple[TrialCounts, int]], duration_s: float,
+                  catch_up_loss: bool = False) -> TrialCounts:
+        """``once`` (one trial: its counts and the tester's longest lag behind its schedule) run
+        again, up to ``stall_retries`` times, while a transient stall spoilt it: a smooth trial
+        stretched beyond the tolerance by it, or (``catch_up_loss``: a trial whose loss is the
+        answer) a catch-up trial that lost frames after one. The spoilt attempts are kept in
+        ``raw.stalled_attempts`` / ``raw.stretched_attempts``; the last attempt is the result."""
         stalled: list[dict] = []
         stretched: list[dict] = []
         while True:
-            counts, lag_ns = self._measure_once(load, duration_s)
+            counts, lag_ns = once()
             if len(stalled) + len(stretched) >= self.stall_retries:
                 break
             attempt = {"tx_max_lag_ns": lag_ns, "frames_sent": counts.frames_sent,
                        "frames_received": counts.frames_received, "achieved_pps": counts.achieved_pps}
             # Only a catch-up burst after a stall can cause loss the DUT would not show at the rate.
-            if self.pacing == "catch-up" and counts.valid and counts.frames_lost > 0 and lag_ns > self.stall_ns:
+            if (catch_up_loss and self.pacing == "catch-up" and counts.valid and counts.frames_lost > 0
+                    and lag_ns > self.stall_ns):
                 stalled.append(attempt)
             # A smooth trial stretched beyond the tolerance by a (transient) stall: try again.
             elif self.pacing == "smooth" and not counts.valid and self._stretched(counts, duration_s):
@@ -292,22 +302,25 @@ class EngineMeasurer:
         """One continuous engine trial through ``phases`` (each a rate scale of the first phase's
         rate), counted per interval of ``interval_s`` (every phase cut into intervals, its last one
         possibly shorter). With ``events``, their commands run during it (see :meth:`measure_events`;
-        the recovery time's resolution is then ``interval_s``)."""
-        self._learn(frame_size)
+        the recovery time's resolution is then ``interval_s``). A trial a transient stall stretched
+        beyond the tolerance is run again, events and all (:meth:`_repeated`)."""
         base = phases[0].rate_pps
         total_s = sum(ph.duration_s for ph in phases)
         spec = [(ph.duration_s, ph.rate_pps / base) for ph in phases]
-        timer = _EventTimer(events, run_event, total_s)
-        res, extra = self._monitored(timer.wrap(lambda progress, gaps, follow: self._run(
-            frame_size, base, total_s, self.drain_s, progress, phases=spec, interval_s=interval_s, gap_slots=gaps,
-            follow=follow)))
-        if events:
-            self._learned.discard(frame_size.label)
-        intervals = engine_intervals(res)
         intended = sum(ph.rate_pps * ph.duration_s for ph in phases) / total_s
-        c = self._counts(res, intended, {**extra, "method": "one continuous trial, per-interval counts"},
-                         intervals=intervals)
-        return timer.counts(c, res)
+
+        def once() -> tuple[TrialCounts, int]:
+            timer = _EventTimer(events, run_event, total_s)  # checks the events before any traffic
+            self._learn(frame_size)
+            res, extra = self._monitored(timer.wrap(lambda progress, gaps, follow: self._run(
+                frame_size, base, total_s, self.drain_s, progress, phases=spec, interval_s=interval_s,
+                gap_slots=gaps, follow=follow)))
+            if events:
+                self._learned.discard(frame_size.label)
+            c = self._counts(res, intended, {**extra, "method": "one continuous trial, per-interval counts"},
+                             intervals=engine_intervals(res))
+            return timer.counts(c, res), res.tx_max_lag_ns
+        return self._repeated(once, total_s)
 
     def measure_soak(self, load: Load, duration_s: float, interval_s: float, on_interval: IntervalSink,
                      events: Sequence[Event] = (), run_event: Callable[[Event], EventRun] | None = None) -> TrialCounts:
@@ -446,20 +459,22 @@ class EngineMeasurer:
         """One trial at ``load`` during which the events' commands run; each event's cost per flow
         from the sequence gaps the engine kept (one per event and one more, per flow) and the
         trial's per-interval counts (``netrig.measure.events``). Learning frames are sent again
-        before the next trial (an event may have flushed the DUT's tables)."""
-        self._learn(load.frame_size)
-        timer = _EventTimer(events, run_event, duration_s)
-        res, extra = self._monitored(timer.wrap(lambda progress, gaps, follow: run_trial(
-            self.tx, self.rx, [Stream(frame_size=load.frame_size, rate_pps=load.rate_pps, flows=self.flows,
-                                      **self.template)],
-            duration_s=duration_s, drain_s=self.drain_s, warmup_s=self.warmup_s, progress=self._live(progress),
-            pacing=self.pacing, max_stretch_pct=100 * self.tolerance,
-            interval_s=INTERVAL_S, gap_slots=gaps, tx_cpus=self.tx_cpus, rx_cpus=self.rx_cpus, follow=follow)))
-        self._learned.discard(load.frame_size.label)
-        intervals = engine_intervals(res)
-        c = self._counts(res, load.rate_pps, {**extra, "method": "one trial with events, per-flow sequence gaps"},
-                         intervals=intervals)
-        return timer.counts(c, res)
+        before the next trial (an event may have flushed the DUT's tables). A trial a transient stall
+        stretched beyond the tolerance is run again, events and all (:meth:`_repeated`)."""
+        def once() -> tuple[TrialCounts, int]:
+            timer = _EventTimer(events, run_event, duration_s)  # checks the events before any traffic
+            self._learn(load.frame_size)
+            res, extra = self._monitored(timer.wrap(lambda progress, gaps, follow: run_trial(
+                self.tx, self.rx, [Stream(frame_size=load.frame_size, rate_pps=load.rate_pps, flows=self.flows,
+                                          **self.template)],
+                duration_s=duration_s, drain_s=self.drain_s, warmup_s=self.warmup_s, progress=self._live(progress),
+                pacing=self.pacing, max_stretch_pct=100 * self.tolerance,
+                interval_s=INTERVAL_S, gap_slots=gaps, tx_cpus=self.tx_cpus, rx_cpus=self.rx_cpus, follow=follow)))
+            self._learned.discard(load.frame_size.label)
+            c = self._counts(res, load.rate_pps, {**extra, "method": "one trial with events, per-flow sequence gaps"},
+                             intervals=engine_intervals(res))
+            return timer.counts(c, res), res.tx_max_lag_ns
+        return self._repeated(once, duration_s)
 
 
 class _EventTimer:
