@@ -746,6 +746,8 @@ cli("--agent-cert", "serve", "--http", "--agent", "a=https://127.0.0.1:1", "--ag
 cli("--agent-token-file", "serve", "--http", "--agent", _NOAGENT, "--agent-token-file", "{dir}/missing")
 cli("--token-file", "serve", "--port", "lo", "--http", "--token-file", "{dir}/missing")
 cli("--capture-mb", "serve", "--port", "lo", "--http", "--capture-mb", "1000000000")
+cli("--ptp-socket", "serve", "--port", "lo", "--http", "--ptp-socket", "{dir}/missing", name="serve --ptp-socket missing")
+cli("--ptp-socket", "serve", "--http", "--agent", _NOAGENT, "--ptp-socket", "{dir}/p", name="serve --agent --ptp-socket")
 cli("--http", "serve", "--port", "lo", "--http", "--listen", "192.0.2.1:8443", name="serve --http beyond loopback")
 CASES.append(Case("serve --token-file too short", "--token-file", files={"t": "short\n"},
                   argv=("serve", "--port", "lo", "--http", "--token-file", "{dir}/t")))

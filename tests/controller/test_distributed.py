@@ -138,12 +138,14 @@ class Bed:
                                        ) from None
                 time.sleep(0.1)
 
-    def agent(self, name: str, io: str = "af_packet") -> subprocess.Popen:
+    def agent(self, name: str, io: str = "af_packet", extra: tuple[str, ...] = ()) -> subprocess.Popen:
+        """Agent ``name``'s `netrig serve` in its namespace (``extra``: more of its options)."""
         url = self.agent_url(name)
         ports = ["--port", f"{name}1"] + ([] if self.bare else ["--port", f"{name}2"])
         trust = ["--http"] if self.pki is None else \
             ["--cert", str(self.pki[name][0]), "--key", str(self.pki[name][1]), "--client-ca", str(self.pki["ca"][0])]
-        return self.start([*ports, *trust, "--listen", url.split("//")[1], "--token-file", str(self.token), "--io", io],
+        return self.start([*ports, *trust, "--listen", url.split("//")[1], "--token-file", str(self.token), "--io", io,
+                           *extra],
                           self.ns[name], url)
 
     def controller_argv(self, url: str, token: Path | None = None, cert: str = "controller") -> list[str]:
@@ -245,17 +247,51 @@ def test_two_agents_exact_counts_and_refused_without_token(tmp_path):
                   f"clock offset removed {n['latency_offset_ns']:.0f} ± {n['latency_uncertainty_ns']:.0f} ns")
         ports = {p.name: p for p in a.get_metrics(a.metrics_request()).port_metrics}
         assert ports["b1"].location == "b/b1" and ports["a1"].frames_tx == 5000
-        # A controller killed mid-run: the next one stops what it left running on its agents.
+
+
+def test_a_controller_started_after_another_takes_its_run_over_or_stops_it(tmp_path):
+    """Issue 45: a second controller over the same agents takes the run over when the agents agree on
+    it: the config is not lost, the flows run on under its supervision after the first one is
+    killed, and every frame is counted across the change. Agents that disagree (one holds another
+    controller's record) have every flow stopped by the next controller, which says why."""
+    names = [f[0] for f in FLOWS]
+    with bed(tmp_path) as b:
+        b.agent("a"), b.agent("b")
+        first, url = b.controller()
+        a = api(url)
         a.set_config(config(a, None, pps=2000))
+        document = a.get_config().serialize("dict")
+        control(a, "start")
+        while min(m.frames_rx for m in flow_metrics(a, names).values()) < 200:
+            time.sleep(0.05)
+        second, url = b.controller()  # started while the first still supervises: nothing has stopped
+        first.kill()
+        first.wait()
+        a = api(url)
+        assert a.get_config().serialize("dict") == document
+        (event,) = agents_report(url)["events"]
+        assert event.startswith("took over the earlier controller's config (4 flows over agent a, b): flow fa, "
+                                "fb, fab, fba run on"), event
+        before = flow_metrics(a, names)
+        time.sleep(1.5)  # beyond the agents' 1-s supervision: the second controller supervises them
+        after = flow_metrics(a, names)
+        assert all(after[n].frames_rx > before[n].frames_rx + 1000 for n in names), (before, after)
+        control(a, "stop")
+        m = wait_stopped(a, names)
+        assert all(m[n].frames_tx == m[n].frames_rx > 0 for n in names), m  # every frame, across the change
+        # Agent b now holds another controller's record: the next controller takes nothing over.
         control(a, "start", ["fa"])
-        b.procs[-1].kill()
-        b.procs[-1].wait()
-        b.controller()
+        agent_call(b, "b", "/netrig/controller", {"config": {"flows": []}, "agents": ["a", "b"]})
+        _, url = b.controller()
         req = {"choice": "flow", "flow": {"flow_names": ["fa"]}}
         fa = agent_call(b, "a", "/monitor/metrics", req)["flow_metrics"][0]
         assert fa["transmit"] == "stopped" and fa["frames_tx"] > 0
         time.sleep(0.3)
         assert agent_call(b, "a", "/monitor/metrics", req)["flow_metrics"][0]["frames_tx"] == fa["frames_tx"]
+        (event,) = agents_report(url)["events"]
+        assert event == ("agent a, b held an earlier controller's config, not taken over (agents a and b hold "
+                         "different controllers' records): their flows stopped; send the config again"), event
+        assert api(url).get_config().serialize("dict") == {}
 
 
 def one_flow(a, locations: tuple[str, str], frames: int, pps: int):
@@ -309,6 +345,7 @@ def test_cross_agent_latency_on_one_host_is_within_its_bound_of_the_same_host_va
             print(f"across agents: corrected average {note['latency_average_ns']:.0f} ns ± "
                   f"{note['latency_uncertainty_ns']:.0f} (offset removed {note['latency_offset_ns']:.0f})")
             assert (m.port_tx, m.port_rx, m.frames_rx) == ("a1", "b1", 10_000)
+            assert note["latency_clock"] == "exchange"  # no PTP here: the controller's exchanges
             assert abs(note["latency_average_ns"] - same[1]) <= note["latency_uncertainty_ns"], (note, same)
             assert all(v > note["latency_uncertainty_ns"] for v in reported_statistics(m).values()), (m, note)
         # the receiving agent stopped for 0.3 s: its backlog inflates the average; the minimum stays

@@ -63,6 +63,8 @@ def register(sub) -> None:
     option(p, "--client-ca", "accept only clients with a certificate this CA signed (mutual TLS)")
     option(p, "--token-file", "serve only requests with this bearer token (its first line): an agent trusting its "
                               "controller; lets --http and TLS without --client-ca listen beyond loopback")
+    option(p, "--ptp-socket", "the management socket of this host's ptp4l (its uds_address; default ptp4l's, "
+                              "/var/run/ptp4l): its offset from the grandmaster is told to the controller")
     option(p, "--agent", "be a controller: an agent (netrig serve) at URL, named NAME in port locations NAME/IF "
                          "(repeat; no --port then)", action="append", default=[])
     option(p, "--agent-token-file", "the bearer token the agents were given (their --token-file)")
@@ -144,6 +146,9 @@ def run(args) -> int:
                              unit=" MiB")
     tls = _tls(args, host)
     token = _token(args)
+    if args.ptp_socket and not Path(args.ptp_socket).is_socket():
+        raise ConfigError("--ptp-socket", f"{args.ptp_socket} is no socket: give the uds_address of a running ptp4l, "
+                                          "or leave --ptp-socket out")
     require_root("opening ports")
     if args.record:
         _record_dir(args.record)
@@ -160,8 +165,9 @@ def run(args) -> int:
                 from netrig.otg.record import Recorder
 
                 service.on_change = Recorder(Path(args.record), " ".join(sys.argv)).on_change
-            _serve(OtgServer(service, host, number, tls, verbose=args.verbose, token=token),
-                   [s.name for s in ports], args.json)
+            server = OtgServer(service, host, number, tls, verbose=args.verbose, token=token,
+                               ptp_socket=args.ptp_socket)
+            _serve(server, [s.name for s in ports], args.json)
     return 0
 
 
@@ -183,6 +189,9 @@ def _agents(args) -> list[AgentClient]:
 
     if args.port:
         raise ConfigError("--port", "a controller (--agent) has no ports of its own: give them to its agents")
+    if args.ptp_socket:
+        raise ConfigError("--ptp-socket", "a controller (--agent) measures latency with no clock of its own: give "
+                                          "it to the agents on PTP hosts")
     specs = [AgentSpec.parse(a) for a in args.agent]
     names = [s.name for s in specs]
     dup = next((n for n in names if names.count(n) > 1), None)

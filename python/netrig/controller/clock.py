@@ -11,10 +11,12 @@ one whose bound is the tightest is kept: its half round trip (the least queueing
 drift since it was taken (:data:`DRIFT_PPM`: two free-running crystals' ±25 ppm).
 
 PTP: an agent whose host runs linuxptp reports ``pmc``'s ``TIME_STATUS_NP`` (its clock's offset
-from the grandmaster and the grandmaster's identity) in ``X-Netrig-Ptp`` (:mod:`netrig.otg.ptp`;
-both headers: :mod:`netrig.otgclient.headers`). When both ends of a flow
-follow the same grandmaster, their offset's uncertainty is the sum of their offsets from it
-(phc2sys keeps the system clock on the PHC; its residual is not seen here: documented).
+from the grandmaster and the grandmaster's identity; 0 for the grandmaster itself) in
+``X-Netrig-Ptp`` (:mod:`netrig.otg.ptp`; both headers: :mod:`netrig.otgclient.headers`). When both
+ends of a flow follow the same grandmaster, their clocks' offset is taken as 0 and its bound is the
+sum of the largest offsets from the grandmaster each reported over the window (the offsets ptp4l
+measured: a path's asymmetry is invisible to PTP, and phc2sys's residual between a PHC and the
+system clock is not seen here: documented). A change of grandmaster starts the window again.
 """
 from __future__ import annotations
 
@@ -51,23 +53,44 @@ class Sample:
 
 @dataclass(frozen=True)
 class ClockEstimate:
-    """An agent clock's offset from the controller's (agent − controller) and its bound, ns."""
+    """An agent clock's offset from the controller's (agent − controller) and its bound, ns; under
+    PTP, its latest state and the largest offset from the grandmaster over the window (``ptp_bound_ns``)."""
 
     offset_ns: float
     uncertainty_ns: float
     ptp: Ptp | None = None
+    ptp_bound_ns: float = 0.0
+
+
+#: Where a cross-agent correction came from: both ends under one PTP grandmaster, or the
+#: controller's exchanges with each agent.
+SOURCES = ("ptp", "exchange")
+
+
+@dataclass(frozen=True)
+class Correction:
+    """What a one-way latency between two agents holds in excess of the truth (``offset_ns``), its
+    bound, and where they came from (one of :data:`SOURCES`)."""
+
+    offset_ns: float
+    uncertainty_ns: float
+    source: str
 
 
 class ClockTracker:
-    """The recent exchanges with one agent and the best estimate they give."""
+    """The recent exchanges with one agent and the best estimate they give; its recent PTP states
+    under one grandmaster."""
 
     def __init__(self) -> None:
         self.samples: deque[Sample] = deque(maxlen=WINDOW)
-        self.ptp: Ptp | None = None
+        self.ptps: deque[Ptp] = deque(maxlen=WINDOW)
 
     def add(self, s: Sample, ptp: Ptp | None) -> None:
         self.samples.append(s)
-        self.ptp = ptp
+        if ptp is None or (self.ptps and self.ptps[-1].grandmaster != ptp.grandmaster):
+            self.ptps.clear()
+        if ptp is not None:
+            self.ptps.append(ptp)
 
     def estimate(self, now_ns: int | None = None) -> ClockEstimate | None:
         samples = list(self.samples)  # the heartbeat thread appends meanwhile
@@ -76,12 +99,15 @@ class ClockTracker:
         now_ns = time.time_ns() if now_ns is None else now_ns
         bounds = [(s.uncertainty_ns + max(0, now_ns - s.t3_ns) * DRIFT_PPM * 1e-6, s) for s in samples]
         bound, best = min(bounds, key=lambda b: b[0])
-        return ClockEstimate(best.offset_ns, bound, self.ptp)
+        ptps = list(self.ptps)
+        return ClockEstimate(best.offset_ns, bound, ptps[-1] if ptps else None,
+                             max((abs(p.offset_ns) for p in ptps), default=0.0))
 
 
-def between(tx: ClockEstimate, rx: ClockEstimate) -> tuple[float, float]:
-    """(offset, uncertainty) of the receiving agent's clock from the sending one's, ns: what a
-    one-way latency measured between them holds in excess of the truth, and its bound."""
+def between(tx: ClockEstimate, rx: ClockEstimate) -> Correction:
+    """The receiving agent's clock against the sending one's: under one PTP grandmaster, 0 within
+    the sum of their largest offsets from it; otherwise the difference of the controller's
+    estimates, within the sum of their bounds."""
     if tx.ptp and rx.ptp and tx.ptp.grandmaster == rx.ptp.grandmaster:
-        return 0.0, abs(tx.ptp.offset_ns) + abs(rx.ptp.offset_ns)
-    return rx.offset_ns - tx.offset_ns, tx.uncertainty_ns + rx.uncertainty_ns
+        return Correction(0.0, tx.ptp_bound_ns + rx.ptp_bound_ns, "ptp")
+    return Correction(rx.offset_ns - tx.offset_ns, tx.uncertainty_ns + rx.uncertainty_ns, "exchange")

@@ -16,8 +16,10 @@ are stale (last counts kept, no loss), its ports' links down, and every other ag
 stopped. A down agent is asked every :data:`READMIT_S` whether it is back; one that answers is taken
 back as at the start (its flows stopped, its part of the config set again). The controller is an
 :class:`netrig.otg.api.OtgService`: `netrig serve`'s HTTP server serves it as it serves a
-stand-alone server. A controller that starts finds its agents maybe
-running an earlier controller's flows: it stops them.
+stand-alone server. Every config set is also left with every agent (``/netrig/controller``: the
+whole config and the agents it was split over): a controller that starts after another takes its
+run over when the agents agree on it (each holds that record and its part of the config), its
+flows running on under the new controller's supervision; otherwise it stops every agent's flows.
 """
 from __future__ import annotations
 
@@ -30,10 +32,12 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
+import orjson
+
 from netrig.controller import clock, merge
 from netrig.controller.agents import AgentClient
 from netrig.controller.split import Split, split
-from netrig.errors import ConfigError
+from netrig.errors import ConfigError, NetrigError
 from netrig.otg import mapping, refusal
 from netrig.otg.api import OtgService, StateError
 from netrig.otg.objects import (
@@ -46,6 +50,7 @@ from netrig.otg.objects import (
     StartTags,
     StatePortCapture,
 )
+from netrig.otg.objects import read as read_config
 from netrig.otgclient import headers, report
 from netrig.otgclient.client import OtgDown, OtgRefused
 from netrig.otgclient.messages import FlowMetric, MetricsResponse, PortMetric, Warnings, read
@@ -93,15 +98,56 @@ class Controller(OtgService):
     # ------------------------------------------------------------------------------------- agents
 
     def start(self) -> None:
-        """Reach every agent once (its clock, and stop what an earlier controller left running), then
-        keep a heartbeat: an agent unreachable now is an error naming it."""
-        for name, a in self.agents.items():
-            try:
-                self.clocks[name] = _greet(a)
-            except (OtgDown, OtgRefused) as e:
-                raise ConfigError("--agent", f"{e}: start it (netrig serve --token-file …) or fix the URL") from None
+        """Reach every agent once (its clock), take over the run an earlier controller left on
+        them or stop it (:meth:`_take_over`), then keep a heartbeat: an agent unreachable now is an
+        error naming it."""
+        try:
+            for name, a in self.agents.items():
+                self.clocks[name] = _clock(a)
+            self._take_over()
+        except (OtgDown, OtgRefused) as e:
+            raise ConfigError("--agent", f"{e}: start it (netrig serve --token-file …) or fix the URL") from None
         self._beat.start()
         self._readmit.start()
+
+    def _take_over(self) -> None:
+        """An earlier controller's run, found on the agents, is taken over when they agree on it:
+        each holds the record that controller left (``/netrig/controller``: the whole config, split
+        over these agents) and, the agents it split to, their part of it. Its flows then run on,
+        supervised by this controller; otherwise every agent's flows are stopped. Said either way
+        (log, ``/netrig/agents``' events, the next control answer)."""
+        names = list(self.agents)
+        configs = self._each(names, lambda a: a.call("GET", "/config"))
+        held = [n for n in names if configs[n]]
+        if not held:
+            return
+        found = _agreed(names, configs, self._each(names, _record))
+        if isinstance(found, str):
+            self._each(held, lambda a: a.call("POST", "/control/state", _traffic("stop", [])))
+            msg = (f"agent {', '.join(held)} held an earlier controller's config, not taken over ({found}): their "
+                   "flows stopped; send the config again")
+        else:
+            config, document, sp = found
+            self._each([n for n in held if n not in sp.parts],
+                       lambda a: a.call("POST", "/control/state", _traffic("stop", [])))
+            running = self._running(sp)
+            self.config, self.document, self.split = config, document, sp
+            msg = (f"took over the earlier controller's config ({len(sp.routes)} flows over agent "
+                   f"{', '.join(sp.parts)}): " + (f"flow {', '.join(running)} run on under this controller" if running
+                                                  else "no flow was running (an agent stops its flows 1 s after its "
+                                                       "controller fell silent): start them again"))
+        self.notes.append(msg)
+        self.log(msg)
+
+    def _running(self, sp: Split) -> list[str]:
+        """The flows of ``sp`` whose senders say they are sending."""
+        every = [r.name for r in sp.routes]
+        senders = [a for a in sp.parts if sp.tx_flows(a, every)]
+        got = self._each(senders, lambda a: a.call("POST", "/monitor/metrics", {"choice": "flow", "flow": {
+            "flow_names": sp.tx_flows(a.name, every)}}))
+        started = {m.name for ans in got.values() for m in read(MetricsResponse, ans).flow_metrics
+                   if m.transmit == "started"}
+        return [n for n in every if n in started]
 
     def _heartbeat(self) -> None:
         while not self._stop.wait(HEARTBEAT_S):
@@ -195,6 +241,9 @@ class Controller(OtgService):
             parts = split(config, document, list(self.agents))
             answers = self._each(list(parts.parts), lambda a: a.call("POST", "/config", parts.parts[a.name]))
             self.config, self.document, self.split, self.cache = config, document, parts, {}
+            # left with every agent: a controller started after this one takes the run over from it
+            record = to_json(report.ControllerRecord(config=document, agents=tuple(self.agents)))
+            self._each(list(self.agents), lambda a: a.call("POST", "/netrig/controller", record))
         return [f"agent {n}: {w}" for n, ans in answers.items() for w in read(Warnings, ans).warnings]
 
     def get_config(self) -> dict[str, Any]:
@@ -385,15 +434,55 @@ class Controller(OtgService):
             a.close()
 
 
-def _greet(a: AgentClient) -> clock.ClockTracker:
-    """An agent reached as at the controller's start: its clock estimated (the tightest of 8
-    exchanges), and whatever it runs (an earlier controller's flows) stopped."""
+def _clock(a: AgentClient) -> clock.ClockTracker:
+    """An agent's clock, estimated afresh: the tightest of 8 exchanges."""
     tracker = clock.ClockTracker()
     for _ in range(8):
         tracker.add(*a.clock_sample())
+    return tracker
+
+
+def _greet(a: AgentClient) -> clock.ClockTracker:
+    """An agent that was down, reached again: its clock estimated afresh, and whatever it runs
+    stopped."""
+    tracker = _clock(a)
     if a.call("GET", "/config"):
         a.call("POST", "/control/state", _traffic("stop", []))
     return tracker
+
+
+def _record(a: AgentClient) -> report.ControllerRecord:
+    """What the controller that set ``a``'s config left with it (empty: none, or an agent too old
+    to keep one)."""
+    try:
+        return report.read(report.ControllerRecord, a.call("GET", "/netrig/controller"))
+    except OtgRefused:
+        return report.ControllerRecord()
+
+
+def _agreed(names: Sequence[str], configs: dict[str, Any],
+            records: dict[str, report.ControllerRecord]) -> tuple[Config, dict[str, Any], Split] | str:
+    """The run the agents ``names`` agree on (see :meth:`Controller._take_over`): its config, document
+    and split; else why not, in words."""
+    none = next((n for n in names if not records[n].config), None)
+    if none is not None:
+        return f"agent {none} holds no controller's record of it (restarted, or set by another client)"
+    first = records[names[0]]
+    other = next((n for n in names if records[n] != first), None)
+    if other is not None:
+        return f"agents {names[0]} and {other} hold different controllers' records"
+    if sorted(first.agents) != sorted(names):
+        return f"it was split over agent {', '.join(first.agents)}, this controller has {', '.join(names)}"
+    try:
+        config = read_config(Config, first.config, defer_headers=True)
+        mapping.refuse_unsupported(config)
+        sp = split(config, first.config, names)
+    except NetrigError as e:
+        return f"its config is refused here: {e}"
+    changed = next((n for n in sp.parts if orjson.loads(orjson.dumps(sp.parts[n])) != configs[n]), None)
+    if changed is not None:
+        return f"agent {changed}'s config is no longer its part of it"
+    return config, first.config, sp
 
 
 def _traffic(state: str, flows: Sequence[str]) -> dict[str, Any]:
@@ -406,7 +495,8 @@ def _note(note: merge.LatencyNote | None) -> dict[str, Any]:
         return {}
     return {"latency_minimum_ns": note.minimum_ns, "latency_average_ns": note.average_ns,
             "latency_maximum_ns": note.maximum_ns, "latency_offset_ns": note.offset_ns,
-            "latency_uncertainty_ns": note.uncertainty_ns, "latency_reported": list(note.reported)}
+            "latency_uncertainty_ns": note.uncertainty_ns, "latency_clock": note.clock,
+            "latency_reported": list(note.reported)}
 
 
 def _only(row: dict[str, Any], names: Sequence[str]) -> dict[str, Any]:
@@ -420,5 +510,6 @@ def _agent_report(name: str, url: str, est: clock.ClockEstimate | None, down: tu
     if est is not None:
         out["clock_offset_ns"], out["clock_uncertainty_ns"] = est.offset_ns, est.uncertainty_ns
         if est.ptp:
-            out["ptp"] = {"grandmaster": est.ptp.grandmaster, "offset_ns": est.ptp.offset_ns}
+            out["ptp"] = {"grandmaster": est.ptp.grandmaster, "offset_ns": est.ptp.offset_ns,
+                          "bound_ns": est.ptp_bound_ns}
     return out

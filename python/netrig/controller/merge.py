@@ -31,7 +31,9 @@ STATISTICS = ("minimum_ns", "average_ns", "maximum_ns")
 @dataclass(frozen=True)
 class LatencyNote:
     """A cross-agent flow's latency correction: its statistics after the clocks' offset was
-    removed, the offset and its bound, ns. A statistic is reported in OTG only when above the bound."""
+    removed, the offset and its bound, ns, and where they came from (``clock``: a source of
+    :data:`clock.SOURCES`, or its receiving agents' sources joined by "+"). A statistic is
+    reported in OTG only when above the bound."""
 
     flow: str
     minimum_ns: float
@@ -39,6 +41,7 @@ class LatencyNote:
     maximum_ns: float
     offset_ns: float
     uncertainty_ns: float
+    clock: str = "exchange"
 
     @property
     def reported(self) -> tuple[str, ...]:
@@ -100,6 +103,7 @@ def _latency(route: FlowRoute, rows: dict[str, FlowMetric],
     A flow within one agent is exact; a cross-agent one keeps only the statistics above the
     correction's bound (``None``: none is)."""
     parts = []  # (min, max, average, frames, offset removed, uncertainty)
+    sources = set()
     for a in route.rx_agents:
         row = rows.get(a)
         lat, n = (row.latency, row.frames_rx) if row is not None else (None, None)
@@ -108,7 +112,9 @@ def _latency(route: FlowRoute, rows: dict[str, FlowMetric],
         off = unc = 0.0
         if a != route.tx_agent:
             tx, rx = clocks.get(route.tx_agent), clocks.get(a)
-            off, unc = clock.between(tx, rx) if tx and rx else (0.0, float("inf"))
+            c = clock.between(tx, rx) if tx and rx else clock.Correction(0.0, float("inf"), "exchange")
+            off, unc = c.offset_ns, c.uncertainty_ns
+            sources.add(c.source)
         parts.append((lat.minimum_ns - off, lat.maximum_ns - off, lat.average_ns - off, n, off, unc))
     if not parts:
         return None, None
@@ -118,7 +124,7 @@ def _latency(route: FlowRoute, rows: dict[str, FlowMetric],
     if not route.crosses:
         return MetricLatency(**values), None
     note = LatencyNote(route.name, **values, offset_ns=sum(p[4] * p[3] for p in parts) / frames,
-                       uncertainty_ns=max(p[5] for p in parts))
+                       uncertainty_ns=max(p[5] for p in parts), clock="+".join(sorted(sources)) or "exchange")
     kept = {k: values[k] for k in note.reported}
     return (MetricLatency(**kept) if kept else None), note
 

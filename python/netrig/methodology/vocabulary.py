@@ -279,7 +279,8 @@ OPTIONS: dict[str, Option] = {
     # ------------------------------------------------------------------ forward, capture, capture-bench, serve
     "--batch": Option(INTEGER, "frames per receive batch"), "--stats": Option(FILE), "--loads": Option(PERCENTS),
     "--listen": Option(ADDRESS), "--http": Option(FLAG), "--cert": Option(FILE), "--key": Option(FILE),
-    "--client-ca": Option(FILE), "--token-file": Option(FILE), "--agent": Option(TEXT, metavar="NAME=URL"),
+    "--client-ca": Option(FILE), "--token-file": Option(FILE),
+    "--ptp-socket": Option(FILE), "--agent": Option(TEXT, metavar="NAME=URL"),
     "--agent-token-file": Option(FILE), "--agent-ca": Option(FILE), "--agent-cert": Option(FILE),
     "--agent-key": Option(FILE), "--capture-mb": Option(INTEGER), "--record": Option(DIR),
 }

@@ -15,6 +15,9 @@ path                    method  what
 /monitor/capture        POST    a port's capture, pcap or pcapng (application/octet-stream)
 /netrig/agents          GET     a controller's agents: state, clock, stale flows; every server's
                                 supervision (netrig's own)
+/netrig/controller      GET     what the controller of an agent left with it: the whole config
+                        POST    and the agents it was split over (netrig's own: a controller that
+                                starts later takes the run over from it)
 ======================  ======  ===========================================================
 
 Distributed (docs/distributed.md): a server given a token (``--token-file``) answers only requests
@@ -67,7 +70,8 @@ from netrig.otg.objects import (
 )
 from netrig.otg.ptp import PtpProbe
 from netrig.otg.supervision import Supervision
-from netrig.otgclient import headers
+from netrig.otgclient import headers, report
+from netrig.otgclient.typed import to_json
 from netrig.telemetry.endpoint import STOP_POLL_S, bind_error
 
 #: Largest request body read, bytes (a 4096-flow config with every pattern is a few MB).
@@ -163,6 +167,8 @@ class Handler(BaseHTTPRequestHandler):
             ("POST", "/config"): lambda b: ({"warnings": s.set_config(read(Config, b, defer_headers=True), b)},
                                             False),
             ("GET", "/config"): lambda _: (s.get_config(), False),
+            ("GET", "/netrig/controller"): lambda _: (to_json(self.server.controller_record), False),
+            ("POST", "/netrig/controller"): lambda b: (self.server.keep_record(b), False),
             ("POST", "/control/state"): lambda b: ({"warnings": s.control_state(read(ControlState, b),
                                                                                 self._start_tags())}, False),
             ("POST", "/control/action"): lambda b: (s.control_action(read(ControlAction, b)), False),
@@ -349,7 +355,7 @@ class OtgServer(ThreadingHTTPServer):
     allow_reuse_address = True
 
     def __init__(self, service: OtgService, host: str, port: int, tls: ssl.SSLContext | None,
-                 verbose: bool = False, token: str | None = None):
+                 verbose: bool = False, token: str | None = None, ptp_socket: str | None = None):
         self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         try:
             super().__init__((host, port), Handler)
@@ -359,7 +365,9 @@ class OtgServer(ThreadingHTTPServer):
         #: A token crosses the network in clear (plain HTTP beyond loopback): said at its first use.
         self._clear_token = tls is None and token is not None and not ipaddress.ip_address(host).is_loopback
         self._told = threading.Lock()
-        self.ptp = PtpProbe()
+        self.ptp = PtpProbe(ptp_socket)
+        #: What this agent's controller left with it (``/netrig/controller``).
+        self.controller_record = report.ControllerRecord()
         self.supervision = Supervision(service.stop_traffic, self.log)
         if tls is not None:
             self.socket = tls.wrap_socket(self.socket, server_side=True, do_handshake_on_connect=False)
@@ -383,6 +391,11 @@ class OtgServer(ThreadingHTTPServer):
 
     def log(self, line: str) -> None:
         print(f"netrig serve: {line}", file=sys.stderr, flush=True)
+
+    def keep_record(self, body: Any) -> dict[str, Any]:
+        """``POST /netrig/controller``: keep what this agent's controller left (the last one given)."""
+        self.controller_record = report.read(report.ControllerRecord, body)
+        return {"warnings": []}
 
     def token_accepted(self) -> None:
         """A request's token was accepted: over plain HTTP beyond loopback, said once in the log."""

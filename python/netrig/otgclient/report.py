@@ -51,3 +51,13 @@ class AgentsReport:
 
     ports: tuple[PortDrops, ...] | None = None
     others: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControllerRecord:
+    """``/netrig/controller``: what the controller that set an agent's config left with it, so a
+    controller started after it can take the run over (docs/distributed.md): the whole config (the
+    agent's part is split from it) and the names of the agents it was split over. Empty: none."""
+
+    config: dict[str, Any] = field(default_factory=dict)
+    agents: tuple[str, ...] = ()
