@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# The gosnappi client of tests/otg/test_gosnappi.py (tests/otg/gosnappi), at target/gosnappi/client.
+# The Go programs of the suite: the gosnappi client of tests/otg/test_gosnappi.py (tests/otg/gosnappi),
+# at target/gosnappi/client, and the test binary of the Kubernetes manifest check (deploy/k8s/check,
+# run by tests/otg/test_deploy.py), at target/gosnappi/k8s-check.test.
 #
-#   scripts/gosnappi-client.sh build       build it now unless it is newer than its sources (the test does)
-#   scripts/gosnappi-client.sh start PID   build it in the background, stopped if process PID ends
+#   scripts/gosnappi-client.sh build       build them now unless newer than their sources (the tests do)
+#   scripts/gosnappi-client.sh start PID   build them in the background, stopped if process PID ends
 #   scripts/gosnappi-client.sh wait        wait for that background build to end
 #
-# With an empty Go build cache (a fresh CI machine) the build is ~90 s of two cores (gosnappi, gRPC,
-# OpenTelemetry), most of the test's time. `make test` starts it first, under SCHED_IDLE and in the
+# With an empty Go build cache (a fresh CI machine) the client is ~90 s of two cores (gosnappi, gRPC,
+# OpenTelemetry), most of its test's time; the check ~45 s of one (k8s.io/api). `make test` starts it first, under SCHED_IDLE and in the
 # idle I/O class: it takes the CPU time and disk the set-up, build, lint and first pass leave; the
 # suite waits for it before the host tests, which need a quiet machine. A failed background build
 # changes nothing but the time: the test builds the client itself. Unoptimised and stripped (116 s
@@ -14,20 +16,30 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-SRC=tests/otg/gosnappi
 OUT=target/gosnappi
-BIN=$OUT/client
+# each program: its source directory and its binary
+PROGRAMS=("tests/otg/gosnappi $OUT/client" "deploy/k8s/check $OUT/k8s-check.test")
+
+fresh_one() {  # SRC BIN
+  [ -x "$2" ] || return 1
+  for f in "$1"/go.mod "$1"/go.sum "$1"/*.go; do [ "$2" -nt "$f" ] || return 1; done
+}
 
 fresh() {
-  [ -x "$BIN" ] || return 1
-  for f in "$SRC"/go.mod "$SRC"/go.sum "$SRC"/*.go; do [ "$BIN" -nt "$f" ] || return 1; done
+  for p in "${PROGRAMS[@]}"; do fresh_one $p || return 1; done
+}
+
+build_one() {  # SRC BIN: a program, or (a directory of _test.go files) its test binary
+  fresh_one "$1" "$2" && return 0
+  mkdir -p "$OUT"
+  local tmp="$ROOT/$2.tmp.$$" how=(build)
+  compgen -G "$1/*_test.go" >/dev/null && how=(test -c)
+  (cd "$1" && GOFLAGS=-mod=readonly go "${how[@]}" -gcflags=all="-N -l" -ldflags="-s -w" -o "$tmp" .)
+  mv "$tmp" "$ROOT/$2"
 }
 
 build() {
-  mkdir -p "$OUT"
-  local tmp="$ROOT/$BIN.tmp.$$"
-  (cd "$SRC" && GOFLAGS=-mod=readonly go build -gcflags=all="-N -l" -ldflags="-s -w" -o "$tmp" .)
-  mv "$tmp" "$ROOT/$BIN"
+  for p in "${PROGRAMS[@]}"; do build_one $p; done
 }
 
 start() {
@@ -61,7 +73,7 @@ wait_for() {
 }
 
 case "${1:-}" in
-  build) fresh || build ;;
+  build) build ;;
   start) start "${2:?the pid of the process the build belongs to}" ;;
   wait) wait_for ;;
   *) echo "usage: $0 build | start PID | wait" >&2; exit 2 ;;

@@ -1,12 +1,32 @@
-"""The deployment files (deploy/): the agent DaemonSet runs on labelled tester nodes with host
-networking and only AF_XDP's capabilities; the controller needs none; selectors match labels."""
+"""The deployment files (deploy/): every manifest decodes strictly into Kubernetes' own types
+(deploy/k8s/check, Go with k8s.io/api: a misspelt or mistyped field fails); the agent DaemonSet runs
+on labelled tester nodes with host networking and only AF_XDP's capabilities; the controller needs
+none; selectors match labels."""
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+#: Builds the check's test binary (in the background under `make test`, else here).
+GO_PROGRAMS = ROOT / "scripts" / "gosnappi-client.sh"
+
+
+@pytest.mark.skipif(shutil.which("go") is None, reason="Go is not installed: the manifest check is a Go test "
+                                                         "(k8s.io/api from the Go module proxy)")
+def test_every_manifest_decodes_strictly_into_kubernetes_types():
+    subprocess.run([str(GO_PROGRAMS), "wait"], check=True, timeout=600)
+    subprocess.run([str(GO_PROGRAMS), "build"], check=True, timeout=600, capture_output=True)
+    r = subprocess.run([str(ROOT / "target" / "gosnappi" / "k8s-check.test"), "-test.v"], cwd=DEPLOY / "k8s" / "check",
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for name in ("TestEveryManifestDecodesStrictly", "TestAMisspeltOrMistypedFieldFails"):
+        assert f"--- PASS: {name}" in r.stdout, r.stdout
 
 
 def docs(name: str) -> dict[str, dict]:
