@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build demo study-service-cost study-host-tuning test test-flakes test-prebuild test-rust test-python bench bench-soak bench-tsfloor bench-forward bench-otg bench-demo bench-stalls lint clean
+.PHONY: setup build demo study-service-cost study-host-tuning test test-flakes test-prebuild test-rust test-python bench bench-soak bench-tsfloor bench-forward bench-otg bench-demo bench-stalls lint clean image
 
 setup:
 	@scripts/setup.sh apt venv
@@ -45,6 +45,11 @@ test-python: build
 test-flakes: build
 	$(PY) scripts/test-flakes.py --rounds $${ROUNDS:-10} --workers 2,4
 	$(PY) scripts/test-flakes.py --rounds $${LOAD_ROUNDS:-3} --workers 2 --load --host $${HOST:-0}
+
+# the agent's OCI image from Debian packages and this tree, no registry pull; then two containers from
+# it under a controller count every frame (scripts/image.sh; root; ~1 min beside a release build)
+image: build
+	scripts/image.sh
 
 bench: build
 	@command -v llc >/dev/null || bash ../shared/peers/peer-bench.sh install >/dev/null
