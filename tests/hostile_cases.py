@@ -748,6 +748,8 @@ cli("--token-file", "serve", "--port", "lo", "--http", "--token-file", "{dir}/mi
 cli("--capture-mb", "serve", "--port", "lo", "--http", "--capture-mb", "1000000000")
 cli("--ptp-socket", "serve", "--port", "lo", "--http", "--ptp-socket", "{dir}/missing", name="serve --ptp-socket missing")
 cli("--ptp-socket", "serve", "--http", "--agent", _NOAGENT, "--ptp-socket", "{dir}/p", name="serve --agent --ptp-socket")
+cli("--tx-cpus", "serve", "--http", "--agent", _NOAGENT, "--tx-cpus", "0", name="serve --agent --tx-cpus")
+cli("--rx-cpus", "serve", "--port", "lo", "--http", "--rx-cpus", "99", name="serve --rx-cpus beyond the machine")
 cli("--http", "serve", "--port", "lo", "--http", "--listen", "192.0.2.1:8443", name="serve --http beyond loopback")
 CASES.append(Case("serve --token-file too short", "--token-file", files={"t": "short\n"},
                   argv=("serve", "--port", "lo", "--http", "--token-file", "{dir}/t")))

@@ -73,6 +73,8 @@ def register(sub) -> None:
     option(p, "--agent-cert", "the certificate a controller presents to agents that ask for one (their --client-ca)")
     option(p, "--agent-key", "the key of --agent-cert")
     option(p, "--io", f"{', '.join(IO_MODES)} (default auto)", default="auto")
+    option(p, "--tx-cpus", "default: the engine's; two agents on one machine: give each its own")
+    option(p, "--rx-cpus", "default: the engine's")
     option(p, "--drain", f"of a flow (default {int(DEFAULT_DRAIN_S * 1000)}ms): a flow is reported stopped after it, "
                          "and a stop waits for it", default=f"{int(DEFAULT_DRAIN_S * 1000)}ms")
     option(p, "--capture-mb", "capture buffer per port and receive queue, MiB (default 64; at most the machine's "
@@ -158,7 +160,8 @@ def run(args) -> int:
         with ports_held([(s.port.ifname, s.port.netns) for s in ports], "--port"):
             # Every port opens once now: the transmit guard and the backends are checked before serving.
             _native.Generator([s.port for s in ports], []).close()
-            service = Service(ports, drain_s=args.drain, capture_bytes=int(capture_mb) << 20)
+            service = Service(ports, drain_s=args.drain, capture_bytes=int(capture_mb) << 20,
+                              tx_cpus=args.tx_cpus or (), rx_cpus=args.rx_cpus or ())
             if tel is not None:
                 tel.watch_flow_groups(service.flow_groups)
             if args.record:
@@ -189,6 +192,9 @@ def _agents(args) -> list[AgentClient]:
 
     if args.port:
         raise ConfigError("--port", "a controller (--agent) has no ports of its own: give them to its agents")
+    for name in ("--tx-cpus", "--rx-cpus"):
+        if getattr(args, name[2:].replace("-", "_")):
+            raise ConfigError(name, "a controller (--agent) runs no workers: give it to the agents")
     if args.ptp_socket:
         raise ConfigError("--ptp-socket", "a controller (--agent) measures latency with no clock of its own: give "
                                           "it to the agents on PTP hosts")
