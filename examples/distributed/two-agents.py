@@ -11,8 +11,7 @@ the namespaces and processes it made however it ends.
 
 One machine runs both agents, the DUT and the controller here: each agent's workers get a CPU of
 their own (--tx-cpus, --rx-cpus), and the loads stay where two agents sharing two CPUs send
-smoothly (line rate 10 Mbit/s a port; MLRsearch up to 60 % of it). Agents on hosts of their own
-need neither.
+smoothly (line rate 10 Mbit/s a port). Agents on hosts of their own need neither.
 
     .venv/bin/python examples/distributed/two-agents.py [OUT]        (root; default two-agents-out)
 
@@ -57,7 +56,6 @@ rfc2544_throughput = {{ resolution_pct = 0.5 }}
 [[methods]]
 [methods.mlrsearch]
 min_rate_pct = 1
-max_rate_pct = 60
 goals = [{{ name = "NDR", loss_ratio = 0.0, final_trial_duration_s = 2, duration_sum_s = 4, relative_width = 0.01 }},
          {{ name = "PDR", loss_ratio = 0.005, final_trial_duration_s = 2, duration_sum_s = 4, relative_width = 0.01 }}]
 """

@@ -306,4 +306,9 @@ def test_trial_counts_drive_the_loss_ratio():
     assert trial_loss_ratio(c, 1e6, 1.0, Verdict.VALID) == 0.0
     short = TrialCounts(achieved_pps=500_000, frames_sent=500_000, frames_received=500_000, valid=False)
     assert trial_loss_ratio(short, 1e6, 1.0, Verdict.BACKPRESSURE) == pytest.approx(0.5)
+    # an OTG flow sends every frame, late: the 28 % its achieved rate could not carry in the trial's
+    # second were not offered at the load (they counted as offered, so a tester that fell short at
+    # the maximum load passed it, and NDR/PDR over OTG read "not measured")
+    late = TrialCounts(achieved_pps=720_000, frames_sent=1_000_000, frames_received=1_000_000, valid=False)
+    assert trial_loss_ratio(late, 1e6, 1.0, Verdict.TESTER) == pytest.approx(0.28)
     assert Load(1.0, F64)  # the seam accepts tiny loads

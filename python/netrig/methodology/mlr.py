@@ -178,10 +178,21 @@ class MlrResult:
                 "repeated_trials": self.repeated_trials, "not_measured": self.not_measured}
 
 
+def offered_in_time(counts: TrialCounts, duration_s: float, verdict: Verdict) -> int:
+    """The frames the trial offered at its load: every frame of a valid trial; of an invalid one,
+    what its achieved rate carried in the trial's duration. A sender that fell behind sends the
+    rest late, at a lower load (an OTG flow sends all its frames, however late; the engine's, those
+    within the stretch it allows): they were not offered at the load the trial stands for."""
+    if verdict is Verdict.VALID:
+        return counts.frames_sent
+    return min(counts.frames_sent, int(counts.achieved_pps * duration_s))
+
+
 def trial_loss_ratio(counts: TrialCounts, rate_pps: float, duration_s: float, verdict: Verdict) -> float:
     """The trial's loss ratio for the search: lost over sent; a trial the tester could not send
-    (invalid, either verdict) also counts its unsent frames as lost (the draft's effective loss
-    ratio). Raises when nothing was sent: no loss ratio can be read from that."""
+    (invalid, either verdict) also counts as lost the frames it did not offer at the load
+    (:func:`offered_in_time`; the draft's effective loss ratio). Raises when nothing was sent: no
+    loss ratio can be read from that."""
     sent = counts.frames_sent
     if sent <= 0:
         raise MethodologyError(
@@ -191,7 +202,7 @@ def trial_loss_ratio(counts: TrialCounts, rate_pps: float, duration_s: float, ve
     if verdict is Verdict.VALID:
         return min(1.0, counts.frames_lost / sent)
     intended = rate_pps * duration_s
-    unsent = max(0.0, intended - sent)
+    unsent = max(0.0, intended - offered_in_time(counts, duration_s, verdict))
     return min(1.0, (counts.frames_lost + unsent) / max(intended, sent))
 
 

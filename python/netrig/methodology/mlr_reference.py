@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from netrig.errors import CapabilityError
 from netrig.measure import Load, Measurer
 from netrig.methodology.method import with_partial
-from netrig.methodology.mlr import GoalResult, MlrResult, SearchGoal, trial_loss_ratio
+from netrig.methodology.mlr import GoalResult, MlrResult, SearchGoal, offered_in_time, trial_loss_ratio
 from netrig.methodology.tester import NO_LIMIT, ProvenLimit, Verdict, measure_judged
 from netrig.model import FrameSize, LineRate
 
@@ -52,7 +52,8 @@ def search_reference(measurer: Measurer, frame: FrameSize, line_rate: LineRate, 
             intended = c.frames_sent if v is Verdict.VALID else int(round(intended_load * intended_duration))
             return ref.MeasurementResult(
                 intended_duration=intended_duration, intended_load=intended_load,
-                offered_count=c.frames_sent, loss_count=c.frames_lost, intended_count=intended,
+                offered_count=(offered := offered_in_time(c, intended_duration, v)),
+                loss_count=min(c.frames_lost, offered), intended_count=intended,
             )
 
     rgoals = [ref.SearchGoal(loss_ratio=g.loss_ratio, exceed_ratio=g.exceed_ratio,
