@@ -262,7 +262,9 @@ def test_a_controller_started_after_another_takes_its_run_over_or_stops_it(tmp_p
         a.set_config(config(a, None, pps=2000))
         document = a.get_config().serialize("dict")
         control(a, "start")
-        while min(m.frames_rx for m in flow_metrics(a, names).values()) < 200:
+        deadline = time.monotonic() + 30
+        while min(m.frames_rx for m in flow_metrics(a, names).values()) < 200:  # every flow arrives
+            assert time.monotonic() < deadline, flow_metrics(a, names)
             time.sleep(0.05)
         second, url = b.controller()  # started while the first still supervises: nothing has stopped
         first.kill()
