@@ -125,3 +125,23 @@ def test_holders_racing_a_removal_never_share_a_port_alone(ports_dir):
     counts = [tuple(map(int, o.split())) for o, _ in outs]
     assert sum(h for h, _ in counts) > 0 and sum(t - h for h, t in counts) > 0, f"no contention: {counts}"
     assert [f.name for f in ports_dir.iterdir()] == [], "the last holder removed the lock file"
+
+
+def test_lock_files_a_killed_holder_left_are_swept_and_held_ones_kept(ports_dir):
+    """A holder killed with SIGKILL cannot remove its file (the suite's kill -9 tests left a dozen a
+    run in /run/netrig/ports): the next ports_held removes every file nobody holds."""
+    p = holder(ports_dir)
+    try:
+        stale = ports_dir / "gone0@4026539999.lock"
+        stale.touch()
+        (held,) = [x for x in ports_dir.iterdir() if x != stale]
+        with state.ports_held([("eth9", None)], "--port"):
+            assert not stale.exists() and held.exists()
+    finally:
+        p.communicate("")
+    killed = holder(ports_dir)
+    killed.kill()
+    killed.communicate()
+    assert held.exists()  # the kernel released its lock; its file stays until the next holder
+    with state.ports_held([("eth9", None)], "--port"):
+        assert not held.exists()

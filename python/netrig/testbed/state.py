@@ -471,6 +471,7 @@ def ports_held(ports: list[tuple[str, str | None]], option: str, shared: bool = 
     one port count each other's frames, or take them: a false loss). ``shared``: beside other
     shared holders only (the runs of a shared test bed); ``option`` names the ports in the error."""
     os.makedirs(PORTS_DIR, exist_ok=True)
+    _sweep_stale(PORTS_DIR)
     paths: dict[str, str] = {}  # lock file → the port's name (a port named twice is held once)
     for ifname, netns in ports:
         try:
@@ -489,6 +490,31 @@ def ports_held(ports: list[tuple[str, str | None]], option: str, shared: bool = 
     finally:
         for fd, path in held:
             _release_file(fd, path)
+
+
+def _sweep_stale(directory: str) -> None:
+    """Remove the lock files nobody holds: a holder killed (SIGKILL, a crash) leaves its file, and
+    one per port and namespace inode would pile up. Safe beside holders: a file is removed only
+    while locked here, and a holder that locked it meanwhile finds it gone and locks anew
+    (:func:`_flock_file`)."""
+    try:
+        names = [n for n in os.listdir(directory) if n.endswith(".lock")]
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(directory, name)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if _same_file(fd, path):
+                os.unlink(path)
+        except OSError:
+            pass  # held: in use
+        finally:
+            os.close(fd)
 
 
 def _same_file(fd: int, path: str) -> bool:
