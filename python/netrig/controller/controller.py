@@ -123,13 +123,12 @@ class Controller(OtgService):
             return
         found = _agreed(names, configs, self._each(names, _record))
         if isinstance(found, str):
-            self._each(held, lambda a: a.call("POST", "/control/state", _traffic("stop", [])))
+            self._each(held, _stop_flows)
             msg = (f"agent {', '.join(held)} held an earlier controller's config, not taken over ({found}): their "
                    "flows stopped; send the config again")
         else:
             config, document, sp = found
-            self._each([n for n in held if n not in sp.parts],
-                       lambda a: a.call("POST", "/control/state", _traffic("stop", [])))
+            self._each([n for n in held if n not in sp.parts], _stop_flows)
             running = self._running(sp)
             self.config, self.document, self.split = config, document, sp
             msg = (f"took over the earlier controller's config ({len(sp.routes)} flows over agent "
@@ -171,8 +170,7 @@ class Controller(OtgService):
             msg = f"agent {name} is down ({why}): its flows' metrics are stale; every other agent's flows stopped"
             self.notes.append(msg)
         self.log(msg)
-        self._each([n for n in self.agents if n not in self.down],
-                   lambda a: a.call("POST", "/control/state", _traffic("stop", [])), quiet=True)
+        self._each([n for n in self.agents if n not in self.down], _stop_flows, quiet=True)
 
     def _readmit_down(self) -> None:
         while not self._stop.wait(READMIT_S):
@@ -427,8 +425,7 @@ class Controller(OtgService):
             if t.is_alive():
                 t.join(timeout=2)
         if self.split is not None:
-            self._each([a for a in self.split.parts if a not in self.down],
-                       lambda a: a.call("POST", "/control/state", _traffic("stop", [])), quiet=True)
+            self._each([a for a in self.split.parts if a not in self.down], _stop_flows, quiet=True)
         self.pool.shutdown(wait=True)
         for a in self.agents.values():
             a.close()
@@ -447,8 +444,13 @@ def _greet(a: AgentClient) -> clock.ClockTracker:
     stopped."""
     tracker = _clock(a)
     if a.call("GET", "/config"):
-        a.call("POST", "/control/state", _traffic("stop", []))
+        _stop_flows(a)
     return tracker
+
+
+def _stop_flows(a: AgentClient) -> None:
+    """Every flow of ``a`` stopped."""
+    a.call("POST", "/control/state", _traffic("stop", []))
 
 
 def _record(a: AgentClient) -> report.ControllerRecord:
