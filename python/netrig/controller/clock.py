@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from dataclasses import dataclass
+from typing import Literal
 
 from netrig.otgclient.headers import Ptp
 
@@ -64,17 +65,17 @@ class ClockEstimate:
 
 #: Where a cross-agent correction came from: both ends under one PTP grandmaster, or the
 #: controller's exchanges with each agent.
-SOURCES = ("ptp", "exchange")
+Source = Literal["ptp", "exchange"]
 
 
 @dataclass(frozen=True)
 class Correction:
     """What a one-way latency between two agents holds in excess of the truth (``offset_ns``), its
-    bound, and where they came from (one of :data:`SOURCES`)."""
+    bound, and where they came from."""
 
     offset_ns: float
     uncertainty_ns: float
-    source: str
+    source: Source
 
 
 class ClockTracker:

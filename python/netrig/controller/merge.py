@@ -32,7 +32,7 @@ STATISTICS = ("minimum_ns", "average_ns", "maximum_ns")
 class LatencyNote:
     """A cross-agent flow's latency correction: its statistics after the clocks' offset was
     removed, the offset and its bound, ns, and where they came from (``clock``: a source of
-    :data:`clock.SOURCES`, or its receiving agents' sources joined by "+"). A statistic is
+    :data:`clock.Source`, or its receiving agents' sources joined by "+"). A statistic is
     reported in OTG only when above the bound."""
 
     flow: str
@@ -103,7 +103,7 @@ def _latency(route: FlowRoute, rows: dict[str, FlowMetric],
     A flow within one agent is exact; a cross-agent one keeps only the statistics above the
     correction's bound (``None``: none is)."""
     parts = []  # (min, max, average, frames, offset removed, uncertainty)
-    sources = set()
+    sources: set[clock.Source] = set()
     for a in route.rx_agents:
         row = rows.get(a)
         lat, n = (row.latency, row.frames_rx) if row is not None else (None, None)
