@@ -800,6 +800,11 @@ pub fn run_trial(
             })
             .expect("spawning the link watcher");
         let mut rx_handles = Vec::new();
+        // A thread starts with its parent's policy, and this one is bookkeeping (SCHED_IDLE): a
+        // worker spawned from it beside a busy CPU waited that long to run its first line (which
+        // makes it ordinary). Measured beside busy loops: the first frame of a 2-kfps trial left
+        // 1.1 s late. Workers are spawned while this thread is ordinary.
+        let spawning = cpu::OrdinaryWhile::enter();
         for (i, (port, mut q)) in rxq.into_iter().enumerate() {
             let cpu_id = rx_cpus[i];
             // A receiver on a sender's CPU naps when its queue is empty; one on a CPU of its own
@@ -821,6 +826,7 @@ pub fn run_trial(
         while rx_setup.ready.load(Ordering::Acquire) < rx_handles.len() && !rx_handles.iter().any(|h| h.is_finished()) {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
+        drop(spawning);
         let tx_outs = send_all(ports, cfg, &streams, txq, &tx_cpus, (epoch_ns, tag), grid.clone(), ctl);
         drain(cfg.drain_ns, ctl);
         rx_setup.stop.store(true, Ordering::SeqCst);
@@ -1002,6 +1008,9 @@ fn send_all(
     grid: Option<Arc<IntervalGrid>>,
     ctl: &Arc<TrialControl>,
 ) -> Vec<(usize, TxWorkerResult)> {
+    // From the start time to the workers' spawn this thread is ordinary (see the RX workers' spawn):
+    // it sleeps in the join after that, which costs nothing.
+    let _spawning = cpu::OrdinaryWhile::enter();
     // Learning frames: a broadcast from each stream's destination MAC out of its RX port.
     if cfg.learning && cfg.receive {
         ctl.set_phase(Phase::Learning);
