@@ -1317,6 +1317,10 @@ class GenFlowSpec:
                 latency: str = "store_forward") -> GenFlowSpec: ...
     @property
     def name(self) -> str: ...
+    @property
+    def untracked_sizes(self) -> list[int]:
+        """The flow's frame sizes (with FCS) without room for the signature after its headers: sent
+        untracked, counted per port and never per flow."""
 
 @final
 class CaptureSpec:
@@ -1340,6 +1344,10 @@ class GenFlowStats:
     def tx_first_ns(self) -> int: ...
     @property
     def tx_last_ns(self) -> int: ...
+    @property
+    def tx_untracked(self) -> int:
+        """Of ``tx_frames``, those sent without room for the signature: counted per port, never
+        received per flow."""
     @property
     def rx_frames(self) -> int: ...
     @property

@@ -106,6 +106,19 @@ def test_merge_sums_receivers_corrects_latency_and_marks_stale():
     assert row.loss == 50.0
 
 
+def test_a_flow_with_frames_too_small_for_the_signature_reports_no_loss_across_agents():
+    """The sender counts its untracked frames, no receiver can: a merged loss would be false."""
+    c = cfg()
+    c["flows"][2]["packet"] = [{"choice": "ethernet"}, {"choice": "vlan"}, {"choice": "ipv4"}, {"choice": "tcp"}]
+    c["flows"][2]["size"] = {"choice": "increment", "increment": {"start": 64, "end": 80, "step": 4}}
+    sp = split_of(c, ["a", "b"])
+    assert [r.untracked for r in sp.routes] == [False, False, True]
+    rows = {"b": FlowMetric(name="fba", frames_tx=100, frames_rx=0, transmit="stopped", loss=100.0),
+            "a": FlowMetric(name="fba", frames_rx=20, frames_tx=0, loss=0.0)}
+    row, _ = merge.flow_row(sp.routes[2], rows, read(Config, c).flows[2], {}, set())
+    assert (row.frames_tx, row.frames_rx, row.loss) == (100, 20, None)
+
+
 def test_a_port_of_an_agent_down_has_its_link_down():
     row = PortMetric(name="a1", location="a1", link="up", transmit="started", frames_tx=5)
     assert merge.port_row(row, "a/a1", False) == PortMetric(name="a1", location="a/a1", link="up",

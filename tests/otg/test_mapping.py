@@ -150,6 +150,20 @@ def test_warnings_say_what_netrig_does_instead():
     assert p.line_rates == (1e9, 1e9)
 
 
+def test_frames_without_room_for_the_signature_are_sent_untracked_and_warned():
+    tcp = [{"choice": "ethernet"}, {"choice": "vlan"}, {"choice": "ipv4"}, {"choice": "tcp"}]
+    some = planned(base(packet=tcp, size={"choice": "increment", "increment": {"start": 64, "end": 80, "step": 4}}))
+    assert some.specs[0].untracked_sizes == [64, 68, 72, 76]
+    assert any(w.startswith("flows[0].size: its frames of 64–76 B have no room") for w in some.warnings)
+    none = planned(base(packet=tcp, size={"choice": "fixed", "fixed": 64}))
+    assert none.specs[0].untracked_sizes == [64]
+    assert any(w.startswith("flows[0].size: no frame of this flow (64 B)") for w in none.warnings)
+    assert not [w for w in planned(base(size={"choice": "fixed", "fixed": 64})).warnings if "signature" in w]
+    v6 = [{"choice": "ethernet"}, {"choice": "ipv6"}, {"choice": "tcp"}]
+    with pytest.raises(ConfigError, match=r"cannot hold these headers \(74 B\): use frames of at least 78 B"):
+        planned(base(packet=v6, size={"choice": "fixed", "fixed": 64}))
+
+
 def test_presets_follow_the_model():
     assert PRESETS["imix"] == ((64, 7.0), (570, 4.0), (1518, 1.0))
     assert all(w > 0 for ps in PRESETS.values() for _, w in ps)

@@ -147,11 +147,13 @@ def test_every_header_pattern_size_rate_and_duration_counts_exactly(veth):
         a = api(url)
         c = new_config(a, ports)
         want = build_everything(c)
+        build_untracked_flows(c)
         warnings = a.set_config(c).warnings
         assert any("layer1[0].speed" in w for w in warnings)
+        assert sum("room for netrig's 18-byte signature" in w for w in warnings) == 2
         control(a, "start")
         finite = [n for n in want if n != "continuous"]
-        m = wait_stopped(a, finite)
+        m = wait_stopped(a, [*finite, *UNTRACKED])
         control(a, "stop", ["continuous"])
         m.update(flow_metrics(a, ["continuous"]))
         for name, n in want.items():
@@ -163,6 +165,31 @@ def test_every_header_pattern_size_rate_and_duration_counts_exactly(veth):
         assert m["ipv6-tcp"].frames_tx == 200, "rate × seconds"
         assert m["continuous"].transmit == "stopped"
         assert RATE_BITS["gbps"] == 1e9
+        # The smallest frames of a deep stack: sent whole, counted per port, untracked per flow.
+        for name, (sent, tracked) in UNTRACKED.items():
+            got = m[name]
+            assert (got.frames_tx, got.frames_rx, got.loss) == (sent, tracked, 0), name
+        req = a.metrics_request()
+        req.port.port_names = ["p1", "p2"]
+        ports = {p.name: p for p in a.get_metrics(req).port_metrics}
+        assert ports["p2"].frames_rx == ports["p1"].frames_tx, "every frame counted at the receiving port"
+
+
+#: Flows of frames too small for the signature: {name: (frames sent, frames with the signature)}.
+UNTRACKED = {"tiny": (40, 0), "tiny-some": (40, 8)}
+
+
+def build_untracked_flows(c) -> None:
+    for name, (frames, _) in UNTRACKED.items():
+        f = add_flow(c, name, frames)
+        eth(f)
+        vlan, _, tcp = f.packet.vlan().ipv4().tcp()[-3:]
+        vlan.id.value, tcp.dst_port.value = 7, 80
+        if name == "tiny":
+            f.size.fixed = 64  # 58 B of headers: 2 B left, not the signature's 18
+        else:
+            f.size.increment.start, f.size.increment.end, f.size.increment.step = 64, 80, 4  # 80 B holds it
+        f.rate.pps = 2000
 
 
 def test_pause_resume_stop_restart(veth):

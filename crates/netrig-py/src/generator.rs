@@ -267,6 +267,14 @@ impl GenFlowSpec {
     fn name(&self) -> &str {
         &self.0.name
     }
+
+    /// The flow's frame sizes (with FCS) without room for the signature after its headers: sent
+    /// untracked, counted per port and never per flow.
+    #[getter]
+    fn untracked_sizes(&self) -> Vec<usize> {
+        let sizes = self.0.frame_size.sizes();
+        sizes.iter().enumerate().filter(|&(i, _)| !self.1.signed(i)).map(|(_, &s)| s).collect()
+    }
 }
 
 impl Arg for GenFlowSpec {

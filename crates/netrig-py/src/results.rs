@@ -765,6 +765,9 @@ result_class! {
         tx_bytes: u64 = s.tx_bytes,
         tx_first_ns: u64 = s.tx_first_ns,
         tx_last_ns: u64 = s.tx_last_ns,
+        /// Of `tx_frames`, those sent without room for the signature: counted per port, never
+        /// received per flow.
+        tx_untracked: u64 = s.tx_untracked,
         rx_frames: u64 = s.rx_frames,
         rx_bytes: u64 = s.rx_bytes,
         rx_first_ns: u64 = s.rx_first_ns,

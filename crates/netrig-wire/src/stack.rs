@@ -590,6 +590,42 @@ mod tests {
     }
 
     #[test]
+    fn tunnelled_lengths_count_from_their_own_header() {
+        use HeaderKind::*;
+        let kinds = [Ethernet, Ipv4, Udp, Vxlan, Ethernet, Ipv4, Udp];
+        let headers: Vec<HeaderSpec> = kinds.iter().map(|&k| h(k, &[])).collect();
+        let c = compile(&spec(headers), &[1514]).unwrap();
+        let f = c.frame(0, 0, &sig(0));
+        let be = |at: usize| usize::from(u16::from_be_bytes([f[at], f[at + 1]]));
+        assert_eq!((be(14 + 2), be(34 + 4)), (1514 - 14, 1514 - 34), "outer ipv4 total, udp length");
+        assert_eq!((be(64 + 2), be(84 + 4)), (1514 - 64, 1514 - 84), "inner ipv4 total, udp length");
+    }
+
+    #[test]
+    fn a_frame_without_room_for_the_signature_is_sent_whole_and_untracked() {
+        use HeaderKind::*;
+        // 64 B (60 without FCS) of VLAN + IPv4 + TCP: 58 B of headers leave 2, not the 18 of the
+        // signature. Sizes 64..=80 by 4: only 80 B (76) holds it.
+        let kinds = [Ethernet, Vlan, Ipv4, Tcp];
+        let mut headers: Vec<HeaderSpec> = kinds.iter().map(|&k| h(k, &[])).collect();
+        headers[3] = h(Tcp, &[("src_port", Pattern::Counter { start: 1, step: 1, count: 9, down: false })]);
+        let c = compile(&spec(headers), &[60, 64, 68, 72, 76]).unwrap();
+        assert_eq!((0..5).map(|i| c.signed(i)).collect::<Vec<_>>(), [false, false, false, false, true]);
+        let (mut cur, mut buf) = (c.cursors(), [0u8; 128]);
+        for j in 0..20u64 {
+            let size = (j % 5) as usize;
+            let len = c.fill(&mut buf, size, &mut cur, &sig(j));
+            let frame = &buf[..len];
+            assert_eq!(len, 60 + 4 * size);
+            assert_eq!(usize::from(u16::from_be_bytes([frame[20], frame[21]])), len - 18, "ipv4 total length");
+            assert_eq!(signature_at_end(frame), (size == 4).then(|| sig(j)), "frame {j}");
+            verify(frame, c.kinds(), &[]);
+        }
+        let e = compile(&spec(kinds.iter().map(|&k| h(k, &[])).collect()), &[56]).unwrap_err();
+        assert!(e.field == "size" && e.message.contains("cannot hold these headers (58 B)"), "{e}");
+    }
+
+    #[test]
     fn errors_name_the_field() {
         let bad = |headers: Vec<HeaderSpec>, lens: &[usize]| compile(&spec(headers), lens).unwrap_err();
         let e = bad(vec![h(HeaderKind::Ethernet, &[("nope", Pattern::Fixed(1))])], &[60]);
@@ -597,7 +633,7 @@ mod tests {
         let e = bad(vec![h(HeaderKind::Ethernet, &[]), h(HeaderKind::Vlan, &[("id", Pattern::Fixed(4096))])], &[60]);
         assert!(e.field == "packet[1].vlan.id" && e.message.contains("12 bits"), "{e}");
         let e = bad(vec![h(HeaderKind::Ethernet, &[]), h(HeaderKind::Ipv6, &[]), h(HeaderKind::Tcp, &[])], &[60]);
-        assert!(e.field == "size" && e.message.contains("at least 96 B"), "{e}");
+        assert!(e.field == "size" && e.message.contains("at least 78 B"), "{e}");
         let e = bad(vec![h(HeaderKind::Ipv4, &[("tos", Pattern::Fixed(1)), ("dscp", Pattern::Fixed(1))])], &[60]);
         assert!(e.message.contains("overlaps tos"), "{e}");
         let e = bad(vec![h(HeaderKind::Ethernet, &[("src", Pattern::BadChecksum)])], &[60]);

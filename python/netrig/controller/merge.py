@@ -68,7 +68,7 @@ def flow_row(route: FlowRoute, rows: dict[str, FlowMetric], flow: Flow, clocks: 
     rx = [rows[a] for a in route.rx_agents if a in rows]
     frames_rx = _rx(tx, rx, lambda r: r.frames_rx)
     latency, note = _latency(route, rows, clocks)
-    loss = tx.loss
+    loss = None if route.untracked else tx.loss  # the agents' frames_tx count frames no receiver can
     if loss is not None:
         expected = (tx.frames_tx or 0) * flow.metrics.ratio(len(route.rx_ports))
         loss = max(0.0, expected - (frames_rx or 0)) / expected * 100 if expected else 0.0

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from netrig.errors import ConfigError
+from netrig.otg import mapping
 from netrig.otg.objects import Config, Flow
 
 #: An agent's name: what ``--agent NAME=URL`` and a location's part before ``/`` say.
@@ -36,6 +37,9 @@ class FlowRoute:
     rx_agents: tuple[str, ...]
     tx_port: str
     rx_ports: tuple[str, ...]
+    #: Some of its frames have no room for the signature (``mapping.untracked_sizes``): the sender
+    #: counts them, no receiver can, so the controller reports no loss for it.
+    untracked: bool = False
 
     @property
     def agents(self) -> tuple[str, ...]:
@@ -106,7 +110,7 @@ def _route(i: int, f: Flow, port_agent: dict[str, str]) -> FlowRoute:
             where = f"{at}.port.tx_name" if k == 0 else f"{at}.port.rx_names[{k - 1}]"
             raise ConfigError(where, f"{n!r} is not a port of the config: name one of {', '.join(port_agent)}")
     return FlowRoute(f.name, port_agent[p.tx_name], tuple(dict.fromkeys(port_agent[n] for n in p.receivers)),
-                     p.tx_name, p.receivers)
+                     p.tx_name, p.receivers, bool(mapping.untracked_sizes(f, f"flows[{i}]")))
 
 
 def _part(cfg: Config, document: dict[str, Any], routes: Sequence[FlowRoute], own: list[str],

@@ -253,6 +253,8 @@ class _FlowContext:
                                        gap_bytes=gap, latency=f.metrics.latency.mode)
         except ConfigError as e:
             raise ConfigError(headers.otg_path(_ENGINE_FIELDS.get(e.field, e.field), at), e.message) from None
+        if spec.untracked_sizes:
+            self.warnings.append(_untracked(spec.untracked_sizes, size.max_size, at))
         return fp, spec
 
     def endpoints(self, txrx: FlowTxRx, at: str) -> tuple[int, list[int]]:
@@ -373,6 +375,32 @@ def otg_error(e: ConfigError) -> ConfigError:
     if m is None or m.group(2) not in _ENGINE_FIELDS:
         return e
     return ConfigError(f"{m.group(1)}.{_ENGINE_FIELDS[m.group(2)]}{m.group(3)}", e.message)
+
+
+def untracked_sizes(f: Flow, at: str) -> list[int]:
+    """The sizes (with FCS) of flow ``f`` (the config's ``at``) without room for the signature after
+    its headers; none for a flow the agents will refuse (they name the error)."""
+    try:
+        hs = [headers.header(h, at, k, []) for k, h in enumerate(f.packet or _NO_PACKET)]
+        spec = _native.GenFlowSpec(f.name, 0, [0], hs, _size(f.size, at), _native.RateSpec.pps(1.0),
+                                   _native.GenDurationSpec.continuous(), payload=_payload(f.payload))
+    except ConfigError:
+        return []
+    return spec.untracked_sizes
+
+
+def _untracked(sizes: Sequence[int], max_size: int, at: str) -> str:
+    """The warning of a flow some of whose frames (``sizes``, with FCS) have no room for the
+    signature: they are sent and counted per port, never per flow."""
+    lo, hi = min(sizes), max(sizes)
+    which = f"{lo} B" if lo == hi else f"{lo}–{hi} B"
+    if hi >= max_size:
+        return (f"{at}.size: no frame of this flow ({which}) has room for netrig's 18-byte signature after its "
+                "headers: they are sent and counted in the ports' metrics, but the flow's frames_rx, loss and "
+                "latency are not measured")
+    return (f"{at}.size: its frames of {which} have no room for netrig's 18-byte signature after their headers: "
+            "they are sent and counted in the ports' metrics, not the flow's; its frames_rx, loss and latency are "
+            "over its larger frames")
 
 
 def _size(s: FlowSize, flow_path: str) -> _native.FrameSizeSpec:

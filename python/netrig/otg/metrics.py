@@ -56,7 +56,7 @@ def transmit(s: _native.GenFlowStats, ratio: float, drain_ns: int, now_ns: int) 
     if s.state == "paused":
         return "paused"
     if s.state == "done":
-        arrived = s.rx_frames >= s.tx_frames * ratio
+        arrived = s.rx_frames >= (s.tx_frames - s.tx_untracked) * ratio
         return "stopped" if arrived or now_ns - s.tx_last_ns >= drain_ns else "started"
     return "stopped"
 
@@ -84,8 +84,8 @@ def flow_metrics(plan: Plan, stats: Sequence[_native.GenFlowStats], which: Seque
                    "tx_rate_mbps": tx_bits / 1e6, "tx_l1_rate_bps": tx_bits + tx_fps * wire,
                    "rx_rate_bytes": rx_bps, "rx_rate_bps": rx_bits, "rx_rate_kbps": rx_bits / 1e3,
                    "rx_rate_mbps": rx_bits / 1e6, "rx_l1_rate_bps": rx_bits + rx_fps * wire}
-        if f.loss:
-            expected = tx_frames * f.rx_tx_ratio
+        if f.loss:  # over the frames that carry the signature: the others are counted per port only
+            expected = (tx_frames - s.tx_untracked) * f.rx_tx_ratio
             m["loss"] = max(0.0, expected - rx_frames) / expected * 100 if expected else 0.0
         if f.timestamps and rx_frames:
             m["timestamps"] = {"first_timestamp_ns": float(s.rx_first_ns + realtime_offset_ns),

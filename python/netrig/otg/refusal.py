@@ -44,15 +44,16 @@ FEATURES: tuple[Feature, ...] = (
     Feature("flows[].packet[].ethernet.dst.auto", W, "no address resolution without devices: the model's default "
             "(00:00:00:00:00:00)"),
     Feature("flows[].size", S, "fixed, increment, random, weight_pairs (imix, ipsec_imix, tcp_imix, custom); sizes "
-            "include the FCS, at least 64 B and room for the headers and the 18-byte signature"),
+            "include the FCS, at least 64 B and room for the headers; a size without room for the 18-byte "
+            "signature after them is sent untracked (warned): counted per port, not per flow"),
     Feature("flows[].rate", S, "pps; bps, kbps, mbps, gbps (layer 1, as the model's 672 bit/s minimum says); "
             "percentage of the port's line rate (its link speed, or its layer1 speed)"),
     Feature("flows[].duration", S, "fixed_packets, fixed_seconds (rate × seconds frames), burst (packets, bursts or "
             "endless, inter_burst_gap), continuous; delay; gap (with a line rate it bounds the rate)"),
-    Feature("flows[].metrics", S, "always measured (every frame carries the signature); loss, timestamps and "
+    Feature("flows[].metrics", S, "always measured (every frame with room carries the signature); loss, timestamps and "
             "latency (store_forward, cut_through) reported when enabled; rx_tx_ratio"),
     Feature("flows[].payload", S, "fixed pattern (repeated or not), increment/decrement byte or word; the last 18 "
-            "bytes of every frame are the signature"),
+            "bytes of every frame with room for it are the signature"),
     Feature("captures[]", S, "every frame received, in order, with the FCS the wire carried; pcap or pcapng; "
             "overwrite; packet_size"),
     Feature("layer1[].speed", W, "the link is not configured: the speed is the port's nominal line rate (rates in "

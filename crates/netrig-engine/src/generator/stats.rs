@@ -68,6 +68,9 @@ pub struct Counters {
     /// Engine-clock times of the first and last frame (0: none).
     pub first_ns: AtomicU64,
     pub last_ns: AtomicU64,
+    /// Transmit side: frames sent without room for the signature (untracked: counted per port,
+    /// never received per flow).
+    pub untracked: AtomicU64,
     /// Latency sum, minimum (u64::MAX: none) and maximum, ns (receive side only).
     pub lat_sum: AtomicU64,
     pub lat_min: AtomicU64,
@@ -82,6 +85,7 @@ impl Default for Counters {
             bytes: AtomicU64::new(0),
             first_ns: AtomicU64::new(0),
             last_ns: AtomicU64::new(0),
+            untracked: AtomicU64::new(0),
             lat_sum: AtomicU64::new(0),
             lat_min: AtomicU64::new(u64::MAX),
             lat_max: AtomicU64::new(0),
@@ -92,7 +96,9 @@ impl Default for Counters {
 impl Counters {
     /// Zero the counters for a new start tagged `tag` (the writer only).
     pub(crate) fn reset(&self, tag: u32) {
-        for a in [&self.frames, &self.bytes, &self.first_ns, &self.last_ns, &self.lat_sum, &self.lat_max] {
+        for a in
+            [&self.frames, &self.bytes, &self.first_ns, &self.last_ns, &self.untracked, &self.lat_sum, &self.lat_max]
+        {
             a.store(0, Relaxed);
         }
         self.lat_min.store(u64::MAX, Relaxed);
@@ -151,6 +157,8 @@ pub struct FlowStats {
     pub tx_bytes: u64,
     pub tx_first_ns: u64,
     pub tx_last_ns: u64,
+    /// Of `tx_frames`, those sent without room for the signature (never counted as received).
+    pub tx_untracked: u64,
     pub rx_frames: u64,
     pub rx_bytes: u64,
     pub rx_first_ns: u64,
@@ -180,6 +188,9 @@ impl FlowStats {
         let c_first = c.first_ns.load(Relaxed);
         *first = if *first == 0 { c_first } else { (*first).min(c_first) };
         *last = (*last).max(c.last_ns.load(Relaxed));
+        if !rx {
+            self.tx_untracked += c.untracked.load(Relaxed);
+        }
         if rx {
             let min = c.lat_min.load(Relaxed);
             self.latency_min_ns = if self.latency_frames == 0 { min } else { self.latency_min_ns.min(min) };

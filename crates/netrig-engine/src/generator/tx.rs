@@ -79,6 +79,8 @@ struct Slot {
     gen: u32,
     tag: u32,
     sent: u64,
+    /// Of `sent`, frames without room for the signature (the sequence counts only the others).
+    untracked: u64,
     picked: u64,
     size_at: usize,
     anchor: u64,
@@ -113,6 +115,7 @@ impl Slot {
             gen: 0,
             tag: 0,
             sent: 0,
+            untracked: 0,
             picked: 0,
             size_at: 0,
             anchor: 0,
@@ -227,7 +230,8 @@ impl TxWorker {
         match cmd {
             Cmd::Start { tag, .. } => {
                 s.cursors.copy_from_slice(&s.start_cursors);
-                (s.sent, s.picked, s.size_at, s.tag, s.running, s.paused_at) = (0, 0, 0, tag, true, 0);
+                (s.sent, s.untracked, s.picked, s.size_at) = (0, 0, 0, 0);
+                (s.tag, s.running, s.paused_at) = (tag, true, 0);
                 s.anchor = at + s.flow.config.delay_ns;
                 self.pubs[flow].reset(tag);
             }
@@ -268,11 +272,16 @@ impl TxWorker {
             let f = &*s.flow;
             let size = f.size_schedule[s.size_at] as usize;
             s.size_at = if s.size_at + 1 == f.size_schedule.len() { 0 } else { s.size_at + 1 };
-            let sig = Signature { trial: s.tag, warmup: false, flow_id: f.index as u32, seq: s.sent, tx_ts_ns: stamp };
+            let seq = s.sent - s.untracked;
+            let sig = Signature { trial: s.tag, warmup: false, flow_id: f.index as u32, seq, tx_ts_ns: stamp };
             let len = f.stack.fill(buf, size, &mut s.cursors, &sig);
             s.sent += 1;
             let wire = (len + crate::stream::FCS_LEN) as u64;
             pubs[f.index].count(wire, stamp + epoch);
+            if !f.stack.signed(size) {
+                s.untracked += 1;
+                PortCounters::add(&pubs[f.index].untracked, 1);
+            }
             PortCounters::add(&port.frames, 1);
             PortCounters::add(&port.bytes, wire);
             if f.limit == Some(s.sent) {

@@ -166,19 +166,20 @@ fn header_fields(i: usize, h: &HeaderSpec, len: usize) -> Result<Vec<(super::Fie
     Ok(out)
 }
 
-/// Compile `spec` for frames of lengths `lens` (without FCS): every length must hold the headers
-/// and the signature.
+/// Compile `spec` for frames of lengths `lens` (without FCS): every length must hold the headers.
+/// A length that also holds the signature carries it at its end; a shorter one (the smallest legal
+/// frame of a deep stack: 64 B of VLAN + IPv4 + TCP) is sent without it, untracked
+/// ([`CompiledStack::signed`]).
 pub fn compile(spec: &StackSpec, lens: &[usize]) -> Result<CompiledStack, StackError> {
     let (placed, headers_len) = layout(spec)?;
-    let min = headers_len + signature::LEN;
     let (lo, hi) = (lens.iter().copied().min().unwrap_or(0), lens.iter().copied().max().unwrap_or(0));
-    if lens.is_empty() || lo < min {
+    if lens.is_empty() || lo < headers_len {
         return Err(StackError::new(
             "size",
             format!(
-                "{} B (with FCS) cannot hold these headers ({headers_len} B) and the 18-byte netrig signature: use frames of at least {} B",
+                "{} B (with FCS) cannot hold these headers ({headers_len} B): use frames of at least {} B",
                 lo + 4,
-                min + 4
+                headers_len + 4
             ),
         ));
     }
@@ -199,6 +200,16 @@ pub fn compile(spec: &StackSpec, lens: &[usize]) -> Result<CompiledStack, StackE
     }
     spec.payload.write(&mut b.template[headers_len..]);
     Ok(b.finish(headers_len, lens))
+}
+
+/// Bytes of signature a frame of `len` bytes with `headers_len` bytes of headers carries: all of
+/// it, or none when it has no room (the frame is then untracked).
+fn sig_len(len: usize, headers_len: usize) -> usize {
+    if len >= headers_len + signature::LEN {
+        signature::LEN
+    } else {
+        0
+    }
 }
 
 /// A stack being compiled.
@@ -305,7 +316,8 @@ impl Builder {
             }
         }
         let zeroed = self.zeroed();
-        let (bases, sig_odd) = self.bases(&zeroed, lens);
+        let (bases, sig_odd) = self.bases(&zeroed, lens, headers_len);
+        let sig_lens = lens.iter().map(|&l| sig_len(l, headers_len)).collect();
         CompiledStack {
             template: self.template,
             headers_len,
@@ -314,6 +326,7 @@ impl Builder {
             lengths: self.lengths,
             csums: self.csums,
             lens: lens.to_vec(),
+            sig_lens,
             bases,
             sig_odd,
         }
@@ -338,8 +351,9 @@ impl Builder {
         z
     }
 
-    /// Per frame length and checksum: the base sum and whether the signature is in an odd lane.
-    fn bases(&self, z: &[u8], lens: &[usize]) -> (Vec<u64>, Vec<bool>) {
+    /// Per frame length and checksum: the base sum and whether the signature is in an odd lane (an
+    /// untracked length's payload is all in the base).
+    fn bases(&self, z: &[u8], lens: &[usize], headers_len: usize) -> (Vec<u64>, Vec<bool>) {
         // Lane-aware prefix sums: pe counts even offsets as high bytes, po odd ones.
         let mut pe = vec![0u64; z.len() + 1];
         let mut po = vec![0u64; z.len() + 1];
@@ -352,7 +366,7 @@ impl Builder {
         let mut bases = Vec::with_capacity(lens.len() * self.csums.len());
         let mut sig_odd = Vec::with_capacity(bases.capacity());
         for &len in lens {
-            let sig_at = len - signature::LEN;
+            let sig_at = len - sig_len(len, headers_len);
             for (c, cs) in self.csums.iter().enumerate() {
                 let end = cs.end.unwrap_or(sig_at);
                 let mut acc = region(cs.start, end);

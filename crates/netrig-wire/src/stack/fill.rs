@@ -1,7 +1,7 @@
 //! The per-frame program of a compiled stack (the TX hot path: no allocation, no whole-frame sum).
 use super::{checksum_value, field_sums, start_cursors, Csum, HeaderKind, LengthFix, Varying, MAX_CHECKSUMS};
 use crate::pattern::{bytes_sum, lane, write_bits, Cursor};
-use crate::signature::{self, Signature};
+use crate::signature::Signature;
 
 /// A stack ready for the TX path (see [`super::compile`]).
 #[derive(Debug, Clone)]
@@ -14,6 +14,8 @@ pub struct CompiledStack {
     pub(super) csums: Vec<Csum>,
     /// Frame lengths without FCS, by size index.
     pub(super) lens: Vec<usize>,
+    /// Bytes of signature at the end of each length: the signature's, or 0 (untracked).
+    pub(super) sig_lens: Vec<usize>,
     /// `bases[size * csums + c]`: checksum `c`'s region sum with every varying part zeroed.
     pub(super) bases: Vec<u64>,
     /// Same shape: the signature sits in an odd lane of checksum `c`'s region.
@@ -29,6 +31,13 @@ impl CompiledStack {
     /// Bytes of headers (the payload and the signature follow).
     pub fn headers_len(&self) -> usize {
         self.headers_len
+    }
+
+    /// Frames of size index `size` carry the signature; without room for it they are sent
+    /// untracked: counted per port, not per flow.
+    #[inline]
+    pub fn signed(&self, size: usize) -> bool {
+        self.sig_lens[size] > 0
     }
 
     /// The header kinds, in order.
@@ -47,7 +56,8 @@ impl CompiledStack {
     }
 
     /// Write the next frame of size index `size` into `buf` (at least that long) with signature
-    /// `sig` at its end, and advance `cursors` to the following frame. Returns the length.
+    /// `sig` at its end (when it has room: [`Self::signed`]), and advance `cursors` to the
+    /// following frame. Returns the length.
     #[inline]
     pub fn fill(&self, buf: &mut [u8], size: usize, cursors: &mut [Cursor], sig: &Signature) -> usize {
         let len = self.lens[size];
@@ -59,8 +69,10 @@ impl CompiledStack {
         for (v, c) in self.varying.iter().zip(cursors.iter()) {
             write_bits(out, &v.span, c.value);
         }
-        let sig_at = len - signature::LEN;
-        sig.emit(&mut out[sig_at..]);
+        let sig_at = len - self.sig_lens[size];
+        if sig_at < len {
+            sig.emit(&mut out[sig_at..]);
+        }
         let n = self.csums.len();
         if n > 0 {
             self.checksums(out, size, sig_at);
