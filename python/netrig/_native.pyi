@@ -1412,6 +1412,9 @@ class Generator:
     def expect(self, flows: Sequence[int], tags: Sequence[int]) -> None:
         """Count these flows' frames sent under ``tags`` from now on, sending nothing (the receive
         side of flows another agent sends)."""
+    def update(self, flows: Sequence[int], specs: Sequence[GenFlowSpec]) -> None:
+        """Change these flows' rate and frame sizes in place (``specs[k]`` for ``flows[k]``, as the flow
+        was configured but for its rate and size): their counters, sequence and tag go on."""
     def stop(self, flows: Sequence[int]) -> None: ...
     def pause(self, flows: Sequence[int]) -> None: ...
     def resume(self, flows: Sequence[int]) -> None: ...

@@ -214,9 +214,26 @@ def test_pause_resume_stop_restart(veth):
         control(a, "resume")
         while flow_metrics(a)["c"].frames_tx < paused.frames_tx + 300:
             time.sleep(0.02)
+        # update_flows mid-run: 4 × the rate and larger frames, its counts going on. 4 000 frames
+        # take 0.2 s at the new rate, 0.8 s at the old one (the bound leaves room for stalls).
+        cu = a.config_update()
+        cu.flows.property_names = [cu.flows.RATE, cu.flows.SIZE]
+        f.rate.pps, f.size.fixed = 20000, 200
+        cu.flows.flows.append(f)
+        before, t0 = flow_metrics(a)["c"].frames_tx, time.monotonic()
+        assert a.update_config(cu).warnings == []
+        while flow_metrics(a)["c"].frames_tx < before + 4000:
+            time.sleep(0.01)
+        assert time.monotonic() - t0 < 0.6, "the new rate shows at once"
+        assert a.get_config().flows[0].rate.pps == 20000
         control(a, "stop")
         m = flow_metrics(a)["c"]
-        assert m.transmit == "stopped" and m.frames_tx == m.frames_rx
+        assert m.transmit == "stopped" and m.frames_tx == m.frames_rx, "no frame lost or counted twice"
+        assert m.bytes_rx > m.frames_rx * 100, "the larger frames went out"
+        cu.flows.flows[0].name = "nope"
+        with pytest.raises(Exception) as e:
+            a.update_config(cu)
+        assert "flows.flows[0].name: 'nope' is not a flow of the config" in e.value.args[0].errors[0]
         # A bad request changes nothing: the good flow name is not started either.
         cs = a.control_state()
         cs.traffic.flow_transmit.state, cs.traffic.flow_transmit.flow_names = "start", ["c", "nope"]

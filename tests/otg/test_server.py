@@ -107,7 +107,8 @@ def test_state_and_request_errors(url):
     assert otg_error(e.value)["code"] == 409 and "set_config first" in otg_error(e.value)["errors"][0]
     for path, body, method, code, words in [
         ("/config", b"{not json", "POST", 400, "not JSON"),
-        ("/config", b"{}", "PATCH", 400, "set_config"),
+        ("/config", b"{}", "PATCH", 409, "set_config first"),  # update_flows needs a config
+        ("/config/append", b"{}", "PATCH", 400, "set_config"),
         ("/control/action", json.dumps({"choice": "port", "port": {"choice": "reboot"}}).encode(), "POST", 400,
          "no port reboot"),
         ("/control/state", json.dumps({"choice": "port", "port": {"choice": "link", "link": {"state": "down"}}})

@@ -130,6 +130,47 @@ fn pause_resume_stop_keep_counts_exact() {
 }
 
 #[test]
+fn a_running_flows_rate_and_sizes_change_in_place_with_every_frame_counted_once() {
+    let _s = common::serial();
+    let mut f = udp_flow("u", 0, 2_000.0);
+    f.duration = GenDuration::Continuous;
+    let g = Generator::open(ports(), config(vec![f.clone()])).unwrap();
+    g.start(&[0]).unwrap();
+    assert!(wait_for(2.0, || g.flow_stats()[0].tx_frames > 100));
+    // Ten times the rate and other sizes: 2 000 frames take 0.1 s at the new rate, 1 s at the old
+    // one; the bound leaves room for the platform's stalls, not for the old rate.
+    let mut fast = f.clone();
+    fast.rate = Rate::Pps(20_000.0);
+    fast.frame_size = FrameSize::Fixed(300);
+    let (before, t0) = (g.flow_stats()[0].tx_frames, Instant::now());
+    g.update(vec![(0, fast.clone(), None)]).unwrap();
+    assert!(wait_for(2.0, || g.flow_stats()[0].tx_frames >= before + 2000));
+    assert!(t0.elapsed() < Duration::from_millis(500), "2000 frames took {:?} after the update", t0.elapsed());
+    // And back: 200 frames take 0.1 s at 2 kfps (10 ms at 20 kfps); stalls only lengthen that.
+    g.update(vec![(0, f.clone(), None)]).unwrap();
+    let (before, t0) = (g.flow_stats()[0].tx_frames, Instant::now());
+    assert!(wait_for(2.0, || g.flow_stats()[0].tx_frames >= before + 200));
+    assert!(t0.elapsed() > Duration::from_millis(60), "200 frames in {:?} back at 2 kfps", t0.elapsed());
+    g.stop(&[0]).unwrap();
+    assert!(wait_for(2.0, || {
+        let s = g.flow_stats()[0];
+        s.rx_frames == s.tx_frames
+    }));
+    let (s, p) = (g.flow_stats()[0], g.port_stats());
+    assert_eq!((s.tx_bytes, p[1].rx_stale + p[1].rx_foreign), (s.rx_bytes, 0), "one start, no frame twice");
+    // Anything but the rate and the size is refused, naming the flow; a fixed-seconds flow keeps its rate.
+    let mut other = f.clone();
+    other.delay_ns = 5;
+    assert_eq!(g.update(vec![(0, other, None)]).unwrap_err().field, "flows[0]");
+    let mut timed = udp_flow("t", 0, 2_000.0);
+    timed.duration = GenDuration::Seconds(1.0);
+    let g = Generator::open(ports(), config(vec![timed.clone()])).unwrap();
+    timed.rate = Rate::Pps(4_000.0);
+    assert_eq!(g.update(vec![(0, timed, None)]).unwrap_err().field, "flows[0].rate");
+    assert!(g.errors().is_empty());
+}
+
+#[test]
 fn bursts_delay_and_capture_byte_by_byte() {
     let _s = common::serial();
     let mut f = udp_flow("d", 0, 100_000.0);

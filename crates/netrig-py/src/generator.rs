@@ -379,6 +379,17 @@ impl Generator {
         Ok(self.0.expect(&req::<Vec<usize>>(flows, "flows")?, &req::<Vec<u32>>(tags, "tags")?)?)
     }
 
+    /// Change these flows' rate and frame sizes in place (`specs[k]` for `flows[k]`, as the flow
+    /// was configured but for its rate and size): their counters, sequence and tag go on.
+    fn update(&self, flows: &Bound<'_, PyAny>, specs: &Bound<'_, PyAny>) -> Result<()> {
+        let flows = req::<Vec<usize>>(flows, "flows")?;
+        let specs: Vec<GenFlowSpec> = req(specs, "specs")?;
+        if flows.len() != specs.len() {
+            return Err(config("specs", format!("{} specs for {} flows: one per flow", specs.len(), flows.len())));
+        }
+        Ok(self.0.update(flows.into_iter().zip(specs).map(|(f, s)| (f, s.0, Some(s.1))).collect())?)
+    }
+
     fn stop(&self, flows: &Bound<'_, PyAny>) -> Result<()> {
         Ok(self.0.stop(&req::<Vec<usize>>(flows, "flows")?)?)
     }

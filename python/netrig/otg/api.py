@@ -54,6 +54,10 @@ class OtgService(ABC):
         """``POST /config``: ``config`` read from ``document`` (the request's JSON, checked); checked
         whole before anything changes. Its warnings."""
 
+    def update_config(self, update: dict[str, Any]) -> list[str]:
+        """``PATCH /config``: ``update_flows`` (a ``ConfigUpdate`` document). Its warnings."""
+        raise refusal.refuse("config update on a controller", "choice")
+
     @abstractmethod
     def get_config(self) -> dict[str, Any]:
         """``GET /config``: the document of the config set (``{}``: none)."""

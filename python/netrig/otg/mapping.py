@@ -8,16 +8,18 @@ Errors of the engine's own checks come back with the OTG path (``flows[2].size.f
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import re
 import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from netrig import _native
 from netrig.errors import ConfigError
 from netrig.model import MIN_FRAME_SIZE, largest_frame
-from netrig.otg import headers, refusal
+from netrig.otg import headers, refusal, schema
 from netrig.otg.objects import (
     Config,
     Flow,
@@ -355,6 +357,32 @@ _ENGINE_FIELDS = {"frame_size": "size", "delay": "duration"}
 _LARGEST = {"fixed": "size.fixed", "increment": "size.increment.end", "random": "size.random.max",
             "weight_pairs": "size.weight_pairs"}
 _FLOW_FIELD = re.compile(r"^(flows\[\d+\])\.(\w+)(.*)$")
+
+
+def updated(document: dict[str, Any], update: dict[str, Any]) -> tuple[dict[str, Any], list[int]]:
+    """``PATCH /config`` (OTG ``update_flows``): the config ``document`` with the flows of ``update``
+    (a ``ConfigUpdate``, checked against the model) given their new ``property_names`` (rate, size),
+    and the indices of those flows. Errors name the update's paths."""
+    upd = schema.check("ConfigUpdate", update, "", defer_headers=True)
+    if upd.get("choice") != "flows":
+        raise ConfigError("choice", "netrig serve updates flows only (it has no protocols): choice flows")
+    fu = upd["flows"]
+    index = {f["name"]: i for i, f in enumerate(document.get("flows", ()))}
+    new = copy.deepcopy(document)
+    which: list[int] = []
+    for k, f in enumerate(fu["flows"]):
+        at = f"flows.flows[{k}]"
+        i = index.get(f.get("name"))
+        if i is None:
+            raise ConfigError(f"{at}.name", f"{f.get('name')!r} is not a flow of the config: update its flows by name")
+        if i in which:
+            raise ConfigError(f"{at}.name", f"{f['name']!r} is updated twice: name each flow once")
+        for prop in fu["property_names"]:
+            if prop not in f:
+                raise ConfigError(f"{at}.{prop}", "is missing: property_names names it, so give its new value")
+            new["flows"][i][prop] = copy.deepcopy(f[prop])
+        which.append(i)
+    return new, which
 
 
 def check_frames(plan: Plan, mtus: Sequence[int | None]) -> None:

@@ -92,7 +92,11 @@ FEATURES: tuple[Feature, ...] = (
     Feature("control/state port.link", R, "links are not set up or down by netrig serve: use ip link"),
     Feature("control/state protocol", R, "no protocols run: nothing to start or stop"),
     Feature("control/action", R, "no devices or protocols: no pings, no BGP or ISIS actions, no port reboot"),
-    Feature("config update, append, delete", R, "send the whole configuration with set_config"),
+    Feature("config update", S, "update_flows: flows' rate and size, in place (running or not: counters, "
+            "sequence and tag go on; a fixed_seconds flow keeps its rate, its frame count is its rate's)"),
+    Feature("config update on a controller", R, "a controller does not forward updates to its agents yet: set the "
+            "whole configuration"),
+    Feature("config append, delete", R, "send the whole configuration with set_config"),
     Feature("monitor/metrics (not port or flow)", R, "protocol metrics need emulated devices"),
     Feature("monitor/capture packets.slice", R, "the whole capture is returned: slice the file"),
 )

@@ -6,7 +6,8 @@ path                    method  what
 /capabilities/version   GET     ``Version`` (``api_spec_version`` is the range of clients served)
 /config                 POST    set_config: ``Warning``
 /config                 GET     the config set
-/config, /config/append,
+/config                 PATCH   update_flows: flows' rate and size changed in place: ``Warning``
+/config/append,
 /config/delete          PATCH   refused: send the whole config
 /control/state          POST    traffic (start, stop, pause, resume), port capture: ``Warning``
 /control/action         POST    refused (no devices, no protocols)
@@ -167,6 +168,7 @@ class Handler(BaseHTTPRequestHandler):
             ("POST", "/config"): lambda b: ({"warnings": s.set_config(read(Config, b, defer_headers=True), b)},
                                             False),
             ("GET", "/config"): lambda _: (s.get_config(), False),
+            ("PATCH", "/config"): lambda b: ({"warnings": s.update_config(b)}, False),
             ("GET", "/netrig/controller"): lambda _: (to_json(self.server.controller_record), False),
             ("POST", "/netrig/controller"): lambda b: (self.server.keep_record(b), False),
             ("POST", "/control/state"): lambda b: ({"warnings": s.control_state(read(ControlState, b),
@@ -341,11 +343,11 @@ class Handler(BaseHTTPRequestHandler):
 
 
 #: The paths a PATCH is refused on (send the whole config).
-_PATCHED = ("/config", "/config/append", "/config/delete")
+_PATCHED = ("/config/append", "/config/delete")
 
 
 def _refused(_: Any) -> tuple[Any, bool]:
-    raise refusal.refuse("config update, append, delete", "config")
+    raise refusal.refuse("config append, delete", "config")
 
 
 class OtgServer(ThreadingHTTPServer):

@@ -37,6 +37,7 @@ from netrig.otg.objects import (
     StartTags,
     StatePortCapture,
     StateTrafficFlowTransmit,
+    read,
 )
 from netrig.otg.rxdrops import RxDrops
 from netrig.otgclient import headers
@@ -52,6 +53,12 @@ def _mtu(port: ServePort) -> int | None:
         return _native.interface_info(port.ifname, port.port.netns).mtu
     except NetrigError:
         return None
+
+
+def _renumbered(warning: str, which: Sequence[int]) -> str:
+    """A warning of an update's flow ``j`` (``flows[j]...``) as the config's flow ``which[j]``."""
+    head, _, rest = warning.partition("]")
+    return f"flows[{which[int(head[len('flows['):])]}]{rest}"
 
 
 class Service(OtgService):
@@ -110,6 +117,29 @@ class Service(OtgService):
             warnings = list(plan.warnings) + self._port_notes()
         self._changed("config")
         return warnings
+
+    def update_config(self, update: dict[str, Any]) -> list[str]:
+        """``PATCH /config`` (``update_flows``): flows' rate and size changed in place, running or
+        not: their counters, sequence and tag go on. Only the flows named are mapped again (a large
+        config's update is as quick as a small one's); checked whole before any changes."""
+        with self.lock:
+            plan, g = self._ready()
+            assert self.config is not None
+            document, which = mapping.updated(self.config, update)
+            sub = read(Config, {**document, "flows": [document["flows"][i] for i in which], "captures": []},
+                       defer_headers=True)
+            part = mapping.plan(sub, self.ports, self.capture_bytes)
+            mapping.check_frames(part, [_mtu(s) for s in part.serve_ports])
+            try:
+                g.update(which, part.specs)
+            except ConfigError as e:
+                raise mapping.otg_error(e) from None
+            flows, specs = list(plan.flows), list(plan.specs)
+            for j, i in enumerate(which):
+                flows[i], specs[i] = part.flows[j], part.specs[j]
+            self.config = document
+            self.plan = dataclasses.replace(plan, flows=tuple(flows), specs=tuple(specs))
+            return [_renumbered(w, which) for w in part.warnings if w.startswith("flows[")]
 
     def _port_notes(self) -> list[str]:
         assert self.generator is not None and self.plan is not None

@@ -1,13 +1,16 @@
 //! Controlling a generator and reading it: flow start/stop/pause/resume, counters, captures.
 //! Every command checks all its flow indices before it changes anything.
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use netrig_wire::signature::TRIAL_MASK;
+use netrig_wire::stack::CompiledStack;
 use netrig_wire::{capfile, fcs};
 
 use super::capring::out_records;
 use super::stats::{FlowState, FlowStats, PortStats};
-use super::{claim_tag, post, Cmd, Generator, OpenPorts, Queue, CAPTURE_ACK_NS};
+use super::CAPTURE_ACK_NS;
+use super::{claim_tag, compile_flow_with, post, Cmd, GenDuration, GenFlowConfig, Generator, OpenPorts, Queue};
 use crate::clock;
 use crate::error::ConfigError;
 use crate::port::PortCaps;
@@ -17,10 +20,10 @@ const START_LEAD_NS: u64 = 1_000_000;
 
 impl Generator {
     fn check(&self, flows: &[usize], field: &str) -> Result<(), ConfigError> {
-        match flows.iter().position(|&f| f >= self.flows.len()) {
+        match flows.iter().position(|&f| f >= self.ctl.len()) {
             Some(k) => Err(ConfigError::new(
                 format!("{field}[{k}]"),
-                format!("flow {} does not exist (the generator has {})", flows[k], self.flows.len()),
+                format!("flow {} does not exist (the generator has {})", flows[k], self.ctl.len()),
             )),
             None => Ok(()),
         }
@@ -90,6 +93,46 @@ impl Generator {
         Ok(())
     }
 
+    /// Change flows' rate and frame sizes in place (OTG `update_flows`): `updates[k]` is a flow,
+    /// its new configuration and its stack when compiled already. Only the rate and the frame size
+    /// may differ from the flow's configuration; a `Seconds` flow's frame count is its rate's, so
+    /// its rate stays. Every update is checked before any applies. A flow's counters, sequence and
+    /// tag go on: a running flow's next frame leaves at the new rate (never before the old
+    /// schedule's next one), so no frame is lost or counted twice.
+    pub fn update(&self, updates: Vec<(usize, GenFlowConfig, Option<Arc<CompiledStack>>)>) -> Result<(), ConfigError> {
+        let flows: Vec<usize> = updates.iter().map(|u| u.0).collect();
+        self.check(&flows, "flows")?;
+        let _g = self.control.lock().unwrap_or_else(|e| e.into_inner());
+        let mut current = self.flows.lock().unwrap_or_else(|e| e.into_inner());
+        let mut compiled = Vec::with_capacity(updates.len());
+        for (f, cfg, stack) in updates {
+            let old = &current[f].config;
+            let same = GenFlowConfig { rate: old.rate, frame_size: old.frame_size.clone(), ..cfg.clone() };
+            if same != *old {
+                return Err(ConfigError::new(
+                    format!("flows[{f}]"),
+                    "only its rate and frame size can change in place",
+                ));
+            }
+            if matches!(old.duration, GenDuration::Seconds(_)) && cfg.rate != old.rate {
+                return Err(ConfigError::new(
+                    format!("flows[{f}].rate"),
+                    "a fixed-seconds flow's frame count is its rate × its time: stop it and set the config",
+                ));
+            }
+            let caps = &self.caps[cfg.tx_port];
+            let speed = self.line_rates[cfg.tx_port];
+            compiled.push(Arc::new(compile_flow_with(f, &cfg, caps.max_frame_len, speed, stack)?));
+        }
+        let cmds = compiled.iter().map(|c| (c.index, Cmd::Update { flow: c.index, compiled: c.clone() })).collect();
+        for c in compiled {
+            let f = c.index;
+            current[f] = c;
+        }
+        self.post_all(cmds);
+        Ok(())
+    }
+
     /// Change running/paused flows: stop (counters kept), pause or resume.
     fn change(
         &self,
@@ -130,7 +173,7 @@ impl Generator {
 
     /// Every flow's counts now (the current start's).
     pub fn flow_stats(&self) -> Vec<FlowStats> {
-        (0..self.flows.len())
+        (0..self.ctl.len())
             .map(|f| {
                 let c = &self.ctl[f];
                 let tag = c.tag.load(Ordering::Acquire);
@@ -225,7 +268,7 @@ impl Generator {
 
     /// Number of flows.
     pub fn flows(&self) -> usize {
-        self.flows.len()
+        self.ctl.len()
     }
 
     /// The opened ports' capabilities (backend, notes, speed).
@@ -282,7 +325,7 @@ impl Generator {
 
     /// Stop every flow and worker; each worker's queue, as it ended.
     fn shutdown(&self) -> Vec<std::thread::Result<Queue>> {
-        let all: Vec<usize> = (0..self.flows.len()).collect();
+        let all: Vec<usize> = (0..self.ctl.len()).collect();
         let _ = self.stop(&all);
         self.stop.store(true, Ordering::SeqCst);
         for (mb, th) in &self.mailboxes {

@@ -265,6 +265,10 @@ mod tests {
         c.frame_size = FrameSize::Fixed(64);
         c.stack.headers.push(stack::HeaderSpec { kind: HeaderKind::Tcp, fields: vec![], bytes: vec![] });
         let e = compile_flow(2, &c, 1514, None).unwrap_err();
-        assert!(e.field == "flows[2].size" && e.message.contains("cannot hold these headers (62 B): use frames of at least 66 B"), "{e}");
+        assert!(
+            e.field == "flows[2].size"
+                && e.message.contains("cannot hold these headers (62 B): use frames of at least 66 B"),
+            "{e}"
+        );
     }
 }

@@ -130,7 +130,8 @@ impl OpenPorts {
 
 /// A running generator (see the module doc).
 pub struct Generator {
-    flows: Vec<Arc<CompiledFlow>>,
+    /// Each flow as it is now (an update replaces one: [`Generator::update`]).
+    flows: Mutex<Vec<Arc<CompiledFlow>>>,
     ctl: Arc<[FlowCtl]>,
     tx_pubs: Arc<[Counters]>,
     rx_slots: Vec<Arc<[Counters]>>,
@@ -157,7 +158,7 @@ pub struct Generator {
 
 impl std::fmt::Debug for Generator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Generator").field("flows", &self.flows.len()).field("ports", &self.caps.len()).finish()
+        f.debug_struct("Generator").field("flows", &self.ctl.len()).field("ports", &self.caps.len()).finish()
     }
 }
 
@@ -262,7 +263,7 @@ impl Generator {
             links: ports.iter().map(|p| p.link()).collect(),
             line_rates,
             caps,
-            flows,
+            flows: Mutex::new(flows),
             epoch_ns,
             realtime_offset_ns,
             errors: Arc::new(Mutex::new(Vec::new())),
@@ -292,6 +293,8 @@ impl Generator {
             .collect();
         let flow_ps: Arc<[u64]> = self
             .flows
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
             .iter()
             .map(|f| match f.config.latency {
                 LatencyMode::StoreForward => ps_per_byte(self.line_rates[f.config.tx_port]),
@@ -299,7 +302,7 @@ impl Generator {
             })
             .collect();
         for (i, (p, qi, q)) in rxq.into_iter().enumerate() {
-            let slots: Arc<[Counters]> = (0..self.flows.len()).map(|_| Counters::default()).collect();
+            let slots: Arc<[Counters]> = (0..self.ctl.len()).map(|_| Counters::default()).collect();
             let port = Arc::new(PortCounters::default());
             let ring = match cfg.captures.iter().find(|c| c.port == p) {
                 Some(c) => CaptureRing::new(c.buffer_bytes, c.snaplen, c.overwrite),
@@ -335,7 +338,8 @@ impl Generator {
         // A port's flows go round robin over its queues.
         let mut share: Vec<Vec<Arc<CompiledFlow>>> = txq.iter().map(|_| Vec::new()).collect();
         let mut next = vec![0usize; self.caps.len()];
-        for f in &self.flows {
+        let flows = self.flows.get_mut().unwrap_or_else(|e| e.into_inner()).clone();
+        for f in &flows {
             let p = f.config.tx_port;
             let qs: Vec<usize> = txq.iter().enumerate().filter(|(_, (x, _, _))| *x == p).map(|(i, _)| i).collect();
             let w = qs[next[p] % qs.len()];

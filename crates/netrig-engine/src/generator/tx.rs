@@ -28,7 +28,7 @@ use crate::port::TxQueue;
 use crate::tx::UNPACED_BATCH;
 
 /// A command to a TX worker.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub(crate) enum Cmd {
     /// (Re)start flow `flow` (a global index) under `tag`, its first frame due at `at_ns` + its
     /// delay.
@@ -43,6 +43,12 @@ pub(crate) enum Cmd {
     Resume {
         flow: usize,
         at_ns: u64,
+    },
+    /// Flow `flow` goes on as `compiled` (a new rate or frame sizes): its counters, sequence and
+    /// tag go on; its next frame is due at the new rate, never before the old schedule's.
+    Update {
+        flow: usize,
+        compiled: Arc<CompiledFlow>,
     },
     Shutdown,
 }
@@ -103,11 +109,16 @@ const MAX_SLEEP_NS: u64 = 5_000_000;
 const HOLD_FROM_PPS: f64 = 40_000.0;
 const HOLD_NS: u64 = 50_000;
 
+/// A flow's time per frame and its smoothing depth, ns, at `rate` frames/s.
+fn pace(rate: f64) -> (f64, u64) {
+    let npf = if rate.is_finite() { 1e9 / rate } else { 0.0 };
+    (npf, (depth_frames(rate) as f64 * npf) as u64)
+}
+
 impl Slot {
     fn new(flow: Arc<CompiledFlow>) -> Slot {
         let start_cursors = flow.stack.cursors();
-        let rate = flow.rate_pps;
-        let npf = if rate.is_finite() { 1e9 / rate } else { 0.0 };
+        let (npf, depth_ns) = pace(flow.rate_pps);
         Slot {
             cursors: start_cursors.clone(),
             start_cursors,
@@ -120,7 +131,7 @@ impl Slot {
             size_at: 0,
             anchor: 0,
             npf,
-            depth_ns: (depth_frames(rate) as f64 * npf) as u64,
+            depth_ns,
             paused_at: 0,
             flow,
         }
@@ -142,6 +153,20 @@ impl Slot {
     /// Every frame of this start has been picked.
     fn all_picked(&self) -> bool {
         self.flow.limit.is_some_and(|l| self.picked >= l)
+    }
+
+    /// Go on as `compiled`, from `at`: the next frame (`picked`) due at the new rate, not before
+    /// the old schedule had it (a paused flow's schedule is kept from its pause). Sizes changed:
+    /// the new size schedule from its start.
+    fn update(&mut self, compiled: Arc<CompiledFlow>, at: u64) {
+        let when = if self.paused_at > 0 { self.paused_at } else { at.max(self.due(self.picked)) };
+        if compiled.size_schedule != self.flow.size_schedule {
+            self.size_at = 0;
+        }
+        (self.npf, self.depth_ns) = pace(compiled.rate_pps);
+        self.flow = compiled;
+        let offset = self.due(self.picked) - self.anchor;
+        self.anchor = when.saturating_sub(offset);
     }
 }
 
@@ -168,7 +193,7 @@ impl TxWorker {
                 seen = epoch;
                 let cmds = std::mem::take(&mut *self.mailbox.cmds.lock().unwrap_or_else(|e| e.into_inner()));
                 for cmd in cmds {
-                    if cmd == Cmd::Shutdown {
+                    if matches!(cmd, Cmd::Shutdown) {
                         let _ = self.queue.flush();
                         return;
                     }
@@ -217,7 +242,7 @@ impl TxWorker {
     ) {
         let (flow, at) = match cmd {
             Cmd::Start { flow, at_ns, .. } | Cmd::Resume { flow, at_ns } => (flow, at_ns),
-            Cmd::Stop(flow) | Cmd::Pause(flow) => (flow, clock::now_ns()),
+            Cmd::Stop(flow) | Cmd::Pause(flow) | Cmd::Update { flow, .. } => (flow, clock::now_ns()),
             Cmd::Shutdown => return,
         };
         let Some(&k) = slot_of.get(flow).filter(|&&k| k != usize::MAX) else { return };
@@ -248,6 +273,7 @@ impl TxWorker {
                 s.running = false;
                 s.paused_at = 0;
             }
+            Cmd::Update { compiled, .. } => s.update(compiled, at),
             _ => {}
         }
         if s.running && !s.all_picked() {
