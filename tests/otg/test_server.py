@@ -112,7 +112,7 @@ def test_state_and_request_errors(url):
         ("/control/action", json.dumps({"choice": "port", "port": {"choice": "reboot"}}).encode(), "POST", 400,
          "no port reboot"),
         ("/control/state", json.dumps({"choice": "port", "port": {"choice": "link", "link": {"state": "down"}}})
-         .encode(), "POST", 400, "ip link"),
+         .encode(), "POST", 409, "set_config first"),
         ("/nothing", b"", "POST", 404, "no such OTG endpoint"),
         ("/monitor/metrics", json.dumps({"choice": "bgpv4"}).encode(), "POST", 409, "set_config first"),
         ("/monitor/states", json.dumps({"choice": "ipv4_neighbors"}).encode(), "POST", 200, ""),

@@ -269,8 +269,8 @@ class Controller(OtgService):
         capture = req.capture()
         if capture is not None:
             return self._capture_state(capture)
-        raise refusal.refuse("control/state port.link" if req.choice == "port" else "control/state protocol",
-                             req.choice)
+        raise refusal.refuse("control/state port.link on a controller" if req.choice == "port"
+                             else "control/state protocol", req.choice)
 
     def _traffic(self, state: str, names: list[str]) -> list[str]:
         with self.lock:

@@ -296,9 +296,15 @@ class StatePortCapture:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class StatePortLink:
+    state: str
+    port_names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StatePort:
     choice: str
-    link: dict[str, Any] | None = None
+    link: StatePortLink | None = None
     capture: StatePortCapture | None = None
 
 
@@ -315,6 +321,15 @@ class ControlState:
             raise ConfigError("traffic.flow_transmit", "is required: give its state (start, stop, pause, resume) "
                                                        "and the flow_names (none: every flow)")
         return self.traffic.flow_transmit
+
+    def link(self) -> StatePortLink | None:
+        """The link request (``choice`` port, ``port.choice`` link), else ``None``."""
+        if self.port is None or self.port.choice != "link":
+            return None
+        if self.port.link is None:
+            raise ConfigError("port.link", "is required: give its state (up, down) and the port_names (none: "
+                                           "every port)")
+        return self.port.link
 
     def capture(self) -> StatePortCapture | None:
         """The capture request (``choice`` port, ``port.choice`` capture), else ``None``."""

@@ -89,7 +89,11 @@ FEATURES: tuple[Feature, ...] = (
     Feature("egress_only_tracking", R, "egress tracking is not kept"),
     Feature("options", R, "protocol, per-port and flow options (data integrity, frame ordering, packet loss "
             "duration) are not applied"),
-    Feature("control/state port.link", R, "links are not set up or down by netrig serve: use ip link"),
+    Feature("control/state port.link", S, "ip link set up/down in the port's namespace; its flows keep running, "
+            "their frames waiting in the ring until the link is up (none lost or counted twice); the time down in "
+            "/netrig/agents' links"),
+    Feature("control/state port.link on a controller", R, "a controller does not forward link changes yet: set "
+            "them on the agent that serves the port"),
     Feature("control/state protocol", R, "no protocols run: nothing to start or stop"),
     Feature("control/action", R, "no devices or protocols: no pings, no BGP or ISIS actions, no port reboot"),
     Feature("config update", S, "update_flows: flows' rate and size, in place (running or not: counters, "

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -36,6 +37,7 @@ from netrig.otg.objects import (
     PortMetricsRequest,
     StartTags,
     StatePortCapture,
+    StatePortLink,
     StateTrafficFlowTransmit,
     read,
 )
@@ -53,6 +55,29 @@ def _mtu(port: ServePort) -> int | None:
         return _native.interface_info(port.ifname, port.port.netns).mtu
     except NetrigError:
         return None
+
+
+class LinkClock:
+    """The ports a client set down (``control/state port.link``) and their time down: since when,
+    and in all, seconds."""
+
+    def __init__(self) -> None:
+        self.down_since: dict[str, float] = {}
+        self.down_s: dict[str, float] = {}
+
+    def set(self, port: str, up: bool) -> None:
+        now = time.monotonic()
+        if up and port in self.down_since:
+            self.down_s[port] = self.down_s.get(port, 0.0) + now - self.down_since.pop(port)
+        elif not up:
+            self.down_since.setdefault(port, now)
+
+    def report(self) -> dict[str, dict[str, Any]]:
+        now = time.monotonic()
+        names = dict.fromkeys([*self.down_s, *self.down_since])
+        return {n: {"state": "down" if n in self.down_since else "up",
+                    "down_s": self.down_s.get(n, 0.0) + (now - self.down_since[n] if n in self.down_since else 0.0)}
+                for n in names}
 
 
 def _renumbered(warning: str, which: Sequence[int]) -> str:
@@ -85,6 +110,8 @@ class Service(OtgService):
         self.on_change = on_change
         #: Each port's own receive drops since the last start (GET /netrig/agents' ``ports``).
         self.rx_drops = RxDrops()
+        #: The links this server set down, and for how long (GET /netrig/agents' ``links``).
+        self.links = LinkClock()
 
     # --------------------------------------------------------------------------------------- config
 
@@ -175,9 +202,28 @@ class Service(OtgService):
         capture = req.capture()
         if capture is not None:
             return self._capture_state(capture, "port.capture")
-        if req.choice == "port":
-            raise refusal.refuse("control/state port.link", "port.link")
+        link = req.link()
+        if link is not None:
+            return self._link_state(link, "port.link")
         raise refusal.refuse("control/state protocol", "protocol")
+
+    def _link_state(self, link: StatePortLink, at: str) -> list[str]:
+        """Ports' links set up or down (``ip link set``, in the port's namespace): a port set down
+        keeps its flows running, their frames waiting in its ring until it is up again (the
+        engine's back-pressure), so none is lost or counted twice; its time down is in
+        ``/netrig/agents``' ``links``."""
+        with self.lock:
+            plan, _ = self._ready()
+            for p in self._ports(link.port_names, f"{at}.port_names"):
+                port = plan.serve_ports[p].port
+                argv = ["ip", *(["-n", port.netns] if port.netns else []), "link", "set", "dev", port.ifname,
+                        link.state]
+                done = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
+                if done.returncode != 0:
+                    raise NetrigError(f"{at}: port {plan.port_names[p]} ({port.ifname}): {' '.join(argv)} failed: "
+                                      f"{done.stderr.strip() or done.returncode}")
+                self.links.set(plan.port_names[p], link.state == "up")
+        return []
 
     def _flows(self, names: Sequence[str], at: str) -> list[int]:
         if not names:
@@ -292,7 +338,8 @@ class Service(OtgService):
         with self.lock:
             if self.plan is None or self.generator is None:
                 return {}
-            return {"ports": [dataclasses.asdict(d) for d in self.rx_drops.report(self.plan, self.generator)]}
+            return {"ports": [dataclasses.asdict(d) for d in self.rx_drops.report(self.plan, self.generator)],
+                    "links": self.links.report()}
 
     def capture(self, req: CaptureRequest) -> bytes:
         if req.packets is not None and req.packets.choice == "slice":

@@ -729,7 +729,8 @@ impl TxRing {
         }
         let e = io::Error::last_os_error();
         match e.raw_os_error() {
-            Some(libc::EAGAIN) | Some(libc::ENOBUFS) | Some(libc::EINTR) => {
+            // ENETDOWN: the interface set down, the ring not walked; its frames wait for it.
+            Some(libc::EAGAIN) | Some(libc::ENOBUFS) | Some(libc::EINTR) | Some(libc::ENETDOWN) => {
                 // Frames stay in SEND_REQUEST and go out on the next kick.
                 self.stats.backpressure += 1;
                 self.unkicked = true;

@@ -1081,7 +1081,10 @@ impl XskTx {
             let e = io::Error::last_os_error();
             match e.raw_os_error() {
                 // Budget exhausted, no skb memory, or the driver is busy: retry on the next batch.
-                Some(libc::EAGAIN) | Some(libc::ENOBUFS) | Some(libc::EBUSY) | Some(libc::EINTR) => {}
+                // The interface set down (ENETDOWN, before any descriptor is read): the frames wait
+                // in the ring and leave once it is up again, as a back-pressured batch does.
+                Some(libc::EAGAIN) | Some(libc::ENOBUFS) | Some(libc::EBUSY) | Some(libc::EINTR)
+                | Some(libc::ENETDOWN) => {}
                 _ => return Err(io_err(&self.ifname, self.queue, "sendto (TX kick)", e)),
             }
         }

@@ -175,7 +175,8 @@ impl SockTx {
         let k = if rc < 0 {
             let e = io::Error::last_os_error();
             match e.raw_os_error() {
-                Some(libc::EAGAIN) | Some(libc::ENOBUFS) | Some(libc::EINTR) => {
+                // ENETDOWN: the interface set down; its frames wait for it, in order.
+                Some(libc::EAGAIN) | Some(libc::ENOBUFS) | Some(libc::EINTR) | Some(libc::ENETDOWN) => {
                     self.stats.backpressure += 1;
                     0
                 }
