@@ -12,6 +12,7 @@ header stack (``Flow.packet``) stays JSON: the engine's converters read it
 """
 from __future__ import annotations
 
+import typing
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, TypeVar
@@ -324,21 +325,21 @@ class ControlState:
 
     def link(self) -> StatePortLink | None:
         """The link request (``choice`` port, ``port.choice`` link), else ``None``."""
-        if self.port is None or self.port.choice != "link":
-            return None
-        if self.port.link is None:
-            raise ConfigError("port.link", "is required: give its state (up, down) and the port_names (none: "
-                                           "every port)")
-        return self.port.link
+        return typing.cast("StatePortLink | None", self._port_request("link", "up, down", "port"))
 
     def capture(self) -> StatePortCapture | None:
         """The capture request (``choice`` port, ``port.choice`` capture), else ``None``."""
-        if self.port is None or self.port.choice != "capture":
+        return typing.cast("StatePortCapture | None", self._port_request("capture", "start, stop", "capture"))
+
+    def _port_request(self, choice: str, states: str, every: str) -> Any:
+        """``port.<choice>`` when the request is one (required then), else ``None``."""
+        if self.port is None or self.port.choice != choice:
             return None
-        if self.port.capture is None:
-            raise ConfigError("port.capture", "is required: give its state (start, stop) and the port_names (none: "
-                                              "every capture)")
-        return self.port.capture
+        got = getattr(self.port, choice)
+        if got is None:
+            raise ConfigError(f"port.{choice}", f"is required: give its state ({states}) and the port_names (none: "
+                                                f"every {every})")
+        return got
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
