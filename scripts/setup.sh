@@ -13,8 +13,9 @@ steps=("$@"); [ ${#steps[@]} -gt 0 ] || steps=(apt venv build)
 # a DUT of the forwarder test beds (forward_backend testpmd) and the peer of make bench; prometheus:
 # the server the telemetry test scrapes a run with (started by the test, never as a service); openssl:
 # netrig serve's self-signed certificate; linuxptp: pmc, by which an agent reads its host's ptp4l,
-# and the ptp4l the PTP test runs in two namespaces (its units are templates: nothing starts).
-APT_PACKAGES="iproute2 nftables ethtool procps util-linux python3-venv chromium iperf3 iperf sockperf openssh-client openssh-server libpcap0.8 dpdk-dev prometheus openssl bpftool linuxptp"
+# and the ptp4l the PTP test runs in two namespaces (its units are templates: nothing starts);
+# iputils-ping: the ping of netrig serve's devices (OTG control/action).
+APT_PACKAGES="iproute2 iputils-ping nftables ethtool procps util-linux python3-venv chromium iperf3 iperf sockperf openssh-client openssh-server libpcap0.8 dpdk-dev prometheus openssl bpftool linuxptp"
 PY=${PYTHON:-python3}
 
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }

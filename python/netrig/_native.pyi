@@ -421,6 +421,7 @@ class Port:
         busy_poll_us: int = 0,
         *,
         i_know_this_is_live: bool = False,
+        control_to_kernel: bool = False,
     ) -> Port: ...
     @property
     def ifname(self) -> str: ...
@@ -438,6 +439,9 @@ class Port:
     @property
     def i_know_this_is_live(self) -> bool:
         """The transmit guard is overridden for this port (the user said it may be a live network)."""
+    @property
+    def control_to_kernel(self) -> bool:
+        """The kernel gets the port's ARP, ND and ICMP frames (its emulated devices answer them)."""
     def info(self) -> InterfaceInfo:
         """Interface facts: ifindex, MTU, MAC, speed, driver, queues."""
     def __eq__(self, other: object, /) -> bool: ...

@@ -25,6 +25,16 @@ def base(**flow) -> dict:
     return {"ports": [{"name": "p1", "location": "va@na"}, {"name": "p2", "location": "vb"}], "flows": [f]}
 
 
+def _dev(name: str, port: str, vlans: list | None = None,
+         v4: tuple[str, str] | None = None, eth: str | None = None) -> dict:
+    """A device with one Ethernet (``<name>.eth``, or ``eth``) on ``port``."""
+    e: dict = {"name": eth or f"{name}.eth", "connection": {"choice": "port_name", "port_name": port},
+               "vlans": vlans or []}
+    if v4:
+        e["ipv4_addresses"] = [{"name": f"{name}.ipv4", "address": v4[0], "gateway": v4[1]}]
+    return {"name": name, "ethernets": [e]}
+
+
 def planned(cfg: dict):
     return plan(read(Config, copy.deepcopy(cfg)), SERVE)
 
@@ -61,10 +71,28 @@ def test_every_header_kind_and_pattern_maps():
 
 
 @pytest.mark.parametrize("change, path, words", [
-    (lambda c: c.update(devices=[{"name": "d1"}]), "devices", "emulates no devices"),
+    (lambda c: c.update(devices=[{"name": "d1", "bgp": {"router_id": "198.18.0.1"}}]), "devices[0].bgp",
+     "not emulated yet"),
+    (lambda c: c.update(devices=[_dev("d1", "px")]), "devices[0].ethernets[0].connection.port_name", "not a port"),
+    (lambda c: c.update(devices=[_dev("d1", "p1", vlans=[{"name": "v1"}, {"name": "v2"}])]),
+     "devices[0].ethernets[0].vlans", "QinQ"),
+    (lambda c: c.update(devices=[_dev("d1", "p1"), _dev("d2", "p2", eth="d1.eth")]),
+     "devices[1].ethernets[0].name", "already the name of devices[0].ethernets[0]"),
+    (lambda c: c.update(devices=[_dev("d1", "p1", v4=("198.18.0.1", "198.18.0.1"))]),
+     "devices[0].ethernets[0].ipv4_addresses[0].gateway", "the address itself"),
+    (lambda c: c.update(devices=[_dev("d1", "p1", v4=("198.18.0.1", "2001:2::1"))]),
+     "devices[0].ethernets[0].ipv4_addresses[0].gateway", "not an IPv4 address"),
     (lambda c: c.update(lags=[{"name": "l"}]), "lags", "LAGs"),
     (lambda c: c["flows"][0].update(tx_rx={"choice": "device", "device": {"tx_names": ["d"], "rx_names": ["e"]}}),
-     "flows[0].tx_rx.device", "tx_rx.port"),
+     "flows[0].tx_rx.device.tx_names[0]", "not a device Ethernet, IPv4 or IPv6"),
+    (lambda c: (c.update(devices=[_dev("d1", "p1", v4=("198.18.0.1", "198.18.0.2")), _dev("d2", "p2")]),
+                c["flows"][0].update(tx_rx={"choice": "device", "device": {"tx_names": ["d1.ipv4"],
+                                                                           "rx_names": ["d2.eth"]}})),
+     "flows[0].tx_rx.device.rx_names[0]", "kind of the transmitter"),
+    (lambda c: (c.update(devices=[_dev("d1", "p1"), _dev("d2", "p2")]),
+                c["flows"][0].update(tx_rx={"choice": "device", "device": {"tx_names": ["d1.eth", "d2.eth"],
+                                                                           "rx_names": ["d2.eth"]}})),
+     "flows[0].tx_rx.device.tx_names", "one transmitter per flow"),
     (lambda c: c["flows"][0]["packet"].append({"choice": "pfcpause"}), "flows[0].packet[3].choice", "custom header"),
     (lambda c: c["flows"][0]["packet"][1].update(ipv4={"src": {"choice": "auto", "auto": {"choice": "dhcp"}}}),
      "flows[0].packet[1].ipv4.src.auto", "give the address"),

@@ -158,7 +158,8 @@ fn a_running_flows_rate_and_sizes_change_in_place_with_every_frame_counted_once(
     }));
     let (s, p) = (g.flow_stats()[0], g.port_stats());
     assert_eq!((s.tx_bytes, p[1].rx_stale + p[1].rx_foreign), (s.rx_bytes, 0), "one start, no frame twice");
-    // Anything but the rate and the size is refused, naming the flow; a fixed-seconds flow keeps its rate.
+    // Anything but the rate, the size and the headers is refused, naming the flow; a fixed-seconds
+    // flow keeps its rate.
     let mut other = f.clone();
     other.delay_ns = 5;
     assert_eq!(g.update(vec![(0, other, None)]).unwrap_err().field, "flows[0]");

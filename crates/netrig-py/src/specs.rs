@@ -543,9 +543,9 @@ impl Port {
     #[new]
     #[pyo3(
         signature = (ifname, netns=None, io=None, queues=None, ring_frames=None, busy_poll_us=None, *,
-                     i_know_this_is_live=None),
+                     i_know_this_is_live=None, control_to_kernel=None),
         text_signature = "(ifname, netns=None, io='auto', queues=1, ring_frames=0, busy_poll_us=0, *, \
-                          i_know_this_is_live=False)"
+                          i_know_this_is_live=False, control_to_kernel=False)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -556,6 +556,7 @@ impl Port {
         ring_frames: Option<&Bound<'_, PyAny>>,
         busy_poll_us: Option<&Bound<'_, PyAny>>,
         i_know_this_is_live: Option<&Bound<'_, PyAny>>,
+        control_to_kernel: Option<&Bound<'_, PyAny>>,
     ) -> Result<Self> {
         let d = PortSpec::new("");
         let io: String = opt(io, "io", "auto".into())?;
@@ -572,6 +573,7 @@ impl Port {
             max_frame_len: d.max_frame_len,
             rx_beyond_udp: d.rx_beyond_udp,
             rx_all: d.rx_all,
+            control_to_kernel: opt(control_to_kernel, "control_to_kernel", d.control_to_kernel)?,
         };
         p.validate()?;
         Ok(Port(p))
@@ -612,6 +614,12 @@ impl Port {
     #[getter]
     fn i_know_this_is_live(&self) -> bool {
         self.0.live_ok
+    }
+
+    /// The kernel gets the port's ARP, ND and ICMP frames (its emulated devices answer them).
+    #[getter]
+    fn control_to_kernel(&self) -> bool {
+        self.0.control_to_kernel
     }
 
     /// Interface facts: ifindex, MTU, MAC, speed, driver, queues.

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from netrig.errors import ConfigError
-from netrig.otg import mapping
+from netrig.otg import mapping, refusal
 from netrig.otg.objects import Config, Flow
 
 #: An agent's name: what ``--agent NAME=URL`` and a location's part before ``/`` say.
@@ -82,6 +82,8 @@ def parse_location(loc: str | None, at: str, agents: Sequence[str]) -> tuple[str
 def split(cfg: Config, document: dict[str, Any], agents: Sequence[str]) -> Split:
     """The parts of a config for ``agents`` (names): ``cfg`` read from ``document``, whose flows,
     layer-1 settings and captures the parts copy."""
+    if cfg.devices:
+        raise refusal.refuse("devices on a controller", "devices")
     port_agent: dict[str, str] = {}
     port_location: dict[str, str] = {}
     ports: dict[str, list[str]] = {}

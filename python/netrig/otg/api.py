@@ -68,7 +68,7 @@ class OtgService(ABC):
         start (``X-Netrig-Tags``, ``X-Netrig-Receive``), else ``None``. Its warnings."""
 
     def control_action(self, req: ControlAction) -> dict[str, Any]:
-        """``POST /control/action``: no devices, no protocols: refused."""
+        """``POST /control/action``: pings from devices (where the service has them); no protocols."""
         raise refusal.refuse("control/action", "choice")
 
     @abstractmethod
@@ -76,8 +76,8 @@ class OtgService(ABC):
         """``POST /monitor/metrics``: port or flow metrics."""
 
     def states(self, req: StatesRequest) -> dict[str, Any]:
-        """``POST /monitor/states``: device states (neighbours, prefixes …): netrig serve has no
-        devices, so every list is empty."""
+        """``POST /monitor/states``: device states (neighbours, prefixes …): empty where the service
+        has no devices (a controller) and for every protocol."""
         return {"choice": req.choice, req.choice: []}
 
     @abstractmethod

@@ -19,7 +19,7 @@ from typing import Any
 from netrig import _native
 from netrig.errors import ConfigError
 from netrig.model import MIN_FRAME_SIZE, largest_frame
-from netrig.otg import headers, refusal, schema
+from netrig.otg import devices, headers, refusal, schema
 from netrig.otg.objects import (
     Config,
     Flow,
@@ -94,6 +94,10 @@ class FlowPlan:
     size_path: str = "size"
     max_size: int = 0
     vlan_tags: int = 0
+    #: A flow over devices whose ``ethernet.dst`` is resolved: its next hop and the MAC its frames
+    #: carry now (``None``: none known yet, all zeros).
+    next_hop: devices.NextHop | None = None
+    dst_mac: str | None = None
 
 
 @dataclass(frozen=True)
@@ -115,6 +119,7 @@ class Plan:
     captures: tuple[CapturePlan, ...]
     capture_specs: tuple[_native.CaptureSpec, ...]
     warnings: tuple[str, ...]
+    devices: devices.DevicePlan = devices.DevicePlan()
 
 
 def refuse_unsupported(cfg: Config) -> None:
@@ -199,18 +204,21 @@ def _options(cfg: Config, warnings: list[str]) -> None:
             raise refusal.refuse("options", f"options.port_options.{key}")
 
 
-def plan(cfg: Config, serve: Sequence[ServePort], capture_bytes: int = 64 << 20) -> Plan:
-    """The plan of a config on ``serve``'s ports (errors name the config's paths)."""
+def plan(cfg: Config, serve: Sequence[ServePort], capture_bytes: int = 64 << 20,
+         macs: typing.Mapping[devices.NextHop, str] | None = None) -> Plan:
+    """The plan of a config on ``serve``'s ports (errors name the config's paths); ``macs``: the
+    next hops of flows over devices known resolved."""
     refuse_unsupported(cfg)
     warnings: list[str] = []
     _options(cfg, warnings)
     names, chosen = _ports(cfg, serve, warnings)
     rates = _line_rates(cfg, names, chosen, warnings)
     cap_plans, cap_specs = _captures(cfg, names, capture_bytes)
+    dplan = devices.plan(cfg.devices, names)
     flows: list[FlowPlan] = []
     specs: list[_native.GenFlowSpec] = []
     seen: dict[str, int] = {}
-    ctx = _FlowContext(names, chosen, rates, warnings)
+    ctx = _FlowContext(names, chosen, rates, warnings, dplan, macs or {})
     for i, f in enumerate(cfg.flows):
         if f.name in seen:
             raise ConfigError(f"flows[{i}].name", f"{f.name!r} is already the name of flows[{seen[f.name]}]")
@@ -219,7 +227,7 @@ def plan(cfg: Config, serve: Sequence[ServePort], capture_bytes: int = 64 << 20)
         flows.append(fp)
         specs.append(spec)
     return Plan(tuple(names), tuple(chosen), tuple(rates), tuple(flows), tuple(specs), tuple(cap_plans),
-                tuple(cap_specs), tuple(warnings))
+                tuple(cap_specs), tuple(warnings), dplan)
 
 
 #: A flow's header stack when it gives none.
@@ -229,9 +237,11 @@ _NO_PACKET = ({"choice": "ethernet"},)
 class _FlowContext:
     """What every flow's mapping needs: the ports and their line rates; collects warnings."""
 
-    def __init__(self, names: list[str], chosen: list[ServePort], rates: list[float | None], warnings: list[str]):
+    def __init__(self, names: list[str], chosen: list[ServePort], rates: list[float | None], warnings: list[str],
+                 dplan: devices.DevicePlan, macs: typing.Mapping[devices.NextHop, str]):
         self.names, self.chosen, self.rates, self.warnings = names, chosen, rates, warnings
         self.index = {n: k for k, n in enumerate(names)}
+        self.devices, self.macs = dplan, macs
 
     def _no_port(self, name: str, path: str) -> ConfigError:
         return ConfigError(path, f"{name!r} is not a port of the config: use one of {', '.join(self.names)}")
@@ -242,13 +252,19 @@ class _FlowContext:
         at = f"flows[{i}]"
         if f.egress_packet:
             raise refusal.refuse("flows[].egress_packet", f"{at}.egress_packet")
-        tx, rx = self.endpoints(f.tx_rx, at)
-        hs = [headers.header(h, at, k, self.warnings) for k, h in enumerate(f.packet or _NO_PACKET)]
+        packet: Sequence[dict[str, Any]] = f.packet or _NO_PACKET
+        hop, mac = None, None
+        if f.tx_rx.choice == "device":
+            tx, rx, packet, hop, mac = self.over_devices(f.tx_rx, packet, at)
+        else:
+            tx, rx = self.endpoints(f.tx_rx, at)
+        hs = [headers.header(h, at, k, self.warnings) for k, h in enumerate(packet)]
         size = _size(f.size, at)
         rate = self.rate(f.rate, tx, at)
         duration, delay_s, gap = self.duration(f.duration, tx, at)
         fp = dataclasses.replace(self.metrics(f.metrics, f.name, tx, rx, at), size_path=_LARGEST[f.size.choice],
-                                 max_size=size.max_size, vlan_tags=sum(h.get("choice") == "vlan" for h in f.packet))
+                                 max_size=size.max_size, vlan_tags=sum(h.get("choice") == "vlan" for h in f.packet),
+                                 next_hop=hop, dst_mac=mac)
         payload = _payload(f.payload)
         try:
             spec = _native.GenFlowSpec(f.name, tx, rx, hs, size, rate, duration, payload=payload, delay_s=delay_s,
@@ -259,9 +275,24 @@ class _FlowContext:
             self.warnings.append(_untracked(spec.untracked_sizes, size.max_size, at))
         return fp, spec
 
+    def over_devices(self, txrx: FlowTxRx, packet: Sequence[dict[str, Any]], at: str
+                     ) -> tuple[int, list[int], list[dict[str, Any]], devices.NextHop | None, str | None]:
+        """A flow over devices: its ports, its headers as the devices fill them in, and the next hop
+        to resolve (with the MAC known for it now, if any)."""
+        r = txrx.device
+        if r is None:
+            raise ConfigError(f"{at}.tx_rx.device", "is required: give its tx_names and rx_names")
+        if r.bidirectional:
+            raise refusal.refuse("flows[].tx_rx.device.bidirectional", f"{at}.tx_rx.device.bidirectional")
+        e = devices.ends(self.devices, r.tx_names, r.rx_names, f"{at}.tx_rx.device")
+        eths = self.devices.ethernets
+        fixed = devices.fixed_mac(self.devices, e)
+        mac = fixed or (self.macs.get(e.next_hop) if e.next_hop is not None else None)
+        out, filled = devices.packet_of(self.devices, packet, e, mac)
+        hop = e.next_hop if filled and fixed is None else None
+        return eths[e.tx].port, list(dict.fromkeys(eths[k].port for k in e.rx)), out, hop, mac
+
     def endpoints(self, txrx: FlowTxRx, at: str) -> tuple[int, list[int]]:
-        if txrx.choice != "port":
-            raise refusal.refuse("flows[].tx_rx.device", f"{at}.tx_rx.device")
         p = txrx.port
         if p is None:
             raise ConfigError(f"{at}.tx_rx.port", "is required: give its tx_name and rx_names")

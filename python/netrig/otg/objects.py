@@ -62,10 +62,20 @@ class FlowPort:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class FlowRouter:
+    """A flow over devices: its endpoints are devices' Ethernet, IPv4 or IPv6 objects, by name."""
+
+    mode: str
+    tx_names: tuple[str, ...]
+    rx_names: tuple[str, ...]
+    bidirectional: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FlowTxRx:
     choice: str
     port: FlowPort | None = None
-    device: dict[str, Any] | None = None
+    device: FlowRouter | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -266,13 +276,83 @@ class ConfigOptions:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class EthernetConnection:
+    choice: str | None = None
+    port_name: str | None = None
+    #: A LAG, a VXLAN tunnel or a simulated link: refused when set.
+    others: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeviceVlan:
+    tpid: str
+    priority: int
+    id: int
+    name: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeviceIpv4GatewayMAC:
+    choice: str
+    auto: str
+    value: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeviceIpv4:
+    name: str
+    address: str
+    prefix: int
+    gateway: str
+    gateway_mac: DeviceIpv4GatewayMAC
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeviceIpv6GatewayMAC:
+    choice: str
+    auto: str
+    value: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeviceIpv6:
+    name: str
+    address: str
+    prefix: int
+    gateway: str
+    gateway_mac: DeviceIpv6GatewayMAC
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeviceEthernet:
+    name: str
+    mac: str | None = None
+    mtu: int
+    connection: EthernetConnection | None = None
+    vlans: tuple[DeviceVlan, ...] = ()
+    ipv4_addresses: tuple[DeviceIpv4, ...] = ()
+    ipv6_addresses: tuple[DeviceIpv6, ...] = ()
+    #: DHCP clients: refused when set.
+    others: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Device:
+    name: str
+    ethernets: tuple[DeviceEthernet, ...] = ()
+    #: Loopbacks and protocols (BGP, IS-IS, OSPF, RSVP, VXLAN, DHCP server …): refused when set.
+    others: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Config:
     ports: tuple[Port, ...] = ()
+    devices: tuple[Device, ...] = ()
     layer1: tuple[Layer1, ...] = ()
     captures: tuple[Capture, ...] = ()
     flows: tuple[Flow, ...] = ()
     options: ConfigOptions | None = None
-    #: Devices, LAGs, LLDP, events, stateful flows, egress-only tracking: refused when not empty.
+    #: LAGs, LLDP, events, stateful flows, egress-only tracking: refused when not empty.
     others: dict[str, Any] = field(default_factory=dict)
 
 
@@ -343,9 +423,65 @@ class ControlState:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ActionProtocolIpv4PingRequest:
+    src_name: str | None = None
+    dst_ip: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ActionProtocolIpv4Ping:
+    requests: tuple[ActionProtocolIpv4PingRequest, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ActionProtocolIpv4:
+    choice: str
+    ping: ActionProtocolIpv4Ping | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ActionProtocolIpv6PingRequest:
+    src_name: str | None = None
+    dst_ip: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ActionProtocolIpv6Ping:
+    requests: tuple[ActionProtocolIpv6PingRequest, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ActionProtocolIpv6:
+    choice: str
+    ping: ActionProtocolIpv6Ping | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ActionProtocol:
+    choice: str
+    ipv4: ActionProtocolIpv4 | None = None
+    ipv6: ActionProtocolIpv6 | None = None
+    #: BGP and IS-IS actions: refused.
+    others: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ControlAction:
     choice: str
+    protocol: ActionProtocol | None = None
+    #: Port actions: refused.
     others: dict[str, Any] = field(default_factory=dict)
+
+    def pings(self) -> tuple[str, tuple[ActionProtocolIpv4PingRequest | ActionProtocolIpv6PingRequest, ...]] | None:
+        """The ping request (``protocol.ipv4.ping`` or ``protocol.ipv6.ping``): its family and
+        requests, else ``None``."""
+        p = self.protocol
+        if self.choice != "protocol" or p is None or p.choice not in ("ipv4", "ipv6"):
+            return None
+        fam = p.ipv4 if p.choice == "ipv4" else p.ipv6
+        if fam is None or fam.choice != "ping" or fam.ping is None:
+            return None
+        return p.choice, fam.ping.requests
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -383,9 +519,21 @@ class CaptureRequest:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Neighborsv4StatesRequest:
+    ethernet_names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Neighborsv6StatesRequest:
+    ethernet_names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StatesRequest:
     choice: str
-    #: Each choice's request (neighbours, prefixes …): no devices, so every answer is empty.
+    ipv4_neighbors: Neighborsv4StatesRequest | None = None
+    ipv6_neighbors: Neighborsv6StatesRequest | None = None
+    #: The protocols' states (prefixes, LSPs, LLDP …): no protocols, so every answer is empty.
     others: dict[str, Any] = field(default_factory=dict)
 
 

@@ -41,8 +41,8 @@ FEATURES: tuple[Feature, ...] = (
     Feature("flows[].packet[].*.*", S, "every field: value, values, increment, decrement, random; auto and unset "
             "length, type, next-header and checksum fields derived from the stack and the frame size; checksums "
             "generated good or bad, or custom"),
-    Feature("flows[].packet[].ethernet.dst.auto", W, "no address resolution without devices: the model's default "
-            "(00:00:00:00:00:00)"),
+    Feature("flows[].packet[].ethernet.dst.auto", W, "a flow over ports has no address resolution (a flow over "
+            "devices has): the model's default (00:00:00:00:00:00)"),
     Feature("flows[].size", S, "fixed, increment, random, weight_pairs (imix, ipsec_imix, tcp_imix, custom); sizes "
             "include the FCS, at least 64 B and room for the headers; a size without room for the 18-byte "
             "signature after them is sent untracked (warned): counted per port, not per flow"),
@@ -61,9 +61,25 @@ FEATURES: tuple[Feature, ...] = (
     Feature("layer1[].*", W, "not applied: netrig does not configure links (MTU, media, autonegotiation, flow "
             "control); set them with ip/ethtool"),
     Feature("options.port_options.location_preemption", W, "the ports are this server's own: nothing to preempt"),
-    Feature("devices", R, "netrig serve emulates no devices (no ARP, BGP, ISIS, DHCP …): use port endpoints and "
-            "put the addresses in the packet headers"),
-    Feature("flows[].tx_rx.device", R, "device endpoints need emulated devices: use tx_rx.port"),
+    Feature("devices", S, "Ethernet (MAC, MTU, one VLAN), IPv4 and IPv6 addresses with prefix and gateway, each "
+            "a macvlan on its port's interface in the port's namespace: the kernel answers ARP and ND for the "
+            "addresses and keeps the gateways resolved (managed neighbour entries, re-probed as a host's are); "
+            "gateway_mac value: a permanent entry; only ICMP and ICMPv6 reach the devices' stack"),
+    Feature("devices[].*", R, "loopbacks and protocols (BGP, IS-IS, OSPF, RSVP, VXLAN, DHCP server, MACsec, "
+            "RoCEv2, BMP) are not emulated yet"),
+    Feature("devices[].ethernets[].dhcp", R, "DHCP clients are not emulated: give the addresses"),
+    Feature("devices[].ethernets[].connection", R, "a device Ethernet sits on a port (port_name): LAGs, VXLAN "
+            "tunnels and simulated links are not emulated"),
+    Feature("devices[].ethernets[].vlans", R, "one VLAN per device Ethernet: stacked VLANs (QinQ) are not made"),
+    Feature("devices on a controller", R, "a controller does not place devices on its agents yet: serve them "
+            "from the agent that holds the port"),
+    Feature("flows[].tx_rx.device", S, "one tx_name (an Ethernet, IPv4 or IPv6 of a device) and rx_names: the "
+            "ports are the devices'; unset ethernet.src is the device's MAC, unset ipv4/ipv6 src and dst the "
+            "endpoints' addresses; ethernet.dst (unset or auto) is the next hop's MAC (the gateway's, or the "
+            "receiver's on the same subnet) from the neighbour table at each start: a flow whose next hop is "
+            "unresolved is refused at start, naming it"),
+    Feature("flows[].tx_rx.device.tx_names", R, "one transmitter per flow: give each sender its own flow"),
+    Feature("flows[].tx_rx.device.bidirectional", R, "one direction per flow: give the return its own flow"),
     Feature("flows[].packet[].ipv4.src.auto", R, "DHCP addresses need emulated devices: give the address"),
     Feature("flows[].packet[].ipv4.dst.auto", R, "DHCP addresses need emulated devices: give the address"),
     Feature("flows[].packet[].ipv6.src.auto", R, "DHCPv6 addresses need emulated devices: give the address"),
@@ -95,13 +111,17 @@ FEATURES: tuple[Feature, ...] = (
     Feature("control/state port.link on a controller", R, "a controller does not forward link changes yet: set "
             "them on the agent that serves the port"),
     Feature("control/state protocol", R, "no protocols run: nothing to start or stop"),
-    Feature("control/action", R, "no devices or protocols: no pings, no BGP or ISIS actions, no port reboot"),
+    Feature("control/action protocol ping", S, "ipv4 and ipv6 ping: one echo request from a device's address "
+            "(iputils ping in the port's namespace, 1 s to answer): succeeded or failed per request"),
+    Feature("control/action", R, "no protocols: no BGP or ISIS actions, no port reboot"),
     Feature("config update", S, "update_flows: flows' rate and size, in place (running or not: counters, "
             "sequence and tag go on; a fixed_seconds flow keeps its rate, its frame count is its rate's)"),
     Feature("config update on a controller", R, "a controller does not forward updates to its agents yet: set the "
             "whole configuration"),
     Feature("config append, delete", R, "send the whole configuration with set_config"),
-    Feature("monitor/metrics (not port or flow)", R, "protocol metrics need emulated devices"),
+    Feature("monitor/states ipv4_neighbors, ipv6_neighbors", S, "each device Ethernet's gateways (with "
+            "link_layer_address once resolved) and every other neighbour it resolved, from the kernel's table"),
+    Feature("monitor/metrics (not port or flow)", R, "protocol metrics need emulated protocols"),
     Feature("monitor/capture packets.slice", R, "the whole capture is returned: slice the file"),
 )
 

@@ -9,10 +9,10 @@ path                    method  what
 /config                 PATCH   update_flows: flows' rate and size changed in place: ``Warning``
 /config/append,
 /config/delete          PATCH   refused: send the whole config
-/control/state          POST    traffic (start, stop, pause, resume), port capture: ``Warning``
-/control/action         POST    refused (no devices, no protocols)
+/control/state          POST    traffic (start, stop, pause, resume), port capture and link: ``Warning``
+/control/action         POST    ipv4 and ipv6 ping from a device; the rest refused (no protocols)
 /monitor/metrics        POST    port and flow metrics
-/monitor/states         POST    device states: empty (no devices)
+/monitor/states         POST    devices' IPv4 and IPv6 neighbours; protocol states empty
 /monitor/capture        POST    a port's capture, pcap or pcapng (application/octet-stream)
 /netrig/agents          GET     a controller's agents: state, clock, stale flows; every server's
                                 supervision (netrig's own)

@@ -7,6 +7,11 @@
     flow:    stopped ──start──▶ started ──pause──▶ paused ──resume──▶ started ──stop, or done──▶ stopped
     capture: stopped ──start──▶ started (buffer cleared) ──stop──▶ stopped (readable)
 
+A config's devices (:mod:`netrig.otg.devices`) are made on the ports as it is set (the kernel
+answers their ARP and ND; the ports carrying them pass those frames to it) and undone with it; a
+start resolves the next hops of the flows over them and gives a flow whose MAC changed the new one
+(``Generator.update``) before any frame leaves.
+
 Every request is checked whole before anything changes (names, states, ports), so a bad request
 never leaves a flow sending or a port half-open. A stop returns once the stopped flows' frames in
 flight have arrived or the drain time passed, so metrics read after it are final. Thread-safe: one
@@ -25,12 +30,13 @@ from typing import Any
 from netrig import _native
 from netrig.errors import ConfigError, NetrigError
 from netrig.model.defaults import SERVE_DRAIN_S
-from netrig.otg import mapping, metrics, refusal
+from netrig.otg import devices, mapping, metrics, refusal
 from netrig.otg.api import OtgService, StateError
 from netrig.otg.mapping import Plan, ServePort
 from netrig.otg.objects import (
     CaptureRequest,
     Config,
+    ControlAction,
     ControlState,
     FlowMetricsRequest,
     MetricsRequest,
@@ -38,6 +44,7 @@ from netrig.otg.objects import (
     StartTags,
     StatePortCapture,
     StatePortLink,
+    StatesRequest,
     StateTrafficFlowTransmit,
     read,
 )
@@ -80,6 +87,23 @@ class LinkClock:
                 for n in names}
 
 
+def _ports_of(plan: Plan) -> list[_native.Port]:
+    """The plan's ports; those carrying devices give the kernel their ARP, ND and ICMP frames."""
+    carrying = {e.port for e in plan.devices.ethernets}
+    out = []
+    for k, s in enumerate(plan.serve_ports):
+        p = s.port
+        out.append(_native.Port(p.ifname, p.netns, p.io, p.queues, p.ring_frames, p.busy_poll_us,
+                                i_know_this_is_live=p.i_know_this_is_live, control_to_kernel=True)
+                   if k in carrying else p)
+    return out
+
+
+def _known(plan: Plan) -> dict[devices.NextHop, str]:
+    """The next hops whose MACs the plan's flows carry now."""
+    return {f.next_hop: f.dst_mac for f in plan.flows if f.next_hop is not None and f.dst_mac is not None}
+
+
 def _renumbered(warning: str, which: Sequence[int]) -> str:
     """A warning of an update's flow ``j`` (``flows[j]...``) as the config's flow ``which[j]``."""
     head, _, rest = warning.partition("]")
@@ -112,6 +136,8 @@ class Service(OtgService):
         self.rx_drops = RxDrops()
         #: The links this server set down, and for how long (GET /netrig/agents' ``links``).
         self.links = LinkClock()
+        #: The config's devices, made on the ports (``None``: it has none).
+        self.devices: devices.Devices | None = None
 
     # --------------------------------------------------------------------------------------- config
 
@@ -125,12 +151,18 @@ class Service(OtgService):
             self._changed("end")
             old, old_plan = self.generator, self.plan
             self.generator, self.plan, self.config = None, None, None
-            ports = [s.port for s in plan.serve_ports]
+            ports = _ports_of(plan)
+            self._close_devices()
             try:  # the old config's ports stay open for this one where they are the same
+                self.devices = self._made_devices(plan, ports)
                 self.generator = _native.Generator(ports, plan.specs, plan.capture_specs, plan.line_rates, *self.cpus,
                                                    reuse=old)
             except ConfigError as e:
+                self._close_devices()
                 raise mapping.otg_error(e) from None
+            except BaseException:
+                self._close_devices()
+                raise
             finally:
                 if old is not None and old_plan is not None:
                     self.rx_drops.handover(old_plan, old)
@@ -145,6 +177,36 @@ class Service(OtgService):
         self._changed("config")
         return warnings
 
+    @staticmethod
+    def _made_devices(plan: Plan, ports: Sequence[_native.Port]) -> devices.Devices | None:
+        if not plan.devices.ethernets:
+            return None
+        made = devices.Devices(plan.devices, ports, plan.port_names)
+        made.apply()
+        return made
+
+    def _close_devices(self) -> None:
+        if self.devices is not None:
+            self.devices.close()
+        self.devices = None
+
+    def _replanned(self, which: Sequence[int], document: dict[str, Any], macs: dict[devices.NextHop, str]
+                   ) -> Plan:
+        """The flows ``which`` of ``document`` planned again (the config's ports, devices and
+        captures as they are), checked against the ports' MTUs."""
+        sub = read(Config, {**document, "flows": [document["flows"][i] for i in which], "captures": []},
+                   defer_headers=True)
+        part = mapping.plan(sub, self.ports, self.capture_bytes, macs)
+        mapping.check_frames(part, [_mtu(s) for s in part.serve_ports])
+        return part
+
+    def _swap(self, plan: Plan, which: Sequence[int], part: Plan) -> None:
+        """Flows ``which`` of the running plan become ``part``'s (the engine has them already)."""
+        flows, specs = list(plan.flows), list(plan.specs)
+        for j, i in enumerate(which):
+            flows[i], specs[i] = part.flows[j], part.specs[j]
+        self.plan = dataclasses.replace(plan, flows=tuple(flows), specs=tuple(specs))
+
     def update_config(self, update: dict[str, Any]) -> list[str]:
         """``PATCH /config`` (``update_flows``): flows' rate and size changed in place, running or
         not: their counters, sequence and tag go on. Only the flows named are mapped again (a large
@@ -153,19 +215,13 @@ class Service(OtgService):
             plan, g = self._ready()
             assert self.config is not None
             document, which = mapping.updated(self.config, update)
-            sub = read(Config, {**document, "flows": [document["flows"][i] for i in which], "captures": []},
-                       defer_headers=True)
-            part = mapping.plan(sub, self.ports, self.capture_bytes)
-            mapping.check_frames(part, [_mtu(s) for s in part.serve_ports])
+            part = self._replanned(which, document, _known(plan))
             try:
                 g.update(which, part.specs)
             except ConfigError as e:
                 raise mapping.otg_error(e) from None
-            flows, specs = list(plan.flows), list(plan.specs)
-            for j, i in enumerate(which):
-                flows[i], specs[i] = part.flows[j], part.specs[j]
             self.config = document
-            self.plan = dataclasses.replace(plan, flows=tuple(flows), specs=tuple(specs))
+            self._swap(plan, which, part)
             return [_renumbered(w, which) for w in part.warnings if w.startswith("flows[")]
 
     def _port_notes(self) -> list[str]:
@@ -252,6 +308,7 @@ class Service(OtgService):
                 self.rates.reset([plan.flows[i].name for i in which])
                 return []
             if state == "start":
+                plan = self._resolved(plan, g, which or list(range(len(plan.flows))))
                 self.starting = which or list(range(len(plan.flows)))
                 self._changed("starting")
                 self.rx_drops.start(plan, g)
@@ -267,6 +324,30 @@ class Service(OtgService):
                 g.resume(which)
         self._changed(state)
         return told
+
+    def _resolved(self, plan: Plan, g: _native.Generator, which: Sequence[int]) -> Plan:
+        """Before a start: the next hops of the flows over devices resolved (the kernel's neighbour
+        table; a flow whose next hop stays unresolved is refused, naming it) and flows whose
+        destination MAC changed given the new one."""
+        hops = [plan.flows[i].next_hop for i in which]
+        if self.devices is None or not any(hops):
+            return plan
+        got = self.devices.resolve([h for h in hops if h is not None])
+        for i, h in zip(which, hops):
+            if h is not None and h not in got:
+                e = plan.devices.ethernets[h[0]]
+                raise StateError(f"flows[{i}] {plan.flows[i].name}: its next hop {h[1]} is unresolved on {e.name} "
+                                 f"(port {plan.port_names[e.port]}): no ARP/ND answer in {devices.RESOLVE_S:g} s; "
+                                 "check the DUT's address and link, or give the gateway_mac")
+        changed = [i for i, h in zip(which, hops) if h is not None and got[h] != plan.flows[i].dst_mac]
+        if changed:
+            assert self.config is not None
+            part = self._replanned(changed, self.config, {**_known(plan), **got})
+            g.update(changed, part.specs)
+            self._swap(plan, changed, part)
+            assert self.plan is not None
+            return self.plan
+        return plan
 
     def _unpinned(self, g: _native.Generator) -> list[str]:
         """A warning for each worker whose CPU pin the kernel refused, once per config (the workers
@@ -300,7 +381,37 @@ class Service(OtgService):
                 g.set_capture(p, c.state == "start")
         return []
 
+    def control_action(self, req: ControlAction) -> dict[str, Any]:
+        """``control/action`` protocol ipv4/ipv6 ping: one echo request per request, from a device."""
+        pings = req.pings()
+        if pings is None:
+            raise refusal.refuse("control/action", "choice")
+        family, requests = pings
+        with self.lock:
+            self._ready()
+            if self.devices is None:
+                raise ConfigError(f"protocol.{family}.ping.requests", "the config has no devices to ping from: add "
+                                                                      "devices with addresses")
+            at = f"protocol.{family}.ping.requests"
+            answers = [{"src_name": r.src_name, "dst_ip": r.dst_ip,
+                        "result": self.devices.ping(int(family[-1]), r.src_name, r.dst_ip, f"{at}[{k}]")}
+                       for k, r in enumerate(requests)]
+        return {"warnings": [], "response": {"choice": "protocol", "protocol": {
+            "choice": family, family: {"choice": "ping", "ping": {"responses": answers}}}}}
+
     # -------------------------------------------------------------------------------------- monitor
+
+    def states(self, req: StatesRequest) -> dict[str, Any]:
+        """``monitor/states``: the devices' IPv4 and IPv6 neighbours; no protocols, so every other
+        list is empty."""
+        if req.choice in ("ipv4_neighbors", "ipv6_neighbors"):
+            r = req.ipv4_neighbors if req.choice == "ipv4_neighbors" else req.ipv6_neighbors
+            with self.lock:
+                if self.devices is not None:
+                    rows = self.devices.neighbours(4 if req.choice == "ipv4_neighbors" else 6,
+                                                   r.ethernet_names if r is not None else ())
+                    return {"choice": req.choice, req.choice: rows}
+        return {"choice": req.choice, req.choice: []}
 
     def metrics(self, req: MetricsRequest) -> dict[str, Any]:
         with self.lock:
@@ -369,6 +480,7 @@ class Service(OtgService):
         if self.generator is not None:
             self.generator.close()
         self.generator = None
+        self._close_devices()
         self.plan = None
         self.config = None
 

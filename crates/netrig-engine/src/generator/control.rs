@@ -93,9 +93,10 @@ impl Generator {
         Ok(())
     }
 
-    /// Change flows' rate and frame sizes in place (OTG `update_flows`): `updates[k]` is a flow,
-    /// its new configuration and its stack when compiled already. Only the rate and the frame size
-    /// may differ from the flow's configuration; a `Seconds` flow's frame count is its rate's, so
+    /// Change flows' rate, frame sizes and headers in place (OTG `update_flows`; a flow over
+    /// devices given its next hop's MAC): `updates[k]` is a flow, its new configuration and its
+    /// stack when compiled already. Only the rate, the frame size and the header stack may differ
+    /// from the flow's configuration; a `Seconds` flow's frame count is its rate's, so
     /// its rate stays. Every update is checked before any applies. A flow's counters, sequence and
     /// tag go on: a running flow's next frame leaves at the new rate (never before the old
     /// schedule's next one), so no frame is lost or counted twice.
@@ -107,11 +108,16 @@ impl Generator {
         let mut compiled = Vec::with_capacity(updates.len());
         for (f, cfg, stack) in updates {
             let old = &current[f].config;
-            let same = GenFlowConfig { rate: old.rate, frame_size: old.frame_size.clone(), ..cfg.clone() };
+            let same = GenFlowConfig {
+                rate: old.rate,
+                frame_size: old.frame_size.clone(),
+                stack: old.stack.clone(),
+                ..cfg.clone()
+            };
             if same != *old {
                 return Err(ConfigError::new(
                     format!("flows[{f}]"),
-                    "only its rate and frame size can change in place",
+                    "only its rate, frame size and headers can change in place",
                 ));
             }
             if matches!(old.duration, GenDuration::Seconds(_)) && cfg.rate != old.rate {

@@ -123,6 +123,9 @@ pub struct XskConfig {
     /// Steer every frame of a queue to its socket ([`FORWARD_PROG_NAME`], for a forwarder)
     /// instead of only netrig frames; no receive timestamps then.
     pub steer_all: bool,
+    /// With `steer_all`: ARP, ND and ICMP frames without netrig's signature go to the kernel
+    /// ([`bpf::keep_control_program`]; the port's emulated devices answer them).
+    pub control_to_kernel: bool,
 }
 
 impl Default for XskConfig {
@@ -138,6 +141,7 @@ impl Default for XskConfig {
             tx_budget: COPY_MODE_TX_BUDGET,
             tx_inflight: COPY_MODE_INFLIGHT,
             steer_all: false,
+            control_to_kernel: false,
         }
     }
 }
@@ -175,6 +179,7 @@ pub fn open(spec: &PortSpec) -> Result<Box<dyn Port>, PortError> {
     cfg.busy_poll_us = spec.busy_poll_us;
     if spec.rx_all {
         cfg.steer_all = true;
+        cfg.control_to_kernel = spec.control_to_kernel;
         cfg.rx_stamps = false;
     }
     open_with(spec, cfg)
@@ -618,6 +623,7 @@ fn attach_xdp(
     want: Option<XdpMode>,
     stamp: bool,
     all: bool,
+    control: bool,
 ) -> Result<(XdpAttach, String), PortError> {
     let bpf_err = |what: &str, e: io::Error| match e.raw_os_error() {
         Some(libc::EPERM) | Some(libc::EACCES) if what != "load" => {
@@ -627,14 +633,15 @@ fn attach_xdp(
         _ => unsupported(ifname, format!("cannot {what} the netrig XDP program: {e}")),
     };
     let map = bpf::xskmap_create(entries).map_err(|e| bpf_err("create the XSKMAP for", e))?;
-    let passed = if all {
+    let passed = if all && !control {
         None
     } else {
         Some(bpf::percpu_array_create(1, 8, "netrig_passed").map_err(|e| bpf_err("create the counter for", e))?)
     };
-    let (insns, name) = match &passed {
-        None => (bpf::redirect_all_program(map.as_raw_fd()), FORWARD_PROG_NAME),
-        Some(c) => {
+    let (insns, name) = match (&passed, all) {
+        (None, _) => (bpf::redirect_all_program(map.as_raw_fd()), FORWARD_PROG_NAME),
+        (Some(c), true) => (bpf::keep_control_program(map.as_raw_fd(), c.as_raw_fd()), FORWARD_PROG_NAME),
+        (Some(c), false) => {
             (bpf::steer_program(OnMatch::Redirect(map.as_raw_fd()), stamp, Some(c.as_raw_fd())), STEER_PROG_NAME)
         }
     };
@@ -899,9 +906,12 @@ impl XskPort {
         }
         let ifname = self.caps.name.clone();
         let (ifindex, entries, mode, all) = (self.ifindex, self.map_entries, self.cfg.xdp_mode, self.cfg.steer_all);
-        let stamp = self.cfg.rx_stamps && !all;
-        let (att, note) = in_netns(self.netns.as_deref(), || attach_xdp(&ifname, ifindex, entries, mode, stamp, all))?;
-        let stamps = if all {
+        let (stamp, control) = (self.cfg.rx_stamps && !all, self.cfg.control_to_kernel);
+        let (att, note) =
+            in_netns(self.netns.as_deref(), || attach_xdp(&ifname, ifindex, entries, mode, stamp, all, control))?;
+        let stamps = if all && control {
+            "every frame steered to the sockets but the devices' ARP, ND and ICMP (to the kernel)"
+        } else if all {
             "every frame steered to the sockets (forwarding)"
         } else if stamp {
             "RX timestamps from XDP metadata"

@@ -698,28 +698,14 @@ pub(crate) const fn wire16(v: u16) -> i32 {
 pub fn steer_program(on_match: OnMatch, stamp: bool, passed: Option<RawFd>) -> Vec<Insn> {
     use Reg::*;
     // The signature's magic starts the UDP payload: its offsets are netrig-wire's header lengths.
-    const ETH: i32 = ethernet::HEADER_LEN as i32;
     const IP4_PROTO: i16 = 14 + 9;
     const IP4_FRAG: i16 = 14 + 6;
     const IP4_MAGIC: i16 = (ethernet::HEADER_LEN + ipv4::HEADER_LEN + udp::HEADER_LEN) as i16;
     const IP6_NEXT: i16 = 14 + 6;
     const IP6_MAGIC: i16 = (ethernet::HEADER_LEN + ipv6::HEADER_LEN + udp::HEADER_LEN) as i16;
     let mut a = Asm::new();
-    a.mov_reg(R6, R1)
-        .load(Size::W, R2, R1, 0) // data
-        .load(Size::W, R3, R1, 4) // data_end
-        .mov_reg(R4, R2)
-        .add_imm(R4, ETH)
-        .jgt_reg(R4, R3, "pass")
-        .load(Size::H, R5, R2, 12)
-        .jne_imm(R5, wire16(0x8100), "l3")
-        .add_imm(R2, 4) // one 802.1Q tag: shift the frame start, re-read the ethertype
-        .mov_reg(R4, R2)
-        .add_imm(R4, ETH)
-        .jgt_reg(R4, R3, "pass")
-        .load(Size::H, R5, R2, 12)
-        .label("l3")
-        .jeq_imm(R5, wire16(0x0800), "ipv4")
+    ethertype(&mut a, "pass");
+    a.jeq_imm(R5, wire16(0x0800), "ipv4")
         .jeq_imm(R5, wire16(0x86DD), "ipv6")
         .ja("pass")
         .label("ipv4")
@@ -778,19 +764,47 @@ pub fn steer_program(on_match: OnMatch, stamp: bool, passed: Option<RawFd>) -> V
     }
     a.label("pass");
     if let Some(fd) = passed {
-        a.store_imm(Size::W, R10, -4, 0)
-            .load_map_fd(R1, fd)
-            .mov_reg(R2, R10)
-            .add_imm(R2, -4)
-            .call(BPF_FUNC_MAP_LOOKUP_ELEM)
-            .jeq_imm(R0, 0, "passed")
-            .load(Size::DW, R1, R0, 0)
-            .add_imm(R1, 1)
-            .store(Size::DW, R0, 0, R1)
-            .label("passed");
+        count_passed(&mut a, fd);
     }
     a.mov_imm(R0, XDP_PASS).exit();
     a.finish()
+}
+
+/// The start of the steering programs: R6 = the context, R2 = the frame's start (moved past one
+/// 802.1Q tag), R3 = its end, R5 = the ethertype as [`wire16`] reads it; a frame too short for
+/// its Ethernet header jumps to `short`.
+fn ethertype(a: &mut Asm, short: &'static str) {
+    use Reg::*;
+    const ETH: i32 = ethernet::HEADER_LEN as i32;
+    a.mov_reg(R6, R1)
+        .load(Size::W, R2, R1, 0) // data
+        .load(Size::W, R3, R1, 4) // data_end
+        .mov_reg(R4, R2)
+        .add_imm(R4, ETH)
+        .jgt_reg(R4, R3, short)
+        .load(Size::H, R5, R2, 12)
+        .jne_imm(R5, wire16(0x8100), "l3")
+        .add_imm(R2, 4) // one 802.1Q tag: shift the frame start, re-read the ethertype
+        .mov_reg(R4, R2)
+        .add_imm(R4, ETH)
+        .jgt_reg(R4, R3, short)
+        .load(Size::H, R5, R2, 12)
+        .label("l3");
+}
+
+/// Add one to the PERCPU_ARRAY `fd`'s only u64 (a frame passed to the kernel).
+fn count_passed(a: &mut Asm, fd: RawFd) {
+    use Reg::*;
+    a.store_imm(Size::W, R10, -4, 0)
+        .load_map_fd(R1, fd)
+        .mov_reg(R2, R10)
+        .add_imm(R2, -4)
+        .call(BPF_FUNC_MAP_LOOKUP_ELEM)
+        .jeq_imm(R0, 0, "passed")
+        .load(Size::DW, R1, R0, 0)
+        .add_imm(R1, 1)
+        .store(Size::DW, R0, 0, R1)
+        .label("passed");
 }
 
 /// The forwarding program: every frame of a queue goes to that queue's AF_XDP socket
@@ -805,6 +819,62 @@ pub fn redirect_all_program(map_fd: RawFd) -> Vec<Insn> {
         .mov_imm(R3, XDP_PASS)
         .call(BPF_FUNC_REDIRECT_MAP)
         .exit();
+    a.finish()
+}
+
+/// Frames a port with emulated devices takes, where [`redirect_all_program`] takes all: every
+/// frame goes to its queue's socket except ARP, IPv4 ICMP and ICMPv6 (at most one 802.1Q tag) that
+/// do not end in netrig's signature — the devices' address resolution and pings, which the kernel
+/// answers. The generator writes its signature in a frame's last 18 bytes, so its own ARP and ICMP
+/// flows still reach the socket. Frames passed are counted in `passed` (a PERCPU_ARRAY of one u64).
+pub fn keep_control_program(map_fd: RawFd, passed: RawFd) -> Vec<Insn> {
+    use Reg::*;
+    const ETH: i32 = ethernet::HEADER_LEN as i32;
+    const SIG: i32 = netrig_wire::signature::LEN as i32;
+    let mut a = Asm::new();
+    ethertype(&mut a, "take");
+    a.jeq_imm(R5, wire16(0x0806), "tail")
+        .jeq_imm(R5, wire16(0x0800), "ipv4")
+        .jeq_imm(R5, wire16(0x86DD), "ipv6")
+        .ja("take")
+        .label("ipv4")
+        .mov_reg(R4, R2)
+        .add_imm(R4, ETH + 10)
+        .jgt_reg(R4, R3, "take")
+        .load(Size::B, R5, R2, 14 + 9)
+        .jeq_imm(R5, libc::IPPROTO_ICMP, "tail")
+        .ja("take")
+        .label("ipv6")
+        .mov_reg(R4, R2)
+        .add_imm(R4, ETH + 7)
+        .jgt_reg(R4, R3, "take")
+        .load(Size::B, R5, R2, 14 + 6)
+        .jne_imm(R5, libc::IPPROTO_ICMPV6, "take")
+        .label("tail") // a control frame, unless its last bytes are netrig's signature
+        .load(Size::W, R2, R6, 0)
+        .load(Size::W, R3, R6, 4)
+        .mov_reg(R7, R3)
+        .sub_reg(R7, R2)
+        .jle_imm(R7, SIG + ETH - 1, "pass")
+        .jle_imm(R7, 0x3FFF, "bounded") // the verifier needs the offset bounded
+        .ja("pass")
+        .label("bounded")
+        .add_imm(R7, -SIG)
+        .add_reg(R2, R7)
+        .mov_reg(R4, R2)
+        .add_imm(R4, 2)
+        .jgt_reg(R4, R3, "pass")
+        .load(Size::H, R5, R2, 0)
+        .jne_imm(R5, wire16(SIGNATURE_MAGIC), "pass")
+        .label("take")
+        .load(Size::W, R2, R6, 16) // rx_queue_index
+        .load_map_fd(R1, map_fd)
+        .mov_imm(R3, XDP_PASS)
+        .call(BPF_FUNC_REDIRECT_MAP)
+        .exit()
+        .label("pass");
+    count_passed(&mut a, passed);
+    a.mov_imm(R0, XDP_PASS).exit();
     a.finish()
 }
 
@@ -1090,6 +1160,59 @@ pub(crate) mod testkit {
 mod kernel_tests {
     use super::testkit::*;
     use super::*;
+
+    #[test]
+    fn the_devices_program_passes_control_frames_to_the_kernel_and_takes_the_rest() {
+        if !is_root() {
+            eprintln!("skipped: loading BPF programs needs root");
+            return;
+        }
+        let map = xskmap_create(4).expect("XSKMAP");
+        let passed = percpu_array_create(1, 8, "netrig_test_ctl").expect("per-CPU counter");
+        let prog = prog_load_xdp(&keep_control_program(map.as_raw_fd(), passed.as_raw_fd()), "netrig_test6")
+            .expect("verifier accepts");
+        // A frame: Ethernet (optionally one 802.1Q tag), `ethertype`, then `proto` at the IPv4 or
+        // IPv6 protocol offset, zeros to `len`, netrig's magic 18 bytes before the end if `signed`.
+        let frame = |vlan: bool, ethertype: u16, proto: u8, len: usize, signed: bool| {
+            let mut f = vec![0u8; len];
+            let mut at = 12;
+            if vlan {
+                f[12..14].copy_from_slice(&0x8100u16.to_be_bytes());
+                at = 16;
+            }
+            f[at..at + 2].copy_from_slice(&ethertype.to_be_bytes());
+            let l3 = at + 2;
+            match ethertype {
+                0x0800 => f[l3 + 9] = proto,
+                0x86DD => f[l3 + 6] = proto,
+                _ => {}
+            }
+            if signed {
+                f[len - 18..len - 16].copy_from_slice(&SIGNATURE_MAGIC.to_be_bytes());
+            }
+            f
+        };
+        let cases: Vec<(&str, Vec<u8>, bool)> = vec![
+            ("arp", frame(false, 0x0806, 0, 60, false), true),
+            ("arp in a vlan", frame(true, 0x0806, 0, 64, false), true),
+            ("the generator's arp flow", frame(false, 0x0806, 0, 60, true), false),
+            ("icmp echo", frame(false, 0x0800, 1, 98, false), true),
+            ("the generator's icmp flow", frame(false, 0x0800, 1, 1514, true), false),
+            ("icmpv6 nd", frame(false, 0x86DD, 58, 86, false), true),
+            ("udp", frame(false, 0x0800, 17, 64, false), false),
+            ("ipv6 udp", frame(false, 0x86DD, 17, 80, false), false),
+            ("tcp", frame(true, 0x0800, 6, 64, false), false),
+            ("other ethertype", frame(false, 0x88B5, 0, 64, false), false),
+            ("a bare ethernet header", frame(false, 0x0806, 0, 14, false), true),
+        ];
+        for (what, f, to_kernel) in cases {
+            let before = percpu_u64_sum(&passed, 0, 1).unwrap()[0];
+            let verdict = prog_test_run(&prog, &f).unwrap_or_else(|e| panic!("{what}: test run: {e}"));
+            assert_eq!(verdict, XDP_PASS as u32, "{what}: the empty XSKMAP's fallback");
+            let after = percpu_u64_sum(&passed, 0, 1).unwrap()[0];
+            assert_eq!(after - before, to_kernel as u64, "{what}: passed to the kernel?");
+        }
+    }
 
     #[test]
     fn steering_program_passes_the_verifier_and_classifies() {
