@@ -14,8 +14,9 @@ steps=("$@"); [ ${#steps[@]} -gt 0 ] || steps=(apt venv build)
 # the server the telemetry test scrapes a run with (started by the test, never as a service); openssl:
 # netrig serve's self-signed certificate; linuxptp: pmc, by which an agent reads its host's ptp4l,
 # and the ptp4l the PTP test runs in two namespaces (its units are templates: nothing starts);
-# iputils-ping: the ping of netrig serve's devices (OTG control/action).
-APT_PACKAGES="iproute2 iputils-ping nftables ethtool procps util-linux python3-venv chromium iperf3 iperf sockperf openssh-client openssh-server libpcap0.8 dpdk-dev prometheus openssl bpftool linuxptp"
+# iputils-ping: the ping of netrig serve's devices (OTG control/action); lldpd: netrig serve's LLDP
+# (started per port by netrig serve, never as a service).
+APT_PACKAGES="iproute2 iputils-ping lldpd nftables ethtool procps util-linux python3-venv chromium iperf3 iperf sockperf openssh-client openssh-server libpcap0.8 dpdk-dev prometheus openssl bpftool linuxptp"
 PY=${PYTHON:-python3}
 
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
@@ -31,15 +32,15 @@ do_apt() {
     fi
     say "installing Debian packages: ${missing[*]}"
     apt-get update -qq
-    # openssh-server is here for sshd run by the remote-monitoring tests inside a namespace, and
-    # prometheus for the server the telemetry test starts itself; neither package may start (or
-    # leave running) a system-wide service (nor the node exporter prometheus recommends):
-    # policy-rc.d refuses it.
+    # openssh-server is here for sshd run by the remote-monitoring tests inside a namespace,
+    # prometheus for the server the telemetry test starts itself, lldpd for netrig serve's LLDP;
+    # none of them may start (or leave running) a system-wide service (nor the node exporter
+    # prometheus recommends): policy-rc.d refuses it.
     local policy=""
-    if [[ " ${missing[*]} " == *" openssh-server "* || " ${missing[*]} " == *" prometheus "* ]] \
-       && [ ! -e /usr/sbin/policy-rc.d ]; then
+    if [[ " ${missing[*]} " == *" openssh-server "* || " ${missing[*]} " == *" prometheus "* \
+          || " ${missing[*]} " == *" lldpd "* ]] && [ ! -e /usr/sbin/policy-rc.d ]; then
       policy=/usr/sbin/policy-rc.d; printf '#!/bin/sh\nexit 101\n' > "$policy"; chmod +x "$policy"
-      say "installing without starting the system's ssh or prometheus service"
+      say "installing without starting the system's ssh, prometheus or lldpd service"
     fi
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null || { [ -z "$policy" ] || rm -f "$policy"; exit 1; }
     [ -z "$policy" ] || rm -f "$policy"

@@ -441,7 +441,7 @@ class Port:
         """The transmit guard is overridden for this port (the user said it may be a live network)."""
     @property
     def control_to_kernel(self) -> bool:
-        """The kernel gets the port's ARP, ND and ICMP frames (its emulated devices answer them)."""
+        """The kernel gets the port's ARP, ND, ICMP and LLDP frames (its devices and lldpd answer them)."""
     def info(self) -> InterfaceInfo:
         """Interface facts: ifindex, MTU, MAC, speed, driver, queues."""
     def __eq__(self, other: object, /) -> bool: ...

@@ -81,13 +81,18 @@ def test_one_physical_port_reached_twice_is_refused_naming_both():
     assert "'a1'" in str(e.value) and "'b1'" in str(e.value) and "a/a1" in str(e.value)
 
 
-def test_devices_are_refused_on_a_controller_saying_why():
+def test_devices_and_lldp_are_refused_on_a_controller_saying_why():
     c = cfg()
     c["devices"] = [{"name": "d1", "ethernets": [{"name": "e1", "connection": {"choice": "port_name",
                                                                                 "port_name": "a1"}}]}]
     with pytest.raises(ConfigError) as e:
         split_of(c, ["a", "b"])
     assert e.value.field == "devices" and "agent that holds the port" in e.value.message
+    c = cfg()
+    c["lldp"] = [{"name": "l", "connection": {"choice": "port_name", "port_name": "a1"}}]
+    with pytest.raises(ConfigError) as e:
+        split_of(c, ["a", "b"])
+    assert e.value.field == "lldp" and "agent that holds the port" in e.value.message
 
 
 def test_merge_sums_receivers_corrects_latency_and_marks_stale():

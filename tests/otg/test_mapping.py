@@ -35,6 +35,10 @@ def _dev(name: str, port: str, vlans: list | None = None,
     return {"name": name, "ethernets": [e]}
 
 
+def _lldp(name: str, port: str, **more) -> dict:
+    return {"name": name, "connection": {"choice": "port_name", "port_name": port}, **more}
+
+
 def planned(cfg: dict):
     return plan(read(Config, copy.deepcopy(cfg)), SERVE)
 
@@ -83,6 +87,14 @@ def test_every_header_kind_and_pattern_maps():
     (lambda c: c.update(devices=[_dev("d1", "p1", v4=("198.18.0.1", "2001:2::1"))]),
      "devices[0].ethernets[0].ipv4_addresses[0].gateway", "not an IPv4 address"),
     (lambda c: c.update(lags=[{"name": "l"}]), "lags", "LAGs"),
+    (lambda c: c.update(lldp=[_lldp("l1", "p9")]), "lldp[0].connection.port_name", "not a port"),
+    (lambda c: c.update(lldp=[_lldp("l1", "p1"), _lldp("l2", "p1")]), "lldp[1].connection.port_name", "one each"),
+    (lambda c: c.update(lldp=[_lldp("l1", "p1", hold_time=100)]), "lldp[0].hold_time", "multiple"),
+    (lambda c: c.update(lldp=[_lldp("l1", "p1", org_infos=[{"oui": "0080C2"}])]), "lldp[0].org_infos",
+     "not advertised"),
+    (lambda c: c.update(lldp=[_lldp("l1", "p1", chassis_id={"choice": "mac_address_subtype", "mac_address_subtype": {
+        "choice": "value", "value": "02:00:00:00:00:01"}})]), "lldp[0].chassis_id.mac_address_subtype.value",
+     "local_subtype"),
     (lambda c: c["flows"][0].update(tx_rx={"choice": "device", "device": {"tx_names": ["d"], "rx_names": ["e"]}}),
      "flows[0].tx_rx.device.tx_names[0]", "not a device Ethernet, IPv4 or IPv6"),
     (lambda c: (c.update(devices=[_dev("d1", "p1", v4=("198.18.0.1", "198.18.0.2")), _dev("d2", "p2")]),

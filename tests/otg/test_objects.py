@@ -42,7 +42,7 @@ def test_a_config_reads_with_the_models_defaults():
     doc = {"ports": [{"name": "p1", "location": "va"}],
            "flows": [{"name": "f", "tx_rx": {"port": {"tx_name": "p1", "rx_names": ["p1"]}},
                       "rate": {"percentage": 50}, "duration": {"fixed_packets": {"packets": 9}}}],
-           "layer1": [{"name": "l", "port_names": ["p1"], "mtu": 9000}], "devices": [], "lldp": []}
+           "layer1": [{"name": "l", "port_names": ["p1"], "mtu": 9000}], "devices": [], "lags": []}
     c = read(Config, doc, defer_headers=True)
     f = c.flows[0]
     assert (f.tx_rx.choice, f.rate.choice, f.rate.percentage, f.size.choice, f.size.fixed) == \
@@ -50,7 +50,7 @@ def test_a_config_reads_with_the_models_defaults():
     assert f.duration.fixed_packets is not None and (f.duration.fixed_packets.packets, f.duration.fixed_packets.gap) \
         == (9, 12)
     assert (f.metrics.loss, f.metrics.latency.mode, f.metrics.ratio(1)) == (False, "store_forward", 1.0)
-    assert c.layer1[0].others == {"mtu": 9000} and c.others == {"lldp": []} and c.devices == ()
+    assert c.layer1[0].others == {"mtu": 9000} and c.others == {"lags": []} and c.devices == () and c.lldp == ()
     assert doc["flows"][0]["rate"] == {"choice": "percentage", "percentage": 50}  # the document, normalised
 
 

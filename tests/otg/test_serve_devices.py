@@ -175,3 +175,35 @@ def test_a_flow_whose_gateway_never_answers_is_refused_at_start_naming_it(veth):
             control(a, "start")
         assert "flows[0] lost: its next hop 198.18.1.99 is unresolved on d1.eth (port p1)" in str(e.value)
         assert flow_metrics(a)["lost"].frames_tx == 0
+
+
+def test_lldp_on_both_ports_hears_the_other_and_counts_its_pdus(veth):
+    """LLDP as snappi scripts for Ixia-c write it: each port's lldpd hears the other's chassis (the
+    port's MAC) with the hold time given, and counts the PDUs it sent and received."""
+    ns_a, if_a, ns_b, if_b = veth
+    ports = [f"{if_a}@{ns_a}", f"{if_b}@{ns_b}"]
+    macs = [sh("cat", f"/sys/class/net/{i}/address", ns=n).strip() for n, i in ((ns_a, if_a), (ns_b, if_b))]
+    with serve(ports) as url:
+        a = api(url)
+        c = a.config()
+        c.ports.port(name="p1", location=ports[0]).port(name="p2", location=ports[1])
+        for k, p in enumerate(("p1", "p2")):
+            ll = c.lldp.lldp(name=f"lldp{k + 1}")[-1]
+            ll.connection.port_name, ll.hold_time, ll.advertisement_interval = p, 20, 5
+            ll.system_name.value = f"netrig-{p}"
+        a.set_config(c)
+        heard: dict[str, tuple] = {}
+        for _ in range(500):
+            req = a.states_request()
+            req.lldp_neighbors.lldp_names = []
+            heard = {n.lldp_name: (n.chassis_id, n.ttl, n.system_name, n.port_id) for n in a.get_states(req).lldp_neighbors}
+            if len(heard) == 2:
+                break
+            sh("sleep", "0.02")
+        assert heard == {"lldp1": (macs[1], 20, "netrig-p2", if_b), "lldp2": (macs[0], 20, "netrig-p1", if_a)}
+        req = a.metrics_request()
+        req.lldp.lldp_names = ["lldp1", "lldp2"]
+        rows = {m.name: m for m in a.get_metrics(req).lldp_metrics}
+        assert rows["lldp1"].frames_tx >= 1 and rows["lldp2"].frames_rx >= 1, rows
+        assert rows["lldp1"].frames_rx >= 1 and rows["lldp2"].frames_tx >= 1, rows
+    assert "lldpd" not in sh("ps", "-eo", "comm")

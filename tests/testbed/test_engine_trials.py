@@ -56,7 +56,13 @@ def test_policer_trial_near_cap_and_monitor_sees_it(tb_ids):
             res = trial(tb, rate_pps=3 * cap, duration_s=1.0)
             mon.mark("trial-stop")
         burst = tb.state.policer.burst
-        assert res.frames_sent >= 0.9 * 3 * cap
-        # at most cap × duration + burst pass; a jittery sender may leave a little unused
-        assert 0.95 * cap <= res.frames_received <= cap * 1.0 + burst + 0.02 * cap, res.frames_received
+        if res.frames_sent < 0.9 * 3 * cap:
+            # The platform stopped the sender longer than the stretch tolerance (seen in a clean-clone
+            # suite: 25 373 of 30 000 sent): the trial says the tester fell short, so none of it is
+            # read as the DUT's; the policer still passed no more than its rate over the send window.
+            assert not res.valid and res.invalid_reason, res.to_dict()
+            assert res.frames_received <= cap * res.tx_window_s + burst + 0.02 * cap, res.to_dict()
+        else:
+            # at most cap × duration + burst pass; a jittery sender may leave a little unused
+            assert 0.95 * cap <= res.frames_received <= cap * 1.0 + burst + 0.02 * cap, res.frames_received
         assert mon.result.window("trial-start", "trial-stop")

@@ -303,9 +303,9 @@ pub struct PortSpec {
     /// The port receives every frame, netrig's or not (a forwarder): AF_XDP attaches a program
     /// that steers every frame of a queue to its socket instead of only netrig frames.
     pub rx_all: bool,
-    /// With `rx_all`: the kernel still gets the port's ARP, ND and ICMP frames (its emulated
-    /// devices' address resolution and pings), unless they carry netrig's signature at their end
-    /// (the generator's ARP and ICMP flows). AF_XDP's program passes those to the stack (counted
+    /// With `rx_all`: the kernel still gets the port's ARP, ND, ICMP and LLDP frames (its emulated
+    /// devices' address resolution and pings, lldpd's PDUs), unless they carry netrig's signature
+    /// at their end (the generator's ARP and ICMP flows). AF_XDP's program passes those to the stack (counted
     /// as passed); the other backends read beside the stack anyway.
     pub control_to_kernel: bool,
 }

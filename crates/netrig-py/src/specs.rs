@@ -616,7 +616,7 @@ impl Port {
         self.0.live_ok
     }
 
-    /// The kernel gets the port's ARP, ND and ICMP frames (its emulated devices answer them).
+    /// The kernel gets the port's ARP, ND, ICMP and LLDP frames (its devices and lldpd answer them).
     #[getter]
     fn control_to_kernel(&self) -> bool {
         self.0.control_to_kernel

@@ -334,7 +334,7 @@ class Controller(OtgService):
             return {"choice": "flow_metrics", "flow_metrics": self._flow_metrics(sp, req.flow or FlowMetricsRequest())}
         if req.choice == "port":
             return {"choice": "port_metrics", "port_metrics": self._port_metrics(sp, req.port or PortMetricsRequest())}
-        raise refusal.refuse("monitor/metrics (not port or flow)", "choice", f"{req.choice} metrics")
+        raise refusal.refuse("monitor/metrics (not port, flow or lldp)", "choice", f"{req.choice} metrics")
 
     def _flow_metrics(self, sp: Split, f: FlowMetricsRequest) -> list[dict[str, Any]]:
         for k, n in enumerate(f.flow_names):

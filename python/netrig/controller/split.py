@@ -84,6 +84,8 @@ def split(cfg: Config, document: dict[str, Any], agents: Sequence[str]) -> Split
     layer-1 settings and captures the parts copy."""
     if cfg.devices:
         raise refusal.refuse("devices on a controller", "devices")
+    if cfg.lldp:
+        raise refusal.refuse("lldp on a controller", "lldp")
     port_agent: dict[str, str] = {}
     port_location: dict[str, str] = {}
     ports: dict[str, list[str]] = {}

@@ -19,7 +19,7 @@ from typing import Any
 from netrig import _native
 from netrig.errors import ConfigError
 from netrig.model import MIN_FRAME_SIZE, largest_frame
-from netrig.otg import devices, headers, refusal, schema
+from netrig.otg import devices, headers, lldp, refusal, schema
 from netrig.otg.objects import (
     Config,
     Flow,
@@ -120,6 +120,7 @@ class Plan:
     capture_specs: tuple[_native.CaptureSpec, ...]
     warnings: tuple[str, ...]
     devices: devices.DevicePlan = devices.DevicePlan()
+    lldp: tuple[lldp.Agent, ...] = ()
 
 
 def refuse_unsupported(cfg: Config) -> None:
@@ -215,6 +216,7 @@ def plan(cfg: Config, serve: Sequence[ServePort], capture_bytes: int = 64 << 20,
     rates = _line_rates(cfg, names, chosen, warnings)
     cap_plans, cap_specs = _captures(cfg, names, capture_bytes)
     dplan = devices.plan(cfg.devices, names)
+    lplan = lldp.plan(cfg.lldp, names)
     flows: list[FlowPlan] = []
     specs: list[_native.GenFlowSpec] = []
     seen: dict[str, int] = {}
@@ -227,7 +229,7 @@ def plan(cfg: Config, serve: Sequence[ServePort], capture_bytes: int = 64 << 20,
         flows.append(fp)
         specs.append(spec)
     return Plan(tuple(names), tuple(chosen), tuple(rates), tuple(flows), tuple(specs), tuple(cap_plans),
-                tuple(cap_specs), tuple(warnings), dplan)
+                tuple(cap_specs), tuple(warnings), dplan, lplan)
 
 
 #: A flow's header stack when it gives none.

@@ -345,14 +345,34 @@ class Device:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class LldpConnection:
+    choice: str | None = None
+    port_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Lldp:
+    name: str
+    connection: LldpConnection
+    #: ``LldpChassisId``, ``LldpPortId``, ``LldpSystemName`` as given (:mod:`netrig.otg.lldp` reads them).
+    chassis_id: dict[str, Any] | None = None
+    port_id: dict[str, Any] | None = None
+    system_name: dict[str, Any] | None = None
+    hold_time: int
+    advertisement_interval: int
+    org_infos: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Config:
     ports: tuple[Port, ...] = ()
     devices: tuple[Device, ...] = ()
+    lldp: tuple[Lldp, ...] = ()
     layer1: tuple[Layer1, ...] = ()
     captures: tuple[Capture, ...] = ()
     flows: tuple[Flow, ...] = ()
     options: ConfigOptions | None = None
-    #: LAGs, LLDP, events, stateful flows, egress-only tracking: refused when not empty.
+    #: LAGs, events, stateful flows, egress-only tracking: refused when not empty.
     others: dict[str, Any] = field(default_factory=dict)
 
 
@@ -498,10 +518,17 @@ class PortMetricsRequest:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class LldpMetricsRequest:
+    lldp_names: tuple[str, ...] = ()
+    column_names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MetricsRequest:
     choice: str
     port: PortMetricsRequest | None = None
     flow: FlowMetricsRequest | None = None
+    lldp: LldpMetricsRequest | None = None
     #: Protocol metrics' requests (BGP, ISIS, LAG …): refused.
     others: dict[str, Any] = field(default_factory=dict)
 
@@ -529,11 +556,18 @@ class Neighborsv6StatesRequest:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class LldpNeighborsStateRequest:
+    lldp_names: tuple[str, ...] = ()
+    neighbor_id_filters: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StatesRequest:
     choice: str
     ipv4_neighbors: Neighborsv4StatesRequest | None = None
     ipv6_neighbors: Neighborsv6StatesRequest | None = None
-    #: The protocols' states (prefixes, LSPs, LLDP …): no protocols, so every answer is empty.
+    lldp_neighbors: LldpNeighborsStateRequest | None = None
+    #: The protocols' states (prefixes, LSPs …): no protocols, so every answer is empty.
     others: dict[str, Any] = field(default_factory=dict)
 
 

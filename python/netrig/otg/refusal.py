@@ -99,7 +99,17 @@ FEATURES: tuple[Feature, ...] = (
             "64 B (netrig sends no runts): use imix, ipsec_imix, tcp_imix or custom pairs"),
     Feature("captures[].filters", R, "capture filters are not applied: capture everything and filter the file"),
     Feature("lags", R, "LAGs are not emulated"),
-    Feature("lldp", R, "LLDP is not emulated"),
+    Feature("lldp", S, "one lldpd (the Debian package) per LLDP object, in its port's namespace on the port's "
+            "interface: system name (auto: the host's), chassis id (auto: the port's MAC; local), port id "
+            "(interface name; MAC; local), hold_time as advertisement_interval × a whole multiplier; "
+            "monitor/states lldp_neighbors and monitor/metrics lldp from lldpcli"),
+    Feature("lldp[].org_infos", R, "organisation-specific TLVs are not advertised"),
+    Feature("lldp[].chassis_id", R, "a chassis id that is an interface name or a given MAC is not set: use auto "
+            "(the port's MAC) or local_subtype"),
+    Feature("lldp[].port_id", R, "a given interface name is not set: use auto (the interface's), "
+            "mac_address_subtype or local_subtype"),
+    Feature("lldp on a controller", R, "a controller does not place LLDP on its agents yet: serve it from the "
+            "agent that holds the port"),
     Feature("events", R, "events are not reported"),
     Feature("stateful_flows", R, "stateful flows (RoCEv2) are not emulated: see `netrig stateful` for RFC 9693"),
     Feature("egress_only_tracking", R, "egress tracking is not kept"),
@@ -121,7 +131,9 @@ FEATURES: tuple[Feature, ...] = (
     Feature("config append, delete", R, "send the whole configuration with set_config"),
     Feature("monitor/states ipv4_neighbors, ipv6_neighbors", S, "each device Ethernet's gateways (with "
             "link_layer_address once resolved) and every other neighbour it resolved, from the kernel's table"),
-    Feature("monitor/metrics (not port or flow)", R, "protocol metrics need emulated protocols"),
+    Feature("monitor/metrics lldp", S, "per LLDP object: frames_tx, frames_rx, frames_discard, tlvs_unknown "
+            "(lldpd's counters); frames_error_rx and tlvs_discard are 0 (lldpd counts neither apart)"),
+    Feature("monitor/metrics (not port, flow or lldp)", R, "protocol metrics need emulated protocols"),
     Feature("monitor/capture packets.slice", R, "the whole capture is returned: slice the file"),
 )
 

@@ -30,7 +30,7 @@ from typing import Any
 from netrig import _native
 from netrig.errors import ConfigError, NetrigError
 from netrig.model.defaults import SERVE_DRAIN_S
-from netrig.otg import devices, mapping, metrics, refusal
+from netrig.otg import devices, lldp, mapping, metrics, refusal
 from netrig.otg.api import OtgService, StateError
 from netrig.otg.mapping import Plan, ServePort
 from netrig.otg.objects import (
@@ -88,8 +88,9 @@ class LinkClock:
 
 
 def _ports_of(plan: Plan) -> list[_native.Port]:
-    """The plan's ports; those carrying devices give the kernel their ARP, ND and ICMP frames."""
-    carrying = {e.port for e in plan.devices.ethernets}
+    """The plan's ports; those carrying devices or LLDP give the kernel their ARP, ND, ICMP and
+    LLDP frames."""
+    carrying = {e.port for e in plan.devices.ethernets} | {a.port for a in plan.lldp}
     out = []
     for k, s in enumerate(plan.serve_ports):
         p = s.port
@@ -138,6 +139,8 @@ class Service(OtgService):
         self.links = LinkClock()
         #: The config's devices, made on the ports (``None``: it has none).
         self.devices: devices.Devices | None = None
+        #: The config's LLDP objects, each an lldpd on its port (``None``: it has none).
+        self.lldp: lldp.Agents | None = None
 
     # --------------------------------------------------------------------------------------- config
 
@@ -157,6 +160,9 @@ class Service(OtgService):
                 self.devices = self._made_devices(plan, ports)
                 self.generator = _native.Generator(ports, plan.specs, plan.capture_specs, plan.line_rates, *self.cpus,
                                                    reuse=old)
+                if plan.lldp:  # once the ports pass LLDP frames to the kernel
+                    self.lldp = lldp.Agents(plan.lldp, ports)
+                    self.lldp.start()
             except ConfigError as e:
                 self._close_devices()
                 raise mapping.otg_error(e) from None
@@ -186,9 +192,12 @@ class Service(OtgService):
         return made
 
     def _close_devices(self) -> None:
+        """Undo the config's devices and stop its LLDP agents."""
         if self.devices is not None:
             self.devices.close()
-        self.devices = None
+        if self.lldp is not None:
+            self.lldp.close()
+        self.devices, self.lldp = None, None
 
     def _replanned(self, which: Sequence[int], document: dict[str, Any], macs: dict[devices.NextHop, str]
                    ) -> Plan:
@@ -402,16 +411,18 @@ class Service(OtgService):
     # -------------------------------------------------------------------------------------- monitor
 
     def states(self, req: StatesRequest) -> dict[str, Any]:
-        """``monitor/states``: the devices' IPv4 and IPv6 neighbours; no protocols, so every other
-        list is empty."""
-        if req.choice in ("ipv4_neighbors", "ipv6_neighbors"):
-            r = req.ipv4_neighbors if req.choice == "ipv4_neighbors" else req.ipv6_neighbors
-            with self.lock:
-                if self.devices is not None:
-                    rows = self.devices.neighbours(4 if req.choice == "ipv4_neighbors" else 6,
-                                                   r.ethernet_names if r is not None else ())
-                    return {"choice": req.choice, req.choice: rows}
-        return {"choice": req.choice, req.choice: []}
+        """``monitor/states``: the devices' IPv4 and IPv6 neighbours, LLDP's neighbours; no other
+        protocols, so every other list is empty."""
+        rows: list[dict[str, Any]] = []
+        with self.lock:
+            if req.choice == "lldp_neighbors" and self.lldp is not None:
+                lr = req.lldp_neighbors
+                rows = self.lldp.neighbours(lr.lldp_names if lr is not None else ())
+            elif req.choice in ("ipv4_neighbors", "ipv6_neighbors") and self.devices is not None:
+                nr = req.ipv4_neighbors if req.choice == "ipv4_neighbors" else req.ipv6_neighbors
+                rows = self.devices.neighbours(4 if req.choice == "ipv4_neighbors" else 6,
+                                               nr.ethernet_names if nr is not None else ())
+        return {"choice": req.choice, req.choice: rows}
 
     def metrics(self, req: MetricsRequest) -> dict[str, Any]:
         with self.lock:
@@ -428,7 +439,11 @@ class Service(OtgService):
                 sending = self._sending(plan, g)
                 rows = metrics.port_metrics(plan, g.port_stats(), which, self.rates, sending, p.column_names)
                 return {"choice": "port_metrics", "port_metrics": rows}
-        raise refusal.refuse("monitor/metrics (not port or flow)", "choice", f"{req.choice} metrics")
+            if req.choice == "lldp":
+                names = req.lldp.lldp_names if req.lldp is not None else ()
+                rows = self.lldp.metrics(names) if self.lldp is not None else []
+                return {"choice": "lldp_metrics", "lldp_metrics": rows}
+        raise refusal.refuse("monitor/metrics (not port, flow or lldp)", "choice", f"{req.choice} metrics")
 
     def _ports(self, names: Sequence[str], at: str) -> list[int]:
         assert self.plan is not None

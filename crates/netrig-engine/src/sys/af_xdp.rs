@@ -123,7 +123,7 @@ pub struct XskConfig {
     /// Steer every frame of a queue to its socket ([`FORWARD_PROG_NAME`], for a forwarder)
     /// instead of only netrig frames; no receive timestamps then.
     pub steer_all: bool,
-    /// With `steer_all`: ARP, ND and ICMP frames without netrig's signature go to the kernel
+    /// With `steer_all`: ARP, ND, ICMP and LLDP frames without netrig's signature go to the kernel
     /// ([`bpf::keep_control_program`]; the port's emulated devices answer them).
     pub control_to_kernel: bool,
 }
@@ -910,7 +910,7 @@ impl XskPort {
         let (att, note) =
             in_netns(self.netns.as_deref(), || attach_xdp(&ifname, ifindex, entries, mode, stamp, all, control))?;
         let stamps = if all && control {
-            "every frame steered to the sockets but the devices' ARP, ND and ICMP (to the kernel)"
+            "every frame steered to the sockets but ARP, ND, ICMP and LLDP (to the kernel)"
         } else if all {
             "every frame steered to the sockets (forwarding)"
         } else if stamp {

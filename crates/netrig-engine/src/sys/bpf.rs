@@ -822,11 +822,11 @@ pub fn redirect_all_program(map_fd: RawFd) -> Vec<Insn> {
     a.finish()
 }
 
-/// Frames a port with emulated devices takes, where [`redirect_all_program`] takes all: every
-/// frame goes to its queue's socket except ARP, IPv4 ICMP and ICMPv6 (at most one 802.1Q tag) that
-/// do not end in netrig's signature — the devices' address resolution and pings, which the kernel
-/// answers. The generator writes its signature in a frame's last 18 bytes, so its own ARP and ICMP
-/// flows still reach the socket. Frames passed are counted in `passed` (a PERCPU_ARRAY of one u64).
+/// Frames a port with emulated devices or LLDP takes, where [`redirect_all_program`] takes all:
+/// every frame goes to its queue's socket except ARP, LLDP, IPv4 ICMP and ICMPv6 (at most one
+/// 802.1Q tag) that do not end in netrig's signature — the devices' address resolution and pings
+/// (the kernel answers them) and lldpd's PDUs. The generator writes its signature in a frame's last
+/// 18 bytes, so its own ARP and ICMP flows still reach the socket. Frames passed are counted in `passed` (a PERCPU_ARRAY of one u64).
 pub fn keep_control_program(map_fd: RawFd, passed: RawFd) -> Vec<Insn> {
     use Reg::*;
     const ETH: i32 = ethernet::HEADER_LEN as i32;
@@ -834,6 +834,7 @@ pub fn keep_control_program(map_fd: RawFd, passed: RawFd) -> Vec<Insn> {
     let mut a = Asm::new();
     ethertype(&mut a, "take");
     a.jeq_imm(R5, wire16(0x0806), "tail")
+        .jeq_imm(R5, wire16(0x88CC), "tail")
         .jeq_imm(R5, wire16(0x0800), "ipv4")
         .jeq_imm(R5, wire16(0x86DD), "ipv6")
         .ja("take")
@@ -1196,6 +1197,7 @@ mod kernel_tests {
             ("arp", frame(false, 0x0806, 0, 60, false), true),
             ("arp in a vlan", frame(true, 0x0806, 0, 64, false), true),
             ("the generator's arp flow", frame(false, 0x0806, 0, 60, true), false),
+            ("lldp", frame(false, 0x88CC, 0, 60, false), true),
             ("icmp echo", frame(false, 0x0800, 1, 98, false), true),
             ("the generator's icmp flow", frame(false, 0x0800, 1, 1514, true), false),
             ("icmpv6 nd", frame(false, 0x86DD, 58, 86, false), true),
