@@ -1,6 +1,9 @@
 """The engine (``netrig.run_trial``) across the test beds: every frame sent is received (or policed)."""
 from __future__ import annotations
 
+import json
+import subprocess
+
 import pytest
 from testbed_helpers import needs_root
 
@@ -11,6 +14,7 @@ if not hasattr(netrig, "run_trial"):
 from netrig import Port, Stream, run_trial
 from netrig.monitor import Monitor
 from netrig.testbed import Testbed
+from netrig.testbed.topologies import LEFT4, LEFT6, RIGHT4, RIGHT6
 
 pytestmark = [pytest.mark.root, needs_root]
 
@@ -38,6 +42,30 @@ def test_trial_crosses_dut_without_loss(tb_ids, topology, opts, family):
         res = trial(tb, family=family)
         assert res.frames_sent > 0 and res.frames_received == res.frames_sent, res.to_dict()
         assert res.frames_lost == 0
+
+
+@pytest.mark.parametrize("topology, opts, families", [("router", {}, (4, 6)), ("firewall", {"rules": 100}, (4,))])
+def test_a_dut_that_resolves_the_tester_by_arp_and_nd_forwards_every_frame(tb_ids, topology, opts, families):
+    """``dut_neighbours=resolved``: no permanent neighbour in the DUT; its table holds the tester's
+    addresses with the tester ports' MACs, learnt by ARP and ND, and every frame crosses."""
+    with Testbed.create(topology, dut_neighbours="resolved", **opts) as tb:
+        tb_ids.append(tb.id)
+        for family in families:
+            res = trial(tb, family=family)
+            assert res.frames_sent > 0 and res.frames_received == res.frames_sent, res.to_dict()
+        out = subprocess.run(["ip", "-n", tb.state.dut_netns, "-j", "neigh", "show"], capture_output=True,
+                             text=True, check=True).stdout
+        table = json.loads(out)
+        tx, rx = (_mac(tb.port(p).netns, tb.port(p).ifname) for p in ("tx", "rx"))
+        learnt = {(n["dst"], n.get("lladdr")) for n in table}
+        assert {(LEFT4[1], tx), (LEFT6[1], tx), (RIGHT4[1], rx), (RIGHT6[1], rx)} <= learnt, table
+        assert not [n for n in table if "PERMANENT" in n.get("state", ())], table
+        assert any("resolved the tester's addresses by ARP/ND" in n for n in tb.state.notes)
+
+
+def _mac(netns: str, ifname: str) -> str:
+    return subprocess.run(["ip", "netns", "exec", netns, "cat", f"/sys/class/net/{ifname}/address"],
+                          capture_output=True, text=True, check=True).stdout.strip()
 
 
 def test_fourport_second_pair(tb_ids):

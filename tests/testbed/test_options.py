@@ -32,6 +32,7 @@ def test_parse_cpus():
     (dict(rules=0), "rules"), (dict(rules=True), "rules"), (dict(nat="full"), "nat"),
     (dict(conntrack_max=-1), "conntrack_max"), (dict(dut_placement="magic"), "dut_placement"),
     (dict(ifaces=("bad name!",)), "ifaces"), (dict(cap_burst=0), "cap_burst"),
+    (dict(dut_neighbours="dynamic"), "dut_neighbours"),
 ])
 def test_options_name_the_field(kw, field):
     with pytest.raises(ConfigError) as e:
@@ -123,7 +124,7 @@ def test_cli_list_and_errors(capsys):
     assert out.splitlines()[0].startswith("loopback")
     fwnat = out.split("\nfwnat ")[1].splitlines()
     assert fwnat[1].split() == ["options:", "rules,", "log,", "nat,", "conntrack-max,", "conntrack-buckets,",
-                                "conntrack-timeout-s,", "flowtable,", "tester-stack,", "mtu,", "dut-cpus,",
+                                "conntrack-timeout-s,", "flowtable,", "dut-neighbours,", "tester-stack,", "mtu,", "dut-cpus,",
                                 "dut-placement,", "dut-ring"]
     assert main(["testbed", "up", "mesh"]) == 2
     err = capsys.readouterr().err.strip()

@@ -100,7 +100,10 @@ _KINDS: dict[str, type] = {"rules": int, "cap": str, "cap_burst": int, "nat": st
                            "log": bool, "flowtable": bool, "dut_cpus": str, "dut_placement": str, "dut_ring": int,
                            "ifaces": str,
                            "tester_stack": bool, "mtu": int, "forward_mode": str, "forward_backend": str,
-                           "capture_method": str, "capture_batch": int}
+                           "capture_method": str, "capture_batch": int, "dut_neighbours": str}
+#: How a routing DUT knows the tester's MACs: ``static`` (permanent entries the build sets) or
+#: ``resolved`` (its own ARP and ND, answered by the tester ports' kernel stacks).
+DUT_NEIGHBOURS = ("static", "resolved")
 
 
 def _int(name: str, value: Any, lo: int, hi: int) -> None:
@@ -149,6 +152,10 @@ class TestbedOptions:
     capture_method: capture: the capture application's method (``recvfrom``, ``recvmmsg``, ``threads``,
                     ``tpacket_v3``, ``libpcap``, ``af_xdp``; ``netrig capture``).
     capture_batch:  capture: frames per ``recvmmsg`` call (1..1024, default 10 as in lab report 002).
+    dut_neighbours: router, nat, firewall, fwnat, acl, policer: ``static`` (default: permanent
+                    neighbour entries for the tester's addresses) or ``resolved`` (none: the DUT
+                    resolves them by ARP and ND, which the tester ports' kernel stacks answer; they
+                    get their addresses, never a test frame; the build has the DUT resolve them once).
 
     A topology refuses options it does not use (``Topology.uses``), so a typo'd or misplaced
     option never builds a different test bed than the one asked for.
@@ -175,6 +182,7 @@ class TestbedOptions:
     forward_backend: str = "af_xdp"
     capture_method: str = "recvfrom"
     capture_batch: int = _native.DEFAULT_CAPTURE_BATCH
+    dut_neighbours: str = "static"
 
     def __post_init__(self) -> None:
         _int("rules", self.rules, 1, 1_000_000)
@@ -226,6 +234,8 @@ class TestbedOptions:
         if not isinstance(self.forward_backend, str) or self.forward_backend not in FORWARDER_BACKENDS:
             raise ConfigError("forward_backend", f"{self.forward_backend!r}: must be one of "
                                                  f"{', '.join(FORWARDER_BACKENDS)}")
+        if not isinstance(self.dut_neighbours, str) or self.dut_neighbours not in DUT_NEIGHBOURS:
+            raise ConfigError("dut_neighbours", f"{self.dut_neighbours!r}: must be one of {', '.join(DUT_NEIGHBOURS)}")
         if not isinstance(self.capture_method, str) or self.capture_method not in CAPTURE_METHODS:
             raise ConfigError("capture_method", f"{self.capture_method!r}: must be one of {', '.join(CAPTURE_METHODS)}")
         _int("capture_batch", self.capture_batch, 1, _native.MAX_CAPTURE_BATCH)

@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
@@ -30,6 +31,7 @@ from netrig.errors import ConfigError, InterfaceError, TestbedError
 from netrig.testbed import nft, placement, testpmd
 from netrig.testbed import state as st
 from netrig.testbed.knobs import features_set_in
+from netrig.testbed.links import read_neighbours
 from netrig.testbed.nsthread import sysctls_in
 from netrig.testbed.options import TestbedOptions
 from netrig.testbed.state import (
@@ -89,7 +91,7 @@ DUT_OPTIONS = (*LINK_OPTIONS, "dut_cpus", "dut_placement", "dut_ring")
 #: Options of a DUT that tracks connections (the conntrack table's size, hash size and timeouts).
 CONNTRACK_OPTIONS = ("conntrack_max", "conntrack_buckets", "conntrack_timeout_s")
 #: Options of a routing DUT: its placement and nftables' software fast path.
-ROUTED_OPTIONS = (*DUT_OPTIONS, "flowtable")
+ROUTED_OPTIONS = (*DUT_OPTIONS, "flowtable", "dut_neighbours")
 
 
 class Topology:
@@ -116,7 +118,10 @@ class Topology:
 
     @staticmethod
     def tester_ns(tb: Any, role: str) -> str:
-        return tb.add_netns(role, TESTER_STACK_SYSCTLS if tb.options.tester_stack else TESTER_SYSCTLS)
+        """A tester namespace: no IPv6 noise, unless its stack has addresses (``tester_stack``, or
+        answering a DUT's ARP and ND: ``dut_neighbours`` resolved)."""
+        stack = tb.options.tester_stack or tb.options.dut_neighbours == "resolved"
+        return tb.add_netns(role, TESTER_STACK_SYSCTLS if stack else TESTER_SYSCTLS)
 
 
 def _port(tb: Any, name: str, ifname: str, ns: str, ipv4: str, ipv6: str, peer_mac: str,
@@ -125,17 +130,34 @@ def _port(tb: Any, name: str, ifname: str, ns: str, ipv4: str, ipv6: str, peer_m
 
 
 def _tester_stack(tb: Any, ns: str, ifname: str, v4: str, v6: str, plen4: int, plen6: int,
-                  gw4: str | None, gw6: str | None) -> None:
-    """Optionally give a tester port its addresses (and a default route) in its own kernel stack."""
-    if not tb.options.tester_stack:
+                  gw4: str | None, gw6: str | None, answer: bool = False) -> None:
+    """Give a tester port its addresses in its own kernel stack: with ``tester_stack`` (and a
+    default route), or to ``answer`` the DUT's ARP and ND (``dut_neighbours`` resolved)."""
+    if not tb.options.tester_stack and not answer:
         return
     tb.add_addr(ns, ifname, f"{v4}/{plen4}")
     tb.add_addr(ns, ifname, f"{v6}/{plen6}")
-    if gw4:
+    if gw4 and tb.options.tester_stack:
         tb.add_route(ns, "0.0.0.0/0", gw4)
-    if gw6:
+    if gw6 and tb.options.tester_stack:
         tb.add_route(ns, "::/0", gw6)
     _nft(tb, ns, nft.tester_quiet_ruleset(tb.id))
+
+
+def _resolve(tb: Any, dut: str, addresses: Sequence[str]) -> None:
+    """``dut_neighbours`` resolved: the DUT pings each tester address once, so it resolves them by
+    ARP and ND before any trial (its entries then age and are re-confirmed as any host's are); the
+    entries are read back, and one that stays unresolved fails the build naming it."""
+    for a in addresses:
+        subprocess.run(["ip", "netns", "exec", dut, "ping", "-n", "-q", "-c", "1", "-W", "1", a],
+                       capture_output=True, check=False, timeout=10)
+    learnt = {n.ip for n in read_neighbours(tb.ipr(dut)) if n.mac and not n.permanent}
+    missing = [a for a in addresses if a not in learnt]
+    if missing:
+        raise TestbedError(f"dut_neighbours resolved: the DUT did not resolve {', '.join(missing)} by ARP/ND: "
+                           f"check the tester ports' links (ip -n {dut} neigh)")
+    tb.state.notes.append(f"the DUT resolved the tester's addresses by ARP/ND ({', '.join(addresses)}): no "
+                          "permanent neighbours")
 
 
 class Loopback(Topology):
@@ -535,21 +557,25 @@ class Router(Topology):
         tb.add_addr(dut, dtx, f"{LEFT6[0]}/64")
         tb.add_addr(dut, drx, f"{RIGHT4[0]}/24")
         tb.add_addr(dut, drx, f"{RIGHT6[0]}/64")
-        tb.add_neigh(dut, dtx, LEFT4[1], tx_mac)
-        tb.add_neigh(dut, dtx, LEFT6[1], tx_mac)
-        tb.add_neigh(dut, drx, RIGHT4[1], rx_mac)
-        tb.add_neigh(dut, drx, RIGHT6[1], rx_mac)
+        resolved = tb.options.dut_neighbours == "resolved"
+        if not resolved:
+            tb.add_neigh(dut, dtx, LEFT4[1], tx_mac)
+            tb.add_neigh(dut, dtx, LEFT6[1], tx_mac)
+            tb.add_neigh(dut, drx, RIGHT4[1], rx_mac)
+            tb.add_neigh(dut, drx, RIGHT6[1], rx_mac)
         tb.add_route(dut, "198.19.0.0/16", RIGHT4[1])
         tb.add_route(dut, "2001:2:0:100::/56", RIGHT6[1])
         tb.add_route(dut, "198.18.0.0/16", LEFT4[1])
         tb.add_route(dut, "2001:2:0:200::/56", LEFT6[1])
         tb.add_neigh(tx_ns, tx_if, LEFT4[0], dtx_mac)
         tb.add_neigh(rx_ns, rx_if, RIGHT4[0], drx_mac)
-        _tester_stack(tb, tx_ns, tx_if, LEFT4[1], LEFT6[1], 24, 64, LEFT4[0], LEFT6[0])
-        _tester_stack(tb, rx_ns, rx_if, RIGHT4[1], RIGHT6[1], 24, 64, RIGHT4[0], RIGHT6[0])
+        _tester_stack(tb, tx_ns, tx_if, LEFT4[1], LEFT6[1], 24, 64, LEFT4[0], LEFT6[0], resolved)
+        _tester_stack(tb, rx_ns, rx_if, RIGHT4[1], RIGHT6[1], 24, 64, RIGHT4[0], RIGHT6[0], resolved)
         _port(tb, "tx", tx_if, tx_ns, LEFT4[1], LEFT6[1], dtx_mac, LEFT4[0], LEFT6[0])
         _port(tb, "rx", rx_if, rx_ns, RIGHT4[1], RIGHT6[1], drx_mac, RIGHT4[0], RIGHT6[0])
         _place(tb, dut, [dtx, drx])
+        if resolved:
+            _resolve(tb, dut, (LEFT4[1], LEFT6[1], RIGHT4[1], RIGHT6[1]))
         return RouterDut(dut, dtx, drx)
 
 
@@ -590,7 +616,7 @@ def _snat(tb: Any, r: RouterDut) -> list[str]:
 class Nat(Router):
     name = "nat"
     description = "the router plus nftables source NAT (masquerade or static) and conntrack"
-    uses = (*DUT_OPTIONS, "nat", *CONNTRACK_OPTIONS, "flowtable")
+    uses = (*DUT_OPTIONS, "nat", *CONNTRACK_OPTIONS, "flowtable", "dut_neighbours")
 
     def build(self, tb: Any) -> None:
         r = self.build_router(tb)
@@ -601,7 +627,8 @@ class Nat(Router):
 class Firewall(Router):
     name = "firewall"
     description = "the router plus a stateful nftables ruleset of N rules ending in an accept"
-    uses: ClassVar[tuple[str, ...]] = (*DUT_OPTIONS, "rules", "log", *CONNTRACK_OPTIONS, "flowtable")
+    uses: ClassVar[tuple[str, ...]] = (*DUT_OPTIONS, "rules", "log", *CONNTRACK_OPTIONS, "flowtable",
+                                       "dut_neighbours")
 
     def validate(self, o: TestbedOptions) -> None:
         super().validate(o)
@@ -618,7 +645,7 @@ class Firewall(Router):
 class FirewallNat(Firewall):
     name = "fwnat"
     description = "the stateful firewall and source NAT (masquerade or static) on one DUT"
-    uses = (*DUT_OPTIONS, "rules", "log", "nat", *CONNTRACK_OPTIONS, "flowtable")
+    uses = (*DUT_OPTIONS, "rules", "log", "nat", *CONNTRACK_OPTIONS, "flowtable", "dut_neighbours")
 
     def build(self, tb: Any) -> None:
         r = self.build_router(tb)
@@ -632,7 +659,7 @@ class FirewallNat(Firewall):
 class Acl(Router):
     name = "acl"
     description = "the router plus N stateless nftables rules (no conntrack) ending in an accept"
-    uses = (*DUT_OPTIONS, "rules", "log", "flowtable")
+    uses = (*DUT_OPTIONS, "rules", "log", "flowtable", "dut_neighbours")
 
     def build(self, tb: Any) -> None:
         r = self.build_router(tb)
@@ -648,7 +675,7 @@ class Acl(Router):
 class Policer(Router):
     name = "policer"
     description = "the router with an nftables rate cap of X pps or bit/s (a DUT of known capacity)"
-    uses = (*DUT_OPTIONS, "cap", "cap_burst")
+    uses = (*DUT_OPTIONS, "cap", "cap_burst", "dut_neighbours")
 
     def validate(self, o: TestbedOptions) -> None:
         super().validate(o)
