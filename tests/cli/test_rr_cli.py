@@ -10,6 +10,7 @@ import sys
 
 import pytest
 from tests.conftest import needs_root
+from tests.host_steal import Steal, valid_or_host
 
 NETRIG = [sys.executable, "-m", "netrig.cli.main"]
 needs_sockperf = pytest.mark.skipif(shutil.which("sockperf") is None, reason="sockperf is not installed (make setup)")
@@ -47,13 +48,16 @@ def test_rr_through_a_linux_router_reports_tps_percentiles_and_cpu_and_cleans_up
 @needs_root
 @needs_sockperf
 def test_rr_udp_paced_prints_a_short_table():
+    steal = Steal()
     r = subprocess.run([*NETRIG, "rr", "--testbed", "router", "--duration", "1s", "--protocol", "udp", "--message-size", "200",
                         "--mps", "3000", "--server-port", "12600"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     out = r.stdout
     assert "sockperf ping-pong UDP, 200-byte messages, 1 s (at most 3000/s)" in out and "port 12600" in out
     tps = float(out.split(" transactions/s")[0].split()[-1].replace(",", ""))
-    assert tps == pytest.approx(3000, rel=0.1)  # paced, not the unpaced tens of thousands
+    assert tps <= 3300  # paced, not the unpaced tens of thousands
+    # under 90 % only while the host took this machine's CPUs for the time it fell behind (seen: 886/s)
+    valid_or_host(tps >= 2700, f"{tps:.0f} of 3000 round trips/s", 0.55 * (1 - tps / 3000), steal)
     assert "p50" in out and "p99.9" in out and "max" in out
     assert "CPU sockperf client" in out and "CPU sockperf server" in out and "per million transactions" in out
     assert _no_sockperf()

@@ -19,6 +19,7 @@ import urllib.request
 import pytest
 from tests.conftest import needs_root, sh
 from tests.controller.test_distributed import agents_report, bed, mac
+from tests.host_steal import Steal, excused, lost_s, valid_or_host
 from tests.otg.conftest import ROOT
 
 from netrig.results import read_trial_log
@@ -75,6 +76,7 @@ def test_netrig_run_rfc2544_throughput_across_two_agents(tmp_path):
         out = tmp_path / "out"
         before = dut_counts(b.ns["d"])
         env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
+        steal = Steal()
         r = subprocess.run([sys.executable, "-m", "netrig.cli.main", "run", str(cfg), "--out", str(out), "--quiet"],
                            env=env, capture_output=True, text=True, timeout=300)
         after = dut_counts(b.ns["d"])
@@ -93,7 +95,6 @@ def test_netrig_run_rfc2544_throughput_across_two_agents(tmp_path):
         flows = c["raw"]["otg"]["flows"]
         planned = round(t["load"]["rate_pps"] * 0.5)
         assert sum(f["frames_tx"] for f in flows) == c["frames_sent"] == planned, t  # every frame sent, counted
-        assert c["valid"], c["invalid_reason"]
         sent, received = sent + c["frames_sent"], received + c["frames_received"]
     # What the tester counted is what the DUT's ports took in from the senders and forwarded.
     into = {tx: after[tx][0] - before[tx][0] for tx, _ in PAIRS}
@@ -101,6 +102,13 @@ def test_netrig_run_rfc2544_throughput_across_two_agents(tmp_path):
     assert sum(into.values()) == sent, (into, sent)
     assert sum(outof.values()) == received, (outof, received)
     assert received == sent  # a bridge with room to spare loses nothing at these rates
+    # Every trial valid, unless the host took the CPU: the tester then flags its own (a 0.5-s trial
+    # arrived 26 % late on a CI machine), which must stay the only invalid kind.
+    spoilt = [t["counts"] for t in trials if not t["counts"]["valid"]]
+    for c in spoilt:
+        assert "the tester" in c["invalid_reason"], c["invalid_reason"]
+    late = sum(lost_s(0.5, c["intended_pps"], c["achieved_pps"]) for c in spoilt)
+    valid_or_host(not spoilt, "; ".join(c["invalid_reason"] for c in spoilt), late, steal)
     print(f"throughput {res['headline']['fps']:.0f} fps over {len(trials)} trials; {sent} frames across the agents")
 
 
@@ -204,6 +212,7 @@ def test_an_agent_lost_mid_run_over_https_stops_it_resumably_and_resume_finishes
         out = tmp_path / "out"
         env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
         argv = [sys.executable, "-m", "netrig.cli.main", "run"]
+        steal = Steal()
         run = subprocess.Popen([*argv, str(cfg), "--out", str(out), "--quiet"], env=env, stderr=subprocess.PIPE,
                                text=True)
         try:
@@ -227,7 +236,9 @@ def test_an_agent_lost_mid_run_over_https_stops_it_resumably_and_resume_finishes
         line = err.splitlines()[0]  # the error; then where the finished trials are, and how to resume
         assert line.startswith("netrig: error: ") and "agent b" in line and "--resume" in line, err
         (first,) = trials_on_disk(out)
-        assert first["counts"]["valid"] and first["counts"]["frames_received"] == first["counts"]["frames_sent"] > 0
+        c = first["counts"]
+        assert c["frames_received"] == c["frames_sent"] > 0
+        excused(c["valid"], c["invalid_reason"], lost_s(0.5, c["intended_pps"], c["achieved_pps"]), steal)
         if fault == "SIGKILL":
             b.procs[1].wait()
             b.agent("b", io="auto")

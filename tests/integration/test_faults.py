@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from tests.conftest import needs_root, sh, veth_pair
+from tests.host_steal import Steal, excused
 
 from netrig import Stream, run_trial
 from netrig.errors import LiveInterfaceError
@@ -130,19 +131,29 @@ def test_guard_applies_to_configured_runs_and_the_config_overrides_it(tmp_path):
 
 # ------------------------------------------------------------------------------ a CLI that knows its test beds
 
+def routed_trial(tb_id: str, *extra: str) -> dict:
+    """``netrig trial --json`` of 20 k frames at 20 kpps on test bed ``tb_id``: its result. Exit 0, or
+    1 for a trial the tester flagged while the host took the CPU (:func:`tests.host_steal.excused`;
+    its frames still all count)."""
+    steal = Steal()
+    r = netrig("trial", "--testbed", tb_id, *extra, "--rate", "20kpps", "--frames", "20k", "--drain", "0.3s", "--json")
+    assert r.returncode in (0, 1), r.stderr
+    doc = json.loads(r.stdout)
+    res = doc["result"]
+    why = excused(res["valid"], res.get("invalid_reason"), res["tx_stretch_ns"] / 1e9, steal)
+    assert r.returncode == (0 if why is None else 1), r.stderr
+    return {**doc, "stderr": r.stderr}
+
+
 def test_trial_on_a_testbed_by_id_takes_its_ports_macs_and_addresses():
     with built_testbed("router") as tb_id:
-        r = netrig("trial", "--testbed", tb_id, "--rate", "20kpps", "--frames", "20k", "--drain", "0.3s", "--json")
-        assert r.returncode == 0, r.stderr
-        doc = json.loads(r.stdout)
+        doc = routed_trial(tb_id)
         assert doc["result"]["frames_sent"] == doc["result"]["frames_received"] == 20_000
         assert doc["config"]["src_ip"] == "198.18.0.2" and doc["config"]["dst_ip"] == "198.19.0.2"
         status = json.loads(netrig("testbed", "status", tb_id, "--json").stdout)
         dut_mac = next(p["peer_mac"] for p in status["ports"] if p["name"] == "tx")
         assert doc["config"]["dst_mac"] == dut_mac
-        r6 = netrig("trial", "--testbed", tb_id, "--family", "6", "--frame-size", "128", "--rate", "20kpps", "--frames",
-                    "20k", "--drain", "0.3s", "--json")
-        assert r6.returncode == 0 and json.loads(r6.stdout)["result"]["frames_received"] == 20_000, r6.stderr
+        assert routed_trial(tb_id, "--family", "6", "--frame-size", "128")["result"]["frames_received"] == 20_000
 
 
 def test_dut_link_flap_is_repaired_and_status_says_broken_meanwhile():
@@ -160,10 +171,9 @@ def test_dut_link_flap_is_repaired_and_status_says_broken_meanwhile():
         time.sleep(0.3)
         st = netrig("testbed", "status", tb_id)
         assert "broken" in st.stdout and "route 198.19.0.0/16 via 198.19.0.2" in st.stdout, st.stdout
-        r = netrig("trial", "--testbed", tb_id, "--rate", "20kpps", "--frames", "20k", "--drain", "0.3s", "--json")
-        assert r.returncode == 0, r.stderr
-        assert "repaired: restored" in r.stderr and "route 198.19.0.0/16 via 198.19.0.2" in r.stderr
-        assert json.loads(r.stdout)["result"]["frames_received"] == 20_000
+        doc = routed_trial(tb_id)
+        assert "repaired: restored" in doc["stderr"] and "route 198.19.0.0/16 via 198.19.0.2" in doc["stderr"]
+        assert doc["result"]["frames_received"] == 20_000
         assert f"{tb_id}  router    up" in netrig("testbed", "status", tb_id).stdout
         # the same by hand
         sh("ip", "link", "set", f"nr{tb_id}-dtx", "down", ns=dut)

@@ -12,6 +12,8 @@ pytestmark = [pytest.mark.root]
 if os.geteuid() != 0:
     pytest.skip("needs root: builds network namespaces and veth pairs", allow_module_level=True)
 
+from tests.host_steal import Steal, valid_or_host
+
 from netrig.cli.console import run_with_console
 from netrig.report import write_report
 from netrig.run.config import config_from_dict
@@ -30,6 +32,7 @@ def test_latency_ipdv_reaches_every_output(tmp_path, capsys, monkeypatch):
                     {"rfc2544_latency": {"trials": 2, "rate_pct": 50}}],
     })
     out = tmp_path / "run"
+    steal = Steal()
     assert run_with_console(cfg, out, quiet=True) == 0
 
     trials = [json.loads(line) for line in (out / "trials.ndjson").read_text().splitlines()[1:]]
@@ -40,6 +43,11 @@ def test_latency_ipdv_reaches_every_output(tmp_path, capsys, monkeypatch):
 
     doc = json.loads((out / "result.json").read_text())
     rep = next(s for s in doc["summary"] if s["method"] == "rfc2544_latency")["results"][0]["repetitions"][0]
+    if rep["ipdv_ns"] is None:  # no valid trial: each was the tester's, which only the host may excuse
+        spoilt = [t["counts"] for t in trials if t["method"] == "rfc2544_latency"]
+        assert rep["invalid_trials"] == len(spoilt) == 2, rep
+        valid_or_host(False, "; ".join(c["invalid_reason"] for c in spoilt),
+                      sum(c["pacing"]["stretch_s"] for c in spoilt), steal)
     assert rep["ipdv_ns"] > 0 and rep["ipdv_p99_ns"] > 0
 
     console = capsys.readouterr().out

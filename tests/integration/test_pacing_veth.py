@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 from tests.conftest import forwarding_namespace, needs_root, veth_pair
+from tests.host_steal import Steal, valid_or_host
 
 import netrig
 from netrig.model import FrameSize, LineRate
@@ -80,23 +81,33 @@ def policer():
         yield session
 
 
+def spoilt(res, steal: Steal) -> None:
+    """Skip when the host took the CPU from an engine trial whose stretch the tester flagged
+    (:func:`tests.host_steal.valid_or_host`): its shape and rates are then the platform's."""
+    valid_or_host(res.valid, res.invalid_reason, res.tx_stretch_ns / 1e9, steal)
+
+
 def test_recovery_and_iperf_are_one_engine_trial_each(policer):
     from netrig.methods.iperf import IperfParams, measure_iperf
     from netrig.methods.recovery import RecoveryParams, measure_recovery
 
     m, lr = policer.measurer, LineRate(10e9, "nominal", "veth")
     calls: list = []
+    results: list = []
     run = m._run
 
     def counting(*a, **kw):
         calls.append(kw.get("phases"))
-        return run(*a, **kw)
+        results.append(run(*a, **kw))
+        return results[-1]
 
     m._run = counting
     m._learned.add(F64.label)  # no learning trial: count only the measured ones
     # 110 % of the 40 kfps cap for 2 s (the policer drops ~1/11), then 50 %: loss stops at once.
+    steal = Steal()
     rec = measure_recovery(m, F64, lr, 40_000, RecoveryParams(overload_duration_s=2, recovery_duration_s=2,
                                                               interval_s=0.5))
+    spoilt(results[-1], steal)
     # One engine trial for the whole run (a trial a platform stall stretched is run again, whole).
     n = len(calls)
     assert 1 <= n <= 3 and all(c == [(2.0, 1.0), (2.0, pytest.approx(0.5 / 1.1))] for c in calls), calls
@@ -110,7 +121,9 @@ def test_recovery_and_iperf_are_one_engine_trial_each(policer):
     assert all(i.frames_lost == 0 for i in after[1:]), after
     assert after[0].frames_lost <= 3, after
     assert rec.recovery_time_s <= 0.5 and rec.valid
+    steal = Steal()
     ip = measure_iperf(m, F64, lr, IperfParams(rate_pct=0.1, duration_s=2.0, interval_s=0.5))
+    spoilt(results[-1], steal)
     assert 1 <= len(calls) - n <= 3 and all(c == [(2.0, 1.0)] for c in calls[n:]), calls
     assert len(ip.per_interval) == 4 and ip.valid
     assert ip.loss_ratio == 0.0
@@ -142,9 +155,11 @@ def test_a_receiver_on_the_senders_cpu_does_not_take_half_of_it():
     with veth_pair("c") as (ns_a, if_a, ns_b, if_b):
         tx, rx, mac_a, mac_b = _ports(ns_a, if_a, ns_b, if_b, io="af_xdp")
         s = netrig.Stream(frame_size=64, rate_pps=50_000, src_mac=mac_a, dst_mac=mac_b)
+        steal = Steal()
         r = netrig.run_trial(tx, rx, [s], duration_s=2.0, drain_s=0.3, tx_cpus=[0], rx_cpus=[0],
                              max_stretch_pct=50)
         assert r.io == ("af_xdp", "af_xdp") and list(r.tx_cpus) == list(r.rx_cpus) == [0]
         assert r.frames_sent == 100_000 and r.frames_lost == 0, r.to_dict(flows=False)
-        # A vCPU stall of several ms may stretch it a little; sharing a CPU must not (it was 880 ms).
-        assert r.tx_stretch_ns < 100e6, r.to_dict(flows=False)
+        # A vCPU stall of several ms may stretch it a little; sharing a CPU must not (it was 880 ms);
+        # more only while the host took the CPUs for as long (seen in a clean clone)
+        valid_or_host(r.tx_stretch_ns < 100e6, f"stretched {r.tx_stretch_ns / 1e6:.0f} ms", r.tx_stretch_ns / 1e9, steal)

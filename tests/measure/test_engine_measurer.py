@@ -242,3 +242,28 @@ def test_a_stretch_the_hosts_stops_of_the_tester_cpu_explain_is_repeated_never_a
     m, calls = scripted([stretched, fine], platform=platform(True))
     c = m.measure(Load(frame_size=FrameSize(size=1024), rate_pps=58_070.0), 1.0)
     assert len(calls) == 1 and not c.valid
+
+
+def test_a_stretch_the_hosts_steal_explains_is_repeated_and_the_guests_own_load_is_not(monkeypatch):
+    """The guest's steal time on the tester's TX CPU over the trial (the host ran something else
+    while the vCPU wanted to run) counts as the host's stops do: a 68-ms stretch of a 2-s trial
+    with 60 ms stolen from CPU 0 is repeated; the same steal on a CPU the tester does not send
+    from, or none, leaves it the tester's."""
+    from netrig.measure import engine
+    from netrig.monitor.cpu import CpuUsage
+
+    def stealing(cpu: str, steal_s: float):
+        usage = CpuUsage(wall_s=2.3, cores={f"cpu{k}": {"busy": 1.0, "steal": steal_s if f"cpu{k}" == cpu else 0.0}
+                                            for k in (0, 1)})
+        start = SimpleNamespace(stop=lambda: usage)
+        monkeypatch.setattr(engine, "CpuAccount", lambda procs: SimpleNamespace(start=lambda: start))
+
+    stretched = result(60_000, 60_000, lag_ms=5.7, rate=60_000 / 2.068, stretch_ms=68)
+    fine = result(60_000, 60_000, lag_ms=1, rate=30_000.0, stretch_ms=3)
+    load = Load(frame_size=FrameSize(size=64), rate_pps=30_000.0)
+    for cpu, steal_s, tx_cpus, runs in (("cpu0", 0.06, (0,), 2), ("cpu1", 0.06, (0,), 1), ("cpu0", 0.0, (0,), 1),
+                                        ("cpu1", 0.06, (), 2)):
+        stealing(cpu, steal_s)
+        m, calls = scripted([stretched, fine], tx_cpus=tx_cpus)
+        c = m.measure(load, 2.0)
+        assert len(calls) == runs and c.valid == (runs == 2), (cpu, steal_s, tx_cpus)

@@ -21,6 +21,7 @@ import textwrap
 
 import pytest
 from tests.conftest import needs_root
+from tests.host_steal import Steal, valid_or_host
 
 from netrig.measure import Load
 from netrig.model import FrameSize
@@ -78,6 +79,7 @@ def _measure_with_hog_takes(session, rate_pps: float, takes: int, length_s: floa
                            stdout=subprocess.PIPE, text=True)
     try:
         assert hog.stdout is not None and hog.stdout.readline().strip() == "ready"
+        steal = Steal()
         counts = session.measurer.measure(Load(rate_pps, F64), TRIAL_S)
     finally:
         hog.terminate()
@@ -86,6 +88,8 @@ def _measure_with_hog_takes(session, rate_pps: float, takes: int, length_s: floa
         if hog.stdout is not None:
             hog.stdout.close()
     assert counts.stalls is not None and counts.stalls.dut is not None, "the watch measured the DUT's CPU"
+    # the hog takes the DUT's CPU, never the tester's: a trial the tester flagged is the host's
+    valid_or_host(counts.valid, counts.invalid_reason, counts.pacing.stretch_s if counts.pacing else 0.0, steal)
     return counts, done
 
 
@@ -120,7 +124,6 @@ def test_four_takes_of_the_dut_cpu_are_four_stalls_each_within_1_ms(session):
 
 def test_a_long_take_overflows_the_ring_and_every_lost_frame_is_in_it(session):
     c = _measure_with_hog(session, 30_000, 1, 0.050, 0.0)
-    assert c.valid, c.invalid_reason
     assert c.frames_lost > 0, "50 ms at 30 kfps is 1500 frames for a 1024-frame ring"
     assert c.loss_in_stalls == c.frames_lost and c.loss_all_in_stalls
     assert f"all {c.frames_lost:,} lost frames in DUT stalls" in stall_note(c)

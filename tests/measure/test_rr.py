@@ -15,6 +15,7 @@ import time
 import psutil
 import pytest
 from tests.conftest import needs_root
+from tests.host_steal import Steal, valid_or_host
 
 from netrig.errors import ConfigError, ToolError
 from netrig.measure import rr
@@ -55,9 +56,12 @@ def router():
 @pytest.mark.parametrize("protocol", ["tcp", "udp"])
 def test_round_trips_through_a_router_with_exact_percentiles_and_cpu(router, protocol):
     tx, rx = router.port("tx"), router.port("rx")
+    steal = Steal()
     r = run_sockperf(tx.netns, rx.netns, rx.ipv4, RrParams(protocol=protocol, duration_s=1))
     t = r.rtt
-    assert r.tps > 1000, r.to_dict()  # a veth router turns tens of thousands of round trips a second
+    # a veth router turns tens of thousands of round trips a second; fewer than 1 000 only while the
+    # host took this machine's CPUs (seen: 595/s) at least for the time the window fell behind 1 000/s
+    valid_or_host(r.tps > 1000, f"{r.tps:.0f} round trips/s", r.measured_s - r.samples / 1000, steal)
     # sockperf measures the run minus its 400 ms warm-up and 50 ms cool-down; tps is samples over that
     assert 0.5 <= r.measured_s <= 0.56 and r.run_s == pytest.approx(1.0, abs=0.02)
     assert abs(r.samples - r.tps * r.measured_s) < 1 and r.samples == t.samples
@@ -84,7 +88,9 @@ def test_round_trips_through_a_router_with_exact_percentiles_and_cpu(router, pro
 @needs_sockperf
 def test_a_paced_run_holds_its_rate(router):
     tx, rx = router.port("tx"), router.port("rx")
+    steal = Steal()
     r = run_sockperf(tx.netns, rx.netns, rx.ipv4, RrParams(protocol="udp", duration_s=1, mps=2000, port=12100))
+    valid_or_host(r.tps >= 1800, f"{r.tps:.0f} of 2000 round trips/s", r.measured_s * (1 - r.tps / 2000), steal)
     # sockperf keeps a fixed schedule and catches up after a delay: a loaded machine shifts the
     # window's rate by what it caught up (a few ms here or there), never to the unpaced ~40 000/s
     assert r.tps == pytest.approx(2000, rel=0.1), r.to_dict()

@@ -244,8 +244,9 @@ class EngineMeasurer:
     def _stretched(self, counts: TrialCounts, duration_s: float) -> bool:
         """Invalid because smooth pacing stretched it beyond the tolerance (not for another reason),
         by a transient stall (:func:`~netrig.measure.seam.transient_stretch`) or by the host's stops
-        of the tester's CPUs; otherwise the tester cannot keep the rate, and repeating it would fail
-        again."""
+        of the tester's CPUs (those the stall watch saw and the guest did not, or the guest's steal
+        time: :meth:`_stolen_s`); otherwise the tester cannot keep the rate, and repeating it would
+        fail again."""
         p = counts.pacing
         if p is None:
             return False
@@ -255,7 +256,19 @@ class EngineMeasurer:
         # 1.5-2.5 ms, 18 ms of a 35-ms stretch, read "≥ 57.6 kfps, tester-limited")
         tester = counts.stalls.tester if counts.stalls is not None else None
         host_s = sum(e.length_ms for e in tester.episodes if not e.seen_by_guest) / 1e3 if tester else 0.0
-        return transient_stretch(p.stretch_s, max(p.max_lag_s, host_s), duration_s, self.tolerance)
+        return transient_stretch(p.stretch_s, max(p.max_lag_s, host_s, self._stolen_s(counts)), duration_s,
+                                 self.tolerance)
+
+    def _stolen_s(self, counts: TrialCounts) -> float:
+        """The CPU time the host took from the tester over the trial where the guest counts it
+        (``steal`` in ``/proc/stat``: a vCPU that wanted to run and was not run), on the most
+        robbed of the tester's TX CPUs (every CPU when they are not pinned). A clean clone's
+        suite: a 2-s trial at 30 kfps stretched 68 ms while the host took 77-81 s of a 14-min run."""
+        usage = counts.cpu_usage
+        if usage is None:
+            return 0.0
+        cores = [f"cpu{c}" for c in self.tx_cpus] if self.tx_cpus else list(usage.cores)
+        return max((usage.seconds(c, "steal") or 0.0 for c in cores), default=0.0)
 
     def _monitored(self, run: Callable[[], _native.TrialResult]) -> tuple[_native.TrialResult, dict]:
         monitor = self.monitor_factory() if self.monitor_factory else None

@@ -1,0 +1,71 @@
+"""The host's share of a timing test on a VM: the CPU time it took from this machine's vCPUs.
+
+A test that asserts what a trial measured at a rate needs the tester to get its CPU for the trial.
+When the hypervisor runs something else on a vCPU, the guest counts that time as *steal*
+(``/proc/stat``). The tester then falls short of its rate and flags its own trial invalid (never the
+DUT's loss): that flag the test still checks; the DUT's numbers it cannot. So:
+
+- :class:`Steal` measures the host's take over a window (every CPU's steal, summed);
+- :func:`valid_or_host` passes a valid trial; skips, naming both numbers, a trial the tester flagged
+  when the host took at least as much CPU time over the window as the trial lost (the time it fell
+  behind: ``lost_s``); fails any other invalid trial, since then the tester fell short by itself.
+
+Seen on the CI machines: 77–81 s of steal over a 14-min host pass, a 0.5-s trial arriving 26 % late.
+Nothing here widens a bound: a skip needs the host's measured take, and a test on a quiet host must
+pass its assertions in full.
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+_TICK = os.sysconf("SC_CLK_TCK")
+#: ``/proc/stat``'s aggregate line: ``cpu user nice system idle iowait irq softirq steal …``.
+_STEAL_FIELD = 8
+
+
+def steal_s() -> float:
+    """Every CPU's steal since boot, summed, in seconds."""
+    with open("/proc/stat") as f:
+        head = f.readline().split()
+    return int(head[_STEAL_FIELD]) / _TICK
+
+
+class Steal:
+    """The host's take from now on: ``Steal().seconds()``."""
+
+    def __init__(self) -> None:
+        self.t0 = steal_s()
+
+    def seconds(self) -> float:
+        return steal_s() - self.t0
+
+
+def lost_s(duration_s: float, intended_pps: float, achieved_pps: float) -> float:
+    """The time a trial of ``duration_s`` at ``intended_pps`` fell behind when it ran at ``achieved_pps``."""
+    if achieved_pps <= 0:
+        return duration_s
+    return max(0.0, duration_s * (intended_pps / achieved_pps - 1))
+
+
+def excused(valid: bool, reason: str | None, lost: float, steal: Steal) -> str | None:
+    """``None`` for a valid trial; for one the tester flagged for falling ``lost`` seconds behind
+    (> 0) while the host took at least that much CPU over ``steal``'s window, why it is excused;
+    any other invalid trial fails the test."""
+    if valid:
+        return None
+    took = steal.seconds()
+    if 0 < lost <= took:
+        return (f"the host took {took * 1e3:.0f} ms of CPU from this machine (steal) while the tester lost "
+                f"{lost * 1e3:.0f} ms; it flagged its trial: {reason}")
+    pytest.fail(f"the tester lost {lost * 1e3:.0f} ms with the host taking only {took * 1e3:.0f} ms (steal): "
+                f"{reason}")
+
+
+def valid_or_host(valid: bool, reason: str | None, lost: float, steal: Steal) -> None:
+    """Pass a valid trial; skip one :func:`excused`; fail any other (a test whose remaining
+    assertions are about the trial's rates and timing)."""
+    why = excused(valid, reason, lost, steal)
+    if why is not None:
+        pytest.skip(why)
