@@ -20,6 +20,7 @@ tester's own ceiling, found with :func:`netrig.methodology.selftest.prove_rate`.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -192,7 +193,7 @@ class CaptureMeasurer:
             attempts.append({"frames_sent": c.frames_sent, "achieved_pps": c.achieved_pps,
                              "invalid_reason": c.invalid_reason})
         if attempts:
-            c = TrialCounts(**{**c.__dict__, "raw": {**c.raw, "stretched_attempts": attempts}})
+            c = dataclasses.replace(c, raw={**c.raw, "stretched_attempts": attempts})
         return c
 
     def _measure_once(self, load: Load, duration_s: float) -> tuple[TrialCounts, float, float]:

@@ -34,6 +34,7 @@ field, into the seam's :class:`~netrig.measure.seam.TrialCounts`, and kept whole
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 
 from netrig import _native
@@ -239,7 +240,7 @@ class EngineMeasurer:
         extra = {k: v for k, v in (("stalled_attempts", stalled), ("stretched_attempts", stretched)) if v}
         if not extra:
             return counts
-        return TrialCounts(**{**counts.__dict__, "raw": {**counts.raw, **extra}})
+        return dataclasses.replace(counts, raw={**counts.raw, **extra})
 
     def _stretched(self, counts: TrialCounts, duration_s: float) -> bool:
         """Invalid because smooth pacing stretched it beyond the tolerance (not for another reason),
@@ -382,7 +383,7 @@ class EngineMeasurer:
         engine.pop("intervals", None)  # handed to on_interval, one by one
         c = self._counts(res, load.rate_pps, {"cpu": cpu, "method": "soak: one continuous trial, per-interval "
                                                                      "counts and DUT samples as they settle"})
-        return timer.counts(TrialCounts(**{**c.__dict__, "raw": {**c.raw, "engine": engine}}), res)
+        return timer.counts(dataclasses.replace(c, raw={**c.raw, "engine": engine}), res)
 
     def measure_stack(self, request: StackRequest) -> dict:
         """A stack trial between the tester ports' kernel stacks (the test bed needs ``tester_stack``),
@@ -523,7 +524,7 @@ class _EventTimer:
     def counts(self, c: TrialCounts, res: _native.TrialResult) -> TrialCounts:
         if not self.events:
             return c
-        return TrialCounts(**{**c.__dict__, "events": event_results(res, self.runs)})
+        return dataclasses.replace(c, events=event_results(res, self.runs))
 
 
 def engine_intervals(res: _native.TrialResult) -> tuple[Interval, ...]:

@@ -33,6 +33,7 @@ times the same trial was asked for before, so repeating a trial draws new noise.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 import random
@@ -324,7 +325,7 @@ class SimulatedMeasurer:
                                 events=events, run_event=run_event)
         for iv in c.intervals or ():
             on_interval(iv, None)
-        return TrialCounts(**{**c.__dict__, "intervals": None})
+        return dataclasses.replace(c, intervals=None)
 
     def measure_stack(self, request: StackRequest) -> dict:
         """A stack trial on the model (:func:`simulated_stack`)."""
