@@ -29,6 +29,8 @@ try:
 except ImportError as e:  # engine or test beds not in this build yet
     pytest.skip(f"engine/test bed API not available: {e}", allow_module_level=True)
 
+from tests.host_steal import Steal, valid_or_host
+
 from netrig.run.config import config_from_dict
 from netrig.run.runner import Runner
 
@@ -50,13 +52,19 @@ def test_throughput_matches_policer_cap(tmp_path, cap_pps):
         "methods": [{"rfc2544_throughput": {"max_rate_pct": 1.0, "initial_rate_pct": 1.0, "resolution_pct": 0.005,
                                             "acceptable_loss_ratio": 0.0}}],
     })
+    steal = Steal()
     doc = Runner(cfg, tmp_path / "out").run()
     rate = doc["summary"][0]["results"][0]["headline"]["fps"]
     trials = [t for t in doc["trials"] if t["method"] == "rfc2544_throughput"]
     detail = [(round(t["load"]["rate_pps"]), t["counts"]["frames_lost"], t["counts"]["valid"],
                round(1e3 * t["counts"]["pacing"]["stretch_s"], 2), t["counts"]["pacing"]["peak_ratio"])
               for t in trials]
-    assert abs(rate - cap_pps) <= 0.02 * cap_pps, f"throughput {rate:.0f} fps vs policer cap {cap_pps} pps: {detail}"
+    # Below the cap only where trials the tester flagged capped the search, and only while the
+    # host took this machine's CPU for at least as long as they lost (tests/host_steal.py).
+    spoilt = [t["counts"] for t in trials if not t["counts"]["valid"] and t["load"]["rate_pps"] > rate]
+    valid_or_host(abs(rate - cap_pps) <= 0.02 * cap_pps,
+                  f"throughput {rate:.0f} fps vs policer cap {cap_pps} pps: {detail}",
+                  sum(c["pacing"]["stretch_s"] for c in spoilt), steal)
     for t in trials:
         p = t["counts"]["pacing"]
         assert p["mode"] == "smooth" and not p["bunched"], f"trial {t['key']} offered a bunched load: {p}"

@@ -267,3 +267,11 @@ def test_a_stretch_the_hosts_steal_explains_is_repeated_and_the_guests_own_load_
         m, calls = scripted([stretched, fine], tx_cpus=tx_cpus)
         c = m.measure(load, 2.0)
         assert len(calls) == runs and c.valid == (runs == 2), (cpu, steal_s, tx_cpus)
+    # stretched 30 % (beyond what one stall is taken to explain): repeated only when the host's
+    # measured take covers the excess over the tolerance (0.6 s − 0.04 s)
+    long = result(60_000, 60_000, lag_ms=40, rate=60_000 / 2.6, stretch_ms=600)
+    for steal_s, runs in ((0.57, 2), (0.5, 1)):
+        stealing("cpu0", steal_s)
+        m, calls = scripted([long, fine], tx_cpus=(0,))
+        m.measure(load, 2.0)
+        assert len(calls) == runs, steal_s

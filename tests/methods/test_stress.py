@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from tests.conftest import needs_root
+from tests.host_steal import Steal, valid_or_host
 
 from netrig.errors import ConfigError
 from netrig.measure import Interval, Phase
@@ -95,10 +96,17 @@ def test_a_real_policer_loses_in_overload_and_recovers_at_once(tmp_path):
         "trial": {"duration_s": 0.5, "drain_s": 0.3}, "selftest": {"enabled": False},
         "methods": [{"rfc2544_throughput": {"resolution_pct": 0.02}},
                     {"stress": {"before_s": 1, "overload_s": 1, "after_s": 1.5, "interval_s": 0.1}}]})
+    steal = Steal()
     doc = Runner(cfg, tmp_path / "p").run()
     assert doc["complete"], doc.get("interrupted_reason")
     tput = next(r for r in doc["summary"] if r["method"] == "rfc2544_throughput")["results"][0]["repetitions"][0]
-    assert tput["found"] and not tput["tester_limited"], tput  # the rate the overload is 150 % of
+    # the rate the overload is 150 % of; tester-limited only where the host took the CPU from the
+    # trials the tester flagged at loads it keeps on a quiet machine, up to the cap (seen: 0.5-s
+    # trials capped at 1.8 kfps, 89 s of steal in the suite)
+    spoilt = [t["counts"] for t in doc["trials"] if t["method"] == "rfc2544_throughput"
+              and not t["counts"]["valid"] and t["load"]["rate_pps"] <= 31_000]
+    valid_or_host(tput["found"] and not tput["tester_limited"], f"throughput {tput}",
+                  sum(c["pacing"]["stretch_s"] for c in spoilt if c.get("pacing")), steal)
     assert 27_000 <= tput["rate_pps"] <= 31_000, tput  # the cap, to the resolution and its bucket
     rep = next(r for r in doc["summary"] if r["method"] == "stress")["results"][0]["repetitions"][0]
     (ep,) = rep["episodes"]
