@@ -33,11 +33,24 @@ def test_parse_cpus():
     (dict(conntrack_max=-1), "conntrack_max"), (dict(dut_placement="magic"), "dut_placement"),
     (dict(ifaces=("bad name!",)), "ifaces"), (dict(cap_burst=0), "cap_burst"),
     (dict(dut_neighbours="dynamic"), "dut_neighbours"),
+    (dict(addresses="198.18.0.2/33"), "addresses"), (dict(addresses=("198.18.0.2/24", 7)), "addresses"),
+    (dict(addresses="198.18.0.2/24", gateways="198.18.1.1"), "gateways"),
+    (dict(addresses="198.18.0.2/24", gateways="2001:2::1"), "gateways"),
+    (dict(addresses="198.18.0.2/24,198.19.0.2/24", gateways="198.18.0.1"), "gateways"),
 ])
 def test_options_name_the_field(kw, field):
     with pytest.raises(ConfigError) as e:
         TestbedOptions(**kw)
     assert e.value.field == field
+
+
+def test_external_addresses_per_port_by_family():
+    o = TestbedOptions(addresses="198.18.0.2/24+2001:2::2/64, 198.19.0.2/24",
+                       gateways=["198.18.0.1+2001:2::1", "198.19.0.1"])
+    a, b = o.port_addresses()
+    assert (str(a.v4), str(a.v6), str(a.gw4), str(a.gw6)) == ("198.18.0.2/24", "2001:2::2/64", "198.18.0.1", "2001:2::1")
+    assert (str(b.v4), b.v6, str(b.gw4), b.gw6) == ("198.19.0.2/24", None, "198.19.0.1", None)
+    assert o.to_dict()["addresses"] == list(o.addresses)
 
 
 def test_create_validates_without_building():

@@ -144,17 +144,24 @@ def _table(tb_id: str, forward: list[str] | None, policy: str, notrack: bool = F
     return "\n".join(lines) + "\n"
 
 
-def tester_quiet_ruleset(tb_id: str) -> str:
+def tester_quiet_table(tb_id: str) -> str:
+    """The name of :func:`tester_quiet_ruleset`'s table."""
+    return f"{table_name(tb_id)}_tester"
+
+
+def tester_quiet_ruleset(tb_id: str, oifnames: tuple[str, ...] = ()) -> str:
     """For a tester port with a kernel stack: its stack never answers the engine's test frames.
     Those are UDP to the port's own address with no socket behind it, so the kernel would send
     ICMP port-unreachable back through the DUT (up to its rate limit): traffic the DUT would carry
-    and count as its own. Dropped on output; TCP, and ICMP for the stack's own sockets, pass."""
+    and count as its own. Dropped on output; TCP, and ICMP for the stack's own sockets, pass.
+    ``oifnames``: only out of those interfaces (the host's namespace: an external test bed's ports)."""
+    on = f"oifname {{ {', '.join(f'{chr(34)}{i}{chr(34)}' for i in oifnames)} }} " if oifnames else ""
     return "\n".join([
-        f"table inet {table_name(tb_id)}_tester {{",
+        f"table inet {tester_quiet_table(tb_id)} {{",
         "  chain output {",
         "    type filter hook output priority filter; policy accept;",
-        "    icmp type destination-unreachable icmp code port-unreachable counter drop",
-        "    icmpv6 type destination-unreachable icmpv6 code port-unreachable counter drop",
+        f"    {on}icmp type destination-unreachable icmp code port-unreachable counter drop",
+        f"    {on}icmpv6 type destination-unreachable icmpv6 code port-unreachable counter drop",
         "  }",
         "}"]) + "\n"
 

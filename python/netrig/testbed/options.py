@@ -1,6 +1,7 @@
 """Validated test-bed options (one frozen dataclass; every message names the field)."""
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from dataclasses import asdict, dataclass, field
@@ -100,7 +101,8 @@ _KINDS: dict[str, type] = {"rules": int, "cap": str, "cap_burst": int, "nat": st
                            "log": bool, "flowtable": bool, "dut_cpus": str, "dut_placement": str, "dut_ring": int,
                            "ifaces": str,
                            "tester_stack": bool, "mtu": int, "forward_mode": str, "forward_backend": str,
-                           "capture_method": str, "capture_batch": int, "dut_neighbours": str}
+                           "capture_method": str, "capture_batch": int, "dut_neighbours": str,
+                           "addresses": str, "gateways": str}
 #: How a routing DUT knows the tester's MACs: ``static`` (permanent entries the build sets) or
 #: ``resolved`` (its own ARP and ND, answered by the tester ports' kernel stacks).
 DUT_NEIGHBOURS = ("static", "resolved")
@@ -109,6 +111,40 @@ DUT_NEIGHBOURS = ("static", "resolved")
 def _int(name: str, value: Any, lo: int, hi: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
         raise ConfigError(name, f"{value!r}: must be an integer from {lo} to {hi}")
+
+
+@dataclass(frozen=True)
+class PortAddresses:
+    """One external port's addresses (prefix included) and next hops, by family; None: not given."""
+
+    v4: ipaddress.IPv4Interface | None
+    v6: ipaddress.IPv6Interface | None
+    gw4: ipaddress.IPv4Address | None
+    gw6: ipaddress.IPv6Address | None
+
+
+def _names(name: str, value: Any, what: str) -> tuple[str, ...]:
+    """A list option given as a list or as comma-separated text."""
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(name, f"{value!r}: must be {what}")
+    return tuple(value)
+
+
+def _by_family(name: str, text: str, parse: Any) -> dict[int, Any]:
+    """``"A+B"``: each part parsed, by IP version; one per version."""
+    out: dict[int, Any] = {}
+    for part in text.split("+"):
+        try:
+            x = parse(part.strip())
+        except ValueError:
+            what = "prefix" if name == "addresses" else "address"
+            raise ConfigError(name, f"{part.strip()!r}: not an IPv4 or IPv6 {what}") from None
+        if x.version in out:
+            raise ConfigError(name, f"{text!r}: two IPv{x.version} entries for one interface; give one per family")
+        out[x.version] = x
+    return out
 
 
 @dataclass(frozen=True)
@@ -138,6 +174,12 @@ class TestbedOptions:
                     pinned) or ``inline`` (no placement: the DUT works on the sender's CPU).
     dut_ring:       wire: the DUT's receive ring per CPU, frames (8..16384; None = 1024).
     ifaces:         external: the interfaces the user cabled (e.g. ``("eth1", "eth2")``).
+    addresses:      external: each interface's addresses, one entry per interface in order, an IPv4
+                    and/or an IPv6 prefix joined by ``+`` (``"198.18.0.2/24+2001:2::2/64"``); netrig
+                    adds them (removed at teardown) so the tester's kernel answers the DUT's ARP/ND.
+    gateways:       external: each interface's next hop, one entry per interface (``"198.18.0.1"``,
+                    ``+`` an IPv6 one): resolved by ARP/ND at the build; its MAC is the port's
+                    ``peer_mac`` (the frames' destination), and the trial's addresses are the ports'.
     tester_stack:   configure the tester ports' addresses and routes in their kernel stacks too (for
                     socket-based tools); off by default so tester ports never answer test traffic.
     mtu:            MTU of every test-bed link (1280..65535; None = the kernel's 1500), e.g. 9000 for
@@ -176,6 +218,8 @@ class TestbedOptions:
     dut_placement: str = "wire"
     dut_ring: int | None = None
     ifaces: tuple[str, ...] = field(default_factory=tuple)
+    addresses: tuple[str, ...] = field(default_factory=tuple)
+    gateways: tuple[str, ...] = field(default_factory=tuple)
     tester_stack: bool = False
     mtu: int | None = None
     forward_mode: str | None = None
@@ -215,15 +259,15 @@ class TestbedOptions:
         if self.dut_placement == "inline" and self.dut_cpus is not None:
             raise ConfigError("dut_cpus", "dut_placement inline leaves the DUT on the sender's CPU: there are no "
                                           "CPUs to give it (leave dut_cpus out, or pick another placement)")
-        ifaces = self.ifaces
-        if isinstance(ifaces, str):
-            ifaces = tuple(i for i in ifaces.split(",") if i)
-        if not isinstance(ifaces, (list, tuple)):
-            raise ConfigError("ifaces", f"{ifaces!r}: must be a list of interface names")
-        object.__setattr__(self, "ifaces", tuple(ifaces))
+        object.__setattr__(self, "ifaces", _names("ifaces", self.ifaces, "a list of interface names"))
         for i in self.ifaces:
             if not isinstance(i, str) or not re.match(r"^[A-Za-z0-9_.:@-]{1,15}$", i):
                 raise ConfigError("ifaces", f"{i!r}: not an interface name")
+        object.__setattr__(self, "addresses", _names("addresses", self.addresses, "a list of prefixes, one per "
+                                                     "interface (198.18.0.2/24+2001:2::2/64)"))
+        object.__setattr__(self, "gateways", _names("gateways", self.gateways, "a list of next hops, one per "
+                                                    "interface (198.18.0.1+2001:2::1)"))
+        self.port_addresses()
         if self.mtu is not None:
             _int("mtu", self.mtu, MIN_MTU, MAX_MTU)
         if self.forward_mode is not None and (not isinstance(self.forward_mode, str)
@@ -239,6 +283,24 @@ class TestbedOptions:
         if not isinstance(self.capture_method, str) or self.capture_method not in CAPTURE_METHODS:
             raise ConfigError("capture_method", f"{self.capture_method!r}: must be one of {', '.join(CAPTURE_METHODS)}")
         _int("capture_batch", self.capture_batch, 1, _native.MAX_CAPTURE_BATCH)
+
+    def port_addresses(self) -> list[PortAddresses]:
+        """``addresses`` and ``gateways`` per interface, checked (each family at most once per
+        port, a gateway inside its port's prefix of the same family)."""
+        if self.gateways and not self.addresses:
+            raise ConfigError("gateways", "a next hop needs the port's own address: give addresses too")
+        if self.gateways and len(self.gateways) != len(self.addresses):
+            raise ConfigError("gateways", f"{len(self.gateways)} given for {len(self.addresses)} addresses: give one "
+                                          "per interface, in the same order")
+        out = []
+        for i, text in enumerate(self.addresses):
+            nets = _by_family("addresses", text, lambda t: ipaddress.ip_interface(t))
+            gws = _by_family("gateways", self.gateways[i], ipaddress.ip_address) if self.gateways else {}
+            for fam, gw in gws.items():
+                if fam not in nets or gw not in nets[fam].network or gw == nets[fam].ip:
+                    raise ConfigError("gateways", f"{gw}: not another address in {text} (the port's own prefix)")
+            out.append(PortAddresses(nets.get(4), nets.get(6), gws.get(4), gws.get(6)))
+        return out
 
     def changed(self) -> list[str]:
         """The options that differ from their defaults (what the user asked for)."""
@@ -257,6 +319,7 @@ class TestbedOptions:
         d = asdict(self)
         d["dut_cpus"] = list(self.dut_cpus) if self.dut_cpus else None
         d["ifaces"] = list(self.ifaces)
+        d["addresses"], d["gateways"] = list(self.addresses), list(self.gateways)
         return d
 
     @classmethod

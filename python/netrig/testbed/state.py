@@ -113,6 +113,15 @@ class SysctlChange:
 
 
 @dataclass(frozen=True)
+class HostAddr:
+    """An address the build added to an interface of the host's namespace (an external test bed's
+    port): removed at teardown."""
+
+    ifname: str
+    cidr: str
+
+
+@dataclass(frozen=True)
 class NapiThread:
     """A threaded-NAPI kernel thread pinned to the DUT's CPUs."""
 
@@ -226,6 +235,10 @@ class TestbedState:
     #: The sysctls each namespace was created with.
     sysctls: dict[str, dict[str, str]] = field(default_factory=dict)
     global_sysctls: dict[str, SysctlChange] = field(default_factory=dict)
+    #: What the build added to the host's own namespace (external ports): addresses, and nftables
+    #: tables by name; removed at teardown (a namespace takes its own with it).
+    host_addrs: list[HostAddr] = field(default_factory=list)
+    host_nft: list[str] = field(default_factory=list)
     ports: list[TesterPort] = field(default_factory=list)
     interfaces: list[Interface] = field(default_factory=list)
     expected: list[Expected] = field(default_factory=list)

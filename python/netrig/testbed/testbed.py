@@ -5,6 +5,7 @@ import contextlib
 import os
 import signal
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -242,7 +243,7 @@ class Testbed:
         link = self.ipr(ns).get_links(self.index(ns, ifname))[0]
         return link.get_attr("IFLA_ADDRESS")
 
-    def add_addr(self, ns: str, ifname: str, cidr: str) -> None:
+    def add_addr(self, ns: str | None, ifname: str, cidr: str) -> None:
         addr, plen = cidr.split("/")
         kw: dict[str, Any] = {}
         if ":" in addr:
@@ -663,6 +664,21 @@ def _describe_ns(ns: str | None, sysctls: dict[str, str], nft_text: str | None) 
     return d
 
 
+def _remove_host_parts(state: TestbedState) -> list[str]:
+    """The addresses and nftables tables the build added in the host's namespace, removed (one
+    already gone is fine); what could not be."""
+    left = []
+    for a in state.host_addrs:
+        r = subprocess.run(["ip", "addr", "del", a.cidr, "dev", a.ifname], capture_output=True, text=True, check=False)
+        if r.returncode != 0 and "Cannot assign" not in r.stderr and "Cannot find device" not in r.stderr:
+            left.append(f"address {a.cidr} on {a.ifname} ({r.stderr.strip()})")
+    for table in state.host_nft:
+        r = subprocess.run(["nft", "delete", "table", "inet", table], capture_output=True, text=True, check=False)
+        if r.returncode != 0 and "No such file" not in r.stderr:
+            left.append(f"nftables table inet {table} ({r.stderr.strip().splitlines()[0] if r.stderr.strip() else ''})")
+    return left
+
+
 def teardown_state(state: TestbedState) -> list[str]:
     """Remove what ``state`` records; return a list of what could not be removed (empty = clean)."""
     leftovers: list[str] = stop_processes(state)  # DUT processes first: they hold the namespaces' ports
@@ -685,6 +701,7 @@ def teardown_state(state: TestbedState) -> list[str]:
             remove_netns(ns)
         except Exception as e:
             leftovers.append(f"netns {ns} ({e})")
+    leftovers += _remove_host_parts(state)
     for name, change in state.global_sysctls.items():
         try:
             if read_sysctl(name) == change.new:  # only if nobody changed it since

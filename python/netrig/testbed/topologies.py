@@ -698,36 +698,95 @@ class Policer(Router):
 
 class External(Topology):
     name = "external"
-    description = "interfaces you name (real NICs cabled to a real DUT); netrig only checks and records them"
-    uses = ("ifaces",)
+    description = "interfaces you name (real NICs cabled to a real DUT); netrig checks and records them"
+    uses = ("ifaces", "addresses", "gateways")
 
     def validate(self, o: TestbedOptions) -> None:
         super().validate(o)
         if len(o.ifaces) < 1:
             raise ConfigError("ifaces", "the external topology needs interface names, e.g. --ifaces eth1,eth2")
+        if o.addresses and len(o.addresses) != len(o.ifaces):
+            raise ConfigError("addresses", f"{len(o.addresses)} given for {len(o.ifaces)} interfaces: give one per "
+                                           "interface, in the same order")
 
     def build(self, tb: Any) -> None:
         ifaces = tb.options.ifaces
         names = ["tx", "rx"] if len(ifaces) == 2 else [f"p{i}" for i in range(len(ifaces))]
-        macs = []
-        for ifname in ifaces:
-            idx = tb.ipr(None).link_lookup(ifname=ifname)
-            if not idx:
-                raise InterfaceError(f"ifaces: interface {ifname} does not exist (see `ip link`)")
-            link = tb.ipr(None).get_links(idx[0])[0]
-            oper = link.get_attr("IFLA_OPERSTATE")
-            if oper not in ("UP", "UNKNOWN"):
-                raise TestbedError(f"ifaces: interface {ifname} is {oper}, not up "
-                                   f"(bring it up: ip link set {ifname} up; check the cable)")
-            macs.append(link.get_attr("IFLA_ADDRESS"))
-            tb.state.interfaces.append(Interface(None, ifname, "tester"))
+        macs = [_external_link(tb, ifname) for ifname in ifaces]
+        if tb.options.addresses:
+            _external_stack(tb, names, macs)
+            return
         for i, (name, ifname, mac) in enumerate(zip(names, ifaces, macs)):
             other = macs[i ^ 1] if len(macs) > (i ^ 1) else None
             v4 = LEFT4[1] if i % 2 == 0 else RIGHT4[1]
             v6 = LEFT6[1] if i % 2 == 0 else RIGHT6[1]
             tb.state.ports.append(TesterPort(name, ifname, None, mac, v4, v6, other))
         tb.state.notes.append("external: peer_mac assumes the two ports see each other at L2 "
-                                 "(cable or switch); for a routed DUT pass its MAC as dst_mac")
+                                 "(cable or switch); for a routed DUT give addresses and gateways")
+
+
+def _external_link(tb: Any, ifname: str) -> str:
+    """An external port's interface, checked up, recorded (never removed): its MAC."""
+    idx = tb.ipr(None).link_lookup(ifname=ifname)
+    if not idx:
+        raise InterfaceError(f"ifaces: interface {ifname} does not exist (see `ip link`)")
+    link = tb.ipr(None).get_links(idx[0])[0]
+    oper = link.get_attr("IFLA_OPERSTATE")
+    if oper not in ("UP", "UNKNOWN"):
+        raise TestbedError(f"ifaces: interface {ifname} is {oper}, not up "
+                           f"(bring it up: ip link set {ifname} up; check the cable)")
+    tb.state.interfaces.append(Interface(None, ifname, "tester"))
+    return link.get_attr("IFLA_ADDRESS")
+
+
+def _external_stack(tb: Any, names: Sequence[str], macs: Sequence[str]) -> None:
+    """An external test bed on a routed DUT: each port gets its addresses (the tester's kernel
+    answers the DUT's ARP and ND; removed at teardown, and its stack never answers a test frame:
+    :func:`nft.tester_quiet_ruleset` on those interfaces), and each gateway is resolved by ARP/ND
+    (a ping from the port): its MAC is the port's ``peer_mac``. Without a gateway, the other
+    port's MAC (the two see each other at L2)."""
+    ifaces, ports = tb.options.ifaces, tb.options.port_addresses()
+    table = nft.tester_quiet_table(tb.id)
+    tb.state.host_nft.append(table)
+    st.write_state(tb.state)
+    r = subprocess.run(["nft", "-f", "-"], input=nft.tester_quiet_ruleset(tb.id, tuple(ifaces)), text=True,
+                       capture_output=True, check=False)
+    if r.returncode != 0:
+        raise TestbedError(f"external: nft -f failed: {r.stderr.strip()}")
+    for ifname, p in zip(ifaces, ports):
+        for net in (p.v4, p.v6):
+            if net is not None:
+                tb.state.host_addrs.append(st.HostAddr(ifname, str(net)))
+                st.write_state(tb.state)
+                tb.add_addr(None, ifname, str(net))
+    for i, (name, ifname, mac, p) in enumerate(zip(names, ifaces, macs, ports)):
+        gws = [str(g) for g in (p.gw4, p.gw6) if g is not None]
+        resolved = _resolve_from(tb, ifname, gws)
+        peer = resolved[0] if resolved else (macs[i ^ 1] if len(macs) > (i ^ 1) else None)
+        tb.state.ports.append(TesterPort(name, ifname, None, mac, str(p.v4.ip) if p.v4 else None,
+                                         str(p.v6.ip) if p.v6 else None, peer,
+                                         str(p.gw4) if p.gw4 else None, str(p.gw6) if p.gw6 else None))
+    tb.state.notes.append("external: the ports' addresses are the tester's (its kernel answers ARP/ND); each "
+                          "port sends to its gateway's MAC, resolved by ARP/ND at the build")
+
+
+def _resolve_from(tb: Any, ifname: str, gateways: Sequence[str]) -> list[str]:
+    """Each gateway's MAC, resolved by the kernel's ARP/ND (one ping out of ``ifname``), read back
+    from the neighbour table; one that stays unresolved fails the build naming it."""
+    index = tb.index(None, ifname)
+    macs = []
+    for gw in gateways:
+        subprocess.run(["ping", "-n", "-q", "-c", "1", "-W", "1", "-I", ifname, gw], capture_output=True,
+                       check=False, timeout=10)
+        got = [n.mac for n in read_neighbours(tb.ipr(None)) if n.ip == gw and n.index == index and n.mac]
+        if not got:
+            raise TestbedError(f"gateways: {gw} did not answer ARP/ND on {ifname}: check the cable and the DUT's "
+                               f"address (ip neigh show dev {ifname})")
+        macs.append(got[0])
+    if len(set(macs)) > 1:
+        tb.state.notes.append(f"external: {ifname}'s gateways have different MACs ({', '.join(macs)}): frames go to "
+                              "the IPv4 one's")
+    return macs
 
 
 def _nft(tb: Any, ns: str, text: str) -> None:

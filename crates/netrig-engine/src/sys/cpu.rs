@@ -145,9 +145,18 @@ pub fn current_cpu() -> Option<usize> {
     (c >= 0).then_some(c as usize)
 }
 
-/// Number of online CPUs.
+/// Number of online CPUs on the machine, whatever CPUs the calling thread may run on: a process
+/// started under `taskset -c 0`, or a thread an earlier run pinned, still places workers on every
+/// CPU (`std::thread::available_parallelism` counts the caller's affinity mask: an external test
+/// bed's `tx_cpus = [1]` was refused with "CPU 1 does not exist (this machine has CPUs 0-0)").
 pub fn online_cpus() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    // SAFETY: plain libc call without pointers.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    if n > 0 {
+        n as usize
+    } else {
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    }
 }
 
 /// Make every later `sched_setaffinity` of the calling thread, and of the threads it starts, fail
@@ -175,4 +184,22 @@ pub fn forbid_affinity_changes() -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod online_tests {
+    use super::*;
+
+    #[test]
+    fn a_thread_pinned_to_one_cpu_still_sees_every_cpu() {
+        let all = online_cpus();
+        let seen = std::thread::spawn(move || {
+            pin_current_thread(0).expect("pin to CPU 0");
+            (online_cpus(), std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0))
+        })
+        .join()
+        .expect("the pinned thread");
+        assert_eq!(seen.0, all);
+        assert_eq!(seen.1, 1, "the thread's own mask is one CPU: the case this guards");
+    }
 }
