@@ -1248,6 +1248,11 @@ class FieldPattern:
     def counter(start: int, step: int, count: int, down: bool = False) -> FieldPattern: ...
     @staticmethod
     def random(min: int, max: int, count: int, seed: int) -> FieldPattern: ...
+    def values_at(self, bits: int, n: int) -> list[int]:
+        """The values of frames 0..``n`` in a field of ``bits`` bits (what the stack writes there)."""
+    @property
+    def period(self) -> int:
+        """Frames before the values repeat."""
     @staticmethod
     def bad_checksum() -> FieldPattern:
         """A checksum field's value that never verifies."""
@@ -1318,7 +1323,7 @@ class GenFlowSpec:
     def __new__(cls, name: str, tx_port: int, rx_ports: Sequence[int], headers: Sequence[HeaderSpec],
                 frame_size: FrameSizeSpec, rate: RateSpec, duration: GenDurationSpec, *,
                 payload: PayloadSpec | None = None, delay_s: float = 0.0, gap_bytes: int = 12,
-                latency: str = "store_forward") -> GenFlowSpec: ...
+                latency: str = "store_forward", tag_period: int = 0) -> GenFlowSpec: ...
     @property
     def name(self) -> str: ...
     @property
@@ -1424,6 +1429,9 @@ class Generator:
     def resume(self, flows: Sequence[int]) -> None: ...
     def flow_stats(self, which: Sequence[int] | None = None) -> list[GenFlowStats]:
         """The counts now (each flow's current start's) of flows ``which`` (None: every flow)."""
+    def flow_tags(self, flow: int) -> tuple[list[int], list[int]] | None:
+        """Flow ``flow``'s frames per frame index modulo its tag period, ``(sent, received)`` (its
+        current start's); None for a flow without tags."""
     def flow_states(self) -> list[str]:
         """Every flow's state: ``stopped``, ``running``, ``paused`` or ``done``."""
     def port_stats(self) -> list[GenPortStats]: ...

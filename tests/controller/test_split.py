@@ -81,7 +81,7 @@ def test_one_physical_port_reached_twice_is_refused_naming_both():
     assert "'a1'" in str(e.value) and "'b1'" in str(e.value) and "a/a1" in str(e.value)
 
 
-def test_devices_and_lldp_are_refused_on_a_controller_saying_why():
+def test_devices_lldp_and_metric_tags_are_refused_on_a_controller_saying_why():
     c = cfg()
     c["devices"] = [{"name": "d1", "ethernets": [{"name": "e1", "connection": {"choice": "port_name",
                                                                                 "port_name": "a1"}}]}]
@@ -93,6 +93,12 @@ def test_devices_and_lldp_are_refused_on_a_controller_saying_why():
     with pytest.raises(ConfigError) as e:
         split_of(c, ["a", "b"])
     assert e.value.field == "lldp" and "agent that holds the port" in e.value.message
+    c = cfg()
+    c["flows"][0]["packet"] = [{"choice": "ethernet"}, {"choice": "ipv4", "ipv4": {"src": {
+        "choice": "values", "values": ["198.18.0.1", "198.18.0.2"], "metric_tags": [{"name": "src"}]}}}]
+    with pytest.raises(ConfigError) as e:
+        split_of(c, ["a", "b"])
+    assert e.value.field == "flows[0].packet" and "one netrig serve" in e.value.message
 
 
 def test_merge_sums_receivers_corrects_latency_and_marks_stale():

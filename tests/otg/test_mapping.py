@@ -74,6 +74,26 @@ def test_every_header_kind_and_pattern_maps():
     assert headers.otg_path("packet[1].ipv4.dscp", "flows[3]") == "flows[3].packet[1].ipv4.priority.dscp.phb"
 
 
+def test_metric_tags_map_to_a_tag_period_and_their_values():
+    """ipv4.src (4 values, its last 2 bits tagged) and udp.dst_port (3 values, all 16 bits): every
+    index of the period (12) is one combination; the engine counts per index, the rows sum them."""
+    heads = [{"choice": "ethernet"},
+             {"choice": "ipv4", "ipv4": {"src": {"choice": "increment", "increment": {
+                 "start": "198.18.0.1", "step": "0.0.0.1", "count": 4},
+                 "metric_tags": [{"name": "src_low", "offset": 30, "length": 2}]}}},
+             {"choice": "udp", "udp": {"dst_port": {"choice": "values", "values": [5000, 5001, 5002],
+                                                    "metric_tags": [{"name": "dport"}]}}}]
+    p = planned(base(packet=heads, size={"fixed": 128}))
+    t = p.flows[0].tags
+    assert t is not None and t.period == 12 and [x.name for x in t.tags] == ["src_low", "dport"]
+    rows = t.rows(list(range(12)), [1] * 12)
+    assert len(rows) == 12 and rows[0] == ((1, 5000), 0, 1) and rows[5] == ((2, 5002), 5, 1)
+    assert t.tags[0].hex(1) == "0x1" and t.tags[1].hex(5000) == "0x1388"
+    src_only = planned(base(packet=[{"choice": "ethernet"}, {"choice": "ipv4", "ipv4": heads[1]["ipv4"]}],
+                            size={"fixed": 128}))
+    assert src_only.flows[0].tags is not None and src_only.flows[0].tags.period == 4
+
+
 @pytest.mark.parametrize("change, path, words", [
     (lambda c: c.update(devices=[{"name": "d1", "bgp": {"router_id": "198.18.0.1"}}]), "devices[0].bgp",
      "not emulated yet"),
@@ -108,8 +128,19 @@ def test_every_header_kind_and_pattern_maps():
     (lambda c: c["flows"][0]["packet"].append({"choice": "pfcpause"}), "flows[0].packet[3].choice", "custom header"),
     (lambda c: c["flows"][0]["packet"][1].update(ipv4={"src": {"choice": "auto", "auto": {"choice": "dhcp"}}}),
      "flows[0].packet[1].ipv4.src.auto", "give the address"),
-    (lambda c: c["flows"][0]["packet"][2].update(udp={"src_port": {"metric_tags": [{"name": "t"}]}}),
-     "flows[0].packet[2].udp.src_port.metric_tags", "tagged metrics"),
+    (lambda c: c["flows"][0]["packet"].append({"choice": "custom", "custom": {"bytes": "00",
+                                                                                "metric_tags": [{"name": "t"}]}}),
+     "flows[0].packet[3].custom.metric_tags", "tag a field of a header with a pattern"),
+    (lambda c: c["flows"][0]["packet"][2].update(udp={"src_port": {"metric_tags": [{"name": "t", "length": 17}]}}),
+     "flows[0].packet[2].udp.src_port.metric_tags[0].length", "give 1..16"),
+    (lambda c: c["flows"][0]["packet"][2].update(udp={"src_port": {"increment": {"count": 65_536},
+                                                                   "metric_tags": [{"name": "s", "offset": 8, "length": 8}]},
+                                                      "dst_port": {"values": [1, 2, 3], "metric_tags": [{"name": "d"}]}}),
+     "flows[0].packet[2].udp.src_port.metric_tags", "repeat every 196608 frames"),
+    (lambda c: c["flows"][0].update(packet=[{"choice": "ethernet"}, {"choice": "vlan"}, {"choice": "ipv4"},
+                                            {"choice": "tcp", "tcp": {"src_port": {"metric_tags": [{"name": "t"}]}}}],
+                                    size={"fixed": 68}),
+     "flows[0].size", "no room for the signature"),
     (lambda c: c["flows"][0]["packet"][1].update(ipv4={"options": [{"choice": "router_alert"}]}),
      "flows[0].packet[1].ipv4.options", "custom header"),
     (lambda c: c["flows"][0].update(size={"weight_pairs": {"predefined": "standard_imix"}}),

@@ -4,7 +4,7 @@ use netrig_engine::generator::{self as gen, GenConfig, GenDuration, GenFlowConfi
 use netrig_engine::open::open_port;
 use netrig_engine::port::{Port as EnginePort, PortSpec};
 use netrig_engine::EngineError;
-use netrig_wire::pattern::Pattern;
+use netrig_wire::pattern::{Pattern, Stepper};
 use std::sync::Arc;
 
 use netrig_wire::stack::{CompiledStack, HeaderKind, HeaderSpec as WireHeader, Payload, StackSpec, HEADERS};
@@ -81,6 +81,27 @@ impl FieldPattern {
             return Err(config("random", format!("needs min <= max and count >= 1 (got {min}, {max}, {count})")));
         }
         Ok(FieldPattern(Pattern::Random { min, max, count, seed: req(seed, "seed")? }))
+    }
+
+    /// The values of frames 0..`n` in a field of `bits` bits (what the stack writes there).
+    fn values_at(&self, bits: u32, n: u32) -> Result<Vec<u128>> {
+        if !(1..=128).contains(&bits) {
+            return Err(config("bits", "must be 1..128"));
+        }
+        let st = Stepper::new(self.0.clone(), bits);
+        let mut c = st.start();
+        let mut out = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            out.push(c.value);
+            st.step(&mut c);
+        }
+        Ok(out)
+    }
+
+    /// Frames before the values repeat.
+    #[getter]
+    fn period(&self) -> u64 {
+        self.0.period()
     }
 
     /// A checksum field's value that never verifies.
@@ -222,7 +243,7 @@ pub struct GenFlowSpec(pub GenFlowConfig, pub Arc<CompiledStack>);
 #[pymethods]
 impl GenFlowSpec {
     #[new]
-    #[pyo3(signature = (name, tx_port, rx_ports, headers, frame_size, rate, duration, *, payload=None, delay_s=0.0, gap_bytes=12, latency="store_forward"))]
+    #[pyo3(signature = (name, tx_port, rx_ports, headers, frame_size, rate, duration, *, payload=None, delay_s=0.0, gap_bytes=12, latency="store_forward", tag_period=0))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         name: &Bound<'_, PyAny>,
@@ -236,6 +257,7 @@ impl GenFlowSpec {
         delay_s: f64,
         gap_bytes: u32,
         latency: &str,
+        tag_period: u32,
     ) -> Result<Self> {
         let headers: Vec<HeaderSpec> = req(headers, "packet")?;
         let payload = match payload {
@@ -258,6 +280,7 @@ impl GenFlowSpec {
             delay_ns: netrig_engine::stream::seconds_to_ns("delay", delay_s, true, 604_800.0)?,
             gap_bytes,
             latency,
+            tag_period,
         };
         let stack = f.validate()?;
         Ok(GenFlowSpec(f, stack))
@@ -415,6 +438,12 @@ impl Generator {
                 all.get(f).map(GenFlowStats::from).ok_or_else(|| config(format!("which[{k}]"), format!("no flow {f}")))
             })
             .collect()
+    }
+
+    /// Flow `flow`'s frames per frame index modulo its tag period, `(sent, received)` (its current
+    /// start's); None for a flow without tags.
+    fn flow_tags(&self, flow: usize) -> Option<(Vec<u64>, Vec<u64>)> {
+        self.0.flow_tags(flow)
     }
 
     /// Every flow's state: `stopped`, `running`, `paused` or `done`.

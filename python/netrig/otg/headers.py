@@ -189,8 +189,8 @@ def _convert(p: _Pattern, info: _PatternInfo, choice: str, path: Callable[[], st
     """What the engine's ``PatternForm`` leaves here: metric tags, checksums, ``auto``."""
     conv = info.conv if info.conv is not int else (lambda v: _int(v, info))
     defaults = info.defaults
-    if p.metric_tags:
-        raise refusal.refuse("flows[].packet[].*.*.metric_tags", f"{path()}.metric_tags")
+    if p.metric_tags:  # a flow's tags are taken out before its headers convert (netrig.otg.tags.split)
+        raise ConfigError(f"{path()}.metric_tags", "metric tags are counted in a flow's own metrics only")
     if info.checksum:
         generated = _or(p.generated, defaults.generated)
         if choice == "custom":
@@ -257,6 +257,41 @@ def _header_fields(kind: str, body: dict, path: str, warnings: list[str], out: l
     walk(body, _BODY_CLASS[kind], ())
 
 
+@dataclass(frozen=True)
+class TaggedField:
+    """A header field that carries OTG metric tags: the engine's name of it, its width in bits,
+    its pattern as the engine writes it, the tags as given, and its OTG path."""
+
+    name: str
+    bits: int
+    pattern: _native.FieldPattern
+    tags: tuple[dict, ...]
+    path: str
+
+
+def untagged(kind: str, body: dict, path: str, warnings: list[str]) -> tuple[dict, list[TaggedField]]:
+    """A header body with its fields' ``metric_tags`` taken out, and those fields (each one's
+    pattern converted as :func:`pattern` does)."""
+    found: list[TaggedField] = []
+    widths = {name: bits for name, _, bits in _native.STACK_HEADERS[kind][1]}
+
+    def walk(obj: dict, class_name: str, at: tuple[str, ...]) -> dict:
+        actions = _actions(kind, class_name, at)
+        out = {}
+        for prop, value in obj.items():
+            what, arg, name, kind_field = actions.get(prop, ("", "", "", ""))
+            if what == "pattern" and isinstance(value, dict) and value.get("metric_tags"):
+                value = {k: v for k, v in value.items() if k != "metric_tags"}
+                where = functools.partial(_path, path, at, prop)
+                p = pattern(value, arg, where, warnings, kind_field)
+                found.append(TaggedField(name, widths[name], p, tuple(obj[prop]["metric_tags"]), where()))
+            elif what == "nest" and isinstance(value, dict):
+                value = walk(value, arg, (*at, prop))
+            out[prop] = value
+        return out
+    return walk(body, _BODY_CLASS[kind], ()), found
+
+
 #: Nested objects the mapping walks into, and the model class of each header's body.
 _NESTS = {("ipv4", ("priority",)), ("ipv4", ("priority", "dscp")), ("ipv4", ("priority", "tos")),
           ("icmp", ("echo",)), ("icmpv6", ("echo",))}
@@ -304,7 +339,7 @@ def header(h: dict, flow_path: str, k: int, warnings: list[str]) -> _native.Head
         path = f"{flow_path}.packet[{k}]"
         custom = _AS_GIVEN(_CustomHeader, schema("FlowCustom").check(body, f"{path}.custom"))
         if custom.metric_tags:
-            raise refusal.refuse("flows[].packet[].*.*.metric_tags", f"{path}.custom.metric_tags")
+            raise refusal.refuse("flows[].packet[].custom.metric_tags", f"{path}.custom.metric_tags")
         text = custom.bytes.replace(" ", "").replace(":", "")
         text = text[2:] if text[:2] in ("0x", "0X") else text
         if len(text) % 2:

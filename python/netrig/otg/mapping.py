@@ -19,7 +19,7 @@ from typing import Any
 from netrig import _native
 from netrig.errors import ConfigError
 from netrig.model import MIN_FRAME_SIZE, largest_frame
-from netrig.otg import devices, headers, lldp, refusal, schema
+from netrig.otg import devices, headers, lldp, refusal, schema, tags
 from netrig.otg.objects import (
     Config,
     Flow,
@@ -98,6 +98,8 @@ class FlowPlan:
     #: carry now (``None``: none known yet, all zeros).
     next_hop: devices.NextHop | None = None
     dst_mac: str | None = None
+    #: Its metric tags (None: none): the engine counts its frames per index modulo their period.
+    tags: tags.FlowTags | None = None
 
 
 @dataclass(frozen=True)
@@ -260,19 +262,26 @@ class _FlowContext:
             tx, rx, packet, hop, mac = self.over_devices(f.tx_rx, packet, at)
         else:
             tx, rx = self.endpoints(f.tx_rx, at)
+        packet, ftags = tags.split(packet, at, self.warnings)
         hs = [headers.header(h, at, k, self.warnings) for k, h in enumerate(packet)]
         size = _size(f.size, at)
         rate = self.rate(f.rate, tx, at)
         duration, delay_s, gap = self.duration(f.duration, tx, at)
         fp = dataclasses.replace(self.metrics(f.metrics, f.name, tx, rx, at), size_path=_LARGEST[f.size.choice],
                                  max_size=size.max_size, vlan_tags=sum(h.get("choice") == "vlan" for h in f.packet),
-                                 next_hop=hop, dst_mac=mac)
+                                 next_hop=hop, dst_mac=mac, tags=ftags)
         payload = _payload(f.payload)
         try:
             spec = _native.GenFlowSpec(f.name, tx, rx, hs, size, rate, duration, payload=payload, delay_s=delay_s,
-                                       gap_bytes=gap, latency=f.metrics.latency.mode)
+                                       gap_bytes=gap, latency=f.metrics.latency.mode,
+                                       tag_period=ftags.period if ftags else 0)
         except ConfigError as e:
             raise ConfigError(headers.otg_path(_ENGINE_FIELDS.get(e.field, e.field), at), e.message) from None
+        if spec.untracked_sizes and ftags:
+            lo, hi = min(spec.untracked_sizes), max(spec.untracked_sizes)
+            raise ConfigError(f"{at}.size", f"{lo}–{hi} B frames have no room for the signature after the headers, "
+                                            "and a tagged flow's receiver tells a frame's tags by it: make the frames "
+                                            "larger or leave the metric tags out")
         if spec.untracked_sizes:
             self.warnings.append(_untracked(spec.untracked_sizes, size.max_size, at))
         return fp, spec
@@ -442,7 +451,8 @@ def untracked_sizes(f: Flow, at: str) -> list[int]:
     """The sizes (with FCS) of flow ``f`` (the config's ``at``) without room for the signature after
     its headers; none for a flow the agents will refuse (they name the error)."""
     try:
-        hs = [headers.header(h, at, k, []) for k, h in enumerate(f.packet or _NO_PACKET)]
+        packet, _ = tags.split(f.packet or _NO_PACKET, at, [])
+        hs = [headers.header(h, at, k, []) for k, h in enumerate(packet)]
         spec = _native.GenFlowSpec(f.name, 0, [0], hs, _size(f.size, at), _native.RateSpec.pps(1.0),
                                    _native.GenDurationSpec.continuous(), payload=_payload(f.payload))
     except ConfigError:

@@ -10,7 +10,7 @@ unknown ones).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -18,6 +18,7 @@ from netrig import _native
 from netrig.model import WIRE_OVERHEAD_BYTES
 
 if TYPE_CHECKING:  # the mapping imports the OTG model (snappi: 0.45 s), which a client of metrics never needs
+    from netrig.otg import tags
     from netrig.otg.mapping import Plan
 
 #: Shortest time between two rate samples, seconds.
@@ -61,10 +62,43 @@ def transmit(s: _native.GenFlowStats, ratio: float, drain_ns: int, now_ns: int) 
     return "stopped"
 
 
+@dataclass(frozen=True)
+class TaggedRequest:
+    """What a metrics request asks of tagged flows (``FlowTaggedMetricsFilter``): the tag counts
+    of ``tags_of(flow index)`` (``(sent, received)`` per frame index, None: not counted)."""
+
+    tags_of: Callable[[int], tuple[list[int], list[int]] | None]
+    include: bool = True
+    include_empty: bool = False
+    names: tuple[str, ...] = ()
+    #: Per tag name, the values kept (as integers); a tag not named keeps every value.
+    filters: dict[str, frozenset[int]] = field(default_factory=dict)
+
+
+def tagged_metrics(f: tags.FlowTags, counts: tuple[list[int], list[int]], loss: bool,
+                   req: TaggedRequest) -> list[dict]:
+    """A tagged flow's ``Flow.TaggedMetric`` objects: one per combination of tag values."""
+    out = []
+    for values, tx, rx in f.rows(*counts):
+        if not (tx or rx or req.include_empty):
+            continue
+        if any(t.name in req.filters and v not in req.filters[t.name] for t, v in zip(f.tags, values)):
+            continue
+        named = [{"name": t.name, "value": {"choice": "hex", "hex": t.hex(v)}} for t, v in zip(f.tags, values)]
+        m: dict = {"tags": named, "frames_tx": tx, "frames_rx": rx}
+        if loss:
+            m["loss"] = max(0.0, tx - rx) / tx * 100 if tx else 0.0
+        if req.names:
+            m = {k: v for k, v in m.items() if k == "tags" or k in req.names}
+        out.append(m)
+    return out
+
+
 def flow_metrics(plan: Plan, stats: Sequence[_native.GenFlowStats], which: Sequence[int], rates: Rates,
-                 drain_ns: int, realtime_offset_ns: int, names: Sequence[str] = ()) -> list[dict]:
+                 drain_ns: int, realtime_offset_ns: int, names: Sequence[str] = (),
+                 tagged: TaggedRequest | None = None) -> list[dict]:
     """``Flow.Metric`` objects of flows ``which`` (``stats``: theirs, in that order; ``names``: only
-    these metrics, as OTG's ``metric_names``)."""
+    these metrics, as OTG's ``metric_names``; ``tagged``: a tagged flow's counts per tag value)."""
     now, now_ns = time.monotonic(), time.monotonic_ns()
     out = []
     wire = WIRE_OVERHEAD_BYTES * 8  # layer-1 rates: preamble, SFD, gap
@@ -95,6 +129,9 @@ def flow_metrics(plan: Plan, stats: Sequence[_native.GenFlowStats], which: Seque
                             "average_ns": s.latency_sum_ns / s.latency_frames}
         if names:
             m = {k: v for k, v in m.items() if k == "name" or k in names}
+        counts = tagged.tags_of(i) if tagged is not None and tagged.include and f.tags is not None else None
+        if counts is not None and f.tags is not None and tagged is not None:
+            m["tagged_metrics"] = tagged_metrics(f.tags, counts, f.loss, tagged)
         out.append(m)
     return out
 

@@ -90,8 +90,12 @@ FEATURES: tuple[Feature, ...] = (
     Feature("flows[].packet[].ipv4.options", R, "IPv4 options are not built: put them in a custom header after a "
             "fixed header_length"),
     Feature("flows[].packet[].ipv6.dst_usids", R, "SRv6 uSIDs are not built: give the destination address"),
-    Feature("flows[].packet[].*.*.metric_tags", R, "tagged metrics are not kept: use one flow per value to count "
-            "apart"),
+    Feature("flows[].packet[].*.*.metric_tags", S, "frames sent and received (and loss) per combination of the "
+            "tagged bits' values in `tagged_metrics` (`include`, `include_empty_metrics`, `metric_names`, "
+            "`filters`); the tagged fields may repeat every 65 536 frames at most together, and every frame must "
+            "have room for the signature; no bytes, rates or latency per tag"),
+    Feature("flows[].packet[].custom.metric_tags", R, "a custom header's bytes are fixed: tag a field of a "
+            "header with a pattern"),
     Feature("flows[].metrics.predefined_metric_tags", R, "tagged metrics are not kept: flow metrics count every "
             "receiving port together"),
     Feature("flows[].egress_packet", R, "egress tracking is not kept"),
@@ -108,6 +112,8 @@ FEATURES: tuple[Feature, ...] = (
             "(the port's MAC) or local_subtype"),
     Feature("lldp[].port_id", R, "a given interface name is not set: use auto (the interface's), "
             "mac_address_subtype or local_subtype"),
+    Feature("metric tags on a controller", R, "a controller does not merge its agents' tagged metrics yet: serve "
+            "a tagged flow from one netrig serve"),
     Feature("lldp on a controller", R, "a controller does not place LLDP on its agents yet: serve it from the "
             "agent that holds the port"),
     Feature("events", R, "events are not reported"),

@@ -197,6 +197,27 @@ impl Generator {
             .collect()
     }
 
+    /// Flow `flow`'s frames per frame index modulo its tag period, sent and received (the current
+    /// start's); `None` for a flow without a tag period or out of range.
+    pub fn flow_tags(&self, flow: usize) -> Option<(Vec<u64>, Vec<u64>)> {
+        let c = self.ctl.get(flow)?;
+        let n = self.tx_pubs[flow].tags.len();
+        if n == 0 {
+            return None;
+        }
+        let tag = c.tag.load(Ordering::Acquire);
+        let (mut tx, mut rx) = (vec![0; n], vec![0; n]);
+        if self.tx_pubs[flow].tag.load(Ordering::Acquire) == tag {
+            self.tx_pubs[flow].add_tags(&mut tx);
+        }
+        for slots in &self.rx_slots {
+            if slots[flow].tag.load(Ordering::Acquire) == tag {
+                slots[flow].add_tags(&mut rx);
+            }
+        }
+        Some((tx, rx))
+    }
+
     /// Every flow's state (what [`Self::flow_stats`] says, without the counts).
     pub fn flow_states(&self) -> Vec<FlowState> {
         self.ctl.iter().map(|c| c.state()).collect()

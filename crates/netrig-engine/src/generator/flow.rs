@@ -49,6 +49,10 @@ pub struct GenFlowConfig {
     /// speed it bounds the rate.
     pub gap_bytes: u32,
     pub latency: LatencyMode,
+    /// Frames counted per frame index modulo this, sent and received (0: not counted): the
+    /// period over which the flow's tagged fields repeat (OTG metric tags; the reader maps each
+    /// index to the tag values of the frames at it).
+    pub tag_period: u32,
 }
 
 impl GenFlowConfig {
@@ -69,6 +73,7 @@ impl GenFlowConfig {
             delay_ns: 0,
             gap_bytes: 12,
             latency: LatencyMode::StoreForward,
+            tag_period: 0,
         }
     }
 
@@ -89,6 +94,16 @@ impl GenFlowConfig {
     pub fn validate(&self) -> Result<Arc<CompiledStack>, ConfigError> {
         self.frame_size.validate()?;
         self.rate.validate()?;
+        if self.tag_period > MAX_TAG_PERIOD {
+            return Err(ConfigError::new(
+                "metric_tags",
+                format!(
+                    "the tagged fields repeat every {} frames: at most {MAX_TAG_PERIOD} are counted apart; tag fewer \
+                     fields or give them shorter patterns",
+                    self.tag_period
+                ),
+            ));
+        }
         let stack = self.compile_stack()?;
         let pps = match self.rate {
             Rate::Max => f64::INFINITY,
@@ -104,6 +119,9 @@ impl GenFlowConfig {
         Ok(Arc::new(stack))
     }
 }
+
+/// Most frame indices a flow's tagged counts keep apart (an 8-byte counter each, per worker).
+pub const MAX_TAG_PERIOD: u32 = 65_536;
 
 /// A flow's bursts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -249,7 +249,7 @@ impl Generator {
         let epoch_ns = shared_epoch_ns(clock::now_ns(), realtime_offset_ns);
         let mut g = Generator {
             ctl: (0..nflows).map(|_| FlowCtl::default()).collect(),
-            tx_pubs: (0..nflows).map(|_| Counters::default()).collect(),
+            tx_pubs: flows.iter().map(|f| Counters::with_tags(f.config.tag_period)).collect(),
             rx_slots: Vec::new(),
             tx_ports: Vec::new(),
             rx_ports: Vec::new(),
@@ -301,8 +301,10 @@ impl Generator {
                 LatencyMode::CutThrough => 0,
             })
             .collect();
+        let periods: Vec<u32> =
+            self.flows.get_mut().unwrap_or_else(|e| e.into_inner()).iter().map(|f| f.config.tag_period).collect();
         for (i, (p, qi, q)) in rxq.into_iter().enumerate() {
-            let slots: Arc<[Counters]> = (0..self.ctl.len()).map(|_| Counters::default()).collect();
+            let slots: Arc<[Counters]> = periods.iter().map(|&t| Counters::with_tags(t)).collect();
             let port = Arc::new(PortCounters::default());
             let ring = match cfg.captures.iter().find(|c| c.port == p) {
                 Some(c) => CaptureRing::new(c.buffer_bytes, c.snaplen, c.overwrite),

@@ -163,6 +163,7 @@ impl Count<'_> {
             slot.reset(tag);
         }
         slot.count(wire, m.ts_ns);
+        slot.count_tag(sig.seq);
         // Transmit stamps are 40-bit ns since the epoch: unwrap against the receive time.
         let rx_rel = m.ts_ns.saturating_sub(self.epoch_ns);
         let d = rx_rel.wrapping_sub(sig.tx_ts_ns) & MASK_40;

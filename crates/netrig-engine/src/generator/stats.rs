@@ -75,6 +75,8 @@ pub struct Counters {
     pub lat_sum: AtomicU64,
     pub lat_min: AtomicU64,
     pub lat_max: AtomicU64,
+    /// Frames per frame index modulo its length (a flow with tagged fields; empty otherwise).
+    pub tags: Box<[AtomicU64]>,
 }
 
 impl Default for Counters {
@@ -89,16 +91,25 @@ impl Default for Counters {
             lat_sum: AtomicU64::new(0),
             lat_min: AtomicU64::new(u64::MAX),
             lat_max: AtomicU64::new(0),
+            tags: Box::new([]),
         }
     }
 }
 
 impl Counters {
+    /// Counters of a flow whose frames are also counted per index modulo `tag_period` (0: not).
+    pub(crate) fn with_tags(tag_period: u32) -> Counters {
+        Counters { tags: (0..tag_period).map(|_| AtomicU64::new(0)).collect(), ..Counters::default() }
+    }
+
     /// Zero the counters for a new start tagged `tag` (the writer only).
     pub(crate) fn reset(&self, tag: u32) {
         for a in
             [&self.frames, &self.bytes, &self.first_ns, &self.last_ns, &self.untracked, &self.lat_sum, &self.lat_max]
         {
+            a.store(0, Relaxed);
+        }
+        for a in self.tags.iter() {
             a.store(0, Relaxed);
         }
         self.lat_min.store(u64::MAX, Relaxed);
@@ -114,6 +125,23 @@ impl Counters {
             self.first_ns.store(now, Relaxed);
         }
         self.last_ns.store(now, Relaxed);
+    }
+
+    /// Count frame `index` of the flow's start at its index modulo the tag period (the writer
+    /// only; nothing without tags).
+    #[inline(always)]
+    pub(crate) fn count_tag(&self, index: u64) {
+        if !self.tags.is_empty() {
+            let a = &self.tags[(index % self.tags.len() as u64) as usize];
+            a.store(a.load(Relaxed) + 1, Relaxed);
+        }
+    }
+
+    /// Add the per-index counts to `into` (a reader).
+    pub(crate) fn add_tags(&self, into: &mut [u64]) {
+        for (x, a) in into.iter_mut().zip(self.tags.iter()) {
+            *x += a.load(Relaxed);
+        }
     }
 
     /// Add one latency sample (the writer only).
@@ -230,5 +258,29 @@ impl PortStats {
             self.tx_frames += f;
             self.tx_bytes += b;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tagged_counters_count_per_index_and_reset_with_the_tag() {
+        let c = Counters::with_tags(3);
+        c.reset(7);
+        for j in 0..10 {
+            c.count_tag(j);
+        }
+        let mut got = [0u64; 3];
+        c.add_tags(&mut got);
+        assert_eq!(got, [4, 3, 3]);
+        c.reset(8);
+        let mut again = [0u64; 3];
+        c.add_tags(&mut again);
+        assert_eq!(again, [0, 0, 0]);
+        let plain = Counters::default();
+        plain.count_tag(5); // a flow without tags counts nothing more
+        assert!(plain.tags.is_empty());
     }
 }

@@ -301,6 +301,7 @@ impl TxWorker {
             let seq = s.sent - s.untracked;
             let sig = Signature { trial: s.tag, warmup: false, flow_id: f.index as u32, seq, tx_ts_ns: stamp };
             let len = f.stack.fill(buf, size, &mut s.cursors, &sig);
+            pubs[f.index].count_tag(s.sent);
             s.sent += 1;
             let wire = (len + crate::stream::FCS_LEN) as u64;
             pubs[f.index].count(wire, stamp + epoch);
