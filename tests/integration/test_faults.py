@@ -248,11 +248,16 @@ def test_jumbo_frames_on_a_testbed_with_an_mtu_fall_back_to_af_packet_saying_why
 
 
 def test_a_run_with_jumbo_frames_self_tests_them_at_the_same_mtu(tmp_path):
+    steal = Steal()
     r = netrig("selftest", "--testbed-option", "mtu=9000", "--sizes", "9018", "--rates", "2k", "--duration", "0.3s",
                "--drain", "0.2s", "--out", str(tmp_path / "o"))
     assert r.returncode == 0, r.stderr
     doc = load_result(tmp_path / "o")
-    assert doc["selftest"]["passed"] is True and doc["trials"][0]["counts"]["frames_received"] > 0
+    c = doc["trials"][0]["counts"]
+    assert c["frames_received"] > 0  # jumbo frames went through at the test bed's MTU
+    # passed, unless the host took the CPU from a trial the tester flagged (a 0.3-s trial allows 6 ms)
+    why = excused(c["valid"], c["invalid_reason"], c["pacing"]["stretch_s"] if c.get("pacing") else 0.0, steal)
+    assert doc["selftest"]["passed"] is True or why is not None, (doc["selftest"], c["invalid_reason"])
 
 
 def test_nominal_speed_applies_on_veth(tmp_path):
