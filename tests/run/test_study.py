@@ -160,9 +160,19 @@ testbed = { simulator = { capacity_pps = 100000 } }
 def test_example_studies_are_valid():
     from pathlib import Path
     root = Path(__file__).resolve().parents[2]
-    for name in ("service-cost.toml", "host-tuning.toml"):
+    for name in ("service-cost.toml", "host-tuning.toml", "flows-sweep.toml", "routes-sweep.toml"):
         s = load_study(root / "examples" / name)
         assert len(s.variants) >= 4, name
+
+
+def test_a_routes_sweep_spreads_the_traffic_over_the_routes():
+    """Each point of a routes sweep loads N host routes and sends to N destinations, one per
+    route, in RFC 4814's pseudorandom order."""
+    from pathlib import Path
+    s = load_study(Path(__file__).resolve().parents[2] / "examples" / "routes-sweep.toml")
+    last = s.variants[-1].config
+    assert last.testbed.options["routes"] == 65_534
+    assert last.stream.flows == {"dst_ips": 65_534} and last.stream.flow_order == "pseudorandom"
 
 
 @needs_root

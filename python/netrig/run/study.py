@@ -71,6 +71,9 @@ MAX_SWEEP_POINTS = 32
 #: The stateful method's connections: swept in every stateful method of the base config.
 CONNECTIONS_KEY = "methods.stateful.connections"
 
+#: The routing test beds' host routes: swept with the traffic's destinations spread over them.
+ROUTES_KEY = "testbed.options.routes"
+
 #: Named sweep dimensions: (config key path, what it means). Any other dotted config key path
 #: (``testbed.options.cap``) can be swept too.
 SWEEP_DIMENSIONS: dict[str, tuple[str, str]] = {
@@ -80,6 +83,8 @@ SWEEP_DIMENSIONS: dict[str, tuple[str, str]] = {
     "rules": ("testbed.options.rules", "stateless ACL rules on the DUT (the acl test bed)"),
     "dut-cpus": ("testbed.options.dut_cpus", "CPUs the DUT's forwarding may use (a count N: CPUs 0..N-1)"),
     "frame-size": ("frames.sizes", "frame size, bytes (one size per point)"),
+    "routes": (ROUTES_KEY, "host routes in the DUT's FIB (router, firewall, nat … test beds), the traffic's "
+                           "destinations spread over them in pseudorandom order (RFC 4814)"),
     "connections": (CONNECTIONS_KEY, "connections established through the DUT (RFC 9693): the stateful "
                                      "method's connections, its throughput measured with that state"),
 }
@@ -164,6 +169,9 @@ def sweep_patch(sweep: Sweep, i: int, base: dict) -> dict:
         for m in stateful:
             m["stateful"] = {**(m["stateful"] or {}), "connections": v}
         return {"methods": methods}
+    if sweep.key == ROUTES_KEY and isinstance(v, int) and not isinstance(v, bool) and v > 0:
+        # every route carries traffic: one destination address per route, in RFC 4814's order
+        return merge(nest(sweep.key, v), {"stream": {"flows": {"dst_ips": v}, "flow_order": "pseudorandom"}})
     if sweep.key == "ports.flows" and isinstance(v, int) and v > PORT_RANGE_FLOWS:
         if v % 1024:
             raise ConfigError(f"sweep.values[{i}]", f"{v}: past {PORT_RANGE_FLOWS} flows the flows are 1024 source "

@@ -102,7 +102,10 @@ _KINDS: dict[str, type] = {"rules": int, "cap": str, "cap_burst": int, "nat": st
                            "ifaces": str,
                            "tester_stack": bool, "mtu": int, "forward_mode": str, "forward_backend": str,
                            "capture_method": str, "capture_batch": int, "dut_neighbours": str,
-                           "addresses": str, "gateways": str}
+                           "addresses": str, "gateways": str, "routes": int}
+#: Most host routes the ``routes`` option loads: the receiving side's addresses from 198.19.0.2 to
+#: 198.19.255.255 (traffic stays inside the benchmarking range, RFC 2544 §C.2.2).
+MAX_ROUTES = 65_534
 #: How a routing DUT knows the tester's MACs: ``static`` (permanent entries the build sets) or
 #: ``resolved`` (its own ARP and ND, answered by the tester ports' kernel stacks).
 DUT_NEIGHBOURS = ("static", "resolved")
@@ -194,6 +197,10 @@ class TestbedOptions:
     capture_method: capture: the capture application's method (``recvfrom``, ``recvmmsg``, ``threads``,
                     ``tpacket_v3``, ``libpcap``, ``af_xdp``; ``netrig capture``).
     capture_batch:  capture: frames per ``recvmmsg`` call (1..1024, default 10 as in lab report 002).
+    routes:         router, nat, firewall, fwnat, acl, policer: N host routes (/32 and /128) in the DUT's
+                    FIB for the receiving side's first N addresses from the rx port's (198.19.0.2 …,
+                    2001:2:0:1::2 …), each via the rx port, loaded in one netlink batch; a trial with
+                    ``flows.dst_ips = N`` spreads over them (1..65 534: the test range's addresses).
     dut_neighbours: router, nat, firewall, fwnat, acl, policer: ``static`` (default: permanent
                     neighbour entries for the tester's addresses) or ``resolved`` (none: the DUT
                     resolves them by ARP and ND, which the tester ports' kernel stacks answer; they
@@ -227,6 +234,7 @@ class TestbedOptions:
     capture_method: str = "recvfrom"
     capture_batch: int = _native.DEFAULT_CAPTURE_BATCH
     dut_neighbours: str = "static"
+    routes: int = 0
 
     def __post_init__(self) -> None:
         _int("rules", self.rules, 1, 1_000_000)
@@ -283,6 +291,7 @@ class TestbedOptions:
         if not isinstance(self.capture_method, str) or self.capture_method not in CAPTURE_METHODS:
             raise ConfigError("capture_method", f"{self.capture_method!r}: must be one of {', '.join(CAPTURE_METHODS)}")
         _int("capture_batch", self.capture_batch, 1, _native.MAX_CAPTURE_BATCH)
+        _int("routes", self.routes, 0, MAX_ROUTES)
 
     def port_addresses(self) -> list[PortAddresses]:
         """``addresses`` and ``gateways`` per interface, checked (each family at most once per

@@ -85,6 +85,8 @@ class Expected:
     mac: str | None = None
     dst: str | None = None
     gateway: str | None = None
+    #: A route's metric (priority) where it must win over a connected route of the same prefix.
+    metric: int | None = None
 
 
 @dataclass(frozen=True)

@@ -255,9 +255,9 @@ class Testbed:
         self.ipr(ns).neigh("add", dst=ip, lladdr=mac, ifindex=self.index(ns, ifname), state=0x80)  # PERMANENT
         self._expect(Expected("neigh", ns, ifname, ip=ip, mac=mac))
 
-    def add_route(self, ns: str, dst: str, gateway: str) -> None:
-        self.ipr(ns).route("add", dst=dst, gateway=gateway)
-        self._expect(Expected("route", ns, dst=dst, gateway=gateway))
+    def add_route(self, ns: str, dst: str, gateway: str, metric: int | None = None) -> None:
+        self.ipr(ns).route("add", dst=dst, gateway=gateway, **({"priority": metric} if metric is not None else {}))
+        self._expect(Expected("route", ns, dst=dst, gateway=gateway, metric=metric))
 
     def send_learning_frames(self) -> None:
         """Send one frame from every tester port (source = its MAC) so an L2 DUT learns where it is."""
@@ -618,7 +618,8 @@ def _restore(ipr: IPRoute, item: Expected, index: dict[str, int]) -> None:
     elif item.kind == "neigh":
         ipr.neigh("replace", dst=item.ip, lladdr=item.mac, ifindex=index[str(item.ifname)], state=NUD_PERMANENT)
     else:
-        ipr.route("replace", dst=item.dst, gateway=item.gateway)
+        ipr.route("replace", dst=item.dst, gateway=item.gateway,
+                  **({"priority": item.metric} if item.metric is not None else {}))
 
 
 def _describe_ns(ns: str | None, sysctls: dict[str, str], nft_text: str | None) -> dict[str, Any]:

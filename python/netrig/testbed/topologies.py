@@ -11,12 +11,16 @@ DUT ↔ rx (right)   198.19.0.1/24        198.19.0.2 (rx)             198.19.0.0
                    2001:2:0:1::1/64     2001:2:0:1::2               2001:2:0:100::/56
 =================  ===================  =========================  ==========================
 
+Every other address of a link subnet is routed to the tester port too (``_behind_the_port``), so
+traffic spread over destinations (``dst_ips``) reaches the tester from the first address on.
+
 L2 topologies (loopback, bridge) put both tester ports in 198.18.0.0/24 (.2 and .3) and
 2001:2::/64 (::2 and ::3); fourport's second pair uses 198.18.1.0/24 and 2001:2:0:1::/64.
 """
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
 import shutil
 import signal
@@ -91,7 +95,7 @@ DUT_OPTIONS = (*LINK_OPTIONS, "dut_cpus", "dut_placement", "dut_ring")
 #: Options of a DUT that tracks connections (the conntrack table's size, hash size and timeouts).
 CONNTRACK_OPTIONS = ("conntrack_max", "conntrack_buckets", "conntrack_timeout_s")
 #: Options of a routing DUT: its placement and nftables' software fast path.
-ROUTED_OPTIONS = (*DUT_OPTIONS, "flowtable", "dut_neighbours")
+ROUTED_OPTIONS = (*DUT_OPTIONS, "flowtable", "dut_neighbours", "routes")
 
 
 class Topology:
@@ -567,16 +571,70 @@ class Router(Topology):
         tb.add_route(dut, "2001:2:0:100::/56", RIGHT6[1])
         tb.add_route(dut, "198.18.0.0/16", LEFT4[1])
         tb.add_route(dut, "2001:2:0:200::/56", LEFT6[1])
+        _behind_the_port(tb, dut, dtx, LEFT4, LEFT6)
+        _behind_the_port(tb, dut, drx, RIGHT4, RIGHT6)
         tb.add_neigh(tx_ns, tx_if, LEFT4[0], dtx_mac)
         tb.add_neigh(rx_ns, rx_if, RIGHT4[0], drx_mac)
         _tester_stack(tb, tx_ns, tx_if, LEFT4[1], LEFT6[1], 24, 64, LEFT4[0], LEFT6[0], resolved)
         _tester_stack(tb, rx_ns, rx_if, RIGHT4[1], RIGHT6[1], 24, 64, RIGHT4[0], RIGHT6[0], resolved)
         _port(tb, "tx", tx_if, tx_ns, LEFT4[1], LEFT6[1], dtx_mac, LEFT4[0], LEFT6[0])
         _port(tb, "rx", rx_if, rx_ns, RIGHT4[1], RIGHT6[1], drx_mac, RIGHT4[0], RIGHT6[0])
+        if tb.options.routes:
+            _load_routes(tb, dut, drx, tb.options.routes)
         _place(tb, dut, [dtx, drx])
         if resolved:
             _resolve(tb, dut, (LEFT4[1], LEFT6[1], RIGHT4[1], RIGHT6[1]))
         return RouterDut(dut, dtx, drx)
+
+
+def _behind_the_port(tb: Any, dut: str, dif: str, v4: tuple[str, str], v6: tuple[str, str]) -> None:
+    """The DUT's link subnets' other addresses are the tester's, behind its port, as the /16 and
+    /56 beyond them are: a trial that spreads its destinations over them (``--vary dst_ips=4``)
+    had them resolved on the link, where nothing answers, and reported 3 in 4 frames as the DUT's
+    loss. IPv4: the two halves of the /24 via the port (longer than the connected route); IPv6: the
+    /64 via the port at metric 1 (ahead of the connected route's 256); the subnet's broadcast
+    address is a destination like any other."""
+    net = ipaddress.IPv4Network(f"{v4[0]}/24", strict=False)
+    for half in net.subnets(new_prefix=25):
+        tb.add_route(dut, str(half), v4[1])
+    tb.add_route(dut, str(ipaddress.IPv6Network(f"{v6[0]}/64", strict=False)), v6[1], metric=1)
+    subprocess.run(["ip", "-n", dut, "route", "del", "broadcast", str(net.broadcast_address), "dev", dif, "table",
+                    "local"], capture_output=True, check=False)
+
+
+def _load_routes(tb: Any, dut: str, drx: str, n: int) -> None:
+    """``routes``: ``n`` host routes per family for the receiving side's first ``n`` addresses (from
+    the rx port's), via the rx port (the port's own one straight out of ``drx``: a gateway must be
+    reachable without one), in one ``ip -batch`` (netlink, one process); read back."""
+    v4, v6 = ipaddress.IPv4Address(RIGHT4[1]), ipaddress.IPv6Address(RIGHT6[1])
+    lines = []
+    for first, gw, plen in ((v4, RIGHT4[1], 32), (v6, RIGHT6[1], 128)):
+        lines.append(f"route add {first}/{plen} dev {drx}")
+        lines += [f"route add {first + k}/{plen} via {gw}" for k in range(1, n)]
+    t0 = time.monotonic()
+    r = subprocess.run(["ip", "-n", dut, "-batch", "-"], input="\n".join(lines) + "\n", text=True,
+                       capture_output=True, check=False, timeout=600)
+    took = time.monotonic() - t0
+    if r.returncode != 0:
+        last = (r.stderr.strip().splitlines() or ["no output"])[-1]
+        raise TestbedError(f"routes: loading {n} routes into the DUT failed: ip -batch: {last}")
+    held = _host_routes(dut)
+    if held < 2 * n:
+        raise TestbedError(f"routes: the DUT holds {held} of the {2 * n} host routes loaded")
+    tb.state.notes.append(f"routes: {n} IPv4 /32 and {n} IPv6 /128 host routes in the DUT ({RIGHT4[1]} …, "
+                          f"{RIGHT6[1]} …, via the rx port), loaded in {took:.1f} s")
+
+
+def _host_routes(ns: str) -> int:
+    """The /32 and /128 routes of a namespace's main tables (one netlink dump per family)."""
+    out = 0
+    for fam, plen in (("-4", "/32"), ("-6", "/128")):
+        r = subprocess.run(["ip", "-n", ns, fam, "route", "show"], capture_output=True, text=True, check=True)
+        # a host route prints without its length (198.19.0.2 via …); any other with it
+        out += sum(1 for line in r.stdout.splitlines()
+                   if line.split() and (line.split()[0].endswith(plen) or "/" not in line.split()[0])
+                   and line.split()[0] != "default")
+    return out
 
 
 def _place(tb: Any, dut: str, ifaces: list[str]) -> None:

@@ -1,0 +1,86 @@
+"""The routing test beds' ``routes`` option (issue 43, the DUT's table scale): N host routes per
+family in the DUT's FIB, loaded in one netlink batch and read back, and traffic spread over all of
+them (one destination per route, RFC 4814 order) forwarded exact, in IPv4 and IPv6."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from testbed_helpers import needs_root
+from tests.host_steal import Steal, excused
+
+from netrig.errors import ConfigError
+from netrig.testbed import Testbed
+
+NETRIG = [sys.executable, "-m", "netrig.cli.main"]
+ROUTES = 4_000
+
+
+def host_routes(ns: str, family: str) -> list[str]:
+    out = subprocess.run(["ip", "-n", ns, family, "route", "show"], capture_output=True, text=True, check=True).stdout
+    return [line for line in out.splitlines() if line.split() and "/" not in line.split()[0]
+            and line.split()[0] != "default"]
+
+
+def spread_trial(tb_id: str, *extra: str, over: int = ROUTES) -> dict:
+    """20 k frames to ``over`` destinations in pseudorandom order (exit 1 only for a trial the
+    host's steal excuses)."""
+    steal = Steal()
+    r = subprocess.run([*NETRIG, "trial", "--testbed", tb_id, *extra, "--vary", f"dst_ips={over}", "--flow-order",
+                        "pseudorandom", "--rate", "20kpps", "--frames", "20k", "--drain", "0.3s", "--json"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode in (0, 1), r.stderr
+    res = json.loads(r.stdout)["result"]
+    why = excused(res["valid"], res.get("invalid_reason"), res["tx_stretch_ns"] / 1e9, steal)
+    assert r.returncode == (0 if why is None else 1), r.stderr
+    return res
+
+
+@needs_root
+@pytest.mark.root
+def test_routes_are_loaded_read_back_and_carry_the_traffic():
+    up = subprocess.run([*NETRIG, "testbed", "up", "router", "--testbed-option", f"routes={ROUTES}"],
+                        capture_output=True, text=True, timeout=300)
+    assert up.returncode == 0, up.stderr
+    tb_id = up.stdout.split()[1]
+    try:
+        dut = f"nr{tb_id}-dut"
+        v4, v6 = host_routes(dut, "-4"), host_routes(dut, "-6")
+        assert len(v4) == len(v6) == ROUTES, (len(v4), len(v6))
+        assert v4[0].startswith("198.19.0.2 dev ") and any(x.startswith("198.19.15.161 via 198.19.0.2") for x in v4)
+        res = spread_trial(tb_id)
+        assert res["frames_received"] == res["frames_sent"] == 20_000
+        res6 = spread_trial(tb_id, "--family", "6", "--frame-size", "128")
+        assert res6["frames_received"] == res6["frames_sent"] == 20_000
+        status = subprocess.run([*NETRIG, "testbed", "status", tb_id, "--json"], capture_output=True, text=True)
+        notes = " ".join(json.loads(status.stdout).get("notes", []))
+        assert f"routes: {ROUTES} IPv4 /32 and {ROUTES} IPv6 /128 host routes" in notes, notes
+    finally:
+        subprocess.run([*NETRIG, "testbed", "down", tb_id], capture_output=True, timeout=120)
+
+
+@needs_root
+@pytest.mark.root
+def test_destinations_spread_over_the_link_subnet_reach_the_tester():
+    """Without routes: the DUT's link subnet's other addresses (198.19.0.3 … .255, 2001:2:0:1::3 …)
+    are behind the rx port like the rest of the receiving range; they were resolved on the link,
+    where nothing answered, and 3 in 4 frames of ``--vary dst_ips=4`` counted as the DUT's loss."""
+    up = subprocess.run([*NETRIG, "testbed", "up", "router"], capture_output=True, text=True, timeout=300)
+    assert up.returncode == 0, up.stderr
+    tb_id = up.stdout.split()[1]
+    try:
+        for over in (4, 300):
+            assert spread_trial(tb_id, over=over)["frames_received"] == 20_000, over
+        assert spread_trial(tb_id, "--family", "6", "--frame-size", "128", over=300)["frames_received"] == 20_000
+        assert subprocess.run([*NETRIG, "testbed", "status", tb_id], capture_output=True, text=True).returncode == 0
+    finally:
+        subprocess.run([*NETRIG, "testbed", "down", tb_id], capture_output=True, timeout=120)
+
+
+def test_routes_are_bounded_by_the_test_range():
+    with pytest.raises(ConfigError, match="^routes: 65535: must be an integer from 0 to 65534"):
+        Testbed.create("router", routes=65_535)
+    with pytest.raises(ConfigError, match="routes"):
+        Testbed.create("loopback", routes=10)
