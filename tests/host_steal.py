@@ -42,6 +42,30 @@ class Steal:
         return steal_s() - self.t0
 
 
+def excess_s(res: dict) -> float:
+    """How far an engine trial (``TrialResult.to_dict()``, a ``--json`` result) stretched beyond
+    its tolerance: the time without which it would have been valid (0 when within it)."""
+    stretch = res["tx_stretch_ns"] / 1e9
+    allowed = res.get("max_stretch_pct", 0.0) / 100 * res.get("duration_s", 0.0)
+    return max(0.0, stretch - allowed)
+
+
+#: A ``timing`` test that fails while the host took at least this share of the machine's CPU
+#: time over it is reported as skipped, naming the share (:func:`spoilt_by_host`).
+TIMING_STEAL_SHARE = 0.05
+
+
+def spoilt_by_host(took_s: float, wall_s: float) -> str | None:
+    """Why a failed ``timing`` test is the host's (None: it is not): its steal over the test was
+    at least :data:`TIMING_STEAL_SHARE` of every CPU's time."""
+    cpus = os.cpu_count() or 1
+    share = took_s / (wall_s * cpus) if wall_s > 0 else 0.0
+    if share < TIMING_STEAL_SHARE:
+        return None
+    return (f"a timing test failed while the host took {took_s * 1e3:.0f} ms of CPU from this machine (steal), "
+            f"{100 * share:.1f} % of its {cpus} CPUs over {wall_s:.1f} s: its rates and times are the host's")
+
+
 def lost_s(duration_s: float, intended_pps: float, achieved_pps: float) -> float:
     """The time a trial of ``duration_s`` at ``intended_pps`` fell behind when it ran at ``achieved_pps``."""
     if achieved_pps <= 0:

@@ -23,6 +23,7 @@ def _netns() -> set[str]:
             .stdout.splitlines() if ln.strip()}
 
 
+@pytest.mark.timing
 def test_short_capture_bench_writes_result_and_report(tmp_path, capsys):
     before = _netns()
     out = tmp_path / "cb"

@@ -327,6 +327,7 @@ def reported_statistics(m) -> dict[str, float]:
     return {k: v for k in ("minimum_ns", "average_ns", "maximum_ns") if (v := getattr(m.latency, k)) is not None}
 
 
+@pytest.mark.timing
 def test_cross_agent_latency_on_one_host_is_within_its_bound_of_the_same_host_value(tmp_path):
     """Issue 45: two agents in namespaces on one veth pair share one clock, so the latency the
     controller corrects across them is the one a single `netrig serve` measures on the same pair,

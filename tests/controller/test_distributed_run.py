@@ -195,6 +195,7 @@ FAULTS = {
 
 
 @pytest.mark.parametrize("fault", FAULTS)
+@pytest.mark.timing
 def test_an_agent_lost_mid_run_over_https_stops_it_resumably_and_resume_finishes_it(tmp_path, fault):
     """Issue 45, with real agents over HTTPS (certificates made here, --client-ca, --agent-ca, tokens):
     agent b dies (SIGKILL), hangs (SIGSTOP: a stopped host, its heartbeat unanswered) or loses its

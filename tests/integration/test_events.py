@@ -11,7 +11,7 @@ import time
 
 import pytest
 from tests.conftest import needs_root
-from tests.host_steal import Steal, valid_or_host
+from tests.host_steal import Steal, excess_s, valid_or_host
 
 from netrig.measure.events import Event, EventClock, EventRun
 from netrig.methods.reset import ResetParams, measure_reset
@@ -79,7 +79,7 @@ def blackout_trial(router: str) -> dict:
     assert "Traceback" not in r.stderr
     doc = json.loads(r.stdout)
     res = doc["result"]
-    valid_or_host(res["valid"], res.get("invalid_reason"), res["tx_stretch_ns"] / 1e9, steal)
+    valid_or_host(res["valid"], res.get("invalid_reason"), excess_s(res), steal)
     return doc
 
 

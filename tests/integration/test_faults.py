@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from tests.conftest import needs_root, sh, veth_pair
-from tests.host_steal import Steal, excused
+from tests.host_steal import Steal, excess_s, excused
 
 from netrig import Stream, run_trial
 from netrig.errors import LiveInterfaceError
@@ -140,7 +140,7 @@ def routed_trial(tb_id: str, *extra: str) -> dict:
     assert r.returncode in (0, 1), r.stderr
     doc = json.loads(r.stdout)
     res = doc["result"]
-    why = excused(res["valid"], res.get("invalid_reason"), res["tx_stretch_ns"] / 1e9, steal)
+    why = excused(res["valid"], res.get("invalid_reason"), excess_s(res), steal)
     assert r.returncode == (0 if why is None else 1), r.stderr
     return {**doc, "stderr": r.stderr}
 
@@ -237,7 +237,7 @@ def test_jumbo_frames_on_a_testbed_with_an_mtu_fall_back_to_af_packet_saying_why
                    "0.3s", "--json")
         assert r.returncode in (0, 1), r.stderr
         res = json.loads(r.stdout)["result"]
-        why = excused(res["valid"], res.get("invalid_reason"), res["tx_stretch_ns"] / 1e9, steal)
+        why = excused(res["valid"], res.get("invalid_reason"), excess_s(res), steal)
         assert r.returncode == (0 if why is None else 1), r.stderr
         assert res["frames_received"] == 5000
         notes = " ".join(p["notes"] for p in res["ports"])

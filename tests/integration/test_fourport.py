@@ -10,6 +10,7 @@ pytestmark = [needs_root, pytest.mark.root]
 
 
 @pytest.mark.parametrize("io", ["af_packet", "auto"])
+@pytest.mark.timing
 def test_two_pairs_in_one_trial(io):
     from netrig.testbed import Testbed
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 from tests.conftest import forwarding_namespace, needs_root, veth_pair
-from tests.host_steal import Steal, valid_or_host
+from tests.host_steal import Steal, excess_s, valid_or_host
 
 import netrig
 from netrig.model import FrameSize, LineRate
@@ -84,9 +84,10 @@ def policer():
 def spoilt(res, steal: Steal) -> None:
     """Skip when the host took the CPU from an engine trial whose stretch the tester flagged
     (:func:`tests.host_steal.valid_or_host`): its shape and rates are then the platform's."""
-    valid_or_host(res.valid, res.invalid_reason, res.tx_stretch_ns / 1e9, steal)
+    valid_or_host(res.valid, res.invalid_reason, excess_s(res.to_dict(flows=False)), steal)
 
 
+@pytest.mark.timing
 def test_recovery_and_iperf_are_one_engine_trial_each(policer):
     from netrig.methods.iperf import IperfParams, measure_iperf
     from netrig.methods.recovery import RecoveryParams, measure_recovery

@@ -129,6 +129,7 @@ def test_a_long_take_overflows_the_ring_and_every_lost_frame_is_in_it(session):
     assert f"all {c.frames_lost:,} lost frames in DUT stalls" in stall_note(c)
 
 
+@pytest.mark.timing
 def test_a_timer_driven_latency_spike_is_found_with_its_period(session):
     c = _measure_with_hog(session, 20_000, 1000, 0.003, 0.047)  # until the trial ends
     tl = c.latency_timeline

@@ -86,6 +86,7 @@ def test_round_trips_through_a_router_with_exact_percentiles_and_cpu(router, pro
 
 @needs_root
 @needs_sockperf
+@pytest.mark.timing
 def test_a_paced_run_holds_its_rate(router):
     tx, rx = router.port("tx"), router.port("rx")
     steal = Steal()

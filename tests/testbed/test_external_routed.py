@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 from tests.conftest import needs_root, sh
-from tests.host_steal import Steal, excused
+from tests.host_steal import Steal, excess_s, excused
 
 from netrig.testbed import nft
 from netrig.testbed import state as st
@@ -66,7 +66,7 @@ def routed_trial(tb_id: str, *extra: str, prefix: tuple[str, ...] = ()) -> dict:
                prefix=prefix)
     assert r.returncode in (0, 1), r.stderr
     res = json.loads(r.stdout)["result"]
-    why = excused(res["valid"], res.get("invalid_reason"), res["tx_stretch_ns"] / 1e9, steal)
+    why = excused(res["valid"], res.get("invalid_reason"), excess_s(res), steal)
     assert r.returncode == (0 if why is None else 1), r.stderr
     return res
 

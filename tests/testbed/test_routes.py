@@ -9,7 +9,7 @@ import sys
 
 import pytest
 from testbed_helpers import needs_root
-from tests.host_steal import Steal, excused
+from tests.host_steal import Steal, excess_s, excused
 
 from netrig.errors import ConfigError
 from netrig.testbed import Testbed
@@ -33,7 +33,7 @@ def spread_trial(tb_id: str, *extra: str, over: int = ROUTES) -> dict:
                        capture_output=True, text=True, timeout=120)
     assert r.returncode in (0, 1), r.stderr
     res = json.loads(r.stdout)["result"]
-    why = excused(res["valid"], res.get("invalid_reason"), res["tx_stretch_ns"] / 1e9, steal)
+    why = excused(res["valid"], res.get("invalid_reason"), excess_s(res), steal)
     assert r.returncode == (0 if why is None else 1), r.stderr
     return res
 

@@ -1,0 +1,34 @@
+"""The suite's rule for the host's steal (tests/host_steal.py): what excuses a flagged trial or a
+failed timing test, and what never does."""
+import os
+
+import pytest
+from tests.host_steal import Steal, excess_s, excused, spoilt_by_host
+
+
+class Took(Steal):
+    def __init__(self, s: float):
+        self.s = s
+
+    def seconds(self) -> float:
+        return self.s
+
+
+def test_a_flagged_trial_is_excused_only_by_at_least_its_excess_in_steal():
+    assert excused(True, None, 0.0, Took(0.0)) is None
+    assert "took 30 ms" in (excused(False, "stretched", 0.021, Took(0.03)) or "")
+    with pytest.raises(pytest.fail.Exception, match="lost 21 ms with the host taking only 20 ms"):
+        excused(False, "stretched", 0.021, Took(0.02))
+    with pytest.raises(pytest.fail.Exception):  # invalid for another reason: nothing lost to excuse
+        excused(False, "frames of another trial", 0.0, Took(5.0))
+
+
+def test_the_excess_is_the_stretch_beyond_the_trials_tolerance():
+    assert excess_s({"tx_stretch_ns": 21_300_000, "max_stretch_pct": 2.0, "duration_s": 1.0}) == pytest.approx(0.0013)
+    assert excess_s({"tx_stretch_ns": 5_000_000, "max_stretch_pct": 2.0, "duration_s": 1.0}) == 0.0
+
+
+def test_a_timing_test_is_the_hosts_from_five_percent_of_the_cpu_time():
+    cpus = os.cpu_count() or 1
+    assert spoilt_by_host(0.049 * 10 * cpus, 10.0) is None
+    assert "5.0 %" in (spoilt_by_host(0.05 * 10 * cpus, 10.0) or "")
