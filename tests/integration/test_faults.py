@@ -404,8 +404,9 @@ def test_a_shared_dut_experiment_counts_each_others_frames_and_flags_every_trial
             assert [p["backend"] for p in r["ports"]] == ["af_packet"] * 2, r["ports"]
             assert r["frames_received"] == r["frames_sent"] > 0, r["invalid_reason"]
             # Two runs' paced workers on the tester's CPUs: a run that fell behind says so
-            if r["frames_sent"] < 5_000 * seconds:
-                assert "could not keep the intended rate" in r["invalid_reason"], r["invalid_reason"]
+            if r["frames_sent"] < 5_000 * seconds:  # flagged as falling short or as stretched (2.01 % seen)
+                assert "could not keep the" in r["invalid_reason"] or "sending was stretched" in r["invalid_reason"], \
+                    r["invalid_reason"]
             assert 0 < r["frames_stray"] <= other["result"]["frames_sent"]
             assert not r["valid"] and "frames of another netrig trial arrived" in r["invalid_reason"]
 
