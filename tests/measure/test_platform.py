@@ -38,3 +38,17 @@ def test_a_period_with_missing_and_jittered_spikes_is_the_fundamental_not_a_mult
     events = [round(i * period_windows) + rng.choice((0, 0, 1)) for i in range(40) if i % 5 != 2]
     p = periodicity(events, WINDOW_MS, 240)
     assert p is not None and abs(p.period_ms - 50.5) < 5.0, p
+
+
+def test_a_host_stop_inside_a_take_is_one_stall_with_it():
+    """A 5-ms take of the DUT's CPU with a 1.5-ms host stop inside: the watch placed the host part
+    47 µs before the guest's (its bounds are known to half a tick); one stall, the guest's view.
+    Two guest episodes as close stay two, and a host stop a tick away is its own."""
+    from netrig.measure.platform import StallEpisode, merged
+
+    host, take = StallEpisode(0.659236, 1.508, 1, False), StallEpisode(0.660792, 3.113, 1, True, "netrig-hog")
+    (one,) = merged([take, host], 0.0005)
+    assert one.start_s == host.start_s and one.seen_by_guest and one.by == "netrig-hog"
+    assert abs(one.length_ms - 4.669) < 1e-3
+    assert len(merged([StallEpisode(0.1, 1.0, 1, True, "a"), StallEpisode(0.10105, 1.0, 1, True, "b")], 0.0005)) == 2
+    assert len(merged([host, StallEpisode(0.6618, 2.0, 1, True, "x")], 0.0005)) == 2
