@@ -5,7 +5,8 @@
 //!
 //! - [`Pacing::Smooth`] (the default): the time is not recovered. The worker sends at most
 //!   [`smooth_depth`] frames (80 µs worth) at once, shifts its schedule so that the next frame is due one frame
-//!   time later, and so never offers more than the intended rate over any window longer than one
+//!   time later (also when the batch itself was held up before the queue took it: then that batch
+//!   was the burst), and so never offers more than the intended rate over any window longer than one
 //!   batch. Every intended frame is still sent, later: the run is *stretched* by the time lost.
 //! - [`Pacing::CatchUp`]: the schedule stays on the wall clock; the backlog is sent at up to
 //!   [`CATCHUP_FACTOR`] × the rate (at most [`catchup_burst`] frames at once), so the run keeps its

@@ -611,6 +611,19 @@ impl<'a> TxRun<'a> {
         self.res.last_ns = after;
         self.last_stamp = now;
         self.total_sent += sent;
+        if sc.paced() {
+            // How late the batch's first frame really left (a hold-up after `pace` looked).
+            let due_at = sc.anchor + (sc.sent as f64 * sc.npf) as u64;
+            self.res.max_lag_ns = self.res.max_lag_ns.max(handed.saturating_sub(due_at));
+        }
+        if self.pacing == Pacing::Smooth && sc.paced() && sc.due(handed) > sc.depth {
+            // Held up between the decision and the hand-off (descheduled, or the queue was slow to
+            // take it) by more than the depth: this batch went out late as one burst, so the schedule
+            // shifts from it as from a burst `pace` lets out, and the next frame follows one frame
+            // time later. Without this, the frames that fell due meanwhile went out right after it
+            // as a second burst (a 1-ms window held the intended 50 frames + 7).
+            sc.anchor = handed.saturating_sub(((sc.sent + sent - 1) as f64 * sc.npf) as u64).max(sc.anchor);
+        }
         sc.sent += sent;
         if self.pacing == Pacing::CatchUp {
             sc.tokens -= sent as f64;
