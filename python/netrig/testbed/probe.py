@@ -81,11 +81,10 @@ def _open(netns: str | None, ifname: str, rcvbuf: int = 0) -> socket.socket:
 
 
 def send_frames(netns: str | None, ifname: str, frames: list[bytes] | bytes, count: int,
-                rate_pps: float | None = None, times: list[float] | None = None) -> int:
+                rate_pps: float | None = None) -> int:
     """Send ``count`` frames (cycling through ``frames``), paced at ``rate_pps`` if given; returns sent.
-
-    ``times``, if given, gets the ``time.perf_counter()`` at which each frame that was sent left
-    (a Python sender stalls; a test that judges the DUT by what it passed judges it against this)."""
+    (A Python sender stalls, and so does the CPU that receives: a test that judges the DUT by what
+    it passed judges it against :class:`Arrivals`.)"""
     if isinstance(frames, bytes):
         frames = [frames]
     s = _open(netns, ifname)
@@ -101,8 +100,6 @@ def send_frames(netns: str | None, ifname: str, frames: list[bytes] | bytes, cou
             try:
                 s.send(frames[i % n])
                 sent += 1
-                if times is not None:
-                    times.append(time.perf_counter())
             except BlockingIOError:
                 time.sleep(0.0001)
             except OSError as e:
@@ -173,6 +170,57 @@ class Receiver:
             self.result.count += 1
             if len(self.result.frames) < self.keep:
                 self.result.frames.append(info)
+
+
+PACKET_STATISTICS = 6
+#: SO_TIMESTAMPNS (= SCM_TIMESTAMPNS) in asm-generic/socket.h; Python's socket module lacks it.
+SO_TIMESTAMPNS = 35
+
+
+class Arrivals:
+    """The kernel's receive times of the probe frames that reach ``ifname`` in ``netns``, taken where
+    the receiving stack processes them (the packet tap, in the same pass as its forwarding and
+    filtering), not where they were sent: a DUT whose CPU is stopped gets the frames sent meanwhile
+    all at once when it runs again, and a policer there sees them so. Read after the traffic (no
+    thread beside the sender): the socket's buffer holds ``capacity`` frames::
+
+        with Arrivals(dut_ns, "nr12ab-dtx") as at:
+            send_frames(...)
+        at.times, at.dropped
+    """
+
+    def __init__(self, netns: str | None, ifname: str, capacity: int = 65_536):
+        self.times: list[float] = []
+        self.dropped = 0
+        # a frame's truesize: up to a page and its skb
+        self._sock = _open(netns, ifname, rcvbuf=min(capacity * 8192, 1 << 30))
+        self._sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        self._sock.setblocking(False)
+
+    def __enter__(self) -> Arrivals:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            self._drain()
+        finally:
+            self._sock.close()
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                data, anc, _, _ = self._sock.recvmsg(2048, socket.CMSG_SPACE(16))
+            except BlockingIOError:
+                break
+            if parse(data) is None:
+                continue
+            stamp = next((d for lvl, typ, d in anc if lvl == socket.SOL_SOCKET and typ == SO_TIMESTAMPNS),
+                         None)
+            if stamp is not None:
+                sec, nsec = struct.unpack("qq", stamp[:16])
+                self.times.append(sec + nsec * 1e-9)
+        # tpacket_stats: packets, drops (reading them resets them)
+        self.dropped = struct.unpack("II", self._sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8))[1]
 
 
 def parse(data: bytes) -> dict[str, Any] | None:
