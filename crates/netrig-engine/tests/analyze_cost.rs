@@ -11,7 +11,7 @@ use std::time::Instant;
 use netrig_engine::analyze::{Analyzer, TrialIdent};
 use netrig_engine::port::RxMeta;
 use netrig_wire::builder::{build_frame, min_frame_len, patch_signature, L3Spec, Proto, TemplateSpec};
-use netrig_wire::signature::{write_seq_ts, Signature};
+use netrig_wire::signature::Signature;
 
 const FRAMES: u64 = 4_000_000;
 
@@ -64,11 +64,15 @@ fn measure(flows: usize, trial: bool, proto: Proto, qinq: bool) {
     }
     let write = |ring: &mut [u8], i: u64| {
         let slot = (i % RING as u64) as usize;
-        write_seq_ts(
-            &mut ring[slot * slot_len + sig_offset..slot * slot_len + len],
-            i / flows as u64,
-            1_000_000 + i * 100,
-        );
+        let flow = slot % flows;
+        Signature {
+            trial: if trial { 77 } else { 0 },
+            warmup: false,
+            flow_id: flow as u32,
+            seq: i / flows as u64,
+            tx_ts_ns: 1_000_000 + i * 100,
+        }
+        .emit(&mut ring[slot * slot_len + sig_offset..slot * slot_len + len]);
     };
     let mut best = f64::INFINITY;
     for _ in 0..5 {

@@ -8,7 +8,7 @@ use netrig_engine::generator::{CaptureConfig, FlowState, GenConfig, GenDuration,
 use netrig_engine::{FrameSize, Port, Rate};
 use netrig_wire::pattern::Pattern;
 use netrig_wire::pcap;
-use netrig_wire::stack::{HeaderKind, HeaderSpec, Payload, StackSpec};
+use netrig_wire::stack::{HeaderKind, HeaderSpec, Payload, Site, StackSpec};
 
 fn ports() -> Vec<Box<dyn Port>> {
     common::ports(None).0
@@ -36,6 +36,7 @@ fn udp_flow(name: &str, frames: u64, rate: f64) -> GenFlowConfig {
             h(HeaderKind::Udp, &[("src_port", Pattern::Random { min: 1000, max: 2000, count: 7, seed: 5 })]),
         ],
         payload: Payload::IncrementByte,
+        site: Site::End,
     };
     f.frame_size = FrameSize::Increment { min: 100, max: 140, step: 7 };
     f.rate = Rate::Pps(rate);
@@ -52,6 +53,7 @@ fn tcp6_flow(name: &str, frames: u64) -> GenFlowConfig {
             h(HeaderKind::Tcp, &[("ctl_syn", Pattern::Fixed(1)), ("dst_port", Pattern::List(vec![80, 443]))]),
         ],
         payload: Payload::zeros(),
+        site: Site::End,
     };
     f.frame_size = FrameSize::Weighted(vec![(96, 3), (200, 1)]);
     f.rate = Rate::Pps(20_000.0);
@@ -196,7 +198,7 @@ fn bursts_delay_and_capture_byte_by_byte() {
         let got = cap.frame(j);
         let (frame, fcs) = got.split_at(got.len() - 4);
         assert_eq!(fcs, netrig_wire::fcs::fcs(frame));
-        let sig = netrig_wire::stack::signature_at_end(frame).unwrap();
+        let sig = netrig_wire::dissect::locate(frame, netrig_wire::signature::Site::End).unwrap();
         assert_eq!(sig.seq, j as u64);
         let size = compiled.size_schedule[j % compiled.size_schedule.len()] as usize;
         let want = compiled.stack.frame(size, j as u64, &sig);

@@ -7,7 +7,7 @@ use netrig_engine::EngineError;
 use netrig_wire::pattern::{Pattern, Stepper};
 use std::sync::Arc;
 
-use netrig_wire::stack::{CompiledStack, HeaderKind, HeaderSpec as WireHeader, Payload, StackSpec, HEADERS};
+use netrig_wire::stack::{CompiledStack, HeaderKind, HeaderSpec as WireHeader, Payload, Site, StackSpec, HEADERS};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 
@@ -273,7 +273,7 @@ impl GenFlowSpec {
             name: req(name, "name")?,
             tx_port: req(tx_port, "tx_port")?,
             rx_ports: req(rx_ports, "rx_ports")?,
-            stack: StackSpec { headers: headers.into_iter().map(|h| h.0).collect(), payload },
+            stack: StackSpec { headers: headers.into_iter().map(|h| h.0).collect(), payload, site: Site::End },
             frame_size: instance::<FrameSizeSpec>(frame_size, "size")?.0,
             rate: instance::<RateSpec>(rate, "rate")?.0,
             duration: instance::<GenDurationSpec>(duration, "duration")?.0,

@@ -2,8 +2,7 @@
 //!
 //! The engine builds one template per (stream, frame length) with [`build_udp_frame`],
 //! copies it into each TX buffer and then patches only what varies:
-//! [`set_l3_addrs`] / [`set_ports`] per flow, [`patch_signature`] (or the cheaper
-//! [`patch_seq_ts`]) per frame, and [`set_frame_len`] for variable frame sizes. Every patch
+//! [`set_l3_addrs`] / [`set_ports`] per flow, [`patch_signature`] per frame, and [`set_frame_len`] for variable frame sizes. Every patch
 //! keeps the IPv4 header checksum and (when enabled) the UDP checksum valid by RFC 1624
 //! incremental update, reading the old bytes from the buffer itself — so a patch is
 //! correct on any buffer holding a valid frame built from the same template, whatever
@@ -449,16 +448,6 @@ pub fn patch_signature(buf: &mut [u8], info: &TemplateInfo, sig: &Signature) -> 
     replace(buf, info.sig_offset, &sig.to_bytes(), None, info.l4_csum_offset)
 }
 
-/// Writes only the sequence number and timestamp of a signature already patched in
-/// (magic, tag and flow id unchanged) and keeps the transport checksum valid.
-#[inline]
-pub fn patch_seq_ts(buf: &mut [u8], info: &TemplateInfo, seq: u64, ts: u64) -> Result<()> {
-    check_frame(buf, info)?;
-    let mut new = [0u8; 10];
-    signature::write_seq_ts_array(&mut new, seq, ts);
-    replace(buf, info.sig_offset + signature::SEQ_OFFSET, &new, None, info.l4_csum_offset)
-}
-
 /// The transport checksum when it covers the IP pseudo-header (UDP, TCP, ICMPv6).
 #[inline(always)]
 fn pseudo_csum(info: &TemplateInfo) -> Option<usize> {
@@ -734,7 +723,7 @@ mod tests {
                         };
                         patch_signature(&mut buf, &info, &sig).unwrap();
                         verify(&buf, &info);
-                        patch_seq_ts(&mut buf, &info, 7, 8).unwrap();
+                        patch_signature(&mut buf, &info, &Signature { seq: 7, tx_ts_ns: 8, ..sig }).unwrap();
                         verify(&buf, &info);
                         assert_eq!(find_signature(&buf[..len]), Some(Signature { seq: 7, tx_ts_ns: 8, ..sig }));
                         set_ports(&mut buf, &info, 0xFFFF, 0).unwrap();
@@ -870,7 +859,7 @@ mod tests {
         )
         .unwrap();
         recheck(&buf, &info);
-        patch_seq_ts(&mut buf, &info, 78, 2_000).unwrap();
+        patch_signature(&mut buf, &info, &Signature { seq: 78, tx_ts_ns: 2_000, ..sig }).unwrap();
         recheck(&buf, &info);
         let grown = set_frame_len(&mut buf, &info, 80).unwrap();
         recheck(&buf, &grown);

@@ -4,7 +4,7 @@
 //! verification (the kernel/NIC already dropped frames with a bad FCS; UDP checksums are
 //! not needed to recognise netrig's frames and cost too much per frame).
 
-use crate::signature::{self, Signature};
+use crate::signature::{self, Signature, Site};
 use crate::{ethernet, icmpv4, icmpv6, ip_proto, ipv4, ipv6, tcp, udp, vlan, EtherType};
 
 /// Network-layer family of a located datagram.
@@ -267,6 +267,18 @@ pub fn find_signature(frame: &[u8]) -> Option<Signature> {
         return None;
     }
     Signature::parse(frame.get(at..)?)
+}
+
+/// The signature of a frame that carries it at `site`: after the headers (parsed to it, as
+/// [`find_signature`]) or in its last [`signature::LEN`] bytes. `None` for a frame that is not
+/// netrig's, and always for [`Site::None`].
+#[inline]
+pub fn locate(frame: &[u8], site: Site) -> Option<Signature> {
+    match site {
+        Site::Payload => find_signature(frame),
+        Site::End => Signature::parse(&frame[frame.len().checked_sub(signature::LEN)?..]),
+        Site::None => None,
+    }
 }
 
 #[cfg(test)]

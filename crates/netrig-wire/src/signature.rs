@@ -47,6 +47,20 @@ pub const SEQ_TS_BITS: u32 = 40;
 /// Mask of the 40-bit sequence number and timestamp fields.
 pub const MASK_40: u64 = (1 << SEQ_TS_BITS) - 1;
 
+/// Where a frame carries its signature ([`crate::dissect::locate`] finds it there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Site {
+    /// Right after the headers, at the payload's start: netrig's streams and replayed frames, and
+    /// where the `netrig_steer` XDP program matches the magic
+    /// ([`crate::dissect::find_signature`] parses the headers to it).
+    Payload,
+    /// In the frame's last [`LEN`] bytes: OTG stacks, whose receivers may see headers a DUT added
+    /// or removed in front of it.
+    End,
+    /// None: the frames are not counted per flow (learning frames).
+    None,
+}
+
 /// The decoded signature.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Signature {
@@ -113,26 +127,6 @@ impl Signature {
     }
 }
 
-/// Encodes seq and timestamp (40 bits each) as the 10 bytes that follow the flow id.
-#[inline(always)]
-pub(crate) fn write_seq_ts_array(w: &mut [u8; 10], seq: u64, ts: u64) {
-    let x = (u128::from(seq & MASK_40) << 40) | u128::from(ts & MASK_40);
-    w.copy_from_slice(&x.to_be_bytes()[6..]);
-}
-
-/// Overwrites only the sequence number and timestamp of a signature already in
-/// `buf[..LEN]` (both truncated to 40 bits). Does nothing if `buf` is shorter than [`LEN`].
-/// Does not maintain any checksum: see [`crate::builder::patch_seq_ts`] for that.
-#[inline]
-pub fn write_seq_ts(buf: &mut [u8], seq: u64, ts: u64) {
-    let Some(out) = buf.get_mut(field::SEQ.start..field::TX_TS.end) else {
-        return;
-    };
-    let mut w = [0u8; 10];
-    write_seq_ts_array(&mut w, seq, ts);
-    out.copy_from_slice(&w);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,15 +177,5 @@ mod tests {
         let mut short = [0u8; 17];
         s.emit(&mut short);
         assert_eq!(short, [0u8; 17]);
-    }
-
-    #[test]
-    fn write_seq_ts_patches_only_variable_fields() {
-        let base = Signature { trial: 9, warmup: true, flow_id: 77, seq: 1, tx_ts_ns: 2 };
-        let mut b = base.to_bytes();
-        write_seq_ts(&mut b, 0xFFFF_FF12_3456_789A, 0x0000_0000_0000_0042);
-        assert_eq!(Signature::parse(&b), Some(Signature { seq: 0x12_3456_789A, tx_ts_ns: 0x42, ..base }));
-        write_seq_ts(&mut b[..17], 9, 9); // too short: untouched
-        assert_eq!(Signature::parse(&b).unwrap().seq, 0x12_3456_789A);
     }
 }

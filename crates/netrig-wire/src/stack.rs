@@ -9,8 +9,9 @@
 //! 2. write the derived lengths for that length (IPv4 total length, IPv6 payload length, UDP
 //!    length, outer and inner alike);
 //! 3. write every varying field's value ([`crate::pattern`]);
-//! 4. write the signature in the frame's last 18 bytes, where the receiver finds it whatever the
-//!    headers ([`signature_at_end`]);
+//! 4. write the signature at the spec's [`Site`]: after the headers (netrig's streams), or in the
+//!    frame's last 18 bytes, where the receiver finds it whatever headers a DUT added or removed
+//!    (OTG stacks); [`crate::dissect::locate`] finds it at either;
 //! 5. write the checksums, innermost first: each is a per-length base (the ones'-complement sum of
 //!    its region with every varying part zeroed, precomputed) plus the sums of the varying
 //!    fields, the signature and the inner checksums in their byte lanes. No frame is summed whole.
@@ -23,7 +24,7 @@
 use std::fmt;
 
 use crate::pattern::{fold, lane, span_sum, BitSpan, Cursor, Pattern, Stepper};
-use crate::signature::{self, Signature};
+pub use crate::signature::Site;
 
 /// The kinds of header a stack is made of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -218,7 +219,7 @@ impl HeaderKind {
     }
 }
 
-/// What fills a frame after its headers (under the signature at its end).
+/// What fills a frame after its headers (under the signature, at its site).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Payload {
     /// `pattern` once (then zeros), or repeated to the end.
@@ -269,6 +270,8 @@ pub struct HeaderSpec {
 pub struct StackSpec {
     pub headers: Vec<HeaderSpec>,
     pub payload: Payload,
+    /// Where the frames carry the signature.
+    pub site: Site,
 }
 
 /// A stack that cannot be built: `field` is its path (`packet[1].ipv4.src`), `message` the
@@ -292,12 +295,6 @@ impl fmt::Display for StackError {
 }
 
 impl std::error::Error for StackError {}
-
-/// The signature sits in the last [`signature::LEN`] bytes of every frame of a stack.
-pub fn signature_at_end(frame: &[u8]) -> Option<Signature> {
-    let at = frame.len().checked_sub(signature::LEN)?;
-    Signature::parse(&frame[at..])
-}
 
 /// Most checksums one stack computes.
 pub const MAX_CHECKSUMS: usize = 8;
@@ -338,8 +335,8 @@ struct LengthFix {
 struct Csum {
     /// Where the checksum field is.
     at: usize,
-    /// Its region: from `start` to `end`, or to the frame's end (before the signature: its sum
-    /// is added per frame).
+    /// Its region: from `start` to `end`, or to the frame's end (but the signature's bytes: their
+    /// sum is added per frame).
     start: usize,
     end: Option<usize>,
     /// UDP: a computed 0 is sent as 0xFFFF.
@@ -387,14 +384,20 @@ mod tests {
     use super::*;
     use crate::builder::{build_frame, L3Spec, TemplateSpec};
     use crate::checksum;
+    use crate::dissect::locate;
+    use crate::signature::{self, Signature};
     use crate::EthernetAddress;
+
+    fn end_sig(frame: &[u8]) -> Option<Signature> {
+        locate(frame, Site::End)
+    }
 
     fn h(kind: HeaderKind, fields: &[(&str, Pattern)]) -> HeaderSpec {
         HeaderSpec { kind, fields: fields.iter().map(|(n, p)| (n.to_string(), p.clone())).collect(), bytes: Vec::new() }
     }
 
     fn spec(headers: Vec<HeaderSpec>) -> StackSpec {
-        StackSpec { headers, payload: Payload::zeros() }
+        StackSpec { headers, payload: Payload::zeros(), site: Site::End }
     }
 
     fn auto_all(kind: HeaderKind) -> Vec<(&'static str, Pattern)> {
@@ -493,7 +496,7 @@ mod tests {
         for (size, len) in [(0, 60), (1, 100)] {
             let f = c.frame(size, 3, &sig(3));
             assert_eq!(f.len(), len);
-            assert_eq!(signature_at_end(&f), Some(sig(3)));
+            assert_eq!(end_sig(&f), Some(sig(3)));
             let mut want = vec![0u8; len];
             build_frame(&t, len, &mut want).unwrap();
             // Same headers; the template builder puts the signature after UDP, this one at the end.
@@ -546,17 +549,22 @@ mod tests {
                     }
                 })
                 .collect();
-            let payload = Payload::Fixed { pattern: vec![0x5A, 0x01, 0xC3], repeat: true };
-            let c = compile(&StackSpec { headers, payload }, &[150, 151, 152, 153, 400]).unwrap();
-            assert!(c.varying_fields() > 0);
-            let mut cur = c.cursors();
-            let mut buf = [0u8; 512];
-            for j in 0..40u64 {
-                let size = (j % 5) as usize;
-                let len = c.fill(&mut buf, size, &mut cur, &sig(j));
-                let frame = &buf[..len];
-                assert_eq!(signature_at_end(frame), Some(sig(j)), "{kinds:?} frame {j}");
-                verify(frame, c.kinds(), &[3]);
+            // Both sites, with a payload pattern around the signature, at odd and even offsets.
+            for site in [Site::End, Site::Payload] {
+                let payload = Payload::Fixed { pattern: vec![0x5A, 0x01, 0xC3], repeat: true };
+                let spec = StackSpec { headers: headers.clone(), payload, site };
+                let c = compile(&spec, &[150, 151, 152, 153, 400]).unwrap();
+                assert!(c.varying_fields() > 0);
+                let mut cur = c.cursors();
+                let mut buf = [0u8; 512];
+                for j in 0..40u64 {
+                    let size = (j % 5) as usize;
+                    let len = c.fill(&mut buf, size, &mut cur, &sig(j));
+                    let frame = &buf[..len];
+                    let at = if site == Site::End { len - signature::LEN } else { c.headers_len() };
+                    assert_eq!(Signature::parse(&frame[at..]), Some(sig(j)), "{kinds:?} {site:?} frame {j}");
+                    verify(frame, c.kinds(), &[3]);
+                }
             }
         }
     }
@@ -618,7 +626,7 @@ mod tests {
             let frame = &buf[..len];
             assert_eq!(len, 60 + 4 * size);
             assert_eq!(usize::from(u16::from_be_bytes([frame[20], frame[21]])), len - 18, "ipv4 total length");
-            assert_eq!(signature_at_end(frame), (size == 4).then(|| sig(j)), "frame {j}");
+            assert_eq!(end_sig(frame), (size == 4).then(|| sig(j)), "frame {j}");
             verify(frame, c.kinds(), &[]);
         }
         let e = compile(&spec(kinds.iter().map(|&k| h(k, &[])).collect()), &[56]).unwrap_err();
@@ -655,5 +663,159 @@ mod tests {
             assert_ne!(checksum::fold(checksum::sum(&f[14..34])), 0);
             assert_eq!(&f[40..42], &[0x12, 0x34], "a custom checksum is written as given");
         }
+    }
+
+    /// The `Payload`-site stack that describes what `builder::build_frame` writes for `t`.
+    fn template_stack(t: &TemplateSpec) -> StackSpec {
+        use crate::builder::Proto;
+        let mac = |m: EthernetAddress| Pattern::Fixed(m.0.iter().fold(0u128, |a, &b| a << 8 | u128::from(b)));
+        let raw = match t.proto {
+            Proto::Raw { ethertype } => Some(u128::from(ethertype)),
+            _ => None,
+        };
+        let mut eth = vec![("dst", mac(t.dst_mac)), ("src", mac(t.src_mac))];
+        if t.outer_vlan.is_some() {
+            eth.push(("ether_type", Pattern::Fixed(0x88A8)));
+        } else if let (None, Some(e)) = (t.vlan, raw) {
+            eth.push(("ether_type", Pattern::Fixed(e)));
+        }
+        let mut headers = vec![h(HeaderKind::Ethernet, &eth)];
+        for (tag, last) in [(t.outer_vlan, false), (t.vlan, true)] {
+            let Some(v) = tag else { continue };
+            let mut f = vec![
+                ("priority", Pattern::Fixed(v.pcp.into())),
+                ("cfi", Pattern::Fixed(v.dei.into())),
+                ("id", Pattern::Fixed(v.vid.into())),
+            ];
+            if let (true, Some(e)) = (last, raw) {
+                f.push(("tpid", Pattern::Fixed(e)));
+            }
+            headers.push(h(HeaderKind::Vlan, &f));
+        }
+        let v6 = match t.l3 {
+            L3Spec::V4 { src, dst, ttl, dscp } if raw.is_none() => {
+                headers.push(h(
+                    HeaderKind::Ipv4,
+                    &[
+                        ("version", Pattern::Fixed(4)),
+                        ("dscp", Pattern::Fixed(dscp.into())),
+                        ("time_to_live", Pattern::Fixed(ttl.into())),
+                        ("src", Pattern::Fixed(u32::from(src).into())),
+                        ("dst", Pattern::Fixed(u32::from(dst).into())),
+                    ],
+                ));
+                false
+            }
+            L3Spec::V6 { src, dst, hop_limit, tc } if raw.is_none() => {
+                headers.push(h(
+                    HeaderKind::Ipv6,
+                    &[
+                        ("version", Pattern::Fixed(6)),
+                        ("traffic_class", Pattern::Fixed(tc.into())),
+                        ("hop_limit", Pattern::Fixed(hop_limit.into())),
+                        ("src", Pattern::Fixed(u128::from(src))),
+                        ("dst", Pattern::Fixed(u128::from(dst))),
+                    ],
+                ));
+                true
+            }
+            _ => false,
+        };
+        let ports = [("src_port", Pattern::Fixed(t.src_port.into())), ("dst_port", Pattern::Fixed(t.dst_port.into()))];
+        match t.proto {
+            Proto::Udp if t.udp_checksum || v6 => headers.push(h(HeaderKind::Udp, &ports)),
+            Proto::Udp => {
+                headers.push(h(HeaderKind::Udp, &[ports[0].clone(), ports[1].clone(), ("checksum", Pattern::Fixed(0))]))
+            }
+            Proto::Tcp { flags, seq, ack, window } => {
+                let bit = |name: &'static str, b: u8| (name, Pattern::Fixed(u128::from(flags & b != 0)));
+                use crate::tcp::flags as fl;
+                let mut f = ports.to_vec();
+                f.extend([
+                    ("seq_num", Pattern::Fixed(seq.into())),
+                    ("ack_num", Pattern::Fixed(ack.into())),
+                    ("window", Pattern::Fixed(window.into())),
+                    bit("ecn_cwr", fl::CWR),
+                    bit("ecn_echo", fl::ECE),
+                    bit("ctl_urg", fl::URG),
+                    bit("ctl_ack", fl::ACK),
+                    bit("ctl_psh", fl::PSH),
+                    bit("ctl_rst", fl::RST),
+                    bit("ctl_syn", fl::SYN),
+                    bit("ctl_fin", fl::FIN),
+                ]);
+                headers.push(h(HeaderKind::Tcp, &f));
+            }
+            Proto::IcmpEcho => headers.push(h(
+                if v6 { HeaderKind::Icmpv6 } else { HeaderKind::Icmp },
+                &[
+                    ("type", Pattern::Fixed(if v6 { 128 } else { 8 })),
+                    ("code", Pattern::Fixed(0)),
+                    ("identifier", Pattern::Fixed(t.src_port.into())),
+                    ("sequence_number", Pattern::Fixed(t.dst_port.into())),
+                ],
+            )),
+            Proto::Raw { .. } => {}
+        }
+        StackSpec { headers, payload: Payload::zeros(), site: Site::Payload }
+    }
+
+    #[test]
+    fn a_payload_site_stack_writes_the_template_builders_frames_byte_for_byte() {
+        use crate::builder::{min_frame_len, patch_signature, Proto};
+        let tag = |vid| Some(crate::vlan::Repr { pcp: 5, dei: true, vid, inner_ethertype: 0 });
+        let l3s = [
+            L3Spec::V4 { src: [198, 18, 0, 1].into(), dst: [198, 19, 255, 254].into(), ttl: 64, dscp: 46 },
+            L3Spec::V6 {
+                src: "2001:2::1".parse().unwrap(),
+                dst: "2001:2:0:ffff::fe".parse().unwrap(),
+                hop_limit: 9,
+                tc: 0xB8,
+            },
+        ];
+        let protos = [
+            Proto::Udp,
+            Proto::Tcp {
+                flags: crate::tcp::flags::SYN | crate::tcp::flags::ECE,
+                seq: 0x0102_0304,
+                ack: 7,
+                window: 0xFFFF,
+            },
+            Proto::IcmpEcho,
+            Proto::Raw { ethertype: 0x88B5 },
+        ];
+        let mut checked = 0;
+        for (l3, proto, tags, udp_checksum) in l3s
+            .iter()
+            .flat_map(|l3| protos.iter().map(move |p| (l3, p)))
+            .flat_map(|(l3, p)| (0..3).flat_map(move |n| [(l3, p, n, false), (l3, p, n, true)]))
+        {
+            let mut t = TemplateSpec::udp(
+                EthernetAddress([2, 0, 0, 0, 0, 1]),
+                EthernetAddress([2, 0xAB, 0xCD, 0xEF, 0x12, 0x34]),
+                *l3,
+                0xBEEF,
+                53,
+            );
+            (t.proto, t.udp_checksum) = (*proto, udp_checksum);
+            (t.outer_vlan, t.vlan) = match tags {
+                0 => (None, None),
+                1 => (None, tag(100)),
+                _ => (tag(4000), tag(1)),
+            };
+            let min = min_frame_len(&t);
+            let c = compile(&template_stack(&t), &[min, min + 1, 1514]).unwrap();
+            for (size, len) in [min, min + 1, 1514].into_iter().enumerate() {
+                let s = Signature { seq: signature::MASK_40 - size as u64, tx_ts_ns: signature::MASK_40 - 1, ..sig(0) };
+                let mut want = vec![0u8; len];
+                let info = build_frame(&t, len, &mut want).unwrap();
+                patch_signature(&mut want, &info, &s).unwrap();
+                let got = c.frame(size, 0, &s);
+                assert_eq!(got, want, "{proto:?} {l3:?}, {tags} tags, udp checksum {udp_checksum}, {len} B");
+                assert_eq!(locate(&got, Site::Payload), Some(s));
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, 2 * 4 * 3 * 2 * 3);
     }
 }

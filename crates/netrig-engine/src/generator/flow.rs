@@ -66,6 +66,7 @@ impl GenFlowConfig {
             stack: StackSpec {
                 headers: vec![h(HeaderKind::Ethernet), h(HeaderKind::Ipv4), h(HeaderKind::Udp)],
                 payload: stack::Payload::zeros(),
+                site: stack::Site::End,
             },
             frame_size: FrameSize::Fixed(64),
             rate: Rate::Pps(1000.0),

@@ -1,7 +1,7 @@
 //! The generator's RX worker: one per RX queue of every port, pinned, counting every frame.
 //!
 //! Per frame: the capture (while one runs on the port) keeps it; the port's totals count it; the
-//! signature at its end ([`netrig_wire::stack::signature_at_end`]) names the flow and the start
+//! signature at its end ([`netrig_wire::dissect::locate`] at [`Site::End`]) names the flow and the start
 //! it belongs to (the tag): the flow's counters of this worker count it when that start is the
 //! flow's current one (the worker resets its counters when it sees a new tag), else it is stale
 //! (an earlier start's frame still in flight, another tester's). Latency: receive stamp − transmit
@@ -12,8 +12,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use netrig_wire::dissect::locate;
+use netrig_wire::signature::Site;
 use netrig_wire::signature::MASK_40;
-use netrig_wire::stack::signature_at_end;
 
 use super::capring::CaptureRing;
 use super::stats::{Counters, FlowCtl, PortCounters};
@@ -145,7 +146,7 @@ impl Count<'_> {
         let wire = (f.len() + crate::stream::FCS_LEN) as u64;
         PortCounters::add(&self.port.frames, 1);
         PortCounters::add(&self.port.bytes, wire);
-        let Some(sig) = signature_at_end(f) else {
+        let Some(sig) = locate(f, Site::End) else {
             PortCounters::add(&self.port.foreign, 1);
             return;
         };

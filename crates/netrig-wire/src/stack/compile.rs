@@ -5,7 +5,7 @@ use super::{
     MAX_CHECKSUMS,
 };
 use crate::pattern::{bytes_sum, lane, write_bits, BitSpan, Pattern, Stepper};
-use crate::signature;
+use crate::signature::{self, Site};
 
 /// What the stack derives for a field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -167,8 +167,8 @@ fn header_fields(i: usize, h: &HeaderSpec, len: usize) -> Result<Vec<(super::Fie
 }
 
 /// Compile `spec` for frames of lengths `lens` (without FCS): every length must hold the headers.
-/// A length that also holds the signature carries it at its end; a shorter one (the smallest legal
-/// frame of a deep stack: 64 B of VLAN + IPv4 + TCP) is sent without it, untracked
+/// A length that also holds the signature carries it at the spec's site; a shorter one (the
+/// smallest legal frame of a deep stack: 64 B of VLAN + IPv4 + TCP) is sent without it, untracked
 /// ([`CompiledStack::signed`]).
 pub fn compile(spec: &StackSpec, lens: &[usize]) -> Result<CompiledStack, StackError> {
     let (placed, headers_len) = layout(spec)?;
@@ -199,16 +199,18 @@ pub fn compile(spec: &StackSpec, lens: &[usize]) -> Result<CompiledStack, StackE
         return Err(StackError::new("packet", format!("at most {MAX_CHECKSUMS} checksums in one stack")));
     }
     spec.payload.write(&mut b.template[headers_len..]);
-    Ok(b.finish(headers_len, lens))
+    Ok(b.finish(headers_len, lens, spec.site))
 }
 
-/// Bytes of signature a frame of `len` bytes with `headers_len` bytes of headers carries: all of
-/// it, or none when it has no room (the frame is then untracked).
-fn sig_len(len: usize, headers_len: usize) -> usize {
-    if len >= headers_len + signature::LEN {
-        signature::LEN
-    } else {
-        0
+/// Where a frame of `len` bytes with `headers_len` bytes of headers carries the signature, and how
+/// many bytes of it: all, at the site, or none (at the frame's end) when it has no room or the
+/// stack has none (the frame is then untracked).
+fn sig_place(site: Site, len: usize, headers_len: usize) -> (usize, usize) {
+    match site {
+        _ if len < headers_len + signature::LEN => (len, 0),
+        Site::Payload => (headers_len, signature::LEN),
+        Site::End => (len - signature::LEN, signature::LEN),
+        Site::None => (len, 0),
     }
 }
 
@@ -290,7 +292,7 @@ impl Builder {
     }
 
     /// Order the checksums innermost first, work out who covers whom, and the bases.
-    fn finish(mut self, headers_len: usize, lens: &[usize]) -> CompiledStack {
+    fn finish(mut self, headers_len: usize, lens: &[usize], site: Site) -> CompiledStack {
         let mut order: Vec<usize> = (0..self.csums.len()).collect();
         order.sort_by_key(|&k| std::cmp::Reverse(self.csums[k].start));
         self.csums = order.iter().map(|&k| self.csums[k].clone()).collect();
@@ -316,8 +318,8 @@ impl Builder {
             }
         }
         let zeroed = self.zeroed();
-        let (bases, sig_odd) = self.bases(&zeroed, lens, headers_len);
-        let sig_lens = lens.iter().map(|&l| sig_len(l, headers_len)).collect();
+        let places: Vec<(usize, usize)> = lens.iter().map(|&l| sig_place(site, l, headers_len)).collect();
+        let (bases, sig_odd) = self.bases(&zeroed, lens, &places);
         CompiledStack {
             template: self.template,
             headers_len,
@@ -326,7 +328,8 @@ impl Builder {
             lengths: self.lengths,
             csums: self.csums,
             lens: lens.to_vec(),
-            sig_lens,
+            sig_at: places.iter().map(|p| p.0).collect(),
+            sig_lens: places.iter().map(|p| p.1).collect(),
             bases,
             sig_odd,
         }
@@ -351,9 +354,9 @@ impl Builder {
         z
     }
 
-    /// Per frame length and checksum: the base sum and whether the signature is in an odd lane (an
-    /// untracked length's payload is all in the base).
-    fn bases(&self, z: &[u8], lens: &[usize], headers_len: usize) -> (Vec<u64>, Vec<bool>) {
+    /// Per frame length and checksum: the base sum (its region but the signature's bytes) and
+    /// whether the signature is in an odd lane (an untracked length's payload is all in the base).
+    fn bases(&self, z: &[u8], lens: &[usize], places: &[(usize, usize)]) -> (Vec<u64>, Vec<bool>) {
         // Lane-aware prefix sums: pe counts even offsets as high bytes, po odd ones.
         let mut pe = vec![0u64; z.len() + 1];
         let mut po = vec![0u64; z.len() + 1];
@@ -362,14 +365,23 @@ impl Builder {
             pe[k + 1] = pe[k] + if k % 2 == 0 { hi } else { lo };
             po[k + 1] = po[k] + if k % 2 == 1 { hi } else { lo };
         }
-        let region = |a: usize, b: usize| if a.is_multiple_of(2) { pe[b] - pe[a] } else { po[b] - po[a] };
+        // Bytes [a, b) in the lanes of a region that starts at `origin`.
+        let region = |origin: usize, a: usize, b: usize| {
+            if origin.is_multiple_of(2) {
+                pe[b] - pe[a]
+            } else {
+                po[b] - po[a]
+            }
+        };
         let mut bases = Vec::with_capacity(lens.len() * self.csums.len());
         let mut sig_odd = Vec::with_capacity(bases.capacity());
-        for &len in lens {
-            let sig_at = len - sig_len(len, headers_len);
+        for (&len, &(sig_at, sig_len)) in lens.iter().zip(places) {
             for (c, cs) in self.csums.iter().enumerate() {
                 let end = cs.end.unwrap_or(sig_at);
-                let mut acc = region(cs.start, end);
+                let mut acc = region(cs.start, cs.start, end);
+                if cs.end.is_none() {
+                    acc += region(cs.start, sig_at + sig_len, len); // the payload after the signature
+                }
                 for l in self.lengths.iter().filter(|l| l.at >= cs.start && l.at + 2 <= end) {
                     acc += lane(((len - l.minus) as u16).into(), (l.at - cs.start) % 2 == 1);
                 }

@@ -14,7 +14,9 @@ pub struct CompiledStack {
     pub(super) csums: Vec<Csum>,
     /// Frame lengths without FCS, by size index.
     pub(super) lens: Vec<usize>,
-    /// Bytes of signature at the end of each length: the signature's, or 0 (untracked).
+    /// Where each length carries the signature ([`crate::signature::Site`]) and how many bytes of
+    /// it: the signature's, or 0 (untracked, or a stack without one).
+    pub(super) sig_at: Vec<usize>,
     pub(super) sig_lens: Vec<usize>,
     /// `bases[size * csums + c]`: checksum `c`'s region sum with every varying part zeroed.
     pub(super) bases: Vec<u64>,
@@ -56,7 +58,7 @@ impl CompiledStack {
     }
 
     /// Write the next frame of size index `size` into `buf` (at least that long) with signature
-    /// `sig` at its end (when it has room: [`Self::signed`]), and advance `cursors` to the
+    /// `sig` at the stack's site (when it has room: [`Self::signed`]), and advance `cursors` to the
     /// following frame. Returns the length.
     #[inline]
     pub fn fill(&self, buf: &mut [u8], size: usize, cursors: &mut [Cursor], sig: &Signature) -> usize {
@@ -69,13 +71,13 @@ impl CompiledStack {
         for (v, c) in self.varying.iter().zip(cursors.iter()) {
             write_bits(out, &v.span, c.value);
         }
-        let sig_at = len - self.sig_lens[size];
-        if sig_at < len {
+        let (sig_at, sig_len) = (self.sig_at[size], self.sig_lens[size]);
+        if sig_len > 0 {
             sig.emit(&mut out[sig_at..]);
         }
         let n = self.csums.len();
         if n > 0 {
-            self.checksums(out, size, sig_at);
+            self.checksums(out, size, sig_at..sig_at + sig_len);
         }
         for (v, c) in self.varying.iter().zip(cursors.iter_mut()) {
             v.stepper.step(c);
@@ -85,12 +87,12 @@ impl CompiledStack {
 
     /// Write the checksums of a frame whose other bytes are final.
     #[inline(always)]
-    fn checksums(&self, out: &mut [u8], size: usize, sig_at: usize) {
+    fn checksums(&self, out: &mut [u8], size: usize, sig: std::ops::Range<usize>) {
         let n = self.csums.len();
         let mut acc = [0u64; MAX_CHECKSUMS];
         acc[..n].copy_from_slice(&self.bases[size * n..size * n + n]);
         field_sums(out, &self.varying, &mut acc);
-        let sig_sum = bytes_sum(&out[sig_at..]);
+        let sig_sum = bytes_sum(&out[sig]);
         let odd = &self.sig_odd[size * n..size * n + n];
         for (c, cs) in self.csums.iter().enumerate() {
             if cs.end.is_none() {
