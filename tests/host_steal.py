@@ -16,7 +16,10 @@ pass its assertions in full.
 """
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -93,3 +96,23 @@ def valid_or_host(valid: bool, reason: str | None, lost: float, steal: Steal) ->
     why = excused(valid, reason, lost, steal)
     if why is not None:
         pytest.skip(why)
+
+
+#: The CLI as a child process.
+NETRIG = (sys.executable, "-m", "netrig.cli.main")
+
+
+def steady_trial(tb_id: str, *extra: str, prefix: tuple[str, ...] = (), env: dict | None = None) -> dict:
+    """``netrig trial --json`` of 20 k frames at 20 kpps on test bed ``tb_id`` (with ``extra``
+    options, under a ``prefix`` command such as ``taskset``): its document, and its stderr under
+    ``"stderr"``. Exit 0, or 1 only for a trial the tester flagged while the host took the CPU
+    (:func:`excused`); its frames still all count."""
+    steal = Steal()
+    r = subprocess.run([*prefix, *NETRIG, "trial", "--testbed", tb_id, *extra, "--rate", "20kpps", "--frames", "20k",
+                        "--drain", "0.3s", "--json"], capture_output=True, text=True, timeout=180, env=env)
+    assert r.returncode in (0, 1), r.stderr
+    doc = json.loads(r.stdout)
+    res = doc["result"]
+    why = excused(res["valid"], res.get("invalid_reason"), excess_s(res), steal)
+    assert r.returncode == (0 if why is None else 1), r.stderr
+    return {**doc, "stderr": r.stderr}

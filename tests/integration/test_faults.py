@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from tests.conftest import needs_root, sh, veth_pair
-from tests.host_steal import Steal, excess_s, excused
+from tests.host_steal import Steal, excess_s, excused, steady_trial
 
 from netrig import Stream, run_trial
 from netrig.errors import LiveInterfaceError
@@ -131,29 +131,15 @@ def test_guard_applies_to_configured_runs_and_the_config_overrides_it(tmp_path):
 
 # ------------------------------------------------------------------------------ a CLI that knows its test beds
 
-def routed_trial(tb_id: str, *extra: str) -> dict:
-    """``netrig trial --json`` of 20 k frames at 20 kpps on test bed ``tb_id``: its result. Exit 0, or
-    1 for a trial the tester flagged while the host took the CPU (:func:`tests.host_steal.excused`;
-    its frames still all count)."""
-    steal = Steal()
-    r = netrig("trial", "--testbed", tb_id, *extra, "--rate", "20kpps", "--frames", "20k", "--drain", "0.3s", "--json")
-    assert r.returncode in (0, 1), r.stderr
-    doc = json.loads(r.stdout)
-    res = doc["result"]
-    why = excused(res["valid"], res.get("invalid_reason"), excess_s(res), steal)
-    assert r.returncode == (0 if why is None else 1), r.stderr
-    return {**doc, "stderr": r.stderr}
-
-
 def test_trial_on_a_testbed_by_id_takes_its_ports_macs_and_addresses():
     with built_testbed("router") as tb_id:
-        doc = routed_trial(tb_id)
+        doc = steady_trial(tb_id, env=ENV)
         assert doc["result"]["frames_sent"] == doc["result"]["frames_received"] == 20_000
         assert doc["config"]["src_ip"] == "198.18.0.2" and doc["config"]["dst_ip"] == "198.19.0.2"
         status = json.loads(netrig("testbed", "status", tb_id, "--json").stdout)
         dut_mac = next(p["peer_mac"] for p in status["ports"] if p["name"] == "tx")
         assert doc["config"]["dst_mac"] == dut_mac
-        assert routed_trial(tb_id, "--family", "6", "--frame-size", "128")["result"]["frames_received"] == 20_000
+        assert steady_trial(tb_id, "--family", "6", "--frame-size", "128", env=ENV)["result"]["frames_received"] == 20_000
 
 
 def test_dut_link_flap_is_repaired_and_status_says_broken_meanwhile():
@@ -171,7 +157,7 @@ def test_dut_link_flap_is_repaired_and_status_says_broken_meanwhile():
         time.sleep(0.3)
         st = netrig("testbed", "status", tb_id)
         assert "broken" in st.stdout and "route 198.19.0.0/16 via 198.19.0.2" in st.stdout, st.stdout
-        doc = routed_trial(tb_id)
+        doc = steady_trial(tb_id, env=ENV)
         assert "repaired: restored" in doc["stderr"] and "route 198.19.0.0/16 via 198.19.0.2" in doc["stderr"]
         assert doc["result"]["frames_received"] == 20_000
         assert f"{tb_id}  router    up" in netrig("testbed", "status", tb_id).stdout

@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 from tests.conftest import needs_root, sh
-from tests.host_steal import Steal, excess_s, excused
+from tests.host_steal import steady_trial
 
 from netrig.testbed import nft
 from netrig.testbed import state as st
@@ -58,19 +58,6 @@ def netrig(*args: str, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProc
     return subprocess.run([*prefix, *NETRIG, *args], capture_output=True, text=True, timeout=120)
 
 
-def routed_trial(tb_id: str, *extra: str, prefix: tuple[str, ...] = ()) -> dict:
-    """20 k frames at 20 kpps through the DUT: the result (exit 1 only for a trial the host's
-    steal excuses, :func:`tests.host_steal.excused`)."""
-    steal = Steal()
-    r = netrig("trial", "--testbed", tb_id, *extra, "--rate", "20kpps", "--frames", "20k", "--drain", "0.3s", "--json",
-               prefix=prefix)
-    assert r.returncode in (0, 1), r.stderr
-    res = json.loads(r.stdout)["result"]
-    why = excused(res["valid"], res.get("invalid_reason"), excess_s(res), steal)
-    assert r.returncode == (0 if why is None else 1), r.stderr
-    return res
-
-
 def host_addresses(ifname: str) -> set[str]:
     return {f"{a['local']}/{a['prefixlen']}" for i in json.loads(sh("ip", "-j", "addr", "show", "dev", ifname))
             for a in i["addr_info"] if a.get("scope") == "global"}
@@ -94,9 +81,9 @@ def test_a_routed_dut_resolves_the_tester_and_the_tester_the_dut_ipv4_and_ipv6()
             # every CPU is the tester's, whatever the calling process may run on (it was refused:
             # "CPU 1 does not exist (this machine has CPUs 0-0)")
             one = ("taskset", "-c", "0") if os.cpu_count() and os.cpu_count() > 1 else ()
-            res = routed_trial(tb_id, "--tx-cpus", str((os.cpu_count() or 1) - 1), prefix=one)
+            res = steady_trial(tb_id, "--tx-cpus", str((os.cpu_count() or 1) - 1), prefix=one)["result"]
             assert res["frames_received"] == 20_000 and list(res["tx_cpus"]) == [(os.cpu_count() or 1) - 1]
-            assert routed_trial(tb_id, "--family", "6", "--frame-size", "128")["frames_received"] == 20_000
+            assert steady_trial(tb_id, "--family", "6", "--frame-size", "128")["result"]["frames_received"] == 20_000
             assert int(sh("cat", "/sys/class/net/d1/statistics/tx_packets", ns=ns)) - before >= 40_000
             # the DUT learnt the tester's MACs by ARP and ND: none of its entries is permanent
             neigh = json.loads(sh("ip", "-j", "neigh", "show", ns=ns))

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 from testbed_helpers import needs_root
-from tests.host_steal import Steal, excess_s, excused
+from tests.host_steal import steady_trial
 
 from netrig.errors import ConfigError
 from netrig.testbed import Testbed
@@ -27,15 +27,7 @@ def host_routes(ns: str, family: str) -> list[str]:
 def spread_trial(tb_id: str, *extra: str, over: int = ROUTES) -> dict:
     """20 k frames to ``over`` destinations in pseudorandom order (exit 1 only for a trial the
     host's steal excuses)."""
-    steal = Steal()
-    r = subprocess.run([*NETRIG, "trial", "--testbed", tb_id, *extra, "--vary", f"dst_ips={over}", "--flow-order",
-                        "pseudorandom", "--rate", "20kpps", "--frames", "20k", "--drain", "0.3s", "--json"],
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode in (0, 1), r.stderr
-    res = json.loads(r.stdout)["result"]
-    why = excused(res["valid"], res.get("invalid_reason"), excess_s(res), steal)
-    assert r.returncode == (0 if why is None else 1), r.stderr
-    return res
+    return steady_trial(tb_id, *extra, "--vary", f"dst_ips={over}", "--flow-order", "pseudorandom")["result"]
 
 
 @needs_root
