@@ -157,8 +157,12 @@ def test_dut_link_flap_is_repaired_and_status_says_broken_meanwhile():
         time.sleep(0.3)
         st = netrig("testbed", "status", tb_id)
         assert "broken" in st.stdout and "route 198.19.0.0/16 via 198.19.0.2" in st.stdout, st.stdout
-        doc = steady_trial(tb_id, env=ENV)
+        # the address came back with its broadcast route, which made .255 the DUT's own
+        assert f"broadcast route 198.19.0.255 on {drx} (netns {dut}) is back" in st.stdout, st.stdout
+        doc = steady_trial(tb_id, "--dst-ip", "198.19.0.255", env=ENV)
         assert "repaired: restored" in doc["stderr"] and "route 198.19.0.0/16 via 198.19.0.2" in doc["stderr"]
+        assert f"broadcast route 198.19.0.255 on {drx} (netns {dut}) deleted again" in doc["stderr"], doc["stderr"]
+        assert "198.19.0.255" not in sh("ip", "route", "show", "table", "local", "type", "broadcast", ns=dut)
         assert doc["result"]["frames_received"] == 20_000
         assert f"{tb_id}  router    up" in netrig("testbed", "status", tb_id).stdout
         # the same by hand

@@ -11,6 +11,9 @@ from typing import Any
 IFF_UP = 0x1
 #: ``NUD_PERMANENT``: a neighbour entry somebody set (the build), never learnt or aged.
 NUD_PERMANENT = 0x80
+#: The local routing table, and its broadcast routes' type, scope and protocol as the kernel adds
+#: them with an IPv4 address (``RT_TABLE_LOCAL``, ``RTN_BROADCAST``, ``RT_SCOPE_LINK``, ``RTPROT_KERNEL``).
+TABLE_LOCAL, RTN_BROADCAST, SCOPE_LINK, PROTO_KERNEL = 255, 3, 253, 2
 
 
 @dataclass(frozen=True)
@@ -89,3 +92,16 @@ def read_routes(ipr: Any, table: int = 254) -> list[Route]:
             out.append(Route(4 if fam == socket.AF_INET else 6, f"{dst}/{r['dst_len']}", r.get_attr("RTA_GATEWAY"),
                              r.get_attr("RTA_OIF")))
     return out
+
+
+def read_broadcasts(ipr: Any) -> set[tuple[int, str]]:
+    """The IPv4 broadcast routes of the local table: (interface index, address)."""
+    return {(r.get_attr("RTA_OIF"), r.get_attr("RTA_DST")) for r in ipr.get_routes(family=socket.AF_INET,
+                                                                                   table=TABLE_LOCAL)
+            if r["type"] == RTN_BROADCAST}
+
+
+def del_broadcast(ipr: Any, index: int, ip: str) -> None:
+    """Delete the broadcast route of ``ip`` on interface ``index`` (the kernel's, from an address)."""
+    ipr.route("del", dst=ip, dst_len=32, table=TABLE_LOCAL, type=RTN_BROADCAST, oif=index, scope=SCOPE_LINK,
+              proto=PROTO_KERNEL)

@@ -16,7 +16,16 @@ from netrig import _native
 from netrig.errors import CapabilityError, ConfigError, Terminated, TestbedError
 from netrig.testbed import state as st
 from netrig.testbed.knobs import restore_entries
-from netrig.testbed.links import NUD_PERMANENT, Link, read_addrs, read_links, read_neighbours, read_routes
+from netrig.testbed.links import (
+    NUD_PERMANENT,
+    Link,
+    del_broadcast,
+    read_addrs,
+    read_broadcasts,
+    read_links,
+    read_neighbours,
+    read_routes,
+)
 from netrig.testbed.nsthread import (
     create_netns,
     kill_in_netns,
@@ -258,6 +267,12 @@ class Testbed:
     def add_route(self, ns: str, dst: str, gateway: str, metric: int | None = None) -> None:
         self.ipr(ns).route("add", dst=dst, gateway=gateway, **({"priority": metric} if metric is not None else {}))
         self._expect(Expected("route", ns, dst=dst, gateway=gateway, metric=metric))
+
+    def del_broadcast(self, ns: str, ifname: str, ip: str) -> None:
+        """Make ``ip``, the broadcast address of a subnet on ``ifname``, a destination like any other
+        (the kernel's broadcast route goes; it is kept gone after a link flap)."""
+        del_broadcast(self.ipr(ns), self.index(ns, ifname), ip)
+        self._expect(Expected("no_broadcast", ns, ifname, ip=ip))
 
     def send_learning_frames(self) -> None:
         """Send one frame from every tester port (source = its MAC) so an L2 DUT learns where it is."""
@@ -581,27 +596,33 @@ def _check_ns(ipr: IPRoute, ns: str | None, expected: list[Expected],
     addrs = {(a.index, a.address, a.prefixlen) for a in read_addrs(ipr)}
     neighs = {(n.index, n.ip, n.mac) for n in read_neighbours(ipr) if n.permanent}
     routes = {(r.dst, r.gateway) for r in read_routes(ipr)}
-    # addresses first: a route's gateway needs its connected route back
-    for kind in ("addr", "neigh", "route"):
+    # addresses first: a route's gateway needs its connected route back; broadcast routes last: an
+    # address put back brings its broadcast route with it
+    for kind in ("addr", "neigh", "route", "no_broadcast"):
+        bcasts = read_broadcasts(ipr) if kind == "no_broadcast" else set()
         for item in expected:
             if item.kind != kind or item.ifname in down:
                 continue
-            ok, what = _present(item, index.get(item.ifname or ""), addrs, neighs, routes)
+            ok, what = _present(item, index.get(item.ifname or ""), addrs, neighs, routes, bcasts)
             if ok:
                 continue
             if not repair or (kind == "route" and down):  # a route may lead over a link that is down
-                problems.append(f"{what}{where} is missing")
+                problems.append(f"{what}{where} is {'back' if kind == 'no_broadcast' else 'missing'}")
                 continue
             try:
                 _restore(ipr, item, index)
-                restored.append(what + where)
+                restored.append(what + where + (" deleted again" if kind == "no_broadcast" else ""))
             except Exception as e:
                 problems.append(f"{what}{where} is missing and cannot be restored: {e}")
     return problems, restored, settling, len(down) > len(settling)
 
 
-def _present(item: Expected, ifindex: int | None, addrs: set, neighs: set, routes: set) -> tuple[bool, str]:
-    """Whether the address, neighbour or route ``item`` is configured, and what it is in words."""
+def _present(item: Expected, ifindex: int | None, addrs: set, neighs: set, routes: set,
+             bcasts: set) -> tuple[bool, str]:
+    """Whether the address, neighbour or route ``item`` is configured (a deleted broadcast route
+    absent), and what it is in words."""
+    if item.kind == "no_broadcast":
+        return (ifindex, item.ip) not in bcasts, f"broadcast route {item.ip} on {item.ifname}"
     if item.kind == "addr":
         addr, plen = str(item.cidr).split("/")
         return (ifindex, addr, int(plen)) in addrs, f"address {item.cidr} on {item.ifname}"
@@ -617,6 +638,8 @@ def _restore(ipr: IPRoute, item: Expected, index: dict[str, int]) -> None:
         ipr.addr("replace", index=index[str(item.ifname)], address=addr, prefixlen=int(plen), **kw)
     elif item.kind == "neigh":
         ipr.neigh("replace", dst=item.ip, lladdr=item.mac, ifindex=index[str(item.ifname)], state=NUD_PERMANENT)
+    elif item.kind == "no_broadcast":
+        del_broadcast(ipr, index[str(item.ifname)], str(item.ip))
     else:
         ipr.route("replace", dst=item.dst, gateway=item.gateway,
                   **({"priority": item.metric} if item.metric is not None else {}))

@@ -598,8 +598,7 @@ def _behind_the_port(tb: Any, dut: str, dif: str, v4: tuple[str, str], v6: tuple
     for half in net.subnets(new_prefix=25):
         tb.add_route(dut, str(half), v4[1])
     tb.add_route(dut, str(ipaddress.IPv6Network(f"{v6[0]}/64", strict=False)), v6[1], metric=1)
-    subprocess.run(["ip", "-n", dut, "route", "del", "broadcast", str(net.broadcast_address), "dev", dif, "table",
-                    "local"], capture_output=True, check=False)
+    tb.del_broadcast(dut, dif, str(net.broadcast_address))
 
 
 def _load_routes(tb: Any, dut: str, drx: str, n: int) -> None:
