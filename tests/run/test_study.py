@@ -160,7 +160,7 @@ testbed = { simulator = { capacity_pps = 100000 } }
 def test_example_studies_are_valid():
     from pathlib import Path
     root = Path(__file__).resolve().parents[2]
-    for name in ("service-cost.toml", "host-tuning.toml", "flows-sweep.toml", "routes-sweep.toml"):
+    for name in ("service-cost.toml", "host-tuning.toml", "flows-sweep.toml", "routes-sweep.toml", "table-scale.toml"):
         s = load_study(root / "examples" / name)
         assert len(s.variants) >= 4, name
 
@@ -173,6 +173,23 @@ def test_a_routes_sweep_spreads_the_traffic_over_the_routes():
     last = s.variants[-1].config
     assert last.testbed.options["routes"] == 65_534
     assert last.stream.flows == {"dst_ips": 65_534} and last.stream.flow_order == "pseudorandom"
+
+
+def test_the_table_scale_study_spreads_each_variant_over_its_table():
+    """Every variant of examples/table-scale.toml sends one destination per route or neighbour of
+    its test bed, in RFC 4814's order; a hosts sweep does the same."""
+    from pathlib import Path
+    s = load_study(Path(__file__).resolve().parents[2] / "examples" / "table-scale.toml")
+    for v in s.variants:
+        opts = v.config.testbed.options
+        n = opts.get("routes") or opts.get("hosts")
+        assert v.config.stream.flows == {"dst_ips": n} and v.config.stream.flow_order == "pseudorandom", v.name
+    assert [v.config.testbed.options.get("hosts") for v in s.variants][-1] == 65_533
+    swept = study_from_dict({"study": {"name": "h"}, "base": {"testbed": {"name": "router"},
+                                                              "methods": [{"rfc2544_throughput": {}}]},
+                             "sweep": {"over": "hosts", "values": [10, 2000]}})
+    last = swept.variants[-1].config
+    assert last.testbed.options["hosts"] == 2000 and last.stream.flows == {"dst_ips": 2000}
 
 
 @needs_root

@@ -1,6 +1,7 @@
-"""The routing test beds' ``routes`` option (issue 43, the DUT's table scale): N host routes per
-family in the DUT's FIB, loaded in one netlink batch and read back, and traffic spread over all of
-them (one destination per route, RFC 4814 order) forwarded exact, in IPv4 and IPv6."""
+"""The routing test beds' ``routes`` and ``hosts`` options (issue 43, the DUT's table scale): N host
+routes per family in the DUT's FIB, loaded in one netlink batch and read back, or N tester hosts on
+its receiving link that it resolves by ARP (its neighbour table read back); traffic spread over all
+of them (one destination each, RFC 4814 order) forwarded exact."""
 from __future__ import annotations
 
 import json
@@ -13,9 +14,12 @@ from tests.host_steal import steady_trial
 
 from netrig.errors import ConfigError
 from netrig.testbed import Testbed
+from netrig.testbed.nsthread import read_sysctl
 
 NETRIG = [sys.executable, "-m", "netrig.cli.main"]
 ROUTES = 4_000
+HOSTS = 2_000
+GC = tuple(f"net.ipv4.neigh.default.gc_thresh{k}" for k in (1, 2, 3))
 
 
 def host_routes(ns: str, family: str) -> list[str]:
@@ -76,3 +80,46 @@ def test_routes_are_bounded_by_the_test_range():
         Testbed.create("router", routes=65_535)
     with pytest.raises(ConfigError, match="routes"):
         Testbed.create("loopback", routes=10)
+
+
+def gc_thresholds() -> list[int]:
+    return [int(read_sysctl(name)) for name in GC]
+
+
+@needs_root
+@pytest.mark.root
+def test_hosts_are_resolved_by_the_dut_and_carry_the_traffic():
+    """``hosts``: the DUT holds a neighbour for each tester host on its receiving link, resolved by
+    its own ARP (not permanent: only the rx port's own entry is), traffic to all of them arrives
+    exact, and the host's neighbour-table limits are raised while the test bed lives and restored
+    after."""
+    before = gc_thresholds()
+    up = subprocess.run([*NETRIG, "testbed", "up", "router", "--testbed-option", f"hosts={HOSTS}"],
+                        capture_output=True, text=True, timeout=300)
+    assert up.returncode == 0, up.stderr
+    tb_id = up.stdout.split()[1]
+    try:
+        dut, drx = f"nr{tb_id}-dut", f"nr{tb_id}-drx"
+        neigh = subprocess.run(["ip", "-n", dut, "-4", "neigh", "show", "dev", drx], capture_output=True, text=True,
+                               check=True).stdout.splitlines()
+        held = {ln.split()[0] for ln in neigh if "lladdr" in ln}
+        assert {f"198.19.{k // 256}.{k % 256}" for k in range(2, HOSTS + 2)} <= held, len(held)
+        assert sum("PERMANENT" in ln for ln in neigh) == 1, "the DUT resolved the hosts itself"
+        assert all(g >= HOSTS + 4096 for g in gc_thresholds())
+        res = spread_trial(tb_id, over=HOSTS)
+        assert res["frames_received"] == res["frames_sent"] == 20_000
+        status = subprocess.run([*NETRIG, "testbed", "status", tb_id, "--json"], capture_output=True, text=True)
+        notes = " ".join(json.loads(status.stdout).get("notes", []))
+        assert f"hosts: the DUT resolved {HOSTS} tester hosts on {drx} by ARP" in notes, notes
+    finally:
+        subprocess.run([*NETRIG, "testbed", "down", tb_id], capture_output=True, timeout=120)
+    assert gc_thresholds() == before
+
+
+def test_hosts_are_bounded_and_not_mixed_with_routes():
+    with pytest.raises(ConfigError, match="^hosts: 65534: must be an integer from 0 to 65533"):
+        Testbed.create("router", hosts=65_534)
+    with pytest.raises(ConfigError, match="^hosts: routes and hosts together"):
+        Testbed.create("router", hosts=10, routes=10)
+    with pytest.raises(ConfigError, match="hosts"):
+        Testbed.create("firewall", hosts=10)

@@ -73,6 +73,8 @@ CONNECTIONS_KEY = "methods.stateful.connections"
 
 #: The routing test beds' host routes: swept with the traffic's destinations spread over them.
 ROUTES_KEY = "testbed.options.routes"
+#: The router test bed's tester hosts on the DUT's receiving link: the same, over its neighbours.
+HOSTS_KEY = "testbed.options.hosts"
 
 #: Named sweep dimensions: (config key path, what it means). Any other dotted config key path
 #: (``testbed.options.cap``) can be swept too.
@@ -85,6 +87,8 @@ SWEEP_DIMENSIONS: dict[str, tuple[str, str]] = {
     "frame-size": ("frames.sizes", "frame size, bytes (one size per point)"),
     "routes": (ROUTES_KEY, "host routes in the DUT's FIB (router, firewall, nat … test beds), the traffic's "
                            "destinations spread over them in pseudorandom order (RFC 4814)"),
+    "hosts": (HOSTS_KEY, "tester hosts on the DUT's receiving link, each an ARP neighbour the DUT resolved (router "
+                         "test bed), the traffic's destinations spread over them in pseudorandom order (RFC 4814)"),
     "connections": (CONNECTIONS_KEY, "connections established through the DUT (RFC 9693): the stateful "
                                      "method's connections, its throughput measured with that state"),
 }
@@ -169,8 +173,8 @@ def sweep_patch(sweep: Sweep, i: int, base: dict) -> dict:
         for m in stateful:
             m["stateful"] = {**(m["stateful"] or {}), "connections": v}
         return {"methods": methods}
-    if sweep.key == ROUTES_KEY and isinstance(v, int) and not isinstance(v, bool) and v > 0:
-        # every route carries traffic: one destination address per route, in RFC 4814's order
+    if sweep.key in (ROUTES_KEY, HOSTS_KEY) and isinstance(v, int) and not isinstance(v, bool) and v > 0:
+        # every route (neighbour) carries traffic: one destination address each, in RFC 4814's order
         return merge(nest(sweep.key, v), {"stream": {"flows": {"dst_ips": v}, "flow_order": "pseudorandom"}})
     if sweep.key == "ports.flows" and isinstance(v, int) and v > PORT_RANGE_FLOWS:
         if v % 1024:

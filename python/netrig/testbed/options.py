@@ -102,10 +102,13 @@ _KINDS: dict[str, type] = {"rules": int, "cap": str, "cap_burst": int, "nat": st
                            "ifaces": str,
                            "tester_stack": bool, "mtu": int, "forward_mode": str, "forward_backend": str,
                            "capture_method": str, "capture_batch": int, "dut_neighbours": str,
-                           "addresses": str, "gateways": str, "routes": int}
+                           "addresses": str, "gateways": str, "routes": int, "hosts": int}
 #: Most host routes the ``routes`` option loads: the receiving side's addresses from 198.19.0.2 to
 #: 198.19.255.255 (traffic stays inside the benchmarking range, RFC 2544 §C.2.2).
 MAX_ROUTES = 65_534
+#: Most tester hosts the ``hosts`` option puts on the DUT's receiving link: 198.19.0.2 to
+#: 198.19.255.254 (a /16 on the link, less the DUT's own address and the broadcast).
+MAX_HOSTS = 65_533
 #: How a routing DUT knows the tester's MACs: ``static`` (permanent entries the build sets) or
 #: ``resolved`` (its own ARP and ND, answered by the tester ports' kernel stacks).
 DUT_NEIGHBOURS = ("static", "resolved")
@@ -201,6 +204,11 @@ class TestbedOptions:
                     FIB for the receiving side's first N addresses from the rx port's (198.19.0.2 …,
                     2001:2:0:1::2 …), each via the rx port, loaded in one netlink batch; a trial with
                     ``flows.dst_ips = N`` spreads over them (1..65 534: the test range's addresses).
+    hosts:          router: N tester hosts on the DUT's receiving link (198.19.0.2 …, a /16 on that
+                    link), each answering ARP, so the DUT's neighbour table holds N entries it
+                    resolved itself (read back at the build; IPv4 only); a trial with
+                    ``flows.dst_ips = N`` spreads over them (1..65 533). Raises the host's
+                    neighbour-table limits (``gc_thresh1..3``) for the test bed's life.
     dut_neighbours: router, nat, firewall, fwnat, acl, policer: ``static`` (default: permanent
                     neighbour entries for the tester's addresses) or ``resolved`` (none: the DUT
                     resolves them by ARP and ND, which the tester ports' kernel stacks answer; they
@@ -235,6 +243,7 @@ class TestbedOptions:
     capture_batch: int = _native.DEFAULT_CAPTURE_BATCH
     dut_neighbours: str = "static"
     routes: int = 0
+    hosts: int = 0
 
     def __post_init__(self) -> None:
         _int("rules", self.rules, 1, 1_000_000)
@@ -292,6 +301,10 @@ class TestbedOptions:
             raise ConfigError("capture_method", f"{self.capture_method!r}: must be one of {', '.join(CAPTURE_METHODS)}")
         _int("capture_batch", self.capture_batch, 1, _native.MAX_CAPTURE_BATCH)
         _int("routes", self.routes, 0, MAX_ROUTES)
+        _int("hosts", self.hosts, 0, MAX_HOSTS)
+        if self.hosts and self.routes:
+            raise ConfigError("hosts", "routes and hosts together: routes send every destination to the rx port's "
+                                       "one neighbour, hosts make each destination its own; pick one")
 
     def port_addresses(self) -> list[PortAddresses]:
         """``addresses`` and ``gateways`` per interface, checked (each family at most once per

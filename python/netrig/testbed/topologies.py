@@ -24,6 +24,7 @@ import ipaddress
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -36,7 +37,7 @@ from netrig.testbed import nft, placement, testpmd
 from netrig.testbed import state as st
 from netrig.testbed.knobs import features_set_in
 from netrig.testbed.links import read_neighbours
-from netrig.testbed.nsthread import sysctls_in
+from netrig.testbed.nsthread import read_sysctl, run_in_netns, sysctls_in
 from netrig.testbed.options import TestbedOptions
 from netrig.testbed.state import (
     CaptureRecord,
@@ -95,7 +96,7 @@ DUT_OPTIONS = (*LINK_OPTIONS, "dut_cpus", "dut_placement", "dut_ring")
 #: Options of a DUT that tracks connections (the conntrack table's size, hash size and timeouts).
 CONNTRACK_OPTIONS = ("conntrack_max", "conntrack_buckets", "conntrack_timeout_s")
 #: Options of a routing DUT: its placement and nftables' software fast path.
-ROUTED_OPTIONS = (*DUT_OPTIONS, "flowtable", "dut_neighbours", "routes")
+ROUTED_OPTIONS = (*DUT_OPTIONS, "flowtable", "dut_neighbours", "routes", "hosts")
 
 
 class Topology:
@@ -559,7 +560,8 @@ class Router(Topology):
         drx_mac, rx_mac = tb.mac(dut, drx), tb.mac(rx_ns, rx_if)
         tb.add_addr(dut, dtx, f"{LEFT4[0]}/24")
         tb.add_addr(dut, dtx, f"{LEFT6[0]}/64")
-        tb.add_addr(dut, drx, f"{RIGHT4[0]}/24")
+        hosts = tb.options.hosts  # the receiving link a /16 of tester hosts the DUT resolves
+        tb.add_addr(dut, drx, f"{RIGHT4[0]}/{16 if hosts else 24}")
         tb.add_addr(dut, drx, f"{RIGHT6[0]}/64")
         resolved = tb.options.dut_neighbours == "resolved"
         if not resolved:
@@ -567,12 +569,13 @@ class Router(Topology):
             tb.add_neigh(dut, dtx, LEFT6[1], tx_mac)
             tb.add_neigh(dut, drx, RIGHT4[1], rx_mac)
             tb.add_neigh(dut, drx, RIGHT6[1], rx_mac)
-        tb.add_route(dut, "198.19.0.0/16", RIGHT4[1])
+        if not hosts:
+            tb.add_route(dut, "198.19.0.0/16", RIGHT4[1])
         tb.add_route(dut, "2001:2:0:100::/56", RIGHT6[1])
         tb.add_route(dut, "198.18.0.0/16", LEFT4[1])
         tb.add_route(dut, "2001:2:0:200::/56", LEFT6[1])
         _behind_the_port(tb, dut, dtx, LEFT4, LEFT6)
-        _behind_the_port(tb, dut, drx, RIGHT4, RIGHT6)
+        _behind_the_port(tb, dut, drx, None if hosts else RIGHT4, RIGHT6)
         tb.add_neigh(tx_ns, tx_if, LEFT4[0], dtx_mac)
         tb.add_neigh(rx_ns, rx_if, RIGHT4[0], drx_mac)
         _tester_stack(tb, tx_ns, tx_if, LEFT4[1], LEFT6[1], 24, 64, LEFT4[0], LEFT6[0], resolved)
@@ -584,20 +587,25 @@ class Router(Topology):
         _place(tb, dut, [dtx, drx])
         if resolved:
             _resolve(tb, dut, (LEFT4[1], LEFT6[1], RIGHT4[1], RIGHT6[1]))
+        if hosts:
+            _load_hosts(tb, dut, drx, rx_ns, rx_if, hosts, answering=resolved or tb.options.tester_stack)
         return RouterDut(dut, dtx, drx)
 
 
-def _behind_the_port(tb: Any, dut: str, dif: str, v4: tuple[str, str], v6: tuple[str, str]) -> None:
+def _behind_the_port(tb: Any, dut: str, dif: str, v4: tuple[str, str] | None, v6: tuple[str, str]) -> None:
     """The DUT's link subnets' other addresses are the tester's, behind its port, as the /16 and
     /56 beyond them are: a trial that spreads its destinations over them (``--vary dst_ips=4``)
     had them resolved on the link, where nothing answers, and reported 3 in 4 frames as the DUT's
     loss. IPv4: the two halves of the /24 via the port (longer than the connected route); IPv6: the
     /64 via the port at metric 1 (ahead of the connected route's 256); the subnet's broadcast
-    address is a destination like any other."""
+    address is a destination like any other. ``v4`` None: the link's IPv4 addresses are hosts of
+    their own (``hosts``)."""
+    tb.add_route(dut, str(ipaddress.IPv6Network(f"{v6[0]}/64", strict=False)), v6[1], metric=1)
+    if v4 is None:
+        return
     net = ipaddress.IPv4Network(f"{v4[0]}/24", strict=False)
     for half in net.subnets(new_prefix=25):
         tb.add_route(dut, str(half), v4[1])
-    tb.add_route(dut, str(ipaddress.IPv6Network(f"{v6[0]}/64", strict=False)), v6[1], metric=1)
     tb.del_broadcast(dut, dif, str(net.broadcast_address))
 
 
@@ -622,6 +630,67 @@ def _load_routes(tb: Any, dut: str, drx: str, n: int) -> None:
         raise TestbedError(f"routes: the DUT holds {held} of the {2 * n} host routes loaded")
     tb.state.notes.append(f"routes: {n} IPv4 /32 and {n} IPv6 /128 host routes in the DUT ({RIGHT4[1]} …, "
                           f"{RIGHT6[1]} …, via the rx port), loaded in {took:.1f} s")
+
+
+#: The host's neighbour-table limits (one table for every namespace) the ``hosts`` option raises.
+GC_THRESHOLDS = tuple(f"net.ipv4.neigh.default.gc_thresh{k}" for k in (1, 2, 3))
+#: Room in the neighbour table beside the test bed's hosts (the machine's own neighbours).
+GC_SLACK = 4096
+
+
+def _load_hosts(tb: Any, dut: str, drx: str, rx_ns: str, rx_if: str, n: int, answering: bool) -> None:
+    """``hosts``: the rx port's namespace answers ARP for every address of the receiving link's /16
+    (a local route of the whole range on ``lo``: its kernel takes them all for its own), and the DUT
+    resolves the first ``n`` from 198.19.0.2 by ARP, as it would ``n`` hosts on that link: one
+    datagram to each (the kernel queues it and asks), in chunks its ARP queue keeps up with, until
+    all are resolved (read back) or 3 rounds passed. The neighbour table is one for all namespaces:
+    its limits are raised for the test bed's life (restored at teardown), never lowered."""
+    for name in GC_THRESHOLDS:
+        if int(read_sysctl(name)) < n + GC_SLACK:
+            tb.set_global_sysctl(name, n + GC_SLACK)
+    tb.link_up(rx_ns, "lo")
+    # all of the /16 local but the DUT's own address, the source of its ARP requests (a local source
+    # is a martian, and nothing would be answered)
+    for route in (["local", "198.19.0.0/16", "dev", "lo"], [f"{RIGHT4[0]}/32", "dev", rx_if]):
+        subprocess.run(["ip", "-n", rx_ns, "route", "add", *route, "table", "local"], check=True, capture_output=True)
+    if not answering:  # its stack would answer test frames to those addresses with ICMP
+        _nft(tb, rx_ns, nft.tester_quiet_ruleset(tb.id))
+    first = ipaddress.IPv4Address(RIGHT4[1])
+    want = {str(first + k) for k in range(n)}
+    t0, missing = time.monotonic(), sorted(want)
+    for _ in range(3):
+        run_in_netns(dut, _ask, missing)
+        missing = _unresolved(tb, dut, drx, want, deadline=time.monotonic() + 5.0)
+        if not missing:
+            break
+    if missing:
+        raise TestbedError(f"hosts: the DUT resolved {n - len(missing)} of {n} hosts by ARP ({missing[0]} … not): "
+                           f"is the host's neighbour table full? (sysctl {GC_THRESHOLDS[2]})")
+    tb.state.notes.append(f"hosts: the DUT resolved {n} tester hosts on {drx} by ARP ({first} …) in "
+                          f"{time.monotonic() - t0:.1f} s: its neighbour table holds them")
+
+
+def _ask(addresses: Sequence[str], chunk: int = 256) -> None:
+    """One datagram to each address from this namespace (the discard port), ``chunk`` at a time with
+    a pause: the DUT asks for each by ARP, and the answers arrive before its queue overflows."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for i, a in enumerate(addresses):
+            with contextlib.suppress(OSError):
+                s.sendto(b"", (a, 9))
+            if i % chunk == chunk - 1:
+                time.sleep(0.002)
+
+
+def _unresolved(tb: Any, dut: str, drx: str, want: set[str], deadline: float) -> list[str]:
+    """The addresses of ``want`` the DUT holds no neighbour for on ``drx`` by ``deadline`` (read back;
+    the rx port's own is a permanent entry unless ``dut_neighbours`` is resolved)."""
+    idx = tb.index(dut, drx)
+    while True:
+        learnt = {nb.ip for nb in read_neighbours(tb.ipr(dut)) if nb.index == idx and nb.mac}  # the rx port's: static
+        missing = sorted(want - learnt)
+        if not missing or time.monotonic() > deadline:
+            return missing
+        time.sleep(0.2)
 
 
 def _host_routes(ns: str) -> int:
