@@ -249,6 +249,39 @@ def test_two_agents_exact_counts_and_refused_without_token(tmp_path):
         assert ports["b1"].location == "b/b1" and ports["a1"].frames_tx == 5000
 
 
+def test_a_tagged_flow_across_two_agents_counts_each_tag_value_exactly(tmp_path):
+    """Metric tags through a controller: the sending agent counts each value of the tagged bits as
+    it sends, the receiving agent as it receives, and the controller merges the two per value."""
+    with bed(tmp_path) as b:
+        b.agent("a"), b.agent("b")
+        _, url = b.controller()
+        a = api(url)
+        c = a.config()
+        for port in ("a2", "b1"):
+            c.ports.port(name=port, location=f"{port[0]}/{port}")
+        f = c.flows.flow(name="fab")[-1]
+        f.tx_rx.port.tx_name, f.tx_rx.port.rx_names = "a2", ["b1"]
+        eth, ip, _ = f.packet.ethernet().ipv4().udp()[-3:]
+        eth.src.value, eth.dst.value = mac("a2"), mac("b1")
+        ip.src.increment.start, ip.src.increment.step, ip.src.increment.count = "198.18.0.1", "0.0.0.1", 4
+        ip.src.metric_tags.add(name="src_low", offset=30, length=2)
+        ip.dst.value = "198.19.0.1"
+        f.size.fixed, f.rate.pps, f.duration.fixed_packets.packets = 128, 5000, 3000
+        f.metrics.enable, f.metrics.loss = True, True
+        a.set_config(c)
+        control(a, "start")
+        m = wait_stopped(a, ["fab"])["fab"]
+        assert (m.frames_tx, m.frames_rx) == (3000, 3000)
+        req = a.metrics_request()
+        req.flow.flow_names = ["fab"]
+        (fm,) = a.get_metrics(req).flow_metrics
+        rows = {row.tags[0].value.hex: (row.frames_tx, row.frames_rx, row.loss) for row in fm.tagged_metrics}
+        assert rows == {hex(v): (750, 750, 0.0) for v in (1, 2, 3, 0)}, rows
+        req.flow.tagged_metrics.filters.add(name="src_low", values=["0x2"])
+        (fm,) = a.get_metrics(req).flow_metrics
+        assert [(r.tags[0].value.hex, r.frames_rx) for r in fm.tagged_metrics] == [("0x2", 750)]
+
+
 def test_a_controller_started_after_another_takes_its_run_over_or_stops_it(tmp_path):
     """Issue 45: a second controller over the same agents takes the run over when the agents agree on
     it: the config is not lost, the flows run on under its supervision after the first one is

@@ -1,6 +1,8 @@
 """The controller's pure parts: a config split per agent, the agents' metric rows merged."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from netrig.cli.main import main
@@ -9,6 +11,7 @@ from netrig.controller.agents import AgentSpec
 from netrig.controller.clock import ClockEstimate
 from netrig.controller.split import split
 from netrig.errors import ConfigError
+from netrig.otg import metrics
 from netrig.otg.objects import Config, read
 from netrig.otgclient.messages import FlowMetric, MetricLatency, PortMetric
 
@@ -81,7 +84,7 @@ def test_one_physical_port_reached_twice_is_refused_naming_both():
     assert "'a1'" in str(e.value) and "'b1'" in str(e.value) and "a/a1" in str(e.value)
 
 
-def test_devices_lldp_and_metric_tags_are_refused_on_a_controller_saying_why():
+def test_devices_and_lldp_are_refused_on_a_controller_saying_why_and_metric_tags_split():
     c = cfg()
     c["devices"] = [{"name": "d1", "ethernets": [{"name": "e1", "connection": {"choice": "port_name",
                                                                                 "port_name": "a1"}}]}]
@@ -96,9 +99,35 @@ def test_devices_lldp_and_metric_tags_are_refused_on_a_controller_saying_why():
     c = cfg()
     c["flows"][0]["packet"] = [{"choice": "ethernet"}, {"choice": "ipv4", "ipv4": {"src": {
         "choice": "values", "values": ["198.18.0.1", "198.18.0.2"], "metric_tags": [{"name": "src"}]}}}]
-    with pytest.raises(ConfigError) as e:
-        split_of(c, ["a", "b"])
-    assert e.value.field == "flows[0].packet" and "one netrig serve" in e.value.message
+    assert len(split_of(c, ["a", "b"]).routes) == len(c["flows"])  # merged by the controller
+
+
+def tag(name: str, v: int) -> dict:
+    return {"name": name, "value": {"choice": "hex", "hex": hex(v)}}
+
+
+def test_tagged_rows_merge_senders_counts_with_every_receivers():
+    """A tagged flow's rows: sent as the sending agent counted them, received summed over its
+    receiving agents per combination, loss recomputed; empty rows, filters and names as asked."""
+    c = cfg()
+    route = dataclasses.replace(split_of(c, ["a", "b"]).routes[2], rx_agents=("a", "b"))
+    tx = [{"tags": [tag("p", 0)], "frames_tx": 10, "frames_rx": 0}, {"tags": [tag("p", 1)], "frames_tx": 10,
+                                                                       "frames_rx": 0},
+          {"tags": [tag("p", 2)], "frames_tx": 0, "frames_rx": 0}]
+    rows = {"b": FlowMetric(name="fba", frames_tx=20, loss=0.0, tagged_metrics=tuple(tx)),
+            "a": FlowMetric(name="fba", frames_rx=12, tagged_metrics=({"tags": [tag("p", 0)], "frames_rx": 6},
+                                                                       {"tags": [tag("p", 1)], "frames_rx": 6}))}
+    rows["b"] = dataclasses.replace(rows["b"], tagged_metrics=(*tx[:1], {**tx[1], "frames_rx": 3}, tx[2]))
+    got = merge.tagged_rows(route, rows, metrics.tagged_request(None, lambda _: None), loss=True)
+    assert [(r["tags"][0]["value"]["hex"], r["frames_tx"], r["frames_rx"], r["loss"]) for r in got] == [
+        ("0x0", 10, 6, 40.0), ("0x1", 10, 9, 10.0)]
+    every = merge.tagged_rows(route, rows, metrics.tagged_request({"include_empty_metrics": True}, lambda _: None),
+                              loss=False)
+    assert len(every) == 3 and "loss" not in every[0]
+    one = merge.tagged_rows(route, rows, metrics.tagged_request(
+        {"filters": [{"name": "p", "values": ["0x1"]}], "metric_names": ["frames_rx"]}, lambda _: None), loss=True)
+    assert one == [{"tags": [tag("p", 1)], "frames_rx": 9}]
+    assert merge.tagged_rows(route, rows, metrics.tagged_request({"include": False}, lambda _: None), True) is None
 
 
 def test_merge_sums_receivers_corrects_latency_and_marks_stale():

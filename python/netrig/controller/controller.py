@@ -38,7 +38,7 @@ from netrig.controller import clock, merge
 from netrig.controller.agents import AgentClient
 from netrig.controller.split import Split, split
 from netrig.errors import ConfigError, NetrigError
-from netrig.otg import mapping, refusal
+from netrig.otg import mapping, metrics, refusal
 from netrig.otg.api import OtgService, StateError
 from netrig.otg.objects import (
     CaptureRequest,
@@ -342,7 +342,10 @@ class Controller(OtgService):
                 raise ConfigError(f"flow.flow_names[{k}]", f"{n!r} is not a flow of the config")
         routes = [r for r in sp.routes if not f.flow_names or r.name in f.flow_names]
         agents = sorted({a for r in routes for a in r.agents if a not in self.down})
-        req = {"choice": "flow", "flow": {"flow_names": [r.name for r in routes]}}
+        tagged = metrics.tagged_request(f.tagged_metrics, lambda _: None)
+        # every combination of every tagged flow, as counted: merged here, then filtered as asked
+        req = {"choice": "flow", "flow": {"flow_names": [r.name for r in routes], "tagged_metrics": {
+            "include": tagged.include, "include_empty_metrics": True, "metric_names": ["frames_tx", "frames_rx"]}}}
         got = self._each(agents, lambda a: a.call("POST", "/monitor/metrics", req), quiet=True)
         with self.lock:
             for a, ans in got.items():
@@ -353,7 +356,9 @@ class Controller(OtgService):
             for r in routes:
                 per = {a: m for a in r.agents if (m := self.cache.get(a, {}).get(r.name))}
                 row, _ = merge.flow_row(r, per, flows[r.name], clocks, set(self.down))
-                rows.append(_only(to_json(row), f.metric_names))
+                out = _only(to_json(dataclasses.replace(row, tagged_metrics=None)), f.metric_names)
+                tags = merge.tagged_rows(r, per, tagged, loss=row.loss is not None)  # stale: no loss
+                rows.append(out if tags is None else {**out, "tagged_metrics": tags})
         return rows
 
     def _port_metrics(self, sp: Split, p: PortMetricsRequest) -> list[dict[str, Any]]:

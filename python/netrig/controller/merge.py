@@ -21,6 +21,7 @@ from typing import TypeVar
 
 from netrig.controller import clock
 from netrig.controller.split import FlowRoute
+from netrig.otg import metrics
 from netrig.otg.objects import Flow
 from netrig.otgclient.messages import FlowMetric, MetricLatency, MetricTimestamp, PortMetric
 
@@ -137,3 +138,15 @@ def port_row(row: PortMetric, location: str, down: bool) -> PortMetric:
     if down:
         row = dataclasses.replace(row, link="down", transmit="stopped")
     return row
+
+
+def tagged_rows(route: FlowRoute, rows: dict[str, FlowMetric], req: metrics.TaggedRequest,
+                loss: bool) -> list[dict] | None:
+    """A tagged flow's ``Flow.TaggedMetric`` objects over its agents: sent per combination as its
+    sending agent counted, received summed over its receiving agents (None: not a tagged flow, or
+    not asked for)."""
+    tx = rows.get(route.tx_agent)
+    if not req.include or tx is None or tx.tagged_metrics is None:
+        return None
+    rx = [list(r.tagged_metrics or ()) for a in route.rx_agents if (r := rows.get(a)) is not None]
+    return metrics.merged_tagged_metrics(list(tx.tagged_metrics), rx, loss, req)

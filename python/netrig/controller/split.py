@@ -79,13 +79,6 @@ def parse_location(loc: str | None, at: str, agents: Sequence[str]) -> tuple[str
     return agent, rest
 
 
-def _tagged(x: Any) -> bool:
-    """A flow's headers (as given) carry metric tags somewhere."""
-    if isinstance(x, dict):
-        return bool(x.get("metric_tags")) or any(_tagged(v) for v in x.values())
-    return isinstance(x, list) and any(_tagged(v) for v in x)
-
-
 def split(cfg: Config, document: dict[str, Any], agents: Sequence[str]) -> Split:
     """The parts of a config for ``agents`` (names): ``cfg`` read from ``document``, whose flows,
     layer-1 settings and captures the parts copy."""
@@ -93,9 +86,6 @@ def split(cfg: Config, document: dict[str, Any], agents: Sequence[str]) -> Split
         raise refusal.refuse("devices on a controller", "devices")
     if cfg.lldp:
         raise refusal.refuse("lldp on a controller", "lldp")
-    for i, f in enumerate(document.get("flows") or ()):
-        if _tagged(f.get("packet")):
-            raise refusal.refuse("metric tags on a controller", f"flows[{i}].packet")
     port_agent: dict[str, str] = {}
     port_location: dict[str, str] = {}
     ports: dict[str, list[str]] = {}

@@ -10,11 +10,12 @@ unknown ones).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from netrig import _native
+from netrig.errors import ConfigError
 from netrig.model import WIRE_OVERHEAD_BYTES
 
 if TYPE_CHECKING:  # the mapping imports the OTG model (snappi: 0.45 s), which a client of metrics never needs
@@ -75,16 +76,57 @@ class TaggedRequest:
     filters: dict[str, frozenset[int]] = field(default_factory=dict)
 
 
+def tagged_request(d: dict | None, tags_of: Callable[[int], tuple[list[int], list[int]] | None]) -> TaggedRequest:
+    """A flow metrics request's ``tagged_metrics`` (``FlowTaggedMetricsFilter``; left out: the
+    model's defaults, tagged metrics included) over the counts ``tags_of`` gives."""
+    d = d or {}
+    filters: dict[str, frozenset[int]] = {}
+    for k, f in enumerate(d.get("filters") or ()):
+        try:
+            filters[f["name"]] = frozenset(int(v, 0) for v in f.get("values") or ())
+        except (KeyError, TypeError, ValueError):
+            raise ConfigError(f"flow.tagged_metrics.filters[{k}]", "give a tag name and its values as hex "
+                                                                   "(0x0a) or decimal strings") from None
+    return TaggedRequest(tags_of, bool(d.get("include", True)), bool(d.get("include_empty_metrics", False)),
+                         tuple(d.get("metric_names") or ()), filters)
+
+
+#: One combination of tag values, as rows are built: ((name, hex, value) per tag), sent, received.
+TagRow = tuple[tuple[tuple[str, str, int], ...], int, int]
+
+
 def tagged_metrics(f: tags.FlowTags, counts: tuple[list[int], list[int]], loss: bool,
                    req: TaggedRequest) -> list[dict]:
     """A tagged flow's ``Flow.TaggedMetric`` objects: one per combination of tag values."""
+    return tag_rows(((tuple((t.name, t.hex(v), v) for t, v in zip(f.tags, values)), tx, rx)
+                     for values, tx, rx in f.rows(*counts)), loss, req)
+
+
+def merged_tagged_metrics(tx: Sequence[dict], rx: Sequence[Sequence[dict]], loss: bool,
+                          req: TaggedRequest) -> list[dict]:
+    """One tagged flow's ``Flow.TaggedMetric`` objects from its agents' (a controller's): sent as
+    the sending agent counted them (``tx``: its rows, every combination), received summed over the
+    receiving agents' rows (``rx``) combination by combination."""
+    def key(m: dict) -> tuple[tuple[str, str, int], ...]:
+        return tuple((t["name"], t["value"]["hex"], int(t["value"]["hex"], 16)) for t in m["tags"])
+
+    sums: dict[tuple[tuple[str, str, int], ...], list[int]] = {key(m): [m.get("frames_tx") or 0, 0] for m in tx}
+    for rows in rx:
+        for m in rows:
+            sums.setdefault(key(m), [0, 0])[1] += m.get("frames_rx") or 0
+    return tag_rows(((k, t, r) for k, (t, r) in sums.items()), loss, req)
+
+
+def tag_rows(rows: Iterable[TagRow], loss: bool, req: TaggedRequest) -> list[dict]:
+    """``Flow.TaggedMetric`` objects of ``rows`` as ``req`` asks: empty ones only when asked for,
+    the values its filters keep, the metrics it names."""
     out = []
-    for values, tx, rx in f.rows(*counts):
+    for tags_, tx, rx in rows:
         if not (tx or rx or req.include_empty):
             continue
-        if any(t.name in req.filters and v not in req.filters[t.name] for t, v in zip(f.tags, values)):
+        if any(name in req.filters and v not in req.filters[name] for name, _, v in tags_):
             continue
-        named = [{"name": t.name, "value": {"choice": "hex", "hex": t.hex(v)}} for t, v in zip(f.tags, values)]
+        named = [{"name": name, "value": {"choice": "hex", "hex": h}} for name, h, _ in tags_]
         m: dict = {"tags": named, "frames_tx": tx, "frames_rx": rx}
         if loss:
             m["loss"] = max(0.0, tx - rx) / tx * 100 if tx else 0.0

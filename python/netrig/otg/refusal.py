@@ -112,8 +112,9 @@ FEATURES: tuple[Feature, ...] = (
             "(the port's MAC) or local_subtype"),
     Feature("lldp[].port_id", R, "a given interface name is not set: use auto (the interface's), "
             "mac_address_subtype or local_subtype"),
-    Feature("metric tags on a controller", R, "a controller does not merge its agents' tagged metrics yet: serve "
-            "a tagged flow from one netrig serve"),
+    Feature("metric tags on a controller", S, "the agents' tagged metrics merged per combination of tag values: "
+            "frames sent as the sending agent counted them, received summed over the receiving agents, loss "
+            "recomputed; the request's filters, empty rows and metric names applied after the merge"),
     Feature("lldp on a controller", R, "a controller does not place LLDP on its agents yet: serve it from the "
             "agent that holds the port"),
     Feature("events", R, "events are not reported"),

@@ -430,8 +430,9 @@ class Service(OtgService):
             if req.choice == "flow":
                 f = req.flow or FlowMetricsRequest()
                 which = self._flows(f.flow_names, "flow.flow_names")
+                tagged = metrics.tagged_request(f.tagged_metrics, g.flow_tags)
                 rows = metrics.flow_metrics(plan, g.flow_stats(which), which, self.rates, self.drain_ns,
-                                            g.realtime_offset_ns, f.metric_names, _tagged(f.tagged_metrics, g))
+                                            g.realtime_offset_ns, f.metric_names, tagged)
                 return {"choice": "flow_metrics", "flow_metrics": rows}
             if req.choice == "port":
                 p = req.port or PortMetricsRequest()
@@ -504,18 +505,3 @@ class Service(OtgService):
         with self.lock:
             self._changed("end")
             self._close()
-
-
-def _tagged(d: dict[str, Any] | None, g: _native.Generator) -> metrics.TaggedRequest:
-    """A flow metrics request's ``tagged_metrics`` (``FlowTaggedMetricsFilter``; left out: the
-    model's defaults, tagged metrics included) over generator ``g``'s counts."""
-    d = d or {}
-    filters: dict[str, frozenset[int]] = {}
-    for k, f in enumerate(d.get("filters") or ()):
-        try:
-            filters[f["name"]] = frozenset(int(v, 0) for v in f.get("values") or ())
-        except (KeyError, TypeError, ValueError):
-            raise ConfigError(f"flow.tagged_metrics.filters[{k}]", "give a tag name and its values as hex "
-                                                                   "(0x0a) or decimal strings") from None
-    return metrics.TaggedRequest(g.flow_tags, bool(d.get("include", True)), bool(d.get("include_empty_metrics", False)),
-                                 tuple(d.get("metric_names") or ()), filters)
