@@ -26,6 +26,12 @@ def test_a_flagged_trial_is_excused_only_by_at_least_its_excess_in_steal():
 def test_the_excess_is_the_stretch_beyond_the_trials_tolerance():
     assert excess_s({"tx_stretch_ns": 21_300_000, "max_stretch_pct": 2.0, "duration_s": 1.0}) == pytest.approx(0.0013)
     assert excess_s({"tx_stretch_ns": 5_000_000, "max_stretch_pct": 2.0, "duration_s": 1.0}) == 0.0
+    # a 20 000-frame stop at 20 kfps that took 1.0202 s: 0.2 ms beyond its 20-ms tolerance, though
+    # its stretch (20.16 ms) is inside 2 % of the 1.02-s window it reports as its duration
+    stream = {"frames_sent": 20_000, "intended_frames": 20_000, "intended_rate_pps": 20_000.0,
+              "tx_rate_pps": 20_000 / 1.0202}
+    res = {"tx_stretch_ns": 20_160_000, "max_stretch_pct": 2.0, "duration_s": 1.0202, "streams": [stream]}
+    assert excess_s(res) == pytest.approx(1.0202 - 0.99995 - 0.019999, abs=1e-6)
 
 
 def test_a_timing_test_is_the_hosts_from_five_percent_of_the_cpu_time():

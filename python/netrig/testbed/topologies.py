@@ -652,7 +652,11 @@ def _load_hosts(tb: Any, dut: str, drx: str, rx_ns: str, rx_if: str, n: int, ans
     # all of the /16 local but the DUT's own address, the source of its ARP requests (a local source
     # is a martian, and nothing would be answered)
     for route in (["local", "198.19.0.0/16", "dev", "lo"], [f"{RIGHT4[0]}/32", "dev", rx_if]):
-        subprocess.run(["ip", "-n", rx_ns, "route", "add", *route, "table", "local"], check=True, capture_output=True)
+        r = subprocess.run(["ip", "-n", rx_ns, "route", "add", *route, "table", "local"], capture_output=True,
+                           text=True, check=False)
+        if r.returncode != 0:
+            raise TestbedError(f"hosts: the rx port cannot answer for them: ip route add {' '.join(route)}: "
+                               f"{r.stderr.strip()}")
     if not answering:  # its stack would answer test frames to those addresses with ICMP
         _nft(tb, rx_ns, nft.tester_quiet_ruleset(tb.id))
     first = ipaddress.IPv4Address(RIGHT4[1])
