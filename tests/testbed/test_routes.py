@@ -50,9 +50,7 @@ def test_routes_are_loaded_read_back_and_carry_the_traffic():
         assert res["frames_received"] == res["frames_sent"] == 20_000
         res6 = spread_trial(tb_id, "--family", "6", "--frame-size", "128")
         assert res6["frames_received"] == res6["frames_sent"] == 20_000
-        status = subprocess.run([*NETRIG, "testbed", "status", tb_id, "--json"], capture_output=True, text=True)
-        notes = " ".join(json.loads(status.stdout).get("notes", []))
-        assert f"routes: {ROUTES} IPv4 /32 and {ROUTES} IPv6 /128 host routes" in notes, notes
+        assert f"routes: {ROUTES} IPv4 /32 and {ROUTES} IPv6 /128 host routes" in notes(tb_id)
     finally:
         subprocess.run([*NETRIG, "testbed", "down", tb_id], capture_output=True, timeout=120)
 
@@ -82,6 +80,12 @@ def test_routes_are_bounded_by_the_test_range():
         Testbed.create("loopback", routes=10)
 
 
+def notes(tb_id: str) -> str:
+    """The test bed's notes, as ``netrig testbed status --json`` gives them."""
+    status = subprocess.run([*NETRIG, "testbed", "status", tb_id, "--json"], capture_output=True, text=True)
+    return " ".join(json.loads(status.stdout).get("notes", []))
+
+
 def gc_thresholds() -> list[int]:
     return [int(read_sysctl(name)) for name in GC]
 
@@ -108,9 +112,7 @@ def test_hosts_are_resolved_by_the_dut_and_carry_the_traffic():
         assert all(g >= HOSTS + 4096 for g in gc_thresholds())
         res = spread_trial(tb_id, over=HOSTS)
         assert res["frames_received"] == res["frames_sent"] == 20_000
-        status = subprocess.run([*NETRIG, "testbed", "status", tb_id, "--json"], capture_output=True, text=True)
-        notes = " ".join(json.loads(status.stdout).get("notes", []))
-        assert f"hosts: the DUT resolved {HOSTS} tester hosts on {drx} by ARP" in notes, notes
+        assert f"hosts: the DUT resolved {HOSTS} tester hosts on {drx} by ARP" in notes(tb_id)
     finally:
         subprocess.run([*NETRIG, "testbed", "down", tb_id], capture_output=True, timeout=120)
     assert gc_thresholds() == before
