@@ -7,14 +7,17 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 pub use netrig_wire::builder::Proto;
-use netrig_wire::builder::{self, L3Spec, TemplateInfo, TemplateSpec};
+use netrig_wire::builder::{self, L3Spec, TemplateSpec};
 use netrig_wire::ethernet::EthernetAddress;
+use netrig_wire::stack::{self as wire_stack, CompiledStack};
 use netrig_wire::vlan;
 
 use crate::error::ConfigError;
-use crate::flows::{FlowBase, FlowTable};
+use crate::flows::FlowWalk;
 pub use crate::flows::{FlowOrder, FlowSpec};
 use crate::replay::Replay;
+
+mod stack;
 
 /// Names of the stream protocols, as [`parse_protocol`] takes them.
 pub const PROTOCOLS: &[&str] = &["udp", "tcp", "icmp", "raw"];
@@ -659,25 +662,21 @@ impl StreamConfig {
     }
 }
 
-/// A frame length (without FCS) with its header template.
-#[derive(Debug, Clone)]
-pub struct SizedTemplate {
-    /// Frame size including FCS (as reported).
-    pub size: usize,
-    pub info: TemplateInfo,
-    pub bytes: Vec<u8>,
-}
-
 /// A validated stream ready for a TX worker.
 #[derive(Debug, Clone)]
 pub struct CompiledStream {
     pub index: usize,
     pub config: StreamConfig,
-    /// One template per distinct frame size.
-    pub templates: Vec<SizedTemplate>,
-    /// Sequence of template indices, cycled per frame (encodes the size distribution).
+    /// Its frames: a header stack whose flow key walks the flows (`None` for a replay, which sends
+    /// the capture's frames). Size index `i` is `sizes[i]`.
+    pub stack: Option<Arc<CompiledStack>>,
+    /// Frame sizes including FCS (as reported), by size index.
+    pub sizes: Vec<usize>,
+    /// Sequence of size indices, cycled per frame (encodes the size distribution).
     pub size_schedule: Vec<u16>,
-    pub flows: FlowTable,
+    /// Flows, and the order frames visit them in.
+    pub nflows: u64,
+    pub walk: FlowWalk,
     /// First global flow id of this stream.
     pub flow_base: u32,
     /// Intended rate in frames/s (`f64::INFINITY` for `Rate::Max`).
@@ -712,19 +711,25 @@ pub fn compile(
             ));
         }
     }
-    let spec = cfg.template_spec().map_err(|e| e.within(&prefix))?;
+    let rate_pps = cfg.intended_rate_pps().map_err(|e| e.within(&prefix))?;
+    let frame_limit = frame_limit(cfg.stop);
     if let Some(r) = &cfg.replay {
         r.check_port(max_frame_len, "the TX port", "the MTU + 14").map_err(|e| e.within(&prefix))?;
-        let rate_pps = cfg.intended_rate_pps().map_err(|e| e.within(&prefix))?;
+        let nflows = u64::from(r.flows).max(1);
+        let walk = FlowWalk::new(&FlowSpec::default());
+        let (stack, sizes, size_schedule) = (None, Vec::new(), Vec::new());
+        let config = cfg.clone();
         return Ok(CompiledStream {
             index,
-            config: cfg.clone(),
-            templates: Vec::new(),
-            size_schedule: Vec::new(),
-            flows: FlowTable::opaque(u64::from(r.flows)),
+            config,
+            stack,
+            sizes,
+            size_schedule,
+            nflows,
+            walk,
             flow_base,
             rate_pps,
-            frame_limit: frame_limit(cfg.stop),
+            frame_limit,
         });
     }
     // The port's maximum is for untagged frames; each VLAN tag adds 4 bytes on top of the MTU.
@@ -739,26 +744,22 @@ pub fn compile(
         ));
     }
     let sizes = cfg.frame_size.sizes();
-    let mut templates = Vec::with_capacity(sizes.len());
-    for &size in &sizes {
-        let mut bytes = vec![0u8; size - FCS_LEN];
-        let info = builder::build_frame(&spec, size - FCS_LEN, &mut bytes)
-            .map_err(|e| ConfigError::new(f("frame_size"), format!("{size} B: {e}")))?;
-        templates.push(SizedTemplate { size, info, bytes });
-    }
+    let (spec, walk) = cfg.stack_spec().map_err(|e| e.within(&prefix))?;
+    let lens: Vec<usize> = sizes.iter().map(|s| s - FCS_LEN).collect();
+    let stack = wire_stack::compile(&spec, &lens).map_err(|e| ConfigError::new(f("frame_size"), e.to_string()))?;
     let size_schedule = size_schedule(&cfg.frame_size, &sizes, index as u64);
-    let base = FlowBase {
-        ips: spec.l3.ip_pair(),
-        src_port: cfg.src_port,
-        dst_port: cfg.dst_port,
-        src_mac: cfg.src_mac,
-        dst_mac: cfg.dst_mac,
-        vlan: cfg.vlan.unwrap_or(0),
-    };
-    let flows = FlowTable::new(&cfg.flows, base).map_err(|m| ConfigError::new(f("flows"), m))?;
-    let rate_pps = cfg.intended_rate_pps().map_err(|e| e.within(&prefix))?;
-    let frame_limit = frame_limit(cfg.stop);
-    Ok(CompiledStream { index, config: cfg.clone(), templates, size_schedule, flows, flow_base, rate_pps, frame_limit })
+    Ok(CompiledStream {
+        index,
+        config: cfg.clone(),
+        stack: Some(Arc::new(stack)),
+        sizes,
+        size_schedule,
+        nflows: cfg.flows.count(),
+        walk,
+        flow_base,
+        rate_pps,
+        frame_limit,
+    })
 }
 
 /// Frames to send in total, if bounded by count or bursts.
@@ -835,7 +836,7 @@ mod tests {
         c.frame_size = FrameSize::imix();
         let s = compile(0, &c, 0, 1514, 2).unwrap();
         let n = s.size_schedule.len() as f64;
-        let share_64 = s.size_schedule.iter().filter(|&&i| s.templates[i as usize].size == 64).count() as f64 / n;
+        let share_64 = s.size_schedule.iter().filter(|&&i| s.sizes[i as usize] == 64).count() as f64 / n;
         assert!((share_64 - 0.57).abs() < 0.01, "{share_64}");
         assert!((s.mean_size() - (0.57 * 64.0 + 0.07 * 570.0 + 0.16 * 594.0 + 0.2 * 1518.0)).abs() < 1e-9);
     }

@@ -734,7 +734,7 @@ pub fn prepare(ports: &[Box<dyn Port>], cfg: &TrialConfig) -> Result<Vec<Arc<Com
     for (i, s) in cfg.streams.iter().enumerate() {
         let max = ports.get(s.tx_port).map(|p| p.caps().max_frame_len).unwrap_or(1514);
         let c = compile(i, s, base as u32, max, ports.len())?;
-        base += c.flows.count();
+        base += c.nflows;
         out.push(Arc::new(c));
     }
     Ok(out)
@@ -775,7 +775,7 @@ pub fn run_trial(
     *ctl.intervals.lock().unwrap_or_else(|e| e.into_inner()) =
         grid.clone().map(|g| (g, epoch_ns, late_ns.saturating_add(SETTLE_MARGIN_NS)));
     let rx_setup = RxSetup {
-        nflows: streams.iter().map(|s| s.flows.count()).sum::<u64>() as usize,
+        nflows: streams.iter().map(|s| s.nflows).sum::<u64>() as usize,
         epoch_ns,
         late_ns,
         gap_slots: cfg.gap_slots,
@@ -860,7 +860,7 @@ fn check_flow_memory(
     cfg: &TrialConfig,
     streams: &[Arc<CompiledStream>],
 ) -> Result<(), EngineError> {
-    let nflows: u64 = streams.iter().map(|s| s.flows.count()).sum();
+    let nflows: u64 = streams.iter().map(|s| s.nflows).sum();
     if let Some(available) = flowstate::mem_available_bytes() {
         let rx_queues: usize = if cfg.receive {
             dedup(streams.iter().map(|s| s.config.rx_port)).iter().map(|&p| ports[p].caps().rx_queues).sum()
@@ -1274,7 +1274,7 @@ struct TxTotals {
 }
 
 fn tx_totals(streams: &[Arc<CompiledStream>], tx: &[(usize, TxWorkerResult)]) -> TxTotals {
-    let nflows: usize = streams.iter().map(|s| s.flows.count() as usize).sum();
+    let nflows: usize = streams.iter().map(|s| s.nflows as usize).sum();
     let n = streams.len();
     let mut t = TxTotals {
         per_flow: vec![0; nflows],
@@ -1299,12 +1299,9 @@ fn tx_totals(streams: &[Arc<CompiledStream>], tx: &[(usize, TxWorkerResult)]) ->
                 let win = &mut t.window[sh.stream];
                 *win = (win.0.min(sh.first_ts_ns), win.1.max(sh.last_ts_ns));
             }
-            // Shares own flows k*shares+share; recover the stream-local index.
-            let total_shares = split_count(tx, sh.stream);
-            let share_idx = share_index(tx, sh, w);
-            for (k, &n) in sh.per_flow.iter().enumerate() {
-                let local = if total_shares == 1 { k } else { k * total_shares + share_idx };
-                t.per_flow[s.flow_base as usize + local] += n;
+            let first = s.flow_base as usize + sh.first_flow as usize;
+            for (sent, &n) in t.per_flow[first..first + sh.per_flow.len()].iter_mut().zip(&sh.per_flow) {
+                *sent += n;
             }
         }
     }
@@ -1348,7 +1345,7 @@ fn stream_results(
     let mut results = Vec::new();
     for (i, s) in streams.iter().enumerate() {
         let mut flows = stream_flows(s, rx, &totals.per_flow, cfg.max_flow_results, &mut facts.beyond);
-        let (base, n) = (s.flow_base as usize, s.flows.count() as usize);
+        let (base, n) = (s.flow_base as usize, s.nflows as usize);
         if n > crate::analyze::PER_FLOW_HIST_LIMIT && base + n > crate::analyze::PER_FLOW_HIST_LIMIT {
             // Flows past the per-flow histogram limit recorded into the shared histogram.
             if let (Some((lat, ipdv)), 1) = (&shared, streams.len()) {
@@ -1413,7 +1410,7 @@ fn stream_flows(
     };
     let base = s.flow_base as usize;
     let mut out = StreamFlows { agg: empty_flow(), flow_results: Vec::new(), lost: 0 };
-    for k in 0..s.flows.count() as usize {
+    for k in 0..s.nflows as usize {
         let f = &merged(base + k);
         let sent = tx_per_flow[base + k];
         let flost = sent.saturating_sub(f.received);
@@ -1486,7 +1483,7 @@ fn stream_result(
         tx_port: s.config.tx_port,
         rx_port: s.config.rx_port,
         frame_size_mean: s.mean_size(),
-        flows: s.flows.count(),
+        flows: s.nflows,
         intended_rate_pps: s.rate_pps,
         intended_frames: intended,
         tx_frames: totals.frames[i],
@@ -1665,26 +1662,6 @@ fn add_hist(dst: &mut Option<Histogram<u32>>, src: &Histogram<u32>) {
         }
         None => *dst = Some(src.clone()),
     }
-}
-
-fn split_count(tx: &[(usize, TxWorkerResult)], stream: usize) -> usize {
-    tx.iter().map(|(_, w)| w.shares.iter().filter(|s| s.stream == stream).count()).sum()
-}
-
-fn share_index(tx: &[(usize, TxWorkerResult)], sh: &crate::tx::TxShareResult, w: &TxWorkerResult) -> usize {
-    // Shares were handed out in worker order; find this one's position among the stream's shares.
-    let mut idx = 0;
-    for (_, ww) in tx {
-        for s in &ww.shares {
-            if s.stream == sh.stream {
-                if std::ptr::eq(ww, w) {
-                    return idx;
-                }
-                idx += 1;
-            }
-        }
-    }
-    idx
 }
 
 #[cfg(test)]

@@ -1,8 +1,8 @@
 //! The TX worker: paced generation of signed frames on one queue.
 //!
 //! A worker owns one [`TxQueue`] and a share of the trial's streams (for a stream spread over
-//! several queues, each worker owns a disjoint subset of its flows, so per-flow sequence
-//! numbers stay consistent). A run is a list of *segments*: the rate phases of a duration trial
+//! several queues, each worker owns a contiguous block of its flow keys, walked in the stream's
+//! order, so per-flow sequence numbers stay consistent). A run is a list of *segments*: the rate phases of a duration trial
 //! (back to back), the bursts of a burst trial, or one segment of a frame-count trial. Within a
 //! segment, frame `k` is due at `anchor + k / rate` on the monotonic clock; every iteration sends
 //! what is due, in batches. What happens to time the worker lost (descheduled, pushed back by its
@@ -12,9 +12,10 @@
 //! beyond the trial's tolerance — measured and reported, never hidden. Streams sharing a worker
 //! are interleaved by smooth weighted round robin on their rates.
 //!
-//! Per frame the worker copies the size's template, patches the flow's addresses/ports (only
-//! when the stream has more than one flow) and writes the signature (flow id, sequence, transmit
-//! timestamp, under the trial's tag) with incremental checksum updates. The clock is read three
+//! Per frame the worker has the stream's header stack write the next frame of its key walk
+//! ([`netrig_wire::stack::CompiledStack::fill`]): the size's template, the flow's per-flow fields,
+//! the signature (flow id = the key, sequence = the walk's cycles, transmit timestamp, under the
+//! trial's tag) and the checksums from precomputed bases. The clock is read three
 //! times per batch: the stamp of a batch is the time its send was decided; when its first frame
 //! is handed to the queue (after anything that held the send up) and when the send returned are
 //! the span the offered-load meter spreads the batch's frames over; the return is also the next
@@ -23,8 +24,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use hdrhistogram::Histogram;
-use netrig_wire::builder;
 use netrig_wire::signature::Signature;
+use netrig_wire::stack::{CompiledStack, FillState, KeyCursor};
 use netrig_wire::stamp;
 
 use crate::clock;
@@ -45,9 +46,8 @@ pub struct TxLive {
 /// This worker's part of one stream.
 pub struct TxShare {
     pub stream: Arc<CompiledStream>,
-    /// Flows of the stream this worker sends: `flow_index ≡ share (mod shares)`.
-    pub share: u64,
-    pub shares: u64,
+    /// The stream's flow keys this worker sends: a contiguous block.
+    pub keys: std::ops::Range<u64>,
     /// Rate of this share in frames/s.
     pub rate_pps: f64,
     /// Frames this share must send (count/burst stops), or None for duration stops.
@@ -60,8 +60,10 @@ pub struct TxShareResult {
     pub stream: usize,
     pub frames: u64,
     pub bytes: u64,
-    /// Frames sent per flow (index = stream-local flow index), i.e. the next sequence number.
+    /// Frames sent per flow of the share's block, i.e. the next sequence number: `per_flow[k]`
+    /// is the stream's flow `first_flow + k`.
     pub per_flow: Vec<u64>,
+    pub first_flow: u64,
     /// TX timestamps (ns since the trial epoch) of this share's first and last frame: its send
     /// window, for streams that stop after a count.
     pub first_ts_ns: u64,
@@ -120,7 +122,7 @@ struct ShareState {
     /// Frames sent by this share (the share's frame index j).
     sent: u64,
     bytes: u64,
-    seq: Vec<u64>,
+    frames: Frames,
     /// Position in the stream's size schedule (`sent % schedule length`, without the division).
     size_at: usize,
     /// Smooth weighted round robin credit.
@@ -131,6 +133,14 @@ struct ShareState {
     last_ts: u64,
     /// Replays: frames sent with the signature.
     stamped: u64,
+}
+
+/// Where a share's frames come from.
+enum Frames {
+    /// The stream's stack, its key walking the share's block from `first`.
+    Stack { stack: Arc<CompiledStack>, at: FillState, first: Box<KeyCursor> },
+    /// A replay's captured frames, with each flow's next sequence number.
+    Replay { seq: Vec<u64> },
 }
 
 /// Parameters of a worker run.
@@ -663,10 +673,18 @@ impl<'a> TxRun<'a> {
 impl ShareState {
     /// A share about to send its first frame.
     fn new(share: TxShare) -> ShareState {
-        let nflows = share.stream.flows.count();
-        let mine = (nflows + share.shares - 1 - share.share) / share.shares;
+        let s = &share.stream;
+        let frames = match &s.stack {
+            Some(stack) => {
+                let len = share.keys.end - share.keys.start;
+                let (stride, start) = s.walk.within(len);
+                let first = stack.keys().cursor(share.keys.clone(), stride, start);
+                Frames::Stack { stack: stack.clone(), at: stack.start_with(first.clone()), first: Box::new(first) }
+            }
+            None => Frames::Replay { seq: vec![0; s.nflows as usize] },
+        };
         ShareState {
-            seq: vec![0; mine as usize],
+            frames,
             share,
             sent: 0,
             bytes: 0,
@@ -685,7 +703,11 @@ impl ShareState {
             stream: self.share.stream.index,
             frames: self.sent,
             bytes: self.bytes,
-            per_flow: self.seq,
+            per_flow: match self.frames {
+                Frames::Stack { at, first, .. } => at.key.sent_per_key(*first),
+                Frames::Replay { seq } => seq,
+            },
+            first_flow: self.share.keys.start,
             first_ts_ns: self.first_ts,
             last_ts_ns: self.last_ts,
             stamped: self.stamped,
@@ -791,9 +813,20 @@ fn fill_one(st: &mut [ShareState], buf: &mut [u8], ts: u64, warmup: bool, trial:
     };
     let s = &mut st[i];
     let cs = &*s.share.stream;
-    let (len, size) = match &cs.config.replay {
-        Some(r) => {
+    let (len, size) = match &mut s.frames {
+        Frames::Stack { stack, at, .. } => {
+            let size = cs.size_schedule[s.size_at] as usize;
+            s.size_at += 1;
+            if s.size_at == cs.size_schedule.len() {
+                s.size_at = 0;
+            }
+            let flow_id = cs.flow_base + at.key.key() as u32;
+            let sig = Signature { trial, warmup, flow_id, seq: at.key.cycle(), tx_ts_ns: ts };
+            (stack.fill(buf, size, at, &sig), cs.sizes[size] as u64)
+        }
+        Frames::Replay { seq } => {
             // The capture's next frame, as captured; stamped where it has room.
+            let r = cs.config.replay.as_deref().expect("a replay stream has its capture");
             let f = &r.frames[s.size_at];
             s.size_at += 1;
             if s.size_at == r.frames.len() {
@@ -802,41 +835,13 @@ fn fill_one(st: &mut [ShareState], buf: &mut [u8], ts: u64, warmup: bool, trial:
             let out = &mut buf[..f.len];
             out.copy_from_slice(r.bytes(f));
             if let Some(site) = &f.site {
-                let slot = &mut s.seq[f.flow as usize];
+                let slot = &mut seq[f.flow as usize];
                 let sig = Signature { trial, warmup, flow_id: cs.flow_base + f.flow, seq: *slot, tx_ts_ns: ts };
                 stamp::stamp(out, site, &sig);
                 *slot += 1;
                 s.stamped += 1;
             }
             (f.len, f.size)
-        }
-        None => {
-            let j = s.sent;
-            // Frame j of this share: the share's local flow, the stream flow index, the size.
-            let (local_flow, flow_index) = if s.share.shares == 1 {
-                let f = cs.flows.flow_for_frame(j);
-                (f, f)
-            } else {
-                let k = cs.flows.flow_for_frame(j) % (s.seq.len() as u64).max(1);
-                (k, k * s.share.shares + s.share.share)
-            };
-            let t = &cs.templates[cs.size_schedule[s.size_at] as usize];
-            s.size_at += 1;
-            if s.size_at == cs.size_schedule.len() {
-                s.size_at = 0;
-            }
-            let len = t.info.frame_len;
-            let out = &mut buf[..len];
-            out.copy_from_slice(&t.bytes);
-            if cs.flows.count() > 1 {
-                cs.flows.apply(out, &t.info, flow_index);
-            }
-            let slot = &mut s.seq[local_flow as usize];
-            let flow_id = cs.flow_base + flow_index as u32;
-            let sig = Signature { trial, warmup, flow_id, seq: *slot, tx_ts_ns: ts };
-            let _ = builder::patch_signature(out, &t.info, &sig);
-            *slot += 1;
-            (len, t.size as u64)
         }
     };
     if s.sent == 0 {
@@ -853,19 +858,19 @@ fn fill_one(st: &mut [ShareState], buf: &mut [u8], ts: u64, warmup: bool, trial:
     len
 }
 
-/// Split a stream over `shares` workers: flow subsets and rates.
+/// Split a stream over `shares` workers: contiguous blocks of its flow keys (share `s` of `q`
+/// takes keys `⌊sN/q⌋..⌊(s+1)N/q⌋`), each at the stream's rate in proportion to its flows.
 pub fn split_stream(stream: &Arc<CompiledStream>, shares: u64) -> Vec<TxShare> {
-    let nflows = stream.flows.count();
+    let n = stream.nflows;
     // A replay keeps the capture's order: one worker sends it all.
-    let shares = if stream.config.replay.is_some() { 1 } else { shares.min(nflows).max(1) };
+    let shares = if stream.config.replay.is_some() { 1 } else { shares.min(n).max(1) };
     (0..shares)
         .map(|share| {
-            let mine = (nflows + shares - 1 - share) / shares;
-            let frac = mine as f64 / nflows as f64;
+            let keys = share * n / shares..(share + 1) * n / shares;
+            let frac = (keys.end - keys.start) as f64 / n as f64;
             TxShare {
                 stream: stream.clone(),
-                share,
-                shares,
+                keys,
                 rate_pps: stream.rate_pps * frac,
                 limit: stream.frame_limit.map(|l| {
                     // Distribute the count exactly: the first (l % shares) shares get one more.
@@ -878,7 +883,45 @@ pub fn split_stream(stream: &Arc<CompiledStream>, shares: u64) -> Vec<TxShare> {
 
 #[cfg(test)]
 mod tests {
-    use super::Waker;
+    use super::{fill_one, split_stream, ShareState, Waker};
+    use crate::stream::{compile, FlowOrder, StreamConfig};
+    use netrig_wire::dissect::locate;
+    use netrig_wire::stack::Site;
+    use std::sync::Arc;
+
+    /// A stream over three queues: each takes a contiguous block of the flows, at its part of
+    /// the rate, visits each of its flows once a cycle in its own pseudorandom order, and counts
+    /// what each flow was sent; the blocks cover every flow once.
+    #[test]
+    fn shares_walk_contiguous_blocks_of_the_flows_each_once_a_cycle() {
+        let mut c = StreamConfig::new("s");
+        (c.flows.src_ports, c.flows.dst_ips) = (5, 2);
+        c.flows.order = FlowOrder::Pseudorandom { seed: 11 };
+        let s = Arc::new(compile(0, &c, 100, 1514, 2).unwrap());
+        let shares = split_stream(&s, 3);
+        let blocks: Vec<_> = shares.iter().map(|sh| sh.keys.clone()).collect();
+        assert_eq!(blocks, [0..3, 3..6, 6..10]);
+        assert_eq!(shares[2].rate_pps, s.rate_pps * 0.4);
+        let mut buf = [0u8; 128];
+        for sh in shares {
+            let (lo, len) = (sh.keys.start, sh.keys.end - sh.keys.start);
+            let mut st = vec![ShareState::new(sh)];
+            let mut seen = Vec::new();
+            for j in 0..2 * len + 1 {
+                let n = fill_one(&mut st, &mut buf, j, false, 7);
+                let sig = locate(&buf[..n], Site::Payload).expect("a signed frame");
+                assert_eq!(sig.seq, j / len, "flow {} sent once a cycle", sig.flow_id);
+                seen.push(u64::from(sig.flow_id) - 100);
+            }
+            let mut cycle = seen[..len as usize].to_vec();
+            cycle.sort_unstable();
+            assert_eq!(cycle, (lo..lo + len).collect::<Vec<_>>());
+            let r = st.pop().unwrap().result();
+            assert_eq!((r.first_flow, r.per_flow.iter().sum::<u64>()), (lo, 2 * len + 1));
+            let first = (seen[0] - lo) as usize;
+            assert_eq!(r.per_flow[first], 3, "the first flow again after two cycles");
+        }
+    }
 
     #[test]
     fn a_late_wake_up_never_teaches_a_margin_that_leaves_no_sleep() {

@@ -37,6 +37,7 @@ fn udp_flow(name: &str, frames: u64, rate: f64) -> GenFlowConfig {
         ],
         payload: Payload::IncrementByte,
         site: Site::End,
+        keys: Default::default(),
     };
     f.frame_size = FrameSize::Increment { min: 100, max: 140, step: 7 };
     f.rate = Rate::Pps(rate);
@@ -54,6 +55,7 @@ fn tcp6_flow(name: &str, frames: u64) -> GenFlowConfig {
         ],
         payload: Payload::zeros(),
         site: Site::End,
+        keys: Default::default(),
     };
     f.frame_size = FrameSize::Weighted(vec![(96, 3), (200, 1)]);
     f.rate = Rate::Pps(20_000.0);

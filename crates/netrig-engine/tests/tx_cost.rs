@@ -107,3 +107,11 @@ fn tx_worker_cost() {
 fn tx_worker_cost_callgrind() {
     run(1_000_000, 1);
 }
+
+/// The same with 64 k flows (64 source addresses × 1024 source ports): the per-flow fields and
+/// their checksum updates.
+#[test]
+#[ignore = "instruction count: run under valgrind --tool=callgrind"]
+fn tx_worker_flows_cost_callgrind() {
+    run(1_000_000, 1 << 16);
+}

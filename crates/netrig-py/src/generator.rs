@@ -273,7 +273,12 @@ impl GenFlowSpec {
             name: req(name, "name")?,
             tx_port: req(tx_port, "tx_port")?,
             rx_ports: req(rx_ports, "rx_ports")?,
-            stack: StackSpec { headers: headers.into_iter().map(|h| h.0).collect(), payload, site: Site::End },
+            stack: StackSpec {
+                headers: headers.into_iter().map(|h| h.0).collect(),
+                payload,
+                site: Site::End,
+                keys: Default::default(),
+            },
             frame_size: instance::<FrameSizeSpec>(frame_size, "size")?.0,
             rate: instance::<RateSpec>(rate, "rate")?.0,
             duration: instance::<GenDurationSpec>(duration, "duration")?.0,

@@ -8,6 +8,7 @@
 //! Sums: a field's bytes are summed as if they started at an even offset of the checksummed
 //! region ([`span_sum`]); at an odd offset the ones'-complement sum is the byte-swapped one
 //! (RFC 1071 §2(B)), so one sum serves every checksum that covers the field ([`lane`]).
+use crate::stack::keys::KeyValues;
 
 /// The values a field takes, frame after frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,6 +26,8 @@ pub enum Pattern {
     Random { min: u64, max: u64, count: u32, seed: u64 },
     /// Checksum fields only: a checksum that never verifies (the good one + 1).
     BadChecksum,
+    /// Per flow: a function of digit `digit` of the frame's flow key ([`crate::stack::keys`]).
+    ByKey { digit: u8, values: KeyValues },
 }
 
 impl Pattern {
@@ -37,9 +40,9 @@ impl Pattern {
         }
     }
 
-    /// The value changes from frame to frame.
+    /// The value changes from frame to frame (a per-flow value: from flow to flow).
     pub fn varies(&self) -> bool {
-        self.period() > 1
+        self.period() > 1 || matches!(self, Pattern::ByKey { .. })
     }
 
     /// The largest value the pattern produces before masking, for range checks (`None`: it wraps
@@ -50,7 +53,8 @@ impl Pattern {
             Pattern::List(v) => v.iter().copied().max(),
             Pattern::Counter { start, .. } => Some(*start),
             Pattern::Random { max, .. } => Some(u128::from(*max)),
-            Pattern::BadChecksum => None,
+            // Checked against the key's radix where the stack is compiled.
+            Pattern::BadChecksum | Pattern::ByKey { .. } => None,
         }
     }
 }
@@ -92,6 +96,11 @@ impl Stepper {
         Stepper { pattern, mask }
     }
 
+    /// The pattern it steps through.
+    pub fn pattern(&self) -> &Pattern {
+        &self.pattern
+    }
+
     /// The cursor at frame 0.
     pub fn start(&self) -> Cursor {
         let value = match &self.pattern {
@@ -99,12 +108,22 @@ impl Stepper {
             Pattern::List(v) => v.first().copied().unwrap_or(0),
             Pattern::Counter { start, .. } => *start,
             Pattern::Random { min, max, seed, .. } => random_value(*min, *max, *seed, 0),
+            Pattern::ByKey { values, .. } => values.at(0),
             Pattern::BadChecksum => 0,
         };
         Cursor { value: value & self.mask, index: 0 }
     }
 
-    /// Move `c` to the next frame's value.
+    /// The value of a per-flow field for its digit's value `d` ([`Pattern::ByKey`]).
+    #[inline(always)]
+    pub fn key_value(&self, d: u32) -> u128 {
+        match &self.pattern {
+            Pattern::ByKey { values, .. } => values.at(d) & self.mask,
+            _ => 0,
+        }
+    }
+
+    /// Move `c` to the next frame's value (a per-flow field's moves with the key, not here).
     #[inline(always)]
     pub fn step(&self, c: &mut Cursor) {
         let next = c.index + 1;
@@ -178,9 +197,13 @@ impl BitSpan {
 pub fn write_bits(buf: &mut [u8], span: &BitSpan, value: u128) {
     let (b0, b1) = (span.first_byte(), span.last_byte());
     if span.aligned() {
-        let n = b1 + 1 - b0;
-        let bytes = value.to_be_bytes();
-        buf[b0..=b1].copy_from_slice(&bytes[16 - n..]);
+        // Fixed-size stores for the common widths (ports, IPv4 addresses, MACs).
+        match b1 + 1 - b0 {
+            2 => buf[b0..b0 + 2].copy_from_slice(&(value as u16).to_be_bytes()),
+            4 => buf[b0..b0 + 4].copy_from_slice(&(value as u32).to_be_bytes()),
+            6 => buf[b0..b0 + 6].copy_from_slice(&(value as u64).to_be_bytes()[2..]),
+            n => buf[b0..=b1].copy_from_slice(&value.to_be_bytes()[16 - n..]),
+        }
         return;
     }
     // Unaligned fields are at most 32 bits wide (the header tables say so): a u64 window.
@@ -202,10 +225,27 @@ pub fn write_bits(buf: &mut [u8], span: &BitSpan, value: u128) {
 #[inline(always)]
 pub fn span_sum(buf: &[u8], span: &BitSpan) -> u64 {
     let (b0, b1) = (span.first_byte(), span.last_byte());
+    if span.aligned() {
+        return bytes_sum(&buf[b0..=b1]);
+    }
     let mut acc = 0u64;
     for (i, &b) in buf[b0..=b1].iter().enumerate() {
         let byte = u64::from(b & span.byte_mask(b0 + i));
         acc += if i % 2 == 0 { byte << 8 } else { byte };
+    }
+    acc
+}
+
+/// Ones'-complement partial sum of a byte-aligned field of `bytes` bytes holding `value`, its
+/// first byte the high byte of a word (as [`span_sum`] reads it back): from the value, without
+/// reading the frame.
+#[inline(always)]
+pub fn value_sum(value: u128, bytes: usize) -> u64 {
+    let mut w = if bytes % 2 == 1 { value << 8 } else { value };
+    let mut acc = 0u64;
+    for _ in 0..bytes.div_ceil(2) {
+        acc += (w & 0xFFFF) as u64;
+        w >>= 16;
     }
     acc
 }
@@ -296,6 +336,18 @@ mod tests {
             let b = lane(bytes_sum(&frame[cut..]), cut % 2 == 1);
             assert_eq!(fold(a + b), whole, "cut at {cut}");
         }
+        // A whole-byte field's sum from its value is the one read back.
+        for (bytes, value) in [(1usize, 0xABu128), (2, 0xBEEF), (3, 0x12_3456), (4, 0xC612_0001), (6, 0x0200_0000_00FF)]
+        {
+            let span = BitSpan { bit: 16, bits: 8 * bytes as u32 };
+            let mut b = [0xEEu8; 24];
+            write_bits(&mut b, &span, value);
+            assert_eq!(value_sum(value, bytes), span_sum(&b, &span), "{bytes} bytes");
+        }
+        let v6 = BitSpan { bit: 0, bits: 128 };
+        let mut b = [0u8; 16];
+        write_bits(&mut b, &v6, u128::MAX - 5);
+        assert_eq!(value_sum(u128::MAX - 5, 16), span_sum(&b, &v6));
         // A sub-byte field counts only its own bits.
         let b = [0xABu8, 0xCD];
         assert_eq!(span_sum(&b, &BitSpan { bit: 4, bits: 8 }), 0x0B00 + 0xC0);

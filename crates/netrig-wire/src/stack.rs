@@ -23,7 +23,7 @@
 //! nearest IP header before them). A field nothing derives takes the pattern's fallback.
 use std::fmt;
 
-use crate::pattern::{fold, lane, span_sum, BitSpan, Cursor, Pattern, Stepper};
+use crate::pattern::{fold, span_sum, value_sum, write_bits, BitSpan, Cursor, Pattern, Stepper};
 pub use crate::signature::Site;
 
 /// The kinds of header a stack is made of.
@@ -272,6 +272,8 @@ pub struct StackSpec {
     pub payload: Payload,
     /// Where the frames carry the signature.
     pub site: Site,
+    /// The flow key's digits, which [`Pattern::ByKey`] fields read (none: one flow).
+    pub keys: KeySpec,
 }
 
 /// A stack that cannot be built: `field` is its path (`packet[1].ipv4.src`), `message` the
@@ -301,9 +303,11 @@ pub const MAX_CHECKSUMS: usize = 8;
 
 mod compile;
 mod fill;
+pub mod keys;
 
 pub use compile::compile;
-pub use fill::CompiledStack;
+pub use fill::{CompiledStack, FillState};
+pub use keys::{KeyCursor, KeySpec, KeyValues};
 
 /// A header laid out in a stack.
 #[derive(Debug, Clone, Copy)]
@@ -321,6 +325,48 @@ struct Varying {
     stepper: Stepper,
     /// Checksums whose region (or pseudo-header) holds it, and whether it sits in an odd lane.
     contribs: Vec<(usize, bool)>,
+    /// A per-flow field ([`Pattern::ByKey`]): the key digit it reads.
+    digit: Option<usize>,
+    /// A field of whole bytes: where they start and how many (0: a field of bits).
+    at: usize,
+    bytes: usize,
+}
+
+impl Varying {
+    fn new(span: BitSpan, stepper: Stepper) -> Varying {
+        let digit = match stepper.pattern() {
+            Pattern::ByKey { digit, .. } => Some(usize::from(*digit)),
+            _ => None,
+        };
+        let bytes = if span.aligned() { span.bits as usize / 8 } else { 0 };
+        Varying { span, stepper, contribs: Vec::new(), digit, at: span.first_byte(), bytes }
+    }
+
+    /// Write `value` into `out` and return its ones'-complement partial sum (as
+    /// [`crate::pattern::span_sum`] reads it back).
+    #[inline(always)]
+    fn put(&self, out: &mut [u8], value: u128) -> u64 {
+        let at = self.at;
+        match self.bytes {
+            2 => {
+                out[at..at + 2].copy_from_slice(&(value as u16).to_be_bytes());
+                u64::from(value as u16)
+            }
+            4 => {
+                let v = value as u32;
+                out[at..at + 4].copy_from_slice(&v.to_be_bytes());
+                u64::from(v >> 16) + u64::from(v & 0xFFFF)
+            }
+            0 => {
+                write_bits(out, &self.span, value);
+                span_sum(out, &self.span)
+            }
+            n => {
+                out[at..at + n].copy_from_slice(&value.to_be_bytes()[16 - n..]);
+                value_sum(value, n)
+            }
+        }
+    }
 }
 
 /// A length field derived from the frame length: `len - minus`.
@@ -349,21 +395,6 @@ struct Csum {
 /// Run the cursors of a stack's varying fields to frame 0.
 fn start_cursors(varying: &[Varying]) -> Vec<Cursor> {
     varying.iter().map(|v| v.stepper.start()).collect()
-}
-
-/// The sum of `buf` over its varying fields, the signature and inner checksums: what `fill`
-/// adds to the bases. Split out for the tests.
-#[inline(always)]
-fn field_sums(buf: &[u8], varying: &[Varying], acc: &mut [u64; MAX_CHECKSUMS]) {
-    for v in varying {
-        if v.contribs.is_empty() {
-            continue;
-        }
-        let s = span_sum(buf, &v.span);
-        for &(c, odd) in &v.contribs {
-            acc[c] += lane(s, odd);
-        }
-    }
 }
 
 /// The value for a checksum field from its accumulated sum.
@@ -397,7 +428,7 @@ mod tests {
     }
 
     fn spec(headers: Vec<HeaderSpec>) -> StackSpec {
-        StackSpec { headers, payload: Payload::zeros(), site: Site::End }
+        StackSpec { headers, payload: Payload::zeros(), site: Site::End, keys: KeySpec::default() }
     }
 
     fn auto_all(kind: HeaderKind) -> Vec<(&'static str, Pattern)> {
@@ -552,10 +583,10 @@ mod tests {
             // Both sites, with a payload pattern around the signature, at odd and even offsets.
             for site in [Site::End, Site::Payload] {
                 let payload = Payload::Fixed { pattern: vec![0x5A, 0x01, 0xC3], repeat: true };
-                let spec = StackSpec { headers: headers.clone(), payload, site };
+                let spec = StackSpec { headers: headers.clone(), payload, site, keys: KeySpec::default() };
                 let c = compile(&spec, &[150, 151, 152, 153, 400]).unwrap();
                 assert!(c.varying_fields() > 0);
-                let mut cur = c.cursors();
+                let mut cur = c.start();
                 let mut buf = [0u8; 512];
                 for j in 0..40u64 {
                     let size = (j % 5) as usize;
@@ -619,7 +650,7 @@ mod tests {
         headers[3] = h(Tcp, &[("src_port", Pattern::Counter { start: 1, step: 1, count: 9, down: false })]);
         let c = compile(&spec(headers), &[60, 64, 68, 72, 76]).unwrap();
         assert_eq!((0..5).map(|i| c.signed(i)).collect::<Vec<_>>(), [false, false, false, false, true]);
-        let (mut cur, mut buf) = (c.cursors(), [0u8; 128]);
+        let (mut cur, mut buf) = (c.start(), [0u8; 128]);
         for j in 0..20u64 {
             let size = (j % 5) as usize;
             let len = c.fill(&mut buf, size, &mut cur, &sig(j));
@@ -631,6 +662,49 @@ mod tests {
         }
         let e = compile(&spec(kinds.iter().map(|&k| h(k, &[])).collect()), &[56]).unwrap_err();
         assert!(e.field == "size" && e.message.contains("cannot hold these headers (58 B)"), "{e}");
+    }
+
+    #[test]
+    fn per_flow_fields_follow_the_key_and_keep_every_checksum() {
+        use std::sync::Arc;
+        use HeaderKind::*;
+        // Three source addresses (digit 1) × four destination ports from a table (digit 0), over
+        // IPv4 + UDP under a tag whose id also varies per frame: keys visited by stride 5 from 7.
+        let ports: Arc<[u16]> = Arc::from(vec![65535u16, 1, 2, 9]);
+        let by = |digit, values| Pattern::ByKey { digit, values };
+        let headers = vec![
+            h(Ethernet, &[]),
+            h(Vlan, &[("id", Pattern::Counter { start: 10, step: 1, count: 3, down: false })]),
+            h(Ipv4, &[("version", Pattern::Fixed(4)), ("src", by(1, KeyValues::Offset(0xC612_00FE)))]),
+            h(Udp, &[("dst_port", by(0, KeyValues::Table(ports.clone())))]),
+        ];
+        let keys = KeySpec { radices: vec![4, 3] };
+        let c = compile(&StackSpec { keys: keys.clone(), ..spec(headers.clone()) }, &[100, 127]).unwrap();
+        let mut st = c.start_with(keys.cursor(0..12, 5, 7));
+        let mut buf = [0u8; 128];
+        for j in 0..30u64 {
+            let key = (7 + 5 * j) % 12;
+            assert_eq!((st.key.key(), st.key.cycle()), (key, j / 12));
+            let len = c.fill(&mut buf, (j % 2) as usize, &mut st, &sig(j));
+            let f = &buf[..len];
+            let src = u32::from_be_bytes([f[30], f[31], f[32], f[33]]);
+            assert_eq!(src, 0xC612_00FE + (key / 4) as u32, "frame {j}: the address of key {key}");
+            assert_eq!(u16::from_be_bytes([f[40], f[41]]), ports[(key % 4) as usize], "frame {j}: the port");
+            assert_eq!(u16::from_be_bytes([f[14], f[15]]) & 0xFFF, 10 + (j % 3) as u16, "the per-frame id");
+            verify(f, c.kinds(), &[]);
+        }
+        // Refused: a digit the key lacks, a table shorter than its digit, values past the width.
+        let refuse = |fields: &[(&str, Pattern)], radices: Vec<u32>| {
+            let mut hs = headers.clone();
+            hs[3] = h(Udp, fields);
+            compile(&StackSpec { keys: KeySpec { radices }, ..spec(hs) }, &[100]).unwrap_err().to_string()
+        };
+        let e = refuse(&[("src_port", by(2, KeyValues::Offset(1)))], vec![4, 3]);
+        assert!(e.contains("packet[3].udp.src_port") && e.contains("digit 2 of a flow key with 2 digits"), "{e}");
+        let e = refuse(&[("src_port", by(0, KeyValues::Table(ports.clone())))], vec![5, 3]);
+        assert!(e.contains("fewer values than its 5 flows"), "{e}");
+        let e = refuse(&[("src_port", by(0, KeyValues::Offset(65534)))], vec![3, 3]);
+        assert!(e.contains("run to 65536, past the field's 16 bits"), "{e}");
     }
 
     #[test]
@@ -663,159 +737,5 @@ mod tests {
             assert_ne!(checksum::fold(checksum::sum(&f[14..34])), 0);
             assert_eq!(&f[40..42], &[0x12, 0x34], "a custom checksum is written as given");
         }
-    }
-
-    /// The `Payload`-site stack that describes what `builder::build_frame` writes for `t`.
-    fn template_stack(t: &TemplateSpec) -> StackSpec {
-        use crate::builder::Proto;
-        let mac = |m: EthernetAddress| Pattern::Fixed(m.0.iter().fold(0u128, |a, &b| a << 8 | u128::from(b)));
-        let raw = match t.proto {
-            Proto::Raw { ethertype } => Some(u128::from(ethertype)),
-            _ => None,
-        };
-        let mut eth = vec![("dst", mac(t.dst_mac)), ("src", mac(t.src_mac))];
-        if t.outer_vlan.is_some() {
-            eth.push(("ether_type", Pattern::Fixed(0x88A8)));
-        } else if let (None, Some(e)) = (t.vlan, raw) {
-            eth.push(("ether_type", Pattern::Fixed(e)));
-        }
-        let mut headers = vec![h(HeaderKind::Ethernet, &eth)];
-        for (tag, last) in [(t.outer_vlan, false), (t.vlan, true)] {
-            let Some(v) = tag else { continue };
-            let mut f = vec![
-                ("priority", Pattern::Fixed(v.pcp.into())),
-                ("cfi", Pattern::Fixed(v.dei.into())),
-                ("id", Pattern::Fixed(v.vid.into())),
-            ];
-            if let (true, Some(e)) = (last, raw) {
-                f.push(("tpid", Pattern::Fixed(e)));
-            }
-            headers.push(h(HeaderKind::Vlan, &f));
-        }
-        let v6 = match t.l3 {
-            L3Spec::V4 { src, dst, ttl, dscp } if raw.is_none() => {
-                headers.push(h(
-                    HeaderKind::Ipv4,
-                    &[
-                        ("version", Pattern::Fixed(4)),
-                        ("dscp", Pattern::Fixed(dscp.into())),
-                        ("time_to_live", Pattern::Fixed(ttl.into())),
-                        ("src", Pattern::Fixed(u32::from(src).into())),
-                        ("dst", Pattern::Fixed(u32::from(dst).into())),
-                    ],
-                ));
-                false
-            }
-            L3Spec::V6 { src, dst, hop_limit, tc } if raw.is_none() => {
-                headers.push(h(
-                    HeaderKind::Ipv6,
-                    &[
-                        ("version", Pattern::Fixed(6)),
-                        ("traffic_class", Pattern::Fixed(tc.into())),
-                        ("hop_limit", Pattern::Fixed(hop_limit.into())),
-                        ("src", Pattern::Fixed(u128::from(src))),
-                        ("dst", Pattern::Fixed(u128::from(dst))),
-                    ],
-                ));
-                true
-            }
-            _ => false,
-        };
-        let ports = [("src_port", Pattern::Fixed(t.src_port.into())), ("dst_port", Pattern::Fixed(t.dst_port.into()))];
-        match t.proto {
-            Proto::Udp if t.udp_checksum || v6 => headers.push(h(HeaderKind::Udp, &ports)),
-            Proto::Udp => {
-                headers.push(h(HeaderKind::Udp, &[ports[0].clone(), ports[1].clone(), ("checksum", Pattern::Fixed(0))]))
-            }
-            Proto::Tcp { flags, seq, ack, window } => {
-                let bit = |name: &'static str, b: u8| (name, Pattern::Fixed(u128::from(flags & b != 0)));
-                use crate::tcp::flags as fl;
-                let mut f = ports.to_vec();
-                f.extend([
-                    ("seq_num", Pattern::Fixed(seq.into())),
-                    ("ack_num", Pattern::Fixed(ack.into())),
-                    ("window", Pattern::Fixed(window.into())),
-                    bit("ecn_cwr", fl::CWR),
-                    bit("ecn_echo", fl::ECE),
-                    bit("ctl_urg", fl::URG),
-                    bit("ctl_ack", fl::ACK),
-                    bit("ctl_psh", fl::PSH),
-                    bit("ctl_rst", fl::RST),
-                    bit("ctl_syn", fl::SYN),
-                    bit("ctl_fin", fl::FIN),
-                ]);
-                headers.push(h(HeaderKind::Tcp, &f));
-            }
-            Proto::IcmpEcho => headers.push(h(
-                if v6 { HeaderKind::Icmpv6 } else { HeaderKind::Icmp },
-                &[
-                    ("type", Pattern::Fixed(if v6 { 128 } else { 8 })),
-                    ("code", Pattern::Fixed(0)),
-                    ("identifier", Pattern::Fixed(t.src_port.into())),
-                    ("sequence_number", Pattern::Fixed(t.dst_port.into())),
-                ],
-            )),
-            Proto::Raw { .. } => {}
-        }
-        StackSpec { headers, payload: Payload::zeros(), site: Site::Payload }
-    }
-
-    #[test]
-    fn a_payload_site_stack_writes_the_template_builders_frames_byte_for_byte() {
-        use crate::builder::{min_frame_len, patch_signature, Proto};
-        let tag = |vid| Some(crate::vlan::Repr { pcp: 5, dei: true, vid, inner_ethertype: 0 });
-        let l3s = [
-            L3Spec::V4 { src: [198, 18, 0, 1].into(), dst: [198, 19, 255, 254].into(), ttl: 64, dscp: 46 },
-            L3Spec::V6 {
-                src: "2001:2::1".parse().unwrap(),
-                dst: "2001:2:0:ffff::fe".parse().unwrap(),
-                hop_limit: 9,
-                tc: 0xB8,
-            },
-        ];
-        let protos = [
-            Proto::Udp,
-            Proto::Tcp {
-                flags: crate::tcp::flags::SYN | crate::tcp::flags::ECE,
-                seq: 0x0102_0304,
-                ack: 7,
-                window: 0xFFFF,
-            },
-            Proto::IcmpEcho,
-            Proto::Raw { ethertype: 0x88B5 },
-        ];
-        let mut checked = 0;
-        for (l3, proto, tags, udp_checksum) in l3s
-            .iter()
-            .flat_map(|l3| protos.iter().map(move |p| (l3, p)))
-            .flat_map(|(l3, p)| (0..3).flat_map(move |n| [(l3, p, n, false), (l3, p, n, true)]))
-        {
-            let mut t = TemplateSpec::udp(
-                EthernetAddress([2, 0, 0, 0, 0, 1]),
-                EthernetAddress([2, 0xAB, 0xCD, 0xEF, 0x12, 0x34]),
-                *l3,
-                0xBEEF,
-                53,
-            );
-            (t.proto, t.udp_checksum) = (*proto, udp_checksum);
-            (t.outer_vlan, t.vlan) = match tags {
-                0 => (None, None),
-                1 => (None, tag(100)),
-                _ => (tag(4000), tag(1)),
-            };
-            let min = min_frame_len(&t);
-            let c = compile(&template_stack(&t), &[min, min + 1, 1514]).unwrap();
-            for (size, len) in [min, min + 1, 1514].into_iter().enumerate() {
-                let s = Signature { seq: signature::MASK_40 - size as u64, tx_ts_ns: signature::MASK_40 - 1, ..sig(0) };
-                let mut want = vec![0u8; len];
-                let info = build_frame(&t, len, &mut want).unwrap();
-                patch_signature(&mut want, &info, &s).unwrap();
-                let got = c.frame(size, 0, &s);
-                assert_eq!(got, want, "{proto:?} {l3:?}, {tags} tags, udp checksum {udp_checksum}, {len} B");
-                assert_eq!(locate(&got, Site::Payload), Some(s));
-                checked += 1;
-            }
-        }
-        assert_eq!(checked, 2 * 4 * 3 * 2 * 3);
     }
 }

@@ -67,6 +67,7 @@ impl GenFlowConfig {
                 headers: vec![h(HeaderKind::Ethernet), h(HeaderKind::Ipv4), h(HeaderKind::Udp)],
                 payload: stack::Payload::zeros(),
                 site: stack::Site::End,
+                keys: stack::KeySpec::default(),
             },
             frame_size: FrameSize::Fixed(64),
             rate: Rate::Pps(1000.0),

@@ -17,8 +17,8 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use netrig_wire::pattern::Cursor;
 use netrig_wire::signature::Signature;
+use netrig_wire::stack::FillState;
 
 use super::flow::CompiledFlow;
 use super::stats::{Counters, FlowCtl, FlowState, PortCounters};
@@ -78,8 +78,9 @@ pub(crate) struct TxWorker {
 /// One flow's sending state in its worker.
 struct Slot {
     flow: Arc<CompiledFlow>,
-    start_cursors: Vec<Cursor>,
-    cursors: Vec<Cursor>,
+    /// Where the flow's frames start, and where they are.
+    start: FillState,
+    at: FillState,
     running: bool,
     /// Bumped by every command: heap entries of older generations are stale.
     gen: u32,
@@ -117,11 +118,11 @@ fn pace(rate: f64) -> (f64, u64) {
 
 impl Slot {
     fn new(flow: Arc<CompiledFlow>) -> Slot {
-        let start_cursors = flow.stack.cursors();
+        let start = flow.stack.start();
         let (npf, depth_ns) = pace(flow.rate_pps);
         Slot {
-            cursors: start_cursors.clone(),
-            start_cursors,
+            at: start.clone(),
+            start,
             running: false,
             gen: 0,
             tag: 0,
@@ -254,7 +255,7 @@ impl TxWorker {
         s.gen = s.gen.wrapping_add(1);
         match cmd {
             Cmd::Start { tag, .. } => {
-                s.cursors.copy_from_slice(&s.start_cursors);
+                s.at.clone_from(&s.start);
                 (s.sent, s.untracked, s.picked, s.size_at) = (0, 0, 0, 0);
                 (s.tag, s.running, s.paused_at) = (tag, true, 0);
                 s.anchor = at + s.flow.config.delay_ns;
@@ -300,7 +301,7 @@ impl TxWorker {
             s.size_at = if s.size_at + 1 == f.size_schedule.len() { 0 } else { s.size_at + 1 };
             let seq = s.sent - s.untracked;
             let sig = Signature { trial: s.tag, warmup: false, flow_id: f.index as u32, seq, tx_ts_ns: stamp };
-            let len = f.stack.fill(buf, size, &mut s.cursors, &sig);
+            let len = f.stack.fill(buf, size, &mut s.at, &sig);
             pubs[f.index].count_tag(s.sent);
             s.sent += 1;
             let wire = (len + crate::stream::FCS_LEN) as u64;

@@ -1,8 +1,10 @@
 //! Compiling a [`StackSpec`]: layout, template, derived fields, varying fields, checksums and
 //! their per-length bases. Runs once per flow, never per frame.
+use super::fill::Sized;
+use super::KeySpec;
 use super::{
-    CompiledStack, Csum, HeaderDef, HeaderKind, HeaderSpec, LengthFix, Placed, StackError, StackSpec, Varying,
-    MAX_CHECKSUMS,
+    checksum_value, CompiledStack, Csum, HeaderDef, HeaderKind, HeaderSpec, LengthFix, Placed, StackError, StackSpec,
+    Varying, MAX_CHECKSUMS,
 };
 use crate::pattern::{bytes_sum, lane, write_bits, BitSpan, Pattern, Stepper};
 use crate::signature::{self, Site};
@@ -109,11 +111,19 @@ fn layout(spec: &StackSpec) -> Result<(Vec<Placed>, usize), StackError> {
     Ok((placed, at))
 }
 
-/// Check a pattern against its field's width.
-fn check_pattern(p: &Pattern, bits: u32, at: &str) -> Result<(), StackError> {
+/// Check a pattern against its field's width (and a per-flow one against the key's digits).
+fn check_pattern(p: &Pattern, bits: u32, at: &str, keys: &KeySpec) -> Result<(), StackError> {
     let max = if bits >= 128 { u128::MAX } else { (1u128 << bits) - 1 };
     let err = |m: String| Err(StackError::new(at, m));
     match p {
+        Pattern::ByKey { digit, values } => match keys.radices.get(usize::from(*digit)) {
+            None => err(format!("reads digit {digit} of a flow key with {} digits", keys.radices.len())),
+            Some(&r) => match values.max_value(r) {
+                Some(v) if v <= max => Ok(()),
+                Some(v) => err(format!("its {r} flows run to {v}, past the field's {bits} bits (at most {max})")),
+                None => err(format!("has fewer values than its {r} flows")),
+            },
+        },
         Pattern::List(v) if v.is_empty() => err("give at least one value".into()),
         Pattern::Counter { count: 0, .. } | Pattern::Random { count: 0, .. } => err("count must be at least 1".into()),
         Pattern::Random { min, max: hi, .. } if min > hi => err(format!("min {min} is above max {hi}")),
@@ -128,7 +138,12 @@ fn check_pattern(p: &Pattern, bits: u32, at: &str) -> Result<(), StackError> {
 
 /// The fields of one header as (definition, pattern), checked: known names, no field twice, no
 /// two overlapping, values within the width; fields beyond a short GRE header only when 0.
-fn header_fields(i: usize, h: &HeaderSpec, len: usize) -> Result<Vec<(super::FieldDef, Pattern)>, StackError> {
+fn header_fields(
+    i: usize,
+    h: &HeaderSpec,
+    len: usize,
+    keys: &KeySpec,
+) -> Result<Vec<(super::FieldDef, Pattern)>, StackError> {
     let def = h.kind.def();
     let mut out: Vec<(super::FieldDef, Pattern)> = Vec::with_capacity(h.fields.len());
     for (name, p) in &h.fields {
@@ -150,7 +165,7 @@ fn header_fields(i: usize, h: &HeaderSpec, len: usize) -> Result<Vec<(super::Fie
         if let Some((o, _)) = out.iter().find(|(o, _)| overlaps(o)) {
             return Err(StackError::new(at, format!("overlaps {} set in the same header: set one of them", o.name)));
         }
-        check_pattern(p, u32::from(fd.bits), &at)?;
+        check_pattern(p, u32::from(fd.bits), &at, keys)?;
         out.push((*fd, p.clone()));
     }
     // Fields not given are derived where the stack derives them, else 0 (of overlapping ones, the
@@ -191,15 +206,18 @@ pub fn compile(spec: &StackSpec, lens: &[usize]) -> Result<CompiledStack, StackE
             continue;
         }
         let len = b.placed[i].len;
-        for (fd, p) in header_fields(i, h, len)? {
+        for (fd, p) in header_fields(i, h, len, &spec.keys)? {
             b.field(i, fd, p)?;
         }
     }
     if b.csums.len() > MAX_CHECKSUMS {
         return Err(StackError::new("packet", format!("at most {MAX_CHECKSUMS} checksums in one stack")));
     }
+    if spec.keys.radices.contains(&0) {
+        return Err(StackError::new("keys", "every digit of a flow key needs at least one value"));
+    }
     spec.payload.write(&mut b.template[headers_len..]);
-    Ok(b.finish(headers_len, lens, spec.site))
+    Ok(b.finish(headers_len, lens, spec))
 }
 
 /// Where a frame of `len` bytes with `headers_len` bytes of headers carries the signature, and how
@@ -262,7 +280,7 @@ impl Builder {
             _ => {
                 let stepper = Stepper::new(p, span.bits);
                 write_bits(&mut self.template, &span, stepper.start().value);
-                self.varying.push(Varying { span, stepper, contribs: Vec::new() });
+                self.varying.push(Varying::new(span, stepper));
             }
         }
         Ok(())
@@ -292,7 +310,8 @@ impl Builder {
     }
 
     /// Order the checksums innermost first, work out who covers whom, and the bases.
-    fn finish(mut self, headers_len: usize, lens: &[usize], site: Site) -> CompiledStack {
+    fn finish(mut self, headers_len: usize, lens: &[usize], spec: &StackSpec) -> CompiledStack {
+        let site = spec.site;
         let mut order: Vec<usize> = (0..self.csums.len()).collect();
         order.sort_by_key(|&k| std::cmp::Reverse(self.csums[k].start));
         self.csums = order.iter().map(|&k| self.csums[k].clone()).collect();
@@ -320,19 +339,92 @@ impl Builder {
         let zeroed = self.zeroed();
         let places: Vec<(usize, usize)> = lens.iter().map(|&l| sig_place(site, l, headers_len)).collect();
         let (bases, sig_odd) = self.bases(&zeroed, lens, &places);
+        let dynamic = self.dynamic();
+        let (sized, sizes, bases) = self.sized(lens, &places, &bases, &dynamic);
+        let n = self.csums.len();
+        let sig_odd = (0..lens.len() * n).filter(|i| dynamic[i % n]).map(|i| sig_odd[i]).collect();
+        let (csums, varying) = self.only_dynamic(&dynamic);
         CompiledStack {
-            template: self.template,
+            sized,
+            sizes,
+            lens: lens.to_vec(),
             headers_len,
             kinds: self.placed.iter().map(|p| p.kind).collect(),
-            varying: self.varying,
-            lengths: self.lengths,
-            csums: self.csums,
-            lens: lens.to_vec(),
-            sig_at: places.iter().map(|p| p.0).collect(),
-            sig_lens: places.iter().map(|p| p.1).collect(),
+            sig_summed: csums.iter().any(|c| c.end.is_none()),
+            varying,
+            csums,
             bases,
             sig_odd,
+            keys: spec.keys.clone(),
         }
+    }
+
+    /// Which checksums a frame's own values change: those a varying field contributes to, those
+    /// over the signature and the payload (to the frame's end), and those over such a checksum.
+    fn dynamic(&self) -> Vec<bool> {
+        let mut dynamic: Vec<bool> = self.csums.iter().map(|c| c.end.is_none()).collect();
+        for v in &self.varying {
+            for &(c, _) in &v.contribs {
+                dynamic[c] = true;
+            }
+        }
+        for k in 0..self.csums.len() {
+            if dynamic[k] {
+                for &(o, _) in &self.csums[k].outer {
+                    dynamic[o] = true;
+                }
+            }
+        }
+        dynamic
+    }
+
+    /// Per length: the template with its lengths and the checksums that never change written
+    /// (innermost first), and the bases of the others with those values in their lanes.
+    fn sized(
+        &self,
+        lens: &[usize],
+        places: &[(usize, usize)],
+        bases: &[u64],
+        dynamic: &[bool],
+    ) -> (Vec<u8>, Vec<Sized>, Vec<u64>) {
+        let n = self.csums.len();
+        let (mut sized, mut sizes, mut dyn_bases) = (Vec::new(), Vec::new(), Vec::new());
+        for (size, (&len, &(sig_at, sig_len))) in lens.iter().zip(places).enumerate() {
+            let at = sized.len();
+            sized.extend_from_slice(&self.template[..len]);
+            let t = &mut sized[at..];
+            for l in &self.lengths {
+                t[l.at..l.at + 2].copy_from_slice(&((len - l.minus) as u16).to_be_bytes());
+            }
+            let mut acc = bases[size * n..size * n + n].to_vec();
+            for (c, cs) in self.csums.iter().enumerate().filter(|(c, _)| !dynamic[*c]) {
+                let v = checksum_value(acc[c], cs.udp, cs.bad);
+                t[cs.at..cs.at + 2].copy_from_slice(&v.to_be_bytes());
+                for &(o, odd) in &cs.outer {
+                    acc[o] += lane(u64::from(v), odd);
+                }
+            }
+            // Innermost first: every static checksum inside a dynamic one is in its base now.
+            dyn_bases.extend((0..n).filter(|&c| dynamic[c]).map(|c| acc[c]));
+            sizes.push(Sized { at, len, sig_at, sig_len });
+        }
+        (sized, sizes, dyn_bases)
+    }
+
+    /// The dynamic checksums alone, renumbered, and the varying fields' contributions to them.
+    fn only_dynamic(&self, dynamic: &[bool]) -> (Vec<Csum>, Vec<Varying>) {
+        let mut index = vec![usize::MAX; dynamic.len()];
+        for (new, old) in (0..dynamic.len()).filter(|&c| dynamic[c]).enumerate() {
+            index[old] = new;
+        }
+        let csums = (self.csums.iter().enumerate())
+            .filter(|(c, _)| dynamic[*c])
+            .map(|(_, cs)| Csum { outer: cs.outer.iter().map(|&(o, odd)| (index[o], odd)).collect(), ..cs.clone() })
+            .collect();
+        let varying = (self.varying.iter())
+            .map(|v| Varying { contribs: v.contribs.iter().map(|&(c, odd)| (index[c], odd)).collect(), ..v.clone() })
+            .collect();
+        (csums, varying)
     }
 
     /// The bytes `[b0, b1]` are the source or destination address of the IP header `ip`.
