@@ -638,23 +638,16 @@ pub(crate) mod tests {
 
     /// A signed 64-byte frame with every signature field chosen (also the capture's tests').
     pub(crate) fn signed(trial: u32, warmup: bool, flow_id: u32, seq: u64, tx_ns: u64) -> Vec<u8> {
-        use netrig_wire::builder::{build_udp_frame, patch_signature, L3Spec, TemplateSpec};
-        let spec = TemplateSpec {
-            src_mac: netrig_wire::ethernet::EthernetAddress([2, 0, 0, 0, 0, 1]),
-            dst_mac: netrig_wire::ethernet::EthernetAddress([2, 0, 0, 0, 0, 2]),
-            outer_vlan: None,
-            vlan: None,
-            proto: Default::default(),
-            l3: L3Spec::V4 { src: [198, 18, 0, 1].into(), dst: [198, 19, 0, 1].into(), ttl: 64, dscp: 0 },
-            src_port: 1024,
-            dst_port: 1024,
-            udp_checksum: false,
-        };
-        let mut buf = vec![0u8; 60];
-        let info = build_udp_frame(&spec, 60, &mut buf).unwrap();
+        use netrig_wire::frames::{FrameSpec, L3Spec};
+        let spec = FrameSpec::udp(
+            netrig_wire::ethernet::EthernetAddress([2, 0, 0, 0, 0, 1]),
+            netrig_wire::ethernet::EthernetAddress([2, 0, 0, 0, 0, 2]),
+            L3Spec::V4 { src: [198, 18, 0, 1].into(), dst: [198, 19, 0, 1].into(), ttl: 64, dscp: 0 },
+            1024,
+            1024,
+        );
         let sig = netrig_wire::signature::Signature { trial, warmup, flow_id, seq, tx_ts_ns: tx_ns };
-        patch_signature(&mut buf, &info, &sig).unwrap();
-        buf
+        spec.frame(60, &sig).unwrap()
     }
 
     /// Feeds frames of the given latencies (ns), 1 µs apart, to `an` starting at sequence `seq0`.

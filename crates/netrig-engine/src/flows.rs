@@ -10,9 +10,10 @@
 use std::sync::Arc;
 
 use netrig_wire::ethernet::EthernetAddress;
+use netrig_wire::frames::PerFlow;
 use netrig_wire::pattern::Pattern;
 use netrig_wire::stack::keys::gcd;
-use netrig_wire::stack::{KeySpec, KeyValues};
+use netrig_wire::stack::KeyValues;
 use netrig_wire::IpPair;
 
 use crate::error::ConfigError;
@@ -211,24 +212,13 @@ impl FlowWalk {
     }
 }
 
-/// The per-flow values of a stream's frames: the key's digits (the destination port fastest, as
-/// flows are numbered) and a [`Pattern::ByKey`] for every range of more than one value.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FlowFields {
-    pub keys: KeySpec,
-    pub src_ip: Option<Pattern>,
-    pub dst_ip: Option<Pattern>,
-    pub src_port: Option<Pattern>,
-    pub dst_port: Option<Pattern>,
-    pub src_mac: Option<Pattern>,
-    pub dst_mac: Option<Pattern>,
-    pub vlan: Option<Pattern>,
-}
-
 impl FlowSpec {
-    /// The per-flow fields of flows counting up from `base`, with `walk`'s port values.
-    pub fn fields(&self, base: &FlowBase, walk: &FlowWalk) -> FlowFields {
-        let mut out = FlowFields::default();
+    /// The per-flow fields of flows counting up from `base`, with `walk`'s port values: the key's
+    /// digits (the destination port fastest, then the source port, the destination and source
+    /// addresses, the VLAN id, the destination and source MACs) and a [`Pattern::ByKey`] for every
+    /// range of more than one value.
+    pub fn fields(&self, base: &FlowBase, walk: &FlowWalk) -> PerFlow {
+        let mut out = PerFlow::default();
         let mut digit = |n: u32, values: &dyn Fn() -> KeyValues| {
             (n > 1).then(|| {
                 out.keys.radices.push(n);
@@ -247,7 +237,7 @@ impl FlowSpec {
         let vlan = digit(self.vlans, &|| KeyValues::Offset(base.vlan.into()));
         let dst_mac = digit(self.dst_macs, &|| KeyValues::Offset(mac_u64(base.dst_mac).into()));
         let src_mac = digit(self.src_macs, &|| KeyValues::Offset(mac_u64(base.src_mac).into()));
-        FlowFields { src_ip, dst_ip, src_port, dst_port, src_mac, dst_mac, vlan, ..out }
+        PerFlow { src_ip, dst_ip, src_port, dst_port, src_mac, dst_mac, vlan, ..out }
     }
 }
 
@@ -304,7 +294,7 @@ mod tests {
         assert_eq!(by_key(&f.dst_mac), (2, KeyValues::Offset(0x0200_0000_0002)));
         let (d, src_mac) = by_key(&f.src_mac);
         assert_eq!((d, src_mac.at(1)), (3, 0x0200_0000_0100), "a MAC carried into the next byte");
-        assert_eq!(FlowSpec::default().fields(&base(), &FlowWalk::new(&FlowSpec::default())), FlowFields::default());
+        assert_eq!(FlowSpec::default().fields(&base(), &FlowWalk::new(&FlowSpec::default())), PerFlow::default());
     }
 
     /// RFC 4814 §4.5: the pseudorandom walk visits every flow once a cycle, in an order that is

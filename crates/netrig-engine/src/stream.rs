@@ -6,9 +6,9 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 
-pub use netrig_wire::builder::Proto;
-use netrig_wire::builder::{self, L3Spec, TemplateSpec};
 use netrig_wire::ethernet::EthernetAddress;
+pub use netrig_wire::frames::Proto;
+use netrig_wire::frames::{self, FrameSpec, L3Spec};
 use netrig_wire::stack::{self as wire_stack, CompiledStack};
 use netrig_wire::vlan;
 
@@ -488,7 +488,7 @@ impl StreamConfig {
                 format!("{l} bit/s is above the limit of {MAX_RATE_BPS:e} bit/s (10 Tbit/s)"),
             ));
         }
-        let spec = self.template_spec()?;
+        let spec = self.frame_spec()?;
         if self.replay.is_some() {
             if self.flows.count() > 1 {
                 return Err(ConfigError::new(
@@ -545,7 +545,7 @@ impl StreamConfig {
                 ));
             }
         }
-        let min_size = builder::min_frame_len(&spec) + FCS_LEN;
+        let min_size = frames::min_frame_len(&spec) + FCS_LEN;
         let (lo, _) = self.frame_size.bounds();
         if lo < min_size {
             return Err(ConfigError::new(
@@ -615,8 +615,8 @@ impl StreamConfig {
         })
     }
 
-    /// The header template of this stream's frames: IP families must match, VLAN id 1..4094.
-    fn template_spec(&self) -> Result<TemplateSpec, ConfigError> {
+    /// What this stream's frames look like: IP families must match, VLAN id 1..4094.
+    fn frame_spec(&self) -> Result<FrameSpec, ConfigError> {
         let l3 = match (self.src_ip, self.dst_ip) {
             (IpAddr::V4(src), IpAddr::V4(dst)) => L3Spec::V4 { src, dst, ttl: self.ttl, dscp: 0 },
             (IpAddr::V6(src), IpAddr::V6(dst)) => L3Spec::V6 { src, dst, hop_limit: self.ttl, tc: 0 },
@@ -648,7 +648,7 @@ impl StreamConfig {
         if let Proto::Raw { ethertype } = self.protocol {
             parse_protocol("raw", 0, 0, ethertype)?;
         }
-        Ok(TemplateSpec {
+        Ok(FrameSpec {
             src_mac: self.src_mac,
             dst_mac: self.dst_mac,
             outer_vlan,

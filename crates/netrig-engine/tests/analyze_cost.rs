@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use netrig_engine::analyze::{Analyzer, TrialIdent};
 use netrig_engine::port::RxMeta;
-use netrig_wire::builder::{build_frame, min_frame_len, patch_signature, L3Spec, Proto, TemplateSpec};
+use netrig_wire::frames::{min_frame_len, FrameSpec, L3Spec, Proto};
 use netrig_wire::signature::Signature;
 
 const FRAMES: u64 = 4_000_000;
@@ -34,7 +34,7 @@ fn analyzer_frame_cost() {
 
 fn measure(flows: usize, trial: bool, proto: Proto, qinq: bool) {
     let tag = |vid| netrig_wire::vlan::Repr { pcp: 0, dei: false, vid, inner_ethertype: 0 };
-    let spec = TemplateSpec {
+    let spec = FrameSpec {
         src_mac: netrig_wire::ethernet::EthernetAddress([2, 0, 0, 0, 0, 1]),
         dst_mac: netrig_wire::ethernet::EthernetAddress([2, 0, 0, 0, 0, 2]),
         outer_vlan: qinq.then(|| tag(10)),
@@ -55,12 +55,10 @@ fn measure(flows: usize, trial: bool, proto: Proto, qinq: bool) {
     let mut sig_offset = 0;
     for slot in 0..RING {
         let flow = slot % flows;
-        let buf = &mut ring[slot * slot_len..slot * slot_len + len];
-        let info = build_frame(&spec, len, buf).unwrap();
         let sig =
             Signature { trial: if trial { 77 } else { 0 }, warmup: false, flow_id: flow as u32, seq: 0, tx_ts_ns: 0 };
-        patch_signature(buf, &info, &sig).unwrap();
-        sig_offset = info.sig_offset;
+        ring[slot * slot_len..slot * slot_len + len].copy_from_slice(&spec.frame(len, &sig).unwrap());
+        sig_offset = spec.headers_len();
     }
     let write = |ring: &mut [u8], i: u64| {
         let slot = (i % RING as u64) as usize;
@@ -183,7 +181,7 @@ const SCALE_SLOT: usize = 64;
 
 impl ScaleRun {
     fn new(flows: usize) -> Self {
-        let spec = TemplateSpec {
+        let spec = FrameSpec {
             src_mac: netrig_wire::ethernet::EthernetAddress([2, 0, 0, 0, 0, 1]),
             dst_mac: netrig_wire::ethernet::EthernetAddress([2, 0, 0, 0, 0, 2]),
             outer_vlan: None,
@@ -196,12 +194,11 @@ impl ScaleRun {
         };
         let len = min_frame_len(&spec);
         let mut ring = vec![0u8; SCALE_RING * SCALE_SLOT];
-        let mut sig_offset = 0;
+        let frame = spec.frame(len, &Signature::default()).unwrap();
         for slot in 0..SCALE_RING {
-            let buf = &mut ring[slot * SCALE_SLOT..slot * SCALE_SLOT + len];
-            let info = build_frame(&spec, len, buf).unwrap();
-            sig_offset = info.sig_offset;
+            ring[slot * SCALE_SLOT..slot * SCALE_SLOT + len].copy_from_slice(&frame);
         }
+        let sig_offset = spec.headers_len();
         let n = flows as u64;
         // An odd stride is coprime with a power of two: a permutation of the flows per cycle.
         let stride = if n > 1 { (0x9E37_79B9_7F4A_7C15u64 % n) | 1 } else { 1 };

@@ -11,20 +11,20 @@
 //! * field offsets are named constants in a private `mod field`.
 //!
 //! The hot-path entry points used by the engine are [`dissect::find_signature`] /
-//! [`dissect::locate_udp_payload`] on receive, and [`builder`] (templates plus incremental
-//! checksum patching) on transmit. The frame layout is documented in `docs/wire-format.md`.
+//! [`dissect::locate_udp_payload`] on receive, and [`stack`] (a compiled header stack whose
+//! `fill` writes each frame: a stream's from [`frames`], an OTG flow's from its packet) on transmit. The frame layout is documented in `docs/wire-format.md`.
 #![forbid(unsafe_code)]
 
 use core::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 pub mod arp;
-pub mod builder;
 pub mod capfile;
 pub mod checksum;
 pub mod dissect;
 pub mod ethernet;
 pub mod fcs;
+pub mod frames;
 pub mod icmpv4;
 pub mod icmpv6;
 pub mod ipv4;

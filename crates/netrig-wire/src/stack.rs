@@ -413,9 +413,9 @@ fn checksum_value(acc: u64, udp: bool, bad: bool) -> u16 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::builder::{build_frame, L3Spec, TemplateSpec};
     use crate::checksum;
     use crate::dissect::locate;
+    use crate::frames::{FrameSpec, L3Spec};
     use crate::signature::{self, Signature};
     use crate::EthernetAddress;
 
@@ -486,7 +486,7 @@ mod tests {
     }
 
     #[test]
-    fn plain_udp_matches_the_template_builder() {
+    fn plain_udp_has_the_stream_frames_headers() {
         let s = spec(vec![
             h(
                 HeaderKind::Ethernet,
@@ -516,7 +516,7 @@ mod tests {
             ),
         ]);
         let c = compile(&s, &[60, 100]).unwrap();
-        let mut t = TemplateSpec::udp(
+        let mut t = FrameSpec::udp(
             EthernetAddress([2, 0, 0, 0, 0, 1]),
             EthernetAddress([2, 0, 0, 0, 0, 2]),
             L3Spec::V4 { src: [198, 18, 0, 1].into(), dst: [198, 19, 0, 1].into(), ttl: 64, dscp: 0 },
@@ -528,9 +528,8 @@ mod tests {
             let f = c.frame(size, 3, &sig(3));
             assert_eq!(f.len(), len);
             assert_eq!(end_sig(&f), Some(sig(3)));
-            let mut want = vec![0u8; len];
-            build_frame(&t, len, &mut want).unwrap();
-            // Same headers; the template builder puts the signature after UDP, this one at the end.
+            let want = t.frame(len, &sig(3)).unwrap();
+            // Same headers; a stream's frame has the signature after UDP, this one at the end.
             assert_eq!(f[..40], want[..40], "headers up to the UDP checksum, {len} B");
             verify(&f, c.kinds(), &[]);
         }

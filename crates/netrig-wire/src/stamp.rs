@@ -146,17 +146,17 @@ pub fn flow_key(frame: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::builder::{build_frame, L3Spec, Proto, TemplateSpec};
     use crate::dissect::find_signature;
+    use crate::frames::{FrameSpec, L3Spec, Proto};
     use crate::EthernetAddress;
 
-    fn spec(proto: Proto, v6: bool, udp_checksum: bool) -> TemplateSpec {
+    fn spec(proto: Proto, v6: bool, udp_checksum: bool) -> FrameSpec {
         let l3 = if v6 {
             L3Spec::V6 { src: "2001:2::1".parse().unwrap(), dst: "2001:2::2".parse().unwrap(), hop_limit: 64, tc: 0 }
         } else {
             L3Spec::V4 { src: [198, 18, 0, 1].into(), dst: [198, 19, 0, 1].into(), ttl: 64, dscp: 0 }
         };
-        TemplateSpec {
+        FrameSpec {
             src_mac: EthernetAddress([2, 0, 0, 0, 0, 1]),
             dst_mac: EthernetAddress([2, 0, 0, 0, 0, 2]),
             outer_vlan: None,
@@ -199,8 +199,7 @@ mod tests {
         ];
         for (proto, v6, csum) in cases {
             let s = spec(proto, v6, csum);
-            let mut f = vec![0u8; 120];
-            build_frame(&s, 120, &mut f).unwrap();
+            let mut f = s.frame(120, &Signature::default()).unwrap();
             // Arbitrary payload, checksum made right for it, like a captured frame.
             let site = stamp_site(&f).unwrap_or_else(|| panic!("{proto:?} v6 {v6}"));
             for (i, b) in f[site.sig_offset..].iter_mut().enumerate() {
@@ -228,8 +227,7 @@ mod tests {
 
     #[test]
     fn udp_without_checksum_stays_without_and_no_room_is_none() {
-        let mut f = vec![0u8; 64];
-        build_frame(&spec(Proto::Udp, false, false), 64, &mut f).unwrap();
+        let mut f = spec(Proto::Udp, false, false).frame(64, &Signature::default()).unwrap();
         let site = stamp_site(&f).unwrap();
         assert_eq!(site.csum_offset, None);
         stamp(&mut f, &site, &Signature::default());
@@ -248,8 +246,7 @@ mod tests {
 
     #[test]
     fn flow_keys_tell_five_tuples_apart() {
-        let mut a = vec![0u8; 80];
-        build_frame(&spec(Proto::Udp, false, false), 80, &mut a).unwrap();
+        let a = spec(Proto::Udp, false, false).frame(80, &Signature::default()).unwrap();
         let mut b = a.clone();
         b[34] ^= 1; // another source port
         let mut c = a.clone();

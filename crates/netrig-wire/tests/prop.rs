@@ -1,11 +1,15 @@
-//! Property tests: emit → parse round trips, template patching keeps every checksum valid,
-//! and no parser panics on arbitrary bytes.
+//! Property tests: emit → parse round trips, a stream's frames keep every checksum valid for
+//! every flow, and no parser panics on arbitrary bytes.
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use netrig_wire::builder::{self, L3Spec, TemplateInfo, TemplateSpec};
+use std::sync::Arc;
+
 use netrig_wire::dissect::{self, L3};
+use netrig_wire::frames::{min_frame_len, FrameSpec, L3Spec, PerFlow, Proto};
+use netrig_wire::pattern::Pattern;
 use netrig_wire::signature::{self, Signature};
+use netrig_wire::stack::{self, KeySpec, KeyValues};
 use netrig_wire::{arp, ethernet, icmpv4, icmpv6, ipv4, ipv6, tcp, udp, vlan, EthernetAddress, IpPair};
 use proptest::prelude::*;
 
@@ -43,15 +47,15 @@ fn l3_spec() -> impl Strategy<Value = L3Spec> {
         }),
     ]
 }
-fn template_spec() -> impl Strategy<Value = TemplateSpec> {
+fn frame_spec() -> impl Strategy<Value = FrameSpec> {
     (mac(), mac(), proptest::option::of(vlan_repr()), l3_spec(), any::<u16>(), any::<u16>(), any::<bool>()).prop_map(
-        |(src_mac, dst_mac, vlan, l3, src_port, dst_port, udp_checksum)| TemplateSpec {
+        |(src_mac, dst_mac, vlan, l3, src_port, dst_port, udp_checksum)| FrameSpec {
             src_mac,
             dst_mac,
             outer_vlan: None,
             vlan,
             l3,
-            proto: builder::Proto::Udp,
+            proto: Proto::Udp,
             src_port,
             dst_port,
             udp_checksum,
@@ -63,27 +67,32 @@ fn sig() -> impl Strategy<Value = Signature> {
         .prop_map(|(trial, warmup, flow_id, seq, tx_ts_ns)| Signature { trial, warmup, flow_id, seq, tx_ts_ns })
 }
 
-/// Checks the IPv4 header checksum and the UDP checksum of a built frame via the views.
-fn verify_frame(f: &[u8], info: &TemplateInfo) -> Result<(), TestCaseError> {
-    let ip = &f[info.l3_offset..];
-    let ips = match info.l3 {
-        Some(L3::V4) => {
-            let p = ipv4::Packet::new_checked(ip).unwrap();
+/// Checks the IPv4 header checksum and the UDP checksum of a stream's UDP frame via the views,
+/// and where the dissector finds its parts. Returns its addresses.
+fn verify_frame(f: &[u8], spec: &FrameSpec) -> Result<IpPair, TestCaseError> {
+    let l3_offset = 14 + if spec.vlan.is_some() { 4 } else { 0 };
+    let (ips, l4_offset) = match spec.l3 {
+        L3Spec::V4 { .. } => {
+            let p = ipv4::Packet::new_checked(&f[l3_offset..]).unwrap();
             prop_assert!(p.verify_checksum(), "IPv4 header checksum");
             prop_assert!(ipv4::Repr::parse(&p).is_ok());
-            IpPair::V4 { src: p.src_addr(), dst: p.dst_addr() }
+            (IpPair::V4 { src: p.src_addr(), dst: p.dst_addr() }, l3_offset + 20)
         }
-        _ => {
-            let p = ipv6::Packet::new_checked(ip).unwrap();
+        L3Spec::V6 { .. } => {
+            let p = ipv6::Packet::new_checked(&f[l3_offset..]).unwrap();
             prop_assert!(ipv6::Repr::parse(&p).is_ok());
-            IpPair::V6 { src: p.src_addr(), dst: p.dst_addr() }
+            (IpPair::V6 { src: p.src_addr(), dst: p.dst_addr() }, l3_offset + 40)
         }
     };
-    let u = udp::Packet::new_checked(&f[info.l4_offset..]).unwrap();
-    prop_assert_eq!(u.len() as usize, info.frame_len - info.l4_offset);
+    let u = udp::Packet::new_checked(&f[l4_offset..]).unwrap();
+    prop_assert_eq!(u.len() as usize, f.len() - l4_offset);
     prop_assert!(udp::Repr::parse(&u, &ips).is_ok(), "UDP checksum");
-    prop_assert_eq!(u.checksum() != 0, info.l4_csum_offset.is_some());
-    Ok(())
+    let v6 = matches!(spec.l3, L3Spec::V6 { .. });
+    prop_assert_eq!(u.checksum() != 0, spec.udp_checksum || v6);
+    let loc = dissect::locate_udp_payload(f).unwrap();
+    prop_assert_eq!(loc.l3, if v6 { L3::V6 } else { L3::V4 });
+    prop_assert_eq!((loc.l3_offset, loc.l4_offset, loc.payload_offset), (l3_offset, l4_offset, l4_offset + 8));
+    Ok(ips)
 }
 
 proptest! {
@@ -199,60 +208,45 @@ proptest! {
         prop_assert_eq!(Signature::parse(&b), Some(s));
     }
 
-    /// Build a template, patch flow addresses/ports, signature, seq/ts and length: the
-    /// dissector finds exactly the signature written and every checksum verifies.
+    /// A stream's UDP frames with per-flow source addresses and destination ports, at any length
+    /// its headers allow, walked from any key by any stride: every frame parses, every checksum
+    /// verifies, its fields are its flow's and the dissector finds exactly the signature written.
     #[test]
-    fn template_patching_keeps_frames_valid(spec in template_spec(), extra in 0usize..1500, flow_ips in ip_pair(),
-                                            ports in any::<(u16, u16)>(), s in sig(), seq in any::<u64>(),
-                                            ts in any::<u64>(), new_extra in 0usize..1500) {
-        let len = builder::min_frame_len(&spec) + extra;
-        let mut buf = vec![0x5Au8; 1600];
-        let info = builder::build_udp_frame(&spec, len, &mut buf).unwrap();
-        verify_frame(&buf[..len], &info)?;
-
-        let same_family = matches!(
-            (spec.l3, flow_ips),
-            (L3Spec::V4 { .. }, IpPair::V4 { .. }) | (L3Spec::V6 { .. }, IpPair::V6 { .. })
-        );
-        prop_assert_eq!(builder::set_l3_addrs(&mut buf, &info, &flow_ips).is_ok(), same_family);
-        verify_frame(&buf[..len], &info)?;
-        builder::set_ports(&mut buf, &info, ports.0, ports.1).unwrap();
-        verify_frame(&buf[..len], &info)?;
-
-        builder::patch_signature(&mut buf, &info, &s).unwrap();
-        verify_frame(&buf[..len], &info)?;
-        prop_assert_eq!(dissect::find_signature(&buf[..len]), Some(s));
-        let loc = dissect::locate_udp_payload(&buf[..len]).unwrap();
-        prop_assert_eq!(Some(loc.l3), info.l3);
-        prop_assert_eq!((loc.l3_offset, loc.l4_offset, loc.payload_offset), (info.l3_offset, info.l4_offset, info.sig_offset));
-        prop_assert_eq!(loc.payload_len, len - info.sig_offset);
-
-        builder::patch_signature(&mut buf, &info, &Signature { seq, tx_ts_ns: ts, ..s }).unwrap();
-        verify_frame(&buf[..len], &info)?;
-        let expect = Signature { seq: seq & signature::MASK_40, tx_ts_ns: ts & signature::MASK_40, ..s };
-        prop_assert_eq!(dissect::find_signature(&buf[..len]), Some(expect));
-
-        let new_len = builder::min_frame_len(&spec) + new_extra;
-        let info2 = builder::set_frame_len(&mut buf, &info, new_len).unwrap();
-        verify_frame(&buf[..new_len], &info2)?;
-        prop_assert_eq!(dissect::find_signature(&buf[..new_len]), Some(expect));
-        // Equivalent to building at that length and patching the same way.
-        let mut fresh = vec![0u8; new_len];
-        let info3 = builder::build_udp_frame(&spec, new_len, &mut fresh).unwrap();
-        prop_assert_eq!(info3, info2);
-        if same_family {
-            builder::set_l3_addrs(&mut fresh, &info3, &flow_ips).unwrap();
+    fn stream_frames_are_valid_for_every_flow(spec in frame_spec(), extra in 0usize..1500, s in sig(),
+                                             ips in 1u32..40, ports in proptest::collection::vec(1u16.., 1..40),
+                                             stride in any::<u64>(), start in any::<u64>()) {
+        let src = match spec.l3 {
+            L3Spec::V4 { src, .. } => u128::from(u32::from(src)),
+            L3Spec::V6 { src, .. } => u128::from(src),
+        };
+        let max = if matches!(spec.l3, L3Spec::V4 { .. }) { u128::from(u32::MAX) } else { u128::MAX };
+        prop_assume!(src <= max - u128::from(ips));
+        let table: Arc<[u16]> = Arc::from(ports.clone());
+        let per_flow = PerFlow {
+            keys: KeySpec { radices: vec![ports.len() as u32, ips] },
+            dst_port: Some(Pattern::ByKey { digit: 0, values: KeyValues::Table(table) }),
+            src_ip: Some(Pattern::ByKey { digit: 1, values: KeyValues::Offset(src) }),
+            ..PerFlow::default()
+        };
+        let len = min_frame_len(&spec) + extra;
+        let c = stack::compile(&spec.stack(&per_flow), &[len]).unwrap();
+        let n = per_flow.keys.count();
+        let mut stride = stride % n;
+        while n > 1 && (stride == 0 || stack::keys::gcd(stride, n) != 1) {
+            stride = (stride + 1) % n;
         }
-        builder::set_ports(&mut fresh, &info3, ports.0, ports.1).unwrap();
-        builder::patch_signature(&mut fresh, &info3, &expect).unwrap();
-        // UDP checksum 0x0000 vs 0xFFFF are the same value; compare the rest byte for byte.
-        let mut a = buf[..new_len].to_vec();
-        if let Some(o) = info2.l4_csum_offset {
-            for v in [&mut a, &mut fresh] {
-                if v[o] == 0 && v[o + 1] == 0 { v[o] = 0xFF; v[o + 1] = 0xFF; }
-            }
+        let mut st = c.start_with(per_flow.keys.cursor(0..n, stride.max(1), start % n));
+        let mut buf = vec![0x5Au8; len];
+        for _ in 0..4 {
+            let key = st.key.key();
+            c.fill(&mut buf, 0, &mut st, &s);
+            let addrs = verify_frame(&buf, &spec)?;
+            let got_src = match addrs { IpPair::V4 { src, .. } => u128::from(u32::from(src)), IpPair::V6 { src, .. } => u128::from(src) };
+            prop_assert_eq!(got_src, src + u128::from(key as u32 / ports.len() as u32));
+            let l4 = spec.headers_len() - 8;
+            prop_assert_eq!(u16::from_be_bytes([buf[l4 + 2], buf[l4 + 3]]), ports[(key % ports.len() as u64) as usize]);
+            prop_assert_eq!(dissect::find_signature(&buf), Some(s));
         }
-        prop_assert_eq!(a, fresh);
     }
 
     /// No view, parser or dissector panics on arbitrary bytes.
@@ -302,13 +296,11 @@ proptest! {
     /// Corrupting bytes of a valid frame never makes the dissector panic, and whatever it
     /// reports stays inside the frame.
     #[test]
-    fn corrupted_frames_never_panic(spec in template_spec(), s in sig(),
+    fn corrupted_frames_never_panic(spec in frame_spec(), s in sig(),
                                     edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
                                     cut in any::<usize>()) {
-        let len = builder::min_frame_len(&spec);
-        let mut buf = vec![0u8; len];
-        let info = builder::build_udp_frame(&spec, len, &mut buf).unwrap();
-        builder::patch_signature(&mut buf, &info, &s).unwrap();
+        let len = min_frame_len(&spec);
+        let mut buf = spec.frame(len, &s).unwrap();
         for (at, v) in edits {
             let i = at % len;
             buf[i] = v;
