@@ -1,9 +1,10 @@
 """The routing test beds' ``routes`` and ``hosts`` options (issue 43, the DUT's table scale): N host
 routes per family in the DUT's FIB, loaded in one netlink batch and read back, or N tester hosts on
-its receiving link that it resolves by ARP (its neighbour table read back); traffic spread over all
-of them (one destination each, RFC 4814 order) forwarded exact."""
+its receiving link that it resolves by ARP and neighbour discovery (its neighbour tables read back);
+traffic spread over all of them (one destination each, RFC 4814 order) forwarded exact."""
 from __future__ import annotations
 
+import ipaddress
 import json
 import subprocess
 import sys
@@ -14,12 +15,12 @@ from tests.host_steal import steady_trial
 
 from netrig.errors import ConfigError
 from netrig.testbed import Testbed
-from netrig.testbed.nsthread import read_sysctl
+from netrig.testbed.nsthread import read_sysctl, sysctl_in
 
 NETRIG = [sys.executable, "-m", "netrig.cli.main"]
 ROUTES = 4_000
 HOSTS = 2_000
-GC = tuple(f"net.ipv4.neigh.default.gc_thresh{k}" for k in (1, 2, 3))
+GC = tuple(f"net.ipv{v}.neigh.default.gc_thresh{k}" for v in (4, 6) for k in (1, 2, 3))
 
 
 def host_routes(ns: str, family: str) -> list[str]:
@@ -93,10 +94,10 @@ def gc_thresholds() -> list[int]:
 @needs_root
 @pytest.mark.root
 def test_hosts_are_resolved_by_the_dut_and_carry_the_traffic():
-    """``hosts``: the DUT holds a neighbour for each tester host on its receiving link, resolved by
-    its own ARP (not permanent: only the rx port's own entry is), traffic to all of them arrives
-    exact, and the host's neighbour-table limits are raised while the test bed lives and restored
-    after."""
+    """``hosts``: the DUT holds a neighbour for each tester host on its receiving link, IPv4 and
+    IPv6, resolved by its own ARP and neighbour discovery (not permanent: only the rx port's own
+    entries are), traffic to all of them arrives exact, the rx port's namespace forwards nothing,
+    and the host's neighbour-table limits are raised while the test bed lives and restored after."""
     before = gc_thresholds()
     up = subprocess.run([*NETRIG, "testbed", "up", "router", "--testbed-option", f"hosts={HOSTS}"],
                         capture_output=True, text=True, timeout=300)
@@ -104,15 +105,20 @@ def test_hosts_are_resolved_by_the_dut_and_carry_the_traffic():
     tb_id = up.stdout.split()[1]
     try:
         dut, drx = f"nr{tb_id}-dut", f"nr{tb_id}-drx"
-        neigh = subprocess.run(["ip", "-n", dut, "-4", "neigh", "show", "dev", drx], capture_output=True, text=True,
-                               check=True).stdout.splitlines()
-        held = {ln.split()[0] for ln in neigh if "lladdr" in ln}
-        assert {f"198.19.{k // 256}.{k % 256}" for k in range(2, HOSTS + 2)} <= held, len(held)
-        assert sum("PERMANENT" in ln for ln in neigh) == 1, "the DUT resolved the hosts itself"
+        for family, first in (("-4", ipaddress.ip_address("198.19.0.2")), ("-6", ipaddress.ip_address("2001:2:0:1::2"))):
+            neigh = subprocess.run(["ip", "-n", dut, family, "neigh", "show", "dev", drx], capture_output=True,
+                                   text=True, check=True).stdout.splitlines()
+            held = {ln.split()[0] for ln in neigh if "lladdr" in ln}
+            assert {str(first + k) for k in range(HOSTS)} <= held, (family, len(held))
+            assert sum("PERMANENT" in ln for ln in neigh) == 1, f"the DUT resolved the hosts itself ({family})"
+        assert sysctl_in(f"nr{tb_id}-rx", "net.ipv6.conf.all.forwarding") == "0"
         assert all(g >= HOSTS + 4096 for g in gc_thresholds())
         res = spread_trial(tb_id, over=HOSTS)
         assert res["frames_received"] == res["frames_sent"] == 20_000
+        res6 = spread_trial(tb_id, "--family", "6", "--frame-size", "128", over=HOSTS)
+        assert res6["frames_received"] == res6["frames_sent"] == 20_000
         assert f"hosts: the DUT resolved {HOSTS} tester hosts on {drx} by ARP" in notes(tb_id)
+        assert f"and {HOSTS} by neighbour discovery" in notes(tb_id)
     finally:
         subprocess.run([*NETRIG, "testbed", "down", tb_id], capture_output=True, timeout=120)
     assert gc_thresholds() == before

@@ -204,11 +204,12 @@ class TestbedOptions:
                     FIB for the receiving side's first N addresses from the rx port's (198.19.0.2 …,
                     2001:2:0:1::2 …), each via the rx port, loaded in one netlink batch; a trial with
                     ``flows.dst_ips = N`` spreads over them (1..65 534: the test range's addresses).
-    hosts:          router: N tester hosts on the DUT's receiving link (198.19.0.2 …, a /16 on that
-                    link), each answering ARP, so the DUT's neighbour table holds N entries it
-                    resolved itself (read back at the build; IPv4 only); a trial with
-                    ``flows.dst_ips = N`` spreads over them (1..65 533). Raises the host's
-                    neighbour-table limits (``gc_thresh1..3``) for the test bed's life.
+    hosts:          router: N tester hosts per family on the DUT's receiving link (198.19.0.2 …, a
+                    /16 on that link; 2001:2:0:1::2 …), answering ARP and (by proxy NDP) neighbour
+                    solicitation, so the DUT's neighbour tables hold N entries each that it resolved
+                    itself (read back at the build); a trial with ``flows.dst_ips = N`` spreads over
+                    them (1..65 533). Raises the host's neighbour-table limits (``gc_thresh1..3``
+                    of both families) for the test bed's life.
     dut_neighbours: router, nat, firewall, fwnat, acl, policer: ``static`` (default: permanent
                     neighbour entries for the tester's addresses) or ``resolved`` (none: the DUT
                     resolves them by ARP and ND, which the tester ports' kernel stacks answer; they

@@ -37,7 +37,7 @@ from netrig.testbed import nft, placement, testpmd
 from netrig.testbed import state as st
 from netrig.testbed.knobs import features_set_in
 from netrig.testbed.links import read_neighbours
-from netrig.testbed.nsthread import read_sysctl, run_in_netns, sysctls_in
+from netrig.testbed.nsthread import read_sysctl, run_in_netns, sysctl_in, sysctls_in
 from netrig.testbed.options import TestbedOptions
 from netrig.testbed.state import (
     CaptureRecord,
@@ -124,8 +124,9 @@ class Topology:
     @staticmethod
     def tester_ns(tb: Any, role: str) -> str:
         """A tester namespace: no IPv6 noise, unless its stack has addresses (``tester_stack``, or
-        answering a DUT's ARP and ND: ``dut_neighbours`` resolved)."""
-        stack = tb.options.tester_stack or tb.options.dut_neighbours == "resolved"
+        answering a DUT's ARP and ND: ``dut_neighbours`` resolved, or the rx side's ``hosts``)."""
+        hosts = role == "rx" and tb.options.hosts > 0
+        stack = tb.options.tester_stack or tb.options.dut_neighbours == "resolved" or hosts
         return tb.add_netns(role, TESTER_STACK_SYSCTLS if stack else TESTER_SYSCTLS)
 
 
@@ -575,7 +576,7 @@ class Router(Topology):
         tb.add_route(dut, "198.18.0.0/16", LEFT4[1])
         tb.add_route(dut, "2001:2:0:200::/56", LEFT6[1])
         _behind_the_port(tb, dut, dtx, LEFT4, LEFT6)
-        _behind_the_port(tb, dut, drx, None if hosts else RIGHT4, RIGHT6)
+        _behind_the_port(tb, dut, drx, None if hosts else RIGHT4, None if hosts else RIGHT6)
         tb.add_neigh(tx_ns, tx_if, LEFT4[0], dtx_mac)
         tb.add_neigh(rx_ns, rx_if, RIGHT4[0], drx_mac)
         _tester_stack(tb, tx_ns, tx_if, LEFT4[1], LEFT6[1], 24, 64, LEFT4[0], LEFT6[0], resolved)
@@ -592,15 +593,16 @@ class Router(Topology):
         return RouterDut(dut, dtx, drx)
 
 
-def _behind_the_port(tb: Any, dut: str, dif: str, v4: tuple[str, str] | None, v6: tuple[str, str]) -> None:
+def _behind_the_port(tb: Any, dut: str, dif: str, v4: tuple[str, str] | None, v6: tuple[str, str] | None) -> None:
     """The DUT's link subnets' other addresses are the tester's, behind its port, as the /16 and
     /56 beyond them are: a trial that spreads its destinations over them (``--vary dst_ips=4``)
     had them resolved on the link, where nothing answers, and reported 3 in 4 frames as the DUT's
     loss. IPv4: the two halves of the /24 via the port (longer than the connected route); IPv6: the
     /64 via the port at metric 1 (ahead of the connected route's 256); the subnet's broadcast
-    address is a destination like any other. ``v4`` None: the link's IPv4 addresses are hosts of
+    address is a destination like any other. ``v4``, ``v6`` None: the link's addresses are hosts of
     their own (``hosts``)."""
-    tb.add_route(dut, str(ipaddress.IPv6Network(f"{v6[0]}/64", strict=False)), v6[1], metric=1)
+    if v6 is not None:
+        tb.add_route(dut, str(ipaddress.IPv6Network(f"{v6[0]}/64", strict=False)), v6[1], metric=1)
     if v4 is None:
         return
     net = ipaddress.IPv4Network(f"{v4[0]}/24", strict=False)
@@ -632,52 +634,81 @@ def _load_routes(tb: Any, dut: str, drx: str, n: int) -> None:
                           f"{RIGHT6[1]} …, via the rx port), loaded in {took:.1f} s")
 
 
-#: The host's neighbour-table limits (one table for every namespace) the ``hosts`` option raises.
-GC_THRESHOLDS = tuple(f"net.ipv4.neigh.default.gc_thresh{k}" for k in (1, 2, 3))
+#: The host's neighbour-table limits (one table per family for every namespace) the ``hosts``
+#: option raises.
+GC_THRESHOLDS = tuple(f"net.ipv{v}.neigh.default.gc_thresh{k}" for v in (4, 6) for k in (1, 2, 3))
 #: Room in the neighbour table beside the test bed's hosts (the machine's own neighbours).
 GC_SLACK = 4096
 
 
 def _load_hosts(tb: Any, dut: str, drx: str, rx_ns: str, rx_if: str, n: int, answering: bool) -> None:
-    """``hosts``: the rx port's namespace answers ARP for every address of the receiving link's /16
-    (a local route of the whole range on ``lo``: its kernel takes them all for its own), and the DUT
-    resolves the first ``n`` from 198.19.0.2 by ARP, as it would ``n`` hosts on that link: one
-    datagram to each (the kernel queues it and asks), in chunks its ARP queue keeps up with, until
-    all are resolved (read back) or 3 rounds passed. The neighbour table is one for all namespaces:
-    its limits are raised for the test bed's life (restored at teardown), never lowered."""
+    """``hosts``: the rx port's namespace answers for ``n`` addresses per family on the receiving
+    link (:func:`_answer_arp`, :func:`_answer_nd`), and the DUT resolves each, from 198.19.0.2 and
+    2001:2:0:1::2, by its own ARP and neighbour discovery, as it would ``n`` hosts on that link: one
+    datagram to each (the kernel queues it and asks), in chunks its queue keeps up with, until all
+    are resolved (read back) or 3 rounds passed. The neighbour tables are one per family for all
+    namespaces: their limits are raised for the test bed's life (restored at teardown), never
+    lowered."""
     for name in GC_THRESHOLDS:
         if int(read_sysctl(name)) < n + GC_SLACK:
             tb.set_global_sysctl(name, n + GC_SLACK)
+    _answer_arp(tb, rx_ns, rx_if)
+    _answer_nd(rx_ns, rx_if, n)
+    if not answering:  # its stack would answer test frames to those addresses with ICMP
+        _nft(tb, rx_ns, nft.tester_quiet_ruleset(tb.id))
+    t0 = time.monotonic()
+    for first, how in ((ipaddress.ip_address(RIGHT4[1]), "ARP"), (ipaddress.ip_address(RIGHT6[1]), "ND")):
+        want = {str(first + k) for k in range(n)}
+        missing = sorted(want)
+        for _ in range(3):
+            run_in_netns(dut, _ask, missing)
+            missing = _unresolved(tb, dut, drx, want, deadline=time.monotonic() + 5.0)
+            if not missing:
+                break
+        if missing:
+            table = GC_THRESHOLDS[2 if first.version == 4 else 5]
+            raise TestbedError(f"hosts: the DUT resolved {n - len(missing)} of {n} hosts by {how} ({missing[0]} … "
+                               f"not): is the host's neighbour table full? (sysctl {table})")
+    tb.state.notes.append(f"hosts: the DUT resolved {n} tester hosts on {drx} by ARP ({RIGHT4[1]} …) and {n} by "
+                          f"neighbour discovery ({RIGHT6[1]} …) in {time.monotonic() - t0:.1f} s: its neighbour "
+                          f"tables hold them")
+
+
+def _answer_arp(tb: Any, rx_ns: str, rx_if: str) -> None:
+    """The rx port's namespace answers ARP for the whole receiving /16: a local route of it on
+    ``lo`` makes its kernel take every address for its own, but the DUT's, the source of its ARP
+    requests (a local source is a martian, and nothing would be answered)."""
     tb.link_up(rx_ns, "lo")
-    # all of the /16 local but the DUT's own address, the source of its ARP requests (a local source
-    # is a martian, and nothing would be answered)
     for route in (["local", "198.19.0.0/16", "dev", "lo"], [f"{RIGHT4[0]}/32", "dev", rx_if]):
         r = subprocess.run(["ip", "-n", rx_ns, "route", "add", *route, "table", "local"], capture_output=True,
                            text=True, check=False)
         if r.returncode != 0:
             raise TestbedError(f"hosts: the rx port cannot answer for them: ip route add {' '.join(route)}: "
                                f"{r.stderr.strip()}")
-    if not answering:  # its stack would answer test frames to those addresses with ICMP
-        _nft(tb, rx_ns, nft.tester_quiet_ruleset(tb.id))
-    first = ipaddress.IPv4Address(RIGHT4[1])
-    want = {str(first + k) for k in range(n)}
-    t0, missing = time.monotonic(), sorted(want)
-    for _ in range(3):
-        run_in_netns(dut, _ask, missing)
-        missing = _unresolved(tb, dut, drx, want, deadline=time.monotonic() + 5.0)
-        if not missing:
-            break
-    if missing:
-        raise TestbedError(f"hosts: the DUT resolved {n - len(missing)} of {n} hosts by ARP ({missing[0]} … not): "
-                           f"is the host's neighbour table full? (sysctl {GC_THRESHOLDS[2]})")
-    tb.state.notes.append(f"hosts: the DUT resolved {n} tester hosts on {drx} by ARP ({first} …) in "
-                          f"{time.monotonic() - t0:.1f} s: its neighbour table holds them")
+
+
+def _answer_nd(rx_ns: str, rx_if: str, n: int) -> None:
+    """The rx port's namespace answers neighbour solicitation for ``n`` addresses from its own
+    (2001:2:0:1::2) by proxy NDP: an entry per address (one ``ip -batch``). The kernel proxies only
+    on an interface with forwarding on; the namespace's own (``all``) stays off, so it forwards
+    nothing (a frame to a proxied address is dropped, unanswered)."""
+    sysctls_in(rx_ns, {f"net.ipv6.conf.{rx_if}.forwarding": 1, f"net.ipv6.conf.{rx_if}.proxy_ndp": 1})
+    if sysctl_in(rx_ns, "net.ipv6.conf.all.forwarding") != "0":
+        raise TestbedError(f"hosts: {rx_ns} forwards IPv6 (net.ipv6.conf.all.forwarding): a tester port must not")
+    first = ipaddress.IPv6Address(RIGHT6[1])
+    lines = [f"neigh add proxy {first + k} dev {rx_if}" for k in range(1, n)]
+    r = subprocess.run(["ip", "-n", rx_ns, "-6", "-batch", "-"], input="\n".join(lines) + "\n", text=True,
+                       capture_output=True, check=False, timeout=300)
+    if r.returncode != 0:
+        last = (r.stderr.strip().splitlines() or ["no output"])[-1]
+        raise TestbedError(f"hosts: the rx port cannot answer neighbour solicitation for them: ip -batch: {last}")
 
 
 def _ask(addresses: Sequence[str], chunk: int = 256) -> None:
     """One datagram to each address from this namespace (the discard port), ``chunk`` at a time with
-    a pause: the DUT asks for each by ARP, and the answers arrive before its queue overflows."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+    a pause: the DUT asks for each (ARP, ND), and the answers arrive before its queue overflows."""
+    family = socket.AF_INET6 if addresses and ":" in addresses[0] else socket.AF_INET
+    with socket.socket(family, socket.SOCK_DGRAM) as s:
         for i, a in enumerate(addresses):
             with contextlib.suppress(OSError):
                 s.sendto(b"", (a, 9))
@@ -690,7 +721,8 @@ def _unresolved(tb: Any, dut: str, drx: str, want: set[str], deadline: float) ->
     the rx port's own is a permanent entry unless ``dut_neighbours`` is resolved)."""
     idx = tb.index(dut, drx)
     while True:
-        learnt = {nb.ip for nb in read_neighbours(tb.ipr(dut)) if nb.index == idx and nb.mac}  # the rx port's: static
+        # the rx port's own: static; addresses compared in one spelling
+        learnt = {str(ipaddress.ip_address(nb.ip)) for nb in read_neighbours(tb.ipr(dut)) if nb.index == idx and nb.mac}
         missing = sorted(want - learnt)
         if not missing or time.monotonic() > deadline:
             return missing
