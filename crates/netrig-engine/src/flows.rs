@@ -155,6 +155,16 @@ pub struct FlowBase {
     pub vlan: u16,
 }
 
+/// The first stride from `x mod len` up that is coprime with `len` (1 for one flow): every flow
+/// once a cycle.
+fn coprime_from(x: u64, len: u64) -> u64 {
+    let mut stride = x % len.max(1);
+    while len > 1 && (stride == 0 || gcd(stride, len) != 1) {
+        stride = (stride + 1) % len;
+    }
+    stride.max(1)
+}
+
 /// The order frames visit a stream's flows in (flow = (j · stride + start) mod count), and the
 /// values of its port ranges: counting up, or with [`FlowOrder::Pseudorandom`] both drawn from
 /// the seed (RFC 4814 §4.5).
@@ -174,17 +184,14 @@ impl FlowWalk {
             FlowOrder::Sequential => FlowWalk { stride: 1, start: 0, port_mult: 1, port_seed: 0 },
             FlowOrder::Pseudorandom { seed } => {
                 let mut rng = crate::rng::XorShift::new(seed);
-                let mut stride = if count > 1 { rng.next_u64() % count } else { 1 };
-                while count > 1 && (stride == 0 || gcd(stride, count) != 1) {
-                    stride = (stride + 1) % count;
-                }
+                let stride = coprime_from(if count > 1 { rng.next_u64() } else { 1 }, count);
                 // 65535 = 3·5·17·257: pick a multiplier coprime with it.
                 let mut m = (rng.next_u64() % 65535) as u32 | 1;
                 while gcd(u64::from(m), 65535) != 1 {
                     m += 2;
                 }
                 let start = rng.next_u64() % count.max(1);
-                FlowWalk { stride: stride.max(1), start, port_mult: m, port_seed: (rng.next_u64() % 65535) as u32 }
+                FlowWalk { stride, start, port_mult: m, port_seed: (rng.next_u64() % 65535) as u32 }
             }
         }
     }
@@ -193,11 +200,7 @@ impl FlowWalk {
     /// the stride moved up to the next one coprime with `len`, so each share still visits each
     /// of its flows once a cycle. Over all the flows, the walk's own.
     pub fn within(&self, len: u64) -> (u64, u64) {
-        let mut stride = self.stride % len.max(1);
-        while len > 1 && (stride == 0 || gcd(stride, len) != 1) {
-            stride = (stride + 1) % len;
-        }
-        (stride.max(1), self.start % len.max(1))
+        (coprime_from(self.stride, len), self.start % len.max(1))
     }
 
     /// Port `k` of a range starting at `base` (1..=65535: it wraps past 65535 to 1).
