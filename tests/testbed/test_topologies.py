@@ -250,3 +250,19 @@ def test_tester_stack_default_routes_are_healthy_and_repaired(tb_ids):
         assert tb.health() == [f"route 0.0.0.0/0 via 198.18.0.1 (netns {tx_ns}) is missing"]
         assert tb.repair() == [f"route 0.0.0.0/0 via 198.18.0.1 (netns {tx_ns})"]
         assert tb.health() == []
+
+
+def test_a_link_whose_peer_just_went_down_has_no_carrier_at_once(tb_ids):
+    """The operational state follows a carrier through linkwatch, at most once a second for a veth
+    whose ends share an index in their namespaces: read just after its peer goes down, a link can
+    still say ``UP``. The health check reads the carrier as it is now."""
+    with Testbed.create("loopback") as tb:
+        tb_ids.append(tb.id)
+        tx, rx = tb.port("tx"), tb.port("rx")
+        subprocess.run(["ip", "-n", rx.netns, "link", "set", rx.ifname, "down"], check=True)
+        time.sleep(2.1)  # the down applied within a second; the next event runs at once
+        subprocess.run(["ip", "-n", rx.netns, "link", "set", rx.ifname, "up"], check=True)
+        time.sleep(0.05)  # applied; the next run waits a second
+        subprocess.run(["ip", "-n", rx.netns, "link", "set", rx.ifname, "down"], check=True)
+        problems = tb.health()
+        assert f"link {tx.ifname} (netns {tx.netns}) has no carrier (no carrier: is its peer down?)" in problems, problems

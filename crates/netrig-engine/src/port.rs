@@ -150,7 +150,7 @@ pub struct RxQueueStats {
 /// link went down loses frames that are the tester's, not the DUT's.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LinkState {
-    /// Administratively and operationally up (`IFF_UP` and `IFF_RUNNING`).
+    /// Up, running and with a carrier now (`IFF_UP`, `IFF_RUNNING` and `IFF_LOWER_UP`).
     pub oper_up: bool,
     /// Carrier changes since the interface was created (`IFLA_CARRIER_CHANGES`).
     pub carrier_changes: u32,

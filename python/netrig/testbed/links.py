@@ -9,6 +9,9 @@ from typing import Any
 
 #: ``IFF_UP``: the link was set up (``ip link set X up``).
 IFF_UP = 0x1
+#: ``IFF_LOWER_UP``: it has a carrier now. The operational state follows the carrier through
+#: linkwatch, up to a second late: a veth whose peer just went down can still read ``UP``.
+IFF_LOWER_UP = 0x10000
 #: ``NUD_PERMANENT``: a neighbour entry somebody set (the build), never learnt or aged.
 NUD_PERMANENT = 0x80
 #: The local routing table, and its broadcast routes' type, scope and protocol as the kernel adds
@@ -24,6 +27,8 @@ class Link:
     up: bool
     #: ``UP``, ``DOWN``, ``LOWERLAYERDOWN``, ``UNKNOWN`` … (``IFLA_OPERSTATE``).
     operstate: str | None
+    #: A carrier, as of now (``IFF_LOWER_UP``).
+    carrier: bool = True
     kind: str | None = None
     mac: str | None = None
     mtu: int | None = None
@@ -64,7 +69,8 @@ def link_of(msg: Any) -> Link:
     info = msg.get_attr("IFLA_LINKINFO")
     stats = msg.get_attr("IFLA_STATS64")
     return Link(msg["index"], msg.get_attr("IFLA_IFNAME"), bool(msg["flags"] & IFF_UP), msg.get_attr("IFLA_OPERSTATE"),
-                info.get_attr("IFLA_INFO_KIND") if info else None, msg.get_attr("IFLA_ADDRESS"),
+                bool(msg["flags"] & IFF_LOWER_UP), info.get_attr("IFLA_INFO_KIND") if info else None,
+                msg.get_attr("IFLA_ADDRESS"),
                 msg.get_attr("IFLA_MTU"), msg.get_attr("IFLA_MASTER") or None,
                 {k: int(v) for k, v in dict(stats).items()} if stats is not None else None)
 

@@ -573,9 +573,9 @@ def _links_down(links: dict[str, Link], expected: list[Expected], where: str) ->
             problems.append(f"link {item.ifname}{where} is gone")
         elif not lk.up:
             problems.append(f"link {item.ifname}{where} is down")
-        elif lk.operstate not in _OPER_OK:
-            problems.append(f"link {item.ifname}{where} has no carrier "
-                            f"({str(lk.operstate).lower()}: is its peer down?)")
+        elif not lk.carrier or lk.operstate not in _OPER_OK:
+            state = str(lk.operstate).lower() if lk.operstate not in _OPER_OK else "no carrier"
+            problems.append(f"link {item.ifname}{where} has no carrier ({state}: is its peer down?)")
             settling.append(item.ifname)
         else:
             continue

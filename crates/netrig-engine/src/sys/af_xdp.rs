@@ -1366,7 +1366,7 @@ mod tests {
         let t0 = Instant::now();
         while seq < n {
             assert!(t0.elapsed() < Duration::from_secs(60), "sending stalled at {seq}");
-            if seq - acked.load(Ordering::Relaxed) >= window {
+            if seq.saturating_sub(acked.load(Ordering::Relaxed)) >= window {
                 tx.flush().unwrap();
                 std::thread::yield_now();
                 continue;

@@ -37,6 +37,12 @@ const NLA_TYPE_MASK: u16 = 0x3FFF;
 
 const IFF_UP: u32 = 0x1;
 const IFF_RUNNING: u32 = 0x40;
+/// The carrier as it is now (`netif_carrier_ok`). `IFF_RUNNING` follows the operational state,
+/// which linkwatch updates from a workqueue: for a moment after a veth's peer goes down it still
+/// says running. Only the full flags of `RTM_GETLINK` carry this bit (`SIOCGIFFLAGS` has 16).
+const IFF_LOWER_UP: u32 = 0x1_0000;
+/// Up, running and with a carrier: a port that can pass frames now.
+const LINK_UP: u32 = IFF_UP | IFF_RUNNING | IFF_LOWER_UP;
 
 /// The state of interface `ifindex` in the calling thread's namespace.
 pub fn link_state(ifindex: u32) -> io::Result<LinkState> {
@@ -174,7 +180,7 @@ fn parse_reply(b: &[u8]) -> io::Result<LinkState> {
         return Err(bad("not a link message"));
     }
     let flags = u32_at(msg, NLMSG_HDRLEN + 8).ok_or_else(|| bad("truncated"))?;
-    let mut st = LinkState { oper_up: flags & (IFF_UP | IFF_RUNNING) == IFF_UP | IFF_RUNNING, ..Default::default() };
+    let mut st = LinkState { oper_up: flags & LINK_UP == LINK_UP, ..Default::default() };
     for (ty, p) in attrs(&msg[NLMSG_HDRLEN + IFINFOMSG_LEN..]) {
         match ty {
             IFLA_CARRIER_CHANGES => st.carrier_changes = u32_at(p, 0).unwrap_or(0),
@@ -210,7 +216,7 @@ mod tests {
     fn reply_parser_reads_the_attributes_and_survives_garbage() {
         let mut m = vec![0u8; NLMSG_HDRLEN + IFINFOMSG_LEN];
         m[4..6].copy_from_slice(&RTM_NEWLINK.to_ne_bytes());
-        m[NLMSG_HDRLEN + 8..NLMSG_HDRLEN + 12].copy_from_slice(&(IFF_UP | IFF_RUNNING).to_ne_bytes());
+        m[NLMSG_HDRLEN + 8..NLMSG_HDRLEN + 12].copy_from_slice(&LINK_UP.to_ne_bytes());
         let mut attr = |ty: u16, payload: &[u8]| {
             m.extend_from_slice(&((4 + payload.len()) as u16).to_ne_bytes());
             m.extend_from_slice(&ty.to_ne_bytes());
@@ -230,6 +236,10 @@ mod tests {
         m[0..4].copy_from_slice(&n.to_ne_bytes());
         let st = parse_reply(&m).unwrap();
         assert_eq!(st, LinkState { oper_up: true, carrier_changes: 7, carrier_down: Some(3), xdp_prog_id: Some(42) });
+        // Running by an operational state linkwatch has not caught up with, but no carrier: down.
+        let mut stale = m.clone();
+        stale[NLMSG_HDRLEN + 8..NLMSG_HDRLEN + 12].copy_from_slice(&(IFF_UP | IFF_RUNNING).to_ne_bytes());
+        assert!(!parse_reply(&stale).unwrap().oper_up);
         for cut in 0..m.len() {
             let _ = parse_reply(&m[..cut]);
         }
