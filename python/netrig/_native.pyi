@@ -1333,10 +1333,12 @@ class GenFlowSpec:
 
 @final
 class CaptureSpec:
-    """A capture on one port of a generator."""
+    """A capture on one port of a generator. ``filter``: ``(byte offset, value, care bits, negate)``
+    terms a frame must all match to be kept (``netrig.otg.capfilter``)."""
 
     def __new__(cls, port: int, snaplen: int = 65535, overwrite: bool = True,
-                buffer_bytes: int = 67108864) -> CaptureSpec: ...
+                buffer_bytes: int = 67108864,
+                filter: list[tuple[int, bytes, bytes, bool]] = ...) -> CaptureSpec: ...
 
 @final
 class GenFlowStats:

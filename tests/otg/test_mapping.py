@@ -147,8 +147,21 @@ def test_metric_tags_map_to_a_tag_period_and_their_values():
      "flows[0].size.weight_pairs.predefined", "runts"),
     (lambda c: c["flows"][0].update(metrics={"predefined_metric_tags": {"rx_name": True}}),
      "flows[0].metrics.predefined_metric_tags", "tagged metrics"),
-    (lambda c: c.update(captures=[{"name": "c", "port_names": ["p2"], "filters": [{"choice": "ethernet"}]}]),
-     "captures[0].filters", "filter the file"),
+    (lambda c: c.update(captures=[{"name": "c", "port_names": ["p2"], "filters": [
+        {"choice": "ethernet", "ethernet": {"pfc_queue": {"value": "01"}}}]}]),
+     "captures[0].filters[0].ethernet.pfc_queue", "pause frame"),
+    (lambda c: c.update(captures=[{"name": "c", "port_names": ["p2"], "filters": [
+        {"choice": "ipv4", "ipv4": {"version": {"value": "4"}}}]}]),
+     "captures[0].filters[0].ipv4.version.value", "in place"),
+    (lambda c: c.update(captures=[{"name": "c", "port_names": ["p2"], "filters": [
+        {"choice": "vlan", "vlan": {"id": {"value": "10006"}}}]}]),
+     "captures[0].filters[0].vlan.id.value", "wider than the field's 2 byte(s)"),
+    (lambda c: c.update(captures=[{"name": "c", "port_names": ["p2"], "filters": [
+        {"choice": "custom", "custom": {"offset": 14, "value": "4g"}}]}]),
+     "captures[0].filters[0].custom.value", "not hex"),
+    (lambda c: c.update(captures=[{"name": "c", "port_names": ["p2"], "filters": [
+        {"choice": "custom", "custom": {"offset": 14, "bit_length": 4, "value": "4"}}]}]),
+     "captures[0].filters[0].custom.bit_length", "multiple of 8"),
     (lambda c: c.update(options={"protocol_options": {"auto_start_all": True}}), "options.protocol_options",
      "not applied"),
     (lambda c: c["flows"][0].update(rate={"percentage": 50}), "flows[0].rate.percentage", "layer1 speed"),

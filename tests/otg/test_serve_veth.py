@@ -337,6 +337,41 @@ def test_capture_byte_by_byte(veth):
     assert all(1 <= p <= 9 for p in sports) and sports[:5] == sports[5:10], "seeded random, period 5"
 
 
+def test_capture_filters_keep_only_the_frames_they_match(veth):
+    """Filters as IxNetwork reads them, applied by the receiver: destination B (the MAC compared
+    whole), VLAN id 101 (``F000`` leaves priority and CFI out) and, negated, a source address
+    ending in 1 (a custom byte at offset 33). Of 24 frames, two match; the flow still counts 24."""
+    ns_a, if_a, ns_b, if_b = veth
+    ports = [f"{if_a}@{ns_a}", f"{if_b}@{ns_b}"]
+    with serve(ports) as url:
+        a = api(url)
+        c = new_config(a, ports)
+        f = add_flow(c, "cap", 24)
+        e, vlan, ip, _ = f.packet.ethernet().vlan().ipv4().udp()
+        e.src.value, e.dst.values = A, [B, "02:00:00:00:00:0c"]
+        vlan.id.increment.start, vlan.id.increment.count, vlan.priority.values = 100, 3, [1, 2]
+        ip.src.increment.start, ip.src.increment.count = "198.18.0.1", 4
+        f.size.fixed, f.rate.pps = 100, 1000
+        cap = c.captures.capture(name="c", port_names=["p2"], format="pcapng")[-1]
+        eth_f, vlan_f, custom_f = cap.filters.ethernet().vlan().custom()
+        eth_f.dst.value = B.replace(":", "")
+        vlan_f.id.value, vlan_f.id.mask = "0065", "F000"
+        custom_f.offset, custom_f.value, custom_f.negate = 33, "01", True
+        a.set_config(c)
+        capture_state(a, "start", ["p2"])
+        control(a, "start")
+        wait_stopped(a, ["cap"])
+        capture_state(a, "stop", ["p2"])
+        req = a.capture_request()
+        req.port_name = "p2"
+        frames = pcapng_frames(a.get_capture(req).read())
+        assert flow_metrics(a, ["cap"])["cap"].frames_rx == 24
+    # frames j with j % 2 == 0 (B), j % 3 == 1 (id 101) and j % 4 != 0 (source not .1): 10 and 22
+    assert len(frames) == 2, [fr[:40].hex() for fr in frames]
+    for fr in frames:
+        assert fr[0:6].hex(":") == B and struct.unpack("!H", fr[14:16])[0] & 0xFFF == 101 and fr[33] == 3
+
+
 def pcapng_frames(data: bytes) -> list[bytes]:
     """The packets of a pcapng file (Enhanced Packet Blocks), as captured."""
     out, at = [], 0

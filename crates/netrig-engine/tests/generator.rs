@@ -66,7 +66,13 @@ fn tcp6_flow(name: &str, frames: u64) -> GenFlowConfig {
 fn config(flows: Vec<GenFlowConfig>) -> GenConfig {
     GenConfig {
         flows,
-        captures: vec![CaptureConfig { port: 1, snaplen: 65535, overwrite: false, buffer_bytes: 1 << 20 }],
+        captures: vec![CaptureConfig {
+            port: 1,
+            snaplen: 65535,
+            overwrite: false,
+            buffer_bytes: 1 << 20,
+            filter: vec![],
+        }],
         tx_cpus: vec![common::tx_cpu()],
         rx_cpus: vec![0],
         ..Default::default()

@@ -325,12 +325,26 @@ impl Arg for CaptureSpec {
 #[pymethods]
 impl CaptureSpec {
     #[new]
-    #[pyo3(signature = (port, snaplen=65535, overwrite=true, buffer_bytes=67_108_864))]
-    fn new(port: usize, snaplen: usize, overwrite: bool, buffer_bytes: usize) -> Result<Self> {
+    /// `filter`: `(byte offset, value, care bits, negate)` terms a frame must all match to be kept.
+    #[pyo3(signature = (port, snaplen=65535, overwrite=true, buffer_bytes=67_108_864, filter=Vec::new()))]
+    fn new(
+        port: usize,
+        snaplen: usize,
+        overwrite: bool,
+        buffer_bytes: usize,
+        filter: Vec<(usize, Vec<u8>, Vec<u8>, bool)>,
+    ) -> Result<Self> {
         if snaplen == 0 {
             return Err(config("packet_size", "must be at least 1 byte"));
         }
-        Ok(CaptureSpec(gen::CaptureConfig { port, snaplen, overwrite, buffer_bytes }))
+        let mut terms = Vec::with_capacity(filter.len());
+        for (k, (at, value, care, negate)) in filter.into_iter().enumerate() {
+            if value.is_empty() || value.len() != care.len() {
+                return Err(config(format!("filter[{k}]"), "give a value and care bits of one length"));
+            }
+            terms.push(gen::CaptureTerm { at, value, care, negate });
+        }
+        Ok(CaptureSpec(gen::CaptureConfig { port, snaplen, overwrite, buffer_bytes, filter: terms }))
     }
 }
 

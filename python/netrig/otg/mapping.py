@@ -19,7 +19,7 @@ from typing import Any
 from netrig import _native
 from netrig.errors import ConfigError
 from netrig.model import MIN_FRAME_SIZE, largest_frame
-from netrig.otg import devices, headers, lldp, refusal, schema, tags
+from netrig.otg import capfilter, devices, headers, lldp, refusal, schema, tags
 from netrig.otg.objects import (
     Config,
     Flow,
@@ -179,15 +179,14 @@ def _captures(cfg: Config, names: list[str], buffer_bytes: int) -> tuple[list[Ca
     plans: list[CapturePlan] = []
     specs: list[_native.CaptureSpec] = []
     for i, c in enumerate(cfg.captures):
-        if c.filters:
-            raise refusal.refuse("captures[].filters", f"captures[{i}].filters")
+        filt = [(t.at, t.value, t.care, t.negate) for t in capfilter.terms(c.filters, f"captures[{i}].filters")]
         for k, n in enumerate(c.port_names):
             if n not in names:
                 raise ConfigError(f"captures[{i}].port_names[{k}]", f"{n!r} is not a port of the config")
             if any(p.port == n for p in plans):
                 raise ConfigError(f"captures[{i}].port_names[{k}]", f"port {n!r} has a capture already: one each")
             plans.append(CapturePlan(c.name, n, c.format))
-            specs.append(_native.CaptureSpec(names.index(n), c.packet_size or 65535, c.overwrite, buffer_bytes))
+            specs.append(_native.CaptureSpec(names.index(n), c.packet_size or 65535, c.overwrite, buffer_bytes, filt))
     return plans, specs
 
 

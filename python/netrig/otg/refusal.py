@@ -56,6 +56,10 @@ FEATURES: tuple[Feature, ...] = (
             "bytes of every frame with room for it are the signature"),
     Feature("captures[]", S, "every frame received, in order, with the FCS the wire carried; pcap or pcapng; "
             "overwrite; packet_size"),
+    Feature("captures[].filters", S, "custom, ethernet, vlan, ipv4, ipv6, applied by the receiver before a frame takes "
+            "room; the model leaves value, mask and negate open: read as IxNetwork does (each field's value in place "
+            "in its bytes, mask bit 1 = not compared, terms and-ed, custom offset in bytes from the frame's start); "
+            "ethernet.pfc_queue refused"),
     Feature("layer1[].speed", W, "the link is not configured: the speed is the port's nominal line rate (rates in "
             "%, gaps in bytes, latency modes)"),
     Feature("layer1[].*", W, "not applied: netrig does not configure links (MTU, media, autonegotiation, flow "
@@ -101,7 +105,6 @@ FEATURES: tuple[Feature, ...] = (
     Feature("flows[].egress_packet", R, "egress tracking is not kept"),
     Feature("flows[].size.weight_pairs.predefined", R, "ipv6_imix and standard_imix have frames below Ethernet's "
             "64 B (netrig sends no runts): use imix, ipsec_imix, tcp_imix or custom pairs"),
-    Feature("captures[].filters", R, "capture filters are not applied: capture everything and filter the file"),
     Feature("lags", R, "LAGs are not emulated"),
     Feature("lldp", S, "one lldpd (the Debian package) per LLDP object, in its port's namespace on the port's "
             "interface: system name (auto: the host's), chassis id (auto: the port's MAC; local), port id "

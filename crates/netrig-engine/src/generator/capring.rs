@@ -3,6 +3,8 @@
 //!
 //! Frames are kept up to the snap length. When the buffer is full, `overwrite` drops the oldest
 //! frames to make room (the newest are kept); otherwise later frames are not kept and counted.
+//! A filter (terms, all of which must match) keeps only the frames it matches; the others take
+//! no room and are not counted as dropped.
 use std::collections::VecDeque;
 
 use netrig_wire::capfile::OutRecord;
@@ -18,6 +20,25 @@ struct Rec {
     len: usize,
 }
 
+/// One comparison of a capture filter: the frame's bytes at `at` equal `value` on the `care`
+/// bits (a frame too short does not match), or, with `negate`, do not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaptureTerm {
+    pub at: usize,
+    pub value: Vec<u8>,
+    pub care: Vec<u8>,
+    pub negate: bool,
+}
+
+impl CaptureTerm {
+    pub fn matches(&self, frame: &[u8]) -> bool {
+        let hit = frame
+            .get(self.at..self.at.saturating_add(self.value.len()))
+            .is_some_and(|got| got.iter().zip(&self.value).zip(&self.care).all(|((g, v), c)| (g ^ v) & c == 0));
+        hit != self.negate
+    }
+}
+
 /// The frames of one receive queue.
 #[derive(Debug, Default)]
 pub struct CaptureRing {
@@ -27,6 +48,8 @@ pub struct CaptureRing {
     write: usize,
     snaplen: usize,
     overwrite: bool,
+    /// Frames kept: those matching every term.
+    filter: Vec<CaptureTerm>,
     /// Frames not kept (buffer full without overwrite) or dropped to make room (with overwrite).
     pub dropped: u64,
 }
@@ -43,8 +66,15 @@ impl CaptureRing {
             write: 0,
             snaplen: snaplen.max(1),
             overwrite,
+            filter: Vec::new(),
             dropped: 0,
         }
+    }
+
+    /// Keep only the frames that match every one of `terms`.
+    pub fn with_filter(mut self, terms: Vec<CaptureTerm>) -> CaptureRing {
+        self.filter = terms;
+        self
     }
 
     /// Forget every frame (keeps the memory).
@@ -70,6 +100,9 @@ impl CaptureRing {
     /// Keep `frame`, received at `ts_ns` (engine clock).
     #[inline]
     pub fn push(&mut self, frame: &[u8], ts_ns: u64) {
+        if !self.filter.iter().all(|t| t.matches(frame)) {
+            return;
+        }
         let kept = frame.len().min(self.snaplen);
         if kept > self.data.len() {
             self.dropped += 1;
@@ -157,5 +190,30 @@ mod tests {
         assert_eq!(keep.dropped, 6);
         keep.clear();
         assert!(keep.is_empty());
+    }
+
+    #[test]
+    fn a_filter_keeps_the_frames_every_term_matches() {
+        let term = |at: usize, value: &[u8], care: &[u8], negate: bool| CaptureTerm {
+            at,
+            value: value.to_vec(),
+            care: care.to_vec(),
+            negate,
+        };
+        // byte 1 is 0x4_ (the low nibble not compared) and byte 3 is not 7
+        let terms = vec![term(1, &[0x40], &[0xF0], false), term(3, &[7], &[0xFF], true)];
+        let mut r = CaptureRing::new(1000, 1000, false).with_filter(terms.clone());
+        let frames: [&[u8]; 5] = [&[0, 0x45, 0, 6], &[0, 0x55, 0, 6], &[0, 0x4F, 0, 7], &[0, 0x40, 0, 8], &[0, 0x45]];
+        for f in frames {
+            r.push(f, 0);
+        }
+        let kept: Vec<Vec<u8>> = r.frames(|_| [0; 4]).into_iter().map(|(_, b, _)| b[..b.len() - 4].to_vec()).collect();
+        assert_eq!(
+            kept,
+            [vec![0, 0x45, 0, 6], vec![0, 0x40, 0, 8], vec![0, 0x45]],
+            "a short frame lacks byte 3: not 7"
+        );
+        assert_eq!(r.dropped, 0, "a frame the filter leaves out is not a dropped one");
+        assert!(!terms[0].matches(&[0]), "too short to hold the compared byte: no match");
     }
 }

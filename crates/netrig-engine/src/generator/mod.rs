@@ -36,7 +36,7 @@ mod rx;
 mod stats;
 mod tx;
 
-pub use capring::CaptureRing;
+pub use capring::{CaptureRing, CaptureTerm};
 pub use flow::{compile_flow, compile_flow_with, Bursts, CompiledFlow, GenDuration, GenFlowConfig, LatencyMode};
 pub use stats::{FlowState, FlowStats, PortStats};
 
@@ -54,6 +54,8 @@ pub struct CaptureConfig {
     pub overwrite: bool,
     /// Buffer size per receive queue, bytes.
     pub buffer_bytes: usize,
+    /// Keep only the frames that match every term (none: every frame).
+    pub filter: Vec<CaptureTerm>,
 }
 
 /// Everything a generator runs.
@@ -307,7 +309,7 @@ impl Generator {
             let slots: Arc<[Counters]> = periods.iter().map(|&t| Counters::with_tags(t)).collect();
             let port = Arc::new(PortCounters::default());
             let ring = match cfg.captures.iter().find(|c| c.port == p) {
-                Some(c) => CaptureRing::new(c.buffer_bytes, c.snaplen, c.overwrite),
+                Some(c) => CaptureRing::new(c.buffer_bytes, c.snaplen, c.overwrite).with_filter(c.filter.clone()),
                 None => CaptureRing::default(),
             };
             let (ring, acked) = (Arc::new(Mutex::new(ring)), Arc::new(AtomicU64::new(0)));
