@@ -21,7 +21,7 @@ import textwrap
 
 import pytest
 from tests.conftest import needs_root
-from tests.host_steal import Steal, valid_or_host
+from tests.host_steal import HostTake, Steal, valid_or_host
 
 from netrig.measure import Load
 from netrig.model import FrameSize
@@ -90,8 +90,15 @@ def _measure_with_hog_takes(session, rate_pps: float, takes: int, length_s: floa
     assert counts.stalls is not None and counts.stalls.dut is not None, "the watch measured the DUT's CPU"
     # the hog takes the DUT's CPU, never the tester's: a trial the tester flagged is the host's
     # (what the host must cover is the stretch beyond the tolerance, as the measurer's repeat rule has it)
+    # the host's take as the product measures it: steal, or the tester's CPU stops the watch saw and
+    # the guest did not, whichever is more; the tester's stops are named, whoever took them
     stretch = counts.pacing.stretch_s if counts.pacing else 0.0
-    valid_or_host(counts.valid, counts.invalid_reason, max(0.0, stretch - session.measurer.tolerance * TRIAL_S), steal)
+    tester = counts.stalls.tester.episodes if counts.stalls.tester else ()
+    unseen = sum(e.length_ms for e in tester if not e.seen_by_guest) / 1e3
+    stops = "; ".join(f"{e.length_ms:.1f} ms at {e.start_s:.3f} s on CPU {e.cpu}"
+                      f"{f' by {e.by}' if e.seen_by_guest else ' (unseen by the guest)'}" for e in tester)
+    valid_or_host(counts.valid, f"{counts.invalid_reason}; the tester's CPU stops: {stops or 'none'}",
+                  max(0.0, stretch - session.measurer.tolerance * TRIAL_S), HostTake(steal, unseen))
     return counts, done
 
 
