@@ -75,8 +75,8 @@ def test_destinations_spread_over_the_link_subnet_reach_the_tester():
 
 
 def test_routes_are_bounded_by_the_test_range():
-    with pytest.raises(ConfigError, match="^routes: 65535: must be an integer from 0 to 65534"):
-        Testbed.create("router", routes=65_535)
+    with pytest.raises(ConfigError, match="^routes: 1048577: must be an integer from 0 to 1048576"):
+        Testbed.create("router", routes=1_048_577)
     with pytest.raises(ConfigError, match="routes"):
         Testbed.create("loopback", routes=10)
 
@@ -131,3 +131,28 @@ def test_hosts_are_bounded_and_not_mixed_with_routes():
         Testbed.create("router", hosts=10, routes=10)
     with pytest.raises(ConfigError, match="hosts"):
         Testbed.create("firewall", hosts=10)
+
+
+@needs_root
+@pytest.mark.root
+def test_the_test_beds_routes_are_read_without_the_bulk_ones():
+    """The health check and the description read the build's routes (static), the kernel's and
+    ``ip route``'s, filtered by the kernel: the ``routes`` option's host routes (their own
+    protocol) are never dumped. With a million of them pyroute2 parsed every route, two minutes
+    before each trial."""
+    from netrig.testbed.links import BULK_PROTO, read_routes
+
+    ns = "nr-rtread"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        batch = ["link add d0 type veth peer name d1", "link set d1 up", "link set d0 up", "addr add 198.18.7.1/24 dev d0",
+                 "route add 198.19.7.0/24 via 198.18.7.2 proto static",
+                 "route add 198.19.8.0/24 via 198.18.7.2",
+                 *(f"route add 198.19.9.{k}/32 via 198.18.7.2 proto {BULK_PROTO}" for k in range(1, 201))]
+        subprocess.run(["ip", "-n", ns, "-batch", "-"], input="\n".join(batch) + "\n", text=True, check=True)
+        got = {(r.dst, r.gateway) for r in read_routes(ns) if r.family == 4}
+        assert got == {("198.18.7.0/24", None), ("198.19.7.0/24", "198.18.7.2"), ("198.19.8.0/24", "198.18.7.2")}
+        assert len(read_routes(ns, protos=(BULK_PROTO,))) == 200
+        assert ("fe80::/64", None) in {(r.dst, r.gateway) for r in read_routes(ns)}, "IPv6's, the kernel's"
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], check=False)

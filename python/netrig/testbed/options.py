@@ -103,9 +103,11 @@ _KINDS: dict[str, type] = {"rules": int, "cap": str, "cap_burst": int, "nat": st
                            "tester_stack": bool, "mtu": int, "forward_mode": str, "forward_backend": str,
                            "capture_method": str, "capture_batch": int, "dut_neighbours": str,
                            "addresses": str, "gateways": str, "routes": int, "hosts": int}
-#: Most host routes the ``routes`` option loads: the receiving side's addresses from 198.19.0.2 to
-#: 198.19.255.255 (traffic stays inside the benchmarking range, RFC 2544 §C.2.2).
-MAX_ROUTES = 65_534
+#: Most host routes per family the ``routes`` option loads, each for an address that can carry test
+#: traffic (it stays inside the benchmarking ranges, RFC 2544 §C.2.2, RFC 5180): IPv4 from 198.19.0.2
+#: to 198.19.255.255; IPv6 from 2001:2:0:1::2 in its /64 (1 M, the sweep's largest table).
+MAX_V4_ROUTES = 65_534
+MAX_ROUTES = 1_048_576
 #: Most tester hosts the ``hosts`` option puts on the DUT's receiving link: 198.19.0.2 to
 #: 198.19.255.254 (a /16 on the link, less the DUT's own address and the broadcast).
 MAX_HOSTS = 65_533
@@ -203,7 +205,8 @@ class TestbedOptions:
     routes:         router, nat, firewall, fwnat, acl, policer: N host routes (/32 and /128) in the DUT's
                     FIB for the receiving side's first N addresses from the rx port's (198.19.0.2 …,
                     2001:2:0:1::2 …), each via the rx port, loaded in one netlink batch; a trial with
-                    ``flows.dst_ips = N`` spreads over them (1..65 534: the test range's addresses).
+                    ``flows.dst_ips = N`` spreads over them (1..1 048 576; IPv4 stops at 65 534, the
+                    test range's addresses: beyond it, ``ports.family = 6``).
     hosts:          router: N tester hosts per family on the DUT's receiving link (198.19.0.2 …, a
                     /16 on that link; 2001:2:0:1::2 …), answering ARP and (by proxy NDP) neighbour
                     solicitation, so the DUT's neighbour tables hold N entries each that it resolved

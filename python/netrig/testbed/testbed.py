@@ -595,7 +595,7 @@ def _check_ns(ipr: IPRoute, ns: str | None, expected: list[Expected],
     index = {name: lk.index for name, lk in links.items()}
     addrs = {(a.index, a.address, a.prefixlen) for a in read_addrs(ipr)}
     neighs = {(n.index, n.ip, n.mac) for n in read_neighbours(ipr) if n.permanent}
-    routes = {(r.dst, r.gateway) for r in read_routes(ipr)}
+    routes = {(r.dst, r.gateway) for r in read_routes(ns)}
     # addresses first: a route's gateway needs its connected route back; broadcast routes last: an
     # address put back brings its broadcast route with it
     for kind in ("addr", "neigh", "route", "no_broadcast"):
@@ -658,7 +658,7 @@ def _describe_ns(ns: str | None, sysctls: dict[str, str], nft_text: str | None) 
                            "addresses": [f"{a.address}/{a.prefixlen}" for a in addrs if a.index == lk.index]}
                           for lk in links.values()]
             routes = [{"family": r.family, "dst": "default" if r.default else r.dst, "gateway": r.gateway,
-                       "dev": names.get(r.oif) if r.oif is not None else None} for r in read_routes(ipr)]
+                       "dev": names.get(r.oif) if r.oif is not None else None} for r in read_routes(ns)]
             neigh = [{"ip": n.ip, "mac": n.mac, "dev": names.get(n.index)}
                      for n in read_neighbours(ipr) if n.permanent]  # permanent entries: the ones netrig set
             return {"present": True, "interfaces": interfaces, "routes": routes, "neighbours": neigh}
