@@ -184,7 +184,9 @@ def test_the_table_scale_study_spreads_each_variant_over_its_table():
         opts = v.config.testbed.options
         n = opts.get("routes") or opts.get("hosts")
         assert v.config.stream.flows == {"dst_ips": n} and v.config.stream.flow_order == "pseudorandom", v.name
-    assert [v.config.testbed.options.get("hosts") for v in s.variants][-1] == 65_533
+    assert max(v.config.testbed.options.get("hosts") or 0 for v in s.variants) == 65_533
+    million = [v.config for v in s.variants if v.config.testbed.options.get("routes") == 1 << 20]
+    assert [(c.ports.family, [f.size for f in c.frames.sizes]) for c in million] == [(6, [84])], "IPv6 holds a million"
     swept = study_from_dict({"study": {"name": "h"}, "base": {"testbed": {"name": "router"},
                                                               "methods": [{"rfc2544_throughput": {}}]},
                              "sweep": {"over": "hosts", "values": [10, 2000]}})

@@ -15,6 +15,7 @@ use netrig_wire::vlan;
 use crate::error::ConfigError;
 use crate::flows::FlowWalk;
 pub use crate::flows::{FlowOrder, FlowSpec};
+use crate::guard;
 use crate::replay::Replay;
 
 mod stack;
@@ -467,6 +468,40 @@ impl StreamConfig {
         }
     }
 
+    /// An address range that starts in a benchmarking range (198.18.0.0/15, 2001:2::/48) ends in
+    /// it: `dst_ips = 70000` from 198.19.0.2 sent to 198.20.0.0 … (a test bed's addresses are
+    /// there; traffic stays inside the ranges, RFC 2544 §C.2.2, RFC 5180).
+    fn ranges_stay_in_the_benchmarking_ranges(&self, spec: &FrameSpec) -> Result<(), ConfigError> {
+        let (src, dst): (IpAddr, IpAddr) = match spec.l3 {
+            L3Spec::V4 { src, dst, .. } => (src.into(), dst.into()),
+            L3Spec::V6 { src, dst, .. } => (src.into(), dst.into()),
+        };
+        for (name, base, n) in [("src_ips", src, self.flows.src_ips), ("dst_ips", dst, self.flows.dst_ips)] {
+            let last = match base {
+                IpAddr::V4(a) => IpAddr::from(std::net::Ipv4Addr::from(u32::from(a).saturating_add(n - 1))),
+                IpAddr::V6(a) => {
+                    IpAddr::from(std::net::Ipv6Addr::from(u128::from(a).saturating_add(u128::from(n) - 1)))
+                }
+            };
+            if guard::is_benchmarking(&base) && !guard::is_benchmarking(&last) {
+                // the ranges' last addresses: 198.19.255.255, 2001:2:0:ffff:ffff:ffff:ffff:ffff
+                let room = match base {
+                    IpAddr::V4(a) => 0xC613_FFFF - u128::from(u32::from(a)) + 1,
+                    IpAddr::V6(a) => ((0x2001_0002_0000_u128 << 80) | ((1 << 80) - 1)) - u128::from(a) + 1,
+                };
+                return Err(ConfigError::new(
+                    format!("flows.{name}"),
+                    format!(
+                        "{n} addresses from {base} run past the benchmarking ranges (198.18.0.0/15, 2001:2::/48) to \
+                         {last}: use at most {room}{}",
+                        if base.is_ipv4() { ", or IPv6 (its range has room for more)" } else { "" }
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Everything that can be checked without a port: the frame sizes (and that they hold this
     /// stream's headers and signature), the rate (within the line rate when one is given), the
     /// flows, the stop, the IP family and the VLAN id. Fields are the stream's own (`frame_size`,
@@ -567,6 +602,7 @@ impl StreamConfig {
                 }
             }
         }
+        self.ranges_stay_in_the_benchmarking_ranges(&spec)?;
         let rate_pps = self.intended_rate_pps()?;
         if rate_pps.is_finite() && rate_pps > MAX_RATE_PPS {
             return Err(ConfigError::new(
@@ -917,6 +953,27 @@ mod tests {
         c.vlan = Some(10);
         assert_eq!(field_of(&c), "frame_size");
         assert!(c.validate().unwrap_err().message.contains("minimum of 88"), "{}", c.validate().unwrap_err());
+    }
+
+    #[test]
+    fn address_ranges_stay_in_the_benchmarking_ranges() {
+        let mut c = StreamConfig { dst_ip: "198.19.0.2".parse().unwrap(), ..StreamConfig::new("s") };
+        c.flows.dst_ips = 65_534;
+        assert!(c.validate().is_ok(), "198.19.0.2 … 198.19.255.255");
+        c.flows.dst_ips = 70_000;
+        let e = c.validate().unwrap_err();
+        assert_eq!(e.field, "flows.dst_ips");
+        assert!(e.message.contains("to 198.20.17.113: use at most 65534, or IPv6"), "{e}");
+        c.dst_ip = "10.0.0.1".parse().unwrap(); // a lab's own addresses: not ours to bound
+        assert!(c.validate().is_ok());
+        c.src_ip = "2001:2:0:ffff:ffff:ffff:ffff:fff0".parse().unwrap();
+        c.dst_ip = "2001:2::2".parse().unwrap();
+        c.frame_size = FrameSize::Fixed(128);
+        c.flows.dst_ips = 1 << 16;
+        c.flows.src_ips = 17;
+        let e = c.validate().unwrap_err();
+        assert_eq!(e.field, "flows.src_ips");
+        assert!(e.message.contains("to 2001:2:1::: use at most 16") && !e.message.contains("or IPv6"), "{e}");
     }
 
     #[test]

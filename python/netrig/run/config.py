@@ -54,6 +54,9 @@ from netrig.trial import DEFAULT_RAW_ETHERTYPE, Stream
 
 #: Most repetitions of a method.
 MAX_REPETITIONS = 10_000
+#: The addresses a stream is checked with before its ports give theirs, in IPv6: the test beds'.
+V6_SRC, V6_DST = "2001:2::2", "2001:2:0:1::2"
+
 #: The sections an OTG tester (``[otg]``) replaces: its pairs are its ports, streams and test bed.
 OTG_REPLACES = ("testbed", "ports", "stream")
 
@@ -172,9 +175,11 @@ class StreamTemplateConfig:
     seed: int = 1
 
     def __post_init__(self) -> None:
-        # Every check is the engine's, through a Stream (errors name the field); sizes are checked
-        # against frames.sizes by TestConfig.
-        Stream(rate_pps=1, frame_size=MAX_FRAME_SIZE, **self.stream_fields(), flows=self.flows or 1)
+        # Every check is the engine's, through a Stream (errors name the field); sizes, and the
+        # address ranges in the ports' family, are checked against frames.sizes by TestConfig (here
+        # in IPv6, whose range has room for every range a stream can have).
+        Stream(rate_pps=1, frame_size=MAX_FRAME_SIZE, **self.stream_fields(), flows=self.flows or 1, src_ip=V6_SRC,
+               dst_ip=V6_DST)
 
     def stream_fields(self) -> dict:
         """The fields to give every :class:`netrig.Stream` (without ``flows``)."""
@@ -412,10 +417,13 @@ class TestConfig:
         if self.testbed.shared:
             object.__setattr__(self, "ports", replace(self.ports, io=shared_io(self.ports.io, "ports.io")))
         flows = self.stream.flows_with(self.ports.flows)
+        # the test bed's addresses in the ports' family (the trial takes the ports' own)
+        src, dst = (V6_SRC, V6_DST) if self.ports.family == 6 else (Stream.src_ip, Stream.dst_ip)
         if self.stream != StreamTemplateConfig():
             for size in self.frames.sizes:
                 try:
-                    Stream(rate_pps=1, frame_size=size, **self.stream.stream_fields(), flows=flows)
+                    Stream(rate_pps=1, frame_size=size, **self.stream.stream_fields(), flows=flows, src_ip=src,
+                           dst_ip=dst)
                 except ConfigError as e:
                     field_ = "frames.sizes" if e.field == "frame_size" else f"stream.{e.field}"
                     raise ConfigError(field_, e.message) from None
