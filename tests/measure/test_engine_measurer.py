@@ -275,3 +275,10 @@ def test_a_stretch_the_hosts_steal_explains_is_repeated_and_the_guests_own_load_
         m, calls = scripted([long, fine], tx_cpus=(0,))
         m.measure(load, 2.0)
         assert len(calls) == runs, steal_s
+    # spoilt in every attempt: the platform's (host_take_s), so a search never takes it for the
+    # tester's limit; a stretch the host's take does not cover stays the tester's
+    for steal_s, take in ((0.57, 0.57), (0.5, None)):
+        stealing("cpu0", steal_s)
+        m, calls = scripted([long] * 3, tx_cpus=(0,), stall_retries=2)
+        c = m.measure(load, 2.0)
+        assert not c.valid and c.host_take_s == take and TrialCounts.from_dict(c.to_dict()).host_take_s == take

@@ -7,7 +7,7 @@ import pytest
 from tests.stalls import Logged, repeats, unrepeated_stalls
 
 from netrig.measure import DutModel, SimulatedMeasurer, TrialCounts
-from netrig.methodology.selftest import SelftestParams, prove_rate
+from netrig.methodology.selftest import SelftestParams, SelftestResult, prove_rate
 from netrig.model import FrameSize, LineRate
 
 LR = LineRate(10e9, "nominal", "veth0")
@@ -62,3 +62,33 @@ def test_a_stall_after_a_valid_trial_is_repeated_and_said_so():
     assert m.asked[1] == m.asked[2] and c.repeated_trials == 1, m.asked
     assert 0.99 * 390e3 <= c.proven_rate_pps <= 390e3, m.asked
     assert c.to_dict()["repeated_trials"] == 1
+
+
+def test_a_trial_the_host_spoilt_is_never_a_ceiling():
+    """A clean study on a noisy host: every trial above 100 kfps stretched by what the host
+    measurably took (steal covering the stretch), and the proof walked down to 360 fps, each
+    trial read as the tester's limit. A trial the platform spoilt is repeated, and when every
+    attempt is spoilt the proof stops: what it proved is a lower bound, vouching for and capping
+    nothing above it."""
+
+    class NoisyHost:
+        def __init__(self):
+            self.asked: list[float] = []
+
+        def measure(self, load, duration_s):
+            self.asked.append(load.rate_pps)
+            sent = int(min(load.rate_pps, 700e3) * duration_s)
+            if load.rate_pps > 100e3:  # the host took 280 ms of a trial stretched 96 ms
+                return TrialCounts(achieved_pps=load.rate_pps * 0.9, intended_pps=load.rate_pps,
+                                   frames_sent=sent * 9 // 10, frames_received=sent * 9 // 10, valid=False,
+                                   invalid_reason="stretched", host_take_s=0.28)
+            return TrialCounts(achieved_pps=load.rate_pps, intended_pps=load.rate_pps, frames_sent=sent,
+                               frames_received=sent, valid=True)
+
+    m = NoisyHost()
+    c = prove_rate(m, F64, LR, 400e3 / 1.1, SelftestParams(duration_s=1, resolution_pct=1))
+    assert m.asked == [400e3] * 3, "the first load, tried again twice (TRANSIENT_REPEATS), then the proof stops"
+    assert c.platform and "the host took 280 ms" in c.platform and c.not_measured is None
+    assert not c.passed and c.to_dict()["platform"] == c.platform
+    result = SelftestResult(SelftestParams(), "bridge", (c,))
+    assert result.limit_pps(F64) is None and result.is_above(F64, 1.0), "a lower bound caps nothing"

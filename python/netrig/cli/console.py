@@ -385,14 +385,16 @@ def selftest_table(doc: dict) -> SummaryTable | None:
     for c in ceilings:
         l1, floor = run.bps(c.frame.label, c.proven_rate_pps), c.latency_floor
         rows.append((fmt.size(c.frame.label), format_pps(c.required_rate_pps),
-                     fmt.not_measured(c.not_measured) if c.not_measured else format_pps(c.proven_rate_pps),
+                     fmt.not_measured(c.not_measured) if c.not_measured else
+                     f"≥ {format_pps(c.proven_rate_pps)} (platform)" if c.platform else format_pps(c.proven_rate_pps),
                      format_bps(l1) if l1 is not None else "-", "yes" if c.passed else "no",
                      f"{_fmt_ns(floor.p50_ns)} / {_fmt_ns(floor.p99_ns)}" if floor else "-",
                      c.timestamp_source or "-", *([_fmt_ns(c.tester_share_ns)] if share else [])))
     return SummaryTable(f"RFC 8219 self-test on {head.testbed} ({head.factor}× reserve): "
                         f"{'passed' if head.passed else 'NOT passed'}",
                         ("frame", "required fps", "proven fps", "proven L1 bit/s", "passed", "latency floor p50 / p99",
-                         "RX stamps", *(["tester on DUT CPU / frame"] if share else [])), tuple(rows))
+                         "RX stamps", *(["tester on DUT CPU / frame"] if share else [])), tuple(rows),
+                        tuple(f"  {fmt.size(c.frame.label)}: {c.platform}" for c in ceilings if c.platform))
 
 
 def _print_table(console: Console, t: SummaryTable) -> None:

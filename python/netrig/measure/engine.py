@@ -237,10 +237,29 @@ class EngineMeasurer:
                                   "invalid_reason": counts.invalid_reason})
             else:
                 break
+        host_s = self._host_covered(counts, duration_s) if self.pacing == "smooth" and not counts.valid else None
+        if host_s is not None:
+            counts = dataclasses.replace(counts, host_take_s=host_s)
         extra = {k: v for k, v in (("stalled_attempts", stalled), ("stretched_attempts", stretched)) if v}
         if not extra:
             return counts
         return dataclasses.replace(counts, raw={**counts.raw, **extra})
+
+    def _host_s(self, counts: TrialCounts) -> float:
+        """What the host measurably took from the tester over a trial: its CPU stops the stall
+        watch saw and the guest did not, or the guest's steal (:meth:`_stolen_s`), whichever is more."""
+        tester = counts.stalls.tester if counts.stalls is not None else None
+        return max(sum(e.length_ms for e in tester.episodes if not e.seen_by_guest) / 1e3 if tester else 0.0,
+                   self._stolen_s(counts))
+
+    def _host_covered(self, counts: TrialCounts, duration_s: float) -> float | None:
+        """The host's take over a trial stretched beyond the tolerance when it covers the excess (the
+        platform's, however long), else None."""
+        p = counts.pacing
+        if p is None:
+            return None
+        host_s = self._host_s(counts)
+        return host_s if 0 < p.stretch_s - self.tolerance * duration_s <= host_s else None
 
     def _stretched(self, counts: TrialCounts, duration_s: float) -> bool:
         """Invalid because smooth pacing stretched it beyond the tolerance (not for another reason),
@@ -252,16 +271,12 @@ class EngineMeasurer:
         if p is None:
             return False
         # the host stopping the tester's CPUs (measured: the stall watch's tester episodes the guest
-        # never saw) is the platform, not the tester's capacity: a trial within the tolerance but for
-        # them is repeated, never taken as the tester's ceiling (the demo's 1024-B search: 11 stops of
-        # 1.5-2.5 ms, 18 ms of a 35-ms stretch, read "≥ 57.6 kfps, tester-limited")
-        tester = counts.stalls.tester if counts.stalls is not None else None
-        host_s = max(sum(e.length_ms for e in tester.episodes if not e.seen_by_guest) / 1e3 if tester else 0.0,
-                     self._stolen_s(counts))
-        # what the host measurably took covers the excess: the platform's, however long (a tester
-        # that cannot keep the rate is not explained by it); otherwise one transient stall may
-        return (0 < p.stretch_s - self.tolerance * duration_s <= host_s
-                or transient_stretch(p.stretch_s, max(p.max_lag_s, host_s), duration_s, self.tolerance))
+        # never saw, or steal) is the platform, not the tester's capacity: a trial within the
+        # tolerance but for them is repeated, never taken as the tester's ceiling (the demo's 1024-B
+        # search: 11 stops of 1.5-2.5 ms, 18 ms of a 35-ms stretch, read "≥ 57.6 kfps, tester-limited");
+        # otherwise one transient stall may explain it
+        return (self._host_covered(counts, duration_s) is not None
+                or transient_stretch(p.stretch_s, max(p.max_lag_s, self._host_s(counts)), duration_s, self.tolerance))
 
     def _stolen_s(self, counts: TrialCounts) -> float:
         """The CPU time the host took from the tester over the trial where the guest counts it

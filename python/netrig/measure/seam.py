@@ -276,6 +276,10 @@ class TrialCounts:
     loss_in_stalls: int | None = None
     #: The trial's latency over time, its spikes and their period (``measure.platform``).
     latency_timeline: LatencyTimeline | None = None
+    #: An invalid trial the platform spoilt: the CPU time the host measurably took from the tester
+    #: (steal, or its CPU stops the guest did not see), which covers the sending's stretch beyond the
+    #: tolerance in every attempt. Neither the tester's limit nor a DUT result; None otherwise.
+    host_take_s: float | None = None
     raw: dict = field(default_factory=dict, compare=False)
 
     @property
@@ -344,6 +348,7 @@ class TrialCounts:
             "stalls": self.stalls.to_dict() if self.stalls is not None else None,
             "loss_in_stalls": self.loss_in_stalls,
             "latency_timeline": self.latency_timeline.to_dict() if self.latency_timeline is not None else None,
+            "host_take_s": self.host_take_s,
             "raw": self.raw,
         }
 

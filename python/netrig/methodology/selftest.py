@@ -51,6 +51,10 @@ class Ceiling:
     #: Why nothing was proven at all (:data:`~netrig.methodology.tester.NOT_MEASURED`: the tester sent
     #: no load in full); ``None``: measured (``proven_rate_pps`` 0 then means no load was loss-free).
     not_measured: str | None = None
+    #: Why the proof stopped short of the tester's ceiling: the host took the tester's CPU in every
+    #: attempt at a load (``host_take_s``). The proven rate is then a lower bound, never a ceiling:
+    #: it vouches for nothing above it and caps nothing.
+    platform: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -63,7 +67,8 @@ class Ceiling:
                 "passed": self.passed, "trial_keys": list(self.trial_keys),
                 "latency_floor": self.latency_floor.to_dict() if self.latency_floor else None,
                 "timestamp_source": self.timestamp_source, "tester_share_ns": self.tester_share_ns,
-                "repeated_trials": self.repeated_trials, "not_measured": self.not_measured}
+                "repeated_trials": self.repeated_trials, "not_measured": self.not_measured,
+                "platform": self.platform}
 
 
 @dataclass(frozen=True)
@@ -80,9 +85,10 @@ class SelftestResult:
         return next((c for c in self.ceilings if c.frame.label == frame.label), None)
 
     def limit_pps(self, frame: FrameSize) -> float | None:
-        """The highest DUT rate this self-test vouches for: proven ceiling / factor."""
+        """The highest DUT rate this self-test vouches for: proven ceiling / factor (None: none, or
+        a proof the platform stopped, which found no ceiling)."""
         c = self.ceiling_for(frame)
-        return None if c is None else c.proven_rate_pps / self.params.factor
+        return None if c is None or c.platform else c.proven_rate_pps / self.params.factor
 
     def is_above(self, frame: FrameSize, rate_pps: float | None) -> bool:
         if rate_pps is None:
@@ -127,6 +133,8 @@ class _Proof:
         is repeated (:func:`~netrig.methodology.tester.measure_judged`)."""
         c, _, repeats = measure_judged(self.measurer, Load(rate, self.frame), self.duration_s, NO_LIMIT, self.kept)
         self.repeated += repeats
+        if not c.valid and c.host_take_s is not None:
+            raise _PlatformStopped(rate, c)
         if not c.valid:
             return False, c.achieved_pps
         self.kept = max(self.kept or 0.0, rate)
@@ -147,15 +155,30 @@ def prove_rate(measurer: Measurer, frame: FrameSize, line_rate: LineRate, requir
     never below one (a stall is repeated, and a trial it stopped early never points the search down)."""
     target = required_rate_pps * params.factor
     proof = _Proof(measurer, frame, params.duration_s)
-    good, reached = proof.trial(target)
-    if not good:
-        _search_ceiling(proof, target, reached, params.resolution_pct / 100)
+    platform = None
+    try:
+        good, reached = proof.trial(target)
+        if not good:
+            _search_ceiling(proof, target, reached, params.resolution_pct / 100)
+    except _PlatformStopped as stop:
+        platform = str(stop)
     c = proof.best
     share = c.dut_ring.tester_share_ns if c is not None and c.dut_ring is not None else None
     return Ceiling(frame, line_rate, target, proof.best_rate, tuple(keys or ()),
                    latency_floor=c.latency if c else None, timestamp_source=_timestamp_source(c),
                    tester_share_ns=share, repeated_trials=proof.repeated,
-                   not_measured=NOT_MEASURED if proof.kept is None else None)
+                   not_measured=NOT_MEASURED if proof.kept is None and platform is None else None, platform=platform)
+
+
+class _PlatformStopped(Exception):
+    """A proof's trial the host spoilt in every attempt: the proof stops, what it proved so far a
+    lower bound (a stall is never a ceiling)."""
+
+    def __init__(self, rate: float, c: TrialCounts):
+        stretch = c.pacing.stretch_s * 1e3 if c.pacing else 0.0
+        super().__init__(f"the host took {1e3 * (c.host_take_s or 0.0):.0f} ms of the tester's CPU in a trial at "
+                         f"{rate:,.0f} fps that it stretched {stretch:.0f} ms, in every attempt: no ceiling measured "
+                         "above the proven rate; run the self-test on a quieter host")
 
 
 def _search_ceiling(proof: _Proof, target: float, reached: float, step: float) -> None:

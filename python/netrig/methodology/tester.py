@@ -97,8 +97,9 @@ def measure_judged(measurer: Measurer, load: Load, duration_s: float, limit: Pro
     """One trial of a search and its verdict, with the trials repeated for it.
 
     A trial the tester fell short on (``TESTER``) at a load no higher than ``kept_pps`` (the highest
-    load the tester sent in full earlier in the same search) was disturbed, not limited: a vCPU
-    stall longer than the engine's own repeats allow. It is repeated up to ``most`` times
+    load the tester sent in full earlier in the same search), or one the host measurably spoilt
+    (``host_take_s``), was disturbed, not limited: a vCPU stall longer than the engine's own
+    repeats allow. It is repeated up to ``most`` times
     (``TRANSIENT_REPEATS``); taken as the tester's limit, it would cap the search below what the DUT
     forwards and report the tester's stall as the DUT's throughput."""
     return judged(lambda: measurer.measure(load, duration_s), load.rate_pps, limit, kept_pps, most)
@@ -111,7 +112,9 @@ def judged(run: Callable[[], TrialCounts], intended_pps: float, limit: ProvenLim
     while True:
         counts = run()
         verdict = limit.verdict(counts, intended_pps)
-        transient = verdict is Verdict.TESTER and kept_pps is not None and intended_pps <= kept_pps
+        # the platform's (the host took what the tester lost) or below a load already sent in full
+        transient = verdict is Verdict.TESTER and (counts.host_take_s is not None
+                                                   or (kept_pps is not None and intended_pps <= kept_pps))
         if not transient or repeats >= most:
             return counts, verdict, repeats
         repeats += 1

@@ -62,7 +62,8 @@ def selftest_table(r: RunView) -> Table:
     for c in ceilings:
         floor, passed = c.latency_floor, _passed(c)
         t.add([fmt.size(c.frame.label), fmt.fps(c.required_rate_pps),
-               fmt.not_measured(c.not_measured) if c.not_measured else fmt.fps(c.proven_rate_pps),
+               fmt.not_measured(c.not_measured) if c.not_measured else
+               f"≥ {fmt.fps(c.proven_rate_pps)}: {c.platform}" if c.platform else fmt.fps(c.proven_rate_pps),
                fmt.pct(r.pct_of_line_rate(c.frame.label, c.proven_rate_pps)), "yes" if passed else "NO",
                f"{fmt.ns(floor.p50_ns)} / {fmt.ns(floor.p99_ns)}" if floor else fmt.DASH,
                str(c.timestamp_source or fmt.DASH), *([fmt.ns(c.tester_share_ns)] if share else [])],
