@@ -283,17 +283,36 @@ def ones(data: bytes) -> int:
     return s
 
 
+def cap_flow(c):
+    """Flow "cap" of 24 frames: destinations B and 02:…:0c in turn, VLAN ids 100-102 (priorities 1
+    and 2 in turn), sources 198.18.0.1-4: (the flow, its IPv4 and UDP headers)."""
+    f = add_flow(c, "cap", 24)
+    e, vlan, ip, udp = f.packet.ethernet().vlan().ipv4().udp()
+    e.src.value, e.dst.values = A, [B, "02:00:00:00:00:0c"]
+    vlan.id.increment.start, vlan.id.increment.count, vlan.priority.values = 100, 3, [1, 2]
+    ip.src.increment.start, ip.src.increment.count = "198.18.0.1", 4
+    return f, ip, udp
+
+
+def captured(a, c) -> list[bytes]:
+    """Config ``c`` set, captured on p2 while flow "cap" runs to its end: the frames captured."""
+    a.set_config(c)
+    capture_state(a, "start", ["p2"])
+    control(a, "start")
+    wait_stopped(a, ["cap"])
+    capture_state(a, "stop", ["p2"])
+    req = a.capture_request()
+    req.port_name = "p2"
+    return pcapng_frames(a.get_capture(req).read())
+
+
 def test_capture_byte_by_byte(veth):
     ns_a, if_a, ns_b, if_b = veth
     ports = [f"{if_a}@{ns_a}", f"{if_b}@{ns_b}"]
     with serve(ports) as url:
         a = api(url)
         c = new_config(a, ports)
-        f = add_flow(c, "cap", 24)
-        e, vlan, ip, udp = f.packet.ethernet().vlan().ipv4().udp()
-        e.src.value, e.dst.values = A, [B, "02:00:00:00:00:0c"]
-        vlan.id.increment.start, vlan.id.increment.count, vlan.priority.values = 100, 3, [1, 2]
-        ip.src.increment.start, ip.src.increment.count = "198.18.0.1", 4
+        f, ip, udp = cap_flow(c)
         ip.dst.decrement.start, ip.dst.decrement.count = "198.19.0.10", 2
         ip.time_to_live.value = 33
         ip.identification.values = [1000, 2000, 3000]
@@ -304,14 +323,7 @@ def test_capture_byte_by_byte(veth):
         f.payload.choice = "increment_byte"
         f.rate.pps = 1000
         c.captures.capture(name="c", port_names=["p2"], format="pcapng")
-        a.set_config(c)
-        capture_state(a, "start", ["p2"])
-        control(a, "start")
-        wait_stopped(a, ["cap"])
-        capture_state(a, "stop", ["p2"])
-        req = a.capture_request()
-        req.port_name = "p2"
-        frames = pcapng_frames(a.get_capture(req).read())
+        frames = captured(a, c)
     assert len(frames) == 24
     sports = []
     for j, raw in enumerate(frames):
@@ -346,25 +358,14 @@ def test_capture_filters_keep_only_the_frames_they_match(veth):
     with serve(ports) as url:
         a = api(url)
         c = new_config(a, ports)
-        f = add_flow(c, "cap", 24)
-        e, vlan, ip, _ = f.packet.ethernet().vlan().ipv4().udp()
-        e.src.value, e.dst.values = A, [B, "02:00:00:00:00:0c"]
-        vlan.id.increment.start, vlan.id.increment.count, vlan.priority.values = 100, 3, [1, 2]
-        ip.src.increment.start, ip.src.increment.count = "198.18.0.1", 4
+        f, _, _ = cap_flow(c)
         f.size.fixed, f.rate.pps = 100, 1000
         cap = c.captures.capture(name="c", port_names=["p2"], format="pcapng")[-1]
         eth_f, vlan_f, custom_f = cap.filters.ethernet().vlan().custom()
         eth_f.dst.value = B.replace(":", "")
         vlan_f.id.value, vlan_f.id.mask = "0065", "F000"
         custom_f.offset, custom_f.value, custom_f.negate = 33, "01", True
-        a.set_config(c)
-        capture_state(a, "start", ["p2"])
-        control(a, "start")
-        wait_stopped(a, ["cap"])
-        capture_state(a, "stop", ["p2"])
-        req = a.capture_request()
-        req.port_name = "p2"
-        frames = pcapng_frames(a.get_capture(req).read())
+        frames = captured(a, c)
         assert flow_metrics(a, ["cap"])["cap"].frames_rx == 24
     # frames j with j % 2 == 0 (B), j % 3 == 1 (id 101) and j % 4 != 0 (source not .1): 10 and 22
     assert len(frames) == 2, [fr[:40].hex() for fr in frames]
