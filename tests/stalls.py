@@ -2,6 +2,8 @@
 every search keeps (``netrig.methodology.tester.measure_judged``) checked on the log."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from netrig.measure import Load, Measurer, TrialCounts
 from netrig.methodology.tester import TRANSIENT_REPEATS
 
@@ -49,3 +51,24 @@ def unrepeated_stalls(trials: list[tuple[float, TrialCounts]]) -> list[int]:
         if not again and runs < TRANSIENT_REPEATS:
             out.append(i)
     return out
+
+
+class HostSpoils:
+    """A measurer whose host takes the tester's CPU in every trial at a load in ``[low, high]``
+    frames/s: the trial falls 10 % short, and the CPU the host measurably took (280 ms) covers its
+    stretch (``host_take_s``), as a noisy host's steal did to a whole table-scale study. Elsewhere,
+    ``inner``'s counts. ``asked``: every load asked for."""
+
+    def __init__(self, inner: Measurer, low: float, high: float):
+        self.inner, self.low, self.high = inner, low, high
+        self.asked: list[float] = []
+
+    def measure(self, load: Load, duration_s: float) -> TrialCounts:
+        self.asked.append(load.rate_pps)
+        c = self.inner.measure(load, duration_s)
+        if not self.low <= load.rate_pps <= self.high:
+            return c
+        sent = int(0.9 * c.frames_sent)
+        return replace(c, achieved_pps=0.9 * load.rate_pps, frames_sent=sent,
+                       frames_received=min(sent, c.frames_received), valid=False,
+                       invalid_reason="the tester's sending was stretched", host_take_s=0.28)

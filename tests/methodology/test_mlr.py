@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from tests.stalls import Logged, repeats, unrepeated_stalls
+from tests.stalls import HostSpoils, Logged, repeats, unrepeated_stalls
 
 from netrig.errors import ConfigError, MethodologyError
 from netrig.measure import DutModel, Load, SimulatedMeasurer, TrialCounts
@@ -312,3 +312,26 @@ def test_trial_counts_drive_the_loss_ratio():
     late = TrialCounts(achieved_pps=720_000, frames_sent=1_000_000, frames_received=1_000_000, valid=False)
     assert trial_loss_ratio(late, 1e6, 1.0, Verdict.TESTER) == pytest.approx(0.28)
     assert Load(1.0, F64)  # the seam accepts tiny loads
+
+
+@pytest.mark.parametrize("implementation", ["netrig", "reference"])
+def test_a_load_the_host_spoilt_in_every_attempt_stops_the_search_at_a_lower_bound(implementation):
+    """The DUT forwards 1 Mfps; the host takes the tester's CPU at every load from 1 Mfps up (each
+    trial there 10 % short, the CPU taken covering it). Counted as bad trials, those loads put the
+    NDR's upper bound on the host. The spoilt load is tried three times, then the search stops: no
+    bound rests on it, and the goal's lower bound is a lower bound ("≥"), the host named."""
+    if implementation == "reference" and importlib.util.find_spec("MLRsearch") is None:
+        pytest.skip("the reference implementation needs the MLRsearch package")
+    goal = SearchGoal("NDR", 0.0, 0.5, 0.005, 1.0, 1.0, 1.0)
+    m = HostSpoils(SimulatedMeasurer(DutModel(capacity_pps=1e6)), 1.0e6, 1.2e6)
+    r = measure_mlrsearch(m, F64, LR, MlrParams(goals=(goal,), implementation=implementation))
+    spoilt = [x for x in m.asked if 1.0e6 <= x <= 1.2e6]
+    assert m.asked[-3:] == spoilt == [spoilt[0]] * 3, m.asked
+    assert r.trials == len(m.asked) and r.repeated_trials == 2 and r.tester_trials == 0, m.asked
+    assert r.platform and "the host took 280 ms" in r.platform and r.to_dict()["platform"] == r.platform
+    ndr = r.goal("NDR")
+    if implementation == "reference":  # it gives no bounds before its end
+        assert r.not_measured == r.platform and ndr.conditional_throughput_pps is None
+        return
+    assert ndr.tester_limited and r.not_measured is None
+    assert 1e6 * (1 - goal.relative_width) <= ndr.lower_bound_pps < 1e6 and ndr.upper_bound_pps > 1.2e6, m.asked

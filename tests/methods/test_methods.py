@@ -1,6 +1,7 @@
 """Every method's answer on simulated DUTs with known truth is within its stated resolution."""
 
 import pytest
+from tests.stalls import HostSpoils
 
 from netrig.errors import ConfigError, MethodologyError
 from netrig.measure import DutModel, Load, SimulatedMeasurer, TrialCounts
@@ -337,3 +338,24 @@ def test_a_load_the_tester_never_sends_bounds_the_search_as_the_testers_limit():
                                                         initial_rate_pct=top, max_rate_pct=top))
     assert r.repeated_trials == 2 and r.upper_pps == pytest.approx(200e3), m.asked
     assert r.found and r.rate_pps == pytest.approx(m.asked[1] / 2) and r.tester_limited
+
+
+def test_a_load_the_host_spoilt_in_every_attempt_stops_the_search_at_a_lower_bound():
+    """On a noisy host every trial near the DUT's 1 Mfps stretched by less than the CPU the host
+    took: taken as the tester's limit, each lowered the search, and the answer read "tester-limited"
+    far below the DUT. The spoilt load is tried three times, then the search stops: what passed is a
+    lower bound, and the result says the host stopped it."""
+    m = HostSpoils(SimulatedMeasurer(DutModel(capacity_pps=1e6)), 900e3, 1.2e6)
+    r = measure_throughput(m, F64, LR, ThroughputParams(duration_s=1, initial_rate_pct=800e3 / LR.fps(F64) * 100))
+    assert m.asked[0] == pytest.approx(800e3) and m.asked[2:] == [pytest.approx(999e3)] * 3, m.asked
+    assert r.found and r.rate_pps == pytest.approx(800e3) and r.tester_limited and r.tester_limit_pps is None
+    assert r.trials == len(m.asked) == 5 and r.repeated_trials == 2 and r.not_measured is None
+    assert r.platform and "the host took 280 ms" in r.platform and "at 998,999 fps, in every attempt" in r.platform
+    assert r.to_dict()["platform"] == r.platform
+
+
+def test_a_search_the_host_stopped_before_anything_passed_measured_nothing():
+    m = HostSpoils(SimulatedMeasurer(DutModel(capacity_pps=1e6)), 900e3, 1.2e6)
+    r = measure_throughput(m, F64, LR, ThroughputParams(duration_s=1))
+    assert len(m.asked) == 4 and r.trials == 4 and not r.found, m.asked
+    assert r.not_measured == r.platform and r.headline_pps is None and r.upper_pps == pytest.approx(LR.fps(F64))

@@ -238,6 +238,41 @@ def test_a_stall_below_a_rate_the_tester_sent_is_repeated_not_its_limit(stalls):
     assert r.to_dict()["throughput"]["repeated_trials"] == tp.repeated_trials
 
 
+class HostSpoiltDut(TableDut):
+    """The host takes the tester's CPU in every bidirectional throughput step between 26 and 29 kfps
+    per direction: 10 % short, the CPU it took covering the stretch (``host_take_s``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.spoilt: list[float] = []
+
+    def measure_flows(self, r: FlowTrial) -> TrialCounts:
+        c = super().measure_flows(r)
+        if r.direction != "both" or not 26e3 <= r.rate_pps <= 29e3:
+            return c
+        self.spoilt.append(r.rate_pps)
+        return replace(c, achieved_pps=0.9 * c.achieved_pps, frames_sent=c.frames_sent * 9 // 10,
+                       frames_received=c.frames_received * 9 // 10, valid=False, invalid_reason="stretched",
+                       host_take_s=0.28)
+
+
+def test_a_step_the_host_spoilt_in_every_attempt_stops_the_search_at_a_lower_bound():
+    """The throughput search passes 23.4 kfps per direction, then the step at 27.3 kfps, below the DUT's
+    30 kfps, is spoilt by the host: tried three times, then the search stops — "≥ 23.4 kfps", the host
+    named, never a tester limit walked down below the DUT's."""
+    p = StatefulParams(connections=2000, establish_rate_pps=10_000, teardown=False, max_rate_pps=125e3,
+                       duration_s=1.0)
+    dut = HostSpoiltDut()
+    r = measure_stateful(p, ctx(dut))
+    tp = r.throughput
+    assert tp is not None and dut.spoilt == [dut.spoilt[0]] * 3, dut.spoilt
+    assert tp.tester_limited and tp.platform and "the host took 280 ms" in tp.platform, tp
+    assert tp.rate_pps == pytest.approx(23_437.5) and dut.spoilt[0] == pytest.approx(27_343.75), dut.spoilt
+    assert tp.upper_pps == pytest.approx(31_250) and tp.repeated_trials == 2 and tp.trials == 8, tp
+    assert r.platform == tp.platform and r.to_dict()["throughput"]["platform"] == tp.platform
+    assert r.establishment is not None and r.establishment.platform is None
+
+
 class RingDroppingDut(TableDut):
     """The tester's own receive ring drops 7 frames of every trial: they passed the DUT."""
 

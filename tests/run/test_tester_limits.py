@@ -352,6 +352,36 @@ def test_a_search_the_tester_stalled_below_a_failed_load_is_a_lower_bound_said_s
     assert "lost nothing" not in flag, flag
 
 
+class HostSpoilsBelow(StallsBelow):
+    """:class:`StallsBelow`, each stall covered by the CPU the host took from the tester (``host_take_s``)."""
+
+    def measure(self, inner, load, duration_s):
+        c = super().measure(inner, load, duration_s)
+        return replace(c, host_take_s=0.28) if not c.valid else c
+
+
+def test_searches_the_host_stopped_say_so_and_report_no_rate(tmp_path):
+    """Every load near the DUT's 30 kfps spoilt by the host: each search tries it three times, then
+    stops, and neither reads the host's stall as the tester's limit or the DUT's: nothing passed, so
+    nothing is reported, the host named in its result and its flag."""
+    cfg = config({"capacity_pps": 30e3}, [{"rfc2544_throughput": {"resolution_pct": 0.5}},
+                                          {"mlrsearch": {"goals": [{"name": "NDR", "loss_ratio": 0.0, **GOAL}]}}],
+                 selftest={"enabled": False})
+    host = HostSpoilsBelow(25e3, 40e3)
+    doc = run(tmp_path, cfg, provider=host)
+    assert host.stalled == 6, "three attempts per search"
+    r = results(doc)
+    for name in ("rfc2544_throughput", "mlrsearch"):
+        (rep,) = r[name]["repetitions"]
+        assert rep["platform"] and "the host took 280 ms" in rep["platform"], rep
+        assert r[name]["headline"] is None or r[name]["headline"].get("fps") is None, r[name]
+        flag = next(f["message"] for f in r[name]["flags"] if f["code"] == "platform_stopped")
+        assert flag.startswith("the host stopped the search of 1 of 1 repetition(s): the host took 280 ms"), flag
+        assert "tester_limited" not in codes(r[name]), r[name]["flags"]
+    assert r["rfc2544_throughput"]["repetitions"][0]["not_measured"] == r["rfc2544_throughput"]["repetitions"][0][
+        "platform"]
+
+
 def test_the_selftest_proves_what_the_run_needs_with_trials_no_longer_than_its_own(tmp_path):
     """A soak at 20 kpps needs the tester proven at 22 kpps (its rate × 1.1), not at the line rate;
     its one trial lasts the whole soak, so the self-test's trials last one of its intervals, not the

@@ -43,6 +43,9 @@ Strategy (see ``docs/methodology.md``):
   Trials the tester could not send count as bad (the search goes lower), and a goal whose upper
   bound rests on such trials is tester-limited too; a trial that fell short while the self-test
   proved far more is DUT backpressure, the DUT's failure like loss.
+* A trial the host spoilt in every attempt (:class:`~netrig.methodology.tester.PlatformStopped`)
+  is no bad trial: it stops the search, each goal not done keeps its bounds so far as a lower bound
+  (``tester_limited``), and ``platform`` says why.
 * A trial that sent nothing is an error (a tester or test-bed fault, not a DUT at zero); an error
   or Ctrl-C mid-search re-raises with the partial result attached
   (:func:`netrig.methodology.method.partial_result`).
@@ -58,7 +61,15 @@ from netrig.errors import ConfigError, MethodologyError
 from netrig.measure import Load, Measurer, TrialCounts
 from netrig.methodology.method import with_partial
 from netrig.methodology.stats import check
-from netrig.methodology.tester import NO_LIMIT, NOT_MEASURED, TRANSIENT_REPEATS, ProvenLimit, Verdict, measure_judged
+from netrig.methodology.tester import (
+    NO_LIMIT,
+    NOT_MEASURED,
+    TRANSIENT_REPEATS,
+    PlatformStopped,
+    ProvenLimit,
+    Verdict,
+    measure_judged,
+)
 from netrig.model import FrameSize, LineRate, rate_object
 
 
@@ -142,6 +153,9 @@ class MlrResult:
     #: Why there is no answer at all (:data:`~netrig.methodology.tester.NOT_MEASURED`: every trial was
     #: the tester's, so no goal has a bound); ``None``: measured.
     not_measured: str | None = None
+    #: Why the host stopped the search (:class:`~netrig.methodology.tester.PlatformStopped`); the goals
+    #: it had not finished are lower bounds. ``None``: not stopped by the host.
+    platform: str | None = None
 
     def goal(self, name: str) -> GoalResult:
         return next(g for g in self.goals if g.goal.name == name)
@@ -175,7 +189,7 @@ class MlrResult:
                 "tester_trials": self.tester_trials, "backpressure_trials": self.backpressure_trials,
                 "backpressure_pps": self.backpressure_pps, "tester_limited": self.tester_limited,
                 "tester_limit_pps": self.tester_limit_pps, "complete": self.complete,
-                "repeated_trials": self.repeated_trials, "not_measured": self.not_measured}
+                "repeated_trials": self.repeated_trials, "not_measured": self.not_measured, "platform": self.platform}
 
 
 def offered_in_time(counts: TrialCounts, duration_s: float, verdict: Verdict) -> int:
@@ -334,6 +348,7 @@ class _Search:
         self.backpressure_pps: float | None = None
         #: The highest load the tester sent in full (a shortfall at or below it is a stall).
         self.kept: float | None = None
+        self.platform: str | None = None  # why the host stopped the search (PlatformStopped)
 
     # ---------------------------------------------------------------- trials
     def measure(self, k: int, duration_s: float) -> bool:
@@ -344,7 +359,15 @@ class _Search:
         load = self.grid.load(k)
         # a shortfall at a load the tester sent in full before is a stall: repeated, within the budget
         most = min(TRANSIENT_REPEATS, int((self.budget_s * (1 + 1e-9) - self.spent_s) / duration_s) - 1)
-        c, verdict, repeats = measure_judged(self.m, Load(load, self.frame), duration_s, self.limit, self.kept, most)
+        try:
+            c, verdict, repeats = measure_judged(self.m, Load(load, self.frame), duration_s, self.limit, self.kept,
+                                                 most)
+        except PlatformStopped as stop:  # no bad trial: nothing in the database, the search ends
+            self.spent_s += stop.attempts * duration_s
+            self.trials += stop.attempts
+            self.repeated_trials += stop.attempts - 1
+            self.platform = str(stop)
+            raise
         self.spent_s += repeats * duration_s
         self.trials += repeats
         self.repeated_trials += repeats
@@ -520,19 +543,22 @@ class _Search:
             chain = _targets(goal)
             stage, t = len(chain) - 1, chain[-1]
             lb, ub = self.bounds(t)
-            if lb is None and ub is None and (not complete or self.timed_out):  # the furthest stage with a bound
+            finished = self.done(t, lb, ub)
+            stopped = not complete or self.timed_out or self.platform
+            if lb is None and ub is None and stopped:  # the furthest stage with a bound
                 stage = next((i for i in range(len(chain) - 1, -1, -1) if self.bounds(chain[i]) != (None, None)), stage)
                 t = chain[stage]
                 lb, ub = self.bounds(t)
             ct = (self.grid.load(lb) * (1.0 - pessimistic_loss_ratio(self.db[lb], t))) if lb is not None else None
-            limited = (capped and lb == 0) or (ub is not None and rests_on_tester(self.db[ub], t))
+            limited = ((capped and lb == 0) or (ub is not None and rests_on_tester(self.db[ub], t))
+                       or (self.platform is not None and not finished))
             out.append(GoalResult(goal, ct, self.grid.load(lb) if lb is not None else None,
                                   self.grid.load(ub) if ub is not None else None, limited,
                                   _stage_name(stage, len(chain))))
         return MlrResult(frame, line_rate, tuple(out), self.trials, time.monotonic() - t0, "netrig", self.timed_out,
                          self.spent_s, self.grid.max_load, self.limit.limit_pps if capped else None,
                          self.tester_trials, self.backpressure_trials, self.backpressure_pps, complete,
-                         self.repeated_trials, NOT_MEASURED if nothing else None)
+                         self.repeated_trials, (self.platform or NOT_MEASURED) if nothing else None, self.platform)
 
 
 def _stage_name(i: int, n: int) -> str:
@@ -574,6 +600,8 @@ def search(measurer: Measurer, frame: FrameSize, line_rate: LineRate, goals: Seq
     try:
         for goal in goals:
             s.run_goal(goal)
+    except PlatformStopped:
+        pass  # the search ends where the host stopped it (s.platform)
     except BaseException as e:
         with_partial(e, lambda: s.result(goals, frame, line_rate, t0, capped, complete=False))
         raise

@@ -6,17 +6,21 @@ The reference reads a trial's loss from the counts it is given: a valid trial is
 frames as the intended count (what the tester offered is what it was asked for, within the
 measurer's tolerance), an invalid one the frames it was asked to send, so the unsent ones count as
 lost. The maximum load is capped at the tester's limit, and a stall at a load the tester sent in full
-is repeated, as netrig's own search does."""
+is repeated, as netrig's own search does. A trial the host spoilt in every attempt stops the search
+(:class:`~netrig.methodology.tester.PlatformStopped`); the reference gives no bounds before its end,
+so the result is then ``not_measured`` with the host's reason."""
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
 
 from netrig.errors import CapabilityError
 from netrig.measure import Load, Measurer
 from netrig.methodology.method import with_partial
 from netrig.methodology.mlr import GoalResult, MlrResult, SearchGoal, offered_in_time, trial_loss_ratio
-from netrig.methodology.tester import NO_LIMIT, ProvenLimit, Verdict, measure_judged
+from netrig.methodology.tester import NO_LIMIT, PlatformStopped, ProvenLimit, Verdict, measure_judged
 from netrig.model import FrameSize, LineRate
 
 
@@ -30,19 +34,20 @@ def search_reference(measurer: Measurer, frame: FrameSize, line_rate: LineRate, 
             "mlrsearch.implementation = reference needs the MLRsearch package: pip install MLRsearch==1.2.1"
         ) from None
 
-    trials = repeated = 0
-    spent_s = 0.0
+    tally = _Tally()
     kept: float | None = None  # the highest load the tester sent in full (a shortfall at or below it: a stall)
     verdicts: dict[float, list[Verdict]] = {}
     backpressure: list[float] = []
 
     class _Adapter(ref.AbstractMeasurer):
         def measure(self, intended_duration: float, intended_load: float):
-            nonlocal trials, spent_s, kept, repeated
-            c, v, repeats = measure_judged(measurer, Load(intended_load, frame), intended_duration, limit, kept)
-            trials += 1 + repeats
-            repeated += repeats
-            spent_s += intended_duration * (1 + repeats)
+            nonlocal kept
+            try:
+                c, v, repeats = measure_judged(measurer, Load(intended_load, frame), intended_duration, limit, kept)
+            except PlatformStopped as stop:
+                tally.add(stop.attempts, intended_duration)
+                raise
+            tally.add(1 + repeats, intended_duration)
             if v is Verdict.VALID:
                 kept = max(kept or 0.0, intended_load)
             trial_loss_ratio(c, intended_load, intended_duration, v)  # raises when nothing was sent
@@ -56,11 +61,7 @@ def search_reference(measurer: Measurer, frame: FrameSize, line_rate: LineRate, 
                 loss_count=min(c.frames_lost, offered), intended_count=intended,
             )
 
-    rgoals = [ref.SearchGoal(loss_ratio=g.loss_ratio, exceed_ratio=g.exceed_ratio,
-                            relative_width=g.relative_width,
-                            initial_trial_duration=g.initial_trial_duration_s,
-                            final_trial_duration=g.final_trial_duration_s,
-                            duration_sum=g.duration_sum_s, fail_fast=False) for g in goals]
+    rgoals = [_goal(ref, g) for g in goals]
     fps = line_rate.fps(frame)
     max_load = fps * max_rate_pct / 100
     capped = limit.caps(max_load)
@@ -85,15 +86,38 @@ def search_reference(measurer: Measurer, frame: FrameSize, line_rate: LineRate, 
                                        if abs(load - ub) <= 1e-9 * ub for v in vs))
             results.append(GoalResult(goal, float(ct) if ct is not None else None, lb, ub, limited))
         tester = sum(1 for vs in verdicts.values() for v in vs if v is Verdict.TESTER)
-        return MlrResult(frame, line_rate, tuple(results), trials, time.monotonic() - t0, "reference",
-                         trial_duration_sum_s=spent_s, max_load_pps=max_load,
+        return MlrResult(frame, line_rate, tuple(results), tally.trials, time.monotonic() - t0, "reference",
+                         trial_duration_sum_s=tally.spent_s, max_load_pps=max_load,
                          tester_cap_pps=limit.limit_pps if capped else None, tester_trials=tester,
                          backpressure_trials=len(backpressure), backpressure_pps=max(backpressure, default=None),
-                         complete=complete, repeated_trials=repeated)
+                         complete=complete, repeated_trials=tally.repeated)
 
     try:
         out = ref.MultipleLossRatioSearch(config=config).search(measurer=_Adapter(), debug=lambda _msg: None)
+    except PlatformStopped as stop:
+        return replace(result(None, complete=True), not_measured=str(stop), platform=str(stop))
     except BaseException as e:
         with_partial(e, lambda: result(None, complete=False))
         raise
     return result(out, complete=True)
+
+
+class _Tally:
+    """The trials a search ran: each attempt, the repeats among them, and their time."""
+
+    def __init__(self) -> None:
+        self.trials = self.repeated = 0
+        self.spent_s = 0.0
+
+    def add(self, attempts: int, duration_s: float) -> None:
+        self.trials += attempts
+        self.repeated += attempts - 1
+        self.spent_s += attempts * duration_s
+
+
+def _goal(ref: Any, g: SearchGoal) -> Any:
+    """``g`` as the reference's goal."""
+    return ref.SearchGoal(loss_ratio=g.loss_ratio, exceed_ratio=g.exceed_ratio, relative_width=g.relative_width,
+                          initial_trial_duration=g.initial_trial_duration_s,
+                          final_trial_duration=g.final_trial_duration_s, duration_sum=g.duration_sum_s,
+                          fail_fast=False)

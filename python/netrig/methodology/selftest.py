@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from netrig.errors import ConfigError
 from netrig.measure import LatencySummary, Load, Measurer, TrialCounts
 from netrig.methodology.stats import check
-from netrig.methodology.tester import NO_LIMIT, NOT_MEASURED, measure_judged
+from netrig.methodology.tester import NO_LIMIT, NOT_MEASURED, PlatformStopped, measure_judged
 from netrig.model import FrameSize, LineRate, rate_object
 from netrig.results.typed import from_dict
 from netrig.view.frame_results import line_rate_of
@@ -131,10 +131,12 @@ class _Proof:
         what a trial stopped early received over the planned duration, which says nothing of the rate.
         A shortfall at a load no higher than one the tester already sent in full is a stall: the trial
         is repeated (:func:`~netrig.methodology.tester.measure_judged`)."""
-        c, _, repeats = measure_judged(self.measurer, Load(rate, self.frame), self.duration_s, NO_LIMIT, self.kept)
+        try:
+            c, _, repeats = measure_judged(self.measurer, Load(rate, self.frame), self.duration_s, NO_LIMIT, self.kept)
+        except PlatformStopped as stop:
+            self.repeated += stop.attempts - 1
+            raise
         self.repeated += repeats
-        if not c.valid and c.host_take_s is not None:
-            raise _PlatformStopped(rate, c)
         if not c.valid:
             return False, c.achieved_pps
         self.kept = max(self.kept or 0.0, rate)
@@ -160,7 +162,7 @@ def prove_rate(measurer: Measurer, frame: FrameSize, line_rate: LineRate, requir
         good, reached = proof.trial(target)
         if not good:
             _search_ceiling(proof, target, reached, params.resolution_pct / 100)
-    except _PlatformStopped as stop:
+    except PlatformStopped as stop:
         platform = str(stop)
     c = proof.best
     share = c.dut_ring.tester_share_ns if c is not None and c.dut_ring is not None else None
@@ -168,17 +170,6 @@ def prove_rate(measurer: Measurer, frame: FrameSize, line_rate: LineRate, requir
                    latency_floor=c.latency if c else None, timestamp_source=_timestamp_source(c),
                    tester_share_ns=share, repeated_trials=proof.repeated,
                    not_measured=NOT_MEASURED if proof.kept is None and platform is None else None, platform=platform)
-
-
-class _PlatformStopped(Exception):
-    """A proof's trial the host spoilt in every attempt: the proof stops, what it proved so far a
-    lower bound (a stall is never a ceiling)."""
-
-    def __init__(self, rate: float, c: TrialCounts):
-        stretch = c.pacing.stretch_s * 1e3 if c.pacing else 0.0
-        super().__init__(f"the host took {1e3 * (c.host_take_s or 0.0):.0f} ms of the tester's CPU in a trial at "
-                         f"{rate:,.0f} fps that it stretched {stretch:.0f} ms, in every attempt: no ceiling measured "
-                         "above the proven rate; run the self-test on a quieter host")
 
 
 def _search_ceiling(proof: _Proof, target: float, reached: float, step: float) -> None:

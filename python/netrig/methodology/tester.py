@@ -18,6 +18,11 @@ it means (:meth:`ProvenLimit.verdict`):
 
 Behind a test bed's wire (``dut_placement`` wire, the default) the DUT cannot slow the sender: it
 drops at its full receive ring. There every shortfall is the tester's (:class:`CapOnly`).
+
+A shortfall the host caused is neither (:class:`PlatformStopped`): a trial whose stretch beyond the
+tolerance is covered by the CPU the host measurably took from the tester (``host_take_s``: steal,
+or CPU stops the guest did not see) is repeated, and when every attempt is spoilt the search stops
+there. What it found so far is a lower bound; a stall is never a ceiling, nor a DUT result.
 """
 from __future__ import annotations
 
@@ -112,12 +117,28 @@ def judged(run: Callable[[], TrialCounts], intended_pps: float, limit: ProvenLim
     while True:
         counts = run()
         verdict = limit.verdict(counts, intended_pps)
-        # the platform's (the host took what the tester lost) or below a load already sent in full
-        transient = verdict is Verdict.TESTER and (counts.host_take_s is not None
-                                                   or (kept_pps is not None and intended_pps <= kept_pps))
+        spoilt = verdict is Verdict.TESTER and counts.host_take_s is not None  # the host took what the tester lost
+        # the platform's, or below a load already sent in full
+        transient = spoilt or (verdict is Verdict.TESTER and kept_pps is not None and intended_pps <= kept_pps)
         if not transient or repeats >= most:
+            if spoilt:
+                raise PlatformStopped(intended_pps, counts, repeats + 1)
             return counts, verdict, repeats
         repeats += 1
+
+
+class PlatformStopped(Exception):
+    """A trial the host spoilt in every one of its ``attempts``: the search stops at ``rate_pps``,
+    what it found below a lower bound (a stall is never a ceiling). Each search catches it, counts the
+    attempts among its trials and says why in its result's ``platform``."""
+
+    def __init__(self, rate_pps: float, counts: TrialCounts, attempts: int):
+        self.rate_pps, self.attempts = rate_pps, attempts
+        stretched = f" that it stretched {counts.pacing.stretch_s * 1e3:.0f} ms" if counts.pacing else ""
+        taken = 1e3 * (counts.host_take_s or 0.0)
+        tries = "in every attempt" if attempts > 1 else "in its only attempt"
+        super().__init__(f"the host took {taken:.0f} ms of the tester's CPU in a trial at {rate_pps:,.0f} fps"
+                         f"{stretched}, {tries}: nothing measured at or above that load; run on a quieter host")
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from netrig.errors import ConfigError, MethodologyError
 from netrig.measure import FlowTrial, TableCounts, TrialCounts, TupleCheck
 from netrig.methodology.method import Command, Context, Method, Section, Shortcut
 from netrig.methodology.stats import check, median
-from netrig.methodology.tester import ProvenLimit, Verdict, judged, tester_rx_drops
+from netrig.methodology.tester import PlatformStopped, ProvenLimit, Verdict, judged, tester_rx_drops
 from netrig.methodology.vocabulary import option
 from netrig.model import LineRate, rates
 from netrig.results.typed import from_dict
@@ -133,10 +133,14 @@ class SearchResult:
     #: Trials repeated because the tester fell short at a rate it had already sent in full in this
     #: search (a stall, not its limit); they are in ``trials``.
     repeated_trials: int = 0
+    #: Why the host stopped the search (:class:`~netrig.methodology.tester.PlatformStopped`): the
+    #: rate found is a lower bound (``tester_limited``). ``None``: it ran to its end.
+    platform: str | None = None
 
     def to_dict(self) -> dict:
         return {"rate_pps": self.rate_pps, "upper_pps": self.upper_pps, "trials": self.trials,
-                "tester_limited": self.tester_limited, "repeated_trials": self.repeated_trials}
+                "tester_limited": self.tester_limited, "repeated_trials": self.repeated_trials,
+                "platform": self.platform}
 
 
 #: A search step: ``(passed, the rate the tester really sent, the tester fell short of the rate)``.
@@ -148,14 +152,19 @@ def bisect(step: Callable[[float], Step], top_pps: float, resolution_pct: float,
     """Binary search in ``(0, top_pps]``: the first step at the top, then halving the bracket until
     it is narrower than ``resolution_pct`` % of its upper end. A step the tester fell short on ends
     the upper end there; if the DUT passed it, the rate reached is a proven lower end. ``capped``:
-    ``top_pps`` is the tester's proven limit, so a DUT that passes there is tester-limited too."""
+    ``top_pps`` is the tester's proven limit, so a DUT that passes there is tester-limited too. A step
+    the host spoilt in every attempt (:class:`~netrig.methodology.tester.PlatformStopped`) ends the
+    search: what passed is a lower bound, ``platform`` says why."""
     lo, hi = 0.0, top_pps
     best: float | None = None
     upper: float | None = None
     limited = False
     rate, trials = top_pps, 0
     while trials < max_trials:
-        ok, achieved, short = step(rate)
+        try:
+            ok, achieved, short = step(rate)
+        except PlatformStopped as stop:
+            return SearchResult(best, upper, trials + 1, True, platform=str(stop))
         trials += 1
         if short:
             limited = True
@@ -193,8 +202,8 @@ class RateSearch(SearchResult):
     def of(cls, s: SearchResult, steps: Stalls, rate_basis: str, duration_s: float | None = None,
            bidirectional: bool | None = None) -> RateSearch:
         """The answer of ``s``, whose steps ran through ``steps`` (its repeats counted among its trials)."""
-        return cls(s.rate_pps, s.upper_pps, s.trials + steps.repeated, s.tester_limited, steps.repeated, rate_basis,
-                   duration_s, bidirectional)
+        return cls(s.rate_pps, s.upper_pps, s.trials + steps.repeated, s.tester_limited, steps.repeated,
+                   s.platform, rate_basis, duration_s, bidirectional)
 
 
 @dataclass(frozen=True)
@@ -310,6 +319,11 @@ class StatefulResult:
         return None
 
     @property
+    def platform(self) -> str | None:
+        """Why the host stopped one of its searches (its ``platform``), if it did."""
+        return next((x.platform for x in (self.establishment, self.throughput) if x and x.platform), None)
+
+    @property
     def establishment_rate_cps(self) -> float | None:
         return self.establishment.rate_pps if self.establishment else None
 
@@ -376,7 +390,11 @@ class Stalls:
              passed: Callable[[TrialCounts], bool]) -> Step:
         """Run the step at ``rate_pps`` (per direction), repeated while it stalls; its outcome (:func:`judge`)."""
         aggregate = rate_pps * self.directions
-        c, verdict, repeats = judged(run, aggregate, self.limit, self.kept)
+        try:
+            c, verdict, repeats = judged(run, aggregate, self.limit, self.kept)
+        except PlatformStopped as stop:
+            self.repeated += stop.attempts - 1
+            raise
         self.repeated += repeats
         if verdict is Verdict.VALID:
             self.kept = max(self.kept or 0.0, aggregate)

@@ -15,6 +15,10 @@ The search (:func:`measure_throughput`):
   (:func:`~netrig.methodology.tester.measure_judged`). Otherwise, or when the repeats fall short
   too, it lowers the search's upper end (nothing at or above it can be tested) and, if that end
   is below every load the DUT failed, marks the result ``tester_limited``.
+* A trial the host spoilt in every attempt (:class:`~netrig.methodology.tester.PlatformStopped`)
+  stops the search: what passed so far is a lower bound ("≥ rate", ``platform`` says why), and with
+  nothing passed the result is ``not_measured``. Going on below it would report the host's stall as
+  the tester's limit, or as the DUT's.
 * A trial that fell short while the self-test proved far more (``BACKPRESSURE``: the DUT slowed
   the sender) is the DUT failing the load, like loss.
 * A failed trial's forwarded rate (what the DUT passed, or what the tester reached through it) is
@@ -46,7 +50,7 @@ from netrig.measure import Load, Measurer, TrialCounts
 from netrig.methodology.method import Capacity, Context, Method, Section, Shortcut
 from netrig.methodology.selftest import stored_ceilings
 from netrig.methodology.stats import check
-from netrig.methodology.tester import NO_LIMIT, NOT_MEASURED, ProvenLimit, Verdict, measure_judged
+from netrig.methodology.tester import NO_LIMIT, NOT_MEASURED, PlatformStopped, ProvenLimit, Verdict, measure_judged
 from netrig.methodology.vocabulary import option
 from netrig.methods.sections import RFC2544
 from netrig.model import (
@@ -157,6 +161,10 @@ class ThroughputResult:
     #: Why there is no answer at all (:data:`NOT_MEASURED`: the tester sent no load in full, so the
     #: DUT neither passed nor failed one); ``None``: measured.
     not_measured: str | None = None
+    #: Why the search stopped before it converged: the host spoilt a trial in every attempt
+    #: (:class:`~netrig.methodology.tester.PlatformStopped`). The rate found is then a lower bound
+    #: (``tester_limited``); ``None``: the search ran to its end.
+    platform: str | None = None
 
     @property
     def rate(self) -> dict | None:
@@ -177,6 +185,7 @@ class ThroughputResult:
             "found": self.found, "bounded_by_tester": self.tester_limited, "tester_cap_pps": self.tester_cap_pps,
             "backpressure_trials": self.backpressure_trials, "backpressure_pps": self.backpressure_pps,
             "repeated_trials": self.repeated_trials, "search": self.search, "not_measured": self.not_measured,
+            "platform": self.platform,
         }
 
 
@@ -223,6 +232,7 @@ class _Search:
         self.kept: float | None = None  # the highest load the tester sent in full
         self.tester_top = math.inf  # the lowest load the tester could not send
         self.trials = self.repeated = 0
+        self.platform: str | None = None  # why the host stopped the search (PlatformStopped)
 
     def trial(self, rate: float) -> Verdict | None:
         """One trial at ``rate`` (repeated while it stalls) and what it does to the bracket: ``None``
@@ -284,18 +294,26 @@ class _Search:
                 break
         return None if self.done() else self.next_rate(rate)
 
+    def stopped(self, stop: PlatformStopped) -> None:
+        """The host spoilt every attempt at a load: the search ends there, its trials counted."""
+        self.trials += stop.attempts
+        self.repeated += stop.attempts - 1
+        self.platform = str(stop)
+
     def result(self) -> ThroughputResult:
         best, upper = self.best, self.upper
-        limited = best is not None and ((self.capped and upper is None) or self.tester_top < (upper or math.inf))
+        limited = best is not None and ((self.capped and upper is None) or self.tester_top < (upper or math.inf)
+                                        or self.platform is not None)
+        unmeasured = None if best is not None else self.platform or (NOT_MEASURED if upper is None else None)
+        where = self.tester_limit if self.tester_limit is not None else (self.top if limited else None)
         return ThroughputResult(
             frame=self.frame, line_rate=self.line_rate,
             rate_pps=best if best is not None else 0.0, lower_pps=best if best is not None else 0.0,
             upper_pps=upper, trials=self.trials, tester_limited=limited,
-            tester_limit_pps=self.tester_limit if self.tester_limit is not None else (self.top if limited else None),
+            tester_limit_pps=None if self.platform else where,
             resolution_pps=self.res, found=best is not None, tester_cap_pps=self.top if self.capped else None,
             backpressure_trials=len(self.backpressure), backpressure_pps=max(self.backpressure, default=None),
-            repeated_trials=self.repeated, search=self.params.search,
-            not_measured=NOT_MEASURED if best is None and upper is None else None)
+            repeated_trials=self.repeated, search=self.params.search, not_measured=unmeasured, platform=self.platform)
 
 
 def measure_throughput(measurer: Measurer, frame: FrameSize, line_rate: LineRate,
@@ -304,10 +322,13 @@ def measure_throughput(measurer: Measurer, frame: FrameSize, line_rate: LineRate
     """The highest load in ``[min_rate, max_rate]`` (percent of line rate) the DUT passes, to
     ``resolution_pct``, by the search ``params.search`` names and the rules in the module's docstring."""
     s = _Search(measurer, frame, line_rate, params, limit)
-    if params.search == "binary":
-        s.bisect(min(params.initial_rate_pct / 100 * s.line_fps, s.hi))
-    elif (rate := s.scan(up=params.search == "linear-up")) is not None:
-        s.bisect(rate)
+    try:
+        if params.search == "binary":
+            s.bisect(min(params.initial_rate_pct / 100 * s.line_fps, s.hi))
+        elif (rate := s.scan(up=params.search == "linear-up")) is not None:
+            s.bisect(rate)
+    except PlatformStopped as stop:
+        s.stopped(stop)
     return s.result()
 
 

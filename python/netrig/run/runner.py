@@ -389,27 +389,7 @@ class Runner:
             flags.append({"code": "above_selftest_ceiling",
                           "message": f"{head:.0f} fps is above what the self-test proved for {frame} ({proved})"})
         limited = [r for r in reps if getattr(r, "tester_limited", False)]
-        if limited:
-            lim = min(getattr(r, "tester_limit_pps", None) or 0.0 for r in limited)
-            # The bound is what the DUT was seen to pass (the headline), the same number everywhere;
-            # where the tester stopped is said apart. A result that is no rate (back-to-back's bursts)
-            # has no bound to state: it was measured at the rate the tester reached.
-            message = (f"the tester reached only {format_pps(lim)}, short of the rate asked for: the result was "
-                       "measured at that rate, not at the one asked for (a tester limit, not the DUT's)")
-            failed = [u for r in limited if (u := getattr(r, "upper_pps", None)) is not None]
-            if head is not None and failed:
-                message = (f"≥ {format_pps(head)}: above it the tester fell short of a load (it reached only "
-                           f"{format_pps(lim)}) below the lowest load the DUT failed ({format_pps(min(failed))}): the "
-                           "throughput lies between them; a lower bound")
-            elif head is not None:
-                message = (f"≥ {format_pps(head)}: the DUT lost nothing at any load the tester could offer; above it "
-                           f"the tester fell short (its self-test's ceiling / factor, or a trial that reached only "
-                           f"{format_pps(lim)}): a lower bound, the DUT may be faster")
-            if len(limited) < len(reps):
-                message = (f"{len(limited)} of {len(reps)} repetitions the tester bounded (≥ "
-                           + ", ≥ ".join(format_pps(r.headline_pps or 0.0) for r in limited)
-                           + "): lower bounds only, left out of the median and range of the others")
-            flags.append({"code": "tester_limited", "message": message})
+        flags.extend(_limited_flags(reps, head))
         pressed = [r for r in reps if getattr(r, "backpressure_trials", 0)]
         if pressed:
             bp = max(getattr(r, "backpressure_pps", None) or 0.0 for r in pressed)
@@ -609,6 +589,41 @@ def _config_of(data: object, source: str) -> TestConfig:
 def run_config(config: TestConfig, out_dir: str | Path | None = None, **kw: Any) -> dict:
     """Convenience: ``Runner(config, out_dir, **kw).run()``."""
     return Runner(config, out_dir, **kw).run()
+
+
+def _limited_flags(reps: list[MethodResult], head: float | None) -> list[dict]:
+    """``tester_limited`` for the repetitions the tester bounded, ``platform_stopped`` for those
+    whose search the host stopped (``platform``: a stall is never a ceiling)."""
+    flags = []
+    stopped = [r for r in reps if getattr(r, "platform", None)]
+    if stopped:
+        flags.append({"code": "platform_stopped",
+                      "message": f"the host stopped the search of {len(stopped)} of {len(reps)} repetition(s): "
+                                 f"{getattr(stopped[0], 'platform', '')}; what they found is a lower bound, not "
+                                 "the DUT's"})
+    limited = [r for r in reps if getattr(r, "tester_limited", False) and not getattr(r, "platform", None)]
+    if not limited:
+        return flags
+    lim = min(getattr(r, "tester_limit_pps", None) or 0.0 for r in limited)
+    # The bound is what the DUT was seen to pass (the headline), the same number everywhere;
+    # where the tester stopped is said apart. A result that is no rate (back-to-back's bursts)
+    # has no bound to state: it was measured at the rate the tester reached.
+    message = (f"the tester reached only {format_pps(lim)}, short of the rate asked for: the result was "
+               "measured at that rate, not at the one asked for (a tester limit, not the DUT's)")
+    failed = [u for r in limited if (u := getattr(r, "upper_pps", None)) is not None]
+    if head is not None and failed:
+        message = (f"≥ {format_pps(head)}: above it the tester fell short of a load (it reached only "
+                   f"{format_pps(lim)}) below the lowest load the DUT failed ({format_pps(min(failed))}): the "
+                   "throughput lies between them; a lower bound")
+    elif head is not None:
+        message = (f"≥ {format_pps(head)}: the DUT lost nothing at any load the tester could offer; above it "
+                   f"the tester fell short (its self-test's ceiling / factor, or a trial that reached only "
+                   f"{format_pps(lim)}): a lower bound, the DUT may be faster")
+    if len(limited) < len(reps):
+        message = (f"{len(limited)} of {len(reps)} repetitions the tester bounded (≥ "
+                   + ", ≥ ".join(format_pps(r.headline_pps or 0.0) for r in limited)
+                   + "): lower bounds only, left out of the median and range of the others")
+    return flags + [{"code": "tester_limited", "message": message}]
 
 
 def bracketed(reps: list[MethodResult]) -> list[MethodResult]:
