@@ -15,8 +15,9 @@ steps=("$@"); [ ${#steps[@]} -gt 0 ] || steps=(apt venv build)
 # netrig serve's self-signed certificate; linuxptp: pmc, by which an agent reads its host's ptp4l,
 # and the ptp4l the PTP test runs in two namespaces (its units are templates: nothing starts);
 # iputils-ping: the ping of netrig serve's devices (OTG control/action); lldpd: netrig serve's LLDP
-# (started per port by netrig serve, never as a service).
-APT_PACKAGES="iproute2 iputils-ping lldpd nftables ethtool procps util-linux python3-venv chromium iperf3 iperf sockperf openssh-client openssh-server libpcap0.8 dpdk-dev prometheus openssl bpftool linuxptp"
+# (started per port by netrig serve, never as a service); bird2: the routed test beds' BGP
+# (`routing = "bgp"`: started in their namespaces by the build, never as a service).
+APT_PACKAGES="iproute2 iputils-ping lldpd bird2 nftables ethtool procps util-linux python3-venv chromium iperf3 iperf sockperf openssh-client openssh-server libpcap0.8 dpdk-dev prometheus openssl bpftool linuxptp"
 PY=${PYTHON:-python3}
 
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
@@ -38,9 +39,9 @@ do_apt() {
     # prometheus recommends): policy-rc.d refuses it.
     local policy=""
     if [[ " ${missing[*]} " == *" openssh-server "* || " ${missing[*]} " == *" prometheus "* \
-          || " ${missing[*]} " == *" lldpd "* ]] && [ ! -e /usr/sbin/policy-rc.d ]; then
+          || " ${missing[*]} " == *" lldpd "* || " ${missing[*]} " == *" bird2 "* ]] && [ ! -e /usr/sbin/policy-rc.d ]; then
       policy=/usr/sbin/policy-rc.d; printf '#!/bin/sh\nexit 101\n' > "$policy"; chmod +x "$policy"
-      say "installing without starting the system's ssh, prometheus or lldpd service"
+      say "installing without starting the system's ssh, prometheus, lldpd or bird service"
     fi
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null || { [ -z "$policy" ] || rm -f "$policy"; exit 1; }
     [ -z "$policy" ] || rm -f "$policy"

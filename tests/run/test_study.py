@@ -175,6 +175,13 @@ def test_a_routes_sweep_spreads_the_traffic_over_the_routes():
     assert last.stream.flows == {"dst_ips": 65_534} and last.stream.flow_order == "pseudorandom"
 
 
+def test_the_bgp_routes_study_learns_each_table_over_bgp_and_spreads_over_it():
+    from pathlib import Path
+    s = load_study(Path(__file__).resolve().parents[2] / "examples" / "bgp-routes.toml")
+    points = [(v.config.testbed.options, v.config.stream.flows, v.config.ports.family) for v in s.variants]
+    assert points == [({"routing": "bgp", "routes": n}, {"dst_ips": n}, 6) for n in (1000, 100_000, 1 << 20)]
+
+
 def test_the_table_scale_study_spreads_each_variant_over_its_table():
     """Every variant of examples/table-scale.toml sends one destination per route or neighbour of
     its test bed, in RFC 4814's order; a hosts sweep does the same."""

@@ -1,21 +1,25 @@
 """The routing test beds' ``routes`` and ``hosts`` options (issue 43, the DUT's table scale): N host
-routes per family in the DUT's FIB, loaded in one netlink batch and read back, or N tester hosts on
+routes per family in the DUT's FIB, loaded in one netlink batch (or learned over eBGP: issue 44) and
+read back, or N tester hosts on
 its receiving link that it resolves by ARP and neighbour discovery (its neighbour tables read back);
 traffic spread over all of them (one destination each, RFC 4814 order) forwarded exact."""
 from __future__ import annotations
 
 import ipaddress
 import json
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from testbed_helpers import needs_root
 from tests.host_steal import steady_trial
 
 from netrig.errors import ConfigError
-from netrig.testbed import Testbed
+from netrig.testbed import Testbed, bgp
 from netrig.testbed.nsthread import read_sysctl, sysctl_in
+from netrig.testbed.state import STATE_DIR
 
 NETRIG = [sys.executable, "-m", "netrig.cli.main"]
 ROUTES = 4_000
@@ -58,6 +62,33 @@ def test_routes_are_loaded_read_back_and_carry_the_traffic():
 
 @needs_root
 @pytest.mark.root
+@pytest.mark.skipif(shutil.which("bird") is None, reason="routing bgp needs BIRD 2 (apt install bird2: setup.sh)")
+def test_routes_learned_over_bgp_are_in_the_fib_and_carry_the_traffic():
+    """``routing = "bgp"``: the DUT's BIRD learns the routes from the tester's over eBGP and installs
+    them (``proto bird``, via the rx port); traffic spread over all of them arrives exact, in both
+    families; teardown stops both daemons and removes their files."""
+    up = subprocess.run([*NETRIG, "testbed", "up", "router", "--testbed-option", f"routes={ROUTES}",
+                         "--testbed-option", "routing=bgp"], capture_output=True, text=True, timeout=300)
+    assert up.returncode == 0, up.stderr
+    tb_id = up.stdout.split()[1]
+    try:
+        dut = f"nr{tb_id}-dut"
+        for fam, first in (("-4", "198.19.0.2"), ("-6", "2001:2:0:1::2")):
+            learnt = [x for x in host_routes(dut, fam) if " proto bird " in x]
+            assert len(learnt) == ROUTES and all(x.split()[1:3] == ["via", first] for x in learnt), learnt[:3]
+        assert spread_trial(tb_id)["frames_received"] == 20_000
+        assert spread_trial(tb_id, "--family", "6", "--frame-size", "128")["frames_received"] == 20_000
+        assert f"routes: {ROUTES} IPv4 /32 and {ROUTES} IPv6 /128 host routes learned by the DUT over eBGP" \
+            in notes(tb_id)
+    finally:
+        subprocess.run([*NETRIG, "testbed", "down", tb_id], capture_output=True, timeout=120)
+    ps = subprocess.run(["pgrep", "-f", f"/{tb_id}-bgp/"], capture_output=True, text=True).stdout
+    assert not ps.strip(), f"BIRD still running: {ps}"
+    assert not any(p.name == f"{tb_id}-bgp" for p in Path(STATE_DIR).iterdir())
+
+
+@needs_root
+@pytest.mark.root
 def test_destinations_spread_over_the_link_subnet_reach_the_tester():
     """Without routes: the DUT's link subnet's other addresses (198.19.0.3 … .255, 2001:2:0:1::3 …)
     are behind the rx port like the rest of the receiving range; they were resolved on the link,
@@ -72,6 +103,27 @@ def test_destinations_spread_over_the_link_subnet_reach_the_tester():
         assert subprocess.run([*NETRIG, "testbed", "status", tb_id], capture_output=True, text=True).returncode == 0
     finally:
         subprocess.run([*NETRIG, "testbed", "down", tb_id], capture_output=True, timeout=120)
+
+
+def test_bgp_routing_needs_routes_and_is_one_of_the_choices():
+    with pytest.raises(ConfigError, match="^routing: bgp learns the routes option's routes: give routes"):
+        Testbed.create("router", routing="bgp")
+    with pytest.raises(ConfigError, match="^routing: 'ospf': must be one of static, bgp"):
+        Testbed.create("router", routes=10, routing="ospf")
+
+
+def test_the_tester_advertises_each_route_once_from_its_own_address(tmp_path):
+    confs = bgp.write_configs(str(tmp_path), ("198.19.0.1", "2001:2:0:1::1"), ("198.19.0.2", "2001:2:0:1::2"), 3, 70)
+    speaker = Path(confs["bgp-speaker"]).read_text().splitlines()
+    routes = [x.split()[1] for x in speaker if x.strip().startswith("route ")]
+    assert routes[:4] == ["198.19.0.2/32", "198.19.0.3/32", "198.19.0.4/32", "2001:2:0:1::2/128"]
+    assert len(routes) == 73 and routes[-1] == "2001:2:0:1::47/128" and len(set(routes)) == 73
+    dut = Path(confs["bgp-dut"]).read_text()
+    assert "neighbor 198.19.0.2 as 65002" in dut and "export all" in dut and "import none" in dut
+    if shutil.which("bird"):  # BIRD's own parser accepts both
+        for conf in confs.values():
+            r = subprocess.run(["bird", "-p", "-c", conf], capture_output=True, text=True, timeout=30)
+            assert r.returncode == 0 and not r.stderr, r.stderr
 
 
 def test_routes_are_bounded_by_the_test_range():

@@ -102,7 +102,7 @@ _KINDS: dict[str, type] = {"rules": int, "cap": str, "cap_burst": int, "nat": st
                            "ifaces": str,
                            "tester_stack": bool, "mtu": int, "forward_mode": str, "forward_backend": str,
                            "capture_method": str, "capture_batch": int, "dut_neighbours": str,
-                           "addresses": str, "gateways": str, "routes": int, "hosts": int}
+                           "addresses": str, "gateways": str, "routes": int, "hosts": int, "routing": str}
 #: Most host routes per family the ``routes`` option loads, each for an address that can carry test
 #: traffic (it stays inside the benchmarking ranges, RFC 2544 §C.2.2, RFC 5180): IPv4 from 198.19.0.2
 #: to 198.19.255.255; IPv6 from 2001:2:0:1::2 in its /64 (1 M, the sweep's largest table).
@@ -114,6 +114,9 @@ MAX_HOSTS = 65_533
 #: How a routing DUT knows the tester's MACs: ``static`` (permanent entries the build sets) or
 #: ``resolved`` (its own ARP and ND, answered by the tester ports' kernel stacks).
 DUT_NEIGHBOURS = ("static", "resolved")
+#: How a routing DUT gets the ``routes``: ``static`` (loaded through netlink) or ``bgp`` (learned
+#: over eBGP from the tester: ``testbed.bgp``).
+ROUTING = ("static", "bgp")
 
 
 def _int(name: str, value: Any, lo: int, hi: int) -> None:
@@ -207,6 +210,9 @@ class TestbedOptions:
                     2001:2:0:1::2 …), each via the rx port, loaded in one netlink batch; a trial with
                     ``flows.dst_ips = N`` spreads over them (1..1 048 576; IPv4 stops at 65 534, the
                     test range's addresses: beyond it, ``ports.family = 6``).
+    routing:        with routes: ``static`` (default: loaded through netlink) or ``bgp`` (learned over
+                    eBGP: BIRD 2 in the DUT's namespace installs what BIRD in the rx port's namespace
+                    advertises for the tester; the build waits until the DUT's FIB holds them all).
     hosts:          router: N tester hosts per family on the DUT's receiving link (198.19.0.2 …, a
                     /16 on that link; 2001:2:0:1::2 …), answering ARP and (by proxy NDP) neighbour
                     solicitation, so the DUT's neighbour tables hold N entries each that it resolved
@@ -247,6 +253,7 @@ class TestbedOptions:
     capture_batch: int = _native.DEFAULT_CAPTURE_BATCH
     dut_neighbours: str = "static"
     routes: int = 0
+    routing: str = "static"
     hosts: int = 0
 
     def __post_init__(self) -> None:
@@ -306,6 +313,10 @@ class TestbedOptions:
         _int("capture_batch", self.capture_batch, 1, _native.MAX_CAPTURE_BATCH)
         _int("routes", self.routes, 0, MAX_ROUTES)
         _int("hosts", self.hosts, 0, MAX_HOSTS)
+        if not isinstance(self.routing, str) or self.routing not in ROUTING:
+            raise ConfigError("routing", f"{self.routing!r}: must be one of {', '.join(ROUTING)}")
+        if self.routing == "bgp" and not self.routes:
+            raise ConfigError("routing", "bgp learns the routes option's routes: give routes (1 or more)")
         if self.hosts and self.routes:
             raise ConfigError("hosts", "routes and hosts together: routes send every destination to the rx port's "
                                        "one neighbour, hosts make each destination its own; pick one")

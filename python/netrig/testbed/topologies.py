@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from netrig.errors import ConfigError, InterfaceError, TestbedError
-from netrig.testbed import nft, placement, testpmd
+from netrig.testbed import bgp, nft, placement, testpmd
 from netrig.testbed import state as st
 from netrig.testbed.knobs import features_set_in
 from netrig.testbed.links import BULK_PROTO, read_neighbours
@@ -96,7 +96,7 @@ DUT_OPTIONS = (*LINK_OPTIONS, "dut_cpus", "dut_placement", "dut_ring")
 #: Options of a DUT that tracks connections (the conntrack table's size, hash size and timeouts).
 CONNTRACK_OPTIONS = ("conntrack_max", "conntrack_buckets", "conntrack_timeout_s")
 #: Options of a routing DUT: its placement and nftables' software fast path.
-ROUTED_OPTIONS = (*DUT_OPTIONS, "flowtable", "dut_neighbours", "routes", "hosts")
+ROUTED_OPTIONS = (*DUT_OPTIONS, "flowtable", "dut_neighbours", "routes", "routing", "hosts")
 
 
 class Topology:
@@ -124,9 +124,10 @@ class Topology:
     @staticmethod
     def tester_ns(tb: Any, role: str) -> str:
         """A tester namespace: no IPv6 noise, unless its stack has addresses (``tester_stack``, or
-        answering a DUT's ARP and ND: ``dut_neighbours`` resolved, or the rx side's ``hosts``)."""
-        hosts = role == "rx" and tb.options.hosts > 0
-        stack = tb.options.tester_stack or tb.options.dut_neighbours == "resolved" or hosts
+        answering a DUT's ARP and ND: ``dut_neighbours`` resolved, or the rx side's ``hosts``, or its
+        BGP speaker: ``routing`` bgp)."""
+        rx_stack = role == "rx" and (tb.options.hosts > 0 or tb.options.routing == "bgp")
+        stack = tb.options.tester_stack or tb.options.dut_neighbours == "resolved" or rx_stack
         return tb.add_netns(role, TESTER_STACK_SYSCTLS if stack else TESTER_SYSCTLS)
 
 
@@ -580,10 +581,13 @@ class Router(Topology):
         tb.add_neigh(tx_ns, tx_if, LEFT4[0], dtx_mac)
         tb.add_neigh(rx_ns, rx_if, RIGHT4[0], drx_mac)
         _tester_stack(tb, tx_ns, tx_if, LEFT4[1], LEFT6[1], 24, 64, LEFT4[0], LEFT6[0], resolved)
-        _tester_stack(tb, rx_ns, rx_if, RIGHT4[1], RIGHT6[1], 24, 64, RIGHT4[0], RIGHT6[0], resolved)
+        _tester_stack(tb, rx_ns, rx_if, RIGHT4[1], RIGHT6[1], 24, 64, RIGHT4[0], RIGHT6[0],
+                      resolved or tb.options.routing == "bgp")
         _port(tb, "tx", tx_if, tx_ns, LEFT4[1], LEFT6[1], dtx_mac, LEFT4[0], LEFT6[0])
         _port(tb, "rx", rx_if, rx_ns, RIGHT4[1], RIGHT6[1], drx_mac, RIGHT4[0], RIGHT6[0])
-        if tb.options.routes:
+        if tb.options.routes and tb.options.routing == "bgp":
+            _learn_routes(tb, dut, drx, rx_ns, tb.options.routes)
+        elif tb.options.routes:
             _load_routes(tb, dut, drx, tb.options.routes)
         _place(tb, dut, [dtx, drx])
         if resolved:
@@ -635,6 +639,26 @@ def _load_routes(tb: Any, dut: str, drx: str, n: int) -> None:
     capped = f" (IPv4: at most {MAX_V4_ROUTES}, the test range's addresses)" if n4 < n else ""
     tb.state.notes.append(f"routes: {n4} IPv4 /32 and {n} IPv6 /128 host routes in the DUT ({RIGHT4[1]} …, "
                           f"{RIGHT6[1]} …, via the rx port), loaded in {took:.1f} s{capped}")
+
+
+def _learn_routes(tb: Any, dut: str, drx: str, rx_ns: str, n: int) -> None:
+    """``routes`` with ``routing`` bgp: the DUT learns them over eBGP from the tester's BIRD in the
+    rx port's namespace (:mod:`netrig.testbed.bgp`), its own BIRD installing them; read back. The
+    IPv6 next hop gets a host route out of ``drx`` first: the kernel refuses a gateway it reaches
+    only through another gateway (the link's /64 goes via the rx port, :func:`_behind_the_port`)."""
+    n4 = min(n, MAX_V4_ROUTES)
+    tb.ipr(dut).route("add", dst=f"{RIGHT6[1]}/128", oif=tb.index(dut, drx), priority=1)  # ahead of BIRD's (32)
+    run_dir = os.path.join(st.STATE_DIR, f"{tb.id}-bgp")
+    confs = bgp.write_configs(run_dir, (RIGHT4[0], RIGHT6[0]), (RIGHT4[1], RIGHT6[1]), n4, n)
+    t0 = time.monotonic()
+    for role, ns in (("bgp-dut", dut), ("bgp-speaker", rx_ns)):
+        start_dut_process(tb, ns, role, bgp.argv(confs[role]), bgp.READY,
+                          runtime_dir=run_dir if role == "bgp-dut" else None)
+    held = bgp.wait_learned(tb.state, dut, n4 + n, lambda ns: _host_routes(ns, bgp.BIRD_PROTO),
+                            f"{run_dir}/dut.ctl")
+    tb.state.notes.append(f"routes: {n4} IPv4 /32 and {n} IPv6 /128 host routes learned by the DUT over eBGP (BIRD "
+                          f"{bgp.version()} at both ends, AS {bgp.TESTER_AS} → {bgp.DUT_AS}) and installed in its "
+                          f"FIB in {time.monotonic() - t0:.1f} s ({held} read back, proto bird)")
 
 
 #: The host's neighbour-table limits (one table per family for every namespace) the ``hosts``
@@ -741,12 +765,12 @@ def _unresolved(tb: Any, dut: str, drx: str, want: set[str], deadline: float) ->
         time.sleep(0.2)
 
 
-def _host_routes(ns: str) -> int:
+def _host_routes(ns: str, proto: int = BULK_PROTO) -> int:
     """The ``routes`` option's host routes in a namespace's main tables (one netlink dump per
-    family, filtered by the kernel on their protocol)."""
+    family, filtered by the kernel on their protocol: ``proto``)."""
     out = 0
     for fam in ("-4", "-6"):
-        r = subprocess.run(["ip", "-n", ns, fam, "route", "show", "proto", str(BULK_PROTO)], capture_output=True,
+        r = subprocess.run(["ip", "-n", ns, fam, "route", "show", "proto", str(proto)], capture_output=True,
                            text=True, check=True)
         # a host route prints without its length (198.19.0.2 via …)
         out += sum(1 for line in r.stdout.splitlines() if line.split() and "/" not in line.split()[0])
