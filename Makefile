@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build demo study-service-cost study-host-tuning test test-flakes test-prebuild test-rust test-python bench bench-soak bench-tsfloor bench-forward bench-otg bench-demo bench-stalls lint clean image
+.PHONY: setup build demo study-service-cost study-host-tuning test test-flakes test-prebuild test-rust test-python bench bench-soak bench-tsfloor bench-forward bench-otg bench-demo bench-stalls bench-routing lint clean image
 
 setup:
 	@scripts/setup.sh apt venv
@@ -73,6 +73,11 @@ bench-otg: build
 # is the demo quotable? three back-to-back demos (~15 min): throughput and NDR within ±3 % of their medians
 bench-demo: build
 	$(PY) bench/demo.py
+
+# routing daemons as route injectors (GoBGP, BIRD 2, FRR): routes/s, bytes per route, withdraw
+# (root; ~20 min; docs/routing-daemons.md). Needs: apt-get install gobgpd bird2 frr, and Go.
+bench-routing:
+	$(PY) bench/routing_daemons.py --routes 1000,100000,1000000 --reps 3
 
 # the stall watch's own cost on a CPU, and this machine's stalls at rest (root)
 bench-stalls: build
