@@ -359,8 +359,9 @@ def run_trial(
     bursts, gap between burst starts in s). ``progress`` is called with a live :class:`Snapshot`
     (``phase``, ``elapsed_s``, ``tx_frames``, ``rx_frames``) about every ``progress_interval_s``.
 
-    Pacing: ``"smooth"`` (default) never offers more than the intended rate — time the sender loses
-    to a stall is not recovered, every frame is sent later, and the trial is stretched (by up to
+    Pacing: ``"smooth"`` (default) never offers more than 1.02 × the intended rate — time the sender loses
+    to a stall is given back at most 2 % faster than the rate, every frame is sent, and what was
+    not given back stretches the trial (by up to
     ``max_stretch_pct`` of its length; beyond it the trial is invalid, tester-limited);
     ``"catch-up"`` keeps the wall-clock duration and schedules a backlog at twice the rate (its batches
     leave back to back: a 1-ms window after a stall may carry more; 5x was measured). The

@@ -1,7 +1,7 @@
 """Each pacing mode does what `netrig trial --pacing`'s help says, measured through a real stall: the
 trial's process is stopped for 200 ms (SIGSTOP, as a host stalls a vCPU) 1 s into a 3-s trial.
 
-* smooth: never above the rate (the 1-ms peak stays within a batch of the intended count); the
+* smooth: never more than 2 % above the rate (the 1-ms peak stays within a batch of the intended count); the
   frames the stall delayed go out later and the trial is stretched, by at most --max-stretch: beyond
   it the trial stops short of its frames, invalid.
 * catch-up: keeps the duration (the sending ends on time; frames not caught up by then are not sent,

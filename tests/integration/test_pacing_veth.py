@@ -40,7 +40,7 @@ def test_a_real_trial_records_how_smoothly_it_offered_its_load():
         assert 50 <= sm.peak_frames <= 50 * 1.1 + 2, sm
         assert sm.gap_p50_ns == pytest.approx(20_000, rel=0.25), sm
         assert 0 < sm.gap_p50_ns <= sm.gap_p99_ns <= sm.gap_max_ns, sm
-        # Stalls are not recovered: the sending window is the planned one plus the stretch.
+        # The sending window is the planned one plus the stretch (what was not given back).
         assert r.tx_rate_pps == pytest.approx(100_000 / (2.0 + r.tx_stretch_ns / 1e9), rel=1e-6)
         assert r.tx_rate_pps <= 50_000 * 1.0001
         d = r.to_dict(flows=False)

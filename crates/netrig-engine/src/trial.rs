@@ -145,7 +145,7 @@ pub struct TrialConfig {
     pub max_flow_results: usize,
     /// Run RX workers (false: transmit only, e.g. against a receiver that just drops).
     pub receive: bool,
-    /// What a paced TX worker does with time it lost (default: smooth, never above the rate).
+    /// What a paced TX worker does with time it lost (default: smooth, at most 2 % above the rate).
     pub pacing: Pacing,
     /// How much longer than planned (a share of the planned length) a paced trial may run to send
     /// every intended frame; a trial stretched further is invalid (tester-limited).

@@ -6,8 +6,9 @@
 //! (back to back), the bursts of a burst trial, or one segment of a frame-count trial. Within a
 //! segment, frame `k` is due at `anchor + k / rate` on the monotonic clock; every iteration sends
 //! what is due, in batches. What happens to time the worker lost (descheduled, pushed back by its
-//! queue) is the [`Pacing`] mode's: by default it is not recovered — the schedule shifts, the run
-//! is stretched, and the offered rate is never exceeded (see `crate::pacing`). A worker that
+//! queue) is the [`Pacing`] mode's: by default the schedule shifts and drifts back at 2 % of the
+//! time, so the offered rate is never exceeded by more than that and what is not given back
+//! stretches the run (see `crate::pacing`). A worker that
 //! cannot keep the rate at all ends the run with fewer frames sent than intended, or stretched
 //! beyond the trial's tolerance — measured and reported, never hidden. Streams sharing a worker
 //! are interleaved by smooth weighted round robin on their rates.
@@ -31,7 +32,9 @@ use netrig_wire::stamp;
 use crate::clock;
 use crate::error::PortError;
 pub use crate::pacing::BATCH;
-use crate::pacing::{catchup_burst, smooth_depth, wake_batch, LoadMeter, Pacing, Smoothness, CATCHUP_FACTOR};
+use crate::pacing::{
+    catchup_burst, smooth_depth, wake_batch, LoadMeter, Pacing, Smoothness, CATCHUP_FACTOR, SMOOTH_RECOVERY,
+};
 use crate::port::{TxQueue, TxQueueStats};
 use crate::schedule::{IntervalCounter, IntervalGrid, RatePhase, Side};
 use crate::stream::CompiledStream;
@@ -289,6 +292,8 @@ struct SegmentClock {
     tokens_at: u64,
     /// The interval grid has been told this phase's first frame.
     published: bool,
+    /// Smooth pacing: when lost time was last given back ([`SegmentClock::recover`]).
+    recovered_at: u64,
 }
 
 impl SegmentClock {
@@ -307,6 +312,24 @@ impl SegmentClock {
             tokens: burst,
             tokens_at: anchor,
             published: false,
+            recovered_at: anchor,
+        }
+    }
+
+    /// Smooth pacing: give back lost time (the schedule's shift from its plan) at
+    /// [`SMOOTH_RECOVERY`] of the time since the last give-back; the frames then fall due at most
+    /// that much faster than the rate. Fractions of a nanosecond wait for the next call.
+    #[inline]
+    fn recover(&mut self, now: u64) {
+        let shift = self.anchor.saturating_sub(self.seg.start_ns);
+        if shift == 0 || now <= self.recovered_at {
+            self.recovered_at = self.recovered_at.max(now);
+            return;
+        }
+        let back = ((now - self.recovered_at) as f64 * SMOOTH_RECOVERY) as u64;
+        if back > 0 {
+            self.anchor -= back.min(shift);
+            self.recovered_at = now;
         }
     }
 
@@ -420,6 +443,9 @@ impl<'a> TxRun<'a> {
             if self.past_hard_end(&sc, now) {
                 break;
             }
+            if self.pacing == Pacing::Smooth && sc.paced() {
+                sc.recover(now);
+            }
             let due = sc.due(now);
             if sc.paced() && due < sc.wake.min(sc.seg.frames - sc.sent) {
                 self.wait_for_wake_batch(&sc, now);
@@ -527,7 +553,8 @@ impl<'a> TxRun<'a> {
         match self.pacing {
             Pacing::Smooth => {
                 if due > sc.depth {
-                    // Behind: the lost time is not recovered. Shift the schedule so that
+                    // Behind: the lost time is not recovered at once (`recover` gives it back
+                    // at SMOOTH_RECOVERY of the time that passes). Shift the schedule so that
                     // `depth` frames are due now and the rest follow at the rate.
                     sc.anchor = now.saturating_sub(((sc.sent + sc.depth - 1) as f64 * sc.npf) as u64).max(sc.anchor);
                     due = sc.depth;

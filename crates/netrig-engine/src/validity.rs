@@ -219,8 +219,8 @@ pub const RULES: &[Rule] = &[
         when: "a paced worker's sending was stretched by tester stalls beyond the tolerance \
                (`max_stretch_pct`, 2 % of its planned length; not for burst trials: see *How the tester offers \
                its load*)",
-        why: "smooth pacing sends every frame later rather than faster; beyond the tolerance the tester did not \
-              achieve the rate",
+        why: "smooth pacing sends the frames a stall delayed later, giving back at most 2 % of the time as it \
+              goes; beyond the tolerance the tester did not achieve the rate",
         check: stretched,
     },
     Rule {
@@ -380,7 +380,7 @@ fn stretched(f: &TrialFacts, _: usize) -> Option<String> {
     let (stretch_ns, planned_ns) = f.over_stretched?;
     (!f.interrupted && !f.bursts).then(|| {
         format!(
-            "the tester's sending was stretched by {:.2} ms ({:.2} % of the planned {:.3} s, tolerance {:.2} %): it fell behind its schedule and, pacing {}, sent its frames later rather than faster",
+            "the tester's sending was stretched by {:.2} ms ({:.2} % of the planned {:.3} s, tolerance {:.2} %): it fell behind its schedule and, pacing {}, sent its frames later rather than in a burst",
             stretch_ns as f64 / 1e6,
             100.0 * stretch_ns as f64 / planned_ns as f64,
             planned_ns as f64 / 1e9,

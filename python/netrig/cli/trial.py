@@ -171,8 +171,9 @@ def register(sub) -> None:
                         "steps (both ends included; up or down), each step counted apart, e.g. 10:100:10")
     option(p, "--drain", f"default {defaults.DRAIN_S:g}s", default=f"{defaults.DRAIN_S:g}s")
     option(p, "--warmup", "traffic before the measurement, not counted (default 0)", default="0s")
-    option(p, "--pacing", "what the sender does with time it lost to a stall: smooth (default: never above the rate; "
-                          "the frames a stall delayed go out later and the trial is stretched, by at most "
+    option(p, "--pacing", "what the sender does with time it lost to a stall: smooth (default: at most 2 %% above "
+                          "the rate: the frames a stall delayed go out later, the time given back slowly, and what "
+                          "is not given back stretches the trial, by at most "
                           "--max-stretch: beyond it the trial stops short of its frames, invalid) or catch-up (keeps "
                           "the duration: frames not caught up by its end are not sent, invalid; the backlog is "
                           "scheduled at 2x the rate, and a 1-ms window can carry more: its batches leave back to "

@@ -118,8 +118,8 @@ def transient_stretch(stretch_s: float, max_lag_s: float, duration_s: float, tol
 class Pacing:
     """How the tester sent a trial's load, measured in its TX workers.
 
-    ``mode`` is ``"smooth"`` (time lost to a tester stall is not recovered: the sending is stretched,
-    never faster than the rate) or ``"catch-up"`` (a backlog is scheduled at twice the rate; a 1-ms
+    ``mode`` is ``"smooth"`` (time lost to a tester stall is given back at most 2 % faster than the
+    rate; what is not stretches the sending) or ``"catch-up"`` (a backlog is scheduled at twice the rate; a 1-ms
     window after a stall may carry more);
     ``stretch_s`` how much later than planned the last frame left; ``max_lag_s`` the longest the
     tester fell behind its schedule. ``peak_frames`` is the most frames handed to the port in any

@@ -223,9 +223,10 @@ class TrialConfig:
     learning_frames: bool = True
     tx_tolerance_pct: float = defaults.TX_TOLERANCE_PCT  # achieved tx rate more than this below intended -> invalid
     monitor: bool = False
-    # What the tester does with time it lost to a stall: "smooth" (never above the rate; the trial is
-    # stretched, by at most tx_tolerance_pct) or "catch-up" (keeps the duration; the backlog is
-    # scheduled at 2x the rate, its batches back to back: a 1-ms window may carry more).
+    # What the tester does with time it lost to a stall: "smooth" (given back at most 2 % above the
+    # rate; what is not given back stretches the trial, by at most tx_tolerance_pct) or "catch-up"
+    # (keeps the duration; the backlog is scheduled at 2x the rate, its batches back to back: a 1-ms
+    # window may carry more).
     pacing: str = "smooth"
     # A load whose peak in any 1 ms window is more than this above the intended count is flagged.
     smoothness_tolerance_pct: float = defaults.SMOOTHNESS_TOLERANCE_PCT
@@ -276,8 +277,9 @@ class TrialConfig:
             raise ConfigError("tx_tolerance_pct", f"must be 0..100 (got {self.tx_tolerance_pct})")
         if self.pacing not in PACING_MODES:
             raise ConfigError("pacing", f"{self.pacing!r}: use one of {', '.join(map(repr, PACING_MODES))} "
-                                        "(smooth: never above the rate, a stall stretches the trial; catch-up: "
-                                        "keeps the duration, a backlog is scheduled at 2x the rate)")
+                                        "(smooth: at most 2 % above the rate, a stall it cannot give back "
+                                        "stretches the trial; catch-up: keeps the duration, a backlog is "
+                                        "scheduled at 2x the rate)")
         if not 0 <= self.smoothness_tolerance_pct <= 1000:
             raise ConfigError("smoothness_tolerance_pct", f"must be 0..1000 (got {self.smoothness_tolerance_pct})")
         if not self.stall_threshold_ms > 0:
