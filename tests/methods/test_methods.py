@@ -6,7 +6,7 @@ from tests.stalls import HostSpoils
 from netrig.errors import ConfigError, MethodologyError
 from netrig.measure import DutModel, Load, SimulatedMeasurer, TrialCounts
 from netrig.methodology.selftest import SelftestParams, prove_rate
-from netrig.methodology.tester import ProvenLimit
+from netrig.methodology.tester import CapOnly, ProvenLimit
 from netrig.methods.back_to_back import BackToBackParams, measure_back_to_back
 from netrig.methods.frame_loss import FrameLossParams, measure_frame_loss
 from netrig.methods.iperf import IperfParams, measure_iperf
@@ -359,3 +359,31 @@ def test_a_search_the_host_stopped_before_anything_passed_measured_nothing():
     r = measure_throughput(m, F64, LR, ThroughputParams(duration_s=1))
     assert len(m.asked) == 4 and r.trials == 4 and not r.found, m.asked
     assert r.not_measured == r.platform and r.headline_pps is None and r.upper_pps == pytest.approx(LR.fps(F64))
+
+
+def test_a_shortfall_at_a_load_the_selftest_proved_is_repeated_not_the_testers_limit():
+    """Behind the wire (every shortfall the tester's): the self-test sent 145 kfps in full, then the
+    throughput search fell short at its cap (132 kfps) and halfway down (66 kfps) once each, took
+    both for the tester's limit and reported "≥ 33 kfps (tester-limited)". A shortfall at a load no
+    higher than the self-test's limit is a stall: tried again."""
+
+    class ShortOnceAtEachLoad:
+        def __init__(self):
+            self.asked: list[float] = []
+
+        def measure(self, load, duration_s):
+            first = load.rate_pps not in self.asked
+            self.asked.append(load.rate_pps)
+            sent = int(load.rate_pps * duration_s)
+            if first:
+                return TrialCounts(achieved_pps=load.rate_pps * 0.975, intended_pps=load.rate_pps,
+                                   frames_sent=sent * 39 // 40, frames_received=sent * 39 // 40, valid=False,
+                                   invalid_reason="stretched")
+            return TrialCounts(achieved_pps=load.rate_pps, intended_pps=load.rate_pps, frames_sent=sent,
+                               frames_received=sent)
+
+    m = ShortOnceAtEachLoad()
+    r = measure_throughput(m, F64, LR, ThroughputParams(duration_s=1), CapOnly(132e3))
+    assert m.asked[:2] == [pytest.approx(132e3)] * 2, m.asked
+    assert r.found and r.rate_pps == pytest.approx(132e3) and r.repeated_trials == 1, r
+    assert r.tester_limited and r.tester_cap_pps == pytest.approx(132e3)  # the cap: a lower bound, said so

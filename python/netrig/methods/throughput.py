@@ -11,7 +11,8 @@ The search (:func:`measure_throughput`):
 * The search never asks for more than the tester's ``limit`` (the self-test's proven ceiling /
   factor); a DUT that passes there is reported "≥ limit (tester-limited)".
 * A trial the tester could not send (verdict ``TESTER``) is not DUT loss. At a load no higher
-  than one the tester sent in full earlier in the search, it was a stall: the trial is repeated
+  than one the tester sent in full earlier in the search, or than the self-test's limit, it was a
+  stall: the trial is repeated
   (:func:`~netrig.methodology.tester.measure_judged`). Otherwise, or when the repeats fall short
   too, it lowers the search's upper end (nothing at or above it can be tested) and, if that end
   is below every load the DUT failed, marks the result ``tester_limited``.
