@@ -23,7 +23,7 @@ from netrig.testbed.links import (
     read_addrs,
     read_broadcasts,
     read_links,
-    read_neighbours,
+    read_permanent_neighbours,
     read_routes,
 )
 from netrig.testbed.nsthread import (
@@ -594,12 +594,12 @@ def _check_ns(ipr: IPRoute, ns: str | None, expected: list[Expected],
     restored: list[str] = []
     index = {name: lk.index for name, lk in links.items()}
     addrs = {(a.index, a.address, a.prefixlen) for a in read_addrs(ipr)}
-    neighs = {(n.index, n.ip, n.mac) for n in read_neighbours(ipr) if n.permanent}
+    neighs = {(n.index, n.ip, n.mac) for n in read_permanent_neighbours(ns)}
     routes = {(r.dst, r.gateway) for r in read_routes(ns)}
     # addresses first: a route's gateway needs its connected route back; broadcast routes last: an
     # address put back brings its broadcast route with it
     for kind in ("addr", "neigh", "route", "no_broadcast"):
-        bcasts = read_broadcasts(ipr) if kind == "no_broadcast" else set()
+        bcasts = read_broadcasts(ns) if kind == "no_broadcast" else set()
         for item in expected:
             if item.kind != kind or item.ifname in down:
                 continue
@@ -660,7 +660,7 @@ def _describe_ns(ns: str | None, sysctls: dict[str, str], nft_text: str | None) 
             routes = [{"family": r.family, "dst": "default" if r.default else r.dst, "gateway": r.gateway,
                        "dev": names.get(r.oif) if r.oif is not None else None} for r in read_routes(ns)]
             neigh = [{"ip": n.ip, "mac": n.mac, "dev": names.get(n.index)}
-                     for n in read_neighbours(ipr) if n.permanent]  # permanent entries: the ones netrig set
+                     for n in read_permanent_neighbours(ns)]  # permanent entries: the ones netrig set
             return {"present": True, "interfaces": interfaces, "routes": routes, "neighbours": neigh}
 
     def read_sysctls() -> dict[str, str]:
