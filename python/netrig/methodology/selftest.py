@@ -166,10 +166,11 @@ def prove_rate(measurer: Measurer, frame: FrameSize, line_rate: LineRate, requir
         platform = str(stop)
     c = proof.best
     share = c.dut_ring.tester_share_ns if c is not None and c.dut_ring is not None else None
+    # nothing proven: not measured, with the host's reason when it stopped the proof ("≥ 0 fps" said nothing)
+    unmeasured = (platform or NOT_MEASURED) if c is None and (platform or proof.kept is None) else None
     return Ceiling(frame, line_rate, target, proof.best_rate, tuple(keys or ()),
                    latency_floor=c.latency if c else None, timestamp_source=_timestamp_source(c),
-                   tester_share_ns=share, repeated_trials=proof.repeated,
-                   not_measured=NOT_MEASURED if proof.kept is None and platform is None else None, platform=platform)
+                   tester_share_ns=share, repeated_trials=proof.repeated, not_measured=unmeasured, platform=platform)
 
 
 def _search_ceiling(proof: _Proof, target: float, reached: float, step: float) -> None:
