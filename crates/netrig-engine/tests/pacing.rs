@@ -185,7 +185,9 @@ fn phases_run_as_one_trial_with_exact_per_interval_counts() {
         // Within an interval, never faster than the phase's rate.
         let rate = if i.phase == 0 { 20_000.0 } else { 10_000.0 };
         assert!(i.tx_frames as f64 <= rate * i.duration_s * 1.05 + 2.0, "interval {k}: {i:?}");
-        assert!(i.duration_s >= 0.099, "interval {k}: {i:?}");
+        // An interval lasts its 100 ms, less what the worker gave back of an earlier stall meanwhile
+        // (SMOOTH_RECOVERY of it: a clean clone's last interval began 0.99 ms late and lasted 98.995 ms).
+        assert!(i.duration_s >= 0.1 * (1.0 - SMOOTH_RECOVERY) - 1e-4, "interval {k}: {i:?}");
     }
     // Per-interval loss is exact: every frame is attributed to the interval it was sent in.
     let lost: u64 = iv.iter().map(|i| i.tx_frames - i.rx_frames).sum();
