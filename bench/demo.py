@@ -72,10 +72,16 @@ def _k(v: float | None) -> str:
     return "—" if v is None else f"{v / 1e3:.1f} k"
 
 
-def spread(values: list[float]) -> dict:
-    med = statistics.median(values)
-    worst = max(abs(v - med) / med * 100 for v in values)
-    return {"median": med, "values": values, "worst_pct": round(worst, 2), "within": worst <= SPREAD_PCT}
+def spread(values: list[float | None]) -> dict:
+    """Median and worst deviation of the runs that have an answer; a run without one (a search the
+    host stopped before anything passed: not measured) is counted apart and fails the spread."""
+    got = [v for v in values if v is not None]
+    if not got:
+        return {"median": None, "values": values, "worst_pct": None, "within": False, "missing": len(values)}
+    med = statistics.median(got)
+    worst = max(abs(v - med) / med * 100 for v in got)
+    return {"median": med, "values": values, "worst_pct": round(worst, 2),
+            "within": worst <= SPREAD_PCT and len(got) == len(values), "missing": len(values) - len(got)}
 
 
 #: The headline whose interval within a run is checked against the other runs.
@@ -92,26 +98,37 @@ def intervals(runs: list[dict]) -> dict:
     return {"headline": HEADLINE, "runs": per, "all_contain": all(p["contains_others"] for p in per)}
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    """REPS demos, each run's numbers printed as one JSON line as soon as it ends; ``--from-log
+    FILE``: the report of the runs such lines in FILE hold (a bench stopped after its runs loses
+    nothing)."""
+    if argv[:1] == ["--from-log"] and len(argv) == 2:
+        runs = [json.loads(line) for line in Path(argv[1]).read_text().splitlines() if line.startswith('{"rc"')]
+        return report(runs)
     runs = []
     with tempfile.TemporaryDirectory(prefix="netrig-bench-demo-") as tmp:
         for i in range(REPS):
             runs.append(one_run(Path(tmp) / f"run{i}"))
             print(json.dumps(runs[-1]), flush=True)
-    doc: dict[str, Any] = {"bench": "demo", "intervals": intervals(runs),
-           "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "reps": REPS,
+    return report(runs)
+
+
+def report(runs: list[dict]) -> int:
+    """The bench's JSON and Markdown under bench/results from the runs' numbers; 0 when quotable."""
+    doc: dict[str, Any] = {"reps": len(runs), "bench": "demo", "intervals": intervals(runs),
+           "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
            "runs": runs, "throughput": spread([r["throughput_pps"] for r in runs]),
            "ndr": spread([r["ndr_pps"] for r in runs]), "pdr": spread([r["pdr_pps"] for r in runs]),
            "tester_limited": any(v for r in runs for k, v in r.items() if k.endswith("tester_limited"))}
     stamp = dt.datetime.now().strftime("%Y-%m-%dT%H%M%S")
     out = HERE / "results" / f"{stamp}-demo"
     out.with_suffix(".json").write_text(json.dumps(doc, indent=2) + "\n")
-    lines = [f"# make demo, {REPS} back-to-back runs ({doc['date']})", "",
+    lines = [f"# make demo, {len(runs)} back-to-back runs ({doc['date']})", "",
              "| run | s | throughput 64 B | NDR | PDR | tester-limited |", "|---|---|---|---|---|---|"]
     for i, r in enumerate(runs):
         lim = any(v for k, v in r.items() if k.endswith("tester_limited"))
-        lines.append(f"| {i + 1} | {r['seconds']:.0f} | {r['throughput_pps'] / 1e3:.1f} k | "
-                     f"{r['ndr_pps'] / 1e3:.1f} k | {r['pdr_pps'] / 1e3:.1f} k | {'yes' if lim else 'no'} |")
+        lines.append(f"| {i + 1} | {r['seconds']:.0f} | {_k(r['throughput_pps'])} | {_k(r['ndr_pps'])} | "
+                     f"{_k(r['pdr_pps'])} | {'yes' if lim else 'no'} |")
     for i, p in enumerate(doc["intervals"]["runs"]):
         bounds = "".join(f", ≥ {v / 1e3:.1f} k" for v in p["at_least"])
         lines.append(f"\nrun {i + 1}: 64-B headline {_k(p['median'])}, range {_k(p['min'])}–{_k(p['max'])} over its "
@@ -120,12 +137,13 @@ def main() -> int:
                      f"{runs[i]['answers']['cause']}")
     for key in ("throughput", "ndr", "pdr"):
         s = doc[key]
-        lines.append(f"\n{key}: median {s['median'] / 1e3:.1f} kfps, worst ±{s['worst_pct']} % "
-                     f"({'within' if s['within'] else 'OUTSIDE'} ±{SPREAD_PCT:g} %)")
+        none = f"; {s['missing']} run(s) without an answer" if s["missing"] else ""
+        lines.append(f"\n{key}: median {_k(s['median'])}fps, worst ±{s['worst_pct']} % "
+                     f"({'within' if s['within'] else 'OUTSIDE'} ±{SPREAD_PCT:g} %{none})")
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0 if doc["throughput"]["within"] and doc["ndr"]["within"] and not doc["tester_limited"] else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
