@@ -910,7 +910,29 @@ pub fn split_stream(stream: &Arc<CompiledStream>, shares: u64) -> Vec<TxShare> {
 
 #[cfg(test)]
 mod tests {
-    use super::{fill_one, split_stream, ShareState, Waker};
+    use super::{fill_one, split_stream, Segment, SegmentClock, ShareState, Waker, SMOOTH_RECOVERY};
+
+    /// Smooth pacing's give-back, on the clock alone (no machine, no timing): a schedule 2 ms behind
+    /// its plan drifts back at SMOOTH_RECOVERY of the time that passes, frames fall due that much
+    /// faster, and it stops at the plan, never ahead of it.
+    #[test]
+    fn lost_time_is_given_back_at_the_recovery_rate_and_no_further() {
+        let seg = Segment { start_ns: 1_000_000, frames: 1_000_000, rate: 50_000.0, end_ns: None, continuous: true };
+        let t0 = seg.start_ns + 2_000_000;
+        let mut sc = SegmentClock::new(0, seg, t0); // 2 ms lost at the start
+        let due_without = sc.due(t0 + 50_000_000);
+        for t in (t0..=t0 + 50_000_000).step_by(10_000) {
+            sc.recover(t);
+        }
+        // 50 ms passed: 2 % of it (1 ms) given back, 50 more frames due than without give-back.
+        let shift = sc.anchor - seg.start_ns;
+        assert!((shift as f64 - 2e6 + 50e6 * SMOOTH_RECOVERY).abs() < 1_000.0, "shift {shift} ns");
+        assert_eq!(sc.due(t0 + 50_000_000) - due_without, 50);
+        for t in (t0 + 50_000_000..=t0 + 200_000_000).step_by(10_000) {
+            sc.recover(t);
+        }
+        assert_eq!(sc.anchor, seg.start_ns, "back on the plan, not ahead of it");
+    }
     use crate::stream::{compile, FlowOrder, StreamConfig};
     use netrig_wire::dissect::locate;
     use netrig_wire::stack::Site;
