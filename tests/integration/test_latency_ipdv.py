@@ -35,14 +35,19 @@ def test_latency_ipdv_reaches_every_output(tmp_path, capsys, monkeypatch):
     steal = Steal()
     assert run_with_console(cfg, out, quiet=True) == 0
 
+    doc = json.loads((out / "result.json").read_text())
+    result = next(s for s in doc["summary"] if s["method"] == "rfc2544_latency")["results"][0]
+    unrun = [f["message"] for f in result["flags"] if f["code"] == "no_throughput"]
+    if unrun:  # the host stopped the throughput search in every attempt, as the product measured it
+        assert "the host took" in unrun[0] and not result["repetitions"], result
+        pytest.skip(unrun[0])
     trials = [json.loads(line) for line in (out / "trials.ndjson").read_text().splitlines()[1:]]
     lat = [t["counts"]["latency"] for t in trials if t["method"] == "rfc2544_latency"]
     assert len(lat) == 2
     for x in lat:
         assert x["ipdv_ns"] > 0 and x["ipdv_p99_ns"] > 0 and x["ipdv_max_ns"] >= x["ipdv_p99_ns"]
 
-    doc = json.loads((out / "result.json").read_text())
-    rep = next(s for s in doc["summary"] if s["method"] == "rfc2544_latency")["results"][0]["repetitions"][0]
+    rep = result["repetitions"][0]
     if rep["ipdv_ns"] is None:  # no valid trial: each was the tester's, which only the host may excuse
         spoilt = [t["counts"] for t in trials if t["method"] == "rfc2544_latency"]
         assert rep["invalid_trials"] == len(spoilt) == 2, rep

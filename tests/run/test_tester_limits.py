@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from netrig.cli.console import print_summary
 from netrig.errors import ResultError
 from netrig.measure import TrialCounts
 from netrig.measure.simulator import DutModel, SimulatedMeasurer
@@ -380,6 +381,31 @@ def test_searches_the_host_stopped_say_so_and_report_no_rate(tmp_path):
         assert "tester_limited" not in codes(r[name]), r[name]["flags"]
     assert r["rfc2544_throughput"]["repetitions"][0]["not_measured"] == r["rfc2544_throughput"]["repetitions"][0][
         "platform"]
+
+
+def test_a_method_at_a_share_of_a_throughput_the_host_stopped_is_not_measured_no_search_of_its_own(tmp_path, capsys,
+                                                                                                 monkeypatch):
+    """The host spoilt every attempt of the user's throughput search, bounded at 10 % of the line
+    rate: latency, which runs at a share of that throughput, is not measured, naming why. It ran a
+    hidden default search of its own up to the line rate instead (17 trials in a clean clone's run),
+    past the bound the user set, and measured at what a stalled host let that search find."""
+    cfg = config({"capacity_pps": 30e3}, [{"rfc2544_throughput": {"max_rate_pct": 10, "initial_rate_pct": 5,
+                                                                 "resolution_pct": 2}},
+                                          {"rfc2544_latency": {"trials": 2, "duration_s": 0.5}}],
+                 selftest={"enabled": False})
+    host = HostSpoilsBelow(0, 1e12)
+    doc = run(tmp_path, cfg, provider=host)
+    assert host.stalled == 3, "the throughput search's three attempts, and nothing else"
+    assert {t["method"] for t in doc["trials"]} == {"rfc2544_throughput"}, "no trial of latency's own"
+    lat = results(doc)["rfc2544_latency"]
+    assert lat["repetitions"] == [] and lat["headline"] is None, lat
+    flag = next(f["message"] for f in lat["flags"] if f["code"] == "no_throughput")
+    assert flag.startswith("not measured: no throughput to measure at: RFC 2544") and "the host took 280 ms" in flag, flag
+    html = write_report(tmp_path / "result.json").read_text()
+    assert "no throughput to measure at" in html
+    monkeypatch.setenv("COLUMNS", "400")  # one console line per table row
+    print_summary(load_result(tmp_path))
+    assert "no throughput to measure at" in capsys.readouterr().out
 
 
 def test_the_selftest_proves_what_the_run_needs_with_trials_no_longer_than_its_own(tmp_path):

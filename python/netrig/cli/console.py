@@ -42,7 +42,7 @@ from netrig.run.progress import (
     TrialStart,
 )
 from netrig.run.records import FrameLabel
-from netrig.run.runner import QUIET_FLAGS, Runner
+from netrig.run.runner import NO_THROUGHPUT, QUIET_FLAGS, Runner
 from netrig.telemetry.telemetry import Telemetry, tee
 from netrig.view import fmt
 from netrig.view.frame_results import line_rate_of, read_summary
@@ -268,6 +268,7 @@ class VerdictRow:
 @dataclass(frozen=True)
 class _Flag:
     code: str
+    message: str = ""
 
 
 @dataclass(frozen=True)
@@ -358,10 +359,18 @@ def summary_tables(doc: dict) -> list[SummaryTable]:
             continue
         method = REGISTRY.get(s.method)
         rows: list[list[str]] = []
+        unrun_notes = []
         for r in s.results:
-            codes = dict.fromkeys(f.code for f in from_dict(_Flagged, r.stored, partial=True).flags)
+            flagged = from_dict(_Flagged, r.stored, partial=True).flags
+            codes = dict.fromkeys(f.code for f in flagged)
             flags = ", ".join(c for c in codes if c not in QUIET_FLAGS)
-            rows.extend(method.console_rows(dict(r.stored), flags, line_rate))
+            unrun = next((f.message for f in flagged if f.code == NO_THROUGHPUT), None)
+            if unrun is not None and not r.repetitions:  # the method never ran here: why, below its table
+                rows.append([fmt.size(r.frame_size), fmt.not_measured("no throughput"),
+                             *[fmt.DASH] * (len(method.console_columns) - 1), flags])
+                unrun_notes.append(f"  {fmt.size(r.frame_size)}: {unrun}")
+            else:
+                rows.extend(method.console_rows(dict(r.stored), flags, line_rate))
         frame = ""
         notes = []
         for row in rows:
@@ -369,7 +378,7 @@ def summary_tables(doc: dict) -> list[SummaryTable]:
             if row[-1]:
                 notes.append(f"  {frame} flags: {row[-1]}")
         tables.append(SummaryTable(f"{s.label}  (line rate {label})", ("frame", *method.console_columns),
-                                   tuple(tuple(row[:-1]) for row in rows), tuple(notes)))
+                                   tuple(tuple(row[:-1]) for row in rows), (*notes, *unrun_notes)))
     return tables
 
 

@@ -206,7 +206,8 @@ class Method:
     #: The parameters' frozen dataclass.
     params_type: ClassVar[type]
     #: It runs at a rate relative to the DUT's throughput (taken from an earlier method that
-    #: ``provides_throughput``, its ``throughput_from``, or measured by the primary method).
+    #: ``provides_throughput``, its ``throughput_from``, or, when no such method ran at its frame
+    #: size, measured by the primary method; where one ran and found none, it is not run there).
     needs_throughput: ClassVar[bool] = False
     #: It takes the DUT's throughput when an earlier method of the run found one at its frame size
     #: (``Context.throughput_pps``), and finds what it needs itself otherwise.

@@ -66,6 +66,8 @@ from netrig.view.trial_record import read_trials
 SELFTEST_LABEL = "RFC 8219 self-test"
 #: Codes of flags the console summary leaves out (they are in every veth result).
 QUIET_FLAGS = ("nominal_line_rate", "short_trials")
+#: The flag of a method that needs a throughput where the run's throughput method found none.
+NO_THROUGHPUT = "no_throughput"
 
 
 class Runner:
@@ -83,6 +85,8 @@ class Runner:
         self.complete_keys: set[tuple[int, Any]] = set()
         #: Results of repetitions an error or Ctrl-C stopped mid-way (kept, never summarised).
         self.partials: dict[int, dict[Any, list[MethodResult]]] = {}
+        #: Why a method that needs a throughput did not run at a frame size (:class:`NoThroughput`).
+        self.no_throughput: dict[tuple[int, Any], str] = {}
         self.selftest: SelftestResult | None = None
         self.line_rate: LineRate | None = None
         self.testbed: dict = {}
@@ -313,16 +317,20 @@ class Runner:
         self.selftest = SelftestResult(params, testbed, tuple(ceilings))
 
     # ---------------------------------------------------------------- methods
-    def _throughput_for(self, mi: int, frame: FrameSize, src: int | None) -> float | None:
-        """The throughput an earlier method found at ``frame`` (method ``src``, else the latest)."""
+    def _throughput_for(self, mi: int, frame: FrameSize, src: int | None) -> tuple[float | None, str | None]:
+        """The throughput an earlier method found at ``frame`` (method ``src``, else the latest),
+        and, when that method ran there and found none, why (``(None, None)``: none ran)."""
         idxs = [src] if src is not None else list(range(mi - 1, -1, -1))
         for j in idxs:
-            if not self.config.methods[j].method.provides_throughput:
+            m = self.config.methods[j]
+            if not m.method.provides_throughput:
                 continue
             reps = self.results.get(j, {}).get(frame.label)
             if reps:
-                return median(r.headline_pps for r in bracketed(reps))
-        return None
+                tp = median(r.headline_pps for r in bracketed(reps))
+                reasons = sorted({getattr(r, "not_measured", None) or "no rate" for r in reps})
+                return tp, f"no throughput to measure at: {m.label} (method {j}) found none ({'; '.join(reasons)})"
+        return None, None
 
     def _run_method(self, mi: int, m: MethodConfig) -> None:
         cfg, rec = self.config, self._recorder()
@@ -337,6 +345,10 @@ class Runner:
                     result = self._one(mi, m, frame)
                     self.results[mi][frame.label].append(result)
                     self._publish(m, frame, result)
+                except NoThroughput as e:
+                    self.no_throughput[(mi, frame.label)] = str(e)
+                    self.progress(Notice(f"{m.label} at {frame}: not measured: {e}"))
+                    break
                 except BaseException as e:
                     if (partial := partial_result(e)) is not None:
                         self.partials.setdefault(mi, {}).setdefault(frame.label, []).append(partial)
@@ -355,8 +367,10 @@ class Runner:
                       dut_can_hold_sender=self.dut_can_hold_sender,
                       publish=lambda result: self._publish(m, frame, result))
         if m.method.needs_throughput or m.method.uses_throughput:
-            tp = self._throughput_for(mi, frame, getattr(m.params, "throughput_from", None))
+            tp, why = self._throughput_for(mi, frame, getattr(m.params, "throughput_from", None))
             if (tp is None or tp <= 0) and m.method.needs_throughput:
+                if why is not None:  # never a search of its own beside the user's, with other bounds
+                    raise NoThroughput(why)
                 tp = REGISTRY.primary.default_throughput(ctx)
             ctx = replace(ctx, throughput_pps=tp)
         events = self.config.trial.events
@@ -381,6 +395,8 @@ class Runner:
     def _flags(self, mi: int, m: MethodConfig, frame: FrameSize, reps: list[MethodResult],
                complete: bool) -> list[dict]:
         flags = []
+        if (why := self.no_throughput.get((mi, frame.label))) is not None:
+            flags.append({"code": NO_THROUGHPUT, "message": f"not measured: {why}"})
         lr = self._line_rate()
         head = median(r.headline_pps for r in bracketed(reps))
         if self.selftest is not None and head is not None and self.selftest.is_above(frame, head):
@@ -624,6 +640,11 @@ def _limited_flags(reps: list[MethodResult], head: float | None) -> list[dict]:
                    + ", ≥ ".join(format_pps(r.headline_pps or 0.0) for r in limited)
                    + "): lower bounds only, left out of the median and range of the others")
     return flags + [{"code": "tester_limited", "message": message}]
+
+
+class NoThroughput(NetrigError):
+    """A method that needs a throughput, after the run's throughput method found none at a frame
+    size: it is not measured there (its message says why)."""
 
 
 def bracketed(reps: list[MethodResult]) -> list[MethodResult]:

@@ -38,7 +38,7 @@ DETAIL_FLAGS = frozenset({"invalid_trials"})
 #: Notes that question a result (shown as bad).
 BAD_NOTES = frozenset({"above_selftest_ceiling", "tester_limited", "incomplete", "throughput_disagreement",
                        "no_selftest", "dut_backpressure", "dut_shares_cpu", "trial_log_torn", "shared_testbed",
-                       "platform_stopped"})
+                       "platform_stopped", "no_throughput"})
 
 
 def num(d: Any, *keys: str) -> float | None:
