@@ -133,6 +133,15 @@ def valid_or_host(valid: bool, reason: str | None, lost: float, steal: Steal) ->
         pytest.skip(why)
 
 
+def stopped_by_host(rep: dict) -> None:
+    """Skip, naming the product's reason, when the host stopped a search (a repetition's
+    ``platform``): the product says so only when the CPU the host took from the tester covered
+    the trial's stretch in every attempt (``methodology.tester.PlatformStopped``); what such a
+    search found is a lower bound the test cannot check against the DUT."""
+    if rep.get("platform"):
+        pytest.skip(f"the host stopped the search: {rep['platform']}")
+
+
 #: The CLI as a child process.
 NETRIG = (sys.executable, "-m", "netrig.cli.main")
 

@@ -29,7 +29,7 @@ try:
 except ImportError as e:  # engine or test beds not in this build yet
     pytest.skip(f"engine/test bed API not available: {e}", allow_module_level=True)
 
-from tests.host_steal import Steal, valid_or_host
+from tests.host_steal import Steal, stopped_by_host, valid_or_host
 
 from netrig.run.config import config_from_dict
 from netrig.run.runner import Runner
@@ -54,6 +54,7 @@ def test_throughput_matches_policer_cap(tmp_path, cap_pps):
     })
     steal = Steal()
     doc = Runner(cfg, tmp_path / "out").run()
+    stopped_by_host(doc["summary"][0]["results"][0]["repetitions"][0])
     rate = doc["summary"][0]["results"][0]["headline"]["fps"]
     trials = [t for t in doc["trials"] if t["method"] == "rfc2544_throughput"]
     detail = [(round(t["load"]["rate_pps"]), t["counts"]["frames_lost"], t["counts"]["valid"],

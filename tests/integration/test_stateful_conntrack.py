@@ -9,6 +9,8 @@ import os
 
 import pytest
 
+from tests.host_steal import stopped_by_host
+
 pytestmark = [pytest.mark.root]
 
 if os.geteuid() != 0:
@@ -91,6 +93,8 @@ def test_method_through_the_run_loop(tmp_path):
     assert rep["preliminary"]["conntrack_after"] == N and rep["preliminary"]["tuples"]["port_changed"] == 0
     assert rep["validation"]["frames_received"] == N
     assert rep["teardown"]["entries"] == N and rep["teardown"]["after"] == 0 and rep["teardown_rate_cps"] > 0
+    for search in (rep["establishment"], rep["throughput"]):
+        stopped_by_host(search)
     assert rep["establishment_rate_cps"] > 5000 * 0.9
     assert rep["throughput_pps"] > 0
     assert [c["ok"] for c in rep["capacity"]] == [True, True] and rep["capacity_connections"] == 2000

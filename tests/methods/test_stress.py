@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from tests.conftest import needs_root
-from tests.host_steal import Steal, valid_or_host
+from tests.host_steal import Steal, stopped_by_host, valid_or_host
 
 from netrig.errors import ConfigError
 from netrig.measure import Interval, Phase
@@ -103,6 +103,7 @@ def test_a_real_policer_loses_in_overload_and_recovers_at_once(tmp_path):
     # the rate the overload is 150 % of; tester-limited only where the host took the CPU from the
     # trials the tester flagged at loads it keeps on a quiet machine, up to the cap (seen: 0.5-s
     # trials capped at 1.8 kfps, 89 s of steal in the suite)
+    stopped_by_host(tput)
     spoilt = [t["counts"] for t in doc["trials"] if t["method"] == "rfc2544_throughput"
               and not t["counts"]["valid"] and t["load"]["rate_pps"] <= 31_000]
     valid_or_host(tput["found"] and not tput["tester_limited"], f"throughput {tput}",
