@@ -8,7 +8,6 @@ import json
 import os
 
 import pytest
-
 from tests.host_steal import stopped_by_host
 
 pytestmark = [pytest.mark.root]
