@@ -80,6 +80,13 @@ def test_routes_learned_over_bgp_are_in_the_fib_and_carry_the_traffic():
         assert spread_trial(tb_id, "--family", "6", "--frame-size", "128")["frames_received"] == 20_000
         assert f"routes: {ROUTES} IPv4 /32 and {ROUTES} IPv6 /128 host routes learned by the DUT over eBGP" \
             in notes(tb_id)
+        # The IPv6 next hop's host route is the build's like any other: without it the kernel drops
+        # every route BIRD learnt over IPv6; a repair (after a link flap) puts it back.
+        subprocess.run(["ip", "-n", dut, "-6", "route", "del", "2001:2:0:1::2/128", "metric", "1"], check=True)
+        tb = Testbed.attach(tb_id)
+        assert tb.health() == [f"route 2001:2:0:1::2/128 dev nr{tb_id}-drx (netns {dut}) is missing"]
+        assert tb.repair() == [f"route 2001:2:0:1::2/128 dev nr{tb_id}-drx (netns {dut})"]
+        assert tb.health() == []
     finally:
         subprocess.run([*NETRIG, "testbed", "down", tb_id], capture_output=True, timeout=120)
     ps = subprocess.run(["pgrep", "-f", f"/{tb_id}-bgp/"], capture_output=True, text=True).stdout

@@ -264,9 +264,13 @@ class Testbed:
         self.ipr(ns).neigh("add", dst=ip, lladdr=mac, ifindex=self.index(ns, ifname), state=0x80)  # PERMANENT
         self._expect(Expected("neigh", ns, ifname, ip=ip, mac=mac))
 
-    def add_route(self, ns: str, dst: str, gateway: str, metric: int | None = None) -> None:
-        self.ipr(ns).route("add", dst=dst, gateway=gateway, **({"priority": metric} if metric is not None else {}))
-        self._expect(Expected("route", ns, dst=dst, gateway=gateway, metric=metric))
+    def add_route(self, ns: str, dst: str, gateway: str | None, metric: int | None = None,
+                  ifname: str | None = None) -> None:
+        """A route to ``dst`` via ``gateway``, or straight out of ``ifname`` (no gateway); kept
+        (``health``, ``repair``) like every part of the build."""
+        item = Expected("route", ns, ifname, dst=dst, gateway=gateway, metric=metric)
+        _restore(self.ipr(ns), item, {ifname: self.index(ns, ifname)} if ifname is not None else {}, "add")
+        self._expect(item)
 
     def del_broadcast(self, ns: str, ifname: str, ip: str) -> None:
         """Make ``ip``, the broadcast address of a subnet on ``ifname``, a destination like any other
@@ -628,10 +632,12 @@ def _present(item: Expected, ifindex: int | None, addrs: set, neighs: set, route
         return (ifindex, addr, int(plen)) in addrs, f"address {item.cidr} on {item.ifname}"
     if item.kind == "neigh":
         return (ifindex, item.ip, str(item.mac).lower()) in neighs, f"neighbour {item.ip} on {item.ifname}"
+    if item.gateway is None:
+        return (item.dst, None) in routes, f"route {item.dst} dev {item.ifname}"
     return (item.dst, item.gateway) in routes, f"route {item.dst} via {item.gateway}"
 
 
-def _restore(ipr: IPRoute, item: Expected, index: dict[str, int]) -> None:
+def _restore(ipr: IPRoute, item: Expected, index: dict[str, int], how: str = "replace") -> None:
     if item.kind == "addr":
         addr, plen = str(item.cidr).split("/")
         kw: dict[str, Any] = {"flags": 0x02} if ":" in addr else {}
@@ -641,8 +647,8 @@ def _restore(ipr: IPRoute, item: Expected, index: dict[str, int]) -> None:
     elif item.kind == "no_broadcast":
         del_broadcast(ipr, index[str(item.ifname)], str(item.ip))
     else:
-        ipr.route("replace", dst=item.dst, gateway=item.gateway,
-                  **({"priority": item.metric} if item.metric is not None else {}))
+        where = {"gateway": item.gateway} if item.gateway is not None else {"oif": index[str(item.ifname)]}
+        ipr.route(how, dst=item.dst, **where, **({"priority": item.metric} if item.metric is not None else {}))
 
 
 def _describe_ns(ns: str | None, sysctls: dict[str, str], nft_text: str | None) -> dict[str, Any]:

@@ -647,7 +647,7 @@ def _learn_routes(tb: Any, dut: str, drx: str, rx_ns: str, n: int) -> None:
     IPv6 next hop gets a host route out of ``drx`` first: the kernel refuses a gateway it reaches
     only through another gateway (the link's /64 goes via the rx port, :func:`_behind_the_port`)."""
     n4 = min(n, MAX_V4_ROUTES)
-    tb.ipr(dut).route("add", dst=f"{RIGHT6[1]}/128", oif=tb.index(dut, drx), priority=1)  # ahead of BIRD's (32)
+    tb.add_route(dut, f"{RIGHT6[1]}/128", None, metric=1, ifname=drx)  # ahead of BIRD's (32); kept by repair
     run_dir = os.path.join(st.STATE_DIR, f"{tb.id}-bgp")
     confs = bgp.write_configs(run_dir, (RIGHT4[0], RIGHT6[0]), (RIGHT4[1], RIGHT6[1]), n4, n)
     t0 = time.monotonic()
