@@ -75,8 +75,9 @@ class Interface:
 class Expected:
     """One thing the build configured, so ``Testbed.health`` can check it and ``repair`` restore
     it: a link set ``up``, an ``addr`` (``cidr``) on ``ifname``, a permanent ``neigh`` (``ip`` →
-    ``mac``), a ``route`` (``dst`` via ``gateway``, or out of ``ifname`` without one), ``no_broadcast`` (the kernel's broadcast route
-    of ``ip`` on ``ifname`` deleted: it comes back with the address after a link flap)."""
+    ``mac``), a ``route`` (``dst`` via ``gateway``, or out of ``ifname`` without one),
+    ``no_broadcast`` (the kernel's broadcast route of ``ip`` on ``ifname`` deleted: it comes back
+    with the address after a link flap)."""
 
     kind: str
     netns: str | None
