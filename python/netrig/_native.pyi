@@ -13,7 +13,8 @@ from typing import final
 __all__ = [
     "__version__", "BUILD_PROFILE", "WIRE_OVERHEAD_BYTES", "FCS_BYTES", "MIN_FRAME_SIZE", "MAX_FRAME_SIZE",
     "RFC2544_FRAME_SIZES", "FRAME_SIZE_MIXES", "DEFAULT_DRAIN_S", "MAX_DURATION_S", "MAX_DRAIN_S", "MAX_RATE_PPS",
-    "MAX_RATE_BPS", "MAX_FRAMES", "MAX_QUEUES", "MAX_FLOWS", "IO_MODES", "PACING_MODES", "DEFAULT_MAX_STRETCH_PCT",
+    "MAX_RATE_BPS", "MAX_FRAMES", "MAX_QUEUES", "MAX_FLOWS", "IO_MODES", "PACING_MODES", "SMOOTH_RECOVERY",
+    "DEFAULT_MAX_STRETCH_PCT",
     "MAX_RAMP_STEPS", "FORWARD_MODES", "MAX_FORWARD_PORTS", "MAX_FORWARD_BATCH", "Forwarder", "ForwardQueueStats",
     "CAPTURE_METHODS", "MAX_CAPTURE_BATCH", "DEFAULT_CAPTURE_BATCH", "Capture", "CaptureStats", "CaptureTag",
     "ForwardPortInfo", "FrameSizeSpec", "RateSpec", "FlowSpec", "StopSpec", "PhaseSpec", "StreamSpec", "Port",
@@ -57,10 +58,14 @@ MAX_QUEUES: int
 MAX_FLOWS: int
 #: Port I/O backends: "auto" and every backend the engine has.
 IO_MODES: tuple[str, ...]
-#: TX pacing modes, default first: "smooth" (never above the rate; a stall stretches the trial),
+#: TX pacing modes, default first: "smooth" (at most 1 + SMOOTH_RECOVERY times the rate; a stall
+#: stretches the trial),
 #: "catch-up" (keeps the duration; a backlog is scheduled at 2x the rate, and its batches leave back to
 #: back: a 1-ms window after a stall carried 5x the rate, measured).
 PACING_MODES: tuple[str, ...]
+#: Smooth pacing gives time a stall took back at this share of the time that passes (0.02): its
+#: frames leave at most 1 + SMOOTH_RECOVERY times the rate.
+SMOOTH_RECOVERY: float
 #: How much longer than planned a paced trial may run (% of its length) before it is tester-limited.
 DEFAULT_MAX_STRETCH_PCT: float
 MAX_RAMP_STEPS: int

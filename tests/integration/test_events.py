@@ -13,6 +13,7 @@ import pytest
 from tests.conftest import needs_root
 from tests.host_steal import Steal, excess_s, valid_or_host
 
+from netrig._native import SMOOTH_RECOVERY
 from netrig.measure.events import Event, EventClock, EventRun
 from netrig.methods.reset import ResetParams, measure_reset
 from netrig.model import FrameSize
@@ -103,10 +104,13 @@ def test_nft_blackout_outage_matches_the_injected_length(router):
         assert -0.05 < f["before_s"] < truth and f["after_s"] > BLACKOUT_SLEEP_S
     # Frames lost: every flow's gap, and together all the trial lost (nothing else was).
     assert ev["frames_lost"] == sum(f["frames_lost"] for f in ev["flows"]) == doc["result"]["frames_lost"]
-    # About the flow's rate times its outage (fewer when the busy tester itself fell behind meanwhile).
+    # About the flow's rate times its outage (fewer when the busy tester itself fell behind meanwhile;
+    # up to 1 + SMOOTH_RECOVERY times it while smooth pacing gives back what a stall took before: 633
+    # frames in a 0.315-s outage at 2 kfps on a clean clone whose host took 40 s of steal).
     per_flow_rate = 8000 / FLOWS
     for f in ev["flows"]:
-        assert 0.5 * f["outage_s"] * per_flow_rate <= f["frames_lost"] <= f["outage_s"] * per_flow_rate + 2
+        most = f["outage_s"] * per_flow_rate * (1 + SMOOTH_RECOVERY) + 2
+        assert 0.5 * f["outage_s"] * per_flow_rate <= f["frames_lost"] <= most, f
     # Loss-free again shortly after the rule went: by the recovery time, with 10 ms resolution.
     assert ev["recovery_s"] is not None
     assert ev["outage_s"] - 0.02 <= ev["recovery_s"] <= ev["outage_s"] + 0.2

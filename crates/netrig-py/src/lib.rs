@@ -600,6 +600,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_FLOWS", netrig_engine::flows::MAX_FLOWS)?;
     m.add("IO_MODES", PyTuple::new(py, IO_MODES)?)?;
     m.add("PACING_MODES", PyTuple::new(py, netrig_engine::pacing::PACING_MODES)?)?;
+    m.add("SMOOTH_RECOVERY", netrig_engine::pacing::SMOOTH_RECOVERY)?;
     m.add("DEFAULT_MAX_STRETCH_PCT", netrig_engine::trial::DEFAULT_MAX_STRETCH_RATIO * 100.0)?;
     m.add_class::<specs::FrameSizeSpec>()?;
     m.add_class::<specs::RateSpec>()?;
