@@ -95,8 +95,11 @@ def test_metric_tags_map_to_a_tag_period_and_their_values():
 
 
 @pytest.mark.parametrize("change, path, words", [
-    (lambda c: c.update(devices=[{"name": "d1", "bgp": {"router_id": "198.18.0.1"}}]), "devices[0].bgp",
-     "not emulated yet"),
+    (lambda c: c.update(devices=[{"name": "d1", "ipv4_loopbacks": [{"name": "lo", "eth_name": "x"}]}]),
+     "devices[0].ipv4_loopbacks", "not emulated yet"),
+    (lambda c: c.update(devices=[{"name": "d1", "bgp": {"router_id": "198.18.0.1", "ipv4_interfaces": [
+        {"ipv4_name": "nowhere"}]}}]), "devices[0].bgp.ipv4_interfaces[0].ipv4_name",
+     "'nowhere' is not an IPv4 address of the config's devices"),
     (lambda c: c.update(devices=[_dev("d1", "px")]), "devices[0].ethernets[0].connection.port_name", "not a port"),
     (lambda c: c.update(devices=[_dev("d1", "p1", vlans=[{"name": "v1"}, {"name": "v2"}])]),
      "devices[0].ethernets[0].vlans", "QinQ"),
@@ -116,7 +119,7 @@ def test_metric_tags_map_to_a_tag_period_and_their_values():
         "choice": "value", "value": "02:00:00:00:00:01"}})]), "lldp[0].chassis_id.mac_address_subtype.value",
      "local_subtype"),
     (lambda c: c["flows"][0].update(tx_rx={"choice": "device", "device": {"tx_names": ["d"], "rx_names": ["e"]}}),
-     "flows[0].tx_rx.device.tx_names[0]", "not a device Ethernet, IPv4 or IPv6"),
+     "flows[0].tx_rx.device.tx_names[0]", "not a device Ethernet, IPv4, IPv6 or BGP route range"),
     (lambda c: (c.update(devices=[_dev("d1", "p1", v4=("198.18.0.1", "198.18.0.2")), _dev("d2", "p2")]),
                 c["flows"][0].update(tx_rx={"choice": "device", "device": {"tx_names": ["d1.ipv4"],
                                                                            "rx_names": ["d2.eth"]}})),

@@ -102,6 +102,8 @@ class DevicePlan:
 
     ethernets: tuple[Ethernet, ...] = ()
     names: dict[str, tuple[int, Address | None]] = field(default_factory=dict)
+    #: TCP ports the devices' protocols speak on (BGP's): let in on their links.
+    tcp_ports: frozenset[int] = frozenset()
 
 
 def _mac_of(name: str) -> str:
@@ -110,7 +112,7 @@ def _mac_of(name: str) -> str:
     return "02:4e:" + ":".join(f"{b:02x}" for b in h)
 
 
-def _ip(text: str, family: int, at: str) -> Ip:
+def parse_ip(text: str, family: int, at: str) -> Ip:
     try:
         a = ipaddress.ip_address(text)
     except ValueError:
@@ -184,7 +186,8 @@ def _ethernet(e: DeviceEthernet, device: str, index: int, port_names: Sequence[s
         for k, a in enumerate(group):
             ap = f"{at}.ipv{family}_addresses[{k}]"
             names.add(a.name, ap)
-            address, gateway = _ip(a.address, family, f"{ap}.address"), _ip(a.gateway, family, f"{ap}.gateway")
+            address = parse_ip(a.address, family, f"{ap}.address")
+            gateway = parse_ip(a.gateway, family, f"{ap}.gateway")
             if address == gateway:
                 raise ConfigError(f"{ap}.gateway", "is the address itself: give the DUT's (the next hop's) address")
             mac = a.gateway_mac.value if a.gateway_mac.choice == "value" else None
@@ -314,12 +317,16 @@ class Devices:
         _run(_in(ns, ["sysctl", "-q", "-w", f"{key}=8"]), at)
 
     def _filter(self, ns: str | None) -> None:
-        """The namespace's nftables table: only ICMP and ICMPv6 come in on the devices' links."""
+        """The namespace's nftables table: only ICMP and ICMPv6 come in on the devices' links, and
+        TCP to or from the ports of their protocols (BGP's sessions)."""
         name = f"nr{self.pid}d*"
+        ports = ", ".join(str(p) for p in sorted(self.plan.tcp_ports))
+        tcp = (f'  iifname "{name}" tcp dport {{ {ports} }} accept\n'
+               f'  iifname "{name}" tcp sport {{ {ports} }} accept\n') if ports else ""
         script = (f"table inet netrig_devices_{self.pid} {{\n chain input {{\n"
                   "  type filter hook input priority -10; policy accept;\n"
                   f'  iifname "{name}" meta l4proto {{ icmp, ipv6-icmp }} accept\n'
-                  f'  iifname "{name}" drop\n }}\n}}\n')
+                  f'{tcp}  iifname "{name}" drop\n }}\n}}\n')
         _run(_in(ns, ["nft", "-f", "-"]), f"devices: nftables in {ns or 'the host namespace'}", script)
 
     def close(self) -> None:
@@ -397,7 +404,7 @@ class Devices:
         if a is None or a.family != family:
             raise ConfigError(f"{at}.src_name", f"{src_name!r} is not an IPv{family} address of the config's "
                                                 "devices")
-        dst = _ip(dst_ip or "", family, f"{at}.dst_ip")
+        dst = parse_ip(dst_ip or "", family, f"{at}.dst_ip")
         argv = _in(self.netns(k), ["ping", f"-{family}", "-n", "-q", "-c", "1", "-W", "1", "-I", str(a.address),
                                    str(dst)])
         done = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
@@ -447,8 +454,8 @@ def ends(plan_: DevicePlan, tx_names: Sequence[str], rx_names: Sequence[str], at
     for k, hit in enumerate(got):
         if hit is None:
             path = f"{at}.tx_names[0]" if k == 0 else f"{at}.rx_names[{k - 1}]"
-            raise ConfigError(path, f"{(*tx_names, *rx_names)[k]!r} is not a device Ethernet, IPv4 or IPv6 of the "
-                                    "config")
+            raise ConfigError(path, f"{(*tx_names, *rx_names)[k]!r} is not a device Ethernet, IPv4, IPv6 or BGP "
+                                    "route range of the config")
     (tx, txa), *rxs = typing.cast(list[tuple[int, Address | None]], got)
     rxa = rxs[0][1]
     for k, (_, a) in enumerate(rxs):

@@ -19,7 +19,7 @@ from typing import Any
 from netrig import _native
 from netrig.errors import ConfigError
 from netrig.model import MIN_FRAME_SIZE, largest_frame
-from netrig.otg import capfilter, devices, headers, lldp, refusal, schema, tags
+from netrig.otg import bgp, capfilter, devices, headers, lldp, refusal, schema, tags
 from netrig.otg.objects import (
     Config,
     Flow,
@@ -123,6 +123,7 @@ class Plan:
     warnings: tuple[str, ...]
     devices: devices.DevicePlan = devices.DevicePlan()
     lldp: tuple[lldp.Agent, ...] = ()
+    bgp: bgp.BgpPlan = bgp.BgpPlan()
 
 
 def refuse_unsupported(cfg: Config) -> None:
@@ -217,6 +218,8 @@ def plan(cfg: Config, serve: Sequence[ServePort], capture_bytes: int = 64 << 20,
     rates = _line_rates(cfg, names, chosen, warnings)
     cap_plans, cap_specs = _captures(cfg, names, capture_bytes)
     dplan = devices.plan(cfg.devices, names)
+    bplan = bgp.plan(cfg.devices, dplan)
+    dplan = dataclasses.replace(dplan, names={**dplan.names, **bplan.endpoints}, tcp_ports=bplan.tcp_ports)
     lplan = lldp.plan(cfg.lldp, names)
     flows: list[FlowPlan] = []
     specs: list[_native.GenFlowSpec] = []
@@ -230,7 +233,7 @@ def plan(cfg: Config, serve: Sequence[ServePort], capture_bytes: int = 64 << 20,
         flows.append(fp)
         specs.append(spec)
     return Plan(tuple(names), tuple(chosen), tuple(rates), tuple(flows), tuple(specs), tuple(cap_plans),
-                tuple(cap_specs), tuple(warnings), dplan, lplan)
+                tuple(cap_specs), tuple(warnings), dplan, lplan, bplan)
 
 
 #: A flow's header stack when it gives none.

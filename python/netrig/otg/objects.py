@@ -337,10 +337,135 @@ class DeviceEthernet:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class V4RouteAddress:
+    address: str
+    prefix: int
+    count: int
+    step: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class V6RouteAddress:
+    address: str
+    prefix: int
+    count: int
+    step: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BgpCommunity:
+    type: str | None = None
+    as_number: int
+    as_custom: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BgpAsPathSegment:
+    type: str
+    as_numbers: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BgpAsPath:
+    as_set_mode: str
+    segments: tuple[BgpAsPathSegment, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BgpV4RouteRange:
+    name: str
+    addresses: tuple[V4RouteAddress, ...] = ()
+    next_hop_mode: str
+    next_hop_address_type: str
+    next_hop_ipv4_address: str
+    next_hop_ipv6_address: str
+    communities: tuple[BgpCommunity, ...] = ()
+    as_path: BgpAsPath | None = None
+    #: Add-path, extended communities, MPLS labels, advanced attributes: refused when set.
+    others: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BgpV6RouteRange:
+    name: str
+    addresses: tuple[V6RouteAddress, ...] = ()
+    next_hop_mode: str
+    next_hop_address_type: str
+    next_hop_ipv4_address: str
+    next_hop_ipv6_address: str
+    communities: tuple[BgpCommunity, ...] = ()
+    as_path: BgpAsPath | None = None
+    #: Add-path, extended communities, MPLS labels, advanced attributes: refused when set.
+    others: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BgpAdvanced:
+    hold_time_interval: int
+    keep_alive_interval: int
+    update_interval: int
+    time_to_live: int
+    md5_key: str | None = None
+    passive_mode: bool
+    listen_port: int
+    neighbor_port: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BgpV4Peer:
+    name: str
+    peer_address: str
+    as_type: str
+    as_number: int
+    as_number_width: str
+    advanced: BgpAdvanced | None = None
+    traditional_nlri_for_ipv4_routes: bool
+    v4_routes: tuple[BgpV4RouteRange, ...] = ()
+    v6_routes: tuple[BgpV6RouteRange, ...] = ()
+    #: Capabilities, graceful restart, EVPN, SR-TE, replayed updates …: refused when set.
+    others: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BgpV6Peer:
+    name: str
+    peer_address: str
+    as_type: str
+    as_number: int
+    as_number_width: str
+    advanced: BgpAdvanced | None = None
+    v4_routes: tuple[BgpV4RouteRange, ...] = ()
+    v6_routes: tuple[BgpV6RouteRange, ...] = ()
+    #: Capabilities, graceful restart, EVPN, SR-TE, segment routing, replayed updates …: refused when set.
+    others: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BgpV4Interface:
+    ipv4_name: str
+    peers: tuple[BgpV4Peer, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BgpV6Interface:
+    ipv6_name: str
+    peers: tuple[BgpV6Peer, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeviceBgpRouter:
+    router_id: str
+    ipv4_interfaces: tuple[BgpV4Interface, ...] = ()
+    ipv6_interfaces: tuple[BgpV6Interface, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Device:
     name: str
     ethernets: tuple[DeviceEthernet, ...] = ()
-    #: Loopbacks and protocols (BGP, IS-IS, OSPF, RSVP, VXLAN, DHCP server …): refused when set.
+    #: BGP, served by BIRD (:mod:`netrig.otg.bgp`).
+    bgp: DeviceBgpRouter | None = None
+    #: Loopbacks and the other protocols (IS-IS, OSPF, RSVP, VXLAN, DHCP server …): refused when set.
     others: dict[str, Any] = field(default_factory=dict)
 
 
@@ -524,11 +649,25 @@ class LldpMetricsRequest:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Bgpv4MetricsRequest:
+    peer_names: tuple[str, ...] = ()
+    column_names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Bgpv6MetricsRequest:
+    peer_names: tuple[str, ...] = ()
+    column_names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MetricsRequest:
     choice: str
     port: PortMetricsRequest | None = None
     flow: FlowMetricsRequest | None = None
     lldp: LldpMetricsRequest | None = None
+    bgpv4: Bgpv4MetricsRequest | None = None
+    bgpv6: Bgpv6MetricsRequest | None = None
     #: Protocol metrics' requests (BGP, ISIS, LAG …): refused.
     others: dict[str, Any] = field(default_factory=dict)
 
@@ -562,11 +701,36 @@ class LldpNeighborsStateRequest:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class BgpPrefixIpv4UnicastFilter:
+    addresses: tuple[str, ...] = ()
+    prefix_length: int | None = None
+    origin: str | None = None
+    path_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BgpPrefixIpv6UnicastFilter:
+    addresses: tuple[str, ...] = ()
+    prefix_length: int | None = None
+    origin: str | None = None
+    path_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BgpPrefixStateRequest:
+    bgp_peer_names: tuple[str, ...] = ()
+    prefix_filters: tuple[str, ...] = ()
+    ipv4_unicast_filters: tuple[BgpPrefixIpv4UnicastFilter, ...] = ()
+    ipv6_unicast_filters: tuple[BgpPrefixIpv6UnicastFilter, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StatesRequest:
     choice: str
     ipv4_neighbors: Neighborsv4StatesRequest | None = None
     ipv6_neighbors: Neighborsv6StatesRequest | None = None
     lldp_neighbors: LldpNeighborsStateRequest | None = None
+    bgp_prefixes: BgpPrefixStateRequest | None = None
     #: The protocols' states (prefixes, LSPs …): no protocols, so every answer is empty.
     others: dict[str, Any] = field(default_factory=dict)
 

@@ -69,8 +69,30 @@ FEATURES: tuple[Feature, ...] = (
             "a macvlan on its port's interface in the port's namespace: the kernel answers ARP and ND for the "
             "addresses and keeps the gateways resolved (managed neighbour entries, re-probed as a host's are); "
             "gateway_mac value: a permanent entry; only ICMP and ICMPv6 reach the devices' stack"),
-    Feature("devices[].*", R, "loopbacks and protocols (BGP, IS-IS, OSPF, RSVP, VXLAN, DHCP server, MACsec, "
-            "RoCEv2, BMP) are not emulated yet"),
+    Feature("devices[].*", R, "loopbacks and protocols other than BGP (IS-IS, OSPF, RSVP, VXLAN, DHCP server, "
+            "MACsec, RoCEv2, BMP) are not emulated yet; IS-IS: BIRD, the daemon chosen for BGP "
+            "(docs/routing-daemons.md), has none"),
+    Feature("devices[].bgp", S, "eBGP and iBGP peers over IPv4 and IPv6 from a device's address, served by BIRD 2 "
+            "(one per port namespace, started and stopped with the config; no protocol code in netrig): "
+            "router_id, as_number (two or four bytes), the neighbour's AS learned (external or internal), "
+            "advanced hold and keepalive times, passive mode, MD5 key, listen and neighbour ports; route ranges "
+            "of the session's family (addresses with prefix, count and step; communities; AS path segments "
+            "as_seq; next hop local_ip or manual), advertised as blackhole routes that the port's namespace never "
+            "installs; a route range is a flow endpoint (its first prefix's first address, reached through the "
+            "sender's gateway)"),
+    Feature("devices[].bgp.*.peers[].*", R, "capabilities, graceful restart, learned-information filters, EVPN, "
+            "SR-TE, segment routing and replayed updates are not configured: BIRD's defaults apply"),
+    Feature("devices[].bgp.*.peers[].advanced", R, "update_interval and time_to_live are not set (BIRD sends "
+            "updates as they come, eBGP's TTL is 1 hop): leave them at the model's defaults"),
+    Feature("devices[].bgp.*.peers[].v*_routes", R, "a peer advertises routes of its session's family: give "
+            "IPv6 routes to an IPv6 peer (multiprotocol sessions are not configured)"),
+    Feature("devices[].bgp.*.peers[].v*_routes[].*", R, "add-path, extended communities, MPLS labels and "
+            "advanced attributes (MED, local preference, origin) are not set"),
+    Feature("devices[].bgp.*.peers[].v*_routes[].as_path", R, "AS path segments are as_seq, prepended in order; "
+            "as_set_mode do_not_include_local_as or include_as_seq (on eBGP the local AS comes first either way, "
+            "as RFC 4271 has it); AS sets and confederations are not built"),
+    Feature("devices[].bgp.*.peers[].v*_routes[].next_hop_address_type", R, "a manual next hop is of the "
+            "session's family"),
     Feature("devices[].ethernets[].dhcp", R, "DHCP clients are not emulated: give the addresses"),
     Feature("devices[].ethernets[].connection", R, "a device Ethernet sits on a port (port_name): LAGs, VXLAN "
             "tunnels and simulated links are not emulated"),
@@ -130,7 +152,11 @@ FEATURES: tuple[Feature, ...] = (
             "/netrig/agents' links"),
     Feature("control/state port.link on a controller", R, "a controller does not forward link changes yet: set "
             "them on the agent that serves the port"),
-    Feature("control/state protocol", R, "no protocols run: nothing to start or stop"),
+    Feature("control/state protocol.all, route, bgp", S, "BGP through its BIRD: all start/stop every session; "
+            "bgp.peers up/down by name (down closes the session: the routes it carried are withdrawn at the "
+            "neighbour); route advertise/withdraw route ranges by name"),
+    Feature("control/state protocol", R, "only BGP runs: LACP, IS-IS, OSPF and RoCEv2 have nothing to start or "
+            "stop"),
     Feature("control/action protocol ping", S, "ipv4 and ipv6 ping: one echo request from a device's address "
             "(iputils ping in the port's namespace, 1 s to answer): succeeded or failed per request"),
     Feature("control/action", R, "no protocols: no BGP or ISIS actions, no port reboot"),
@@ -143,7 +169,15 @@ FEATURES: tuple[Feature, ...] = (
             "link_layer_address once resolved) and every other neighbour it resolved, from the kernel's table"),
     Feature("monitor/metrics lldp", S, "per LLDP object: frames_tx, frames_rx, frames_discard, tlvs_unknown "
             "(lldpd's counters); frames_error_rx and tlvs_discard are 0 (lldpd counts neither apart)"),
-    Feature("monitor/metrics (not port, flow or lldp)", R, "protocol metrics need emulated protocols"),
+    Feature("monitor/metrics bgpv4, bgpv6", S, "per peer, from BIRD: session_state, fsm_state, "
+            "session_flap_count (times the established session went down, from BIRD's log of its states), "
+            "routes_advertised and routes_received (held now), route_withdraws_sent and _received; BIRD counts no "
+            "BGP messages, so updates, opens, keepalives and notifications are left out"),
+    Feature("monitor/states bgp_prefixes", S, "per peer, the prefixes received from it as BIRD holds them: "
+            "address, prefix length, origin, next hop, AS path, communities, local preference, MED; "
+            "prefix_filters and ipv4/ipv6_unicast_filters (addresses, prefix_length)"),
+    Feature("monitor/metrics (not port, flow or lldp)", R, "protocol metrics need emulated protocols: only BGP's "
+            "and LLDP's are kept"),
     Feature("monitor/capture packets.slice", R, "the whole capture is returned: slice the file"),
 )
 

@@ -30,10 +30,13 @@ from typing import Any
 from netrig import _native
 from netrig.errors import ConfigError, NetrigError
 from netrig.model.defaults import SERVE_DRAIN_S
-from netrig.otg import devices, lldp, mapping, metrics, refusal
+from netrig.otg import bgp, devices, lldp, mapping, metrics, refusal
 from netrig.otg.api import OtgService, StateError
 from netrig.otg.mapping import Plan, ServePort
 from netrig.otg.objects import (
+    BgpPrefixIpv4UnicastFilter,
+    BgpPrefixIpv6UnicastFilter,
+    BgpPrefixStateRequest,
     CaptureRequest,
     Config,
     ControlAction,
@@ -141,6 +144,8 @@ class Service(OtgService):
         self.devices: devices.Devices | None = None
         #: The config's LLDP objects, each an lldpd on its port (``None``: it has none).
         self.lldp: lldp.Agents | None = None
+        #: The config's BGP peers, served by BIRD in their ports' namespaces (``None``: it has none).
+        self.bgp: bgp.Speakers | None = None
 
     # --------------------------------------------------------------------------------------- config
 
@@ -163,6 +168,10 @@ class Service(OtgService):
                 if plan.lldp:  # once the ports pass LLDP frames to the kernel
                     self.lldp = lldp.Agents(plan.lldp, ports)
                     self.lldp.start()
+                if plan.bgp.peers and self.devices is not None:  # once the devices have their addresses
+                    self.bgp = bgp.Speakers(plan.bgp, [self.devices.netns(k) for k in
+                                                       range(len(plan.devices.ethernets))])
+                    self.bgp.start()
             except ConfigError as e:
                 self._close_devices()
                 raise mapping.otg_error(e) from None
@@ -192,12 +201,14 @@ class Service(OtgService):
         return made
 
     def _close_devices(self) -> None:
-        """Undo the config's devices and stop its LLDP agents."""
+        """Stop the config's BGP speakers, undo its devices and stop its LLDP agents."""
+        if self.bgp is not None:
+            self.bgp.close()
         if self.devices is not None:
             self.devices.close()
         if self.lldp is not None:
             self.lldp.close()
-        self.devices, self.lldp = None, None
+        self.devices, self.lldp, self.bgp = None, None, None
 
     def _replanned(self, which: Sequence[int], document: dict[str, Any], macs: dict[devices.NextHop, str]
                    ) -> Plan:
@@ -270,7 +281,30 @@ class Service(OtgService):
         link = req.link()
         if link is not None:
             return self._link_state(link, "port.link")
+        if req.choice == "protocol" and req.protocol is not None:
+            return self._protocol_state(req.protocol)
         raise refusal.refuse("control/state protocol", "protocol")
+
+    def _protocol_state(self, req: dict[str, Any]) -> list[str]:
+        """``control/state protocol``: all (start, stop: every BGP session), route (advertise,
+        withdraw route ranges by name) and bgp.peers (up, down by name), carried out by BIRD."""
+        choice = req.get("choice")
+        with self.lock:
+            self._ready()
+            speakers = self.bgp
+            if speakers is None or choice not in ("all", "route", "bgp"):
+                raise refusal.refuse("control/state protocol", f"protocol.{choice}")
+            body = req.get(choice) or {}
+            if choice == "all":
+                speakers.set_peers(range(len(speakers.plan.peers)), body.get("state") == "start")
+            elif choice == "route":
+                ranges = speakers.ranges_named(body.get("names") or (), "protocol.route.names")
+                speakers.set_routes(ranges, body.get("state") == "advertise")
+            else:
+                peers = body.get("peers") or {}
+                which = speakers.peers_named(peers.get("peer_names") or (), "protocol.bgp.peers.peer_names")
+                speakers.set_peers(which, peers.get("state") == "up")
+        return []
 
     def _link_state(self, link: StatePortLink, at: str) -> list[str]:
         """Ports' links set up or down (``ip link set``, in the port's namespace): a port set down
@@ -418,11 +452,25 @@ class Service(OtgService):
             if req.choice == "lldp_neighbors" and self.lldp is not None:
                 lr = req.lldp_neighbors
                 rows = self.lldp.neighbours(lr.lldp_names if lr is not None else ())
+            elif req.choice == "bgp_prefixes" and self.bgp is not None:
+                rows = self._bgp_prefixes(self.bgp, req.bgp_prefixes or BgpPrefixStateRequest())
             elif req.choice in ("ipv4_neighbors", "ipv6_neighbors") and self.devices is not None:
                 nr = req.ipv4_neighbors if req.choice == "ipv4_neighbors" else req.ipv6_neighbors
                 rows = self.devices.neighbours(4 if req.choice == "ipv4_neighbors" else 6,
                                                nr.ethernet_names if nr is not None else ())
         return {"choice": req.choice, req.choice: rows}
+
+    @staticmethod
+    def _bgp_prefixes(speakers: bgp.Speakers, r: BgpPrefixStateRequest) -> list[dict[str, Any]]:
+        filters: dict[int, list[tuple[Any, int | None]]] = {}
+        groups: list[tuple[int, Sequence[BgpPrefixIpv4UnicastFilter | BgpPrefixIpv6UnicastFilter]]] = [
+            (4, r.ipv4_unicast_filters), (6, r.ipv6_unicast_filters)]
+        for family, group in groups:
+            for k, f in enumerate(group):
+                at = f"bgp_prefixes.ipv{family}_unicast_filters[{k}]"
+                addrs: list[Any] = [devices.parse_ip(a, family, f"{at}.addresses") for a in f.addresses] or [None]
+                filters.setdefault(family, []).extend((a, f.prefix_length) for a in addrs)
+        return speakers.prefixes(r.bgp_peer_names, r.prefix_filters, "bgp_prefixes.bgp_peer_names", filters)
 
     def metrics(self, req: MetricsRequest) -> dict[str, Any]:
         with self.lock:
@@ -444,6 +492,12 @@ class Service(OtgService):
                 names = req.lldp.lldp_names if req.lldp is not None else ()
                 rows = self.lldp.metrics(names) if self.lldp is not None else []
                 return {"choice": "lldp_metrics", "lldp_metrics": rows}
+            if req.choice in ("bgpv4", "bgpv6"):
+                b = req.bgpv4 if req.choice == "bgpv4" else req.bgpv6
+                peers = b.peer_names if b is not None else ()
+                at = f"{req.choice}.peer_names"
+                rows = self.bgp.metrics(int(req.choice[-1]), peers, at) if self.bgp is not None else []
+                return {"choice": f"{req.choice}_metrics", f"{req.choice}_metrics": rows}
         raise refusal.refuse("monitor/metrics (not port, flow or lldp)", "choice", f"{req.choice} metrics")
 
     def _ports(self, names: Sequence[str], at: str) -> list[int]:

@@ -823,10 +823,12 @@ pub fn redirect_all_program(map_fd: RawFd) -> Vec<Insn> {
 }
 
 /// Frames a port with emulated devices or LLDP takes, where [`redirect_all_program`] takes all:
-/// every frame goes to its queue's socket except ARP, LLDP, IPv4 ICMP and ICMPv6 (at most one
+/// every frame goes to its queue's socket except ARP, LLDP, IPv4 ICMP, ICMPv6 and TCP (at most one
 /// 802.1Q tag) that do not end in netrig's signature — the devices' address resolution and pings
-/// (the kernel answers them) and lldpd's PDUs. The generator writes its signature in a frame's last
-/// 18 bytes, so its own ARP and ICMP flows still reach the socket. Frames passed are counted in `passed` (a PERCPU_ARRAY of one u64).
+/// (the kernel answers them), their BGP sessions (BIRD's TCP; the devices' nftables table drops
+/// other TCP) and lldpd's PDUs. The generator writes its signature in a frame's last 18 bytes, so
+/// its own ARP, ICMP and TCP flows still reach the socket. Frames passed are counted in `passed` (a
+/// PERCPU_ARRAY of one u64): the port's foreign frames.
 pub fn keep_control_program(map_fd: RawFd, passed: RawFd) -> Vec<Insn> {
     use Reg::*;
     const ETH: i32 = ethernet::HEADER_LEN as i32;
@@ -844,12 +846,14 @@ pub fn keep_control_program(map_fd: RawFd, passed: RawFd) -> Vec<Insn> {
         .jgt_reg(R4, R3, "take")
         .load(Size::B, R5, R2, 14 + 9)
         .jeq_imm(R5, libc::IPPROTO_ICMP, "tail")
+        .jeq_imm(R5, libc::IPPROTO_TCP, "tail")
         .ja("take")
         .label("ipv6")
         .mov_reg(R4, R2)
         .add_imm(R4, ETH + 7)
         .jgt_reg(R4, R3, "take")
         .load(Size::B, R5, R2, 14 + 6)
+        .jeq_imm(R5, libc::IPPROTO_TCP, "tail")
         .jne_imm(R5, libc::IPPROTO_ICMPV6, "take")
         .label("tail") // a control frame, unless its last bytes are netrig's signature
         .load(Size::W, R2, R6, 0)
@@ -1203,7 +1207,9 @@ mod kernel_tests {
             ("icmpv6 nd", frame(false, 0x86DD, 58, 86, false), true),
             ("udp", frame(false, 0x0800, 17, 64, false), false),
             ("ipv6 udp", frame(false, 0x86DD, 17, 80, false), false),
-            ("tcp", frame(true, 0x0800, 6, 64, false), false),
+            ("tcp (a BGP session's)", frame(true, 0x0800, 6, 64, false), true),
+            ("ipv6 tcp", frame(false, 0x86DD, 6, 86, false), true),
+            ("the generator's tcp flow", frame(false, 0x0800, 6, 128, true), false),
             ("other ethertype", frame(false, 0x88B5, 0, 64, false), false),
             ("a bare ethernet header", frame(false, 0x0806, 0, 14, false), true),
         ];
