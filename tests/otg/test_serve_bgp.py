@@ -95,6 +95,9 @@ def test_two_ebgp_speakers_exchange_routes_and_traffic_to_them_arrives_exact(vet
         device(c, "d2", "p2", MAC2, ("198.18.1.2", "198.18.1.1", 24), ("2001:2::2", "2001:2::1", 64))
         speaker(c, "d1", 65001, "198.18.1.2", "2001:2::2", "198.18.100.0", "2001:2:100::", 7)
         speaker(c, "d2", 65002, "198.18.1.1", "2001:2::1", "198.19.0.0", "2001:2:200::", 9)
+        # d1's IPv4 routes name another next hop on the link (a router beside the tester)
+        r4 = c.devices[0].bgp.ipv4_interfaces[0].peers[0].v4_routes[0]
+        r4.next_hop_mode, r4.next_hop_address_type, r4.next_hop_ipv4_address = "manual", "ipv4", "198.18.1.9"
         for name, tx, rx, fam in (("to-d2-routes4", "d1.ipv4", "d2.routes4", 4),
                                   ("to-d1-routes6", "d2.ipv6", "d1.routes6", 6)):
             f = c.flows.flow(name=name)[-1]
@@ -120,6 +123,7 @@ def test_two_ebgp_speakers_exchange_routes_and_traffic_to_them_arrives_exact(vet
         assert (first.ipv4_next_hop, first.origin) == ("198.18.1.2", "igp")
         assert [s.as_numbers for s in first.as_path.segments] == [[65002, 65102]]
         assert [(x.type, x.as_number, x.as_custom) for x in first.communities] == [("manual_as_number", 65002, 9)]
+        assert {p.ipv4_next_hop for p in prefixes(a, "d2.bgp4").ipv4_unicast_prefixes} == {"198.18.1.9"}
         got6 = prefixes(a, "d2.bgp6").ipv6_unicast_prefixes
         assert len(got6) == N6 and all(p.ipv6_next_hop == "2001:2::1" for p in got6)
 
