@@ -660,6 +660,10 @@ impl<'a> TxRun<'a> {
             // time later. Without this, the frames that fell due meanwhile went out right after it
             // as a second burst (a 1-ms window held the intended 50 frames + 7).
             sc.anchor = handed.saturating_sub(((sc.sent + sent - 1) as f64 * sc.npf) as u64).max(sc.anchor);
+            // The give-back starts from here: the time the hold-up took is not given back at once
+            // (2 % of a 5-ms hold-up made 5 more frames due, and `pace` let the depth out right
+            // after this burst: 57 in a 1-ms window of 50).
+            sc.recovered_at = sc.recovered_at.max(handed);
         }
         sc.sent += sent;
         if self.pacing == Pacing::CatchUp {

@@ -94,7 +94,8 @@ fn a_stall_stretches_the_trial_and_never_bunches_frames() {
 /// Never above the rate over 1 ms but for one burst of the smooth depth (frames sent late, none
 /// early), the time given back (at most [`SMOOTH_RECOVERY`] faster than the rate) and one frame
 /// of quantisation; also when the stall held up a batch the worker had already decided to send
-/// (then that batch is the burst: it took 56 and 57 before).
+/// (then that batch is the burst, and the give-back starts after it: giving back 2 % of the stall
+/// at once let the depth out right after the batch, 57 in a clean clone).
 fn smooth_bound() -> u64 {
     (RATE / 1000.0 * (1.0 + SMOOTH_RECOVERY)).ceil() as u64 + netrig_engine::pacing::smooth_depth(RATE) + 1
 }
