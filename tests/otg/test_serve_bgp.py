@@ -1,6 +1,6 @@
 """OTG BGP on `netrig serve`, driven by snappi as Ixia-c users write it: two devices on a veth pair,
-each an eBGP speaker (served by BIRD in its port's namespace) advertising IPv4 and IPv6 route
-ranges to the other; the sessions come up, the metrics count the routes advertised and received,
+each a BGP speaker (served by BIRD in its port's namespace; eBGP over IPv4, iBGP over IPv6)
+advertising IPv4 and IPv6 route ranges to the other; the sessions come up, the metrics count the routes advertised and received,
 the prefix states list them with their attributes, flows to the advertised ranges arrive exact;
 a range withdrawn and advertised again, a session set down and up (a flap counted); nothing left
 running."""
@@ -23,14 +23,16 @@ N4, N6 = 100, 50
 
 
 def speaker(c, dev: str, asn: int, peer4: str, peer6: str, net4: str, net6: str, community: int) -> None:
-    """Device ``dev`` speaks eBGP to ``peer4`` and ``peer6`` as AS ``asn``, advertising N4 IPv4 /24s
-    from ``net4`` and N6 IPv6 /64s from ``net6``, with a community and one more AS in their path."""
+    """Device ``dev`` speaks eBGP to ``peer4`` as AS ``asn`` and iBGP to ``peer6`` in AS 65000,
+    advertising N4 IPv4 /24s from ``net4`` and N6 IPv6 /64s from ``net6``, with a community and one
+    more AS in their path."""
     d = next(x for x in c.devices if x.name == dev)
     d.bgp.router_id = f"198.18.{asn - 65000}.{asn - 65000}"
-    for fam, peer, net, plen, n in (("4", peer4, net4, 24, N4), ("6", peer6, net6, 64, N6)):
+    for fam, peer, net, plen, n, kind, own in (("4", peer4, net4, 24, N4, "ebgp", asn),
+                                               ("6", peer6, net6, 64, N6, "ibgp", 65000)):
         itf = getattr(d.bgp, f"ipv{fam}_interfaces").add(**{f"ipv{fam}_name": f"{dev}.ipv{fam}"})
-        p = getattr(itf.peers, f"v{fam}peer")(name=f"{dev}.bgp{fam}", peer_address=peer, as_type="ebgp",
-                                              as_number=asn)[-1]
+        p = getattr(itf.peers, f"v{fam}peer")(name=f"{dev}.bgp{fam}", peer_address=peer, as_type=kind,
+                                              as_number=own)[-1]
         r = getattr(p, f"v{fam}_routes").add(name=f"{dev}.routes{fam}")
         r.addresses.add(address=net, prefix=plen, count=n, step=1)
         r.communities.add(type="manual_as_number", as_number=asn, as_custom=community)
@@ -83,7 +85,7 @@ def bird_processes() -> list[str]:
     return [line for line in out.splitlines() if "bird" in line and "pgrep" not in line]
 
 
-def test_two_ebgp_speakers_exchange_routes_and_traffic_to_them_arrives_exact(veth):
+def test_two_bgp_speakers_exchange_routes_and_traffic_to_them_arrives_exact(veth):
     ns_a, if_a, ns_b, if_b = veth
     ports = [f"{if_a}@{ns_a}", f"{if_b}@{ns_b}"]
     before = bird_processes()
@@ -124,8 +126,10 @@ def test_two_ebgp_speakers_exchange_routes_and_traffic_to_them_arrives_exact(vet
         assert [s.as_numbers for s in first.as_path.segments] == [[65002, 65102]]
         assert [(x.type, x.as_number, x.as_custom) for x in first.communities] == [("manual_as_number", 65002, 9)]
         assert {p.ipv4_next_hop for p in prefixes(a, "d2.bgp4").ipv4_unicast_prefixes} == {"198.18.1.9"}
-        got6 = prefixes(a, "d2.bgp6").ipv6_unicast_prefixes
+        got6 = prefixes(a, "d2.bgp6").ipv6_unicast_prefixes  # over iBGP: no AS of the sender's prepended
         assert len(got6) == N6 and all(p.ipv6_next_hop == "2001:2::1" for p in got6)
+        assert {(p.local_preference, tuple(tuple(s.as_numbers) for s in p.as_path.segments)) for p in got6} == \
+            {(100, ((65101,),))}
 
         wait_resolved(a, 4, [])
         control(a, "start")

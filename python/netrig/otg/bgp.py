@@ -9,7 +9,7 @@ devices' addresses. No protocol code here.
         each route range also a flow endpoint (its first prefix's first address, on its peer's
         Ethernet)
     BgpPlan ──Speakers.start()──▶ per namespace: ``bird -f -c <dir>/<k>.conf -s <dir>/<k>.ctl``:
-        ``protocol device``; per route range a ``static`` protocol (blackhole routes: advertised,
+        ``protocol device`` and ``direct``; per route range a ``static`` protocol (blackhole routes: advertised,
         never installed) named ``r<j>``; per peer a ``bgp`` protocol ``p<j>`` from its device's
         address (``local``, ``strict bind``) to ``neighbor <peer> external|internal``, exporting
         its own ranges (communities, AS path and next hop set in its export filter) and importing
@@ -54,14 +54,14 @@ from netrig.otg.objects import (
     V4RouteAddress,
     V6RouteAddress,
 )
+from netrig.testbed.bgp import BIRD_LOG
+from netrig.testbed.state import pid_alive
 
 #: How long BIRD may take to open its control socket, s.
 START_S = 10.0
 #: Well-known communities by the model's type (RFC 1997, RFC 9494's LLGR).
 _WELL_KNOWN = {"no_export": (65535, 65281), "no_advertised": (65535, 65282),
                "no_export_subconfed": (65535, 65283), "llgr_stale": (65535, 6), "no_llgr": (65535, 7)}
-#: What BIRD logs (no route traces).
-_LOG = 'log stderr { info, remote, warning, error, auth, fatal, bug };'
 #: A session's first connect 1 s after its start, not BIRD's default 5 s.
 _FAST = "connect delay time 1; connect retry time 5;"
 #: A route range of more prefixes than this is refused (one BIRD config line each).
@@ -282,7 +282,9 @@ def _proto(j: int) -> str:
 def config_lines(peers: Sequence[tuple[int, Peer]]) -> Iterator[str]:
     """One BIRD's configuration (the peers of one namespace, by their index in the plan), line by
     line: a million prefixes are a million lines."""
-    yield from (_LOG, f"router id {peers[0][1].router_id};", "protocol device { scan time 10; }")
+    # direct: the links' subnets, so an iBGP route's next hop (resolved recursively) is reachable
+    yield from (BIRD_LOG, f"router id {peers[0][1].router_id};", "protocol device { scan time 10; }",
+                "protocol direct { ipv4; ipv6; }")
     for j, p in peers:
         for k, r in enumerate(p.ranges):
             yield f"protocol static {_proto(j)}r{k} {{ ipv{r.family};"
@@ -487,20 +489,10 @@ def _sweep() -> None:
     tmp = tempfile.gettempdir()
     for entry in os.listdir(tmp):
         m = re.match(r"^netrig-bgp-(\d+)-", entry)
-        if m is None or _alive(int(m.group(1))):
+        if m is None or pid_alive(int(m.group(1))):
             continue
         subprocess.run(["pkill", "-f", f"{tmp}/{entry}/"], capture_output=True, check=False, timeout=10)
         shutil.rmtree(f"{tmp}/{entry}", ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 # ------------------------------------------------------------------------------ reading BIRD's text

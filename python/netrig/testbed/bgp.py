@@ -37,7 +37,7 @@ BIRD_PROTO = 12
 #: How long the DUT may take to learn and install every route, s (1 M IPv6 routes: measured ~40 s).
 LEARN_S = 600.0
 #: What BIRD logs (no route traces: 1 M routes would fill the log).
-_LOG = "log stderr { info, remote, warning, error, auth, fatal, bug };"
+BIRD_LOG = "log stderr { info, remote, warning, error, auth, fatal, bug };"
 #: A session's first connect 1 s after its start, not BIRD's default 5 s: a build waits for it.
 _FAST = "connect delay time 1; "
 
@@ -46,7 +46,7 @@ def dut_config(own4: str, own6: str, peer4: str, peer6: str) -> str:
     """The DUT's BIRD: two eBGP sessions to the tester (one per family), everything learned
     exported to the kernel's main tables."""
     return "\n".join([
-        _LOG, f"router id {own4};", "protocol device { scan time 10; }",
+        BIRD_LOG, f"router id {own4};", "protocol device { scan time 10; }",
         "protocol kernel k4 { ipv4 { import none; export all; }; scan time 60; }",
         "protocol kernel k6 { ipv6 { import none; export all; }; scan time 60; }",
         f"protocol bgp tester4 {{ local {own4} as {DUT_AS}; neighbor {peer4} as {TESTER_AS}; {_FAST}"
@@ -59,7 +59,7 @@ def speaker_lines(own4: str, own6: str, peer4: str, peer6: str, n4: int, n6: int
     """The tester's BIRD, line by line (a million routes are a 40-MB file): ``n4`` IPv4 /32 and
     ``n6`` IPv6 /128 host routes from its own addresses up, advertised to the DUT with its own
     address as their next hop (eBGP's next hop self)."""
-    yield from (_LOG, f"router id {own4};", "protocol device { scan time 10; }")
+    yield from (BIRD_LOG, f"router id {own4};", "protocol device { scan time 10; }")
     for name, fam, first, plen, n in (("r4", "ipv4", own4, 32, n4), ("r6", "ipv6", own6, 128, n6)):
         yield f"protocol static {name} {{ {fam};"
         base = ipaddress.ip_address(first)
