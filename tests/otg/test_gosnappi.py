@@ -46,4 +46,4 @@ def test_gosnappi_client(client, veth):
     assert out["frames_tx"] == out["frames_rx"] == FRAMES == out["port_tx"]
     assert out["latency_avg_ns"] > 0
     assert out["capture_bytes"] == 24 + FRAMES * (16 + 256), "classic pcap: 256-byte frames with their FCS"
-    assert "devices[0].bgp: not supported" in out["refusal"]
+    assert "devices[0].ipv4_loopbacks: not supported" in out["refusal"]

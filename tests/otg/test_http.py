@@ -22,7 +22,7 @@ SERVE = [ServePort("va@na", Port("va", "na"), None)]
 TOKEN = "b" * 32
 #: A config refused by what it holds: only a server that read the body can say so.
 DEVICES = json.dumps({"ports": [{"name": "p1", "location": "va@na"}],
-                      "devices": [{"name": "d1", "bgp": {"router_id": "198.18.0.1"}}]}).encode()
+                      "devices": [{"name": "d1", "ipv4_loopbacks": [{"name": "lo", "eth_name": "d1.eth"}]}]}).encode()
 
 
 @pytest.fixture
@@ -75,7 +75,7 @@ def chunked(body: bytes, size: int = 7) -> bytes:
 
 def test_a_chunked_body_is_read(server):
     code, err = otg_error(request(server, "POST", "/config", chunked(DEVICES), Transfer_Encoding="chunked"))
-    assert code == 400 and err.startswith("devices[0].bgp: not supported"), err
+    assert code == 400 and err.startswith("devices[0].ipv4_loopbacks: not supported"), err
     code, _, body = request(server, "POST", "/monitor/states", chunked(b'{"choice": "ipv6_neighbors"}', 4),
                             Transfer_Encoding="chunked")
     assert code == 200 and json.loads(body) == {"choice": "ipv6_neighbors", "ipv6_neighbors": []}

@@ -80,12 +80,12 @@ def test_refusals_are_otg_errors_with_the_path(url):
     a = api(url)
     c = a.config()
     c.ports.port(name="p1", location="va@na")
-    c.devices.device(name="d1")[-1].bgp.router_id = "198.18.0.1"
+    c.devices.device(name="d1")[-1].ipv4_loopbacks.add(name="lo", eth_name="d1.eth")
     with pytest.raises(Exception) as e:
         a.set_config(c)
     err = otg_error(e.value)
     assert err["code"] == 400 and err["kind"] == "validation"
-    assert err["errors"][0].startswith("devices[0].bgp: not supported: loopbacks and protocols")
+    assert err["errors"][0].startswith("devices[0].ipv4_loopbacks: not supported: loopbacks and protocols")
     c = a.config()
     c.ports.port(name="p1", location="va@na")
     f = c.flows.flow(name="f")[-1]

@@ -124,7 +124,7 @@ func main() {
 	out.PortTx = pres.PortMetrics().Items()[0].FramesTx()
 
 	refused := config(*tx, *rx, 1)
-	refused.Devices().Add().SetName("d1").Bgp().SetRouterId("198.18.0.1")
+	refused.Devices().Add().SetName("d1").Ipv4Loopbacks().Add().SetName("lo").SetEthName("d1.eth")
 	if _, err := api.SetConfig(refused); err != nil {
 		out.Refusal = err.Error()
 	}
