@@ -111,6 +111,9 @@ def test_two_bgp_speakers_exchange_routes_and_traffic_to_them_arrives_exact(veth
             f.size.fixed, f.rate.pps, f.duration.fixed_packets.packets = 128, 5000, 1000
             f.metrics.enable, f.metrics.loss = True, True
         a.set_config(c)
+        cs = a.control_state()
+        cs.protocol.all.state = "start"  # as scripts do: the sessions are up from set_config anyway
+        a.set_control_state(cs)
         assert len(bird_processes()) == len(before) + 2, "one BIRD per port namespace"
         m4 = wait_for("IPv4 sessions up, every route received", lambda: established(a, 4, N4))
         m6 = wait_for("IPv6 sessions up, every route received", lambda: established(a, 6, N6))

@@ -89,6 +89,13 @@ def test_two_devices_back_to_back_resolve_each_other_and_their_flow_arrives_exac
         device_flow(c, "v6", "d2.ipv6", "d1.ipv6", 1000)
         c.captures.capture(name="c", port_names=["p2"], format="pcapng")
         a.set_config(c)
+        cs = a.control_state()  # as scripts do before traffic, with protocols or without: nothing to start
+        cs.protocol.all.state = "start"
+        a.set_control_state(cs)
+        cs.protocol.route.state, cs.protocol.route.names = "withdraw", []
+        with pytest.raises(Exception) as e:
+            a.set_control_state(cs)
+        assert "protocol.route: the config has no BGP peers" in str(e.value)
         assert sorted(wait_resolved(a, 4, [])) == [("d1.eth", "198.18.1.2", MAC2), ("d2.eth", "198.18.1.1", MAC1)]
         assert ("d2.eth", "2001:2::1", MAC1) in wait_resolved(a, 6, ["d2.eth"])
         assert (ping(a, 4, "d1.ipv4", "198.18.1.2"), ping(a, 6, "d2.ipv6", "2001:2::1")) == ("succeeded", "succeeded")

@@ -152,7 +152,8 @@ FEATURES: tuple[Feature, ...] = (
             "/netrig/agents' links"),
     Feature("control/state port.link on a controller", R, "a controller does not forward link changes yet: set "
             "them on the agent that serves the port"),
-    Feature("control/state protocol.all, route, bgp", S, "BGP through its BIRD: all start/stop every session; "
+    Feature("control/state protocol.all, route, bgp", S, "BGP through its BIRD: all start/stop every session "
+            "(with no BGP in the config, nothing to do: accepted); "
             "bgp.peers up/down by name (down closes the session: the routes it carried are withdrawn at the "
             "neighbour); route advertise/withdraw route ranges by name"),
     Feature("control/state protocol", R, "only BGP runs: LACP, IS-IS, OSPF and RoCEv2 have nothing to start or "

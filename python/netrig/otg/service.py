@@ -292,12 +292,16 @@ class Service(OtgService):
         with self.lock:
             self._ready()
             speakers = self.bgp
-            if speakers is None or choice not in ("all", "route", "bgp"):
+            if choice not in ("all", "route", "bgp"):
                 raise refusal.refuse("control/state protocol", f"protocol.{choice}")
             body = req.get(choice) or {}
-            if choice == "all":
-                speakers.set_peers(range(len(speakers.plan.peers)), body.get("state") == "start")
-            elif choice == "route":
+            if choice == "all":  # scripts start "all protocols" whether or not they have any
+                if speakers is not None:
+                    speakers.set_peers(range(len(speakers.plan.peers)), body.get("state") == "start")
+                return []
+            if speakers is None:
+                raise ConfigError(f"protocol.{choice}", "the config has no BGP peers: add devices[].bgp")
+            if choice == "route":
                 ranges = speakers.ranges_named(body.get("names") or (), "protocol.route.names")
                 speakers.set_routes(ranges, body.get("state") == "advertise")
             else:
