@@ -85,6 +85,7 @@ def ptp4l(b: Bed) -> Iterator[dict[str, Path]]:
             p.wait(timeout=10)
 
 
+@pytest.mark.timing  # ptp4l's servo on software timestamps: b's offsets reached 60 µs while the host took 7 % of the CPU
 def test_cross_agent_latency_under_ptp4l_is_corrected_by_ptp_within_its_bound(tmp_path):
     with bed(tmp_path, bare=True) as b, ptp4l(b) as sockets:
         for n in "ab":
