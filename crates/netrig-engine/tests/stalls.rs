@@ -59,6 +59,12 @@ fn take_cpu(cpu: usize, ms: u64) -> (u64, u64) {
         .unwrap()
 }
 
+/// A stall watch of `cpu`'s ticks every `period_ns`, episodes above `threshold_ns`.
+fn watch_cpu(cpu: usize, period_ns: u64, threshold_ns: u64) -> StallWatch {
+    StallWatch::start(StallConfig { cpus: vec![cpu as u32], period_ns, threshold_ns, drain_cpus: vec![] })
+        .expect("the stall watch starts as root")
+}
+
 #[test]
 fn injected_stalls_on_a_watched_threads_cpu_are_reported_each_within_1_ms() {
     if !root() {
@@ -66,26 +72,14 @@ fn injected_stalls_on_a_watched_threads_cpu_are_reported_each_within_1_ms() {
         return;
     }
     let cpu = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) - 1;
-    let watch = StallWatch::start(StallConfig {
-        cpus: vec![cpu as u32],
-        period_ns: 1_000_000,
-        threshold_ns: 2_000_000,
-        drain_cpus: vec![],
-    })
-    .expect("the stall watch starts as root");
+    let watch = watch_cpu(cpu, 1_000_000, 2_000_000);
     assert!(watch.tasks_watched(), "tracefs is readable here");
     // The host's stops of that CPU, seen finely enough that any stop which could put a take's
     // episode 1 ms off its length is among them: ticks 0.2 ms apart, a gap above 0.8 ms (the
     // watch under test sees gaps above 3 ms only: a 1.24-ms stop after a take went unseen and
     // failed a clean clone). Its own task waits are not read: its threshold is below the
     // scheduler's fair server's slices, which run ordinary tasks ahead of real-time ones.
-    let fine = StallWatch::start(StallConfig {
-        cpus: vec![cpu as u32],
-        period_ns: 200_000,
-        threshold_ns: 600_000,
-        drain_cpus: vec![],
-    })
-    .expect("a second watch starts");
+    let fine = watch_cpu(cpu, 200_000, 600_000);
     let stop = Arc::new(AtomicBool::new(false));
     let (h, pid) = watched(cpu, stop.clone());
     watch.watch(pid).unwrap();
