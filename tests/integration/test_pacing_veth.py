@@ -117,7 +117,14 @@ def test_recovery_and_iperf_are_one_engine_trial_each(policer):
     over = [i for i in rec.intervals if i.phase == 0]
     after = [i for i in rec.intervals if i.phase == 1]
     assert len(over) == 4 and len(after) == 4
-    assert all(0.05 < i.frames_lost / i.frames_sent < 0.14 for i in over[1:]), over
+    # The policer (40 kfps, a 1000-frame bucket) drops ~1/11 of an overload interval the tester sent
+    # as planned: 22 000 frames in 0.5 s. One it did not is the tester's and is not judged: a stop of
+    # its CPU leaves a gap the bucket refills over (1000 frames in 25 ms), and the phase's last
+    # interval is longer by the stretch (CI: 23 381 frames, 3.6 % lost, after such a stop).
+    planned = [i for i in over[1:] if i.duration_s <= 0.5 * 1.01 and i.frames_sent >= 0.99 * rec.overload_pps * 0.5]
+    if not planned:
+        pytest.skip(f"the tester sent no overload interval as planned (its CPU stopped in each): {over}")
+    assert all(0.05 < i.frames_lost / i.frames_sent < 0.14 for i in planned), over
     # Loss stops at once, give or take the frames the DUT still had queued: on veth its forwarding
     # runs in softirq on the sender's CPU, and a backlog from the overload that it processes a
     # moment late meets an empty policer bucket (a frame or two, seen in about 1 run in 7).
