@@ -108,14 +108,11 @@ def test_a_real_policer_loses_in_overload_and_recovers_at_once(tmp_path):
               and not t["counts"]["valid"] and t["load"]["rate_pps"] <= 31_000]
     valid_or_host(tput["found"] and not tput["tester_limited"], f"throughput {tput}",
                   sum(c["pacing"]["stretch_s"] for c in spoilt if c.get("pacing")), steal)
-    # The cap, to the resolution and its bucket (31 kfps), and the tokens the passing trial met in
-    # the time its sending took beyond its plan, within the stretch tolerance that kept it valid
-    # (the cap × stretch over 0.5 s: 31 025 fps passed while the host took 51 s of steal in a clean
-    # clone's suite).
-    kept = next(t["counts"] for t in doc["trials"] if t["method"] == "rfc2544_throughput"
-                and t["load"]["rate_pps"] == tput["rate_pps"] and t["counts"]["valid"])
-    most = 31_000 + 30_000 * kept["pacing"]["stretch_s"] / 0.5
-    assert 27_000 <= tput["rate_pps"] <= most, (tput, kept["pacing"])
+    # The cap, to the resolution and its bucket (31 kfps), met by what the passing trial really
+    # offered: one the tester stretched within the tolerance that kept it valid sent its frames over
+    # a longer time and met more of the policer's tokens (31 025 fps intended passed while the host
+    # took 51 s of steal in a clean clone's suite).
+    assert 27_000 <= tput["offered_pps"] <= min(tput["rate_pps"], 31_000), tput
     rep = next(r for r in doc["summary"] if r["method"] == "stress")["results"][0]["repetitions"][0]
     (ep,) = rep["episodes"]
     assert 0.2 <= ep["loss_ratio"] <= 0.45, ep

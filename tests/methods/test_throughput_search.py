@@ -105,3 +105,31 @@ def test_a_config_file_and_the_command_line_choose_the_search(tmp_path, capsys):
     rep = next(s for s in doc["summary"] if s["method"] == "rfc2544_throughput")["results"][0]["repetitions"][0]
     assert rep["search"] == "linear-down"
     capsys.readouterr()
+
+
+class Stretched:
+    """A DUT that forwards 2 Mfps loss-free, and a tester that sends every load 1.5 % slower than
+    intended (within the 2 % stretch tolerance: every trial is valid)."""
+
+    def measure(self, load: Load, duration_s: float) -> TrialCounts:
+        sent = int(load.rate_pps * duration_s)
+        offered = load.rate_pps / 1.015
+        return TrialCounts(achieved_pps=offered, frames_sent=sent,
+                           frames_received=sent if offered <= 2e6 else sent - 100)
+
+
+class LosesAll:
+    def measure(self, load: Load, duration_s: float) -> TrialCounts:
+        sent = int(load.rate_pps * duration_s)
+        return TrialCounts(achieved_pps=load.rate_pps, frames_sent=sent, frames_received=sent - 1)
+
+
+def test_the_result_says_what_the_passing_trial_really_offered():
+    """The headline is the intended load, like every search result; ``offered_pps`` is what the
+    trial that passed there sent, and the DUT was shown loss-free at that rate."""
+    r = measure_throughput(Stretched(), F64, LR, ThroughputParams(duration_s=1, resolution_pct=0.1))
+    assert 2e6 < r.rate_pps <= 2e6 * 1.015
+    assert r.offered_pps == pytest.approx(r.rate_pps / 1.015) and r.offered_pps <= 2e6
+    assert r.to_dict()["offered_pps"] == r.offered_pps
+    nothing = measure_throughput(LosesAll(), F64, LR, ThroughputParams(duration_s=1, resolution_pct=1))
+    assert not nothing.found and nothing.offered_pps is None

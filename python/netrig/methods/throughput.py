@@ -166,6 +166,11 @@ class ThroughputResult:
     #: (:class:`~netrig.methodology.tester.PlatformStopped`). The rate found is then a lower bound
     #: (``tester_limited``); ``None``: the search ran to its end.
     platform: str | None = None
+    #: What the trial that passed at ``rate_pps`` really offered (its achieved rate, never above
+    #: ``rate_pps``): within the stretch tolerance that keeps a trial valid the tester may send it up
+    #: to that much slower than intended, and the DUT then met fewer frames per second than
+    #: ``rate_pps`` says. ``None`` when no load passed.
+    offered_pps: float | None = None
 
     @property
     def rate(self) -> dict | None:
@@ -186,7 +191,7 @@ class ThroughputResult:
             "found": self.found, "bounded_by_tester": self.tester_limited, "tester_cap_pps": self.tester_cap_pps,
             "backpressure_trials": self.backpressure_trials, "backpressure_pps": self.backpressure_pps,
             "repeated_trials": self.repeated_trials, "search": self.search, "not_measured": self.not_measured,
-            "platform": self.platform,
+            "platform": self.platform, "offered_pps": self.offered_pps,
         }
 
 
@@ -225,6 +230,7 @@ class _Search:
         self.res = params.resolution_pct / 100 * self.line_fps
         self.floor = max(self.lo, self.res / DESCENT_LIMIT)
         self.best: float | None = None
+        self.offered: float | None = None  # what the trial that passed at ``best`` really offered
         self.upper: float | None = None  # the lowest load the DUT failed
         self.tester_limit: float | None = None  # the least the tester reached where it fell short
         self.backpressure: list[float] = []
@@ -250,7 +256,9 @@ class _Search:
             self.hi = self.tester_top = min(self.tester_top, rate)
             return verdict
         if verdict is Verdict.VALID and passes(counts, p.acceptable_loss_ratio):
-            self.best, self.lo = max(self.best or 0.0, rate), max(self.lo, rate)
+            if self.best is None or rate > self.best:
+                self.best, self.offered = rate, min(rate, counts.achieved_pps)
+            self.lo = max(self.lo, rate)
             return None
         if verdict is Verdict.BACKPRESSURE:  # the DUT failed the load: it lost frames, or slowed the sender
             self.backpressure.append(counts.achieved_pps)
@@ -314,7 +322,8 @@ class _Search:
             tester_limit_pps=None if self.platform else where,
             resolution_pps=self.res, found=best is not None, tester_cap_pps=self.top if self.capped else None,
             backpressure_trials=len(self.backpressure), backpressure_pps=max(self.backpressure, default=None),
-            repeated_trials=self.repeated, search=self.params.search, not_measured=unmeasured, platform=self.platform)
+            repeated_trials=self.repeated, search=self.params.search, not_measured=unmeasured, platform=self.platform,
+            offered_pps=self.offered)
 
 
 def measure_throughput(measurer: Measurer, frame: FrameSize, line_rate: LineRate,
