@@ -469,7 +469,7 @@ class TrialSpec:
         tx_cpus: Sequence[int] = (),
         rx_cpus: Sequence[int] = (),
         receive: bool = True,
-        max_flow_results: int = 1024,
+        max_flow_results: int | None = 1024,
         pacing: str = "smooth",
         max_stretch_pct: float = 2.0,
         phases: Sequence[PhaseSpec] = (),

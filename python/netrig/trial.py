@@ -345,6 +345,7 @@ def run_trial(
     phases: Sequence[tuple[float | str, float]] | None = None,
     interval_s: float | str | None = None,
     gap_slots: int = 1,
+    max_flow_results: int | None = None,
     receive: bool = True,
     on_intervals: Callable[[list[IntervalResult]], None] | None = None,
     follow: Callable[[_native.Trial], None] | None = None,
@@ -370,7 +371,8 @@ def run_trial(
     the streams' rates (``duration_s`` defaults to their sum); ``interval_s`` counts frames sent and
     received per interval of each phase (``result.intervals``). ``gap_slots`` is how many of its
     longest sequence gaps every flow keeps (``FlowResult.gaps``: an outage's frames and the transmit
-    times around it; events under load keep one per event and one more). ``on_intervals`` is called
+    times around it; events under load keep one per event and one more); ``max_flow_results``: how
+    many flows per stream have their own result (``None``: the engine's default). ``on_intervals`` is called
     while the trial runs (every ``progress_interval_s``) with the intervals whose counts became final
     since the last call (an interval's end more than the late threshold in the past: the same counts
     the result will have; the run's last interval is in the result only). ``follow`` is called with
@@ -388,7 +390,7 @@ def run_trial(
         late_s=None if late_s is None else _seconds(late_s, "late_s"), tx_cpus=tuple(tx_cpus or ()),
         rx_cpus=tuple(rx_cpus or ()), receive=receive, pacing=pacing, max_stretch_pct=max_stretch_pct,
         phases=phase_specs, interval_s=None if interval_s is None else _seconds(interval_s, "interval_s"),
-        gap_slots=gap_slots)
+        gap_slots=gap_slots, max_flow_results=max_flow_results)
     trial = _native.Trial(spec)
     if follow is not None:
         follow(trial)

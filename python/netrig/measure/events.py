@@ -46,6 +46,10 @@ RECOVERY_HOLD_S = 0.1
 DEFAULT_TIMEOUT_S = 30.0
 #: Most events in one trial (the engine keeps one sequence gap per event and one more, per flow).
 MAX_EVENTS = 63
+#: Flows whose outages a trial with events reports (the engine's per-flow results; its default of
+#: 1 024 per stream left a reset's or a withdraw's outages of every later flow unseen: 10 000
+#: prefixes read as 1 024).
+MAX_EVENT_FLOWS = 65_536
 #: A flow whose last frame left this long before an event's command started (or later) and that
 #: never received again stopped in that event, ns.
 TAIL_SLACK_NS = 100_000_000
