@@ -7,6 +7,7 @@ config file's list of allowed methods. Adding a method: write its module (see
 from netrig.methodology.method import Registry
 from netrig.methods import (
                             back_to_back,
+                            convergence,
                             frame_loss,
                             iperf,
                             latency,
@@ -23,6 +24,6 @@ from netrig.methods import (
 )
 
 REGISTRY = Registry(m.METHOD for m in (throughput, frame_loss, latency, mlrsearch, back_to_back, recovery, reset,
-                                        stress, iperf, livelock, tcp, rr, stateful, soak))
+                                        convergence, stress, iperf, livelock, tcp, rr, stateful, soak))
 
 __all__ = ["REGISTRY"]

@@ -13,7 +13,15 @@ protocol code here; BIRD was chosen by measurement (docs/routing-daemons.md).
 
 The build (``topologies._learn_routes``) writes both configurations, starts both daemons and waits
 until the DUT's FIB holds every route (read back from the kernel, not from BIRD), noting how long
-learning took. Both daemons are test-bed processes (``start_dut_process``): recorded
+learning took.
+
+With ``bgp_paths = 2`` a second BIRD ("bgp-backup") speaks for a second tester peer on the same link
+(a macvlan on the rx port, its own MAC, 198.19.254.2/30): it advertises the same IPv4 routes with
+its AS path prepended, so the DUT holds them via the first peer and has the second as its backup.
+The receiving link then runs through a Linux bridge in a namespace of its own (the peers'), so that
+:func:`withdraw_commands`' withdraw can make the first peer stop forwarding what it withdrew, as a
+router without the routes would, before the frames reach the tester's receiver: the convergence
+method's event (``netrig.methods.convergence``). Both daemons are test-bed processes (``start_dut_process``): recorded
 before they start, stopped and their directory removed at teardown, their death a broken test bed.
 Their sessions are TCP on the receiving link, which the tester's steering program and receive
 sockets leave to the kernel: no test frame, never counted.
@@ -22,6 +30,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -40,11 +49,33 @@ LEARN_S = 600.0
 BIRD_LOG = "log stderr { info, remote, warning, error, auth, fatal, bug };"
 #: A session's first connect 1 s after its start, not BIRD's default 5 s: a build waits for it.
 _FAST = "connect delay time 1; "
+#: The tester's sessions listen on their own address only: two tester peers' BIRDs share the rx
+#: port's namespace (``bgp_paths = 2``), and the second found port 179 taken ("No listening socket").
+_OWN = "strict bind yes; "
 
 
-def dut_config(own4: str, own6: str, peer4: str, peer6: str) -> str:
+#: The backup path of ``bgp_paths = 2``: a /30 on the DUT's receiving link, the DUT's end and the
+#: second tester peer's (clear of the routes, which stop below 198.19.250.0:
+#: ``testbed.options.MAX_PATHS_ROUTES``).
+BACKUP4 = ("198.19.254.1", "198.19.254.2")
+#: The DUT's BIRD protocol of the backup session, and the static protocol the first tester peer
+#: advertises its IPv4 routes from (its ``disable`` is the withdraw).
+BACKUP_SESSION, PRIMARY_ROUTES = "tester4b", "r4"
+#: The peers' bridge's nftables table (bridge family) and the chain the withdraw adds its drop to.
+NFT_TABLE = "netrig_peers"
+PEERS_RULESET = (f"table bridge {NFT_TABLE} {{\n"
+                 "  chain forward { type filter hook forward priority 0; policy accept; }\n}\n")
+#: How long a restore may wait for the DUT to hold every route via the first peer again, s.
+RESTORE_S = 120.0
+#: How many times the backup peer prepends its AS: a longer path, so the DUT prefers the first.
+BACKUP_PREPEND = 2
+
+
+def dut_config(own4: str, own6: str, peer4: str, peer6: str, backup: bool = False) -> str:
     """The DUT's BIRD: two eBGP sessions to the tester (one per family), everything learned
-    exported to the kernel's main tables."""
+    exported to the kernel's main tables; ``backup``: a third to the backup peer (:data:`BACKUP4`)."""
+    third = [f"protocol bgp {BACKUP_SESSION} {{ local {BACKUP4[0]} as {DUT_AS}; neighbor {BACKUP4[1]} as "
+             f"{TESTER_AS}; {_FAST}ipv4 {{ import all; export none; }}; }}"] if backup else []
     return "\n".join([
         BIRD_LOG, f"router id {own4};", "protocol device { scan time 10; }",
         "protocol kernel k4 { ipv4 { import none; export all; }; scan time 60; }",
@@ -52,7 +83,41 @@ def dut_config(own4: str, own6: str, peer4: str, peer6: str) -> str:
         f"protocol bgp tester4 {{ local {own4} as {DUT_AS}; neighbor {peer4} as {TESTER_AS}; {_FAST}"
         "ipv4 { import all; export none; }; }",
         f"protocol bgp tester6 {{ local {own6} as {DUT_AS}; neighbor {peer6} as {TESTER_AS}; {_FAST}"
-        "ipv6 { import all; export none; next hop prefer global; }; }", ""])
+        "ipv6 { import all; export none; next hop prefer global; }; }", *third, ""])
+
+
+def backup_lines(first4: str, n4: int) -> Iterator[str]:
+    """The backup peer's BIRD (:data:`BACKUP4`): the first peer's ``n4`` IPv4 host routes from
+    ``first4`` up but the first (the first peer's own address: the DUT's route to its neighbour
+    must never lead through the other peer, or its session to it broke in 1 of ~10 withdraws and
+    never came back, "connection collision resolution"), advertised with its AS prepended
+    :data:`BACKUP_PREPEND` more times."""
+    own, peer = BACKUP4[1], BACKUP4[0]
+    yield from (BIRD_LOG, f"router id {own};", "protocol device { scan time 10; }", "protocol static r4b { ipv4;")
+    base = ipaddress.ip_address(first4)
+    yield from (f"  route {base + k}/32 blackhole;" for k in range(1, n4))
+    prepend = " ".join([f"bgp_path.prepend({TESTER_AS});"] * BACKUP_PREPEND)
+    yield "}"
+    yield (f"protocol bgp dut4 {{ local {own} as {TESTER_AS}; neighbor {peer} as {DUT_AS}; {_FAST}{_OWN}"
+           f"ipv4 {{ import none; export filter {{ {prepend} accept; }}; }}; }}")
+
+
+def withdraw_commands(ctl: str, peers_ns: str, primary: tuple[str, str], dut_ns: str, n4: int) -> tuple[str, str]:
+    """The withdraw and restore of the first peer's IPv4 routes, as shell command lines. Withdraw:
+    the peers' bridge drops frames to the first peer's MAC for 198.19.0.0/16 but its own address
+    (which it still answers for: its BGP session, and the route it had for itself now the DUT's
+    connected one), then its static protocol is disabled: BIRD withdraws every route in one UPDATE
+    stream, the session stays up. Restore: the drop goes, the routes are advertised again, and it
+    returns once the DUT's FIB holds all ``n4`` via the first peer again (``primary``: its address
+    and MAC)."""
+    primary_ip, primary_mac = primary
+    rule = f"add rule bridge {NFT_TABLE} forward ether daddr {primary_mac} ip daddr 198.19.0.0/16 " \
+           f"ip daddr != {primary_ip} drop"
+    back = (f"timeout {RESTORE_S:g} sh -c 'until [ \"$(ip -n {dut_ns} -4 route show proto {BIRD_PROTO} "
+            f"via {primary_ip} | wc -l)\" -ge {n4} ]; do sleep 0.05; done'")
+    return (f"ip netns exec {peers_ns} nft '{rule}' && birdc -s {ctl} disable {PRIMARY_ROUTES} >/dev/null",
+            f"ip netns exec {peers_ns} nft flush chain bridge {NFT_TABLE} forward && "
+            f"birdc -s {ctl} enable {PRIMARY_ROUTES} >/dev/null && {back}")
 
 
 def speaker_lines(own4: str, own6: str, peer4: str, peer6: str, n4: int, n6: int) -> Iterator[str]:
@@ -60,27 +125,47 @@ def speaker_lines(own4: str, own6: str, peer4: str, peer6: str, n4: int, n6: int
     ``n6`` IPv6 /128 host routes from its own addresses up, advertised to the DUT with its own
     address as their next hop (eBGP's next hop self)."""
     yield from (BIRD_LOG, f"router id {own4};", "protocol device { scan time 10; }")
-    for name, fam, first, plen, n in (("r4", "ipv4", own4, 32, n4), ("r6", "ipv6", own6, 128, n6)):
+    for name, fam, first, plen, n in ((PRIMARY_ROUTES, "ipv4", own4, 32, n4), ("r6", "ipv6", own6, 128, n6)):
         yield f"protocol static {name} {{ {fam};"
         base = ipaddress.ip_address(first)
         yield from (f"  route {base + k}/{plen} blackhole;" for k in range(n))
         yield "}"
-    yield (f"protocol bgp dut4 {{ local {own4} as {TESTER_AS}; neighbor {peer4} as {DUT_AS}; {_FAST}"
+    yield (f"protocol bgp dut4 {{ local {own4} as {TESTER_AS}; neighbor {peer4} as {DUT_AS}; {_FAST}{_OWN}"
            "ipv4 { import none; export all; }; }")
-    yield (f"protocol bgp dut6 {{ local {own6} as {TESTER_AS}; neighbor {peer6} as {DUT_AS}; {_FAST}"
+    yield (f"protocol bgp dut6 {{ local {own6} as {TESTER_AS}; neighbor {peer6} as {DUT_AS}; {_FAST}{_OWN}"
            "ipv6 { import none; export all; }; }")
 
 
-def write_configs(run_dir: str, dut: tuple[str, str], tester: tuple[str, str], n4: int, n6: int) -> dict[str, str]:
-    """Both daemons' configurations in ``run_dir`` (``dut``, ``tester``: each side's IPv4 and IPv6
-    address on the receiving link); their paths by role (``bgp-dut``, ``bgp-speaker``)."""
+def write_configs(run_dir: str, dut: tuple[str, str], tester: tuple[str, str], n4: int, n6: int,
+                  backup: bool = False) -> dict[str, str]:
+    """The daemons' configurations in ``run_dir`` (``dut``, ``tester``: each side's IPv4 and IPv6
+    address on the receiving link); their paths by role (``bgp-dut``, ``bgp-speaker``, and with
+    ``backup`` ``bgp-backup``)."""
     os.makedirs(run_dir, exist_ok=True)
     paths = {"bgp-dut": f"{run_dir}/dut.conf", "bgp-speaker": f"{run_dir}/speaker.conf"}
     with open(paths["bgp-dut"], "w") as f:
-        f.write(dut_config(*dut, *tester))
+        f.write(dut_config(*dut, *tester, backup=backup))
     with open(paths["bgp-speaker"], "w") as f:
         f.writelines(line + "\n" for line in speaker_lines(*tester, *dut, n4, n6))
+    if backup:
+        paths["bgp-backup"] = f"{run_dir}/backup.conf"
+        with open(paths["bgp-backup"], "w") as f:
+            f.writelines(line + "\n" for line in backup_lines(tester[0], n4))
     return paths
+
+
+def ctl(conf: str) -> str:
+    """The control socket of the BIRD that runs on ``conf``."""
+    return conf.removesuffix(".conf") + ".ctl"
+
+
+def imported(ctl_path: str, protocol: str) -> int:
+    """How many routes BIRD's ``protocol`` has imported (``birdc show protocols all``); 0 when it
+    cannot say (not up yet)."""
+    r = subprocess.run(["birdc", "-s", ctl_path, "show", "protocols", "all", protocol], capture_output=True,
+                       text=True, check=False, timeout=30)
+    m = re.search(r"Routes:\s+(\d+) imported", r.stdout)
+    return int(m.group(1)) if m else 0
 
 
 def _bird() -> str:
@@ -92,7 +177,7 @@ def _bird() -> str:
 
 def argv(conf: str) -> list[str]:
     """BIRD in the foreground on ``conf``, its control socket beside it."""
-    return [_bird(), "-f", "-c", conf, "-s", conf.removesuffix(".conf") + ".ctl"]
+    return [_bird(), "-f", "-c", conf, "-s", ctl(conf)]
 
 
 #: What BIRD logs when it runs.

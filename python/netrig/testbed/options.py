@@ -102,11 +102,15 @@ _KINDS: dict[str, type] = {"rules": int, "cap": str, "cap_burst": int, "nat": st
                            "ifaces": str,
                            "tester_stack": bool, "mtu": int, "forward_mode": str, "forward_backend": str,
                            "capture_method": str, "capture_batch": int, "dut_neighbours": str,
-                           "addresses": str, "gateways": str, "routes": int, "hosts": int, "routing": str}
+                           "addresses": str, "gateways": str, "routes": int, "hosts": int, "routing": str,
+                           "bgp_paths": int}
 #: Most host routes per family the ``routes`` option loads, each for an address that can carry test
 #: traffic (it stays inside the benchmarking ranges, RFC 2544 §C.2.2, RFC 5180): IPv4 from 198.19.0.2
 #: to 198.19.255.255; IPv6 from 2001:2:0:1::2 in its /64 (1 M, the sweep's largest table).
 MAX_V4_ROUTES = 65_534
+#: Most routes with ``bgp_paths = 2``: from 198.19.0.2 they stay below the backup peer's /30
+#: (``testbed.bgp.BACKUP4``).
+MAX_PATHS_ROUTES = 64_000
 MAX_ROUTES = 1_048_576
 #: Most tester hosts the ``hosts`` option puts on the DUT's receiving link: 198.19.0.2 to
 #: 198.19.255.254 (a /16 on the link, less the DUT's own address and the broadcast).
@@ -213,6 +217,10 @@ class TestbedOptions:
     routing:        with routes: ``static`` (default: loaded through netlink) or ``bgp`` (learned over
                     eBGP: BIRD 2 in the DUT's namespace installs what BIRD in the rx port's namespace
                     advertises for the tester; the build waits until the DUT's FIB holds them all).
+    bgp_paths:      router, with routing ``bgp``: 1 (default) or 2: a second tester peer on the receiving
+                    link advertises the same IPv4 routes with a longer AS path (the DUT's backup), and
+                    the link runs through a bridge where a withdrawn path stops forwarding (the
+                    convergence method's withdraw; at most 64 000 routes).
     hosts:          router: N tester hosts per family on the DUT's receiving link (198.19.0.2 …, a
                     /16 on that link; 2001:2:0:1::2 …), answering ARP and (by proxy NDP) neighbour
                     solicitation, so the DUT's neighbour tables hold N entries each that it resolved
@@ -254,6 +262,7 @@ class TestbedOptions:
     dut_neighbours: str = "static"
     routes: int = 0
     routing: str = "static"
+    bgp_paths: int = 1
     hosts: int = 0
 
     def __post_init__(self) -> None:
@@ -317,6 +326,12 @@ class TestbedOptions:
             raise ConfigError("routing", f"{self.routing!r}: must be one of {', '.join(ROUTING)}")
         if self.routing == "bgp" and not self.routes:
             raise ConfigError("routing", "bgp learns the routes option's routes: give routes (1 or more)")
+        _int("bgp_paths", self.bgp_paths, 1, 2)
+        if self.bgp_paths > 1 and self.routing != "bgp":
+            raise ConfigError("bgp_paths", "a backup path is learned over BGP: give routing = \"bgp\" too")
+        if self.bgp_paths > 1 and self.routes > MAX_PATHS_ROUTES:
+            raise ConfigError("bgp_paths", f"two paths for {self.routes} routes: at most {MAX_PATHS_ROUTES} (they stay "
+                                           "below the backup peer's addresses, 198.19.254.0/30)")
         if self.hosts and self.routes:
             raise ConfigError("hosts", "routes and hosts together: routes send every destination to the rx port's "
                                        "one neighbour, hosts make each destination its own; pick one")

@@ -262,6 +262,9 @@ class TestbedState:
     capture: CaptureRecord | None = None
     knobs: KnobHold | None = None
     notes: list[str] = field(default_factory=list)
+    #: Shell command lines the test bed offers its users, by name (``BGP_WITHDRAW``): in their
+    #: commands' environment as ``NETRIG_<name>`` (``Testbed.command_env``).
+    commands: dict[str, str] = field(default_factory=dict)
     build_s: float | None = None
     teardown_s: float | None = None
 

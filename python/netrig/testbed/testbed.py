@@ -407,7 +407,8 @@ class Testbed:
         """Environment variables naming this test bed's parts, for user commands (the reset
         command): ``NETRIG_TESTBED_ID``, ``NETRIG_TESTBED_TOPOLOGY``, ``NETRIG_DUT_NETNS``,
         ``NETRIG_DUT_IFACES`` (comma list), and per tester port ``NETRIG_<PORT>_NETNS`` /
-        ``NETRIG_<PORT>_IFNAME`` (``NETRIG_TX_NETNS`` …). Absent parts are left out."""
+        ``NETRIG_<PORT>_IFNAME`` (``NETRIG_TX_NETNS`` …), and the commands the test bed offers
+        (``NETRIG_BGP_WITHDRAW`` …, ``TestbedState.commands``). Absent parts are left out."""
         env = {"NETRIG_TESTBED_ID": self.id, "NETRIG_TESTBED_TOPOLOGY": self.topology}
         if self.dut_netns:
             env["NETRIG_DUT_NETNS"] = self.dut_netns
@@ -417,6 +418,7 @@ class Testbed:
             if p.netns:
                 env[f"NETRIG_{key}_NETNS"] = p.netns
             env[f"NETRIG_{key}_IFNAME"] = p.ifname
+        env.update({f"NETRIG_{name}": line for name, line in self.state.commands.items()})
         return env
 
     def health(self) -> list[str]:

@@ -96,7 +96,7 @@ DUT_OPTIONS = (*LINK_OPTIONS, "dut_cpus", "dut_placement", "dut_ring")
 #: Options of a DUT that tracks connections (the conntrack table's size, hash size and timeouts).
 CONNTRACK_OPTIONS = ("conntrack_max", "conntrack_buckets", "conntrack_timeout_s")
 #: Options of a routing DUT: its placement and nftables' software fast path.
-ROUTED_OPTIONS = (*DUT_OPTIONS, "flowtable", "dut_neighbours", "routes", "routing", "hosts")
+ROUTED_OPTIONS = (*DUT_OPTIONS, "flowtable", "dut_neighbours", "routes", "routing", "bgp_paths", "hosts")
 
 
 class Topology:
@@ -230,12 +230,12 @@ class Bridge(Topology):
         _learn(tb)
 
 
-def _bridge_dut(tb: Any, dut: str, ifaces: list[str]) -> None:
+def _bridge_dut(tb: Any, dut: str, ifaces: list[str], role: str = "dut") -> None:
     """A Linux bridge in ``dut`` over ``ifaces`` (no STP, no forwarding delay, ageing 300 s), up."""
     br = tb.name("br")
     ipr = tb.ipr(dut)
     ipr.link("add", ifname=br, kind="bridge", br_stp_state=0, br_forward_delay=0, br_ageing_time=30000)
-    tb.state.interfaces.append(Interface(dut, br, "dut"))
+    tb.state.interfaces.append(Interface(dut, br, role))
     brx = tb.index(dut, br)
     for i in ifaces:
         ipr.link("set", index=tb.index(dut, i), master=brx)
@@ -554,7 +554,9 @@ class Router(Topology):
         tb.state.dut_netns = dut
         tx_if, dtx, drx, rx_if = (tb.name(s) for s in ("tx", "dtx", "drx", "rx"))
         tb.add_veth(tx_ns, tx_if, dut, dtx, "tester", "dut")
-        tb.add_veth(dut, drx, rx_ns, rx_if, "dut", "tester")
+        peers = _peers_bridge(tb, dut, drx, rx_ns, rx_if) if tb.options.bgp_paths > 1 else None
+        if peers is None:
+            tb.add_veth(dut, drx, rx_ns, rx_if, "dut", "tester")
         for ns, i in ((dut, dtx), (dut, drx), (tx_ns, tx_if), (rx_ns, rx_if)):
             tb.link_up(ns, i)
         # discovered, not assumed: read every MAC back from the kernel
@@ -586,7 +588,8 @@ class Router(Topology):
         _port(tb, "tx", tx_if, tx_ns, LEFT4[1], LEFT6[1], dtx_mac, LEFT4[0], LEFT6[0])
         _port(tb, "rx", rx_if, rx_ns, RIGHT4[1], RIGHT6[1], drx_mac, RIGHT4[0], RIGHT6[0])
         if tb.options.routes and tb.options.routing == "bgp":
-            _learn_routes(tb, dut, drx, rx_ns, tb.options.routes)
+            _learn_routes(tb, dut, drx, rx_ns, tb.options.routes,
+                          None if peers is None else _backup_peer(tb, dut, drx, rx_ns, rx_if, peers))
         elif tb.options.routes:
             _load_routes(tb, dut, drx, tb.options.routes)
         _place(tb, dut, [dtx, drx])
@@ -641,24 +644,74 @@ def _load_routes(tb: Any, dut: str, drx: str, n: int) -> None:
                           f"{RIGHT6[1]} …, via the rx port), loaded in {took:.1f} s{capped}")
 
 
-def _learn_routes(tb: Any, dut: str, drx: str, rx_ns: str, n: int) -> None:
+@dataclass(frozen=True)
+class BackupPeer:
+    """``bgp_paths = 2``: the peers' namespace (its bridge carries the receiving link) and the first
+    tester peer's MAC (the rx port's), whose frames the withdraw drops there."""
+
+    peers_ns: str
+    primary_mac: str
+
+
+def _peers_bridge(tb: Any, dut: str, drx: str, rx_ns: str, rx_if: str) -> str:
+    """The DUT's receiving link through a Linux bridge in a namespace of its own (the tester peers'
+    side of the link, ``testbed.bgp``): ``drx`` ─ p0 ═bridge═ p1 ─ the rx port. Its namespace."""
+    peers = tb.add_netns("peers", {})
+    p0, p1 = tb.name("p0"), tb.name("p1")
+    tb.add_veth(dut, drx, peers, p0, "dut", "peer")
+    tb.add_veth(peers, p1, rx_ns, rx_if, "peer", "tester")
+    _bridge_dut(tb, peers, [p0, p1], role="peer")
+    for i in (p0, p1):
+        tb.link_up(peers, i)
+    _nft(tb, peers, bgp.PEERS_RULESET)
+    return peers
+
+
+def _backup_peer(tb: Any, dut: str, drx: str, rx_ns: str, rx_if: str, peers: str) -> BackupPeer:
+    """The second tester peer on the receiving link: a macvlan on the rx port (a MAC of its own) with
+    :data:`bgp.BACKUP4`'s tester end, the DUT holding the other end and, unless it resolves them, a
+    permanent neighbour for it."""
+    b_if = tb.name("rxb")
+    ipr = tb.ipr(rx_ns)
+    ipr.link("add", ifname=b_if, kind="macvlan", link=tb.index(rx_ns, rx_if), macvlan_mode="bridge")
+    tb.state.interfaces.append(Interface(rx_ns, b_if, "peer"))
+    tb.link_up(rx_ns, b_if)
+    tb.add_addr(dut, drx, f"{bgp.BACKUP4[0]}/30")
+    tb.add_addr(rx_ns, b_if, f"{bgp.BACKUP4[1]}/30")
+    if tb.options.dut_neighbours != "resolved":
+        tb.add_neigh(dut, drx, bgp.BACKUP4[1], tb.mac(rx_ns, b_if))
+        tb.add_neigh(rx_ns, b_if, bgp.BACKUP4[0], tb.mac(dut, drx))
+    return BackupPeer(peers, tb.mac(rx_ns, rx_if))
+
+
+def _learn_routes(tb: Any, dut: str, drx: str, rx_ns: str, n: int, backup: BackupPeer | None = None) -> None:
     """``routes`` with ``routing`` bgp: the DUT learns them over eBGP from the tester's BIRD in the
     rx port's namespace (:mod:`netrig.testbed.bgp`), its own BIRD installing them; read back. The
     IPv6 next hop gets a host route out of ``drx`` first: the kernel refuses a gateway it reaches
-    only through another gateway (the link's /64 goes via the rx port, :func:`_behind_the_port`)."""
+    only through another gateway (the link's /64 goes via the rx port, :func:`_behind_the_port`).
+    With ``backup`` (``bgp_paths = 2``) a second BIRD advertises the IPv4 routes as the backup path;
+    the build also waits until the DUT's BIRD has them all from it, and records the withdraw and
+    restore commands (``NETRIG_BGP_WITHDRAW``, ``NETRIG_BGP_RESTORE``)."""
     n4 = min(n, MAX_V4_ROUTES)
     tb.add_route(dut, f"{RIGHT6[1]}/128", None, metric=1, ifname=drx)  # ahead of BIRD's (32); kept by repair
     run_dir = os.path.join(st.STATE_DIR, f"{tb.id}-bgp")
-    confs = bgp.write_configs(run_dir, (RIGHT4[0], RIGHT6[0]), (RIGHT4[1], RIGHT6[1]), n4, n)
+    confs = bgp.write_configs(run_dir, (RIGHT4[0], RIGHT6[0]), (RIGHT4[1], RIGHT6[1]), n4, n, backup is not None)
     t0 = time.monotonic()
-    for role, ns in (("bgp-dut", dut), ("bgp-speaker", rx_ns)):
-        start_dut_process(tb, ns, role, bgp.argv(confs[role]), bgp.READY,
+    for role, conf in confs.items():
+        start_dut_process(tb, dut if role == "bgp-dut" else rx_ns, role, bgp.argv(conf), bgp.READY,
                           runtime_dir=run_dir if role == "bgp-dut" else None)
-    held = bgp.wait_learned(tb.state, dut, n4 + n, lambda ns: _host_routes(ns, bgp.BIRD_PROTO),
-                            f"{run_dir}/dut.ctl")
+    dut_ctl = bgp.ctl(confs["bgp-dut"])
+    held = bgp.wait_learned(tb.state, dut, n4 + n, lambda ns: _host_routes(ns, bgp.BIRD_PROTO), dut_ctl)
+    paths = ""
+    if backup is not None:
+        bgp.wait_learned(tb.state, dut, n4 - 1, lambda _: bgp.imported(dut_ctl, bgp.BACKUP_SESSION), dut_ctl)
+        withdraw, restore = bgp.withdraw_commands(bgp.ctl(confs["bgp-speaker"]), backup.peers_ns,
+                                                  (RIGHT4[1], backup.primary_mac), dut, n4)
+        tb.state.commands.update({"BGP_WITHDRAW": withdraw, "BGP_RESTORE": restore})
+        paths = f"; {n4 - 1} of the IPv4 routes also from a backup peer ({bgp.BACKUP4[1]}, AS path longer)"
     tb.state.notes.append(f"routes: {n4} IPv4 /32 and {n} IPv6 /128 host routes learned by the DUT over eBGP (BIRD "
                           f"{bgp.version()} at both ends, AS {bgp.TESTER_AS} → {bgp.DUT_AS}) and installed in its "
-                          f"FIB in {time.monotonic() - t0:.1f} s ({held} read back, proto bird)")
+                          f"FIB in {time.monotonic() - t0:.1f} s ({held} read back, proto bird){paths}")
 
 
 #: The host's neighbour-table limits (one table per family for every namespace) the ``hosts``
