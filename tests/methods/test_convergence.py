@@ -62,16 +62,17 @@ def test_two_paths_are_learned_over_bgp_and_bounded(opts, field):
 @needs_root
 @pytest.mark.root
 @pytest.mark.skipif(shutil.which("bird") is None, reason="routing bgp needs BIRD 2 (apt install bird2: setup.sh)")
-def test_a_withdraw_moves_every_prefix_to_the_backup_and_the_restore_moves_them_back(tmp_path):
+@pytest.mark.parametrize(("family", "size"), [(4, 64), (6, 84)])
+def test_a_withdraw_moves_every_prefix_to_the_backup_and_the_restore_moves_them_back(tmp_path, family, size):
     """1 000 prefixes at 20 kfps (one frame per prefix every 50 ms), withdrawn from the preferred
-    peer 1.5 s into a 4-s trial, twice: every prefix moves, frames are lost only in the prefixes'
+    peer 1.5 s into a 4-s trial, twice, in either family: every prefix moves, frames are lost only in the prefixes'
     outages. The second repetition loses frames again only because the restore put every prefix back
     on the preferred peer (the restore command waits until the DUT's FIB says so)."""
     n = 1000
     cfg = config_from_dict({
         "testbed": {"name": "router", "options": {"routes": n, "routing": "bgp", "bgp_paths": 2}},
-        "frames": {"sizes": [64]}, "trial": {"duration_s": 1, "drain_s": 0.3}, "selftest": {"enabled": False},
-        "stream": {"flow_order": "pseudorandom", "flows": {"dst_ips": n}},
+        "ports": {"family": family}, "frames": {"sizes": [size]}, "trial": {"duration_s": 1, "drain_s": 0.3},
+        "selftest": {"enabled": False}, "stream": {"flow_order": "pseudorandom", "flows": {"dst_ips": n}},
         "methods": [{"bgp_convergence": {"rate_pps": 20_000, "duration_s": 4, "withdraw_at_s": 1.5,
                                          "repetitions": 2}}]})
     steal = Steal()

@@ -16,8 +16,8 @@ until the DUT's FIB holds every route (read back from the kernel, not from BIRD)
 learning took.
 
 With ``bgp_paths = 2`` a second BIRD ("bgp-backup") speaks for a second tester peer on the same link
-(a macvlan on the rx port, its own MAC, 198.19.254.2/30): it advertises the same IPv4 routes with
-its AS path prepended, so the DUT holds them via the first peer and has the second as its backup.
+(a macvlan on the rx port, its own MAC, 198.19.254.2/30, 2001:2:0:1fe::2/64): it advertises the
+same routes with its AS path prepended, so the DUT holds them via the first peer and has the second as its backup.
 The receiving link then runs through a Linux bridge in a namespace of its own (the peers'), so that
 :func:`withdraw_commands`' withdraw can make the first peer stop forwarding what it withdrew, as a
 router without the routes would, before the frames reach the tester's receiver: the convergence
@@ -58,9 +58,14 @@ _OWN = "strict bind yes; "
 #: second tester peer's (clear of the routes, which stop below 198.19.250.0:
 #: ``testbed.options.MAX_PATHS_ROUTES``).
 BACKUP4 = ("198.19.254.1", "198.19.254.2")
-#: The DUT's BIRD protocol of the backup session, and the static protocol the first tester peer
-#: advertises its IPv4 routes from (its ``disable`` is the withdraw).
-BACKUP_SESSION, PRIMARY_ROUTES = "tester4b", "r4"
+#: The same in IPv6: a /64 of its own on the link (inside the receiving /56, clear of the routes'
+#: /64, 2001:2:0:1::/64).
+BACKUP6 = ("2001:2:0:1fe::1", "2001:2:0:1fe::2")
+#: The DUT's BIRD protocols of the backup sessions (per family).
+BACKUP_SESSIONS = ("tester4b", "tester6b")
+#: The static protocols the first tester peer advertises its routes from, per family (their
+#: ``disable`` is the withdraw).
+PRIMARY_ROUTES = ("r4", "r6")
 #: The peers' bridge's nftables table (bridge family) and the chain the withdraw adds its drop to.
 NFT_TABLE = "netrig_peers"
 PEERS_RULESET = (f"table bridge {NFT_TABLE} {{\n"
@@ -73,9 +78,12 @@ BACKUP_PREPEND = 2
 
 def dut_config(own4: str, own6: str, peer4: str, peer6: str, backup: bool = False) -> str:
     """The DUT's BIRD: two eBGP sessions to the tester (one per family), everything learned
-    exported to the kernel's main tables; ``backup``: a third to the backup peer (:data:`BACKUP4`)."""
-    third = [f"protocol bgp {BACKUP_SESSION} {{ local {BACKUP4[0]} as {DUT_AS}; neighbor {BACKUP4[1]} as "
-             f"{TESTER_AS}; {_FAST}ipv4 {{ import all; export none; }}; }}"] if backup else []
+    exported to the kernel's main tables; ``backup``: two more to the backup peer (:data:`BACKUP4`,
+    :data:`BACKUP6`)."""
+    third = [f"protocol bgp {name} {{ local {ends[0]} as {DUT_AS}; neighbor {ends[1]} as {TESTER_AS}; {_FAST}"
+             f"{fam} {{ import all; export none;{extra} }}; }}"
+             for name, ends, fam, extra in zip(BACKUP_SESSIONS, (BACKUP4, BACKUP6), ("ipv4", "ipv6"),
+                                               ("", " next hop prefer global;"), strict=True)] if backup else []
     return "\n".join([
         BIRD_LOG, f"router id {own4};", "protocol device { scan time 10; }",
         "protocol kernel k4 { ipv4 { import none; export all; }; scan time 60; }",
@@ -86,38 +94,43 @@ def dut_config(own4: str, own6: str, peer4: str, peer6: str, backup: bool = Fals
         "ipv6 { import all; export none; next hop prefer global; }; }", *third, ""])
 
 
-def backup_lines(first4: str, n4: int) -> Iterator[str]:
-    """The backup peer's BIRD (:data:`BACKUP4`): the first peer's ``n4`` IPv4 host routes from
-    ``first4`` up but the first (the first peer's own address: the DUT's route to its neighbour
-    must never lead through the other peer, or its session to it broke in 1 of ~10 withdraws and
-    never came back, "connection collision resolution"), advertised with its AS prepended
-    :data:`BACKUP_PREPEND` more times."""
-    own, peer = BACKUP4[1], BACKUP4[0]
-    yield from (BIRD_LOG, f"router id {own};", "protocol device { scan time 10; }", "protocol static r4b { ipv4;")
-    base = ipaddress.ip_address(first4)
-    yield from (f"  route {base + k}/32 blackhole;" for k in range(1, n4))
+def backup_lines(first: tuple[str, str], n4: int, n6: int) -> Iterator[str]:
+    """The backup peer's BIRD (:data:`BACKUP4`, :data:`BACKUP6`): the first peer's ``n4`` IPv4 and
+    ``n6`` IPv6 host routes from ``first`` (its addresses) up but the first of each (the first
+    peer's own address: the DUT's route to its neighbour must never lead through the other peer, or
+    its session to it broke in 1 of ~10 withdraws and never came back, "connection collision
+    resolution"), advertised with its AS prepended :data:`BACKUP_PREPEND` more times."""
+    yield from (BIRD_LOG, f"router id {BACKUP4[1]};", "protocol device { scan time 10; }")
     prepend = " ".join([f"bgp_path.prepend({TESTER_AS});"] * BACKUP_PREPEND)
-    yield "}"
-    yield (f"protocol bgp dut4 {{ local {own} as {TESTER_AS}; neighbor {peer} as {DUT_AS}; {_FAST}{_OWN}"
-           f"ipv4 {{ import none; export filter {{ {prepend} accept; }}; }}; }}")
+    for fam, plen, base, n, (peer, own) in (("ipv4", 32, first[0], n4, BACKUP4), ("ipv6", 128, first[1], n6, BACKUP6)):
+        yield f"protocol static {fam}b {{ {fam};"
+        yield from (f"  route {ipaddress.ip_address(base) + k}/{plen} blackhole;" for k in range(1, n))
+        yield "}"
+        yield (f"protocol bgp dut{fam[-1]} {{ local {own} as {TESTER_AS}; neighbor {peer} as {DUT_AS}; {_FAST}{_OWN}"
+               f"{fam} {{ import none; export filter {{ {prepend} accept; }}; }}; }}")
 
 
-def withdraw_commands(ctl: str, peers_ns: str, primary: tuple[str, str], dut_ns: str, n4: int) -> tuple[str, str]:
-    """The withdraw and restore of the first peer's IPv4 routes, as shell command lines. Withdraw:
-    the peers' bridge drops frames to the first peer's MAC for 198.19.0.0/16 but its own address
-    (which it still answers for: its BGP session, and the route it had for itself now the DUT's
-    connected one), then its static protocol is disabled: BIRD withdraws every route in one UPDATE
-    stream, the session stays up. Restore: the drop goes, the routes are advertised again, and it
-    returns once the DUT's FIB holds all ``n4`` via the first peer again (``primary``: its address
-    and MAC)."""
-    primary_ip, primary_mac = primary
-    rule = f"add rule bridge {NFT_TABLE} forward ether daddr {primary_mac} ip daddr 198.19.0.0/16 " \
-           f"ip daddr != {primary_ip} drop"
-    back = (f"timeout {RESTORE_S:g} sh -c 'until [ \"$(ip -n {dut_ns} -4 route show proto {BIRD_PROTO} "
-            f"via {primary_ip} | wc -l)\" -ge {n4} ]; do sleep 0.05; done'")
-    return (f"ip netns exec {peers_ns} nft '{rule}' && birdc -s {ctl} disable {PRIMARY_ROUTES} >/dev/null",
+def withdraw_commands(ctl: str, peers_ns: str, primary: tuple[str, str, str], dut_ns: str,
+                      counts: tuple[int, int]) -> tuple[str, str]:
+    """The withdraw and restore of the first peer's routes, as shell command lines (``primary``: its
+    IPv4 and IPv6 address and its MAC; ``counts``: its routes per family). Withdraw: the peers'
+    bridge drops frames to its MAC for the receiving range of each family but its own address
+    (which it still answers for: its BGP sessions, and the route it had for itself now the DUT's
+    connected one), then its static protocols are disabled: BIRD withdraws every route, the sessions
+    stay up. Restore: the drops go, the routes are advertised again, and it returns once the DUT's
+    FIB holds them all via the first peer again."""
+    ip4, ip6, mac = primary
+    rules = "; ".join(f"add rule bridge {NFT_TABLE} forward ether daddr {mac} {fam} daddr {net} "
+                      f"{fam} daddr != {own} drop"
+                      for fam, net, own in (("ip", "198.19.0.0/16", ip4), ("ip6", "2001:2:0:1::/64", ip6)))
+    held = " && ".join(f"[ \"$(ip -n {dut_ns} -{v} route show proto {BIRD_PROTO} via {hop} | wc -l)\" -ge {n} ]"
+                       for v, hop, n in (("4", ip4, counts[0]), ("6", ip6, counts[1])))
+    back = f"timeout {RESTORE_S:g} sh -c 'until {held}; do sleep 0.05; done'"
+    birdc = f"birdc -s {ctl}"
+    return (f"ip netns exec {peers_ns} nft '{rules}' && "
+            + " && ".join(f"{birdc} disable {r} >/dev/null" for r in PRIMARY_ROUTES),
             f"ip netns exec {peers_ns} nft flush chain bridge {NFT_TABLE} forward && "
-            f"birdc -s {ctl} enable {PRIMARY_ROUTES} >/dev/null && {back}")
+            + " && ".join(f"{birdc} enable {r} >/dev/null" for r in PRIMARY_ROUTES) + f" && {back}")
 
 
 def speaker_lines(own4: str, own6: str, peer4: str, peer6: str, n4: int, n6: int) -> Iterator[str]:
@@ -125,7 +138,8 @@ def speaker_lines(own4: str, own6: str, peer4: str, peer6: str, n4: int, n6: int
     ``n6`` IPv6 /128 host routes from its own addresses up, advertised to the DUT with its own
     address as their next hop (eBGP's next hop self)."""
     yield from (BIRD_LOG, f"router id {own4};", "protocol device { scan time 10; }")
-    for name, fam, first, plen, n in ((PRIMARY_ROUTES, "ipv4", own4, 32, n4), ("r6", "ipv6", own6, 128, n6)):
+    for name, fam, first, plen, n in zip(PRIMARY_ROUTES, ("ipv4", "ipv6"), (own4, own6), (32, 128), (n4, n6),
+                                         strict=True):
         yield f"protocol static {name} {{ {fam};"
         base = ipaddress.ip_address(first)
         yield from (f"  route {base + k}/{plen} blackhole;" for k in range(n))
@@ -150,7 +164,7 @@ def write_configs(run_dir: str, dut: tuple[str, str], tester: tuple[str, str], n
     if backup:
         paths["bgp-backup"] = f"{run_dir}/backup.conf"
         with open(paths["bgp-backup"], "w") as f:
-            f.writelines(line + "\n" for line in backup_lines(tester[0], n4))
+            f.writelines(line + "\n" for line in backup_lines(tester, n4, n6))
     return paths
 
 

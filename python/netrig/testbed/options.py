@@ -218,7 +218,7 @@ class TestbedOptions:
                     eBGP: BIRD 2 in the DUT's namespace installs what BIRD in the rx port's namespace
                     advertises for the tester; the build waits until the DUT's FIB holds them all).
     bgp_paths:      router, with routing ``bgp``: 1 (default) or 2: a second tester peer on the receiving
-                    link advertises the same IPv4 routes with a longer AS path (the DUT's backup), and
+                    link advertises the same routes with a longer AS path (the DUT's backup), and
                     the link runs through a bridge where a withdrawn path stops forwarding (the
                     convergence method's withdraw; at most 64 000 routes).
     hosts:          router: N tester hosts per family on the DUT's receiving link (198.19.0.2 …, a

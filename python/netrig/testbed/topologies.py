@@ -20,6 +20,7 @@ L2 topologies (loopback, bridge) put both tester ports in 198.18.0.0/24 (.2 and 
 from __future__ import annotations
 
 import contextlib
+import functools
 import ipaddress
 import os
 import shutil
@@ -644,6 +645,10 @@ def _load_routes(tb: Any, dut: str, drx: str, n: int) -> None:
                           f"{RIGHT6[1]} …, via the rx port), loaded in {took:.1f} s{capped}")
 
 
+def _imported(ctl: str, session: str, _dut: str) -> int:
+    return bgp.imported(ctl, session)
+
+
 @dataclass(frozen=True)
 class BackupPeer:
     """``bgp_paths = 2``: the peers' namespace (its bridge carries the receiving link) and the first
@@ -676,11 +681,12 @@ def _backup_peer(tb: Any, dut: str, drx: str, rx_ns: str, rx_if: str, peers: str
     ipr.link("add", ifname=b_if, kind="macvlan", link=tb.index(rx_ns, rx_if), macvlan_mode="bridge")
     tb.state.interfaces.append(Interface(rx_ns, b_if, "peer"))
     tb.link_up(rx_ns, b_if)
-    tb.add_addr(dut, drx, f"{bgp.BACKUP4[0]}/30")
-    tb.add_addr(rx_ns, b_if, f"{bgp.BACKUP4[1]}/30")
-    if tb.options.dut_neighbours != "resolved":
-        tb.add_neigh(dut, drx, bgp.BACKUP4[1], tb.mac(rx_ns, b_if))
-        tb.add_neigh(rx_ns, b_if, bgp.BACKUP4[0], tb.mac(dut, drx))
+    for (own, peer), plen in ((bgp.BACKUP4, 30), (bgp.BACKUP6, 64)):
+        tb.add_addr(dut, drx, f"{own}/{plen}")
+        tb.add_addr(rx_ns, b_if, f"{peer}/{plen}")
+        if tb.options.dut_neighbours != "resolved":
+            tb.add_neigh(dut, drx, peer, tb.mac(rx_ns, b_if))
+            tb.add_neigh(rx_ns, b_if, own, tb.mac(dut, drx))
     return BackupPeer(peers, tb.mac(rx_ns, rx_if))
 
 
@@ -689,7 +695,7 @@ def _learn_routes(tb: Any, dut: str, drx: str, rx_ns: str, n: int, backup: Backu
     rx port's namespace (:mod:`netrig.testbed.bgp`), its own BIRD installing them; read back. The
     IPv6 next hop gets a host route out of ``drx`` first: the kernel refuses a gateway it reaches
     only through another gateway (the link's /64 goes via the rx port, :func:`_behind_the_port`).
-    With ``backup`` (``bgp_paths = 2``) a second BIRD advertises the IPv4 routes as the backup path;
+    With ``backup`` (``bgp_paths = 2``) a second BIRD advertises the routes as the backup path;
     the build also waits until the DUT's BIRD has them all from it, and records the withdraw and
     restore commands (``NETRIG_BGP_WITHDRAW``, ``NETRIG_BGP_RESTORE``)."""
     n4 = min(n, MAX_V4_ROUTES)
@@ -704,11 +710,13 @@ def _learn_routes(tb: Any, dut: str, drx: str, rx_ns: str, n: int, backup: Backu
     held = bgp.wait_learned(tb.state, dut, n4 + n, lambda ns: _host_routes(ns, bgp.BIRD_PROTO), dut_ctl)
     paths = ""
     if backup is not None:
-        bgp.wait_learned(tb.state, dut, n4 - 1, lambda _: bgp.imported(dut_ctl, bgp.BACKUP_SESSION), dut_ctl)
+        for session, want in zip(bgp.BACKUP_SESSIONS, (n4 - 1, n - 1), strict=True):
+            bgp.wait_learned(tb.state, dut, want, functools.partial(_imported, dut_ctl, session), dut_ctl)
         withdraw, restore = bgp.withdraw_commands(bgp.ctl(confs["bgp-speaker"]), backup.peers_ns,
-                                                  (RIGHT4[1], backup.primary_mac), dut, n4)
+                                                  (RIGHT4[1], RIGHT6[1], backup.primary_mac), dut, (n4, n))
         tb.state.commands.update({"BGP_WITHDRAW": withdraw, "BGP_RESTORE": restore})
-        paths = f"; {n4 - 1} of the IPv4 routes also from a backup peer ({bgp.BACKUP4[1]}, AS path longer)"
+        paths = (f"; {n4 - 1} IPv4 and {n - 1} IPv6 of them also from a backup peer ({bgp.BACKUP4[1]}, "
+                 f"{bgp.BACKUP6[1]}; AS path longer)")
     tb.state.notes.append(f"routes: {n4} IPv4 /32 and {n} IPv6 /128 host routes learned by the DUT over eBGP (BIRD "
                           f"{bgp.version()} at both ends, AS {bgp.TESTER_AS} → {bgp.DUT_AS}) and installed in its "
                           f"FIB in {time.monotonic() - t0:.1f} s ({held} read back, proto bird){paths}")
