@@ -108,7 +108,8 @@ class ConvergenceResult:
 
 def converged(ev: EventResult, rate_pps: float, frames_lost: int) -> ConvergenceResult:
     """The RFC 6412 numbers of one withdraw from its per-flow outages (one flow per prefix, every
-    prefix at rate / prefixes; those without an outage lost nothing)."""
+    prefix at ``rate_pps`` / prefixes, the rate the tester offered; those without an outage lost
+    nothing)."""
     n = max(ev.flows_total, 1)
     period = n / rate_pps
     per_route = [f.frames_lost * period for f in ev.flows] + [0.0] * (n - len(ev.flows))
@@ -162,7 +163,8 @@ def measure_convergence(measurer: Measurer, frame: FrameSize, params: Convergenc
                                "not what the next repetition needs")
     if ev is None:
         raise MethodologyError("bgp_convergence: this measurer keeps no per-flow gaps (it needs the engine)")
-    return converged(ev, params.rate_pps, c.frames_lost)
+    # what the tester really offered: a trial it sent slower (flagged) lost its frames at that rate
+    return converged(ev, min(params.rate_pps, c.achieved_pps) or params.rate_pps, c.frames_lost)
 
 
 # --------------------------------------------------------------------------------------------- #
