@@ -133,6 +133,30 @@ def test_the_tester_advertises_each_route_once_from_its_own_address(tmp_path):
             assert r.returncode == 0 and not r.stderr, r.stderr
 
 
+def test_a_backup_peer_advertises_all_but_the_first_peers_own_address_and_bird_parses_it(tmp_path):
+    confs = bgp.write_configs(str(tmp_path), ("198.19.0.1", "2001:2:0:1::1"), ("198.19.0.2", "2001:2:0:1::2"), 3, 3,
+                              backup=True)
+    backup = Path(confs["bgp-backup"]).read_text().splitlines()
+    routes = [x.split()[1] for x in backup if x.strip().startswith("route ")]
+    assert routes == ["198.19.0.3/32", "198.19.0.4/32", "2001:2:0:1::3/128", "2001:2:0:1::4/128"]
+    assert sum("bgp_path.prepend(65002);" in x for x in backup) == 2 and "strict bind yes" in "".join(backup)
+    assert "neighbor 198.19.254.2 as 65002" in Path(confs["bgp-dut"]).read_text()
+    if shutil.which("bird"):
+        for conf in confs.values():
+            r = subprocess.run(["bird", "-p", "-c", conf], capture_output=True, text=True, timeout=30)
+            assert r.returncode == 0 and not r.stderr, r.stderr
+
+
+def test_configs_that_cannot_be_written_leave_no_directory(tmp_path, monkeypatch):
+    """Nothing records the directory for teardown until a daemon starts: a failed write removes it."""
+    def broken(*_a: object) -> list[str]:
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(bgp, "backup_lines", broken)
+    with pytest.raises(OSError):
+        bgp.write_configs(str(tmp_path / "run"), ("198.19.0.1", "::1"), ("198.19.0.2", "::2"), 3, 3, backup=True)
+    assert not (tmp_path / "run").exists()
+
+
 def test_routes_are_bounded_by_the_test_range():
     with pytest.raises(ConfigError, match="^routes: 1048577: must be an integer from 0 to 1048576"):
         Testbed.create("router", routes=1_048_577)

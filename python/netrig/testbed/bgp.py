@@ -154,17 +154,22 @@ def write_configs(run_dir: str, dut: tuple[str, str], tester: tuple[str, str], n
                   backup: bool = False) -> dict[str, str]:
     """The daemons' configurations in ``run_dir`` (``dut``, ``tester``: each side's IPv4 and IPv6
     address on the receiving link); their paths by role (``bgp-dut``, ``bgp-speaker``, and with
-    ``backup`` ``bgp-backup``)."""
+    ``backup`` ``bgp-backup``). The directory is gone again when writing fails: no daemon records
+    it yet for teardown to remove."""
     os.makedirs(run_dir, exist_ok=True)
     paths = {"bgp-dut": f"{run_dir}/dut.conf", "bgp-speaker": f"{run_dir}/speaker.conf"}
-    with open(paths["bgp-dut"], "w") as f:
-        f.write(dut_config(*dut, *tester, backup=backup))
-    with open(paths["bgp-speaker"], "w") as f:
-        f.writelines(line + "\n" for line in speaker_lines(*tester, *dut, n4, n6))
     if backup:
         paths["bgp-backup"] = f"{run_dir}/backup.conf"
-        with open(paths["bgp-backup"], "w") as f:
-            f.writelines(line + "\n" for line in backup_lines(tester, n4, n6))
+    try:
+        lines = {"bgp-dut": iter([dut_config(*dut, *tester, backup=backup)]),
+                 "bgp-speaker": (line + "\n" for line in speaker_lines(*tester, *dut, n4, n6)),
+                 "bgp-backup": (line + "\n" for line in backup_lines(tester, n4, n6))}
+        for role, path in paths.items():
+            with open(path, "w") as f:
+                f.writelines(lines[role])
+    except BaseException:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise
     return paths
 
 
