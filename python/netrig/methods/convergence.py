@@ -23,7 +23,6 @@ its one-line reason (nothing converged: nothing to measure).
 """
 from __future__ import annotations
 
-import argparse
 import shlex
 import statistics
 from collections.abc import Mapping
@@ -208,9 +207,6 @@ class Convergence(Method):
     def top_rate_pps(self, params: ConvergenceParams, frame: FrameSize, line_rate: LineRate) -> float:
         return params.rate_pps
 
-    def event_window_s(self, params: ConvergenceParams) -> float:
-        return params.duration_s
-
     def console_rows(self, result: dict, flags: str, line_rate: LineRate | None = None) -> list[list[str]]:
         fr = read_frame_results(result, ConvergenceResult)
         reps = fr.repetitions
@@ -224,9 +220,6 @@ class Convergence(Method):
     def markdown(self, run: RunView) -> str:
         t = table(run)
         return section_md("BGP convergence", table_md(t), "") if t else ""
-
-    def add_cli_options(self, parser: argparse.ArgumentParser) -> None:
-        return None
 
 
 METHOD = Convergence()
