@@ -142,6 +142,17 @@ def stopped_by_host(rep: dict) -> None:
         pytest.skip(f"the host stopped the search: {rep['platform']}")
 
 
+def unmeasured_by_host(result: dict) -> None:
+    """Skip, naming the product's reason, when a method that needs a throughput was not measured
+    because the host stopped the throughput search in every attempt (a summary entry's
+    ``no_throughput`` flag, as the product measured it); fail when it was not measured for any
+    other reason."""
+    unrun = [f["message"] for f in result["flags"] if f["code"] == "no_throughput"]
+    if unrun:
+        assert "the host took" in unrun[0] and not result["repetitions"], result
+        pytest.skip(unrun[0])
+
+
 #: The CLI as a child process.
 NETRIG = (sys.executable, "-m", "netrig.cli.main")
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from tests.conftest import needs_root, sh, veth_pair
-from tests.host_steal import Steal, excess_s, excused, steady_trial
+from tests.host_steal import Steal, excess_s, excused, steady_trial, unmeasured_by_host
 
 from netrig import Stream, run_trial
 from netrig.errors import LiveInterfaceError
@@ -213,6 +213,8 @@ def test_reset_command_gets_the_testbed_in_its_environment(tmp_path):
         (tmp_path / "c.json").write_text(json.dumps(cfg))
         r = netrig("run", str(tmp_path / "c.json"), "--out", str(tmp_path / "o"), "--quiet")
         assert r.returncode == 0, r.stderr
+        doc = json.loads((tmp_path / "o" / "result.json").read_text())
+        unmeasured_by_host(next(s for s in doc["summary"] if s["method"] == "rfc2544_reset")["results"][0])
         env = dict(ln.split("=", 1) for ln in env_file.read_text().splitlines() if "=" in ln)
         assert env["NETRIG_DUT_NETNS"] == f"nr{tb_id}-dut" and env["NETRIG_TESTBED_ID"] == tb_id
         assert env["NETRIG_DUT_IFACES"] == f"nr{tb_id}-dtx,nr{tb_id}-drx"
