@@ -313,6 +313,31 @@ def cpumap_threads(wires: Sequence[tuple[str, str | None]]) -> tuple[int, ...]:
     return kernel_threads([f"cpumap/{cpu}/map:{i}" for i in ids for cpu in range(os.cpu_count() or 1)])
 
 
+#: The guest's idle task on each CPU (``comm``): a wait that ends in a switch from it was on an idle
+#: CPU, whose late wake-up is the host's (the tick program does not see an idle CPU's stops).
+IDLE_TASK = "swapper/"
+
+
+def sides(raw: Iterable[Any], roles: PlatformRoles, dut_names: frozenset[str], half_tick_ns: float,
+          origin_ns: int) -> tuple[list[StallEpisode], list[StallEpisode]]:
+    """The watch's raw episodes (``_native.StallWatch.episodes``) as the DUT's and the tester's, starts
+    since ``origin_ns``: a CPU's stall (somewhere in the gap since its last tick: its middle) on the
+    side of its CPU; a DUT task's wait on the DUT's, the guest's when another task ran (not one of the
+    DUT's own: that is the DUT at work), the host's when its CPU idled."""
+    dut: list[StallEpisode] = []
+    tester: list[StallEpisode] = []
+    for e in raw:
+        if e.kind == "cpu":
+            ep = StallEpisode((e.start_ns + half_tick_ns - origin_ns) / 1e9, (e.len_ns - half_tick_ns) / 1e6, e.cpu,
+                              False)
+            (dut if e.cpu in roles.dut_cpus else tester).append(ep)
+        elif e.pid in roles.dut_tids and e.by not in dut_names:
+            guest = bool(e.by) and not e.by.startswith(IDLE_TASK)
+            dut.append(StallEpisode((e.start_ns - origin_ns) / 1e9, e.len_ns / 1e6, e.cpu, guest,
+                                    e.by if guest else None))
+    return dut, tester
+
+
 @dataclass(frozen=True)
 class TrialPlatform:
     """What the platform did during one trial."""
@@ -347,15 +372,7 @@ class PlatformWatch:
         """The stalls in ``[from_ns, to_ns]`` (CLOCK_MONOTONIC), their starts since ``origin_ns``."""
         raw, lost = self.watch.episodes(from_ns, to_ns)
         half_tick = self.watch.period_ns / 2
-        dut: list[StallEpisode] = []
-        tester: list[StallEpisode] = []
-        for e in raw:
-            if e.kind == "cpu":  # the CPU stopped somewhere in the gap since its last tick: the middle
-                ep = StallEpisode((e.start_ns + half_tick - origin_ns) / 1e9, (e.len_ns - half_tick) / 1e6, e.cpu,
-                                  False)
-                (dut if e.cpu in self.roles.dut_cpus else tester).append(ep)
-            elif e.pid in self.roles.dut_tids and e.by not in self.dut_names:
-                dut.append(StallEpisode((e.start_ns - origin_ns) / 1e9, e.len_ns / 1e6, e.cpu, True, e.by or None))
+        dut, tester = sides(raw, self.roles, self.dut_names, half_tick, origin_ns)
         bound_s = half_tick / 1e9
         return TrialStalls(StallSide(merged(tester, bound_s)),
                            StallSide(merged(dut, bound_s)) if self.roles.dut_cpus else None, THRESHOLD_MS, lost)

@@ -46,6 +46,9 @@ const BPF_PROG_TYPE_XDP: u32 = 6;
 pub const BPF_PROG_TYPE_TRACEPOINT: u32 = 5;
 /// A program run by a sampling perf event (e.g. the software CPU clock's timer).
 pub const BPF_PROG_TYPE_PERF_EVENT: u32 = 7;
+/// A program whose context is an array of u64 arguments: [`prog_test_run_ctx`] runs it on one the
+/// caller writes (the stall watch's tests run its tracepoint programs' logic that way).
+pub const BPF_PROG_TYPE_RAW_TRACEPOINT: u32 = 17;
 /// `expected_attach_type` of a program attached to an interface's XDP hook.
 pub const BPF_XDP: u32 = 37;
 /// `expected_attach_type` of a program run by a CPUMAP entry (`enum bpf_attach_type`).
@@ -395,6 +398,15 @@ pub fn prog_test_run_out(prog: &OwnedFd, frame: &[u8]) -> io::Result<(u32, Vec<u
     sys_bpf(BPF_PROG_TEST_RUN, &mut a)?;
     out.truncate((a.get_u32(12) as usize).min(out.len()));
     Ok((a.get_u32(4), out))
+}
+
+/// Run a [`BPF_PROG_TYPE_RAW_TRACEPOINT`] program once on the context `ctx` (at most 96 bytes,
+/// BPF_PROG_TEST_RUN) and return its return value.
+pub fn prog_test_run_ctx(prog: &OwnedFd, ctx: &[u8]) -> io::Result<u32> {
+    let mut a = Attr::new();
+    a.u32(0, prog.as_raw_fd() as u32).u32(40, ctx.len() as u32).u64(48, ctx.as_ptr() as u64);
+    sys_bpf(BPF_PROG_TEST_RUN, &mut a)?;
+    Ok(a.get_u32(4))
 }
 
 /// The id of the loaded BPF program `prog`.

@@ -235,8 +235,13 @@ struct SwitchFields {
     next_pid: i16,
 }
 
-/// The context-switch program: a watched task switched out while runnable starts waiting; one
-/// switched in stops, and a wait above `threshold_ns` is an episode naming the task switched out.
+/// The context-switch program: a watched task switched out while runnable starts waiting, one
+/// switched out asleep is not waiting; one switched in stops, and a wait above `threshold_ns` is an
+/// episode naming the task switched out. The switch-out sets the task's state either way: the
+/// kernel also reports a wake-up of a task still on its CPU (one that set itself to sleep and was
+/// woken before it left: a DUT's ring thread under load gets thousands), and that start, kept
+/// through the task's next sleep, made its next switch-in read as a wait as long as the sleep
+/// (a 475-ms DUT stall ending at a trial's start).
 fn switch_program(tasks: RawFd, ring: RawFd, f: &SwitchFields, threshold_ns: i32) -> Vec<Insn> {
     use Reg::*;
     let mut a = Asm::new();
@@ -244,8 +249,9 @@ fn switch_program(tasks: RawFd, ring: RawFd, f: &SwitchFields, threshold_ns: i32
     a.load(Size::W, R1, R6, f.prev_pid).store(Size::W, R10, -4, R1);
     a.mov_reg(R2, R10).add_imm(R2, -4).load_map_fd(R1, tasks).call(BPF_FUNC_MAP_LOOKUP_ELEM).jeq_imm(R0, 0, "next");
     // any state bit below TASK_REPORT_MAX (0x100, "preempted") means it went to sleep
-    a.load(Size::DW, R1, R6, f.prev_state).and_imm(R1, 0xff).jne_imm(R1, 0, "next");
-    a.load(Size::DW, R1, R0, 0).jne_imm(R1, 0, "next").store(Size::DW, R0, 0, R7);
+    a.load(Size::DW, R1, R6, f.prev_state).and_imm(R1, 0xff).jne_imm(R1, 0, "asleep");
+    a.store(Size::DW, R0, 0, R7).ja("next");
+    a.label("asleep").store_imm(Size::DW, R0, 0, 0);
     a.label("next").load(Size::W, R1, R6, f.next_pid).store(Size::W, R10, -8, R1).store(Size::W, R10, -4, R1);
     a.mov_reg(R2, R10).add_imm(R2, -4).load_map_fd(R1, tasks).call(BPF_FUNC_MAP_LOOKUP_ELEM).jeq_imm(R0, 0, "out");
     a.load(Size::DW, R8, R0, 0).jeq_imm(R8, 0, "out").store_imm(Size::DW, R0, 0, 0);
@@ -412,6 +418,100 @@ mod tests {
             assert!(p.len() > 10 && p.len() < 120);
             assert_eq!(p.last().map(|i| i.code()), Some(0x95), "ends with exit");
         }
+    }
+
+    /// The wake-up and switch programs run by the kernel on contexts written here (as raw
+    /// tracepoint programs, whose context is the u64 array BPF_PROG_TEST_RUN takes), in the
+    /// order of a watched task's events. Root only (BPF).
+    struct Events {
+        tasks: OwnedFd,
+        ring: OwnedFd,
+        wake: OwnedFd,
+        switch: OwnedFd,
+        next: u64,
+    }
+
+    // the test's record layout: prev_comm at 8, prev_pid at 24, prev_state at 32, next_pid at 40
+    const F: SwitchFields = SwitchFields { prev_comm: 8, prev_pid: 24, prev_state: 32, next_pid: 40 };
+    const WATCHED: u32 = 4242;
+
+    impl Events {
+        fn open(threshold_ns: i32) -> Option<Events> {
+            let tasks = bpf::hash_u32_create(8, TASK_STATE as u32, "t_stalltask").ok()?;
+            let ring = bpf::array_create(1, RING_BYTES as u32, "t_stalls").unwrap();
+            let load = |p: Vec<Insn>, name| bpf::prog_load(bpf::BPF_PROG_TYPE_RAW_TRACEPOINT, &p, name, 0, 0).unwrap();
+            let wake = load(wake_program(tasks.as_raw_fd(), F.prev_pid), "t_wake");
+            let switch = load(switch_program(tasks.as_raw_fd(), ring.as_raw_fd(), &F, threshold_ns), "t_switch");
+            bpf::map_update_u32(&tasks, WATCHED, &[0u8; TASK_STATE]).unwrap();
+            Some(Events { tasks, ring, wake, switch, next: 0 })
+        }
+
+        fn wake(&self, pid: u32) {
+            let mut ctx = [0u8; 48];
+            ctx[24..28].copy_from_slice(&pid.to_ne_bytes());
+            bpf::prog_test_run_ctx(&self.wake, &ctx).unwrap();
+        }
+
+        /// `prev` switched out (`asleep`: in a sleeping state, else runnable), `next` in.
+        fn switch(&self, prev: u32, asleep: bool, next: u32) {
+            let mut ctx = [0u8; 48];
+            ctx[8..14].copy_from_slice(b"other\0");
+            ctx[24..28].copy_from_slice(&prev.to_ne_bytes());
+            ctx[32..40].copy_from_slice(&(asleep as u64).to_ne_bytes()); // TASK_INTERRUPTIBLE
+            ctx[40..44].copy_from_slice(&next.to_ne_bytes());
+            bpf::prog_test_run_ctx(&self.switch, &ctx).unwrap();
+        }
+
+        fn episodes(&mut self) -> Vec<RawEpisode> {
+            let probe = StallProbe {
+                ring: self.ring.try_clone().unwrap(),
+                tasks: self.tasks.try_clone().unwrap(),
+                _progs: vec![],
+                _events: vec![],
+                tasks_watched: true,
+            };
+            probe.read(&mut self.next).unwrap().0
+        }
+    }
+
+    fn pause_ms(ms: u64) {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
+
+    #[test]
+    fn a_task_waits_only_while_runnable_and_off_its_cpu() {
+        let Some(mut ev) = Events::open(2_000_000) else {
+            eprintln!("skipped: needs root (BPF maps and programs)");
+            return;
+        };
+        // preempted (switched out runnable) for 5 ms: one wait, by the task that ran
+        ev.switch(WATCHED, false, 7);
+        pause_ms(5);
+        ev.switch(7, false, WATCHED);
+        let eps = ev.episodes();
+        assert_eq!(eps.len(), 1, "{eps:?}");
+        assert!(eps[0].pid == WATCHED && eps[0].by == "other" && eps[0].len_ns >= 5_000_000, "{eps:?}");
+        // woken while still on its CPU, then asleep for 5 ms, woken and switched in at once:
+        // no wait (before the fix: a 5-ms one, from the wake-up while it ran)
+        ev.wake(WATCHED);
+        ev.switch(WATCHED, true, 0);
+        pause_ms(5);
+        ev.wake(WATCHED);
+        ev.switch(0, false, WATCHED);
+        assert_eq!(ev.episodes(), vec![]);
+        // woken while on its CPU, then preempted for 5 ms: the wait starts at the switch-out
+        ev.wake(WATCHED);
+        pause_ms(5);
+        ev.switch(WATCHED, false, 7);
+        ev.switch(7, false, WATCHED);
+        assert_eq!(ev.episodes(), vec![]);
+        // woken from sleep and kept off its CPU for 5 ms: a wait from the wake-up
+        ev.switch(WATCHED, true, 0);
+        ev.wake(WATCHED);
+        pause_ms(5);
+        ev.switch(7, false, WATCHED);
+        let eps = ev.episodes();
+        assert!(eps.len() == 1 && eps[0].len_ns >= 5_000_000, "{eps:?}");
     }
 
     #[test]
