@@ -57,18 +57,20 @@ def test_a_host_stop_inside_a_take_is_one_stall_with_it():
 def test_a_dut_task_waiting_on_an_idle_cpu_is_the_hosts_on_a_busy_one_the_guests():
     """A DUT ring thread's waits: for another task (the guest's, named), on its idle CPU (woken late
     by the host: not the guest's, nobody named), for one of the DUT's own tasks (the DUT at work:
-    left out), and a CPU's stall on the DUT's CPU and on the tester's."""
+    left out, though the tracepoint cuts its name short), and a CPU's stall on the DUT's CPU and on
+    the tester's."""
     from types import SimpleNamespace as Raw
 
     from netrig.measure.platform import PlatformRoles, sides
 
     roles = PlatformRoles(dut_cpus=(1,), dut_tids=(70,))
     task = lambda start_ms, by: Raw(kind="task", start_ns=start_ms * 10**6, len_ns=3 * 10**6, cpu=1, pid=70, by=by)
-    raw = [task(10, "stress-ng"), task(20, "swapper/1"), task(30, "cpumap/1/map:9"),
+    raw = [task(10, "stress-ng"), task(20, "swapper/1"), task(30, "cpumap/1/map:18"),
            Raw(kind="cpu", start_ns=40 * 10**6, len_ns=2_500_000, cpu=1, pid=0, by=""),
            Raw(kind="cpu", start_ns=50 * 10**6, len_ns=2_500_000, cpu=0, pid=0, by=""),
            Raw(kind="task", start_ns=60 * 10**6, len_ns=3 * 10**6, cpu=1, pid=99, by="stress-ng")]
-    dut, tester = sides(raw, roles, frozenset({"cpumap/1/map:9"}), 500_000, 0)
+    # the ring thread's full name, as /proc gives it; the tracepoint gives its first 15 characters
+    dut, tester = sides(raw, roles, frozenset({"cpumap/1/map:18211"}), 500_000, 0)
     assert [(e.start_s, e.seen_by_guest, e.by) for e in dut] == [(0.01, True, "stress-ng"), (0.02, False, None),
                                                                   (0.0405, False, None)]
     assert [(e.start_s, e.length_ms, e.cpu) for e in tester] == [(0.0505, 2.0, 0)]

@@ -313,6 +313,11 @@ def cpumap_threads(wires: Sequence[tuple[str, str | None]]) -> tuple[int, ...]:
     return kernel_threads([f"cpumap/{cpu}/map:{i}" for i in ids for cpu in range(os.cpu_count() or 1)])
 
 
+#: The length of a task's name as the scheduler's tracepoints give it (``TASK_COMM_LEN`` - 1):
+#: ``/proc/<pid>/comm`` gives a kernel thread's full name, ``cpumap/1/map:18211``, the tracepoint
+#: ``cpumap/1/map:18``.
+COMM_LEN = 15
+
 #: The guest's idle task on each CPU (``comm``): a wait that ends in a switch from it was on an idle
 #: CPU, whose late wake-up is the host's (the tick program does not see an idle CPU's stops).
 IDLE_TASK = "swapper/"
@@ -323,7 +328,8 @@ def sides(raw: Iterable[Any], roles: PlatformRoles, dut_names: frozenset[str], h
     """The watch's raw episodes (``_native.StallWatch.episodes``) as the DUT's and the tester's, starts
     since ``origin_ns``: a CPU's stall (somewhere in the gap since its last tick: its middle) on the
     side of its CPU; a DUT task's wait on the DUT's, the guest's when another task ran (not one of the
-    DUT's own: that is the DUT at work), the host's when its CPU idled."""
+    DUT's own, by name to :data:`COMM_LEN`: that is the DUT at work), the host's when its CPU idled."""
+    own = {n[:COMM_LEN] for n in dut_names}
     dut: list[StallEpisode] = []
     tester: list[StallEpisode] = []
     for e in raw:
@@ -331,7 +337,7 @@ def sides(raw: Iterable[Any], roles: PlatformRoles, dut_names: frozenset[str], h
             ep = StallEpisode((e.start_ns + half_tick_ns - origin_ns) / 1e9, (e.len_ns - half_tick_ns) / 1e6, e.cpu,
                               False)
             (dut if e.cpu in roles.dut_cpus else tester).append(ep)
-        elif e.pid in roles.dut_tids and e.by not in dut_names:
+        elif e.pid in roles.dut_tids and (e.by or "")[:COMM_LEN] not in own:
             guest = bool(e.by) and not e.by.startswith(IDLE_TASK)
             dut.append(StallEpisode((e.start_ns - origin_ns) / 1e9, e.len_ns / 1e6, e.cpu, guest,
                                     e.by if guest else None))
