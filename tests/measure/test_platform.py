@@ -76,6 +76,27 @@ def test_a_dut_task_waiting_on_an_idle_cpu_is_the_hosts_on_a_busy_one_the_guests
     assert [(e.start_s, e.length_ms, e.cpu) for e in tester] == [(0.0505, 2.0, 0)]
 
 
+def test_loss_in_stalls_is_the_rings_stopping_not_another_dut_task_waiting():
+    """Ring drops during a 5-ms wait of the DUT's routing daemon (its ring thread ran on) are not
+    loss in stalls; those during a 5-ms wait of its ring thread are. Both waits are the DUT's
+    stalls."""
+    from types import SimpleNamespace as Raw
+
+    from netrig.measure.platform import PlatformRoles, PlatformWatch
+
+    ms = 10**6
+    roles = PlatformRoles(dut_cpus=(1,), dut_tids=(70, 80), wires=(("drx", None),), ring_frames=64, ring_tids=(70,))
+    raw = [Raw(kind="task", start_ns=100 * ms, len_ns=5 * ms, cpu=1, pid=80, by="kworker/1:0"),
+           Raw(kind="task", start_ns=300 * ms, len_ns=5 * ms, cpu=1, pid=70, by="kworker/1:0")]
+    slots = [Raw(start_ns=102 * ms, dropped=10), Raw(start_ns=302 * ms, dropped=7)]
+    watch = Raw(period_ns=ms, episodes=lambda a, b: (raw, 0), wire_slots=lambda a, b: (slots, True))
+    pw = object.__new__(PlatformWatch)
+    pw.roles, pw.watch, pw.dut_names = roles, watch, frozenset({"cpumap/1/map:9", "bird"})
+    got = pw.trial(Raw(run_start_ns=1, epoch_ns=1, tx_window_s=1.0, latency_timeline=None), 64_000)  # ring: 1 ms
+    assert got.wire is not None and (got.wire.dropped, got.wire.in_stalls) == (17, 7)
+    assert got.stalls.dut is not None and got.stalls.dut.count == 2
+
+
 # spikes of a 3-ms take every 50 ms on the DUT's CPU at 20 kfps, as three trials on this machine
 # found them (8.39-ms windows), with the spikes that were not the timer's among them
 _TRIALS = [

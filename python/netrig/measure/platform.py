@@ -10,15 +10,17 @@ asks it for the trial's window:
   on its CPU, named). Episodes on the DUT's CPUs and its tasks are the DUT's; those on the other CPUs
   the tester's. A stall shorter than the threshold (1 ms) is not reported.
 * **loss in stalls** — of the frames the DUT's receive ring dropped during the trial (the wire's
-  counts per 0.52-ms slot), those dropped while a DUT stall longer than the ring's time at that load
-  (ring frames / intended rate) was under way: the ring filled because the DUT's CPU stopped, not
-  because the DUT was too slow. Nothing is taken off the DUT's loss; the cause is said beside it.
+  counts per 0.52-ms slot), those dropped while a stall of what takes the ring's frames (the DUT's
+  CPU, or its ring threads kept waiting) longer than the ring's time at that load (ring frames /
+  intended rate) was under way: the ring filled because the DUT's CPU stopped, not because the
+  DUT was too slow. Nothing is taken off the DUT's loss; the cause is said beside it.
 * **latency timeline** — the engine's per-window p50 / p99 / max (8.4-ms windows) and the dominant
   period of its spikes, if any.
 """
 from __future__ import annotations
 
 import cmath
+import dataclasses
 import math
 import os
 import statistics
@@ -274,12 +276,14 @@ def loss_in_stalls(slots: Sequence[_native.WireSlot], run_start_ns: int, dut: St
 @dataclass(frozen=True)
 class PlatformRoles:
     """Who is who on this machine: the DUT's CPUs and tasks (empty without a DUT), its wired
-    interfaces ``(ifname, netns)`` and their ring size in frames."""
+    interfaces ``(ifname, netns)`` and their ring size in frames, and of its tasks those that take
+    frames from its rings (``ring_tids``: the wire's ring threads, threaded NAPI)."""
 
     dut_cpus: tuple[int, ...] = ()
     dut_tids: tuple[int, ...] = ()
     wires: tuple[tuple[str, str | None], ...] = ()
     ring_frames: int = 0
+    ring_tids: tuple[int, ...] = ()
 
 
 def _comm(tid: int) -> str | None:
@@ -377,11 +381,14 @@ class PlatformWatch:
     def stalls(self, from_ns: int, to_ns: int, origin_ns: int) -> TrialStalls:
         """The stalls in ``[from_ns, to_ns]`` (CLOCK_MONOTONIC), their starts since ``origin_ns``."""
         raw, lost = self.watch.episodes(from_ns, to_ns)
+        return self._stalls(raw, lost, origin_ns, self.roles)
+
+    def _stalls(self, raw: Sequence[Any], lost: int, origin_ns: int, roles: PlatformRoles) -> TrialStalls:
         half_tick = self.watch.period_ns / 2
-        dut, tester = sides(raw, self.roles, self.dut_names, half_tick, origin_ns)
+        dut, tester = sides(raw, roles, self.dut_names, half_tick, origin_ns)
         bound_s = half_tick / 1e9
         return TrialStalls(StallSide(merged(tester, bound_s)),
-                           StallSide(merged(dut, bound_s)) if self.roles.dut_cpus else None, THRESHOLD_MS, lost)
+                           StallSide(merged(dut, bound_s)) if roles.dut_cpus else None, THRESHOLD_MS, lost)
 
     def wire_loss(self, from_ns: int, to_ns: int, origin_ns: int, dut: StallSide | None,
                   rate_pps: float | None) -> WireLoss | None:
@@ -399,6 +406,10 @@ class PlatformWatch:
         for the frames in flight), starts counted from the run's start."""
         start = res.run_start_ns or res.epoch_ns
         end = start + int((res.tx_window_s + 0.01) * 1e9)
-        stalls = self.stalls(start, end, start)
-        wire = self.wire_loss(start, end, start, stalls.dut, intended_pps)
+        raw, lost = self.watch.episodes(start, end)
+        stalls = self._stalls(raw, lost, start, self.roles)
+        # a ring fills when what takes its frames stops: the DUT's CPU, or its ring threads kept
+        # waiting; another DUT task kept waiting (its routing daemon) leaves the ring running
+        ring = self._stalls(raw, lost, start, dataclasses.replace(self.roles, dut_tids=self.roles.ring_tids)).dut
+        wire = self.wire_loss(start, end, start, ring, intended_pps)
         return TrialPlatform(stalls, wire, timeline_of(res))

@@ -216,10 +216,11 @@ def _platform(tb: Testbed) -> Iterator[tuple[PlatformWatch | None, str]]:
     pl = tb.placement
     wires = tuple((i, pl.netns) for i in pl.interfaces) if pl is not None and pl.mode == "wire" else ()
     napi = tuple(t.pid for t in (pl.threads or ())) if pl is not None else ()
-    tids = cpumap_threads(wires) + napi + threads_of(p.pid for p in tb.state.processes)
+    rings = cpumap_threads(wires) + napi
+    tids = rings + threads_of(p.pid for p in tb.state.processes)
     ring = (pl.ring or 0) * len(pl.cpus or ()) if pl is not None and wires else 0
     try:
-        watch = PlatformWatch(PlatformRoles(tb.dut_cpus(), tids, wires, ring))
+        watch = PlatformWatch(PlatformRoles(tb.dut_cpus(), tids, wires, ring, rings))
     except (CapabilityError, OSError) as e:
         yield None, f"off: {e}"
         return
