@@ -113,6 +113,14 @@ def test_state_and_request_errors(url):
          "no port reboot"),
         ("/control/state", json.dumps({"choice": "port", "port": {"choice": "link", "link": {"state": "down"}}})
          .encode(), "POST", 409, "set_config first"),
+        # a protocol state without its member stopped every BGP session (read as "not start")
+        ("/control/state", json.dumps({"choice": "protocol", "protocol": {"choice": "all"}}).encode(), "POST", 400,
+         "protocol.all: is required"),
+        ("/control/state", json.dumps({"choice": "protocol", "protocol": {"choice": "bgp", "bgp": {"choice": "peers"}}})
+         .encode(), "POST", 400, "protocol.bgp.peers: is required"),
+        ("/control/state", json.dumps({"choice": "protocol", "protocol": {
+            "choice": "isis", "isis": {"choice": "routers", "routers": {"state": "up"}}}}).encode(), "POST", 400,
+         "protocol.isis"),
         ("/nothing", b"", "POST", 404, "no such OTG endpoint"),
         ("/monitor/metrics", json.dumps({"choice": "bgpv4"}).encode(), "POST", 409, "set_config first"),
         ("/monitor/states", json.dumps({"choice": "ipv4_neighbors"}).encode(), "POST", 200, ""),

@@ -535,10 +535,43 @@ class StatePort:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class StateProtocolAll:
+    state: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StateProtocolRoute:
+    state: str
+    names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StateProtocolBgpPeers:
+    state: str
+    peer_names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StateProtocolBgp:
+    choice: str
+    peers: StateProtocolBgpPeers | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StateProtocol:
+    choice: str
+    all: StateProtocolAll | None = None
+    route: StateProtocolRoute | None = None
+    bgp: StateProtocolBgp | None = None
+    #: LACP and IS-IS states: refused.
+    others: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ControlState:
     choice: str
     port: StatePort | None = None
-    protocol: dict[str, Any] | None = None
+    protocol: StateProtocol | None = None
     traffic: StateTraffic | None = None
 
     def flow_transmit(self) -> StateTrafficFlowTransmit:

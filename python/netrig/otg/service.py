@@ -47,6 +47,7 @@ from netrig.otg.objects import (
     StartTags,
     StatePortCapture,
     StatePortLink,
+    StateProtocol,
     StatesRequest,
     StateTrafficFlowTransmit,
     read,
@@ -285,29 +286,31 @@ class Service(OtgService):
             return self._protocol_state(req.protocol)
         raise refusal.refuse("control/state protocol", "protocol")
 
-    def _protocol_state(self, req: dict[str, Any]) -> list[str]:
+    def _protocol_state(self, req: StateProtocol) -> list[str]:
         """``control/state protocol``: all (start, stop: every BGP session), route (advertise,
         withdraw route ranges by name) and bgp.peers (up, down by name), carried out by BIRD."""
-        choice = req.get("choice")
+        if req.choice not in ("all", "route", "bgp"):
+            raise refusal.refuse("control/state protocol", f"protocol.{req.choice}")
+        member = {"all": req.all, "route": req.route, "bgp": req.bgp and req.bgp.peers}[req.choice]
+        if member is None:
+            raise ConfigError(f"protocol.{req.choice}" + (".peers" if req.choice == "bgp" else ""),
+                              "is required: give its state" + ("" if req.choice == "all" else " and the names"))
         with self.lock:
             self._ready()
             speakers = self.bgp
-            if choice not in ("all", "route", "bgp"):
-                raise refusal.refuse("control/state protocol", f"protocol.{choice}")
-            body = req.get(choice) or {}
-            if choice == "all":  # scripts start "all protocols" whether or not they have any
+            if req.all is not None:  # scripts start "all protocols" whether or not they have any
                 if speakers is not None:
-                    speakers.set_peers(range(len(speakers.plan.peers)), body.get("state") == "start")
+                    speakers.set_peers(range(len(speakers.plan.peers)), req.all.state == "start")
                 return []
             if speakers is None:
-                raise ConfigError(f"protocol.{choice}", "the config has no BGP peers: add devices[].bgp")
-            if choice == "route":
-                ranges = speakers.ranges_named(body.get("names") or (), "protocol.route.names")
-                speakers.set_routes(ranges, body.get("state") == "advertise")
-            else:
-                peers = body.get("peers") or {}
-                which = speakers.peers_named(peers.get("peer_names") or (), "protocol.bgp.peers.peer_names")
-                speakers.set_peers(which, peers.get("state") == "up")
+                raise ConfigError(f"protocol.{req.choice}", "the config has no BGP peers: add devices[].bgp")
+            if req.route is not None:
+                ranges = speakers.ranges_named(req.route.names, "protocol.route.names")
+                speakers.set_routes(ranges, req.route.state == "advertise")
+            elif req.bgp is not None and req.bgp.peers is not None:
+                peers = req.bgp.peers
+                which = speakers.peers_named(peers.peer_names, "protocol.bgp.peers.peer_names")
+                speakers.set_peers(which, peers.state == "up")
         return []
 
     def _link_state(self, link: StatePortLink, at: str) -> list[str]:
