@@ -8,9 +8,10 @@
 //!  power:cpu_idle ──▶ netrig_idle: an idle CPU has no ticks to miss (its clock event may not fire
 //!      at all): entering idle suspends the tick program, leaving it counts as a tick
 //!  sched_wakeup / sched_switch tracepoints (every CPU) ──▶ netrig_wake / netrig_switch: a watched task woken,
-//!      or switched out while still runnable, starts waiting; switched in, it stops; a wait longer
-//!      than threshold ──▶ episode "task": the guest gave the task's CPU to another task (named:
-//!      the one switched out to let it run)
+//!      or switched out while still runnable, starts waiting (switched out asleep, it is not); switched
+//!      in, it stops; a wait longer than threshold ──▶ episode "task": the guest gave the task's CPU
+//!      to another task (named: the one running there when the wait began, from a table of each
+//!      CPU's running task the switch program keeps)
 //!  every episode ──▶ one ARRAY value: a 64-byte header (the next record's index, taken with an
 //!      atomic add) and RING records of 64 bytes; user space drains it (`read`)
 //! ```
@@ -29,8 +30,13 @@ pub const RING: usize = 1024;
 const RECORD: usize = 64;
 const HEADER: usize = 64;
 const RING_BYTES: usize = HEADER + RING * RECORD;
-/// Bytes of a watched task's state: when it began waiting (0: not waiting), its role.
-const TASK_STATE: usize = 16;
+/// Bytes of a watched task's state: when it began waiting (0: not waiting), 8 spare, and the name
+/// of the task that ran on its CPU when the wait began (the one it waits for).
+const TASK_STATE: usize = 32;
+/// Where in a task's state the name of the task it waits for is.
+const BY: i16 = 16;
+/// CPUs the table of each CPU's running task holds (by CPU number).
+const MAX_CPUS: u32 = 4096;
 /// Tasks that can be watched at once.
 pub const MAX_TASKS: u32 = 4096;
 
@@ -215,51 +221,81 @@ fn idle_program(last: RawFd, state_off: i16) -> Vec<Insn> {
     a.finish()
 }
 
-/// The wake-up program: a watched task woken (`pid` at `pid_off` of the context) starts waiting.
-fn wake_program(tasks: RawFd, pid_off: i16) -> Vec<Insn> {
+/// The wake-up program: a watched task woken (`pid` at `pid_off` of the context, its CPU at
+/// `cpu_off`) starts waiting, for the task running on that CPU now (`cur`).
+fn wake_program(tasks: RawFd, cur: RawFd, pid_off: i16, cpu_off: i16) -> Vec<Insn> {
     use Reg::*;
     let mut a = Asm::new();
     a.mov_reg(R6, R1).call(BPF_FUNC_KTIME_GET_NS).mov_reg(R7, R0);
     a.load(Size::W, R1, R6, pid_off).store(Size::W, R10, -4, R1);
     a.mov_reg(R2, R10).add_imm(R2, -4).load_map_fd(R1, tasks).call(BPF_FUNC_MAP_LOOKUP_ELEM).jeq_imm(R0, 0, "out");
-    a.load(Size::DW, R1, R0, 0).jne_imm(R1, 0, "out").store(Size::DW, R0, 0, R7);
+    a.load(Size::DW, R1, R0, 0).jne_imm(R1, 0, "out").store(Size::DW, R0, 0, R7).mov_reg(R8, R0);
+    a.load(Size::W, R1, R6, cpu_off).store(Size::W, R10, -8, R1);
+    a.mov_reg(R2, R10).add_imm(R2, -8).load_map_fd(R1, cur).call(BPF_FUNC_MAP_LOOKUP_ELEM).jeq_imm(R0, 0, "out");
+    a.load(Size::DW, R1, R0, 0).store(Size::DW, R8, BY, R1).load(Size::DW, R1, R0, 8).store(Size::DW, R8, BY + 8, R1);
     a.label("out").mov_imm(R0, 0).exit();
     a.finish()
 }
 
-/// Offsets in the `sched_switch` record: prev_comm, prev_pid, prev_state, next_pid.
+/// Offsets in the `sched_switch` record: prev_comm, prev_pid, prev_state, next_comm, next_pid.
 struct SwitchFields {
     prev_comm: i16,
     prev_pid: i16,
     prev_state: i16,
+    next_comm: i16,
     next_pid: i16,
 }
 
-/// The context-switch program: a watched task switched out while runnable starts waiting, one
-/// switched out asleep is not waiting; one switched in stops, and a wait above `threshold_ns` is an
-/// episode naming the task switched out. The switch-out sets the task's state either way: the
-/// kernel also reports a wake-up of a task still on its CPU (one that set itself to sleep and was
-/// woken before it left: a DUT's ring thread under load gets thousands), and that start, kept
+/// The context-switch program: it keeps each CPU's running task's name (`cur`); a watched task
+/// switched out while runnable starts waiting, for the task switched in; one switched out asleep is
+/// not waiting; one switched in stops, and a wait above `threshold_ns` is an episode naming the task
+/// it waited for (else the one switched out now). The switch-out sets the task's state either way:
+/// the kernel also reports a wake-up of a task still on its CPU (one that set itself to sleep and
+/// was woken before it left: a DUT's ring thread under load gets thousands), and that start, kept
 /// through the task's next sleep, made its next switch-in read as a wait as long as the sleep
 /// (a 475-ms DUT stall ending at a trial's start).
-fn switch_program(tasks: RawFd, ring: RawFd, f: &SwitchFields, threshold_ns: i32) -> Vec<Insn> {
+fn switch_program(tasks: RawFd, ring: RawFd, cur: RawFd, f: &SwitchFields, threshold_ns: i32) -> Vec<Insn> {
     use Reg::*;
     let mut a = Asm::new();
     a.mov_reg(R6, R1).call(BPF_FUNC_KTIME_GET_NS).mov_reg(R7, R0);
-    a.load(Size::W, R1, R6, f.prev_pid).store(Size::W, R10, -4, R1);
+    a.call(BPF_FUNC_GET_SMP_PROCESSOR_ID).store(Size::W, R10, -12, R0);
+    a.mov_reg(R2, R10).add_imm(R2, -12).load_map_fd(R1, cur).call(BPF_FUNC_MAP_LOOKUP_ELEM).jeq_imm(R0, 0, "prev");
+    copy_name(&mut a, R0, 0, R6, f.next_comm);
+    a.label("prev").load(Size::W, R1, R6, f.prev_pid).store(Size::W, R10, -4, R1);
     a.mov_reg(R2, R10).add_imm(R2, -4).load_map_fd(R1, tasks).call(BPF_FUNC_MAP_LOOKUP_ELEM).jeq_imm(R0, 0, "next");
     // any state bit below TASK_REPORT_MAX (0x100, "preempted") means it went to sleep
     a.load(Size::DW, R1, R6, f.prev_state).and_imm(R1, 0xff).jne_imm(R1, 0, "asleep");
-    a.store(Size::DW, R0, 0, R7).ja("next");
+    a.store(Size::DW, R0, 0, R7);
+    copy_name(&mut a, R0, BY, R6, f.next_comm);
+    a.ja("next");
     a.label("asleep").store_imm(Size::DW, R0, 0, 0);
     a.label("next").load(Size::W, R1, R6, f.next_pid).store(Size::W, R10, -8, R1).store(Size::W, R10, -4, R1);
     a.mov_reg(R2, R10).add_imm(R2, -4).load_map_fd(R1, tasks).call(BPF_FUNC_MAP_LOOKUP_ELEM).jeq_imm(R0, 0, "out");
     a.load(Size::DW, R8, R0, 0).jeq_imm(R8, 0, "out").store_imm(Size::DW, R0, 0, 0);
     a.mov_reg(R9, R7).sub_reg(R9, R8).jle_imm(R9, threshold_ns, "out");
-    a.call(BPF_FUNC_GET_SMP_PROCESSOR_ID).store(Size::W, R10, -12, R0);
-    append(&mut a, ring, 1, Some((R6, f.prev_comm)), "out");
+    // the name it waited for, on the stack for `append`: the one switched out now if none was kept
+    // or the kept one is the idle task (woken on an idle CPU, something other than the idle task
+    // may have run first: the last before it says who; the idle task itself, the host's late wake)
+    copy_name(&mut a, R10, -32, R6, f.prev_comm);
+    a.load(Size::DW, R1, R0, BY).jeq_imm(R1, 0, "named");
+    a.load(Size::W, R1, R0, BY).jne_imm(R1, IDLE[0], "kept");
+    a.load(Size::W, R1, R0, BY + 4).jeq_imm(R1, IDLE[1], "named");
+    a.label("kept");
+    copy_name(&mut a, R10, -32, R0, BY);
+    a.label("named");
+    append(&mut a, ring, 1, Some((R10, -32)), "out");
     a.label("out").mov_imm(R0, 0).exit();
     a.finish()
+}
+
+/// "swapper/", the idle task's name's first 8 bytes, as two native-endian u32s.
+const IDLE: [i32; 2] = [u32::from_ne_bytes(*b"swap") as i32, u32::from_ne_bytes(*b"per/") as i32];
+
+/// `dst[dst_off..+16] = src[src_off..+16]` (a task's name), through R1.
+fn copy_name(a: &mut Asm, dst: Reg, dst_off: i16, src: Reg, src_off: i16) {
+    use Reg::*;
+    a.load(Size::DW, R1, src, src_off).store(Size::DW, dst, dst_off, R1);
+    a.load(Size::DW, R1, src, src_off + 8).store(Size::DW, dst, dst_off + 8, R1);
 }
 
 fn ns_i32(ns: u64, what: &str) -> io::Result<i32> {
@@ -274,6 +310,8 @@ impl StallProbe {
         let ring = bpf::array_create(1, RING_BYTES as u32, "netrig_stalls").map_err(ctx("the episode map"))?;
         let tasks =
             bpf::hash_u32_create(MAX_TASKS, TASK_STATE as u32, "netrig_stalltask").map_err(ctx("the task map"))?;
+        // per CPU (by number): the name of the task running there, kept by the switch program
+        let cur = bpf::array_create(MAX_CPUS, 16, "netrig_stallcur").map_err(ctx("the running-task map"))?;
         // per CPU: the last tick (or return from idle), ns; 1 while idle
         let last = bpf::percpu_array_create(1, 16, "netrig_stalltick").map_err(ctx("the tick map"))?;
         let tick =
@@ -293,8 +331,7 @@ impl StallProbe {
                 Self::attach_idle(ev.dir(), &last, &mut progs, &mut events)?;
                 Self::attach_tasks(
                     ev.dir(),
-                    &tasks,
-                    &ring,
+                    [&tasks, &ring, &cur],
                     ns_i32(threshold_ns, "threshold")?,
                     &mut progs,
                     &mut events,
@@ -329,19 +366,20 @@ impl StallProbe {
 
     fn attach_tasks(
         dir: &std::path::Path,
-        tasks: &OwnedFd,
-        ring: &OwnedFd,
+        [tasks, ring, cur]: [&OwnedFd; 3],
         threshold: i32,
         progs: &mut Vec<OwnedFd>,
         events: &mut Vec<OwnedFd>,
     ) -> io::Result<()> {
-        let (wake_id, w) = tracepoint(dir, "sched_wakeup", &["pid"])?;
-        let (switch_id, s) = tracepoint(dir, "sched_switch", &["prev_comm", "prev_pid", "prev_state", "next_pid"])?;
-        let fields = SwitchFields { prev_comm: s[0], prev_pid: s[1], prev_state: s[2], next_pid: s[3] };
-        let wake =
-            bpf::prog_load(bpf::BPF_PROG_TYPE_TRACEPOINT, &wake_program(tasks.as_raw_fd(), w[0]), "netrig_wake", 0, 0)
-                .map_err(ctx("loading the wake-up program"))?;
-        let switch = switch_program(tasks.as_raw_fd(), ring.as_raw_fd(), &fields, threshold);
+        let (wake_id, w) = tracepoint(dir, "sched_wakeup", &["pid", "target_cpu"])?;
+        let (switch_id, s) =
+            tracepoint(dir, "sched_switch", &["prev_comm", "prev_pid", "prev_state", "next_comm", "next_pid"])?;
+        let fields =
+            SwitchFields { prev_comm: s[0], prev_pid: s[1], prev_state: s[2], next_comm: s[3], next_pid: s[4] };
+        let wake = wake_program(tasks.as_raw_fd(), cur.as_raw_fd(), w[0], w[1]);
+        let wake = bpf::prog_load(bpf::BPF_PROG_TYPE_TRACEPOINT, &wake, "netrig_wake", 0, 0)
+            .map_err(ctx("loading the wake-up program"))?;
+        let switch = switch_program(tasks.as_raw_fd(), ring.as_raw_fd(), cur.as_raw_fd(), &fields, threshold);
         let switch = bpf::prog_load(bpf::BPF_PROG_TYPE_TRACEPOINT, &switch, "netrig_switch", 0, 0)
             .map_err(ctx("loading the context-switch program"))?;
         // A tracepoint's programs run wherever it fires: one event (on CPU 0, as libbpf opens them)
@@ -408,11 +446,11 @@ mod tests {
 
     #[test]
     fn the_programs_assemble_with_every_jump_resolved() {
-        let f = SwitchFields { prev_comm: 8, prev_pid: 24, prev_state: 32, next_pid: 56 };
+        let f = SwitchFields { prev_comm: 8, prev_pid: 24, prev_state: 32, next_comm: 40, next_pid: 56 };
         for p in [
             tick_program(3, 4, 2_000_000),
-            wake_program(3, 24),
-            switch_program(3, 4, &f, 1_000_000),
+            wake_program(3, 5, 24, 28),
+            switch_program(3, 4, 5, &f, 1_000_000),
             idle_program(3, 8),
         ] {
             assert!(p.len() > 10 && p.len() < 120);
@@ -426,36 +464,55 @@ mod tests {
     struct Events {
         tasks: OwnedFd,
         ring: OwnedFd,
+        _cur: OwnedFd,
         wake: OwnedFd,
         switch: OwnedFd,
         next: u64,
     }
 
-    // the test's record layout: prev_comm at 8, prev_pid at 24, prev_state at 32, next_pid at 40
-    const F: SwitchFields = SwitchFields { prev_comm: 8, prev_pid: 24, prev_state: 32, next_pid: 40 };
+    // the test's record layout: prev_comm at 8, prev_pid at 24, prev_state at 32, next_pid at 40,
+    // next_comm at 48; a wake-up's pid at 24, its CPU at 28
+    const F: SwitchFields = SwitchFields { prev_comm: 8, prev_pid: 24, prev_state: 32, next_comm: 48, next_pid: 40 };
     const WATCHED: u32 = 4242;
 
     impl Events {
         fn open(threshold_ns: i32) -> Option<Events> {
             let tasks = bpf::hash_u32_create(8, TASK_STATE as u32, "t_stalltask").ok()?;
             let ring = bpf::array_create(1, RING_BYTES as u32, "t_stalls").unwrap();
+            let cur = bpf::array_create(MAX_CPUS, 16, "t_stallcur").unwrap();
             let load = |p: Vec<Insn>, name| bpf::prog_load(bpf::BPF_PROG_TYPE_RAW_TRACEPOINT, &p, name, 0, 0).unwrap();
-            let wake = load(wake_program(tasks.as_raw_fd(), F.prev_pid), "t_wake");
-            let switch = load(switch_program(tasks.as_raw_fd(), ring.as_raw_fd(), &F, threshold_ns), "t_switch");
+            let wake = load(wake_program(tasks.as_raw_fd(), cur.as_raw_fd(), F.prev_pid, 28), "t_wake");
+            let switch = load(
+                switch_program(tasks.as_raw_fd(), ring.as_raw_fd(), cur.as_raw_fd(), &F, threshold_ns),
+                "t_switch",
+            );
             bpf::map_update_u32(&tasks, WATCHED, &[0u8; TASK_STATE]).unwrap();
-            Some(Events { tasks, ring, wake, switch, next: 0 })
+            // CPU 4000 (no switch of the test's runs there) runs "busy": a wake-up aimed at it waits for it
+            bpf::map_update_u32(&cur, 4000, b"busy\0\0\0\0\0\0\0\0\0\0\0\0").unwrap();
+            // CPU 4001 idles: whoever runs there first after a wake-up is named
+            bpf::map_update_u32(&cur, 4001, b"swapper/9\0\0\0\0\0\0\0").unwrap();
+            Some(Events { tasks, ring, _cur: cur, wake, switch, next: 0 })
         }
 
-        fn wake(&self, pid: u32) {
-            let mut ctx = [0u8; 48];
+        /// `pid` woken to run on CPU `cpu`.
+        fn wake_on(&self, pid: u32, cpu: u32) {
+            let mut ctx = [0u8; 64];
             ctx[24..28].copy_from_slice(&pid.to_ne_bytes());
+            ctx[28..32].copy_from_slice(&cpu.to_ne_bytes());
             bpf::prog_test_run_ctx(&self.wake, &ctx).unwrap();
         }
 
-        /// `prev` switched out (`asleep`: in a sleeping state, else runnable), `next` in.
+        /// `pid` woken to run on CPU 4000 (busy).
+        fn wake(&self, pid: u32) {
+            self.wake_on(pid, 4000)
+        }
+
+        /// `prev` switched out (`asleep`: in a sleeping state, else runnable), `next` in; every
+        /// task but the watched one is named "other", but the one switched in is "next".
         fn switch(&self, prev: u32, asleep: bool, next: u32) {
-            let mut ctx = [0u8; 48];
+            let mut ctx = [0u8; 64];
             ctx[8..14].copy_from_slice(b"other\0");
+            ctx[48..53].copy_from_slice(b"next\0");
             ctx[24..28].copy_from_slice(&prev.to_ne_bytes());
             ctx[32..40].copy_from_slice(&(asleep as u64).to_ne_bytes()); // TASK_INTERRUPTIBLE
             ctx[40..44].copy_from_slice(&next.to_ne_bytes());
@@ -484,13 +541,14 @@ mod tests {
             eprintln!("skipped: needs root (BPF maps and programs)");
             return;
         };
-        // preempted (switched out runnable) for 5 ms: one wait, by the task that ran
+        // preempted (switched out runnable) for 5 ms: one wait, for the task that preempted it (not
+        // the one that ran last before it)
         ev.switch(WATCHED, false, 7);
         pause_ms(5);
         ev.switch(7, false, WATCHED);
         let eps = ev.episodes();
         assert_eq!(eps.len(), 1, "{eps:?}");
-        assert!(eps[0].pid == WATCHED && eps[0].by == "other" && eps[0].len_ns >= 5_000_000, "{eps:?}");
+        assert!(eps[0].pid == WATCHED && eps[0].by == "next" && eps[0].len_ns >= 5_000_000, "{eps:?}");
         // woken while still on its CPU, then asleep for 5 ms, woken and switched in at once:
         // no wait (before the fix: a 5-ms one, from the wake-up while it ran)
         ev.wake(WATCHED);
@@ -505,13 +563,21 @@ mod tests {
         ev.switch(WATCHED, false, 7);
         ev.switch(7, false, WATCHED);
         assert_eq!(ev.episodes(), vec![]);
-        // woken from sleep and kept off its CPU for 5 ms: a wait from the wake-up
+        // woken from sleep and kept off its CPU for 5 ms: a wait from the wake-up, for the task
+        // running on its CPU then
         ev.switch(WATCHED, true, 0);
         ev.wake(WATCHED);
         pause_ms(5);
         ev.switch(7, false, WATCHED);
         let eps = ev.episodes();
-        assert!(eps.len() == 1 && eps[0].len_ns >= 5_000_000, "{eps:?}");
+        assert!(eps.len() == 1 && eps[0].len_ns >= 5_000_000 && eps[0].by == "busy", "{eps:?}");
+        // woken on an idle CPU and kept off it for 5 ms: named by the task that ran there before it
+        ev.switch(WATCHED, true, 0);
+        ev.wake_on(WATCHED, 4001);
+        pause_ms(5);
+        ev.switch(7, false, WATCHED);
+        let eps = ev.episodes();
+        assert!(eps.len() == 1 && eps[0].by == "other", "{eps:?}");
     }
 
     #[test]
