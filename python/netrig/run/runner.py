@@ -281,7 +281,9 @@ class Runner:
 
     # ---------------------------------------------------------------- self-test
     def _required_rates(self) -> dict[Any, float]:
-        """Per frame size: the highest rate the run will use (the self-test proves factor × it)."""
+        """Per frame size: the highest rate the run will use (the self-test proves factor × it); the
+        line rate when nothing names one (``netrig selftest`` without ``--rates``: the search then
+        finds the highest proven rate)."""
         cfg, lr = self.config, self._line_rate()
         out = {}
         for f in cfg.frames.sizes:
@@ -289,7 +291,7 @@ class Runner:
                 out[f.label] = max(cfg.selftest.rates_pps)
                 continue
             out[f.label] = max((m.method.top_rate_pps(m.params, f, lr) for m in cfg.methods
-                                if m.method.stack_kind is None), default=0.0)
+                                if m.method.stack_kind is None), default=lr.fps(f))
         return out
 
     def _selftest_trial_s(self) -> float:
