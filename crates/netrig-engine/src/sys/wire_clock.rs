@@ -15,7 +15,7 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use crate::sys::bpf::{self, Asm, Insn, Reg, Size, BPF_FUNC_KTIME_GET_NS, BPF_FUNC_MAP_LOOKUP_ELEM};
-use crate::sys::stalls::{attach, ctx, perf_event_open, PERF_SAMPLE_RAW, PERF_TYPE_TRACEPOINT};
+use crate::sys::stalls::{attach, ctx, perf_event_open, Attached, PERF_SAMPLE_RAW, PERF_TYPE_TRACEPOINT};
 
 /// log2 of the slot length in ns: 2^19 ns = 0.524 ms.
 pub const SLOT_SHIFT: u32 = 19;
@@ -81,8 +81,7 @@ fn program(ids: RawFd, slots: RawFd, map_id_off: i16, counts: Counts) -> Vec<Ins
 pub struct WireClock {
     ids: OwnedFd,
     slots: OwnedFd,
-    _progs: Vec<OwnedFd>,
-    _events: Vec<OwnedFd>,
+    _attached: Attached,
 }
 
 impl WireClock {
@@ -109,7 +108,7 @@ impl WireClock {
             progs.push(prog);
             events.push(ev);
         }
-        Ok(WireClock { ids, slots, _progs: progs, _events: events })
+        Ok(WireClock { ids, slots, _attached: Attached { events, progs } })
     }
 
     /// Count the CPUMAP with id `map_id` (a wire's ring map: `sys::wire::cpumap_id`).
