@@ -32,6 +32,7 @@ const BPF_PROG_TEST_RUN: u32 = 10;
 const BPF_PROG_GET_FD_BY_ID: u32 = 13;
 const BPF_MAP_GET_FD_BY_ID: u32 = 14;
 const BPF_OBJ_GET_INFO_BY_FD: u32 = 15;
+const BPF_RAW_TRACEPOINT_OPEN: u32 = 17;
 const BPF_MAP_LOOKUP_BATCH: u32 = 24;
 const BPF_LINK_CREATE: u32 = 28;
 
@@ -398,6 +399,18 @@ pub fn prog_test_run_out(prog: &OwnedFd, frame: &[u8]) -> io::Result<(u32, Vec<u
     sys_bpf(BPF_PROG_TEST_RUN, &mut a)?;
     out.truncate((a.get_u32(12) as usize).min(out.len()));
     Ok((a.get_u32(4), out))
+}
+
+/// Attach a [`BPF_PROG_TYPE_RAW_TRACEPOINT`] program to the kernel tracepoint `name` (e.g.
+/// `xdp_cpumap_enqueue`; no tracefs needed); detached when the returned fd closes. Its context is
+/// the tracepoint's arguments, 8 bytes each. Unlike a tracepoint perf event's program, a raw one
+/// guards against recursion by itself, not by the CPU's `bpf_prog_active`, so running it never
+/// makes the kernel skip another program that interrupts it (a perf event's: the stall watch's tick).
+pub fn raw_tracepoint_open(prog: &OwnedFd, name: &str) -> io::Result<OwnedFd> {
+    let name = std::ffi::CString::new(name).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    let mut a = Attr::new();
+    a.u64(0, name.as_ptr() as u64).u32(8, prog.as_raw_fd() as u32);
+    sys_bpf_fd(BPF_RAW_TRACEPOINT_OPEN, &mut a)
 }
 
 /// Run a [`BPF_PROG_TYPE_RAW_TRACEPOINT`] program once on the context `ctx` (at most 96 bytes,

@@ -74,8 +74,8 @@ pub struct StallProbe {
     pub tasks_watched: bool,
 }
 
-/// Programs and the perf events they are attached to; detached when dropped, off the caller's
-/// path. Detaching a tracepoint's program waits for RCU grace periods under the kernel's
+/// Programs and what attaches them (perf events, raw tracepoint links); detached when dropped,
+/// off the caller's path. Detaching a tracepoint's program waits for RCU grace periods under the kernel's
 /// `event_mutex`: 64-84 ms per event here, one after another, so 0.22 s of every session's close
 /// (strace). A thread of their own closes them; their maps live as long as the programs. If the
 /// process ends first, the kernel closes them; if no thread can start, they close at once.
@@ -97,15 +97,15 @@ impl Drop for Attached {
 
 // perf_event_open(2)
 const PERF_TYPE_SOFTWARE: u32 = 1;
-pub(crate) const PERF_TYPE_TRACEPOINT: u32 = 2;
+const PERF_TYPE_TRACEPOINT: u32 = 2;
 const PERF_COUNT_SW_CPU_CLOCK: u64 = 0;
-pub(crate) const PERF_SAMPLE_RAW: u64 = 1 << 10;
+const PERF_SAMPLE_RAW: u64 = 1 << 10;
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
 const PERF_EVENT_IOC_SET_BPF: libc::c_ulong = 0x4004_2408;
 const PERF_ATTR_SIZE: usize = 128;
 
-pub(crate) fn perf_event_open(kind: u32, config: u64, period: u64, sample_type: u64, cpu: i32) -> io::Result<OwnedFd> {
+fn perf_event_open(kind: u32, config: u64, period: u64, sample_type: u64, cpu: i32) -> io::Result<OwnedFd> {
     let mut attr = [0u8; PERF_ATTR_SIZE];
     attr[0..4].copy_from_slice(&kind.to_ne_bytes());
     attr[4..8].copy_from_slice(&(PERF_ATTR_SIZE as u32).to_ne_bytes());
@@ -132,7 +132,7 @@ pub(crate) fn perf_event_open(kind: u32, config: u64, period: u64, sample_type: 
     Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
-pub(crate) fn attach(event: &OwnedFd, prog: &OwnedFd) -> io::Result<()> {
+fn attach(event: &OwnedFd, prog: &OwnedFd) -> io::Result<()> {
     for (what, req, arg) in [
         ("attaching the program", PERF_EVENT_IOC_SET_BPF, prog.as_raw_fd() as libc::c_ulong),
         ("enabling the event", PERF_EVENT_IOC_ENABLE, 0),
@@ -152,7 +152,7 @@ pub(crate) fn ctx(what: &str) -> impl Fn(io::Error) -> io::Error + '_ {
 }
 
 /// A tracepoint's id and the offsets of the named fields, from its `format` file.
-pub(crate) fn tracepoint(dir: &std::path::Path, event: &str, fields: &[&str]) -> io::Result<(u64, Vec<i16>)> {
+fn tracepoint(dir: &std::path::Path, event: &str, fields: &[&str]) -> io::Result<(u64, Vec<i16>)> {
     let bad = |what: String| io::Error::new(io::ErrorKind::InvalidData, format!("tracepoint {event}: {what}"));
     let id =
         std::fs::read_to_string(dir.join(event).join("id"))?.trim().parse::<u64>().map_err(|e| bad(e.to_string()))?;

@@ -15,7 +15,7 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use crate::sys::bpf::{self, Asm, Insn, Reg, Size, BPF_FUNC_KTIME_GET_NS, BPF_FUNC_MAP_LOOKUP_ELEM};
-use crate::sys::stalls::{attach, ctx, perf_event_open, Attached, PERF_SAMPLE_RAW, PERF_TYPE_TRACEPOINT};
+use crate::sys::stalls::{ctx, Attached};
 
 /// log2 of the slot length in ns: 2^19 ns = 0.524 ms.
 pub const SLOT_SHIFT: u32 = 19;
@@ -86,29 +86,32 @@ pub struct WireClock {
 
 impl WireClock {
     /// Attach the counting programs (nothing is counted until a CPUMAP is watched).
+    ///
+    /// As raw tracepoint programs: a tracepoint perf event's program holds the CPU's
+    /// `bpf_prog_active` while it runs, and these run with interrupts on (in the sender's softirq,
+    /// in the DUT's ring thread), so the stall watch's tick, a perf event program whose timer
+    /// interrupt landed meanwhile, was skipped without a trace: its 2-ms gap read as a stall. A
+    /// firewall run at 64 B saw 9-47 false stalls per 1-s trial on the tester's CPU, rising with
+    /// the load, and 1.4-12 with this clock off (`bpftool`: the wake program, which counts its
+    /// misses, had missed 502 runs).
     pub fn open() -> io::Result<WireClock> {
-        let events = crate::sys::tracefs::events("xdp", "xdp_cpumap_enqueue").ok_or_else(|| {
-            io::Error::new(io::ErrorKind::NotFound, "tracefs has no xdp events (or cannot be mounted)")
-        })?;
-        let dir = events.dir();
         let ids = bpf::hash_u32_create(MAX_MAPS, 4, "netrig_wclkids").map_err(ctx("the CPUMAP id map"))?;
         let slots = bpf::percpu_array_create(SLOTS, ENTRY as u32, "netrig_wclk").map_err(ctx("the slot map"))?;
-        let (enq_id, e) = crate::sys::stalls::tracepoint(dir, "xdp_cpumap_enqueue", &["map_id", "processed", "drops"])?;
-        let (take_id, t) = crate::sys::stalls::tracepoint(dir, "xdp_cpumap_kthread", &["map_id", "processed"])?;
-        let enq = program(ids.as_raw_fd(), slots.as_raw_fd(), e[0], Counts::Enqueue { processed: e[1], drops: e[2] });
-        let take = program(ids.as_raw_fd(), slots.as_raw_fd(), t[0], Counts::Take { processed: t[1] });
+        // the tracepoints' arguments, 8 bytes each: (map_id, processed, drops, to_cpu) and
+        // (map_id, processed, drops, sched, xdp_stats)
+        let enq = program(ids.as_raw_fd(), slots.as_raw_fd(), 0, Counts::Enqueue { processed: 8, drops: 16 });
+        let take = program(ids.as_raw_fd(), slots.as_raw_fd(), 0, Counts::Take { processed: 8 });
         let mut progs = Vec::new();
-        let mut events = Vec::new();
-        for (id, insns, name) in [(enq_id, enq, "netrig_wclk_enq"), (take_id, take, "netrig_wclk_take")] {
-            let prog = bpf::prog_load(bpf::BPF_PROG_TYPE_TRACEPOINT, &insns, name, 0, 0)
+        let mut links = Vec::new();
+        for (tp, insns, name) in
+            [("xdp_cpumap_enqueue", enq, "netrig_wclk_enq"), ("xdp_cpumap_kthread", take, "netrig_wclk_take")]
+        {
+            let prog = bpf::prog_load(bpf::BPF_PROG_TYPE_RAW_TRACEPOINT, &insns, name, 0, 0)
                 .map_err(ctx("loading a wire clock program"))?;
-            let ev =
-                perf_event_open(PERF_TYPE_TRACEPOINT, id, 1, PERF_SAMPLE_RAW, 0).map_err(ctx("an xdp tracepoint"))?;
-            attach(&ev, &prog).map_err(ctx("an xdp tracepoint"))?;
+            links.push(bpf::raw_tracepoint_open(&prog, tp).map_err(ctx("an xdp tracepoint"))?);
             progs.push(prog);
-            events.push(ev);
         }
-        Ok(WireClock { ids, slots, _attached: Attached { events, progs } })
+        Ok(WireClock { ids, slots, _attached: Attached { events: links, progs } })
     }
 
     /// Count the CPUMAP with id `map_id` (a wire's ring map: `sys::wire::cpumap_id`).
