@@ -6,6 +6,7 @@ import json
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 
 import pytest
@@ -93,10 +94,12 @@ def test_receive_only_counts_what_arrives():
     """``--rx`` without ``--tx`` for 4 s while another netrig sends 5000 frames over 4 flows through
     a namespace that drops every 10th IPv4 frame, and 7 LLDP frames arrive: the listen counts the
     sender's flows, infers the frames missing from their sequence numbers, and names the LLDP."""
-    with veth_pair("ro") as (ns_a, if_a, ns_b, if_b):
+    # stdout goes to a file: the reader thread alone owns the stderr pipe (communicate() would
+    # read it too and close it beneath the thread).
+    with veth_pair("ro") as (ns_a, if_a, ns_b, if_b), tempfile.TemporaryFile("w+") as out_file:
         listen_if = forwarding_namespace(ns_b, if_b, "ether type ip numgen inc mod 10 == 0 counter drop")
         p = subprocess.Popen([*NETRIG, "trial", "--rx", f"{listen_if}@{ns_b}", "--duration", "4s", "--json"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             stdout=out_file, stderr=subprocess.PIPE, text=True)
         started = threading.Event()
         errors: list[str] = []
 
@@ -115,13 +118,16 @@ def test_receive_only_counts_what_arrives():
                                   "4", *COUNT[:4], "--frames", "5000", "--json"))
             assert sent["frames_sent"] == 5000
             send_raw(ns_a, if_a, 0x88CC, 7)
-            out, _ = p.communicate(timeout=60)
+            p.wait(timeout=60)
         finally:
             p.kill()
             p.wait()
-        reader.join(5)
+        reader.join(30)
+        assert p.stderr is not None and not reader.is_alive()
+        p.stderr.close()
         assert p.returncode == 0, "".join(errors)
-        res = json.loads(out)["listen"]
+        out_file.seek(0)
+        res = json.loads(out_file.read())["listen"]
         dropped = int(sh("nft", "list", "chain", "netdev", "netrig_test", "in", ns=ns_b)
                       .split("counter packets ")[1].split()[0])
         assert 450 <= dropped <= 550

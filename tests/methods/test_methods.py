@@ -4,14 +4,14 @@ import pytest
 from tests.stalls import HostSpoils
 
 from netrig.errors import ConfigError, MethodologyError
-from netrig.measure import DutModel, Load, SimulatedMeasurer, TrialCounts
+from netrig.measure import DutModel, Interval, Load, SimulatedMeasurer, TrialCounts
 from netrig.methodology.selftest import SelftestParams, prove_rate
 from netrig.methodology.tester import CapOnly, ProvenLimit
 from netrig.methods.back_to_back import BackToBackParams, measure_back_to_back
 from netrig.methods.frame_loss import FrameLossParams, measure_frame_loss
 from netrig.methods.iperf import IperfParams, measure_iperf
 from netrig.methods.latency import LatencyParams, measure_latency
-from netrig.methods.recovery import RecoveryParams, measure_recovery
+from netrig.methods.recovery import RecoveryParams, RecoveryResult, measure_recovery
 from netrig.methods.reset import ResetParams, measure_reset, simulated_reset
 from netrig.methods.throughput import ThroughputParams, measure_throughput
 from netrig.model import FrameSize, LineRate, parse_frame_sizes, rate_object
@@ -120,6 +120,15 @@ def test_system_recovery_time(rec_s, interval_s):
     assert r.overload_pps == pytest.approx(1.1 * cap) and r.recovery_pps == pytest.approx(0.5 * cap)
     assert r.recovered
     assert rec_s <= r.recovery_time_s + 1e-9 < rec_s + interval_s + 1e-9
+
+
+def test_system_recovery_time_is_whole_intervals_wherever_the_phase_starts():
+    """The engine's interval starts are nanoseconds over 1e9; one interval after a switch at
+    1.907019281 s is 0.5 s, not the floats' 0.5000000000000002."""
+    start_ns = 1_907_019_281
+    ivs = tuple(Interval((start_ns + k * 500_000_000) / 1e9, 0.5, 1, 1000, 1000 - (k == 0)) for k in range(3))
+    r = RecoveryResult(F64, LR, 1e6, 1.1e6, 0.5e6, ivs, ivs[0].t_s, True)
+    assert r.recovery_time_s == 0.5
 
 
 def test_system_recovery_never_recovers():

@@ -209,6 +209,12 @@ class Interval:
     def rx_pps(self) -> float:
         return self.frames_received / self.duration_s if self.duration_s > 0 else 0.0
 
+    def since(self, t_s: float) -> float:
+        """Seconds from ``t_s`` to this interval's start. The engine's starts are whole nanoseconds
+        as floats: the difference is rounded back to nanoseconds, or one 0.5-s interval after a
+        start at 1.907019281 s reads 0.5000000000000002 s (1 start in 20)."""
+        return round(self.t_s - t_s, 9)
+
     def to_dict(self) -> dict:
         return {
             "t_s": self.t_s,

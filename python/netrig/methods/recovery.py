@@ -59,7 +59,7 @@ class RecoveryResult:
         k = len(rec)
         while k > 0 and rec[k - 1].frames_lost == 0:
             k -= 1
-        return rec[k].t_s - self.switch_s if k < len(rec) else None
+        return rec[k].since(self.switch_s) if k < len(rec) else None
 
     @property
     def recovered(self) -> bool:

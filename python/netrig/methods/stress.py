@@ -176,7 +176,7 @@ def episodes_of(intervals: tuple[Interval, ...], phases: list[Phase], throughput
         while k > 0 and window[k - 1].frames_lost == 0:
             k -= 1
         recovered = bool(window) and k < len(window)
-        recovery = (window[k].t_s - end if k < len(window) else None) if recovered else None
+        recovery = (window[k].since(end) if k < len(window) else None) if recovered else None
         rec_ivs = [iv for iv in window[:max(k, 1)] if iv.frames_received and iv.latency_mean_ns is not None]
         rec_frames = sum(iv.frames_received for iv in rec_ivs)
         out.append(Episode(
