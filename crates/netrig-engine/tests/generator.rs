@@ -116,6 +116,28 @@ fn flows_send_exactly_their_frames_and_every_one_is_counted() {
 }
 
 #[test]
+fn flows_at_the_top_rate_share_the_port_evenly() {
+    // Before: of two Rate::Max flows, the one queued second sent all but one frame of each batch.
+    let _s = common::serial();
+    let flows: Vec<GenFlowConfig> = ["m0", "m1"]
+        .iter()
+        .map(|name| {
+            let mut f = udp_flow(name, 0, 1.0);
+            (f.rate, f.duration) = (Rate::Max, GenDuration::Continuous);
+            f
+        })
+        .collect();
+    let g = Generator::open(ports(), config(flows)).unwrap();
+    g.start(&[0, 1]).unwrap();
+    assert!(wait_for(5.0, || g.flow_stats().iter().map(|s| s.tx_frames).sum::<u64>() > 100_000));
+    g.stop(&[0, 1]).unwrap();
+    let st = g.flow_stats();
+    let (a, b) = (st[0].tx_frames, st[1].tx_frames);
+    assert!(a.abs_diff(b) * 20 < a.max(b), "{a} and {b} frames");
+    assert!(g.errors().is_empty());
+}
+
+#[test]
 fn pause_resume_stop_keep_counts_exact() {
     let _s = common::serial();
     let mut f = udp_flow("c", 0, 5_000.0);

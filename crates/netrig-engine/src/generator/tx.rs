@@ -184,7 +184,7 @@ impl TxWorker {
         for (k, s) in slots.iter().enumerate() {
             slot_of[s.flow.index] = k;
         }
-        let mut heap: BinaryHeap<Reverse<(u64, u32, u32)>> = BinaryHeap::with_capacity(slots.len());
+        let mut heap = Schedule::with_capacity(slots.len());
         let mut pending: VecDeque<u32> = VecDeque::with_capacity(UNPACED_BATCH);
         let mut seen = 0u64;
         let mut hold = 0u64;
@@ -212,7 +212,7 @@ impl TxWorker {
                 continue;
             }
             let _ = self.queue.flush();
-            self.wait(heap.peek().map(|Reverse((due, _, _))| due + hold));
+            self.wait(heap.peek().map(|(due, _, _)| due + hold));
         }
     }
 
@@ -238,7 +238,7 @@ impl TxWorker {
         cmd: Cmd,
         slots: &mut [Slot],
         slot_of: &[usize],
-        heap: &mut BinaryHeap<Reverse<(u64, u32, u32)>>,
+        heap: &mut Schedule,
         pending: &mut VecDeque<u32>,
     ) {
         let (flow, at) = match cmd {
@@ -278,7 +278,7 @@ impl TxWorker {
             _ => {}
         }
         if s.running && !s.all_picked() {
-            heap.push(Reverse((s.due(s.picked), k as u32, s.gen)));
+            heap.push(s.due(s.picked), k as u32, s.gen);
         }
     }
 
@@ -323,13 +323,7 @@ impl TxWorker {
     }
 
     /// The queue failed: every flow of this worker stops; the error is reported.
-    fn failed(
-        &mut self,
-        e: String,
-        slots: &mut [Slot],
-        heap: &mut BinaryHeap<Reverse<(u64, u32, u32)>>,
-        pending: &mut VecDeque<u32>,
-    ) {
+    fn failed(&mut self, e: String, slots: &mut [Slot], heap: &mut Schedule, pending: &mut VecDeque<u32>) {
         self.errors.lock().unwrap_or_else(|x| x.into_inner()).push(e);
         for s in slots.iter_mut() {
             s.running = false;
@@ -341,17 +335,46 @@ impl TxWorker {
     }
 }
 
+/// Frames a flow picks at most before another flow due at the same time takes its turn.
+const TURN: usize = BATCH;
+
+/// The running flows' next due times: the earliest first and, among equal ones, the one queued
+/// first. Unpaced flows are all due now, so the order they were queued in is their turn.
+struct Schedule {
+    heap: BinaryHeap<Reverse<(u64, u64, u32, u32)>>,
+    queued: u64,
+}
+
+impl Schedule {
+    fn with_capacity(n: usize) -> Schedule {
+        Schedule { heap: BinaryHeap::with_capacity(n), queued: 0 }
+    }
+
+    /// Flow slot `k`'s next frame is due at `due` (`gen`: the slot's generation).
+    fn push(&mut self, due: u64, k: u32, gen: u32) {
+        self.queued += 1;
+        self.heap.push(Reverse((due, self.queued, k, gen)));
+    }
+
+    /// The earliest entry: (due, slot, generation).
+    fn peek(&self) -> Option<(u64, u32, u32)> {
+        self.heap.peek().map(|&Reverse((due, _, k, gen))| (due, k, gen))
+    }
+
+    fn pop(&mut self) {
+        self.heap.pop();
+    }
+
+    fn clear(&mut self) {
+        self.heap.clear();
+    }
+}
+
 /// Pick every frame due by `now - hold` (the earliest due first) into `pending`.
 #[inline]
-fn pick_due(
-    slots: &mut [Slot],
-    heap: &mut BinaryHeap<Reverse<(u64, u32, u32)>>,
-    pending: &mut VecDeque<u32>,
-    now: u64,
-    hold: u64,
-) {
+fn pick_due(slots: &mut [Slot], heap: &mut Schedule, pending: &mut VecDeque<u32>, now: u64, hold: u64) {
     while pending.len() < pending.capacity() {
-        let Some(&Reverse((due, k, gen))) = heap.peek() else { return };
+        let Some((due, k, gen)) = heap.peek() else { return };
         let s = &mut slots[k as usize];
         if gen != s.gen || !s.running {
             heap.pop();
@@ -368,21 +391,24 @@ fn pick_due(
             s.anchor += floor - due;
         }
         // The flow's frames due before the next entry's go in one run: one heap operation per
-        // run, not per frame (one flow alone: one per batch).
-        let next = heap.peek().map_or(u64::MAX, |&Reverse((d, _, _))| d);
+        // run, not per frame (one flow alone: one per batch). Frames due with the next entry's
+        // end the run after a turn: unpaced flows (every frame due now) take turns.
+        let next = heap.peek().map_or(u64::MAX, |(d, _, _)| d);
+        let mut run = 0;
         loop {
             s.picked += 1;
+            run += 1;
             pending.push_back(k);
             if s.all_picked() || pending.len() == pending.capacity() {
                 break;
             }
             let d = s.due(s.picked);
-            if d > now || d > next {
+            if d > now || d > next || (d == next && run == TURN) {
                 break;
             }
         }
         if !s.all_picked() {
-            heap.push(Reverse((s.due(s.picked), k, gen)));
+            heap.push(s.due(s.picked), k, gen);
         }
     }
 }
@@ -417,14 +443,22 @@ mod tests {
         s
     }
 
+    fn unpaced(index: usize) -> Slot {
+        let mut c = GenFlowConfig::new("f");
+        c.rate = Rate::Max;
+        let mut s = Slot::new(Arc::new(compile_flow(index, &c, 1514, None).unwrap()));
+        s.running = true;
+        s
+    }
+
     fn picks(slots: &mut [Slot], now: u64) -> (Vec<u32>, usize) {
-        let mut heap = BinaryHeap::new();
+        let mut heap = Schedule::with_capacity(slots.len());
         for (k, s) in slots.iter().enumerate() {
-            heap.push(Reverse((s.due(0), k as u32, s.gen)));
+            heap.push(s.due(0), k as u32, s.gen);
         }
         let mut pending = VecDeque::with_capacity(UNPACED_BATCH);
         pick_due(slots, &mut heap, &mut pending, now, 0);
-        (pending.into_iter().collect(), heap.len())
+        (pending.into_iter().collect(), heap.heap.len())
     }
 
     #[test]
@@ -433,6 +467,27 @@ mod tests {
         let mut slots = [slot(0, 1000.0, GenDuration::Continuous), slot(1, 500.0, GenDuration::Continuous)];
         assert_eq!(picks(&mut slots, 1_500_000), (vec![0, 1, 0], 2));
         assert_eq!((slots[0].picked, slots[1].picked), (2, 1));
+    }
+
+    #[test]
+    fn unpaced_flows_take_turns() {
+        // Before: the flow queued second picked every frame of a batch but one, batch after batch.
+        let mut slots = [unpaced(0), unpaced(1), unpaced(2)];
+        let mut heap = Schedule::with_capacity(slots.len());
+        for (k, s) in slots.iter().enumerate() {
+            heap.push(s.due(0), k as u32, s.gen);
+        }
+        let mut pending = VecDeque::with_capacity(UNPACED_BATCH);
+        let mut each = [0usize; 3];
+        for i in 1..=20u64 {
+            pick_due(&mut slots, &mut heap, &mut pending, i * 100_000, 0);
+            let p: Vec<u32> = pending.drain(..).collect();
+            assert!(p.chunk_by(|a, b| a == b).all(|run| run.len() <= TURN), "{p:?}");
+            p.iter().for_each(|&k| each[k as usize] += 1);
+        }
+        let (lo, hi) = (each.iter().min().unwrap(), each.iter().max().unwrap());
+        assert!(hi - lo <= 20 * TURN && *lo > 0, "{each:?}");
+        assert!((hi - lo) * 10 < *hi, "{each:?}");
     }
 
     #[test]
