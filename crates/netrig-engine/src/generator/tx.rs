@@ -3,7 +3,8 @@
 //! Flows start, pause, resume and stop by command ([`Cmd`], posted to the worker's [`Mailbox`]).
 //! A running flow's frame `k` is due at `anchor + k / rate` (bursts: `anchor + b × (packets / rate
 //! + gap) + i / rate` for frame `i` of burst `b`). The worker keeps one heap entry per running
-//! flow, keyed by its next frame's due time; every iteration it picks the frames due into a
+//! flow, keyed by its next frame's due time (equal times in the order queued, so unpaced flows take
+//! turns of [`TURN`] frames); every iteration it picks the frames due into a
 //! pending list (in due order, so each flow's frames stay in sequence) and hands them to the
 //! queue in one `send`, whose fill writes each frame ([`netrig_wire::stack::CompiledStack::fill`])
 //! and counts it. Picks the queue did not take stay pending for the next `send`.
@@ -435,20 +436,16 @@ mod tests {
     use crate::generator::{compile_flow, GenDuration, GenFlowConfig};
     use crate::stream::Rate;
 
-    fn slot(index: usize, pps: f64, duration: GenDuration) -> Slot {
+    fn slot(index: usize, rate: Rate, duration: GenDuration) -> Slot {
         let mut c = GenFlowConfig::new("f");
-        (c.rate, c.duration) = (Rate::Pps(pps), duration);
+        (c.rate, c.duration) = (rate, duration);
         let mut s = Slot::new(Arc::new(compile_flow(index, &c, 1514, None).unwrap()));
         s.running = true;
         s
     }
 
     fn unpaced(index: usize) -> Slot {
-        let mut c = GenFlowConfig::new("f");
-        c.rate = Rate::Max;
-        let mut s = Slot::new(Arc::new(compile_flow(index, &c, 1514, None).unwrap()));
-        s.running = true;
-        s
+        slot(index, Rate::Max, GenDuration::Continuous)
     }
 
     fn picks(slots: &mut [Slot], now: u64) -> (Vec<u32>, usize) {
@@ -464,7 +461,8 @@ mod tests {
     #[test]
     fn picks_are_in_due_order_across_flows() {
         // 1000 and 500 frames/s from 0, at 1.5 ms: frames due at 0 (both), then 1 ms (the first).
-        let mut slots = [slot(0, 1000.0, GenDuration::Continuous), slot(1, 500.0, GenDuration::Continuous)];
+        let mut slots =
+            [slot(0, Rate::Pps(1000.0), GenDuration::Continuous), slot(1, Rate::Pps(500.0), GenDuration::Continuous)];
         assert_eq!(picks(&mut slots, 1_500_000), (vec![0, 1, 0], 2));
         assert_eq!((slots[0].picked, slots[1].picked), (2, 1));
     }
@@ -492,11 +490,11 @@ mod tests {
 
     #[test]
     fn one_flow_fills_a_batch_and_stops_at_its_limit() {
-        let mut slots = [slot(0, 1e9, GenDuration::Continuous)];
+        let mut slots = [slot(0, Rate::Pps(1e9), GenDuration::Continuous)];
         let (p, heap) = picks(&mut slots, 1_000_000);
         assert!(p.len() >= UNPACED_BATCH && p.iter().all(|&k| k == 0), "{}", p.len());
         assert_eq!((slots[0].picked, heap), (p.len() as u64, 1));
-        let mut slots = [slot(0, 1e9, GenDuration::Frames(5))];
+        let mut slots = [slot(0, Rate::Pps(1e9), GenDuration::Frames(5))];
         assert_eq!(picks(&mut slots, 1_000_000), (vec![0; 5], 0));
     }
 }
