@@ -33,7 +33,6 @@ const BPF_PROG_GET_FD_BY_ID: u32 = 13;
 const BPF_MAP_GET_FD_BY_ID: u32 = 14;
 const BPF_OBJ_GET_INFO_BY_FD: u32 = 15;
 const BPF_RAW_TRACEPOINT_OPEN: u32 = 17;
-const BPF_MAP_LOOKUP_BATCH: u32 = 24;
 const BPF_LINK_CREATE: u32 = 28;
 
 const BPF_MAP_TYPE_HASH: u32 = 1;
@@ -226,6 +225,65 @@ pub fn array_create(entries: u32, value_size: u32, name: &str) -> io::Result<Own
     sys_bpf_fd(BPF_MAP_CREATE, &mut a)
 }
 
+/// `BPF_F_MMAPABLE`: an ARRAY user space maps into its memory.
+const BPF_F_MMAPABLE: u32 = 1 << 10;
+
+/// An ARRAY of `entries` values of `value_size` bytes (a multiple of 8) that user space reads
+/// through its memory ([`MappedArray`]), with no system call.
+///
+/// Why: a map's system calls (`BPF_MAP_LOOKUP_ELEM`, `_BATCH`) hold the CPU's `bpf_prog_active`
+/// while they copy, preemptibly, and the kernel skips every perf-event and tracepoint program on
+/// that CPU meanwhile. A thread reading a 64-KB ARRAY in a loop on CPU 0 made the stall watch's
+/// tick program miss 1 479 ticks there in 10 s (each a false 2-ms stall); a busy loop without the
+/// reads, none. The watch read its own maps that way 4 times a second.
+pub fn mapped_array(entries: u32, value_size: u32, name: &str) -> io::Result<MappedArray> {
+    let mut a = Attr::new();
+    a.u32(0, BPF_MAP_TYPE_ARRAY).u32(4, 4).u32(8, value_size).u32(12, entries.max(1)).u32(16, BPF_F_MMAPABLE);
+    a.name(28, name);
+    let fd = sys_bpf_fd(BPF_MAP_CREATE, &mut a)?;
+    let len = entries.max(1) as usize * value_size as usize;
+    // SAFETY: a fresh shared read-only mapping of the map's values, `len` bytes; unmapped on drop.
+    let ptr = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, fd.as_raw_fd(), 0) };
+    if ptr == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(MappedArray { fd, ptr: ptr.cast(), len })
+}
+
+/// A mapped ARRAY ([`mapped_array`]): its values, read as the BPF programs write them.
+pub struct MappedArray {
+    pub fd: OwnedFd,
+    ptr: *const u64,
+    len: usize,
+}
+
+// SAFETY: the mapping is read only through atomic loads, from any thread.
+unsafe impl Send for MappedArray {}
+unsafe impl Sync for MappedArray {}
+
+impl MappedArray {
+    /// The u64 at byte `off` (a multiple of 8, inside the map), as the programs last wrote it.
+    pub fn u64_at(&self, off: usize) -> u64 {
+        assert!(off.is_multiple_of(8) && off + 8 <= self.len, "offset {off} outside a {}-byte map", self.len);
+        // SAFETY: in bounds and 8-aligned (the mapping is page-aligned); programs write it
+        // concurrently, hence an atomic load.
+        unsafe { std::sync::atomic::AtomicU64::from_ptr(self.ptr.add(off / 8).cast_mut()) }
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// `len` bytes from `off` (multiples of 8), u64 by u64.
+    pub fn copy(&self, off: usize, len: usize) -> Vec<u8> {
+        (off..off + len).step_by(8).flat_map(|o| self.u64_at(o).to_ne_bytes()).collect()
+    }
+}
+
+impl Drop for MappedArray {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `mapped_array`, of `len` bytes, unmapped once.
+        unsafe { libc::munmap(self.ptr.cast_mut().cast(), self.len) };
+    }
+}
+
 /// Create a HASH of at most `entries` u32 keys to values of `value_size` bytes.
 pub fn hash_u32_create(entries: u32, value_size: u32, name: &str) -> io::Result<OwnedFd> {
     let mut a = Attr::new();
@@ -290,42 +348,6 @@ pub fn percpu_u64_sum(map: &OwnedFd, key: u32, fields: usize) -> io::Result<Vec<
         }
     }
     Ok(out)
-}
-
-/// The values of keys `first .. first + count` of a PERCPU_ARRAY of `value_size`-byte values (a
-/// multiple of 8), key by key and within a key CPU by CPU (every possible CPU), through
-/// `BPF_MAP_LOOKUP_BATCH` (one call where the kernel takes the range whole).
-pub fn percpu_lookup_range(map: &OwnedFd, first: u32, count: u32, value_size: usize) -> io::Result<Vec<u8>> {
-    let cpus = possible_cpus();
-    let n = count as usize;
-    let mut keys = vec![0u32; n];
-    let mut values = vec![0u8; n * cpus * value_size];
-    let mut done = 0usize;
-    // An ARRAY's batch token is the last key read: the batch starts after it.
-    let mut token = first.wrapping_sub(1);
-    while done < n {
-        let mut out_token = 0u32;
-        let mut a = Attr::new();
-        // struct { in_batch, out_batch, keys, values: u64; count, map_fd: u32; elem_flags, flags: u64 }
-        a.u64(0, if done == 0 && first == 0 { 0 } else { &token as *const u32 as u64 })
-            .u64(8, &mut out_token as *mut u32 as u64)
-            .u64(16, keys[done..].as_mut_ptr() as u64)
-            .u64(24, values[done * cpus * value_size..].as_mut_ptr() as u64)
-            .u32(32, (n - done) as u32)
-            .u32(36, map.as_raw_fd() as u32);
-        let r = sys_bpf(BPF_MAP_LOOKUP_BATCH, &mut a);
-        let got = a.get_u32(32) as usize;
-        done += got;
-        token = out_token;
-        match r {
-            Ok(_) if got > 0 => continue,
-            Ok(_) => break,
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => break, // past the last key
-            Err(e) => return Err(e),
-        }
-    }
-    values.truncate(done * cpus * value_size);
-    Ok(values)
 }
 
 /// Load an XDP program. On a verifier rejection the error text carries the verifier log.

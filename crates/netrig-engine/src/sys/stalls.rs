@@ -71,7 +71,7 @@ pub struct RawEpisode {
 
 /// The loaded programs, their maps and perf events.
 pub struct StallProbe {
-    ring: OwnedFd,
+    ring: bpf::MappedArray,
     tasks: OwnedFd,
     _attached: Attached,
     /// The tracepoint part is attached (tracefs readable): task episodes are recorded.
@@ -357,15 +357,18 @@ impl StallProbe {
     /// `period_ns + threshold_ns`) and, where tracefs is readable, the task programs on every CPU
     /// (an episode for a watched task that waited above `threshold_ns`).
     pub fn open(cpus: &[u32], period_ns: u64, threshold_ns: u64) -> io::Result<StallProbe> {
-        let ring = bpf::array_create(1, RING_BYTES as u32, "netrig_stalls").map_err(ctx("the episode map"))?;
+        let ring = bpf::mapped_array(1, RING_BYTES as u32, "netrig_stalls").map_err(ctx("the episode map"))?;
         let tasks =
             bpf::hash_u32_create(MAX_TASKS, TASK_STATE as u32, "netrig_stalltask").map_err(ctx("the task map"))?;
         // per CPU (by number): the name of the task running there, kept by the switch program
         let cur = bpf::array_create(MAX_CPUS, CUR, "netrig_stallcur").map_err(ctx("the running-task map"))?;
         // per CPU: the last tick (or return from idle), ns; 1 while idle
         let last = bpf::percpu_array_create(1, 16, "netrig_stalltick").map_err(ctx("the tick map"))?;
-        let tick =
-            tick_program(last.as_raw_fd(), ring.as_raw_fd(), ns_i32(period_ns + threshold_ns, "period + threshold")?);
+        let tick = tick_program(
+            last.as_raw_fd(),
+            ring.fd.as_raw_fd(),
+            ns_i32(period_ns + threshold_ns, "period + threshold")?,
+        );
         let tick = bpf::prog_load(bpf::BPF_PROG_TYPE_PERF_EVENT, &tick, "netrig_tick", 0, 0)
             .map_err(ctx("loading the tick program"))?;
         let mut events = Vec::new();
@@ -381,7 +384,7 @@ impl StallProbe {
                 Self::attach_idle(ev.dir(), &last, &mut progs, &mut events)?;
                 Self::attach_tasks(
                     ev.dir(),
-                    [&tasks, &ring, &cur],
+                    [&tasks, &ring.fd, &cur],
                     ns_i32(threshold_ns, "threshold")?,
                     &mut progs,
                     &mut events,
@@ -461,8 +464,7 @@ impl StallProbe {
     /// The episodes recorded since index `*next` (advanced past what was read), and how many were
     /// overwritten before they could be read.
     pub fn read(&self, next: &mut u64) -> io::Result<(Vec<RawEpisode>, u64)> {
-        let mut buf = vec![0u8; RING_BYTES];
-        bpf::map_lookup_u32(&self.ring, 0, &mut buf)?;
+        let buf = self.ring.copy(0, RING_BYTES);
         let u64_at = |off: usize| u64::from_ne_bytes(buf[off..off + 8].try_into().expect("8 bytes"));
         let u32_at = |off: usize| u32::from_ne_bytes(buf[off..off + 4].try_into().expect("4 bytes"));
         let written = u64_at(0);
@@ -512,8 +514,7 @@ mod tests {
     /// tracepoint programs, whose context is the u64 array BPF_PROG_TEST_RUN takes), in the
     /// order of a watched task's events. Root only (BPF).
     struct Events {
-        tasks: OwnedFd,
-        ring: OwnedFd,
+        probe: StallProbe,
         _cur: OwnedFd,
         wake: OwnedFd,
         switch: OwnedFd,
@@ -528,12 +529,12 @@ mod tests {
     impl Events {
         fn open(threshold_ns: i32) -> Option<Events> {
             let tasks = bpf::hash_u32_create(8, TASK_STATE as u32, "t_stalltask").ok()?;
-            let ring = bpf::array_create(1, RING_BYTES as u32, "t_stalls").unwrap();
+            let ring = bpf::mapped_array(1, RING_BYTES as u32, "t_stalls").unwrap();
             let cur = bpf::array_create(MAX_CPUS, CUR, "t_stallcur").unwrap();
             let load = |p: Vec<Insn>, name| bpf::prog_load(bpf::BPF_PROG_TYPE_RAW_TRACEPOINT, &p, name, 0, 0).unwrap();
             let wake = load(wake_program(tasks.as_raw_fd(), cur.as_raw_fd(), F.prev_pid, 28), "t_wake");
             let switch = load(
-                switch_program(tasks.as_raw_fd(), ring.as_raw_fd(), cur.as_raw_fd(), &F, threshold_ns),
+                switch_program(tasks.as_raw_fd(), ring.fd.as_raw_fd(), cur.as_raw_fd(), &F, threshold_ns),
                 "t_switch",
             );
             bpf::map_update_u32(&tasks, WATCHED, &[0u8; TASK_STATE]).unwrap();
@@ -541,7 +542,8 @@ mod tests {
             bpf::map_update_u32(&cur, 4000, b"busy\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0").unwrap();
             // CPU 4001 idles: whoever runs there first after a wake-up is named
             bpf::map_update_u32(&cur, 4001, b"swapper/9\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0").unwrap();
-            Some(Events { tasks, ring, _cur: cur, wake, switch, next: 0 })
+            let probe = StallProbe { ring, tasks, _attached: Attached::default(), tasks_watched: true };
+            Some(Events { probe, _cur: cur, wake, switch, next: 0 })
         }
 
         /// `pid` woken to run on CPU `cpu`.
@@ -570,13 +572,7 @@ mod tests {
         }
 
         fn episodes(&mut self) -> Vec<RawEpisode> {
-            let probe = StallProbe {
-                ring: self.ring.try_clone().unwrap(),
-                tasks: self.tasks.try_clone().unwrap(),
-                _attached: Attached::default(),
-                tasks_watched: true,
-            };
-            probe.read(&mut self.next).unwrap().0
+            self.probe.read(&mut self.next).unwrap().0
         }
     }
 

@@ -6,14 +6,18 @@
 //!  xdp:xdp_cpumap_enqueue (a bulk of arriving frames put on a DUT CPU's ring: processed, drops)
 //!  xdp:xdp_cpumap_kthread (a batch the DUT CPU's ring thread took: processed)
 //!      ──▶ netrig_wclk_enq / netrig_wclk_take: the CPUMAP is one of the watched (its map id in
-//!          netrig_wclkids)? ──▶ this CPU's slot (ktime >> 19) in a PERCPU_ARRAY of SLOTS entries:
-//!          {slot, arrived, dropped, taken} (reset when the entry held an older slot)
+//!          netrig_wclkids)? ──▶ this CPU's slot (ktime >> 19) in its own SLOTS entries of an
+//!          ARRAY (CPU × SLOTS + slot mod SLOTS): {slot, arrived, dropped, taken} (reset when the
+//!          entry held an older slot)
 //! ```
-//! Per-CPU entries need no atomics and are exact; user space reads the whole array at once
-//! (`BPF_MAP_LOOKUP_BATCH`) well within the SLOTS × SLOT_NS (8.6 s) it spans.
+//! Each CPU writes only its own entries: no atomics, and exact. User space reads them through the
+//! map's memory (`bpf::mapped_array`: a map's system calls would hold `bpf_prog_active` and make
+//! the kernel skip the stall watch's programs on the reader's CPU), well within the SLOTS ×
+//! SLOT_NS (8.6 s) they span.
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
+use crate::sys::bpf::BPF_FUNC_GET_SMP_PROCESSOR_ID;
 use crate::sys::bpf::{self, Asm, Insn, Reg, Size, BPF_FUNC_KTIME_GET_NS, BPF_FUNC_MAP_LOOKUP_ELEM};
 use crate::sys::stalls::{ctx, Attached};
 
@@ -53,7 +57,9 @@ fn program(ids: RawFd, slots: RawFd, map_id_off: i16, counts: Counts) -> Vec<Ins
     a.mov_reg(R6, R1).load(Size::W, R1, R6, map_id_off).store(Size::W, R10, -4, R1);
     a.mov_reg(R2, R10).add_imm(R2, -4).load_map_fd(R1, ids).call(BPF_FUNC_MAP_LOOKUP_ELEM).jeq_imm(R0, 0, "out");
     a.call(BPF_FUNC_KTIME_GET_NS).rsh_imm(R0, SLOT_SHIFT as i32).mov_reg(R7, R0);
-    a.mov_reg(R1, R7).and_imm(R1, (SLOTS - 1) as i32).store(Size::W, R10, -8, R1);
+    // this CPU's entries: CPU × SLOTS + slot mod SLOTS
+    a.call(BPF_FUNC_GET_SMP_PROCESSOR_ID).lsh_imm(R0, SLOTS.trailing_zeros() as i32);
+    a.mov_reg(R1, R7).and_imm(R1, (SLOTS - 1) as i32).add_reg(R1, R0).store(Size::W, R10, -8, R1);
     a.mov_reg(R2, R10).add_imm(R2, -8).load_map_fd(R1, slots).call(BPF_FUNC_MAP_LOOKUP_ELEM).jeq_imm(R0, 0, "out");
     a.load(Size::DW, R1, R0, 0).jeq_reg(R1, R7, "add");
     a.store(Size::DW, R0, 0, R7).store_imm(Size::DW, R0, 8, 0).store_imm(Size::DW, R0, 16, 0).store_imm(
@@ -80,7 +86,8 @@ fn program(ids: RawFd, slots: RawFd, map_id_off: i16, counts: Counts) -> Vec<Ins
 /// The loaded programs, their maps and perf events; detached when dropped.
 pub struct WireClock {
     ids: OwnedFd,
-    slots: OwnedFd,
+    slots: bpf::MappedArray,
+    cpus: usize,
     _attached: Attached,
 }
 
@@ -96,11 +103,12 @@ impl WireClock {
     /// misses, had missed 502 runs).
     pub fn open() -> io::Result<WireClock> {
         let ids = bpf::hash_u32_create(MAX_MAPS, 4, "netrig_wclkids").map_err(ctx("the CPUMAP id map"))?;
-        let slots = bpf::percpu_array_create(SLOTS, ENTRY as u32, "netrig_wclk").map_err(ctx("the slot map"))?;
+        let cpus = bpf::possible_cpus();
+        let slots = bpf::mapped_array(SLOTS * cpus as u32, ENTRY as u32, "netrig_wclk").map_err(ctx("the slot map"))?;
         // the tracepoints' arguments, 8 bytes each: (map_id, processed, drops, to_cpu) and
         // (map_id, processed, drops, sched, xdp_stats)
-        let enq = program(ids.as_raw_fd(), slots.as_raw_fd(), 0, Counts::Enqueue { processed: 8, drops: 16 });
-        let take = program(ids.as_raw_fd(), slots.as_raw_fd(), 0, Counts::Take { processed: 8 });
+        let enq = program(ids.as_raw_fd(), slots.fd.as_raw_fd(), 0, Counts::Enqueue { processed: 8, drops: 16 });
+        let take = program(ids.as_raw_fd(), slots.fd.as_raw_fd(), 0, Counts::Take { processed: 8 });
         let mut progs = Vec::new();
         let mut links = Vec::new();
         for (tp, insns, name) in
@@ -111,7 +119,7 @@ impl WireClock {
             links.push(bpf::raw_tracepoint_open(&prog, tp).map_err(ctx("an xdp tracepoint"))?);
             progs.push(prog);
         }
-        Ok(WireClock { ids, slots, _attached: Attached { events: links, progs } })
+        Ok(WireClock { ids, slots, cpus, _attached: Attached { events: links, progs } })
     }
 
     /// Count the CPUMAP with id `map_id` (a wire's ring map: `sys::wire::cpumap_id`).
@@ -122,34 +130,24 @@ impl WireClock {
     /// Every CPU's entries for the slots from `from_slot` to `to_slot` (at most [`SLOTS`] of them,
     /// the ring wrapped as needed) that hold one of those slots, in no order.
     pub fn read(&self, from_slot: u64, to_slot: u64) -> io::Result<Vec<SlotCount>> {
-        let count = (to_slot.saturating_sub(from_slot) + 1).min(u64::from(SLOTS)) as u32;
-        let first = (to_slot + 1 - u64::from(count)) as u32 & (SLOTS - 1);
-        let head = count.min(SLOTS - first);
+        let count = (to_slot.saturating_sub(from_slot) + 1).min(u64::from(SLOTS));
         let mut out = Vec::new();
-        for (start, n) in [(first, head), (0, count - head)] {
-            if n > 0 {
-                self.decode(&bpf::percpu_lookup_range(&self.slots, start, n, ENTRY)?, from_slot, &mut out);
+        for slot in to_slot + 1 - count..=to_slot {
+            for cpu in 0..self.cpus {
+                let off = (cpu * SLOTS as usize + (slot & u64::from(SLOTS - 1)) as usize) * ENTRY;
+                let c = SlotCount {
+                    slot: self.slots.u64_at(off),
+                    cpu: cpu as u32,
+                    arrived: self.slots.u64_at(off + 8),
+                    dropped: self.slots.u64_at(off + 16),
+                    taken: self.slots.u64_at(off + 24),
+                };
+                if c.slot >= from_slot && (c.slot | c.arrived | c.dropped | c.taken) != 0 {
+                    out.push(c);
+                }
             }
         }
         Ok(out)
-    }
-
-    fn decode(&self, raw: &[u8], from_slot: u64, out: &mut Vec<SlotCount>) {
-        let cpus = bpf::possible_cpus();
-        let u64_at = |off: usize| u64::from_ne_bytes(raw[off..off + 8].try_into().expect("8 bytes"));
-        for (i, e) in raw.chunks_exact(ENTRY).enumerate() {
-            let off = i * ENTRY;
-            let c = SlotCount {
-                slot: u64_at(off),
-                cpu: (i % cpus) as u32,
-                arrived: u64_at(off + 8),
-                dropped: u64_at(off + 16),
-                taken: u64_at(off + 24),
-            };
-            if c.slot >= from_slot && e.iter().any(|&b| b != 0) {
-                out.push(c);
-            }
-        }
     }
 }
 
