@@ -2,11 +2,12 @@
 //! which a watched task (a DUT's ring thread, a DUT process) was ready to run but did not.
 //!
 //! ```text
-//!  cpu-clock perf event, one per CPU, every `period` ──▶ netrig_tick:  gap since this CPU's last
-//!      tick > period + threshold ──▶ episode "cpu": the CPU did not run (a host that stopped the
-//!      vCPU; the guest's scheduler never sees it), [last tick, this tick]
-//!  power:cpu_idle ──▶ netrig_idle: an idle CPU has no ticks to miss (its clock event may not fire
-//!      at all): entering idle suspends the tick program, leaving it counts as a tick
+//!  cpu-clock perf event, one per watched CPU: an hrtimer every `period`
+//!  hrtimer_expire_entry (raw tracepoint: any timer's expiry) ──▶ netrig_tick: on a watched CPU,
+//!      gap since its last tick > period + threshold ──▶ episode "cpu": the CPU did not run (a host
+//!      that stopped the vCPU; the guest's scheduler never sees it), [last tick, this tick]
+//!  cpu_idle (raw tracepoint) ──▶ netrig_idle: an idle CPU has no ticks to miss (its clock event
+//!      may not fire at all): entering idle suspends the tick program, leaving it counts as a tick
 //!  sched_wakeup / sched_switch tracepoints (every CPU) ──▶ netrig_wake / netrig_switch: a watched task woken,
 //!      or switched out while still runnable, starts waiting (switched out asleep, it is not); switched
 //!      in, it stops; a wait longer than threshold ──▶ episode "task": the guest gave the task's CPU
@@ -18,7 +19,7 @@
 //!
 //! The tick program costs one timer interrupt per CPU and period (its run time a few hundred ns);
 //! the tracepoint programs run at every wake-up and context switch. Closing the probe closes the
-//! perf events, which detaches every program.
+//! perf events and raw tracepoint links, which detaches every program.
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
@@ -39,6 +40,9 @@ const BY: i16 = 16;
 /// at [`CUR_AT`] when the last switch the switch program saw there was.
 const CUR: u32 = 24;
 const CUR_AT: i16 = 16;
+/// Bytes of a CPU's tick state: the last tick ns, the idle mark, the watched mark.
+const LAST: u32 = 24;
+const WATCHED_AT: i16 = 16;
 /// CPUs the table of each CPU's running task holds (by CPU number).
 const MAX_CPUS: u32 = 4096;
 /// Tasks that can be watched at once.
@@ -136,6 +140,14 @@ fn perf_event_open(kind: u32, config: u64, period: u64, sample_type: u64, cpu: i
     Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
+fn enable(event: &OwnedFd) -> io::Result<()> {
+    // SAFETY: the request takes an integer argument and touches no user memory.
+    if unsafe { libc::ioctl(event.as_raw_fd(), PERF_EVENT_IOC_ENABLE, 0) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 fn attach(event: &OwnedFd, prog: &OwnedFd) -> io::Result<()> {
     for (what, req, arg) in [
         ("attaching the program", PERF_EVENT_IOC_SET_BPF, prog.as_raw_fd() as libc::c_ulong),
@@ -213,14 +225,15 @@ fn append(a: &mut Asm, ring: RawFd, kind: u32, comm: Option<(Reg, i16)>, out: &'
     a.add_imm(R1, 1).store(Size::DW, R3, h, R1); // the record's sequence, written last
 }
 
-/// The tick program: a gap above `limit_ns` since this CPU's previous tick (or its return from
-/// idle) is an episode; nothing while the CPU idles (an idle CPU's clock event may not fire: a
+/// The tick program: on a watched CPU, a gap above `limit_ns` since its previous tick (or its
+/// return from idle) is an episode; nothing while the CPU idles (an idle CPU's clock event may not fire: a
 /// stall then shows as a late wake-up of the task that had work, `switch_program`).
 fn tick_program(last: RawFd, ring: RawFd, limit_ns: i32) -> Vec<Insn> {
     use Reg::*;
     let mut a = Asm::new();
     a.call(BPF_FUNC_KTIME_GET_NS).mov_reg(R7, R0);
     lookup0(&mut a, last, "out");
+    a.load(Size::DW, R1, R0, WATCHED_AT).jeq_imm(R1, 0, "out");
     a.load(Size::DW, R1, R0, 8).jne_imm(R1, 0, "out");
     a.load(Size::DW, R8, R0, 0).store(Size::DW, R0, 0, R7).jeq_imm(R8, 0, "out");
     a.mov_reg(R9, R7).sub_reg(R9, R8).jle_imm(R9, limit_ns, "out");
@@ -230,8 +243,9 @@ fn tick_program(last: RawFd, ring: RawFd, limit_ns: i32) -> Vec<Insn> {
     a.finish()
 }
 
-/// The idle program (`power:cpu_idle`, `state` at `state_off`): entering idle marks the CPU idle;
-/// leaving it (state `PWR_EVENT_EXIT`, -1) clears the mark and counts as a tick.
+/// The idle program (`cpu_idle`, `state` at `state_off`: the raw tracepoint's first argument, an
+/// unsigned int in a u64, its low half first on a little-endian CPU): entering idle marks the CPU
+/// idle; leaving it (state `PWR_EVENT_EXIT`, -1) clears the mark and counts as a tick.
 fn idle_program(last: RawFd, state_off: i16) -> Vec<Insn> {
     use Reg::*;
     let mut a = Asm::new();
@@ -362,26 +376,19 @@ impl StallProbe {
             bpf::hash_u32_create(MAX_TASKS, TASK_STATE as u32, "netrig_stalltask").map_err(ctx("the task map"))?;
         // per CPU (by number): the name of the task running there, kept by the switch program
         let cur = bpf::array_create(MAX_CPUS, CUR, "netrig_stallcur").map_err(ctx("the running-task map"))?;
-        // per CPU: the last tick (or return from idle), ns; 1 while idle
-        let last = bpf::percpu_array_create(1, 16, "netrig_stalltick").map_err(ctx("the tick map"))?;
-        let tick = tick_program(
-            last.as_raw_fd(),
-            ring.fd.as_raw_fd(),
-            ns_i32(period_ns + threshold_ns, "period + threshold")?,
-        );
-        let tick = bpf::prog_load(bpf::BPF_PROG_TYPE_PERF_EVENT, &tick, "netrig_tick", 0, 0)
-            .map_err(ctx("loading the tick program"))?;
-        let mut events = Vec::new();
+        let last = Self::tick_map(cpus)?;
+        let (mut progs, mut events) =
+            Self::attach_ticks(&last, &ring, ns_i32(period_ns + threshold_ns, "period + threshold")?)?;
+        // the clock: an hrtimer every period on each watched CPU (no program: the tick program
+        // sees its expiry)
         for &cpu in cpus {
             let ev = perf_event_open(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, period_ns, 0, cpu as i32)
                 .map_err(|e| ctx(&format!("the CPU {cpu} clock event"))(e))?;
-            attach(&ev, &tick).map_err(|e| ctx(&format!("the CPU {cpu} clock event"))(e))?;
+            enable(&ev).map_err(|e| ctx(&format!("the CPU {cpu} clock event"))(e))?;
             events.push(ev);
         }
-        let mut progs = vec![tick];
         let tasks_watched = match crate::sys::tracefs::events("sched", "sched_switch") {
             Some(ev) => {
-                Self::attach_idle(ev.dir(), &last, &mut progs, &mut events)?;
                 Self::attach_tasks(
                     ev.dir(),
                     [&tasks, &ring.fd, &cur],
@@ -397,24 +404,46 @@ impl StallProbe {
         Ok(StallProbe { ring, tasks, _attached: Attached { events, progs }, tasks_watched })
     }
 
-    /// The idle program on `power:cpu_idle` (beside the sched events in tracefs).
-    fn attach_idle(
-        dir: &std::path::Path,
+    /// The per-CPU tick state ([`LAST`] bytes): the last tick (or return from idle) ns, 1 while
+    /// idle, and at [`WATCHED_AT`] 1 on the CPUs in `cpus`.
+    fn tick_map(cpus: &[u32]) -> io::Result<OwnedFd> {
+        let last = bpf::percpu_array_create(1, LAST, "netrig_stalltick").map_err(ctx("the tick map"))?;
+        let mut values = vec![0u8; bpf::possible_cpus() * LAST as usize];
+        for &cpu in cpus {
+            let at = cpu as usize * LAST as usize + WATCHED_AT as usize;
+            if let Some(flag) = values.get_mut(at..at + 8) {
+                flag.copy_from_slice(&1u64.to_ne_bytes());
+            }
+        }
+        bpf::map_update_u32(&last, 0, &values).map_err(ctx("the tick map"))?;
+        Ok(last)
+    }
+
+    /// The tick program on `hrtimer_expire_entry` and the idle program on `cpu_idle`, both raw
+    /// tracepoints (no tracefs): any timer's expiry on a watched CPU is a tick.
+    ///
+    /// Raw tracepoint programs, not perf events: a perf event's or tracepoint's program is
+    /// skipped while its CPU's `bpf_prog_active` is held, by another such program or by a map's
+    /// system call (preemptibly, for as long as the caller is preempted). A thread reading a BPF
+    /// map in a loop on CPU 0 made the tick, then a `cpu-clock` perf event program, miss 1 479
+    /// ticks there in 10 s, each a false 2-ms stall of that CPU; the tester's own map reads at a
+    /// trial's start and end left 0.15-0.35 per 1-s trial.
+    fn attach_ticks(
         last: &OwnedFd,
-        progs: &mut Vec<OwnedFd>,
-        events: &mut Vec<OwnedFd>,
-    ) -> io::Result<()> {
-        let power = dir.parent().map(|p| p.join("power")).unwrap_or_default();
-        let (id, f) = tracepoint(&power, "cpu_idle", &["state"])?;
-        let prog =
-            bpf::prog_load(bpf::BPF_PROG_TYPE_TRACEPOINT, &idle_program(last.as_raw_fd(), f[0]), "netrig_idle", 0, 0)
+        ring: &bpf::MappedArray,
+        limit_ns: i32,
+    ) -> io::Result<(Vec<OwnedFd>, Vec<OwnedFd>)> {
+        let tick = tick_program(last.as_raw_fd(), ring.fd.as_raw_fd(), limit_ns);
+        let tick = bpf::prog_load(bpf::BPF_PROG_TYPE_RAW_TRACEPOINT, &tick, "netrig_tick", 0, 0)
+            .map_err(ctx("loading the tick program"))?;
+        let idle =
+            bpf::prog_load(bpf::BPF_PROG_TYPE_RAW_TRACEPOINT, &idle_program(last.as_raw_fd(), 0), "netrig_idle", 0, 0)
                 .map_err(ctx("loading the idle program"))?;
-        let ev =
-            perf_event_open(PERF_TYPE_TRACEPOINT, id, 1, PERF_SAMPLE_RAW, 0).map_err(ctx("the cpu_idle tracepoint"))?;
-        attach(&ev, &prog).map_err(ctx("the cpu_idle tracepoint"))?;
-        events.push(ev);
-        progs.push(prog);
-        Ok(())
+        let events = vec![
+            bpf::raw_tracepoint_open(&tick, "hrtimer_expire_entry").map_err(ctx("the hrtimer tracepoint"))?,
+            bpf::raw_tracepoint_open(&idle, "cpu_idle").map_err(ctx("the cpu_idle tracepoint"))?,
+        ];
+        Ok((vec![tick, idle], events))
     }
 
     fn attach_tasks(
