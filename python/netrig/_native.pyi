@@ -195,6 +195,10 @@ class StallWatch:
     def episodes(self, from_ns: int, to_ns: int) -> tuple[list[StallEpisode], int]:
         """The episodes overlapping `[from_ns, to_ns]` (CLOCK_MONOTONIC), by start, and how many
         episodes were lost so far (the kernel's ring overwrote them before they were read)."""
+    def missed(self) -> int:
+        """Events the kernel skipped the watch's programs for since it started (a wake-up, switch or
+        tick on a CPU already in a BPF program or a BPF system call): a window's episodes may then
+        be incomplete."""
     def watch_wire(self, map_id: int) -> None:
         """Count the wire whose ring map (CPUMAP) has id `map_id` in time slots (`wire_cpumap_id`)."""
     def wire_slots(self, from_ns: int, to_ns: int) -> tuple[list[WireSlot], bool] | None:

@@ -89,12 +89,13 @@ def test_loss_in_stalls_is_the_rings_stopping_not_another_dut_task_waiting():
     raw = [Raw(kind="task", start_ns=100 * ms, len_ns=5 * ms, cpu=1, pid=80, by="kworker/1:0"),
            Raw(kind="task", start_ns=300 * ms, len_ns=5 * ms, cpu=1, pid=70, by="kworker/1:0")]
     slots = [Raw(start_ns=102 * ms, dropped=10), Raw(start_ns=302 * ms, dropped=7)]
-    watch = Raw(period_ns=ms, episodes=lambda a, b: (raw, 0), wire_slots=lambda a, b: (slots, True))
+    watch = Raw(period_ns=ms, episodes=lambda a, b: (raw, 0), wire_slots=lambda a, b: (slots, True), missed=lambda: 4)
     pw = object.__new__(PlatformWatch)
-    pw.roles, pw.watch, pw.dut_names = roles, watch, frozenset({"cpumap/1/map:9", "bird"})
+    pw.roles, pw.watch, pw.dut_names, pw._missed = roles, watch, frozenset({"cpumap/1/map:9", "bird"}), 1
     got = pw.trial(Raw(run_start_ns=1, epoch_ns=1, tx_window_s=1.0, latency_timeline=None), 64_000)  # ring: 1 ms
     assert got.wire is not None and (got.wire.dropped, got.wire.in_stalls) == (17, 7)
     assert got.stalls.dut is not None and got.stalls.dut.count == 2
+    assert got.stalls.missed_events == 3, "the kernel events missed since the previous trial was read"
 
 
 # spikes of a 3-ms take every 50 ms on the DUT's CPU at 20 kfps, as three trials on this machine

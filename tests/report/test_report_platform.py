@@ -25,6 +25,14 @@ def test_a_trial_clause_names_the_stalls_and_the_loss_in_them():
     assert stall_note(unmeasured) == ""
 
 
+def test_a_watch_that_missed_kernel_events_says_so_and_the_record_keeps_it():
+    c = TrialCounts(achieved_pps=1e5, frames_sent=100_000, frames_received=100_000,
+                    stalls=TrialStalls(StallSide(), StallSide(), missed_events=3))
+    assert stall_note(c) == "the stall watch missed 3 kernel events"
+    assert TrialStalls.from_dict(c.stalls.to_dict()).missed_events == 3
+    assert TrialStalls.from_dict({"tester": {}, "dut": None}).missed_events == 0, "a record older than the field"
+
+
 def test_a_runs_sentence_counts_the_trials_that_lost_only_in_stalls():
     story = StallStory.of([counts(569, 569), counts(2484, 120, (HOST,)), counts(0, 0)])
     assert (story.lossy, story.lossy_all_in_stalls, story.lost, story.lost_in_stalls) == (2, 1, 3053, 689)

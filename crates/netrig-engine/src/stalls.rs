@@ -222,6 +222,12 @@ impl StallWatch {
         self.shared.probe.unwatch(tid)
     }
 
+    /// Events the kernel skipped the watch's programs for since it started
+    /// (`sys::stalls::StallProbe::missed`): a window's episodes may then be incomplete.
+    pub fn missed(&self) -> u64 {
+        self.shared.probe.missed()
+    }
+
     /// Whether task waits are recorded (tracefs readable), besides the CPUs' ticks.
     pub fn tasks_watched(&self) -> bool {
         self.shared.probe.tasks_watched

@@ -81,6 +81,13 @@ impl StallWatch {
         Ok((eps.iter().map(StallEpisode::from).collect(), lost))
     }
 
+    /// Events the kernel skipped the watch's programs for since it started (a wake-up, switch or
+    /// tick on a CPU already in a BPF program or a BPF system call): a window's episodes may then
+    /// be incomplete.
+    fn missed(&self) -> Result<u64> {
+        self.with(|w| Ok(w.missed()))
+    }
+
     /// Count the wire whose ring map (CPUMAP) has id `map_id` in time slots (`wire_cpumap_id`).
     fn watch_wire(&self, map_id: &Bound<'_, PyAny>) -> Result<()> {
         let id: u32 = args::req(map_id, "map_id")?;

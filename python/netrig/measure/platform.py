@@ -93,22 +93,27 @@ class StallSide:
 class TrialStalls:
     """The platform's stalls over one trial, the DUT's and the tester's. ``dut`` is None when the
     trial had no DUT CPU (a loopback). ``lost_episodes``: episodes the kernel's ring overwrote
-    before they were read (0 normally)."""
+    before they were read (0 normally). ``missed_events``: wake-ups, switches and ticks the kernel
+    did not run the watch's programs for, since the previous trial (their CPU was already in a BPF
+    program or a BPF system call): the episodes may be incomplete (0 normally)."""
 
     tester: StallSide
     dut: StallSide | None
     threshold_ms: float = THRESHOLD_MS
     lost_episodes: int = 0
+    missed_events: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"dut": self.dut.to_dict() if self.dut else None, "tester": self.tester.to_dict(),
-                "threshold_ms": self.threshold_ms, "lost_episodes": self.lost_episodes}
+                "threshold_ms": self.threshold_ms, "lost_episodes": self.lost_episodes,
+                "missed_events": self.missed_events}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TrialStalls:
         dut = d.get("dut")
         return cls(StallSide.from_dict(d["tester"]), StallSide.from_dict(dut) if dut else None,
-                   float(d.get("threshold_ms", THRESHOLD_MS)), int(d.get("lost_episodes", 0)))
+                   float(d.get("threshold_ms", THRESHOLD_MS)), int(d.get("lost_episodes", 0)),
+                   int(d.get("missed_events", 0)))
 
 
 @dataclass(frozen=True)
@@ -374,6 +379,8 @@ class PlatformWatch:
             map_id = _native.wire_cpumap_id(ifname, netns)
             if map_id is not None:
                 self.watch.watch_wire(map_id)
+        #: The watch's missed events when the last trial was read (``TrialStalls.missed_events``).
+        self._missed = self.watch.missed()
 
     def close(self) -> None:
         self.watch.close()
@@ -407,7 +414,9 @@ class PlatformWatch:
         start = res.run_start_ns or res.epoch_ns
         end = start + int((res.tx_window_s + 0.01) * 1e9)
         raw, lost = self.watch.episodes(start, end)
-        stalls = self._stalls(raw, lost, start, self.roles)
+        now = self.watch.missed()
+        missed, self._missed = now - self._missed, now
+        stalls = dataclasses.replace(self._stalls(raw, lost, start, self.roles), missed_events=missed)
         # a ring fills when what takes its frames stops: the DUT's CPU, or its ring threads kept
         # waiting; another DUT task kept waiting (its routing daemon) leaves the ring running
         ring = self._stalls(raw, lost, start, dataclasses.replace(self.roles, dut_tids=self.roles.ring_tids)).dut

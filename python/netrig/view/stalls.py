@@ -33,7 +33,10 @@ def stall_note(c: TrialCounts) -> str:
     """A trial's stalls and loss in stalls in one clause; empty when there is nothing to say."""
     if c.stalls is None:
         return ""
-    parts = [w for w in (side_words("DUT", c.stalls.dut), side_words("tester", c.stalls.tester), loss_words(c)) if w]
+    missed = c.stalls.missed_events
+    unsure = f"the stall watch missed {missed:,} kernel event{'s' if missed > 1 else ''}" if missed else ""
+    parts = [w for w in (side_words("DUT", c.stalls.dut), side_words("tester", c.stalls.tester), loss_words(c),
+                         unsure) if w]
     return "; ".join(parts)
 
 

@@ -453,6 +453,16 @@ pub fn prog_id(prog: &OwnedFd) -> io::Result<u32> {
     Ok(u32::from_ne_bytes([info[4], info[5], info[6], info[7]]))
 }
 
+/// How often the kernel skipped `prog` because its CPU was already in a BPF program or a BPF
+/// system call (`bpf_prog_info.recursion_misses`, at byte 208).
+pub fn prog_misses(prog: &OwnedFd) -> io::Result<u64> {
+    let mut info = [0u8; 216];
+    let mut a = Attr::new();
+    a.u32(0, prog.as_raw_fd() as u32).u32(4, info.len() as u32).u64(8, info.as_mut_ptr() as u64);
+    sys_bpf(BPF_OBJ_GET_INFO_BY_FD, &mut a)?;
+    Ok(u64::from_ne_bytes(info[208..216].try_into().expect("8 bytes")))
+}
+
 /// The name of loaded BPF program `id` (`bpf_prog_info.name`, at most 15 bytes).
 pub fn prog_name(id: u32) -> io::Result<String> {
     let mut a = Attr::new();

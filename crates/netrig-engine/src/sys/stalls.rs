@@ -482,6 +482,15 @@ impl StallProbe {
         bpf::map_update_u32(&self.tasks, pid, &[0u8; TASK_STATE])
     }
 
+    /// How often the kernel skipped one of the probe's programs since it opened: a wake-up, a
+    /// switch or a tick it did not see, its CPU already in a BPF program or a BPF system call
+    /// (another process's, or the tester's own map reads). The scheduler programs are tracepoint
+    /// perf event programs, skipped while the CPU's `bpf_prog_active` is held; a window with
+    /// misses may lack episodes, or hold a wait whose end was not seen.
+    pub fn missed(&self) -> u64 {
+        self._attached.progs.iter().filter_map(|p| bpf::prog_misses(p).ok()).sum()
+    }
+
     /// Stop watching `pid` (no error if it was not watched).
     pub fn unwatch(&self, pid: u32) -> io::Result<()> {
         match bpf::map_delete_u32(&self.tasks, pid) {
@@ -698,6 +707,42 @@ mod tests {
             assert!(std::time::Instant::now() < deadline, "programs {ids:?} still loaded 10 s after the drop");
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
+    }
+
+    #[test]
+    fn scheduler_events_on_a_cpu_inside_a_map_system_call_are_counted_as_missed() {
+        if !bpf::testkit::is_root() {
+            eprintln!("skipped: loading BPF programs needs root");
+            return;
+        }
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let probe = StallProbe::open(&[0], 1_000_000, 1_000_000).unwrap();
+        let before = probe.missed();
+        // on CPU 0: a thread reading a 64-KB map in a loop (inside the system call, preemptibly,
+        // nearly all the time) and one that sleeps 50 µs at a time (a wake-up and two switches each)
+        let map = bpf::array_create(1, 65536, "t_big").unwrap();
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                crate::sys::cpu::pin_current_thread_to(&[0]).unwrap();
+                let mut buf = vec![0u8; 65536];
+                while !stop.load(Ordering::Relaxed) {
+                    bpf::map_lookup_u32(&map, 0, &mut buf).unwrap();
+                }
+            });
+            s.spawn(|| {
+                crate::sys::cpu::pin_current_thread_to(&[0]).unwrap();
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(std::time::Duration::from_micros(50));
+                }
+            });
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while probe.missed() == before && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        assert!(probe.missed() > before, "no skipped program counted in 10 s");
     }
 
     #[test]
