@@ -86,12 +86,12 @@ impl WireHistory {
         WireHistory { clock, cpus, slots: vec![0; n], counts: vec![[0; 3]; n * cpus], read_to: now }
     }
 
-    fn drain(&mut self) -> std::io::Result<()> {
+    fn drain(&mut self) {
         let mask = (1usize << WIRE_HISTORY_SHIFT) - 1;
         let now = crate::clock::now_ns() >> SLOT_SHIFT;
         let from = self.read_to;
         self.read_to = now;
-        for SlotCount { slot, cpu, arrived, dropped, taken } in self.clock.read(from, now)? {
+        for SlotCount { slot, cpu, arrived, dropped, taken } in self.clock.read(from, now) {
             let i = slot as usize & mask;
             if self.slots[i] != slot {
                 if self.slots[i] > slot {
@@ -102,7 +102,6 @@ impl WireHistory {
             }
             self.counts[i * self.cpus + cpu as usize] = [arrived, dropped, taken];
         }
-        Ok(())
     }
 
     /// The slots that overlap `[from_ns, to_ns]`, every CPU summed; and whether the history still
@@ -150,10 +149,11 @@ struct Shared {
 }
 
 impl Shared {
-    fn drain(&self) -> std::io::Result<()> {
+    /// Read the kernel's rings (through their memory: nothing here can fail).
+    fn drain(&self) {
         let mut h = self.history.lock().unwrap_or_else(|p| p.into_inner());
         let mut next = h.next;
-        let (new, lost) = self.probe.read(&mut next)?;
+        let (new, lost) = self.probe.read(&mut next);
         h.next = next;
         h.lost += lost;
         for e in new {
@@ -165,9 +165,8 @@ impl Shared {
         }
         drop(h);
         if let Some(w) = self.wire.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
-            w.drain()?;
+            w.drain();
         }
-        Ok(())
     }
 }
 
@@ -205,7 +204,7 @@ impl StallWatch {
                     // parked, not asleep: closing the watch unparks it (a sleep held every close
                     // up to DRAIN_EVERY, 0.25 s per run)
                     std::thread::park_timeout(DRAIN_EVERY);
-                    let _ = s.drain(); // a failed read is retried; the ring keeps RING episodes
+                    s.drain();
                 }
             })
             .map_err(|e| refused(format!("its thread: {e}")))?;
@@ -236,7 +235,7 @@ impl StallWatch {
     /// The episodes that overlap `[from_ns, to_ns]` (`CLOCK_MONOTONIC`), in order of start, and
     /// how many episodes were lost so far (overwritten before they were read).
     pub fn episodes(&self, from_ns: u64, to_ns: u64) -> std::io::Result<(Vec<RawEpisode>, u64)> {
-        self.shared.drain()?;
+        self.shared.drain();
         let h = self.shared.history.lock().unwrap_or_else(|p| p.into_inner());
         let mut out: Vec<RawEpisode> =
             h.episodes.iter().filter(|e| e.start_ns <= to_ns && e.start_ns + e.len_ns >= from_ns).cloned().collect();
@@ -256,7 +255,7 @@ impl StallWatch {
     /// The watched wires' slots overlapping `[from_ns, to_ns]`, and whether every one of them was
     /// still held (the last 4.6 minutes are); None when no wire is watched.
     pub fn wire_slots(&self, from_ns: u64, to_ns: u64) -> std::io::Result<Option<(Vec<WireSlot>, bool)>> {
-        self.shared.drain()?;
+        self.shared.drain();
         let w = self.shared.wire.lock().unwrap_or_else(|p| p.into_inner());
         Ok(w.as_ref().map(|w| w.between(from_ns, to_ns)))
     }

@@ -233,9 +233,7 @@ const BPF_F_MMAPABLE: u32 = 1 << 10;
 ///
 /// Why: a map's system calls (`BPF_MAP_LOOKUP_ELEM`, `_BATCH`) hold the CPU's `bpf_prog_active`
 /// while they copy, preemptibly, and the kernel skips every perf-event and tracepoint program on
-/// that CPU meanwhile. A thread reading a 64-KB ARRAY in a loop on CPU 0 made the stall watch's
-/// tick program miss 1 479 ticks there in 10 s (each a false 2-ms stall); a busy loop without the
-/// reads, none. The watch read its own maps that way 4 times a second.
+/// that CPU meanwhile (docs/performance.md, *The stall watch*).
 pub fn mapped_array(entries: u32, value_size: u32, name: &str) -> io::Result<MappedArray> {
     let mut a = Attr::new();
     a.u32(0, BPF_MAP_TYPE_ARRAY).u32(4, 4).u32(8, value_size).u32(12, entries.max(1)).u32(16, BPF_F_MMAPABLE);

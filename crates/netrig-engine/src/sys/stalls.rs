@@ -424,10 +424,8 @@ impl StallProbe {
     ///
     /// Raw tracepoint programs, not perf events: a perf event's or tracepoint's program is
     /// skipped while its CPU's `bpf_prog_active` is held, by another such program or by a map's
-    /// system call (preemptibly, for as long as the caller is preempted). A thread reading a BPF
-    /// map in a loop on CPU 0 made the tick, then a `cpu-clock` perf event program, miss 1 479
-    /// ticks there in 10 s, each a false 2-ms stall of that CPU; the tester's own map reads at a
-    /// trial's start and end left 0.15-0.35 per 1-s trial.
+    /// system call (preemptibly, for as long as the caller is preempted), and each skipped tick
+    /// was a false 2-ms stall (docs/performance.md, *The stall watch*).
     fn attach_ticks(
         last: &OwnedFd,
         ring: &bpf::MappedArray,
@@ -501,7 +499,7 @@ impl StallProbe {
 
     /// The episodes recorded since index `*next` (advanced past what was read), and how many were
     /// overwritten before they could be read.
-    pub fn read(&self, next: &mut u64) -> io::Result<(Vec<RawEpisode>, u64)> {
+    pub fn read(&self, next: &mut u64) -> (Vec<RawEpisode>, u64) {
         let buf = self.ring.copy(0, RING_BYTES);
         let u64_at = |off: usize| u64::from_ne_bytes(buf[off..off + 8].try_into().expect("8 bytes"));
         let u32_at = |off: usize| u32::from_ne_bytes(buf[off..off + 4].try_into().expect("4 bytes"));
@@ -526,7 +524,7 @@ impl StallProbe {
             });
             *next += 1;
         }
-        Ok((out, lost))
+        (out, lost)
     }
 }
 
@@ -610,7 +608,7 @@ mod tests {
         }
 
         fn episodes(&mut self) -> Vec<RawEpisode> {
-            self.probe.read(&mut self.next).unwrap().0
+            self.probe.read(&mut self.next).0
         }
     }
 

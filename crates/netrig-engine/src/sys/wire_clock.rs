@@ -96,11 +96,9 @@ impl WireClock {
     ///
     /// As raw tracepoint programs: a tracepoint perf event's program holds the CPU's
     /// `bpf_prog_active` while it runs, and these run with interrupts on (in the sender's softirq,
-    /// in the DUT's ring thread), so the stall watch's tick, a perf event program whose timer
-    /// interrupt landed meanwhile, was skipped without a trace: its 2-ms gap read as a stall. A
-    /// firewall run at 64 B saw 9-47 false stalls per 1-s trial on the tester's CPU, rising with
-    /// the load, and 1.4-12 with this clock off (`bpftool`: the wake program, which counts its
-    /// misses, had missed 502 runs).
+    /// in the DUT's ring thread), so the stall watch's perf event and tracepoint programs on that
+    /// CPU were skipped meanwhile (until 2026-12-04 its tick was one: false stalls; the numbers in
+    /// docs/methodology.md, *Loss in stalls*).
     pub fn open() -> io::Result<WireClock> {
         let ids = bpf::hash_u32_create(MAX_MAPS, 4, "netrig_wclkids").map_err(ctx("the CPUMAP id map"))?;
         let cpus = bpf::possible_cpus();
@@ -129,7 +127,7 @@ impl WireClock {
 
     /// Every CPU's entries for the slots from `from_slot` to `to_slot` (at most [`SLOTS`] of them,
     /// the ring wrapped as needed) that hold one of those slots, in no order.
-    pub fn read(&self, from_slot: u64, to_slot: u64) -> io::Result<Vec<SlotCount>> {
+    pub fn read(&self, from_slot: u64, to_slot: u64) -> Vec<SlotCount> {
         let count = (to_slot.saturating_sub(from_slot) + 1).min(u64::from(SLOTS));
         let mut out = Vec::new();
         for slot in to_slot + 1 - count..=to_slot {
@@ -147,7 +145,7 @@ impl WireClock {
                 }
             }
         }
-        Ok(out)
+        out
     }
 }
 
