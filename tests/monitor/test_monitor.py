@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import threading
 import time
 
@@ -19,6 +20,7 @@ from netrig.monitor.monitor import (
     latest_sample,
     read_meminfo,
 )
+from netrig.testbed.links import STATS64, link_counters, route_socket
 
 ROOT = os.geteuid() == 0
 
@@ -41,6 +43,21 @@ def test_result_windows_and_summary():
     assert r.cpu_softirq_max(1) == 70.0
     assert r.summary("trial-start", "trial-stop")["busiest_cpu"] == "cpu1"
     assert MonitorResult.from_dict(json.loads(json.dumps(r.to_dict()))) == r, "a stored record reads back the same"
+
+
+def test_link_counters_count_the_datagrams_sent_over_a_link():
+    """The monitor's raw netlink reader of a namespace's links: loopback's counters grow by at least
+    the 50 datagrams this test sends over it, in both directions, and in bytes."""
+    with route_socket() as nl, socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as rx, \
+            socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as tx:
+        rx.bind(("127.0.0.1", 0))
+        before = link_counters(nl)["lo"]
+        for _ in range(50):
+            tx.sendto(b"x" * 100, rx.getsockname())
+        after = link_counters(nl)["lo"]
+    assert set(after) <= set(STATS64) and {"rx_packets", "tx_dropped"} <= set(after)
+    assert after["rx_packets"] - before["rx_packets"] >= 50 and after["tx_packets"] - before["tx_packets"] >= 50
+    assert after["rx_bytes"] - before["rx_bytes"] >= 50 * 128, "100 bytes of data and 28 of headers each"
 
 
 def test_bad_interval_names_the_field():

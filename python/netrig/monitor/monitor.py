@@ -18,6 +18,7 @@ Each sample (every ``interval_s``, default 1 s) holds, for the interval since th
 from __future__ import annotations
 
 import bisect
+import socket
 import subprocess
 import threading
 import time
@@ -27,8 +28,8 @@ from typing import Any, Self
 
 from netrig.errors import ConfigError
 from netrig.results.typed import from_dict
-from netrig.testbed.links import read_links
-from netrig.testbed.nsthread import netlink_route, run_in_netns
+from netrig.testbed.links import link_counters, route_socket
+from netrig.testbed.nsthread import run_in_netns
 from netrig.testbed.placement import observer
 
 CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
@@ -330,7 +331,7 @@ class Monitor(Sampler):
         self._thread: threading.Thread | None = None
         self._t0 = 0.0
         self._lock = threading.Lock()
-        self._nl: dict[str | None, Any] = {}
+        self._nl: dict[str | None, socket.socket] = {}
         self._procs: dict[int, Any] = {}
 
     # --------------------------------------------------------------- lifecycle
@@ -369,7 +370,7 @@ class Monitor(Sampler):
         # The samples use only idle CPU time, on any CPU (``placement.observer``): they never keep a
         # worker waiting, and a spinning TX worker cannot starve them.
         observer()
-        # netlink handles are opened, used and closed in this thread only (pyroute2 is per-thread)
+        # its netlink sockets (one per namespace, made there) are opened, used and closed in this thread
         try:
             self._open_netlink()
             self._prev_stat = read_proc_stat()
@@ -389,16 +390,13 @@ class Monitor(Sampler):
             self._err(f"monitor stopped early: {e}")
         finally:
             for nl in self._nl.values():
-                try:
-                    nl.close()
-                except Exception:
-                    pass
+                nl.close()
             self._nl.clear()
 
     def _open_netlink(self) -> None:
         for ns in self.netns_ifaces:
             try:
-                self._nl[ns] = netlink_route(ns)
+                self._nl[ns] = run_in_netns(ns, route_socket) if ns is not None else route_socket()
             except Exception as e:
                 self.result.errors.append(f"netns {ns}: cannot open netlink: {e}")
 
@@ -409,16 +407,16 @@ class Monitor(Sampler):
             if nl is None:
                 continue
             try:
-                links = read_links(nl)
-            except Exception as e:
+                links = link_counters(nl)
+            except OSError as e:
                 self._err(f"netns {ns}: {e}")
                 continue
             for ifname in ifaces:
-                lk = links.get(ifname)
-                if lk is None:
+                stats = links.get(ifname)
+                if stats is None:
                     continue
                 # zeros omitted to keep samples small; the packet counters always there
-                counts = {k: v for k, v in (lk.stats or {}).items() if v}
+                counts = {k: v for k, v in stats.items() if v}
                 out[f"{ns or 'host'}/{ifname}"] = {"rx_packets": 0, "tx_packets": 0, **counts}
         return out
 

@@ -127,9 +127,8 @@ class MetricsEndpoint:
     def follow(self, idle: bool | None = None) -> None:
         """Place the server thread: when ``idle`` (by default: when the calling thread is tester
         bookkeeping, ``SCHED_IDLE``) as an observer of the run (``placement.observer``: SCHED_IDLE
-        on any CPU, so a scrape never keeps a worker waiting and a spinning TX worker cannot starve
-        it), else as an ordinary thread. New request threads inherit it. Where the kernel refuses
-        (no privileges), it stays as it was."""
+        on the tester's CPUs, so a scrape never delays the DUT), else as an ordinary thread. New
+        request threads inherit it. Where the kernel refuses (no privileges), it stays as it was."""
         thread = self._thread
         if thread is None or thread.native_id is None:
             return

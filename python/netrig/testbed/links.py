@@ -16,6 +16,14 @@ NETLINK_ROUTE, SOL_NETLINK, NETLINK_GET_STRICT_CHK = 0, 270, 12
 NLMSG_ERROR, NLMSG_DONE, RTM_NEWROUTE, RTM_GETROUTE, RTA_TABLE = 2, 3, 24, 26, 15
 RTM_NEWNEIGH, RTM_GETNEIGH, NDA_DST, NDA_LLADDR = 28, 30, 1, 2
 NLM_F_REQUEST, NLM_F_DUMP = 0x1, 0x300
+RTM_NEWLINK, RTM_GETLINK, IFLA_IFNAME, IFLA_STATS64 = 16, 18, 3, 23
+#: ``struct rtnl_link_stats64``'s counters in the kernel's order (``<linux/if_link.h>``); a kernel
+#: with fewer sends fewer.
+STATS64 = ("rx_packets", "tx_packets", "rx_bytes", "tx_bytes", "rx_errors", "tx_errors", "rx_dropped",
+           "tx_dropped", "multicast", "collisions", "rx_length_errors", "rx_over_errors", "rx_crc_errors",
+           "rx_frame_errors", "rx_fifo_errors", "rx_missed_errors", "tx_aborted_errors", "tx_carrier_errors",
+           "tx_fifo_errors", "tx_heartbeat_errors", "tx_window_errors", "rx_compressed", "tx_compressed",
+           "rx_nohandler", "rx_otherhost_dropped")
 #: Route protocols (``RTPROT_*``): the kernel's own (connected routes), ``ip route``'s default and
 #: pyroute2's (what a test bed's build adds). The health check and the description read these.
 RTPROT_KERNEL, RTPROT_BOOT, RTPROT_STATIC = 2, 3, 4
@@ -97,6 +105,21 @@ def read_links(ipr: Any) -> dict[str, Link]:
     return {lk.ifname: lk for lk in map(link_of, ipr.get_links())}
 
 
+def link_counters(s: socket.socket) -> dict[str, dict[str, int]]:
+    """``{ifname: {counter: value}}`` (``IFLA_STATS64``) of every link in the namespace of the
+    netlink socket ``s``, from one raw ``RTM_GETLINK`` dump: 0.1 ms in Python for a test bed's
+    namespace, where pyroute2 took 1.5 ms (the DUT monitor reads three every sample)."""
+    out = {}
+    for _, raw in _dump(RTM_GETLINK, [bytes(16)], s):
+        for at, length in _messages(raw):
+            attrs = _attrs(raw, at + 16 + 16, at + length)
+            name, stats = attrs.get(IFLA_IFNAME), attrs.get(IFLA_STATS64)
+            if name is not None and stats is not None:
+                n = min(len(STATS64), len(stats) // 8)
+                out[name.rstrip(b"\0").decode()] = dict(zip(STATS64, struct.unpack_from(f"={n}Q", stats)))
+    return out
+
+
 def read_addrs(ipr: Any) -> list[Address]:
     return [Address(a["index"], a.get_attr("IFA_ADDRESS"), a["prefixlen"]) for a in ipr.get_addr()]
 
@@ -160,20 +183,29 @@ def _route_request(fam: int, table: int, proto: int, rtype: int) -> bytes:
     return struct.pack("=BBBBBBBBI", fam, 0, 0, 0, table, proto, 0, rtype, 0) + struct.pack("=HHI", 8, RTA_TABLE, table)
 
 
-def _dump(kind: int, bodies: list[bytes]) -> list[tuple[int, bytes]]:
+def _dump(kind: int, bodies: list[bytes], s: socket.socket | None = None) -> list[tuple[int, bytes]]:
     """One ``kind`` dump per request body (its first byte the family), filtered by the kernel:
-    (family, the replies' messages run together)."""
+    (family, the replies' messages run together). On ``s``, or on a socket of the calling thread's
+    namespace for these dumps only."""
+    if s is None:
+        with route_socket() as own:
+            return _dump(kind, bodies, own)
     out: list[tuple[int, bytes]] = []
-    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_ROUTE) as s:
-        s.setsockopt(SOL_NETLINK, NETLINK_GET_STRICT_CHK, 1)
-        for seq, body in enumerate(bodies, 1):
-            s.send(struct.pack("=IHHII", 16 + len(body), kind, NLM_F_REQUEST | NLM_F_DUMP, seq, 0) + body)
-            out.append((body[0], _replies(s)))
+    for seq, body in enumerate(bodies, 1):
+        s.send(struct.pack("=IHHII", 16 + len(body), kind, NLM_F_REQUEST | NLM_F_DUMP, seq, 0) + body)
+        out.append((body[0], _replies(s)))
     return out
 
 
+def route_socket() -> socket.socket:
+    """A raw rtnetlink socket in the calling thread's namespace, dumps filtered by the kernel."""
+    s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_ROUTE)
+    s.setsockopt(SOL_NETLINK, NETLINK_GET_STRICT_CHK, 1)
+    return s
+
+
 def _replies(s: socket.socket) -> bytes:
-    """A dump's route messages, up to its ``NLMSG_DONE``; an ``NLMSG_ERROR`` raises."""
+    """A dump's messages (routes, neighbours, links), up to its ``NLMSG_DONE``; an ``NLMSG_ERROR`` raises."""
     got = bytearray()
     while True:
         buf = s.recv(1 << 20)
@@ -183,8 +215,8 @@ def _replies(s: socket.socket) -> bytes:
                 return bytes(got)
             if kind == NLMSG_ERROR:
                 errno = -struct.unpack_from("=i", buf, at + 16)[0]
-                raise OSError(errno, f"route dump: {os.strerror(errno)}")
-            if kind in (RTM_NEWROUTE, RTM_NEWNEIGH):
+                raise OSError(errno, f"netlink dump: {os.strerror(errno)}")
+            if kind in (RTM_NEWROUTE, RTM_NEWNEIGH, RTM_NEWLINK):
                 got += buf[at:at + length]
 
 

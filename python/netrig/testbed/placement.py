@@ -67,18 +67,18 @@ def bookkeeping_on(tester_cpus: Sequence[int]) -> None:
 
 def observer(tid: int = 0) -> None:
     """Make thread ``tid`` (0: the calling one) an observer of the run — the DUT monitor, the
-    telemetry endpoint: ``SCHED_IDLE`` on every CPU of the machine, the DUT's included. A paced TX
-    worker spins between frames once a vCPU stall has grown its wake-up margin (94 % of its CPU at
-    5 kfps; sleeping instead lets this VM's idle vCPU wake ms late), so confined to the tester's
-    CPUs a sampler starved there (a 16-s soak got fewer than 4 memory samples). Any ordinary thread
-    (the tester's workers, the DUT's kernel threads) and any softirq takes the CPU from it at once,
-    so it only uses time nobody else wants; the DUT's CPU usually has some. Measured against
-    an ordinary thread at nice 19 (0.1-ms slices or SCHED_BATCH), which preempts the TX worker
-    when it wakes: 1-s trials at 100 kfps with a 50-ms sampler were stretched 20-33 ms and invalid,
-    under SCHED_IDLE 4-17 ms and valid. Its own CPU time (a few ms per sample) may be counted in
-    the DUT CPU's busy share. Silently kept as it is where the kernel refuses."""
+    telemetry endpoint: ``SCHED_IDLE``, on the CPUs the calling thread may use (the tester's, when
+    it is tester bookkeeping: :func:`bookkeeping_on`), never the DUT's. A waking ordinary thread
+    does not take the CPU from a running ``SCHED_IDLE`` one at once on this kernel (preempt=none):
+    it waits for the next tick, up to 4 ms. Until 2026-12-04 the observer ran on every CPU, the
+    DUT's included, to use the idle time there, and the DUT's ring thread waited behind it ~2 times a
+    second for 1-4 ms (bpftrace, the demo at 220 kfps: 59 waits over 1 ms in 30 s, each ending at a
+    timer tick): the tester's sampler reported as DUT stalls "by python", and at times the DUT's
+    loss (its 1024-frame ring lasts 4.6 ms there). On the tester's CPUs the same waits delay the
+    tester's own workers, where the trial's stretch and the stall watch's tester stalls catch them.
+    Silently kept as it is where the kernel refuses."""
     with contextlib.suppress(OSError):
-        os.sched_setaffinity(tid, set(MACHINE_CPUS))
+        os.sched_setaffinity(tid, os.sched_getaffinity(0))
         os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
 
 
