@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Is `make demo` quotable? REPS back-to-back demos (each builds its test bed, self-tests the tester,
 runs RFC 2544 and NDR/PDR; docs/testbed.md, "What the demo measures"), and per run the DUT's RFC 2544
-throughput at 64 B, its NDR and PDR, whether any is a tester-limited lower bound, and how long the
-run took. The issue's goal: throughput and NDR each within ±3 % of their median over three runs,
+throughput at 64 B, its NDR and PDR, whether any is a tester-limited lower bound, how long the
+run took, and the DUT's CPU time per frame (the platform's speed in that run). The issue's goal: throughput and NDR each within ±3 % of their median over three runs,
 none tester-limited; and each run's 64-B headline interval (RFC 2544 throughput's range over its
 repetitions within the run, ``netrig.run.consistency.answers``) contains the other runs' medians.
 
@@ -27,6 +27,7 @@ sys.path.insert(0, str(HERE.parent / "python"))
 from netrig.cli.demo import run_demo  # noqa: E402
 from netrig.results import load_result  # noqa: E402
 from netrig.run import consistency  # noqa: E402
+from netrig.view.trial_record import read_trials  # noqa: E402
 
 REPS = int(os.environ.get("REPS", 3))
 SPREAD_PCT = 3.0
@@ -61,15 +62,29 @@ def numbers(out: Path) -> dict:
     rfc, ndr = load_result(out / "rfc2544" / "result.json"), load_result(out / "ndr-pdr" / "result.json")
     thr = _at_64(_method(rfc, "rfc2544_throughput"))
     goals = {g["name"]: g for g in _at_64(_method(ndr, "mlrsearch"))["goals"]}
-    return {"answers": headline([rfc, ndr]),
+    return {"answers": headline([rfc, ndr]), "dut_us_per_frame": dut_cost([rfc, ndr]),
             "throughput_pps": thr["rate_pps"], "throughput_resolution_pps": thr["resolution_pps"],
             "throughput_tester_limited": thr["tester_limited"],
             **{f"{n.lower()}_pps": g["conditional_throughput_pps"] for n, g in goals.items()},
             **{f"{n.lower()}_tester_limited": g["tester_limited"] for n, g in goals.items()}}
 
 
+def dut_cost(docs: list[dict]) -> float | None:
+    """The DUT's CPU time per frame it took (µs; the wire measures it), median over the 64-B
+    throughput trials that lost nothing: the same frames through the same rules, so a run whose
+    frames cost more ran on a slower CPU (its host's contention), not a worse DUT."""
+    costs = [c.dut_ring.dut_cpu_s / c.dut_ring.taken * 1e6 for d in docs for t in read_trials(d["trials"])
+             if t.method == "rfc2544_throughput" and t.frame_size == 64 and (c := t.counts) is not None
+             and c.valid and not c.frames_lost and c.dut_ring and c.dut_ring.dut_cpu_s and c.dut_ring.taken]
+    return round(statistics.median(costs), 3) if costs else None
+
+
 def _k(v: float | None) -> str:
     return "—" if v is None else f"{v / 1e3:.1f} k"
+
+
+def _us(v: float | None) -> str:
+    return "—" if v is None else f"{v:.2f} µs"
 
 
 def spread(values: list[float | None]) -> dict:
@@ -124,11 +139,12 @@ def report(runs: list[dict]) -> int:
     out = HERE / "results" / f"{stamp}-demo"
     out.with_suffix(".json").write_text(json.dumps(doc, indent=2) + "\n")
     lines = [f"# make demo, {len(runs)} back-to-back runs ({doc['date']})", "",
-             "| run | s | throughput 64 B | NDR | PDR | tester-limited |", "|---|---|---|---|---|---|"]
+             "| run | s | throughput 64 B | NDR | PDR | tester-limited | DUT CPU per frame |",
+             "|---|---|---|---|---|---|---|"]
     for i, r in enumerate(runs):
         lim = any(v for k, v in r.items() if k.endswith("tester_limited"))
         lines.append(f"| {i + 1} | {r['seconds']:.0f} | {_k(r['throughput_pps'])} | {_k(r['ndr_pps'])} | "
-                     f"{_k(r['pdr_pps'])} | {'yes' if lim else 'no'} |")
+                     f"{_k(r['pdr_pps'])} | {'yes' if lim else 'no'} | {_us(r.get('dut_us_per_frame'))} |")
     for i, p in enumerate(doc["intervals"]["runs"]):
         bounds = "".join(f", ≥ {v / 1e3:.1f} k" for v in p["at_least"])
         lines.append(f"\nrun {i + 1}: 64-B headline {_k(p['median'])}, range {_k(p['min'])}–{_k(p['max'])} over its "

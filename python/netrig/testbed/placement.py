@@ -72,8 +72,8 @@ def observer(tid: int = 0) -> None:
     does not take the CPU from a running ``SCHED_IDLE`` one at once on this kernel (preempt=none):
     it waits for the next tick, up to 4 ms. Until 2026-12-04 the observer ran on every CPU, the
     DUT's included, to use the idle time there, and the DUT's ring thread waited behind it ~2 times a
-    second for 1-4 ms (bpftrace, the demo at 220 kfps: 59 waits over 1 ms in 30 s, each ending at a
-    timer tick): the tester's sampler reported as DUT stalls "by python", and at times the DUT's
+    second for 1-4 ms (bpftrace, the demo at 220 kfps: 59 waits over 1 ms in 30 s, 43 of them ending
+    at a timer tick): the tester's sampler reported as DUT stalls "by python", and at times the DUT's
     loss (its 1024-frame ring lasts 4.6 ms there). On the tester's CPUs the same waits delay the
     tester's own workers, where the trial's stretch and the stall watch's tester stalls catch them.
     Silently kept as it is where the kernel refuses."""
