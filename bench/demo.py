@@ -2,9 +2,10 @@
 """Is `make demo` quotable? REPS back-to-back demos (each builds its test bed, self-tests the tester,
 runs RFC 2544 and NDR/PDR; docs/testbed.md, "What the demo measures"), and per run the DUT's RFC 2544
 throughput at 64 B, its NDR and PDR, whether any is a tester-limited lower bound, how long the
-run took, and the DUT's CPU time per frame (the platform's speed in that run). The issue's goal: throughput and NDR each within ±3 % of their median over three runs,
-none tester-limited; and each run's 64-B headline interval (RFC 2544 throughput's range over its
-repetitions within the run, ``netrig.run.consistency.answers``) contains the other runs' medians.
+run took, and the DUT's CPU time per frame (the platform's speed in that run). The issue's goal:
+throughput and NDR each within ±3 % of their median over three runs, none tester-limited; and each
+run's 64-B headline interval (RFC 2544 throughput's range over its repetitions within the run,
+``netrig.run.consistency.answers``) contains the other runs' medians.
 
 Writes bench/results/<date>-demo.json and .md. Run with `make bench-demo` (root; ~5 min per run).
 Environment: REPS (3).
