@@ -21,6 +21,7 @@ from netrig.monitor.monitor import (
     read_meminfo,
 )
 from netrig.testbed.links import STATS64, link_counters, route_socket
+from netrig.testbed.placement import keep_off_dut
 
 ROOT = os.geteuid() == 0
 
@@ -116,6 +117,21 @@ def test_a_long_run_takes_the_newest_sample_compact_and_the_monitor_keeps_no_his
     assert compact_sample(remote).to_dict() == {"t_s": 1.0, "dt_s": 1.0, "procs": {"bird[42]": {"cpu_percent": 3.0,
                                                                                              "rss_bytes": 5}},
                                                 "conntrack": {"remote": 7}, "drops": {"remote/eth0": {"rx_dropped": 2}}}
+
+
+@pytest.mark.root
+@pytest.mark.skipif(not ROOT, reason="needs root: the test's thread leaves SCHED_IDLE again afterwards")
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs: one the tester's, one the DUT's")
+def test_a_monitor_started_by_tester_bookkeeping_samples_on_the_testers_cpus_only():
+    """On the DUT's CPU a running idle-class sampler held the DUT's ring thread up to a 4-ms tick
+    (``placement.observer``): the sampler keeps to the CPUs of the bookkeeping that starts it."""
+    cpu = min(os.sched_getaffinity(0))
+    with keep_off_dut([cpu]), Monitor(interval_s=0.05, pids=[os.getpid()]) as mon:
+        assert mon._thread is not None and mon._thread.native_id is not None
+        tid = mon._thread.native_id
+        assert os.sched_getaffinity(tid) == {cpu} and os.sched_getscheduler(tid) == os.SCHED_IDLE
+        newer_sample(mon)
+    assert os.sched_getscheduler(0) != os.SCHED_IDLE, "the test's thread placed as it was"
 
 
 @pytest.mark.root
