@@ -367,8 +367,8 @@ class Monitor(Sampler):
 
     # --------------------------------------------------------------- sampling
     def _run(self, ready: threading.Event) -> None:
-        # The samples use only idle CPU time, on any CPU (``placement.observer``): they never keep a
-        # worker waiting, and a spinning TX worker cannot starve them.
+        # The samples use only the idle time of the tester's CPUs (``placement.observer``), never the
+        # DUT's; each costs under 1 ms of CPU, so a worker that wakes meanwhile waits that long at most.
         observer()
         # its netlink sockets (one per namespace, made there) are opened, used and closed in this thread
         try:

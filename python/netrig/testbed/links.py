@@ -107,7 +107,7 @@ def read_links(ipr: Any) -> dict[str, Link]:
 
 def link_counters(s: socket.socket) -> dict[str, dict[str, int]]:
     """``{ifname: {counter: value}}`` (``IFLA_STATS64``) of every link in the namespace of the
-    netlink socket ``s``, from one raw ``RTM_GETLINK`` dump: 0.1 ms in Python for a test bed's
+    netlink socket ``s``, from one raw ``RTM_GETLINK`` dump: 0.2 ms of CPU for a test bed's
     namespace, where pyroute2 took 1.5 ms (the DUT monitor reads three every sample)."""
     out = {}
     for _, raw in _dump(RTM_GETLINK, [bytes(16)], s):
