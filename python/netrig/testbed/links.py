@@ -3,6 +3,7 @@ once into types: what the test bed's health check, its repair and its descriptio
 and what ``netrig testbed clean`` removes. pyroute2's messages are read here and nowhere else."""
 from __future__ import annotations
 
+import itertools
 import os
 import socket
 import struct
@@ -191,10 +192,16 @@ def _dump(kind: int, bodies: list[bytes], s: socket.socket | None = None) -> lis
         with route_socket() as own:
             return _dump(kind, bodies, own)
     out: list[tuple[int, bytes]] = []
-    for seq, body in enumerate(bodies, 1):
+    for body in bodies:
+        seq = next(_SEQ)
         s.send(struct.pack("=IHHII", 16 + len(body), kind, NLM_F_REQUEST | NLM_F_DUMP, seq, 0) + body)
-        out.append((body[0], _replies(s)))
+        out.append((body[0], _replies(s, seq)))
     return out
+
+
+#: Dump requests' sequence numbers, unique in the process: a socket kept for many dumps (the DUT
+#: monitor's) may hold the rest of one a failure left unread, and only this dump's answer is read.
+_SEQ = itertools.count(1)
 
 
 def route_socket() -> socket.socket:
@@ -204,13 +211,16 @@ def route_socket() -> socket.socket:
     return s
 
 
-def _replies(s: socket.socket) -> bytes:
-    """A dump's messages (routes, neighbours, links), up to its ``NLMSG_DONE``; an ``NLMSG_ERROR`` raises."""
+def _replies(s: socket.socket, seq: int) -> bytes:
+    """Dump ``seq``'s messages (routes, neighbours, links), up to its ``NLMSG_DONE`` (another dump's
+    are passed over); an ``NLMSG_ERROR`` raises."""
     got = bytearray()
     while True:
         buf = s.recv(1 << 20)
         for at, length in _messages(buf):
-            kind = struct.unpack_from("=H", buf, at + 4)[0]
+            kind, _, got_seq = struct.unpack_from("=HHI", buf, at + 4)
+            if got_seq != seq:
+                continue
             if kind == NLMSG_DONE:
                 return bytes(got)
             if kind == NLMSG_ERROR:
