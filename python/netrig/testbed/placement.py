@@ -69,8 +69,8 @@ def observer(tid: int = 0) -> None:
     """Make thread ``tid`` (0: the calling one) an observer of the run — the DUT monitor, the
     telemetry endpoint: ``SCHED_IDLE``, on the CPUs the calling thread may use (the tester's, when
     it is tester bookkeeping: :func:`bookkeeping_on`), never the DUT's. A waking ordinary thread
-    does not take the CPU from a running ``SCHED_IDLE`` one at once on this kernel (preempt=none):
-    it waits for the next tick, up to 4 ms. Until 2026-12-04 the observer ran on every CPU, the
+    does not always take the CPU from a running ``SCHED_IDLE`` one at once on this kernel
+    (preempt=none): at times it waits for the next tick, up to 4 ms. Until 2026-12-04 the observer ran on every CPU, the
     DUT's included, to use the idle time there, and the DUT's ring thread waited behind it ~2 times a
     second for 1-4 ms (bpftrace, the demo at 220 kfps: 59 waits over 1 ms in 30 s, 43 of them ending
     at a timer tick): the tester's sampler reported as DUT stalls "by python", and at times the DUT's
