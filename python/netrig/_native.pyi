@@ -1369,9 +1369,16 @@ class GenFlowStats:
         """Of ``tx_frames``, those sent without room for the signature: counted per port, never
         received per flow."""
     @property
-    def rx_frames(self) -> int: ...
+    def rx_frames(self) -> int:
+        """Every arrival of the current start, duplicates included, and its bytes."""
     @property
     def rx_bytes(self) -> int: ...
+    @property
+    def rx_duplicated(self) -> int:
+        """Of ``rx_frames``: sequences that had arrived before, and sequences below the highest
+        that had (each receive queue's sequence window, as a trial's)."""
+    @property
+    def rx_reordered(self) -> int: ...
     @property
     def rx_first_ns(self) -> int: ...
     @property

@@ -32,7 +32,7 @@ use hdrhistogram::Histogram;
 use netrig_wire::dissect;
 use netrig_wire::signature::{MASK_40, TRIAL_MASK};
 
-use crate::flowstate::{note_gap_in, record_in_window, FlowStates, SeqClass, WIDE};
+use crate::flowstate::{note_gap_in, record_in_window, FlowStates, SeqClass};
 pub use crate::flowstate::{window_bits_for, SeqGap};
 use crate::port::RxMeta;
 use crate::schedule::IntervalCounter;
@@ -507,25 +507,23 @@ impl Analyzer {
         debug_assert_eq!(self.pending.len, 0, "frames pushed and not flushed");
         let s = &self.flows;
         let h = &s.hot[i];
-        let w = s.wide.get(&(i as u32)).copied().unwrap_or_default();
+        let n = s.counts(i);
         let c = s.cold(i);
-        let received = w.received_hi << 32 | u64::from(h.received);
-        let wide_or = |v: u32, wide: u64| if v == WIDE { wide } else { u64::from(v) };
         let hists = s.hists.get(i);
         FlowRx {
-            received,
-            bytes: w.bytes_hi << 32 | u64::from(h.bytes),
+            received: n.received,
+            bytes: n.bytes,
             reordered: c.reordered,
             duplicated: c.duplicated,
             late: c.late,
             next_seq: h.next_seq,
             window: Box::new([]),
             ipdv_sum_ns: h.ipdv_sum_ns,
-            ipdv_max_ns: u64::from(h.ipdv_max_ns).max(w.ipdv_max_ns),
-            ipdv_count: received.saturating_sub(1),
-            latency_sum_ns: u128::from(w.latency_sum_hi) << 64 | u128::from(h.latency_sum_ns),
-            latency_min_ns: if h.latency_min_ns == u32::MAX { u64::MAX } else { wide_or(h.latency_min_ns, w.min_ns) },
-            latency_max_ns: wide_or(h.latency_max_ns, w.max_ns),
+            ipdv_max_ns: n.ipdv_max_ns,
+            ipdv_count: n.received.saturating_sub(1),
+            latency_sum_ns: n.latency_sum_ns,
+            latency_min_ns: n.latency_min_ns,
+            latency_max_ns: n.latency_max_ns,
             hist: hists.map(|h| h.0.clone()),
             ipdv_hist: hists.map(|h| h.1.clone()),
             last_tx_ns: h.last_tx_ns,

@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use netrig_wire::dissect;
+use netrig_wire::signature::Site;
 
 use crate::error::PortError;
 use crate::port::{TxQueue, TxQueueStats};
@@ -151,8 +152,10 @@ impl FaultyTx {
     }
 }
 
+/// A frame's (flow, sequence), by its signature after the headers or at its end (OTG stacks).
 fn key(frame: &[u8]) -> (u32, u64) {
-    dissect::find_signature(frame).map(|s| (s.flow_id, s.seq)).unwrap_or((u32::MAX, 0))
+    let sig = dissect::find_signature(frame).or_else(|| dissect::locate(frame, Site::End));
+    sig.map(|s| (s.flow_id, s.seq)).unwrap_or((u32::MAX, 0))
 }
 
 impl TxQueue for FaultyTx {

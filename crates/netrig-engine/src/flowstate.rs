@@ -90,13 +90,16 @@ pub enum SeqClass {
     Duplicate,
 }
 
-/// Record `seq` in a sliding window of seen sequences (`seq % bits`, `bits = window.len() * 64`)
-/// below `next_seq` (highest seen + 1). A sequence more than the window behind is *reordered*
-/// (too old to tell it from a duplicate).
+/// Record `seq` in a sliding window of seen sequences (`seq % bits`, `bits = window.len() * 64`,
+/// a power of two: [`window_bits_for`]) below `next_seq` (highest seen + 1). A sequence more than
+/// the window behind is *reordered* (too old to tell it from a duplicate).
 #[inline]
 pub fn record_in_window(window: &mut [u64], next_seq: &mut u64, seq: u64) -> SeqClass {
     let w = window.len() as u64 * 64;
-    let bit = |s: u64| ((s % w / 64) as usize, 1u64 << (s % 64));
+    debug_assert!(w.is_power_of_two(), "a window of {w} bits");
+    // A mask, not `%`: the window's length is known only at run time, and a division per frame
+    // cost a receiver of few flows (wide windows) more than the rest of its counting.
+    let bit = |s: u64| (((s & (w - 1)) >> 6) as usize, 1u64 << (s & 63));
     if seq >= *next_seq {
         if seq + 1 - *next_seq >= w {
             window.iter_mut().for_each(|x| *x = 0);
@@ -201,6 +204,18 @@ impl Default for FlowWide {
             ipdv_max_ns: 0,
         }
     }
+}
+
+/// A flow's received frames, bytes and latency as plain 64-bit values ([`FlowStates::counts`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlowCounts {
+    pub received: u64,
+    pub bytes: u64,
+    pub latency_sum_ns: u128,
+    /// `u64::MAX` before the first latency.
+    pub latency_min_ns: u64,
+    pub latency_max_ns: u64,
+    pub ipdv_max_ns: u64,
 }
 
 /// The latency and |IPDV| histograms of one flow.
@@ -358,6 +373,42 @@ impl FlowStates {
         h.ipdv_sum_ns += d;
         w.ipdv_max_ns = w.ipdv_max_ns.max(d);
         Some(d)
+    }
+
+    /// The flow's received frames, bytes and latency, exact: its hot line and wide record read
+    /// together.
+    pub fn counts(&self, flow: usize) -> FlowCounts {
+        let h = &self.hot[flow];
+        let w = self.wide.get(&(flow as u32)).copied().unwrap_or_default();
+        let wide_or = |v: u32, wide: u64| if v == WIDE { wide } else { u64::from(v) };
+        FlowCounts {
+            received: w.received_hi << 32 | u64::from(h.received),
+            bytes: w.bytes_hi << 32 | u64::from(h.bytes),
+            latency_sum_ns: u128::from(w.latency_sum_hi) << 64 | u128::from(h.latency_sum_ns),
+            latency_min_ns: if h.latency_min_ns == NONE { u64::MAX } else { wide_or(h.latency_min_ns, w.min_ns) },
+            latency_max_ns: wide_or(h.latency_max_ns, w.max_ns),
+            ipdv_max_ns: u64::from(h.ipdv_max_ns).max(w.ipdv_max_ns),
+        }
+    }
+
+    /// Forget everything `flow` counted (a new start of it). Its out-of-line arrays are written
+    /// only where they hold something, so untouched pages stay untouched.
+    pub fn reset(&mut self, flow: usize) {
+        self.hot[flow] = FlowHot::EMPTY;
+        if self.cold[flow] != [0; 3] {
+            self.cold[flow] = [0; 3];
+        }
+        let k = self.gap_slots;
+        for g in self.gaps[flow * k..(flow + 1) * k].iter_mut().filter(|g| **g != [0; 3]) {
+            *g = [0; 3];
+        }
+        let w = self.window_words;
+        self.windows[flow * w..(flow + 1) * w].fill(0);
+        self.wide.remove(&(flow as u32));
+        if let Some((l, i)) = self.hists.get_mut(flow) {
+            l.reset();
+            i.reset();
+        }
     }
 
     pub fn cold(&self, flow: usize) -> FlowCold {

@@ -4,6 +4,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use netrig_engine::fault::{FaultConfig, FaultLog};
 use netrig_engine::generator::{CaptureConfig, FlowState, GenConfig, GenDuration, GenFlowConfig, Generator};
 use netrig_engine::{FrameSize, Port, Rate};
 use netrig_wire::pattern::Pattern;
@@ -112,6 +113,35 @@ fn flows_send_exactly_their_frames_and_every_one_is_counted() {
     assert!(wait_for(5.0, || g.flow_stats()[1].state == FlowState::Done as u8));
     assert!(wait_for(2.0, || g.flow_stats()[1].rx_frames == 1000));
     assert_eq!(g.flow_stats()[1].tx_frames, 1000);
+    assert!(g.errors().is_empty());
+}
+
+/// The generator counts with the trial's per-flow state: through a path that drops, duplicates
+/// and reorders, each count equals the fault injector's log (as `loopback_trial.rs` holds a
+/// trial's), and the duplicates are arrivals, never received frames.
+#[test]
+fn duplicates_and_reordering_are_counted_against_the_fault_log() {
+    let _s = common::serial();
+    let faults = FaultConfig {
+        seed: 5,
+        drop: 0.01,
+        duplicate: 0.005,
+        reorder: 0.005,
+        reorder_distance: 20,
+        ..Default::default()
+    };
+    let (ports, log) = common::ports(Some(faults));
+    let g = Generator::open(ports, config(vec![udp_flow("a", 20_000, 200_000.0)])).unwrap();
+    g.start(&[0]).unwrap();
+    assert!(wait_for(5.0, || g.flow_stats()[0].state == FlowState::Done as u8));
+    let log = || log.lock().unwrap().clone();
+    let expected = |l: &FaultLog| 20_000 - l.dropped.len() as u64 + l.duplicated.len() as u64;
+    assert!(wait_for(2.0, || g.flow_stats()[0].rx_frames == expected(&log())), "{:?}", g.flow_stats()[0]);
+    let (st, log) = (g.flow_stats()[0], log());
+    assert!(!log.dropped.is_empty() && !log.duplicated.is_empty() && !log.reordered.is_empty());
+    assert_eq!(st.rx_duplicated, log.duplicated.len() as u64, "duplicates");
+    assert_eq!(st.rx_reordered, log.reordered.len() as u64, "reordering");
+    assert_eq!(st.latency_frames, st.rx_frames - st.rx_duplicated, "latency of the unique frames only");
     assert!(g.errors().is_empty());
 }
 

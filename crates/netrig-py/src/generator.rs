@@ -446,8 +446,8 @@ impl Generator {
 
     /// The counts now (each flow's current start's) of flows `which` (None: every flow), in order.
     #[pyo3(signature = (which=None))]
-    fn flow_stats(&self, which: Option<&Bound<'_, PyAny>>) -> Result<Vec<GenFlowStats>> {
-        let all = self.0.flow_stats();
+    fn flow_stats(&self, py: Python<'_>, which: Option<&Bound<'_, PyAny>>) -> Result<Vec<GenFlowStats>> {
+        let all = py.allow_threads(|| self.0.flow_stats());
         let Some(which) = which else { return Ok(all.iter().map(GenFlowStats::from).collect()) };
         let which: Vec<usize> = req(which, "which")?;
         which
@@ -461,8 +461,8 @@ impl Generator {
 
     /// Flow `flow`'s frames per frame index modulo its tag period, `(sent, received)` (its current
     /// start's); None for a flow without tags.
-    fn flow_tags(&self, flow: usize) -> Option<(Vec<u64>, Vec<u64>)> {
-        self.0.flow_tags(flow)
+    fn flow_tags(&self, py: Python<'_>, flow: usize) -> Option<(Vec<u64>, Vec<u64>)> {
+        py.allow_threads(|| self.0.flow_tags(flow))
     }
 
     /// Every flow's state: `stopped`, `running`, `paused` or `done`.

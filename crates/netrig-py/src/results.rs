@@ -768,11 +768,16 @@ result_class! {
         /// Of `tx_frames`, those sent without room for the signature: counted per port, never
         /// received per flow.
         tx_untracked: u64 = s.tx_untracked,
+        /// Every arrival of the current start, duplicates included, and its bytes.
         rx_frames: u64 = s.rx_frames,
         rx_bytes: u64 = s.rx_bytes,
+        /// Of `rx_frames`: sequences that had arrived before, and sequences below the highest
+        /// that had (each receive queue's sequence window, as a trial's).
+        rx_duplicated: u64 = s.rx_duplicated,
+        rx_reordered: u64 = s.rx_reordered,
         rx_first_ns: u64 = s.rx_first_ns,
         rx_last_ns: u64 = s.rx_last_ns,
-        /// Latency of the received frames, ns (per the flow's latency mode).
+        /// Latency of the unique received frames, ns (per the flow's latency mode).
         latency_min_ns: u64 = s.latency_min_ns,
         latency_max_ns: u64 = s.latency_max_ns,
         latency_sum_ns: u64 = s.latency_sum_ns,

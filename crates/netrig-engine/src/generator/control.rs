@@ -177,24 +177,29 @@ impl Generator {
         self.change(flows, &[FlowState::Paused], FlowState::Running, |flow| Cmd::Resume { flow, at_ns })
     }
 
-    /// Every flow's counts now (the current start's).
+    /// Every flow's counts now (the current start's). Waits for every RX worker's snapshot
+    /// (at most one receive wait, 5 ms, when they idle).
     pub fn flow_stats(&self) -> Vec<FlowStats> {
-        (0..self.ctl.len())
+        let asked: Vec<u64> = self.rx_snaps.iter().map(|s| s.ask()).collect();
+        let tags: Vec<u32> = self.ctl.iter().map(|c| c.tag.load(Ordering::Acquire)).collect();
+        let mut out: Vec<FlowStats> = (0..self.ctl.len())
             .map(|f| {
-                let c = &self.ctl[f];
-                let tag = c.tag.load(Ordering::Acquire);
-                let mut s = FlowStats { state: c.state() as u8, ..Default::default() };
-                if self.tx_pubs[f].tag.load(Ordering::Acquire) == tag {
-                    s.add(&self.tx_pubs[f], false);
-                }
-                for slots in &self.rx_slots {
-                    if slots[f].tag.load(Ordering::Acquire) == tag {
-                        s.add(&slots[f], true);
-                    }
+                let mut s = FlowStats { state: self.ctl[f].state() as u8, ..Default::default() };
+                if self.tx_pubs[f].tag.load(Ordering::Acquire) == tags[f] {
+                    s.add_tx(&self.tx_pubs[f]);
                 }
                 s
             })
-            .collect()
+            .collect();
+        for (snaps, &a) in self.rx_snaps.iter().zip(&asked) {
+            let got = snaps.wait(a);
+            for ((s, r), &tag) in out.iter_mut().zip(&got.flows).zip(&tags) {
+                if r.tag == tag {
+                    s.add_rx(r);
+                }
+            }
+        }
+        out
     }
 
     /// Flow `flow`'s frames per frame index modulo its tag period, sent and received (the current
@@ -205,14 +210,18 @@ impl Generator {
         if n == 0 {
             return None;
         }
+        let asked: Vec<u64> = self.rx_snaps.iter().map(|s| s.ask()).collect();
         let tag = c.tag.load(Ordering::Acquire);
         let (mut tx, mut rx) = (vec![0; n], vec![0; n]);
         if self.tx_pubs[flow].tag.load(Ordering::Acquire) == tag {
             self.tx_pubs[flow].add_tags(&mut tx);
         }
-        for slots in &self.rx_slots {
-            if slots[flow].tag.load(Ordering::Acquire) == tag {
-                slots[flow].add_tags(&mut rx);
+        for (snaps, &a) in self.rx_snaps.iter().zip(&asked) {
+            let got = snaps.wait(a);
+            if got.flows.get(flow).is_some_and(|r| r.tag == tag) {
+                for (x, v) in rx.iter_mut().zip(got.tags[flow].iter()) {
+                    *x += v;
+                }
             }
         }
         Some((tx, rx))

@@ -6,8 +6,10 @@
 //!                                                      flows by next due time → batches
 //!                                                      → TxQueue::send → per-flow counters
 //!  wire ──▶ RX worker per RX queue of every port (rx.rs) ─▶ capture ring (capring.rs)
-//!             → signature at the frame's end → this start's flow? → per-flow counters + latency
-//!  readers ◀── sums of the workers' atomics (stats.rs): no lock, any time
+//!             → signature at the frame's end → this start's flow? → per-flow state (the
+//!               trial's `FlowStates`: sequence window, duplicates, reordering, latency)
+//!  readers ◀── TX: sums of the workers' atomics (stats.rs), no lock, any time
+//!          ◀── RX: a snapshot each worker answers between batches (within one 5-ms receive wait)
 //! ```
 //!
 //! A trial ([`crate::trial`]) runs once from start to end; here each flow has its own state and
@@ -40,7 +42,7 @@ pub use capring::{CaptureRing, CaptureTerm};
 pub use flow::{compile_flow, compile_flow_with, Bursts, CompiledFlow, GenDuration, GenFlowConfig, LatencyMode};
 pub use stats::{FlowState, FlowStats, PortStats};
 
-use rx::{CaptureCtl, RxWorker};
+use rx::{CaptureCtl, RxFlows, RxWorker, Snapshots};
 use stats::{Counters, FlowCtl, PortCounters};
 use tx::{post, Cmd, Mailbox, TxWorker};
 
@@ -136,7 +138,8 @@ pub struct Generator {
     flows: Mutex<Vec<Arc<CompiledFlow>>>,
     ctl: Arc<[FlowCtl]>,
     tx_pubs: Arc<[Counters]>,
-    rx_slots: Vec<Arc<[Counters]>>,
+    /// Per RX worker: where it answers with its flows' receive counts.
+    rx_snaps: Vec<Arc<Snapshots>>,
     tx_ports: Vec<(usize, Arc<PortCounters>)>,
     rx_ports: Vec<(usize, Arc<PortCounters>)>,
     captures: Vec<PortCapture>,
@@ -252,7 +255,7 @@ impl Generator {
         let mut g = Generator {
             ctl: (0..nflows).map(|_| FlowCtl::default()).collect(),
             tx_pubs: flows.iter().map(|f| Counters::with_tags(f.config.tag_period)).collect(),
-            rx_slots: Vec::new(),
+            rx_snaps: Vec::new(),
             tx_ports: Vec::new(),
             rx_ports: Vec::new(),
             captures: Vec::new(),
@@ -306,7 +309,7 @@ impl Generator {
         let periods: Vec<u32> =
             self.flows.get_mut().unwrap_or_else(|e| e.into_inner()).iter().map(|f| f.config.tag_period).collect();
         for (i, (p, qi, q)) in rxq.into_iter().enumerate() {
-            let slots: Arc<[Counters]> = periods.iter().map(|&t| Counters::with_tags(t)).collect();
+            let snaps = Arc::new(Snapshots::default());
             let port = Arc::new(PortCounters::default());
             let ring = match cfg.captures.iter().find(|c| c.port == p) {
                 Some(c) => CaptureRing::new(c.buffer_bytes, c.snaplen, c.overwrite).with_filter(c.filter.clone()),
@@ -318,7 +321,8 @@ impl Generator {
             let w = RxWorker {
                 queue: q,
                 ctl: self.ctl.clone(),
-                slots: slots.clone(),
+                flows: RxFlows::new(&periods),
+                snaps: snaps.clone(),
                 port: port.clone(),
                 capture: self.captures[p].ctl.clone(),
                 ring,
@@ -332,7 +336,7 @@ impl Generator {
             };
             let h = spawn(format!("netrig-grx{i}"), cpu_id, self.pins.clone(), move || Queue::Rx(p, qi, w.run()))?;
             self.handles.lock().unwrap_or_else(|e| e.into_inner()).push(h);
-            self.rx_slots.push(slots);
+            self.rx_snaps.push(snaps);
             self.rx_ports.push((p, port));
         }
         Ok(())

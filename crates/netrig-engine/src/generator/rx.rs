@@ -8,8 +8,9 @@
 //! stamp, less the frame times of the flow's latency mode. All counters are atomics this worker
 //! alone writes; the capture buffer is held locked by this worker for as long as the capture runs
 //! (taken when it starts, released when it stops: no lock per frame).
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
 
 use netrig_wire::dissect::locate;
@@ -17,8 +18,9 @@ use netrig_wire::signature::Site;
 use netrig_wire::signature::MASK_40;
 
 use super::capring::CaptureRing;
-use super::stats::{Counters, FlowCtl, PortCounters};
-use crate::analyze::FUTURE_TOLERANCE_NS;
+use super::stats::{FlowCtl, PortCounters};
+use crate::analyze::{extend_seq, FUTURE_TOLERANCE_NS};
+use crate::flowstate::{FlowStates, SeqClass};
 use crate::port::{RxMeta, RxQueue, RxWait};
 
 /// A port's capture switch: `on` and a generation the workers acknowledge.
@@ -37,8 +39,9 @@ const HALF_40: u64 = 1 << 39;
 pub(crate) struct RxWorker {
     pub queue: Box<dyn RxQueue>,
     pub ctl: Arc<[FlowCtl]>,
-    /// This worker's counters of every flow.
-    pub slots: Arc<[Counters]>,
+    /// This worker's state of every flow, and where it answers readers.
+    pub flows: RxFlows,
+    pub snaps: Arc<Snapshots>,
     pub port: Arc<PortCounters>,
     pub capture: Arc<CaptureCtl>,
     /// This worker's capture buffer; `acked`: the capture generation it has acted on.
@@ -96,7 +99,7 @@ impl RxWorker {
             }
             let counted = &mut Count {
                 ctl: &self.ctl,
-                slots: &self.slots,
+                flows: &mut self.flows,
                 port: &self.port,
                 epoch_ns: self.epoch_ns,
                 ps_per_byte: self.ps_per_byte,
@@ -125,15 +128,227 @@ impl RxWorker {
             if polls.is_multiple_of(16) {
                 self.port.ring_drops.store(self.queue.stats().ring_drops, Ordering::Relaxed);
             }
+            self.flows.answer(&self.snaps, if n > 0 { SNAP_CHUNK } else { usize::MAX }, false);
         }
         self.port.ring_drops.store(self.queue.stats().ring_drops, Ordering::Relaxed);
+        self.flows.answer(&self.snaps, usize::MAX, true);
+    }
+}
+
+/// How many flows a busy worker copies into a snapshot between two batches (an idle one copies
+/// the rest at once): about 0.1 ms, so a snapshot of 2^20 flows never holds the ring up.
+const SNAP_CHUNK: usize = 4096;
+/// Longest a reader waits for a worker's snapshot before it takes the last one (a worker stalled
+/// that long has dropped frames in its ring anyway, and says so in the port's ring drops).
+const SNAP_WAIT: Duration = Duration::from_secs(2);
+
+/// One flow's receive counts in one worker's snapshot: the start `tag` counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RxSnap {
+    pub tag: u32,
+    /// Every arrival of the start, duplicates included, and their bytes.
+    pub frames: u64,
+    pub bytes: u64,
+    /// Of `frames`: sequences seen before, and sequences below the highest seen.
+    pub duplicated: u64,
+    pub reordered: u64,
+    /// Engine-clock times of the first and last arrival (0: none).
+    pub first_ns: u64,
+    pub last_ns: u64,
+    /// Latency of the unique frames that have one, ns (`lat_min` u64::MAX: none).
+    pub lat_sum: u64,
+    pub lat_min: u64,
+    pub lat_max: u64,
+    pub lat_frames: u64,
+}
+
+impl Default for RxSnap {
+    fn default() -> Self {
+        RxSnap {
+            tag: u32::MAX,
+            frames: 0,
+            bytes: 0,
+            duplicated: 0,
+            reordered: 0,
+            first_ns: 0,
+            last_ns: 0,
+            lat_sum: 0,
+            lat_min: u64::MAX,
+            lat_max: 0,
+            lat_frames: 0,
+        }
+    }
+}
+
+/// What a worker answered last: every flow's counts and the per-index counts of the flows with a
+/// tag period (empty for the others).
+#[derive(Debug, Default)]
+pub(crate) struct SnapBuf {
+    /// The request it answers; `gone`: the worker has ended (this is its last word).
+    pub have: u64,
+    pub gone: bool,
+    pub flows: Vec<RxSnap>,
+    pub tags: Vec<Box<[u64]>>,
+}
+
+/// A worker's snapshot mailbox: readers ask, the worker answers between batches. The flow state
+/// stays plain memory the worker alone touches (no atomics on the per-frame path).
+#[derive(Debug, Default)]
+pub(crate) struct Snapshots {
+    want: AtomicU64,
+    buf: Mutex<SnapBuf>,
+    answered: Condvar,
+}
+
+impl Snapshots {
+    /// Ask the worker for a snapshot; returns the request to [`Self::wait`] for.
+    pub fn ask(&self) -> u64 {
+        self.want.fetch_add(1, Ordering::AcqRel) + 1
+    }
+
+    /// The snapshot answering `asked` or a later one; the last one if the worker has ended or
+    /// not answered within [`SNAP_WAIT`].
+    pub fn wait(&self, asked: u64) -> MutexGuard<'_, SnapBuf> {
+        let deadline = std::time::Instant::now() + SNAP_WAIT;
+        let mut g = self.buf.lock().unwrap_or_else(|e| e.into_inner());
+        while g.have < asked && !g.gone {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            g = self.answered.wait_timeout(g, left).unwrap_or_else(|e| e.into_inner()).0;
+        }
+        g
+    }
+}
+
+/// Rare per-flow counts, out of line: bytes of duplicates, and frames counted without a latency
+/// (stamped further ahead of the receive time than [`FUTURE_TOLERANCE_NS`]: another host's clock).
+#[derive(Debug, Clone, Copy, Default)]
+struct Extra {
+    dup_bytes: u64,
+    untimed: u64,
+    untimed_bytes: u64,
+}
+
+/// What a generator keeps of a flow beside the trial's state, in one place per flow: the start
+/// the state counts (u32::MAX: none yet), the tag period (0: no per-index counts), the
+/// engine-clock times of the first and last arrival.
+#[derive(Debug, Clone, Copy)]
+struct FlowMeta {
+    tag: u32,
+    period: u32,
+    first_ns: u64,
+    last_ns: u64,
+}
+
+/// One worker's receive state of every flow: the trial's per-flow state ([`FlowStates`]: the
+/// 64-byte hot line, the sequence window, reordered and duplicated) and what a generator adds
+/// ([`FlowMeta`], the per-index counts).
+pub(crate) struct RxFlows {
+    states: FlowStates,
+    meta: Vec<FlowMeta>,
+    extra: HashMap<u32, Extra>,
+    tag_counts: Vec<Box<[u64]>>,
+    /// A snapshot being copied: the request it answers, the next flow, the copy.
+    answering: Option<(u64, usize)>,
+    staging: SnapBuf,
+}
+
+impl RxFlows {
+    /// State for flows whose tag periods are `periods` (0: no per-index counts).
+    pub fn new(periods: &[u32]) -> RxFlows {
+        let n = periods.len();
+        RxFlows {
+            states: FlowStates::new(n, 0, || unreachable!("no flow has its own histogram")),
+            meta: periods.iter().map(|&period| FlowMeta { tag: u32::MAX, period, first_ns: 0, last_ns: 0 }).collect(),
+            extra: HashMap::new(),
+            tag_counts: periods.iter().map(|&t| vec![0; t as usize].into_boxed_slice()).collect(),
+            answering: None,
+            staging: SnapBuf::default(),
+        }
+    }
+
+    /// Flow `i`'s first frame of start `tag`: forget the earlier start.
+    #[cold]
+    fn restart(&mut self, i: usize, tag: u32) {
+        self.states.reset(i);
+        let m = &mut self.meta[i];
+        (m.tag, m.first_ns, m.last_ns) = (tag, 0, 0);
+        self.extra.remove(&(i as u32));
+        self.tag_counts[i].fill(0);
+    }
+
+    fn snap(&self, i: usize) -> RxSnap {
+        let n = self.states.counts(i);
+        let c = self.states.cold(i);
+        let e = if self.extra.is_empty() {
+            Extra::default()
+        } else {
+            self.extra.get(&(i as u32)).copied().unwrap_or_default()
+        };
+        RxSnap {
+            tag: self.meta[i].tag,
+            frames: n.received + e.untimed + c.duplicated,
+            bytes: n.bytes + e.untimed_bytes + e.dup_bytes,
+            duplicated: c.duplicated,
+            reordered: c.reordered,
+            first_ns: self.meta[i].first_ns,
+            last_ns: self.meta[i].last_ns,
+            lat_sum: u64::try_from(n.latency_sum_ns).unwrap_or(u64::MAX),
+            lat_min: n.latency_min_ns,
+            lat_max: n.latency_max_ns,
+            lat_frames: n.received,
+        }
+    }
+
+    /// Answer what `snaps` asks, `chunk` flows at a time (call between batches); `last`: the
+    /// worker ends, answer in full and for good.
+    fn answer(&mut self, snaps: &Snapshots, chunk: usize, last: bool) {
+        let want = snaps.want.load(Ordering::Acquire);
+        let (asked, from) = match self.answering {
+            _ if last => (want, 0),
+            Some(a) => a,
+            None if want > self.staging.have => (want, 0),
+            None => return,
+        };
+        let n = self.meta.len();
+        if self.staging.flows.len() != n {
+            self.staging.flows = vec![RxSnap::default(); n];
+            self.staging.tags = self.tag_counts.clone();
+        }
+        let to = n.min(from.saturating_add(chunk));
+        for i in from..to {
+            self.staging.flows[i] = self.snap(i);
+            self.staging.tags[i].copy_from_slice(&self.tag_counts[i]);
+        }
+        if to < n {
+            self.answering = Some((asked, to));
+            return;
+        }
+        let mut g = match snaps.buf.try_lock() {
+            Ok(g) => g,
+            Err(TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(TryLockError::WouldBlock) if last => snaps.buf.lock().unwrap_or_else(|e| e.into_inner()),
+            Err(TryLockError::WouldBlock) => {
+                self.answering = Some((asked, n)); // a reader holds it: publish after the next batch
+                return;
+            }
+        };
+        std::mem::swap(&mut g.flows, &mut self.staging.flows);
+        std::mem::swap(&mut g.tags, &mut self.staging.tags);
+        (g.have, g.gone) = (asked, last);
+        self.staging.have = asked;
+        self.answering = None;
+        drop(g);
+        snaps.answered.notify_all();
     }
 }
 
 /// The per-frame counting of one worker.
 struct Count<'a> {
     ctl: &'a [FlowCtl],
-    slots: &'a [Counters],
+    flows: &'a mut RxFlows,
     port: &'a PortCounters,
     epoch_ns: u64,
     ps_per_byte: u64,
@@ -159,12 +374,23 @@ impl Count<'_> {
             PortCounters::add(&self.port.stale, 1);
             return;
         }
-        let slot = &self.slots[i];
-        if slot.tag.load(Ordering::Relaxed) != tag {
-            slot.reset(tag);
+        let fl = &mut *self.flows;
+        if fl.meta[i].tag != tag {
+            fl.restart(i, tag);
         }
-        slot.count(wire, m.ts_ns);
-        slot.count_tag(sig.seq);
+        let meta = &mut fl.meta[i];
+        if meta.first_ns == 0 {
+            meta.first_ns = m.ts_ns;
+        }
+        meta.last_ns = m.ts_ns;
+        let seq = extend_seq(fl.states.hot[i].next_seq, sig.seq);
+        if meta.period > 0 {
+            fl.tag_counts[i][(seq % u64::from(meta.period)) as usize] += 1;
+        }
+        if fl.states.record_seq(i, seq) == SeqClass::Duplicate {
+            fl.extra.entry(i as u32).or_default().dup_bytes += wire;
+            return;
+        }
         // Transmit stamps are 40-bit ns since the epoch: unwrap against the receive time.
         let rx_rel = m.ts_ns.saturating_sub(self.epoch_ns);
         let d = rx_rel.wrapping_sub(sig.tx_ts_ns) & MASK_40;
@@ -173,16 +399,114 @@ impl Count<'_> {
         } else if MASK_40 + 1 - d <= FUTURE_TOLERANCE_NS {
             0
         } else {
+            let e = fl.extra.entry(i as u32).or_default();
+            (e.untimed, e.untimed_bytes) = (e.untimed + 1, e.untimed_bytes + wire);
             return;
         };
         let correction = wire * (self.ps_per_byte + self.flow_ps[i]) / 1000;
-        slot.latency(raw.saturating_sub(correction));
+        fl.states.count_received(i, wire as u32, raw.saturating_sub(correction));
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use netrig_wire::signature::Signature;
+
+    /// A 64-byte frame whose last bytes are the signature of `flow`'s frame `seq` of start `tag`,
+    /// sent 1 µs before `ts_ns`.
+    fn signed(tag: u32, flow: u32, seq: u64, ts_ns: u64) -> Vec<u8> {
+        let mut f = vec![0u8; 60];
+        let sig = Signature { trial: tag, warmup: false, flow_id: flow, seq, tx_ts_ns: ts_ns - 1000 };
+        sig.emit(&mut f[60 - netrig_wire::signature::LEN..]);
+        f
+    }
+
+    fn count(ctl: &[FlowCtl], flows: &mut RxFlows, port: &PortCounters, frames: &[(u32, u32, u64)]) {
+        let flow_ps = vec![0; ctl.len()];
+        let mut c = Count { ctl, flows, port, epoch_ns: 0, ps_per_byte: 0, flow_ps: &flow_ps };
+        for (k, &(tag, flow, seq)) in frames.iter().enumerate() {
+            let ts = 1_000_000 + 10_000 * k as u64;
+            c.frame(&signed(tag, flow, seq, ts), RxMeta { ts_ns: ts, ..Default::default() });
+        }
+    }
+
+    #[test]
+    fn a_flow_counts_duplicates_and_reordering_as_a_trial_does_and_restarts_with_its_tag() {
+        let ctl: Vec<FlowCtl> = (0..2).map(|_| FlowCtl::default()).collect();
+        ctl[0].tag.store(5, Ordering::Relaxed);
+        let (mut flows, port) = (RxFlows::new(&[0, 3]), PortCounters::default());
+        count(&ctl, &mut flows, &port, &[(5, 0, 0), (5, 0, 1), (5, 0, 3), (5, 0, 2), (5, 0, 2), (4, 0, 4), (5, 1, 0)]);
+        let s = flows.snap(0);
+        assert_eq!((s.tag, s.frames, s.bytes, s.duplicated, s.reordered), (5, 5, 320, 1, 1));
+        assert_eq!((s.lat_frames, s.lat_min, s.lat_max, s.lat_sum), (4, 1000, 1000, 4000));
+        assert_eq!((s.first_ns, s.last_ns), (1_000_000, 1_040_000));
+        assert_eq!(port.stale.load(Ordering::Relaxed), 2, "another start's frame, and a flow not started");
+        ctl[0].tag.store(6, Ordering::Relaxed);
+        count(&ctl, &mut flows, &port, &[(5, 0, 5), (6, 0, 0), (6, 0, 1)]);
+        let s = flows.snap(0);
+        assert_eq!((s.tag, s.frames, s.duplicated, s.reordered, s.lat_frames), (6, 2, 0, 0, 2), "the new start alone");
+        assert_eq!(port.stale.load(Ordering::Relaxed), 3);
+        ctl[1].tag.store(9, Ordering::Relaxed);
+        count(&ctl, &mut flows, &port, &[(9, 1, 0), (9, 1, 1), (9, 1, 4), (9, 1, 4)]);
+        assert_eq!(&flows.tag_counts[1][..], &[1, 3, 0], "every arrival at its index modulo 3");
+    }
+
+    /// The per-frame cost of counting, pinned, best of 5 (`cargo test --release -- --ignored
+    /// rx_count_cost --nocapture`): 1, 4096 and 2^20 flows, frames round robin over the flows.
+    #[test]
+    #[ignore = "timing: run alone, pinned"]
+    fn rx_count_cost() {
+        crate::pin::PinLog::new().pin_self(1);
+        for n in [1usize, 4096, 1 << 20] {
+            let ctl: Vec<FlowCtl> = (0..n).map(|_| FlowCtl::default()).collect();
+            ctl.iter().for_each(|c| c.tag.store(3, Ordering::Relaxed));
+            let (mut flows, port) = (RxFlows::new(&vec![0; n]), PortCounters::default());
+            let mut f = signed(3, 0, 0, 1 << 30);
+            let at = f.len() - netrig_wire::signature::LEN;
+            let flow_ps = vec![0; n];
+            let mut c =
+                Count { ctl: &ctl, flows: &mut flows, port: &port, epoch_ns: 0, ps_per_byte: 0, flow_ps: &flow_ps };
+            let total = 4_000_000u64.max(2 * n as u64);
+            let (mut best, mut k) = (f64::MAX, 0u64);
+            for _ in 0..5 {
+                let t = std::time::Instant::now();
+                for _ in 0..total {
+                    let (flow_id, seq) = ((k % n as u64) as u32, k / n as u64);
+                    Signature { trial: 3, warmup: false, flow_id, seq, tx_ts_ns: 1 << 29 }.emit(&mut f[at..]);
+                    c.frame(std::hint::black_box(&f), RxMeta { ts_ns: (1 << 30) + 500, queue: 0 });
+                    k += 1;
+                }
+                best = best.min(t.elapsed().as_nanos() as f64 / total as f64);
+            }
+            println!("rx_count_cost flows {n}: {best:.1} ns per frame");
+        }
+    }
+
+    #[test]
+    fn a_snapshot_is_answered_in_chunks_between_batches_and_the_last_one_stays() {
+        let n = 2 * SNAP_CHUNK + 10;
+        let ctl: Vec<FlowCtl> = (0..n).map(|_| FlowCtl::default()).collect();
+        let (mut flows, port, snaps) = (RxFlows::new(&vec![0; n]), PortCounters::default(), Snapshots::default());
+        let last = (n - 1) as u32;
+        ctl[n - 1].tag.store(7, Ordering::Relaxed);
+        count(&ctl, &mut flows, &port, &[(7, last, 0)]);
+        let asked = snaps.ask();
+        flows.answer(&snaps, SNAP_CHUNK, false);
+        flows.answer(&snaps, SNAP_CHUNK, false);
+        assert_eq!(snaps.buf.lock().unwrap().have, 0, "two chunks of three copied: nothing published");
+        count(&ctl, &mut flows, &port, &[(7, last, 1)]);
+        flows.answer(&snaps, SNAP_CHUNK, false);
+        let got = snaps.wait(asked);
+        assert_eq!((got.have, got.gone, got.flows.len(), got.flows[n - 1].frames), (asked, false, n, 2));
+        drop(got);
+        flows.answer(&snaps, SNAP_CHUNK, false); // nothing asked: nothing done
+        assert!(flows.answering.is_none());
+        flows.answer(&snaps, usize::MAX, true);
+        let asked_late = snaps.ask();
+        let got = snaps.wait(asked_late);
+        assert!(got.gone && got.have < asked_late && got.flows[n - 1].frames == 2, "the worker's last word");
+    }
 
     #[test]
     fn receivers_spin_only_while_frames_flow_on_a_cpu_of_their_own() {

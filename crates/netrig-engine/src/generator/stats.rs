@@ -1,6 +1,10 @@
-//! What the generator's workers publish and its readers sum: per-flow and per-port counters as
-//! atomics, each written by exactly one worker (no read-modify-write, no lock), read at any time.
+//! What the generator's workers publish and its readers sum: the TX workers' per-flow and every
+//! worker's per-port counters as atomics, each written by exactly one worker (no read-modify-write,
+//! no lock), read at any time. Receive counts per flow are snapshots the RX workers answer with
+//! (`rx.rs`), summed here into [`FlowStats`].
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed, Ordering::Release};
+
+use super::rx::RxSnap;
 
 /// A flow's transmit state, as the control and the TX worker set it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,9 +61,9 @@ impl FlowCtl {
     }
 }
 
-/// Counters of one flow, written by one worker. `tag` says which start of the flow they count:
-/// a reader counts them only when it is the flow's current tag (the worker resets them when it
-/// sees a new one: zeros first, then the tag).
+/// A flow's transmit counters, written by its TX worker. `tag` says which start of the flow they
+/// count: a reader counts them only when it is the flow's current tag (the worker resets them
+/// when it starts a new one: zeros first, then the tag).
 #[derive(Debug)]
 pub struct Counters {
     pub tag: AtomicU32,
@@ -68,13 +72,9 @@ pub struct Counters {
     /// Engine-clock times of the first and last frame (0: none).
     pub first_ns: AtomicU64,
     pub last_ns: AtomicU64,
-    /// Transmit side: frames sent without room for the signature (untracked: counted per port,
-    /// never received per flow).
+    /// Frames sent without room for the signature (untracked: counted per port, never received
+    /// per flow).
     pub untracked: AtomicU64,
-    /// Latency sum, minimum (u64::MAX: none) and maximum, ns (receive side only).
-    pub lat_sum: AtomicU64,
-    pub lat_min: AtomicU64,
-    pub lat_max: AtomicU64,
     /// Frames per frame index modulo its length (a flow with tagged fields; empty otherwise).
     pub tags: Box<[AtomicU64]>,
 }
@@ -88,9 +88,6 @@ impl Default for Counters {
             first_ns: AtomicU64::new(0),
             last_ns: AtomicU64::new(0),
             untracked: AtomicU64::new(0),
-            lat_sum: AtomicU64::new(0),
-            lat_min: AtomicU64::new(u64::MAX),
-            lat_max: AtomicU64::new(0),
             tags: Box::new([]),
         }
     }
@@ -104,15 +101,12 @@ impl Counters {
 
     /// Zero the counters for a new start tagged `tag` (the writer only).
     pub(crate) fn reset(&self, tag: u32) {
-        for a in
-            [&self.frames, &self.bytes, &self.first_ns, &self.last_ns, &self.untracked, &self.lat_sum, &self.lat_max]
-        {
+        for a in [&self.frames, &self.bytes, &self.first_ns, &self.last_ns, &self.untracked] {
             a.store(0, Relaxed);
         }
         for a in self.tags.iter() {
             a.store(0, Relaxed);
         }
-        self.lat_min.store(u64::MAX, Relaxed);
         self.tag.store(tag, Release);
     }
 
@@ -141,18 +135,6 @@ impl Counters {
     pub(crate) fn add_tags(&self, into: &mut [u64]) {
         for (x, a) in into.iter_mut().zip(self.tags.iter()) {
             *x += a.load(Relaxed);
-        }
-    }
-
-    /// Add one latency sample (the writer only).
-    #[inline(always)]
-    pub(crate) fn latency(&self, ns: u64) {
-        self.lat_sum.store(self.lat_sum.load(Relaxed) + ns, Relaxed);
-        if ns < self.lat_min.load(Relaxed) {
-            self.lat_min.store(ns, Relaxed);
-        }
-        if ns > self.lat_max.load(Relaxed) {
-            self.lat_max.store(ns, Relaxed);
         }
     }
 }
@@ -187,45 +169,64 @@ pub struct FlowStats {
     pub tx_last_ns: u64,
     /// Of `tx_frames`, those sent without room for the signature (never counted as received).
     pub tx_untracked: u64,
+    /// Every arrival of the current start (duplicates included) and its bytes.
     pub rx_frames: u64,
     pub rx_bytes: u64,
+    /// Of `rx_frames`: sequences that had arrived before, and sequences below the highest that
+    /// had (per RX worker's sequence window, as a trial counts them).
+    pub rx_duplicated: u64,
+    pub rx_reordered: u64,
     pub rx_first_ns: u64,
     pub rx_last_ns: u64,
     /// Latency of the received frames, ns (min 0 and max 0 when none).
     pub latency_min_ns: u64,
     pub latency_max_ns: u64,
     pub latency_sum_ns: u64,
-    /// Frames the latency sum is over (every received frame).
+    /// Frames the latency sum is over (every unique received frame with a plausible stamp).
     pub latency_frames: u64,
 }
 
 impl FlowStats {
-    /// Add `c` (its tag already checked) as transmit or receive counts.
-    pub(crate) fn add(&mut self, c: &Counters, rx: bool) {
+    /// Add a flow's transmit counters (their tag already checked).
+    pub(crate) fn add_tx(&mut self, c: &Counters) {
         let frames = c.frames.load(Relaxed);
         if frames == 0 {
             return;
         }
-        let (f, b, first, last) = if rx {
-            (&mut self.rx_frames, &mut self.rx_bytes, &mut self.rx_first_ns, &mut self.rx_last_ns)
-        } else {
-            (&mut self.tx_frames, &mut self.tx_bytes, &mut self.tx_first_ns, &mut self.tx_last_ns)
-        };
-        *f += frames;
-        *b += c.bytes.load(Relaxed);
-        let c_first = c.first_ns.load(Relaxed);
-        *first = if *first == 0 { c_first } else { (*first).min(c_first) };
-        *last = (*last).max(c.last_ns.load(Relaxed));
-        if !rx {
-            self.tx_untracked += c.untracked.load(Relaxed);
+        self.tx_frames += frames;
+        self.tx_bytes += c.bytes.load(Relaxed);
+        self.tx_first_ns = earliest(self.tx_first_ns, c.first_ns.load(Relaxed));
+        self.tx_last_ns = self.tx_last_ns.max(c.last_ns.load(Relaxed));
+        self.tx_untracked += c.untracked.load(Relaxed);
+    }
+
+    /// Add one RX worker's snapshot of the flow (its tag already checked).
+    pub(crate) fn add_rx(&mut self, r: &RxSnap) {
+        if r.frames == 0 {
+            return;
         }
-        if rx {
-            let min = c.lat_min.load(Relaxed);
-            self.latency_min_ns = if self.latency_frames == 0 { min } else { self.latency_min_ns.min(min) };
-            self.latency_max_ns = self.latency_max_ns.max(c.lat_max.load(Relaxed));
-            self.latency_sum_ns += c.lat_sum.load(Relaxed);
-            self.latency_frames += frames;
+        self.rx_frames += r.frames;
+        self.rx_bytes += r.bytes;
+        self.rx_duplicated += r.duplicated;
+        self.rx_reordered += r.reordered;
+        self.rx_first_ns = earliest(self.rx_first_ns, r.first_ns);
+        self.rx_last_ns = self.rx_last_ns.max(r.last_ns);
+        if r.lat_frames > 0 {
+            let had = self.latency_frames > 0;
+            self.latency_min_ns = if had { self.latency_min_ns.min(r.lat_min) } else { r.lat_min };
+            self.latency_max_ns = self.latency_max_ns.max(r.lat_max);
+            self.latency_sum_ns = self.latency_sum_ns.saturating_add(r.lat_sum);
+            self.latency_frames += r.lat_frames;
         }
+    }
+}
+
+/// The earlier of two engine-clock times, 0 meaning none.
+fn earliest(a: u64, b: u64) -> u64 {
+    if a == 0 {
+        b
+    } else {
+        a.min(b)
     }
 }
 
