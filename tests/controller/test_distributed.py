@@ -240,6 +240,8 @@ def test_two_agents_exact_counts_and_refused_without_token(tmp_path):
             print(f"agent {x['name']}: clock offset {x['clock_offset_ns']:.0f} ns ± {x['clock_uncertainty_ns']:.0f}")
         crossing = {f["name"]: f for f in report["flows"]}
         assert set(crossing) == {"fab", "fba"}
+        sequence = {q["name"]: (q["duplicated"], q["reordered"]) for q in report["sequence"]}
+        assert sequence == {name: (0, 0) for name, _, _ in FLOWS}, "each flow's receivers' sequence windows"
         for name in ("fab", "fba"):
             n = crossing[name]
             assert ("average_ns" in n["latency_reported"]) == (m[name].latency.average_ns is not None), n

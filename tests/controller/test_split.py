@@ -14,6 +14,7 @@ from netrig.errors import ConfigError
 from netrig.otg import metrics
 from netrig.otg.objects import Config, read
 from netrig.otgclient.messages import FlowMetric, MetricLatency, PortMetric
+from netrig.otgclient.report import FlowSequence
 
 
 def cfg() -> dict:
@@ -212,3 +213,12 @@ def test_a_cross_agent_latency_statistic_within_its_bound_is_never_reported():
     row, note = merge.flow_row(sp.routes[1], fab_rows(MetricLatency(minimum_ns=2_000.0, average_ns=5_000.0,
                                                                     maximum_ns=9_000.0)), flow, wrong, set())
     assert row.latency is None and note is not None and note.reported == ()
+
+
+def test_each_flows_duplicates_and_reordering_are_summed_over_its_receiving_agents():
+    a = (FlowSequence(name="f1", duplicated=2, reordered=1), FlowSequence(name="f2"))
+    b = (FlowSequence(name="f1", duplicated=3, reordered=0), FlowSequence(name="f3", reordered=7))
+    assert merge.sequence([a, b]) == [{"name": "f1", "duplicated": 5, "reordered": 1},
+                                      {"name": "f2", "duplicated": 0, "reordered": 0},
+                                      {"name": "f3", "duplicated": 0, "reordered": 7}]
+    assert merge.sequence([a, None]) is None, "an agent that did not say: no partial sum"

@@ -28,8 +28,8 @@ class FakeServer:
     """Answers the measurer's OTG requests with scripted flow rows; keeps every request."""
 
     def __init__(self, rows: list[dict], running_polls: int = 1, refuse: OtgRefused | None = None,
-                 ports: list[dict] | None = None):
-        self.rows, self.running, self.refuse, self.ports = rows, running_polls, refuse, ports
+                 ports: list[dict] | None = None, sequence: list[dict] | None = None):
+        self.rows, self.running, self.refuse, self.ports, self.sequence = rows, running_polls, refuse, ports, sequence
         self.requests: list[tuple[str, str, object]] = []
 
     def call(self, method: str, path: str, body: object = None) -> dict:
@@ -40,8 +40,9 @@ class FakeServer:
             self.running -= 1
             state = "started" if self.running >= 0 else "stopped"
             return {"flow_metrics": [{**r, "transmit": state} for r in self.rows]}
-        if path == "/netrig/agents":  # an older server: no ports
-            return {"supervision": {"state": "off"}, **({"ports": self.ports} if self.ports is not None else {})}
+        if path == "/netrig/agents":  # an older server: no ports, no sequence
+            return {"supervision": {"state": "off"}, **({"ports": self.ports} if self.ports is not None else {}),
+                    **({"sequence": self.sequence} if self.sequence is not None else {})}
         return {"warnings": []}
 
 
@@ -118,6 +119,19 @@ def test_duplicates_are_counted_apart_and_a_burst_is_split():
     flows = next(b for m, p, b in s.requests if p == "/config")["flows"]
     assert [f["duration"]["fixed_packets"]["packets"] for f in flows] == [51, 50]
     assert (c.frames_received, c.duplicated, c.valid) == (101, 2, True)
+
+
+def test_the_servers_duplicates_and_reordering_are_the_trials_and_a_lost_frame_is_not_hidden_by_a_duplicate():
+    """502 arrivals of 500 frames: 3 duplicates and 1 frame lost, as the server's sequence windows
+    say. Without them the excess of arrivals reads as 2 duplicates and no loss."""
+    rows = [row("pair0", 500, 502), row("pair1", 500, 500)]
+    seq = [{"name": "pair0", "duplicated": 3, "reordered": 4}, {"name": "pair1", "duplicated": 0, "reordered": 1}]
+    c = measurer(FakeServer(rows, sequence=seq)).measure(Load(1000.0, FrameSize(size=64)), 1.0)
+    assert (c.frames_received, c.frames_lost, c.duplicated, c.reordered) == (999, 1, 3, 5)
+    assert "reordered" not in c.raw["otg"]["not_measured"]
+    c = measurer(FakeServer(rows)).measure(Load(1000.0, FrameSize(size=64)), 1.0)
+    assert (c.frames_received, c.frames_lost, c.duplicated, c.reordered) == (1000, 0, 2, 0)
+    assert "reordered" in c.raw["otg"]["not_measured"]
 
 
 def test_an_agent_down_or_a_refusal_stops_the_run_with_one_line():

@@ -24,6 +24,7 @@ from netrig.controller.split import FlowRoute
 from netrig.otg import metrics
 from netrig.otg.objects import Flow
 from netrig.otgclient.messages import FlowMetric, MetricLatency, MetricTimestamp, PortMetric
+from netrig.otgclient.report import FlowSequence
 
 #: A flow's latency statistics, as OTG's ``MetricLatency`` names them.
 STATISTICS = ("minimum_ns", "average_ns", "maximum_ns")
@@ -150,3 +151,19 @@ def tagged_rows(route: FlowRoute, rows: dict[str, FlowMetric], req: metrics.Tagg
         return None
     rx = [list(r.tagged_metrics or ()) for a in route.rx_agents if (r := rows.get(a)) is not None]
     return metrics.merged_tagged_metrics(list(tx.tagged_metrics), rx, loss, req)
+
+
+def sequence(answers: Sequence[Sequence[FlowSequence] | None]) -> list[dict[str, object]] | None:
+    """Every flow's duplicated and reordered frames over the agents' answers (``GET /netrig/agents``'
+    ``sequence``): summed by flow name, since each agent counts the frames it received itself.
+    ``None`` when an agent did not say (a server older than them): a partial sum would read as
+    fewer."""
+    if any(a is None for a in answers):
+        return None
+    total: dict[str, FlowSequence] = {}
+    for a in answers:
+        for q in a or ():
+            had = total.get(q.name, FlowSequence(name=q.name))
+            total[q.name] = FlowSequence(name=q.name, duplicated=had.duplicated + q.duplicated,
+                                         reordered=had.reordered + q.reordered)
+    return [dataclasses.asdict(q) for q in total.values()]

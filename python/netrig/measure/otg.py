@@ -7,17 +7,18 @@ One trial (:meth:`OtgMeasurer.measure`)::
                 size, each pair's share of the rate (the load is the aggregate, split evenly) and its
                 frame count (rate × duration, or the burst's share) — counts are exact
     start every flow ─▶ poll flow metrics until every flow is stopped (the server says so once the
-                last frame had time to arrive) ─▶ the receiving ports' own drops (GET /netrig/agents)
-                ─▶ TrialCounts
+                last frame had time to arrive) ─▶ the receiving ports' own drops and each flow's
+                duplicated and reordered frames (GET /netrig/agents) ─▶ TrialCounts
 
 A frame the tester lost itself is never the DUT's: a receiving port that dropped frames in its own
 ring or kernel since the start (the server's ``ports``, netrig.otg.rxdrops) makes the trial invalid,
 with the port and its counts (``raw.otg.tester_rx_drops``). What OTG's flow metrics do not carry is
 marked, never made up (a trial's ``raw`` holds ``otg``: ``not_measured``, ``achieved_from``,
 ``latency_left_out``): the sender's pacing and sending window (``achieved_pps`` is estimated from
-each flow's first and last arrival: ``achieved_from``), duplicates apart from arrivals (an excess
-of arrivals is counted as duplicates: a lower bound), reordering, late, stray, forged and foreign
-frames, the testers' own receive drops where the server does not report them, latency percentiles
+each flow's first and last arrival: ``achieved_from``), duplicates and reordering where the
+server does not report them (netrig's does, in ``sequence``; else an excess of arrivals is counted
+as duplicates: a lower bound), late, stray, forged and foreign frames, the testers' own receive
+drops where the server does not report them, latency percentiles
 (min, mean and max only), and a cross-agent flow's latency that the controller left out, wholly or
 in part, because its clocks' bound was wider than the value (``latency_left_out``). An agent down
 makes the trial's flows stale: the run stops (resumable) rather than count them.
@@ -40,7 +41,7 @@ from netrig.model import MAX_FRAME_SIZE, WIRE_OVERHEAD_BYTES, FrameSize, default
 from netrig.otgclient import report
 from netrig.otgclient.client import OtgClient, OtgDown, OtgRefused
 from netrig.otgclient.messages import FlowMetric, MetricsResponse, read
-from netrig.otgclient.report import PortDrops
+from netrig.otgclient.report import FlowSequence, PortDrops
 from netrig.otgclient.typed import MessageError
 from netrig.trial import Stream
 
@@ -53,7 +54,9 @@ FINISH_GRACE_S = 5.0
 #: The receiving ports' own drops: measured when the server reports them (``GET /netrig/agents``).
 TESTER_DROPS = "tester receive drops"
 #: What OTG's flow metrics do not tell (every trial's ``not_measured`` under ``otg`` in ``raw``).
-NOT_MEASURED = ("pacing", "sending window", "reordered", "late", "stray", "forged", "foreign", TESTER_DROPS,
+#: Reordering: measured when the server reports each flow's sequence (``GET /netrig/agents``).
+REORDERED = "reordered"
+NOT_MEASURED = ("pacing", "sending window", REORDERED, "late", "stray", "forged", "foreign", TESTER_DROPS,
                 "latency percentiles")
 
 
@@ -231,18 +234,21 @@ class OtgMeasurer:
         self._run(frame, LEARNING_RATE_PPS, [per] * len(self.pairs))
         self._learned.add(frame.label)
 
-    def _tester_drops(self) -> dict[str, PortDrops] | None:
-        """The receiving ports' own drops since the trial's start, by location, as the server reports
-        them (``GET /netrig/agents``' ``ports``, netrig.otg.rxdrops); ``None``: it does not."""
+    def _server_report(self) -> tuple[dict[str, PortDrops] | None, dict[str, FlowSequence] | None]:
+        """What the server says of the trial beside OTG's metrics (``GET /netrig/agents``): the
+        receiving ports' own drops since the trial's start, by location (``ports``,
+        netrig.otg.rxdrops), and each flow's duplicated and reordered frames, by flow name
+        (``sequence``); ``None`` for what it does not report."""
         try:
-            ports = report.read(report.AgentsReport, self._call("GET", "/netrig/agents")).ports
+            r = report.read(report.AgentsReport, self._call("GET", "/netrig/agents"))
         except MessageError:
-            return None
-        if ports is None:
-            return None
-        by_name = {p.name: p for p in ports}
+            return None, None
+        sequence = {q.name: q for q in r.sequence} if r.sequence is not None else None
+        if r.ports is None:
+            return None, sequence
+        by_name = {p.name: p for p in r.ports}
         got = {p.rx: by_name.get(f"p{self.ports.index(p.rx)}") for p in self.pairs}
-        return None if None in got.values() else {loc: d for loc, d in got.items() if d is not None}
+        return (None if None in got.values() else {loc: d for loc, d in got.items() if d is not None}), sequence
 
     # ------------------------------------------------------------------------------- the seam
     def measure(self, load: Load, duration_s: float) -> TrialCounts:
@@ -251,13 +257,15 @@ class OtgMeasurer:
         total = load.burst_frames if load.burst_frames is not None else max(n, round(load.rate_pps * duration_s))
         frames = [total // n + (1 if i < total % n else 0) for i in range(n)]
         rows, finished = self._run(load.frame_size, load.rate_pps, frames)
-        return self._counts(rows, frames, load.rate_pps, finished, self._tester_drops(),
-                            checked=load.burst_frames is None)
+        drops, sequence = self._server_report()
+        return self._counts(rows, frames, load.rate_pps, finished, drops, sequence, checked=load.burst_frames is None)
 
     def _counts(self, rows: list[FlowRow], planned: Sequence[int], intended_pps: float | None,
-                finished: bool, drops: dict[str, PortDrops] | None, checked: bool = True) -> TrialCounts:
+                finished: bool, drops: dict[str, PortDrops] | None, sequence: dict[str, FlowSequence] | None = None,
+                checked: bool = True) -> TrialCounts:
         """The trial's counts from its flows' rows (``intended_pps``: the rate asked for; ``checked``
-        ``False``: a burst, no rate check; ``drops``: the receiving ports' own, ``None`` if unknown)."""
+        ``False``: a burst, no rate check; ``drops``: the receiving ports' own, ``sequence``: each
+        flow's duplicated and reordered frames, ``None`` if unknown)."""
         stale = [r.name for r in rows if r.loss is None]
         if stale:
             raise TestbedError(f"otg: flow(s) {', '.join(stale)} have no loss: an agent is down (GET /netrig/agents "
@@ -274,16 +282,18 @@ class OtgMeasurer:
         left_out = [r.name for r in rows if r.latency is None and r.frames_rx]
         latency = LatencySummary(min_ns=min(x[0] for x, _ in lat), max_ns=max(x[2] for x, _ in lat),
                                  mean_ns=sum(x[1] * k for x, k in lat) / sum(k for _, k in lat)) if lat else None
-        not_measured = [x for x in NOT_MEASURED if x != TESTER_DROPS or drops is None]
+        not_measured = [x for x in NOT_MEASURED
+                        if not (x == TESTER_DROPS and drops is not None or x == REORDERED and sequence is not None)]
+        duplicated, reordered = _sequence(rows, sequence, arrived - sent)
         raw = {"otg": {"flows": [r.__dict__ for r in rows], "not_measured": not_measured,
                        "achieved_from": "each flow's frames over its first to last arrival" if None not in rates
                        else "the intended rate (a flow had fewer than two arrivals)",
                        "latency_left_out": left_out,
                        "tester_rx_drops": {loc: dataclasses.asdict(d) for loc, d in (drops or {}).items()}}}
         return TrialCounts(achieved_pps=achieved, intended_pps=intended_pps, frames_sent=sent,
-                           frames_received=min(arrived, sent),
-                           duplicated=max(0, arrived - sent), latency=latency, valid=reason is None,
-                           invalid_reason=reason, raw=raw)
+                           frames_received=min(arrived - duplicated, sent), duplicated=duplicated,
+                           reordered=reordered, latency=latency, valid=reason is None, invalid_reason=reason,
+                           raw=raw)
 
     def _invalid(self, rows: list[FlowRow], planned: Sequence[int], finished: bool,
                  drops: dict[str, PortDrops] | None, achieved: float | None, intended_pps: float | None) -> str | None:
@@ -328,3 +338,12 @@ class OtgMeasurer:
 def _unsupported(what: str) -> CapabilityError:
     return CapabilityError(f"{what}: not through an OTG server (otg): only methods whose trials are one load for a "
                            "time or a burst run there (throughput, frame loss, latency, MLRsearch, back-to-back…)")
+
+
+def _sequence(rows: Sequence[FlowRow], sequence: dict[str, FlowSequence] | None, excess: int) -> tuple[int, int]:
+    """The trial's duplicated and reordered frames: the server's counts of its flows, or without
+    them the excess of arrivals over frames sent as duplicates (a lower bound) and no reordering."""
+    if sequence is None:
+        return max(0, excess), 0
+    got = [sequence[r.name] for r in rows if r.name in sequence]
+    return sum(q.duplicated for q in got), sum(q.reordered for q in got)

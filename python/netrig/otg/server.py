@@ -15,7 +15,8 @@ path                    method  what
 /monitor/states         POST    devices' IPv4 and IPv6 neighbours; protocol states empty
 /monitor/capture        POST    a port's capture, pcap or pcapng (application/octet-stream)
 /netrig/agents          GET     a controller's agents: state, clock, stale flows; every server's
-                                supervision (netrig's own)
+                                supervision, ports' own drops, flows' duplicates and reordering
+                                (netrig's own)
 /netrig/controller      GET     what the controller of an agent left with it: the whole config
                         POST    and the agents it was split over (netrig's own: a controller that
                                 starts later takes the run over from it)

@@ -39,6 +39,18 @@ class PortDrops:
                 f"{self.rx_kernel_drops if self.rx_kernel_drops is not None else 'unread'} in its kernel)")
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlowSequence:
+    """What one flow's receivers made of its sequence numbers since its last start, as a trial's
+    do (each receive queue's sequence window): of its ``frames_rx``, the frames whose sequence had
+    arrived before (``duplicated``), and those below the highest that had (``reordered``). OTG's
+    flow metrics have no room for them."""
+
+    name: str
+    duplicated: int = 0
+    reordered: int = 0
+
+
 #: The kernel's receive-drop counters of an interface that are the receiving host's own (its
 #: queues and backlog full, its NIC out of descriptors): never a frame's content or the wire.
 KERNEL_RX_DROPS = ("rx_dropped", "rx_missed_errors", "rx_fifo_errors", "rx_over_errors")
@@ -46,10 +58,12 @@ KERNEL_RX_DROPS = ("rx_dropped", "rx_missed_errors", "rx_fifo_errors", "rx_over_
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentsReport:
-    """``GET /netrig/agents``: ``ports`` (``None``: a server that does not report them); the rest
-    (a controller's ``agents``, ``flows``, ``events``, every server's ``supervision``) as given."""
+    """``GET /netrig/agents``: ``ports`` and ``sequence`` (``None``: a server that does not report
+    them); the rest (a controller's ``agents``, ``flows``, ``events``, every server's
+    ``supervision``) as given."""
 
     ports: tuple[PortDrops, ...] | None = None
+    sequence: tuple[FlowSequence, ...] | None = None
     others: dict[str, Any] = field(default_factory=dict)
 
 
