@@ -135,6 +135,29 @@ def test_router_numbers():
     assert r.monitored_trials() and iperf.entries(r)[0].series
 
 
+def test_throughput_results_under_the_same_parameters_are_one_row_and_one_median():
+    """The demo's 64-B headline: one search in one part, four repetitions in another, under the same
+    parameters but their repetitions: one row of every repetition, its median the report's summary
+    quotes (as the console's answers do). Under another trial duration: a row of its own."""
+    doc = json.loads(ROUTER.read_text())
+    entry = next(e for e in doc["summary"] if e["method"] == "rfc2544_throughput")
+    more = copy.deepcopy(entry)
+    more["method_index"] = max(e["method_index"] for e in doc["summary"]) + 1
+    more["params"]["repetitions"] = 4
+    more["results"] = [copy.deepcopy(entry["results"][0])]
+    reps = more["results"][0]["repetitions"]
+    reps.append(copy.deepcopy(reps[0]))
+    for rep, rate in zip(reps, (500_000.0, 510_000.0, 520_000.0, 530_000.0)):
+        rep["rate_pps"] = rate
+    doc["summary"].append(more)
+    rows = [e for e in throughput.entries(RunView.from_doc(doc)) if e.frame_size == 64]
+    assert [(e.repetitions, e.rate.value, e.rate.lo, e.rate.hi) for e in rows] == \
+        [(7, 530_000.0, 500_000.0, 587_100.1)], "563,848.6, 587,100.1, 575,474.3 and the four: one median"
+    more["params"]["duration_s"] = 60.0
+    rows = [e for e in throughput.entries(RunView.from_doc(doc)) if e.frame_size == 64]
+    assert sorted(e.repetitions for e in rows) == [3, 4], "another trial duration: not pooled"
+
+
 def test_unique_names():
     a, b = RunView.load(ROUTER), RunView.load(ROUTER)
     c = RunView.load(NAT)

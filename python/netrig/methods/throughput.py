@@ -367,7 +367,9 @@ class Entry:
 
 
 def results(run: RunView) -> list[FrameResults[ThroughputResult]]:
-    return run.frame_results(METHOD_NAME, ThroughputResult)
+    """Per frame size, the run's throughput results, those under the same parameters pooled (one
+    row, one median: the demo's 64-B headline of nine repetitions over its two parts)."""
+    return run.pooled_frame_results(METHOD_NAME, ThroughputResult)
 
 
 def entries(run: RunView) -> list[Entry]:

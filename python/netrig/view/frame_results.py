@@ -11,7 +11,7 @@ hand-made or cut-short document lacks fields a run always writes; they read as `
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -141,6 +141,14 @@ def line_rate_of(doc: Mapping[str, Any]) -> LineRate | None:
                         interface=lr.interface if isinstance(lr.interface, str) else None) if bps else None
     except ConfigError:
         return None
+
+
+def pooled(results: Sequence[FrameResults[R]]) -> FrameResults[R]:
+    """Results at one frame size read as one: every repetition, every flag once, no stored summary
+    (the readers summarise the repetitions afresh), complete when each was."""
+    flags = {(f.code, f.message): f for r in results for f in r.flags}
+    return FrameResults(results[0].frame_size, tuple(x for r in results for x in r.repetitions), {}, None,
+                        tuple(flags.values()), all(r.complete for r in results))
 
 
 def read_frame_results(result: Mapping[str, Any], cls: type[R], line_rate: LineRate | None = None) -> FrameResults[R]:

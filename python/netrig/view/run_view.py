@@ -11,6 +11,7 @@ lists or ``None`` instead of raising.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import statistics
@@ -24,7 +25,15 @@ from netrig.measure import Mark, MonitorSample
 from netrig.model import MIXES, WIRE_OVERHEAD_BYTES, size_label, size_sort_key
 from netrig.results import TORN_FLAG, load_document, migrate
 from netrig.view.document import CeilingInfo, Document, FrameSizeInfo, SelftestInfo, TestbedInfo, VerdictInfo, text
-from netrig.view.frame_results import FrameResults, Spread, SummaryEntry, line_rate_of, read_frame_results, read_summary
+from netrig.view.frame_results import (
+    FrameResults,
+    Spread,
+    SummaryEntry,
+    line_rate_of,
+    pooled,
+    read_frame_results,
+    read_summary,
+)
 from netrig.view.reading import Flag, finite, read_each, read_one
 from netrig.view.trial_record import TrialRecord, read_trials
 
@@ -342,6 +351,23 @@ class RunView:
         """:meth:`method_results` with every repetition read back as ``cls`` (the method's result type)."""
         lr = line_rate_of(self.doc)
         return [read_frame_results(r, cls, lr) for r in self.method_results(method)]
+
+    def pooled_frame_results(self, method: str, cls: type[R]) -> list[FrameResults[R]]:
+        """:meth:`frame_results`, with the results of ``method`` at one frame size whose parameters
+        differ only in their repetitions read as one: every repetition together (the demo's 64-B
+        throughput: one search in its RFC 2544 part, four before and four after its NDR/PDR
+        search), so a report quotes their median once, as the console's answers do."""
+        lr = line_rate_of(self.doc)
+        groups: dict[tuple[str, str], list[FrameResults[R]]] = {}
+        for e in self.summary():
+            if e.method != method:
+                continue
+            basis = json.dumps({k: v for k, v in e.params.items() if k != "repetitions"}, sort_keys=True, default=str)
+            for r in e.results:
+                read = read_frame_results(dict(r.stored), cls, lr)
+                groups.setdefault((size_label(r.frame_size), basis), []).append(read)
+        out = [g[0] if len(g) == 1 else pooled(g) for g in groups.values()]
+        return sorted(out, key=lambda r: size_sort_key(r.frame_size))
 
     def has_frame_results(self) -> bool:
         """It holds results of frame methods (not only stack methods, whose frame size is ``stack``:
