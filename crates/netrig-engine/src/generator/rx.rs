@@ -18,7 +18,7 @@ use netrig_wire::signature::Site;
 use netrig_wire::signature::MASK_40;
 
 use super::capring::CaptureRing;
-use super::stats::{FlowCtl, PortCounters};
+use super::stats::{FlowCtl, PortCounters, RxSnap};
 use crate::analyze::{extend_seq, FUTURE_TOLERANCE_NS};
 use crate::flowstate::{FlowStates, SeqClass};
 use crate::port::{RxMeta, RxQueue, RxWait};
@@ -141,44 +141,6 @@ const SNAP_CHUNK: usize = 4096;
 /// Longest a reader waits for a worker's snapshot before it takes the last one (a worker stalled
 /// that long has dropped frames in its ring anyway, and says so in the port's ring drops).
 const SNAP_WAIT: Duration = Duration::from_secs(2);
-
-/// One flow's receive counts in one worker's snapshot: the start `tag` counted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct RxSnap {
-    pub tag: u32,
-    /// Every arrival of the start, duplicates included, and their bytes.
-    pub frames: u64,
-    pub bytes: u64,
-    /// Of `frames`: sequences seen before, and sequences below the highest seen.
-    pub duplicated: u64,
-    pub reordered: u64,
-    /// Engine-clock times of the first and last arrival (0: none).
-    pub first_ns: u64,
-    pub last_ns: u64,
-    /// Latency of the unique frames that have one, ns (`lat_min` u64::MAX: none).
-    pub lat_sum: u64,
-    pub lat_min: u64,
-    pub lat_max: u64,
-    pub lat_frames: u64,
-}
-
-impl Default for RxSnap {
-    fn default() -> Self {
-        RxSnap {
-            tag: u32::MAX,
-            frames: 0,
-            bytes: 0,
-            duplicated: 0,
-            reordered: 0,
-            first_ns: 0,
-            last_ns: 0,
-            lat_sum: 0,
-            lat_min: u64::MAX,
-            lat_max: 0,
-            lat_frames: 0,
-        }
-    }
-}
 
 /// What a worker answered last: every flow's counts and the per-index counts of the flows with a
 /// tag period (empty for the others).

@@ -4,8 +4,6 @@
 //! (`rx.rs`), summed here into [`FlowStats`].
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed, Ordering::Release};
 
-use super::rx::RxSnap;
-
 /// A flow's transmit state, as the control and the TX worker set it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
@@ -156,6 +154,44 @@ impl PortCounters {
     #[inline(always)]
     pub(crate) fn add(a: &AtomicU64, n: u64) {
         a.store(a.load(Relaxed) + n, Relaxed);
+    }
+}
+
+/// One flow's receive counts in one worker's snapshot: the start `tag` counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RxSnap {
+    pub tag: u32,
+    /// Every arrival of the start, duplicates included, and their bytes.
+    pub frames: u64,
+    pub bytes: u64,
+    /// Of `frames`: sequences seen before, and sequences below the highest seen.
+    pub duplicated: u64,
+    pub reordered: u64,
+    /// Engine-clock times of the first and last arrival (0: none).
+    pub first_ns: u64,
+    pub last_ns: u64,
+    /// Latency of the unique frames that have one, ns (`lat_min` u64::MAX: none).
+    pub lat_sum: u64,
+    pub lat_min: u64,
+    pub lat_max: u64,
+    pub lat_frames: u64,
+}
+
+impl Default for RxSnap {
+    fn default() -> Self {
+        RxSnap {
+            tag: u32::MAX,
+            frames: 0,
+            bytes: 0,
+            duplicated: 0,
+            reordered: 0,
+            first_ns: 0,
+            last_ns: 0,
+            lat_sum: 0,
+            lat_min: u64::MAX,
+            lat_max: 0,
+            lat_frames: 0,
+        }
     }
 }
 
