@@ -1,13 +1,16 @@
 //! The generator's RX worker: one per RX queue of every port, pinned, counting every frame.
 //!
 //! Per frame: the capture (while one runs on the port) keeps it; the port's totals count it; the
-//! signature at its end ([`netrig_wire::dissect::locate`] at [`Site::End`]) names the flow and the start
-//! it belongs to (the tag): the flow's counters of this worker count it when that start is the
-//! flow's current one (the worker resets its counters when it sees a new tag), else it is stale
-//! (an earlier start's frame still in flight, another tester's). Latency: receive stamp − transmit
-//! stamp, less the frame times of the flow's latency mode. All counters are atomics this worker
-//! alone writes; the capture buffer is held locked by this worker for as long as the capture runs
-//! (taken when it starts, released when it stops: no lock per frame).
+//! signature at its end ([`netrig_wire::dissect::locate`] at [`Site::End`]) names the flow and the
+//! start it belongs to (the tag). When that start is the flow's current one, the flow's state in
+//! this worker counts it (the worker forgets an earlier start's state at the first frame of a new
+//! one), else it is stale (an earlier start's frame still in flight, another tester's). The state
+//! is the trial's (`crate::flowstate`): the sequence window tells duplicates and reordering apart,
+//! latency (receive stamp − transmit stamp, less the frame times of the flow's latency mode) and
+//! IPDV are over the unique frames. It is plain memory this worker alone touches; readers get a
+//! snapshot ([`Snapshots`]) the worker copies between two batches. The port's totals are atomics
+//! this worker alone writes; the capture buffer is held locked by this worker for as long as the
+//! capture runs (taken when it starts, released when it stops: no lock per frame).
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
