@@ -158,7 +158,13 @@ class StallEpisode:
     @property
     def by(self) -> str:
         """"task": the task that held the CPU before the watched one ran again; "" for "cpu"."""
-    def to_dict(self) -> dict[str, int | str]: ...
+    @property
+    def by_pid(self) -> int:
+        """"task": that task's thread id (0 for "cpu")."""
+    @property
+    def by_self(self) -> bool:
+        """"task": that task was a thread of this process (netrig's own) when the episode was read."""
+    def to_dict(self) -> dict[str, int | str | bool]: ...
 
 @final
 class WireSlot:

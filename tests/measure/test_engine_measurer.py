@@ -282,3 +282,20 @@ def test_a_stretch_the_hosts_steal_explains_is_repeated_and_the_guests_own_load_
         m, calls = scripted([long] * 3, tx_cpus=(0,), stall_retries=2)
         c = m.measure(load, 2.0)
         assert not c.valid and c.host_take_s == take and TrialCounts.from_dict(c.to_dict()).host_take_s == take
+
+
+def test_ring_drops_while_netrigs_own_thread_held_the_duts_cpu_make_the_trial_the_testers():
+    """A trial that lost 110 frames, all in the DUT's ring while a thread of netrig's own process held
+    the DUT's CPU (the stall watch's ``by_tester``): invalid, the tester's loss, never the DUT's."""
+    from netrig.measure.platform import StallSide, TrialPlatform, TrialStalls, WireLoss
+
+    m, _ = scripted([result(100_000, 99_890, lag_ms=0)])
+    seen = TrialPlatform(TrialStalls(StallSide(), StallSide()), WireLoss(110, 110, 1.0, by_tester=110), None)
+    m.platform = SimpleNamespace(trial=lambda res, intended: seen)  # type: ignore[assignment]
+    c = m.measure(LOAD, 1.0)
+    assert not c.valid and c.invalid_reason == ("110 frames the DUT's ring dropped while netrig's own threads held "
+                                                "its CPU: the tester's loss, not the DUT's")
+    seen = TrialPlatform(TrialStalls(StallSide(), StallSide()), WireLoss(110, 110, 1.0), None)
+    m, _ = scripted([result(100_000, 99_890, lag_ms=0)])
+    m.platform = SimpleNamespace(trial=lambda res, intended: seen)  # type: ignore[assignment]
+    assert m.measure(LOAD, 1.0).valid, "another task's take of the DUT's CPU: the DUT's loss"

@@ -64,11 +64,12 @@ def test_a_dut_task_waiting_on_an_idle_cpu_is_the_hosts_on_a_busy_one_the_guests
     from netrig.measure.platform import PlatformRoles, sides
 
     roles = PlatformRoles(dut_cpus=(1,), dut_tids=(70,))
-    task = lambda start_ms, by: Raw(kind="task", start_ns=start_ms * 10**6, len_ns=3 * 10**6, cpu=1, pid=70, by=by)
+    task = lambda start_ms, by: Raw(kind="task", start_ns=start_ms * 10**6, len_ns=3 * 10**6, cpu=1, pid=70, by=by,
+                                    by_self=False)
     raw = [task(10, "stress-ng"), task(20, "swapper/1"), task(30, "cpumap/1/map:18"),
-           Raw(kind="cpu", start_ns=40 * 10**6, len_ns=2_500_000, cpu=1, pid=0, by=""),
-           Raw(kind="cpu", start_ns=50 * 10**6, len_ns=2_500_000, cpu=0, pid=0, by=""),
-           Raw(kind="task", start_ns=60 * 10**6, len_ns=3 * 10**6, cpu=1, pid=99, by="stress-ng")]
+           Raw(kind="cpu", start_ns=40 * 10**6, len_ns=2_500_000, cpu=1, pid=0, by="", by_self=False),
+           Raw(kind="cpu", start_ns=50 * 10**6, len_ns=2_500_000, cpu=0, pid=0, by="", by_self=False),
+           Raw(kind="task", start_ns=60 * 10**6, len_ns=3 * 10**6, cpu=1, pid=99, by="stress-ng", by_self=False)]
     # the ring thread's full name, as /proc gives it; the tracepoint gives its first 15 characters
     dut, tester = sides(raw, roles, frozenset({"cpumap/1/map:18211"}), 500_000, 0)
     assert [(e.start_s, e.seen_by_guest, e.by) for e in dut] == [(0.01, True, "stress-ng"), (0.02, False, None),
@@ -86,8 +87,8 @@ def test_loss_in_stalls_is_the_rings_stopping_not_another_dut_task_waiting():
 
     ms = 10**6
     roles = PlatformRoles(dut_cpus=(1,), dut_tids=(70, 80), wires=(("drx", None),), ring_frames=64, ring_tids=(70,))
-    raw = [Raw(kind="task", start_ns=100 * ms, len_ns=5 * ms, cpu=1, pid=80, by="kworker/1:0"),
-           Raw(kind="task", start_ns=300 * ms, len_ns=5 * ms, cpu=1, pid=70, by="kworker/1:0")]
+    raw = [Raw(kind="task", start_ns=100 * ms, len_ns=5 * ms, cpu=1, pid=80, by="kworker/1:0", by_self=False),
+           Raw(kind="task", start_ns=300 * ms, len_ns=5 * ms, cpu=1, pid=70, by="kworker/1:0", by_self=False)]
     slots = [Raw(start_ns=102 * ms, dropped=10), Raw(start_ns=302 * ms, dropped=7)]
     watch = Raw(period_ns=ms, episodes=lambda a, b: (raw, 0), wire_slots=lambda a, b: (slots, True), missed=lambda: 4)
     pw = object.__new__(PlatformWatch)
@@ -96,6 +97,29 @@ def test_loss_in_stalls_is_the_rings_stopping_not_another_dut_task_waiting():
     assert got.wire is not None and (got.wire.dropped, got.wire.in_stalls) == (17, 7)
     assert got.stalls.dut is not None and got.stalls.dut.count == 2
     assert got.stalls.missed_events == 3, "the kernel events missed since the previous trial was read"
+
+
+def test_ring_drops_while_the_dut_waited_for_netrigs_own_thread_are_the_testers():
+    """Stop 66's defect as the watch now reports it: the DUT's ring thread kept 4 ms from its CPU by
+    a thread of netrig's own process (the monitor's sampler), its ring dropping 110 frames then; a
+    later 4-ms wait for another task drops 5. All 115 fell in DUT stalls, 110 of them the tester's."""
+    from types import SimpleNamespace as Raw
+
+    from netrig.measure.platform import PlatformRoles, PlatformWatch, StallEpisode
+
+    ms = 10**6
+    roles = PlatformRoles(dut_cpus=(1,), dut_tids=(70,), wires=(("drx", None),), ring_frames=64, ring_tids=(70,))
+    raw = [Raw(kind="task", start_ns=100 * ms, len_ns=4 * ms, cpu=1, pid=70, by="python", by_self=True),
+           Raw(kind="task", start_ns=300 * ms, len_ns=4 * ms, cpu=1, pid=70, by="kworker/1:0", by_self=False)]
+    slots = [Raw(start_ns=102 * ms, dropped=110), Raw(start_ns=302 * ms, dropped=5)]
+    watch = Raw(period_ns=ms, episodes=lambda a, b: (raw, 0), wire_slots=lambda a, b: (slots, True), missed=lambda: 0)
+    pw = object.__new__(PlatformWatch)
+    pw.roles, pw.watch, pw.dut_names, pw._missed = roles, watch, frozenset({"cpumap/1/map:9"}), 0
+    got = pw.trial(Raw(run_start_ns=1, epoch_ns=1, tx_window_s=1.0, latency_timeline=None), 64_000)
+    assert got.wire is not None and (got.wire.dropped, got.wire.in_stalls, got.wire.by_tester) == (115, 115, 110)
+    assert got.stalls.dut is not None and [e.by_tester for e in got.stalls.dut.episodes] == [True, False]
+    e = got.stalls.dut.episodes[0]
+    assert StallEpisode.from_dict(e.to_dict()).by_tester and "by_tester" not in got.stalls.dut.episodes[1].to_dict()
 
 
 # spikes of a 3-ms take every 50 ms on the DUT's CPU at 20 kfps, as three trials on this machine

@@ -823,6 +823,10 @@ result_class! {
         pid: u32 = e.pid,
         /// "task": the task that held the CPU before the watched one ran again; "" for "cpu".
         by: String = e.by.clone(),
+        /// "task": that task's thread id (0 for "cpu").
+        by_pid: u32 = e.by_pid,
+        /// "task": that task was a thread of this process (netrig's own) when the episode was read.
+        by_self: bool = e.by_self,
     }
     methods {
         fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {

@@ -41,21 +41,24 @@ TICK_MS = 1.0
 class StallEpisode:
     """One stall in a trial. ``start_s``: since the trial's run began (negative: before it);
     ``seen_by_guest``: a task was kept from its CPU by another task (``by``) the guest ran; else the
-    CPU itself did not run (the host stopped it)."""
+    CPU itself did not run (the host stopped it). ``by_tester``: that task was a thread of netrig's
+    own process (the tester's work on the DUT's CPU: the first rule's concern, never the DUT's)."""
 
     start_s: float
     length_ms: float
     cpu: int
     seen_by_guest: bool
     by: str | None = None
+    by_tester: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"start_s": round(self.start_s, 6), "length_ms": round(self.length_ms, 3), "cpu": self.cpu,
-                "seen_by_guest": self.seen_by_guest, "by": self.by}
+                "seen_by_guest": self.seen_by_guest, "by": self.by, **({"by_tester": True} if self.by_tester else {})}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> StallEpisode:
-        return cls(float(d["start_s"]), float(d["length_ms"]), int(d["cpu"]), bool(d["seen_by_guest"]), d.get("by"))
+        return cls(float(d["start_s"]), float(d["length_ms"]), int(d["cpu"]), bool(d["seen_by_guest"]), d.get("by"),
+                   bool(d.get("by_tester", False)))
 
     @property
     def end_s(self) -> float:
@@ -241,7 +244,7 @@ def merged(episodes: Iterable[StallEpisode], slack_s: float = 0.0) -> tuple[Stal
             end = max(last.end_s, e.end_s)
             guest = last.seen_by_guest or e.seen_by_guest
             out[-1] = StallEpisode(last.start_s, (end - last.start_s) * 1e3, last.cpu, guest,
-                                   last.by if last.seen_by_guest else e.by)
+                                   last.by if last.seen_by_guest else e.by, last.by_tester or e.by_tester)
         else:
             out.append(e)
     return tuple(out)
@@ -259,6 +262,9 @@ class WireLoss:
     ring_ms: float
     #: The slots covered the whole window (a trial longer than the 4.6-minute history is not).
     complete: bool = True
+    #: Of ``in_stalls``, dropped while the DUT waited for a thread of netrig's own (``by_tester``):
+    #: the tester's loss, never the DUT's.
+    by_tester: int = 0
 
 
 def loss_in_stalls(slots: Sequence[_native.WireSlot], run_start_ns: int, dut: StallSide, ring_ms: float) -> WireLoss:
@@ -266,16 +272,17 @@ def loss_in_stalls(slots: Sequence[_native.WireSlot], run_start_ns: int, dut: St
     stall when its slot overlaps the stall (from its start to one slot after its end, the time the
     ring needs to take the first frame again)."""
     slot_s = _native.WIRE_SLOT_NS / 1e9
-    long = [(e.start_s, e.end_s + slot_s) for e in dut.episodes if e.length_ms > ring_ms]
-    dropped = in_stalls = 0
+    long = [(e.start_s, e.end_s + slot_s, e.by_tester) for e in dut.episodes if e.length_ms > ring_ms]
+    dropped = in_stalls = by_tester = 0
     for s in slots:
         if not s.dropped:
             continue
         dropped += s.dropped
         a = (s.start_ns - run_start_ns) / 1e9
-        if any(a < end and a + slot_s > start for start, end in long):
-            in_stalls += s.dropped
-    return WireLoss(dropped, in_stalls, ring_ms)
+        over = [tester for start, end, tester in long if a < end and a + slot_s > start]
+        in_stalls += s.dropped if over else 0
+        by_tester += s.dropped if any(over) else 0
+    return WireLoss(dropped, in_stalls, ring_ms, by_tester=by_tester)
 
 
 @dataclass(frozen=True)
@@ -337,7 +344,9 @@ def sides(raw: Iterable[Any], roles: PlatformRoles, dut_names: frozenset[str], h
     """The watch's raw episodes (``_native.StallWatch.episodes``) as the DUT's and the tester's, starts
     since ``origin_ns``: a CPU's stall (somewhere in the gap since its last tick: its middle) on the
     side of its CPU; a DUT task's wait on the DUT's, the guest's when another task ran (not one of the
-    DUT's own, by name to :data:`COMM_LEN`: that is the DUT at work), the host's when its CPU idled."""
+    DUT's own, by name to :data:`COMM_LEN`: that is the DUT at work), the host's when its CPU idled.
+    A wait for one of netrig's own threads (``by_self``: the watch found the thread in this process
+    when it read the episode) is marked ``by_tester``."""
     own = {n[:COMM_LEN] for n in dut_names}
     dut: list[StallEpisode] = []
     tester: list[StallEpisode] = []
@@ -349,7 +358,7 @@ def sides(raw: Iterable[Any], roles: PlatformRoles, dut_names: frozenset[str], h
         elif e.pid in roles.dut_tids and (e.by or "")[:COMM_LEN] not in own:
             guest = bool(e.by) and not e.by.startswith(IDLE_TASK)
             dut.append(StallEpisode((e.start_ns - origin_ns) / 1e9, e.len_ns / 1e6, e.cpu, guest,
-                                    e.by if guest else None))
+                                    e.by if guest else None, guest and e.by_self))
     return dut, tester
 
 
@@ -405,8 +414,7 @@ class PlatformWatch:
             return None
         slots, complete = got
         ring_ms = self.roles.ring_frames / rate_pps * 1e3
-        loss = loss_in_stalls(slots, origin_ns, dut, ring_ms)
-        return WireLoss(loss.dropped, loss.in_stalls, loss.ring_ms, complete)
+        return dataclasses.replace(loss_in_stalls(slots, origin_ns, dut, ring_ms), complete=complete)
 
     def trial(self, res: _native.TrialResult, intended_pps: float | None) -> TrialPlatform:
         """The platform over ``res``'s sending (from the run's start to its last frame, and 10 ms

@@ -31,15 +31,22 @@ pub const RING: usize = 1024;
 const RECORD: usize = 64;
 const HEADER: usize = 64;
 const RING_BYTES: usize = HEADER + RING * RECORD;
-/// Bytes of a watched task's state: when it began waiting (0: not waiting), 8 spare, and the name
-/// of the task that ran on its CPU when the wait began (the one it waits for).
+/// Bytes of a watched task's state: when it began waiting (0: not waiting), at [`BY_PID`] the
+/// thread id and at [`BY`] the name of the task that ran on its CPU when the wait began (the one
+/// it waits for).
 const TASK_STATE: usize = 32;
-/// Where in a task's state the name of the task it waits for is.
+/// Where in a task's state the name of the task it waits for is, and its thread id.
 const BY: i16 = 16;
-/// Bytes of a CPU's entry in the table of running tasks: the name of the task running there, and
-/// at [`CUR_AT`] when the last switch the switch program saw there was.
-const CUR: u32 = 24;
+const BY_PID: i16 = 8;
+/// Bytes of a CPU's entry in the table of running tasks: the name of the task running there, at
+/// [`CUR_AT`] when the last switch the switch program saw there was, at [`CUR_PID`] the task's
+/// thread id.
+const CUR: u32 = 32;
 const CUR_AT: i16 = 16;
+const CUR_PID: i16 = 24;
+/// Where on the programs' stack the thread id of the task an episode names is, beside its name at
+/// -32 (`append` takes both).
+const STACK_BY_PID: i16 = -48;
 /// Bytes of a CPU's tick state: the last tick ns, the idle mark, the watched mark.
 const LAST: u32 = 24;
 const WATCHED_AT: i16 = 16;
@@ -69,8 +76,13 @@ pub struct RawEpisode {
     pub cpu: u32,
     /// `Task`: the watched task; 0 for `Cpu`.
     pub pid: u32,
-    /// `Task`: the task that held the CPU before the watched one ran again (`comm`).
+    /// `Task`: the task that held the CPU before the watched one ran again (`comm`), and its
+    /// thread id.
     pub by: String,
+    pub by_pid: u32,
+    /// `Task`: that task was a thread of this process when the episode was read (within a drain
+    /// period of it, 0.25 s): the tester's own work on the watched task's CPU.
+    pub by_self: bool,
 }
 
 /// The loaded programs, their maps and perf events.
@@ -197,7 +209,8 @@ fn lookup0(a: &mut Asm, map: RawFd, out: &'static str) {
 }
 
 /// Append a record: `start` in R8, `len` in R9, the CPU at `[R10 - 12]`, the pid at `[R10 - 8]`;
-/// `comm` the two u64 loads of the name (or none). Clobbers R0-R5.
+/// `comm` the two u64 loads of the name (or none), the named task's thread id then at
+/// [`STACK_BY_PID`]. Clobbers R0-R5.
 fn append(a: &mut Asm, ring: RawFd, kind: u32, comm: Option<(Reg, i16)>, out: &'static str) {
     use Reg::*;
     lookup0(a, ring, out);
@@ -217,9 +230,11 @@ fn append(a: &mut Asm, ring: RawFd, kind: u32, comm: Option<(Reg, i16)>, out: &'
         Some((ctx, off)) => {
             a.load(Size::DW, R4, ctx, off).store(Size::DW, R3, h + 40, R4);
             a.load(Size::DW, R4, ctx, off + 8).store(Size::DW, R3, h + 48, R4);
+            a.load(Size::W, R4, R10, STACK_BY_PID).store(Size::W, R3, h + 56, R4);
         }
         None => {
             a.store_imm(Size::DW, R3, h + 40, 0).store_imm(Size::DW, R3, h + 48, 0);
+            a.store_imm(Size::W, R3, h + 56, 0);
         }
     }
     a.add_imm(R1, 1).store(Size::DW, R3, h, R1); // the record's sequence, written last
@@ -271,6 +286,7 @@ fn wake_program(tasks: RawFd, cur: RawFd, pid_off: i16, cpu_off: i16) -> Vec<Ins
     a.load(Size::W, R1, R6, cpu_off).store(Size::W, R10, -8, R1);
     a.mov_reg(R2, R10).add_imm(R2, -8).load_map_fd(R1, cur).call(BPF_FUNC_MAP_LOOKUP_ELEM).jeq_imm(R0, 0, "out");
     a.load(Size::DW, R1, R0, 0).store(Size::DW, R8, BY, R1).load(Size::DW, R1, R0, 8).store(Size::DW, R8, BY + 8, R1);
+    a.load(Size::W, R1, R0, CUR_PID).store(Size::W, R8, BY_PID, R1);
     a.label("out").mov_imm(R0, 0).exit();
     a.finish()
 }
@@ -308,6 +324,7 @@ fn switch_program(tasks: RawFd, ring: RawFd, cur: RawFd, f: &SwitchFields, thres
     a.call(BPF_FUNC_GET_SMP_PROCESSOR_ID).store(Size::W, R10, -12, R0).store_imm(Size::DW, R10, -40, 0);
     a.mov_reg(R2, R10).add_imm(R2, -12).load_map_fd(R1, cur).call(BPF_FUNC_MAP_LOOKUP_ELEM).jeq_imm(R0, 0, "prev");
     copy_name(&mut a, R0, 0, R6, f.next_comm);
+    a.load(Size::W, R1, R6, f.next_pid).store(Size::W, R0, CUR_PID, R1);
     a.load(Size::DW, R1, R0, CUR_AT).store(Size::DW, R10, -40, R1).store(Size::DW, R0, CUR_AT, R7);
     a.label("prev").load(Size::W, R1, R6, f.prev_pid).store(Size::W, R10, -4, R1);
     a.mov_reg(R2, R10).add_imm(R2, -4).load_map_fd(R1, tasks).call(BPF_FUNC_MAP_LOOKUP_ELEM).jeq_imm(R0, 0, "next");
@@ -316,6 +333,7 @@ fn switch_program(tasks: RawFd, ring: RawFd, cur: RawFd, f: &SwitchFields, thres
     a.load(Size::DW, R1, R6, f.prev_state).and_imm(R1, 0xff).jne_imm(R1, 0, "asleep");
     a.store(Size::DW, R0, 0, R7);
     copy_name(&mut a, R0, BY, R6, f.next_comm);
+    a.load(Size::W, R1, R6, f.next_pid).store(Size::W, R0, BY_PID, R1);
     a.ja("next");
     a.label("asleep").store_imm(Size::DW, R0, 0, 0);
     a.label("next").load(Size::W, R1, R6, f.next_pid).store(Size::W, R10, -8, R1).store(Size::W, R10, -4, R1);
@@ -326,11 +344,13 @@ fn switch_program(tasks: RawFd, ring: RawFd, cur: RawFd, f: &SwitchFields, thres
     // or the kept one is the idle task (woken on an idle CPU, something other than the idle task
     // may have run first: the last before it says who; the idle task itself, the host's late wake)
     copy_name(&mut a, R10, -32, R6, f.prev_comm);
+    a.load(Size::W, R1, R6, f.prev_pid).store(Size::W, R10, STACK_BY_PID, R1);
     a.load(Size::DW, R1, R0, BY).jeq_imm(R1, 0, "named");
     a.load(Size::W, R1, R0, BY).jne_imm(R1, IDLE[0], "kept");
     a.load(Size::W, R1, R0, BY + 4).jeq_imm(R1, IDLE[1], "named");
     a.label("kept");
     copy_name(&mut a, R10, -32, R0, BY);
+    a.load(Size::W, R1, R0, BY_PID).store(Size::W, R10, STACK_BY_PID, R1);
     a.label("named");
     append(&mut a, ring, 1, Some((R10, -32)), "out");
     a.label("out").mov_imm(R0, 0).exit();
@@ -345,6 +365,7 @@ fn unseen_switch_in(a: &mut Asm, tasks: RawFd, ring: RawFd, threshold_ns: i32) {
     a.load(Size::DW, R8, R0, 0).jeq_imm(R8, 0, "seen");
     a.load(Size::DW, R9, R10, -40).jle_reg(R9, R8, "seen").sub_reg(R9, R8).jle_imm(R9, threshold_ns, "seen");
     copy_name(a, R10, -32, R0, BY);
+    a.load(Size::W, R1, R0, BY_PID).store(Size::W, R10, STACK_BY_PID, R1);
     a.load(Size::W, R1, R10, -4).store(Size::W, R10, -8, R1);
     append(a, ring, 1, Some((R10, -32)), "again");
     // the state again (`append` took the key at [R10 - 4]; the pid is at [R10 - 8] too)
@@ -521,6 +542,9 @@ impl StallProbe {
                 cpu: u32_at(r + 24),
                 pid: u32_at(r + 32),
                 by: String::from_utf8_lossy(&comm[..end]).into_owned(),
+                by_pid: u32_at(r + 56),
+                by_self: u32_at(r + 56) != 0
+                    && std::path::Path::new(&format!("/proc/self/task/{}", u32_at(r + 56))).exists(),
             });
             *next += 1;
         }
@@ -575,9 +599,14 @@ mod tests {
             );
             bpf::map_update_u32(&tasks, WATCHED, &[0u8; TASK_STATE]).unwrap();
             // CPU 4000 (no switch of the test's runs there) runs "busy": a wake-up aimed at it waits for it
-            bpf::map_update_u32(&cur, 4000, b"busy\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0").unwrap();
+            let mut busy = [0u8; CUR as usize];
+            busy[..4].copy_from_slice(b"busy");
+            busy[CUR_PID as usize..CUR_PID as usize + 4].copy_from_slice(&99u32.to_ne_bytes());
+            bpf::map_update_u32(&cur, 4000, &busy).unwrap();
             // CPU 4001 idles: whoever runs there first after a wake-up is named
-            bpf::map_update_u32(&cur, 4001, b"swapper/9\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0").unwrap();
+            let mut idle = [0u8; CUR as usize];
+            idle[..9].copy_from_slice(b"swapper/9");
+            bpf::map_update_u32(&cur, 4001, &idle).unwrap();
             let probe = StallProbe { ring, tasks, _attached: Attached::default(), tasks_watched: true };
             Some(Events { probe, _cur: cur, wake, switch, next: 0 })
         }
@@ -630,6 +659,14 @@ mod tests {
         let eps = ev.episodes();
         assert_eq!(eps.len(), 1, "{eps:?}");
         assert!(eps[0].pid == WATCHED && eps[0].by == "next" && eps[0].len_ns >= 5_000_000, "{eps:?}");
+        assert_eq!((eps[0].by_pid, eps[0].by_self), (7, false), "the preempting task's thread id, not ours");
+        // preempted by one of this process's own threads: the tester's work on the DUT's CPU
+        let own = unsafe { libc::gettid() } as u32;
+        ev.switch(WATCHED, false, own);
+        pause_ms(3);
+        ev.switch(own, false, WATCHED);
+        let eps = ev.episodes();
+        assert!(eps.len() == 1 && eps[0].by_pid == own && eps[0].by_self, "{eps:?}");
         // woken while still on its CPU, then asleep for 5 ms, woken and switched in at once:
         // no wait (before the fix: a 5-ms one, from the wake-up while it ran)
         ev.wake(WATCHED);
@@ -652,13 +689,14 @@ mod tests {
         ev.switch(7, false, WATCHED);
         let eps = ev.episodes();
         assert!(eps.len() == 1 && eps[0].len_ns >= 5_000_000 && eps[0].by == "busy", "{eps:?}");
+        assert_eq!(eps[0].by_pid, 99, "the thread id of the task running on its CPU at the wake-up");
         // woken on an idle CPU and kept off it for 5 ms: named by the task that ran there before it
         ev.switch(WATCHED, true, 0);
         ev.wake_on(WATCHED, 4001);
         pause_ms(5);
         ev.switch(7, false, WATCHED);
         let eps = ev.episodes();
-        assert!(eps.len() == 1 && eps[0].by == "other", "{eps:?}");
+        assert!(eps.len() == 1 && eps[0].by == "other" && eps[0].by_pid == 7, "{eps:?}");
     }
 
     #[test]
