@@ -535,6 +535,7 @@ impl StallProbe {
             }
             let comm = &buf[r + 40..r + 56];
             let end = comm.iter().position(|&b| b == 0).unwrap_or(comm.len());
+            let by_pid = u32_at(r + 56);
             out.push(RawEpisode {
                 kind: if u32_at(r + 28) == 0 { StallKind::Cpu } else { StallKind::Task },
                 start_ns: u64_at(r + 8),
@@ -542,9 +543,8 @@ impl StallProbe {
                 cpu: u32_at(r + 24),
                 pid: u32_at(r + 32),
                 by: String::from_utf8_lossy(&comm[..end]).into_owned(),
-                by_pid: u32_at(r + 56),
-                by_self: u32_at(r + 56) != 0
-                    && std::path::Path::new(&format!("/proc/self/task/{}", u32_at(r + 56))).exists(),
+                by_pid,
+                by_self: by_pid != 0 && std::path::Path::new(&format!("/proc/self/task/{by_pid}")).exists(),
             });
             *next += 1;
         }
