@@ -39,6 +39,7 @@ def test_recorded_session_reports(veth, tmp_path):
                  for t in doc["trials"])
     assert got == [("f1", 0, 500, 500), ("f1", 1, 500, 500), ("f2", 0, 300, 300), ("f2", 1, 300, 300)]
     assert all(t["kind"] == "otg" and t["counts"]["latency"]["min_ns"] > 0 for t in doc["trials"])
+    assert all((t["counts"]["duplicated"], t["counts"]["reordered"]) == (0, 0) for t in doc["trials"])
     env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
     html = tmp_path / "report.html"
     subprocess.run([sys.executable, "-m", "netrig.cli.main", "report", str(run), "-o", str(html)],

@@ -109,7 +109,8 @@ def _trial(seq: int, run: int, i: int, name: str, s: _native.GenFlowStats, servi
     f = service.plan.flows[i]
     window_s = (s.tx_last_ns - s.tx_first_ns) / 1e9 if s.tx_frames > 1 else 0.0
     expected = s.tx_frames * f.rx_tx_ratio
-    lost = max(0, round(expected) - s.rx_frames)
+    received = s.rx_frames - s.rx_duplicated  # unique frames: a duplicate never hides a lost one
+    lost = max(0, round(expected) - received)
     size = round(s.tx_bytes / s.tx_frames) if s.tx_frames else 0
     latency = None
     if s.latency_frames:
@@ -123,8 +124,9 @@ def _trial(seq: int, run: int, i: int, name: str, s: _native.GenFlowStats, servi
         "load": {"rate_pps": achieved, "frame_size": size, "burst_frames": None, "duration_s": window_s},
         "started_at": started, "finished_at": utc_now(),
         "counts": {"achieved_pps": achieved, "intended_pps": None, "frames_sent": s.tx_frames,
-                   "frames_received": s.rx_frames,
-                   "frames_lost": lost, "loss_ratio": lost / expected if expected else 0.0, "duplicated": 0,
-                   "reordered": 0, "late": 0, "valid": True, "invalid_reason": None, "latency": latency},
+                   "frames_received": received,
+                   "frames_lost": lost, "loss_ratio": lost / expected if expected else 0.0,
+                   "duplicated": s.rx_duplicated, "reordered": s.rx_reordered, "late": 0, "valid": True,
+                   "invalid_reason": None, "latency": latency},
         "otg": {"flow": name, "port_tx": f.tx, "port_rx": list(f.rx), "rx_tx_ratio": f.rx_tx_ratio},
     }
