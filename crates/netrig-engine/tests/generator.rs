@@ -145,6 +145,23 @@ fn duplicates_and_reordering_are_counted_against_the_fault_log() {
     assert!(g.errors().is_empty());
 }
 
+/// While a flow runs, no read of its counts has more frames received than sent: the receivers'
+/// snapshots are taken first, the transmit counters (a frame is counted before it is sent) after.
+#[test]
+fn a_running_flow_never_reads_as_more_received_than_sent() {
+    let _s = common::serial();
+    let g = Generator::open(ports(), config(vec![udp_flow("a", 200_000, 200_000.0)])).unwrap();
+    g.start(&[0]).unwrap();
+    let mut reads = 0;
+    while g.flow_stats()[0].state != FlowState::Done as u8 {
+        let s = g.flow_stats()[0];
+        assert!(s.rx_frames <= s.tx_frames, "read {reads}: {} received of {} sent", s.rx_frames, s.tx_frames);
+        reads += 1;
+    }
+    assert!(reads > 10, "{reads} reads while it ran");
+    assert!(g.errors().is_empty());
+}
+
 #[test]
 fn flows_at_the_top_rate_share_the_port_evenly() {
     // Before: of two Rate::Max flows, the one queued second sent all but one frame of each batch.

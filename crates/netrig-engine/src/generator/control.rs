@@ -178,19 +178,13 @@ impl Generator {
     }
 
     /// Every flow's counts now (the current start's). Waits for every RX worker's snapshot
-    /// (at most one receive wait, 5 ms, when they idle).
+    /// (at most one receive wait, 5 ms, when they idle), then reads the transmit counters: a TX
+    /// worker counts a frame before it sends it, so every frame a snapshot holds is in them and a
+    /// running flow never reads as more received than sent.
     pub fn flow_stats(&self) -> Vec<FlowStats> {
-        let asked: Vec<u64> = self.rx_snaps.iter().map(|s| s.ask()).collect();
         let tags: Vec<u32> = self.ctl.iter().map(|c| c.tag.load(Ordering::Acquire)).collect();
-        let mut out: Vec<FlowStats> = (0..self.ctl.len())
-            .map(|f| {
-                let mut s = FlowStats { state: self.ctl[f].state() as u8, ..Default::default() };
-                if self.tx_pubs[f].tag.load(Ordering::Acquire) == tags[f] {
-                    s.add_tx(&self.tx_pubs[f]);
-                }
-                s
-            })
-            .collect();
+        let mut out: Vec<FlowStats> = self.ctl.iter().map(|_| FlowStats::default()).collect();
+        let asked: Vec<u64> = self.rx_snaps.iter().map(|s| s.ask()).collect();
         for (snaps, &a) in self.rx_snaps.iter().zip(&asked) {
             let got = snaps.wait(a);
             for ((s, r), &tag) in out.iter_mut().zip(&got.flows).zip(&tags) {
@@ -199,23 +193,27 @@ impl Generator {
                 }
             }
         }
+        for (f, s) in out.iter_mut().enumerate() {
+            s.state = self.ctl[f].state() as u8;
+            if self.tx_pubs[f].tag.load(Ordering::Acquire) == tags[f] {
+                s.add_tx(&self.tx_pubs[f]);
+            }
+        }
         out
     }
 
     /// Flow `flow`'s frames per frame index modulo its tag period, sent and received (the current
-    /// start's); `None` for a flow without a tag period or out of range.
+    /// start's; sent read after received, as [`Self::flow_stats`]); `None` for a flow without a tag
+    /// period or out of range.
     pub fn flow_tags(&self, flow: usize) -> Option<(Vec<u64>, Vec<u64>)> {
         let c = self.ctl.get(flow)?;
         let n = self.tx_pubs[flow].tags.len();
         if n == 0 {
             return None;
         }
-        let asked: Vec<u64> = self.rx_snaps.iter().map(|s| s.ask()).collect();
         let tag = c.tag.load(Ordering::Acquire);
         let (mut tx, mut rx) = (vec![0; n], vec![0; n]);
-        if self.tx_pubs[flow].tag.load(Ordering::Acquire) == tag {
-            self.tx_pubs[flow].add_tags(&mut tx);
-        }
+        let asked: Vec<u64> = self.rx_snaps.iter().map(|s| s.ask()).collect();
         for (snaps, &a) in self.rx_snaps.iter().zip(&asked) {
             let got = snaps.wait(a);
             if got.flows.get(flow).is_some_and(|r| r.tag == tag) {
@@ -223,6 +221,9 @@ impl Generator {
                     *x += v;
                 }
             }
+        }
+        if self.tx_pubs[flow].tag.load(Ordering::Acquire) == tag {
+            self.tx_pubs[flow].add_tags(&mut tx);
         }
         Some((tx, rx))
     }
