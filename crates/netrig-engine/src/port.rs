@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{ConfigError, PortError};
+pub use crate::sys::wake::WakeFd;
 
 /// The I/O method behind a port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -202,6 +203,10 @@ pub trait RxQueue: Send {
 
     /// How the worker waits on an empty queue ([`RxWait`]). Default: nothing to change.
     fn set_wait(&mut self, _wait: RxWait) {}
+
+    /// A [`WakeFd`] that also ends a wait in `poll(2)` (`None`: only frames and the timeout do).
+    /// Default: ignored, the wait lasts until frames or the timeout.
+    fn set_wake(&mut self, _wake: Option<Arc<WakeFd>>) {}
 }
 
 /// How an RX worker waits on an empty queue.

@@ -9,7 +9,7 @@
 //!             → signature at the frame's end → this start's flow? → per-flow state (the
 //!               trial's `FlowStates`: sequence window, duplicates, reordering, latency)
 //!  readers ◀── TX: sums of the workers' atomics (stats.rs), no lock, any time
-//!          ◀── RX: a snapshot each worker answers between batches (within one 5-ms receive wait)
+//!          ◀── RX: a snapshot each worker answers between batches (an ask wakes an idle one)
 //! ```
 //!
 //! A trial ([`crate::trial`]) runs once from start to end; here each flow has its own state and
@@ -309,7 +309,7 @@ impl Generator {
         let periods: Vec<u32> =
             self.flows.get_mut().unwrap_or_else(|e| e.into_inner()).iter().map(|f| f.config.tag_period).collect();
         for (i, (p, qi, q)) in rxq.into_iter().enumerate() {
-            let snaps = Arc::new(Snapshots::default());
+            let snaps = Arc::new(Snapshots::new());
             let port = Arc::new(PortCounters::default());
             let ring = match cfg.captures.iter().find(|c| c.port == p) {
                 Some(c) => CaptureRing::new(c.buffer_bytes, c.snaplen, c.overwrite).with_filter(c.filter.clone()),

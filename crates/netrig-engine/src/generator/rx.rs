@@ -25,6 +25,7 @@ use super::stats::{FlowCtl, PortCounters, RxSnap};
 use crate::analyze::{extend_seq, FUTURE_TOLERANCE_NS};
 use crate::flowstate::{FlowStates, SeqClass};
 use crate::port::{RxMeta, RxQueue, RxWait};
+use crate::sys::wake::WakeFd;
 
 /// A port's capture switch: `on` and a generation the workers acknowledge.
 #[derive(Debug, Default)]
@@ -77,7 +78,9 @@ fn rx_wait(shares_tx_cpu: bool, busy: bool) -> RxWait {
 impl RxWorker {
     /// Count until the generator stops; then hand the queue back, open (see `Generator::release`).
     pub fn run(mut self) -> Box<dyn RxQueue> {
+        self.queue.set_wake(self.snaps.wake.clone());
         self.serve();
+        self.queue.set_wake(None);
         self.queue
     }
 
@@ -131,6 +134,12 @@ impl RxWorker {
             if polls.is_multiple_of(16) {
                 self.port.ring_drops.store(self.queue.stats().ring_drops, Ordering::Relaxed);
             }
+            if n == 0 {
+                // An ask may have ended the wait: look, and let the next wait sleep again.
+                if let Some(w) = &self.snaps.wake {
+                    w.clear();
+                }
+            }
             self.flows.answer(&self.snaps, if n > 0 { SNAP_CHUNK } else { usize::MAX }, false);
         }
         self.port.ring_drops.store(self.queue.stats().ring_drops, Ordering::Relaxed);
@@ -157,18 +166,30 @@ pub(crate) struct SnapBuf {
 }
 
 /// A worker's snapshot mailbox: readers ask, the worker answers between batches. The flow state
-/// stays plain memory the worker alone touches (no atomics on the per-frame path).
+/// stays plain memory the worker alone touches (no atomics on the per-frame path). An idle worker
+/// sleeps in `poll(2)`; the ask wakes it there (`wake`, in its queue's poll set), so a reader
+/// waits for a copy, not for the rest of a 5-ms receive wait.
 #[derive(Debug, Default)]
 pub(crate) struct Snapshots {
     want: AtomicU64,
     buf: Mutex<SnapBuf>,
     answered: Condvar,
+    /// `None` if no eventfd could be had: then the answer comes when the wait ends.
+    pub wake: Option<Arc<WakeFd>>,
 }
 
 impl Snapshots {
+    pub fn new() -> Snapshots {
+        Snapshots { wake: WakeFd::new().ok().map(Arc::new), ..Default::default() }
+    }
+
     /// Ask the worker for a snapshot; returns the request to [`Self::wait`] for.
     pub fn ask(&self) -> u64 {
-        self.want.fetch_add(1, Ordering::AcqRel) + 1
+        let asked = self.want.fetch_add(1, Ordering::AcqRel) + 1;
+        if let Some(w) = &self.wake {
+            w.wake();
+        }
+        asked
     }
 
     /// The snapshot answering `asked` or a later one; the last one if the worker has ended or

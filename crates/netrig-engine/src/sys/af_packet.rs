@@ -22,12 +22,14 @@ use std::mem;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::clock::{self, RealtimeOffset};
 use crate::error::PortError;
 use crate::port::{
     Backend, Port, PortCaps, PortSpec, RxMeta, RxQueue, RxQueueStats, RxWait, TimestampSource, TxQueue, TxQueueStats,
+    WakeFd,
 };
 use crate::sys::{ifinfo, netns};
 
@@ -324,12 +326,17 @@ pub(crate) fn force_buf(ctx: &IfCtx, queue: usize, fd: RawFd, send: bool, bytes:
     set_int(ctx, queue, fd, libc::SOL_SOCKET, plain, bytes, what)
 }
 
-/// Wait until `fd` is readable or `timeout` passes. Returns false on timeout or `EINTR`.
-pub(crate) fn poll_in(fd: RawFd, timeout: Duration) -> io::Result<bool> {
-    let mut p = libc::pollfd { fd, events: libc::POLLIN | libc::POLLERR, revents: 0 };
+/// Wait until `fd` (or `wake`, see [`WakeFd`]) is readable or `timeout` passes. Returns false on
+/// timeout or `EINTR`.
+pub(crate) fn poll_in(fd: RawFd, wake: Option<&WakeFd>, timeout: Duration) -> io::Result<bool> {
+    let ev = libc::POLLIN | libc::POLLERR;
+    let mut p = [libc::pollfd { fd, events: ev, revents: 0 }, libc::pollfd { fd: -1, events: ev, revents: 0 }];
+    if let Some(w) = wake {
+        p[1].fd = w.raw();
+    }
     let ms = timeout.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
-    // SAFETY: p is a valid pollfd array of length 1.
-    let rc = unsafe { libc::poll(&mut p, 1, ms) };
+    // SAFETY: p is a valid pollfd array of length 2 (a negative fd is ignored by poll).
+    let rc = unsafe { libc::poll(p.as_mut_ptr(), 2, ms) };
     if rc < 0 {
         let e = io::Error::last_os_error();
         if e.raw_os_error() == Some(libc::EINTR) {
@@ -847,8 +854,9 @@ struct RxRing {
     pos: Option<BlockPos>,
     offset: RealtimeOffset,
     offset_at_ns: u64,
-    /// How an empty queue is waited on (`RxQueue::set_wait`).
+    /// How an empty queue is waited on (`RxQueue::set_wait`, `RxQueue::set_wake`).
     wait: RxWait,
+    wake: Option<Arc<WakeFd>>,
     stats: RxQueueStats,
     /// Frames with impossible ring offsets (never expected; counted instead of trusted).
     malformed: u64,
@@ -887,6 +895,7 @@ impl RxRing {
         let _ = packet_stats(fd);
         Ok(RxRing {
             wait: RxWait::Poll,
+            wake: None,
             map,
             fd: sock,
             ifname: ctx.ifname.clone(),
@@ -927,6 +936,10 @@ impl RxQueue for RxRing {
         self.wait = wait;
     }
 
+    fn set_wake(&mut self, wake: Option<Arc<WakeFd>>) {
+        self.wake = wake;
+    }
+
     fn recv(
         &mut self,
         max: usize,
@@ -958,8 +971,9 @@ impl RxQueue for RxRing {
                         polled = true;
                         let fd = self.fd.as_raw_fd();
                         let (ifname, queue) = (&self.ifname, self.queue);
+                        let wake = self.wake.as_deref();
                         self.wait.wait(timeout, |t| {
-                            poll_in(fd, t).map(|_| ()).map_err(|e| PortError::Io {
+                            poll_in(fd, wake, t).map(|_| ()).map_err(|e| PortError::Io {
                                 ifname: ifname.clone(),
                                 queue,
                                 op: "poll".into(),

@@ -45,6 +45,7 @@ use crate::clock;
 use crate::error::PortError;
 use crate::port::{
     Backend, Port, PortCaps, PortSpec, RxMeta, RxQueue, RxQueueStats, RxWait, TimestampSource, TxQueue, TxQueueStats,
+    WakeFd,
 };
 
 /// Name of the XDP program that steers netrig frames to the AF_XDP sockets. A port of another
@@ -1038,6 +1039,7 @@ impl Port for XskPort {
             queue: queue as u16,
             stamps: cfg.rx_stamps && !cfg.steer_all,
             wait: RxWait::Spin,
+            wake: None,
         }))
     }
 }
@@ -1176,6 +1178,7 @@ pub struct XskRx {
     stamps: bool,
     /// How an empty ring is waited on (`RxQueue::set_wait`).
     wait: RxWait,
+    wake: Option<Arc<WakeFd>>,
     /// The steering program's count of frames passed to the kernel when this half was opened.
     passed_base: u64,
 }
@@ -1201,13 +1204,18 @@ impl XskRx {
     }
 
     fn sleep_in_poll(&self, timeout: Duration) {
-        let mut pfd = libc::pollfd { fd: self.xsk.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        let wake = self.wake.as_ref().map_or(-1, |w| w.raw());
+        let mut pfd = [
+            libc::pollfd { fd: self.xsk.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: wake, events: libc::POLLIN, revents: 0 },
+        ];
         let ts = libc::timespec {
             tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
             tv_nsec: timeout.subsec_nanos() as libc::c_long,
         };
-        // SAFETY: one valid pollfd and a valid timespec; EINTR just ends the wait early.
-        unsafe { libc::ppoll(&mut pfd, 1, &ts, ptr::null()) };
+        // SAFETY: two valid pollfds (a negative fd is ignored) and a valid timespec; EINTR just
+        // ends the wait early.
+        unsafe { libc::ppoll(pfd.as_mut_ptr(), 2, &ts, ptr::null()) };
     }
 }
 
@@ -1321,6 +1329,10 @@ impl RxQueue for XskRx {
 
     fn set_wait(&mut self, wait: RxWait) {
         self.wait = wait;
+    }
+
+    fn set_wake(&mut self, wake: Option<Arc<WakeFd>>) {
+        self.wake = wake;
     }
 }
 

@@ -349,7 +349,7 @@ impl RxQueue for PcapCapture {
         let mut rc = (self.api.dispatch)(self.p, cnt, pcap_handler, user);
         if rc == 0 {
             let fd = (self.api.get_selectable_fd)(self.p);
-            if crate::sys::af_packet::poll_in(fd, timeout).unwrap_or(false) {
+            if crate::sys::af_packet::poll_in(fd, None, timeout).unwrap_or(false) {
                 rc = (self.api.dispatch)(self.p, cnt, pcap_handler, user);
             }
         }

@@ -13,6 +13,7 @@ pub mod socket;
 pub mod stalls;
 pub mod time;
 pub mod tracefs;
+pub mod wake;
 pub mod wire;
 pub mod wire_clock;
 pub mod xdp_redirect;

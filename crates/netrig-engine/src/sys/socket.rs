@@ -13,12 +13,14 @@ use std::io;
 use std::mem;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::ptr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::clock::{self, RealtimeOffset};
 use crate::error::PortError;
 use crate::port::{
     Backend, Port, PortCaps, PortSpec, RxMeta, RxQueue, RxQueueStats, RxWait, TimestampSource, TxQueue, TxQueueStats,
+    WakeFd,
 };
 use crate::sys::af_packet::{
     abi, bad_len, bind_ll, force_buf, join_fanout, new_fanout_id, packet_socket, packet_stats, poll_in, probe,
@@ -259,8 +261,9 @@ struct SockRx {
     /// Control-message area (u64 for cmsg alignment), pointed into by `s.msgs`.
     _ctrl: Vec<u64>,
     offset: RealtimeOffset,
-    /// How an empty queue is waited on (`RxQueue::set_wait`).
+    /// How an empty queue is waited on (`RxQueue::set_wait`, `RxQueue::set_wake`).
     wait: RxWait,
+    wake: Option<Arc<WakeFd>>,
     offset_at_ns: u64,
     stats: RxQueueStats,
 }
@@ -286,6 +289,7 @@ impl SockRx {
         let s = Scratch::new(stride_for(ctx.max_frame_len), VLAN_HLEN, Some(&mut ctrl));
         Ok(SockRx {
             wait: RxWait::Poll,
+            wake: None,
             fd: sock,
             ifname: ctx.ifname,
             queue,
@@ -301,6 +305,10 @@ impl SockRx {
 impl RxQueue for SockRx {
     fn set_wait(&mut self, wait: RxWait) {
         self.wait = wait;
+    }
+
+    fn set_wake(&mut self, wake: Option<Arc<WakeFd>>) {
+        self.wake = wake;
     }
 
     fn recv(
@@ -337,8 +345,9 @@ impl RxQueue for SockRx {
                         }
                         polled = true;
                         let (ifname, queue) = (&self.ifname, self.queue);
+                        let wake = self.wake.as_deref();
                         self.wait.wait(timeout, |t| {
-                            poll_in(fd, t).map(|_| ()).map_err(|e| PortError::Io {
+                            poll_in(fd, wake, t).map(|_| ()).map_err(|e| PortError::Io {
                                 ifname: ifname.clone(),
                                 queue,
                                 op: "poll".into(),
