@@ -24,6 +24,8 @@ import pytest
 from tests.conftest import needs_root, sh
 from tests.otg.conftest import ROOT, api, control, flow_metrics, free_port, serve, wait_stopped
 
+from netrig.otgclient.report import FlowLatency
+
 pytestmark = [needs_root, pytest.mark.root, pytest.mark.slow]
 
 AGENT_PORT = 8441
@@ -242,6 +244,11 @@ def test_two_agents_exact_counts_and_refused_without_token(tmp_path):
         assert set(crossing) == {"fab", "fba"}
         sequence = {q["name"]: (q["duplicated"], q["reordered"]) for q in report["sequence"]}
         assert sequence == {name: (0, 0) for name, _, _ in FLOWS}, "each flow's receivers' sequence windows"
+        lat = {q["name"]: FlowLatency(**q) for q in report["latency"]}
+        assert {n: lat[n].frames for n in lat} == {name: 5000 for name, _, _ in FLOWS}, "every frame's latency"
+        for name in ("fa", "fb"):  # one agent: exact, within the buckets' 0.1 %
+            top, mx = lat[name].quantile(1.0), m[name].latency.maximum_ns
+            assert lat[name].uncertainty_ns == 0 and mx <= top <= mx * 1.001 + 1, (name, top, mx)
         for name in ("fab", "fba"):
             n = crossing[name]
             assert ("average_ns" in n["latency_reported"]) == (m[name].latency.average_ns is not None), n

@@ -14,7 +14,7 @@ from netrig.errors import ConfigError
 from netrig.otg import metrics
 from netrig.otg.objects import Config, read
 from netrig.otgclient.messages import FlowMetric, MetricLatency, PortMetric
-from netrig.otgclient.report import FlowSequence
+from netrig.otgclient.report import FlowLatency, FlowSequence
 
 
 def cfg() -> dict:
@@ -222,3 +222,15 @@ def test_each_flows_duplicates_and_reordering_are_summed_over_its_receiving_agen
                                       {"name": "f2", "duplicated": 0, "reordered": 0},
                                       {"name": "f3", "duplicated": 0, "reordered": 7}]
     assert merge.sequence([a, None]) is None, "an agent that did not say: no partial sum"
+
+
+def test_each_flows_latency_buckets_are_merged_over_its_receivers_less_each_ones_clock_offset():
+    sp = split_of(cfg(), ["a", "b"])
+    fba = sp.routes[2]  # sent on b, received on a
+    clocks = {"a": ClockEstimate(2000, 100), "b": ClockEstimate(-1000, 200)}
+    answers = {"a": (FlowLatency(name="fba", buckets=((9000, 60), (12000, 40))),),
+               "b": (FlowLatency(name="fba"),)}
+    assert merge.latency([fba], answers, clocks) == [
+        {"name": "fba", "buckets": ((6000.0, 60), (9000.0, 40)), "uncertainty_ns": 300.0}]
+    assert merge.latency([fba], {"a": (), "b": ()}, clocks) == [], "no buckets on its receiver: none merged"
+    assert merge.latency([fba], {**answers, "b": None}, clocks) is None, "an agent that did not say"

@@ -28,8 +28,9 @@ class FakeServer:
     """Answers the measurer's OTG requests with scripted flow rows; keeps every request."""
 
     def __init__(self, rows: list[dict], running_polls: int = 1, refuse: OtgRefused | None = None,
-                 ports: list[dict] | None = None, sequence: list[dict] | None = None):
+                 ports: list[dict] | None = None, sequence: list[dict] | None = None, latency: list[dict] | None = None):
         self.rows, self.running, self.refuse, self.ports, self.sequence = rows, running_polls, refuse, ports, sequence
+        self.latency = latency
         self.requests: list[tuple[str, str, object]] = []
 
     def call(self, method: str, path: str, body: object = None) -> dict:
@@ -42,7 +43,8 @@ class FakeServer:
             return {"flow_metrics": [{**r, "transmit": state} for r in self.rows]}
         if path == "/netrig/agents":  # an older server: no ports, no sequence
             return {"supervision": {"state": "off"}, **({"ports": self.ports} if self.ports is not None else {}),
-                    **({"sequence": self.sequence} if self.sequence is not None else {})}
+                    **({"sequence": self.sequence} if self.sequence is not None else {}),
+                    **({"latency": self.latency} if self.latency is not None else {})}
         return {"warnings": []}
 
 
@@ -207,3 +209,27 @@ def test_the_session_reaches_the_server_once_and_says_why_it_cannot(tmp_path):
     with pytest.raises(TestbedError, match="otg.url: OTG server .*: start netrig serve there"), \
             open_session(config("k" * 32, server.url), "dut"):
         pass
+
+
+def test_the_servers_latency_buckets_give_the_trials_percentiles_over_every_frame():
+    """Two flows' buckets pooled: 100 frames at 1 µs, 90 at 3 µs (p50 1 µs, p90 and p99 3 µs) and 1
+    at 50 µs in the second flow (p99.9 50 µs). A received flow without buckets (beyond a server's
+    256), or a server without them, leaves the percentiles not measured."""
+    rows = [row("pair0", 100, 100), row("pair1", 91, 91)]
+    lat = [{"name": "pair0", "buckets": [[1000, 100]]}, {"name": "pair1", "buckets": [[3001, 90], [50015, 1]]}]
+    c = measurer(FakeServer(rows, latency=lat)).measure(Load(191.0, FrameSize(size=64)), 1.0)
+    assert c.latency is not None
+    got = (c.latency.p50_ns, c.latency.p90_ns, c.latency.p99_ns, c.latency.p999_ns, c.latency.pdv_ns)
+    assert got == (1000, 3001, 3001, 50015, 3001 - 1000)
+    assert "latency percentiles" not in c.raw["otg"]["not_measured"]
+    for partial in (lat[:1], None):
+        c = measurer(FakeServer(rows, latency=partial)).measure(Load(191.0, FrameSize(size=64)), 1.0)
+        assert c.latency is not None and c.latency.p99_ns is None
+        assert "latency percentiles" in c.raw["otg"]["not_measured"]
+
+
+def test_a_cross_agent_percentile_within_the_clocks_bound_is_left_out():
+    rows = [row("pair0", 100, 100)]
+    lat = [{"name": "pair0", "buckets": [[200, 50], [5000, 50]], "uncertainty_ns": 1000.0}]
+    c = measurer(FakeServer(rows, latency=lat)).measure(Load(100.0, FrameSize(size=64)), 1.0)
+    assert c.latency is not None and (c.latency.p50_ns, c.latency.p99_ns) == (None, 5000)

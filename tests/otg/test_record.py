@@ -39,6 +39,8 @@ def test_recorded_session_reports(veth, tmp_path):
                  for t in doc["trials"])
     assert got == [("f1", 0, 500, 500), ("f1", 1, 500, 500), ("f2", 0, 300, 300), ("f2", 1, 300, 300)]
     assert all(t["kind"] == "otg" and t["counts"]["latency"]["min_ns"] > 0 for t in doc["trials"])
+    for lat in (t["counts"]["latency"] for t in doc["trials"]):  # each run's own, from the receivers' buckets
+        assert lat["min_ns"] <= lat["p50_ns"] <= lat["p99_ns"] <= lat["p999_ns"] <= lat["max_ns"] * 1.001 + 1, lat
     assert all((t["counts"]["duplicated"], t["counts"]["reordered"]) == (0, 0) for t in doc["trials"])
     env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
     html = tmp_path / "report.html"

@@ -128,8 +128,21 @@ pub(crate) fn extend_seq(next_seq: u64, s40: u64) -> u64 {
 pub const PER_FLOW_HIST_LIMIT: usize = 256;
 
 /// Latency histogram precision: 3 significant digits (0.1 %).
-fn new_hist() -> Histogram<u32> {
+pub(crate) fn new_hist() -> Histogram<u32> {
     Histogram::new_with_bounds(1, MAX_LATENCY_NS, 3).expect("static histogram bounds are valid")
+}
+
+/// Record a frame's latency (0 as 1 ns, beyond [`MAX_LATENCY_NS`] as that).
+#[inline]
+pub(crate) fn record_latency(lat: &mut Histogram<u32>, latency: u64) {
+    lat.saturating_record(latency.clamp(1, MAX_LATENCY_NS));
+}
+
+/// A histogram's recorded values as `(value, count)`, lowest first: each value the highest of its
+/// bucket, so recording the pairs into a histogram of the same precision gives this one back, and
+/// a quantile of them is [`Histogram::value_at_quantile`]'s.
+pub(crate) fn buckets(h: &Histogram<u32>) -> Vec<(u64, u64)> {
+    h.iter_recorded().map(|v| (v.value_iterated_to(), u64::from(v.count_at_value()))).collect()
 }
 
 /// |IPDV| histogram precision: 2 significant digits (1 %) are enough for a percentile of a
@@ -491,7 +504,7 @@ impl Analyzer {
             Some((l, i)) => (l, i),
             None => (&mut self.shared_hist, &mut self.shared_ipdv_hist),
         };
-        lat_hist.saturating_record(latency.clamp(1, MAX_LATENCY_NS));
+        record_latency(lat_hist, latency);
         if let Some(d) = ipdv {
             ipdv_hist.saturating_record(d.min(MAX_LATENCY_NS));
         }

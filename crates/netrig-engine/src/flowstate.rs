@@ -405,7 +405,9 @@ impl FlowStates {
         let w = self.window_words;
         self.windows[flow * w..(flow + 1) * w].fill(0);
         self.wide.remove(&(flow as u32));
-        if let Some((l, i)) = self.hists.get_mut(flow) {
+        // An empty histogram is left alone: resetting writes every bucket, and its pages were
+        // never touched.
+        if let Some((l, i)) = self.hists.get_mut(flow).filter(|(l, _)| !l.is_empty()) {
             l.reset();
             i.reset();
         }

@@ -142,6 +142,11 @@ fn duplicates_and_reordering_are_counted_against_the_fault_log() {
     assert_eq!(st.rx_duplicated, log.duplicated.len() as u64, "duplicates");
     assert_eq!(st.rx_reordered, log.reordered.len() as u64, "reordering");
     assert_eq!(st.latency_frames, st.rx_frames - st.rx_duplicated, "latency of the unique frames only");
+    let lat = g.flow_latency().remove(0).expect("the first flows have histograms");
+    assert_eq!(lat.iter().map(|b| b.1).sum::<u64>(), st.latency_frames, "one bucket entry per unique frame");
+    assert!(lat.windows(2).all(|w| w[0].0 < w[1].0), "lowest first, one entry per bucket");
+    let top = lat.last().unwrap().0;
+    assert!(st.latency_max_ns <= top && top <= st.latency_max_ns + st.latency_max_ns / 1000 + 1, "{top}: {st:?}");
     assert!(g.errors().is_empty());
 }
 

@@ -465,6 +465,14 @@ impl Generator {
         py.allow_threads(|| self.0.flow_tags(flow))
     }
 
+    /// Every flow's latency distribution, ns, over its current start's unique frames: `(value,
+    /// count)` pairs, lowest first, each value the highest of its 3-significant-digit bucket (so
+    /// their quantiles are a histogram's, and the pairs of two receivers add); None for a flow
+    /// beyond the first 256, which has no histogram.
+    fn flow_latency(&self, py: Python<'_>) -> Vec<Option<Vec<(u64, u64)>>> {
+        py.allow_threads(|| self.0.flow_latency())
+    }
+
     /// Every flow's state: `stopped`, `running`, `paused` or `done`.
     fn flow_states(&self) -> Vec<&'static str> {
         self.0.flow_states().into_iter().map(|s| s.as_str()).collect()

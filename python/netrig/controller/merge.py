@@ -24,7 +24,7 @@ from netrig.controller.split import FlowRoute
 from netrig.otg import metrics
 from netrig.otg.objects import Flow
 from netrig.otgclient.messages import FlowMetric, MetricLatency, MetricTimestamp, PortMetric
-from netrig.otgclient.report import FlowSequence
+from netrig.otgclient.report import FlowLatency, FlowSequence, add_buckets
 
 #: A flow's latency statistics, as OTG's ``MetricLatency`` names them.
 STATISTICS = ("minimum_ns", "average_ns", "maximum_ns")
@@ -167,3 +167,30 @@ def sequence(answers: Sequence[Sequence[FlowSequence] | None]) -> list[dict[str,
             total[q.name] = FlowSequence(name=q.name, duplicated=had.duplicated + q.duplicated,
                                          reordered=had.reordered + q.reordered)
     return [dataclasses.asdict(q) for q in total.values()]
+
+
+def latency(routes: Sequence[FlowRoute], answers: dict[str, Sequence[FlowLatency] | None],
+            clocks: Clocks) -> list[dict[str, object]] | None:
+    """Every flow's latency buckets over the agents that receive it (``GET /netrig/agents``'
+    ``latency``), each receiving agent's values less its clock's offset from the sender's, with
+    the largest bound of those corrections (:func:`_latency`'s, per agent). A flow an agent has no
+    buckets for (beyond its first 256) has none; ``None`` when an agent did not say."""
+    if any(a is None for a in answers.values()):
+        return None
+    by_agent = {a: {f.name: f for f in got or ()} for a, got in answers.items()}
+    out = []
+    for r in routes:
+        parts, unc = [], 0.0
+        for a in r.rx_agents:
+            got = by_agent.get(a, {}).get(r.name)
+            if got is None:
+                break
+            off = 0.0
+            if a != r.tx_agent:
+                tx, rx = clocks.get(r.tx_agent), clocks.get(a)
+                c = clock.between(tx, rx) if tx and rx else clock.Correction(0.0, float("inf"), "exchange")
+                off, unc = c.offset_ns, max(unc, c.uncertainty_ns)
+            parts.append([(v - off, n) for v, n in got.buckets])
+        else:
+            out.append(dataclasses.asdict(FlowLatency(name=r.name, buckets=add_buckets(*parts), uncertainty_ns=unc)))
+    return out

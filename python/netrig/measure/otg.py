@@ -7,8 +7,9 @@ One trial (:meth:`OtgMeasurer.measure`)::
                 size, each pair's share of the rate (the load is the aggregate, split evenly) and its
                 frame count (rate × duration, or the burst's share) — counts are exact
     start every flow ─▶ poll flow metrics until every flow is stopped (the server says so once the
-                last frame had time to arrive) ─▶ the receiving ports' own drops and each flow's
-                duplicated and reordered frames (GET /netrig/agents) ─▶ TrialCounts
+                last frame had time to arrive) ─▶ the receiving ports' own drops, each flow's
+                duplicated and reordered frames and latency buckets (GET /netrig/agents) ─▶
+                TrialCounts (percentiles: the buckets pooled)
 
 A frame the tester lost itself is never the DUT's: a receiving port that dropped frames in its own
 ring or kernel since the start (the server's ``ports``, netrig.otg.rxdrops) makes the trial invalid,
@@ -18,8 +19,9 @@ marked, never made up (a trial's ``raw`` holds ``otg``: ``not_measured``, ``achi
 each flow's first and last arrival: ``achieved_from``), duplicates and reordering where the
 server does not report them (netrig's does, in ``sequence``; else an excess of arrivals is counted
 as duplicates: a lower bound), late, stray, forged and foreign frames, the testers' own receive
-drops where the server does not report them, latency percentiles
-(min, mean and max only), and a cross-agent flow's latency that the controller left out, wholly or
+drops where the server does not report them, latency percentiles where the server has no buckets
+for a flow that received frames (then min, mean and max only; netrig's has them for its first 256
+flows, in ``latency``), and a cross-agent flow's latency that the controller left out, wholly or
 in part, because its clocks' bound was wider than the value (``latency_left_out``). An agent down
 makes the trial's flows stale: the run stops (resumable) rather than count them.
 
@@ -41,7 +43,7 @@ from netrig.model import MAX_FRAME_SIZE, WIRE_OVERHEAD_BYTES, FrameSize, default
 from netrig.otgclient import report
 from netrig.otgclient.client import OtgClient, OtgDown, OtgRefused
 from netrig.otgclient.messages import FlowMetric, MetricsResponse, read
-from netrig.otgclient.report import FlowSequence, PortDrops
+from netrig.otgclient.report import FlowLatency, FlowSequence, PortDrops, add_buckets
 from netrig.otgclient.typed import MessageError
 from netrig.trial import Stream
 
@@ -56,8 +58,23 @@ TESTER_DROPS = "tester receive drops"
 #: What OTG's flow metrics do not tell (every trial's ``not_measured`` under ``otg`` in ``raw``).
 #: Reordering: measured when the server reports each flow's sequence (``GET /netrig/agents``).
 REORDERED = "reordered"
+#: Latency percentiles: measured when the server reports every received flow's latency buckets
+#: (``GET /netrig/agents``: a netrig server's first 256 flows).
+PERCENTILES = "latency percentiles"
 NOT_MEASURED = ("pacing", "sending window", REORDERED, "late", "stray", "forged", "foreign", TESTER_DROPS,
-                "latency percentiles")
+                PERCENTILES)
+
+
+@dataclass(frozen=True)
+class ServerReport:
+    """What the server says of a trial beside OTG's metrics (``GET /netrig/agents``), ``None``
+    where it does not say: the receiving ports' own drops since the trial's start, by location
+    (``ports``, netrig.otg.rxdrops); each flow's duplicated and reordered frames (``sequence``) and
+    latency buckets (``latency``), by flow name."""
+
+    drops: dict[str, PortDrops] | None = None
+    sequence: dict[str, FlowSequence] | None = None
+    latency: dict[str, FlowLatency] | None = None
 
 
 @dataclass(frozen=True)
@@ -234,21 +251,20 @@ class OtgMeasurer:
         self._run(frame, LEARNING_RATE_PPS, [per] * len(self.pairs))
         self._learned.add(frame.label)
 
-    def _server_report(self) -> tuple[dict[str, PortDrops] | None, dict[str, FlowSequence] | None]:
-        """What the server says of the trial beside OTG's metrics (``GET /netrig/agents``): the
-        receiving ports' own drops since the trial's start, by location (``ports``,
-        netrig.otg.rxdrops), and each flow's duplicated and reordered frames, by flow name
-        (``sequence``); ``None`` for what it does not report."""
+    def _server_report(self) -> ServerReport:
+        """What the server says of the trial beside OTG's metrics (``GET /netrig/agents``)."""
         try:
             r = report.read(report.AgentsReport, self._call("GET", "/netrig/agents"))
         except MessageError:
-            return None, None
+            return ServerReport()
         sequence = {q.name: q for q in r.sequence} if r.sequence is not None else None
+        latency = {q.name: q for q in r.latency} if r.latency is not None else None
         if r.ports is None:
-            return None, sequence
+            return ServerReport(None, sequence, latency)
         by_name = {p.name: p for p in r.ports}
         got = {p.rx: by_name.get(f"p{self.ports.index(p.rx)}") for p in self.pairs}
-        return (None if None in got.values() else {loc: d for loc, d in got.items() if d is not None}), sequence
+        drops = None if None in got.values() else {loc: d for loc, d in got.items() if d is not None}
+        return ServerReport(drops, sequence, latency)
 
     # ------------------------------------------------------------------------------- the seam
     def measure(self, load: Load, duration_s: float) -> TrialCounts:
@@ -257,15 +273,14 @@ class OtgMeasurer:
         total = load.burst_frames if load.burst_frames is not None else max(n, round(load.rate_pps * duration_s))
         frames = [total // n + (1 if i < total % n else 0) for i in range(n)]
         rows, finished = self._run(load.frame_size, load.rate_pps, frames)
-        drops, sequence = self._server_report()
-        return self._counts(rows, frames, load.rate_pps, finished, drops, sequence, checked=load.burst_frames is None)
+        server = self._server_report()
+        return self._counts(rows, frames, load.rate_pps, finished, server, checked=load.burst_frames is None)
 
     def _counts(self, rows: list[FlowRow], planned: Sequence[int], intended_pps: float | None,
-                finished: bool, drops: dict[str, PortDrops] | None, sequence: dict[str, FlowSequence] | None = None,
-                checked: bool = True) -> TrialCounts:
-        """The trial's counts from its flows' rows (``intended_pps``: the rate asked for; ``checked``
-        ``False``: a burst, no rate check; ``drops``: the receiving ports' own, ``sequence``: each
-        flow's duplicated and reordered frames, ``None`` if unknown)."""
+                finished: bool, server: ServerReport, checked: bool = True) -> TrialCounts:
+        """The trial's counts from its flows' rows and what the server said beside them
+        (``intended_pps``: the rate asked for; ``checked`` ``False``: a burst, no rate check)."""
+        drops = server.drops
         stale = [r.name for r in rows if r.loss is None]
         if stale:
             raise TestbedError(f"otg: flow(s) {', '.join(stale)} have no loss: an agent is down (GET /netrig/agents "
@@ -280,11 +295,16 @@ class OtgMeasurer:
                                intended_pps)
         lat = [(r.latency, r.frames_rx) for r in rows if r.latency is not None and r.frames_rx]
         left_out = [r.name for r in rows if r.latency is None and r.frames_rx]
+        pct = _percentiles(rows, server.latency)
         latency = LatencySummary(min_ns=min(x[0] for x, _ in lat), max_ns=max(x[2] for x, _ in lat),
-                                 mean_ns=sum(x[1] * k for x, k in lat) / sum(k for _, k in lat)) if lat else None
-        not_measured = [x for x in NOT_MEASURED
-                        if not (x == TESTER_DROPS and drops is not None or x == REORDERED and sequence is not None)]
-        duplicated, reordered = _sequence(rows, sequence, arrived - sent)
+                                 mean_ns=sum(x[1] * k for x, k in lat) / sum(k for _, k in lat),
+                                 **(pct or {})) if lat else None
+        if latency is not None and latency.p99_ns is not None and latency.min_ns is not None:
+            latency = dataclasses.replace(latency, pdv_ns=latency.p99_ns - latency.min_ns)
+        measured = {TESTER_DROPS: drops is not None, REORDERED: server.sequence is not None,
+                    PERCENTILES: pct is not None and latency is not None}
+        not_measured = [x for x in NOT_MEASURED if not measured.get(x)]
+        duplicated, reordered = _sequence(rows, server.sequence, arrived - sent)
         raw = {"otg": {"flows": [r.__dict__ for r in rows], "not_measured": not_measured,
                        "achieved_from": "each flow's frames over its first to last arrival" if None not in rates
                        else "the intended rate (a flow had fewer than two arrivals)",
@@ -338,6 +358,23 @@ class OtgMeasurer:
 def _unsupported(what: str) -> CapabilityError:
     return CapabilityError(f"{what}: not through an OTG server (otg): only methods whose trials are one load for a "
                            "time or a burst run there (throughput, frame loss, latency, MLRsearch, back-to-back…)")
+
+
+def _percentiles(rows: Sequence[FlowRow], latency: dict[str, FlowLatency] | None) -> dict[str, float | None] | None:
+    """The trial's latency percentiles over every frame of its flows, from the server's buckets
+    (``None``: the server has none for a flow that received frames, nothing arrived, or every
+    percentile was left out). A cross-agent percentile at or below its clocks' bound is left out
+    (``None``), as the controller leaves out such a minimum or mean."""
+    found = [latency.get(r.name) for r in rows if r.frames_rx] if latency is not None else [None]
+    if None in found:
+        return None
+    parts = [g for g in found if g is not None]
+    total = FlowLatency(name="trial", buckets=add_buckets(*(g.buckets for g in parts)),
+                        uncertainty_ns=max((g.uncertainty_ns for g in parts), default=0.0))
+    if not total.frames:
+        return None
+    got = total.percentiles()
+    return got if any(v is not None for v in got.values()) else None
 
 
 def _sequence(rows: Sequence[FlowRow], sequence: dict[str, FlowSequence] | None, excess: int) -> tuple[int, int]:

@@ -19,6 +19,7 @@ from netrig import _native
 from netrig.environment import capture as environment
 from netrig.model import size_label
 from netrig.otg import metrics
+from netrig.otgclient.report import FlowLatency
 from netrig.results import SCHEMA_VERSION, TrialLog, utc_now, write_result
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ class Recorder:
         (a start resets their counters); all of them at a stop or the session's end."""
         if self.log is None or service.generator is None or service.plan is None:
             return
-        stats = service.generator.flow_stats()
+        stats, lat = service.generator.flow_stats(), service.generator.flow_latency()
         now = time.monotonic_ns()
         again = set(restarting or ())
         for i in sorted(self.open):
@@ -88,7 +89,7 @@ class Recorder:
             if ended_only and not reset and metrics.transmit(s, f.rx_tx_ratio, service.drain_ns, now) != "stopped":
                 continue
             run, started = self.open.pop(i)
-            rec = _trial(len(self.trials), run, i, f.name, s, service, started)
+            rec = _trial(len(self.trials), run, i, f.name, (s, lat[i]), service, started)
             self.log.append(rec)
             self.trials.append(rec)
 
@@ -103,8 +104,10 @@ class Recorder:
         self.log = None
 
 
-def _trial(seq: int, run: int, i: int, name: str, s: _native.GenFlowStats, service: Service, started: str) -> dict:
-    """One flow's run as a trial record."""
+def _trial(seq: int, run: int, i: int, name: str, counts: tuple[_native.GenFlowStats, list[tuple[int, int]] | None],
+           service: Service, started: str) -> dict:
+    """One flow's run as a trial record, from its counts and latency buckets (``None``: none kept)."""
+    s, buckets = counts
     assert service.plan is not None
     f = service.plan.flows[i]
     window_s = (s.tx_last_ns - s.tx_first_ns) / 1e9 if s.tx_frames > 1 else 0.0
@@ -116,6 +119,10 @@ def _trial(seq: int, run: int, i: int, name: str, s: _native.GenFlowStats, servi
     if s.latency_frames:
         latency = {"min_ns": s.latency_min_ns, "mean_ns": s.latency_sum_ns / s.latency_frames,
                    "max_ns": s.latency_max_ns}
+        pct = FlowLatency(name=name, buckets=tuple(buckets or ())).percentiles()
+        latency.update({k: v for k, v in pct.items() if v is not None})
+        if (p99 := pct["p99_ns"]) is not None:
+            latency["pdv_ns"] = p99 - s.latency_min_ns
     # the achieved rate; the rate the flow was asked for is not known here (intended_pps null)
     achieved = (s.tx_frames - 1) / window_s if window_s > 0 else None
     return {

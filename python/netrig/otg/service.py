@@ -54,7 +54,7 @@ from netrig.otg.objects import (
 )
 from netrig.otg.rxdrops import RxDrops
 from netrig.otgclient import headers
-from netrig.otgclient.report import FlowSequence
+from netrig.otgclient.report import FlowLatency, FlowSequence
 from netrig.telemetry.sources import FlowGroupCounts
 
 #: How long a flow's frames may still be on their way after its last one left, by default, s.
@@ -523,15 +523,19 @@ class Service(OtgService):
 
     def agents_report(self) -> dict[str, Any]:
         """``GET /netrig/agents``: every port's own receive drops since the last start (``ports``:
-        netrig.otg.rxdrops), every flow's duplicated and reordered frames since its last start
-        (``sequence``: what OTG's flow metrics have no room for); nothing before a config."""
+        netrig.otg.rxdrops); what OTG's flow metrics have no room for, per flow since its last start:
+        its duplicated and reordered frames (``sequence``) and, for the first 256 flows, its
+        latency distribution (``latency``); nothing before a config."""
         with self.lock:
             if self.plan is None or self.generator is None:
                 return {}
             sequence = [FlowSequence(name=f.name, duplicated=s.rx_duplicated, reordered=s.rx_reordered)
                         for f, s in zip(self.plan.flows, self.generator.flow_stats())]
+            latency = [FlowLatency(name=f.name, buckets=tuple(b))
+                       for f, b in zip(self.plan.flows, self.generator.flow_latency()) if b is not None]
             return {"ports": [dataclasses.asdict(d) for d in self.rx_drops.report(self.plan, self.generator)],
-                    "sequence": [dataclasses.asdict(q) for q in sequence], "links": self.links.report()}
+                    "sequence": [dataclasses.asdict(q) for q in sequence],
+                    "latency": [dataclasses.asdict(q) for q in latency], "links": self.links.report()}
 
     def capture(self, req: CaptureRequest) -> bytes:
         if req.packets is not None and req.packets.choice == "slice":

@@ -7,6 +7,8 @@ Read with :data:`read` (``read(AgentsReport, answer)``), written with
 """
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +53,54 @@ class FlowSequence:
     reordered: int = 0
 
 
+#: The latency percentiles of a trial, by result field (``LatencySummary``'s).
+QUANTILES = {"p50_ns": 0.5, "p90_ns": 0.9, "p99_ns": 0.99, "p999_ns": 0.999}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlowLatency:
+    """One flow's latency since its last start over its unique frames, ns, as ``buckets`` of
+    ``(value, count)``, lowest first: each value the highest of its bucket at 3 significant
+    digits, so :meth:`quantile` is a histogram's (the trial's) and two receivers' buckets add
+    (:func:`add_buckets`). At a controller each receiving agent's clock offset from the sender's
+    is removed from its values, and ``uncertainty_ns`` is the correction's bound (0 within one
+    agent): a quantile at or below it is not a measurement. A server has them for its first 256
+    flows (each receiver's histograms)."""
+
+    name: str
+    buckets: tuple[tuple[float, int], ...] = ()
+    uncertainty_ns: float = 0.0
+
+    @property
+    def frames(self) -> int:
+        return sum(n for _, n in self.buckets)
+
+    def quantile(self, q: float) -> float | None:
+        """The value below or at which a share ``q`` of the frames fall, as
+        ``hdrhistogram::Histogram::value_at_quantile`` takes it (``None``: no frames)."""
+        at, seen = max(1, math.ceil(q * self.frames)), 0
+        for value, n in self.buckets:
+            seen += n
+            if seen >= at:
+                return value
+        return None
+
+    def percentiles(self) -> dict[str, float | None]:
+        """:data:`QUANTILES` of the buckets, each ``None`` with no frames or at or below
+        ``uncertainty_ns`` (not a measurement)."""
+        return {k: v if (v := self.quantile(q)) is not None and v > self.uncertainty_ns else None
+                for k, q in QUANTILES.items()}
+
+
+def add_buckets(*parts: Iterable[tuple[float, int]]) -> tuple[tuple[float, int], ...]:
+    """Latency buckets summed value by value, lowest first."""
+    total: dict[float, int] = {}
+    for part in parts:
+        for value, n in part:
+            total[value] = total.get(value, 0) + n
+    return tuple(sorted(total.items()))
+
+
 #: The kernel's receive-drop counters of an interface that are the receiving host's own (its
 #: queues and backlog full, its NIC out of descriptors): never a frame's content or the wire.
 KERNEL_RX_DROPS = ("rx_dropped", "rx_missed_errors", "rx_fifo_errors", "rx_over_errors")
@@ -58,12 +108,13 @@ KERNEL_RX_DROPS = ("rx_dropped", "rx_missed_errors", "rx_fifo_errors", "rx_over_
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentsReport:
-    """``GET /netrig/agents``: ``ports`` and ``sequence`` (``None``: a server that does not report
-    them); the rest (a controller's ``agents``, ``flows``, ``events``, every server's
+    """``GET /netrig/agents``: ``ports``, ``sequence`` and ``latency`` (``None``: a server that does
+    not report them); the rest (a controller's ``agents``, ``flows``, ``events``, every server's
     ``supervision``) as given."""
 
     ports: tuple[PortDrops, ...] | None = None
     sequence: tuple[FlowSequence, ...] | None = None
+    latency: tuple[FlowLatency, ...] | None = None
     others: dict[str, Any] = field(default_factory=dict)
 
 

@@ -178,7 +178,7 @@ impl Generator {
     }
 
     /// Every flow's counts now (the current start's). Waits for every RX worker's snapshot
-    /// (at most one receive wait, 5 ms, when they idle), then reads the transmit counters: a TX
+    /// (an idle one is woken for it), then reads the transmit counters: a TX
     /// worker counts a frame before it sends it, so every frame a snapshot holds is in them and a
     /// running flow never reads as more received than sent.
     pub fn flow_stats(&self) -> Vec<FlowStats> {
@@ -226,6 +226,26 @@ impl Generator {
             self.tx_pubs[flow].add_tags(&mut tx);
         }
         Some((tx, rx))
+    }
+
+    /// Every flow's latency distribution (the current start's unique frames, ns) as `(value,
+    /// count)` pairs, lowest first, summed over the RX workers: each value the highest of its
+    /// bucket at 3 significant digits, so quantiles of it are a histogram's. `None` for a flow
+    /// beyond the first [`crate::analyze::PER_FLOW_HIST_LIMIT`], which has no histogram.
+    pub fn flow_latency(&self) -> Vec<Option<Vec<(u64, u64)>>> {
+        let tags: Vec<u32> = self.ctl.iter().map(|c| c.tag.load(Ordering::Acquire)).collect();
+        let mut sums: Vec<Option<std::collections::BTreeMap<u64, u64>>> = vec![None; tags.len()];
+        let asked: Vec<u64> = self.rx_snaps.iter().map(|s| s.ask_latency()).collect();
+        for (snaps, &a) in self.rx_snaps.iter().zip(&asked) {
+            let got = snaps.wait_latency(a);
+            for ((sum, (tag, b)), &want) in sums.iter_mut().zip(&got.lat).zip(&tags) {
+                let sum = sum.get_or_insert_with(Default::default);
+                for &(v, n) in b.iter().filter(|_| *tag == want) {
+                    *sum.entry(v).or_default() += n;
+                }
+            }
+        }
+        sums.into_iter().map(|s| s.map(|m| m.into_iter().collect())).collect()
     }
 
     /// Every flow's state (what [`Self::flow_stats`] says, without the counts).

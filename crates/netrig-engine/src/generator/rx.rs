@@ -16,13 +16,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
 
+use hdrhistogram::Histogram;
 use netrig_wire::dissect::locate;
 use netrig_wire::signature::Site;
 use netrig_wire::signature::MASK_40;
 
 use super::capring::CaptureRing;
 use super::stats::{FlowCtl, PortCounters, RxSnap};
-use crate::analyze::{extend_seq, FUTURE_TOLERANCE_NS};
+use crate::analyze::{buckets, extend_seq, new_hist, record_latency, FUTURE_TOLERANCE_NS, PER_FLOW_HIST_LIMIT};
 use crate::flowstate::{FlowStates, SeqClass};
 use crate::port::{RxMeta, RxQueue, RxWait};
 use crate::sys::wake::WakeFd;
@@ -150,6 +151,9 @@ impl RxWorker {
 /// How many flows a busy worker copies into a snapshot between two batches (an idle one copies
 /// the rest at once): about 0.1 ms, so a snapshot of 2^20 flows never holds the ring up.
 const SNAP_CHUNK: usize = 4096;
+/// What reading one flow's latency buckets costs, in flows copied (a scan of its histogram's
+/// 28 k buckets): a busy worker reads 16 of them between two batches.
+const HIST_COST: usize = 256;
 /// Longest a reader waits for a worker's snapshot before it takes the last one (a worker stalled
 /// that long has dropped frames in its ring anyway, and says so in the port's ring drops).
 const SNAP_WAIT: Duration = Duration::from_secs(2);
@@ -163,6 +167,11 @@ pub(crate) struct SnapBuf {
     pub gone: bool,
     pub flows: Vec<RxSnap>,
     pub tags: Vec<Box<[u64]>>,
+    /// The latency request the buckets answer, and per flow with histograms of its own (the first
+    /// [`PER_FLOW_HIST_LIMIT`]) its start's tag and latency buckets ([`buckets`]). Kept through
+    /// answers without them.
+    pub lat_have: u64,
+    pub lat: Vec<(u32, Vec<(u64, u64)>)>,
 }
 
 /// A worker's snapshot mailbox: readers ask, the worker answers between batches. The flow state
@@ -172,6 +181,8 @@ pub(crate) struct SnapBuf {
 #[derive(Debug, Default)]
 pub(crate) struct Snapshots {
     want: AtomicU64,
+    /// The latest request that wants the latency buckets too.
+    want_lat: AtomicU64,
     buf: Mutex<SnapBuf>,
     answered: Condvar,
     /// `None` if no eventfd could be had: then the answer comes when the wait ends.
@@ -192,12 +203,32 @@ impl Snapshots {
         asked
     }
 
+    /// Ask for a snapshot with the latency buckets; returns the request to
+    /// [`Self::wait_latency`] for.
+    pub fn ask_latency(&self) -> u64 {
+        let asked = self.want.fetch_add(1, Ordering::AcqRel) + 1;
+        self.want_lat.fetch_max(asked, Ordering::AcqRel);
+        if let Some(w) = &self.wake {
+            w.wake();
+        }
+        asked
+    }
+
     /// The snapshot answering `asked` or a later one; the last one if the worker has ended or
     /// not answered within [`SNAP_WAIT`].
     pub fn wait(&self, asked: u64) -> MutexGuard<'_, SnapBuf> {
+        self.wait_until(|g| g.have >= asked)
+    }
+
+    /// [`Self::wait`] for latency buckets answering `asked` or later.
+    pub fn wait_latency(&self, asked: u64) -> MutexGuard<'_, SnapBuf> {
+        self.wait_until(|g| g.lat_have >= asked)
+    }
+
+    fn wait_until(&self, done: impl Fn(&SnapBuf) -> bool) -> MutexGuard<'_, SnapBuf> {
         let deadline = std::time::Instant::now() + SNAP_WAIT;
         let mut g = self.buf.lock().unwrap_or_else(|e| e.into_inner());
-        while g.have < asked && !g.gone {
+        while !done(&g) && !g.gone {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             if left.is_zero() {
                 break;
@@ -236,8 +267,9 @@ pub(crate) struct RxFlows {
     meta: Vec<FlowMeta>,
     extra: HashMap<u32, Extra>,
     tag_counts: Vec<Box<[u64]>>,
-    /// A snapshot being copied: the request it answers, the next flow, the copy.
-    answering: Option<(u64, usize)>,
+    /// A snapshot being copied: the request it answers, the latency request it answers too (if
+    /// any), the next flow; the copy.
+    answering: Option<(u64, Option<u64>, usize)>,
     staging: SnapBuf,
 }
 
@@ -246,7 +278,11 @@ impl RxFlows {
     pub fn new(periods: &[u32]) -> RxFlows {
         let n = periods.len();
         RxFlows {
-            states: FlowStates::new(n, 0, || unreachable!("no flow has its own histogram")),
+            // Latency histograms of the first flows; no |IPDV| percentile is served, so its
+            // histogram is the smallest there is, never recorded.
+            states: FlowStates::new(n, PER_FLOW_HIST_LIMIT, || {
+                (new_hist(), Histogram::new(1).expect("1 digit is valid"))
+            }),
             meta: periods.iter().map(|&period| FlowMeta { tag: u32::MAX, period, first_ns: 0, last_ns: 0 }).collect(),
             extra: HashMap::new(),
             tag_counts: periods.iter().map(|&t| vec![0; t as usize].into_boxed_slice()).collect(),
@@ -292,24 +328,17 @@ impl RxFlows {
     /// worker ends, answer in full and for good.
     fn answer(&mut self, snaps: &Snapshots, chunk: usize, last: bool) {
         let want = snaps.want.load(Ordering::Acquire);
-        let (asked, from) = match self.answering {
-            _ if last => (want, 0),
+        let want_lat = snaps.want_lat.load(Ordering::Acquire);
+        let lat_due = want_lat > self.staging.lat_have;
+        let (asked, lat, from) = match self.answering {
+            _ if last => (want, Some(want_lat), 0),
             Some(a) => a,
-            None if want > self.staging.have => (want, 0),
+            None if want > self.staging.have || lat_due => (want, lat_due.then_some(want_lat), 0),
             None => return,
         };
-        let n = self.meta.len();
-        if self.staging.flows.len() != n {
-            self.staging.flows = vec![RxSnap::default(); n];
-            self.staging.tags = self.tag_counts.clone();
-        }
-        let to = n.min(from.saturating_add(chunk));
-        for i in from..to {
-            self.staging.flows[i] = self.snap(i);
-            self.staging.tags[i].copy_from_slice(&self.tag_counts[i]);
-        }
-        if to < n {
-            self.answering = Some((asked, to));
+        let to = self.copy(from, chunk, lat.is_some());
+        if to < self.meta.len() {
+            self.answering = Some((asked, lat, to));
             return;
         }
         let mut g = match snaps.buf.try_lock() {
@@ -317,17 +346,46 @@ impl RxFlows {
             Err(TryLockError::Poisoned(e)) => e.into_inner(),
             Err(TryLockError::WouldBlock) if last => snaps.buf.lock().unwrap_or_else(|e| e.into_inner()),
             Err(TryLockError::WouldBlock) => {
-                self.answering = Some((asked, n)); // a reader holds it: publish after the next batch
+                self.answering = Some((asked, lat, to)); // a reader holds it: publish after the next batch
                 return;
             }
         };
         std::mem::swap(&mut g.flows, &mut self.staging.flows);
         std::mem::swap(&mut g.tags, &mut self.staging.tags);
+        if let Some(l) = lat {
+            std::mem::swap(&mut g.lat, &mut self.staging.lat);
+            (g.lat_have, self.staging.lat_have) = (l, l);
+        }
         (g.have, g.gone) = (asked, last);
         self.staging.have = asked;
         self.answering = None;
         drop(g);
         snaps.answered.notify_all();
+    }
+
+    /// Copy flows from `from` into the staging snapshot, `chunk` flows' worth (a histogram's
+    /// buckets, with `lat`, count [`HIST_COST`] flows); returns the next flow to copy.
+    fn copy(&mut self, from: usize, chunk: usize, lat: bool) -> usize {
+        let (n, nh) = (self.meta.len(), self.states.hists.len());
+        if self.staging.flows.len() != n {
+            self.staging.flows = vec![RxSnap::default(); n];
+            self.staging.tags = self.tag_counts.clone();
+        }
+        if lat && self.staging.lat.len() != nh {
+            self.staging.lat = vec![(u32::MAX, Vec::new()); nh];
+        }
+        let (mut i, mut budget) = (from, chunk);
+        while i < n && budget > 0 {
+            self.staging.flows[i] = self.snap(i);
+            self.staging.tags[i].copy_from_slice(&self.tag_counts[i]);
+            budget -= 1;
+            if lat && i < nh {
+                self.staging.lat[i] = (self.meta[i].tag, buckets(&self.states.hists[i].0));
+                budget = budget.saturating_sub(HIST_COST);
+            }
+            i += 1;
+        }
+        i
     }
 }
 
@@ -389,8 +447,11 @@ impl Count<'_> {
             (e.untimed, e.untimed_bytes) = (e.untimed + 1, e.untimed_bytes + wire);
             return;
         };
-        let correction = wire * (self.ps_per_byte + self.flow_ps[i]) / 1000;
-        fl.states.count_received(i, wire as u32, raw.saturating_sub(correction));
+        let latency = raw.saturating_sub(wire * (self.ps_per_byte + self.flow_ps[i]) / 1000);
+        fl.states.count_received(i, wire as u32, latency);
+        if let Some((l, _)) = fl.states.hists.get_mut(i) {
+            record_latency(l, latency);
+        }
     }
 }
 
@@ -467,6 +528,59 @@ mod tests {
             }
             println!("rx_count_cost flows {n}: {best:.1} ns per frame");
         }
+    }
+
+    /// The quantile of `(value, count)` pairs as [`Histogram::value_at_quantile`] takes it.
+    fn quantile(b: &[(u64, u64)], q: f64) -> u64 {
+        let at = ((q * b.iter().map(|x| x.1).sum::<u64>() as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        b.iter()
+            .find(|x| {
+                seen += x.1;
+                seen >= at
+            })
+            .map_or(0, |x| x.0)
+    }
+
+    #[test]
+    fn latency_buckets_give_the_histograms_quantiles_in_chunks_and_stay_through_plain_answers() {
+        let n = 40; // flows with histograms: 16 per busy chunk
+        let ctl: Vec<FlowCtl> = (0..n).map(|_| FlowCtl::default()).collect();
+        ctl.iter().for_each(|c| c.tag.store(3, Ordering::Relaxed));
+        let (mut flows, port, snaps) = (RxFlows::new(&vec![0; n]), PortCounters::default(), Snapshots::default());
+        let flow_ps = vec![0; n];
+        let mut c = Count { ctl: &ctl, flows: &mut flows, port: &port, epoch_ns: 0, ps_per_byte: 0, flow_ps: &flow_ps };
+        for k in 0..1000u64 {
+            // Latencies 1..1000 µs, and a duplicate of every tenth frame (not a latency sample).
+            let ts = 10_000_000_000 + k * 10_000;
+            let sig = Signature { trial: 3, warmup: false, flow_id: 0, seq: k, tx_ts_ns: ts - (k + 1) * 1000 };
+            let mut f = vec![0u8; 60];
+            sig.emit(&mut f[60 - netrig_wire::signature::LEN..]);
+            for _ in 0..1 + u64::from(k % 10 == 0) {
+                c.frame(&f, RxMeta { ts_ns: ts, ..Default::default() });
+            }
+        }
+        let asked = snaps.ask_latency();
+        flows.answer(&snaps, SNAP_CHUNK, false);
+        flows.answer(&snaps, SNAP_CHUNK, false);
+        assert_eq!(snaps.buf.lock().unwrap().lat_have, 0, "32 of 40 histograms read: nothing published");
+        flows.answer(&snaps, SNAP_CHUNK, false);
+        let got = snaps.wait_latency(asked);
+        let (tag, b) = &got.lat[0];
+        assert_eq!((*tag, b.iter().map(|x| x.1).sum::<u64>(), got.lat.len()), (3, 1000, n));
+        for q in [0.0001, 0.5, 0.9, 0.99, 0.999, 1.0] {
+            assert_eq!(quantile(b, q), flows.states.hists[0].0.value_at_quantile(q), "q {q}");
+        }
+        assert!(got.lat[1].1.is_empty(), "a flow with no frames has no buckets");
+        drop(got);
+        let plain = snaps.ask();
+        flows.answer(&snaps, usize::MAX, false);
+        let got = snaps.wait(plain);
+        assert_eq!((got.lat_have, got.lat[0].1.len()), (asked, b_len(&flows)), "kept through a plain answer");
+    }
+
+    fn b_len(flows: &RxFlows) -> usize {
+        buckets(&flows.states.hists[0].0).len()
     }
 
     #[test]
