@@ -1041,6 +1041,7 @@ class Forwarder:
         cpus: Sequence[int] | None = None,
         batch: int | None = None,
         xdp_redirect: bool | None = None,
+        faults: dict[str, float] | None = None,
     ) -> Forwarder: ...
     @property
     def ports(self) -> list[ForwardPortInfo]:
@@ -1052,6 +1053,10 @@ class Forwarder:
         """The workers still forward (not stopped, no worker failed)."""
     def stats(self) -> list[ForwardQueueStats]:
         """Counters now, per port and queue (after `stop`: the final ones are what `stop` returned)."""
+    def fault_counts(self) -> dict[str, int] | None:
+        """What the fault injector did so far, also after `stop`: frames `passed`, `dropped`,
+        `duplicated`, `held` back and sent `reordered` (after a higher sequence of their flow); None
+        without `faults`."""
     def pin_failures(self) -> list[PinFailure]:
         """Workers that do not run on their CPU: the kernel refused the pin (their queues' `cpu` is
         `None`). Empty when every worker was pinned, and after `stop`."""

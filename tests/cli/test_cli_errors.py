@@ -31,3 +31,22 @@ def test_a_negative_duration_is_netrigs_own_message(capsys):
     err = capsys.readouterr().err
     assert "netrig: error: --duration: must be a duration like 2s or 500ms (got '-1s')" in err, err
     assert "expected one argument" not in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("spec, says", [
+    ("drop", "'drop': give KEY=VALUE with KEY one of drop, duplicate, reorder, distance, seed"),
+    ("jitter=1", "'jitter=1': give KEY=VALUE"),
+    ("distance=2.5", "'distance=2.5': distance takes an integer"),
+    ("drop=lots", "'drop=lots': drop takes a number"),
+])
+def test_a_bad_fault_spec_is_one_line_naming_the_key(capsys, spec, says):
+    assert main(["forward", "--port", "a", "--faults", spec]) == 2
+    err = capsys.readouterr().err
+    assert f"netrig: error: --faults: {says}" in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_fault_spec_becomes_the_forwarders_faults():
+    from netrig.cli.forward import parse_faults
+
+    assert parse_faults("drop=0.01, reorder=0.02,distance=20,seed=3") == {"drop": 0.01, "reorder": 0.02,
+                                                                       "distance": 20, "seed": 3}

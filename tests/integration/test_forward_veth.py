@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 from contextlib import contextmanager
 
@@ -304,3 +305,66 @@ def test_forwarder_refuses_what_its_dut_cannot_do(options, field):
         Testbed.create("forwarder", **options)
     with pytest.raises(ConfigError, match="forward_backend"):
         Testbed.create("oneport", forward_backend="bridge")
+
+
+#: A DUT that drops, duplicates and reorders (its injector seeded: the same frames, the same faults).
+FAULTS = {"seed": 7, "drop": 0.01, "duplicate": 0.01, "reorder": 0.01, "distance": 20}
+
+
+def _otg_flow_through(t: str, names: dict) -> tuple[object, dict]:
+    """One served OTG flow of FRAMES 64-byte frames from ta to tb: its flow metric and its sequence
+    counts (``GET /netrig/agents``)."""
+    from tests.otg.conftest import api, control, serve, wait_stopped
+
+    with serve([f"{names['ta']}@{t}", f"{names['tb']}@{t}"], "--io", "af_packet") as url:
+        a = api(url)
+        c = a.config()
+        c.ports.port(name="p1", location=f"{names['ta']}@{t}").port(name="p2", location=f"{names['tb']}@{t}")
+        f = c.flows.flow(name="f")[-1]
+        f.tx_rx.port.tx_name, f.tx_rx.port.rx_names = "p1", ["p2"]
+        f.metrics.enable, f.metrics.loss = True, True
+        f.size.fixed, f.rate.pps, f.duration.fixed_packets.packets = 64, RATE, FRAMES
+        f.packet.ethernet().ipv4().udp()
+        a.set_config(c)
+        control(a, "start")
+        m = wait_stopped(a, ["f"])["f"]
+        report = json.loads(urllib.request.urlopen(url + "/netrig/agents", timeout=5).read())
+        return m, next(q for q in report["sequence"] if q["name"] == "f")
+
+
+def test_a_faulty_dut_is_counted_alike_by_a_trial_and_a_served_otg_flow():
+    """The forwarder's fault injector drops, duplicates and reorders the frames of one flow; a
+    trial and a served OTG flow sending the same number of frames through it (so the seeded
+    injector does the same to both) count exactly what its log says it did."""
+    with dut_bed() as (t, d, names):
+        fwd = _forwarder(d, names, "af_packet", "io", faults=FAULTS)
+        try:
+            tx = netrig.Port(names["ta"], netns=t, io="af_packet")
+            rx = netrig.Port(names["tb"], netns=t, io="af_packet")
+            s = netrig.Stream(frame_size=64, rate_pps=RATE, rx_port=1)
+            r = netrig.run_trial(ports=[tx, rx], streams=[s], frames=FRAMES, drain_s=0.3, learning=False)
+        finally:
+            fwd.stop()
+        log = fwd.fault_counts()
+        assert log is not None and min(log["dropped"], log["duplicated"], log["reordered"]) > 50, log
+        assert r.frames_sent == FRAMES and r.valid, r.to_dict(flows=False)
+        assert (r.frames_lost, r.duplicated, r.reordered) == (log["dropped"], log["duplicated"], log["reordered"])
+        fwd = _forwarder(d, names, "af_packet", "io", faults=FAULTS)
+        try:
+            m, seq = _otg_flow_through(t, names)
+        finally:
+            fwd.stop()
+        print(f"injector: {log}; trial: {r.frames_lost} lost, {r.duplicated} duplicated, {r.reordered} reordered; "
+              f"OTG: {m.frames_rx} arrivals, {seq}")
+        assert fwd.fault_counts() == log, "the same frames through the same seed: the same faults"
+        assert m.frames_tx == FRAMES and m.frames_rx == FRAMES - log["dropped"] + log["duplicated"]
+        assert (seq["duplicated"], seq["reordered"]) == (log["duplicated"], log["reordered"]), seq
+
+
+def test_faults_are_refused_where_they_cannot_be_injected_or_make_no_sense():
+    with dut_bed() as (_, d, names):
+        for faults, why in (({"drop": 1.5}, "drop=1.5 is not a probability"),
+                            ({"drop": 0.6, "duplicate": 0.6}, "at most 1"),
+                            ({"jitter": 1.0}, "is not a fault setting")):
+            with pytest.raises(netrig.ConfigError, match=why):
+                _forwarder(d, names, "af_packet", "io", faults=faults)

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use netrig_wire::dissect;
 use netrig_wire::signature::Site;
 
-use crate::error::PortError;
+use crate::error::{ConfigError, PortError};
 use crate::port::{TxQueue, TxQueueStats};
 use crate::rng::XorShift;
 
@@ -25,6 +25,25 @@ pub struct FaultConfig {
     pub stall_ns: u64,
     /// Log when every frame went on to the inner queue (`FaultLog::departures`).
     pub record_departures: bool,
+}
+
+impl FaultConfig {
+    /// Probabilities within 0..1 that add up to at most 1, a distance for reordering. Field:
+    /// `faults`.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let named = [("drop", self.drop), ("duplicate", self.duplicate), ("reorder", self.reorder)];
+        if let Some((k, v)) = named.iter().find(|(_, v)| !(0.0..=1.0).contains(v)) {
+            return Err(ConfigError::new("faults", format!("{k}={v} is not a probability: give 0..1")));
+        }
+        let sum: f64 = named.iter().map(|x| x.1).sum();
+        if sum > 1.0 {
+            return Err(ConfigError::new("faults", format!("drop + duplicate + reorder is {sum}: at most 1")));
+        }
+        if self.reorder > 0.0 && self.reorder_distance == 0 {
+            return Err(ConfigError::new("faults", "reorder needs distance >= 1 (frames a held one waits for)"));
+        }
+        Ok(())
+    }
 }
 
 impl Default for FaultConfig {
@@ -61,7 +80,27 @@ pub struct FaultLog {
     pub stalls: u64,
 }
 
+/// How many frames the injector passed, dropped, duplicated, held back and sent reordered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FaultCounts {
+    pub passed: u64,
+    pub dropped: u64,
+    pub duplicated: u64,
+    pub held: u64,
+    pub reordered: u64,
+}
+
 impl FaultLog {
+    pub fn counts(&self) -> FaultCounts {
+        FaultCounts {
+            passed: self.passed,
+            dropped: self.dropped.len() as u64,
+            duplicated: self.duplicated.len() as u64,
+            held: self.held.len() as u64,
+            reordered: self.reordered.len() as u64,
+        }
+    }
+
     fn emitted(&mut self, k: (u32, u64)) {
         match self.max_emitted.get_mut(&k.0) {
             Some(m) if k.1 < *m => self.reordered.push(k),

@@ -20,11 +20,12 @@
 //! what they queued and closes the ports, which detaches the XDP programs (BPF links).
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::error::{ConfigError, EngineError, PortError};
+use crate::fault::{FaultConfig, FaultLog, FaultyTx};
 use crate::open::open_port;
 use crate::pin::{PinFailure, PinLog};
 use crate::port::{Port, PortCaps, PortSpec, RxQueue, TxQueue};
@@ -152,6 +153,10 @@ pub struct ForwardConfig {
     /// Forward in the kernel (`--backend xdp`): an XDP program per port redirects frames through
     /// a DEVMAP ([`crate::sys::xdp_redirect`]); no workers, queues, CPUs or batches.
     pub xdp_redirect: bool,
+    /// A seeded fault injector on every egress queue ([`crate::fault`], worker `i` seeded `seed +
+    /// i`): a DUT that drops, duplicates and reorders as it says, for testing the tester (this
+    /// kernel has no netem). What it did: [`Forwarder::fault_log`].
+    pub faults: Option<FaultConfig>,
 }
 
 impl ForwardConfig {
@@ -163,6 +168,7 @@ impl ForwardConfig {
             cpus: Vec::new(),
             batch: DEFAULT_BATCH,
             xdp_redirect: false,
+            faults: None,
         }
     }
 
@@ -223,6 +229,9 @@ impl ForwardConfig {
         if !(1..=MAX_BATCH).contains(&self.batch) {
             return Err(ConfigError::new("batch", format!("must be 1..{MAX_BATCH} frames (got {})", self.batch)));
         }
+        if let Some(f) = &self.faults {
+            f.validate()?;
+        }
         if self.xdp_redirect {
             self.validate_xdp()?;
         }
@@ -241,6 +250,12 @@ impl ForwardConfig {
         }
         if self.batch != DEFAULT_BATCH {
             return Err(ConfigError::new("batch", format!("{WHY}: there is no receive batch to size")));
+        }
+        if self.faults.is_some() {
+            return Err(ConfigError::new(
+                "faults",
+                format!("{WHY}: no worker to inject them (use af_xdp or af_packet)"),
+            ));
         }
         if let Some(p) = self.ports.iter().find(|p| p.backend.is_some()) {
             return Err(ConfigError::new(
@@ -342,6 +357,8 @@ pub struct Forwarder {
     info: Vec<ForwardPort>,
     /// The in-kernel forwarder (`xdp_redirect`), with each port's egress.
     kernel: Option<(XdpRedirect, Vec<Option<usize>>)>,
+    /// What the fault injector did (with `faults`), shared by every worker.
+    fault_log: Option<Arc<Mutex<FaultLog>>>,
 }
 
 const NOT_PINNED: u64 = u64::MAX;
@@ -370,6 +387,7 @@ impl Forwarder {
             ports.push(p);
         }
         let mut jobs = Vec::with_capacity(n * queues);
+        let fault_log = Arc::new(Mutex::new(FaultLog::default()));
         let online = cpu::online_cpus();
         let mut labels = Vec::with_capacity(n * queues);
         // Open every RX half first (attaches the XDP programs), then the TX halves.
@@ -386,9 +404,13 @@ impl Forwarder {
                 labels.push((p, cfg.ports[p].ifname.clone(), q));
                 let i = p * queues + q;
                 let e = egress(cfg.mode, n, p);
-                let tx = match e {
-                    Some(e) => Some(ports[e].open_tx(q)?),
-                    None => None,
+                let tx = match (e, &cfg.faults) {
+                    (Some(e), None) => Some(ports[e].open_tx(q)?),
+                    (Some(e), Some(f)) => {
+                        let f = FaultConfig { seed: f.seed.wrapping_add(i as u64), ..f.clone() };
+                        Some(Box::new(FaultyTx::new(ports[e].open_tx(q)?, f, fault_log.clone())) as Box<dyn TxQueue>)
+                    }
+                    (None, _) => None,
                 };
                 let rewrite = match (cfg.mode, e) {
                     (ForwardMode::MacSwap, _) => Rewrite::Swap,
@@ -441,6 +463,7 @@ impl Forwarder {
             started: Instant::now(),
             info,
             kernel: None,
+            fault_log: cfg.faults.is_some().then_some(fault_log),
         };
         let batch = cfg.batch;
         for job in jobs {
@@ -536,6 +559,7 @@ impl Forwarder {
             started: Instant::now(),
             info,
             kernel: Some((kernel, egresses)),
+            fault_log: None,
         })
     }
 
@@ -566,6 +590,11 @@ impl Forwarder {
     }
 
     /// Every port as opened (backend, MAC, notes).
+    /// What the fault injector did (`None`: no `faults`); readable after [`Self::stop`].
+    pub fn fault_log(&self) -> Option<Arc<Mutex<FaultLog>>> {
+        self.fault_log.clone()
+    }
+
     pub fn ports(&self) -> &[ForwardPort] {
         &self.info
     }
@@ -848,5 +877,12 @@ mod tests {
         assert_eq!(field(ForwardConfig { batch: 0, ..ForwardConfig::new(ports(2), ForwardMode::Io) }), "batch");
         assert_eq!(field(ForwardConfig { batch: 513, ..ForwardConfig::new(ports(2), ForwardMode::Io) }), "batch");
         assert_eq!(field(ForwardConfig::new(vec![PortSpec::new("")], ForwardMode::Io)), "ifname");
+        let faulty =
+            |f: FaultConfig| ForwardConfig { faults: Some(f), ..ForwardConfig::new(ports(2), ForwardMode::Io) };
+        faulty(FaultConfig { drop: 0.1, duplicate: 0.1, reorder: 0.1, ..Default::default() }).validate().unwrap();
+        assert_eq!(field(faulty(FaultConfig { drop: -0.1, ..Default::default() })), "faults");
+        assert_eq!(field(faulty(FaultConfig { drop: 0.7, reorder: 0.7, ..Default::default() })), "faults");
+        assert_eq!(field(faulty(FaultConfig { reorder: 0.1, reorder_distance: 0, ..Default::default() })), "faults");
+        assert_eq!(field(ForwardConfig { xdp_redirect: true, ..faulty(FaultConfig::default()) }), "faults");
     }
 }

@@ -3,7 +3,7 @@
 //! constructors call the engine's validators ([`specs`]), runs trials with the GIL released, and
 //! returns typed, read-only results ([`results`]). Every engine error maps to exactly one class
 //! of `netrig.errors` ([`errors`]); wrong argument types are `ConfigError`s too ([`args`]).
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use netrig_engine::open::open_port;
 use netrig_engine::port::{Backend, Port as EnginePort, PortSpec, IO_MODES};
@@ -194,6 +194,34 @@ struct Forwarder {
     inner: Mutex<Option<netrig_engine::forward::Forwarder>>,
     ports: Vec<results::ForwardPortInfo>,
     mode: String,
+    faults: Option<Arc<Mutex<netrig_engine::fault::FaultLog>>>,
+}
+
+/// A fault injector's settings from a dict: `seed`, `drop`, `duplicate`, `reorder`, `distance`
+/// (the frames a held one waits for); errors name `faults.KEY`.
+fn fault_config(d: &Bound<'_, PyAny>) -> Result<netrig_engine::fault::FaultConfig> {
+    let d = d
+        .downcast::<pyo3::types::PyDict>()
+        .map_err(|_| errors::config("faults", "must be a dict of seed, drop, duplicate, reorder, distance"))?;
+    let mut f = netrig_engine::fault::FaultConfig::default();
+    for (k, v) in d.iter() {
+        let k: String = args::req(&k, "faults")?;
+        let field = format!("faults.{k}");
+        match k.as_str() {
+            "seed" => f.seed = args::req(&v, &field)?,
+            "drop" => f.drop = args::req(&v, &field)?,
+            "duplicate" => f.duplicate = args::req(&v, &field)?,
+            "reorder" => f.reorder = args::req(&v, &field)?,
+            "distance" => f.reorder_distance = args::req(&v, &field)?,
+            _ => {
+                return Err(errors::config(
+                    &field,
+                    "is not a fault setting: use seed, drop, duplicate, reorder, distance",
+                ))
+            }
+        }
+    }
+    Ok(f)
 }
 
 /// A MAC address `aa:bb:cc:dd:ee:ff` (or with `-`); errors name `field`.
@@ -217,7 +245,8 @@ fn parse_mac(s: &str, field: &str) -> Result<[u8; 6]> {
 #[pymethods]
 impl Forwarder {
     #[new]
-    #[pyo3(signature = (ports, mode, peer_macs=None, cpus=None, batch=None, xdp_redirect=None))]
+    #[allow(clippy::too_many_arguments)] // Python's keyword arguments
+    #[pyo3(signature = (ports, mode, peer_macs=None, cpus=None, batch=None, xdp_redirect=None, faults=None))]
     fn new(
         py: Python<'_>,
         ports: &Bound<'_, PyAny>,
@@ -226,6 +255,7 @@ impl Forwarder {
         cpus: Option<&Bound<'_, PyAny>>,
         batch: Option<&Bound<'_, PyAny>>,
         xdp_redirect: Option<&Bound<'_, PyAny>>,
+        faults: Option<&Bound<'_, PyAny>>,
     ) -> Result<Self> {
         use netrig_engine::forward::{ForwardConfig, ForwardMode, DEFAULT_BATCH};
         let items: Vec<Bound<'_, PyAny>> = if ports.is_instance_of::<pyo3::types::PyString>() {
@@ -255,11 +285,13 @@ impl Forwarder {
             cpus: args::opt(cpus, "cpus", Vec::new())?,
             batch: args::opt(batch, "batch", DEFAULT_BATCH)?,
             xdp_redirect: args::opt(xdp_redirect, "xdp_redirect", false)?,
+            faults: faults.filter(|f| !f.is_none()).map(fault_config).transpose()?,
         };
         cfg.validate()?;
         let fwd = py.allow_threads(|| netrig_engine::forward::Forwarder::start(&cfg))?;
         let ports = fwd.ports().iter().map(results::ForwardPortInfo::from).collect();
-        Ok(Forwarder { inner: Mutex::new(Some(fwd)), ports, mode: mode.as_str().to_string() })
+        let faults = fwd.fault_log();
+        Ok(Forwarder { inner: Mutex::new(Some(fwd)), ports, mode: mode.as_str().to_string(), faults })
     }
 
     /// The ports as opened (backend, MAC, notes).
@@ -283,6 +315,21 @@ impl Forwarder {
     fn stats(&self) -> Vec<results::ForwardQueueStats> {
         let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         g.as_ref().map(|f| f.stats().iter().map(results::ForwardQueueStats::from).collect()).unwrap_or_default()
+    }
+
+    /// What the fault injector did so far, also after `stop`: frames `passed`, `dropped`,
+    /// `duplicated`, `held` back and sent `reordered` (after a higher sequence of their flow); None
+    /// without `faults`.
+    fn fault_counts(&self) -> Option<std::collections::BTreeMap<&'static str, u64>> {
+        let c = self.faults.as_ref()?.lock().unwrap_or_else(|e| e.into_inner()).counts();
+        let pairs = [
+            ("passed", c.passed),
+            ("dropped", c.dropped),
+            ("duplicated", c.duplicated),
+            ("held", c.held),
+            ("reordered", c.reordered),
+        ];
+        Some(pairs.into_iter().collect())
     }
 
     /// Workers that do not run on their CPU: the kernel refused the pin (their queues' `cpu` is

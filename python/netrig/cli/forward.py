@@ -47,7 +47,8 @@ BACKENDS = ("af_xdp", "af_packet", "socket", "auto", "xdp")
 KERNEL_BACKEND = "xdp"
 #: Engine field → CLI option, for one-line errors that name the option.
 OPTIONS = {"mode": "--forward-mode", "peer_mac": "--peer-mac", "cpus": "--dut-cpus", "batch": "--batch",
-           "ports": "--port", "ifname": "--port", "queues": "--queues", "io": "--io", "netns": "--netns"}
+           "faults": "--faults", "ports": "--port", "ifname": "--port", "queues": "--queues", "io": "--io",
+           "netns": "--netns"}
 
 
 def register(sub) -> None:
@@ -69,6 +70,9 @@ def register(sub) -> None:
                             "worker i on CPU i mod the CPUs)")
     deprecated(p, "--cpus", "--dut-cpus")
     option(p, "--batch", f"1..{_native.MAX_FORWARD_BATCH}, default 64")
+    option(p, "--faults", "probabilities per frame drop, duplicate, reorder (held back until distance more frames "
+                          "passed, default 3), and seed (worker i seeded seed + i, default 1): e.g. "
+                          "drop=0.01,duplicate=0.005,reorder=0.005,distance=20; the summary's faults says what it did")
     option(p, "--interval", "a statistics line per port and queue every T (default 1s; 0 = none)", default="1s")
     option(p, "--json", "the forwarder's summary is JSON either way (--json FILE, the old spelling, still writes "
                         "FILE: use --out DIR)", action=JsonFlag)
@@ -105,6 +109,7 @@ def build(args) -> dict[str, Any]:
             raise ConfigError("--out", f"{args.out}: cannot make the directory ({e.strerror})") from None
         check_writable(os.path.join(args.out, "forward.json"), "--out", "the summary")
     refs = [port_ref(p, args.netns, "--port", "--netns") for p in args.port]
+    faults = parse_faults(args.faults) if args.faults else None
     if args.peer_mac and len(args.peer_mac) != len(args.port):
         raise ConfigError("--peer-mac", f"give one per --port ({len(args.peer_mac)} for {len(args.port)} ports)")
     try:
@@ -114,9 +119,31 @@ def build(args) -> dict[str, Any]:
                                "cpus": list(args.dut_cpus) if args.dut_cpus else None, "batch": batch}
         if kernel:
             out["xdp_redirect"] = True
+        if faults:
+            out["faults"] = faults
         return out
     except ConfigError as e:
         raise rename_field(e, OPTIONS) from None
+
+
+#: ``--faults`` keys: their value types.
+FAULT_KEYS = {"drop": float, "duplicate": float, "reorder": float, "distance": int, "seed": int}
+
+
+def parse_faults(spec: str) -> dict[str, float]:
+    """``--faults`` as the Forwarder's ``faults``: ``KEY=VALUE`` pairs joined by commas."""
+    out: dict[str, float] = {}
+    for item in filter(None, (x.strip() for x in spec.split(","))):
+        key, eq, value = item.partition("=")
+        kind = FAULT_KEYS.get(key.strip())
+        if not eq or kind is None:
+            raise ConfigError("--faults", f"{item!r}: give KEY=VALUE with KEY one of {', '.join(FAULT_KEYS)}")
+        try:
+            out[key.strip()] = kind(value.strip())
+        except ValueError:
+            raise ConfigError("--faults", f"{item!r}: {key.strip()} takes a{'n integer' if kind is int else ' number'}"
+                              ) from None
+    return out
 
 
 def _say(text: str) -> None:
@@ -182,7 +209,9 @@ def summary(fwd: _native.Forwarder, stats: list, elapsed: float, seconds: list[I
     rates = sorted(s.tx_pps for s in seconds)
     totals = {**{k: getattr(c, k) for k in TOTALS}, "rx_pps": per_s(c.rx_frames), "tx_pps": per_s(c.tx_frames),
               "tx_pps_median_interval": rates[len(rates) // 2] if rates else None}
+    faults = fwd.fault_counts()
     return {"mode": fwd.mode, "duration_s": round(elapsed, 3), "stopped_by": stopped_by,
+            **({"faults": faults} if faults is not None else {}),
             "workers": [{"port": s.port, "ifname": s.ifname, "queue": s.queue, "cpu": s.cpu} for s in stats],
             "ports": ports, "totals": totals, "intervals": [dataclasses.asdict(s) for s in seconds]}
 

@@ -278,6 +278,8 @@ OPTIONS: dict[str, Option] = {
     "--capture-methods": Option(CHOICES), "--capture-batch": Option(INTEGER),
     # ------------------------------------------------------------------ forward, capture, capture-bench, serve
     "--batch": Option(INTEGER, "frames per receive batch"), "--stats": Option(FILE), "--loads": Option(PERCENTS),
+    "--faults": Option(TEXT, "a seeded fault injector on every egress queue: a DUT that drops, duplicates and "
+                             "reorders as asked, to test a tester", metavar="KEY=VALUE,..."),
     "--listen": Option(ADDRESS), "--http": Option(FLAG), "--cert": Option(FILE), "--key": Option(FILE),
     "--client-ca": Option(FILE), "--token-file": Option(FILE),
     "--ptp-socket": Option(FILE), "--agent": Option(TEXT, metavar="NAME=URL"),
