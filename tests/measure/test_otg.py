@@ -233,3 +233,14 @@ def test_a_cross_agent_percentile_within_the_clocks_bound_is_left_out():
     lat = [{"name": "pair0", "buckets": [[200, 50], [5000, 50]], "uncertainty_ns": 1000.0}]
     c = measurer(FakeServer(rows, latency=lat)).measure(Load(100.0, FrameSize(size=64)), 1.0)
     assert c.latency is not None and (c.latency.p50_ns, c.latency.p99_ns) == (None, 5000)
+
+
+def test_frames_later_than_the_drain_are_late_lost_and_left_out_of_the_percentiles():
+    rows = [row("pair0", 100, 100)]
+    lat = [{"name": "pair0", "buckets": [[1000, 97], [5000, 1], [3_000_000_000, 2]]}]
+    c = measurer(FakeServer(rows, latency=lat)).measure(Load(100.0, FrameSize(size=64)), 1.0)
+    assert (c.frames_received, c.late, c.frames_lost) == (98, 2, 2)
+    assert c.latency is not None and c.latency.p999_ns == 5000
+    assert "late" not in c.raw["otg"]["not_measured"]
+    c = measurer(FakeServer(rows)).measure(Load(100.0, FrameSize(size=64)), 1.0)
+    assert (c.frames_received, c.late) == (100, 0) and "late" in c.raw["otg"]["not_measured"]

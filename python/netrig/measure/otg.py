@@ -18,12 +18,14 @@ marked, never made up (a trial's ``raw`` holds ``otg``: ``not_measured``, ``achi
 ``latency_left_out``): the sender's pacing and sending window (``achieved_pps`` is estimated from
 each flow's first and last arrival: ``achieved_from``), duplicates and reordering where the
 server does not report them (netrig's does, in ``sequence``; else an excess of arrivals is counted
-as duplicates: a lower bound), late, stray, forged and foreign frames, the testers' own receive
-drops where the server does not report them, latency percentiles where the server has no buckets
-for a flow that received frames (then min, mean and max only; netrig's has them for its first 256
-flows, in ``latency``), and a cross-agent flow's latency that the controller left out, wholly or
-in part, because its clocks' bound was wider than the value (``latency_left_out``). An agent down
-makes the trial's flows stale: the run stops (resumable) rather than count them.
+as duplicates: a lower bound), stray, forged and foreign frames, the testers' own receive drops
+where the server does not report them, late frames and latency percentiles where the server has no
+latency buckets for a flow that received frames (then min, mean and max only; netrig's has them
+for its first 256 flows, in ``latency``: frames above the drain time are late, lost to RFC 2544
+and left out of the percentiles, as a trial's are), and a cross-agent flow's latency that the
+controller left out, wholly or in part, because its clocks' bound was wider than the value
+(``latency_left_out``). An agent down makes the trial's flows stale: the run stops (resumable)
+rather than count them.
 
 The server is reached through :class:`netrig.otgclient.client.OtgClient`; its flow metrics are
 read as :class:`netrig.otgclient.messages.FlowMetric`.
@@ -61,7 +63,10 @@ REORDERED = "reordered"
 #: Latency percentiles: measured when the server reports every received flow's latency buckets
 #: (``GET /netrig/agents``: a netrig server's first 256 flows).
 PERCENTILES = "latency percentiles"
-NOT_MEASURED = ("pacing", "sending window", REORDERED, "late", "stray", "forged", "foreign", TESTER_DROPS,
+#: Late frames (latency above the drain time, lost to RFC 2544 as a trial's are): measured from the
+#: same buckets, to their precision (0.1 %).
+LATE = "late"
+NOT_MEASURED = ("pacing", "sending window", REORDERED, LATE, "stray", "forged", "foreign", TESTER_DROPS,
                 PERCENTILES)
 
 
@@ -293,16 +298,10 @@ class OtgMeasurer:
         reason = self._invalid(rows, planned, finished, drops,
                                achieved if checked and intended_pps is not None and None not in rates else None,
                                intended_pps)
-        lat = [(r.latency, r.frames_rx) for r in rows if r.latency is not None and r.frames_rx]
         left_out = [r.name for r in rows if r.latency is None and r.frames_rx]
-        pct = _percentiles(rows, server.latency)
-        latency = LatencySummary(min_ns=min(x[0] for x, _ in lat), max_ns=max(x[2] for x, _ in lat),
-                                 mean_ns=sum(x[1] * k for x, k in lat) / sum(k for _, k in lat),
-                                 **(pct or {})) if lat else None
-        if latency is not None and latency.p99_ns is not None and latency.min_ns is not None:
-            latency = dataclasses.replace(latency, pdv_ns=latency.p99_ns - latency.min_ns)
-        measured = {TESTER_DROPS: drops is not None, REORDERED: server.sequence is not None,
-                    PERCENTILES: pct is not None and latency is not None}
+        latency, has_pct, late = _latency(rows, _pooled(rows, server.latency), self.drain_s * 1e9)
+        measured = {TESTER_DROPS: drops is not None, REORDERED: server.sequence is not None, PERCENTILES: has_pct,
+                    LATE: late is not None}
         not_measured = [x for x in NOT_MEASURED if not measured.get(x)]
         duplicated, reordered = _sequence(rows, server.sequence, arrived - sent)
         raw = {"otg": {"flows": [r.__dict__ for r in rows], "not_measured": not_measured,
@@ -311,9 +310,9 @@ class OtgMeasurer:
                        "latency_left_out": left_out,
                        "tester_rx_drops": {loc: dataclasses.asdict(d) for loc, d in (drops or {}).items()}}}
         return TrialCounts(achieved_pps=achieved, intended_pps=intended_pps, frames_sent=sent,
-                           frames_received=min(arrived - duplicated, sent), duplicated=duplicated,
-                           reordered=reordered, latency=latency, valid=reason is None, invalid_reason=reason,
-                           raw=raw)
+                           frames_received=min(arrived - duplicated - (late or 0), sent), duplicated=duplicated,
+                           reordered=reordered, late=late or 0, latency=latency, valid=reason is None,
+                           invalid_reason=reason, raw=raw)
 
     def _invalid(self, rows: list[FlowRow], planned: Sequence[int], finished: bool,
                  drops: dict[str, PortDrops] | None, achieved: float | None, intended_pps: float | None) -> str | None:
@@ -360,21 +359,35 @@ def _unsupported(what: str) -> CapabilityError:
                            "time or a burst run there (throughput, frame loss, latency, MLRsearch, back-to-back…)")
 
 
-def _percentiles(rows: Sequence[FlowRow], latency: dict[str, FlowLatency] | None) -> dict[str, float | None] | None:
-    """The trial's latency percentiles over every frame of its flows, from the server's buckets
-    (``None``: the server has none for a flow that received frames, nothing arrived, or every
-    percentile was left out). A cross-agent percentile at or below its clocks' bound is left out
-    (``None``), as the controller leaves out such a minimum or mean."""
+def _pooled(rows: Sequence[FlowRow], latency: dict[str, FlowLatency] | None) -> FlowLatency | None:
+    """Every flow's latency buckets pooled, with the widest clocks' bound (``None``: the server has
+    none for a flow that received frames)."""
     found = [latency.get(r.name) for r in rows if r.frames_rx] if latency is not None else [None]
     if None in found:
         return None
     parts = [g for g in found if g is not None]
-    total = FlowLatency(name="trial", buckets=add_buckets(*(g.buckets for g in parts)),
-                        uncertainty_ns=max((g.uncertainty_ns for g in parts), default=0.0))
-    if not total.frames:
-        return None
-    got = total.percentiles()
-    return got if any(v is not None for v in got.values()) else None
+    return FlowLatency(name="trial", buckets=add_buckets(*(g.buckets for g in parts)),
+                       uncertainty_ns=max((g.uncertainty_ns for g in parts), default=0.0))
+
+
+def _latency(rows: Sequence[FlowRow], pooled: FlowLatency | None,
+             late_ns: float) -> tuple[LatencySummary | None, bool, int | None]:
+    """The trial's latency (min, mean and max from OTG's rows; percentiles from the server's
+    buckets at or below the late threshold, as a trial's histograms leave late frames out),
+    whether it has percentiles, and its late frames (``None``: unknown). A cross-agent percentile
+    at or below its clocks' bound is left out, as the controller leaves out such a minimum or mean."""
+    lat = [(r.latency, r.frames_rx) for r in rows if r.latency is not None and r.frames_rx]
+    late, pct = None, {}
+    if pooled is not None:
+        on_time, late = pooled.on_time(late_ns)
+        pct = {k: v for k, v in on_time.percentiles().items() if v is not None}
+    if not lat:
+        return None, False, late
+    latency = LatencySummary(min_ns=min(x[0] for x, _ in lat), max_ns=max(x[2] for x, _ in lat),
+                             mean_ns=sum(x[1] * k for x, k in lat) / sum(k for _, k in lat), **pct)
+    if latency.p99_ns is not None and latency.min_ns is not None:
+        latency = dataclasses.replace(latency, pdv_ns=latency.p99_ns - latency.min_ns)
+    return latency, bool(pct), late
 
 
 def _sequence(rows: Sequence[FlowRow], sequence: dict[str, FlowSequence] | None, excess: int) -> tuple[int, int]:

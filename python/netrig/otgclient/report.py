@@ -7,6 +7,7 @@ Read with :data:`read` (``read(AgentsReport, answer)``), written with
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -84,6 +85,12 @@ class FlowLatency:
             if seen >= at:
                 return value
         return None
+
+    def on_time(self, late_ns: float) -> tuple[FlowLatency, int]:
+        """The buckets at or below ``late_ns``, and the frames above it (late: a trial leaves them
+        out of its latency and counts them lost), to the buckets' precision."""
+        kept = tuple(b for b in self.buckets if b[0] <= late_ns)
+        return dataclasses.replace(self, buckets=kept), self.frames - sum(n for _, n in kept)
 
     def percentiles(self) -> dict[str, float | None]:
         """:data:`QUANTILES` of the buckets, each ``None`` with no frames or at or below
