@@ -1402,6 +1402,14 @@ class GenFlowStats:
     def latency_sum_ns(self) -> int: ...
     @property
     def latency_frames(self) -> int: ...
+    @property
+    def ipdv_sum_ns(self) -> int:
+        """|IPDV| (RFC 5481) between consecutive latencies as each receive queue saw them: sum,
+        number and maximum, ns (two hosts' clock offset cancels out of it)."""
+    @property
+    def ipdv_samples(self) -> int: ...
+    @property
+    def ipdv_max_ns(self) -> int: ...
 
 @final
 class GenPortStats:

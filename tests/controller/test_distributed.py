@@ -246,6 +246,9 @@ def test_two_agents_exact_counts_and_refused_without_token(tmp_path):
         assert sequence == {name: (0, 0) for name, _, _ in FLOWS}, "each flow's receivers' sequence windows"
         lat = {q["name"]: FlowLatency(**q) for q in report["latency"]}
         assert {n: lat[n].frames for n in lat} == {name: 5000 for name, _, _ in FLOWS}, "every frame's latency"
+        ipdv = {q["name"]: q for q in report["ipdv"]}
+        for name, _, _ in FLOWS:  # consecutive differences of one receive queue: no clock offset in them
+            assert ipdv[name]["samples"] == 4999 and ipdv[name]["max_ns"] > 0, ipdv[name]
         for name in ("fa", "fb"):  # one agent: exact, within the buckets' 0.1 %
             top, mx = lat[name].quantile(1.0), m[name].latency.maximum_ns
             assert lat[name].uncertainty_ns == 0 and mx <= top <= mx * 1.001 + 1, (name, top, mx)

@@ -14,7 +14,7 @@ from netrig.errors import ConfigError
 from netrig.otg import metrics
 from netrig.otg.objects import Config, read
 from netrig.otgclient.messages import FlowMetric, MetricLatency, PortMetric
-from netrig.otgclient.report import FlowLatency, FlowSequence
+from netrig.otgclient.report import FlowIpdv, FlowLatency, FlowSequence
 
 
 def cfg() -> dict:
@@ -234,3 +234,11 @@ def test_each_flows_latency_buckets_are_merged_over_its_receivers_less_each_ones
         {"name": "fba", "buckets": ((6000.0, 60), (9000.0, 40)), "uncertainty_ns": 300.0}]
     assert merge.latency([fba], {"a": (), "b": ()}, clocks) == [], "no buckets on its receiver: none merged"
     assert merge.latency([fba], {**answers, "b": None}, clocks) is None, "an agent that did not say"
+
+
+def test_each_flows_ipdv_is_summed_over_its_receiving_agents_without_a_clock_correction():
+    a = (FlowIpdv(name="f1", sum_ns=100, samples=10, max_ns=30),)
+    b = (FlowIpdv(name="f1", sum_ns=50, samples=5, max_ns=40), FlowIpdv(name="f2"))
+    assert merge.ipdv([a, b]) == [{"name": "f1", "sum_ns": 150, "samples": 15, "max_ns": 40},
+                                  {"name": "f2", "sum_ns": 0, "samples": 0, "max_ns": 0}]
+    assert merge.ipdv([a, None]) is None

@@ -28,9 +28,10 @@ class FakeServer:
     """Answers the measurer's OTG requests with scripted flow rows; keeps every request."""
 
     def __init__(self, rows: list[dict], running_polls: int = 1, refuse: OtgRefused | None = None,
-                 ports: list[dict] | None = None, sequence: list[dict] | None = None, latency: list[dict] | None = None):
+                 ports: list[dict] | None = None, sequence: list[dict] | None = None, latency: list[dict] | None = None,
+                 ipdv: list[dict] | None = None):
         self.rows, self.running, self.refuse, self.ports, self.sequence = rows, running_polls, refuse, ports, sequence
-        self.latency = latency
+        self.latency, self.ipdv = latency, ipdv
         self.requests: list[tuple[str, str, object]] = []
 
     def call(self, method: str, path: str, body: object = None) -> dict:
@@ -44,7 +45,8 @@ class FakeServer:
         if path == "/netrig/agents":  # an older server: no ports, no sequence
             return {"supervision": {"state": "off"}, **({"ports": self.ports} if self.ports is not None else {}),
                     **({"sequence": self.sequence} if self.sequence is not None else {}),
-                    **({"latency": self.latency} if self.latency is not None else {})}
+                    **({"latency": self.latency} if self.latency is not None else {}),
+                    **({"ipdv": self.ipdv} if self.ipdv is not None else {})}
         return {"warnings": []}
 
 
@@ -244,3 +246,13 @@ def test_frames_later_than_the_drain_are_late_lost_and_left_out_of_the_percentil
     assert "late" not in c.raw["otg"]["not_measured"]
     c = measurer(FakeServer(rows)).measure(Load(100.0, FrameSize(size=64)), 1.0)
     assert (c.frames_received, c.late) == (100, 0) and "late" in c.raw["otg"]["not_measured"]
+
+
+def test_the_servers_ipdv_gives_the_trials_mean_and_largest():
+    rows = [row("pair0", 100, 100), row("pair1", 100, 100)]
+    ipdv = [{"name": "pair0", "sum_ns": 9900, "samples": 99, "max_ns": 400},
+            {"name": "pair1", "sum_ns": 29700, "samples": 99, "max_ns": 900}]
+    c = measurer(FakeServer(rows, ipdv=ipdv)).measure(Load(200.0, FrameSize(size=64)), 1.0)
+    assert c.latency is not None and (c.latency.ipdv_ns, c.latency.ipdv_max_ns) == (200.0, 900)
+    c = measurer(FakeServer(rows, ipdv=ipdv[:1])).measure(Load(200.0, FrameSize(size=64)), 1.0)
+    assert c.latency is not None and c.latency.ipdv_ns is None, "a flow the server did not say for"

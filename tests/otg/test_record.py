@@ -41,6 +41,7 @@ def test_recorded_session_reports(veth, tmp_path):
     assert all(t["kind"] == "otg" and t["counts"]["latency"]["min_ns"] > 0 for t in doc["trials"])
     for lat in (t["counts"]["latency"] for t in doc["trials"]):  # each run's own, from the receivers' buckets
         assert lat["min_ns"] <= lat["p50_ns"] <= lat["p99_ns"] <= lat["p999_ns"] <= lat["max_ns"] * 1.001 + 1, lat
+        assert 0 <= lat["ipdv_ns"] <= lat["ipdv_max_ns"] <= lat["max_ns"] - lat["min_ns"], lat
     assert all((t["counts"]["duplicated"], t["counts"]["reordered"]) == (0, 0) for t in doc["trials"])
     env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
     html = tmp_path / "report.html"

@@ -215,6 +215,8 @@ pub struct FlowCounts {
     /// `u64::MAX` before the first latency.
     pub latency_min_ns: u64,
     pub latency_max_ns: u64,
+    /// |IPDV| between consecutive latencies: their sum (over `received − 1` of them) and maximum.
+    pub ipdv_sum_ns: u64,
     pub ipdv_max_ns: u64,
 }
 
@@ -387,6 +389,7 @@ impl FlowStates {
             latency_sum_ns: u128::from(w.latency_sum_hi) << 64 | u128::from(h.latency_sum_ns),
             latency_min_ns: if h.latency_min_ns == NONE { u64::MAX } else { wide_or(h.latency_min_ns, w.min_ns) },
             latency_max_ns: wide_or(h.latency_max_ns, w.max_ns),
+            ipdv_sum_ns: h.ipdv_sum_ns,
             ipdv_max_ns: u64::from(h.ipdv_max_ns).max(w.ipdv_max_ns),
         }
     }

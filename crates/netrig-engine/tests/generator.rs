@@ -142,6 +142,10 @@ fn duplicates_and_reordering_are_counted_against_the_fault_log() {
     assert_eq!(st.rx_duplicated, log.duplicated.len() as u64, "duplicates");
     assert_eq!(st.rx_reordered, log.reordered.len() as u64, "reordering");
     assert_eq!(st.latency_frames, st.rx_frames - st.rx_duplicated, "latency of the unique frames only");
+    assert_eq!(st.ipdv_samples, st.latency_frames - 1, "one |IPDV| between each two latencies");
+    assert!(
+        st.ipdv_max_ns <= st.latency_max_ns - st.latency_min_ns && st.ipdv_sum_ns <= st.ipdv_samples * st.ipdv_max_ns
+    );
     let lat = g.flow_latency().remove(0).expect("the first flows have histograms");
     assert_eq!(lat.iter().map(|b| b.1).sum::<u64>(), st.latency_frames, "one bucket entry per unique frame");
     assert!(lat.windows(2).all(|w| w[0].0 < w[1].0), "lowest first, one entry per bucket");

@@ -782,6 +782,11 @@ result_class! {
         latency_max_ns: u64 = s.latency_max_ns,
         latency_sum_ns: u64 = s.latency_sum_ns,
         latency_frames: u64 = s.latency_frames,
+        /// |IPDV| (RFC 5481) between consecutive latencies as each receive queue saw them: sum,
+        /// number and maximum, ns (two hosts' clock offset cancels out of it).
+        ipdv_sum_ns: u64 = s.ipdv_sum_ns,
+        ipdv_samples: u64 = s.ipdv_samples,
+        ipdv_max_ns: u64 = s.ipdv_max_ns,
     }
 }
 

@@ -396,7 +396,7 @@ class Controller(OtgService):
     def agents_report(self) -> dict[str, Any]:
         """``GET /netrig/agents``: every agent's state and clock, the cross-agent latencies' bounds,
         and every live agent's ports with their own receive drops since the last start (``ports``)."""
-        ports, sequence, lat = self._agent_ports()
+        ports, per_flow = self._agent_ports()
         with self.lock:
             sp, flows = self.split, {fl.name: fl for fl in (self.config.flows if self.config else ())}
             clocks = {a: self.clocks[a].estimate() for a in self.agents}
@@ -409,28 +409,27 @@ class Controller(OtgService):
                 if note is not None or stale:
                     notes.append({"name": r.name, "stale": stale, "crosses_agents": r.crosses, **_note(note)})
         return {"agents": agents, "flows": notes, "events": list(self.notes),
-                **({"ports": ports} if ports is not None else {}),
-                **({"sequence": sequence} if sequence is not None else {}),
-                **({"latency": lat} if lat is not None else {})}
+                **({"ports": ports} if ports is not None else {}), **per_flow}
 
-    def _agent_ports(self) -> tuple[list[dict[str, Any]] | None, list[dict[str, Any]] | None,
-                                    list[dict[str, Any]] | None]:
+    def _agent_ports(self) -> tuple[list[dict[str, Any]] | None, dict[str, list[dict[str, Any]]]]:
         """The config's ports on live agents, each with its own receive drops as its agent reports
-        them (netrig.otg.rxdrops), located ``AGENT/LOCATION``; every flow's duplicated and
-        reordered frames, summed over the agents that receive it, and its latency buckets, merged
-        over them (``None``: an agent did not say). ``(None, None, None)`` before a config."""
+        them (netrig.otg.rxdrops), located ``AGENT/LOCATION``; and what the agents say of each flow
+        beyond OTG's metrics, merged over them: ``sequence``, ``latency``, ``ipdv`` (each left out
+        when an agent did not say). ``(None, {})`` before a config."""
         with self.lock:
             sp = self.split
             clocks = {a: self.clocks[a].estimate() for a in self.agents}
         if sp is None:
-            return None, None, None
+            return None, {}
         got = self._each([a for a in sp.parts if a not in self.down], lambda a: a.call("GET", "/netrig/agents"),
                          quiet=True)
         answers = {a: report.read(report.AgentsReport, answer) for a, answer in got.items()}
         ports = [{**dataclasses.asdict(p), "location": f"{a}/{p.location}"}
                  for a, r in answers.items() for p in (r.ports or ())]
-        return (ports, merge.sequence([r.sequence for r in answers.values()]),
-                merge.latency(sp.routes, {a: r.latency for a, r in answers.items()}, clocks))
+        per_flow = {"sequence": merge.sequence([r.sequence for r in answers.values()]),
+                    "latency": merge.latency(sp.routes, {a: r.latency for a, r in answers.items()}, clocks),
+                    "ipdv": merge.ipdv([r.ipdv for r in answers.values()])}
+        return ports, {k: v for k, v in per_flow.items() if v is not None}
 
     def close(self) -> None:
         """Stop the heartbeat and every live agent's flows (the agents keep running)."""

@@ -24,7 +24,7 @@ from netrig.controller.split import FlowRoute
 from netrig.otg import metrics
 from netrig.otg.objects import Flow
 from netrig.otgclient.messages import FlowMetric, MetricLatency, MetricTimestamp, PortMetric
-from netrig.otgclient.report import FlowLatency, FlowSequence, add_buckets
+from netrig.otgclient.report import FlowIpdv, FlowLatency, FlowSequence, add_buckets
 
 #: A flow's latency statistics, as OTG's ``MetricLatency`` names them.
 STATISTICS = ("minimum_ns", "average_ns", "maximum_ns")
@@ -194,3 +194,18 @@ def latency(routes: Sequence[FlowRoute], answers: dict[str, Sequence[FlowLatency
         else:
             out.append(dataclasses.asdict(FlowLatency(name=r.name, buckets=add_buckets(*parts), uncertainty_ns=unc)))
     return out
+
+
+def ipdv(answers: Sequence[Sequence[FlowIpdv] | None]) -> list[dict[str, object]] | None:
+    """Every flow's |IPDV| over the agents' answers (``GET /netrig/agents``' ``ipdv``): sums and
+    counts added, the largest kept, by flow name (no clock correction: an offset cancels out of a
+    difference). ``None`` when an agent did not say."""
+    if any(a is None for a in answers):
+        return None
+    total: dict[str, FlowIpdv] = {}
+    for a in answers:
+        for q in a or ():
+            had = total.get(q.name, FlowIpdv(name=q.name))
+            total[q.name] = FlowIpdv(name=q.name, sum_ns=had.sum_ns + q.sum_ns, samples=had.samples + q.samples,
+                                     max_ns=max(had.max_ns, q.max_ns))
+    return [dataclasses.asdict(q) for q in total.values()]

@@ -45,7 +45,7 @@ from netrig.model import MAX_FRAME_SIZE, WIRE_OVERHEAD_BYTES, FrameSize, default
 from netrig.otgclient import report
 from netrig.otgclient.client import OtgClient, OtgDown, OtgRefused
 from netrig.otgclient.messages import FlowMetric, MetricsResponse, read
-from netrig.otgclient.report import FlowLatency, FlowSequence, PortDrops, add_buckets
+from netrig.otgclient.report import FlowIpdv, FlowLatency, FlowSequence, PortDrops, add_buckets
 from netrig.otgclient.typed import MessageError
 from netrig.trial import Stream
 
@@ -74,12 +74,13 @@ NOT_MEASURED = ("pacing", "sending window", REORDERED, LATE, "stray", "forged", 
 class ServerReport:
     """What the server says of a trial beside OTG's metrics (``GET /netrig/agents``), ``None``
     where it does not say: the receiving ports' own drops since the trial's start, by location
-    (``ports``, netrig.otg.rxdrops); each flow's duplicated and reordered frames (``sequence``) and
-    latency buckets (``latency``), by flow name."""
+    (``ports``, netrig.otg.rxdrops); each flow's duplicated and reordered frames (``sequence``),
+    latency buckets (``latency``) and |IPDV| (``ipdv``), by flow name."""
 
     drops: dict[str, PortDrops] | None = None
     sequence: dict[str, FlowSequence] | None = None
     latency: dict[str, FlowLatency] | None = None
+    ipdv: dict[str, FlowIpdv] | None = None
 
 
 @dataclass(frozen=True)
@@ -264,12 +265,13 @@ class OtgMeasurer:
             return ServerReport()
         sequence = {q.name: q for q in r.sequence} if r.sequence is not None else None
         latency = {q.name: q for q in r.latency} if r.latency is not None else None
+        ipdv = {q.name: q for q in r.ipdv} if r.ipdv is not None else None
         if r.ports is None:
-            return ServerReport(None, sequence, latency)
+            return ServerReport(None, sequence, latency, ipdv)
         by_name = {p.name: p for p in r.ports}
         got = {p.rx: by_name.get(f"p{self.ports.index(p.rx)}") for p in self.pairs}
         drops = None if None in got.values() else {loc: d for loc, d in got.items() if d is not None}
-        return ServerReport(drops, sequence, latency)
+        return ServerReport(drops, sequence, latency, ipdv)
 
     # ------------------------------------------------------------------------------- the seam
     def measure(self, load: Load, duration_s: float) -> TrialCounts:
@@ -300,6 +302,8 @@ class OtgMeasurer:
                                intended_pps)
         left_out = [r.name for r in rows if r.latency is None and r.frames_rx]
         latency, has_pct, late = _latency(rows, _pooled(rows, server.latency), self.drain_s * 1e9)
+        if latency is not None and (ipdv := _ipdv(rows, server.ipdv)) is not None:
+            latency = dataclasses.replace(latency, ipdv_ns=ipdv[0], ipdv_max_ns=ipdv[1])
         measured = {TESTER_DROPS: drops is not None, REORDERED: server.sequence is not None, PERCENTILES: has_pct,
                     LATE: late is not None}
         not_measured = [x for x in NOT_MEASURED if not measured.get(x)]
@@ -388,6 +392,17 @@ def _latency(rows: Sequence[FlowRow], pooled: FlowLatency | None,
     if latency.p99_ns is not None and latency.min_ns is not None:
         latency = dataclasses.replace(latency, pdv_ns=latency.p99_ns - latency.min_ns)
     return latency, bool(pct), late
+
+
+def _ipdv(rows: Sequence[FlowRow], ipdv: dict[str, FlowIpdv] | None) -> tuple[float, float] | None:
+    """The trial's mean and largest |IPDV| over its flows (``None``: the server did not say for a
+    flow that received frames, or no flow had two frames)."""
+    found = [ipdv.get(r.name) for r in rows if r.frames_rx] if ipdv is not None else [None]
+    if None in found:
+        return None
+    parts = [g for g in found if g is not None]
+    samples = sum(g.samples for g in parts)
+    return (sum(g.sum_ns for g in parts) / samples, max(g.max_ns for g in parts)) if samples else None
 
 
 def _sequence(rows: Sequence[FlowRow], sequence: dict[str, FlowSequence] | None, excess: int) -> tuple[int, int]:

@@ -125,6 +125,8 @@ def _trial(seq: int, run: int, i: int, name: str, counts: tuple[_native.GenFlowS
         latency.update({k: v for k, v in pct.items() if v is not None})
         if (p99 := pct["p99_ns"]) is not None:
             latency["pdv_ns"] = p99 - s.latency_min_ns
+        if s.ipdv_samples:
+            latency.update(ipdv_ns=s.ipdv_sum_ns / s.ipdv_samples, ipdv_max_ns=s.ipdv_max_ns)
     # the achieved rate; the rate the flow was asked for is not known here (intended_pps null)
     achieved = (s.tx_frames - 1) / window_s if window_s > 0 else None
     return {

@@ -54,7 +54,7 @@ from netrig.otg.objects import (
 )
 from netrig.otg.rxdrops import RxDrops
 from netrig.otgclient import headers
-from netrig.otgclient.report import FlowLatency, FlowSequence
+from netrig.otgclient.report import FlowIpdv, FlowLatency, FlowSequence
 from netrig.telemetry.sources import FlowGroupCounts
 
 #: How long a flow's frames may still be on their way after its last one left, by default, s.
@@ -524,18 +524,22 @@ class Service(OtgService):
     def agents_report(self) -> dict[str, Any]:
         """``GET /netrig/agents``: every port's own receive drops since the last start (``ports``:
         netrig.otg.rxdrops); what OTG's flow metrics have no room for, per flow since its last start:
-        its duplicated and reordered frames (``sequence``) and, for the first 256 flows, its
-        latency distribution (``latency``); nothing before a config."""
+        its duplicated and reordered frames (``sequence``), its |IPDV| (``ipdv``) and, for the first
+        256 flows, its latency distribution (``latency``); nothing before a config."""
         with self.lock:
             if self.plan is None or self.generator is None:
                 return {}
+            stats = self.generator.flow_stats()
             sequence = [FlowSequence(name=f.name, duplicated=s.rx_duplicated, reordered=s.rx_reordered)
-                        for f, s in zip(self.plan.flows, self.generator.flow_stats())]
+                        for f, s in zip(self.plan.flows, stats)]
+            ipdv = [FlowIpdv(name=f.name, sum_ns=s.ipdv_sum_ns, samples=s.ipdv_samples, max_ns=s.ipdv_max_ns)
+                    for f, s in zip(self.plan.flows, stats)]
             latency = [FlowLatency(name=f.name, buckets=tuple(b))
                        for f, b in zip(self.plan.flows, self.generator.flow_latency()) if b is not None]
             return {"ports": [dataclasses.asdict(d) for d in self.rx_drops.report(self.plan, self.generator)],
                     "sequence": [dataclasses.asdict(q) for q in sequence],
-                    "latency": [dataclasses.asdict(q) for q in latency], "links": self.links.report()}
+                    "latency": [dataclasses.asdict(q) for q in latency],
+                    "ipdv": [dataclasses.asdict(q) for q in ipdv], "links": self.links.report()}
 
     def capture(self, req: CaptureRequest) -> bytes:
         if req.packets is not None and req.packets.choice == "slice":

@@ -54,6 +54,19 @@ class FlowSequence:
     reordered: int = 0
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlowIpdv:
+    """One flow's |IPDV| (RFC 5481: the difference of consecutive frames' latencies) since its
+    last start, as each receive queue saw its frames: the sum, the number of differences and the
+    largest, ns. Two hosts' clocks' offset cancels out of a difference, so a controller sums them
+    over its agents as they are."""
+
+    name: str
+    sum_ns: int = 0
+    samples: int = 0
+    max_ns: int = 0
+
+
 #: The latency percentiles of a trial, by result field (``LatencySummary``'s).
 QUANTILES = {"p50_ns": 0.5, "p90_ns": 0.9, "p99_ns": 0.99, "p999_ns": 0.999}
 
@@ -115,13 +128,14 @@ KERNEL_RX_DROPS = ("rx_dropped", "rx_missed_errors", "rx_fifo_errors", "rx_over_
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentsReport:
-    """``GET /netrig/agents``: ``ports``, ``sequence`` and ``latency`` (``None``: a server that does
-    not report them); the rest (a controller's ``agents``, ``flows``, ``events``, every server's
+    """``GET /netrig/agents``: ``ports``, ``sequence``, ``latency`` and ``ipdv`` (``None``: a server
+    that does not report them); the rest (a controller's ``agents``, ``flows``, ``events``, every server's
     ``supervision``) as given."""
 
     ports: tuple[PortDrops, ...] | None = None
     sequence: tuple[FlowSequence, ...] | None = None
     latency: tuple[FlowLatency, ...] | None = None
+    ipdv: tuple[FlowIpdv, ...] | None = None
     others: dict[str, Any] = field(default_factory=dict)
 
 

@@ -321,6 +321,8 @@ impl RxFlows {
             lat_min: n.latency_min_ns,
             lat_max: n.latency_max_ns,
             lat_frames: n.received,
+            ipdv_sum: n.ipdv_sum_ns,
+            ipdv_max: n.ipdv_max_ns,
         }
     }
 

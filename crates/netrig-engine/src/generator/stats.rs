@@ -175,6 +175,9 @@ pub(crate) struct RxSnap {
     pub lat_min: u64,
     pub lat_max: u64,
     pub lat_frames: u64,
+    /// |IPDV| between consecutive latencies of this worker's frames: sum and maximum, ns.
+    pub ipdv_sum: u64,
+    pub ipdv_max: u64,
 }
 
 impl Default for RxSnap {
@@ -191,6 +194,8 @@ impl Default for RxSnap {
             lat_min: u64::MAX,
             lat_max: 0,
             lat_frames: 0,
+            ipdv_sum: 0,
+            ipdv_max: 0,
         }
     }
 }
@@ -220,6 +225,11 @@ pub struct FlowStats {
     pub latency_sum_ns: u64,
     /// Frames the latency sum is over (every unique received frame with a plausible stamp).
     pub latency_frames: u64,
+    /// |IPDV| (RFC 5481) between consecutive latencies as each RX worker saw them: sum, number
+    /// and maximum, ns. Two hosts' clocks' offset cancels out of it.
+    pub ipdv_sum_ns: u64,
+    pub ipdv_samples: u64,
+    pub ipdv_max_ns: u64,
 }
 
 impl FlowStats {
@@ -253,6 +263,9 @@ impl FlowStats {
             self.latency_max_ns = self.latency_max_ns.max(r.lat_max);
             self.latency_sum_ns = self.latency_sum_ns.saturating_add(r.lat_sum);
             self.latency_frames += r.lat_frames;
+            self.ipdv_sum_ns = self.ipdv_sum_ns.saturating_add(r.ipdv_sum);
+            self.ipdv_samples += r.lat_frames - 1;
+            self.ipdv_max_ns = self.ipdv_max_ns.max(r.ipdv_max);
         }
     }
 }
