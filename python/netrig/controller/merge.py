@@ -54,6 +54,8 @@ class LatencyNote:
 #: Each agent's clock estimate (``None``: none yet).
 Clocks = dict[str, clock.ClockEstimate | None]
 N = TypeVar("N", int, float)
+#: A per-flow answer of an agent, combined by flow name (:func:`_by_name`).
+R = TypeVar("R", FlowSequence, FlowIpdv)
 
 
 def _rx(tx: FlowMetric, rx: Sequence[FlowMetric], get: Callable[[FlowMetric], N | None]) -> N | None:
@@ -99,6 +101,16 @@ def _timestamps(route: FlowRoute, rows: dict[str, FlowMetric], clocks: Clocks) -
     return MetricTimestamp(first_timestamp_ns=min(s[0] for s in stamps), last_timestamp_ns=max(s[1] for s in stamps))
 
 
+def _correction(route: FlowRoute, agent: str, clocks: Clocks) -> clock.Correction | None:
+    """What removes receiving ``agent``'s clock offset from the sender's out of a latency it
+    measured (``None``: the sender's own agent, nothing to remove; an unbounded one without both
+    clocks' estimates)."""
+    if agent == route.tx_agent:
+        return None
+    tx, rx = clocks.get(route.tx_agent), clocks.get(agent)
+    return clock.between(tx, rx) if tx and rx else clock.Correction(0.0, float("inf"), "exchange")
+
+
 def _latency(route: FlowRoute, rows: dict[str, FlowMetric],
              clocks: Clocks) -> tuple[MetricLatency | None, LatencyNote | None]:
     """Latency over the receiving agents, each corrected by its clock's offset from the sender's.
@@ -112,9 +124,7 @@ def _latency(route: FlowRoute, rows: dict[str, FlowMetric],
         if lat is None or not n or lat.minimum_ns is None or lat.maximum_ns is None or lat.average_ns is None:
             continue
         off = unc = 0.0
-        if a != route.tx_agent:
-            tx, rx = clocks.get(route.tx_agent), clocks.get(a)
-            c = clock.between(tx, rx) if tx and rx else clock.Correction(0.0, float("inf"), "exchange")
+        if (c := _correction(route, a, clocks)) is not None:
             off, unc = c.offset_ns, c.uncertainty_ns
             sources.add(c.source)
         parts.append((lat.minimum_ns - off, lat.maximum_ns - off, lat.average_ns - off, n, off, unc))
@@ -153,20 +163,26 @@ def tagged_rows(route: FlowRoute, rows: dict[str, FlowMetric], req: metrics.Tagg
     return metrics.merged_tagged_metrics(list(tx.tagged_metrics), rx, loss, req)
 
 
-def sequence(answers: Sequence[Sequence[FlowSequence] | None]) -> list[dict[str, object]] | None:
-    """Every flow's duplicated and reordered frames over the agents' answers (``GET /netrig/agents``'
-    ``sequence``): summed by flow name, since each agent counts the frames it received itself.
-    ``None`` when an agent did not say (a server older than them): a partial sum would read as
-    fewer."""
+def _by_name(answers: Sequence[Sequence[R] | None], add: Callable[[R, R], R],
+             empty: Callable[[str], R]) -> list[dict[str, object]] | None:
+    """Every agent's per-flow answers combined by flow name (``add(total so far, one)``, starting
+    from ``empty(name)``); ``None`` when an agent did not say (a server older than them): a partial
+    sum would read as fewer."""
     if any(a is None for a in answers):
         return None
-    total: dict[str, FlowSequence] = {}
+    total: dict[str, R] = {}
     for a in answers:
         for q in a or ():
-            had = total.get(q.name, FlowSequence(name=q.name))
-            total[q.name] = FlowSequence(name=q.name, duplicated=had.duplicated + q.duplicated,
-                                         reordered=had.reordered + q.reordered)
+            total[q.name] = add(total.get(q.name) or empty(q.name), q)
     return [dataclasses.asdict(q) for q in total.values()]
+
+
+def sequence(answers: Sequence[Sequence[FlowSequence] | None]) -> list[dict[str, object]] | None:
+    """Every flow's duplicated and reordered frames over the agents' answers (``GET /netrig/agents``'
+    ``sequence``): summed by flow name, since each agent counts the frames it received itself."""
+    return _by_name(answers, lambda h, q: FlowSequence(name=q.name, duplicated=h.duplicated + q.duplicated,
+                                                       reordered=h.reordered + q.reordered),
+                    lambda name: FlowSequence(name=name))
 
 
 def latency(routes: Sequence[FlowRoute], answers: dict[str, Sequence[FlowLatency] | None],
@@ -186,9 +202,7 @@ def latency(routes: Sequence[FlowRoute], answers: dict[str, Sequence[FlowLatency
             if got is None:
                 break
             off = 0.0
-            if a != r.tx_agent:
-                tx, rx = clocks.get(r.tx_agent), clocks.get(a)
-                c = clock.between(tx, rx) if tx and rx else clock.Correction(0.0, float("inf"), "exchange")
+            if (c := _correction(r, a, clocks)) is not None:
                 off, unc = c.offset_ns, max(unc, c.uncertainty_ns)
             parts.append([(v - off, n) for v, n in got.buckets])
         else:
@@ -199,13 +213,7 @@ def latency(routes: Sequence[FlowRoute], answers: dict[str, Sequence[FlowLatency
 def ipdv(answers: Sequence[Sequence[FlowIpdv] | None]) -> list[dict[str, object]] | None:
     """Every flow's |IPDV| over the agents' answers (``GET /netrig/agents``' ``ipdv``): sums and
     counts added, the largest kept, by flow name (no clock correction: an offset cancels out of a
-    difference). ``None`` when an agent did not say."""
-    if any(a is None for a in answers):
-        return None
-    total: dict[str, FlowIpdv] = {}
-    for a in answers:
-        for q in a or ():
-            had = total.get(q.name, FlowIpdv(name=q.name))
-            total[q.name] = FlowIpdv(name=q.name, sum_ns=had.sum_ns + q.sum_ns, samples=had.samples + q.samples,
-                                     max_ns=max(had.max_ns, q.max_ns))
-    return [dataclasses.asdict(q) for q in total.values()]
+    difference)."""
+    return _by_name(answers, lambda h, q: FlowIpdv(name=q.name, sum_ns=h.sum_ns + q.sum_ns,
+                                                   samples=h.samples + q.samples, max_ns=max(h.max_ns, q.max_ns)),
+                    lambda name: FlowIpdv(name=name))
