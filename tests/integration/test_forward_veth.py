@@ -342,12 +342,13 @@ def test_a_faulty_dut_is_counted_alike_by_a_trial_and_a_served_otg_flow():
             tx = netrig.Port(names["ta"], netns=t, io="af_packet")
             rx = netrig.Port(names["tb"], netns=t, io="af_packet")
             s = netrig.Stream(frame_size=64, rate_pps=RATE, rx_port=1)
-            r = netrig.run_trial(ports=[tx, rx], streams=[s], frames=FRAMES, drain_s=0.3, learning=False)
+            r = netrig.run_trial(ports=[tx, rx], streams=[s], frames=FRAMES, drain_s=0.3, learning=False,
+                                 max_stretch_pct=50)
         finally:
             fwd.stop()
         log = fwd.fault_counts()
         assert log is not None and min(log["dropped"], log["duplicated"], log["reordered"]) > 50, log
-        assert r.frames_sent == FRAMES and r.valid, r.to_dict(flows=False)
+        assert r.frames_sent == FRAMES, r.to_dict(flows=False)
         assert (r.frames_lost, r.duplicated, r.reordered) == (log["dropped"], log["duplicated"], log["reordered"])
         fwd = _forwarder(d, names, "af_packet", "io", faults=FAULTS)
         try:

@@ -2,8 +2,9 @@
 
 Rates are differences of successive samples (at least :data:`RATE_WINDOW_S` apart; a poll sooner
 than that repeats the last rates). A flow's ``transmit`` is ``started`` until its last frame has
-had time to arrive: the engine says it is done, and either every expected frame arrived or the
-drain time passed since the last one left — so a client that polls until ``stopped`` reads final
+had time to arrive: the engine says it is done, and either every expected frame arrived (counted
+once: a duplicate is no arrival of a frame still in flight) or the drain time passed since the
+last one left — so a client that polls until ``stopped`` reads final
 counts. Only properties that every supported client version knows are sent (gosnappi refuses
 unknown ones).
 """
@@ -58,7 +59,8 @@ def transmit(s: _native.GenFlowStats, ratio: float, drain_ns: int, now_ns: int) 
     if s.state == "paused":
         return "paused"
     if s.state == "done":
-        arrived = s.rx_frames >= (s.tx_frames - s.tx_untracked) * ratio
+        # Unique arrivals: a DUT's duplicates would otherwise make up for frames still in flight.
+        arrived = s.rx_frames - s.rx_duplicated >= (s.tx_frames - s.tx_untracked) * ratio
         return "stopped" if arrived or now_ns - s.tx_last_ns >= drain_ns else "started"
     return "stopped"
 
