@@ -216,11 +216,11 @@ def test_a_cross_agent_latency_statistic_within_its_bound_is_never_reported():
 
 
 def test_each_flows_duplicates_and_reordering_are_summed_over_its_receiving_agents():
-    a = (FlowSequence(name="f1", duplicated=2, reordered=1), FlowSequence(name="f2"))
-    b = (FlowSequence(name="f1", duplicated=3, reordered=0), FlowSequence(name="f3", reordered=7))
-    assert merge.sequence([a, b]) == [{"name": "f1", "duplicated": 5, "reordered": 1},
-                                      {"name": "f2", "duplicated": 0, "reordered": 0},
-                                      {"name": "f3", "duplicated": 0, "reordered": 7}]
+    a = (FlowSequence(name="f1", duplicated=2, reordered=1, frames_rx=60), FlowSequence(name="f2", frames_rx=0))
+    b = (FlowSequence(name="f1", duplicated=3, reordered=0, frames_rx=40), FlowSequence(name="f3", reordered=7))
+    assert merge.sequence([a, b]) == [{"name": "f1", "duplicated": 5, "reordered": 1, "frames_rx": 100},
+                                      {"name": "f2", "duplicated": 0, "reordered": 0, "frames_rx": 0},
+                                      {"name": "f3", "duplicated": 0, "reordered": 7, "frames_rx": None}]
     assert merge.sequence([a, None]) is None, "an agent that did not say: no partial sum"
 
 

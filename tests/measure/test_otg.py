@@ -256,3 +256,13 @@ def test_the_servers_ipdv_gives_the_trials_mean_and_largest():
     assert c.latency is not None and (c.latency.ipdv_ns, c.latency.ipdv_max_ns) == (200.0, 900)
     c = measurer(FakeServer(rows, ipdv=ipdv[:1])).measure(Load(200.0, FrameSize(size=64)), 1.0)
     assert c.latency is not None and c.latency.ipdv_ns is None, "a flow the server did not say for"
+
+
+def test_a_duplicate_arriving_after_the_metrics_were_read_is_no_lost_frame():
+    """The metrics counted 500 arrivals of 500 frames; a duplicate arrived before the server's
+    sequence counts were read. Unique frames come from the count the duplicates are in."""
+    rows = [row("pair0", 500, 500), row("pair1", 500, 500)]
+    seq = [{"name": "pair0", "duplicated": 1, "reordered": 0, "frames_rx": 501},
+           {"name": "pair1", "duplicated": 0, "reordered": 0, "frames_rx": 500}]
+    c = measurer(FakeServer(rows, sequence=seq)).measure(Load(1000.0, FrameSize(size=64)), 1.0)
+    assert (c.frames_received, c.frames_lost, c.duplicated) == (1000, 0, 1)

@@ -180,9 +180,10 @@ def _by_name(answers: Sequence[Sequence[R] | None], add: Callable[[R, R], R],
 def sequence(answers: Sequence[Sequence[FlowSequence] | None]) -> list[dict[str, object]] | None:
     """Every flow's duplicated and reordered frames over the agents' answers (``GET /netrig/agents``'
     ``sequence``): summed by flow name, since each agent counts the frames it received itself."""
-    return _by_name(answers, lambda h, q: FlowSequence(name=q.name, duplicated=h.duplicated + q.duplicated,
-                                                       reordered=h.reordered + q.reordered),
-                    lambda name: FlowSequence(name=name))
+    return _by_name(answers, lambda h, q: FlowSequence(
+        name=q.name, duplicated=h.duplicated + q.duplicated, reordered=h.reordered + q.reordered,
+        frames_rx=None if h.frames_rx is None or q.frames_rx is None else h.frames_rx + q.frames_rx),
+        lambda name: FlowSequence(name=name, frames_rx=0))
 
 
 def latency(routes: Sequence[FlowRoute], answers: dict[str, Sequence[FlowLatency] | None],

@@ -293,7 +293,7 @@ class OtgMeasurer:
             raise TestbedError(f"otg: flow(s) {', '.join(stale)} have no loss: an agent is down (GET /netrig/agents "
                                "on the controller): restart it (the controller takes it back), then netrig run "
                                "--resume")
-        sent, arrived = sum(r.frames_tx for r in rows), sum(r.frames_rx for r in rows)
+        sent = sum(r.frames_tx for r in rows)
         rates = [r.sending_pps() for r in rows]
         known = [x for x in rates if x is not None]
         achieved = sum(known) if len(known) == len(rates) else (intended_pps or 0.0)
@@ -307,14 +307,14 @@ class OtgMeasurer:
         measured = {TESTER_DROPS: drops is not None, REORDERED: server.sequence is not None, PERCENTILES: has_pct,
                     LATE: late is not None}
         not_measured = [x for x in NOT_MEASURED if not measured.get(x)]
-        duplicated, reordered = _sequence(rows, server.sequence, arrived - sent)
+        duplicated, reordered, unique = _sequence(rows, server.sequence, sent)
         raw = {"otg": {"flows": [r.__dict__ for r in rows], "not_measured": not_measured,
                        "achieved_from": "each flow's frames over its first to last arrival" if None not in rates
                        else "the intended rate (a flow had fewer than two arrivals)",
                        "latency_left_out": left_out,
                        "tester_rx_drops": {loc: dataclasses.asdict(d) for loc, d in (drops or {}).items()}}}
         return TrialCounts(achieved_pps=achieved, intended_pps=intended_pps, frames_sent=sent,
-                           frames_received=min(arrived - duplicated - (late or 0), sent), duplicated=duplicated,
+                           frames_received=min(unique - (late or 0), sent), duplicated=duplicated,
                            reordered=reordered, late=late or 0, latency=latency, valid=reason is None,
                            invalid_reason=reason, raw=raw)
 
@@ -405,10 +405,18 @@ def _ipdv(rows: Sequence[FlowRow], ipdv: dict[str, FlowIpdv] | None) -> tuple[fl
     return (sum(g.sum_ns for g in parts) / samples, max(g.max_ns for g in parts)) if samples else None
 
 
-def _sequence(rows: Sequence[FlowRow], sequence: dict[str, FlowSequence] | None, excess: int) -> tuple[int, int]:
-    """The trial's duplicated and reordered frames: the server's counts of its flows, or without
-    them the excess of arrivals over frames sent as duplicates (a lower bound) and no reordering."""
+def _sequence(rows: Sequence[FlowRow], sequence: dict[str, FlowSequence] | None,
+              sent: int) -> tuple[int, int, int]:
+    """The trial's duplicated, reordered and unique frames: the server's counts of its flows, the
+    unique ones from the same count when it gives it (a frame arriving between the metrics read
+    and this one would else read as a lost frame); without them the excess of arrivals over
+    frames sent as duplicates (a lower bound) and no reordering."""
+    arrived = sum(r.frames_rx for r in rows)
     if sequence is None:
-        return max(0, excess), 0
+        return max(0, arrived - sent), 0, min(arrived, sent)
     got = [sequence[r.name] for r in rows if r.name in sequence]
-    return sum(q.duplicated for q in got), sum(q.reordered for q in got)
+    duplicated = sum(q.duplicated for q in got)
+    counted = [q.frames_rx for q in got]
+    if len(got) == len(rows) and None not in counted:
+        arrived = sum(n for n in counted if n is not None)
+    return duplicated, sum(q.reordered for q in got), arrived - duplicated

@@ -530,8 +530,8 @@ class Service(OtgService):
             if self.plan is None or self.generator is None:
                 return {}
             stats = self.generator.flow_stats()
-            sequence = [FlowSequence(name=f.name, duplicated=s.rx_duplicated, reordered=s.rx_reordered)
-                        for f, s in zip(self.plan.flows, stats)]
+            sequence = [FlowSequence(name=f.name, duplicated=s.rx_duplicated, reordered=s.rx_reordered,
+                                     frames_rx=s.rx_frames) for f, s in zip(self.plan.flows, stats)]
             ipdv = [FlowIpdv(name=f.name, sum_ns=s.ipdv_sum_ns, samples=s.ipdv_samples, max_ns=s.ipdv_max_ns)
                     for f, s in zip(self.plan.flows, stats)]
             latency = [FlowLatency(name=f.name, buckets=tuple(b))

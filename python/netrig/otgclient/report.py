@@ -52,6 +52,9 @@ class FlowSequence:
     name: str
     duplicated: int = 0
     reordered: int = 0
+    #: Every arrival, counted with them (``None``: a server that does not say): read beside
+    #: ``duplicated`` it gives the unique frames of one count, with no frame arriving in between.
+    frames_rx: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
