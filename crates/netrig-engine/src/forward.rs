@@ -404,14 +404,8 @@ impl Forwarder {
                 labels.push((p, cfg.ports[p].ifname.clone(), q));
                 let i = p * queues + q;
                 let e = egress(cfg.mode, n, p);
-                let tx = match (e, &cfg.faults) {
-                    (Some(e), None) => Some(ports[e].open_tx(q)?),
-                    (Some(e), Some(f)) => {
-                        let f = FaultConfig { seed: f.seed.wrapping_add(i as u64), ..f.clone() };
-                        Some(Box::new(FaultyTx::new(ports[e].open_tx(q)?, f, fault_log.clone())) as Box<dyn TxQueue>)
-                    }
-                    (None, _) => None,
-                };
+                let tx =
+                    e.map(|e| open_egress(ports[e].as_mut(), q, cfg.faults.as_ref(), i, &fault_log)).transpose()?;
                 let rewrite = match (cfg.mode, e) {
                     (ForwardMode::MacSwap, _) => Rewrite::Swap,
                     (m, Some(e)) if m.uses_peer_macs() => Rewrite::SetMacs { dst: cfg.peer_mac(e), src: macs[e] },
@@ -697,6 +691,24 @@ impl Drop for Forwarder {
     fn drop(&mut self) {
         self.shutdown();
     }
+}
+
+/// Egress queue `q` of `port` for worker `i`: behind the fault injector (seeded `seed + i`, logging
+/// into `log`) when there are `faults`.
+fn open_egress(
+    port: &mut dyn Port,
+    q: usize,
+    faults: Option<&FaultConfig>,
+    i: usize,
+    log: &Arc<Mutex<FaultLog>>,
+) -> Result<Box<dyn TxQueue>, PortError> {
+    let tx = port.open_tx(q)?;
+    Ok(match faults {
+        Some(f) => {
+            Box::new(FaultyTx::new(tx, FaultConfig { seed: f.seed.wrapping_add(i as u64), ..f.clone() }, log.clone()))
+        }
+        None => tx,
+    })
 }
 
 fn run_worker(mut job: Job, batch: usize, stop: &AtomicBool, counters: &[Counters]) -> Result<(), PortError> {

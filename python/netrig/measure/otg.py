@@ -36,6 +36,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from netrig.errors import CapabilityError, ConfigError, TestbedError
 from netrig.measure.engine import LEARNING_DURATION_S, LEARNING_RATE_PPS
@@ -55,6 +56,8 @@ _STREAM = Stream(rate_pps=1)
 POLL_S = 0.05
 #: A trial whose flows are not all stopped this long after they should have is stopped, s.
 FINISH_GRACE_S = 5.0
+#: A per-flow answer of the server (``GET /netrig/agents``).
+F = TypeVar("F", FlowLatency, FlowIpdv)
 #: The receiving ports' own drops: measured when the server reports them (``GET /netrig/agents``).
 TESTER_DROPS = "tester receive drops"
 #: What OTG's flow metrics do not tell (every trial's ``not_measured`` under ``otg`` in ``raw``).
@@ -363,13 +366,18 @@ def _unsupported(what: str) -> CapabilityError:
                            "time or a burst run there (throughput, frame loss, latency, MLRsearch, back-to-back…)")
 
 
+def _of_received(rows: Sequence[FlowRow], by_name: dict[str, F] | None) -> list[F] | None:
+    """What the server said of each flow that received frames (``None``: it did not say for one)."""
+    found = [by_name.get(r.name) for r in rows if r.frames_rx] if by_name is not None else [None]
+    return None if None in found else [g for g in found if g is not None]
+
+
 def _pooled(rows: Sequence[FlowRow], latency: dict[str, FlowLatency] | None) -> FlowLatency | None:
     """Every flow's latency buckets pooled, with the widest clocks' bound (``None``: the server has
     none for a flow that received frames)."""
-    found = [latency.get(r.name) for r in rows if r.frames_rx] if latency is not None else [None]
-    if None in found:
+    parts = _of_received(rows, latency)
+    if parts is None:
         return None
-    parts = [g for g in found if g is not None]
     return FlowLatency(name="trial", buckets=add_buckets(*(g.buckets for g in parts)),
                        uncertainty_ns=max((g.uncertainty_ns for g in parts), default=0.0))
 
@@ -397,10 +405,9 @@ def _latency(rows: Sequence[FlowRow], pooled: FlowLatency | None,
 def _ipdv(rows: Sequence[FlowRow], ipdv: dict[str, FlowIpdv] | None) -> tuple[float, float] | None:
     """The trial's mean and largest |IPDV| over its flows (``None``: the server did not say for a
     flow that received frames, or no flow had two frames)."""
-    found = [ipdv.get(r.name) for r in rows if r.frames_rx] if ipdv is not None else [None]
-    if None in found:
+    parts = _of_received(rows, ipdv)
+    if parts is None:
         return None
-    parts = [g for g in found if g is not None]
     samples = sum(g.samples for g in parts)
     return (sum(g.sum_ns for g in parts) / samples, max(g.max_ns for g in parts)) if samples else None
 
