@@ -250,7 +250,7 @@ impl Generator {
         // Open every queue first: a failure here leaves nothing running.
         open.fill(&flows)?;
         let OpenPorts { ports, tx: txq, rx: rxq } = open;
-        let realtime_offset_ns = i128::from(clock::realtime_ns()) - i128::from(clock::now_ns());
+        let realtime_offset_ns = clock::RealtimeOffset::measure().0;
         let epoch_ns = shared_epoch_ns(clock::now_ns(), realtime_offset_ns);
         let mut g = Generator {
             ctl: (0..nflows).map(|_| FlowCtl::default()).collect(),
