@@ -40,7 +40,7 @@ def ran(at_ms: float, cmd: str = "x") -> EventRun:
     return EventRun(cmd, at_ms / 1000, started_ns=t, ended_ns=t + 5 * MS, exit_status=0)
 
 
-def test_each_event_gets_the_longest_gap_in_its_window():
+def test_each_event_gets_the_gaps_in_its_window():
     flows = [flow(0, [gap(1, 200, 201), gap(600, 1000.5, 1300.5), gap(100, 2000.2, 2050.2)]),
              flow(1, [gap(590, 1000.7, 1296.7)])]
     first, second = event_results(result(flows, (1000, 1300)), [ran(1000), ran(2000)])
@@ -52,6 +52,21 @@ def test_each_event_gets_the_longest_gap_in_its_window():
     # The second event: only flow 0's 50 ms gap; the intervals show no loss then: recovery 0.
     assert [(f.flow_id, f.frames_lost) for f in second.flows] == [(0, 100)]
     assert second.outage_s == pytest.approx(0.050) and second.recovery_s == 0.0
+
+
+def test_loss_after_the_recovery_is_not_the_events():
+    """A withdraw costs each flow one frame; 2.3 s later the DUT's ring drops one frame of each flow
+    over a longer gap (a stall of its own): the event keeps the withdraw's gaps, not the longer ones."""
+    flows = [flow(k, [gap(1, 1000 + k, 1050 + k), gap(1, 3280 + k, 3380 + k)]) for k in range(3)]
+    r = result(flows, (1000, 1060), length_ms=4000)
+    for iv in r.intervals:
+        if 3.28 <= iv.start_s < 3.38:
+            iv.frames_received = 10
+    (ev,) = event_results(r, [ran(1000)])
+    assert ev.recovery_s == pytest.approx(0.060)
+    assert [(f.flow_id, f.frames_lost, round(f.before_s, 3)) for f in ev.flows] == [(0, 1, 0.0), (1, 1, 0.001),
+                                                                                      (2, 1, 0.002)]
+    assert ev.outage_s == pytest.approx(0.050) and ev.frames_lost == 3
 
 
 def test_an_event_that_did_nothing_has_no_outage():

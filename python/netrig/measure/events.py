@@ -10,13 +10,16 @@ fails is recorded, never raised.
 What an event cost is measured from the receiver's own data, per flow (:func:`event_results`): the
 engine keeps every flow's longest sequence gaps with the transmit times of the last frame received
 before each and the first after it (``FlowResult.gaps``, one slot per event and one more). For an
-event, a flow's outage is its longest gap that ends after the command started and begins before the
-next event started: outage = first frame after − last frame before, frames lost = the sequence
-numbers missing in it. A flow that never received again after the event has an unbounded outage
-(``recovered`` false). The recovery time comes from per-interval counts of the whole trial
-(:data:`INTERVAL_S` long, both sent and received attributed by transmit time): from the command's
-start to the beginning of the first run of loss-free intervals at least :data:`RECOVERY_HOLD_S`
-long that follows the first lossy interval of the event's window (0 when nothing was lost).
+event, a flow's outage is made of its gaps that end after the command started and begin before
+forwarding was loss-free again (the recovery below, when the intervals saw loss; else before the
+next event started): outage = first frame after − last frame before, frames lost = the sequence
+numbers missing in them. A gap after the recovery is not the event's (it was: the longest gap in the
+window, so a DUT's ring drop seconds later stood in for a withdraw's outage). A flow that never
+received again after the event has an unbounded outage (``recovered`` false). The recovery time
+comes from per-interval counts of the whole trial (:data:`INTERVAL_S` long, both sent and received
+attributed by transmit time): from the command's start to the beginning of the first run of
+loss-free intervals at least :data:`RECOVERY_HOLD_S` long that follows the first lossy interval of the
+event's window (0 when nothing was lost).
 """
 from __future__ import annotations
 
@@ -355,6 +358,22 @@ def _recovery_s(intervals: Sequence[Any], run_start_ns: int, start_ns: int, end_
     return None
 
 
+def _outage(f: Any, epoch: int, start_ns: int, end_ns: int | None) -> FlowOutage | None:
+    """Flow ``f``'s outage in the event that started at ``start_ns`` and whose disturbance ended by
+    ``end_ns`` (see :func:`event_results`)."""
+    last = epoch + f.last_rx_tx_ns
+    if f.tail_missing and f.frames_received and last >= start_ns - TAIL_SLACK_NS and \
+            (end_ns is None or last < end_ns - TAIL_SLACK_NS):
+        # The flow's last frame came around this event: it never received again.
+        return FlowOutage(f.flow_id, f.tail_missing, (last - start_ns) / 1e9, None)
+    gaps = [g for g in f.gaps if epoch + g.after_ns > start_ns and (end_ns is None or epoch + g.before_ns < end_ns)]
+    if not gaps:
+        return None
+    before, after = min(g.before_ns for g in gaps), max(g.after_ns for g in gaps)
+    return FlowOutage(f.flow_id, sum(g.missing for g in gaps), (epoch + before - start_ns) / 1e9,
+                      (epoch + after - start_ns) / 1e9)
+
+
 def event_results(result: Any, runs: Sequence[EventRun]) -> tuple[EventResult, ...]:
     """Each event's cost from an engine ``TrialResult`` with gaps and intervals (see the module)."""
     epoch, run_start = result.epoch_ns, result.run_start_ns
@@ -367,23 +386,10 @@ def event_results(result: Any, runs: Sequence[EventRun]) -> tuple[EventResult, .
             continue
         later = [s for s in starts[i + 1:] if s > r.started_ns]
         end = min(later) if later else None
-        outages = []
-        for f in flows:
-            best = None
-            for g in f.gaps:
-                inside = epoch + g.after_ns > r.started_ns and (end is None or epoch + g.before_ns < end)
-                if inside and (best is None or g.duration_ns > best.duration_ns):
-                    best = g
-            last = epoch + f.last_rx_tx_ns
-            if f.tail_missing and f.frames_received and last >= r.started_ns - TAIL_SLACK_NS and \
-                    (end is None or last < end - TAIL_SLACK_NS):
-                # The flow's last frame came around this event: it never received again.
-                outages.append(FlowOutage(f.flow_id, f.tail_missing, (last - r.started_ns) / 1e9, None))
-                continue
-            if best is not None:
-                outages.append(FlowOutage(f.flow_id, best.missing, (epoch + best.before_ns - r.started_ns) / 1e9,
-                                          (epoch + best.after_ns - r.started_ns) / 1e9))
         rec = _recovery_s(result.intervals, run_start, r.started_ns, end) if result.intervals else None
+        # Loss after forwarding was loss-free again is not this event's (a DUT's ring drop seconds later).
+        settled = r.started_ns + int(rec * 1e9) + 1 if rec else end
+        outages = [o for f in flows if (o := _outage(f, epoch, r.started_ns, settled)) is not None]
         if any(not o.recovered for o in outages):
             rec = None
         out.append(EventResult(r, tuple(outages), rec, len(flows)))

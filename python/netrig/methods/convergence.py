@@ -7,7 +7,10 @@ flow's sequence gap around it (transmit times of the last frame before and the f
 
 Reported per repetition, in RFC 6412's terms:
 
-* the **loss-derived convergence time**: frames lost / the offered rate;
+* the **loss-derived convergence time**: frames lost / the offered rate, the frames lost in the
+  prefixes' outages until forwarding was loss-free again (RFC 6412's convergence packet loss);
+  frames the trial lost elsewhere (a DUT's ring drop seconds later) are reported apart
+  (``frames_lost_elsewhere``), never in a convergence time;
 * the **rate-derived convergence time**: from the withdraw command's start until forwarding is
   loss-free again (the trial counts every 10 ms): the last prefix moved by then, seen within one
   prefix's period;
@@ -89,6 +92,7 @@ class ConvergenceResult:
     route_max_s: float
     resolution_s: float
     event: EventResult | None = None
+    frames_lost_elsewhere: int = 0
 
     @property
     def headline_pps(self) -> float | None:
@@ -102,20 +106,22 @@ class ConvergenceResult:
                 "loss_derived_s": self.loss_derived_s, "rate_derived_s": self.rate_derived_s,
                 "prefixes_lost": self.prefixes_lost, "never_moved": self.never_moved,
                 "route_median_s": self.route_median_s, "route_max_s": self.route_max_s,
-                "resolution_s": self.resolution_s, "event": self.event.to_dict() if self.event else None}
+                "resolution_s": self.resolution_s, "event": self.event.to_dict() if self.event else None,
+                "frames_lost_elsewhere": self.frames_lost_elsewhere}
 
 
-def converged(ev: EventResult, rate_pps: float, frames_lost: int) -> ConvergenceResult:
+def converged(ev: EventResult, rate_pps: float, trial_lost: int) -> ConvergenceResult:
     """The RFC 6412 numbers of one withdraw from its per-flow outages (one flow per prefix, every
     prefix at ``rate_pps`` / prefixes, the rate the tester offered; those without an outage lost
-    nothing)."""
+    nothing); of the trial's ``trial_lost`` frames, those outside the outages are reported apart."""
     n = max(ev.flows_total, 1)
     period = n / rate_pps
     per_route = [f.frames_lost * period for f in ev.flows] + [0.0] * (n - len(ev.flows))
     never = sum(not f.recovered for f in ev.flows)
-    return ConvergenceResult(rate_pps, ev.flows_total, frames_lost, frames_lost / rate_pps,
+    lost = ev.frames_lost
+    return ConvergenceResult(rate_pps, ev.flows_total, lost, lost / rate_pps,
                              None if never else ev.recovery_s, len(ev.flows), never,
-                             statistics.median(per_route), max(per_route), period, ev)
+                             statistics.median(per_route), max(per_route), period, ev, max(0, trial_lost - lost))
 
 
 def _commands(params: ConvergenceParams, env: Mapping[str, str]) -> tuple[str, str]:
@@ -175,15 +181,17 @@ def _ms(v: float | None) -> str:
 
 def table(r: RunView) -> Table:
     t = Table(["frame size", "rep", "prefixes", "rate", "loss-derived", "rate-derived", "prefixes that lost",
-               "per prefix: median", "longest", "never moved", "resolution"])
+               "per prefix: median", "longest", "never moved", "resolution", "lost elsewhere"])
     for e in r.frame_results(METHOD_NAME, ConvergenceResult):
         for k, x in enumerate(e.repetitions):
             t.add([fmt.size(e.frame_size), str(k + 1), fmt.count(x.prefixes), fmt.fps(x.rate_pps),
                    _ms(x.loss_derived_s), _ms(x.rate_derived_s), fmt.count(x.prefixes_lost), _ms(x.route_median_s),
-                   _ms(x.route_max_s), fmt.count(x.never_moved), _ms(x.resolution_s)])
+                   _ms(x.route_max_s), fmt.count(x.never_moved), _ms(x.resolution_s),
+                   fmt.count(x.frames_lost_elsewhere)])
     t.caption = ("RFC 6412's terms, from the withdraw command's start: loss-derived = frames lost / rate; "
                  "rate-derived = until forwarding was loss-free again (10-ms intervals); per prefix its frames "
-                 "lost / its rate, known to the resolution (one frame per prefix every prefixes / rate)")
+                 "lost / its rate, known to the resolution (one frame per prefix every prefixes / rate); lost "
+                 "elsewhere: frames the trial lost outside the prefixes' outages, in no convergence time")
     return t
 
 
