@@ -29,6 +29,7 @@ __all__ = [
     "WireSlot", "LatencyWindow", "LATENCY_WINDOW_NS", "STACK_HEADERS", "SIGNATURE_BYTES", "FieldPattern", "PatternForm",
     "HeaderForm", "HeaderSpec",
     "PayloadSpec", "GenDurationSpec", "GenFlowSpec", "CaptureSpec", "Generator", "GenFlowStats", "GenPortStats",
+    "GenTxPacing",
 ]
 
 __version__: str
@@ -1412,6 +1413,23 @@ class GenFlowStats:
     def ipdv_max_ns(self) -> int: ...
 
 @final
+class GenTxPacing:
+    """How a generator port's TX workers kept their schedule since its flows last started from idle."""
+
+    @property
+    def frames(self) -> int:
+        """Frames sent since then (0: the rest means nothing)."""
+    @property
+    def stretch_ns(self) -> int:
+        """The most any flow's schedule shifted (time smooth pacing gave up), ns."""
+    @property
+    def max_lag_ns(self) -> int:
+        """The longest a frame waited after it fell due, ns (up to 50 µs by design when busy)."""
+    @property
+    def smoothness(self) -> Smoothness:
+        """The peak 1-ms window against the running flows' rates, and the inter-departure gaps."""
+
+@final
 class GenPortStats:
     """One generator port's counts since the generator was made."""
 
@@ -1477,6 +1495,7 @@ class Generator:
     def flow_states(self) -> list[str]:
         """Every flow's state: ``stopped``, ``running``, ``paused`` or ``done``."""
     def port_stats(self) -> list[GenPortStats]: ...
+    def tx_pacing(self) -> list[GenTxPacing | None]: ...
     def set_capture(self, port: int, on: bool) -> None: ...
     def capture_file(self, port: int, pcapng: bool, if_name: str) -> bytes: ...
     def capture_dropped(self, port: int) -> int: ...

@@ -95,6 +95,9 @@ def test_netrig_run_rfc2544_throughput_across_two_agents(tmp_path):
         flows = c["raw"]["otg"]["flows"]
         planned = round(t["load"]["rate_pps"] * 0.5)
         assert sum(f["frames_tx"] for f in flows) == c["frames_sent"] == planned, t  # every frame sent, counted
+        # the senders' pacing, from each agent: a port's share of the rate in its 1-ms window
+        assert "pacing" not in c["raw"]["otg"]["not_measured"] and c["pacing"]["peak_frames"] > 0, c
+        assert c["pacing"]["intended_frames"] == pytest.approx(t["load"]["rate_pps"] / len(PAIRS) / 1000, rel=1e-3)
         sent, received = sent + c["frames_sent"], received + c["frames_received"]
     # What the tester counted is what the DUT's ports took in from the senders and forwarded.
     into = {tx: after[tx][0] - before[tx][0] for tx, _ in PAIRS}

@@ -29,9 +29,9 @@ class FakeServer:
 
     def __init__(self, rows: list[dict], running_polls: int = 1, refuse: OtgRefused | None = None,
                  ports: list[dict] | None = None, sequence: list[dict] | None = None, latency: list[dict] | None = None,
-                 ipdv: list[dict] | None = None):
+                 ipdv: list[dict] | None = None, pacing: list[dict] | None = None):
         self.rows, self.running, self.refuse, self.ports, self.sequence = rows, running_polls, refuse, ports, sequence
-        self.latency, self.ipdv = latency, ipdv
+        self.latency, self.ipdv, self.pacing = latency, ipdv, pacing
         self.requests: list[tuple[str, str, object]] = []
 
     def call(self, method: str, path: str, body: object = None) -> dict:
@@ -46,7 +46,8 @@ class FakeServer:
             return {"supervision": {"state": "off"}, **({"ports": self.ports} if self.ports is not None else {}),
                     **({"sequence": self.sequence} if self.sequence is not None else {}),
                     **({"latency": self.latency} if self.latency is not None else {}),
-                    **({"ipdv": self.ipdv} if self.ipdv is not None else {})}
+                    **({"ipdv": self.ipdv} if self.ipdv is not None else {}),
+                    **({"pacing": self.pacing} if self.pacing is not None else {})}
         return {"warnings": []}
 
 
@@ -115,6 +116,28 @@ def test_drops_of_a_receiving_port_in_a_trial_that_lost_nothing_were_not_its_fra
 def test_a_server_that_reports_no_ports_leaves_the_testers_drops_not_measured():
     c = measurer(FakeServer([row("pair0", 10, 10), row("pair1", 10, 10)])).measure(Load(18.0, FrameSize(size=64)), 1.0)
     assert c.valid and "tester receive drops" in c.raw["otg"]["not_measured"] and c.raw["otg"]["tester_rx_drops"] == {}
+
+
+def pacing(name: str, location: str, stretch_ns: int, peak: int, intended: float) -> dict:
+    return {"name": name, "location": location, "frames": 500, "stretch_ns": stretch_ns, "max_lag_ns": stretch_ns // 2,
+            "peak_frames": peak, "intended_frames": intended, "gap_p50_ns": 2000, "gap_p99_ns": 9000 + stretch_ns,
+            "gap_max_ns": 10_000 + stretch_ns}
+
+
+def test_the_senders_pacing_is_the_worst_sending_ports():
+    """The two sending ports (p0 a/a1, p2 b/b2) each say how they kept their schedule: the trial's
+    pacing has the larger stretch, lag and gaps, and the more bunched port's peak (b/b2: 3 frames in
+    a 1-ms window meant for 0.5); one port unsaid leaves the pacing not measured."""
+    rows = [row("pair0", 500, 500), row("pair1", 500, 500)]
+    both = [pacing("p0", "a/a1", 3_000_000, 1, 0.5), pacing("p2", "b/b2", 0, 3, 0.5)]
+    c = measurer(FakeServer(rows, pacing=both)).measure(Load(1000.0, FrameSize(size=64)), 1.0)
+    p = c.pacing
+    assert p is not None and "pacing" not in c.raw["otg"]["not_measured"]
+    assert (p.mode, p.stretch_s, p.max_lag_s, p.peak_frames, p.intended_frames) == ("smooth", 0.003, 0.0015, 3, 0.5)
+    assert (p.gap_p50_ns, p.gap_p99_ns, p.gap_max_ns) == (2000, 3_009_000, 3_010_000)
+    assert not p.bunched  # 3 frames is within the timing allowance
+    c = measurer(FakeServer(rows, pacing=both[:1])).measure(Load(1000.0, FrameSize(size=64)), 1.0)
+    assert c.pacing is None and "pacing" in c.raw["otg"]["not_measured"]
 
 
 def test_duplicates_are_counted_apart_and_a_burst_is_split():

@@ -108,11 +108,20 @@ fn flows_send_exactly_their_frames_and_every_one_is_counted() {
     assert_eq!(ports[0].tx_frames, 4000);
     assert_eq!(ports[1].rx_frames, 4000);
     assert_eq!(ports[1].rx_foreign + ports[1].rx_stale, 0);
-    // A second start counts from zero again.
+    // The sender's pacing: every frame through the meter, the two flows' rates in its 1-ms window
+    // (50 kframes/s: 50 frames), published once nothing is left due; port 1 sends nothing.
+    assert!(wait_for(2.0, || g.tx_pacing()[0].is_some_and(|p| p.frames == 4000)), "{:?}", g.tx_pacing());
+    let p = g.tx_pacing()[0].unwrap();
+    assert!((p.smoothness.intended_frames - 50.0).abs() < 1e-9 && p.smoothness.peak_frames > 0, "{p:?}");
+    assert!(p.smoothness.gap_max_ns >= p.smoothness.gap_p99_ns && p.smoothness.gap_p99_ns >= p.smoothness.gap_p50_ns);
+    assert_eq!(g.tx_pacing()[1], None);
+    // A second start counts from zero again, its pacing too (from idle: a new trial).
     g.start(&[1]).unwrap();
     assert!(wait_for(5.0, || g.flow_stats()[1].state == FlowState::Done as u8));
     assert!(wait_for(2.0, || g.flow_stats()[1].rx_frames == 1000));
     assert_eq!(g.flow_stats()[1].tx_frames, 1000);
+    assert!(wait_for(2.0, || g.tx_pacing()[0].is_some_and(|p| p.frames == 1000)), "{:?}", g.tx_pacing());
+    assert!((g.tx_pacing()[0].unwrap().smoothness.intended_frames - 20.0).abs() < 1e-9);
     assert!(g.errors().is_empty());
 }
 

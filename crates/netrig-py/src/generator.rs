@@ -13,7 +13,7 @@ use pyo3::types::{PyBytes, PyDict, PyTuple};
 
 use crate::args::{instance, opt, req, Arg};
 use crate::errors::{config, Result};
-use crate::results::{GenFlowStats, GenPortStats, PinFailure};
+use crate::results::{GenFlowStats, GenPortStats, GenTxPacing, PinFailure};
 use crate::specs::{FrameSizeSpec, Port, RateSpec};
 
 /// The values one header field takes, frame after frame.
@@ -481,6 +481,12 @@ impl Generator {
     /// Every port's counts since the generator was made.
     fn port_stats(&self) -> Vec<GenPortStats> {
         self.0.port_stats().iter().map(GenPortStats::from).collect()
+    }
+
+    /// Per port, how its TX workers kept their schedule since its flows last started from idle
+    /// (None: the port sends nothing).
+    fn tx_pacing(&self) -> Vec<Option<GenTxPacing>> {
+        self.0.tx_pacing().iter().map(|p| p.as_ref().map(GenTxPacing::from)).collect()
     }
 
     /// Start or stop the capture of `port` (starting clears the earlier one).

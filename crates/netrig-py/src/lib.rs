@@ -703,6 +703,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<generator::Generator>()?;
     m.add_class::<results::GenFlowStats>()?;
     m.add_class::<results::GenPortStats>()?;
+    m.add_class::<results::GenTxPacing>()?;
     m.add("STACK_HEADERS", generator::stack_headers(py)?)?;
     m.add("SIGNATURE_BYTES", netrig_wire::signature::LEN)?;
     m.add_function(wrap_pyfunction!(interface_info, m)?)?;

@@ -810,6 +810,20 @@ result_class! {
 }
 
 result_class! {
+    /// How a generator port's TX workers kept their schedule since its flows last started from idle.
+    class GenTxPacing(p: &netrig_engine::generator::TxPacing) {
+        /// Frames sent since then (0: the rest means nothing).
+        frames: u64 = p.frames,
+        /// The most any flow's schedule shifted (time smooth pacing gave up), ns.
+        stretch_ns: u64 = p.stretch_ns,
+        /// The longest a frame waited after it fell due, ns (up to 50 µs by design when busy).
+        max_lag_ns: u64 = p.max_lag_ns,
+        /// The peak 1-ms window against the running flows' rates, and the inter-departure gaps.
+        smoothness: Smoothness = (&p.smoothness).into(),
+    }
+}
+
+result_class! {
     /// One stall episode the kernel saw (`netrig_engine::stalls`).
     class StallEpisode(e: &netrig_engine::stalls::RawEpisode) {
         /// "cpu": the CPU did not run (its timer tick came late: the host stopped the vCPU, unseen by

@@ -415,7 +415,8 @@ class Controller(OtgService):
         """The config's ports on live agents, each with its own receive drops as its agent reports
         them (netrig.otg.rxdrops), located ``AGENT/LOCATION``; and what the agents say of each flow
         beyond OTG's metrics, merged over them: ``sequence``, ``latency``, ``ipdv`` (each left out
-        when an agent did not say). ``(None, {})`` before a config."""
+        when an agent did not say), and how each sending port kept its schedule (``pacing``).
+        ``(None, {})`` before a config."""
         with self.lock:
             sp = self.split
             clocks = {a: self.clocks[a].estimate() for a in self.agents}
@@ -426,9 +427,12 @@ class Controller(OtgService):
         answers = {a: report.read(report.AgentsReport, answer) for a, answer in got.items()}
         ports = [{**dataclasses.asdict(p), "location": f"{a}/{p.location}"}
                  for a, r in answers.items() for p in (r.ports or ())]
+        pacing = [{**dataclasses.asdict(p), "location": f"{a}/{p.location}"}
+                  for a, r in answers.items() for p in (r.pacing or ())]
         per_flow = {"sequence": merge.sequence([r.sequence for r in answers.values()]),
                     "latency": merge.latency(sp.routes, {a: r.latency for a, r in answers.items()}, clocks),
-                    "ipdv": merge.ipdv([r.ipdv for r in answers.values()])}
+                    "ipdv": merge.ipdv([r.ipdv for r in answers.values()]),
+                    "pacing": pacing if all(r.pacing is not None for r in answers.values()) else None}
         return ports, {k: v for k, v in per_flow.items() if v is not None}
 
     def close(self) -> None:

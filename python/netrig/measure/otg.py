@@ -15,17 +15,18 @@ A frame the tester lost itself is never the DUT's: a receiving port that dropped
 ring or kernel since the start (the server's ``ports``, netrig.otg.rxdrops) makes the trial invalid,
 with the port and its counts (``raw.otg.tester_rx_drops``). What OTG's flow metrics do not carry is
 marked, never made up (a trial's ``raw`` holds ``otg``: ``not_measured``, ``achieved_from``,
-``latency_left_out``): the sender's pacing and sending window (``achieved_pps`` is estimated from
-each flow's first and last arrival: ``achieved_from``), duplicates and reordering where the
-server does not report them (netrig's does, in ``sequence``; else an excess of arrivals is counted
-as duplicates: a lower bound), stray, forged and foreign frames, the testers' own receive drops
-where the server does not report them, late frames and latency percentiles where the server has no
-latency buckets for a flow that received frames (then min, mean and max only; netrig's has them
-for its first 256 flows, in ``latency``: frames above the drain time are late, lost to RFC 2544
-and left out of the percentiles, as a trial's are), and a cross-agent flow's latency that the
-controller left out, wholly or in part, because its clocks' bound was wider than the value
-(``latency_left_out``). An agent down makes the trial's flows stale: the run stops (resumable)
-rather than count them.
+``latency_left_out``): the sender's pacing where the server does not report it (netrig's does, per
+sending port in ``pacing``: the trial's ``pacing``, the worst port's), the sending window
+(``achieved_pps`` is estimated from each flow's first and last arrival: ``achieved_from``),
+duplicates and reordering where the server does not report them (netrig's does, in ``sequence``;
+else an excess of arrivals is counted as duplicates: a lower bound), stray, forged and foreign
+frames, the testers' own receive drops where the server does not report them, late frames and
+latency percentiles where the server has no latency buckets for a flow that received frames (then
+min, mean and max only; netrig's has them for its first 256 flows, in ``latency``: frames above the
+drain time are late, lost to RFC 2544 and left out of the percentiles, as a trial's are), and a
+cross-agent flow's latency that the controller left out, wholly or in part, because its clocks'
+bound was wider than the value (``latency_left_out``). An agent down makes the trial's flows stale:
+the run stops (resumable) rather than count them.
 
 The server is reached through :class:`netrig.otgclient.client.OtgClient`; its flow metrics are
 read as :class:`netrig.otgclient.messages.FlowMetric`.
@@ -41,12 +42,12 @@ from typing import TypeVar
 from netrig.errors import CapabilityError, ConfigError, TestbedError
 from netrig.measure.engine import LEARNING_DURATION_S, LEARNING_RATE_PPS
 from netrig.measure.events import Event, EventRun
-from netrig.measure.seam import FlowTrial, IntervalSink, LatencySummary, Load, Phase, StackRequest, TrialCounts
+from netrig.measure.seam import FlowTrial, IntervalSink, LatencySummary, Load, Pacing, Phase, StackRequest, TrialCounts
 from netrig.model import MAX_FRAME_SIZE, WIRE_OVERHEAD_BYTES, FrameSize, defaults
 from netrig.otgclient import report
 from netrig.otgclient.client import OtgClient, OtgDown, OtgRefused
 from netrig.otgclient.messages import FlowMetric, MetricsResponse, read
-from netrig.otgclient.report import FlowIpdv, FlowLatency, FlowSequence, PortDrops, add_buckets
+from netrig.otgclient.report import FlowIpdv, FlowLatency, FlowSequence, PortDrops, PortPacing, add_buckets
 from netrig.otgclient.typed import MessageError
 from netrig.trial import Stream
 
@@ -58,6 +59,8 @@ POLL_S = 0.05
 FINISH_GRACE_S = 5.0
 #: A per-flow answer of the server (``GET /netrig/agents``).
 F = TypeVar("F", FlowLatency, FlowIpdv)
+#: A per-port answer of the server.
+P = TypeVar("P", PortDrops, PortPacing)
 #: The receiving ports' own drops: measured when the server reports them (``GET /netrig/agents``).
 TESTER_DROPS = "tester receive drops"
 #: What OTG's flow metrics do not tell (every trial's ``not_measured`` under ``otg`` in ``raw``).
@@ -69,7 +72,9 @@ PERCENTILES = "latency percentiles"
 #: Late frames (latency above the drain time, lost to RFC 2544 as a trial's are): measured from the
 #: same buckets, to their precision (0.1 %).
 LATE = "late"
-NOT_MEASURED = ("pacing", "sending window", REORDERED, LATE, "stray", "forged", "foreign", TESTER_DROPS,
+#: The sender's pacing: measured when the server reports every sending port's (``GET /netrig/agents``).
+PACING = "pacing"
+NOT_MEASURED = (PACING, "sending window", REORDERED, LATE, "stray", "forged", "foreign", TESTER_DROPS,
                 PERCENTILES)
 
 
@@ -78,12 +83,14 @@ class ServerReport:
     """What the server says of a trial beside OTG's metrics (``GET /netrig/agents``), ``None``
     where it does not say: the receiving ports' own drops since the trial's start, by location
     (``ports``, netrig.otg.rxdrops); each flow's duplicated and reordered frames (``sequence``),
-    latency buckets (``latency``) and |IPDV| (``ipdv``), by flow name."""
+    latency buckets (``latency``) and |IPDV| (``ipdv``), by flow name; how each sending port kept its
+    schedule (``pacing``), by location."""
 
     drops: dict[str, PortDrops] | None = None
     sequence: dict[str, FlowSequence] | None = None
     latency: dict[str, FlowLatency] | None = None
     ipdv: dict[str, FlowIpdv] | None = None
+    pacing: dict[str, PortPacing] | None = None
 
 
 @dataclass(frozen=True)
@@ -172,13 +179,15 @@ class OtgMeasurer:
     """A :class:`~netrig.measure.seam.Measurer` whose trials an OTG server runs (see the module doc)."""
 
     def __init__(self, client: OtgClient, pairs: Sequence[OtgPair], *, learning_frames: bool = True,
-                 tx_tolerance_pct: float = defaults.TX_TOLERANCE_PCT, drain_s: float = defaults.DRAIN_S):
+                 tx_tolerance_pct: float = defaults.TX_TOLERANCE_PCT, drain_s: float = defaults.DRAIN_S,
+                 smoothness_tolerance_pct: float = defaults.SMOOTHNESS_TOLERANCE_PCT):
         if not pairs:
             raise CapabilityError("an OTG measurer needs at least one pair of ports")
         self.client, self.pairs = client, tuple(pairs)
         self.learning_frames = learning_frames
         self.tolerance = tx_tolerance_pct / 100
         self.drain_s = drain_s
+        self.smoothness_tolerance_pct = smoothness_tolerance_pct
         self.ports = list(dict.fromkeys(loc for p in self.pairs for loc in (p.tx, p.rx)))
         self._learned: set[int | str] = set()
 
@@ -269,12 +278,18 @@ class OtgMeasurer:
         sequence = {q.name: q for q in r.sequence} if r.sequence is not None else None
         latency = {q.name: q for q in r.latency} if r.latency is not None else None
         ipdv = {q.name: q for q in r.ipdv} if r.ipdv is not None else None
-        if r.ports is None:
-            return ServerReport(None, sequence, latency, ipdv)
-        by_name = {p.name: p for p in r.ports}
-        got = {p.rx: by_name.get(f"p{self.ports.index(p.rx)}") for p in self.pairs}
-        drops = None if None in got.values() else {loc: d for loc, d in got.items() if d is not None}
-        return ServerReport(drops, sequence, latency, ipdv)
+        pacing = self._by_port(r.pacing, [p.tx for p in self.pairs])
+        drops = self._by_port(r.ports, [p.rx for p in self.pairs])
+        return ServerReport(drops, sequence, latency, ipdv, pacing)
+
+    def _by_port(self, said: Sequence[P] | None, locations: Sequence[str]) -> dict[str, P] | None:
+        """What the server said of each of ``locations`` (its ports are named ``p<index>``);
+        ``None`` when it did not say it of every one."""
+        if said is None:
+            return None
+        by_name = {p.name: p for p in said}
+        got = {loc: by_name.get(f"p{self.ports.index(loc)}") for loc in locations}
+        return {loc: d for loc, d in got.items() if d is not None} if None not in got.values() else None
 
     # ------------------------------------------------------------------------------- the seam
     def measure(self, load: Load, duration_s: float) -> TrialCounts:
@@ -307,8 +322,9 @@ class OtgMeasurer:
         latency, has_pct, late = _latency(rows, _pooled(rows, server.latency), self.drain_s * 1e9)
         if latency is not None and (ipdv := _ipdv(rows, server.ipdv)) is not None:
             latency = dataclasses.replace(latency, ipdv_ns=ipdv[0], ipdv_max_ns=ipdv[1])
+        pacing = _pacing(server.pacing, self.smoothness_tolerance_pct)
         measured = {TESTER_DROPS: drops is not None, REORDERED: server.sequence is not None, PERCENTILES: has_pct,
-                    LATE: late is not None}
+                    LATE: late is not None, PACING: pacing is not None}
         not_measured = [x for x in NOT_MEASURED if not measured.get(x)]
         duplicated, reordered, unique = _sequence(rows, server.sequence, sent)
         raw = {"otg": {"flows": [r.__dict__ for r in rows], "not_measured": not_measured,
@@ -319,7 +335,7 @@ class OtgMeasurer:
         return TrialCounts(achieved_pps=achieved, intended_pps=intended_pps, frames_sent=sent,
                            frames_received=min(unique - (late or 0), sent), duplicated=duplicated,
                            reordered=reordered, late=late or 0, latency=latency, valid=reason is None,
-                           invalid_reason=reason, raw=raw)
+                           invalid_reason=reason, pacing=pacing, raw=raw)
 
     def _invalid(self, rows: list[FlowRow], planned: Sequence[int], finished: bool,
                  drops: dict[str, PortDrops] | None, achieved: float | None, intended_pps: float | None) -> str | None:
@@ -400,6 +416,20 @@ def _latency(rows: Sequence[FlowRow], pooled: FlowLatency | None,
     if latency.p99_ns is not None and latency.min_ns is not None:
         latency = dataclasses.replace(latency, pdv_ns=latency.p99_ns - latency.min_ns)
     return latency, bool(pct), late
+
+
+def _pacing(ports: dict[str, PortPacing] | None, tolerance_pct: float) -> Pacing | None:
+    """The trial's pacing from each sending port's (the generator's pacing is smooth): the largest
+    stretch, lag and gaps of any port, the most bunched port's peak (``None``: not reported)."""
+    if not ports:
+        return None
+    worst = max(ports.values(), key=lambda p: (p.peak_frames - 1) / p.intended_frames if p.intended_frames > 0
+                else float("-inf"))
+    return Pacing(mode="smooth", stretch_s=max(p.stretch_ns for p in ports.values()) / 1e9,
+                  max_lag_s=max(p.max_lag_ns for p in ports.values()) / 1e9, peak_frames=worst.peak_frames,
+                  intended_frames=worst.intended_frames, gap_p50_ns=max(p.gap_p50_ns for p in ports.values()),
+                  gap_p99_ns=max(p.gap_p99_ns for p in ports.values()),
+                  gap_max_ns=max(p.gap_max_ns for p in ports.values()), tolerance_pct=tolerance_pct)
 
 
 def _ipdv(rows: Sequence[FlowRow], ipdv: dict[str, FlowIpdv] | None) -> tuple[float, float] | None:

@@ -54,7 +54,7 @@ from netrig.otg.objects import (
 )
 from netrig.otg.rxdrops import RxDrops
 from netrig.otgclient import headers
-from netrig.otgclient.report import FlowIpdv, FlowLatency, FlowSequence
+from netrig.otgclient.report import FlowIpdv, FlowLatency, FlowSequence, PortPacing
 from netrig.telemetry.sources import FlowGroupCounts
 
 #: How long a flow's frames may still be on their way after its last one left, by default, s.
@@ -114,6 +114,19 @@ def _renumbered(warning: str, which: Sequence[int]) -> str:
     """A warning of an update's flow ``j`` (``flows[j]...``) as the config's flow ``which[j]``."""
     head, _, rest = warning.partition("]")
     return f"flows[{which[int(head[len('flows['):])]}]{rest}"
+
+
+def port_pacing(plan: Plan, g: _native.Generator) -> list[PortPacing]:
+    """How each port that sends kept its schedule since its flows last started from idle."""
+    out = []
+    for i, (s, p) in enumerate(zip(plan.serve_ports, g.tx_pacing())):
+        if p is not None:
+            sm = p.smoothness
+            out.append(PortPacing(name=plan.port_names[i], location=s.name, frames=p.frames, stretch_ns=p.stretch_ns,
+                                  max_lag_ns=p.max_lag_ns, peak_frames=sm.peak_frames,
+                                  intended_frames=sm.intended_frames, gap_p50_ns=sm.gap_p50_ns,
+                                  gap_p99_ns=sm.gap_p99_ns, gap_max_ns=sm.gap_max_ns))
+    return out
 
 
 class Service(OtgService):
@@ -525,7 +538,8 @@ class Service(OtgService):
         """``GET /netrig/agents``: every port's own receive drops since the last start (``ports``:
         netrig.otg.rxdrops); what OTG's flow metrics have no room for, per flow since its last start:
         its duplicated and reordered frames (``sequence``), its |IPDV| (``ipdv``) and, for the first
-        256 flows, its latency distribution (``latency``); nothing before a config."""
+        256 flows, its latency distribution (``latency``); how each sending port kept its schedule
+        (``pacing``); nothing before a config."""
         with self.lock:
             if self.plan is None or self.generator is None:
                 return {}
@@ -539,7 +553,8 @@ class Service(OtgService):
             return {"ports": [dataclasses.asdict(d) for d in self.rx_drops.report(self.plan, self.generator)],
                     "sequence": [dataclasses.asdict(q) for q in sequence],
                     "latency": [dataclasses.asdict(q) for q in latency],
-                    "ipdv": [dataclasses.asdict(q) for q in ipdv], "links": self.links.report()}
+                    "ipdv": [dataclasses.asdict(q) for q in ipdv], "links": self.links.report(),
+                    "pacing": [dataclasses.asdict(p) for p in port_pacing(self.plan, self.generator)]}
 
     def capture(self, req: CaptureRequest) -> bytes:
         if req.packets is not None and req.packets.choice == "slice":

@@ -43,6 +43,29 @@ class PortDrops:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PortPacing:
+    """How one tester port's sender kept its schedule since its flows last started from idle (the
+    engine's ``Generator.tx_pacing``): what a local trial's ``pacing`` says, for served flows."""
+
+    #: The port's name in the config, and its location (``AGENT/LOCATION`` at a controller).
+    name: str
+    location: str
+    #: Frames sent since (0: the rest means nothing).
+    frames: int = 0
+    #: The most any flow's schedule shifted (time smooth pacing gave up), and the longest a frame
+    #: waited after it fell due, ns.
+    stretch_ns: int = 0
+    max_lag_ns: int = 0
+    #: The most frames in any 1-ms window, and what the running flows' rates put there (0: unpaced).
+    peak_frames: int = 0
+    intended_frames: float = 0.0
+    #: Inter-departure gap per frame: median, 99th percentile, longest, ns.
+    gap_p50_ns: int = 0
+    gap_p99_ns: int = 0
+    gap_max_ns: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FlowSequence:
     """What one flow's receivers made of its sequence numbers since its last start, as a trial's
     do (each receive queue's sequence window): of its ``frames_rx``, the frames whose sequence had
@@ -131,7 +154,7 @@ KERNEL_RX_DROPS = ("rx_dropped", "rx_missed_errors", "rx_fifo_errors", "rx_over_
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentsReport:
-    """``GET /netrig/agents``: ``ports``, ``sequence``, ``latency`` and ``ipdv`` (``None``: a server
+    """``GET /netrig/agents``: ``ports``, ``sequence``, ``latency``, ``ipdv`` and ``pacing`` (``None``: a server
     that does not report them); the rest (a controller's ``agents``, ``flows``, ``events``, every server's
     ``supervision``) as given."""
 
@@ -139,6 +162,7 @@ class AgentsReport:
     sequence: tuple[FlowSequence, ...] | None = None
     latency: tuple[FlowLatency, ...] | None = None
     ipdv: tuple[FlowIpdv, ...] | None = None
+    pacing: tuple[PortPacing, ...] | None = None
     others: dict[str, Any] = field(default_factory=dict)
 
 

@@ -370,7 +370,7 @@ def otg_session(config: TestConfig, role: str) -> Iterator[Session]:
         raise ConfigError(field, f"{e}: give the token of the server's --token-file") from None
     t = config.trial
     measurer = OtgMeasurer(client, o.pairs, learning_frames=t.learning_frames, tx_tolerance_pct=t.tx_tolerance_pct,
-                           drain_s=t.drain_s)
+                           drain_s=t.drain_s, smoothness_tolerance_pct=t.smoothness_tolerance_pct)
     base = line_rate(config, "otg", None)
     rate = LineRate(base.bps * len(o.pairs), base.source, f"{len(o.pairs)} sending port(s) of otg.pairs")
     desc = {"name": "otg", "role": role, "url": o.url, "server": version.app_version,

@@ -8,7 +8,7 @@ use netrig_wire::stack::CompiledStack;
 use netrig_wire::{capfile, fcs};
 
 use super::capring::out_records;
-use super::stats::{FlowState, FlowStats, PortStats};
+use super::stats::{FlowState, FlowStats, PortStats, TxPacing};
 use super::CAPTURE_ACK_NS;
 use super::{claim_tag, compile_flow_with, post, Cmd, GenDuration, GenFlowConfig, Generator, OpenPorts, Queue};
 use crate::clock;
@@ -270,6 +270,17 @@ impl Generator {
         }
         for (p, c) in &self.rx_ports {
             out[*p].add(c, true);
+        }
+        out
+    }
+
+    /// Every port's schedule keeping since its flows last started from idle ([`TxPacing`]; `None`:
+    /// the port sends nothing).
+    pub fn tx_pacing(&self) -> Vec<Option<TxPacing>> {
+        let mut out: Vec<Option<TxPacing>> = vec![None; self.links.len()];
+        for (p, c) in &self.tx_ports {
+            let mine = *c.pacing.lock().unwrap_or_else(|e| e.into_inner());
+            out[*p] = Some(out[*p].map_or(mine, |o| o.merge(mine)));
         }
         out
     }

@@ -40,7 +40,7 @@ mod tx;
 
 pub use capring::{CaptureRing, CaptureTerm};
 pub use flow::{compile_flow, compile_flow_with, Bursts, CompiledFlow, GenDuration, GenFlowConfig, LatencyMode};
-pub use stats::{FlowState, FlowStats, PortStats};
+pub use stats::{FlowState, FlowStats, PortStats, TxPacing};
 
 use rx::{CaptureCtl, RxFlows, RxWorker, Snapshots};
 use stats::{Counters, FlowCtl, PortCounters};

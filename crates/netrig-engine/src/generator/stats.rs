@@ -1,8 +1,12 @@
 //! What the generator's workers publish and its readers sum: the TX workers' per-flow and every
 //! worker's per-port counters as atomics, each written by exactly one worker (no read-modify-write,
-//! no lock), read at any time. Receive counts per flow are snapshots the RX workers answer with
+//! no lock), read at any time; a TX worker's [`TxPacing`] under a lock, written between batches at
+//! most every 20 ms. Receive counts per flow are snapshots the RX workers answer with
 //! (`rx.rs`), summed here into [`FlowStats`].
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed, Ordering::Release};
+use std::sync::Mutex;
+
+use crate::pacing::Smoothness;
 
 /// A flow's transmit state, as the control and the TX worker set it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,6 +152,42 @@ pub struct PortCounters {
     pub stale: AtomicU64,
     /// Receive side: frames the tester's own ring dropped.
     pub ring_drops: AtomicU64,
+    /// Transmit side: how the worker kept its schedule, published between batches.
+    pub pacing: Mutex<TxPacing>,
+}
+
+/// How a port's TX workers kept their schedule since their flows last started from idle (the
+/// trial's pacing, for served flows).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TxPacing {
+    /// Frames sent since then (0: the rest means nothing).
+    pub frames: u64,
+    /// The most any flow's schedule shifted: smooth pacing gives up the time a flow fell behind by
+    /// more than its depth, so its last frame leaves that much later than planned, ns.
+    pub stretch_ns: u64,
+    /// The longest a frame waited after it fell due before the worker picked it, ns (a busy
+    /// worker's frames wait up to 50 µs by design, so that it sends a few at a time).
+    pub max_lag_ns: u64,
+    /// The offered-load meter's peak 1-ms window against the running flows' rates, and the
+    /// inter-departure gaps.
+    pub smoothness: Smoothness,
+}
+
+impl TxPacing {
+    /// Two workers of one port: the larger of each, the more bunched peak.
+    pub fn merge(self, o: TxPacing) -> TxPacing {
+        TxPacing {
+            frames: self.frames + o.frames,
+            stretch_ns: self.stretch_ns.max(o.stretch_ns),
+            max_lag_ns: self.max_lag_ns.max(o.max_lag_ns),
+            smoothness: Smoothness {
+                gap_p50_ns: self.smoothness.gap_p50_ns.max(o.smoothness.gap_p50_ns),
+                gap_p99_ns: self.smoothness.gap_p99_ns.max(o.smoothness.gap_p99_ns),
+                gap_max_ns: self.smoothness.gap_max_ns.max(o.smoothness.gap_max_ns),
+                ..self.smoothness.worse(o.smoothness)
+            },
+        }
+    }
 }
 
 impl PortCounters {

@@ -22,9 +22,9 @@ use netrig_wire::signature::Signature;
 use netrig_wire::stack::FillState;
 
 use super::flow::CompiledFlow;
-use super::stats::{Counters, FlowCtl, FlowState, PortCounters};
+use super::stats::{Counters, FlowCtl, FlowState, PortCounters, TxPacing};
 use crate::clock;
-use crate::pacing::BATCH;
+use crate::pacing::{LoadMeter, BATCH};
 use crate::port::TxQueue;
 use crate::tx::UNPACED_BATCH;
 
@@ -95,6 +95,8 @@ struct Slot {
     npf: f64,
     depth_ns: u64,
     paused_at: u64,
+    /// How far smooth pacing shifted this start's schedule (time it fell behind and gave up), ns.
+    shifted: u64,
 }
 
 /// Most frames a behind flow sends at once: 80 µs of its frames, 2..512.
@@ -135,6 +137,7 @@ impl Slot {
             npf,
             depth_ns,
             paused_at: 0,
+            shifted: 0,
             flow,
         }
     }
@@ -155,6 +158,11 @@ impl Slot {
     /// Every frame of this start has been picked.
     fn all_picked(&self) -> bool {
         self.flow.limit.is_some_and(|l| self.picked >= l)
+    }
+
+    /// Running with frames left to pick.
+    fn active(&self) -> bool {
+        self.running && !self.all_picked()
     }
 
     /// Go on as `compiled`, from `at`: the next frame (`picked`) due at the new rate, not before
@@ -189,11 +197,13 @@ impl TxWorker {
         let mut pending: VecDeque<u32> = VecDeque::with_capacity(UNPACED_BATCH);
         let mut seen = 0u64;
         let mut hold = 0u64;
+        let mut meter = TxMeter::new();
         loop {
             let epoch = self.mailbox.epoch.load(Ordering::Acquire);
             if epoch != seen {
                 seen = epoch;
                 let cmds = std::mem::take(&mut *self.mailbox.cmds.lock().unwrap_or_else(|e| e.into_inner()));
+                let was_active = slots.iter().any(Slot::active);
                 for cmd in cmds {
                     if matches!(cmd, Cmd::Shutdown) {
                         let _ = self.queue.flush();
@@ -203,17 +213,23 @@ impl TxWorker {
                 }
                 let rate: f64 = slots.iter().filter(|s| s.running).map(|s| s.flow.rate_pps).sum();
                 hold = if rate >= HOLD_FROM_PPS { HOLD_NS } else { 0 };
+                let active: f64 = slots.iter().filter(|s| s.active()).map(|s| s.flow.rate_pps).sum();
+                meter.segment(active, was_active, slots.iter().any(Slot::active));
             }
             let now = clock::now_ns();
-            pick_due(&mut slots, &mut heap, &mut pending, now, hold);
+            meter.lag(pick_due(&mut slots, &mut heap, &mut pending, now, hold));
             if !pending.is_empty() {
-                if let Err(e) = self.send(&mut slots, &mut pending, now) {
-                    self.failed(e, &mut slots, &mut heap, &mut pending);
+                match self.send(&mut slots, &mut pending, now) {
+                    Ok(n) => meter.batch(now, clock::now_ns(), n as u64),
+                    Err(e) => self.failed(e, &mut slots, &mut heap, &mut pending),
                 }
+                meter.publish(&self.port, &slots, now, false);
                 continue;
             }
             let _ = self.queue.flush();
-            self.wait(heap.peek().map(|(due, _, _)| due + hold));
+            let next = heap.peek().map(|(due, _, _)| due + hold);
+            meter.publish(&self.port, &slots, now, next.is_none());
+            self.wait(next);
         }
     }
 
@@ -258,7 +274,7 @@ impl TxWorker {
             Cmd::Start { tag, .. } => {
                 s.at.clone_from(&s.start);
                 (s.sent, s.untracked, s.picked, s.size_at) = (0, 0, 0, 0);
-                (s.tag, s.running, s.paused_at) = (tag, true, 0);
+                (s.tag, s.running, s.paused_at, s.shifted) = (tag, true, 0, 0);
                 s.anchor = at + s.flow.config.delay_ns;
                 self.pubs[flow].reset(tag);
             }
@@ -283,8 +299,8 @@ impl TxWorker {
         }
     }
 
-    /// Send the pending picks (as many as the queue takes) and count them.
-    fn send(&mut self, slots: &mut [Slot], pending: &mut VecDeque<u32>, now: u64) -> Result<(), String> {
+    /// Send the pending picks (as many as the queue takes) and count them; how many it sent.
+    fn send(&mut self, slots: &mut [Slot], pending: &mut VecDeque<u32>, now: u64) -> Result<usize, String> {
         let want = pending.len();
         let epoch = self.epoch_ns;
         let mut stamp = now.saturating_sub(epoch);
@@ -320,7 +336,7 @@ impl TxWorker {
         };
         let sent = self.queue.send(want, &mut fill).map_err(|e| e.to_string())?;
         pending.drain(..sent);
-        Ok(())
+        Ok(sent)
     }
 
     /// The queue failed: every flow of this worker stops; the error is reported.
@@ -371,11 +387,13 @@ impl Schedule {
     }
 }
 
-/// Pick every frame due by `now - hold` (the earliest due first) into `pending`.
+/// Pick every frame due by `now - hold` (the earliest due first) into `pending`; the longest any
+/// picked frame waited after it fell due, ns.
 #[inline]
-fn pick_due(slots: &mut [Slot], heap: &mut Schedule, pending: &mut VecDeque<u32>, now: u64, hold: u64) {
+fn pick_due(slots: &mut [Slot], heap: &mut Schedule, pending: &mut VecDeque<u32>, now: u64, hold: u64) -> u64 {
+    let mut lag = 0;
     while pending.len() < pending.capacity() {
-        let Some((due, k, gen)) = heap.peek() else { return };
+        let Some((due, k, gen)) = heap.peek() else { return lag };
         let s = &mut slots[k as usize];
         if gen != s.gen || !s.running {
             heap.pop();
@@ -383,13 +401,15 @@ fn pick_due(slots: &mut [Slot], heap: &mut Schedule, pending: &mut VecDeque<u32>
         }
         // A batch starts once its first frame is `hold` old, then takes every frame due.
         if due > now || (pending.is_empty() && due + hold > now) {
-            return;
+            return lag;
         }
         heap.pop();
+        lag = lag.max(now - due);
         // Behind by more than the depth: the time is not recovered (smooth pacing).
         let floor = now.saturating_sub(s.depth_ns);
         if due < floor {
             s.anchor += floor - due;
+            s.shifted += floor - due;
         }
         // The flow's frames due before the next entry's go in one run: one heap operation per
         // run, not per frame (one flow alone: one per batch). Frames due with the next entry's
@@ -411,6 +431,63 @@ fn pick_due(slots: &mut [Slot], heap: &mut Schedule, pending: &mut VecDeque<u32>
         if !s.all_picked() {
             heap.push(s.due(s.picked), k, gen);
         }
+    }
+    lag
+}
+
+/// Published at most this often while a worker sends, ns (and once when nothing is left due).
+const PUBLISH_NS: u64 = 20_000_000;
+
+/// A worker's schedule keeping since its flows last started from idle ([`TxPacing`]), published
+/// to its port's counters between batches.
+struct TxMeter {
+    load: LoadMeter,
+    frames: u64,
+    max_lag_ns: u64,
+    /// Sent since the last publish; when the next may be.
+    dirty: bool,
+    next_ns: u64,
+}
+
+impl TxMeter {
+    fn new() -> TxMeter {
+        TxMeter { load: LoadMeter::new(), frames: 0, max_lag_ns: 0, dirty: false, next_ns: 0 }
+    }
+
+    /// The flows with frames to send changed (now adding up to `rate` frames/s): a new
+    /// peak-window segment; from idle, everything measured before is forgotten (a new trial).
+    fn segment(&mut self, rate: f64, was_active: bool, active: bool) {
+        if !was_active && active {
+            *self = TxMeter { dirty: true, ..TxMeter::new() };
+        }
+        self.load.segment(if rate > 0.0 { rate } else { f64::INFINITY }, was_active);
+    }
+
+    #[inline]
+    fn lag(&mut self, lag_ns: u64) {
+        self.max_lag_ns = self.max_lag_ns.max(lag_ns);
+    }
+
+    #[inline]
+    fn batch(&mut self, first_ns: u64, last_ns: u64, n: u64) {
+        self.load.batch(first_ns, last_ns, n);
+        self.frames += n;
+        self.dirty = true;
+    }
+
+    /// Publish when something changed and `PUBLISH_NS` passed, or at once when `idle`.
+    fn publish(&mut self, port: &PortCounters, slots: &[Slot], now: u64, idle: bool) {
+        if !self.dirty || (!idle && now < self.next_ns) {
+            return;
+        }
+        let p = TxPacing {
+            frames: self.frames,
+            stretch_ns: slots.iter().map(|s| s.shifted).max().unwrap_or(0),
+            max_lag_ns: self.max_lag_ns,
+            smoothness: self.load.summary(),
+        };
+        *port.pacing.lock().unwrap_or_else(|e| e.into_inner()) = p;
+        (self.dirty, self.next_ns) = (false, now + PUBLISH_NS);
     }
 }
 
