@@ -1,9 +1,10 @@
-//! Ethernet II frames (without FCS: the NIC or kernel adds and strips it).
+//! Ethernet II: MAC addresses, EtherTypes and the header's length (frames are written by
+//! [`crate::stack`], read by [`crate::dissect`]; no FCS: the NIC or kernel adds and strips it).
 
 use core::fmt;
 use core::str::FromStr;
 
-use crate::{check_out, get_u16, set_u16, Result, WireError};
+use crate::{Result, WireError};
 
 /// A 48-bit MAC address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
@@ -77,139 +78,12 @@ impl EtherType {
     pub const QINQ: u16 = 0x88A8;
 }
 
-mod field {
-    use crate::{Field, Rest};
-    pub const DESTINATION: Field = 0..6;
-    pub const SOURCE: Field = 6..12;
-    pub const ETHERTYPE: usize = 12;
-    pub const PAYLOAD: Rest = 14..;
-}
-
-/// Length of the Ethernet II header.
-pub const HEADER_LEN: usize = field::PAYLOAD.start;
-
-/// A read/write view of an Ethernet II frame.
-#[derive(Debug, Clone)]
-pub struct Frame<T: AsRef<[u8]>> {
-    buffer: T,
-}
-
-impl<T: AsRef<[u8]>> Frame<T> {
-    /// Wraps a buffer without checking; accessors may panic if it is shorter than
-    /// [`HEADER_LEN`].
-    pub const fn new_unchecked(buffer: T) -> Frame<T> {
-        Frame { buffer }
-    }
-    /// Wraps a buffer after checking it holds a whole header.
-    pub fn new_checked(buffer: T) -> Result<Frame<T>> {
-        let f = Frame::new_unchecked(buffer);
-        f.check_len()?;
-        Ok(f)
-    }
-    pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < HEADER_LEN {
-            Err(WireError::Truncated)
-        } else {
-            Ok(())
-        }
-    }
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-    pub fn dst_addr(&self) -> EthernetAddress {
-        let mut a = [0u8; 6];
-        a.copy_from_slice(&self.buffer.as_ref()[field::DESTINATION]);
-        EthernetAddress(a)
-    }
-    pub fn src_addr(&self) -> EthernetAddress {
-        let mut a = [0u8; 6];
-        a.copy_from_slice(&self.buffer.as_ref()[field::SOURCE]);
-        EthernetAddress(a)
-    }
-    pub fn ethertype(&self) -> u16 {
-        get_u16(self.buffer.as_ref(), field::ETHERTYPE)
-    }
-    pub fn payload(&self) -> &[u8] {
-        &self.buffer.as_ref()[field::PAYLOAD]
-    }
-}
-
-impl<T: AsRef<[u8]> + AsMut<[u8]>> Frame<T> {
-    pub fn set_dst_addr(&mut self, a: EthernetAddress) {
-        self.buffer.as_mut()[field::DESTINATION].copy_from_slice(&a.0);
-    }
-    pub fn set_src_addr(&mut self, a: EthernetAddress) {
-        self.buffer.as_mut()[field::SOURCE].copy_from_slice(&a.0);
-    }
-    pub fn set_ethertype(&mut self, t: u16) {
-        set_u16(self.buffer.as_mut(), field::ETHERTYPE, t);
-    }
-    pub fn payload_mut(&mut self) -> &mut [u8] {
-        &mut self.buffer.as_mut()[field::PAYLOAD]
-    }
-}
-
-/// The Ethernet II header in high-level form.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Repr {
-    pub src_addr: EthernetAddress,
-    pub dst_addr: EthernetAddress,
-    pub ethertype: u16,
-}
-
-impl Repr {
-    pub fn parse<T: AsRef<[u8]>>(frame: &Frame<T>) -> Result<Repr> {
-        frame.check_len()?;
-        Ok(Repr { src_addr: frame.src_addr(), dst_addr: frame.dst_addr(), ethertype: frame.ethertype() })
-    }
-    pub const fn buffer_len(&self) -> usize {
-        HEADER_LEN
-    }
-    /// Writes the header into the first [`HEADER_LEN`] bytes of `buf`.
-    pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
-        check_out(buf, HEADER_LEN)?;
-        let mut f = Frame::new_unchecked(buf);
-        f.set_dst_addr(self.dst_addr);
-        f.set_src_addr(self.src_addr);
-        f.set_ethertype(self.ethertype);
-        Ok(())
-    }
-}
+/// Length of the Ethernet II header: destination, source, EtherType.
+pub const HEADER_LEN: usize = 14;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const FRAME: [u8; 18] = [
-        0x02, 0, 0, 0, 0, 0x02, // dst
-        0x02, 0, 0, 0, 0, 0x01, // src
-        0x08, 0x00, // IPv4
-        0xde, 0xad, 0xbe, 0xef,
-    ];
-
-    #[test]
-    fn parse_fixture() {
-        let f = Frame::new_checked(&FRAME[..]).unwrap();
-        let r = Repr::parse(&f).unwrap();
-        assert_eq!(r.dst_addr, "02:00:00:00:00:02".parse().unwrap());
-        assert_eq!(r.src_addr.to_string(), "02:00:00:00:00:01");
-        assert_eq!(r.ethertype, EtherType::IPV4);
-        assert_eq!(f.payload(), &[0xde, 0xad, 0xbe, 0xef]);
-    }
-
-    #[test]
-    fn emit_round_trip() {
-        let r = Repr::parse(&Frame::new_checked(&FRAME[..]).unwrap()).unwrap();
-        let mut buf = [0u8; 18];
-        r.emit(&mut buf).unwrap();
-        assert_eq!(buf[..14], FRAME[..14]);
-        assert!(matches!(r.emit(&mut [0u8; 13]), Err(WireError::BufferTooSmall { needed: 14, .. })));
-    }
-
-    #[test]
-    fn truncated() {
-        assert_eq!(Frame::new_checked(&FRAME[..13]).unwrap_err(), WireError::Truncated);
-    }
 
     #[test]
     fn mac_parsing() {
@@ -220,5 +94,6 @@ mod tests {
         let m: EthernetAddress = "02:00:00:00:00:01".parse().unwrap();
         assert!(m.is_local() && m.is_unicast() && !m.is_broadcast());
         assert!(EthernetAddress::BROADCAST.is_multicast());
+        assert_eq!(m.to_string(), "02:00:00:00:00:01");
     }
 }
