@@ -218,8 +218,13 @@ def test_events_in_any_timed_method_of_a_run(router, tmp_path):
         assert len(ev["flows"]) == 2 and ev["recovered"], (t["method"], ev)
         for f in ev["flows"]:
             assert f["outage_s"] == pytest.approx(truth, rel=0.10), (t["method"], f, lo, hi)
-        # Everything the trial lost, it lost in the blackout.
-        assert ev["frames_lost"] == t["counts"]["frames_sent"] - t["counts"]["frames_received"] > 0
+        # Everything the trial lost, it lost in the blackout, unless the DUT's ring dropped it (its own
+        # loss, elsewhere: a convergence trial's DUT once dropped 988 frames 2.3 s after its event)
+        # or a stall took it.
+        c = t["counts"]
+        elsewhere = c["frames_sent"] - c["frames_received"] - ev["frames_lost"]
+        assert ev["frames_lost"] > 0 and elsewhere >= 0, (ev["frames_lost"], c["frames_sent"], c["frames_received"])
+        assert elsewhere <= (c.get("dut_ring") or {}).get("dropped", 0) + (c.get("loss_in_stalls") or 0), c
         measured = ", ".join(f"{f['outage_s'] * 1000:.1f}" for f in ev["flows"])
         print(f"\n{t['method']}: injected {truth * 1000:.1f} ms, measured {measured} ms")
     codes = {f["code"] for s in doc["summary"] for res in s.get("results", []) for f in res.get("flags", [])}
