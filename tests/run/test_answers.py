@@ -69,6 +69,15 @@ def test_where_zero_loss_answers_differ_the_cause_is_the_dut_stalls_measured_in_
     rows[0] = AnswerRow("RFC 2544", (300e3,), 300e3, 350e3, "one trial",
                         trials=read_trials([_trial(doc, 0, 350e3, 569, 10)]))
     assert "comes and goes" in consistency._cause(rows), "loss outside stalls: the capacity itself moved"
+    # The DUT's CPU time per frame moved between them: a sentence of its own, and the cause stays a
+    # clause the console and the report end with one full stop (it read "differently Over … trials..").
+    ring = [_trial(doc, 0, 350e3, 569, 10), _trial(doc, 1, 380e3, 1200, 0)]
+    for t, cpu_s in zip(ring, (0.8, 1.2)):
+        t["counts"]["dut_ring"] = {"arrived": 200_000, "taken": 200_000, "dropped": 0, "dut_cpu_s": cpu_s}
+    rows[0] = AnswerRow("RFC 2544", (300e3,), 300e3, 350e3, "one trial", trials=read_trials(ring))
+    cause = consistency._cause(rows)
+    assert "decide it differently. Over those trials the DUT's CPU time per frame it took ranged 4" in cause, cause
+    assert not cause.endswith(".") and ".." not in cause, cause
 
 
 def test_the_console_prints_the_answers_with_how_each_decides_and_the_cause():

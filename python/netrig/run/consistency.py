@@ -273,9 +273,10 @@ def _cause(all_rows: Sequence[AnswerRow]) -> str:
     if story.measured and story.lossy_all_in_stalls == story.lossy:
         return head + words + ": the DUT's loss in this range is its CPU's stalls, which one trial per load " \
                               "and an exceed ratio over several decide differently"
+    spread = _cost_spread(list(inside), lo, hi).removesuffix(".")  # the cause is a clause: no full stop
     return head + words + (". The loss comes and goes at these loads (the DUT's capacity with the CPU time "
                            "it gets): the methods' trial counts and durations decide it differently"
-                           + _cost_spread(list(inside), lo, hi))
+                           + (f".{spread}" if spread else ""))
 
 
 def answers(docs: Sequence[Mapping[str, Any]]) -> list[AnswerSet]:
