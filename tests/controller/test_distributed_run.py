@@ -98,6 +98,9 @@ def test_netrig_run_rfc2544_throughput_across_two_agents(tmp_path):
         # the senders' pacing, from each agent: a port's share of the rate in its 1-ms window
         assert "pacing" not in c["raw"]["otg"]["not_measured"] and c["pacing"]["peak_frames"] > 0, c
         assert c["pacing"]["intended_frames"] == pytest.approx(t["load"]["rate_pps"] / len(PAIRS) / 1000, rel=1e-3)
+        # the achieved rate from each flow's sending agent's window, not from its arrivals
+        assert "sending window" not in c["raw"]["otg"]["not_measured"], c["raw"]["otg"]["not_measured"]
+        assert c["raw"]["otg"]["achieved_from"].startswith("each flow's frames over its first to last frame sent")
         sent, received = sent + c["frames_sent"], received + c["frames_received"]
     # What the tester counted is what the DUT's ports took in from the senders and forwarded.
     into = {tx: after[tx][0] - before[tx][0] for tx, _ in PAIRS}

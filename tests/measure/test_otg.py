@@ -29,9 +29,9 @@ class FakeServer:
 
     def __init__(self, rows: list[dict], running_polls: int = 1, refuse: OtgRefused | None = None,
                  ports: list[dict] | None = None, sequence: list[dict] | None = None, latency: list[dict] | None = None,
-                 ipdv: list[dict] | None = None, pacing: list[dict] | None = None):
+                 ipdv: list[dict] | None = None, pacing: list[dict] | None = None, sending: list[dict] | None = None):
         self.rows, self.running, self.refuse, self.ports, self.sequence = rows, running_polls, refuse, ports, sequence
-        self.latency, self.ipdv, self.pacing = latency, ipdv, pacing
+        self.latency, self.ipdv, self.pacing, self.sending = latency, ipdv, pacing, sending
         self.requests: list[tuple[str, str, object]] = []
 
     def call(self, method: str, path: str, body: object = None) -> dict:
@@ -47,7 +47,8 @@ class FakeServer:
                     **({"sequence": self.sequence} if self.sequence is not None else {}),
                     **({"latency": self.latency} if self.latency is not None else {}),
                     **({"ipdv": self.ipdv} if self.ipdv is not None else {}),
-                    **({"pacing": self.pacing} if self.pacing is not None else {})}
+                    **({"pacing": self.pacing} if self.pacing is not None else {}),
+                    **({"sending": self.sending} if self.sending is not None else {})}
         return {"warnings": []}
 
 
@@ -138,6 +139,22 @@ def test_the_senders_pacing_is_the_worst_sending_ports():
     assert not p.bunched  # 3 frames is within the timing allowance
     c = measurer(FakeServer(rows, pacing=both[:1])).measure(Load(1000.0, FrameSize(size=64)), 1.0)
     assert c.pacing is None and "pacing" in c.raw["otg"]["not_measured"]
+
+
+def test_a_dut_that_delays_its_later_frames_more_is_never_the_tester_falling_short():
+    """A DUT whose queue builds over the trial delays the last frames more than the first: the 500
+    frames of each flow arrive over 2 s though they left over 1 s. Read from the arrivals, the
+    tester sent at half the rate (invalid, the tester's); read from the server's sending windows it
+    sent at the rate, and the trial is valid."""
+    rows = [row("pair0", 500, 500, span_s=2.0), row("pair1", 500, 500, span_s=2.0)]
+    windows = [{"name": f"pair{k}", "frames": 500, "first_ns": 10**9, "last_ns": 10**9 + 998 * 10**6} for k in (0, 1)]
+    c = measurer(FakeServer(rows, sending=windows)).measure(Load(1000.0, FrameSize(size=64)), 1.0)
+    assert c.valid and c.achieved_pps == pytest.approx(1000.0), (c.invalid_reason, c.achieved_pps)
+    assert "sending window" not in c.raw["otg"]["not_measured"]
+    assert c.raw["otg"]["achieved_from"].startswith("each flow's frames over its first to last frame sent")
+    c = measurer(FakeServer(rows)).measure(Load(1000.0, FrameSize(size=64)), 1.0)
+    assert not c.valid and "the tester fell short" in (c.invalid_reason or "")
+    assert "sending window" in c.raw["otg"]["not_measured"]
 
 
 def test_duplicates_are_counted_apart_and_a_burst_is_split():

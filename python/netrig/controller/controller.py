@@ -414,9 +414,9 @@ class Controller(OtgService):
     def _agent_ports(self) -> tuple[list[dict[str, Any]] | None, dict[str, list[dict[str, Any]]]]:
         """The config's ports on live agents, each with its own receive drops as its agent reports
         them (netrig.otg.rxdrops), located ``AGENT/LOCATION``; and what the agents say of each flow
-        beyond OTG's metrics, merged over them: ``sequence``, ``latency``, ``ipdv`` (each left out
-        when an agent did not say), and how each sending port kept its schedule (``pacing``).
-        ``(None, {})`` before a config."""
+        beyond OTG's metrics, merged over them: ``sequence``, ``latency``, ``ipdv``, ``sending``
+        (each left out when an agent did not say), and how each sending port kept its schedule
+        (``pacing``). ``(None, {})`` before a config."""
         with self.lock:
             sp = self.split
             clocks = {a: self.clocks[a].estimate() for a in self.agents}
@@ -432,6 +432,7 @@ class Controller(OtgService):
         per_flow = {"sequence": merge.sequence([r.sequence for r in answers.values()]),
                     "latency": merge.latency(sp.routes, {a: r.latency for a, r in answers.items()}, clocks),
                     "ipdv": merge.ipdv([r.ipdv for r in answers.values()]),
+                    "sending": merge.sending([r.sending for r in answers.values()]),
                     "pacing": pacing if all(r.pacing is not None for r in answers.values()) else None}
         return ports, {k: v for k, v in per_flow.items() if v is not None}
 

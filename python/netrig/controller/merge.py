@@ -24,7 +24,7 @@ from netrig.controller.split import FlowRoute
 from netrig.otg import metrics
 from netrig.otg.objects import Flow
 from netrig.otgclient.messages import FlowMetric, MetricLatency, MetricTimestamp, PortMetric
-from netrig.otgclient.report import FlowIpdv, FlowLatency, FlowSequence, add_buckets
+from netrig.otgclient.report import FlowIpdv, FlowLatency, FlowSending, FlowSequence, add_buckets
 
 #: A flow's latency statistics, as OTG's ``MetricLatency`` names them.
 STATISTICS = ("minimum_ns", "average_ns", "maximum_ns")
@@ -55,7 +55,7 @@ class LatencyNote:
 Clocks = dict[str, clock.ClockEstimate | None]
 N = TypeVar("N", int, float)
 #: A per-flow answer of an agent, combined by flow name (:func:`_by_name`).
-R = TypeVar("R", FlowSequence, FlowIpdv)
+R = TypeVar("R", FlowSequence, FlowIpdv, FlowSending)
 
 
 def _rx(tx: FlowMetric, rx: Sequence[FlowMetric], get: Callable[[FlowMetric], N | None]) -> N | None:
@@ -209,6 +209,12 @@ def latency(routes: Sequence[FlowRoute], answers: dict[str, Sequence[FlowLatency
         else:
             out.append(dataclasses.asdict(FlowLatency(name=r.name, buckets=add_buckets(*parts), uncertainty_ns=unc)))
     return out
+
+
+def sending(answers: Sequence[Sequence[FlowSending] | None]) -> list[dict[str, object]] | None:
+    """Every flow's sending window over the agents' answers (``GET /netrig/agents``' ``sending``):
+    its sending agent's, the one that sent its frames (a receiving agent holds it unsent)."""
+    return _by_name(answers, lambda h, q: q if q.frames > h.frames else h, lambda name: FlowSending(name=name))
 
 
 def ipdv(answers: Sequence[Sequence[FlowIpdv] | None]) -> list[dict[str, object]] | None:

@@ -16,17 +16,18 @@ ring or kernel since the start (the server's ``ports``, netrig.otg.rxdrops) make
 with the port and its counts (``raw.otg.tester_rx_drops``). What OTG's flow metrics do not carry is
 marked, never made up (a trial's ``raw`` holds ``otg``: ``not_measured``, ``achieved_from``,
 ``latency_left_out``): the sender's pacing where the server does not report it (netrig's does, per
-sending port in ``pacing``: the trial's ``pacing``, the worst port's), the sending window
-(``achieved_pps`` is estimated from each flow's first and last arrival: ``achieved_from``),
-duplicates and reordering where the server does not report them (netrig's does, in ``sequence``;
-else an excess of arrivals is counted as duplicates: a lower bound), stray, forged and foreign
-frames, the testers' own receive drops where the server does not report them, late frames and
-latency percentiles where the server has no latency buckets for a flow that received frames (then
-min, mean and max only; netrig's has them for its first 256 flows, in ``latency``: frames above the
-drain time are late, lost to RFC 2544 and left out of the percentiles, as a trial's are), and a
-cross-agent flow's latency that the controller left out, wholly or in part, because its clocks'
-bound was wider than the value (``latency_left_out``). An agent down makes the trial's flows stale:
-the run stops (resumable) rather than count them.
+sending port in ``pacing``: the trial's ``pacing``, the worst port's), the sending window where the
+server does not report it (netrig's does, per flow in ``sending``: the achieved rate is then the
+sender's, never stretched by a DUT's delay; else it is estimated from each flow's first and last
+arrival: ``achieved_from``), duplicates and reordering where the server does not report them
+(netrig's does, in ``sequence``; else an excess of arrivals is counted as duplicates: a lower
+bound), stray, forged and foreign frames, the testers' own receive drops where the server does not
+report them, late frames and latency percentiles where the server has no latency buckets for a flow
+that received frames (then min, mean and max only; netrig's has them for its first 256 flows, in
+``latency``: frames above the drain time are late, lost to RFC 2544 and left out of the percentiles,
+as a trial's are), and a cross-agent flow's latency that the controller left out, wholly or in part,
+because its clocks' bound was wider than the value (``latency_left_out``). An agent down makes the
+trial's flows stale: the run stops (resumable) rather than count them.
 
 The server is reached through :class:`netrig.otgclient.client.OtgClient`; its flow metrics are
 read as :class:`netrig.otgclient.messages.FlowMetric`.
@@ -47,7 +48,7 @@ from netrig.model import MAX_FRAME_SIZE, WIRE_OVERHEAD_BYTES, FrameSize, default
 from netrig.otgclient import report
 from netrig.otgclient.client import OtgClient, OtgDown, OtgRefused
 from netrig.otgclient.messages import FlowMetric, MetricsResponse, read
-from netrig.otgclient.report import FlowIpdv, FlowLatency, FlowSequence, PortDrops, PortPacing, add_buckets
+from netrig.otgclient.report import FlowIpdv, FlowLatency, FlowSending, FlowSequence, PortDrops, PortPacing, add_buckets
 from netrig.otgclient.typed import MessageError
 from netrig.trial import Stream
 
@@ -74,7 +75,10 @@ PERCENTILES = "latency percentiles"
 LATE = "late"
 #: The sender's pacing: measured when the server reports every sending port's (``GET /netrig/agents``).
 PACING = "pacing"
-NOT_MEASURED = (PACING, "sending window", REORDERED, LATE, "stray", "forged", "foreign", TESTER_DROPS,
+#: Each flow's first to last frame sent: measured when the server reports every flow's (``sending``);
+#: else the achieved rate is read from arrivals.
+SENDING = "sending window"
+NOT_MEASURED = (PACING, SENDING, REORDERED, LATE, "stray", "forged", "foreign", TESTER_DROPS,
                 PERCENTILES)
 
 
@@ -84,13 +88,14 @@ class ServerReport:
     where it does not say: the receiving ports' own drops since the trial's start, by location
     (``ports``, netrig.otg.rxdrops); each flow's duplicated and reordered frames (``sequence``),
     latency buckets (``latency``) and |IPDV| (``ipdv``), by flow name; how each sending port kept its
-    schedule (``pacing``), by location."""
+    schedule (``pacing``), by location; each flow's sending window (``sending``), by flow name."""
 
     drops: dict[str, PortDrops] | None = None
     sequence: dict[str, FlowSequence] | None = None
     latency: dict[str, FlowLatency] | None = None
     ipdv: dict[str, FlowIpdv] | None = None
     pacing: dict[str, PortPacing] | None = None
+    sending: dict[str, FlowSending] | None = None
 
 
 @dataclass(frozen=True)
@@ -278,9 +283,10 @@ class OtgMeasurer:
         sequence = {q.name: q for q in r.sequence} if r.sequence is not None else None
         latency = {q.name: q for q in r.latency} if r.latency is not None else None
         ipdv = {q.name: q for q in r.ipdv} if r.ipdv is not None else None
+        sending = {q.name: q for q in r.sending} if r.sending is not None else None
         pacing = self._by_port(r.pacing, [p.tx for p in self.pairs])
         drops = self._by_port(r.ports, [p.rx for p in self.pairs])
-        return ServerReport(drops, sequence, latency, ipdv, pacing)
+        return ServerReport(drops, sequence, latency, ipdv, pacing, sending)
 
     def _by_port(self, said: Sequence[P] | None, locations: Sequence[str]) -> dict[str, P] | None:
         """What the server said of each of ``locations`` (its ports are named ``p<index>``);
@@ -312,24 +318,25 @@ class OtgMeasurer:
                                "on the controller): restart it (the controller takes it back), then netrig run "
                                "--resume")
         sent = sum(r.frames_tx for r in rows)
-        rates = [r.sending_pps() for r in rows]
+        windows = [(server.sending or {}).get(r.name) for r in rows]
+        rates = [w.pps() if w is not None else r.sending_pps() for r, w in zip(rows, windows)]
+        from_windows = None not in windows
         known = [x for x in rates if x is not None]
         achieved = sum(known) if len(known) == len(rates) else (intended_pps or 0.0)
         reason = self._invalid(rows, planned, finished, drops,
                                achieved if checked and intended_pps is not None and None not in rates else None,
-                               intended_pps)
+                               intended_pps, "were sent" if from_windows else "arrived")
         left_out = [r.name for r in rows if r.latency is None and r.frames_rx]
         latency, has_pct, late = _latency(rows, _pooled(rows, server.latency), self.drain_s * 1e9)
         if latency is not None and (ipdv := _ipdv(rows, server.ipdv)) is not None:
             latency = dataclasses.replace(latency, ipdv_ns=ipdv[0], ipdv_max_ns=ipdv[1])
         pacing = _pacing(server.pacing, self.smoothness_tolerance_pct)
         measured = {TESTER_DROPS: drops is not None, REORDERED: server.sequence is not None, PERCENTILES: has_pct,
-                    LATE: late is not None, PACING: pacing is not None}
+                    LATE: late is not None, PACING: pacing is not None, SENDING: from_windows}
         not_measured = [x for x in NOT_MEASURED if not measured.get(x)]
         duplicated, reordered, unique = _sequence(rows, server.sequence, sent)
         raw = {"otg": {"flows": [r.__dict__ for r in rows], "not_measured": not_measured,
-                       "achieved_from": "each flow's frames over its first to last arrival" if None not in rates
-                       else "the intended rate (a flow had fewer than two arrivals)",
+                       "achieved_from": _achieved_from(from_windows, None not in rates),
                        "latency_left_out": left_out,
                        "tester_rx_drops": {loc: dataclasses.asdict(d) for loc, d in (drops or {}).items()}}}
         return TrialCounts(achieved_pps=achieved, intended_pps=intended_pps, frames_sent=sent,
@@ -338,11 +345,13 @@ class OtgMeasurer:
                            invalid_reason=reason, pacing=pacing, raw=raw)
 
     def _invalid(self, rows: list[FlowRow], planned: Sequence[int], finished: bool,
-                 drops: dict[str, PortDrops] | None, achieved: float | None, intended_pps: float | None) -> str | None:
+                 drops: dict[str, PortDrops] | None, achieved: float | None, intended_pps: float | None,
+                 timed: str = "arrived") -> str | None:
         """Why the trial is the tester's, never the DUT's (``None``: valid): its flows did not finish,
-        it sent short, a receiving port dropped frames itself, or they arrived below the rate
-        (``achieved``: the rate to check, ``None``: none). A port's drops matter only to a trial that
-        lost frames: without a loss, what it dropped was not the trial's (a neighbour's multicast)."""
+        it sent short, a receiving port dropped frames itself, or they were sent (or, ``timed``,
+        arrived) below the rate (``achieved``: the rate to check, ``None``: none). A port's drops
+        matter only to a trial that lost frames: without a loss, what it dropped was not the
+        trial's (a neighbour's multicast)."""
         short = [(r, n) for r, n in zip(rows, planned) if r.frames_tx < n]
         lost = sum(r.frames_tx for r in rows) > sum(r.frames_rx for r in rows)
         own = [why for d in (drops or {}).values() if (why := d.describe())] if lost else []
@@ -354,7 +363,7 @@ class OtgMeasurer:
         if own:
             return "; ".join(own) + ": the tester's loss, not the DUT's"
         if achieved is not None and intended_pps is not None and achieved < intended_pps * (1 - self.tolerance):
-            return (f"the frames arrived at {achieved:.0f} fps, {100 * achieved / intended_pps:.1f}% of "
+            return (f"the frames {timed} at {achieved:.0f} fps, {100 * achieved / intended_pps:.1f}% of "
                     f"the intended {intended_pps:.0f} fps: the tester fell short")
         return None
 
@@ -416,6 +425,14 @@ def _latency(rows: Sequence[FlowRow], pooled: FlowLatency | None,
     if latency.p99_ns is not None and latency.min_ns is not None:
         latency = dataclasses.replace(latency, pdv_ns=latency.p99_ns - latency.min_ns)
     return latency, bool(pct), late
+
+
+def _achieved_from(windows: bool, every_rate: bool) -> str:
+    """What a trial's ``achieved_pps`` was read from, in words."""
+    if not every_rate:
+        return "the intended rate (a flow had fewer than two frames to time)"
+    return ("each flow's frames over its first to last frame sent (the server's sending window)" if windows
+            else "each flow's frames over its first to last arrival")
 
 
 def _pacing(ports: dict[str, PortPacing] | None, tolerance_pct: float) -> Pacing | None:

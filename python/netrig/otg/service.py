@@ -54,7 +54,7 @@ from netrig.otg.objects import (
 )
 from netrig.otg.rxdrops import RxDrops
 from netrig.otgclient import headers
-from netrig.otgclient.report import FlowIpdv, FlowLatency, FlowSequence, PortPacing
+from netrig.otgclient.report import FlowIpdv, FlowLatency, FlowSending, FlowSequence, PortPacing
 from netrig.telemetry.sources import FlowGroupCounts
 
 #: How long a flow's frames may still be on their way after its last one left, by default, s.
@@ -538,8 +538,8 @@ class Service(OtgService):
         """``GET /netrig/agents``: every port's own receive drops since the last start (``ports``:
         netrig.otg.rxdrops); what OTG's flow metrics have no room for, per flow since its last start:
         its duplicated and reordered frames (``sequence``), its |IPDV| (``ipdv``) and, for the first
-        256 flows, its latency distribution (``latency``); how each sending port kept its schedule
-        (``pacing``); nothing before a config."""
+        256 flows, its latency distribution (``latency``), its sending window (``sending``); how each
+        sending port kept its schedule (``pacing``); nothing before a config."""
         with self.lock:
             if self.plan is None or self.generator is None:
                 return {}
@@ -548,13 +548,16 @@ class Service(OtgService):
                                      frames_rx=s.rx_frames) for f, s in zip(self.plan.flows, stats)]
             ipdv = [FlowIpdv(name=f.name, sum_ns=s.ipdv_sum_ns, samples=s.ipdv_samples, max_ns=s.ipdv_max_ns)
                     for f, s in zip(self.plan.flows, stats)]
+            sending = [FlowSending(name=f.name, frames=s.tx_frames, first_ns=s.tx_first_ns, last_ns=s.tx_last_ns)
+                       for f, s in zip(self.plan.flows, stats)]
             latency = [FlowLatency(name=f.name, buckets=tuple(b))
                        for f, b in zip(self.plan.flows, self.generator.flow_latency()) if b is not None]
             return {"ports": [dataclasses.asdict(d) for d in self.rx_drops.report(self.plan, self.generator)],
                     "sequence": [dataclasses.asdict(q) for q in sequence],
                     "latency": [dataclasses.asdict(q) for q in latency],
                     "ipdv": [dataclasses.asdict(q) for q in ipdv], "links": self.links.report(),
-                    "pacing": [dataclasses.asdict(p) for p in port_pacing(self.plan, self.generator)]}
+                    "pacing": [dataclasses.asdict(p) for p in port_pacing(self.plan, self.generator)],
+                    "sending": [dataclasses.asdict(q) for q in sending]}
 
     def capture(self, req: CaptureRequest) -> bytes:
         if req.packets is not None and req.packets.choice == "slice":

@@ -66,6 +66,25 @@ class PortPacing:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class FlowSending:
+    """How one flow was sent since its last start: its frames, and when its first and its last left
+    (the sending engine's clock, ns: only their difference is read, so no clock offset enters).
+    OTG's flow metrics carry arrival times only, and a DUT that delays the last frames more than the
+    first stretches those: a sending rate read from arrivals makes the DUT's delay the tester's."""
+
+    name: str
+    frames: int = 0
+    first_ns: int = 0
+    last_ns: int = 0
+
+    def pps(self) -> float | None:
+        """Frames over the sending window (``None`` with fewer than two frames)."""
+        if self.frames < 2 or self.last_ns <= self.first_ns:
+            return None
+        return (self.frames - 1) / ((self.last_ns - self.first_ns) / 1e9)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FlowSequence:
     """What one flow's receivers made of its sequence numbers since its last start, as a trial's
     do (each receive queue's sequence window): of its ``frames_rx``, the frames whose sequence had
@@ -154,15 +173,16 @@ KERNEL_RX_DROPS = ("rx_dropped", "rx_missed_errors", "rx_fifo_errors", "rx_over_
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentsReport:
-    """``GET /netrig/agents``: ``ports``, ``sequence``, ``latency``, ``ipdv`` and ``pacing`` (``None``: a server
-    that does not report them); the rest (a controller's ``agents``, ``flows``, ``events``, every server's
-    ``supervision``) as given."""
+    """``GET /netrig/agents``: ``ports``, ``sequence``, ``latency``, ``ipdv``, ``pacing`` and
+    ``sending`` (``None``: a server that does not report them); the rest (a controller's ``agents``,
+    ``flows``, ``events``, every server's ``supervision``) as given."""
 
     ports: tuple[PortDrops, ...] | None = None
     sequence: tuple[FlowSequence, ...] | None = None
     latency: tuple[FlowLatency, ...] | None = None
     ipdv: tuple[FlowIpdv, ...] | None = None
     pacing: tuple[PortPacing, ...] | None = None
+    sending: tuple[FlowSending, ...] | None = None
     others: dict[str, Any] = field(default_factory=dict)
 
 
