@@ -83,11 +83,17 @@ def test_a_tester_that_fell_short_is_invalid_never_dut_loss():
     assert not c.valid and "the tester fell short" in (c.invalid_reason or "")
 
 
-def drops(ring: int = 0, kernel: int | None = 0) -> list[dict]:
+def drops(ring: int = 0, kernel: int | None = 0, apart: tuple[int, int] | None = None) -> list[dict]:
     """The server's ports (as the measurer names them, p0..p3 for a/a1 b/b1 b/b2 a/a2); b/b1, the
-    first pair's receiver, dropped ``ring`` frames in its ring, ``kernel`` in its kernel."""
-    return [{"name": f"p{k}", "location": loc, "rx_ring_drops": ring if loc == "b/b1" else 0,
-             "rx_kernel_drops": kernel if loc == "b/b1" else 0} for k, loc in enumerate(["a/a1", "b/b1", "b/b2", "a/a2"])]
+    first pair's receiver, dropped ``ring`` frames in its ring, ``kernel`` in its kernel, and took
+    ``apart`` = (stray, foreign) frames of no flow (left out: an older server, which does not say)."""
+    extra = {} if apart is None else {"rx_stray": 0, "rx_foreign": 0}
+    ports = [{"name": f"p{k}", "location": loc, "rx_ring_drops": ring if loc == "b/b1" else 0,
+              "rx_kernel_drops": kernel if loc == "b/b1" else 0, **extra}
+             for k, loc in enumerate(["a/a1", "b/b1", "b/b2", "a/a2"])]
+    if apart is not None:
+        ports[1].update(rx_stray=apart[0], rx_foreign=apart[1])
+    return ports
 
 
 @pytest.mark.parametrize("ring, kernel, words", [(0, 0, None), (0, 120, "(0 in its ring, 120 in its kernel)"),
@@ -100,7 +106,7 @@ def test_frames_a_receiving_tester_port_dropped_itself_are_never_dut_loss(ring, 
     otg = c.raw["otg"]
     assert "tester receive drops" not in otg["not_measured"]
     assert otg["tester_rx_drops"]["b/b1"] == {"name": "p1", "location": "b/b1", "rx_ring_drops": ring,
-                                              "rx_kernel_drops": kernel}
+                                              "rx_kernel_drops": kernel, "rx_foreign": None, "rx_stray": None}
     if words is None:  # nothing dropped by the tester: the 120 frames are the DUT's loss
         assert c.valid and c.frames_lost == 120
         return
@@ -155,6 +161,15 @@ def test_a_dut_that_delays_its_later_frames_more_is_never_the_tester_falling_sho
     c = measurer(FakeServer(rows)).measure(Load(1000.0, FrameSize(size=64)), 1.0)
     assert not c.valid and "the tester fell short" in (c.invalid_reason or "")
     assert "sending window" in c.raw["otg"]["not_measured"]
+
+
+def test_frames_of_no_flow_a_receiving_port_took_are_the_trials_stray_and_foreign():
+    rows = [row("pair0", 500, 500), row("pair1", 500, 500)]
+    c = measurer(FakeServer(rows, ports=drops(apart=(4, 3)))).measure(Load(1000.0, FrameSize(size=64)), 1.0)
+    assert c.valid and (c.stray, c.foreign, c.frames_received) == (4, 3, 1000)
+    assert not {"stray", "foreign"} & set(c.raw["otg"]["not_measured"])
+    c = measurer(FakeServer(rows, ports=drops())).measure(Load(1000.0, FrameSize(size=64)), 1.0)
+    assert (c.stray, c.foreign) == (0, 0) and {"stray", "foreign"} <= set(c.raw["otg"]["not_measured"])
 
 
 def test_duplicates_are_counted_apart_and_a_burst_is_split():

@@ -16,16 +16,22 @@ from netrig.otgclient.report import PortDrops
 @dataclass
 class Ring:
     rx_ring_drops: int
+    rx_foreign: int = 0
+    rx_stale: int = 0
 
 
 @dataclass
 class Gen:
-    """A generator's ring-drop counts per port, as its receivers last refreshed them."""
+    """A generator's ring-drop counts per port, as its receivers last refreshed them, and the
+    frames of no flow they took (unsigned, and signed by no current start)."""
 
     rings: list[int]
+    foreign: list[int] | None = None
+    stale: list[int] | None = None
 
     def port_stats(self) -> list[Ring]:
-        return [Ring(r) for r in self.rings]
+        n = len(self.rings)
+        return [Ring(r, f, s) for r, f, s in zip(self.rings, self.foreign or [0] * n, self.stale or [0] * n)]
 
 
 @dataclass
@@ -56,7 +62,7 @@ def test_drops_are_counted_from_the_start(kernel):
     d.start(plan, g)  # type: ignore[arg-type]
     g.rings[1], kernel["b1@ns"] = 3 + 118, 40 + 120
     assert d.report(plan, g)[1] == PortDrops(name="p1", location="b1@ns", rx_ring_drops=118,  # type: ignore[arg-type]
-                                             rx_kernel_drops=120)
+                                             rx_kernel_drops=120, rx_foreign=0, rx_stray=0)
     kernel["a1"] = None  # its interface cannot be read now: unread, not 0
     assert report(d, plan, g) == [(0, None), (118, 120)]
 
@@ -79,3 +85,13 @@ def test_a_generator_that_kept_the_queues_counts_from_where_the_last_one_ended(k
     d.start(plan, fresh)  # type: ignore[arg-type]
     fresh.rings[1] = 12
     assert report(d, plan, fresh) == [(0, 0), (12, 0)]
+
+
+def test_frames_of_no_flow_are_counted_from_the_start(kernel):
+    """A port that took 5 unsigned frames and 2 of an earlier start before this one counts only
+    those after it: 3 unsigned (an LLDP neighbour's), 4 of the earlier start still in flight."""
+    d, plan, g = RxDrops(), Plan(), Gen([0, 0], foreign=[0, 5], stale=[0, 2])
+    d.start(plan, g)  # type: ignore[arg-type]
+    g.foreign, g.stale = [0, 8], [0, 6]  # type: ignore[assignment]
+    p = d.report(plan, g)[1]  # type: ignore[arg-type]
+    assert (p.rx_foreign, p.rx_stray, p.describe()) == (3, 4, None), "taken apart, never the tester's drops"

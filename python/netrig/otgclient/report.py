@@ -22,7 +22,8 @@ read = Reader(coerce=True)
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PortDrops:
     """One tester port's own receive drops since its server's last start (a controller's receive
-    start on an agent counts as one): frames the tester lost, never the DUT."""
+    start on an agent counts as one): frames the tester lost, never the DUT; and the frames it
+    received that were none of the flows'."""
 
     #: The port's name in the config, and its location (``AGENT/LOCATION`` at a controller).
     name: str
@@ -33,6 +34,12 @@ class PortDrops:
     #: Frames its kernel dropped on receive before the ring — a full backlog or XDP queue, the NIC
     #: out of descriptors (``IFLA_STATS64``: :data:`KERNEL_RX_DROPS`); ``None``: not read.
     rx_kernel_drops: int | None = None
+    #: Frames it received that no flow of the config sent since the start, counted apart and never
+    #: as received: without netrig's signature (``rx_foreign``), and signed by no current start
+    #: (``rx_stray``: an earlier start's frames still in flight, another tester's). ``None``: a
+    #: server that does not say.
+    rx_foreign: int | None = None
+    rx_stray: int | None = None
 
     def describe(self) -> str | None:
         """``None`` when it dropped nothing, else what it dropped, in words."""
