@@ -434,11 +434,10 @@ def _latency(rows: Sequence[FlowRow], pooled: FlowLatency | None,
 def _apart(drops: dict[str, PortDrops] | None) -> tuple[int | None, int | None]:
     """The frames the receiving ports took that no flow sent: stray and foreign, summed (``None``:
     a server that does not say)."""
-    ports = list((drops or {}).values())
     if drops is None:
         return None, None
-    stray = [d.rx_stray for d in ports]
-    foreign = [d.rx_foreign for d in ports]
+    stray = [d.rx_stray for d in drops.values()]
+    foreign = [d.rx_foreign for d in drops.values()]
     return (None if None in stray else sum(x or 0 for x in stray),
             None if None in foreign else sum(x or 0 for x in foreign))
 
