@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import uuid
 from contextlib import contextmanager
 
@@ -119,3 +120,19 @@ def forwarding_namespace(ns_b: str, if_b: str, rule: str) -> str:
 
 def if_counter(ns: str, ifname: str, name: str) -> int:
     return int(sh("cat", f"/sys/class/net/{ifname}/statistics/{name}", ns=ns))
+
+
+INJECT = """
+import socket, sys
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind((sys.argv[1], 0))
+for line in sys.stdin:
+    if line.strip():
+        s.send(bytes.fromhex(line.strip()))
+"""
+
+
+def inject(ns: str, ifname: str, frames: list[bytes]) -> None:
+    """Send `frames` out of `ifname` in namespace `ns` through a raw socket of another process."""
+    subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c", INJECT, ifname],
+                   input="\n".join(f.hex() for f in frames), text=True, check=True, timeout=60)

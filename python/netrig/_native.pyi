@@ -1451,6 +1451,12 @@ class GenPortStats:
     def rx_ring_drops(self) -> int:
         """Frames the tester's own receive ring dropped."""
     @property
+    def rx_forged(self) -> int:
+        """Frames of a flow this generator sends that it cannot have sent (forged)."""
+    @property
+    def rx_unjudged(self) -> int:
+        """Starts of flows sent elsewhere seen (their frames are not judged for forgery)."""
+    @property
     def link_up(self) -> bool | None: ...
     @property
     def capturing(self) -> bool: ...

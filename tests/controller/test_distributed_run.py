@@ -179,6 +179,8 @@ def test_netrig_run_on_a_bare_veth_pair_reports_no_dut_loss(tmp_path):
     assert lost == drops["rx_ring_drops"], drops  # every lost frame one its own ring dropped
     assert all("tester receive drops" not in c["raw"]["otg"]["not_measured"] for c in trials)
     assert all(not {"stray", "foreign"} & set(c["raw"]["otg"]["not_measured"]) for c in trials)
+    # each pair is sent by one agent and received by the other, whose port has not the sender's counts
+    assert all("forged" in c["raw"]["otg"]["not_measured"] for c in trials)
     assert all("reordered" not in c["raw"]["otg"]["not_measured"] and c["duplicated"] == 0 for c in trials)
     for c in trials:  # percentiles from the agents' buckets, unless all within the clocks' bound
         p99 = (c.get("latency") or {}).get("p99_ns")

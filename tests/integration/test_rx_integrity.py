@@ -13,7 +13,7 @@ import threading
 import time
 
 import pytest
-from tests.conftest import forwarding_namespace, needs_root, sh, veth_pair
+from tests.conftest import forwarding_namespace, inject, needs_root, sh, veth_pair
 
 import netrig
 
@@ -42,22 +42,6 @@ def netrig_frame(src_mac: str, dst_mac: str, *, tag: int, flow: int = 0, seq: in
     ip[10:12] = struct.pack(">H", ~csum & 0xFFFF)
     mac = lambda m: bytes.fromhex(m.replace(":", ""))
     return mac(dst_mac) + mac(src_mac) + b"\x08\x00" + bytes(ip) + udp
-
-
-INJECT = """
-import socket, sys
-s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-s.bind((sys.argv[1], 0))
-for line in sys.stdin:
-    if line.strip():
-        s.send(bytes.fromhex(line.strip()))
-"""
-
-
-def inject(ns: str, ifname: str, frames: list[bytes]) -> None:
-    """Send `frames` out of `ifname` in namespace `ns` through a raw socket of another process."""
-    subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c", INJECT, ifname],
-                   input="\n".join(f.hex() for f in frames), text=True, check=True, timeout=60)
 
 
 def run_with(tx, rx, stream, during, **kw):

@@ -83,16 +83,17 @@ def test_a_tester_that_fell_short_is_invalid_never_dut_loss():
     assert not c.valid and "the tester fell short" in (c.invalid_reason or "")
 
 
-def drops(ring: int = 0, kernel: int | None = 0, apart: tuple[int, int] | None = None) -> list[dict]:
+def drops(ring: int = 0, kernel: int | None = 0, apart: tuple[int, int, int | None] | None = None) -> list[dict]:
     """The server's ports (as the measurer names them, p0..p3 for a/a1 b/b1 b/b2 a/a2); b/b1, the
     first pair's receiver, dropped ``ring`` frames in its ring, ``kernel`` in its kernel, and took
-    ``apart`` = (stray, foreign) frames of no flow (left out: an older server, which does not say)."""
-    extra = {} if apart is None else {"rx_stray": 0, "rx_foreign": 0}
+    ``apart`` = (stray, foreign, forged) frames of no flow or forged (left out: an older server,
+    which does not say; forged ``None``: b/b1 did not judge, a flow sent elsewhere)."""
+    extra = {} if apart is None else {"rx_stray": 0, "rx_foreign": 0, "rx_forged": 0}
     ports = [{"name": f"p{k}", "location": loc, "rx_ring_drops": ring if loc == "b/b1" else 0,
               "rx_kernel_drops": kernel if loc == "b/b1" else 0, **extra}
              for k, loc in enumerate(["a/a1", "b/b1", "b/b2", "a/a2"])]
     if apart is not None:
-        ports[1].update(rx_stray=apart[0], rx_foreign=apart[1])
+        ports[1].update(rx_stray=apart[0], rx_foreign=apart[1], rx_forged=apart[2])
     return ports
 
 
@@ -106,7 +107,8 @@ def test_frames_a_receiving_tester_port_dropped_itself_are_never_dut_loss(ring, 
     otg = c.raw["otg"]
     assert "tester receive drops" not in otg["not_measured"]
     assert otg["tester_rx_drops"]["b/b1"] == {"name": "p1", "location": "b/b1", "rx_ring_drops": ring,
-                                              "rx_kernel_drops": kernel, "rx_foreign": None, "rx_stray": None}
+                                              "rx_kernel_drops": kernel, "rx_foreign": None, "rx_stray": None,
+                                              "rx_forged": None}
     if words is None:  # nothing dropped by the tester: the 120 frames are the DUT's loss
         assert c.valid and c.frames_lost == 120
         return
@@ -163,13 +165,18 @@ def test_a_dut_that_delays_its_later_frames_more_is_never_the_tester_falling_sho
     assert "sending window" in c.raw["otg"]["not_measured"]
 
 
-def test_frames_of_no_flow_a_receiving_port_took_are_the_trials_stray_and_foreign():
+def test_frames_of_no_flow_a_receiving_port_took_are_the_trials_stray_and_foreign_and_forged_apart():
+    """Stray, foreign and forged frames are counted apart, never received; a port that did not
+    judge forgery (it received a flow another agent sends) leaves forged alone not measured."""
     rows = [row("pair0", 500, 500), row("pair1", 500, 500)]
-    c = measurer(FakeServer(rows, ports=drops(apart=(4, 3)))).measure(Load(1000.0, FrameSize(size=64)), 1.0)
-    assert c.valid and (c.stray, c.foreign, c.frames_received) == (4, 3, 1000)
-    assert not {"stray", "foreign"} & set(c.raw["otg"]["not_measured"])
+    apart = set(NOT_MEASURED) - {"stray", "foreign", "forged"}
+    c = measurer(FakeServer(rows, ports=drops(apart=(4, 3, 2)))).measure(Load(1000.0, FrameSize(size=64)), 1.0)
+    assert c.valid and (c.stray, c.foreign, c.forged, c.frames_received) == (4, 3, 2, 1000)
+    assert not {"stray", "foreign", "forged"} & set(c.raw["otg"]["not_measured"])
+    c = measurer(FakeServer(rows, ports=drops(apart=(4, 3, None)))).measure(Load(1000.0, FrameSize(size=64)), 1.0)
+    assert (c.stray, c.foreign, c.forged) == (4, 3, 0) and set(c.raw["otg"]["not_measured"]) - apart == {"forged"}
     c = measurer(FakeServer(rows, ports=drops())).measure(Load(1000.0, FrameSize(size=64)), 1.0)
-    assert (c.stray, c.foreign) == (0, 0) and {"stray", "foreign"} <= set(c.raw["otg"]["not_measured"])
+    assert (c.stray, c.foreign) == (0, 0) and {"stray", "foreign", "forged"} <= set(c.raw["otg"]["not_measured"])
 
 
 def test_duplicates_are_counted_apart_and_a_burst_is_split():

@@ -18,20 +18,26 @@ class Ring:
     rx_ring_drops: int
     rx_foreign: int = 0
     rx_stale: int = 0
+    rx_forged: int = 0
+    rx_unjudged: int = 0
 
 
 @dataclass
 class Gen:
-    """A generator's ring-drop counts per port, as its receivers last refreshed them, and the
-    frames of no flow they took (unsigned, and signed by no current start)."""
+    """A generator's ring-drop counts per port, as its receivers last refreshed them, the frames
+    of no flow they took (unsigned, and signed by no current start), the forged ones, and the starts
+    of flows sent elsewhere they saw."""
 
     rings: list[int]
     foreign: list[int] | None = None
     stale: list[int] | None = None
+    forged: list[int] | None = None
+    unjudged: list[int] | None = None
 
     def port_stats(self) -> list[Ring]:
-        n = len(self.rings)
-        return [Ring(r, f, s) for r, f, s in zip(self.rings, self.foreign or [0] * n, self.stale or [0] * n)]
+        zero = [0] * len(self.rings)
+        return [Ring(*c) for c in zip(self.rings, self.foreign or zero, self.stale or zero, self.forged or zero,
+                                       self.unjudged or zero)]
 
 
 @dataclass
@@ -62,7 +68,7 @@ def test_drops_are_counted_from_the_start(kernel):
     d.start(plan, g)  # type: ignore[arg-type]
     g.rings[1], kernel["b1@ns"] = 3 + 118, 40 + 120
     assert d.report(plan, g)[1] == PortDrops(name="p1", location="b1@ns", rx_ring_drops=118,  # type: ignore[arg-type]
-                                             rx_kernel_drops=120, rx_foreign=0, rx_stray=0)
+                                             rx_kernel_drops=120, rx_foreign=0, rx_stray=0, rx_forged=0)
     kernel["a1"] = None  # its interface cannot be read now: unread, not 0
     assert report(d, plan, g) == [(0, None), (118, 120)]
 
@@ -95,3 +101,14 @@ def test_frames_of_no_flow_are_counted_from_the_start(kernel):
     g.foreign, g.stale = [0, 8], [0, 6]  # type: ignore[assignment]
     p = d.report(plan, g)[1]  # type: ignore[arg-type]
     assert (p.rx_foreign, p.rx_stray, p.describe()) == (3, 4, None), "taken apart, never the tester's drops"
+
+
+def test_forged_frames_are_counted_from_the_start_and_unsaid_once_a_flow_sent_elsewhere_arrived(kernel):
+    """A port that judged 1 forged frame before the start and 3 after says 3; once it saw the start
+    of a flow another agent sends (whose sender's counts it has not), forged is not said at all."""
+    d, plan, g = RxDrops(), Plan(), Gen([0, 0], forged=[0, 1], unjudged=[2, 0])
+    d.start(plan, g)  # type: ignore[arg-type]
+    g.forged = [0, 4]
+    assert [p.rx_forged for p in d.report(plan, g)] == [0, 3]  # type: ignore[arg-type]
+    g.unjudged = [2, 1]
+    assert [p.rx_forged for p in d.report(plan, g)] == [0, None]  # type: ignore[arg-type]

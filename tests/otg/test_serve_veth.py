@@ -16,7 +16,7 @@ import urllib.request
 import zlib
 
 import pytest
-from tests.conftest import if_counter, needs_root
+from tests.conftest import if_counter, inject, needs_root
 from tests.otg.conftest import ROOT, api, capture_state, control, flow_metrics, free_port, serve, wait_stopped
 
 from netrig.otg.mapping import RATE_BITS
@@ -504,6 +504,72 @@ def test_a_new_config_on_the_same_ports_keeps_them_open_and_counts_only_its_own_
     finally:
         svc.close()
     assert _xdp_prog_id(if_b, ns_b) is None, "closing the service detaches the XDP program"
+
+
+#: Prints "ready" once bound to argv[1], then the first frame signed at its end (netrig's magic
+#: 18 bytes before the end, docs/wire-format.md) in hex.
+SNIFF = """
+import socket, sys
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+s.bind((sys.argv[1], 0))
+s.settimeout(30)
+print("ready", flush=True)
+while True:
+    f = s.recv(4096)
+    if f[-18:-16] == bytes.fromhex("4e52"):
+        print(f.hex(), flush=True)
+        break
+"""
+
+
+def resigned(frame: bytes, seq: int, ts_delta_ns: int = 0) -> bytes:
+    """``frame`` with its signature's sequence number set to ``seq`` and its transmit stamp moved
+    by ``ts_delta_ns`` (the last 10 bytes: 5 of each, docs/wire-format.md)."""
+    ts = (int.from_bytes(frame[-5:], "big") + ts_delta_ns) % (1 << 40)
+    return frame[:-10] + seq.to_bytes(5, "big") + ts.to_bytes(5, "big")
+
+
+def test_frames_a_served_flow_never_sent_are_forged_apart_and_replays_are_duplicates(veth):
+    """A raw socket copies a served flow's frame and sends it back with the flow's own tag: a
+    sequence number just past the flow's last (4000), one far beyond (2^38), a transmit stamp 5 s in
+    the future, and two replays. The three are forged, on the receiving port, never received; the
+    replays are duplicates; the flow's own 4000 frames arrive exact."""
+    from netrig.otg.mapping import ServePort
+    from netrig.otg.objects import Config, ControlState, read
+    from netrig.otg.service import Service
+    from netrig.trial import Port
+    ns_a, if_a, ns_b, if_b = veth
+    ports = [ServePort(f"{if_a}@{ns_a}", Port(if_a, ns_a), None),
+             ServePort(f"{if_b}@{ns_b}", Port(if_b, ns_b, io="af_packet"), None)]
+    document = {"ports": [{"name": "p1", "location": ports[0].name}, {"name": "p2", "location": ports[1].name}],
+                "flows": [{"name": "f", "tx_rx": {"choice": "port", "port": {"tx_name": "p1", "rx_names": ["p2"]}},
+                           "packet": [{"choice": "ethernet"}, {"choice": "ipv4"}, {"choice": "udp"}],
+                           "rate": {"pps": 20_000}, "duration": {"fixed_packets": {"packets": 4000}}}]}
+    start = read(ControlState, {"choice": "traffic", "traffic": {"choice": "flow_transmit",
+                                                                 "flow_transmit": {"state": "start"}}})
+    sniff = subprocess.Popen(["ip", "netns", "exec", ns_b, sys.executable, "-c", SNIFF, if_b],
+                             stdout=subprocess.PIPE, text=True)
+    svc = Service(ports)
+    try:
+        svc.set_config(read(Config, document), document)
+        assert sniff.stdout is not None and sniff.stdout.readline().strip() == "ready"
+        svc.control_state(start)
+        genuine = bytes.fromhex(sniff.stdout.readline().strip())
+        deadline = time.monotonic() + 30
+        while svc.generator.flow_stats()[0].rx_frames < 4000 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        inject(ns_a, if_a, [resigned(genuine, 4000), resigned(genuine, 1 << 38), resigned(genuine, 0, 5 * 10**9),
+                            genuine, genuine])
+        deadline = time.monotonic() + 10
+        while svc.generator.flow_stats()[0].rx_duplicated < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        s, report = svc.generator.flow_stats()[0], svc.agents_report()
+        assert (s.tx_frames, s.rx_frames - s.rx_duplicated, s.rx_duplicated) == (4000, 4000, 2)
+        assert [p["rx_forged"] for p in report["ports"]] == [0, 3], report["ports"]
+    finally:
+        svc.close()
+        sniff.kill()
+        sniff.communicate()
 
 
 def test_a_refused_config_keeps_the_running_one(veth):

@@ -803,6 +803,10 @@ result_class! {
         rx_stale: u64 = s.rx_stale,
         /// Frames the tester's own receive ring dropped.
         rx_ring_drops: u64 = s.rx_ring_drops,
+        /// Frames of a flow this generator sends that it cannot have sent (forged).
+        rx_forged: u64 = s.rx_forged,
+        /// Starts of flows sent elsewhere seen (their frames are not judged for forgery).
+        rx_unjudged: u64 = s.rx_unjudged,
         /// The link is up (None: no link to read).
         link_up: Option<bool> = s.link_up,
         capturing: bool = s.capturing,

@@ -21,8 +21,10 @@ server does not report it (netrig's does, per flow in ``sending``: the achieved 
 sender's, never stretched by a DUT's delay; else it is estimated from each flow's first and last
 arrival: ``achieved_from``), duplicates and reordering where the server does not report them
 (netrig's does, in ``sequence``; else an excess of arrivals is counted as duplicates: a lower
-bound), forged frames, stray and foreign frames and the testers' own receive drops where the server
-does not report them, late frames and latency percentiles where the server has no latency buckets
+bound), stray and foreign frames and the testers' own receive drops where the server does not
+report them, forged frames where it does not judge them on every receiving port (netrig's judges a
+flow it sends itself, by its sender's counts; a controller's agent cannot judge a flow another
+agent sends), late frames and latency percentiles where the server has no latency buckets
 for a flow that received frames (then min, mean and max only; netrig's has them for its first 256
 flows, in ``latency``: frames above the drain time are late, lost to RFC 2544 and left out of the
 percentiles, as a trial's are), and a cross-agent flow's latency that the controller left out,
@@ -81,7 +83,11 @@ SENDING = "sending window"
 #: Frames a receiving port took that no flow sent (another start's or tester's; unsigned): measured
 #: when the server reports them with its ports' drops.
 STRAY, FOREIGN = "stray", "foreign"
-NOT_MEASURED = (PACING, SENDING, REORDERED, LATE, STRAY, "forged", FOREIGN, TESTER_DROPS, PERCENTILES)
+#: Frames signed as a flow's current start that its sender cannot have sent: measured when the
+#: server judges them on every receiving port (netrig's does where it sends the flows it receives;
+#: a controller's agent cannot for a flow another agent sends).
+FORGED = "forged"
+NOT_MEASURED = (PACING, SENDING, REORDERED, LATE, STRAY, FORGED, FOREIGN, TESTER_DROPS, PERCENTILES)
 
 
 @dataclass(frozen=True)
@@ -333,10 +339,10 @@ class OtgMeasurer:
         if latency is not None and (ipdv := _ipdv(rows, server.ipdv)) is not None:
             latency = dataclasses.replace(latency, ipdv_ns=ipdv[0], ipdv_max_ns=ipdv[1])
         pacing = _pacing(server.pacing, self.smoothness_tolerance_pct)
-        stray, foreign = _apart(drops)
+        stray, foreign, forged = _apart(drops)
         measured = {TESTER_DROPS: drops is not None, REORDERED: server.sequence is not None, PERCENTILES: has_pct,
                     LATE: late is not None, PACING: pacing is not None, SENDING: from_windows,
-                    STRAY: stray is not None, FOREIGN: foreign is not None}
+                    STRAY: stray is not None, FOREIGN: foreign is not None, FORGED: forged is not None}
         not_measured = [x for x in NOT_MEASURED if not measured.get(x)]
         duplicated, reordered, unique = _sequence(rows, server.sequence, sent)
         raw = {"otg": {"flows": [r.__dict__ for r in rows], "not_measured": not_measured,
@@ -346,7 +352,8 @@ class OtgMeasurer:
         return TrialCounts(achieved_pps=achieved, intended_pps=intended_pps, frames_sent=sent,
                            frames_received=min(unique - (late or 0), sent), duplicated=duplicated,
                            reordered=reordered, late=late or 0, latency=latency, valid=reason is None,
-                           invalid_reason=reason, pacing=pacing, stray=stray or 0, foreign=foreign or 0, raw=raw)
+                           invalid_reason=reason, pacing=pacing, stray=stray or 0, foreign=foreign or 0,
+                           forged=forged or 0, raw=raw)
 
     def _invalid(self, rows: list[FlowRow], planned: Sequence[int], finished: bool,
                  drops: dict[str, PortDrops] | None, achieved: float | None, intended_pps: float | None,
@@ -431,15 +438,18 @@ def _latency(rows: Sequence[FlowRow], pooled: FlowLatency | None,
     return latency, bool(pct), late
 
 
-def _apart(drops: dict[str, PortDrops] | None) -> tuple[int | None, int | None]:
-    """The frames the receiving ports took that no flow sent: stray and foreign, summed (``None``:
-    a server that does not say)."""
+def _apart(drops: dict[str, PortDrops] | None) -> tuple[int | None, int | None, int | None]:
+    """The frames the receiving ports took that no flow sent, or that their flow's sender cannot
+    have sent: stray, foreign and forged, each summed (``None``: a port that does not say)."""
     if drops is None:
-        return None, None
-    stray = [d.rx_stray for d in drops.values()]
-    foreign = [d.rx_foreign for d in drops.values()]
-    return (None if None in stray else sum(x or 0 for x in stray),
-            None if None in foreign else sum(x or 0 for x in foreign))
+        return None, None, None
+    ports = list(drops.values())
+
+    def total(counts: list[int | None]) -> int | None:
+        return None if None in counts else sum(x or 0 for x in counts)
+
+    return (total([d.rx_stray for d in ports]), total([d.rx_foreign for d in ports]),
+            total([d.rx_forged for d in ports]))
 
 
 def _achieved_from(windows: bool, every_rate: bool) -> str:

@@ -1,6 +1,6 @@
 """The frames a served port dropped itself on receive since the last start, and those it received
-that were none of the flows' (foreign, stray): ``GET /netrig/agents``' ``ports``
-(:class:`netrig.otgclient.report.PortDrops`; docs/otg.md).
+that were none of the flows' (foreign, stray) or that their sender cannot have sent (forged):
+``GET /netrig/agents``' ``ports`` (:class:`netrig.otgclient.report.PortDrops`; docs/otg.md).
 
 Two places lose a frame that reached the tester's port before the tester counted it, and both are
 the tester's, never the DUT's: its receive ring (the engine's ``rx_ring_drops``: the receiver fell
@@ -44,7 +44,7 @@ class RxDrops:
     def __init__(self) -> None:
         #: Per served port (its ``--port`` name): its engine count when its last generator ended.
         self.carried: dict[str, int] = {}
-        self.base: list[tuple[int, int | None, int, int]] = []
+        self.base: list[tuple[int, int | None, _native.GenPortStats]] = []
 
     def handover(self, plan: Plan, old: _native.Generator) -> None:
         """``old`` (of ``plan``) was replaced, its receivers stopped: its final counts are carried."""
@@ -61,17 +61,20 @@ class RxDrops:
 
     def start(self, plan: Plan, g: _native.Generator) -> None:
         """Note every port's counters: what a report says is counted from here."""
-        self.base = [(ring, kernel_rx_drops(s), st.rx_foreign, st.rx_stale)
+        self.base = [(ring, kernel_rx_drops(s), st)
                      for ring, s, st in zip(self._ring(plan, g), plan.serve_ports, g.port_stats())]
 
     def report(self, plan: Plan, g: _native.Generator) -> list[PortDrops]:
-        """Every port's drops, and the frames of no flow it received, since :meth:`start`."""
+        """Every port's drops, and the frames of no flow it received or forged, since :meth:`start`
+        (forged unsaid once it saw a flow sent elsewhere: those frames are not judged)."""
         out = []
-        for i, (s, ring, st, (ring0, kernel0, foreign0, stale0)) in enumerate(
+        for i, (s, ring, st, (ring0, kernel0, st0)) in enumerate(
                 zip(plan.serve_ports, self._ring(plan, g), g.port_stats(), self.base)):
             now = kernel_rx_drops(s)
             kernel = None if now is None or kernel0 is None else max(0, now - kernel0)
+            judged = st.rx_unjudged == st0.rx_unjudged
             out.append(PortDrops(name=plan.port_names[i], location=s.name, rx_ring_drops=max(0, ring - ring0),
-                                 rx_kernel_drops=kernel, rx_foreign=max(0, st.rx_foreign - foreign0),
-                                 rx_stray=max(0, st.rx_stale - stale0)))
+                                 rx_kernel_drops=kernel, rx_foreign=max(0, st.rx_foreign - st0.rx_foreign),
+                                 rx_stray=max(0, st.rx_stale - st0.rx_stale),
+                                 rx_forged=max(0, st.rx_forged - st0.rx_forged) if judged else None))
         return out

@@ -40,6 +40,12 @@ class PortDrops:
     #: server that does not say.
     rx_foreign: int | None = None
     rx_stray: int | None = None
+    #: Frames signed as a current start of a flow its server sends that the sender cannot have sent
+    #: (a sequence number it had not reached, a transmit stamp from the future), counted apart and
+    #: never as received, as a trial's forged frames are. ``None``: a server that does not say, or
+    #: a port that received a flow sent by another server (a controller's other agent), whose
+    #: counts are not there to judge its frames by.
+    rx_forged: int | None = None
 
     def describe(self) -> str | None:
         """``None`` when it dropped nothing, else what it dropped, in words."""

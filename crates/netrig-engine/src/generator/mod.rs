@@ -321,6 +321,7 @@ impl Generator {
             let w = RxWorker {
                 queue: q,
                 ctl: self.ctl.clone(),
+                pubs: self.tx_pubs.clone(),
                 flows: RxFlows::new(&periods),
                 snaps: snaps.clone(),
                 port: port.clone(),

@@ -7,7 +7,11 @@
 //! one), else it is stale (an earlier start's frame still in flight, another tester's). The state
 //! is the trial's (`crate::flowstate`): the sequence window tells duplicates and reordering apart,
 //! latency (receive stamp − transmit stamp, less the frame times of the flow's latency mode) and
-//! IPDV are over the unique frames. It is plain memory this worker alone touches; readers get a
+//! IPDV are over the unique frames. A frame of a flow this generator sends is judged as a trial's
+//! is: a sequence number the sender has not reached yet, or a transmit stamp from the future, is
+//! *forged* (counted per port, never received; the sender's count is read again only when a
+//! sequence number passes the one read last). A flow sent elsewhere (another agent) cannot be
+//! judged so: the port counts such flows' starts as *unjudged*. It is plain memory this worker alone touches; readers get a
 //! snapshot ([`Snapshots`]) the worker copies between two batches. The port's totals are atomics
 //! this worker alone writes; the capture buffer is held locked by this worker for as long as the
 //! capture runs (taken when it starts, released when it stops: no lock per frame).
@@ -22,7 +26,7 @@ use netrig_wire::signature::Site;
 use netrig_wire::signature::MASK_40;
 
 use super::capring::CaptureRing;
-use super::stats::{FlowCtl, PortCounters, RxSnap};
+use super::stats::{Counters, FlowCtl, PortCounters, RxSnap};
 use crate::analyze::{buckets, extend_seq, new_hist, record_latency, FUTURE_TOLERANCE_NS, PER_FLOW_HIST_LIMIT};
 use crate::flowstate::{FlowStates, SeqClass};
 use crate::port::{RxMeta, RxQueue, RxWait};
@@ -44,6 +48,8 @@ const HALF_40: u64 = 1 << 39;
 pub(crate) struct RxWorker {
     pub queue: Box<dyn RxQueue>,
     pub ctl: Arc<[FlowCtl]>,
+    /// The TX workers' counts of every flow (a flow this generator sends bounds its sequence).
+    pub pubs: Arc<[Counters]>,
     /// This worker's state of every flow, and where it answers readers.
     pub flows: RxFlows,
     pub snaps: Arc<Snapshots>,
@@ -106,6 +112,7 @@ impl RxWorker {
             }
             let counted = &mut Count {
                 ctl: &self.ctl,
+                pubs: &self.pubs,
                 flows: &mut self.flows,
                 port: &self.port,
                 epoch_ns: self.epoch_ns,
@@ -250,14 +257,20 @@ struct Extra {
 
 /// What a generator keeps of a flow beside the trial's state, in one place per flow: the start
 /// the state counts (u32::MAX: none yet), the tag period (0: no per-index counts), the
-/// engine-clock times of the first and last arrival.
+/// engine-clock times of the first and last arrival, and the sequence bound: the frames the
+/// flow's sender here had sent when last read (no genuine sequence number reaches it; 0: not read
+/// yet this start; [`SENT_ELSEWHERE`]: the flow is sent by another generator, nothing is judged).
 #[derive(Debug, Clone, Copy)]
 struct FlowMeta {
     tag: u32,
     period: u32,
     first_ns: u64,
     last_ns: u64,
+    bound: u64,
 }
+
+/// [`FlowMeta::bound`] of a flow whose sender is not this generator.
+const SENT_ELSEWHERE: u64 = u64::MAX;
 
 /// One worker's receive state of every flow: the trial's per-flow state ([`FlowStates`]: the
 /// 64-byte hot line, the sequence window, reordered and duplicated) and what a generator adds
@@ -283,7 +296,10 @@ impl RxFlows {
             states: FlowStates::new(n, PER_FLOW_HIST_LIMIT, || {
                 (new_hist(), Histogram::new(1).expect("1 digit is valid"))
             }),
-            meta: periods.iter().map(|&period| FlowMeta { tag: u32::MAX, period, first_ns: 0, last_ns: 0 }).collect(),
+            meta: periods
+                .iter()
+                .map(|&period| FlowMeta { tag: u32::MAX, period, first_ns: 0, last_ns: 0, bound: 0 })
+                .collect(),
             extra: HashMap::new(),
             tag_counts: periods.iter().map(|&t| vec![0; t as usize].into_boxed_slice()).collect(),
             answering: None,
@@ -296,7 +312,7 @@ impl RxFlows {
     fn restart(&mut self, i: usize, tag: u32) {
         self.states.reset(i);
         let m = &mut self.meta[i];
-        (m.tag, m.first_ns, m.last_ns) = (tag, 0, 0);
+        (m.tag, m.first_ns, m.last_ns, m.bound) = (tag, 0, 0, 0);
         self.extra.remove(&(i as u32));
         self.tag_counts[i].fill(0);
     }
@@ -394,6 +410,7 @@ impl RxFlows {
 /// The per-frame counting of one worker.
 struct Count<'a> {
     ctl: &'a [FlowCtl],
+    pubs: &'a [Counters],
     flows: &'a mut RxFlows,
     port: &'a PortCounters,
     epoch_ns: u64,
@@ -424,12 +441,29 @@ impl Count<'_> {
         if fl.meta[i].tag != tag {
             fl.restart(i, tag);
         }
+        let seq = extend_seq(fl.states.hot[i].next_seq, sig.seq);
         let meta = &mut fl.meta[i];
+        if seq >= meta.bound && forged_seq(meta, &self.pubs[i], tag, seq, self.port) {
+            return;
+        }
+        // Transmit stamps are 40-bit ns since the epoch: unwrap against the receive time. `None`:
+        // stamped further ahead than the tolerance by another host's clock (sent here, forged).
+        let rx_rel = m.ts_ns.saturating_sub(self.epoch_ns);
+        let d = rx_rel.wrapping_sub(sig.tx_ts_ns) & MASK_40;
+        let raw = if d <= HALF_40 {
+            Some(d)
+        } else if MASK_40 + 1 - d <= FUTURE_TOLERANCE_NS {
+            Some(0)
+        } else if meta.bound != SENT_ELSEWHERE {
+            PortCounters::add(&self.port.forged, 1);
+            return;
+        } else {
+            None
+        };
         if meta.first_ns == 0 {
             meta.first_ns = m.ts_ns;
         }
         meta.last_ns = m.ts_ns;
-        let seq = extend_seq(fl.states.hot[i].next_seq, sig.seq);
         if meta.period > 0 {
             fl.tag_counts[i][(seq % u64::from(meta.period)) as usize] += 1;
         }
@@ -437,14 +471,7 @@ impl Count<'_> {
             fl.extra.entry(i as u32).or_default().dup_bytes += wire;
             return;
         }
-        // Transmit stamps are 40-bit ns since the epoch: unwrap against the receive time.
-        let rx_rel = m.ts_ns.saturating_sub(self.epoch_ns);
-        let d = rx_rel.wrapping_sub(sig.tx_ts_ns) & MASK_40;
-        let raw = if d <= HALF_40 {
-            d
-        } else if MASK_40 + 1 - d <= FUTURE_TOLERANCE_NS {
-            0
-        } else {
+        let Some(raw) = raw else {
             let e = fl.extra.entry(i as u32).or_default();
             (e.untimed, e.untimed_bytes) = (e.untimed + 1, e.untimed_bytes + wire);
             return;
@@ -455,6 +482,24 @@ impl Count<'_> {
             record_latency(l, latency);
         }
     }
+}
+
+/// A sequence number at or past `meta.bound`: read the sender's count again (a flow sent here) and
+/// say whether `seq` is still past it (forged: counted on the port). A flow sent elsewhere is
+/// marked so once per start and counted unjudged on the port.
+#[cold]
+fn forged_seq(meta: &mut FlowMeta, sender: &Counters, tag: u32, seq: u64, port: &PortCounters) -> bool {
+    if sender.tag.load(Ordering::Acquire) != tag {
+        meta.bound = SENT_ELSEWHERE;
+        PortCounters::add(&port.unjudged, 1);
+        return false;
+    }
+    meta.bound = sender.frames.load(Ordering::Relaxed);
+    let forged = seq >= meta.bound;
+    if forged {
+        PortCounters::add(&port.forged, 1);
+    }
+    forged
 }
 
 #[cfg(test)]
@@ -471,13 +516,51 @@ mod tests {
         f
     }
 
+    /// Count `frames` (tag, flow, seq) of flows sent elsewhere, 10 µs apart.
     fn count(ctl: &[FlowCtl], flows: &mut RxFlows, port: &PortCounters, frames: &[(u32, u32, u64)]) {
+        let pubs: Vec<Counters> = ctl.iter().map(|_| Counters::default()).collect();
+        count_sent(ctl, &pubs, flows, port, frames.iter().map(|&(t, f, s)| (t, f, s, 0)));
+    }
+
+    /// Count frames (tag, flow, seq, how far ahead of its arrival it is stamped) whose senders
+    /// count in `pubs`.
+    fn count_sent(
+        ctl: &[FlowCtl],
+        pubs: &[Counters],
+        flows: &mut RxFlows,
+        port: &PortCounters,
+        frames: impl Iterator<Item = (u32, u32, u64, u64)>,
+    ) {
         let flow_ps = vec![0; ctl.len()];
-        let mut c = Count { ctl, flows, port, epoch_ns: 0, ps_per_byte: 0, flow_ps: &flow_ps };
-        for (k, &(tag, flow, seq)) in frames.iter().enumerate() {
+        let mut c = Count { ctl, pubs, flows, port, epoch_ns: 0, ps_per_byte: 0, flow_ps: &flow_ps };
+        for (k, (tag, flow, seq, ahead)) in frames.enumerate() {
             let ts = 1_000_000 + 10_000 * k as u64;
-            c.frame(&signed(tag, flow, seq, ts), RxMeta { ts_ns: ts, ..Default::default() });
+            c.frame(&signed(tag, flow, seq, ts + ahead), RxMeta { ts_ns: ts, ..Default::default() });
         }
+    }
+
+    #[test]
+    fn frames_a_flow_sent_here_cannot_have_sent_are_forged_and_a_flow_sent_elsewhere_is_not_judged() {
+        let ctl: Vec<FlowCtl> = (0..2).map(|_| FlowCtl::default()).collect();
+        ctl[0].tag.store(5, Ordering::Relaxed);
+        ctl[1].tag.store(7, Ordering::Relaxed);
+        let pubs: Vec<Counters> = (0..2).map(|_| Counters::default()).collect();
+        pubs[0].reset(5);
+        (0..3).for_each(|_| pubs[0].count(64, 1));
+        let (mut flows, port) = (RxFlows::new(&[0, 0]), PortCounters::default());
+        let future = 2 * FUTURE_TOLERANCE_NS;
+        let frames = [(5, 0, 0, 0), (5, 0, 1, 0), (5, 0, 3, 0), (5, 0, 1 << 38, 0), (5, 0, 2, 0), (5, 0, 2, future)];
+        count_sent(&ctl, &pubs, &mut flows, &port, frames.into_iter());
+        let s = flows.snap(0);
+        assert_eq!((s.frames, s.duplicated, s.reordered), (3, 0, 0), "0, 1, 2; the forged ones touch nothing");
+        assert_eq!(port.forged.load(Ordering::Relaxed), 3, "not sent yet (2), stamped in the future (1)");
+        pubs[0].count(64, 1);
+        count_sent(&ctl, &pubs, &mut flows, &port, [(5, 0, 3, 0)].into_iter());
+        assert_eq!((flows.snap(0).frames, port.forged.load(Ordering::Relaxed)), (4, 3), "sent now: received");
+        let elsewhere = [(7, 1, 0, 0), (7, 1, 1 << 38, 0), (7, 1, 1, future)];
+        count_sent(&ctl, &pubs, &mut flows, &port, elsewhere.into_iter());
+        assert_eq!(flows.snap(1).frames, 3, "another sender's counts are not here: every frame is received");
+        assert_eq!((port.forged.load(Ordering::Relaxed), port.unjudged.load(Ordering::Relaxed)), (3, 1));
     }
 
     #[test]
@@ -510,12 +593,25 @@ mod tests {
         for n in [1usize, 4096, 1 << 20] {
             let ctl: Vec<FlowCtl> = (0..n).map(|_| FlowCtl::default()).collect();
             ctl.iter().for_each(|c| c.tag.store(3, Ordering::Relaxed));
+            // Sent here, far ahead of the receiver: the bound is read once per flow.
+            let pubs: Vec<Counters> = (0..n).map(|_| Counters::default()).collect();
+            pubs.iter().for_each(|p| {
+                p.reset(3);
+                p.frames.store(u64::MAX / 2, Ordering::Relaxed);
+            });
             let (mut flows, port) = (RxFlows::new(&vec![0; n]), PortCounters::default());
             let mut f = signed(3, 0, 0, 1 << 30);
             let at = f.len() - netrig_wire::signature::LEN;
             let flow_ps = vec![0; n];
-            let mut c =
-                Count { ctl: &ctl, flows: &mut flows, port: &port, epoch_ns: 0, ps_per_byte: 0, flow_ps: &flow_ps };
+            let mut c = Count {
+                ctl: &ctl,
+                pubs: &pubs,
+                flows: &mut flows,
+                port: &port,
+                epoch_ns: 0,
+                ps_per_byte: 0,
+                flow_ps: &flow_ps,
+            };
             let total = 4_000_000u64.max(2 * n as u64);
             let (mut best, mut k) = (f64::MAX, 0u64);
             for _ in 0..5 {
@@ -551,7 +647,16 @@ mod tests {
         ctl.iter().for_each(|c| c.tag.store(3, Ordering::Relaxed));
         let (mut flows, port, snaps) = (RxFlows::new(&vec![0; n]), PortCounters::default(), Snapshots::default());
         let flow_ps = vec![0; n];
-        let mut c = Count { ctl: &ctl, flows: &mut flows, port: &port, epoch_ns: 0, ps_per_byte: 0, flow_ps: &flow_ps };
+        let pubs: Vec<Counters> = ctl.iter().map(|_| Counters::default()).collect();
+        let mut c = Count {
+            ctl: &ctl,
+            pubs: &pubs,
+            flows: &mut flows,
+            port: &port,
+            epoch_ns: 0,
+            ps_per_byte: 0,
+            flow_ps: &flow_ps,
+        };
         for k in 0..1000u64 {
             // Latencies 1..1000 µs, and a duplicate of every tenth frame (not a latency sample).
             let ts = 10_000_000_000 + k * 10_000;

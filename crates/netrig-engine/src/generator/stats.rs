@@ -152,6 +152,11 @@ pub struct PortCounters {
     pub stale: AtomicU64,
     /// Receive side: frames the tester's own ring dropped.
     pub ring_drops: AtomicU64,
+    /// Receive side: frames of a current start of a flow this generator sends that it cannot have
+    /// sent (a sequence number it had not reached, a transmit stamp from the future), and the
+    /// starts of flows sent elsewhere seen (their frames cannot be judged so).
+    pub forged: AtomicU64,
+    pub unjudged: AtomicU64,
     /// Transmit side: how the worker kept its schedule, published between batches.
     pub pacing: Mutex<TxPacing>,
 }
@@ -329,6 +334,8 @@ pub struct PortStats {
     pub rx_foreign: u64,
     pub rx_stale: u64,
     pub rx_ring_drops: u64,
+    pub rx_forged: u64,
+    pub rx_unjudged: u64,
     /// The link is up (`None`: the port has no link to read).
     pub link_up: Option<bool>,
     /// A capture is running on the port.
@@ -344,6 +351,8 @@ impl PortStats {
             self.rx_foreign += c.foreign.load(Relaxed);
             self.rx_stale += c.stale.load(Relaxed);
             self.rx_ring_drops += c.ring_drops.load(Relaxed);
+            self.rx_forged += c.forged.load(Relaxed);
+            self.rx_unjudged += c.unjudged.load(Relaxed);
         } else {
             self.tx_frames += f;
             self.tx_bytes += b;
