@@ -1493,11 +1493,11 @@ class Generator:
     def flow_tags(self, flow: int) -> tuple[list[int], list[int]] | None:
         """Flow ``flow``'s frames per frame index modulo its tag period, ``(sent, received)`` (its
         current start's); None for a flow without tags."""
-    def flow_latency(self) -> list[list[tuple[int, int]] | None]:
-        """Every flow's latency distribution, ns, over its current start's unique frames: ``(value,
-        count)`` pairs, lowest first, each value the highest of its 3-significant-digit bucket (so
-        their quantiles are a histogram's, and the pairs of two receivers add); None for a flow
-        beyond the first 256, which has no histogram."""
+    def flow_latency(self) -> list[tuple[list[tuple[int, int]], list[tuple[int, int]]] | None]:
+        """Every flow's latency and |IPDV| distributions, ns, over its current start's unique frames:
+        each ``(value, count)`` pairs, lowest first, each value the highest of its bucket (3 and 2
+        significant digits: their quantiles are a histogram's, and the pairs of two receivers add);
+        None for a flow beyond the first 256, which has no histograms."""
     def flow_states(self) -> list[str]:
         """Every flow's state: ``stopped``, ``running``, ``paused`` or ``done``."""
     def port_stats(self) -> list[GenPortStats]: ...

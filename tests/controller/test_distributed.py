@@ -249,6 +249,9 @@ def test_two_agents_exact_counts_and_refused_without_token(tmp_path):
         ipdv = {q["name"]: q for q in report["ipdv"]}
         for name, _, _ in FLOWS:  # consecutive differences of one receive queue: no clock offset in them
             assert ipdv[name]["samples"] == 4999 and ipdv[name]["max_ns"] > 0, ipdv[name]
+            top = ipdv[name]["buckets"][-1][0]  # every difference in the buckets, the largest within 1 %
+            assert sum(n for _, n in ipdv[name]["buckets"]) == 4999 and ipdv[name]["max_ns"] <= top, ipdv[name]
+            assert top <= ipdv[name]["max_ns"] * 1.01 + 1, ipdv[name]
         for name in ("fa", "fb"):  # one agent: exact, within the buckets' 0.1 %
             top, mx = lat[name].quantile(1.0), m[name].latency.maximum_ns
             assert lat[name].uncertainty_ns == 0 and mx <= top <= mx * 1.001 + 1, (name, top, mx)

@@ -237,8 +237,9 @@ def test_each_flows_latency_buckets_are_merged_over_its_receivers_less_each_ones
 
 
 def test_each_flows_ipdv_is_summed_over_its_receiving_agents_without_a_clock_correction():
-    a = (FlowIpdv(name="f1", sum_ns=100, samples=10, max_ns=30),)
-    b = (FlowIpdv(name="f1", sum_ns=50, samples=5, max_ns=40), FlowIpdv(name="f2"))
-    assert merge.ipdv([a, b]) == [{"name": "f1", "sum_ns": 150, "samples": 15, "max_ns": 40},
-                                  {"name": "f2", "sum_ns": 0, "samples": 0, "max_ns": 0}]
+    a = (FlowIpdv(name="f1", sum_ns=100, samples=10, max_ns=30, buckets=((10, 6), (30, 4))),)
+    b = (FlowIpdv(name="f1", sum_ns=50, samples=5, max_ns=40, buckets=((10, 4), (40, 1))), FlowIpdv(name="f2"))
+    assert merge.ipdv([a, b]) == [{"name": "f1", "sum_ns": 150, "samples": 15, "max_ns": 40,
+                                   "buckets": ((10, 10), (30, 4), (40, 1))},
+                                  {"name": "f2", "sum_ns": 0, "samples": 0, "max_ns": 0, "buckets": ()}]
     assert merge.ipdv([a, None]) is None

@@ -310,12 +310,17 @@ def test_frames_later_than_the_drain_are_late_lost_and_left_out_of_the_percentil
     assert (c.frames_received, c.late) == (100, 0) and "late" in c.raw["otg"]["not_measured"]
 
 
-def test_the_servers_ipdv_gives_the_trials_mean_and_largest():
+def test_the_servers_ipdv_gives_the_trials_mean_largest_and_99th_percentile():
+    """The 99th percentile comes from both flows' buckets pooled (198 differences: the 197th is
+    in pair1's 900-ns bucket), and is not said when a flow with differences has no buckets."""
     rows = [row("pair0", 100, 100), row("pair1", 100, 100)]
-    ipdv = [{"name": "pair0", "sum_ns": 9900, "samples": 99, "max_ns": 400},
-            {"name": "pair1", "sum_ns": 29700, "samples": 99, "max_ns": 900}]
+    ipdv = [{"name": "pair0", "sum_ns": 9900, "samples": 99, "max_ns": 400, "buckets": [[100, 98], [400, 1]]},
+            {"name": "pair1", "sum_ns": 29700, "samples": 99, "max_ns": 900, "buckets": [[300, 96], [900, 3]]}]
     c = measurer(FakeServer(rows, ipdv=ipdv)).measure(Load(200.0, FrameSize(size=64)), 1.0)
-    assert c.latency is not None and (c.latency.ipdv_ns, c.latency.ipdv_max_ns) == (200.0, 900)
+    assert c.latency is not None and (c.latency.ipdv_ns, c.latency.ipdv_max_ns, c.latency.ipdv_p99_ns) == (200.0, 900, 900)
+    ipdv[1]["buckets"] = []
+    c = measurer(FakeServer(rows, ipdv=ipdv)).measure(Load(200.0, FrameSize(size=64)), 1.0)
+    assert c.latency is not None and (c.latency.ipdv_ns, c.latency.ipdv_p99_ns) == (200.0, None)
     c = measurer(FakeServer(rows, ipdv=ipdv[:1])).measure(Load(200.0, FrameSize(size=64)), 1.0)
     assert c.latency is not None and c.latency.ipdv_ns is None, "a flow the server did not say for"
 

@@ -42,6 +42,7 @@ def test_recorded_session_reports(veth, tmp_path):
     for lat in (t["counts"]["latency"] for t in doc["trials"]):  # each run's own, from the receivers' buckets
         assert lat["min_ns"] <= lat["p50_ns"] <= lat["p99_ns"] <= lat["p999_ns"] <= lat["max_ns"] * 1.001 + 1, lat
         assert 0 <= lat["ipdv_ns"] <= lat["ipdv_max_ns"] <= lat["max_ns"] - lat["min_ns"], lat
+        assert 0 <= lat["ipdv_p99_ns"] <= lat["ipdv_max_ns"] * 1.01 + 1, lat
     assert all((t["counts"]["duplicated"], t["counts"]["reordered"]) == (0, 0) for t in doc["trials"])
     env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
     html = tmp_path / "report.html"

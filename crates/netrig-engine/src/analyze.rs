@@ -147,7 +147,7 @@ pub(crate) fn buckets(h: &Histogram<u32>) -> Vec<(u64, u64)> {
 
 /// |IPDV| histogram precision: 2 significant digits (1 %) are enough for a percentile of a
 /// variation; 0 (equal consecutive latencies) is recorded as 0.
-fn new_ipdv_hist() -> Histogram<u32> {
+pub(crate) fn new_ipdv_hist() -> Histogram<u32> {
     Histogram::new_with_bounds(1, MAX_LATENCY_NS, 2).expect("static histogram bounds are valid")
 }
 

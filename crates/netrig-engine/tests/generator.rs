@@ -155,8 +155,12 @@ fn duplicates_and_reordering_are_counted_against_the_fault_log() {
     assert!(
         st.ipdv_max_ns <= st.latency_max_ns - st.latency_min_ns && st.ipdv_sum_ns <= st.ipdv_samples * st.ipdv_max_ns
     );
-    let lat = g.flow_latency().remove(0).expect("the first flows have histograms");
+    let b = g.flow_latency().remove(0).expect("the first flows have histograms");
+    let lat = b.latency;
     assert_eq!(lat.iter().map(|b| b.1).sum::<u64>(), st.latency_frames, "one bucket entry per unique frame");
+    assert_eq!(b.ipdv.iter().map(|b| b.1).sum::<u64>(), st.ipdv_samples, "one |IPDV| bucket entry per difference");
+    let ipdv_top = b.ipdv.last().unwrap().0;
+    assert!(st.ipdv_max_ns <= ipdv_top && ipdv_top <= st.ipdv_max_ns + st.ipdv_max_ns / 100 + 1, "{ipdv_top}: {st:?}");
     assert!(lat.windows(2).all(|w| w[0].0 < w[1].0), "lowest first, one entry per bucket");
     let top = lat.last().unwrap().0;
     assert!(st.latency_max_ns <= top && top <= st.latency_max_ns + st.latency_max_ns / 1000 + 1, "{top}: {st:?}");

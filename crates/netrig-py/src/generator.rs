@@ -465,12 +465,13 @@ impl Generator {
         py.allow_threads(|| self.0.flow_tags(flow))
     }
 
-    /// Every flow's latency distribution, ns, over its current start's unique frames: `(value,
-    /// count)` pairs, lowest first, each value the highest of its 3-significant-digit bucket (so
-    /// their quantiles are a histogram's, and the pairs of two receivers add); None for a flow
-    /// beyond the first 256, which has no histogram.
-    fn flow_latency(&self, py: Python<'_>) -> Vec<Option<Vec<(u64, u64)>>> {
-        py.allow_threads(|| self.0.flow_latency())
+    /// Every flow's latency and |IPDV| distributions, ns, over its current start's unique frames:
+    /// each `(value, count)` pairs, lowest first, each value the highest of its bucket (3 and 2
+    /// significant digits: their quantiles are a histogram's, and the pairs of two receivers add);
+    /// None for a flow beyond the first 256, which has no histograms.
+    #[allow(clippy::type_complexity)]
+    fn flow_latency(&self, py: Python<'_>) -> Vec<Option<(Vec<(u64, u64)>, Vec<(u64, u64)>)>> {
+        py.allow_threads(|| self.0.flow_latency()).into_iter().map(|b| b.map(|b| (b.latency, b.ipdv))).collect()
     }
 
     /// Every flow's state: `stopped`, `running`, `paused` or `done`.

@@ -218,9 +218,10 @@ def sending(answers: Sequence[Sequence[FlowSending] | None]) -> list[dict[str, o
 
 
 def ipdv(answers: Sequence[Sequence[FlowIpdv] | None]) -> list[dict[str, object]] | None:
-    """Every flow's |IPDV| over the agents' answers (``GET /netrig/agents``' ``ipdv``): sums and
-    counts added, the largest kept, by flow name (no clock correction: an offset cancels out of a
-    difference)."""
+    """Every flow's |IPDV| over the agents' answers (``GET /netrig/agents``' ``ipdv``): sums,
+    counts and buckets added, the largest kept, by flow name (no clock correction: an offset
+    cancels out of a difference)."""
     return _by_name(answers, lambda h, q: FlowIpdv(name=q.name, sum_ns=h.sum_ns + q.sum_ns,
-                                                   samples=h.samples + q.samples, max_ns=max(h.max_ns, q.max_ns)),
+                                                   samples=h.samples + q.samples, max_ns=max(h.max_ns, q.max_ns),
+                                                   buckets=add_buckets(h.buckets, q.buckets)),
                     lambda name: FlowIpdv(name=name))

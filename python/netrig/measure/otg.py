@@ -337,7 +337,7 @@ class OtgMeasurer:
         left_out = [r.name for r in rows if r.latency is None and r.frames_rx]
         latency, has_pct, late = _latency(rows, _pooled(rows, server.latency), self.drain_s * 1e9)
         if latency is not None and (ipdv := _ipdv(rows, server.ipdv)) is not None:
-            latency = dataclasses.replace(latency, ipdv_ns=ipdv[0], ipdv_max_ns=ipdv[1])
+            latency = dataclasses.replace(latency, ipdv_ns=ipdv[0], ipdv_max_ns=ipdv[1], ipdv_p99_ns=ipdv[2])
         pacing = _pacing(server.pacing, self.smoothness_tolerance_pct)
         stray, foreign, forged = _apart(drops)
         measured = {TESTER_DROPS: drops is not None, REORDERED: server.sequence is not None, PERCENTILES: has_pct,
@@ -474,14 +474,20 @@ def _pacing(ports: dict[str, PortPacing] | None, tolerance_pct: float) -> Pacing
                   gap_max_ns=max(p.gap_max_ns for p in ports.values()), tolerance_pct=tolerance_pct)
 
 
-def _ipdv(rows: Sequence[FlowRow], ipdv: dict[str, FlowIpdv] | None) -> tuple[float, float] | None:
-    """The trial's mean and largest |IPDV| over its flows (``None``: the server did not say for a
-    flow that received frames, or no flow had two frames)."""
+def _ipdv(rows: Sequence[FlowRow], ipdv: dict[str, FlowIpdv] | None) -> tuple[float, float, float | None] | None:
+    """The trial's mean, largest and 99th-percentile |IPDV| over its flows, the percentile from
+    their buckets pooled, as a trial's (``None``: a flow with differences has no buckets, beyond a
+    server's first 256). ``None`` in all: the server did not say for a flow that received frames,
+    or no flow had two frames."""
     parts = _of_received(rows, ipdv)
     if parts is None:
         return None
     samples = sum(g.samples for g in parts)
-    return (sum(g.sum_ns for g in parts) / samples, max(g.max_ns for g in parts)) if samples else None
+    if not samples:
+        return None
+    every = all(g.buckets or not g.samples for g in parts)
+    p99 = report.quantile(add_buckets(*(g.buckets for g in parts)), 0.99) if every else None
+    return sum(g.sum_ns for g in parts) / samples, max(g.max_ns for g in parts), p99
 
 
 def _sequence(rows: Sequence[FlowRow], sequence: dict[str, FlowSequence] | None,

@@ -19,7 +19,7 @@ from netrig import _native
 from netrig.environment import capture as environment
 from netrig.model import size_label
 from netrig.otg import metrics
-from netrig.otgclient.report import FlowLatency
+from netrig.otgclient.report import FlowLatency, quantile
 from netrig.results import SCHEMA_VERSION, TrialLog, utc_now, write_result
 
 if TYPE_CHECKING:
@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 #: The method and trial kind of a served flow's run in results.
 METHOD = "otg"
+#: A flow's latency and |IPDV| buckets (``Generator.flow_latency``'s).
+Hists = tuple[list[tuple[int, int]], list[tuple[int, int]]]
 
 
 class Recorder:
@@ -104,10 +106,12 @@ class Recorder:
         self.log = None
 
 
-def _trial(seq: int, run: int, i: int, name: str, counts: tuple[_native.GenFlowStats, list[tuple[int, int]] | None],
+def _trial(seq: int, run: int, i: int, name: str, counts: tuple[_native.GenFlowStats, Hists | None],
            service: Service, started: str) -> dict:
-    """One flow's run as a trial record, from its counts and latency buckets (``None``: none kept)."""
-    s, buckets = counts
+    """One flow's run as a trial record, from its counts and its latency and |IPDV| buckets
+    (``None``: none kept)."""
+    s, hists = counts
+    buckets, ipdv_buckets = hists or ((), ())
     assert service.plan is not None
     f = service.plan.flows[i]
     window_s = (s.tx_last_ns - s.tx_first_ns) / 1e9 if s.tx_frames > 1 else 0.0
@@ -127,6 +131,8 @@ def _trial(seq: int, run: int, i: int, name: str, counts: tuple[_native.GenFlowS
             latency["pdv_ns"] = p99 - s.latency_min_ns
         if s.ipdv_samples:
             latency.update(ipdv_ns=s.ipdv_sum_ns / s.ipdv_samples, ipdv_max_ns=s.ipdv_max_ns)
+            if (ipdv_p99 := quantile(ipdv_buckets, 0.99)) is not None:
+                latency["ipdv_p99_ns"] = ipdv_p99
     # the achieved rate; the rate the flow was asked for is not known here (intended_pps null)
     achieved = (s.tx_frames - 1) / window_s if window_s > 0 else None
     return {

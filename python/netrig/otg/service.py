@@ -543,15 +543,16 @@ class Service(OtgService):
         with self.lock:
             if self.plan is None or self.generator is None:
                 return {}
-            stats = self.generator.flow_stats()
+            stats, hists = self.generator.flow_stats(), self.generator.flow_latency()
             sequence = [FlowSequence(name=f.name, duplicated=s.rx_duplicated, reordered=s.rx_reordered,
                                      frames_rx=s.rx_frames) for f, s in zip(self.plan.flows, stats)]
-            ipdv = [FlowIpdv(name=f.name, sum_ns=s.ipdv_sum_ns, samples=s.ipdv_samples, max_ns=s.ipdv_max_ns)
-                    for f, s in zip(self.plan.flows, stats)]
+            ipdv = [FlowIpdv(name=f.name, sum_ns=s.ipdv_sum_ns, samples=s.ipdv_samples, max_ns=s.ipdv_max_ns,
+                             buckets=tuple(h[1]) if h is not None else ())
+                    for f, s, h in zip(self.plan.flows, stats, hists)]
             sending = [FlowSending(name=f.name, frames=s.tx_frames, first_ns=s.tx_first_ns, last_ns=s.tx_last_ns)
                        for f, s in zip(self.plan.flows, stats)]
-            latency = [FlowLatency(name=f.name, buckets=tuple(b))
-                       for f, b in zip(self.plan.flows, self.generator.flow_latency()) if b is not None]
+            latency = [FlowLatency(name=f.name, buckets=tuple(h[0]))
+                       for f, h in zip(self.plan.flows, hists) if h is not None]
             return {"ports": [dataclasses.asdict(d) for d in self.rx_drops.report(self.plan, self.generator)],
                     "sequence": [dataclasses.asdict(q) for q in sequence],
                     "latency": [dataclasses.asdict(q) for q in latency],

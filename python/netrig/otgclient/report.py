@@ -116,13 +116,16 @@ class FlowSequence:
 class FlowIpdv:
     """One flow's |IPDV| (RFC 5481: the difference of consecutive frames' latencies) since its
     last start, as each receive queue saw its frames: the sum, the number of differences and the
-    largest, ns. Two hosts' clocks' offset cancels out of a difference, so a controller sums them
-    over its agents as they are."""
+    largest, ns; for a server's first 256 flows also their ``buckets`` (``(value, count)``, lowest
+    first, at 2 significant digits: :func:`quantile` is a histogram's), empty beyond them. Two
+    hosts' clocks' offset cancels out of a difference, so a controller adds them over its agents
+    as they are."""
 
     name: str
     sum_ns: int = 0
     samples: int = 0
     max_ns: int = 0
+    buckets: tuple[tuple[float, int], ...] = ()
 
 
 #: The latency percentiles of a trial, by result field (``LatencySummary``'s).
@@ -148,14 +151,7 @@ class FlowLatency:
         return sum(n for _, n in self.buckets)
 
     def quantile(self, q: float) -> float | None:
-        """The value below or at which a share ``q`` of the frames fall, as
-        ``hdrhistogram::Histogram::value_at_quantile`` takes it (``None``: no frames)."""
-        at, seen = max(1, math.ceil(q * self.frames)), 0
-        for value, n in self.buckets:
-            seen += n
-            if seen >= at:
-                return value
-        return None
+        return quantile(self.buckets, q)
 
     def on_time(self, late_ns: float) -> tuple[FlowLatency, int]:
         """The buckets at or below ``late_ns``, and the frames above it (late: a trial leaves them
@@ -170,8 +166,21 @@ class FlowLatency:
                 for k, q in QUANTILES.items()}
 
 
+def quantile(buckets: Iterable[tuple[float, int]], q: float) -> float | None:
+    """The value below or at which a share ``q`` of the counts of ``buckets`` (``(value, count)``,
+    lowest first) fall, as ``hdrhistogram::Histogram::value_at_quantile`` takes it (``None``: no
+    counts)."""
+    buckets = tuple(buckets)
+    at, seen = max(1, math.ceil(q * sum(n for _, n in buckets))), 0
+    for value, n in buckets:
+        seen += n
+        if seen >= at:
+            return value
+    return None
+
+
 def add_buckets(*parts: Iterable[tuple[float, int]]) -> tuple[tuple[float, int], ...]:
-    """Latency buckets summed value by value, lowest first."""
+    """Buckets summed value by value, lowest first."""
     total: dict[float, int] = {}
     for part in parts:
         for value, n in part:

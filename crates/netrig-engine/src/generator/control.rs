@@ -9,6 +9,7 @@ use netrig_wire::{capfile, fcs};
 
 use super::capring::out_records;
 use super::stats::{FlowState, FlowStats, PortStats, TxPacing};
+use super::FlowBuckets;
 use super::CAPTURE_ACK_NS;
 use super::{claim_tag, compile_flow_with, post, Cmd, GenDuration, GenFlowConfig, Generator, OpenPorts, Queue};
 use crate::clock;
@@ -228,24 +229,27 @@ impl Generator {
         Some((tx, rx))
     }
 
-    /// Every flow's latency distribution (the current start's unique frames, ns) as `(value,
-    /// count)` pairs, lowest first, summed over the RX workers: each value the highest of its
-    /// bucket at 3 significant digits, so quantiles of it are a histogram's. `None` for a flow
-    /// beyond the first [`crate::analyze::PER_FLOW_HIST_LIMIT`], which has no histogram.
-    pub fn flow_latency(&self) -> Vec<Option<Vec<(u64, u64)>>> {
+    /// Every flow's latency and |IPDV| distributions (the current start's unique frames, ns) as
+    /// `(value, count)` pairs, lowest first, summed over the RX workers: each value the highest of
+    /// its bucket (3 and 2 significant digits), so quantiles of them are a histogram's. `None` for
+    /// a flow beyond the first [`crate::analyze::PER_FLOW_HIST_LIMIT`], which has no histograms.
+    pub fn flow_latency(&self) -> Vec<Option<FlowBuckets>> {
+        type Sum = std::collections::BTreeMap<u64, u64>;
         let tags: Vec<u32> = self.ctl.iter().map(|c| c.tag.load(Ordering::Acquire)).collect();
-        let mut sums: Vec<Option<std::collections::BTreeMap<u64, u64>>> = vec![None; tags.len()];
+        let mut sums: Vec<Option<(Sum, Sum)>> = vec![None; tags.len()];
         let asked: Vec<u64> = self.rx_snaps.iter().map(|s| s.ask_latency()).collect();
         for (snaps, &a) in self.rx_snaps.iter().zip(&asked) {
             let got = snaps.wait_latency(a);
             for ((sum, (tag, b)), &want) in sums.iter_mut().zip(&got.lat).zip(&tags) {
-                let sum = sum.get_or_insert_with(Default::default);
-                for &(v, n) in b.iter().filter(|_| *tag == want) {
-                    *sum.entry(v).or_default() += n;
+                let (lat, ipdv) = sum.get_or_insert_with(Default::default);
+                if *tag == want {
+                    b.latency.iter().for_each(|&(v, n)| *lat.entry(v).or_default() += n);
+                    b.ipdv.iter().for_each(|&(v, n)| *ipdv.entry(v).or_default() += n);
                 }
             }
         }
-        sums.into_iter().map(|s| s.map(|m| m.into_iter().collect())).collect()
+        let pairs = |m: Sum| m.into_iter().collect();
+        sums.into_iter().map(|s| s.map(|(l, d)| FlowBuckets { latency: pairs(l), ipdv: pairs(d) })).collect()
     }
 
     /// Every flow's state (what [`Self::flow_stats`] says, without the counts).

@@ -42,6 +42,7 @@ pub use capring::{CaptureRing, CaptureTerm};
 pub use flow::{compile_flow, compile_flow_with, Bursts, CompiledFlow, GenDuration, GenFlowConfig, LatencyMode};
 pub use stats::{FlowState, FlowStats, PortStats, TxPacing};
 
+pub use rx::FlowBuckets;
 use rx::{CaptureCtl, RxFlows, RxWorker, Snapshots};
 use stats::{Counters, FlowCtl, PortCounters};
 use tx::{post, Cmd, Mailbox, TxWorker};

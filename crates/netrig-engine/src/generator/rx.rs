@@ -20,14 +20,16 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
 
-use hdrhistogram::Histogram;
 use netrig_wire::dissect::locate;
 use netrig_wire::signature::Site;
 use netrig_wire::signature::MASK_40;
 
 use super::capring::CaptureRing;
 use super::stats::{Counters, FlowCtl, PortCounters, RxSnap};
-use crate::analyze::{buckets, extend_seq, new_hist, record_latency, FUTURE_TOLERANCE_NS, PER_FLOW_HIST_LIMIT};
+use crate::analyze::{
+    buckets, extend_seq, new_hist, new_ipdv_hist, record_latency, FUTURE_TOLERANCE_NS, MAX_LATENCY_NS,
+    PER_FLOW_HIST_LIMIT,
+};
 use crate::flowstate::{FlowStates, SeqClass};
 use crate::port::{RxMeta, RxQueue, RxWait};
 use crate::sys::wake::WakeFd;
@@ -175,10 +177,17 @@ pub(crate) struct SnapBuf {
     pub flows: Vec<RxSnap>,
     pub tags: Vec<Box<[u64]>>,
     /// The latency request the buckets answer, and per flow with histograms of its own (the first
-    /// [`PER_FLOW_HIST_LIMIT`]) its start's tag and latency buckets ([`buckets`]). Kept through
-    /// answers without them.
+    /// [`PER_FLOW_HIST_LIMIT`]) its start's tag and buckets. Kept through answers without them.
     pub lat_have: u64,
-    pub lat: Vec<(u32, Vec<(u64, u64)>)>,
+    pub lat: Vec<(u32, FlowBuckets)>,
+}
+
+/// One flow's distributions over its start's unique frames, ns: latency (3 significant digits) and
+/// |IPDV| (2), each as `(value, count)` pairs, lowest first ([`buckets`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FlowBuckets {
+    pub latency: Vec<(u64, u64)>,
+    pub ipdv: Vec<(u64, u64)>,
 }
 
 /// A worker's snapshot mailbox: readers ask, the worker answers between batches. The flow state
@@ -291,11 +300,8 @@ impl RxFlows {
     pub fn new(periods: &[u32]) -> RxFlows {
         let n = periods.len();
         RxFlows {
-            // Latency histograms of the first flows; no |IPDV| percentile is served, so its
-            // histogram is the smallest there is, never recorded.
-            states: FlowStates::new(n, PER_FLOW_HIST_LIMIT, || {
-                (new_hist(), Histogram::new(1).expect("1 digit is valid"))
-            }),
+            // Latency and |IPDV| histograms of the first flows, as a trial's.
+            states: FlowStates::new(n, PER_FLOW_HIST_LIMIT, || (new_hist(), new_ipdv_hist())),
             meta: periods
                 .iter()
                 .map(|&period| FlowMeta { tag: u32::MAX, period, first_ns: 0, last_ns: 0, bound: 0 })
@@ -390,7 +396,7 @@ impl RxFlows {
             self.staging.tags = self.tag_counts.clone();
         }
         if lat && self.staging.lat.len() != nh {
-            self.staging.lat = vec![(u32::MAX, Vec::new()); nh];
+            self.staging.lat = vec![(u32::MAX, FlowBuckets::default()); nh];
         }
         let (mut i, mut budget) = (from, chunk);
         while i < n && budget > 0 {
@@ -398,7 +404,8 @@ impl RxFlows {
             self.staging.tags[i].copy_from_slice(&self.tag_counts[i]);
             budget -= 1;
             if lat && i < nh {
-                self.staging.lat[i] = (self.meta[i].tag, buckets(&self.states.hists[i].0));
+                let (l, d) = &self.states.hists[i];
+                self.staging.lat[i] = (self.meta[i].tag, FlowBuckets { latency: buckets(l), ipdv: buckets(d) });
                 budget = budget.saturating_sub(HIST_COST);
             }
             i += 1;
@@ -477,9 +484,12 @@ impl Count<'_> {
             return;
         };
         let latency = raw.saturating_sub(wire * (self.ps_per_byte + self.flow_ps[i]) / 1000);
-        fl.states.count_received(i, wire as u32, latency);
-        if let Some((l, _)) = fl.states.hists.get_mut(i) {
+        let ipdv = fl.states.count_received(i, wire as u32, latency);
+        if let Some((l, d)) = fl.states.hists.get_mut(i) {
             record_latency(l, latency);
+            if let Some(v) = ipdv {
+                d.saturating_record(v.min(MAX_LATENCY_NS));
+            }
         }
     }
 }
@@ -628,7 +638,7 @@ mod tests {
         }
     }
 
-    /// The quantile of `(value, count)` pairs as [`Histogram::value_at_quantile`] takes it.
+    /// The quantile of `(value, count)` pairs as `Histogram::value_at_quantile` takes it.
     fn quantile(b: &[(u64, u64)], q: f64) -> u64 {
         let at = ((q * b.iter().map(|x| x.1).sum::<u64>() as f64).ceil() as u64).max(1);
         let mut seen = 0;
@@ -674,16 +684,19 @@ mod tests {
         flows.answer(&snaps, SNAP_CHUNK, false);
         let got = snaps.wait_latency(asked);
         let (tag, b) = &got.lat[0];
-        assert_eq!((*tag, b.iter().map(|x| x.1).sum::<u64>(), got.lat.len()), (3, 1000, n));
+        assert_eq!((*tag, b.latency.iter().map(|x| x.1).sum::<u64>(), got.lat.len()), (3, 1000, n));
+        assert_eq!(b.ipdv.iter().map(|x| x.1).sum::<u64>(), 999, "one |IPDV| between each two latencies");
+        let (lat, ipdv) = &flows.states.hists[0];
         for q in [0.0001, 0.5, 0.9, 0.99, 0.999, 1.0] {
-            assert_eq!(quantile(b, q), flows.states.hists[0].0.value_at_quantile(q), "q {q}");
+            assert_eq!(quantile(&b.latency, q), lat.value_at_quantile(q), "q {q}");
+            assert_eq!(quantile(&b.ipdv, q), ipdv.value_at_quantile(q), "|IPDV| q {q}");
         }
-        assert!(got.lat[1].1.is_empty(), "a flow with no frames has no buckets");
+        assert!(got.lat[1].1.latency.is_empty(), "a flow with no frames has no buckets");
         drop(got);
         let plain = snaps.ask();
         flows.answer(&snaps, usize::MAX, false);
         let got = snaps.wait(plain);
-        assert_eq!((got.lat_have, got.lat[0].1.len()), (asked, b_len(&flows)), "kept through a plain answer");
+        assert_eq!((got.lat_have, got.lat[0].1.latency.len()), (asked, b_len(&flows)), "kept through a plain answer");
     }
 
     fn b_len(flows: &RxFlows) -> usize {
