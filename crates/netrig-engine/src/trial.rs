@@ -1452,15 +1452,16 @@ fn intended_frames(s: &CompiledStream, phases: &[RatePhase], sent: u64) -> u64 {
 }
 
 /// The window stream `i`'s achieved rate is measured over, seconds: a paced duration stream's
-/// planned length plus the stretch of its slowest worker; a count-stopped stream's own window (TX
-/// stamps of its first and last frame: streams of one worker end at different times); otherwise
-/// the duration, or first to last frame.
+/// longest worker's run ([`TxWorkerResult::paced_span_ns`]: its planned length plus its stretch,
+/// or to its last departure when it ended with frames left); a count-stopped stream's own window
+/// (TX stamps of its first and last frame: streams of one worker end at different times);
+/// otherwise the duration, or first to last frame.
 fn send_window_s(s: &CompiledStream, i: usize, tx: &[(usize, TxWorkerResult)], own_s: f64, all_s: f64) -> f64 {
     match s.config.stop {
         Stop::Duration { .. } if s.rate_pps.is_finite() => tx
             .iter()
             .filter(|(_, w)| w.shares.iter().any(|sh| sh.stream == i))
-            .map(|(_, w)| (w.planned_ns + w.stretch_ns) as f64 / 1e9)
+            .map(|(_, w)| w.paced_span_ns() as f64 / 1e9)
             .fold(0.0, f64::max),
         Stop::Duration { ns } => ns as f64 / 1e9,
         Stop::Frames { .. } => own_s,

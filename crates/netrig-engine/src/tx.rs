@@ -81,6 +81,8 @@ pub struct TxWorkerResult {
     /// Time of the first and last frame handed to the queue (engine clock).
     pub first_ns: u64,
     pub last_ns: u64,
+    /// When the run's first frame was planned (engine clock).
+    pub start_ns: u64,
     /// Intended frames for the whole run of this worker.
     pub intended: u64,
     /// Planned length of the run (phases: their sum; a paced frame count: frames / rate), ns.
@@ -105,6 +107,23 @@ pub struct TxWorkerResult {
     pub intervals: Vec<u64>,
     /// The queue failed: the message (the trial reports it).
     pub error: Option<String>,
+}
+
+impl TxWorkerResult {
+    /// How long a paced run took, as its achieved rate is read over it, ns: its planned length
+    /// plus its stretch when it sent its intended frames. When it ended with frames left (at its
+    /// hard end, as a tester asked for more than it can send does; or stopped), from its planned
+    /// start to its last departure: the stretch then says how far behind the schedule the tester
+    /// fell (its next frame's lateness), not how long it sent, and planned + stretch would read a
+    /// tester sending 0.85 Mframes/s for 1 s, asked for 16.4 M, as sending 0.44 M.
+    pub fn paced_span_ns(&self) -> u64 {
+        let sent: u64 = self.shares.iter().map(|s| s.frames).sum();
+        if sent < self.intended {
+            self.last_ns.saturating_sub(self.start_ns)
+        } else {
+            self.planned_ns + self.stretch_ns
+        }
+    }
 }
 
 /// What bounds a worker's run.
@@ -392,7 +411,12 @@ impl<'a> TxRun<'a> {
     /// The run of `plan` on `queue`, nothing sent yet.
     fn new(queue: &'a mut dyn TxQueue, plan: TxPlan, live: &'a TxLive) -> TxRun<'a> {
         let bounds = RunBounds::new(&plan);
-        let res = TxWorkerResult { intended: bounds.intended, planned_ns: bounds.planned_ns, ..Default::default() };
+        let res = TxWorkerResult {
+            intended: bounds.intended,
+            planned_ns: bounds.planned_ns,
+            start_ns: bounds.start_ns,
+            ..Default::default()
+        };
         TxRun {
             queue,
             st: plan.shares.into_iter().map(ShareState::new).collect(),
@@ -914,7 +938,10 @@ pub fn split_stream(stream: &Arc<CompiledStream>, shares: u64) -> Vec<TxShare> {
 
 #[cfg(test)]
 mod tests {
-    use super::{fill_one, split_stream, Segment, SegmentClock, ShareState, Waker, SMOOTH_RECOVERY};
+    use super::{
+        fill_one, split_stream, Segment, SegmentClock, ShareState, TxShareResult, TxWorkerResult, Waker,
+        SMOOTH_RECOVERY,
+    };
 
     /// Smooth pacing's give-back, on the clock alone (no machine, no timing): a schedule 2 ms behind
     /// its plan drifts back at SMOOTH_RECOVERY of the time that passes, frames fall due that much
@@ -994,5 +1021,27 @@ mod tests {
         // At a high rate the floor wins over half the time between wake-ups.
         w.learn(1_000_000, 20_000);
         assert_eq!(w.margin_ns, Waker::MIN_MARGIN_NS);
+    }
+
+    #[test]
+    fn a_run_cut_at_its_hard_end_is_read_over_the_time_it_sent_not_over_how_late_it_fell() {
+        // 1 s planned at 16.4 Mframes/s from t = 10 s; the tester sent 0.85 M frames and stopped at
+        // its hard end, 1.02 s in, its next frame then planned 52 ms in: 0.968 s late.
+        let share = TxShareResult { frames: 850_000, ..Default::default() };
+        let cut = TxWorkerResult {
+            shares: vec![share.clone()],
+            start_ns: 10_000_000_000,
+            first_ns: 10_000_001_000,
+            last_ns: 11_020_000_000,
+            intended: 16_400_000,
+            planned_ns: 1_000_000_000,
+            stretch_ns: 968_000_000,
+            ..Default::default()
+        };
+        assert_eq!(cut.paced_span_ns(), 1_020_000_000);
+        // The same worker sending every intended frame, 5 ms late at the end (a stall it did not
+        // give back): the planned length and the stretch.
+        let whole = TxWorkerResult { intended: 850_000, stretch_ns: 5_000_000, ..cut };
+        assert_eq!(whole.paced_span_ns(), 1_005_000_000);
     }
 }
