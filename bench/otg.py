@@ -4,8 +4,9 @@
 Method:
 - netns ``nrotx`` holds ``nrot0`` (02:00:00:00:00:01), netns ``nrorx`` its veth peer ``nror0``
   (02:00:00:00:00:02); IPv6 off, no addresses.
-- Top rate, one flow of 64-byte Ethernet/IPv4/UDP frames: ``trial`` is ``netrig.run_trial`` at
-  ``rate="max"`` from ``nrot0`` to ``nror0``; ``otg`` is ``netrig serve`` on both ports with one
+- Top rate, one flow of 64-byte Ethernet/IPv4/UDP frames, the same bytes in both cases (the
+  trial's stream computes the UDP checksum, as OTG's "generated" one is): ``trial`` is
+  ``netrig.run_trial`` at ``rate="max"`` from ``nrot0`` to ``nror0``; ``otg`` is ``netrig serve`` on both ports with one
   continuous flow at 10^9 frames/s (above what the tester sends), started over HTTP. Both count
   every frame they receive; senders on CPU 1, receivers on CPU 0 (each's default).
 - Window: WARM s after traffic starts, then DUR s of ``nrot0`` tx_packets deltas. REPS repetitions,
@@ -89,8 +90,10 @@ def window() -> float:
 
 def run_trial() -> dict:
     tx, rx = netrig.Port(ITX, netns=NTX), netrig.Port(IRX, netns=NRX)
+    # The OTG flow's frame byte for byte: OTG's UDP checksum is "generated" (a netrig stream's is 0
+    # unless asked), so the trial computes it per frame as the server does.
     stream = netrig.Stream(frame_size=64, rate="max", src_mac=MTX, dst_mac=MRX, src_ip="198.18.0.1",
-                           dst_ip="198.19.0.1", src_port=9, dst_port=9)
+                           dst_ip="198.19.0.1", src_port=9, dst_port=9, udp_checksum=True)
     box: dict = {}
 
     def go():
