@@ -423,31 +423,49 @@ def post(url: str, body: str) -> bytes:
         return r.read()
 
 
+def served_ports(veth, rx_io: str = "auto") -> list:
+    """The pair's two ends as ports of an in-process service (``netrig.otg.service.Service``),
+    the second receiving through ``rx_io``."""
+    from netrig.otg.mapping import ServePort
+    from netrig.trial import Port
+    ns_a, if_a, ns_b, if_b = veth
+    return [ServePort(f"{if_a}@{ns_a}", Port(if_a, ns_a), None),
+            ServePort(f"{if_b}@{ns_b}", Port(if_b, ns_b, io=rx_io), None)]
+
+
+def configure(svc, ports: list, frames: int, pps: int, tx: str = "p1", rx: str = "p2") -> None:
+    """One IPv4/UDP flow ``f`` of ``frames`` frames at ``pps`` from ``tx`` to ``rx`` (``ports``, of
+    :func:`served_ports`, named p1 and p2)."""
+    from netrig.otg.objects import Config, read
+    document = {"ports": [{"name": "p1", "location": ports[0].name}, {"name": "p2", "location": ports[1].name}],
+                "flows": [{"name": "f", "tx_rx": {"choice": "port", "port": {"tx_name": tx, "rx_names": [rx]}},
+                           "packet": [{"choice": "ethernet"}, {"choice": "ipv4"}, {"choice": "udp"}],
+                           "rate": {"pps": pps}, "duration": {"fixed_packets": {"packets": frames}}}]}
+    svc.set_config(read(Config, document), document)
+
+
+def start_traffic(svc) -> list[str]:
+    """Start every flow of ``svc``; the start's warnings."""
+    from netrig.otg.objects import ControlState, read
+    return svc.control_state(read(ControlState, {"choice": "traffic", "traffic": {
+        "choice": "flow_transmit", "flow_transmit": {"state": "start"}}}))
+
+
 def test_a_refused_cpu_pin_is_a_warning_of_the_start_once(veth):
     """Workers placed on a CPU the kernel refuses (CPU 4095: not online) still run; the traffic
     start's OTG warnings name each such worker once per config, and the flow counts exactly."""
-    from netrig.otg.mapping import ServePort
-    from netrig.otg.objects import Config, ControlState, read
     from netrig.otg.service import Service
-    from netrig.trial import Port
-    ns_a, if_a, ns_b, if_b = veth
-    ports = [ServePort(f"{if_a}@{ns_a}", Port(if_a, ns_a), None), ServePort(f"{if_b}@{ns_b}", Port(if_b, ns_b), None)]
-    cfg = {"ports": [{"name": "p1", "location": ports[0].name}, {"name": "p2", "location": ports[1].name}],
-           "flows": [{"name": "f", "tx_rx": {"choice": "port", "port": {"tx_name": "p1", "rx_names": ["p2"]}},
-                      "packet": [{"choice": "ethernet"}, {"choice": "ipv4"}, {"choice": "udp"}],
-                      "rate": {"pps": 1000}, "duration": {"fixed_packets": {"packets": 50}}}]}
-    start = read(ControlState, {"choice": "traffic", "traffic": {"choice": "flow_transmit",
-                                                                 "flow_transmit": {"state": "start"}}})
+    ports = served_ports(veth)
     svc = Service(ports, tx_cpus=(4095,))
     try:
-        svc.set_config(read(Config, cfg), cfg)
-        first = svc.control_state(start)
+        configure(svc, ports, 50, 1000)
+        first = start_traffic(svc)
         assert [w.split(":")[0] for w in first] == ["netrig-gtx0 not pinned to CPU 4095"], first
         deadline = time.monotonic() + 10
         while svc.generator.flow_stats()[0].rx_frames < 50 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert (svc.generator.flow_stats()[0].tx_frames, svc.generator.flow_stats()[0].rx_frames) == (50, 50)
-        assert svc.control_state(start) == [], "told once per config"
+        assert start_traffic(svc) == [], "told once per config"
     finally:
         svc.close()
 
@@ -464,37 +482,22 @@ def test_a_new_config_on_the_same_ports_keeps_them_open_and_counts_only_its_own_
     """A second config on the same ports reuses the first one's open ports (the same XDP program
     stays attached: no detach, no attach); the first config's frames still in flight when it is
     replaced never count for the second, whose flow has the same index; closing detaches."""
-    from netrig.otg.mapping import ServePort
-    from netrig.otg.objects import Config, ControlState, read
     from netrig.otg.service import Service
-    from netrig.trial import Port
-    ns_a, if_a, ns_b, if_b = veth
-    ports = [ServePort(f"{if_a}@{ns_a}", Port(if_a, ns_a), None), ServePort(f"{if_b}@{ns_b}", Port(if_b, ns_b), None)]
-
-    def doc(frames: int, pps: int, tx: str = "p1", rx: str = "p2") -> dict:
-        return {"ports": [{"name": "p1", "location": ports[0].name}, {"name": "p2", "location": ports[1].name}],
-                "flows": [{"name": "f", "tx_rx": {"choice": "port", "port": {"tx_name": tx, "rx_names": [rx]}},
-                           "packet": [{"choice": "ethernet"}, {"choice": "ipv4"}, {"choice": "udp"}],
-                           "rate": {"pps": pps}, "duration": {"fixed_packets": {"packets": frames}}}]}
-
-    def set_config(frames: int, pps: int, tx: str = "p1", rx: str = "p2") -> None:
-        document = doc(frames, pps, tx, rx)
-        svc.set_config(read(Config, document), document)
-    start = read(ControlState, {"choice": "traffic", "traffic": {"choice": "flow_transmit",
-                                                                 "flow_transmit": {"state": "start"}}})
+    _, _, ns_b, if_b = veth
+    ports = served_ports(veth)
     svc = Service(ports)
     try:
-        set_config(1_000_000, 200_000)
+        configure(svc, ports, 1_000_000, 200_000)
         prog = _xdp_prog_id(if_b, ns_b)
         assert prog is not None
-        svc.control_state(start)
+        start_traffic(svc)
         time.sleep(0.2)  # the first config is mid-flow when it is replaced
         assert svc.generator.flow_stats()[0].tx_frames > 0
         # then the other way round: the port that only received now sends too (its queue opened then)
         for tx, rx in (("p1", "p2"), ("p2", "p1")):
-            set_config(40, 1000, tx, rx)
+            configure(svc, ports, 40, 1000, tx, rx)
             assert _xdp_prog_id(if_b, ns_b) == prog, "the ports stayed open"
-            svc.control_state(start)
+            start_traffic(svc)
             deadline = time.monotonic() + 10
             while svc.generator.flow_stats()[0].rx_frames < 40 and time.monotonic() < deadline:
                 time.sleep(0.02)
@@ -534,26 +537,16 @@ def test_frames_a_served_flow_never_sent_are_forged_apart_and_replays_are_duplic
     sequence number just past the flow's last (4000), one far beyond (2^38), a transmit stamp 5 s in
     the future, and two replays. The three are forged, on the receiving port, never received; the
     replays are duplicates; the flow's own 4000 frames arrive exact."""
-    from netrig.otg.mapping import ServePort
-    from netrig.otg.objects import Config, ControlState, read
     from netrig.otg.service import Service
-    from netrig.trial import Port
     ns_a, if_a, ns_b, if_b = veth
-    ports = [ServePort(f"{if_a}@{ns_a}", Port(if_a, ns_a), None),
-             ServePort(f"{if_b}@{ns_b}", Port(if_b, ns_b, io="af_packet"), None)]
-    document = {"ports": [{"name": "p1", "location": ports[0].name}, {"name": "p2", "location": ports[1].name}],
-                "flows": [{"name": "f", "tx_rx": {"choice": "port", "port": {"tx_name": "p1", "rx_names": ["p2"]}},
-                           "packet": [{"choice": "ethernet"}, {"choice": "ipv4"}, {"choice": "udp"}],
-                           "rate": {"pps": 20_000}, "duration": {"fixed_packets": {"packets": 4000}}}]}
-    start = read(ControlState, {"choice": "traffic", "traffic": {"choice": "flow_transmit",
-                                                                 "flow_transmit": {"state": "start"}}})
+    ports = served_ports(veth, rx_io="af_packet")
     sniff = subprocess.Popen(["ip", "netns", "exec", ns_b, sys.executable, "-c", SNIFF, if_b],
                              stdout=subprocess.PIPE, text=True)
     svc = Service(ports)
     try:
-        svc.set_config(read(Config, document), document)
+        configure(svc, ports, 4000, 20_000)
         assert sniff.stdout is not None and sniff.stdout.readline().strip() == "ready"
-        svc.control_state(start)
+        start_traffic(svc)
         genuine = bytes.fromhex(sniff.stdout.readline().strip())
         deadline = time.monotonic() + 30
         while svc.generator.flow_stats()[0].rx_frames < 4000 and time.monotonic() < deadline:

@@ -526,6 +526,17 @@ mod tests {
         f
     }
 
+    /// A counter with the epoch at 0 and no frame-time corrections.
+    fn counting<'a>(
+        ctl: &'a [FlowCtl],
+        pubs: &'a [Counters],
+        flows: &'a mut RxFlows,
+        port: &'a PortCounters,
+        flow_ps: &'a [u64],
+    ) -> Count<'a> {
+        Count { ctl, pubs, flows, port, epoch_ns: 0, ps_per_byte: 0, flow_ps }
+    }
+
     /// Count `frames` (tag, flow, seq) of flows sent elsewhere, 10 µs apart.
     fn count(ctl: &[FlowCtl], flows: &mut RxFlows, port: &PortCounters, frames: &[(u32, u32, u64)]) {
         let pubs: Vec<Counters> = ctl.iter().map(|_| Counters::default()).collect();
@@ -542,7 +553,7 @@ mod tests {
         frames: impl Iterator<Item = (u32, u32, u64, u64)>,
     ) {
         let flow_ps = vec![0; ctl.len()];
-        let mut c = Count { ctl, pubs, flows, port, epoch_ns: 0, ps_per_byte: 0, flow_ps: &flow_ps };
+        let mut c = counting(ctl, pubs, flows, port, &flow_ps);
         for (k, (tag, flow, seq, ahead)) in frames.enumerate() {
             let ts = 1_000_000 + 10_000 * k as u64;
             c.frame(&signed(tag, flow, seq, ts + ahead), RxMeta { ts_ns: ts, ..Default::default() });
@@ -613,15 +624,7 @@ mod tests {
             let mut f = signed(3, 0, 0, 1 << 30);
             let at = f.len() - netrig_wire::signature::LEN;
             let flow_ps = vec![0; n];
-            let mut c = Count {
-                ctl: &ctl,
-                pubs: &pubs,
-                flows: &mut flows,
-                port: &port,
-                epoch_ns: 0,
-                ps_per_byte: 0,
-                flow_ps: &flow_ps,
-            };
+            let mut c = counting(&ctl, &pubs, &mut flows, &port, &flow_ps);
             let total = 4_000_000u64.max(2 * n as u64);
             let (mut best, mut k) = (f64::MAX, 0u64);
             for _ in 0..5 {
@@ -658,15 +661,7 @@ mod tests {
         let (mut flows, port, snaps) = (RxFlows::new(&vec![0; n]), PortCounters::default(), Snapshots::default());
         let flow_ps = vec![0; n];
         let pubs: Vec<Counters> = ctl.iter().map(|_| Counters::default()).collect();
-        let mut c = Count {
-            ctl: &ctl,
-            pubs: &pubs,
-            flows: &mut flows,
-            port: &port,
-            epoch_ns: 0,
-            ps_per_byte: 0,
-            flow_ps: &flow_ps,
-        };
+        let mut c = counting(&ctl, &pubs, &mut flows, &port, &flow_ps);
         for k in 0..1000u64 {
             // Latencies 1..1000 µs, and a duplicate of every tenth frame (not a latency sample).
             let ts = 10_000_000_000 + k * 10_000;
