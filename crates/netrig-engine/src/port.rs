@@ -175,6 +175,21 @@ pub trait TxQueue: Send {
     /// (possibly 0) under back-pressure, and then `fill` was called exactly that many times.
     fn send(&mut self, count: usize, fill: &mut dyn FnMut(&mut [u8]) -> usize) -> Result<usize, PortError>;
 
+    /// [`Self::send`], where `fill` also gets what its buffer holds: `held`, the mark the last
+    /// fill of that buffer left (0: unknown), which it sets to what it leaves there (0: anything
+    /// but a frame it can name). A queue whose buffers keep their bytes between sends (AF_XDP's
+    /// UMEM frames, a packet ring's slots) keeps a mark per buffer, so a frame of the template its
+    /// buffer already holds needs only its changing bytes written (`CompiledStack::fill_held`).
+    /// [`Self::send`] on such a queue marks every buffer it fills unknown. By default nothing is
+    /// kept: every buffer is unknown.
+    fn send_held(
+        &mut self,
+        count: usize,
+        fill: &mut dyn FnMut(&mut [u8], &mut u64) -> usize,
+    ) -> Result<usize, PortError> {
+        self.send(count, &mut |buf| fill(buf, &mut 0))
+    }
+
     /// Kick the kernel for anything still queued and reclaim completed buffers. Called by the
     /// worker at the end of a trial and whenever it idles.
     fn flush(&mut self) -> Result<(), PortError>;

@@ -625,7 +625,7 @@ impl<'a> TxRun<'a> {
         let mut stamp = ts;
         // When the first frame was handed to the queue: after anything that held the send up.
         let mut handed = now;
-        let mut fill = |buf: &mut [u8]| -> usize {
+        let mut fill = |buf: &mut [u8], held: &mut u64| -> usize {
             // A large (unpaced) batch is stamped afresh every BATCH frames, so no stamp is older
             // than a batch; intervals count every frame by the stamp it carries.
             if n_filled.is_multiple_of(BATCH) {
@@ -640,9 +640,9 @@ impl<'a> TxRun<'a> {
             if let Some(c) = per_interval.as_deref_mut() {
                 c.add(stamp, 1);
             }
-            fill_one(st, buf, stamp, warmup, trial)
+            fill_one(st, buf, held, stamp, warmup, trial)
         };
-        let sent = match self.queue.send(want as usize, &mut fill) {
+        let sent = match self.queue.send_held(want as usize, &mut fill) {
             Ok(n) => n,
             Err(e) => {
                 self.res.error = Some(e.to_string());
@@ -842,9 +842,10 @@ fn drain_queue(queue: &mut dyn TxQueue, stop: &AtomicBool) -> Result<(), PortErr
 }
 
 /// Pick the next share (smooth weighted round robin, by rate; on a worker with a share at the
-/// maximum rate, unpaced, every share weighs the same) and write one frame into `buf`.
+/// maximum rate, unpaced, every share weighs the same) and write one frame into `buf`, which
+/// holds what `held` says (`TxQueue::send_held`).
 #[inline]
-fn fill_one(st: &mut [ShareState], buf: &mut [u8], ts: u64, warmup: bool, trial: u32) -> usize {
+fn fill_one(st: &mut [ShareState], buf: &mut [u8], held: &mut u64, ts: u64, warmup: bool, trial: u32) -> usize {
     let i = if st.len() == 1 {
         0
     } else {
@@ -877,7 +878,7 @@ fn fill_one(st: &mut [ShareState], buf: &mut [u8], ts: u64, warmup: bool, trial:
             }
             let flow_id = cs.flow_base + at.key.key() as u32;
             let sig = Signature { trial, warmup, flow_id, seq: at.key.cycle(), tx_ts_ns: ts };
-            (stack.fill(buf, size, at, &sig), cs.sizes[size] as u64)
+            (stack.fill_held(buf, held, size, at, &sig), cs.sizes[size] as u64)
         }
         Frames::Replay { seq } => {
             // The capture's next frame, as captured; stamped where it has room.
@@ -889,6 +890,7 @@ fn fill_one(st: &mut [ShareState], buf: &mut [u8], ts: u64, warmup: bool, trial:
             }
             let out = &mut buf[..f.len];
             out.copy_from_slice(r.bytes(f));
+            *held = 0;
             if let Some(site) = &f.site {
                 let slot = &mut seq[f.flow as usize];
                 let sig = Signature { trial, warmup, flow_id: cs.flow_base + f.flow, seq: *slot, tx_ts_ns: ts };
@@ -988,7 +990,7 @@ mod tests {
             let mut st = vec![ShareState::new(sh)];
             let mut seen = Vec::new();
             for j in 0..2 * len + 1 {
-                let n = fill_one(&mut st, &mut buf, j, false, 7);
+                let n = fill_one(&mut st, &mut buf, &mut 0, j, false, 7);
                 let sig = locate(&buf[..n], Site::Payload).expect("a signed frame");
                 assert_eq!(sig.seq, j / len, "flow {} sent once a cycle", sig.flow_id);
                 seen.push(u64::from(sig.flow_id) - 100);

@@ -600,6 +600,58 @@ mod tests {
     }
 
     #[test]
+    fn a_buffer_that_holds_its_template_gets_the_frame_a_fresh_one_gets() {
+        use HeaderKind::*;
+        let headers: Vec<HeaderSpec> = [Ethernet, Ipv4, Udp]
+            .iter()
+            .map(|&k| {
+                let mut fields = auto_all(k);
+                for (name, p) in fields.iter_mut() {
+                    match (k, *name) {
+                        (Ipv4, "src") => *p = Pattern::Counter { start: 0xC612_0001, step: 3, count: 7, down: false },
+                        (Ipv4, "version") => *p = Pattern::Fixed(4),
+                        (Udp, "src_port") => *p = Pattern::List(vec![1, 2, 65535, 7]),
+                        _ => {}
+                    }
+                }
+                h(k, &fields)
+            })
+            .collect();
+        let payload = Payload::Fixed { pattern: vec![0x5A, 0x01, 0xC3], repeat: true };
+        let compiled = |site, lens: &[usize]| {
+            compile(
+                &StackSpec { headers: headers.clone(), payload: payload.clone(), site, keys: KeySpec::default() },
+                lens,
+            )
+            .unwrap()
+        };
+        // Two stacks (both sites), each size in runs of 8 frames, filled round robin into four
+        // marked buffers of stale bytes as a queue's ring hands its buffers out, every 7th buffer
+        // first overwritten by another writer (a plain send: mark 0): every frame is byte for byte
+        // the one a zeroed buffer gets, and a buffer holding its template is not copied again.
+        let stacks = [compiled(Site::End, &[64, 65, 1514]), compiled(Site::Payload, &[64, 1514])];
+        assert_ne!(stacks[0].id, stacks[1].id);
+        let mut held_at = [stacks[0].start(), stacks[1].start()];
+        let mut fresh_at = held_at.clone();
+        let (mut bufs, mut marks, mut kept) = (vec![[0xEEu8; 1600]; 4], [0u64; 4], 0);
+        for j in 0..240u64 {
+            let (k, b) = (((j / 40) % 2) as usize, (j % 4) as usize);
+            let size = ((j / 8) % stacks[k].lens().len() as u64) as usize;
+            if j % 7 == 0 {
+                (bufs[b], marks[b]) = ([0x11; 1600], 0);
+            }
+            let before = marks[b];
+            let n = stacks[k].fill_held(&mut bufs[b], &mut marks[b], size, &mut held_at[k], &sig(j));
+            kept += usize::from(before == marks[b]);
+            let mut fresh = [0u8; 1600];
+            let m = stacks[k].fill(&mut fresh, size, &mut fresh_at[k], &sig(j));
+            assert_eq!(&bufs[b][..n], &fresh[..m], "frame {j}");
+            verify(&fresh[..m], stacks[k].kinds(), &[]);
+        }
+        assert!(kept >= 60, "{kept} frames written over their template");
+    }
+
+    #[test]
     fn derived_fields_follow_the_next_header_and_the_length() {
         use HeaderKind::*;
         let headers = [Ethernet, Vlan, Ipv6, Gre, Ethernet, Mpls, Mpls, Ipv4, Udp]

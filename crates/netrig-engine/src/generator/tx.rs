@@ -306,7 +306,7 @@ impl TxWorker {
         let mut stamp = now.saturating_sub(epoch);
         let mut n = 0usize;
         let (ctl, pubs, port) = (&self.ctl, &self.pubs, &self.port);
-        let mut fill = |buf: &mut [u8]| -> usize {
+        let mut fill = |buf: &mut [u8], held: &mut u64| -> usize {
             if n > 0 && n.is_multiple_of(BATCH) {
                 stamp = clock::now_ns().saturating_sub(epoch);
             }
@@ -318,7 +318,7 @@ impl TxWorker {
             s.size_at = if s.size_at + 1 == f.size_schedule.len() { 0 } else { s.size_at + 1 };
             let seq = s.sent - s.untracked;
             let sig = Signature { trial: s.tag, warmup: false, flow_id: f.index as u32, seq, tx_ts_ns: stamp };
-            let len = f.stack.fill(buf, size, &mut s.at, &sig);
+            let len = f.stack.fill_held(buf, held, size, &mut s.at, &sig);
             pubs[f.index].count_tag(s.sent);
             s.sent += 1;
             let wire = (len + crate::stream::FCS_LEN) as u64;
@@ -334,7 +334,7 @@ impl TxWorker {
             }
             len
         };
-        let sent = self.queue.send(want, &mut fill).map_err(|e| e.to_string())?;
+        let sent = self.queue.send_held(want, &mut fill).map_err(|e| e.to_string())?;
         pending.drain(..sent);
         Ok(sent)
     }

@@ -644,6 +644,8 @@ struct TxRing {
     stats: TxQueueStats,
     /// Submitted since the last kick.
     unkicked: bool,
+    /// Per slot, the mark its last fill left (`TxQueue::send_held`).
+    held: Vec<u64>,
 }
 
 // SAFETY: the raw ring pointer is owned exclusively by this queue (no aliases are handed out
@@ -680,6 +682,7 @@ impl TxRing {
             pending: 0,
             stats: TxQueueStats::default(),
             unkicked: false,
+            held: vec![0; g.frame_nr],
         })
     }
 
@@ -754,6 +757,17 @@ impl TxRing {
 
 impl TxQueue for TxRing {
     fn send(&mut self, count: usize, fill: &mut dyn FnMut(&mut [u8]) -> usize) -> Result<usize, PortError> {
+        self.send_held(count, &mut |buf, held| {
+            *held = 0;
+            fill(buf)
+        })
+    }
+
+    fn send_held(
+        &mut self,
+        count: usize,
+        fill: &mut dyn FnMut(&mut [u8], &mut u64) -> usize,
+    ) -> Result<usize, PortError> {
         self.reclaim()?;
         let room = self.frame_nr - self.pending;
         let n = count.min(room);
@@ -765,7 +779,7 @@ impl TxQueue for TxRing {
             // at `head` was seen AVAILABLE by `reclaim` (or never used).
             // SAFETY: data area of a slot we own, inside the mapping, data_len bytes long.
             let buf = unsafe { std::slice::from_raw_parts_mut(s.add(abi::v2::TX_DATA), data_len) };
-            let len = fill(buf);
+            let len = fill(buf, &mut self.held[self.head]);
             if !tx_len_ok(buf, len, self.ctx.mtu) {
                 self.stats.errors += 1;
                 if done > 0 {

@@ -707,6 +707,9 @@ struct TxState {
     free: Vec<u64>,
     /// Frames submitted and not yet completed.
     outstanding: u32,
+    /// Per TX frame (its address / `chunk`), the mark its last fill left (`TxQueue::send_held`).
+    held: Vec<u64>,
+    chunk: u64,
 }
 
 /// RX-side state of a queue; moves like [`TxState`].
@@ -797,7 +800,8 @@ impl XskPort {
                     tx_budget = xsk.tx_budget;
                 }
                 let free = (0..cfg.ring_size() as u64).rev().map(|i| i * cfg.frame_size as u64).collect();
-                let tx = TxState { tx: rings.tx, comp: rings.comp, free, outstanding: 0 };
+                let (held, chunk) = (vec![0; cfg.ring_size() as usize], u64::from(cfg.frame_size));
+                let tx = TxState { tx: rings.tx, comp: rings.comp, free, outstanding: 0, held, chunk };
                 let rx = RxState { rx: rings.rx, fill: rings.fill, primed: false };
                 queues.push(QueueSlot {
                     xsk: Arc::new(xsk),
@@ -1106,6 +1110,17 @@ impl XskTx {
 
 impl TxQueue for XskTx {
     fn send(&mut self, count: usize, fill: &mut dyn FnMut(&mut [u8]) -> usize) -> Result<usize, PortError> {
+        self.send_held(count, &mut |buf, held| {
+            *held = 0;
+            fill(buf)
+        })
+    }
+
+    fn send_held(
+        &mut self,
+        count: usize,
+        fill: &mut dyn FnMut(&mut [u8], &mut u64) -> usize,
+    ) -> Result<usize, PortError> {
         self.reap();
         let room = self.inflight_cap.saturating_sub(self.st.outstanding) as usize;
         let want = count.min(room) as u32;
@@ -1126,7 +1141,9 @@ impl TxQueue for XskTx {
             // the UMEM mapping; the frame is ours (not in any ring) until submitted below.
             let buf = unsafe { std::slice::from_raw_parts_mut(self.umem.add(addr as usize), self.max_len) };
             // A descriptor the kernel rejects is never completed: keep every length valid.
-            let len = fill(buf).clamp(ETH_HLEN, self.max_len);
+            let slot = (addr / self.st.chunk) as usize;
+            let held = &mut self.st.held[slot];
+            let len = fill(buf, held).clamp(ETH_HLEN, self.max_len);
             bytes += len as u64;
             self.st.tx.write(i, libc::xdp_desc { addr, len: len as u32, options: 0 });
         }

@@ -345,6 +345,7 @@ impl Builder {
         let sig_odd = (0..lens.len() * n).filter(|i| dynamic[i % n]).map(|i| sig_odd[i]).collect();
         let (csums, varying) = self.only_dynamic(&dynamic);
         CompiledStack {
+            id: CompiledStack::next_id(),
             sized,
             sizes,
             lens: lens.to_vec(),
