@@ -198,7 +198,11 @@ fn key(frame: &[u8]) -> (u32, u64) {
 }
 
 impl TxQueue for FaultyTx {
-    fn send(&mut self, count: usize, fill: &mut dyn FnMut(&mut [u8]) -> usize) -> Result<usize, PortError> {
+    fn send_held(
+        &mut self,
+        count: usize,
+        fill: &mut dyn FnMut(&mut [u8], &mut u64) -> usize,
+    ) -> Result<usize, PortError> {
         if self.cfg.stall_every > 0 && count > 0 && self.stats.frames >= self.next_stall {
             std::thread::sleep(std::time::Duration::from_nanos(self.cfg.stall_ns));
             self.next_stall += self.cfg.stall_every;
@@ -206,7 +210,7 @@ impl TxQueue for FaultyTx {
         }
         self.now_ns = crate::clock::now_ns();
         for _ in 0..count {
-            let n = fill(&mut self.scratch);
+            let n = fill(&mut self.scratch, &mut 0);
             self.stats.frames += 1;
             self.stats.bytes += n as u64;
             let f = self.scratch[..n].to_vec();

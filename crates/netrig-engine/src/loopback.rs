@@ -103,10 +103,14 @@ struct LoopTx {
 }
 
 impl TxQueue for LoopTx {
-    fn send(&mut self, count: usize, fill: &mut dyn FnMut(&mut [u8]) -> usize) -> Result<usize, PortError> {
+    fn send_held(
+        &mut self,
+        count: usize,
+        fill: &mut dyn FnMut(&mut [u8], &mut u64) -> usize,
+    ) -> Result<usize, PortError> {
         let mut frames = Vec::with_capacity(count);
         for _ in 0..count {
-            let n = fill(&mut self.scratch);
+            let n = fill(&mut self.scratch, &mut 0);
             self.stats.frames += 1;
             self.stats.bytes += n as u64;
             frames.push(self.scratch[..n].to_vec());

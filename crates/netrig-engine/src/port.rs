@@ -169,25 +169,28 @@ pub trait LinkSource: Send + Sync {
 
 /// Transmit half of one queue. Driven by one TX worker.
 pub trait TxQueue: Send {
-    /// Send up to `count` frames. For every frame the queue calls `fill(buf)` with a buffer of at
-    /// least `max_frame_len` bytes; `fill` writes one complete frame (without FCS) at the start
-    /// of `buf` and returns its length. Returns how many frames were accepted; fewer than `count`
-    /// (possibly 0) under back-pressure, and then `fill` was called exactly that many times.
-    fn send(&mut self, count: usize, fill: &mut dyn FnMut(&mut [u8]) -> usize) -> Result<usize, PortError>;
-
-    /// [`Self::send`], where `fill` also gets what its buffer holds: `held`, the mark the last
-    /// fill of that buffer left (0: unknown), which it sets to what it leaves there (0: anything
-    /// but a frame it can name). A queue whose buffers keep their bytes between sends (AF_XDP's
-    /// UMEM frames, a packet ring's slots) keeps a mark per buffer, so a frame of the template its
-    /// buffer already holds needs only its changing bytes written (`CompiledStack::fill_held`).
-    /// [`Self::send`] on such a queue marks every buffer it fills unknown. By default nothing is
-    /// kept: every buffer is unknown.
+    /// Send up to `count` frames. For every frame the queue calls `fill(buf, held)` with a buffer
+    /// of at least `max_frame_len` bytes; `fill` writes one complete frame (without FCS) at the
+    /// start of `buf` and returns its length. Returns how many frames were accepted; fewer than
+    /// `count` (possibly 0) under back-pressure, and then `fill` was called exactly that many
+    /// times. `held` is what the buffer holds: the mark the last fill of that buffer left (0:
+    /// unknown), which `fill` sets to what it leaves there (0: anything but a frame it can name).
+    /// A queue whose buffers keep their bytes between sends (AF_XDP's UMEM frames, a packet ring's
+    /// slots) keeps a mark per buffer, so a frame of the template its buffer already holds needs
+    /// only its changing bytes written (`CompiledStack::fill_held`); the others pass 0 each time.
     fn send_held(
         &mut self,
         count: usize,
         fill: &mut dyn FnMut(&mut [u8], &mut u64) -> usize,
-    ) -> Result<usize, PortError> {
-        self.send(count, &mut |buf| fill(buf, &mut 0))
+    ) -> Result<usize, PortError>;
+
+    /// [`Self::send_held`] for a `fill` that writes any bytes: every buffer it fills is marked
+    /// unknown.
+    fn send(&mut self, count: usize, fill: &mut dyn FnMut(&mut [u8]) -> usize) -> Result<usize, PortError> {
+        self.send_held(count, &mut |buf, held| {
+            *held = 0;
+            fill(buf)
+        })
     }
 
     /// Kick the kernel for anything still queued and reclaim completed buffers. Called by the

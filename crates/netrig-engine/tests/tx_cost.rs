@@ -39,7 +39,11 @@ impl NullTx {
 }
 
 impl TxQueue for NullTx {
-    fn send(&mut self, count: usize, fill: &mut dyn FnMut(&mut [u8]) -> usize) -> Result<usize, PortError> {
+    fn send_held(
+        &mut self,
+        count: usize,
+        fill: &mut dyn FnMut(&mut [u8], &mut u64) -> usize,
+    ) -> Result<usize, PortError> {
         // "Completions": everything in flight comes back, most recent first.
         while let Some(a) = self.inflight.pop() {
             self.free.push(a);
@@ -47,7 +51,7 @@ impl TxQueue for NullTx {
         let mut n = 0;
         while n < count {
             let Some(addr) = self.free.pop() else { break };
-            let len = fill(&mut self.umem[addr..addr + FRAME - 1]);
+            let len = fill(&mut self.umem[addr..addr + FRAME - 1], &mut 0);
             self.sink = self.sink.wrapping_add(self.umem[addr + len - 1] as u64);
             self.stats.frames += 1;
             self.stats.bytes += len as u64;

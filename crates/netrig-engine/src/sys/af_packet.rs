@@ -756,13 +756,6 @@ impl TxRing {
 }
 
 impl TxQueue for TxRing {
-    fn send(&mut self, count: usize, fill: &mut dyn FnMut(&mut [u8]) -> usize) -> Result<usize, PortError> {
-        self.send_held(count, &mut |buf, held| {
-            *held = 0;
-            fill(buf)
-        })
-    }
-
     fn send_held(
         &mut self,
         count: usize,

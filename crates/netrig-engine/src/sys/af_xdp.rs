@@ -1109,13 +1109,6 @@ impl XskTx {
 }
 
 impl TxQueue for XskTx {
-    fn send(&mut self, count: usize, fill: &mut dyn FnMut(&mut [u8]) -> usize) -> Result<usize, PortError> {
-        self.send_held(count, &mut |buf, held| {
-            *held = 0;
-            fill(buf)
-        })
-    }
-
     fn send_held(
         &mut self,
         count: usize,

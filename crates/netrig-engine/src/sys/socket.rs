@@ -203,7 +203,11 @@ impl SockTx {
 }
 
 impl TxQueue for SockTx {
-    fn send(&mut self, count: usize, fill: &mut dyn FnMut(&mut [u8]) -> usize) -> Result<usize, PortError> {
+    fn send_held(
+        &mut self,
+        count: usize,
+        fill: &mut dyn FnMut(&mut [u8], &mut u64) -> usize,
+    ) -> Result<usize, PortError> {
         let free = BATCH - self.pending;
         let n = count.min(free);
         if count > 0 && free == 0 {
@@ -214,7 +218,7 @@ impl TxQueue for SockTx {
             // SAFETY: iovs[i] (i >= pending) is a free buffer of `stride` bytes inside the
             // scratch block; no other reference to it exists.
             let buf = unsafe { std::slice::from_raw_parts_mut(self.s.iovs[i].iov_base as *mut u8, cap) };
-            let len = fill(buf);
+            let len = fill(buf, &mut 0);
             if !tx_len_ok(buf, len, self.ctx.mtu) {
                 self.stats.errors += 1;
                 self.pending = i;
