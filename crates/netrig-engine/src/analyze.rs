@@ -124,6 +124,22 @@ pub(crate) fn extend_seq(next_seq: u64, s40: u64) -> u64 {
     }
 }
 
+/// How long before `rx_rel` (receive time since the epoch, ns) a frame stamped `tx_ts_ns` (40-bit
+/// ns since the epoch: it wraps every 18.3 min, so it is unwrapped against the receive time) was
+/// sent: 0 when stamped after it was received by up to [`FUTURE_TOLERANCE_NS`] (clock
+/// granularity), `None` when further ahead (forged, or another host's clock).
+#[inline]
+pub(crate) fn stamp_age(rx_rel: u64, tx_ts_ns: u64) -> Option<u64> {
+    let raw = rx_rel.wrapping_sub(tx_ts_ns) & MASK_40;
+    if raw <= HALF_40 {
+        Some(raw)
+    } else if MASK_40 + 1 - raw <= FUTURE_TOLERANCE_NS {
+        Some(0)
+    } else {
+        None
+    }
+}
+
 /// Flows with their own latency histogram.
 pub const PER_FLOW_HIST_LIMIT: usize = 256;
 
@@ -434,22 +450,14 @@ impl Analyzer {
             t.unknown_flow += 1;
             return None;
         }
-        // Signature timestamps are 40-bit ns since the epoch (18.3 min); unwrap against rx time.
         let rx_rel = meta.ts_ns.saturating_sub(self.epoch_ns);
-        let raw = rx_rel.wrapping_sub(sig.tx_ts_ns) & MASK_40;
-        let latency = if raw > HALF_40 {
-            // Stamped after it was received: clock granularity up to the tolerance, else forged.
-            if MASK_40 + 1 - raw > FUTURE_TOLERANCE_NS {
+        // Stamped too far ahead, or before the trial's epoch (only decidable in the first 2^39 ns).
+        let latency = match stamp_age(rx_rel, sig.tx_ts_ns) {
+            Some(latency) if latency <= rx_rel => latency,
+            _ => {
                 t.implausible += 1;
                 return None;
             }
-            0
-        } else if raw > rx_rel {
-            // Stamped before the trial's epoch (only decidable in the first 2^39 ns).
-            t.implausible += 1;
-            return None;
-        } else {
-            raw
         };
         Some(Parsed {
             flow: sig.flow_id,

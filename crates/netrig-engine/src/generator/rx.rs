@@ -11,10 +11,11 @@
 //! is: a sequence number the sender has not reached yet, or a transmit stamp from the future, is
 //! *forged* (counted per port, never received; the sender's count is read again only when a
 //! sequence number passes the one read last). A flow sent elsewhere (another agent) cannot be
-//! judged so: the port counts such flows' starts as *unjudged*. It is plain memory this worker alone touches; readers get a
-//! snapshot ([`Snapshots`]) the worker copies between two batches. The port's totals are atomics
-//! this worker alone writes; the capture buffer is held locked by this worker for as long as the
-//! capture runs (taken when it starts, released when it stops: no lock per frame).
+//! judged so: the port counts such flows' starts as *unjudged*. The state is plain memory this
+//! worker alone touches; readers get a snapshot ([`Snapshots`]) the worker copies between two
+//! batches. The port's totals are atomics this worker alone writes; the capture buffer is held
+//! locked by this worker for as long as the capture runs (taken when it starts, released when it
+//! stops: no lock per frame).
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
@@ -22,12 +23,11 @@ use std::time::Duration;
 
 use netrig_wire::dissect::locate;
 use netrig_wire::signature::Site;
-use netrig_wire::signature::MASK_40;
 
 use super::capring::CaptureRing;
 use super::stats::{Counters, FlowCtl, PortCounters, RxSnap};
 use crate::analyze::{
-    buckets, extend_seq, new_hist, new_ipdv_hist, record_latency, FUTURE_TOLERANCE_NS, MAX_LATENCY_NS,
+    buckets, extend_seq, new_hist, new_ipdv_hist, record_latency, stamp_age, FUTURE_TOLERANCE_NS, MAX_LATENCY_NS,
     PER_FLOW_HIST_LIMIT,
 };
 use crate::flowstate::{FlowStates, SeqClass};
@@ -44,7 +44,6 @@ pub(crate) struct CaptureCtl {
 /// Most frames taken from the queue at once, and how long a receive waits.
 const RX_BATCH: usize = 256;
 const RX_WAIT: Duration = Duration::from_millis(5);
-const HALF_40: u64 = 1 << 39;
 
 /// Everything an RX worker needs.
 pub(crate) struct RxWorker {
@@ -453,20 +452,13 @@ impl Count<'_> {
         if seq >= meta.bound && forged_seq(meta, &self.pubs[i], tag, seq, self.port) {
             return;
         }
-        // Transmit stamps are 40-bit ns since the epoch: unwrap against the receive time. `None`:
-        // stamped further ahead than the tolerance by another host's clock (sent here, forged).
-        let rx_rel = m.ts_ns.saturating_sub(self.epoch_ns);
-        let d = rx_rel.wrapping_sub(sig.tx_ts_ns) & MASK_40;
-        let raw = if d <= HALF_40 {
-            Some(d)
-        } else if MASK_40 + 1 - d <= FUTURE_TOLERANCE_NS {
-            Some(0)
-        } else if meta.bound != SENT_ELSEWHERE {
+        // `None`: stamped further ahead than the tolerance (sent here: forged; by another host's
+        // clock: counted without a latency).
+        let raw = stamp_age(m.ts_ns.saturating_sub(self.epoch_ns), sig.tx_ts_ns);
+        if raw.is_none() && meta.bound != SENT_ELSEWHERE {
             PortCounters::add(&self.port.forged, 1);
             return;
-        } else {
-            None
-        };
+        }
         if meta.first_ns == 0 {
             meta.first_ns = m.ts_ns;
         }
