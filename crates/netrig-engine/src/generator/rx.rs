@@ -27,8 +27,7 @@ use netrig_wire::signature::Site;
 use super::capring::CaptureRing;
 use super::stats::{Counters, FlowCtl, PortCounters, RxSnap};
 use crate::analyze::{
-    buckets, extend_seq, new_hist, new_ipdv_hist, record_latency, stamp_age, FUTURE_TOLERANCE_NS, MAX_LATENCY_NS,
-    PER_FLOW_HIST_LIMIT,
+    buckets, extend_seq, new_hist, new_ipdv_hist, record_latency, stamp_age, MAX_LATENCY_NS, PER_FLOW_HIST_LIMIT,
 };
 use crate::flowstate::{FlowStates, SeqClass};
 use crate::port::{RxMeta, RxQueue, RxWait};
@@ -255,7 +254,7 @@ impl Snapshots {
 }
 
 /// Rare per-flow counts, out of line: bytes of duplicates, and frames counted without a latency
-/// (stamped further ahead of the receive time than [`FUTURE_TOLERANCE_NS`]: another host's clock).
+/// (stamped further ahead of the receive time than [`crate::analyze::FUTURE_TOLERANCE_NS`]: another host's clock).
 #[derive(Debug, Clone, Copy, Default)]
 struct Extra {
     dup_bytes: u64,
@@ -507,6 +506,7 @@ fn forged_seq(meta: &mut FlowMeta, sender: &Counters, tag: u32, seq: u64, port: 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analyze::FUTURE_TOLERANCE_NS;
     use netrig_wire::signature::Signature;
 
     /// A 64-byte frame whose last bytes are the signature of `flow`'s frame `seq` of start `tag`,
