@@ -1,11 +1,13 @@
 //! The AF_XDP (XSK) backend: raw `socket(AF_XDP)`, UMEM and rings set up with `setsockopt`,
 //! mapped with `mmap`, and the steering XDP program from [`super::bpf`]; no libbpf/libxdp.
 //!
-//! Layout per queue: one socket bound to (interface, queue) with one UMEM of `umem_frames`
-//! frames. The lower half of the UMEM belongs to the TX half of the queue (free stack, TX ring,
-//! completion ring), the upper half to the RX half (fill ring, RX ring). The halves touch
-//! disjoint rings and frames, so [`XskTx`] and [`XskRx`] run on different threads without locks;
-//! the socket itself is shared through an `Arc`.
+//! Layout per queue: two sockets bound to (interface, queue) sharing one UMEM of `umem_frames`
+//! frames: the receiving one registered it and has the fill, completion and RX rings, the sending
+//! one the TX ring (`XDP_SHARED_UMEM`; why two: `create_xsk`). The lower half of the UMEM belongs
+//! to the TX half of the queue (free stack, TX ring, completion ring), the upper half to the RX
+//! half (fill ring, RX ring). The halves touch disjoint rings and frames, so [`XskTx`] and
+//! [`XskRx`] run on different threads without locks, in user space or in the kernel; the sockets
+//! are shared through an `Arc`.
 //!
 //! The XDP program is loaded and attached only on the first `open_rx` (a TX-only XSK needs none),
 //! through a BPF link that the kernel releases when the process exits or crashes. It redirects
@@ -296,10 +298,14 @@ impl Drop for Mmap {
     }
 }
 
-/// One bound AF_XDP socket with its UMEM and ring mappings. Field order is drop order: rings are
-/// unmapped, then the socket is closed, then the UMEM is unmapped.
+/// The two bound AF_XDP sockets of a queue with their UMEM and ring mappings. Field order is drop
+/// order: rings are unmapped, then the sockets are closed, then the UMEM is unmapped.
 struct Xsk {
     _rings: [Mmap; 4],
+    /// The sending socket: the TX ring, sharing `fd`'s buffer pool (see `create_xsk`).
+    tx_fd: OwnedFd,
+    /// The receiving socket: it registered the UMEM, holds the fill, completion and RX rings and
+    /// is the one in the XSKMAP.
     fd: OwnedFd,
     umem: Mmap,
     zero_copy: bool,
@@ -489,45 +495,17 @@ fn step<T>(op: &'static str, r: io::Result<T>) -> Result<T, CreateError> {
     r.map_err(|source| CreateError { op, source })
 }
 
-/// Create, configure and bind one XSK; `zero_copy` selects XDP_ZEROCOPY or XDP_COPY.
-fn create_xsk(ifindex: u32, queue: u32, cfg: &XskConfig, zero_copy: bool) -> Result<(Xsk, Rings), CreateError> {
+fn new_socket() -> Result<OwnedFd, CreateError> {
     // SAFETY: plain socket(2).
     let raw = unsafe { libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
     if raw < 0 {
         return Err(CreateError { op: "socket(AF_XDP)", source: io::Error::last_os_error() });
     }
     // SAFETY: fresh fd we own.
-    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-    let s = fd.as_raw_fd();
-    let umem_len = cfg.umem_frames as usize * cfg.frame_size as usize;
-    let umem = step("UMEM allocation", Mmap::anonymous(umem_len))?;
-    let reg = libc::xdp_umem_reg {
-        addr: umem.ptr as u64,
-        len: umem_len as u64,
-        chunk_size: cfg.frame_size,
-        headroom: 0,
-        flags: 0,
-        tx_metadata_len: 0,
-    };
-    step("setsockopt(XDP_UMEM_REG)", setsockopt(s, libc::SOL_XDP, libc::XDP_UMEM_REG, &reg))?;
-    let n = cfg.ring_size();
-    step("setsockopt(XDP_UMEM_FILL_RING)", setsockopt(s, libc::SOL_XDP, libc::XDP_UMEM_FILL_RING, &n))?;
-    step("setsockopt(XDP_UMEM_COMPLETION_RING)", setsockopt(s, libc::SOL_XDP, libc::XDP_UMEM_COMPLETION_RING, &n))?;
-    step("setsockopt(XDP_RX_RING)", setsockopt(s, libc::SOL_XDP, libc::XDP_RX_RING, &n))?;
-    step("setsockopt(XDP_TX_RING)", setsockopt(s, libc::SOL_XDP, libc::XDP_TX_RING, &n))?;
-    // Copy mode sends at most `max_tx_budget` frames per sendto (32 by default). Linux >= 6.17
-    // lets a socket raise it (XDP_MAX_TX_SKB_BUDGET, at most the TX ring size); older kernels
-    // answer ENOPROTOOPT and keep 32.
-    let tx_budget = if zero_copy || cfg.tx_budget <= KERNEL_TX_BUDGET {
-        KERNEL_TX_BUDGET
-    } else {
-        let want = cfg.tx_budget.min(n);
-        match setsockopt(s, libc::SOL_XDP, XDP_MAX_TX_SKB_BUDGET, &want) {
-            Ok(()) => want,
-            Err(_) => KERNEL_TX_BUDGET,
-        }
-    };
+    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+}
 
+fn mmap_offsets(s: RawFd) -> Result<libc::xdp_mmap_offsets, CreateError> {
     // SAFETY: all-zero is a valid xdp_mmap_offsets; getsockopt fills at most `len` bytes.
     let mut off: libc::xdp_mmap_offsets = unsafe { mem::zeroed() };
     let mut len = mem::size_of::<libc::xdp_mmap_offsets>() as libc::socklen_t;
@@ -550,18 +528,10 @@ fn create_xsk(ifindex: u32, queue: u32, cfg: &XskConfig, zero_copy: bool) -> Res
             source: io::Error::other("kernel too old: no ring flags (need_wakeup needs Linux >= 5.4)"),
         });
     }
-    let desc = mem::size_of::<libc::xdp_desc>();
-    let rx_map =
-        step("mmap(RX ring)", Mmap::ring(s, off.rx.desc as usize + n as usize * desc, libc::XDP_PGOFF_RX_RING as u64))?;
-    let tx_map =
-        step("mmap(TX ring)", Mmap::ring(s, off.tx.desc as usize + n as usize * desc, libc::XDP_PGOFF_TX_RING as u64))?;
-    let fr_map =
-        step("mmap(fill ring)", Mmap::ring(s, off.fr.desc as usize + n as usize * 8, libc::XDP_UMEM_PGOFF_FILL_RING))?;
-    let cr_map = step(
-        "mmap(completion ring)",
-        Mmap::ring(s, off.cr.desc as usize + n as usize * 8, libc::XDP_UMEM_PGOFF_COMPLETION_RING),
-    )?;
+    Ok(off)
+}
 
+fn set_busy_poll(s: RawFd, cfg: &XskConfig) -> Result<(), CreateError> {
     if cfg.busy_poll_us > 0 {
         let one: libc::c_int = 1;
         let us = cfg.busy_poll_us as libc::c_int;
@@ -570,14 +540,16 @@ fn create_xsk(ifindex: u32, queue: u32, cfg: &XskConfig, zero_copy: bool) -> Res
         step("setsockopt(SO_BUSY_POLL)", setsockopt(s, libc::SOL_SOCKET, SO_BUSY_POLL, &us))?;
         step("setsockopt(SO_BUSY_POLL_BUDGET)", setsockopt(s, libc::SOL_SOCKET, SO_BUSY_POLL_BUDGET, &budget))?;
     }
+    Ok(())
+}
 
-    let mode = if zero_copy { libc::XDP_ZEROCOPY } else { libc::XDP_COPY };
+fn bind_xsk(s: RawFd, flags: u16, ifindex: u32, queue: u32, shared_umem_fd: RawFd) -> Result<(), CreateError> {
     let sa = libc::sockaddr_xdp {
         sxdp_family: libc::AF_XDP as u16,
-        sxdp_flags: mode | libc::XDP_USE_NEED_WAKEUP,
+        sxdp_flags: flags,
         sxdp_ifindex: ifindex,
         sxdp_queue_id: queue,
-        sxdp_shared_umem_fd: 0,
+        sxdp_shared_umem_fd: shared_umem_fd as u32,
     };
     // SAFETY: sa is a valid sockaddr_xdp of the size we pass.
     let rc = unsafe {
@@ -590,13 +562,75 @@ fn create_xsk(ifindex: u32, queue: u32, cfg: &XskConfig, zero_copy: bool) -> Res
     if rc != 0 {
         return Err(CreateError { op: "bind", source: io::Error::last_os_error() });
     }
+    Ok(())
+}
+
+/// Create, configure and bind the two sockets of one queue; `zero_copy` selects XDP_ZEROCOPY or
+/// XDP_COPY. The receiving socket registers the UMEM and owns the fill, completion and RX rings;
+/// the sending one has the TX ring alone and shares the first one's buffer pool
+/// (`XDP_SHARED_UMEM` on the same queue). Two sockets, because in copy mode `poll(2)` on a socket
+/// with a TX ring transmits from it (`xsk_poll` drives `xsk_generic_xmit`): a receiver waiting on
+/// one shared socket took the TX mutex from the sender and spun on it (measured with perf: 95 %
+/// of an OTG sending port's receiver, 5 % of the receiving CPU, in `mutex_spin_on_owner`).
+fn create_xsk(ifindex: u32, queue: u32, cfg: &XskConfig, zero_copy: bool) -> Result<(Xsk, Rings), CreateError> {
+    let fd = new_socket()?;
+    let s = fd.as_raw_fd();
+    let umem_len = cfg.umem_frames as usize * cfg.frame_size as usize;
+    let umem = step("UMEM allocation", Mmap::anonymous(umem_len))?;
+    let reg = libc::xdp_umem_reg {
+        addr: umem.ptr as u64,
+        len: umem_len as u64,
+        chunk_size: cfg.frame_size,
+        headroom: 0,
+        flags: 0,
+        tx_metadata_len: 0,
+    };
+    step("setsockopt(XDP_UMEM_REG)", setsockopt(s, libc::SOL_XDP, libc::XDP_UMEM_REG, &reg))?;
+    let n = cfg.ring_size();
+    step("setsockopt(XDP_UMEM_FILL_RING)", setsockopt(s, libc::SOL_XDP, libc::XDP_UMEM_FILL_RING, &n))?;
+    step("setsockopt(XDP_UMEM_COMPLETION_RING)", setsockopt(s, libc::SOL_XDP, libc::XDP_UMEM_COMPLETION_RING, &n))?;
+    step("setsockopt(XDP_RX_RING)", setsockopt(s, libc::SOL_XDP, libc::XDP_RX_RING, &n))?;
+    let tx_fd = new_socket()?;
+    let t = tx_fd.as_raw_fd();
+    step("setsockopt(XDP_TX_RING)", setsockopt(t, libc::SOL_XDP, libc::XDP_TX_RING, &n))?;
+    // Copy mode sends at most `max_tx_budget` frames per sendto (32 by default). Linux >= 6.17
+    // lets a socket raise it (XDP_MAX_TX_SKB_BUDGET, at most the TX ring size); older kernels
+    // answer ENOPROTOOPT and keep 32.
+    let tx_budget = if zero_copy || cfg.tx_budget <= KERNEL_TX_BUDGET {
+        KERNEL_TX_BUDGET
+    } else {
+        let want = cfg.tx_budget.min(n);
+        match setsockopt(t, libc::SOL_XDP, XDP_MAX_TX_SKB_BUDGET, &want) {
+            Ok(()) => want,
+            Err(_) => KERNEL_TX_BUDGET,
+        }
+    };
+    let (off, tx_off) = (mmap_offsets(s)?, mmap_offsets(t)?);
+    let desc = mem::size_of::<libc::xdp_desc>();
+    let rx_map =
+        step("mmap(RX ring)", Mmap::ring(s, off.rx.desc as usize + n as usize * desc, libc::XDP_PGOFF_RX_RING as u64))?;
+    let tx_map = step(
+        "mmap(TX ring)",
+        Mmap::ring(t, tx_off.tx.desc as usize + n as usize * desc, libc::XDP_PGOFF_TX_RING as u64),
+    )?;
+    let fr_map =
+        step("mmap(fill ring)", Mmap::ring(s, off.fr.desc as usize + n as usize * 8, libc::XDP_UMEM_PGOFF_FILL_RING))?;
+    let cr_map = step(
+        "mmap(completion ring)",
+        Mmap::ring(s, off.cr.desc as usize + n as usize * 8, libc::XDP_UMEM_PGOFF_COMPLETION_RING),
+    )?;
+    set_busy_poll(s, cfg)?;
+    set_busy_poll(t, cfg)?;
+    let mode = if zero_copy { libc::XDP_ZEROCOPY } else { libc::XDP_COPY };
+    bind_xsk(s, mode | libc::XDP_USE_NEED_WAKEUP, ifindex, queue, 0)?;
+    bind_xsk(t, libc::XDP_SHARED_UMEM, ifindex, queue, s)?;
     let rings = Rings {
-        tx: ProdRing::new(RingPtrs::new(&tx_map, &off.tx, n)),
+        tx: ProdRing::new(RingPtrs::new(&tx_map, &tx_off.tx, n)),
         comp: ConsRing::new(RingPtrs::new(&cr_map, &off.cr, n)),
         rx: ConsRing::new(RingPtrs::new(&rx_map, &off.rx, n)),
         fill: ProdRing::new(RingPtrs::new(&fr_map, &off.fr, n)),
     };
-    Ok((Xsk { _rings: [rx_map, tx_map, fr_map, cr_map], fd, umem, zero_copy, tx_budget }, rings))
+    Ok((Xsk { _rings: [rx_map, tx_map, fr_map, cr_map], tx_fd, fd, umem, zero_copy, tx_budget }, rings))
 }
 
 /// The attached steering program: link first so that dropping detaches before the program and
@@ -961,7 +995,7 @@ impl Port for XskPort {
             umem: slot.xsk.umem.ptr,
             always_kick: !slot.xsk.zero_copy || cfg.busy_poll_us > 0,
             inflight_cap: if slot.xsk.zero_copy { cfg.ring_size() } else { cfg.ring_size().min(cfg.tx_inflight) },
-            errors_base: xdp_statistics(slot.xsk.fd.as_raw_fd()).tx_invalid_descs,
+            errors_base: xdp_statistics(slot.xsk.tx_fd.as_raw_fd()).tx_invalid_descs,
             xsk: slot.xsk.clone(),
             st: ManuallyDrop::new(st),
             home: slot.tx.clone(),
@@ -1092,7 +1126,8 @@ impl XskTx {
             return Ok(());
         }
         // SAFETY: sendto with no buffer on a socket we own (via Arc) only wakes the TX path.
-        let rc = unsafe { libc::sendto(self.xsk.fd.as_raw_fd(), ptr::null(), 0, libc::MSG_DONTWAIT, ptr::null(), 0) };
+        let rc =
+            unsafe { libc::sendto(self.xsk.tx_fd.as_raw_fd(), ptr::null(), 0, libc::MSG_DONTWAIT, ptr::null(), 0) };
         if rc < 0 {
             let e = io::Error::last_os_error();
             match e.raw_os_error() {
@@ -1167,7 +1202,7 @@ impl TxQueue for XskTx {
     }
 
     fn stats(&self) -> TxQueueStats {
-        let s = xdp_statistics(self.xsk.fd.as_raw_fd());
+        let s = xdp_statistics(self.xsk.tx_fd.as_raw_fd());
         TxQueueStats { errors: s.tx_invalid_descs.saturating_sub(self.errors_base), ..self.stats }
     }
 }
@@ -1744,6 +1779,49 @@ mod tests {
         let sent = v.counter(&v.ns_a, &v.if_a, "tx_packets") - before;
         // (tx_packets also counts the odd frame of the host's own, e.g. IPv6 neighbour discovery.)
         assert!((budget..budget + 4).contains(&sent), "one sendto sent {sent} frames, budget {budget}");
+        txq.flush().expect("flush");
+        let t0 = Instant::now();
+        while !txq.idle() && t0.elapsed() < Duration::from_secs(5) {}
+        let all = v.counter(&v.ns_a, &v.if_a, "tx_packets") - before;
+        assert!((2 * budget..2 * budget + 4).contains(&all), "{all} frames after the flush");
+    }
+
+    /// In copy mode `poll(2)` on a socket with a TX ring transmits from that ring: a receiver
+    /// waiting on the sending queue's socket would send (and fight the sender for its mutex).
+    /// Frames left in the TX ring after a kick stay there while the RX half waits.
+    #[test]
+    fn a_receiver_waiting_on_a_sending_queue_transmits_nothing() {
+        if !is_root() {
+            eprintln!("skipped: needs root (namespaces, veth, XDP)");
+            return;
+        }
+        let v = VethPair::new("w");
+        let mut p = open_retry(&spec(&v.if_a, &v.ns_a));
+        let budget = if p.caps().notes.contains(&format!("{COPY_MODE_TX_BUDGET} frames per sendto")) {
+            COPY_MODE_TX_BUDGET as u64
+        } else {
+            KERNEL_TX_BUDGET as u64
+        };
+        let (mut txq, mut rxq) = (p.open_tx(0).expect("open_tx"), p.open_rx(0).expect("open_rx"));
+        let before = v.counter(&v.ns_a, &v.if_a, "tx_packets");
+        let mut seq = 0;
+        let n = txq
+            .send(2 * budget as usize, &mut |buf| {
+                seq += 1;
+                TestFrame { seq, ..TestFrame::default() }.build(buf)
+            })
+            .expect("send");
+        assert_eq!(n as u64, 2 * budget);
+        let kicked = v.counter(&v.ns_a, &v.if_a, "tx_packets") - before;
+        for wait in [RxWait::Poll, RxWait::Spin] {
+            rxq.set_wait(wait);
+            for _ in 0..5 {
+                assert_eq!(rxq.recv(64, Duration::from_millis(10), &mut |_, _| {}).expect("recv"), 0);
+            }
+        }
+        let waited = v.counter(&v.ns_a, &v.if_a, "tx_packets") - before;
+        // (tx_packets also counts the odd frame of the host's own, e.g. IPv6 neighbour discovery.)
+        assert!(waited < kicked + 4, "the RX half's waits sent {} frames", waited - kicked);
         txq.flush().expect("flush");
         let t0 = Instant::now();
         while !txq.idle() && t0.elapsed() < Duration::from_secs(5) {}
