@@ -90,9 +90,11 @@ do_build() {
                    | sort -z | xargs -0 sha1sum) | sha1sum | cut -c1-12)
   if [ -f ".stamps/build-$sum" ] && .venv/bin/python -c 'import netrig._native' 2>/dev/null; then return 0; fi
   say "building the native engine ($profile)"
+  # A failed build leaves the previous module importable: maturin's own status decides (pipefail).
+  local rc=0
   VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH" .venv/bin/maturin develop --profile "$profile" -q 2>&1 \
-    | grep -v -E '^(📦|🔗|🐍|💻|📖|🛠|✏️|⚠️  Warning: .*pip)' || true
-  .venv/bin/python -c 'import netrig._native' || { say "native build failed"; exit 1; }
+    | { grep -v -E '^(📦|🔗|🐍|💻|📖|🛠|✏️|⚠️  Warning: .*pip)' || true; } || rc=$?
+  [ "$rc" = 0 ] && .venv/bin/python -c 'import netrig._native' || { say "native build failed"; exit 1; }
   rm -f .stamps/build-*; touch ".stamps/build-$sum"
 }
 
