@@ -243,9 +243,28 @@ def test_no_rust_module_cycle(crate):
     assert not found, f"{crate}: module cycles: {found}"
 
 
+def engine_uses_of_run(graph: dict[str, set[str]]) -> list[str]:
+    """``module -> used`` for every engine module outside ``run`` (the entry points) that uses one
+    inside it: the traffic pipeline and the ports are the building blocks, the entry points their
+    compositions (docs/architecture.md, "The engine")."""
+    def inside(m: str) -> bool:
+        return m == "run" or m.startswith("run::")
+
+    return sorted(f"{m} -> {u}" for m, used in graph.items() if not inside(m) for u in used if inside(u))
+
+
+def test_no_engine_building_block_uses_an_entry_point():
+    mods = rust_modules(ROOT / "crates" / "netrig-engine")
+    assert "run::trial" in mods and "traffic::tx" in mods, sorted(mods)
+    graph = {m: rust_uses(m, p, mods) for m, p in mods.items()}
+    assert engine_uses_of_run(graph) == []
+
+
 def test_the_rule_catches_a_cycle_and_an_upward_import():
     """The checks can fail: a made-up cycle and a made-up upward import are found."""
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c"]]
+    assert engine_uses_of_run({"traffic::tx": {"run::trial", "port"}, "run::listen": {"run::trial"}}) == [
+        "traffic::tx -> run::trial"]
     assert layer_of("netrig.methods.throughput") > layer_of("netrig.measure.seam")  # type: ignore[operator]
     assert layer_of("netrig.cli.main") == max(LAYERS.values())
     assert seam_violations({"netrig.methods.stateful": {"netrig.testbed.conntrack", "netrig.measure.seam"},

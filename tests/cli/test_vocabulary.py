@@ -274,7 +274,7 @@ def test_the_docs_say_what_catch_up_pacing_does():
     root = Path(__file__).resolve().parents[2]
     pages = ["docs/methodology.md", "docs/architecture.md", "python/netrig/run/config.py",
              "python/netrig/measure/seam.py", "python/netrig/trial.py", "python/netrig/_native.pyi",
-             "crates/netrig-engine/src/pacing.rs"]
+             "crates/netrig-engine/src/traffic/pacing.rs"]
     for page in pages:
         text = " ".join((root / page).read_text().split())
         for claim in ("up to 2x the rate", "up to 2× the rate", "up to twice the rate"):

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use netrig_engine::analyze::{Analyzer, TrialIdent};
 use netrig_engine::port::RxMeta;
+use netrig_engine::traffic::analyze::{Analyzer, TrialIdent};
 use netrig_wire::frames::{min_frame_len, FrameSpec, L3Spec, Proto};
 use netrig_wire::signature::Signature;
 

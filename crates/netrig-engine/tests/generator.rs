@@ -5,7 +5,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use netrig_engine::fault::{FaultConfig, FaultLog};
-use netrig_engine::generator::{CaptureConfig, FlowState, GenConfig, GenDuration, GenFlowConfig, Generator};
+use netrig_engine::run::generator::{CaptureConfig, FlowState, GenConfig, GenDuration, GenFlowConfig, Generator};
 use netrig_engine::{FrameSize, Port, Rate};
 use netrig_wire::pattern::Pattern;
 use netrig_wire::pcap;
@@ -292,7 +292,7 @@ fn bursts_delay_and_capture_byte_by_byte() {
     let cap = pcap::parse(g.capture_file(1, true, "lo-b").unwrap()).unwrap();
     assert_eq!(cap.records.len(), 15);
     // The frames as compiled (signature aside), each followed by its FCS.
-    let compiled = netrig_engine::generator::compile_flow(0, &f, 9018, None).unwrap();
+    let compiled = netrig_engine::run::generator::compile_flow(0, &f, 9018, None).unwrap();
     for (j, _) in cap.records.iter().enumerate() {
         let got = cap.frame(j);
         let (frame, fcs) = got.split_at(got.len() - 4);

@@ -246,7 +246,7 @@ fn drain_zero_counts_every_frame_that_reached_the_tester() {
     s.stop = Stop::Frames { count: 20_000 };
     let mut c = cfg(s);
     c.drain_ns = 0;
-    assert_eq!(c.late_threshold_ns(), netrig_engine::trial::DEFAULT_DRAIN_NS);
+    assert_eq!(c.late_threshold_ns(), netrig_engine::run::trial::DEFAULT_DRAIN_NS);
     let r = run_trial(&mut p, &c, &TrialControl::new()).unwrap();
     let st = &r.streams[0];
     assert_eq!((st.tx_frames, st.rx_frames, st.late, st.lost), (20_000, 20_000, 0, 0));
@@ -336,7 +336,7 @@ fn streams_at_the_maximum_rate_on_one_worker_share_it_evenly() {
 /// duplication and reordering counted exactly against the fault injector's log.
 #[test]
 fn every_protocol_is_counted_per_flow() {
-    use netrig_engine::stream::{parse_protocol, DEFAULT_RAW_ETHERTYPE};
+    use netrig_engine::traffic::stream::{parse_protocol, DEFAULT_RAW_ETHERTYPE};
     let _serial = serial();
     for (name, vlan, outer) in [
         ("tcp", None, None),
@@ -396,7 +396,7 @@ fn every_protocol_is_counted_per_flow() {
 
 #[test]
 fn bad_protocol_settings_name_the_field() {
-    use netrig_engine::stream::{parse_protocol, parse_tcp_flags, tcp_flags_str};
+    use netrig_engine::traffic::stream::{parse_protocol, parse_tcp_flags, tcp_flags_str};
     assert_eq!(parse_protocol("sctp", 0, 0, 0).unwrap_err().field, "protocol");
     assert_eq!(parse_protocol("raw", 0, 0, 0x0800).unwrap_err().field, "ethertype");
     assert_eq!(parse_tcp_flags("SX").unwrap_err().field, "tcp_flags");
@@ -458,8 +458,9 @@ fn intervals_of_a_stopped_run_end_where_its_sending_ended_and_settle_live() {
     assert!(live.len() >= 5, "{} intervals settled while the trial ran", live.len());
     for (a, b) in live.iter().zip(&r.intervals) {
         // Live intervals carry counts only; the result's also have the received frames' latency.
-        let counts =
-            |i: &netrig_engine::trial::IntervalResult| (i.start_s, i.duration_s, i.phase, i.tx_frames, i.rx_frames);
+        let counts = |i: &netrig_engine::run::trial::IntervalResult| {
+            (i.start_s, i.duration_s, i.phase, i.tx_frames, i.rx_frames)
+        };
         assert_eq!(counts(a), counts(b), "a settled interval's live counts are the result's");
         assert!(b.rx_frames == 0 || b.latency_max_ns > 0, "the result's intervals have latency: {b:?}");
     }

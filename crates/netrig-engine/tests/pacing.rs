@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use netrig_engine::fault::{FaultConfig, FaultLog};
-use netrig_engine::pacing::SMOOTH_RECOVERY;
+use netrig_engine::traffic::pacing::SMOOTH_RECOVERY;
 use netrig_engine::{run_trial, Pacing, Port, Rate, RatePhase, Stop, StreamConfig, TrialConfig, TrialControl};
 
 mod common;
@@ -26,7 +26,7 @@ fn cfg(stream: StreamConfig) -> TrialConfig {
 
 /// Most departures in any window of `w` ns (half-open, ending at a departure).
 fn peak(departures: &[u64], w: u64) -> u64 {
-    netrig_engine::pacing::most_in_window(departures, w)
+    netrig_engine::traffic::pacing::most_in_window(departures, w)
 }
 
 const RATE: f64 = 50_000.0;
@@ -97,7 +97,7 @@ fn a_stall_stretches_the_trial_and_never_bunches_frames() {
 /// (then that batch is the burst, and the give-back starts after it: giving back 2 % of the stall
 /// at once let the depth out right after the batch, 57 in a clean clone).
 fn smooth_bound() -> u64 {
-    (RATE / 1000.0 * (1.0 + SMOOTH_RECOVERY)).ceil() as u64 + netrig_engine::pacing::smooth_depth(RATE) + 1
+    (RATE / 1000.0 * (1.0 + SMOOTH_RECOVERY)).ceil() as u64 + netrig_engine::traffic::pacing::smooth_depth(RATE) + 1
 }
 
 #[test]

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use netrig_engine::fault::FaultConfig;
-use netrig_engine::replay::Replay;
+use netrig_engine::traffic::replay::Replay;
 use netrig_engine::{run_trial, Rate, Stop, StreamConfig, TrialConfig, TrialControl};
 use netrig_wire::pcap::{self, write};
 

@@ -10,8 +10,8 @@ use std::time::Instant;
 
 use netrig_engine::error::PortError;
 use netrig_engine::port::{TxQueue, TxQueueStats};
-use netrig_engine::stream::compile;
-use netrig_engine::tx::{run_tx_worker, split_stream, RunShape, TxLive, TxPlan};
+use netrig_engine::traffic::stream::compile;
+use netrig_engine::traffic::tx::{run_tx_worker, split_stream, RunShape, TxLive, TxPlan};
 use netrig_engine::{Pacing, Rate, Stop, StreamConfig};
 
 /// Frames in flight, and the stride between buffers (as the AF_XDP UMEM: 2 KiB frames, LIFO pool).

@@ -1,8 +1,8 @@
 //! The generator from Python: spec classes of its flows (header stacks with field patterns,
 //! payload, duration) and captures, and `Generator`, whose ports open when it is made.
-use netrig_engine::generator::{self as gen, GenConfig, GenDuration, GenFlowConfig, LatencyMode};
 use netrig_engine::open::open_port;
 use netrig_engine::port::{Port as EnginePort, PortSpec};
+use netrig_engine::run::generator::{self as gen, GenConfig, GenDuration, GenFlowConfig, LatencyMode};
 use netrig_engine::EngineError;
 use netrig_wire::pattern::{Pattern, Stepper};
 use std::sync::Arc;
@@ -225,7 +225,8 @@ impl GenDurationSpec {
     /// `count` bursts (0: until stopped) of `packets` frames, `gap_s` between them.
     #[staticmethod]
     fn bursts(packets: &Bound<'_, PyAny>, count: &Bound<'_, PyAny>, gap_s: &Bound<'_, PyAny>) -> Result<Self> {
-        let gap_ns = netrig_engine::stream::seconds_to_ns("duration", req(gap_s, "duration")?, true, 604_800.0)?;
+        let gap_ns =
+            netrig_engine::traffic::stream::seconds_to_ns("duration", req(gap_s, "duration")?, true, 604_800.0)?;
         Ok(GenDurationSpec(GenDuration::Bursts {
             packets: req(packets, "duration")?,
             count: req(count, "duration")?,
@@ -282,7 +283,7 @@ impl GenFlowSpec {
             frame_size: instance::<FrameSizeSpec>(frame_size, "size")?.0,
             rate: instance::<RateSpec>(rate, "rate")?.0,
             duration: instance::<GenDurationSpec>(duration, "duration")?.0,
-            delay_ns: netrig_engine::stream::seconds_to_ns("delay", delay_s, true, 604_800.0)?,
+            delay_ns: netrig_engine::traffic::stream::seconds_to_ns("delay", delay_s, true, 604_800.0)?,
             gap_bytes,
             latency,
             tag_period,

@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use netrig_engine::trial::TrialControl;
+use netrig_engine::run::trial::TrialControl;
 use netrig_engine::EngineError;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 
 use netrig_engine::open::open_port;
 use netrig_engine::port::{Backend, Port as EnginePort, PortSpec, IO_MODES};
+use netrig_engine::run::trial::{run_trial, TrialControl};
 use netrig_engine::sys::{cpu, ifinfo, netns};
-use netrig_engine::trial::{run_trial, TrialControl};
 use netrig_engine::EngineError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -65,7 +65,7 @@ impl Trial {
             for p in &ports {
                 v.push(open_port(p)?);
             }
-            netrig_engine::trial::prepare(&v, &cfg)?;
+            netrig_engine::run::trial::prepare(&v, &cfg)?;
             Ok(v)
         })?;
         let ctl = TrialControl::new();
@@ -118,7 +118,7 @@ impl Trial {
 /// trial and flow, the rest by EtherType and IP protocol); opening the ports raises first.
 #[pyclass(frozen, module = "netrig._native")]
 struct Listen {
-    job: Job<netrig_engine::listen::ListenResult>,
+    job: Job<netrig_engine::run::listen::ListenResult>,
 }
 
 #[pymethods]
@@ -144,13 +144,14 @@ impl Listen {
                 })
             })
             .collect::<Result<_>>()?;
-        let duration_ns = netrig_engine::stream::seconds_to_ns(
+        let duration_ns = netrig_engine::traffic::stream::seconds_to_ns(
             "duration_s",
             args::req(duration_s, "duration_s")?,
             false,
-            netrig_engine::stream::MAX_DURATION_S,
+            netrig_engine::traffic::stream::MAX_DURATION_S,
         )?;
-        let cfg = netrig_engine::listen::ListenConfig { duration_ns, cpus: args::opt(rx_cpus, "rx_cpus", Vec::new())? };
+        let cfg =
+            netrig_engine::run::listen::ListenConfig { duration_ns, cpus: args::opt(rx_cpus, "rx_cpus", Vec::new())? };
         cfg.validate(ports.len())?;
         let mut opened = py.allow_threads(|| -> std::result::Result<Vec<Box<dyn EnginePort>>, EngineError> {
             let _setup = cpu::OrdinaryWhile::enter(); // setup, as a trial's
@@ -158,7 +159,7 @@ impl Listen {
         })?;
         let ctl = TrialControl::new();
         let ctl2 = ctl.clone();
-        let run = move || netrig_engine::listen::run_listen(&mut opened, &cfg, &ctl2);
+        let run = move || netrig_engine::run::listen::run_listen(&mut opened, &cfg, &ctl2);
         Ok(Listen { job: Job::spawn("listen", ctl, run)? })
     }
 
@@ -191,7 +192,7 @@ fn timeout(timeout_s: &Bound<'_, PyAny>) -> Result<f64> {
 /// A forwarder (`netrig forward`) running in engine threads: the host as the DUT.
 #[pyclass(frozen, module = "netrig._native")]
 struct Forwarder {
-    inner: Mutex<Option<netrig_engine::forward::Forwarder>>,
+    inner: Mutex<Option<netrig_engine::run::forward::Forwarder>>,
     ports: Vec<results::ForwardPortInfo>,
     mode: String,
     faults: Option<Arc<Mutex<netrig_engine::fault::FaultLog>>>,
@@ -257,7 +258,7 @@ impl Forwarder {
         xdp_redirect: Option<&Bound<'_, PyAny>>,
         faults: Option<&Bound<'_, PyAny>>,
     ) -> Result<Self> {
-        use netrig_engine::forward::{ForwardConfig, ForwardMode, DEFAULT_BATCH};
+        use netrig_engine::run::forward::{ForwardConfig, ForwardMode, DEFAULT_BATCH};
         let items: Vec<Bound<'_, PyAny>> = if ports.is_instance_of::<pyo3::types::PyString>() {
             Vec::new()
         } else {
@@ -288,7 +289,7 @@ impl Forwarder {
             faults: faults.filter(|f| !f.is_none()).map(fault_config).transpose()?,
         };
         cfg.validate()?;
-        let fwd = py.allow_threads(|| netrig_engine::forward::Forwarder::start(&cfg))?;
+        let fwd = py.allow_threads(|| netrig_engine::run::forward::Forwarder::start(&cfg))?;
         let ports = fwd.ports().iter().map(results::ForwardPortInfo::from).collect();
         let faults = fwd.fault_log();
         Ok(Forwarder { inner: Mutex::new(Some(fwd)), ports, mode: mode.as_str().to_string(), faults })
@@ -353,7 +354,7 @@ impl Forwarder {
 /// interface, in engine threads pinned to one CPU.
 #[pyclass(frozen, module = "netrig._native")]
 struct Capture {
-    inner: Mutex<Option<netrig_engine::capture::Capture>>,
+    inner: Mutex<Option<netrig_engine::run::capture::Capture>>,
     method: String,
     notes: String,
     drops_source: String,
@@ -371,7 +372,7 @@ impl Capture {
         cpu: Option<&Bound<'_, PyAny>>,
         batch: Option<&Bound<'_, PyAny>>,
     ) -> Result<Self> {
-        use netrig_engine::capture::{CaptureConfig, CaptureMethod, DEFAULT_CAPTURE_BATCH};
+        use netrig_engine::run::capture::{CaptureConfig, CaptureMethod, DEFAULT_CAPTURE_BATCH};
         let method = CaptureMethod::from_name(&args::req::<String>(method, "method")?)?;
         let cfg = CaptureConfig {
             method,
@@ -381,7 +382,7 @@ impl Capture {
             batch: args::opt(batch, "batch", DEFAULT_CAPTURE_BATCH)?,
         };
         cfg.validate()?;
-        let cap = py.allow_threads(|| netrig_engine::capture::Capture::start(&cfg))?;
+        let cap = py.allow_threads(|| netrig_engine::run::capture::Capture::start(&cfg))?;
         Ok(Capture {
             notes: cap.notes().to_string(),
             inner: Mutex::new(Some(cap)),
@@ -598,11 +599,11 @@ fn linear_ramp(
     steps: &Bound<'_, PyAny>,
     step_s: &Bound<'_, PyAny>,
 ) -> Result<Vec<specs::PhaseSpec>> {
-    let step_ns = netrig_engine::stream::seconds_to_ns(
+    let step_ns = netrig_engine::traffic::stream::seconds_to_ns(
         "ramp",
         args::req(step_s, "ramp")?,
         false,
-        netrig_engine::stream::MAX_DURATION_S,
+        netrig_engine::traffic::stream::MAX_DURATION_S,
     )?;
     let phases = netrig_engine::linear_ramp(
         args::req(from_scale, "ramp")?,
@@ -616,7 +617,10 @@ fn linear_ramp(
 /// Frames/s at line rate: bps / ((mean_frame_size + WIRE_OVERHEAD_BYTES) * 8).
 #[pyfunction]
 fn line_rate_fps(bps: &Bound<'_, PyAny>, mean_frame_size: &Bound<'_, PyAny>) -> Result<f64> {
-    Ok(netrig_engine::stream::line_rate_fps(args::req(bps, "bps")?, args::req(mean_frame_size, "mean_frame_size")?))
+    Ok(netrig_engine::traffic::stream::line_rate_fps(
+        args::req(bps, "bps")?,
+        args::req(mean_frame_size, "mean_frame_size")?,
+    ))
 }
 
 #[pymodule]
@@ -625,30 +629,30 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("BUILD_PROFILE", if cfg!(debug_assertions) { "debug" } else { "release" })?;
     // The vocabulary the engine defines, exported so Python never restates it.
-    m.add("WIRE_OVERHEAD_BYTES", netrig_engine::stream::WIRE_OVERHEAD)?;
-    m.add("FCS_BYTES", netrig_engine::stream::FCS_LEN)?;
-    m.add("MIN_FRAME_SIZE", netrig_engine::stream::MIN_FRAME_SIZE)?;
-    m.add("MAX_FRAME_SIZE", netrig_engine::stream::MAX_FRAME_SIZE)?;
-    m.add("RFC2544_FRAME_SIZES", PyTuple::new(py, netrig_engine::stream::RFC2544_FRAME_SIZES)?)?;
+    m.add("WIRE_OVERHEAD_BYTES", netrig_engine::traffic::stream::WIRE_OVERHEAD)?;
+    m.add("FCS_BYTES", netrig_engine::traffic::stream::FCS_LEN)?;
+    m.add("MIN_FRAME_SIZE", netrig_engine::traffic::stream::MIN_FRAME_SIZE)?;
+    m.add("MAX_FRAME_SIZE", netrig_engine::traffic::stream::MAX_FRAME_SIZE)?;
+    m.add("RFC2544_FRAME_SIZES", PyTuple::new(py, netrig_engine::traffic::stream::RFC2544_FRAME_SIZES)?)?;
     let mixes = PyDict::new(py);
-    for (name, pairs) in netrig_engine::stream::FRAME_SIZE_MIXES {
+    for (name, pairs) in netrig_engine::traffic::stream::FRAME_SIZE_MIXES {
         mixes.set_item(*name, PyTuple::new(py, pairs.iter().copied())?)?;
     }
     m.add("FRAME_SIZE_MIXES", mixes)?;
-    m.add("DEFAULT_DRAIN_S", netrig_engine::trial::DEFAULT_DRAIN_NS as f64 / 1e9)?;
-    m.add("MAX_DURATION_S", netrig_engine::stream::MAX_DURATION_S)?;
+    m.add("DEFAULT_DRAIN_S", netrig_engine::run::trial::DEFAULT_DRAIN_NS as f64 / 1e9)?;
+    m.add("MAX_DURATION_S", netrig_engine::traffic::stream::MAX_DURATION_S)?;
     m.add("WIRE_SLOT_NS", netrig_engine::stalls::WIRE_SLOT_NS)?;
-    m.add("LATENCY_WINDOW_NS", netrig_engine::timeline::WINDOW_NS)?;
-    m.add("MAX_DRAIN_S", netrig_engine::stream::MAX_DRAIN_S)?;
-    m.add("MAX_RATE_PPS", netrig_engine::stream::MAX_RATE_PPS)?;
-    m.add("MAX_RATE_BPS", netrig_engine::stream::MAX_RATE_BPS)?;
-    m.add("MAX_FRAMES", netrig_engine::stream::MAX_FRAMES)?;
+    m.add("LATENCY_WINDOW_NS", netrig_engine::traffic::timeline::WINDOW_NS)?;
+    m.add("MAX_DRAIN_S", netrig_engine::traffic::stream::MAX_DRAIN_S)?;
+    m.add("MAX_RATE_PPS", netrig_engine::traffic::stream::MAX_RATE_PPS)?;
+    m.add("MAX_RATE_BPS", netrig_engine::traffic::stream::MAX_RATE_BPS)?;
+    m.add("MAX_FRAMES", netrig_engine::traffic::stream::MAX_FRAMES)?;
     m.add("MAX_QUEUES", netrig_engine::port::MAX_QUEUES)?;
-    m.add("MAX_FLOWS", netrig_engine::flows::MAX_FLOWS)?;
+    m.add("MAX_FLOWS", netrig_engine::traffic::flows::MAX_FLOWS)?;
     m.add("IO_MODES", PyTuple::new(py, IO_MODES)?)?;
-    m.add("PACING_MODES", PyTuple::new(py, netrig_engine::pacing::PACING_MODES)?)?;
-    m.add("SMOOTH_RECOVERY", netrig_engine::pacing::SMOOTH_RECOVERY)?;
-    m.add("DEFAULT_MAX_STRETCH_PCT", netrig_engine::trial::DEFAULT_MAX_STRETCH_RATIO * 100.0)?;
+    m.add("PACING_MODES", PyTuple::new(py, netrig_engine::traffic::pacing::PACING_MODES)?)?;
+    m.add("SMOOTH_RECOVERY", netrig_engine::traffic::pacing::SMOOTH_RECOVERY)?;
+    m.add("DEFAULT_MAX_STRETCH_PCT", netrig_engine::run::trial::DEFAULT_MAX_STRETCH_RATIO * 100.0)?;
     m.add_class::<specs::FrameSizeSpec>()?;
     m.add_class::<specs::RateSpec>()?;
     m.add_class::<specs::FlowSpec>()?;
@@ -683,15 +687,15 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Forwarder>()?;
     m.add_class::<results::ForwardQueueStats>()?;
     m.add_class::<results::ForwardPortInfo>()?;
-    m.add("FORWARD_MODES", PyTuple::new(py, netrig_engine::forward::FORWARD_MODES)?)?;
-    m.add("MAX_FORWARD_PORTS", netrig_engine::forward::MAX_FORWARD_PORTS)?;
-    m.add("MAX_FORWARD_BATCH", netrig_engine::forward::MAX_BATCH)?;
+    m.add("FORWARD_MODES", PyTuple::new(py, netrig_engine::run::forward::FORWARD_MODES)?)?;
+    m.add("MAX_FORWARD_PORTS", netrig_engine::run::forward::MAX_FORWARD_PORTS)?;
+    m.add("MAX_FORWARD_BATCH", netrig_engine::run::forward::MAX_BATCH)?;
     m.add_class::<Capture>()?;
     m.add_class::<results::CaptureStats>()?;
     m.add_class::<results::CaptureTag>()?;
-    m.add("CAPTURE_METHODS", PyTuple::new(py, netrig_engine::capture::CAPTURE_METHODS)?)?;
-    m.add("MAX_CAPTURE_BATCH", netrig_engine::capture::MAX_CAPTURE_BATCH)?;
-    m.add("DEFAULT_CAPTURE_BATCH", netrig_engine::capture::DEFAULT_CAPTURE_BATCH)?;
+    m.add("CAPTURE_METHODS", PyTuple::new(py, netrig_engine::run::capture::CAPTURE_METHODS)?)?;
+    m.add("MAX_CAPTURE_BATCH", netrig_engine::run::capture::MAX_CAPTURE_BATCH)?;
+    m.add("DEFAULT_CAPTURE_BATCH", netrig_engine::run::capture::DEFAULT_CAPTURE_BATCH)?;
     m.add_class::<generator::FieldPattern>()?;
     m.add_class::<otg_pattern::PatternForm>()?;
     m.add_class::<otg_pattern::HeaderForm>()?;
@@ -720,6 +724,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("WIRE_DEFAULT_RING", netrig_engine::sys::wire::DEFAULT_RING)?;
     m.add("WIRE_MIN_RING", netrig_engine::sys::wire::MIN_RING)?;
     m.add("WIRE_MAX_RING", netrig_engine::sys::wire::MAX_RING)?;
-    m.add("MAX_RAMP_STEPS", netrig_engine::schedule::MAX_RAMP_STEPS)?;
+    m.add("MAX_RAMP_STEPS", netrig_engine::traffic::schedule::MAX_RAMP_STEPS)?;
     Ok(())
 }

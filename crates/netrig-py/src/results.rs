@@ -6,11 +6,11 @@
 //! values are methods of the engine's structs, exposed as extra getters.
 use std::sync::Arc;
 
-use netrig_engine::analyze;
-use netrig_engine::listen;
-use netrig_engine::pacing;
+use netrig_engine::run::listen;
+use netrig_engine::run::trial::{self, LiveSnapshot};
 use netrig_engine::sys::ifinfo::IfInfo;
-use netrig_engine::trial::{self, LiveSnapshot};
+use netrig_engine::traffic::analyze;
+use netrig_engine::traffic::pacing;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use pyo3::IntoPyObjectExt;
@@ -266,7 +266,7 @@ result_class! {
 
 result_class! {
     /// What a pcap replay sent: passes through the capture, frames with and without the signature.
-    class ReplayResult(r: &netrig_engine::replay::ReplayResult) {
+    class ReplayResult(r: &netrig_engine::traffic::replay::ReplayResult) {
         /// The capture file.
         file: String = r.file.clone(),
         /// Frames were stamped with the signature where they had room.
@@ -484,8 +484,8 @@ result_class! {
 }
 
 result_class! {
-    /// One window of a trial's latency over time (`netrig_engine::timeline`).
-    class LatencyWindow(w: &netrig_engine::timeline::LatencyWindow) {
+    /// One window of a trial's latency over time (`netrig_engine::traffic::timeline`).
+    class LatencyWindow(w: &netrig_engine::traffic::timeline::LatencyWindow) {
         /// Start since the trial epoch, ns.
         start_ns: u64 = w.start_ns,
         /// Frames sent in the window that were received and counted (not late).
@@ -645,7 +645,7 @@ fn mac_text(m: &[u8; 6]) -> String {
 
 result_class! {
     /// Counters of one port and queue of a running forwarder (cumulative since it started).
-    class ForwardQueueStats(s: &netrig_engine::forward::ForwardQueueStats) {
+    class ForwardQueueStats(s: &netrig_engine::run::forward::ForwardQueueStats) {
         /// Index of the port in the forwarder's port list.
         port: usize = s.port,
         ifname: String = s.ifname.clone(),
@@ -672,7 +672,7 @@ result_class! {
 
 result_class! {
     /// One port of a forwarder, as opened.
-    class ForwardPortInfo(p: &netrig_engine::forward::ForwardPort) {
+    class ForwardPortInfo(p: &netrig_engine::run::forward::ForwardPort) {
         ifname: String = p.ifname.clone(),
         /// `af_xdp`, `af_packet`, `socket`, or `xdp` (forwarded in the kernel).
         backend: String = p.backend.clone(),
@@ -692,7 +692,7 @@ result_class! {
 
 result_class! {
     /// Frames and bytes (with FCS) a capture saw of one sender's trial tag.
-    class CaptureTag(t: &netrig_engine::capture::TagCount) {
+    class CaptureTag(t: &netrig_engine::run::capture::TagCount) {
         /// The trial tag (its low 23 bits, as carried in the signature).
         tag: u32 = t.tag,
         frames: u64 = t.frames,
@@ -707,7 +707,7 @@ result_class! {
 
 result_class! {
     /// A capture's counters at one moment (cumulative since it started).
-    class CaptureStats(s: &netrig_engine::capture::CaptureStats) {
+    class CaptureStats(s: &netrig_engine::run::capture::CaptureStats) {
         /// Every frame captured, and its bytes (with FCS).
         frames: u64 = s.counts.frames,
         bytes: u64 = s.counts.bytes,
@@ -758,9 +758,9 @@ result_class! {
 
 result_class! {
     /// One generator flow's counts now, its current start's (engine-clock times in ns; 0: none).
-    class GenFlowStats(s: &netrig_engine::generator::FlowStats) {
+    class GenFlowStats(s: &netrig_engine::run::generator::FlowStats) {
         /// `stopped`, `running`, `paused` or `done` (sent every frame of its duration).
-        state: String = netrig_engine::generator::FlowState::from(s.state).as_str().to_string(),
+        state: String = netrig_engine::run::generator::FlowState::from(s.state).as_str().to_string(),
         tx_frames: u64 = s.tx_frames,
         tx_bytes: u64 = s.tx_bytes,
         tx_first_ns: u64 = s.tx_first_ns,
@@ -792,7 +792,7 @@ result_class! {
 
 result_class! {
     /// One generator port's counts since the generator was made.
-    class GenPortStats(s: &netrig_engine::generator::PortStats) {
+    class GenPortStats(s: &netrig_engine::run::generator::PortStats) {
         tx_frames: u64 = s.tx_frames,
         tx_bytes: u64 = s.tx_bytes,
         rx_frames: u64 = s.rx_frames,
@@ -815,7 +815,7 @@ result_class! {
 
 result_class! {
     /// How a generator port's TX workers kept their schedule since its flows last started from idle.
-    class GenTxPacing(p: &netrig_engine::generator::TxPacing) {
+    class GenTxPacing(p: &netrig_engine::run::generator::TxPacing) {
         /// Frames sent since then (0: the rest means nothing).
         frames: u64 = p.frames,
         /// The most any flow's schedule shifted (time smooth pacing gave up), ns.

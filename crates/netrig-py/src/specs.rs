@@ -2,10 +2,11 @@
 //! arguments (wrong types are `ConfigError`s naming the argument) and call the engine's
 //! validators, so a spec that exists is valid as far as it can be without its ports.
 use netrig_engine::port::{Backend, PortSpec};
-use netrig_engine::replay::Replay;
-use netrig_engine::stream;
-use netrig_engine::trial::{TrialConfig, DEFAULT_DRAIN_NS};
-use netrig_engine::{flows, FrameSize, Pacing, Rate, RatePhase, Stop, StreamConfig};
+use netrig_engine::run::trial::{TrialConfig, DEFAULT_DRAIN_NS};
+use netrig_engine::traffic::flows;
+use netrig_engine::traffic::replay::Replay;
+use netrig_engine::traffic::stream;
+use netrig_engine::{FrameSize, Pacing, Rate, RatePhase, Stop, StreamConfig};
 use netrig_wire::ethernet::EthernetAddress;
 use pyo3::prelude::*;
 use pyo3::types::PyAny;

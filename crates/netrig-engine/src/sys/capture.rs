@@ -1,4 +1,4 @@
-//! Capture sources of the capture benchmark ([`crate::capture`]) that the port backends do not
+//! Capture sources of the capture benchmark ([`crate::run::capture`]) that the port backends do not
 //! already provide: a plain `AF_PACKET/SOCK_RAW` socket read with `recvfrom` (one frame per call)
 //! or `recvmmsg` (a batch per call), and libpcap, loaded at run time with `dlopen` so the build
 //! needs no link dependency. Each is an [`RxQueue`]: `recv` lends every captured frame to the

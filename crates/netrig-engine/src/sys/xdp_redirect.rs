@@ -4,7 +4,7 @@
 //! Per ingress port `p` the program ([`forward_program`]) counts the frame (PERCPU_ARRAY slot `p`:
 //! rx frames and bytes), rewrites its MACs as the mode says (a bounds check first, as the verifier
 //! demands; a frame shorter than the two MACs goes on unchanged, like the user-space
-//! [`crate::forward::Rewrite`]) and then
+//! [`crate::run::forward::Rewrite`]) and then
 //! - `io`, `mac`, `l2fwd`: `bpf_redirect_map(devmap, egress(p), XDP_DROP)`, the DEVMAP's slot `e`
 //!   holding port `e`'s ifindex;
 //! - `macswap`: `XDP_TX` (back out of the ingress port);

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use netrig_wire::stack::{self, CompiledStack, HeaderKind, StackSpec};
 
 use crate::error::ConfigError;
-use crate::stream::{self, FrameSize, Rate, FCS_LEN, MAX_FRAMES, MAX_RATE_PPS};
+use crate::traffic::stream::{self, FrameSize, Rate, FCS_LEN, MAX_FRAMES, MAX_RATE_PPS};
 
 /// How long a flow sends once started.
 #[derive(Debug, Clone, Copy, PartialEq)]

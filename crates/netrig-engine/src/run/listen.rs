@@ -20,13 +20,13 @@ use std::sync::Arc;
 
 use netrig_wire::dissect;
 
-use crate::analyze::FlowRx;
 use crate::clock;
 use crate::error::{ConfigError, EngineError};
 use crate::pin::PinFailure;
 use crate::port::{Port, RxMeta, RxQueue, RxQueueStats};
+use crate::run::trial::{Phase, RxLive, TrialControl, RX_FINAL_PASS_NS};
 use crate::sys::cpu;
-use crate::trial::{Phase, RxLive, TrialControl, RX_FINAL_PASS_NS};
+use crate::traffic::analyze::FlowRx;
 
 /// Distinct (trial, flow) pairs a listen tracks; more are counted in `untracked`.
 pub const MAX_HEARD_FLOWS: usize = 65_536;

@@ -24,9 +24,9 @@ use netrig_wire::stack::FillState;
 use super::flow::CompiledFlow;
 use super::stats::{Counters, FlowCtl, FlowState, PortCounters, TxPacing};
 use crate::clock;
-use crate::pacing::{LoadMeter, BATCH};
 use crate::port::TxQueue;
-use crate::tx::UNPACED_BATCH;
+use crate::traffic::pacing::{LoadMeter, BATCH};
+use crate::traffic::tx::UNPACED_BATCH;
 
 /// A command to a TX worker.
 #[derive(Debug, Clone)]
@@ -321,7 +321,7 @@ impl TxWorker {
             let len = f.stack.fill_held(buf, held, size, &mut s.at, &sig);
             pubs[f.index].count_tag(s.sent);
             s.sent += 1;
-            let wire = (len + crate::stream::FCS_LEN) as u64;
+            let wire = (len + crate::traffic::stream::FCS_LEN) as u64;
             pubs[f.index].count(wire, stamp + epoch);
             if !f.stack.signed(size) {
                 s.untracked += 1;
@@ -510,8 +510,8 @@ pub(crate) fn post(mailbox: &Mailbox, thread: &std::thread::Thread, cmds: impl I
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::generator::{compile_flow, GenDuration, GenFlowConfig};
-    use crate::stream::Rate;
+    use crate::run::generator::{compile_flow, GenDuration, GenFlowConfig};
+    use crate::traffic::stream::Rate;
 
     fn slot(index: usize, rate: Rate, duration: GenDuration) -> Slot {
         let mut c = GenFlowConfig::new("f");

@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed, Ordering::Release};
 use std::sync::Mutex;
 
-use crate::pacing::Smoothness;
+use crate::traffic::pacing::Smoothness;
 
 /// A flow's transmit state, as the control and the TX worker set it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

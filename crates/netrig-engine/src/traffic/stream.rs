@@ -13,10 +13,10 @@ use netrig_wire::stack::{self as wire_stack, CompiledStack};
 use netrig_wire::vlan;
 
 use crate::error::ConfigError;
-use crate::flows::FlowWalk;
-pub use crate::flows::{FlowOrder, FlowSpec};
 use crate::guard;
-use crate::replay::Replay;
+use crate::traffic::flows::FlowWalk;
+pub use crate::traffic::flows::{FlowOrder, FlowSpec};
+use crate::traffic::replay::Replay;
 
 mod stack;
 
@@ -414,7 +414,7 @@ pub struct StreamConfig {
     /// Nominal link speed in bit/s for `Rate::PercentLine` and % reporting (from the interface
     /// or configured; veth has none).
     pub line_rate_bps: Option<u64>,
-    /// Replay a capture instead of building frames (`crate::replay`): its frames, in order,
+    /// Replay a capture instead of building frames (`crate::traffic::replay`): its frames, in order,
     /// looped; the addressing, protocol and frame size fields above are not used.
     pub replay: Option<Arc<Replay>>,
 }

@@ -9,7 +9,7 @@ use netrig_wire::stack::StackSpec;
 
 use super::StreamConfig;
 use crate::error::ConfigError;
-use crate::flows::{FlowBase, FlowWalk};
+use crate::traffic::flows::{FlowBase, FlowWalk};
 
 impl StreamConfig {
     /// The flows' base values: the stream's own addresses, ports, MACs and VLAN id.
@@ -43,8 +43,8 @@ mod tests {
     use netrig_wire::stack::{self, Site};
     use netrig_wire::EthernetAddress;
 
-    use crate::flows::{FlowOrder, FlowSpec};
-    use crate::stream::{StreamConfig, FCS_LEN};
+    use crate::traffic::flows::{FlowOrder, FlowSpec};
+    use crate::traffic::stream::{StreamConfig, FCS_LEN};
 
     const FLOW_BASE: u32 = 1000;
     /// What the template builder sent for the grids below (FNV-1a 64 of every frame, per stream

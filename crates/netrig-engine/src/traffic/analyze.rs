@@ -32,12 +32,12 @@ use hdrhistogram::Histogram;
 use netrig_wire::dissect;
 use netrig_wire::signature::{MASK_40, TRIAL_MASK};
 
-use crate::flowstate::{note_gap_in, record_in_window, FlowStates, SeqClass};
-pub use crate::flowstate::{window_bits_for, SeqGap};
 use crate::port::RxMeta;
-use crate::schedule::IntervalCounter;
 use crate::sys::prefetch::prefetch;
-use crate::timeline::LatencyTimeline;
+use crate::traffic::flowstate::{note_gap_in, record_in_window, FlowStates, SeqClass};
+pub use crate::traffic::flowstate::{window_bits_for, SeqGap};
+use crate::traffic::schedule::IntervalCounter;
+use crate::traffic::timeline::LatencyTimeline;
 
 /// Half the 40-bit range of sequence numbers and timestamps: differences below it count forward.
 const HALF_40: u64 = 1 << 39;
@@ -321,7 +321,7 @@ struct Pending {
 
 /// One RX worker's analysis state.
 pub struct Analyzer {
-    /// Every flow's state, compact (`crate::flowstate`); [`Self::flow`] reads one back.
+    /// Every flow's state, compact (`crate::traffic::flowstate`); [`Self::flow`] reads one back.
     flows: FlowStates,
     pub totals: RxTotals,
     /// Latency of flows without a histogram of their own.
@@ -335,9 +335,9 @@ pub struct Analyzer {
     /// No genuine sequence number reaches it: the TX frames sent when last read.
     seq_bound: u64,
     sent_so_far: SentSoFar,
-    /// Received frames per counting interval, by their transmit timestamp (`crate::schedule`).
+    /// Received frames per counting interval, by their transmit timestamp (`crate::traffic::schedule`).
     pub intervals: Option<IntervalCounter>,
-    /// Latency over time (`crate::timeline`), for trials short enough to keep one.
+    /// Latency over time (`crate::traffic::timeline`), for trials short enough to keep one.
     pub timeline: Option<LatencyTimeline>,
     pending: Pending,
 }
@@ -1037,7 +1037,7 @@ mod model_tests {
         /// Many flows: the window is the hot line's 64 bits.
         #[test]
         fn many_flows_match_the_model(f in frames(), batch in 1usize..3 * PIPELINE) {
-            run(crate::flowstate::INLINE_WINDOW_FLOWS, false, &f, batch);
+            run(crate::traffic::flowstate::INLINE_WINDOW_FLOWS, false, &f, batch);
         }
 
         /// Counters carrying out of the hot line's words into the flow's wide record.

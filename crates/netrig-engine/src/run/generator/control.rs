@@ -232,7 +232,7 @@ impl Generator {
     /// Every flow's latency and |IPDV| distributions (the current start's unique frames, ns) as
     /// `(value, count)` pairs, lowest first, summed over the RX workers: each value the highest of
     /// its bucket (3 and 2 significant digits), so quantiles of them are a histogram's. `None` for
-    /// a flow beyond the first [`crate::analyze::PER_FLOW_HIST_LIMIT`], which has no histograms.
+    /// a flow beyond the first [`crate::traffic::analyze::PER_FLOW_HIST_LIMIT`], which has no histograms.
     pub fn flow_latency(&self) -> Vec<Option<FlowBuckets>> {
         type Sum = std::collections::BTreeMap<u64, u64>;
         let tags: Vec<u32> = self.ctl.iter().map(|c| c.tag.load(Ordering::Acquire)).collect();

@@ -5,7 +5,7 @@
 //! start it belongs to (the tag). When that start is the flow's current one, the flow's state in
 //! this worker counts it (the worker forgets an earlier start's state at the first frame of a new
 //! one), else it is stale (an earlier start's frame still in flight, another tester's). The state
-//! is the trial's (`crate::flowstate`): the sequence window tells duplicates and reordering apart,
+//! is the trial's (`crate::traffic::flowstate`): the sequence window tells duplicates and reordering apart,
 //! latency (receive stamp − transmit stamp, less the frame times of the flow's latency mode) and
 //! IPDV are over the unique frames. A frame of a flow this generator sends is judged as a trial's
 //! is: a sequence number the sender has not reached yet, or a transmit stamp from the future, is
@@ -26,12 +26,12 @@ use netrig_wire::signature::Site;
 
 use super::capring::CaptureRing;
 use super::stats::{Counters, FlowCtl, PortCounters, RxSnap};
-use crate::analyze::{
-    buckets, extend_seq, new_hist, new_ipdv_hist, record_latency, stamp_age, MAX_LATENCY_NS, PER_FLOW_HIST_LIMIT,
-};
-use crate::flowstate::{FlowStates, SeqClass};
 use crate::port::{RxMeta, RxQueue, RxWait};
 use crate::sys::wake::WakeFd;
+use crate::traffic::analyze::{
+    buckets, extend_seq, new_hist, new_ipdv_hist, record_latency, stamp_age, MAX_LATENCY_NS, PER_FLOW_HIST_LIMIT,
+};
+use crate::traffic::flowstate::{FlowStates, SeqClass};
 
 /// A port's capture switch: `on` and a generation the workers acknowledge.
 #[derive(Debug, Default)]
@@ -254,7 +254,7 @@ impl Snapshots {
 }
 
 /// Rare per-flow counts, out of line: bytes of duplicates, and frames counted without a latency
-/// (stamped further ahead of the receive time than [`crate::analyze::FUTURE_TOLERANCE_NS`]: another host's clock).
+/// (stamped further ahead of the receive time than [`crate::traffic::analyze::FUTURE_TOLERANCE_NS`]: another host's clock).
 #[derive(Debug, Clone, Copy, Default)]
 struct Extra {
     dup_bytes: u64,
@@ -426,7 +426,7 @@ struct Count<'a> {
 impl Count<'_> {
     #[inline(always)]
     fn frame(&mut self, f: &[u8], m: RxMeta) {
-        let wire = (f.len() + crate::stream::FCS_LEN) as u64;
+        let wire = (f.len() + crate::traffic::stream::FCS_LEN) as u64;
         PortCounters::add(&self.port.frames, 1);
         PortCounters::add(&self.port.bytes, wire);
         let Some(sig) = locate(f, Site::End) else {
@@ -506,7 +506,7 @@ fn forged_seq(meta: &mut FlowMeta, sender: &Counters, tag: u32, seq: u64, port: 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::FUTURE_TOLERANCE_NS;
+    use crate::traffic::analyze::FUTURE_TOLERANCE_NS;
     use netrig_wire::signature::Signature;
 
     /// A 64-byte frame whose last bytes are the signature of `flow`'s frame `seq` of start `tag`,

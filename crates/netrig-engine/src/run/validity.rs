@@ -5,7 +5,7 @@
 //! trial), and [`judge`] applies [`RULES`] to them in the table's order: every rule that fires adds
 //! its sentence to the trial's `invalid_reason`. docs/methodology.md lists the same table
 //! ([`markdown_table`], between the `validity-rules` markers; a test keeps the two equal).
-use crate::pacing::Pacing;
+use crate::traffic::pacing::Pacing;
 
 /// A trial in which the tester sent less than this share of the intended frames is invalid.
 pub const MIN_ACHIEVED_RATIO: f64 = 0.999;
@@ -417,7 +417,7 @@ pub fn markdown_table() -> String {
 mod tests {
     use super::*;
 
-    const BEGIN: &str = "<!-- validity-rules: begin (generated from crates/netrig-engine/src/validity.rs) -->\n";
+    const BEGIN: &str = "<!-- validity-rules: begin (generated from crates/netrig-engine/src/run/validity.rs) -->\n";
     const END: &str = "<!-- validity-rules: end -->";
 
     fn stream(tx_frames: u64, intended_frames: u64) -> StreamFacts {

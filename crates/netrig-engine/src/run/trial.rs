@@ -12,30 +12,32 @@
 //!
 //! Every trial has a tag (the signature's nonce, [`claim_tag`]), so its receivers count only its
 //! own frames; the trial is invalid when the tester, not the DUT, may have lost or made frames:
-//! see [`crate::validity`] for every rule.
+//! see [`crate::run::validity`] for every rule.
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use hdrhistogram::Histogram;
 use netrig_wire::signature::TRIAL_MASK;
 
-use crate::analyze::{
+use crate::clock;
+use crate::error::{ConfigError, EngineError};
+use crate::pin::{PinFailure, PinLog};
+use crate::port::{Backend, LinkSource, LinkState, Port, RxQueue, RxQueueStats, RxWait, TxQueue, TxQueueStats};
+use crate::run::validity::{self, LinkFacts, PortFacts, SeqBeyond, StreamFacts, TrialFacts};
+pub use crate::run::validity::{COUNT_STOP_GRACE_NS, MIN_ACHIEVED_RATIO};
+use crate::sys::{bpf, cpu};
+use crate::traffic::analyze::{
     empty_flow, Analyzer, FlowRx, LatencySummary, RxTotals, SentSoFar, SeqGap, TrialIdent, EARLIER_TRIALS,
     MAX_GAP_SLOTS,
 };
-use crate::clock;
-use crate::error::{ConfigError, EngineError};
-use crate::flowstate;
-use crate::pacing::{self, Pacing, Smoothness};
-use crate::pin::{PinFailure, PinLog};
-use crate::port::{Backend, LinkSource, LinkState, Port, RxQueue, RxQueueStats, RxWait, TxQueue, TxQueueStats};
-use crate::schedule::{IntervalCounter, IntervalGrid, RatePhase};
-use crate::stream::{compile, CompiledStream, Rate, Stop, StreamConfig};
-use crate::sys::{bpf, cpu};
-use crate::timeline::{LatencyTimeline, LatencyWindow};
-use crate::tx::{run_tx_worker, split_stream, RunShape, TxLive, TxPlan, TxShare, TxWorkerResult, UNPACED_BATCH};
-use crate::validity::{self, LinkFacts, PortFacts, SeqBeyond, StreamFacts, TrialFacts};
-pub use crate::validity::{COUNT_STOP_GRACE_NS, MIN_ACHIEVED_RATIO};
+use crate::traffic::flowstate;
+use crate::traffic::pacing::{self, Pacing, Smoothness};
+use crate::traffic::schedule::{IntervalCounter, IntervalGrid, RatePhase};
+use crate::traffic::stream::{compile, CompiledStream, Rate, Stop, StreamConfig};
+use crate::traffic::timeline::{LatencyTimeline, LatencyWindow};
+use crate::traffic::tx::{
+    run_tx_worker, split_stream, RunShape, TxLive, TxPlan, TxShare, TxWorkerResult, UNPACED_BATCH,
+};
 
 /// Scheduler slice TX workers ask for (`sys::cpu::request_short_slices`; the kernel's minimum).
 pub(crate) const TX_SLICE_NS: u64 = 100_000;
@@ -208,10 +210,13 @@ impl TrialConfig {
             }
             flows += s.flows.count();
         }
-        if flows > crate::flows::MAX_FLOWS {
+        if flows > crate::traffic::flows::MAX_FLOWS {
             return Err(ConfigError::new(
                 "streams",
-                format!("{flows} flows in one trial: the limit is {}; use fewer flows", crate::flows::MAX_FLOWS),
+                format!(
+                    "{flows} flows in one trial: the limit is {}; use fewer flows",
+                    crate::traffic::flows::MAX_FLOWS
+                ),
             ));
         }
         let ncpu = cpu::online_cpus();
@@ -487,7 +492,7 @@ pub struct StreamResult {
     /// is not measured and `lost` is 0 by construction, never a measurement).
     pub loss_measured: bool,
     /// A pcap replay: what was sent of the capture.
-    pub replay: Option<crate::replay::ReplayResult>,
+    pub replay: Option<crate::traffic::replay::ReplayResult>,
 }
 
 impl StreamResult {
@@ -569,7 +574,7 @@ pub struct TrialResult {
     pub tx_max_lag_ns: u64,
     /// Catch-up pacing: largest catch-up burst a TX worker sent (frames at once beyond one batch).
     pub tx_max_catchup: u64,
-    /// What the TX workers did with time they lost (see `crate::pacing`).
+    /// What the TX workers did with time they lost (see `crate::traffic::pacing`).
     pub pacing: Pacing,
     /// How much later than planned the last frame left (the largest over TX workers), ns: with
     /// smooth pacing, the time lost to stalls, by which the sending was stretched.
@@ -710,7 +715,7 @@ pub fn prepare(ports: &[Box<dyn Port>], cfg: &TrialConfig) -> Result<Vec<Arc<Com
         let (_, hi) = s.frame_size.bounds();
         let rx = if cfg.receive { Some(s.rx_port) } else { None };
         for c in [Some(s.tx_port), rx].into_iter().flatten().filter_map(|p| ports.get(p)).map(|p| p.caps()) {
-            let max = c.max_frame_len + crate::stream::FCS_LEN + s.tag_len();
+            let max = c.max_frame_len + crate::traffic::stream::FCS_LEN + s.tag_len();
             let why = if c.backend == crate::port::Backend::AfXdp {
                 "AF_XDP carries one UMEM chunk at most: use --io af_packet (or auto) for larger frames"
             } else {
@@ -1119,7 +1124,7 @@ fn run_tx_all(
     ctl: &Arc<TrialControl>,
 ) -> Vec<(usize, TxWorkerResult)> {
     // Distribute every stream of port p over p's queues.
-    let mut plans: Vec<Vec<crate::tx::TxShare>> = txq.iter().map(|_| Vec::new()).collect();
+    let mut plans: Vec<Vec<crate::traffic::tx::TxShare>> = txq.iter().map(|_| Vec::new()).collect();
     for s in streams {
         let qs: Vec<usize> =
             txq.iter().enumerate().filter(|(_, (p, _))| *p == s.config.tx_port).map(|(i, _)| i).collect();
@@ -1346,7 +1351,7 @@ fn stream_results(
     for (i, s) in streams.iter().enumerate() {
         let mut flows = stream_flows(s, rx, &totals.per_flow, cfg.max_flow_results, &mut facts.beyond);
         let (base, n) = (s.flow_base as usize, s.nflows as usize);
-        if n > crate::analyze::PER_FLOW_HIST_LIMIT && base + n > crate::analyze::PER_FLOW_HIST_LIMIT {
+        if n > crate::traffic::analyze::PER_FLOW_HIST_LIMIT && base + n > crate::traffic::analyze::PER_FLOW_HIST_LIMIT {
             // Flows past the per-flow histogram limit recorded into the shared histogram.
             if let (Some((lat, ipdv)), 1) = (&shared, streams.len()) {
                 add_hist(&mut flows.agg.hist, lat);
@@ -1499,7 +1504,7 @@ fn stream_result(
         latency: LatencySummary::from_flow(agg),
         flow_results: flows.flow_results,
         loss_measured: s.config.replay.as_ref().is_none_or(|r| r.stamp),
-        replay: s.config.replay.as_ref().map(|r| crate::replay::ReplayResult {
+        replay: s.config.replay.as_ref().map(|r| crate::traffic::replay::ReplayResult {
             file: r.path.clone(),
             stamped: r.stamp,
             frames_per_pass: r.frames_per_pass(),
@@ -1712,7 +1717,7 @@ mod tests {
         assert_eq!(cfg.validate(2).unwrap_err().field, "streams[1].vlan");
         cfg.streams.clear();
         assert_eq!(cfg.validate(2).unwrap_err().field, "streams");
-        let big = crate::flows::FlowSpec { src_ips: 4096, dst_ips: 4096, ..Default::default() };
+        let big = crate::traffic::flows::FlowSpec { src_ips: 4096, dst_ips: 4096, ..Default::default() };
         cfg.streams = vec![StreamConfig { flows: big, ..StreamConfig::new("a") }; 2];
         let e = cfg.validate(2).unwrap_err();
         assert_eq!(e.field, "streams", "{e}");

@@ -8,7 +8,7 @@
 //! what is due, in batches. What happens to time the worker lost (descheduled, pushed back by its
 //! queue) is the [`Pacing`] mode's: by default the schedule shifts and drifts back at 2 % of the
 //! time, so the offered rate is never exceeded by more than that and what is not given back
-//! stretches the run (see `crate::pacing`). A worker that
+//! stretches the run (see `crate::traffic::pacing`). A worker that
 //! cannot keep the rate at all ends the run with fewer frames sent than intended, or stretched
 //! beyond the trial's tolerance — measured and reported, never hidden. Streams sharing a worker
 //! are interleaved by smooth weighted round robin on their rates.
@@ -31,13 +31,13 @@ use netrig_wire::stamp;
 
 use crate::clock;
 use crate::error::PortError;
-pub use crate::pacing::BATCH;
-use crate::pacing::{
+use crate::port::{TxQueue, TxQueueStats};
+pub use crate::traffic::pacing::BATCH;
+use crate::traffic::pacing::{
     catchup_burst, smooth_depth, wake_batch, LoadMeter, Pacing, Smoothness, CATCHUP_FACTOR, SMOOTH_RECOVERY,
 };
-use crate::port::{TxQueue, TxQueueStats};
-use crate::schedule::{IntervalCounter, IntervalGrid, RatePhase, Side};
-use crate::stream::CompiledStream;
+use crate::traffic::schedule::{IntervalCounter, IntervalGrid, RatePhase, Side};
+use crate::traffic::stream::CompiledStream;
 
 /// Live counters a worker publishes once per batch (read by progress displays).
 #[derive(Debug, Default)]
@@ -966,7 +966,7 @@ mod tests {
         }
         assert_eq!(sc.anchor, seg.start_ns, "back on the plan, not ahead of it");
     }
-    use crate::stream::{compile, FlowOrder, StreamConfig};
+    use crate::traffic::stream::{compile, FlowOrder, StreamConfig};
     use netrig_wire::dissect::locate;
     use netrig_wire::stack::Site;
     use std::sync::Arc;

@@ -558,7 +558,7 @@ mod tests {
     }
 
     fn signed(tag: u32, warmup: bool) -> Vec<u8> {
-        crate::analyze::tests::signed(tag, warmup, 0, 1, 2)
+        crate::traffic::analyze::tests::signed(tag, warmup, 0, 1, 2)
     }
 
     #[test]
