@@ -9,10 +9,11 @@ path                    method  what
 /config                 PATCH   update_flows: flows' rate and size changed in place: ``Warning``
 /config/append,
 /config/delete          PATCH   refused: send the whole config
-/control/state          POST    traffic (start, stop, pause, resume), port capture and link: ``Warning``
-/control/action         POST    ipv4 and ipv6 ping from a device; the rest refused (no protocols)
-/monitor/metrics        POST    port and flow metrics
-/monitor/states         POST    devices' IPv4 and IPv6 neighbours; protocol states empty
+/control/state          POST    traffic (start, stop, pause, resume), port capture and link, BGP
+                                peers and route ranges (protocol all, bgp, route): ``Warning``
+/control/action         POST    ipv4 and ipv6 ping from a device; the rest refused
+/monitor/metrics        POST    port, flow, LLDP and BGP (bgpv4, bgpv6) metrics
+/monitor/states         POST    devices' IPv4 and IPv6 neighbours, LLDP neighbours, BGP prefixes
 /monitor/capture        POST    a port's capture, pcap or pcapng (application/octet-stream)
 /netrig/agents          GET     a controller's agents: state, clock, stale flows; every server's
                                 supervision, ports' own drops, flows' duplicates and reordering
