@@ -24,9 +24,10 @@ use crate::clock;
 use crate::error::{ConfigError, EngineError};
 use crate::pin::PinFailure;
 use crate::port::{Port, RxMeta, RxQueue, RxQueueStats};
-use crate::run::trial::{Phase, RxLive, TrialControl, RX_FINAL_PASS_NS};
+use crate::run::trial::{Phase, TrialControl};
 use crate::sys::cpu;
 use crate::traffic::analyze::FlowRx;
+use crate::traffic::rx::{receive, RxLive, RxSink};
 
 /// Distinct (trial, flow) pairs a listen tracks; more are counted in `untracked`.
 pub const MAX_HEARD_FLOWS: usize = 65_536;
@@ -331,28 +332,31 @@ fn listen_on(
     })
 }
 
+/// What a listen's worker does with a batch: count every frame, publish the count.
+struct HeardSink<'a> {
+    heard: Heard,
+    live: &'a RxLive,
+}
+
+impl RxSink for HeardSink<'_> {
+    #[inline(always)]
+    fn frame(&mut self, f: &[u8], _: RxMeta) {
+        self.heard.frame(f);
+    }
+
+    fn batch(&mut self, _: &mut dyn RxQueue, _: usize, _: u64, draining: bool) {
+        if !draining {
+            self.live.frames.store(self.heard.frames, Ordering::Relaxed);
+        }
+    }
+}
+
 /// One worker: count what arrives on `q` until `stop`, then what is left in the tester's ring.
 fn listen_worker(port: usize, mut q: Box<dyn RxQueue>, stop: &AtomicBool, live: &RxLive) -> WorkerOut {
-    let mut heard = Heard::new();
-    let mut error = None;
-    while !stop.load(Ordering::Relaxed) {
-        match q.recv(256, std::time::Duration::from_millis(5), &mut |f, _: RxMeta| heard.frame(f)) {
-            Ok(_) => live.frames.store(heard.frames, Ordering::Relaxed),
-            Err(e) => {
-                error = Some(e.to_string());
-                break;
-            }
-        }
-    }
-    // Frames already in the tester's ring are counted, not dropped with it.
-    let end = clock::now_ns() + RX_FINAL_PASS_NS;
-    while error.is_none() && clock::now_ns() < end {
-        if let Err(e) = q.recv(256, std::time::Duration::from_millis(1), &mut |f, _: RxMeta| heard.frame(f)) {
-            error = Some(e.to_string());
-        }
-    }
-    live.frames.store(heard.frames, Ordering::Relaxed);
-    WorkerOut { port, heard, stats: q.stats(), error }
+    let mut sink = HeardSink { heard: Heard::new(), live };
+    let error = receive(&mut *q, stop, &mut sink, true).err();
+    live.frames.store(sink.heard.frames, Ordering::Relaxed);
+    WorkerOut { port, heard: sink.heard, stats: q.stats(), error }
 }
 
 /// The workers' counts together: per port, per (trial, flow), per kind of foreign frame (the

@@ -22,7 +22,7 @@ use netrig_wire::signature::TRIAL_MASK;
 use crate::clock;
 use crate::error::{ConfigError, EngineError};
 use crate::pin::{PinFailure, PinLog};
-use crate::port::{Backend, LinkSource, LinkState, Port, RxQueue, RxQueueStats, RxWait, TxQueue, TxQueueStats};
+use crate::port::{Backend, LinkSource, LinkState, Port, RxMeta, RxQueue, RxQueueStats, RxWait, TxQueue, TxQueueStats};
 use crate::run::validity::{self, LinkFacts, PortFacts, SeqBeyond, StreamFacts, TrialFacts};
 pub use crate::run::validity::{COUNT_STOP_GRACE_NS, MIN_ACHIEVED_RATIO};
 use crate::sys::{bpf, cpu};
@@ -32,6 +32,7 @@ use crate::traffic::analyze::{
 };
 use crate::traffic::flowstate;
 use crate::traffic::pacing::{self, Pacing, Smoothness};
+use crate::traffic::rx::{receive, RxLive, RxSink, RX_BATCH};
 use crate::traffic::schedule::{IntervalCounter, IntervalGrid, RatePhase};
 use crate::traffic::stream::{compile, CompiledStream, Rate, Stop, StreamConfig};
 use crate::traffic::timeline::{LatencyTimeline, LatencyWindow};
@@ -43,10 +44,6 @@ use crate::traffic::tx::{
 pub(crate) const TX_SLICE_NS: u64 = 100_000;
 /// Wait after the last frame for frames in flight, unless configured (methodology §2: 2 s).
 pub const DEFAULT_DRAIN_NS: u64 = 2_000_000_000;
-/// After the drain every receiver empties its ring for this long: frames that reached the tester
-/// before the end are counted, not dropped with the socket (af_packet hands a partly filled block
-/// over after its 4 ms timeout). With `drain_ns = 0` this is all the waiting there is.
-pub const RX_FINAL_PASS_NS: u64 = 10_000_000;
 
 /// How often the ports' links are read while a trial runs.
 pub const LINK_POLL_NS: u64 = 50_000_000;
@@ -353,15 +350,6 @@ pub struct TrialControl {
 /// How long after an interval's end, beyond the late threshold, its live counts are read: a worker
 /// publishes after every batch, an RX batch waits at most 5 ms.
 pub const SETTLE_MARGIN_NS: u64 = 50_000_000;
-
-/// Most frames an RX worker takes from its queue at once.
-const RX_BATCH: usize = 256;
-
-/// Live counters of one RX worker.
-#[derive(Debug, Default)]
-pub struct RxLive {
-    pub frames: AtomicU64,
-}
 
 /// A snapshot of a running trial.
 #[derive(Debug, Clone, Copy)]
@@ -943,6 +931,39 @@ fn timeline_span_ns(cfg: &TrialConfig) -> u64 {
     cfg.warmup_ns + stretched + 1_000_000_000
 }
 
+/// What a trial's RX worker does with a batch: analyse every frame, publish the count and settle
+/// the counting intervals.
+struct TrialSink<'a> {
+    an: Analyzer,
+    live: &'a RxLive,
+    epoch_ns: u64,
+}
+
+impl RxSink for TrialSink<'_> {
+    #[inline(always)]
+    fn frame(&mut self, f: &[u8], m: RxMeta) {
+        // Frames are pushed (their flow state prefetched) and counted at the batch's end.
+        self.an.push(f, m);
+    }
+
+    fn batch(&mut self, _: &mut dyn RxQueue, n: usize, polled_ns: u64, draining: bool) {
+        self.an.flush();
+        if draining {
+            return;
+        }
+        self.live.frames.store(self.an.totals.frames, Ordering::Relaxed);
+        if let Some(iv) = self.an.intervals.as_mut() {
+            // Fewer than a batch: what had arrived when it polled is counted (a TPACKET_V3
+            // block may hold frames a few ms longer: `SETTLE_MARGIN_NS` covers it).
+            if n < RX_BATCH {
+                iv.flush_upto(polled_ns.saturating_sub(self.epoch_ns));
+            } else {
+                iv.flush();
+            }
+        }
+    }
+}
+
 /// One RX worker: analyse every frame of queue `q` until the stop, then empty the ring.
 fn rx_worker(
     port: usize,
@@ -959,40 +980,10 @@ fn rx_worker(
     an.intervals = setup.grid.clone().map(IntervalCounter::with_latency);
     an.timeline = LatencyTimeline::for_span(setup.timeline_span_ns);
     setup.ready.fetch_add(1, Ordering::Release);
-    let mut error = None;
-    while !setup.stop.load(Ordering::Relaxed) {
-        let polled = clock::now_ns().saturating_sub(epoch_ns);
-        // Frames are pushed (their flow state prefetched) and counted at the batch's end.
-        let r = q.recv(RX_BATCH, std::time::Duration::from_millis(5), &mut |f, m| an.push(f, m));
-        an.flush();
-        match r {
-            Ok(n) => {
-                live.frames.store(an.totals.frames, Ordering::Relaxed);
-                if let Some(iv) = an.intervals.as_mut() {
-                    // Fewer than a batch: what had arrived when it polled is counted (a TPACKET_V3
-                    // block may hold frames a few ms longer: `SETTLE_MARGIN_NS` covers it).
-                    if n < RX_BATCH {
-                        iv.flush_upto(polled);
-                    } else {
-                        iv.flush();
-                    }
-                }
-            }
-            Err(e) => {
-                error = Some(e.to_string());
-                break;
-            }
-        }
-    }
-    // Frames already in the tester's ring are counted, not dropped with it.
-    let end = clock::now_ns() + RX_FINAL_PASS_NS;
-    while error.is_none() && clock::now_ns() < end {
-        let r = q.recv(256, std::time::Duration::from_millis(1), &mut |f, m| an.push(f, m));
-        an.flush();
-        if let Err(e) = r {
-            error = Some(e.to_string());
-        }
-    }
+    let mut sink = TrialSink { an, live, epoch_ns };
+    let error = receive(&mut *q, &setup.stop, &mut sink, true).err();
+    let mut an = sink.an;
+    an.flush();
     live.frames.store(an.totals.frames, Ordering::Relaxed);
     if let Some(iv) = an.intervals.as_mut() {
         iv.flush_upto(u64::MAX);

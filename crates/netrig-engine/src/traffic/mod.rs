@@ -1,12 +1,13 @@
 //! The traffic pipeline's building blocks, used by every entry point of [`crate::run`] and never
 //! using them: what to send ([`stream`], [`flows`], [`replay`]), the TX worker ([`tx`]) with its
-//! [`pacing`] and rate [`schedule`], and the receive side's analysis ([`analyze`]) with its
-//! per-flow state ([`flowstate`]) and latency [`timeline`].
+//! [`pacing`] and rate [`schedule`], the receive loop ([`rx`]), and the receive side's analysis
+//! ([`analyze`]) with its per-flow state ([`flowstate`]) and latency [`timeline`].
 pub mod analyze;
 pub mod flows;
 pub mod flowstate;
 pub mod pacing;
 pub mod replay;
+pub mod rx;
 pub mod schedule;
 pub mod stream;
 pub mod timeline;

@@ -32,6 +32,7 @@ use crate::traffic::analyze::{
     buckets, extend_seq, new_hist, new_ipdv_hist, record_latency, stamp_age, MAX_LATENCY_NS, PER_FLOW_HIST_LIMIT,
 };
 use crate::traffic::flowstate::{FlowStates, SeqClass};
+use crate::traffic::rx::{receive, RxSink};
 
 /// A port's capture switch: `on` and a generation the workers acknowledge.
 #[derive(Debug, Default)]
@@ -39,10 +40,6 @@ pub(crate) struct CaptureCtl {
     pub on: AtomicBool,
     pub epoch: AtomicU64,
 }
-
-/// Most frames taken from the queue at once, and how long a receive waits.
-const RX_BATCH: usize = 256;
-const RX_WAIT: Duration = Duration::from_millis(5);
 
 /// Everything an RX worker needs.
 pub(crate) struct RxWorker {
@@ -92,25 +89,11 @@ impl RxWorker {
     }
 
     fn serve(&mut self) {
-        let ring = self.ring.clone();
-        let mut seen = 0u64;
-        let mut guard: Option<MutexGuard<'_, CaptureRing>> = None;
-        let mut polls = 0u32;
-        let mut wait = rx_wait(self.shares_tx_cpu, false);
+        let wait = rx_wait(self.shares_tx_cpu, false);
         self.queue.set_wait(wait);
-        while !self.stop.load(Ordering::Relaxed) {
-            let epoch = self.capture.epoch.load(Ordering::Acquire);
-            if epoch != seen {
-                seen = epoch;
-                guard = None;
-                if self.capture.on.load(Ordering::Acquire) {
-                    let mut g = ring.lock().unwrap_or_else(|e| e.into_inner());
-                    g.clear();
-                    guard = Some(g);
-                }
-                self.acked.store(seen, Ordering::Release);
-            }
-            let counted = &mut Count {
+        let ring = self.ring.clone();
+        let mut sink = GenSink {
+            count: Count {
                 ctl: &self.ctl,
                 pubs: &self.pubs,
                 flows: &mut self.flows,
@@ -118,40 +101,83 @@ impl RxWorker {
                 epoch_ns: self.epoch_ns,
                 ps_per_byte: self.ps_per_byte,
                 flow_ps: &self.flow_ps_per_byte,
-            };
-            let cap = guard.as_deref_mut();
-            let r = match cap {
-                Some(c) => self.queue.recv(RX_BATCH, RX_WAIT, &mut |f, m| {
-                    c.push(f, m.ts_ns);
-                    counted.frame(f, m);
-                }),
-                None => self.queue.recv(RX_BATCH, RX_WAIT, &mut |f, m| counted.frame(f, m)),
-            };
-            let n = match r {
-                Ok(n) => n,
-                Err(e) => {
-                    self.errors.lock().unwrap_or_else(|x| x.into_inner()).push(e.to_string());
-                    break;
-                }
-            };
-            if rx_wait(self.shares_tx_cpu, n > 0) != wait {
-                wait = rx_wait(self.shares_tx_cpu, n > 0);
-                self.queue.set_wait(wait);
-            }
-            polls = polls.wrapping_add(1);
-            if polls.is_multiple_of(16) {
-                self.port.ring_drops.store(self.queue.stats().ring_drops, Ordering::Relaxed);
-            }
-            if n == 0 {
-                // An ask may have ended the wait: look, and let the next wait sleep again.
-                if let Some(w) = &self.snaps.wake {
-                    w.clear();
-                }
-            }
-            self.flows.answer(&self.snaps, if n > 0 { SNAP_CHUNK } else { usize::MAX }, false);
+            },
+            snaps: &self.snaps,
+            capture: &self.capture,
+            ring: &ring,
+            acked: &self.acked,
+            cap: None,
+            seen: 0,
+            polls: 0,
+            wait,
+            shares_tx_cpu: self.shares_tx_cpu,
+        };
+        if let Err(e) = receive(&mut *self.queue, &self.stop, &mut sink, false) {
+            self.errors.lock().unwrap_or_else(|x| x.into_inner()).push(e);
         }
+        drop(sink);
         self.port.ring_drops.store(self.queue.stats().ring_drops, Ordering::Relaxed);
         self.flows.answer(&self.snaps, usize::MAX, true);
+    }
+}
+
+/// What a generator's RX worker does with a batch: keep its frames while a capture runs on the
+/// port, count every frame into its flows, wait as its CPU allows, and answer readers.
+struct GenSink<'a> {
+    count: Count<'a>,
+    snaps: &'a Snapshots,
+    capture: &'a CaptureCtl,
+    ring: &'a Mutex<CaptureRing>,
+    acked: &'a AtomicU64,
+    /// The capture buffer, held for as long as the capture runs (no lock per frame).
+    cap: Option<MutexGuard<'a, CaptureRing>>,
+    /// The capture generation acted on.
+    seen: u64,
+    polls: u32,
+    wait: RxWait,
+    shares_tx_cpu: bool,
+}
+
+impl RxSink for GenSink<'_> {
+    fn before(&mut self) {
+        let epoch = self.capture.epoch.load(Ordering::Acquire);
+        if epoch != self.seen {
+            self.seen = epoch;
+            self.cap = None;
+            if self.capture.on.load(Ordering::Acquire) {
+                let mut g = self.ring.lock().unwrap_or_else(|e| e.into_inner());
+                g.clear();
+                self.cap = Some(g);
+            }
+            self.acked.store(epoch, Ordering::Release);
+        }
+    }
+
+    #[inline(always)]
+    fn frame(&mut self, f: &[u8], m: RxMeta) {
+        if let Some(c) = self.cap.as_deref_mut() {
+            c.push(f, m.ts_ns);
+        }
+        self.count.frame(f, m);
+    }
+
+    fn batch(&mut self, q: &mut dyn RxQueue, n: usize, _: u64, _: bool) {
+        let wait = rx_wait(self.shares_tx_cpu, n > 0);
+        if wait != self.wait {
+            self.wait = wait;
+            q.set_wait(wait);
+        }
+        self.polls = self.polls.wrapping_add(1);
+        if self.polls.is_multiple_of(16) {
+            self.count.port.ring_drops.store(q.stats().ring_drops, Ordering::Relaxed);
+        }
+        if n == 0 {
+            // An ask may have ended the wait: look, and let the next wait sleep again.
+            if let Some(w) = &self.snaps.wake {
+                w.clear();
+            }
+        }
+        self.count.flows.answer(self.snaps, if n > 0 { SNAP_CHUNK } else { usize::MAX }, false);
     }
 }
 
