@@ -5,9 +5,9 @@
 //! start it belongs to (the tag). When that start is the flow's current one, the flow's state in
 //! this worker counts it (the worker forgets an earlier start's state at the first frame of a new
 //! one), else it is stale (an earlier start's frame still in flight, another tester's). The state
-//! is the trial's (`crate::traffic::flowstate`): the sequence window tells duplicates and reordering apart,
-//! latency (receive stamp − transmit stamp, less the frame times of the flow's latency mode) and
-//! IPDV are over the unique frames. A frame of a flow this generator sends is judged as a trial's
+//! is the trial's (`crate::traffic::flowstate`): the sequence window tells duplicates and
+//! reordering apart, latency (receive stamp − transmit stamp, less the frame times of the flow's
+//! latency mode) and IPDV are over the unique frames. A frame of a flow this generator sends is judged as a trial's
 //! is: a sequence number the sender has not reached yet, or a transmit stamp from the future, is
 //! *forged* (counted per port, never received; the sender's count is read again only when a
 //! sequence number passes the one read last). A flow sent elsewhere (another agent) cannot be
@@ -280,7 +280,8 @@ impl Snapshots {
 }
 
 /// Rare per-flow counts, out of line: bytes of duplicates, and frames counted without a latency
-/// (stamped further ahead of the receive time than [`crate::traffic::analyze::FUTURE_TOLERANCE_NS`]: another host's clock).
+/// (stamped further ahead of the receive time than
+/// [`crate::traffic::analyze::FUTURE_TOLERANCE_NS`]: another host's clock).
 #[derive(Debug, Clone, Copy, Default)]
 struct Extra {
     dup_bytes: u64,
