@@ -34,7 +34,9 @@ def test_a_negative_duration_is_netrigs_own_message(capsys):
 
 
 @pytest.mark.parametrize("spec, says", [
-    ("drop", "'drop': give KEY=VALUE with KEY one of drop, duplicate, reorder, distance, seed"),
+    ("drop", "'drop': give KEY=VALUE with KEY one of drop, duplicate, reorder, distance, seed, delay"),
+    ("delay=0.1", "'delay=0.1': delay takes PROBABILITY@DURATION, e.g. delay=0.02@10ms"),
+    ("delay=0.1@soon", "'delay=0.1@soon': delay takes PROBABILITY@DURATION"),
     ("jitter=1", "'jitter=1': give KEY=VALUE"),
     ("distance=2.5", "'distance=2.5': distance takes an integer"),
     ("drop=lots", "'drop=lots': drop takes a number"),
@@ -50,3 +52,5 @@ def test_a_fault_spec_becomes_the_forwarders_faults():
 
     assert parse_faults("drop=0.01, reorder=0.02,distance=20,seed=3") == {"drop": 0.01, "reorder": 0.02,
                                                                        "distance": 20, "seed": 3}
+    assert parse_faults("delay=0.02@10ms,drop=0.1,delay=0.005@0.1") == {"delay": [(0.02, 0.01), (0.005, 0.1)],
+                                                                          "drop": 0.1}

@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 import uuid
 from contextlib import contextmanager
 
@@ -307,59 +306,73 @@ def test_forwarder_refuses_what_its_dut_cannot_do(options, field):
         Testbed.create("oneport", forward_backend="bridge")
 
 
-#: A DUT that drops, duplicates and reorders (its injector seeded: the same frames, the same faults).
-FAULTS = {"seed": 7, "drop": 0.01, "duplicate": 0.01, "reorder": 0.01, "distance": 20}
+#: A DUT that drops, duplicates, reorders and delays (its injector seeded: the same frames, the
+#: same faults): 2 % of the frames 10 ms late, 0.5 % 100 ms late.
+FAULTS = {"seed": 7, "drop": 0.01, "duplicate": 0.01, "reorder": 0.01, "distance": 20,
+          "delay": [(0.02, 0.010), (0.005, 0.100)]}
+#: The late threshold of both trials: between the two delays, and well inside the drain (0.3 s), so
+#: every frame of the 100-ms class arrives, late, and none of the 10-ms class is late.
+LATE_S = 0.05
 
 
-def _otg_flow_through(t: str, names: dict) -> tuple[object, dict]:
-    """One served OTG flow of FRAMES 64-byte frames from ta to tb: its flow metric and its sequence
-    counts (``GET /netrig/agents``)."""
-    from tests.otg.conftest import api, control, serve, wait_stopped
+def _faulty_trials(t: str, d: str, names: dict) -> tuple[list, list]:
+    """One trial of FRAMES 64-byte frames from ta to tb through the faulty forwarder by each
+    measurer `netrig run` has: this host's engine, and a `netrig serve` on the same ports. The
+    forwarder is started afresh for each (the same seeded faults for the same frames). Returns the
+    counts and the injector's logs."""
+    from tests.otg.conftest import serve
 
-    with serve([f"{names['ta']}@{t}", f"{names['tb']}@{t}"], "--io", "af_packet") as url:
-        a = api(url)
-        c = a.config()
-        c.ports.port(name="p1", location=f"{names['ta']}@{t}").port(name="p2", location=f"{names['tb']}@{t}")
-        f = c.flows.flow(name="f")[-1]
-        f.tx_rx.port.tx_name, f.tx_rx.port.rx_names = "p1", ["p2"]
-        f.metrics.enable, f.metrics.loss = True, True
-        f.size.fixed, f.rate.pps, f.duration.fixed_packets.packets = 64, RATE, FRAMES
-        f.packet.ethernet().ipv4().udp()
-        a.set_config(c)
-        control(a, "start")
-        m = wait_stopped(a, ["f"])["f"]
-        report = json.loads(urllib.request.urlopen(url + "/netrig/agents", timeout=5).read())
-        return m, next(q for q in report["sequence"] if q["name"] == "f")
+    from netrig.measure import Load
+    from netrig.measure.engine import EngineMeasurer
+    from netrig.measure.otg import OtgMeasurer, OtgPair
+    from netrig.model import FrameSize
+    from netrig.otgclient.client import OtgClient
+
+    load, duration_s = Load(float(RATE), FrameSize(size=64)), FRAMES / RATE
+    kw = {"learning_frames": False, "drain_s": 0.3, "late_s": LATE_S, "tx_tolerance_pct": 50}
+    locations = [f"{names['ta']}@{t}", f"{names['tb']}@{t}"]
+
+    def engine():
+        tx, rx = (netrig.Port(names[n], netns=t, io="af_packet") for n in ("ta", "tb"))
+        return EngineMeasurer(tx, rx, {}, **kw).measure(load, duration_s)
+
+    def otg():
+        with serve(locations, "--io", "af_packet") as url:
+            return OtgMeasurer(OtgClient("serve", url, None, None), [OtgPair(*locations)], **kw).measure(
+                load, duration_s)
+
+    counts, logs = [], []
+    for measure in (engine, otg):
+        fwd = _forwarder(d, names, "af_xdp", "io", faults=FAULTS)
+        try:
+            counts.append(measure())
+        finally:
+            fwd.stop()
+        logs.append(fwd.fault_counts())
+    return counts, logs
 
 
 def test_a_faulty_dut_is_counted_alike_by_a_trial_and_a_served_otg_flow():
-    """The forwarder's fault injector drops, duplicates and reorders the frames of one flow; a
-    trial and a served OTG flow sending the same number of frames through it (so the seeded
-    injector does the same to both) count exactly what its log says it did."""
+    """The forwarder's fault injector drops, duplicates, reorders and delays the frames of one
+    flow. `netrig run`'s two measurers, a trial on this host and a flow served over OTG, each send
+    the same frames through it (so the seeded injector does the same to both) and count exactly
+    what its log says it did: loss, duplicates, reordering, the late frames of the 100-ms class.
+    The 99th percentile of the on-time frames lies in the 10-ms class (2 % of them, above the
+    rest), so both give that delay, give or take how late the forwarder let a frame go (a batch
+    gap while frames flow, its 1-ms wait after) and the histograms' three digits. (The trial's
+    receiving port sends one learning frame back through the forwarder: its log's `passed` is one
+    more.)"""
     with dut_bed() as (t, d, names):
-        fwd = _forwarder(d, names, "af_packet", "io", faults=FAULTS)
-        try:
-            tx = netrig.Port(names["ta"], netns=t, io="af_packet")
-            rx = netrig.Port(names["tb"], netns=t, io="af_packet")
-            s = netrig.Stream(frame_size=64, rate_pps=RATE, rx_port=1)
-            r = netrig.run_trial(ports=[tx, rx], streams=[s], frames=FRAMES, drain_s=0.3, learning=False,
-                                 max_stretch_pct=50)
-        finally:
-            fwd.stop()
-        log = fwd.fault_counts()
-        assert log is not None and min(log["dropped"], log["duplicated"], log["reordered"]) > 50, log
-        assert r.frames_sent == FRAMES, r.to_dict(flows=False)
-        assert (r.frames_lost, r.duplicated, r.reordered) == (log["dropped"], log["duplicated"], log["reordered"])
-        fwd = _forwarder(d, names, "af_packet", "io", faults=FAULTS)
-        try:
-            m, seq = _otg_flow_through(t, names)
-        finally:
-            fwd.stop()
-        print(f"injector: {log}; trial: {r.frames_lost} lost, {r.duplicated} duplicated, {r.reordered} reordered; "
-              f"OTG: {m.frames_rx} arrivals, {seq}")
-        assert fwd.fault_counts() == log, "the same frames through the same seed: the same faults"
-        assert m.frames_tx == FRAMES and m.frames_rx == FRAMES - log["dropped"] + log["duplicated"]
-        assert (seq["duplicated"], seq["reordered"]) == (log["duplicated"], log["reordered"]), seq
+        counts, logs = _faulty_trials(t, d, names)
+    print(f"injector: {logs}; trial / OTG: {[c.to_dict() for c in counts]}")
+    assert logs[1] == {**logs[0], "passed": logs[0]["passed"] - 1}, "the same frames, the same seed: the same faults"
+    assert min(v for k, v in logs[0].items() if k != "passed") > 50, logs[0]
+    for c, log, what in zip(counts, logs, ("trial", "OTG"), strict=True):
+        assert c.frames_sent == FRAMES, what
+        assert (c.duplicated, c.reordered, c.late) == (log["duplicated"], log["reordered"], log["delayed1"]), what
+        assert c.frames_lost == log["dropped"] + log["delayed1"], f"{what}: late frames are lost (RFC 2544)"
+        assert c.latency is not None and 9.95e6 <= c.latency.p99_ns <= 10.5e6, (what, c.latency)
+    assert not {"reordered", "late", "latency percentiles"} & set(counts[1].raw["otg"]["not_measured"])
 
 
 def test_faults_are_refused_where_they_cannot_be_injected_or_make_no_sense():

@@ -308,6 +308,9 @@ def test_frames_later_than_the_drain_are_late_lost_and_left_out_of_the_percentil
     assert "late" not in c.raw["otg"]["not_measured"]
     c = measurer(FakeServer(rows)).measure(Load(100.0, FrameSize(size=64)), 1.0)
     assert (c.frames_received, c.late) == (100, 0) and "late" in c.raw["otg"]["not_measured"]
+    # A late threshold of its own (trial.late_s) below the 5-us frame makes it late too.
+    c = measurer(FakeServer(rows, latency=lat), late_s=2e-6).measure(Load(100.0, FrameSize(size=64)), 1.0)
+    assert (c.frames_received, c.late) == (97, 3) and c.latency is not None and c.latency.p999_ns == 1000
 
 
 def test_the_servers_ipdv_gives_the_trials_mean_largest_and_99th_percentile():

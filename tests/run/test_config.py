@@ -17,6 +17,7 @@ def test_toml_and_yaml(tmp_path):
 name = "router"
 [trial]
 duration_s = "2s"
+late_s = "50ms"
 [frames]
 sizes = [64, 1518, "imix"]
 [[methods]]
@@ -26,7 +27,7 @@ rfc2544_throughput = { resolution_pct = 0.5 }
 goals = [{ name = "NDR" }, { name = "PDR", loss_ratio = 0.005 }]
 ''')
     c = load_config(tmp_path / "a.toml")
-    assert c.trial.duration_s == 2.0
+    assert (c.trial.duration_s, c.trial.late_s) == (2.0, 0.05)
     assert [f.label for f in c.frames.sizes] == [64, 1518, "imix"]
     assert c.methods[0].params.resolution_pct == 0.5 and c.methods[0].params.duration_s == 2.0
     assert [g.name for g in c.methods[1].params.goals] == ["NDR", "PDR"]
@@ -49,6 +50,7 @@ goals = [{ name = "NDR" }, { name = "PDR", loss_ratio = 0.005 }]
     (_cfg(frames={"sizes": [64, 12]}), "frames.sizes[1]: 12 B is out of range: frame sizes are 64..16384 bytes"),
     (_cfg(frames={"sizes": ["jumbo"]}), "frames.sizes[0]: 'jumbo' is not a frame size"),
     (_cfg(trial={"duration_s": "fast"}), "trial.duration_s: must be a duration like 2s"),
+    (_cfg(trial={"late_s": 0}), "trial.late_s: must be > 0 (got 0.0): every frame would be late"),
     (_cfg(repetitions=0), "repetitions: must be an integer 1..10000"),
     (_cfg(methods=[{"rfc2544_latency": {"throughput_from": 0}}]), "methods[0].rfc2544_latency.throughput_from"),
     (_cfg(methods=[{"mlrsearch": {"implementation": "csit"}}]), "methods[0].mlrsearch.implementation: must be one of netrig, reference"),

@@ -1,6 +1,13 @@
 //! A seeded fault injector between a TX worker and its queue: drops, duplicates, reorders and
 //! delays frames, stalls the worker (as a descheduled sender would be), and logs exactly what it
 //! did — and when each frame left — so tests can compare the engine's counts with the truth.
+//!
+//! One draw per frame picks its fate: drop, duplicate, hold back for a number of frames
+//! (reorder; released early only once no frame has come in for 20 ms), hold back for a time (a
+//! delay class), or pass. A delayed frame leaves at the first `send` or `flush` at or after its
+//! time (the owner calls `flush` while `idle` is false: a trial's TX worker every 100 µs as it
+//! drains, the forwarder every millisecond), so its latency is the class's delay plus at most
+//! that; frames it overtakes make it reordered.
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
@@ -20,6 +27,8 @@ pub struct FaultConfig {
     /// Hold a frame back and emit it after the next `reorder_distance` frames.
     pub reorder: f64,
     pub reorder_distance: usize,
+    /// Delay classes: a frame is held back `ns` with probability `p` (each class its own share).
+    pub delays: Vec<Delay>,
     /// Block the worker for `stall_ns` inside `send` every `stall_every` frames (0: never).
     pub stall_every: u64,
     pub stall_ns: u64,
@@ -27,17 +36,31 @@ pub struct FaultConfig {
     pub record_departures: bool,
 }
 
+/// A delay class of [`FaultConfig::delays`]: probability `p` per frame, held `ns`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Delay {
+    pub p: f64,
+    pub ns: u64,
+}
+
+/// Longest delay a class may give: frames held longer would outlive a trial's drain anyway.
+pub const MAX_DELAY_NS: u64 = 10_000_000_000;
+
 impl FaultConfig {
-    /// Probabilities within 0..1 that add up to at most 1, a distance for reordering. Field:
-    /// `faults`.
+    /// Probabilities within 0..1 that add up to at most 1, a distance for reordering, delays of
+    /// 1 ns..10 s. Field: `faults`.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let named = [("drop", self.drop), ("duplicate", self.duplicate), ("reorder", self.reorder)];
+        let mut named = vec![("drop", self.drop), ("duplicate", self.duplicate), ("reorder", self.reorder)];
+        named.extend(self.delays.iter().map(|d| ("delay", d.p)));
         if let Some((k, v)) = named.iter().find(|(_, v)| !(0.0..=1.0).contains(v)) {
             return Err(ConfigError::new("faults", format!("{k}={v} is not a probability: give 0..1")));
         }
         let sum: f64 = named.iter().map(|x| x.1).sum();
         if sum > 1.0 {
-            return Err(ConfigError::new("faults", format!("drop + duplicate + reorder is {sum}: at most 1")));
+            return Err(ConfigError::new("faults", format!("drop + duplicate + reorder + delays is {sum}: at most 1")));
+        }
+        if let Some(d) = self.delays.iter().find(|d| !(1..=MAX_DELAY_NS).contains(&d.ns)) {
+            return Err(ConfigError::new("faults", format!("a delay of {} ns: give 1 ns..10 s", d.ns)));
         }
         if self.reorder > 0.0 && self.reorder_distance == 0 {
             return Err(ConfigError::new("faults", "reorder needs distance >= 1 (frames a held one waits for)"));
@@ -54,6 +77,7 @@ impl Default for FaultConfig {
             duplicate: 0.0,
             reorder: 0.0,
             reorder_distance: 3,
+            delays: Vec::new(),
             stall_every: 0,
             stall_ns: 0,
             record_departures: false,
@@ -72,6 +96,8 @@ pub struct FaultLog {
     /// Frames that went onto the wire after a higher sequence of the same flow: what a
     /// receiver must count as reordered.
     pub reordered: Vec<(u32, u64)>,
+    /// Frames held back per delay class (as [`FaultConfig::delays`]).
+    pub delayed: Vec<Vec<(u32, u64)>>,
     /// Highest sequence put on the wire per flow.
     pub max_emitted: std::collections::HashMap<u32, u64>,
     /// Engine-clock time each frame went on to the inner queue (with `record_departures`).
@@ -80,14 +106,16 @@ pub struct FaultLog {
     pub stalls: u64,
 }
 
-/// How many frames the injector passed, dropped, duplicated, held back and sent reordered.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// How many frames the injector passed, dropped, duplicated, held back, sent reordered, and
+/// delayed per class.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FaultCounts {
     pub passed: u64,
     pub dropped: u64,
     pub duplicated: u64,
     pub held: u64,
     pub reordered: u64,
+    pub delayed: Vec<u64>,
 }
 
 impl FaultLog {
@@ -98,6 +126,7 @@ impl FaultLog {
             duplicated: self.duplicated.len() as u64,
             held: self.held.len() as u64,
             reordered: self.reordered.len() as u64,
+            delayed: self.delayed.iter().map(|d| d.len() as u64).collect(),
         }
     }
 
@@ -122,15 +151,28 @@ pub struct FaultyTx {
     pending: VecDeque<Vec<u8>>,
     /// Frames held back: (frame, frames still to pass before it).
     held: Vec<(Vec<u8>, usize)>,
+    /// Per delay class, frames held back with the time each is due (in order: one delay a class).
+    delayed: Vec<VecDeque<(Vec<u8>, u64)>>,
     stats: TxQueueStats,
     /// Frame count at which the next stall happens.
     next_stall: u64,
     /// Time stamped on frames emitted by the current `send`.
     now_ns: u64,
+    /// When the last frame came in (0: none yet).
+    last_in_ns: u64,
 }
+
+/// How long no frame must have come in before `flush` releases the frames held for reordering (so
+/// a pause in the stream, a stall of either side, never releases one before the frames it waits
+/// for).
+const QUIET_NS: u64 = 20_000_000;
 
 impl FaultyTx {
     pub fn new(inner: Box<dyn TxQueue>, cfg: FaultConfig, log: Arc<Mutex<FaultLog>>) -> Self {
+        let mut g = log.lock().unwrap_or_else(|e| e.into_inner());
+        let classes = g.delayed.len().max(cfg.delays.len());
+        g.delayed.resize_with(classes, Vec::new);
+        drop(g);
         FaultyTx {
             inner,
             rng: XorShift::new(cfg.seed),
@@ -138,9 +180,11 @@ impl FaultyTx {
             scratch: vec![0; 9018],
             pending: VecDeque::new(),
             held: Vec::new(),
+            delayed: cfg.delays.iter().map(|_| VecDeque::new()).collect(),
             stats: TxQueueStats::default(),
             next_stall: cfg.stall_every,
             now_ns: 0,
+            last_in_ns: 0,
             cfg,
         }
     }
@@ -171,6 +215,33 @@ impl FaultyTx {
         for f in released {
             self.emit(f);
         }
+    }
+
+    /// Send on every delayed frame whose time has come, earliest first.
+    fn release_due(&mut self) {
+        loop {
+            let due = self.delayed.iter().enumerate().filter_map(|(c, q)| q.front().map(|f| (f.1, c))).min();
+            match due {
+                Some((t, c)) if t <= self.now_ns => {
+                    let (f, _) = self.delayed[c].pop_front().expect("a front was seen");
+                    self.push_out(f);
+                }
+                _ => return,
+            }
+        }
+    }
+
+    /// The fate of the next frame from one draw: `Some(class)` of a delay, else what the
+    /// probabilities before the delays say (`None`: pass, drop, duplicate or hold: see `send_held`).
+    fn delay_class(&self, r: f64) -> Option<usize> {
+        let mut edge = self.cfg.drop + self.cfg.duplicate + self.cfg.reorder;
+        if r < edge {
+            return None;
+        }
+        self.cfg.delays.iter().position(|d| {
+            edge += d.p;
+            r < edge
+        })
     }
 
     fn pump(&mut self) -> Result<(), PortError> {
@@ -209,6 +280,10 @@ impl TxQueue for FaultyTx {
             self.log.lock().unwrap_or_else(|e| e.into_inner()).stalls += 1;
         }
         self.now_ns = crate::clock::now_ns();
+        self.release_due();
+        if count > 0 {
+            self.last_in_ns = self.now_ns;
+        }
         for _ in 0..count {
             let n = fill(&mut self.scratch, &mut 0);
             self.stats.frames += 1;
@@ -228,6 +303,10 @@ impl TxQueue for FaultyTx {
                 log.held.push(k);
                 drop(log);
                 self.held.push((f, self.cfg.reorder_distance));
+            } else if let Some(c) = self.delay_class(r) {
+                log.delayed[c].push(k);
+                drop(log);
+                self.delayed[c].push_back((f, self.now_ns + self.cfg.delays[c].ns));
             } else {
                 log.passed += 1;
                 drop(log);
@@ -240,17 +319,24 @@ impl TxQueue for FaultyTx {
 
     fn flush(&mut self) -> Result<(), PortError> {
         self.now_ns = crate::clock::now_ns();
-        // Release held frames at the end (they are late but not lost).
-        let held: Vec<_> = self.held.drain(..).map(|(f, _)| f).collect();
-        for f in held {
-            self.emit(f);
+        // Release frames held for reordering once the stream has ended (they are late but not
+        // lost); delayed ones keep their time.
+        if self.now_ns.saturating_sub(self.last_in_ns) >= QUIET_NS {
+            let held: Vec<_> = self.held.drain(..).map(|(f, _)| f).collect();
+            for f in held {
+                self.emit(f);
+            }
         }
+        self.release_due();
         self.pump()?;
         self.inner.flush()
     }
 
     fn idle(&mut self) -> bool {
-        self.pending.is_empty() && self.held.is_empty() && self.inner.idle()
+        self.pending.is_empty()
+            && self.held.is_empty()
+            && self.delayed.iter().all(|q| q.is_empty())
+            && self.inner.idle()
     }
 
     fn stats(&self) -> TxQueueStats {

@@ -199,11 +199,12 @@ struct Forwarder {
 }
 
 /// A fault injector's settings from a dict: `seed`, `drop`, `duplicate`, `reorder`, `distance`
-/// (the frames a held one waits for); errors name `faults.KEY`.
+/// (the frames a held one waits for), `delay` (a list of (probability, seconds) classes); errors
+/// name `faults.KEY`.
 fn fault_config(d: &Bound<'_, PyAny>) -> Result<netrig_engine::fault::FaultConfig> {
     let d = d
         .downcast::<pyo3::types::PyDict>()
-        .map_err(|_| errors::config("faults", "must be a dict of seed, drop, duplicate, reorder, distance"))?;
+        .map_err(|_| errors::config("faults", "must be a dict of seed, drop, duplicate, reorder, distance, delay"))?;
     let mut f = netrig_engine::fault::FaultConfig::default();
     for (k, v) in d.iter() {
         let k: String = args::req(&k, "faults")?;
@@ -214,10 +215,17 @@ fn fault_config(d: &Bound<'_, PyAny>) -> Result<netrig_engine::fault::FaultConfi
             "duplicate" => f.duplicate = args::req(&v, &field)?,
             "reorder" => f.reorder = args::req(&v, &field)?,
             "distance" => f.reorder_distance = args::req(&v, &field)?,
+            "delay" => {
+                let classes: Vec<(f64, f64)> = args::req(&v, &field)?;
+                f.delays = classes
+                    .into_iter()
+                    .map(|(p, s)| netrig_engine::fault::Delay { p, ns: (s * 1e9).round().max(0.0) as u64 })
+                    .collect();
+            }
             _ => {
                 return Err(errors::config(
                     &field,
-                    "is not a fault setting: use seed, drop, duplicate, reorder, distance",
+                    "is not a fault setting: use seed, drop, duplicate, reorder, distance, delay",
                 ))
             }
         }
@@ -319,9 +327,9 @@ impl Forwarder {
     }
 
     /// What the fault injector did so far, also after `stop`: frames `passed`, `dropped`,
-    /// `duplicated`, `held` back and sent `reordered` (after a higher sequence of their flow); None
-    /// without `faults`.
-    fn fault_counts(&self) -> Option<std::collections::BTreeMap<&'static str, u64>> {
+    /// `duplicated`, `held` back, sent `reordered` (after a higher sequence of their flow), and
+    /// `delayed0`, `delayed1`, … per delay class; None without `faults`.
+    fn fault_counts(&self) -> Option<std::collections::BTreeMap<String, u64>> {
         let c = self.faults.as_ref()?.lock().unwrap_or_else(|e| e.into_inner()).counts();
         let pairs = [
             ("passed", c.passed),
@@ -330,7 +338,8 @@ impl Forwarder {
             ("held", c.held),
             ("reordered", c.reordered),
         ];
-        Some(pairs.into_iter().collect())
+        let delayed = c.delayed.iter().enumerate().map(|(i, &n)| (format!("delayed{i}"), n));
+        Some(pairs.into_iter().map(|(k, n)| (k.to_string(), n)).chain(delayed).collect())
     }
 
     /// Workers that do not run on their CPU: the kernel refused the pin (their queues' `cpu` is

@@ -40,6 +40,7 @@ from netrig.cli.common import (
 )
 from netrig.errors import ConfigError, Terminated
 from netrig.methodology.vocabulary import JsonFlag, deprecated, option
+from netrig.model import parse_duration
 from netrig.testbed.state import ports_held
 
 BACKENDS = ("af_xdp", "af_packet", "socket", "auto", "xdp")
@@ -71,8 +72,10 @@ def register(sub) -> None:
     deprecated(p, "--cpus", "--dut-cpus")
     option(p, "--batch", f"1..{_native.MAX_FORWARD_BATCH}, default 64")
     option(p, "--faults", "probabilities per frame drop, duplicate, reorder (held back until distance more frames "
-                          "passed, default 3), and seed (worker i seeded seed + i, default 1): e.g. "
-                          "drop=0.01,duplicate=0.005,reorder=0.005,distance=20; the summary's faults says what it did")
+                          "passed, default 3), delay=P@DURATION (held back that long; give it again for another "
+                          "class), and seed (worker i seeded seed + i, default 1): e.g. "
+                          "drop=0.01,duplicate=0.005,reorder=0.005,distance=20,delay=0.02@10ms; the summary's faults "
+                          "says what it did")
     option(p, "--interval", "a statistics line per port and queue every T (default 1s; 0 = none)", default="1s")
     option(p, "--json", "the forwarder's summary is JSON either way (--json FILE, the old spelling, still writes "
                         "FILE: use --out DIR)", action=JsonFlag)
@@ -126,24 +129,38 @@ def build(args) -> dict[str, Any]:
         raise rename_field(e, OPTIONS) from None
 
 
-#: ``--faults`` keys: their value types.
-FAULT_KEYS = {"drop": float, "duplicate": float, "reorder": float, "distance": int, "seed": int}
+#: ``--faults`` keys: their value types (``delay`` is ``P@DURATION``, one class each time it is given).
+FAULT_KEYS = {"drop": float, "duplicate": float, "reorder": float, "distance": int, "seed": int, "delay": str}
 
 
-def parse_faults(spec: str) -> dict[str, float]:
+def parse_faults(spec: str) -> dict[str, Any]:
     """``--faults`` as the Forwarder's ``faults``: ``KEY=VALUE`` pairs joined by commas."""
-    out: dict[str, float] = {}
+    out: dict[str, Any] = {}
     for item in filter(None, (x.strip() for x in spec.split(","))):
-        key, eq, value = item.partition("=")
-        kind = FAULT_KEYS.get(key.strip())
+        key, eq, value = (x.strip() for x in item.partition("="))
+        kind = FAULT_KEYS.get(key)
         if not eq or kind is None:
             raise ConfigError("--faults", f"{item!r}: give KEY=VALUE with KEY one of {', '.join(FAULT_KEYS)}")
+        if key == "delay":
+            out.setdefault("delay", []).append(_delay_class(item, value))
+            continue
         try:
-            out[key.strip()] = kind(value.strip())
+            out[key] = kind(value)
         except ValueError:
-            raise ConfigError("--faults", f"{item!r}: {key.strip()} takes a{'n integer' if kind is int else ' number'}"
+            raise ConfigError("--faults", f"{item!r}: {key} takes a{'n integer' if kind is int else ' number'}"
                               ) from None
     return out
+
+
+def _delay_class(item: str, value: str) -> tuple[float, float]:
+    """One ``delay=P@DURATION`` class: (probability, seconds)."""
+    p, at, d = value.partition("@")
+    try:
+        if not at:
+            raise ValueError(value)
+        return float(p), parse_duration(d, "--faults")
+    except (ValueError, ConfigError):
+        raise ConfigError("--faults", f"{item!r}: delay takes PROBABILITY@DURATION, e.g. delay=0.02@10ms") from None
 
 
 def _say(text: str) -> None:

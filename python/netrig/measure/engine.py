@@ -95,7 +95,7 @@ class EngineMeasurer:
     ``src_ip``, ``dst_ip``: a test bed's ``stream_defaults()``)."""
 
     def __init__(self, tx_port: Port, rx_port: Port, stream_template: dict, *, drain_s: float = defaults.DRAIN_S,
-                 warmup_s: float = 0.0, learning_frames: bool = True,
+                 late_s: float | None = None, warmup_s: float = 0.0, learning_frames: bool = True,
                  tx_tolerance_pct: float = defaults.TX_TOLERANCE_PCT, flows: int | dict[str, int] = 1,
                  monitor_factory: Callable[[], TrialMonitor] | None = None,
                  stall_threshold_ms: float = 5.0, stall_retries: int = 2, pacing: str = PACING_MODES[0],
@@ -111,6 +111,8 @@ class EngineMeasurer:
         self.tx, self.rx = tx_port, rx_port
         self.template = dict(stream_template)
         self.drain_s, self.warmup_s = drain_s, warmup_s
+        #: Latency above which a frame is late (``None``: the drain time).
+        self.late_s = late_s
         self.learning_frames = learning_frames
         self.tolerance = tx_tolerance_pct / 100
         self.flows = flows
@@ -166,7 +168,8 @@ class EngineMeasurer:
         stream = Stream(frame_size=frame, rate_pps=rate_pps, flows=self.flows, **self.template)
         stop: dict = {"bursts": (burst_frames, 1, 0.0)} if burst_frames is not None else {"duration_s": duration_s}
         progress = self._live(progress) if live else progress
-        return run_trial(self.tx, self.rx, [stream], drain_s=drain_s, warmup_s=self.warmup_s, progress=progress,
+        return run_trial(self.tx, self.rx, [stream], drain_s=drain_s, late_s=self.late_s,
+                         warmup_s=self.warmup_s, progress=progress,
                          follow=follow, pacing=self.pacing,
                          max_stretch_pct=100 * self.tolerance, phases=phases, interval_s=interval_s,
                          gap_slots=gap_slots, tx_cpus=self.tx_cpus, rx_cpus=self.rx_cpus, **stop)
@@ -390,7 +393,8 @@ class EngineMeasurer:
             res = timer.wrap(lambda progress, gaps, follow: run_trial(
                 self.tx, self.rx, [Stream(frame_size=load.frame_size, rate_pps=load.rate_pps, flows=self.flows,
                                           **self.template)],
-                duration_s=duration_s, drain_s=self.drain_s, warmup_s=self.warmup_s, progress=self._live(progress),
+                duration_s=duration_s, drain_s=self.drain_s, late_s=self.late_s, warmup_s=self.warmup_s,
+                progress=self._live(progress),
                 progress_interval_s=min(0.25, interval_s / 4), pacing=self.pacing,
                 max_stretch_pct=100 * self.tolerance, interval_s=interval_s, on_intervals=deliver,
                 gap_slots=gaps, tx_cpus=self.tx_cpus, rx_cpus=self.rx_cpus, follow=follow))()
@@ -470,7 +474,8 @@ class EngineMeasurer:
         stop: dict = {"duration_s": req.duration_s} if req.duration_s is not None else {"frames": req.connections}
 
         def run() -> _native.TrialResult:
-            return run_trial(ports=[self.tx, self.rx], streams=streams, drain_s=self.drain_s, pacing=self.pacing,
+            return run_trial(ports=[self.tx, self.rx], streams=streams, drain_s=self.drain_s, late_s=self.late_s,
+                             pacing=self.pacing,
                              progress=self.on_snapshot,
                              max_stretch_pct=100 * self.tolerance, tx_cpus=self.tx_cpus, rx_cpus=self.rx_cpus, **stop)
 
@@ -506,7 +511,8 @@ class EngineMeasurer:
             res, extra = self._monitored(timer.wrap(lambda progress, gaps, follow: run_trial(
                 self.tx, self.rx, [Stream(frame_size=load.frame_size, rate_pps=load.rate_pps, flows=self.flows,
                                           **self.template)],
-                duration_s=duration_s, drain_s=self.drain_s, warmup_s=self.warmup_s, progress=self._live(progress),
+                duration_s=duration_s, drain_s=self.drain_s, late_s=self.late_s, warmup_s=self.warmup_s,
+                progress=self._live(progress),
                 pacing=self.pacing, max_stretch_pct=100 * self.tolerance,
                 interval_s=INTERVAL_S, gap_slots=gaps, max_flow_results=MAX_EVENT_FLOWS, tx_cpus=self.tx_cpus,
                 rx_cpus=self.rx_cpus, follow=follow)))

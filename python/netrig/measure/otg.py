@@ -26,10 +26,11 @@ report them, forged frames where it does not judge them on every receiving port 
 flow it sends itself, by its sender's counts; a controller's agent cannot judge a flow another
 agent sends), late frames and latency percentiles where the server has no latency buckets
 for a flow that received frames (then min, mean and max only; netrig's has them for its first 256
-flows, in ``latency``: frames above the drain time are late, lost to RFC 2544 and left out of the
-percentiles, as a trial's are), and a cross-agent flow's latency that the controller left out,
-wholly or in part, because its clocks' bound was wider than the value (``latency_left_out``). An
-agent down makes the trial's flows stale: the run stops (resumable) rather than count them.
+flows, in ``latency``: frames above the late threshold — ``late_s``, else the drain time — are
+late, lost to RFC 2544 and left out of the percentiles, as a trial's are), and a cross-agent flow's
+latency that the controller left out, wholly or in part, because its clocks' bound was wider than
+the value (``latency_left_out``). An agent down makes the trial's flows stale: the run stops
+(resumable) rather than count them.
 
 The server is reached through :class:`netrig.otgclient.client.OtgClient`; its flow metrics are
 read as :class:`netrig.otgclient.messages.FlowMetric`.
@@ -72,7 +73,7 @@ REORDERED = "reordered"
 #: Latency percentiles: measured when the server reports every received flow's latency buckets
 #: (``GET /netrig/agents``: a netrig server's first 256 flows).
 PERCENTILES = "latency percentiles"
-#: Late frames (latency above the drain time, lost to RFC 2544 as a trial's are): measured from the
+#: Late frames (latency above the late threshold, lost to RFC 2544 as a trial's are): measured from the
 #: same buckets, to their precision (0.1 %).
 LATE = "late"
 #: The sender's pacing: measured when the server reports every sending port's (``GET /netrig/agents``).
@@ -193,6 +194,7 @@ class OtgMeasurer:
 
     def __init__(self, client: OtgClient, pairs: Sequence[OtgPair], *, learning_frames: bool = True,
                  tx_tolerance_pct: float = defaults.TX_TOLERANCE_PCT, drain_s: float = defaults.DRAIN_S,
+                 late_s: float | None = None,
                  smoothness_tolerance_pct: float = defaults.SMOOTHNESS_TOLERANCE_PCT):
         if not pairs:
             raise CapabilityError("an OTG measurer needs at least one pair of ports")
@@ -200,6 +202,8 @@ class OtgMeasurer:
         self.learning_frames = learning_frames
         self.tolerance = tx_tolerance_pct / 100
         self.drain_s = drain_s
+        #: Latency above which a frame is late (``None``: the drain time), as a local trial's.
+        self.late_ns = (drain_s if late_s is None else late_s) * 1e9
         self.smoothness_tolerance_pct = smoothness_tolerance_pct
         self.ports = list(dict.fromkeys(loc for p in self.pairs for loc in (p.tx, p.rx)))
         self._learned: set[int | str] = set()
@@ -335,7 +339,7 @@ class OtgMeasurer:
                                achieved if checked and intended_pps is not None and None not in rates else None,
                                intended_pps, "were sent" if from_windows else "arrived")
         left_out = [r.name for r in rows if r.latency is None and r.frames_rx]
-        latency, has_pct, late = _latency(rows, _pooled(rows, server.latency), self.drain_s * 1e9)
+        latency, has_pct, late = _latency(rows, _pooled(rows, server.latency), self.late_ns)
         if latency is not None and (ipdv := _ipdv(rows, server.ipdv)) is not None:
             latency = dataclasses.replace(latency, ipdv_ns=ipdv[0], ipdv_max_ns=ipdv[1], ipdv_p99_ns=ipdv[2])
         pacing = _pacing(server.pacing, self.smoothness_tolerance_pct)

@@ -219,6 +219,9 @@ class TrialConfig:
     __test__ = False
     duration_s: float = defaults.TRIAL_DURATION_S
     drain_s: float = defaults.DRAIN_S
+    # Latency above which a frame is late (lost to RFC 2544, left out of the percentiles); None: the
+    # drain time.
+    late_s: float | None = None
     warmup_s: float = 0.0
     learning_frames: bool = True
     tx_tolerance_pct: float = defaults.TX_TOLERANCE_PCT  # achieved tx rate more than this below intended -> invalid
@@ -273,6 +276,9 @@ class TrialConfig:
         for name in ("drain_s", "warmup_s"):
             if getattr(self, name) < 0:
                 raise ConfigError(name, f"must be >= 0 (got {getattr(self, name)})")
+        if self.late_s is not None and not self.late_s > 0:
+            raise ConfigError("late_s", f"must be > 0 (got {self.late_s}): every frame would be late; leave it out "
+                                        "for the drain time")
         if not 0 <= self.tx_tolerance_pct < 100:
             raise ConfigError("tx_tolerance_pct", f"must be 0..100 (got {self.tx_tolerance_pct})")
         if self.pacing not in PACING_MODES:

@@ -182,7 +182,7 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
                  i_know_this_is_live=live)
         monitor_factory, interval_monitor = _monitors(tb, t, role)
         template = {**tb.stream_defaults(tx=p.tx, rx=p.rx, family=p.family), **config.stream.stream_fields()}
-        measurer = EngineMeasurer(tx, rx, template, drain_s=t.drain_s,
+        measurer = EngineMeasurer(tx, rx, template, drain_s=t.drain_s, late_s=t.late_s,
                                   warmup_s=t.warmup_s, learning_frames=t.learning_frames,
                                   tx_tolerance_pct=t.tx_tolerance_pct, flows=config.stream.flows_with(p.flows),
                                   monitor_factory=monitor_factory,
@@ -370,7 +370,7 @@ def otg_session(config: TestConfig, role: str) -> Iterator[Session]:
         raise ConfigError(field, f"{e}: give the token of the server's --token-file") from None
     t = config.trial
     measurer = OtgMeasurer(client, o.pairs, learning_frames=t.learning_frames, tx_tolerance_pct=t.tx_tolerance_pct,
-                           drain_s=t.drain_s, smoothness_tolerance_pct=t.smoothness_tolerance_pct)
+                           drain_s=t.drain_s, late_s=t.late_s, smoothness_tolerance_pct=t.smoothness_tolerance_pct)
     base = line_rate(config, "otg", None)
     rate = LineRate(base.bps * len(o.pairs), base.source, f"{len(o.pairs)} sending port(s) of otg.pairs")
     desc = {"name": "otg", "role": role, "url": o.url, "server": version.app_version,

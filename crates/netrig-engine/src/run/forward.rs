@@ -44,6 +44,9 @@ pub const DEFAULT_BATCH: usize = 64;
 const TX_RETRIES: u32 = 32;
 /// How long an idle worker waits for frames before it looks at the stop flag again.
 const RX_WAIT: Duration = Duration::from_millis(20);
+/// The receive wait while the egress still holds frames (a fault injector's delays): how late a
+/// delayed frame may leave once no frame arrives to carry it out.
+const PENDING_WAIT: Duration = Duration::from_millis(1);
 /// How often a worker refreshes the backend's drop counters.
 const STATS_EVERY: Duration = Duration::from_millis(100);
 
@@ -718,6 +721,7 @@ fn run_worker(mut job: Job, batch: usize, stop: &AtomicBool, counters: &[Counter
     let rx_c = &counters[job.rx_ctr];
     let tx_c = &counters[job.tx_ctr];
     let mut next_stats = Instant::now() + STATS_EVERY;
+    let mut wait = RX_WAIT;
     let result = loop {
         if stop.load(Ordering::Relaxed) {
             break Ok(());
@@ -725,7 +729,7 @@ fn run_worker(mut job: Job, batch: usize, stop: &AtomicBool, counters: &[Counter
         let mut n = 0usize;
         let mut bytes = 0u64;
         let mut oversize = 0u64;
-        let got = match job.rx.recv(batch, RX_WAIT, &mut |data, _meta| {
+        let got = match job.rx.recv(batch, wait, &mut |data, _meta| {
             bytes += data.len() as u64;
             if data.len() > slot_len {
                 oversize += 1;
@@ -781,6 +785,8 @@ fn run_worker(mut job: Job, batch: usize, stop: &AtomicBool, counters: &[Counter
                 }
             } else if got == 0 {
                 tx.flush()?;
+                // Frames still queued (a fault injector's delayed ones): look again soon.
+                wait = if tx.idle() { RX_WAIT } else { PENDING_WAIT };
             }
         }
         let now = Instant::now();
@@ -793,7 +799,10 @@ fn run_worker(mut job: Job, batch: usize, stop: &AtomicBool, counters: &[Counter
     if let Some(tx) = job.tx.as_mut() {
         let until = Instant::now() + Duration::from_millis(200);
         while !tx.idle() && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(1));
+            std::thread::sleep(PENDING_WAIT);
+            if tx.flush().is_err() {
+                break;
+            }
         }
     }
     refresh_stats(&mut job, rx_c, tx_c);
