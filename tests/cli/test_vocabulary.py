@@ -12,6 +12,7 @@ import pytest
 
 from netrig.cli import capture_bench, forward
 from netrig.cli.main import build_parser, main
+from netrig.errors import ConfigError
 from netrig.methodology.vocabulary import FLAG, OPTIONS, VALUES, Typed, Value, _Deprecated
 from netrig.model import FrameSize, Rate
 
@@ -169,6 +170,20 @@ def test_values_are_parsed_once_where_they_enter():
     s = Stream(frame_size=args.frame_size, rate=args.rate, line_rate_bps=args.line_rate)
     assert s.frame_size is args.frame_size and s.rate is args.rate
     assert Stream(frame_size="128", rate="1Mpps").frame_size == FrameSize(size=128)  # the API's edge
+
+
+def test_a_late_threshold_reaches_the_trial_and_a_shortcuts_config():
+    """``--late`` is a trial's ``late_s`` (``netrig trial``) and a run's ``trial.late_s`` (the
+    shortcut commands); it must be above 0, one line naming it."""
+    from netrig.cli.shortcuts import base_config
+    from netrig.cli.trial import _run_spec
+
+    args = build_parser().parse_args(["trial", "--tx", "a", "--rx", "b", "--late", "50ms"])
+    assert _run_spec(args, [], True).kwargs()["late_s"] == 0.05
+    assert _run_spec(build_parser().parse_args(["trial", "--tx", "a"]), [], False).late_s is None
+    assert base_config(build_parser().parse_args(["rfc2544", "--late", "20ms"]))["trial"]["late_s"] == 0.02
+    with pytest.raises(ConfigError, match="--late: must be > 0"):
+        build_parser().parse_args(["rfc2544", "--late", "0"])
 
 
 @pytest.mark.parametrize("argv, dest, value, note", [

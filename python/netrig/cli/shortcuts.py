@@ -33,7 +33,7 @@ from netrig.testbed.state import ID_RE as TESTBED_ID_RE
 from netrig.testbed.state import read_state
 
 #: Config fields set by the shared options, for error messages.
-COMMON_FIELDS = {"duration_s": "--duration", "drain_s": "--drain", "sizes": "--frame-sizes",
+COMMON_FIELDS = {"duration_s": "--duration", "drain_s": "--drain", "late_s": "--late", "sizes": "--frame-sizes",
                  "repetitions": "--repetitions", "io": "--io", "nominal_bps": "--nominal-speed",
                  "speed_bps": "--line-rate", "options": "--testbed-option", "capacity_pps": "--sim-capacity",
                  "i_know_this_is_live": "--i-know-this-is-live", "monitor_remote": "--monitor-remote",
@@ -56,6 +56,7 @@ def add_common(p: argparse.ArgumentParser, sizes_default: str = "rfc", events: b
     deprecated(p, "--sizes", "--frame-sizes")
     option(p, "--duration", "each trial: 2s, 60s [60s]")
     option(p, "--drain", "[2s]")
+    option(p, "--late", "[the drain time]")
     option(p, "--repetitions", "[1]", default="1")
     option(p, "--io", "auto, af_xdp, af_packet, socket [auto]", default="auto")
     option(p, "--line-rate", "overrides the interface's [the interface's; one without a speed, like veth: a nominal "
@@ -179,6 +180,8 @@ def base_config(args: argparse.Namespace, duration: bool = True) -> dict:
         cfg["trial"]["event_timeout_s"] = args.event_timeout
     if args.drain is not None:
         cfg["trial"]["drain_s"] = args.drain
+    if args.late is not None:
+        cfg["trial"]["late_s"] = args.late
     if getattr(args, "nominal_speed", None) is not None:  # the old spelling's: only when the interface has none
         cfg["line_rate"]["nominal_bps"] = args.nominal_speed
     if args.line_rate is not None:

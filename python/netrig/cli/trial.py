@@ -170,6 +170,7 @@ def register(sub) -> None:
     option(p, "--ramp", "a rate ramp in linear steps over --duration: from FROM %% to TO %% of --rate in STEPS equal "
                         "steps (both ends included; up or down), each step counted apart, e.g. 10:100:10")
     option(p, "--drain", f"default {defaults.DRAIN_S:g}s", default=f"{defaults.DRAIN_S:g}s")
+    option(p, "--late", "default: the drain time")
     option(p, "--warmup", "traffic before the measurement, not counted (default 0)", default="0s")
     option(p, "--pacing", "what the sender does with time it lost to a stall: smooth (default: at most 2 %% above "
                           "the rate: the frames a stall delayed go out later, the time given back slowly, and what "
@@ -268,6 +269,7 @@ class RunSpec:
     duration_s: float | None
     frames: int | None
     drain_s: float
+    late_s: float | None
     warmup_s: float
     tx_cpus: tuple[int, ...]
     rx_cpus: tuple[int, ...]
@@ -598,8 +600,8 @@ def _run_spec(args, events: list[Event], receive: bool) -> RunSpec:
     phases, interval_s = _ramp(args.ramp, frames, duration_s) if args.ramp is not None else (None, None)
     # Nothing receives: no frames in flight to wait for (unless a drain is asked for).
     drain_s = 0.0 if not receive and args.drain == defaults.DRAIN_S else args.drain
-    spec = RunSpec(duration_s, frames, drain_s, args.warmup, args.tx_cpus or (), args.rx_cpus or (), args.pacing,
-                   args.max_stretch, phases, interval_s)
+    spec = RunSpec(duration_s, frames, drain_s, args.late, args.warmup, args.tx_cpus or (), args.rx_cpus or (),
+                   args.pacing, args.max_stretch, phases, interval_s)
     if events:
         spec = dataclasses.replace(spec, interval_s=INTERVAL_S, gap_slots=len(events) + 1)
     return spec

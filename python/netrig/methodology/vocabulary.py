@@ -216,6 +216,7 @@ OPTIONS: dict[str, Option] = {
     # ------------------------------------------------------------------ when
     "--duration": Option(DURATION, "how long"),
     "--drain": Option(DURATION, "how long to wait for frames in flight after the last one is sent", zero=True),
+    "--late": Option(DURATION, "latency above which a frame is late: lost to RFC 2544, left out of the percentiles"),
     "--warmup": Option(DURATION, zero=True),
     "--interval": Option(DURATION, "how often a count is taken (and a line printed)", zero=True),
     "--event": Option(TEXT, "events under load: a shell command line run mid-trial (repeatable, paired with --at)",
