@@ -114,6 +114,8 @@ for v in ["1e99s", "1x", "-1s", "0", "nan", "inf", "2w", "", "8d", "604801", "-i
     cli("--duration", *TRIAL, "--duration", v)
 for v in ["1e99s", "61s", "-1", "nan", "abc", "2m"]:
     cli("--drain", *TRIAL, "--drain", v)
+for v in ["0", "61s", "-1", "nan", "abc"]:
+    cli("--late", *TRIAL, "--late", v)
 for v in ["1e99s", "8d", "-1", "abc", "inf"]:
     cli("--warmup", *TRIAL, "--warmup", v)
 for v in ["0", "-5", "1e30", "abc", "1e999", "nan", "2e15"]:
@@ -278,6 +280,8 @@ for v in ["1e99s", "nan", "-1", "0", "abc", "inf", "8d"]:
     cli("--duration", *RFC, "--duration", v)
 for v in ["1e99s", "61", "-1", "nan"]:
     cli("--drain", *RFC, "--drain", v)
+for v in ["0", "61", "-1s"]:
+    cli("--late", *RFC, "--late", v)
 for v in ["0", "-1", "x", "100000"]:
     cli("--repetitions", *RFC, "--repetitions", v)
 for v in ["dpdk", ""]:
@@ -379,7 +383,8 @@ cli("--size", *NDR, "--size", "inc:1518-64")
 for cmd in ("ndr-pdr", "livelock", "soak", "selftest", "stateful", "stress"):  # the shared options of every
     # shortcut command
     base = [cmd, "--testbed", "simulated", "--out", "{dir}/out"]
-    for opt, v in [("--frame-sizes", "63"), ("--duration", "1e99s"), ("--drain", "61s"), ("--repetitions", "0"),
+    for opt, v in [("--frame-sizes", "63"), ("--duration", "1e99s"), ("--drain", "61s"), ("--late", "0"),
+                   ("--repetitions", "0"),
                    ("--io", "dpdk"), ("--nominal-speed", "nan"), ("--line-rate", "-1"), ("--sim-capacity", "inf"),
                    ("--testbed-option", "mtu=9000"), ("--testbed", "nosuch"), ("--i-know-this-is-live", ""),
                    ("--monitor", ""), ("--knob", "dut.sysfs.threaded"), ("--monitor-remote", "-oX=y"),

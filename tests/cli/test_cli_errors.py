@@ -37,6 +37,8 @@ def test_a_negative_duration_is_netrigs_own_message(capsys):
     ("drop", "'drop': give KEY=VALUE with KEY one of drop, duplicate, reorder, distance, seed, delay"),
     ("delay=0.1", "'delay=0.1': delay takes PROBABILITY@DURATION, e.g. delay=0.02@10ms"),
     ("delay=0.1@soon", "'delay=0.1@soon': delay takes PROBABILITY@DURATION"),
+    ("delay=0.1@20s", "a delay of 20000 ms: give more than 0 and at most 10 s"),
+    ("delay=0.5@1ms,drop=0.6", "drop + duplicate + reorder + delays is 1.1: at most 1"),
     ("jitter=1", "'jitter=1': give KEY=VALUE"),
     ("distance=2.5", "'distance=2.5': distance takes an integer"),
     ("drop=lots", "'drop=lots': drop takes a number"),

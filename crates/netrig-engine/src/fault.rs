@@ -60,7 +60,8 @@ impl FaultConfig {
             return Err(ConfigError::new("faults", format!("drop + duplicate + reorder + delays is {sum}: at most 1")));
         }
         if let Some(d) = self.delays.iter().find(|d| !(1..=MAX_DELAY_NS).contains(&d.ns)) {
-            return Err(ConfigError::new("faults", format!("a delay of {} ns: give 1 ns..10 s", d.ns)));
+            let ms = d.ns as f64 / 1e6;
+            return Err(ConfigError::new("faults", format!("a delay of {ms} ms: give more than 0 and at most 10 s")));
         }
         if self.reorder > 0.0 && self.reorder_distance == 0 {
             return Err(ConfigError::new("faults", "reorder needs distance >= 1 (frames a held one waits for)"));

@@ -45,7 +45,7 @@ MAX_RATE_BPS: float = _native.MAX_RATE_BPS
 #: Most frames one stream may be asked for.
 MAX_FRAMES: int = _native.MAX_FRAMES
 #: Durations with a tighter limit than :data:`MAX_DURATION_S`, by field name.
-_DURATION_LIMITS = {"drain_s": MAX_DRAIN_S, "late_s": MAX_DRAIN_S, "--drain": MAX_DRAIN_S}
+_DURATION_LIMITS = {"drain_s": MAX_DRAIN_S, "late_s": MAX_DRAIN_S, "--drain": MAX_DRAIN_S, "--late": MAX_DRAIN_S}
 
 
 def duration_limit(field: str) -> float:

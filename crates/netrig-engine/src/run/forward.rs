@@ -903,6 +903,12 @@ mod tests {
         faulty(FaultConfig { drop: 0.1, duplicate: 0.1, reorder: 0.1, ..Default::default() }).validate().unwrap();
         assert_eq!(field(faulty(FaultConfig { drop: -0.1, ..Default::default() })), "faults");
         assert_eq!(field(faulty(FaultConfig { drop: 0.7, reorder: 0.7, ..Default::default() })), "faults");
+        let delays = |p, ns| FaultConfig { delays: vec![crate::fault::Delay { p, ns }], ..Default::default() };
+        faulty(delays(0.5, 10_000_000_000)).validate().unwrap();
+        for (p, ns) in [(1.5, 1_000_000), (0.5, 0), (0.5, 10_000_000_001)] {
+            assert_eq!(field(faulty(delays(p, ns))), "faults", "{p} {ns}");
+        }
+        assert_eq!(field(faulty(FaultConfig { drop: 0.6, ..delays(0.5, 1) })), "faults");
         assert_eq!(field(faulty(FaultConfig { reorder: 0.1, reorder_distance: 0, ..Default::default() })), "faults");
         assert_eq!(field(ForwardConfig { xdp_redirect: true, ..faulty(FaultConfig::default()) }), "faults");
     }
