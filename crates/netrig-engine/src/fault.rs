@@ -43,7 +43,8 @@ pub struct Delay {
     pub ns: u64,
 }
 
-/// Longest delay a class may give: frames held longer would outlive a trial's drain anyway.
+/// Longest delay a class may give (a minute is a trial's longest drain; ten seconds test any late
+/// threshold a test needs).
 pub const MAX_DELAY_NS: u64 = 10_000_000_000;
 
 impl FaultConfig {
