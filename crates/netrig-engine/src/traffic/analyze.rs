@@ -1,17 +1,20 @@
-//! The receive analysis: every received frame is classified and counted per flow.
+//! The receive analysis: every received frame is classified and counted per flow, by every
+//! entry point that counts (a trial's receivers, the OTG generator's).
 //!
 //! For each frame the RX worker calls [`Analyzer::push`], and [`Analyzer::flush`] after each batch
-//! it takes from its queue (or [`Analyzer::frame`], both at once). The signature is located
-//! (`netrig_wire::dissect::find_signature`) and the frame classified, in this order:
+//! it takes from its queue (or [`Analyzer::frame`], both at once). Which frames count is the
+//! analyser's [`TagPolicy`]: a trial's one tag ([`OneTag`], below) or the generator's tag per flow
+//! (`run::generator::rx::FlowTags`). The signature is located (`netrig_wire::dissect::locate` at
+//! the policy's site) and, for a trial, the frame classified in this order:
 //! - no signature: *foreign* (ARP, the host's traffic, learning frames);
 //! - a signature with another trial's tag: *earlier trial* (a late frame of a trial this process
 //!   ran before, see [`TrialIdent`]) or *other trial* (another tester's, or forged with a wrong
 //!   tag); never a frame of this trial;
 //! - this trial's tag with the warm-up flag: *warm-up*;
 //! - this trial's tag and a flow id the trial does not have: *unknown flow*;
-//! - this trial's tag and flow but impossible contents: *implausible* — a TX timestamp in the
-//!   future (beyond [`FUTURE_TOLERANCE_NS`]) or before the trial's epoch, or a sequence number
-//!   at or beyond what the trial's TX workers had sent when the frame arrived. Such a frame never
+//! - this trial's tag and flow but impossible contents: *implausible* — a sequence number at or
+//!   beyond what the trial's TX workers had sent when the frame arrived, or a TX timestamp in the
+//!   future (beyond [`FUTURE_TOLERANCE_NS`]) or before the trial's epoch. Such a frame never
 //!   touches its flow's state, so one forged sequence number cannot make the genuine frames that
 //!   follow look reordered.
 //!
@@ -30,7 +33,7 @@
 //! per-flow counts.
 use hdrhistogram::Histogram;
 use netrig_wire::dissect;
-use netrig_wire::signature::{MASK_40, TRIAL_MASK};
+use netrig_wire::signature::{Signature, Site, MASK_40, TRIAL_MASK};
 
 use crate::port::RxMeta;
 use crate::sys::prefetch::prefetch;
@@ -306,10 +309,18 @@ struct Parsed {
     /// The signature's 40-bit sequence and transmit time.
     seq40: u64,
     tx_ts_ns: u64,
-    /// Receive time since the epoch, and the latency, ns.
+    /// Receive time since the epoch, and how long before it the frame was stamped ([`stamp_age`];
+    /// [`STAMPED_AHEAD`]: further ahead than the tolerance), ns.
     rx_rel: u64,
-    latency: u64,
+    age: u64,
 }
+
+/// [`Parsed::age`] of a frame stamped further ahead of its arrival than [`FUTURE_TOLERANCE_NS`].
+pub(crate) const STAMPED_AHEAD: u64 = u64::MAX;
+
+/// The latency [`TagPolicy::latency`] gives a frame it counts without one (stamped by another
+/// host's clock).
+pub(crate) const UNTIMED: u64 = u64::MAX;
 
 /// The frames pushed and not counted yet, oldest at `head` (a ring of [`PIPELINE`]).
 #[derive(Debug, Default)]
@@ -319,10 +330,116 @@ struct Pending {
     len: usize,
 }
 
+/// Which frames an [`Analyzer`] counts, and what it keeps beside the flows' state: a trial's one
+/// tag ([`OneTag`]) or an OTG generator's tag per flow (`run::generator::rx::FlowTags`). The
+/// analyser calls it in this order for a signed frame; each `false`/`None` ends the frame.
+pub trait TagPolicy {
+    /// Where the signature sits in its frames.
+    const SITE: Site;
+    /// Flows without a histogram of their own record into the analyser's shared ones.
+    const SHARED_HISTS: bool;
+    /// [`Self::latency`] may give [`UNTIMED`].
+    const UNTIMED_FRAMES: bool;
+    /// The flow a signed frame counts into, and whether it is the first frame of the flow's new
+    /// start (the analyser then counts what it holds and calls [`Self::restart`]); `None`: not
+    /// this run's (counted here or in `t`).
+    fn admit(&mut self, sig: &Signature, nflows: usize, t: &mut RxTotals) -> Option<(usize, bool)>;
+    /// Forget flow `flow`'s earlier start (its state in `flows` too).
+    fn restart(&mut self, _flow: usize, _flows: &mut FlowStates) {}
+    /// Whether sequence `seq` of flow `flow` can be genuine (counted where it cannot).
+    fn plausible(&mut self, flow: usize, seq: u64, t: &mut RxTotals) -> bool;
+    /// A frame of an admitted flow stamped `tx_ts_ns` and received at `rx_rel`: how long before it
+    /// was sent ([`stamp_age`]; [`STAMPED_AHEAD`] when further ahead than the tolerance and
+    /// [`Self::latency`]'s to judge), or `None` if it cannot be genuine (counted).
+    fn stamped(&mut self, rx_rel: u64, tx_ts_ns: u64, t: &mut RxTotals) -> Option<u64>;
+    /// The latency of a plausible frame of `wire` bytes, `age` old: `None` if it cannot be genuine
+    /// (counted), [`UNTIMED`] to count it without a latency.
+    #[inline(always)]
+    fn latency(&mut self, _flow: usize, age: u64, _wire: u32) -> Option<u64> {
+        Some(age)
+    }
+    /// A frame that passed, before its sequence is recorded.
+    #[inline(always)]
+    fn arrived(&mut self, _flow: usize, _seq: u64, _rx_rel: u64) {}
+    /// A duplicate, or a frame counted without a latency.
+    fn duplicate(&mut self, _flow: usize, _wire: u32) {}
+    fn untimed(&mut self, _flow: usize, _wire: u32) {}
+}
+
+/// A trial's frames: one tag, told from earlier and other trials' ([`TrialIdent`]); sequence
+/// numbers bounded by what all its TX workers have sent ([`SentSoFar`]); a stamp ahead of the
+/// tolerance or before the epoch is implausible.
+pub struct OneTag {
+    ident: TrialIdent,
+    /// No genuine sequence number reaches it: the TX frames sent when last read.
+    seq_bound: u64,
+    sent_so_far: SentSoFar,
+}
+
+impl TagPolicy for OneTag {
+    const SITE: Site = Site::Payload;
+    const SHARED_HISTS: bool = true;
+    const UNTIMED_FRAMES: bool = false;
+
+    #[inline(always)]
+    fn admit(&mut self, sig: &Signature, nflows: usize, t: &mut RxTotals) -> Option<(usize, bool)> {
+        if sig.trial != self.ident.tag {
+            self.stray(sig.trial, t);
+            return None;
+        }
+        if sig.warmup {
+            t.warmup += 1;
+            return None;
+        }
+        if sig.flow_id as usize >= nflows {
+            t.unknown_flow += 1;
+            return None;
+        }
+        Some((sig.flow_id as usize, false))
+    }
+
+    #[inline(always)]
+    fn plausible(&mut self, _: usize, seq: u64, t: &mut RxTotals) -> bool {
+        if seq >= self.seq_bound {
+            // Ahead of what the TX had sent when last asked: ask again.
+            self.seq_bound = (self.sent_so_far)();
+            if seq >= self.seq_bound {
+                t.implausible += 1;
+                return false;
+            }
+        }
+        true
+    }
+
+    #[inline(always)]
+    fn stamped(&mut self, rx_rel: u64, tx_ts_ns: u64, t: &mut RxTotals) -> Option<u64> {
+        // Stamped too far ahead, or before the trial's epoch (only decidable in the first 2^39 ns).
+        match stamp_age(rx_rel, tx_ts_ns) {
+            Some(age) if age <= rx_rel => Some(age),
+            _ => {
+                t.implausible += 1;
+                None
+            }
+        }
+    }
+}
+
+impl OneTag {
+    /// Counts a signed frame that is not this trial's.
+    #[cold]
+    fn stray(&self, tag: u32, t: &mut RxTotals) {
+        if self.ident.is_earlier(tag) {
+            t.earlier_trial += 1;
+        } else {
+            t.other_trial += 1;
+        }
+    }
+}
+
 /// One RX worker's analysis state.
-pub struct Analyzer {
+pub struct Analyzer<P: TagPolicy = OneTag> {
     /// Every flow's state, compact (`crate::traffic::flowstate`); [`Self::flow`] reads one back.
-    flows: FlowStates,
+    pub(crate) flows: FlowStates,
     pub totals: RxTotals,
     /// Latency of flows without a histogram of their own.
     pub shared_hist: Histogram<u32>,
@@ -331,10 +448,7 @@ pub struct Analyzer {
     /// Engine-clock time of the trial epoch; signature timestamps are relative to it.
     epoch_ns: u64,
     late_ns: u64,
-    ident: TrialIdent,
-    /// No genuine sequence number reaches it: the TX frames sent when last read.
-    seq_bound: u64,
-    sent_so_far: SentSoFar,
+    pub(crate) policy: P,
     /// Received frames per counting interval, by their transmit timestamp (`crate::traffic::schedule`).
     pub intervals: Option<IntervalCounter>,
     /// Latency over time (`crate::traffic::timeline`), for trials short enough to keep one.
@@ -345,6 +459,21 @@ pub struct Analyzer {
 impl Analyzer {
     /// An analyser for trial tag 0 without a bound on sequence numbers (see [`Self::for_trial`]).
     pub fn new(nflows: usize, epoch_ns: u64, late_ns: u64) -> Self {
+        let policy = OneTag { ident: TrialIdent::default(), seq_bound: u64::MAX, sent_so_far: Box::new(|| u64::MAX) };
+        Analyzer::with_policy(nflows, epoch_ns, late_ns, policy)
+    }
+
+    /// Count for the trial `ident`; `sent_so_far` bounds sequence numbers (see [`SentSoFar`]).
+    pub fn for_trial(mut self, ident: TrialIdent, sent_so_far: SentSoFar) -> Self {
+        self.policy = OneTag { ident, sent_so_far, seq_bound: 0 };
+        self
+    }
+}
+
+impl<P: TagPolicy> Analyzer<P> {
+    /// An analyser of `nflows` flows whose frames `policy` admits; latencies above `late_ns` are
+    /// late. The first [`PER_FLOW_HIST_LIMIT`] flows get histograms of their own.
+    pub fn with_policy(nflows: usize, epoch_ns: u64, late_ns: u64, policy: P) -> Self {
         Analyzer {
             flows: FlowStates::new(nflows, PER_FLOW_HIST_LIMIT, || (new_hist(), new_ipdv_hist())),
             totals: RxTotals::default(),
@@ -352,11 +481,9 @@ impl Analyzer {
             shared_ipdv_hist: new_ipdv_hist(),
             epoch_ns,
             late_ns,
+            policy,
             intervals: None,
             timeline: None,
-            ident: TrialIdent::default(),
-            seq_bound: u64::MAX,
-            sent_so_far: Box::new(|| u64::MAX),
             pending: Pending::default(),
         }
     }
@@ -367,24 +494,6 @@ impl Analyzer {
     pub fn with_gap_slots(mut self, slots: usize) -> Self {
         self.flows.set_gap_slots(slots.clamp(1, MAX_GAP_SLOTS));
         self
-    }
-
-    /// Count for the trial `ident`; `sent_so_far` bounds sequence numbers (see [`SentSoFar`]).
-    pub fn for_trial(mut self, ident: TrialIdent, sent_so_far: SentSoFar) -> Self {
-        self.ident = ident;
-        self.sent_so_far = sent_so_far;
-        self.seq_bound = 0;
-        self
-    }
-
-    /// Counts a signed frame that is not this trial's.
-    #[cold]
-    fn stray(&mut self, tag: u32) {
-        if self.ident.is_earlier(tag) {
-            self.totals.earlier_trial += 1;
-        } else {
-            self.totals.other_trial += 1;
-        }
     }
 
     /// Analyse one received frame (`frame` without FCS) and count it at once: [`Self::push`]
@@ -426,76 +535,62 @@ impl Analyzer {
         }
     }
 
-    /// Classify a frame by its signature and transmit time (totals counted); `None` unless it is
-    /// this trial's, of a known flow and not implausible by its timestamps.
+    /// Classify a frame by its signature (totals counted); `None` unless the policy admits it.
     #[inline]
     fn parse(&mut self, frame: &[u8], meta: RxMeta) -> Option<Parsed> {
         let t = &mut self.totals;
         t.frames += 1;
         let wire_len = frame.len() as u64 + 4;
         t.bytes += wire_len;
-        let Some(sig) = dissect::find_signature(frame) else {
+        let Some(sig) = dissect::locate(frame, P::SITE) else {
             t.foreign += 1;
             return None;
         };
-        if sig.trial != self.ident.tag {
-            self.stray(sig.trial);
-            return None;
-        }
-        if sig.warmup {
-            t.warmup += 1;
-            return None;
-        }
-        if sig.flow_id as usize >= self.flows.len() {
-            t.unknown_flow += 1;
-            return None;
+        let (flow, restart) = self.policy.admit(&sig, self.flows.len(), t)?;
+        if restart {
+            // The frames held are of the earlier start.
+            self.flush();
+            self.policy.restart(flow, &mut self.flows);
         }
         let rx_rel = meta.ts_ns.saturating_sub(self.epoch_ns);
-        // Stamped too far ahead, or before the trial's epoch (only decidable in the first 2^39 ns).
-        let latency = match stamp_age(rx_rel, sig.tx_ts_ns) {
-            Some(latency) if latency <= rx_rel => latency,
-            _ => {
-                t.implausible += 1;
-                return None;
-            }
-        };
+        let age = self.policy.stamped(rx_rel, sig.tx_ts_ns, &mut self.totals)?;
         Some(Parsed {
-            flow: sig.flow_id,
+            flow: flow as u32,
             wire_len: wire_len as u32,
             seq40: sig.seq,
             tx_ts_ns: sig.tx_ts_ns,
             rx_rel,
-            latency,
+            age,
         })
     }
 
     /// Count a parsed frame into its flow (its line loaded by now, see [`Self::push`]).
     #[inline]
     fn count(&mut self, p: Parsed) {
-        let (flow, latency) = (p.flow as usize, p.latency);
+        let (flow, age) = (p.flow as usize, p.age);
         let hot = &self.flows.hot[flow];
         let (expected, last_tx_ns) = (hot.next_seq, hot.last_tx_ns);
         let seq = extend_seq(expected, p.seq40);
-        if seq >= self.seq_bound {
-            // Ahead of what the TX had sent when last asked: ask again.
-            self.seq_bound = (self.sent_so_far)();
-            if seq >= self.seq_bound {
-                self.totals.implausible += 1;
-                return;
-            }
+        if !self.policy.plausible(flow, seq, &mut self.totals) {
+            return;
         }
+        let Some(latency) = self.policy.latency(flow, age, p.wire_len) else { return };
+        self.policy.arrived(flow, seq, p.rx_rel);
         match self.flows.record_seq(flow, seq) {
-            SeqClass::Duplicate => return,
+            SeqClass::Duplicate => return self.policy.duplicate(flow, p.wire_len),
             SeqClass::Reordered => {}
             SeqClass::Ahead => {
                 // In order or ahead: a jump ahead closes a gap (from the flow's second frame on).
-                let tx_ns = p.rx_rel.saturating_sub(latency);
+                let tx_ns = p.rx_rel.saturating_sub(latency); // 0 untimed: such a flow's gaps have no times
                 if seq > expected && expected > 0 {
                     self.flows
                         .note_gap(flow, SeqGap { missing: seq - expected, before_ns: last_tx_ns, after_ns: tx_ns });
                 }
                 self.flows.hot[flow].last_tx_ns = tx_ns;
             }
+        }
+        if P::UNTIMED_FRAMES && latency == UNTIMED {
+            return self.policy.untimed(flow, p.wire_len);
         }
         if latency > self.late_ns {
             self.flows.count_late(flow);
@@ -510,7 +605,8 @@ impl Analyzer {
         let ipdv = self.flows.count_received(flow, p.wire_len, latency);
         let (lat_hist, ipdv_hist) = match self.flows.hists.get_mut(flow) {
             Some((l, i)) => (l, i),
-            None => (&mut self.shared_hist, &mut self.shared_ipdv_hist),
+            None if P::SHARED_HISTS => (&mut self.shared_hist, &mut self.shared_ipdv_hist),
+            None => return,
         };
         record_latency(lat_hist, latency);
         if let Some(d) = ipdv {

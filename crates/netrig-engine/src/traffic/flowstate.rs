@@ -93,7 +93,7 @@ pub enum SeqClass {
 /// Record `seq` in a sliding window of seen sequences (`seq % bits`, `bits = window.len() * 64`,
 /// a power of two: [`window_bits_for`]) below `next_seq` (highest seen + 1). A sequence more than
 /// the window behind is *reordered* (too old to tell it from a duplicate).
-#[inline]
+#[inline(always)]
 pub fn record_in_window(window: &mut [u64], next_seq: &mut u64, seq: u64) -> SeqClass {
     let w = window.len() as u64 * 64;
     debug_assert!(w.is_power_of_two(), "a window of {w} bits");
@@ -285,7 +285,7 @@ impl FlowStates {
     }
 
     /// Classify `seq` of `flow` against its window; counts a reordered or duplicate frame.
-    #[inline]
+    #[inline(always)]
     pub fn record_seq(&mut self, flow: usize, seq: u64) -> SeqClass {
         let h = &mut self.hot[flow];
         let class = if self.window_words == 0 {
@@ -315,7 +315,7 @@ impl FlowStates {
 
     /// Count a received frame of `wire_len` bytes and `latency` ns; returns the |IPDV| to the
     /// previous frame, if there was one.
-    #[inline]
+    #[inline(always)]
     pub fn count_received(&mut self, flow: usize, wire_len: u32, latency: u64) -> Option<u64> {
         let h = &mut self.hot[flow];
         let (r, rc) = h.received.overflowing_add(1);

@@ -43,7 +43,7 @@ pub use flow::{compile_flow, compile_flow_with, Bursts, CompiledFlow, GenDuratio
 pub use stats::{FlowState, FlowStats, PortStats, TxPacing};
 
 pub use rx::FlowBuckets;
-use rx::{CaptureCtl, RxFlows, RxWorker, Snapshots};
+use rx::{CaptureCtl, FlowTags, RxFlows, RxWorker, Snapshots};
 use stats::{Counters, FlowCtl, PortCounters};
 use tx::{post, Cmd, Mailbox, TxWorker};
 
@@ -319,20 +319,21 @@ impl Generator {
             let (ring, acked) = (Arc::new(Mutex::new(ring)), Arc::new(AtomicU64::new(0)));
             self.captures[p].rings.push((ring.clone(), acked.clone()));
             let cpu_id = pick_cpu(&cfg.rx_cpus, i, false);
+            let tags = FlowTags::new(
+                (self.ctl.clone(), self.tx_pubs.clone()),
+                port.clone(),
+                (ps_per_byte(self.line_rates[p]), flow_ps.clone()),
+                &periods,
+                self.epoch_ns,
+            );
             let w = RxWorker {
                 queue: q,
-                ctl: self.ctl.clone(),
-                pubs: self.tx_pubs.clone(),
-                flows: RxFlows::new(&periods),
+                flows: RxFlows::new(tags),
                 snaps: snaps.clone(),
-                port: port.clone(),
                 capture: self.captures[p].ctl.clone(),
                 ring,
                 acked,
                 stop: self.stop.clone(),
-                epoch_ns: self.epoch_ns,
-                ps_per_byte: ps_per_byte(self.line_rates[p]),
-                flow_ps_per_byte: flow_ps.clone(),
                 errors: self.errors.clone(),
                 shares_tx_cpu: tx_cpus.contains(&cpu_id),
             };

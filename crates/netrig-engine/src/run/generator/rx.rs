@@ -1,37 +1,34 @@
 //! The generator's RX worker: one per RX queue of every port, pinned, counting every frame.
 //!
-//! Per frame: the capture (while one runs on the port) keeps it; the port's totals count it; the
-//! signature at its end ([`netrig_wire::dissect::locate`] at [`Site::End`]) names the flow and the
-//! start it belongs to (the tag). When that start is the flow's current one, the flow's state in
-//! this worker counts it (the worker forgets an earlier start's state at the first frame of a new
-//! one), else it is stale (an earlier start's frame still in flight, another tester's). The state
-//! is the trial's (`crate::traffic::flowstate`): the sequence window tells duplicates and
-//! reordering apart, latency (receive stamp − transmit stamp, less the frame times of the flow's
-//! latency mode) and IPDV are over the unique frames. A frame of a flow this generator sends is judged as a trial's
-//! is: a sequence number the sender has not reached yet, or a transmit stamp from the future, is
-//! *forged* (counted per port, never received; the sender's count is read again only when a
-//! sequence number passes the one read last). A flow sent elsewhere (another agent) cannot be
-//! judged so: the port counts such flows' starts as *unjudged*. The state is plain memory this
+//! Per frame: the capture (while one runs on the port) keeps it; then the trial's analyser
+//! (`crate::traffic::analyze::Analyzer`) counts it, with the generator's policy ([`FlowTags`]): the
+//! signature at the frame's end names the flow and the start it belongs to (the tag). When that
+//! start is the flow's current one, the flow's state counts it (the worker forgets an earlier
+//! start's state at the first frame of a new one, after counting the frames it holds), else it is
+//! stale (an earlier start's frame still in flight, another tester's). So the sequence window,
+//! duplicates, reordering, gaps, latency (less the frame times of the flow's latency mode) and
+//! IPDV are counted as a trial counts them. A frame of a flow this generator sends is judged as a
+//! trial's is: a sequence number the sender has not reached yet, or a transmit stamp from the
+//! future, is *forged* (counted per port, never received; the sender's count is read again only
+//! when a sequence number passes the one read last). A flow sent elsewhere (another agent) cannot
+//! be judged so: the port counts such flows' starts as *unjudged*. The state is plain memory this
 //! worker alone touches; readers get a snapshot ([`Snapshots`]) the worker copies between two
-//! batches. The port's totals are atomics this worker alone writes; the capture buffer is held
-//! locked by this worker for as long as the capture runs (taken when it starts, released when it
-//! stops: no lock per frame).
+//! batches. The port's totals are atomics this worker alone writes (frames, bytes and foreign
+//! frames after each batch); the capture buffer is held locked by this worker for as long as the
+//! capture runs (taken when it starts, released when it stops: no lock per frame).
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
 
-use netrig_wire::dissect::locate;
-use netrig_wire::signature::Site;
+use netrig_wire::signature::{Signature, Site};
 
 use super::capring::CaptureRing;
 use super::stats::{Counters, FlowCtl, PortCounters, RxSnap};
 use crate::port::{RxMeta, RxQueue, RxWait};
 use crate::sys::wake::WakeFd;
-use crate::traffic::analyze::{
-    buckets, extend_seq, new_hist, new_ipdv_hist, record_latency, stamp_age, MAX_LATENCY_NS, PER_FLOW_HIST_LIMIT,
-};
-use crate::traffic::flowstate::{FlowStates, SeqClass};
+use crate::traffic::analyze::{buckets, stamp_age, Analyzer, RxTotals, TagPolicy, STAMPED_AHEAD, UNTIMED};
+use crate::traffic::flowstate::FlowStates;
 use crate::traffic::rx::{receive, RxSink};
 
 /// A port's capture switch: `on` and a generation the workers acknowledge.
@@ -44,23 +41,15 @@ pub(crate) struct CaptureCtl {
 /// Everything an RX worker needs.
 pub(crate) struct RxWorker {
     pub queue: Box<dyn RxQueue>,
-    pub ctl: Arc<[FlowCtl]>,
-    /// The TX workers' counts of every flow (a flow this generator sends bounds its sequence).
-    pub pubs: Arc<[Counters]>,
-    /// This worker's state of every flow, and where it answers readers.
+    /// This worker's state of every flow (its port's counters with it), and where it answers
+    /// readers.
     pub flows: RxFlows,
     pub snaps: Arc<Snapshots>,
-    pub port: Arc<PortCounters>,
     pub capture: Arc<CaptureCtl>,
     /// This worker's capture buffer; `acked`: the capture generation it has acted on.
     pub ring: Arc<Mutex<CaptureRing>>,
     pub acked: Arc<AtomicU64>,
     pub stop: Arc<AtomicBool>,
-    pub epoch_ns: u64,
-    /// Frame-time corrections, picoseconds per byte: this port's, and per flow what its latency
-    /// mode adds for the sending port (0 for cut-through).
-    pub ps_per_byte: u64,
-    pub flow_ps_per_byte: Arc<[u64]>,
     pub errors: Arc<Mutex<Vec<String>>>,
     /// A TX worker is pinned to this worker's CPU: nap, never spin (as a trial's receiver).
     pub shares_tx_cpu: bool,
@@ -93,15 +82,7 @@ impl RxWorker {
         self.queue.set_wait(wait);
         let ring = self.ring.clone();
         let mut sink = GenSink {
-            count: Count {
-                ctl: &self.ctl,
-                pubs: &self.pubs,
-                flows: &mut self.flows,
-                port: &self.port,
-                epoch_ns: self.epoch_ns,
-                ps_per_byte: self.ps_per_byte,
-                flow_ps: &self.flow_ps_per_byte,
-            },
+            flows: &mut self.flows,
             snaps: &self.snaps,
             capture: &self.capture,
             ring: &ring,
@@ -116,7 +97,9 @@ impl RxWorker {
             self.errors.lock().unwrap_or_else(|x| x.into_inner()).push(e);
         }
         drop(sink);
-        self.port.ring_drops.store(self.queue.stats().ring_drops, Ordering::Relaxed);
+        self.flows.an.flush();
+        self.flows.publish();
+        self.flows.an.policy.port.ring_drops.store(self.queue.stats().ring_drops, Ordering::Relaxed);
         self.flows.answer(&self.snaps, usize::MAX, true);
     }
 }
@@ -124,7 +107,7 @@ impl RxWorker {
 /// What a generator's RX worker does with a batch: keep its frames while a capture runs on the
 /// port, count every frame into its flows, wait as its CPU allows, and answer readers.
 struct GenSink<'a> {
-    count: Count<'a>,
+    flows: &'a mut RxFlows,
     snaps: &'a Snapshots,
     capture: &'a CaptureCtl,
     ring: &'a Mutex<CaptureRing>,
@@ -158,10 +141,13 @@ impl RxSink for GenSink<'_> {
         if let Some(c) = self.cap.as_deref_mut() {
             c.push(f, m.ts_ns);
         }
-        self.count.frame(f, m);
+        // Counted at the batch's end, its flow's state prefetched meanwhile.
+        self.flows.an.push(f, m);
     }
 
     fn batch(&mut self, q: &mut dyn RxQueue, n: usize, _: u64, _: bool) {
+        self.flows.an.flush();
+        self.flows.publish();
         let wait = rx_wait(self.shares_tx_cpu, n > 0);
         if wait != self.wait {
             self.wait = wait;
@@ -169,7 +155,7 @@ impl RxSink for GenSink<'_> {
         }
         self.polls = self.polls.wrapping_add(1);
         if self.polls.is_multiple_of(16) {
-            self.count.port.ring_drops.store(q.stats().ring_drops, Ordering::Relaxed);
+            self.flows.an.policy.port.ring_drops.store(q.stats().ring_drops, Ordering::Relaxed);
         }
         if n == 0 {
             // An ask may have ended the wait: look, and let the next wait sleep again.
@@ -177,7 +163,7 @@ impl RxSink for GenSink<'_> {
                 w.clear();
             }
         }
-        self.count.flows.answer(self.snaps, if n > 0 { SNAP_CHUNK } else { usize::MAX }, false);
+        self.flows.answer(self.snaps, if n > 0 { SNAP_CHUNK } else { usize::MAX }, false);
     }
 }
 
@@ -306,64 +292,203 @@ struct FlowMeta {
 /// [`FlowMeta::bound`] of a flow whose sender is not this generator.
 const SENT_ELSEWHERE: u64 = u64::MAX;
 
-/// One worker's receive state of every flow: the trial's per-flow state ([`FlowStates`]: the
-/// 64-byte hot line, the sequence window, reordered and duplicated) and what a generator adds
-/// ([`FlowMeta`], the per-index counts).
-pub(crate) struct RxFlows {
-    states: FlowStates,
+/// A generator's frames ([`TagPolicy`]): the signature at the frame's end; each flow counts the
+/// frames of its current start (its [`FlowCtl::tag`]), the others are stale; a flow sent here is
+/// bounded by its sender's count ([`Counters`]), a flow sent elsewhere is not judged; latency is
+/// less the frame times of the flow's latency mode. The port's rare counts (stale, forged,
+/// unjudged) are its atomics, written here.
+pub(crate) struct FlowTags {
+    ctl: Arc<[FlowCtl]>,
+    /// The TX workers' counts of every flow (a flow this generator sends bounds its sequence).
+    pubs: Arc<[Counters]>,
+    port: Arc<PortCounters>,
+    /// Frame-time corrections, picoseconds per byte: this port's, and per flow what its latency
+    /// mode adds for the sending port (0 for cut-through).
+    ps_per_byte: u64,
+    flow_ps: Arc<[u64]>,
+    epoch_ns: u64,
     meta: Vec<FlowMeta>,
+    /// The tag of the start [`TagPolicy::admit`] found new, for [`TagPolicy::restart`].
+    starting: u32,
     extra: HashMap<u32, Extra>,
     tag_counts: Vec<Box<[u64]>>,
+}
+
+impl TagPolicy for FlowTags {
+    const SITE: Site = Site::End;
+    const SHARED_HISTS: bool = false;
+    const UNTIMED_FRAMES: bool = true;
+
+    #[inline(always)]
+    fn admit(&mut self, sig: &Signature, _: usize, _: &mut RxTotals) -> Option<(usize, bool)> {
+        let i = sig.flow_id as usize;
+        let tag = match self.ctl.get(i) {
+            Some(c) => c.tag.load(Ordering::Relaxed),
+            None => u32::MAX,
+        };
+        if sig.trial != tag || sig.warmup {
+            PortCounters::add(&self.port.stale, 1);
+            return None;
+        }
+        let new = self.meta[i].tag != tag;
+        if new {
+            self.starting = tag;
+        }
+        Some((i, new))
+    }
+
+    /// Flow `i`'s first frame of its start: forget the earlier start.
+    #[cold]
+    fn restart(&mut self, i: usize, flows: &mut FlowStates) {
+        flows.reset(i);
+        let m = &mut self.meta[i];
+        (m.tag, m.first_ns, m.last_ns, m.bound) = (self.starting, 0, 0, 0);
+        self.extra.remove(&(i as u32));
+        self.tag_counts[i].fill(0);
+    }
+
+    #[inline(always)]
+    fn plausible(&mut self, i: usize, seq: u64, _: &mut RxTotals) -> bool {
+        let meta = &mut self.meta[i];
+        seq < meta.bound || !forged_seq(meta, &self.pubs[i], seq, &self.port)
+    }
+
+    #[inline(always)]
+    fn stamped(&mut self, rx_rel: u64, tx_ts_ns: u64, _: &mut RxTotals) -> Option<u64> {
+        Some(stamp_age(rx_rel, tx_ts_ns).unwrap_or(STAMPED_AHEAD))
+    }
+
+    #[inline(always)]
+    fn latency(&mut self, i: usize, age: u64, wire: u32) -> Option<u64> {
+        if age == STAMPED_AHEAD {
+            // Sent here: forged; by another host's clock: counted without a latency.
+            if self.meta[i].bound != SENT_ELSEWHERE {
+                PortCounters::add(&self.port.forged, 1);
+                return None;
+            }
+            return Some(UNTIMED);
+        }
+        match self.ps_per_byte + self.flow_ps[i] {
+            0 => Some(age), // no division per frame where frames take no time (veth)
+            ps => Some(age.saturating_sub(u64::from(wire) * ps / 1000)),
+        }
+    }
+
+    #[inline(always)]
+    fn arrived(&mut self, i: usize, seq: u64, rx_rel: u64) {
+        let meta = &mut self.meta[i];
+        let at = rx_rel + self.epoch_ns;
+        if meta.first_ns == 0 {
+            meta.first_ns = at;
+        }
+        meta.last_ns = at;
+        if meta.period > 0 {
+            self.tag_counts[i][(seq % u64::from(meta.period)) as usize] += 1;
+        }
+    }
+
+    #[cold]
+    fn duplicate(&mut self, i: usize, wire: u32) {
+        self.extra.entry(i as u32).or_default().dup_bytes += u64::from(wire);
+    }
+
+    #[cold]
+    fn untimed(&mut self, i: usize, wire: u32) {
+        let e = self.extra.entry(i as u32).or_default();
+        (e.untimed, e.untimed_bytes) = (e.untimed + 1, e.untimed_bytes + u64::from(wire));
+    }
+}
+
+/// A sequence number at or past `meta.bound`: read the sender's count again (a flow sent here) and
+/// say whether `seq` is still past it (forged: counted on the port). A flow sent elsewhere is
+/// marked so once per start and counted unjudged on the port.
+#[cold]
+fn forged_seq(meta: &mut FlowMeta, sender: &Counters, seq: u64, port: &PortCounters) -> bool {
+    if sender.tag.load(Ordering::Acquire) != meta.tag {
+        meta.bound = SENT_ELSEWHERE;
+        PortCounters::add(&port.unjudged, 1);
+        return false;
+    }
+    meta.bound = sender.frames.load(Ordering::Relaxed);
+    let forged = seq >= meta.bound;
+    if forged {
+        PortCounters::add(&port.forged, 1);
+    }
+    forged
+}
+
+/// One worker's receive state of every flow: the analyser with the generator's policy
+/// ([`FlowTags`]), and the snapshot it is copying for readers.
+pub(crate) struct RxFlows {
+    an: Analyzer<FlowTags>,
     /// A snapshot being copied: the request it answers, the latency request it answers too (if
     /// any), the next flow; the copy.
     answering: Option<(u64, Option<u64>, usize)>,
     staging: SnapBuf,
 }
 
-impl RxFlows {
-    /// State for flows whose tag periods are `periods` (0: no per-index counts).
-    pub fn new(periods: &[u32]) -> RxFlows {
-        let n = periods.len();
-        RxFlows {
-            // Latency and |IPDV| histograms of the first flows, as a trial's.
-            states: FlowStates::new(n, PER_FLOW_HIST_LIMIT, || (new_hist(), new_ipdv_hist())),
+impl FlowTags {
+    /// The policy of a worker on `port` counting flows whose tag periods are `periods` (0: no
+    /// per-index counts) and whose frames are stamped against `epoch_ns`.
+    pub fn new(
+        (ctl, pubs): (Arc<[FlowCtl]>, Arc<[Counters]>),
+        port: Arc<PortCounters>,
+        (ps_per_byte, flow_ps): (u64, Arc<[u64]>),
+        periods: &[u32],
+        epoch_ns: u64,
+    ) -> FlowTags {
+        FlowTags {
+            ctl,
+            pubs,
+            port,
+            ps_per_byte,
+            flow_ps,
+            epoch_ns,
             meta: periods
                 .iter()
                 .map(|&period| FlowMeta { tag: u32::MAX, period, first_ns: 0, last_ns: 0, bound: 0 })
                 .collect(),
+            starting: u32::MAX,
             extra: HashMap::new(),
             tag_counts: periods.iter().map(|&t| vec![0; t as usize].into_boxed_slice()).collect(),
-            answering: None,
-            staging: SnapBuf::default(),
         }
     }
+}
 
-    /// Flow `i`'s first frame of start `tag`: forget the earlier start.
-    #[cold]
-    fn restart(&mut self, i: usize, tag: u32) {
-        self.states.reset(i);
-        let m = &mut self.meta[i];
-        (m.tag, m.first_ns, m.last_ns, m.bound) = (tag, 0, 0, 0);
-        self.extra.remove(&(i as u32));
-        self.tag_counts[i].fill(0);
+impl RxFlows {
+    pub fn new(policy: FlowTags) -> RxFlows {
+        let (n, epoch_ns) = (policy.meta.len(), policy.epoch_ns);
+        // Late frames are the reader's to tell, from the latency buckets.
+        let an = Analyzer::with_policy(n, epoch_ns, u64::MAX, policy);
+        RxFlows { an, answering: None, staging: SnapBuf::default() }
+    }
+
+    /// Publish the port's totals (after each batch).
+    fn publish(&self) {
+        let (t, port) = (&self.an.totals, &self.an.policy.port);
+        port.frames.store(t.frames, Ordering::Relaxed);
+        port.bytes.store(t.bytes, Ordering::Relaxed);
+        port.foreign.store(t.foreign, Ordering::Relaxed);
     }
 
     fn snap(&self, i: usize) -> RxSnap {
-        let n = self.states.counts(i);
-        let c = self.states.cold(i);
-        let e = if self.extra.is_empty() {
+        let (states, pol) = (&self.an.flows, &self.an.policy);
+        let n = states.counts(i);
+        let c = states.cold(i);
+        let e = if pol.extra.is_empty() {
             Extra::default()
         } else {
-            self.extra.get(&(i as u32)).copied().unwrap_or_default()
+            pol.extra.get(&(i as u32)).copied().unwrap_or_default()
         };
+        let m = &pol.meta[i];
         RxSnap {
-            tag: self.meta[i].tag,
+            tag: m.tag,
             frames: n.received + e.untimed + c.duplicated,
             bytes: n.bytes + e.untimed_bytes + e.dup_bytes,
             duplicated: c.duplicated,
             reordered: c.reordered,
-            first_ns: self.meta[i].first_ns,
-            last_ns: self.meta[i].last_ns,
+            first_ns: m.first_ns,
+            last_ns: m.last_ns,
             lat_sum: u64::try_from(n.latency_sum_ns).unwrap_or(u64::MAX),
             lat_min: n.latency_min_ns,
             lat_max: n.latency_max_ns,
@@ -386,7 +511,7 @@ impl RxFlows {
             None => return,
         };
         let to = self.copy(from, chunk, lat.is_some());
-        if to < self.meta.len() {
+        if to < self.an.policy.meta.len() {
             self.answering = Some((asked, lat, to));
             return;
         }
@@ -415,10 +540,10 @@ impl RxFlows {
     /// Copy flows from `from` into the staging snapshot, `chunk` flows' worth (a histogram's
     /// buckets, with `lat`, count [`HIST_COST`] flows); returns the next flow to copy.
     fn copy(&mut self, from: usize, chunk: usize, lat: bool) -> usize {
-        let (n, nh) = (self.meta.len(), self.states.hists.len());
+        let (n, nh) = (self.an.policy.meta.len(), self.an.flows.hists.len());
         if self.staging.flows.len() != n {
             self.staging.flows = vec![RxSnap::default(); n];
-            self.staging.tags = self.tag_counts.clone();
+            self.staging.tags = self.an.policy.tag_counts.clone();
         }
         if lat && self.staging.lat.len() != nh {
             self.staging.lat = vec![(u32::MAX, FlowBuckets::default()); nh];
@@ -426,108 +551,18 @@ impl RxFlows {
         let (mut i, mut budget) = (from, chunk);
         while i < n && budget > 0 {
             self.staging.flows[i] = self.snap(i);
-            self.staging.tags[i].copy_from_slice(&self.tag_counts[i]);
+            self.staging.tags[i].copy_from_slice(&self.an.policy.tag_counts[i]);
             budget -= 1;
             if lat && i < nh {
-                let (l, d) = &self.states.hists[i];
-                self.staging.lat[i] = (self.meta[i].tag, FlowBuckets { latency: buckets(l), ipdv: buckets(d) });
+                let (l, d) = &self.an.flows.hists[i];
+                self.staging.lat[i] =
+                    (self.an.policy.meta[i].tag, FlowBuckets { latency: buckets(l), ipdv: buckets(d) });
                 budget = budget.saturating_sub(HIST_COST);
             }
             i += 1;
         }
         i
     }
-}
-
-/// The per-frame counting of one worker.
-struct Count<'a> {
-    ctl: &'a [FlowCtl],
-    pubs: &'a [Counters],
-    flows: &'a mut RxFlows,
-    port: &'a PortCounters,
-    epoch_ns: u64,
-    ps_per_byte: u64,
-    flow_ps: &'a [u64],
-}
-
-impl Count<'_> {
-    #[inline(always)]
-    fn frame(&mut self, f: &[u8], m: RxMeta) {
-        let wire = (f.len() + crate::traffic::stream::FCS_LEN) as u64;
-        PortCounters::add(&self.port.frames, 1);
-        PortCounters::add(&self.port.bytes, wire);
-        let Some(sig) = locate(f, Site::End) else {
-            PortCounters::add(&self.port.foreign, 1);
-            return;
-        };
-        let i = sig.flow_id as usize;
-        let tag = match self.ctl.get(i) {
-            Some(c) => c.tag.load(Ordering::Relaxed),
-            None => u32::MAX,
-        };
-        if sig.trial != tag || sig.warmup {
-            PortCounters::add(&self.port.stale, 1);
-            return;
-        }
-        let fl = &mut *self.flows;
-        if fl.meta[i].tag != tag {
-            fl.restart(i, tag);
-        }
-        let seq = extend_seq(fl.states.hot[i].next_seq, sig.seq);
-        let meta = &mut fl.meta[i];
-        if seq >= meta.bound && forged_seq(meta, &self.pubs[i], tag, seq, self.port) {
-            return;
-        }
-        // `None`: stamped further ahead than the tolerance (sent here: forged; by another host's
-        // clock: counted without a latency).
-        let raw = stamp_age(m.ts_ns.saturating_sub(self.epoch_ns), sig.tx_ts_ns);
-        if raw.is_none() && meta.bound != SENT_ELSEWHERE {
-            PortCounters::add(&self.port.forged, 1);
-            return;
-        }
-        if meta.first_ns == 0 {
-            meta.first_ns = m.ts_ns;
-        }
-        meta.last_ns = m.ts_ns;
-        if meta.period > 0 {
-            fl.tag_counts[i][(seq % u64::from(meta.period)) as usize] += 1;
-        }
-        if fl.states.record_seq(i, seq) == SeqClass::Duplicate {
-            fl.extra.entry(i as u32).or_default().dup_bytes += wire;
-            return;
-        }
-        let Some(raw) = raw else {
-            let e = fl.extra.entry(i as u32).or_default();
-            (e.untimed, e.untimed_bytes) = (e.untimed + 1, e.untimed_bytes + wire);
-            return;
-        };
-        let latency = raw.saturating_sub(wire * (self.ps_per_byte + self.flow_ps[i]) / 1000);
-        let ipdv = fl.states.count_received(i, wire as u32, latency);
-        if let Some((l, d)) = fl.states.hists.get_mut(i) {
-            record_latency(l, latency);
-            if let Some(v) = ipdv {
-                d.saturating_record(v.min(MAX_LATENCY_NS));
-            }
-        }
-    }
-}
-
-/// A sequence number at or past `meta.bound`: read the sender's count again (a flow sent here) and
-/// say whether `seq` is still past it (forged: counted on the port). A flow sent elsewhere is
-/// marked so once per start and counted unjudged on the port.
-#[cold]
-fn forged_seq(meta: &mut FlowMeta, sender: &Counters, tag: u32, seq: u64, port: &PortCounters) -> bool {
-    if sender.tag.load(Ordering::Acquire) != tag {
-        meta.bound = SENT_ELSEWHERE;
-        PortCounters::add(&port.unjudged, 1);
-        return false;
-    }
-    meta.bound = sender.frames.load(Ordering::Relaxed);
-    let forged = seq >= meta.bound;
-    if forged {
-        PortCounters::add(&port.forged, 1);
-    }
-    forged
 }
 
 #[cfg(test)]
@@ -545,83 +580,104 @@ mod tests {
         f
     }
 
-    /// A counter with the epoch at 0 and no frame-time corrections.
-    fn counting<'a>(
-        ctl: &'a [FlowCtl],
-        pubs: &'a [Counters],
-        flows: &'a mut RxFlows,
-        port: &'a PortCounters,
-        flow_ps: &'a [u64],
-    ) -> Count<'a> {
-        Count { ctl, pubs, flows, port, epoch_ns: 0, ps_per_byte: 0, flow_ps }
+    /// `n` flows, with no start yet, and their senders' counts.
+    fn ctls(n: usize) -> (Arc<[FlowCtl]>, Arc<[Counters]>) {
+        ((0..n).map(|_| FlowCtl::default()).collect(), (0..n).map(|_| Counters::default()).collect())
     }
 
-    /// Count `frames` (tag, flow, seq) of flows sent elsewhere, 10 µs apart.
-    fn count(ctl: &[FlowCtl], flows: &mut RxFlows, port: &PortCounters, frames: &[(u32, u32, u64)]) {
-        let pubs: Vec<Counters> = ctl.iter().map(|_| Counters::default()).collect();
-        count_sent(ctl, &pubs, flows, port, frames.iter().map(|&(t, f, s)| (t, f, s, 0)));
+    /// A worker's state of flows `ctl` with the epoch at 0 and no frame-time corrections.
+    fn rx_flows((ctl, pubs): &(Arc<[FlowCtl]>, Arc<[Counters]>), periods: &[u32]) -> RxFlows {
+        let flow_ps: Arc<[u64]> = vec![0; ctl.len()].into();
+        let port = Arc::new(PortCounters::default());
+        RxFlows::new(FlowTags::new((ctl.clone(), pubs.clone()), port, (0, flow_ps), periods, 0))
     }
 
-    /// Count frames (tag, flow, seq, how far ahead of its arrival it is stamped) whose senders
-    /// count in `pubs`.
-    fn count_sent(
-        ctl: &[FlowCtl],
-        pubs: &[Counters],
-        flows: &mut RxFlows,
-        port: &PortCounters,
-        frames: impl Iterator<Item = (u32, u32, u64, u64)>,
-    ) {
-        let flow_ps = vec![0; ctl.len()];
-        let mut c = counting(ctl, pubs, flows, port, &flow_ps);
+    fn port(flows: &RxFlows) -> &PortCounters {
+        &flows.an.policy.port
+    }
+
+    /// Count `frames` (tag, flow, seq), 10 µs apart.
+    fn count(flows: &mut RxFlows, frames: &[(u32, u32, u64)]) {
+        count_sent(flows, frames.iter().map(|&(t, f, s)| (t, f, s, 0)));
+    }
+
+    /// Count frames (tag, flow, seq, how far ahead of its arrival it is stamped), in one batch.
+    fn count_sent(flows: &mut RxFlows, frames: impl Iterator<Item = (u32, u32, u64, u64)>) {
         for (k, (tag, flow, seq, ahead)) in frames.enumerate() {
             let ts = 1_000_000 + 10_000 * k as u64;
-            c.frame(&signed(tag, flow, seq, ts + ahead), RxMeta { ts_ns: ts, ..Default::default() });
+            flows.an.push(&signed(tag, flow, seq, ts + ahead), RxMeta { ts_ns: ts, ..Default::default() });
         }
+        flows.an.flush();
     }
 
     #[test]
     fn frames_a_flow_sent_here_cannot_have_sent_are_forged_and_a_flow_sent_elsewhere_is_not_judged() {
-        let ctl: Vec<FlowCtl> = (0..2).map(|_| FlowCtl::default()).collect();
+        let c = ctls(2);
+        let (ctl, pubs) = &c;
         ctl[0].tag.store(5, Ordering::Relaxed);
         ctl[1].tag.store(7, Ordering::Relaxed);
-        let pubs: Vec<Counters> = (0..2).map(|_| Counters::default()).collect();
         pubs[0].reset(5);
         (0..3).for_each(|_| pubs[0].count(64, 1));
-        let (mut flows, port) = (RxFlows::new(&[0, 0]), PortCounters::default());
+        let mut flows = rx_flows(&c, &[0, 0]);
         let future = 2 * FUTURE_TOLERANCE_NS;
         let frames = [(5, 0, 0, 0), (5, 0, 1, 0), (5, 0, 3, 0), (5, 0, 1 << 38, 0), (5, 0, 2, 0), (5, 0, 2, future)];
-        count_sent(&ctl, &pubs, &mut flows, &port, frames.into_iter());
+        count_sent(&mut flows, frames.into_iter());
         let s = flows.snap(0);
         assert_eq!((s.frames, s.duplicated, s.reordered), (3, 0, 0), "0, 1, 2; the forged ones touch nothing");
-        assert_eq!(port.forged.load(Ordering::Relaxed), 3, "not sent yet (2), stamped in the future (1)");
+        assert_eq!(port(&flows).forged.load(Ordering::Relaxed), 3, "not sent yet (2), stamped in the future (1)");
         pubs[0].count(64, 1);
-        count_sent(&ctl, &pubs, &mut flows, &port, [(5, 0, 3, 0)].into_iter());
-        assert_eq!((flows.snap(0).frames, port.forged.load(Ordering::Relaxed)), (4, 3), "sent now: received");
+        count_sent(&mut flows, [(5, 0, 3, 0)].into_iter());
+        assert_eq!((flows.snap(0).frames, port(&flows).forged.load(Ordering::Relaxed)), (4, 3), "sent now: received");
         let elsewhere = [(7, 1, 0, 0), (7, 1, 1 << 38, 0), (7, 1, 1, future)];
-        count_sent(&ctl, &pubs, &mut flows, &port, elsewhere.into_iter());
+        count_sent(&mut flows, elsewhere.into_iter());
         assert_eq!(flows.snap(1).frames, 3, "another sender's counts are not here: every frame is received");
-        assert_eq!((port.forged.load(Ordering::Relaxed), port.unjudged.load(Ordering::Relaxed)), (3, 1));
+        let p = port(&flows);
+        assert_eq!((p.forged.load(Ordering::Relaxed), p.unjudged.load(Ordering::Relaxed)), (3, 1));
     }
 
     #[test]
     fn a_flow_counts_duplicates_and_reordering_as_a_trial_does_and_restarts_with_its_tag() {
-        let ctl: Vec<FlowCtl> = (0..2).map(|_| FlowCtl::default()).collect();
-        ctl[0].tag.store(5, Ordering::Relaxed);
-        let (mut flows, port) = (RxFlows::new(&[0, 3]), PortCounters::default());
-        count(&ctl, &mut flows, &port, &[(5, 0, 0), (5, 0, 1), (5, 0, 3), (5, 0, 2), (5, 0, 2), (4, 0, 4), (5, 1, 0)]);
+        let c = ctls(2);
+        c.0[0].tag.store(5, Ordering::Relaxed);
+        let mut flows = rx_flows(&c, &[0, 3]);
+        count(&mut flows, &[(5, 0, 0), (5, 0, 1), (5, 0, 3), (5, 0, 2), (5, 0, 2), (4, 0, 4), (5, 1, 0)]);
         let s = flows.snap(0);
         assert_eq!((s.tag, s.frames, s.bytes, s.duplicated, s.reordered), (5, 5, 320, 1, 1));
         assert_eq!((s.lat_frames, s.lat_min, s.lat_max, s.lat_sum), (4, 1000, 1000, 4000));
         assert_eq!((s.first_ns, s.last_ns), (1_000_000, 1_040_000));
-        assert_eq!(port.stale.load(Ordering::Relaxed), 2, "another start's frame, and a flow not started");
-        ctl[0].tag.store(6, Ordering::Relaxed);
-        count(&ctl, &mut flows, &port, &[(5, 0, 5), (6, 0, 0), (6, 0, 1)]);
+        assert_eq!(port(&flows).stale.load(Ordering::Relaxed), 2, "another start's frame, and a flow not started");
+        c.0[0].tag.store(6, Ordering::Relaxed);
+        // The new start's first frames come in the batch that ends the old one's.
+        count(&mut flows, &[(5, 0, 5), (5, 0, 6), (6, 0, 0), (6, 0, 1)]);
         let s = flows.snap(0);
         assert_eq!((s.tag, s.frames, s.duplicated, s.reordered, s.lat_frames), (6, 2, 0, 0, 2), "the new start alone");
-        assert_eq!(port.stale.load(Ordering::Relaxed), 3);
-        ctl[1].tag.store(9, Ordering::Relaxed);
-        count(&ctl, &mut flows, &port, &[(9, 1, 0), (9, 1, 1), (9, 1, 4), (9, 1, 4)]);
-        assert_eq!(&flows.tag_counts[1][..], &[1, 3, 0], "every arrival at its index modulo 3");
+        assert_eq!(port(&flows).stale.load(Ordering::Relaxed), 4);
+        c.0[1].tag.store(9, Ordering::Relaxed);
+        count(&mut flows, &[(9, 1, 0), (9, 1, 1), (9, 1, 4), (9, 1, 4)]);
+        assert_eq!(&flows.an.policy.tag_counts[1][..], &[1, 3, 0], "every arrival at its index modulo 3");
+    }
+
+    /// A new start's first frame arrives while frames of the old one are held for counting: they
+    /// are counted into the old start, which the new one then forgets.
+    #[test]
+    fn frames_held_when_a_flow_restarts_are_counted_before_it() {
+        let c = ctls(1);
+        c.0[0].tag.store(5, Ordering::Relaxed);
+        let mut flows = rx_flows(&c, &[0]);
+        for (k, (tag, seq)) in [(5, 0), (5, 1), (5, 2), (6, 0), (6, 1)].into_iter().enumerate() {
+            if k == 3 {
+                c.0[0].tag.store(6, Ordering::Relaxed);
+            }
+            let ts = 1_000_000 + 10_000 * k as u64;
+            flows.an.push(&signed(tag, 0, seq, ts), RxMeta { ts_ns: ts, ..Default::default() });
+        }
+        flows.an.flush();
+        let s = flows.snap(0);
+        assert_eq!(
+            (s.tag, s.frames, s.reordered, s.first_ns),
+            (6, 2, 0, 1_030_000),
+            "the old start's frames not in it"
+        );
     }
 
     /// The per-frame cost of counting, pinned, best of 5 (`cargo test --release -- --ignored
@@ -631,19 +687,16 @@ mod tests {
     fn rx_count_cost() {
         crate::pin::PinLog::new().pin_self(1);
         for n in [1usize, 4096, 1 << 20] {
-            let ctl: Vec<FlowCtl> = (0..n).map(|_| FlowCtl::default()).collect();
-            ctl.iter().for_each(|c| c.tag.store(3, Ordering::Relaxed));
+            let c = ctls(n);
+            c.0.iter().for_each(|c| c.tag.store(3, Ordering::Relaxed));
             // Sent here, far ahead of the receiver: the bound is read once per flow.
-            let pubs: Vec<Counters> = (0..n).map(|_| Counters::default()).collect();
-            pubs.iter().for_each(|p| {
+            c.1.iter().for_each(|p| {
                 p.reset(3);
                 p.frames.store(u64::MAX / 2, Ordering::Relaxed);
             });
-            let (mut flows, port) = (RxFlows::new(&vec![0; n]), PortCounters::default());
+            let mut flows = rx_flows(&c, &vec![0; n]);
             let mut f = signed(3, 0, 0, 1 << 30);
             let at = f.len() - netrig_wire::signature::LEN;
-            let flow_ps = vec![0; n];
-            let mut c = counting(&ctl, &pubs, &mut flows, &port, &flow_ps);
             let total = 4_000_000u64.max(2 * n as u64);
             let (mut best, mut k) = (f64::MAX, 0u64);
             for _ in 0..5 {
@@ -651,9 +704,14 @@ mod tests {
                 for _ in 0..total {
                     let (flow_id, seq) = ((k % n as u64) as u32, k / n as u64);
                     Signature { trial: 3, warmup: false, flow_id, seq, tx_ts_ns: 1 << 29 }.emit(&mut f[at..]);
-                    c.frame(std::hint::black_box(&f), RxMeta { ts_ns: (1 << 30) + 500, queue: 0 });
+                    // As a worker: pushed per frame, counted per batch.
+                    flows.an.push(std::hint::black_box(&f), RxMeta { ts_ns: (1 << 30) + 500, queue: 0 });
                     k += 1;
+                    if k.is_multiple_of(crate::traffic::rx::RX_BATCH as u64) {
+                        flows.an.flush();
+                    }
                 }
+                flows.an.flush();
                 best = best.min(t.elapsed().as_nanos() as f64 / total as f64);
             }
             println!("rx_count_cost flows {n}: {best:.1} ns per frame");
@@ -675,12 +733,9 @@ mod tests {
     #[test]
     fn latency_buckets_give_the_histograms_quantiles_in_chunks_and_stay_through_plain_answers() {
         let n = 40; // flows with histograms: 16 per busy chunk
-        let ctl: Vec<FlowCtl> = (0..n).map(|_| FlowCtl::default()).collect();
-        ctl.iter().for_each(|c| c.tag.store(3, Ordering::Relaxed));
-        let (mut flows, port, snaps) = (RxFlows::new(&vec![0; n]), PortCounters::default(), Snapshots::default());
-        let flow_ps = vec![0; n];
-        let pubs: Vec<Counters> = ctl.iter().map(|_| Counters::default()).collect();
-        let mut c = counting(&ctl, &pubs, &mut flows, &port, &flow_ps);
+        let c = ctls(n);
+        c.0.iter().for_each(|c| c.tag.store(3, Ordering::Relaxed));
+        let (mut flows, snaps) = (rx_flows(&c, &vec![0; n]), Snapshots::default());
         for k in 0..1000u64 {
             // Latencies 1..1000 µs, and a duplicate of every tenth frame (not a latency sample).
             let ts = 10_000_000_000 + k * 10_000;
@@ -688,7 +743,7 @@ mod tests {
             let mut f = vec![0u8; 60];
             sig.emit(&mut f[60 - netrig_wire::signature::LEN..]);
             for _ in 0..1 + u64::from(k % 10 == 0) {
-                c.frame(&f, RxMeta { ts_ns: ts, ..Default::default() });
+                flows.an.frame(&f, RxMeta { ts_ns: ts, ..Default::default() });
             }
         }
         let asked = snaps.ask_latency();
@@ -700,7 +755,7 @@ mod tests {
         let (tag, b) = &got.lat[0];
         assert_eq!((*tag, b.latency.iter().map(|x| x.1).sum::<u64>(), got.lat.len()), (3, 1000, n));
         assert_eq!(b.ipdv.iter().map(|x| x.1).sum::<u64>(), 999, "one |IPDV| between each two latencies");
-        let (lat, ipdv) = &flows.states.hists[0];
+        let (lat, ipdv) = &flows.an.flows.hists[0];
         for q in [0.0001, 0.5, 0.9, 0.99, 0.999, 1.0] {
             assert_eq!(quantile(&b.latency, q), lat.value_at_quantile(q), "q {q}");
             assert_eq!(quantile(&b.ipdv, q), ipdv.value_at_quantile(q), "|IPDV| q {q}");
@@ -714,22 +769,22 @@ mod tests {
     }
 
     fn b_len(flows: &RxFlows) -> usize {
-        buckets(&flows.states.hists[0].0).len()
+        buckets(&flows.an.flows.hists[0].0).len()
     }
 
     #[test]
     fn a_snapshot_is_answered_in_chunks_between_batches_and_the_last_one_stays() {
         let n = 2 * SNAP_CHUNK + 10;
-        let ctl: Vec<FlowCtl> = (0..n).map(|_| FlowCtl::default()).collect();
-        let (mut flows, port, snaps) = (RxFlows::new(&vec![0; n]), PortCounters::default(), Snapshots::default());
+        let c = ctls(n);
+        let (mut flows, snaps) = (rx_flows(&c, &vec![0; n]), Snapshots::default());
         let last = (n - 1) as u32;
-        ctl[n - 1].tag.store(7, Ordering::Relaxed);
-        count(&ctl, &mut flows, &port, &[(7, last, 0)]);
+        c.0[n - 1].tag.store(7, Ordering::Relaxed);
+        count(&mut flows, &[(7, last, 0)]);
         let asked = snaps.ask();
         flows.answer(&snaps, SNAP_CHUNK, false);
         flows.answer(&snaps, SNAP_CHUNK, false);
         assert_eq!(snaps.buf.lock().unwrap().have, 0, "two chunks of three copied: nothing published");
-        count(&ctl, &mut flows, &port, &[(7, last, 1)]);
+        count(&mut flows, &[(7, last, 1)]);
         flows.answer(&snaps, SNAP_CHUNK, false);
         let got = snaps.wait(asked);
         assert_eq!((got.have, got.gone, got.flows.len(), got.flows[n - 1].frames), (asked, false, n, 2));
