@@ -37,7 +37,7 @@ use netrig_wire::signature::{Signature, Site, MASK_40, TRIAL_MASK};
 
 use crate::port::RxMeta;
 use crate::sys::prefetch::prefetch;
-use crate::traffic::flowstate::{note_gap_in, record_in_window, FlowStates, SeqClass};
+use crate::traffic::flowstate::{note_gap_in, FlowStates, SeqClass};
 pub use crate::traffic::flowstate::{window_bits_for, SeqGap};
 use crate::traffic::schedule::IntervalCounter;
 use crate::traffic::timeline::LatencyTimeline;
@@ -96,8 +96,6 @@ pub struct FlowRx {
     pub late: u64,
     /// Highest sequence seen + 1.
     next_seq: u64,
-    /// Sliding window of seen sequences, bit `seq % window` (window = words.len() * 64).
-    window: Box<[u64]>,
     pub ipdv_sum_ns: u64,
     pub ipdv_max_ns: u64,
     pub ipdv_count: u64,
@@ -171,7 +169,7 @@ pub(crate) fn new_ipdv_hist() -> Histogram<u32> {
 }
 
 impl FlowRx {
-    pub(crate) fn new(window_bits: usize, with_hist: bool) -> Self {
+    pub(crate) fn new(with_hist: bool) -> Self {
         FlowRx {
             received: 0,
             bytes: 0,
@@ -179,7 +177,6 @@ impl FlowRx {
             duplicated: 0,
             late: 0,
             next_seq: 0,
-            window: vec![0u64; window_bits / 64].into_boxed_slice(),
             ipdv_sum_ns: 0,
             ipdv_max_ns: 0,
             ipdv_count: 0,
@@ -212,28 +209,6 @@ impl FlowRx {
     /// Transmit time (ns since the epoch) of the highest sequence received (0: none received).
     pub fn last_tx_ns(&self) -> u64 {
         self.last_tx_ns
-    }
-
-    /// The 64-bit sequence number of a 40-bit one (see [`extend_seq`]).
-    #[inline]
-    pub(crate) fn extend_seq(&self, s40: u64) -> u64 {
-        extend_seq(self.next_seq, s40)
-    }
-
-    /// Record sequence `seq`; returns false if it is a duplicate.
-    #[inline]
-    pub(crate) fn record_seq(&mut self, seq: u64) -> bool {
-        match record_in_window(&mut self.window, &mut self.next_seq, seq) {
-            SeqClass::Ahead => true,
-            SeqClass::Reordered => {
-                self.reordered += 1;
-                true
-            }
-            SeqClass::Duplicate => {
-                self.duplicated += 1;
-                false
-            }
-        }
     }
 
     /// Highest sequence number seen + 1.
@@ -340,6 +315,17 @@ pub trait TagPolicy {
     const SHARED_HISTS: bool;
     /// [`Self::latency`] may give [`UNTIMED`].
     const UNTIMED_FRAMES: bool;
+    /// The state of `nflows` flows: windows by their number, histograms for the first
+    /// [`PER_FLOW_HIST_LIMIT`].
+    fn states(nflows: usize) -> FlowStates
+    where
+        Self: Sized,
+    {
+        FlowStates::new(nflows, PER_FLOW_HIST_LIMIT, || (new_hist(), new_ipdv_hist()))
+    }
+    /// A frame without a signature, of `wire` bytes (counted foreign in the totals).
+    #[inline(always)]
+    fn foreign(&mut self, _frame: &[u8], _wire: u64) {}
     /// The flow a signed frame counts into, and whether it is the first frame of the flow's new
     /// start (the analyser then counts what it holds and calls [`Self::restart`]); `None`: not
     /// this run's (counted here or in `t`).
@@ -471,11 +457,11 @@ impl Analyzer {
 }
 
 impl<P: TagPolicy> Analyzer<P> {
-    /// An analyser of `nflows` flows whose frames `policy` admits; latencies above `late_ns` are
-    /// late. The first [`PER_FLOW_HIST_LIMIT`] flows get histograms of their own.
+    /// An analyser of `nflows` flows whose frames `policy` admits ([`TagPolicy::states`]);
+    /// latencies above `late_ns` are late.
     pub fn with_policy(nflows: usize, epoch_ns: u64, late_ns: u64, policy: P) -> Self {
         Analyzer {
-            flows: FlowStates::new(nflows, PER_FLOW_HIST_LIMIT, || (new_hist(), new_ipdv_hist())),
+            flows: P::states(nflows),
             totals: RxTotals::default(),
             shared_hist: new_hist(),
             shared_ipdv_hist: new_ipdv_hist(),
@@ -544,6 +530,7 @@ impl<P: TagPolicy> Analyzer<P> {
         t.bytes += wire_len;
         let Some(sig) = dissect::locate(frame, P::SITE) else {
             t.foreign += 1;
+            self.policy.foreign(frame, wire_len);
             return None;
         };
         let (flow, restart) = self.policy.admit(&sig, self.flows.len(), t)?;
@@ -634,7 +621,6 @@ impl<P: TagPolicy> Analyzer<P> {
             duplicated: c.duplicated,
             late: c.late,
             next_seq: h.next_seq,
-            window: Box::new([]),
             ipdv_sum_ns: h.ipdv_sum_ns,
             ipdv_max_ns: n.ipdv_max_ns,
             ipdv_count: n.received.saturating_sub(1),
@@ -713,37 +699,40 @@ impl LatencySummary {
 
 /// A fresh, empty flow state (for aggregating).
 pub fn empty_flow() -> FlowRx {
-    FlowRx::new(64, false)
+    FlowRx::new(false)
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::traffic::flowstate::record_in_window;
+
+    /// `seqs` through a window of 256 bits: (duplicated, reordered, next sequence).
+    fn classify(seqs: impl IntoIterator<Item = u64>) -> (u64, u64, u64) {
+        let (mut w, mut next, mut n) = ([0u64; 4], 0, (0, 0));
+        for s in seqs {
+            match record_in_window(&mut w, &mut next, s) {
+                SeqClass::Duplicate => n.0 += 1,
+                SeqClass::Reordered => n.1 += 1,
+                SeqClass::Ahead => {}
+            }
+        }
+        (n.0, n.1, next)
+    }
 
     #[test]
     fn sequence_window_classifies() {
-        let mut f = FlowRx::new(256, false);
-        for s in [0, 1, 2, 4, 3, 3, 5, 1000, 10, 999] {
-            f.record_seq(s);
-        }
         // 3 arrived after 4: reordered; second 3: duplicate; 10 is > 256 behind 1000: reordered
         // (too old to tell); 999 is new within the window: reordered.
-        assert_eq!(f.duplicated, 1);
-        assert_eq!(f.reordered, 3);
-        assert_eq!(f.next_seq(), 1001);
+        assert_eq!(classify([0, 1, 2, 4, 3, 3, 5, 1000, 10, 999]), (1, 3, 1001));
     }
 
     #[test]
     fn window_wraps_cleanly() {
-        let mut f = FlowRx::new(256, false);
-        for s in 0..10_000u64 {
-            assert!(f.record_seq(s));
-        }
-        assert_eq!((f.duplicated, f.reordered), (0, 0));
-        assert!(!f.record_seq(9_990), "recent duplicate is detected after many wraps");
-        assert!(f.record_seq(20_000));
-        assert!(f.record_seq(19_999));
-        assert_eq!(f.reordered, 1);
+        assert_eq!(classify(0..10_000u64), (0, 0, 10_000));
+        // A recent duplicate is detected after many wraps.
+        assert_eq!(classify((0..10_000u64).chain([9_990])), (1, 0, 10_000));
+        assert_eq!(classify((0..10_000u64).chain([20_000, 19_999])), (0, 1, 20_001));
     }
 
     /// A signed 64-byte frame of flow 0 with sequence `seq`, sent at `tx_ns` since the epoch.
@@ -962,17 +951,15 @@ pub(crate) mod tests {
 
     #[test]
     fn sequence_numbers_are_extended_across_the_40_bit_wrap() {
-        let mut f = FlowRx::new(256, false);
-        f.next_seq = MASK_40 - 2;
-        assert_eq!(f.extend_seq(MASK_40 - 1), MASK_40 - 1);
-        assert_eq!(f.extend_seq(1), MASK_40 + 2, "just past the wrap");
-        assert_eq!(f.extend_seq(MASK_40 - 100), MASK_40 - 100, "a little behind");
-        f.next_seq = (3 << 40) + 10;
-        assert_eq!(f.extend_seq(MASK_40), (3 << 40) - 1, "behind, across the wrap");
-        assert_eq!(f.extend_seq(12), (3 << 40) + 12);
-        f.next_seq = 10;
-        assert_eq!(f.extend_seq(MASK_40), MASK_40, "never below zero");
-        assert_eq!(f.extend_seq(3), 3);
+        let next = MASK_40 - 2;
+        assert_eq!(extend_seq(next, MASK_40 - 1), MASK_40 - 1);
+        assert_eq!(extend_seq(next, 1), MASK_40 + 2, "just past the wrap");
+        assert_eq!(extend_seq(next, MASK_40 - 100), MASK_40 - 100, "a little behind");
+        let next = (3 << 40) + 10;
+        assert_eq!(extend_seq(next, MASK_40), (3 << 40) - 1, "behind, across the wrap");
+        assert_eq!(extend_seq(next, 12), (3 << 40) + 12);
+        assert_eq!(extend_seq(10, MASK_40), MASK_40, "never below zero");
+        assert_eq!(extend_seq(10, 3), 3);
 
         // A flow crossing the wrap is counted in order, without a reordered frame.
         let (mut an, _) = trial_analyzer(1, u64::MAX);

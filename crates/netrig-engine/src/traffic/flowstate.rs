@@ -248,7 +248,11 @@ fn zeroed(n: usize) -> ZeroedPages<[u64; 3]> {
 impl FlowStates {
     /// `n` flows, windows of [`window_bits_for`]`(n)`, histograms for the first `hist_flows`.
     pub fn new(n: usize, hist_flows: usize, new_hists: impl Fn() -> FlowHists) -> Self {
-        let bits = window_bits_for(n);
+        FlowStates::with_window(n, window_bits_for(n), hist_flows, new_hists)
+    }
+
+    /// `n` flows with windows of `bits` (a power of two, at least [`INLINE_WINDOW_BITS`]).
+    pub fn with_window(n: usize, bits: usize, hist_flows: usize, new_hists: impl Fn() -> FlowHists) -> Self {
         let window_words = if bits > INLINE_WINDOW_BITS { bits / 64 } else { 0 };
         FlowStates {
             hot: vec![FlowHot::EMPTY; n],
