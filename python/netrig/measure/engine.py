@@ -169,7 +169,7 @@ class EngineMeasurer:
         stop: dict = {"bursts": (burst_frames, 1, 0.0)} if burst_frames is not None else {"duration_s": duration_s}
         progress = self._live(progress) if live else progress
         return run_trial(self.tx, self.rx, [stream], drain_s=drain_s, late_s=self.late_s,
-                         warmup_s=self.warmup_s, progress=progress,
+                         warmup_s=self.warmup_s, learning=self.learning_frames, progress=progress,
                          follow=follow, pacing=self.pacing,
                          max_stretch_pct=100 * self.tolerance, phases=phases, interval_s=interval_s,
                          gap_slots=gap_slots, tx_cpus=self.tx_cpus, rx_cpus=self.rx_cpus, **stop)
@@ -394,6 +394,7 @@ class EngineMeasurer:
                 self.tx, self.rx, [Stream(frame_size=load.frame_size, rate_pps=load.rate_pps, flows=self.flows,
                                           **self.template)],
                 duration_s=duration_s, drain_s=self.drain_s, late_s=self.late_s, warmup_s=self.warmup_s,
+                learning=self.learning_frames,
                 progress=self._live(progress),
                 progress_interval_s=min(0.25, interval_s / 4), pacing=self.pacing,
                 max_stretch_pct=100 * self.tolerance, interval_s=interval_s, on_intervals=deliver,
@@ -512,6 +513,7 @@ class EngineMeasurer:
                 self.tx, self.rx, [Stream(frame_size=load.frame_size, rate_pps=load.rate_pps, flows=self.flows,
                                           **self.template)],
                 duration_s=duration_s, drain_s=self.drain_s, late_s=self.late_s, warmup_s=self.warmup_s,
+                learning=self.learning_frames,
                 progress=self._live(progress),
                 pacing=self.pacing, max_stretch_pct=100 * self.tolerance,
                 interval_s=INTERVAL_S, gap_slots=gaps, max_flow_results=MAX_EVENT_FLOWS, tx_cpus=self.tx_cpus,
