@@ -315,6 +315,8 @@ pub trait TagPolicy {
     const SHARED_HISTS: bool;
     /// [`Self::latency`] may give [`UNTIMED`].
     const UNTIMED_FRAMES: bool;
+    /// The flows' sequence gaps are kept (a trial's outages; no other reader has them).
+    const GAPS: bool = false;
     /// The state of `nflows` flows: windows by their number, histograms for the first
     /// [`PER_FLOW_HIST_LIMIT`].
     fn states(nflows: usize) -> FlowStates
@@ -366,6 +368,7 @@ impl TagPolicy for OneTag {
     const SITE: Site = Site::Payload;
     const SHARED_HISTS: bool = true;
     const UNTIMED_FRAMES: bool = false;
+    const GAPS: bool = true;
 
     #[inline(always)]
     fn admit(&mut self, sig: &Signature, nflows: usize, t: &mut RxTotals) -> Option<(usize, bool)> {
@@ -552,7 +555,7 @@ impl<P: TagPolicy> Analyzer<P> {
     }
 
     /// Count a parsed frame into its flow (its line loaded by now, see [`Self::push`]).
-    #[inline]
+    #[inline(always)]
     fn count(&mut self, p: Parsed) {
         let (flow, age) = (p.flow as usize, p.age);
         let hot = &self.flows.hot[flow];
@@ -566,7 +569,7 @@ impl<P: TagPolicy> Analyzer<P> {
         match self.flows.record_seq(flow, seq) {
             SeqClass::Duplicate => return self.policy.duplicate(flow, p.wire_len),
             SeqClass::Reordered => {}
-            SeqClass::Ahead => {
+            SeqClass::Ahead if P::GAPS => {
                 // In order or ahead: a jump ahead closes a gap (from the flow's second frame on).
                 let tx_ns = p.rx_rel.saturating_sub(latency); // 0 untimed: such a flow's gaps have no times
                 if seq > expected && expected > 0 {
@@ -575,6 +578,7 @@ impl<P: TagPolicy> Analyzer<P> {
                 }
                 self.flows.hot[flow].last_tx_ns = tx_ns;
             }
+            SeqClass::Ahead => {}
         }
         if P::UNTIMED_FRAMES && latency == UNTIMED {
             return self.policy.untimed(flow, p.wire_len);
