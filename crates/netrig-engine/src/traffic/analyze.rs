@@ -1,11 +1,12 @@
 //! The receive analysis: every received frame is classified and counted per flow, by every
-//! entry point that counts (a trial's receivers, the OTG generator's).
+//! entry point that counts (a trial's receivers, the OTG generator's, a listen's).
 //!
 //! For each frame the RX worker calls [`Analyzer::push`], and [`Analyzer::flush`] after each batch
 //! it takes from its queue (or [`Analyzer::frame`], both at once). Which frames count is the
-//! analyser's [`TagPolicy`]: a trial's one tag ([`OneTag`], below) or the generator's tag per flow
-//! (`run::generator::rx::FlowTags`). The signature is located (`netrig_wire::dissect::locate` at
-//! the policy's site) and, for a trial, the frame classified in this order:
+//! analyser's [`TagPolicy`]: a trial's one tag ([`OneTag`], below), the generator's tag per flow
+//! (`run::generator::rx::FlowTags`) or a listen's any tag (`run::listen::AnyTag`). The signature
+//! is located (`netrig_wire::dissect::locate` at the policy's site) and, for a trial, the frame
+//! classified in this order:
 //! - no signature: *foreign* (ARP, the host's traffic, learning frames);
 //! - a signature with another trial's tag: *earlier trial* (a late frame of a trial this process
 //!   ran before, see [`TrialIdent`]) or *other trial* (another tester's, or forged with a wrong
@@ -306,8 +307,9 @@ struct Pending {
 }
 
 /// Which frames an [`Analyzer`] counts, and what it keeps beside the flows' state: a trial's one
-/// tag ([`OneTag`]) or an OTG generator's tag per flow (`run::generator::rx::FlowTags`). The
-/// analyser calls it in this order for a signed frame; each `false`/`None` ends the frame.
+/// tag ([`OneTag`]), an OTG generator's tag per flow (`run::generator::rx::FlowTags`) or a
+/// listen's any tag (`run::listen::AnyTag`). The analyser calls it in this order for a signed
+/// frame; each `false`/`None` ends the frame.
 pub trait TagPolicy {
     /// Where the signature sits in its frames.
     const SITE: Site;
