@@ -170,27 +170,6 @@ pub(crate) fn new_ipdv_hist() -> Histogram<u32> {
 }
 
 impl FlowRx {
-    pub(crate) fn new(with_hist: bool) -> Self {
-        FlowRx {
-            received: 0,
-            bytes: 0,
-            reordered: 0,
-            duplicated: 0,
-            late: 0,
-            next_seq: 0,
-            ipdv_sum_ns: 0,
-            ipdv_max_ns: 0,
-            ipdv_count: 0,
-            latency_sum_ns: 0,
-            latency_min_ns: u64::MAX,
-            latency_max_ns: 0,
-            hist: with_hist.then(new_hist),
-            ipdv_hist: with_hist.then(new_ipdv_hist),
-            last_tx_ns: 0,
-            gaps: Box::new([SeqGap::default()]),
-        }
-    }
-
     /// Keep `g` if it is longer than the shortest gap kept (or a slot is free).
     fn note_gap(&mut self, g: SeqGap) {
         let mut words: Vec<[u64; 3]> = self.gaps.iter().map(|k| [k.missing, k.before_ns, k.after_ns]).collect();
@@ -705,7 +684,24 @@ impl LatencySummary {
 
 /// A fresh, empty flow state (for aggregating).
 pub fn empty_flow() -> FlowRx {
-    FlowRx::new(false)
+    FlowRx {
+        received: 0,
+        bytes: 0,
+        reordered: 0,
+        duplicated: 0,
+        late: 0,
+        next_seq: 0,
+        ipdv_sum_ns: 0,
+        ipdv_max_ns: 0,
+        ipdv_count: 0,
+        latency_sum_ns: 0,
+        latency_min_ns: u64::MAX,
+        latency_max_ns: 0,
+        hist: None,
+        ipdv_hist: None,
+        last_tx_ns: 0,
+        gaps: Box::new([SeqGap::default()]),
+    }
 }
 
 #[cfg(test)]
