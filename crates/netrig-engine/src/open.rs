@@ -114,7 +114,6 @@ impl Port for AutoPort {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::port::TimestampSource;
     use crate::sys::bpf::testkit::{is_root, open_retry, VethPair};
     use crate::sys::bpf::{self, OnMatch, XdpMode, XDP_PASS};
     use crate::sys::netns::in_netns;
@@ -135,7 +134,7 @@ mod tests {
         assert_eq!(c.backend, Backend::AfXdp);
         assert!(c.notes.starts_with("auto: af_xdp, the fastest backend, works;"), "{}", c.notes);
         assert!(c.notes.contains("XDP native (drv)"), "receive path set up at open: {}", c.notes);
-        assert_eq!(c.rx_timestamp, TimestampSource::KernelXdp);
+        crate::sys::af_xdp::tests::assert_stamp_source(&c);
         assert!(v.link_show(&v.ns_b, &v.if_b).contains("prog/xdp"));
         let _rx = p.open_rx(0).expect("open_rx");
         drop(_rx);
@@ -155,8 +154,9 @@ mod tests {
         let v = VethPair::new("g");
         // Someone else's XDP program on the receive interface: AF_XDP cannot steer frames there.
         let foreign = in_netns(Some(&v.ns_b), || {
-            let prog = bpf::prog_load_xdp(&bpf::steer_program(OnMatch::Verdict(XDP_PASS), false, None), "foreign")
-                .map_err(|e| PortError::Other { ifname: v.if_b.clone(), message: e.to_string() })?;
+            let prog =
+                bpf::prog_load_xdp(&bpf::steer_program(OnMatch::Verdict(XDP_PASS), bpf::Stamp::Off, None), "foreign")
+                    .map_err(|e| PortError::Other { ifname: v.if_b.clone(), message: e.to_string() })?;
             let idx = crate::sys::ifinfo::ifindex(&v.if_b, None)?;
             let link = bpf::link_create_xdp(&prog, idx, XdpMode::Drv)
                 .map_err(|e| PortError::Other { ifname: v.if_b.clone(), message: e.to_string() })?;

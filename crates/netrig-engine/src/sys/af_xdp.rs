@@ -40,7 +40,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::bpf::{self, OnMatch, XdpMode};
+use super::bpf::{self, OnMatch, Stamp, XdpMode};
 use super::ifinfo;
 use super::netns::in_netns;
 use crate::clock;
@@ -642,6 +642,10 @@ struct XdpAttach {
     mode: XdpMode,
     /// Frames the steering program passed to the kernel (not netrig's), counted per CPU.
     passed: Option<OwnedFd>,
+    /// Where the program writes receive timestamps.
+    stamps: Stamp,
+    /// Metadata stamps were asked for and the kernel refused them: why ([`load_steer`]).
+    stamps_refused: Option<String>,
 }
 
 impl XdpAttach {
@@ -656,7 +660,7 @@ fn attach_xdp(
     ifindex: u32,
     entries: u32,
     want: Option<XdpMode>,
-    stamp: bool,
+    stamp: StampWish,
     all: bool,
     control: bool,
 ) -> Result<(XdpAttach, String), PortError> {
@@ -673,14 +677,13 @@ fn attach_xdp(
     } else {
         Some(bpf::percpu_array_create(1, 8, "netrig_passed").map_err(|e| bpf_err("create the counter for", e))?)
     };
-    let (insns, name) = match (&passed, all) {
-        (None, _) => (bpf::redirect_all_program(map.as_raw_fd()), FORWARD_PROG_NAME),
-        (Some(c), true) => (bpf::keep_control_program(map.as_raw_fd(), c.as_raw_fd()), FORWARD_PROG_NAME),
-        (Some(c), false) => {
-            (bpf::steer_program(OnMatch::Redirect(map.as_raw_fd()), stamp, Some(c.as_raw_fd())), STEER_PROG_NAME)
-        }
-    };
-    let prog = bpf::prog_load_xdp(&insns, name).map_err(|e| bpf_err("load", e))?;
+    let forward = |insns: Vec<bpf::Insn>| bpf::prog_load_xdp(&insns, FORWARD_PROG_NAME).map(|p| (p, Stamp::Off, None));
+    let (prog, stamps, stamps_refused) = match (&passed, all) {
+        (None, _) => forward(bpf::redirect_all_program(map.as_raw_fd())),
+        (Some(c), true) => forward(bpf::keep_control_program(map.as_raw_fd(), c.as_raw_fd())),
+        (Some(c), false) => load_steer(map.as_raw_fd(), Some(c.as_raw_fd()), stamp, STEER_PROG_NAME),
+    }
+    .map_err(|e| bpf_err("load", e))?;
     let modes: &[XdpMode] = match want {
         Some(XdpMode::Drv) => &[XdpMode::Drv],
         Some(XdpMode::Skb) => &[XdpMode::Skb],
@@ -695,7 +698,8 @@ fn attach_xdp(
                 } else {
                     format!("XDP {} via BPF link ({})", mode.as_str(), why.join("; "))
                 };
-                return Ok((XdpAttach { _link: link, _prog: prog, map, mode, passed }, note));
+                let att = XdpAttach { _link: link, _prog: prog, map, mode, passed, stamps, stamps_refused };
+                return Ok((att, note));
             }
             Err(e) if matches!(e.raw_os_error(), Some(libc::EBUSY) | Some(libc::EEXIST)) => {
                 return Err(PortError::Other {
@@ -726,9 +730,60 @@ pub fn probe_program(ifname: &str) -> Result<String, PortError> {
         _ => unsupported(ifname, format!("cannot {what} the netrig XDP program: {e}")),
     };
     let map = bpf::xskmap_create(1).map_err(|e| err("create the XSKMAP for", e))?;
-    let insns = bpf::steer_program(OnMatch::Redirect(map.as_raw_fd()), true, None);
-    bpf::prog_load_xdp(&insns, "netrig_probe").map_err(|e| err("load", e))?;
-    Ok(format!("XDP program ({} instructions) loads; attached when the port receives", insns.len()))
+    let wish = StampWish { on: true, prefix_fits: true };
+    let (_, stamp, refused) = load_steer(map.as_raw_fd(), None, wish, "netrig_probe").map_err(|e| err("load", e))?;
+    let stamps = stamp_note(stamp, refused.as_deref());
+    Ok(format!("XDP program loads ({stamps}); attached when the port receives"))
+}
+
+/// Which receive stamps a port asks of its steering program.
+#[derive(Debug, Clone, Copy)]
+struct StampWish {
+    /// Kernel stamps at all (`XskConfig::rx_stamps`, and not a forwarder).
+    on: bool,
+    /// The port's largest frame (its MTU, one VLAN tag) with a [`bpf::RX_STAMP_LEN`]-byte prefix
+    /// fits the room a UMEM frame has for received data, so [`Stamp::Head`] can stand in.
+    prefix_fits: bool,
+}
+
+/// What a port's notes say of its receive stamps.
+fn stamp_note(stamp: Stamp, refused: Option<&str>) -> String {
+    match (stamp, refused) {
+        (Stamp::Meta, _) => "RX timestamps from XDP metadata".to_string(),
+        (Stamp::Head, Some(why)) => format!("RX timestamps from the XDP program, in front of each frame ({why})"),
+        (Stamp::Head, None) => "RX timestamps from the XDP program, in front of each frame".to_string(),
+        (Stamp::Off, Some(why)) => format!("RX timestamps in user space ({why})"),
+        (Stamp::Off, None) => "RX timestamps in user space".to_string(),
+    }
+}
+
+/// Load the steering program with the receive stamps `wish` asks for: in XDP metadata; where
+/// the kernel refuses that program and accepts one that prefixes the frame (a kernel that keeps
+/// `bpf_xdp_adjust_meta` from XDP programs), with a prefix if it fits; else none, and user space
+/// stamps per batch, as on a driver without room for metadata. The program, where it stamps, and
+/// why not in metadata when metadata was refused.
+fn load_steer(
+    map: RawFd,
+    passed: Option<RawFd>,
+    wish: StampWish,
+    name: &str,
+) -> io::Result<(OwnedFd, Stamp, Option<String>)> {
+    let load = |stamp: Stamp| bpf::prog_load_xdp(&bpf::steer_program(OnMatch::Redirect(map), stamp, passed), name);
+    if !wish.on {
+        return Ok((load(Stamp::Off)?, Stamp::Off, None));
+    }
+    let e = match load(Stamp::Meta) {
+        Ok(prog) => return Ok((prog, Stamp::Meta, None)),
+        Err(e) => e,
+    };
+    let why = format!("the kernel refused them in XDP metadata: {}", bpf::verifier_reason(&e));
+    if wish.prefix_fits {
+        if let Ok(prog) = load(Stamp::Head) {
+            return Ok((prog, Stamp::Head, Some(why)));
+        }
+    }
+    let why = if wish.prefix_fits { why } else { format!("{why}; a prefix would not fit the largest frame") };
+    Ok((load(Stamp::Off)?, Stamp::Off, Some(why)))
 }
 
 /// TX-side state of a queue: in the port between TX halves, moved into the half while it is open
@@ -945,20 +1000,21 @@ impl XskPort {
         }
         let ifname = self.caps.name.clone();
         let (ifindex, entries, mode, all) = (self.ifindex, self.map_entries, self.cfg.xdp_mode, self.cfg.steer_all);
-        let (stamp, control) = (self.cfg.rx_stamps && !all, self.cfg.control_to_kernel);
+        let room = (self.cfg.frame_size - XDP_PACKET_HEADROOM) as usize;
+        let largest = self.caps.max_frame_len + 4; // an 802.1Q tag
+        let stamp = StampWish { on: self.cfg.rx_stamps && !all, prefix_fits: largest + bpf::RX_STAMP_LEN <= room };
+        let control = self.cfg.control_to_kernel;
         let (att, note) =
             in_netns(self.netns.as_deref(), || attach_xdp(&ifname, ifindex, entries, mode, stamp, all, control))?;
         let stamps = if all && control {
-            "every frame steered to the sockets but ARP, ND, ICMP and LLDP (to the kernel)"
+            "every frame steered to the sockets but ARP, ND, ICMP and LLDP (to the kernel)".to_string()
         } else if all {
-            "every frame steered to the sockets (forwarding)"
-        } else if stamp {
-            "RX timestamps from XDP metadata"
+            "every frame steered to the sockets (forwarding)".to_string()
         } else {
-            "RX timestamps in user space"
+            stamp_note(att.stamps, att.stamps_refused.as_deref())
         };
         self.caps.notes = format!("{}, {note}, {stamps}", self.base_notes);
-        if stamp {
+        if att.stamps != Stamp::Off {
             self.caps.rx_timestamp = TimestampSource::KernelXdp;
         }
         let att = Arc::new(att);
@@ -1022,6 +1078,7 @@ impl Port for XskPort {
             return Err(PortError::Other { ifname, message: format!("queue {queue}: RX half already open") });
         }
         let xdp = self.ensure_xdp()?;
+        let stamps = xdp.stamps;
         let slot = self.slot(queue)?;
         let Some(mut st) = lock(&slot.rx).take() else {
             return Err(PortError::Other { ifname, message: format!("queue {queue}: RX half already open") });
@@ -1075,11 +1132,26 @@ impl Port for XskPort {
             home: slot.rx.clone(),
             frame_mask,
             queue: queue as u16,
-            stamps: cfg.rx_stamps && !cfg.steer_all,
+            stamps,
             wait: RxWait::Spin,
             wake: None,
         }))
     }
+}
+
+/// A frame the steering program prefixed with its receive time ([`Stamp::Head`]): the time and
+/// the frame. `None` for a frame without the prefix (the driver had no headroom): its bytes 12-13
+/// are the ethertype the program matched, never the prefix's zeros.
+#[inline(always)]
+fn split_stamp(data: &[u8]) -> Option<(u64, &[u8])> {
+    let (prefix, frame) = data.split_first_chunk::<{ bpf::RX_STAMP_LEN }>()?;
+    let magic = u32::from_ne_bytes([prefix[8], prefix[9], prefix[10], prefix[11]]);
+    if magic != bpf::RX_STAMP_MAGIC || prefix[12..] != [0; 4] {
+        return None;
+    }
+    let mut ts = [0u8; 8];
+    ts.copy_from_slice(&prefix[..8]);
+    Some((u64::from_ne_bytes(ts), frame))
 }
 
 /// Transmit half of one AF_XDP queue.
@@ -1219,8 +1291,8 @@ pub struct XskRx {
     frame_mask: u64,
     queue: u16,
     busy_poll: bool,
-    /// The XDP program writes receive timestamps into metadata.
-    stamps: bool,
+    /// Where the XDP program writes receive timestamps.
+    stamps: Stamp,
     /// How an empty ring is waited on (`RxQueue::set_wait`).
     wait: RxWait,
     wake: Option<Arc<WakeFd>>,
@@ -1332,17 +1404,22 @@ impl RxQueue for XskRx {
                 next = self.st.rx.read(i + 1);
                 prefetch(self.umem.wrapping_add(next.addr as usize));
                 prefetch(self.umem.wrapping_add(next.addr as usize + 64));
-                if self.stamps {
+                if self.stamps == Stamp::Meta {
                     prefetch(self.umem.wrapping_add(next.addr as usize - bpf::RX_STAMP_LEN));
                 }
             }
             // SAFETY: the kernel wrote d.len bytes at UMEM offset d.addr of a frame of the RX
             // partition; the frame stays ours until it is put back in the fill ring below.
-            let data = unsafe { std::slice::from_raw_parts(self.umem.add(d.addr as usize), d.len as usize) };
+            let mut data = unsafe { std::slice::from_raw_parts(self.umem.add(d.addr as usize), d.len as usize) };
             meta.ts_ns = batch_ts;
+            if self.stamps == Stamp::Head {
+                if let Some((ts, frame)) = split_stamp(data) {
+                    (meta.ts_ns, data) = (ts, frame);
+                }
+            }
             // The kernel puts RX data XDP_PACKET_HEADROOM (256) bytes into its frame; checked
             // anyway, so that a driver doing otherwise costs the stamp, never memory safety.
-            if self.stamps && (d.addr & !self.frame_mask) as usize >= bpf::RX_STAMP_LEN {
+            if self.stamps == Stamp::Meta && (d.addr & !self.frame_mask) as usize >= bpf::RX_STAMP_LEN {
                 // SAFETY: the RX_STAMP_LEN bytes in front of the data are inside the same frame
                 // (checked above), which is ours until it goes back to the fill ring. Unaligned
                 // reads: the kernel aligns data only to 2 bytes in some drivers.
@@ -1401,7 +1478,7 @@ impl Drop for XskTx {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::sys::bpf::testkit::*;
     use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -1470,6 +1547,20 @@ mod tests {
         assert!(matches!(e, PortError::PermissionDenied { .. }), "{e}");
     }
 
+    /// A receiving port stamps in its XDP program: in metadata where this kernel's verifier
+    /// takes that program (loaded here as the oracle), else in front of each frame, saying why.
+    pub(crate) fn assert_stamp_source(caps: &PortCaps) {
+        assert_eq!(caps.rx_timestamp, TimestampSource::KernelXdp, "{}", caps.notes);
+        let map = bpf::xskmap_create(1).expect("XSKMAP");
+        let meta = bpf::steer_program(OnMatch::Redirect(map.as_raw_fd()), Stamp::Meta, None);
+        let why = if bpf::prog_load_xdp(&meta, "netrig_test").is_ok() {
+            "RX timestamps from XDP metadata"
+        } else {
+            "RX timestamps from the XDP program, in front of each frame (the kernel refused them in XDP metadata: "
+        };
+        assert!(caps.notes.contains(why), "{}", caps.notes);
+    }
+
     #[test]
     fn xsk_tx_to_xsk_rx_counts_every_frame_and_the_link_dies_with_the_port() {
         if !is_root() {
@@ -1485,7 +1576,7 @@ mod tests {
         assert!(shown.contains("prog/xdp"), "program attached natively: {shown}");
         let notes = rxp.caps().notes.clone();
         assert!(notes.contains("native (drv)") && notes.contains("copy mode"), "{notes}");
-        assert_eq!(rxp.caps().rx_timestamp, TimestampSource::KernelXdp);
+        assert_stamp_source(rxp.caps());
         let mut txp = open_retry(&spec(&v.if_a, &v.ns_a));
         assert!(!v.link_show(&v.ns_a, &v.if_a).contains("prog/xdp"), "TX-only port attaches no program");
         let mut txq = txp.open_tx(0).expect("open_tx");
@@ -1497,7 +1588,7 @@ mod tests {
             std::thread::spawn(move || {
                 let mut seen = vec![0u8; N as usize];
                 let (mut count, mut bad) = (0u64, 0u64);
-                // Kernel (XDP metadata) stamps: per frame, in arrival order, never in the future.
+                // Kernel stamps: per frame, in arrival order, never in the future.
                 let (mut last_ts, mut distinct, mut backwards) = (0u64, 0u64, 0u64);
                 let t0 = Instant::now();
                 while count < N && t0.elapsed() < Duration::from_secs(60) && !done.load(Ordering::Relaxed) {

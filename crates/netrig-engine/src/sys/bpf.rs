@@ -63,13 +63,29 @@ pub const BPF_FUNC_KTIME_GET_NS: i32 = 5;
 pub const BPF_FUNC_GET_SMP_PROCESSOR_ID: i32 = 8;
 /// `bpf_redirect_map`.
 pub const BPF_FUNC_REDIRECT_MAP: i32 = 51;
+const BPF_FUNC_XDP_ADJUST_HEAD: i32 = 44;
 const BPF_FUNC_XDP_ADJUST_META: i32 = 54;
 
-/// Bytes of XDP metadata the steering program writes in front of a stamped frame: the receive
-/// time (`bpf_ktime_get_ns`, CLOCK_MONOTONIC, u64 native-endian) then [`RX_STAMP_MAGIC`]
-/// (u32 native-endian) and 4 unused bytes. AF_XDP copies metadata into the UMEM frame (copy and
-/// zero-copy mode alike), so it sits just before the frame data.
+/// Bytes the steering program writes in front of a stamped frame: the receive time
+/// (`bpf_ktime_get_ns`, CLOCK_MONOTONIC, u64 native-endian) then [`RX_STAMP_MAGIC`] (u32
+/// native-endian) and 4 zero bytes. As XDP metadata ([`Stamp::Meta`]) AF_XDP copies them into
+/// the UMEM frame just before the frame data (copy and zero-copy mode alike); as a prefix
+/// ([`Stamp::Head`]) they are the first bytes of the data.
 pub const RX_STAMP_LEN: usize = 16;
+
+/// Where the steering program puts a matching frame's receive time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stamp {
+    /// No stamp: user space stamps per batch.
+    Off,
+    /// In XDP metadata (`bpf_xdp_adjust_meta`): the frame's data is untouched.
+    Meta,
+    /// In front of the frame, inside its data (`bpf_xdp_adjust_head`), for a kernel that keeps
+    /// `bpf_xdp_adjust_meta` from XDP programs. The prefix's last bytes are zero where an
+    /// unprefixed frame the program redirects has its ethertype (IPv4, IPv6 or 802.1Q), so a
+    /// prefix is never taken for a frame, nor a frame for a prefix.
+    Head,
+}
 /// Marks valid metadata ("NRts"): user space clears it after reading, so a stale stamp in a
 /// reused UMEM frame is never taken for a fresh one.
 pub const RX_STAMP_MAGIC: u32 = 0x4E52_7473;
@@ -391,6 +407,15 @@ pub fn prog_load(prog_type: u32, insns: &[Insn], name: &str, attach: u32, flags:
         }
         Err(e) => Err(e),
     }
+}
+
+/// The verifier's verdict in a load error: its log's last line that says why (the instruction
+/// counts that end the log say nothing), else the error itself.
+pub(crate) fn verifier_reason(e: &io::Error) -> String {
+    let text = e.to_string();
+    let Some((_, log)) = text.split_once("verifier log: ") else { return text };
+    let why = log.lines().rev().find(|l| !l.starts_with("processed ") && !l.trim().is_empty());
+    why.map_or(text.clone(), |l| l.rsplit_once("; ").map_or(l, |(_, w)| w).trim().to_string())
 }
 
 /// Attach an XDP program to `ifindex` through a BPF link (detached when the fd is closed).
@@ -745,12 +770,12 @@ pub(crate) const fn wire16(v: u16) -> i32 {
 
 /// The steering program. Offsets are relative to the (possibly VLAN-shifted) start of frame in R2.
 ///
-/// With `stamp`, a matching frame first gets [`RX_STAMP_LEN`] bytes of XDP metadata holding the
-/// kernel's receive time (see [`RX_STAMP_LEN`]); if the driver has no room for metadata the
-/// frame goes on unstamped and user space stamps it instead.
+/// With a `stamp`, a matching frame first gets [`RX_STAMP_LEN`] bytes holding the kernel's
+/// receive time, in XDP metadata or in front of its data ([`Stamp`]); if the driver has no room
+/// for them the frame goes on unstamped and user space stamps it instead.
 /// With `passed`, a PERCPU_ARRAY of one u64, every frame passed to the kernel (not a netrig
 /// frame) is counted there: the receiver's count of foreign frames, which it never sees.
-pub fn steer_program(on_match: OnMatch, stamp: bool, passed: Option<RawFd>) -> Vec<Insn> {
+pub fn steer_program(on_match: OnMatch, stamp: Stamp, passed: Option<RawFd>) -> Vec<Insn> {
     use Reg::*;
     // The signature's magic starts the UDP payload: its offsets are netrig-wire's header lengths.
     const IP4_PROTO: i16 = 14 + 9;
@@ -786,23 +811,29 @@ pub fn steer_program(on_match: OnMatch, stamp: bool, passed: Option<RawFd>) -> V
         .load(Size::H, R5, R2, IP6_MAGIC)
         .jne_imm(R5, wire16(SIGNATURE_MAGIC), "pass")
         .label("match");
-    if stamp {
-        // Calls clobber R1-R5; R6 keeps the context, R7 the time. adjust_meta invalidates every
-        // packet pointer, so data_meta and data are read again and bounds-checked.
+    if stamp != Stamp::Off {
+        // Calls clobber R1-R5; R6 keeps the context, R7 the time. Moving the start of the data or
+        // metadata invalidates every packet pointer, so the stamp's place and its end are read
+        // again and bounds-checked.
+        let (helper, at, end) = match stamp {
+            Stamp::Head => (BPF_FUNC_XDP_ADJUST_HEAD, 0, 4), // data, data_end
+            _ => (BPF_FUNC_XDP_ADJUST_META, 8, 0),           // data_meta, data
+        };
         a.call(BPF_FUNC_KTIME_GET_NS)
             .mov_reg(R7, R0)
             .mov_reg(R1, R6)
             .mov_imm(R2, -(RX_STAMP_LEN as i32))
-            .call(BPF_FUNC_XDP_ADJUST_META)
+            .call(helper)
             .jne_imm(R0, 0, "stamped")
-            .load(Size::W, R2, R6, 8) // data_meta
-            .load(Size::W, R3, R6, 0) // data
+            .load(Size::W, R2, R6, at)
+            .load(Size::W, R3, R6, end)
             .mov_reg(R4, R2)
             .add_imm(R4, RX_STAMP_LEN as i32)
             .jgt_reg(R4, R3, "stamped")
             .store(Size::DW, R2, 0, R7)
             .mov_imm(R5, RX_STAMP_MAGIC as i32)
             .store(Size::W, R2, 8, R5)
+            .store_imm(Size::W, R2, 12, 0)
             .label("stamped");
     }
     match on_match {
@@ -966,10 +997,12 @@ mod tests {
     #[test]
     fn all_jumps_resolve_forward_inside_the_program() {
         for p in [
-            steer_program(OnMatch::Redirect(3), false, None),
-            steer_program(OnMatch::Redirect(3), true, None),
-            steer_program(OnMatch::Verdict(XDP_DROP), false, None),
-            steer_program(OnMatch::Verdict(XDP_DROP), true, None),
+            steer_program(OnMatch::Redirect(3), Stamp::Off, None),
+            steer_program(OnMatch::Redirect(3), Stamp::Meta, None),
+            steer_program(OnMatch::Redirect(3), Stamp::Head, None),
+            steer_program(OnMatch::Verdict(XDP_DROP), Stamp::Off, None),
+            steer_program(OnMatch::Verdict(XDP_DROP), Stamp::Meta, None),
+            steer_program(OnMatch::Verdict(XDP_DROP), Stamp::Head, None),
             redirect_all_program(3),
         ] {
             for (i, insn) in p.iter().enumerate() {
@@ -1277,25 +1310,54 @@ mod kernel_tests {
         }
     }
 
+    /// The metadata-stamping program, loaded; `None` where the kernel refuses the one helper it
+    /// adds (`bpf_xdp_adjust_meta`: some kernels keep it from XDP programs, and receiving ports
+    /// then stamp with a prefix). Any other refusal is a defect of the program and fails the test.
+    fn load_stamping(insns: &[Insn]) -> Option<OwnedFd> {
+        match prog_load_xdp(insns, "netrig_stamp") {
+            Ok(fd) => Some(fd),
+            Err(e) => {
+                let why = verifier_reason(&e);
+                assert!(why.contains("cannot use helper bpf_xdp_adjust_meta"), "the stamping program refused: {why}");
+                None
+            }
+        }
+    }
+
+    #[test]
+    fn a_refused_program_is_explained_by_the_verifiers_last_word() {
+        let e = io::Error::other(
+            "Invalid argument (os error 22); verifier log: 0: R1=ctx() 40: (85) call bpf_xdp_adjust_meta#54\n\
+             program of this type cannot use helper bpf_xdp_adjust_meta#54\nprocessed 39 insns (limit 1000000)",
+        );
+        assert_eq!(verifier_reason(&e), "program of this type cannot use helper bpf_xdp_adjust_meta#54");
+        let flat = io::Error::other("Invalid argument (os error 22); verifier log: 1: (85) call x; unknown func x#9");
+        assert_eq!(verifier_reason(&flat), "unknown func x#9");
+        assert_eq!(verifier_reason(&io::Error::other("Operation not permitted")), "Operation not permitted");
+    }
+
     #[test]
     fn steering_program_passes_the_verifier_and_classifies() {
         if !is_root() {
             eprintln!("skipped: loading BPF programs needs root");
             return;
         }
-        let prog_fd = prog_load_xdp(&steer_program(OnMatch::Verdict(XDP_DROP), false, None), "netrig_test")
+        let prog_fd = prog_load_xdp(&steer_program(OnMatch::Verdict(XDP_DROP), Stamp::Off, None), "netrig_test")
             .expect("verifier accepts");
         let id = prog_id(&prog_fd).expect("program info");
         assert_eq!(prog_name(id).expect("program by id"), "netrig_test", "a program is found by its id");
         let map = xskmap_create(4).expect("XSKMAP");
-        let _redirect = prog_load_xdp(&steer_program(OnMatch::Redirect(map.as_raw_fd()), false, None), "netrig_test2")
-            .expect("verifier accepts the redirect variant");
+        let _redirect =
+            prog_load_xdp(&steer_program(OnMatch::Redirect(map.as_raw_fd()), Stamp::Off, None), "netrig_test2")
+                .expect("verifier accepts the redirect variant");
         let passed = percpu_array_create(1, 8, "netrig_test_pass").expect("per-CPU counter");
-        let _stamped = prog_load_xdp(
-            &steer_program(OnMatch::Redirect(map.as_raw_fd()), true, Some(passed.as_raw_fd())),
-            "netrig_test3",
+        let _stamped =
+            load_stamping(&steer_program(OnMatch::Redirect(map.as_raw_fd()), Stamp::Meta, Some(passed.as_raw_fd())));
+        let _prefixed = prog_load_xdp(
+            &steer_program(OnMatch::Redirect(map.as_raw_fd()), Stamp::Head, Some(passed.as_raw_fd())),
+            "netrig_test6",
         )
-        .expect("verifier accepts the stamping redirect variant that counts what it passes");
+        .expect("verifier accepts the prefixing redirect variant that counts what it passes");
         let _all = prog_load_xdp(&redirect_all_program(map.as_raw_fd()), "netrig_test5")
             .expect("verifier accepts the redirect-everything variant");
         let base = TestFrame::default();
@@ -1338,23 +1400,35 @@ mod kernel_tests {
             eprintln!("skipped: loading BPF programs needs root");
             return;
         }
-        let prog =
-            prog_load_xdp(&steer_program(OnMatch::Verdict(XDP_DROP), true, None), "netrig_test4").expect("verifier");
+        let meta = load_stamping(&steer_program(OnMatch::Verdict(XDP_DROP), Stamp::Meta, None));
+        if meta.is_none() {
+            eprintln!("metadata stamps skipped: this kernel keeps bpf_xdp_adjust_meta from XDP programs");
+        }
+        let head = prog_load_xdp(&steer_program(OnMatch::Verdict(XDP_DROP), Stamp::Head, None), "netrig_test7");
+        for prog in meta.into_iter().chain([head.expect("verifier accepts the prefix")]) {
+            stamps_matching_frames_only(&prog);
+        }
+    }
+
+    /// `prog` puts the receive time and the magic in front of a netrig frame, and nothing in front
+    /// of another frame.
+    fn stamps_matching_frames_only(prog: &OwnedFd) {
         let mut buf = vec![0u8; 2048];
         let n = TestFrame::default().build(&mut buf);
         let before = crate::clock::now_ns();
-        let (verdict, out) = prog_test_run_out(&prog, &buf[..n]).expect("test run");
+        let (verdict, out) = prog_test_run_out(prog, &buf[..n]).expect("test run");
         let after = crate::clock::now_ns();
         assert_eq!(verdict, XDP_DROP as u32);
         assert_eq!(out.len(), RX_STAMP_LEN + n, "metadata in front of the frame");
         let ts = u64::from_ne_bytes(out[..8].try_into().unwrap());
         let magic = u32::from_ne_bytes(out[8..12].try_into().unwrap());
         assert_eq!(magic, RX_STAMP_MAGIC);
+        assert_eq!(&out[12..16], &[0; 4], "zero where a frame has its ethertype");
         assert!(before <= ts && ts <= after, "stamp {ts} is CLOCK_MONOTONIC, between {before} and {after}");
         assert_eq!(&out[RX_STAMP_LEN..], &buf[..n], "the frame itself is untouched");
         // A frame that is not netrig's gets no metadata.
         let n = TestFrame { magic: false, ..TestFrame::default() }.build(&mut buf);
-        let (verdict, out) = prog_test_run_out(&prog, &buf[..n]).expect("test run");
+        let (verdict, out) = prog_test_run_out(prog, &buf[..n]).expect("test run");
         assert_eq!(verdict, XDP_PASS as u32);
         assert_eq!(out.len(), n);
     }
