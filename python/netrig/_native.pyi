@@ -509,7 +509,9 @@ class Snapshot:
 class Trial:
     """A trial running in an engine thread; opening the ports raises before any traffic."""
 
-    def __new__(cls, spec: TrialSpec) -> Trial: ...
+    def __new__(cls, spec: TrialSpec, watch: StallWatch | None = None) -> Trial:
+        """``watch``: told of each TX and RX worker as it starts (by thread id): each is watched while
+        the trial lives, so its waits for its CPU are episodes."""
     def wait(self, timeout_s: float) -> bool:
         """Wait up to ``timeout_s`` for the end (GIL released); true when it has ended."""
     def stop(self) -> None:

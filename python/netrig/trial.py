@@ -349,6 +349,7 @@ def run_trial(
     receive: bool = True,
     on_intervals: Callable[[list[IntervalResult]], None] | None = None,
     follow: Callable[[_native.Trial], None] | None = None,
+    watch: _native.StallWatch | None = None,
 ) -> TrialResult:
     """Run one trial and return its :class:`TrialResult`.
 
@@ -378,7 +379,9 @@ def run_trial(
     the result will have; the run's last interval is in the result only). ``follow`` is called with
     the engine's trial as soon as it runs, so a thread of the caller's can keep time with the run
     itself (``run_start_ns``): the progress callbacks come from this thread, which the tester's
-    bookkeeping priority lets a busy tester CPU hold up for seconds.
+    bookkeeping priority lets a busy tester CPU hold up for seconds. ``watch``: the platform's stall
+    watch (``measure.platform``), told of each TX and RX worker as it starts, so a wait of the
+    tester's own workers for their CPU is an episode, naming what ran instead.
     """
     ports, streams, receive = _trial_ports(tx, rx, ports, streams, receive)
     phase_specs = _phase_specs(phases)
@@ -391,7 +394,7 @@ def run_trial(
         rx_cpus=tuple(rx_cpus or ()), receive=receive, pacing=pacing, max_stretch_pct=max_stretch_pct,
         phases=phase_specs, interval_s=None if interval_s is None else _seconds(interval_s, "interval_s"),
         gap_slots=gap_slots, max_flow_results=max_flow_results)
-    trial = _native.Trial(spec)
+    trial = _native.Trial(spec, watch)
     if follow is not None:
         follow(trial)
     return _watch(trial, progress, progress_interval_s, "trial", "traffic stopped", on_intervals)

@@ -58,7 +58,8 @@ def test_a_dut_task_waiting_on_an_idle_cpu_is_the_hosts_on_a_busy_one_the_guests
     """A DUT ring thread's waits: for another task (the guest's, named), on its idle CPU (woken late
     by the host: not the guest's, nobody named), for one of the DUT's own tasks (the DUT at work:
     left out, though the tracepoint cuts its name short), and a CPU's stall on the DUT's CPU and on
-    the tester's."""
+    the tester's; a tester worker's waits (any watched task not the DUT's) are the tester's, but
+    for another of its workers (the tester at work)."""
     from types import SimpleNamespace as Raw
 
     from netrig.measure.platform import PlatformRoles, sides
@@ -69,12 +70,15 @@ def test_a_dut_task_waiting_on_an_idle_cpu_is_the_hosts_on_a_busy_one_the_guests
     raw = [task(10, "stress-ng"), task(20, "swapper/1"), task(30, "cpumap/1/map:18"),
            Raw(kind="cpu", start_ns=40 * 10**6, len_ns=2_500_000, cpu=1, pid=0, by="", by_self=False),
            Raw(kind="cpu", start_ns=50 * 10**6, len_ns=2_500_000, cpu=0, pid=0, by="", by_self=False),
-           Raw(kind="task", start_ns=60 * 10**6, len_ns=3 * 10**6, cpu=1, pid=99, by="stress-ng", by_self=False)]
+           Raw(kind="task", start_ns=60 * 10**6, len_ns=3 * 10**6, cpu=1, pid=99, by="stress-ng", by_self=False),
+           Raw(kind="task", start_ns=70 * 10**6, len_ns=3 * 10**6, cpu=0, pid=99, by="netrig-rx0", by_self=True),
+           Raw(kind="task", start_ns=80 * 10**6, len_ns=3 * 10**6, cpu=0, pid=99, by="python", by_self=True)]
     # the ring thread's full name, as /proc gives it; the tracepoint gives its first 15 characters
     dut, tester = sides(raw, roles, frozenset({"cpumap/1/map:18211"}), 500_000, 0)
     assert [(e.start_s, e.seen_by_guest, e.by) for e in dut] == [(0.01, True, "stress-ng"), (0.02, False, None),
                                                                   (0.0405, False, None)]
-    assert [(e.start_s, e.length_ms, e.cpu) for e in tester] == [(0.0505, 2.0, 0)]
+    assert [(e.start_s, e.length_ms, e.cpu, e.by, e.by_tester) for e in tester] == [
+        (0.0505, 2.0, 0, None, False), (0.06, 3.0, 1, "stress-ng", False), (0.08, 3.0, 0, "python", True)]
 
 
 def test_loss_in_stalls_is_the_rings_stopping_not_another_dut_task_waiting():
@@ -146,3 +150,16 @@ def test_a_timer_among_other_spikes_is_found_to_a_millisecond():
     for trial in _TRIALS:
         p = periodicity(trial, WINDOW_MS, 240)
         assert p is not None and abs(p.period_ms - 50.2) <= 1.0, (p, trial)
+
+
+def test_who_held_the_cpus_is_told_longest_first_the_hosts_stops_apart():
+    from netrig.measure.platform import StallEpisode, StallSide, TrialStalls
+    from netrig.view.stalls import holder_words, stall_words
+
+    side = StallSide((StallEpisode(0.1, 3.0, 1, False), StallEpisode(0.2, 5.5, 1, True, "kdamond.0"),
+                      StallEpisode(0.3, 2.0, 1, False), StallEpisode(0.4, 1.5, 0, True, "python", True),
+                      StallEpisode(0.5, 1.0, 1, True, "kdamond.0")))
+    assert holder_words(side) == "13.0 ms: kdamond.0 6.5 ms (2 waits), the host 5.0 ms (2 stops), python (netrig) 1.5 ms (1 wait)"
+    assert holder_words(StallSide()) == ""
+    assert stall_words(TrialStalls(side, None)) == f"tester {holder_words(side)}"
+    assert stall_words(TrialStalls(StallSide(), StallSide())) == "tester none; DUT none"

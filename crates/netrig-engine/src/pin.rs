@@ -7,7 +7,11 @@
 //! failure is never ignored: it is collected in a [`PinLog`] and recorded in the result the
 //! workers produce (`pin_failures`), where Python flags the run that asked for pinning and did
 //! not get it.
-use std::sync::Mutex;
+//!
+//! A [`PinLog`] may also tell a [`WorkerSink`] of each worker as it starts (its thread id): the
+//! platform's stall watch follows the tester's own workers so, and names what kept them from
+//! their CPU (`stalls`).
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::sys::cpu;
 
@@ -34,9 +38,21 @@ pub fn pin_worker(worker: &str, cpu: usize) -> Result<(), PinFailure> {
     cpu::pin_current_thread(cpu).map_err(|e| PinFailure { worker: worker.to_string(), cpu, error: e.to_string() })
 }
 
-/// The pin failures of a set of workers, collected as each starts (shared by their threads).
-#[derive(Debug, Default)]
-pub struct PinLog(Mutex<Vec<PinFailure>>);
+/// Told of each worker thread of a run as it starts, by its kernel thread id.
+pub trait WorkerSink: Send + Sync {
+    fn started(&self, worker: &str, tid: u32);
+}
+
+/// The pin failures of a set of workers, collected as each starts (shared by their threads), and
+/// who is told of them starting.
+#[derive(Default)]
+pub struct PinLog(Mutex<Vec<PinFailure>>, OnceLock<Arc<dyn WorkerSink>>);
+
+impl std::fmt::Debug for PinLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("PinLog").field(&self.0).field(&self.1.get().is_some()).finish()
+    }
+}
 
 impl PinLog {
     pub fn new() -> PinLog {
@@ -54,10 +70,19 @@ impl PinLog {
         }
     }
 
-    /// Pin the calling thread by its own name (see [`PinLog::pin`]).
+    /// Pin the calling thread by its own name (see [`PinLog::pin`]), and tell the sink, if any,
+    /// that it started.
     pub fn pin_self(&self, cpu: usize) -> bool {
         let name = std::thread::current().name().unwrap_or("netrig-worker").to_string();
+        if let Some(sink) = self.1.get() {
+            sink.started(&name, cpu::current_tid());
+        }
         self.pin(&name, cpu)
+    }
+
+    /// Tell `sink` of every worker that starts from now on (the first sink set stays).
+    pub fn tell(&self, sink: Arc<dyn WorkerSink>) {
+        let _ = self.1.set(sink);
     }
 
     /// Every failure so far, once each (a worker started again — a trial's warm-up, then its
@@ -95,5 +120,33 @@ mod tests {
         assert_eq!((f[0].worker.as_str(), f[0].cpu), ("netrig-test0", 100_000));
         assert!(f[0].to_string().starts_with("netrig-test0 not pinned to CPU 100000: "), "{}", f[0]);
         assert_eq!(f[1].cpu, 1023);
+    }
+
+    #[derive(Default)]
+    struct Seen(Mutex<Vec<(String, u32)>>);
+
+    impl WorkerSink for Seen {
+        fn started(&self, worker: &str, tid: u32) {
+            self.0.lock().unwrap().push((worker.to_string(), tid));
+        }
+    }
+
+    #[test]
+    fn a_sink_is_told_of_each_worker_by_name_and_thread_id() {
+        let (log, seen) = (PinLog::new(), Arc::new(Seen::default()));
+        log.tell(seen.clone());
+        let tid = std::thread::scope(|s| {
+            std::thread::Builder::new()
+                .name("netrig-tx7".into())
+                .spawn_scoped(s, || {
+                    log.pin_self(0);
+                    cpu::current_tid()
+                })
+                .unwrap()
+                .join()
+                .unwrap()
+        });
+        assert_eq!(*seen.0.lock().unwrap(), vec![("netrig-tx7".to_string(), tid)]);
+        assert_ne!(tid, cpu::current_tid());
     }
 }

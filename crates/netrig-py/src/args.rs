@@ -10,7 +10,7 @@ pub trait Arg: Sized {
     fn from_arg(v: &Bound<'_, PyAny>, field: &str) -> Result<Self>;
 }
 
-fn got(v: &Bound<'_, PyAny>) -> String {
+pub fn got(v: &Bound<'_, PyAny>) -> String {
     v.repr().map(|r| r.to_string()).unwrap_or_else(|_| "?".into())
 }
 

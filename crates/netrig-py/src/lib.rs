@@ -36,8 +36,15 @@ struct Trial {
 #[pymethods]
 impl Trial {
     #[new]
-    fn new(py: Python<'_>, spec: &Bound<'_, PyAny>) -> Result<Self> {
+    #[pyo3(signature = (spec, watch=None))]
+    fn new(py: Python<'_>, spec: &Bound<'_, PyAny>, watch: Option<&Bound<'_, PyAny>>) -> Result<Self> {
         let spec: TrialSpec = args::instance(spec, "spec")?;
+        let watch = match watch.filter(|w| !w.is_none()) {
+            None => None,
+            Some(w) => Some(w.downcast::<stalls::StallWatch>().map_err(|_| {
+                errors::config("watch", format!("must be a netrig._native.StallWatch or None (got {})", args::got(w)))
+            })?),
+        };
         let cfg = spec.config;
         // Auto selection probes the receive path only on ports that will receive, and passes over
         // a backend that cannot carry the trial's largest frame on the port. The transmit guard
@@ -69,6 +76,9 @@ impl Trial {
             Ok(v)
         })?;
         let ctl = TrialControl::new();
+        if let Some(w) = watch {
+            ctl.tell(w.get().workers());
+        }
         let ctl2 = ctl.clone();
         Ok(Trial { job: Job::spawn("trial", ctl, move || run_trial(&mut opened, &cfg, &ctl2))? })
     }

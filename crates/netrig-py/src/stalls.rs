@@ -1,6 +1,7 @@
 //! `_native.StallWatch`: the platform's stalls (`netrig_engine::stalls`) for a session.
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
+use netrig_engine::pin::WorkerSink;
 use netrig_engine::stalls::{StallConfig, StallWatch as EngineWatch};
 use netrig_engine::EngineError;
 use pyo3::prelude::*;
@@ -20,11 +21,44 @@ fn refused(e: std::io::Error) -> EngineError {
 /// Detached on `close()` or when collected.
 #[pyclass(frozen, module = "netrig._native")]
 pub struct StallWatch {
-    inner: Mutex<Option<EngineWatch>>,
+    inner: Arc<Mutex<Option<EngineWatch>>>,
     config: StallConfig,
 }
 
+/// A run's workers watched while they live: each is watched as it starts, and unwatched when the
+/// run is over (its control, which holds this, dropped), so a session's trials never fill the
+/// watch's task table. A watch closed meanwhile, or one that refuses, leaves them unwatched.
+pub struct Workers {
+    watch: Arc<Mutex<Option<EngineWatch>>>,
+    tids: Mutex<Vec<u32>>,
+}
+
+impl WorkerSink for Workers {
+    fn started(&self, _worker: &str, tid: u32) {
+        if let Some(w) = self.watch.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            if w.watch(tid).is_ok() {
+                self.tids.lock().unwrap_or_else(|p| p.into_inner()).push(tid);
+            }
+        }
+    }
+}
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        if let Some(w) = self.watch.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            for tid in self.tids.get_mut().unwrap_or_else(|p| p.into_inner()).drain(..) {
+                let _ = w.unwatch(tid);
+            }
+        }
+    }
+}
+
 impl StallWatch {
+    /// A sink that watches a run's workers (`PinLog::tell`).
+    pub fn workers(&self) -> Arc<Workers> {
+        Arc::new(Workers { watch: self.inner.clone(), tids: Mutex::new(Vec::new()) })
+    }
+
     fn with<T>(&self, f: impl FnOnce(&EngineWatch) -> std::io::Result<T>) -> Result<T> {
         let guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let w = guard.as_ref().ok_or_else(|| crate::errors::config("stall_watch", "closed: open a new one"))?;
@@ -53,7 +87,7 @@ impl StallWatch {
         config.validate()?;
         let c = config.clone();
         let w = py.allow_threads(|| EngineWatch::start(c))?;
-        Ok(StallWatch { inner: Mutex::new(Some(w)), config })
+        Ok(StallWatch { inner: Arc::new(Mutex::new(Some(w))), config })
     }
 
     /// Watch task `tid` (a thread id): each wait to run longer than the threshold is an episode.

@@ -170,9 +170,14 @@ class EngineMeasurer:
         progress = self._live(progress) if live else progress
         return run_trial(self.tx, self.rx, [stream], drain_s=drain_s, late_s=self.late_s,
                          warmup_s=self.warmup_s, learning=self.learning_frames, progress=progress,
-                         follow=follow, pacing=self.pacing,
+                         follow=follow, pacing=self.pacing, watch=self._stall_watch,
                          max_stretch_pct=100 * self.tolerance, phases=phases, interval_s=interval_s,
                          gap_slots=gap_slots, tx_cpus=self.tx_cpus, rx_cpus=self.rx_cpus, **stop)
+
+    @property
+    def _stall_watch(self) -> _native.StallWatch | None:
+        """The platform's watch, told of each trial's workers (None: no watch)."""
+        return self.platform.watch if self.platform is not None else None
 
     def _learn(self, frame: FrameSize) -> None:
         if not self.learning_frames or frame.label in self._learned:
@@ -394,7 +399,7 @@ class EngineMeasurer:
                 self.tx, self.rx, [Stream(frame_size=load.frame_size, rate_pps=load.rate_pps, flows=self.flows,
                                           **self.template)],
                 duration_s=duration_s, drain_s=self.drain_s, late_s=self.late_s, warmup_s=self.warmup_s,
-                learning=self.learning_frames,
+                learning=self.learning_frames, watch=self._stall_watch,
                 progress=self._live(progress),
                 progress_interval_s=min(0.25, interval_s / 4), pacing=self.pacing,
                 max_stretch_pct=100 * self.tolerance, interval_s=interval_s, on_intervals=deliver,
@@ -476,7 +481,7 @@ class EngineMeasurer:
 
         def run() -> _native.TrialResult:
             return run_trial(ports=[self.tx, self.rx], streams=streams, drain_s=self.drain_s, late_s=self.late_s,
-                             pacing=self.pacing,
+                             pacing=self.pacing, watch=self._stall_watch,
                              progress=self.on_snapshot,
                              max_stretch_pct=100 * self.tolerance, tx_cpus=self.tx_cpus, rx_cpus=self.rx_cpus, **stop)
 
@@ -513,7 +518,7 @@ class EngineMeasurer:
                 self.tx, self.rx, [Stream(frame_size=load.frame_size, rate_pps=load.rate_pps, flows=self.flows,
                                           **self.template)],
                 duration_s=duration_s, drain_s=self.drain_s, late_s=self.late_s, warmup_s=self.warmup_s,
-                learning=self.learning_frames,
+                learning=self.learning_frames, watch=self._stall_watch,
                 progress=self._live(progress),
                 pacing=self.pacing, max_stretch_pct=100 * self.tolerance,
                 interval_s=INTERVAL_S, gap_slots=gaps, max_flow_results=MAX_EVENT_FLOWS, tx_cpus=self.tx_cpus,

@@ -334,6 +334,9 @@ def cpumap_threads(wires: Sequence[tuple[str, str | None]]) -> tuple[int, ...]:
 #: ``cpumap/1/map:18``.
 COMM_LEN = 15
 
+#: The names of a trial's TX and RX workers (``netrig-tx0``, ``netrig-rx1``; ``run/trial.rs``).
+TESTER_WORKERS = ("netrig-tx", "netrig-rx")
+
 #: The guest's idle task on each CPU (``comm``): a wait that ends in a switch from it was on an idle
 #: CPU, whose late wake-up is the host's (the tick program does not see an idle CPU's stops).
 IDLE_TASK = "swapper/"
@@ -344,9 +347,11 @@ def sides(raw: Iterable[Any], roles: PlatformRoles, dut_names: frozenset[str], h
     """The watch's raw episodes (``_native.StallWatch.episodes``) as the DUT's and the tester's, starts
     since ``origin_ns``: a CPU's stall (somewhere in the gap since its last tick: its middle) on the
     side of its CPU; a DUT task's wait on the DUT's, the guest's when another task ran (not one of the
-    DUT's own, by name to :data:`COMM_LEN`: that is the DUT at work), the host's when its CPU idled.
-    A wait for one of netrig's own threads (``by_self``: the watch found the thread in this process
-    when it read the episode) is marked ``by_tester``."""
+    DUT's own, by name to :data:`COMM_LEN`: that is the DUT at work), the host's when its CPU idled;
+    any other watched task is a worker of the tester's (``run_trial(watch=…)``) and its wait the
+    tester's, the guest's or the host's alike (not one for another of its workers, by name: that is
+    the tester at work, a receiver napping on its sender's CPU). A wait for one of netrig's own threads (``by_self``:
+    the watch found the thread in this process when it read the episode) is marked ``by_tester``."""
     own = {n[:COMM_LEN] for n in dut_names}
     dut: list[StallEpisode] = []
     tester: list[StallEpisode] = []
@@ -355,10 +360,13 @@ def sides(raw: Iterable[Any], roles: PlatformRoles, dut_names: frozenset[str], h
             ep = StallEpisode((e.start_ns + half_tick_ns - origin_ns) / 1e9, (e.len_ns - half_tick_ns) / 1e6, e.cpu,
                               False)
             (dut if e.cpu in roles.dut_cpus else tester).append(ep)
-        elif e.pid in roles.dut_tids and (e.by or "")[:COMM_LEN] not in own:
+        elif e.pid in roles.dut_tids and (e.by or "")[:COMM_LEN] in own:
+            continue
+        elif e.pid in roles.dut_tids or not (e.by or "").startswith(TESTER_WORKERS):
             guest = bool(e.by) and not e.by.startswith(IDLE_TASK)
-            dut.append(StallEpisode((e.start_ns - origin_ns) / 1e9, e.len_ns / 1e6, e.cpu, guest,
-                                    e.by if guest else None, guest and e.by_self))
+            (dut if e.pid in roles.dut_tids else tester).append(
+                StallEpisode((e.start_ns - origin_ns) / 1e9, e.len_ns / 1e6, e.cpu, guest, e.by if guest else None,
+                             guest and e.by_self))
     return dut, tester
 
 

@@ -372,6 +372,11 @@ impl TrialControl {
         self.stop.store(true, Ordering::SeqCst);
     }
 
+    /// Tell `sink` of each of the trial's TX and RX workers as it starts (its thread id).
+    pub fn tell(&self, sink: Arc<dyn crate::pin::WorkerSink>) {
+        self.pins.tell(sink);
+    }
+
     pub fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
     }
