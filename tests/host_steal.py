@@ -72,6 +72,13 @@ def unseen_tester_s(measurer, res) -> float:
     return sum(e.length_ms for e in tester.episodes if not e.seen_by_guest) / 1e3 if tester else 0.0
 
 
+def host_stops_s(res: dict) -> float:
+    """The stops of the tester's CPUs the product's stall watch saw over a ``netrig trial --json``
+    result's sending and the guest did not (its ``stalls``; 0 without them)."""
+    tester = (res.get("stalls") or {}).get("tester") or {}
+    return sum(e["length_ms"] for e in tester.get("episodes") or () if not e["seen_by_guest"]) / 1e3
+
+
 def excess_s(res: dict) -> float:
     """How far an engine trial (``TrialResult.to_dict()``, a ``--json`` result) ran beyond its
     tolerance: the time without which it would have been valid (0 when within it). Two rules
@@ -178,6 +185,6 @@ def steady_trial(tb_id: str, *extra: str, prefix: tuple[str, ...] = (), env: dic
     assert r.returncode in (0, 1), r.stderr
     doc = json.loads(r.stdout)
     res = doc["result"]
-    why = excused(res["valid"], res.get("invalid_reason"), excess_s(res), steal)
+    why = excused(res["valid"], res.get("invalid_reason"), excess_s(res), HostTake(steal, host_stops_s(res)))
     assert r.returncode == (0 if why is None else 1), r.stderr
     return {**doc, "stderr": r.stderr}

@@ -1,11 +1,72 @@
 """A tester that stalls, for the searches' tests: a measurer that logs every trial, and the rule
-every search keeps (``netrig.methodology.tester.measure_judged``) checked on the log."""
+every search keeps (``netrig.methodology.tester.measure_judged``) checked on the log; and a real
+stall, for the stall watch's tests: a process that takes a CPU (:func:`hog`)."""
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 
 from netrig.measure import Load, Measurer, TrialCounts
 from netrig.methodology.tester import TRANSIENT_REPEATS
+
+#: The name (``comm``) of the process :func:`hog` runs.
+HOG = "netrig-hog"
+
+_INJECTOR = textwrap.dedent("""
+    import glob, os, sys, time
+    cpu, delay, takes, length, gap = int(sys.argv[1]), *map(float, sys.argv[2:6])
+    open("/proc/self/comm", "w").write("{hog}")
+    os.sched_setaffinity(0, {{cpu}})
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(50))
+    print("ready", flush=True)
+    if len(sys.argv) > 6:  # the delay counts from the start of a thread of process argv[6] named argv[7]*
+        def started():
+            for f in glob.glob(f"/proc/{{sys.argv[6]}}/task/*/comm"):
+                try:
+                    if open(f).read().startswith(sys.argv[7]):
+                        return True
+                except OSError:
+                    pass
+            return False
+        while not started():
+            time.sleep(0.002)
+    time.sleep(delay)
+    for i in range(int(takes)):
+        t0 = time.monotonic_ns()
+        end = t0 + length * 1e9
+        while time.monotonic_ns() < end:
+            pass
+        print(t0, time.monotonic_ns(), flush=True)  # the take as it really was
+        time.sleep(gap)
+    time.sleep(3600)  # until the test ends it (SIGTERM: no interpreter exit on anyone's CPU mid-trial)
+""").format(hog=HOG)
+
+
+@contextmanager
+def hog(cpu: int, delay_s: float, takes: int, length_s: float, gap_s: float,
+        after: tuple[int, str] | None = None) -> Iterator[list[tuple[int, int]]]:
+    """A separate process (``comm`` :data:`HOG`) at SCHED_FIFO pinned to ``cpu`` that, ``delay_s``
+    after the block starts (``after`` = (pid, name): after a thread of process pid whose name
+    starts with name appears, such as a trial's ``netrig-tx``), takes the CPU ``takes`` times for
+    ``length_s`` with ``gap_s`` between, then sleeps until the block ends it. Yields a list that
+    holds, after the block, its takes as it timed them: ``(start, end)`` monotonic ns each."""
+    wait = (str(after[0]), after[1]) if after is not None else ()
+    p = subprocess.Popen([sys.executable, "-c", _INJECTOR, str(cpu), str(delay_s), str(takes), str(length_s),
+                          str(gap_s), *wait], stdout=subprocess.PIPE, text=True)
+    done: list[tuple[int, int]] = []
+    try:
+        assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+        yield done
+    finally:
+        p.terminate()
+        p.wait(timeout=30)
+        if p.stdout is not None:
+            done += [(int(a), int(b)) for a, b in (ln.split() for ln in p.stdout.read().splitlines())]
+            p.stdout.close()
 
 
 class Logged:

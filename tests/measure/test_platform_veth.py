@@ -8,20 +8,17 @@
 - one that takes it for 3 ms every 50 ms makes the latency spike with that period, and the trial's
   latency timeline finds it.
 
-The injector is a separate process (``/proc/self/comm`` = ``netrig-hog``) at SCHED_FIFO pinned to
-the DUT's CPU; it starts its takes 0.5 s after the trial is asked for (its setup is shorter), and
-sleeps after its last take until the test ends it.
+The injector (``tests.stalls.hog``) takes the DUT's CPU; it starts its takes 0.5 s after the trial
+is asked for (its setup is shorter).
 """
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import textwrap
 
 import pytest
 from tests.conftest import needs_root
 from tests.host_steal import HostTake, Steal, valid_or_host
+from tests.stalls import HOG, hog
 
 from netrig.measure import Load
 from netrig.model import FrameSize
@@ -33,26 +30,7 @@ pytestmark = [needs_root, pytest.mark.root,
               pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs (the DUT's and the tester's)")]
 
 F64 = FrameSize(64)
-HOG = "netrig-hog"
 TRIAL_S = 2.0
-
-_INJECTOR = textwrap.dedent("""
-    import os, sys, time
-    cpu, delay, takes, length, gap = int(sys.argv[1]), *map(float, sys.argv[2:6])
-    open("/proc/self/comm", "w").write("{hog}")
-    os.sched_setaffinity(0, {{cpu}})
-    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(50))
-    print("ready", flush=True)
-    time.sleep(delay)
-    for i in range(int(takes)):
-        t0 = time.monotonic_ns()
-        end = t0 + length * 1e9
-        while time.monotonic_ns() < end:
-            pass
-        print(t0, time.monotonic_ns(), flush=True)  # the take as it really was
-        time.sleep(gap)
-    time.sleep(3600)  # until the test ends it (SIGTERM: no interpreter exit on anyone's CPU mid-trial)
-""").format(hog=HOG)
 
 
 @pytest.fixture(scope="module")
@@ -74,19 +52,9 @@ def _measure_with_hog(session, rate_pps: float, takes: int, length_s: float, gap
 
 def _measure_with_hog_takes(session, rate_pps: float, takes: int, length_s: float, gap_s: float):
     """The trial's counts and the hog's takes as it timed them ((start, end) monotonic ns each)."""
-    cpu = session.measurer.dut_cpus[0]
-    hog = subprocess.Popen([sys.executable, "-c", _INJECTOR, str(cpu), "0.5", str(takes), str(length_s), str(gap_s)],
-                           stdout=subprocess.PIPE, text=True)
-    try:
-        assert hog.stdout is not None and hog.stdout.readline().strip() == "ready"
+    with hog(session.measurer.dut_cpus[0], 0.5, takes, length_s, gap_s) as done:
         steal = Steal()
         counts = session.measurer.measure(Load(rate_pps, F64), TRIAL_S)
-    finally:
-        hog.terminate()
-        hog.wait(timeout=30)
-        done = [tuple(map(int, ln.split())) for ln in hog.stdout.read().splitlines()] if hog.stdout else []
-        if hog.stdout is not None:
-            hog.stdout.close()
     assert counts.stalls is not None and counts.stalls.dut is not None, "the watch measured the DUT's CPU"
     # the hog takes the DUT's CPU, never the tester's: a trial the tester flagged is the host's
     # (what the host must cover is the stretch beyond the tolerance, as the measurer's repeat rule has it)

@@ -19,7 +19,7 @@ import dataclasses
 import json
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from rich.text import Text
 
@@ -37,8 +37,10 @@ from netrig.measure.events import (
     check_events,
     event_results,
 )
+from netrig.measure.platform import TrialStalls
 from netrig.methodology.vocabulary import deprecated, option
 from netrig.model import defaults, format_bps, format_pps, largest_frame
+from netrig.run.session import platform_watch
 from netrig.testbed import TOPOLOGIES, Testbed
 from netrig.testbed.placement import bookkeeping_on, thread_placement_restored
 from netrig.testbed.state import ID_RE as TESTBED_ID_RE
@@ -60,6 +62,7 @@ from netrig.trial import (
     parse_ethertype,
     run_trial,
 )
+from netrig.view.stalls import holder_words, stall_words
 
 #: Addresses without a test bed: the tester addresses of the test beds' plan (RFC 2544 range).
 DEFAULT_SRC_IP, DEFAULT_DST_IP = "198.18.0.2", "198.19.0.2"
@@ -969,8 +972,7 @@ def run_plan(args, plan: Plan) -> int:
             live.start()
         try:
             with clock.on_time() if clock is not None else contextlib.nullcontext():
-                res = run_trial(ports=plan.ports, streams=plan.streams, receive=plan.receive, progress=progress,
-                                follow=clock.follow if clock is not None else None, **plan.run.kwargs())
+                res, stalls = _watched_run(args, plan, progress, clock.follow if clock is not None else None)
         finally:
             if live is not None:
                 live.stop()
@@ -981,7 +983,30 @@ def run_plan(args, plan: Plan) -> int:
         return interrupt_status(e)
     except ConfigError as e:
         raise rename_field(e, FIELDS) from None
-    return _print_result(args, con, plan, Judged.of(res, testbed_problems(args)), events, runs)
+    return _print_result(args, con, plan, Judged.of(res, testbed_problems(args), stalls), events, runs)
+
+
+def _watched_run(args, plan: Plan, progress: Callable[[Snapshot], None],
+                 follow: Callable[[_native.Trial], None] | None) -> tuple[TrialResult, TrialStalls | None]:
+    """The trial under the platform's stall watch (``run.session.platform_watch``: the test bed's
+    DUT CPUs and tasks, the tester's CPUs and, told by the engine, its workers): its result and
+    the stalls over its sending (None where the kernel refuses the watch)."""
+    tb = _attached(args.testbed)
+    with platform_watch(tb, (*plan.run.tx_cpus, *plan.run.rx_cpus)) as (platform, _note):
+        res = run_trial(ports=plan.ports, streams=plan.streams, receive=plan.receive, progress=progress,
+                        follow=follow, watch=platform.watch if platform is not None else None, **plan.run.kwargs())
+        return res, platform.trial(res, None).stalls if platform is not None else None
+
+
+def _attached(tb_id: str | None) -> Testbed | None:
+    """The test bed ``tb_id`` (None: ports by name, or one that cannot be read: the repair after
+    the trial says what is wrong with it)."""
+    if tb_id is None:
+        return None
+    try:
+        return Testbed.attach(tb_id)
+    except TestbedError:
+        return None
 
 
 def testbed_problems(args) -> list[str]:
@@ -1005,16 +1030,20 @@ class Judged:
     res: TrialResult
     valid: bool
     invalid_reason: str | None
+    #: The platform's stalls over the trial's sending (None: not measured).
+    stalls: TrialStalls | None = None
 
     @staticmethod
-    def of(res: TrialResult, problems: Sequence[str]) -> Judged:
-        if not problems:
-            return Judged(res, res.valid, res.invalid_reason)
+    def of(res: TrialResult, problems: Sequence[str], stalls: TrialStalls | None = None) -> Judged:
+        """An invalid trial's reason says who held the tester's CPUs over it, when any stall did."""
         reasons = [f"after the trial: {p}" for p in problems]
-        return Judged(res, False, "; ".join([*reasons, *filter(None, [res.invalid_reason])]))
+        held = holder_words(stalls.tester) if stalls is not None and not res.valid else ""
+        reasons += filter(None, [res.invalid_reason, held and f"the tester's CPUs were held {held}"])
+        return Judged(res, res.valid and not problems, "; ".join(reasons) or None, stalls)
 
     def to_dict(self) -> dict:
-        return {**self.res.to_dict(), "valid": self.valid, "invalid_reason": self.invalid_reason}
+        stalls = {"stalls": self.stalls.to_dict()} if self.stalls is not None else {}
+        return {**self.res.to_dict(), "valid": self.valid, "invalid_reason": self.invalid_reason, **stalls}
 
 
 def _print_partial(args, con, plan: Plan, partial: TrialResult | None) -> None:
@@ -1047,6 +1076,8 @@ def _print_result(args, con, plan: Plan, judged: Judged, events, runs) -> int:
             con.print(streams_table(res, plan))
         if plan.run.phases is not None:
             con.print(ramp_table(res, plan.streams, plan.run.phases))
+        if judged.stalls is not None:
+            con.print(f"  stalls over 1 ms: {stall_words(judged.stalls)}", soft_wrap=True)
         for p in res.ports:  # what --io picked and why (driver, XDP mode, zero-copy or not)
             con.print(f"  {p.name}: {p.backend}: {p.notes}", soft_wrap=True)
         if results:

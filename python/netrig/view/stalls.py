@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from netrig.measure import TrialCounts
-from netrig.measure.platform import StallSide
+from netrig.measure.platform import StallSide, TrialStalls
 
 
 def side_words(name: str, side: StallSide | None) -> str:
@@ -16,6 +16,27 @@ def side_words(name: str, side: StallSide | None) -> str:
     guest = sum(1 for e in side.episodes if e.seen_by_guest)
     by = f", {guest} by other tasks" if guest else ""
     return f"{name} {side.count} stall{'s' if side.count > 1 else ''} (max {side.max_ms:.1f} ms{by})"
+
+
+def holder_words(side: StallSide | None) -> str:
+    """Who held one side's CPUs and for how long, longest first: ``41.2 ms: the host 12.3 ms (3
+    stops), kdamond.0 20.1 ms (5 waits), python (netrig) 8.8 ms (1 wait)``; empty without stalls."""
+    if side is None or not side.count:
+        return ""
+    held: dict[str, list[float]] = {}
+    for e in side.episodes:
+        who = "the host" if not e.seen_by_guest else f"{e.by or 'another task'}{' (netrig)' if e.by_tester else ''}"
+        held.setdefault(who, []).append(e.length_ms)
+    parts = [f"{who} {sum(ms):.1f} ms ({len(ms)} {'stop' if who == 'the host' else 'wait'}{'s' if len(ms) > 1 else ''})"
+             for who, ms in sorted(held.items(), key=lambda kv: -sum(kv[1]))]
+    return f"{side.total_ms:.1f} ms: " + ", ".join(parts)
+
+
+def stall_words(stalls: TrialStalls) -> str:
+    """Both sides' holders (:func:`holder_words`): ``tester 8.1 ms: the host 8.1 ms (2 stops); DUT
+    none``."""
+    sides = [("tester", stalls.tester), *([("DUT", stalls.dut)] if stalls.dut is not None else [])]
+    return "; ".join(f"{name} {holder_words(side) or 'none'}" for name, side in sides)
 
 
 def loss_words(c: TrialCounts) -> str:
