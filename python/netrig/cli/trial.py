@@ -37,10 +37,9 @@ from netrig.measure.events import (
     check_events,
     event_results,
 )
-from netrig.measure.platform import TrialStalls
+from netrig.measure.platform import TrialStalls, platform_watch
 from netrig.methodology.vocabulary import deprecated, option
 from netrig.model import defaults, format_bps, format_pps, largest_frame
-from netrig.run.session import platform_watch
 from netrig.testbed import TOPOLOGIES, Testbed
 from netrig.testbed.placement import bookkeeping_on, thread_placement_restored
 from netrig.testbed.state import ID_RE as TESTBED_ID_RE
@@ -988,7 +987,7 @@ def run_plan(args, plan: Plan) -> int:
 
 def _watched_run(args, plan: Plan, progress: Callable[[Snapshot], None],
                  follow: Callable[[_native.Trial], None] | None) -> tuple[TrialResult, TrialStalls | None]:
-    """The trial under the platform's stall watch (``run.session.platform_watch``: the test bed's
+    """The trial under the platform's stall watch (``measure.platform.platform_watch``: the test bed's
     DUT CPUs and tasks, the tester's CPUs and, told by the engine, its workers): its result and
     the stalls over its sending (None where the kernel refuses the watch)."""
     tb = _attached(args.testbed)

@@ -20,16 +20,21 @@ asks it for the trial's window:
 from __future__ import annotations
 
 import cmath
+import contextlib
 import dataclasses
 import math
 import os
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from netrig import _native
+from netrig.errors import CapabilityError
 from netrig.testbed.placement import processes_named
+
+if TYPE_CHECKING:
+    from netrig.testbed import Testbed
 
 #: A stall is reported when it lasted longer than this, ms (the tick program's period is 1 ms too:
 #: a CPU stall's length is known to ±0.5 ms, a task's wait exactly).
@@ -438,3 +443,33 @@ class PlatformWatch:
         ring = self._stalls(raw, lost, start, dataclasses.replace(self.roles, dut_tids=self.roles.ring_tids)).dut
         wire = self.wire_loss(start, end, start, ring, intended_pps)
         return TrialPlatform(stalls, wire, timeline_of(res))
+
+
+@contextlib.contextmanager
+def platform_watch(tb: Testbed | None, cpus: Sequence[int] = ()) -> Iterator[tuple[PlatformWatch | None, str]]:
+    """The platform's stall watch over the test bed's CPUs for the block (this module): the
+    DUT's CPUs and its tasks (the wire's ring threads, NAPI threads, its processes' threads), the
+    wire's rings; and what the result says of it. Without a test bed (ports by name), over the CPUs
+    this process may use, all the tester's; ``cpus`` are watched too (workers pinned beyond this
+    process's CPUs). Where the kernel refuses it (no BPF, no perf events),
+    trials carry no stalls and the note says why."""
+    pl = tb.placement if tb is not None else None
+    wires = tuple((i, pl.netns) for i in pl.interfaces) if pl is not None and pl.mode == "wire" else ()
+    napi = tuple(t.pid for t in (pl.threads or ())) if pl is not None else ()
+    rings = cpumap_threads(wires) + napi
+    tids = rings + (threads_of(p.pid for p in tb.state.processes) if tb is not None else ())
+    ring = (pl.ring or 0) * len(pl.cpus or ()) if pl is not None and wires else 0
+    dut_cpus = tb.dut_cpus() if tb is not None else ()
+    try:
+        roles = PlatformRoles(dut_cpus, tids, wires, ring, rings)
+        watch = PlatformWatch(roles, sorted(os.sched_getaffinity(0) | set(dut_cpus) | set(cpus)))
+    except (CapabilityError, OSError) as e:
+        yield None, f"off: {e}"
+        return
+    note = (f"on: CPUs {','.join(map(str, watch.cpus))} (DUT {','.join(map(str, dut_cpus)) or 'none'}), "
+            f"{len(tids)} DUT tasks, {len(wires)} wired interfaces; tick {watch.watch.period_ns / 1e6:g} ms, "
+            f"threshold {watch.watch.threshold_ns / 1e6:g} ms")
+    try:
+        yield watch, note
+    finally:
+        watch.close()

@@ -19,18 +19,17 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from netrig.environment import capture
-from netrig.errors import CapabilityError, ConfigError, NetrigError, TestbedError
+from netrig.errors import ConfigError, NetrigError, TestbedError
 from netrig.measure import DutModel, DutRing, Measurer, SimulatedMeasurer
 from netrig.measure.engine import EngineMeasurer
 from netrig.measure.otg import OtgMeasurer
-from netrig.measure.platform import PlatformRoles, PlatformWatch, cpumap_threads, threads_of
+from netrig.measure.platform import platform_watch
 from netrig.measure.stack import StackEndpoints
 from netrig.model import LineRate
 from netrig.monitor import Monitor, RemoteMonitor
@@ -206,36 +205,6 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
 
 
 AnyMonitor = Monitor | RemoteMonitor
-
-
-@contextlib.contextmanager
-def platform_watch(tb: Testbed | None, cpus: Sequence[int] = ()) -> Iterator[tuple[PlatformWatch | None, str]]:
-    """The platform's stall watch over the test bed's CPUs for the block (``measure.platform``): the
-    DUT's CPUs and its tasks (the wire's ring threads, NAPI threads, its processes' threads), the
-    wire's rings; and what the result says of it. Without a test bed (ports by name), over the CPUs
-    this process may use, all the tester's; ``cpus`` are watched too (workers pinned beyond this
-    process's CPUs). Where the kernel refuses it (no BPF, no perf events),
-    trials carry no stalls and the note says why."""
-    pl = tb.placement if tb is not None else None
-    wires = tuple((i, pl.netns) for i in pl.interfaces) if pl is not None and pl.mode == "wire" else ()
-    napi = tuple(t.pid for t in (pl.threads or ())) if pl is not None else ()
-    rings = cpumap_threads(wires) + napi
-    tids = rings + (threads_of(p.pid for p in tb.state.processes) if tb is not None else ())
-    ring = (pl.ring or 0) * len(pl.cpus or ()) if pl is not None and wires else 0
-    dut_cpus = tb.dut_cpus() if tb is not None else ()
-    try:
-        roles = PlatformRoles(dut_cpus, tids, wires, ring, rings)
-        watch = PlatformWatch(roles, sorted(os.sched_getaffinity(0) | set(dut_cpus) | set(cpus)))
-    except (CapabilityError, OSError) as e:
-        yield None, f"off: {e}"
-        return
-    note = (f"on: CPUs {','.join(map(str, watch.cpus))} (DUT {','.join(map(str, dut_cpus)) or 'none'}), "
-            f"{len(tids)} DUT tasks, {len(wires)} wired interfaces; tick {watch.watch.period_ns / 1e6:g} ms, "
-            f"threshold {watch.watch.threshold_ns / 1e6:g} ms")
-    try:
-        yield watch, note
-    finally:
-        watch.close()
 
 
 def _monitors(tb: Testbed, t: TrialConfig, role: str) -> tuple[Callable[[], AnyMonitor] | None,
