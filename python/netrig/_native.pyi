@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from typing import final
 
 __all__ = [
-    "__version__", "BUILD_PROFILE", "WIRE_OVERHEAD_BYTES", "FCS_BYTES", "MIN_FRAME_SIZE", "MAX_FRAME_SIZE",
+    "__version__", "BUILD_PROFILE", "WIRE_OVERHEAD_BYTES", "FCS_BYTES", "TRIAL_WORKERS", "MIN_FRAME_SIZE",
+    "MAX_FRAME_SIZE",
     "RFC2544_FRAME_SIZES", "FRAME_SIZE_MIXES", "DEFAULT_DRAIN_S", "MAX_DURATION_S", "MAX_DRAIN_S", "MAX_RATE_PPS",
     "MAX_RATE_BPS", "MAX_FRAMES", "MAX_QUEUES", "MAX_FLOWS", "IO_MODES", "PACING_MODES", "SMOOTH_RECOVERY",
     "DEFAULT_MAX_STRETCH_PCT",
@@ -40,6 +41,8 @@ BUILD_PROFILE: str
 WIRE_OVERHEAD_BYTES: int
 #: Ethernet FCS: counted in every frame size, not written by software.
 FCS_BYTES: int
+#: The thread names of a trial's TX and RX workers, before their index (``netrig-tx0``).
+TRIAL_WORKERS: tuple[str, str]
 MIN_FRAME_SIZE: int
 MAX_FRAME_SIZE: int
 #: RFC 2544 §9 standard frame sizes.

@@ -650,6 +650,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // The vocabulary the engine defines, exported so Python never restates it.
     m.add("WIRE_OVERHEAD_BYTES", netrig_engine::traffic::stream::WIRE_OVERHEAD)?;
     m.add("FCS_BYTES", netrig_engine::traffic::stream::FCS_LEN)?;
+    m.add("TRIAL_WORKERS", (netrig_engine::run::trial::TX_WORKER, netrig_engine::run::trial::RX_WORKER))?;
     m.add("MIN_FRAME_SIZE", netrig_engine::traffic::stream::MIN_FRAME_SIZE)?;
     m.add("MAX_FRAME_SIZE", netrig_engine::traffic::stream::MAX_FRAME_SIZE)?;
     m.add("RFC2544_FRAME_SIZES", PyTuple::new(py, netrig_engine::traffic::stream::RFC2544_FRAME_SIZES)?)?;

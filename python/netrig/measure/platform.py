@@ -339,8 +339,8 @@ def cpumap_threads(wires: Sequence[tuple[str, str | None]]) -> tuple[int, ...]:
 #: ``cpumap/1/map:18``.
 COMM_LEN = 15
 
-#: The names of a trial's TX and RX workers (``netrig-tx0``, ``netrig-rx1``; ``run/trial.rs``).
-TESTER_WORKERS = ("netrig-tx", "netrig-rx")
+#: The names of a trial's TX and RX workers, before their index (``netrig-tx0``, ``netrig-rx1``).
+TESTER_WORKERS = _native.TRIAL_WORKERS
 
 #: The guest's idle task on each CPU (``comm``): a wait that ends in a switch from it was on an idle
 #: CPU, whose late wake-up is the host's (the tick program does not see an idle CPU's stops).
@@ -447,7 +447,7 @@ class PlatformWatch:
 
 @contextlib.contextmanager
 def platform_watch(tb: Testbed | None, cpus: Sequence[int] = ()) -> Iterator[tuple[PlatformWatch | None, str]]:
-    """The platform's stall watch over the test bed's CPUs for the block (this module): the
+    """The platform's stall watch over the test bed's CPUs for the block (see the module docstring): the
     DUT's CPUs and its tasks (the wire's ring threads, NAPI threads, its processes' threads), the
     wire's rings; and what the result says of it. Without a test bed (ports by name), over the CPUs
     this process may use, all the tester's; ``cpus`` are watched too (workers pinned beyond this

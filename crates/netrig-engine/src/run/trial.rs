@@ -331,6 +331,11 @@ impl Phase {
     }
 }
 
+/// The thread names of a trial's TX and RX workers, before their index (`netrig-tx0`): the
+/// platform's stall watch tells the tester's own workers apart by them.
+pub const TX_WORKER: &str = "netrig-tx";
+pub const RX_WORKER: &str = "netrig-rx";
+
 /// Shared between the trial and whoever watches it.
 #[derive(Debug, Default)]
 pub struct TrialControl {
@@ -810,7 +815,7 @@ pub fn run_trial(
             q.set_wait(if tx_cpus.contains(&cpu_id) { RxWait::Nap } else { RxWait::Spin });
             let (setup, live, ident, sent_ctl) = (&rx_setup, rx_lives[i].clone(), ident.clone(), ctl.clone());
             let h = std::thread::Builder::new()
-                .name(format!("netrig-rx{i}"))
+                .name(format!("{RX_WORKER}{i}"))
                 .spawn_scoped(scope, move || {
                     sent_ctl.pins.pin_self(cpu_id);
                     let _ = cpu::normal_priority();
@@ -1154,7 +1159,7 @@ fn run_tx_all(
             let port = *port;
             let (stop, pins) = (&ctl.stop, &ctl.pins);
             let h = std::thread::Builder::new()
-                .name(format!("netrig-tx{i}"))
+                .name(format!("{TX_WORKER}{i}"))
                 .spawn_scoped(inner, move || {
                     pins.pin_self(cpu_id);
                     // Wake on time: no timer slack, and short slices so a CPU hog sharing the CPU
