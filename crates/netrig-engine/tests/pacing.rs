@@ -189,9 +189,9 @@ fn phases_run_as_one_trial_with_exact_per_interval_counts() {
     assert_eq!(iv[..3].iter().map(|i| i.tx_frames).sum::<u64>(), 6_000);
     assert_eq!(iv[3..].iter().map(|i| i.tx_frames).sum::<u64>(), 3_000);
     assert_eq!(log.stalls, 1);
-    // Phase 1 begins with its first frame: after the stall, by no more than the longest gap.
-    let late = iv[3].start_s - 0.3;
-    assert!(late >= 0.004 && late <= 0.001 + r.smoothness.gap_max_ns as f64 / 1e9, "{:?}", iv[3]);
+    // Phase 1 begins with its first frame, sent after phase 0's last, which was due at 0.29995 s
+    // and held 5 ms.
+    assert!(iv[3].start_s >= 0.304, "{:?}", iv[3]);
     for (k, i) in iv.iter().enumerate() {
         // Within an interval, never faster than the phase's rate.
         let rate = if i.phase == 0 { 20_000.0 } else { 10_000.0 };
