@@ -167,6 +167,34 @@ fn duplicates_and_reordering_are_counted_against_the_fault_log() {
     assert!(g.errors().is_empty());
 }
 
+/// Smooth pacing through real stalls: a flow whose worker is held 5 ms every 5 000 frames (50 ms
+/// in 1 s) sends every frame, later by its stretch (what it could not give back: the log's span
+/// says so), and never bunches them: its busiest 1 ms holds at most the rate, 2 % more given back,
+/// its depth, and the batch a stall held up.
+#[test]
+fn a_held_flow_is_stretched_by_what_it_did_not_give_back_and_never_bunches() {
+    let _s = common::serial();
+    let faults = FaultConfig { stall_every: 5_000, stall_ns: 5_000_000, record_departures: true, ..Default::default() };
+    let (ports, log) = common::ports(Some(faults));
+    let g = Generator::open(ports, config(vec![udp_flow("a", 50_000, 50_000.0)])).unwrap();
+    g.start(&[0]).unwrap();
+    assert!(wait_for(5.0, || g.flow_stats()[0].state == FlowState::Done as u8));
+    assert!(wait_for(2.0, || g.tx_pacing()[0].is_some_and(|p| p.frames == 50_000)), "{:?}", g.tx_pacing());
+    let (p, log) = (g.tx_pacing()[0].unwrap(), log.lock().unwrap().clone());
+    assert!(log.stalls >= 9, "{} stalls", log.stalls);
+    let span_ms = (log.departures.last().unwrap() - log.departures.first().unwrap()) as f64 / 1e6;
+    let (stretch_ms, planned_ms) = (p.stretch_ns as f64 / 1e6, 49_999.0 / 50.0);
+    assert!((span_ms - planned_ms - stretch_ms).abs() < 2.0, "sent over {span_ms} ms, stretch {stretch_ms} ms");
+    // What was given back shows: 50 ms lost, 20 ms of it given back (2 % of 1 s), less the depth
+    // each time; the machine's own stalls only add.
+    assert!(stretch_ms >= 25.0, "stretch {stretch_ms} ms");
+    // The rate × 1.02 over 1 ms, the depth let out after a stall (4 frames), one frame of rounding.
+    let peak = netrig_engine::traffic::pacing::most_in_window(&log.departures, 1_000_000);
+    assert!(peak <= 51 + 4 + 1, "{peak} frames in 1 ms of 50: {:?}", p.smoothness);
+    assert!(p.smoothness.peak_frames.abs_diff(peak) <= 3, "the meter's peak {:?}, the log's {peak}", p.smoothness);
+    assert!(g.errors().is_empty());
+}
+
 /// While a flow runs, no read of its counts has more frames received than sent: the receivers'
 /// snapshots are taken first, the transmit counters (a frame is counted before it is sent) after.
 #[test]

@@ -95,6 +95,42 @@ pub const WAKE_BATCH_NS: u64 = 50_000;
 /// 100 kfps by 2.5-5 % and made the self-test "prove" 30-100 kfps where the tester sends 400 kfps.
 pub const SMOOTH_RECOVERY: f64 = 0.02;
 
+/// Smooth pacing's give-back of lost time, one schedule's: [`SMOOTH_RECOVERY`] of the time since
+/// the last give-back, never more than is owed. Fractions of a nanosecond wait for the next call.
+/// The trial's TX worker keeps one per phase, the generator's one per running flow.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GiveBack {
+    at: u64,
+}
+
+impl GiveBack {
+    /// Nothing owed before `at`.
+    pub fn new(at: u64) -> GiveBack {
+        GiveBack { at }
+    }
+
+    /// Of `owed` ns (how far the schedule is behind its plan), how many to give back at `now`.
+    #[inline]
+    pub fn take(&mut self, owed: u64, now: u64) -> u64 {
+        if owed == 0 || now <= self.at {
+            self.at = self.at.max(now);
+            return 0;
+        }
+        let back = ((now - self.at) as f64 * SMOOTH_RECOVERY) as u64;
+        if back > 0 {
+            self.at = now;
+        }
+        back.min(owed)
+    }
+
+    /// The give-back starts again from `at`: the time up to it (a hold-up, a pause) is not given
+    /// back at once.
+    #[inline]
+    pub fn restart(&mut self, at: u64) {
+        self.at = self.at.max(at);
+    }
+}
+
 /// A catching-up worker sends its backlog at most this many times faster than its rate.
 pub const CATCHUP_FACTOR: f64 = 2.0;
 

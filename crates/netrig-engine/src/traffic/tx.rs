@@ -34,7 +34,7 @@ use crate::error::PortError;
 use crate::port::{TxQueue, TxQueueStats};
 pub use crate::traffic::pacing::BATCH;
 use crate::traffic::pacing::{
-    catchup_burst, smooth_depth, wake_batch, LoadMeter, Pacing, Smoothness, CATCHUP_FACTOR, SMOOTH_RECOVERY,
+    catchup_burst, smooth_depth, wake_batch, GiveBack, LoadMeter, Pacing, Smoothness, CATCHUP_FACTOR,
 };
 use crate::traffic::schedule::{IntervalCounter, IntervalGrid, RatePhase, Side};
 use crate::traffic::stream::CompiledStream;
@@ -311,8 +311,8 @@ struct SegmentClock {
     tokens_at: u64,
     /// The interval grid has been told this phase's first frame.
     published: bool,
-    /// Smooth pacing: when lost time was last given back ([`SegmentClock::recover`]).
-    recovered_at: u64,
+    /// Smooth pacing's give-back of lost time ([`SegmentClock::recover`]).
+    give: GiveBack,
 }
 
 impl SegmentClock {
@@ -331,25 +331,16 @@ impl SegmentClock {
             tokens: burst,
             tokens_at: anchor,
             published: false,
-            recovered_at: anchor,
+            give: GiveBack::new(anchor),
         }
     }
 
-    /// Smooth pacing: give back lost time (the schedule's shift from its plan) at
-    /// [`SMOOTH_RECOVERY`] of the time since the last give-back; the frames then fall due at most
-    /// that much faster than the rate. Fractions of a nanosecond wait for the next call.
+    /// Smooth pacing: give back lost time (the schedule's shift from its plan, [`GiveBack`]); the
+    /// frames then fall due at most
+    /// [`SMOOTH_RECOVERY`](crate::traffic::pacing::SMOOTH_RECOVERY) faster than the rate.
     #[inline]
     fn recover(&mut self, now: u64) {
-        let shift = self.anchor.saturating_sub(self.seg.start_ns);
-        if shift == 0 || now <= self.recovered_at {
-            self.recovered_at = self.recovered_at.max(now);
-            return;
-        }
-        let back = ((now - self.recovered_at) as f64 * SMOOTH_RECOVERY) as u64;
-        if back > 0 {
-            self.anchor -= back.min(shift);
-            self.recovered_at = now;
-        }
+        self.anchor -= self.give.take(self.anchor.saturating_sub(self.seg.start_ns), now);
     }
 
     /// A rate, not as fast as possible.
@@ -687,7 +678,7 @@ impl<'a> TxRun<'a> {
             // The give-back starts from here: the time the hold-up took is not given back at once
             // (2 % of a 5-ms hold-up made 5 more frames due, and `pace` let the depth out right
             // after this burst: 57 in a 1-ms window of 50).
-            sc.recovered_at = sc.recovered_at.max(handed);
+            sc.give.restart(handed);
         }
         sc.sent += sent;
         if self.pacing == Pacing::CatchUp {
@@ -940,10 +931,8 @@ pub fn split_stream(stream: &Arc<CompiledStream>, shares: u64) -> Vec<TxShare> {
 
 #[cfg(test)]
 mod tests {
-    use super::{
-        fill_one, split_stream, Segment, SegmentClock, ShareState, TxShareResult, TxWorkerResult, Waker,
-        SMOOTH_RECOVERY,
-    };
+    use super::{fill_one, split_stream, Segment, SegmentClock, ShareState, TxShareResult, TxWorkerResult, Waker};
+    use crate::traffic::pacing::SMOOTH_RECOVERY;
 
     /// Smooth pacing's give-back, on the clock alone (no machine, no timing): a schedule 2 ms behind
     /// its plan drifts back at SMOOTH_RECOVERY of the time that passes, frames fall due that much

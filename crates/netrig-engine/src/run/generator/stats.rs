@@ -167,8 +167,9 @@ pub struct PortCounters {
 pub struct TxPacing {
     /// Frames sent since then (0: the rest means nothing).
     pub frames: u64,
-    /// The most any flow's schedule shifted: smooth pacing gives up the time a flow fell behind by
-    /// more than its depth, so its last frame leaves that much later than planned, ns.
+    /// The most any flow's schedule is behind its plan: the time it fell behind by more than its
+    /// depth, less what smooth pacing gave back since, so its last frame leaves that much later
+    /// than planned, ns.
     pub stretch_ns: u64,
     /// The longest a frame waited after it fell due before the worker picked it, ns (a busy
     /// worker's frames wait up to 50 µs by design, so that it sends a few at a time).

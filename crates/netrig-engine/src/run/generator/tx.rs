@@ -10,7 +10,9 @@
 //! and counts it. Picks the queue did not take stay pending for the next `send`.
 //!
 //! Pacing is smooth: a flow found behind by more than its depth (80 µs of frames, 2..512) shifts
-//! its schedule, never sending above its rate over a window longer than that. Frames become due
+//! its schedule, never sending above its rate over a window longer than that, and gives the time
+//! back as the trial's worker does ([`GiveBack`]: 2 % of the time that passes), so only what it
+//! could not give back stretches the flow. Frames become due
 //! `hold` late (50 µs when the worker's flows add up to 40 kframes/s or more), so the worker sends
 //! a few at a time and sleeps in between instead of spinning. An idle worker parks until a command.
 use std::cmp::Reverse;
@@ -25,7 +27,7 @@ use super::flow::CompiledFlow;
 use super::stats::{Counters, FlowCtl, FlowState, PortCounters, TxPacing};
 use crate::clock;
 use crate::port::TxQueue;
-use crate::traffic::pacing::{LoadMeter, BATCH};
+use crate::traffic::pacing::{GiveBack, LoadMeter, BATCH};
 use crate::traffic::tx::UNPACED_BATCH;
 
 /// A command to a TX worker.
@@ -93,10 +95,13 @@ struct Slot {
     size_at: usize,
     anchor: u64,
     npf: f64,
+    /// Behind by more than this, the schedule shifts ([`pace`]).
     depth_ns: u64,
     paused_at: u64,
-    /// How far smooth pacing shifted this start's schedule (time it fell behind and gave up), ns.
+    /// How far smooth pacing has this start's schedule behind its plan (time it fell behind, less
+    /// what it gave back), ns: the flow's stretch.
     shifted: u64,
+    give: GiveBack,
 }
 
 /// Most frames a behind flow sends at once: 80 µs of its frames, 2..512.
@@ -113,10 +118,12 @@ const MAX_SLEEP_NS: u64 = 5_000_000;
 const HOLD_FROM_PPS: f64 = 40_000.0;
 const HOLD_NS: u64 = 50_000;
 
-/// A flow's time per frame and its smoothing depth, ns, at `rate` frames/s.
+/// A flow's time per frame and how far behind its schedule may be before it shifts, ns, at `rate`
+/// frames/s: the frames due in that time and the one due now are its depth (as the trial's worker
+/// lets its depth out after a stall, not one more).
 fn pace(rate: f64) -> (f64, u64) {
     let npf = if rate.is_finite() { 1e9 / rate } else { 0.0 };
-    (npf, (depth_frames(rate) as f64 * npf) as u64)
+    (npf, ((depth_frames(rate) - 1) as f64 * npf) as u64)
 }
 
 impl Slot {
@@ -138,6 +145,7 @@ impl Slot {
             depth_ns,
             paused_at: 0,
             shifted: 0,
+            give: GiveBack::default(),
             flow,
         }
     }
@@ -219,8 +227,14 @@ impl TxWorker {
             let now = clock::now_ns();
             meter.lag(pick_due(&mut slots, &mut heap, &mut pending, now, hold));
             if !pending.is_empty() {
-                match self.send(&mut slots, &mut pending, now) {
-                    Ok(n) => meter.batch(now, clock::now_ns(), n as u64),
+                match self.send(&mut slots, &pending, now) {
+                    Ok((n, handed)) => {
+                        meter.batch(now, clock::now_ns(), n as u64);
+                        if handed > now + HELD_UP_NS {
+                            held_up(&mut slots, &mut heap, pending.range(..n), handed);
+                        }
+                        pending.drain(..n);
+                    }
                     Err(e) => self.failed(e, &mut slots, &mut heap, &mut pending),
                 }
                 meter.publish(&self.port, &slots, now, false);
@@ -276,6 +290,7 @@ impl TxWorker {
                 (s.sent, s.untracked, s.picked, s.size_at) = (0, 0, 0, 0);
                 (s.tag, s.running, s.paused_at, s.shifted) = (tag, true, 0, 0);
                 s.anchor = at + s.flow.config.delay_ns;
+                s.give = GiveBack::new(s.anchor);
                 self.pubs[flow].reset(tag);
             }
             Cmd::Pause(_) if s.running => {
@@ -284,6 +299,7 @@ impl TxWorker {
             }
             Cmd::Resume { .. } if !s.running && s.paused_at > 0 => {
                 s.anchor += at.saturating_sub(s.paused_at);
+                s.give.restart(at);
                 s.paused_at = 0;
                 s.running = true;
             }
@@ -299,15 +315,18 @@ impl TxWorker {
         }
     }
 
-    /// Send the pending picks (as many as the queue takes) and count them; how many it sent.
-    fn send(&mut self, slots: &mut [Slot], pending: &mut VecDeque<u32>, now: u64) -> Result<usize, String> {
+    /// Send the pending picks (as many as the queue takes) and count them; how many it sent, and
+    /// when the first was handed to the queue (after anything that held the send up).
+    fn send(&mut self, slots: &mut [Slot], pending: &VecDeque<u32>, now: u64) -> Result<(usize, u64), String> {
         let want = pending.len();
         let epoch = self.epoch_ns;
         let mut stamp = now.saturating_sub(epoch);
-        let mut n = 0usize;
+        let (mut n, mut handed) = (0usize, now);
         let (ctl, pubs, port) = (&self.ctl, &self.pubs, &self.port);
         let mut fill = |buf: &mut [u8], held: &mut u64| -> usize {
-            if n > 0 && n.is_multiple_of(BATCH) {
+            if n == 0 {
+                handed = clock::now_ns();
+            } else if n.is_multiple_of(BATCH) {
                 stamp = clock::now_ns().saturating_sub(epoch);
             }
             let k = pending[n] as usize;
@@ -335,8 +354,7 @@ impl TxWorker {
             len
         };
         let sent = self.queue.send_held(want, &mut fill).map_err(|e| e.to_string())?;
-        pending.drain(..sent);
-        Ok(sent)
+        Ok((sent, handed))
     }
 
     /// The queue failed: every flow of this worker stops; the error is reported.
@@ -349,6 +367,32 @@ impl TxWorker {
         }
         heap.clear();
         pending.clear();
+    }
+}
+
+/// A send whose first frame reached the queue this much after the picks was held up: see
+/// [`held_up`].
+const HELD_UP_NS: u64 = 20_000;
+
+/// A send held up between the picks and the hand-off (descheduled, or the queue slow to take
+/// them) until `handed`: a flow of it that fell more than its depth behind meanwhile had its
+/// frames in it go out late as one burst, so its schedule shifts from there, its next frame one
+/// frame time later, and its give-back starts there (as the trial's worker does). Without this
+/// the frames due meanwhile went out right after it as a second burst.
+fn held_up<'a>(slots: &mut [Slot], heap: &mut Schedule, sent: impl Iterator<Item = &'a u32>, handed: u64) {
+    for &k in sent {
+        let s = &mut slots[k as usize];
+        let due = s.due(s.picked);
+        if !s.running || s.npf == 0.0 || due + s.depth_ns >= handed {
+            continue;
+        }
+        let d = handed + s.npf as u64 - due;
+        (s.anchor, s.shifted) = (s.anchor + d, s.shifted + d);
+        s.give.restart(handed);
+        s.gen = s.gen.wrapping_add(1);
+        if !s.all_picked() {
+            heap.push(s.due(s.picked), k, s.gen);
+        }
     }
 }
 
@@ -405,8 +449,11 @@ fn pick_due(slots: &mut [Slot], heap: &mut Schedule, pending: &mut VecDeque<u32>
         }
         heap.pop();
         lag = lag.max(now - due);
-        // Behind by more than the depth: the time is not recovered (smooth pacing).
-        let floor = now.saturating_sub(s.depth_ns);
+        // Smooth pacing: time lost earlier is given back slowly; behind by more than the depth,
+        // the schedule shifts (also over what was just given back: a hold-up gives nothing back).
+        let back = s.give.take(s.shifted, now);
+        (s.anchor, s.shifted) = (s.anchor - back, s.shifted - back);
+        let (due, floor) = (s.due(s.picked), now.saturating_sub(s.depth_ns));
         if due < floor {
             s.anchor += floor - due;
             s.shifted += floor - due;
@@ -563,6 +610,36 @@ mod tests {
         let (lo, hi) = (each.iter().min().unwrap(), each.iter().max().unwrap());
         assert!(hi - lo <= 20 * TURN && *lo > 0, "{each:?}");
         assert!((hi - lo) * 10 < *hi, "{each:?}");
+    }
+
+    /// Smooth pacing on the clock alone: a flow held 2 ms shifts its schedule, gives the time back
+    /// at SMOOTH_RECOVERY of the time that passes (1 ms in 50 ms), never bunching more than its
+    /// depth over the rate, and ends on its plan, not ahead of it (as the trial's worker).
+    #[test]
+    fn a_flow_held_up_gives_the_time_back_and_no_more() {
+        use crate::traffic::pacing::{most_in_window, SMOOTH_RECOVERY};
+        let mut slots = [slot(0, Rate::Pps(50_000.0), GenDuration::Continuous)];
+        let mut heap = Schedule::with_capacity(1);
+        heap.push(slots[0].due(0), 0, slots[0].gen);
+        let mut pending = VecDeque::with_capacity(UNPACED_BATCH);
+        let mut times = Vec::new();
+        let mut at = |t: u64, slots: &mut [Slot], times: &mut Vec<u64>| {
+            pick_due(slots, &mut heap, &mut pending, t, 0);
+            times.extend(pending.drain(..).map(|_| t));
+        };
+        let step = 10_000;
+        (0..=10_000_000).step_by(step).for_each(|t| at(t, &mut slots, &mut times));
+        (12_000_000..=62_000_000).step_by(step).for_each(|t| at(t, &mut slots, &mut times));
+        // Behind 2 ms less the depth (4 frames due at once: 60 µs), 1 ms of it given back in the
+        // 50 ms since.
+        let owed = 2e6 - 60e3 - 50e6 * SMOOTH_RECOVERY;
+        assert!((slots[0].shifted as f64 - owed).abs() < 30e3, "{} ns behind", slots[0].shifted);
+        (62_000_000..=200_000_000).step_by(step).for_each(|t| at(t, &mut slots, &mut times));
+        assert_eq!(slots[0].shifted, 0);
+        assert_eq!(slots[0].picked, 200_000_000 / 20_000 + 1, "back on the plan, not ahead of it");
+        let peak = most_in_window(&times, 1_000_000);
+        let bound = 50.0 * (1.0 + SMOOTH_RECOVERY) + depth_frames(50_000.0) as f64 + 1.0;
+        assert!(peak as f64 <= bound, "{peak} frames in 1 ms");
     }
 
     #[test]
