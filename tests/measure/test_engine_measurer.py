@@ -143,6 +143,17 @@ def test_a_burst_is_one_engine_trial_in_burst_mode_and_its_rate_is_not_held_agai
     assert c.valid and c.frames_sent == 1_000 and c.achieved_pps == 600_000.0
 
 
+def test_a_burst_the_tester_paused_in_is_invalid_and_names_the_pause():
+    # Its CPU held 2.5 ms mid-burst: the DUT drained meanwhile, so more frames pass than back to back.
+    paused = result(1_400, 1_400, lag_ms=0, rate=300_000.0,
+                    smoothness=SimpleNamespace(**{**vars(smoothness()), "gap_max_ns": 2_500_000}))
+    m, _ = scripted([paused, result(1_400, 1_200, lag_ms=0, rate=600_000.0)])
+    load = Load(14_880_952.0, FrameSize(size=64), burst_frames=1_400)
+    c = m.measure(load, 1_400 / 14_880_952.0)
+    assert not c.valid and "paused 2.5 ms mid-burst" in c.invalid_reason
+    assert m.measure(load, 1_400 / 14_880_952.0).valid  # 0.9 ms: batches' own gaps, not a pause
+
+
 def test_phases_are_one_continuous_engine_trial_with_the_engines_interval_counts():
     iv = [SimpleNamespace(start_s=0.0, duration_s=1.0, phase=0, frames_sent=110, frames_received=100,
                           latency_mean_ns=20_000.0, latency_max_ns=90_000),

@@ -5,7 +5,7 @@ with no loss; it is repeated ``trials`` times (50 by default) and the mean burst
 probe is one engine trial in burst mode: exactly the burst's frames, at the burst rate or as fast
 as the tester can. The search gallops from a starting burst (1 ms of frames, then the previous
 trial's answer), doubling or halving until it brackets the answer, then bisects. An *invalid*
-probe (the tester failed to send the burst, or dropped frames itself) is not a failed burst: it is
+probe (the tester failed to send the burst, dropped frames itself, or paused in it) is not a failed burst: it is
 repeated up to ``INVALID_RETRIES`` times, and a search that still cannot probe is abandoned and
 counted (``abandoned_trials``), never averaged in. When the tester's achieved burst rate is more
 than ``TX_TOLERANCE_PCT`` below the burst rate, the result is ``tester_limited``: the DUT saw
