@@ -939,7 +939,7 @@ class Policer(Router):
     def validate(self, o: TestbedOptions) -> None:
         super().validate(o)
         if o.cap is None:
-            raise ConfigError("cap", "the policer needs a rate cap, e.g. cap='100kpps' or --cap 10Mbps")
+            raise ConfigError("cap", "the policer needs a rate cap, e.g. 100kpps or 10Mbps")
 
     def build(self, tb: Any) -> None:
         r = self.build_router(tb)
