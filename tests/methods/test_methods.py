@@ -64,6 +64,7 @@ def test_tester_limit_is_not_dut_loss():
     m = SimulatedMeasurer(DutModel(capacity_pps=5e6, tester_ceiling_pps=2e6))
     r = measure_throughput(m, F64, LR, ThroughputParams(duration_s=1, resolution_pct=0.1))
     assert r.tester_limited and r.tester_limit_pps == 2e6
+    assert r.repeated_trials == 1  # the shortfall bounding the search, measured again: short again
     assert r.rate_pps <= 2e6 * 1.02 and r.rate_pps >= 2e6 - 0.001 * LR.fps(F64)
 
 
@@ -347,6 +348,43 @@ def test_a_load_the_tester_never_sends_bounds_the_search_as_the_testers_limit():
                                                         initial_rate_pct=top, max_rate_pct=top))
     assert r.repeated_trials == 2 and r.upper_pps == pytest.approx(200e3), m.asked
     assert r.found and r.rate_pps == pytest.approx(m.asked[1] / 2) and r.tester_limited
+
+
+class ShortAtFirst:
+    """A 120-kpps policer behind a tester that falls short on its first trial at each load in
+    ``loads`` (the host stopped it for a while, by less than the trial stretched), and sends every
+    other trial in full."""
+
+    def __init__(self, loads: set[float]):
+        self.loads = loads
+        self.asked: list[float] = []
+
+    def measure(self, load, duration_s):
+        self.asked.append(load.rate_pps)
+        sent = int(load.rate_pps * duration_s)
+        near = next((x for x in self.loads if abs(x - load.rate_pps) < 1), None)
+        if near is not None:
+            self.loads.discard(near)
+            return TrialCounts(achieved_pps=load.rate_pps * 0.93, frames_sent=int(sent * 0.93),
+                               frames_received=int(sent * 0.93), valid=False, invalid_reason="stretched")
+        return TrialCounts(achieved_pps=load.rate_pps, frames_sent=sent, frames_received=min(sent, int(120e3 * duration_s)))
+
+
+def test_a_shortfall_bounding_the_search_is_measured_again_before_it_is_the_testers_limit():
+    """The clean clone's policer search: short at 149, 74 and 37 kfps before anything was sent in
+    full, then 36.6 kfps sent in full, read "≥ 36.6 kfps, tester-limited" under a 120-kpps cap. Each
+    shortfall that bounds the bracket is measured once more: sent in full, the search goes on above
+    it and finds the cap; a limit that is real stands (``test_tester_limit_is_not_dut_loss``)."""
+    top = 148_810 / LR.fps(F64) * 100
+    m = ShortAtFirst({148_810.0, 74_405.0, 37_202.5})
+    r = measure_throughput(m, F64, LR, ThroughputParams(duration_s=1, resolution_pct=0.005,
+                                                        initial_rate_pct=top, max_rate_pct=top))
+    assert r.found and 120e3 - 0.00005 * LR.fps(F64) <= r.rate_pps <= 120e3 and not r.tester_limited, m.asked
+    asked = [round(a) for a in m.asked]
+    assert m.asked[:4] == pytest.approx([148_810, 74_405, 37_202.5, 18_601.25]), m.asked  # as the clone's
+    # 149 kfps, above a load the DUT failed, no longer bounds the search: never measured again
+    assert asked.count(74_405) == asked.count(37_202) == 2 and asked.count(148_810) == 1 and r.repeated_trials == 2
+    assert r.trials == len(m.asked)
 
 
 def test_a_load_the_host_spoilt_in_every_attempt_stops_the_search_at_a_lower_bound():
