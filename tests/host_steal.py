@@ -61,6 +61,12 @@ class HostTake(Steal):
     def seconds(self) -> float:
         return max(self.steal.seconds(), self.unseen_s)
 
+    @classmethod
+    def of(cls, steal: Steal, records) -> HostTake:
+        """The host's take over ``steal``'s window where trials ``records`` (their ``counts``, or
+        ``netrig trial --json`` results) saw the host stop the tester's CPUs (:func:`host_stops_s`)."""
+        return cls(steal, sum(host_stops_s(r) for r in records))
+
 
 def unseen_tester_s(measurer, res) -> float:
     """The tester's CPU stops the stall watch of ``measurer`` (an ``EngineMeasurer``) saw over

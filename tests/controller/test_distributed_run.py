@@ -19,7 +19,7 @@ import urllib.request
 import pytest
 from tests.conftest import needs_root, sh
 from tests.controller.test_distributed import agents_report, bed, mac
-from tests.host_steal import Steal, excused, lost_s, valid_or_host
+from tests.host_steal import HostTake, Steal, excused, lost_s, valid_or_host
 from tests.otg.conftest import ROOT
 
 from netrig.results import read_trial_log
@@ -114,7 +114,7 @@ def test_netrig_run_rfc2544_throughput_across_two_agents(tmp_path):
     for c in spoilt:
         assert "the tester" in c["invalid_reason"], c["invalid_reason"]
     late = sum(lost_s(0.5, c["intended_pps"], c["achieved_pps"]) for c in spoilt)
-    valid_or_host(not spoilt, "; ".join(c["invalid_reason"] for c in spoilt), late, steal)
+    valid_or_host(not spoilt, "; ".join(c["invalid_reason"] for c in spoilt), late, HostTake.of(steal, spoilt))
     print(f"throughput {res['headline']['fps']:.0f} fps over {len(trials)} trials; {sent} frames across the agents")
 
 
@@ -252,7 +252,7 @@ def test_an_agent_lost_mid_run_over_https_stops_it_resumably_and_resume_finishes
         (first,) = trials_on_disk(out)
         c = first["counts"]
         assert c["frames_received"] == c["frames_sent"] > 0
-        excused(c["valid"], c["invalid_reason"], lost_s(0.5, c["intended_pps"], c["achieved_pps"]), steal)
+        excused(c["valid"], c["invalid_reason"], lost_s(0.5, c["intended_pps"], c["achieved_pps"]), HostTake.of(steal, [c]))
         if fault == "SIGKILL":
             b.procs[1].wait()
             b.agent("b", io="auto")

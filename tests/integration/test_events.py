@@ -11,7 +11,7 @@ import time
 
 import pytest
 from tests.conftest import needs_root
-from tests.host_steal import Steal, excess_s, valid_or_host
+from tests.host_steal import HostTake, Steal, excess_s, valid_or_host
 
 from netrig._native import SMOOTH_RECOVERY
 from netrig.measure.events import Event, EventClock, EventRun
@@ -80,7 +80,7 @@ def blackout_trial(router: str) -> dict:
     assert "Traceback" not in r.stderr
     doc = json.loads(r.stdout)
     res = doc["result"]
-    valid_or_host(res["valid"], res.get("invalid_reason"), excess_s(res), steal)
+    valid_or_host(res["valid"], res.get("invalid_reason"), excess_s(res), HostTake.of(steal, [res]))
     return doc
 
 

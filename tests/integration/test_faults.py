@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from tests.conftest import needs_root, sh, veth_pair
-from tests.host_steal import Steal, excess_s, excused, steady_trial, unmeasured_by_host
+from tests.host_steal import HostTake, Steal, excess_s, excused, steady_trial, unmeasured_by_host
 
 from netrig import Stream, run_trial
 from netrig.errors import LiveInterfaceError
@@ -229,7 +229,7 @@ def test_jumbo_frames_on_a_testbed_with_an_mtu_fall_back_to_af_packet_saying_why
                    "0.3s", "--json")
         assert r.returncode in (0, 1), r.stderr
         res = json.loads(r.stdout)["result"]
-        why = excused(res["valid"], res.get("invalid_reason"), excess_s(res), steal)
+        why = excused(res["valid"], res.get("invalid_reason"), excess_s(res), HostTake.of(steal, [res]))
         assert r.returncode == (0 if why is None else 1), r.stderr
         assert res["frames_received"] == 5000
         notes = " ".join(p["notes"] for p in res["ports"])
@@ -248,7 +248,8 @@ def test_a_run_with_jumbo_frames_self_tests_them_at_the_same_mtu(tmp_path):
     c = doc["trials"][0]["counts"]
     assert c["frames_received"] > 0  # jumbo frames went through at the test bed's MTU
     # passed, unless the host took the CPU from a trial the tester flagged (a 0.3-s trial allows 6 ms)
-    why = excused(c["valid"], c["invalid_reason"], c["pacing"]["stretch_s"] if c.get("pacing") else 0.0, steal)
+    why = excused(c["valid"], c["invalid_reason"], c["pacing"]["stretch_s"] if c.get("pacing") else 0.0,
+                  HostTake.of(steal, [c]))
     assert doc["selftest"]["passed"] is True or why is not None, (doc["selftest"], c["invalid_reason"])
 
 

@@ -12,7 +12,7 @@ pytestmark = [pytest.mark.root]
 if os.geteuid() != 0:
     pytest.skip("needs root: builds network namespaces and veth pairs", allow_module_level=True)
 
-from tests.host_steal import Steal, unmeasured_by_host, valid_or_host
+from tests.host_steal import HostTake, Steal, unmeasured_by_host, valid_or_host
 
 from netrig.cli.console import run_with_console
 from netrig.report import write_report
@@ -53,7 +53,7 @@ def test_latency_ipdv_reaches_every_output(tmp_path, capsys, monkeypatch):
         spoilt = [t["counts"] for t in trials if t["method"] == "rfc2544_latency"]
         assert rep["invalid_trials"] == len(spoilt) == 2, rep
         valid_or_host(False, "; ".join(c["invalid_reason"] for c in spoilt),
-                      sum(c["pacing"]["stretch_s"] for c in spoilt), steal)
+                      sum(c["pacing"]["stretch_s"] for c in spoilt), HostTake.of(steal, spoilt))
     assert rep["ipdv_ns"] > 0 and rep["ipdv_p99_ns"] > 0
 
     console = capsys.readouterr().out

@@ -29,7 +29,7 @@ try:
 except ImportError as e:  # engine or test beds not in this build yet
     pytest.skip(f"engine/test bed API not available: {e}", allow_module_level=True)
 
-from tests.host_steal import Steal, stopped_by_host, valid_or_host
+from tests.host_steal import HostTake, Steal, stopped_by_host, valid_or_host
 
 from netrig.run.config import config_from_dict
 from netrig.run.runner import Runner
@@ -64,8 +64,9 @@ def test_throughput_matches_policer_cap(tmp_path, cap_pps):
     # host took this machine's CPU for at least as long as they lost (tests/host_steal.py).
     spoilt = [t["counts"] for t in trials if not t["counts"]["valid"] and t["load"]["rate_pps"] > rate]
     valid_or_host(abs(rate - cap_pps) <= 0.02 * cap_pps,
-                  f"throughput {rate:.0f} fps vs policer cap {cap_pps} pps: {detail}",
-                  sum(c["pacing"]["stretch_s"] for c in spoilt), steal)
+                  f"throughput {rate:.0f} fps vs policer cap {cap_pps} pps: {detail}; "
+                  + "; ".join(str(c["invalid_reason"]) for c in spoilt),
+                  sum(c["pacing"]["stretch_s"] for c in spoilt), HostTake.of(steal, spoilt))
     for t in trials:
         p = t["counts"]["pacing"]
         assert p["mode"] == "smooth" and not p["bunched"], f"trial {t['key']} offered a bunched load: {p}"
