@@ -72,7 +72,10 @@ def reason(r) -> str:
 #: for milliseconds near a trial's end. The receiver tests below do not depend on it.
 #: What an invalid reason says when the sender fell behind (smooth pacing stretches a trial that
 #: loses CPU time; these tests are about what the receiver counts, not pacing).
-SENDER_REASONS = ("the tester could not keep the", "the TX workers fell up to", "the tester's sending was stretched")
+#: The clauses of an invalid reason about the sender: its shortfall, its lag, its stretch, and who
+#: held its CPUs meanwhile (``netrig trial``'s ``Judged``).
+SENDER_REASONS = ("the tester could not keep the", "the TX workers fell up to", "the tester's sending was stretched",
+                  "the tester's CPUs were held")
 
 
 def receiver_rules_pass(invalid_reason: str | None) -> bool:
