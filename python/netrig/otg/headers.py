@@ -273,23 +273,31 @@ def untagged(kind: str, body: dict, path: str, warnings: list[str]) -> tuple[dic
     """A header body with its fields' ``metric_tags`` taken out, and those fields (each one's
     pattern converted as :func:`pattern` does)."""
     found: list[TaggedField] = []
-    widths = {name: bits for name, _, bits in _native.STACK_HEADERS[kind][1]}
 
     def walk(obj: dict, class_name: str, at: tuple[str, ...]) -> dict:
+        """``obj`` itself when none of its fields has tags (a 4096-flow config has none, mostly)."""
         actions = _actions(kind, class_name, at)
-        out = {}
+        out: dict | None = None
         for prop, value in obj.items():
-            what, arg, name, kind_field = actions.get(prop, ("", "", "", ""))
+            what, arg, name, kind_field = actions.get(prop, _NO_ACTION)
             if what == "pattern" and isinstance(value, dict) and value.get("metric_tags"):
                 value = {k: v for k, v in value.items() if k != "metric_tags"}
                 where = functools.partial(_path, path, at, prop)
                 p = pattern(value, arg, where, warnings, kind_field)
-                found.append(TaggedField(name, widths[name], p, tuple(obj[prop]["metric_tags"]), where()))
+                bits = next(b for n, _, b in _native.STACK_HEADERS[kind][1] if n == name)
+                found.append(TaggedField(name, bits, p, tuple(obj[prop]["metric_tags"]), where()))
             elif what == "nest" and isinstance(value, dict):
                 value = walk(value, arg, (*at, prop))
-            out[prop] = value
-        return out
+            else:
+                continue
+            if value is not obj[prop]:
+                out = out if out is not None else dict(obj)
+                out[prop] = value
+        return out if out is not None else obj
     return walk(body, _BODY_CLASS[kind], ()), found
+
+
+_NO_ACTION = ("", "", "", "")
 
 
 #: Nested objects the mapping walks into, and the model class of each header's body.

@@ -269,9 +269,9 @@ class _FlowContext:
         size = _size(f.size, at)
         rate = self.rate(f.rate, tx, at)
         duration, delay_s, gap = self.duration(f.duration, tx, at)
-        fp = dataclasses.replace(self.metrics(f.metrics, f.name, tx, rx, at), size_path=_LARGEST[f.size.choice],
-                                 max_size=size.max_size, vlan_tags=sum(h.get("choice") == "vlan" for h in f.packet),
-                                 next_hop=hop, dst_mac=mac, tags=ftags)
+        fp = self.metrics(f.metrics, f.name, tx, rx, at, size_path=_LARGEST[f.size.choice], max_size=size.max_size,
+                          vlan_tags=sum(h.get("choice") == "vlan" for h in f.packet), next_hop=hop, dst_mac=mac,
+                          tags=ftags)
         payload = _payload(f.payload)
         try:
             spec = _native.GenFlowSpec(f.name, tx, rx, hs, size, rate, duration, payload=payload, delay_s=delay_s,
@@ -385,14 +385,15 @@ class _FlowContext:
                               f"({self.chosen[tx].name} has none): give the port a layer1 speed")
         return gap
 
-    def metrics(self, m: FlowMetrics, name: str, tx: int, rx: list[int], at: str) -> FlowPlan:
+    def metrics(self, m: FlowMetrics, name: str, tx: int, rx: list[int], at: str, **more: Any) -> FlowPlan:
+        """The flow's plan: its metrics, its ports, and ``more`` of its fields."""
         if m.predefined_metric_tags is not None and m.predefined_metric_tags.rx_name:
             raise refusal.refuse("flows[].metrics.predefined_metric_tags", f"{at}.metrics.predefined_metric_tags")
         ratio = m.ratio(len(rx))
         if ratio <= 0:
             raise ConfigError(f"{at}.metrics.rx_tx_ratio.value", "must be above 0: the frames expected per frame sent")
         return FlowPlan(name, self.names[tx], tuple(self.names[k] for k in rx), ratio, m.loss, m.timestamps,
-                        m.latency.enable)
+                        m.latency.enable, **more)
 
 
 #: The engine's fields of a flow → the OTG path inside the flow.

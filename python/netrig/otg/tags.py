@@ -75,8 +75,8 @@ def split(packet: Sequence[dict[str, Any]], at: str, warnings: list[str]) -> tup
         if kind not in headers.KINDS or kind == "custom" or not isinstance(body, dict):
             out.append(h)
             continue
-        body, found = headers.untagged(kind, body, f"{at}.packet[{k}].{kind}", warnings)
-        out.append({**h, kind: body})
+        untagged, found = headers.untagged(kind, body, f"{at}.packet[{k}].{kind}", warnings)
+        out.append(h if untagged is body else {**h, kind: untagged})
         fields += found
     if not fields:
         return out, None
