@@ -191,6 +191,6 @@ def steady_trial(tb_id: str, *extra: str, prefix: tuple[str, ...] = (), env: dic
     assert r.returncode in (0, 1), r.stderr
     doc = json.loads(r.stdout)
     res = doc["result"]
-    why = excused(res["valid"], res.get("invalid_reason"), excess_s(res), HostTake(steal, host_stops_s(res)))
+    why = excused(res["valid"], res.get("invalid_reason"), excess_s(res), HostTake.of(steal, [res]))
     assert r.returncode == (0 if why is None else 1), r.stderr
     return {**doc, "stderr": r.stderr}
