@@ -67,3 +67,27 @@ def test_a_tester_below_the_burst_rate_sends_whole_bursts_and_limits_the_result(
     assert r.tester_limit_pps == pytest.approx(1e6)
     d = r.to_dict()
     assert d["tester_limited"] is True and d["achieved_burst_rate_fps"] == pytest.approx(1e6)
+
+
+class Slow(Flaky):
+    """A measurer whose every ``every``-th burst leaves at 0.3 of the tester's rate, with no single
+    pause (a CPU shared all along): the DUT, a 0.5-Mpps forwarder, keeps up with that burst."""
+
+    def measure(self, load: Load, duration_s: float) -> TrialCounts:
+        self.calls += 1
+        if self.calls % self.every == 0:
+            return self.inner.measure(replace(load, rate_pps=0.3e6), duration_s)
+        return self.inner.measure(load, duration_s)
+
+
+@pytest.mark.parametrize("every", [3, 5])
+def test_a_burst_the_tester_sent_slowly_is_not_a_passed_burst(every):
+    model = DutModel(capacity_pps=0.5e6, buffer_frames=1_000, tester_ceiling_pps=1e6)
+    truth = model.max_burst(1e6, F64)
+    m = Slow(SimulatedMeasurer(model), every)
+    r = measure_back_to_back(m, F64, LR, BackToBackParams(trials=4), throughput_pps=0.5e6)
+    assert len(r.bursts_frames) == 4 and r.abandoned_trials == 0
+    for b in r.bursts_frames:
+        assert b <= truth and truth - b <= max(1, truth // 1000) + 1, (b, truth)
+    assert r.achieved_burst_rate_fps == pytest.approx(1e6), "a slow burst's rate is not the tester's"
+    assert r.repeated_probes > 0 and r.to_dict()["repeated_probes"] == r.repeated_probes

@@ -67,11 +67,6 @@ from netrig.trial import PACING_MODES, Port, Stream, run_trial
 LEARNING_RATE_PPS = 1000.0
 LEARNING_DURATION_S = 0.1
 LEARNING_DRAIN_S = 0.2
-#: A burst whose sending paused this long (its longest gap between departures) is not back to back:
-#: the DUT drained meanwhile (a policer's bucket refilled 266 frames in a clean clone, its burst
-#: read 1 333 frames against a 1 000-frame bucket). Bursts on veth here pause 0.28-0.37 ms between
-#: batches; one of 16 paused 1.9 ms.
-BURST_PAUSE_NS = 1_000_000
 #: A trial's raw record keeps its per-flow results up to this many flows (a trial with events reports
 #: more, in its events' outages: 10 000 prefixes' flows made a 25-MB result).
 RAW_FLOWS = 1024
@@ -349,7 +344,7 @@ class EngineMeasurer:
                                                        burst_frames=load.burst_frames))
         counts = self._counts(res, load.rate_pps, extra, checked=False)
         pause_ns = res.smoothness.gap_max_ns
-        if counts.valid and pause_ns >= BURST_PAUSE_NS:
+        if counts.valid and pause_ns >= defaults.BURST_PAUSE_NS:
             return dataclasses.replace(counts, valid=False, invalid_reason=(
                 f"the tester's sending paused {pause_ns / 1e6:.1f} ms mid-burst (its CPU was held): the DUT "
                 "drained meanwhile, so it never saw these frames back to back"))
