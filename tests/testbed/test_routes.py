@@ -10,6 +10,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -50,12 +51,7 @@ def loss_story(res: dict, tb_id: str) -> str:
     whole = sum(f["frames_received"] == 0 for f in lossy)
     st = res.get("stalls") or {}
     stops = {side: (v["count"], v["total_ms"]) for side, v in st.items() if isinstance(v, dict) and "count" in v}
-    states: dict[str, int] = {}
-    for fam in ("-4", "-6"):
-        out = subprocess.run(["ip", "-n", f"nr{tb_id}-dut", fam, "neigh", "show", "dev", f"nr{tb_id}-drx"],
-                             capture_output=True, text=True, check=False).stdout
-        for line in out.splitlines():
-            states[f"{fam[1]}:{line.split()[-1]}"] = states.get(f"{fam[1]}:{line.split()[-1]}", 0) + 1
+    states = {fam: _neighbour_states(f"nr{tb_id}-dut", f"nr{tb_id}-drx", fam) for fam in ("-4", "-6")}
     return (f"{res['frames_sent']} sent, {res['frames_received']} received; of {len(flows)} destinations "
             f"reported, {len(lossy)} lost frames ({whole} all of theirs); stalls (count, ms) {stops}; "
             f"the DUT's neighbours now {states}")
@@ -223,6 +219,48 @@ def test_hosts_are_resolved_by_the_dut_and_carry_the_traffic():
     finally:
         subprocess.run([*NETRIG, "testbed", "down", tb_id], capture_output=True, timeout=120)
     assert gc_thresholds() == before
+
+
+def _neighbour_states(dut: str, drx: str, family: str) -> dict[str, int]:
+    out = subprocess.run(["ip", "-n", dut, family, "neigh", "show", "dev", drx], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    states: dict[str, int] = {}
+    for line in out:
+        states[line.split()[-1]] = states.get(line.split()[-1], 0) + 1
+    return states
+
+
+@needs_root
+@pytest.mark.root
+def test_the_hosts_answer_the_duts_probes_of_a_stale_neighbour():
+    """A host the DUT resolved stays resolved: once its entry is stale, the DUT's unicast probes
+    (NUD: ARP and neighbour solicitation to the host's own address) are answered, as a host on the
+    link would answer them. The DUT's timers are shortened so that a probe comes within a second
+    or two: before the rx port took its link's IPv6 addresses for its own, every IPv6 host went
+    FAILED at its first probe."""
+    up = subprocess.run([*NETRIG, "testbed", "up", "router", "--testbed-option", "hosts=20"],
+                        capture_output=True, text=True, timeout=300)
+    assert up.returncode == 0, up.stderr
+    tb_id = up.stdout.split()[1]
+    dut, drx = f"nr{tb_id}-dut", f"nr{tb_id}-drx"
+    ask = ("import socket, ipaddress, sys\n"
+           "a = ipaddress.ip_address(sys.argv[1])\n"
+           "s = socket.socket(socket.AF_INET6 if a.version == 6 else socket.AF_INET, socket.SOCK_DGRAM)\n"
+           "for k in range(1, 20): s.sendto(b'', (str(a + k), 9))\n")
+    try:
+        for family, first, v in (("-4", "198.19.0.2", "ipv4"), ("-6", "2001:2:0:1::2", "ipv6")):
+            subprocess.run(["ip", "netns", "exec", dut, "sysctl", "-qw", f"net.{v}.neigh.{drx}.base_reachable_time_ms=500",
+                            f"net.{v}.neigh.{drx}.delay_first_probe_time=1", f"net.{v}.neigh.{drx}.retrans_time_ms=200"],
+                           check=True)
+            subprocess.run(["ip", "-n", dut, family, "neigh", "flush", "dev", drx], check=True)
+            for wait in (1.5, 2.5):  # resolved afresh with the short times; then stale, used, probed
+                subprocess.run(["ip", "netns", "exec", dut, sys.executable, "-c", ask, first], check=True)
+                time.sleep(wait)
+            states = _neighbour_states(dut, drx, family)
+            held = sum(states.get(k, 0) for k in ("REACHABLE", "STALE", "DELAY", "PROBE"))
+            assert "FAILED" not in states and held >= 19, (family, states)
+    finally:
+        subprocess.run([*NETRIG, "testbed", "down", tb_id], capture_output=True, timeout=120)
 
 
 def test_hosts_are_bounded_and_not_mixed_with_routes():

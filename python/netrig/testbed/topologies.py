@@ -773,7 +773,14 @@ def _answer_arp(tb: Any, rx_ns: str, rx_if: str) -> None:
     ``lo`` makes its kernel take every address for its own, but the DUT's, the source of its ARP
     requests (a local source is a martian, and nothing would be answered)."""
     tb.link_up(rx_ns, "lo")
-    for route in (["local", "198.19.0.0/16", "dev", "lo"], [f"{RIGHT4[0]}/32", "dev", rx_if]):
+    _local_but_the_dut(rx_ns, rx_if, "198.19.0.0/16", RIGHT4[0])
+
+
+def _local_but_the_dut(rx_ns: str, rx_if: str, link: str, dut: str) -> None:
+    """In the rx port's namespace, every address of ``link`` its own (a local route on ``lo``) but
+    the DUT's ``dut``, reached on ``rx_if``: both in the ``local`` table."""
+    host = "/128" if ":" in dut else "/32"
+    for route in (["local", link, "dev", "lo"], [dut + host, "dev", rx_if]):
         r = subprocess.run(["ip", "-n", rx_ns, "route", "add", *route, "table", "local"], capture_output=True,
                            text=True, check=False)
         if r.returncode != 0:
@@ -785,13 +792,17 @@ def _answer_nd(rx_ns: str, rx_if: str, n: int) -> None:
     """The rx port's namespace answers neighbour solicitation for ``n`` addresses from its own
     (2001:2:0:1::2; ``n`` at most :data:`MAX_V6_HOSTS`) by proxy NDP: an entry per address (one
     ``ip -batch``). The kernel proxies only on an interface with forwarding on; the namespace's own
-    (``all``) stays off, so it forwards nothing (a frame to a proxied address is dropped,
-    unanswered)."""
+    (``all``) stays off, so it forwards nothing. A local route of the link's /64 on ``lo`` (but the
+    DUT's address) makes the addresses its own for input, as :func:`_answer_arp` does for IPv4:
+    without it the DUT's unicast solicitations (its NUD probes of a stale entry) went to the
+    forwarding path, which drops them, and every host the DUT had resolved turned FAILED at its
+    first probe (here 19 of 19, with the DUT's reachable time shortened), to be solicited again."""
     # answered at once: by default a proxied solicitation waits up to 0.8 s in a queue of 64
     sysctls_in(rx_ns, {f"net.ipv6.conf.{rx_if}.forwarding": 1, f"net.ipv6.conf.{rx_if}.proxy_ndp": 1,
                        f"net.ipv6.neigh.{rx_if}.proxy_delay": 0})
     if sysctl_in(rx_ns, "net.ipv6.conf.all.forwarding") != "0":
         raise TestbedError(f"hosts: {rx_ns} forwards IPv6 (net.ipv6.conf.all.forwarding): a tester port must not")
+    _local_but_the_dut(rx_ns, rx_if, str(ipaddress.ip_network(RIGHT6[0] + "/64", strict=False)), RIGHT6[0])
     first = ipaddress.IPv6Address(RIGHT6[1])
     lines = [f"neigh add proxy {first + k} dev {rx_if}" for k in range(1, n)]
     r = subprocess.run(["ip", "-n", rx_ns, "-6", "-batch", "-"], input="\n".join(lines) + "\n", text=True,
