@@ -7,7 +7,9 @@ as the tester can. The search gallops from a starting burst (1 ms of frames, the
 trial's answer), doubling or halving until it brackets the answer, then bisects. An *invalid*
 probe (the tester failed to send the burst, dropped frames itself, or paused in it) is not a failed burst: it is
 repeated up to ``INVALID_RETRIES`` times, and a search that still cannot probe is abandoned and
-counted (``abandoned_trials``), never averaged in. When the tester's achieved burst rate is more
+counted (``abandoned_trials``), never averaged in. A probe that passed although the tester sent it
+slower than its burst rate is not a passed burst either, and is repeated the same way
+(:class:`_Prober`; both counted in ``repeated_probes``). When the tester's achieved burst rate is more
 than ``TX_TOLERANCE_PCT`` below the burst rate, the result is ``tester_limited``: the DUT saw
 bursts at the achieved rate (``achieved_burst_rate_fps``), not at line rate.
 
