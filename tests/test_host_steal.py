@@ -1,9 +1,10 @@
 """The suite's rule for the host's steal (tests/host_steal.py): what excuses a flagged trial or a
 failed timing test, and what never does."""
 import os
+from types import SimpleNamespace
 
 import pytest
-from tests.host_steal import Steal, excess_s, excused, spoilt_by_host
+from tests.host_steal import CpuStops, Steal, excess_s, excused, spoilt_by_host
 
 
 class Took(Steal):
@@ -38,3 +39,28 @@ def test_a_timing_test_is_the_hosts_from_five_percent_of_the_cpu_time():
     cpus = os.cpu_count() or 1
     assert spoilt_by_host(0.049 * 10 * cpus, 10.0) is None
     assert "5.0 %" in (spoilt_by_host(0.05 * 10 * cpus, 10.0) or "")
+
+
+class Ticks:
+    """A stall watch's episodes: CPU gaps and a task wait."""
+
+    def __init__(self, *episodes):
+        self.episodes_, self.asked = episodes, None
+
+    def episodes(self, from_ns, to_ns):
+        self.asked = (from_ns, to_ns)
+        return list(self.episodes_), 0
+
+
+def test_the_cpus_stops_are_the_least_their_tick_gaps_prove():
+    """A gap g between 0.2-ms ticks proves a stop of g - 0.2 ms, no more; other CPUs' gaps and
+    task waits are not the watched CPU's stops."""
+    stops = object.__new__(CpuStops)
+    stops.cpus = {0}
+    stops.watch = Ticks(SimpleNamespace(kind="cpu", cpu=0, len_ns=2_200_000),
+                        SimpleNamespace(kind="cpu", cpu=0, len_ns=500_000),
+                        SimpleNamespace(kind="cpu", cpu=1, len_ns=9_000_000),
+                        SimpleNamespace(kind="task", cpu=0, len_ns=7_000_000))
+    res = SimpleNamespace(run_start_ns=1_000_000_000, epoch_ns=5, tx_window_s=2.0)
+    assert stops.over(res) == pytest.approx(0.0023)
+    assert stops.watch.asked == (1_000_000_000, pytest.approx(3_010_000_000, abs=1))
