@@ -86,6 +86,12 @@ pub fn wake_batch(rate_pps: f64) -> u64 {
 /// See [`wake_batch`].
 pub const WAKE_BATCH_NS: u64 = 50_000;
 
+/// A paced worker sleeps no shorter than this (below it, it spins), ns.
+pub const MIN_SLEEP_NS: u64 = 20_000;
+/// A paced worker sleeps at most this long at once (its stop flag or mailbox is looked at in
+/// between), ns.
+pub const MAX_SLEEP_NS: u64 = 5_000_000;
+
 /// A smooth worker gives back the time it lost at this share of the time that passes: its schedule
 /// drifts back towards the plan, so its frames leave at most `1 + SMOOTH_RECOVERY` × the rate
 /// (with [`smooth_depth`]'s 8 %, within the 10 % smoothness tolerance over a 1-ms window). On veth

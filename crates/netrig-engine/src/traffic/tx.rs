@@ -34,7 +34,8 @@ use crate::error::PortError;
 use crate::port::{TxQueue, TxQueueStats};
 pub use crate::traffic::pacing::BATCH;
 use crate::traffic::pacing::{
-    catchup_burst, smooth_depth, wake_batch, GiveBack, LoadMeter, Pacing, Smoothness, CATCHUP_FACTOR,
+    catchup_burst, smooth_depth, wake_batch, GiveBack, LoadMeter, Pacing, Smoothness, CATCHUP_FACTOR, MAX_SLEEP_NS,
+    MIN_SLEEP_NS,
 };
 use crate::traffic::schedule::{IntervalCounter, IntervalGrid, RatePhase, Side};
 use crate::traffic::stream::CompiledStream;
@@ -760,11 +761,6 @@ impl ShareState {
         }
     }
 }
-
-/// Sleep no shorter than this (below it, spin).
-const MIN_SLEEP_NS: u64 = 20_000;
-/// Sleep at most this long at once (the stop flag is checked in between).
-const MAX_SLEEP_NS: u64 = 5_000_000;
 
 /// Timed sleeps that end before a deadline by a margin learnt from how late recent wake-ups were.
 ///

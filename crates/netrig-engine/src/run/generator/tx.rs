@@ -27,7 +27,7 @@ use super::flow::CompiledFlow;
 use super::stats::{Counters, FlowCtl, FlowState, PortCounters, TxPacing};
 use crate::clock;
 use crate::port::TxQueue;
-use crate::traffic::pacing::{GiveBack, LoadMeter, BATCH};
+use crate::traffic::pacing::{GiveBack, LoadMeter, BATCH, MAX_SLEEP_NS, MIN_SLEEP_NS, SMOOTH_DEPTH_NS};
 use crate::traffic::tx::UNPACED_BATCH;
 
 /// A command to a TX worker.
@@ -104,16 +104,13 @@ struct Slot {
     give: GiveBack,
 }
 
-/// Most frames a behind flow sends at once: 80 µs of its frames, 2..512.
+/// Most frames a behind flow sends at once: [`SMOOTH_DEPTH_NS`] of its frames, 2..512.
 fn depth_frames(rate: f64) -> u64 {
-    ((rate * 80e-6) as u64).clamp(2, UNPACED_BATCH as u64)
+    ((rate * SMOOTH_DEPTH_NS as f64 / 1e9) as u64).clamp(2, UNPACED_BATCH as u64)
 }
 
-/// Sleep no shorter than this (below it, spin); wake this much early.
-const MIN_SLEEP_NS: u64 = 20_000;
+/// Wake this much before a frame is due.
 const WAKE_MARGIN_NS: u64 = 60_000;
-/// Longest sleep between looks at the mailbox.
-const MAX_SLEEP_NS: u64 = 5_000_000;
 /// From this many frames/s of its running flows on, a worker lets 50 µs of frames become due.
 const HOLD_FROM_PPS: f64 = 40_000.0;
 const HOLD_NS: u64 = 50_000;
