@@ -5,6 +5,7 @@ its receiving link that it resolves by ARP and neighbour discovery (its neighbou
 traffic spread over all of them (one destination each, RFC 4814 order) forwarded exact."""
 from __future__ import annotations
 
+import collections
 import ipaddress
 import json
 import shutil
@@ -224,10 +225,7 @@ def test_hosts_are_resolved_by_the_dut_and_carry_the_traffic():
 def _neighbour_states(dut: str, drx: str, family: str) -> dict[str, int]:
     out = subprocess.run(["ip", "-n", dut, family, "neigh", "show", "dev", drx], capture_output=True, text=True,
                          check=True).stdout.splitlines()
-    states: dict[str, int] = {}
-    for line in out:
-        states[line.split()[-1]] = states.get(line.split()[-1], 0) + 1
-    return states
+    return dict(collections.Counter(line.split()[-1] for line in out))
 
 
 @needs_root

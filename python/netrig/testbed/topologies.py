@@ -779,8 +779,8 @@ def _answer_arp(tb: Any, rx_ns: str, rx_if: str) -> None:
 def _local_but_the_dut(rx_ns: str, rx_if: str, link: str, dut: str) -> None:
     """In the rx port's namespace, every address of ``link`` its own (a local route on ``lo``) but
     the DUT's ``dut``, reached on ``rx_if``: both in the ``local`` table."""
-    host = "/128" if ":" in dut else "/32"
-    for route in (["local", link, "dev", "lo"], [dut + host, "dev", rx_if]):
+    host = f"{dut}/{ipaddress.ip_address(dut).max_prefixlen}"
+    for route in (["local", link, "dev", "lo"], [host, "dev", rx_if]):
         r = subprocess.run(["ip", "-n", rx_ns, "route", "add", *route, "table", "local"], capture_output=True,
                            text=True, check=False)
         if r.returncode != 0:
