@@ -50,6 +50,34 @@ impl RealtimeOffset {
     }
 }
 
+/// A [`RealtimeOffset`] kept fresh: measured again once it is a second old (the realtime clock,
+/// in which the kernel stamps received frames, may be stepped or slewed meanwhile).
+#[derive(Debug, Clone, Copy)]
+pub struct FreshOffset {
+    offset: RealtimeOffset,
+    at_ns: u64,
+}
+
+impl FreshOffset {
+    pub fn new() -> Self {
+        FreshOffset { offset: RealtimeOffset::measure(), at_ns: now_ns() }
+    }
+
+    /// The offset at engine time `now`, measured again if it is older than a second.
+    pub fn at(&mut self, now: u64) -> RealtimeOffset {
+        if now.saturating_sub(self.at_ns) > 1_000_000_000 {
+            *self = FreshOffset { offset: RealtimeOffset::measure(), at_ns: now };
+        }
+        self.offset
+    }
+}
+
+impl Default for FreshOffset {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// Sleep until monotonic `deadline_ns`: sleeps coarsely, then spins the last stretch.
 pub fn sleep_until(deadline_ns: u64) {
     const SPIN_NS: u64 = 60_000;

@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::clock::{self, RealtimeOffset};
+use crate::clock::{self, FreshOffset};
 use crate::error::PortError;
 use crate::port::{
     Backend, Port, PortCaps, PortSpec, RxMeta, RxQueue, RxQueueStats, RxWait, TimestampSource, TxQueue, TxQueueStats,
@@ -896,8 +896,7 @@ struct RxRing {
     cur: usize,
     /// Position inside `cur` when a previous `recv` stopped mid-block.
     pos: Option<BlockPos>,
-    offset: RealtimeOffset,
-    offset_at_ns: u64,
+    offset: FreshOffset,
     /// How an empty queue is waited on (`RxQueue::set_wait`, `RxQueue::set_wake`).
     wait: RxWait,
     wake: Option<Arc<WakeFd>>,
@@ -948,8 +947,7 @@ impl RxRing {
             block_nr: g.block_nr,
             cur: 0,
             pos: None,
-            offset: RealtimeOffset::measure(),
-            offset_at_ns: clock::now_ns(),
+            offset: FreshOffset::new(),
             stats: RxQueueStats::default(),
             malformed: 0,
         })
@@ -990,11 +988,7 @@ impl RxQueue for RxRing {
         timeout: Duration,
         on_frame: &mut dyn FnMut(&[u8], RxMeta),
     ) -> Result<usize, PortError> {
-        let now = clock::now_ns();
-        if now.saturating_sub(self.offset_at_ns) > 1_000_000_000 {
-            self.offset = RealtimeOffset::measure();
-            self.offset_at_ns = now;
-        }
+        let offset = self.offset.at(clock::now_ns());
         let queue = self.queue as u16;
         let bs = self.block_size;
         let mut delivered = 0usize;
@@ -1057,7 +1051,7 @@ impl RxQueue for RxRing {
                     pos.left = 0;
                     break;
                 }
-                let ts = self.offset.to_mono(sec as u64 * 1_000_000_000 + nsec as u64);
+                let ts = offset.to_mono(sec as u64 * 1_000_000_000 + nsec as u64);
                 let meta = RxMeta { ts_ns: ts, queue };
                 // SAFETY: h + mac .. + snap is inside the block (checked above), and the 4 bytes
                 // before it (>= the frame header end) are ours to rewrite while we own the block.

@@ -16,7 +16,7 @@ use std::ptr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::clock::{self, RealtimeOffset};
+use crate::clock::{self, FreshOffset};
 use crate::error::PortError;
 use crate::port::{
     Backend, Port, PortCaps, PortSpec, RxMeta, RxQueue, RxQueueStats, RxWait, TimestampSource, TxQueue, TxQueueStats,
@@ -264,11 +264,10 @@ struct SockRx {
     s: Scratch,
     /// Control-message area (u64 for cmsg alignment), pointed into by `s.msgs`.
     _ctrl: Vec<u64>,
-    offset: RealtimeOffset,
+    offset: FreshOffset,
     /// How an empty queue is waited on (`RxQueue::set_wait`, `RxQueue::set_wake`).
     wait: RxWait,
     wake: Option<Arc<WakeFd>>,
-    offset_at_ns: u64,
     stats: RxQueueStats,
 }
 
@@ -299,8 +298,7 @@ impl SockRx {
             queue,
             s,
             _ctrl: ctrl,
-            offset: RealtimeOffset::measure(),
-            offset_at_ns: clock::now_ns(),
+            offset: FreshOffset::new(),
             stats: RxQueueStats::default(),
         })
     }
@@ -321,11 +319,7 @@ impl RxQueue for SockRx {
         timeout: Duration,
         on_frame: &mut dyn FnMut(&[u8], RxMeta),
     ) -> Result<usize, PortError> {
-        let now = clock::now_ns();
-        if now.saturating_sub(self.offset_at_ns) > 1_000_000_000 {
-            self.offset = RealtimeOffset::measure();
-            self.offset_at_ns = now;
-        }
+        let offset = self.offset.at(clock::now_ns());
         let fd = self.fd.as_raw_fd();
         let mut delivered = 0;
         let mut polled = false;
@@ -386,7 +380,7 @@ impl RxQueue for SockRx {
                         let (lvl, ty) = ((*c).cmsg_level, (*c).cmsg_type);
                         if lvl == libc::SOL_SOCKET && ty == abi::SCM_TIMESTAMPNS {
                             let t: libc::timespec = ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
-                            ts = self.offset.to_mono(t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64);
+                            ts = offset.to_mono(t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64);
                         } else if lvl == libc::SOL_PACKET && ty == abi::PACKET_AUXDATA {
                             let a: abi::TpacketAuxdata =
                                 ptr::read_unaligned(libc::CMSG_DATA(c) as *const abi::TpacketAuxdata);
