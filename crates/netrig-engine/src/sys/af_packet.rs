@@ -368,6 +368,16 @@ pub(crate) fn packet_stats(fd: RawFd) -> Option<abi::TpacketStatsV3> {
     (rc == 0).then_some(st)
 }
 
+/// `stats` with the drops (and, on a `TPACKET_V3` ring, the freezes) the kernel counted on `fd`
+/// since the last read added; `PACKET_STATISTICS` resets them as it is read.
+pub(crate) fn add_packet_stats(fd: RawFd, stats: &mut RxQueueStats) -> RxQueueStats {
+    if let Some(st) = packet_stats(fd) {
+        stats.ring_drops += st.tp_drops as u64;
+        stats.overruns += st.tp_freeze_q_cnt as u64;
+    }
+    *stats
+}
+
 /// The kernel's rule for a raw Ethernet frame on TX: at least a header, at most MTU + 14, or
 /// MTU + 18 when it carries an 802.1Q tag (`packet_extra_vlan_len_allowed`).
 #[inline]
@@ -1084,11 +1094,7 @@ impl RxQueue for RxRing {
     }
 
     fn stats(&mut self) -> RxQueueStats {
-        if let Some(st) = packet_stats(self.fd.as_raw_fd()) {
-            self.stats.ring_drops += st.tp_drops as u64;
-            self.stats.overruns += st.tp_freeze_q_cnt as u64;
-        }
-        self.stats
+        add_packet_stats(self.fd.as_raw_fd(), &mut self.stats)
     }
 }
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use crate::error::PortError;
 use crate::port::{PortSpec, RxMeta, RxQueue, RxQueueStats};
-use crate::sys::af_packet::{abi, bind_ll, packet_socket, packet_stats, probe, set_int, IfCtx};
+use crate::sys::af_packet::{abi, add_packet_stats, bind_ll, packet_socket, packet_stats, probe, set_int, IfCtx};
 use crate::sys::netns;
 
 /// Largest frame a socket source reads (MTU 1500 + Ethernet header + one VLAN tag, rounded up;
@@ -153,10 +153,7 @@ impl RxQueue for SocketCapture {
     }
 
     fn stats(&mut self) -> RxQueueStats {
-        if let Some(st) = packet_stats(self.fd.as_raw_fd()) {
-            self.stats.ring_drops += st.tp_drops as u64;
-        }
-        self.stats
+        add_packet_stats(self.fd.as_raw_fd(), &mut self.stats)
     }
 }
 

@@ -23,8 +23,8 @@ use crate::port::{
     WakeFd,
 };
 use crate::sys::af_packet::{
-    abi, bad_len, bind_ll, force_buf, join_fanout, new_fanout_id, packet_socket, packet_stats, poll_in, probe,
-    reinsert_vlan, set_int, tx_len_ok, IfCtx, VLAN_HLEN,
+    abi, add_packet_stats, bad_len, bind_ll, force_buf, join_fanout, new_fanout_id, packet_socket, packet_stats,
+    poll_in, probe, reinsert_vlan, set_int, tx_len_ok, IfCtx, VLAN_HLEN,
 };
 use crate::sys::netns;
 
@@ -418,11 +418,7 @@ impl RxQueue for SockRx {
     }
 
     fn stats(&mut self) -> RxQueueStats {
-        if let Some(st) = packet_stats(self.fd.as_raw_fd()) {
-            self.stats.ring_drops += st.tp_drops as u64;
-            self.stats.overruns += st.tp_freeze_q_cnt as u64;
-        }
-        self.stats
+        add_packet_stats(self.fd.as_raw_fd(), &mut self.stats)
     }
 }
 
