@@ -26,6 +26,8 @@ import sys
 
 import pytest
 
+import netrig
+
 _TICK = os.sysconf("SC_CLK_TCK")
 #: ``/proc/stat``'s aggregate line: ``cpu user nice system idle iowait irq softirq steal …``.
 _STEAL_FIELD = 8
@@ -71,6 +73,13 @@ class HostTake(Steal):
         return cls(steal, sum(host_stops_s(r) for r in records))
 
 
+def sending(res) -> tuple[int, int]:
+    """Engine trial ``res``'s sending, CLOCK_MONOTONIC ns: from its start to its last frame, and
+    10 ms for the frames in flight (the window ``PlatformWatch.trial`` reads)."""
+    start = res.run_start_ns or res.epoch_ns
+    return start, start + int((res.tx_window_s + 0.01) * 1e9)
+
+
 class CpuStops:
     """The stops of ``cpus`` over a trial, measured by a stall watch finer than the product's: a tick
     every :data:`PERIOD_S` on each, an episode for a gap between ticks above twice that. A stop of S
@@ -86,8 +95,6 @@ class CpuStops:
     PERIOD_S = 0.0002
 
     def __init__(self, cpus) -> None:
-        import netrig
-
         self.cpus = set(cpus)
         self.watch = netrig._native.StallWatch(sorted(self.cpus), self.PERIOD_S, self.PERIOD_S)
 
@@ -98,10 +105,9 @@ class CpuStops:
         self.watch.close()
 
     def over(self, res) -> float:
-        """The least time, s, the watched CPUs were stopped over engine trial ``res``'s sending (from
-        its start to its last frame, and 10 ms for the frames in flight)."""
-        start = res.run_start_ns or res.epoch_ns
-        raw, _ = self.watch.episodes(start, start + int((res.tx_window_s + 0.01) * 1e9))
+        """The least time, s, the watched CPUs were stopped over engine trial ``res``'s
+        :func:`sending`."""
+        raw, _ = self.watch.episodes(*sending(res))
         period_ns = self.PERIOD_S * 1e9
         return sum(max(0.0, e.len_ns - period_ns) for e in raw if e.kind == "cpu" and e.cpu in self.cpus) / 1e9
 
@@ -111,8 +117,8 @@ def unseen_tester_s(measurer, res) -> float:
     engine trial ``res``'s sending that the guest did not (0 without a watch)."""
     if getattr(measurer, "platform", None) is None:
         return 0.0
-    start = res.run_start_ns or res.epoch_ns
-    tester = measurer.platform.stalls(start, start + int((res.tx_window_s + 0.01) * 1e9), start).tester
+    start, end = sending(res)
+    tester = measurer.platform.stalls(start, end, start).tester
     return sum(e.length_ms for e in tester.episodes if not e.seen_by_guest) / 1e3 if tester else 0.0
 
 

@@ -820,12 +820,10 @@ impl TxQueue for TxRing {
             }
             if self.vnet > 0 {
                 // A virtio_net_hdr of zeros but hdr_len: no offload, the frame linear up to 64 KiB.
+                // The kernel hands the ring out zeroed and only reads these bytes.
                 let hdr = (len.min(u16::MAX as usize) as u16).to_le_bytes();
-                // SAFETY: the slot's vnet bytes lie between its header and its data, inside the slot.
-                unsafe {
-                    ptr::write_bytes(s.add(abi::v2::TX_DATA), 0, self.vnet);
-                    ptr::copy_nonoverlapping(hdr.as_ptr(), s.add(abi::v2::TX_DATA + abi::vnet::HDR_LEN), 2);
-                }
+                // SAFETY: hdr_len lies in the slot's vnet bytes, between its header and its data.
+                unsafe { ptr::copy_nonoverlapping(hdr.as_ptr(), s.add(abi::v2::TX_DATA + abi::vnet::HDR_LEN), 2) };
             }
             // SAFETY: slot header we own; the Release store publishes tp_len and the frame data
             // before the kernel can see SEND_REQUEST.
