@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 from tests.conftest import needs_root, sh, veth_pair
+from tests.host_steal import forwarded
 from tests.stalls import HOG, hog
 
 from netrig.cli import trial as cli_trial
@@ -72,6 +73,35 @@ def test_a_task_that_takes_the_senders_cpu_is_named_in_the_trials_stalls():
         holders.add(at[0]["by"] or "the host")
     reason = res["invalid_reason"] or ""
     assert res["valid"] or "the tester's CPUs were held" in reason and all(h in reason for h in holders), reason
+
+
+def test_a_take_of_the_duts_cpu_longer_than_its_ring_is_all_the_loss_and_the_trial_tells_it():
+    """A real-time process takes the DUT's CPU for 80 ms mid-trial on the router test bed: at 20 kfps
+    1 600 frames arrive for the wire's 1024-frame ring (51.2 ms), so it drops; the trial tells its
+    drops, every one in that stall of the DUT (held by the process), and they are the frames lost.
+    A clean clone saw the host do this: a 101.6-ms stop of the DUT's CPU, 1 022 frames lost."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("needs 2 CPUs (the DUT's and the tester's)")
+    up = netrig("testbed", "up", "router")
+    assert up.returncode == 0, up.stderr
+    tb_id = up.stdout.split()[1]
+    try:
+        p = subprocess.Popen([*NETRIG, "trial", "--testbed", tb_id, "--rate", "20kpps", "--frames", "20k",
+                              "--pacing", "catch-up", "--drain", "0.3s", "--json"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        with hog(cpus[-1], 0.3, 1, 0.08, 0.0, after=(p.pid, "netrig-tx")) as takes:
+            out, err = p.communicate(timeout=120)
+    finally:
+        netrig("testbed", "down", tb_id)
+    assert p.returncode in (0, 1) and len(takes) == 1, (err, takes)
+    res = json.loads(out)["result"]
+    ring = res["dut_ring_loss"]
+    assert res["frames_sent"] == 20_000 and res["frames_lost"] > 0 and ring["ring_ms"] == 51.2, (res["frames_lost"], ring)
+    assert ring["dropped"] == ring["in_stalls"] == res["frames_lost"] and not ring["by_tester"], (res["frames_lost"], ring)
+    took = (takes[0][1] - takes[0][0]) / 1e6
+    assert any(e["by"] == HOG and e["length_ms"] >= took - 1 for e in res["stalls"]["dut"]["episodes"]), res["stalls"]
+    assert forwarded(res), "the loss the tests of forwarding put on the platform, with its reason"
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -143,6 +173,21 @@ def test_unknown_interface_names_it():
         assert r.stderr.startswith("netrig: error: --tx"), "the error names the option to fix"
         r = netrig("trial", "--tx", if_a, "--tx-netns", ns_a, "--rx", "nope1", "--rx-netns", ns_b)
         assert r.returncode == 2 and r.stderr.startswith("netrig: error: --rx") and "nope1" in r.stderr, r.stderr
+
+
+def test_a_trial_whose_duts_ring_dropped_while_netrig_held_its_cpu_is_the_testers():
+    """``netrig trial`` judges the DUT ring's drops as a run does: those while one of netrig's own
+    threads held the DUT's CPU make the trial invalid (the tester's loss); the JSON carries them."""
+    from netrig.measure.platform import StallSide, TrialPlatform, TrialStalls, WireLoss
+
+    res = SimpleNamespace(valid=True, invalid_reason=None, to_dict=lambda: {"frames_lost": 110})
+    ours = TrialPlatform(TrialStalls(StallSide(), StallSide()), WireLoss(110, 110, 1.0, by_tester=110), None)
+    j = cli_trial.Judged.of(res, [], ours)  # type: ignore[arg-type]
+    assert not j.valid and j.invalid_reason == ours.wire.tester_reason()
+    assert j.to_dict()["dut_ring_loss"] == ours.wire.to_dict()
+    host = TrialPlatform(TrialStalls(StallSide(), StallSide()), WireLoss(110, 110, 1.0), None)
+    assert cli_trial.Judged.of(res, [], host).valid, "the host's stop of the DUT: the DUT's loss, told"  # type: ignore[arg-type]
+    assert "dut_ring_loss" not in cli_trial.Judged.of(res, [], None).to_dict()  # type: ignore[arg-type]
 
 
 def test_a_transmit_only_trial_says_loss_is_not_measured():

@@ -163,3 +163,17 @@ def test_who_held_the_cpus_is_told_longest_first_the_hosts_stops_apart():
     assert holder_words(StallSide()) == ""
     assert stall_words(TrialStalls(side, None)) == f"tester {holder_words(side)}"
     assert stall_words(TrialStalls(StallSide(), StallSide())) == "tester none; DUT none"
+
+
+def test_a_rings_drops_are_told_with_those_in_stalls_and_the_testers_share():
+    from netrig.measure.platform import WireLoss
+    from netrig.view.stalls import ring_loss_words
+
+    assert ring_loss_words(WireLoss(0, 0, 51.2)) == "none dropped"
+    assert ring_loss_words(WireLoss(1022, 1022, 51.2)) == "1,022 frames dropped, all in DUT stalls longer than its 51.2 ms"
+    assert ring_loss_words(WireLoss(1022, 300, 51.2, complete=False, by_tester=20)) == (
+        "1,022 frames dropped, 300 in DUT stalls longer than its 51.2 ms (20 while netrig's own threads held its CPU)"
+        " (counted over part of the trial: it outran the watch's history)")
+    assert WireLoss(5, 5, 51.2).tester_reason() is None
+    assert WireLoss(5, 5, 51.23456, by_tester=2).to_dict() == {
+        "dropped": 5, "in_stalls": 5, "ring_ms": 51.235, "complete": True, "by_tester": 2}

@@ -37,7 +37,7 @@ from netrig.measure.events import (
     check_events,
     event_results,
 )
-from netrig.measure.platform import TrialStalls, platform_watch
+from netrig.measure.platform import TrialPlatform, TrialStalls, WireLoss, platform_watch
 from netrig.methodology.vocabulary import deprecated, option
 from netrig.model import defaults, format_bps, format_pps, largest_frame
 from netrig.testbed import TOPOLOGIES, Testbed
@@ -61,7 +61,7 @@ from netrig.trial import (
     parse_ethertype,
     run_trial,
 )
-from netrig.view.stalls import holder_words, stall_words
+from netrig.view.stalls import holder_words, ring_loss_words, stall_words
 
 #: Addresses without a test bed: the tester addresses of the test beds' plan (RFC 2544 range).
 DEFAULT_SRC_IP, DEFAULT_DST_IP = "198.18.0.2", "198.19.0.2"
@@ -971,7 +971,7 @@ def run_plan(args, plan: Plan) -> int:
             live.start()
         try:
             with clock.on_time() if clock is not None else contextlib.nullcontext():
-                res, stalls = _watched_run(args, plan, progress, clock.follow if clock is not None else None)
+                res, seen = _watched_run(args, plan, progress, clock.follow if clock is not None else None)
         finally:
             if live is not None:
                 live.stop()
@@ -982,19 +982,20 @@ def run_plan(args, plan: Plan) -> int:
         return interrupt_status(e)
     except ConfigError as e:
         raise rename_field(e, FIELDS) from None
-    return _print_result(args, con, plan, Judged.of(res, testbed_problems(args), stalls), events, runs)
+    return _print_result(args, con, plan, Judged.of(res, testbed_problems(args), seen), events, runs)
 
 
 def _watched_run(args, plan: Plan, progress: Callable[[Snapshot], None],
-                 follow: Callable[[_native.Trial], None] | None) -> tuple[TrialResult, TrialStalls | None]:
+                 follow: Callable[[_native.Trial], None] | None) -> tuple[TrialResult, TrialPlatform | None]:
     """The trial under the platform's stall watch (``measure.platform.platform_watch``: the test bed's
     DUT CPUs and tasks, the tester's CPUs and, told by the engine, its workers): its result and
-    the stalls over its sending (None where the kernel refuses the watch)."""
+    the platform over its sending, the stalls and the DUT ring's drops in them (None where the
+    kernel refuses the watch)."""
     tb = _attached(args.testbed)
     with platform_watch(tb, (*plan.run.tx_cpus, *plan.run.rx_cpus)) as (platform, _note):
         res = run_trial(ports=plan.ports, streams=plan.streams, receive=plan.receive, progress=progress,
                         follow=follow, watch=platform.watch if platform is not None else None, **plan.run.kwargs())
-        return res, platform.trial(res, None).stalls if platform is not None else None
+        return res, platform.trial(res, res.intended_rate_pps) if platform is not None else None
 
 
 def _attached(tb_id: str | None) -> Testbed | None:
@@ -1031,18 +1032,24 @@ class Judged:
     invalid_reason: str | None
     #: The platform's stalls over the trial's sending (None: not measured).
     stalls: TrialStalls | None = None
+    #: The DUT ring's drops over it and those in DUT stalls (None: no wire, or not measured).
+    wire: WireLoss | None = None
 
     @staticmethod
-    def of(res: TrialResult, problems: Sequence[str], stalls: TrialStalls | None = None) -> Judged:
-        """An invalid trial's reason says who held the tester's CPUs over it, when any stall did."""
+    def of(res: TrialResult, problems: Sequence[str], seen: TrialPlatform | None = None) -> Judged:
+        """An invalid trial's reason says who held the tester's CPUs over it, when any stall did; a
+        trial whose DUT ring dropped frames while netrig's own threads held the DUT's CPU is invalid."""
+        stalls, wire = (seen.stalls, seen.wire) if seen is not None else (None, None)
         reasons = [f"after the trial: {p}" for p in problems]
         held = holder_words(stalls.tester) if stalls is not None and not res.valid else ""
-        reasons += filter(None, [res.invalid_reason, held and f"the tester's CPUs were held {held}"])
-        return Judged(res, res.valid and not problems, "; ".join(reasons) or None, stalls)
+        ours = wire.tester_reason() if wire is not None else None
+        reasons += filter(None, [res.invalid_reason, held and f"the tester's CPUs were held {held}", ours])
+        return Judged(res, res.valid and not problems and not ours, "; ".join(reasons) or None, stalls, wire)
 
     def to_dict(self) -> dict:
         stalls = {"stalls": self.stalls.to_dict()} if self.stalls is not None else {}
-        return {**self.res.to_dict(), "valid": self.valid, "invalid_reason": self.invalid_reason, **stalls}
+        wire = {"dut_ring_loss": self.wire.to_dict()} if self.wire is not None else {}
+        return {**self.res.to_dict(), "valid": self.valid, "invalid_reason": self.invalid_reason, **stalls, **wire}
 
 
 def _print_partial(args, con, plan: Plan, partial: TrialResult | None) -> None:
@@ -1077,6 +1084,8 @@ def _print_result(args, con, plan: Plan, judged: Judged, events, runs) -> int:
             con.print(ramp_table(res, plan.streams, plan.run.phases))
         if judged.stalls is not None:
             con.print(f"  stalls over 1 ms: {stall_words(judged.stalls)}", soft_wrap=True)
+        if judged.wire is not None:
+            con.print(f"  DUT ring: {ring_loss_words(judged.wire)}", soft_wrap=True)
         for p in res.ports:  # what --io picked and why (driver, XDP mode, zero-copy or not)
             con.print(f"  {p.name}: {p.backend}: {p.notes}", soft_wrap=True)
         if results:

@@ -203,10 +203,9 @@ class EngineMeasurer:
         extra = dict(extra_raw or {})
         ring = DutRing.from_dict(extra.pop("dut_ring", None))
         seen = self.platform.trial(res, intended_pps) if self.platform is not None else None
-        took = seen.wire.by_tester if seen and seen.wire else 0
+        took = seen.wire.tester_reason() if seen and seen.wire else None
         if valid and took:
-            valid, reason = False, (f"{took} frames the DUT's ring dropped while netrig's own threads held its CPU: "
-                                    "the tester's loss, not the DUT's")
+            valid, reason = False, took
         return TrialCounts(
             achieved_pps=achieved, intended_pps=intended_pps, frames_sent=res.frames_sent,
             frames_received=res.frames_received,

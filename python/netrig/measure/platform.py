@@ -271,6 +271,18 @@ class WireLoss:
     #: the tester's loss, never the DUT's.
     by_tester: int = 0
 
+    def tester_reason(self) -> str | None:
+        """Why a trial whose DUT ring dropped frames while netrig's own threads held the DUT's CPU
+        is invalid (None: none did)."""
+        if not self.by_tester:
+            return None
+        return (f"{self.by_tester} frames the DUT's ring dropped while netrig's own threads held its CPU: "
+                "the tester's loss, not the DUT's")
+
+    def to_dict(self) -> dict:
+        return {"dropped": self.dropped, "in_stalls": self.in_stalls, "ring_ms": round(self.ring_ms, 3),
+                "complete": self.complete, "by_tester": self.by_tester}
+
 
 def loss_in_stalls(slots: Sequence[_native.WireSlot], run_start_ns: int, dut: StallSide, ring_ms: float) -> WireLoss:
     """Ring drops per slot against the DUT's stalls longer than ``ring_ms``: a drop counts as in a

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from netrig.measure import TrialCounts
-from netrig.measure.platform import StallSide, TrialStalls
+from netrig.measure.platform import StallSide, TrialStalls, WireLoss
 
 
 def side_words(name: str, side: StallSide | None) -> str:
@@ -37,6 +37,17 @@ def stall_words(stalls: TrialStalls) -> str:
     none``."""
     sides = [("tester", stalls.tester), *([("DUT", stalls.dut)] if stalls.dut is not None else [])]
     return "; ".join(f"{name} {holder_words(side) or 'none'}" for name, side in sides)
+
+
+def ring_loss_words(w: WireLoss) -> str:
+    """The DUT ring's drops over one trial and how many fell in DUT stalls longer than its time:
+    ``1,022 frames dropped, all in DUT stalls longer than its 51.2 ms``; ``none dropped``."""
+    if not w.dropped:
+        return "none dropped" + ("" if w.complete else " (the trial outran the watch's history)")
+    share = "all" if w.in_stalls >= w.dropped else f"{w.in_stalls:,}"
+    ours = f" ({w.by_tester:,} while netrig's own threads held its CPU)" if w.by_tester else ""
+    return (f"{w.dropped:,} frames dropped, {share} in DUT stalls longer than its {w.ring_ms:.1f} ms{ours}"
+            + ("" if w.complete else " (counted over part of the trial: it outran the watch's history)"))
 
 
 def loss_words(c: TrialCounts) -> str:
