@@ -107,7 +107,11 @@ class CpuStops:
     def over(self, res) -> float:
         """The least time, s, the watched CPUs were stopped over engine trial ``res``'s
         :func:`sending`."""
-        raw, _ = self.watch.episodes(*sending(res))
+        return self.between(*sending(res))
+
+    def between(self, from_ns: int, to_ns: int) -> float:
+        """The least time, s, the watched CPUs were stopped in ``[from_ns, to_ns]`` (CLOCK_MONOTONIC)."""
+        raw, _ = self.watch.episodes(from_ns, to_ns)
         period_ns = self.PERIOD_S * 1e9
         return sum(max(0.0, e.len_ns - period_ns) for e in raw if e.kind == "cpu" and e.cpu in self.cpus) / 1e9
 
