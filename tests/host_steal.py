@@ -23,6 +23,7 @@ import json
 import os
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 
@@ -104,16 +105,18 @@ class CpuStops:
     def __exit__(self, *exc) -> None:
         self.watch.close()
 
-    def over(self, res) -> float:
-        """The least time, s, the watched CPUs were stopped over engine trial ``res``'s
-        :func:`sending`."""
-        return self.between(*sending(res))
+    def over(self, res, cpus=None) -> float:
+        """The least time, s, the watched CPUs (those of them in ``cpus``) were stopped over engine
+        trial ``res``'s :func:`sending` (a ``TrialResult`` or its ``to_dict()``)."""
+        return self.between(*sending(SimpleNamespace(**res) if isinstance(res, dict) else res), cpus)
 
-    def between(self, from_ns: int, to_ns: int) -> float:
-        """The least time, s, the watched CPUs were stopped in ``[from_ns, to_ns]`` (CLOCK_MONOTONIC)."""
+    def between(self, from_ns: int, to_ns: int, cpus=None) -> float:
+        """The least time, s, the watched CPUs (those of them in ``cpus``) were stopped in
+        ``[from_ns, to_ns]`` (CLOCK_MONOTONIC)."""
         raw, _ = self.watch.episodes(from_ns, to_ns)
         period_ns = self.PERIOD_S * 1e9
-        return sum(max(0.0, e.len_ns - period_ns) for e in raw if e.kind == "cpu" and e.cpu in self.cpus) / 1e9
+        want = self.cpus if cpus is None else self.cpus & set(cpus)
+        return sum(max(0.0, e.len_ns - period_ns) for e in raw if e.kind == "cpu" and e.cpu in want) / 1e9
 
 
 def unseen_tester_s(measurer, res) -> float:
