@@ -217,17 +217,24 @@ def unmeasured_by_host(result: dict) -> None:
         pytest.skip(unrun[0])
 
 
-def forwarded(res: dict, frames: int = 20_000) -> bool:
-    """A ``netrig trial --json`` result sent all ``frames`` and received them all, but for those the
-    DUT's receive ring dropped while a DUT stall longer than the ring's time was under way, as the
-    product measured and told them (``dut_ring_loss``: the loss is exactly the ring's drops, every
-    one in such a stall, none while netrig's own threads held the DUT's CPU): the platform stopped
-    the DUT, which is not what a test of forwarding asks. Seen on a clean clone: the host stopped
-    the DUT's CPU for 101.6 ms at 20 kfps, 1 022 frames past the wire's 1024-frame ring (51 ms)."""
-    lost = frames - res["frames_received"]
-    ring = res.get("dut_ring_loss") or {}
-    in_stalls = lost == ring.get("dropped") == ring.get("in_stalls") and not ring.get("by_tester")
-    return res["frames_sent"] == frames and (lost == 0 or in_stalls)
+def lost_in_dut_stalls(lost: int, ring: dict | None) -> bool:
+    """Every one of ``lost`` frames (some) was dropped by the DUT's receive ring while a DUT stall
+    longer than the ring's time was under way, as the product measured them (``ring``: a ``netrig
+    trial --json`` result's ``dut_ring_loss``, ``WireLoss.to_dict()``): the loss is exactly the
+    ring's drops, every one in such a stall, none while netrig's own threads held the DUT's CPU."""
+    ring = ring or {}
+    return lost > 0 and lost == ring.get("dropped") == ring.get("in_stalls") and not ring.get("by_tester")
+
+
+def skip_lost_in_dut_stalls(lost: int, ring: dict | None, said: str) -> None:
+    """Skip, with the product's count and ``said`` (the stalls), a forwarding test's trial that lost
+    frames only in DUT stalls (:func:`lost_in_dut_stalls`): the platform stopped the DUT past its
+    ring, and whether the DUT forwards every frame that trial cannot tell. Seen on clean clones at
+    20 kfps: 997 to 1 022 frames, the host stopping the DUT's CPU about 100 ms (101.6 ms measured)
+    against the wire's 1024-frame ring (51 ms)."""
+    if lost_in_dut_stalls(lost, ring):
+        pytest.skip(f"all {lost} lost frames were dropped by the DUT's ring in DUT stalls longer than its "
+                    f"{ring['ring_ms']:.1f} ms: {said}")  # type: ignore[index]
 
 
 #: The CLI as a child process.
@@ -238,7 +245,8 @@ def steady_trial(tb_id: str, *extra: str, prefix: tuple[str, ...] = (), env: dic
     """``netrig trial --json`` of 20 k frames at 20 kpps on test bed ``tb_id`` (with ``extra``
     options, under a ``prefix`` command such as ``taskset``): its document, and its stderr under
     ``"stderr"``. Exit 0, or 1 only for a trial the tester flagged while the host took the CPU
-    (:func:`excused`); its frames still all count.
+    (:func:`excused`); its frames still all count. A trial whose loss the product put all in DUT
+    stalls is skipped (:func:`skip_lost_in_dut_stalls`).
 
     For tests that ask whether every frame is forwarded, not at what rate: ``--pacing catch-up``,
     so the frames a stall of the TX CPU held back go out at up to twice the rate after it and the
@@ -257,4 +265,5 @@ def steady_trial(tb_id: str, *extra: str, prefix: tuple[str, ...] = (), env: dic
     res = doc["result"]
     why = excused(res["valid"], res.get("invalid_reason"), excess_s(res), HostTake.of(steal, [res]))
     assert r.returncode == (0 if why is None else 1), r.stderr
+    skip_lost_in_dut_stalls(res["frames_lost"], res.get("dut_ring_loss"), f"stalls {res.get('stalls')}")
     return {**doc, "stderr": r.stderr}

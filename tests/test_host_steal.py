@@ -4,7 +4,15 @@ import os
 from types import SimpleNamespace
 
 import pytest
-from tests.host_steal import CpuStops, Steal, excess_s, excused, spoilt_by_host
+from tests.host_steal import (
+    CpuStops,
+    Steal,
+    excess_s,
+    excused,
+    lost_in_dut_stalls,
+    skip_lost_in_dut_stalls,
+    spoilt_by_host,
+)
 
 
 class Took(Steal):
@@ -64,3 +72,17 @@ def test_the_cpus_stops_are_the_least_their_tick_gaps_prove():
     res = SimpleNamespace(run_start_ns=1_000_000_000, epoch_ns=5, tx_window_s=2.0)
     assert stops.over(res) == pytest.approx(0.0023)
     assert stops.watch.asked == (1_000_000_000, pytest.approx(3_010_000_000, abs=1))
+
+
+def test_only_a_loss_that_is_exactly_the_rings_drops_in_dut_stalls_is_the_platforms():
+    ring = {"dropped": 1022, "in_stalls": 1022, "ring_ms": 51.2, "complete": True, "by_tester": 0}
+    assert lost_in_dut_stalls(1022, ring)
+    assert not lost_in_dut_stalls(0, {**ring, "dropped": 0, "in_stalls": 0}), "no loss: nothing to put anywhere"
+    assert not lost_in_dut_stalls(1030, ring), "8 frames lost elsewhere (a route, a neighbour)"
+    assert not lost_in_dut_stalls(1022, {**ring, "in_stalls": 1000}), "22 drops with no stall to explain them"
+    assert not lost_in_dut_stalls(1022, {**ring, "by_tester": 5}), "netrig's own threads held the DUT's CPU"
+    assert not lost_in_dut_stalls(1022, None), "no wire, or no watch: nothing measured"
+    with pytest.raises(pytest.skip.Exception, match="all 1022 lost frames were dropped by the DUT's ring in DUT "
+                                                   "stalls longer than its 51.2 ms: DUT 101.6 ms"):
+        skip_lost_in_dut_stalls(1022, ring, "DUT 101.6 ms")
+    skip_lost_in_dut_stalls(1030, ring, "")
