@@ -76,10 +76,11 @@ def test_a_task_that_takes_the_senders_cpu_is_named_in_the_trials_stalls():
 
 
 def test_a_take_of_the_duts_cpu_longer_than_its_ring_is_all_the_loss_and_the_trial_tells_it():
-    """A real-time process takes the DUT's CPU for 80 ms mid-trial on the router test bed: at 20 kfps
-    1 600 frames arrive for the wire's 1024-frame ring (51.2 ms), so it drops; the trial tells its
-    drops, every one in that stall of the DUT (held by the process), and they are the frames lost.
-    A clean clone saw the host do this: a 101.6-ms stop of the DUT's CPU, 1 022 frames lost."""
+    """A real-time process takes the DUT's CPU for 150 ms mid-trial on the router test bed: at 20 kfps
+    3 000 frames arrive for the wire's 1024-frame ring (51.2 ms), so it drops (measured: 1 991;
+    80 ms: 581, 40 ms: none), unless the host held the sender back for most of the take; the trial
+    tells the drops, every one in that stall of the DUT (held by the process), and they are the
+    frames lost. A clean clone saw the host do this: a 101.6-ms stop of the DUT's CPU, 1 022 lost."""
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
         pytest.skip("needs 2 CPUs (the DUT's and the tester's)")
@@ -90,7 +91,7 @@ def test_a_take_of_the_duts_cpu_longer_than_its_ring_is_all_the_loss_and_the_tri
         p = subprocess.Popen([*NETRIG, "trial", "--testbed", tb_id, "--rate", "20kpps", "--frames", "20k",
                               "--pacing", "catch-up", "--drain", "0.3s", "--json"], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
-        with hog(cpus[-1], 0.3, 1, 0.08, 0.0, after=(p.pid, "netrig-tx")) as takes:
+        with hog(cpus[-1], 0.3, 1, 0.15, 0.0, after=(p.pid, "netrig-tx")) as takes:
             out, err = p.communicate(timeout=120)
     finally:
         netrig("testbed", "down", tb_id)
