@@ -42,12 +42,12 @@ def stall_words(stalls: TrialStalls) -> str:
 def ring_loss_words(w: WireLoss) -> str:
     """The DUT ring's drops over one trial and how many fell in DUT stalls longer than its time:
     ``1,022 frames dropped, all in DUT stalls longer than its 51.2 ms``; ``none dropped``."""
+    part = "" if w.complete else " (counted over part of the trial: it outran the watch's history)"
     if not w.dropped:
-        return "none dropped" + ("" if w.complete else " (the trial outran the watch's history)")
+        return "none dropped" + part
     share = "all" if w.in_stalls >= w.dropped else f"{w.in_stalls:,}"
     ours = f" ({w.by_tester:,} while netrig's own threads held its CPU)" if w.by_tester else ""
-    return (f"{w.dropped:,} frames dropped, {share} in DUT stalls longer than its {w.ring_ms:.1f} ms{ours}"
-            + ("" if w.complete else " (counted over part of the trial: it outran the watch's history)"))
+    return f"{w.dropped:,} frames dropped, {share} in DUT stalls longer than its {w.ring_ms:.1f} ms{ours}{part}"
 
 
 def loss_words(c: TrialCounts) -> str:
