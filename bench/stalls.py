@@ -28,6 +28,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "python"))
 
 from netrig import _native  # noqa: E402
+from netrig.measure.platform import CPU_KINDS, cpu_stop, merged  # noqa: E402
 
 CPU = int(os.environ.get("CPU", (os.cpu_count() or 1) - 1))
 DUR = float(os.environ.get("DUR", 2.0))
@@ -119,8 +120,8 @@ def rest() -> dict:
         t0 = time.monotonic_ns()
         time.sleep(REST)
         eps, lost = w.episodes(t0, time.monotonic_ns())
-    cpu_eps = [e for e in eps if e.kind == "cpu"]
-    lens = [(e.len_ns - 500_000) / 1e6 for e in cpu_eps]
+    cpu_eps = merged(cpu_stop(e, 500_000, 0) for e in eps if e.kind in CPU_KINDS)
+    lens = [e.length_ms for e in cpu_eps]
     return {"seconds": REST, "cpus": cpus, "episodes": len(cpu_eps), "per_s": round(len(cpu_eps) / REST, 2),
             "median_ms": round(statistics.median(lens), 2) if lens else None,
             "max_ms": round(max(lens), 2) if lens else None,

@@ -28,6 +28,7 @@ from types import SimpleNamespace
 import pytest
 
 import netrig
+from netrig.measure.platform import CPU_KINDS
 
 _TICK = os.sysconf("SC_CLK_TCK")
 #: ``/proc/stat``'s aggregate line: ``cpu user nice system idle iowait irq softirq steal …``.
@@ -112,11 +113,19 @@ class CpuStops:
 
     def between(self, from_ns: int, to_ns: int, cpus=None) -> float:
         """The least time, s, the watched CPUs (those of them in ``cpus``) were stopped in
-        ``[from_ns, to_ns]`` (CLOCK_MONOTONIC)."""
+        ``[from_ns, to_ns]`` (CLOCK_MONOTONIC): a gap's last g - period, a late timer's lateness, a
+        stop both saw once."""
         raw, _ = self.watch.episodes(from_ns, to_ns)
         period_ns = self.PERIOD_S * 1e9
         want = self.cpus if cpus is None else self.cpus & set(cpus)
-        return sum(max(0.0, e.len_ns - period_ns) for e in raw if e.kind == "cpu" and e.cpu in want) / 1e9
+        spans = sorted((e.cpu, e.start_ns + (period_ns if e.kind == "cpu" else 0), e.start_ns + e.len_ns)
+                       for e in raw if e.kind in CPU_KINDS and e.cpu in want)
+        total, last = 0.0, (None, 0.0)
+        for cpu, a, b in spans:
+            a = max(a, last[1]) if cpu == last[0] else a
+            total += max(0.0, b - a)
+            last = (cpu, max(b, last[1]) if cpu == last[0] else b)
+        return total / 1e9
 
 
 def unseen_tester_s(measurer, res) -> float:

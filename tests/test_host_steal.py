@@ -60,17 +60,22 @@ class Ticks:
         return list(self.episodes_), 0
 
 
-def test_the_cpus_stops_are_the_least_their_tick_gaps_prove():
-    """A gap g between 0.2-ms ticks proves a stop of g - 0.2 ms, no more; other CPUs' gaps and
-    task waits are not the watched CPU's stops."""
+def test_the_cpus_stops_are_the_least_their_tick_gaps_and_late_timers_prove():
+    """A gap g between 0.2-ms ticks proves a stop of g - 0.2 ms, no more; a timer taken late, its
+    lateness; a stop both saw counts once; other CPUs' gaps and task waits are not the watched CPU's
+    stops."""
     stops = object.__new__(CpuStops)
     stops.cpus = {0}
-    stops.watch = Ticks(SimpleNamespace(kind="cpu", cpu=0, len_ns=2_200_000),
-                        SimpleNamespace(kind="cpu", cpu=0, len_ns=500_000),
-                        SimpleNamespace(kind="cpu", cpu=1, len_ns=9_000_000),
-                        SimpleNamespace(kind="task", cpu=0, len_ns=7_000_000))
+    ms = 1_000_000
+    stops.watch = Ticks(SimpleNamespace(kind="cpu", cpu=0, start_ns=10 * ms, len_ns=2_200_000),
+                        SimpleNamespace(kind="late", cpu=0, start_ns=11 * ms, len_ns=1_300_000),
+                        SimpleNamespace(kind="cpu", cpu=0, start_ns=20 * ms, len_ns=500_000),
+                        SimpleNamespace(kind="late", cpu=0, start_ns=30 * ms, len_ns=700_000),
+                        SimpleNamespace(kind="cpu", cpu=1, start_ns=10 * ms, len_ns=9_000_000),
+                        SimpleNamespace(kind="task", cpu=0, start_ns=40 * ms, len_ns=7_000_000))
     res = SimpleNamespace(run_start_ns=1_000_000_000, epoch_ns=5, tx_window_s=2.0)
-    assert stops.over(res) == pytest.approx(0.0023)
+    # 10.2..12.2 ms (the gap) with 11..12.3 (the late timer): 2.1 ms; 20.2..20.5: 0.3; 30..30.7: 0.7
+    assert stops.over(res) == pytest.approx(0.0031)
     assert stops.watch.asked == (1_000_000_000, pytest.approx(3_010_000_000, abs=1))
 
 

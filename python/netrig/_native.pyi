@@ -146,14 +146,17 @@ class StallEpisode:
     @property
     def kind(self) -> str:
         """"cpu": the CPU did not run (its timer tick came late: the host stopped the vCPU, unseen by
-        the guest's scheduler); "task": a watched task was ready to run and did not (the guest ran
-        another task on its CPU)."""
+        the guest's scheduler); "late": a busy CPU took a timer's interrupt late (the same, bounded
+        exactly); "task": a watched task was ready to run and did not (the guest ran another task
+        on its CPU)."""
     @property
     def start_ns(self) -> int:
-        """"cpu": the last tick before the gap; "task": when the task began waiting (CLOCK_MONOTONIC ns)."""
+        """"cpu": the last tick before the gap; "late": when the timer was due; "task": when the task
+        began waiting (CLOCK_MONOTONIC ns)."""
     @property
     def len_ns(self) -> int:
-        """"cpu": the gap between two ticks; "task": how long the task waited, ns."""
+        """"cpu": the gap between two ticks; "late": how late the timer was taken; "task": how long
+        the task waited, ns."""
     @property
     def cpu(self) -> int: ...
     @property
@@ -217,6 +220,9 @@ class StallWatch:
     @property
     def tasks_watched(self) -> bool:
         """Task waits are recorded too (the scheduler's tracepoints were readable), not only the CPUs' ticks."""
+    @property
+    def timers_late(self) -> bool:
+        """Timers a busy CPU took late are recorded too ("late" episodes: the kernel's BTF gave their layout)."""
     @property
     def cpus(self) -> list[int]: ...
     @property

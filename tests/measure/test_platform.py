@@ -81,6 +81,25 @@ def test_a_dut_task_waiting_on_an_idle_cpu_is_the_hosts_on_a_busy_one_the_guests
         (0.0505, 2.0, 0, None, False), (0.06, 3.0, 1, "stress-ng", False), (0.08, 3.0, 0, "python", True)]
 
 
+def test_a_late_timer_is_a_host_stop_from_its_due_time_and_a_gap_one_somewhere_in_it():
+    """A gap between 1-ms ticks bounds a stop to half a tick (its middle); a timer taken late bounds
+    it exactly, from its due time; both are the host's, on their CPU's side, and one stop both saw
+    is one stall once merged."""
+    from types import SimpleNamespace as Raw
+
+    from netrig.measure.platform import PlatformRoles, merged, sides
+
+    roles = PlatformRoles(dut_cpus=(1,), dut_tids=())
+    raw = [Raw(kind="cpu", start_ns=40 * 10**6, len_ns=2_500_000, cpu=1, pid=0, by="", by_self=False),
+           Raw(kind="late", start_ns=41_200_000, len_ns=1_600_000, cpu=1, pid=0, by="", by_self=False),
+           Raw(kind="late", start_ns=50 * 10**6, len_ns=1_250_000, cpu=0, pid=0, by="", by_self=False)]
+    dut, tester = sides(raw, roles, frozenset(), 500_000, 0)
+    assert [(e.start_s, e.length_ms, e.seen_by_guest) for e in dut] == [(0.0405, 2.0, False), (0.0412, 1.6, False)]
+    assert [(e.start_s, e.length_ms, e.cpu) for e in tester] == [(0.05, 1.25, 0)]
+    (one,) = merged(dut, 0.0005)
+    assert (one.start_s, round(one.length_ms, 6)) == (0.0405, 2.3)
+
+
 def test_loss_in_stalls_is_the_rings_stopping_not_another_dut_task_waiting():
     """Ring drops during a 5-ms wait of the DUT's routing daemon (its ring thread ran on) are not
     loss in stalls; those during a 5-ms wait of its ring thread are. Both waits are the DUT's

@@ -232,6 +232,11 @@ impl StallWatch {
         self.shared.probe.tasks_watched
     }
 
+    /// Whether timers taken late are recorded (`Late` episodes: the kernel's BTF gave their layout).
+    pub fn timers_late(&self) -> bool {
+        self.shared.probe.timers_late
+    }
+
     /// The episodes that overlap `[from_ns, to_ns]` (`CLOCK_MONOTONIC`), in order of start, and
     /// how many episodes were lost so far (overwritten before they were read).
     pub fn episodes(&self, from_ns: u64, to_ns: u64) -> std::io::Result<(Vec<RawEpisode>, u64)> {

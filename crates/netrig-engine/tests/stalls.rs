@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use netrig_engine::clock::now_ns;
 use netrig_engine::stalls::{RawEpisode, StallConfig, StallKind, StallWatch};
 use netrig_engine::sys::cpu::{current_tid as tid, pin_current_thread, realtime_priority};
+use netrig_engine::sys::stalls::StallProbe;
 
 fn root() -> bool {
     std::fs::read_to_string("/proc/self/status")
@@ -140,4 +141,51 @@ fn injected_stalls_on_a_watched_threads_cpu_are_reported_each_within_1_ms() {
         assert_eq!(e.cpu as usize, cpu);
         assert!(!e.by.is_empty(), "the task that held the CPU is named");
     }
+}
+
+/// A busy CPU takes each timer's interrupt some time after the timer was due: with a threshold of
+/// 1 ns, every hard timer it takes is a "late" episode, from its due time, as long as it was late.
+/// The tick program reads the timer's due time and soft flag where the kernel's BTF puts them: read
+/// elsewhere, the lateness is out of all bounds (dropped) or every timer reads as soft (skipped),
+/// and there are none.
+#[test]
+fn a_busy_cpus_timers_are_each_read_late_by_how_late_they_were() {
+    if !root() {
+        eprintln!("skipped: needs root (BPF programs, perf events)");
+        return;
+    }
+    let cpu = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) - 1;
+    if cpu > 0 {
+        pin(0);
+    }
+    let probe = StallProbe::open(&[cpu as u32], 1_000_000, 1).expect("the probe opens as root");
+    if !probe.timers_late {
+        eprintln!("skipped: this kernel's BTF does not describe struct hrtimer");
+        return;
+    }
+    let mut next = 0;
+    let _ = probe.read(&mut next);
+    let from = now_ns();
+    std::thread::spawn(move || {
+        pin(cpu);
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_millis(200) {
+            std::hint::spin_loop();
+        }
+    })
+    .join()
+    .unwrap();
+    let to = now_ns();
+    // (the ring keeps the newest 1 024: another test's fine watch on this CPU may fill it)
+    let (eps, _) = probe.read(&mut next);
+    let mut late: Vec<_> = eps.iter().filter(|e| e.kind == StallKind::Late && e.start_ns >= from).collect();
+    // the watch's own clock alone is due 200 times in 200 ms, each taken while the CPU spins
+    assert!(late.len() >= 150, "{} late timers in 200 ms of a busy CPU: {eps:?}", late.len());
+    for e in &late {
+        assert_eq!(e.cpu as usize, cpu);
+        assert!(e.len_ns >= 1 && e.start_ns + e.len_ns <= to, "{e:?} within {from}..{to}");
+    }
+    late.sort_by_key(|e| e.len_ns);
+    let median = late[late.len() / 2].len_ns;
+    assert!(median < 200_000, "most timers are taken within µs of their due time, not {median} ns late: {late:?}");
 }

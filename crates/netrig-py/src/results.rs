@@ -831,15 +831,19 @@ result_class! {
     /// One stall episode the kernel saw (`netrig_engine::stalls`).
     class StallEpisode(e: &netrig_engine::stalls::RawEpisode) {
         /// "cpu": the CPU did not run (its timer tick came late: the host stopped the vCPU, unseen by
-        /// the guest's scheduler); "task": a watched task was ready to run and did not (the guest ran
-        /// another task on its CPU).
+        /// the guest's scheduler); "late": a busy CPU took a timer's interrupt late (the same, bounded
+        /// exactly); "task": a watched task was ready to run and did not (the guest ran another task
+        /// on its CPU).
         kind: String = match e.kind {
             netrig_engine::stalls::StallKind::Cpu => "cpu".to_string(),
+            netrig_engine::stalls::StallKind::Late => "late".to_string(),
             netrig_engine::stalls::StallKind::Task => "task".to_string(),
         },
-        /// "cpu": the last tick before the gap; "task": when the task began waiting (CLOCK_MONOTONIC ns).
+        /// "cpu": the last tick before the gap; "late": when the timer was due; "task": when the task
+        /// began waiting (CLOCK_MONOTONIC ns).
         start_ns: u64 = e.start_ns,
-        /// "cpu": the gap between two ticks; "task": how long the task waited, ns.
+        /// "cpu": the gap between two ticks; "late": how late the timer was taken; "task": how long
+        /// the task waited, ns.
         len_ns: u64 = e.len_ns,
         cpu: u32 = e.cpu,
         /// "task": the watched task's id; 0 for "cpu".

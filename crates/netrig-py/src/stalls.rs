@@ -147,6 +147,12 @@ impl StallWatch {
         self.with(|w| Ok(w.tasks_watched()))
     }
 
+    /// Timers a busy CPU took late are recorded too ("late" episodes: the kernel's BTF gave their layout).
+    #[getter]
+    fn timers_late(&self) -> Result<bool> {
+        self.with(|w| Ok(w.timers_late()))
+    }
+
     #[getter]
     fn cpus(&self) -> Vec<u32> {
         self.config.cpus.clone()

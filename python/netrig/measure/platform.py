@@ -359,6 +359,19 @@ TESTER_WORKERS = _native.TRIAL_WORKERS
 IDLE_TASK = "swapper/"
 
 
+#: The raw episodes in which a CPU did not run: a gap between its ticks ("cpu"), a timer it took late
+#: ("late").
+CPU_KINDS = ("cpu", "late")
+
+
+def cpu_stop(e: Any, half_tick_ns: float, origin_ns: int) -> StallEpisode:
+    """A CPU's raw episode (a kind of :data:`CPU_KINDS`) as a stall of the host's, its start since
+    ``origin_ns``: a gap between ticks somewhere in it (its middle: the tick came up to one late), a
+    late timer exactly from its due time."""
+    shift = half_tick_ns if e.kind == "cpu" else 0
+    return StallEpisode((e.start_ns + shift - origin_ns) / 1e9, (e.len_ns - shift) / 1e6, e.cpu, False)
+
+
 def sides(raw: Iterable[Any], roles: PlatformRoles, dut_names: frozenset[str], half_tick_ns: float,
           origin_ns: int) -> tuple[list[StallEpisode], list[StallEpisode]]:
     """The watch's raw episodes (``_native.StallWatch.episodes``) as the DUT's and the tester's, starts
@@ -373,9 +386,8 @@ def sides(raw: Iterable[Any], roles: PlatformRoles, dut_names: frozenset[str], h
     dut: list[StallEpisode] = []
     tester: list[StallEpisode] = []
     for e in raw:
-        if e.kind == "cpu":
-            ep = StallEpisode((e.start_ns + half_tick_ns - origin_ns) / 1e9, (e.len_ns - half_tick_ns) / 1e6, e.cpu,
-                              False)
+        if e.kind in CPU_KINDS:
+            ep = cpu_stop(e, half_tick_ns, origin_ns)
             (dut if e.cpu in roles.dut_cpus else tester).append(ep)
         elif e.pid in roles.dut_tids and (e.by or "")[:COMM_LEN] in own:
             continue

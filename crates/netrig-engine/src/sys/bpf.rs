@@ -63,6 +63,8 @@ pub const BPF_FUNC_KTIME_GET_NS: i32 = 5;
 pub const BPF_FUNC_GET_SMP_PROCESSOR_ID: i32 = 8;
 /// `bpf_redirect_map`.
 pub const BPF_FUNC_REDIRECT_MAP: i32 = 51;
+/// `bpf_probe_read_kernel`.
+pub const BPF_FUNC_PROBE_READ_KERNEL: i32 = 113;
 const BPF_FUNC_XDP_ADJUST_HEAD: i32 = 44;
 const BPF_FUNC_XDP_ADJUST_META: i32 = 54;
 

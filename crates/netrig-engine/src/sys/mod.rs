@@ -3,6 +3,7 @@
 pub mod af_packet;
 pub mod af_xdp;
 pub mod bpf;
+pub mod btf;
 pub mod capture;
 pub mod cpu;
 pub mod ifinfo;

@@ -5,7 +5,10 @@
 //!  cpu-clock perf event, one per watched CPU: an hrtimer every `period`
 //!  hrtimer_expire_entry (raw tracepoint: any timer's expiry) ──▶ netrig_tick: on a watched CPU,
 //!      gap since its last tick > period + threshold ──▶ episode "cpu": the CPU did not run (a host
-//!      that stopped the vCPU; the guest's scheduler never sees it), [last tick, this tick]
+//!      that stopped the vCPU; the guest's scheduler never sees it), [last tick, this tick];
+//!      else this (hard) timer expiring later than threshold after its due time ──▶ episode "late":
+//!      the CPU could not take the timer's interrupt, [due, now] (the timer's fields at offsets the
+//!      kernel's BTF gives; none without BTF)
 //!  cpu_idle (raw tracepoint) ──▶ netrig_idle: an idle CPU has no ticks to miss (its clock event
 //!      may not fire at all): entering idle suspends the tick program, leaving it counts as a tick
 //!  sched_waking / sched_switch tracepoints (every CPU) ──▶ netrig_wake / netrig_switch: a watched task woken,
@@ -24,7 +27,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use crate::sys::bpf::{self, Asm, Insn, Reg, Size, BPF_FUNC_MAP_LOOKUP_ELEM};
-use crate::sys::bpf::{BPF_FUNC_GET_SMP_PROCESSOR_ID, BPF_FUNC_KTIME_GET_NS};
+use crate::sys::bpf::{BPF_FUNC_GET_SMP_PROCESSOR_ID, BPF_FUNC_KTIME_GET_NS, BPF_FUNC_PROBE_READ_KERNEL};
 
 /// Records the episode ring holds (a power of two).
 pub const RING: usize = 1024;
@@ -62,6 +65,9 @@ pub enum StallKind {
     Cpu,
     /// A watched task was ready to run and did not: the guest ran another task on its CPU.
     Task,
+    /// A busy CPU took a timer's interrupt late (the host stopped the vCPU past the timer's due
+    /// time): `start_ns` is when the timer was due, `len_ns` how late it was taken, both exact.
+    Late,
 }
 
 /// One episode, as recorded by the kernel.
@@ -92,6 +98,8 @@ pub struct StallProbe {
     _attached: Attached,
     /// The tracepoint part is attached (tracefs readable): task episodes are recorded.
     pub tasks_watched: bool,
+    /// Late timers are read (the kernel's BTF gave their layout): `Late` episodes are recorded.
+    pub timers_late: bool,
 }
 
 /// Programs and what attaches them (perf events, raw tracepoint links); detached when dropped,
@@ -240,22 +248,78 @@ fn append(a: &mut Asm, ring: RawFd, kind: u32, comm: Option<(Reg, i16)>, out: &'
     a.add_imm(R1, 1).store(Size::DW, R3, h, R1); // the record's sequence, written last
 }
 
+/// What an episode record's kind word says.
+const KIND_CPU: u32 = 0;
+const KIND_TASK: u32 = 1;
+const KIND_LATE: u32 = 2;
+
+/// Where a `struct hrtimer`'s due time (`node.expires`, 8 bytes) and its `is_soft` flag (1 byte)
+/// are, from the running kernel's BTF.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimerLayout {
+    pub expires: i16,
+    pub is_soft: i16,
+}
+
+impl TimerLayout {
+    /// The running kernel's, or None where its BTF cannot say (no lateness is then read).
+    pub fn of_kernel() -> Option<TimerLayout> {
+        let btf = crate::sys::btf::Btf::vmlinux().ok()?;
+        let (expires, 8) = btf.offset_of("hrtimer", &["node", "expires"])? else { return None };
+        let (is_soft, 1) = btf.offset_of("hrtimer", &["is_soft"])? else { return None };
+        Some(TimerLayout { expires: i16::try_from(expires).ok()?, is_soft: i16::try_from(is_soft).ok()? })
+    }
+}
+
+/// A timer taken later than this after its due time is not read as a late one: the clock of
+/// another base (a `CLOCK_REALTIME` timer's), not a stop.
+const LATE_MAX_NS: i32 = 2_000_000_000;
+
 /// The tick program: on a watched CPU, a gap above `limit_ns` since its previous tick (or its
 /// return from idle) is an episode; nothing while the CPU idles (an idle CPU's clock event may not fire: a
-/// stall then shows as a late wake-up of the task that had work, `switch_program`).
-fn tick_program(last: RawFd, ring: RawFd, limit_ns: i32) -> Vec<Insn> {
+/// stall then shows as a late wake-up of the task that had work, `switch_program`). With `late`
+/// (the timer's layout and a threshold), a hard timer taken later than the threshold after its due
+/// time is an episode of its own ([`late_check`]): a busy CPU's stop shorter than the gap rule sees.
+fn tick_program(last: RawFd, ring: RawFd, limit_ns: i32, late: Option<(TimerLayout, i32)>) -> Vec<Insn> {
     use Reg::*;
     let mut a = Asm::new();
-    a.call(BPF_FUNC_KTIME_GET_NS).mov_reg(R7, R0);
+    a.mov_reg(R6, R1).call(BPF_FUNC_KTIME_GET_NS).mov_reg(R7, R0);
     lookup0(&mut a, last, "out");
     a.load(Size::DW, R1, R0, WATCHED_AT).jeq_imm(R1, 0, "out");
     a.load(Size::DW, R1, R0, 8).jne_imm(R1, 0, "out");
     a.load(Size::DW, R8, R0, 0).store(Size::DW, R0, 0, R7).jeq_imm(R8, 0, "out");
-    a.mov_reg(R9, R7).sub_reg(R9, R8).jle_imm(R9, limit_ns, "out");
+    a.mov_reg(R9, R7).sub_reg(R9, R8).jle_imm(R9, limit_ns, "late");
     a.call(BPF_FUNC_GET_SMP_PROCESSOR_ID).store(Size::W, R10, -12, R0).store_imm(Size::W, R10, -8, 0);
-    append(&mut a, ring, 0, None, "out");
+    append(&mut a, ring, KIND_CPU, None, "out");
+    a.ja("out").label("late");
+    if let Some((layout, late_ns)) = late {
+        late_check(&mut a, layout, late_ns);
+        a.call(BPF_FUNC_GET_SMP_PROCESSOR_ID).store(Size::W, R10, -12, R0).store_imm(Size::W, R10, -8, 0);
+        append(&mut a, ring, KIND_LATE, None, "out");
+    }
     a.label("out").mov_imm(R0, 0).exit();
     a.finish()
+}
+
+/// The timer of the raw tracepoint's context (in R6: `struct hrtimer *`, then `ktime_t *now`, the
+/// time its expiry began in the timer's own clock) taken more than `late_ns` after its due time,
+/// or jump to `out`: a soft timer (run from a softirq, late by the guest's own work) is not. Then
+/// R8 = when it was due (the engine's clock: R7 less the lateness), R9 = the lateness.
+fn late_check(a: &mut Asm, t: TimerLayout, late_ns: i32) {
+    use Reg::*;
+    let read = |a: &mut Asm, to: i16, len: i32, ctx_arg: i16, off: i16| {
+        a.load(Size::DW, R3, R6, ctx_arg).add_imm(R3, off as i32);
+        a.mov_reg(R1, R10).add_imm(R1, to as i32).mov_imm(R2, len);
+        a.call(BPF_FUNC_PROBE_READ_KERNEL).jne_imm(R0, 0, "out");
+    };
+    a.store_imm(Size::DW, R10, -40, 0);
+    read(a, -40, 1, 0, t.is_soft);
+    a.load(Size::B, R1, R10, -40).jne_imm(R1, 0, "out");
+    read(a, -24, 8, 0, t.expires);
+    read(a, -32, 8, 8, 0);
+    a.load(Size::DW, R9, R10, -32).load(Size::DW, R1, R10, -24).sub_reg(R9, R1);
+    a.jle_imm(R9, late_ns, "out").mov_imm(R1, LATE_MAX_NS).jgt_reg(R9, R1, "out");
+    a.mov_reg(R8, R7).sub_reg(R8, R9);
 }
 
 /// The idle program (`cpu_idle`, `state` at `state_off`: the raw tracepoint's first argument, an
@@ -352,7 +416,7 @@ fn switch_program(tasks: RawFd, ring: RawFd, cur: RawFd, f: &SwitchFields, thres
     copy_name(&mut a, R10, -32, R0, BY);
     a.load(Size::W, R1, R0, BY_PID).store(Size::W, R10, STACK_BY_PID, R1);
     a.label("named");
-    append(&mut a, ring, 1, Some((R10, -32)), "out");
+    append(&mut a, ring, KIND_TASK, Some((R10, -32)), "out");
     a.label("out").mov_imm(R0, 0).exit();
     a.finish()
 }
@@ -398,8 +462,10 @@ impl StallProbe {
         // per CPU (by number): the name of the task running there, kept by the switch program
         let cur = bpf::array_create(MAX_CPUS, CUR, "netrig_stallcur").map_err(ctx("the running-task map"))?;
         let last = Self::tick_map(cpus)?;
-        let (mut progs, mut events) =
-            Self::attach_ticks(&last, &ring, ns_i32(period_ns + threshold_ns, "period + threshold")?)?;
+        let limit_ns = ns_i32(period_ns + threshold_ns, "period + threshold")?;
+        let late_ns = ns_i32(threshold_ns, "threshold")?;
+        let late = TimerLayout::of_kernel().map(|t| (t, late_ns));
+        let (mut progs, mut events) = Self::attach_ticks(&last, &ring, limit_ns, late)?;
         // the clock: an hrtimer every period on each watched CPU (no program: the tick program
         // sees its expiry)
         for &cpu in cpus {
@@ -422,7 +488,13 @@ impl StallProbe {
             None => false,
         };
         drop(last); // the programs hold their own references
-        Ok(StallProbe { ring, tasks, _attached: Attached { events, progs }, tasks_watched })
+        Ok(StallProbe {
+            ring,
+            tasks,
+            _attached: Attached { events, progs },
+            tasks_watched,
+            timers_late: late.is_some(),
+        })
     }
 
     /// The per-CPU tick state ([`LAST`] bytes): the last tick (or return from idle) ns, 1 while
@@ -441,7 +513,8 @@ impl StallProbe {
     }
 
     /// The tick program on `hrtimer_expire_entry` and the idle program on `cpu_idle`, both raw
-    /// tracepoints (no tracefs): any timer's expiry on a watched CPU is a tick.
+    /// tracepoints (no tracefs): any timer's expiry on a watched CPU is a tick, and with `late` also
+    /// a timer taken late.
     ///
     /// Raw tracepoint programs, not perf events: a perf event's or tracepoint's program is
     /// skipped while its CPU's `bpf_prog_active` is held, by another such program or by a map's
@@ -451,8 +524,9 @@ impl StallProbe {
         last: &OwnedFd,
         ring: &bpf::MappedArray,
         limit_ns: i32,
+        late: Option<(TimerLayout, i32)>,
     ) -> io::Result<(Vec<OwnedFd>, Vec<OwnedFd>)> {
-        let tick = tick_program(last.as_raw_fd(), ring.fd.as_raw_fd(), limit_ns);
+        let tick = tick_program(last.as_raw_fd(), ring.fd.as_raw_fd(), limit_ns, late);
         let tick = bpf::prog_load(bpf::BPF_PROG_TYPE_RAW_TRACEPOINT, &tick, "netrig_tick", 0, 0)
             .map_err(ctx("loading the tick program"))?;
         let idle =
@@ -543,7 +617,11 @@ impl StallProbe {
             let end = comm.iter().position(|&b| b == 0).unwrap_or(comm.len());
             let by_pid = u32_at(r + 56);
             out.push(RawEpisode {
-                kind: if u32_at(r + 28) == 0 { StallKind::Cpu } else { StallKind::Task },
+                kind: match u32_at(r + 28) {
+                    KIND_CPU => StallKind::Cpu,
+                    KIND_LATE => StallKind::Late,
+                    _ => StallKind::Task,
+                },
                 start_ns: u64_at(r + 8),
                 len_ns: u64_at(r + 16),
                 cpu: u32_at(r + 24),
@@ -566,7 +644,8 @@ mod tests {
     fn the_programs_assemble_with_every_jump_resolved() {
         let f = SwitchFields { prev_comm: 8, prev_pid: 24, prev_state: 32, next_comm: 40, next_pid: 56 };
         for p in [
-            tick_program(3, 4, 2_000_000),
+            tick_program(3, 4, 2_000_000, None),
+            tick_program(3, 4, 2_000_000, Some((TimerLayout { expires: 24, is_soft: 58 }, 1_000_000))),
             wake_program(3, 5, 24, 28),
             switch_program(3, 4, 5, &f, 1_000_000),
             idle_program(3, 8),
@@ -613,7 +692,8 @@ mod tests {
             let mut idle = [0u8; CUR as usize];
             idle[..9].copy_from_slice(b"swapper/9");
             bpf::map_update_u32(&cur, 4001, &idle).unwrap();
-            let probe = StallProbe { ring, tasks, _attached: Attached::default(), tasks_watched: true };
+            let probe =
+                StallProbe { ring, tasks, _attached: Attached::default(), tasks_watched: true, timers_late: false };
             Some(Events { probe, _cur: cur, wake, switch, next: 0 })
         }
 
