@@ -408,6 +408,7 @@ class Runner:
                           "message": f"{head:.0f} fps is above what the self-test proved for {frame} ({proved})"})
         limited = [r for r in reps if getattr(r, "tester_limited", False)]
         flags.extend(_limited_flags(reps, head))
+        flags.extend(_coarse_flag(reps, m.params, head))
         pressed = [r for r in reps if getattr(r, "backpressure_trials", 0)]
         if pressed:
             bp = max(getattr(r, "backpressure_pps", None) or 0.0 for r in pressed)
@@ -607,6 +608,28 @@ def _config_of(data: object, source: str) -> TestConfig:
 def run_config(config: TestConfig, out_dir: str | Path | None = None, **kw: Any) -> dict:
     """Convenience: ``Runner(config, out_dir, **kw).run()``."""
     return Runner(config, out_dir, **kw).run()
+
+
+#: A search that stopped with its bracket wider than this share of its answer is flagged ``coarse_resolution``.
+COARSE_SHARE = 0.1
+
+
+def _coarse_flag(reps: list[MethodResult], params: object, head: float | None) -> list[dict]:
+    """``coarse_resolution`` when a search stopped with its bracket (from what passed to the lowest
+    load the DUT failed, or to what the tester reached where it fell short) wider than
+    :data:`COARSE_SHARE` of its answer: its resolution let it stop there (a percentage of a nominal
+    10 Gbit/s line is 149 kfps at 64 B for each 1 %), and the throughput is known to no better."""
+    widths = [(b - r.headline_pps, r) for r in reps if r.headline_pps and (res := getattr(r, "resolution_pps", None))
+              and (b := getattr(r, "upper_pps", None) or getattr(r, "tester_limit_pps", None)) is not None]
+    width, r = max(widths, key=lambda w: w[0] / (w[1].headline_pps or 1), default=(0.0, None))
+    if r is None or not head or width <= COARSE_SHARE * (r.headline_pps or 0.0):
+        return []
+    res, pct = getattr(r, "resolution_pps", None) or 0.0, getattr(params, "resolution_pct", None)
+    fix = f"; resolution_pct = {pct * 0.01 * head / res:.2g} makes that 1 % of the answer" if pct else ""
+    return [{"code": "coarse_resolution",
+             "message": f"the search stopped with the throughput between {format_pps(r.headline_pps or 0.0)} and "
+                        f"{format_pps((r.headline_pps or 0.0) + width)}, as its resolution ({format_pps(res)}) "
+                        f"allows{fix}"}]
 
 
 def _limited_flags(reps: list[MethodResult], head: float | None) -> list[dict]:
