@@ -598,6 +598,10 @@ class LatencySummary:
     def ipdv_p99_ns(self) -> int: ...
     @property
     def ipdv_max_ns(self) -> int: ...
+    @property
+    def ipdv_samples(self) -> int:
+        """Differences the IPDV is over (pairs of consecutive frames of a flow): 0 when no flow
+        received two frames, and then no IPDV was measured."""
     def to_dict(self) -> dict[str, int | float]: ...
 
 @final

@@ -310,3 +310,18 @@ def test_ring_drops_while_netrigs_own_thread_held_the_duts_cpu_make_the_trial_th
     m, _ = scripted([result(100_000, 99_890, lag_ms=0)])
     m.platform = SimpleNamespace(trial=lambda res, intended: seen)  # type: ignore[assignment]
     assert m.measure(LOAD, 1.0).valid, "another task's take of the DUT's CPU: the DUT's loss"
+
+
+def test_a_trial_where_no_flow_received_two_frames_has_latency_and_no_ipdv():
+    """One frame to each of a million destinations: latency, and no IPDV (None, not a measured 0)."""
+    from netrig.measure.engine import latency_summary
+
+    lat = SimpleNamespace(samples=320_000, min_ns=5_608, mean_ns=50_656.0, p50_ns=38_799, p90_ns=60_000, p99_ns=90_000,
+                          p999_ns=1_394_687, max_ns=3_801_840, pdv_ns=84_392, ipdv_mean_ns=0.0, ipdv_p99_ns=0,
+                          ipdv_max_ns=0, ipdv_samples=0)
+    s = latency_summary(lat)  # type: ignore[arg-type]
+    assert s is not None and (s.p50_ns, s.ipdv_ns, s.ipdv_p99_ns, s.ipdv_max_ns) == (38_799, None, None, None)
+    paired = SimpleNamespace(**{**vars(lat), "ipdv_mean_ns": 812.4, "ipdv_p99_ns": 9_800, "ipdv_max_ns": 402_000,
+                                "ipdv_samples": 1})
+    two = latency_summary(paired)  # type: ignore[arg-type]
+    assert two is not None and (two.ipdv_ns, two.ipdv_p99_ns, two.ipdv_max_ns) == (812.4, 9_800, 402_000)

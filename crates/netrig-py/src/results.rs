@@ -165,6 +165,9 @@ result_class! {
         /// 99th percentile of |IPDV| (0 for flows without a histogram of their own).
         ipdv_p99_ns: u64 = l.ipdv_p99_ns,
         ipdv_max_ns: u64 = l.ipdv_max_ns,
+        /// Differences the IPDV is over (pairs of consecutive frames of a flow): 0 when no flow
+        /// received two frames, and then no IPDV was measured.
+        ipdv_samples: u64 = l.ipdv_samples,
     }
     methods {
         fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {

@@ -675,8 +675,9 @@ def result_table(res: TrialResult, stream: Stream, title: str, receive: bool = T
         t.add_row("latency µs min/mean/p50", f"{us(lat.min_ns)} / {us(lat.mean_ns)} / {us(lat.p50_ns)}")
         t.add_row("latency µs p90/p99/p99.9/max",
                   f"{us(lat.p90_ns)} / {us(lat.p99_ns)} / {us(lat.p999_ns)} / {us(lat.max_ns)}")
-        t.add_row("PDV p99 / IPDV mean/p99/max µs",
-                  f"{us(lat.pdv_ns)} / {us(lat.ipdv_mean_ns)} / {us(lat.ipdv_p99_ns)} / {us(lat.ipdv_max_ns)}")
+        ipdv = (f"{us(lat.ipdv_mean_ns)} / {us(lat.ipdv_p99_ns)} / {us(lat.ipdv_max_ns)}" if lat.ipdv_samples
+                else "not measured (no flow received two frames)")
+        t.add_row("PDV p99 / IPDV mean/p99/max µs", f"{us(lat.pdv_ns)} / {ipdv}")
     sm = res.smoothness
     stretch = f"stretched {res.tx_stretch_ns / 1e6:.2f} ms" if res.pacing == "smooth" else \
         f"last frame {res.tx_stretch_ns / 1e6:.2f} ms late"

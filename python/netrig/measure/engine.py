@@ -73,12 +73,16 @@ RAW_FLOWS = 1024
 
 
 def latency_summary(lat: _native.LatencySummary) -> LatencySummary | None:
-    """The seam's latency summary of an engine latency summary (``None`` when nothing was received)."""
+    """The seam's latency summary of an engine latency summary (``None`` when nothing was received).
+    Without two frames of one flow there is no IPDV: its fields are ``None``, not 0 (a million flows
+    each sent once in a 2-s latency trial read "IPDV 0 ns")."""
     if lat.samples == 0:
         return None
+    ipdv = lat.ipdv_samples > 0
     return LatencySummary(min_ns=lat.min_ns, mean_ns=lat.mean_ns, p50_ns=lat.p50_ns, p90_ns=lat.p90_ns,
                           p99_ns=lat.p99_ns, p999_ns=lat.p999_ns, max_ns=lat.max_ns, pdv_ns=lat.pdv_ns,
-                          ipdv_ns=lat.ipdv_mean_ns, ipdv_p99_ns=lat.ipdv_p99_ns, ipdv_max_ns=lat.ipdv_max_ns)
+                          ipdv_ns=lat.ipdv_mean_ns if ipdv else None, ipdv_p99_ns=lat.ipdv_p99_ns if ipdv else None,
+                          ipdv_max_ns=lat.ipdv_max_ns if ipdv else None)
 
 
 def pacing_summary(res: _native.TrialResult, tolerance_pct: float) -> Pacing:

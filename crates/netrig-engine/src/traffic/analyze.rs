@@ -638,6 +638,9 @@ pub struct LatencySummary {
     /// 99th percentile of |IPDV| (0 without an IPDV histogram), at most `ipdv_max_ns`.
     pub ipdv_p99_ns: u64,
     pub ipdv_max_ns: u64,
+    /// Differences the IPDV is over (pairs of consecutive frames of a flow): 0 when no flow
+    /// received two frames, and then no IPDV was measured (its fields are 0, not a measured 0).
+    pub ipdv_samples: u64,
 }
 
 impl LatencySummary {
@@ -661,6 +664,7 @@ impl LatencySummary {
                 ipdv_mean_ns,
                 ipdv_p99_ns,
                 ipdv_max_ns: f.ipdv_max_ns,
+                ipdv_samples: f.ipdv_count,
                 ..Default::default()
             };
         };
@@ -678,6 +682,7 @@ impl LatencySummary {
             ipdv_mean_ns,
             ipdv_p99_ns,
             ipdv_max_ns: f.ipdv_max_ns,
+            ipdv_samples: f.ipdv_count,
         }
     }
 }
@@ -814,7 +819,7 @@ pub(crate) mod tests {
         let mut an = Analyzer::new(1, 0, u64::MAX / 4);
         feed(&mut an, 0, &lat);
         let s = LatencySummary::from_flow(&an.flow(0));
-        assert_eq!(s.samples, 102);
+        assert_eq!((s.samples, s.ipdv_samples), (102, 101));
         assert_eq!(s.ipdv_max_ns, 50_000);
         assert_eq!(s.ipdv_p99_ns, 100, "99 % of the differences are 100 ns");
         assert!((s.ipdv_mean_ns - 60_000.0 / 101.0).abs() < 1e-9, "{}", s.ipdv_mean_ns);
@@ -828,6 +833,14 @@ pub(crate) mod tests {
         m.merge(&b.flow(0));
         let s = LatencySummary::from_flow(&m);
         assert_eq!((s.samples, s.ipdv_p99_ns, s.ipdv_max_ns), (102, 100, 50_000));
+    }
+
+    #[test]
+    fn a_flow_of_one_frame_has_latency_and_no_ipdv() {
+        let mut an = Analyzer::new(1, 0, u64::MAX / 4);
+        feed(&mut an, 0, &[10_000]);
+        let s = LatencySummary::from_flow(&an.flow(0));
+        assert_eq!((s.samples, s.ipdv_samples, s.ipdv_max_ns), (1, 0, 0));
     }
 
     #[test]
