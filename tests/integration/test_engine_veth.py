@@ -78,7 +78,7 @@ def test_frame_above_mtu_names_the_field():
 
 
 LATENCY_KEYS = {"samples", "min_ns", "mean_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns", "pdv_ns",
-                "ipdv_mean_ns", "ipdv_p99_ns", "ipdv_max_ns"}
+                "ipdv_mean_ns", "ipdv_p99_ns", "ipdv_max_ns", "ipdv_samples"}
 FLOW_KEYS = {"flow_id", "frames_sent", "frames_received", "bytes_received", "frames_lost", "reordered",
              "duplicated", "late", "latency", "gaps", "last_rx_tx_ns", "tail_missing"}
 STREAM_KEYS = {"index", "name", "tx_port", "rx_port", "frame_size_mean", "flows", "intended_rate_pps",
