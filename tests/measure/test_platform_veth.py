@@ -101,13 +101,28 @@ def _chain(episodes, takes: list[tuple[int, int]], stops: CpuStops, dut_cpus) ->
     return []
 
 
+def _raw_story(session, counts, takes: list[tuple[int, int]]) -> str:
+    """The watch's raw episodes over the trial (every CPU, every watched task, before the sides and
+    the merge), the takes among them, for a failure's story: 2 of 31 runs on 2026-12-06 had a take
+    with no wait of the DUT's ring thread recorded at all, and no missed event; cause not found."""
+    eng = counts.raw["engine"]
+    s0 = eng["run_start_ns"] or eng["epoch_ns"]
+    raw, lost = session.measurer.platform.watch.episodes(s0, s0 + int((TRIAL_S + 0.5) * 1e9))
+    lines = [f"raw ({lost} lost, {session.measurer.platform.watch.missed()} missed events, DUT tasks "
+             f"{session.measurer.platform.roles.dut_tids}); takes at {[(a - s0) / 1e9 for a, _ in takes]} s:"]
+    lines += [f"  {e.kind} CPU {e.cpu} pid {e.pid} at {(e.start_ns - s0) / 1e9:.4f} s {e.len_ns / 1e6:.2f} ms by {e.by!r}"
+              for e in raw]
+    return "\n".join(lines)
+
+
 def test_four_takes_of_the_dut_cpu_are_four_stalls_each_within_1_ms(session):
     with CpuStops(range(os.cpu_count() or 1)) as stops:
         c, done = _measure_with_hog_takes(session, 20_000, 4, 0.005, 0.25, stops)
         eps = c.stalls.dut.episodes
         assert len(done) == 4, done
         takes = _chain(eps, done, stops, session.measurer.dut_cpus)
-    story = "\n".join([*map(str, eps), f"takes {[(t1 - t0) / 1e6 for t0, t1 in done]} ms", *map(str, takes)])
+    story = "\n".join([*map(str, eps), f"takes {[(t1 - t0) / 1e6 for t0, t1 in done]} ms", *map(str, takes),
+                       _raw_story(session, c, done)])
     assert len(takes) == 4, story
     assert all(e.seen_by_guest and e.cpu == session.measurer.dut_cpus[0] for e in takes), story
     assert all(0.0 <= e.start_s <= TRIAL_S for e in takes)

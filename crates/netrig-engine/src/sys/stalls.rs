@@ -431,7 +431,7 @@ fn unseen_switch_in(a: &mut Asm, tasks: RawFd, ring: RawFd, threshold_ns: i32) {
     copy_name(a, R10, -32, R0, BY);
     a.load(Size::W, R1, R0, BY_PID).store(Size::W, R10, STACK_BY_PID, R1);
     a.load(Size::W, R1, R10, -4).store(Size::W, R10, -8, R1);
-    append(a, ring, 1, Some((R10, -32)), "again");
+    append(a, ring, KIND_TASK, Some((R10, -32)), "again");
     // the state again (`append` took the key at [R10 - 4]; the pid is at [R10 - 8] too)
     a.label("again").mov_reg(R2, R10).add_imm(R2, -8).load_map_fd(R1, tasks).call(BPF_FUNC_MAP_LOOKUP_ELEM);
     a.jeq_imm(R0, 0, "next").label("seen");
