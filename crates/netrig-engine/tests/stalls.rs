@@ -66,19 +66,26 @@ fn watch_cpu(cpu: usize, period_ns: u64, threshold_ns: u64) -> StallWatch {
         .expect("the stall watch starts as root")
 }
 
-#[test]
-fn injected_stalls_on_a_watched_threads_cpu_are_reported_each_within_1_ms() {
+/// The CPU a test watches (the last), with this thread kept off it; None (and a skip said) when
+/// not root, since the test needs `what`.
+fn watched_cpu(what: &str) -> Option<usize> {
     if !root() {
-        eprintln!("skipped: needs root (BPF programs, perf events, SCHED_FIFO)");
-        return;
+        eprintln!("skipped: needs root ({what})");
+        return None;
     }
     let cpu = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) - 1;
-    // This thread (an ordinary task: the scheduler's fair server may run it ahead of the watched
-    // real-time thread) stays off the watched CPU: run there as a take began, it was the task the
-    // thread waited for (a clean clone: a 5-ms take named by this test, not by the taker).
     if cpu > 0 {
         pin(0);
     }
+    Some(cpu)
+}
+
+#[test]
+fn injected_stalls_on_a_watched_threads_cpu_are_reported_each_within_1_ms() {
+    // This thread (an ordinary task: the scheduler's fair server may run it ahead of the watched
+    // real-time thread) stays off the watched CPU: run there as a take began, it was the task the
+    // thread waited for (a clean clone: a 5-ms take named by this test, not by the taker).
+    let Some(cpu) = watched_cpu("BPF programs, perf events, SCHED_FIFO") else { return };
     let watch = watch_cpu(cpu, 1_000_000, 2_000_000);
     assert!(watch.tasks_watched(), "tracefs is readable here");
     // The host's stops of that CPU, seen finely enough that any stop which could put a take's
@@ -150,14 +157,7 @@ fn injected_stalls_on_a_watched_threads_cpu_are_reported_each_within_1_ms() {
 /// and there are none.
 #[test]
 fn a_busy_cpus_timers_are_each_read_late_by_how_late_they_were() {
-    if !root() {
-        eprintln!("skipped: needs root (BPF programs, perf events)");
-        return;
-    }
-    let cpu = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) - 1;
-    if cpu > 0 {
-        pin(0);
-    }
+    let Some(cpu) = watched_cpu("BPF programs, perf events") else { return };
     let probe = StallProbe::open(&[cpu as u32], 1_000_000, 1).expect("the probe opens as root");
     if !probe.timers_late {
         eprintln!("skipped: this kernel's BTF does not describe struct hrtimer");
