@@ -619,7 +619,7 @@ def _coarse_flag(reps: list[MethodResult], params: object, head: float | None) -
     load the DUT failed, or to what the tester reached where it fell short) wider than
     :data:`COARSE_SHARE` of its answer: its resolution let it stop there (a percentage of a nominal
     10 Gbit/s line is 149 kfps at 64 B for each 1 %), and the throughput is known to no better."""
-    widths = [(b - r.headline_pps, r) for r in reps if r.headline_pps and (res := getattr(r, "resolution_pps", None))
+    widths = [(b - r.headline_pps, r) for r in reps if r.headline_pps and getattr(r, "resolution_pps", None)
               and (b := getattr(r, "upper_pps", None) or getattr(r, "tester_limit_pps", None)) is not None]
     width, r = max(widths, key=lambda w: w[0] / (w[1].headline_pps or 1), default=(0.0, None))
     if r is None or not head or width <= COARSE_SHARE * (r.headline_pps or 0.0):

@@ -289,16 +289,20 @@ fn tick_program(last: RawFd, ring: RawFd, limit_ns: i32, late: Option<(TimerLayo
     a.load(Size::DW, R1, R0, 8).jne_imm(R1, 0, "out");
     a.load(Size::DW, R8, R0, 0).store(Size::DW, R0, 0, R7).jeq_imm(R8, 0, "out");
     a.mov_reg(R9, R7).sub_reg(R9, R8).jle_imm(R9, limit_ns, "late");
-    a.call(BPF_FUNC_GET_SMP_PROCESSOR_ID).store(Size::W, R10, -12, R0).store_imm(Size::W, R10, -8, 0);
-    append(&mut a, ring, KIND_CPU, None, "out");
+    append_cpu(&mut a, ring, KIND_CPU);
     a.ja("out").label("late");
     if let Some((layout, late_ns)) = late {
         late_check(&mut a, layout, late_ns);
-        a.call(BPF_FUNC_GET_SMP_PROCESSOR_ID).store(Size::W, R10, -12, R0).store_imm(Size::W, R10, -8, 0);
-        append(&mut a, ring, KIND_LATE, None, "out");
+        append_cpu(&mut a, ring, KIND_LATE);
     }
     a.label("out").mov_imm(R0, 0).exit();
     a.finish()
+}
+
+/// Append a CPU's episode of `kind` (this CPU, no task), `start` in R8 and `len` in R9.
+fn append_cpu(a: &mut Asm, ring: RawFd, kind: u32) {
+    a.call(BPF_FUNC_GET_SMP_PROCESSOR_ID).store(Size::W, Reg::R10, -12, Reg::R0).store_imm(Size::W, Reg::R10, -8, 0);
+    append(a, ring, kind, None, "out");
 }
 
 /// The timer of the raw tracepoint's context (in R6: `struct hrtimer *`, then `ktime_t *now`, the
