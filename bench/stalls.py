@@ -103,15 +103,21 @@ def bpf_time(seconds: float = 5.0) -> dict:
 
 
 def _prog_stats() -> dict[str, tuple[int, int]]:
-    """run_time_ns and run_cnt of the loaded stall-watch programs (``bpftool``, Debian's package of
-    that name; empty without it)."""
+    """run_time_ns and run_cnt of the loaded stall-watch programs by name, those of one name summed
+    (the wake-up program runs on two tracepoints) (``bpftool``, Debian's package of that name;
+    empty without it)."""
     try:
         r = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True, timeout=10)
         progs = json.loads(r.stdout or "[]")
     except (OSError, ValueError, subprocess.TimeoutExpired):
         return {}
-    return {p["name"]: (int(p.get("run_time_ns", 0)), int(p.get("run_cnt", 0))) for p in progs
-            if str(p.get("name", "")).startswith(("netrig_tick", "netrig_wake", "netrig_switch"))}
+    out: dict[str, tuple[int, int]] = {}
+    for p in progs:
+        name = str(p.get("name", ""))
+        if name.startswith(("netrig_tick", "netrig_wake", "netrig_switch")):
+            ns, cnt = out.get(name, (0, 0))
+            out[name] = (ns + int(p.get("run_time_ns", 0)), cnt + int(p.get("run_cnt", 0)))
+    return out
 
 
 def rest() -> dict:

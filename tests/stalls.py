@@ -34,13 +34,17 @@ _INJECTOR = textwrap.dedent("""
             return False
         while not started():
             time.sleep(0.002)
+    ran = time.thread_time_ns()
     time.sleep(delay)
     for i in range(int(takes)):
-        t0 = time.monotonic_ns()
+        # the take began when the CPU came back to it: its own run time since it slept earlier
+        # (the interpreter's wake-up took 1.5 ms of a take once)
+        t0 = time.monotonic_ns() - (time.thread_time_ns() - ran)
         end = t0 + length * 1e9
         while time.monotonic_ns() < end:
             pass
         print(t0, time.monotonic_ns(), flush=True)  # the take as it really was
+        ran = time.thread_time_ns()
         time.sleep(gap)
     time.sleep(3600)  # until the test ends it (SIGTERM: no interpreter exit on anyone's CPU mid-trial)
 """).format(hog=HOG)
@@ -53,7 +57,8 @@ def hog(cpu: int, delay_s: float, takes: int, length_s: float, gap_s: float,
     after the block starts (``after`` = (pid, name): after a thread of process pid whose name
     starts with name appears, such as a trial's ``netrig-tx``), takes the CPU ``takes`` times for
     ``length_s`` with ``gap_s`` between, then sleeps until the block ends it. Yields a list that
-    holds, after the block, its takes as it timed them: ``(start, end)`` monotonic ns each."""
+    holds, after the block, its takes as it timed them: ``(start, end)`` monotonic ns each, the
+    start when the CPU came back to it (its clock read less its run time since it went to sleep)."""
     wait = (str(after[0]), after[1]) if after is not None else ()
     p = subprocess.Popen([sys.executable, "-c", _INJECTOR, str(cpu), str(delay_s), str(takes), str(length_s),
                           str(gap_s), *wait], stdout=subprocess.PIPE, text=True)

@@ -43,15 +43,19 @@ def test_a_period_with_missing_and_jittered_spikes_is_the_fundamental_not_a_mult
 def test_a_host_stop_inside_a_take_is_one_stall_with_it():
     """A 5-ms take of the DUT's CPU with a 1.5-ms host stop inside: the watch placed the host part
     47 µs before the guest's (its bounds are known to half a tick); one stall, the guest's view.
-    Two guest episodes as close stay two, and a host stop a tick away is its own."""
+    Two guest episodes as close stay two, and so do a late wake of the DUT's thread on its idle CPU
+    (the host's, exact) and a take 0.17 ms after it; a host stop a tick away is its own."""
     from netrig.measure.platform import StallEpisode, merged
 
-    host, take = StallEpisode(0.659236, 1.508, 1, False), StallEpisode(0.660792, 3.113, 1, True, "netrig-hog")
-    (one,) = merged([take, host], 0.0005)
+    host = StallEpisode(0.659236, 1.508, 1, False, bound_ms=0.5)
+    take = StallEpisode(0.660792, 3.113, 1, True, "netrig-hog")
+    (one,) = merged([take, host])
     assert one.start_s == host.start_s and one.seen_by_guest and one.by == "netrig-hog"
     assert abs(one.length_ms - 4.669) < 1e-3
-    assert len(merged([StallEpisode(0.1, 1.0, 1, True, "a"), StallEpisode(0.10105, 1.0, 1, True, "b")], 0.0005)) == 2
-    assert len(merged([host, StallEpisode(0.6618, 2.0, 1, True, "x")], 0.0005)) == 2
+    assert len(merged([StallEpisode(0.1, 1.0, 1, True, "a"), StallEpisode(0.10105, 1.0, 1, True, "b")])) == 2
+    late_wake = StallEpisode(0.680503, 1.44, 1, False)
+    assert merged([late_wake, StallEpisode(0.682110, 5.11, 1, True, "netrig-hog")])[1].length_ms == 5.11
+    assert len(merged([host, StallEpisode(0.6618, 2.0, 1, True, "x")])) == 2
 
 
 def test_a_dut_task_waiting_on_an_idle_cpu_is_the_hosts_on_a_busy_one_the_guests():
@@ -96,7 +100,7 @@ def test_a_late_timer_is_a_host_stop_from_its_due_time_and_a_gap_one_somewhere_i
     dut, tester = sides(raw, roles, frozenset(), 500_000, 0)
     assert [(e.start_s, e.length_ms, e.seen_by_guest) for e in dut] == [(0.0405, 2.0, False), (0.0412, 1.6, False)]
     assert [(e.start_s, e.length_ms, e.cpu) for e in tester] == [(0.05, 1.25, 0)]
-    (one,) = merged(dut, 0.0005)
+    (one,) = merged(dut)
     assert (one.start_s, round(one.length_ms, 6)) == (0.0405, 2.3)
 
 

@@ -47,7 +47,9 @@ class StallEpisode:
     """One stall in a trial. ``start_s``: since the trial's run began (negative: before it);
     ``seen_by_guest``: a task was kept from its CPU by another task (``by``) the guest ran; else the
     CPU itself did not run (the host stopped it). ``by_tester``: that task was a thread of netrig's
-    own process (the tester's work on the DUT's CPU: the first rule's concern, never the DUT's)."""
+    own process (the tester's work on the DUT's CPU: the first rule's concern, never the DUT's).
+    ``bound_ms``: how far its start and end may be off (a gap between the watch's ticks: half a
+    tick; a task's wait and a late timer are exact, 0)."""
 
     start_s: float
     length_ms: float
@@ -55,15 +57,17 @@ class StallEpisode:
     seen_by_guest: bool
     by: str | None = None
     by_tester: bool = False
+    bound_ms: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {"start_s": round(self.start_s, 6), "length_ms": round(self.length_ms, 3), "cpu": self.cpu,
-                "seen_by_guest": self.seen_by_guest, "by": self.by, **({"by_tester": True} if self.by_tester else {})}
+                "seen_by_guest": self.seen_by_guest, "by": self.by, **({"by_tester": True} if self.by_tester else {}),
+                **({"bound_ms": round(self.bound_ms, 3)} if self.bound_ms else {})}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> StallEpisode:
         return cls(float(d["start_s"]), float(d["length_ms"]), int(d["cpu"]), bool(d["seen_by_guest"]), d.get("by"),
-                   bool(d.get("by_tester", False)))
+                   bool(d.get("by_tester", False)), float(d.get("bound_ms", 0.0)))
 
     @property
     def end_s(self) -> float:
@@ -236,20 +240,23 @@ def timeline_of(res: _native.TrialResult) -> LatencyTimeline | None:
     return LatencyTimeline(window_ms, start_s, frames, p50, p99, mx, sp, periodicity(sp, window_ms, len(tl)))
 
 
-def merged(episodes: Iterable[StallEpisode], slack_s: float = 0.0) -> tuple[StallEpisode, ...]:
+def merged(episodes: Iterable[StallEpisode]) -> tuple[StallEpisode, ...]:
     """Episodes of one CPU that overlap made one (a host stall during a task's wait is one stall),
-    the guest's view kept when any part of it was the guest's. A host stop's bounds are known only
-    to ``slack_s`` (half the watch's tick), so one within that of its neighbour is part of it too:
-    a 5-ms take with a 1.5-ms host stop inside was reported as two episodes 47 µs apart."""
+    the guest's view kept when any part of it was the guest's. A gap between ticks is known only
+    to its ``bound_ms`` (half the watch's tick), so one within that of its neighbour is part of it
+    too: a 5-ms take with a 1.5-ms host stop inside was reported as two episodes 47 µs apart. Exact
+    episodes apart are two, however close: a 1.4-ms late wake of the DUT's thread that ended 0.2 ms
+    before a 5-ms take was merged into it once, and the 6.7 ms named by the take."""
     out: list[StallEpisode] = []
     for e in sorted(episodes, key=lambda e: e.start_s):
-        slack = slack_s if out and not (e.seen_by_guest and out[-1].seen_by_guest) else 0.0
+        slack = max(e.bound_ms, out[-1].bound_ms) / 1e3 if out else 0.0
         if out and e.start_s <= out[-1].end_s + slack and e.cpu == out[-1].cpu:
             last = out[-1]
             end = max(last.end_s, e.end_s)
             guest = last.seen_by_guest or e.seen_by_guest
             out[-1] = StallEpisode(last.start_s, (end - last.start_s) * 1e3, last.cpu, guest,
-                                   last.by if last.seen_by_guest else e.by, last.by_tester or e.by_tester)
+                                   last.by if last.seen_by_guest else e.by, last.by_tester or e.by_tester,
+                                   max(last.bound_ms, e.bound_ms))
         else:
             out.append(e)
     return tuple(out)
@@ -369,7 +376,8 @@ def cpu_stop(e: Any, half_tick_ns: float, origin_ns: int) -> StallEpisode:
     ``origin_ns``: a gap between ticks somewhere in it (its middle: the tick came up to one late), a
     late timer exactly from its due time."""
     shift = half_tick_ns if e.kind == "cpu" else 0
-    return StallEpisode((e.start_ns + shift - origin_ns) / 1e9, (e.len_ns - shift) / 1e6, e.cpu, False)
+    return StallEpisode((e.start_ns + shift - origin_ns) / 1e9, (e.len_ns - shift) / 1e6, e.cpu, False,
+                        bound_ms=shift / 1e6)
 
 
 def sides(raw: Iterable[Any], roles: PlatformRoles, dut_names: frozenset[str], half_tick_ns: float,
@@ -439,9 +447,8 @@ class PlatformWatch:
     def _stalls(self, raw: Sequence[Any], lost: int, origin_ns: int, roles: PlatformRoles) -> TrialStalls:
         half_tick = self.watch.period_ns / 2
         dut, tester = sides(raw, roles, self.dut_names, half_tick, origin_ns)
-        bound_s = half_tick / 1e9
-        return TrialStalls(StallSide(merged(tester, bound_s)),
-                           StallSide(merged(dut, bound_s)) if roles.dut_cpus else None, THRESHOLD_MS, lost)
+        return TrialStalls(StallSide(merged(tester)), StallSide(merged(dut)) if roles.dut_cpus else None,
+                           THRESHOLD_MS, lost)
 
     def wire_loss(self, from_ns: int, to_ns: int, origin_ns: int, dut: StallSide | None,
                   rate_pps: float | None) -> WireLoss | None:

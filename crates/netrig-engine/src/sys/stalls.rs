@@ -11,9 +11,9 @@
 //!      kernel's BTF gives; none without BTF)
 //!  cpu_idle (raw tracepoint) ──▶ netrig_idle: an idle CPU has no ticks to miss (its clock event
 //!      may not fire at all): entering idle suspends the tick program, leaving it counts as a tick
-//!  sched_waking / sched_switch tracepoints (every CPU) ──▶ netrig_wake / netrig_switch: a watched task woken,
-//!      or switched out while still runnable, starts waiting (switched out asleep, it is not); switched
-//!      in, it stops; a wait longer than threshold ──▶ episode "task": the guest gave the task's CPU
+//!  sched_waking, sched_wakeup / sched_switch tracepoints (every CPU) ──▶ netrig_wake / netrig_switch:
+//!      a watched task woken (either event, whichever comes first after a switch-out), or switched
+//!      out while still runnable, starts waiting (switched out asleep, it is not); switched in, it stops; a wait longer than threshold ──▶ episode "task": the guest gave the task's CPU
 //!      to another task (named: the one running there when the wait began, from a table of each
 //!      CPU's running task the switch program keeps)
 //!  every episode ──▶ one ARRAY value: a 64-byte header (the next record's index, taken with an
@@ -43,13 +43,20 @@ const BY: i16 = 16;
 const BY_PID: i16 = 8;
 /// Bytes of a CPU's entry in the table of running tasks: the name of the task running there, at
 /// [`CUR_AT`] when the last switch the switch program saw there was, at [`CUR_PID`] the task's
-/// thread id.
-const CUR: u32 = 32;
+/// thread id; at [`CUR_PREV`] the name of the task that switch took the CPU from, at
+/// [`CUR_PREV_PID`] its thread id.
+const CUR: u32 = 64;
 const CUR_AT: i16 = 16;
 const CUR_PID: i16 = 24;
+const CUR_PREV: i16 = 32;
+const CUR_PREV_PID: i16 = 48;
 /// Where on the programs' stack the thread id of the task an episode names is, beside its name at
 /// -32 (`append` takes both).
 const STACK_BY_PID: i16 = -48;
+/// Where on the switch program's stack the task its CPU's last switch seen took the CPU from is
+/// kept (its name, its thread id), read before this switch overwrites it.
+const STACK_LAST_PREV: i16 = -64;
+const STACK_LAST_PREV_PID: i16 = -68;
 /// Bytes of a CPU's tick state: the last tick ns, the idle mark, the watched mark.
 const LAST: u32 = 24;
 const WATCHED_AT: i16 = 16;
@@ -390,7 +397,13 @@ fn switch_program(tasks: RawFd, ring: RawFd, cur: RawFd, f: &SwitchFields, thres
     let mut a = Asm::new();
     a.mov_reg(R6, R1).call(BPF_FUNC_KTIME_GET_NS).mov_reg(R7, R0);
     a.call(BPF_FUNC_GET_SMP_PROCESSOR_ID).store(Size::W, R10, -12, R0).store_imm(Size::DW, R10, -40, 0);
+    a.store_imm(Size::DW, R10, STACK_LAST_PREV, 0).store_imm(Size::DW, R10, STACK_LAST_PREV + 8, 0);
+    a.store_imm(Size::W, R10, STACK_LAST_PREV_PID, 0);
     a.mov_reg(R2, R10).add_imm(R2, -12).load_map_fd(R1, cur).call(BPF_FUNC_MAP_LOOKUP_ELEM).jeq_imm(R0, 0, "prev");
+    copy_name(&mut a, R10, STACK_LAST_PREV, R0, CUR_PREV);
+    a.load(Size::W, R1, R0, CUR_PREV_PID).store(Size::W, R10, STACK_LAST_PREV_PID, R1);
+    copy_name(&mut a, R0, CUR_PREV, R6, f.prev_comm);
+    a.load(Size::W, R1, R6, f.prev_pid).store(Size::W, R0, CUR_PREV_PID, R1);
     copy_name(&mut a, R0, 0, R6, f.next_comm);
     a.load(Size::W, R1, R6, f.next_pid).store(Size::W, R0, CUR_PID, R1);
     a.load(Size::DW, R1, R0, CUR_AT).store(Size::DW, R10, -40, R1).store(Size::DW, R0, CUR_AT, R7);
@@ -408,18 +421,8 @@ fn switch_program(tasks: RawFd, ring: RawFd, cur: RawFd, f: &SwitchFields, thres
     a.mov_reg(R2, R10).add_imm(R2, -4).load_map_fd(R1, tasks).call(BPF_FUNC_MAP_LOOKUP_ELEM).jeq_imm(R0, 0, "out");
     a.load(Size::DW, R8, R0, 0).jeq_imm(R8, 0, "out").store_imm(Size::DW, R0, 0, 0);
     a.mov_reg(R9, R7).sub_reg(R9, R8).jle_imm(R9, threshold_ns, "out");
-    // the name it waited for, on the stack for `append`: the one switched out now if none was kept
-    // or the kept one is the idle task (woken on an idle CPU, something other than the idle task
-    // may have run first: the last before it says who; the idle task itself, the host's late wake)
-    copy_name(&mut a, R10, -32, R6, f.prev_comm);
-    a.load(Size::W, R1, R6, f.prev_pid).store(Size::W, R10, STACK_BY_PID, R1);
-    a.load(Size::DW, R1, R0, BY).jeq_imm(R1, 0, "named");
-    a.load(Size::W, R1, R0, BY).jne_imm(R1, IDLE[0], "kept");
-    a.load(Size::W, R1, R0, BY + 4).jeq_imm(R1, IDLE[1], "named");
-    a.label("kept");
-    copy_name(&mut a, R10, -32, R0, BY);
-    a.load(Size::W, R1, R0, BY_PID).store(Size::W, R10, STACK_BY_PID, R1);
-    a.label("named");
+    // the name it waited for: the one switched out now, unless a task was kept
+    name_waited_for(&mut a, R0, (R6, f.prev_comm, f.prev_pid), ["kept", "named"]);
     append(&mut a, ring, KIND_TASK, Some((R10, -32)), "out");
     a.label("out").mov_imm(R0, 0).exit();
     a.finish()
@@ -427,18 +430,39 @@ fn switch_program(tasks: RawFd, ring: RawFd, cur: RawFd, f: &SwitchFields, thres
 
 /// Within [`switch_program`], the task switched out in `R0` (its state): a wait since before the
 /// CPU's last switch seen (at `[R10 - 40]`) ended unseen after that switch, and up to it is an
-/// episode named by the task kept; `R0` is the task's state again after. Clobbers R1-R5, R8, R9.
+/// episode named by the task kept, or else the one that switch took the CPU from (a 5-ms take
+/// that ended in a switch to a task whose switches go unseen was named after the idle task that
+/// ran before it: the host's); `R0` is the task's state again after. Clobbers R1-R5, R8, R9.
 fn unseen_switch_in(a: &mut Asm, tasks: RawFd, ring: RawFd, threshold_ns: i32) {
     use Reg::*;
     a.load(Size::DW, R8, R0, 0).jeq_imm(R8, 0, "seen");
     a.load(Size::DW, R9, R10, -40).jle_reg(R9, R8, "seen").sub_reg(R9, R8).jle_imm(R9, threshold_ns, "seen");
-    copy_name(a, R10, -32, R0, BY);
-    a.load(Size::W, R1, R0, BY_PID).store(Size::W, R10, STACK_BY_PID, R1);
+    // the one that last switch took the CPU from, unless a task was kept
+    name_waited_for(a, R0, (R10, STACK_LAST_PREV, STACK_LAST_PREV_PID), ["unseen_kept", "unseen_named"]);
     a.load(Size::W, R1, R10, -4).store(Size::W, R10, -8, R1);
     append(a, ring, KIND_TASK, Some((R10, -32)), "again");
     // the state again (`append` took the key at [R10 - 4]; the pid is at [R10 - 8] too)
     a.label("again").mov_reg(R2, R10).add_imm(R2, -8).load_map_fd(R1, tasks).call(BPF_FUNC_MAP_LOOKUP_ELEM);
     a.jeq_imm(R0, 0, "next").label("seen");
+}
+
+/// The task a watched task (its state in `state`) waited for, on the stack for `append` (name at
+/// -32, thread id at [`STACK_BY_PID`]): the one kept when its wait began, unless none was or it
+/// was the idle task; then `fallback` (where a name and a thread id are: woken on an idle CPU,
+/// something other than the idle task may have run first, and the last before it ran says who;
+/// the idle task itself, the host's late wake). `labels`: two unique to the program. Clobbers R1.
+fn name_waited_for(a: &mut Asm, state: Reg, fallback: (Reg, i16, i16), [kept, named]: [&'static str; 2]) {
+    use Reg::*;
+    let (src, name, pid) = fallback;
+    copy_name(a, R10, -32, src, name);
+    a.load(Size::W, R1, src, pid).store(Size::W, R10, STACK_BY_PID, R1);
+    a.load(Size::DW, R1, state, BY).jeq_imm(R1, 0, named);
+    a.load(Size::W, R1, state, BY).jne_imm(R1, IDLE[0], kept);
+    a.load(Size::W, R1, state, BY + 4).jeq_imm(R1, IDLE[1], named);
+    a.label(kept);
+    copy_name(a, R10, -32, state, BY);
+    a.load(Size::W, R1, state, BY_PID).store(Size::W, R10, STACK_BY_PID, R1);
+    a.label(named);
 }
 
 /// "swapper/", the idle task's name's first 8 bytes, as two native-endian u32s.
@@ -550,32 +574,42 @@ impl StallProbe {
         progs: &mut Vec<OwnedFd>,
         events: &mut Vec<OwnedFd>,
     ) -> io::Result<()> {
-        // `sched_waking`, not `sched_wakeup`: a wake-up aimed at an idle CPU goes on that CPU's
-        // wake list with an interrupt, and `sched_wakeup` fires there once it runs, after whatever
-        // kept the CPU from running (a host that left the halted vCPU stopped: no tick is missed
-        // in idle). `sched_waking` fires on the waker's CPU as the wake-up begins. Measured (bpftrace,
-        // a DUT ring thread at 20 kfps): 98 896 of 99 069 `sched_wakeup`s fired on the woken
-        // thread's CPU, 4-8 µs after `sched_waking` on the sender's, up to 1.25 ms.
-        let (wake_id, w) = tracepoint(dir, "sched_waking", &["pid", "target_cpu"])?;
+        // `sched_waking`: a wake-up aimed at an idle CPU goes on that CPU's wake list with an
+        // interrupt, and `sched_wakeup` fires there once it runs, after whatever kept the CPU from
+        // running (a host that left the halted vCPU stopped: no tick is missed in idle).
+        // `sched_waking` fires on the waker's CPU as the wake-up begins. Measured (bpftrace, a DUT
+        // ring thread at 20 kfps): 98 896 of 99 069 `sched_wakeup`s fired on the woken thread's
+        // CPU, 4-8 µs after `sched_waking` on the sender's, up to 1.25 ms.
+        // And `sched_wakeup`, for a wake-up that raced the task's own going to sleep: its
+        // `sched_waking` came after the scheduler read the task's state as asleep and before the
+        // switch-out, which ends any wait; the task is queued after the switch, and `sched_wakeup`
+        // fires then (ftrace: a DUT ring thread woken 2 µs before switching itself out to a 5-ms
+        // take, then kept off for all of it, unreported: 1 take in about 25). The wake program
+        // starts no wait for a task already waiting, so the two never count one wake-up twice.
+        let mut wakes = Vec::new();
+        for name in ["sched_waking", "sched_wakeup"] {
+            let (id, w) = tracepoint(dir, name, &["pid", "target_cpu"])?;
+            let wake = wake_program(tasks.as_raw_fd(), cur.as_raw_fd(), w[0], w[1]);
+            let wake = bpf::prog_load(bpf::BPF_PROG_TYPE_TRACEPOINT, &wake, "netrig_wake", 0, 0)
+                .map_err(ctx("loading the wake-up program"))?;
+            wakes.push((id, wake));
+        }
         let (switch_id, s) =
             tracepoint(dir, "sched_switch", &["prev_comm", "prev_pid", "prev_state", "next_comm", "next_pid"])?;
         let fields =
             SwitchFields { prev_comm: s[0], prev_pid: s[1], prev_state: s[2], next_comm: s[3], next_pid: s[4] };
-        let wake = wake_program(tasks.as_raw_fd(), cur.as_raw_fd(), w[0], w[1]);
-        let wake = bpf::prog_load(bpf::BPF_PROG_TYPE_TRACEPOINT, &wake, "netrig_wake", 0, 0)
-            .map_err(ctx("loading the wake-up program"))?;
         let switch = switch_program(tasks.as_raw_fd(), ring.as_raw_fd(), cur.as_raw_fd(), &fields, threshold);
         let switch = bpf::prog_load(bpf::BPF_PROG_TYPE_TRACEPOINT, &switch, "netrig_switch", 0, 0)
             .map_err(ctx("loading the context-switch program"))?;
         // A tracepoint's programs run wherever it fires: one event (on CPU 0, as libbpf opens them)
         // attaches a program for every CPU, and a second one would be refused (EEXIST).
-        for (id, prog) in [(wake_id, &wake), (switch_id, &switch)] {
+        for (id, prog) in wakes.iter().map(|(id, p)| (*id, p)).chain([(switch_id, &switch)]) {
             let ev = perf_event_open(PERF_TYPE_TRACEPOINT, id, 1, PERF_SAMPLE_RAW, 0)
                 .map_err(ctx("a scheduler tracepoint"))?;
             attach(&ev, prog).map_err(ctx("a scheduler tracepoint"))?;
             events.push(ev);
         }
-        progs.push(wake);
+        progs.extend(wakes.into_iter().map(|(_, p)| p));
         progs.push(switch);
         Ok(())
     }
@@ -765,6 +799,16 @@ mod tests {
         ev.wake(WATCHED);
         ev.switch(0, false, WATCHED);
         assert_eq!(ev.episodes(), vec![]);
+        // woken as it switched itself out asleep (`sched_waking` before the switch, `sched_wakeup`
+        // after it, once the task is queued), then kept off its CPU for 5 ms: a wait from the
+        // `sched_wakeup` (before it was attached: none at all)
+        ev.wake(WATCHED);
+        ev.switch(WATCHED, true, 7);
+        ev.wake(WATCHED);
+        pause_ms(5);
+        ev.switch(7, false, WATCHED);
+        let eps = ev.episodes();
+        assert!(eps.len() == 1 && eps[0].len_ns >= 5_000_000, "{eps:?}");
         // woken while on its CPU, then preempted for 5 ms: the wait starts at the switch-out
         ev.wake(WATCHED);
         pause_ms(5);
@@ -809,6 +853,18 @@ mod tests {
         assert_eq!(eps.len(), 1, "{eps:?}");
         let e = &eps[0];
         assert!(e.pid == WATCHED && e.by == "next" && e.len_ns >= 5_000_000 && e.start_ns + e.len_ns <= other, "{e:?}");
+        // woken on an idle CPU; a real-time take there for 5 ms, then a switch from it to a task
+        // whose switches go unseen, its own switch-in among them: the wait up to the switch seen is
+        // named after the task that switch took the CPU from (before: the idle task, the host's)
+        ev.wake_on(WATCHED, 4001);
+        ev.switch(0, false, 7);
+        pause_ms(5);
+        ev.switch(7, false, 8);
+        pause_ms(1);
+        ev.switch(WATCHED, true, 0);
+        let eps = ev.episodes();
+        assert!(eps.len() == 1 && eps[0].len_ns >= 5_000_000, "{eps:?}");
+        assert_eq!((eps[0].by.as_str(), eps[0].by_pid), ("other", 7), "{eps:?}");
         // woken while it ran (no switch on its CPU after the wake-up), switched out 5 ms later: no wait
         ev.switch(0, false, WATCHED);
         ev.wake(WATCHED);
