@@ -14,8 +14,8 @@
 //!  sched_waking, sched_wakeup / sched_switch tracepoints (every CPU) ──▶ netrig_wake / netrig_switch:
 //!      a watched task woken (either event, whichever comes first after a switch-out), or switched
 //!      out while still runnable, starts waiting (switched out asleep, it is not); switched in, it stops; a wait longer than threshold ──▶ episode "task": the guest gave the task's CPU
-//!      to another task (named: the one running there when the wait began, from a table of each
-//!      CPU's running task the switch program keeps)
+//!      to another task (named: the one that held the CPU longest meanwhile, from a table of each
+//!      CPU's running task and longest hold the switch program keeps)
 //!  every episode ──▶ one ARRAY value: a 64-byte header (the next record's index, taken with an
 //!      atomic add) and RING records of 64 bytes; user space drains it (`read`)
 //! ```
@@ -44,12 +44,18 @@ const BY_PID: i16 = 8;
 /// Bytes of a CPU's entry in the table of running tasks: the name of the task running there, at
 /// [`CUR_AT`] when the last switch the switch program saw there was, at [`CUR_PID`] the task's
 /// thread id; at [`CUR_PREV`] the name of the task that switch took the CPU from, at
-/// [`CUR_PREV_PID`] its thread id.
-const CUR: u32 = 64;
+/// [`CUR_PREV_PID`] its thread id; at [`CUR_MARK`] when a watched task last began waiting there,
+/// and at [`MOST`], [`MOST_PID`], [`MOST_LEN`] the task that held the CPU longest since then (name,
+/// thread id, ns: a hold counted from that mark at the earliest).
+const CUR: u32 = 96;
 const CUR_AT: i16 = 16;
 const CUR_PID: i16 = 24;
 const CUR_PREV: i16 = 32;
 const CUR_PREV_PID: i16 = 48;
+const CUR_MARK: i16 = 56;
+const MOST: i16 = 64;
+const MOST_PID: i16 = 80;
+const MOST_LEN: i16 = 88;
 /// Where on the programs' stack the thread id of the task an episode names is, beside its name at
 /// -32 (`append` takes both).
 const STACK_BY_PID: i16 = -48;
@@ -362,6 +368,7 @@ fn wake_program(tasks: RawFd, cur: RawFd, pid_off: i16, cpu_off: i16) -> Vec<Ins
     a.mov_reg(R2, R10).add_imm(R2, -8).load_map_fd(R1, cur).call(BPF_FUNC_MAP_LOOKUP_ELEM).jeq_imm(R0, 0, "out");
     a.load(Size::DW, R1, R0, 0).store(Size::DW, R8, BY, R1).load(Size::DW, R1, R0, 8).store(Size::DW, R8, BY + 8, R1);
     a.load(Size::W, R1, R0, CUR_PID).store(Size::W, R8, BY_PID, R1);
+    a.store(Size::DW, R0, CUR_MARK, R7).store_imm(Size::DW, R0, MOST_LEN, 0);
     a.label("out").mov_imm(R0, 0).exit();
     a.finish()
 }
@@ -378,7 +385,12 @@ struct SwitchFields {
 /// The context-switch program: it keeps each CPU's running task's name (`cur`); a watched task
 /// switched out while runnable starts waiting, for the task switched in; one switched out asleep is
 /// not waiting; one switched in stops, and a wait above `threshold_ns` is an episode naming the task
-/// it waited for (else the one switched out now). The switch-out sets the task's state either way:
+/// it waited for: the one that held its CPU longest since the wait began (each CPU's entry in
+/// `cur` keeps it; a wake-up or a preemption of a watched task there restarts it). Before, the one
+/// kept when the wait began named it: a 150-ms take was named after a kernel worker that ran for
+/// microseconds before and after it, 1 run in 3 once `sched_wakeup` started waits; and before
+/// 2026-12-03 the one switched out last: a 5-ms take after an ordinary task that ran between it
+/// and the waiting task. The switch-out sets the task's state either way:
 /// the kernel also reports a wake-up of a task still on its CPU (one that set itself to sleep and
 /// was woken before it left: a DUT's ring thread under load gets thousands), and that start, kept
 /// through the task's next sleep, made its next switch-in read as a wait as long as the sleep
@@ -404,6 +416,7 @@ fn switch_program(tasks: RawFd, ring: RawFd, cur: RawFd, f: &SwitchFields, thres
     a.load(Size::W, R1, R0, CUR_PREV_PID).store(Size::W, R10, STACK_LAST_PREV_PID, R1);
     copy_name(&mut a, R0, CUR_PREV, R6, f.prev_comm);
     a.load(Size::W, R1, R6, f.prev_pid).store(Size::W, R0, CUR_PREV_PID, R1);
+    longest_hold(&mut a, f);
     copy_name(&mut a, R0, 0, R6, f.next_comm);
     a.load(Size::W, R1, R6, f.next_pid).store(Size::W, R0, CUR_PID, R1);
     a.load(Size::DW, R1, R0, CUR_AT).store(Size::DW, R10, -40, R1).store(Size::DW, R0, CUR_AT, R7);
@@ -415,17 +428,40 @@ fn switch_program(tasks: RawFd, ring: RawFd, cur: RawFd, f: &SwitchFields, thres
     a.store(Size::DW, R0, 0, R7);
     copy_name(&mut a, R0, BY, R6, f.next_comm);
     a.load(Size::W, R1, R6, f.next_pid).store(Size::W, R0, BY_PID, R1);
+    // its CPU's holds count from now
+    a.mov_reg(R2, R10).add_imm(R2, -12).load_map_fd(R1, cur).call(BPF_FUNC_MAP_LOOKUP_ELEM).jeq_imm(R0, 0, "next");
+    a.store(Size::DW, R0, CUR_MARK, R7).store_imm(Size::DW, R0, MOST_LEN, 0);
     a.ja("next");
     a.label("asleep").store_imm(Size::DW, R0, 0, 0);
     a.label("next").load(Size::W, R1, R6, f.next_pid).store(Size::W, R10, -8, R1).store(Size::W, R10, -4, R1);
     a.mov_reg(R2, R10).add_imm(R2, -4).load_map_fd(R1, tasks).call(BPF_FUNC_MAP_LOOKUP_ELEM).jeq_imm(R0, 0, "out");
     a.load(Size::DW, R8, R0, 0).jeq_imm(R8, 0, "out").store_imm(Size::DW, R0, 0, 0);
     a.mov_reg(R9, R7).sub_reg(R9, R8).jle_imm(R9, threshold_ns, "out");
-    // the name it waited for: the one switched out now, unless a task was kept
+    // the name it waited for: the task that held its CPU longest since the wait began (this
+    // switch's included), else the one kept
     name_waited_for(&mut a, R0, (R6, f.prev_comm, f.prev_pid), ["kept", "named"]);
+    a.mov_reg(R2, R10).add_imm(R2, -12).load_map_fd(R1, cur).call(BPF_FUNC_MAP_LOOKUP_ELEM).jeq_imm(R0, 0, "append");
+    a.load(Size::DW, R1, R0, MOST_LEN).jeq_imm(R1, 0, "append");
+    copy_name(&mut a, R10, -32, R0, MOST);
+    a.load(Size::W, R1, R0, MOST_PID).store(Size::W, R10, STACK_BY_PID, R1);
+    a.label("append");
     append(&mut a, ring, KIND_TASK, Some((R10, -32)), "out");
     a.label("out").mov_imm(R0, 0).exit();
     a.finish()
+}
+
+/// Within [`switch_program`], its CPU's entry in `R0` (before this switch is written): the task
+/// switched out now held the CPU since the last switch seen there, or since the mark if later; the
+/// longest such hold since the mark is kept (`MOST`). Clobbers R1-R3.
+fn longest_hold(a: &mut Asm, f: &SwitchFields) {
+    use Reg::*;
+    a.load(Size::DW, R1, R0, CUR_AT).load(Size::DW, R2, R0, CUR_MARK).jge_reg(R1, R2, "from").mov_reg(R1, R2);
+    // a mark another CPU's clock set a little ahead of this one's: no hold
+    a.label("from").jgt_reg(R1, R7, "held").mov_reg(R3, R7).sub_reg(R3, R1);
+    a.load(Size::DW, R2, R0, MOST_LEN).jge_reg(R2, R3, "held").store(Size::DW, R0, MOST_LEN, R3);
+    copy_name(a, R0, MOST, R6, f.prev_comm);
+    a.load(Size::W, R1, R6, f.prev_pid).store(Size::W, R0, MOST_PID, R1);
+    a.label("held");
 }
 
 /// Within [`switch_program`], the task switched out in `R0` (its state): a wait since before the
@@ -688,7 +724,7 @@ mod tests {
             switch_program(3, 4, 5, &f, 1_000_000),
             idle_program(3, 8),
         ] {
-            assert!(p.len() > 10 && p.len() < 200);
+            assert!(p.len() > 10 && p.len() < 400);
             assert_eq!(p.last().map(|i| i.code()), Some(0x95), "ends with exit");
         }
     }
@@ -743,16 +779,21 @@ mod tests {
             bpf::prog_test_run_ctx(&self.wake, &ctx).unwrap();
         }
 
-        /// `pid` woken to run on CPU 4000 (busy).
+        /// `pid` woken to run on CPU 0 (where a test that calls it runs its switches).
         fn wake(&self, pid: u32) {
-            self.wake_on(pid, 4000)
+            self.wake_on(pid, 0)
         }
 
         /// `prev` switched out (`asleep`: in a sleeping state, else runnable), `next` in; every
         /// task but the watched one is named "other", but the one switched in is "next".
         fn switch(&self, prev: u32, asleep: bool, next: u32) {
+            self.switch_from(prev, b"other", asleep, next)
+        }
+
+        /// [`Events::switch`], the task switched out named `prev_comm` (up to 15 bytes).
+        fn switch_from(&self, prev: u32, prev_comm: &[u8], asleep: bool, next: u32) {
             let mut ctx = [0u8; 64];
-            ctx[8..14].copy_from_slice(b"other\0");
+            ctx[8..8 + prev_comm.len()].copy_from_slice(prev_comm);
             ctx[48..53].copy_from_slice(b"next\0");
             ctx[24..28].copy_from_slice(&prev.to_ne_bytes());
             ctx[32..40].copy_from_slice(&(asleep as u64).to_ne_bytes()); // TASK_INTERRUPTIBLE
@@ -775,14 +816,16 @@ mod tests {
             eprintln!("skipped: needs root (BPF maps and programs)");
             return;
         };
-        // preempted (switched out runnable) for 5 ms: one wait, for the task that preempted it (not
-        // the one that ran last before it)
+        // the programs run on the test's CPU, and a CPU's holds are its own: one CPU throughout
+        crate::sys::cpu::pin_current_thread_to(&[0]).unwrap();
+        // preempted (switched out runnable) for 5 ms: one wait, for the task that preempted it (here
+        // a task's name is "next" as it is switched in, "other" as it is switched out)
         ev.switch(WATCHED, false, 7);
         pause_ms(5);
         ev.switch(7, false, WATCHED);
         let eps = ev.episodes();
         assert_eq!(eps.len(), 1, "{eps:?}");
-        assert!(eps[0].pid == WATCHED && eps[0].by == "next" && eps[0].len_ns >= 5_000_000, "{eps:?}");
+        assert!(eps[0].pid == WATCHED && eps[0].len_ns >= 5_000_000, "{eps:?}");
         assert_eq!((eps[0].by_pid, eps[0].by_self), (7, false), "the preempting task's thread id, not ours");
         // preempted by one of this process's own threads: the tester's work on the DUT's CPU
         let own = unsafe { libc::gettid() } as u32;
@@ -815,22 +858,34 @@ mod tests {
         ev.switch(WATCHED, false, 7);
         ev.switch(7, false, WATCHED);
         assert_eq!(ev.episodes(), vec![]);
-        // woken from sleep and kept off its CPU for 5 ms: a wait from the wake-up, for the task
-        // running on its CPU then
+        // woken from sleep and kept off its CPU for 5 ms by the task running there then, another
+        // running briefly after it: a wait from the wake-up, for the task running at the wake-up
+        ev.switch(WATCHED, true, 99);
+        ev.wake(WATCHED);
+        pause_ms(5);
+        ev.switch(99, false, 7);
+        ev.switch(7, false, WATCHED);
+        let eps = ev.episodes();
+        assert!(eps.len() == 1 && eps[0].len_ns >= 5_000_000, "{eps:?}");
+        assert_eq!(eps[0].by_pid, 99, "the task that held the CPU longest: the one running at the wake-up");
+        // woken while that task ran briefly, then a take of 5 ms, then that task briefly again:
+        // named after the take (before: after the task running at the wake-up and at the end)
+        ev.switch(WATCHED, true, 99);
+        ev.wake(WATCHED);
+        ev.switch(99, false, 50);
+        pause_ms(5);
+        ev.switch(50, false, 99);
+        ev.switch(99, false, WATCHED);
+        let eps = ev.episodes();
+        assert!(eps.len() == 1 && eps[0].by_pid == 50, "{eps:?}");
+        // woken on its idle CPU, which the host ran again only 5 ms later: named after the idle
+        // task (the host's late wake, as user space reads it)
         ev.switch(WATCHED, true, 0);
         ev.wake(WATCHED);
         pause_ms(5);
-        ev.switch(7, false, WATCHED);
+        ev.switch_from(0, b"swapper/0", false, WATCHED);
         let eps = ev.episodes();
-        assert!(eps.len() == 1 && eps[0].len_ns >= 5_000_000 && eps[0].by == "busy", "{eps:?}");
-        assert_eq!(eps[0].by_pid, 99, "the thread id of the task running on its CPU at the wake-up");
-        // woken on an idle CPU and kept off it for 5 ms: named by the task that ran there before it
-        ev.switch(WATCHED, true, 0);
-        ev.wake_on(WATCHED, 4001);
-        pause_ms(5);
-        ev.switch(7, false, WATCHED);
-        let eps = ev.episodes();
-        assert!(eps.len() == 1 && eps[0].by == "other" && eps[0].by_pid == 7, "{eps:?}");
+        assert!(eps.len() == 1 && eps[0].by == "swapper/0" && eps[0].by_pid == 0, "{eps:?}");
     }
 
     #[test]
