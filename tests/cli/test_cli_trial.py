@@ -67,8 +67,8 @@ def test_a_task_that_takes_the_senders_cpu_is_named_in_the_trials_stalls():
         # one is seen and merged into the wait)
         at = [e for e in eps if e["cpu"] == 1 and start(e) <= t0 + 2.1e6 and start(e) + e["length_ms"] * 1e6 >= t1 - 1e5]
         assert len(at) == 1, (eps, takes, res["run_start_ns"])
-        # named after the task that held the CPU when the wait began: the hog, unless the sender
-        # was already waiting for another when the hog took the CPU
+        # named after the task that held the CPU longest during the wait: the hog, unless the
+        # sender was already waiting for another, for longer, when the hog took the CPU
         assert at[0]["by"] == HOG or start(at[0]) < t0, (eps, takes, res["run_start_ns"])
         holders.add(at[0]["by"] or "the host")
     reason = res["invalid_reason"] or ""
