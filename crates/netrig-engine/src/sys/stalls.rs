@@ -368,7 +368,7 @@ fn wake_program(tasks: RawFd, cur: RawFd, pid_off: i16, cpu_off: i16) -> Vec<Ins
     a.mov_reg(R2, R10).add_imm(R2, -8).load_map_fd(R1, cur).call(BPF_FUNC_MAP_LOOKUP_ELEM).jeq_imm(R0, 0, "out");
     a.load(Size::DW, R1, R0, 0).store(Size::DW, R8, BY, R1).load(Size::DW, R1, R0, 8).store(Size::DW, R8, BY + 8, R1);
     a.load(Size::W, R1, R0, CUR_PID).store(Size::W, R8, BY_PID, R1);
-    a.store(Size::DW, R0, CUR_MARK, R7).store_imm(Size::DW, R0, MOST_LEN, 0);
+    restart_holds(&mut a);
     a.label("out").mov_imm(R0, 0).exit();
     a.finish()
 }
@@ -411,7 +411,7 @@ fn switch_program(tasks: RawFd, ring: RawFd, cur: RawFd, f: &SwitchFields, thres
     a.call(BPF_FUNC_GET_SMP_PROCESSOR_ID).store(Size::W, R10, -12, R0).store_imm(Size::DW, R10, -40, 0);
     a.store_imm(Size::DW, R10, STACK_LAST_PREV, 0).store_imm(Size::DW, R10, STACK_LAST_PREV + 8, 0);
     a.store_imm(Size::W, R10, STACK_LAST_PREV_PID, 0);
-    a.mov_reg(R2, R10).add_imm(R2, -12).load_map_fd(R1, cur).call(BPF_FUNC_MAP_LOOKUP_ELEM).jeq_imm(R0, 0, "prev");
+    cpu_entry(&mut a, cur, "prev");
     copy_name(&mut a, R10, STACK_LAST_PREV, R0, CUR_PREV);
     a.load(Size::W, R1, R0, CUR_PREV_PID).store(Size::W, R10, STACK_LAST_PREV_PID, R1);
     copy_name(&mut a, R0, CUR_PREV, R6, f.prev_comm);
@@ -428,9 +428,8 @@ fn switch_program(tasks: RawFd, ring: RawFd, cur: RawFd, f: &SwitchFields, thres
     a.store(Size::DW, R0, 0, R7);
     copy_name(&mut a, R0, BY, R6, f.next_comm);
     a.load(Size::W, R1, R6, f.next_pid).store(Size::W, R0, BY_PID, R1);
-    // its CPU's holds count from now
-    a.mov_reg(R2, R10).add_imm(R2, -12).load_map_fd(R1, cur).call(BPF_FUNC_MAP_LOOKUP_ELEM).jeq_imm(R0, 0, "next");
-    a.store(Size::DW, R0, CUR_MARK, R7).store_imm(Size::DW, R0, MOST_LEN, 0);
+    cpu_entry(&mut a, cur, "next");
+    restart_holds(&mut a);
     a.ja("next");
     a.label("asleep").store_imm(Size::DW, R0, 0, 0);
     a.label("next").load(Size::W, R1, R6, f.next_pid).store(Size::W, R10, -8, R1).store(Size::W, R10, -4, R1);
@@ -440,7 +439,7 @@ fn switch_program(tasks: RawFd, ring: RawFd, cur: RawFd, f: &SwitchFields, thres
     // the name it waited for: the task that held its CPU longest since the wait began (this
     // switch's included), else the one kept
     name_waited_for(&mut a, R0, (R6, f.prev_comm, f.prev_pid), ["kept", "named"]);
-    a.mov_reg(R2, R10).add_imm(R2, -12).load_map_fd(R1, cur).call(BPF_FUNC_MAP_LOOKUP_ELEM).jeq_imm(R0, 0, "append");
+    cpu_entry(&mut a, cur, "append");
     a.load(Size::DW, R1, R0, MOST_LEN).jeq_imm(R1, 0, "append");
     copy_name(&mut a, R10, -32, R0, MOST);
     a.load(Size::W, R1, R0, MOST_PID).store(Size::W, R10, STACK_BY_PID, R1);
@@ -448,6 +447,19 @@ fn switch_program(tasks: RawFd, ring: RawFd, cur: RawFd, f: &SwitchFields, thres
     append(&mut a, ring, KIND_TASK, Some((R10, -32)), "out");
     a.label("out").mov_imm(R0, 0).exit();
     a.finish()
+}
+
+/// Within [`switch_program`], this CPU's entry in `cur` (its number at `[R10 - 12]`) in `R0`, or a
+/// jump to `miss`.
+fn cpu_entry(a: &mut Asm, cur: RawFd, miss: &'static str) {
+    use Reg::*;
+    a.mov_reg(R2, R10).add_imm(R2, -12).load_map_fd(R1, cur).call(BPF_FUNC_MAP_LOOKUP_ELEM).jeq_imm(R0, 0, miss);
+}
+
+/// A watched task began waiting on the CPU whose `cur` entry is in `R0` (at `R7`, now): its holds
+/// count from now.
+fn restart_holds(a: &mut Asm) {
+    a.store(Size::DW, Reg::R0, CUR_MARK, Reg::R7).store_imm(Size::DW, Reg::R0, MOST_LEN, 0);
 }
 
 /// Within [`switch_program`], its CPU's entry in `R0` (before this switch is written): the task
