@@ -854,7 +854,9 @@ class TrialResult:
     @property
     def tx_window_s(self) -> float: ...
     @property
-    def drain_s(self) -> float: ...
+    def drain_s(self) -> float:
+        """How long the trial waited for frames in flight after its last frame, s: its drain, or
+        less when every frame it sent had arrived sooner (or it was stopped)."""
     @property
     def valid(self) -> bool: ...
     @property

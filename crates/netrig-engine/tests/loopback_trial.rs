@@ -285,6 +285,34 @@ fn drain_zero_counts_every_frame_that_reached_the_tester() {
     assert!(r.valid, "{:?}", r.invalid_reason);
 }
 
+/// The drain waits for frames in flight: once every frame sent has arrived (duplicates aside)
+/// nothing is, and it ends; while one is missing it runs in full.
+#[test]
+fn the_drain_ends_once_every_frame_has_arrived_and_runs_in_full_while_one_is_missing() {
+    let _serial = serial();
+    let trial = |faults: Option<FaultConfig>, drain_ns: u64| {
+        let (mut p, _) = ports(faults);
+        let mut s = StreamConfig::new("drained");
+        s.rate = Rate::Pps(100_000.0);
+        s.stop = Stop::Frames { count: 20_000 };
+        let mut c = cfg(s);
+        c.drain_ns = drain_ns;
+        run_trial(&mut p, &c, &TrialControl::new()).unwrap()
+    };
+    let clean = trial(None, 2_000_000_000);
+    assert_eq!((clean.streams[0].rx_frames, clean.streams[0].lost), (20_000, 0));
+    assert!(clean.drain_s < 1.0, "every frame had arrived: the drain waited {} s of 2 s", clean.drain_s);
+    let doubled = trial(Some(FaultConfig { seed: 5, duplicate: 0.01, ..Default::default() }), 2_000_000_000);
+    let st = &doubled.streams[0];
+    assert!(st.duplicated > 0 && st.lost == 0 && st.rx_frames == 20_000, "{st:?}");
+    assert!(doubled.drain_s < 1.0, "duplicates are not frames in flight: waited {} s", doubled.drain_s);
+    // More duplicates than lost frames: counting them as arrivals would end the drain too soon.
+    let lossy = trial(Some(FaultConfig { seed: 5, drop: 0.001, duplicate: 0.01, ..Default::default() }), 300_000_000);
+    let st = &lossy.streams[0];
+    assert!(st.lost > 0 && st.duplicated > st.lost, "{st:?}");
+    assert_eq!(lossy.drain_s, 0.3, "a frame never arrived: the whole drain");
+}
+
 #[test]
 fn a_late_threshold_of_zero_is_refused() {
     let (mut p, _) = ports(None);

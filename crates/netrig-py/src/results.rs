@@ -359,6 +359,8 @@ result_class! {
         trial_tag: u32 = r.trial_tag,
         duration_s: f64 = r.duration_s,
         tx_window_s: f64 = r.tx_window_s,
+        /// How long the trial waited for frames in flight after its last frame, s: its drain, or
+        /// less when every frame it sent had arrived sooner (or it was stopped).
         drain_s: f64 = r.drain_s,
         valid: bool = r.valid,
         invalid_reason: Option<String> = r.invalid_reason.clone(),

@@ -215,7 +215,8 @@ OPTIONS: dict[str, Option] = {
     "--outer-vlan": Option(INTEGER, metavar="ID"),
     # ------------------------------------------------------------------ when
     "--duration": Option(DURATION, "how long"),
-    "--drain": Option(DURATION, "how long to wait for frames in flight after the last one is sent", zero=True),
+    "--drain": Option(DURATION, "the longest wait for frames in flight after the last one is sent (a trial on this "
+                                "host ends it once every frame has arrived)", zero=True),
     "--late": Option(DURATION, "latency above which a frame is late: lost to RFC 2544, left out of the percentiles"),
     "--warmup": Option(DURATION, zero=True),
     "--interval": Option(DURATION, "how often a count is taken (and a line printed)", zero=True),

@@ -437,6 +437,12 @@ impl TrialControl {
     }
 
     /// Frames the current phase's TX workers have sent so far.
+    /// Frames of the trial's flows its receivers have counted so far, each once (see
+    /// [`crate::traffic::analyze::Analyzer::arrived`]).
+    pub fn rx_arrived_now(&self) -> u64 {
+        self.rx_live.lock().map(|v| v.iter().map(|l| l.arrived.load(Ordering::Relaxed)).sum()).unwrap_or(0)
+    }
+
     pub fn tx_frames_now(&self) -> u64 {
         self.tx_live.lock().map(|v| v.iter().map(|l| l.frames.load(Ordering::Acquire)).sum()).unwrap_or(0)
     }
@@ -559,6 +565,8 @@ pub struct TrialResult {
     pub duration_s: f64,
     /// First to last frame sent, seconds.
     pub tx_window_s: f64,
+    /// How long the trial waited for frames in flight after its last frame, seconds: its drain,
+    /// or less when every frame it sent had arrived sooner (or it was stopped).
     pub drain_s: f64,
     pub valid: bool,
     pub invalid_reason: Option<String>,
@@ -792,7 +800,7 @@ pub fn run_trial(
 
     // The flows' state is allocated by the workers: measured as the resident set's growth.
     let rss_before = flowstate::rss_bytes().unwrap_or(0);
-    let (rx_outs, tx_outs, mut watches) = std::thread::scope(|scope| {
+    let (rx_outs, tx_outs, mut watches, drained_ns) = std::thread::scope(|scope| {
         let (links, link_stop) = (&links, &rx_setup.stop);
         let watcher = std::thread::Builder::new()
             .name("netrig-link".into())
@@ -831,10 +839,11 @@ pub fn run_trial(
         }
         drop(spawning);
         let tx_outs = send_all(ports, cfg, &streams, txq, &tx_cpus, (epoch_ns, tag), grid.clone(), ctl);
-        drain(cfg.drain_ns, ctl);
+        let sent: u64 = tx_outs.iter().flat_map(|(_, w)| &w.shares).map(|s| s.frames).sum();
+        let drained_ns = drain(cfg.drain_ns, sent, ctl);
         rx_setup.stop.store(true, Ordering::SeqCst);
         let rx_outs: Vec<RxWorkerOut> = rx_handles.into_iter().map(|h| h.join().expect("RX worker panicked")).collect();
-        (rx_outs, tx_outs, watcher.join().expect("link watcher panicked"))
+        (rx_outs, tx_outs, watcher.join().expect("link watcher panicked"), drained_ns)
     });
     for (l, w) in links.iter().zip(watches.iter_mut()) {
         w.after = l.as_ref().and_then(|l| l.state());
@@ -847,6 +856,7 @@ pub fn run_trial(
         rx_cpus,
         started_realtime_ns,
         interrupted: ctl.stopped(),
+        drained_ns,
         links: watches,
         grid,
         epoch_ns,
@@ -962,6 +972,7 @@ impl RxSink for TrialSink<'_> {
             return;
         }
         self.live.frames.store(self.an.totals.frames, Ordering::Relaxed);
+        self.live.arrived.store(self.an.arrived(), Ordering::Relaxed);
         if let Some(iv) = self.an.intervals.as_mut() {
             // Fewer than a batch: what had arrived when it polled is counted (a TPACKET_V3
             // block may hold frames a few ms longer: `SETTLE_MARGIN_NS` covers it).
@@ -1050,16 +1061,21 @@ fn send_all(
     run_tx_all(&mut txq, streams, tx_cpus, &run(start, shape, grid, false), ctl)
 }
 
-/// The drain: frames in flight get `drain_ns` to arrive (less when the trial is stopped).
-fn drain(drain_ns: u64, ctl: &TrialControl) {
+/// The drain: frames in flight get `drain_ns` to arrive. It ends sooner when every one of the
+/// `sent` frames has arrived (nothing is in flight: the receivers counted each once, on time or
+/// late), or when the trial is stopped. Returns how long it waited, ns.
+fn drain(drain_ns: u64, sent: u64, ctl: &TrialControl) -> u64 {
     ctl.set_phase(Phase::Draining);
-    let drain_end = clock::now_ns() + drain_ns;
-    while clock::now_ns() < drain_end && !ctl.stopped() {
+    let begin = clock::now_ns();
+    let drain_end = begin + drain_ns;
+    let all_arrived = || sent > 0 && ctl.rx_arrived_now() >= sent;
+    while clock::now_ns() < drain_end && !ctl.stopped() && !all_arrived() {
         std::thread::sleep(
             std::time::Duration::from_millis(5)
                 .min(std::time::Duration::from_nanos(drain_end.saturating_sub(clock::now_ns()))),
         );
     }
+    clock::now_ns().saturating_sub(begin).min(drain_ns)
 }
 
 /// What [`collect`] needs to know about the run besides the workers' counts.
@@ -1069,6 +1085,8 @@ struct RunFacts {
     rx_cpus: Vec<usize>,
     started_realtime_ns: u64,
     interrupted: bool,
+    /// How long the drain waited (see [`TrialResult::drain_s`]).
+    drained_ns: u64,
     /// What was seen of every port's link.
     links: Vec<LinkWatch>,
     grid: Option<Arc<IntervalGrid>>,
@@ -1241,7 +1259,7 @@ fn collect(
         trial_tag: run.tag,
         duration_s,
         tx_window_s: totals.window_s,
-        drain_s: cfg.drain_ns as f64 / 1e9,
+        drain_s: run.drained_ns as f64 / 1e9,
         valid: verdict.valid,
         invalid_reason: verdict.reason,
         interrupted: run.interrupted,

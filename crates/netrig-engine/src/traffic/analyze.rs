@@ -433,6 +433,15 @@ impl Analyzer {
         Analyzer::with_policy(nflows, epoch_ns, late_ns, policy)
     }
 
+    /// Frames of this trial's flows counted once each, on time or late: what arrived of what was
+    /// sent. Every frame is in the totals' `frames`; one the analyser does not count into a flow is
+    /// in exactly one of their other counters, or a duplicate. Read after a flush.
+    pub fn arrived(&self) -> u64 {
+        let t = &self.totals;
+        let apart = t.foreign + t.unknown_flow + t.warmup + t.earlier_trial + t.other_trial + t.implausible;
+        t.frames.saturating_sub(apart + self.flows.duplicated)
+    }
+
     /// Count for the trial `ident`; `sent_so_far` bounds sequence numbers (see [`SentSoFar`]).
     pub fn for_trial(mut self, ident: TrialIdent, sent_so_far: SentSoFar) -> Self {
         self.policy = OneTag { ident, sent_so_far, seq_bound: 0 };
@@ -899,7 +908,7 @@ pub(crate) mod tests {
         an.frame(&frame(0, 0)[..40], at(2_000)); // not netrig's
         let t = an.totals;
         assert_eq!((t.earlier_trial, t.other_trial, t.warmup, t.unknown_flow, t.foreign), (2, 4, 1, 1, 1));
-        assert_eq!(t.frames, 10);
+        assert_eq!((t.frames, an.arrived()), (10, 1));
         let f = &an.flow(0);
         assert_eq!((f.received, f.reordered, f.duplicated, f.next_seq()), (1, 0, 0, 1), "only this trial's frame");
     }
@@ -1115,6 +1124,8 @@ mod model_tests {
         }
         an.flush();
         assert_eq!(an.totals.frames, frames.len() as u64);
+        let arrived: u64 = models.iter().map(|m| m.received - m.preloaded_frames + m.late).sum();
+        assert_eq!(an.arrived(), arrived, "every frame once, on time or late; no duplicate");
         for (i, m) in models.iter().enumerate() {
             m.check(&an.flow(i));
         }

@@ -237,6 +237,8 @@ pub struct FlowStates {
     windows: Vec<u64>,
     pub hists: Vec<FlowHists>,
     pub wide: HashMap<u32, FlowWide>,
+    /// Duplicates over all flows.
+    pub duplicated: u64,
 }
 
 /// `n` zeroed elements in their own mapping. Failing it is running out of memory, as a `Vec`'s
@@ -263,6 +265,7 @@ impl FlowStates {
             windows: vec![0u64; n * window_words],
             hists: (0..hist_flows.min(n)).map(|_| new_hists()).collect(),
             wide: HashMap::new(),
+            duplicated: 0,
         }
     }
 
@@ -303,6 +306,7 @@ impl FlowStates {
             SeqClass::Reordered => self.cold[flow][0] += 1,
             SeqClass::Duplicate => self.cold[flow][1] += 1,
         }
+        self.duplicated += u64::from(class == SeqClass::Duplicate);
         class
     }
 

@@ -29,6 +29,8 @@ const FINAL_WAIT: Duration = Duration::from_millis(1);
 #[derive(Debug, Default)]
 pub struct RxLive {
     pub frames: AtomicU64,
+    /// Of them, the frames of the trial's flows counted once each ([`crate::traffic::analyze::Analyzer::arrived`]).
+    pub arrived: AtomicU64,
 }
 
 /// What a worker does with what it receives.
