@@ -436,13 +436,13 @@ impl TrialControl {
             .collect()
     }
 
-    /// Frames the current phase's TX workers have sent so far.
     /// Frames of the trial's flows its receivers have counted so far, each once (see
     /// [`crate::traffic::analyze::Analyzer::arrived`]).
     pub fn rx_arrived_now(&self) -> u64 {
         self.rx_live.lock().map(|v| v.iter().map(|l| l.arrived.load(Ordering::Relaxed)).sum()).unwrap_or(0)
     }
 
+    /// Frames the current phase's TX workers have sent so far.
     pub fn tx_frames_now(&self) -> u64 {
         self.tx_live.lock().map(|v| v.iter().map(|l| l.frames.load(Ordering::Acquire)).sum()).unwrap_or(0)
     }

@@ -237,8 +237,9 @@ pub struct FlowStates {
     windows: Vec<u64>,
     pub hists: Vec<FlowHists>,
     pub wide: HashMap<u32, FlowWide>,
-    /// Duplicates over all flows.
-    pub duplicated: u64,
+    /// Duplicates over all flows since the states were made (a flow's [`Self::reset`] leaves its
+    /// share): what a trial's [`crate::traffic::analyze::Analyzer::arrived`] leaves out.
+    pub(crate) duplicated: u64,
 }
 
 /// `n` zeroed elements in their own mapping. Failing it is running out of memory, as a `Vec`'s
