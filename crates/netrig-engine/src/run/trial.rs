@@ -406,8 +406,7 @@ impl TrialControl {
         };
         let start = self.run_start_ns.load(Ordering::Relaxed);
         let elapsed_s = if start == 0 { 0.0 } else { clock::now_ns().saturating_sub(start) as f64 / 1e9 };
-        let rx_frames =
-            self.rx_live.lock().map(|v| v.iter().map(|l| l.frames.load(Ordering::Relaxed)).sum()).unwrap_or(0);
+        let rx_frames = self.rx_sum(|l| &l.frames);
         let trial_tag = self.tag.load(Ordering::Relaxed);
         LiveSnapshot { phase, elapsed_s, tx_frames: self.tx_frames_now(), rx_frames, trial_tag }
     }
@@ -439,7 +438,12 @@ impl TrialControl {
     /// Frames of the trial's flows its receivers have counted so far, each once (see
     /// [`crate::traffic::analyze::Analyzer::arrived`]).
     pub fn rx_arrived_now(&self) -> u64 {
-        self.rx_live.lock().map(|v| v.iter().map(|l| l.arrived.load(Ordering::Relaxed)).sum()).unwrap_or(0)
+        self.rx_sum(|l| &l.arrived)
+    }
+
+    /// One live counter summed over the RX workers.
+    fn rx_sum(&self, counter: impl Fn(&RxLive) -> &AtomicU64) -> u64 {
+        self.rx_live.lock().map(|v| v.iter().map(|l| counter(l).load(Ordering::Relaxed)).sum()).unwrap_or(0)
     }
 
     /// Frames the current phase's TX workers have sent so far.
