@@ -155,21 +155,23 @@ def test_recovery_and_iperf_are_one_engine_trial_each(policer):
 
 
 def test_back_to_back_measures_the_policer_bucket_in_burst_mode(policer):
-    """nft ``limit rate over 40000/second burst 1000 packets``: bursts at the tester's top rate R
-    pass up to about 1000 / (1 − 40 000 / R) frames. Before burst mode, a trial the tester could
-    not run at line rate counted as a failed burst and the answer came out low (848 or 973)."""
+    """nft ``limit rate over 40000/second burst 1000 packets``: bursts at rate R pass up to
+    1000 / (1 − 40 000 / R) frames. Before burst mode, a trial the tester could not run at line
+    rate counted as a failed burst and the answer came out low (848 or 973); sent as fast as the
+    tester could, bursts left at 296-669 kfps by turns, a passing one was often "slow" against the
+    median, and three in a row abandoned the search (CI, and 2 runs in 6 here)."""
     from netrig.methods.back_to_back import BackToBackParams, measure_back_to_back
 
     lr = LineRate(10e9, "nominal", "veth")
     r = measure_back_to_back(policer.measurer, F64, lr, BackToBackParams(trials=2, max_burst_frames=8_000))
     assert r.abandoned_trials == 0 and len(r.bursts_frames) == 2
-    assert r.tester_limited and r.achieved_burst_rate_fps is not None  # veth: far below 14.88 Mpps
+    # veth: far below 14.88 Mpps, so every probe is paced at a rate the tester holds
+    assert r.tester_limited and r.held_burst_rate_fps is not None and r.achieved_burst_rate_fps is not None
     top = 1000 / (1 - 40_000 / r.achieved_burst_rate_fps)
-    # R is the rate the tester handed frames to the port; the policer meets them at the rate the
-    # DUT forwards them (in softirq on the sender's CPU, partly after the send call returned), a
-    # little lower, so a few % more frames pass than at R. Never fewer than the bucket.
+    # Paced, the policer meets the bursts at the rate the tester sent them: 18 searches here at held
+    # rates of 243-504 kfps passed 0.990-1.000 of ``top``.
     for b in r.bursts_frames:
-        assert 0.98 * 1000 <= b <= 1.10 * top, (b, top, r.achieved_burst_rate_fps)
+        assert 0.97 * top <= b <= 1.03 * top, (b, top, r.achieved_burst_rate_fps)
 
 
 def test_a_receiver_on_the_senders_cpu_does_not_take_half_of_it():

@@ -7,7 +7,13 @@ from dataclasses import replace
 import pytest
 
 from netrig.measure import DutModel, Load, SimulatedMeasurer, TrialCounts
-from netrig.methods.back_to_back import INVALID_RETRIES, BackToBackParams, measure_back_to_back
+from netrig.methods.back_to_back import (
+    CALIBRATION_BURSTS,
+    HELD_RATE_SHARE,
+    INVALID_RETRIES,
+    BackToBackParams,
+    measure_back_to_back,
+)
 from netrig.model import FrameSize, LineRate
 
 LR = LineRate(10e9, "nominal", "veth0")
@@ -50,32 +56,63 @@ def test_a_search_that_cannot_probe_is_abandoned_and_not_averaged():
     m = Flaky(SimulatedMeasurer(model), 1)
     r = measure_back_to_back(m, F64, LR, BackToBackParams(trials=3))
     assert r.bursts_frames == () and r.abandoned_trials == 3
-    assert m.calls == 3 * (1 + INVALID_RETRIES), "each search tried its first probe, then gave up"
+    assert m.calls == CALIBRATION_BURSTS + 3 * (1 + INVALID_RETRIES), \
+        "the calibration tried its bursts, then each search tried its first probe and gave up"
+    assert r.held_burst_rate_fps is None, "no valid calibration burst: no rate to hold"
     assert r.to_dict()["abandoned_trials"] == 3
 
 
 def test_a_tester_below_the_burst_rate_sends_whole_bursts_and_limits_the_result():
-    # The tester reaches 1 Mpps of the 14.88 Mpps line rate; the DUT forwards 0.5 Mpps with a
-    # 1000-frame buffer: bursts at 1 Mpps pass up to 1000 / (1 - 0.5) = 2000 frames.
+    # The tester reaches 1 Mpps of the 14.88 Mpps line rate and paces its bursts at 0.9 Mpps; the
+    # DUT forwards 0.5 Mpps with a 1000-frame buffer: bursts at 0.9 Mpps pass up to
+    # 1000 / (1 - 0.5 / 0.9) = 2250 frames.
     model = DutModel(capacity_pps=0.5e6, buffer_frames=1_000, tester_ceiling_pps=1e6)
     r = measure_back_to_back(SimulatedMeasurer(model), F64, LR, BackToBackParams(trials=3), throughput_pps=0.5e6)
-    truth = model.max_burst(1e6, F64)
-    assert truth == pytest.approx(2_000, abs=2)
+    held = HELD_RATE_SHARE * 1e6
+    truth = model.max_burst(held, F64)
+    assert truth == pytest.approx(2_250, abs=2)
     for b in r.bursts_frames:
         assert b <= truth and truth - b <= max(1, truth // 1000) + 1, (b, truth)
-    assert r.tester_limited and r.achieved_burst_rate_fps == pytest.approx(1e6)
-    assert r.tester_limit_pps == pytest.approx(1e6)
+    assert r.held_burst_rate_fps == pytest.approx(held)
+    assert r.tester_limited and r.achieved_burst_rate_fps == pytest.approx(held)
+    assert r.tester_limit_pps == pytest.approx(held)
     d = r.to_dict()
-    assert d["tester_limited"] is True and d["achieved_burst_rate_fps"] == pytest.approx(1e6)
+    assert d["tester_limited"] is True and d["achieved_burst_rate_fps"] == pytest.approx(held)
+    assert d["held_burst_rate_fps"] == pytest.approx(held)
 
 
-class Slow(Flaky):
-    """A measurer whose every ``every``-th burst leaves at 0.3 of the tester's rate, with no single
-    pause (a CPU shared all along): the DUT, a 0.5-Mpps forwarder, keeps up with that burst."""
+class Wavering(Flaky):
+    """A tester whose top rate changes from burst to burst (1 Mpps, then 0.6 Mpps, ...) with no
+    pause in any: veth's unpaced bursts left at 296-669 kfps. Paced below its slowest, it holds."""
 
     def measure(self, load: Load, duration_s: float) -> TrialCounts:
         self.calls += 1
-        if self.calls % self.every == 0:
+        top = 1e6 if self.calls % self.every else 0.6e6
+        return self.inner.measure(replace(load, rate_pps=min(load.rate_pps, top)), duration_s)
+
+
+def test_a_tester_whose_top_rate_wavers_paces_every_probe_at_one_rate_it_holds():
+    # Sent as fast as it could, the probes would meet the 0.5-Mpps DUT at 1 or 0.6 Mpps and pass
+    # 2 000 or 6 000 frames by turns; paced at 0.9 x 0.6 Mpps, every burst passes the same number.
+    model = DutModel(capacity_pps=0.5e6, buffer_frames=1_000)
+    m = Wavering(SimulatedMeasurer(model), 2)
+    r = measure_back_to_back(m, F64, LR, BackToBackParams(trials=4), throughput_pps=0.5e6)
+    held = HELD_RATE_SHARE * 0.6e6
+    truth = model.max_burst(held, F64)
+    assert r.held_burst_rate_fps == pytest.approx(held) and r.repeated_probes == 0
+    assert len(r.bursts_frames) == 4
+    for b in r.bursts_frames:
+        assert b <= truth and truth - b <= max(1, truth // 1000) + 1, (b, truth)
+
+
+class Slow(Flaky):
+    """A measurer whose every ``every``-th burst of the search (after the calibration) leaves at
+    0.3 Mpps, with no single pause (a CPU shared all along): the DUT, a 0.5-Mpps forwarder, keeps up
+    with that burst."""
+
+    def measure(self, load: Load, duration_s: float) -> TrialCounts:
+        self.calls += 1
+        if self.calls > CALIBRATION_BURSTS and self.calls % self.every == 0:
             return self.inner.measure(replace(load, rate_pps=0.3e6), duration_s)
         return self.inner.measure(load, duration_s)
 
@@ -83,11 +120,11 @@ class Slow(Flaky):
 @pytest.mark.parametrize("every", [3, 5])
 def test_a_burst_the_tester_sent_slowly_is_not_a_passed_burst(every):
     model = DutModel(capacity_pps=0.5e6, buffer_frames=1_000, tester_ceiling_pps=1e6)
-    truth = model.max_burst(1e6, F64)
+    truth = model.max_burst(HELD_RATE_SHARE * 1e6, F64)
     m = Slow(SimulatedMeasurer(model), every)
     r = measure_back_to_back(m, F64, LR, BackToBackParams(trials=4), throughput_pps=0.5e6)
     assert len(r.bursts_frames) == 4 and r.abandoned_trials == 0
     for b in r.bursts_frames:
         assert b <= truth and truth - b <= max(1, truth // 1000) + 1, (b, truth)
-    assert r.achieved_burst_rate_fps == pytest.approx(1e6), "a slow burst's rate is not the tester's"
+    assert r.achieved_burst_rate_fps == pytest.approx(HELD_RATE_SHARE * 1e6), "a slow burst's rate is not the tester's"
     assert r.repeated_probes > 0 and r.to_dict()["repeated_probes"] == r.repeated_probes
