@@ -516,11 +516,18 @@ class Snapshot:
 
 @final
 class Trial:
-    """A trial running in an engine thread; opening the ports raises before any traffic."""
+    """A trial running in an engine thread; opening the ports raises before any traffic. ``keep``:
+    after a successful run its ports stay open for the next trial (``reuse``), until that one takes
+    them, ``release()`` closes them, or the object ends. ``reuse``: a trial whose kept ports this one
+    takes where they are what it would open (the same interfaces and options, passing the transmit
+    guard again, able to carry its frames); otherwise they are closed first."""
 
-    def __new__(cls, spec: TrialSpec, watch: StallWatch | None = None) -> Trial:
+    def __new__(cls, spec: TrialSpec, watch: StallWatch | None = None, reuse: Trial | None = None,
+                keep: bool = False) -> Trial:
         """``watch``: told of each TX and RX worker as it starts (by thread id): each is watched while
         the trial lives, so its waits for its CPU are episodes."""
+    def release(self) -> None:
+        """Close the ports kept for a next trial now (GIL released); nothing when none are kept."""
     def wait(self, timeout_s: float) -> bool:
         """Wait up to ``timeout_s`` for the end (GIL released); true when it has ended."""
     def stop(self) -> None:

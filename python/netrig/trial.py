@@ -350,6 +350,7 @@ def run_trial(
     on_intervals: Callable[[list[IntervalResult]], None] | None = None,
     follow: Callable[[_native.Trial], None] | None = None,
     watch: _native.StallWatch | None = None,
+    keep: KeptPorts | None = None,
 ) -> TrialResult:
     """Run one trial and return its :class:`TrialResult`.
 
@@ -381,7 +382,8 @@ def run_trial(
     itself (``run_start_ns``): the progress callbacks come from this thread, which the tester's
     bookkeeping priority lets a busy tester CPU hold up for seconds. ``watch``: the platform's stall
     watch (``measure.platform``), told of each TX and RX worker as it starts, so a wait of the
-    tester's own workers for their CPU is an episode, naming what ran instead.
+    tester's own workers for their CPU is an episode, naming what ran instead. ``keep``: the
+    caller's :class:`KeptPorts`, which keeps the ports open from this trial to the next.
     """
     ports, streams, receive = _trial_ports(tx, rx, ports, streams, receive)
     phase_specs = _phase_specs(phases)
@@ -394,10 +396,33 @@ def run_trial(
         rx_cpus=tuple(rx_cpus or ()), receive=receive, pacing=pacing, max_stretch_pct=max_stretch_pct,
         phases=phase_specs, interval_s=None if interval_s is None else _seconds(interval_s, "interval_s"),
         gap_slots=gap_slots, max_flow_results=max_flow_results)
-    trial = _native.Trial(spec, watch)
+    trial = keep.trial(spec, watch) if keep is not None else _native.Trial(spec, watch)
     if follow is not None:
         follow(trial)
     return _watch(trial, progress, progress_interval_s, "trial", "traffic stopped", on_intervals)
+
+
+class KeptPorts:
+    """The ports of a caller's last trial, kept open for its next one: trials on the same ports
+    skip opening and closing them (on veth with AF_XDP: two sockets and a UMEM per port, the XDP
+    link; 15 + 60 ms a trial here, the close waiting out RCU grace periods). Between trials the
+    XDP program stays attached and steers nothing: frames go to the kernel. Ports that no longer
+    fit the next trial (other interfaces or options, larger frames than they carry) are closed
+    before it opens its own. :meth:`close` closes them now; the end of the object does too."""
+
+    def __init__(self) -> None:
+        self._last: _native.Trial | None = None
+
+    def trial(self, spec: _native.TrialSpec, watch: _native.StallWatch | None) -> _native.Trial:
+        """Start ``spec`` on the kept ports where they fit, keeping its own for the next."""
+        trial = _native.Trial(spec, watch, reuse=self._last, keep=True)
+        self._last = trial
+        return trial
+
+    def close(self) -> None:
+        last, self._last = self._last, None
+        if last is not None:
+            last.release()
 
 
 def _one_port_each(ports: list[Port], streams: Sequence[Stream]) -> tuple[list[Port], Sequence[Stream]]:

@@ -2,10 +2,14 @@
 and netrig's counts agree with the kernel's interface counters."""
 from __future__ import annotations
 
+import dataclasses
+import re
+
 import pytest
 from tests.conftest import forwarding_namespace, if_counter, needs_root, sh, veth_pair
 
 import netrig
+from netrig.trial import KeptPorts
 
 pytestmark = [needs_root, pytest.mark.root]
 
@@ -127,3 +131,35 @@ def test_result_is_typed_and_to_dict_keeps_the_result_format():
         import json
 
         assert json.loads(json.dumps(d)) == d
+
+
+def _xdp_prog(ns: str, ifname: str) -> str | None:
+    """The id of the XDP program attached to ``ifname``, or None."""
+    m = re.search(r"prog/xdp id (\d+)", sh("ip", "-d", "link", "show", "dev", ifname, ns=ns))
+    return m.group(1) if m else None
+
+
+def test_kept_ports_carry_the_next_trials_and_close_for_a_trial_of_its_own():
+    """A measurer's trials keep their ports open from one to the next (``KeptPorts``): the next
+    trial runs on the same sockets and XDP program and counts exactly, a larger frame included; a
+    trial that opens ports of its own closes them first (beside them it received nothing), and
+    ``close()`` detaches the program."""
+    with veth_pair("kp") as (ns_a, if_a, ns_b, if_b):
+        tx, rx, mac_a, mac_b = _ports(ns_a, if_a, ns_b, if_b, "auto")
+        s = netrig.Stream(frame_size=64, rate_pps=20_000, src_mac=mac_a, dst_mac=mac_b)
+        keep = KeptPorts()
+        seen = []
+        for size in (64, 64, 1518):
+            r = netrig.run_trial(tx, rx, [dataclasses.replace(s, frame_size=size)], frames=2_000, drain_s=0.5,
+                                 keep=keep)
+            assert (r.frames_sent, r.frames_received, r.duplicated, r.reordered) == (2_000, 2_000, 0, 0), size
+            assert r.valid and r.tester_rx_drops == 0, r.invalid_reason
+            seen.append(_xdp_prog(ns_b, if_b))
+        assert seen[0] is not None and seen == [seen[0]] * 3, f"one program through the three trials: {seen}"
+        r = netrig.run_trial(tx, rx, [s], frames=2_000, drain_s=0.5)
+        assert r.frames_received == 2_000, r.to_dict(flows=False)
+        assert _xdp_prog(ns_b, if_b) is None, "the kept ports closed for it, its own closed after it"
+        netrig.run_trial(tx, rx, [s], frames=100, drain_s=0.5, keep=keep)
+        assert _xdp_prog(ns_b, if_b) is not None
+        keep.close()
+        assert _xdp_prog(ns_b, if_b) is None

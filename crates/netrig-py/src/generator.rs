@@ -1,7 +1,6 @@
 //! The generator from Python: spec classes of its flows (header stacks with field patterns,
 //! payload, duration) and captures, and `Generator`, whose ports open when it is made.
-use netrig_engine::open::open_port;
-use netrig_engine::port::{Port as EnginePort, PortSpec};
+use netrig_engine::port::PortSpec;
 use netrig_engine::run::generator::{self as gen, GenConfig, GenDuration, GenFlowConfig, LatencyMode};
 use netrig_engine::EngineError;
 use netrig_wire::pattern::{Pattern, Stepper};
@@ -394,13 +393,7 @@ impl Generator {
         let g = py.allow_threads(|| -> std::result::Result<gen::Generator, EngineError> {
             let open = match old.and_then(|o| reuse_ports(o, &specs)) {
                 Some(open) => open,
-                None => {
-                    let mut opened: Vec<Box<dyn EnginePort>> = Vec::new();
-                    for s in &specs {
-                        opened.push(open_port(s)?);
-                    }
-                    gen::OpenPorts::new(opened)
-                }
+                None => gen::OpenPorts::new(crate::open_ports(&specs)?),
             };
             gen::Generator::open_on(open, cfg, &stacks)
         })?;
@@ -550,23 +543,10 @@ impl Generator {
 /// transmit guard checks every port, with or without flows), receiving every frame (signatures
 /// sit at the frames' ends, where the AF_XDP steering program does not look), carrying the largest
 /// frame of its flows.
-/// `old`'s ports, open with their queues, when they are what `specs` would open: the same
-/// interfaces and options, each passing the transmit guard again, and able to carry the new
-/// frames (a larger largest frame keeps them only where no backend was passed over for the old
-/// one's). Either way `old` is closed.
+/// `old`'s ports, open with their queues, when they are what `specs` would open
+/// ([`crate::ports_fit`]). Either way `old` is closed.
 fn reuse_ports(old: &Generator, specs: &[PortSpec]) -> Option<gen::OpenPorts> {
-    let plain = |s: &PortSpec| PortSpec { max_frame_len: 0, ..s.clone() };
-    let caps = old.0.port_caps();
-    let fits = |(a, b, c): (&PortSpec, &PortSpec, &netrig_engine::port::PortCaps)| {
-        plain(a) == plain(b)
-            && (a.max_frame_len == b.max_frame_len
-                || (b.max_frame_len <= c.max_frame_len && !c.notes.contains("passed over")))
-    };
-    let same = old.1.len() == specs.len()
-        && caps.len() == specs.len()
-        && old.1.iter().zip(specs).zip(caps).all(|((a, b), c)| fits((a, b, c)))
-        && specs.iter().all(|s| netrig_engine::guard::check(s).is_ok());
-    if same {
+    if crate::ports_fit(&old.1, old.0.port_caps(), specs) {
         old.0.release()
     } else {
         old.0.close();

@@ -27,17 +27,82 @@ use job::Job;
 use results::{InterfaceInfo, IntervalResult, IoProbe, Snapshot, TrialResult};
 use specs::TrialSpec;
 
-/// A trial running in an engine thread; opening the ports raises before any traffic.
+/// A trial running in an engine thread; opening the ports raises before any traffic. `keep`:
+/// after a successful run its ports stay open for the next trial (`reuse`), until that one takes
+/// them, `release()` closes them, or the object ends. `reuse`: a trial whose kept ports this one
+/// takes where they are what it would open ([`ports_fit`]); otherwise they are closed first.
 #[pyclass(frozen, module = "netrig._native")]
 struct Trial {
     job: Job<netrig_engine::TrialResult>,
+    kept: Arc<Mutex<Option<KeptPorts>>>,
+}
+
+/// A finished trial's open ports and the specs they were opened from.
+struct KeptPorts {
+    specs: Vec<PortSpec>,
+    ports: Vec<Box<dyn EnginePort>>,
+}
+
+impl KeptPorts {
+    /// The ports, when they are what `specs` would open; else `None`, and they are closed.
+    fn take_for(self, specs: &[PortSpec]) -> Option<Vec<Box<dyn EnginePort>>> {
+        let caps: Vec<_> = self.ports.iter().map(|p| p.caps().clone()).collect();
+        ports_fit(&self.specs, &caps, specs).then_some(self.ports)
+    }
+}
+
+/// Every kept trial's ports in this process. A trial that opens ports of its own first closes
+/// those kept on its interfaces ([`close_kept_on`]): an interface takes one XDP program and an
+/// AF_XDP queue one socket, and a trial opened beside kept ports received nothing.
+static KEPT: Mutex<Vec<std::sync::Weak<Mutex<Option<KeptPorts>>>>> = Mutex::new(Vec::new());
+
+/// Open a port of each of `specs`, after closing the ports kept on their interfaces.
+pub(crate) fn open_ports(specs: &[PortSpec]) -> std::result::Result<Vec<Box<dyn EnginePort>>, EngineError> {
+    close_kept_on(specs);
+    Ok(specs.iter().map(open_port).collect::<std::result::Result<_, _>>()?)
+}
+
+/// Close the ports kept (in this process) on any interface of `specs`.
+fn close_kept_on(specs: &[PortSpec]) {
+    let mut all = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+    all.retain(|w| w.strong_count() > 0);
+    let mine =
+        |k: &KeptPorts| k.specs.iter().any(|a| specs.iter().any(|b| (&a.ifname, &a.netns) == (&b.ifname, &b.netns)));
+    for slot in all.iter().filter_map(std::sync::Weak::upgrade) {
+        let mut kept = slot.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.as_ref().is_some_and(mine) {
+            drop(kept.take());
+        }
+    }
+}
+
+/// Ports opened from `old` (with `caps`) serve `new` too: the same interfaces and options, each
+/// passing the transmit guard again, and able to carry the new frames (a larger largest frame
+/// keeps them only where no backend was passed over for the old one's).
+pub(crate) fn ports_fit(old: &[PortSpec], caps: &[netrig_engine::port::PortCaps], new: &[PortSpec]) -> bool {
+    let plain = |s: &PortSpec| PortSpec { max_frame_len: 0, ..s.clone() };
+    let fits = |((a, b), c): ((&PortSpec, &PortSpec), &netrig_engine::port::PortCaps)| {
+        plain(a) == plain(b)
+            && (a.max_frame_len == b.max_frame_len
+                || (b.max_frame_len <= c.max_frame_len && !c.notes.contains("passed over")))
+    };
+    old.len() == new.len()
+        && caps.len() == new.len()
+        && old.iter().zip(new).zip(caps).all(fits)
+        && new.iter().all(|s| netrig_engine::guard::check(s).is_ok())
 }
 
 #[pymethods]
 impl Trial {
     #[new]
-    #[pyo3(signature = (spec, watch=None))]
-    fn new(py: Python<'_>, spec: &Bound<'_, PyAny>, watch: Option<&Bound<'_, PyAny>>) -> Result<Self> {
+    #[pyo3(signature = (spec, watch=None, reuse=None, keep=false))]
+    fn new(
+        py: Python<'_>,
+        spec: &Bound<'_, PyAny>,
+        watch: Option<&Bound<'_, PyAny>>,
+        reuse: Option<&Bound<'_, Trial>>,
+        keep: bool,
+    ) -> Result<Self> {
         let spec: TrialSpec = args::instance(spec, "spec")?;
         let watch = match watch.filter(|w| !w.is_none()) {
             None => None,
@@ -66,12 +131,14 @@ impl Trial {
         // Open the ports and check the streams against them with the GIL released, as setup, not
         // bookkeeping (cpu::OrdinaryWhile, as in run_trial): under SCHED_IDLE beside other busy
         // work on every CPU (two busy loops) this took 18-159 s of a 2-s trial.
+        // Kept ports that do not fit are closed before any is opened: an AF_XDP queue binds once.
+        let old = reuse.and_then(|r| r.get().kept.lock().unwrap_or_else(|e| e.into_inner()).take());
         let mut opened = py.allow_threads(|| -> std::result::Result<Vec<Box<dyn EnginePort>>, EngineError> {
             let _setup = cpu::OrdinaryWhile::enter();
-            let mut v = Vec::new();
-            for p in &ports {
-                v.push(open_port(p)?);
-            }
+            let v = match old.and_then(|k| k.take_for(&ports)) {
+                Some(v) => v,
+                None => open_ports(&ports)?,
+            };
             netrig_engine::run::trial::prepare(&v, &cfg)?;
             Ok(v)
         })?;
@@ -79,8 +146,25 @@ impl Trial {
         if let Some(w) = watch {
             ctl.tell(w.get().workers());
         }
-        let ctl2 = ctl.clone();
-        Ok(Trial { job: Job::spawn("trial", ctl, move || run_trial(&mut opened, &cfg, &ctl2))? })
+        let (ctl2, kept) = (ctl.clone(), Arc::new(Mutex::new(None)));
+        if keep {
+            KEPT.lock().unwrap_or_else(|e| e.into_inner()).push(Arc::downgrade(&kept));
+        }
+        let kept2 = kept.clone();
+        let job = Job::spawn("trial", ctl, move || {
+            let r = run_trial(&mut opened, &cfg, &ctl2);
+            if keep && r.is_ok() {
+                *kept2.lock().unwrap_or_else(|e| e.into_inner()) = Some(KeptPorts { specs: ports, ports: opened });
+            }
+            r
+        })?;
+        Ok(Trial { job, kept })
+    }
+
+    /// Close the ports kept for a next trial now (GIL released); nothing when none are kept.
+    fn release(&self, py: Python<'_>) {
+        let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner()).take();
+        py.allow_threads(move || drop(kept));
     }
 
     /// Wait up to `timeout_s` for the end (GIL released); true when it has ended.
@@ -165,7 +249,7 @@ impl Listen {
         cfg.validate(ports.len())?;
         let mut opened = py.allow_threads(|| -> std::result::Result<Vec<Box<dyn EnginePort>>, EngineError> {
             let _setup = cpu::OrdinaryWhile::enter(); // setup, as a trial's
-            ports.iter().map(|p| open_port(p).map_err(EngineError::from)).collect()
+            open_ports(&ports)
         })?;
         let ctl = TrialControl::new();
         let ctl2 = ctl.clone();
@@ -540,7 +624,9 @@ fn probe_io(py: Python<'_>, ifname: &Bound<'_, PyAny>, netns: Option<&Bound<'_, 
                     transmit: false,
                     ..PortSpec::new(ifname.clone())
                 };
-                let outcome = open_port(&spec).map(|p| p.caps().notes.clone()).map_err(|e| e.to_string());
+                let outcome = open_ports(std::slice::from_ref(&spec))
+                    .map(|p| p[0].caps().notes.clone())
+                    .map_err(|e| e.to_string());
                 IoProbe::from(&(b.as_str(), outcome))
             })
             .collect()

@@ -61,7 +61,7 @@ from netrig.model import FrameSize, defaults
 from netrig.monitor.cpu import CpuAccount, CpuUsage
 from netrig.monitor.monitor import Sampler, compact_sample, latest_sample
 from netrig.testbed import conntrack
-from netrig.trial import PACING_MODES, Port, Stream, run_trial
+from netrig.trial import PACING_MODES, KeptPorts, Port, Stream, run_trial
 
 #: Learning trial: frames/s and seconds, then this much drain (RFC 2544 §23).
 LEARNING_RATE_PPS = 1000.0
@@ -151,6 +151,12 @@ class EngineMeasurer:
         #: thread that runs the trial: the run's telemetry (``netrig.telemetry``); ``None``: none.
         self.on_snapshot: Callable[[_native.Snapshot], None] | None = None
         self._learned: set = set()
+        #: The tester ports, open from one engine trial to the next (:meth:`close` closes them).
+        self._kept = KeptPorts()
+
+    def close(self) -> None:
+        """Close the tester ports kept open between trials (the next trial opens them again)."""
+        self._kept.close()
 
     # ---------------------------------------------------------------- the engine seam
     def _live(self, progress: Callable[[_native.Snapshot], None] | None
@@ -177,7 +183,7 @@ class EngineMeasurer:
                          warmup_s=self.warmup_s, learning=self.learning_frames, progress=progress,
                          follow=follow, pacing=self.pacing, watch=self._stall_watch,
                          max_stretch_pct=100 * self.tolerance, phases=phases, interval_s=interval_s,
-                         gap_slots=gap_slots, tx_cpus=self.tx_cpus, rx_cpus=self.rx_cpus, **stop)
+                         gap_slots=gap_slots, tx_cpus=self.tx_cpus, rx_cpus=self.rx_cpus, keep=self._kept, **stop)
 
     @property
     def _stall_watch(self) -> _native.StallWatch | None:
@@ -413,7 +419,7 @@ class EngineMeasurer:
                 progress=self._live(progress),
                 progress_interval_s=min(0.25, interval_s / 4), pacing=self.pacing,
                 max_stretch_pct=100 * self.tolerance, interval_s=interval_s, on_intervals=deliver,
-                gap_slots=gaps, tx_cpus=self.tx_cpus, rx_cpus=self.rx_cpus, follow=follow))()
+                gap_slots=gaps, tx_cpus=self.tx_cpus, rx_cpus=self.rx_cpus, follow=follow, keep=self._kept))()
             cpu = account.stop().to_dict()
             # The last ones; not those planned after a run stopped early (tester-limited): no frame
             # was sent in them, they are not soak time.
@@ -438,6 +444,8 @@ class EngineMeasurer:
                               f"a {request.kind} trial runs between the tester ports' kernel stacks: this test bed "
                               "has none (build it with tester_stack = true)")
         stack = self.stack
+        # the kernel stacks' traffic crosses no attached XDP program of the tester's
+        self.close()
         monitor = self.monitor_factory() if self.monitor_factory else None
         if monitor is not None:
             monitor.start()
@@ -493,7 +501,8 @@ class EngineMeasurer:
             return run_trial(ports=[self.tx, self.rx], streams=streams, drain_s=self.drain_s, late_s=self.late_s,
                              pacing=self.pacing, watch=self._stall_watch,
                              progress=self.on_snapshot,
-                             max_stretch_pct=100 * self.tolerance, tx_cpus=self.tx_cpus, rx_cpus=self.rx_cpus, **stop)
+                             max_stretch_pct=100 * self.tolerance, tx_cpus=self.tx_cpus, rx_cpus=self.rx_cpus,
+                             keep=self._kept, **stop)
 
         res, extra = self._monitored(run)
         ctr.after = conntrack.count(netns)
@@ -532,7 +541,7 @@ class EngineMeasurer:
                 progress=self._live(progress),
                 pacing=self.pacing, max_stretch_pct=100 * self.tolerance,
                 interval_s=INTERVAL_S, gap_slots=gaps, max_flow_results=MAX_EVENT_FLOWS, tx_cpus=self.tx_cpus,
-                rx_cpus=self.rx_cpus, follow=follow)))
+                rx_cpus=self.rx_cpus, follow=follow, keep=self._kept)))
             self._learned.discard(load.frame_size.label)
             c = self._counts(res, load.rate_pps, {**extra, "method": "one trial with events, per-flow sequence gaps"},
                              intervals=engine_intervals(res), flows=len(res.flows) <= RAW_FLOWS)

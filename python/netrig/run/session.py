@@ -197,7 +197,8 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
                                   dut_cpus=tb.dut_cpus(), platform=platform)
         env, desc = _recorded(tb, name, role, knob_record, cpus)
         desc["stall_watch"] = platform_note
-        with keep_off_dut(cpus.tx if role == "dut" else ()):
+        # the tester ports the trials kept open close before the test bed is taken down
+        with keep_off_dut(cpus.tx if role == "dut" else ()), contextlib.closing(measurer):
             yield Session(measurer, line_rate(config, tp.ifname, tx.info().speed_bps), desc, env, name,
                           command_env=tb.command_env(), before_trial=tb.repair, after_trial=tb.dead_processes,
                           tester_cpus=cpus, dut_can_hold_sender=tb.dut_can_hold_sender, shared_testbed=shared,
