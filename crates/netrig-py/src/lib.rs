@@ -148,7 +148,9 @@ impl Trial {
         }
         let (ctl2, kept) = (ctl.clone(), Arc::new(Mutex::new(None)));
         if keep {
-            KEPT.lock().unwrap_or_else(|e| e.into_inner()).push(Arc::downgrade(&kept));
+            let mut all = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+            all.retain(|w| w.strong_count() > 0); // the trials that ended since
+            all.push(Arc::downgrade(&kept));
         }
         let kept2 = kept.clone();
         let job = Job::spawn("trial", ctl, move || {
