@@ -7,10 +7,12 @@ from dataclasses import replace
 import pytest
 
 from netrig.measure import DutModel, Load, SimulatedMeasurer, TrialCounts
+from netrig.measure.platform import StallEpisode, StallSide, TrialStalls
 from netrig.methods.back_to_back import (
     CALIBRATION_BURSTS,
     HELD_RATE_SHARE,
     INVALID_RETRIES,
+    MAX_REPACES,
     BackToBackParams,
     measure_back_to_back,
 )
@@ -60,6 +62,8 @@ def test_a_search_that_cannot_probe_is_abandoned_and_not_averaged():
         "the calibration tried its bursts, then each search tried its first probe and gave up"
     assert r.held_burst_rate_fps is None, "no valid calibration burst: no rate to hold"
     assert r.to_dict()["abandoned_trials"] == 3
+    assert r.abandoned_reasons == ("the tester's receiver dropped 500 frames",) * 3
+    assert r.to_dict()["abandoned_reasons"] == list(r.abandoned_reasons)
 
 
 def test_a_tester_below_the_burst_rate_sends_whole_bursts_and_limits_the_result():
@@ -128,3 +132,77 @@ def test_a_burst_the_tester_sent_slowly_is_not_a_passed_burst(every):
         assert b <= truth and truth - b <= max(1, truth // 1000) + 1, (b, truth)
     assert r.achieved_burst_rate_fps == pytest.approx(HELD_RATE_SHARE * 1e6), "a slow burst's rate is not the tester's"
     assert r.repeated_probes > 0 and r.to_dict()["repeated_probes"] == r.repeated_probes
+
+
+class DutStalls(Flaky):
+    """A measurer whose every ``every``-th probe of the search meets a 2.7-ms stall of the DUT's CPU,
+    and its count is the stall's: a burst that passes loses half its frames, one that lost passes."""
+
+    def measure(self, load: Load, duration_s: float) -> TrialCounts:
+        self.calls += 1
+        c = self.inner.measure(load, duration_s)
+        if self.calls <= CALIBRATION_BURSTS or self.calls % self.every:
+            return c
+        stall = TrialStalls(StallSide(), StallSide((StallEpisode(0.001, 2.7, 1, False),)))
+        got = c.frames_sent // 2 if c.frames_lost == 0 else c.frames_sent
+        return replace(c, frames_received=got, stalls=stall)
+
+
+@pytest.mark.parametrize("every", [2, 5])
+def test_a_burst_the_duts_cpu_stalled_in_is_no_evidence_either_way(every):
+    model = DutModel(capacity_pps=0.5e6, buffer_frames=1_000, tester_ceiling_pps=1e6)
+    truth = model.max_burst(HELD_RATE_SHARE * 1e6, F64)
+    r = measure_back_to_back(DutStalls(SimulatedMeasurer(model), every), F64, LR, BackToBackParams(trials=4),
+                             throughput_pps=0.5e6)
+    assert len(r.bursts_frames) == 4 and r.abandoned_trials == 0 and r.repeated_probes > 0
+    for b in r.bursts_frames:
+        assert b <= truth and truth - b <= max(1, truth // 1000) + 1, (b, truth)
+
+
+class Slowed(Flaky):
+    """A tester whose top rate falls to ``top`` for good after ``every`` bursts, with no pause in any
+    (on veth its top rate halves for seconds at a time): from then on it cannot hold the rate it
+    calibrated, and every passing burst leaves slowly."""
+
+    def __init__(self, inner: SimulatedMeasurer, every: int, top: float):
+        super().__init__(inner, every)
+        self.top = top
+
+    def measure(self, load: Load, duration_s: float) -> TrialCounts:
+        self.calls += 1
+        top = self.top if self.calls > self.every else 1e6
+        return self.inner.measure(replace(load, rate_pps=min(load.rate_pps, top)), duration_s)
+
+
+def test_a_tester_that_slows_for_good_paces_every_search_again_at_a_rate_it_holds():
+    # Calibrated at 1 Mpps and pacing at 0.9 Mpps, the tester falls to 0.5 Mpps mid-search: its
+    # passing bursts leave >= 1 ms slowly in every attempt. The measurement starts again at 0.9 x
+    # 0.5 Mpps, and every burst is searched at that one rate (before: searches abandoned).
+    model = DutModel(capacity_pps=0.2e6, buffer_frames=1_000)
+    m = Slowed(SimulatedMeasurer(model), CALIBRATION_BURSTS + 12, 0.5e6)
+    r = measure_back_to_back(m, F64, LR, BackToBackParams(trials=3), throughput_pps=0.2e6)
+    held = HELD_RATE_SHARE * 0.5e6
+    truth = model.max_burst(held, F64)
+    assert r.held_burst_rate_fps == pytest.approx(held) and r.achieved_burst_rate_fps == pytest.approx(held)
+    assert len(r.bursts_frames) == 3 and r.abandoned_trials == 0 and r.repeated_probes >= INVALID_RETRIES
+    for b in r.bursts_frames:
+        assert b <= truth and truth - b <= max(1, truth // 1000) + 1, (b, truth)
+
+
+class Halving(Flaky):
+    """A tester that sends every burst of the search at half the rate it paces it at."""
+
+    def measure(self, load: Load, duration_s: float) -> TrialCounts:
+        self.calls += 1
+        slow = load.rate_pps / 2 if self.calls > CALIBRATION_BURSTS else load.rate_pps
+        return self.inner.measure(replace(load, rate_pps=min(slow, 1e6)), duration_s)
+
+
+def test_a_tester_that_never_holds_its_rate_gives_up_after_its_repaces_saying_why():
+    model = DutModel(capacity_pps=0.2e6, buffer_frames=1_000)
+    m = Halving(SimulatedMeasurer(model), 1)
+    r = measure_back_to_back(m, F64, LR, BackToBackParams(trials=2), throughput_pps=0.2e6)
+    assert r.bursts_frames == () and r.abandoned_trials == 2
+    assert r.held_burst_rate_fps == pytest.approx(1e6 * HELD_RATE_SHARE * (HELD_RATE_SHARE / 2) ** MAX_REPACES)
+    assert all("slower than at" in w and "the DUT drained meanwhile" in w for w in r.abandoned_reasons), r
+    assert m.calls < 100, "it stops: a bounded number of repaces, each a bounded search"

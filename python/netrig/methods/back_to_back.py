@@ -8,8 +8,9 @@ trial's answer), doubling or halving until it brackets the answer, then bisects.
 probe (the tester failed to send the burst, dropped frames itself, or paused in it) is not a failed burst: it is
 repeated up to ``INVALID_RETRIES`` times, and a search that still cannot probe is abandoned and
 counted (``abandoned_trials``), never averaged in. A probe that passed although the tester sent it
-slower than its burst rate is not a passed burst either, and is repeated the same way
-(:class:`_Prober`; both counted in ``repeated_probes``). When the tester's achieved burst rate is more
+slower than its burst rate is not a passed burst either, nor is any probe the DUT's CPU stalled in;
+both are repeated the same way (:class:`_Prober`; all counted in ``repeated_probes``, and the last
+reason of each abandoned search kept in ``abandoned_reasons``). When the tester's achieved burst rate is more
 than ``TX_TOLERANCE_PCT`` below the burst rate, the result is ``tester_limited``: the DUT saw
 bursts at the achieved rate (``achieved_burst_rate_fps``), not at line rate.
 
@@ -18,6 +19,8 @@ is not one rate (on veth, unpaced bursts of 1000-15 000 frames left at 296-669 k
 pause to show it), and bursts at changing rates through a policer pass changing numbers of frames.
 Before the search, ``CALIBRATION_BURSTS`` unpaced bursts measure what it reaches; every probe is then
 paced at ``HELD_RATE_SHARE`` of the slowest (``held_burst_rate_fps``), a rate it holds in each burst.
+When a passing probe still leaves slowly in every attempt, the tester no longer holds that rate:
+every search starts again at ``HELD_RATE_SHARE`` of the slowest attempt (up to ``MAX_REPACES`` times).
 
 RFC 9004 §5.4 calculations (R = max theoretical frame rate, X = measured throughput, N = mean burst):
   Implied DUT Buffer Time   = N / R
@@ -34,7 +37,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from netrig.measure import Load, Measurer
+from netrig.measure import Load, Measurer, TrialCounts
 from netrig.methodology.method import Context, Method, Shortcut
 from netrig.methodology.stats import check, median
 from netrig.methodology.vocabulary import option
@@ -90,6 +93,8 @@ class BackToBackResult:
     #: The rate every probe was paced at when the tester could not send at the burst rate
     #: (:meth:`_Prober.calibrate`); ``None``: at the burst rate.
     held_burst_rate_fps: float | None = None
+    #: Why each abandoned search was: its last probe's reason (the tester's, or the platform's).
+    abandoned_reasons: tuple[str, ...] = ()
 
     @property
     def tester_limited(self) -> bool:
@@ -141,7 +146,7 @@ class BackToBackResult:
             "max_burst_reached": self.max_burst_reached, "resolution_frames": self.resolution_frames,
             "achieved_burst_rate_fps": self.achieved_burst_rate_fps, "tester_limited": self.tester_limited,
             "abandoned_trials": self.abandoned_trials, "repeated_probes": self.repeated_probes,
-            "held_burst_rate_fps": self.held_burst_rate_fps,
+            "held_burst_rate_fps": self.held_burst_rate_fps, "abandoned_reasons": list(self.abandoned_reasons),
         }
 
 
@@ -157,6 +162,15 @@ CALIBRATION_BURSTS = 5
 HELD_RATE_SHARE = 0.9
 
 
+class _Repace(Exception):
+    """A passing probe the tester sent slowly in every attempt: it no longer holds the rate it paces
+    its bursts at (on veth its top rate falls by half for seconds at a time)."""
+
+    def __init__(self, slowest_pps: float) -> None:
+        super().__init__(slowest_pps)
+        self.slowest_pps = slowest_pps
+
+
 class _Prober:
     """Runs one probe (a burst of ``n`` frames) until it is evidence, and keeps the tester's burst rate.
 
@@ -167,7 +181,14 @@ class _Prober:
     rate; without one, the median burst rate so far). Here, through a 40-kfps policer with a
     1000-frame bucket, bursts sent at 183-241 kfps passed 1 117-1 121 frames where the median
     370 kfps passes 1 115, none paused 1 ms; CI read 1 210 against 1 068. A slow probe that *lost*
-    frames is kept: sent faster, it would have lost too.
+    frames is kept: sent faster, it would have lost too. One slow in every attempt raises
+    :class:`_Repace`: the tester no longer holds its rate.
+
+    A burst during which the DUT's CPU stalled (the platform watch's episode on the DUT's side) is
+    no evidence either way, passed or lost: the frames it queued meanwhile reach the DUT at once. A
+    2.7-ms stop mid-burst let 1 156 frames through where the rate passes 1 141; one at a burst's
+    start cost 32 frames of a 1 093-frame burst the rate passes whole. It is run again, as an
+    invalid probe is (a stall is never the DUT's ceiling).
     """
 
     def __init__(self, measurer: Measurer, load: Load) -> None:
@@ -177,6 +198,10 @@ class _Prober:
         self.held_pps: float | None = None
         #: The calibration showed the tester sends at ``load.rate_pps`` (the burst rate, or the held rate).
         self.calibrated = False
+        #: Why the last probe that was no evidence was not (``None``: none so far).
+        self.reason: str | None = None
+        #: Times the measurement restarted at a lower rate (:class:`_Repace`).
+        self.repaces = 0
 
     def calibrate(self, n: int) -> None:
         """Send up to ``CALIBRATION_BURSTS`` bursts of ``n`` frames at the burst rate (their loss is
@@ -195,9 +220,14 @@ class _Prober:
                 return
             reached.append(c.achieved_pps)
         if reached:
-            self.held_pps = HELD_RATE_SHARE * min(reached)
-            self.load = dataclasses.replace(self.load, rate_pps=self.held_pps)
-            self.calibrated = True
+            self.hold(min(reached))
+
+    def hold(self, reached_pps: float) -> None:
+        """Pace every probe from now on at ``HELD_RATE_SHARE`` of ``reached_pps``, the tester's slowest
+        burst; the achieved rates so far were at another rate."""
+        self.held_pps = HELD_RATE_SHARE * reached_pps
+        self.load = dataclasses.replace(self.load, rate_pps=self.held_pps)
+        self.calibrated, self.rates = True, []
 
     def burst_rate(self) -> float | None:
         return statistics.median(self.rates) if self.rates else None
@@ -206,18 +236,71 @@ class _Prober:
         r = self.load.rate_pps if self.calibrated else self.burst_rate()
         return r is not None and 0 < achieved_pps < r and n / achieved_pps - n / r >= defaults.BURST_PAUSE_NS / 1e9
 
+    def _not_evidence(self, n: int, c: TrialCounts) -> str | None:
+        """Why probe ``c`` (a burst of ``n``) says nothing of the DUT (``None``: it does)."""
+        if not c.valid:
+            return c.invalid_reason or "the tester flagged it invalid"
+        dut = c.stalls.dut if c.stalls is not None else None
+        if dut is not None and dut.count:
+            return (f"the DUT's CPU stalled {dut.max_ms:.1f} ms during the burst (the platform's): the frames "
+                    "it queued meanwhile reached it at once")
+        if c.frames_lost == 0 and self._slow(n, c.achieved_pps):
+            late_ms = 1e3 * (n / c.achieved_pps - n / self.load.rate_pps)
+            return (f"it passed, sent at {format_pps(c.achieved_pps)}, {late_ms:.1f} ms slower than at "
+                    f"{format_pps(self.load.rate_pps)}: the DUT drained meanwhile")
+        return None
+
     def __call__(self, n: int) -> bool | None:
         """Whether a burst of ``n`` passed; ``None`` when the tester could not run it."""
+        slow: list[float] = []
         for attempt in range(1 + INVALID_RETRIES):
             self.repeated += attempt > 0
             c = self.measurer.measure(dataclasses.replace(self.load, burst_frames=n), n / self.load.rate_pps)
-            passed = c.frames_lost == 0
-            if not c.valid or (passed and self._slow(n, c.achieved_pps)):
-                continue
-            if n >= RATE_PROBE_MIN_FRAMES and c.achieved_pps > 0 and not self._slow(n, c.achieved_pps):
-                self.rates.append(c.achieved_pps)
-            return passed
+            self.reason = self._not_evidence(n, c)
+            if self.reason is None:
+                if n >= RATE_PROBE_MIN_FRAMES and c.achieved_pps > 0 and not self._slow(n, c.achieved_pps):
+                    self.rates.append(c.achieved_pps)
+                return c.frames_lost == 0
+            if c.valid and c.frames_lost == 0 and self._slow(n, c.achieved_pps):
+                slow.append(c.achieved_pps)
+        if len(slow) == 1 + INVALID_RETRIES and self.repaces < MAX_REPACES:
+            raise _Repace(min(slow))
         return None
+
+
+#: A measurement restarts at a lower rate (:class:`_Repace`) at most this many times.
+MAX_REPACES = 2
+
+
+def _search(probe: _Prober, start: int, lo_burst: int, max_burst: int, resolution: int | None) -> int | None:
+    """The longest passing burst (``lo_burst - 1`` if none), or ``None`` if abandoned. It gallops
+    from ``start``, doubling or halving until it brackets the answer, then bisects."""
+    n = min(max(start, lo_burst), max_burst)
+    r = probe(n)
+    if r is None:
+        return None
+    lo, hi = (n, None) if r else (lo_burst - 1, n)  # lo passes (or is below min), hi fails
+    while hi is None:  # gallop up
+        if lo >= max_burst:
+            return max_burst
+        n = min(2 * lo, max_burst)
+        r = probe(n)
+        if r is None:
+            return None
+        lo, hi = (n, None) if r else (lo, n)
+    while lo < lo_burst and hi > lo_burst:  # gallop down
+        n = max(hi // 2, lo_burst)
+        r = probe(n)
+        if r is None:
+            return None
+        lo, hi = (n, hi) if r else (lo, n)
+    while hi - lo > (resolution or max(1, hi // 1000)):
+        mid = (lo + hi) // 2
+        r = probe(mid)
+        if r is None:
+            return None
+        lo, hi = (mid, hi) if r else (lo, mid)
+    return lo
 
 
 def measure_back_to_back(measurer: Measurer, frame: FrameSize, line_rate: LineRate,
@@ -226,55 +309,30 @@ def measure_back_to_back(measurer: Measurer, frame: FrameSize, line_rate: LineRa
     rate = line_rate.fps(frame) * params.rate_pct / 100
     lo_burst = params.min_burst_frames
     max_burst = params.max_burst_frames or max(lo_burst, int(round(2.0 * rate)))
-    bursts: list[int] = []
-    reached = False
-    abandoned = 0
-
     probe = _Prober(measurer, Load(rate, frame))
-
-    def search(start: int) -> int | None:
-        """The longest passing burst (``lo_burst - 1`` if none), or ``None`` if abandoned."""
-        n = min(max(start, lo_burst), max_burst)
-        r = probe(n)
-        if r is None:
-            return None
-        lo, hi = (n, None) if r else (lo_burst - 1, n)  # lo passes (or is below min), hi fails
-        while hi is None:  # gallop up
-            if lo >= max_burst:
-                return max_burst
-            n = min(2 * lo, max_burst)
-            r = probe(n)
-            if r is None:
-                return None
-            lo, hi = (n, None) if r else (lo, n)
-        while lo < lo_burst and hi > lo_burst:  # gallop down
-            n = max(hi // 2, lo_burst)
-            r = probe(n)
-            if r is None:
-                return None
-            lo, hi = (n, hi) if r else (lo, n)
-        while hi - lo > (params.resolution_frames or max(1, hi // 1000)):
-            mid = (lo + hi) // 2
-            r = probe(mid)
-            if r is None:
-                return None
-            lo, hi = (mid, hi) if r else (lo, mid)
-        return lo
-
-    start = max(lo_burst, int(round(rate * 1e-3)))
-    probe.calibrate(min(max_burst, max(start, RATE_PROBE_MIN_FRAMES)))
-    for _ in range(params.trials):
-        found = search(start)
-        if found is None:
-            abandoned += 1
-            continue
-        reached = reached or found >= max_burst
-        bursts.append(max(found, 0))
-        start = max(found, lo_burst)
+    first = max(lo_burst, int(round(rate * 1e-3)))
+    probe.calibrate(min(max_burst, max(first, RATE_PROBE_MIN_FRAMES)))
+    while True:
+        bursts: list[int] = []
+        abandoned: list[str] = []
+        start = first
+        try:
+            for _ in range(params.trials):
+                found = _search(probe, start, lo_burst, max_burst, params.resolution_frames)
+                if found is None:
+                    abandoned.append(probe.reason or "")
+                    continue
+                bursts.append(max(found, 0))
+                start = max(found, lo_burst)
+            break
+        except _Repace as e:  # every search so far was at a rate the tester no longer holds
+            probe.repaces += 1
+            probe.hold(e.slowest_pps)
     res = params.resolution_frames or max(1, int(max(bursts, default=0)) // 1000)
-    return BackToBackResult(frame, line_rate, rate, tuple(bursts), throughput_pps, reached, res,
-                            achieved_burst_rate_fps=probe.burst_rate(), abandoned_trials=abandoned,
-                            repeated_probes=probe.repeated, held_burst_rate_fps=probe.held_pps)
+    return BackToBackResult(frame, line_rate, rate, tuple(bursts), throughput_pps, max(bursts, default=0) >= max_burst,
+                            res, achieved_burst_rate_fps=probe.burst_rate(), abandoned_trials=len(abandoned),
+                            repeated_probes=probe.repeated, held_burst_rate_fps=probe.held_pps,
+                            abandoned_reasons=tuple(abandoned))
 
 
 # --------------------------------------------------------------------------------------------- #
@@ -290,7 +348,10 @@ def slow_bursts(reps: Sequence[BackToBackResult]) -> str:
 
 def _no_burst(reps: Sequence[BackToBackResult]) -> str:
     """Why no burst was measured, for the place of the number."""
-    return "—: every trial abandoned" if any(x.abandoned_trials for x in reps) else "—: no trial"
+    why = next((w for x in reps for w in x.abandoned_reasons if w), None)
+    if any(x.abandoned_trials for x in reps):
+        return f"—: every trial abandoned ({why})" if why else "—: every trial abandoned"
+    return "—: no trial"
 
 
 def table(r: RunView) -> Table:
