@@ -260,12 +260,15 @@ def run_iperf3(client_netns: str | None, server_netns: str | None, server_addr: 
             t.join(5.0)
         if c_status is None:
             raise ToolError(_error_line(None, "", addr, params.port, timed_out=True))
-        s_status, s_cpu = reap(server, 5.0)
+        parsed = Iperf3Doc.parse("".join(out))
+        failed = c_status != 0 or parsed is None or parsed[0].error
+        # a one-off server (-1) ends with its client's test; one never reached would wait on (iperf3
+        # -J exits 0 with an error in its JSON): stop it at once
+        s_cpu = None if failed else reap(server, 5.0)[1]
     finally:
         stop(client)
         stop(server)
-    parsed = Iperf3Doc.parse("".join(out))
-    if c_status != 0 or parsed is None or parsed[0].error:
+    if failed or parsed is None:
         raise ToolError(_error_line(parsed[0] if parsed else None, "".join(err), addr, params.port, timed_out=False))
     procs = tuple(
         ProcessCpu(name, ns, cpu.user_s, cpu.sys_s)
