@@ -154,14 +154,16 @@ def test_recovery_and_iperf_are_one_engine_trial_each(policer):
     assert ip.received_pps == pytest.approx(14_881, rel=0.03)
 
 
+@pytest.mark.timing
 def test_back_to_back_measures_the_policer_bucket_in_burst_mode(policer):
     """nft ``limit rate over 40000/second burst 1000 packets``: bursts at rate R pass up to
     1000 / (1 − 40 000 / R) frames. Before burst mode, a trial the tester could not run at line
     rate counted as a failed burst and the answer came out low (848 or 973); sent as fast as the
     tester could, bursts left at 296-669 kfps by turns, a passing one was often "slow" against the
     median, and three in a row abandoned the search (CI, and 2 runs in 6 here). Paced at 90 % of the
-    slowest calibration burst, CI's tester then fell below that pace for good (held 486 kfps, sent
-    474) and abandoned both searches; a stall of the DUT's CPU mid-burst read 0.969 of the top."""
+    slowest calibration burst, CI still abandoned both searches (held 486 kfps, sent 474): its
+    16-ms first probe lost frames and paused in each attempt, then counted invalid; a stall of the
+    DUT's CPU mid-burst read 0.969 of the top here."""
     from netrig.methods.back_to_back import BackToBackParams, measure_back_to_back
 
     lr = LineRate(10e9, "nominal", "veth")

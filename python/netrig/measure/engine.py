@@ -25,7 +25,9 @@
   it). The achieved burst rate is the trial's ``achieved_pps`` (its ``intended_pps`` the burst
   rate asked for); a burst is invalid only when the
   tester failed to send it, dropped frames itself, or paused mid-burst for ``BURST_PAUSE_NS`` or
-  more (the DUT drained meanwhile: a policer refilled, a queue emptied).
+  more in a burst the DUT passed whole (the DUT drained meanwhile: a policer refilled, a queue
+  emptied). A burst that lost frames in spite of such a pause is the DUT's: sent without it (smooth
+  pacing sends no backlog after a pause, only the frames due), the DUT would have lost them too.
 * Multi-phase trials (system recovery, iperf): one continuous engine trial through the phases,
   with per-interval counts from the engine: a frame is counted in the interval it was sent in,
   whenever it arrives, so per-interval loss is exact.
@@ -353,7 +355,7 @@ class EngineMeasurer:
                                                        burst_frames=load.burst_frames))
         counts = self._counts(res, load.rate_pps, extra, checked=False)
         pause_ns = res.smoothness.gap_max_ns
-        if counts.valid and pause_ns >= defaults.BURST_PAUSE_NS:
+        if counts.valid and counts.frames_lost == 0 and pause_ns >= defaults.BURST_PAUSE_NS:
             return dataclasses.replace(counts, valid=False, invalid_reason=(
                 f"the tester's sending paused {pause_ns / 1e6:.1f} ms mid-burst (its CPU was held): the DUT "
                 "drained meanwhile, so it never saw these frames back to back"))

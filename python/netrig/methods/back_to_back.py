@@ -3,16 +3,17 @@
 One *trial* is a search over burst length (bursts at line rate) for the longest burst forwarded
 with no loss; it is repeated ``trials`` times (50 by default) and the mean burst reported. Each
 probe is one engine trial in burst mode: exactly the burst's frames, at the burst rate or at the
-rate the tester holds (below). The search gallops from a starting burst (1 ms of frames, then the previous
-trial's answer), doubling or halving until it brackets the answer, then bisects. An *invalid*
-probe (the tester failed to send the burst, dropped frames itself, or paused in it) is not a failed burst: it is
-repeated up to ``INVALID_RETRIES`` times, and a search that still cannot probe is abandoned and
-counted (``abandoned_trials``), never averaged in. A probe that passed although the tester sent it
-slower than its burst rate is not a passed burst either, nor is any probe the DUT's CPU stalled in;
-both are repeated the same way (:class:`_Prober`; all counted in ``repeated_probes``, and the last
-reason of each abandoned search kept in ``abandoned_reasons``). When the tester's achieved burst rate is more
-than ``TX_TOLERANCE_PCT`` below the burst rate, the result is ``tester_limited``: the DUT saw
-bursts at the achieved rate (``achieved_burst_rate_fps``), not at line rate.
+rate the tester holds (below). The search gallops from a starting burst (1 ms of frames, then the
+previous trial's answer), doubling or halving until it brackets the answer, then bisects. An
+*invalid* probe (the tester failed to send the burst, dropped frames itself, or paused in one the
+DUT passed) is not a failed burst: it is repeated up to ``INVALID_RETRIES`` times, and a search that
+still cannot probe is abandoned and counted (``abandoned_trials``), never averaged in. A probe that
+passed although the tester sent it slower than its burst rate is not a passed burst either, nor is
+any probe the DUT's CPU stalled in; both are repeated the same way (:class:`_Prober`; all counted
+in ``repeated_probes``, and the last reason of each abandoned search kept in
+``abandoned_reasons``). When the tester's achieved burst rate is more than ``TX_TOLERANCE_PCT``
+below the burst rate, the result is ``tester_limited``: the DUT saw bursts at the achieved rate
+(``achieved_burst_rate_fps``), not at line rate.
 
 A tester that cannot send at the burst rate does not send "as fast as it can" either: that rate
 is not one rate (on veth, unpaced bursts of 1000-15 000 frames left at 296-669 kfps, with no
