@@ -25,7 +25,11 @@ HERE = Path(__file__).resolve().parent
 ENV = dict(os.environ, PYTHONPATH=str(HERE.parents[1] / "python"))
 NETRIG = [sys.executable, "-m", "netrig.cli.main"]
 #: Bytes the leaky DUT daemon keeps per packet it forwards.
-LEAK_B = 128
+LEAK_B = 256
+#: The soaks' interval, s: the RSS is sampled once in each.
+INTERVAL_S = 0.5
+#: The clean soak's length, s.
+CLEAN_S = 5
 
 
 def netrig_cmd(*args: str) -> list[str]:
@@ -90,7 +94,7 @@ def dut_daemon(tb_id: str, bytes_per_packet: int, status: Path):
 def soak_config(tb_id: str, duration: str) -> dict:
     return {"testbed": {"id": tb_id}, "selftest": {"enabled": False}, "frames": {"sizes": [64]},
             "trial": {"cpu_procs": ["nrsoak-dut"], "drain_s": "0.5s"},
-            "methods": [{"soak": {"rate": "5kpps", "duration_s": duration, "interval_s": "1s"}}]}
+            "methods": [{"soak": {"rate": "5kpps", "duration_s": duration, "interval_s": f"{INTERVAL_S:g}s"}}]}
 
 
 def soak_of(out: Path) -> dict:
@@ -105,9 +109,10 @@ def rss_verdict(e: dict) -> dict:
 
 def test_the_leaky_dut_is_flagged_the_clean_one_is_not_and_a_killed_soak_resumes(tmp_path):
     with router() as tb_id:
-        # The leaky daemon keeps 128 bytes per packet: at 5 kfps, 128 × 5000 × 3600 B/h ≈ 2.2 GiB/h,
-        # 7.7 MB in the 12-s soak (32 B/packet needed 25 s for the same margin over the RSS's steps).
-        (tmp_path / "leak.json").write_text(json.dumps(soak_config(tb_id, "12s")))
+        # The leaky daemon keeps 256 bytes per packet: at 5 kfps, 256 × 5000 × 3600 B/h ≈ 4.4 GiB/h,
+        # 7.7 MB in the 6-s soak, sampled 12 times (32 B/packet needed 25 s for the same margin over
+        # the RSS's steps; 128 B, 12 s).
+        (tmp_path / "leak.json").write_text(json.dumps(soak_config(tb_id, "6s")))
         with dut_daemon(tb_id, LEAK_B, tmp_path / "leak.status"):
             r = netrig("run", str(tmp_path / "leak.json"), "--out", str(tmp_path / "leak"))
         assert r.returncode == 0, r.stderr
@@ -128,7 +133,7 @@ def test_the_leaky_dut_is_flagged_the_clean_one_is_not_and_a_killed_soak_resumes
         assert t["low_per_h"] <= built * 1.1 and t["high_per_h"] >= built * 0.9, (t, built)
 
         # The clean daemon, and a soak killed mid-way and resumed.
-        (tmp_path / "clean.json").write_text(json.dumps(soak_config(tb_id, "10s")))
+        (tmp_path / "clean.json").write_text(json.dumps(soak_config(tb_id, f"{CLEAN_S}s")))
         out = tmp_path / "clean"
         with dut_daemon(tb_id, 0, tmp_path / "clean.status"):
             p = subprocess.Popen(netrig_cmd("run", str(tmp_path / "clean.json"), "--out", str(out), "--quiet"),
@@ -156,7 +161,7 @@ def test_the_leaky_dut_is_flagged_the_clean_one_is_not_and_a_killed_soak_resumes
             assert (a["t_s"], a["frames_sent"], a["frames_received"], a["segment"]) == \
                 (b["t_s"], b["frames_sent"], b["frames_received"], b["segment"])
         assert all(iv["segment"] == 1 for iv in ivs[len(kept):])
-        assert 9 <= e["covered_s"] <= 10 * 1.5, e["covered_s"]  # smooth pacing may stretch a segment
+        assert 0.9 * CLEAN_S <= e["covered_s"] <= CLEAN_S * 1.5, e["covered_s"]  # smooth pacing may stretch a segment
         for a, b in zip(ivs, ivs[1:]):
             assert abs(a["t_s"] + a["duration_s"] - b["t_s"]) < 0.05, "soak time runs on across segments"
         assert e["leak"] is False, [x for x in e["leaks"] if x["leak"]]
