@@ -233,8 +233,13 @@ class _Prober:
     def burst_rate(self) -> float | None:
         return statistics.median(self.rates) if self.rates else None
 
+    def _pace(self) -> float | None:
+        """The rate a probe is judged slow against: the one it was paced at once calibrated, else the
+        median burst rate so far."""
+        return self.load.rate_pps if self.calibrated else self.burst_rate()
+
     def _slow(self, n: int, achieved_pps: float) -> bool:
-        r = self.load.rate_pps if self.calibrated else self.burst_rate()
+        r = self._pace()
         return r is not None and 0 < achieved_pps < r and n / achieved_pps - n / r >= defaults.BURST_PAUSE_NS / 1e9
 
     def _not_evidence(self, n: int, c: TrialCounts) -> str | None:
@@ -243,12 +248,13 @@ class _Prober:
             return c.invalid_reason or "the tester flagged it invalid"
         dut = c.stalls.dut if c.stalls is not None else None
         if dut is not None and dut.count:
-            return (f"the DUT's CPU stalled {dut.max_ms:.1f} ms during the burst (the platform's): the frames "
-                    "it queued meanwhile reached it at once")
-        if c.frames_lost == 0 and self._slow(n, c.achieved_pps):
-            late_ms = 1e3 * (n / c.achieved_pps - n / self.load.rate_pps)
+            return (f"the DUT's CPU stalled {dut.max_ms:.1f} ms during the burst: the frames it queued "
+                    "meanwhile reached it at once")
+        r = self._pace()
+        if c.frames_lost == 0 and r is not None and self._slow(n, c.achieved_pps):
+            late_ms = 1e3 * (n / c.achieved_pps - n / r)
             return (f"it passed, sent at {format_pps(c.achieved_pps)}, {late_ms:.1f} ms slower than at "
-                    f"{format_pps(self.load.rate_pps)}: the DUT drained meanwhile")
+                    f"{format_pps(r)}: the DUT drained meanwhile")
         return None
 
     def __call__(self, n: int) -> bool | None:
