@@ -227,7 +227,7 @@ def test_each_flows_duplicates_and_reordering_are_summed_over_its_receiving_agen
 def test_each_flows_latency_buckets_are_merged_over_its_receivers_less_each_ones_clock_offset():
     sp = split_of(cfg(), ["a", "b"])
     fba = sp.routes[2]  # sent on b, received on a
-    clocks = {"a": ClockEstimate(2000, 100), "b": ClockEstimate(-1000, 200)}
+    clocks = {"fba": {"a": ClockEstimate(2000, 100), "b": ClockEstimate(-1000, 200)}}
     answers = {"a": (FlowLatency(name="fba", buckets=((9000, 60), (12000, 40))),),
                "b": (FlowLatency(name="fba"),)}
     assert merge.latency([fba], answers, clocks) == [
@@ -243,3 +243,30 @@ def test_each_flows_ipdv_is_summed_over_its_receiving_agents_without_a_clock_cor
                                    "buckets": ((10, 10), (30, 4), (40, 1))},
                                   {"name": "f2", "sum_ns": 0, "samples": 0, "max_ns": 0, "buckets": ()}]
     assert merge.ipdv([a, None]) is None
+
+
+def test_a_stopped_flows_latency_stays_corrected_by_the_clocks_of_when_it_stopped():
+    """PTP's bound is the largest offset over a sliding window: read a moment apart, a finished flow's
+    12-µs average was a value in its metric and left out of its note, read after it within a 24-µs
+    bound (a clean clone). A flow's correction is fixed when it is first read stopped; a start frees it."""
+    from types import SimpleNamespace
+
+    from netrig.controller.controller import Controller
+
+    c = Controller([SimpleNamespace(name="a"), SimpleNamespace(name="b")], log=lambda line: None)
+    try:
+        sp = split_of(cfg(), ["a", "b"])
+        fab, flow = sp.routes[1], read(Config, cfg()).flows[1]
+        stopped = fab_rows(MetricLatency(minimum_ns=5_000.0, average_ns=12_000.0, maximum_ns=20_000.0))
+        sending = {**stopped, "a": dataclasses.replace(stopped["a"], transmit="started")}
+        narrow = {"a": ClockEstimate(0, 5_000), "b": ClockEstimate(0, 5_000)}
+        wide = {"a": ClockEstimate(0, 12_000), "b": ClockEstimate(0, 12_000)}
+        assert c._flow_clocks(fab, sending, narrow) is narrow and c._flow_clocks(fab, sending, wide) is wide
+        assert c._flow_clocks(fab, stopped, narrow) is narrow
+        assert c._flow_clocks(fab, stopped, wide) is narrow, "stopped: the clocks of when it stopped"
+        row, note = merge.flow_row(fab, stopped, flow, c._flow_clocks(fab, stopped, wide), set())
+        assert row.latency is not None and row.latency.average_ns == 12_000.0 and "average_ns" in note.reported
+        c._forget([fab.name])  # what a start of the flow does first (Controller._start)
+        assert c._flow_clocks(fab, sending, wide) is wide
+    finally:
+        c.pool.shutdown()

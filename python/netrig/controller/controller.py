@@ -36,7 +36,7 @@ import orjson
 
 from netrig.controller import clock, merge
 from netrig.controller.agents import AgentClient
-from netrig.controller.split import Split, split
+from netrig.controller.split import FlowRoute, Split, split
 from netrig.errors import ConfigError, NetrigError
 from netrig.otg import mapping, metrics, refusal
 from netrig.otg.api import OtgService, StateError
@@ -87,6 +87,7 @@ class Controller(OtgService):
         self.document: dict[str, Any] | None = None
         self.split: Split | None = None
         self.cache: dict[str, dict[str, FlowMetric]] = {}  # agent → flow name → its last row
+        self.frozen: dict[str, merge.Clocks] = {}  # flow name → the clocks that correct it once stopped
         self.port_cache: dict[str, PortMetric] = {}  # port name → its last row
         self.notes: list[str] = []
         self.log = log or (lambda line: print(f"netrig serve: {line}", file=sys.stderr, flush=True))
@@ -238,7 +239,7 @@ class Controller(OtgService):
             self._live()
             parts = split(config, document, list(self.agents))
             answers = self._each(list(parts.parts), lambda a: a.call("POST", "/config", parts.parts[a.name]))
-            self.config, self.document, self.split, self.cache = config, document, parts, {}
+            self.config, self.document, self.split, self.cache, self.frozen = config, document, parts, {}, {}
             # left with every agent: a controller started after this one takes the run over from it
             record = to_json(report.ControllerRecord(config=document, agents=tuple(self.agents)))
             self._each(list(self.agents), lambda a: a.call("POST", "/netrig/controller", record))
@@ -292,9 +293,7 @@ class Controller(OtgService):
     def _start(self, sp: Split, names: list[str]) -> None:
         """Fresh tags; the receivers count first, then every sender starts."""
         tags = {n: secrets.randbelow(TAG_LIMIT) for n in names}
-        for n in names:
-            for a in self.cache:
-                self.cache[a].pop(n, None)
+        self._forget(names)
 
         def receive(a: AgentClient) -> None:
             flows = sp.rx_only_flows(a.name, names)
@@ -309,6 +308,13 @@ class Controller(OtgService):
 
         self._each(list(sp.parts), receive)
         self._each(list(sp.parts), send)
+
+    def _forget(self, names: Sequence[str]) -> None:
+        """Flows ``names`` start again: their last rows and their fixed clocks go."""
+        for n in names:
+            self.frozen.pop(n, None)
+            for a in self.cache:
+                self.cache[a].pop(n, None)
 
     def _capture_state(self, c: StatePortCapture) -> list[str]:
         with self.lock:
@@ -355,7 +361,7 @@ class Controller(OtgService):
             rows = []
             for r in routes:
                 per = {a: m for a in r.agents if (m := self.cache.get(a, {}).get(r.name))}
-                row, _ = merge.flow_row(r, per, flows[r.name], clocks, set(self.down))
+                row, _ = merge.flow_row(r, per, flows[r.name], self._flow_clocks(r, per, clocks), set(self.down))
                 out = _only(to_json(dataclasses.replace(row, tagged_metrics=None)), f.metric_names)
                 tags = merge.tagged_rows(r, per, tagged, loss=row.loss is not None)  # stale: no loss
                 rows.append(out if tags is None else {**out, "tagged_metrics": tags})
@@ -393,6 +399,23 @@ class Controller(OtgService):
 
     # ------------------------------------------------------------------------------ report, end
 
+    def _rows(self, r: FlowRoute) -> dict[str, FlowMetric]:
+        """Flow ``r``'s last row from each of its agents that has one."""
+        return {a: m for a in r.agents if (m := self.cache.get(a, {}).get(r.name))}
+
+    def _flow_clocks(self, r: FlowRoute, rows: dict[str, FlowMetric], clocks: merge.Clocks) -> merge.Clocks:
+        """The clock estimates that correct flow ``r``'s latency: the current ones while it sends,
+        then those of when it was first read stopped. A finished flow's metrics and notes stay as
+        they were: the estimates move on (PTP's bound is the largest offset over a sliding window),
+        and a statistic read above its bound once read within it a moment later, or the reverse
+        (a clean clone: the metric carried an average the note, read after it, left out)."""
+        if r.name in self.frozen:
+            return self.frozen[r.name]
+        tx = rows.get(r.tx_agent)
+        if r.crosses and tx is not None and tx.transmit == "stopped":
+            self.frozen[r.name] = clocks
+        return clocks
+
     def agents_report(self) -> dict[str, Any]:
         """``GET /netrig/agents``: every agent's state and clock, the cross-agent latencies' bounds,
         and every live agent's ports with their own receive drops since the last start (``ports``)."""
@@ -403,8 +426,8 @@ class Controller(OtgService):
             agents = [_agent_report(n, a.spec.url, clocks[n], self.down.get(n)) for n, a in self.agents.items()]
             notes = []
             for r in (sp.routes if sp else ()):
-                rows = {a: m for a in r.agents if (m := self.cache.get(a, {}).get(r.name))}
-                _, note = merge.flow_row(r, rows, flows[r.name], clocks, set(self.down))
+                rows = self._rows(r)
+                _, note = merge.flow_row(r, rows, flows[r.name], self._flow_clocks(r, rows, clocks), set(self.down))
                 stale = bool(set(r.agents) & set(self.down))
                 if note is not None or stale:
                     notes.append({"name": r.name, "stale": stale, "crosses_agents": r.crosses, **_note(note)})
@@ -420,6 +443,7 @@ class Controller(OtgService):
         with self.lock:
             sp = self.split
             clocks = {a: self.clocks[a].estimate() for a in self.agents}
+            by_flow = {r.name: self._flow_clocks(r, self._rows(r), clocks) for r in (sp.routes if sp else ())}
         if sp is None:
             return None, {}
         got = self._each([a for a in sp.parts if a not in self.down], lambda a: a.call("GET", "/netrig/agents"),
@@ -430,7 +454,7 @@ class Controller(OtgService):
         pacing = [{**dataclasses.asdict(p), "location": f"{a}/{p.location}"}
                   for a, r in answers.items() for p in (r.pacing or ())]
         per_flow = {"sequence": merge.sequence([r.sequence for r in answers.values()]),
-                    "latency": merge.latency(sp.routes, {a: r.latency for a, r in answers.items()}, clocks),
+                    "latency": merge.latency(sp.routes, {a: r.latency for a, r in answers.items()}, by_flow),
                     "ipdv": merge.ipdv([r.ipdv for r in answers.values()]),
                     "sending": merge.sending([r.sending for r in answers.values()]),
                     "pacing": pacing if all(r.pacing is not None for r in answers.values()) else None}

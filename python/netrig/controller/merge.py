@@ -187,11 +187,12 @@ def sequence(answers: Sequence[Sequence[FlowSequence] | None]) -> list[dict[str,
 
 
 def latency(routes: Sequence[FlowRoute], answers: dict[str, Sequence[FlowLatency] | None],
-            clocks: Clocks) -> list[dict[str, object]] | None:
+            clocks: dict[str, Clocks]) -> list[dict[str, object]] | None:
     """Every flow's latency buckets over the agents that receive it (``GET /netrig/agents``'
-    ``latency``), each receiving agent's values less its clock's offset from the sender's, with
-    the largest bound of those corrections (:func:`_latency`'s, per agent). A flow an agent has no
-    buckets for (beyond its first 256) has none; ``None`` when an agent did not say."""
+    ``latency``), each receiving agent's values less its clock's offset from the sender's (by the
+    flow's ``clocks``, flow name → estimates), with the largest bound of those corrections
+    (:func:`_latency`'s, per agent). A flow an agent has no buckets for (beyond its first 256) has
+    none; ``None`` when an agent did not say."""
     if any(a is None for a in answers.values()):
         return None
     by_agent = {a: {f.name: f for f in got or ()} for a, got in answers.items()}
@@ -203,7 +204,7 @@ def latency(routes: Sequence[FlowRoute], answers: dict[str, Sequence[FlowLatency
             if got is None:
                 break
             off = 0.0
-            if (c := _correction(r, a, clocks)) is not None:
+            if (c := _correction(r, a, clocks.get(r.name, {}))) is not None:
                 off, unc = c.offset_ns, max(unc, c.uncertainty_ns)
             parts.append([(v - off, n) for v, n in got.buckets])
         else:
