@@ -360,7 +360,7 @@ class Controller(OtgService):
             flows = {fl.name: fl for fl in (self.config.flows if self.config else ())}
             rows = []
             for r in routes:
-                per = {a: m for a in r.agents if (m := self.cache.get(a, {}).get(r.name))}
+                per = self._rows(r)
                 row, _ = merge.flow_row(r, per, flows[r.name], self._flow_clocks(r, per, clocks), set(self.down))
                 out = _only(to_json(dataclasses.replace(row, tagged_metrics=None)), f.metric_names)
                 tags = merge.tagged_rows(r, per, tagged, loss=row.loss is not None)  # stale: no loss
