@@ -154,7 +154,6 @@ def test_recovery_and_iperf_are_one_engine_trial_each(policer):
     assert ip.received_pps == pytest.approx(14_881, rel=0.03)
 
 
-@pytest.mark.timing
 def test_back_to_back_measures_the_policer_bucket_in_burst_mode(policer):
     """nft ``limit rate over 40000/second burst 1000 packets``: bursts at rate R pass up to
     1000 / (1 − 40 000 / R) frames. Before burst mode, a trial the tester could not run at line
