@@ -207,9 +207,13 @@ def test_ctrl_c_stops_traffic_prints_partial_result_and_leaves_nothing():
         p = subprocess.Popen([*NETRIG, "trial", "--tx", if_a, "--tx-netns", ns_a, "--rx", if_b, "--rx-netns", ns_b,
                               "--rate", "10kpps", "--duration", "60s", "--io", "af_xdp"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(4)
+        assert p.stderr is not None
+        first = p.stderr.readline()  # the first progress line: it sends (within about a second)
+        assert "running" in first, first
+        time.sleep(0.5)
         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=30)
+        err = first + err
         assert p.returncode == 130, err
         assert "partial result" in out and "interrupted" in err
         assert "frames sent" in out

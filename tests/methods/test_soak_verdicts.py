@@ -165,7 +165,7 @@ def test_a_simulated_soak_measures_the_ndr_first_and_reports_its_timeline(tmp_pa
     assert e["frames_lost"] == 0 and e["loss_episodes"] == [] and e["leak"] is False
     assert sum(n.startswith("soak 0:") for n in notes) >= 1 and notes[-1].startswith("final soak 0:01:00/0:01:00")
     kinds = [t["kind"] for t in doc["trials"]]
-    assert kinds.count("soak") == 1 and kinds.count("rate") >= 5, "the NDR search, then one soak trial"
+    assert kinds[-1] == "soak" and kinds.count("rate") == len(kinds) - 1 >= 2, "the NDR search, then one soak trial"
     write_report(tmp_path / "out")
     html = (tmp_path / "out" / "report.html").read_text()
     assert 'data-plot="soak"' in html and "Soak: stability over time" in html

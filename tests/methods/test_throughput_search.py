@@ -133,3 +133,37 @@ def test_the_result_says_what_the_passing_trial_really_offered():
     assert r.to_dict()["offered_pps"] == r.offered_pps
     nothing = measure_throughput(LosesAll(), F64, LR, ThroughputParams(duration_s=1, resolution_pct=1))
     assert not nothing.found and nothing.offered_pps is None
+
+
+class Forwards:
+    """A DUT that loses nothing up to ``cap`` and above it forwards ``forwarded(load)``."""
+
+    def __init__(self, cap: float, forwarded) -> None:
+        self.cap, self.forwarded, self.asked = cap, forwarded, []
+
+    def measure(self, load: Load, duration_s: float) -> TrialCounts:
+        self.asked.append(load.rate_pps)
+        sent = int(load.rate_pps * duration_s)
+        got = sent if load.rate_pps <= self.cap else int(self.forwarded(load.rate_pps) * duration_s)
+        return TrialCounts(achieved_pps=load.rate_pps, frames_sent=sent, frames_received=got)
+
+
+def test_a_dut_at_its_capacity_is_bracketed_by_its_forwarded_rate_and_one_resolution_above():
+    """A policer forwards its cap whatever it is offered: the first failure's forwarded rate
+    passes, one resolution above it fails, and the search ends in 3 trials (bisection from the
+    first failure took 9 at this resolution)."""
+    res = 0.005 / 100 * LINE
+    dut = Forwards(120_000.0, lambda load: 120_000.0)
+    r = measure_throughput(dut, F64, LR, ThroughputParams(duration_s=1, resolution_pct=0.005, initial_rate_pct=1.0,
+                                                           max_rate_pct=1.0))
+    assert dut.asked == pytest.approx([0.01 * LINE, 120_000 * 0.999, 120_000 * 0.999 + res])
+    assert r.trials == 3 and 120_000 - res <= r.rate_pps <= 120_000 < r.upper_pps
+
+
+def test_a_dut_that_forwards_far_less_than_its_capacity_in_overload_is_bisected_after_one_more_trial():
+    """A DUT whose forwarding collapses in overload (a livelock: a tenth of its capacity): its
+    forwarded rate passes, so does one resolution above it, and bisection finds the capacity."""
+    dut = Forwards(1_000_000.0, lambda load: 100_000.0)
+    r = measure_throughput(dut, F64, LR, ThroughputParams(duration_s=1, resolution_pct=0.1))
+    assert dut.asked[1:3] == pytest.approx([100_000 * 0.999, 100_000 * 0.999 + 0.001 * LINE])
+    assert 1e6 - 0.001 * LINE <= r.rate_pps <= 1e6 < r.upper_pps and r.trials == len(dut.asked)
