@@ -15,6 +15,28 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::sys::cpu;
 
+/// Scheduler slice TX workers ask for (`sys::cpu::request_short_slices`; the kernel's minimum).
+pub(crate) const TX_SLICE_NS: u64 = 100_000;
+
+/// The CPU of the `i`th worker: the `i`th of `list` (round robin), or with an empty list one
+/// of the upper half of the online CPUs (`from_top`: senders) or of the lower half (receivers).
+pub(crate) fn pick_cpu(list: &[usize], i: usize, from_top: bool) -> usize {
+    if !list.is_empty() {
+        return list[i % list.len()];
+    }
+    // Receivers on the lower half of the CPUs, senders on the upper half, never mixed: a
+    // receiver woken by every arriving frame would preempt a sender on its CPU, and smooth
+    // pacing does not get that time back. One CPU: everything on it.
+    let n = cpu::online_cpus();
+    let rx_n = if n > 1 { n / 2 } else { 1 };
+    if from_top {
+        let tx_n = if n > 1 { n - rx_n } else { 1 };
+        n - 1 - (i % tx_n)
+    } else {
+        i % rx_n
+    }
+}
+
 /// A worker that does not run on the CPU it asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PinFailure {

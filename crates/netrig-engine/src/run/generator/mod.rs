@@ -13,7 +13,7 @@
 //! ```
 //!
 //! A trial ([`crate::run::trial`]) runs once from start to end; here each flow has its own state and
-//! its own tag per start ([`crate::run::trial::claim_tag`]), so frames of an earlier start still in
+//! its own tag per start ([`crate::traffic::tags::claim_tag`]), so frames of an earlier start still in
 //! flight never count for the current one. [`Generator::open`] validates and compiles every flow
 //! and opens every queue before any worker runs; [`Generator::close`] (or dropping it) stops the
 //! workers and closes the ports. [`Generator::release`] stops the workers and keeps the ports and
@@ -27,10 +27,11 @@ use netrig_wire::stack::CompiledStack;
 
 use crate::clock;
 use crate::error::{ConfigError, EngineError};
+use crate::pin::pick_cpu;
 use crate::pin::PinLog;
 use crate::port::{LinkSource, Port, PortCaps, RxQueue, TxQueue};
-use crate::run::trial::{claim_tag, pick_cpu, TagClaim};
 use crate::sys::cpu;
+use crate::traffic::tags::{claim_tag, TagClaim};
 
 mod capring;
 mod flow;
@@ -376,7 +377,7 @@ impl Generator {
                 // As a trial's TX worker: no timer slack, an ordinary thread, short slices.
                 let _ = cpu::set_timer_slack_ns(1);
                 let _ = cpu::normal_priority();
-                let _ = cpu::request_short_slices(crate::run::trial::TX_SLICE_NS);
+                let _ = cpu::request_short_slices(crate::pin::TX_SLICE_NS);
                 Queue::Tx(p, qi, w.run())
             })?;
             self.mailboxes.push((mailbox, h.thread().clone()));
