@@ -257,6 +257,26 @@ pub enum Rate {
 }
 
 impl Rate {
+    /// Frames/s at a mean frame size of `mean` bytes with FCS (`f64::INFINITY` for
+    /// [`Rate::Max`]); a rate in % of the line rate needs the link's speed, `line_bps`.
+    pub fn frames_per_s(self, mean: f64, line_bps: Option<u64>) -> Result<f64, ConfigError> {
+        Ok(match self {
+            Rate::Pps(p) => p,
+            Rate::L1Bps(b) => line_rate_fps(b, mean),
+            Rate::L2Bps(b) => b / (mean * 8.0),
+            Rate::PercentLine(pct) => {
+                let l = line_bps.filter(|&l| l > 0).ok_or_else(|| {
+                    ConfigError::new(
+                        "rate",
+                        "a rate in % of the line rate needs a link speed: the port reports none (veth); give it a nominal line rate (line_rate_bps) or the rate in frames or bits per second",
+                    )
+                })?;
+                pct / 100.0 * line_rate_fps(l as f64, mean)
+            }
+            Rate::Max => f64::INFINITY,
+        })
+    }
+
     /// A finite value > 0, at most 100 for a percentage, [`MAX_RATE_PPS`] frames/s or
     /// [`MAX_RATE_BPS`] bit/s. Field: `rate`.
     pub fn validate(&self) -> Result<(), ConfigError> {
@@ -633,22 +653,7 @@ impl StreamConfig {
     /// The frames/s this stream asks for (`f64::INFINITY` for [`Rate::Max`]); a rate in % needs
     /// a line rate.
     pub fn intended_rate_pps(&self) -> Result<f64, ConfigError> {
-        let mean = self.mean_size();
-        Ok(match self.rate {
-            Rate::Pps(p) => p,
-            Rate::L1Bps(b) => line_rate_fps(b, mean),
-            Rate::L2Bps(b) => b / (mean * 8.0),
-            Rate::PercentLine(pct) => {
-                let l = self.line_rate_bps.filter(|&l| l > 0).ok_or_else(|| {
-                    ConfigError::new(
-                        "rate",
-                        "a rate in % of line rate needs a link speed: the interface reports none (veth); configure a nominal line rate (line_rate_bps)",
-                    )
-                })?;
-                pct / 100.0 * line_rate_fps(l as f64, mean)
-            }
-            Rate::Max => f64::INFINITY,
-        })
+        self.rate.frames_per_s(self.mean_size(), self.line_rate_bps)
     }
 
     /// What this stream's frames look like: IP families must match, VLAN id 1..4094.
@@ -768,17 +773,7 @@ pub fn compile(
             frame_limit,
         });
     }
-    // The port's maximum is for untagged frames; each VLAN tag adds 4 bytes on top of the MTU.
-    let max_size = max_frame_len + FCS_LEN + cfg.tag_len();
-    let (_, hi) = cfg.frame_size.bounds();
-    if hi > max_size {
-        return Err(ConfigError::new(
-            f("frame_size"),
-            format!(
-                "{hi} B is above the port's maximum of {max_size} B (MTU + 18); raise the MTU or use smaller frames"
-            ),
-        ));
-    }
+    fits_port(&cfg.frame_size, max_frame_len, cfg.tag_len()).map_err(|e| e.within(&prefix))?;
     let sizes = cfg.frame_size.sizes();
     let (spec, walk) = cfg.stack_spec().map_err(|e| e.within(&prefix))?;
     let lens: Vec<usize> = sizes.iter().map(|s| s - FCS_LEN).collect();
@@ -796,6 +791,20 @@ pub fn compile(
         rate_pps,
         frame_limit,
     })
+}
+
+/// `sizes` against the TX port's largest frame, `max_frame_len` bytes without FCS and untagged:
+/// each of `tag_len` bytes of VLAN tags comes on top of the MTU. Field: `frame_size`.
+pub(crate) fn fits_port(sizes: &FrameSize, max_frame_len: usize, tag_len: usize) -> Result<(), ConfigError> {
+    let max_size = max_frame_len + FCS_LEN + tag_len;
+    let (_, hi) = sizes.bounds();
+    if hi > max_size {
+        return Err(ConfigError::new(
+            "frame_size",
+            format!("{hi} B is above the port's largest frame, {max_size} B (MTU + 18): raise the MTU or use smaller frames"),
+        ));
+    }
+    Ok(())
 }
 
 /// Frames to send in total, if bounded by count or bursts.
@@ -885,7 +894,7 @@ mod tests {
         assert_eq!(e.field, "streams[2].frame_size");
         assert!(e.message.contains("64..16384"), "{e}");
         c.frame_size = FrameSize::Fixed(9000);
-        assert!(compile(0, &c, 0, 1514, 2).unwrap_err().message.contains("maximum of 1518"));
+        assert!(compile(0, &c, 0, 1514, 2).unwrap_err().message.contains("largest frame, 1518 B"));
         c.frame_size = FrameSize::Fixed(64);
         c.rate = Rate::PercentLine(50.0);
         assert!(compile(0, &c, 0, 1514, 2).unwrap_err().message.contains("link speed"));

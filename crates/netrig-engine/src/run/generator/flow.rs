@@ -155,21 +155,7 @@ pub struct CompiledFlow {
 fn rate_pps(cfg: &GenFlowConfig, line_bps: Option<u64>) -> Result<f64, ConfigError> {
     cfg.rate.validate()?;
     let mean = cfg.frame_size.mean();
-    let pps = match cfg.rate {
-        Rate::Pps(p) => p,
-        Rate::L1Bps(b) => stream::line_rate_fps(b, mean),
-        Rate::L2Bps(b) => b / (mean * 8.0),
-        Rate::PercentLine(pct) => {
-            let l = line_bps.ok_or_else(|| {
-                ConfigError::new(
-                    "rate",
-                    "a rate in % of the line rate needs a link speed: the port reports none (veth); give the port a speed or the rate in frames or bits per second",
-                )
-            })?;
-            pct / 100.0 * stream::line_rate_fps(l as f64, mean)
-        }
-        Rate::Max => f64::INFINITY,
-    };
+    let pps = cfg.rate.frames_per_s(mean, line_bps)?;
     if let Some(l) = line_bps {
         // Preamble and SFD, 8 bytes, then the gap.
         let cap = l as f64 / ((mean + 8.0 + f64::from(cfg.gap_bytes)) * 8.0);
@@ -235,14 +221,7 @@ pub fn compile_flow_with(
     let prefix = format!("flows[{index}]");
     let within = |e: ConfigError| e.within(&prefix);
     cfg.frame_size.validate().map_err(within)?;
-    let (_, hi) = cfg.frame_size.bounds();
-    let max_size = max_frame_len + FCS_LEN + cfg.tag_len();
-    if hi > max_size {
-        return Err(within(ConfigError::new(
-            "frame_size",
-            format!("{hi} B is above the port's largest frame, {max_size} B (MTU + 18): raise the MTU or use smaller frames"),
-        )));
-    }
+    stream::fits_port(&cfg.frame_size, max_frame_len, cfg.tag_len()).map_err(within)?;
     let sizes = cfg.frame_size.sizes();
     let stack = match stack {
         Some(s) => s,
