@@ -1,6 +1,5 @@
 //! Trial tags: the nonce in every frame's signature that tells one trial's (or one generator
 //! start's) frames from an earlier one's, still in flight, and from a concurrent or foreign one's.
-//! A random base per process, then one tag per claim.
 use std::sync::Mutex;
 
 use netrig_wire::signature::TRIAL_MASK;
