@@ -56,7 +56,7 @@ def clean(force: bool = False) -> st.CleanReport:
     from pyroute2 import IPRoute  # ~0.2 s to import: only when there is something to clean
 
     with IPRoute() as ipr:
-        for name, link in read_links(ipr).items():
+        for name, link in read_links(None).items():
             if name and st.NAME_RE.match(name) and name not in claimed:
                 try:
                     ipr.link("del", index=link.index)

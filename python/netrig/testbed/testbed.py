@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
@@ -462,8 +463,8 @@ class Testbed:
         stuck = bool(dead)
         try:
             for ns in spaces:
-                p, r, w, down_by_hand = _check_ns(self.ipr(ns), ns, [i for i in expected if i.netns == ns],
-                                                  repair)
+                p, r, w, down_by_hand = _check_ns(functools.partial(self.ipr, ns), ns,
+                                                  [i for i in expected if i.netns == ns], repair)
                 problems += p
                 restored += r
                 settling += w
@@ -589,17 +590,18 @@ def _links_down(links: dict[str, Link], expected: list[Expected], where: str) ->
     return problems, settling, down
 
 
-def _check_ns(ipr: IPRoute, ns: str | None, expected: list[Expected],
+def _check_ns(ipr: Callable[[], IPRoute], ns: str | None, expected: list[Expected],
               repair: bool) -> tuple[list[str], list[str], list[str], bool]:
     """Compare namespace ``ns`` with what the build configured there; with ``repair``, re-add what a
-    link flap removed on links that are up. Returns (problems left, things restored, links that are
-    set up but have no carrier yet, whether a link is gone or set down)."""
+    link flap removed on links that are up (through ``ipr()``: pyroute2 loads only then). Returns
+    (problems left, things restored, links that are set up but have no carrier yet, whether a link
+    is gone or set down)."""
     where = f" (netns {ns})" if ns else ""
-    links = read_links(ipr)
+    links = read_links(ns)
     problems, settling, down = _links_down(links, expected, where)
     restored: list[str] = []
     index = {name: lk.index for name, lk in links.items()}
-    addrs = {(a.index, a.address, a.prefixlen) for a in read_addrs(ipr)}
+    addrs = {(a.index, a.address, a.prefixlen) for a in read_addrs(ns)}
     neighs = {(n.index, n.ip, n.mac) for n in read_permanent_neighbours(ns)}
     routes = {(r.dst, r.gateway) for r in read_routes(ns)}
     # addresses first: a route's gateway needs its connected route back; broadcast routes last: an
@@ -616,7 +618,7 @@ def _check_ns(ipr: IPRoute, ns: str | None, expected: list[Expected],
                 problems.append(f"{what}{where} is {'back' if kind == 'no_broadcast' else 'missing'}")
                 continue
             try:
-                _restore(ipr, item, index)
+                _restore(ipr(), item, index)
                 restored.append(what + where + (" deleted again" if kind == "no_broadcast" else ""))
             except Exception as e:
                 problems.append(f"{what}{where} is missing and cannot be restored: {e}")
@@ -654,22 +656,18 @@ def _restore(ipr: IPRoute, item: Expected, index: dict[str, int], how: str = "re
 
 
 def _describe_ns(ns: str | None, sysctls: dict[str, str], nft_text: str | None) -> dict[str, Any]:
-    # pyroute2 is used from this (main) thread only: it keeps helper threads, and one started from a
-    # setns'ed thread would live in that namespace for good
-    def body() -> dict[str, Any]:
-        with netlink_route(ns) as ipr:
-            links = read_links(ipr)
-            addrs = read_addrs(ipr)
-            names = {lk.index: lk.ifname for lk in links.values()}
-            interfaces = [{"ifname": lk.ifname, "index": lk.index, "kind": lk.kind, "mac": lk.mac, "mtu": lk.mtu,
-                           "operstate": lk.operstate, "master": names.get(lk.master) if lk.master else None,
-                           "addresses": [f"{a.address}/{a.prefixlen}" for a in addrs if a.index == lk.index]}
-                          for lk in links.values()]
-            routes = [{"family": r.family, "dst": "default" if r.default else r.dst, "gateway": r.gateway,
-                       "dev": names.get(r.oif) if r.oif is not None else None} for r in read_routes(ns)]
-            neigh = [{"ip": n.ip, "mac": n.mac, "dev": names.get(n.index)}
-                     for n in read_permanent_neighbours(ns)]  # permanent entries: the ones netrig set
-            return {"present": True, "interfaces": interfaces, "routes": routes, "neighbours": neigh}
+    links = read_links(ns)
+    addrs = read_addrs(ns)
+    names = {lk.index: lk.ifname for lk in links.values()}
+    interfaces = [{"ifname": lk.ifname, "index": lk.index, "kind": lk.kind, "mac": lk.mac, "mtu": lk.mtu,
+                   "operstate": lk.operstate, "master": names.get(lk.master) if lk.master else None,
+                   "addresses": [f"{a.address}/{a.prefixlen}" for a in addrs if a.index == lk.index]}
+                  for lk in links.values()]
+    routes = [{"family": r.family, "dst": "default" if r.default else r.dst, "gateway": r.gateway,
+               "dev": names.get(r.oif) if r.oif is not None else None} for r in read_routes(ns)]
+    neigh = [{"ip": n.ip, "mac": n.mac, "dev": names.get(n.index)}
+             for n in read_permanent_neighbours(ns)]  # permanent entries: the ones netrig set
+    d: dict[str, Any] = {"present": True, "interfaces": interfaces, "routes": routes, "neighbours": neigh}
 
     def read_sysctls() -> dict[str, str]:
         live = {}
@@ -680,7 +678,6 @@ def _describe_ns(ns: str | None, sysctls: dict[str, str], nft_text: str | None) 
                 live[k] = f"unavailable: {e.strerror}"
         return live
 
-    d = body()
     d["sysctls"] = run_in_netns(ns, read_sysctls)
     if nft_text is not None:
         lines = nft_text.splitlines()
