@@ -29,7 +29,7 @@ from netrig.otgclient.report import KERNEL_RX_DROPS, PortDrops
 
 def kernel_rx_drops(port: ServePort) -> int | None:
     """The port's kernel receive drops now (cumulative), ``None`` when they cannot be read."""
-    from netrig.testbed.probe import link_stats  # pyroute2 (~0.2 s) loads when a port is first read
+    from netrig.testbed.probe import link_stats
 
     try:
         stats = link_stats(port.port.netns, port.ifname)

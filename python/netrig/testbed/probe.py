@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netrig.errors import ConfigError
-from netrig.testbed.nsthread import netlink_route, run_in_netns
+from netrig.testbed.links import read_links
+from netrig.testbed.nsthread import run_in_netns
 
 MAGIC = b"NRPROBE!"
 ETH_P_ALL = 0x0003
@@ -249,9 +250,7 @@ def parse(data: bytes) -> dict[str, Any] | None:
 
 def link_stats(netns: str | None, ifname: str) -> dict[str, int]:
     """IFLA_STATS64 counters of ``ifname`` in ``netns`` (rx_packets, tx_packets, rx_dropped, ...)."""
-    with netlink_route(netns) as ipr:
-        idx = ipr.link_lookup(ifname=ifname)
-        if not idx:
-            raise ConfigError("ifname", f"{ifname}: no such interface in netns {netns or '(host)'}")
-        st = ipr.get_links(idx[0])[0].get_attr("IFLA_STATS64")
-        return {k: int(v) for k, v in dict(st).items()}
+    link = read_links(netns).get(ifname)
+    if link is None:
+        raise ConfigError("ifname", f"{ifname}: no such interface in netns {netns or '(host)'}")
+    return link.stats or {}
