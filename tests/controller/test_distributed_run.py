@@ -67,7 +67,7 @@ def dut_counts(ns: str) -> dict[str, tuple[int, int]]:
 
 def test_netrig_run_rfc2544_throughput_across_two_agents(tmp_path):
     with bed(tmp_path) as b:
-        b.agent("a"), b.agent("b")
+        b.agents()
         _, url = b.controller()
         sh("sysctl", "-qw", "net.ipv6.conf.dut0.disable_ipv6=1", ns=b.ns["d"])  # the DUT sends nothing itself
         cfg = tmp_path / "run.toml"
@@ -138,7 +138,7 @@ def test_netrig_run_on_a_bare_veth_pair_reports_no_dut_loss(tmp_path):
     invalid, naming the port and what it dropped — and every valid trial counts every frame (it was:
     a valid trial with the receiver's drops as the DUT's loss)."""
     with bed(tmp_path, bare=True) as b:
-        b.agent("a", io="auto"), b.agent("b", io="auto")
+        b.agents(io="auto")
         _, url = b.controller()
         cfg = tmp_path / "run.toml"
         # 20 kfps of 1280-B frames at 100 %
@@ -230,7 +230,7 @@ def test_an_agent_lost_mid_run_over_https_stops_it_resumably_and_resume_finishes
     flagged as the sending agent's shortfall (:func:`counted_and_judged`)."""
     begin, end, lasts_s = FAULTS[fault]
     with bed(tmp_path, bare=True, tls=True) as b:
-        b.agent("a", io="auto"), b.agent("b", io="auto")
+        b.agents(io="auto")
         pc, url = b.controller()
         cfg = tmp_path / "run.toml"
         cfg.write_text(CONFIG.format(name=f"agent b lost: {fault}", url=url, pairs=pair_toml("a1", "b1"), speed="10M",
