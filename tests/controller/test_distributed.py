@@ -158,9 +158,11 @@ class Bed:
         """Agent ``name``'s `netrig serve` in its namespace (``extra``: more of its options)."""
         return self.start(self.agent_argv(name, io, extra), self.ns[name], self.agent_url(name))
 
-    def agents(self, io: str = "af_packet") -> tuple[subprocess.Popen, subprocess.Popen]:
-        """Agents a and b (``procs[0]``, ``procs[1]``), started at once (each takes ~0.8 s to answer)."""
-        pa, pb = (self.launch(self.agent_argv(n, io), self.ns[n]) for n in "ab")
+    def agents(self, io: str = "af_packet", extra: dict[str, tuple[str, ...]] | None = None
+               ) -> tuple[subprocess.Popen, subprocess.Popen]:
+        """Agents a and b (``procs[0]``, ``procs[1]``; ``extra``: more options by agent), started at
+        once (each takes ~0.8 s to answer)."""
+        pa, pb = (self.launch(self.agent_argv(n, io, (extra or {}).get(n, ())), self.ns[n]) for n in "ab")
         return self.ready(pa, self.agent_url("a")), self.ready(pb, self.agent_url("b"))
 
     def controller_argv(self, url: str, token: Path | None = None, cert: str = "controller") -> list[str]:

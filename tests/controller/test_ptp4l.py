@@ -88,8 +88,7 @@ def ptp4l(b: Bed) -> Iterator[dict[str, Path]]:
 @pytest.mark.timing  # ptp4l's servo on software timestamps: b's offsets reached 60 µs while the host took 7 % of the CPU
 def test_cross_agent_latency_under_ptp4l_is_corrected_by_ptp_within_its_bound(tmp_path):
     with bed(tmp_path, bare=True) as b, ptp4l(b) as sockets:
-        for n in "ab":
-            b.agent(n, io="auto", extra=("--ptp-socket", str(sockets[n])))
+        b.agents(io="auto", extra={n: ("--ptp-socket", str(sockets[n])) for n in "ab"})
         _, url = b.controller()
         gm = parse_pmc(pmc(sockets["a"]))
         assert gm is not None and gm.offset_ns == 0.0  # a is the grandmaster: 0 from itself
