@@ -4,8 +4,9 @@ types: what the test bed's health check, its repair and its description compare 
 
 The dumps are read raw (``_dump``), filtered by the kernel where it can, and only the fields these
 types hold are decoded. pyroute2 (~0.2 s to import) is left to what changes a namespace: a trial's
-health check of its test bed reads without it (a 1 000-frame ``netrig trial`` on a test bed: 0.76 s,
-0.2 s of it pyroute2's import). pyroute2's messages are read here and nowhere else."""
+health check of its test bed reads without it (a 1 000-frame ``netrig trial`` on a test bed took
+0.81 s wall and 0.47 s of CPU with it, 0.73 s and 0.30 s without). pyroute2's messages are read here
+and nowhere else."""
 from __future__ import annotations
 
 import itertools
