@@ -17,6 +17,7 @@ import zlib
 
 import pytest
 from tests.conftest import if_counter, inject, needs_root
+from tests.host_steal import Steal, valid_or_host
 from tests.otg.conftest import ROOT, api, capture_state, control, flow_metrics, free_port, serve, wait_stopped
 
 from netrig.otg.mapping import RATE_BITS
@@ -166,9 +167,13 @@ def test_every_header_pattern_size_rate_and_duration_counts_exactly(veth):
         assert m["continuous"].transmit == "stopped"
         assert RATE_BITS["gbps"] == 1e9
         # The smallest frames of a deep stack: sent whole, counted per port, untracked per flow.
+        sending = {q["name"]: q for q in json.loads(urllib.request.urlopen(url + "/netrig/agents", timeout=10).read())
+                   ["sending"]}
         for name, (sent, tracked) in UNTRACKED.items():
             got = m[name]
             assert (got.frames_tx, got.frames_rx, got.loss) == (sent, tracked, 0), name
+            assert (sending[name]["frames"], sending[name]["untracked"]) == (sent, sent - tracked), name
+        assert sending["vxlan"]["untracked"] == 0
         req = a.metrics_request()
         req.port.port_names = ["p1", "p2"]
         ports = {p.name: p for p in a.get_metrics(req).port_metrics}
@@ -268,6 +273,57 @@ def test_pause_resume_stop_restart(veth):
     assert if_counter(ns_b, if_b, "rx_packets") == rx, "nothing sent after SIGTERM"
 
 
+def test_a_rate_update_shows_within_100ms_and_loses_or_doubles_no_frame(veth):
+    """update_flows from 2 000 to 20 000 frames/s and from 100 to 200 B, read in the captured
+    frames' own signatures (sequence, transmit stamp): every sequence number arrives once; the
+    first frame of the new size left within 100 ms of the update's answer; from it on, the frames
+    leave 50 µs apart (the median gap: a stall of this VM moves a few)."""
+    ns_a, if_a, ns_b, if_b = veth
+    ports = [f"{if_a}@{ns_a}", f"{if_b}@{ns_b}"]
+    with serve(ports) as url:
+        a = api(url)
+        c = new_config(a, ports)
+        f = add_flow(c, "u")
+        eth(f)
+        f.packet.ipv4().udp()
+        f.rate.pps, f.size.fixed = 2000, 100
+        c.captures.capture(name="c", port_names=["p2"], format="pcapng")
+        a.set_config(c)
+        capture_state(a, "start", ["p2"])
+        control(a, "start")
+        while flow_metrics(a, ["u"])["u"].frames_tx < 200:
+            time.sleep(0.01)
+        cu = a.config_update()
+        cu.flows.property_names = [cu.flows.RATE, cu.flows.SIZE]
+        f.rate.pps, f.size.fixed = 20000, 200
+        cu.flows.flows.append(f)
+        sent, t0, steal = flow_metrics(a, ["u"])["u"].frames_tx, time.monotonic(), Steal()
+        assert a.update_config(cu).warnings == []
+        answered_s = time.monotonic() - t0
+        time.sleep(0.3)
+        control(a, "stop")
+        m = wait_stopped(a, ["u"])["u"]
+        capture_state(a, "stop", ["p2"])
+        req = a.capture_request()
+        req.port_name = "p2"
+        frames = pcapng_frames(a.get_capture(req).read())
+    assert m.frames_tx == m.frames_rx == len(frames), (m.frames_tx, m.frames_rx, len(frames))
+    sig = [struct.unpack("!8x5s5s", raw[-22:-4]) for raw in frames]
+    seq = [int.from_bytes(q, "big") for q, _ in sig]
+    ts = [int.from_bytes(t, "big") for _, t in sig]
+    assert seq == list(range(len(frames))), "every frame once, in order"
+    first_new = next(j for j, raw in enumerate(frames) if len(raw) == 200)
+    assert all(len(raw) == 100 for raw in frames[:first_new]) and all(len(raw) == 200 for raw in frames[first_new:])
+    # Frame `sent - 1` had left when the update was asked for: from it to the first frame of the
+    # new size bounds the update's delay from above (snappi's request took ~50 ms of it here, the
+    # server's part ~1 ms).
+    late_ms = (ts[first_new] - ts[sent - 1]) / 1e6
+    valid_or_host(late_ms <= 100, f"the new size and rate began {late_ms:.1f} ms after the update was asked for "
+                  f"(answered after {1e3 * answered_s:.1f} ms)", (late_ms - 100) / 1e3, steal)
+    gaps = sorted(b - a_ for a_, b in zip(ts[first_new:], ts[first_new + 1:]))
+    assert len(gaps) > 2000 and abs(gaps[len(gaps) // 2] - 50_000) <= 1_000, gaps[len(gaps) // 2]
+
+
 def link(a, state: str, ports: list[str]) -> None:
     cs = a.control_state()
     cs.port.link.state, cs.port.link.port_names = state, ports
@@ -294,12 +350,12 @@ def cap_flow(c):
     return f, ip, udp
 
 
-def captured(a, c) -> list[bytes]:
-    """Config ``c`` set, captured on p2 while flow "cap" runs to its end: the frames captured."""
+def captured(a, c, flows: tuple[str, ...] = ("cap",)) -> list[bytes]:
+    """Config ``c`` set, captured on p2 while ``flows`` run to their end: the frames captured."""
     a.set_config(c)
     capture_state(a, "start", ["p2"])
     control(a, "start")
-    wait_stopped(a, ["cap"])
+    wait_stopped(a, list(flows))
     capture_state(a, "stop", ["p2"])
     req = a.capture_request()
     req.port_name = "p2"
@@ -347,6 +403,49 @@ def test_capture_byte_by_byte(veth):
         assert payload == bytes(range(len(payload))), "increment_byte payload"
         assert frame[-18:-16] == b"NR", "the signature at the frame's end"
     assert all(1 <= p <= 9 for p in sports) and sports[:5] == sports[5:10], "seeded random, period 5"
+
+
+def test_captured_vxlan_frames_carry_inner_lengths_of_their_size(veth):
+    """VXLAN over IPv4 with an inner IPv4 or IPv6 packet, at three sizes: in every captured frame
+    the outer and the inner IP and UDP lengths count from their own header to the frame's end
+    (its FCS not included), and both IPv4 header checksums hold."""
+    ns_a, if_a, ns_b, if_b = veth
+    ports = [f"{if_a}@{ns_a}", f"{if_b}@{ns_b}"]
+    with serve(ports) as url:
+        a = api(url)
+        c = new_config(a, ports)
+        for name, inner in (("v4", "ipv4"), ("v6", "ipv6")):
+            f = add_flow(c, name, 6)
+            eth(f)
+            udp = f.packet.ipv4().udp()[-1]
+            udp.dst_port.value = 4789
+            getattr(f.packet.vxlan().ethernet(), inner)().udp()
+            f.size.increment.start, f.size.increment.end, f.size.increment.step = 150, 1518, 684
+            f.rate.pps = 1000
+        c.captures.capture(name="c", port_names=["p2"], format="pcapng")
+        frames = captured(a, c, ("v4", "v6"))
+    assert len(frames) == 12
+    sizes = {"v4": [], "v6": []}
+    for raw in frames:
+        frame = raw[:-4]
+        outer = frame[14:34]
+        assert struct.unpack("!H", outer[2:4])[0] == len(frame) - 14 and ones(outer) == 0xFFFF
+        assert struct.unpack("!HH", frame[34:38])[1] == 4789
+        assert struct.unpack("!H", frame[38:40])[0] == len(frame) - 34, "outer UDP length"
+        kind = struct.unpack("!H", frame[62:64])[0]  # 14 + 20 + 8 + 8 (VXLAN) + 12: the inner type
+        at = 64
+        if kind == 0x0800:
+            inner = frame[at:at + 20]
+            assert struct.unpack("!H", inner[2:4])[0] == len(frame) - at, "inner IPv4 total length"
+            assert ones(inner) == 0xFFFF, "inner IPv4 header checksum"
+            udp_at, name = at + 20, "v4"
+        else:
+            assert kind == 0x86DD
+            assert struct.unpack("!H", frame[at + 4:at + 6])[0] == len(frame) - at - 40, "inner IPv6 payload length"
+            udp_at, name = at + 40, "v6"
+        assert struct.unpack("!H", frame[udp_at + 4:udp_at + 6])[0] == len(frame) - udp_at, "inner UDP length"
+        sizes[name].append(len(raw))
+    assert sizes == {"v4": [150, 834, 1518] * 2, "v6": [150, 834, 1518] * 2}
 
 
 def test_capture_filters_keep_only_the_frames_they_match(veth):

@@ -549,8 +549,8 @@ class Service(OtgService):
             ipdv = [FlowIpdv(name=f.name, sum_ns=s.ipdv_sum_ns, samples=s.ipdv_samples, max_ns=s.ipdv_max_ns,
                              buckets=tuple(h[1]) if h is not None else ())
                     for f, s, h in zip(self.plan.flows, stats, hists)]
-            sending = [FlowSending(name=f.name, frames=s.tx_frames, first_ns=s.tx_first_ns, last_ns=s.tx_last_ns)
-                       for f, s in zip(self.plan.flows, stats)]
+            sending = [FlowSending(name=f.name, frames=s.tx_frames, first_ns=s.tx_first_ns, last_ns=s.tx_last_ns,
+                                   untracked=s.tx_untracked) for f, s in zip(self.plan.flows, stats)]
             latency = [FlowLatency(name=f.name, buckets=tuple(h[0]))
                        for f, h in zip(self.plan.flows, hists) if h is not None]
             return {"ports": [dataclasses.asdict(d) for d in self.rx_drops.report(self.plan, self.generator)],

@@ -89,6 +89,9 @@ class FlowSending:
     frames: int = 0
     first_ns: int = 0
     last_ns: int = 0
+    #: Of ``frames``, those with no room for the signature (a size too small for it after the
+    #: flow's headers): sent whole and counted by the ports, never by the flow's receivers.
+    untracked: int = 0
 
     def pps(self) -> float | None:
         """Frames over the sending window (``None`` with fewer than two frames)."""
