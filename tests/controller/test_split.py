@@ -9,10 +9,11 @@ from netrig.cli.main import main
 from netrig.controller import merge
 from netrig.controller.agents import AgentSpec
 from netrig.controller.clock import ClockEstimate
+from netrig.controller.controller import Controller
 from netrig.controller.split import split
 from netrig.errors import ConfigError
 from netrig.otg import metrics
-from netrig.otg.objects import Config, read
+from netrig.otg.objects import Config, ControlAction, ControlState, read
 from netrig.otgclient.messages import FlowMetric, MetricLatency, PortMetric
 from netrig.otgclient.report import FlowIpdv, FlowLatency, FlowSequence
 
@@ -101,6 +102,23 @@ def test_devices_and_lldp_are_refused_on_a_controller_saying_why_and_metric_tags
     c["flows"][0]["packet"] = [{"choice": "ethernet"}, {"choice": "ipv4", "ipv4": {"src": {
         "choice": "values", "values": ["198.18.0.1", "198.18.0.2"], "metric_tags": [{"name": "src"}]}}}]
     assert len(split_of(c, ["a", "b"]).routes) == len(c["flows"])  # merged by the controller
+
+
+def test_link_changes_updates_and_pings_are_refused_on_a_controller_saying_why():
+    c = Controller([])
+    with pytest.raises(ConfigError) as e:
+        c.update_config({"flows": {"property_names": ["rate"], "flows": cfg()["flows"][:1]}})
+    assert e.value.field == "choice" and "does not forward updates to its agents" in e.value.message
+    link = read(ControlState, {"choice": "port", "port": {"choice": "link", "link": {"port_names": ["a1"],
+                                                                                       "state": "down"}}})
+    with pytest.raises(ConfigError) as e:
+        c.control_state(link)
+    assert e.value.field == "port" and "set them on the agent that serves the port" in e.value.message
+    ping = read(ControlAction, {"choice": "protocol", "protocol": {"choice": "ipv4", "ipv4": {
+        "choice": "ping", "ping": {"requests": [{"src_name": "d1.ipv4", "dst_ip": "198.18.0.2"}]}}}})
+    with pytest.raises(ConfigError) as e:
+        c.control_action(ping)
+    assert e.value.field == "choice" and "no devices to ping from" in e.value.message
 
 
 def tag(name: str, v: int) -> dict:

@@ -69,7 +69,8 @@ class OtgService(ABC):
 
     def control_action(self, req: ControlAction) -> dict[str, Any]:
         """``POST /control/action``: pings from devices (where the service has them); no protocols."""
-        raise refusal.refuse("control/action", "choice")
+        raise refusal.refuse("control/action on a controller" if req.pings() is not None else "control/action",
+                             "choice")
 
     @abstractmethod
     def metrics(self, req: MetricsRequest) -> dict[str, Any]:

@@ -160,7 +160,10 @@ FEATURES: tuple[Feature, ...] = (
             "stop"),
     Feature("control/action protocol ping", S, "ipv4 and ipv6 ping: one echo request from a device's address "
             "(iputils ping in the port's namespace, 1 s to answer): succeeded or failed per request"),
-    Feature("control/action", R, "no protocols: no BGP or ISIS actions, no port reboot"),
+    Feature("control/action", R, "only ping is served: no BGP or IS-IS actions (notifications, graceful "
+            "restart), no port reboot"),
+    Feature("control/action on a controller", R, "a controller has no devices to ping from (they are refused "
+            "on it): ping from the agent that serves the device's port"),
     Feature("config update", S, "update_flows: flows' rate and size, in place (running or not: counters, "
             "sequence and tag go on; a fixed_seconds flow keeps its rate, its frame count is its rate's)"),
     Feature("config update on a controller", R, "a controller does not forward updates to its agents yet: set the "
