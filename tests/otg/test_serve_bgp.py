@@ -1,11 +1,12 @@
 """OTG BGP on `netrig serve`, driven by snappi as Ixia-c users write it: two devices on a veth pair,
-each a BGP speaker (served by BIRD in its port's namespace; eBGP over IPv4, iBGP over IPv6)
+each a BGP speaker (served by BIRD in its port's namespace; eBGP over IPv4, iBGP and eBGP over IPv6)
 advertising IPv4 and IPv6 route ranges to the other; the sessions come up, the metrics count the routes advertised and received,
 the prefix states list them with their attributes, flows to the advertised ranges arrive exact;
 a range withdrawn and advertised again, a session set down and up (a flap counted); nothing left
 running."""
 from __future__ import annotations
 
+import ipaddress
 import subprocess
 import tempfile
 import time
@@ -22,14 +23,15 @@ pytestmark = [needs_root, pytest.mark.root]
 N4, N6 = 100, 50
 
 
-def speaker(c, dev: str, asn: int, peer4: str, peer6: str, net4: str, net6: str, community: int) -> None:
-    """Device ``dev`` speaks eBGP to ``peer4`` as AS ``asn`` and iBGP to ``peer6`` in AS 65000,
-    advertising N4 IPv4 /24s from ``net4`` and N6 IPv6 /64s from ``net6``, with a community and one
-    more AS in their path."""
+def speaker(c, dev: str, asn: int, peer4: str, peer6: str, net4: str, net6: str, community: int,
+            kind6: str = "ibgp") -> None:
+    """Device ``dev`` speaks eBGP to ``peer4`` as AS ``asn`` and iBGP to ``peer6`` in AS 65000
+    (``kind6`` "ebgp": eBGP as AS ``asn``), advertising N4 IPv4 /24s from ``net4`` and N6 IPv6 /64s
+    from ``net6``, with a community and one more AS in their path."""
     d = next(x for x in c.devices if x.name == dev)
     d.bgp.router_id = f"198.18.{asn - 65000}.{asn - 65000}"
     for fam, peer, net, plen, n, kind, own in (("4", peer4, net4, 24, N4, "ebgp", asn),
-                                               ("6", peer6, net6, 64, N6, "ibgp", 65000)):
+                                               ("6", peer6, net6, 64, N6, kind6, asn if kind6 == "ebgp" else 65000)):
         itf = getattr(d.bgp, f"ipv{fam}_interfaces").add(**{f"ipv{fam}_name": f"{dev}.ipv{fam}"})
         p = getattr(itf.peers, f"v{fam}peer")(name=f"{dev}.bgp{fam}", peer_address=peer, as_type=kind,
                                               as_number=own)[-1]
@@ -152,6 +154,40 @@ def test_two_bgp_speakers_exchange_routes_and_traffic_to_them_arrives_exact(veth
         m4 = wait_for("up again", lambda: established(a, 4, N4))
         assert m4["d2.bgp4"].session_flap_count == 1, m4["d2.bgp4"]
     assert bird_processes() == before, "BIRD outlives the server"
+
+
+def test_ebgp_over_ipv6_prepends_the_senders_as_and_carries_the_traffic(veth):
+    """The IPv6 sessions as eBGP (the test above runs them as iBGP): every /64 received with the
+    sender's AS in front of its path and the sender as next hop, and a flow to them exact."""
+    ns_a, if_a, ns_b, if_b = veth
+    ports = [f"{if_a}@{ns_a}", f"{if_b}@{ns_b}"]
+    with serve(ports) as url:
+        a = api(url)
+        c = a.config()
+        c.ports.port(name="p1", location=ports[0]).port(name="p2", location=ports[1])
+        device(c, "d1", "p1", MAC1, ("198.18.1.1", "198.18.1.2", 24), ("2001:2::1", "2001:2::2", 64))
+        device(c, "d2", "p2", MAC2, ("198.18.1.2", "198.18.1.1", 24), ("2001:2::2", "2001:2::1", 64))
+        speaker(c, "d1", 65001, "198.18.1.2", "2001:2::2", "198.18.100.0", "2001:2:100::", 7, kind6="ebgp")
+        speaker(c, "d2", 65002, "198.18.1.1", "2001:2::1", "198.19.0.0", "2001:2:200::", 9, kind6="ebgp")
+        f = c.flows.flow(name="to-d1-routes6")[-1]
+        f.tx_rx.device.tx_names, f.tx_rx.device.rx_names = ["d2.ipv6"], ["d1.routes6"]
+        ip = f.packet.ethernet().ipv6()[-1]
+        ip.dst.increment.start, ip.dst.increment.step, ip.dst.increment.count = "2001:2:100::1", "0:0:0:1::", N6
+        f.packet.udp()
+        f.size.fixed, f.rate.pps, f.duration.fixed_packets.packets = 128, 5000, 1000
+        f.metrics.enable, f.metrics.loss = True, True
+        a.set_config(c)
+        m6 = wait_for("IPv6 eBGP sessions up, every route received", lambda: established(a, 6, N6))
+        assert {(m.fsm_state, m.routes_advertised) for m in m6.values()} == {("established", N6)}
+        got6 = prefixes(a, "d2.bgp6").ipv6_unicast_prefixes
+        assert {(ipaddress.ip_address(p.ipv6_address), p.prefix_length) for p in got6} == \
+            {(ipaddress.ip_address(f"2001:2:100:{k:x}::"), 64) for k in range(N6)}
+        assert {(p.ipv6_next_hop, tuple(tuple(s.as_numbers) for s in p.as_path.segments)) for p in got6} == \
+            {("2001:2::1", ((65001, 65101),))}
+        wait_resolved(a, 6, [])
+        control(a, "start")
+        fm = wait_stopped(a, ["to-d1-routes6"])["to-d1-routes6"]
+        assert (fm.frames_tx, fm.frames_rx, fm.loss) == (1000, 1000, 0)
 
 
 def test_a_bgp_interface_on_another_devices_address_is_refused_naming_it(veth):
