@@ -15,6 +15,8 @@ from tests.conftest import needs_root, sh
 from tests.otg.conftest import api, capture_state, control, flow_metrics, serve, wait_stopped
 from tests.otg.test_serve_veth import pcapng_frames
 
+from netrig.otg.devices import kernel_makes_vlans
+
 pytestmark = [needs_root, pytest.mark.root]
 
 MAC1, MAC2 = "02:00:00:00:01:01", "02:00:00:00:02:02"
@@ -116,6 +118,71 @@ def test_two_devices_back_to_back_resolve_each_other_and_their_flow_arrives_exac
         assert len(made) == 2, made
     assert [n for n in links(ns_a) + links(ns_b) if n in made] == [], "the devices' links outlive the server"
     assert "netrig_devices" not in sh("nft", "list", "tables", ns=ns_a)
+
+
+def test_devices_with_an_mtu_and_a_given_gateway_mac(veth):
+    """Each device has an MTU of 1400 (its link's, read back); d1's gateway MAC is given (a
+    permanent neighbour, never resolved), d2 resolves d1 by ARP. A flow over them arrives exact."""
+    ns_a, if_a, ns_b, if_b = veth
+    ports = [f"{if_a}@{ns_a}", f"{if_b}@{ns_b}"]
+    with serve(ports) as url:
+        a = api(url)
+        c = two_devices(a, ports, (("198.18.1.1", "198.18.1.2", 24), None), (("198.18.1.2", "198.18.1.1", 24), None))
+        for d in c.devices:
+            d.ethernets[0].mtu = 1400
+        gw = c.devices[0].ethernets[0].ipv4_addresses[0].gateway_mac
+        gw.choice, gw.value = "value", MAC2
+        device_flow(c, "v4", "d1.ipv4", "d2.ipv4", 500)
+        a.set_config(c)
+        assert sorted(wait_resolved(a, 4, [])) == [("d1.eth", "198.18.1.2", MAC2), ("d2.eth", "198.18.1.1", MAC1)]
+        for ns in (ns_a, ns_b):
+            (dev,) = [x for x in json.loads(sh("ip", "-j", "link", "show", ns=ns)) if re.match(r"^nr\d+d\d+$", x["ifname"])]
+            assert dev["mtu"] == 1400, dev
+        neigh = json.loads(sh("ip", "-j", "neigh", "show", "198.18.1.2", ns=ns_a))
+        assert [(n["lladdr"], n["state"]) for n in neigh] == [(MAC2, ["PERMANENT"])], neigh
+        control(a, "start")
+        m = wait_stopped(a, ["v4"])["v4"]
+    assert (m.frames_tx, m.frames_rx, m.loss) == (500, 500, 0)
+
+
+def test_device_vlans_tag_its_frames_or_are_refused_by_a_kernel_without_them(veth):
+    """Both devices on VLAN 100: d2 resolves d1 by ARP through the tagged links, and a flow over them,
+    tagged as they are, arrives exact and is captured tagged. A kernel built without 802.1Q (as
+    this machine's) refuses the config in one line naming the VLAN, before any link is made."""
+    ns_a, if_a, ns_b, if_b = veth
+    ports = [f"{if_a}@{ns_a}", f"{if_b}@{ns_b}"]
+    with serve(ports) as url:
+        a = api(url)
+        c = two_devices(a, ports, (("198.18.1.1", "198.18.1.2", 24), None), (("198.18.1.2", "198.18.1.1", 24), None))
+        for d in c.devices:
+            d.ethernets[0].vlans.vlan(name=f"{d.name}.vlan", id=100)
+        f = c.flows.flow(name="tagged")[-1]
+        f.tx_rx.device.tx_names, f.tx_rx.device.rx_names = ["d1.ipv4"], ["d2.ipv4"]
+        f.packet.ethernet().vlan()[-1].id.value = 100
+        f.packet.ipv4().udp()
+        f.size.fixed, f.rate.pps, f.duration.fixed_packets.packets = 128, 5000, 500
+        f.metrics.enable, f.metrics.loss = True, True
+        c.captures.capture(name="c", port_names=["p2"], format="pcapng")
+        before = links(ns_a) + links(ns_b)
+        if not kernel_makes_vlans():
+            with pytest.raises(Exception) as e:
+                a.set_config(c)
+            assert e.value.args[0].code == 400, e.value
+            (err,) = e.value.args[0].errors
+            assert err.startswith("devices[0].ethernets[0].vlans[0]: this kernel cannot make VLAN interfaces"), err
+            assert links(ns_a) + links(ns_b) == before
+            return
+        a.set_config(c)
+        assert sorted(wait_resolved(a, 4, [])) == [("d1.eth", "198.18.1.2", MAC2), ("d2.eth", "198.18.1.1", MAC1)]
+        capture_state(a, "start", ["p2"])
+        control(a, "start")
+        m = wait_stopped(a, ["tagged"])["tagged"]
+        capture_state(a, "stop", ["p2"])
+        req = a.capture_request()
+        req.port_name = "p2"
+        frames = [fr for fr in pcapng_frames(a.get_capture(req).read()) if fr[12:14] == b"\x81\x00" and fr[16:18] == b"\x08\x00"]
+    assert (m.frames_tx, m.frames_rx, m.loss) == (500, 500, 0)
+    assert {(fr[0:6].hex(":"), int.from_bytes(fr[14:16], "big") & 0xFFF) for fr in frames} == {(MAC2, 100)}
 
 
 @contextmanager

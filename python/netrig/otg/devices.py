@@ -27,6 +27,8 @@ without cleaning up leaves links that the next one on the port deletes (:func:`_
 """
 from __future__ import annotations
 
+import functools
+import gzip
 import ipaddress
 import json
 import os
@@ -179,6 +181,10 @@ def _ethernet(e: DeviceEthernet, device: str, index: int, port_names: Sequence[s
         if vlan.tpid not in _TPIDS:
             raise ConfigError(f"{at}.vlans[0].tpid", f"{vlan.tpid} is not a VLAN protocol this kernel tags with: "
                                                      "use x8100 or x88A8")
+        if not kernel_makes_vlans():
+            raise ConfigError(f"{at}.vlans[0]", "this kernel cannot make VLAN interfaces (built without 802.1Q: "
+                                                "CONFIG_VLAN_8021Q): give the device no vlans, or serve it on a "
+                                                "kernel with 802.1Q")
     addresses: list[Address] = []
     groups: tuple[tuple[int, Sequence[DeviceIpv4 | DeviceIpv6]], ...] = ((4, e.ipv4_addresses),
                                                                           (6, e.ipv6_addresses))
@@ -194,6 +200,20 @@ def _ethernet(e: DeviceEthernet, device: str, index: int, port_names: Sequence[s
             addresses.append(Address(a.name, family, address, a.prefix, gateway, mac, index))
     return Ethernet(e.name, device, port_names.index(c.port_name), e.mac or _mac_of(e.name), e.mtu,
                     vlan.id if vlan else None, _TPIDS[vlan.tpid] if vlan else "", tuple(addresses))
+
+
+@functools.cache
+def kernel_makes_vlans() -> bool:
+    """Whether this kernel makes 802.1Q/802.1ad interfaces: 802.1Q built in or loaded (``/proc/net/vlan``),
+    or not ruled out by the kernel's build configuration (``/proc/config.gz``; a module loads at first
+    use)."""
+    if os.path.isdir("/proc/net/vlan"):
+        return True
+    try:
+        with gzip.open("/proc/config.gz", "rt") as f:
+            return "# CONFIG_VLAN_8021Q is not set" not in f.read()
+    except OSError:
+        return True
 
 
 # ------------------------------------------------------------------------------------------ runtime
