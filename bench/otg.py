@@ -8,9 +8,12 @@ Method:
   trial's stream computes the UDP checksum, as OTG's "generated" one is): ``trial`` is
   ``netrig.run_trial`` at ``rate="max"`` from ``nrot0`` to ``nror0``; ``otg`` is ``netrig serve`` on both ports with one
   continuous flow at 10^9 frames/s (above what the tester sends), started over HTTP. Both count
-  every frame they receive; senders on CPU 1, receivers on CPU 0 (each's default).
+  every frame they receive; senders on CPU 1, receivers on CPU 0 (each's default). ``otg_lldp`` is
+  ``otg`` with an LLDP object on each port advertising every 5 s, the shortest OTG allows (lldpd in
+  each namespace): LLDP's cost to the ports is the ratio of the two, beside lldpd's CPU time over
+  the window.
 - Window: WARM s after traffic starts, then DUR s of ``nrot0`` tx_packets deltas. REPS repetitions,
-  interleaved (trial, otg, trial, otg, …) so slow phases of the VM fall on both; the ratio is the
+  interleaved (trial, otg, otg_lldp, trial, …) so slow phases of the VM fall on both; the ratio is the
   median otg / median trial, and the median of the per-repetition ratios.
 - Scale, SCALE_REPS times in the last server (each config replacing the one before, as a client's
   do): a config of 4096 flows, each with every field pattern (value, values, increment,
@@ -32,6 +35,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -113,8 +117,11 @@ def post(url: str, path: str, body: dict) -> tuple[float, dict]:
     req = urllib.request.Request(url + path, data=json.dumps(body).encode(),
                                  headers={"Content-Type": "application/json"})
     t = time.perf_counter()
-    with urllib.request.urlopen(req, timeout=120) as r:
-        out = json.loads(r.read())
+    try:
+        with urllib.request.urlopen(req, timeout=120) as r:
+            out = json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        raise SystemExit(f"bench: {path}: {e.code} {e.read().decode(errors='replace')}") from None
     return time.perf_counter() - t, out
 
 
@@ -127,18 +134,44 @@ def ports_config() -> dict:
     return {"ports": [{"name": "p1", "location": PORTS[0]}, {"name": "p2", "location": PORTS[1]}]}
 
 
-def run_otg(url: str) -> dict:
+def run_otg(url: str, lldp: bool = False) -> dict:
+    """The top-rate flow; ``lldp``: with an LLDP object on each port advertising every 5 s (the OTG
+    model's shortest interval), its lldpd's CPU time over the window and the PDUs it counted."""
     flow = {"name": "top", "tx_rx": {"choice": "port", "port": {"tx_name": "p1", "rx_names": ["p2"]}},
             "packet": [{"choice": "ethernet", "ethernet": {"src": {"value": MTX}, "dst": {"value": MRX}}},
                        {"choice": "ipv4", "ipv4": {"src": {"value": "198.18.0.1"}, "dst": {"value": "198.19.0.1"}}},
                        {"choice": "udp", "udp": {"src_port": {"value": 9}, "dst_port": {"value": 9}}}],
             "size": {"fixed": 64}, "rate": {"pps": 1_000_000_000}, "duration": {"choice": "continuous"}}
-    post(url, "/config", {**ports_config(), "flows": [flow]})
+    agents = [{"name": f"lldp{k}", "connection": {"choice": "port_name", "port_name": p}, "hold_time": 20,
+               "advertisement_interval": 5} for k, p in enumerate(("p1", "p2"))] if lldp else []
+    post(url, "/config", {**ports_config(), "flows": [flow], "lldp": agents})
     traffic(url, "start")
+    cpu0 = lldpd_cpu_s()
     pps = window()
+    cpu = lldpd_cpu_s() - cpu0
     traffic(url, "stop")
     m = post(url, "/monitor/metrics", {"choice": "flow"})[1]["flow_metrics"][0]
-    return {"case": "otg", "tx_pps": pps, "frames_sent": m["frames_tx"], "frames_received": m["frames_rx"]}
+    row = {"case": "otg_lldp" if lldp else "otg", "tx_pps": pps, "frames_sent": m["frames_tx"],
+           "frames_received": m["frames_rx"]}
+    if lldp:
+        pdus = post(url, "/monitor/metrics", {"choice": "lldp", "lldp": {"lldp_names": []}})[1]["lldp_metrics"]
+        row |= {"lldpd_cpu_pct": 100 * cpu / (WARM + DUR), "lldp_pdus": {x["name"]: (x["frames_tx"], x["frames_rx"])
+                                                                         for x in pdus}}
+    return row
+
+
+def lldpd_cpu_s() -> float:
+    """CPU time (user + system) of every lldpd process now, s."""
+    total = 0
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            stat = (Path("/proc") / pid / "stat").read_text()
+        except OSError:
+            continue
+        if stat[stat.index("(") + 1:stat.rindex(")")] == "lldpd":
+            fields = stat[stat.rindex(")") + 2:].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def scale_flow(i: int) -> dict:
@@ -207,9 +240,10 @@ def main() -> int:
             print(json.dumps(rows[-1]), flush=True)
             time.sleep(2.5)  # an XSK queue is re-bound ~2 s after the previous socket closed
             with serve(PORTS) as url:
-                rows.append({**run_otg(url), "rep": rep})
-                print(json.dumps(rows[-1]), flush=True)
-                if rep == REPS:
+                for lldp in (False, True):
+                    rows.append({**run_otg(url, lldp), "rep": rep})
+                    print(json.dumps(rows[-1]), flush=True)
+                if rep == REPS and SCALE_REPS:
                     scale = scale_summary([run_scale(url) for _ in range(SCALE_REPS)])
                     print(json.dumps(scale), flush=True)
             time.sleep(2.5)
@@ -219,16 +253,20 @@ def main() -> int:
 
 
 def report(stamp: str, rows: list[dict], scale: dict) -> int:
-    med = {c: statistics.median(r["tx_pps"] for r in rows if r["case"] == c) for c in ("trial", "otg")}
+    med = {c: statistics.median(r["tx_pps"] for r in rows if r["case"] == c) for c in ("trial", "otg", "otg_lldp")}
+    by = {(r["case"], r["rep"]): r["tx_pps"] for r in rows}
+    lldp_cost = {"ratio": med["otg_lldp"] / med["otg"],
+                 "paired_ratio": statistics.median(by["otg_lldp", k] / by["otg", k] for k in range(1, REPS + 1)),
+                 "lldpd_cpu_pct": statistics.median(r["lldpd_cpu_pct"] for r in rows if r["case"] == "otg_lldp")}
     paired = [o["tx_pps"] / t["tx_pps"] for t in rows if t["case"] == "trial"
               for o in rows if o["case"] == "otg" and o["rep"] == t["rep"]]
     doc = {"schema_version": 1, "date": stamp, "tool_version": netrig.__version__,
            "machine": {"kernel": platform.release(), "cpus": os.cpu_count(), "load_avg": os.getloadavg()},
            "method": {"dur_s": DUR, "warm_s": WARM, "reps": REPS, "frame": 64,
                       "topology": f"{PORTS[0]} -> {PORTS[1]} veth", "counting": "sender tx_packets deltas",
-                      "order": "interleaved trial, otg per repetition"},
+                      "order": "interleaved trial, otg, otg_lldp per repetition"},
            "runs": rows, "median_tx_pps": med, "ratio": med["otg"] / med["trial"],
-           "paired_ratio": statistics.median(paired), "scale": scale}
+           "paired_ratio": statistics.median(paired), "lldp": lldp_cost, "scale": scale}
     out = HERE / "results"
     out.mkdir(exist_ok=True)
     (out / f"{stamp}-otg.json").write_text(json.dumps(doc, indent=2))
@@ -239,7 +277,11 @@ def report(stamp: str, rows: list[dict], scale: dict) -> int:
           "| case | tx frames/s |", "|---|---|",
           f"| netrig trial (rate max) | {med['trial'] / 1e6:.3f} M |",
           f"| netrig serve (one OTG flow) | {med['otg'] / 1e6:.3f} M |",
-          "", f"ratio serve / trial: **{doc['ratio']:.3f}** (paired per repetition: {doc['paired_ratio']:.3f})", ""]
+          f"| netrig serve, LLDP on both ports every 5 s | {med['otg_lldp'] / 1e6:.3f} M |",
+          "", f"ratio serve / trial: **{doc['ratio']:.3f}** (paired per repetition: {doc['paired_ratio']:.3f})", "",
+          f"LLDP's cost: serve with / without it {lldp_cost['ratio']:.3f} (paired per repetition: "
+          f"{lldp_cost['paired_ratio']:.3f}); both lldpd {lldp_cost['lldpd_cpu_pct']:.2f} % of a CPU (median; "
+          f"one clock tick is {100 / os.sysconf('SC_CLK_TCK') / (WARM + DUR):.2f} %).", ""]
     if scale:
         kinds = (("one_flow", "one flow"), ("ports", "the ports"), ("every_flow", "every flow"))
         poll = ", ".join(f"{what} {p[k]['median']:.1f} / {p[k]['max']:.1f} ms" for k, what in kinds)
