@@ -41,6 +41,19 @@ def speaker(c, dev: str, asn: int, peer4: str, peer6: str, net4: str, net6: str,
         r.as_path.segments.add(type="as_seq", as_numbers=[asn + 100])
 
 
+def two_speakers(a, ports: list[str], kind6: str = "ibgp"):
+    """A config of ports p1, p2 with device d1 (198.18.1.1, 2001:2::1; AS 65001, advertising from
+    198.18.100.0 and 2001:2:100::) on p1 and d2 (.2, ::2; AS 65002, from 198.19.0.0 and
+    2001:2:200::) on p2, each the other's BGP peer (:func:`speaker`)."""
+    c = a.config()
+    c.ports.port(name="p1", location=ports[0]).port(name="p2", location=ports[1])
+    device(c, "d1", "p1", MAC1, ("198.18.1.1", "198.18.1.2", 24), ("2001:2::1", "2001:2::2", 64))
+    device(c, "d2", "p2", MAC2, ("198.18.1.2", "198.18.1.1", 24), ("2001:2::2", "2001:2::1", 64))
+    speaker(c, "d1", 65001, "198.18.1.2", "2001:2::2", "198.18.100.0", "2001:2:100::", 7, kind6)
+    speaker(c, "d2", 65002, "198.18.1.1", "2001:2::1", "198.19.0.0", "2001:2:200::", 9, kind6)
+    return c
+
+
 def bgp_metrics(a, family: int) -> dict:
     req = a.metrics_request()
     getattr(req, f"bgpv{family}").peer_names = []
@@ -93,12 +106,7 @@ def test_two_bgp_speakers_exchange_routes_and_traffic_to_them_arrives_exact(veth
     before = bird_processes()
     with serve(ports) as url:
         a = api(url)
-        c = a.config()
-        c.ports.port(name="p1", location=ports[0]).port(name="p2", location=ports[1])
-        device(c, "d1", "p1", MAC1, ("198.18.1.1", "198.18.1.2", 24), ("2001:2::1", "2001:2::2", 64))
-        device(c, "d2", "p2", MAC2, ("198.18.1.2", "198.18.1.1", 24), ("2001:2::2", "2001:2::1", 64))
-        speaker(c, "d1", 65001, "198.18.1.2", "2001:2::2", "198.18.100.0", "2001:2:100::", 7)
-        speaker(c, "d2", 65002, "198.18.1.1", "2001:2::1", "198.19.0.0", "2001:2:200::", 9)
+        c = two_speakers(a, ports)
         # d1's IPv4 routes name another next hop on the link (a router beside the tester)
         r4 = c.devices[0].bgp.ipv4_interfaces[0].peers[0].v4_routes[0]
         r4.next_hop_mode, r4.next_hop_address_type, r4.next_hop_ipv4_address = "manual", "ipv4", "198.18.1.9"
@@ -163,12 +171,7 @@ def test_ebgp_over_ipv6_prepends_the_senders_as_and_carries_the_traffic(veth):
     ports = [f"{if_a}@{ns_a}", f"{if_b}@{ns_b}"]
     with serve(ports) as url:
         a = api(url)
-        c = a.config()
-        c.ports.port(name="p1", location=ports[0]).port(name="p2", location=ports[1])
-        device(c, "d1", "p1", MAC1, ("198.18.1.1", "198.18.1.2", 24), ("2001:2::1", "2001:2::2", 64))
-        device(c, "d2", "p2", MAC2, ("198.18.1.2", "198.18.1.1", 24), ("2001:2::2", "2001:2::1", 64))
-        speaker(c, "d1", 65001, "198.18.1.2", "2001:2::2", "198.18.100.0", "2001:2:100::", 7, kind6="ebgp")
-        speaker(c, "d2", 65002, "198.18.1.1", "2001:2::1", "198.19.0.0", "2001:2:200::", 9, kind6="ebgp")
+        c = two_speakers(a, ports, kind6="ebgp")
         f = c.flows.flow(name="to-d1-routes6")[-1]
         f.tx_rx.device.tx_names, f.tx_rx.device.rx_names = ["d2.ipv6"], ["d1.routes6"]
         ip = f.packet.ethernet().ipv6()[-1]

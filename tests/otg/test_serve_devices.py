@@ -20,6 +20,8 @@ from netrig.otg.devices import kernel_makes_vlans
 pytestmark = [needs_root, pytest.mark.root]
 
 MAC1, MAC2 = "02:00:00:00:01:01", "02:00:00:00:02:02"
+#: :func:`two_devices`' d1 and d2 with IPv4 only, each the other's gateway.
+V4_ONLY = (("198.18.1.1", "198.18.1.2", 24), None), (("198.18.1.2", "198.18.1.1", 24), None)
 
 
 def device(c, name: str, port: str, mac: str, v4: tuple[str, str, int] | None, v6: tuple[str, str, int] | None):
@@ -127,9 +129,8 @@ def test_devices_with_an_mtu_and_a_given_gateway_mac(veth):
     ports = [f"{if_a}@{ns_a}", f"{if_b}@{ns_b}"]
     with serve(ports) as url:
         a = api(url)
-        c = two_devices(a, ports, (("198.18.1.1", "198.18.1.2", 24), None), (("198.18.1.2", "198.18.1.1", 24), None))
-        for d in c.devices:
-            d.ethernets[0].mtu = 1400
+        c = two_devices(a, ports, *V4_ONLY)
+        c.devices[0].ethernets[0].mtu = c.devices[1].ethernets[0].mtu = 1400
         gw = c.devices[0].ethernets[0].ipv4_addresses[0].gateway_mac
         gw.choice, gw.value = "value", MAC2
         device_flow(c, "v4", "d1.ipv4", "d2.ipv4", 500)
@@ -153,7 +154,7 @@ def test_device_vlans_tag_its_frames_or_are_refused_by_a_kernel_without_them(vet
     ports = [f"{if_a}@{ns_a}", f"{if_b}@{ns_b}"]
     with serve(ports) as url:
         a = api(url)
-        c = two_devices(a, ports, (("198.18.1.1", "198.18.1.2", 24), None), (("198.18.1.2", "198.18.1.1", 24), None))
+        c = two_devices(a, ports, *V4_ONLY)
         for d in c.devices:
             d.ethernets[0].vlans.vlan(name=f"{d.name}.vlan", id=100)
         f = c.flows.flow(name="tagged")[-1]
