@@ -541,10 +541,10 @@ impl<'a> TxRun<'a> {
         let wake = sc.wake.min(sc.seg.frames - sc.sent);
         let next = sc.anchor + ((sc.sent + wake - 1) as f64 * sc.npf) as u64;
         let slack = if self.pacing == Pacing::Smooth { ((sc.depth - sc.wake) as f64 * sc.npf) as u64 } else { 0 };
-        let between = (wake as f64 * sc.npf) as u64;
-        let early = self.waker.margin(between).saturating_sub(slack);
+        let early = self.waker.margin_ns.saturating_sub(slack);
         if next > now + early + MIN_SLEEP_NS {
             let _ = self.queue.flush();
+            let between = (wake as f64 * sc.npf) as u64;
             self.waker.sleep_until((next - early).min(now + MAX_SLEEP_NS), between);
         } else if self.cpu_shared {
             // Another TX worker is pinned to this CPU: spinning would starve it, its wake-ups
@@ -799,24 +799,9 @@ impl Waker {
         self.learn(clock::now_ns().saturating_sub(target), between);
     }
 
-    /// How long before a deadline to wake, at `between` ns between two wake-ups: the learnt margin
-    /// within its bound for that rate. The first margin is a guess above the bound of every rate
-    /// from 5 kframes/s up, and a margin that leaves no sleep is never learnt down (it learns only
-    /// from sleeps): unbounded here, a worker 50 µs between wake-ups (20 kframes/s, and every rate
-    /// above with its 50-µs wake batch) spun through the whole run, 99 % of its CPU where 34-50 %
-    /// kept the same rate and peak.
-    fn margin(&self, between: u64) -> u64 {
-        self.margin_ns.min(Self::cap(between))
-    }
-
-    /// The most a margin may be at `between` ns between two wake-ups.
-    fn cap(between: u64) -> u64 {
-        (between / 2).clamp(Self::MIN_MARGIN_NS, Self::MAX_MARGIN_NS)
-    }
-
     /// Up fast (twice the lateness just seen), down slowly (1/16 per sleep), within the bounds.
     fn learn(&mut self, late: u64, between: u64) {
-        let cap = Self::cap(between);
+        let cap = (between / 2).clamp(Self::MIN_MARGIN_NS, Self::MAX_MARGIN_NS);
         self.margin_ns = if 2 * late > self.margin_ns {
             (2 * late).min(cap)
         } else {
@@ -1023,16 +1008,6 @@ mod tests {
         // At a high rate the floor wins over half the time between wake-ups.
         w.learn(1_000_000, 20_000);
         assert_eq!(w.margin_ns, Waker::MIN_MARGIN_NS);
-    }
-
-    #[test]
-    fn the_first_margin_is_bounded_by_the_rate_before_any_sleep_teaches_it() {
-        // 50 µs between wake-ups: the first guess (100 µs) would leave no sleep, and only a sleep
-        // teaches the margin, so the worker would spin for good. It is bounded from the start.
-        let w = Waker::default();
-        assert_eq!(w.margin(50_000), Waker::MIN_MARGIN_NS);
-        assert_eq!(w.margin(120_000), 60_000);
-        assert_eq!(w.margin(10_000_000), w.margin_ns, "a slow rate keeps the guess until it learns");
     }
 
     #[test]
