@@ -7,6 +7,7 @@ import re
 
 import pytest
 from tests.conftest import forwarding_namespace, if_counter, needs_root, sh, veth_pair
+from tests.host_steal import excess_s
 
 import netrig
 from netrig.trial import KeptPorts
@@ -143,7 +144,12 @@ def test_kept_ports_carry_the_next_trials_and_close_for_a_trial_of_its_own():
     """A measurer's trials keep their ports open from one to the next (``KeptPorts``): the next
     trial runs on the same sockets and XDP program and counts exactly, a larger frame included; a
     trial that opens ports of its own closes them first (beside them it received nothing), and
-    ``close()`` detaches the program."""
+    ``close()`` detaches the program. Each trial counts exactly with nothing stray, foreign, forged
+    or dropped by the tester's ring, and is valid unless its sending stretched beyond the 2 % its
+    pace allows: a 0.1-s trial at 20 kfps allows 2 ms, and this VM stops the sender for longer, the
+    host (steal) or the guest itself (in a loop of this test, 2 of 30 runs stretched 4-9 ms with no
+    host stop seen by a 0.2-ms stall watch). The product flags those trials as the tester's; what
+    this test checks, the kept ports, does not depend on the pace."""
     with veth_pair("kp") as (ns_a, if_a, ns_b, if_b):
         tx, rx, mac_a, mac_b = _ports(ns_a, if_a, ns_b, if_b, "auto")
         s = netrig.Stream(frame_size=64, rate_pps=20_000, src_mac=mac_a, dst_mac=mac_b)
@@ -153,7 +159,8 @@ def test_kept_ports_carry_the_next_trials_and_close_for_a_trial_of_its_own():
             r = netrig.run_trial(tx, rx, [dataclasses.replace(s, frame_size=size)], frames=2_000, drain_s=0.5,
                                  keep=keep)
             assert (r.frames_sent, r.frames_received, r.duplicated, r.reordered) == (2_000, 2_000, 0, 0), size
-            assert r.valid and r.tester_rx_drops == 0, r.invalid_reason
+            assert (r.tester_rx_drops, r.frames_stray, r.frames_foreign, r.frames_forged) == (0, 0, 0, 0)
+            assert r.valid or excess_s(r.to_dict(flows=False)) > 0, r.invalid_reason
             seen.append(_xdp_prog(ns_b, if_b))
         assert seen[0] is not None and seen == [seen[0]] * 3, f"one program through the three trials: {seen}"
         r = netrig.run_trial(tx, rx, [s], frames=2_000, drain_s=0.5)
