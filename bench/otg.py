@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 from tests.otg.conftest import serve  # noqa: E402
 
 import netrig  # noqa: E402
+from netrig.monitor.cpu import CpuAccount  # noqa: E402
 
 NTX, NRX, ITX, IRX = "nrotx", "nrorx", "nrot0", "nror0"
 MTX, MRX = "02:00:00:00:00:01", "02:00:00:00:00:02"
@@ -146,9 +147,9 @@ def run_otg(url: str, lldp: bool = False) -> dict:
                "advertisement_interval": 5} for k, p in enumerate(("p1", "p2"))] if lldp else []
     post(url, "/config", {**ports_config(), "flows": [flow], "lldp": agents})
     traffic(url, "start")
-    cpu0 = lldpd_cpu_s()
+    account = CpuAccount(["lldpd"]).start()
     pps = window()
-    cpu = lldpd_cpu_s() - cpu0
+    cpu = sum(p.user_s + p.sys_s for p in account.stop().procs if p.name == "lldpd")
     traffic(url, "stop")
     m = post(url, "/monitor/metrics", {"choice": "flow"})[1]["flow_metrics"][0]
     with urllib.request.urlopen(url + "/netrig/agents", timeout=30) as r:
@@ -160,20 +161,6 @@ def run_otg(url: str, lldp: bool = False) -> dict:
         row |= {"lldpd_cpu_pct": 100 * cpu / (WARM + DUR), "lldp_pdus": {x["name"]: (x["frames_tx"], x["frames_rx"])
                                                                          for x in pdus}}
     return row
-
-
-def lldpd_cpu_s() -> float:
-    """CPU time (user + system) of every lldpd process now, s."""
-    total = 0
-    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
-        try:
-            stat = (Path("/proc") / pid / "stat").read_text()
-        except OSError:
-            continue
-        if stat[stat.index("(") + 1:stat.rindex(")")] == "lldpd":
-            fields = stat[stat.rindex(")") + 2:].split()
-            total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
-    return total / os.sysconf("SC_CLK_TCK")
 
 
 def scale_flow(i: int) -> dict:
