@@ -121,6 +121,18 @@ pub fn pin_current_thread_to(cpus: &[u32]) -> io::Result<()> {
     Ok(())
 }
 
+/// The CPUs the calling thread may run on (its affinity mask; empty when it cannot be read).
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: set is a zero-initialised cpu_set_t the kernel fills; its size is given.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: set is writable for the size given; pid 0 = this thread.
+    if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0 {
+        return Vec::new();
+    }
+    // SAFETY: CPU_ISSET reads inside set for CPUs below its size.
+    (0..libc::CPU_SETSIZE as usize).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect()
+}
+
 /// The calling thread's id (what `/proc/PID/task/` lists, and the scheduler's events name).
 pub fn current_tid() -> u32 {
     // SAFETY: plain syscall without arguments.
