@@ -103,7 +103,7 @@ pub const SMOOTH_RECOVERY: f64 = 0.02;
 
 /// Smooth pacing's give-back of lost time, one schedule's: [`SMOOTH_RECOVERY`] of the time since
 /// the last give-back, never more than is owed. Fractions of a nanosecond wait for the next call.
-/// The trial's TX worker keeps one per phase, the generator's one per running flow.
+/// Kept in a [`SmoothSchedule`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct GiveBack {
     at: u64,
@@ -134,6 +134,63 @@ impl GiveBack {
     #[inline]
     pub fn restart(&mut self, at: u64) {
         self.at = self.at.max(at);
+    }
+}
+
+/// One source's smooth schedule, as both TX workers keep it: its frame at `offset` (the caller's:
+/// `k / rate`, or a burst's) is due at `anchor + offset`. A schedule found behind shifts (time
+/// lost), a send held up shifts it from the hand-off, and the shift is given back at
+/// [`SMOOTH_RECOVERY`] ([`GiveBack`]); what is not given back stretches the source.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SmoothSchedule {
+    /// Where the schedule's frame 0 is due now: its plan's, shifted.
+    pub anchor: u64,
+    /// How far behind its plan the schedule is (time lost, less what was given back), ns.
+    pub shifted: u64,
+    give: GiveBack,
+}
+
+impl SmoothSchedule {
+    /// A schedule planned from `planned`, its frame 0 due at `anchor` (`anchor - planned`: lost
+    /// already, to be given back from `anchor` on).
+    pub fn new(planned: u64, anchor: u64) -> SmoothSchedule {
+        SmoothSchedule { anchor, shifted: anchor.saturating_sub(planned), give: GiveBack::new(anchor) }
+    }
+
+    /// Give lost time back at `now`: the frames then fall due at most [`SMOOTH_RECOVERY`] faster
+    /// than the rate.
+    #[inline]
+    pub fn give_back(&mut self, now: u64) {
+        let back = self.give.take(self.shifted, now);
+        self.anchor -= back;
+        self.shifted -= back;
+    }
+
+    /// The frame at `offset` is due no earlier than `at`: a schedule behind that shifts by the
+    /// difference, so nothing after it goes out faster than the rate.
+    #[inline]
+    pub fn due_no_earlier(&mut self, offset: u64, at: u64) {
+        let due = self.anchor + offset;
+        if due < at {
+            self.anchor += at - due;
+            self.shifted += at - due;
+        }
+    }
+
+    /// A send held up until `handed` went out late as one burst: the schedule shifts so that its
+    /// frame at `offset` is due at `at`, and the give-back starts from `handed` (a hold-up's time
+    /// is not given back at once: 2 % of a 5-ms one made 5 more frames due right after it).
+    #[inline]
+    pub fn held_up(&mut self, offset: u64, at: u64, handed: u64) {
+        self.due_no_earlier(offset, at);
+        self.give.restart(handed);
+    }
+
+    /// Resumed at `at` after a pause of `paused_ns`: the schedule moves with the pause (time not
+    /// lost), and nothing is given back for it.
+    pub fn resume(&mut self, paused_ns: u64, at: u64) {
+        self.anchor += paused_ns;
+        self.give.restart(at);
     }
 }
 
@@ -380,6 +437,29 @@ pub fn merged(peak: Smoothness, gaps: &Histogram<u64>, gap_max_ns: u64) -> Smoot
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The one schedule both workers keep: a frame found late shifts it by exactly the lateness,
+    /// the shift is given back at SMOOTH_RECOVERY and never past the plan, a hold-up restarts the
+    /// give-back from the hand-off, and a pause moves the schedule without counting as lost.
+    #[test]
+    fn a_smooth_schedule_shifts_gives_back_and_holds() {
+        let mut s = SmoothSchedule::new(1_000, 1_000);
+        s.due_no_earlier(5_000, 4_000);
+        assert_eq!((s.anchor, s.shifted), (1_000, 0), "not behind: no shift");
+        s.due_no_earlier(5_000, 9_000);
+        assert_eq!((s.anchor, s.shifted), (4_000, 3_000));
+        s.give_back(1_000_000); // 2 % of ~1 ms: 19.98 µs owed back, capped at 3 µs
+        assert_eq!((s.anchor, s.shifted), (1_000, 0), "back on the plan, not ahead of it");
+        s.held_up(10_000, 2_000_000, 2_000_000);
+        assert_eq!((s.anchor, s.shifted), (1_990_000, 1_989_000));
+        s.give_back(2_000_000);
+        assert_eq!(s.shifted, 1_989_000, "nothing given back for the hold-up at once");
+        s.give_back(2_100_000);
+        assert_eq!(s.shifted, 1_989_000 - 2_000);
+        s.resume(500_000, 3_000_000);
+        assert_eq!((s.anchor, s.shifted), (1_990_000 - 2_000 + 500_000, 1_987_000), "a pause is not lost time");
+        assert_eq!(SmoothSchedule::new(100, 350).shifted, 250, "lost before its first frame");
+    }
 
     #[test]
     fn modes_parse_and_name_the_field() {

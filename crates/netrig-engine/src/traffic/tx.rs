@@ -34,8 +34,8 @@ use crate::error::PortError;
 use crate::port::{TxQueue, TxQueueStats};
 pub use crate::traffic::pacing::BATCH;
 use crate::traffic::pacing::{
-    catchup_burst, smooth_depth, wake_batch, GiveBack, LoadMeter, Pacing, Smoothness, CATCHUP_FACTOR, MAX_SLEEP_NS,
-    MIN_SLEEP_NS,
+    catchup_burst, smooth_depth, wake_batch, LoadMeter, Pacing, SmoothSchedule, Smoothness, CATCHUP_FACTOR,
+    MAX_SLEEP_NS, MIN_SLEEP_NS,
 };
 use crate::traffic::schedule::{IntervalCounter, IntervalGrid, RatePhase, Side};
 use crate::traffic::stream::CompiledStream;
@@ -294,14 +294,15 @@ impl RunBounds {
     }
 }
 
-/// Where the worker is in its current segment: frame `k` is due at `anchor + k × npf`.
+/// Where the worker is in its current segment: frame `k` is due at `sched.anchor + k × npf`.
 struct SegmentClock {
     /// Index of the segment in the run's.
     index: usize,
     seg: Segment,
     /// Frames sent in this segment.
     sent: u64,
-    anchor: u64,
+    /// The schedule (smooth pacing shifts it and gives the shift back; catch-up never moves it).
+    sched: SmoothSchedule,
     /// Nanoseconds per frame.
     npf: f64,
     depth: u64,
@@ -312,19 +313,17 @@ struct SegmentClock {
     tokens_at: u64,
     /// The interval grid has been told this phase's first frame.
     published: bool,
-    /// Smooth pacing's give-back of lost time ([`SegmentClock::recover`]).
-    give: GiveBack,
 }
 
 impl SegmentClock {
-    /// Segment `index`, frame 0 due at `anchor`.
+    /// Segment `index`, frame 0 due at `anchor` (`anchor - seg.start_ns`: time lost before it).
     fn new(index: usize, seg: Segment, anchor: u64) -> SegmentClock {
         let burst = catchup_burst(seg.rate) as f64;
         SegmentClock {
             index,
             seg,
             sent: 0,
-            anchor,
+            sched: SmoothSchedule::new(seg.start_ns, anchor),
             npf: 1e9 / seg.rate,
             depth: smooth_depth(seg.rate),
             wake: wake_batch(seg.rate),
@@ -332,16 +331,13 @@ impl SegmentClock {
             tokens: burst,
             tokens_at: anchor,
             published: false,
-            give: GiveBack::new(anchor),
         }
     }
 
-    /// Smooth pacing: give back lost time (the schedule's shift from its plan, [`GiveBack`]); the
-    /// frames then fall due at most
-    /// [`SMOOTH_RECOVERY`](crate::traffic::pacing::SMOOTH_RECOVERY) faster than the rate.
+    /// Smooth pacing: give back lost time ([`SmoothSchedule::give_back`]).
     #[inline]
     fn recover(&mut self, now: u64) {
-        self.anchor -= self.give.take(self.anchor.saturating_sub(self.seg.start_ns), now);
+        self.sched.give_back(now);
     }
 
     /// A rate, not as fast as possible.
@@ -361,10 +357,10 @@ impl SegmentClock {
     fn due(&self, now: u64) -> u64 {
         if !self.paced() {
             UNPACED_BATCH as u64
-        } else if now < self.anchor {
+        } else if now < self.sched.anchor {
             0
         } else {
-            let total = (((now - self.anchor) as f64 / self.npf) as u64).saturating_add(1).min(self.seg.frames);
+            let total = (((now - self.sched.anchor) as f64 / self.npf) as u64).saturating_add(1).min(self.seg.frames);
             total.saturating_sub(self.sent)
         }
     }
@@ -506,7 +502,7 @@ impl<'a> TxRun<'a> {
         let mut now = None;
         let anchor = if next.continuous {
             // The next phase starts where this one ends, shifted by the time lost so far.
-            let shift = if self.pacing == Pacing::Smooth { sc.anchor - sc.seg.start_ns } else { 0 };
+            let shift = if self.pacing == Pacing::Smooth { sc.sched.shifted } else { 0 };
             next.start_ns + shift
         } else {
             let _ = self.queue.flush();
@@ -539,7 +535,7 @@ impl<'a> TxRun<'a> {
     /// spin. A wake-up later than that is time smooth pacing does not get back.
     fn wait_for_wake_batch(&mut self, sc: &SegmentClock, now: u64) {
         let wake = sc.wake.min(sc.seg.frames - sc.sent);
-        let next = sc.anchor + ((sc.sent + wake - 1) as f64 * sc.npf) as u64;
+        let next = sc.sched.anchor + ((sc.sent + wake - 1) as f64 * sc.npf) as u64;
         let slack = if self.pacing == Pacing::Smooth { ((sc.depth - sc.wake) as f64 * sc.npf) as u64 } else { 0 };
         let early = self.waker.margin_ns.saturating_sub(slack);
         if next > now + early + MIN_SLEEP_NS {
@@ -564,7 +560,7 @@ impl<'a> TxRun<'a> {
         if !sc.paced() {
             return Some(due);
         }
-        let due_at = sc.anchor + (sc.sent as f64 * sc.npf) as u64;
+        let due_at = sc.sched.anchor + (sc.sent as f64 * sc.npf) as u64;
         self.res.max_lag_ns = self.res.max_lag_ns.max(now.saturating_sub(due_at));
         match self.pacing {
             Pacing::Smooth => {
@@ -572,7 +568,7 @@ impl<'a> TxRun<'a> {
                     // Behind: the lost time is not recovered at once (`recover` gives it back
                     // at SMOOTH_RECOVERY of the time that passes). Shift the schedule so that
                     // `depth` frames are due now and the rest follow at the rate.
-                    sc.anchor = now.saturating_sub(((sc.sent + sc.depth - 1) as f64 * sc.npf) as u64).max(sc.anchor);
+                    sc.sched.due_no_earlier(((sc.sent + sc.depth - 1) as f64 * sc.npf) as u64, now);
                     due = sc.depth;
                 }
             }
@@ -666,7 +662,7 @@ impl<'a> TxRun<'a> {
         self.total_sent += sent;
         if sc.paced() {
             // How late the batch's first frame really left (a hold-up after `pace` looked).
-            let due_at = sc.anchor + (sc.sent as f64 * sc.npf) as u64;
+            let due_at = sc.sched.anchor + (sc.sent as f64 * sc.npf) as u64;
             self.res.max_lag_ns = self.res.max_lag_ns.max(handed.saturating_sub(due_at));
         }
         if self.pacing == Pacing::Smooth && sc.paced() && sc.due(handed) > sc.depth {
@@ -675,11 +671,8 @@ impl<'a> TxRun<'a> {
             // shifts from it as from a burst `pace` lets out, and the next frame follows one frame
             // time later. Without this, the frames that fell due meanwhile went out right after it
             // as a second burst (a 1-ms window held the intended 50 frames + 7).
-            sc.anchor = handed.saturating_sub(((sc.sent + sent - 1) as f64 * sc.npf) as u64).max(sc.anchor);
-            // The give-back starts from here: the time the hold-up took is not given back at once
-            // (2 % of a 5-ms hold-up made 5 more frames due, and `pace` let the depth out right
-            // after this burst: 57 in a 1-ms window of 50).
-            sc.give.restart(handed);
+            let last = ((sc.sent + sent - 1) as f64 * sc.npf) as u64;
+            sc.sched.held_up(last, handed, handed);
         }
         sc.sent += sent;
         if self.pacing == Pacing::CatchUp {
@@ -698,7 +691,7 @@ impl<'a> TxRun<'a> {
         // hard end, a stop), the last send: not where the frames it never sent would have been due
         // (that would make the last counting interval, and the stretch, longer than the sending was).
         res.end_ns = if sc.paced() && sc.seg.frames != u64::MAX && sc.sent >= sc.seg.frames {
-            (sc.anchor + (sc.seg.frames as f64 * sc.npf) as u64).max(self.last_stamp)
+            (sc.sched.anchor + (sc.seg.frames as f64 * sc.npf) as u64).max(self.last_stamp)
         } else {
             res.last_ns
         };
@@ -943,13 +936,14 @@ mod tests {
             sc.recover(t);
         }
         // 50 ms passed: 2 % of it (1 ms) given back, 50 more frames due than without give-back.
-        let shift = sc.anchor - seg.start_ns;
+        let shift = sc.sched.shifted;
+        assert_eq!(shift, sc.sched.anchor - seg.start_ns);
         assert!((shift as f64 - 2e6 + 50e6 * SMOOTH_RECOVERY).abs() < 1_000.0, "shift {shift} ns");
         assert_eq!(sc.due(t0 + 50_000_000) - due_without, 50);
         for t in (t0 + 50_000_000..=t0 + 200_000_000).step_by(10_000) {
             sc.recover(t);
         }
-        assert_eq!(sc.anchor, seg.start_ns, "back on the plan, not ahead of it");
+        assert_eq!((sc.sched.anchor, sc.sched.shifted), (seg.start_ns, 0), "back on the plan, not ahead of it");
     }
     use crate::traffic::stream::{compile, FlowOrder, StreamConfig};
     use netrig_wire::dissect::locate;

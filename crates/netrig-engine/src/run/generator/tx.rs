@@ -11,7 +11,7 @@
 //!
 //! Pacing is smooth: a flow found behind by more than its depth (80 µs of frames, 2..512) shifts
 //! its schedule, never sending above its rate over a window longer than that, and gives the time
-//! back as the trial's worker does ([`GiveBack`]: 2 % of the time that passes), so only what it
+//! back as the trial's worker does (the same [`SmoothSchedule`]: 2 % of the time that passes), so only what it
 //! could not give back stretches the flow. Frames become due
 //! `hold` late (50 µs when the worker's flows add up to 40 kframes/s or more), so the worker sends
 //! a few at a time and sleeps in between instead of spinning. An idle worker parks until a command.
@@ -27,7 +27,7 @@ use super::flow::CompiledFlow;
 use super::stats::{Counters, FlowCtl, FlowState, PortCounters, TxPacing};
 use crate::clock;
 use crate::port::TxQueue;
-use crate::traffic::pacing::{GiveBack, LoadMeter, BATCH, MAX_SLEEP_NS, MIN_SLEEP_NS, SMOOTH_DEPTH_NS};
+use crate::traffic::pacing::{LoadMeter, SmoothSchedule, BATCH, MAX_SLEEP_NS, MIN_SLEEP_NS, SMOOTH_DEPTH_NS};
 use crate::traffic::tx::UNPACED_BATCH;
 
 /// A command to a TX worker.
@@ -93,15 +93,13 @@ struct Slot {
     untracked: u64,
     picked: u64,
     size_at: usize,
-    anchor: u64,
+    /// Where this start's frames are due: frame `k` at `sched.anchor` + [`Slot::offset`]`(k)`;
+    /// `sched.shifted` is how far smooth pacing has it behind its plan (the flow's stretch).
+    sched: SmoothSchedule,
     npf: f64,
     /// Behind by more than this, the schedule shifts ([`pace`]).
     depth_ns: u64,
     paused_at: u64,
-    /// How far smooth pacing has this start's schedule behind its plan (time it fell behind, less
-    /// what it gave back), ns: the flow's stretch.
-    shifted: u64,
-    give: GiveBack,
 }
 
 /// Most frames a behind flow sends at once: [`SMOOTH_DEPTH_NS`] of its frames, 2..512.
@@ -137,25 +135,29 @@ impl Slot {
             untracked: 0,
             picked: 0,
             size_at: 0,
-            anchor: 0,
+            sched: SmoothSchedule::default(),
             npf,
             depth_ns,
             paused_at: 0,
-            shifted: 0,
-            give: GiveBack::default(),
             flow,
         }
     }
 
-    /// When pick `k` is due (before any smoothing shift).
+    /// When pick `k` is due.
     #[inline(always)]
     fn due(&self, k: u64) -> u64 {
+        self.sched.anchor + self.offset(k)
+    }
+
+    /// How long after the anchor pick `k` is due.
+    #[inline(always)]
+    fn offset(&self, k: u64) -> u64 {
         match self.flow.bursts {
-            None => self.anchor + (k as f64 * self.npf) as u64,
+            None => (k as f64 * self.npf) as u64,
             Some(b) => {
                 let (burst, i) = (k / b.packets, k % b.packets);
                 let span = b.packets as f64 * self.npf + b.gap_ns as f64;
-                self.anchor + (burst as f64 * span + i as f64 * self.npf) as u64
+                (burst as f64 * span + i as f64 * self.npf) as u64
             }
         }
     }
@@ -180,8 +182,7 @@ impl Slot {
         }
         (self.npf, self.depth_ns) = pace(compiled.rate_pps);
         self.flow = compiled;
-        let offset = self.due(self.picked) - self.anchor;
-        self.anchor = when.saturating_sub(offset);
+        self.sched.anchor = when.saturating_sub(self.offset(self.picked));
     }
 }
 
@@ -285,9 +286,9 @@ impl TxWorker {
             Cmd::Start { tag, .. } => {
                 s.at.clone_from(&s.start);
                 (s.sent, s.untracked, s.picked, s.size_at) = (0, 0, 0, 0);
-                (s.tag, s.running, s.paused_at, s.shifted) = (tag, true, 0, 0);
-                s.anchor = at + s.flow.config.delay_ns;
-                s.give = GiveBack::new(s.anchor);
+                (s.tag, s.running, s.paused_at) = (tag, true, 0);
+                let anchor = at + s.flow.config.delay_ns;
+                s.sched = SmoothSchedule::new(anchor, anchor);
                 self.pubs[flow].reset(tag);
             }
             Cmd::Pause(_) if s.running => {
@@ -295,8 +296,7 @@ impl TxWorker {
                 s.paused_at = at;
             }
             Cmd::Resume { .. } if !s.running && s.paused_at > 0 => {
-                s.anchor += at.saturating_sub(s.paused_at);
-                s.give.restart(at);
+                s.sched.resume(at.saturating_sub(s.paused_at), at);
                 s.paused_at = 0;
                 s.running = true;
             }
@@ -379,13 +379,10 @@ const HELD_UP_NS: u64 = 20_000;
 fn held_up<'a>(slots: &mut [Slot], heap: &mut Schedule, sent: impl Iterator<Item = &'a u32>, handed: u64) {
     for &k in sent {
         let s = &mut slots[k as usize];
-        let due = s.due(s.picked);
-        if !s.running || s.npf == 0.0 || due + s.depth_ns >= handed {
+        if !s.running || s.npf == 0.0 || s.due(s.picked) + s.depth_ns >= handed {
             continue;
         }
-        let d = handed + s.npf as u64 - due;
-        (s.anchor, s.shifted) = (s.anchor + d, s.shifted + d);
-        s.give.restart(handed);
+        s.sched.held_up(s.offset(s.picked), handed + s.npf as u64, handed);
         s.gen = s.gen.wrapping_add(1);
         if !s.all_picked() {
             heap.push(s.due(s.picked), k, s.gen);
@@ -448,13 +445,8 @@ fn pick_due(slots: &mut [Slot], heap: &mut Schedule, pending: &mut VecDeque<u32>
         lag = lag.max(now - due);
         // Smooth pacing: time lost earlier is given back slowly; behind by more than the depth,
         // the schedule shifts (also over what was just given back: a hold-up gives nothing back).
-        let back = s.give.take(s.shifted, now);
-        (s.anchor, s.shifted) = (s.anchor - back, s.shifted - back);
-        let (due, floor) = (s.due(s.picked), now.saturating_sub(s.depth_ns));
-        if due < floor {
-            s.anchor += floor - due;
-            s.shifted += floor - due;
-        }
+        s.sched.give_back(now);
+        s.sched.due_no_earlier(s.offset(s.picked), now.saturating_sub(s.depth_ns));
         // The flow's frames due before the next entry's go in one run: one heap operation per
         // run, not per frame (one flow alone: one per batch). Frames due with the next entry's
         // end the run after a turn: unpaced flows (every frame due now) take turns.
@@ -526,7 +518,7 @@ impl TxMeter {
         }
         let p = TxPacing {
             frames: self.frames,
-            stretch_ns: slots.iter().map(|s| s.shifted).max().unwrap_or(0),
+            stretch_ns: slots.iter().map(|s| s.sched.shifted).max().unwrap_or(0),
             max_lag_ns: self.max_lag_ns,
             smoothness: self.load.summary(),
         };
@@ -630,9 +622,9 @@ mod tests {
         // Behind 2 ms less the depth (4 frames due at once: 60 µs), 1 ms of it given back in the
         // 50 ms since.
         let owed = 2e6 - 60e3 - 50e6 * SMOOTH_RECOVERY;
-        assert!((slots[0].shifted as f64 - owed).abs() < 30e3, "{} ns behind", slots[0].shifted);
+        assert!((slots[0].sched.shifted as f64 - owed).abs() < 30e3, "{} ns behind", slots[0].sched.shifted);
         (62_000_000..=200_000_000).step_by(step).for_each(|t| at(t, &mut slots, &mut times));
-        assert_eq!(slots[0].shifted, 0);
+        assert_eq!(slots[0].sched.shifted, 0);
         assert_eq!(slots[0].picked, 200_000_000 / 20_000 + 1, "back on the plan, not ahead of it");
         let peak = most_in_window(&times, 1_000_000);
         let bound = 50.0 * (1.0 + SMOOTH_RECOVERY) + depth_frames(50_000.0) as f64 + 1.0;
