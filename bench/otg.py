@@ -153,7 +153,8 @@ def run_otg(url: str, lldp: bool = False) -> dict:
     traffic(url, "stop")
     m = post(url, "/monitor/metrics", {"choice": "flow"})[1]["flow_metrics"][0]
     with urllib.request.urlopen(url + "/netrig/agents", timeout=30) as r:
-        drops = {p["name"]: (p["rx_ring_drops"], p["rx_kernel_drops"]) for p in json.loads(r.read())["ports"]}
+        drops = {p["name"]: (p["rx_ring_drops"], p["rx_kernel_drops"], p.get("tx_kernel_drops"))
+                 for p in json.loads(r.read())["ports"]}
     row = {"case": "otg_lldp" if lldp else "otg", "tx_pps": pps, "frames_sent": m["frames_tx"],
            "frames_received": m["frames_rx"], "rx_drops": drops}
     if lldp:
@@ -268,9 +269,11 @@ def report(stamp: str, rows: list[dict], scale: dict) -> int:
           f"| netrig serve (one OTG flow) | {med['otg'] / 1e6:.3f} M |",
           f"| netrig serve, LLDP on both ports every 5 s | {med['otg_lldp'] / 1e6:.3f} M |",
           "", f"ratio serve / trial: **{doc['ratio']:.3f}** (paired per repetition: {doc['paired_ratio']:.3f})", "",
-          "Windows whose flow lost frames (the receiving port's own ring / kernel drops): "
+          "Windows whose flow lost frames (the receiving port's own ring / kernel drops, then the sending "
+          "port's kernel drops on transmit): "
           + ("; ".join(f"{r['case']} #{r['rep']}: {r['frames_sent'] - r['frames_received']} "
-                       f"({r.get('rx_drops', {}).get('p2', '?')})" for r in rows
+                       f"({r.get('rx_drops', {}).get('p2', '?')}, {r.get('rx_drops', {}).get('p1', [None] * 3)[2]})"
+                       for r in rows
                        if r["frames_sent"] != r["frames_received"]) or "none") + ".", "",
           f"LLDP's cost: serve with / without it {lldp_cost['ratio']:.3f} (paired per repetition: "
           f"{lldp_cost['paired_ratio']:.3f}); both lldpd {lldp_cost['lldpd_cpu_pct']:.2f} % of a CPU (median; "

@@ -762,7 +762,9 @@ class PortResult:
     @property
     def tx_backpressure(self) -> int: ...
     @property
-    def tx_errors(self) -> int: ...
+    def tx_errors(self) -> int:
+        """Frames the kernel refused or dropped after the port handed them over (AF_XDP: rejected
+        descriptors; a copy-mode driver's drop, on veth its peer's receive ring full): never left."""
     @property
     def rx_frames(self) -> int: ...
     @property

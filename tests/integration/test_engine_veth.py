@@ -2,8 +2,13 @@
 and netrig's counts agree with the kernel's interface counters."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 import re
+import subprocess
+import threading
+import time
 
 import pytest
 from tests.conftest import forwarding_namespace, if_counter, needs_root, sh, veth_pair
@@ -171,3 +176,54 @@ def test_kept_ports_carry_the_next_trials_and_close_for_a_trial_of_its_own():
         assert _xdp_prog(ns_b, if_b) is not None
         keep.close()
         assert _xdp_prog(ns_b, if_b) is None
+
+
+def _starve_napi(ns: str, ifname: str, cpu: int, hold_s: float) -> None:
+    """Once ``ifname`` has its XDP program (its receive path is then NAPI), make its NAPI a thread,
+    pin it to ``cpu`` and hold that CPU with a real-time busy loop for ``hold_s``."""
+    deadline = time.monotonic() + 5
+    while _xdp_prog(ns, ifname) is None:
+        assert time.monotonic() < deadline, "the trial never attached its program"
+        time.sleep(0.01)
+    sh("sh", "-c", f"echo 1 > /sys/class/net/{ifname}/threaded", ns=ns)
+    napi = [int(p) for p in os.listdir("/proc") if p.isdigit() and _comm(p).startswith(f"napi/{ifname}")]
+    assert napi, f"no NAPI thread of {ifname}"
+    for pid in napi:
+        os.sched_setaffinity(pid, {cpu})
+    hog = subprocess.Popen(["taskset", "-c", str(cpu), "chrt", "-f", "50", "sh", "-c", "while :; do :; done"])
+    try:
+        time.sleep(hold_s)
+    finally:
+        hog.kill()
+        hog.wait()
+
+
+def _comm(pid: str) -> str:
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/comm") as f:
+        return f.read().strip()
+    return ""
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs a CPU for the receiver apart from the sender's")
+def test_frames_the_kernel_drops_at_the_sending_port_are_counted_there():
+    """A veth drops a frame its peer's receive ring has no room for after the sender handed it over
+    (copy-mode AF_XDP: `sendto` says EBUSY, one frame each time). The receiving port's NAPI,
+    threaded and held off its CPU by a real-time task for 0.2 s, makes a top-rate trial lose tens of
+    thousands of frames: every one is in the sending port's ``tx_errors`` (the veth's own
+    tx_dropped agrees), and the port's notes say so. Before, they were lost without a trace."""
+    with veth_pair("kd") as (ns_a, if_a, ns_b, if_b):
+        tx, rx, mac_a, mac_b = _ports(ns_a, if_a, ns_b, if_b, "auto")
+        s = netrig.Stream(frame_size=64, rate="max", src_mac=mac_a, dst_mac=mac_b)
+        before = if_counter(ns_a, if_a, "tx_dropped")
+        starve = threading.Thread(target=_starve_napi, args=(ns_b, if_b, 0, 0.2))
+        starve.start()
+        try:
+            r = netrig.run_trial(tx, rx, [s], duration_s=1.0, drain_s=0.3, tx_cpus=[1], rx_cpus=[0])
+        finally:
+            starve.join()
+        dropped = if_counter(ns_a, if_a, "tx_dropped") - before
+        sent_port = next(p for p in r.ports if p.name == if_a)
+        assert dropped > 1000, "the starved peer ring dropped frames"
+        assert sent_port.tx_errors == dropped
+        assert r.frames_sent - r.frames_received == dropped + r.tester_rx_drops, r.to_dict(flows=False)
+        assert f"the kernel dropped {dropped} frames" in sent_port.notes

@@ -108,7 +108,7 @@ def test_frames_a_receiving_tester_port_dropped_itself_are_never_dut_loss(ring, 
     assert "tester receive drops" not in otg["not_measured"]
     assert otg["tester_rx_drops"]["b/b1"] == {"name": "p1", "location": "b/b1", "rx_ring_drops": ring,
                                               "rx_kernel_drops": kernel, "rx_foreign": None, "rx_stray": None,
-                                              "rx_forged": None}
+                                              "rx_forged": None, "tx_kernel_drops": None}
     if words is None:  # nothing dropped by the tester: the 120 frames are the DUT's loss
         assert c.valid and c.frames_lost == 120
         return

@@ -55,7 +55,8 @@ class Plan:
 def kernel(monkeypatch) -> dict[str, int | None]:
     """Each port's kernel receive drops (cumulative), by its --port name."""
     now: dict[str, int | None] = {"a1": 7, "b1@ns": 40}
-    monkeypatch.setattr(rxdrops, "kernel_rx_drops", lambda s: now[s.name])
+    tx = {"a1": 2, "b1@ns": 0}
+    monkeypatch.setattr(rxdrops, "kernel_drops", lambda s: None if now[s.name] is None else (now[s.name], tx[s.name]))
     return now
 
 
@@ -68,7 +69,8 @@ def test_drops_are_counted_from_the_start(kernel):
     d.start(plan, g)  # type: ignore[arg-type]
     g.rings[1], kernel["b1@ns"] = 3 + 118, 40 + 120
     assert d.report(plan, g)[1] == PortDrops(name="p1", location="b1@ns", rx_ring_drops=118,  # type: ignore[arg-type]
-                                             rx_kernel_drops=120, rx_foreign=0, rx_stray=0, rx_forged=0)
+                                             rx_kernel_drops=120, rx_foreign=0, rx_stray=0, rx_forged=0,
+                                             tx_kernel_drops=0)
     kernel["a1"] = None  # its interface cannot be read now: unread, not 0
     assert report(d, plan, g) == [(0, None), (118, 120)]
 
@@ -112,3 +114,16 @@ def test_forged_frames_are_counted_from_the_start_and_unsaid_once_a_flow_sent_el
     assert [p.rx_forged for p in d.report(plan, g)] == [0, 3]  # type: ignore[arg-type]
     g.unjudged = [2, 1]
     assert [p.rx_forged for p in d.report(plan, g)] == [0, None]  # type: ignore[arg-type]
+
+
+def test_what_a_port_dropped_on_transmit_is_reported_since_the_start(monkeypatch):
+    """The same kernel read gives the port's transmit drops (a veth's peer ring full): since the start,
+    unread when the interface cannot be read."""
+    now: dict[str, tuple[int, int] | None] = {"a1": (0, 500), "b1@ns": (0, 0)}
+    monkeypatch.setattr(rxdrops, "kernel_drops", lambda s: now[s.name])
+    d, plan, g = RxDrops(), Plan(), Gen([0, 0])
+    d.start(plan, g)  # type: ignore[arg-type]
+    now["a1"] = (0, 500 + 1287)
+    assert [p.tx_kernel_drops for p in d.report(plan, g)] == [1287, 0]  # type: ignore[arg-type]
+    now["a1"] = None
+    assert [p.tx_kernel_drops for p in d.report(plan, g)] == [None, 0]  # type: ignore[arg-type]

@@ -129,7 +129,8 @@ pub struct TxQueueStats {
     pub bytes: u64,
     /// Times a send found the ring full or got `EAGAIN`/`ENOBUFS` (back-pressure).
     pub backpressure: u64,
-    /// Frames the kernel reported as dropped on transmit (e.g. `tp_status` wrong format).
+    /// Frames the kernel reported as dropped on transmit (`tp_status` wrong format; AF_XDP copy mode:
+    /// a driver that dropped a frame, `EBUSY`), counted sent but never left.
     pub errors: u64,
 }
 

@@ -5,7 +5,10 @@ that were none of the flows' (foreign, stray) or that their sender cannot have s
 Two places lose a frame that reached the tester's port before the tester counted it, and both are
 the tester's, never the DUT's: its receive ring (the engine's ``rx_ring_drops``: the receiver fell
 behind and its ring filled) and the port's kernel (``IFLA_STATS64``: the receiving CPU's backlog
-full, a veth's XDP queue full, the NIC out of descriptors). A client that reads counts after a
+full, a veth's XDP queue full, the NIC out of descriptors). The same read gives what the port's
+kernel dropped on transmit after the tester handed a frame over (``tx_dropped``; on veth, the peer's
+receive ring full), which the flows counted as sent: reported, not judged (whose it is depends on
+what the peer is). A client that reads counts after a
 start reads these after them: a lost frame counted here was the tester's (`netrig run` with
 ``[otg]`` makes such a trial invalid, ``netrig.measure.otg``).
 
@@ -24,18 +27,23 @@ from __future__ import annotations
 from netrig import _native
 from netrig.errors import NetrigError
 from netrig.otg.mapping import Plan, ServePort
-from netrig.otgclient.report import KERNEL_RX_DROPS, PortDrops
+from netrig.otgclient.report import KERNEL_RX_DROPS, KERNEL_TX_DROPS, PortDrops
 
 
-def kernel_rx_drops(port: ServePort) -> int | None:
-    """The port's kernel receive drops now (cumulative), ``None`` when they cannot be read."""
+def kernel_drops(port: ServePort) -> tuple[int, int] | None:
+    """The port's kernel receive and transmit drops now (cumulative, :data:`KERNEL_RX_DROPS` and
+    :data:`KERNEL_TX_DROPS`), ``None`` when they cannot be read."""
     from netrig.testbed.probe import link_stats
 
     try:
         stats = link_stats(port.port.netns, port.ifname)
     except (NetrigError, OSError):
         return None
-    return sum(stats.get(k, 0) for k in KERNEL_RX_DROPS)
+    return sum(stats.get(k, 0) for k in KERNEL_RX_DROPS), sum(stats.get(k, 0) for k in KERNEL_TX_DROPS)
+
+
+def _since(now: tuple[int, int] | None, then: tuple[int, int] | None, k: int) -> int | None:
+    return None if now is None or then is None else max(0, now[k] - then[k])
 
 
 class RxDrops:
@@ -44,7 +52,7 @@ class RxDrops:
     def __init__(self) -> None:
         #: Per served port (its ``--port`` name): its engine count when its last generator ended.
         self.carried: dict[str, int] = {}
-        self.base: list[tuple[int, int | None, _native.GenPortStats]] = []
+        self.base: list[tuple[int, tuple[int, int] | None, _native.GenPortStats]] = []
 
     def handover(self, plan: Plan, old: _native.Generator) -> None:
         """``old`` (of ``plan``) was replaced, its receivers stopped: its final counts are carried."""
@@ -61,7 +69,7 @@ class RxDrops:
 
     def start(self, plan: Plan, g: _native.Generator) -> None:
         """Note every port's counters: what a report says is counted from here."""
-        self.base = [(ring, kernel_rx_drops(s), st)
+        self.base = [(ring, kernel_drops(s), st)
                      for ring, s, st in zip(self._ring(plan, g), plan.serve_ports, g.port_stats())]
 
     def report(self, plan: Plan, g: _native.Generator) -> list[PortDrops]:
@@ -70,11 +78,12 @@ class RxDrops:
         out = []
         for i, (s, ring, st, (ring0, kernel0, st0)) in enumerate(
                 zip(plan.serve_ports, self._ring(plan, g), g.port_stats(), self.base)):
-            now = kernel_rx_drops(s)
-            kernel = None if now is None or kernel0 is None else max(0, now - kernel0)
+            now = kernel_drops(s)
             judged = st.rx_unjudged == st0.rx_unjudged
             out.append(PortDrops(name=plan.port_names[i], location=s.name, rx_ring_drops=max(0, ring - ring0),
-                                 rx_kernel_drops=kernel, rx_foreign=max(0, st.rx_foreign - st0.rx_foreign),
+                                 rx_kernel_drops=_since(now, kernel0, 0),
+                                 rx_foreign=max(0, st.rx_foreign - st0.rx_foreign),
                                  rx_stray=max(0, st.rx_stale - st0.rx_stale),
-                                 rx_forged=max(0, st.rx_forged - st0.rx_forged) if judged else None))
+                                 rx_forged=max(0, st.rx_forged - st0.rx_forged) if judged else None,
+                                 tx_kernel_drops=_since(now, kernel0, 1)))
         return out

@@ -46,6 +46,10 @@ class PortDrops:
     #: a port that received a flow sent by another server (a controller's other agent), whose
     #: counts are not there to judge its frames by.
     rx_forged: int | None = None
+    #: Frames its kernel dropped on transmit after the tester handed them over (``IFLA_STATS64``'s
+    #: ``tx_dropped``; on veth the peer's receive ring full: the peer's ingress, the tester's own
+    #: when the peer is a tester port). Counted as sent by the flows; ``None``: not read.
+    tx_kernel_drops: int | None = None
 
     def describe(self) -> str | None:
         """``None`` when it dropped nothing, else what it dropped, in words."""
@@ -194,6 +198,7 @@ def add_buckets(*parts: Iterable[tuple[float, int]]) -> tuple[tuple[float, int],
 #: The kernel's receive-drop counters of an interface that are the receiving host's own (its
 #: queues and backlog full, its NIC out of descriptors): never a frame's content or the wire.
 KERNEL_RX_DROPS = ("rx_dropped", "rx_missed_errors", "rx_fifo_errors", "rx_over_errors")
+KERNEL_TX_DROPS = ("tx_dropped",)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1203,11 +1203,14 @@ impl XskTx {
         if rc < 0 {
             let e = io::Error::last_os_error();
             match e.raw_os_error() {
-                // Budget exhausted, no skb memory, or the driver is busy: retry on the next batch.
-                // The interface set down (ENETDOWN, before any descriptor is read): the frames wait
-                // in the ring and leave once it is up again, as a back-pressured batch does.
-                Some(libc::EAGAIN) | Some(libc::ENOBUFS) | Some(libc::EBUSY) | Some(libc::EINTR)
-                | Some(libc::ENETDOWN) => {}
+                // Copy mode: the driver dropped the frame it was given (NET_XMIT_DROP; veth: its
+                // peer's ring was full), which the kernel completes and reports as EBUSY, stopping
+                // there: one frame that never left, though the tester counted it sent.
+                Some(libc::EBUSY) => self.stats.errors += 1,
+                // Budget exhausted, no skb memory: retry on the next batch. The interface set down
+                // (ENETDOWN, before any descriptor is read): the frames wait in the ring and leave
+                // once it is up again, as a back-pressured batch does.
+                Some(libc::EAGAIN) | Some(libc::ENOBUFS) | Some(libc::EINTR) | Some(libc::ENETDOWN) => {}
                 _ => return Err(io_err(&self.ifname, self.queue, "sendto (TX kick)", e)),
             }
         }
@@ -1275,7 +1278,8 @@ impl TxQueue for XskTx {
 
     fn stats(&self) -> TxQueueStats {
         let s = xdp_statistics(self.xsk.tx_fd.as_raw_fd());
-        TxQueueStats { errors: s.tx_invalid_descs.saturating_sub(self.errors_base), ..self.stats }
+        // Descriptors the kernel refused, and frames a driver dropped (counted at the kick).
+        TxQueueStats { errors: s.tx_invalid_descs.saturating_sub(self.errors_base) + self.stats.errors, ..self.stats }
     }
 }
 

@@ -365,6 +365,13 @@ fn port_results(
         add_rx_counts(&mut results[w.port], w);
     }
     for (p, r) in results.iter_mut().enumerate() {
+        if r.tx_errors > 0 {
+            r.notes.push_str(&format!(
+                "; the kernel dropped {} frames this port sent after taking them (on veth: the peer's receive ring \
+                 was full; its ingress's loss, the tester's own when the peer is a tester port)",
+                r.tx_errors
+            ));
+        }
         let watch = links.get(p).cloned().unwrap_or_default();
         let link = link_facts(r, &watch);
         let backend = ports[p].caps().backend;

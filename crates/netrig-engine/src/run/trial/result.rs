@@ -83,6 +83,9 @@ pub struct PortResult {
     pub tx_frames: u64,
     pub tx_bytes: u64,
     pub tx_backpressure: u64,
+    /// Frames the kernel refused or dropped after the port's queues handed them over (counted in
+    /// `tx_frames`): AF_XDP descriptors it rejected, and frames a copy-mode driver dropped (veth:
+    /// its peer's receive ring full), each a frame that never left.
     pub tx_errors: u64,
     /// Every frame the port's RX workers saw, signed or not.
     pub rx_frames: u64,
