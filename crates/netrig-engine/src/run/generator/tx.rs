@@ -11,8 +11,8 @@
 //!
 //! Pacing is smooth: a flow found behind by more than its depth (80 µs of frames, 2..512) shifts
 //! its schedule, never sending above its rate over a window longer than that, and gives the time
-//! back as the trial's worker does (the same [`SmoothSchedule`]: 2 % of the time that passes), so only what it
-//! could not give back stretches the flow. Frames become due
+//! back as the trial's worker does (the same [`SmoothSchedule`]: 2 % of the time that passes), so
+//! only what it could not give back stretches the flow. Frames become due
 //! `hold` late (50 µs when the worker's flows add up to 40 kframes/s or more), so the worker sends
 //! a few at a time and sleeps in between instead of spinning. An idle worker parks until a command.
 use std::cmp::Reverse;
