@@ -210,7 +210,9 @@ def test_frames_the_kernel_drops_at_the_sending_port_are_counted_there():
     (copy-mode AF_XDP: `sendto` says EBUSY, one frame each time). The receiving port's NAPI,
     threaded and held off its CPU by a real-time task for 0.2 s, makes a top-rate trial lose tens of
     thousands of frames: every one is in the sending port's ``tx_errors`` (the veth's own
-    tx_dropped agrees), and the port's notes say so. Before, they were lost without a trace."""
+    tx_dropped agrees), the port's notes say so, and since the veth's other end is the trial's own
+    receiving port the loss is the tester's: the trial is invalid, naming both ports. Before, the
+    frames were lost without a trace and the trial read valid, as DUT loss on a pair without DUT."""
     with veth_pair("kd") as (ns_a, if_a, ns_b, if_b):
         tx, rx, mac_a, mac_b = _ports(ns_a, if_a, ns_b, if_b, "auto")
         s = netrig.Stream(frame_size=64, rate="max", src_mac=mac_a, dst_mac=mac_b)
@@ -227,3 +229,6 @@ def test_frames_the_kernel_drops_at_the_sending_port_are_counted_there():
         assert sent_port.tx_errors == dropped
         assert r.frames_sent - r.frames_received == dropped + r.tester_rx_drops, r.to_dict(flows=False)
         assert f"the kernel dropped {dropped} frames" in sent_port.notes
+        assert not r.valid
+        assert (f"port {if_a}: its kernel dropped {dropped} frames it had taken, at the receive ring of port {if_b}"
+                in r.invalid_reason), r.invalid_reason

@@ -166,6 +166,17 @@ pub struct LinkState {
 pub trait LinkSource: Send + Sync {
     /// The state now; `None` when it cannot be read.
     fn state(&self) -> Option<LinkState>;
+
+    /// The interface's network namespace (`None`: the caller's) and index, where the source knows.
+    fn location(&self) -> Option<(Option<&str>, u32)> {
+        None
+    }
+
+    /// This interface is a veth whose other end is `other`'s interface: what its kernel drops on
+    /// transmit, it drops at `other`'s receive ring. False when it cannot be told.
+    fn is_veth_peer_of(&self, _other: &dyn LinkSource) -> bool {
+        false
+    }
 }
 
 /// Transmit half of one queue. Driven by one TX worker.

@@ -55,6 +55,9 @@ struct LinkWatch {
     seen_down: bool,
     /// XDP programs seen attached to the interface: id and name.
     xdp: Vec<(u32, String)>,
+    /// The trial's port at the other end of this port's veth, looked for when the port's kernel
+    /// dropped frames it sent (they dropped at that port's receive ring).
+    veth_peer: Option<usize>,
 }
 
 impl LinkWatch {
@@ -566,6 +569,11 @@ pub fn run_trial(
         w.after = l.as_ref().and_then(|l| l.state());
         w.observe(w.after);
     }
+    for &(p, ref w) in &tx_outs {
+        if w.queue.errors > 0 {
+            watches[p].veth_peer = veth_peer(&links, p);
+        }
+    }
     ctl.set_phase(Phase::Done);
     let run = RunFacts {
         tag,
@@ -626,6 +634,12 @@ fn open_queues(
         }
     }
     Ok((txq, rxq))
+}
+
+/// The port whose interface is the other end of port `p`'s veth, if one of them is.
+fn veth_peer(links: &[Option<Arc<dyn LinkSource>>], p: usize) -> Option<usize> {
+    let me = links.get(p)?.as_ref()?;
+    (0..links.len()).find(|&q| q != p && links[q].as_ref().is_some_and(|other| me.is_veth_peer_of(other.as_ref())))
 }
 
 /// Every port's link as read before the trial.

@@ -89,6 +89,9 @@ pub struct PortFacts {
     pub backend: &'static str,
     /// Frames the port's own receive ring dropped.
     pub ring_drops: u64,
+    /// Frames the port's kernel dropped on transmit at the receive ring of its veth's other end,
+    /// itself a port of the trial (that port's name, the frames).
+    pub tx_drops_at_tester: Option<(String, u64)>,
     /// Signed frames of a trial this process is not running.
     pub other_trial: u64,
     /// None when the link was not watched.
@@ -177,6 +180,17 @@ pub const RULES: &[Rule] = &[
         when: "a receiving port's own ring dropped frames (`tester_rx_drops`)",
         why: "the tester lost them, not the DUT",
         check: ring_drops,
+    },
+    Rule {
+        name: "tx_drops_at_tester",
+        scope: Scope::Port,
+        effect: Effect::Invalid,
+        when: "a sending port's kernel dropped frames it had taken (`ports[].tx_errors`) at the receive ring of \
+               its veth's other end, a port of the same trial",
+        why: "the frames never left the tester: on a pair of tester ports the ring that was full is the \
+              tester's own, so the loss is the tester's, not the DUT's (a drop at a DUT's end is the DUT's \
+              ingress, and stays its loss)",
+        check: tx_drops_at_tester,
     },
     Rule {
         name: "other_trial",
@@ -327,6 +341,17 @@ fn ring_drops(f: &TrialFacts, p: usize) -> Option<String> {
             "port {}: the tester's receive ring dropped {} frames (the receiver could not keep up): the tester's \
              loss, not the DUT's",
             r.name, r.ring_drops
+        )
+    })
+}
+
+fn tx_drops_at_tester(f: &TrialFacts, p: usize) -> Option<String> {
+    let r = &f.ports[p];
+    r.tx_drops_at_tester.as_ref().map(|(peer, n)| {
+        format!(
+            "port {}: its kernel dropped {n} frames it had taken, at the receive ring of port {peer} (its veth's \
+             other end): the tester's loss, not the DUT's",
+            r.name
         )
     })
 }
@@ -509,7 +534,7 @@ mod tests {
     #[test]
     fn each_rule_fires_on_its_fact() {
         type Case = (&'static str, fn(&mut TrialFacts));
-        let cases: [Case; 9] = [
+        let cases: [Case; 10] = [
             ("count_stop_slow", |f| {
                 f.streams[0].count_stopped = true;
                 f.streams[0].own_window_s = 2.0;
@@ -517,6 +542,7 @@ mod tests {
             ("sent_short", |f| f.streams[1].tx_frames = 998),
             ("sequence_never_sent", |f| f.beyond.push(SeqBeyond { flow: 3, received: 5, sent: 4, next_seq: 5 })),
             ("ring_drops", |f| f.ports[1].ring_drops = 1),
+            ("tx_drops_at_tester", |f| f.ports[0].tx_drops_at_tester = Some(("rx".into(), 5))),
             ("other_trial", |f| f.ports[0].other_trial = 1),
             ("link_down", |f| f.ports[0].link = Some(LinkFacts { down_events: 1, up_at_start: true, up_at_end: true })),
             ("foreign_steering", |f| f.ports[0].steering_xdp.push(7)),

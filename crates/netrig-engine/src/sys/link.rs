@@ -30,7 +30,16 @@ const NLMSG_HDRLEN: usize = 16;
 const IFINFOMSG_LEN: usize = 16;
 
 // Attributes of <linux/if_link.h> (enum IFLA_*).
+const IFLA_LINK: u16 = 5;
+const IFLA_LINKINFO: u16 = 18;
+const IFLA_INFO_KIND: u16 = 1;
 const IFLA_CARRIER_CHANGES: u16 = 35;
+const IFLA_LINK_NETNSID: u16 = 37;
+// <linux/net_namespace.h>: a namespace's id as another names it.
+const RTM_NEWNSID: u16 = 88;
+const RTM_GETNSID: u16 = 90;
+const NETNSA_NSID: u16 = 1;
+const NETNSA_FD: u16 = 3;
 const IFLA_XDP: u16 = 43;
 const IFLA_CARRIER_DOWN_COUNT: u16 = 48;
 const IFLA_XDP_PROG_ID: u16 = 4;
@@ -150,7 +159,8 @@ pub struct NetlinkLink {
 }
 
 impl NetlinkLink {
-    fn read(&self) -> Option<LinkState> {
+    /// `parse` of the kernel's `RTM_GETLINK` answer for this interface.
+    fn read<T>(&self, parse: impl FnOnce(&[u8]) -> io::Result<T>) -> Option<T> {
         let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
         if kept.is_none() {
             let sock = super::netns::in_netns(self.netns.as_deref(), || Ok(route_socket())).ok()?.ok()?;
@@ -158,18 +168,70 @@ impl NetlinkLink {
         }
         let (sock, buf) = kept.as_mut()?;
         let req = link_msg(RTM_GETLINK, NLM_F_REQUEST, self.ifindex, &[]);
-        let state = request_on(sock, &req, buf).and_then(|n| parse_reply(&buf[..n]));
-        if state.is_err() {
+        let got = request_on(sock, &req, buf).and_then(|n| parse(&buf[..n]));
+        if got.is_err() {
             *kept = None;
         }
-        state.ok()
+        got.ok()
     }
 }
 
 impl LinkSource for NetlinkLink {
     fn state(&self) -> Option<LinkState> {
-        self.read()
+        self.read(parse_reply)
     }
+
+    fn location(&self) -> Option<(Option<&str>, u32)> {
+        Some((self.netns.as_deref(), self.ifindex))
+    }
+
+    fn is_veth_peer_of(&self, other: &dyn LinkSource) -> bool {
+        let (Some((netns, ifindex)), Some(Some((peer, nsid)))) = (other.location(), self.read(veth_peer)) else {
+            return false;
+        };
+        peer == ifindex
+            && match nsid {
+                None => netns == self.netns.as_deref(),
+                Some(id) => netns_id(self.netns.as_deref(), netns) == Some(id),
+            }
+    }
+}
+
+/// A veth's other end in an `RTM_GETLINK` answer: its index, and its namespace's id as the
+/// answering namespace numbers it (`None`: the same namespace); `None` for any other kind of link.
+fn veth_peer(b: &[u8]) -> io::Result<Option<(u32, Option<i32>)>> {
+    let msg = b.get(NLMSG_HDRLEN + IFINFOMSG_LEN..).ok_or_else(|| bad("truncated"))?;
+    let (mut veth, mut peer, mut nsid) = (false, None, None);
+    for (ty, p) in attrs(msg) {
+        match ty {
+            IFLA_LINKINFO => veth = attrs(p).any(|(t, v)| t == IFLA_INFO_KIND && v.starts_with(b"veth\0")),
+            IFLA_LINK => peer = u32_at(p, 0),
+            IFLA_LINK_NETNSID => nsid = u32_at(p, 0).map(|v| v as i32),
+            _ => {}
+        }
+    }
+    Ok(peer.filter(|_| veth).map(|p| (p, nsid)))
+}
+
+/// The id namespace `from` (`None`: the caller's) gives namespace `of`, if it gave it one
+/// (`RTM_GETNSID`): how a link's `IFLA_LINK_NETNSID` names the namespace its other end is in.
+fn netns_id(from: Option<&str>, of: Option<&str>) -> Option<i32> {
+    // Opened here, before entering `from`: `None` is the caller's namespace.
+    let target = std::fs::File::open(of.map_or("/proc/thread-self/ns/net".into(), super::netns::netns_path)).ok()?;
+    let mut req = vec![0u8; NLMSG_HDRLEN + 4];
+    req.extend_from_slice(&8u16.to_ne_bytes());
+    req.extend_from_slice(&NETNSA_FD.to_ne_bytes());
+    req.extend_from_slice(&(target.as_raw_fd() as u32).to_ne_bytes());
+    let len = req.len() as u32;
+    req[0..4].copy_from_slice(&len.to_ne_bytes());
+    req[4..6].copy_from_slice(&RTM_GETNSID.to_ne_bytes());
+    req[6..8].copy_from_slice(&NLM_F_REQUEST.to_ne_bytes());
+    let reply = super::netns::in_netns(from, || Ok(request(&req))).ok()?.ok()?;
+    if u16_at(&reply, 4) != Some(RTM_NEWNSID) {
+        return None;
+    }
+    let id = attrs(reply.get(NLMSG_HDRLEN + 4..)?).find(|(t, _)| *t == NETNSA_NSID).and_then(|(_, v)| u32_at(v, 0));
+    id.map(|v| v as i32).filter(|&v| v >= 0)
 }
 
 /// The link source of interface `ifindex` in namespace `netns`.
@@ -258,6 +320,30 @@ mod tests {
         let gone = NetlinkLink { netns: None, ifindex: 0x7FFF_FFF0, kept: Mutex::new(None) };
         assert!(gone.state().is_none());
         assert!(gone.kept.lock().unwrap().is_none());
+    }
+
+    /// Each end of a veth pair across two namespaces is the other's peer (through the id one
+    /// namespace gives the other); neither is loopback's, and loopback has none.
+    #[test]
+    fn a_veth_end_knows_its_other_end_across_namespaces() {
+        use super::super::bpf::testkit::{is_root, VethPair};
+        if !is_root() {
+            eprintln!("skipped: needs root (namespaces)");
+            return;
+        }
+        let v = VethPair::new("pe");
+        let index = |ns: &str, ifn: &str| {
+            super::super::netns::in_netns(Some(ns), || super::super::ifinfo::ifindex(ifn, Some(ns))).unwrap()
+        };
+        let end = |ns: &str, ifn: &str| source(Some(ns), index(ns, ifn));
+        let (a, b) = (end(&v.ns_a, &v.if_a), end(&v.ns_b, &v.if_b));
+        let lo = source(None, 1);
+        assert!(a.is_veth_peer_of(b.as_ref()) && b.is_veth_peer_of(a.as_ref()));
+        assert!(!a.is_veth_peer_of(a.as_ref()) && !a.is_veth_peer_of(lo.as_ref()));
+        assert!(!lo.is_veth_peer_of(a.as_ref()));
+        // The same index in another namespace is not the peer: loopback is 1 in each.
+        let lo_b = source(Some(&v.ns_b), 1);
+        assert!(!a.is_veth_peer_of(lo_b.as_ref()));
     }
 
     #[test]

@@ -384,10 +384,13 @@ fn port_results(
                 }
             }
         }
+        let at_tester =
+            watch.veth_peer.filter(|_| r.tx_errors > 0).map(|q| (ports[q].caps().name.clone(), r.tx_errors));
         facts.ports.push(PortFacts {
             name: r.name.clone(),
             backend: backend.as_str(),
             ring_drops: r.rx_ring_drops,
+            tx_drops_at_tester: at_tester,
             other_trial: r.rx_other_trial,
             link,
             steering_xdp,
