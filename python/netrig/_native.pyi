@@ -24,7 +24,8 @@ __all__ = [
     "PortResult",
     "Smoothness", "IntervalResult", "TrialResult",
     "PinFailure", "HeardFlow", "ForeignKind", "ListenPort", "ListenResult",
-    "InterfaceInfo", "IoProbe", "interface_info", "list_interfaces", "probe_io", "probe_xdp_program", "line_rate_fps",
+    "InterfaceInfo", "IoProbe", "interface_info", "list_interfaces", "is_veth_peer", "probe_io", "probe_xdp_program",
+    "line_rate_fps",
     "linear_ramp", "WIRE_DEFAULT_RING", "WIRE_MIN_RING", "WIRE_MAX_RING", "WireCounts",
     "wire_attach", "wire_counts", "wire_detach", "wire_cpumap_id", "WIRE_SLOT_NS", "StallWatch", "StallEpisode",
     "WireSlot", "LatencyWindow", "LATENCY_WINDOW_NS", "STACK_HEADERS", "SIGNATURE_BYTES", "FieldPattern", "PatternForm",
@@ -1175,6 +1176,8 @@ class Capture:
 
 def interface_info(ifname: str, netns: str | None = None) -> InterfaceInfo: ...
 def list_interfaces(netns: str | None = None) -> list[str]: ...
+def is_veth_peer(ifname: str, peer: str, netns: str | None = None, peer_netns: str | None = None) -> bool:
+    """``ifname`` (in ``netns``) is a veth whose other end is ``peer`` (in ``peer_netns``)."""
 def probe_io(ifname: str, netns: str | None = None) -> list[IoProbe]: ...
 def probe_xdp_program(ifname: str) -> tuple[bool, str]:
     """Whether the AF_XDP steering program loads on ``ifname`` (nothing attached): (ok, detail)."""

@@ -108,12 +108,28 @@ def test_frames_a_receiving_tester_port_dropped_itself_are_never_dut_loss(ring, 
     assert "tester receive drops" not in otg["not_measured"]
     assert otg["tester_rx_drops"]["b/b1"] == {"name": "p1", "location": "b/b1", "rx_ring_drops": ring,
                                               "rx_kernel_drops": kernel, "rx_foreign": None, "rx_stray": None,
-                                              "rx_forged": None, "tx_kernel_drops": None}
+                                              "rx_forged": None, "tx_kernel_drops": None, "tx_peer": None}
     if words is None:  # nothing dropped by the tester: the 120 frames are the DUT's loss
         assert c.valid and c.frames_lost == 120
         return
     assert not c.valid and c.invalid_reason == (f"the receiving tester port b/b1 dropped frames itself {words}: "
                                                 "the tester's loss, not the DUT's")
+
+
+@pytest.mark.parametrize("peer", ["b/b1", None])
+def test_frames_a_sending_port_dropped_at_a_tester_ports_ring_are_never_dut_loss(peer):
+    """A sending port's kernel dropped the 120 lost frames on transmit, at its veth's other end: a
+    served port there (a bare pair) makes the trial the tester's, naming both; anything else (a
+    DUT's ingress) leaves them the DUT's loss."""
+    ports = drops()
+    ports[0].update(tx_kernel_drops=120, tx_peer=peer)
+    s = FakeServer([row("pair0", 6000, 5880), row("pair1", 6000, 6000)], ports=ports)
+    c = measurer(s).measure(Load(12000.0, FrameSize(size=1280)), 1.0)
+    if peer is None:
+        assert c.valid and c.frames_lost == 120
+        return
+    assert not c.valid and c.invalid_reason == ("the sending tester port a/a1's kernel dropped 120 frames at the "
+                                                "receive ring of tester port b/b1: the tester's loss, not the DUT's")
 
 
 def test_drops_of_a_receiving_port_in_a_trial_that_lost_nothing_were_not_its_frames():

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from tests.conftest import needs_root, veth_pair
 
 from netrig.otg import rxdrops
 from netrig.otg.rxdrops import RxDrops
@@ -117,13 +118,48 @@ def test_forged_frames_are_counted_from_the_start_and_unsaid_once_a_flow_sent_el
 
 
 def test_what_a_port_dropped_on_transmit_is_reported_since_the_start(monkeypatch):
-    """The same kernel read gives the port's transmit drops (a veth's peer ring full): since the start,
-    unread when the interface cannot be read."""
+    """The same kernel read gives the port's transmit drops (its veth's other end's ring full): since
+    the start, with the served port at that end when it is one, unread when the interface cannot be
+    read; the other end is looked for only when there were drops."""
     now: dict[str, tuple[int, int] | None] = {"a1": (0, 500), "b1@ns": (0, 0)}
     monkeypatch.setattr(rxdrops, "kernel_drops", lambda s: now[s.name])
+    asked = []
+    monkeypatch.setattr(rxdrops, "veth_peer", lambda plan, i: asked.append(i) or "b1@ns")
     d, plan, g = RxDrops(), Plan(), Gen([0, 0])
     d.start(plan, g)  # type: ignore[arg-type]
     now["a1"] = (0, 500 + 1287)
-    assert [p.tx_kernel_drops for p in d.report(plan, g)] == [1287, 0]  # type: ignore[arg-type]
+    got = d.report(plan, g)  # type: ignore[arg-type]
+    assert [(p.tx_kernel_drops, p.tx_peer) for p in got] == [(1287, "b1@ns"), (0, None)] and asked == [0]
+    assert got[0].describe_tx() == ("the sending tester port a1's kernel dropped 1287 frames at the receive ring "
+                                    "of tester port b1@ns")
     now["a1"] = None
     assert [p.tx_kernel_drops for p in d.report(plan, g)] == [None, 0]  # type: ignore[arg-type]
+
+
+@needs_root
+@pytest.mark.root
+def test_a_served_port_finds_the_served_port_at_its_veths_other_end():
+    """On a real veth pair across two namespaces each end is the other's (the engine reads the veth's
+    peer and the id one namespace gives the other); loopback is neither's, and has none."""
+    with veth_pair("vp") as (ns_a, if_a, ns_b, if_b):
+        plan = Plan(serve_ports=(Port(f"{if_a}@{ns_a}", if_a, ns_a), Port(f"{if_b}@{ns_b}", if_b, ns_b),
+                                 Port(f"lo@{ns_b}", "lo", ns_b)))
+        assert [rxdrops.veth_peer(plan, i) for i in range(3)] == [f"{if_b}@{ns_b}", f"{if_a}@{ns_a}", None]  # type: ignore[arg-type]
+
+
+@dataclass
+class Where:
+    netns: str | None
+
+
+@dataclass
+class Port:
+    """A served port as rxdrops reads it: its name, interface and namespace."""
+
+    name: str
+    ifname: str
+    ns: str | None
+
+    @property
+    def port(self) -> Where:
+        return Where(self.ns)

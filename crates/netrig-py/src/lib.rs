@@ -603,6 +603,31 @@ fn interface_info(
     interface_facts(py, &ifname, netns.as_deref())
 }
 
+/// Whether interface `ifname` (in `netns`) is a veth whose other end is `peer` (in `peer_netns`):
+/// what its kernel drops on transmit, it drops at `peer`'s receive ring.
+#[pyfunction]
+#[pyo3(signature = (ifname, peer, netns=None, peer_netns=None))]
+fn is_veth_peer(
+    py: Python<'_>,
+    ifname: &Bound<'_, PyAny>,
+    peer: &Bound<'_, PyAny>,
+    netns: Option<&Bound<'_, PyAny>>,
+    peer_netns: Option<&Bound<'_, PyAny>>,
+) -> Result<bool> {
+    let (ifname, peer): (String, String) = (args::req(ifname, "ifname")?, args::req(peer, "peer")?);
+    let netns: Option<String> = args::opt(netns, "netns", None)?;
+    let peer_netns: Option<String> = args::opt(peer_netns, "peer_netns", None)?;
+    Ok(py.allow_threads(|| {
+        let end = |name: &str, ns: Option<&str>| {
+            netns::in_netns(ns, || ifinfo::ifindex(name, ns)).ok().map(|i| netrig_engine::sys::link::source(ns, i))
+        };
+        match (end(&ifname, netns.as_deref()), end(&peer, peer_netns.as_deref())) {
+            (Some(a), Some(b)) => a.is_veth_peer_of(b.as_ref()),
+            _ => false,
+        }
+    }))
+}
+
 #[pyfunction]
 #[pyo3(signature = (netns=None))]
 fn list_interfaces(py: Python<'_>, netns: Option<&Bound<'_, PyAny>>) -> Result<Vec<String>> {
@@ -820,6 +845,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SIGNATURE_BYTES", netrig_wire::signature::LEN)?;
     m.add_function(wrap_pyfunction!(interface_info, m)?)?;
     m.add_function(wrap_pyfunction!(list_interfaces, m)?)?;
+    m.add_function(wrap_pyfunction!(is_veth_peer, m)?)?;
     m.add_function(wrap_pyfunction!(probe_io, m)?)?;
     m.add_function(wrap_pyfunction!(probe_xdp_program, m)?)?;
     m.add_function(wrap_pyfunction!(line_rate_fps, m)?)?;

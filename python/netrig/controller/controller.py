@@ -449,7 +449,8 @@ class Controller(OtgService):
         got = self._each([a for a in sp.parts if a not in self.down], lambda a: a.call("GET", "/netrig/agents"),
                          quiet=True)
         answers = {a: report.read(report.AgentsReport, answer) for a, answer in got.items()}
-        ports = [{**dataclasses.asdict(p), "location": f"{a}/{p.location}"}
+        ports = [{**dataclasses.asdict(p), "location": f"{a}/{p.location}",
+                  "tx_peer": f"{a}/{p.tx_peer}" if p.tx_peer is not None else None}
                  for a, r in answers.items() for p in (r.ports or ())]
         pacing = [{**dataclasses.asdict(p), "location": f"{a}/{p.location}"}
                   for a, r in answers.items() for p in (r.pacing or ())]

@@ -105,6 +105,8 @@ class ServerReport:
     ipdv: dict[str, FlowIpdv] | None = None
     pacing: dict[str, PortPacing] | None = None
     sending: dict[str, FlowSending] | None = None
+    #: The sending ports' drops (their kernels' on transmit, ``tx_kernel_drops``), by location.
+    sent_drops: dict[str, PortDrops] | None = None
 
 
 @dataclass(frozen=True)
@@ -298,7 +300,8 @@ class OtgMeasurer:
         sending = {q.name: q for q in r.sending} if r.sending is not None else None
         pacing = self._by_port(r.pacing, [p.tx for p in self.pairs])
         drops = self._by_port(r.ports, [p.rx for p in self.pairs])
-        return ServerReport(drops, sequence, latency, ipdv, pacing, sending)
+        sent_drops = self._by_port(r.ports, [p.tx for p in self.pairs])
+        return ServerReport(drops, sequence, latency, ipdv, pacing, sending, sent_drops)
 
     def _by_port(self, said: Sequence[P] | None, locations: Sequence[str]) -> dict[str, P] | None:
         """What the server said of each of ``locations`` (its ports are named ``p<index>``);
@@ -337,7 +340,7 @@ class OtgMeasurer:
         achieved = sum(known) if len(known) == len(rates) else (intended_pps or 0.0)
         reason = self._invalid(rows, planned, finished, drops,
                                achieved if checked and intended_pps is not None and None not in rates else None,
-                               intended_pps, "were sent" if from_windows else "arrived")
+                               intended_pps, "were sent" if from_windows else "arrived", server.sent_drops)
         left_out = [r.name for r in rows if r.latency is None and r.frames_rx]
         latency, has_pct, late = _latency(rows, _pooled(rows, server.latency), self.late_ns)
         if latency is not None and (ipdv := _ipdv(rows, server.ipdv)) is not None:
@@ -361,15 +364,17 @@ class OtgMeasurer:
 
     def _invalid(self, rows: list[FlowRow], planned: Sequence[int], finished: bool,
                  drops: dict[str, PortDrops] | None, achieved: float | None, intended_pps: float | None,
-                 timed: str = "arrived") -> str | None:
+                 timed: str = "arrived", sent: dict[str, PortDrops] | None = None) -> str | None:
         """Why the trial is the tester's, never the DUT's (``None``: valid): its flows did not finish,
-        it sent short, a receiving port dropped frames itself, or they were sent (or, ``timed``,
-        arrived) below the rate (``achieved``: the rate to check, ``None``: none). A port's drops
-        matter only to a trial that lost frames: without a loss, what it dropped was not the
-        trial's (a neighbour's multicast)."""
+        it sent short, a receiving port dropped frames itself or a sending port's kernel dropped
+        them at another tester port's receive ring (``sent``: the sending ports'), or they were sent
+        (or, ``timed``, arrived) below the rate (``achieved``: the rate to check, ``None``: none). A
+        port's drops matter only to a trial that lost frames: without a loss, what it dropped was
+        not the trial's (a neighbour's multicast)."""
         short = [(r, n) for r, n in zip(rows, planned) if r.frames_tx < n]
         lost = sum(r.frames_tx for r in rows) > sum(r.frames_rx for r in rows)
-        own = [why for d in (drops or {}).values() if (why := d.describe())] if lost else []
+        said = [d.describe() for d in (drops or {}).values()] + [d.describe_tx() for d in (sent or {}).values()]
+        own = [why for why in said if why] if lost else []
         if not finished:
             return "the flows did not finish in time (stopped): the tester stalled or an agent hung"
         if short:

@@ -5,12 +5,12 @@ that were none of the flows' (foreign, stray) or that their sender cannot have s
 Two places lose a frame that reached the tester's port before the tester counted it, and both are
 the tester's, never the DUT's: its receive ring (the engine's ``rx_ring_drops``: the receiver fell
 behind and its ring filled) and the port's kernel (``IFLA_STATS64``: the receiving CPU's backlog
-full, a veth's XDP queue full, the NIC out of descriptors). The same read gives what the port's
-kernel dropped on transmit after the tester handed a frame over (``tx_dropped``; on veth, the peer's
-receive ring full), which the flows counted as sent: reported, not judged (whose it is depends on
-what the peer is). A client that reads counts after a
+full, a veth's XDP queue full, the NIC out of descriptors). A client that reads counts after a
 start reads these after them: a lost frame counted here was the tester's (`netrig run` with
-``[otg]`` makes such a trial invalid, ``netrig.measure.otg``).
+``[otg]`` makes such a trial invalid, ``netrig.measure.otg``). The same read gives what the port's
+kernel dropped on transmit after the tester handed a frame over (``tx_dropped``; on veth, its
+other end's receive ring full), which the flows counted as sent, with the served port at the
+veth's other end when it is one (``tx_peer``): the tester's loss then, the peer's ingress else.
 
 Both are cumulative counters; a start notes them (:meth:`RxDrops.start`), the report is the
 difference. Reading the kernel's counters takes a netlink request per port (~5 ms).
@@ -40,6 +40,16 @@ def kernel_drops(port: ServePort) -> tuple[int, int] | None:
     except (NetrigError, OSError):
         return None
     return sum(stats.get(k, 0) for k in KERNEL_RX_DROPS), sum(stats.get(k, 0) for k in KERNEL_TX_DROPS)
+
+
+def veth_peer(plan: Plan, i: int) -> str | None:
+    """The served port at the other end of served port ``i``'s veth, by its ``--port`` name, if
+    one is (what port ``i``'s kernel drops on transmit, it drops at that port's receive ring)."""
+    me = plan.serve_ports[i]
+    for j, other in enumerate(plan.serve_ports):
+        if j != i and _native.is_veth_peer(me.ifname, other.ifname, me.port.netns, other.port.netns):
+            return other.name
+    return None
 
 
 def _since(now: tuple[int, int] | None, then: tuple[int, int] | None, k: int) -> int | None:
@@ -79,11 +89,12 @@ class RxDrops:
         for i, (s, ring, st, (ring0, kernel0, st0)) in enumerate(
                 zip(plan.serve_ports, self._ring(plan, g), g.port_stats(), self.base)):
             now = kernel_drops(s)
+            tx = _since(now, kernel0, 1)
             judged = st.rx_unjudged == st0.rx_unjudged
             out.append(PortDrops(name=plan.port_names[i], location=s.name, rx_ring_drops=max(0, ring - ring0),
                                  rx_kernel_drops=_since(now, kernel0, 0),
                                  rx_foreign=max(0, st.rx_foreign - st0.rx_foreign),
                                  rx_stray=max(0, st.rx_stale - st0.rx_stale),
                                  rx_forged=max(0, st.rx_forged - st0.rx_forged) if judged else None,
-                                 tx_kernel_drops=_since(now, kernel0, 1)))
+                                 tx_kernel_drops=tx, tx_peer=veth_peer(plan, i) if tx else None))
         return out

@@ -48,8 +48,19 @@ class PortDrops:
     rx_forged: int | None = None
     #: Frames its kernel dropped on transmit after the tester handed them over (``IFLA_STATS64``'s
     #: ``tx_dropped``; on veth the peer's receive ring full: the peer's ingress, the tester's own
-    #: when the peer is a tester port). Counted as sent by the flows; ``None``: not read.
+    #: when the peer is a tester port: ``tx_peer``). Counted as sent by the flows; ``None``: not read.
     tx_kernel_drops: int | None = None
+    #: Where those dropped: the location of the served port at the other end of this port's veth,
+    #: when there were drops and that end is one (a pair of tester ports); ``None`` otherwise.
+    tx_peer: str | None = None
+
+    def describe_tx(self) -> str | None:
+        """``None`` unless this port's kernel dropped frames at a tester port's receive ring, else
+        that, in words: the tester's loss."""
+        if not self.tx_kernel_drops or self.tx_peer is None:
+            return None
+        return (f"the sending tester port {self.location}'s kernel dropped {self.tx_kernel_drops} frames at the "
+                f"receive ring of tester port {self.tx_peer}")
 
     def describe(self) -> str | None:
         """``None`` when it dropped nothing, else what it dropped, in words."""
