@@ -565,15 +565,7 @@ pub fn run_trial(
         let rx_outs: Vec<RxWorkerOut> = rx_handles.into_iter().map(|h| h.join().expect("RX worker panicked")).collect();
         (rx_outs, tx_outs, watcher.join().expect("link watcher panicked"), drained_ns)
     });
-    for (l, w) in links.iter().zip(watches.iter_mut()) {
-        w.after = l.as_ref().and_then(|l| l.state());
-        w.observe(w.after);
-    }
-    for &(p, ref w) in &tx_outs {
-        if w.queue.errors > 0 {
-            watches[p].veth_peer = veth_peer(&links, p);
-        }
-    }
+    links_after(&links, &mut watches, &tx_outs);
     ctl.set_phase(Phase::Done);
     let run = RunFacts {
         tag,
@@ -634,6 +626,20 @@ fn open_queues(
         }
     }
     Ok((txq, rxq))
+}
+
+/// Every port's link as read after the trial; for a port whose kernel dropped frames it sent, the
+/// port at the other end of its veth.
+fn links_after(links: &[Option<Arc<dyn LinkSource>>], watches: &mut [LinkWatch], tx: &[(usize, TxWorkerResult)]) {
+    for (l, w) in links.iter().zip(watches.iter_mut()) {
+        w.after = l.as_ref().and_then(|l| l.state());
+        w.observe(w.after);
+    }
+    for &(p, ref w) in tx {
+        if w.queue.errors > 0 {
+            watches[p].veth_peer = veth_peer(links, p);
+        }
+    }
 }
 
 /// The port whose interface is the other end of port `p`'s veth, if one of them is.
