@@ -16,7 +16,16 @@ use std::sync::{Arc, Mutex, OnceLock};
 use crate::sys::cpu;
 
 /// Scheduler slice TX workers ask for (`sys::cpu::request_short_slices`; the kernel's minimum).
-pub(crate) const TX_SLICE_NS: u64 = 100_000;
+const TX_SLICE_NS: u64 = 100_000;
+
+/// What a TX worker asks of its own thread as it starts: wake on time (no timer slack), an
+/// ordinary thread, and short slices, so a CPU hog sharing its CPU does not delay the wake-up
+/// (smooth pacing does not get late time back). Best effort: a refusal leaves the defaults.
+pub(crate) fn for_sending() {
+    let _ = cpu::set_timer_slack_ns(1);
+    let _ = cpu::normal_priority();
+    let _ = cpu::request_short_slices(TX_SLICE_NS);
+}
 
 /// The CPU of the `i`th worker: the `i`th of `list` (round robin), or with an empty list one
 /// of the upper half of the online CPUs (`from_top`: senders) or of the lower half (receivers).

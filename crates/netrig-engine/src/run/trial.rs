@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use crate::clock;
 use crate::error::{ConfigError, EngineError};
-use crate::pin::{pick_cpu, PinFailure, PinLog, TX_SLICE_NS};
+use crate::pin::{pick_cpu, PinFailure, PinLog};
 use crate::port::{LinkSource, LinkState, Port, RxMeta, RxQueue, RxQueueStats, RxWait, TxQueue};
 pub use crate::run::validity::{COUNT_STOP_GRACE_NS, MIN_ACHIEVED_RATIO};
 use crate::sys::{bpf, cpu};
@@ -917,11 +917,7 @@ fn run_tx_all(
                 .name(format!("{TX_WORKER}{i}"))
                 .spawn_scoped(inner, move || {
                     pins.pin_self(cpu_id);
-                    // Wake on time: no timer slack, and short slices so a CPU hog sharing the CPU
-                    // does not delay the wake-up (smooth pacing does not get late time back).
-                    let _ = cpu::set_timer_slack_ns(1);
-                    let _ = cpu::normal_priority();
-                    let _ = cpu::request_short_slices(TX_SLICE_NS);
+                    crate::pin::for_sending();
                     (port, run_tx_worker(&mut **q, plan, stop, &live))
                 })
                 .expect("spawning a TX thread");

@@ -609,35 +609,20 @@ impl<'a> TxRun<'a> {
         }
         let (st, warmup, trial) = (&mut self.st, self.warmup, self.trial);
         let mut per_interval = self.counter.as_mut();
-        let mut n_filled = 0usize;
-        let mut stamp = ts;
-        // When the first frame was handed to the queue: after anything that held the send up.
-        let mut handed = now;
-        let mut fill = |buf: &mut [u8], held: &mut u64| -> usize {
-            // A large (unpaced) batch is stamped afresh every BATCH frames, so no stamp is older
-            // than a batch; intervals count every frame by the stamp it carries.
-            if n_filled.is_multiple_of(BATCH) {
-                let t = clock::now_ns();
-                if n_filled == 0 {
-                    handed = t;
-                } else {
-                    stamp = t.saturating_sub(epoch);
-                }
-            }
-            n_filled += 1;
+        let sent = send_stamped(&mut *self.queue, want as usize, now, epoch, |buf, held, stamp| {
+            // Intervals count every frame by the stamp it carries.
             if let Some(c) = per_interval.as_deref_mut() {
                 c.add(stamp, 1);
             }
             fill_one(st, buf, held, stamp, warmup, trial)
-        };
-        let sent = match self.queue.send_held(want as usize, &mut fill) {
-            Ok(n) => n,
+        });
+        let (sent, handed) = match sent {
+            Ok(s) => s,
             Err(e) => {
                 self.res.error = Some(e.to_string());
                 return None;
             }
         };
-        debug_assert_eq!(sent, n_filled);
         let after = clock::now_ns();
         if sent > 0 {
             self.sent(sc, sent as u64, now, handed, after);
@@ -809,6 +794,45 @@ fn total_rate_scale(seg: &Segment, factor: f64) -> f64 {
     seg.rate * factor / 1e9
 }
 
+/// Hand up to `want` frames, decided at `now`, to `queue` ([`TxQueue::send_held`]), each written by
+/// `frame(buf, held, stamp)`: `stamp` is the decision time since `epoch`, read afresh every
+/// [`BATCH`] frames of a larger (unpaced) batch so that no stamp is older than a batch. The
+/// frames sent, and when the first was handed to the queue (after anything that held the send
+/// up: the span a batch's frames are spread over starts there).
+#[inline]
+pub(crate) fn send_stamped(
+    queue: &mut dyn TxQueue,
+    want: usize,
+    now: u64,
+    epoch: u64,
+    mut frame: impl FnMut(&mut [u8], &mut u64, u64) -> usize,
+) -> Result<(usize, u64), PortError> {
+    let (mut n, mut handed, mut stamp) = (0usize, now, now.saturating_sub(epoch));
+    let sent = queue.send_held(want, &mut |buf: &mut [u8], held: &mut u64| {
+        if n.is_multiple_of(BATCH) {
+            let t = clock::now_ns();
+            if n == 0 {
+                handed = t;
+            } else {
+                stamp = t.saturating_sub(epoch);
+            }
+        }
+        n += 1;
+        frame(buf, held, stamp)
+    })?;
+    debug_assert_eq!(sent, n);
+    Ok((sent, handed))
+}
+
+/// The place `at` holds in a cycle of `len` (a size schedule, a capture's frames), and `at`
+/// moved to the next: a compare, not a division, per frame.
+#[inline(always)]
+pub(crate) fn step_cycle(at: &mut usize, len: usize) -> usize {
+    let i = *at;
+    *at = if i + 1 == len { 0 } else { i + 1 };
+    i
+}
+
 /// Flush until the queue is idle (bounded: 1 s, or until stopped).
 fn drain_queue(queue: &mut dyn TxQueue, stop: &AtomicBool) -> Result<(), PortError> {
     let deadline = clock::now_ns() + 1_000_000_000;
@@ -851,11 +875,7 @@ fn fill_one(st: &mut [ShareState], buf: &mut [u8], held: &mut u64, ts: u64, warm
     let cs = &*s.share.stream;
     let (len, size) = match &mut s.frames {
         Frames::Stack { stack, at, .. } => {
-            let size = cs.size_schedule[s.size_at] as usize;
-            s.size_at += 1;
-            if s.size_at == cs.size_schedule.len() {
-                s.size_at = 0;
-            }
+            let size = cs.size_schedule[step_cycle(&mut s.size_at, cs.size_schedule.len())] as usize;
             let flow_id = cs.flow_base + at.key.key() as u32;
             let sig = Signature { trial, warmup, flow_id, seq: at.key.cycle(), tx_ts_ns: ts };
             (stack.fill_held(buf, held, size, at, &sig), cs.sizes[size] as u64)
@@ -863,11 +883,7 @@ fn fill_one(st: &mut [ShareState], buf: &mut [u8], held: &mut u64, ts: u64, warm
         Frames::Replay { seq } => {
             // The capture's next frame, as captured; stamped where it has room.
             let r = cs.config.replay.as_deref().expect("a replay stream has its capture");
-            let f = &r.frames[s.size_at];
-            s.size_at += 1;
-            if s.size_at == r.frames.len() {
-                s.size_at = 0;
-            }
+            let f = &r.frames[step_cycle(&mut s.size_at, r.frames.len())];
             let out = &mut buf[..f.len];
             out.copy_from_slice(r.bytes(f));
             *held = 0;

@@ -30,7 +30,6 @@ use crate::error::{ConfigError, EngineError};
 use crate::pin::pick_cpu;
 use crate::pin::PinLog;
 use crate::port::{LinkSource, Port, PortCaps, RxQueue, TxQueue};
-use crate::sys::cpu;
 use crate::traffic::tags::{claim_tag, TagClaim};
 
 mod capring;
@@ -374,10 +373,7 @@ impl Generator {
                 cpu_shared: cpus.iter().enumerate().any(|(j, &c)| j != i && c == cpus[i]),
             };
             let h = spawn(format!("netrig-gtx{i}"), cpus[i], self.pins.clone(), move || {
-                // As a trial's TX worker: no timer slack, an ordinary thread, short slices.
-                let _ = cpu::set_timer_slack_ns(1);
-                let _ = cpu::normal_priority();
-                let _ = cpu::request_short_slices(crate::pin::TX_SLICE_NS);
+                crate::pin::for_sending();
                 Queue::Tx(p, qi, w.run())
             })?;
             self.mailboxes.push((mailbox, h.thread().clone()));

@@ -28,7 +28,7 @@ use super::stats::{Counters, FlowCtl, FlowState, PortCounters, TxPacing};
 use crate::clock;
 use crate::port::TxQueue;
 use crate::traffic::pacing::{LoadMeter, SmoothSchedule, BATCH, MAX_SLEEP_NS, MIN_SLEEP_NS, SMOOTH_DEPTH_NS};
-use crate::traffic::tx::UNPACED_BATCH;
+use crate::traffic::tx::{send_stamped, step_cycle, UNPACED_BATCH};
 
 /// A command to a TX worker.
 #[derive(Debug, Clone)]
@@ -227,7 +227,8 @@ impl TxWorker {
             if !pending.is_empty() {
                 match self.send(&mut slots, &pending, now) {
                     Ok((n, handed)) => {
-                        meter.batch(now, clock::now_ns(), n as u64);
+                        // The frames are spread from their hand-off, as a trial's worker spreads them.
+                        meter.batch(handed, clock::now_ns(), n as u64);
                         if handed > now + HELD_UP_NS {
                             held_up(&mut slots, &mut heap, pending.range(..n), handed);
                         }
@@ -315,23 +316,14 @@ impl TxWorker {
     /// Send the pending picks (as many as the queue takes) and count them; how many it sent, and
     /// when the first was handed to the queue (after anything that held the send up).
     fn send(&mut self, slots: &mut [Slot], pending: &VecDeque<u32>, now: u64) -> Result<(usize, u64), String> {
-        let want = pending.len();
         let epoch = self.epoch_ns;
-        let mut stamp = now.saturating_sub(epoch);
-        let (mut n, mut handed) = (0usize, now);
         let (ctl, pubs, port) = (&self.ctl, &self.pubs, &self.port);
-        let mut fill = |buf: &mut [u8], held: &mut u64| -> usize {
-            if n == 0 {
-                handed = clock::now_ns();
-            } else if n.is_multiple_of(BATCH) {
-                stamp = clock::now_ns().saturating_sub(epoch);
-            }
-            let k = pending[n] as usize;
-            n += 1;
+        let mut picks = pending.iter();
+        let fill = |buf: &mut [u8], held: &mut u64, stamp: u64| -> usize {
+            let k = *picks.next().expect("one pick per frame") as usize;
             let s = &mut slots[k];
             let f = &*s.flow;
-            let size = f.size_schedule[s.size_at] as usize;
-            s.size_at = if s.size_at + 1 == f.size_schedule.len() { 0 } else { s.size_at + 1 };
+            let size = f.size_schedule[step_cycle(&mut s.size_at, f.size_schedule.len())] as usize;
             let seq = s.sent - s.untracked;
             let sig = Signature { trial: s.tag, warmup: false, flow_id: f.index as u32, seq, tx_ts_ns: stamp };
             let len = f.stack.fill_held(buf, held, size, &mut s.at, &sig);
@@ -350,8 +342,7 @@ impl TxWorker {
             }
             len
         };
-        let sent = self.queue.send_held(want, &mut fill).map_err(|e| e.to_string())?;
-        Ok((sent, handed))
+        send_stamped(&mut *self.queue, pending.len(), now, epoch, fill).map_err(|e| e.to_string())
     }
 
     /// The queue failed: every flow of this worker stops; the error is reported.
