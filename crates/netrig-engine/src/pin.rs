@@ -111,6 +111,22 @@ impl PinLog {
         self.pin(&name, cpu)
     }
 
+    /// Start worker `name` in `scope`: it pins itself to `cpu` (a refusal recorded here), then
+    /// runs `f`.
+    pub(crate) fn spawn_scoped<'scope, T: Send + 'scope>(
+        &'scope self,
+        scope: &'scope std::thread::Scope<'scope, '_>,
+        name: String,
+        cpu: usize,
+        f: impl FnOnce() -> T + Send + 'scope,
+    ) -> std::thread::ScopedJoinHandle<'scope, T> {
+        let spawned = std::thread::Builder::new().name(name.clone()).spawn_scoped(scope, move || {
+            self.pin_self(cpu);
+            f()
+        });
+        spawned.unwrap_or_else(|e| panic!("spawning {name}: {e}"))
+    }
+
     /// Tell `sink` of every worker that starts from now on (the first sink set stays).
     pub fn tell(&self, sink: Arc<dyn WorkerSink>) {
         let _ = self.1.set(sink);

@@ -370,15 +370,9 @@ fn listen_on(
     std::thread::scope(|scope| {
         let mut handles = Vec::new();
         for (i, (port, q)) in rxq.into_iter().enumerate() {
-            let (stop, live, cpu_id, pins) = (&stop, lives[i].clone(), cpus[i], &ctl.pins);
-            let h = std::thread::Builder::new()
-                .name(format!("netrig-listen{i}"))
-                .spawn_scoped(scope, move || {
-                    pins.pin_self(cpu_id);
-                    listen_worker(port, q, stop, &live)
-                })
-                .expect("spawning a listen thread");
-            handles.push(h);
+            let (stop, live) = (&stop, lives[i].clone());
+            let worker = move || listen_worker(port, q, stop, &live);
+            handles.push(ctl.pins.spawn_scoped(scope, format!("netrig-listen{i}"), cpus[i], worker));
         }
         while clock::now_ns() < end && !ctl.stopped() && !handles.iter().any(|h| h.is_finished()) {
             std::thread::sleep(std::time::Duration::from_nanos(end.saturating_sub(clock::now_ns()).min(5_000_000)));

@@ -542,15 +542,10 @@ pub fn run_trial(
             // polls the ring for a moment first.
             q.set_wait(if tx_cpus.contains(&cpu_id) { RxWait::Nap } else { RxWait::Spin });
             let (setup, live, ident, sent_ctl) = (&rx_setup, rx_lives[i].clone(), ident.clone(), ctl.clone());
-            let h = std::thread::Builder::new()
-                .name(format!("{RX_WORKER}{i}"))
-                .spawn_scoped(scope, move || {
-                    sent_ctl.pins.pin_self(cpu_id);
-                    let _ = cpu::normal_priority();
-                    rx_worker(port, q, setup, &live, ident, sent_ctl)
-                })
-                .expect("spawning an RX thread");
-            rx_handles.push(h);
+            rx_handles.push(ctl.pins.spawn_scoped(scope, format!("{RX_WORKER}{i}"), cpu_id, move || {
+                let _ = cpu::normal_priority();
+                rx_worker(port, q, setup, &live, ident, sent_ctl)
+            }));
         }
         // Traffic starts once every RX worker holds its flows' state: allocating it takes a page
         // fault per 4 KiB (~50 ms at 1 M flows), and frames arriving meanwhile overflowed the ring.
@@ -912,16 +907,11 @@ fn run_tx_all(
             let cpu_id = tx_cpus[i];
             let live = lives[i].clone();
             let port = *port;
-            let (stop, pins) = (&ctl.stop, &ctl.pins);
-            let h = std::thread::Builder::new()
-                .name(format!("{TX_WORKER}{i}"))
-                .spawn_scoped(inner, move || {
-                    pins.pin_self(cpu_id);
-                    crate::pin::for_sending();
-                    (port, run_tx_worker(&mut **q, plan, stop, &live))
-                })
-                .expect("spawning a TX thread");
-            handles.push(h);
+            let stop = &ctl.stop;
+            handles.push(ctl.pins.spawn_scoped(inner, format!("{TX_WORKER}{i}"), cpu_id, move || {
+                crate::pin::for_sending();
+                (port, run_tx_worker(&mut **q, plan, stop, &live))
+            }));
         }
         handles.into_iter().map(|h| h.join().expect("TX worker panicked")).collect()
     })
