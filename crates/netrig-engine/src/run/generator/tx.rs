@@ -9,12 +9,13 @@
 //! queue in one `send`, whose fill writes each frame ([`netrig_wire::stack::CompiledStack::fill`])
 //! and counts it. Picks the queue did not take stay pending for the next `send`.
 //!
-//! Pacing is smooth: a flow found behind by more than its depth (80 µs of frames, 2..512) shifts
-//! its schedule, never sending above its rate over a window longer than that, and gives the time
-//! back as the trial's worker does (the same [`SmoothSchedule`]: 2 % of the time that passes), so
-//! only what it could not give back stretches the flow. Frames become due
-//! `hold` late (50 µs when the worker's flows add up to 40 kframes/s or more), so the worker sends
-//! a few at a time and sleeps in between instead of spinning. An idle worker parks until a command.
+//! Pacing is smooth: a flow found behind by more than its depth (`pacing::smooth_depth`, as the
+//! trial's worker's) shifts its schedule, never sending above its rate over a window longer than
+//! that, and gives the time back as the trial's worker does (the same [`SmoothSchedule`]: 2 % of
+//! the time that passes), so only what it could not give back stretches the flow. A batch waits
+//! for its first frame to be `hold` old: the trial's wake batch (`pacing::wake_batch`) at the
+//! running flows' rates together, so the worker sends a few frames at a time and sleeps in between
+//! instead of spinning. An idle worker parks until a command.
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,7 +28,7 @@ use super::flow::CompiledFlow;
 use super::stats::{Counters, FlowCtl, FlowState, PortCounters, TxPacing};
 use crate::clock;
 use crate::port::TxQueue;
-use crate::traffic::pacing::{LoadMeter, SmoothSchedule, BATCH, MAX_SLEEP_NS, MIN_SLEEP_NS, SMOOTH_DEPTH_NS};
+use crate::traffic::pacing::{smooth_depth, wake_batch, LoadMeter, SmoothSchedule, BATCH, MAX_SLEEP_NS, MIN_SLEEP_NS};
 use crate::traffic::tx::{send_stamped, step_cycle, UNPACED_BATCH};
 
 /// A command to a TX worker.
@@ -102,23 +103,25 @@ struct Slot {
     paused_at: u64,
 }
 
-/// Most frames a behind flow sends at once: [`SMOOTH_DEPTH_NS`] of its frames, 2..512.
-fn depth_frames(rate: f64) -> u64 {
-    ((rate * SMOOTH_DEPTH_NS as f64 / 1e9) as u64).clamp(2, UNPACED_BATCH as u64)
-}
-
 /// Wake this much before a frame is due.
 const WAKE_MARGIN_NS: u64 = 60_000;
-/// From this many frames/s of its running flows on, a worker lets 50 µs of frames become due.
-const HOLD_FROM_PPS: f64 = 40_000.0;
-const HOLD_NS: u64 = 50_000;
+
+/// How old a batch's first frame is when it goes, at `rate` frames/s of the running flows
+/// together: its wake batch less one frame time (a trial's worker sends when that many are due).
+fn hold_ns(rate: f64) -> u64 {
+    if rate > 0.0 && rate.is_finite() {
+        ((wake_batch(rate) - 1) as f64 * 1e9 / rate) as u64
+    } else {
+        0
+    }
+}
 
 /// A flow's time per frame and how far behind its schedule may be before it shifts, ns, at `rate`
 /// frames/s: the frames due in that time and the one due now are its depth (as the trial's worker
 /// lets its depth out after a stall, not one more).
 fn pace(rate: f64) -> (f64, u64) {
     let npf = if rate.is_finite() { 1e9 / rate } else { 0.0 };
-    (npf, ((depth_frames(rate) - 1) as f64 * npf) as u64)
+    (npf, ((smooth_depth(rate) - 1) as f64 * npf) as u64)
 }
 
 impl Slot {
@@ -218,7 +221,7 @@ impl TxWorker {
                     self.apply(cmd, &mut slots, &slot_of, &mut heap, &mut pending);
                 }
                 let rate: f64 = slots.iter().filter(|s| s.running).map(|s| s.flow.rate_pps).sum();
-                hold = if rate >= HOLD_FROM_PPS { HOLD_NS } else { 0 };
+                hold = hold_ns(rate);
                 let active: f64 = slots.iter().filter(|s| s.active()).map(|s| s.flow.rate_pps).sum();
                 meter.segment(active, was_active, slots.iter().any(Slot::active));
             }
@@ -618,16 +621,20 @@ mod tests {
         assert_eq!(slots[0].sched.shifted, 0);
         assert_eq!(slots[0].picked, 200_000_000 / 20_000 + 1, "back on the plan, not ahead of it");
         let peak = most_in_window(&times, 1_000_000);
-        let bound = 50.0 * (1.0 + SMOOTH_RECOVERY) + depth_frames(50_000.0) as f64 + 1.0;
+        let bound = 50.0 * (1.0 + SMOOTH_RECOVERY) + smooth_depth(50_000.0) as f64 + 1.0;
         assert!(peak as f64 <= bound, "{peak} frames in 1 ms");
     }
 
     #[test]
     fn one_flow_fills_a_batch_and_stops_at_its_limit() {
-        let mut slots = [slot(0, Rate::Pps(1e9), GenDuration::Continuous)];
+        let mut slots = [unpaced(0)];
         let (p, heap) = picks(&mut slots, 1_000_000);
         assert!(p.len() >= UNPACED_BATCH && p.iter().all(|&k| k == 0), "{}", p.len());
         assert_eq!((slots[0].picked, heap), (p.len() as u64, 1));
+        // A paced flow 1 ms behind sends its depth at once, as a trial's worker: one batch.
+        let mut slots = [slot(0, Rate::Pps(1e9), GenDuration::Continuous)];
+        let (p, heap) = picks(&mut slots, 1_000_000);
+        assert_eq!((p.len(), heap), (BATCH, 1));
         let mut slots = [slot(0, Rate::Pps(1e9), GenDuration::Frames(5))];
         assert_eq!(picks(&mut slots, 1_000_000), (vec![0; 5], 0));
     }
