@@ -205,36 +205,20 @@ impl SmoothSchedule {
 /// because a margin learns down only while the worker sleeps; bounded, 8 000, stretched 7–12 ms).
 /// A sleeping worker with short slices wakes within 4–32 µs beside the same busy loop 95 % of the
 /// time (bpftrace, sched_wakeup to sched_switch).
-///
-/// The first margin is a guess that learns only from sleeps; at 50 µs between wake-ups (20 kfps
-/// and up) it leaves none, and the worker spins, which on this VM keeps short trials on time more
-/// often than sleeping does (docs/performance.md). A spinning worker that finds it lost its CPU
-/// (over [`Waker::PREEMPTED_NS`] between two turns of its loop) bounds its margin and sleeps from
-/// then on: beside a busy loop on its CPU a 2-s, 100-kfps trial stretched 1.89 s spinning
-/// throughout, 25–255 ms so.
 pub(crate) struct Waker {
     /// Wake this long before the next frame is due, then spin.
     margin_ns: u64,
-    /// When the worker last spun (0: it slept since).
-    spun_ns: u64,
 }
 
 impl Default for Waker {
     fn default() -> Self {
-        Waker { margin_ns: 100_000, spun_ns: 0 }
+        Waker { margin_ns: 100_000 }
     }
 }
 
 impl Waker {
     const MIN_MARGIN_NS: u64 = 30_000;
     const MAX_MARGIN_NS: u64 = 2_000_000;
-    /// A spinning worker that went this long between two turns of its loop was preempted.
-    const PREEMPTED_NS: u64 = 1_000_000;
-
-    /// The largest margin at `between` ns between wake-ups: half of it, within the bounds.
-    fn cap(between: u64) -> u64 {
-        (between / 2).clamp(Self::MIN_MARGIN_NS, Self::MAX_MARGIN_NS)
-    }
 
     /// Wait at `now` for a batch due at `target`: park until shortly before it (by the margin,
     /// less `slack`, the time up to the depth: a wake-up late within it costs nothing; at most
@@ -256,18 +240,8 @@ impl Waker {
         let early = self.margin_ns.saturating_sub(slack);
         if target > now + early + MIN_SLEEP_NS {
             before_sleep();
-            self.spun_ns = 0;
             self.park_until((target - early).min(now + MAX_SLEEP_NS), between);
-            return;
-        }
-        if self.spun_ns > 0 && now.saturating_sub(self.spun_ns) > Self::PREEMPTED_NS {
-            // Spinning, the worker lost the CPU for this long: something else wants it. A spinner
-            // then gets the CPU in turns (a busy loop beside it halved a 100-kfps trial's rate);
-            // a sleeper is woken in time. From now on the margin leaves a sleep.
-            self.margin_ns = self.margin_ns.min(Self::cap(between));
-        }
-        self.spun_ns = now;
-        if cpu_shared {
+        } else if cpu_shared {
             std::thread::yield_now();
         } else {
             std::hint::spin_loop();
@@ -287,7 +261,7 @@ impl Waker {
 
     /// Up fast (twice the lateness just seen), down slowly (1/16 per sleep), within the bounds.
     fn learn(&mut self, late: u64, between: u64) {
-        let cap = Self::cap(between);
+        let cap = (between / 2).clamp(Self::MIN_MARGIN_NS, Self::MAX_MARGIN_NS);
         self.margin_ns = if 2 * late > self.margin_ns {
             (2 * late).min(cap)
         } else {
@@ -558,23 +532,6 @@ mod tests {
         // At a high rate the floor wins over half the time between wake-ups.
         w.learn(1_000_000, 20_000);
         assert_eq!(w.margin_ns, Waker::MIN_MARGIN_NS);
-    }
-
-    #[test]
-    fn a_worker_preempted_while_spinning_sleeps_from_then_on() {
-        // 100 kfps, a wake batch of 5 frames: 50 µs between wake-ups, 30 µs of slack. The first
-        // margin (100 µs) leaves no sleep, and a margin learns only from sleeps: the worker spins.
-        let mut w = Waker::default();
-        let spin = || panic!("a spinning worker does not sleep");
-        w.wait(1_000_000, 1_040_000, 30_000, 50_000, false, spin);
-        w.wait(1_010_000, 1_040_000, 30_000, 50_000, false, spin);
-        assert_eq!(w.margin_ns, 100_000);
-        // It lost its CPU for 3 ms between two turns: from then on the margin leaves a sleep.
-        w.wait(4_010_000, 4_040_000, 30_000, 50_000, false, spin);
-        assert_eq!(w.margin_ns, Waker::MIN_MARGIN_NS);
-        let mut slept = false;
-        w.wait(4_020_000, 4_070_000, 30_000, 50_000, false, || slept = true);
-        assert!(slept);
     }
 
     /// The one schedule both workers keep: a frame found late shifts it by exactly the lateness,
