@@ -194,82 +194,6 @@ impl SmoothSchedule {
     }
 }
 
-/// Timed sleeps that end before a deadline by a margin learnt from how late recent wake-ups were.
-///
-/// The margin is at most half the time between two wake-ups: a worker that woke late because
-/// another task held its CPU (a CPU hog at the same priority, the receiver sharing it) would
-/// otherwise learn a margin longer than that time, never sleep again, and spin. A spinning worker
-/// is a CPU hog itself: the scheduler then shares the CPU out in the other task's slices of
-/// milliseconds and the worker falls further behind (measured beside a busy loop on each CPU: a
-/// 4-s, 2-kfps trial sent 7 390 of 8 000 frames, stretched 340–390 ms, its margin stuck at 2 ms,
-/// because a margin learns down only while the worker sleeps; bounded, 8 000, stretched 7–12 ms).
-/// A sleeping worker with short slices wakes within 4–32 µs beside the same busy loop 95 % of the
-/// time (bpftrace, sched_wakeup to sched_switch).
-pub(crate) struct Waker {
-    /// Wake this long before the next frame is due, then spin.
-    margin_ns: u64,
-}
-
-impl Default for Waker {
-    fn default() -> Self {
-        Waker { margin_ns: 100_000 }
-    }
-}
-
-impl Waker {
-    const MIN_MARGIN_NS: u64 = 30_000;
-    const MAX_MARGIN_NS: u64 = 2_000_000;
-
-    /// Wait at `now` for a batch due at `target`: park until shortly before it (by the margin,
-    /// less `slack`, the time up to the depth: a wake-up late within it costs nothing; at most
-    /// [`MAX_SLEEP_NS`]), calling `before_sleep` first; closer than that, spin, or yield when
-    /// another TX worker is pinned to the same CPU (`cpu_shared`: spinning would starve it, its
-    /// wake-ups would be late, its margin grow, and the two would take turns losing time). Alone on
-    /// the CPU a worker spins rather than yields: a yield lets deferred softirq work (on veth the
-    /// DUT's forwarding) run in bunches, and the DUT sees bursts. `between`: the time between two
-    /// wake-ups at the worker's rate (it bounds the margin). A command's unpark ends the wait.
-    pub(crate) fn wait(
-        &mut self,
-        now: u64,
-        target: u64,
-        slack: u64,
-        between: u64,
-        cpu_shared: bool,
-        before_sleep: impl FnOnce(),
-    ) {
-        let early = self.margin_ns.saturating_sub(slack);
-        if target > now + early + MIN_SLEEP_NS {
-            before_sleep();
-            self.park_until((target - early).min(now + MAX_SLEEP_NS), between);
-        } else if cpu_shared {
-            std::thread::yield_now();
-        } else {
-            std::hint::spin_loop();
-        }
-    }
-
-    /// Park until `target` (or an unpark: a command), and learn from how late the wake-up was
-    /// (`between`: the time between two wake-ups at the worker's rate, which bounds the margin).
-    fn park_until(&mut self, target: u64, between: u64) {
-        let now = crate::clock::now_ns();
-        if target <= now {
-            return;
-        }
-        std::thread::park_timeout(std::time::Duration::from_nanos(target - now));
-        self.learn(crate::clock::now_ns().saturating_sub(target), between);
-    }
-
-    /// Up fast (twice the lateness just seen), down slowly (1/16 per sleep), within the bounds.
-    fn learn(&mut self, late: u64, between: u64) {
-        let cap = (between / 2).clamp(Self::MIN_MARGIN_NS, Self::MAX_MARGIN_NS);
-        self.margin_ns = if 2 * late > self.margin_ns {
-            (2 * late).min(cap)
-        } else {
-            (self.margin_ns - self.margin_ns / 16).clamp(Self::MIN_MARGIN_NS, cap)
-        };
-    }
-}
-
 /// A catching-up worker sends its backlog at most this many times faster than its rate.
 pub const CATCHUP_FACTOR: f64 = 2.0;
 
@@ -513,26 +437,6 @@ pub fn merged(peak: Smoothness, gaps: &Histogram<u64>, gap_max_ns: u64) -> Smoot
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_late_wake_up_never_teaches_a_margin_that_leaves_no_sleep() {
-        // 2 kfps, one frame per wake-up: 500 µs between wake-ups. A wake-up 3 ms late (another
-        // task held the CPU) teaches at most half of that, so the worker still sleeps.
-        let mut w = Waker::default();
-        w.learn(3_000_000, 500_000);
-        assert_eq!(w.margin_ns, 250_000);
-        // On time again: the margin decays to its floor, never below it.
-        for _ in 0..200 {
-            w.learn(0, 500_000);
-        }
-        assert_eq!(w.margin_ns, Waker::MIN_MARGIN_NS);
-        // At a low rate the learnt margin keeps its overall bound.
-        w.learn(5_000_000, 100_000_000);
-        assert_eq!(w.margin_ns, Waker::MAX_MARGIN_NS);
-        // At a high rate the floor wins over half the time between wake-ups.
-        w.learn(1_000_000, 20_000);
-        assert_eq!(w.margin_ns, Waker::MIN_MARGIN_NS);
-    }
 
     /// The one schedule both workers keep: a frame found late shifts it by exactly the lateness,
     /// the shift is given back at SMOOTH_RECOVERY and never past the plan, a hold-up restarts the

@@ -34,7 +34,8 @@ use crate::error::PortError;
 use crate::port::{TxQueue, TxQueueStats};
 pub use crate::traffic::pacing::BATCH;
 use crate::traffic::pacing::{
-    catchup_burst, smooth_depth, wake_batch, LoadMeter, Pacing, SmoothSchedule, Smoothness, Waker, CATCHUP_FACTOR,
+    catchup_burst, smooth_depth, wake_batch, LoadMeter, Pacing, SmoothSchedule, Smoothness, CATCHUP_FACTOR,
+    MAX_SLEEP_NS, MIN_SLEEP_NS,
 };
 use crate::traffic::schedule::{IntervalCounter, IntervalGrid, RatePhase, Side};
 use crate::traffic::stream::CompiledStream;
@@ -529,17 +530,27 @@ impl<'a> TxRun<'a> {
         true
     }
 
-    /// Wait until a wake batch is due ([`Waker::wait`], with the slack up to the depth when
-    /// smooth). A wake-up later than that is time smooth pacing does not get back.
+    /// Wait until a wake batch is due: sleep until shortly before (by how late wake-ups have been
+    /// recently, less the slack up to the depth: a wake-up late within it costs nothing), then
+    /// spin. A wake-up later than that is time smooth pacing does not get back.
     fn wait_for_wake_batch(&mut self, sc: &SegmentClock, now: u64) {
         let wake = sc.wake.min(sc.seg.frames - sc.sent);
         let next = sc.sched.anchor + ((sc.sent + wake - 1) as f64 * sc.npf) as u64;
         let slack = if self.pacing == Pacing::Smooth { ((sc.depth - sc.wake) as f64 * sc.npf) as u64 } else { 0 };
-        let between = (wake as f64 * sc.npf) as u64;
-        let queue = &mut *self.queue;
-        self.waker.wait(now, next, slack, between, self.cpu_shared, || {
-            let _ = queue.flush();
-        });
+        let early = self.waker.margin_ns.saturating_sub(slack);
+        if next > now + early + MIN_SLEEP_NS {
+            let _ = self.queue.flush();
+            let between = (wake as f64 * sc.npf) as u64;
+            self.waker.sleep_until((next - early).min(now + MAX_SLEEP_NS), between);
+        } else if self.cpu_shared {
+            // Another TX worker is pinned to this CPU: spinning would starve it, its wake-ups
+            // would be late, its margin grow, and the two would take turns losing time.
+            std::thread::yield_now();
+        } else {
+            // Alone on the CPU: spin (a yield lets deferred softirq work — on veth the DUT's
+            // forwarding — run in bunches, and the DUT sees bursts).
+            std::hint::spin_loop();
+        }
     }
 
     /// What the pacing mode lets go out of the `due` frames now (`None`: nothing, catch-up has no
@@ -729,6 +740,54 @@ impl ShareState {
     }
 }
 
+/// Timed sleeps that end before a deadline by a margin learnt from how late recent wake-ups were.
+///
+/// The margin is at most half the time between two wake-ups: a worker that woke late because
+/// another task held its CPU (a CPU hog at the same priority, the receiver sharing it) would
+/// otherwise learn a margin longer than that time, never sleep again, and spin. A spinning worker
+/// is a CPU hog itself: the scheduler then shares the CPU out in the other task's slices of
+/// milliseconds and the worker falls further behind (measured beside a busy loop on each CPU: a
+/// 4-s, 2-kfps trial sent 7 390 of 8 000 frames, stretched 340–390 ms, its margin stuck at 2 ms,
+/// because a margin learns down only while the worker sleeps; bounded, 8 000, stretched 7–12 ms).
+/// A sleeping worker with short slices wakes within 4–32 µs beside the same busy loop 95 % of the
+/// time (bpftrace, sched_wakeup to sched_switch).
+struct Waker {
+    /// Wake this long before the next frame is due, then spin.
+    margin_ns: u64,
+}
+
+impl Default for Waker {
+    fn default() -> Self {
+        Waker { margin_ns: 100_000 }
+    }
+}
+
+impl Waker {
+    const MIN_MARGIN_NS: u64 = 30_000;
+    const MAX_MARGIN_NS: u64 = 2_000_000;
+
+    /// Sleep until `target`, and learn from how late the wake-up was (`between`: the time between
+    /// two wake-ups at the worker's rate, which bounds the margin).
+    fn sleep_until(&mut self, target: u64, between: u64) {
+        let now = clock::now_ns();
+        if target <= now {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_nanos(target - now));
+        self.learn(clock::now_ns().saturating_sub(target), between);
+    }
+
+    /// Up fast (twice the lateness just seen), down slowly (1/16 per sleep), within the bounds.
+    fn learn(&mut self, late: u64, between: u64) {
+        let cap = (between / 2).clamp(Self::MIN_MARGIN_NS, Self::MAX_MARGIN_NS);
+        self.margin_ns = if 2 * late > self.margin_ns {
+            (2 * late).min(cap)
+        } else {
+            (self.margin_ns - self.margin_ns / 16).clamp(Self::MIN_MARGIN_NS, cap)
+        };
+    }
+}
+
 /// Refill rate of the catch-up bucket, frames per ns.
 #[inline]
 fn total_rate_scale(seg: &Segment, factor: f64) -> f64 {
@@ -877,7 +936,7 @@ pub fn split_stream(stream: &Arc<CompiledStream>, shares: u64) -> Vec<TxShare> {
 
 #[cfg(test)]
 mod tests {
-    use super::{fill_one, split_stream, Segment, SegmentClock, ShareState, TxShareResult, TxWorkerResult};
+    use super::{fill_one, split_stream, Segment, SegmentClock, ShareState, TxShareResult, TxWorkerResult, Waker};
     use crate::traffic::pacing::SMOOTH_RECOVERY;
 
     /// Smooth pacing's give-back, on the clock alone (no machine, no timing): a schedule 2 ms behind
@@ -939,6 +998,26 @@ mod tests {
             let first = (seen[0] - lo) as usize;
             assert_eq!(r.per_flow[first], 3, "the first flow again after two cycles");
         }
+    }
+
+    #[test]
+    fn a_late_wake_up_never_teaches_a_margin_that_leaves_no_sleep() {
+        // 2 kfps, one frame per wake-up: 500 µs between wake-ups. A wake-up 3 ms late (another
+        // task held the CPU) teaches at most half of that, so the worker still sleeps.
+        let mut w = Waker::default();
+        w.learn(3_000_000, 500_000);
+        assert_eq!(w.margin_ns, 250_000);
+        // On time again: the margin decays to its floor, never below it.
+        for _ in 0..200 {
+            w.learn(0, 500_000);
+        }
+        assert_eq!(w.margin_ns, Waker::MIN_MARGIN_NS);
+        // At a low rate the learnt margin keeps its overall bound.
+        w.learn(5_000_000, 100_000_000);
+        assert_eq!(w.margin_ns, Waker::MAX_MARGIN_NS);
+        // At a high rate the floor wins over half the time between wake-ups.
+        w.learn(1_000_000, 20_000);
+        assert_eq!(w.margin_ns, Waker::MIN_MARGIN_NS);
     }
 
     #[test]

@@ -28,7 +28,7 @@ use super::flow::CompiledFlow;
 use super::stats::{Counters, FlowCtl, FlowState, PortCounters, TxPacing};
 use crate::clock;
 use crate::port::TxQueue;
-use crate::traffic::pacing::{smooth_depth, wake_batch, LoadMeter, SmoothSchedule, Waker, BATCH, MAX_SLEEP_NS};
+use crate::traffic::pacing::{smooth_depth, wake_batch, LoadMeter, SmoothSchedule, BATCH, MAX_SLEEP_NS, MIN_SLEEP_NS};
 use crate::traffic::tx::{send_stamped, step_cycle, UNPACED_BATCH};
 
 /// A command to a TX worker.
@@ -102,6 +102,9 @@ struct Slot {
     depth_ns: u64,
     paused_at: u64,
 }
+
+/// Wake this much before a frame is due.
+const WAKE_MARGIN_NS: u64 = 60_000;
 
 /// How old a batch's first frame is when it goes, at `rate` frames/s of the running flows
 /// together: its wake batch less one frame time (a trial's worker sends when that many are due).
@@ -202,9 +205,8 @@ impl TxWorker {
         let mut heap = Schedule::with_capacity(slots.len());
         let mut pending: VecDeque<u32> = VecDeque::with_capacity(UNPACED_BATCH);
         let mut seen = 0u64;
-        let (mut hold, mut between) = (0u64, 0u64);
+        let mut hold = 0u64;
         let mut meter = TxMeter::new();
-        let mut waker = Waker::default();
         loop {
             let epoch = self.mailbox.epoch.load(Ordering::Acquire);
             if epoch != seen {
@@ -220,7 +222,6 @@ impl TxWorker {
                 }
                 let rate: f64 = slots.iter().filter(|s| s.running).map(|s| s.flow.rate_pps).sum();
                 hold = hold_ns(rate);
-                between = if rate > 0.0 && rate.is_finite() { hold + (1e9 / rate) as u64 } else { 0 };
                 let active: f64 = slots.iter().filter(|s| s.active()).map(|s| s.flow.rate_pps).sum();
                 meter.segment(active, was_active, slots.iter().any(Slot::active));
             }
@@ -244,20 +245,25 @@ impl TxWorker {
             let _ = self.queue.flush();
             let next = heap.peek().map(|(due, _, _)| due + hold);
             meter.publish(&self.port, &slots, now, next.is_none());
-            // The next flow's frames up to its depth are the slack a late wake-up costs nothing in.
-            let slack = heap.peek().map_or(0, |(_, k, _)| slots[k as usize].depth_ns.saturating_sub(hold));
-            self.wait(next, slack, between, &mut waker);
+            self.wait(next);
         }
     }
 
-    /// Wait until `until` (engine clock) or a command ([`Waker::wait`]); without anything due,
-    /// until a command.
-    fn wait(&self, until: Option<u64>, slack: u64, between: u64, waker: &mut Waker) {
+    /// Wait until `until` (engine clock) or a command; without anything due, until a command.
+    fn wait(&self, until: Option<u64>) {
         let Some(until) = until else {
             std::thread::park_timeout(std::time::Duration::from_nanos(MAX_SLEEP_NS * 20));
             return;
         };
-        waker.wait(clock::now_ns(), until, slack, between, self.cpu_shared, || {});
+        let now = clock::now_ns();
+        if until > now + MIN_SLEEP_NS + WAKE_MARGIN_NS {
+            let d = (until - now - WAKE_MARGIN_NS).min(MAX_SLEEP_NS);
+            std::thread::park_timeout(std::time::Duration::from_nanos(d));
+        } else if self.cpu_shared {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
     }
 
     fn apply(
