@@ -234,6 +234,11 @@ pub trait RxQueue: Send {
     /// How the worker waits on an empty queue ([`RxWait`]). Default: nothing to change.
     fn set_wait(&mut self, _wait: RxWait) {}
 
+    /// Frames the tester's receive ring holds (`None`: not known, or no ring of its own).
+    fn ring_frames(&self) -> Option<usize> {
+        None
+    }
+
     /// A [`WakeFd`] that also ends a wait in `poll(2)` (`None`: only frames and the timeout do).
     /// Default: ignored, the wait lasts until frames or the timeout.
     fn set_wake(&mut self, _wake: Option<Arc<WakeFd>>) {}
@@ -246,10 +251,11 @@ pub enum RxWait {
     #[default]
     Poll,
     /// Poll the ring in user space for a moment first (AF_XDP), then sleep in `poll(2)`: a worker
-    /// with a CPU of its own, where spinning costs nobody anything.
+    /// with a CPU of its own whose frames may come too fast for a nap ([`RxWait::alone`]).
     Spin,
     /// Sleep [`RX_NAP`] and look again, never asking the kernel for a wake-up: a worker that
-    /// shares its CPU with a sender. Spinning there would take half the sender's CPU; sleeping in
+    /// shares its CPU with a sender, or one alone whose frames come slowly enough for a nap
+    /// ([`RxWait::alone`]). Spinning beside a sender would take half the sender's CPU; sleeping in
     /// `poll(2)` makes the CPU that delivers each batch wake the worker — on veth that is the
     /// CPU that transmits into the port: the DUT's, on a test bed (measured: 12 % of a router
     /// DUT's CPU at 200 kfps went into waking the tester's receiver). Receive timestamps are
@@ -260,6 +266,78 @@ pub enum RxWait {
 
 /// How long a napping RX worker sleeps between looks at its queue.
 pub const RX_NAP: Duration = Duration::from_micros(1000);
+
+/// A napping worker's ring may fill this far (its share) between two looks: a quarter, so that a
+/// pause of the worker three naps long still drops nothing.
+pub const NAP_RING_SHARE: usize = 4;
+
+impl RxWait {
+    /// How a worker with a CPU of its own waits on `q`, frames arriving at most at `bound_fps`
+    /// (infinite: not known). It naps when a nap's frames fill at most [`NAP_RING_SHARE`] of its
+    /// ring: spinning on the ring costs the CPU that fills it (on veth the sender's: measured
+    /// 2026-12-07, a top-rate veth trial sent 0.95-1.05 Mframes/s with a spinning receiver and
+    /// 1.2-1.35 M with a napping one, docs/performance.md). Faster, or a ring of unknown size:
+    /// it spins. A napping worker that finds more than its share at one look spins from then on
+    /// ([`NapGuard`]).
+    pub fn alone(q: &dyn RxQueue, bound_fps: f64) -> RxWait {
+        match q.ring_frames() {
+            Some(ring) if bound_fps * RX_NAP.as_secs_f64() <= (ring / NAP_RING_SHARE) as f64 => RxWait::Nap,
+            _ => RxWait::Spin,
+        }
+    }
+}
+
+/// Watches a napping worker's looks: the frames each look finds over the time since the look
+/// before, so a rate too fast for a nap ([`RxWait::alone`]) switches the worker to spinning. A
+/// look that finds more because the worker was held up longer does not: its frames came over that
+/// longer time.
+#[derive(Debug, Default)]
+pub struct NapGuard {
+    /// Frames per nanosecond above which the worker spins (`None`: it does not nap).
+    limit: Option<f64>,
+    frames: u64,
+    since_ns: u64,
+}
+
+impl NapGuard {
+    /// For `q` as it waits now (a guard that does nothing unless it naps).
+    pub fn new(q: &dyn RxQueue, wait: RxWait) -> NapGuard {
+        let share = (wait == RxWait::Nap).then(|| q.ring_frames()).flatten().map(|r| r / NAP_RING_SHARE);
+        let limit = share.map(|f| f as f64 / RX_NAP.as_nanos() as f64);
+        NapGuard { limit, frames: 0, since_ns: 0 }
+    }
+
+    /// A receive returned `n` of at most `max` frames (fewer: the ring was empty after them, the
+    /// look is over): the frames since the last look came in the time since it ended, and faster
+    /// than the limit switch `q` to spinning.
+    #[inline]
+    pub fn saw(&mut self, q: &mut dyn RxQueue, n: usize, max: usize) {
+        self.saw_at(q, n, max, crate::clock::now_ns);
+    }
+
+    /// [`NapGuard::saw`], the time a look ended read from `now` (the engine clock's).
+    #[inline]
+    fn saw_at(&mut self, q: &mut dyn RxQueue, n: usize, max: usize, now: impl FnOnce() -> u64) {
+        let Some(limit) = self.limit else { return };
+        self.frames += n as u64;
+        if n >= max {
+            return;
+        }
+        let now = now();
+        let span = now.saturating_sub(self.since_ns);
+        if self.since_ns == 0 {
+            (self.frames, self.since_ns) = (0, now);
+        } else if span >= RX_NAP.as_nanos() as u64 {
+            // Over a nap's time at least: the few frames that came while the last look was read
+            // make a look of their own, and over its microsecond any rate.
+            if self.frames as f64 > limit * span as f64 {
+                q.set_wait(RxWait::Spin);
+                self.limit = None;
+            }
+            (self.frames, self.since_ns) = (0, now);
+        }
+    }
+}
 
 impl RxWait {
     /// Wait for frames as this policy says: `Nap` sleeps (at most `timeout`) and returns; the
@@ -405,6 +483,70 @@ impl PortSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::traffic::rx::RX_BATCH;
+
+    /// A queue that only says how big its ring is and how it was told to wait.
+    struct Ring(Option<usize>, RxWait);
+
+    impl RxQueue for Ring {
+        fn recv(&mut self, _: usize, _: Duration, _: &mut dyn FnMut(&[u8], RxMeta)) -> Result<usize, PortError> {
+            Ok(0)
+        }
+        fn stats(&mut self) -> RxQueueStats {
+            RxQueueStats::default()
+        }
+        fn set_wait(&mut self, wait: RxWait) {
+            self.1 = wait;
+        }
+        fn ring_frames(&self) -> Option<usize> {
+            self.0
+        }
+    }
+
+    /// A worker alone on its CPU naps when a nap's frames fill at most a quarter of its ring
+    /// (8192 frames: 2048 in 1 ms, 2.048 Mframes/s), else, or with a ring of unknown size, spins.
+    #[test]
+    fn a_worker_alone_naps_only_when_a_nap_fits_a_quarter_of_its_ring() {
+        let q = Ring(Some(8192), RxWait::Poll);
+        assert_eq!(RxWait::alone(&q, 0.0), RxWait::Nap);
+        assert_eq!(RxWait::alone(&q, 2.048e6), RxWait::Nap);
+        assert_eq!(RxWait::alone(&q, 2.1e6), RxWait::Spin);
+        assert_eq!(RxWait::alone(&q, 14.88e6), RxWait::Spin, "10 Gb/s at 64 B");
+        assert_eq!(RxWait::alone(&q, f64::INFINITY), RxWait::Spin);
+        assert_eq!(RxWait::alone(&Ring(None, RxWait::Poll), 1000.0), RxWait::Spin);
+    }
+
+    /// The guard reads the rate over looks a nap's time apart at least (their frames over the
+    /// time since): 1.5 M frames/s in 1-ms looks, a look 10 µs after another that finds 30
+    /// frames (3 M/s over its span), and one look 3 ms late that holds 3 ms of frames (more than
+    /// the 2048-frame share, at the same rate), keep the nap; 2.5 M frames/s switches to spinning.
+    #[test]
+    fn a_napping_worker_spins_once_its_frames_come_faster_than_a_nap_holds() {
+        let mut q = Ring(Some(8192), RxWait::Nap);
+        let mut g = NapGuard::new(&q, RxWait::Nap);
+        let look = |q: &mut Ring, g: &mut NapGuard, frames: usize, at_ms: u64| {
+            for _ in 0..frames / RX_BATCH {
+                g.saw_at(q, RX_BATCH, RX_BATCH, || unreachable!("a full batch does not end a look"));
+            }
+            g.saw_at(q, frames % RX_BATCH, RX_BATCH, || at_ms * 1_000_000);
+        };
+        look(&mut q, &mut g, 0, 1);
+        for t in 2..10 {
+            look(&mut q, &mut g, 1500, t);
+        }
+        g.saw_at(&mut q, 30, RX_BATCH, || 9_010_000);
+        look(&mut q, &mut g, 1470, 10);
+        assert_eq!(q.1, RxWait::Nap);
+        look(&mut q, &mut g, 4500, 13);
+        assert_eq!(q.1, RxWait::Nap);
+        look(&mut q, &mut g, 2500, 14);
+        assert_eq!(q.1, RxWait::Spin);
+        // A guard of a worker that does not nap does nothing.
+        let mut q = Ring(Some(8192), RxWait::Spin);
+        let mut g = NapGuard::new(&q, RxWait::Spin);
+        g.saw_at(&mut q, 100_000, RX_BATCH, || 1);
+        assert_eq!(q.1, RxWait::Spin);
+    }
 
     #[test]
     fn io_modes_parse_and_name_the_field() {

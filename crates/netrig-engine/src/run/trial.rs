@@ -19,7 +19,7 @@ use std::sync::Arc;
 use crate::clock;
 use crate::error::{ConfigError, EngineError};
 use crate::pin::{pick_cpu, PinFailure, PinLog};
-use crate::port::{LinkSource, LinkState, Port, RxMeta, RxQueue, RxQueueStats, RxWait, TxQueue};
+use crate::port::{LinkSource, LinkState, NapGuard, Port, RxMeta, RxQueue, RxQueueStats, RxWait, TxQueue};
 pub use crate::run::validity::{COUNT_STOP_GRACE_NS, MIN_ACHIEVED_RATIO};
 use crate::sys::{bpf, cpu};
 use crate::traffic::analyze::{Analyzer, SentSoFar, TrialIdent, MAX_GAP_SLOTS};
@@ -27,7 +27,7 @@ use crate::traffic::flowstate;
 use crate::traffic::pacing::Pacing;
 use crate::traffic::rx::{receive, RxLive, RxSink, RX_BATCH};
 use crate::traffic::schedule::{IntervalCounter, IntervalGrid, RatePhase};
-use crate::traffic::stream::{compile, CompiledStream, Rate, Stop, StreamConfig};
+use crate::traffic::stream::{compile, line_rate_fps, CompiledStream, Rate, Stop, StreamConfig};
 use crate::traffic::tags::claim_tag;
 use crate::traffic::timeline::LatencyTimeline;
 use crate::traffic::tx::{
@@ -538,13 +538,11 @@ pub fn run_trial(
         let spawning = cpu::OrdinaryWhile::enter();
         for (i, (port, mut q)) in rxq.into_iter().enumerate() {
             let cpu_id = rx_cpus[i];
-            // A receiver on a sender's CPU naps when its queue is empty; one on a CPU of its own
-            // polls the ring for a moment first.
-            q.set_wait(if tx_cpus.contains(&cpu_id) { RxWait::Nap } else { RxWait::Spin });
+            let nap = receiver_wait(&mut *q, tx_cpus.contains(&cpu_id), rx_bound_fps(ports, &streams, port));
             let (setup, live, ident, sent_ctl) = (&rx_setup, rx_lives[i].clone(), ident.clone(), ctl.clone());
             rx_handles.push(ctl.pins.spawn_scoped(scope, format!("{RX_WORKER}{i}"), cpu_id, move || {
                 let _ = cpu::normal_priority();
-                rx_worker(port, q, setup, &live, ident, sent_ctl)
+                rx_worker(port, (q, nap), setup, &live, ident, sent_ctl)
             }));
         }
         // Traffic starts once every RX worker holds its flows' state: allocating it takes a page
@@ -683,12 +681,40 @@ fn timeline_span_ns(cfg: &TrialConfig) -> u64 {
     cfg.warmup_ns + stretched + 1_000_000_000
 }
 
+/// Set how a receiver waits on its empty queue `q`: one on a sender's CPU naps; one on a CPU of its
+/// own naps too unless its frames, at most `bound_fps`, may come too fast for a nap (then it
+/// spins), watched by the guard returned.
+fn receiver_wait(q: &mut dyn RxQueue, shares_cpu: bool, bound_fps: f64) -> NapGuard {
+    if shares_cpu {
+        q.set_wait(RxWait::Nap);
+        return NapGuard::default();
+    }
+    let wait = RxWait::alone(q, bound_fps);
+    q.set_wait(wait);
+    NapGuard::new(q, wait)
+}
+
+/// The fastest frames of `streams` may arrive at port `rx`, frames/s: their rates together, a
+/// stream at the top rate counted at its sending port's line rate, or not at all when that port
+/// reports no speed (veth: a napping worker's [`NapGuard`] then finds out).
+fn rx_bound_fps(ports: &[Box<dyn Port>], streams: &[Arc<CompiledStream>], rx: usize) -> f64 {
+    let to_rx = streams.iter().filter(|s| s.config.rx_port == rx);
+    to_rx
+        .map(|s| match (s.rate_pps.is_finite(), ports[s.config.tx_port].caps().speed_bps) {
+            (true, _) => s.rate_pps,
+            (false, Some(bps)) => line_rate_fps(bps as f64, s.mean_size()),
+            (false, None) => 0.0,
+        })
+        .sum()
+}
+
 /// What a trial's RX worker does with a batch: analyse every frame, publish the count and settle
 /// the counting intervals.
 struct TrialSink<'a> {
     an: Analyzer,
     live: &'a RxLive,
     epoch_ns: u64,
+    nap: NapGuard,
 }
 
 impl RxSink for TrialSink<'_> {
@@ -698,8 +724,9 @@ impl RxSink for TrialSink<'_> {
         self.an.push(f, m);
     }
 
-    fn batch(&mut self, _: &mut dyn RxQueue, n: usize, polled_ns: u64, draining: bool) {
+    fn batch(&mut self, q: &mut dyn RxQueue, n: usize, polled_ns: u64, draining: bool) {
         self.an.flush();
+        self.nap.saw(q, n, RX_BATCH);
         if draining {
             return;
         }
@@ -720,7 +747,7 @@ impl RxSink for TrialSink<'_> {
 /// One RX worker: analyse every frame of queue `q` until the stop, then empty the ring.
 fn rx_worker(
     port: usize,
-    mut q: Box<dyn RxQueue>,
+    (mut q, nap): (Box<dyn RxQueue>, NapGuard),
     setup: &RxSetup,
     live: &RxLive,
     ident: TrialIdent,
@@ -733,7 +760,7 @@ fn rx_worker(
     an.intervals = setup.grid.clone().map(IntervalCounter::with_latency);
     an.timeline = LatencyTimeline::for_span(setup.timeline_span_ns);
     setup.ready.fetch_add(1, Ordering::Release);
-    let mut sink = TrialSink { an, live, epoch_ns };
+    let mut sink = TrialSink { an, live, epoch_ns, nap };
     let error = receive(&mut *q, &setup.stop, &mut sink, true).err();
     let mut an = sink.an;
     an.flush();

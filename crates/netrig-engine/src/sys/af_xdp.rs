@@ -1374,8 +1374,8 @@ impl RxQueue for XskRx {
             // Spin briefly before sleeping: a receiver asleep in poll() makes the CPU that
             // delivers (on veth, the one that transmits into the port) pay a wake-up for every
             // batch it redirects (~20 % of its cycles in sock_def_readable, measured with perf).
-            // A worker pinned to its own CPU costs nothing else by spinning while traffic flows;
-            // one that shares a sender's CPU naps instead (`RxWait::Nap`).
+            // A worker pinned to its own CPU spins when frames may come too fast for a nap
+            // (`RxWait::alone`); one that shares a sender's CPU naps (`RxWait::Nap`).
             if n == 0 && self.wait == RxWait::Spin && !timeout.is_zero() {
                 let spin_until = clock::now_ns() + RX_SPIN.min(timeout).as_nanos() as u64;
                 while n == 0 && clock::now_ns() < spin_until {
@@ -1459,6 +1459,10 @@ impl RxQueue for XskRx {
 
     fn set_wake(&mut self, wake: Option<Arc<WakeFd>>) {
         self.wake = wake;
+    }
+
+    fn ring_frames(&self) -> Option<usize> {
+        Some(self.st.rx.r.size as usize)
     }
 }
 
