@@ -10,11 +10,13 @@ from netrig.measure import DutModel, Load, SimulatedMeasurer, TrialCounts
 from netrig.measure.platform import StallEpisode, StallSide, TrialStalls
 from netrig.methods.back_to_back import (
     CALIBRATION_BURSTS,
+    BY_TESTER,
     HELD_RATE_SHARE,
     INVALID_RETRIES,
     MAX_REPACES,
     BackToBackParams,
     measure_back_to_back,
+    stall_cause,
 )
 from netrig.model import FrameSize, LineRate
 
@@ -157,6 +159,14 @@ def test_a_burst_the_duts_cpu_stalled_in_is_no_evidence_either_way(every):
     assert len(r.bursts_frames) == 4 and r.abandoned_trials == 0 and r.repeated_probes > 0
     for b in r.bursts_frames:
         assert b <= truth and truth - b <= max(1, truth // 1000) + 1, (b, truth)
+
+
+def test_a_stall_names_who_stopped_the_cpu():
+    """The reason a stalled burst is no evidence says whose stall it was, so the host's and the
+    guest's are told from netrig's own threads on the DUT's CPU (the first rule's concern)."""
+    assert stall_cause(StallEpisode(0.0, 2.8, 1, False)) == "the host stopped it"
+    assert stall_cause(StallEpisode(0.0, 2.8, 1, True, "kdamond.0")) == "kdamond.0 held it"
+    assert stall_cause(StallEpisode(0.0, 2.8, 1, True, "netrig-rx0", True)) == f"{BY_TESTER} netrig-rx0 held it"
 
 
 class Slowed(Flaky):

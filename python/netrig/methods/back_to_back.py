@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from netrig.measure import Load, Measurer, TrialCounts
+from netrig.measure.platform import StallEpisode
 from netrig.methodology.method import Context, Method, Shortcut
 from netrig.methodology.stats import check, median
 from netrig.methodology.vocabulary import option
@@ -172,6 +173,17 @@ class _Repace(Exception):
         self.slowest_pps = slowest_pps
 
 
+#: How :func:`stall_cause` names a stall of netrig's own threads (a test tells the platform's from it).
+BY_TESTER = "netrig's own thread"
+
+
+def stall_cause(e: StallEpisode) -> str:
+    """Who stopped the CPU in stall ``e``: the host, a task of the guest, or one of netrig's."""
+    if not e.seen_by_guest:
+        return "the host stopped it"
+    return f"{BY_TESTER} {e.by} held it" if e.by_tester else f"{e.by or 'another task'} held it"
+
+
 class _Prober:
     """Runs one probe (a burst of ``n`` frames) until it is evidence, and keeps the tester's burst rate.
 
@@ -248,8 +260,9 @@ class _Prober:
             return c.invalid_reason or "the tester flagged it invalid"
         dut = c.stalls.dut if c.stalls is not None else None
         if dut is not None and dut.count:
-            return (f"the DUT's CPU stalled {dut.max_ms:.1f} ms during the burst: the frames it queued "
-                    "meanwhile reached it at once")
+            worst = max(dut.episodes, key=lambda e: e.length_ms)
+            return (f"the DUT's CPU stalled {dut.max_ms:.1f} ms during the burst ({stall_cause(worst)}): the "
+                    "frames it queued meanwhile reached it at once")
         r = self._pace()
         if c.frames_lost == 0 and r is not None and self._slow(n, c.achieved_pps):
             late_ms = 1e3 * (n / c.achieved_pps - n / r)
