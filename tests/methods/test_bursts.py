@@ -9,8 +9,8 @@ import pytest
 from netrig.measure import DutModel, Load, SimulatedMeasurer, TrialCounts
 from netrig.measure.platform import StallEpisode, StallSide, TrialStalls
 from netrig.methods.back_to_back import (
-    CALIBRATION_BURSTS,
     BY_TESTER,
+    CALIBRATION_BURSTS,
     HELD_RATE_SHARE,
     INVALID_RETRIES,
     MAX_REPACES,
