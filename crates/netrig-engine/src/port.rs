@@ -271,22 +271,6 @@ pub const RX_NAP: Duration = Duration::from_micros(1000);
 /// pause of the worker three naps long still drops nothing.
 pub const NAP_RING_SHARE: usize = 4;
 
-impl RxWait {
-    /// How a worker with a CPU of its own waits on `q`, frames arriving at most at `bound_fps`
-    /// (infinite: not known). It naps when a nap's frames fill at most [`NAP_RING_SHARE`] of its
-    /// ring: spinning on the ring costs the CPU that fills it (on veth the sender's: measured
-    /// 2026-12-07, a top-rate veth trial sent 0.95-1.05 Mframes/s with a spinning receiver and
-    /// 1.2-1.35 M with a napping one, docs/performance.md). Faster, or a ring of unknown size:
-    /// it spins. A napping worker that finds more than its share at one look spins from then on
-    /// ([`NapGuard`]).
-    pub fn alone(q: &dyn RxQueue, bound_fps: f64) -> RxWait {
-        match q.ring_frames() {
-            Some(ring) if bound_fps * RX_NAP.as_secs_f64() <= (ring / NAP_RING_SHARE) as f64 => RxWait::Nap,
-            _ => RxWait::Spin,
-        }
-    }
-}
-
 /// Watches a napping worker's looks: the frames each look finds over the time since the look
 /// before, so a rate too fast for a nap ([`RxWait::alone`]) switches the worker to spinning. A
 /// look that finds more because the worker was held up longer does not: its frames came over that
@@ -340,6 +324,20 @@ impl NapGuard {
 }
 
 impl RxWait {
+    /// How a worker with a CPU of its own waits on `q`, frames arriving at most at `bound_fps`
+    /// (infinite: not known). It naps when a nap's frames fill at most [`NAP_RING_SHARE`] of its
+    /// ring: spinning on the ring costs the CPU that fills it (on veth the sender's: measured
+    /// 2026-12-07, a top-rate veth trial sent 0.95-1.05 Mframes/s with a spinning receiver and
+    /// 1.2-1.35 M with a napping one, docs/performance.md). Faster, or a ring of unknown size:
+    /// it spins. A napping worker that finds more than its share at one look spins from then on
+    /// ([`NapGuard`]).
+    pub fn alone(q: &dyn RxQueue, bound_fps: f64) -> RxWait {
+        match q.ring_frames() {
+            Some(ring) if bound_fps * RX_NAP.as_secs_f64() <= (ring / NAP_RING_SHARE) as f64 => RxWait::Nap,
+            _ => RxWait::Spin,
+        }
+    }
+
     /// Wait for frames as this policy says: `Nap` sleeps (at most `timeout`) and returns; the
     /// others call `poll` with `timeout`.
     pub fn wait(
