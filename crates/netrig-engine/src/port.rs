@@ -323,6 +323,58 @@ impl NapGuard {
     }
 }
 
+/// How a receiver waits on its empty queue: the one policy of every RX worker.
+/// - On a sender's CPU it naps ([`RxWait::Nap`]): spinning there takes half the sender's CPU.
+/// - Alone on its CPU, while frames flow: with receive stamps of the kernel's it naps if a nap's
+///   frames fit its share of the ring ([`RxWait::alone`], a [`NapGuard`] switching it to spinning
+///   when they come faster), else it spins; with stamps read in user space it spins, since a nap
+///   would add up to [`RX_NAP`] to every frame's latency.
+/// - A worker that lives longer than its traffic (the generator's, `idle_poll`) sleeps in
+///   `poll(2)` while nothing comes, and costs nothing idle; its wait is chosen again when frames
+///   come. A trial's waits for its frames from the start and keeps its wait for the run.
+#[derive(Debug)]
+pub struct Waiting {
+    shares_cpu: bool,
+    user_stamps: bool,
+    bound_fps: f64,
+    idle_poll: bool,
+    busy: bool,
+    guard: NapGuard,
+}
+
+impl Waiting {
+    /// Set `q`'s wait: `shares_cpu` with a sender, `user_stamps` (the port's receive stamps are
+    /// taken in user space), frames arriving at most at `bound_fps` (0: not known, the guard
+    /// finds out), `idle_poll` as above.
+    pub fn new(q: &mut dyn RxQueue, shares_cpu: bool, user_stamps: bool, bound_fps: f64, idle_poll: bool) -> Waiting {
+        let mut w = Waiting { shares_cpu, user_stamps, bound_fps, idle_poll, busy: false, guard: NapGuard::default() };
+        w.set(q, !idle_poll);
+        w
+    }
+
+    fn set(&mut self, q: &mut dyn RxQueue, busy: bool) {
+        self.busy = busy;
+        let wait = match (self.shares_cpu, busy) {
+            (true, _) => RxWait::Nap,
+            (false, false) => RxWait::Poll,
+            (false, true) if self.user_stamps => RxWait::Spin,
+            (false, true) => RxWait::alone(q, self.bound_fps),
+        };
+        q.set_wait(wait);
+        self.guard = NapGuard::new(q, wait);
+    }
+
+    /// A receive gave `n` of at most `max` frames.
+    #[inline]
+    pub fn saw(&mut self, q: &mut dyn RxQueue, n: usize, max: usize) {
+        if self.idle_poll && !self.shares_cpu && self.busy != (n > 0) {
+            self.set(q, n > 0);
+        } else {
+            self.guard.saw(q, n, max);
+        }
+    }
+}
+
 impl RxWait {
     /// How a worker with a CPU of its own waits on `q`, frames arriving at most at `bound_fps`
     /// (infinite: not known). It naps when a nap's frames fill at most [`NAP_RING_SHARE`] of its
@@ -419,6 +471,10 @@ pub struct PortSpec {
     /// at their end (the generator's ARP and ICMP flows). AF_XDP's program passes those to the stack (counted
     /// as passed); the other backends read beside the stack anyway.
     pub control_to_kernel: bool,
+    /// Receive stamps taken by the kernel where the backend can (AF_XDP: its XDP program, also
+    /// with `rx_all`); `false` for a port whose frames are not timed (a forwarder's, the capture
+    /// under test), which then saves the program's clock read per frame.
+    pub rx_stamps: bool,
 }
 
 impl PortSpec {
@@ -437,6 +493,7 @@ impl PortSpec {
             rx_beyond_udp: false,
             rx_all: false,
             control_to_kernel: false,
+            rx_stamps: true,
         }
     }
 
@@ -544,6 +601,34 @@ mod tests {
         let mut g = NapGuard::new(&q, RxWait::Spin);
         g.saw_at(&mut q, 100_000, RX_BATCH, || 1);
         assert_eq!(q.1, RxWait::Spin);
+    }
+
+    /// On a sender's CPU a nap, always. Alone, a trial's worker (waiting from the start) naps
+    /// with the kernel's stamps at a rate a nap holds, else spins; a generator's sleeps in
+    /// `poll(2)` until frames come, then waits as a trial's would, and polls again when they stop.
+    #[test]
+    fn a_receiver_waits_by_its_cpu_its_stamps_and_whether_frames_come() {
+        let mut q = Ring(Some(8192), RxWait::Poll);
+        let mut shared = Waiting::new(&mut q, true, true, f64::INFINITY, true);
+        assert_eq!(q.1, RxWait::Nap);
+        for n in [10, 0] {
+            shared.saw(&mut q, n, RX_BATCH);
+            assert_eq!(q.1, RxWait::Nap);
+        }
+        for (user_stamps, bound, want) in
+            [(false, 0.0, RxWait::Nap), (true, 0.0, RxWait::Spin), (false, 14.88e6, RxWait::Spin)]
+        {
+            Waiting::new(&mut q, false, user_stamps, bound, false);
+            assert_eq!(q.1, want, "a trial's, user stamps {user_stamps}, {bound} frames/s");
+        }
+        for (user_stamps, busy) in [(false, RxWait::Nap), (true, RxWait::Spin)] {
+            let mut w = Waiting::new(&mut q, false, user_stamps, 0.0, true);
+            assert_eq!(q.1, RxWait::Poll, "a generator's, idle");
+            w.saw(&mut q, 10, RX_BATCH);
+            assert_eq!(q.1, busy, "a generator's, frames coming, user stamps {user_stamps}");
+            w.saw(&mut q, 0, RX_BATCH);
+            assert_eq!(q.1, RxWait::Poll, "a generator's, frames stopped");
+        }
     }
 
     #[test]

@@ -575,6 +575,7 @@ impl Port {
             rx_beyond_udp: d.rx_beyond_udp,
             rx_all: d.rx_all,
             control_to_kernel: opt(control_to_kernel, "control_to_kernel", d.control_to_kernel)?,
+            rx_stamps: d.rx_stamps,
         };
         p.validate()?;
         Ok(Port(p))

@@ -453,6 +453,7 @@ impl Capture {
                     transmit: false,
                     receive: true,
                     rx_all: true,
+                    rx_stamps: false,
                     ..PortSpec::new(cfg.ifname.clone())
                 };
                 let mut p = open_port(&spec)?;

@@ -380,7 +380,7 @@ impl Forwarder {
         let mut ports = Vec::with_capacity(n);
         let mut macs = Vec::with_capacity(n);
         for spec in &cfg.ports {
-            let spec = PortSpec { receive: true, transmit, rx_all: true, ..spec.clone() };
+            let spec = PortSpec { receive: true, transmit, rx_all: true, rx_stamps: false, ..spec.clone() };
             let mut p = open_port(&spec)?;
             if spec.backend.is_none() {
                 p.prepare_rx()?;
@@ -493,7 +493,7 @@ impl Forwarder {
         let netns_name = cfg.ports[0].netns.clone();
         let mut infos = Vec::with_capacity(n);
         for spec in &cfg.ports {
-            let spec = PortSpec { receive: true, transmit, rx_all: true, ..spec.clone() };
+            let spec = PortSpec { receive: true, transmit, rx_all: true, rx_stamps: false, ..spec.clone() };
             crate::guard::check(&spec)?;
             infos.push(netns::in_netns(spec.netns.as_deref(), || ifinfo::ifinfo(&spec.ifname, spec.netns.as_deref()))?);
         }

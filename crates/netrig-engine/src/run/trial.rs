@@ -19,7 +19,7 @@ use std::sync::Arc;
 use crate::clock;
 use crate::error::{ConfigError, EngineError};
 use crate::pin::{pick_cpu, PinFailure, PinLog};
-use crate::port::{LinkSource, LinkState, NapGuard, Port, RxMeta, RxQueue, RxQueueStats, RxWait, TxQueue};
+use crate::port::{LinkSource, LinkState, Port, RxMeta, RxQueue, RxQueueStats, TimestampSource, TxQueue, Waiting};
 pub use crate::run::validity::{COUNT_STOP_GRACE_NS, MIN_ACHIEVED_RATIO};
 use crate::sys::{bpf, cpu};
 use crate::traffic::analyze::{Analyzer, SentSoFar, TrialIdent, MAX_GAP_SLOTS};
@@ -538,7 +538,9 @@ pub fn run_trial(
         let spawning = cpu::OrdinaryWhile::enter();
         for (i, (port, mut q)) in rxq.into_iter().enumerate() {
             let cpu_id = rx_cpus[i];
-            let nap = receiver_wait(&mut *q, tx_cpus.contains(&cpu_id), rx_bound_fps(ports, &streams, port));
+            let user_stamps = ports[port].caps().rx_timestamp == TimestampSource::User;
+            let shares = tx_cpus.contains(&cpu_id);
+            let nap = Waiting::new(&mut *q, shares, user_stamps, rx_bound_fps(ports, &streams, port), false);
             let (setup, live, ident, sent_ctl) = (&rx_setup, rx_lives[i].clone(), ident.clone(), ctl.clone());
             rx_handles.push(ctl.pins.spawn_scoped(scope, format!("{RX_WORKER}{i}"), cpu_id, move || {
                 let _ = cpu::normal_priority();
@@ -681,22 +683,9 @@ fn timeline_span_ns(cfg: &TrialConfig) -> u64 {
     cfg.warmup_ns + stretched + 1_000_000_000
 }
 
-/// Set how a receiver waits on its empty queue `q`: one on a sender's CPU naps; one on a CPU of its
-/// own naps too unless its frames, at most `bound_fps`, may come too fast for a nap (then it
-/// spins), watched by the guard returned.
-fn receiver_wait(q: &mut dyn RxQueue, shares_cpu: bool, bound_fps: f64) -> NapGuard {
-    if shares_cpu {
-        q.set_wait(RxWait::Nap);
-        return NapGuard::default();
-    }
-    let wait = RxWait::alone(q, bound_fps);
-    q.set_wait(wait);
-    NapGuard::new(q, wait)
-}
-
 /// The fastest frames of `streams` may arrive at port `rx`, frames/s: their rates together, a
 /// stream at the top rate counted at its sending port's line rate, or not at all when that port
-/// reports no speed (veth: a napping worker's [`NapGuard`] then finds out).
+/// reports no speed (veth: a napping worker's [`crate::port::NapGuard`] then finds out).
 fn rx_bound_fps(ports: &[Box<dyn Port>], streams: &[Arc<CompiledStream>], rx: usize) -> f64 {
     let to_rx = streams.iter().filter(|s| s.config.rx_port == rx);
     to_rx
@@ -714,7 +703,7 @@ struct TrialSink<'a> {
     an: Analyzer,
     live: &'a RxLive,
     epoch_ns: u64,
-    nap: NapGuard,
+    nap: Waiting,
 }
 
 impl RxSink for TrialSink<'_> {
@@ -747,7 +736,7 @@ impl RxSink for TrialSink<'_> {
 /// One RX worker: analyse every frame of queue `q` until the stop, then empty the ring.
 fn rx_worker(
     port: usize,
-    (mut q, nap): (Box<dyn RxQueue>, NapGuard),
+    (mut q, nap): (Box<dyn RxQueue>, Waiting),
     setup: &RxSetup,
     live: &RxLive,
     ident: TrialIdent,

@@ -18,7 +18,7 @@
 //! batches of about 64; fewer accepted frames mean the TX ring or the frame pool is full (the
 //! call has already kicked the kernel and reaped completions). Receive timestamps come from the
 //! XDP program (`TimestampSource::KernelXdp`): it writes `bpf_ktime_get_ns()` into XDP metadata
-//! in front of every netrig frame, so the stamp is taken in the driver's receive path and not
+//! in front of every netrig frame (a generator's port: of every frame it takes), so the stamp is taken in the driver's receive path and not
 //! after the RX worker wakes up; a frame without valid metadata gets the time the worker read
 //! its batch (`TimestampSource::User`, also the source when `rx_stamps` is off). Halves may be dropped and opened again (each trial does);
 //! their counters restart with them.
@@ -123,8 +123,8 @@ pub struct XskConfig {
     pub tx_budget: u32,
     /// Copy mode: most TX frames submitted and not yet completed.
     pub tx_inflight: u32,
-    /// Steer every frame of a queue to its socket ([`FORWARD_PROG_NAME`], for a forwarder)
-    /// instead of only netrig frames; no receive timestamps then.
+    /// Steer every frame of a queue to its socket ([`FORWARD_PROG_NAME`], for a forwarder or the
+    /// generator) instead of only netrig frames.
     pub steer_all: bool,
     /// With `steer_all`: ARP, ND, ICMP and LLDP frames without netrig's signature go to the kernel
     /// ([`bpf::keep_control_program`]; the port's emulated devices answer them).
@@ -180,10 +180,10 @@ pub fn open(spec: &PortSpec) -> Result<Box<dyn Port>, PortError> {
         cfg.umem_frames = u32::try_from(spec.ring_frames).unwrap_or(u32::MAX);
     }
     cfg.busy_poll_us = spec.busy_poll_us;
+    cfg.rx_stamps = spec.rx_stamps;
     if spec.rx_all {
         cfg.steer_all = true;
         cfg.control_to_kernel = spec.control_to_kernel;
-        cfg.rx_stamps = false;
     }
     open_with(spec, cfg)
 }
@@ -677,10 +677,11 @@ fn attach_xdp(
     } else {
         Some(bpf::percpu_array_create(1, 8, "netrig_passed").map_err(|e| bpf_err("create the counter for", e))?)
     };
-    let forward = |insns: Vec<bpf::Insn>| bpf::prog_load_xdp(&insns, FORWARD_PROG_NAME).map(|p| (p, Stamp::Off, None));
     let (prog, stamps, stamps_refused) = match (&passed, all) {
-        (None, _) => forward(bpf::redirect_all_program(map.as_raw_fd())),
-        (Some(c), true) => forward(bpf::keep_control_program(map.as_raw_fd(), c.as_raw_fd())),
+        (None, _) => load_stamped(stamp, FORWARD_PROG_NAME, |s| bpf::redirect_all_program(map.as_raw_fd(), s)),
+        (Some(c), true) => {
+            load_stamped(stamp, FORWARD_PROG_NAME, |s| bpf::keep_control_program(map.as_raw_fd(), c.as_raw_fd(), s))
+        }
         (Some(c), false) => load_steer(map.as_raw_fd(), Some(c.as_raw_fd()), stamp, STEER_PROG_NAME),
     }
     .map_err(|e| bpf_err("load", e))?;
@@ -739,7 +740,7 @@ pub fn probe_program(ifname: &str) -> Result<String, PortError> {
 /// Which receive stamps a port asks of its steering program.
 #[derive(Debug, Clone, Copy)]
 struct StampWish {
-    /// Kernel stamps at all (`XskConfig::rx_stamps`, and not a forwarder).
+    /// Kernel stamps at all (`XskConfig::rx_stamps`: not a forwarder's port).
     on: bool,
     /// The port's largest frame (its MTU, one VLAN tag) with a [`bpf::RX_STAMP_LEN`]-byte prefix
     /// fits the room a UMEM frame has for received data, so [`Stamp::Head`] can stand in.
@@ -768,7 +769,16 @@ fn load_steer(
     wish: StampWish,
     name: &str,
 ) -> io::Result<(OwnedFd, Stamp, Option<String>)> {
-    let load = |stamp: Stamp| bpf::prog_load_xdp(&bpf::steer_program(OnMatch::Redirect(map), stamp, passed), name);
+    load_stamped(wish, name, |stamp| bpf::steer_program(OnMatch::Redirect(map), stamp, passed))
+}
+
+/// [`load_steer`] for any program (`insns` with the stamp asked).
+fn load_stamped(
+    wish: StampWish,
+    name: &str,
+    insns: impl Fn(Stamp) -> Vec<bpf::Insn>,
+) -> io::Result<(OwnedFd, Stamp, Option<String>)> {
+    let load = |stamp: Stamp| bpf::prog_load_xdp(&insns(stamp), name);
     if !wish.on {
         return Ok((load(Stamp::Off)?, Stamp::Off, None));
     }
@@ -1002,14 +1012,16 @@ impl XskPort {
         let (ifindex, entries, mode, all) = (self.ifindex, self.map_entries, self.cfg.xdp_mode, self.cfg.steer_all);
         let room = (self.cfg.frame_size - XDP_PACKET_HEADROOM) as usize;
         let largest = self.caps.max_frame_len + 4; // an 802.1Q tag
-        let stamp = StampWish { on: self.cfg.rx_stamps && !all, prefix_fits: largest + bpf::RX_STAMP_LEN <= room };
+        let stamp = StampWish { on: self.cfg.rx_stamps, prefix_fits: largest + bpf::RX_STAMP_LEN <= room };
         let control = self.cfg.control_to_kernel;
         let (att, note) =
             in_netns(self.netns.as_deref(), || attach_xdp(&ifname, ifindex, entries, mode, stamp, all, control))?;
         let stamps = if all && control {
-            "every frame steered to the sockets but ARP, ND, ICMP and LLDP (to the kernel)".to_string()
+            let stamps = stamp_note(att.stamps, att.stamps_refused.as_deref());
+            format!("every frame steered to the sockets but ARP, ND, ICMP and LLDP (to the kernel), {stamps}")
         } else if all {
-            "every frame steered to the sockets (forwarding)".to_string()
+            let stamps = stamp_note(att.stamps, att.stamps_refused.as_deref());
+            format!("every frame steered to the sockets, {stamps}")
         } else {
             stamp_note(att.stamps, att.stamps_refused.as_deref())
         };

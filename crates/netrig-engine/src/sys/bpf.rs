@@ -813,39 +813,9 @@ pub fn steer_program(on_match: OnMatch, stamp: Stamp, passed: Option<RawFd>) -> 
         .load(Size::H, R5, R2, IP6_MAGIC)
         .jne_imm(R5, wire16(SIGNATURE_MAGIC), "pass")
         .label("match");
-    if stamp != Stamp::Off {
-        // Calls clobber R1-R5; R6 keeps the context, R7 the time. Moving the start of the data or
-        // metadata invalidates every packet pointer, so the stamp's place and its end are read
-        // again and bounds-checked.
-        let (helper, at, end) = match stamp {
-            Stamp::Head => (BPF_FUNC_XDP_ADJUST_HEAD, 0, 4), // data, data_end
-            _ => (BPF_FUNC_XDP_ADJUST_META, 8, 0),           // data_meta, data
-        };
-        a.call(BPF_FUNC_KTIME_GET_NS)
-            .mov_reg(R7, R0)
-            .mov_reg(R1, R6)
-            .mov_imm(R2, -(RX_STAMP_LEN as i32))
-            .call(helper)
-            .jne_imm(R0, 0, "stamped")
-            .load(Size::W, R2, R6, at)
-            .load(Size::W, R3, R6, end)
-            .mov_reg(R4, R2)
-            .add_imm(R4, RX_STAMP_LEN as i32)
-            .jgt_reg(R4, R3, "stamped")
-            .store(Size::DW, R2, 0, R7)
-            .mov_imm(R5, RX_STAMP_MAGIC as i32)
-            .store(Size::W, R2, 8, R5)
-            .store_imm(Size::W, R2, 12, 0)
-            .label("stamped");
-    }
+    stamp_frame(&mut a, stamp);
     match on_match {
-        OnMatch::Redirect(map_fd) => {
-            a.load(Size::W, R2, R6, 16) // rx_queue_index
-                .load_map_fd(R1, map_fd)
-                .mov_imm(R3, XDP_PASS) // fallback verdict when the slot is empty
-                .call(BPF_FUNC_REDIRECT_MAP)
-                .exit();
-        }
+        OnMatch::Redirect(map_fd) => redirect_to_socket(&mut a, map_fd, stamp),
         OnMatch::Verdict(v) => {
             a.mov_imm(R0, v).exit();
         }
@@ -856,6 +826,63 @@ pub fn steer_program(on_match: OnMatch, stamp: Stamp, passed: Option<RawFd>) -> 
     }
     a.mov_imm(R0, XDP_PASS).exit();
     a.finish()
+}
+
+/// With a `stamp`, put [`RX_STAMP_LEN`] bytes holding the kernel's receive time in XDP metadata or
+/// in front of the frame's data ([`Stamp`]); a driver without room for them leaves the frame
+/// unstamped (user space stamps it). Needs R6 = the context; clobbers R0-R5 and R7; R8 says
+/// whether the data's start moved ([`Stamp::Head`]: 1 once it did, for [`redirect_to_socket`]).
+fn stamp_frame(a: &mut Asm, stamp: Stamp) {
+    use Reg::*;
+    if stamp == Stamp::Off {
+        return;
+    }
+    a.mov_imm(R8, 0);
+    // Calls clobber R1-R5; R6 keeps the context, R7 the time. Moving the start of the data or
+    // metadata invalidates every packet pointer, so the stamp's place and its end are read again
+    // and bounds-checked.
+    let (helper, at, end) = match stamp {
+        Stamp::Head => (BPF_FUNC_XDP_ADJUST_HEAD, 0, 4), // data, data_end
+        _ => (BPF_FUNC_XDP_ADJUST_META, 8, 0),           // data_meta, data
+    };
+    a.call(BPF_FUNC_KTIME_GET_NS)
+        .mov_reg(R7, R0)
+        .mov_reg(R1, R6)
+        .mov_imm(R2, -(RX_STAMP_LEN as i32))
+        .call(helper)
+        .jne_imm(R0, 0, "stamped")
+        .mov_imm(R8, 1)
+        .load(Size::W, R2, R6, at)
+        .load(Size::W, R3, R6, end)
+        .mov_reg(R4, R2)
+        .add_imm(R4, RX_STAMP_LEN as i32)
+        .jgt_reg(R4, R3, "stamped")
+        .store(Size::DW, R2, 0, R7)
+        .mov_imm(R5, RX_STAMP_MAGIC as i32)
+        .store(Size::W, R2, 8, R5)
+        .store_imm(Size::W, R2, 12, 0)
+        .label("stamped");
+}
+
+/// Redirect the frame to its queue's socket in the XSKMAP `map_fd` (R6 = the context, R8 as
+/// [`stamp_frame`] leaves it). A queue without a socket passes the frame to the kernel, without the
+/// prefix a [`Stamp::Head`] stamp put in front of it.
+fn redirect_to_socket(a: &mut Asm, map_fd: RawFd, stamp: Stamp) {
+    use Reg::*;
+    a.load(Size::W, R2, R6, 16) // rx_queue_index
+        .load_map_fd(R1, map_fd)
+        .mov_imm(R3, XDP_PASS) // fallback verdict when the slot is empty
+        .call(BPF_FUNC_REDIRECT_MAP);
+    if stamp == Stamp::Head {
+        a.jne_imm(R0, XDP_PASS, "redirected")
+            .jeq_imm(R8, 0, "redirected")
+            .mov_reg(R1, R6)
+            .mov_imm(R2, RX_STAMP_LEN as i32)
+            .call(BPF_FUNC_XDP_ADJUST_HEAD)
+            .mov_imm(R0, XDP_PASS)
+            .label("redirected");
+    }
+    a.exit();
 }
 
 /// The start of the steering programs: R6 = the context, R2 = the frame's start (moved past one
@@ -898,15 +925,17 @@ fn count_passed(a: &mut Asm, fd: RawFd) {
 /// The forwarding program: every frame of a queue goes to that queue's AF_XDP socket
 /// (`bpf_redirect_map(xskmap, rx_queue_index, XDP_PASS)`), whatever it carries; a queue without a
 /// socket passes its frames to the kernel. A forwarder must take every frame, where the steering
-/// program ([`steer_program`]) takes only netrig's.
-pub fn redirect_all_program(map_fd: RawFd) -> Vec<Insn> {
+/// program ([`steer_program`]) takes only netrig's. With a `stamp` every frame carries the
+/// kernel's receive time ([`stamp_frame`]). A prefix ([`Stamp::Head`]) is told from a frame as the
+/// steering program's is, by its magic and the zeros where a frame has its ethertype: only a frame
+/// the driver had no headroom for goes unprefixed, and it is read as a prefix only if it carries
+/// the magic in its source MAC address and a zero ethertype.
+pub fn redirect_all_program(map_fd: RawFd, stamp: Stamp) -> Vec<Insn> {
     use Reg::*;
     let mut a = Asm::new();
-    a.load(Size::W, R2, R1, 16) // rx_queue_index
-        .load_map_fd(R1, map_fd)
-        .mov_imm(R3, XDP_PASS)
-        .call(BPF_FUNC_REDIRECT_MAP)
-        .exit();
+    a.mov_reg(R6, R1);
+    stamp_frame(&mut a, stamp);
+    redirect_to_socket(&mut a, map_fd, stamp);
     a.finish()
 }
 
@@ -916,8 +945,9 @@ pub fn redirect_all_program(map_fd: RawFd) -> Vec<Insn> {
 /// (the kernel answers them), their BGP sessions (BIRD's TCP; the devices' nftables table drops
 /// other TCP) and lldpd's PDUs. The generator writes its signature in a frame's last 18 bytes, so
 /// its own ARP, ICMP and TCP flows still reach the socket. Frames passed are counted in `passed` (a
-/// PERCPU_ARRAY of one u64): the port's foreign frames.
-pub fn keep_control_program(map_fd: RawFd, passed: RawFd) -> Vec<Insn> {
+/// PERCPU_ARRAY of one u64): the port's foreign frames. Stamps as [`redirect_all_program`]'s, on
+/// the frames taken.
+pub fn keep_control_program(map_fd: RawFd, passed: RawFd, stamp: Stamp) -> Vec<Insn> {
     use Reg::*;
     const ETH: i32 = ethernet::HEADER_LEN as i32;
     const SIG: i32 = netrig_wire::signature::LEN as i32;
@@ -959,13 +989,10 @@ pub fn keep_control_program(map_fd: RawFd, passed: RawFd) -> Vec<Insn> {
         .jgt_reg(R4, R3, "pass")
         .load(Size::H, R5, R2, 0)
         .jne_imm(R5, wire16(SIGNATURE_MAGIC), "pass")
-        .label("take")
-        .load(Size::W, R2, R6, 16) // rx_queue_index
-        .load_map_fd(R1, map_fd)
-        .mov_imm(R3, XDP_PASS)
-        .call(BPF_FUNC_REDIRECT_MAP)
-        .exit()
-        .label("pass");
+        .label("take");
+    stamp_frame(&mut a, stamp);
+    redirect_to_socket(&mut a, map_fd, stamp);
+    a.label("pass");
     count_passed(&mut a, passed);
     a.mov_imm(R0, XDP_PASS).exit();
     a.finish()
@@ -1005,7 +1032,8 @@ mod tests {
             steer_program(OnMatch::Verdict(XDP_DROP), Stamp::Off, None),
             steer_program(OnMatch::Verdict(XDP_DROP), Stamp::Meta, None),
             steer_program(OnMatch::Verdict(XDP_DROP), Stamp::Head, None),
-            redirect_all_program(3),
+            redirect_all_program(3, Stamp::Off),
+            redirect_all_program(3, Stamp::Meta),
         ] {
             for (i, insn) in p.iter().enumerate() {
                 if insn.code & 0x07 == JMP && insn.code & 0xf0 != CALL && insn.code & 0xf0 != EXIT {
@@ -1264,8 +1292,13 @@ mod kernel_tests {
         }
         let map = xskmap_create(4).expect("XSKMAP");
         let passed = percpu_array_create(1, 8, "netrig_test_ctl").expect("per-CPU counter");
-        let prog = prog_load_xdp(&keep_control_program(map.as_raw_fd(), passed.as_raw_fd()), "netrig_test6")
-            .expect("verifier accepts");
+        let prog =
+            prog_load_xdp(&keep_control_program(map.as_raw_fd(), passed.as_raw_fd(), Stamp::Off), "netrig_test6")
+                .expect("verifier accepts");
+        let stamping = load_stamping(&keep_control_program(map.as_raw_fd(), passed.as_raw_fd(), Stamp::Meta));
+        let prefixing =
+            prog_load_xdp(&keep_control_program(map.as_raw_fd(), passed.as_raw_fd(), Stamp::Head), "netrig_test8")
+                .expect("verifier accepts the prefixing variant");
         // A frame: Ethernet (optionally one 802.1Q tag), `ethertype`, then `proto` at the IPv4 or
         // IPv6 protocol offset, zeros to `len`, netrig's magic 18 bytes before the end if `signed`.
         let frame = |vlan: bool, ethertype: u16, proto: u8, len: usize, signed: bool| {
@@ -1309,6 +1342,14 @@ mod kernel_tests {
             assert_eq!(verdict, XDP_PASS as u32, "{what}: the empty XSKMAP's fallback");
             let after = percpu_u64_sum(&passed, 0, 1).unwrap()[0];
             assert_eq!(after - before, to_kernel as u64, "{what}: passed to the kernel?");
+            // Prefixed and the queue without a socket: to the kernel as it came.
+            assert_eq!(prog_test_run_out(&prefixing, &f).unwrap(), (XDP_PASS as u32, f.clone()), "{what}: prefixed");
+            // Stamping, every frame taken carries the receive time in front, one passed nothing.
+            match &stamping {
+                Some(p) if to_kernel => assert_eq!(prog_test_run_out(p, &f).unwrap(), (XDP_PASS as u32, f), "{what}"),
+                Some(p) => assert_eq!(run_stamped(what, p, &f), XDP_PASS as u32, "{what}"),
+                None => {}
+            }
         }
     }
 
@@ -1355,13 +1396,24 @@ mod kernel_tests {
         let passed = percpu_array_create(1, 8, "netrig_test_pass").expect("per-CPU counter");
         let _stamped =
             load_stamping(&steer_program(OnMatch::Redirect(map.as_raw_fd()), Stamp::Meta, Some(passed.as_raw_fd())));
-        let _prefixed = prog_load_xdp(
+        let prefixed = prog_load_xdp(
             &steer_program(OnMatch::Redirect(map.as_raw_fd()), Stamp::Head, Some(passed.as_raw_fd())),
             "netrig_test6",
         )
         .expect("verifier accepts the prefixing redirect variant that counts what it passes");
-        let _all = prog_load_xdp(&redirect_all_program(map.as_raw_fd()), "netrig_test5")
+        let all_prefixed = prog_load_xdp(&redirect_all_program(map.as_raw_fd(), Stamp::Head), "netrig_test9")
+            .expect("verifier accepts the prefixing redirect-everything variant");
+        // A prefixed frame whose queue has no socket goes to the kernel as it came.
+        let mut buf = vec![0u8; 2048];
+        let n = TestFrame::default().build(&mut buf);
+        for prog in [&prefixed, &all_prefixed] {
+            assert_eq!(prog_test_run_out(prog, &buf[..n]).unwrap(), (XDP_PASS as u32, buf[..n].to_vec()));
+        }
+        let _all = prog_load_xdp(&redirect_all_program(map.as_raw_fd(), Stamp::Off), "netrig_test5")
             .expect("verifier accepts the redirect-everything variant");
+        if let Some(all) = load_stamping(&redirect_all_program(map.as_raw_fd(), Stamp::Meta)) {
+            stamps_every_frame(&all);
+        }
         let base = TestFrame::default();
         let cases: Vec<(&str, TestFrame, u32)> = vec![
             ("ipv4 udp magic", base, XDP_DROP as u32),
@@ -1417,21 +1469,35 @@ mod kernel_tests {
     fn stamps_matching_frames_only(prog: &OwnedFd) {
         let mut buf = vec![0u8; 2048];
         let n = TestFrame::default().build(&mut buf);
-        let before = crate::clock::now_ns();
-        let (verdict, out) = prog_test_run_out(prog, &buf[..n]).expect("test run");
-        let after = crate::clock::now_ns();
-        assert_eq!(verdict, XDP_DROP as u32);
-        assert_eq!(out.len(), RX_STAMP_LEN + n, "metadata in front of the frame");
-        let ts = u64::from_ne_bytes(out[..8].try_into().unwrap());
-        let magic = u32::from_ne_bytes(out[8..12].try_into().unwrap());
-        assert_eq!(magic, RX_STAMP_MAGIC);
-        assert_eq!(&out[12..16], &[0; 4], "zero where a frame has its ethertype");
-        assert!(before <= ts && ts <= after, "stamp {ts} is CLOCK_MONOTONIC, between {before} and {after}");
-        assert_eq!(&out[RX_STAMP_LEN..], &buf[..n], "the frame itself is untouched");
+        assert_eq!(run_stamped("a netrig frame", prog, &buf[..n]), XDP_DROP as u32);
         // A frame that is not netrig's gets no metadata.
         let n = TestFrame { magic: false, ..TestFrame::default() }.build(&mut buf);
         let (verdict, out) = prog_test_run_out(prog, &buf[..n]).expect("test run");
         assert_eq!(verdict, XDP_PASS as u32);
         assert_eq!(out.len(), n);
+    }
+
+    /// `prog` (a program taking every frame, its XSKMAP empty) stamps any frame.
+    fn stamps_every_frame(prog: &OwnedFd) {
+        let mut buf = vec![0u8; 2048];
+        for (what, magic) in [("a netrig frame", true), ("another frame", false)] {
+            let n = TestFrame { magic, ..TestFrame::default() }.build(&mut buf);
+            assert_eq!(run_stamped(what, prog, &buf[..n]), XDP_PASS as u32, "{what}: the empty XSKMAP's fallback");
+        }
+    }
+
+    /// Run `prog` on `frame`, which must come out with the receive time (CLOCK_MONOTONIC, taken
+    /// during the run) and the magic in front, itself untouched; its verdict.
+    fn run_stamped(what: &str, prog: &OwnedFd, frame: &[u8]) -> u32 {
+        let before = crate::clock::now_ns();
+        let (verdict, out) = prog_test_run_out(prog, frame).unwrap_or_else(|e| panic!("{what}: test run: {e}"));
+        let after = crate::clock::now_ns();
+        assert_eq!(out.len(), RX_STAMP_LEN + frame.len(), "{what}: metadata in front of the frame");
+        let ts = u64::from_ne_bytes(out[..8].try_into().unwrap());
+        assert_eq!(u32::from_ne_bytes(out[8..12].try_into().unwrap()), RX_STAMP_MAGIC, "{what}");
+        assert_eq!(&out[12..16], &[0; 4], "{what}: zero where a frame has its ethertype");
+        assert!(before <= ts && ts <= after, "{what}: stamp {ts} is CLOCK_MONOTONIC, between {before} and {after}");
+        assert_eq!(&out[RX_STAMP_LEN..], frame, "{what}: the frame itself is untouched");
+        verdict
     }
 }

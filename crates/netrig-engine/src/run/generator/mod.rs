@@ -29,7 +29,8 @@ use crate::clock;
 use crate::error::{ConfigError, EngineError};
 use crate::pin::pick_cpu;
 use crate::pin::PinLog;
-use crate::port::{LinkSource, Port, PortCaps, RxQueue, TxQueue};
+use crate::port::{LinkSource, Port, PortCaps, RxQueue, TimestampSource, TxQueue, Waiting};
+use crate::traffic::stream::{line_rate_fps, MIN_FRAME_SIZE};
 use crate::traffic::tags::{claim_tag, TagClaim};
 
 mod capring;
@@ -250,6 +251,8 @@ impl Generator {
             (0..caps.len()).map(|p| cfg.line_rates.get(p).copied().flatten().or(caps[p].speed_bps)).collect();
         // Open every queue first: a failure here leaves nothing running.
         open.fill(&flows)?;
+        // Again: a port's first receive queue decides where its receive stamps come from.
+        let caps = open.caps();
         let OpenPorts { ports, tx: txq, rx: rxq } = open;
         let realtime_offset_ns = clock::RealtimeOffset::measure().0;
         let epoch_ns = shared_epoch_ns(clock::now_ns(), realtime_offset_ns);
@@ -309,7 +312,7 @@ impl Generator {
             .collect();
         let periods: Vec<u32> =
             self.flows.get_mut().unwrap_or_else(|e| e.into_inner()).iter().map(|f| f.config.tag_period).collect();
-        for (i, (p, qi, q)) in rxq.into_iter().enumerate() {
+        for (i, (p, qi, mut q)) in rxq.into_iter().enumerate() {
             let snaps = Arc::new(Snapshots::new());
             let port = Arc::new(PortCounters::default());
             let ring = match cfg.captures.iter().find(|c| c.port == p) {
@@ -326,6 +329,9 @@ impl Generator {
                 &periods,
                 self.epoch_ns,
             );
+            let user_stamps = self.caps[p].rx_timestamp == TimestampSource::User;
+            let bound = self.line_rates[p].map_or(0.0, |bps| line_rate_fps(bps as f64, MIN_FRAME_SIZE as f64));
+            let waiting = Waiting::new(&mut *q, tx_cpus.contains(&cpu_id), user_stamps, bound, true);
             let w = RxWorker {
                 queue: q,
                 flows: RxFlows::new(tags),
@@ -335,7 +341,7 @@ impl Generator {
                 acked,
                 stop: self.stop.clone(),
                 errors: self.errors.clone(),
-                shares_tx_cpu: tx_cpus.contains(&cpu_id),
+                waiting,
             };
             let h = spawn(format!("netrig-grx{i}"), cpu_id, self.pins.clone(), move || Queue::Rx(p, qi, w.run()))?;
             self.handles.lock().unwrap_or_else(|e| e.into_inner()).push(h);

@@ -25,11 +25,11 @@ use netrig_wire::signature::{Signature, Site};
 
 use super::capring::CaptureRing;
 use super::stats::{Counters, FlowCtl, PortCounters, RxSnap};
-use crate::port::{RxMeta, RxQueue, RxWait};
+use crate::port::{RxMeta, RxQueue, Waiting};
 use crate::sys::wake::WakeFd;
 use crate::traffic::analyze::{buckets, stamp_age, Analyzer, RxTotals, TagPolicy, STAMPED_AHEAD, UNTIMED};
 use crate::traffic::flowstate::FlowStates;
-use crate::traffic::rx::{receive, RxSink};
+use crate::traffic::rx::{receive, RxSink, RX_BATCH};
 
 /// A port's capture switch: `on` and a generation the workers acknowledge.
 #[derive(Debug, Default)]
@@ -51,21 +51,8 @@ pub(crate) struct RxWorker {
     pub acked: Arc<AtomicU64>,
     pub stop: Arc<AtomicBool>,
     pub errors: Arc<Mutex<Vec<String>>>,
-    /// A TX worker is pinned to this worker's CPU: nap, never spin (as a trial's receiver).
-    pub shares_tx_cpu: bool,
-}
-
-/// How a receiver waits on an empty queue, given whether its last receive found frames. On a CPU
-/// of its own, while frames flow, it polls the ring for a moment before sleeping in `poll(2)`:
-/// asleep there, it makes the CPU that delivers each batch (on veth, the sender's) pay a wake-up
-/// per batch (measured: 20-25 % of the OTG sender's time, docs/performance.md). Idle, it sleeps in
-/// `poll(2)` and costs nothing. On a sender's CPU it naps.
-fn rx_wait(shares_tx_cpu: bool, busy: bool) -> RxWait {
-    match (shares_tx_cpu, busy) {
-        (true, _) => RxWait::Nap,
-        (false, true) => RxWait::Spin,
-        (false, false) => RxWait::Poll,
-    }
+    /// How it waits on its empty queue (set on the queue already).
+    pub waiting: Waiting,
 }
 
 impl RxWorker {
@@ -78,8 +65,6 @@ impl RxWorker {
     }
 
     fn serve(&mut self) {
-        let wait = rx_wait(self.shares_tx_cpu, false);
-        self.queue.set_wait(wait);
         let ring = self.ring.clone();
         let mut sink = GenSink {
             flows: &mut self.flows,
@@ -90,8 +75,7 @@ impl RxWorker {
             cap: None,
             seen: 0,
             polls: 0,
-            wait,
-            shares_tx_cpu: self.shares_tx_cpu,
+            waiting: &mut self.waiting,
         };
         if let Err(e) = receive(&mut *self.queue, &self.stop, &mut sink, false) {
             self.errors.lock().unwrap_or_else(|x| x.into_inner()).push(e);
@@ -117,8 +101,7 @@ struct GenSink<'a> {
     /// The capture generation acted on.
     seen: u64,
     polls: u32,
-    wait: RxWait,
-    shares_tx_cpu: bool,
+    waiting: &'a mut Waiting,
 }
 
 impl RxSink for GenSink<'_> {
@@ -148,11 +131,7 @@ impl RxSink for GenSink<'_> {
     fn batch(&mut self, q: &mut dyn RxQueue, n: usize, _: u64, _: bool) {
         self.flows.an.flush();
         self.flows.publish();
-        let wait = rx_wait(self.shares_tx_cpu, n > 0);
-        if wait != self.wait {
-            self.wait = wait;
-            q.set_wait(wait);
-        }
+        self.waiting.saw(q, n, RX_BATCH);
         self.polls = self.polls.wrapping_add(1);
         if self.polls.is_multiple_of(16) {
             self.flows.an.policy.port.ring_drops.store(q.stats().ring_drops, Ordering::Relaxed);
@@ -795,12 +774,5 @@ mod tests {
         let asked_late = snaps.ask();
         let got = snaps.wait(asked_late);
         assert!(got.gone && got.have < asked_late && got.flows[n - 1].frames == 2, "the worker's last word");
-    }
-
-    #[test]
-    fn receivers_spin_only_while_frames_flow_on_a_cpu_of_their_own() {
-        assert_eq!(rx_wait(false, true), RxWait::Spin);
-        assert_eq!(rx_wait(false, false), RxWait::Poll);
-        assert_eq!((rx_wait(true, true), rx_wait(true, false)), (RxWait::Nap, RxWait::Nap));
     }
 }
