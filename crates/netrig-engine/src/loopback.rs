@@ -95,6 +95,14 @@ pub fn pair(a: &str, b: &str) -> (LoopbackPort, LoopbackPort) {
     )
 }
 
+impl LoopbackPort {
+    /// This end as a port of `bps` (a link speed; the pair has none).
+    pub fn with_speed(mut self, bps: u64) -> LoopbackPort {
+        self.caps.speed_bps = Some(bps);
+        self
+    }
+}
+
 struct LoopTx {
     wire: Arc<Wire>,
     link: Arc<LoopLink>,

@@ -683,16 +683,18 @@ fn timeline_span_ns(cfg: &TrialConfig) -> u64 {
     cfg.warmup_ns + stretched + 1_000_000_000
 }
 
-/// The fastest frames of `streams` may arrive at port `rx`, frames/s: their rates together, a
-/// stream at the top rate counted at its sending port's line rate, or not at all when that port
-/// reports no speed (veth: a napping worker's [`crate::port::NapGuard`] then finds out).
+/// The fastest frames of `streams` may arrive at port `rx`, frames/s: their rates together, each
+/// at most its sending port's line rate (a stream at the top rate at that). A sending port that
+/// reports no speed (veth) bounds nothing, whatever rate a stream states: a rate far above what
+/// the port carries made a spinning receiver slow its sender (a veth trial at 10^9 frames/s sent
+/// 0.84 × one at the top rate), so such a stream counts 0 and a napping worker's
+/// [`crate::port::NapGuard`] finds out.
 fn rx_bound_fps(ports: &[Box<dyn Port>], streams: &[Arc<CompiledStream>], rx: usize) -> f64 {
     let to_rx = streams.iter().filter(|s| s.config.rx_port == rx);
     to_rx
-        .map(|s| match (s.rate_pps.is_finite(), ports[s.config.tx_port].caps().speed_bps) {
-            (true, _) => s.rate_pps,
-            (false, Some(bps)) => line_rate_fps(bps as f64, s.mean_size()),
-            (false, None) => 0.0,
+        .map(|s| match ports[s.config.tx_port].caps().speed_bps {
+            Some(bps) => s.rate_pps.min(line_rate_fps(bps as f64, s.mean_size())),
+            None => 0.0,
         })
         .sum()
 }
@@ -972,6 +974,28 @@ mod tests {
         assert_eq!(off_senders(&[]), all);
         assert_eq!(off_senders(&allowed), Vec::<u32>::new(), "a sender on every CPU: anywhere");
         assert_eq!(off_senders(&allowed[..1]), all[1..].to_vec());
+    }
+
+    /// A receiver's bound is its streams' rates, each at most its sending port's line rate; a
+    /// sending port without a speed bounds nothing (its streams count 0: the worker naps, watched).
+    #[test]
+    fn the_receivers_bound_trusts_a_rate_only_on_a_port_with_a_speed() {
+        let (a, b) = crate::loopback::pair("lo-a", "lo-b");
+        let veth: Vec<Box<dyn Port>> = vec![Box::new(a), Box::new(b)];
+        let (a, b) = crate::loopback::pair("lo-a", "lo-b");
+        let nic: Vec<Box<dyn Port>> = vec![Box::new(a.with_speed(10_000_000_000)), Box::new(b)];
+        let stream = |rate: Rate| {
+            let cfg = StreamConfig { rate, rx_port: 1, ..StreamConfig::new("s") };
+            Arc::new(compile(0, &cfg, 0, 1514, 2).unwrap())
+        };
+        let line = line_rate_fps(1e10, 64.0);
+        for (rate, on_veth, on_nic) in [(Rate::Pps(1e5), 0.0, 1e5), (Rate::Pps(1e9), 0.0, line), (Rate::Max, 0.0, line)]
+        {
+            let s = [stream(rate)];
+            assert_eq!(rx_bound_fps(&veth, &s, 1), on_veth, "{rate:?} on veth");
+            assert_eq!(rx_bound_fps(&nic, &s, 1), on_nic, "{rate:?} from a 10-Gb/s port");
+            assert_eq!(rx_bound_fps(&nic, &s, 0), 0.0, "nothing toward the sender");
+        }
     }
 
     #[test]
