@@ -110,8 +110,9 @@ def run_trial() -> dict:
     pps = window()
     th.join()
     res = box["res"]
+    # The receiving port's own ring drops, in the form the OTG rows give (kernel drops not read).
     return {"case": "trial", "tx_pps": pps, "frames_sent": res.frames_sent, "frames_received": res.frames_received,
-            "port_notes": [p.notes for p in res.ports]}
+            "rx_drops": {"p2": [res.tester_rx_drops, None, None]}, "port_notes": [p.notes for p in res.ports]}
 
 
 def post(url: str, path: str, body: dict) -> tuple[float, dict]:
