@@ -1016,16 +1016,13 @@ impl XskPort {
         let control = self.cfg.control_to_kernel;
         let (att, note) =
             in_netns(self.netns.as_deref(), || attach_xdp(&ifname, ifindex, entries, mode, stamp, all, control))?;
-        let stamps = if all && control {
-            let stamps = stamp_note(att.stamps, att.stamps_refused.as_deref());
-            format!("every frame steered to the sockets but ARP, ND, ICMP and LLDP (to the kernel), {stamps}")
-        } else if all {
-            let stamps = stamp_note(att.stamps, att.stamps_refused.as_deref());
-            format!("every frame steered to the sockets, {stamps}")
-        } else {
-            stamp_note(att.stamps, att.stamps_refused.as_deref())
+        let steered = match (all, control) {
+            (true, true) => "every frame steered to the sockets but ARP, ND, ICMP and LLDP (to the kernel), ",
+            (true, false) => "every frame steered to the sockets, ",
+            (false, _) => "",
         };
-        self.caps.notes = format!("{}, {note}, {stamps}", self.base_notes);
+        let stamps = stamp_note(att.stamps, att.stamps_refused.as_deref());
+        self.caps.notes = format!("{}, {note}, {steered}{stamps}", self.base_notes);
         if att.stamps != Stamp::Off {
             self.caps.rx_timestamp = TimestampSource::KernelXdp;
         }
