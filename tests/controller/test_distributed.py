@@ -277,6 +277,7 @@ def test_two_agents_exact_counts_and_refused_without_token(tmp_path):
                   f"clock offset removed {n['latency_offset_ns']:.0f} ± {n['latency_uncertainty_ns']:.0f} ns")
         ports = {p.name: p for p in a.get_metrics(a.metrics_request()).port_metrics}
         assert ports["b1"].location == "b/b1" and ports["a1"].frames_tx == 5000
+        assert [w for w in control(a, "stop") if "tester" in w] == [], "no port dropped a frame itself"
 
 
 def test_a_tagged_flow_across_two_agents_counts_each_tag_value_exactly(tmp_path):
@@ -424,6 +425,17 @@ def test_cross_agent_latency_on_one_host_is_within_its_bound_of_the_same_host_va
         print(f"receiver stopped 0.3 s: reported {reported_statistics(m)}, note {note}")
         assert m.latency.minimum_ns is None, (m, note)
         assert all(v > note["latency_uncertainty_ns"] for v in reported_statistics(m).values()), (m, note)
+        # stopped for 0.3 s while 100 kframes/s arrive: its ring drops, the flow's counts show a loss
+        # (OTG's counts have no room for whose), and the traffic stop's warnings say: agent b's port
+        m = run_flow(a, ("a/a1", "b/b1"), 100_000, 100_000, lambda: (pb.send_signal(signal.SIGSTOP), time.sleep(0.3),
+                                                                 pb.send_signal(signal.SIGCONT)))
+        told = control(a, "stop")
+        ring = next(p for p in agents_report(url)["ports"] if p["location"] == "b/b1")["rx_ring_drops"]
+        print(f"receiver stopped 0.3 s at 100 kfps: {m.frames_tx} sent, {m.frames_rx} received, {ring} in b1's "
+              f"ring; {told}")
+        assert m.frames_tx == 100_000 and m.frames_rx + ring == m.frames_tx and ring > 0, (m.frames_rx, ring)
+        assert [w.split(" (")[0] for w in told if "tester" in w] == [
+            "the receiving tester port b/b1 dropped frames itself"], told
 
 
 def test_a_wrong_token_or_certificate_is_refused_at_start_over_https(tmp_path):

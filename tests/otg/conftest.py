@@ -69,11 +69,12 @@ def api(url: str):
     return snappi.api(location=url, verify=False, version_check=True)
 
 
-def control(a, state: str, flows: list[str] | None = None) -> None:
+def control(a, state: str, flows: list[str] | None = None) -> list[str]:
+    """Set the traffic of ``flows`` (default: every flow) to ``state``; the server's warnings."""
     cs = a.control_state()
     cs.traffic.flow_transmit.state = state
     cs.traffic.flow_transmit.flow_names = flows or []
-    a.set_control_state(cs)
+    return list(a.set_control_state(cs).warnings or [])
 
 
 def capture_state(a, state: str, ports: list[str]) -> None:

@@ -569,6 +569,49 @@ def test_a_refused_cpu_pin_is_a_warning_of_the_start_once(veth):
         svc.close()
 
 
+def stop_traffic(svc) -> list[str]:
+    """Stop every flow of ``svc``; the stop's warnings."""
+    from netrig.otg.objects import ControlState, read
+    return svc.control_state(read(ControlState, {"choice": "traffic", "traffic": {
+        "choice": "flow_transmit", "flow_transmit": {"state": "stop"}}}))
+
+
+def test_a_stop_warns_of_the_frames_the_receiving_port_dropped_itself(veth, capfd):
+    """A receiver held off its CPU (a SCHED_FIFO process takes it for 0.1 s) while 300 kframes/s
+    arrive: its ring fills and drops. OTG's flow counts have no room to say whose loss that was, so
+    the traffic stop's warnings and the server's log say it: the receiving tester port dropped them
+    itself, and every frame sent was received or is in its count."""
+    from tests.stalls import hog
+
+    from netrig.otg.service import Service
+    from netrig.otgclient.report import drop_warnings
+    ports = served_ports(veth)
+    svc = Service(ports, tx_cpus=(1,), rx_cpus=(0,))
+    try:
+        configure(svc, ports, 150_000, 300_000)
+        start_traffic(svc)
+        g = svc.generator
+        deadline = time.monotonic() + 10
+        while g.flow_stats()[0].rx_frames < 20_000 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        with hog(0, 0.0, 1, 0.1, 0.0):  # the receivers' CPU: no receiver reads for 0.1 s
+            time.sleep(0.2)
+        while g.flow_states() != ["done"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        told = stop_traffic(svc)
+        st, drops = g.flow_stats()[0], svc.rx_drops.report(svc.plan, g)
+        print(f"sent {st.tx_frames}, received {st.rx_frames}, the receiving port's drops {drops[1]}")
+        assert st.tx_frames == 150_000 and drops[1].rx_ring_drops > 0, drops
+        assert st.rx_frames + drops[1].rx_ring_drops == st.tx_frames, drops
+        assert drops[1].rx_kernel_drops == drops[1].rx_ring_drops, "veth counts the ring's drops as its own too"
+        assert told == drop_warnings(drops) and len(told) == 1, told
+        assert told[0].startswith(f"the receiving tester port {ports[1].name} dropped frames itself "
+                                  f"({drops[1].rx_ring_drops} in its ring"), told
+        assert f"netrig serve: warning: {told[0]}" in capfd.readouterr().err
+    finally:
+        svc.close()
+
+
 def _xdp_prog_id(ifname: str, ns: str) -> int | None:
     """The id of the XDP program attached to ``ifname`` (None: none)."""
     out = subprocess.run(["ip", "-n", ns, "-j", "-d", "link", "show", ifname], capture_output=True, text=True,

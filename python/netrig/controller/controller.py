@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -38,7 +37,7 @@ from netrig.controller import clock, merge
 from netrig.controller.agents import AgentClient
 from netrig.controller.split import FlowRoute, Split, split
 from netrig.errors import ConfigError, NetrigError
-from netrig.otg import mapping, metrics, refusal
+from netrig.otg import api, mapping, metrics, refusal
 from netrig.otg.api import OtgService, StateError
 from netrig.otg.objects import (
     CaptureRequest,
@@ -90,7 +89,7 @@ class Controller(OtgService):
         self.frozen: dict[str, merge.Clocks] = {}  # flow name → the clocks that correct it once stopped
         self.port_cache: dict[str, PortMetric] = {}  # port name → its last row
         self.notes: list[str] = []
-        self.log = log or (lambda line: print(f"netrig serve: {line}", file=sys.stderr, flush=True))
+        self.log = log or api.log
         self.pool = ThreadPoolExecutor(max_workers=max(4, 2 * len(agents)), thread_name_prefix="netrig-ctl")
         self._stop = threading.Event()
         self._beat = threading.Thread(target=self._heartbeat, name="netrig-ctl-heartbeat", daemon=True)
@@ -288,6 +287,11 @@ class Controller(OtgService):
                 senders = [a for a in sp.parts if a not in self.down and sp.tx_flows(a, names)]
                 body = {a: _traffic(state, sp.tx_flows(a, names)) for a in senders}
                 self._each(senders, lambda a: a.call("POST", "/control/state", body[a.name]), quiet=state == "stop")
+                if state == "stop":  # the senders drained: what the ports dropped themselves since the start
+                    told = report.drop_warnings(_located_drops(self._answers(sp)))
+                    for w in told:
+                        self.log(f"warning: {w}")
+                    return list(self.notes) + told
             return list(self.notes)
 
     def _start(self, sp: Split, names: list[str]) -> None:
@@ -446,12 +450,8 @@ class Controller(OtgService):
             by_flow = {r.name: self._flow_clocks(r, self._rows(r), clocks) for r in (sp.routes if sp else ())}
         if sp is None:
             return None, {}
-        got = self._each([a for a in sp.parts if a not in self.down], lambda a: a.call("GET", "/netrig/agents"),
-                         quiet=True)
-        answers = {a: report.read(report.AgentsReport, answer) for a, answer in got.items()}
-        ports = [{**dataclasses.asdict(p), "location": f"{a}/{p.location}",
-                  "tx_peer": f"{a}/{p.tx_peer}" if p.tx_peer is not None else None}
-                 for a, r in answers.items() for p in (r.ports or ())]
+        answers = self._answers(sp)
+        ports = [dataclasses.asdict(p) for p in _located_drops(answers)]
         pacing = [{**dataclasses.asdict(p), "location": f"{a}/{p.location}"}
                   for a, r in answers.items() for p in (r.pacing or ())]
         per_flow = {"sequence": merge.sequence([r.sequence for r in answers.values()]),
@@ -460,6 +460,12 @@ class Controller(OtgService):
                     "sending": merge.sending([r.sending for r in answers.values()]),
                     "pacing": pacing if all(r.pacing is not None for r in answers.values()) else None}
         return ports, {k: v for k, v in per_flow.items() if v is not None}
+
+    def _answers(self, sp: Split) -> dict[str, report.AgentsReport]:
+        """Each live agent of ``sp``'s ``GET /netrig/agents``, by agent."""
+        got = self._each([a for a in sp.parts if a not in self.down], lambda a: a.call("GET", "/netrig/agents"),
+                         quiet=True)
+        return {a: report.read(report.AgentsReport, answer) for a, answer in got.items()}
 
     def close(self) -> None:
         """Stop the heartbeat and every live agent's flows (the agents keep running)."""
@@ -558,3 +564,10 @@ def _agent_report(name: str, url: str, est: clock.ClockEstimate | None, down: tu
             out["ptp"] = {"grandmaster": est.ptp.grandmaster, "offset_ns": est.ptp.offset_ns,
                           "bound_ns": est.ptp_bound_ns}
     return out
+
+
+def _located_drops(answers: dict[str, report.AgentsReport]) -> list[report.PortDrops]:
+    """The agents' ports with their own drops, each located ``AGENT/LOCATION`` (its veth peer too)."""
+    return [dataclasses.replace(p, location=f"{a}/{p.location}",
+                                tx_peer=f"{a}/{p.tx_peer}" if p.tx_peer is not None else None)
+            for a, r in answers.items() for p in (r.ports or ())]

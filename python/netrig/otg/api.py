@@ -10,6 +10,7 @@ start (:class:`~netrig.otg.objects.StartTags`, an agent's).
 """
 from __future__ import annotations
 
+import sys
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -35,6 +36,11 @@ STOP_ALL = {"choice": "traffic", "traffic": {"choice": "flow_transmit", "flow_tr
 class StateError(NetrigError):
     """A request that does not fit the current state (no config yet, a capture still running, an
     agent down): HTTP 409."""
+
+
+def log(line: str) -> None:
+    """A line of `netrig serve`'s log (its standard error)."""
+    print(f"netrig serve: {line}", file=sys.stderr, flush=True)
 
 
 class OtgService(ABC):

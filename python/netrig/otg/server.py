@@ -59,7 +59,7 @@ from typing import Any
 import orjson
 
 from netrig.errors import ConfigError, NetrigError, PortError
-from netrig.otg import refusal
+from netrig.otg import api, refusal
 from netrig.otg.api import OtgService, StateError
 from netrig.otg.objects import (
     CaptureRequest,
@@ -394,7 +394,7 @@ class OtgServer(ThreadingHTTPServer):
         self.log(f"{client_address[0]}: connection error: {sys.exc_info()[1]}")
 
     def log(self, line: str) -> None:
-        print(f"netrig serve: {line}", file=sys.stderr, flush=True)
+        api.log(line)
 
     def keep_record(self, body: Any) -> dict[str, Any]:
         """``POST /netrig/controller``: keep what this agent's controller left (the last one given)."""

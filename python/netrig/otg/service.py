@@ -30,7 +30,7 @@ from typing import Any
 from netrig import _native
 from netrig.errors import ConfigError, NetrigError
 from netrig.model.defaults import SERVE_DRAIN_S
-from netrig.otg import bgp, devices, lldp, mapping, metrics, refusal
+from netrig.otg import api, bgp, devices, lldp, mapping, metrics, refusal
 from netrig.otg.api import OtgService, StateError
 from netrig.otg.mapping import Plan, ServePort
 from netrig.otg.objects import (
@@ -54,7 +54,7 @@ from netrig.otg.objects import (
 )
 from netrig.otg.rxdrops import RxDrops
 from netrig.otgclient import headers
-from netrig.otgclient.report import FlowIpdv, FlowLatency, FlowSending, FlowSequence, PortPacing
+from netrig.otgclient.report import FlowIpdv, FlowLatency, FlowSending, FlowSequence, PortPacing, drop_warnings
 from netrig.telemetry.sources import FlowGroupCounts
 
 #: How long a flow's frames may still be on their way after its last one left, by default, s.
@@ -382,6 +382,9 @@ class Service(OtgService):
             elif state == "stop":
                 g.stop(which)
                 self._drain(g, plan, which)
+                told = drop_warnings(self.rx_drops.report(plan, g))
+                for w in told:  # the operator's to see too, whether or not the client reads them
+                    api.log(f"warning: {w}")
             elif state == "pause":
                 g.pause(which)
             else:

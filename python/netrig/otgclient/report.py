@@ -32,7 +32,8 @@ class PortDrops:
     #: ``rx_ring_full``, AF_PACKET's ``tp_drops``).
     rx_ring_drops: int = 0
     #: Frames its kernel dropped on receive before the ring — a full backlog or XDP queue, the NIC
-    #: out of descriptors (``IFLA_STATS64``: :data:`KERNEL_RX_DROPS`); ``None``: not read.
+    #: out of descriptors (``IFLA_STATS64``: :data:`KERNEL_RX_DROPS`); ``None``: not read. On veth
+    #: it also counts the frames a full AF_XDP ring dropped: the same frames as ``rx_ring_drops``.
     rx_kernel_drops: int | None = None
     #: Frames it received that no flow of the config sent since the start, counted apart and never
     #: as received: without netrig's signature (``rx_foreign``), and signed by no current start
@@ -66,8 +67,20 @@ class PortDrops:
         """``None`` when it dropped nothing, else what it dropped, in words."""
         if not self.rx_ring_drops and not self.rx_kernel_drops:
             return None
+        kernel = self.rx_kernel_drops if self.rx_kernel_drops is not None else "unread"
+        # veth counts a frame its XDP program could not put in a full AF_XDP ring as a drop too
+        both = ": on veth the kernel's count holds the ring's" if self.rx_ring_drops and self.rx_kernel_drops else ""
         return (f"the receiving tester port {self.location} dropped frames itself ({self.rx_ring_drops} in its ring, "
-                f"{self.rx_kernel_drops if self.rx_kernel_drops is not None else 'unread'} in its kernel)")
+                f"{kernel} in its kernel{both})")
+
+
+def drop_warnings(ports: Iterable[PortDrops]) -> list[str]:
+    """A warning for each port that dropped frames itself since the last start (on receive, or at
+    another tester port's receive ring on transmit): what a traffic stop answers, so that an OTG
+    client that reads only the flows' counts hears that part of their loss was the tester's."""
+    said = [why for p in ports for why in (p.describe(), p.describe_tx()) if why]
+    return [f"{why} since the last start: the flows received there count these frames as lost, the tester's "
+            "loss, not the DUT's (each port's drops: GET /netrig/agents, ports)" for why in said]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
