@@ -63,6 +63,8 @@ class RxDrops:
         #: Per served port (its ``--port`` name): its engine count when its last generator ended.
         self.carried: dict[str, int] = {}
         self.base: list[tuple[int, tuple[int, int] | None, _native.GenPortStats]] = []
+        #: The drops since the last start were said in the server's log (a stop, or every flow ended).
+        self.logged = False
 
     def handover(self, plan: Plan, old: _native.Generator) -> None:
         """``old`` (of ``plan``) was replaced, its receivers stopped: its final counts are carried."""
@@ -79,6 +81,7 @@ class RxDrops:
 
     def start(self, plan: Plan, g: _native.Generator) -> None:
         """Note every port's counters: what a report says is counted from here."""
+        self.logged = False
         self.base = [(ring, kernel_drops(s), st)
                      for ring, s, st in zip(self._ring(plan, g), plan.serve_ports, g.port_stats())]
 

@@ -368,6 +368,7 @@ class Service(OtgService):
                 if tags is None or state != "start":
                     raise ConfigError(headers.RECEIVE, f"only with a start and {headers.TAGS}")
                 self.rx_drops.start(plan, g)
+                self.rx_drops.logged = True  # its controller's stop says them, in its own log
                 g.expect(which, tags)
                 self.rates.reset([plan.flows[i].name for i in which])
                 return []
@@ -382,14 +383,22 @@ class Service(OtgService):
             elif state == "stop":
                 g.stop(which)
                 self._drain(g, plan, which)
-                told = drop_warnings(self.rx_drops.report(plan, g))
-                for w in told:  # the operator's to see too, whether or not the client reads them
-                    api.log(f"warning: {w}")
+                told = self._drop_warnings(plan, g)
             elif state == "pause":
                 g.pause(which)
             else:
                 g.resume(which)
         self._changed(state)
+        return told
+
+    def _drop_warnings(self, plan: Plan, g: _native.Generator) -> list[str]:
+        """A warning for each port that dropped frames itself since the last start (a stop's answer),
+        in the server's log once per start: the operator's to see whether or not a client reads them."""
+        told = drop_warnings(self.rx_drops.report(plan, g))
+        if not self.rx_drops.logged:
+            self.rx_drops.logged = True
+            for w in told:
+                api.log(f"warning: {w}")
         return told
 
     def _resolved(self, plan: Plan, g: _native.Generator, which: Sequence[int]) -> Plan:
@@ -505,6 +514,9 @@ class Service(OtgService):
                 tagged = metrics.tagged_request(f.tagged_metrics, g.flow_tags)
                 rows = metrics.flow_metrics(plan, g.flow_stats(which), which, self.rates, self.drain_ns,
                                             g.realtime_offset_ns, f.metric_names, tagged)
+                if not self.rx_drops.logged and len(which) == len(plan.flows) and \
+                        all(r.get("transmit") == "stopped" for r in rows):
+                    self._drop_warnings(plan, g)  # every flow ended by itself: no stop will say it
                 return {"choice": "flow_metrics", "flow_metrics": rows}
             if req.choice == "port":
                 p = req.port or PortMetricsRequest()
