@@ -25,7 +25,7 @@ __all__ = [
     "Smoothness", "IntervalResult", "TrialResult",
     "PinFailure", "HeardFlow", "ForeignKind", "ListenPort", "ListenResult",
     "InterfaceInfo", "IoProbe", "interface_info", "list_interfaces", "is_veth_peer", "probe_io", "probe_xdp_program",
-    "line_rate_fps",
+    "sender_cpus", "line_rate_fps",
     "linear_ramp", "WIRE_DEFAULT_RING", "WIRE_MIN_RING", "WIRE_MAX_RING", "WireCounts",
     "wire_attach", "wire_counts", "wire_detach", "wire_cpumap_id", "WIRE_SLOT_NS", "StallWatch", "StallEpisode",
     "WireSlot", "LatencyWindow", "LATENCY_WINDOW_NS", "STACK_HEADERS", "SIGNATURE_BYTES", "FieldPattern", "PatternForm",
@@ -1178,6 +1178,9 @@ def interface_info(ifname: str, netns: str | None = None) -> InterfaceInfo: ...
 def list_interfaces(netns: str | None = None) -> list[str]: ...
 def is_veth_peer(ifname: str, peer: str, netns: str | None = None, peer_netns: str | None = None) -> bool:
     """``ifname`` (in ``netns``) is a veth whose other end is ``peer`` (in ``peer_netns``)."""
+def sender_cpus(tx_cpus: Sequence[int] = ...) -> list[int]:
+    """The CPUs the engine's senders run on, given their configured CPUs (empty: the engine's split,
+    the upper half of the online CPUs): where a daemon that transmits on a tester port belongs."""
 def probe_io(ifname: str, netns: str | None = None) -> list[IoProbe]: ...
 def probe_xdp_program(ifname: str) -> tuple[bool, str]:
     """Whether the AF_XDP steering program loads on ``ifname`` (nothing attached): (ok, detail)."""

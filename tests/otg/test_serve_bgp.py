@@ -7,6 +7,7 @@ running."""
 from __future__ import annotations
 
 import ipaddress
+import os
 import subprocess
 import tempfile
 import time
@@ -16,6 +17,8 @@ import pytest
 from tests.conftest import needs_root
 from tests.otg.conftest import api, control, serve, wait_stopped
 from tests.otg.test_serve_devices import MAC1, MAC2, device, routed, two_devices, wait_resolved
+
+from netrig import _native
 
 pytestmark = [needs_root, pytest.mark.root]
 
@@ -124,7 +127,10 @@ def test_two_bgp_speakers_exchange_routes_and_traffic_to_them_arrives_exact(veth
         cs = a.control_state()
         cs.protocol.all.state = "start"  # as scripts do: the sessions are up from set_config anyway
         a.set_control_state(cs)
-        assert len(bird_processes()) == len(before) + 2, "one BIRD per port namespace"
+        birds = [int(line.split()[0]) for line in bird_processes() if line not in before]
+        assert len(birds) == 2, "one BIRD per port namespace"
+        assert {frozenset(os.sched_getaffinity(p)) for p in birds} == {frozenset(_native.sender_cpus())}, \
+            "on the senders' CPUs: a keepalive sent from a receiver's moves the traffic's receive work there"
         m4 = wait_for("IPv4 sessions up, every route received", lambda: established(a, 4, N4))
         m6 = wait_for("IPv6 sessions up, every route received", lambda: established(a, 6, N6))
         for m in (*m4.values(), *m6.values()):

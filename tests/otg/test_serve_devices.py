@@ -6,6 +6,7 @@ at start naming the flow; nothing left behind."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import uuid
 from contextlib import contextmanager
@@ -15,6 +16,7 @@ from tests.conftest import needs_root, sh
 from tests.otg.conftest import api, capture_state, control, flow_metrics, serve, wait_stopped
 from tests.otg.test_serve_veth import pcapng_frames
 
+from netrig import _native
 from netrig.otg.devices import kernel_makes_vlans
 
 pytestmark = [needs_root, pytest.mark.root]
@@ -281,4 +283,7 @@ def test_lldp_on_both_ports_hears_the_other_and_counts_its_pdus(veth):
         rows = {m.name: m for m in a.get_metrics(req).lldp_metrics}
         assert rows["lldp1"].frames_tx >= 1 and rows["lldp2"].frames_rx >= 1, rows
         assert rows["lldp1"].frames_rx >= 1 and rows["lldp2"].frames_tx >= 1, rows
+        lldpd = [int(p) for p in sh("pgrep", "-x", "lldpd").split()]
+        assert lldpd and {frozenset(os.sched_getaffinity(p)) for p in lldpd} == {frozenset(_native.sender_cpus())}, \
+            "on the senders' CPUs: a PDU sent from a receiver's moves the traffic's receive work there"
     assert "lldpd" not in sh("ps", "-eo", "comm")

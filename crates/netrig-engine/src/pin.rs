@@ -46,6 +46,18 @@ pub(crate) fn pick_cpu(list: &[usize], i: usize, from_top: bool) -> usize {
     }
 }
 
+/// The CPUs the senders run on, given `list` (their CPUs as configured; empty: the engine's
+/// split, [`pick_cpu`]). On veth the receive work of a frame runs on the CPU that transmitted it,
+/// and a control-plane daemon that transmits on a tester port from a receiver's CPU moves the
+/// traffic's receive work there: such daemons belong on these CPUs.
+pub fn sender_cpus(list: &[usize]) -> Vec<usize> {
+    let n = if list.is_empty() { cpu::online_cpus() } else { list.len() };
+    let mut cpus: Vec<usize> = (0..n).map(|i| pick_cpu(list, i, true)).collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    cpus
+}
+
 /// A worker that does not run on the CPU it asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PinFailure {
@@ -152,6 +164,25 @@ impl PinLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_senders_cpus_are_the_configured_ones_or_the_upper_half_never_a_receivers() {
+        assert_eq!(sender_cpus(&[3, 1, 3]), vec![1, 3]);
+        let n = cpu::online_cpus();
+        let senders = sender_cpus(&[]);
+        let receivers: Vec<usize> = (0..n).map(|i| pick_cpu(&[], i, false)).collect();
+        assert_eq!(
+            senders,
+            (0..n)
+                .map(|i| pick_cpu(&[], i, true))
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect::<Vec<_>>()
+        );
+        if n > 1 {
+            assert!(senders.iter().all(|c| !receivers.contains(c)), "{senders:?} {receivers:?}");
+        }
+    }
 
     #[test]
     fn a_cpu_that_does_not_exist_is_a_recorded_failure_not_a_panic() {

@@ -628,6 +628,13 @@ fn is_veth_peer(
     }))
 }
 
+/// The CPUs the engine's senders run on, given their configured CPUs (`pin::sender_cpus`).
+#[pyfunction]
+#[pyo3(signature = (tx_cpus=Vec::new()))]
+fn sender_cpus(tx_cpus: Vec<usize>) -> Vec<usize> {
+    netrig_engine::pin::sender_cpus(&tx_cpus)
+}
+
 #[pyfunction]
 #[pyo3(signature = (netns=None))]
 fn list_interfaces(py: Python<'_>, netns: Option<&Bound<'_, PyAny>>) -> Result<Vec<String>> {
@@ -845,6 +852,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SIGNATURE_BYTES", netrig_wire::signature::LEN)?;
     m.add_function(wrap_pyfunction!(interface_info, m)?)?;
     m.add_function(wrap_pyfunction!(list_interfaces, m)?)?;
+    m.add_function(wrap_pyfunction!(sender_cpus, m)?)?;
     m.add_function(wrap_pyfunction!(is_veth_peer, m)?)?;
     m.add_function(wrap_pyfunction!(probe_io, m)?)?;
     m.add_function(wrap_pyfunction!(probe_xdp_program, m)?)?;

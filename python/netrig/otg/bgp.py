@@ -41,6 +41,7 @@ from typing import Any
 
 from netrig.errors import ConfigError, NetrigError
 from netrig.otg import refusal
+from netrig.otg.daemons import daemon_argv
 from netrig.otg.devices import Address, DevicePlan, Ip, parse_ip
 from netrig.otg.objects import (
     BgpAdvanced,
@@ -325,16 +326,14 @@ def _export(j: int, k: int, r: RouteRange) -> str:
 
 # ------------------------------------------------------------------------------------------ runtime
 
-def _in(netns: str | None, argv: list[str]) -> list[str]:
-    return ["ip", "netns", "exec", netns, *argv] if netns else argv
-
-
 class Speakers:
     """A config's BGP peers served by BIRD in their ports' namespaces (see the module doc)."""
 
-    def __init__(self, plan_: BgpPlan, netns_of: Sequence[str | None]):
-        """``netns_of``: each device Ethernet's namespace (its port's)."""
+    def __init__(self, plan_: BgpPlan, netns_of: Sequence[str | None], cpus: Sequence[int] = ()):
+        """``netns_of``: each device Ethernet's namespace (its port's); ``cpus``: where each BIRD
+        runs (the senders' CPUs: netrig.otg.daemons)."""
         self.plan = plan_
+        self.cpus = tuple(cpus)
         groups: dict[str | None, list[int]] = {}
         for j, p in enumerate(plan_.peers):
             groups.setdefault(netns_of[p.local.ethernet], []).append(j)
@@ -371,7 +370,7 @@ class Speakers:
         done = subprocess.run([bird, "-p", "-c", conf], capture_output=True, text=True, timeout=600, check=False)
         if done.returncode != 0:
             raise ConfigError(f"devices: {at}", f"BIRD refused its configuration: {done.stderr.strip()}")
-        self.procs.append(subprocess.Popen(_in(ns, [bird, "-f", "-c", conf, "-s", self.ctl(k)]),
+        self.procs.append(subprocess.Popen(daemon_argv(ns, [bird, "-f", "-c", conf, "-s", self.ctl(k)], self.cpus),
                                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                            stderr=subprocess.PIPE, start_new_session=True))
         end = time.monotonic() + START_S

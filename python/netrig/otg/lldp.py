@@ -31,6 +31,7 @@ from typing import Any
 from netrig import _native
 from netrig.errors import ConfigError, NetrigError
 from netrig.otg import refusal
+from netrig.otg.daemons import daemon_argv
 from netrig.otg.objects import Lldp
 
 #: How long lldpd may take to open its control socket, s.
@@ -101,16 +102,14 @@ def _settings(o: Lldp, at: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _in(netns: str | None, argv: list[str]) -> list[str]:
-    return ["ip", "netns", "exec", netns, *argv] if netns else argv
-
-
 class Agents:
     """A config's LLDP objects served by lldpd on its ports (see the module doc)."""
 
-    def __init__(self, agents: Sequence[Agent], ports: Sequence[_native.Port]):
+    def __init__(self, agents: Sequence[Agent], ports: Sequence[_native.Port], cpus: Sequence[int] = ()):
+        """``cpus``: where each lldpd runs (the senders' CPUs: netrig.otg.daemons)."""
         self.agents = tuple(agents)
         self.ports = tuple(ports)
+        self.cpus = tuple(cpus)
         self.dir = tempfile.mkdtemp(prefix="netrig-lldp-")
         os.chmod(self.dir, 0o755)  # lldpd makes its socket here after dropping to its own user
         self.procs: list[subprocess.Popen[bytes]] = []
@@ -135,7 +134,8 @@ class Agents:
         if shutil.which("lldpd") is None:
             raise NetrigError(f"{at}: lldpd is not installed: apt install lldpd (scripts/setup.sh installs it)")
         # -L /bin/true: no configuration files read; lldpd stays paused until `resume` below.
-        argv = _in(port.netns, ["lldpd", "-d", "-u", self.socket(k), "-I", port.ifname, "-L", "/bin/true"])
+        argv = daemon_argv(port.netns, ["lldpd", "-d", "-u", self.socket(k), "-I", port.ifname, "-L", "/bin/true"],
+                           self.cpus)
         self.procs.append(subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                            stderr=subprocess.PIPE, start_new_session=True))
         end = time.monotonic() + START_S
@@ -152,7 +152,7 @@ class Agents:
     def _cli(self, k: int, args: list[str], at: str, check: bool = True) -> Any:
         """``lldpcli`` on agent ``k``'s socket, its JSON answer (``None``: it failed and not ``check``)."""
         port = self.ports[self.agents[k].port]
-        argv = _in(port.netns, ["lldpcli", "-u", self.socket(k), "-f", "json0", *args])
+        argv = daemon_argv(port.netns, ["lldpcli", "-u", self.socket(k), "-f", "json0", *args])
         done = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
         if done.returncode != 0 or "error" in done.stderr.lower():
             if not check:

@@ -181,11 +181,11 @@ class Service(OtgService):
                 self.generator = _native.Generator(ports, plan.specs, plan.capture_specs, plan.line_rates, *self.cpus,
                                                    reuse=old)
                 if plan.lldp:  # once the ports pass LLDP frames to the kernel
-                    self.lldp = lldp.Agents(plan.lldp, ports)
+                    self.lldp = lldp.Agents(plan.lldp, ports, _native.sender_cpus(self.cpus[0]))
                     self.lldp.start()
                 if plan.bgp.peers and self.devices is not None:  # once the devices have their addresses
-                    self.bgp = bgp.Speakers(plan.bgp, [self.devices.netns(k) for k in
-                                                       range(len(plan.devices.ethernets))])
+                    netns = [self.devices.netns(k) for k in range(len(plan.devices.ethernets))]
+                    self.bgp = bgp.Speakers(plan.bgp, netns, _native.sender_cpus(self.cpus[0]))
                     self.bgp.start()
             except ConfigError as e:
                 self._close_devices()
