@@ -41,7 +41,7 @@ from typing import Any
 
 from netrig.errors import ConfigError, NetrigError
 from netrig.otg import refusal
-from netrig.otg.daemons import daemon_argv
+from netrig.otg.daemons import netns_argv
 from netrig.otg.devices import Address, DevicePlan, Ip, parse_ip
 from netrig.otg.objects import (
     BgpAdvanced,
@@ -370,7 +370,7 @@ class Speakers:
         done = subprocess.run([bird, "-p", "-c", conf], capture_output=True, text=True, timeout=600, check=False)
         if done.returncode != 0:
             raise ConfigError(f"devices: {at}", f"BIRD refused its configuration: {done.stderr.strip()}")
-        self.procs.append(subprocess.Popen(daemon_argv(ns, [bird, "-f", "-c", conf, "-s", self.ctl(k)], self.cpus),
+        self.procs.append(subprocess.Popen(netns_argv(ns, [bird, "-f", "-c", conf, "-s", self.ctl(k)], self.cpus),
                                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                            stderr=subprocess.PIPE, start_new_session=True))
         end = time.monotonic() + START_S

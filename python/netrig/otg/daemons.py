@@ -1,4 +1,4 @@
-"""The command line of a daemon `netrig serve` runs beside its ports (lldpd for LLDP, BIRD for BGP):
+"""The command line of what `netrig serve` runs beside its ports (lldpd for LLDP, BIRD for BGP, ping):
 in its port's network namespace, on the senders' CPUs.
 
 Why the senders' CPUs: on veth the receive work of a frame runs on the CPU that transmitted it,
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 
-def daemon_argv(netns: str | None, argv: list[str], cpus: Sequence[int] = ()) -> list[str]:
+def netns_argv(netns: str | None, argv: list[str], cpus: Sequence[int] = ()) -> list[str]:
     """``argv`` run in ``netns`` (``None``: this one), on ``cpus`` when given (its children too)."""
     pinned = ["taskset", "-c", ",".join(str(c) for c in cpus), *argv] if cpus else argv
     return ["ip", "netns", "exec", netns, *pinned] if netns else pinned

@@ -44,6 +44,7 @@ from typing import Any
 from netrig import _native
 from netrig.errors import ConfigError, NetrigError
 from netrig.otg import refusal
+from netrig.otg.daemons import netns_argv
 from netrig.otg.objects import Device, DeviceEthernet, DeviceIpv4, DeviceIpv6
 from netrig.testbed.state import pid_alive
 
@@ -231,11 +232,6 @@ def _run(argv: list[str], at: str, stdin: str | None = None) -> str:
     return done.stdout
 
 
-def _in(netns: str | None, argv: list[str]) -> list[str]:
-    """``argv`` run in ``netns`` (``None``: this process's)."""
-    return ["ip", "netns", "exec", netns, *argv] if netns else argv
-
-
 def _ipcmd(netns: str | None) -> list[str]:
     return ["ip", *(["-n", netns] if netns else [])]
 
@@ -243,8 +239,11 @@ def _ipcmd(netns: str | None) -> list[str]:
 class Devices:
     """A config's devices made on the ports (see the module doc); :meth:`close` undoes it all."""
 
-    def __init__(self, plan_: DevicePlan, ports: Sequence[_native.Port], port_names: Sequence[str]):
+    def __init__(self, plan_: DevicePlan, ports: Sequence[_native.Port], port_names: Sequence[str],
+                 cpus: Sequence[int] = ()):
+        """``cpus``: where a ping during traffic runs (the senders' CPUs: netrig.otg.daemons)."""
         self.plan = plan_
+        self.cpus = tuple(cpus)
         self.ports = tuple(ports)
         self.port_names = tuple(port_names)
         self.pid = os.getpid()
@@ -297,7 +296,7 @@ class Devices:
                   str(e.vlan)], at)
         quiet = [f"net.ipv6.conf.{top}.{key}=0" for key in ("accept_ra", "router_solicitations", "accept_dad",
                                                               "dad_transmits", "autoconf")]
-        _run(_in(ns, ["sysctl", "-q", "-w", *quiet]), at)
+        _run(netns_argv(ns, ["sysctl", "-q", "-w", *quiet]), at)
         _run([*ip, "-batch", "-"], at, f"link set {mac_if} allmulticast on up\nlink set {top} up\n")
         for family in (4, 6):  # a batch's lines take its family (a rule's is not read from its address)
             batch: list[str] = []
@@ -320,8 +319,8 @@ class Devices:
         answer it resolves the address, so its neighbour table holds every device before traffic
         starts, as a tester's protocol start does (a router learns an IPv6 device's link-local
         address from its solicitation, not the address its traffic comes from)."""
-        pings = [subprocess.Popen(_in(self.netns(k), ["ping", f"-{a.family}", "-n", "-q", "-c", "1", "-W", "1", "-I",
-                                                      str(a.address), str(a.gateway)]),
+        pings = [subprocess.Popen(netns_argv(self.netns(k), ["ping", f"-{a.family}", "-n", "-q", "-c", "1", "-W", "1",
+                                                             "-I", str(a.address), str(a.gateway)]),
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                  for k, e in enumerate(self.plan.ethernets) for a in e.addresses]
         for p in pings:
@@ -333,8 +332,8 @@ class Devices:
         interface's MAC); its setting is restored by :meth:`close`."""
         key = f"net/ipv4/conf/{lower}/arp_ignore"
         at = f"devices: port {lower}"
-        self.arp_ignore[(ns, lower)] = _run(_in(ns, ["sysctl", "-n", key]), at).strip()
-        _run(_in(ns, ["sysctl", "-q", "-w", f"{key}=8"]), at)
+        self.arp_ignore[(ns, lower)] = _run(netns_argv(ns, ["sysctl", "-n", key]), at).strip()
+        _run(netns_argv(ns, ["sysctl", "-q", "-w", f"{key}=8"]), at)
 
     def _filter(self, ns: str | None) -> None:
         """The namespace's nftables table: only ICMP and ICMPv6 come in on the devices' links, and
@@ -347,7 +346,7 @@ class Devices:
                   "  type filter hook input priority -10; policy accept;\n"
                   f'  iifname "{name}" meta l4proto {{ icmp, ipv6-icmp }} accept\n'
                   f'{tcp}  iifname "{name}" drop\n }}\n}}\n')
-        _run(_in(ns, ["nft", "-f", "-"]), f"devices: nftables in {ns or 'the host namespace'}", script)
+        _run(netns_argv(ns, ["nft", "-f", "-"]), f"devices: nftables in {ns or 'the host namespace'}", script)
 
     def close(self) -> None:
         """Delete every link, rule and table this made (each step tried; errors ignored: the
@@ -361,10 +360,10 @@ class Devices:
                     for j, a in enumerate(e.addresses):
                         subprocess.run([*ip, f"-{a.family}", "rule", "del", "table", str(self.table(k, j))],
                                        capture_output=True, check=False, timeout=30)
-            subprocess.run(_in(ns, ["nft", "delete", "table", "inet", f"netrig_devices_{self.pid}"]),
+            subprocess.run(netns_argv(ns, ["nft", "delete", "table", "inet", f"netrig_devices_{self.pid}"]),
                            capture_output=True, check=False, timeout=30)
         for (ns, lower), value in self.arp_ignore.items():
-            subprocess.run(_in(ns, ["sysctl", "-q", "-w", f"net/ipv4/conf/{lower}/arp_ignore={value}"]),
+            subprocess.run(netns_argv(ns, ["sysctl", "-q", "-w", f"net/ipv4/conf/{lower}/arp_ignore={value}"]),
                            capture_output=True, check=False, timeout=30)
         self.made, self.arp_ignore = {}, {}
 
@@ -425,8 +424,8 @@ class Devices:
             raise ConfigError(f"{at}.src_name", f"{src_name!r} is not an IPv{family} address of the config's "
                                                 "devices")
         dst = parse_ip(dst_ip or "", family, f"{at}.dst_ip")
-        argv = _in(self.netns(k), ["ping", f"-{family}", "-n", "-q", "-c", "1", "-W", "1", "-I", str(a.address),
-                                   str(dst)])
+        argv = netns_argv(self.netns(k), ["ping", f"-{family}", "-n", "-q", "-c", "1", "-W", "1", "-I",
+                                           str(a.address), str(dst)], self.cpus)
         done = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
         return "succeeded" if done.returncode == 0 else "failed"
 
@@ -445,8 +444,8 @@ def _sweep(ns: str | None) -> None:
             dead.add(int(m.group(1)))
             subprocess.run([*_ipcmd(ns), "link", "del", m.group(0)], capture_output=True, check=False, timeout=30)
     for pid in dead:
-        subprocess.run(_in(ns, ["nft", "delete", "table", "inet", f"netrig_devices_{pid}"]), capture_output=True,
-                       check=False, timeout=30)
+        subprocess.run(netns_argv(ns, ["nft", "delete", "table", "inet", f"netrig_devices_{pid}"]),
+                       capture_output=True, check=False, timeout=30)
 
 
 # ------------------------------------------------------------------------------- flows over devices

@@ -31,7 +31,7 @@ from typing import Any
 from netrig import _native
 from netrig.errors import ConfigError, NetrigError
 from netrig.otg import refusal
-from netrig.otg.daemons import daemon_argv
+from netrig.otg.daemons import netns_argv
 from netrig.otg.objects import Lldp
 
 #: How long lldpd may take to open its control socket, s.
@@ -134,7 +134,7 @@ class Agents:
         if shutil.which("lldpd") is None:
             raise NetrigError(f"{at}: lldpd is not installed: apt install lldpd (scripts/setup.sh installs it)")
         # -L /bin/true: no configuration files read; lldpd stays paused until `resume` below.
-        argv = daemon_argv(port.netns, ["lldpd", "-d", "-u", self.socket(k), "-I", port.ifname, "-L", "/bin/true"],
+        argv = netns_argv(port.netns, ["lldpd", "-d", "-u", self.socket(k), "-I", port.ifname, "-L", "/bin/true"],
                            self.cpus)
         self.procs.append(subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                            stderr=subprocess.PIPE, start_new_session=True))
@@ -152,7 +152,7 @@ class Agents:
     def _cli(self, k: int, args: list[str], at: str, check: bool = True) -> Any:
         """``lldpcli`` on agent ``k``'s socket, its JSON answer (``None``: it failed and not ``check``)."""
         port = self.ports[self.agents[k].port]
-        argv = daemon_argv(port.netns, ["lldpcli", "-u", self.socket(k), "-f", "json0", *args])
+        argv = netns_argv(port.netns, ["lldpcli", "-u", self.socket(k), "-f", "json0", *args])
         done = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
         if done.returncode != 0 or "error" in done.stderr.lower():
             if not check:

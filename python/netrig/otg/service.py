@@ -177,15 +177,16 @@ class Service(OtgService):
             ports = _ports_of(plan)
             self._close_devices()
             try:  # the old config's ports stay open for this one where they are the same
-                self.devices = self._made_devices(plan, ports)
+                daemon_cpus = _native.sender_cpus(self.cpus[0])  # netrig.otg.daemons
+                self.devices = self._made_devices(plan, ports, daemon_cpus)
                 self.generator = _native.Generator(ports, plan.specs, plan.capture_specs, plan.line_rates, *self.cpus,
                                                    reuse=old)
                 if plan.lldp:  # once the ports pass LLDP frames to the kernel
-                    self.lldp = lldp.Agents(plan.lldp, ports, _native.sender_cpus(self.cpus[0]))
+                    self.lldp = lldp.Agents(plan.lldp, ports, daemon_cpus)
                     self.lldp.start()
                 if plan.bgp.peers and self.devices is not None:  # once the devices have their addresses
                     netns = [self.devices.netns(k) for k in range(len(plan.devices.ethernets))]
-                    self.bgp = bgp.Speakers(plan.bgp, netns, _native.sender_cpus(self.cpus[0]))
+                    self.bgp = bgp.Speakers(plan.bgp, netns, daemon_cpus)
                     self.bgp.start()
             except ConfigError as e:
                 self._close_devices()
@@ -208,10 +209,10 @@ class Service(OtgService):
         return warnings
 
     @staticmethod
-    def _made_devices(plan: Plan, ports: Sequence[_native.Port]) -> devices.Devices | None:
+    def _made_devices(plan: Plan, ports: Sequence[_native.Port], cpus: Sequence[int]) -> devices.Devices | None:
         if not plan.devices.ethernets:
             return None
-        made = devices.Devices(plan.devices, ports, plan.port_names)
+        made = devices.Devices(plan.devices, ports, plan.port_names, cpus)
         made.apply()
         return made
 
