@@ -171,12 +171,12 @@ class Agents:
             _signal_group(p.pid, signal.SIGTERM)
         end = time.monotonic() + 5
         for p in self.procs:
-            while _signal_group(p.pid, 0) and time.monotonic() < end:
+            while _group_runs(p.pid) and time.monotonic() < end:
                 p.poll()
                 time.sleep(0.01)
-            if _signal_group(p.pid, signal.SIGKILL):
-                p.wait()
-            p.poll()
+            if _group_runs(p.pid):
+                _signal_group(p.pid, signal.SIGKILL)
+            p.wait()
         self.procs = []
         shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -215,6 +215,23 @@ class Agents:
                          "frames_error_rx": 0, "frames_discard": counts.get("rx_discarded_cnt", 0),
                          "tlvs_discard": 0, "tlvs_unknown": counts.get("rx_unrecognized_cnt", 0)})
         return rows
+
+
+def _group_runs(pgid: int) -> bool:
+    """A process of group ``pgid`` still runs: one that has not exited (a zombie has: lldpd's
+    privilege-separated child, once lldpd is gone, waits as one until PID 1 reaps it, and on this
+    kind of VM PID 1 took 1-2 s, which a config replacing one with LLDP waited for)."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            return True
+    return False
 
 
 def _signal_group(pgid: int, sig: int) -> bool:
