@@ -167,14 +167,16 @@ class Port:
 
 def test_a_stop_warns_of_each_port_that_dropped_frames_itself_and_of_none_other():
     """One warning per tester drop (a receiving port's, a sending port's at another tester port's
-    ring), each saying that the flows count these frames as lost and whose loss that is."""
+    ring) beside a flow that lost frames (received there, sent from there), each saying that the
+    flows count these frames as lost and whose loss that is; drops beside no loss say nothing."""
     from netrig.otgclient.report import drop_warnings
 
     quiet = PortDrops(name="p0", location="a1", rx_kernel_drops=0, rx_foreign=4)
     ring = PortDrops(name="p1", location="b1@ns", rx_ring_drops=118, rx_kernel_drops=118)
     sent = PortDrops(name="p0", location="a1", rx_kernel_drops=0, tx_kernel_drops=9, tx_peer="b1@ns")
-    assert drop_warnings([quiet]) == []
-    told = drop_warnings([quiet, ring, sent])
+    assert drop_warnings([quiet], {"p0", "p1"}, {"p0"}) == []
+    assert drop_warnings([quiet, ring, sent], set(), set()) == [], "no flow lost a frame: they were none of its"
+    told = drop_warnings([quiet, ring, sent], {"p1"}, {"p0"})
     assert told == [
         "the receiving tester port b1@ns dropped frames itself (118 in its ring, 118 in its kernel: on veth the "
         "kernel's count holds the ring's) since the last start: the flows received there count these frames as "

@@ -288,7 +288,9 @@ class Controller(OtgService):
                 body = {a: _traffic(state, sp.tx_flows(a, names)) for a in senders}
                 self._each(senders, lambda a: a.call("POST", "/control/state", body[a.name]), quiet=state == "stop")
                 if state == "stop":  # the senders drained: what the ports dropped themselves since the start
-                    told = report.drop_warnings(_located_drops(self._answers(sp)))
+                    lossy = [r for r in self._flow_metrics(sp, FlowMetricsRequest()) if (r.get("loss") or 0) > 0]
+                    told = report.drop_warnings(_located_drops(self._answers(sp)), {r["port_rx"] for r in lossy},
+                                                {r["port_tx"] for r in lossy})
                     for w in told:
                         self.log(f"warning: {w}")
                     return list(self.notes) + told

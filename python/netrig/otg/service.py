@@ -395,7 +395,9 @@ class Service(OtgService):
     def _drop_warnings(self, plan: Plan, g: _native.Generator) -> list[str]:
         """A warning for each port that dropped frames itself since the last start (a stop's answer),
         in the server's log once per start: the operator's to see whether or not a client reads them."""
-        told = drop_warnings(self.rx_drops.report(plan, g))
+        lossy = [(f.rx, f.tx) for f, st in zip(plan.flows, g.flow_stats())
+                 if st.rx_frames < st.tx_frames * f.rx_tx_ratio]
+        told = drop_warnings(self.rx_drops.report(plan, g), {p for rx, _ in lossy for p in rx}, {tx for _, tx in lossy})
         if not self.rx_drops.logged:
             self.rx_drops.logged = True
             for w in told:

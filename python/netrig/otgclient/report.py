@@ -74,11 +74,14 @@ class PortDrops:
                 f"{kernel} in its kernel{both})")
 
 
-def drop_warnings(ports: Iterable[PortDrops]) -> list[str]:
-    """A warning for each port that dropped frames itself since the last start (on receive, or at
-    another tester port's receive ring on transmit): what a traffic stop answers, so that an OTG
-    client that reads only the flows' counts hears that part of their loss was the tester's."""
-    said = [why for p in ports for why in (p.describe(), p.describe_tx()) if why]
+def drop_warnings(ports: Iterable[PortDrops], lossy_rx: set[str], lossy_tx: set[str]) -> list[str]:
+    """A warning for each port that dropped frames itself since the last start, on receive where a
+    flow received there lost frames (``lossy_rx``: those ports' names), or on transmit at another
+    tester port's receive ring where a flow it sent lost frames (``lossy_tx``): what a traffic stop
+    answers, so that an OTG client that reads only the flows' counts hears that part of their loss
+    was the tester's. A port's drops beside no loss were not the flows' (a neighbour's multicast)."""
+    said = [why for p in ports for why in (p.describe() if p.name in lossy_rx else None,
+                                           p.describe_tx() if p.name in lossy_tx else None) if why]
     return [f"{why} since the last start: the flows received there count these frames as lost, the tester's "
             "loss, not the DUT's (each port's drops: GET /netrig/agents, ports)" for why in said]
 
