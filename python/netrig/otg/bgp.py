@@ -41,7 +41,7 @@ from typing import Any
 
 from netrig.errors import ConfigError, NetrigError
 from netrig.otg import refusal
-from netrig.otg.daemons import netns_argv
+from netrig.otg.daemons import netns_argv, signal_group
 from netrig.otg.devices import Address, DevicePlan, Ip, parse_ip
 from netrig.otg.objects import (
     BgpAdvanced,
@@ -394,13 +394,13 @@ class Speakers:
     def close(self) -> None:
         """Stop every BIRD (each in a session of its own) and remove their directory."""
         for p in self.procs:
-            _signal(p.pid, signal.SIGTERM)
+            signal_group(p.pid, signal.SIGTERM)
         end = time.monotonic() + 5
         for p in self.procs:
             while p.poll() is None and time.monotonic() < end:
                 time.sleep(0.01)
             if p.poll() is None:
-                _signal(p.pid, signal.SIGKILL)
+                signal_group(p.pid, signal.SIGKILL)
                 p.wait()
         self.procs = []
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -474,13 +474,6 @@ def _wanted(route: dict[str, Any], filters: list[tuple[Ip | None, int | None]]) 
     key = "ipv4_address" if "ipv4_address" in route else "ipv6_address"
     return any((a is None or str(a) == route[key]) and (n is None or n == route["prefix_length"])
                for a, n in filters)
-
-
-def _signal(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _sweep() -> None:

@@ -14,6 +14,7 @@ still kept off the receivers' CPUs.
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 
@@ -21,3 +22,12 @@ def netns_argv(netns: str | None, argv: list[str], cpus: Sequence[int] = ()) -> 
     """``argv`` run in ``netns`` (``None``: this one), on ``cpus`` when given (its children too)."""
     pinned = ["taskset", "-c", ",".join(str(c) for c in cpus), *argv] if cpus else argv
     return ["ip", "netns", "exec", netns, *pinned] if netns else pinned
+
+
+def signal_group(pgid: int, sig: int) -> None:
+    """Send ``sig`` to process group ``pgid`` (a daemon started in a session of its own), if any of
+    it is left."""
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -31,7 +31,7 @@ from typing import Any
 from netrig import _native
 from netrig.errors import ConfigError, NetrigError
 from netrig.otg import refusal
-from netrig.otg.daemons import netns_argv
+from netrig.otg.daemons import netns_argv, signal_group
 from netrig.otg.objects import Lldp
 
 #: How long lldpd may take to open its control socket, s.
@@ -168,14 +168,14 @@ class Agents:
         """Stop every lldpd with its privilege-separated child (each runs in a session of its own:
         the whole group is signalled, and waited for until none is left)."""
         for p in self.procs:
-            _signal_group(p.pid, signal.SIGTERM)
+            signal_group(p.pid, signal.SIGTERM)
         end = time.monotonic() + 5
         for p in self.procs:
             while _group_runs(p.pid) and time.monotonic() < end:
                 p.poll()
                 time.sleep(0.01)
             if _group_runs(p.pid):
-                _signal_group(p.pid, signal.SIGKILL)
+                signal_group(p.pid, signal.SIGKILL)
             p.wait()
         self.procs = []
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -234,15 +234,6 @@ def _group_runs(pgid: int) -> bool:
     return False
 
 
-def _signal_group(pgid: int, sig: int) -> bool:
-    """Send ``sig`` to process group ``pgid`` (0: only test it); whether any process is left in it."""
-    try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _first(value: Any, key: str = "value") -> Any:

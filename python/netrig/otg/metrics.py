@@ -138,6 +138,12 @@ def tag_rows(rows: Iterable[TagRow], loss: bool, req: TaggedRequest) -> list[dic
     return out
 
 
+def expected_rx(s: _native.GenFlowStats, rx_tx_ratio: float) -> float:
+    """The frames a flow's receivers should have counted: its signed frames sent (the others are
+    counted per port only) times the frames expected per frame sent."""
+    return (s.tx_frames - s.tx_untracked) * rx_tx_ratio
+
+
 def flow_metrics(plan: Plan, stats: Sequence[_native.GenFlowStats], which: Sequence[int], rates: Rates,
                  drain_ns: int, realtime_offset_ns: int, names: Sequence[str] = (),
                  tagged: TaggedRequest | None = None) -> list[dict]:
@@ -162,8 +168,8 @@ def flow_metrics(plan: Plan, stats: Sequence[_native.GenFlowStats], which: Seque
                    "tx_rate_mbps": tx_bits / 1e6, "tx_l1_rate_bps": tx_bits + tx_fps * wire,
                    "rx_rate_bytes": rx_bps, "rx_rate_bps": rx_bits, "rx_rate_kbps": rx_bits / 1e3,
                    "rx_rate_mbps": rx_bits / 1e6, "rx_l1_rate_bps": rx_bits + rx_fps * wire}
-        if f.loss:  # over the frames that carry the signature: the others are counted per port only
-            expected = (tx_frames - s.tx_untracked) * f.rx_tx_ratio
+        if f.loss:
+            expected = expected_rx(s, f.rx_tx_ratio)
             m["loss"] = max(0.0, expected - rx_frames) / expected * 100 if expected else 0.0
         if f.timestamps and rx_frames:
             m["timestamps"] = {"first_timestamp_ns": float(s.rx_first_ns + realtime_offset_ns),

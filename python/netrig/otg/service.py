@@ -396,7 +396,7 @@ class Service(OtgService):
         """A warning for each port that dropped frames itself since the last start (a stop's answer),
         in the server's log once per start: the operator's to see whether or not a client reads them."""
         lossy = [(f.rx, f.tx) for f, st in zip(plan.flows, g.flow_stats())
-                 if st.rx_frames < st.tx_frames * f.rx_tx_ratio]
+                 if st.rx_frames < metrics.expected_rx(st, f.rx_tx_ratio)]
         told = drop_warnings(self.rx_drops.report(plan, g), {p for rx, _ in lossy for p in rx}, {tx for _, tx in lossy})
         if not self.rx_drops.logged:
             self.rx_drops.logged = True
