@@ -9,6 +9,7 @@ pub mod pacing;
 pub mod replay;
 pub mod rx;
 pub mod schedule;
+pub(crate) mod source;
 pub mod stream;
 pub mod tags;
 pub mod timeline;

@@ -25,9 +25,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use hdrhistogram::Histogram;
-use netrig_wire::signature::Signature;
-use netrig_wire::stack::{CompiledStack, FillState, KeyCursor};
-use netrig_wire::stamp;
 
 use crate::clock;
 use crate::error::PortError;
@@ -38,6 +35,7 @@ use crate::traffic::pacing::{
     MAX_SLEEP_NS, MIN_SLEEP_NS,
 };
 use crate::traffic::schedule::{IntervalCounter, IntervalGrid, RatePhase, Side};
+use crate::traffic::source::Source;
 use crate::traffic::stream::CompiledStream;
 
 /// Live counters a worker publishes once per batch (read by progress displays).
@@ -142,28 +140,11 @@ pub enum RunShape {
 
 struct ShareState {
     share: TxShare,
-    /// Frames sent by this share (the share's frame index j).
-    sent: u64,
-    bytes: u64,
-    frames: Frames,
-    /// Position in the stream's size schedule (`sent % schedule length`, without the division).
-    size_at: usize,
+    /// Its frames and what of them was sent.
+    src: Source,
     /// Smooth weighted round robin credit.
     credit: f64,
     done: bool,
-    /// TX timestamps of the first and last frame.
-    first_ts: u64,
-    last_ts: u64,
-    /// Replays: frames sent with the signature.
-    stamped: u64,
-}
-
-/// Where a share's frames come from.
-enum Frames {
-    /// The stream's stack, its key walking the share's block from `first`.
-    Stack { stack: Arc<CompiledStack>, at: FillState, first: Box<KeyCursor> },
-    /// A replay's captured frames, with each flow's next sequence number.
-    Replay { seq: Vec<u64> },
 }
 
 /// Parameters of a worker run.
@@ -665,7 +646,7 @@ impl<'a> TxRun<'a> {
         }
         self.meter.batch(handed, after, sent);
         self.live.frames.store(self.total_sent, Ordering::Relaxed);
-        self.live.bytes.store(self.st.iter().map(|s| s.bytes).sum(), Ordering::Relaxed);
+        self.live.bytes.store(self.st.iter().map(|s| s.src.bytes).sum(), Ordering::Relaxed);
     }
 
     /// The result: when the run ended, the queue drained, the meters' summaries, each share's
@@ -699,43 +680,32 @@ impl ShareState {
     /// A share about to send its first frame.
     fn new(share: TxShare) -> ShareState {
         let s = &share.stream;
-        let frames = match &s.stack {
-            Some(stack) => {
+        let src = match (&s.stack, &s.config.replay) {
+            (Some(stack), _) => {
                 let len = share.keys.end - share.keys.start;
                 let (stride, start) = s.walk.within(len);
                 let first = stack.keys().cursor(share.keys.clone(), stride, start);
-                Frames::Stack { stack: stack.clone(), at: stack.start_with(first.clone()), first: Box::new(first) }
+                let wire: Vec<u64> = s.sizes.iter().map(|&n| n as u64).collect();
+                Source::stack(stack.clone(), first, &s.size_schedule, &wire, s.flow_base)
             }
-            None => Frames::Replay { seq: vec![0; s.nflows as usize] },
+            (None, Some(replay)) => Source::replay(replay.clone(), s.flow_base),
+            (None, None) => unreachable!("a stream without a stack is a replay"),
         };
-        ShareState {
-            frames,
-            share,
-            sent: 0,
-            bytes: 0,
-            size_at: 0,
-            credit: 0.0,
-            done: false,
-            first_ts: 0,
-            last_ts: 0,
-            stamped: 0,
-        }
+        ShareState { src, share, credit: 0.0, done: false }
     }
 
     /// What the share sent.
     fn result(self) -> TxShareResult {
+        let src = &self.src;
         TxShareResult {
             stream: self.share.stream.index,
-            frames: self.sent,
-            bytes: self.bytes,
-            per_flow: match self.frames {
-                Frames::Stack { at, first, .. } => at.key.sent_per_key(*first),
-                Frames::Replay { seq } => seq,
-            },
+            frames: src.sent,
+            bytes: src.bytes,
+            per_flow: src.per_key(),
             first_flow: self.share.keys.start,
-            first_ts_ns: self.first_ts,
-            last_ts_ns: self.last_ts,
-            stamped: self.stamped,
+            first_ts_ns: src.first_ts,
+            last_ts_ns: src.last_ts,
+            stamped: src.stamped,
         }
     }
 }
@@ -824,15 +794,6 @@ pub(crate) fn send_stamped(
     Ok((sent, handed))
 }
 
-/// The place `at` holds in a cycle of `len` (a size schedule, a capture's frames), and `at`
-/// moved to the next: a compare, not a division, per frame.
-#[inline(always)]
-pub(crate) fn step_cycle(at: &mut usize, len: usize) -> usize {
-    let i = *at;
-    *at = if i + 1 == len { 0 } else { i + 1 };
-    i
-}
-
 /// Flush until the queue is idle (bounded: 1 s, or until stopped).
 fn drain_queue(queue: &mut dyn TxQueue, stop: &AtomicBool) -> Result<(), PortError> {
     let deadline = clock::now_ns() + 1_000_000_000;
@@ -872,41 +833,9 @@ fn fill_one(st: &mut [ShareState], buf: &mut [u8], held: &mut u64, ts: u64, warm
         best
     };
     let s = &mut st[i];
-    let cs = &*s.share.stream;
-    let (len, size) = match &mut s.frames {
-        Frames::Stack { stack, at, .. } => {
-            let size = cs.size_schedule[step_cycle(&mut s.size_at, cs.size_schedule.len())] as usize;
-            let flow_id = cs.flow_base + at.key.key() as u32;
-            let sig = Signature { trial, warmup, flow_id, seq: at.key.cycle(), tx_ts_ns: ts };
-            (stack.fill_held(buf, held, size, at, &sig), cs.sizes[size] as u64)
-        }
-        Frames::Replay { seq } => {
-            // The capture's next frame, as captured; stamped where it has room.
-            let r = cs.config.replay.as_deref().expect("a replay stream has its capture");
-            let f = &r.frames[step_cycle(&mut s.size_at, r.frames.len())];
-            let out = &mut buf[..f.len];
-            out.copy_from_slice(r.bytes(f));
-            *held = 0;
-            if let Some(site) = &f.site {
-                let slot = &mut seq[f.flow as usize];
-                let sig = Signature { trial, warmup, flow_id: cs.flow_base + f.flow, seq: *slot, tx_ts_ns: ts };
-                stamp::stamp(out, site, &sig);
-                *slot += 1;
-                s.stamped += 1;
-            }
-            (f.len, f.size)
-        }
-    };
-    if s.sent == 0 {
-        s.first_ts = ts;
-    }
-    s.last_ts = ts;
-    s.sent += 1;
-    s.bytes += size;
-    if let Some(limit) = s.share.limit {
-        if s.sent >= limit {
-            s.done = true;
-        }
+    let len = s.src.write(buf, held, trial, warmup, ts).len;
+    if s.share.limit.is_some_and(|l| s.src.sent >= l) {
+        s.done = true;
     }
     len
 }

@@ -21,15 +21,13 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use netrig_wire::signature::Signature;
-use netrig_wire::stack::FillState;
-
 use super::flow::CompiledFlow;
 use super::stats::{Counters, FlowCtl, FlowState, PortCounters, TxPacing};
 use crate::clock;
 use crate::port::TxQueue;
 use crate::traffic::pacing::{smooth_depth, wake_batch, LoadMeter, SmoothSchedule, BATCH, MAX_SLEEP_NS, MIN_SLEEP_NS};
-use crate::traffic::tx::{send_stamped, step_cycle, UNPACED_BATCH};
+use crate::traffic::source::Source;
+use crate::traffic::tx::{send_stamped, UNPACED_BATCH};
 
 /// A command to a TX worker.
 #[derive(Debug, Clone)]
@@ -82,18 +80,13 @@ pub(crate) struct TxWorker {
 /// One flow's sending state in its worker.
 struct Slot {
     flow: Arc<CompiledFlow>,
-    /// Where the flow's frames start, and where they are.
-    start: FillState,
-    at: FillState,
+    /// Its frames and what of them this start sent.
+    src: Source,
     running: bool,
     /// Bumped by every command: heap entries of older generations are stale.
     gen: u32,
     tag: u32,
-    sent: u64,
-    /// Of `sent`, frames without room for the signature (the sequence counts only the others).
-    untracked: u64,
     picked: u64,
-    size_at: usize,
     /// Where this start's frames are due: frame `k` at `sched.anchor` + [`Slot::offset`]`(k)`;
     /// `sched.shifted` is how far smooth pacing has it behind its plan (the flow's stretch).
     sched: SmoothSchedule,
@@ -124,20 +117,26 @@ fn pace(rate: f64) -> (f64, u64) {
     (npf, ((smooth_depth(rate) - 1) as f64 * npf) as u64)
 }
 
+/// The flow's frames: its stack from its first frame, flow id its index.
+fn source(flow: &CompiledFlow) -> Source {
+    let first = flow.stack.keys().sequential();
+    Source::stack(flow.stack.clone(), first, &flow.size_schedule, &wire_sizes(flow), flow.index as u32)
+}
+
+/// Each size's bytes with the FCS, by size index.
+fn wire_sizes(flow: &CompiledFlow) -> Vec<u64> {
+    flow.sizes.iter().map(|&n| n as u64).collect()
+}
+
 impl Slot {
     fn new(flow: Arc<CompiledFlow>) -> Slot {
-        let start = flow.stack.start();
         let (npf, depth_ns) = pace(flow.rate_pps);
         Slot {
-            at: start.clone(),
-            start,
+            src: source(&flow),
             running: false,
             gen: 0,
             tag: 0,
-            sent: 0,
-            untracked: 0,
             picked: 0,
-            size_at: 0,
             sched: SmoothSchedule::default(),
             npf,
             depth_ns,
@@ -180,9 +179,7 @@ impl Slot {
     /// the new size schedule from its start.
     fn update(&mut self, compiled: Arc<CompiledFlow>, at: u64) {
         let when = if self.paused_at > 0 { self.paused_at } else { at.max(self.due(self.picked)) };
-        if compiled.size_schedule != self.flow.size_schedule {
-            self.size_at = 0;
-        }
+        self.src.update(compiled.stack.clone(), &compiled.size_schedule, &wire_sizes(&compiled));
         (self.npf, self.depth_ns) = pace(compiled.rate_pps);
         self.flow = compiled;
         self.sched.anchor = when.saturating_sub(self.offset(self.picked));
@@ -288,8 +285,8 @@ impl TxWorker {
         s.gen = s.gen.wrapping_add(1);
         match cmd {
             Cmd::Start { tag, .. } => {
-                s.at.clone_from(&s.start);
-                (s.sent, s.untracked, s.picked, s.size_at) = (0, 0, 0, 0);
+                s.src.restart();
+                s.picked = 0;
                 (s.tag, s.running, s.paused_at) = (tag, true, 0);
                 let anchor = at + s.flow.config.delay_ns;
                 s.sched = SmoothSchedule::new(anchor, anchor);
@@ -326,24 +323,18 @@ impl TxWorker {
             let k = *picks.next().expect("one pick per frame") as usize;
             let s = &mut slots[k];
             let f = &*s.flow;
-            let size = f.size_schedule[step_cycle(&mut s.size_at, f.size_schedule.len())] as usize;
-            let seq = s.sent - s.untracked;
-            let sig = Signature { trial: s.tag, warmup: false, flow_id: f.index as u32, seq, tx_ts_ns: stamp };
-            let len = f.stack.fill_held(buf, held, size, &mut s.at, &sig);
-            pubs[f.index].count_tag(s.sent);
-            s.sent += 1;
-            let wire = (len + crate::traffic::stream::FCS_LEN) as u64;
-            pubs[f.index].count(wire, stamp + epoch);
-            if !f.stack.signed(size) {
-                s.untracked += 1;
+            pubs[f.index].count_tag(s.src.sent);
+            let w = s.src.write(buf, held, s.tag, false, stamp);
+            pubs[f.index].count(w.wire, stamp + epoch);
+            if !w.signed {
                 PortCounters::add(&pubs[f.index].untracked, 1);
             }
             PortCounters::add(&port.frames, 1);
-            PortCounters::add(&port.bytes, wire);
-            if f.limit == Some(s.sent) {
+            PortCounters::add(&port.bytes, w.wire);
+            if f.limit == Some(s.src.sent) {
                 ctl[f.index].finish();
             }
-            len
+            w.len
         };
         send_stamped(&mut *self.queue, pending.len(), now, epoch, fill).map_err(|e| e.to_string())
     }
