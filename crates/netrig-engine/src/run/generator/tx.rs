@@ -5,7 +5,7 @@
 //! + gap) + i / rate` for frame `i` of burst `b`). The worker keeps one heap entry per running
 //! flow, keyed by its next frame's due time (equal times in the order queued, so unpaced flows take
 //! turns of [`TURN`] frames); every iteration it picks the frames due into a
-//! pending list (in due order, so each flow's frames stay in sequence) and hands them to the
+//! pending list of runs (in due order, so each flow's frames stay in sequence) and hands them to the
 //! queue in one `send`, whose fill writes each frame ([`netrig_wire::stack::CompiledStack::fill`])
 //! and counts it. Picks the queue did not take stay pending for the next `send`.
 //!
@@ -200,7 +200,7 @@ impl TxWorker {
             slot_of[s.flow.index] = k;
         }
         let mut heap = Schedule::with_capacity(slots.len());
-        let mut pending: VecDeque<u32> = VecDeque::with_capacity(UNPACED_BATCH);
+        let mut pending = Picks::default();
         let mut seen = 0u64;
         let mut hold = 0u64;
         let mut meter = TxMeter::new();
@@ -230,9 +230,9 @@ impl TxWorker {
                         // The frames are spread from their hand-off, as a trial's worker spreads them.
                         meter.batch(handed, clock::now_ns(), n as u64);
                         if handed > now + HELD_UP_NS {
-                            held_up(&mut slots, &mut heap, pending.range(..n), handed);
+                            held_up(&mut slots, &mut heap, pending.first(n), handed);
                         }
-                        pending.drain(..n);
+                        pending.consume(n);
                     }
                     Err(e) => self.failed(e, &mut slots, &mut heap, &mut pending),
                 }
@@ -263,14 +263,7 @@ impl TxWorker {
         }
     }
 
-    fn apply(
-        &mut self,
-        cmd: Cmd,
-        slots: &mut [Slot],
-        slot_of: &[usize],
-        heap: &mut Schedule,
-        pending: &mut VecDeque<u32>,
-    ) {
+    fn apply(&mut self, cmd: Cmd, slots: &mut [Slot], slot_of: &[usize], heap: &mut Schedule, pending: &mut Picks) {
         let (flow, at) = match cmd {
             Cmd::Start { flow, at_ns, .. } | Cmd::Resume { flow, at_ns } => (flow, at_ns),
             Cmd::Stop(flow) | Cmd::Pause(flow) | Cmd::Update { flow, .. } => (flow, clock::now_ns()),
@@ -279,9 +272,7 @@ impl TxWorker {
         let Some(&k) = slot_of.get(flow).filter(|&&k| k != usize::MAX) else { return };
         let s = &mut slots[k];
         // Picks not sent yet are taken back: a stopped or paused flow sends nothing more.
-        let before = pending.len();
-        pending.retain(|&p| p as usize != k);
-        s.picked -= (before - pending.len()) as u64;
+        s.picked -= pending.take_back(k as u32);
         s.gen = s.gen.wrapping_add(1);
         match cmd {
             Cmd::Start { tag, .. } => {
@@ -315,12 +306,17 @@ impl TxWorker {
 
     /// Send the pending picks (as many as the queue takes) and count them; how many it sent, and
     /// when the first was handed to the queue (after anything that held the send up).
-    fn send(&mut self, slots: &mut [Slot], pending: &VecDeque<u32>, now: u64) -> Result<(usize, u64), String> {
+    fn send(&mut self, slots: &mut [Slot], pending: &Picks, now: u64) -> Result<(usize, u64), String> {
         let epoch = self.epoch_ns;
         let (ctl, pubs, port) = (&self.ctl, &self.pubs, &self.port);
-        let mut picks = pending.iter();
+        let mut runs = pending.runs.iter();
+        let (mut k, mut left) = (0usize, 0u32);
         let fill = |buf: &mut [u8], held: &mut u64, stamp: u64| -> usize {
-            let k = *picks.next().expect("one pick per frame") as usize;
+            if left == 0 {
+                let &(slot, n) = runs.next().expect("one pick per frame");
+                (k, left) = (slot as usize, n);
+            }
+            left -= 1;
             let s = &mut slots[k];
             let f = &*s.flow;
             pubs[f.index].count_tag(s.src.sent);
@@ -336,11 +332,11 @@ impl TxWorker {
             }
             w.len
         };
-        send_stamped(&mut *self.queue, pending.len(), now, epoch, fill).map_err(|e| e.to_string())
+        send_stamped(&mut *self.queue, pending.frames, now, epoch, fill).map_err(|e| e.to_string())
     }
 
     /// The queue failed: every flow of this worker stops; the error is reported.
-    fn failed(&mut self, e: String, slots: &mut [Slot], heap: &mut Schedule, pending: &mut VecDeque<u32>) {
+    fn failed(&mut self, e: String, slots: &mut [Slot], heap: &mut Schedule, pending: &mut Picks) {
         self.errors.lock().unwrap_or_else(|x| x.into_inner()).push(e);
         for s in slots.iter_mut() {
             s.running = false;
@@ -361,8 +357,8 @@ const HELD_UP_NS: u64 = 20_000;
 /// frames in it go out late as one burst, so its schedule shifts from there, its next frame one
 /// frame time later, and its give-back starts there (as the trial's worker does). Without this
 /// the frames due meanwhile went out right after it as a second burst.
-fn held_up<'a>(slots: &mut [Slot], heap: &mut Schedule, sent: impl Iterator<Item = &'a u32>, handed: u64) {
-    for &k in sent {
+fn held_up(slots: &mut [Slot], heap: &mut Schedule, sent: impl Iterator<Item = u32>, handed: u64) {
+    for k in sent {
         let s = &mut slots[k as usize];
         if !s.running || s.npf == 0.0 || s.due(s.picked) + s.depth_ns >= handed {
             continue;
@@ -410,12 +406,87 @@ impl Schedule {
     }
 }
 
+/// The frames picked and not sent yet, in the order they go: runs of one flow slot's frames
+/// (an entry per run, not per frame).
+#[derive(Default)]
+struct Picks {
+    runs: VecDeque<(u32, u32)>,
+    /// Frames in all the runs.
+    frames: usize,
+}
+
+impl Picks {
+    fn is_empty(&self) -> bool {
+        self.frames == 0
+    }
+
+    /// `n` more frames of slot `k`.
+    fn push(&mut self, k: u32, n: usize) {
+        self.frames += n;
+        match self.runs.back_mut() {
+            Some((last, m)) if *last == k => *m += n as u32,
+            _ => self.runs.push_back((k, n as u32)),
+        }
+    }
+
+    /// The slot of each run that holds some of the first `n` frames.
+    fn first(&self, n: usize) -> impl Iterator<Item = u32> + '_ {
+        let mut upto = 0usize;
+        self.runs
+            .iter()
+            .take_while(move |&&(_, m)| {
+                let more = upto < n;
+                upto += m as usize;
+                more
+            })
+            .map(|&(k, _)| k)
+    }
+
+    /// The first `n` frames went.
+    fn consume(&mut self, mut n: usize) {
+        self.frames -= n;
+        while n > 0 {
+            let front = self.runs.front_mut().expect("the frames sent were picked");
+            let m = (front.1 as usize).min(n);
+            front.1 -= m as u32;
+            n -= m;
+            if front.1 == 0 {
+                self.runs.pop_front();
+            }
+        }
+    }
+
+    /// Take slot `k`'s frames back; how many.
+    fn take_back(&mut self, k: u32) -> u64 {
+        let mut taken = 0;
+        self.runs.retain(|&(s, m)| {
+            taken += if s == k { u64::from(m) } else { 0 };
+            s != k
+        });
+        self.frames -= taken as usize;
+        taken
+    }
+
+    fn clear(&mut self) {
+        self.runs.clear();
+        self.frames = 0;
+    }
+
+    /// Every pick in order, a slot per frame (tests).
+    #[cfg(test)]
+    fn drain(&mut self) -> Vec<u32> {
+        let all = self.runs.iter().flat_map(|&(k, m)| std::iter::repeat_n(k, m as usize)).collect();
+        self.clear();
+        all
+    }
+}
+
 /// Pick every frame due by `now - hold` (the earliest due first) into `pending`; the longest any
 /// picked frame waited after it fell due, ns.
 #[inline]
-fn pick_due(slots: &mut [Slot], heap: &mut Schedule, pending: &mut VecDeque<u32>, now: u64, hold: u64) -> u64 {
+fn pick_due(slots: &mut [Slot], heap: &mut Schedule, pending: &mut Picks, now: u64, hold: u64) -> u64 {
     let mut lag = 0;
-    while pending.len() < pending.capacity() {
+    while pending.frames < UNPACED_BATCH {
         let Some((due, k, gen)) = heap.peek() else { return lag };
         let s = &mut slots[k as usize];
         if gen != s.gen || !s.running {
@@ -436,12 +507,12 @@ fn pick_due(slots: &mut [Slot], heap: &mut Schedule, pending: &mut VecDeque<u32>
         // run, not per frame (one flow alone: one per batch). Frames due with the next entry's
         // end the run after a turn: unpaced flows (every frame due now) take turns.
         let next = heap.peek().map_or(u64::MAX, |(d, _, _)| d);
+        let room = UNPACED_BATCH - pending.frames;
         let mut run = 0;
         loop {
             s.picked += 1;
             run += 1;
-            pending.push_back(k);
-            if s.all_picked() || pending.len() == pending.capacity() {
+            if s.all_picked() || run == room {
                 break;
             }
             let d = s.due(s.picked);
@@ -449,6 +520,7 @@ fn pick_due(slots: &mut [Slot], heap: &mut Schedule, pending: &mut VecDeque<u32>
                 break;
             }
         }
+        pending.push(k, run);
         if !s.all_picked() {
             heap.push(s.due(s.picked), k, gen);
         }
@@ -551,9 +623,23 @@ mod tests {
         for (k, s) in slots.iter().enumerate() {
             heap.push(s.due(0), k as u32, s.gen);
         }
-        let mut pending = VecDeque::with_capacity(UNPACED_BATCH);
+        let mut pending = Picks::default();
         pick_due(slots, &mut heap, &mut pending, now, 0);
-        (pending.into_iter().collect(), heap.heap.len())
+        (pending.drain(), heap.heap.len())
+    }
+
+    /// Picks kept as runs give back the frames in order, a slot per frame, through a partial send
+    /// and a flow taken back.
+    #[test]
+    fn picks_keep_their_order_as_runs() {
+        let mut p = Picks::default();
+        [(0, 3), (0, 2), (1, 4), (2, 1), (1, 2)].into_iter().for_each(|(k, n)| p.push(k, n));
+        assert_eq!((p.runs.len(), p.frames), (4, 12), "a flow's next run joins its last");
+        assert_eq!(p.first(6).collect::<Vec<_>>(), [0, 1]);
+        p.consume(6);
+        assert_eq!(p.take_back(1), 5);
+        assert_eq!((p.frames, p.drain()), (1, vec![2]));
+        assert!(p.is_empty());
     }
 
     #[test]
@@ -573,11 +659,11 @@ mod tests {
         for (k, s) in slots.iter().enumerate() {
             heap.push(s.due(0), k as u32, s.gen);
         }
-        let mut pending = VecDeque::with_capacity(UNPACED_BATCH);
+        let mut pending = Picks::default();
         let mut each = [0usize; 3];
         for i in 1..=20u64 {
             pick_due(&mut slots, &mut heap, &mut pending, i * 100_000, 0);
-            let p: Vec<u32> = pending.drain(..).collect();
+            let p: Vec<u32> = pending.drain();
             assert!(p.chunk_by(|a, b| a == b).all(|run| run.len() <= TURN), "{p:?}");
             p.iter().for_each(|&k| each[k as usize] += 1);
         }
@@ -595,11 +681,11 @@ mod tests {
         let mut slots = [slot(0, Rate::Pps(50_000.0), GenDuration::Continuous)];
         let mut heap = Schedule::with_capacity(1);
         heap.push(slots[0].due(0), 0, slots[0].gen);
-        let mut pending = VecDeque::with_capacity(UNPACED_BATCH);
+        let mut pending = Picks::default();
         let mut times = Vec::new();
         let mut at = |t: u64, slots: &mut [Slot], times: &mut Vec<u64>| {
             pick_due(slots, &mut heap, &mut pending, t, 0);
-            times.extend(pending.drain(..).map(|_| t));
+            times.extend(pending.drain().into_iter().map(|_| t));
         };
         let step = 10_000;
         (0..=10_000_000).step_by(step).for_each(|t| at(t, &mut slots, &mut times));
