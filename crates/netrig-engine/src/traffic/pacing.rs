@@ -194,6 +194,92 @@ impl SmoothSchedule {
     }
 }
 
+/// When one source's frames are due, as both TX workers keep it: frame `k` at `sched.anchor +
+/// offset(k)`, where `offset(k)` is `k` frame times, or in bursts (`frames` frames at the rate,
+/// then a gap) the bursts before it and its place in its own. A source found behind sends at
+/// most its depth ([`smooth_depth`]) at once, and its schedule ([`SmoothSchedule`]) shifts.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Cadence {
+    pub sched: SmoothSchedule,
+    /// Nanoseconds per frame (0: unpaced, every frame due at the anchor).
+    pub npf: f64,
+    /// Frames a source behind its schedule sends at once, and the time they take after the first.
+    pub depth: u64,
+    depth_ns: u64,
+    /// Bursts: frames per burst and the gap from a burst's last frame to the next one's first, ns.
+    bursts: Option<(u64, u64)>,
+}
+
+impl Cadence {
+    /// `rate` frames/s, planned from `planned`, frame 0 due at `anchor` ([`SmoothSchedule::new`]).
+    pub fn new(rate: f64, planned: u64, anchor: u64) -> Cadence {
+        let mut c = Cadence { sched: SmoothSchedule::new(planned, anchor), ..Cadence::default() };
+        c.set_rate(rate);
+        c
+    }
+
+    /// The frames in bursts of `frames`, `gap_ns` from a burst's last frame to the next one's first.
+    pub fn in_bursts(self, frames: u64, gap_ns: u64) -> Cadence {
+        Cadence { bursts: Some((frames, gap_ns)), ..self }
+    }
+
+    /// Go on at `rate` frames/s (the anchor is the caller's to move).
+    pub fn set_rate(&mut self, rate: f64) {
+        self.npf = if rate.is_finite() { 1e9 / rate } else { 0.0 };
+        self.depth = smooth_depth(rate);
+        self.depth_ns = ((self.depth - 1) as f64 * self.npf) as u64;
+    }
+
+    /// How long after the anchor frame `k` is due.
+    #[inline(always)]
+    pub fn offset(&self, k: u64) -> u64 {
+        match self.bursts {
+            None => (k as f64 * self.npf) as u64,
+            Some((frames, gap)) => {
+                let (burst, i) = (k / frames, k % frames);
+                let span = frames as f64 * self.npf + gap as f64;
+                (burst as f64 * span + i as f64 * self.npf) as u64
+            }
+        }
+    }
+
+    /// When frame `k` is due.
+    #[inline(always)]
+    pub fn at(&self, k: u64) -> u64 {
+        self.sched.anchor + self.offset(k)
+    }
+
+    /// Frames `0..n` due by `now` (paced, without bursts): `n`.
+    #[inline]
+    pub fn due_by(&self, now: u64) -> u64 {
+        if now < self.sched.anchor {
+            0
+        } else {
+            (((now - self.sched.anchor) as f64 / self.npf) as u64).saturating_add(1)
+        }
+    }
+
+    /// Frame `k` goes out at `now`: a schedule behind by more than its depth shifts so that the
+    /// depth's frames from `k` are due by then, and the rest follow at the rate.
+    #[inline]
+    pub fn within_depth(&mut self, k: u64, now: u64) {
+        self.sched.due_no_earlier(self.offset(k) + self.depth_ns, now);
+    }
+
+    /// Frame `k` was due more than the depth's time before `t`.
+    #[inline]
+    pub fn behind(&self, k: u64, t: u64) -> bool {
+        self.at(k) + self.depth_ns < t
+    }
+
+    /// A send held up until `handed` took frame `last` out late, as one burst: the schedule
+    /// shifts so that `last` is due at `handed` ([`SmoothSchedule::held_up`]).
+    #[inline]
+    pub fn held_up(&mut self, last: u64, handed: u64) {
+        self.sched.held_up(self.offset(last), handed, handed);
+    }
+}
+
 /// A catching-up worker sends its backlog at most this many times faster than its rate.
 pub const CATCHUP_FACTOR: f64 = 2.0;
 
@@ -441,6 +527,25 @@ mod tests {
     /// The one schedule both workers keep: a frame found late shifts it by exactly the lateness,
     /// the shift is given back at SMOOTH_RECOVERY and never past the plan, a hold-up restarts the
     /// give-back from the hand-off, and a pause moves the schedule without counting as lost.
+    /// A cadence at 100 kframes/s (10 µs a frame, depth 8): frames in bursts of 4 with a 100-µs
+    /// gap after each; a source 1 ms behind shifts so that its depth is due at once; a hold-up
+    /// makes the last frame sent due at the hand-off; a new rate keeps the anchor.
+    #[test]
+    fn a_cadence_spaces_bursts_and_keeps_a_source_within_its_depth() {
+        let c = Cadence::new(100_000.0, 1_000, 1_000);
+        assert_eq!((c.depth, c.at(0), c.at(3), c.due_by(1_000 + 35_000)), (8, 1_000, 31_000, 4));
+        let b = c.in_bursts(4, 100_000);
+        assert_eq!([b.offset(3), b.offset(4), b.offset(9)], [30_000, 140_000, 290_000]);
+        let mut c = c;
+        assert!(!c.behind(0, 1_000 + 70_000) && c.behind(0, 1_000 + 70_001));
+        c.within_depth(0, 1_000_000);
+        assert_eq!((c.due_by(1_000_000), c.sched.shifted), (8, 1_000_000 - 1_000 - 70_000));
+        c.held_up(9, 2_000_000);
+        assert_eq!(c.at(9), 2_000_000);
+        c.set_rate(50_000.0);
+        assert_eq!((c.at(1) - c.at(0), c.depth), (20_000, 4));
+    }
+
     #[test]
     fn a_smooth_schedule_shifts_gives_back_and_holds() {
         let mut s = SmoothSchedule::new(1_000, 1_000);

@@ -31,8 +31,7 @@ use crate::error::PortError;
 use crate::port::{TxQueue, TxQueueStats};
 pub use crate::traffic::pacing::BATCH;
 use crate::traffic::pacing::{
-    catchup_burst, smooth_depth, wake_batch, LoadMeter, Pacing, SmoothSchedule, Smoothness, CATCHUP_FACTOR,
-    MAX_SLEEP_NS, MIN_SLEEP_NS,
+    catchup_burst, wake_batch, Cadence, LoadMeter, Pacing, Smoothness, CATCHUP_FACTOR, MAX_SLEEP_NS, MIN_SLEEP_NS,
 };
 use crate::traffic::schedule::{IntervalCounter, IntervalGrid, RatePhase, Side};
 use crate::traffic::source::Source;
@@ -282,11 +281,9 @@ struct SegmentClock {
     seg: Segment,
     /// Frames sent in this segment.
     sent: u64,
-    /// The schedule (smooth pacing shifts it and gives the shift back; catch-up never moves it).
-    sched: SmoothSchedule,
-    /// Nanoseconds per frame.
-    npf: f64,
-    depth: u64,
+    /// When its frames are due (smooth pacing shifts the schedule and gives the shift back;
+    /// catch-up never moves it).
+    c: Cadence,
     wake: u64,
     /// Catch-up token bucket: depth `burst`, refilled at CATCHUP_FACTOR × rate.
     burst: f64,
@@ -304,9 +301,7 @@ impl SegmentClock {
             index,
             seg,
             sent: 0,
-            sched: SmoothSchedule::new(seg.start_ns, anchor),
-            npf: 1e9 / seg.rate,
-            depth: smooth_depth(seg.rate),
+            c: Cadence::new(seg.rate, seg.start_ns, anchor),
             wake: wake_batch(seg.rate),
             burst,
             tokens: burst,
@@ -318,7 +313,7 @@ impl SegmentClock {
     /// Smooth pacing: give back lost time ([`SmoothSchedule::give_back`]).
     #[inline]
     fn recover(&mut self, now: u64) {
-        self.sched.give_back(now);
+        self.c.sched.give_back(now);
     }
 
     /// A rate, not as fast as possible.
@@ -338,18 +333,15 @@ impl SegmentClock {
     fn due(&self, now: u64) -> u64 {
         if !self.paced() {
             UNPACED_BATCH as u64
-        } else if now < self.sched.anchor {
-            0
         } else {
-            let total = (((now - self.sched.anchor) as f64 / self.npf) as u64).saturating_add(1).min(self.seg.frames);
-            total.saturating_sub(self.sent)
+            self.c.due_by(now).min(self.seg.frames).saturating_sub(self.sent)
         }
     }
 
     /// When frame `k` of the segment was planned (before any shift of the schedule).
     #[inline]
     fn planned_at(&self, k: u64) -> u64 {
-        self.seg.start_ns + (k as f64 * self.npf) as u64
+        self.seg.start_ns + (k as f64 * self.c.npf) as u64
     }
 }
 
@@ -483,7 +475,7 @@ impl<'a> TxRun<'a> {
         let mut now = None;
         let anchor = if next.continuous {
             // The next phase starts where this one ends, shifted by the time lost so far.
-            let shift = if self.pacing == Pacing::Smooth { sc.sched.shifted } else { 0 };
+            let shift = if self.pacing == Pacing::Smooth { sc.c.sched.shifted } else { 0 };
             next.start_ns + shift
         } else {
             let _ = self.queue.flush();
@@ -516,12 +508,12 @@ impl<'a> TxRun<'a> {
     /// spin. A wake-up later than that is time smooth pacing does not get back.
     fn wait_for_wake_batch(&mut self, sc: &SegmentClock, now: u64) {
         let wake = sc.wake.min(sc.seg.frames - sc.sent);
-        let next = sc.sched.anchor + ((sc.sent + wake - 1) as f64 * sc.npf) as u64;
-        let slack = if self.pacing == Pacing::Smooth { ((sc.depth - sc.wake) as f64 * sc.npf) as u64 } else { 0 };
+        let next = sc.c.at(sc.sent + wake - 1);
+        let slack = if self.pacing == Pacing::Smooth { ((sc.c.depth - sc.wake) as f64 * sc.c.npf) as u64 } else { 0 };
         let early = self.waker.margin_ns.saturating_sub(slack);
         if next > now + early + MIN_SLEEP_NS {
             let _ = self.queue.flush();
-            let between = (wake as f64 * sc.npf) as u64;
+            let between = (wake as f64 * sc.c.npf) as u64;
             self.waker.sleep_until((next - early).min(now + MAX_SLEEP_NS), between);
         } else if self.cpu_shared {
             // Another TX worker is pinned to this CPU: spinning would starve it, its wake-ups
@@ -541,16 +533,15 @@ impl<'a> TxRun<'a> {
         if !sc.paced() {
             return Some(due);
         }
-        let due_at = sc.sched.anchor + (sc.sent as f64 * sc.npf) as u64;
-        self.res.max_lag_ns = self.res.max_lag_ns.max(now.saturating_sub(due_at));
+        self.res.max_lag_ns = self.res.max_lag_ns.max(now.saturating_sub(sc.c.at(sc.sent)));
         match self.pacing {
             Pacing::Smooth => {
-                if due > sc.depth {
+                if due > sc.c.depth {
                     // Behind: the lost time is not recovered at once (`recover` gives it back
                     // at SMOOTH_RECOVERY of the time that passes). Shift the schedule so that
                     // `depth` frames are due now and the rest follow at the rate.
-                    sc.sched.due_no_earlier(((sc.sent + sc.depth - 1) as f64 * sc.npf) as u64, now);
-                    due = sc.depth;
+                    sc.c.within_depth(sc.sent, now);
+                    due = sc.c.depth;
                 }
             }
             Pacing::CatchUp => {
@@ -628,17 +619,15 @@ impl<'a> TxRun<'a> {
         self.total_sent += sent;
         if sc.paced() {
             // How late the batch's first frame really left (a hold-up after `pace` looked).
-            let due_at = sc.sched.anchor + (sc.sent as f64 * sc.npf) as u64;
-            self.res.max_lag_ns = self.res.max_lag_ns.max(handed.saturating_sub(due_at));
+            self.res.max_lag_ns = self.res.max_lag_ns.max(handed.saturating_sub(sc.c.at(sc.sent)));
         }
-        if self.pacing == Pacing::Smooth && sc.paced() && sc.due(handed) > sc.depth {
+        if self.pacing == Pacing::Smooth && sc.paced() && sc.due(handed) > sc.c.depth {
             // Held up between the decision and the hand-off (descheduled, or the queue was slow to
             // take it) by more than the depth: this batch went out late as one burst, so the schedule
             // shifts from it as from a burst `pace` lets out, and the next frame follows one frame
             // time later. Without this, the frames that fell due meanwhile went out right after it
             // as a second burst (a 1-ms window held the intended 50 frames + 7).
-            let last = ((sc.sent + sent - 1) as f64 * sc.npf) as u64;
-            sc.sched.held_up(last, handed, handed);
+            sc.c.held_up(sc.sent + sent - 1, handed);
         }
         sc.sent += sent;
         if self.pacing == Pacing::CatchUp {
@@ -657,7 +646,7 @@ impl<'a> TxRun<'a> {
         // hard end, a stop), the last send: not where the frames it never sent would have been due
         // (that would make the last counting interval, and the stretch, longer than the sending was).
         res.end_ns = if sc.paced() && sc.seg.frames != u64::MAX && sc.sent >= sc.seg.frames {
-            (sc.sched.anchor + (sc.seg.frames as f64 * sc.npf) as u64).max(self.last_stamp)
+            sc.c.at(sc.seg.frames).max(self.last_stamp)
         } else {
             res.last_ns
         };
@@ -881,14 +870,14 @@ mod tests {
             sc.recover(t);
         }
         // 50 ms passed: 2 % of it (1 ms) given back, 50 more frames due than without give-back.
-        let shift = sc.sched.shifted;
-        assert_eq!(shift, sc.sched.anchor - seg.start_ns);
+        let shift = sc.c.sched.shifted;
+        assert_eq!(shift, sc.c.sched.anchor - seg.start_ns);
         assert!((shift as f64 - 2e6 + 50e6 * SMOOTH_RECOVERY).abs() < 1_000.0, "shift {shift} ns");
         assert_eq!(sc.due(t0 + 50_000_000) - due_without, 50);
         for t in (t0 + 50_000_000..=t0 + 200_000_000).step_by(10_000) {
             sc.recover(t);
         }
-        assert_eq!((sc.sched.anchor, sc.sched.shifted), (seg.start_ns, 0), "back on the plan, not ahead of it");
+        assert_eq!((sc.c.sched.anchor, sc.c.sched.shifted), (seg.start_ns, 0), "back on the plan, not ahead of it");
     }
     use crate::traffic::stream::{compile, FlowOrder, StreamConfig};
     use netrig_wire::dissect::locate;

@@ -25,7 +25,7 @@ use super::flow::CompiledFlow;
 use super::stats::{Counters, FlowCtl, FlowState, PortCounters, TxPacing};
 use crate::clock;
 use crate::port::TxQueue;
-use crate::traffic::pacing::{smooth_depth, wake_batch, LoadMeter, SmoothSchedule, BATCH, MAX_SLEEP_NS, MIN_SLEEP_NS};
+use crate::traffic::pacing::{wake_batch, Cadence, LoadMeter, SmoothSchedule, BATCH, MAX_SLEEP_NS, MIN_SLEEP_NS};
 use crate::traffic::source::Source;
 use crate::traffic::tx::{send_stamped, UNPACED_BATCH};
 
@@ -87,12 +87,9 @@ struct Slot {
     gen: u32,
     tag: u32,
     picked: u64,
-    /// Where this start's frames are due: frame `k` at `sched.anchor` + [`Slot::offset`]`(k)`;
-    /// `sched.shifted` is how far smooth pacing has it behind its plan (the flow's stretch).
-    sched: SmoothSchedule,
-    npf: f64,
-    /// Behind by more than this, the schedule shifts ([`pace`]).
-    depth_ns: u64,
+    /// Where this start's frames are due; `c.sched.shifted` is how far smooth pacing has it
+    /// behind its plan (the flow's stretch).
+    c: Cadence,
     paused_at: u64,
 }
 
@@ -109,14 +106,6 @@ fn hold_ns(rate: f64) -> u64 {
     }
 }
 
-/// A flow's time per frame and how far behind its schedule may be before it shifts, ns, at `rate`
-/// frames/s: the frames due in that time and the one due now are its depth (as the trial's worker
-/// lets its depth out after a stall, not one more).
-fn pace(rate: f64) -> (f64, u64) {
-    let npf = if rate.is_finite() { 1e9 / rate } else { 0.0 };
-    (npf, ((smooth_depth(rate) - 1) as f64 * npf) as u64)
-}
-
 /// The flow's frames: its stack from its first frame, flow id its index.
 fn source(flow: &CompiledFlow) -> Source {
     let first = flow.stack.keys().sequential();
@@ -130,16 +119,17 @@ fn wire_sizes(flow: &CompiledFlow) -> Vec<u64> {
 
 impl Slot {
     fn new(flow: Arc<CompiledFlow>) -> Slot {
-        let (npf, depth_ns) = pace(flow.rate_pps);
+        let c = Cadence::new(flow.rate_pps, 0, 0);
         Slot {
+            c: match flow.bursts {
+                Some(b) => c.in_bursts(b.packets, b.gap_ns),
+                None => c,
+            },
             src: source(&flow),
             running: false,
             gen: 0,
             tag: 0,
             picked: 0,
-            sched: SmoothSchedule::default(),
-            npf,
-            depth_ns,
             paused_at: 0,
             flow,
         }
@@ -148,20 +138,7 @@ impl Slot {
     /// When pick `k` is due.
     #[inline(always)]
     fn due(&self, k: u64) -> u64 {
-        self.sched.anchor + self.offset(k)
-    }
-
-    /// How long after the anchor pick `k` is due.
-    #[inline(always)]
-    fn offset(&self, k: u64) -> u64 {
-        match self.flow.bursts {
-            None => (k as f64 * self.npf) as u64,
-            Some(b) => {
-                let (burst, i) = (k / b.packets, k % b.packets);
-                let span = b.packets as f64 * self.npf + b.gap_ns as f64;
-                (burst as f64 * span + i as f64 * self.npf) as u64
-            }
-        }
+        self.c.at(k)
     }
 
     /// Every frame of this start has been picked.
@@ -180,9 +157,9 @@ impl Slot {
     fn update(&mut self, compiled: Arc<CompiledFlow>, at: u64) {
         let when = if self.paused_at > 0 { self.paused_at } else { at.max(self.due(self.picked)) };
         self.src.update(compiled.stack.clone(), &compiled.size_schedule, &wire_sizes(&compiled));
-        (self.npf, self.depth_ns) = pace(compiled.rate_pps);
+        self.c.set_rate(compiled.rate_pps);
         self.flow = compiled;
-        self.sched.anchor = when.saturating_sub(self.offset(self.picked));
+        self.c.sched.anchor = when.saturating_sub(self.c.offset(self.picked));
     }
 }
 
@@ -280,7 +257,7 @@ impl TxWorker {
                 s.picked = 0;
                 (s.tag, s.running, s.paused_at) = (tag, true, 0);
                 let anchor = at + s.flow.config.delay_ns;
-                s.sched = SmoothSchedule::new(anchor, anchor);
+                s.c.sched = SmoothSchedule::new(anchor, anchor);
                 self.pubs[flow].reset(tag);
             }
             Cmd::Pause(_) if s.running => {
@@ -288,7 +265,7 @@ impl TxWorker {
                 s.paused_at = at;
             }
             Cmd::Resume { .. } if !s.running && s.paused_at > 0 => {
-                s.sched.resume(at.saturating_sub(s.paused_at), at);
+                s.c.sched.resume(at.saturating_sub(s.paused_at), at);
                 s.paused_at = 0;
                 s.running = true;
             }
@@ -360,10 +337,10 @@ const HELD_UP_NS: u64 = 20_000;
 fn held_up(slots: &mut [Slot], heap: &mut Schedule, sent: impl Iterator<Item = u32>, handed: u64) {
     for k in sent {
         let s = &mut slots[k as usize];
-        if !s.running || s.npf == 0.0 || s.due(s.picked) + s.depth_ns >= handed {
+        if !s.running || s.c.npf == 0.0 || !s.c.behind(s.picked, handed) {
             continue;
         }
-        s.sched.held_up(s.offset(s.picked), handed + s.npf as u64, handed);
+        s.c.held_up(s.picked - 1, handed);
         s.gen = s.gen.wrapping_add(1);
         if !s.all_picked() {
             heap.push(s.due(s.picked), k, s.gen);
@@ -501,8 +478,8 @@ fn pick_due(slots: &mut [Slot], heap: &mut Schedule, pending: &mut Picks, now: u
         lag = lag.max(now - due);
         // Smooth pacing: time lost earlier is given back slowly; behind by more than the depth,
         // the schedule shifts (also over what was just given back: a hold-up gives nothing back).
-        s.sched.give_back(now);
-        s.sched.due_no_earlier(s.offset(s.picked), now.saturating_sub(s.depth_ns));
+        s.c.sched.give_back(now);
+        s.c.within_depth(s.picked, now);
         // The flow's frames due before the next entry's go in one run: one heap operation per
         // run, not per frame (one flow alone: one per batch). Frames due with the next entry's
         // end the run after a turn: unpaced flows (every frame due now) take turns.
@@ -575,7 +552,7 @@ impl TxMeter {
         }
         let p = TxPacing {
             frames: self.frames,
-            stretch_ns: slots.iter().map(|s| s.sched.shifted).max().unwrap_or(0),
+            stretch_ns: slots.iter().map(|s| s.c.sched.shifted).max().unwrap_or(0),
             max_lag_ns: self.max_lag_ns,
             smoothness: self.load.summary(),
         };
@@ -677,7 +654,7 @@ mod tests {
     /// depth over the rate, and ends on its plan, not ahead of it (as the trial's worker).
     #[test]
     fn a_flow_held_up_gives_the_time_back_and_no_more() {
-        use crate::traffic::pacing::{most_in_window, SMOOTH_RECOVERY};
+        use crate::traffic::pacing::{most_in_window, smooth_depth, SMOOTH_RECOVERY};
         let mut slots = [slot(0, Rate::Pps(50_000.0), GenDuration::Continuous)];
         let mut heap = Schedule::with_capacity(1);
         heap.push(slots[0].due(0), 0, slots[0].gen);
@@ -693,9 +670,9 @@ mod tests {
         // Behind 2 ms less the depth (4 frames due at once: 60 µs), 1 ms of it given back in the
         // 50 ms since.
         let owed = 2e6 - 60e3 - 50e6 * SMOOTH_RECOVERY;
-        assert!((slots[0].sched.shifted as f64 - owed).abs() < 30e3, "{} ns behind", slots[0].sched.shifted);
+        assert!((slots[0].c.sched.shifted as f64 - owed).abs() < 30e3, "{} ns behind", slots[0].c.sched.shifted);
         (62_000_000..=200_000_000).step_by(step).for_each(|t| at(t, &mut slots, &mut times));
-        assert_eq!(slots[0].sched.shifted, 0);
+        assert_eq!(slots[0].c.sched.shifted, 0);
         assert_eq!(slots[0].picked, 200_000_000 / 20_000 + 1, "back on the plan, not ahead of it");
         let peak = most_in_window(&times, 1_000_000);
         let bound = 50.0 * (1.0 + SMOOTH_RECOVERY) + smooth_depth(50_000.0) as f64 + 1.0;
