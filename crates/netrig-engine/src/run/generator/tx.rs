@@ -141,6 +141,52 @@ impl Slot {
         self.c.at(k)
     }
 
+    /// How many frames from `picked` (due) go in one run: with it every one due by `now` and by
+    /// `next` (the next entry's due time), one due at `next` only within a turn of [`TURN`]
+    /// frames, at most `room` and the frames left. In O(1) but for bursts (at most one frame is
+    /// due in any nanosecond below 10^9 frames/s, the rate's bound).
+    #[inline]
+    fn run_len(&self, now: u64, next: u64, room: usize) -> u64 {
+        let (start, turn) = (self.picked, TURN as u64);
+        let most = self.flow.limit.map_or(u64::MAX, |l| l - start).min(room as u64);
+        let n = if self.c.npf == 0.0 {
+            // Unpaced: every frame due at the anchor; another entry due then takes turns.
+            let at = self.c.sched.anchor;
+            if at > now.min(next) {
+                1
+            } else if at == next {
+                turn
+            } else {
+                most
+            }
+        } else if self.flow.bursts.is_some() {
+            let mut n = 1;
+            while n < most {
+                let d = self.due(start + n);
+                if d > now || d > next || (d == next && n == turn) {
+                    break;
+                }
+                n += 1;
+            }
+            n
+        } else {
+            let t = now.min(next);
+            let mut end = self.c.due_by(t).max(start + 1);
+            while end > start + 1 && self.due(end - 1) > t {
+                end -= 1;
+            }
+            while self.due(end) <= t && end - start < most {
+                end += 1;
+            }
+            if end - start > turn && self.due(start + turn) == next {
+                turn
+            } else {
+                end - start
+            }
+        };
+        n.clamp(1, most)
+    }
+
     /// Every frame of this start has been picked.
     fn all_picked(&self) -> bool {
         self.flow.limit.is_some_and(|l| self.picked >= l)
@@ -484,20 +530,9 @@ fn pick_due(slots: &mut [Slot], heap: &mut Schedule, pending: &mut Picks, now: u
         // run, not per frame (one flow alone: one per batch). Frames due with the next entry's
         // end the run after a turn: unpaced flows (every frame due now) take turns.
         let next = heap.peek().map_or(u64::MAX, |(d, _, _)| d);
-        let room = UNPACED_BATCH - pending.frames;
-        let mut run = 0;
-        loop {
-            s.picked += 1;
-            run += 1;
-            if s.all_picked() || run == room {
-                break;
-            }
-            let d = s.due(s.picked);
-            if d > now || d > next || (d == next && run == TURN) {
-                break;
-            }
-        }
-        pending.push(k, run);
+        let run = s.run_len(now, next, UNPACED_BATCH - pending.frames);
+        s.picked += run;
+        pending.push(k, run as usize);
         if !s.all_picked() {
             heap.push(s.due(s.picked), k, gen);
         }
@@ -617,6 +652,51 @@ mod tests {
         assert_eq!(p.take_back(1), 5);
         assert_eq!((p.frames, p.drain()), (1, vec![2]));
         assert!(p.is_empty());
+    }
+
+    /// A run's length taken at once is the one the per-frame loop took, frame for frame: random
+    /// rates (paced, unpaced, in bursts), anchors, frame limits, times, next entries and room.
+    #[test]
+    fn a_runs_length_is_the_per_frame_loops() {
+        let reference = |s: &Slot, now: u64, next: u64, room: u64| {
+            let (mut run, mut k) = (0, s.picked);
+            loop {
+                (k, run) = (k + 1, run + 1);
+                if s.flow.limit.is_some_and(|l| k >= l) || run == room {
+                    return run;
+                }
+                let d = s.due(k);
+                if d > now || d > next || (d == next && run == TURN as u64) {
+                    return run;
+                }
+            }
+        };
+        let mut rng = crate::rng::XorShift::new(42);
+        let mut r = |n: u64| rng.next_u64() % n;
+        for i in 0..30_000u64 {
+            let rate = if i % 4 == 0 { Rate::Max } else { Rate::Pps(1.0 + r(3_000_000) as f64) };
+            let duration = match i % 3 {
+                0 => GenDuration::Continuous,
+                1 => GenDuration::Frames(1 + r(5000)),
+                _ if i % 4 == 0 => GenDuration::Continuous,
+                _ => GenDuration::Bursts { packets: 1 + r(50), count: 0, gap_ns: r(100_000) },
+            };
+            let mut s = slot(0, rate, duration);
+            s.c.sched.anchor = r(1 << 40);
+            s.picked = r(s.flow.limit.unwrap_or(5000));
+            let due = s.due(s.picked);
+            let now = due + [0, 1, r(100), r(5_000_000), 50_000_000][i as usize % 5];
+            let next = match r(6) {
+                0 => u64::MAX,
+                1 => due,
+                2 => now,
+                3 => s.due(s.picked + r(2 * TURN as u64)), // a frame due with the next entry
+                _ => (due + r(3_000_000)).saturating_sub(1_000_000),
+            };
+            let room = 1 + r(UNPACED_BATCH as u64);
+            let want = reference(&s, now, next, room);
+            assert_eq!(s.run_len(now, next, room as usize), want, "case {i}: {:?} {now} {next} {room}", s.c);
+        }
     }
 
     #[test]
