@@ -6,6 +6,7 @@ pub mod analyze;
 pub mod flows;
 pub mod flowstate;
 pub mod pacing;
+pub(crate) mod pick;
 pub mod replay;
 pub mod rx;
 pub mod schedule;
