@@ -311,12 +311,12 @@ impl Picks {
 /// Pick every frame due by `now - hold` (the earliest due first) into `pending`; the longest any
 /// picked frame waited after it fell due, ns.
 #[inline]
-pub(crate) fn pick_due(slots: &mut [Slot], heap: &mut Schedule, pending: &mut Picks, now: u64, hold: u64) -> u64 {
+pub(crate) fn pick_due<S: Due>(slots: &mut [S], heap: &mut Schedule, pending: &mut Picks, now: u64, hold: u64) -> u64 {
     let mut lag = 0;
     while pending.frames < UNPACED_BATCH {
         let Some((due, k, gen)) = heap.peek() else { return lag };
         let s = &mut slots[k as usize];
-        if gen != s.gen || !s.running {
+        if !s.live(gen) {
             heap.pop();
             continue;
         }
@@ -326,22 +326,47 @@ pub(crate) fn pick_due(slots: &mut [Slot], heap: &mut Schedule, pending: &mut Pi
         }
         heap.pop();
         lag = lag.max(now - due);
-        // Smooth pacing: time lost earlier is given back slowly; behind by more than the depth,
-        // the schedule shifts (also over what was just given back: a hold-up gives nothing back).
-        s.c.sched.give_back(now);
-        s.c.within_depth(s.picked, now);
         // The slot's frames due before the next entry's go in one run: one heap operation per
         // run, not per frame (one slot alone: one per batch). Frames due with the next entry's
         // end the run after a turn: unpaced slots (every frame due now) take turns.
         let next = heap.peek().map_or(u64::MAX, |(d, _, _)| d);
-        let run = s.run_len(now, next, UNPACED_BATCH - pending.frames);
-        s.picked += run;
-        pending.push(k, run as usize);
-        if !s.all_picked() {
-            heap.push(s.due(s.picked), k, gen);
+        let (run, then) = s.take(now, next, UNPACED_BATCH - pending.frames);
+        if run > 0 {
+            pending.push(k, run as usize);
+        }
+        if let Some(t) = then {
+            heap.push(t, k, gen);
         }
     }
     lag
+}
+
+/// What the picker asks of a slot (the generator's [`Slot`]; a trial's share).
+pub(crate) trait Due {
+    /// Its heap entry of generation `gen` is current and it runs.
+    fn live(&self, gen: u32) -> bool;
+    /// Its next frame was due by `now`: how many frames go in this run (the entry due next is
+    /// due at `next`; at most `room`), and when its next frame is due after them (`None`: no more
+    /// until it is told otherwise).
+    fn take(&mut self, now: u64, next: u64, room: usize) -> (u64, Option<u64>);
+}
+
+impl Due for Slot {
+    #[inline]
+    fn live(&self, gen: u32) -> bool {
+        gen == self.gen && self.running
+    }
+
+    #[inline]
+    fn take(&mut self, now: u64, next: u64, room: usize) -> (u64, Option<u64>) {
+        // Smooth pacing: time lost earlier is given back slowly; behind by more than the depth,
+        // the schedule shifts (also over what was just given back: a hold-up gives nothing back).
+        self.c.sched.give_back(now);
+        self.c.within_depth(self.picked, now);
+        let run = self.run_len(now, next, room);
+        self.picked += run;
+        (run, (!self.all_picked()).then(|| self.due(self.picked)))
+    }
 }
 
 #[cfg(test)]

@@ -1,19 +1,21 @@
-//! The TX worker: paced generation of signed frames on one queue.
+//! The trial's TX worker: paced generation of signed frames on one queue.
 //!
 //! A worker owns one [`TxQueue`] and a share of the trial's streams (for a stream spread over
 //! several queues, each worker owns a contiguous block of its flow keys, walked in the stream's
-//! order, so per-flow sequence numbers stay consistent). A run is a list of *segments*: the rate phases of a duration trial
-//! (back to back), the bursts of a burst trial, or one segment of a frame-count trial. Within a
-//! segment, frame `k` is due at `anchor + k / rate` on the monotonic clock; every iteration sends
-//! what is due, in batches. What happens to time the worker lost (descheduled, pushed back by its
-//! queue) is the [`Pacing`] mode's: by default the schedule shifts and drifts back at 2 % of the
-//! time, so the offered rate is never exceeded by more than that and what is not given back
-//! stretches the run (see `crate::traffic::pacing`). A worker that
-//! cannot keep the rate at all ends the run with fewer frames sent than intended, or stretched
-//! beyond the trial's tolerance — measured and reported, never hidden. Streams sharing a worker
-//! are interleaved by smooth weighted round robin on their rates.
+//! order, so per-flow sequence numbers stay consistent). Each share's run is a list of
+//! *segments* at its rate: the rate phases of a duration trial (back to back), the bursts of a
+//! burst trial, or one segment of a frame-count trial. Within a segment, frame `k` is due at
+//! `anchor + k / rate` on the monotonic clock ([`Cadence`]). The shares are picked by due time
+//! through the same picker as the generator's flows (`crate::traffic::pick`): each iteration
+//! takes what is due into one send. What happens to time a share lost (descheduled, pushed back by
+//! its queue) is the [`Pacing`] mode's: by default the schedule shifts and drifts back at 2 % of
+//! the time, so the offered rate is never exceeded by more than that and what is not given back
+//! stretches the run (see `crate::traffic::pacing`). A worker that cannot keep the rate at all
+//! ends the run with fewer frames sent than intended, or stretched beyond the trial's tolerance —
+//! measured and reported, never hidden. A worker with an unpaced share sends all its shares
+//! unpaced, a frame each in turn.
 //!
-//! Per frame the worker has the stream's header stack write the next frame of its key walk
+//! Per frame the share's [`Source`] writes the next frame of its key walk
 //! ([`netrig_wire::stack::CompiledStack::fill`]): the size's template, the flow's per-flow fields,
 //! the signature (flow id = the key, sequence = the walk's cycles, transmit timestamp, under the
 //! trial's tag) and the checksums from precomputed bases. The clock is read three
@@ -33,6 +35,7 @@ pub use crate::traffic::pacing::BATCH;
 use crate::traffic::pacing::{
     catchup_burst, wake_batch, Cadence, LoadMeter, Pacing, Smoothness, CATCHUP_FACTOR, MAX_SLEEP_NS, MIN_SLEEP_NS,
 };
+use crate::traffic::pick::{pick_due, Due, Picks, Schedule};
 use crate::traffic::schedule::{IntervalCounter, IntervalGrid, RatePhase, Side};
 use crate::traffic::source::Source;
 use crate::traffic::stream::CompiledStream;
@@ -137,15 +140,6 @@ pub enum RunShape {
     Bursts { frames: u64, bursts: u64, gap_ns: u64 },
 }
 
-struct ShareState {
-    share: TxShare,
-    /// Its frames and what of them was sent.
-    src: Source,
-    /// Smooth weighted round robin credit.
-    credit: f64,
-    done: bool,
-}
-
 /// Parameters of a worker run.
 pub struct TxPlan {
     pub shares: Vec<TxShare>,
@@ -223,18 +217,13 @@ fn segments(shape: &RunShape, start: u64, rate: f64, limit: Option<u64>) -> Vec<
 pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, live: &TxLive) -> TxWorkerResult {
     let mut run = TxRun::new(queue, plan, live);
     clock::sleep_until(run.bounds.start_ns);
-    let seg = run.send_segments(stop);
-    run.finish(&seg, stop)
+    run.send_all(stop);
+    run.finish(stop)
 }
 
 /// What bounds a run, fixed before its first frame.
 struct RunBounds {
     start_ns: u64,
-    segs: Vec<Segment>,
-    /// The shares' rates together, frames/s (infinite: unpaced).
-    total_rate: f64,
-    /// Frames of every share together, when every share has a frame limit.
-    limit: Option<u64>,
     /// Intended frames of the whole run.
     intended: u64,
     /// Planned length of the run, ns.
@@ -244,17 +233,17 @@ struct RunBounds {
 }
 
 impl RunBounds {
-    /// The segments of `plan`, what they intend and how long they may take.
-    fn new(plan: &TxPlan) -> RunBounds {
+    /// What `plan` intends (its shares' segments, `segs`, together) and how long it may take.
+    fn new(plan: &TxPlan, segs: &[Vec<Segment>]) -> RunBounds {
         let total_rate: f64 = plan.shares.iter().map(|s| s.rate_pps).sum();
         let unpaced = !total_rate.is_finite();
         let all_limited = plan.shares.iter().all(|s| s.limit.is_some());
         let limit: Option<u64> = all_limited.then(|| plan.shares.iter().filter_map(|s| s.limit).sum());
         let start = plan.start_ns;
-        let segs = segments(&plan.shape, start, total_rate, limit);
-        let planned_end = segs.iter().map(|s| s.end_ns.unwrap_or(0)).max().unwrap_or(start);
+        let all = segs.iter().flatten();
+        let planned_end = all.clone().map(|s| s.end_ns.unwrap_or(0)).max().unwrap_or(start).max(start);
         let intended = match (&plan.shape, unpaced) {
-            (RunShape::Phases { .. }, false) => segs.iter().map(|s| s.frames).sum(),
+            (RunShape::Phases { .. }, false) => all.map(|s| s.frames).sum(),
             _ => limit.unwrap_or(0),
         };
         let planned_ns = match &plan.shape {
@@ -270,7 +259,7 @@ impl RunBounds {
             (RunShape::Phases { .. }, false, Pacing::CatchUp) => Some(planned_end + END_GRACE_NS),
             _ => None,
         };
-        RunBounds { start_ns: start, segs, total_rate, limit, intended, planned_ns, hard_end }
+        RunBounds { start_ns: start, intended, planned_ns, hard_end }
     }
 }
 
@@ -289,8 +278,6 @@ struct SegmentClock {
     burst: f64,
     tokens: f64,
     tokens_at: u64,
-    /// The interval grid has been told this phase's first frame.
-    published: bool,
 }
 
 impl SegmentClock {
@@ -306,7 +293,6 @@ impl SegmentClock {
             burst,
             tokens: burst,
             tokens_at: anchor,
-            published: false,
         }
     }
 
@@ -345,195 +331,115 @@ impl SegmentClock {
     }
 }
 
-/// One worker's run in progress: the queue, the shares' state, the meters, the result so far.
-struct TxRun<'a> {
-    queue: &'a mut dyn TxQueue,
-    st: Vec<ShareState>,
-    bounds: RunBounds,
+/// This worker's part of one stream as it sends it: its frames, its segments (the run's shape at
+/// its rate) and the clock of the one it is in. The worker's picker asks it for frames
+/// ([`Due::take`]); what it took is counted as picked (the queue may take them a send later).
+struct Share {
+    share: TxShare,
+    src: Source,
+    segs: Vec<Segment>,
+    sc: SegmentClock,
     pacing: Pacing,
+    /// The current segment starts after a pause (a burst): anchored when first picked.
+    fresh: bool,
+    /// Unpaced beside other shares: one frame a pick, in turn with them (each gets its part to
+    /// the frame).
+    turns: bool,
+    picked: u64,
+    /// When the first frame of its last run was due (its lateness at the hand-off).
+    run_due: u64,
+    done: bool,
     epoch_ns: u64,
-    warmup: bool,
-    trial: u32,
-    cpu_shared: bool,
-    /// A duration run: counting intervals start with each phase's first frame.
-    phased: bool,
-    grid: Option<Arc<IntervalGrid>>,
-    counter: Option<IntervalCounter>,
-    meter: LoadMeter,
-    waker: Waker,
-    live: &'a TxLive,
-    res: TxWorkerResult,
-    total_sent: u64,
-    /// When the last batch's send was decided (its frames' stamp), engine clock.
-    last_stamp: u64,
+    stretch_ns: u64,
+    max_lag_ns: u64,
+    max_catchup: u64,
 }
 
-impl<'a> TxRun<'a> {
-    /// The run of `plan` on `queue`, nothing sent yet.
-    fn new(queue: &'a mut dyn TxQueue, plan: TxPlan, live: &'a TxLive) -> TxRun<'a> {
-        let bounds = RunBounds::new(&plan);
-        let res = TxWorkerResult {
-            intended: bounds.intended,
-            planned_ns: bounds.planned_ns,
-            start_ns: bounds.start_ns,
-            ..Default::default()
+impl Share {
+    /// `share`'s frames over `segs` (none: nothing to send).
+    fn new(share: TxShare, segs: Vec<Segment>, pacing: Pacing, epoch_ns: u64) -> Share {
+        let s = &share.stream;
+        let src = match (&s.stack, &s.config.replay) {
+            (Some(stack), _) => {
+                let len = share.keys.end - share.keys.start;
+                let (stride, start) = s.walk.within(len);
+                let first = stack.keys().cursor(share.keys.clone(), stride, start);
+                let wire: Vec<u64> = s.sizes.iter().map(|&n| n as u64).collect();
+                Source::stack(stack.clone(), first, &s.size_schedule, &wire, s.flow_base)
+            }
+            (None, Some(replay)) => Source::replay(replay.clone(), s.flow_base),
+            (None, None) => unreachable!("a stream without a stack is a replay"),
         };
-        TxRun {
-            queue,
-            st: plan.shares.into_iter().map(ShareState::new).collect(),
-            bounds,
-            pacing: plan.pacing,
-            epoch_ns: plan.epoch_ns,
-            warmup: plan.warmup,
-            trial: plan.trial,
-            cpu_shared: plan.cpu_shared,
-            phased: matches!(plan.shape, RunShape::Phases { .. }),
-            grid: plan.intervals.clone(),
-            counter: plan.intervals.map(|g| IntervalCounter::new(g, Side::Tx)),
-            meter: LoadMeter::new(),
-            waker: Waker::default(),
-            live,
-            res,
-            total_sent: 0,
-            last_stamp: 0,
-        }
-    }
-
-    /// Send every segment in turn (until done, the hard end, a queue error or `stop`); the
-    /// segment the run ended in.
-    fn send_segments(&mut self, stop: &AtomicBool) -> SegmentClock {
-        let b = &self.bounds;
-        let first = b.segs.first().copied().unwrap_or(Segment {
-            start_ns: b.start_ns,
+        let first = segs.first().copied().unwrap_or(Segment {
+            start_ns: 0,
             frames: 0,
-            rate: b.total_rate,
+            rate: share.rate_pps,
             end_ns: None,
             continuous: true,
         });
-        let mut sc = SegmentClock::new(0, first, first.start_ns);
-        self.meter.segment(sc.seg.rate, true);
-        let mut now = clock::now_ns();
-        loop {
-            if stop.load(Ordering::Relaxed) {
-                break;
-            }
-            if sc.done(now) || self.all_done() {
-                self.close_segment(&sc);
-                match self.next_segment(&sc) {
-                    Some((next, t)) => (sc, now) = (next, t.unwrap_or(now)),
-                    None => break,
-                }
-                continue;
-            }
-            if self.past_hard_end(&sc, now) {
-                break;
-            }
-            if self.pacing == Pacing::Smooth && sc.paced() {
-                sc.recover(now);
-            }
-            let due = sc.due(now);
-            if sc.paced() && due < sc.wake.min(sc.seg.frames - sc.sent) {
-                self.wait_for_wake_batch(&sc, now);
-                now = clock::now_ns();
-                continue;
-            }
-            let Some(due) = self.pace(&mut sc, due, now) else {
-                std::hint::spin_loop();
-                now = clock::now_ns();
-                continue;
-            };
-            match self.send_batch(&mut sc, due, now) {
-                Some(after) => now = after,
-                None => break,
-            }
+        Share {
+            sc: SegmentClock::new(0, first, first.start_ns),
+            done: segs.is_empty() || share.limit == Some(0),
+            share,
+            src,
+            segs,
+            pacing,
+            fresh: false,
+            turns: false,
+            picked: 0,
+            run_due: 0,
+            epoch_ns,
+            stretch_ns: 0,
+            max_lag_ns: 0,
+            max_catchup: 0,
         }
-        sc
     }
 
-    /// Every share sent its frame limit.
+    /// Its frame limit is picked.
     #[inline]
-    fn all_done(&self) -> bool {
-        self.st.iter().all(|s| s.done)
+    fn limit_reached(&self) -> bool {
+        self.share.limit.is_some_and(|l| self.picked >= l)
     }
 
     /// A segment ended: how much later than planned its last frame left.
-    fn close_segment(&mut self, sc: &SegmentClock) {
+    fn close(&mut self) {
+        let sc = &self.sc;
         if sc.paced() && sc.sent > 0 {
-            let due = sc.planned_at(sc.sent - 1);
-            self.res.stretch_ns = self.res.stretch_ns.max(self.last_stamp.saturating_sub(due));
+            let last = self.src.last_ts + self.epoch_ns;
+            self.stretch_ns = self.stretch_ns.max(last.saturating_sub(sc.planned_at(sc.sent - 1)));
         }
     }
 
-    /// The clock of the next segment, and the time now when getting there took a wait (a burst
-    /// waits for its start); `None` when the run is over.
-    fn next_segment(&mut self, sc: &SegmentClock) -> Option<(SegmentClock, Option<u64>)> {
-        let index = sc.index + 1;
-        if index >= self.bounds.segs.len() || self.all_done() {
+    /// The current segment is done: on to the next one (`None`: the share is done).
+    fn next_segment(&mut self, now: u64) -> Option<u64> {
+        self.close();
+        let index = self.sc.index + 1;
+        if index >= self.segs.len() || self.limit_reached() {
+            self.done = true;
             return None;
         }
-        let next = self.bounds.segs[index];
-        let mut now = None;
-        let anchor = if next.continuous {
+        let next = self.segs[index];
+        if next.continuous {
             // The next phase starts where this one ends, shifted by the time lost so far.
-            let shift = if self.pacing == Pacing::Smooth { sc.c.sched.shifted } else { 0 };
-            next.start_ns + shift
+            let shift = if self.pacing == Pacing::Smooth { self.sc.c.sched.shifted } else { 0 };
+            self.sc = SegmentClock::new(index, next, next.start_ns + shift);
+            Some(now)
         } else {
-            let _ = self.queue.flush();
-            clock::sleep_until(next.start_ns);
-            let t = clock::now_ns();
-            now = Some(t);
-            t.max(next.start_ns)
-        };
-        // A burst starting late is measured from its actual start.
-        let planned = if next.continuous { next.start_ns } else { anchor };
-        let clock = SegmentClock::new(index, Segment { start_ns: planned, ..next }, anchor);
-        self.meter.segment(clock.seg.rate, clock.seg.continuous);
-        Some((clock, now))
-    }
-
-    /// A duration run reached its hard end (with frames left: how late the next one is).
-    fn past_hard_end(&mut self, sc: &SegmentClock, now: u64) -> bool {
-        if self.bounds.hard_end.is_none_or(|h| now < h) {
-            return false;
-        }
-        if sc.paced() {
-            let due = sc.planned_at(sc.sent);
-            self.res.stretch_ns = self.res.stretch_ns.max(now.saturating_sub(due));
-        }
-        true
-    }
-
-    /// Wait until a wake batch is due: sleep until shortly before (by how late wake-ups have been
-    /// recently, less the slack up to the depth: a wake-up late within it costs nothing), then
-    /// spin. A wake-up later than that is time smooth pacing does not get back.
-    fn wait_for_wake_batch(&mut self, sc: &SegmentClock, now: u64) {
-        let wake = sc.wake.min(sc.seg.frames - sc.sent);
-        let next = sc.c.at(sc.sent + wake - 1);
-        let slack = if self.pacing == Pacing::Smooth { ((sc.c.depth - sc.wake) as f64 * sc.c.npf) as u64 } else { 0 };
-        let early = self.waker.margin_ns.saturating_sub(slack);
-        if next > now + early + MIN_SLEEP_NS {
-            let _ = self.queue.flush();
-            let between = (wake as f64 * sc.c.npf) as u64;
-            self.waker.sleep_until((next - early).min(now + MAX_SLEEP_NS), between);
-        } else if self.cpu_shared {
-            // Another TX worker is pinned to this CPU: spinning would starve it, its wake-ups
-            // would be late, its margin grow, and the two would take turns losing time.
-            std::thread::yield_now();
-        } else {
-            // Alone on the CPU: spin (a yield lets deferred softirq work — on veth the DUT's
-            // forwarding — run in bunches, and the DUT sees bursts).
-            std::hint::spin_loop();
+            self.sc = SegmentClock::new(index, next, next.start_ns);
+            self.fresh = true;
+            Some(next.start_ns)
         }
     }
 
     /// What the pacing mode lets go out of the `due` frames now (`None`: nothing, catch-up has no
     /// tokens yet); records the lag behind the schedule.
     #[inline]
-    fn pace(&mut self, sc: &mut SegmentClock, mut due: u64, now: u64) -> Option<u64> {
+    fn pace(&mut self, mut due: u64, now: u64) -> Option<u64> {
+        let sc = &mut self.sc;
         if !sc.paced() {
             return Some(due);
         }
-        self.res.max_lag_ns = self.res.max_lag_ns.max(now.saturating_sub(sc.c.at(sc.sent)));
+        self.max_lag_ns = self.max_lag_ns.max(now.saturating_sub(sc.c.at(sc.sent)));
         match self.pacing {
             Pacing::Smooth => {
                 if due > sc.c.depth {
@@ -549,7 +455,7 @@ impl<'a> TxRun<'a> {
                 sc.tokens = (sc.tokens + refill).min(sc.burst);
                 sc.tokens_at = now;
                 if due > BATCH as u64 {
-                    self.res.max_catchup = self.res.max_catchup.max((sc.tokens as u64).min(due));
+                    self.max_catchup = self.max_catchup.max((sc.tokens as u64).min(due));
                 }
                 if due as f64 > sc.tokens {
                     due = sc.tokens as u64;
@@ -562,31 +468,259 @@ impl<'a> TxRun<'a> {
         Some(due)
     }
 
-    /// Send up to `due` frames (at most a batch) stamped `now`, and account for them; the time
+    /// When it next has frames to take after taking some at `now`.
+    #[inline]
+    fn next_due(&self, now: u64) -> u64 {
+        let sc = &self.sc;
+        if !sc.paced() || sc.sent >= sc.seg.frames || self.limit_reached() {
+            return now + 1;
+        }
+        let wake = sc.wake.min(sc.seg.frames - sc.sent);
+        sc.c.at(sc.sent + wake - 1).max(now + 1)
+    }
+
+    /// What it sent.
+    fn result(self) -> TxShareResult {
+        let src = &self.src;
+        TxShareResult {
+            stream: self.share.stream.index,
+            frames: src.sent,
+            bytes: src.bytes,
+            per_flow: src.per_key(),
+            first_flow: self.share.keys.start,
+            first_ts_ns: src.first_ts,
+            last_ts_ns: src.last_ts,
+            stamped: src.stamped,
+        }
+    }
+}
+
+impl Due for Share {
+    #[inline]
+    fn live(&self, _gen: u32) -> bool {
+        !self.done
+    }
+
+    /// A batch's worth of its frames due at `now` (at most one batch a pick: the next is due
+    /// after `now`), or none yet (fewer than its wake batch due, no catch-up tokens, a segment
+    /// just ended).
+    #[inline]
+    fn take(&mut self, now: u64, _next: u64, room: usize) -> (u64, Option<u64>) {
+        if self.fresh {
+            // A burst starting late is measured from its actual start.
+            let anchor = now.max(self.sc.seg.start_ns);
+            self.sc = SegmentClock::new(self.sc.index, Segment { start_ns: anchor, ..self.sc.seg }, anchor);
+            self.fresh = false;
+        }
+        if self.sc.done(now) || self.limit_reached() {
+            return (0, self.next_segment(now));
+        }
+        if self.pacing == Pacing::Smooth && self.sc.paced() {
+            self.sc.recover(now);
+        }
+        let sc = &self.sc;
+        let (due, left) = (sc.due(now), sc.seg.frames - sc.sent);
+        if sc.paced() && due < sc.wake.min(left) {
+            // (Never now: the count of frames due and their times may differ by a rounding.)
+            return (0, Some(sc.c.at(sc.sent + sc.wake.min(left) - 1).max(now + 1)));
+        }
+        let Some(due) = self.pace(due, now) else { return (0, Some(now + 1)) };
+        let sc = &mut self.sc;
+        let most = if sc.paced() {
+            BATCH
+        } else if self.turns {
+            1
+        } else {
+            UNPACED_BATCH
+        };
+        let mut want = due.min(most as u64).min(left).min(room as u64);
+        if let Some(l) = self.share.limit {
+            want = want.min(l - self.picked);
+        }
+        self.run_due = sc.c.at(sc.sent);
+        sc.sent += want;
+        if self.pacing == Pacing::CatchUp {
+            sc.tokens -= want as f64;
+        }
+        self.picked += want;
+        (want, Some(if self.turns { now } else { self.next_due(now) }))
+    }
+}
+
+/// One worker's run in progress: the queue, the shares, the picks, the meters, the result so far.
+struct TxRun<'a> {
+    queue: &'a mut dyn TxQueue,
+    shares: Vec<Share>,
+    heap: Schedule,
+    pending: Picks,
+    bounds: RunBounds,
+    pacing: Pacing,
+    epoch_ns: u64,
+    warmup: bool,
+    trial: u32,
+    cpu_shared: bool,
+    /// A duration run: counting intervals start with each phase's first frame.
+    phased: bool,
+    grid: Option<Arc<IntervalGrid>>,
+    counter: Option<IntervalCounter>,
+    meter: LoadMeter,
+    waker: Waker,
+    live: &'a TxLive,
+    res: TxWorkerResult,
+    total_sent: u64,
+    /// The segments whose first frame went (the meter and the grid told), by index.
+    begun: usize,
+    /// When the last batch's send was decided (its frames' stamp), engine clock.
+    last_stamp: u64,
+}
+
+impl<'a> TxRun<'a> {
+    /// The run of `plan` on `queue`, nothing sent yet.
+    fn new(queue: &'a mut dyn TxQueue, plan: TxPlan, live: &'a TxLive) -> TxRun<'a> {
+        // A worker with an unpaced share sends every share unpaced, in turn (each its part).
+        let unpaced = plan.shares.iter().any(|s| !s.rate_pps.is_finite());
+        let rate = |s: &TxShare| if unpaced { f64::INFINITY } else { s.rate_pps };
+        let segs: Vec<Vec<Segment>> =
+            plan.shares.iter().map(|s| segments(&plan.shape, plan.start_ns, rate(s), s.limit)).collect();
+        let bounds = RunBounds::new(&plan, &segs);
+        let res = TxWorkerResult {
+            intended: bounds.intended,
+            planned_ns: bounds.planned_ns,
+            start_ns: bounds.start_ns,
+            ..Default::default()
+        };
+        let (pacing, epoch) = (plan.pacing, plan.epoch_ns);
+        let turns = unpaced && plan.shares.len() > 1;
+        let mut shares: Vec<Share> =
+            plan.shares.into_iter().zip(segs).map(|(s, segs)| Share::new(s, segs, pacing, epoch)).collect();
+        shares.iter_mut().for_each(|s| s.turns = turns);
+        let mut heap = Schedule::with_capacity(shares.len());
+        for (k, s) in shares.iter().enumerate().filter(|(_, s)| !s.done) {
+            heap.push(s.sc.seg.start_ns, k as u32, 0);
+        }
+        TxRun {
+            queue,
+            shares,
+            heap,
+            pending: Picks::default(),
+            bounds,
+            pacing,
+            epoch_ns: epoch,
+            warmup: plan.warmup,
+            trial: plan.trial,
+            cpu_shared: plan.cpu_shared,
+            phased: matches!(plan.shape, RunShape::Phases { .. }),
+            grid: plan.intervals.clone(),
+            counter: plan.intervals.map(|g| IntervalCounter::new(g, Side::Tx)),
+            meter: LoadMeter::new(),
+            waker: Waker::default(),
+            live,
+            res,
+            total_sent: 0,
+            begun: 0,
+            last_stamp: 0,
+        }
+    }
+
+    /// Send until every share is done, the hard end, a queue error or `stop`.
+    fn send_all(&mut self, stop: &AtomicBool) {
+        let mut now = clock::now_ns();
+        loop {
+            if stop.load(Ordering::Relaxed) || self.past_hard_end(now) {
+                break;
+            }
+            pick_due(&mut self.shares, &mut self.heap, &mut self.pending, now, 0);
+            if !self.pending.is_empty() {
+                match self.send_batch(now) {
+                    Some(after) => now = after,
+                    None => break,
+                }
+                continue;
+            }
+            let Some((next, k, _)) = self.heap.peek() else { break };
+            self.wait_until(next, k as usize, now);
+            now = clock::now_ns();
+        }
+    }
+
+    /// A duration run reached its hard end (with frames left: how late each share's next is).
+    fn past_hard_end(&mut self, now: u64) -> bool {
+        if self.bounds.hard_end.is_none_or(|h| now < h) {
+            return false;
+        }
+        for s in self.shares.iter_mut().filter(|s| !s.done && s.sc.paced()) {
+            let due = s.sc.planned_at(s.sc.sent);
+            s.stretch_ns = s.stretch_ns.max(now.saturating_sub(due));
+        }
+        true
+    }
+
+    /// Wait until `next`, when share `k` has frames to take: sleep until shortly before (by how
+    /// late wake-ups have been recently, less the slack up to the depth: a wake-up late within
+    /// it costs nothing), then spin. A wake-up later than that is time smooth pacing does not
+    /// get back.
+    fn wait_until(&mut self, next: u64, k: usize, now: u64) {
+        let sc = &self.shares[k].sc;
+        let slack = if self.pacing == Pacing::Smooth && sc.paced() {
+            ((sc.c.depth - sc.wake) as f64 * sc.c.npf) as u64
+        } else {
+            0
+        };
+        let early = self.waker.margin_ns.saturating_sub(slack);
+        if next > now + early + MIN_SLEEP_NS {
+            let _ = self.queue.flush();
+            let between = (sc.wake as f64 * sc.c.npf) as u64;
+            self.waker.sleep_until((next - early).min(now + MAX_SLEEP_NS), between);
+        } else if self.cpu_shared {
+            // Another TX worker is pinned to this CPU: spinning would starve it, its wake-ups
+            // would be late, its margin grow, and the two would take turns losing time.
+            std::thread::yield_now();
+        } else {
+            // Alone on the CPU: spin (a yield lets deferred softirq work — on veth the DUT's
+            // forwarding — run in bunches, and the DUT sees bursts).
+            std::hint::spin_loop();
+        }
+    }
+
+    /// A share's segment `index` sends its first frames: the offered-load meter and the counting
+    /// intervals start it.
+    fn begin(&mut self, index: usize, ts: u64) {
+        let rate: f64 = self.shares.iter().filter_map(|s| s.segs.get(index)).map(|g| g.rate).sum();
+        let continuous = self.shares.iter().filter_map(|s| s.segs.get(index)).all(|g| g.continuous);
+        self.meter.segment(rate, continuous || index == 0);
+        if self.phased {
+            if let Some(g) = &self.grid {
+                g.start_phase(index, ts);
+            }
+        }
+        self.begun = index + 1;
+    }
+
+    /// Send the picks (as many as the queue takes) stamped `now`, and account for them; the time
     /// the send returned, or `None` when the queue failed (the error is in the result).
     #[inline]
-    fn send_batch(&mut self, sc: &mut SegmentClock, due: u64, now: u64) -> Option<u64> {
-        let mut want = due.min(if sc.paced() { BATCH } else { UNPACED_BATCH } as u64).min(sc.seg.frames - sc.sent);
-        if let Some(l) = self.bounds.limit {
-            want = want.min(l - self.total_sent);
-        }
+    fn send_batch(&mut self, now: u64) -> Option<u64> {
         let epoch = self.epoch_ns;
         let ts = now.saturating_sub(epoch);
-        if !sc.published && self.phased {
-            // The counting intervals of this phase start with its first frame.
-            if let Some(g) = &self.grid {
-                g.start_phase(sc.index, ts);
-            }
-            sc.published = true;
+        let top = self.pending.runs.iter().map(|&(k, _)| self.shares[k as usize].sc.index).max().unwrap_or(0);
+        while self.begun <= top {
+            self.begin(self.begun, ts);
         }
-        let (st, warmup, trial) = (&mut self.st, self.warmup, self.trial);
+        let (shares, warmup, trial) = (&mut self.shares, self.warmup, self.trial);
         let mut per_interval = self.counter.as_mut();
-        let sent = send_stamped(&mut *self.queue, want as usize, now, epoch, |buf, held, stamp| {
+        let mut runs = self.pending.runs.iter();
+        let (mut k, mut left) = (0usize, 0u32);
+        let sent = send_stamped(&mut *self.queue, self.pending.frames, now, epoch, |buf, held, stamp| {
+            if left == 0 {
+                let &(slot, n) = runs.next().expect("one pick per frame");
+                (k, left) = (slot as usize, n);
+            }
+            left -= 1;
             // Intervals count every frame by the stamp it carries.
             if let Some(c) = per_interval.as_deref_mut() {
                 c.add(stamp, 1);
             }
-            fill_one(st, buf, held, stamp, warmup, trial)
+            shares[k].src.write(buf, held, trial, warmup, stamp).len
         });
         let (sent, handed) = match sent {
             Ok(s) => s,
@@ -597,7 +731,7 @@ impl<'a> TxRun<'a> {
         };
         let after = clock::now_ns();
         if sent > 0 {
-            self.sent(sc, sent as u64, now, handed, after);
+            self.sent(sent, now, handed, after);
         }
         if let Some(c) = self.counter.as_mut() {
             // The batch's interval counts, for a watcher (`TrialControl::settled_intervals`): every
@@ -608,45 +742,48 @@ impl<'a> TxRun<'a> {
     }
 
     /// Account for `sent` frames decided at `now`, handed over from `handed`, the send returned
-    /// at `after`: counts, tokens, the offered-load meter, the live counters.
+    /// at `after`: lateness, hold-ups, the offered-load meter, the live counters.
     #[inline]
-    fn sent(&mut self, sc: &mut SegmentClock, sent: u64, now: u64, handed: u64, after: u64) {
+    fn sent(&mut self, sent: usize, now: u64, handed: u64, after: u64) {
         if self.total_sent == 0 {
             self.res.first_ns = now;
         }
         self.res.last_ns = after;
         self.last_stamp = now;
-        self.total_sent += sent;
-        if sc.paced() {
-            // How late the batch's first frame really left (a hold-up after `pace` looked).
-            self.res.max_lag_ns = self.res.max_lag_ns.max(handed.saturating_sub(sc.c.at(sc.sent)));
+        self.total_sent += sent as u64;
+        for k in self.pending.first(sent) {
+            let s = &mut self.shares[k as usize];
+            if !s.sc.paced() {
+                continue;
+            }
+            // How late the run's first frame really left (a hold-up after the pick looked).
+            s.max_lag_ns = s.max_lag_ns.max(handed.saturating_sub(s.run_due));
+            if self.pacing == Pacing::Smooth && s.sc.due(handed) > s.sc.c.depth {
+                // Held up between the decision and the hand-off (descheduled, or the queue was
+                // slow to take it) by more than the depth: this batch went out late as one burst,
+                // so the schedule shifts from it as from a burst `pace` lets out, and the next
+                // frame follows one frame time later. Without this, the frames that fell due
+                // meanwhile went out right after it as a second burst (a 1-ms window held the
+                // intended 50 frames + 7).
+                s.sc.c.held_up(s.sc.sent - 1, handed);
+            }
         }
-        if self.pacing == Pacing::Smooth && sc.paced() && sc.due(handed) > sc.c.depth {
-            // Held up between the decision and the hand-off (descheduled, or the queue was slow to
-            // take it) by more than the depth: this batch went out late as one burst, so the schedule
-            // shifts from it as from a burst `pace` lets out, and the next frame follows one frame
-            // time later. Without this, the frames that fell due meanwhile went out right after it
-            // as a second burst (a 1-ms window held the intended 50 frames + 7).
-            sc.c.held_up(sc.sent + sent - 1, handed);
-        }
-        sc.sent += sent;
-        if self.pacing == Pacing::CatchUp {
-            sc.tokens -= sent as f64;
-        }
-        self.meter.batch(handed, after, sent);
+        self.pending.consume(sent);
+        self.meter.batch(handed, after, sent as u64);
         self.live.frames.store(self.total_sent, Ordering::Relaxed);
-        self.live.bytes.store(self.st.iter().map(|s| s.src.bytes).sum(), Ordering::Relaxed);
+        self.live.bytes.store(self.shares.iter().map(|s| s.src.bytes).sum(), Ordering::Relaxed);
     }
 
     /// The result: when the run ended, the queue drained, the meters' summaries, each share's
     /// counts.
-    fn finish(mut self, sc: &SegmentClock, stop: &AtomicBool) -> TxWorkerResult {
+    fn finish(mut self, stop: &AtomicBool) -> TxWorkerResult {
         let mut res = std::mem::take(&mut self.res);
-        // The schedule's end when the run sent its last segment whole; when it stopped early (the
+        // The schedule's end when a share sent its last segment whole; when it stopped early (the
         // hard end, a stop), the last send: not where the frames it never sent would have been due
         // (that would make the last counting interval, and the stretch, longer than the sending was).
-        res.end_ns = if sc.paced() && sc.seg.frames != u64::MAX && sc.sent >= sc.seg.frames {
-            sc.c.at(sc.seg.frames).max(self.last_stamp)
+        let whole = |s: &Share| s.sc.paced() && s.sc.seg.frames != u64::MAX && s.sc.sent >= s.sc.seg.frames;
+        res.end_ns = if !self.shares.is_empty() && self.shares.iter().all(whole) {
+            self.shares.iter().map(|s| s.sc.c.at(s.sc.seg.frames)).max().unwrap_or(0).max(self.last_stamp)
         } else {
             res.last_ns
         };
@@ -660,42 +797,11 @@ impl<'a> TxRun<'a> {
             c.flush_upto(u64::MAX);
         }
         res.intervals = self.counter.map(|c| c.counts).unwrap_or_default();
-        res.shares = self.st.into_iter().map(ShareState::result).collect();
+        res.stretch_ns = self.shares.iter().map(|s| s.stretch_ns).max().unwrap_or(0);
+        res.max_lag_ns = self.shares.iter().map(|s| s.max_lag_ns).max().unwrap_or(0);
+        res.max_catchup = self.shares.iter().map(|s| s.max_catchup).max().unwrap_or(0);
+        res.shares = self.shares.into_iter().map(Share::result).collect();
         res
-    }
-}
-
-impl ShareState {
-    /// A share about to send its first frame.
-    fn new(share: TxShare) -> ShareState {
-        let s = &share.stream;
-        let src = match (&s.stack, &s.config.replay) {
-            (Some(stack), _) => {
-                let len = share.keys.end - share.keys.start;
-                let (stride, start) = s.walk.within(len);
-                let first = stack.keys().cursor(share.keys.clone(), stride, start);
-                let wire: Vec<u64> = s.sizes.iter().map(|&n| n as u64).collect();
-                Source::stack(stack.clone(), first, &s.size_schedule, &wire, s.flow_base)
-            }
-            (None, Some(replay)) => Source::replay(replay.clone(), s.flow_base),
-            (None, None) => unreachable!("a stream without a stack is a replay"),
-        };
-        ShareState { src, share, credit: 0.0, done: false }
-    }
-
-    /// What the share sent.
-    fn result(self) -> TxShareResult {
-        let src = &self.src;
-        TxShareResult {
-            stream: self.share.stream.index,
-            frames: src.sent,
-            bytes: src.bytes,
-            per_flow: src.per_key(),
-            first_flow: self.share.keys.start,
-            first_ts_ns: src.first_ts,
-            last_ts_ns: src.last_ts,
-            stamped: src.stamped,
-        }
     }
 }
 
@@ -795,40 +901,6 @@ fn drain_queue(queue: &mut dyn TxQueue, stop: &AtomicBool) -> Result<(), PortErr
     }
 }
 
-/// Pick the next share (smooth weighted round robin, by rate; on a worker with a share at the
-/// maximum rate, unpaced, every share weighs the same) and write one frame into `buf`, which
-/// holds what `held` says (`TxQueue::send_held`).
-#[inline]
-fn fill_one(st: &mut [ShareState], buf: &mut [u8], held: &mut u64, ts: u64, warmup: bool, trial: u32) -> usize {
-    let i = if st.len() == 1 {
-        0
-    } else {
-        let unpaced = st.iter().any(|s| !s.done && !s.share.rate_pps.is_finite());
-        let weight = |s: &ShareState| if unpaced { 1.0 } else { s.share.rate_pps };
-        let total: f64 = st.iter().filter(|s| !s.done).map(weight).sum();
-        let mut best = 0;
-        let mut best_credit = f64::MIN;
-        for (k, s) in st.iter_mut().enumerate() {
-            if s.done {
-                continue;
-            }
-            s.credit += weight(s);
-            if s.credit > best_credit {
-                best_credit = s.credit;
-                best = k;
-            }
-        }
-        st[best].credit -= total;
-        best
-    };
-    let s = &mut st[i];
-    let len = s.src.write(buf, held, trial, warmup, ts).len;
-    if s.share.limit.is_some_and(|l| s.src.sent >= l) {
-        s.done = true;
-    }
-    len
-}
-
 /// Split a stream over `shares` workers: contiguous blocks of its flow keys (share `s` of `q`
 /// takes keys `⌊sN/q⌋..⌊(s+1)N/q⌋`), each at the stream's rate in proportion to its flows.
 pub fn split_stream(stream: &Arc<CompiledStream>, shares: u64) -> Vec<TxShare> {
@@ -854,7 +926,7 @@ pub fn split_stream(stream: &Arc<CompiledStream>, shares: u64) -> Vec<TxShare> {
 
 #[cfg(test)]
 mod tests {
-    use super::{fill_one, split_stream, Segment, SegmentClock, ShareState, TxShareResult, TxWorkerResult, Waker};
+    use super::{split_stream, Pacing, Segment, SegmentClock, Share, TxShareResult, TxWorkerResult, Waker};
     use crate::traffic::pacing::SMOOTH_RECOVERY;
 
     /// Smooth pacing's give-back, on the clock alone (no machine, no timing): a schedule 2 ms behind
@@ -900,10 +972,10 @@ mod tests {
         let mut buf = [0u8; 128];
         for sh in shares {
             let (lo, len) = (sh.keys.start, sh.keys.end - sh.keys.start);
-            let mut st = vec![ShareState::new(sh)];
+            let mut st = Share::new(sh, Vec::new(), Pacing::Smooth, 0);
             let mut seen = Vec::new();
             for j in 0..2 * len + 1 {
-                let n = fill_one(&mut st, &mut buf, &mut 0, j, false, 7);
+                let n = st.src.write(&mut buf, &mut 0, 7, false, j).len;
                 let sig = locate(&buf[..n], Site::Payload).expect("a signed frame");
                 assert_eq!(sig.seq, j / len, "flow {} sent once a cycle", sig.flow_id);
                 seen.push(u64::from(sig.flow_id) - 100);
@@ -911,7 +983,7 @@ mod tests {
             let mut cycle = seen[..len as usize].to_vec();
             cycle.sort_unstable();
             assert_eq!(cycle, (lo..lo + len).collect::<Vec<_>>());
-            let r = st.pop().unwrap().result();
+            let r = st.result();
             assert_eq!((r.first_flow, r.per_flow.iter().sum::<u64>()), (lo, 2 * len + 1));
             let first = (seen[0] - lo) as usize;
             assert_eq!(r.per_flow[first], 3, "the first flow again after two cycles");
