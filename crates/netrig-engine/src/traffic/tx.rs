@@ -1010,6 +1010,44 @@ mod tests {
         assert_eq!(w.margin_ns, Waker::MIN_MARGIN_NS);
     }
 
+    /// Two paced streams on one worker, 1 and 3 kframes/s for 1 s, picked on the clock alone:
+    /// each share keeps its own rate (its frames, its 1-ms peak), and they interleave from the
+    /// start instead of one sending its batches after the other's.
+    #[test]
+    fn shares_on_one_worker_each_keep_their_own_rate() {
+        use super::{segments, RunShape};
+        use crate::traffic::pick::{pick_due, Picks, Schedule};
+        use crate::traffic::schedule::RatePhase;
+        use crate::traffic::stream::Rate;
+        let shape = RunShape::Phases {
+            phases: vec![RatePhase { duration_ns: 1_000_000_000, rate_scale: 1.0 }],
+            max_stretch_ns: 0,
+        };
+        let mut shares: Vec<Share> = [1_000.0, 3_000.0]
+            .into_iter()
+            .enumerate()
+            .map(|(i, pps)| {
+                let mut c = StreamConfig::new(format!("s{i}"));
+                c.rate = Rate::Pps(pps);
+                let share = split_stream(&Arc::new(compile(i, &c, 100, 1514, 2).unwrap()), 1).remove(0);
+                Share::new(share, segments(&shape, 0, pps, None), Pacing::Smooth, 0)
+            })
+            .collect();
+        let mut heap = Schedule::with_capacity(2);
+        (0..2).for_each(|k| heap.push(0, k, 0));
+        let (mut pending, mut times) = (Picks::default(), [Vec::new(), Vec::new()]);
+        for t in (0..=1_010_000_000u64).step_by(20_000) {
+            pick_due(&mut shares, &mut heap, &mut pending, t, 0);
+            pending.drain().into_iter().for_each(|k| times[k as usize].push(t));
+        }
+        assert_eq!((times[0].len(), times[1].len()), (1_000, 3_000));
+        for (k, pps) in [(0, 1.0), (1, 3.0)] {
+            let peak = crate::traffic::pacing::most_in_window(&times[k], 1_000_000);
+            assert!(peak as f64 <= pps + 3.0, "share {k}: {peak} frames in 1 ms");
+        }
+        assert!(times[0][1] < 10_000_000 && times[1][3] < 10_000_000, "both from the start");
+    }
+
     #[test]
     fn a_run_cut_at_its_hard_end_is_read_over_the_time_it_sent_not_over_how_late_it_fell() {
         // 1 s planned at 16.4 Mframes/s from t = 10 s; the tester sent 0.85 M frames and stopped at
