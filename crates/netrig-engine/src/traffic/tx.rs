@@ -15,8 +15,8 @@
 //! measured and reported, never hidden. A worker with an unpaced share sends all its shares
 //! unpaced, a frame each in turn.
 //!
-//! Per frame the share's [`Source`] writes the next frame of its key walk
-//! ([`netrig_wire::stack::CompiledStack::fill`]): the size's template, the flow's per-flow fields,
+//! Per frame the share's source (`crate::traffic::source::Source`) writes the next frame of its
+//! key walk ([`netrig_wire::stack::CompiledStack::fill`]): the size's template, the per-flow fields,
 //! the signature (flow id = the key, sequence = the walk's cycles, transmit timestamp, under the
 //! trial's tag) and the checksums from precomputed bases. The clock is read three
 //! times per batch: the stamp of a batch is the time its send was decided; when its first frame

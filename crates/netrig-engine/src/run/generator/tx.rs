@@ -1,21 +1,16 @@
 //! The generator's TX worker: one per TX queue, pinned, serving every flow of its share.
 //!
 //! Flows start, pause, resume and stop by command ([`Cmd`], posted to the worker's [`Mailbox`]).
-//! A running flow's frame `k` is due at `anchor + k / rate` (bursts: `anchor + b × (packets / rate
-//! + gap) + i / rate` for frame `i` of burst `b`). The worker keeps one heap entry per running
-//! flow, keyed by its next frame's due time (equal times in the order queued, so unpaced flows take
-//! turns of [`TURN`] frames); every iteration it picks the frames due into a
-//! pending list of runs (in due order, so each flow's frames stay in sequence) and hands them to the
-//! queue in one `send`, whose fill writes each frame ([`netrig_wire::stack::CompiledStack::fill`])
-//! and counts it. Picks the queue did not take stay pending for the next `send`.
-//!
-//! Pacing is smooth: a flow found behind by more than its depth (`pacing::smooth_depth`, as the
-//! trial's worker's) shifts its schedule, never sending above its rate over a window longer than
-//! that, and gives the time back as the trial's worker does (the same [`SmoothSchedule`]: 2 % of
-//! the time that passes), so only what it could not give back stretches the flow. A batch waits
-//! for its first frame to be `hold` old: the trial's wake batch (`pacing::wake_batch`) at the
-//! running flows' rates together, so the worker sends a few frames at a time and sleeps in between
-//! instead of spinning. An idle worker parks until a command.
+//! Each flow is a slot of the picker the trial's worker uses too (`crate::traffic::pick`): its
+//! frames ([`Source`]), its cadence (frame `k` due at `anchor + k / rate`; bursts: `anchor + b ×
+//! (packets / rate + gap) + i / rate` for frame `i` of burst `b`), smooth pacing with the trial's
+//! depth and give-back. Every iteration the worker picks the frames due into runs (in due order,
+//! so each flow's frames stay in sequence) and hands them to the queue in one `send`, whose fill
+//! writes each frame and counts it in the flow's and the port's counters. Picks the queue did
+//! not take stay for the next `send`. A batch waits for its first frame to be `hold` old: the
+//! trial's wake batch (`pacing::wake_batch`) at the running flows' rates together, so the worker
+//! sends a few frames at a time and sleeps in between instead of spinning. An idle worker parks
+//! until a command.
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
