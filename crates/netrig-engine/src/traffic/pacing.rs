@@ -26,6 +26,10 @@ use crate::error::ConfigError;
 /// Frames per `send` call at full speed.
 pub const BATCH: usize = 64;
 
+/// Frames per `send` call when unpaced: the kernel's AF_XDP copy-mode budget per `sendto`
+/// (`XDP_MAX_TX_SKB_BUDGET`), so one kick sends them all. Stamps are refreshed every [`BATCH`].
+pub const UNPACED_BATCH: usize = 512;
+
 /// How a paced TX worker handles time it lost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Pacing {

@@ -16,9 +16,8 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use crate::traffic::pacing::{wake_batch, Cadence, SmoothSchedule, BATCH};
+use crate::traffic::pacing::{wake_batch, Cadence, SmoothSchedule, BATCH, UNPACED_BATCH};
 use crate::traffic::source::Source;
-use crate::traffic::tx::UNPACED_BATCH;
 
 /// One traffic unit's sending state in its worker.
 pub(crate) struct Slot {

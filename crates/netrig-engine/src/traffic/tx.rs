@@ -31,10 +31,10 @@ use hdrhistogram::Histogram;
 use crate::clock;
 use crate::error::PortError;
 use crate::port::{TxQueue, TxQueueStats};
-pub use crate::traffic::pacing::BATCH;
 use crate::traffic::pacing::{
     catchup_burst, wake_batch, Cadence, LoadMeter, Pacing, Smoothness, CATCHUP_FACTOR, MAX_SLEEP_NS, MIN_SLEEP_NS,
 };
+pub use crate::traffic::pacing::{BATCH, UNPACED_BATCH};
 use crate::traffic::pick::{pick_due, Due, Picks, Schedule};
 use crate::traffic::schedule::{IntervalCounter, IntervalGrid, RatePhase, Side};
 use crate::traffic::source::Source;
@@ -158,10 +158,6 @@ pub struct TxPlan {
     /// Another TX worker is pinned to the same CPU: wait by yielding, not by spinning.
     pub cpu_shared: bool,
 }
-
-/// Frames per `send` call when unpaced: the kernel's AF_XDP copy-mode budget per `sendto`
-/// (`XDP_MAX_TX_SKB_BUDGET`), so one kick sends them all. Stamps are refreshed every [`BATCH`].
-pub const UNPACED_BATCH: usize = 512;
 
 /// Frames due before the end may still go out in a short grace period after it (catch-up).
 const END_GRACE_NS: u64 = 2_000_000;
