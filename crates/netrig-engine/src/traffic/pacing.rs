@@ -234,6 +234,12 @@ impl Cadence {
         self.depth_ns = ((self.depth - 1) as f64 * self.npf) as u64;
     }
 
+    /// The frames come in bursts.
+    #[inline]
+    pub fn bursty(&self) -> bool {
+        self.bursts.is_some()
+    }
+
     /// How long after the anchor frame `k` is due.
     #[inline(always)]
     pub fn offset(&self, k: u64) -> u64 {

@@ -30,7 +30,6 @@ pub(crate) struct Slot {
     pub rate: f64,
     /// Frames per start (`None`: until stopped).
     pub limit: Option<u64>,
-    bursty: bool,
     pub running: bool,
     /// Bumped by every change of its schedule: heap entries of older generations are stale.
     pub gen: u32,
@@ -63,7 +62,6 @@ impl Slot {
             src,
             rate,
             limit,
-            bursty: bursts.is_some(),
             running: false,
             gen: 0,
             tag: 0,
@@ -96,7 +94,7 @@ impl Slot {
             } else {
                 most
             }
-        } else if self.bursty {
+        } else if self.c.bursty() {
             let mut n = 1;
             while n < most {
                 let d = self.due(start + n);

@@ -62,16 +62,17 @@ pub(crate) struct Source {
 }
 
 impl Source {
-    /// Frames of `stack` walking the keys of `first`, sizes by `schedule` (indices into `wire`).
+    /// Frames of `stack` walking the keys of `first`, sizes by `schedule` (indices into `sizes`,
+    /// each with the FCS).
     pub(crate) fn stack(
         stack: Arc<CompiledStack>,
         first: KeyCursor,
         schedule: &[u16],
-        wire: &[u64],
+        sizes: &[usize],
         flow_base: u32,
     ) -> Source {
         let at = stack.start_with(first.clone());
-        let mut src = Source::new(Frames::Stack { stack, at, first: Box::new(first) }, schedule, wire, flow_base);
+        let mut src = Source::new(Frames::Stack { stack, at, first: Box::new(first) }, schedule, sizes, flow_base);
         src.unsigned_sizes = src.any_unsigned();
         src
     }
@@ -82,11 +83,11 @@ impl Source {
         Source::new(Frames::Replay { replay, seq }, &[], &[], flow_base)
     }
 
-    fn new(frames: Frames, schedule: &[u16], wire: &[u64], flow_base: u32) -> Source {
+    fn new(frames: Frames, schedule: &[u16], sizes: &[usize], flow_base: u32) -> Source {
         Source {
             frames,
             schedule: schedule.into(),
-            wire: wire.into(),
+            wire: sizes.iter().map(|&n| n as u64).collect(),
             size_at: 0,
             unsigned_sizes: false,
             flow_base,
@@ -111,14 +112,14 @@ impl Source {
 
     /// Go on with another stack of the same walk, or other sizes (a flow updated): from where
     /// the walk is, and the new size schedule's start when it changed.
-    pub(crate) fn update(&mut self, new: Arc<CompiledStack>, schedule: &[u16], wire: &[u64]) {
+    pub(crate) fn update(&mut self, new: Arc<CompiledStack>, schedule: &[u16], sizes: &[usize]) {
         if let Frames::Stack { stack, .. } = &mut self.frames {
             *stack = new;
         }
         if *schedule != *self.schedule {
             self.size_at = 0;
         }
-        (self.schedule, self.wire) = (schedule.into(), wire.into());
+        (self.schedule, self.wire) = (schedule.into(), sizes.iter().map(|&n| n as u64).collect());
         self.unsigned_sizes = self.any_unsigned();
     }
 

@@ -360,8 +360,7 @@ impl Share {
                 let len = share.keys.end - share.keys.start;
                 let (stride, start) = s.walk.within(len);
                 let first = stack.keys().cursor(share.keys.clone(), stride, start);
-                let wire: Vec<u64> = s.sizes.iter().map(|&n| n as u64).collect();
-                Source::stack(stack.clone(), first, &s.size_schedule, &wire, s.flow_base)
+                Source::stack(stack.clone(), first, &s.size_schedule, &s.sizes, s.flow_base)
             }
             (None, Some(replay)) => Source::replay(replay.clone(), s.flow_base),
             (None, None) => unreachable!("a stream without a stack is a replay"),

@@ -77,13 +77,8 @@ const WAKE_MARGIN_NS: u64 = 60_000;
 /// The flow's slot: its stack from its first frame, flow id its index, its rate, limit and bursts.
 fn slot(flow: &CompiledFlow) -> Slot {
     let first = flow.stack.keys().sequential();
-    let src = Source::stack(flow.stack.clone(), first, &flow.size_schedule, &wire_sizes(flow), flow.index as u32);
+    let src = Source::stack(flow.stack.clone(), first, &flow.size_schedule, &flow.sizes, flow.index as u32);
     Slot::new(src, flow.rate_pps, flow.limit, flow.bursts.map(|b| (b.packets, b.gap_ns)))
-}
-
-/// Each size's bytes with the FCS, by size index.
-fn wire_sizes(flow: &CompiledFlow) -> Vec<u64> {
-    flow.sizes.iter().map(|&n| n as u64).collect()
 }
 
 impl TxWorker {
@@ -183,7 +178,7 @@ impl TxWorker {
             Cmd::Resume { .. } => s.resume(at),
             Cmd::Stop(_) => s.stop(),
             Cmd::Update { compiled, .. } => {
-                s.src.update(compiled.stack.clone(), &compiled.size_schedule, &wire_sizes(&compiled));
+                s.src.update(compiled.stack.clone(), &compiled.size_schedule, &compiled.sizes);
                 s.retime(compiled.rate_pps, at);
                 self.flows[k] = compiled;
             }
