@@ -13,9 +13,18 @@
 //! ([`Cadence::within_depth`]), never sending above its rate over a window longer than that,
 //! and gives the time back (2 % of the time that passes), so only what it could not give back
 //! stretches it. A batch waits for its first frame to be `hold` old ([`hold_ns`]).
+//!
+//! Both TX workers run the same loop around the picker ([`send_loop`]): before each pick their
+//! [`TxSink`] says whether to go on and how long to hold (the generator applies its commands
+//! there, the trial checks its stop flag and hard end); the picks go to the queue in one send
+//! whose frames the sink writes and counts; after it the sink accounts for what went (lateness,
+//! hold-ups, meters, live counters); with nothing due it waits by its own policy.
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
+use crate::clock;
+use crate::error::PortError;
+use crate::port::TxQueue;
 use crate::traffic::pacing::{wake_batch, Cadence, SmoothSchedule, BATCH, UNPACED_BATCH};
 use crate::traffic::source::Source;
 
@@ -364,6 +373,114 @@ impl Due for Slot {
         self.picked += run;
         (run, (!self.all_picked()).then(|| self.due(self.picked)))
     }
+}
+
+/// A TX worker's sources, the schedule of their due times and the frames picked, not sent yet.
+pub(crate) struct Picker<S> {
+    pub srcs: Vec<S>,
+    pub heap: Schedule,
+    pub pending: Picks,
+}
+
+impl<S> Picker<S> {
+    /// `srcs`, none of them scheduled yet.
+    pub(crate) fn new(srcs: Vec<S>) -> Picker<S> {
+        Picker { heap: Schedule::with_capacity(srcs.len()), srcs, pending: Picks::default() }
+    }
+}
+
+/// What a TX worker does around the picker ([`send_loop`]): the trial's run (its plan, stop flag,
+/// hard end, intervals and result), the generator's (its commands, counters and pacing meter).
+pub(crate) trait TxSink {
+    type Src: Due;
+    /// Before each pick at `now` (commands; the stop flag, the hard end): how old a batch's first
+    /// frame is when it goes ([`hold_ns`]), or `None`: the loop ends.
+    fn before(&mut self, p: &mut Picker<Self::Src>, queue: &mut dyn TxQueue, now: u64) -> Option<u64>;
+    /// Frames were picked to go at `now`; the longest one waited after it fell due, ns.
+    fn picked(&mut self, p: &mut Picker<Self::Src>, now: u64, lag: u64);
+    /// For one send: what writes source `k`'s next frame into `buf` stamped `stamp` (`held`: see
+    /// [`TxQueue::send_held`]) and counts it, returning its length (what it reads is taken once
+    /// a send, not once a frame).
+    fn writer(&mut self) -> impl FnMut(&mut [Self::Src], usize, &mut [u8], &mut u64, u64) -> usize + '_;
+    /// The first `n` picks went (still in `p.pending`): decided at `now`, handed to the queue
+    /// from `handed`, the send returned at `after`.
+    fn sent(&mut self, p: &mut Picker<Self::Src>, n: usize, now: u64, handed: u64, after: u64);
+    /// The queue failed: whether the loop goes on.
+    fn failed(&mut self, p: &mut Picker<Self::Src>, e: PortError) -> bool;
+    /// Nothing is due at `now`: wait for the next frame (or a command); `false`: the loop ends.
+    fn idle(&mut self, p: &Picker<Self::Src>, queue: &mut dyn TxQueue, now: u64) -> bool;
+}
+
+/// The TX worker's loop: pick what is due, hand it to `queue` in one send (stamps since `epoch`),
+/// account for it, or wait; until the sink ends it.
+#[inline]
+pub(crate) fn send_loop<K: TxSink>(queue: &mut dyn TxQueue, p: &mut Picker<K::Src>, sink: &mut K, epoch: u64) {
+    let mut now = clock::now_ns();
+    while let Some(hold) = sink.before(p, queue, now) {
+        let lag = pick_due(&mut p.srcs, &mut p.heap, &mut p.pending, now, hold);
+        if p.pending.is_empty() {
+            if !sink.idle(p, queue, now) {
+                return;
+            }
+            now = clock::now_ns();
+            continue;
+        }
+        sink.picked(p, now, lag);
+        let (srcs, mut runs) = (&mut p.srcs, p.pending.runs.iter());
+        let (mut k, mut left, mut write) = (0usize, 0u32, sink.writer());
+        let sent = send_stamped(queue, p.pending.frames, now, epoch, move |buf, held, stamp| {
+            if left == 0 {
+                let &(slot, n) = runs.next().expect("one pick per frame");
+                (k, left) = (slot as usize, n);
+            }
+            left -= 1;
+            write(srcs, k, buf, held, stamp)
+        });
+        match sent {
+            Ok((n, handed)) => {
+                let after = clock::now_ns();
+                sink.sent(p, n, now, handed, after);
+                p.pending.consume(n);
+                now = after;
+            }
+            Err(e) => {
+                if !sink.failed(p, e) {
+                    return;
+                }
+                now = clock::now_ns();
+            }
+        }
+    }
+}
+
+/// Hand up to `want` frames, decided at `now`, to `queue` ([`TxQueue::send_held`]), each written by
+/// `frame(buf, held, stamp)`: `stamp` is the decision time since `epoch`, read afresh every
+/// [`BATCH`] frames of a larger (unpaced) batch so that no stamp is older than a batch. The
+/// frames sent, and when the first was handed to the queue (after anything that held the send
+/// up: the span a batch's frames are spread over starts there).
+#[inline]
+pub(crate) fn send_stamped(
+    queue: &mut dyn TxQueue,
+    want: usize,
+    now: u64,
+    epoch: u64,
+    mut frame: impl FnMut(&mut [u8], &mut u64, u64) -> usize,
+) -> Result<(usize, u64), PortError> {
+    let (mut n, mut handed, mut stamp) = (0usize, now, now.saturating_sub(epoch));
+    let sent = queue.send_held(want, &mut |buf: &mut [u8], held: &mut u64| {
+        if n.is_multiple_of(BATCH) {
+            let t = clock::now_ns();
+            if n == 0 {
+                handed = t;
+            } else {
+                stamp = t.saturating_sub(epoch);
+            }
+        }
+        n += 1;
+        frame(buf, held, stamp)
+    })?;
+    debug_assert_eq!(sent, n);
+    Ok((sent, handed))
 }
 
 #[cfg(test)]

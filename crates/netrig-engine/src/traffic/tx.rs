@@ -6,8 +6,10 @@
 //! *segments* at its rate: the rate phases of a duration trial (back to back), the bursts of a
 //! burst trial, or one segment of a frame-count trial. Within a segment, frame `k` is due at
 //! `anchor + k / rate` on the monotonic clock ([`Cadence`]). The shares are picked by due time
-//! through the same picker as the generator's flows (`crate::traffic::pick`): each iteration
-//! takes what is due into one send. What happens to time a share lost (descheduled, pushed back by
+//! through the same picker, in the same loop, as the generator's flows
+//! (`crate::traffic::pick::send_loop`; the trial's side of it is [`TrialTx`]: the stop flag and
+//! the hard end before each pick, the counting intervals per frame, the meter and the live
+//! counters per batch): each iteration takes what is due into one send. What happens to time a share lost (descheduled, pushed back by
 //! its queue) is the [`Pacing`] mode's: by default the schedule shifts and drifts back at 2 % of
 //! the time, so the offered rate is never exceeded by more than that and what is not given back
 //! stretches the run (see `crate::traffic::pacing`). A worker that cannot keep the rate at all
@@ -35,7 +37,7 @@ use crate::traffic::pacing::{
     catchup_burst, wake_batch, Cadence, LoadMeter, Pacing, Smoothness, CATCHUP_FACTOR, MAX_SLEEP_NS, MIN_SLEEP_NS,
 };
 pub use crate::traffic::pacing::{BATCH, UNPACED_BATCH};
-use crate::traffic::pick::{pick_due, Due, Picks, Schedule};
+use crate::traffic::pick::{send_loop, Due, Picker, TxSink};
 use crate::traffic::schedule::{IntervalCounter, IntervalGrid, RatePhase, Side};
 use crate::traffic::source::Source;
 use crate::traffic::stream::CompiledStream;
@@ -211,10 +213,11 @@ fn segments(shape: &RunShape, start: u64, rate: f64, limit: Option<u64>) -> Vec<
 /// Run one TX worker to completion (or until `stop` is set). Never panics on I/O errors: they
 /// end the worker and are reported in the result.
 pub fn run_tx_worker(queue: &mut dyn TxQueue, plan: TxPlan, stop: &AtomicBool, live: &TxLive) -> TxWorkerResult {
-    let mut run = TxRun::new(queue, plan, live);
-    clock::sleep_until(run.bounds.start_ns);
-    run.send_all(stop);
-    run.finish(stop)
+    let (mut p, mut t) = TrialTx::new(plan, stop, live);
+    clock::sleep_until(t.bounds.start_ns);
+    let epoch = t.epoch_ns;
+    send_loop(queue, &mut p, &mut t, epoch);
+    t.finish(p.srcs, queue)
 }
 
 /// What bounds a run, fixed before its first frame.
@@ -542,12 +545,9 @@ impl Due for Share {
     }
 }
 
-/// One worker's run in progress: the queue, the shares, the picks, the meters, the result so far.
-struct TxRun<'a> {
-    queue: &'a mut dyn TxQueue,
-    shares: Vec<Share>,
-    heap: Schedule,
-    pending: Picks,
+/// The trial's side of a TX worker's loop: its plan's bounds, stop flag and hard end, counting
+/// intervals, offered-load meter, wait and result so far.
+struct TrialTx<'a> {
     bounds: RunBounds,
     pacing: Pacing,
     epoch_ns: u64,
@@ -560,6 +560,7 @@ struct TxRun<'a> {
     counter: Option<IntervalCounter>,
     meter: LoadMeter,
     waker: Waker,
+    stop: &'a AtomicBool,
     live: &'a TxLive,
     res: TxWorkerResult,
     total_sent: u64,
@@ -569,9 +570,9 @@ struct TxRun<'a> {
     last_stamp: u64,
 }
 
-impl<'a> TxRun<'a> {
-    /// The run of `plan` on `queue`, nothing sent yet.
-    fn new(queue: &'a mut dyn TxQueue, plan: TxPlan, live: &'a TxLive) -> TxRun<'a> {
+impl<'a> TrialTx<'a> {
+    /// The run of `plan`, nothing sent yet: its shares, scheduled from its start, and the rest.
+    fn new(plan: TxPlan, stop: &'a AtomicBool, live: &'a TxLive) -> (Picker<Share>, TrialTx<'a>) {
         // A worker with an unpaced share sends every share unpaced, in turn (each its part).
         let unpaced = plan.shares.iter().any(|s| !s.rate_pps.is_finite());
         let rate = |s: &TxShare| if unpaced { f64::INFINITY } else { s.rate_pps };
@@ -586,18 +587,16 @@ impl<'a> TxRun<'a> {
         };
         let (pacing, epoch) = (plan.pacing, plan.epoch_ns);
         let turns = unpaced && plan.shares.len() > 1;
-        let mut shares: Vec<Share> =
-            plan.shares.into_iter().zip(segs).map(|(s, segs)| Share::new(s, segs, pacing, epoch)).collect();
-        shares.iter_mut().for_each(|s| s.turns = turns);
-        let mut heap = Schedule::with_capacity(shares.len());
-        for (k, s) in shares.iter().enumerate().filter(|(_, s)| !s.done) {
-            heap.push(s.sc.seg.start_ns, k as u32, 0);
+        let mut p = Picker::new(
+            plan.shares.into_iter().zip(segs).map(|(s, segs)| Share::new(s, segs, pacing, epoch)).collect::<Vec<_>>(),
+        );
+        for (k, s) in p.srcs.iter_mut().enumerate() {
+            s.turns = turns;
+            if !s.done {
+                p.heap.push(s.sc.seg.start_ns, k as u32, 0);
+            }
         }
-        TxRun {
-            queue,
-            shares,
-            heap,
-            pending: Picks::default(),
+        let t = TrialTx {
             bounds,
             pacing,
             epoch_ns: epoch,
@@ -609,53 +608,33 @@ impl<'a> TxRun<'a> {
             counter: plan.intervals.map(|g| IntervalCounter::new(g, Side::Tx)),
             meter: LoadMeter::new(),
             waker: Waker::default(),
+            stop,
             live,
             res,
             total_sent: 0,
             begun: 0,
             last_stamp: 0,
-        }
-    }
-
-    /// Send until every share is done, the hard end, a queue error or `stop`.
-    fn send_all(&mut self, stop: &AtomicBool) {
-        let mut now = clock::now_ns();
-        loop {
-            if stop.load(Ordering::Relaxed) || self.past_hard_end(now) {
-                break;
-            }
-            pick_due(&mut self.shares, &mut self.heap, &mut self.pending, now, 0);
-            if !self.pending.is_empty() {
-                match self.send_batch(now) {
-                    Some(after) => now = after,
-                    None => break,
-                }
-                continue;
-            }
-            let Some((next, k, _)) = self.heap.peek() else { break };
-            self.wait_until(next, k as usize, now);
-            now = clock::now_ns();
-        }
+        };
+        (p, t)
     }
 
     /// A duration run reached its hard end (with frames left: how late each share's next is).
-    fn past_hard_end(&mut self, now: u64) -> bool {
+    fn past_hard_end(&mut self, shares: &mut [Share], now: u64) -> bool {
         if self.bounds.hard_end.is_none_or(|h| now < h) {
             return false;
         }
-        for s in self.shares.iter_mut().filter(|s| !s.done && s.sc.paced()) {
+        for s in shares.iter_mut().filter(|s| !s.done && s.sc.paced()) {
             let due = s.sc.planned_at(s.sc.sent);
             s.stretch_ns = s.stretch_ns.max(now.saturating_sub(due));
         }
         true
     }
 
-    /// Wait until `next`, when share `k` has frames to take: sleep until shortly before (by how
-    /// late wake-ups have been recently, less the slack up to the depth: a wake-up late within
-    /// it costs nothing), then spin. A wake-up later than that is time smooth pacing does not
-    /// get back.
-    fn wait_until(&mut self, next: u64, k: usize, now: u64) {
-        let sc = &self.shares[k].sc;
+    /// Wait until `next`, when share `sc`'s clock has frames to take: sleep until shortly before
+    /// (by how late wake-ups have been recently, less the slack up to the depth: a wake-up late
+    /// within it costs nothing), then spin. A wake-up later than that is time smooth pacing does
+    /// not get back.
+    fn wait_until(&mut self, queue: &mut dyn TxQueue, next: u64, sc: &SegmentClock, now: u64) {
         let slack = if self.pacing == Pacing::Smooth && sc.paced() {
             ((sc.c.depth - sc.wake) as f64 * sc.c.npf) as u64
         } else {
@@ -663,7 +642,7 @@ impl<'a> TxRun<'a> {
         };
         let early = self.waker.margin_ns.saturating_sub(slack);
         if next > now + early + MIN_SLEEP_NS {
-            let _ = self.queue.flush();
+            let _ = queue.flush();
             let between = (sc.wake as f64 * sc.c.npf) as u64;
             self.waker.sleep_until((next - early).min(now + MAX_SLEEP_NS), between);
         } else if self.cpu_shared {
@@ -679,9 +658,9 @@ impl<'a> TxRun<'a> {
 
     /// A share's segment `index` sends its first frames: the offered-load meter and the counting
     /// intervals start it.
-    fn begin(&mut self, index: usize, ts: u64) {
-        let rate: f64 = self.shares.iter().filter_map(|s| s.segs.get(index)).map(|g| g.rate).sum();
-        let continuous = self.shares.iter().filter_map(|s| s.segs.get(index)).all(|g| g.continuous);
+    fn begin(&mut self, shares: &[Share], index: usize, ts: u64) {
+        let rate: f64 = shares.iter().filter_map(|s| s.segs.get(index)).map(|g| g.rate).sum();
+        let continuous = shares.iter().filter_map(|s| s.segs.get(index)).all(|g| g.continuous);
         self.meter.segment(rate, continuous || index == 0);
         if self.phased {
             if let Some(g) = &self.grid {
@@ -691,63 +670,106 @@ impl<'a> TxRun<'a> {
         self.begun = index + 1;
     }
 
-    /// Send the picks (as many as the queue takes) stamped `now`, and account for them; the time
-    /// the send returned, or `None` when the queue failed (the error is in the result).
-    #[inline]
-    fn send_batch(&mut self, now: u64) -> Option<u64> {
-        let epoch = self.epoch_ns;
-        let ts = now.saturating_sub(epoch);
-        let top = self.pending.runs.iter().map(|&(k, _)| self.shares[k as usize].sc.index).max().unwrap_or(0);
-        while self.begun <= top {
-            self.begin(self.begun, ts);
+    /// The result: when the run ended, the queue drained, the meters' summaries, each share's
+    /// counts.
+    fn finish(mut self, shares: Vec<Share>, queue: &mut dyn TxQueue) -> TxWorkerResult {
+        let mut res = std::mem::take(&mut self.res);
+        // The schedule's end when a share sent its last segment whole; when it stopped early (the
+        // hard end, a stop), the last send: not where the frames it never sent would have been due
+        // (that would make the last counting interval, and the stretch, longer than the sending was).
+        let whole = |s: &Share| s.sc.paced() && s.sc.seg.frames != u64::MAX && s.sc.sent >= s.sc.seg.frames;
+        res.end_ns = if !shares.is_empty() && shares.iter().all(whole) {
+            shares.iter().map(|s| s.sc.c.at(s.sc.seg.frames)).max().unwrap_or(0).max(self.last_stamp)
+        } else {
+            res.last_ns
+        };
+        if let Err(e) = drain_queue(queue, self.stop) {
+            res.error.get_or_insert(e.to_string());
         }
-        let (shares, warmup, trial) = (&mut self.shares, self.warmup, self.trial);
-        let mut per_interval = self.counter.as_mut();
-        let mut runs = self.pending.runs.iter();
-        let (mut k, mut left) = (0usize, 0u32);
-        let sent = send_stamped(&mut *self.queue, self.pending.frames, now, epoch, |buf, held, stamp| {
-            if left == 0 {
-                let &(slot, n) = runs.next().expect("one pick per frame");
-                (k, left) = (slot as usize, n);
-            }
-            left -= 1;
-            // Intervals count every frame by the stamp it carries.
-            if let Some(c) = per_interval.as_deref_mut() {
+        res.queue = queue.stats();
+        res.smoothness = self.meter.summary();
+        res.gaps = Some(self.meter.gaps);
+        if let Some(c) = self.counter.as_mut() {
+            c.flush_upto(u64::MAX);
+        }
+        res.intervals = self.counter.map(|c| c.counts).unwrap_or_default();
+        res.stretch_ns = shares.iter().map(|s| s.stretch_ns).max().unwrap_or(0);
+        res.max_lag_ns = shares.iter().map(|s| s.max_lag_ns).max().unwrap_or(0);
+        res.max_catchup = shares.iter().map(|s| s.max_catchup).max().unwrap_or(0);
+        res.shares = shares.into_iter().map(Share::result).collect();
+        res
+    }
+}
+
+impl TxSink for TrialTx<'_> {
+    type Src = Share;
+
+    /// Until every share is done, the hard end, a queue error or the stop flag; never held.
+    #[inline]
+    fn before(&mut self, p: &mut Picker<Share>, _queue: &mut dyn TxQueue, now: u64) -> Option<u64> {
+        (!self.stop.load(Ordering::Relaxed) && !self.past_hard_end(&mut p.srcs, now)).then_some(0)
+    }
+
+    /// The segments the picks reach begin (the meter, the counting grid's phase).
+    #[inline]
+    fn picked(&mut self, p: &mut Picker<Share>, now: u64, _lag: u64) {
+        let top = p.pending.runs.iter().map(|&(k, _)| p.srcs[k as usize].sc.index).max().unwrap_or(0);
+        while self.begun <= top {
+            self.begin(&p.srcs, self.begun, now.saturating_sub(self.epoch_ns));
+        }
+    }
+
+    /// Write the share's next frame; intervals count every frame by the stamp it carries.
+    #[inline]
+    fn writer(&mut self) -> impl FnMut(&mut [Share], usize, &mut [u8], &mut u64, u64) -> usize + '_ {
+        let (trial, warmup, mut counter) = (self.trial, self.warmup, self.counter.as_mut());
+        move |shares, k, buf, held, stamp| {
+            if let Some(c) = counter.as_deref_mut() {
                 c.add(stamp, 1);
             }
             shares[k].src.write(buf, held, trial, warmup, stamp).len
-        });
-        let (sent, handed) = match sent {
-            Ok(s) => s,
-            Err(e) => {
-                self.res.error = Some(e.to_string());
-                return None;
-            }
-        };
-        let after = clock::now_ns();
-        if sent > 0 {
-            self.sent(sent, now, handed, after);
         }
-        if let Some(c) = self.counter.as_mut() {
-            // The batch's interval counts, for a watcher (`TrialControl::settled_intervals`): every
-            // later frame is stamped after `after`.
-            c.flush_upto(after.saturating_sub(epoch));
-        }
-        Some(after)
     }
 
-    /// Account for `sent` frames decided at `now`, handed over from `handed`, the send returned
-    /// at `after`: lateness, hold-ups, the offered-load meter, the live counters.
+    /// Account for `n` frames decided at `now`, handed over from `handed`, the send returned at
+    /// `after`: lateness, hold-ups, the offered-load meter, the live counters; the batch's
+    /// interval counts for a watcher (`TrialControl::settled_intervals`: every later frame is
+    /// stamped after `after`).
     #[inline]
-    fn sent(&mut self, sent: usize, now: u64, handed: u64, after: u64) {
+    fn sent(&mut self, p: &mut Picker<Share>, n: usize, now: u64, handed: u64, after: u64) {
+        if n > 0 {
+            self.sent_frames(p, n, now, handed, after);
+        }
+        if let Some(c) = self.counter.as_mut() {
+            c.flush_upto(after.saturating_sub(self.epoch_ns));
+        }
+    }
+
+    /// The run ends; the error is in the result.
+    fn failed(&mut self, _p: &mut Picker<Share>, e: PortError) -> bool {
+        self.res.error = Some(e.to_string());
+        false
+    }
+
+    /// Wait for the share due next; none: every share is done.
+    fn idle(&mut self, p: &Picker<Share>, queue: &mut dyn TxQueue, now: u64) -> bool {
+        let Some((next, k, _)) = p.heap.peek() else { return false };
+        self.wait_until(queue, next, &p.srcs[k as usize].sc, now);
+        true
+    }
+}
+
+impl TrialTx<'_> {
+    #[inline]
+    fn sent_frames(&mut self, p: &mut Picker<Share>, sent: usize, now: u64, handed: u64, after: u64) {
         if self.total_sent == 0 {
             self.res.first_ns = now;
         }
         self.res.last_ns = after;
         self.last_stamp = now;
         self.total_sent += sent as u64;
-        for k in self.pending.first(sent) {
-            let s = &mut self.shares[k as usize];
+        for k in p.pending.first(sent) {
+            let s = &mut p.srcs[k as usize];
             if !s.sc.paced() {
                 continue;
             }
@@ -763,40 +785,9 @@ impl<'a> TxRun<'a> {
                 s.sc.c.held_up(s.sc.sent - 1, handed);
             }
         }
-        self.pending.consume(sent);
         self.meter.batch(handed, after, sent as u64);
         self.live.frames.store(self.total_sent, Ordering::Relaxed);
-        self.live.bytes.store(self.shares.iter().map(|s| s.src.bytes).sum(), Ordering::Relaxed);
-    }
-
-    /// The result: when the run ended, the queue drained, the meters' summaries, each share's
-    /// counts.
-    fn finish(mut self, stop: &AtomicBool) -> TxWorkerResult {
-        let mut res = std::mem::take(&mut self.res);
-        // The schedule's end when a share sent its last segment whole; when it stopped early (the
-        // hard end, a stop), the last send: not where the frames it never sent would have been due
-        // (that would make the last counting interval, and the stretch, longer than the sending was).
-        let whole = |s: &Share| s.sc.paced() && s.sc.seg.frames != u64::MAX && s.sc.sent >= s.sc.seg.frames;
-        res.end_ns = if !self.shares.is_empty() && self.shares.iter().all(whole) {
-            self.shares.iter().map(|s| s.sc.c.at(s.sc.seg.frames)).max().unwrap_or(0).max(self.last_stamp)
-        } else {
-            res.last_ns
-        };
-        if let Err(e) = drain_queue(self.queue, stop) {
-            res.error.get_or_insert(e.to_string());
-        }
-        res.queue = self.queue.stats();
-        res.smoothness = self.meter.summary();
-        res.gaps = Some(self.meter.gaps);
-        if let Some(c) = self.counter.as_mut() {
-            c.flush_upto(u64::MAX);
-        }
-        res.intervals = self.counter.map(|c| c.counts).unwrap_or_default();
-        res.stretch_ns = self.shares.iter().map(|s| s.stretch_ns).max().unwrap_or(0);
-        res.max_lag_ns = self.shares.iter().map(|s| s.max_lag_ns).max().unwrap_or(0);
-        res.max_catchup = self.shares.iter().map(|s| s.max_catchup).max().unwrap_or(0);
-        res.shares = self.shares.into_iter().map(Share::result).collect();
-        res
+        self.live.bytes.store(p.srcs.iter().map(|s| s.src.bytes).sum(), Ordering::Relaxed);
     }
 }
 
@@ -852,36 +843,6 @@ impl Waker {
 #[inline]
 fn total_rate_scale(seg: &Segment, factor: f64) -> f64 {
     seg.rate * factor / 1e9
-}
-
-/// Hand up to `want` frames, decided at `now`, to `queue` ([`TxQueue::send_held`]), each written by
-/// `frame(buf, held, stamp)`: `stamp` is the decision time since `epoch`, read afresh every
-/// [`BATCH`] frames of a larger (unpaced) batch so that no stamp is older than a batch. The
-/// frames sent, and when the first was handed to the queue (after anything that held the send
-/// up: the span a batch's frames are spread over starts there).
-#[inline]
-pub(crate) fn send_stamped(
-    queue: &mut dyn TxQueue,
-    want: usize,
-    now: u64,
-    epoch: u64,
-    mut frame: impl FnMut(&mut [u8], &mut u64, u64) -> usize,
-) -> Result<(usize, u64), PortError> {
-    let (mut n, mut handed, mut stamp) = (0usize, now, now.saturating_sub(epoch));
-    let sent = queue.send_held(want, &mut |buf: &mut [u8], held: &mut u64| {
-        if n.is_multiple_of(BATCH) {
-            let t = clock::now_ns();
-            if n == 0 {
-                handed = t;
-            } else {
-                stamp = t.saturating_sub(epoch);
-            }
-        }
-        n += 1;
-        frame(buf, held, stamp)
-    })?;
-    debug_assert_eq!(sent, n);
-    Ok((sent, handed))
 }
 
 /// Flush until the queue is idle (bounded: 1 s, or until stopped).

@@ -4,10 +4,11 @@
 //! Each flow is a slot of the picker the trial's worker uses too (`crate::traffic::pick`): its
 //! frames ([`Source`]), its cadence (frame `k` due at `anchor + k / rate`; bursts: `anchor + b ×
 //! (packets / rate + gap) + i / rate` for frame `i` of burst `b`), smooth pacing with the trial's
-//! depth and give-back. Every iteration the worker picks the frames due into runs (in due order,
-//! so each flow's frames stay in sequence) and hands them to the queue in one `send`, whose fill
-//! writes each frame and counts it in the flow's and the port's counters. Picks the queue did
-//! not take stay for the next `send`. A batch waits for its first frame to be `hold` old: the
+//! depth and give-back. The worker runs the loop the trial's worker runs (`pick::send_loop`): every
+//! iteration it picks the frames due into runs (in due order, so each flow's frames stay in
+//! sequence) and hands them to the queue in one `send`; its side of the loop ([`GenTx`]) applies
+//! the commands before each pick, writes each frame and counts it in the flow's and the port's
+//! counters, and meters the batch. Picks the queue did not take stay for the next `send`. A batch waits for its first frame to be `hold` old: the
 //! trial's wake batch (`pacing::wake_batch`) at the running flows' rates together, so the worker
 //! sends a few frames at a time and sleeps in between instead of spinning. An idle worker parks
 //! until a command.
@@ -17,11 +18,11 @@ use std::sync::{Arc, Mutex};
 use super::flow::CompiledFlow;
 use super::stats::{Counters, FlowCtl, FlowState, PortCounters, TxPacing};
 use crate::clock;
+use crate::error::PortError;
 use crate::port::TxQueue;
 use crate::traffic::pacing::{LoadMeter, MAX_SLEEP_NS, MIN_SLEEP_NS};
-use crate::traffic::pick::{held_up, hold_ns, pick_due, Picks, Schedule, Slot, HELD_UP_NS};
+use crate::traffic::pick::{held_up, hold_ns, send_loop, Picker, Slot, TxSink, HELD_UP_NS};
 use crate::traffic::source::Source;
-use crate::traffic::tx::send_stamped;
 
 /// A command to a TX worker.
 #[derive(Debug, Clone)]
@@ -83,64 +84,139 @@ fn slot(flow: &CompiledFlow) -> Slot {
 
 impl TxWorker {
     /// Run until a `Shutdown` command; then hand the queue back, open (see `Generator::release`).
-    pub fn run(mut self) -> Box<dyn TxQueue> {
-        self.serve();
-        self.queue
-    }
-
-    fn serve(&mut self) {
-        let mut slots: Vec<Slot> = self.flows.iter().map(|f| slot(f)).collect();
-        let mut slot_of = vec![usize::MAX; self.ctl.len()];
-        for (k, f) in self.flows.iter().enumerate() {
+    pub fn run(self) -> Box<dyn TxQueue> {
+        let TxWorker { mut queue, flows, ctl, pubs, port, mailbox, epoch_ns, errors, cpu_shared } = self;
+        let mut p = Picker::new(flows.iter().map(|f| slot(f)).collect());
+        let mut slot_of = vec![usize::MAX; ctl.len()];
+        for (k, f) in flows.iter().enumerate() {
             slot_of[f.index] = k;
         }
-        let mut heap = Schedule::with_capacity(slots.len());
-        let mut pending = Picks::default();
-        let mut seen = 0u64;
-        let mut hold = 0u64;
-        let mut meter = TxMeter::new();
-        loop {
-            let epoch = self.mailbox.epoch.load(Ordering::Acquire);
-            if epoch != seen {
-                seen = epoch;
-                let cmds = std::mem::take(&mut *self.mailbox.cmds.lock().unwrap_or_else(|e| e.into_inner()));
-                let was_active = slots.iter().any(Slot::active);
-                for cmd in cmds {
-                    if matches!(cmd, Cmd::Shutdown) {
-                        let _ = self.queue.flush();
-                        return;
-                    }
-                    self.apply(cmd, &mut slots, &slot_of, &mut heap, &mut pending);
-                }
-                let rate: f64 = slots.iter().filter(|s| s.running).map(|s| s.rate).sum();
-                hold = hold_ns(rate);
-                let active: f64 = slots.iter().filter(|s| s.active()).map(|s| s.rate).sum();
-                meter.segment(active, was_active, slots.iter().any(Slot::active));
+        let mut sink = GenTx {
+            flows,
+            slot_of,
+            ctl,
+            pubs,
+            port,
+            mailbox,
+            errors,
+            cpu_shared,
+            epoch_ns,
+            seen: 0,
+            hold: 0,
+            meter: TxMeter::new(),
+        };
+        send_loop(&mut *queue, &mut p, &mut sink, epoch_ns);
+        queue
+    }
+}
+
+/// The generator's side of a TX worker's loop: its commands, its flows' and port's counters, its
+/// pacing meter, its wait.
+struct GenTx {
+    flows: Vec<Arc<CompiledFlow>>,
+    /// Each flow's slot by its global index (`usize::MAX`: another worker's).
+    slot_of: Vec<usize>,
+    ctl: Arc<[FlowCtl]>,
+    pubs: Arc<[Counters]>,
+    port: Arc<PortCounters>,
+    mailbox: Arc<Mailbox>,
+    errors: Arc<Mutex<Vec<String>>>,
+    cpu_shared: bool,
+    epoch_ns: u64,
+    /// The mailbox's epoch last read.
+    seen: u64,
+    /// How old a batch's first frame is when it goes ([`hold_ns`] of the running flows' rates).
+    hold: u64,
+    meter: TxMeter,
+}
+
+impl TxSink for GenTx {
+    type Src = Slot;
+
+    /// Apply the commands posted since the last look (`Shutdown`: flush and end).
+    fn before(&mut self, p: &mut Picker<Slot>, queue: &mut dyn TxQueue, _now: u64) -> Option<u64> {
+        let epoch = self.mailbox.epoch.load(Ordering::Acquire);
+        if epoch == self.seen {
+            return Some(self.hold);
+        }
+        self.seen = epoch;
+        let cmds = std::mem::take(&mut *self.mailbox.cmds.lock().unwrap_or_else(|e| e.into_inner()));
+        let was_active = p.srcs.iter().any(Slot::active);
+        for cmd in cmds {
+            if matches!(cmd, Cmd::Shutdown) {
+                let _ = queue.flush();
+                return None;
             }
-            let now = clock::now_ns();
-            meter.lag(pick_due(&mut slots, &mut heap, &mut pending, now, hold));
-            if !pending.is_empty() {
-                match self.send(&mut slots, &pending, now) {
-                    Ok((n, handed)) => {
-                        // The frames are spread from their hand-off, as a trial's worker spreads them.
-                        meter.batch(handed, clock::now_ns(), n as u64);
-                        if handed > now + HELD_UP_NS {
-                            held_up(&mut slots, &mut heap, pending.first(n), handed);
-                        }
-                        pending.consume(n);
-                    }
-                    Err(e) => self.failed(e, &mut slots, &mut heap, &mut pending),
-                }
-                meter.publish(&self.port, &slots, now, false);
-                continue;
+            self.apply(cmd, p);
+        }
+        let rate: f64 = p.srcs.iter().filter(|s| s.running).map(|s| s.rate).sum();
+        self.hold = hold_ns(rate);
+        let active: f64 = p.srcs.iter().filter(|s| s.active()).map(|s| s.rate).sum();
+        self.meter.segment(active, was_active, p.srcs.iter().any(Slot::active));
+        Some(self.hold)
+    }
+
+    #[inline]
+    fn picked(&mut self, _p: &mut Picker<Slot>, _now: u64, lag: u64) {
+        self.meter.lag(lag);
+    }
+
+    /// Write the frame and count it in the flow's and the port's counters.
+    #[inline]
+    fn writer(&mut self) -> impl FnMut(&mut [Slot], usize, &mut [u8], &mut u64, u64) -> usize + '_ {
+        let (flows, pubs, port, ctl, epoch) = (&self.flows, &self.pubs, &*self.port, &self.ctl, self.epoch_ns);
+        move |slots, k, buf, held, stamp| {
+            let (s, f) = (&mut slots[k], &*flows[k]);
+            let c = &pubs[f.index];
+            c.count_tag(s.src.sent);
+            let w = s.src.write(buf, held, s.tag, false, stamp);
+            c.count(w.wire, stamp + epoch);
+            if !w.signed {
+                PortCounters::add(&c.untracked, 1);
             }
-            let _ = self.queue.flush();
-            let next = heap.peek().map(|(due, _, _)| due + hold);
-            meter.publish(&self.port, &slots, now, next.is_none());
-            self.wait(next);
+            PortCounters::add(&port.frames, 1);
+            PortCounters::add(&port.bytes, w.wire);
+            if f.limit == Some(s.src.sent) {
+                ctl[f.index].finish();
+            }
+            w.len
         }
     }
 
+    fn sent(&mut self, p: &mut Picker<Slot>, n: usize, now: u64, handed: u64, after: u64) {
+        // The frames are spread from their hand-off, as a trial's worker spreads them.
+        self.meter.batch(handed, after, n as u64);
+        if handed > now + HELD_UP_NS {
+            held_up(&mut p.srcs, &mut p.heap, p.pending.first(n), handed);
+        }
+        self.meter.publish(&self.port, &p.srcs, now, false);
+    }
+
+    /// Every flow of this worker stops; the error is reported.
+    fn failed(&mut self, p: &mut Picker<Slot>, e: PortError) -> bool {
+        self.errors.lock().unwrap_or_else(|x| x.into_inner()).push(e.to_string());
+        for (s, f) in p.srcs.iter_mut().zip(&self.flows) {
+            s.running = false;
+            s.gen = s.gen.wrapping_add(1);
+            self.ctl[f.index].set_state(FlowState::Stopped);
+        }
+        p.heap.clear();
+        p.pending.clear();
+        true
+    }
+
+    /// Wait for the next batch's first frame to be `hold` old, or a command; without anything
+    /// due, for a command.
+    fn idle(&mut self, p: &Picker<Slot>, queue: &mut dyn TxQueue, now: u64) -> bool {
+        let _ = queue.flush();
+        let next = p.heap.peek().map(|(due, _, _)| due + self.hold);
+        self.meter.publish(&self.port, &p.srcs, now, next.is_none());
+        self.wait(next);
+        true
+    }
+}
+
+impl GenTx {
     /// Wait until `until` (engine clock) or a command; without anything due, until a command.
     fn wait(&self, until: Option<u64>) {
         let Some(until) = until else {
@@ -158,16 +234,16 @@ impl TxWorker {
         }
     }
 
-    fn apply(&mut self, cmd: Cmd, slots: &mut [Slot], slot_of: &[usize], heap: &mut Schedule, pending: &mut Picks) {
+    fn apply(&mut self, cmd: Cmd, p: &mut Picker<Slot>) {
         let (flow, at) = match cmd {
             Cmd::Start { flow, at_ns, .. } | Cmd::Resume { flow, at_ns } => (flow, at_ns),
             Cmd::Stop(flow) | Cmd::Pause(flow) | Cmd::Update { flow, .. } => (flow, clock::now_ns()),
             Cmd::Shutdown => return,
         };
-        let Some(&k) = slot_of.get(flow).filter(|&&k| k != usize::MAX) else { return };
-        let s = &mut slots[k];
+        let Some(&k) = self.slot_of.get(flow).filter(|&&k| k != usize::MAX) else { return };
+        let s = &mut p.srcs[k];
         // Picks not sent yet are taken back: a stopped or paused flow sends nothing more.
-        s.picked -= pending.take_back(k as u32);
+        s.picked -= p.pending.take_back(k as u32);
         s.gen = s.gen.wrapping_add(1);
         match cmd {
             Cmd::Start { tag, .. } => {
@@ -185,51 +261,8 @@ impl TxWorker {
             Cmd::Shutdown => {}
         }
         if s.running && !s.all_picked() {
-            heap.push(s.due(s.picked), k as u32, s.gen);
+            p.heap.push(s.due(s.picked), k as u32, s.gen);
         }
-    }
-
-    /// Send the pending picks (as many as the queue takes) and count them; how many it sent, and
-    /// when the first was handed to the queue (after anything that held the send up).
-    fn send(&mut self, slots: &mut [Slot], pending: &Picks, now: u64) -> Result<(usize, u64), String> {
-        let epoch = self.epoch_ns;
-        let (ctl, pubs, port, flows) = (&self.ctl, &self.pubs, &self.port, &self.flows);
-        let mut runs = pending.runs.iter();
-        let (mut k, mut left) = (0usize, 0u32);
-        let fill = |buf: &mut [u8], held: &mut u64, stamp: u64| -> usize {
-            if left == 0 {
-                let &(slot, n) = runs.next().expect("one pick per frame");
-                (k, left) = (slot as usize, n);
-            }
-            left -= 1;
-            let s = &mut slots[k];
-            let f = &*flows[k];
-            pubs[f.index].count_tag(s.src.sent);
-            let w = s.src.write(buf, held, s.tag, false, stamp);
-            pubs[f.index].count(w.wire, stamp + epoch);
-            if !w.signed {
-                PortCounters::add(&pubs[f.index].untracked, 1);
-            }
-            PortCounters::add(&port.frames, 1);
-            PortCounters::add(&port.bytes, w.wire);
-            if f.limit == Some(s.src.sent) {
-                ctl[f.index].finish();
-            }
-            w.len
-        };
-        send_stamped(&mut *self.queue, pending.frames, now, epoch, fill).map_err(|e| e.to_string())
-    }
-
-    /// The queue failed: every flow of this worker stops; the error is reported.
-    fn failed(&mut self, e: String, slots: &mut [Slot], heap: &mut Schedule, pending: &mut Picks) {
-        self.errors.lock().unwrap_or_else(|x| x.into_inner()).push(e);
-        for (s, f) in slots.iter_mut().zip(&self.flows) {
-            s.running = false;
-            s.gen = s.gen.wrapping_add(1);
-            self.ctl[f.index].set_state(FlowState::Stopped);
-        }
-        heap.clear();
-        pending.clear();
     }
 }
 
