@@ -524,7 +524,13 @@ pub fn run_trial(
             .spawn_scoped(scope, move || {
                 // Bookkeeping: never on a sender's CPU, where each read of the links took the
                 // sender off it (measured: 0.3-1.3 ms at a time). Refused, it runs anywhere.
+                // And at `SCHED_IDLE` whoever started the trial: off the senders' CPUs it is on
+                // a receiver's, and as the ordinary thread it inherited from a caller that is not
+                // tester bookkeeping (ports by name, the API) it kept the receiver waiting 2-3 ms
+                // about once a second, once 25.6 ms, and the receiver's ring dropped
+                // (`bench/flows.py`'s stall watch, 2026-12-07).
                 let _ = cpu::pin_current_thread_to(&off_senders(senders));
+                let _ = cpu::idle_priority();
                 let mut watches = watches;
                 watch_links(links, &mut watches, link_stop);
                 watches

@@ -95,11 +95,20 @@ impl OrdinaryWhile {
 impl Drop for OrdinaryWhile {
     fn drop(&mut self) {
         if self.was_idle {
-            let param = libc::sched_param { sched_priority: 0 };
-            // SAFETY: param is a valid sched_param; pid 0 = this thread.
-            unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+            let _ = idle_priority();
         }
     }
+}
+
+/// Run the calling thread at `SCHED_IDLE`: tester bookkeeping, which runs only when no ordinary
+/// thread (a worker) wants its CPU.
+pub fn idle_priority() -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: param is a valid sched_param; pid 0 = this thread.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Let the calling thread run on any of `cpus` (nothing happens for an empty list).
