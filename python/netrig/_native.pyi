@@ -1456,7 +1456,8 @@ class GenTxPacing:
         """The most any flow's schedule shifted (time smooth pacing gave up), ns."""
     @property
     def max_lag_ns(self) -> int:
-        """The longest a frame waited after it fell due, ns (up to 50 µs by design when busy)."""
+        """The longest a run's first frame waited after it fell due until it reached the queue, ns
+        (up to the worker's hold, a wake batch's time, by design when busy)."""
     @property
     def smoothness(self) -> Smoothness:
         """The peak 1-ms window against the running flows' rates, and the inter-departure gaps."""

@@ -192,6 +192,9 @@ fn a_held_flow_is_stretched_by_what_it_did_not_give_back_and_never_bunches() {
     let peak = netrig_engine::traffic::pacing::most_in_window(&log.departures, 1_000_000);
     assert!(peak <= 51 + 4 + 1, "{peak} frames in 1 ms of 50: {:?}", p.smoothness);
     assert!(p.smoothness.peak_frames.abs_diff(peak) <= 3, "the meter's peak {:?}, the log's {peak}", p.smoothness);
+    // Each stall held a picked batch back from the queue 5 ms: its lateness, as a trial's worker
+    // measures it (at the pick alone it read nothing: the schedule shifts from the hand-off).
+    assert!(p.max_lag_ns >= 5_000_000, "max lag {} ns", p.max_lag_ns);
     assert!(g.errors().is_empty());
 }
 

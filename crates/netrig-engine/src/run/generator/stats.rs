@@ -171,8 +171,9 @@ pub struct TxPacing {
     /// depth, less what smooth pacing gave back since, so its last frame leaves that much later
     /// than planned, ns.
     pub stretch_ns: u64,
-    /// The longest a frame waited after it fell due before the worker picked it, ns (a busy
-    /// worker's frames wait up to 50 µs by design, so that it sends a few at a time).
+    /// The longest the first frame of a run waited after it fell due before it reached the queue,
+    /// ns, as a trial's worker measures it (a worker's frames wait up to its hold by design, so
+    /// that it sends a few at a time).
     pub max_lag_ns: u64,
     /// The offered-load meter's peak 1-ms window against the running flows' rates, and the
     /// inter-departure gaps.

@@ -103,6 +103,7 @@ impl TxWorker {
             epoch_ns,
             seen: 0,
             hold: 0,
+            lag: 0,
             meter: TxMeter::new(),
         };
         send_loop(&mut *queue, &mut p, &mut sink, epoch_ns);
@@ -127,6 +128,8 @@ struct GenTx {
     seen: u64,
     /// How old a batch's first frame is when it goes ([`hold_ns`] of the running flows' rates).
     hold: u64,
+    /// The picks' lateness when picked ([`TxSink::picked`]).
+    lag: u64,
     meter: TxMeter,
 }
 
@@ -156,9 +159,11 @@ impl TxSink for GenTx {
         Some(self.hold)
     }
 
+    /// The longest a picked run's first frame has waited since it fell due (at the hand-off: see
+    /// `sent`).
     #[inline]
     fn picked(&mut self, _p: &mut Picker<Slot>, _now: u64, lag: u64) {
-        self.meter.lag(lag);
+        self.lag = lag;
     }
 
     /// Write the frame and count it in the flow's and the port's counters.
@@ -184,8 +189,11 @@ impl TxSink for GenTx {
     }
 
     fn sent(&mut self, p: &mut Picker<Slot>, n: usize, now: u64, handed: u64, after: u64) {
-        // The frames are spread from their hand-off, as a trial's worker spreads them.
+        // The frames are spread from their hand-off, as a trial's worker spreads them, and a run's
+        // lateness is how late its first frame reached the queue, as a trial's is (a send held
+        // up after the pick is late too).
         self.meter.batch(handed, after, n as u64);
+        self.meter.lag(self.lag + handed.saturating_sub(now));
         if handed > now + HELD_UP_NS {
             held_up(&mut p.srcs, &mut p.heap, p.pending.first(n), handed);
         }
