@@ -523,14 +523,12 @@ pub fn run_trial(
             .name("netrig-link".into())
             .spawn_scoped(scope, move || {
                 // Bookkeeping: never on a sender's CPU, where each read of the links took the
-                // sender off it (measured: 0.3-1.3 ms at a time). Refused, it runs anywhere.
-                // And at `SCHED_IDLE` whoever started the trial: off the senders' CPUs it is on
-                // a receiver's, and as the ordinary thread it inherited from a caller that is not
-                // tester bookkeeping (ports by name, the API) it kept the receiver waiting 2-3 ms
-                // about once a second, once 25.6 ms, and the receiver's ring dropped
-                // (`bench/flows.py`'s stall watch, 2026-12-07).
+                // sender off it (measured: 0.3-1.3 ms at a time). Refused, it runs anywhere. Its
+                // policy is its starter's: `SCHED_IDLE` under tester bookkeeping (a test bed, the
+                // CLI), ordinary from an API caller (docs/performance.md, "Who holds the
+                // receiver's CPU": idle-class whoever started it, a trial at the top rate read
+                // slower; not kept).
                 let _ = cpu::pin_current_thread_to(&off_senders(senders));
-                let _ = cpu::idle_priority();
                 let mut watches = watches;
                 watch_links(links, &mut watches, link_stop);
                 watches
