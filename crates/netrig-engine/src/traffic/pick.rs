@@ -396,19 +396,30 @@ pub(crate) trait TxSink {
     /// Before each pick at `now` (commands; the stop flag, the hard end): how old a batch's first
     /// frame is when it goes ([`hold_ns`]), or `None`: the loop ends.
     fn before(&mut self, p: &mut Picker<Self::Src>, queue: &mut dyn TxQueue, now: u64) -> Option<u64>;
-    /// Frames were picked to go at `now`; the longest one waited after it fell due, ns.
-    fn picked(&mut self, p: &mut Picker<Self::Src>, now: u64, lag: u64);
+    /// Frames were picked to go at `now`.
+    fn picked(&mut self, _p: &mut Picker<Self::Src>, _now: u64) {}
     /// For one send: what writes source `k`'s next frame into `buf` stamped `stamp` (`held`: see
     /// [`TxQueue::send_held`]) and counts it, returning its length (what it reads is taken once
     /// a send, not once a frame).
     fn writer(&mut self) -> impl FnMut(&mut [Self::Src], usize, &mut [u8], &mut u64, u64) -> usize + '_;
-    /// The first `n` picks went (still in `p.pending`): decided at `now`, handed to the queue
-    /// from `handed`, the send returned at `after`.
-    fn sent(&mut self, p: &mut Picker<Self::Src>, n: usize, now: u64, handed: u64, after: u64);
+    /// The first `b.n` picks went (still in `p.pending`).
+    fn sent(&mut self, p: &mut Picker<Self::Src>, b: Batch);
     /// The queue failed: whether the loop goes on.
     fn failed(&mut self, p: &mut Picker<Self::Src>, e: PortError) -> bool;
     /// Nothing is due at `now`: wait for the next frame (or a command); `false`: the loop ends.
     fn idle(&mut self, p: &Picker<Self::Src>, queue: &mut dyn TxQueue, now: u64) -> bool;
+}
+
+/// A send that went: `n` of the picks, decided at `now`, handed to the queue from `handed`, the
+/// send returned at `after`; `late`: the longest one of its runs' first frames waited after it
+/// fell due until `handed`, ns (a send held up after the pick is late too).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Batch {
+    pub n: usize,
+    pub now: u64,
+    pub handed: u64,
+    pub after: u64,
+    pub late: u64,
 }
 
 /// The TX worker's loop: pick what is due, hand it to `queue` in one send (stamps since `epoch`),
@@ -425,7 +436,7 @@ pub(crate) fn send_loop<K: TxSink>(queue: &mut dyn TxQueue, p: &mut Picker<K::Sr
             now = clock::now_ns();
             continue;
         }
-        sink.picked(p, now, lag);
+        sink.picked(p, now);
         let (srcs, mut runs) = (&mut p.srcs, p.pending.runs.iter());
         let (mut k, mut left, mut write) = (0usize, 0u32, sink.writer());
         let sent = send_stamped(queue, p.pending.frames, now, epoch, move |buf, held, stamp| {
@@ -439,7 +450,7 @@ pub(crate) fn send_loop<K: TxSink>(queue: &mut dyn TxQueue, p: &mut Picker<K::Sr
         match sent {
             Ok((n, handed)) => {
                 let after = clock::now_ns();
-                sink.sent(p, n, now, handed, after);
+                sink.sent(p, Batch { n, now, handed, after, late: lag + handed.saturating_sub(now) });
                 p.pending.consume(n);
                 now = after;
             }

@@ -37,7 +37,7 @@ use crate::traffic::pacing::{
     catchup_burst, wake_batch, Cadence, LoadMeter, Pacing, Smoothness, CATCHUP_FACTOR, MAX_SLEEP_NS, MIN_SLEEP_NS,
 };
 pub use crate::traffic::pacing::{BATCH, UNPACED_BATCH};
-use crate::traffic::pick::{send_loop, Due, Picker, TxSink};
+use crate::traffic::pick::{send_loop, Batch, Due, Picker, TxSink};
 use crate::traffic::schedule::{IntervalCounter, IntervalGrid, RatePhase, Side};
 use crate::traffic::source::Source;
 use crate::traffic::stream::CompiledStream;
@@ -699,69 +699,12 @@ impl<'a> TrialTx<'a> {
         res.shares = shares.into_iter().map(Share::result).collect();
         res
     }
-}
 
-impl TxSink for TrialTx<'_> {
-    type Src = Share;
-
-    /// Until every share is done, the hard end, a queue error or the stop flag; never held.
+    /// Account for the frames of `b` (some went): lateness, hold-ups, the offered-load meter, the
+    /// live counters.
     #[inline]
-    fn before(&mut self, p: &mut Picker<Share>, _queue: &mut dyn TxQueue, now: u64) -> Option<u64> {
-        (!self.stop.load(Ordering::Relaxed) && !self.past_hard_end(&mut p.srcs, now)).then_some(0)
-    }
-
-    /// The segments the picks reach begin (the meter, the counting grid's phase).
-    #[inline]
-    fn picked(&mut self, p: &mut Picker<Share>, now: u64, _lag: u64) {
-        let top = p.pending.runs.iter().map(|&(k, _)| p.srcs[k as usize].sc.index).max().unwrap_or(0);
-        while self.begun <= top {
-            self.begin(&p.srcs, self.begun, now.saturating_sub(self.epoch_ns));
-        }
-    }
-
-    /// Write the share's next frame; intervals count every frame by the stamp it carries.
-    #[inline]
-    fn writer(&mut self) -> impl FnMut(&mut [Share], usize, &mut [u8], &mut u64, u64) -> usize + '_ {
-        let (trial, warmup, mut counter) = (self.trial, self.warmup, self.counter.as_mut());
-        move |shares, k, buf, held, stamp| {
-            if let Some(c) = counter.as_deref_mut() {
-                c.add(stamp, 1);
-            }
-            shares[k].src.write(buf, held, trial, warmup, stamp).len
-        }
-    }
-
-    /// Account for `n` frames decided at `now`, handed over from `handed`, the send returned at
-    /// `after`: lateness, hold-ups, the offered-load meter, the live counters; the batch's
-    /// interval counts for a watcher (`TrialControl::settled_intervals`: every later frame is
-    /// stamped after `after`).
-    #[inline]
-    fn sent(&mut self, p: &mut Picker<Share>, n: usize, now: u64, handed: u64, after: u64) {
-        if n > 0 {
-            self.sent_frames(p, n, now, handed, after);
-        }
-        if let Some(c) = self.counter.as_mut() {
-            c.flush_upto(after.saturating_sub(self.epoch_ns));
-        }
-    }
-
-    /// The run ends; the error is in the result.
-    fn failed(&mut self, _p: &mut Picker<Share>, e: PortError) -> bool {
-        self.res.error = Some(e.to_string());
-        false
-    }
-
-    /// Wait for the share due next; none: every share is done.
-    fn idle(&mut self, p: &Picker<Share>, queue: &mut dyn TxQueue, now: u64) -> bool {
-        let Some((next, k, _)) = p.heap.peek() else { return false };
-        self.wait_until(queue, next, &p.srcs[k as usize].sc, now);
-        true
-    }
-}
-
-impl TrialTx<'_> {
-    #[inline]
-    fn sent_frames(&mut self, p: &mut Picker<Share>, sent: usize, now: u64, handed: u64, after: u64) {
+    fn sent_frames(&mut self, p: &mut Picker<Share>, b: Batch) {
+        let (sent, now, handed, after) = (b.n, b.now, b.handed, b.after);
         if self.total_sent == 0 {
             self.res.first_ns = now;
         }
@@ -788,6 +731,62 @@ impl TrialTx<'_> {
         self.meter.batch(handed, after, sent as u64);
         self.live.frames.store(self.total_sent, Ordering::Relaxed);
         self.live.bytes.store(p.srcs.iter().map(|s| s.src.bytes).sum(), Ordering::Relaxed);
+    }
+}
+
+impl TxSink for TrialTx<'_> {
+    type Src = Share;
+
+    /// Until every share is done, the hard end, a queue error or the stop flag; never held.
+    #[inline]
+    fn before(&mut self, p: &mut Picker<Share>, _queue: &mut dyn TxQueue, now: u64) -> Option<u64> {
+        (!self.stop.load(Ordering::Relaxed) && !self.past_hard_end(&mut p.srcs, now)).then_some(0)
+    }
+
+    /// The segments the picks reach begin (the meter, the counting grid's phase).
+    #[inline]
+    fn picked(&mut self, p: &mut Picker<Share>, now: u64) {
+        let top = p.pending.runs.iter().map(|&(k, _)| p.srcs[k as usize].sc.index).max().unwrap_or(0);
+        while self.begun <= top {
+            self.begin(&p.srcs, self.begun, now.saturating_sub(self.epoch_ns));
+        }
+    }
+
+    /// Write the share's next frame; intervals count every frame by the stamp it carries.
+    #[inline]
+    fn writer(&mut self) -> impl FnMut(&mut [Share], usize, &mut [u8], &mut u64, u64) -> usize + '_ {
+        let (trial, warmup, mut counter) = (self.trial, self.warmup, self.counter.as_mut());
+        move |shares, k, buf, held, stamp| {
+            if let Some(c) = counter.as_deref_mut() {
+                c.add(stamp, 1);
+            }
+            shares[k].src.write(buf, held, trial, warmup, stamp).len
+        }
+    }
+
+    /// Account for the batch's frames, and settle its interval counts for a watcher
+    /// (`TrialControl::settled_intervals`: every later frame is stamped after `b.after`).
+    #[inline]
+    fn sent(&mut self, p: &mut Picker<Share>, b: Batch) {
+        if b.n > 0 {
+            self.sent_frames(p, b);
+        }
+        if let Some(c) = self.counter.as_mut() {
+            c.flush_upto(b.after.saturating_sub(self.epoch_ns));
+        }
+    }
+
+    /// The run ends; the error is in the result.
+    fn failed(&mut self, _p: &mut Picker<Share>, e: PortError) -> bool {
+        self.res.error = Some(e.to_string());
+        false
+    }
+
+    /// Wait for the share due next; none: every share is done.
+    fn idle(&mut self, p: &Picker<Share>, queue: &mut dyn TxQueue, now: u64) -> bool {
+        let Some((next, k, _)) = p.heap.peek() else { return false };
+        self.wait_until(queue, next, &p.srcs[k as usize].sc, now);
+        true
     }
 }
 

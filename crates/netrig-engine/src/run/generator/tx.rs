@@ -21,7 +21,7 @@ use crate::clock;
 use crate::error::PortError;
 use crate::port::TxQueue;
 use crate::traffic::pacing::{LoadMeter, MAX_SLEEP_NS, MIN_SLEEP_NS};
-use crate::traffic::pick::{held_up, hold_ns, send_loop, Picker, Slot, TxSink, HELD_UP_NS};
+use crate::traffic::pick::{held_up, hold_ns, send_loop, Batch, Picker, Slot, TxSink, HELD_UP_NS};
 use crate::traffic::source::Source;
 
 /// A command to a TX worker.
@@ -103,7 +103,6 @@ impl TxWorker {
             epoch_ns,
             seen: 0,
             hold: 0,
-            lag: 0,
             meter: TxMeter::new(),
         };
         send_loop(&mut *queue, &mut p, &mut sink, epoch_ns);
@@ -128,8 +127,6 @@ struct GenTx {
     seen: u64,
     /// How old a batch's first frame is when it goes ([`hold_ns`] of the running flows' rates).
     hold: u64,
-    /// The picks' lateness when picked ([`TxSink::picked`]).
-    lag: u64,
     meter: TxMeter,
 }
 
@@ -159,13 +156,6 @@ impl TxSink for GenTx {
         Some(self.hold)
     }
 
-    /// The longest a picked run's first frame has waited since it fell due (at the hand-off: see
-    /// `sent`).
-    #[inline]
-    fn picked(&mut self, _p: &mut Picker<Slot>, _now: u64, lag: u64) {
-        self.lag = lag;
-    }
-
     /// Write the frame and count it in the flow's and the port's counters.
     #[inline]
     fn writer(&mut self) -> impl FnMut(&mut [Slot], usize, &mut [u8], &mut u64, u64) -> usize + '_ {
@@ -188,16 +178,15 @@ impl TxSink for GenTx {
         }
     }
 
-    fn sent(&mut self, p: &mut Picker<Slot>, n: usize, now: u64, handed: u64, after: u64) {
+    fn sent(&mut self, p: &mut Picker<Slot>, b: Batch) {
         // The frames are spread from their hand-off, as a trial's worker spreads them, and a run's
-        // lateness is how late its first frame reached the queue, as a trial's is (a send held
-        // up after the pick is late too).
-        self.meter.batch(handed, after, n as u64);
-        self.meter.lag(self.lag + handed.saturating_sub(now));
-        if handed > now + HELD_UP_NS {
-            held_up(&mut p.srcs, &mut p.heap, p.pending.first(n), handed);
+        // lateness is how late its first frame reached the queue, as a trial's is.
+        self.meter.batch(b.handed, b.after, b.n as u64);
+        self.meter.lag(b.late);
+        if b.handed > b.now + HELD_UP_NS {
+            held_up(&mut p.srcs, &mut p.heap, p.pending.first(b.n), b.handed);
         }
-        self.meter.publish(&self.port, &p.srcs, now, false);
+        self.meter.publish(&self.port, &p.srcs, b.now, false);
     }
 
     /// Every flow of this worker stops; the error is reported.
