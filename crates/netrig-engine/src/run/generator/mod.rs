@@ -368,7 +368,6 @@ impl Generator {
             let port = Arc::new(PortCounters::default());
             let mailbox = Arc::new(Mailbox::default());
             let w = TxWorker {
-                queue: q,
                 flows,
                 ctl: self.ctl.clone(),
                 pubs: self.tx_pubs.clone(),
@@ -380,7 +379,7 @@ impl Generator {
             };
             let h = spawn(format!("netrig-gtx{i}"), cpus[i], self.pins.clone(), move || {
                 crate::pin::for_sending();
-                Queue::Tx(p, qi, w.run())
+                Queue::Tx(p, qi, w.run(q))
             })?;
             self.mailboxes.push((mailbox, h.thread().clone()));
             self.handles.lock().unwrap_or_else(|e| e.into_inner()).push(h);

@@ -58,9 +58,8 @@ pub(crate) struct Mailbox {
     pub cmds: Mutex<Vec<Cmd>>,
 }
 
-/// Everything a TX worker needs.
+/// Everything a TX worker needs but its queue.
 pub(crate) struct TxWorker {
-    pub queue: Box<dyn TxQueue>,
     pub flows: Vec<Arc<CompiledFlow>>,
     pub ctl: Arc<[FlowCtl]>,
     pub pubs: Arc<[Counters]>,
@@ -83,29 +82,17 @@ fn slot(flow: &CompiledFlow) -> Slot {
 }
 
 impl TxWorker {
-    /// Run until a `Shutdown` command; then hand the queue back, open (see `Generator::release`).
-    pub fn run(self) -> Box<dyn TxQueue> {
-        let TxWorker { mut queue, flows, ctl, pubs, port, mailbox, epoch_ns, errors, cpu_shared } = self;
-        let mut p = Picker::new(flows.iter().map(|f| slot(f)).collect());
-        let mut slot_of = vec![usize::MAX; ctl.len()];
-        for (k, f) in flows.iter().enumerate() {
+    /// Send on `queue` until a `Shutdown` command; then hand the queue back, open (see
+    /// `Generator::release`).
+    pub fn run(self, mut queue: Box<dyn TxQueue>) -> Box<dyn TxQueue> {
+        let mut p = Picker::new(self.flows.iter().map(|f| slot(f)).collect());
+        let mut slot_of = vec![usize::MAX; self.ctl.len()];
+        for (k, f) in self.flows.iter().enumerate() {
             slot_of[f.index] = k;
         }
-        let mut sink = GenTx {
-            flows,
-            slot_of,
-            ctl,
-            pubs,
-            port,
-            mailbox,
-            errors,
-            cpu_shared,
-            epoch_ns,
-            seen: 0,
-            hold: 0,
-            meter: TxMeter::new(),
-        };
-        send_loop(&mut *queue, &mut p, &mut sink, epoch_ns);
+        let epoch = self.epoch_ns;
+        let mut sink = GenTx { w: self, slot_of, seen: 0, hold: 0, meter: TxMeter::new() };
+        send_loop(&mut *queue, &mut p, &mut sink, epoch);
         queue
     }
 }
@@ -113,16 +100,9 @@ impl TxWorker {
 /// The generator's side of a TX worker's loop: its commands, its flows' and port's counters, its
 /// pacing meter, its wait.
 struct GenTx {
-    flows: Vec<Arc<CompiledFlow>>,
+    w: TxWorker,
     /// Each flow's slot by its global index (`usize::MAX`: another worker's).
     slot_of: Vec<usize>,
-    ctl: Arc<[FlowCtl]>,
-    pubs: Arc<[Counters]>,
-    port: Arc<PortCounters>,
-    mailbox: Arc<Mailbox>,
-    errors: Arc<Mutex<Vec<String>>>,
-    cpu_shared: bool,
-    epoch_ns: u64,
     /// The mailbox's epoch last read.
     seen: u64,
     /// How old a batch's first frame is when it goes ([`hold_ns`] of the running flows' rates).
@@ -135,12 +115,12 @@ impl TxSink for GenTx {
 
     /// Apply the commands posted since the last look (`Shutdown`: flush and end).
     fn before(&mut self, p: &mut Picker<Slot>, queue: &mut dyn TxQueue, _now: u64) -> Option<u64> {
-        let epoch = self.mailbox.epoch.load(Ordering::Acquire);
+        let epoch = self.w.mailbox.epoch.load(Ordering::Acquire);
         if epoch == self.seen {
             return Some(self.hold);
         }
         self.seen = epoch;
-        let cmds = std::mem::take(&mut *self.mailbox.cmds.lock().unwrap_or_else(|e| e.into_inner()));
+        let cmds = std::mem::take(&mut *self.w.mailbox.cmds.lock().unwrap_or_else(|e| e.into_inner()));
         let was_active = p.srcs.iter().any(Slot::active);
         for cmd in cmds {
             if matches!(cmd, Cmd::Shutdown) {
@@ -159,7 +139,8 @@ impl TxSink for GenTx {
     /// Write the frame and count it in the flow's and the port's counters.
     #[inline]
     fn writer(&mut self) -> impl FnMut(&mut [Slot], usize, &mut [u8], &mut u64, u64) -> usize + '_ {
-        let (flows, pubs, port, ctl, epoch) = (&self.flows, &self.pubs, &*self.port, &self.ctl, self.epoch_ns);
+        let (flows, pubs, port, ctl, epoch) =
+            (&self.w.flows, &self.w.pubs, &*self.w.port, &self.w.ctl, self.w.epoch_ns);
         move |slots, k, buf, held, stamp| {
             let (s, f) = (&mut slots[k], &*flows[k]);
             let c = &pubs[f.index];
@@ -186,16 +167,16 @@ impl TxSink for GenTx {
         if b.handed > b.now + HELD_UP_NS {
             held_up(&mut p.srcs, &mut p.heap, p.pending.first(b.n), b.handed);
         }
-        self.meter.publish(&self.port, &p.srcs, b.now, false);
+        self.meter.publish(&self.w.port, &p.srcs, b.now, false);
     }
 
     /// Every flow of this worker stops; the error is reported.
     fn failed(&mut self, p: &mut Picker<Slot>, e: PortError) -> bool {
-        self.errors.lock().unwrap_or_else(|x| x.into_inner()).push(e.to_string());
-        for (s, f) in p.srcs.iter_mut().zip(&self.flows) {
+        self.w.errors.lock().unwrap_or_else(|x| x.into_inner()).push(e.to_string());
+        for (s, f) in p.srcs.iter_mut().zip(&self.w.flows) {
             s.running = false;
             s.gen = s.gen.wrapping_add(1);
-            self.ctl[f.index].set_state(FlowState::Stopped);
+            self.w.ctl[f.index].set_state(FlowState::Stopped);
         }
         p.heap.clear();
         p.pending.clear();
@@ -207,7 +188,7 @@ impl TxSink for GenTx {
     fn idle(&mut self, p: &Picker<Slot>, queue: &mut dyn TxQueue, now: u64) -> bool {
         let _ = queue.flush();
         let next = p.heap.peek().map(|(due, _, _)| due + self.hold);
-        self.meter.publish(&self.port, &p.srcs, now, next.is_none());
+        self.meter.publish(&self.w.port, &p.srcs, now, next.is_none());
         self.wait(next);
         true
     }
@@ -224,7 +205,7 @@ impl GenTx {
         if until > now + MIN_SLEEP_NS + WAKE_MARGIN_NS {
             let d = (until - now - WAKE_MARGIN_NS).min(MAX_SLEEP_NS);
             std::thread::park_timeout(std::time::Duration::from_nanos(d));
-        } else if self.cpu_shared {
+        } else if self.w.cpu_shared {
             std::thread::yield_now();
         } else {
             std::hint::spin_loop();
@@ -244,8 +225,8 @@ impl GenTx {
         s.gen = s.gen.wrapping_add(1);
         match cmd {
             Cmd::Start { tag, .. } => {
-                s.start(tag, at + self.flows[k].config.delay_ns);
-                self.pubs[flow].reset(tag);
+                s.start(tag, at + self.w.flows[k].config.delay_ns);
+                self.w.pubs[flow].reset(tag);
             }
             Cmd::Pause(_) => s.pause(at),
             Cmd::Resume { .. } => s.resume(at),
@@ -253,7 +234,7 @@ impl GenTx {
             Cmd::Update { compiled, .. } => {
                 s.src.update(compiled.stack.clone(), &compiled.size_schedule, &compiled.sizes);
                 s.retime(compiled.rate_pps, at);
-                self.flows[k] = compiled;
+                self.w.flows[k] = compiled;
             }
             Cmd::Shutdown => {}
         }
