@@ -14,7 +14,8 @@ CPUs stopped by the host, its workers kept waiting by another task), and a trial
 says in the report what held its CPUs meanwhile.
 
 Writes bench/results/<date>-flows.json and .md. Run with `make bench` (root). Environment: DUR (5),
-REPS (3), FLOWS (1048576), IO (af_xdp), BIG (16777216; 0: skip), BIG_DUR (10).
+REPS (3), FLOWS (1048576), IO (af_xdp), BIG (16777216; 0: skip), BIG_DUR (10), RING (the ports'
+ring frames; 0: the backend's default).
 """
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ DUR = float(os.environ.get("DUR", 5))
 REPS = int(os.environ.get("REPS", 3))
 FLOWS = int(os.environ.get("FLOWS", 1 << 20)) // 1024 * 1024 or 1024
 IO = os.environ.get("IO", "af_xdp")
+RING = int(os.environ.get("RING", 0))
 BIG = int(os.environ.get("BIG", 1 << 24)) // 1024 * 1024
 BIG_DUR = float(os.environ.get("BIG_DUR", 10))
 TXCPU, RXCPU = 1, 0
@@ -62,7 +64,7 @@ def mac(ns: str, ifname: str) -> str:
 def one(pair: tuple[str, str, str, str], flows: int, rep: int, watch: PlatformWatch | None,
         dur_s: float = DUR) -> dict:
     ntx, itx, nrx, irx = pair
-    tx, rx = netrig.Port(itx, netns=ntx, io=IO), netrig.Port(irx, netns=nrx, io=IO)
+    tx, rx = (netrig.Port(i, netns=n, io=IO, ring_frames=RING) for n, i in ((ntx, itx), (nrx, irx)))
     # Past one port range the flows span source addresses too: 1024 ports × N addresses.
     spread = flows if flows <= 1024 else {"src_ports": 1024, "src_ips": flows // 1024}
     s = netrig.Stream(frame_size=64, rate="max", src_mac=mac(ntx, itx), dst_mac=mac(nrx, irx), flows=spread)
@@ -119,10 +121,14 @@ def summarise(rows: list[dict], big: dict | None) -> dict:
             "big": big}
 
 
+def ring_note() -> str:
+    return f"ring frames {RING:,} per port" if RING else "the ports' default rings"
+
+
 def markdown(stamp: str, s: dict, rows: list[dict], note: str) -> list[str]:
     md = [f"# netrig per-flow accounting at {FLOWS:,} flows ({stamp})", "",
           f"veth pair, {IO}, 64 B at the top rate, TX on CPU {TXCPU}, RX on CPU {RXCPU}; median of {REPS} × "
-          f"{DUR:g} s, interleaved; stall watch {note}", "",
+          f"{DUR:g} s, interleaved; {ring_note()}; stall watch {note}", "",
           "| flows | rx pps (median) | tx pps (median) | RSS growth in the trial |", "|---|---|---|---|",
           f"| 1 | {s['rx_pps_1_flow']:,.0f} | {s['tx_pps_1_flow']:,.0f} | {s['rss_delta_kib_1_flow']:,} KiB |",
           f"| {FLOWS:,} | {s['rx_pps_many']:,.0f} | {s['tx_pps_many']:,.0f} | {s['rss_delta_kib_many']:,} KiB |", "",
@@ -159,7 +165,8 @@ def main() -> int:
     summary = summarise(rows, big)
     stamp = dt.datetime.now().strftime("%Y-%m-%dT%H%M%S")
     doc = {"date": stamp, "tool_version": netrig.__version__, "io": IO, "dur_s": DUR, "reps": REPS,
-           "flows": FLOWS, "tx_cpu": TXCPU, "rx_cpu": RXCPU, "stall_watch": note, "runs": rows, "summary": summary}
+           "flows": FLOWS, "ring_frames": RING, "tx_cpu": TXCPU, "rx_cpu": RXCPU, "stall_watch": note,
+           "runs": rows, "summary": summary}
     out = HERE / "results"
     out.mkdir(exist_ok=True)
     (out / f"{stamp}-flows.json").write_text(json.dumps(doc, indent=2))
