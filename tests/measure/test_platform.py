@@ -58,6 +58,25 @@ def test_a_host_stop_inside_a_take_is_one_stall_with_it():
     assert len(merged([host, StallEpisode(0.6618, 2.0, 1, True, "x")])) == 2
 
 
+def test_a_wait_inside_a_host_stop_is_the_hosts_not_the_task_that_ran_before_it():
+    """Measured in `bench/flows.py` (2026-12-08): the receiver waited 2.40 ms for CPU 0, named after
+    the bench's main thread (netrig's own), inside a 2.56-ms host stop that began 0.03 ms before:
+    the host's stall, the tester not named. Another waited 5.13 ms for the trial's link watcher,
+    a 3.39-ms host stop and a 1.02-ms late timer from 1.73 ms on: 1.73 ms were the guest's, so the
+    stall is the watcher's. A wait of 0.9 ms outside the stop, below the threshold, is the host's."""
+    from netrig.measure.platform import StallEpisode, merged
+
+    host = StallEpisode(1.0, 2.56, 0, False, bound_ms=0.5)
+    (one,) = merged([StallEpisode(1.00003, 2.40, 0, True, "python", by_tester=True), host])
+    assert (one.seen_by_guest, one.by, one.by_tester) == (False, None, False), one
+    assert abs(one.length_ms - 2.56) < 1e-6
+    wait = StallEpisode(2.0, 5.13, 0, True, "netrig-link", by_tester=True)
+    (one,) = merged([wait, StallEpisode(2.00173, 3.39, 0, False, bound_ms=0.5), StallEpisode(2.00411, 1.02, 0, False)])
+    assert (one.seen_by_guest, one.by, one.by_tester) == (True, "netrig-link", True), one
+    (one,) = merged([StallEpisode(3.0, 3.0, 0, True, "python", by_tester=True), StallEpisode(3.0009, 2.2, 0, False)])
+    assert (one.seen_by_guest, one.by) == (False, None), one
+
+
 def test_a_dut_task_waiting_on_an_idle_cpu_is_the_hosts_on_a_busy_one_the_guests():
     """A DUT ring thread's waits: for another task (the guest's, named), on its idle CPU (woken late
     by the host: not the guest's, nobody named), for one of the DUT's own tasks (the DUT at work:

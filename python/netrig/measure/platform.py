@@ -242,24 +242,54 @@ def timeline_of(res: _native.TrialResult) -> LatencyTimeline | None:
 
 def merged(episodes: Iterable[StallEpisode]) -> tuple[StallEpisode, ...]:
     """Episodes of one CPU that overlap made one (a host stall during a task's wait is one stall),
-    the guest's view kept when any part of it was the guest's. A gap between ticks is known only
-    to its ``bound_ms`` (half the watch's tick), so one within that of its neighbour is part of it
-    too: a 5-ms take with a 1.5-ms host stop inside was reported as two episodes 47 µs apart. Exact
-    episodes apart are two, however close: a 1.4-ms late wake of the DUT's thread that ended 0.2 ms
-    before a 5-ms take was merged into it once, and the 6.7 ms named by the take."""
-    out: list[StallEpisode] = []
+    named by whose part of it was longer than the threshold (:func:`whose`). A gap between ticks is
+    known only to its ``bound_ms`` (half the watch's tick), so one within that of its neighbour is
+    part of it too: a 5-ms take with a 1.5-ms host stop inside was reported as two episodes 47 µs
+    apart. Exact episodes apart are two, however close: a 1.4-ms late wake of the DUT's thread that
+    ended 0.2 ms before a 5-ms take was merged into it once, and the 6.7 ms named by the take."""
+    out: list[tuple[StallEpisode, list[StallEpisode]]] = []
     for e in sorted(episodes, key=lambda e: e.start_s):
-        slack = max(e.bound_ms, out[-1].bound_ms) / 1e3 if out else 0.0
-        if out and e.start_s <= out[-1].end_s + slack and e.cpu == out[-1].cpu:
-            last = out[-1]
+        last = out[-1][0] if out else None
+        slack = max(e.bound_ms, last.bound_ms) / 1e3 if last else 0.0
+        if last and e.start_s <= last.end_s + slack and e.cpu == last.cpu:
             end = max(last.end_s, e.end_s)
-            guest = last.seen_by_guest or e.seen_by_guest
-            out[-1] = StallEpisode(last.start_s, (end - last.start_s) * 1e3, last.cpu, guest,
-                                   last.by if last.seen_by_guest else e.by, last.by_tester or e.by_tester,
-                                   max(last.bound_ms, e.bound_ms))
+            out[-1] = (StallEpisode(last.start_s, (end - last.start_s) * 1e3, last.cpu, False,
+                                    bound_ms=max(last.bound_ms, e.bound_ms)), out[-1][1] + [e])
         else:
-            out.append(e)
-    return tuple(out)
+            out.append((e, [e]))
+    return tuple(whose(stall, parts) for stall, parts in out)
+
+
+def whose(stall: StallEpisode, parts: Sequence[StallEpisode]) -> StallEpisode:
+    """A merged stall named as the guest's (after its first guest episode's task) when the guest's
+    episodes outside the host's stops in it last the threshold or more; else the host's. A task's
+    wait is counted from when it could run to when it ran, host stops in between included, and the
+    task that ran last before it is its ``by``: a 2.4-ms wait inside a 2.6-ms host stop was named
+    after the bench's own main thread, which only woke in it (`bench/flows.py`, 2026-12-08), and
+    a DUT ring thread's so would have made the DUT's drops the tester's."""
+    guest = [p for p in parts if p.seen_by_guest]
+    host = [p for p in parts if not p.seen_by_guest]
+    if not guest:
+        return dataclasses.replace(stall, seen_by_guest=False, by=None, by_tester=False)
+    if host and outside_ms(guest, host) < THRESHOLD_MS:
+        return dataclasses.replace(stall, seen_by_guest=False, by=None, by_tester=False)
+    return dataclasses.replace(stall, seen_by_guest=True, by=guest[0].by, by_tester=any(p.by_tester for p in guest))
+
+
+def outside_ms(spans: Sequence[StallEpisode], holes: Sequence[StallEpisode]) -> float:
+    """How long the union of ``spans`` lasts outside the union of ``holes``, ms."""
+    def union(eps: Sequence[StallEpisode]) -> list[tuple[float, float]]:
+        out: list[tuple[float, float]] = []
+        for a, b in sorted((e.start_s, e.end_s) for e in eps):
+            if out and a <= out[-1][1]:
+                out[-1] = (out[-1][0], max(out[-1][1], b))
+            else:
+                out.append((a, b))
+        return out
+
+    s, h = union(spans), union(holes)
+    inside = sum(max(0.0, min(b, d) - max(a, c)) for a, b in s for c, d in h)
+    return (sum(b - a for a, b in s) - inside) * 1e3
 
 
 @dataclass(frozen=True)
