@@ -447,6 +447,7 @@ for sect, key, val, want in [
         ("ports", "queues", "0", "ports.queues"), ("ports", "queues", "1000", "ports.queues"),
         ("ports", "flows", "0", "ports.flows"), ("ports", "flows", "100000000", "ports.flows"),
         ("ports", "family", "5", "ports.family"), ("ports", "busy_poll_us", "-1", "ports.busy_poll_us"),
+        ("ports", "ring_frames", "-1", "ports.ring_frames"),
         ("ports", "i_know_this_is_live", '"yes"', "ports.i_know_this_is_live"),
         ("ports", "tx_cpus", "[4096]", "ports.tx_cpus"), ("ports", "rx_cpus", '["a"]', "ports.rx_cpus"),
         ("selftest", "factor", "nan", "selftest.factor"), ("selftest", "rates_pps", "[inf]", "selftest.rates_pps"),

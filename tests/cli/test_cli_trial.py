@@ -116,6 +116,8 @@ def test_a_take_of_the_duts_cpu_longer_than_its_ring_is_all_the_loss_and_the_tri
     (["--vlan", "5000"], "--vlan: VLAN id must be 1..4094"),
     (["--dst-ip", "2001:db8::1"], "--dst-ip: 2001:db8::1 and the source 198.18.0.2 are of different IP families"),
     (["--io", "af_packet", "--busy-poll", "50us"], "--busy-poll: busy polling is an af_xdp option"),
+    (["--io", "af_xdp", "--ring-frames", "1000"], "ring_frames=1000 is not valid for AF_XDP: use a power of two"),
+    (["--io", "af_packet", "--ring-frames", "3"], "ring_frames = 3: use 0 (default) or 16 to"),
 ])
 def test_bad_input_is_one_clear_line(args, needle):
     with veth_pair("e") as (ns_a, if_a, ns_b, if_b):
@@ -123,6 +125,21 @@ def test_bad_input_is_one_clear_line(args, needle):
         assert r.returncode == 2
         assert needle in r.stderr, r.stderr
         assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_ring_frames_size_every_ports_rings_and_a_receive_only_trial_takes_them():
+    with veth_pair("rf") as (ns_a, if_a, ns_b, if_b):
+        r = netrig("trial", "--tx", if_a, "--tx-netns", ns_a, "--rx", if_b, "--rx-netns", ns_b, "--io", "af_xdp",
+                   "--ring-frames", "32768", "--rate", "10kpps", "--frames", "2000", "--drain", "0.2s", "--json")
+        res = json.loads(r.stdout)["result"]
+        assert res["frames_received"] == 2000, res["invalid_reason"]
+        assert [("UMEM 32768 x 2048 B per queue (16384 TX + 16384 RX)" in p["notes"]) for p in res["ports"]] == [True] * 2
+        # a receive-only trial hands them to its port too: its backend refuses a ring it cannot make
+        listen = ("trial", "--rx", if_b, "--rx-netns", ns_b, "--io", "af_packet", "--duration", "0.2s", "--json")
+        r = netrig(*listen, "--ring-frames", "3")
+        assert r.returncode == 2 and "ring_frames = 3: use 0 (default) or 16 to" in r.stderr, r.stderr
+        r = netrig(*listen, "--ring-frames", "256")
+        assert r.returncode == 0 and json.loads(r.stdout)["listen"]["ports"][0]["backend"] == "af_packet", r.stderr
 
 
 @pytest.mark.parametrize("args, needle", [

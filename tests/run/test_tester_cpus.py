@@ -60,3 +60,16 @@ def test_config_tester_cpus_must_exist_here(field):
     with pytest.raises(ConfigError, match=f"{field}.*0..{n - 1}"):
         config_from_dict({**CONFIG, "ports": {field: [n]}})
     assert getattr(config_from_dict({**CONFIG, "ports": {field: [0]}}).ports, field) == (0,)
+
+
+def test_the_config_sets_up_each_port_and_one_interface_is_one_port():
+    from netrig.run.config import PortsConfig
+    from netrig.run.session import ports_of
+
+    p = PortsConfig(io="af_xdp", queues=2, ring_frames=65536, busy_poll_us=50, i_know_this_is_live=True)
+    tx, rx = ports_of(p, ("veth0", "ns-a"), ("veth1", "ns-b"))
+    assert [(q.ifname, q.netns, q.io, q.queues, q.ring_frames, q.busy_poll_us, q.i_know_this_is_live)
+            for q in (tx, rx)] == [("veth0", "ns-a", "af_xdp", 2, 65536, 50, True),
+                                   ("veth1", "ns-b", "af_xdp", 2, 65536, 50, True)]
+    tx, rx = ports_of(PortsConfig(), ("eth0", None), ("eth0", None))
+    assert tx is rx and tx.ring_frames == 0

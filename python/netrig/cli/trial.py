@@ -74,6 +74,7 @@ PLAIN_PROGRESS_S = 1.0
 #: Engine / API field → the option that sets it, for error messages.
 FIELDS = {
     "busy_poll_us": "--busy-poll",
+    "ring_frames": "--ring-frames",
     "queues": "--queues",
     "frame_size": "--frame-size",
     "rate": "--rate",
@@ -190,6 +191,9 @@ def register(sub) -> None:
     option(p, "--queues", "TX and RX (default 1)", default="1")
     option(p, "--busy-poll", "af_xdp: busy-poll the driver this long (SO_BUSY_POLL, prefer busy poll): 50us; 0 = "
                              "off", default="0s")
+    option(p, "--ring-frames", "af_xdp: UMEM frames per queue, half to receive (a power of two, 128-65536; default "
+                               "16384); af_packet: ring slots. A larger receive ring holds longer stalls of the "
+                               "receiver (docs/performance.md, \"A ring four times the size\")", default="0")
     _frame_options(p)
     _port_and_event_options(p)
     p.set_defaults(func=run)
@@ -254,8 +258,8 @@ def _port_and_event_options(p: argparse.ArgumentParser) -> None:
 #: Every option's default, to tell which were given (a receive-only trial refuses sending options).
 DEFAULTS: dict[str, object] = {}
 #: What a receive-only trial (``--rx`` without ``--tx``) reads; every other option sends.
-LISTEN_OPTIONS = ("testbed", "testbed_option", "rx", "rx_netns", "duration", "io", "queues", "busy_poll", "rx_cpus",
-                  "i_know_this_is_live", "json", "func", "command")
+LISTEN_OPTIONS = ("testbed", "testbed_option", "rx", "rx_netns", "duration", "io", "queues", "busy_poll", "ring_frames",
+                  "rx_cpus", "i_know_this_is_live", "json", "func", "command")
 
 
 def duration_of(args) -> float:
@@ -548,8 +552,8 @@ def build(args) -> Plan:
 
 
 def _port(args, ref: tuple[str, str | None]) -> Port:
-    return Port(ref[0], netns=ref[1], io=args.io, queues=args.queues, busy_poll_us=round(args.busy_poll * 1e6),
-                i_know_this_is_live=args.i_know_this_is_live)
+    return Port(ref[0], netns=ref[1], io=args.io, queues=args.queues, ring_frames=args.ring_frames,
+                busy_poll_us=round(args.busy_poll * 1e6), i_know_this_is_live=args.i_know_this_is_live)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -183,6 +183,7 @@ OPTIONS: dict[str, Option] = {
         "rr": "sockperf sends through the testers' kernel stacks, not through netrig's ports"}),
     "--queues": Option(INTEGER, "queues per port, one worker each"),
     "--busy-poll": Option(DURATION, zero=True, bare_unit="us"),
+    "--ring-frames": Option(INTEGER, "frames a port's rings hold per queue (0: the backend's default)"),
     "--tx-cpus": Option(CPUS, "the CPUs of the tester's TX workers (queue i on the i-th)"),
     "--rx-cpus": Option(CPUS, "the CPUs of the tester's RX workers (queue i on the i-th)"),
     "--dut-cpus": Option(CPUS, "the CPUs of the DUT's packet processing (a test bed's DUT, the forwarder's "

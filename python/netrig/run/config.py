@@ -132,6 +132,9 @@ class PortsConfig:
     queues: int = 1
     flows: int = 1
     busy_poll_us: int = 0  # af_xdp: SO_BUSY_POLL microseconds (0 = off)
+    # Frames each port's rings hold per queue (0: the backend's default; af_xdp: UMEM frames, half to
+    # receive, a power of two 128..65536): a larger receive ring holds longer stalls of the receiver.
+    ring_frames: int = 0
     # Override the transmit guard (lo, a default route, addresses outside the benchmarking ranges).
     i_know_this_is_live: bool = False
     # CPUs of the tester's TX and RX workers (queue i on cpus[i mod len]). Empty: the engine's split
@@ -153,6 +156,9 @@ class PortsConfig:
                 raise ConfigError(name, f"must be a positive integer, at most {hi} (got {getattr(self, name)})")
         if not 0 <= self.busy_poll_us <= 1_000_000:
             raise ConfigError("busy_poll_us", f"must be 0..1000000 microseconds (got {self.busy_poll_us})")
+        if self.ring_frames < 0:
+            raise ConfigError("ring_frames", f"must be 0 (the backend's default) or more (got {self.ring_frames}); "
+                                             "each backend says its range when the port opens")
         if self.busy_poll_us and self.io not in ("auto", "af_xdp"):
             raise ConfigError("busy_poll_us", f"busy polling is an af_xdp option (io is {self.io!r})")
 

@@ -36,7 +36,7 @@ from netrig.monitor import Monitor, RemoteMonitor
 from netrig.monitor.cpu import matching_pids
 from netrig.otgclient.client import OtgClient, OtgDown, OtgRefused, client_context, read_token
 from netrig.results.typed import from_dict
-from netrig.run.config import TestConfig, TrialConfig
+from netrig.run.config import PortsConfig, TestConfig, TrialConfig
 from netrig.testbed import Testbed
 from netrig.testbed.knobs import KnobLayout, Knobs, applied_knobs
 from netrig.testbed.placement import keep_off_dut
@@ -173,13 +173,7 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
         # the tester's workers go on the others, so neither slows the other.
         auto = tb.tester_cpus() if role == "dut" else ()
         cpus = TesterCpus(p.tx_cpus or auto, p.rx_cpus or auto)
-        live = p.i_know_this_is_live
-        tx = Port(tp.ifname, netns=tp.netns, io=p.io, queues=p.queues, busy_poll_us=p.busy_poll_us,
-                  i_know_this_is_live=live)
-        # One-port topologies (oneport): tx and rx are one port, opened once.
-        rx = tx if (rp.ifname, rp.netns) == (tp.ifname, tp.netns) else \
-            Port(rp.ifname, netns=rp.netns, io=p.io, queues=p.queues, busy_poll_us=p.busy_poll_us,
-                 i_know_this_is_live=live)
+        tx, rx = ports_of(p, (tp.ifname, tp.netns), (rp.ifname, rp.netns))
         monitor_factory, interval_monitor = _monitors(tb, t, role)
         template = {**tb.stream_defaults(tx=p.tx, rx=p.rx, family=p.family), **config.stream.stream_fields()}
         measurer = EngineMeasurer(tx, rx, template, drain_s=t.drain_s, late_s=t.late_s,
@@ -206,6 +200,17 @@ def engine_session(config: TestConfig, role: str) -> Iterator[Session]:
 
 
 AnyMonitor = Monitor | RemoteMonitor
+
+
+def ports_of(p: PortsConfig, tx: tuple[str, str | None], rx: tuple[str, str | None]) -> tuple[Port, Port]:
+    """The run's transmit and receive ports, (interface, namespace) each, as ``p`` sets them up; one
+    port both ways when they are one interface (one-port topologies: it is opened once)."""
+    def port(ref: tuple[str, str | None]) -> Port:
+        return Port(ref[0], netns=ref[1], io=p.io, queues=p.queues, ring_frames=p.ring_frames,
+                    busy_poll_us=p.busy_poll_us, i_know_this_is_live=p.i_know_this_is_live)
+
+    t = port(tx)
+    return t, t if rx == tx else port(rx)
 
 
 def _monitors(tb: Testbed, t: TrialConfig, role: str) -> tuple[Callable[[], AnyMonitor] | None,

@@ -338,8 +338,9 @@ fn ring_drops(f: &TrialFacts, p: usize) -> Option<String> {
     let r = &f.ports[p];
     (r.ring_drops > 0).then(|| {
         format!(
-            "port {}: the tester's receive ring dropped {} frames (the receiver could not keep up): the tester's \
-             loss, not the DUT's",
+            "port {}: the tester's receive ring dropped {} frames (the receiver could not keep up, or was kept from \
+             its CPU longer than the ring holds): the tester's loss, not the DUT's; a larger ring (the port's \
+             ring_frames) holds longer stalls",
             r.name, r.ring_drops
         )
     })
