@@ -523,12 +523,13 @@ pub fn run_trial(
             .name("netrig-link".into())
             .spawn_scoped(scope, move || {
                 // Bookkeeping: never on a sender's CPU, where each read of the links took the
-                // sender off it (measured: 0.3-1.3 ms at a time). Refused, it runs anywhere. Its
-                // policy is its starter's: `SCHED_IDLE` under tester bookkeeping (a test bed, the
-                // CLI), ordinary from an API caller (docs/performance.md, "Who holds the
-                // receiver's CPU": idle-class whoever started it, a trial at the top rate read
-                // slower; not kept).
+                // sender off it (measured: 0.3-1.3 ms at a time). Refused, it runs anywhere. And
+                // at `SCHED_IDLE` whoever started the trial: off the senders' CPUs it is on a
+                // receiver's, and as an ordinary thread (ports by name, the API) it held that
+                // CPU 2-3 ms at a time, the receiver waiting (docs/performance.md, "Who holds
+                // the receiver's CPU": 26 pairs of top-rate trials with and without it, neutral).
                 let _ = cpu::pin_current_thread_to(&off_senders(senders));
+                let _ = cpu::idle_priority();
                 let mut watches = watches;
                 watch_links(links, &mut watches, link_stop);
                 watches

@@ -102,7 +102,7 @@ impl Drop for OrdinaryWhile {
 
 /// Run the calling thread at `SCHED_IDLE`: tester bookkeeping, which runs only when no ordinary
 /// thread (a worker) wants its CPU.
-fn idle_priority() -> io::Result<()> {
+pub(crate) fn idle_priority() -> io::Result<()> {
     let param = libc::sched_param { sched_priority: 0 };
     // SAFETY: param is a valid sched_param; pid 0 = this thread.
     if unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) } != 0 {
