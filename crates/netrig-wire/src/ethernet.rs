@@ -13,11 +13,6 @@ pub struct EthernetAddress(pub [u8; 6]);
 impl EthernetAddress {
     pub const BROADCAST: EthernetAddress = EthernetAddress([0xff; 6]);
 
-    /// Builds an address from a slice of exactly six bytes.
-    pub fn from_bytes(b: &[u8]) -> Result<Self> {
-        let a: [u8; 6] = b.try_into().map_err(|_| WireError::Invalid("MAC address must be 6 bytes"))?;
-        Ok(EthernetAddress(a))
-    }
     pub fn as_bytes(&self) -> &[u8; 6] {
         &self.0
     }

@@ -159,13 +159,6 @@ pub fn realtime_priority(priority: i32) -> io::Result<()> {
     Ok(())
 }
 
-/// CPU the calling thread runs on right now.
-pub fn current_cpu() -> Option<usize> {
-    // SAFETY: plain syscall wrapper.
-    let c = unsafe { libc::sched_getcpu() };
-    (c >= 0).then_some(c as usize)
-}
-
 /// Number of online CPUs on the machine, whatever CPUs the calling thread may run on: a process
 /// started under `taskset -c 0`, or a thread an earlier run pinned, still places workers on every
 /// CPU (`std::thread::available_parallelism` counts the caller's affinity mask: an external test

@@ -149,11 +149,6 @@ impl FrameSize {
         Self::mix("imix").unwrap_or(FrameSize::Fixed(MIN_FRAME_SIZE))
     }
 
-    /// "Simple IMIX": 7:4:1 of 64 / 570 / 1518 B.
-    pub fn simple_imix() -> Self {
-        Self::mix("simple-imix").unwrap_or(FrameSize::Fixed(MIN_FRAME_SIZE))
-    }
-
     /// Mean frame size in bytes (including FCS).
     pub fn mean(&self) -> f64 {
         match self {
