@@ -269,9 +269,7 @@ def whose(stall: StallEpisode, parts: Sequence[StallEpisode]) -> StallEpisode:
     a DUT ring thread's so would have made the DUT's drops the tester's."""
     guest = [p for p in parts if p.seen_by_guest]
     host = [p for p in parts if not p.seen_by_guest]
-    if not guest:
-        return dataclasses.replace(stall, seen_by_guest=False, by=None, by_tester=False)
-    if host and outside_ms(guest, host) < THRESHOLD_MS:
+    if not guest or (host and outside_ms(guest, host) < THRESHOLD_MS):
         return dataclasses.replace(stall, seen_by_guest=False, by=None, by_tester=False)
     return dataclasses.replace(stall, seen_by_guest=True, by=guest[0].by, by_tester=any(p.by_tester for p in guest))
 
