@@ -37,7 +37,7 @@ use crate::traffic::pacing::{
     catchup_burst, wake_batch, Cadence, LoadMeter, Pacing, Smoothness, CATCHUP_FACTOR, MAX_SLEEP_NS, MIN_SLEEP_NS,
 };
 pub use crate::traffic::pacing::{BATCH, UNPACED_BATCH};
-use crate::traffic::pick::{send_loop, Batch, Due, Picker, TxSink};
+use crate::traffic::pick::{hold_ns, send_loop, Batch, Due, Picker, TxSink};
 use crate::traffic::schedule::{IntervalCounter, IntervalGrid, RatePhase, Side};
 use crate::traffic::source::Source;
 use crate::traffic::stream::CompiledStream;
@@ -466,15 +466,15 @@ impl Share {
         Some(due)
     }
 
-    /// When it next has frames to take after taking some at `now`.
+    /// When its next frame is due after taking some at `now` (the worker's hold applies to it
+    /// as to the generator's flows: `pick::hold_ns`).
     #[inline]
     fn next_due(&self, now: u64) -> u64 {
         let sc = &self.sc;
         if !sc.paced() || sc.sent >= sc.seg.frames || self.limit_reached() {
             return now + 1;
         }
-        let wake = sc.wake.min(sc.seg.frames - sc.sent);
-        sc.c.at(sc.sent + wake - 1).max(now + 1)
+        sc.c.at(sc.sent).max(now + 1)
     }
 
     /// What it sent.
@@ -499,9 +499,8 @@ impl Due for Share {
         !self.done
     }
 
-    /// A batch's worth of its frames due at `now` (at most one batch a pick: the next is due
-    /// after `now`), or none yet (fewer than its wake batch due, no catch-up tokens, a segment
-    /// just ended).
+    /// A batch's worth of its frames due at `now` (at most one batch a pick), or none yet (no
+    /// catch-up tokens, a segment just ended, a frame due by its time but not by the count).
     #[inline]
     fn take(&mut self, now: u64, _next: u64, room: usize) -> (u64, Option<u64>) {
         if self.fresh {
@@ -516,12 +515,7 @@ impl Due for Share {
         if self.pacing == Pacing::Smooth && self.sc.paced() {
             self.sc.recover(now);
         }
-        let sc = &self.sc;
-        let (due, left) = (sc.due(now), sc.seg.frames - sc.sent);
-        if sc.paced() && due < sc.wake.min(left) {
-            // (Never now: the count of frames due and their times may differ by a rounding.)
-            return (0, Some(sc.c.at(sc.sent + sc.wake.min(left) - 1).max(now + 1)));
-        }
+        let (due, left) = (self.sc.due(now), self.sc.seg.frames - self.sc.sent);
         let Some(due) = self.pace(due, now) else { return (0, Some(now + 1)) };
         let sc = &mut self.sc;
         let most = if sc.paced() {
@@ -568,6 +562,9 @@ struct TrialTx<'a> {
     begun: usize,
     /// When the last batch's send was decided (its frames' stamp), engine clock.
     last_stamp: u64,
+    /// How old a batch's first frame is when it goes: the wake batch of the shares' rates in the
+    /// segment begun last (`pick::hold_ns`, as the generator's worker holds).
+    hold: u64,
 }
 
 impl<'a> TrialTx<'a> {
@@ -614,6 +611,7 @@ impl<'a> TrialTx<'a> {
             total_sent: 0,
             begun: 0,
             last_stamp: 0,
+            hold: hold_ns(p.srcs.iter().filter_map(|s| s.segs.first()).map(|g| g.rate).sum()),
         };
         (p, t)
     }
@@ -662,6 +660,7 @@ impl<'a> TrialTx<'a> {
         let rate: f64 = shares.iter().filter_map(|s| s.segs.get(index)).map(|g| g.rate).sum();
         let continuous = shares.iter().filter_map(|s| s.segs.get(index)).all(|g| g.continuous);
         self.meter.segment(rate, continuous || index == 0);
+        self.hold = hold_ns(rate);
         if self.phased {
             if let Some(g) = &self.grid {
                 g.start_phase(index, ts);
@@ -737,10 +736,10 @@ impl<'a> TrialTx<'a> {
 impl TxSink for TrialTx<'_> {
     type Src = Share;
 
-    /// Until every share is done, the hard end, a queue error or the stop flag; never held.
+    /// Until every share is done, the hard end, a queue error or the stop flag.
     #[inline]
     fn before(&mut self, p: &mut Picker<Share>, _queue: &mut dyn TxQueue, now: u64) -> Option<u64> {
-        (!self.stop.load(Ordering::Relaxed) && !self.past_hard_end(&mut p.srcs, now)).then_some(0)
+        (!self.stop.load(Ordering::Relaxed) && !self.past_hard_end(&mut p.srcs, now)).then_some(self.hold)
     }
 
     /// The segments the picks reach begin (the meter, the counting grid's phase).
@@ -785,7 +784,7 @@ impl TxSink for TrialTx<'_> {
     /// Wait for the share due next; none: every share is done.
     fn idle(&mut self, p: &Picker<Share>, queue: &mut dyn TxQueue, now: u64) -> bool {
         let Some((next, k, _)) = p.heap.peek() else { return false };
-        self.wait_until(queue, next, &p.srcs[k as usize].sc, now);
+        self.wait_until(queue, next + self.hold, &p.srcs[k as usize].sc, now);
         true
     }
 }
