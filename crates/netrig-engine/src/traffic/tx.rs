@@ -611,7 +611,7 @@ impl<'a> TrialTx<'a> {
             total_sent: 0,
             begun: 0,
             last_stamp: 0,
-            hold: hold_ns(p.srcs.iter().filter_map(|s| s.segs.first()).map(|g| g.rate).sum()),
+            hold: hold_ns(segment_rate(&p.srcs, 0)),
         };
         (p, t)
     }
@@ -657,7 +657,7 @@ impl<'a> TrialTx<'a> {
     /// A share's segment `index` sends its first frames: the offered-load meter and the counting
     /// intervals start it.
     fn begin(&mut self, shares: &[Share], index: usize, ts: u64) {
-        let rate: f64 = shares.iter().filter_map(|s| s.segs.get(index)).map(|g| g.rate).sum();
+        let rate = segment_rate(shares, index);
         let continuous = shares.iter().filter_map(|s| s.segs.get(index)).all(|g| g.continuous);
         self.meter.segment(rate, continuous || index == 0);
         self.hold = hold_ns(rate);
@@ -787,6 +787,11 @@ impl TxSink for TrialTx<'_> {
         self.wait_until(queue, next + self.hold, &p.srcs[k as usize].sc, now);
         true
     }
+}
+
+/// The shares' rates in their segment `index` together, frames/s.
+fn segment_rate(shares: &[Share], index: usize) -> f64 {
+    shares.iter().filter_map(|s| s.segs.get(index)).map(|g| g.rate).sum()
 }
 
 /// Timed sleeps that end before a deadline by a margin learnt from how late recent wake-ups were.
