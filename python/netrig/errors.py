@@ -22,6 +22,8 @@ Rust                        Python
 from __future__ import annotations
 
 import signal
+import threading
+import time
 
 
 class NetrigError(Exception):
@@ -88,6 +90,32 @@ class Terminated(SystemExit):
 #: What stops a run early from outside: Ctrl-C, or a termination signal.
 INTERRUPTS = (KeyboardInterrupt, Terminated)
 
+#: The longest sleep of ``wait_for`` in the main thread: how late it may see the event set.
+WAIT_SLICE_S = 0.1
+
+
+def wait_for(event: threading.Event, timeout_s: float | None = None) -> bool:
+    """``event.wait(timeout_s)``, safe to interrupt in the main thread: True once set, False at the timeout.
+
+    ``Event.wait`` re-takes its condition's lock in a Python-level ``finally``. A signal whose handler
+    raises (Ctrl-C's ``KeyboardInterrupt``, netrig's ``Terminated``) and runs on entry to that call
+    leaves the lock untaken, and the ``with`` around it then fails with "release unlocked lock",
+    replacing the signal (CPython issues 78667, 89437; seen as ``netrig serve`` exiting 3, not 143,
+    on one SIGTERM). So the main thread takes no lock here: it sleeps, 1 ms at first and doubling
+    to ``WAIT_SLICE_S``, and reads the flag, which has none; a handler raises from the sleep.
+    Other threads, which never run handlers, use ``event.wait``."""
+    if threading.current_thread() is not threading.main_thread():
+        return event.wait(timeout_s)
+    end = None if timeout_s is None else time.monotonic() + timeout_s
+    nap = 0.001
+    while not event.is_set():
+        left = WAIT_SLICE_S if end is None else end - time.monotonic()
+        if left <= 0:
+            return False
+        time.sleep(min(nap, left))
+        nap = min(2 * nap, WAIT_SLICE_S)
+    return True
+
 
 def interrupt_status(exc: BaseException) -> int:
     """The exit status of a run stopped by ``exc``: 128 + the signal for a termination signal (also
@@ -138,6 +166,7 @@ __all__ = [
     "InterruptedTrial",
     "Terminated",
     "INTERRUPTS",
+    "wait_for",
     "interrupt_reason",
     "TestbedError",
     "ResultError",

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from netrig import _native
 from netrig.cli.common import add_metrics_listen, check_choice, check_range, metrics_endpoint, require_root
-from netrig.errors import ConfigError
+from netrig.errors import ConfigError, wait_for
 from netrig.methodology.vocabulary import option
 from netrig.model.defaults import SERVE_DRAIN_S as DEFAULT_DRAIN_S
 from netrig.testbed.state import ports_held
@@ -252,10 +252,9 @@ def _serve(server: OtgServer, serving: list[str], as_json: bool, what: str = "")
 
 def _wait_for_signal() -> None:
     """Block until Ctrl-C (KeyboardInterrupt) or SIGTERM/SIGHUP (``Terminated``, raised by netrig's
-    main): the caller's ``finally`` stops the server, main reports the signal."""
-    stop = threading.Event()
-    while not stop.wait(0.5):
-        pass
+    main): the caller's ``finally`` stops the server, main reports the signal. ``wait_for``, as
+    ``Event.wait`` can turn the signal into "release unlocked lock"."""
+    wait_for(threading.Event())
 
 
 def _record_dir(path: str) -> None:

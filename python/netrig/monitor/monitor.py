@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Self
 
-from netrig.errors import ConfigError
+from netrig.errors import ConfigError, wait_for
 from netrig.results.typed import from_dict
 from netrig.testbed.links import link_counters, route_socket
 from netrig.testbed.nsthread import run_in_netns
@@ -354,7 +354,7 @@ class Monitor(Sampler):
         ready = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(ready,), name="netrig-monitor", daemon=True)
         self._thread.start()
-        ready.wait(10.0)
+        wait_for(ready, 10.0)
         return self
 
     def stop(self) -> MonitorResult:

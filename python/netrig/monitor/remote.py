@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
-from netrig.errors import ConfigError, NetrigError
+from netrig.errors import ConfigError, NetrigError, wait_for
 from netrig.monitor.monitor import (
     CPU_FIELDS,
     MonitorResult,
@@ -174,7 +174,7 @@ class RemoteMonitor(Sampler):
         self._thread = threading.Thread(target=self._read, args=(self._proc.stdout,), name="netrig-remote-monitor",
                                         daemon=True)
         self._thread.start()
-        if not self._first.wait(self.connect_timeout_s) or not self.result.data:
+        if not wait_for(self._first, self.connect_timeout_s) or not self.result.data:
             why = self._why()
             self.stop()
             raise RemoteMonitorError(f"monitor.remote {self.host}: no sample within {self.connect_timeout_s:g} s "
