@@ -198,6 +198,26 @@ fn a_held_flow_is_stretched_by_what_it_did_not_give_back_and_never_bunches() {
     assert!(g.errors().is_empty());
 }
 
+/// A stall shorter than the depth's time before the hand-off: the batch it held and the frames due
+/// by its end go out as one burst, not as the batch and then the depth (166-168 frames in 1 ms of
+/// 148.8 counted as two).
+#[test]
+fn a_batch_held_up_and_the_frames_due_after_it_are_one_burst() {
+    let _s = common::serial();
+    let faults = FaultConfig { stall_every: 499, stall_ns: 50_000, record_departures: true, ..Default::default() };
+    let (ports, log) = common::ports(Some(faults));
+    let g = Generator::open(ports, config(vec![udp_flow("a", 148_810, 148_810.0)])).unwrap();
+    g.start(&[0]).unwrap();
+    assert!(wait_for(5.0, || g.flow_stats()[0].state == FlowState::Done as u8));
+    assert!(wait_for(2.0, || g.tx_pacing()[0].is_some_and(|p| p.frames == 148_810)), "{:?}", g.tx_pacing());
+    let (p, log) = (g.tx_pacing()[0].unwrap(), log.lock().unwrap().clone());
+    assert!(log.stalls >= 200, "{} stalls", log.stalls);
+    // The rate × 1.02 over 1 ms (152), the depth (11), one frame of rounding.
+    let peak = netrig_engine::traffic::pacing::most_in_window(&log.departures, 1_000_000);
+    assert!(peak <= 152 + 11 + 1, "{peak} frames in 1 ms of 148.8: {:?}", p.smoothness);
+    assert!(g.errors().is_empty());
+}
+
 /// While a flow runs, no read of its counts has more frames received than sent: the receivers'
 /// snapshots are taken first, the transmit counters (a frame is counted before it is sent) after.
 #[test]

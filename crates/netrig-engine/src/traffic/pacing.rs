@@ -288,6 +288,22 @@ impl Cadence {
     pub fn held_up(&mut self, last: u64, handed: u64) {
         self.sched.held_up(self.offset(last), handed, handed);
     }
+
+    /// A send of the `n` frames before `next` reached the queue at `handed`, of a source with
+    /// `frames` in all: were it and the frames due by then more than the depth? Then the send was
+    /// held up, its frames went out late as the burst, and the schedule shifts from its last
+    /// ([`Cadence::held_up`]). Counting the send's own frames matters: a batch held up by less
+    /// than the depth and the depth's frames due by its return went out back to back (7 + 11 at
+    /// 148.8 kframes/s, 167 frames in a 1-ms window of 148.8).
+    #[inline]
+    pub fn handed_late(&mut self, next: u64, n: u64, frames: u64, handed: u64) -> bool {
+        let beyond = next - n + self.depth;
+        if n == 0 || beyond >= frames || self.at(beyond) > handed {
+            return false;
+        }
+        self.held_up(next - 1, handed);
+        true
+    }
 }
 
 /// A catching-up worker sends its backlog at most this many times faster than its rate.

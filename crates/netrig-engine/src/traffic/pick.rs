@@ -186,17 +186,17 @@ impl Slot {
 pub(crate) const HELD_UP_NS: u64 = 20_000;
 
 /// A send held up between the picks and the hand-off (descheduled, or the queue slow to take
-/// them) until `handed`: a slot of it that fell more than its depth behind meanwhile had its
-/// frames in it go out late as one burst, so its schedule shifts from there, its next frame one
-/// frame time later, and its give-back starts there (as the trial's worker does). Without this
-/// the frames due meanwhile went out right after it as a second burst.
-pub(crate) fn held_up(slots: &mut [Slot], heap: &mut Schedule, sent: impl Iterator<Item = u32>, handed: u64) {
-    for k in sent {
+/// them) until `handed`: a slot whose frames in it and those due by then were more than its
+/// depth had its frames in it go out late as one burst, so its schedule shifts from there, its
+/// next frame one frame time later, and its give-back starts there (as the trial's worker does:
+/// [`Cadence::handed_late`]). Without this the frames due meanwhile went out right after it as a
+/// second burst.
+pub(crate) fn held_up(slots: &mut [Slot], heap: &mut Schedule, sent: impl Iterator<Item = (u32, u64)>, handed: u64) {
+    for (k, n) in sent {
         let s = &mut slots[k as usize];
-        if !s.running || s.c.npf == 0.0 || !s.c.behind(s.picked, handed) {
+        if !s.running || s.c.npf == 0.0 || !s.c.handed_late(s.picked, n, s.limit.unwrap_or(u64::MAX), handed) {
             continue;
         }
-        s.c.held_up(s.picked - 1, handed);
         s.gen = s.gen.wrapping_add(1);
         if !s.all_picked() {
             heap.push(s.due(s.picked), k, s.gen);
@@ -262,17 +262,14 @@ impl Picks {
         }
     }
 
-    /// The slot of each run that holds some of the first `n` frames.
-    pub(crate) fn first(&self, n: usize) -> impl Iterator<Item = u32> + '_ {
-        let mut upto = 0usize;
-        self.runs
-            .iter()
-            .take_while(move |&&(_, m)| {
-                let more = upto < n;
-                upto += m as usize;
-                more
-            })
-            .map(|&(k, _)| k)
+    /// The runs of the first `n` frames: each run's slot and its frames among them.
+    pub(crate) fn first(&self, n: usize) -> impl Iterator<Item = (u32, u64)> + '_ {
+        let mut left = n;
+        self.runs.iter().map_while(move |&(k, m)| {
+            let take = left.min(m as usize);
+            left -= take;
+            (take > 0).then_some((k, take as u64))
+        })
     }
 
     /// The first `n` frames went.
@@ -533,7 +530,7 @@ mod tests {
         let mut p = Picks::default();
         [(0, 3), (0, 2), (1, 4), (2, 1), (1, 2)].into_iter().for_each(|(k, n)| p.push(k, n));
         assert_eq!((p.runs.len(), p.frames), (4, 12), "a flow's next run joins its last");
-        assert_eq!(p.first(6).collect::<Vec<_>>(), [0, 1]);
+        assert_eq!(p.first(6).collect::<Vec<_>>(), [(0, 5), (1, 1)], "each run's frames among the first 6");
         p.consume(6);
         assert_eq!(p.take_back(1), 5);
         assert_eq!((p.frames, p.drain()), (1, vec![2]));

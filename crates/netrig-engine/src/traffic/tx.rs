@@ -710,21 +710,21 @@ impl<'a> TrialTx<'a> {
         self.res.last_ns = after;
         self.last_stamp = now;
         self.total_sent += sent as u64;
-        for k in p.pending.first(sent) {
+        for (k, n) in p.pending.first(sent) {
             let s = &mut p.srcs[k as usize];
             if !s.sc.paced() {
                 continue;
             }
             // How late the run's first frame really left (a hold-up after the pick looked).
             s.max_lag_ns = s.max_lag_ns.max(handed.saturating_sub(s.run_due));
-            if self.pacing == Pacing::Smooth && s.sc.due(handed) > s.sc.c.depth {
+            if self.pacing == Pacing::Smooth {
                 // Held up between the decision and the hand-off (descheduled, or the queue was
-                // slow to take it) by more than the depth: this batch went out late as one burst,
-                // so the schedule shifts from it as from a burst `pace` lets out, and the next
-                // frame follows one frame time later. Without this, the frames that fell due
-                // meanwhile went out right after it as a second burst (a 1-ms window held the
-                // intended 50 frames + 7).
-                s.sc.c.held_up(s.sc.sent - 1, handed);
+                // slow to take it) so long that this batch and the frames due meanwhile are more
+                // than the depth: it went out late as one burst, so the schedule shifts from it
+                // as from a burst `pace` lets out, and the next frame follows one frame time
+                // later. Without this, the frames that fell due meanwhile went out right after
+                // it as a second burst (a 1-ms window held the intended 50 frames + 7).
+                s.sc.c.handed_late(s.sc.sent, n, s.sc.seg.frames, handed);
             }
         }
         self.meter.batch(handed, after, sent as u64);
