@@ -5,7 +5,9 @@ mod common;
 use std::time::{Duration, Instant};
 
 use netrig_engine::fault::{FaultConfig, FaultLog};
-use netrig_engine::run::generator::{CaptureConfig, FlowState, GenConfig, GenDuration, GenFlowConfig, Generator};
+use netrig_engine::run::generator::{
+    CaptureConfig, FlowState, GenConfig, GenDuration, GenFlowConfig, Generator, TxPacing,
+};
 use netrig_engine::{FrameSize, Port, Rate};
 use netrig_wire::pattern::Pattern;
 use netrig_wire::pcap;
@@ -174,13 +176,7 @@ fn duplicates_and_reordering_are_counted_against_the_fault_log() {
 #[test]
 fn a_held_flow_is_stretched_by_what_it_did_not_give_back_and_never_bunches() {
     let _s = common::serial();
-    let faults = FaultConfig { stall_every: 5_000, stall_ns: 5_000_000, record_departures: true, ..Default::default() };
-    let (ports, log) = common::ports(Some(faults));
-    let g = Generator::open(ports, config(vec![udp_flow("a", 50_000, 50_000.0)])).unwrap();
-    g.start(&[0]).unwrap();
-    assert!(wait_for(5.0, || g.flow_stats()[0].state == FlowState::Done as u8));
-    assert!(wait_for(2.0, || g.tx_pacing()[0].is_some_and(|p| p.frames == 50_000)), "{:?}", g.tx_pacing());
-    let (p, log) = (g.tx_pacing()[0].unwrap(), log.lock().unwrap().clone());
+    let (p, log) = stalled_flow(50_000, 5_000, 5_000_000);
     assert!(log.stalls >= 9, "{} stalls", log.stalls);
     let span_ms = (log.departures.last().unwrap() - log.departures.first().unwrap()) as f64 / 1e6;
     let (stretch_ms, planned_ms) = (p.stretch_ns as f64 / 1e6, 49_999.0 / 50.0);
@@ -195,7 +191,21 @@ fn a_held_flow_is_stretched_by_what_it_did_not_give_back_and_never_bunches() {
     // Each stall held a picked batch back from the queue 5 ms: its lateness, as a trial's worker
     // measures it (at the pick alone it read nothing: the schedule shifts from the hand-off).
     assert!(p.max_lag_ns >= 5_000_000, "max lag {} ns", p.max_lag_ns);
+}
+
+/// One flow of `frames` frames at `frames` frames/s (1 s) whose worker the fault injector blocks
+/// for `stall_ns` every `every` frames, sent to its end: its pacing and the injector's log.
+fn stalled_flow(frames: u64, every: u64, stall_ns: u64) -> (TxPacing, FaultLog) {
+    let faults = FaultConfig { stall_every: every, stall_ns, record_departures: true, ..Default::default() };
+    let (ports, log) = common::ports(Some(faults));
+    let g = Generator::open(ports, config(vec![udp_flow("a", frames, frames as f64)])).unwrap();
+    g.start(&[0]).unwrap();
+    assert!(wait_for(5.0, || g.flow_stats()[0].state == FlowState::Done as u8));
+    assert!(wait_for(2.0, || g.tx_pacing()[0].is_some_and(|p| p.frames == frames)), "{:?}", g.tx_pacing());
     assert!(g.errors().is_empty());
+    let p = g.tx_pacing()[0].unwrap();
+    let log = log.lock().unwrap().clone();
+    (p, log)
 }
 
 /// A stall shorter than the depth's time before the hand-off: the batch it held and the frames due
@@ -204,18 +214,11 @@ fn a_held_flow_is_stretched_by_what_it_did_not_give_back_and_never_bunches() {
 #[test]
 fn a_batch_held_up_and_the_frames_due_after_it_are_one_burst() {
     let _s = common::serial();
-    let faults = FaultConfig { stall_every: 499, stall_ns: 50_000, record_departures: true, ..Default::default() };
-    let (ports, log) = common::ports(Some(faults));
-    let g = Generator::open(ports, config(vec![udp_flow("a", 148_810, 148_810.0)])).unwrap();
-    g.start(&[0]).unwrap();
-    assert!(wait_for(5.0, || g.flow_stats()[0].state == FlowState::Done as u8));
-    assert!(wait_for(2.0, || g.tx_pacing()[0].is_some_and(|p| p.frames == 148_810)), "{:?}", g.tx_pacing());
-    let (p, log) = (g.tx_pacing()[0].unwrap(), log.lock().unwrap().clone());
+    let (p, log) = stalled_flow(148_810, 499, 50_000);
     assert!(log.stalls >= 200, "{} stalls", log.stalls);
     // The rate × 1.02 over 1 ms (152), the depth (11), one frame of rounding.
     let peak = netrig_engine::traffic::pacing::most_in_window(&log.departures, 1_000_000);
     assert!(peak <= 152 + 11 + 1, "{peak} frames in 1 ms of 148.8: {:?}", p.smoothness);
-    assert!(g.errors().is_empty());
 }
 
 /// While a flow runs, no read of its counts has more frames received than sent: the receivers'
