@@ -27,7 +27,7 @@ use crate::traffic::flowstate;
 use crate::traffic::pacing::Pacing;
 use crate::traffic::rx::{receive, RxLive, RxSink, RX_BATCH};
 use crate::traffic::schedule::{IntervalCounter, IntervalGrid, RatePhase};
-use crate::traffic::stream::{compile, line_rate_fps, CompiledStream, Rate, Stop, StreamConfig};
+use crate::traffic::stream::{self, compile, line_rate_fps, CompiledStream, Rate, Stop, StreamConfig};
 use crate::traffic::tags::claim_tag;
 use crate::traffic::timeline::LatencyTimeline;
 use crate::traffic::tx::{
@@ -435,26 +435,19 @@ struct RxWorkerOut {
 pub fn prepare(ports: &[Box<dyn Port>], cfg: &TrialConfig) -> Result<Vec<Arc<CompiledStream>>, ConfigError> {
     cfg.validate(ports.len())?;
     for (i, s) in cfg.streams.iter().enumerate() {
-        let (_, hi) = s.frame_size.bounds();
         let rx = if cfg.receive { Some(s.rx_port) } else { None };
         for c in [Some(s.tx_port), rx].into_iter().flatten().filter_map(|p| ports.get(p)).map(|p| p.caps()) {
-            let max = c.max_frame_len + crate::traffic::stream::FCS_LEN + s.tag_len();
             let why = if c.backend == crate::port::Backend::AfXdp {
                 "AF_XDP carries one UMEM chunk at most: use --io af_packet (or auto) for larger frames"
             } else {
-                "the MTU + 18: raise the MTU (test beds: the mtu option) or use smaller frames"
+                stream::RAISE_THE_MTU
             };
-            if let Some(r) = &s.replay {
-                let port = format!("{} over {}", c.name, c.backend);
-                r.check_port(c.max_frame_len, &port, why).map_err(|e| e.within(&format!("streams[{i}]")))?;
-                continue;
+            let port = format!("{} over {}", c.name, c.backend);
+            match &s.replay {
+                Some(r) => r.check_port(c.max_frame_len, &port, why),
+                None => stream::fits_port(&s.frame_size, (c.max_frame_len, s.tag_len()), &port, why),
             }
-            if hi > max {
-                return Err(ConfigError::new(
-                    format!("streams[{i}].frame_size"),
-                    format!("{hi} B is above the largest frame {} carries over {} ({max} B, {why})", c.name, c.backend),
-                ));
-            }
+            .map_err(|e| e.within(&format!("streams[{i}]")))?;
         }
     }
     let mut base: u64 = 0;

@@ -87,8 +87,12 @@ pub fn parse_protocol(name: &str, tcp_flags: u8, tcp_seq: u32, ethertype: u16) -
     }
 }
 
-/// Ethernet wire overhead per frame: preamble 7 + SFD 1 + inter-frame gap 12 (methodology §1).
-pub const WIRE_OVERHEAD: u64 = 20;
+/// Preamble 7 + SFD 1: the bytes before every frame on the wire.
+pub const PREAMBLE_SFD: u64 = 8;
+/// The Ethernet minimum gap between frames, bytes.
+pub const MIN_GAP_BYTES: u32 = 12;
+/// Ethernet wire overhead per frame: preamble and SFD, and the minimum gap (methodology §1).
+pub const WIRE_OVERHEAD: u64 = PREAMBLE_SFD + MIN_GAP_BYTES as u64;
 /// Ethernet FCS, counted in the frame size but not written by software.
 pub const FCS_LEN: usize = 4;
 /// Smallest Ethernet frame (bytes, including FCS).
@@ -618,26 +622,7 @@ impl StreamConfig {
             }
         }
         self.ranges_stay_in_the_benchmarking_ranges(&spec)?;
-        let rate_pps = self.intended_rate_pps()?;
-        if rate_pps.is_finite() && rate_pps > MAX_RATE_PPS {
-            return Err(ConfigError::new(
-                "rate",
-                format!("{rate_pps:e} frames/s is above the limit of {MAX_RATE_PPS:e} frames/s per stream"),
-            ));
-        }
-        if let Some(l) = self.line_rate_bps {
-            let mean = self.mean_size();
-            let line_pps = line_rate_fps(l as f64, mean);
-            if rate_pps.is_finite() && rate_pps > line_pps * 1.000_001 {
-                return Err(ConfigError::new(
-                    "rate",
-                    format!(
-                        "{rate_pps:.0} fps is above the line rate of {line_pps:.0} fps at {mean:.0} B ({l} bit/s): lower the rate"
-                    ),
-                ));
-            }
-        }
-        Ok(())
+        check_rate(self.intended_rate_pps()?, self.mean_size(), self.line_rate_bps, MIN_GAP_BYTES)
     }
 
     /// Bytes of VLAN tags in front of the payload: 0, 4 (802.1Q) or 8 (QinQ).
@@ -768,7 +753,8 @@ pub fn compile(
             frame_limit,
         });
     }
-    fits_port(&cfg.frame_size, max_frame_len, cfg.tag_len()).map_err(|e| e.within(&prefix))?;
+    fits_port(&cfg.frame_size, (max_frame_len, cfg.tag_len()), "the TX port", RAISE_THE_MTU)
+        .map_err(|e| e.within(&prefix))?;
     let sizes = cfg.frame_size.sizes();
     let (spec, walk) = cfg.stack_spec().map_err(|e| e.within(&prefix))?;
     let lens: Vec<usize> = sizes.iter().map(|s| s - FCS_LEN).collect();
@@ -788,15 +774,24 @@ pub fn compile(
     })
 }
 
-/// `sizes` against the TX port's largest frame, `max_frame_len` bytes without FCS and untagged:
-/// each of `tag_len` bytes of VLAN tags comes on top of the MTU. Field: `frame_size`.
-pub(crate) fn fits_port(sizes: &FrameSize, max_frame_len: usize, tag_len: usize) -> Result<(), ConfigError> {
+/// What a port whose largest frame is the MTU + 18 asks of larger frames.
+pub(crate) const RAISE_THE_MTU: &str = "the MTU + 18: raise the MTU (test beds: the mtu option) or use smaller frames";
+
+/// `sizes` against `port`'s largest frame, `max_frame_len` bytes without FCS and untagged: each of
+/// `tag_len` bytes of VLAN tags comes on top of the MTU; `why` the port's limit and the remedy.
+/// Field: `frame_size`.
+pub(crate) fn fits_port(
+    sizes: &FrameSize,
+    (max_frame_len, tag_len): (usize, usize),
+    port: &str,
+    why: &str,
+) -> Result<(), ConfigError> {
     let max_size = max_frame_len + FCS_LEN + tag_len;
     let (_, hi) = sizes.bounds();
     if hi > max_size {
         return Err(ConfigError::new(
             "frame_size",
-            format!("{hi} B is above the port's largest frame, {max_size} B (MTU + 18): raise the MTU or use smaller frames"),
+            format!("{hi} B is above the largest frame {port} carries ({max_size} B, {why})"),
         ));
     }
     Ok(())
@@ -845,7 +840,35 @@ pub(crate) fn size_schedule(fs: &FrameSize, sizes: &[usize], seed: u64) -> Vec<u
 /// Frames/s of `bps` layer-1 bit/s (a link speed, or an L1 rate) at `size` bytes per frame: every
 /// frame takes [`WIRE_OVERHEAD`] more on the wire (methodology §1). The one place of the formula.
 pub fn line_rate_fps(bps: f64, size: f64) -> f64 {
-    bps / ((size + WIRE_OVERHEAD as f64) * 8.0)
+    frames_on_wire(bps, size, MIN_GAP_BYTES)
+}
+
+/// Frames/s of `size` bytes (with FCS) that `bps` carry with `gap_bytes` between frames.
+pub fn frames_on_wire(bps: f64, size: f64, gap_bytes: u32) -> f64 {
+    bps / ((size + (PREAMBLE_SFD + u64::from(gap_bytes)) as f64) * 8.0)
+}
+
+/// `pps` frames/s of `mean`-byte frames within the limits: [`MAX_RATE_PPS`], and with a link
+/// speed what it carries at `gap_bytes` between frames. Field: `rate`.
+pub(crate) fn check_rate(pps: f64, mean: f64, line_bps: Option<u64>, gap_bytes: u32) -> Result<(), ConfigError> {
+    if pps.is_finite() && pps > MAX_RATE_PPS {
+        return Err(ConfigError::new(
+            "rate",
+            format!("{pps:e} frames/s is above the limit of {MAX_RATE_PPS:e} frames/s per stream"),
+        ));
+    }
+    if let Some(l) = line_bps {
+        let cap = frames_on_wire(l as f64, mean, gap_bytes);
+        if pps.is_finite() && pps > cap * 1.000_001 {
+            return Err(ConfigError::new(
+                "rate",
+                format!(
+                    "{pps:.0} frames/s is above what the port's {l} bit/s carry at {mean:.0} B with a {gap_bytes} B gap ({cap:.0} frames/s): lower the rate"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A link speed in whole bit/s from `bps` (finite, > 0). Field: `line_rate_bps`.
@@ -889,7 +912,7 @@ mod tests {
         assert_eq!(e.field, "streams[2].frame_size");
         assert!(e.message.contains("64..16384"), "{e}");
         c.frame_size = FrameSize::Fixed(9000);
-        assert!(compile(0, &c, 0, 1514, 2).unwrap_err().message.contains("largest frame, 1518 B"));
+        assert!(compile(0, &c, 0, 1514, 2).unwrap_err().message.contains("largest frame the TX port carries (1518 B"));
         c.frame_size = FrameSize::Fixed(64);
         c.rate = Rate::PercentLine(50.0);
         assert!(compile(0, &c, 0, 1514, 2).unwrap_err().message.contains("link speed"));
@@ -897,7 +920,7 @@ mod tests {
         let s = compile(0, &c, 0, 1514, 2).unwrap();
         assert!((s.rate_pps - 744_047.6).abs() < 1.0);
         c.rate = Rate::Pps(2e6);
-        assert!(compile(0, &c, 0, 1514, 2).unwrap_err().message.contains("above the line rate"));
+        assert!(compile(0, &c, 0, 1514, 2).unwrap_err().message.contains("bit/s carry at"));
     }
 
     fn field_of(c: &StreamConfig) -> String {

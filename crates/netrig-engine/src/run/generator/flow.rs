@@ -5,7 +5,7 @@ use std::sync::Arc;
 use netrig_wire::stack::{self, CompiledStack, HeaderKind, StackSpec};
 
 use crate::error::ConfigError;
-use crate::traffic::stream::{self, FrameSize, Rate, FCS_LEN, MAX_FRAMES, MAX_RATE_PPS};
+use crate::traffic::stream::{self, FrameSize, Rate, FCS_LEN, MAX_FRAMES};
 
 /// How long a flow sends once started.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -73,7 +73,7 @@ impl GenFlowConfig {
             rate: Rate::Pps(1000.0),
             duration: GenDuration::Continuous,
             delay_ns: 0,
-            gap_bytes: 12,
+            gap_bytes: stream::MIN_GAP_BYTES,
             latency: LatencyMode::StoreForward,
             tag_period: 0,
         }
@@ -156,22 +156,7 @@ fn rate_pps(cfg: &GenFlowConfig, line_bps: Option<u64>) -> Result<f64, ConfigErr
     cfg.rate.validate()?;
     let mean = cfg.frame_size.mean();
     let pps = cfg.rate.frames_per_s(mean, line_bps)?;
-    if let Some(l) = line_bps {
-        // Preamble and SFD, 8 bytes, then the gap.
-        let cap = l as f64 / ((mean + 8.0 + f64::from(cfg.gap_bytes)) * 8.0);
-        if pps.is_finite() && pps > cap * 1.000_001 {
-            return Err(ConfigError::new(
-                "rate",
-                format!(
-                    "{pps:.0} frames/s is above what the port's {l} bit/s carry at {mean:.0} B with a {} B gap ({cap:.0} frames/s): lower the rate",
-                    cfg.gap_bytes
-                ),
-            ));
-        }
-    }
-    if pps.is_finite() && pps > MAX_RATE_PPS {
-        return Err(ConfigError::new("rate", format!("{pps:e} frames/s is above the limit of {MAX_RATE_PPS:e}")));
-    }
+    stream::check_rate(pps, mean, line_bps, cfg.gap_bytes)?;
     Ok(pps)
 }
 
@@ -221,7 +206,8 @@ pub fn compile_flow_with(
     let prefix = format!("flows[{index}]");
     let within = |e: ConfigError| e.within(&prefix);
     cfg.frame_size.validate().map_err(within)?;
-    stream::fits_port(&cfg.frame_size, max_frame_len, cfg.tag_len()).map_err(within)?;
+    stream::fits_port(&cfg.frame_size, (max_frame_len, cfg.tag_len()), "the TX port", stream::RAISE_THE_MTU)
+        .map_err(within)?;
     let sizes = cfg.frame_size.sizes();
     let stack = match stack {
         Some(s) => s,
