@@ -294,11 +294,15 @@ impl Cadence {
     /// held up, its frames went out late as the burst, and the schedule shifts from its last
     /// ([`Cadence::held_up`]). Counting the send's own frames matters: a batch held up by less
     /// than the depth and the depth's frames due by its return went out back to back (7 + 11 at
-    /// 148.8 kframes/s, 167 frames in a 1-ms window of 148.8).
+    /// 148.8 kframes/s, 167 frames in a 1-ms window of 148.8). A send whose frames began before
+    /// this schedule did (a run across a trial's segments: `n` above `next`) is left alone.
     #[inline]
     pub fn handed_late(&mut self, next: u64, n: u64, frames: u64, handed: u64) -> bool {
+        if n == 0 || n > next {
+            return false;
+        }
         let beyond = next - n + self.depth;
-        if n == 0 || beyond >= frames || self.at(beyond) > handed {
+        if beyond >= frames || self.at(beyond) > handed {
             return false;
         }
         self.held_up(next - 1, handed);
@@ -590,6 +594,25 @@ mod tests {
         s.resume(500_000, 3_000_000);
         assert_eq!((s.anchor, s.shifted), (1_990_000 - 2_000 + 500_000, 1_987_000), "a pause is not lost time");
         assert_eq!(SmoothSchedule::new(100, 350).shifted, 250, "lost before its first frame");
+    }
+
+    /// A send held up counts its own frames towards the depth (11 at 148.81 kframes/s, a frame
+    /// every 6.72 µs): 7 sent at 80 µs and the 5 due by then make 12, the batch was the burst.
+    #[test]
+    fn a_held_up_send_counts_its_own_frames_towards_the_depth() {
+        let fresh = || Cadence::new(148_810.0, 0, 0);
+        let mut c = fresh();
+        assert_eq!(c.depth, 11);
+        assert!(!c.handed_late(7, 7, 1_000, 50_000), "7 and the 1 due by 50 µs: within the depth");
+        assert_eq!(c.sched.anchor, 0);
+        assert!(c.handed_late(7, 7, 1_000, 80_000));
+        assert_eq!(c.at(6), 80_000, "the batch's last frame left at the hand-off");
+        assert!(c.at(7) > 80_000 && c.sched.shifted > 0);
+        let mut c = fresh();
+        assert!(!c.handed_late(7, 7, 10, 80_000), "the source ends before the depth: no burst past it");
+        assert!(!c.handed_late(3, 5, 1_000, 1_000_000), "frames from before this schedule began");
+        assert!(!c.handed_late(7, 0, 1_000, 1_000_000));
+        assert_eq!(c.sched.anchor, 0);
     }
 
     #[test]
