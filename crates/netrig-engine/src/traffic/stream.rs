@@ -860,11 +860,11 @@ pub(crate) fn check_rate(pps: f64, mean: f64, line_bps: Option<u64>, gap_bytes: 
     if let Some(l) = line_bps {
         let cap = frames_on_wire(l as f64, mean, gap_bytes);
         if pps.is_finite() && pps > cap * 1.000_001 {
+            let gap =
+                if gap_bytes == MIN_GAP_BYTES { String::new() } else { format!(", {gap_bytes} B between frames") };
             return Err(ConfigError::new(
                 "rate",
-                format!(
-                    "{pps:.0} frames/s is above what the port's {l} bit/s carry at {mean:.0} B with a {gap_bytes} B gap ({cap:.0} frames/s): lower the rate"
-                ),
+                format!("{pps:.0} fps is above the line rate of {cap:.0} fps at {mean:.0} B ({l} bit/s{gap}): lower the rate"),
             ));
         }
     }
@@ -920,7 +920,7 @@ mod tests {
         let s = compile(0, &c, 0, 1514, 2).unwrap();
         assert!((s.rate_pps - 744_047.6).abs() < 1.0);
         c.rate = Rate::Pps(2e6);
-        assert!(compile(0, &c, 0, 1514, 2).unwrap_err().message.contains("bit/s carry at"));
+        assert!(compile(0, &c, 0, 1514, 2).unwrap_err().message.contains("above the line rate"));
     }
 
     fn field_of(c: &StreamConfig) -> String {
