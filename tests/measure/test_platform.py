@@ -77,6 +77,19 @@ def test_a_wait_inside_a_host_stop_is_the_hosts_not_the_task_that_ran_before_it(
     assert (one.seen_by_guest, one.by) == (False, None), one
 
 
+def test_a_merged_stall_is_named_after_its_longest_part_not_its_first():
+    """A clean clone (2026-12-08): a real-time process took the DUT's CPU for 150.0 ms, and a wait
+    behind a `kworker` that ended as the take began merged with it; the 150.1 ms were named after the
+    kworker, and the test that looks for the take's holder failed."""
+    from netrig.measure.platform import StallEpisode, merged
+
+    (one,) = merged([StallEpisode(0.29966, 0.3, 1, True, "kworker/1:1"), StallEpisode(0.2998, 150.0, 1, True, "hog")])
+    assert (one.by, round(one.length_ms, 2)) == ("hog", 150.14), one
+    host = StallEpisode(5.0, 4.0, 1, False)
+    (one,) = merged([StallEpisode(5.0, 4.2, 1, True, "a"), StallEpisode(5.0039, 2.0, 1, True, "b"), host])
+    assert one.by == "b", one  # a: 0.2 ms outside the host's stop, b: 1.9 ms
+
+
 def test_a_dut_task_waiting_on_an_idle_cpu_is_the_hosts_on_a_busy_one_the_guests():
     """A DUT ring thread's waits: for another task (the guest's, named), on its idle CPU (woken late
     by the host: not the guest's, nobody named), for one of the DUT's own tasks (the DUT at work:

@@ -261,17 +261,20 @@ def merged(episodes: Iterable[StallEpisode]) -> tuple[StallEpisode, ...]:
 
 
 def whose(stall: StallEpisode, parts: Sequence[StallEpisode]) -> StallEpisode:
-    """A merged stall named as the guest's (after its first guest episode's task) when the guest's
-    episodes outside the host's stops in it last the threshold or more; else the host's. A task's
-    wait is counted from when it could run to when it ran, host stops in between included, and the
-    task that ran last before it is its ``by``: a 2.4-ms wait inside a 2.6-ms host stop was named
-    after the bench's own main thread, which only woke in it (`bench/flows.py`, 2026-12-08), and
-    a DUT ring thread's so would have made the DUT's drops the tester's."""
+    """A merged stall named as the guest's when the guest's episodes outside the host's stops in it
+    last the threshold or more, after the task of the episode longest outside them; else the
+    host's. A task's wait is counted from when it could run to when it ran, host stops in between
+    included, and the task that ran last before it is its ``by``: a 2.4-ms wait inside a 2.6-ms host
+    stop was named after the bench's own main thread, which only woke in it (`bench/flows.py`,
+    2026-12-08), and a DUT ring thread's so would have made the DUT's drops the tester's. Named
+    after its first episode, a 150-ms take of the DUT's CPU by a real-time process was named after a
+    `kworker` that had held the CPU 0.14 ms before it (a clean clone, 2026-12-08)."""
     guest = [p for p in parts if p.seen_by_guest]
     host = [p for p in parts if not p.seen_by_guest]
     if not guest or (host and outside_ms(guest, host) < THRESHOLD_MS):
         return dataclasses.replace(stall, seen_by_guest=False, by=None, by_tester=False)
-    return dataclasses.replace(stall, seen_by_guest=True, by=guest[0].by, by_tester=any(p.by_tester for p in guest))
+    longest = max(guest, key=lambda p: outside_ms([p], host))
+    return dataclasses.replace(stall, seen_by_guest=True, by=longest.by, by_tester=any(p.by_tester for p in guest))
 
 
 def outside_ms(spans: Sequence[StallEpisode], holes: Sequence[StallEpisode]) -> float:
