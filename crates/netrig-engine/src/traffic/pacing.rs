@@ -276,12 +276,6 @@ impl Cadence {
         self.sched.due_no_earlier(self.offset(k) + self.depth_ns, now);
     }
 
-    /// Frame `k` was due more than the depth's time before `t`.
-    #[inline]
-    pub fn behind(&self, k: u64, t: u64) -> bool {
-        self.at(k) + self.depth_ns < t
-    }
-
     /// A send held up until `handed` took frame `last` out late, as one burst: the schedule
     /// shifts so that `last` is due at `handed` ([`SmoothSchedule::held_up`]).
     #[inline]
@@ -567,7 +561,6 @@ mod tests {
         let b = c.in_bursts(4, 100_000);
         assert_eq!([b.offset(3), b.offset(4), b.offset(9)], [30_000, 140_000, 290_000]);
         let mut c = c;
-        assert!(!c.behind(0, 1_000 + 70_000) && c.behind(0, 1_000 + 70_001));
         c.within_depth(0, 1_000_000);
         assert_eq!((c.due_by(1_000_000), c.sched.shifted), (8, 1_000_000 - 1_000 - 70_000));
         c.held_up(9, 2_000_000);

@@ -838,12 +838,14 @@ pub(crate) fn size_schedule(fs: &FrameSize, sizes: &[usize], seed: u64) -> Vec<u
 }
 
 /// Frames/s of `bps` layer-1 bit/s (a link speed, or an L1 rate) at `size` bytes per frame: every
-/// frame takes [`WIRE_OVERHEAD`] more on the wire (methodology §1). The one place of the formula.
+/// frame takes [`WIRE_OVERHEAD`] more on the wire (methodology §1): [`frames_on_wire`] at the
+/// minimum gap.
 pub fn line_rate_fps(bps: f64, size: f64) -> f64 {
     frames_on_wire(bps, size, MIN_GAP_BYTES)
 }
 
-/// Frames/s of `size` bytes (with FCS) that `bps` carry with `gap_bytes` between frames.
+/// Frames/s of `size` bytes (with FCS) that `bps` carry with `gap_bytes` between frames: the one
+/// place of the formula.
 pub fn frames_on_wire(bps: f64, size: f64, gap_bytes: u32) -> f64 {
     bps / ((size + (PREAMBLE_SFD + u64::from(gap_bytes)) as f64) * 8.0)
 }
